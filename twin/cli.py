@@ -1,0 +1,180 @@
+"""`twin` command line: thin wrappers over twin.Lab. One clear line on failure
+(details with -v), non-zero exit codes, progress on stderr."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import NoReturn
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from twin import images, state
+from twin.errors import AlreadyUp, TopologyError, TwinError
+from twin.lab import Lab
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def fail(e: BaseException, verbose: bool, code: int = 1) -> NoReturn:
+    text = str(e) or type(e).__name__
+    if isinstance(e, TopologyError) or verbose:
+        err.print(f"[red]error:[/red] {text}", markup=True)
+    else:
+        lines = text.splitlines()
+        err.print(f"[red]error:[/red] {lines[0]}" + (" (-v for details)" if len(lines) > 1 else ""))
+    sys.exit(code)
+
+
+class Ctx:
+    def __init__(self, verbose: bool):
+        self.verbose = verbose
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Show full error details.")
+@click.pass_context
+def main(ctx: click.Context, verbose: bool) -> None:
+    """twin: a digital twin of an AI-cloud leaf/spine EVPN fabric, in containers."""
+    ctx.obj = Ctx(verbose)
+
+
+def run(ctx: click.Context, fn):
+    try:
+        return fn()
+    except TwinError as e:
+        fail(e, ctx.obj.verbose)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+@main.command()
+@click.argument("topology", type=click.Path(dir_okay=False))
+@click.option("--name", help="Lab name (default: the topology's name).")
+@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
+@click.option("--image", help="Node image tag (default: built from images/ when missing).")
+@click.option("--keep", is_flag=True, help="Keep what was created when bring-up fails, for debugging.")
+@click.pass_context
+def up(ctx, topology, name, timeout, image, keep):
+    """Bring a lab up from TOPOLOGY and wait until it has converged."""
+    def go():
+        lab = Lab.load(topology, name=name)
+        try:
+            with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
+                timings = lab.up(image=image, timeout=timeout, keep=keep,
+                                 say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
+                                                err.print(f"  {m}") if ctx.obj.verbose else None))
+        except AlreadyUp as e:
+            err.print(str(e))
+            return
+        out.print(f"lab [bold]{lab.name}[/bold] is up: {len(lab.fabric.nodes)} nodes, "
+                  f"{len(lab.fabric.sessions())} BGP sessions Established, converged in "
+                  f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}")
+    run(ctx, go)
+
+
+@main.command()
+@click.argument("lab")
+@click.pass_context
+def down(ctx, lab):
+    """Remove everything LAB owns (also after a failed or killed `up`)."""
+    def go():
+        removed = Lab(lab).down()
+        out.print(f"lab [bold]{lab}[/bold]: removed {len(removed)} containers" if removed
+                  else f"lab [bold]{lab}[/bold]: nothing left to remove")
+    run(ctx, go)
+
+
+@main.command()
+@click.argument("lab")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def status(ctx, lab, as_json):
+    """Nodes, container state and BGP sessions up/expected of LAB."""
+    def go():
+        st = Lab.open(lab).status()
+        if as_json:
+            click.echo(json.dumps(st, indent=2))
+            return
+        if st["status"] == "absent":
+            raise TwinError(f"no lab named {lab!r}; `twin list` shows the labs")
+        t = Table(title=f"lab {lab}: {st['status']}", title_justify="left")
+        for col in ("node", "kind", "state", "asn", "loopback", "bgp up/expected"):
+            t.add_column(col)
+        for r in st["nodes"]:
+            bgp = ""
+            if "sessions_expected" in r:
+                up_ = "?" if r.get("sessions_up") is None else str(r["sessions_up"])
+                bgp = f"{up_}/{r['sessions_expected']}"
+                if r.get("sessions_down"):
+                    bgp += f" (down: {', '.join(r['sessions_down'])})"
+            t.add_row(r["node"], r["kind"], r["state"], str(r["asn"] or ""), r["loopback"] or "", bgp)
+        out.print(t)
+        bad = [r for r in st["nodes"] if r["state"] != "running" or
+               ("sessions_expected" in r and r.get("sessions_up") != r["sessions_expected"])]
+        if bad:
+            sys.exit(1)
+    run(ctx, go)
+
+
+@main.command(name="exec", context_settings={"ignore_unknown_options": True})
+@click.argument("lab")
+@click.argument("node")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+def exec_(ctx, lab, node, cmd):
+    """Run CMD in NODE of LAB: twin exec LAB NODE -- vtysh -c 'show bgp summary'."""
+    def go():
+        res = Lab(lab).node(node).run(list(cmd), timeout=3600)
+        sys.stdout.write(res.stdout)
+        sys.stderr.write(res.stderr)
+        sys.exit(res.rc)
+    run(ctx, go)
+
+
+@main.command(name="list")
+@click.pass_context
+def list_(ctx):
+    """Labs on this host: from Docker labels and lab directories."""
+    def go():
+        from twin.runtime.docker import DockerRuntime
+        running = DockerRuntime().labs()
+        names = sorted(set(running) | set(state.known_labs()))
+        t = Table(title_justify="left")
+        for col in ("lab", "status", "containers", "running", "topology"):
+            t.add_column(col)
+        for n in names:
+            st, _ = state.load(state.labdir(n))
+            cs = running.get(n, [])
+            t.add_row(n, st.status if st else "orphaned", str(len(cs)),
+                      str(sum(c.status == "running" for c in cs)), st.topology if st else "")
+        out.print(t if names else "no labs")
+    run(ctx, go)
+
+
+@main.group()
+def image():
+    """Node images (built without a registry)."""
+
+
+@image.command(name="build")
+@click.option("--suite", default=images.DEFAULT_SUITE, show_default=True,
+              help="Debian release of the image (bookworm: FRR 8.4, trixie: FRR 10.3).")
+@click.option("--force", is_flag=True, help="Rebuild even when the recipe did not change.")
+@click.pass_context
+def image_build(ctx, suite, force):
+    """Build the base and node images when their recipe changed."""
+    def go():
+        from twin.runtime.docker import DockerRuntime
+        with err.status("building images") as status:
+            tag = images.ensure(DockerRuntime().client, suite=suite, force=force,
+                                say=lambda m: (status.update(m), err.print(f"  {m}")))
+        out.print(tag)
+    run(ctx, go)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Errors a user can act on. Each one says what failed and what to do."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class TwinError(Exception):
+    """Base class: a failure `twin` reports as one clear line."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a topology or change file."""
+
+    file: str
+    path: str  # place in the document, e.g. "nodes.leaf1.asn"
+    message: str
+    line: int | None = None  # 1-based
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class TopologyError(TwinError):
+    """A topology file is invalid. Carries every problem found, not just the first."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(problems, key=lambda p: (p.file, p.line or 0, p.path))
+        n = len(self.problems)
+        head = f"{n} problem{'s' if n != 1 else ''} in {self.problems[0].file}" if n else "invalid topology"
+        super().__init__(head + "\n" + "\n".join(f"  {p}" for p in self.problems))
+
+
+class CommandError(TwinError):
+    """A command in a node (or on the host) failed; carries command, exit code and output."""
+
+    def __init__(self, where: str, cmd: list[str], rc: int, stdout: str, stderr: str):
+        self.where, self.cmd, self.rc, self.stdout, self.stderr = where, cmd, rc, stdout, stderr
+        out = "\n".join(s for s in (stdout.strip(), stderr.strip()) if s)
+        super().__init__(f"{where}: `{' '.join(cmd)}` exited {rc}" + (f":\n{out}" if out else ""))
+
+
+class ConvergenceTimeout(TwinError):
+    """The fabric did not reach the intended state before the deadline."""
+
+    def __init__(self, what: str, seconds: float, missing: list[str]):
+        self.missing = missing
+        shown = missing[:40]
+        more = f"\n  ... and {len(missing) - len(shown)} more" if len(missing) > len(shown) else ""
+        super().__init__(
+            f"{what} not reached after {seconds:.0f}s; still missing ({len(missing)}):\n"
+            + "\n".join(f"  - {m}" for m in shown) + more
+        )
+
+
+class LabStateError(TwinError):
+    """The lab is not in a state that allows the operation (already up, not found...)."""
+
+
+class AlreadyUp(LabStateError):
+    """`up` on a lab whose containers exist: nothing was touched."""

@@ -1,0 +1,18 @@
+"""The registry of node kinds. Adding a kind is one module plus one line here."""
+from twin.kinds.base import Kind, PortNaming
+from twin.kinds.dpu import Dpu
+from twin.kinds.host import Host
+from twin.kinds.leaf import Leaf
+from twin.kinds.spine import Spine
+
+KINDS: dict[str, Kind] = {k.name: k() for k in (Spine, Leaf, Dpu, Host)}
+
+
+def get(name: str) -> Kind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise KeyError(f"unknown kind {name!r}; known kinds: {', '.join(KINDS)}") from None
+
+
+__all__ = ["KINDS", "Kind", "PortNaming", "get"]

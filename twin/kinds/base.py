@@ -1,0 +1,59 @@
+"""What a node kind is: capabilities as data, behaviour in a few methods.
+
+A kind module defines one `Kind` subclass (mostly constants) and the registry in
+`twin.kinds` lists it. Everything kind-specific that the pipeline or runtime
+needs goes through this narrow protocol:
+
+- data: tier order, ASN scheme, port naming, which peers it accepts;
+- `render(node, fabric)`: the files of its day-0 config;
+- `command`: what the container runs;
+- `capabilities` / `sysctls`: what its container needs from Docker.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from twin.topology.model import Fabric, Node
+
+
+@dataclass(frozen=True)
+class PortNaming:
+    """How a kind names a port it auto-allocates: template and first index."""
+
+    template: str  # e.g. "swp{}"
+    start: int = 1
+
+    def name(self, index: int) -> str:
+        return self.template.format(index)
+
+
+# Sysctls every FRR router needs (see PLATFORM.md): Docker's --network none
+# disables IPv6, which leaves every BGP-unnumbered peer Idle without an error.
+ROUTER_SYSCTLS = {
+    "net.ipv6.conf.all.disable_ipv6": "0",
+    "net.ipv6.conf.default.disable_ipv6": "0",
+    "net.ipv4.ip_forward": "1",
+    "net.ipv6.conf.all.forwarding": "1",
+    "net.ipv6.conf.default.forwarding": "1",
+}
+
+
+class Kind:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    tier: ClassVar[int]                      # allocation order: spines first
+    runs_bgp: ClassVar[bool] = True
+    asn_base: ClassVar[int | None] = None    # first ASN of the tier
+    asn_shared: ClassVar[bool] = False       # one ASN for the whole tier (spines)
+    fabric_ports: ClassVar[PortNaming] = PortNaming("swp{}")   # towards BGP peers
+    access_ports: ClassVar[PortNaming] = PortNaming("swp{}")   # towards hosts
+    accepts_hosts: ClassVar[bool] = False
+    capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "SYS_ADMIN", "NET_RAW")
+    sysctls: ClassVar[dict[str, str]] = {}
+    command: ClassVar[list[str] | None] = None   # None: the image's CMD
+
+    def render(self, node: "Node", fabric: "Fabric") -> dict[str, str]:
+        """Files of this node's day-0 config, by file name (relative to its lab dir)."""
+        return {}

@@ -1,0 +1,17 @@
+"""DPU: a server's SmartNIC running FRR; BGP to its leafs, tenant ports to the host.
+
+Ports are named like a BlueField: uplinks p0, p1; host-side functions pf0vf0...
+Tenants (EVPN VTEP on the DPU) plug in here in a later stage of the pipeline.
+"""
+from twin.kinds.base import PortNaming
+from twin.kinds.frr import FrrKind
+
+
+class Dpu(FrrKind):
+    name = "dpu"
+    description = "SmartNIC running FRR, eBGP to its leafs, host endpoints on pf0vfN"
+    tier = 2
+    asn_base = 4200000001
+    fabric_ports = PortNaming("p{}", 0)
+    access_ports = PortNaming("pf0vf{}", 0)
+    accepts_hosts = True

@@ -1,0 +1,16 @@
+"""Host: a workload endpoint (a GPU server's tenant interface). No routing daemon."""
+from typing import ClassVar
+
+from twin.kinds.base import Kind, PortNaming
+
+
+class Host(Kind):
+    name = "host"
+    description = "workload endpoint behind a DPU or leaf, no routing daemon"
+    tier = 3
+    runs_bgp = False
+    fabric_ports = PortNaming("eth{}", 1)
+    access_ports = PortNaming("eth{}", 1)
+    capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "NET_RAW")
+    sysctls: ClassVar[dict[str, str]] = {"net.ipv6.conf.all.disable_ipv6": "0"}
+    command: ClassVar[list[str] | None] = ["sleep", "infinity"]

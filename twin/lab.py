@@ -1,0 +1,166 @@
+"""A lab: one fabric brought to life, and the sync Python API around it.
+
+    lab = Lab.load("topologies/aipod.yml")   # validates; nothing created yet
+    lab.up()                                  # containers, links, FRR, barrier
+    lab.node("leaf1").vtysh("show bgp summary")
+    lab.down()
+
+Bring-up stages (as containerlab): render -> create -> wire -> converge. Any
+failure before the lab is up removes everything it created (unless keep=True).
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from twin import converge, images, render, state, timeouts, topology
+from twin.errors import AlreadyUp, LabStateError, TwinError
+from twin.runtime.docker import DockerRuntime
+from twin.runtime.exec import NodeExec
+from twin.runtime.links import wire
+from twin.topology.model import Fabric
+
+Say = Callable[[str], None]
+
+
+class Lab:
+    def __init__(self, name: str, fabric: Fabric | None = None, runtime: DockerRuntime | None = None):
+        self.name = name
+        self.fabric = fabric
+        self._runtime = runtime
+        self.dir: Path = state.labdir(name)
+
+    # --- construction ------------------------------------------------------
+    @classmethod
+    def load(cls, topology_file: str | Path, name: str | None = None) -> "Lab":
+        """Validate a topology file (TopologyError with every problem) into a Lab."""
+        fabric = topology.load(topology_file, name=name)
+        return cls(fabric.name, fabric)
+
+    @classmethod
+    def open(cls, name: str) -> "Lab":
+        """An existing lab by name, from its directory (or just its containers)."""
+        _, fabric = state.load(state.labdir(name))
+        return cls(name, fabric)
+
+    @property
+    def runtime(self) -> DockerRuntime:
+        if self._runtime is None:
+            self._runtime = DockerRuntime()
+        return self._runtime
+
+    @property
+    def state(self) -> state.LabState | None:
+        return state.load(self.dir)[0]
+
+    def _need_fabric(self) -> Fabric:
+        if self.fabric is None:
+            raise LabStateError(f"lab {self.name!r} has no recorded topology in {self.dir}; "
+                                f"`twin down {self.name}` removes what is left of it")
+        return self.fabric
+
+    # --- lifecycle ---------------------------------------------------------
+    def is_up(self) -> bool:
+        return bool(self.runtime.containers(self.name))
+
+    def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
+           say: Say = lambda _: None) -> dict[str, float]:
+        """Bring the lab up and return once converged; returns stage timings (s)."""
+        fabric = self._need_fabric()
+        existing = self.runtime.containers(self.name)
+        if existing:
+            raise AlreadyUp(f"lab {self.name!r} is already up ({len(existing)} containers); "
+                                f"`twin status {self.name}` shows it, `twin down {self.name}` removes it")
+        image = image or images.ensure(self.runtime.client, say=say)
+        t0 = time.monotonic()
+        st = state.LabState(name=self.name, topology=fabric.source, image=image, created=state.now())
+        state.remove(self.dir)  # leftovers of a lab that is gone (no containers)
+        state.save(self.dir, st, fabric)
+        try:
+            say(f"rendering configs into {self.dir}")
+            render.write_lab(fabric, self.dir)
+            say(f"starting {len(fabric.nodes)} containers")
+            containers = self.runtime.start_nodes(self.name, list(fabric.nodes.values()), image, self.dir)
+            st.timings["containers"] = time.monotonic() - t0
+            say(f"wiring {len(fabric.links)} links")
+            pids = {n: self.runtime.pid(c) for n, c in containers.items()}
+            wire(fabric, pids)
+            st.timings["wired"] = time.monotonic() - t0
+            st.status = "converging"
+            state.save(self.dir, st)
+            routers = fabric.routers()
+            limit = timeout if timeout is not None else timeouts.converge(len(routers))
+            say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
+                f"{len(routers)} routers (deadline {limit:.0f}s)")
+            converge.Barrier(fabric, self.execs()).wait(limit)
+            st.timings["converged"] = time.monotonic() - t0
+            st.status = "up"
+            state.save(self.dir, st)
+            return st.timings
+        except BaseException as e:
+            st.status, st.error = "failed", str(e).splitlines()[0] if str(e) else type(e).__name__
+            state.save(self.dir, st)
+            if not keep:
+                say("bring-up failed: removing what was created")
+                self.down()
+            raise
+
+    def down(self) -> list[str]:
+        """Remove exactly what this lab owns: its containers (and their links) and its directory."""
+        removed = self.runtime.remove(self.name)
+        state.remove(self.dir)
+        return removed
+
+    # --- nodes -------------------------------------------------------------
+    def node(self, name: str) -> NodeExec:
+        containers = self.runtime.containers(self.name)
+        if name not in containers:
+            known = ", ".join(sorted(containers)) or "none: the lab is not up"
+            raise TwinError(f"lab {self.name!r} has no node {name!r}; nodes: {known}")
+        return NodeExec(containers[name], f"{self.name}/{name}")
+
+    def execs(self) -> dict[str, NodeExec]:
+        return {n: NodeExec(c, f"{self.name}/{n}") for n, c in self.runtime.containers(self.name).items()}
+
+    def converged(self) -> list[str]:
+        """What is missing of the intended underlay now (one round, no waiting)."""
+        fabric = self._need_fabric()
+        execs = self.execs()
+        with ThreadPoolExecutor(converge.PARALLEL) as pool:
+            results = pool.map(lambda n: converge.underlay_missing(fabric, n.name, execs[n.name]),
+                               fabric.routers())
+        return [m for ms in results for m in ms]
+
+    def status(self) -> dict[str, Any]:
+        """Nodes, container state and BGP sessions up/expected, as plain data."""
+        st, fabric = state.load(self.dir)
+        containers = self.runtime.containers(self.name)
+        names = list(fabric.nodes) if fabric else sorted(containers)
+
+        def one(n: str) -> dict[str, Any]:
+            node = fabric.nodes.get(n) if fabric else None
+            c = containers.get(n)
+            row: dict[str, Any] = {"node": n, "kind": node.kind if node else c.labels.get("twin.kind", "?"),
+                                   "state": c.status if c else "missing",
+                                   "asn": node.asn if node else None,
+                                   "loopback": node.loopback if node else None}
+            if node and node.runs_bgp:
+                expected = len(fabric.sessions(n))
+                row.update(sessions_expected=expected, sessions_up=None)
+                if c is not None and c.status == "running":
+                    try:
+                        (summary,) = NodeExec(c, f"{self.name}/{n}").vtysh_json(converge.SUMMARY, timeout=10)
+                        states = converge.sessions_state(fabric, n, summary)
+                        row["sessions_up"] = sum(s == "Established" for s in states.values())
+                        row["sessions_down"] = sorted(p for p, s in states.items() if s != "Established")
+                    except TwinError as e:
+                        row["error"] = str(e).splitlines()[0]
+            return row
+
+        with ThreadPoolExecutor(converge.PARALLEL) as pool:
+            rows = list(pool.map(one, names))
+        return {"lab": self.name, "status": st.status if st else ("orphaned" if containers else "absent"),
+                "topology": st.topology if st else None, "image": st.image if st else None,
+                "dir": str(self.dir), "timings": st.timings if st else {}, "nodes": rows}

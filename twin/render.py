@@ -1,0 +1,56 @@
+"""Day-0 configuration: Fabric -> per-node files, rendered with Jinja2.
+
+Pure: returns file contents; `write_lab` puts them in the lab directory
+(`<labdir>/<node>/frr.conf`, `daemons`, `vtysh.conf`), which is what the
+node's FRR runs (the directory is bind-mounted on /etc/frr).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import jinja2
+
+from twin import kinds
+
+if TYPE_CHECKING:
+    from twin.kinds.frr import FrrKind
+    from twin.topology.model import Fabric, Node
+
+ALL_DAEMONS = ("bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "ldpd",
+               "nhrpd", "eigrpd", "babeld", "sharpd", "pbrd", "bfdd", "fabricd", "vrrpd", "pathd")
+
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("twin", "templates"),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+
+
+def frr_files(kind: "FrrKind", node: "Node", fabric: "Fabric") -> dict[str, str]:
+    ctx = dict(node=node, fabric=fabric, kind=kind, features=kind.frr_features,
+               daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
+    return {
+        "frr.conf": _env.get_template("frr/frr.conf.j2").render(ctx),
+        "daemons": _env.get_template("frr/daemons.j2").render(ctx),
+        "vtysh.conf": _env.get_template("frr/vtysh.conf.j2").render(ctx),
+    }
+
+
+def render_node(node: "Node", fabric: "Fabric") -> dict[str, str]:
+    return kinds.get(node.kind).render(node, fabric)
+
+
+def render_lab(fabric: "Fabric") -> dict[str, dict[str, str]]:
+    """Every node's files: {node: {file name: text}}."""
+    return {name: render_node(node, fabric) for name, node in fabric.nodes.items()}
+
+
+def write_lab(fabric: "Fabric", labdir: Path) -> None:
+    for node, files in render_lab(fabric).items():
+        d = labdir / node
+        d.mkdir(parents=True, exist_ok=True)
+        for fname, text in files.items():
+            (d / fname).write_text(text)

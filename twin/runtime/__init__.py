@@ -1,0 +1,1 @@
+"""Everything that touches Docker or netlink. The pure pipeline never imports this."""

@@ -1,0 +1,11 @@
+"""Every timeout of `twin`, named in one place (seconds). Never clamped silently."""
+
+CONTAINER_START = 60.0      # all containers of a lab running
+CONVERGE_BASE = 60.0        # underlay convergence: base ...
+CONVERGE_PER_NODE = 1.0     # ... plus this per FRR node
+EXEC_DEFAULT = 30.0         # one command in a node
+IMAGE_BUILD = 1800.0        # debootstrap + docker build
+
+
+def converge(frr_nodes: int) -> float:
+    return CONVERGE_BASE + CONVERGE_PER_NODE * frr_nodes

@@ -1,0 +1,101 @@
+"""The validated, fully derived fabric: what every later stage reads.
+
+Every default is resolved here (ASNs, loopbacks, port names, MTUs), so the
+renderer, the runtime and the checks never guess. It is plain data, saved as
+JSON in the lab directory and golden-tested.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Port(_Frozen):
+    name: str
+    peer_node: str
+    peer_port: str
+    mtu: int
+    role: Literal["fabric", "access"]  # fabric: BGP session; access: host endpoint
+
+
+class Node(_Frozen):
+    name: str
+    kind: str
+    asn: int | None = None
+    loopback: str | None = None
+    image: str | None = None       # None: the lab's node image
+    ports: tuple[Port, ...] = ()
+
+    @property
+    def runs_bgp(self) -> bool:
+        return self.asn is not None
+
+    @property
+    def ports_by_name(self) -> dict[str, Port]:
+        return {p.name: p for p in self.ports}
+
+    @property
+    def fabric_ports(self) -> tuple[Port, ...]:
+        return tuple(p for p in self.ports if p.role == "fabric")
+
+
+class Endpoint(_Frozen):
+    node: str
+    port: str
+
+    def __str__(self) -> str:
+        return f"{self.node}:{self.port}"
+
+
+class Link(_Frozen):
+    a: Endpoint
+    b: Endpoint
+    mtu: int
+
+
+class Session(_Frozen):
+    """One BGP session as seen from one side: `node` peers on `port` with `peer`."""
+
+    node: str
+    port: str
+    peer: str
+
+    def __str__(self) -> str:
+        return f"{self.node}:{self.port} -> {self.peer}"
+
+
+class Fabric(_Frozen):
+    name: str
+    source: str            # the topology file it came from
+    nodes: dict[str, Node]
+    links: tuple[Link, ...]
+
+    def routers(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.runs_bgp]
+
+    def sessions(self, node: str | None = None) -> list[Session]:
+        """Every BGP session the topology implies: one per side of each fabric link."""
+        return [
+            Session(node=n.name, port=p.name, peer=p.peer_node)
+            for n in self.nodes.values()
+            if node is None or n.name == node
+            for p in n.fabric_ports
+        ]
+
+    def expected_loopbacks(self, node: str) -> dict[str, str]:
+        """Loopbacks `node` must have a route to: peer name -> /32 prefix.
+
+        eBGP drops a path that carries its own ASN, so nodes sharing an ASN
+        (the spines) do not learn each other's loopbacks; that is intended.
+        """
+        me = self.nodes[node]
+        return {
+            n.name: f"{n.loopback}/32"
+            for n in self.routers()
+            if n.name != node and n.asn != me.asn
+        }
