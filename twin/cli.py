@@ -14,17 +14,18 @@ from twin import images, state
 from twin.errors import AlreadyUp, TopologyError, TwinError
 from twin.lab import Lab
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
 
 
 def fail(e: BaseException, verbose: bool, code: int = 1) -> NoReturn:
+    """One clear line (every problem for a bad topology; everything with -v)."""
     text = str(e) or type(e).__name__
-    if isinstance(e, TopologyError) or verbose:
-        err.print(f"[red]error:[/red] {text}", markup=True)
-    else:
+    if not (isinstance(e, TopologyError) or verbose):
         lines = text.splitlines()
-        err.print(f"[red]error:[/red] {lines[0]}" + (" (-v for details)" if len(lines) > 1 else ""))
+        text = lines[0] + (" (-v for details)" if len(lines) > 1 else "")
+    click.secho("error: ", fg="red", err=True, nl=False)
+    click.echo(text, err=True)
     sys.exit(code)
 
 
@@ -68,7 +69,7 @@ def up(ctx, topology, name, timeout, image, keep):
                                  say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
                                                 err.print(f"  {m}") if ctx.obj.verbose else None))
         except AlreadyUp as e:
-            err.print(str(e))
+            click.echo(str(e), err=True)
             return
         out.print(f"lab [bold]{lab.name}[/bold] is up: {len(lab.fabric.nodes)} nodes, "
                   f"{len(lab.fabric.sessions())} BGP sessions Established, converged in "

@@ -15,11 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from twin import converge, images, render, state, timeouts, topology
+from twin import converge, images, kinds, render, state, timeouts, topology
 from twin.errors import AlreadyUp, LabStateError, TwinError
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
-from twin.runtime.links import wire
+from twin.runtime.links import Wiring
 from twin.topology.model import Fabric
 
 Say = Callable[[str], None]
@@ -81,12 +81,26 @@ class Lab:
         try:
             say(f"rendering configs into {self.dir}")
             render.write_lab(fabric, self.dir)
-            say(f"starting {len(fabric.nodes)} containers")
-            containers = self.runtime.start_nodes(self.name, list(fabric.nodes.values()), image, self.dir)
-            st.timings["containers"] = time.monotonic() - t0
-            say(f"wiring {len(fabric.links)} links")
-            pids = {n: self.runtime.pid(c) for n, c in containers.items()}
-            wire(fabric, pids)
+            say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
+            started: dict[str, Any] = {}
+
+            def running(node: str, container) -> None:
+                started[node] = container
+                wiring.node_running(node, self.runtime.pid(container))
+
+            def wired(node: str) -> None:  # stage "configure": start the node's daemons
+                start = kinds.get(fabric.nodes[node].kind).start
+                if start:
+                    NodeExec(started[node], f"{self.name}/{node}").check(start)
+
+            wiring = Wiring(fabric, on_wired=wired)
+            try:
+                self.runtime.start_nodes(self.name, list(fabric.nodes.values()), image, self.dir,
+                                         on_running=running)
+                st.timings["containers"] = time.monotonic() - t0
+            finally:
+                wiring.wait()
+            pids = wiring.pids
             st.timings["wired"] = time.monotonic() - t0
             st.status = "converging"
             state.save(self.dir, st)
@@ -94,7 +108,7 @@ class Lab:
             limit = timeout if timeout is not None else timeouts.converge(len(routers))
             say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
                 f"{len(routers)} routers (deadline {limit:.0f}s)")
-            converge.Barrier(fabric, self.execs()).wait(limit)
+            converge.Barrier(fabric, self.execs(), pids).wait(limit, say=say)
             st.timings["converged"] = time.monotonic() - t0
             st.status = "up"
             state.save(self.dir, st)
@@ -124,14 +138,12 @@ class Lab:
     def execs(self) -> dict[str, NodeExec]:
         return {n: NodeExec(c, f"{self.name}/{n}") for n, c in self.runtime.containers(self.name).items()}
 
-    def converged(self) -> list[str]:
+    def pids(self) -> dict[str, int]:
+        return {n: self.runtime.pid(c) for n, c in self.runtime.containers(self.name).items()}
+
+    def missing(self) -> list[str]:
         """What is missing of the intended underlay now (one round, no waiting)."""
-        fabric = self._need_fabric()
-        execs = self.execs()
-        with ThreadPoolExecutor(converge.PARALLEL) as pool:
-            results = pool.map(lambda n: converge.underlay_missing(fabric, n.name, execs[n.name]),
-                               fabric.routers())
-        return [m for ms in results for m in ms]
+        return converge.check_now(self._need_fabric(), self.execs(), self.pids())
 
     def status(self) -> dict[str, Any]:
         """Nodes, container state and BGP sessions up/expected, as plain data."""

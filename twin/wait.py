@@ -19,8 +19,13 @@ def until(
     what: str,
     first: float = 0.25,
     cap: float = 2.0,
+    diagnose: Callable[[], list[str]] | None = None,
 ) -> float:
-    """Wait until `probe()` reports nothing missing; return the seconds it took."""
+    """Wait until `probe()` reports nothing missing; return the seconds it took.
+
+    On the deadline, `diagnose()` (if given) supplies the detailed list of what
+    is missing, for probes that keep their rounds cheap.
+    """
     start = time.monotonic()
     deadline = start + timeout
     interval = first
@@ -30,6 +35,6 @@ def until(
         if not missing:
             return now - start
         if now >= deadline:
-            raise ConvergenceTimeout(what, now - start, missing)
+            raise ConvergenceTimeout(what, now - start, (diagnose() if diagnose else None) or missing)
         time.sleep(min(interval, max(0.0, deadline - now)))
         interval = min(cap, interval * 1.5)

@@ -6,7 +6,7 @@ needs goes through this narrow protocol:
 
 - data: tier order, ASN scheme, port naming, which peers it accepts;
 - `render(node, fabric)`: the files of its day-0 config;
-- `command`: what the container runs;
+- `command`: what the container runs; `start`: what runs once its ports are up;
 - `capabilities` / `sysctls`: what its container needs from Docker.
 """
 from __future__ import annotations
@@ -53,6 +53,7 @@ class Kind:
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "SYS_ADMIN", "NET_RAW")
     sysctls: ClassVar[dict[str, str]] = {}
     command: ClassVar[list[str] | None] = None   # None: the image's CMD
+    start: ClassVar[list[str] | None] = None     # run in the node once all its ports are up
 
     def render(self, node: "Node", fabric: "Fabric") -> dict[str, str]:
         """Files of this node's day-0 config, by file name (relative to its lab dir)."""

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
 class FrrKind(Kind):
     runs_bgp: ClassVar[bool] = True
     sysctls: ClassVar[dict[str, str]] = ROUTER_SYSCTLS
+    # FRR starts after the node's ports exist: a BGP-unnumbered peer on a port
+    # that appears after bgpd started resets connections for seconds.
+    start: ClassVar[list[str] | None] = ["/usr/local/bin/twin-node", "start-frr"]
     # FRR daemons this kind starts besides zebra/watchfrr.
     daemons: ClassVar[tuple[str, ...]] = ("bgpd",)
     # Feature templates rendered into frr.conf, in this order.

@@ -1,8 +1,9 @@
 """Containers through the Docker SDK. Everything carries the label twin.lab=<lab>."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+from typing import Callable
 
 import docker
 from docker.models.containers import Container
@@ -53,10 +54,16 @@ class DockerRuntime:
         c.start()
         return c
 
-    def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path) -> dict[str, Container]:
+    def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path,
+                    on_running: Callable[[str, Container], None] = lambda node, c: None) -> dict[str, Container]:
+        """Start all nodes concurrently; `on_running(node, container)` is called as each one runs."""
         with ThreadPoolExecutor(PARALLEL) as pool:
-            futs = {n.name: pool.submit(self.start_node, lab, n, image, labdir / n.name) for n in nodes}
-            return {name: f.result() for name, f in futs.items()}
+            futs = {pool.submit(self.start_node, lab, n, image, labdir / n.name): n.name for n in nodes}
+            started = {}
+            for f in as_completed(futs):
+                c = started[futs[f]] = f.result()
+                on_running(futs[f], c)
+            return started
 
     # --- inspect -----------------------------------------------------------
     def containers(self, lab: str) -> dict[str, Container]:
@@ -92,3 +99,36 @@ class DockerRuntime:
 
         with ThreadPoolExecutor(PARALLEL) as pool:
             return list(pool.map(rm, found))
+
+
+def _memory_cgroup(c: Container) -> tuple[Path, bool] | None:
+    """The memory cgroup directory of a running container and whether it is cgroup v2."""
+    pid = c.attrs["State"]["Pid"]
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            return Path("/sys/fs/cgroup") / path.lstrip("/"), True
+        if "memory" in controllers.split(","):
+            return Path("/sys/fs/cgroup/memory") / path.lstrip("/"), False
+    return None
+
+
+def memory(c: Container) -> tuple[int, int] | None:
+    """(in use now, peak) memory of a container in bytes, as `docker stats` counts
+    it (usage less inactive page cache); None if the cgroup cannot be read."""
+    try:
+        found = _memory_cgroup(c)
+        if found is None:
+            return None
+        d, v2 = found
+        stat = dict(line.split() for line in (d / "memory.stat").read_text().splitlines())
+        if v2:
+            usage, peak = int((d / "memory.current").read_text()), int((d / "memory.peak").read_text())
+            inactive = int(stat.get("inactive_file", 0))
+        else:
+            usage = int((d / "memory.usage_in_bytes").read_text())
+            peak = int((d / "memory.max_usage_in_bytes").read_text())
+            inactive = int(stat.get("total_inactive_file", 0))
+        return usage - inactive, peak
+    except (OSError, ValueError, KeyError):
+        return None

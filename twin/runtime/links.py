@@ -3,11 +3,16 @@ network namespaces, with the topology's MTU, then brought up in each node.
 
 No veth ever exists in the host namespace, so nothing can be left behind there:
 a link dies with the namespace of either of its nodes. Each end carries an
-ifalias naming its lab, link and peer so `ip link` inside a node says what it is.
+ifalias naming its lab, port and peer, so `ip link` inside a node says what it is.
+
+`Wiring` overlaps with container creation: a link is created as soon as both
+of its nodes run, and a node's ports come up as soon as all its links exist.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
 
 from pyroute2 import IPRoute, NetlinkError
 
@@ -25,7 +30,7 @@ def alias(lab: str, local: str, peer: str) -> str:
     return f"twin:{lab}:{local}->{peer}"
 
 
-def _create(link: Link, pids: dict[str, int]) -> None:
+def create_link(link: Link, pids: dict[str, int]) -> None:
     a, b = link.a, link.b
     with IPRoute() as ipr:
         try:
@@ -33,22 +38,62 @@ def _create(link: Link, pids: dict[str, int]) -> None:
                      net_ns_fd=netns_path(pids[a.node]),
                      peer={"ifname": b.port, "mtu": link.mtu, "net_ns_fd": netns_path(pids[b.node])})
         except NetlinkError as e:
-            raise TwinError(f"cannot create link {a} <-> {b}: {e.args[1] if len(e.args) > 1 else e}") from None
+            raise TwinError(f"cannot create link {a} <-> {b}: {e}") from None
 
 
-def _bring_up(lab: str, fabric: Fabric, node: str, pid: int) -> None:
-    with IPRoute(netns=netns_path(pid)) as ipr:
+def bring_up(fabric: Fabric, node: str, pid: int) -> None:
+    """Set every port of `node` up and label it with its lab, port and peer."""
+    with IPRoute(netns=netns_path(pid), flags=0) as ipr:
         for port in fabric.nodes[node].ports:
             idx = ipr.link_lookup(ifname=port.name)
             if not idx:
                 raise TwinError(f"{node}: port {port.name} is missing after wiring")
             ipr.link("set", index=idx[0], state="up",
-                     ifalias=alias(lab, f"{node}:{port.name}", f"{port.peer_node}:{port.peer_port}"))
+                     ifalias=alias(fabric.name, f"{node}:{port.name}", f"{port.peer_node}:{port.peer_port}"))
 
 
-def wire(fabric: Fabric, pids: dict[str, int]) -> None:
-    """Create every link of the fabric, then bring every port up; concurrently."""
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        list(pool.map(lambda l: _create(l, pids), fabric.links))
-        list(pool.map(lambda n: _bring_up(fabric.name, fabric, n, pids[n]),
-                      [n for n in fabric.nodes if fabric.nodes[n].ports]))
+class Wiring:
+    """Wires a fabric while its containers come up; call `node_running` per node, then `wait`.
+
+    `on_wired(node)` runs (in the wiring pool) as soon as all of a node's ports are up.
+    """
+
+    def __init__(self, fabric: Fabric, on_wired: Callable[[str], None] = lambda node: None):
+        self.fabric = fabric
+        self.on_wired = on_wired
+        self.pids: dict[str, int] = {}
+        self.waiting = list(fabric.links)
+        self.left = {n: len(node.ports) for n, node in fabric.nodes.items()}
+        self.lock = threading.Lock()
+        self.pool = ThreadPoolExecutor(PARALLEL)
+        self.futures: list[Future] = []
+
+    def node_running(self, node: str, pid: int) -> None:
+        with self.lock:
+            self.pids[node] = pid
+            ready = [l for l in self.waiting if l.a.node in self.pids and l.b.node in self.pids]
+            self.waiting = [l for l in self.waiting if l not in ready]
+        if not self.left[node]:
+            self.futures.append(self.pool.submit(self.on_wired, node))
+        self.futures += [self.pool.submit(self._link, l) for l in ready]
+
+    def _link(self, link: Link) -> None:
+        create_link(link, self.pids)
+        done = []
+        with self.lock:
+            for n in (link.a.node, link.b.node):
+                self.left[n] -= 1
+                if self.left[n] == 0:
+                    done.append(n)
+        for n in done:
+            bring_up(self.fabric, n, self.pids[n])
+            self.on_wired(n)
+
+    def wait(self) -> None:
+        try:
+            for f in list(self.futures):
+                f.result()
+            if self.waiting:
+                raise TwinError(f"{len(self.waiting)} links were never wired: nodes missing")
+        finally:
+            self.pool.shutdown(cancel_futures=True)

@@ -56,8 +56,11 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
     loopbacks = _assign_loopbacks(spec, kinds, order, problems)
     links, ports = _resolve_links(spec, kinds, asns, problems, broken)
 
+    # Only for nodes that no link names at all: a link already reported as wrong
+    # must not make its nodes look isolated too.
+    linked = {ep.partition(":")[0] for link in spec.links if link for ep in link.endpoints}
     for n in order:
-        if kinds[n].runs_bgp and not any(p.role == "fabric" for p in ports.get(n, [])):
+        if kinds[n].runs_bgp and n not in linked:
             problems.add(("nodes", n), "has no link to a BGP peer, so it could never converge")
 
     nodes = {

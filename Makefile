@@ -1,0 +1,44 @@
+# twin: two commands set everything up on a fresh Debian/Ubuntu machine (as root):
+#   make twin-up    installs Docker if missing, builds images and venv, brings up the default lab
+#   make test       unit + end-to-end tests against the real Docker engine
+PYTHON ?= python3
+VENV   ?= .venv
+TWIN    = $(VENV)/bin/twin
+LAB    ?= aipod
+TOPOLOGY ?= topologies/aipod.yml
+PYTEST_ARGS ?=
+
+.PHONY: host venv images twin-up twin-down test test-unit bench clean
+
+host:
+	@scripts/host-setup.sh
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+images: host venv
+	$(TWIN) image build
+
+twin-up: images
+	$(TWIN) up $(TOPOLOGY)
+	$(TWIN) status $(LAB)
+
+twin-down: venv
+	$(TWIN) down $(LAB)
+
+test: images
+	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests
+
+test-unit: venv
+	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests/unit
+
+bench: images
+	$(VENV)/bin/python bench/run.py
+
+clean:
+	rm -rf $(VENV) *.egg-info bench-results

@@ -1,0 +1,102 @@
+"""`make bench`: bring-up speed and memory of the default lab and of spine/leaf
+fabrics of 6, 12, 24 and 48 FRR nodes, printed as a table.
+
+Targets on a 2-core, 24 GiB machine: 24 nodes converged < 20 s, 48 nodes < 40 s,
+at most 30 MiB per FRR node. Memory is read from each container's cgroup once
+the lab has converged: "running" as `docker stats` counts it (usage less
+inactive page cache), and the cgroup's peak, which includes the transient
+start-up processes (frrinit.sh, `vtysh -b`). The target applies to "running".
+Results also go to bench-results/bench.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from twin.lab import Lab
+from twin.runtime.docker import memory
+
+ROOT = Path(__file__).resolve().parent.parent
+MiB = 1024 * 1024
+TARGETS = {24: 20.0, 48: 40.0}  # FRR nodes -> seconds to converged
+MEM_TARGET_MIB = 30
+
+
+def clos(spines: int, leafs: int) -> dict:
+    nodes = {f"spine{i}": {"kind": "spine"} for i in range(1, spines + 1)}
+    nodes |= {f"leaf{i}": {"kind": "leaf"} for i in range(1, leafs + 1)}
+    links = [[f"spine{s}", f"leaf{l}"] for l in range(1, leafs + 1) for s in range(1, spines + 1)]
+    return {"name": f"bench{spines + leafs}", "nodes": nodes, "links": links}
+
+
+def measure(label: str, topo_file: Path, name: str) -> dict:
+    lab = Lab.load(topo_file, name=name)
+    frr = [n.name for n in lab.fabric.routers()]
+    lab.runtime  # connect before the clock starts
+    start = time.monotonic()
+    try:
+        timings = lab.up()
+        total = time.monotonic() - start
+        containers = lab.runtime.containers(lab.name)
+        mem = [m for m in (memory(containers[n]) for n in frr) if m is not None]
+    finally:
+        lab.down()
+    target = TARGETS.get(len(frr))
+    return {
+        "lab": label, "nodes": len(lab.fabric.nodes), "frr_nodes": len(frr), "links": len(lab.fabric.links),
+        "containers_s": round(timings["containers"], 2), "converged_s": round(timings["converged"], 2),
+        "total_s": round(total, 2),
+        "mem_mib_avg": round(sum(m[0] for m in mem) / len(mem) / MiB, 1) if mem else None,
+        "mem_mib_max": round(max(m[0] for m in mem) / MiB, 1) if mem else None,
+        "peak_mib_avg": round(sum(m[1] for m in mem) / len(mem) / MiB, 1) if mem else None,
+        "peak_mib_max": round(max(m[1] for m in mem) / MiB, 1) if mem else None,
+        "target_s": target,
+        "ok": (target is None or timings["converged"] < target)
+              and (not mem or max(m[0] for m in mem) / MiB <= MEM_TARGET_MIB),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", default="6,12,24,48", help="FRR node counts of the spine/leaf fabrics")
+    ap.add_argument("--no-default", action="store_true", help="skip the default lab")
+    args = ap.parse_args()
+    shapes = {6: (2, 4), 12: (4, 8), 24: (4, 20), 48: (8, 40)}
+    results = []
+    console = Console(width=160)
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [] if args.no_default else [("default (aipod)", ROOT / "topologies" / "aipod.yml")]
+        for size in (int(s) for s in args.sizes.split(",") if s):
+            spines, leafs = shapes.get(size, (max(2, size // 6), size - max(2, size // 6)))
+            f = Path(tmp) / f"clos{size}.yml"
+            f.write_text(yaml.safe_dump(clos(spines, leafs)))
+            runs.append((f"clos {spines}x{leafs}", f))
+        for i, (label, f) in enumerate(runs):
+            console.print(f"[dim]bench: {label} ...[/dim]")
+            results.append(measure(label, f, f"bench{i}-{os.getpid() % 10000}"))
+    t = Table(title="twin bring-up benchmark", title_justify="left")
+    for col in ("lab", "nodes", "FRR nodes", "links", "containers running (s)", "converged (s)",
+                "target (s)", "MiB per FRR node running (avg/max)", "peak MiB (avg/max)", "ok"):
+        t.add_column(col, justify="right" if col != "lab" else "left")
+    for r in results:
+        t.add_row(r["lab"], str(r["nodes"]), str(r["frr_nodes"]), str(r["links"]), f"{r['containers_s']:.1f}",
+                  f"{r['converged_s']:.1f}", f"< {r['target_s']:.0f}" if r["target_s"] else "-",
+                  f"{r['mem_mib_avg']}/{r['mem_mib_max']}", f"{r['peak_mib_avg']}/{r['peak_mib_max']}",
+                  "yes" if r["ok"] else "NO")
+    console.print(t)
+    out = ROOT / "bench-results"
+    out.mkdir(exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(results, indent=2))
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""End-to-end fixtures: real Docker engine, real FRR, real veths.
+
+Every lab a test makes is named `t-...` (never a user's lab name) and is torn
+down by the fixture even when the test fails.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyroute2 import IPRoute, netns
+
+from twin import images
+from twin.lab import Lab
+from twin.runtime.docker import LABEL_LAB, DockerRuntime
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="session")
+def twin_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("twin-home")
+    old = os.environ.get("TWIN_HOME")
+    os.environ["TWIN_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("TWIN_HOME", None)
+    else:
+        os.environ["TWIN_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def runtime(twin_home) -> DockerRuntime:
+    return DockerRuntime()
+
+
+@pytest.fixture(scope="session")
+def node_image(runtime) -> str:
+    return images.ensure(runtime.client)
+
+
+@pytest.fixture(scope="session")
+def make_lab(runtime, node_image):
+    """make_lab(topology, name) -> a Lab that is up; every lab made is downed at the end."""
+    made: list[Lab] = []
+
+    def make(topology: str | Path, name: str, up: bool = True, **kw) -> Lab:
+        lab = Lab.load(ROOT / topology, name=name)
+        made.append(lab)
+        if up:
+            lab.up(image=node_image, **kw)
+        return lab
+
+    yield make
+    for lab in made:
+        Lab(lab.name).down()
+
+
+def twin_cli(*args: str, check: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run the `twin` command line as a user would (same TWIN_HOME)."""
+    p = subprocess.run([sys.executable, "-m", "twin.cli", *args], capture_output=True, text=True,
+                       timeout=timeout, env=os.environ.copy(), cwd=ROOT)
+    if check:
+        assert p.returncode == 0, f"twin {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+def leftovers(runtime: DockerRuntime, lab: str) -> list[str]:
+    """Anything of `lab` still on the host: containers, host-side veths, namespaces."""
+    found = [f"container {c.name}" for c in
+             runtime.client.containers.list(all=True, filters={"label": f"{LABEL_LAB}={lab}"})]
+    with IPRoute() as ipr:
+        for link in ipr.get_links():
+            alias = link.get("ifalias") or ""
+            name = link.get("ifname") or ""
+            if alias.startswith(f"twin:{lab}:") or name.startswith(f"twin-{lab}"):
+                found.append(f"host link {name}")
+    found += [f"netns {n}" for n in netns.listnetns() if lab in n]
+    if (Path(os.environ["TWIN_HOME"]) / "labs" / lab).exists():
+        found.append(f"lab directory of {lab}")
+    return found

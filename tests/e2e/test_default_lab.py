@@ -1,0 +1,128 @@
+"""The default AI-pod lab, brought up once for this module, checked from the outside."""
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from pyroute2 import IPRoute
+
+from tests.e2e.conftest import leftovers, twin_cli
+from twin.runtime.links import netns_path
+
+pytestmark = pytest.mark.e2e
+NAME = "t-aipod"
+
+
+@pytest.fixture(scope="module")
+def lab(make_lab):
+    return make_lab("topologies/aipod.yml", NAME)
+
+
+def test_every_expected_session_is_established(lab):
+    fabric = lab.fabric
+    routers = [n.name for n in fabric.routers()]
+    assert routers == ["spine1", "spine2", "leaf1", "leaf2", "dpu1", "dpu2"]
+    for node in routers:
+        (summary,) = lab.node(node).vtysh_json("show bgp summary json")
+        peers = summary["ipv4Unicast"]["peers"]
+        expected = {s.port: s.peer for s in fabric.sessions(node)}
+        assert set(peers) == set(expected), f"{node}: peers {sorted(peers)} != intent {sorted(expected)}"
+        for port, peer in expected.items():
+            assert peers[port]["state"] == "Established", f"{node}:{port} to {peer}: {peers[port]['state']}"
+            assert peers[port]["hostname"] == peer, f"{node}:{port} talks to {peers[port]['hostname']}, not {peer}"
+            assert peers[port]["remoteAs"] == fabric.nodes[peer].asn
+    assert sum(len(fabric.sessions(n)) for n in routers) == 16
+
+
+def test_every_dpu_and_leaf_pings_every_other_loopback(lab):
+    fabric = lab.fabric
+    loopbacks = {n.name: n.loopback for n in fabric.routers()}
+    sources = [n for n in loopbacks if fabric.nodes[n].kind in ("dpu", "leaf")]
+
+    def ping_all(src: str) -> list[str]:
+        targets = [ip for n, ip in loopbacks.items() if n != src]
+        script = "; ".join(f"ping -c1 -W2 -I {loopbacks[src]} {ip} >/dev/null && echo ok {ip} || echo FAIL {ip}"
+                           for ip in targets)
+        out = lab.node(src).check(["sh", "-c", script]).stdout.split("\n")
+        assert len([l for l in out if l.startswith("ok ")]) + len([l for l in out if l.startswith("FAIL")]) == len(targets)
+        return [f"{src} -> {l.split()[1]}" for l in out if l.startswith("FAIL")]
+
+    with ThreadPoolExecutor(4) as pool:
+        failed = [f for fs in pool.map(ping_all, sources) for f in fs]
+    assert failed == [], f"loopbacks not reachable: {failed}"
+    assert len(sources) == 4
+
+
+def test_barrier_agrees_nothing_is_missing(lab):
+    assert lab.missing() == []
+
+
+def test_rendered_config_in_lab_dir_is_what_the_node_runs(lab):
+    for node in ("spine1", "leaf2", "dpu1"):
+        on_disk = (lab.dir / node / "frr.conf").read_text()
+        in_node = lab.node(node).check(["cat", "/etc/frr/frr.conf"]).stdout
+        assert in_node == on_disk
+        running = lab.node(node).vtysh("show running-config")
+        assert f"router bgp {lab.fabric.nodes[node].asn}" in running
+        assert "frr defaults datacenter" in running
+        assert (lab.dir / node / "daemons").read_text().count("bgpd=yes") == 1
+
+
+def test_links_carry_the_topology_mtu_and_are_labelled(lab):
+    pid = lab.pids()["dpu1"]
+    with IPRoute(netns=netns_path(pid), flags=0) as ipr:
+        links = {l.get("ifname"): l for l in ipr.get_links()}
+    assert links["p0"].get("mtu") == 9000 and links["p1"].get("mtu") == 9000
+    assert links["pf0vf0"].get("mtu") == 8950, "host links fit a VXLAN frame in the fabric MTU"
+    assert all(links[p]["flags"] & 1 for p in ("p0", "p1", "pf0vf0", "pf0vf1")), "ports are up"
+    assert links["p0"].get("ifalias") == f"twin:{NAME}:dpu1:p0->leaf1:swp3"
+
+
+def test_containers_get_only_what_nodes_need(lab):
+    for name, c in lab.runtime.containers(NAME).items():
+        hc = c.attrs["HostConfig"]
+        assert hc["NetworkMode"] == "none" and hc["Init"] is True and hc["Privileged"] is False
+        assert c.labels["twin.lab"] == NAME and c.labels["twin.node"] == name
+        if lab.fabric.nodes[name].runs_bgp:
+            assert sorted(hc["CapAdd"]) == ["NET_ADMIN", "NET_RAW", "SYS_ADMIN"]
+            assert hc["Sysctls"]["net.ipv6.conf.all.disable_ipv6"] == "0"
+        else:
+            assert sorted(hc["CapAdd"]) == ["NET_ADMIN", "NET_RAW"]
+
+
+def test_status_json_counts_sessions(lab):
+    st = json.loads(twin_cli("status", NAME, "--json", check=True).stdout)
+    assert st["status"] == "up" and st["lab"] == NAME
+    rows = {r["node"]: r for r in st["nodes"]}
+    assert len(rows) == 10 and all(r["state"] == "running" for r in rows.values())
+    assert rows["leaf1"]["sessions_up"] == rows["leaf1"]["sessions_expected"] == 4
+    assert rows["dpu2"]["sessions_up"] == 2 and "sessions_expected" not in rows["host1a"]
+    table = twin_cli("status", NAME, check=True).stdout
+    assert "4/4" in table and "dpu1" in table
+
+
+def test_exec_and_list_from_the_cli(lab):
+    p = twin_cli("exec", NAME, "leaf1", "--", "vtysh", "-c", "show bgp summary json", check=True)
+    assert json.loads(p.stdout)["ipv4Unicast"]["as"] == lab.fabric.nodes["leaf1"].asn
+    assert twin_cli("exec", NAME, "leaf1", "--", "sh", "-c", "exit 3").returncode == 3
+    bad = twin_cli("exec", NAME, "leaf9", "--", "true")
+    assert bad.returncode == 1 and "has no node 'leaf9'" in bad.stderr
+    assert NAME in twin_cli("list", check=True).stdout
+
+
+def test_up_on_a_lab_that_is_up_says_so_and_changes_nothing(lab):
+    before = {n: c.id for n, c in lab.runtime.containers(NAME).items()}
+    p = twin_cli("up", "topologies/aipod.yml", "--name", NAME)
+    assert p.returncode == 0
+    assert "already up" in p.stderr
+    assert {n: c.id for n, c in lab.runtime.containers(NAME).items()} == before
+    assert lab.missing() == []
+
+
+def test_zz_down_removes_everything_the_lab_owns(lab, runtime):
+    assert len(runtime.containers(NAME)) == 10
+    p = twin_cli("down", NAME, check=True)
+    assert "removed 10 containers" in p.stdout
+    assert leftovers(runtime, NAME) == []
+    assert "nothing left to remove" in twin_cli("down", NAME, check=True).stdout
