@@ -16,6 +16,8 @@ from twin.lab import Lab
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
+if not out.is_terminal:  # pipes and CI logs: do not squeeze tables into 80 columns
+    out = Console(highlight=False, soft_wrap=True, width=160)
 
 
 def fail(e: BaseException, verbose: bool, code: int = 1) -> NoReturn:
@@ -114,8 +116,24 @@ def status(ctx, lab, as_json):
                     bgp += f" (down: {', '.join(r['sessions_down'])})"
             t.add_row(r["node"], r["kind"], r["state"], str(r["asn"] or ""), r["loopback"] or "", bgp)
         out.print(t)
+        if st["tenants"]:
+            tt = Table(title=f"tenants (VRF backend: {st['vrf_backend']})", title_justify="left")
+            for col in ("tenant", "vrf", "l3vni", "VTEP", "L2VNIs up (segment)", "hosts", "type-2", "type-3", "type-5"):
+                tt.add_column(col)
+            for t in st["tenants"]:
+                segs = {s["l2vni"]: s["segment"] for s in t["segments"]}
+                for i, (v, r) in enumerate(t["vteps"].items()):
+                    up = ", ".join(f"{x} ({segs[x]})" for x in r.get("vnis_up", []) if x in segs)
+                    if r.get("vnis_missing"):
+                        up += f"; MISSING {', '.join(map(str, r['vnis_missing']))}"
+                    hosts = ", ".join(h["host"] for h in t["hosts"] if h["vtep"].startswith(v + ":"))
+                    head = [t["tenant"], t["vrf"], str(t["l3vni"])] if i == 0 else ["", "", ""]
+                    tt.add_row(*head, v, up, hosts, *(str(r.get(k, "?")) for k in ("type2", "type3", "type5")))
+            out.print(tt)
         bad = [r for r in st["nodes"] if r["state"] != "running" or
                ("sessions_expected" in r and r.get("sessions_up") != r["sessions_expected"])]
+        bad += [v for t in st["tenants"] for v, r in t["vteps"].items() if r.get("vnis_missing") or
+                not r.get("reachable", True)]
         if bad:
             sys.exit(1)
     run(ctx, go)

@@ -21,9 +21,13 @@ from pyroute2 import IPRoute, NetlinkError
 
 from twin import wait
 from twin.errors import CommandError
+from twin.overlay import VRF_TABLE_BASE, bridge_name, vxlan_name
 from twin.runtime.exec import NodeExec
+from twin.runtime.kernel import tenant_netns_path
 from twin.runtime.links import netns_path
-from twin.topology.model import Fabric
+from twin.topology.model import Fabric, Tenant
+
+FLOOD = "00:00:00:00:00:00"
 
 log = logging.getLogger(__name__)
 PARALLEL = 8
@@ -36,16 +40,54 @@ def sessions_state(fabric: Fabric, node: str, summary: dict) -> dict[str, str]:
     return {s.port: peers.get(s.port, {}).get("state", "absent") for s in fabric.sessions(node)}
 
 
-def kernel_routes(ipr: IPRoute) -> dict[str, set[str]]:
-    """Host routes (/32) of a node's main table: prefix -> names of next-hop ports."""
+def kernel_routes(ipr: IPRoute, table: int = 254, host_only: bool = True) -> dict[str, set[str]]:
+    """Routes of a table (host routes only by default): prefix -> names of next-hop ports."""
     names = {link["index"]: link.get("ifname") for link in ipr.get_links()}
     out: dict[str, set[str]] = {}
-    for r in ipr.get_routes(family=socket.AF_INET, table=254):
-        if r["dst_len"] != 32 or not r.get("dst"):
+    for r in ipr.get_routes(family=socket.AF_INET, table=table):
+        if (host_only and r["dst_len"] != 32) or not r.get("dst") or r.get("table") != table:
             continue
         hops = [h.get("oif") for h in r.get("multipath") or []] or [r.get("oif")]
-        out[f"{r.get('dst')}/32"] = {names.get(h, str(h)) for h in hops if h}
+        out[f"{r.get('dst')}/{r['dst_len']}"] = {names.get(h, str(h)) for h in hops if h}
     return out
+
+
+def kernel_fdb(ipr: IPRoute) -> set[tuple[str, str, str]]:
+    """VXLAN forwarding entries: (device, MAC, remote VTEP)."""
+    names = {link["index"]: link.get("ifname") for link in ipr.get_links()}
+    return {(names.get(e["ifindex"], "?"), e.get("lladdr") or e.get("NDA_LLADDR"), e.get("dst") or e.get("NDA_DST"))
+            for e in ipr.fdb("dump") if e.get("dst") or e.get("NDA_DST")}
+
+
+def missing_tenant(fabric: Fabric, node: str, t: Tenant, routes: dict[str, set[str]],
+                   fdb: set[tuple[str, str, str]]) -> list[str]:
+    """What VTEP `node` lacks of tenant `t`'s EVPN state, from its kernel tables.
+
+    type-3: a flood entry to every other VTEP of each local segment (head-end replication);
+    type-2: each remote host's MAC on a local segment, and a /32 to every remote host (symmetric IRB);
+    type-5: a route to every tenant subnet that has no local segment.
+    """
+    missing = []
+    lo = {n: fabric.nodes[n].loopback for n in t.vteps()}
+    local = {s.name for s in t.segments_on(node)}
+    for seg in t.segments_on(node):
+        vx = vxlan_name(seg.l2vni)
+        for remote in t.segment_vteps(seg.name):
+            if remote != node and (vx, FLOOD, lo[remote]) not in fdb:
+                missing.append(f"{node}: tenant {t.name}: no type-3 flood entry to {remote} ({lo[remote]}) "
+                               f"on L2VNI {seg.l2vni} ({seg.name})")
+    for a in t.attachments:
+        if a.vtep == node:
+            continue
+        if a.segment in local and (vxlan_name(t.segments[a.segment].l2vni), a.mac, lo[a.vtep]) not in fdb:
+            missing.append(f"{node}: tenant {t.name}: no type-2 MAC {a.mac} of {a.host} via {a.vtep}")
+        host = a.address.split("/")[0] + "/32"
+        if host not in routes:
+            missing.append(f"{node}: tenant {t.name}: no type-2 route to {a.host} {host} via {a.vtep}")
+    for seg in t.segments.values():
+        if seg.name not in local and t.segment_vteps(seg.name) and seg.subnet not in routes:
+            missing.append(f"{node}: tenant {t.name}: no type-5 route to {seg.name} {seg.subnet}")
+    return missing
 
 
 def missing_underlay(fabric: Fabric, node: str, routes: dict[str, set[str]]) -> list[str]:
@@ -75,21 +117,37 @@ def missing_sessions(fabric: Fabric, node: str, ex: NodeExec) -> list[str]:
 class Barrier:
     """Underlay convergence of one lab; `wait(timeout)` blocks until it holds."""
 
-    def __init__(self, fabric: Fabric, execs: dict[str, NodeExec], pids: dict[str, int]):
-        self.fabric, self.execs, self.pids = fabric, execs, pids
+    def __init__(self, fabric: Fabric, execs: dict[str, NodeExec], pids: dict[str, int], backend: str = "netns"):
+        self.fabric, self.execs, self.pids, self.backend = fabric, execs, pids, backend
         self.nodes = [n.name for n in fabric.routers()]
-        self.handles: dict[str, IPRoute] = {}
+        self.handles: dict[tuple[str, str], IPRoute] = {}
+        self.tables = {name: VRF_TABLE_BASE + i + 1 for i, name in enumerate(fabric.tenants)}
 
-    def _ipr(self, node: str) -> IPRoute:
-        if node not in self.handles:
-            self.handles[node] = IPRoute(netns=netns_path(self.pids[node]), flags=0)
-        return self.handles[node]
+    def _ipr(self, node: str, ns: str = "") -> IPRoute:
+        if (node, ns) not in self.handles:
+            path = tenant_netns_path(self.pids[node], ns) if ns else netns_path(self.pids[node])
+            self.handles[(node, ns)] = IPRoute(netns=path, flags=0)
+        return self.handles[(node, ns)]
+
+    def overlay_missing(self, node: str) -> list[str]:
+        missing = []
+        for t in self.fabric.tenants_on(node):
+            if self.backend == "netns":
+                ipr = self._ipr(node, t.vrf)
+                routes, fdb = kernel_routes(ipr, host_only=False), kernel_fdb(ipr)
+            else:
+                ipr = self._ipr(node)
+                routes, fdb = kernel_routes(ipr, self.tables[t.name], host_only=False), kernel_fdb(ipr)
+            missing += missing_tenant(self.fabric, node, t, routes, fdb)
+        return missing
 
     def node_missing(self, node: str, sessions: bool = False) -> list[str]:
         try:
             missing = missing_underlay(self.fabric, node, kernel_routes(self._ipr(node)))
+            if not missing and self.fabric.tenants_on(node):
+                missing = self.overlay_missing(node)
         except (NetlinkError, OSError) as e:
-            return [f"{node}: cannot read its routes ({e}); is the container running?"]
+            return [f"{node}: cannot read its kernel state ({e}); is the container running?"]
         if missing and sessions:
             missing += missing_sessions(self.fabric, node, self.execs[node])
         return missing
@@ -126,10 +184,14 @@ class Barrier:
                 return [m for n in sorted(left) for m in left[n]]
 
             try:
-                return wait.until(probe, timeout, "underlay convergence (BGP sessions and loopback routes)",
+                return wait.until(probe, timeout, self.what(),
                                   diagnose=diagnose, cap=1.0)
             finally:
                 self.close()
+
+    def what(self) -> str:
+        return "convergence (BGP sessions, loopback routes" + (
+            ", VNIs and EVPN type-2/3/5 routes)" if self.fabric.tenants else ")")
 
     def close(self) -> None:
         for h in self.handles.values():
@@ -137,9 +199,9 @@ class Barrier:
         self.handles.clear()
 
 
-def check_now(fabric: Fabric, execs: dict[str, NodeExec], pids: dict[str, int]) -> list[str]:
-    """Everything missing of the intended underlay right now (with session states; no waiting)."""
-    b = Barrier(fabric, execs, pids)
+def check_now(fabric: Fabric, execs: dict[str, NodeExec], pids: dict[str, int], backend: str = "netns") -> list[str]:
+    """Everything missing of the intended state right now (with session states; no waiting)."""
+    b = Barrier(fabric, execs, pids, backend)
     try:
         with ThreadPoolExecutor(PARALLEL) as pool:
             left = b.round(pool, b.nodes, sessions=True)

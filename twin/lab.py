@@ -11,15 +11,14 @@ failure before the lab is up removes everything it created (unless keep=True).
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from twin import converge, images, kinds, render, state, timeouts, topology
+from twin import bringup, converge, images, render, state, timeouts, topology
 from twin.errors import AlreadyUp, LabStateError, TwinError
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
-from twin.runtime.links import Wiring
+from twin.runtime import kernel
 from twin.topology.model import Fabric
 
 Say = Callable[[str], None]
@@ -79,36 +78,26 @@ class Lab:
         state.remove(self.dir)  # leftovers of a lab that is gone (no containers)
         state.save(self.dir, st, fabric)
         try:
+            backend = kernel.probe_backend() if fabric.tenants else "netns"
+            st.backend = backend if fabric.tenants else None
             say(f"rendering configs into {self.dir}")
-            render.write_lab(fabric, self.dir)
+            render.write_lab(fabric, self.dir, backend)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
-            started: dict[str, Any] = {}
-
-            def running(node: str, container) -> None:
-                started[node] = container
-                wiring.node_running(node, self.runtime.pid(container))
-
-            def wired(node: str) -> None:  # stage "configure": start the node's daemons
-                start = kinds.get(fabric.nodes[node].kind).start
-                if start:
-                    NodeExec(started[node], f"{self.name}/{node}").check(start)
-
-            wiring = Wiring(fabric, on_wired=wired)
-            try:
-                self.runtime.start_nodes(self.name, list(fabric.nodes.values()), image, self.dir,
-                                         on_running=running)
-                st.timings["containers"] = time.monotonic() - t0
-            finally:
-                wiring.wait()
-            pids = wiring.pids
+            pids = bringup.create_wire_configure(
+                fabric, self.runtime, image, self.dir, backend,
+                on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
             st.timings["wired"] = time.monotonic() - t0
+            execs = self.execs()
+            if fabric.tenants:
+                bringup.announce_hosts(fabric, execs)
             st.status = "converging"
             state.save(self.dir, st)
             routers = fabric.routers()
             limit = timeout if timeout is not None else timeouts.converge(len(routers))
             say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
-                f"{len(routers)} routers (deadline {limit:.0f}s)")
-            converge.Barrier(fabric, self.execs(), pids).wait(limit, say=say)
+                f"{len(routers)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes" if fabric.tenants else "")
+                + f" (deadline {limit:.0f}s)")
+            converge.Barrier(fabric, execs, pids, backend).wait(limit, say=say)
             st.timings["converged"] = time.monotonic() - t0
             st.status = "up"
             state.save(self.dir, st)
@@ -141,38 +130,17 @@ class Lab:
     def pids(self) -> dict[str, int]:
         return {n: self.runtime.pid(c) for n, c in self.runtime.containers(self.name).items()}
 
+    @property
+    def backend(self) -> str:
+        st = self.state
+        return (st.backend if st else None) or "netns"
+
     def missing(self) -> list[str]:
-        """What is missing of the intended underlay now (one round, no waiting)."""
-        return converge.check_now(self._need_fabric(), self.execs(), self.pids())
+        """What is missing of the intended state now (one round, no waiting)."""
+        return converge.check_now(self._need_fabric(), self.execs(), self.pids(), self.backend)
 
     def status(self) -> dict[str, Any]:
-        """Nodes, container state and BGP sessions up/expected, as plain data."""
-        st, fabric = state.load(self.dir)
-        containers = self.runtime.containers(self.name)
-        names = list(fabric.nodes) if fabric else sorted(containers)
+        """Nodes, container state, BGP sessions up/expected, tenants with VNIs, VTEPs and EVPN routes."""
+        from twin.status import lab_status
 
-        def one(n: str) -> dict[str, Any]:
-            node = fabric.nodes.get(n) if fabric else None
-            c = containers.get(n)
-            row: dict[str, Any] = {"node": n, "kind": node.kind if node else c.labels.get("twin.kind", "?"),
-                                   "state": c.status if c else "missing",
-                                   "asn": node.asn if node else None,
-                                   "loopback": node.loopback if node else None}
-            if node and node.runs_bgp:
-                expected = len(fabric.sessions(n))
-                row.update(sessions_expected=expected, sessions_up=None)
-                if c is not None and c.status == "running":
-                    try:
-                        (summary,) = NodeExec(c, f"{self.name}/{n}").vtysh_json(converge.SUMMARY, timeout=10)
-                        states = converge.sessions_state(fabric, n, summary)
-                        row["sessions_up"] = sum(s == "Established" for s in states.values())
-                        row["sessions_down"] = sorted(p for p, s in states.items() if s != "Established")
-                    except TwinError as e:
-                        row["error"] = str(e).splitlines()[0]
-            return row
-
-        with ThreadPoolExecutor(converge.PARALLEL) as pool:
-            rows = list(pool.map(one, names))
-        return {"lab": self.name, "status": st.status if st else ("orphaned" if containers else "absent"),
-                "topology": st.topology if st else None, "image": st.image if st else None,
-                "dir": str(self.dir), "timings": st.timings if st else {}, "nodes": rows}
+        return lab_status(self)

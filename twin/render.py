@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import jinja2
 
-from twin import kinds
+from twin import kinds, overlay
+from twin.overlay import Backend
 
 if TYPE_CHECKING:
     from twin.kinds.frr import FrrKind
@@ -29,9 +30,13 @@ _env = jinja2.Environment(
 )
 
 
-def frr_files(kind: "FrrKind", node: "Node", fabric: "Fabric") -> dict[str, str]:
-    ctx = dict(node=node, fabric=fabric, kind=kind, features=kind.frr_features,
-               daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
+def frr_files(kind: "FrrKind", node: "Node", fabric: "Fabric", backend: Backend) -> dict[str, str]:
+    tenants = fabric.tenants_on(node.name)
+    features = kind.frr_features + (("evpn",) if tenants else ())
+    # FRR's netns VRF backend: zebra -n, each VRF a network namespace
+    zebra_extra = " -n" if tenants and backend == "netns" else ""
+    ctx = dict(node=node, fabric=fabric, kind=kind, features=features, tenants=tenants,
+               daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra=zebra_extra)
     return {
         "frr.conf": _env.get_template("frr/frr.conf.j2").render(ctx),
         "daemons": _env.get_template("frr/daemons.j2").render(ctx),
@@ -39,17 +44,21 @@ def frr_files(kind: "FrrKind", node: "Node", fabric: "Fabric") -> dict[str, str]
     }
 
 
-def render_node(node: "Node", fabric: "Fabric") -> dict[str, str]:
-    return kinds.get(node.kind).render(node, fabric)
+def render_node(node: "Node", fabric: "Fabric", backend: Backend = "netns") -> dict[str, str]:
+    files = kinds.get(node.kind).render(node, fabric, backend)
+    kernel = overlay.script(fabric, node.name, backend)
+    if kernel:
+        files["interfaces.sh"] = kernel
+    return files
 
 
-def render_lab(fabric: "Fabric") -> dict[str, dict[str, str]]:
-    """Every node's files: {node: {file name: text}}."""
-    return {name: render_node(node, fabric) for name, node in fabric.nodes.items()}
+def render_lab(fabric: "Fabric", backend: Backend = "netns") -> dict[str, dict[str, str]]:
+    """Every node's files: {node: {file name: text}}; `backend` is the VRF backend of the VTEPs."""
+    return {name: render_node(node, fabric, backend) for name, node in fabric.nodes.items()}
 
 
-def write_lab(fabric: "Fabric", labdir: Path) -> None:
-    for node, files in render_lab(fabric).items():
+def write_lab(fabric: "Fabric", labdir: Path, backend: Backend = "netns") -> None:
+    for node, files in render_lab(fabric, backend).items():
         d = labdir / node
         d.mkdir(parents=True, exist_ok=True)
         for fname, text in files.items():

@@ -37,6 +37,7 @@ class LabState(BaseModel):
     created: float = 0.0
     timings: dict[str, float] = {}
     error: str = ""
+    backend: str | None = None   # VRF backend of the VTEPs: "vrf" (Linux VRF devices) or "netns"
 
 
 def save(d: Path, state: LabState, fabric: Fabric | None = None) -> None:

@@ -8,6 +8,7 @@ import pytest
 from pyroute2 import IPRoute
 
 from tests.e2e.conftest import leftovers, twin_cli
+from twin.runtime.kernel import tenant_netns_path
 from twin.runtime.links import netns_path
 
 pytestmark = pytest.mark.e2e
@@ -73,10 +74,16 @@ def test_links_carry_the_topology_mtu_and_are_labelled(lab):
     pid = lab.pids()["dpu1"]
     with IPRoute(netns=netns_path(pid), flags=0) as ipr:
         links = {l.get("ifname"): l for l in ipr.get_links()}
+    # host ports live in their tenant's namespace (netns VRF backend) or the node's (VRF devices)
+    tenant_ns = tenant_netns_path(pid, "red") if lab.backend == "netns" else netns_path(pid)
+    with IPRoute(netns=tenant_ns, flags=0) as ipr:
+        links |= {l.get("ifname"): l for l in ipr.get_links()}
     assert links["p0"].get("mtu") == 9000 and links["p1"].get("mtu") == 9000
     assert links["pf0vf0"].get("mtu") == 8950, "host links fit a VXLAN frame in the fabric MTU"
-    assert all(links[p]["flags"] & 1 for p in ("p0", "p1", "pf0vf0", "pf0vf1")), "ports are up"
+    assert links["vxlan10101"].get("mtu") == 8950
+    assert all(links[p]["flags"] & 1 for p in ("p0", "p1", "pf0vf0", "vxlan10101", "br10101")), "ports are up"
     assert links["p0"].get("ifalias") == f"twin:{NAME}:dpu1:p0->leaf1:swp3"
+    assert links["pf0vf0"].get("ifalias") == f"twin:{NAME}:dpu1:pf0vf0->host1a:eth1"
 
 
 def test_containers_get_only_what_nodes_need(lab):
@@ -95,7 +102,7 @@ def test_status_json_counts_sessions(lab):
     st = json.loads(twin_cli("status", NAME, "--json", check=True).stdout)
     assert st["status"] == "up" and st["lab"] == NAME
     rows = {r["node"]: r for r in st["nodes"]}
-    assert len(rows) == 10 and all(r["state"] == "running" for r in rows.values())
+    assert len(rows) == 12 and all(r["state"] == "running" for r in rows.values())
     assert rows["leaf1"]["sessions_up"] == rows["leaf1"]["sessions_expected"] == 4
     assert rows["dpu2"]["sessions_up"] == 2 and "sessions_expected" not in rows["host1a"]
     table = twin_cli("status", NAME, check=True).stdout
@@ -121,8 +128,8 @@ def test_up_on_a_lab_that_is_up_says_so_and_changes_nothing(lab):
 
 
 def test_zz_down_removes_everything_the_lab_owns(lab, runtime):
-    assert len(runtime.containers(NAME)) == 10
+    assert len(runtime.containers(NAME)) == 12
     p = twin_cli("down", NAME, check=True)
-    assert "removed 10 containers" in p.stdout
+    assert "removed 12 containers" in p.stdout
     assert leftovers(runtime, NAME) == []
     assert "nothing left to remove" in twin_cli("down", NAME, check=True).stdout

@@ -9,19 +9,23 @@ from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "render"
-CASES = {
-    "aipod": "topologies/aipod.yml",
-    "fabric-4x8": "topologies/fabric-4x8.yml",
-    "overrides": "tests/golden/render/overrides.yml",
+CASES = {  # case: (topology, VRF backend of the VTEPs)
+    "aipod": ("topologies/aipod.yml", "netns"),
+    "aipod-vrf": ("topologies/aipod.yml", "vrf"),
+    "leaf-vtep": ("topologies/leaf-vtep.yml", "netns"),
+    "leaf-vtep-vrf": ("topologies/leaf-vtep.yml", "vrf"),
+    "fabric-4x8": ("topologies/fabric-4x8.yml", "netns"),
+    "overrides": ("tests/golden/render/overrides.yml", "netns"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_rendered_configs_match_golden(case, golden, monkeypatch):
     monkeypatch.chdir(ROOT)
-    fabric = load(CASES[case])
+    topology, backend = CASES[case]
+    fabric = load(topology)
     golden(GOLDEN / case / "fabric.json", json.dumps(fabric.model_dump(), indent=2) + "\n")
-    rendered = render_lab(fabric)
+    rendered = render_lab(fabric, backend)
     for node, files in rendered.items():
         for name, text in files.items():
             golden(GOLDEN / case / node / name, text)
@@ -54,3 +58,44 @@ def test_sessions_and_reachability_follow_from_the_topology(monkeypatch):
     # spines share an ASN, so eBGP loop prevention keeps their loopbacks from each other
     assert "spine2" not in f.expected_loopbacks("spine1")
     assert set(f.expected_loopbacks("dpu1")) == {"spine1", "spine2", "leaf1", "leaf2", "dpu2"}
+
+
+def test_overlay_plan_per_backend(monkeypatch):
+    """What the VTEP kernel steps are, on either VRF backend (the commands twin would run)."""
+    from twin import overlay
+
+    monkeypatch.chdir(ROOT)
+    f = load("topologies/aipod.yml")
+    netns = overlay.plan(f, "dpu1", "netns")
+    vrf = overlay.plan(f, "dpu1", "vrf")
+    ns_cmds = [s.command() for s in netns]
+    # netns backend: a namespace per tenant; VXLAN made in the node (underlay socket) then moved in
+    assert ns_cmds[:2] == ["ip netns add red", "ip -n red link set lo up"]
+    assert "ip link set vxlan10100 netns red" in ns_cmds
+    assert "ip link set pf0vf0 netns red" in ns_cmds and "ip link set pf0vf1 netns blue" in ns_cmds
+    assert all(s.ns in ("", "red", "blue") for s in netns)
+    assert [s for s in netns if s.op in ("bridge", "addr")] and all(s.ns for s in netns if s.op in ("bridge", "addr"))
+    # vrf backend: VRF devices, bridges enslaved to them, nothing moves between namespaces
+    vrf_cmds = [s.command() for s in vrf]
+    assert "ip link add red type vrf table 1001" in vrf_cmds and "ip link add blue type vrf table 1002" in vrf_cmds
+    assert "ip link set br10101 master red" in vrf_cmds and not [s for s in vrf if s.op in ("netns", "move")]
+    for cmds in (ns_cmds, vrf_cmds):
+        vx = [c for c in cmds if "type vxlan" in c]
+        assert len(vx) == 5, "L3VNI + 2 L2VNIs of red, L3VNI + 1 L2VNI of blue on dpu1"
+        assert all("tos inherit" in c and "nolearning" in c and "mtu 8950" in c and "local 10.255.0.5" in c for c in vx)
+        assert sum("neigh_suppress on" in c for c in cmds) == 5
+        assert "ip -n red addr add 10.1.1.1/24 dev br10101" in cmds or "ip addr add 10.1.1.1/24 dev br10101" in cmds
+    # leafs and spines are no VTEPs here; hosts get their address and gateway
+    assert overlay.plan(f, "leaf1", "netns") == [] and overlay.plan(f, "spine1", "vrf") == []
+    assert [s.command() for s in overlay.plan(f, "host2c", "netns")][1:] == [
+        "ip addr add 10.1.2.12/24 dev eth1", "ip link set eth1 up", "ip route add default via 10.1.2.1 dev eth1"]
+
+
+def test_vtep_daemons_follow_the_backend(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    f = load("topologies/aipod.yml")
+    assert '-s 90000000 -n"' in render_lab(f, "netns")["dpu1"]["daemons"]
+    assert '-s 90000000"' in render_lab(f, "vrf")["dpu1"]["daemons"]
+    assert '-n"' not in render_lab(f, "netns")["leaf1"]["daemons"], "only VTEPs run zebra -n"
+    leaf = render_lab(f)["leaf1"]["frr.conf"]
+    assert "address-family l2vpn evpn\n  neighbor fabric activate" in leaf and "advertise-all-vni" not in leaf

@@ -50,11 +50,12 @@ class Kind:
     fabric_ports: ClassVar[PortNaming] = PortNaming("swp{}")   # towards BGP peers
     access_ports: ClassVar[PortNaming] = PortNaming("swp{}")   # towards hosts
     accepts_hosts: ClassVar[bool] = False
+    can_be_vtep: ClassVar[bool] = False            # may terminate tenants' VXLAN (EVPN VTEP)
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "SYS_ADMIN", "NET_RAW")
     sysctls: ClassVar[dict[str, str]] = {}
     command: ClassVar[list[str] | None] = None   # None: the image's CMD
     start: ClassVar[list[str] | None] = None     # run in the node once all its ports are up
 
-    def render(self, node: "Node", fabric: "Fabric") -> dict[str, str]:
+    def render(self, node: "Node", fabric: "Fabric", backend: str = "netns") -> dict[str, str]:
         """Files of this node's day-0 config, by file name (relative to its lab dir)."""
         return {}

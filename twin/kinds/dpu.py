@@ -15,3 +15,4 @@ class Dpu(FrrKind):
     fabric_ports = PortNaming("p{}", 0)
     access_ports = PortNaming("pf0vf{}", 0)
     accepts_hosts = True
+    can_be_vtep = True

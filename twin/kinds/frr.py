@@ -20,7 +20,7 @@ class FrrKind(Kind):
     # Feature templates rendered into frr.conf, in this order.
     frr_features: ClassVar[tuple[str, ...]] = ("base", "underlay")
 
-    def render(self, node: "Node", fabric: "Fabric") -> dict[str, str]:
+    def render(self, node: "Node", fabric: "Fabric", backend: str = "netns") -> dict[str, str]:
         from twin import render
 
-        return render.frr_files(self, node, fabric)
+        return render.frr_files(self, node, fabric, backend)

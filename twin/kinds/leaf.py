@@ -11,3 +11,4 @@ class Leaf(FrrKind):
     fabric_ports = PortNaming("swp{}", 1)
     access_ports = PortNaming("swp{}", 1)   # shares the swp counter with fabric ports
     accepts_hosts = True
+    can_be_vtep = True

@@ -14,6 +14,7 @@ from twin.kinds import KINDS, Kind
 from twin.topology.load import Problems, load_spec
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port
 from twin.topology.schema import TopologySpec
+from twin.topology.tenants import build_tenants
 
 LAB_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?$")
 NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?$")
@@ -68,7 +69,9 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
                 image=spec.nodes[n].image, ports=tuple(ports.get(n, [])))
         for n in spec.nodes if n in kinds
     }
-    return Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(links))
+    tenants = build_tenants(spec, kinds, nodes, problems)
+    return Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(links),
+                  vtep_kind=spec.vtep, tenants=tenants)
 
 
 def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],

@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from twin.errors import Problem, TopologyError
-from twin.topology.schema import Defaults, LinkSpec, NodeSpec, TopologySpec
+from twin.topology.schema import Defaults, LinkSpec, NodeSpec, TenantSpec, TopologySpec
 
 Path_ = tuple[str | int, ...]
 
@@ -138,11 +138,24 @@ def load_spec(path: str | Path) -> tuple[TopologySpec, Problems, set[str]]:
             raw = {"endpoints": raw}
         links.append(_validate(LinkSpec, raw, ("links", i), problems))
 
+    raw_tenants = data.get("tenants") or {}
+    tenants: dict[str, TenantSpec] = {}
+    if not isinstance(raw_tenants, dict):
+        problems.add(("tenants",), "must be a mapping of tenant name -> {l3vni, segments, attachments}")
+        raw_tenants = {}
+    for tname, raw in raw_tenants.items():
+        spec_t = _validate(TenantSpec, raw, ("tenants", str(tname)), problems)
+        if spec_t is not None:
+            tenants[str(tname)] = spec_t
+    vtep = data.get("vtep", "dpu")
+
     spec = TopologySpec.model_construct(
         name=name if isinstance(name, str) else "",
         description=str(data.get("description") or ""),
         defaults=defaults,
         nodes=nodes,
         links=links,  # None marks a malformed link, kept so indexes match the file
+        vtep=vtep if isinstance(vtep, str) else repr(vtep),
+        tenants=tenants,
     )
     return spec, problems, broken

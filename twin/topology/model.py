@@ -69,11 +69,70 @@ class Session(_Frozen):
         return f"{self.node}:{self.port} -> {self.peer}"
 
 
+class Segment(_Frozen):
+    name: str
+    subnet: str            # e.g. 10.1.1.0/24
+    l2vni: int
+    gateway: str           # anycast gateway address, the same on every VTEP
+    mac: str               # anycast gateway MAC
+
+    @property
+    def gateway_cidr(self) -> str:
+        return f"{self.gateway}/{self.subnet.split('/')[1]}"
+
+
+class Attachment(_Frozen):
+    """Host `host` (port `host_port`, address `address`) in `segment`, behind VTEP port `vtep`:`port`."""
+
+    host: str
+    host_port: str
+    segment: str
+    vtep: str
+    port: str
+    address: str           # with prefix length, e.g. 10.1.1.11/24
+    mac: str               # the host port's MAC, fixed so the twin knows who is who
+
+
+class Tenant(_Frozen):
+    name: str
+    vrf: str
+    l3vni: int
+    segments: dict[str, Segment]
+    attachments: tuple[Attachment, ...]
+
+    def vteps(self) -> list[str]:
+        return sorted({a.vtep for a in self.attachments})
+
+    def segments_on(self, vtep: str) -> list[Segment]:
+        """Segments with a host behind `vtep`: the only ones it instantiates."""
+        names = {a.segment for a in self.attachments if a.vtep == vtep}
+        return [s for s in self.segments.values() if s.name in names]
+
+    def segment_vteps(self, segment: str) -> list[str]:
+        return sorted({a.vtep for a in self.attachments if a.segment == segment})
+
+
 class Fabric(_Frozen):
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
     links: tuple[Link, ...]
+    vtep_kind: str = "dpu"
+    tenants: dict[str, Tenant] = {}
+
+    def tenants_on(self, node: str) -> list[Tenant]:
+        """Tenants with a host behind `node` (so `node` is their VTEP)."""
+        return [t for t in self.tenants.values() if node in t.vteps()]
+
+    def vteps(self) -> list[str]:
+        return [n for n in self.nodes if self.tenants_on(n)]
+
+    def attachment_of(self, host: str) -> tuple[Tenant, Attachment] | None:
+        for t in self.tenants.values():
+            for a in t.attachments:
+                if a.host == host:
+                    return t, a
+        return None
 
     def routers(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.runs_bgp]

@@ -41,9 +41,39 @@ class Defaults(_Strict):
     asn: AsnDefaults = AsnDefaults()
 
 
+VNI = Field(ge=1, le=16777215, description="VXLAN network identifier")
+
+
+class SegmentSpec(_Strict):
+    """A tenant's L2 segment: one subnet stretched over VXLAN (L2VNI) with an anycast gateway."""
+
+    subnet: str
+    l2vni: int = VNI
+    gateway: str | None = Field(default=None, description="anycast gateway address (default: first host)")
+    mac: str | None = Field(default=None, description="anycast gateway MAC (default: 00:00:5e:00:01:01)")
+
+
+class AttachmentSpec(_Strict):
+    """A host endpoint in a segment, through its link to a VTEP port."""
+
+    host: str
+    segment: str
+    port: str | None = Field(default=None, description='VTEP port "node:port" (default: the host\'s link to a VTEP)')
+    address: str | None = Field(default=None, description="host address (default: next free in the subnet)")
+
+
+class TenantSpec(_Strict):
+    vrf: str | None = Field(default=None, description="VRF name (default: the tenant name)")
+    l3vni: int = VNI
+    segments: dict[str, SegmentSpec]
+    attachments: list[AttachmentSpec] = []
+
+
 class TopologySpec(_Strict):
     name: str
     description: str = ""
     defaults: Defaults = Defaults()
     nodes: dict[str, NodeSpec]
     links: list[LinkSpec] = []
+    vtep: str = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf")
+    tenants: dict[str, TenantSpec] = {}

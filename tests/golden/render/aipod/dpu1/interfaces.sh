@@ -1,0 +1,56 @@
+#!/bin/sh
+# dpu1 (lab aipod): kernel side of the EVPN overlay on this VTEP, VRF backend: netns.
+# twin applies these very steps over netlink once the node is wired (before FRR starts);
+# this file is for reading, and for running by hand on a node that lost them.
+set -e
+ip netns add red
+ip -n red link set lo up
+ip link add vxlan10100 mtu 8950 type vxlan id 10100 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
+ip link set vxlan10100 netns red
+ip -n red link add br10100 mtu 8950 type bridge
+ip -n red link set vxlan10100 master br10100
+bridge -n red link set dev vxlan10100 learning off neigh_suppress on
+ip -n red link set vxlan10100 up
+ip -n red link set br10100 up
+ip link add vxlan10101 mtu 8950 type vxlan id 10101 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
+ip link set vxlan10101 netns red
+ip -n red link add br10101 address 00:00:5e:00:01:01 mtu 8950 type bridge
+ip -n red link set vxlan10101 master br10101
+bridge -n red link set dev vxlan10101 learning off neigh_suppress on
+ip -n red addr add 10.1.1.1/24 dev br10101
+ip link set pf0vf0 netns red
+ip -n red link set pf0vf0 master br10101
+ip -n red link set pf0vf0 up
+ip -n red link set vxlan10101 up
+ip -n red link set br10101 up
+ip link add vxlan10102 mtu 8950 type vxlan id 10102 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
+ip link set vxlan10102 netns red
+ip -n red link add br10102 address 00:00:5e:00:01:01 mtu 8950 type bridge
+ip -n red link set vxlan10102 master br10102
+bridge -n red link set dev vxlan10102 learning off neigh_suppress on
+ip -n red addr add 10.1.2.1/24 dev br10102
+ip link set pf0vf2 netns red
+ip -n red link set pf0vf2 master br10102
+ip -n red link set pf0vf2 up
+ip -n red link set vxlan10102 up
+ip -n red link set br10102 up
+ip netns add blue
+ip -n blue link set lo up
+ip link add vxlan10200 mtu 8950 type vxlan id 10200 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
+ip link set vxlan10200 netns blue
+ip -n blue link add br10200 mtu 8950 type bridge
+ip -n blue link set vxlan10200 master br10200
+bridge -n blue link set dev vxlan10200 learning off neigh_suppress on
+ip -n blue link set vxlan10200 up
+ip -n blue link set br10200 up
+ip link add vxlan10201 mtu 8950 type vxlan id 10201 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
+ip link set vxlan10201 netns blue
+ip -n blue link add br10201 address 00:00:5e:00:01:01 mtu 8950 type bridge
+ip -n blue link set vxlan10201 master br10201
+bridge -n blue link set dev vxlan10201 learning off neigh_suppress on
+ip -n blue addr add 10.1.1.1/24 dev br10201
+ip link set pf0vf1 netns blue
+ip -n blue link set pf0vf1 master br10201
+ip -n blue link set pf0vf1 up
+ip -n blue link set vxlan10201 up
+ip -n blue link set br10201 up

@@ -1,0 +1,112 @@
+"""Applies an overlay plan (twin.overlay) inside a node, over netlink.
+
+Steps run from the host with pyroute2 in the node's namespace, or in a tenant
+namespace inside it (`/proc/<pid>/root/run/netns/<vrf>`). Creating a tenant
+namespace is the one step run by the node itself (`ip netns add`), so that it
+lands in the node's /run/netns where FRR's zebra (-n) finds it.
+"""
+from __future__ import annotations
+
+import socket
+
+from pyroute2 import IPRoute, NetlinkError, netns
+
+from twin.errors import TwinError
+from twin.overlay import VXLAN_PORT, Backend, Step
+from twin.runtime.exec import NodeExec
+from twin.runtime.links import netns_path
+
+
+def tenant_netns_path(pid: int, ns: str) -> str:
+    return f"/proc/{pid}/root/run/netns/{ns}"
+
+
+class _Namespaces:
+    """One IPRoute handle per namespace touched, closed at the end."""
+
+    def __init__(self, pid: int):
+        self.pid, self.handles = pid, {}
+
+    def __call__(self, ns: str) -> IPRoute:
+        if ns not in self.handles:
+            path = tenant_netns_path(self.pid, ns) if ns else netns_path(self.pid)
+            self.handles[ns] = IPRoute(netns=path, flags=0)
+        return self.handles[ns]
+
+    def close(self) -> None:
+        for h in self.handles.values():
+            h.close()
+
+
+def _index(ipr: IPRoute, dev: str) -> int:
+    found = ipr.link_lookup(ifname=dev)
+    if not found:
+        raise TwinError(f"no interface {dev}")
+    return found[0]
+
+
+def _apply(step: Step, ns: _Namespaces, ex: NodeExec) -> None:
+    a = step.args
+    if step.op == "netns":
+        ex.check(["ip", "netns", "add", step.dev])
+        return
+    ipr = ns(step.ns)
+    if step.op == "vrf":
+        ipr.link("add", ifname=step.dev, kind="vrf", vrf_table=a["table"])
+    elif step.op == "vxlan":
+        ipr.link("add", ifname=step.dev, kind="vxlan", mtu=a["mtu"], vxlan_id=a["vni"], vxlan_local=a["local"],
+                 vxlan_port=VXLAN_PORT, vxlan_learning=0, vxlan_tos=1, vxlan_ttl=64)  # tos 1 = inherit
+    elif step.op == "bridge":
+        extra = {"address": a["mac"]} if a.get("mac") else {}
+        ipr.link("add", ifname=step.dev, kind="bridge", mtu=a["mtu"], **extra)
+    elif step.op == "move":
+        ipr.link("set", index=_index(ipr, step.dev), net_ns_fd=tenant_netns_path(ns.pid, a["to"]))
+    elif step.op == "master":
+        ipr.link("set", index=_index(ipr, step.dev), master=_index(ipr, a["master"]))
+    elif step.op == "brport":
+        ipr.brport("set", index=_index(ipr, step.dev), **{k: int(v) for k, v in a.items()})
+    elif step.op == "addr":
+        ip, plen = a["cidr"].split("/")
+        ipr.addr("add", index=_index(ipr, step.dev), address=ip, prefixlen=int(plen))
+    elif step.op == "up":
+        ipr.link("set", index=_index(ipr, step.dev), state="up")
+    elif step.op == "mac":
+        ipr.link("set", index=_index(ipr, step.dev), address=a["mac"])
+    elif step.op == "route":
+        dst = {} if a["dst"] == "default" else {"dst": a["dst"]}
+        ipr.route("add", gateway=a["via"], oif=_index(ipr, step.dev), family=socket.AF_INET, **dst)
+    else:
+        raise TwinError(f"unknown step {step.op}")
+
+
+def apply(steps: list[Step], pid: int, ex: NodeExec) -> None:
+    """Apply every step in order; a failure names the step as its command."""
+    ns = _Namespaces(pid)
+    try:
+        for step in steps:
+            try:
+                _apply(step, ns, ex)
+            except (NetlinkError, TwinError, OSError) as e:
+                raise TwinError(f"{ex.where}: `{step.command()}` failed: {e}") from None
+    finally:
+        ns.close()
+
+
+def probe_backend() -> Backend:
+    """The VRF backend this kernel offers: Linux VRF devices if it can make one, else netns.
+
+    The probe runs in a throwaway namespace named after this process, removed at once.
+    """
+    import os
+
+    name = f"twin-probe-{os.getpid()}"
+    netns.create(name)
+    try:
+        with IPRoute(netns=name, flags=0) as ipr:
+            try:
+                ipr.link("add", ifname="probe", kind="vrf", vrf_table=4242)
+                return "vrf"
+            except NetlinkError:
+                return "netns"
+    finally:
+        netns.remove(name)

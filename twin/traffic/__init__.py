@@ -1,0 +1,1 @@
+"""Traffic in the lab: captures on node ports (and, later, RoCE flows)."""

@@ -1,0 +1,1 @@
+"""Checks of a running lab against its intent."""
