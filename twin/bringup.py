@@ -2,19 +2,17 @@
 create (containers) -> create-links (veths) -> configure (kernel overlay, FRR) -> healthy (barrier).
 
 Everything is concurrent: a link is made as soon as both its nodes run, a node
-is configured as soon as all its ports are up, and its daemons start right
-after. Only the host announcement waits for every VTEP, since a host's ARP must
-meet its gateway.
+is configured as soon as all its ports are up, and its daemons start right after.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
 from docker.models.containers import Container
 
-from twin import kinds, overlay
+from twin import evpn, kinds, overlay, timeouts, wait
+from twin.errors import CommandError
 from twin.overlay import Backend
 from twin.runtime import kernel
 from twin.runtime.docker import DockerRuntime
@@ -22,7 +20,6 @@ from twin.runtime.exec import NodeExec
 from twin.runtime.links import Wiring
 from twin.topology.model import Fabric
 
-PARALLEL = 8
 
 
 def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, labdir: Path,
@@ -42,6 +39,10 @@ def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, la
         start = kinds.get(fabric.nodes[node].kind).start
         if start:
             ex.check(start)
+        later = overlay.bindings(fabric, node, backend)
+        if later:
+            wait_vnis(fabric, node, ex)
+            kernel.apply(later, wiring.pids[node], ex)
 
     wiring = Wiring(fabric, on_wired=configure)
     try:
@@ -52,13 +53,16 @@ def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, la
     return wiring.pids
 
 
-def announce_hosts(fabric: Fabric, execs: dict[str, NodeExec]) -> None:
-    """Each attached host pings its gateway once, so its VTEP learns its MAC/IP (EVPN type-2)."""
-    def one(host: str) -> None:
-        tenant, a = fabric.attachment_of(host)
-        gw = tenant.segments[a.segment].gateway
-        execs[host].check(["ping", "-c1", "-W2", "-I", a.host_port, gw])
+def wait_vnis(fabric: Fabric, node: str, ex: NodeExec) -> None:
+    """Until zebra on VTEP `node` has every VNI it should have (L3VNIs and local L2VNIs)."""
+    expected = {t.l3vni for t in fabric.tenants_on(node)} | {
+        s.l2vni for t in fabric.tenants_on(node) for s in t.segments_on(node)}
 
-    hosts = [a.host for t in fabric.tenants.values() for a in t.attachments]
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        list(pool.map(one, hosts))
+    def missing() -> list[str]:
+        try:
+            (doc,) = ex.vtysh_json(evpn.VNIS, timeout=10)
+        except CommandError as e:
+            return [f"{node}: FRR not answering yet ({e.rc})"]
+        return [f"{node}: VNI {v} not known to zebra" for v in sorted(expected - set(evpn.vni_states(doc)))]
+
+    wait.until(missing, timeouts.VNIS_UP, f"{node}: VNIs in zebra", first=0.1, cap=0.5)

@@ -88,8 +88,6 @@ class Lab:
                 on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
             st.timings["wired"] = time.monotonic() - t0
             execs = self.execs()
-            if fabric.tenants:
-                bringup.announce_hosts(fabric, execs)
             st.status = "converging"
             state.save(self.dir, st)
             routers = fabric.routers()

@@ -29,7 +29,8 @@ VRF_TABLE_BASE = 1000
 class Step:
     """One kernel-side step. `ns` is the tenant namespace it runs in ("" = the node's own)."""
 
-    op: Literal["netns", "vrf", "vxlan", "bridge", "move", "master", "brport", "addr", "up", "mac", "route"]
+    op: Literal["netns", "vrf", "vxlan", "bridge", "move", "master", "brport", "addr", "up", "mac", "route",
+                "fdb", "neigh"]
     dev: str
     ns: str = ""
     args: dict = field(default_factory=dict)
@@ -60,6 +61,10 @@ class Step:
             return f"ip {n}link set {self.dev} up"
         if self.op == "mac":
             return f"ip {n}link set {self.dev} address {a['mac']}"
+        if self.op == "fdb":
+            return f"bridge {n}fdb replace {a['mac']} dev {self.dev} master static"
+        if self.op == "neigh":
+            return f"ip {n}neigh replace {a['ip']} lladdr {a['mac']} dev {self.dev} nud stale"
         if self.op == "route":
             return f"ip {n}route add {a['dst']} via {a['via']} dev {self.dev}"
         raise ValueError(self.op)
@@ -116,6 +121,28 @@ def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
                         steps.append(Step("move", a.port, args={"to": ns}))
                     steps += [Step("master", a.port, ns, {"master": br}), Step("up", a.port, ns)]
             steps += [Step("up", vxlan_name(seg.l2vni), ns), Step("up", br, ns)]
+            # The VTEP knows its workloads (as a DPU knows its VFs): their MAC is static on
+            # their port; their IP/MAC binding follows in `bindings` once FRR runs.
+            steps += [Step("fdb", a.port, ns, {"mac": a.mac})
+                      for a in t.attachments if a.vtep == node and a.segment == seg.name]
+    return steps
+
+
+def bindings(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
+    """IP/MAC bindings of the VTEP's own workloads on their gateway (SVI), so EVPN type-2
+    MAC/IP routes exist without waiting for host traffic.
+
+    Applied once zebra runs and knows the VNIs: zebra (8.4, netns backend) misses
+    neighbours that were there before it started, and ignores PERMANENT ones, so
+    these are STALE entries the kernel re-validates (and withdraws if a host is gone).
+    """
+    steps = []
+    for t in fabric.tenants_on(node):
+        ns = t.vrf if backend == "netns" else ""
+        for a in t.attachments:
+            if a.vtep == node:
+                steps.append(Step("neigh", bridge_name(t.segments[a.segment].l2vni), ns,
+                                  {"ip": a.address.split("/")[0], "mac": a.mac}))
     return steps
 
 
@@ -134,6 +161,7 @@ def script(fabric: Fabric, node: str, backend: Backend) -> str:
     steps = plan(fabric, node, backend)
     if not steps:
         return ""
+    later = bindings(fabric, node, backend) if fabric.nodes[node].kind != "host" else []
     what = ("tenant port of this host" if fabric.nodes[node].kind == "host"
             else f"EVPN overlay on this VTEP, VRF backend: {backend}")
     head = [
@@ -143,4 +171,5 @@ def script(fabric: Fabric, node: str, backend: Backend) -> str:
         "# this file is for reading, and for running by hand on a node that lost them.",
         "set -e",
     ]
-    return "\n".join(head + [s.command() for s in steps]) + "\n"
+    tail = ["# once FRR runs and knows the VNIs: the workloads' IP/MAC bindings"] if later else []
+    return "\n".join(head + [s.command() for s in steps] + tail + [s.command() for s in later]) + "\n"

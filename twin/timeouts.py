@@ -4,6 +4,7 @@ CONTAINER_START = 60.0      # all containers of a lab running
 CONVERGE_BASE = 60.0        # underlay convergence: base ...
 CONVERGE_PER_NODE = 1.0     # ... plus this per FRR node
 EXEC_DEFAULT = 30.0         # one command in a node
+VNIS_UP = 60.0              # zebra on a VTEP knows all its VNIs after FRR started
 IMAGE_BUILD = 1800.0        # debootstrap + docker build
 
 

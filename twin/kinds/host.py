@@ -12,5 +12,7 @@ class Host(Kind):
     fabric_ports = PortNaming("eth{}", 1)
     access_ports = PortNaming("eth{}", 1)
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "NET_RAW")
-    sysctls: ClassVar[dict[str, str]] = {"net.ipv6.conf.all.disable_ipv6": "0"}
+    # tenant networks are IPv4: no IPv6 link-local chatter (and MAC/IPv6 routes) from hosts
+    sysctls: ClassVar[dict[str, str]] = {"net.ipv6.conf.all.disable_ipv6": "1",
+                                         "net.ipv6.conf.default.disable_ipv6": "1"}
     command: ClassVar[list[str] | None] = ["sleep", "infinity"]

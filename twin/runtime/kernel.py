@@ -12,6 +12,8 @@ import socket
 from pyroute2 import IPRoute, NetlinkError, netns
 
 from twin.errors import TwinError
+
+NTF_MASTER, NUD_STALE, NUD_NOARP = 0x04, 0x04, 0x40
 from twin.overlay import VXLAN_PORT, Backend, Step
 from twin.runtime.exec import NodeExec
 from twin.runtime.links import netns_path
@@ -72,6 +74,10 @@ def _apply(step: Step, ns: _Namespaces, ex: NodeExec) -> None:
         ipr.link("set", index=_index(ipr, step.dev), state="up")
     elif step.op == "mac":
         ipr.link("set", index=_index(ipr, step.dev), address=a["mac"])
+    elif step.op == "fdb":  # static entry on the bridge port (NTF_MASTER, NUD_NOARP)
+        ipr.fdb("replace", ifindex=_index(ipr, step.dev), lladdr=a["mac"], flags=NTF_MASTER, state=NUD_NOARP)
+    elif step.op == "neigh":
+        ipr.neigh("replace", dst=a["ip"], lladdr=a["mac"], ifindex=_index(ipr, step.dev), state=NUD_STALE)
     elif step.op == "route":
         dst = {} if a["dst"] == "default" else {"dst": a["dst"]}
         ipr.route("add", gateway=a["via"], oif=_index(ipr, step.dev), family=socket.AF_INET, **dst)

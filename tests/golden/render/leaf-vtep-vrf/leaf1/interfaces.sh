@@ -22,6 +22,7 @@ ip link set swp10 master br10101
 ip link set swp10 up
 ip link set vxlan10101 up
 ip link set br10101 up
+bridge fdb replace 02:38:c8:47:57:04 dev swp10 master static
 ip link add vxlan10102 mtu 8950 type vxlan id 10102 local 10.255.0.3 dstport 4789 nolearning tos inherit ttl 64
 ip link add br10102 address 00:00:5e:00:01:01 mtu 8950 type bridge
 ip link set br10102 master red
@@ -32,6 +33,7 @@ ip link set swp12 master br10102
 ip link set swp12 up
 ip link set vxlan10102 up
 ip link set br10102 up
+bridge fdb replace 02:53:37:ed:58:9b dev swp12 master static
 ip link add blue type vrf table 1002
 ip link set blue up
 ip link add vxlan10200 mtu 8950 type vxlan id 10200 local 10.255.0.3 dstport 4789 nolearning tos inherit ttl 64
@@ -51,3 +53,8 @@ ip link set swp11 master br10201
 ip link set swp11 up
 ip link set vxlan10201 up
 ip link set br10201 up
+bridge fdb replace 02:b4:e9:cc:26:f5 dev swp11 master static
+# once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
+ip neigh replace 10.1.1.11 lladdr 02:38:c8:47:57:04 dev br10101 nud stale
+ip neigh replace 10.1.2.11 lladdr 02:53:37:ed:58:9b dev br10102 nud stale
+ip neigh replace 10.1.1.11 lladdr 02:b4:e9:cc:26:f5 dev br10201 nud stale

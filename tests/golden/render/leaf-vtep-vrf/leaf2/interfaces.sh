@@ -22,6 +22,7 @@ ip link set swp10 master br10101
 ip link set swp10 up
 ip link set vxlan10101 up
 ip link set br10101 up
+bridge fdb replace 02:cf:00:f9:61:4d dev swp10 master static
 ip link add blue type vrf table 1002
 ip link set blue up
 ip link add vxlan10200 mtu 8950 type vxlan id 10200 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
@@ -41,6 +42,7 @@ ip link set swp11 master br10201
 ip link set swp11 up
 ip link set vxlan10201 up
 ip link set br10201 up
+bridge fdb replace 02:56:fc:95:08:05 dev swp11 master static
 ip link add vxlan10202 mtu 8950 type vxlan id 10202 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
 ip link add br10202 address 00:00:5e:00:01:01 mtu 8950 type bridge
 ip link set br10202 master blue
@@ -51,3 +53,8 @@ ip link set swp12 master br10202
 ip link set swp12 up
 ip link set vxlan10202 up
 ip link set br10202 up
+bridge fdb replace 02:42:80:52:80:2c dev swp12 master static
+# once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
+ip neigh replace 10.1.1.12 lladdr 02:cf:00:f9:61:4d dev br10101 nud stale
+ip neigh replace 10.1.1.12 lladdr 02:56:fc:95:08:05 dev br10201 nud stale
+ip neigh replace 10.1.2.12 lladdr 02:42:80:52:80:2c dev br10202 nud stale

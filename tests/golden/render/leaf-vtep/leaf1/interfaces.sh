@@ -23,6 +23,7 @@ ip -n red link set swp10 master br10101
 ip -n red link set swp10 up
 ip -n red link set vxlan10101 up
 ip -n red link set br10101 up
+bridge -n red fdb replace 02:38:c8:47:57:04 dev swp10 master static
 ip link add vxlan10102 mtu 8950 type vxlan id 10102 local 10.255.0.3 dstport 4789 nolearning tos inherit ttl 64
 ip link set vxlan10102 netns red
 ip -n red link add br10102 address 00:00:5e:00:01:01 mtu 8950 type bridge
@@ -34,6 +35,7 @@ ip -n red link set swp12 master br10102
 ip -n red link set swp12 up
 ip -n red link set vxlan10102 up
 ip -n red link set br10102 up
+bridge -n red fdb replace 02:53:37:ed:58:9b dev swp12 master static
 ip netns add blue
 ip -n blue link set lo up
 ip link add vxlan10200 mtu 8950 type vxlan id 10200 local 10.255.0.3 dstport 4789 nolearning tos inherit ttl 64
@@ -54,3 +56,8 @@ ip -n blue link set swp11 master br10201
 ip -n blue link set swp11 up
 ip -n blue link set vxlan10201 up
 ip -n blue link set br10201 up
+bridge -n blue fdb replace 02:b4:e9:cc:26:f5 dev swp11 master static
+# once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
+ip -n red neigh replace 10.1.1.11 lladdr 02:38:c8:47:57:04 dev br10101 nud stale
+ip -n red neigh replace 10.1.2.11 lladdr 02:53:37:ed:58:9b dev br10102 nud stale
+ip -n blue neigh replace 10.1.1.11 lladdr 02:b4:e9:cc:26:f5 dev br10201 nud stale
