@@ -1,4 +1,4 @@
-"""The one deadline-based wait of `twin`.
+"""The one deadline-based wait of `twin`, on tenacity.
 
 `until(probe, timeout, what)` calls `probe()` until it returns an empty list of
 missing things, or the deadline passes; then it raises ConvergenceTimeout naming
@@ -10,7 +10,9 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .errors import ConvergenceTimeout
+from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_exponential
+
+from twin.errors import ConvergenceTimeout
 
 
 def until(
@@ -27,14 +29,15 @@ def until(
     is missing, for probes that keep their rounds cheap.
     """
     start = time.monotonic()
-    deadline = start + timeout
-    interval = first
-    while True:
-        missing = probe()
-        now = time.monotonic()
-        if not missing:
-            return now - start
-        if now >= deadline:
-            raise ConvergenceTimeout(what, now - start, (diagnose() if diagnose else None) or missing)
-        time.sleep(min(interval, max(0.0, deadline - now)))
-        interval = min(cap, interval * 1.5)
+    retrying = Retrying(
+        retry=retry_if_result(bool),
+        stop=stop_after_delay(timeout),
+        wait=wait_exponential(multiplier=first, exp_base=1.5, max=cap) if first else lambda _: cap,
+        reraise=False,
+    )
+    try:
+        retrying(probe)
+    except RetryError as e:
+        missing = e.last_attempt.result()
+        raise ConvergenceTimeout(what, time.monotonic() - start, (diagnose() if diagnose else None) or missing) from None
+    return time.monotonic() - start
