@@ -139,6 +139,60 @@ def status(ctx, lab, as_json):
     run(ctx, go)
 
 
+@main.command(name="verify")
+@click.argument("lab")
+@click.option("--only", "only", multiple=True, metavar="GROUP",
+              help="Run only these check groups (repeatable): control, traffic, isolation, underlay, zerotrust.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
+@click.pass_context
+def verify_(ctx, lab, only, as_json, junit):
+    """Verify LAB against its topology: state, RoCE traffic, isolation, zero-trust. Exit 0 only if all pass."""
+    from twin import verify
+
+    def go():
+        handle = Lab.open(lab)
+        if handle.fabric is None or not handle.runtime.containers(lab):
+            raise TwinError(f"no lab named {lab!r} is up; `twin list` shows the labs")
+        with err.status(f"verifying {lab}"):
+            report = verify.run(handle, only=list(only) or None)
+        if junit:
+            report.write_junit(junit)
+        if as_json:
+            click.echo(report.to_json())
+        else:
+            print_report(report)
+        sys.exit(0 if report.passed else 1)
+    run(ctx, go)
+
+
+def print_report(report) -> None:
+    iso = report.extra.get("isolation")
+    if iso:
+        t = Table(title="isolation matrix (rows send, columns receive)", title_justify="left")
+        t.add_column("from \\ to")
+        for h in iso["hosts"]:
+            t.add_column(f"{h}\n{iso['tenants'][h]}", justify="center")
+        marks = {"ok": "[green]ok[/green]", "blocked": "[dim]-[/dim]", "LEAK": "[red]LEAK[/red]",
+                 "LOSS": "[red]LOSS[/red]"}
+        for s in iso["hosts"]:
+            t.add_row(f"{s} ({iso['tenants'][s]})",
+                      *("" if s == d else marks.get(iso["matrix"][s].get(d, ""), "?") for d in iso["hosts"]))
+        out.print(t)
+    t = Table(title=f"twin verify {report.lab}", title_justify="left")
+    for col in ("group", "checks", "passed", "failed", "seconds"):
+        t.add_column(col, justify="right" if col != "group" else "left")
+    for group, checks in report.groups().items():
+        failed = sum(not c.passed for c in checks)
+        t.add_row(group, str(len(checks)), str(len(checks) - failed),
+                  f"[red]{failed}[/red]" if failed else "0", f"{report.seconds.get(group, 0):.1f}")
+    out.print(t)
+    for c in report.failures():
+        out.print(f"[red]FAIL[/red] {c.group}: {c.name}: ", end="")
+        out.print(c.message, markup=False, highlight=False)
+    out.print("[green]PASSED[/green]" if report.passed else f"[red]FAILED[/red]: {len(report.failures())} checks")
+
+
 @main.command(name="exec", context_settings={"ignore_unknown_options": True})
 @click.argument("lab")
 @click.argument("node")

@@ -23,6 +23,7 @@ BACKENDS: tuple[Backend, ...] = ("vrf", "netns")
 VXLAN_PORT = 4789
 VXLAN_OVERHEAD = 50
 VRF_TABLE_BASE = 1000
+NODE_DIR = "/etc/twin"   # the node's lab directory, as mounted in the node
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Step:
     """One kernel-side step. `ns` is the tenant namespace it runs in ("" = the node's own)."""
 
     op: Literal["netns", "vrf", "vxlan", "bridge", "move", "master", "brport", "addr", "up", "mac", "route",
-                "fdb", "neigh"]
+                "fdb", "neigh", "nft", "mtu"]
     dev: str
     ns: str = ""
     args: dict = field(default_factory=dict)
@@ -61,6 +62,10 @@ class Step:
             return f"ip {n}link set {self.dev} up"
         if self.op == "mac":
             return f"ip {n}link set {self.dev} address {a['mac']}"
+        if self.op == "mtu":
+            return f"ip {n}link set {self.dev} mtu {a['mtu']}"
+        if self.op == "nft":
+            return f"{'ip netns exec ' + self.ns + ' ' if self.ns else ''}nft -f {NODE_DIR}/{self.dev}"
         if self.op == "fdb":
             return f"bridge {n}fdb replace {a['mac']} dev {self.dev} master static"
         if self.op == "neigh":
@@ -125,7 +130,28 @@ def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
             # their port; their IP/MAC binding follows in `bindings` once FRR runs.
             steps += [Step("fdb", a.port, ns, {"mac": a.mac})
                       for a in t.attachments if a.vtep == node and a.segment == seg.name]
+        if ns:
+            steps.append(Step("nft", nft_file(t.vrf), ns))
+    if backend == "vrf" and steps:
+        steps.append(Step("nft", nft_file(None)))
     return steps
+
+
+def nft_file(vrf: str | None) -> str:
+    return f"nftables-{vrf}.nft" if vrf else "nftables.nft"
+
+
+def nft_rulesets(fabric: Fabric, node: str, backend: Backend) -> dict[str, str]:
+    """Anti-spoofing rules of the VTEP's host ports: file name -> nft ruleset."""
+    from twin.render import render_template
+
+    tenants = fabric.tenants_on(node)
+    if not tenants:
+        return {}
+    groups = {t.vrf: [t] for t in tenants} if backend == "netns" else {None: tenants}
+    return {nft_file(vrf): render_template("nft/ports.nft.j2", node=node, fabric_name=fabric.name, tenant=vrf,
+                                           attachments=[a for t in ts for a in t.attachments if a.vtep == node])
+            for vrf, ts in groups.items()}
 
 
 def bindings(fabric: Fabric, node: str, backend: Backend) -> list[Step]:

@@ -44,11 +44,16 @@ def frr_files(kind: "FrrKind", node: "Node", fabric: "Fabric", backend: Backend)
     }
 
 
+def render_template(name: str, **ctx) -> str:
+    return _env.get_template(name).render(ctx)
+
+
 def render_node(node: "Node", fabric: "Fabric", backend: Backend = "netns") -> dict[str, str]:
     files = kinds.get(node.kind).render(node, fabric, backend)
     kernel = overlay.script(fabric, node.name, backend)
     if kernel:
         files["interfaces.sh"] = kernel
+    files.update(overlay.nft_rulesets(fabric, node.name, backend))
     return files
 
 

@@ -10,3 +10,5 @@ IMAGE_BUILD = 1800.0        # debootstrap + docker build
 
 def converge(frr_nodes: int) -> float:
     return CONVERGE_BASE + CONVERGE_PER_NODE * frr_nodes
+TRAFFIC = 10.0              # a traffic run: until every expected frame arrived
+TRAFFIC_WINDOW = 0.3        # then this much longer, to see late, stray or leaked frames

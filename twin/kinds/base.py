@@ -37,6 +37,9 @@ ROUTER_SYSCTLS = {
     "net.ipv4.ip_forward": "1",
     "net.ipv6.conf.all.forwarding": "1",
     "net.ipv6.conf.default.forwarding": "1",
+    # ECMP on the 5-tuple, as fabric switches hash: the VXLAN source port carries each
+    # inner flow's entropy, so RoCE flows between two VTEPs spread over every uplink.
+    "net.ipv4.fib_multipath_hash_policy": "1",
 }
 
 

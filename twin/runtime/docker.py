@@ -7,8 +7,10 @@ from typing import Callable
 
 import docker
 from docker.models.containers import Container
+from docker.types import Mount
 
 from twin import kinds
+from twin.overlay import NODE_DIR
 from twin.errors import TwinError
 from twin.topology.model import Node
 
@@ -35,9 +37,10 @@ class DockerRuntime:
     def start_node(self, lab: str, node: Node, image: str, confdir: Path) -> Container:
         """Create and start one node's container: no network, init, minimal capabilities."""
         kind = kinds.get(node.kind)
-        volumes = {}
-        if kind.runs_bgp:
-            volumes[str(confdir.resolve())] = {"bind": "/etc/frr", "mode": "rw"}
+        mounts = []
+        if kind.runs_bgp:  # FRR runs what the lab rendered; /etc/twin holds the rest of it
+            src = str(confdir.resolve())
+            mounts = [Mount("/etc/frr", src, type="bind"), Mount(NODE_DIR, src, type="bind", read_only=True)]
         c = self.client.containers.create(
             node.image or image,
             command=kind.command,
@@ -48,7 +51,7 @@ class DockerRuntime:
             init=True,
             cap_add=list(kind.capabilities),
             sysctls=dict(kind.sysctls),
-            volumes=volumes,
+            mounts=mounts,
             detach=True,
         )
         c.start()

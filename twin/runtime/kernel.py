@@ -14,7 +14,7 @@ from pyroute2 import IPRoute, NetlinkError, netns
 from twin.errors import TwinError
 
 NTF_MASTER, NUD_STALE, NUD_NOARP = 0x04, 0x04, 0x40
-from twin.overlay import VXLAN_PORT, Backend, Step
+from twin.overlay import NODE_DIR, VXLAN_PORT, Backend, Step
 from twin.runtime.exec import NodeExec
 from twin.runtime.links import netns_path
 
@@ -52,6 +52,10 @@ def _apply(step: Step, ns: _Namespaces, ex: NodeExec) -> None:
     if step.op == "netns":
         ex.check(["ip", "netns", "add", step.dev])
         return
+    if step.op == "nft":  # nftables has no netlink API in pyroute2: the node's nft loads the rendered file
+        prefix = ["ip", "netns", "exec", step.ns] if step.ns else []
+        ex.check(prefix + ["nft", "-f", f"{NODE_DIR}/{step.dev}"])
+        return
     ipr = ns(step.ns)
     if step.op == "vrf":
         ipr.link("add", ifname=step.dev, kind="vrf", vrf_table=a["table"])
@@ -72,6 +76,8 @@ def _apply(step: Step, ns: _Namespaces, ex: NodeExec) -> None:
         ipr.addr("add", index=_index(ipr, step.dev), address=ip, prefixlen=int(plen))
     elif step.op == "up":
         ipr.link("set", index=_index(ipr, step.dev), state="up")
+    elif step.op == "mtu":
+        ipr.link("set", index=_index(ipr, step.dev), mtu=a["mtu"])
     elif step.op == "mac":
         ipr.link("set", index=_index(ipr, step.dev), address=a["mac"])
     elif step.op == "fdb":  # static entry on the bridge port (NTF_MASTER, NUD_NOARP)

@@ -1,0 +1,128 @@
+"""`twin verify` judged both ways: the default lab passes; labs broken on purpose
+fail, and the report names the cause."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.e2e.conftest import twin_cli
+from twin import verify
+from twin.overlay import Step
+from twin.runtime import kernel
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def lab(make_lab):
+    lab = make_lab("topologies/aipod.yml", "t-verify")
+    yield lab
+    lab.down()
+
+
+@pytest.fixture
+def broken(make_lab, request):
+    """A fresh default lab for one test to break."""
+    lab = make_lab("topologies/aipod.yml", f"t-brk-{request.node.name[5:13].replace('_', '-').strip('-')}")
+    yield lab
+    lab.down()
+
+
+def test_the_default_lab_passes_every_check(lab):
+    report = verify.run(lab)
+    assert report.failures() == []
+    counts = {g: len(cs) for g, cs in report.groups().items()}
+    # 6 routers' BGP + 5 VNIs on each DPU + 2 VRFs on each DPU
+    assert counts["control"] == 6 + 2 * 5 + 2 * 2
+    assert counts["isolation"] == 6 * 5, "every ordered pair of the 6 hosts"
+    assert counts["traffic"] == 2 * 6 * 2, "each tenant: 6 ordered pairs, a RoCE flow and a CNP each"
+    assert counts["underlay"] == 4 and counts["zerotrust"] == 24
+    iso = report.extra["isolation"]["matrix"]
+    assert iso["host1a"]["host2a"] == "ok" and iso["host1a"]["host1b"] == "blocked"
+    roce = [c for c in report.checks if c.group == "traffic" and "RoCE" in c.name]
+    assert all(c.data["received"] == c.data["sent"] == 16 and c.data["payload"] == 4096 for c in roce)
+    under = {c.name: c.data for c in report.checks if c.group == "underlay"}
+    for name, data in under.items():
+        assert len(data["vnis"]) == 1, name
+        assert all(n > 0 for n in data["packets_per_uplink"].values()) and len(data["packets_per_uplink"]) == 2
+
+
+def test_cli_verify_writes_junit_and_json_and_selects_groups(lab, tmp_path):
+    junit = tmp_path / "verify.xml"
+    p = twin_cli("verify", "t-verify", "--junit", str(junit))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "PASSED" in p.stdout and "isolation matrix" in p.stdout
+    suites = ET.parse(junit).getroot()
+    assert suites.get("failures") == "0" and int(suites.get("tests")) > 90
+    assert {s.get("name") for s in suites} == {"control", "traffic", "isolation", "underlay", "zerotrust"}
+    p = twin_cli("verify", "t-verify", "--only", "isolation", "--json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["passed"] and {c["group"] for c in doc["checks"]} == {"isolation"}
+    bad = twin_cli("verify", "t-verify", "--only", "nonsense")
+    assert bad.returncode == 1 and "unknown check group(s) nonsense" in bad.stderr
+
+
+def test_a_wrong_vni_on_one_vtep_is_named(broken):
+    """dpu2 carries red's web segment in VNI 10109 instead of 10101."""
+    pid = broken.pids()["dpu2"]
+    ex = broken.node("dpu2")
+    ns = "red" if broken.backend == "netns" else ""
+    steps = [Step("vxlan", "vxlan10109", args={"vni": 10109, "local": broken.fabric.nodes["dpu2"].loopback,
+                                              "mtu": 8950})]
+    steps += [Step("move", "vxlan10109", args={"to": ns})] if ns else []
+    steps += [Step("master", "vxlan10109", ns, {"master": "br10101"}), Step("up", "vxlan10109", ns)]
+    ex.check((["ip", "netns", "exec", ns] if ns else []) + ["ip", "link", "del", "vxlan10101"])
+    kernel.apply(steps, pid, ex)
+    report = verify.run(broken, only=["control", "traffic"])
+    failed = {c.name: c.message for c in report.failures()}
+    assert "VNI 10101 missing" in failed["vni dpu2 10101"]
+    assert "remoteVteps" in failed["vni dpu1 10101"], failed
+    assert "frames lost" in failed["red host1a -> host2a (RoCE 16 x 4096 B)"]
+    assert not any("blue" in n for n in failed), "blue is untouched"
+
+
+def test_a_route_target_leak_between_tenants_is_named(broken):
+    """dpu1 imports blue's routes into red's VRF: blue's host2c/32 shows up in red."""
+    asn = broken.fabric.nodes["dpu1"].asn
+    blue_rt = f"{broken.fabric.nodes['dpu2'].asn & 0xFFFF}:10200"
+    broken.node("dpu1").vtysh("configure terminal", f"router bgp {asn} vrf red", "address-family l2vpn evpn",
+                              f"route-target import {blue_rt}")
+    report = verify.run(broken, only=["control", "isolation"])
+    failed = {c.name: c.message for c in report.failures()}
+    assert not report.passed
+    assert "unexpected 10.1.2.12/32 via 10.255.0.6 (of tenant blue)" in failed["vrf dpu1 red"], failed
+    assert [n for n in failed if n.startswith("vrf")] == ["vrf dpu1 red"], "only red's VRF on dpu1 is wrong"
+    # the leaked route carries red's L3VNI to dpu2, where red has no such host: no frame crosses over
+    assert report.extra["isolation"]["matrix"]["host1a"]["host2c"] == "blocked"
+
+
+def test_a_host_port_without_anti_spoofing_rules_is_named(broken):
+    """dpu1's rules for host1a's port (pf0vf0) are gone."""
+    ns = ["ip", "netns", "exec", "red"] if broken.backend == "netns" else []
+    listing = broken.node("dpu1").check(ns + ["nft", "-a", "list", "chain", "bridge", "twin_ports", "ingress"]).stdout
+    handles = [l.rsplit("handle", 1)[1].strip() for l in listing.splitlines() if '"pf0vf0"' in l]
+    assert len(handles) == 6
+    for h in handles:
+        broken.node("dpu1").check(ns + ["nft", "delete", "rule", "bridge", "twin_ports", "ingress", "handle", h])
+    report = verify.run(broken, only=["zerotrust"])
+    failed = {c.name: c.message for c in report.failures()}
+    assert failed and all(n.startswith("host1a ") for n in failed), failed
+    assert any("host port dpu1:pf0vf0 does not stop it" in m for m in failed.values())
+    assert "host1a sends as 10.1.1.12 (host2b) to host1c" in failed
+
+
+def test_an_mtu_mismatch_that_drops_large_roce_frames_is_named(broken):
+    """The leafs' ports towards dpu1 are left at MTU 1500: dpu1's jumbo VXLAN frames die there."""
+    for leaf in ("leaf1", "leaf2"):
+        port = next(p.name for p in broken.fabric.nodes[leaf].ports if p.peer_node == "dpu1")
+        kernel.apply([Step("mtu", port, args={"mtu": 1500})], broken.pids()[leaf], broken.node(leaf))
+    report = verify.run(broken, only=["control", "traffic"])
+    failed = {c.name: c.message for c in report.failures()}
+    assert not any(c.group == "control" for c in report.failures()), "BGP does not notice"
+    lost = [n for n in failed if "RoCE" in n]
+    assert lost and all(n.split()[1] in ("host1a", "host1b", "host1c") for n in lost), lost
+    assert all("16/16 frames lost" in failed[n] for n in lost)
+    # small frames still pass: CNPs from dpu1's hosts get through
+    assert not any("CNP" in n for n in failed)

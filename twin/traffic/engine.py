@@ -1,0 +1,135 @@
+"""Send and capture frames inside lab namespaces, from the twin process.
+
+Each tap is an AF_PACKET socket opened inside a node's namespace (pyroute2's
+`netns.create_socket`), bound to one port. All taps receive concurrently while
+every source sends its flows; the run ends when every frame that should arrive
+has arrived, or at the deadline, plus a short window for late or stray frames
+(leaks, duplicates). Nothing is sent outside namespaces the lab created.
+"""
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+
+from pyroute2 import netns
+
+from twin import timeouts, wait
+from twin.errors import ConvergenceTimeout
+from twin.traffic import roce
+
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+
+
+@dataclass(frozen=True)
+class Tap:
+    """A port to send from and capture on: `name` (a host, or node:port) in namespace `ns_path`."""
+
+    name: str
+    ns_path: str
+    port: str
+
+
+def open_socket(tap: Tap) -> socket.socket:
+    s = netns.create_socket(tap.ns_path, socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL), flags=0)
+    s.bind((tap.port, ETH_P_ALL))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.settimeout(0.05)
+    return s
+
+
+class Session:
+    """Open taps; `run(sends, done)` sends frames and returns what every tap captured."""
+
+    def __init__(self, taps: list[Tap], outgoing: set[str] = frozenset()):
+        """`outgoing`: taps that also capture what their node sends (fabric ports)."""
+        self.taps = {t.name: t for t in taps}
+        self.outgoing = set(outgoing)
+        with ThreadPoolExecutor(8) as pool:
+            socks = list(pool.map(open_socket, taps))
+        self.socks = dict(zip(self.taps, socks))
+
+    def close(self) -> None:
+        for s in self.socks.values():
+            s.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def run(self, sends: dict[str, list[bytes]], keep: Callable[[bytes], bool],
+            done: Callable[[dict[str, list[bytes]]], list[str]], timeout: float,
+            window: float = timeouts.TRAFFIC_WINDOW) -> dict[str, list[bytes]]:
+        """Send `sends` (tap -> frames, in order) while capturing frames that `keep` accepts
+        on every tap (not the ones a tap sends itself). Ends when `done(captured)` reports
+        nothing missing, or at `timeout`, then captures `window` seconds more."""
+        captured: dict[str, list[bytes]] = defaultdict(list)
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def receive(name: str) -> None:
+            s = self.socks[name]
+            both = name in self.outgoing
+            while not stop.is_set():
+                try:
+                    frame, addr = s.recvfrom(65535)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                if (both or addr[2] != PACKET_OUTGOING) and keep(frame):
+                    with lock:
+                        captured[name].append((frame, addr[2] == PACKET_OUTGOING) if both else frame)
+
+        def send(name: str) -> None:
+            s = self.socks[name]
+            for f in sends[name]:
+                s.send(f)
+
+        receivers = [threading.Thread(target=receive, args=(n,), daemon=True) for n in self.socks]
+        for r in receivers:
+            r.start()
+        try:
+            with ThreadPoolExecutor(max(1, min(16, len(sends)))) as pool:
+                list(pool.map(send, [n for n in sends if sends[n]]))
+
+            def missing() -> list[str]:
+                with lock:
+                    snapshot = {k: list(v) for k, v in captured.items()}
+                return done(snapshot)
+
+            try:
+                wait.until(missing, timeout, "expected frames", first=0.02, cap=0.2)
+            except ConvergenceTimeout:
+                pass  # what did not arrive is the measurement, not an error
+            stop.wait(window)
+        finally:
+            stop.set()
+            for r in receivers:
+                r.join()
+        return dict(captured)
+
+
+def new_run_id() -> int:
+    return random.getrandbits(32)
+
+
+def roce_keep(run: int) -> Callable[[bytes], bool]:
+    """This run's RoCE frames, bare or inside VXLAN (UDP 4789) on fabric ports."""
+    tag = roce.MAGIC + run.to_bytes(4, "big")
+    return lambda f: tag in f[:220] and (roce.is_roce(f) or is_vxlan(f))
+
+
+def is_vxlan(frame: bytes) -> bool:
+    if len(frame) < 50 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+        return False
+    udp = 14 + (frame[14] & 0x0F) * 4
+    return frame[udp + 2:udp + 4] == b"\x12\xb5"

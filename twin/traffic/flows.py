@@ -1,0 +1,99 @@
+"""RoCE flows between the lab's host endpoints: addressing from intent, one run
+for any number of flows, results per flow (including where else it was seen)."""
+from __future__ import annotations
+
+import ipaddress
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from twin import timeouts
+from twin.runtime.links import netns_path
+from twin.topology.model import Fabric
+from twin.traffic import roce
+from twin.traffic.engine import Session, Tap, new_run_id, roce_keep
+
+if TYPE_CHECKING:
+    from twin.lab import Lab
+
+
+def hosts(fabric: Fabric) -> list[str]:
+    """Host endpoints attached to a tenant, in topology order."""
+    return [n for n in fabric.nodes if fabric.attachment_of(n)]
+
+
+def host_taps(lab: "Lab", names: list[str] | None = None) -> list[Tap]:
+    pids = lab.pids()
+    return [Tap(h, netns_path(pids[h]), lab.fabric.attachment_of(h)[1].host_port)
+            for h in (names or hosts(lab.fabric))]
+
+
+def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw) -> roce.Flow:
+    """A flow from host `src` to host `dst`'s address, addressed the way `src` would:
+    to `dst`'s MAC when the address is on `src`'s own segment, else to its gateway."""
+    st, sa = fabric.attachment_of(src)
+    _, da = fabric.attachment_of(dst)
+    seg = st.segments[sa.segment]
+    dst_ip = da.address.split("/")[0]
+    on_link = ipaddress.ip_address(dst_ip) in ipaddress.ip_network(seg.subnet)
+    return roce.Flow(flow_id=flow_id, src=src, dst=dst, src_mac=sa.mac, dst_mac=da.mac if on_link else seg.mac,
+                     src_ip=sa.address.split("/")[0], dst_ip=dst_ip, **kw)
+
+
+def same_tenant(fabric: Fabric, a: str, b: str) -> bool:
+    return fabric.attachment_of(a)[0].name == fabric.attachment_of(b)[0].name
+
+
+def run(lab: "Lab", flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
+        timeout: float = timeouts.TRAFFIC) -> dict[int, roce.FlowResult]:
+    """Send all flows at once from their sources and capture on every host endpoint.
+
+    `expect[flow_id]` says whether the flow should reach its destination; the run
+    ends once all of those have arrived (or at `timeout`). Each result counts the
+    flow's arrivals at its destination and, in `seen_at`, at every host."""
+    return run_with_taps(lab, flows, expect, check_icrc, timeout)[0]
+
+
+def run_with_taps(lab: "Lab", flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
+                  timeout: float = timeouts.TRAFFIC, taps: list[Tap] = ()) -> tuple[dict[int, roce.FlowResult],
+                                                                                  dict[str, list[tuple[bytes, bool]]]]:
+    """`run`, also capturing on extra `taps` (fabric ports, both directions): their
+    frames come back as (frame, sent by that node) per tap."""
+    run_id = new_run_id()
+    by_id = {f.flow_id: f for f in flows}
+    sends: dict[str, list[bytes]] = defaultdict(list)
+    for f in flows:
+        sends[f.src] += roce.frames(f, run_id)
+
+    def done(captured: dict[str, list[bytes]]) -> list[str]:
+        got: dict[int, int] = defaultdict(int)
+        for host, frames in captured.items():
+            if host in extra:
+                continue
+            for frame in frames:
+                a = roce.read(frame, run_id, check_icrc=False)
+                if a and by_id.get(a.flow_id) and by_id[a.flow_id].dst == host:
+                    got[a.flow_id] += 1
+        return [f"flow {i}" for i, f in by_id.items() if expect.get(i) and got[i] < f.count]
+
+    extra = {t.name for t in taps}
+    with Session(host_taps(lab) + list(taps), outgoing=extra) as session:
+        captured = session.run(sends, roce_keep(run_id), done, timeout)
+    fabric_frames = {n: captured.pop(n, []) for n in extra}
+
+    arrivals: dict[int, list[roce.Arrival]] = defaultdict(list)
+    results = {i: roce.FlowResult(flow=f, sent=f.count) for i, f in by_id.items()}
+    for host, frames in captured.items():
+        for frame in frames:
+            a = roce.read(frame, run_id, check_icrc=False)
+            if a is None or a.flow_id not in by_id:
+                continue
+            if check_icrc and by_id[a.flow_id].dst == host:  # the costly part: only where it matters
+                a = roce.read(frame, run_id, check_icrc=True)
+            results[a.flow_id].seen_at[host] = results[a.flow_id].seen_at.get(host, 0) + 1
+            if by_id[a.flow_id].dst == host:
+                arrivals[a.flow_id].append(a)
+    for i, f in by_id.items():
+        seen = results[i].seen_at
+        results[i] = roce.analyse(f, f.count, arrivals[i])
+        results[i].seen_at = seen
+    return results, fabric_frames

@@ -1,0 +1,61 @@
+"""Structured check results: pass/fail, a message, and the data looked at."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Check:
+    group: str                 # control, traffic, isolation, underlay, zerotrust
+    name: str                  # what was checked, e.g. "bgp leaf1" or "red host1a -> host2a"
+    passed: bool
+    message: str = ""          # on failure: the cause, in words
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    lab: str
+    checks: list[Check] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)   # per group
+    extra: dict[str, Any] = field(default_factory=dict)       # e.g. the isolation matrix
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def groups(self) -> dict[str, list[Check]]:
+        out: dict[str, list[Check]] = {}
+        for c in self.checks:
+            out.setdefault(c.group, []).append(c)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lab": self.lab, "passed": self.passed, "seconds": self.seconds,
+                "checks": [asdict(c) for c in self.checks], **self.extra}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=str)
+
+    def write_junit(self, path: str | Path) -> None:
+        """JUnit XML: one testsuite per group, one testcase per check."""
+        suites = ET.Element("testsuites", name=f"twin verify {self.lab}",
+                            tests=str(len(self.checks)), failures=str(len(self.failures())))
+        for group, checks in self.groups().items():
+            suite = ET.SubElement(suites, "testsuite", name=group, tests=str(len(checks)),
+                                  failures=str(sum(not c.passed for c in checks)),
+                                  time=f"{self.seconds.get(group, 0):.3f}")
+            for c in checks:
+                case = ET.SubElement(suite, "testcase", classname=f"twin.{self.lab}.{group}", name=c.name)
+                if not c.passed:
+                    f = ET.SubElement(case, "failure", message=c.message.splitlines()[0] if c.message else "failed")
+                    f.text = c.message + ("\n" + json.dumps(c.data, indent=2, default=str) if c.data else "")
+        ET.indent(suites)
+        Path(path).write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")

@@ -1,0 +1,61 @@
+"""RoCEv2 between every pair of hosts of a tenant: delivered, intact, in order.
+
+Per ordered same-tenant pair: a flow of jumbo RoCE frames (4 KiB payload, the
+usual RoCE path MTU) marked DSCP 26 / ECT(0), and a CNP back. Checks: all sent
+frames received, ICRC valid on arrival, DSCP/ECN unchanged, no PSN gaps,
+duplicates or reordering.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from twin.traffic import flows as F
+from twin.verify.result import Check
+
+if TYPE_CHECKING:
+    from twin.lab import Lab
+
+GROUP = "traffic"
+COUNT = 16
+PAYLOAD = 4096
+
+
+def run(lab: "Lab", count: int = COUNT, payload: int = PAYLOAD) -> list[Check]:
+    fabric = lab.fabric
+    hosts = F.hosts(fabric)
+    flows, expect = [], {}
+    for s in hosts:
+        for d in hosts:
+            if s != d and F.same_tenant(fabric, s, d):
+                data = F.flow(fabric, s, d, len(flows) + 1, count=count, payload=payload,
+                              sport=49152 + len(flows), dqp=0x100 + len(flows), psn=1000)
+                cnp = F.flow(fabric, d, s, len(flows) + 2, count=1, cnp=True, sport=49152 + len(flows),
+                             dqp=0x100 + len(flows))
+                flows += [data, cnp]
+                expect[data.flow_id] = expect[cnp.flow_id] = True
+    if not flows:
+        return []
+    results = F.run(lab, flows, expect)
+    checks = []
+    for r in results.values():
+        f = r.flow
+        kind = "CNP" if f.cnp else f"RoCE {f.count} x {f.payload} B"
+        problems = []
+        if r.received < r.sent:
+            problems.append(f"{r.sent - r.received}/{r.sent} frames lost")
+        if r.icrc_bad:
+            problems.append(f"{r.icrc_bad} with a bad ICRC")
+        if r.tos_changed:
+            problems.append(f"{r.tos_changed} with DSCP/ECN changed (sent tos {f.tos:#04x})")
+        if r.gaps and r.received:
+            problems.append(f"{r.gaps} PSN gaps")
+        if r.duplicates:
+            problems.append(f"{r.duplicates} duplicates")
+        if r.reordered:
+            problems.append(f"{r.reordered} reordered")
+        tenant = fabric.attachment_of(f.src)[0].name
+        checks.append(Check(GROUP, f"{tenant} {f.src} -> {f.dst} ({kind})", not problems, "; ".join(problems),
+                            {"sent": r.sent, "received": r.received, "icrc_bad": r.icrc_bad,
+                             "tos_changed": r.tos_changed, "gaps": r.gaps, "duplicates": r.duplicates,
+                             "reordered": r.reordered, "dscp": f.dscp, "ecn": f.ecn, "payload": f.payload}))
+    return checks
