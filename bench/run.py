@@ -4,7 +4,9 @@ FRR nodes, printed as a table. "converged" is the full barrier: every BGP
 session, loopback route, VNI and EVPN type-2/3/5 route the topology implies.
 
 Targets on a 2-core, 24 GiB machine: 24 nodes converged < 20 s, 48 nodes < 40 s,
-the 8-DPU x 4-tenant pod < 30 s, at most 30 MiB per FRR node. Memory is read from each container's cgroup once
+the 8-DPU x 4-tenant pod < 30 s, at most 30 MiB per FRR node; the isolation
+matrix of the default lab < 10 s and of the 32-endpoint pod < 30 s (timed on the
+converged lab, followed by a full `twin verify`, which must pass). Memory is read from each container's cgroup once
 the lab has converged: "running" as `docker stats` counts it (usage less
 inactive page cache), and the cgroup's peak, which includes the transient
 start-up processes (frrinit.sh, `vtysh -b`). The target applies to "running".
@@ -23,7 +25,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from twin import wait
+from twin import verify, wait
 from twin.errors import TwinError
 from twin.lab import Lab
 from twin.runtime.docker import memory
@@ -31,6 +33,7 @@ from twin.runtime.docker import memory
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
 TARGETS = {"clos 4x20": 20.0, "clos 8x40": 40.0, "pod8: 8 DPUs x 4 tenants": 30.0}  # seconds to converged
+MATRIX_TARGETS = {"default (aipod, 2 tenants)": 10.0, "pod8: 8 DPUs x 4 tenants": 30.0}  # isolation matrix
 MEM_TARGET_MIB = 30
 
 
@@ -70,9 +73,20 @@ def measure(label: str, topo_file: Path, name: str) -> dict:
         total = time.monotonic() - start
         containers = lab.runtime.containers(lab.name)
         mem = [m for m in (memory(containers[n]) for n in frr) if m is not None]
+        matrix_s = verify_s = None
+        verified = True
+        if lab.fabric.tenants:
+            t0 = time.monotonic()
+            iso = verify.run(lab, only=["isolation"])
+            matrix_s = time.monotonic() - t0
+            t0 = time.monotonic()
+            full = verify.run(lab)
+            verify_s = time.monotonic() - t0
+            verified = iso.passed and full.passed
     finally:
         lab.down()
     target = TARGETS.get(label)
+    matrix_target = MATRIX_TARGETS.get(label)
     return {
         "lab": label, "nodes": len(lab.fabric.nodes), "frr_nodes": len(frr), "links": len(lab.fabric.links),
         "tenants": len(lab.fabric.tenants), "vteps": len(lab.fabric.vteps()),
@@ -83,8 +97,12 @@ def measure(label: str, topo_file: Path, name: str) -> dict:
         "peak_mib_avg": round(sum(m[1] for m in mem) / len(mem) / MiB, 1) if mem else None,
         "peak_mib_max": round(max(m[1] for m in mem) / MiB, 1) if mem else None,
         "target_s": target,
+        "pairs": sum(len(t.attachments) for t in lab.fabric.tenants.values()),
+        "matrix_s": round(matrix_s, 2) if matrix_s is not None else None, "matrix_target_s": matrix_target,
+        "verify_s": round(verify_s, 2) if verify_s is not None else None, "verify_passed": verified,
         # memory target: the average FRR node; the max (spines with many peers) is reported
-        "ok": (target is None or timings["converged"] < target)
+        "ok": verified and (target is None or timings["converged"] < target)
+              and (matrix_target is None or (matrix_s is not None and matrix_s < matrix_target))
               and (not mem or sum(m[0] for m in mem) / len(mem) / MiB <= MEM_TARGET_MIB),
     }
 
@@ -96,7 +114,7 @@ def main() -> int:
     args = ap.parse_args()
     shapes = {6: (2, 4), 12: (4, 8), 24: (4, 20), 48: (8, 40)}
     results = []
-    console = Console(width=160)
+    console = Console(width=220)
     with tempfile.TemporaryDirectory() as tmp:
         runs = [] if args.no_default else [("default (aipod, 2 tenants)", ROOT / "topologies" / "aipod.yml"),
                                            ("pod8: 8 DPUs x 4 tenants", ROOT / "topologies" / "pod8.yml")]
@@ -111,12 +129,17 @@ def main() -> int:
             results.append(measure(label, f, f"bench{i}-{os.getpid() % 10000}"))
     t = Table(title="twin bring-up benchmark", title_justify="left")
     for col in ("lab", "nodes", "FRR nodes", "links", "VTEPs x tenants", "containers running (s)", "converged (s)",
-                "target (s)", "MiB per FRR node running (avg/max)", "peak MiB (avg/max)", "ok"):
+                "target (s)", "isolation matrix (s)", "verify all (s)",
+                "MiB per FRR node running (avg/max)", "peak MiB (avg/max)", "ok"):
         t.add_column(col, justify="right" if col != "lab" else "left")
     for r in results:
         t.add_row(r["lab"], str(r["nodes"]), str(r["frr_nodes"]), str(r["links"]),
                   f"{r['vteps']} x {r['tenants']}" if r["tenants"] else "-", f"{r['containers_s']:.1f}",
                   f"{r['converged_s']:.1f}", f"< {r['target_s']:.0f}" if r["target_s"] else "-",
+                  (f"{r['matrix_s']:.1f} ({r['pairs']} hosts, < {r['matrix_target_s']:.0f})" if r["matrix_s"] is not None
+                   else "-"),
+                  (f"{r['verify_s']:.1f} ({'pass' if r['verify_passed'] else 'FAIL'})" if r["verify_s"] is not None
+                   else "-"),
                   f"{r['mem_mib_avg']}/{r['mem_mib_max']}", f"{r['peak_mib_avg']}/{r['peak_mib_max']}",
                   "yes" if r["ok"] else "NO")
     console.print(t)

@@ -22,6 +22,7 @@ from twin.runtime.links import netns_path
 from twin.traffic import flows as F
 from twin.traffic.engine import Tap
 from twin.verify.result import Check
+from twin.verify.vrfs import hops
 
 if TYPE_CHECKING:
     from twin.lab import Lab
@@ -31,14 +32,17 @@ FLOWS = 16
 
 
 def pairs(lab: "Lab") -> list[tuple[str, str, str]]:
-    """(tenant, src, dst) per tenant: a stretched pair and a routed pair across VTEPs, if it has them."""
+    """(tenant, src, dst) per tenant: a stretched pair and a routed pair across VTEPs, if it
+    has them; the VTEPs farthest apart, so the flows cross the spines where the fabric allows."""
     out = []
+    dist = {v: hops(lab.fabric, v) for v in lab.fabric.vteps()}
     for t in lab.fabric.tenants.values():
         for same in (True, False):
-            pair = next(((a.host, b.host) for a in t.attachments for b in t.attachments
-                         if a.vtep != b.vtep and (a.segment == b.segment) == same), None)
-            if pair:
-                out.append((t.name, *pair))
+            cands = [(a, b) for a in t.attachments for b in t.attachments
+                     if a.vtep != b.vtep and (a.segment == b.segment) == same]
+            if cands:
+                a, b = max(cands, key=lambda ab: dist[ab[0].vtep].get(ab[1].vtep, 0))
+                out.append((t.name, a.host, b.host))
     return out
 
 
