@@ -21,7 +21,6 @@ from twin.runtime.links import Wiring
 from twin.topology.model import Fabric
 
 
-
 def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, labdir: Path,
                           backend: Backend, on_created: Callable[[], None] = lambda: None) -> dict[str, int]:
     """Containers, links and per-node configuration; returns node -> pid."""
@@ -32,17 +31,7 @@ def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, la
         wiring.node_running(node, runtime.pid(container))
 
     def configure(node: str) -> None:
-        ex = NodeExec(started[node], f"{fabric.name}/{node}")
-        steps = overlay.plan(fabric, node, backend)
-        if steps:
-            kernel.apply(steps, wiring.pids[node], ex)
-        start = kinds.get(fabric.nodes[node].kind).start
-        if start:
-            ex.check(start)
-        later = overlay.bindings(fabric, node, backend)
-        if later:
-            wait_vnis(fabric, node, ex)
-            kernel.apply(later, wiring.pids[node], ex)
+        configure_node(fabric, node, NodeExec(started[node], f"{fabric.name}/{node}"), wiring.pids[node], backend)
 
     wiring = Wiring(fabric, on_wired=configure)
     try:
@@ -51,6 +40,20 @@ def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, la
     finally:
         wiring.wait()
     return wiring.pids
+
+
+def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend) -> None:
+    """Stage "configure" of one wired node: kernel overlay, its daemons, then its workloads' bindings."""
+    steps = overlay.plan(fabric, node, backend)
+    if steps:
+        kernel.apply(steps, pid, ex)
+    start = kinds.get(fabric.nodes[node].kind).start
+    if start:
+        ex.check(start)
+    later = overlay.bindings(fabric, node, backend)
+    if later:
+        wait_vnis(fabric, node, ex)
+        kernel.apply(later, pid, ex)
 
 
 def wait_vnis(fabric: Fabric, node: str, ex: NodeExec) -> None:

@@ -139,6 +139,29 @@ def status(ctx, lab, as_json):
     run(ctx, go)
 
 
+@main.command(name="plan")
+@click.argument("lab")
+@click.argument("change", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def plan_(ctx, lab, change, as_json):
+    """Show what CHANGE (an edited topology file) would change in LAB: per node, config diffs."""
+    from twin import topology
+    from twin.plan import make_plan
+
+    def go():
+        handle = Lab.open(lab)
+        if handle.fabric is None:
+            raise TwinError(f"no lab named {lab!r} with a recorded topology; `twin list` shows the labs")
+        new = topology.load(change, name=lab)
+        p = make_plan(handle.fabric, new, handle.backend)
+        if as_json:
+            click.echo(json.dumps({"lab": lab, "changes": p.changes, "diffs": p.diffs}, indent=2))
+        else:
+            click.echo(p.text(), nl=False)
+    run(ctx, go)
+
+
 @main.command(name="verify")
 @click.argument("lab")
 @click.option("--only", "only", multiple=True, metavar="GROUP",
@@ -191,6 +214,51 @@ def print_report(report) -> None:
         out.print(f"[red]FAIL[/red] {c.group}: {c.name}: ", end="")
         out.print(c.message, markup=False, highlight=False)
     out.print("[green]PASSED[/green]" if report.passed else f"[red]FAILED[/red]: {len(report.failures())} checks")
+
+
+@main.command(name="traffic")
+@click.argument("lab")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--count", default=16, show_default=True, help="Packets (PSNs) in the flow.")
+@click.option("--payload", default=1024, show_default=True, help="Payload bytes per packet.")
+@click.option("--dscp", default=26, show_default=True)
+@click.option("--ecn", default=2, show_default=True, help="ECN bits (2 = ECT(0)).")
+@click.option("--opcode", default=4, show_default=True, help="BTH opcode (4 = RC SEND only).")
+@click.option("--qp", "dqp", default=0x11, show_default=True, help="Destination QP.")
+@click.option("--psn", default=0, show_default=True, help="First PSN.")
+@click.option("--sport", default=49152, show_default=True, help="UDP source port (ECMP entropy).")
+@click.option("--cnp", is_flag=True, help="Send CNPs (congestion notifications) instead of data.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sport, cnp, as_json):
+    """Send one RoCEv2 flow from host SRC to host DST's address and report what arrived where."""
+    from dataclasses import asdict
+
+    from twin.traffic import flows
+
+    def go():
+        handle = Lab.open(lab)
+        if handle.fabric is None:
+            raise TwinError(f"no lab named {lab!r}")
+        for h in (src, dst):
+            if not handle.fabric.attachment_of(h):
+                raise TwinError(f"{h!r} is not a host endpoint of {lab}; hosts: {', '.join(flows.hosts(handle.fabric))}")
+        f = flows.flow(handle.fabric, src, dst, 1, count=count, payload=payload, dscp=dscp, ecn=ecn,
+                       opcode=opcode, dqp=dqp, psn=psn, sport=sport, cnp=cnp)
+        same = flows.same_tenant(handle.fabric, src, dst)
+        r = flows.run(handle, [f], {1: same})[1]
+        doc = {k: v for k, v in asdict(r).items() if k != "flow"} | {"expected": "deliver" if same else "never"}
+        if as_json:
+            click.echo(json.dumps(doc, indent=2))
+        else:
+            out.print(f"{src} -> {dst} ({f.dst_ip}), expected to {doc['expected']}: sent {r.sent}, received {r.received}"
+                      f", ICRC bad {r.icrc_bad}, DSCP/ECN changed {r.tos_changed}, PSN gaps {r.gaps}, "
+                      f"duplicates {r.duplicates}, reordered {r.reordered}; seen at {r.seen_at or 'no host'}")
+        ok = r.delivered if same else not r.seen_at or all(
+            flows.same_tenant(handle.fabric, src, h) for h in r.seen_at) and r.received == 0
+        sys.exit(0 if ok else 1)
+    run(ctx, go)
 
 
 @main.command(name="exec", context_settings={"ignore_unknown_options": True})

@@ -21,7 +21,7 @@ from pyroute2 import IPRoute, NetlinkError
 
 from twin import wait
 from twin.errors import CommandError
-from twin.overlay import VRF_TABLE_BASE, bridge_name, vxlan_name
+from twin.overlay import VRF_TABLE_BASE, vxlan_name
 from twin.runtime.exec import NodeExec
 from twin.runtime.kernel import tenant_netns_path
 from twin.runtime.links import netns_path

@@ -74,11 +74,12 @@ class Lab:
                                 f"`twin status {self.name}` shows it, `twin down {self.name}` removes it")
         image = image or images.ensure(self.runtime.client, say=say)
         t0 = time.monotonic()
-        st = state.LabState(name=self.name, topology=fabric.source, image=image, created=state.now())
+        st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
+                             created=state.now())
         state.remove(self.dir)  # leftovers of a lab that is gone (no containers)
         state.save(self.dir, st, fabric)
         try:
-            backend = kernel.probe_backend() if fabric.tenants else "netns"
+            backend = kernel.probe_backend(self.name) if fabric.tenants else "netns"
             st.backend = backend if fabric.tenants else None
             say(f"rendering configs into {self.dir}")
             render.write_lab(fabric, self.dir, backend)

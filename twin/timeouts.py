@@ -12,3 +12,4 @@ def converge(frr_nodes: int) -> float:
     return CONVERGE_BASE + CONVERGE_PER_NODE * frr_nodes
 TRAFFIC = 10.0              # a traffic run: until every expected frame arrived
 TRAFFIC_WINDOW = 0.3        # then this much longer, to see late, stray or leaked frames
+NODE_STOP = 5.0             # a stopped node's grace period before SIGKILL (faults)

@@ -39,7 +39,7 @@ def address(lab, host: str) -> str:
 def test_the_vrf_backend_is_the_one_the_kernel_offers(lab):
     from twin.runtime.kernel import probe_backend
 
-    assert lab.backend == probe_backend()
+    assert lab.backend == probe_backend("t-probe")
     assert lab.status()["vrf_backend"] == lab.backend
 
 

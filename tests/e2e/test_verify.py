@@ -126,3 +126,19 @@ def test_an_mtu_mismatch_that_drops_large_roce_frames_is_named(broken):
     assert all("16/16 frames lost" in failed[n] for n in lost)
     # small frames still pass: CNPs from dpu1's hosts get through
     assert not any("CNP" in n for n in failed)
+
+
+def test_cli_traffic_sends_one_roce_flow_and_reports_it(lab):
+    p = twin_cli("traffic", "t-verify", "host1a", "host2a", "--count", "8", "--payload", "4000", "--dscp", "46",
+                 "--json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0, p.stderr
+    assert (doc["sent"], doc["received"], doc["icrc_bad"], doc["tos_changed"], doc["gaps"]) == (8, 8, 0, 0, 0)
+    assert doc["seen_at"] == {"host2a": 8} and doc["expected"] == "deliver"
+    # to blue's host2b: host1a addresses 10.1.1.12 as on its own segment, so red's host2a gets it, never host2b
+    p = twin_cli("traffic", "t-verify", "host1a", "host2b", "--count", "4", "--json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["expected"] == "never" and doc["received"] == 0
+    assert "host2b" not in doc["seen_at"]
+    cnp = json.loads(twin_cli("traffic", "t-verify", "host2a", "host1a", "--cnp", "--count", "2", "--json").stdout)
+    assert cnp["received"] == 2 and cnp["icrc_bad"] == 0

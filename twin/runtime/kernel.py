@@ -104,14 +104,12 @@ def apply(steps: list[Step], pid: int, ex: NodeExec) -> None:
         ns.close()
 
 
-def probe_backend() -> Backend:
+def probe_backend(lab: str) -> Backend:
     """The VRF backend this kernel offers: Linux VRF devices if it can make one, else netns.
 
-    The probe runs in a throwaway namespace named after this process, removed at once.
+    The probe runs in a throwaway namespace named after the lab, removed at once.
     """
-    import os
-
-    name = f"twin-probe-{os.getpid()}"
+    name = f"twin-{lab}-probe"
     netns.create(name)
     try:
         with IPRoute(netns=name, flags=0) as ipr:

@@ -1,0 +1,151 @@
+"""Inventories for the user's own automation: Ansible and Nornir, from a lab's fabric.
+
+    files = inventory(Lab.open("aipod"), "ansible")   # {"inventory.yml": "..."}
+    files = inventory(Lab.open("aipod"), "nornir")    # hosts.yaml, groups.yaml, defaults.yaml
+
+Every node is reached through its container (`twin-<lab>-<node>`): Ansible with
+the `community.docker.docker` connection, Nornir with `hostname` = container
+name. Groups are the node kinds; FRR nodes (spine, leaf, dpu) are also in the
+group `frr`. Node data: the kind, the lab and, where the node has them, its ASN
+and loopback.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import click
+import yaml
+
+from twin import kinds
+from twin.errors import TwinError
+from twin.runtime.docker import container_name
+from twin.topology.model import Fabric, Node
+
+if TYPE_CHECKING:
+    from twin.lab import Lab
+
+PYTHON = "/usr/bin/python3"          # the node image's interpreter, for Ansible modules
+ANSIBLE_CONNECTION = "community.docker.docker"
+FRR_GROUP = "frr"                    # every node that runs FRR, whatever its kind
+
+
+def _platform(node: Node) -> str:
+    return "frr" if kinds.get(node.kind).runs_bgp else "linux"
+
+
+def _facts(node: Node) -> dict[str, Any]:
+    """What we know of a node, for the inventory: kind, and ASN/loopback where it has them."""
+    out: dict[str, Any] = {"kind": node.kind}
+    if node.asn is not None:
+        out["asn"] = node.asn
+    if node.loopback is not None:
+        out["loopback"] = node.loopback
+    return out
+
+
+def _by_kind(fabric: Fabric) -> dict[str, list[Node]]:
+    """Nodes grouped by kind, kinds in registry order (spine, leaf, dpu, host)."""
+    order = {k: i for i, k in enumerate(kinds.KINDS)}
+    groups: dict[str, list[Node]] = {}
+    for node in sorted(fabric.nodes.values(), key=lambda n: (order.get(n.kind, len(order)), n.name)):
+        groups.setdefault(node.kind, []).append(node)
+    return groups
+
+
+def _dump(header: str, doc: Any) -> str:
+    return f"# {header}\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+
+
+def ansible(fabric: Fabric) -> dict[str, str]:
+    """One YAML inventory: a group per kind, and `frr` holding the FRR kinds."""
+    children: dict[str, Any] = {}
+    for kind, nodes in _by_kind(fabric).items():
+        children[kind] = {"hosts": {
+            n.name: {
+                "ansible_connection": ANSIBLE_CONNECTION,
+                "ansible_host": container_name(fabric.name, n.name),
+                "ansible_python_interpreter": PYTHON,
+                "twin_lab": fabric.name,
+                **_facts(n),
+            }
+            for n in nodes
+        }}
+    frr_kinds = [k for k in children if kinds.get(k).runs_bgp]
+    if frr_kinds:
+        children[FRR_GROUP] = {"children": {k: {} for k in frr_kinds}}
+    doc = {"all": {"children": children}}
+    return {"inventory.yml": _dump(f"Ansible inventory of twin lab {fabric.name} (`twin inventory {fabric.name}`)", doc)}
+
+
+def nornir(fabric: Fabric) -> dict[str, str]:
+    """Nornir SimpleInventory: hosts.yaml, groups.yaml, defaults.yaml."""
+    by_kind = _by_kind(fabric)
+    hosts = {
+        n.name: {
+            "hostname": container_name(fabric.name, n.name),
+            "platform": _platform(n),
+            "groups": [n.kind] + ([FRR_GROUP] if kinds.get(n.kind).runs_bgp else []),
+            "data": {**_facts(n), "lab": fabric.name},
+        }
+        for nodes in by_kind.values()
+        for n in nodes
+    }
+    groups: dict[str, Any] = {kind: {"platform": _platform(nodes[0]), "data": {"kind": kind}}
+                              for kind, nodes in by_kind.items()}
+    if any(kinds.get(k).runs_bgp for k in by_kind):
+        groups[FRR_GROUP] = {"platform": "frr", "data": {}}
+    defaults = {"data": {"lab": fabric.name}}
+    head = f"Nornir SimpleInventory of twin lab {fabric.name} (`twin inventory {fabric.name} --format nornir`)"
+    return {"hosts.yaml": _dump(head, hosts),
+            "groups.yaml": _dump(head, groups),
+            "defaults.yaml": _dump(head, defaults)}
+
+
+FORMATS: dict[str, Callable[[Fabric], dict[str, str]]] = {"ansible": ansible, "nornir": nornir}
+
+
+def inventory(lab: "Lab", fmt: str) -> dict[str, str]:
+    """The inventory files of `lab` in format `fmt` (ansible, nornir): file name -> content."""
+    try:
+        make = FORMATS[fmt]
+    except KeyError:
+        raise TwinError(f"unknown inventory format {fmt!r}; formats: {', '.join(FORMATS)}") from None
+    return make(lab._need_fabric())
+
+
+def write(files: dict[str, str], directory: str | Path) -> list[Path]:
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        (out / name).write_text(text)
+        written.append(out / name)
+    return written
+
+
+@click.command(name="inventory")
+@click.argument("lab")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="ansible", show_default=True,
+              help="Inventory format.")
+@click.option("-o", "--output", type=click.Path(file_okay=False),
+              help="Directory to write the files into (ansible: default stdout; nornir: required).")
+def inventory_cmd(lab: str, fmt: str, output: str | None) -> None:
+    """Write an Ansible or Nornir inventory of LAB's nodes (reached through their containers)."""
+    from twin import state
+    from twin.lab import Lab
+
+    try:
+        if lab not in state.known_labs():
+            raise TwinError(f"no lab named {lab!r} on this host; labs: {', '.join(state.known_labs()) or 'none'}")
+        files = inventory(Lab.open(lab), fmt)
+    except TwinError as e:
+        raise click.ClickException(str(e)) from None
+    if output is None:
+        if len(files) != 1:
+            raise click.UsageError(f"--format {fmt} writes {len(files)} files ({', '.join(files)}); "
+                                   "give a directory with -o/--output")
+        click.echo(next(iter(files.values())), nl=False)
+        return
+    for path in write(files, output):
+        click.echo(f"wrote {path}", err=True)

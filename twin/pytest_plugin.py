@@ -1,0 +1,135 @@
+"""pytest plugin: a twin lab per test module, node handles, FRR JSON assertions.
+
+Registered as the `pytest11` entry point `twin`, so it is active wherever twin
+is installed; it does nothing unless a test uses its fixtures.
+
+    import pytest
+    from twin.pytest_plugin import assert_frr_json
+
+    pytestmark = pytest.mark.twin_topology("topologies/aipod.yml", name="t-mylab")
+
+    def test_leaf1_peers(twin_node):
+        assert_frr_json(twin_node("leaf1"), "show bgp summary json",
+                        {"ipv4Unicast": {"peers": {"swp1": {"state": "Established"}}}}, timeout=30)
+
+Fixtures:
+  twin_lab   (module) the lab of the module's `twin_topology` marker (or the ini
+             option `twin_topology`), brought up before the module's first test
+             and removed after its last one;
+  twin_node  (function) `twin_node("leaf1")` -> the node's NodeExec.
+
+A relative topology path is looked up next to the test module, then from the
+rootdir. A lab that is already up is never taken over (nor removed).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import pytest
+
+from twin.errors import ConvergenceTimeout, TwinError
+from twin.verify.jsoncmp import subset
+
+if TYPE_CHECKING:
+    from twin.lab import Lab
+    from twin.runtime.exec import NodeExec
+
+MARKER = "twin_topology"
+INI = "twin_topology"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(INI, "twin: topology file for modules without a twin_topology marker "
+                       "(relative to the ini file)", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(path, name=None, timeout=None): the twin topology the module's `twin_lab` fixture "
+        "brings up (lab name: `name`, else the topology's; convergence deadline: `timeout` s)")
+
+
+def _topology(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any]]:
+    """The topology file and marker options for the requesting module."""
+    marker = request.node.get_closest_marker(MARKER)
+    here = Path(str(request.node.path)).parent
+    if marker is not None:
+        if not marker.args:
+            raise pytest.UsageError(f"{request.node.nodeid}: @pytest.mark.{MARKER} needs a topology path")
+        unknown = set(marker.kwargs) - {"name", "timeout"}
+        if unknown:
+            raise pytest.UsageError(f"{request.node.nodeid}: {MARKER}: unknown option(s) "
+                                    f"{', '.join(sorted(unknown))}; options: name, timeout")
+        raw, bases, opts = marker.args[0], [here, request.config.rootpath], dict(marker.kwargs)
+    else:
+        raw = request.config.getini(INI)
+        if not raw:
+            raise pytest.UsageError(
+                f"{request.node.nodeid} uses the twin_lab fixture but names no topology: add "
+                f"`pytestmark = pytest.mark.{MARKER}(\"lab.yml\")` or the ini option `{INI}`")
+        ini = request.config.inipath
+        bases, opts = [ini.parent if ini else request.config.rootpath], {}
+    path = Path(raw)
+    if not path.is_absolute():
+        path = next((b / path for b in bases if (b / path).is_file()), bases[0] / path)
+    return path, opts
+
+
+@pytest.fixture(scope="module")
+def twin_lab(request: pytest.FixtureRequest):
+    """The module's lab, up and converged; removed after the module (only if this fixture made it)."""
+    from twin.lab import Lab
+
+    path, opts = _topology(request)
+    lab = Lab.load(path, name=opts.get("name"))
+    try:
+        lab.up(timeout=opts.get("timeout"))
+    except TwinError as e:  # up() already removed what it made (and touched nothing if already up)
+        pytest.fail(f"twin: lab {lab.name!r} from {path} did not come up: {e}", pytrace=False)
+    try:
+        yield lab
+    finally:
+        lab.down()
+
+
+@pytest.fixture
+def twin_node(twin_lab: "Lab") -> Callable[[str], "NodeExec"]:
+    """`twin_node(name)` -> that node of the module's lab, to run commands and vtysh in."""
+    return twin_lab.node
+
+
+def assert_frr_json(node: "NodeExec", command: str, expected: Any, timeout: float = 0) -> Any:
+    """Assert that `vtysh -c COMMAND` (JSON) on `node` contains `expected` (subset match).
+
+    With `timeout` > 0, retries until it matches or the deadline passes. Raises
+    AssertionError listing every difference with its JSON path (or the vtysh
+    error); returns the matching document.
+    """
+    __tracebackhide__ = True
+    from twin import wait
+
+    seen: dict[str, Any] = {}
+
+    def differences() -> list[str]:
+        try:
+            seen["doc"] = node.vtysh_json(command)[0]
+        except TwinError as e:
+            return [f"vtysh failed: {e}"]
+        return subset(expected, seen["doc"])
+
+    where = getattr(node, "where", str(node))
+    if timeout > 0:
+        try:
+            wait.until(differences, timeout, f"{where}: `{command}` matching")
+            return seen["doc"]
+        except ConvergenceTimeout as e:
+            diffs, after = e.missing, f" after {timeout:g}s"
+    else:
+        diffs, after = differences(), ""
+    if diffs:
+        raise AssertionError(f"{where}: `{command}` does not match the expected JSON{after} "
+                             f"({len(diffs)} difference{'s' if len(diffs) != 1 else ''}):\n"
+                             + "\n".join(f"  {d}" for d in diffs))
+    return seen["doc"]
