@@ -317,5 +317,15 @@ def image_build(ctx, suite, force):
     run(ctx, go)
 
 
+def _register() -> None:
+    from twin.faults import fault_group
+    from twin.inventory import inventory_cmd
+
+    main.add_command(fault_group)
+    main.add_command(inventory_cmd)
+
+
+_register()
+
 if __name__ == "__main__":
     main()

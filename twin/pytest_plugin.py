@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
+from twin import wait
 from twin.errors import ConvergenceTimeout, TwinError
+from twin.lab import Lab
 from twin.verify.jsoncmp import subset
 
 if TYPE_CHECKING:
-    from twin.lab import Lab
     from twin.runtime.exec import NodeExec
 
 MARKER = "twin_topology"
@@ -57,18 +58,18 @@ def _topology(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any]]:
     here = Path(str(request.node.path)).parent
     if marker is not None:
         if not marker.args:
-            raise pytest.UsageError(f"{request.node.nodeid}: @pytest.mark.{MARKER} needs a topology path")
+            pytest.fail(f"{request.node.nodeid}: @pytest.mark.{MARKER} needs a topology path", pytrace=False)
         unknown = set(marker.kwargs) - {"name", "timeout"}
         if unknown:
-            raise pytest.UsageError(f"{request.node.nodeid}: {MARKER}: unknown option(s) "
-                                    f"{', '.join(sorted(unknown))}; options: name, timeout")
+            pytest.fail(f"{request.node.nodeid}: {MARKER}: unknown option(s) "
+                        f"{', '.join(sorted(unknown))}; options: name, timeout", pytrace=False)
         raw, bases, opts = marker.args[0], [here, request.config.rootpath], dict(marker.kwargs)
     else:
         raw = request.config.getini(INI)
         if not raw:
-            raise pytest.UsageError(
-                f"{request.node.nodeid} uses the twin_lab fixture but names no topology: add "
-                f"`pytestmark = pytest.mark.{MARKER}(\"lab.yml\")` or the ini option `{INI}`")
+            pytest.fail(f"{request.node.nodeid} uses the twin_lab fixture but names no topology: add "
+                        f"`pytestmark = pytest.mark.{MARKER}(\"lab.yml\")` or the ini option `{INI}`",
+                        pytrace=False)
         ini = request.config.inipath
         bases, opts = [ini.parent if ini else request.config.rootpath], {}
     path = Path(raw)
@@ -80,14 +81,12 @@ def _topology(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def twin_lab(request: pytest.FixtureRequest):
     """The module's lab, up and converged; removed after the module (only if this fixture made it)."""
-    from twin.lab import Lab
-
     path, opts = _topology(request)
-    lab = Lab.load(path, name=opts.get("name"))
     try:
+        lab = Lab.load(path, name=opts.get("name"))
         lab.up(timeout=opts.get("timeout"))
-    except TwinError as e:  # up() already removed what it made (and touched nothing if already up)
-        pytest.fail(f"twin: lab {lab.name!r} from {path} did not come up: {e}", pytrace=False)
+    except TwinError as e:  # up() removed what it made (and touched nothing if the lab was already up)
+        pytest.fail(f"twin: the lab of {path} did not come up: {e}", pytrace=False)
     try:
         yield lab
     finally:
@@ -95,7 +94,7 @@ def twin_lab(request: pytest.FixtureRequest):
 
 
 @pytest.fixture
-def twin_node(twin_lab: "Lab") -> Callable[[str], "NodeExec"]:
+def twin_node(twin_lab: Lab) -> Callable[[str], "NodeExec"]:
     """`twin_node(name)` -> that node of the module's lab, to run commands and vtysh in."""
     return twin_lab.node
 
@@ -108,8 +107,6 @@ def assert_frr_json(node: "NodeExec", command: str, expected: Any, timeout: floa
     error); returns the matching document.
     """
     __tracebackhide__ = True
-    from twin import wait
-
     seen: dict[str, Any] = {}
 
     def differences() -> list[str]:
