@@ -6,6 +6,8 @@ is configured as soon as all its ports are up, and its daemons start right after
 """
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -20,6 +22,7 @@ from twin.runtime.exec import NodeExec
 from twin.runtime.links import Wiring
 from twin.topology.model import Fabric
 
+log = logging.getLogger(__name__)
 
 def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, labdir: Path,
                           backend: Backend, on_created: Callable[[], None] = lambda: None) -> dict[str, int]:
@@ -44,16 +47,21 @@ def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, la
 
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend) -> None:
     """Stage "configure" of one wired node: kernel overlay, its daemons, then its workloads' bindings."""
+    t0 = time.monotonic()
     steps = overlay.plan(fabric, node, backend)
     if steps:
         kernel.apply(steps, pid, ex)
+    t1 = time.monotonic()
     start = kinds.get(fabric.nodes[node].kind).start
     if start:
         ex.check(start)
+    t2 = time.monotonic()
     later = overlay.bindings(fabric, node, backend)
     if later:
         wait_vnis(fabric, node, ex)
         kernel.apply(later, pid, ex)
+    log.debug("configured %s: kernel %.2fs, start %.2fs, bindings %.2fs", node, t1 - t0, t2 - t1,
+              time.monotonic() - t2)
 
 
 def wait_vnis(fabric: Fabric, node: str, ex: NodeExec) -> None:

@@ -36,6 +36,11 @@ class Step:
     ns: str = ""
     args: dict = field(default_factory=dict)
 
+    @property
+    def in_node(self) -> bool:
+        """Run by the node's own tools (no netlink API for it), not over netlink from the host."""
+        return self.op in ("netns", "nft")
+
     def command(self) -> str:
         n = f"-n {self.ns} " if self.ns else ""
         a = self.args
@@ -92,12 +97,14 @@ def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     vx_mtu = fabric_mtu - VXLAN_OVERHEAD
     steps: list[Step] = []
     table = {name: VRF_TABLE_BASE + i + 1 for i, name in enumerate(fabric.tenants)}
+    if backend == "netns":  # every tenant namespace first: the node runs these in one go
+        steps += [Step("netns", t.vrf) for t in fabric.tenants_on(node)]
     for t in fabric.tenants_on(node):
         # in the netns backend every tenant device lives in the tenant's namespace
         ns = t.vrf if backend == "netns" else ""
         vrf_master = {} if backend == "netns" else {"master": t.vrf}
         if backend == "netns":
-            steps += [Step("netns", t.vrf), Step("up", "lo", ns)]
+            steps.append(Step("up", "lo", ns))
         else:
             steps += [Step("vrf", t.vrf, args={"table": table[t.name]}), Step("up", t.vrf)]
 
@@ -130,9 +137,10 @@ def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
             # their port; their IP/MAC binding follows in `bindings` once FRR runs.
             steps += [Step("fdb", a.port, ns, {"mac": a.mac})
                       for a in t.attachments if a.vtep == node and a.segment == seg.name]
-        if ns:
-            steps.append(Step("nft", nft_file(t.vrf), ns))
-    if backend == "vrf" and steps:
+    # the host ports' zero-trust rules last, in one go as well
+    if backend == "netns":
+        steps += [Step("nft", nft_file(t.vrf), t.vrf) for t in fabric.tenants_on(node)]
+    elif steps:
         steps.append(Step("nft", nft_file(None)))
     return steps
 

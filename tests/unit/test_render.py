@@ -70,7 +70,9 @@ def test_overlay_plan_per_backend(monkeypatch):
     vrf = overlay.plan(f, "dpu1", "vrf")
     ns_cmds = [s.command() for s in netns]
     # netns backend: a namespace per tenant; VXLAN made in the node (underlay socket) then moved in
-    assert ns_cmds[:2] == ["ip netns add red", "ip -n red link set lo up"]
+    assert ns_cmds[:3] == ["ip netns add red", "ip netns add blue", "ip -n red link set lo up"]
+    assert ns_cmds[-2:] == ["ip netns exec red nft -f /etc/twin/nftables-red.nft",
+                            "ip netns exec blue nft -f /etc/twin/nftables-blue.nft"]
     assert "ip link set vxlan10100 netns red" in ns_cmds
     assert "ip link set pf0vf0 netns red" in ns_cmds and "ip link set pf0vf1 netns blue" in ns_cmds
     assert all(s.ns in ("", "red", "blue") for s in netns)

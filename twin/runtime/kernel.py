@@ -14,7 +14,7 @@ from pyroute2 import IPRoute, NetlinkError, netns
 from twin.errors import TwinError
 
 NTF_MASTER, NUD_STALE, NUD_NOARP = 0x04, 0x04, 0x40
-from twin.overlay import NODE_DIR, VXLAN_PORT, Backend, Step
+from twin.overlay import VXLAN_PORT, Backend, Step
 from twin.runtime.exec import NodeExec
 from twin.runtime.links import netns_path
 
@@ -41,21 +41,15 @@ class _Namespaces:
 
 
 def _index(ipr: IPRoute, dev: str) -> int:
-    found = ipr.link_lookup(ifname=dev)
-    if not found:
-        raise TwinError(f"no interface {dev}")
-    return found[0]
+    """Index of one interface by name: a single RTM_GETLINK, not a dump of every link."""
+    try:
+        return ipr.link("get", ifname=dev)[0]["index"]
+    except NetlinkError:
+        raise TwinError(f"no interface {dev}") from None
 
 
-def _apply(step: Step, ns: _Namespaces, ex: NodeExec) -> None:
+def _apply(step: Step, ns: _Namespaces) -> None:
     a = step.args
-    if step.op == "netns":
-        ex.check(["ip", "netns", "add", step.dev])
-        return
-    if step.op == "nft":  # nftables has no netlink API in pyroute2: the node's nft loads the rendered file
-        prefix = ["ip", "netns", "exec", step.ns] if step.ns else []
-        ex.check(prefix + ["nft", "-f", f"{NODE_DIR}/{step.dev}"])
-        return
     ipr = ns(step.ns)
     if step.op == "vrf":
         ipr.link("add", ifname=step.dev, kind="vrf", vrf_table=a["table"])
@@ -92,14 +86,26 @@ def _apply(step: Step, ns: _Namespaces, ex: NodeExec) -> None:
 
 
 def apply(steps: list[Step], pid: int, ex: NodeExec) -> None:
-    """Apply every step in order; a failure names the step as its command."""
+    """Apply every step in order; a failure names the step as its command.
+
+    Steps the node runs itself (`ip netns add`, `nft -f`: no netlink API for
+    them in pyroute2) go in one exec per run of consecutive ones."""
     ns = _Namespaces(pid)
     try:
-        for step in steps:
+        i = 0
+        while i < len(steps):
+            if steps[i].in_node:
+                j = i
+                while j < len(steps) and steps[j].in_node:
+                    j += 1
+                ex.check(["sh", "-ec", "\n".join(s.command() for s in steps[i:j])])
+                i = j
+                continue
             try:
-                _apply(step, ns, ex)
+                _apply(steps[i], ns)
             except (NetlinkError, TwinError, OSError) as e:
-                raise TwinError(f"{ex.where}: `{step.command()}` failed: {e}") from None
+                raise TwinError(f"{ex.where}: `{steps[i].command()}` failed: {e}") from None
+            i += 1
     finally:
         ns.close()
 

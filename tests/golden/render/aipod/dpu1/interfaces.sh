@@ -4,6 +4,7 @@
 # this file is for reading, and for running by hand on a node that lost them.
 set -e
 ip netns add red
+ip netns add blue
 ip -n red link set lo up
 ip link add vxlan10100 mtu 8950 type vxlan id 10100 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
 ip link set vxlan10100 netns red
@@ -36,8 +37,6 @@ ip -n red link set pf0vf2 up
 ip -n red link set vxlan10102 up
 ip -n red link set br10102 up
 bridge -n red fdb replace 02:53:37:ed:58:9b dev pf0vf2 master static
-ip netns exec red nft -f /etc/twin/nftables-red.nft
-ip netns add blue
 ip -n blue link set lo up
 ip link add vxlan10200 mtu 8950 type vxlan id 10200 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
 ip link set vxlan10200 netns blue
@@ -58,6 +57,7 @@ ip -n blue link set pf0vf1 up
 ip -n blue link set vxlan10201 up
 ip -n blue link set br10201 up
 bridge -n blue fdb replace 02:b4:e9:cc:26:f5 dev pf0vf1 master static
+ip netns exec red nft -f /etc/twin/nftables-red.nft
 ip netns exec blue nft -f /etc/twin/nftables-blue.nft
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
 ip -n red neigh replace 10.1.1.11 lladdr 02:38:c8:47:57:04 dev br10101 nud stale
