@@ -47,3 +47,20 @@ def vni_states(doc) -> dict[int, dict]:
     """`show evpn vni detail json` -> {vni: entry} (FRR prints a list, or a dict for one VNI)."""
     entries = doc if isinstance(doc, list) else list(doc.values()) if isinstance(doc, dict) else []
     return {int(e["vni"]): e for e in entries if isinstance(e, dict) and "vni" in e}
+
+
+def normalize_vni(entry: dict) -> dict:
+    """One VNI of `show evpn vni detail json` in the same shape on FRR 8.4 and 10:
+    `vrf` (10 says `tenantVrf`) and `remoteVteps` as a sorted list of IPs (8.4 lists
+    them under `numRemoteVteps`; 10 gives objects with an `ip`)."""
+    got = dict(entry)
+    if "tenantVrf" in got and "vrf" not in got:
+        got["vrf"] = got["tenantVrf"]
+    remotes = got.get("remoteVteps")
+    if isinstance(remotes, list):
+        got["remoteVteps"] = sorted(r["ip"] if isinstance(r, dict) else r for r in remotes)
+    elif isinstance(got.get("numRemoteVteps"), list):
+        got["remoteVteps"] = sorted(got["numRemoteVteps"])
+    elif got.get("type") == "L2":
+        got["remoteVteps"] = []
+    return got

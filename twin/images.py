@@ -10,6 +10,7 @@ build is skipped when nothing changed and redone when something did.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import tempfile
@@ -22,7 +23,9 @@ import yaml
 from twin.errors import CommandError, TwinError
 
 RECIPES = Path(__file__).resolve().parent.parent / "images"
-DEFAULT_SUITE = "bookworm"     # FRR 8.4.4; "trixie" gives FRR 10.3
+# Debian release of the node image: bookworm has FRR 8.4.4, trixie FRR 10.3.
+# $TWIN_SUITE overrides the default for every command and test.
+DEFAULT_SUITE = os.environ.get("TWIN_SUITE") or "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 

@@ -97,6 +97,9 @@ def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     vx_mtu = fabric_mtu - VXLAN_OVERHEAD
     steps: list[Step] = []
     table = {name: VRF_TABLE_BASE + i + 1 for i, name in enumerate(fabric.tenants)}
+    if backend == "netns" and fabric.tenants_on(node):
+        # zebra -n cannot take interface config (see render.frr_files): the VTEP /32 is set here
+        steps.append(Step("addr", "lo", args={"cidr": f"{me.loopback}/32"}))
     if backend == "netns":  # every tenant namespace first: the node runs these in one go
         steps += [Step("netns", t.vrf) for t in fabric.tenants_on(node)]
     for t in fabric.tenants_on(node):

@@ -12,14 +12,14 @@ def test_image_tags_follow_their_recipe(tmp_path, monkeypatch):
     (tmp_path / "base" / "base.yml").write_text("variant: minbase\n")
     (tmp_path / "node" / "Dockerfile").write_text("FROM x\n")
     monkeypatch.setattr(images, "RECIPES", tmp_path)
-    base, node = images.base_tag(), images.node_tag()
+    base, node = images.base_tag("bookworm"), images.node_tag("bookworm")
     assert base.startswith("twin-base:bookworm-") and node.startswith("twin-node:bookworm-")
-    assert images.node_tag() == node, "same recipe, same tag: the build is skipped"
+    assert images.node_tag("bookworm") == node, "same recipe, same tag: the build is skipped"
     (tmp_path / "node" / "Dockerfile").write_text("FROM x\nRUN true\n")
-    assert images.node_tag() != node and images.base_tag() == base
+    assert images.node_tag("bookworm") != node and images.base_tag("bookworm") == base
     (tmp_path / "base" / "base.yml").write_text("variant: buildd\n")
-    changed = images.node_tag()
-    assert images.base_tag() != base and changed != node, "a new base rebuilds the node image"
+    changed = images.node_tag("bookworm")
+    assert images.base_tag("bookworm") != base and changed != node, "a new base rebuilds the node image"
     assert images.node_tag("trixie").startswith("twin-node:trixie-")
 
 

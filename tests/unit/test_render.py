@@ -70,13 +70,15 @@ def test_overlay_plan_per_backend(monkeypatch):
     vrf = overlay.plan(f, "dpu1", "vrf")
     ns_cmds = [s.command() for s in netns]
     # netns backend: a namespace per tenant; VXLAN made in the node (underlay socket) then moved in
-    assert ns_cmds[:3] == ["ip netns add red", "ip netns add blue", "ip -n red link set lo up"]
+    assert ns_cmds[:4] == ["ip addr add 10.255.0.5/32 dev lo", "ip netns add red", "ip netns add blue",
+                           "ip -n red link set lo up"], "zebra -n takes no interface config: lo from the kernel side"
     assert ns_cmds[-2:] == ["ip netns exec red nft -f /etc/twin/nftables-red.nft",
                             "ip netns exec blue nft -f /etc/twin/nftables-blue.nft"]
     assert "ip link set vxlan10100 netns red" in ns_cmds
     assert "ip link set pf0vf0 netns red" in ns_cmds and "ip link set pf0vf1 netns blue" in ns_cmds
     assert all(s.ns in ("", "red", "blue") for s in netns)
-    assert [s for s in netns if s.op in ("bridge", "addr")] and all(s.ns for s in netns if s.op in ("bridge", "addr"))
+    tenant_devs = [s for s in netns if s.op in ("bridge", "addr") and s.dev != "lo"]
+    assert tenant_devs and all(s.ns for s in tenant_devs)
     # vrf backend: VRF devices, bridges enslaved to them, nothing moves between namespaces
     vrf_cmds = [s.command() for s in vrf]
     assert "ip link add red type vrf table 1001" in vrf_cmds and "ip link add blue type vrf table 1002" in vrf_cmds

@@ -50,11 +50,7 @@ def check_node(lab: "Lab", node: str) -> list[Check]:
         return checks
     have = evpn.vni_states(docs[1])
     for vni, want in expected_vnis(lab, node).items():
-        got = dict(have.get(vni, {}))
-        if "numRemoteVteps" in got:  # FRR 8.4 lists the remote VTEPs under this name
-            got["remoteVteps"] = sorted(got["numRemoteVteps"]) if isinstance(got["numRemoteVteps"], list) else []
-        elif got.get("type") == "L2":
-            got["remoteVteps"] = []
+        got = evpn.normalize_vni(have.get(vni, {}))
         diffs = [f"VNI {vni} missing"] if vni not in have else subset(want, got, f"vni {vni}")
         checks.append(Check(GROUP, f"vni {node} {vni}", not diffs, "; ".join(diffs), {"expected": want}))
     owner = {}

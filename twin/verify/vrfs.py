@@ -55,7 +55,8 @@ def actual_routes(doc: dict) -> dict[str, frozenset[str]]:
     out = {}
     for prefix, entries in doc.items():
         for r in entries:
-            if not r.get("selected"):
+            # FRR 10 lists the VTEP's own addresses as "local" /32s: not routes of the tenant's
+            if not r.get("selected") or r.get("protocol") == "local":
                 continue
             hops = set()
             for nh in r.get("nexthops", []):

@@ -3,6 +3,7 @@
 # twin applies these very steps over netlink once the node is wired (before FRR starts);
 # this file is for reading, and for running by hand on a node that lost them.
 set -e
+ip addr add 10.255.0.3/32 dev lo
 ip netns add red
 ip netns add blue
 ip -n red link set lo up
