@@ -61,9 +61,6 @@ class Lab:
         return self.fabric
 
     # --- lifecycle ---------------------------------------------------------
-    def is_up(self) -> bool:
-        return bool(self.runtime.containers(self.name))
-
     def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
            say: Say = lambda _: None) -> dict[str, float]:
         """Bring the lab up and return once converged; returns stage timings (s)."""
