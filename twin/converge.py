@@ -21,7 +21,7 @@ from pyroute2 import IPRoute, NetlinkError
 
 from twin import wait
 from twin.errors import CommandError
-from twin.overlay import VRF_TABLE_BASE, vxlan_name
+from twin.overlay import vrf_tables, vxlan_name
 from twin.runtime.exec import NodeExec
 from twin.runtime.kernel import tenant_netns_path
 from twin.runtime.links import netns_path
@@ -40,9 +40,14 @@ def sessions_state(fabric: Fabric, node: str, summary: dict) -> dict[str, str]:
     return {s.port: peers.get(s.port, {}).get("state", "absent") for s in fabric.sessions(node)}
 
 
-def kernel_routes(ipr: IPRoute, table: int = 254, host_only: bool = True) -> dict[str, set[str]]:
+def link_names(ipr: IPRoute) -> dict[int, str]:
+    return {link["index"]: link.get("ifname") for link in ipr.get_links()}
+
+
+def kernel_routes(ipr: IPRoute, table: int = 254, host_only: bool = True,
+                  names: dict[int, str] | None = None) -> dict[str, set[str]]:
     """Routes of a table (host routes only by default): prefix -> names of next-hop ports."""
-    names = {link["index"]: link.get("ifname") for link in ipr.get_links()}
+    names = names if names is not None else link_names(ipr)
     out: dict[str, set[str]] = {}
     for r in ipr.get_routes(family=socket.AF_INET, table=table):
         if (host_only and r["dst_len"] != 32) or not r.get("dst") or r.get("table") != table:
@@ -52,9 +57,9 @@ def kernel_routes(ipr: IPRoute, table: int = 254, host_only: bool = True) -> dic
     return out
 
 
-def kernel_fdb(ipr: IPRoute) -> set[tuple[str, str, str]]:
+def kernel_fdb(ipr: IPRoute, names: dict[int, str] | None = None) -> set[tuple[str, str, str]]:
     """VXLAN forwarding entries: (device, MAC, remote VTEP)."""
-    names = {link["index"]: link.get("ifname") for link in ipr.get_links()}
+    names = names if names is not None else link_names(ipr)
     return {(names.get(e["ifindex"], "?"), e.get("lladdr") or e.get("NDA_LLADDR"), e.get("dst") or e.get("NDA_DST"))
             for e in ipr.fdb("dump") if e.get("dst") or e.get("NDA_DST")}
 
@@ -121,7 +126,7 @@ class Barrier:
         self.fabric, self.execs, self.pids, self.backend = fabric, execs, pids, backend
         self.nodes = [n.name for n in fabric.routers()]
         self.handles: dict[tuple[str, str], IPRoute] = {}
-        self.tables = {name: VRF_TABLE_BASE + i + 1 for i, name in enumerate(fabric.tenants)}
+        self.tables = vrf_tables(fabric)
 
     def _ipr(self, node: str, ns: str = "") -> IPRoute:
         if (node, ns) not in self.handles:
@@ -132,12 +137,10 @@ class Barrier:
     def overlay_missing(self, node: str) -> list[str]:
         missing = []
         for t in self.fabric.tenants_on(node):
-            if self.backend == "netns":
-                ipr = self._ipr(node, t.vrf)
-                routes, fdb = kernel_routes(ipr, host_only=False), kernel_fdb(ipr)
-            else:
-                ipr = self._ipr(node)
-                routes, fdb = kernel_routes(ipr, self.tables[t.name], host_only=False), kernel_fdb(ipr)
+            ipr = self._ipr(node, t.vrf if self.backend == "netns" else "")
+            table = 254 if self.backend == "netns" else self.tables[t.name]
+            names = link_names(ipr)
+            routes, fdb = kernel_routes(ipr, table, host_only=False, names=names), kernel_fdb(ipr, names)
             missing += missing_tenant(self.fabric, node, t, routes, fdb)
         return missing
 

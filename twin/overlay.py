@@ -80,6 +80,11 @@ class Step:
         raise ValueError(self.op)
 
 
+def vrf_tables(fabric: Fabric) -> dict[str, int]:
+    """Routing table of each tenant's VRF device (VRF backend), stable across VTEPs."""
+    return {name: VRF_TABLE_BASE + i + 1 for i, name in enumerate(fabric.tenants)}
+
+
 def vxlan_name(vni: int) -> str:
     return f"vxlan{vni}"
 
@@ -96,7 +101,7 @@ def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     fabric_mtu = min((p.mtu for p in me.fabric_ports), default=9000)
     vx_mtu = fabric_mtu - VXLAN_OVERHEAD
     steps: list[Step] = []
-    table = {name: VRF_TABLE_BASE + i + 1 for i, name in enumerate(fabric.tenants)}
+    table = vrf_tables(fabric)
     if backend == "netns" and fabric.tenants_on(node):
         # zebra -n cannot take interface config (see render.frr_files): the VTEP /32 is set here
         steps.append(Step("addr", "lo", args={"cidr": f"{me.loopback}/32"}))

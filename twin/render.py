@@ -34,10 +34,10 @@ def frr_files(kind: "FrrKind", node: "Node", fabric: "Fabric", backend: Backend)
     tenants = fabric.tenants_on(node.name)
     features = kind.frr_features + (("evpn",) if tenants else ())
     # FRR's netns VRF backend: zebra -n, each VRF a network namespace
-    zebra_extra = " -n" if tenants and backend == "netns" else ""
+    netns_vrfs = bool(tenants) and backend == "netns"
+    zebra_extra = " -n" if netns_vrfs else ""
     # zebra -n keeps interfaces as "<netns>:<ifname>": FRR 10 asserts on interface blocks
     # then, so a VTEP of that backend gets its loopback from the kernel side instead
-    netns_vrfs = bool(zebra_extra)
     ctx = dict(node=node, fabric=fabric, kind=kind, features=features, tenants=tenants, netns_vrfs=netns_vrfs,
                daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra=zebra_extra)
     return {
