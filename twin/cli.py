@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from twin import images, state
-from twin.errors import AlreadyUp, TopologyError, TwinError
+from twin.errors import AlreadyUp, ApplyFailed, ChangeRefused, TopologyError, TwinError
 from twin.lab import Lab
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -23,7 +23,7 @@ if not out.is_terminal:  # pipes and CI logs: do not squeeze tables into 80 colu
 def fail(e: BaseException, verbose: bool, code: int = 1) -> NoReturn:
     """One clear line (every problem for a bad topology; everything with -v)."""
     text = str(e) or type(e).__name__
-    if not (isinstance(e, TopologyError) or verbose):
+    if not (isinstance(e, (TopologyError, ChangeRefused, ApplyFailed)) or verbose):
         lines = text.splitlines()
         text = lines[0] + (" (-v for details)" if len(lines) > 1 else "")
     click.secho("error: ", fg="red", err=True, nl=False)
@@ -141,25 +141,100 @@ def status(ctx, lab, as_json):
 
 @main.command(name="plan")
 @click.argument("lab")
-@click.argument("change", type=click.Path(dir_okay=False))
+@click.argument("change", type=click.Path())
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def plan_(ctx, lab, change, as_json):
-    """Show what CHANGE (an edited topology file) would change in LAB: per node, config diffs."""
-    from twin import topology
-    from twin.plan import make_plan
+    """Show what CHANGE would do to LAB: topology changes, per-node config diffs, FRR reloads and kernel commands.
+
+    CHANGE is an edited topology file, or a directory of node configs (<dir>/<node>/frr.conf)."""
+    from twin import apply as A
 
     def go():
-        handle = Lab.open(lab)
-        if handle.fabric is None:
-            raise TwinError(f"no lab named {lab!r} with a recorded topology; `twin list` shows the labs")
-        new = topology.load(change, name=lab)
-        p = make_plan(handle.fabric, new, handle.backend)
+        handle = _up_lab(lab)
+        p = A.plan(handle, A.load_change(handle, change))
         if as_json:
-            click.echo(json.dumps({"lab": lab, "changes": p.changes, "diffs": p.diffs}, indent=2))
+            click.echo(json.dumps(p.as_dict(), indent=2))
         else:
             click.echo(p.text(), nl=False)
     run(ctx, go)
+
+
+@main.command(name="apply")
+@click.argument("lab")
+@click.argument("change", type=click.Path())
+@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
+@click.option("--no-wait", is_flag=True, help="Return once applied, without waiting for convergence.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def apply_(ctx, lab, change, timeout, no_wait, as_json):
+    """Apply CHANGE to the running LAB: FRR reload (no restart), kernel reconciled, then wait for convergence.
+
+    CHANGE is an edited topology file, or a directory of node configs (<dir>/<node>/frr.conf).
+    A bad change is refused and the lab left untouched; one that fails half way is rolled back."""
+    from twin import apply as A
+
+    def go():
+        handle = _up_lab(lab)
+        with err.status(f"applying {change} to {lab}") as st:
+            res = A.apply(handle, A.load_change(handle, change), timeout=timeout, wait=not no_wait,
+                          say=lambda m: st.update(m))
+        if as_json:
+            click.echo(json.dumps(res.as_dict(), indent=2))
+        else:
+            click.echo(f"applied {change} to {lab}: " + ("; ".join(res.changes) or "no change"))
+            if res.reloaded or res.restarted:
+                click.echo(f"  FRR reloaded on: {', '.join(res.reloaded) or '-'}"
+                           + (f"; restarted on: {', '.join(res.restarted)}" if res.restarted else ""))
+            for k, v in res.timings.items():
+                click.echo(f"  {k} after {v:.1f}s")
+            if res.missing:
+                click.echo(f"  NOT converged; still missing ({len(res.missing)}):")
+                for m in res.missing[:40]:
+                    click.echo(f"    - {m}")
+        sys.exit(0 if res.converged else 1)
+    run(ctx, go)
+
+
+@main.command(name="rehearse")
+@click.argument("lab")
+@click.argument("change")
+@click.option("--max-loss", type=int, default=0, show_default=True,
+              help="Packets any one flow may lose (-1: no limit).")
+@click.option("--max-outage", type=float, help="Longest outage any flow may see, in ms.")
+@click.option("--max-reconverge", type=float, help="Seconds from the change until the data plane is whole again.")
+@click.option("--rollback", is_flag=True, help="Restore the previous intent (or revert the fault) and verify again.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
+@click.pass_context
+def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, as_json, junit):
+    """Rehearse CHANGE on LAB with RoCE traffic flowing between all same-tenant hosts; report the impact.
+
+    CHANGE: an edited topology file, a directory of node configs, or a fault:
+    fault:link-down:NODE:PORT, fault:link-loss:NODE:PORT:PERCENT, fault:node-stop|node-kill|node-restart:NODE,
+    fault:daemon-kill:NODE[:DAEMON]. Exit 0 only if the change applied, the fabric converged and verified,
+    and every threshold held."""
+    from twin.rehearse import Thresholds, rehearse
+
+    def go():
+        handle = _up_lab(lab)
+        th = Thresholds(max_loss=None if max_loss < 0 else max_loss,
+                        max_outage=None if max_outage is None else max_outage / 1000.0,
+                        max_reconverge=max_reconverge)
+        with err.status(f"rehearsing {change} on {lab}") as st:
+            rep = rehearse(handle, change, th, rollback=rollback, say=lambda m: st.update(m))
+        if junit:
+            rep.write_junit(junit)
+        click.echo(rep.to_json() if as_json else rep.text(), nl=as_json)
+        sys.exit(0 if rep.passed else 1)
+    run(ctx, go)
+
+
+def _up_lab(lab: str) -> Lab:
+    handle = Lab.open(lab)
+    if handle.fabric is None or not handle.runtime.containers(lab):
+        raise TwinError(f"no lab named {lab!r} is up; `twin list` shows the labs")
+    return handle
 
 
 @main.command(name="verify")

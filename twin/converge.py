@@ -92,7 +92,23 @@ def missing_tenant(fabric: Fabric, node: str, t: Tenant, routes: dict[str, set[s
     for seg in t.segments.values():
         if seg.name not in local and t.segment_vteps(seg.name) and seg.subnet not in routes:
             missing.append(f"{node}: tenant {t.name}: no type-5 route to {seg.name} {seg.subnet}")
-    return missing
+    return missing + stale_tenant(node, t, routes, fdb, lo)
+
+
+def stale_tenant(node: str, t: Tenant, routes: dict[str, set[str]], fdb: set[tuple[str, str, str]],
+                 lo: dict[str, str]) -> list[str]:
+    """What VTEP `node` still holds of tenant `t` that the intent no longer has (after a change):
+    routes to hosts or subnets that are gone, flood entries to VTEPs that left a segment."""
+    hosts = {a.address.split("/")[0] + "/32" for a in t.attachments}
+    subnets = {s.subnet for s in t.segments.values()}
+    stale = [f"{node}: tenant {t.name}: stale route {p} (no such host or segment any more)"
+             for p in sorted(routes) if p not in hosts and p not in subnets and not p.startswith(("fe80", "ff"))
+             and ":" not in p]
+    for seg in t.segments_on(node):
+        vx, want = vxlan_name(seg.l2vni), {lo[v] for v in t.segment_vteps(seg.name) if v != node}
+        stale += [f"{node}: tenant {t.name}: stale type-3 flood entry to {dst} on L2VNI {seg.l2vni}"
+                  for dev, mac, dst in sorted(fdb) if dev == vx and mac == FLOOD and dst not in want]
+    return stale
 
 
 def missing_underlay(fabric: Fabric, node: str, routes: dict[str, set[str]]) -> list[str]:

@@ -60,3 +60,16 @@ class LabStateError(TwinError):
 
 class AlreadyUp(LabStateError):
     """`up` on a lab whose containers exist: nothing was touched."""
+
+
+class ChangeRefused(TwinError):
+    """The change was not applied, and the lab was not touched. Carries every reason."""
+
+    def __init__(self, source: str, reasons: list[str]):
+        self.reasons = reasons
+        super().__init__(f"change {source} refused ({len(reasons)} problem{'s' if len(reasons) != 1 else ''}); "
+                         "the lab was not touched:\n" + "\n".join(f"  {r}" for r in reasons))
+
+
+class ApplyFailed(TwinError):
+    """The change failed half way and was rolled back (or says what could not be)."""

@@ -175,7 +175,8 @@ def _in_ns(ref: PortRef, cmd: list[str]) -> list[str]:
 def loss_ruleset(port: str, percent: int) -> str:
     """nftables: drop `percent`% of the frames entering and leaving `port`, at random, counted."""
     table = LOSS_TABLE.format(port=port)
-    rule = f'numgen random mod 100 < {percent} counter drop comment "twin fault: {percent}% loss"'
+    match = "" if percent >= 100 else f"numgen random mod 100 < {percent} "  # 100%: a black hole
+    rule = f'{match}counter drop comment "twin fault: {percent}% loss"'
     chains = "\n".join(
         f"\tchain {hook} {{\n\t\ttype filter hook {hook} device \"{port}\" priority {LOSS_PRIORITY}; policy accept;\n"
         f"\t\t{rule}\n\t}}" for hook in ("ingress", "egress"))

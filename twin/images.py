@@ -23,9 +23,11 @@ import yaml
 from twin.errors import CommandError, TwinError
 
 RECIPES = Path(__file__).resolve().parent.parent / "images"
-# Debian release of the node image: bookworm has FRR 8.4.4, trixie FRR 10.3.
-# $TWIN_SUITE overrides the default for every command and test.
-DEFAULT_SUITE = os.environ.get("TWIN_SUITE") or "bookworm"
+# Debian release of the node image: trixie has FRR 10.3 (the default), bookworm FRR 8.4.4.
+# $TWIN_SUITE overrides the default for every command and test. FRR 8.4.4 cannot take
+# day-2 changes of tenants on the netns VRF backend (frr-reload puts a new L3VNI in the
+# default VRF) and loses routed traffic after a path failure; see README, Known limitations.
+DEFAULT_SUITE = os.environ.get("TWIN_SUITE") or "trixie"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 

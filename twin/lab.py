@@ -131,6 +131,22 @@ class Lab:
         st = self.state
         return (st.backend if st else None) or "netns"
 
+    def apply(self, change: "str | Path | Fabric", timeout: float | None = None, wait: bool = True,
+              say: Say = lambda _: None):
+        """Apply a change (edited topology file, directory of node configs, or a Fabric) to the
+        running lab; returns twin.apply.Result. Refused changes touch nothing; failures roll back."""
+        from twin import apply as A
+
+        self._need_fabric()
+        c = A.Change.from_fabric(change) if isinstance(change, Fabric) else A.load_change(self, change)
+        return A.apply(self, c, timeout=timeout, wait=wait, say=say)
+
+    def plan(self, change: "str | Path | Fabric"):
+        from twin import apply as A
+
+        c = A.Change.from_fabric(change) if isinstance(change, Fabric) else A.load_change(self, change)
+        return A.plan(self, c)
+
     def missing(self) -> list[str]:
         """What is missing of the intended state now (one round, no waiting)."""
         return converge.check_now(self._need_fabric(), self.execs(), self.pids(), self.backend)

@@ -16,13 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from twin.topology.model import Fabric
+from twin.topology.model import Attachment, Fabric, Segment, Tenant
 
 Backend = Literal["vrf", "netns"]
 BACKENDS: tuple[Backend, ...] = ("vrf", "netns")
 VXLAN_PORT = 4789
 VXLAN_OVERHEAD = 50
 VRF_TABLE_BASE = 1000
+VXLAN_INDEX, BRIDGE_INDEX = 1 << 24, 2 << 24   # + VNI: interface indexes of tenant devices (netns backend)
 NODE_DIR = "/etc/twin"   # the node's lab directory, as mounted in the node
 
 
@@ -31,7 +32,9 @@ class Step:
     """One kernel-side step. `ns` is the tenant namespace it runs in ("" = the node's own)."""
 
     op: Literal["netns", "vrf", "vxlan", "bridge", "move", "master", "brport", "addr", "up", "mac", "route",
-                "fdb", "neigh", "nft", "mtu"]
+                "fdb", "neigh", "nft", "mtu",
+                # taking down what an earlier intent made (twin apply)
+                "del", "nomaster", "release", "netns-del", "flush", "unroute", "unneigh"]
     dev: str
     ns: str = ""
     args: dict = field(default_factory=dict)
@@ -39,7 +42,7 @@ class Step:
     @property
     def in_node(self) -> bool:
         """Run by the node's own tools (no netlink API for it), not over netlink from the host."""
-        return self.op in ("netns", "nft")
+        return self.op in ("netns", "netns-del", "nft")
 
     def command(self) -> str:
         n = f"-n {self.ns} " if self.ns else ""
@@ -49,11 +52,12 @@ class Step:
         if self.op == "vrf":
             return f"ip {n}link add {self.dev} type vrf table {a['table']}"
         if self.op == "vxlan":
-            return (f"ip {n}link add {self.dev} mtu {a['mtu']} type vxlan id {a['vni']} local {a['local']} "
+            into = f" netns {a['netns']}" if a.get("netns") else ""
+            return (f"ip {n}link add {self.dev}{into}{_index(a)} mtu {a['mtu']} type vxlan id {a['vni']} local {a['local']} "
                     f"dstport {VXLAN_PORT} nolearning tos inherit ttl 64")
         if self.op == "bridge":
             mac = f" address {a['mac']}" if a.get("mac") else ""
-            return f"ip {n}link add {self.dev}{mac} mtu {a['mtu']} type bridge"
+            return f"ip {n}link add {self.dev}{_index(a)}{mac} mtu {a['mtu']} type bridge"
         if self.op == "move":
             return f"ip {n}link set {self.dev} netns {a['to']}"
         if self.op == "master":
@@ -77,7 +81,25 @@ class Step:
             return f"ip {n}neigh replace {a['ip']} lladdr {a['mac']} dev {self.dev} nud stale"
         if self.op == "route":
             return f"ip {n}route add {a['dst']} via {a['via']} dev {self.dev}"
+        if self.op == "del":
+            return f"ip {n}link del {self.dev}"
+        if self.op == "nomaster":
+            return f"ip {n}link set {self.dev} nomaster"
+        if self.op == "release":  # back from a tenant namespace into the node's own
+            return f"ip {n}link set {self.dev} netns 1"
+        if self.op == "netns-del":
+            return f"ip netns del {self.dev}"
+        if self.op == "flush":
+            return f"ip {n}addr flush dev {self.dev}"
+        if self.op == "unroute":
+            return f"ip {n}route del {a['dst']} via {a['via']} dev {self.dev}"
+        if self.op == "unneigh":
+            return f"ip {n}neigh del {a['ip']} dev {self.dev}"
         raise ValueError(self.op)
+
+
+def _index(args: dict) -> str:
+    return f" index {args['index']}" if "index" in args else ""
 
 
 def vrf_tables(fabric: Fabric) -> dict[str, int]:
@@ -98,59 +120,106 @@ def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     me = fabric.nodes[node]
     if me.kind == "host":
         return host_plan(fabric, node)
-    fabric_mtu = min((p.mtu for p in me.fabric_ports), default=9000)
-    vx_mtu = fabric_mtu - VXLAN_OVERHEAD
-    steps: list[Step] = []
-    table = vrf_tables(fabric)
-    if backend == "netns" and fabric.tenants_on(node):
-        # zebra -n cannot take interface config (see render.frr_files): the VTEP /32 is set here
-        steps.append(Step("addr", "lo", args={"cidr": f"{me.loopback}/32"}))
+    tenants = fabric.tenants_on(node)
+    steps: list[Step] = vtep_head(fabric, node, backend)
     if backend == "netns":  # every tenant namespace first: the node runs these in one go
-        steps += [Step("netns", t.vrf) for t in fabric.tenants_on(node)]
-    for t in fabric.tenants_on(node):
-        # in the netns backend every tenant device lives in the tenant's namespace
-        ns = t.vrf if backend == "netns" else ""
-        vrf_master = {} if backend == "netns" else {"master": t.vrf}
-        if backend == "netns":
-            steps.append(Step("up", "lo", ns))
-        else:
-            steps += [Step("vrf", t.vrf, args={"table": table[t.name]}), Step("up", t.vrf)]
-
-        def vni_devices(vni: int, mac: str | None = None) -> list[Step]:
-            vx, br = vxlan_name(vni), bridge_name(vni)
-            out = [Step("vxlan", vx, args={"vni": vni, "local": me.loopback, "mtu": vx_mtu})]
-            if ns:  # created in the node's namespace, so it keeps its underlay socket, then moved
-                out.append(Step("move", vx, args={"to": ns}))
-            out.append(Step("bridge", br, ns, {"mtu": vx_mtu, **({"mac": mac} if mac else {})}))
-            if vrf_master:
-                out.append(Step("master", br, ns, vrf_master))
-            out += [Step("master", vx, ns, {"master": br}),
-                    Step("brport", vx, ns, {"learning": False, "neigh_suppress": True})]
-            return out
-
-        # L3VNI: VXLAN + bridge without address = the L3 SVI of symmetric IRB
-        steps += vni_devices(t.l3vni)
-        steps += [Step("up", vxlan_name(t.l3vni), ns), Step("up", bridge_name(t.l3vni), ns)]
-        for seg in t.segments_on(node):
-            br = bridge_name(seg.l2vni)
-            steps += vni_devices(seg.l2vni, seg.mac)
-            steps.append(Step("addr", br, ns, {"cidr": seg.gateway_cidr}))
-            for a in t.attachments:
-                if a.vtep == node and a.segment == seg.name:
-                    if ns:
-                        steps.append(Step("move", a.port, args={"to": ns}))
-                    steps += [Step("master", a.port, ns, {"master": br}), Step("up", a.port, ns)]
-            steps += [Step("up", vxlan_name(seg.l2vni), ns), Step("up", br, ns)]
-            # The VTEP knows its workloads (as a DPU knows its VFs): their MAC is static on
-            # their port; their IP/MAC binding follows in `bindings` once FRR runs.
-            steps += [Step("fdb", a.port, ns, {"mac": a.mac})
-                      for a in t.attachments if a.vtep == node and a.segment == seg.name]
+        steps += [Step("netns", t.vrf) for t in tenants]
+    for t in tenants:
+        steps += tenant_steps(fabric, node, t, backend, with_netns=False)
     # the host ports' zero-trust rules last, in one go as well
     if backend == "netns":
-        steps += [Step("nft", nft_file(t.vrf), t.vrf) for t in fabric.tenants_on(node)]
+        steps += [Step("nft", nft_file(t.vrf), t.vrf) for t in tenants]
     elif steps:
         steps.append(Step("nft", nft_file(None)))
     return steps
+
+
+def vtep_head(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
+    """What a VTEP needs once, before any tenant."""
+    if backend == "netns" and fabric.tenants_on(node):
+        # zebra -n cannot take interface config (see render.frr_files): the VTEP /32 is set here
+        return [Step("addr", "lo", args={"cidr": f"{fabric.nodes[node].loopback}/32"})]
+    return []
+
+
+def vxlan_mtu(fabric: Fabric, node: str) -> int:
+    """VXLAN devices (and their bridges) fit inside the node's smallest fabric MTU."""
+    return min((p.mtu for p in fabric.nodes[node].fabric_ports), default=9000) - VXLAN_OVERHEAD
+
+
+def tenant_ns(t: Tenant, backend: Backend) -> str:
+    """The namespace a tenant's devices live in on a VTEP: its own (netns backend) or the node's."""
+    return t.vrf if backend == "netns" else ""
+
+
+def tenant_steps(fabric: Fabric, node: str, t: Tenant, backend: Backend, with_netns: bool = True) -> list[Step]:
+    """One tenant on VTEP `node`: its VRF, L3VNI and every segment with a local host."""
+    ns = tenant_ns(t, backend)
+    steps: list[Step] = []
+    if backend == "netns":
+        steps += [Step("netns", t.vrf)] if with_netns else []
+        steps.append(Step("up", "lo", ns))
+    else:
+        steps += [Step("vrf", t.vrf, args={"table": vrf_tables(fabric)[t.name]}), Step("up", t.vrf)]
+    # L3VNI: VXLAN + bridge without address = the L3 SVI of symmetric IRB
+    steps += _vni_devices(fabric, node, t, backend, t.l3vni)
+    steps += [Step("up", vxlan_name(t.l3vni), ns), Step("up", bridge_name(t.l3vni), ns)]
+    for seg in t.segments_on(node):
+        steps += segment_steps(fabric, node, t, seg, backend)
+    return steps
+
+
+def _vni_devices(fabric: Fabric, node: str, t: Tenant, backend: Backend, vni: int,
+                 mac: str | None = None) -> list[Step]:
+    ns = tenant_ns(t, backend)
+    mtu = vxlan_mtu(fabric, node)
+    vx, br = vxlan_name(vni), bridge_name(vni)
+    # netns backend: every tenant device gets an interface index unique in the whole node.
+    # Each namespace numbers its own from 1, and zebra -n mixes up same-numbered devices
+    # of different tenants when VNIs come and go while it runs (measured: adding a tenant
+    # live deleted another tenant's neighbours on FRR 8.4 and 10.3).
+    ix = (lambda base: {"index": base + vni}) if ns else (lambda base: {})
+    # Asked for from the node's namespace, so its underlay socket lives there, and made
+    # straight in the tenant's (one event for zebra: a move's delete-then-add raced it).
+    out = [Step("vxlan", vx, args={"vni": vni, "local": fabric.nodes[node].loopback, "mtu": mtu,
+                                   **ix(VXLAN_INDEX), **({"netns": ns} if ns else {})})]
+    out.append(Step("bridge", br, ns, {"mtu": mtu, **({"mac": mac} if mac else {}), **ix(BRIDGE_INDEX)}))
+    if backend == "vrf":
+        out.append(Step("master", br, ns, {"master": t.vrf}))
+    out += [Step("master", vx, ns, {"master": br}),
+            Step("brport", vx, ns, {"learning": False, "neigh_suppress": True})]
+    return out
+
+
+def local_attachments(t: Tenant, node: str, segment: str) -> list[Attachment]:
+    return [a for a in t.attachments if a.vtep == node and a.segment == segment]
+
+
+def segment_steps(fabric: Fabric, node: str, t: Tenant, seg: Segment, backend: Backend) -> list[Step]:
+    """An L2VNI on VTEP `node`: VXLAN + bridge with the anycast gateway, and its local host ports."""
+    ns = tenant_ns(t, backend)
+    br = bridge_name(seg.l2vni)
+    steps = _vni_devices(fabric, node, t, backend, seg.l2vni, seg.mac)
+    steps.append(Step("addr", br, ns, {"cidr": seg.gateway_cidr}))
+    local = local_attachments(t, node, seg.name)
+    for a in local:
+        steps += port_steps(t, seg, a, backend)
+    steps += [Step("up", vxlan_name(seg.l2vni), ns), Step("up", br, ns)]
+    # The VTEP knows its workloads (as a DPU knows its VFs): their MAC is static on
+    # their port; their IP/MAC binding follows in `bindings` once FRR runs.
+    steps += [fdb_step(t, a, backend) for a in local]
+    return steps
+
+
+def port_steps(t: Tenant, seg: Segment, a: Attachment, backend: Backend) -> list[Step]:
+    """A host port into its segment's bridge (into the tenant's namespace first, netns backend)."""
+    ns = tenant_ns(t, backend)
+    steps = [Step("move", a.port, args={"to": ns})] if ns else []
+    return steps + [Step("master", a.port, ns, {"master": bridge_name(seg.l2vni)}), Step("up", a.port, ns)]
+
+
+def fdb_step(t: Tenant, a: Attachment, backend: Backend) -> Step:
+    return Step("fdb", a.port, tenant_ns(t, backend), {"mac": a.mac})
 
 
 def nft_file(vrf: str | None) -> str:
@@ -178,14 +247,12 @@ def bindings(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     neighbours that were there before it started, and ignores PERMANENT ones, so
     these are STALE entries the kernel re-validates (and withdraws if a host is gone).
     """
-    steps = []
-    for t in fabric.tenants_on(node):
-        ns = t.vrf if backend == "netns" else ""
-        for a in t.attachments:
-            if a.vtep == node:
-                steps.append(Step("neigh", bridge_name(t.segments[a.segment].l2vni), ns,
-                                  {"ip": a.address.split("/")[0], "mac": a.mac}))
-    return steps
+    return [binding_step(t, a, backend) for t in fabric.tenants_on(node) for a in t.attachments if a.vtep == node]
+
+
+def binding_step(t: Tenant, a: Attachment, backend: Backend) -> Step:
+    return Step("neigh", bridge_name(t.segments[a.segment].l2vni), tenant_ns(t, backend),
+                {"ip": a.address.split("/")[0], "mac": a.mac})
 
 
 def host_plan(fabric: Fabric, node: str) -> list[Step]:

@@ -19,6 +19,8 @@ class Plan:
     lab: str
     changes: list[str] = field(default_factory=list)            # topology-level, one line each
     diffs: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> file -> unified diff
+    kernel: dict[str, list[str]] = field(default_factory=dict)      # node -> commands apply runs (twin.apply)
+    frr: dict[str, str] = field(default_factory=dict)               # node -> "reload" or "restart (...)"
 
     @property
     def empty(self) -> bool:
@@ -33,7 +35,16 @@ class Plan:
             for fname, diff in files.items():
                 lines.append(f"--- {node}/{fname}")
                 lines += diff.splitlines()[2:]  # the ---/+++ header is replaced by the line above
+        if self.frr:
+            lines.append("FRR, per node:")
+            lines += [f"  {node}: {how}" for node, how in sorted(self.frr.items())]
+        for node, cmds in sorted(self.kernel.items()):
+            lines.append(f"kernel on {node} (FRR reload between additions and removals):")
+            lines += [f"  {c}" for c in cmds]
         return "\n".join(lines) + "\n"
+
+    def as_dict(self) -> dict:
+        return {"lab": self.lab, "changes": self.changes, "diffs": self.diffs, "frr": self.frr, "kernel": self.kernel}
 
 
 def _links(f: Fabric) -> dict[frozenset[str], int]:
@@ -49,7 +60,7 @@ def make_plan(old: Fabric, new: Fabric, backend: str = "netns") -> Plan:
         c.append(f"remove node {n} ({old.nodes[n].kind})")
     for n in sorted(set(old.nodes) & set(new.nodes)):
         o, w = old.nodes[n], new.nodes[n]
-        for attr in ("kind", "asn", "loopback", "image"):
+        for attr in ("kind", "asn", "loopback", "image", "drain"):
             if getattr(o, attr) != getattr(w, attr):
                 c.append(f"change {n} {attr}: {getattr(o, attr)} -> {getattr(w, attr)}")
     ol, nl = _links(old), _links(new)

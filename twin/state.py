@@ -38,6 +38,7 @@ class LabState(BaseModel):
     timings: dict[str, float] = {}
     error: str = ""
     backend: str | None = None   # VRF backend of the VTEPs: "vrf" (Linux VRF devices) or "netns"
+    history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
 
 
 def save(d: Path, state: LabState, fabric: Fabric | None = None) -> None:

@@ -13,3 +13,4 @@ def converge(frr_nodes: int) -> float:
 TRAFFIC = 10.0              # a traffic run: until every expected frame arrived
 TRAFFIC_WINDOW = 0.3        # then this much longer, to see late, stray or leaked frames
 NODE_STOP = 5.0             # a stopped node's grace period before SIGKILL (faults)
+FRR_RELOAD = 120.0          # frr-reload.py (or an FRR restart) on one node (twin apply)

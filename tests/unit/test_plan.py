@@ -21,3 +21,16 @@ def test_plan_of_a_day1_change(golden, monkeypatch):
     assert "spine1" not in plan.diffs, "the spines' configs do not change"
     golden(ROOT / "tests" / "golden" / "plan" / "aipod-day1.plan", plan.text())
     assert make_plan(old, old).empty
+
+
+def test_plan_of_a_drain_and_undrain(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    plain = load("topologies/aipod.yml")
+    drained = load("tests/golden/render/aipod-drain.yml")
+    plan = make_plan(plain, drained, "netns")
+    assert plan.changes == ["change spine1 drain: False -> True"]
+    assert set(plan.diffs) == {"spine1"} and set(plan.diffs["spine1"]) == {"frr.conf"}
+    assert "+ bgp graceful-shutdown" in plan.diffs["spine1"]["frr.conf"].splitlines()
+    back = make_plan(drained, plain, "netns")
+    assert back.changes == ["change spine1 drain: True -> False"]
+    assert "- bgp graceful-shutdown" in back.diffs["spine1"]["frr.conf"].splitlines()

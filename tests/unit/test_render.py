@@ -12,6 +12,7 @@ GOLDEN = ROOT / "tests" / "golden" / "render"
 CASES = {  # case: (topology, VRF backend of the VTEPs)
     "aipod": ("topologies/aipod.yml", "netns"),
     "aipod-vrf": ("topologies/aipod.yml", "vrf"),
+    "aipod-drain": ("tests/golden/render/aipod-drain.yml", "netns"),
     "leaf-vtep": ("topologies/leaf-vtep.yml", "netns"),
     "leaf-vtep-vrf": ("topologies/leaf-vtep.yml", "vrf"),
     "fabric-4x8": ("topologies/fabric-4x8.yml", "netns"),
@@ -69,12 +70,15 @@ def test_overlay_plan_per_backend(monkeypatch):
     netns = overlay.plan(f, "dpu1", "netns")
     vrf = overlay.plan(f, "dpu1", "vrf")
     ns_cmds = [s.command() for s in netns]
-    # netns backend: a namespace per tenant; VXLAN made in the node (underlay socket) then moved in
+    # netns backend: a namespace per tenant; VXLAN asked for in the node (underlay socket), made in the tenant's
     assert ns_cmds[:4] == ["ip addr add 10.255.0.5/32 dev lo", "ip netns add red", "ip netns add blue",
                            "ip -n red link set lo up"], "zebra -n takes no interface config: lo from the kernel side"
     assert ns_cmds[-2:] == ["ip netns exec red nft -f /etc/twin/nftables-red.nft",
                             "ip netns exec blue nft -f /etc/twin/nftables-blue.nft"]
-    assert "ip link set vxlan10100 netns red" in ns_cmds
+    assert any(c.startswith("ip link add vxlan10100 netns red index 16787316 ") for c in ns_cmds)
+    # every tenant device has an index of its own in the node (zebra -n mixes up equal ones)
+    indexes = [s.args["index"] for s in netns if "index" in s.args]
+    assert len(indexes) == len(set(indexes)) == 2 * 5  # L3VNI + segments, VXLAN and bridge each
     assert "ip link set pf0vf0 netns red" in ns_cmds and "ip link set pf0vf1 netns blue" in ns_cmds
     assert all(s.ns in ("", "red", "blue") for s in netns)
     tenant_devs = [s for s in netns if s.op in ("bridge", "addr") and s.dev != "lo"]
@@ -103,3 +107,56 @@ def test_vtep_daemons_follow_the_backend(monkeypatch):
     assert '-n"' not in render_lab(f, "netns")["leaf1"]["daemons"], "only VTEPs run zebra -n"
     leaf = render_lab(f)["leaf1"]["frr.conf"]
     assert "address-family l2vpn evpn\n  neighbor fabric activate" in leaf and "advertise-all-vni" not in leaf
+
+
+def test_drain_changes_only_the_drained_nodes_bgp(monkeypatch):
+    """Draining adds `bgp graceful-shutdown` to that node's router bgp and changes nothing else."""
+    monkeypatch.chdir(ROOT)
+    plain = load("topologies/aipod.yml")
+    drained = load("tests/golden/render/aipod-drain.yml")
+    assert drained.nodes["spine1"].drain and not any(n.drain for n in plain.nodes.values())
+    assert "drain" not in plain.nodes["spine1"].model_dump(), "an undrained node's recorded intent is unchanged"
+    before, after = render_lab(plain), render_lab(drained)
+    changed = {(n, f) for n in before for f in before[n] if before[n][f] != after[n][f]}
+    assert changed == {("spine1", "frr.conf")}
+    gained = set(after["spine1"]["frr.conf"].splitlines()) - set(before["spine1"]["frr.conf"].splitlines())
+    assert " bgp graceful-shutdown" in gained and all(l.startswith(" !") for l in gained - {" bgp graceful-shutdown"})
+    router_bgp = after["spine1"]["frr.conf"].split("router bgp 65000\n", 1)[1].split("\nexit\n", 1)[0]
+    assert "\n bgp graceful-shutdown\n" in router_bgp, "in the default router bgp block"
+    # any BGP kind can be drained, a leaf or a DPU too
+    for name in ("leaf1", "dpu1"):
+        node = plain.nodes[name].model_copy(update={"drain": True})
+        f = plain.model_copy(update={"nodes": {**plain.nodes, name: node}})
+        assert " bgp graceful-shutdown\n" in render_lab(f)[name]["frr.conf"]
+
+
+def test_drain_shapes_what_verify_expects(monkeypatch):
+    """A drained VTEP's type-5 paths lose to undrained owners'; a drained spine is avoided by flows
+    that have a way around it (none in the leaf-VTEP fabric if both spines are drained)."""
+    from twin.verify import control, underlay, vrfs
+
+    monkeypatch.chdir(ROOT)
+
+    def drain(f, *names):
+        return f.model_copy(update={"nodes": {**f.nodes, **{n: f.nodes[n].model_copy(update={"drain": True})
+                                                            for n in names}}})
+
+    pod = load("topologies/pod8.yml")
+    t = pod.tenants[sorted(pod.tenants)[0]]
+    lo = {n: pod.nodes[n].loopback for n in pod.nodes if pod.nodes[n].loopback}
+    assert vrfs.expected_routes(pod, "dpu2", t)["10.1.1.0/24"] == {lo["dpu1"], lo["dpu3"]}
+    assert control.expected_routes(pod, "dpu2", t) == vrfs.expected_routes(pod, "dpu2", t), "no drain, no change"
+    drained = drain(pod, "dpu1")
+    assert control.expected_routes(drained, "dpu2", t)["10.1.1.0/24"] == {lo["dpu3"]}
+    assert control.expected_routes(drained, "dpu6", t) == vrfs.expected_routes(pod, "dpu6", t), "dpu1 was not nearest"
+    assert control.expected_routes(drained, "dpu1", t) == vrfs.expected_routes(pod, "dpu1", t), "drained itself"
+    only = drain(pod, "dpu1", "dpu3")  # the nearest owners all drained: the farther, undrained ones win
+    assert control.expected_routes(only, "dpu2", t)["10.1.1.0/24"] == {lo["dpu5"], lo["dpu7"]}
+
+    aipod = load("topologies/aipod.yml")
+    assert underlay._avoidable(drain(aipod, "spine1"), "dpu1", "dpu2") == ["spine1"]
+    assert underlay._avoidable(drain(aipod, "leaf1", "dpu1"), "dpu1", "dpu2") == ["leaf1"], "a VTEP is no transit"
+    assert underlay._avoidable(drain(aipod, "leaf1", "leaf2"), "dpu1", "dpu2") == [], "no way around"
+    lv = load("topologies/leaf-vtep.yml")
+    assert underlay._avoidable(drain(lv, "spine1"), "leaf1", "leaf2") == ["spine1"]
+    assert underlay._avoidable(drain(lv, "spine1", "spine2"), "leaf1", "leaf2") == []

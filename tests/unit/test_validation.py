@@ -58,3 +58,12 @@ def test_missing_file_is_a_topology_error(tmp_path):
 def test_name_override_is_validated():
     with pytest.raises(TopologyError, match=r"--name: lab name 'Not OK'"):
         load(ROOT / "topologies" / "aipod.yml", name="Not OK")
+
+
+def test_only_bgp_nodes_can_be_drained(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(TopologyError) as exc:
+        load("tests/golden/invalid/drained-host.yml")
+    (p,) = exc.value.problems
+    assert p.path == "nodes.host1.drain" and p.line == 6
+    assert "cannot be drained" in p.message and "spine, leaf, dpu" in p.message

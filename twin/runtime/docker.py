@@ -89,6 +89,17 @@ class DockerRuntime:
         return pid
 
     # --- remove ------------------------------------------------------------
+    def remove_node(self, lab: str, node: str) -> bool:
+        """Remove one node's container (its links die with its namespace); False if it was not there."""
+        c = self.containers(lab).get(node)
+        if c is None:
+            return False
+        try:
+            c.remove(force=True)
+        except docker.errors.NotFound:
+            return False
+        return True
+
     def remove(self, lab: str) -> list[str]:
         """Remove every container labelled with this lab; their links die with their namespaces."""
         found = list(self.containers(lab).values())

@@ -7,6 +7,7 @@ lands in the node's /run/netns where FRR's zebra (-n) finds it.
 """
 from __future__ import annotations
 
+import errno
 import socket
 
 from pyroute2 import IPRoute, NetlinkError, netns
@@ -54,10 +55,14 @@ def _apply(step: Step, ns: _Namespaces) -> None:
     if step.op == "vrf":
         ipr.link("add", ifname=step.dev, kind="vrf", vrf_table=a["table"])
     elif step.op == "vxlan":
-        ipr.link("add", ifname=step.dev, kind="vxlan", mtu=a["mtu"], vxlan_id=a["vni"], vxlan_local=a["local"],
+        extra = {"index": a["index"]} if "index" in a else {}
+        if a.get("netns"):  # made in the tenant namespace, its socket in this one
+            extra["net_ns_fd"] = tenant_netns_path(ns.pid, a["netns"])
+        ipr.link("add", ifname=step.dev, kind="vxlan", mtu=a["mtu"], vxlan_id=a["vni"], vxlan_local=a["local"], **extra,
                  vxlan_port=VXLAN_PORT, vxlan_learning=0, vxlan_tos=1, vxlan_ttl=64)  # tos 1 = inherit
     elif step.op == "bridge":
         extra = {"address": a["mac"]} if a.get("mac") else {}
+        extra.update({"index": a["index"]} if "index" in a else {})
         ipr.link("add", ifname=step.dev, kind="bridge", mtu=a["mtu"], **extra)
     elif step.op == "move":
         ipr.link("set", index=_index(ipr, step.dev), net_ns_fd=tenant_netns_path(ns.pid, a["to"]))
@@ -81,15 +86,35 @@ def _apply(step: Step, ns: _Namespaces) -> None:
     elif step.op == "route":
         dst = {} if a["dst"] == "default" else {"dst": a["dst"]}
         ipr.route("add", gateway=a["via"], oif=_index(ipr, step.dev), family=socket.AF_INET, **dst)
+    elif step.op == "del":
+        ipr.link("del", index=_index(ipr, step.dev))
+    elif step.op == "nomaster":
+        ipr.link("set", index=_index(ipr, step.dev), master=0)
+    elif step.op == "release":
+        ipr.link("set", index=_index(ipr, step.dev), net_ns_fd=netns_path(ns.pid))
+    elif step.op == "flush":
+        ipr.flush_addr(index=_index(ipr, step.dev))
+    elif step.op == "unroute":
+        dst = {} if a["dst"] == "default" else {"dst": a["dst"]}
+        ipr.route("del", gateway=a["via"], oif=_index(ipr, step.dev), family=socket.AF_INET, **dst)
+    elif step.op == "unneigh":
+        ipr.neigh("del", dst=a["ip"], ifindex=_index(ipr, step.dev))
     else:
         raise TwinError(f"unknown step {step.op}")
 
 
-def apply(steps: list[Step], pid: int, ex: NodeExec) -> None:
+# what "already done" looks like, for a rollback that re-runs steps over a half-applied change
+_ALREADY = {errno.EEXIST, errno.ENOENT, errno.ENODEV, errno.ESRCH, errno.EADDRNOTAVAIL, errno.EADDRINUSE}
+
+
+def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> list[str]:
     """Apply every step in order; a failure names the step as its command.
 
     Steps the node runs itself (`ip netns add`, `nft -f`: no netlink API for
-    them in pyroute2) go in one exec per run of consecutive ones."""
+    them in pyroute2) go in one exec per run of consecutive ones.
+    `tolerant` (rollback): a step whose object already exists or is already
+    gone is skipped and the run goes on; returns what was skipped."""
+    skipped: list[str] = []
     ns = _Namespaces(pid)
     try:
         i = 0
@@ -98,16 +123,22 @@ def apply(steps: list[Step], pid: int, ex: NodeExec) -> None:
                 j = i
                 while j < len(steps) and steps[j].in_node:
                     j += 1
-                ex.check(["sh", "-ec", "\n".join(s.command() for s in steps[i:j])])
+                script = "\n".join(s.command() + (" || true" if tolerant else "") for s in steps[i:j])
+                ex.check(["sh", "-ec", script])
                 i = j
                 continue
             try:
                 _apply(steps[i], ns)
             except (NetlinkError, TwinError, OSError) as e:
-                raise TwinError(f"{ex.where}: `{steps[i].command()}` failed: {e}") from None
+                code = getattr(e, "code", None) or getattr(e, "errno", None)
+                if tolerant and (code in _ALREADY or str(e).startswith("no interface")):
+                    skipped.append(f"{steps[i].command()}: {e}")
+                else:
+                    raise TwinError(f"{ex.where}: `{steps[i].command()}` failed: {e}") from None
             i += 1
     finally:
         ns.close()
+    return skipped
 
 
 def probe_backend(lab: str) -> Backend:

@@ -51,6 +51,10 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
             for field in ("asn", "loopback"):
                 if getattr(s, field) is not None:
                     problems.add(("nodes", n, field), f"a {kind.name} runs no BGP: '{field}' is not allowed")
+            if s.drain:
+                problems.add(("nodes", n, "drain"),
+                             f"a {kind.name} runs no BGP, so it cannot be drained; drain is for "
+                             f"{', '.join(k.name for k in KINDS.values() if k.runs_bgp)}")
 
     order = sorted(kinds, key=lambda n: kinds[n].tier)  # stable: file order within a tier
     asns = _assign_asns(spec, kinds, order, problems)
@@ -66,7 +70,7 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
 
     nodes = {
         n: Node(name=n, kind=kinds[n].name, asn=asns.get(n), loopback=loopbacks.get(n),
-                image=spec.nodes[n].image, ports=tuple(ports.get(n, [])))
+                image=spec.nodes[n].image, drain=spec.nodes[n].drain, ports=tuple(ports.get(n, [])))
         for n in spec.nodes if n in kinds
     }
     tenants = build_tenants(spec, kinds, nodes, problems)

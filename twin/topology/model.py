@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 
 class _Frozen(BaseModel):
@@ -29,7 +29,16 @@ class Node(_Frozen):
     asn: int | None = None
     loopback: str | None = None
     image: str | None = None       # None: the lab's node image
+    drain: bool = False            # BGP graceful shutdown: carries no transit traffic
     ports: tuple[Port, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _drain_only_when_drained(self, handler):
+        """`drain` is written only when true: an undrained node's recorded intent stays as it was."""
+        data = handler(self)
+        if not self.drain:
+            data.pop("drain", None)
+        return data
 
     @property
     def runs_bgp(self) -> bool:
@@ -136,6 +145,23 @@ class Fabric(_Frozen):
 
     def routers(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.runs_bgp]
+
+    def drained(self) -> list[str]:
+        """Nodes drained for maintenance (BGP graceful shutdown)."""
+        return [n.name for n in self.routers() if n.drain]
+
+    def hops(self, node: str, avoid: frozenset[str] | set[str] = frozenset()) -> dict[str, int]:
+        """Fabric hops from `node` to every router reached without entering a node of `avoid`."""
+        dist, todo = {node: 0}, [node]
+        while todo:
+            nxt = []
+            for n in todo:
+                for p in self.nodes[n].fabric_ports:
+                    if p.peer_node not in dist and p.peer_node not in avoid:
+                        dist[p.peer_node] = dist[n] + 1
+                        nxt.append(p.peer_node)
+            todo = nxt
+        return dist
 
     def sessions(self, node: str | None = None) -> list[Session]:
         """Every BGP session the topology implies: one per side of each fabric link."""

@@ -20,6 +20,8 @@ class NodeSpec(_Strict):
     asn: int | None = ASN
     loopback: str | None = Field(default=None, description="IPv4 address of lo, router-id and VTEP")
     image: str | None = None
+    drain: bool = Field(default=False, description="drained for maintenance: BGP graceful shutdown (RFC 8326), "
+                                                    "its routes lose to every other path while its sessions stay up")
 
 
 class LinkSpec(_Strict):

@@ -7,7 +7,10 @@ UDP source port. Captured on the sending VTEP's uplinks and on every spine port:
   bridged, the tenant's L3VNI when routed), never another tenant's;
 - the outer DSCP equals the inner one (`tos inherit`);
 - the flows spread over all of the VTEP's uplinks, and over all spines when the
-  path crosses them (ECMP entropy from the VXLAN source port).
+  path crosses them (ECMP entropy from the VXLAN source port);
+- a drained node (BGP graceful shutdown) carries none of them when the fabric has
+  a way around it: that is the proof the drain works. Uplinks to it and spines
+  that are drained are then left out of the ECMP expectations.
 """
 from __future__ import annotations
 
@@ -61,8 +64,8 @@ def run(lab: "Lab") -> list[Check]:
             expect[f.flow_id] = True
     vteps = sorted({fabric.attachment_of(s)[1].vtep for _, s, _ in todo})
     spines = [n.name for n in fabric.nodes.values() if n.kind == "spine"]
-    taps = [Tap(f"{v}:{p.name}", netns_path(pids[v]), p.name) for v in vteps for p in fabric.nodes[v].fabric_ports]
-    taps += [Tap(f"{s}:{p.name}", netns_path(pids[s]), p.name) for s in spines for p in fabric.nodes[s].fabric_ports]
+    tapped = dict.fromkeys(vteps + spines + fabric.drained())  # each node once, in this order
+    taps = [Tap(f"{n}:{p.name}", netns_path(pids[n]), p.name) for n in tapped for p in fabric.nodes[n].fabric_ports]
     results, frames = F.run_with_taps(lab, flows, expect, check_icrc=False, taps=taps)
     by_id = {f.flow_id: f for f in flows}
     lo = {n.loopback: n.name for n in fabric.routers()}
@@ -73,7 +76,8 @@ def run(lab: "Lab") -> list[Check]:
         sa, da = fabric.attachment_of(src)[1], fabric.attachment_of(dst)[1]
         want_vni = t.segments[sa.segment].l2vni if sa.segment == da.segment else t.l3vni
         mine = {f.flow_id for f in flows if f.src == src and f.dst == dst}
-        vnis, tos_bad, uplinks, spine_hits = Counter(), 0, Counter(), Counter()
+        avoid = _avoidable(fabric, sa.vtep, da.vtep)
+        vnis, tos_bad, uplinks, spine_hits, drained_hits = Counter(), 0, Counter(), Counter(), Counter()
         for tap, captured in frames.items():
             node, port = tap.split(":")
             for raw, sent in captured:
@@ -85,13 +89,19 @@ def run(lab: "Lab") -> list[Check]:
                 fid = int.from_bytes(tag[28:32], "big") if len(tag) >= 32 else -1  # UDP, BTH, magic, run, flow
                 if fid not in mine:
                     continue
-                if node == sa.vtep and sent:
-                    uplinks[tap] += 1
-                    vnis[p[VXLAN].vni] += 1
-                    tos_bad += (p[IP].tos >> 2) != (inner.tos >> 2)
-                elif node in spines and not sent and lo.get(p[IP].src) == sa.vtep:
+                if node == sa.vtep:
+                    if sent:
+                        uplinks[tap] += 1
+                        vnis[p[VXLAN].vni] += 1
+                        tos_bad += (p[IP].tos >> 2) != (inner.tos >> 2)
+                    continue
+                if sent or lo.get(p[IP].src) != sa.vtep:
+                    continue  # frames counted once, where they enter a node
+                if node in spines:
                     spine_hits[node] += 1
                     vnis[p[VXLAN].vni] += 1
+                if node in avoid:
+                    drained_hits[node] += 1
         problems = []
         if not vnis:
             problems.append("no VXLAN frame of these flows seen on the fabric")
@@ -99,19 +109,26 @@ def run(lab: "Lab") -> list[Check]:
             problems.append(f"VNIs seen {dict(vnis)}, expected only {want_vni}")
         if tos_bad:
             problems.append(f"{tos_bad} frames whose outer DSCP differs from the inner one")
-        idle = [f"{sa.vtep}:{p.name}" for p in fabric.nodes[sa.vtep].fabric_ports if not uplinks[f"{sa.vtep}:{p.name}"]]
+        idle = [f"{sa.vtep}:{p.name}" for p in fabric.nodes[sa.vtep].fabric_ports
+                if p.peer_node not in avoid and not uplinks[f"{sa.vtep}:{p.name}"]]
         if idle:
             problems.append(f"{FLOWS} flows never used uplink(s) {', '.join(idle)}")
         via_spines = not (set(_leafs(fabric, sa.vtep)) & set(_leafs(fabric, da.vtep)))
         if via_spines and spines:
-            unused = [s for s in spines if not spine_hits[s]]
+            unused = [s for s in spines if s not in avoid and not spine_hits[s]]
             if unused:
                 problems.append(f"flows never crossed spine(s) {', '.join(unused)}")
+        carried = [f"{d} ({drained_hits[d]})" for d in avoid if drained_hits[d]]
+        if carried:
+            problems.append(f"drained node(s) still carried frames of these flows: {', '.join(carried)}")
+        # the proof a drain works, reported with the check even when it passes
+        proof = [f"drained {', '.join(avoid)} carried 0 frames"] if avoid and vnis and not carried else []
         how = "bridged" if sa.segment == da.segment else "routed"
         checks.append(Check(GROUP, f"{tenant} {src} -> {dst} ({how}, VNI {want_vni})", not problems,
-                            "; ".join(problems), {"vnis": dict(vnis), "packets_per_uplink": dict(uplinks),
-                                                  "packets_per_spine": dict(spine_hits), "flows": FLOWS,
-                                                  "delivered": sum(results[i].received for i in mine)}))
+                            "; ".join(problems + proof), {"vnis": dict(vnis), "packets_per_uplink": dict(uplinks),
+                                      "packets_per_spine": dict(spine_hits),
+                                      "packets_per_drained_node": {d: drained_hits[d] for d in avoid},
+                                      "flows": FLOWS, "delivered": sum(results[i].received for i in mine)}))
     return checks
 
 
@@ -119,3 +136,11 @@ def _leafs(fabric, vtep: str) -> list[str]:
     """The nodes a VTEP's uplinks lead to (itself when it is a leaf)."""
     node = fabric.nodes[vtep]
     return [vtep] if node.kind == "leaf" else [p.peer_node for p in node.fabric_ports]
+
+
+def _avoidable(fabric, src: str, dst: str) -> list[str]:
+    """Drained nodes that flows from VTEP `src` to VTEP `dst` must not cross: every drained
+    router other than the two VTEPs, if some fabric path joins them without crossing one.
+    Without such a path BGP still uses the drained paths (at LOCAL_PREF 0): nothing to avoid."""
+    drained = set(fabric.drained()) - {src, dst}
+    return sorted(drained) if drained and dst in fabric.hops(src, drained) else []

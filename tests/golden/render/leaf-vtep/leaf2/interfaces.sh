@@ -7,16 +7,14 @@ ip addr add 10.255.0.4/32 dev lo
 ip netns add red
 ip netns add blue
 ip -n red link set lo up
-ip link add vxlan10100 mtu 8950 type vxlan id 10100 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
-ip link set vxlan10100 netns red
-ip -n red link add br10100 mtu 8950 type bridge
+ip link add vxlan10100 netns red index 16787316 mtu 8950 type vxlan id 10100 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n red link add br10100 index 33564532 mtu 8950 type bridge
 ip -n red link set vxlan10100 master br10100
 bridge -n red link set dev vxlan10100 learning off neigh_suppress on
 ip -n red link set vxlan10100 up
 ip -n red link set br10100 up
-ip link add vxlan10101 mtu 8950 type vxlan id 10101 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
-ip link set vxlan10101 netns red
-ip -n red link add br10101 address 00:00:5e:00:01:01 mtu 8950 type bridge
+ip link add vxlan10101 netns red index 16787317 mtu 8950 type vxlan id 10101 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n red link add br10101 index 33564533 address 00:00:5e:00:01:01 mtu 8950 type bridge
 ip -n red link set vxlan10101 master br10101
 bridge -n red link set dev vxlan10101 learning off neigh_suppress on
 ip -n red addr add 10.1.1.1/24 dev br10101
@@ -27,16 +25,14 @@ ip -n red link set vxlan10101 up
 ip -n red link set br10101 up
 bridge -n red fdb replace 02:cf:00:f9:61:4d dev swp10 master static
 ip -n blue link set lo up
-ip link add vxlan10200 mtu 8950 type vxlan id 10200 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
-ip link set vxlan10200 netns blue
-ip -n blue link add br10200 mtu 8950 type bridge
+ip link add vxlan10200 netns blue index 16787416 mtu 8950 type vxlan id 10200 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n blue link add br10200 index 33564632 mtu 8950 type bridge
 ip -n blue link set vxlan10200 master br10200
 bridge -n blue link set dev vxlan10200 learning off neigh_suppress on
 ip -n blue link set vxlan10200 up
 ip -n blue link set br10200 up
-ip link add vxlan10201 mtu 8950 type vxlan id 10201 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
-ip link set vxlan10201 netns blue
-ip -n blue link add br10201 address 00:00:5e:00:01:01 mtu 8950 type bridge
+ip link add vxlan10201 netns blue index 16787417 mtu 8950 type vxlan id 10201 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n blue link add br10201 index 33564633 address 00:00:5e:00:01:01 mtu 8950 type bridge
 ip -n blue link set vxlan10201 master br10201
 bridge -n blue link set dev vxlan10201 learning off neigh_suppress on
 ip -n blue addr add 10.1.1.1/24 dev br10201
@@ -46,9 +42,8 @@ ip -n blue link set swp11 up
 ip -n blue link set vxlan10201 up
 ip -n blue link set br10201 up
 bridge -n blue fdb replace 02:56:fc:95:08:05 dev swp11 master static
-ip link add vxlan10202 mtu 8950 type vxlan id 10202 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
-ip link set vxlan10202 netns blue
-ip -n blue link add br10202 address 00:00:5e:00:01:01 mtu 8950 type bridge
+ip link add vxlan10202 netns blue index 16787418 mtu 8950 type vxlan id 10202 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n blue link add br10202 index 33564634 address 00:00:5e:00:01:01 mtu 8950 type bridge
 ip -n blue link set vxlan10202 master br10202
 bridge -n blue link set dev vxlan10202 learning off neigh_suppress on
 ip -n blue addr add 10.1.2.1/24 dev br10202

@@ -1,0 +1,208 @@
+"""Day-2 on the default lab: `twin apply` and `twin rehearse`, measured with live RoCE
+traffic. One lab for the module; every test leaves it at the default intent again."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from twin import apply as A
+from twin import verify
+from twin.cli import main
+from twin.errors import ApplyFailed, ChangeRefused, TopologyError
+from twin.rehearse import Thresholds, rehearse
+from twin.runtime import kernel
+from twin.traffic import stream as S
+
+pytestmark = pytest.mark.e2e
+
+NAME = "t-day2"
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT = ROOT / "topologies/aipod.yml"
+HOLD_TIMER = 9.0   # `timers bgp 3 9` (underlay.j2): a black-holed link is found within this
+
+
+@pytest.fixture(scope="module")
+def lab(make_lab):
+    lab = make_lab("topologies/aipod.yml", NAME)
+    yield lab
+    lab.down()
+
+
+def variant(tmp_path: Path, name: str, edit) -> Path:
+    topo = yaml.safe_load(DEFAULT.read_text())
+    edit(topo)
+    path = tmp_path / f"{name}.yml"
+    path.write_text(yaml.safe_dump(topo, sort_keys=False))
+    return path
+
+
+def add_green(topo: dict) -> None:
+    """A third tenant with its own workloads behind both DPUs, reusing red's addresses."""
+    topo["nodes"].update({"host1d": {"kind": "host"}, "host2d": {"kind": "host"}})
+    topo["links"] += [{"endpoints": ["dpu1:pf0vf3", "host1d:eth1"]}, {"endpoints": ["dpu2:pf0vf3", "host2d:eth1"]}]
+    topo["tenants"]["green"] = {
+        "l3vni": 10300,
+        "segments": {"web": {"subnet": "10.1.1.0/24", "l2vni": 10301, "gateway": "10.1.1.1"}},
+        "attachments": [{"host": "host1d", "segment": "web", "address": "10.1.1.11"},
+                        {"host": "host2d", "segment": "web", "address": "10.1.1.12"}]}
+
+
+def fingerprint(lab) -> dict:
+    """What a refused change must not touch: running FRR configs, kernel links and tenant
+    namespaces of every node, and the lab's recorded intent."""
+    out = {"fabric": lab.fabric.model_dump_json(), "state": (lab.dir / "fabric.json").read_text()}
+    for name, ex in sorted(lab.execs().items()):
+        out[name] = ex.run(["sh", "-c", "ip -br link; ip netns; for n in $(ip netns | cut -d' ' -f1); do "
+                                        "ip -n $n -br link; done"]).stdout
+        if lab.fabric.nodes[name].runs_bgp:
+            out[name] += ex.vtysh("show running-config")
+    return out
+
+
+def assert_whole(lab) -> None:
+    assert lab.missing() == []
+    report = verify.run(lab, only=["control", "traffic", "isolation"])
+    assert report.passed, [f"{c.group}: {c.name}: {c.message}" for c in report.failures()]
+
+
+@pytest.mark.parametrize("node", ["spine1", "leaf1"])
+def test_drain_with_graceful_shutdown_loses_no_roce_packet(lab, tmp_path, node):
+    """spine1: aipod's DPU-to-DPU traffic never crosses a spine, verify proves spine1 carries
+    none; leaf1 does carry it: the flows move to leaf2 without losing a packet."""
+    drained = variant(tmp_path, f"drain-{node}", lambda t: t["nodes"][node].update(drain=True))
+    rep = rehearse(lab, str(drained), Thresholds(max_loss=0), rollback=True)
+    assert rep.passed, rep.text()
+    assert rep.verify.passed and rep.verify_rollback.passed
+    assert len(rep.flows) == 12 and all(r.lost == 0 and r.sent > 100 for r in rep.flows), rep.text()
+    assert rep.flapped == [], "graceful shutdown keeps every session up"
+    assert rep.routes == {}, "tenant routes do not change when a spine drains"
+    assert rep.apply["reloaded"] == [node] and rep.apply["restarted"] == []
+    underlay = [c for c in rep.verify.checks if c.group == "underlay"]
+    assert underlay and all(f"drained {node} carried 0 frames" in c.message or
+                            c.data.get("packets_per_drained_node", {}).get(node, 0) == 0 for c in underlay)
+    # rolled back: the recorded intent and the running config are undrained again
+    assert not lab.fabric.nodes[node].drain
+    assert "graceful-shutdown" not in lab.node(node).vtysh("show running-config")
+
+
+def test_blackholed_dpu_uplink_loses_traffic_then_reconverges_within_the_hold_time(lab):
+    rep = rehearse(lab, "fault:link-loss:dpu1:p0:100", Thresholds(max_loss=None, max_reconverge=HOLD_TIMER + 3),
+                   rollback=True)
+    assert rep.passed, rep.text()
+    lossy = [r for r in rep.flows if r.lost]
+    # flows hashed onto the black hole lose everything until BGP's hold timer drops the session
+    assert lossy and all(r.src.startswith("host1") or r.dst.startswith("host1") for r in lossy), rep.text()
+    worst = max(r.longest_outage_s for r in rep.flows)
+    assert HOLD_TIMER - 3 < worst <= HOLD_TIMER + 2, rep.text()
+    assert 0 < rep.timings["data_plane_whole"] <= HOLD_TIMER + 3
+    assert any(f.startswith("dpu1 p0:") for f in rep.flapped) and any(f.startswith("leaf1 swp3:") for f in rep.flapped)
+    assert rep.verify.passed, "traffic and isolation hold on the remaining uplink"
+    assert rep.verify_rollback.passed
+    # the same run, judged strictly: the loss fails it
+    strict = Thresholds(max_loss=0)
+    rep.thresholds = strict
+    assert not rep.passed and any(c.startswith("loss per flow") and not ok for c, ok, _ in rep.verdicts())
+
+
+def test_add_a_tenant_live_leaves_the_others_untouched_and_remove_it_again(lab, tmp_path):
+    green = variant(tmp_path, "green", add_green)
+    p = lab.plan(green)
+    assert "add tenant green (l3vni 10300, VTEPs dpu1, dpu2)" in p.changes
+    assert p.frr == {"dpu1": "reload", "dpu2": "reload"}
+    assert "ip netns add green" in p.kernel["dpu1"]
+    rep = rehearse(lab, str(green), Thresholds(max_loss=0))
+    assert rep.passed, rep.text()
+    assert all(r.lost == 0 for r in rep.flows), "red and blue flows run on, not a packet lost"
+    assert rep.flapped == []
+    assert set(rep.routes) == {"green"}, f"only green's routes change: {rep.routes}"
+    assert rep.apply["restarted"] == [], "FRR reloaded, never restarted"
+    assert set(lab.fabric.tenants) == {"red", "blue", "green"}
+    assert json.loads((lab.dir / "fabric.json").read_text())["tenants"]["green"]["l3vni"] == 10300
+    assert lab.state.history[-1]["changes"][-1].startswith("add tenant green")
+    # green works as any tenant, with red's very addresses, and stays apart from them
+    report = verify.run(lab, only=["control", "traffic", "isolation"])
+    assert report.passed, [f"{c.name}: {c.message}" for c in report.failures()]
+    # and goes again, live, leaving red and blue untouched once more
+    old_pairs = [p for p in S.pairs(lab.fabric) if not {"host1d", "host2d"} & set(p)]
+    with S.Stream(lab, S.pair_flows(lab.fabric, old_pairs)) as s:
+        s.hold(0.5)
+        res = lab.apply(DEFAULT)
+        s.hold(1.0)
+    assert res.converged and "remove tenant green" in res.changes
+    assert all(r.lost == 0 for r in s.results), [(r.src, r.dst, r.lost) for r in s.results if r.lost]
+    assert "green" not in lab.node("dpu1").run(["ip", "netns"]).stdout
+    assert "host1d" not in lab.runtime.containers(NAME)
+    assert_whole(lab)
+
+
+def test_bad_changes_are_refused_and_leave_the_lab_exactly_as_it_was(lab, tmp_path):
+    before = fingerprint(lab)
+    # an invalid file: every problem, with its place
+    bad = variant(tmp_path, "bad", lambda t: t["tenants"]["red"]["segments"]["web"].update(gateway="10.9.9.9"))
+    with pytest.raises(TopologyError, match=r"bad.yml:\d+: tenants.red.segments.web.gateway"):
+        lab.apply(bad)
+    # a router that does not exist yet: apply does not re-create nodes
+    extra = variant(tmp_path, "leaf3", lambda t: t["nodes"].update({"leaf3": {"kind": "leaf"}}))
+    with pytest.raises(ChangeRefused, match="add node leaf3 \\(leaf\\): apply does not re-create nodes"):
+        lab.apply(extra)
+    # a directory of configs for a node that does not exist, and a config FRR rejects
+    configs = tmp_path / "configs"
+    (configs / "leaf9").mkdir(parents=True)
+    (configs / "leaf9" / "frr.conf").write_text("hostname leaf9\n")
+    with pytest.raises(TopologyError, match="no FRR node 'leaf9' in lab 't-day2'"):
+        lab.apply(configs)
+    (configs / "leaf9" / "frr.conf").unlink()
+    (configs / "leaf9").rmdir()
+    good = (lab.dir / "leaf1" / "frr.conf").read_text()
+    (configs / "leaf1.conf").write_text(good.replace(" timers bgp 3 9", " timers bgp 3 9\n neighbor fabric bogus-knob 7"))
+    res = CliRunner().invoke(main, ["apply", NAME, str(configs)])
+    assert res.exit_code == 1
+    assert "refused" in res.output and "leaf1: FRR rejects the new config" in res.output and "bogus-knob" in res.output
+    assert fingerprint(lab) == before
+
+
+def test_a_change_that_fails_half_way_is_rolled_back(lab, tmp_path, monkeypatch):
+    before = fingerprint(lab)
+    green = variant(tmp_path, "green", add_green)
+    real = kernel.apply
+    calls = {"n": 0}
+
+    def flaky(steps, pid, ex, tolerant=False):  # the second VTEP's kernel change fails
+        if not tolerant and any(s.op == "vxlan" for s in steps):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise kernel.TwinError(f"{ex.where}: injected failure")
+        return real(steps, pid, ex, tolerant)
+
+    monkeypatch.setattr(kernel, "apply", flaky)
+    with pytest.raises(ApplyFailed, match="(?s)failed half way and was rolled back.*injected failure.*"
+                                          "rollback: done: the lab runs its previous intent again"):
+        lab.apply(green)
+    monkeypatch.undo()
+    assert "host1d" not in lab.runtime.containers(NAME)
+    assert set(lab.fabric.tenants) == {"red", "blue"}
+    after = fingerprint(lab)
+    for node in ("dpu1", "dpu2"):   # the same devices and namespaces as before
+        assert sorted(l.split()[0] for l in after[node].splitlines() if l and not l.startswith(("!", " "))) == \
+            sorted(l.split()[0] for l in before[node].splitlines() if l and not l.startswith(("!", " ")))
+    assert after["fabric"] == before["fabric"]
+    assert_whole(lab)
+
+
+def test_user_configs_go_through_frr_reload_and_record_as_the_nodes_config(lab, tmp_path):
+    configs = tmp_path / "from-my-automation"
+    (configs / "leaf2").mkdir(parents=True)
+    text = (lab.dir / "leaf2" / "frr.conf").read_text().replace(" timers bgp 3 9", " timers bgp 3 9\n bgp log-neighbor-changes")
+    (configs / "leaf2" / "frr.conf").write_text(text)
+    p = lab.plan(configs)
+    assert "+ bgp log-neighbor-changes" in p.diffs["leaf2"]["frr.conf"] and p.frr == {"leaf2": "reload"}
+    res = lab.apply(configs)
+    assert res.converged and res.reloaded == ["leaf2"] and res.restarted == []
+    assert (lab.dir / "leaf2" / "frr.conf").read_text() == text
+    # back to the topology's own config: the declarative intent re-renders it
+    res = lab.apply(DEFAULT)
+    assert res.reloaded == ["leaf2"] and "log-neighbor-changes" not in (lab.dir / "leaf2" / "frr.conf").read_text()

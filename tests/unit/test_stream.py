@@ -1,0 +1,121 @@
+"""Unit tests of background streams: fast frames equal scapy's, and the loss analysis."""
+from dataclasses import replace
+
+import pytest
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import UDP
+from scapy.layers.l2 import Ether
+
+from twin.errors import TwinError
+from twin.traffic import roce, stream
+
+RUN = 0xDEADBEEF
+PSNS = [0, 1, 2, 255, 256, 65535, 65536, 12345678, 0xFFFFFE, 0xFFFFFF, 0x1000000, 0x1000001]
+
+
+def a_flow(**kw) -> roce.Flow:
+    return roce.Flow(flow_id=7, src="host1a", dst="host2a", src_mac="02:00:00:00:00:01",
+                     dst_mac="02:00:00:00:00:02", src_ip="10.1.1.11", dst_ip="10.1.2.12", **kw)
+
+
+@pytest.mark.parametrize("kw", [{}, {"payload": 255}, {"payload": 0, "psn": 0xFFFFF0, "dscp": 0, "ecn": 3},
+                                {"cnp": True}, {"opcode": roce.RC_SEND_FIRST, "sport": 65535, "dqp": 0xABCDEF}],
+                         ids=["default", "odd-payload", "no-payload", "cnp", "send-first"])
+def test_stamped_frames_are_byte_identical_to_scapy(kw):
+    f = a_flow(**kw)
+    st = stream.Stamper(f, RUN)
+    for psn in PSNS + [f.psn + n for n in range(20)]:  # wraps at 2^24
+        want = roce.frames(replace(f, psn=psn & 0xFFFFFF, count=1), RUN)[0]
+        got = st.frame(psn)
+        assert got == want, f"PSN {psn:#x}: stamped frame differs from scapy's"
+        assert roce.icrc_valid(got), "scapy's own ICRC check accepts it"
+        assert stream.icrc_ok(got)
+        a = roce.read(got, RUN, check_icrc=True)
+        assert (a.flow_id, a.psn, a.icrc_ok) == (7, psn & 0xFFFFFF, True)
+        assert Ether(got)[BTH].psn == psn & 0xFFFFFF
+
+
+def test_udp_checksum_is_valid_and_icrc_survives_routing():
+    st = stream.Stamper(a_flow(), RUN)
+    f = st.frame(0xFFFFFF)
+    pkt = Ether(f)
+    ck = pkt[UDP].chksum
+    del pkt[UDP].chksum
+    assert Ether(bytes(pkt))[UDP].chksum == ck != 0
+    routed = bytearray(f)
+    routed[15] |= 0x03      # ECN marked CE
+    routed[22] -= 3         # TTL after three hops (IP checksum left wrong: it is masked too)
+    assert stream.icrc_ok(bytes(routed))
+    routed[-20] ^= 0x01     # a flipped payload bit is not
+    assert not stream.icrc_ok(bytes(routed))
+
+
+def test_vxlan_flows_are_refused():
+    with pytest.raises(TwinError, match="VXLAN"):
+        stream.Stamper(a_flow(vxlan=("02:00:00:00:00:03", "02:00:00:00:00:04", "10.0.0.1", "10.0.0.2", 100)), RUN)
+
+
+def flat(outages):
+    return [t for o in outages for t in o]
+
+
+def analyse(seqs, sent=10, interval=0.01):
+    return stream.analyse(a_flow(), sent, seqs, interval, tenant="red")
+
+
+def test_lossless_flow():
+    r = analyse(list(range(10)))
+    assert (r.sent, r.received, r.lost, r.duplicates, r.reordered) == (10, 10, 0, 0, 0)
+    assert r.longest_outage_s == 0 and r.outages == [] and r.first_loss_s is None and r.lossless
+    assert (r.src, r.dst, r.tenant) == ("host1a", "host2a", "red")
+
+
+def test_loss_runs_become_outages():
+    r = analyse([0, 1, 4, 5, 6, 9], sent=12, interval=0.01)   # lost: 2-3, 7-8, 10-11 (trailing)
+    assert (r.received, r.lost) == (6, 6)
+    assert flat(r.outages) == pytest.approx([0.02, 0.04, 0.07, 0.09, 0.10, 0.12])
+    assert r.longest_outage_s == pytest.approx(0.02)
+    assert r.first_loss_s == pytest.approx(0.02) and r.last_loss_s == pytest.approx(0.11)
+    assert not r.lossless
+
+
+def test_leading_run_and_longest_outage():
+    r = analyse([5, 6, 8, 9], sent=10, interval=0.1)
+    assert flat(r.outages) == pytest.approx([0.0, 0.5, 0.7, 0.8])
+    assert r.longest_outage_s == pytest.approx(0.5)
+    assert r.first_loss_s == 0.0 and r.last_loss_s == pytest.approx(0.7)
+
+
+def test_nothing_arrived():
+    r = analyse([], sent=4, interval=0.5)
+    assert r.lost == 4 and r.outages == [(0.0, 2.0)] and r.longest_outage_s == 2.0
+    assert analyse([], sent=0).outages == []
+
+
+def test_duplicates_and_reordering():
+    r = analyse([0, 1, 3, 2, 3, 4, 4, 6, 5, 7, 8, 9])
+    assert (r.received, r.lost, r.duplicates, r.reordered) == (10, 0, 2, 2)
+    assert not r.lossless
+
+
+def test_due_times_follow_the_schedule():
+    r = stream.analyse(a_flow(), 6, [0, 1, 5], 0.01, due=lambda n: 1.0 + n * 0.01)
+    assert flat(r.outages) == pytest.approx([1.02, 1.05]) and r.first_loss_s == pytest.approx(1.02)
+
+
+def test_summary_names_the_worst_flow():
+    a = analyse(list(range(10)))
+    b = analyse([0, 1, 5, 6, 7, 8, 9])
+    c = analyse([0, 2, 3, 4, 5, 6, 7, 9])
+    s = stream.summarise([a, b, c])
+    assert (s.flows, s.sent, s.received, s.lost, s.flows_with_loss) == (3, 30, 25, 5, 2)
+    assert s.worst is b and s.longest_outage_s == pytest.approx(0.03)
+    assert s.first_loss_s == pytest.approx(0.01) and s.last_loss_s == pytest.approx(0.08)
+    assert stream.summarise([a]).worst is None
+
+
+def test_interval_within_budget():
+    assert stream.choose_interval(12) == pytest.approx(12 / stream.BUDGET_PPS)
+    assert stream.choose_interval(1) == pytest.approx(1 / stream.MAX_RATE)
+    with pytest.raises(TwinError, match="over the budget"):
+        stream.choose_interval(1000)

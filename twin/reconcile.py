@@ -1,0 +1,186 @@
+"""Kernel side of a change: what to add and take down on each node to go from
+one intent (Fabric) to another, as overlay Steps. Pure, like `twin.overlay`.
+
+The unit of change is the smallest object that changed, so traffic that does
+not depend on it keeps flowing:
+
+- a tenant on a VTEP (its VRF / namespace, L3VNI, segments, ports),
+- a segment on a VTEP (L2VNI, anycast gateway, its host ports),
+- an attachment (one host port in a segment, its MAC, its binding),
+- a host's tenant port (MAC, address, default route),
+- MTUs of links and of the VXLAN devices that must fit inside them,
+- links themselves (created and deleted by `twin.apply`, not here).
+
+Each node's change comes in three phases, in the order `twin.apply` runs them
+around FRR's reload: `add` (new devices, before FRR is told about them), `bind`
+(IP/MAC bindings, once zebra knows the new VNIs) and `remove` (after FRR has
+dropped its config for them). Something that changed in place is taken down
+and made again inside `add`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from twin import overlay
+from twin.overlay import Backend, Step, bridge_name, tenant_ns, vxlan_name
+from twin.topology.model import Attachment, Fabric, Segment, Tenant
+
+
+@dataclass
+class NodeDelta:
+    add: list[Step] = field(default_factory=list)
+    bind: list[Step] = field(default_factory=list)
+    remove: list[Step] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.add or self.bind or self.remove)
+
+    def commands(self) -> list[str]:
+        """The change as iproute2 commands, in the order it runs (FRR reload between add and remove)."""
+        return ([s.command() for s in self.add] + [s.command() for s in self.bind]
+                + [s.command() for s in self.remove])
+
+
+def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend) -> NodeDelta:
+    """Steps that take `node` from `old` to `new` intent (the node exists in both)."""
+    d = NodeDelta()
+    if new.nodes[node].kind == "host":
+        _host(old, new, node, d)
+    else:
+        _vtep(old, new, node, backend, d)
+    _port_mtus(old, new, node, backend, d)
+    return d
+
+
+# --- hosts -------------------------------------------------------------------
+def _host(old: Fabric, new: Fabric, node: str, d: NodeDelta) -> None:
+    before, after = overlay.host_plan(old, node), overlay.host_plan(new, node)
+    if before == after:
+        return
+    for s in before:  # take the old port identity down...
+        if s.op == "route":
+            d.add.append(Step("unroute", s.dev, args=s.args))
+        elif s.op == "addr":
+            d.add.append(Step("flush", s.dev))
+    d.add += after    # ...and give it the new one
+
+
+# --- VTEPs -------------------------------------------------------------------
+def _tenant_key(t: Tenant) -> tuple:
+    return (t.vrf, t.l3vni)
+
+
+def _vtep(old: Fabric, new: Fabric, node: str, backend: Backend, d: NodeDelta) -> None:
+    was = {t.name: t for t in old.tenants_on(node)}
+    now = {t.name: t for t in new.tenants_on(node)}
+    # A node that becomes a VTEP already has its /32 on lo (FRR set it, the node had no
+    # tenant); one that stops being one keeps it (router-id, underlay address).
+    mtu_changed = overlay.vxlan_mtu(old, node) != overlay.vxlan_mtu(new, node)
+    for name in sorted(set(was) | set(now)):
+        o, n = was.get(name), now.get(name)
+        if o and n and _tenant_key(o) == _tenant_key(n):
+            _segments(old, new, node, o, n, backend, d, mtu_changed)
+            continue
+        if o and n:  # VRF or L3VNI changed: the tenant is made again on this VTEP
+            d.add += tenant_teardown(old, node, o, backend)
+        elif o:
+            d.remove += tenant_teardown(old, node, o, backend)
+        if n:
+            d.add += overlay.tenant_steps(new, node, n, backend) + [_nft(n, backend)]
+            d.bind += [overlay.binding_step(n, a, backend) for a in n.attachments if a.vtep == node]
+
+
+def _segments(old: Fabric, new: Fabric, node: str, o: Tenant, n: Tenant, backend: Backend, d: NodeDelta,
+              mtu_changed: bool) -> None:
+    ns = tenant_ns(n, backend)
+    was = {s.name: s for s in o.segments_on(node)}
+    now = {s.name: s for s in n.segments_on(node)}
+    ports_changed = False
+    if mtu_changed:
+        mtu = overlay.vxlan_mtu(new, node)
+        for vni in [n.l3vni] + [s.l2vni for s in was.values() if now.get(s.name) == s]:
+            d.add += [Step("mtu", vxlan_name(vni), ns, {"mtu": mtu}), Step("mtu", bridge_name(vni), ns, {"mtu": mtu})]
+    for name in sorted(set(was) | set(now)):
+        so, sn = was.get(name), now.get(name)
+        if so and sn and so == sn:
+            ports_changed |= _attachments(o, n, node, sn, backend, d)
+            continue
+        ports_changed = True
+        if so and sn:
+            d.add += segment_teardown(o, node, so, backend)
+        elif so:
+            d.remove += segment_teardown(o, node, so, backend)
+        if sn:
+            d.add += overlay.segment_steps(new, node, n, sn, backend)
+            d.bind += [overlay.binding_step(n, a, backend) for a in overlay.local_attachments(n, node, sn.name)]
+    if ports_changed:  # the zero-trust rules list every host port of the tenant
+        d.add.append(_nft(n, backend))
+
+
+def _attachments(o: Tenant, n: Tenant, node: str, seg: Segment, backend: Backend, d: NodeDelta) -> bool:
+    was = {a.port: a for a in overlay.local_attachments(o, node, seg.name)}
+    now = {a.port: a for a in overlay.local_attachments(n, node, seg.name)}
+    if was == now:
+        return False
+    for port in sorted(set(was) | set(now)):
+        ao, an = was.get(port), now.get(port)
+        if ao == an:
+            continue
+        if ao:
+            (d.add if an else d.remove).extend(attachment_teardown(o, seg, ao, backend))
+        if an:
+            d.add += overlay.port_steps(n, seg, an, backend) + [overlay.fdb_step(n, an, backend)]
+            d.bind.append(overlay.binding_step(n, an, backend))
+    return True
+
+
+def _nft(t: Tenant, backend: Backend) -> Step:
+    return Step("nft", overlay.nft_file(t.vrf if backend == "netns" else None), tenant_ns(t, backend))
+
+
+# --- taking down ---------------------------------------------------------------
+def attachment_teardown(t: Tenant, seg: Segment, a: Attachment, backend: Backend) -> list[Step]:
+    """A host port out of its segment: its binding gone, out of the bridge, back in the node's namespace."""
+    ns = tenant_ns(t, backend)
+    steps = [Step("unneigh", bridge_name(seg.l2vni), ns, {"ip": a.address.split("/")[0]}),
+             Step("nomaster", a.port, ns)]
+    return steps + ([Step("release", a.port, ns)] if ns else [])
+
+
+def segment_teardown(t: Tenant, node: str, seg: Segment, backend: Backend) -> list[Step]:
+    ns = tenant_ns(t, backend)
+    steps: list[Step] = []
+    for a in overlay.local_attachments(t, node, seg.name):
+        steps += attachment_teardown(t, seg, a, backend)
+    return steps + [Step("del", vxlan_name(seg.l2vni), ns), Step("del", bridge_name(seg.l2vni), ns)]
+
+
+def tenant_teardown(fabric: Fabric, node: str, t: Tenant, backend: Backend) -> list[Step]:
+    """A tenant off a VTEP: host ports back to the node, then its namespace (with every
+    device in it) or its VRF device and bridges deleted."""
+    ns = tenant_ns(t, backend)
+    steps: list[Step] = []
+    for seg in t.segments_on(node):
+        for a in overlay.local_attachments(t, node, seg.name):
+            steps += [Step("nomaster", a.port, ns)] + ([Step("release", a.port, ns)] if ns else [])
+    if backend == "netns":
+        return steps + [Step("netns-del", t.vrf)]
+    for vni in [t.l3vni] + [s.l2vni for s in t.segments_on(node)]:
+        steps += [Step("del", vxlan_name(vni)), Step("del", bridge_name(vni))]
+    return steps + [Step("del", t.vrf)]
+
+
+# --- MTUs of a node's own ports ---------------------------------------------------
+def _port_mtus(old: Fabric, new: Fabric, node: str, backend: Backend, d: NodeDelta) -> None:
+    before = {p.name: p for p in old.nodes[node].ports}
+    for p in new.nodes[node].ports:
+        if p.name in before and before[p.name].peer_node == p.peer_node and before[p.name].mtu != p.mtu:
+            # first of all, in the namespace the port is in now
+            d.add.insert(0, Step("mtu", p.name, _port_ns(old, node, p.name, backend), {"mtu": p.mtu}))
+
+
+def _port_ns(fabric: Fabric, node: str, port: str, backend: Backend) -> str:
+    for t in fabric.tenants_on(node):
+        if any(a.vtep == node and a.port == port for a in t.attachments):
+            return tenant_ns(t, backend)
+    return ""
