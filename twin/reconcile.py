@@ -57,11 +57,9 @@ def _host(old: Fabric, new: Fabric, node: str, d: NodeDelta) -> None:
     before, after = overlay.host_plan(old, node), overlay.host_plan(new, node)
     if before == after:
         return
-    for s in before:  # take the old port identity down...
-        if s.op == "route":
-            d.add.append(Step("unroute", s.dev, args=s.args))
-        elif s.op == "addr":
-            d.add.append(Step("flush", s.dev))
+    # take the old port identity down (its default route first, while its gateway is on-link)...
+    d.add += [Step("unroute", s.dev, args=s.args) for s in before if s.op == "route"]
+    d.add += [Step("flush", s.dev) for s in before if s.op == "addr"]
     d.add += after    # ...and give it the new one
 
 
