@@ -299,6 +299,8 @@ def apply(lab: "Lab", change: Change, timeout: float | None = None, wait: bool =
                 bringup.wait_vnis(w.new, n, execs[n])
         _per_node(w.deltas, lambda n, d: d.bind and kernel.apply(d.bind, pids[n], execs[n]), "bindings", say)
         _per_node(w.deltas, lambda n, d: d.remove and kernel.apply(d.remove, pids[n], execs[n]), "kernel (remove)", say)
+        for n in w.deltas:
+            _forget_vrfs(w, n, execs[n], w.old, w.new)
         done.append("kernel_remove")
         if w.links_del:
             say(f"removing {len(w.links_del)} link(s)")
@@ -345,6 +347,13 @@ def _kernel_add(steps: list, pid: int, ex: NodeExec) -> None:
 
         wait.until(missing, timeouts.VNIS_UP, f"{ex.where}: tenant namespaces in zebra", first=0.05, cap=0.5)
     kernel.apply([s for s in steps if s.op != "netns"], pid, ex)
+
+
+def _forget_vrfs(w: Work, node: str, ex: NodeExec, old: Fabric, new: Fabric) -> None:
+    """zebra -n keeps an empty `vrf NAME` of a namespace that is gone: drop it from FRR too."""
+    gone = {t.vrf for t in old.tenants_on(node)} - {t.vrf for t in new.tenants_on(node)}
+    for vrf in sorted(gone):
+        ex.run(["vtysh", "-c", "configure", "-c", f"no vrf {vrf}"], timeout=20)
 
 
 def _per_node(deltas: dict[str, NodeDelta], fn: Callable[[str, NodeDelta], object], what: str, say: Say) -> None:
@@ -456,6 +465,7 @@ def _rollback(lab: "Lab", w: Work, execs: dict[str, NodeExec], pids: dict[str, i
     for n, d in back.items():
         attempt(f"{n}: kernel (bindings)", lambda n=n, d=d: kernel.apply(d.bind, pids[n], execs[n], tolerant=True))
         attempt(f"{n}: kernel (remove)", lambda n=n, d=d: kernel.apply(d.remove, pids[n], execs[n], tolerant=True))
+        attempt(f"{n}: FRR forgets removed VRFs", lambda n=n: _forget_vrfs(w, n, execs[n], w.new, w.old))
     for l in w.links_add:
         if l.a.node not in w.hosts_add and l.b.node not in w.hosts_add:
             attempt(f"remove link {l.a} <-> {l.b}", lambda l=l: _link_del(l, pids, tolerant=True))

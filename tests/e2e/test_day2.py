@@ -209,22 +209,3 @@ def test_user_configs_go_through_frr_reload_and_record_as_the_nodes_config(lab, 
     res = lab.apply(DEFAULT)
     assert res.reloaded == ["leaf2"] and "log-neighbor-changes" not in (lab.dir / "leaf2" / "frr.conf").read_text()
 
-
-def test_segment_attachment_link_and_mtu_changes_apply_and_revert(lab):
-    """The golden day-1 change: a tenant added, blue's db segment gone from dpu2 with its only
-    host (host2c detached, its link removed), an uplink's MTU raised; then all of it undone."""
-    day1 = ROOT / "tests/golden/plan/aipod-day1.yml"
-    res = lab.apply(day1)
-    assert res.converged, res.missing
-    dpu2 = lab.node("dpu2")
-    assert "vxlan10202" not in dpu2.run(["ip", "-n", "blue", "-br", "link"]).stdout
-    assert "pf0vf2" not in dpu2.run(["ip", "-br", "link"]).stdout, "the link to host2c is gone"
-    assert "mtu 9100" in lab.node("dpu1").run(["ip", "link", "show", "p0"]).stdout
-    assert "mtu 9100" in lab.node("leaf1").run(["ip", "link", "show", "swp3"]).stdout
-    assert "10.1.2.12" not in lab.node("host2c").run(["ip", "-br", "addr"]).stdout
-    report = verify.run(lab, only=["control", "traffic", "isolation"])
-    assert report.passed, [f"{c.name}: {c.message}" for c in report.failures()]
-    res = lab.apply(DEFAULT)
-    assert res.converged, res.missing
-    assert "mtu 9000" in lab.node("dpu1").run(["ip", "link", "show", "p0"]).stdout
-    assert_whole(lab)
