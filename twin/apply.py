@@ -31,15 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal
 
-from pyroute2 import IPRoute, NetlinkError
 
 from twin import bringup, converge, images, overlay, render, state, timeouts, topology, wait
-from twin.errors import ApplyFailed, ChangeRefused, CommandError, ConvergenceTimeout, Problem, TopologyError, TwinError
+from twin.errors import ApplyFailed, ChangeRefused, ConvergenceTimeout, Problem, TopologyError, TwinError
 from twin.plan import Plan, make_plan
 from twin.reconcile import NodeDelta, node_delta
 from twin.runtime import kernel
 from twin.runtime.exec import NodeExec
-from twin.runtime.links import alias, create_link, netns_path
+from twin.runtime.links import add_link, delete_link
 from twin.topology.model import Fabric, Link
 
 if TYPE_CHECKING:
@@ -140,6 +139,11 @@ class Work:
     plan: Plan
     hosts_add: list[str] = field(default_factory=list)   # host endpoints: containers made / removed
     hosts_del: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> list[str]:
+        """The change, one line each."""
+        return list(self.plan.changes) or [f"new FRR config on {n}" for n in self.plan.diffs]
 
 
 def _link_key(l: Link) -> frozenset[str]:
@@ -261,60 +265,54 @@ def apply(lab: "Lab", change: Change, timeout: float | None = None, wait: bool =
     w = work_out(lab, change)
     execs = lab.execs()
     check(lab, w, execs, change.source)
-    result = Result(lab.name, change.source, change.kind, list(w.plan.changes) or
-                    [f"new FRR config on {n}" for n in w.plan.diffs], reloaded=w.reload, restarted=w.restart)
+    result = Result(lab.name, change.source, change.kind, w.summary, reloaded=w.reload, restarted=w.restart)
     if w.plan.empty and not w.reload and not w.restart:
         say("no change")
         return result
     pids = lab.pids()
     backend = lab.backend
-    done: list[str] = []   # stages that ran, for the rollback
-    deleted: list[Link] = []
+    # what the rollback needs to know of how far it got
+    files_written, deleted, removed_hosts = False, [], []
     try:
         if w.hosts_add:
             say(f"starting {len(w.hosts_add)} host endpoint(s)")
             image = lab.state.image if lab.state else images.ensure(lab.runtime.client)
             started = lab.runtime.start_nodes(lab.name, [w.new.nodes[n] for n in w.hosts_add], image, lab.dir)
-            done.append("hosts_add")
             for n, c in started.items():
                 pids[n], execs[n] = lab.runtime.pid(c), NodeExec(c, f"{lab.name}/{n}")
         if w.links_add:
             say(f"adding {len(w.links_add)} link(s)")
             for l in w.links_add:
-                create_link(l, pids)
-                _link_up(w.new, l, pids)
-            done.append("links_add")
+                add_link(w.new, l, pids)
         for n in w.hosts_add:
             steps = overlay.plan(w.new, n, backend)
             if steps:
                 kernel.apply(steps, pids[n], execs[n])
+        files_written = True
         _write_files(lab, w.files)
-        done.append("files")
-        _per_node(w.deltas, lambda n, d: d.add and _kernel_add(d.add, pids[n], execs[n]), "kernel (add)", say)
-        done.append("kernel_add")
+        d = w.deltas
+        _each([n for n in d if d[n].add], lambda n: _kernel_add(d[n].add, pids[n], execs[n]), "kernel (add)")
         _frr(w, execs, say)
-        done.append("frr")
-        for n, d in w.deltas.items():
-            if d.bind:
-                bringup.wait_vnis(w.new, n, execs[n])
-        _per_node(w.deltas, lambda n, d: d.bind and kernel.apply(d.bind, pids[n], execs[n]), "bindings", say)
-        _per_node(w.deltas, lambda n, d: d.remove and kernel.apply(d.remove, pids[n], execs[n]), "kernel (remove)", say)
-        for n in w.deltas:
-            _forget_vrfs(w, n, execs[n], w.old, w.new)
-        done.append("kernel_remove")
+        _each([n for n in d if d[n].bind], lambda n: (bringup.wait_vnis(w.new, n, execs[n]),
+                                                       kernel.apply(d[n].bind, pids[n], execs[n])), "bindings")
+        _each([n for n in d if d[n].remove], lambda n: kernel.apply(d[n].remove, pids[n], execs[n]),
+              "kernel (remove)")
+        for n in d:
+            _forget_vrfs(execs[n], n, w.old, w.new)
         if w.links_del:
             say(f"removing {len(w.links_del)} link(s)")
             for l in w.links_del:
-                _link_del(l, pids)
+                if not delete_link(l, pids):
+                    raise TwinError(f"link {l.a} <-> {l.b}: neither end found to delete")
                 deleted.append(l)
         for n in w.hosts_del:
             say(f"removing host endpoint {n}")
             lab.runtime.remove_node(lab.name, n)
             state.remove(lab.dir / n)
-            done.append("hosts_del")
+            removed_hosts.append(n)
     except BaseException as e:
         say(f"apply failed ({e}); rolling back")
-        undone = _rollback(lab, w, execs, pids, done, deleted, say)
+        undone = _rollback(lab, w, execs, pids, files_written, deleted, removed_hosts)
         raise ApplyFailed(f"change {change.source} failed half way and was rolled back to the previous intent:\n"
                           f"  failed: {str(e).strip()}\n  rollback: {undone}") from e
     _record(lab, w, change)
@@ -349,50 +347,36 @@ def _kernel_add(steps: list, pid: int, ex: NodeExec) -> None:
     kernel.apply([s for s in steps if s.op != "netns"], pid, ex)
 
 
-def _forget_vrfs(w: Work, node: str, ex: NodeExec, old: Fabric, new: Fabric) -> None:
+def _forget_vrfs(ex: NodeExec, node: str, old: Fabric, new: Fabric) -> None:
     """zebra -n keeps an empty `vrf NAME` of a namespace that is gone: drop it from FRR too."""
     gone = {t.vrf for t in old.tenants_on(node)} - {t.vrf for t in new.tenants_on(node)}
     for vrf in sorted(gone):
         ex.run(["vtysh", "-c", "configure", "-c", f"no vrf {vrf}"], timeout=20)
 
 
-def _per_node(deltas: dict[str, NodeDelta], fn: Callable[[str, NodeDelta], object], what: str, say: Say) -> None:
-    todo = {n: d for n, d in deltas.items() if d}
-    if not todo:
+def _each(nodes: list[str], fn: Callable[[str], object], what: str) -> None:
+    """`fn(node)` on every node at once; every node's error, not just the first."""
+    if not nodes:
         return
     with ThreadPoolExecutor(PARALLEL) as pool:
-        futures = {n: pool.submit(fn, n, d) for n, d in todo.items()}
-        errors = []
-        for n, f in futures.items():
-            try:
-                f.result()
-            except Exception as e:  # every node's error, not just the first
-                errors.append(f"{n}: {e}")
+        futures = {n: pool.submit(fn, n) for n in nodes}
+    errors = []
+    for n, f in futures.items():
+        try:
+            f.result()
+        except Exception as e:
+            errors.append(f"{n}: {e}")
     if errors:
-        raise TwinError(f"{what} failed on {len(errors)} node(s): " + "; ".join(errors))
+        raise TwinError(f"{what} failed on {len(errors)} node(s):\n" + "\n".join(errors))
 
 
 def _frr(w: Work, execs: dict[str, NodeExec], say: Say) -> None:
     """frr-reload where the config changed, a restart where the daemons changed: all in parallel."""
-    if not (w.reload or w.restart):
-        return
-    say(f"FRR: reload on {', '.join(w.reload) or 'none'}" + (f"; restart on {', '.join(w.restart)}" if w.restart else ""))
-
-    def one(node: str) -> None:
-        cmd = RESTART if node in w.restart else RELOAD
-        res = execs[node].run(cmd, timeout=timeouts.FRR_RELOAD)
-        if not res.ok:
-            raise CommandError(res.where, res.cmd, res.rc, res.stdout[-3000:], res.stderr[-3000:])
-
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        errors = []
-        for node, f in [(n, pool.submit(one, n)) for n in w.reload + w.restart]:
-            try:
-                f.result()
-            except Exception as e:
-                errors.append(str(e))
-    if errors:
-        raise TwinError("FRR did not take the new config:\n" + "\n".join(errors))
+    if w.reload or w.restart:
+        say(f"FRR: reload on {', '.join(w.reload) or 'none'}" +
+            (f"; restart on {', '.join(w.restart)}" if w.restart else ""))
+    _each(w.reload + w.restart, lambda n: execs[n].check(RESTART if n in w.restart else RELOAD, timeouts.FRR_RELOAD),
+          "FRR taking the new config")
 
 
 def _write_files(lab: "Lab", files: dict[str, dict[str, str]]) -> None:
@@ -407,25 +391,6 @@ def _write_files(lab: "Lab", files: dict[str, dict[str, str]]) -> None:
                 tmp.replace(f)
 
 
-def _link_up(fabric: Fabric, link: Link, pids: dict[str, int]) -> None:
-    for here, there in ((link.a, link.b), (link.b, link.a)):
-        with IPRoute(netns=netns_path(pids[here.node]), flags=0) as ipr:
-            ipr.link("set", index=ipr.link_lookup(ifname=here.port)[0], state="up",
-                     ifalias=alias(fabric.name, str(here), str(there)))
-
-
-def _link_del(link: Link, pids: dict[str, int], tolerant: bool = False) -> None:
-    """Delete a veth pair from its first end that still exists (a host's end never moves)."""
-    for end in (link.a, link.b):
-        with IPRoute(netns=netns_path(pids[end.node]), flags=0) as ipr:
-            idx = ipr.link_lookup(ifname=end.port)
-            if idx:
-                ipr.link("del", index=idx[0])
-                return
-    if not tolerant:
-        raise TwinError(f"link {link.a} <-> {link.b}: neither end found to delete")
-
-
 def _record(lab: "Lab", w: Work, change: Change) -> None:
     """The new intent is the lab's intent now: fabric.json, the topology it came from, a history line."""
     st = lab.state
@@ -433,13 +398,13 @@ def _record(lab: "Lab", w: Work, change: Change) -> None:
         if change.kind == "topology":
             st.topology = str(Path(change.source).resolve())
         st.history.append({"at": state.now(), "kind": change.kind, "source": str(Path(change.source).resolve()),
-                           "changes": list(w.plan.changes) or [f"new FRR config on {n}" for n in w.plan.diffs]})
+                           "changes": w.summary})
         state.save(lab.dir, st, w.new)
     lab.fabric = w.new
 
 
-def _rollback(lab: "Lab", w: Work, execs: dict[str, NodeExec], pids: dict[str, int], done: list[str],
-              deleted: list[Link], say: Say) -> str:
+def _rollback(lab: "Lab", w: Work, execs: dict[str, NodeExec], pids: dict[str, int], files_written: bool,
+              deleted: list[Link], removed_hosts: list[str]) -> str:
     """Back to the previous intent, from wherever the apply stopped: every step tolerates
     what is already as it should be. Returns what was done, or what could not be undone."""
     problems: list[str] = []
@@ -452,27 +417,26 @@ def _rollback(lab: "Lab", w: Work, execs: dict[str, NodeExec], pids: dict[str, i
             problems.append(f"{what}: {e}")
 
     for l in deleted:  # re-create what was deleted (a failure in the middle of deleting)
-        attempt(f"re-create link {l.a} <-> {l.b}", lambda l=l: (create_link(l, pids), _link_up(w.old, l, pids)))
+        attempt(f"re-create link {l.a} <-> {l.b}", lambda l=l: add_link(w.old, l, pids))
     back = {n: node_delta(w.new, w.old, n, backend) for n in w.old.nodes if n in w.new.nodes}
     back = {n: d for n, d in back.items() if d}
     for n, d in back.items():
         attempt(f"{n}: kernel (add)", lambda n=n, d=d: kernel.apply(d.add, pids[n], execs[n], tolerant=True))
     _write_files(lab, w.old_files)
-    for n in w.restart + w.reload:
+    for n in (w.restart + w.reload) if files_written else []:
         cmd = RESTART if n in w.restart else RELOAD
-        if "files" in done:
-            attempt(f"{n}: FRR back to its previous config", lambda n=n, cmd=cmd: execs[n].check(cmd, timeouts.FRR_RELOAD))
+        attempt(f"{n}: FRR back to its previous config", lambda n=n, cmd=cmd: execs[n].check(cmd, timeouts.FRR_RELOAD))
     for n, d in back.items():
         attempt(f"{n}: kernel (bindings)", lambda n=n, d=d: kernel.apply(d.bind, pids[n], execs[n], tolerant=True))
         attempt(f"{n}: kernel (remove)", lambda n=n, d=d: kernel.apply(d.remove, pids[n], execs[n], tolerant=True))
-        attempt(f"{n}: FRR forgets removed VRFs", lambda n=n: _forget_vrfs(w, n, execs[n], w.new, w.old))
+        attempt(f"{n}: FRR forgets removed VRFs", lambda n=n: _forget_vrfs(execs[n], n, w.new, w.old))
     for l in w.links_add:
         if l.a.node not in w.hosts_add and l.b.node not in w.hosts_add:
-            attempt(f"remove link {l.a} <-> {l.b}", lambda l=l: _link_del(l, pids, tolerant=True))
+            attempt(f"remove link {l.a} <-> {l.b}", lambda l=l: delete_link(l, pids))
     for n in w.hosts_add:
         attempt(f"remove host endpoint {n}", lambda n=n: lab.runtime.remove_node(lab.name, n))
-    if "hosts_del" in done:
-        problems.append(f"host endpoints {', '.join(w.hosts_del)} were removed and are not re-created")
+    if removed_hosts:
+        problems.append(f"host endpoints {', '.join(removed_hosts)} were removed and are not re-created")
     if problems:
         return "INCOMPLETE, the lab may be half way; `twin down` and `twin up` restore it:\n    " + "\n    ".join(problems)
     return "done: the lab runs its previous intent again"

@@ -102,8 +102,7 @@ def stale_tenant(node: str, t: Tenant, routes: dict[str, set[str]], fdb: set[tup
     hosts = {a.address.split("/")[0] + "/32" for a in t.attachments}
     subnets = {s.subnet for s in t.segments.values()}
     stale = [f"{node}: tenant {t.name}: stale route {p} (no such host or segment any more)"
-             for p in sorted(routes) if p not in hosts and p not in subnets and not p.startswith(("fe80", "ff"))
-             and ":" not in p]
+             for p in sorted(routes) if p not in hosts and p not in subnets]
     for seg in t.segments_on(node):
         vx, want = vxlan_name(seg.l2vni), {lo[v] for v in t.segment_vteps(seg.name) if v != node}
         stale += [f"{node}: tenant {t.name}: stale type-3 flood entry to {dst} on L2VNI {seg.l2vni}"

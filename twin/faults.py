@@ -27,7 +27,7 @@ import click
 import docker
 from pyroute2 import IPRoute, NetlinkError
 
-from twin import bringup, timeouts, wait
+from twin import bringup, overlay, timeouts, wait
 from twin.errors import TwinError
 from twin.overlay import plan
 from twin.runtime import kernel
@@ -90,12 +90,7 @@ def _node(lab: "Lab", node: str) -> str:
 
 def _port_ns(lab: "Lab", node: str, port: str) -> str:
     """The tenant namespace a VTEP's host port was moved into (netns VRF backend), else ""."""
-    if lab.backend != "netns":
-        return ""
-    for t in _fabric(lab).tenants_on(node):
-        if any(a.vtep == node and a.port == port for a in t.attachments):
-            return t.vrf
-    return ""
+    return overlay.port_ns(_fabric(lab), node, port, lab.backend)
 
 
 def port_ref(lab: "Lab", spec: str) -> PortRef:

@@ -152,6 +152,14 @@ def tenant_ns(t: Tenant, backend: Backend) -> str:
     return t.vrf if backend == "netns" else ""
 
 
+def port_ns(fabric: Fabric, node: str, port: str, backend: Backend) -> str:
+    """The namespace a VTEP's host port lives in: its tenant's (netns backend), else the node's ("")."""
+    for t in fabric.tenants_on(node):
+        if any(a.vtep == node and a.port == port for a in t.attachments):
+            return tenant_ns(t, backend)
+    return ""
+
+
 def tenant_steps(fabric: Fabric, node: str, t: Tenant, backend: Backend, with_netns: bool = True) -> list[Step]:
     """One tenant on VTEP `node`: its VRF, L3VNI and every segment with a local host."""
     ns = tenant_ns(t, backend)

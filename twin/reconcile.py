@@ -174,11 +174,5 @@ def _port_mtus(old: Fabric, new: Fabric, node: str, backend: Backend, d: NodeDel
     for p in new.nodes[node].ports:
         if p.name in before and before[p.name].peer_node == p.peer_node and before[p.name].mtu != p.mtu:
             # first of all, in the namespace the port is in now
-            d.add.insert(0, Step("mtu", p.name, _port_ns(old, node, p.name, backend), {"mtu": p.mtu}))
+            d.add.insert(0, Step("mtu", p.name, overlay.port_ns(old, node, p.name, backend), {"mtu": p.mtu}))
 
-
-def _port_ns(fabric: Fabric, node: str, port: str, backend: Backend) -> str:
-    for t in fabric.tenants_on(node):
-        if any(a.vtep == node and a.port == port for a in t.attachments):
-            return tenant_ns(t, backend)
-    return ""

@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import json
-import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -131,16 +130,17 @@ def route_changes(before: Snapshot, after: Snapshot) -> dict[str, dict[str, list
 
 # --- the change ------------------------------------------------------------------------
 @dataclass
-class Step:
+class Action:
     """The change being rehearsed, and how to undo it."""
 
     what: str
     run: Callable[[], Any]
     undo: Callable[[], Any]
     is_fault: bool = False
+    hosts_out: frozenset[str] = frozenset()   # hosts it takes away: their flows are not judged
 
 
-def prepare(lab: "Lab", change: str, say: Say) -> Step:
+def prepare(lab: "Lab", change: str, say: Say) -> Action:
     if change.startswith("fault:"):
         return _fault_step(lab, change)
     c = A.load_change(lab, change)
@@ -150,10 +150,10 @@ def prepare(lab: "Lab", change: str, say: Say) -> Step:
         old_configs = A.Change("configs", f"previous configs of {lab.name}",
                                configs={n: (lab.dir / n / A.FRR_CONF).read_text() for n in c.configs})
     undo = A.Change.from_fabric(before) if old_configs is None else old_configs
-    return Step(f"apply {change}", lambda: A.apply(lab, c, say=say), lambda: A.apply(lab, undo, say=say))
+    return Action(f"apply {change}", lambda: A.apply(lab, c, say=say), lambda: A.apply(lab, undo, say=say))
 
 
-def _fault_step(lab: "Lab", spec: str) -> Step:
+def _fault_step(lab: "Lab", spec: str) -> Action:
     """fault:KIND:TARGET[:ARG], e.g. fault:link-down:leaf1:swp1, fault:link-loss:leaf1:swp1:100,
     fault:node-restart:spine1, fault:daemon-kill:spine1:bgpd."""
     parts = spec.split(":")[1:]
@@ -187,7 +187,9 @@ def _fault_step(lab: "Lab", spec: str) -> Step:
         f = holder.get("f")
         return f.revert() if f else None
 
-    return Step(f"fault {kind} {target}" + (f" {args[0]}" if args else ""), run, undo, is_fault=True)
+    cut_off = frozenset({target}) if kind.startswith("node") and lab.fabric.nodes[target].kind == "host" else frozenset()
+    return Action(f"fault {kind} {target}" + (f" {args[0]}" if args else ""), run, undo, is_fault=True,
+                  hosts_out=cut_off)
 
 
 # --- the report --------------------------------------------------------------------------
@@ -213,12 +215,15 @@ class Rehearsal:
     verify: Report | None = None
     verify_rollback: Report | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
-    excluded: list[str] = field(default_factory=list)          # flows not judged (their host left)
+    hosts_out: list[str] = field(default_factory=list)         # hosts the change took away
+
+    def is_judged(self, r: S.StreamResult) -> bool:
+        """A flow counts unless the change took one of its hosts away."""
+        return r.src not in self.hosts_out and r.dst not in self.hosts_out
 
     @property
     def judged(self) -> list[S.StreamResult]:
-        gone = set(self.excluded)
-        return [r for r in self.flows if f"{r.src}->{r.dst}" not in gone]
+        return [r for r in self.flows if self.is_judged(r)]
 
     def verdicts(self) -> list[tuple[str, bool, str]]:
         """(criterion, passed, detail) for each thing the rehearsal is judged on."""
@@ -261,7 +266,7 @@ class Rehearsal:
                        "lost": r.lost, "longest_outage_ms": round(r.longest_outage_s * 1000, 1),
                        "outages_s": [[round(a, 3), round(b, 3)] for a, b in r.outages],
                        "duplicates": r.duplicates, "reordered": r.reordered,
-                       "judged": f"{r.src}->{r.dst}" not in self.excluded} for r in self.flows],
+                       "judged": self.is_judged(r)} for r in self.flows],
             "flapped_sessions": self.flapped, "routes": self.routes, "missing": self.missing,
             "apply": self.apply,
             "verify": self.verify.to_dict() if self.verify else None,
@@ -278,7 +283,7 @@ class Rehearsal:
         lossy = [r for r in self.flows if r.lost]
         lines.append(f"  flows: {len(self.flows)} at {self.rate_pps:.0f} pps each; {len(lossy)} of them lost packets")
         for r in sorted(self.flows, key=lambda r: (-r.longest_outage_s, r.src, r.dst)):
-            mark = "" if f"{r.src}->{r.dst}" not in self.excluded else "  (not judged: its host left)"
+            mark = "" if self.is_judged(r) else "  (not judged: its host left)"
             lines.append(f"    {r.tenant or '-':8} {r.src:>8} -> {r.dst:<8} sent {r.sent:6} lost {r.lost:5} "
                          f"longest outage {r.longest_outage_s * 1000:7.0f} ms{mark}")
         lines.append(f"  sessions that flapped: {len(self.flapped)}")
@@ -300,7 +305,7 @@ class Rehearsal:
         cases = [(f"verdict: {c}", ok, d) for c, ok, d in self.verdicts()]
         th = self.thresholds.max_loss
         cases += [(f"flow {r.tenant} {r.src} -> {r.dst}",
-                   th is None or r.lost <= th or f"{r.src}->{r.dst}" in self.excluded,
+                   th is None or r.lost <= th or not self.is_judged(r),
                    f"lost {r.lost} of {r.sent}, longest outage {r.longest_outage_s * 1000:.0f} ms")
                   for r in self.flows]
         suite = ET.SubElement(suites, "testsuite", name=f"rehearse {self.change}", tests=str(len(cases)),
@@ -319,7 +324,7 @@ class Rehearsal:
 def rehearse(lab: "Lab", change: str, thresholds: Thresholds | None = None, rollback: bool = False,
              budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None) -> Rehearsal:
     rep = Rehearsal(lab.name, change, thresholds=thresholds or Thresholds())
-    step = prepare(lab, change, say)          # a bad change is refused here, before any traffic
+    action = prepare(lab, change, say)          # an unreadable change or fault is refused before any traffic
     fabric_before = lab._need_fabric()
     say("snapshot of the operational state")
     before = snapshot(lab)
@@ -331,9 +336,9 @@ def rehearse(lab: "Lab", change: str, thresholds: Thresholds | None = None, roll
         say(f"{len(flows)} RoCE flows at {s.rate:.0f} pps each: baseline")
         s.hold(BASELINE)
         t0 = s.mark("change")
-        say(f"{step.what}")
+        say(f"{action.what}")
         try:
-            out = step.run()
+            out = action.run()
             if isinstance(out, A.Result):
                 rep.apply = out.as_dict()
                 rep.missing = out.missing
@@ -344,15 +349,12 @@ def rehearse(lab: "Lab", change: str, thresholds: Thresholds | None = None, roll
             rep.error = str(e)
         rep.timings.setdefault("control_plane_done", round(s.elapsed() - t0, 2))
         say("waiting for the data plane to be whole again")
-        gone = set(fabric_before.nodes) - set(lab.fabric.nodes) if lab.fabric else set()
-        if step.is_fault and step.what.startswith(("fault node", "fault daemon")):
-            gone |= {step.what.split()[2]}
-        rep.excluded = [f"{f.src}->{f.dst}" for f in flows if f.src in gone or f.dst in gone]
+        rep.hosts_out = sorted(action.hosts_out | (set(fabric_before.nodes) - set(lab._need_fabric().nodes)))
+        unjudged = {f.flow_id for f in flows if f.src in rep.hosts_out or f.dst in rep.hosts_out}
 
         def lossy() -> list[str]:
             since = s.elapsed() - RECOVERED
-            return [m for m in s.lossy_since(max(since, t0)) if not any(f" {g} " in f" {m} " for g in gone)] \
-                if since >= t0 else ["settling"]
+            return s.lossy_since(since, skip=unjudged) if since >= t0 else ["settling"]
 
         try:
             wait.until(lossy, DATA_PLANE_DEADLINE, "data plane whole again", first=0.2, cap=0.25)
@@ -368,7 +370,7 @@ def rehearse(lab: "Lab", change: str, thresholds: Thresholds | None = None, roll
     if whole:  # the first packet after the last lost one: the data plane's reconvergence time
         rep.timings["data_plane_whole"] = round(max(0.0, summary.last_loss_s - t0 + s.interval), 2) \
             if summary.last_loss_s is not None else 0.0
-    if step.is_fault and not rep.error:
+    if action.is_fault and not rep.error:
         say("fault in place: verifying the data plane (traffic, isolation)")
         rep.verify = verify.run(lab, only=DATA_PLANE_GROUPS)
     elif not rep.error:
@@ -377,11 +379,11 @@ def rehearse(lab: "Lab", change: str, thresholds: Thresholds | None = None, roll
     after = snapshot(lab)
     rep.flapped = flapped(before, after)
     rep.routes = route_changes(before, after)
-    if rollback and not (rep.error and not step.is_fault):  # a failed apply was refused or rolled back already
+    if rollback and not (rep.error and not action.is_fault):  # a failed apply was refused or rolled back already
         say("rolling back")
         try:
-            step.undo()
-            if step.is_fault:
+            action.undo()
+            if action.is_fault:
                 converge.Barrier(lab._need_fabric(), lab.execs(), lab.pids(), lab.backend).wait(
                     timeouts.converge(len(lab._need_fabric().routers())), say=say)
         except TwinError as e:

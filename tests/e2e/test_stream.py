@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from twin import faults
-from twin.errors import CommandError
 from twin.traffic import stream
 
 pytestmark = pytest.mark.e2e

@@ -41,15 +41,36 @@ def create_link(link: Link, pids: dict[str, int]) -> None:
             raise TwinError(f"cannot create link {a} <-> {b}: {e}") from None
 
 
-def bring_up(fabric: Fabric, node: str, pid: int) -> None:
-    """Set every port of `node` up and label it with its lab, port and peer."""
+def bring_up(fabric: Fabric, node: str, pid: int, ports: list[str] | None = None) -> None:
+    """Set the ports of `node` (default: all) up and label each with its lab, port and peer."""
     with IPRoute(netns=netns_path(pid), flags=0) as ipr:
         for port in fabric.nodes[node].ports:
+            if ports is not None and port.name not in ports:
+                continue
             idx = ipr.link_lookup(ifname=port.name)
             if not idx:
                 raise TwinError(f"{node}: port {port.name} is missing after wiring")
             ipr.link("set", index=idx[0], state="up",
                      ifalias=alias(fabric.name, f"{node}:{port.name}", f"{port.peer_node}:{port.peer_port}"))
+
+
+def add_link(fabric: Fabric, link: Link, pids: dict[str, int]) -> None:
+    """One link into a running lab: the veth pair, both ends up and labelled."""
+    create_link(link, pids)
+    for end in (link.a, link.b):
+        bring_up(fabric, end.node, pids[end.node], [end.port])
+
+
+def delete_link(link: Link, pids: dict[str, int]) -> bool:
+    """Delete a veth pair from whichever end is still in its node's own namespace
+    (a host's end never moves); False when neither is there."""
+    for end in (link.a, link.b):
+        with IPRoute(netns=netns_path(pids[end.node]), flags=0) as ipr:
+            idx = ipr.link_lookup(ifname=end.port)
+            if idx:
+                ipr.link("del", index=idx[0])
+                return True
+    return False
 
 
 class Wiring:

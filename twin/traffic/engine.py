@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 import socket
 import threading
-import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass

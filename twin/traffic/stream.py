@@ -420,12 +420,14 @@ class Stream:
         at = bisect.bisect_right(self._slips, (tick, float("inf"))) - 1
         return tick * self.interval / len(self.flows) + (self._slips[at][1] if at >= 0 else 0.0)
 
-    def lossy_since(self, t: float, grace: float = 0.1) -> list[str]:
-        """Flows that lost a packet due between `t` (seconds since the start) and `grace`
-        seconds ago (younger ones may still be in flight): empty = the data plane is whole."""
+    def lossy_since(self, t: float, grace: float = 0.1, skip: set[int] = frozenset()) -> list[str]:
+        """Flows (but those in `skip`, by id) that lost a packet due between `t` (seconds since
+        the start) and `grace` seconds ago (younger ones may still be in flight): empty = whole."""
         horizon = self.elapsed() - grace
         out = []
         for k, f in enumerate(self.flows):
+            if f.flow_id in skip:
+                continue
             got = set(self._seqs[k])
             due = [n for n in range(self._sent[k]) if t <= self.due(f.flow_id, n) <= horizon]
             lost = sum(n not in got for n in due)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from twin import converge, evpn
+from twin import evpn
 from twin.errors import TwinError
 from twin.verify import vrfs
 from twin.verify.jsoncmp import subset
@@ -32,27 +32,6 @@ def expected_vnis(lab: "Lab", node: str) -> dict[int, dict]:
         for s in t.segments_on(node):
             remotes = sorted(f.nodes[v].loopback for v in t.segment_vteps(s.name) if v != node)
             out[s.l2vni] = {"vni": s.l2vni, "type": "L2", "vrf": t.vrf, "remoteVteps": remotes}
-    return out
-
-
-def expected_routes(f, node: str, t) -> dict[str, frozenset[str]]:
-    """`vrfs.expected_routes`, knowing drains. Graceful shutdown gives every path through a
-    drained node LOCAL_PREF 0, which loses before AS-path length counts: a subnet several
-    VTEPs announce (type-5) is multipath over the nearest owners reached at full preference
-    (not drained, reached around every drained node), else over the nearest of all. A
-    drained `node` itself gives everything it receives LOCAL_PREF 0: nothing changes."""
-    out = vrfs.expected_routes(f, node, t)
-    drained = set(f.drained()) - {node}
-    if not drained or f.nodes[node].drain:
-        return out
-    near, around = f.hops(node), f.hops(node, drained)
-    rank = {v: (0, around[v]) if v in around else (1, near.get(v, 99)) for v in t.vteps()}
-    local = {s.name for s in t.segments_on(node)}
-    for s in t.segments.values():
-        owners = t.segment_vteps(s.name)
-        if s.name not in local and owners:
-            best = min(rank[v] for v in owners)
-            out[s.subnet] = frozenset(f.nodes[v].loopback for v in owners if rank[v] == best)
     return out
 
 
@@ -89,7 +68,7 @@ def check_node(lab: "Lab", node: str) -> list[Check]:
         except TwinError as e:
             checks.append(Check(GROUP, f"vrf {node} {t.vrf}", False, f"cannot read VRF {t.vrf}: {e}"))
             continue
-        expected = expected_routes(f, node, t)
+        expected = vrfs.expected_routes(f, node, t)
         diffs = vrfs.compare(expected, actual, {p: f"of tenant {o}" for p, o in owner.items() if o != t.name})
         checks.append(Check(GROUP, f"vrf {node} {t.vrf}", not diffs, "; ".join(diffs),
                             {"expected": {p: sorted(h) for p, h in expected.items()},

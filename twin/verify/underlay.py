@@ -25,7 +25,6 @@ from twin.runtime.links import netns_path
 from twin.traffic import flows as F
 from twin.traffic.engine import Tap
 from twin.verify.result import Check
-from twin.verify.vrfs import hops
 
 if TYPE_CHECKING:
     from twin.lab import Lab
@@ -38,7 +37,7 @@ def pairs(lab: "Lab") -> list[tuple[str, str, str]]:
     """(tenant, src, dst) per tenant: a stretched pair and a routed pair across VTEPs, if it
     has them; the VTEPs farthest apart, so the flows cross the spines where the fabric allows."""
     out = []
-    dist = {v: hops(lab.fabric, v) for v in lab.fabric.vteps()}
+    dist = {v: lab.fabric.hops(v) for v in lab.fabric.vteps()}
     for t in lab.fabric.tenants.values():
         for same in (True, False):
             cands = [(a, b) for a in t.attachments for b in t.attachments
@@ -55,7 +54,7 @@ def run(lab: "Lab") -> list[Check]:
     todo = pairs(lab)
     if not todo:
         return []
-    flows, expect, sender_vtep = [], {}, {}
+    flows, expect = [], {}
     for tenant, src, dst in todo:
         for i in range(FLOWS):
             f = F.flow(fabric, src, dst, len(flows) + 1, count=2, payload=512, sport=40000 + len(flows),
@@ -67,7 +66,6 @@ def run(lab: "Lab") -> list[Check]:
     tapped = dict.fromkeys(vteps + spines + fabric.drained())  # each node once, in this order
     taps = [Tap(f"{n}:{p.name}", netns_path(pids[n]), p.name) for n in tapped for p in fabric.nodes[n].fabric_ports]
     results, frames = F.run_with_taps(lab, flows, expect, check_icrc=False, taps=taps)
-    by_id = {f.flow_id: f for f in flows}
     lo = {n.loopback: n.name for n in fabric.routers()}
 
     checks = []

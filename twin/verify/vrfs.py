@@ -15,38 +15,29 @@ from twin.topology.model import Fabric, Tenant
 CONNECTED = "connected"
 
 
-def hops(fabric: Fabric, node: str) -> dict[str, int]:
-    """BGP hops from `node` to every router: the AS-path length of what they originate."""
-    dist, todo = {node: 0}, [node]
-    while todo:
-        nxt = []
-        for n in todo:
-            for p in fabric.nodes[n].fabric_ports:
-                if p.peer_node not in dist:
-                    dist[p.peer_node] = dist[n] + 1
-                    nxt.append(p.peer_node)
-        todo = nxt
-    return dist
-
-
 def expected_routes(fabric: Fabric, node: str, t: Tenant) -> dict[str, frozenset[str]]:
     """prefix -> next hops ("connected" or remote VTEP loopbacks) that VTEP `node` must have in `t`'s VRF.
 
     A subnet several VTEPs announce (type-5) is multipath over the nearest of them:
-    BGP keeps the shortest AS paths only."""
+    BGP keeps the shortest AS paths only. Drains come first: graceful shutdown gives
+    every path through a drained node LOCAL_PREF 0, which loses before AS-path length
+    counts, so owners reached around every drained node (and not drained) win. A
+    drained `node` itself gives everything it receives LOCAL_PREF 0: nothing changes."""
     lo = {n: fabric.nodes[n].loopback for n in t.vteps()}
-    dist = hops(fabric, node)
+    drained = set() if fabric.nodes[node].drain else set(fabric.drained()) - {node}
+    near = fabric.hops(node)                  # BGP hops = AS-path length of what they originate
+    around = fabric.hops(node, drained) if drained else near
+    rank = {v: (0, around[v]) if v in around else (1, near.get(v, 99)) for v in t.vteps()}
     local = {s.name for s in t.segments_on(node)}
-    out: dict[str, frozenset[str]] = {fabric_seg.subnet: frozenset({CONNECTED})
-                                      for fabric_seg in t.segments_on(node)}
+    out: dict[str, frozenset[str]] = {s.subnet: frozenset({CONNECTED}) for s in t.segments_on(node)}
     for a in t.attachments:
         if a.vtep != node:
             out[a.address.split("/")[0] + "/32"] = frozenset({lo[a.vtep]})
     for s in t.segments.values():
         owners = t.segment_vteps(s.name)
         if s.name not in local and owners:
-            near = min(dist.get(v, 99) for v in owners)
-            out[s.subnet] = frozenset(lo[v] for v in owners if dist.get(v, 99) == near)
+            best = min(rank[v] for v in owners)
+            out[s.subnet] = frozenset(lo[v] for v in owners if rank[v] == best)
     return out
 
 
