@@ -291,14 +291,12 @@ def apply(lab: "Lab", change: Change, timeout: float | None = None, wait: bool =
         files_written = True
         _write_files(lab, w.files)
         d = w.deltas
-        _each([n for n in d if d[n].add], lambda n: _kernel_add(d[n].add, pids[n], execs[n]), "kernel (add)")
+        _each([n for n in d if d[n].add], lambda n: _kernel(d[n].add, pids[n], execs[n]), "kernel (add)")
         _frr(w, execs, say)
         _each([n for n in d if d[n].bind], lambda n: (bringup.wait_vnis(w.new, n, execs[n]),
                                                        kernel.apply(d[n].bind, pids[n], execs[n])), "bindings")
-        _each([n for n in d if d[n].remove], lambda n: kernel.apply(d[n].remove, pids[n], execs[n]),
+        _each([n for n in d if d[n].remove], lambda n: _kernel(d[n].remove, pids[n], execs[n]),
               "kernel (remove)")
-        for n in d:
-            _forget_vrfs(execs[n], n, w.old, w.new)
         if w.links_del:
             say(f"removing {len(w.links_del)} link(s)")
             for l in w.links_del:
@@ -329,29 +327,24 @@ def apply(lab: "Lab", change: Change, timeout: float | None = None, wait: bool =
     return result
 
 
-def _kernel_add(steps: list, pid: int, ex: NodeExec) -> None:
-    """New devices; a new tenant namespace first, and its devices only once zebra watches it:
-    zebra -n reads a namespace's devices when it adopts it, and devices made in between are
-    missed now and then (measured on FRR 8.4 and 10.3: an L2VNI that zebra never knew)."""
+def _kernel(steps: list, pid: int, ex: NodeExec, tolerant: bool = False) -> None:
+    """Kernel steps of a change, in step with zebra -n: a new tenant namespace is filled only
+    once zebra has adopted it as a VRF (devices made in between are missed now and then: FRR
+    8.4 and 10.3, an L2VNI zebra never knew). A tenant's namespace that is still there (it
+    was removed before: the namespace stays, see reconcile.tenant_teardown) is used as is."""
     new_ns = [s for s in steps if s.op == "netns"]
     if new_ns:
-        kernel.apply(new_ns, pid, ex)
+        there = set(ex.check(["ls", "/run/netns"]).stdout.split())
+        kernel.apply([s for s in new_ns if s.dev not in there], pid, ex, tolerant)
         names = {s.dev for s in new_ns}
 
         def missing() -> list[str]:
             shown = ex.vtysh("show vrf", timeout=10)
-            return [f"{ex.where}: zebra has not adopted namespace {n} as VRF {n}" for n in sorted(names)
-                    if f"vrf {n} id " not in shown]
+            return [f"{ex.where}: zebra has not adopted namespace {v} as VRF {v}" for v in sorted(names)
+                    if f"vrf {v} id " not in shown]
 
         wait.until(missing, timeouts.VNIS_UP, f"{ex.where}: tenant namespaces in zebra", first=0.05, cap=0.5)
-    kernel.apply([s for s in steps if s.op != "netns"], pid, ex)
-
-
-def _forget_vrfs(ex: NodeExec, node: str, old: Fabric, new: Fabric) -> None:
-    """zebra -n keeps an empty `vrf NAME` of a namespace that is gone: drop it from FRR too."""
-    gone = {t.vrf for t in old.tenants_on(node)} - {t.vrf for t in new.tenants_on(node)}
-    for vrf in sorted(gone):
-        ex.run(["vtysh", "-c", "configure", "-c", f"no vrf {vrf}"], timeout=20)
+    kernel.apply([s for s in steps if s.op != "netns"], pid, ex, tolerant)
 
 
 def _each(nodes: list[str], fn: Callable[[str], object], what: str) -> None:
@@ -421,15 +414,14 @@ def _rollback(lab: "Lab", w: Work, execs: dict[str, NodeExec], pids: dict[str, i
     back = {n: node_delta(w.new, w.old, n, backend) for n in w.old.nodes if n in w.new.nodes}
     back = {n: d for n, d in back.items() if d}
     for n, d in back.items():
-        attempt(f"{n}: kernel (add)", lambda n=n, d=d: kernel.apply(d.add, pids[n], execs[n], tolerant=True))
+        attempt(f"{n}: kernel (add)", lambda n=n, d=d: _kernel(d.add, pids[n], execs[n], tolerant=True))
     _write_files(lab, w.old_files)
     for n in (w.restart + w.reload) if files_written else []:
         cmd = RESTART if n in w.restart else RELOAD
         attempt(f"{n}: FRR back to its previous config", lambda n=n, cmd=cmd: execs[n].check(cmd, timeouts.FRR_RELOAD))
     for n, d in back.items():
         attempt(f"{n}: kernel (bindings)", lambda n=n, d=d: kernel.apply(d.bind, pids[n], execs[n], tolerant=True))
-        attempt(f"{n}: kernel (remove)", lambda n=n, d=d: kernel.apply(d.remove, pids[n], execs[n], tolerant=True))
-        attempt(f"{n}: FRR forgets removed VRFs", lambda n=n: _forget_vrfs(execs[n], n, w.new, w.old))
+        attempt(f"{n}: kernel (remove)", lambda n=n, d=d: _kernel(d.remove, pids[n], execs[n], tolerant=True))
     for l in w.links_add:
         if l.a.node not in w.hosts_add and l.b.node not in w.hosts_add:
             attempt(f"remove link {l.a} <-> {l.b}", lambda l=l: delete_link(l, pids))

@@ -34,7 +34,7 @@ class Step:
     op: Literal["netns", "vrf", "vxlan", "bridge", "move", "master", "brport", "addr", "up", "mac", "route",
                 "fdb", "neigh", "nft", "mtu",
                 # taking down what an earlier intent made (twin apply)
-                "del", "nomaster", "release", "netns-del", "flush", "unroute", "unneigh"]
+                "del", "nomaster", "release", "flush", "unroute", "unneigh"]
     dev: str
     ns: str = ""
     args: dict = field(default_factory=dict)
@@ -42,7 +42,7 @@ class Step:
     @property
     def in_node(self) -> bool:
         """Run by the node's own tools (no netlink API for it), not over netlink from the host."""
-        return self.op in ("netns", "netns-del", "nft")
+        return self.op in ("netns", "nft")
 
     def command(self) -> str:
         n = f"-n {self.ns} " if self.ns else ""
@@ -87,8 +87,6 @@ class Step:
             return f"ip {n}link set {self.dev} nomaster"
         if self.op == "release":  # back from a tenant namespace into the node's own
             return f"ip {n}link set {self.dev} netns 1"
-        if self.op == "netns-del":
-            return f"ip netns del {self.dev}"
         if self.op == "flush":
             return f"ip {n}addr flush dev {self.dev}"
         if self.op == "unroute":

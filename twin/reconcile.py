@@ -154,18 +154,19 @@ def segment_teardown(t: Tenant, node: str, seg: Segment, backend: Backend) -> li
 
 
 def tenant_teardown(fabric: Fabric, node: str, t: Tenant, backend: Backend) -> list[Step]:
-    """A tenant off a VTEP: host ports back to the node, then its namespace (with every
-    device in it) or its VRF device and bridges deleted."""
+    """A tenant off a VTEP: host ports back to the node, its VXLAN devices and bridges
+    deleted, then its VRF device (the VRF backend; the netns backend keeps the namespace)."""
     ns = tenant_ns(t, backend)
     steps: list[Step] = []
     for seg in t.segments_on(node):
         for a in overlay.local_attachments(t, node, seg.name):
             steps += [Step("nomaster", a.port, ns)] + ([Step("release", a.port, ns)] if ns else [])
-    if backend == "netns":
-        return steps + [Step("netns-del", t.vrf)]
     for vni in [t.l3vni] + [s.l2vni for s in t.segments_on(node)]:
-        steps += [Step("del", vxlan_name(vni)), Step("del", bridge_name(vni))]
-    return steps + [Step("del", t.vrf)]
+        steps += [Step("del", vxlan_name(vni), ns), Step("del", bridge_name(vni), ns)]
+    # The netns backend keeps the tenant's namespace, empty: FRR 10.3's zebra crashes
+    # (netlink_route_multipath_msg_encode) when a namespace VRF of a name it has seen
+    # before is created again, so a tenant that comes back finds its namespace there.
+    return steps + ([] if backend == "netns" else [Step("del", t.vrf)])
 
 
 # --- MTUs of a node's own ports ---------------------------------------------------

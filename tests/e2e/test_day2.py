@@ -62,6 +62,15 @@ def fingerprint(lab) -> dict:
     return out
 
 
+def gone_tenant_traces(ex, vrf: str, l3vni: int) -> list[str]:
+    """What a VTEP still holds of a removed tenant: devices in its namespace, FRR config."""
+    devices = [line.split()[0].split("@")[0] for line in ex.run(["ip", "-n", vrf, "-br", "link"]).stdout.splitlines()]
+    running = ex.vtysh("show running-config").splitlines()
+    return ([f"device {d}" for d in devices if d != "lo"]
+            + [line for line in running if line.strip() == f"vni {l3vni}"
+               or (line.startswith("router bgp") and line.endswith(f" vrf {vrf}"))])
+
+
 def assert_whole(lab) -> None:
     assert lab.missing() == []
     report = verify.run(lab, only=["control", "traffic", "isolation"])
@@ -171,7 +180,8 @@ def test_add_a_tenant_live_leaves_the_others_untouched_and_remove_it_again(lab, 
         s.hold(1.0)
     assert res.converged and "remove tenant green" in res.changes
     assert all(r.lost == 0 for r in s.results), [(r.src, r.dst, r.lost) for r in s.results if r.lost]
-    assert "green" not in lab.node("dpu1").run(["ip", "netns"]).stdout
+    for dpu in ("dpu1", "dpu2"):   # green's devices and FRR config are gone; its namespace stays, empty
+        assert not gone_tenant_traces(lab.node(dpu), "green", 10300)
     assert "host1d" not in lab.runtime.containers(NAME)
     assert_whole(lab)
 
@@ -226,8 +236,8 @@ def test_a_change_that_fails_half_way_is_rolled_back(lab, tmp_path, monkeypatch)
     assert "host1d" not in lab.runtime.containers(NAME)
     assert set(lab.fabric.tenants) == {"red", "blue"}
     after = fingerprint(lab)
-    for node in ("dpu1", "dpu2"):   # no trace of green in the kernel or in FRR
-        assert "green" not in after[node] and "pf0vf3" not in after[node], after[node]
+    for node in ("dpu1", "dpu2"):   # no trace of green in the kernel or in FRR (but its empty namespace)
+        assert not gone_tenant_traces(lab.node(node), "green", 10300), after[node]
     assert after["fabric"] == before["fabric"]
     assert_whole(lab)
 
@@ -246,3 +256,23 @@ def test_user_configs_go_through_frr_reload_and_record_as_the_nodes_config(lab, 
     res = lab.apply(DEFAULT)
     assert res.reloaded == ["leaf2"] and "log-neighbor-changes" not in (lab.dir / "leaf2" / "frr.conf").read_text()
 
+
+
+def test_segment_attachment_link_and_mtu_changes_apply_and_revert(lab):
+    """The golden day-1 change: a tenant added, blue's db segment gone from dpu2 with its only
+    host (host2c detached, its link removed), an uplink's MTU raised; then all of it undone."""
+    res = lab.apply(ROOT / "tests/golden/plan/aipod-day1.yml")
+    assert res.converged, res.missing
+    dpu2 = lab.node("dpu2")
+    assert "vxlan10202" not in dpu2.check(["ip", "-n", "blue", "-br", "link"]).stdout
+    assert "pf0vf2" not in dpu2.check(["ip", "-br", "link"]).stdout, "the link to host2c is gone"
+    assert "mtu 9100" in lab.node("dpu1").check(["ip", "link", "show", "p0"]).stdout
+    assert "mtu 9100" in lab.node("leaf1").check(["ip", "link", "show", "swp3"]).stdout
+    assert "10.1.2.12" not in lab.node("host2c").check(["ip", "-br", "addr"]).stdout
+    report = verify.run(lab, only=["control", "traffic", "isolation"])
+    assert report.passed, [f"{c.name}: {c.message}" for c in report.failures()]
+    res = lab.apply(DEFAULT)
+    assert res.converged, res.missing
+    assert "mtu 9000" in lab.node("dpu1").check(["ip", "link", "show", "p0"]).stdout
+    assert "10.1.2.12/24" in lab.node("host2c").check(["ip", "-br", "addr"]).stdout
+    assert_whole(lab)
