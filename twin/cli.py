@@ -249,9 +249,7 @@ def verify_(ctx, lab, only, as_json, junit):
     from twin import verify
 
     def go():
-        handle = Lab.open(lab)
-        if handle.fabric is None or not handle.runtime.containers(lab):
-            raise TwinError(f"no lab named {lab!r} is up; `twin list` shows the labs")
+        handle = _up_lab(lab)
         with err.status(f"verifying {lab}"):
             report = verify.run(handle, only=list(only) or None)
         if junit:
@@ -313,9 +311,7 @@ def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sp
     from twin.traffic import flows
 
     def go():
-        handle = Lab.open(lab)
-        if handle.fabric is None:
-            raise TwinError(f"no lab named {lab!r}")
+        handle = _up_lab(lab)
         for h in (src, dst):
             if not handle.fabric.attachment_of(h):
                 raise TwinError(f"{h!r} is not a host endpoint of {lab}; hosts: {', '.join(flows.hosts(handle.fabric))}")
