@@ -368,8 +368,36 @@ def _frr(w: Work, execs: dict[str, NodeExec], say: Say) -> None:
     if w.reload or w.restart:
         say(f"FRR: reload on {', '.join(w.reload) or 'none'}" +
             (f"; restart on {', '.join(w.restart)}" if w.restart else ""))
-    _each(w.reload + w.restart, lambda n: execs[n].check(RESTART if n in w.restart else RELOAD, timeouts.FRR_RELOAD),
-          "FRR taking the new config")
+    def one(node: str) -> None:
+        ex = execs[node]
+        ex.check(RESTART if node in w.restart else RELOAD, timeouts.FRR_RELOAD)
+
+        # Done when FRR holds nothing the file does not have. bgpd may refuse to delete a
+        # tenant's `router bgp ASN vrf X` while it still knows the VRF's L3VNI, which zebra
+        # tells it a moment later: what is left is reloaded again (only the difference).
+        def left() -> list[str]:
+            pending = frr_pending(ex)
+            if pending:
+                ex.run(RELOAD, timeouts.FRR_RELOAD)
+            return [f"{ex.where}: FRR still runs, not in {FRR_CONF}: {line}" for line in pending]
+
+        wait.until(left, timeouts.FRR_RELOAD, f"{ex.where}: FRR running {FRR_CONF}", first=0.2, cap=1.0)
+
+    _each(w.reload + w.restart, one, "FRR taking the new config")
+
+
+def frr_pending(ex: NodeExec) -> list[str]:
+    """What FRR runs that its config file no longer has: the "Lines To Delete" of
+    `frr-reload.py --test` (its lines to add are not looked at: a file may spell out
+    defaults, which FRR does not show)."""
+    out = ex.check([RELOAD[0], "--test", "--stdout", RELOAD[-1]], timeouts.FRR_RELOAD).stdout
+    section, pending = "", []
+    for line in out.splitlines():
+        if line.startswith("Lines To "):
+            section = line
+        elif section == "Lines To Delete" and line.strip() and not line.startswith("===") and " INFO: " not in line:
+            pending.append(line.strip())
+    return [line for line in pending if line != "exit"]
 
 
 def _write_files(lab: "Lab", files: dict[str, dict[str, str]]) -> None:

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 NAME = "t-day2"
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "topologies/aipod.yml"
-HOLD_TIMER = 9.0   # `timers bgp 3 9` (underlay.j2): a black-holed link is found within this
+HOLD_TIMER = 9.0   # `frr defaults datacenter` (underlay.j2): a black-holed link is found within this
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +208,8 @@ def test_bad_changes_are_refused_and_leave_the_lab_exactly_as_it_was(lab, tmp_pa
     (configs / "leaf9" / "frr.conf").unlink()
     (configs / "leaf9").rmdir()
     good = (lab.dir / "leaf1" / "frr.conf").read_text()
-    (configs / "leaf1.conf").write_text(good.replace(" timers bgp 3 9", " timers bgp 3 9\n neighbor fabric bogus-knob 7"))
+    (configs / "leaf1.conf").write_text(good.replace(" bgp bestpath as-path multipath-relax\n",
+                                                       " bgp bestpath as-path multipath-relax\n neighbor fabric bogus-knob 7\n"))
     res = CliRunner().invoke(main, ["apply", NAME, str(configs)])
     assert res.exit_code == 1
     assert "refused" in res.output and "leaf1: FRR rejects the new config" in res.output and "bogus-knob" in res.output
@@ -245,7 +246,8 @@ def test_a_change_that_fails_half_way_is_rolled_back(lab, tmp_path, monkeypatch)
 def test_user_configs_go_through_frr_reload_and_record_as_the_nodes_config(lab, tmp_path):
     configs = tmp_path / "from-my-automation"
     (configs / "leaf2").mkdir(parents=True)
-    text = (lab.dir / "leaf2" / "frr.conf").read_text().replace(" timers bgp 3 9", " timers bgp 3 9\n bgp log-neighbor-changes")
+    text = (lab.dir / "leaf2" / "frr.conf").read_text().replace(" bgp bestpath as-path multipath-relax\n",
+                                                                    " bgp bestpath as-path multipath-relax\n bgp log-neighbor-changes\n")
     (configs / "leaf2" / "frr.conf").write_text(text)
     p = lab.plan(configs)
     assert "+ bgp log-neighbor-changes" in p.diffs["leaf2"]["frr.conf"] and p.frr == {"leaf2": "reload"}
