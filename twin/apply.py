@@ -306,7 +306,7 @@ def apply(lab: "Lab", change: Change, timeout: float | None = None, wait: bool =
         for n in w.hosts_del:
             say(f"removing host endpoint {n}")
             lab.runtime.remove_node(lab.name, n)
-            state.remove(lab.dir / n)
+            state.remove_node(lab.dir, n)
             removed_hosts.append(n)
     except BaseException as e:
         say(f"apply failed ({e}); rolling back")

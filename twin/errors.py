@@ -58,6 +58,10 @@ class LabStateError(TwinError):
     """The lab is not in a state that allows the operation (already up, not found...)."""
 
 
+class LabNameError(TwinError):
+    """A lab name that does not follow the rule; nothing was touched."""
+
+
 class AlreadyUp(LabStateError):
     """`up` on a lab whose containers exist: nothing was touched."""
 

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from twin.errors import LabNameError, TwinError
 from twin.topology.model import Fabric
 
 STATE = "state.json"
@@ -25,8 +26,23 @@ def home() -> Path:
     return Path(os.environ.get("TWIN_HOME") or Path.home() / ".twin")
 
 
+def labs_root() -> Path:
+    return home() / "labs"
+
+
+def check_name(name: object) -> str:
+    """`name` if it is a valid lab name (the topology's rule, fully matched), else LabNameError.
+    Every lab name is checked here before a path, container name or label is made of it."""
+    from twin.topology.build import LAB_NAME, LAB_NAME_RULE
+
+    if not isinstance(name, str) or not LAB_NAME.fullmatch(name):
+        shown = repr(name)[:40] + ("..." if len(repr(name)) > 40 else "")
+        raise LabNameError(f"{shown} is not a lab name: {LAB_NAME_RULE}")
+    return name
+
+
 def labdir(name: str) -> Path:
-    return home() / "labs" / name
+    return labs_root() / check_name(name)
 
 
 class LabState(BaseModel):
@@ -63,15 +79,47 @@ def load(d: Path) -> tuple[LabState | None, Fabric | None]:
 
 
 def known_labs() -> list[str]:
-    root = home() / "labs"
-    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    root = labs_root()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink() and _valid(p.name))
+
+
+def _valid(name: str) -> bool:
+    try:
+        check_name(name)
+        return True
+    except LabNameError:
+        return False
+
+
+def owned(d: Path) -> Path:
+    """`d` if it is a lab directory twin owns: a real directory (not a symlink) directly
+    under $TWIN_HOME/labs/ whose name is a lab name; else TwinError. Nothing outside is removed."""
+    root = labs_root().resolve()
+    if d.is_symlink() or d.resolve().parent != root or not _valid(d.name) or d.resolve().name != d.name:
+        raise TwinError(f"refusing to remove {d}: not a lab directory directly under {root}")
+    return d
 
 
 def remove(d: Path) -> bool:
-    if d.exists():
-        shutil.rmtree(d)
-        return True
-    return False
+    """Remove a lab directory (see `owned`); False if there was none."""
+    owned(d)
+    if not d.exists():
+        return False
+    shutil.rmtree(d)
+    return True
+
+
+def remove_node(d: Path, node: str) -> bool:
+    """Remove one node's directory inside lab directory `d` (a host endpoint that left)."""
+    sub = owned(d) / node
+    if sub.is_symlink() or sub.resolve().parent != d.resolve() or sub.name != node:
+        raise TwinError(f"refusing to remove {sub}: not a node directory of {d}")
+    if not sub.exists():
+        return False
+    shutil.rmtree(sub)
+    return True
 
 
 def now() -> float:

@@ -1,0 +1,58 @@
+"""Lab names and lab directories: nothing outside $TWIN_HOME/labs/<lab> is ever removed."""
+import pytest
+
+from twin import state
+from twin.errors import LabNameError, TwinError
+from twin.lab import Lab
+
+BAD_NAMES = ["", ".", "..", "../..", "/tmp/victim", "a/b", "aipod\n", "UPPER", "-lead", "trail-",
+             "x" * 17, "tab\tname", "nul\x00", "ünï"]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("TWIN_HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "labs").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "sub" / "f").write_text("precious")
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_bad_lab_names_are_refused_before_any_path_is_made(name, home):
+    with pytest.raises(LabNameError, match="is not a lab name: 1-16 lowercase"):
+        state.labdir(name)
+    with pytest.raises(LabNameError):
+        Lab(name)
+    with pytest.raises(LabNameError):
+        Lab.open(name)
+    assert (home / "victim" / "sub" / "f").read_text() == "precious"
+    assert (home / "home" / "labs").is_dir()
+
+
+def test_removal_refuses_anything_but_a_lab_directory(home):
+    labs = home / "home" / "labs"
+    (labs / "evil").symlink_to(home / "victim")
+    with pytest.raises(TwinError, match="refusing to remove"):
+        state.remove(labs / "evil")
+    for outside in (home / "victim", labs, labs / "ok" / "..", home / "victim" / "sub"):
+        with pytest.raises(TwinError, match="refusing to remove"):
+            state.remove(outside)
+    assert (home / "victim" / "sub" / "f").read_text() == "precious"
+    assert state.known_labs() == [], "a symlink is not a lab"
+
+
+def test_a_lab_directory_and_a_node_directory_are_removed(home):
+    d = state.labdir("mylab")
+    (d / "host1").mkdir(parents=True)
+    (d / "escape").symlink_to(home / "victim")
+    with pytest.raises(TwinError, match="refusing to remove"):
+        state.remove_node(d, "escape")
+    with pytest.raises(TwinError, match="refusing to remove"):
+        state.remove_node(d, "..")
+    assert state.remove_node(d, "host1") and not (d / "host1").exists()
+    assert state.known_labs() == ["mylab"]
+    assert state.remove(d) and not d.exists()
+    assert not state.remove(d), "nothing left: False, no error"
+    assert (home / "victim" / "sub" / "f").read_text() == "precious"
