@@ -76,4 +76,16 @@ class ChangeRefused(TwinError):
 
 
 class ApplyFailed(TwinError):
-    """The change failed half way and was rolled back (or says what could not be)."""
+    """The change failed half way and was rolled back; `problems` lists what could not be restored."""
+
+    def __init__(self, source: str, stage: str, error: str, problems: list[str]):
+        self.stage, self.error, self.problems = stage, error, problems
+        self.rolled_back = not problems
+        if not problems:
+            head = f"change {source} failed half way and was rolled back to the previous intent:"
+            back = "rollback: done: the lab runs its previous intent again (confirmed by the barrier)"
+        else:
+            head = f"change {source} failed half way; its rollback is INCOMPLETE:"
+            back = (f"rollback: INCOMPLETE, {len(problems)} thing(s) could not be restored (`twin down` and "
+                    "`twin up` make the lab again):\n" + "\n".join(f"    - {p}" for p in problems))
+        super().__init__(f"{head}\n  failed (stage {stage}): {error}\n  {back}")

@@ -6,19 +6,26 @@
     lab.down()
 
 Bring-up stages (as containerlab): render -> create -> wire -> converge. Any
-failure before the lab is up removes everything it created (unless keep=True).
+failure or interruption before the lab is up removes everything it created
+(unless keep=True). One twin at a time changes a lab: `up`, `down` and
+`apply` hold the lab's lock. `context()` is the running lab every later stage
+works on, and the one place that decides whether a lab is up.
 """
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from twin import bringup, converge, images, render, state, timeouts, topology
+from twin import timeouts, topology
+from twin.config import render
 from twin.errors import AlreadyUp, LabStateError, TwinError
+from twin.lifecycle import barrier, bringup, cleanup, state
+from twin.lifecycle.context import LabContext
+from twin.lifecycle.status import LabStatus, lab_status
+from twin.runtime import images, kernel
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
-from twin.runtime import kernel
 from twin.topology.model import Fabric
 
 Say = Callable[[str], None]
@@ -26,15 +33,30 @@ Say = Callable[[str], None]
 
 class Lab:
     def __init__(self, name: str, fabric: Fabric | None = None, runtime: DockerRuntime | None = None):
+        self.dir: Path = state.labdir(name)      # the name is checked before anything is made of it
         self.name = name
-        self.fabric = fabric
+        self.topology = fabric                   # what `up` brings up (Lab.load)
         self._runtime = runtime
-        self.dir: Path = state.labdir(name)
+        self._recorded: tuple[int, Fabric | None] | None = None
+
+    @property
+    def fabric(self) -> Fabric | None:
+        """The lab's intent: as recorded in its directory once it exists (changes made by any
+        twin show here), else the topology it was loaded from."""
+        try:
+            mtime = (self.dir / state.FABRIC).stat().st_mtime_ns
+        except OSError:
+            return self.topology
+        if self._recorded is None or self._recorded[0] != mtime:
+            self._recorded = (mtime, state.load(self.dir)[1])
+        return self._recorded[1]
 
     # --- construction ------------------------------------------------------
     @classmethod
     def load(cls, topology_file: str | Path, name: str | None = None) -> "Lab":
         """Validate a topology file (TopologyError with every problem) into a Lab."""
+        if name is not None:
+            state.check_name(name)
         fabric = topology.load(topology_file, name=name)
         return cls(fabric.name, fabric)
 
@@ -54,63 +76,95 @@ class Lab:
     def state(self) -> state.LabState | None:
         return state.load(self.dir)[0]
 
-    def _need_fabric(self) -> Fabric:
-        if self.fabric is None:
-            raise LabStateError(f"lab {self.name!r} has no recorded topology in {self.dir}; "
-                                f"`twin down {self.name}` removes what is left of it")
-        return self.fabric
+    @property
+    def backend(self) -> str:
+        st = self.state
+        return (st.backend if st else None) or "netns"
+
+    def context(self) -> LabContext:
+        """The running lab; TwinError if it is not up (no recorded intent or no containers)."""
+        st, fabric = state.load(self.dir)
+        containers = self.runtime.containers(self.name)
+        if fabric is None or st is None or not containers:
+            known = ", ".join(state.known_labs()) or "none"
+            raise LabStateError(f"no lab named {self.name!r} is up (labs here: {known}); `twin list` shows them")
+        return LabContext(self.name, self.dir, fabric, st.backend or "netns", self.runtime, st.image,
+                          _containers=containers)
 
     # --- lifecycle ---------------------------------------------------------
     def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
            say: Say = lambda _: None) -> dict[str, float]:
         """Bring the lab up and return once converged; returns stage timings (s)."""
-        fabric = self._need_fabric()
-        existing = self.runtime.containers(self.name)
-        if existing:
-            raise AlreadyUp(f"lab {self.name!r} is already up ({len(existing)} containers); "
-                                f"`twin status {self.name}` shows it, `twin down {self.name}` removes it")
-        image = image or images.ensure(self.runtime.client, say=say)
+        if self.topology is None:
+            raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
+        with state.lock(self.name, "twin up"):
+            if self.runtime.containers(self.name):
+                self._already_up()
+            image = image or images.ensure(self.runtime.client, say=say)
+            with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
+                return self._bring_up(image, timeout, say)
+
+    def _bring_up(self, image: str, timeout: float | None, say: Say) -> dict[str, float]:
+        fabric = self.topology
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
-                             created=state.now())
+                            created=state.now())
         state.remove(self.dir)  # leftovers of a lab that is gone (no containers)
         state.save(self.dir, st, fabric)
         try:
-            backend = kernel.probe_backend(self.name) if fabric.tenants else "netns"
-            st.backend = backend if fabric.tenants else None
+            st.backend = kernel.probe_backend(self.name) if fabric.tenants else None
             say(f"rendering configs into {self.dir}")
-            render.write_lab(fabric, self.dir, backend)
+            state.write_files(self.dir, render.render_lab(fabric, st.backend or "netns"))
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
-            pids = bringup.create_wire_configure(
-                fabric, self.runtime, image, self.dir, backend,
+            bringup.create_wire_configure(
+                fabric, self.runtime, image, self.dir, st.backend or "netns",
                 on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
             st.timings["wired"] = time.monotonic() - t0
-            execs = self.execs()
             st.status = "converging"
             state.save(self.dir, st)
-            routers = fabric.routers()
-            limit = timeout if timeout is not None else timeouts.converge(len(routers))
+            ctx = LabContext(self.name, self.dir, fabric, st.backend or "netns", self.runtime, image)
+            limit = timeout if timeout is not None else timeouts.converge(len(ctx.intent.nodes))
             say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
-                f"{len(routers)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes" if fabric.tenants else "")
-                + f" (deadline {limit:.0f}s)")
-            converge.Barrier(fabric, execs, pids, backend).wait(limit, say=say)
+                f"{len(ctx.intent.nodes)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes"
+                                                      if fabric.tenants else "") + f" (deadline {limit:.0f}s)")
+            barrier.converge(ctx, limit, say=say)
             st.timings["converged"] = time.monotonic() - t0
             st.status = "up"
-            state.save(self.dir, st)
             return st.timings
         except BaseException as e:
-            st.status, st.error = "failed", str(e).splitlines()[0] if str(e) else type(e).__name__
-            state.save(self.dir, st)
-            if not keep:
-                say("bring-up failed: removing what was created")
-                self.down()
+            st.status, st.error = "failed", (str(e).splitlines() or [type(e).__name__])[0]
             raise
+        finally:
+            if self.dir.is_dir():
+                state.save(self.dir, st)
+
+    def _already_up(self) -> None:
+        """AlreadyUp if the running lab is this topology, up and converged; else what differs."""
+        from twin.change.diff import FabricDiff
+
+        try:
+            st, recorded = state.load(self.dir)
+        except TwinError as e:
+            raise LabStateError(f"lab {self.name!r} has containers but {e}") from None
+        if st is None or recorded is None:
+            raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
+                                f"`twin down {self.name}` removes them")
+        differs = FabricDiff(recorded, self.topology).lines()
+        if differs:
+            raise LabStateError(f"lab {self.name!r} is up from another topology ({st.topology}); it differs in "
+                                f"{len(differs)} way(s), e.g. {differs[0]}; `twin apply {self.name} FILE` changes it")
+        problems = self.status().problems() if st.status == "up" else [f"its status is {st.status!r}"]
+        if problems:
+            raise LabStateError(f"lab {self.name!r} exists but is not healthy ({len(problems)} problem(s), e.g. "
+                                f"{problems[0]}); `twin down {self.name}` and `twin up` make it again")
+        raise AlreadyUp(f"lab {self.name!r} is already up and converged from this topology; "
+                        f"`twin status {self.name}` shows it, `twin down {self.name}` removes it")
 
     def down(self) -> list[str]:
-        """Remove exactly what this lab owns: its containers (and their links) and its directory."""
-        removed = self.runtime.remove(self.name)
-        state.remove(self.dir)
-        return removed
+        """Remove exactly what this lab owns: its containers (their links die with them), a
+        namespace a killed `up` left behind, and its directory."""
+        with state.lock(self.name, "twin down"):
+            return cleanup.remove_all(self.name, self.dir, self.runtime)
 
     # --- nodes -------------------------------------------------------------
     def node(self, name: str) -> NodeExec:
@@ -121,38 +175,34 @@ class Lab:
         return NodeExec(containers[name], f"{self.name}/{name}")
 
     def execs(self) -> dict[str, NodeExec]:
-        return {n: NodeExec(c, f"{self.name}/{n}") for n, c in self.runtime.containers(self.name).items()}
+        return self.context().execs()
 
     def pids(self) -> dict[str, int]:
-        return {n: self.runtime.pid(c) for n, c in self.runtime.containers(self.name).items()}
+        return self.context().pids()
 
-    @property
-    def backend(self) -> str:
-        st = self.state
-        return (st.backend if st else None) or "netns"
-
+    # --- day 2 -------------------------------------------------------------
     def apply(self, change: "str | Path | Fabric", timeout: float | None = None, wait: bool = True,
               say: Say = lambda _: None):
         """Apply a change (edited topology file, directory of node configs, or a Fabric) to the
-        running lab; returns twin.apply.Result. Refused changes touch nothing; failures roll back."""
-        from twin import apply as A
+        running lab; returns twin.change.apply.Result. Refused changes touch nothing; failures roll back."""
+        from twin.change import load_change
+        from twin.change.apply import apply
 
-        self._need_fabric()
-        c = A.Change.from_fabric(change) if isinstance(change, Fabric) else A.load_change(self, change)
-        return A.apply(self, c, timeout=timeout, wait=wait, say=say)
+        with state.lock(self.name, "twin apply"):
+            ctx = self.context()
+            return apply(ctx, load_change(ctx, change), timeout=timeout, wait=wait, say=say)
 
     def plan(self, change: "str | Path | Fabric"):
-        from twin import apply as A
+        from twin.change import load_change
 
-        c = A.Change.from_fabric(change) if isinstance(change, Fabric) else A.load_change(self, change)
-        return A.plan(self, c)
+        ctx = self.context()
+        return load_change(ctx, change).plan(ctx)
 
     def missing(self) -> list[str]:
         """What is missing of the intended state now (one round, no waiting)."""
-        return converge.check_now(self._need_fabric(), self.execs(), self.pids(), self.backend)
+        return barrier.missing(self.context())
 
-    def status(self) -> dict[str, Any]:
-        """Nodes, container state, BGP sessions up/expected, tenants with VNIs, VTEPs and EVPN routes."""
-        from twin.status import lab_status
-
-        return lab_status(self)
+    def status(self) -> LabStatus:
+        """Nodes, container state, BGP sessions up/expected, tenants with VNIs, VTEPs and EVPN
+        routes, and what is missing of the intent."""
+        return lab_status(self.name, self.dir, self.runtime)

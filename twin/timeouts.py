@@ -1,16 +1,28 @@
-"""Every timeout of `twin`, named in one place (seconds). Never clamped silently."""
+"""Every timeout and polling interval of `twin`, named in one place (seconds). Never clamped silently."""
 
 CONTAINER_START = 60.0      # all containers of a lab running
-CONVERGE_BASE = 60.0        # underlay convergence: base ...
+CONVERGE_BASE = 60.0        # convergence: base ...
 CONVERGE_PER_NODE = 1.0     # ... plus this per FRR node
 EXEC_DEFAULT = 30.0         # one command in a node
+EXEC_INTERACTIVE = 3600.0   # `twin exec`: a user's own command
+VTYSH = 20.0                # one batched vtysh read (verify, status, barrier diagnosis)
+VTYSH_QUICK = 10.0          # a vtysh poll while waiting for FRR
 VNIS_UP = 60.0              # zebra on a VTEP knows all its VNIs after FRR started
 IMAGE_BUILD = 1800.0        # debootstrap + docker build
+TRAFFIC = 10.0              # a traffic run: until every expected frame arrived
+TRAFFIC_WINDOW = 0.3        # then this much longer, to see late, stray or leaked frames
+CAPTURE_START = 10.0        # tcpdump in a node has opened its file
+CAPTURE_MAX = 60            # a tcpdump capture runs at most this long
+NODE_STOP = 5.0             # a stopped node's grace period before SIGKILL (faults)
+FRR_RELOAD = 120.0          # frr-reload.py (or an FRR restart) on one node (twin apply)
+DRY_RUN = 30.0              # `vtysh --dryrun` of a new config in its node
+BARRIER_POLL = 1.0          # the barrier polls at most this far apart
+DATA_PLANE = 60.0           # rehearse: the data plane whole again after a change
+REHEARSE_BASELINE = 1.0     # rehearse: traffic before the change
+REHEARSE_TAIL = 1.0         # rehearse: traffic after the data plane is whole again
+REHEARSE_RECOVERED = 1.0    # rehearse: whole = no flow lost a packet for this long
+DOCKER_API = 180.0          # one Docker API call
 
 
 def converge(frr_nodes: int) -> float:
     return CONVERGE_BASE + CONVERGE_PER_NODE * frr_nodes
-TRAFFIC = 10.0              # a traffic run: until every expected frame arrived
-TRAFFIC_WINDOW = 0.3        # then this much longer, to see late, stray or leaked frames
-NODE_STOP = 5.0             # a stopped node's grace period before SIGKILL (faults)
-FRR_RELOAD = 120.0          # frr-reload.py (or an FRR restart) on one node (twin apply)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pyroute2 import IPRoute, netns
 
-from twin import images
+from twin.runtime import images
 from twin.lab import Lab
 from twin.runtime.docker import LABEL_LAB, DockerRuntime
 

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from twin import verify, wait
 from twin.errors import TwinError
-from twin.inventory import inventory, inventory_cmd
+from twin.cli.inventory import inventory_cmd
+from twin.interop.inventory import inventory
 from twin.lab import Lab
 from twin.pytest_plugin import assert_frr_json
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from twin import verify, wait
 from twin.cli import main
 from twin.errors import ApplyFailed, ChangeRefused, TopologyError
-from twin.rehearse import Thresholds, rehearse
+from twin.change.rehearse import Thresholds, rehearse
 from twin.runtime import kernel
 from twin.traffic import stream as S
 

@@ -8,8 +8,7 @@ import pytest
 from pyroute2 import IPRoute
 
 from tests.e2e.conftest import leftovers, twin_cli
-from twin.runtime.kernel import tenant_netns_path
-from twin.runtime.links import netns_path
+from twin.runtime.netns import netns_path, tenant_netns_path
 
 pytestmark = pytest.mark.e2e
 NAME = "t-aipod"

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from twin import converge, faults, timeouts, verify, wait
+from twin import timeouts, verify, wait
+from twin.change import faults
+from twin.cli.faults import fault_group
+from twin.lifecycle import barrier
+from twin.runtime import frr
 from twin.errors import TwinError
 from twin.traffic import flows
 
@@ -23,12 +27,12 @@ def lab(make_lab):
 
 def reconverge(lab) -> None:
     """Deadline wait for the whole intended state, then nothing may be missing."""
-    converge.Barrier(lab.fabric, lab.execs(), lab.pids(), lab.backend).wait(timeouts.converge(len(lab.fabric.routers())))
+    barrier.converge(lab.context())
     assert lab.missing() == []
 
 
 def session_state(lab, node: str, port: str) -> str:
-    (summary,) = lab.node(node).vtysh_json(converge.SUMMARY)
+    (summary,) = lab.node(node).vtysh_json(frr.SUMMARY)
     return summary["peers"].get(port, {}).get("state", "absent")
 
 
@@ -47,7 +51,7 @@ def test_unknown_nodes_and_ports_are_named(lab):
         faults.link_loss(lab, "dpu1:p9", 10)
     with pytest.raises(TwinError, match="routers: spine1"):
         faults.daemon_kill(lab, "host1a")
-    res = CliRunner().invoke(faults.fault_group, ["node-stop", NAME, "leaf7"])
+    res = CliRunner().invoke(fault_group, ["node-stop", NAME, "leaf7"])
     assert res.exit_code == 1 and "no node 'leaf7'" in res.output
 
 
@@ -69,9 +73,9 @@ def test_link_down_drops_the_session_and_link_up_reconverges(lab):
 
 def test_link_faults_from_the_command_line(lab):
     runner = CliRunner()
-    res = runner.invoke(faults.fault_group, ["link-down", NAME, "leaf2:swp1"])
+    res = runner.invoke(fault_group, ["link-down", NAME, "leaf2:swp1"])
     assert res.exit_code == 0 and "link-down leaf2:swp1" in res.output and "spine1:swp2" in res.output, res.output
-    res = runner.invoke(faults.fault_group, ["link-up", NAME, "leaf2:swp1"])
+    res = runner.invoke(fault_group, ["link-up", NAME, "leaf2:swp1"])
     assert res.exit_code == 0, res.output
     reconverge(lab)
 

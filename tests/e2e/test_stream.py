@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from twin import faults
-from twin.traffic import stream
+from twin.change import faults
+from twin.traffic import results, stream
 
 pytestmark = pytest.mark.e2e
 
@@ -57,7 +57,7 @@ def assert_outage_of(s: stream.Stream, host: str, fault_s: float) -> None:
         assert r.first_loss_s >= s.marks["fault"] - r.interval, where
         assert r.last_loss_s <= s.marks["cleared"] + 0.3, where
         assert r.lost * r.interval == pytest.approx(sum(b - a for a, b in r.outages), abs=1e-6)
-    summary = stream.summarise(s.results)
+    summary = results.summarise(s.results)
     assert summary.flows_with_loss == 4 and summary.worst in hit
     assert summary.lost == sum(r.lost for r in hit)
 

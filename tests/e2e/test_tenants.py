@@ -10,9 +10,10 @@ import pytest
 from scapy.layers.inet import IP
 from scapy.layers.vxlan import VXLAN
 
-from twin import evpn
+from twin.intent.tenants import vrf_routes
+from twin.runtime import frr
 from twin.traffic.capture import Capture
-from twin.verify import vrfs
+from twin.verify.control import compare
 
 pytestmark = pytest.mark.e2e
 
@@ -32,6 +33,15 @@ def ping(lab, host: str, dst: str, count: int = 3, tos: int = 0) -> bool:
     return lab.node(host).run(cmd).ok
 
 
+def routes_of(lab, vtep: str, vrf: str) -> dict:
+    (doc,) = lab.node(vtep).vtysh_json(frr.vrf_routes_cmd(vrf))
+    return frr.vrf_routes(doc)
+
+
+def vnis_of(t) -> set[int]:
+    return {t.l3vni} | {s.l2vni for s in t.segments.values()}
+
+
 def address(lab, host: str) -> str:
     return lab.fabric.attachment_of(host)[1].address.split("/")[0]
 
@@ -40,7 +50,7 @@ def test_the_vrf_backend_is_the_one_the_kernel_offers(lab):
     from twin.runtime.kernel import probe_backend
 
     assert lab.backend == probe_backend("t-probe")
-    assert lab.status()["vrf_backend"] == lab.backend
+    assert lab.status().vrf_backend == lab.backend
 
 
 @pytest.mark.parametrize("src,dst,how", [
@@ -77,16 +87,16 @@ def test_no_prefix_of_one_tenant_appears_in_another_vrf(lab):
     failures = {}
     for vtep in fabric.vteps():
         for t in fabric.tenants_on(vtep):
-            expected = vrfs.expected_routes(fabric, vtep, t)
-            diffs = vrfs.compare(expected, vrfs.vrf_routes(lab.node(vtep), t.vrf))
+            expected = vrf_routes(fabric, vtep, t)
+            diffs = compare(expected, routes_of(lab, vtep, t.vrf))
             if diffs:
                 failures[f"{vtep}/{t.vrf}"] = diffs
     assert failures == {}
     # and the check is not vacuous: blue's db host is a /32 in blue's VRF on the other VTEP, never in red's
     a = fabric.attachment_of("host2c")[1]
     other = next(v for v in fabric.vteps() if v != a.vtep)
-    assert "10.1.2.12/32" in vrfs.vrf_routes(lab.node(other), "blue")
-    assert "10.1.2.12/32" not in vrfs.vrf_routes(lab.node(other), "red")
+    assert "10.1.2.12/32" in routes_of(lab, other, "blue")
+    assert "10.1.2.12/32" not in routes_of(lab, other, "red")
 
 
 def test_the_underlay_carries_each_tenant_in_its_own_vni(lab):
@@ -138,7 +148,7 @@ def test_the_underlay_carries_each_tenant_in_its_own_vni(lab):
 
 
 def test_status_shows_tenants_vnis_vteps_and_routes(lab):
-    st = lab.status()
+    st = lab.status().to_dict()
     tenants = {t["tenant"]: t for t in st["tenants"]}
     assert set(tenants) == {"red", "blue"}
     red = tenants["red"]
@@ -150,7 +160,7 @@ def test_status_shows_tenants_vnis_vteps_and_routes(lab):
         # IMET per (VTEP, segment); type-5 per (VTEP, local subnet); type-2: MAC and MAC/IP per host
         # (plus MAC/IPv6 link-local routes once hosts have spoken IPv6)
         assert (r["type3"], r["type5"]) == (3, 3) and r["type2"] >= 6, (vtep, r)
-        (doc,) = lab.node(vtep).vtysh_json(evpn.ROUTES)
+        (doc,) = lab.node(vtep).vtysh_json(frr.ROUTES)
         macip = {tuple(k.split(":[")[i].strip("[]") for i in (3, 5))
-                 for rtype, k, vnis in evpn.routes(doc) if rtype == 2 and vnis & evpn.tenant_vnis(t) and "[32]" in k}
+                 for rtype, k, vnis in frr.evpn_routes(doc) if rtype == 2 and vnis & vnis_of(t) and "[32]" in k}
         assert macip == {(a.mac, a.address.split("/")[0]) for a in t.attachments}, (vtep, macip)

@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.conftest import twin_cli
 from twin import verify
-from twin.overlay import Step
+from twin.config.steps import Step
 from twin.runtime import kernel
 
 pytestmark = pytest.mark.e2e

@@ -1,7 +1,8 @@
 """Unit tests of the small mechanisms: image tags, the deadline wait, the execution seam."""
 import pytest
 
-from twin import images, wait
+from twin import wait
+from twin.runtime import images
 from twin.errors import CommandError, ConvergenceTimeout
 from twin.runtime.exec import NodeExec
 

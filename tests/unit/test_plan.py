@@ -1,7 +1,7 @@
 """Golden test of `twin plan` for a day-1 change of the default lab."""
 from pathlib import Path
 
-from twin.plan import make_plan
+from twin.change.plan import make_plan
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """`twin.reconcile`: the kernel side of a change, per node, smallest object first."""
 from pathlib import Path
 
-from twin.reconcile import node_delta
+from twin.config.reconcile import node_delta
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]

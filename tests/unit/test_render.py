@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from twin.render import render_lab
+from twin.config.render import render_lab
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ def test_sessions_and_reachability_follow_from_the_topology(monkeypatch):
 
 def test_overlay_plan_per_backend(monkeypatch):
     """What the VTEP kernel steps are, on either VRF backend (the commands twin would run)."""
-    from twin import overlay
+    from twin.config import overlay
 
     monkeypatch.chdir(ROOT)
     f = load("topologies/aipod.yml")
@@ -132,7 +132,8 @@ def test_drain_changes_only_the_drained_nodes_bgp(monkeypatch):
 def test_drain_shapes_what_verify_expects(monkeypatch):
     """A drained VTEP's type-5 paths lose to undrained owners'; a drained spine is avoided by flows
     that have a way around it (none in the leaf-VTEP fabric if both spines are drained)."""
-    from twin.verify import underlay, vrfs
+    from twin.intent.tenants import vrf_routes
+    from twin.verify import underlay
 
     monkeypatch.chdir(ROOT)
 
@@ -143,13 +144,13 @@ def test_drain_shapes_what_verify_expects(monkeypatch):
     pod = load("topologies/pod8.yml")
     t = pod.tenants[sorted(pod.tenants)[0]]
     lo = {n: pod.nodes[n].loopback for n in pod.nodes if pod.nodes[n].loopback}
-    assert vrfs.expected_routes(pod, "dpu2", t)["10.1.1.0/24"] == {lo["dpu1"], lo["dpu3"]}, "the nearest owners"
+    assert vrf_routes(pod, "dpu2", t)["10.1.1.0/24"] == {lo["dpu1"], lo["dpu3"]}, "the nearest owners"
     drained = drain(pod, "dpu1")
-    assert vrfs.expected_routes(drained, "dpu2", t)["10.1.1.0/24"] == {lo["dpu3"]}
-    assert vrfs.expected_routes(drained, "dpu6", t) == vrfs.expected_routes(pod, "dpu6", t), "dpu1 was not nearest"
-    assert vrfs.expected_routes(drained, "dpu1", t) == vrfs.expected_routes(pod, "dpu1", t), "drained itself"
+    assert vrf_routes(drained, "dpu2", t)["10.1.1.0/24"] == {lo["dpu3"]}
+    assert vrf_routes(drained, "dpu6", t) == vrf_routes(pod, "dpu6", t), "dpu1 was not nearest"
+    assert vrf_routes(drained, "dpu1", t) == vrf_routes(pod, "dpu1", t), "drained itself"
     only = drain(pod, "dpu1", "dpu3")  # the nearest owners all drained: the farther, undrained ones win
-    assert vrfs.expected_routes(only, "dpu2", t)["10.1.1.0/24"] == {lo["dpu5"], lo["dpu7"]}
+    assert vrf_routes(only, "dpu2", t)["10.1.1.0/24"] == {lo["dpu5"], lo["dpu7"]}
 
     aipod = load("topologies/aipod.yml")
     assert underlay._avoidable(drain(aipod, "spine1"), "dpu1", "dpu2") == ["spine1"]

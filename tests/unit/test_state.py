@@ -1,7 +1,7 @@
 """Lab names and lab directories: nothing outside $TWIN_HOME/labs/<lab> is ever removed."""
 import pytest
 
-from twin import state
+from twin.lifecycle import state
 from twin.errors import LabNameError, TwinError
 from twin.lab import Lab
 

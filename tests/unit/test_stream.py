@@ -7,7 +7,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 
 from twin.errors import TwinError
-from twin.traffic import roce, stream
+from twin.traffic import results, roce, stamp, stream
 
 RUN = 0xDEADBEEF
 PSNS = [0, 1, 2, 255, 256, 65535, 65536, 12345678, 0xFFFFFE, 0xFFFFFF, 0x1000000, 0x1000001]
@@ -23,20 +23,20 @@ def a_flow(**kw) -> roce.Flow:
                          ids=["default", "odd-payload", "no-payload", "cnp", "send-first"])
 def test_stamped_frames_are_byte_identical_to_scapy(kw):
     f = a_flow(**kw)
-    st = stream.Stamper(f, RUN)
+    st = stamp.Stamper(f, RUN)
     for psn in PSNS + [f.psn + n for n in range(20)]:  # wraps at 2^24
         want = roce.frames(replace(f, psn=psn & 0xFFFFFF, count=1), RUN)[0]
         got = st.frame(psn)
         assert got == want, f"PSN {psn:#x}: stamped frame differs from scapy's"
         assert roce.icrc_valid(got), "scapy's own ICRC check accepts it"
-        assert stream.icrc_ok(got)
+        assert stamp.icrc_ok(got)
         a = roce.read(got, RUN, check_icrc=True)
         assert (a.flow_id, a.psn, a.icrc_ok) == (7, psn & 0xFFFFFF, True)
         assert Ether(got)[BTH].psn == psn & 0xFFFFFF
 
 
 def test_udp_checksum_is_valid_and_icrc_survives_routing():
-    st = stream.Stamper(a_flow(), RUN)
+    st = stamp.Stamper(a_flow(), RUN)
     f = st.frame(0xFFFFFF)
     pkt = Ether(f)
     ck = pkt[UDP].chksum
@@ -45,14 +45,14 @@ def test_udp_checksum_is_valid_and_icrc_survives_routing():
     routed = bytearray(f)
     routed[15] |= 0x03      # ECN marked CE
     routed[22] -= 3         # TTL after three hops (IP checksum left wrong: it is masked too)
-    assert stream.icrc_ok(bytes(routed))
+    assert stamp.icrc_ok(bytes(routed))
     routed[-20] ^= 0x01     # a flipped payload bit is not
-    assert not stream.icrc_ok(bytes(routed))
+    assert not stamp.icrc_ok(bytes(routed))
 
 
 def test_vxlan_flows_are_refused():
     with pytest.raises(TwinError, match="VXLAN"):
-        stream.Stamper(a_flow(vxlan=("02:00:00:00:00:03", "02:00:00:00:00:04", "10.0.0.1", "10.0.0.2", 100)), RUN)
+        stamp.Stamper(a_flow(vxlan=("02:00:00:00:00:03", "02:00:00:00:00:04", "10.0.0.1", "10.0.0.2", 100)), RUN)
 
 
 def flat(outages):
@@ -60,7 +60,7 @@ def flat(outages):
 
 
 def analyse(seqs, sent=10, interval=0.01):
-    return stream.analyse(a_flow(), sent, seqs, interval, tenant="red")
+    return results.analyse(a_flow(), sent, seqs, interval, tenant="red")
 
 
 def test_lossless_flow():
@@ -99,7 +99,7 @@ def test_duplicates_and_reordering():
 
 
 def test_due_times_follow_the_schedule():
-    r = stream.analyse(a_flow(), 6, [0, 1, 5], 0.01, due=lambda n: 1.0 + n * 0.01)
+    r = results.analyse(a_flow(), 6, [0, 1, 5], 0.01, due=lambda n: 1.0 + n * 0.01)
     assert flat(r.outages) == pytest.approx([1.02, 1.05]) and r.first_loss_s == pytest.approx(1.02)
 
 
@@ -107,11 +107,11 @@ def test_summary_names_the_worst_flow():
     a = analyse(list(range(10)))
     b = analyse([0, 1, 5, 6, 7, 8, 9])
     c = analyse([0, 2, 3, 4, 5, 6, 7, 9])
-    s = stream.summarise([a, b, c])
+    s = results.summarise([a, b, c])
     assert (s.flows, s.sent, s.received, s.lost, s.flows_with_loss) == (3, 30, 25, 5, 2)
     assert s.worst is b and s.longest_outage_s == pytest.approx(0.03)
     assert s.first_loss_s == pytest.approx(0.01) and s.last_loss_s == pytest.approx(0.08)
-    assert stream.summarise([a]).worst is None
+    assert results.summarise([a]).worst is None
 
 
 def test_interval_within_budget():

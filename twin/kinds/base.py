@@ -1,21 +1,19 @@
-"""What a node kind is: capabilities as data, behaviour in a few methods.
+"""What a node kind is: capabilities as data, behaviour in a few attributes.
 
-A kind module defines one `Kind` subclass (mostly constants) and the registry in
+A kind module defines one `Kind` subclass (constants only) and the registry in
 `twin.kinds` lists it. Everything kind-specific that the pipeline or runtime
-needs goes through this narrow protocol:
+needs is read from here, so no other package tests a kind's name:
 
-- data: tier order, ASN scheme, port naming, which peers it accepts;
-- `render(node, fabric)`: the files of its day-0 config;
-- `command`: what the container runs; `start`: what runs once its ports are up;
-- `capabilities` / `sysctls`: what its container needs from Docker.
+- the Clos: tier order, ASN scheme, port naming, which peers it accepts,
+  whether it is a transit-only tier (spines) or a workload endpoint (hosts);
+- FRR: whether it runs FRR, which daemons and which feature templates of
+  `twin/config/templates/frr/` make its frr.conf (`twin.config.render` renders them);
+- its container: command, what runs once its ports are up, capabilities, sysctls.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
-
-if TYPE_CHECKING:
-    from twin.topology.model import Fabric, Node
+from typing import ClassVar
 
 
 @dataclass(frozen=True)
@@ -47,18 +45,22 @@ class Kind:
     name: ClassVar[str]
     description: ClassVar[str]
     tier: ClassVar[int]                      # allocation order: spines first
-    runs_bgp: ClassVar[bool] = True
+    runs_bgp: ClassVar[bool] = True          # an FRR router of the fabric (eBGP unnumbered)
+    transit: ClassVar[bool] = False          # a transit-only tier (spines): no hosts, no VTEP
+    endpoint: ClassVar[bool] = False         # a workload endpoint (a host): no routing daemon
     asn_base: ClassVar[int | None] = None    # first ASN of the tier
     asn_shared: ClassVar[bool] = False       # one ASN for the whole tier (spines)
     fabric_ports: ClassVar[PortNaming] = PortNaming("swp{}")   # towards BGP peers
     access_ports: ClassVar[PortNaming] = PortNaming("swp{}")   # towards hosts
     accepts_hosts: ClassVar[bool] = False
-    can_be_vtep: ClassVar[bool] = False            # may terminate tenants' VXLAN (EVPN VTEP)
+    can_be_vtep: ClassVar[bool] = False      # may terminate tenants' VXLAN (EVPN VTEP)
+    daemons: ClassVar[tuple[str, ...]] = ()  # FRR daemons besides zebra/staticd/watchfrr
+    frr_features: ClassVar[tuple[str, ...]] = ()   # feature templates of frr.conf, in order
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "SYS_ADMIN", "NET_RAW")
     sysctls: ClassVar[dict[str, str]] = {}
     command: ClassVar[list[str] | None] = None   # None: the image's CMD
     start: ClassVar[list[str] | None] = None     # run in the node once all its ports are up
 
-    def render(self, node: "Node", fabric: "Fabric", backend: str = "netns") -> dict[str, str]:
-        """Files of this node's day-0 config, by file name (relative to its lab dir)."""
-        return {}
+    @property
+    def runs_frr(self) -> bool:
+        return bool(self.frr_features)

@@ -1,7 +1,7 @@
 """DPU: a server's SmartNIC running FRR; BGP to its leafs, tenant ports to the host.
 
 Ports are named like a BlueField: uplinks p0, p1; host-side functions pf0vf0...
-Tenants (EVPN VTEP on the DPU) plug in here in a later stage of the pipeline.
+With `vtep: dpu` it is the EVPN VTEP of its host's tenants (host-based networking).
 """
 from twin.kinds.base import PortNaming
 from twin.kinds.frr import FrrKind

@@ -9,6 +9,7 @@ class Host(Kind):
     description = "workload endpoint behind a DPU or leaf, no routing daemon"
     tier = 3
     runs_bgp = False
+    endpoint = True
     fabric_ports = PortNaming("eth{}", 1)
     access_ports = PortNaming("eth{}", 1)
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "NET_RAW")

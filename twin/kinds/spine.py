@@ -7,6 +7,7 @@ class Spine(FrrKind):
     name = "spine"
     description = "tier-1 switch, eBGP unnumbered to every leaf"
     tier = 0
+    transit = True
     asn_base = 65000
     asn_shared = True
     fabric_ports = PortNaming("swp{}", 1)

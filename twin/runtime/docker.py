@@ -9,8 +9,8 @@ import docker
 from docker.models.containers import Container
 from docker.types import Mount
 
-from twin import kinds
-from twin.overlay import NODE_DIR
+from twin import kinds, timeouts
+from twin.config.steps import NODE_DIR
 from twin.errors import TwinError
 from twin.topology.model import Node
 
@@ -25,9 +25,11 @@ def container_name(lab: str, node: str) -> str:
 
 
 class DockerRuntime:
-    def __init__(self, client: docker.DockerClient | None = None):
+    def __init__(self, client: docker.DockerClient | None = None, timeout: float | None = timeouts.DOCKER_API):
+        """`timeout`: of each Docker API call (None: none, for a user's long quiet `twin exec`)."""
         try:
-            self.client = client or docker.from_env(max_pool_size=PARALLEL * 2, timeout=180)
+            self.client = client or docker.from_env(max_pool_size=PARALLEL * 2,
+                                                    timeout=int(timeout) if timeout else None)
             self.client.ping()
         except docker.errors.DockerException as e:
             raise TwinError(f"cannot reach the Docker engine ({e}); is dockerd running? "
@@ -59,14 +61,19 @@ class DockerRuntime:
 
     def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path,
                     on_running: Callable[[str, Container], None] = lambda node, c: None) -> dict[str, Container]:
-        """Start all nodes concurrently; `on_running(node, container)` is called as each one runs."""
-        with ThreadPoolExecutor(PARALLEL) as pool:
+        """Start all nodes concurrently; `on_running(node, container)` is called as each one runs.
+        On a failure or an interrupt, creations not yet begun are cancelled and the ones under
+        way finish, so every container this made exists (and is labelled) when it raises."""
+        pool = ThreadPoolExecutor(PARALLEL)
+        try:
             futs = {pool.submit(self.start_node, lab, n, image, labdir / n.name): n.name for n in nodes}
             started = {}
             for f in as_completed(futs):
                 c = started[futs[f]] = f.result()
                 on_running(futs[f], c)
             return started
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     # --- inspect -----------------------------------------------------------
     def containers(self, lab: str) -> dict[str, Container]:

@@ -17,13 +17,11 @@ from typing import Callable
 from pyroute2 import IPRoute, NetlinkError
 
 from twin.errors import TwinError
+from twin.runtime import netns
+from twin.runtime.netns import netns_path
 from twin.topology.model import Fabric, Link
 
 PARALLEL = 8
-
-
-def netns_path(pid: int) -> str:
-    return f"/proc/{pid}/ns/net"
 
 
 def alias(lab: str, local: str, peer: str) -> str:
@@ -43,7 +41,7 @@ def create_link(link: Link, pids: dict[str, int]) -> None:
 
 def bring_up(fabric: Fabric, node: str, pid: int, ports: list[str] | None = None) -> None:
     """Set the ports of `node` (default: all) up and label each with its lab, port and peer."""
-    with IPRoute(netns=netns_path(pid), flags=0) as ipr:
+    with netns.ipr(pid) as ipr:
         for port in fabric.nodes[node].ports:
             if ports is not None and port.name not in ports:
                 continue
@@ -65,7 +63,7 @@ def delete_link(link: Link, pids: dict[str, int]) -> bool:
     """Delete a veth pair from whichever end is still in its node's own namespace
     (a host's end never moves); False when neither is there."""
     for end in (link.a, link.b):
-        with IPRoute(netns=netns_path(pids[end.node]), flags=0) as ipr:
+        with netns.ipr(pids[end.node]) as ipr:
             idx = ipr.link_lookup(ifname=end.port)
             if idx:
                 ipr.link("del", index=idx[0])
@@ -118,3 +116,8 @@ class Wiring:
                 raise TwinError(f"{len(self.waiting)} links were never wired: nodes missing")
         finally:
             self.pool.shutdown(cancel_futures=True)
+
+    def abort(self) -> None:
+        """Stop wiring now: links and configurations not begun are cancelled; those under way
+        end by themselves once their nodes are removed."""
+        self.pool.shutdown(wait=False, cancel_futures=True)

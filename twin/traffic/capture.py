@@ -15,11 +15,8 @@ import uuid
 
 from scapy.utils import rdpcap
 
-from twin import wait
+from twin import timeouts, wait
 from twin.runtime.exec import NodeExec
-
-START_TIMEOUT = 10.0
-MAX_SECONDS = 60
 
 
 class Capture:
@@ -33,19 +30,19 @@ class Capture:
         return ["ip", "netns", "exec", self.netns, *cmd] if self.netns else cmd
 
     def __enter__(self) -> "Capture":
-        tcpdump = self._cmd(["timeout", str(MAX_SECONDS), "tcpdump", "-i", self.port, "-nn", "-U", "--immediate-mode", "-s", "256",
+        tcpdump = self._cmd(["timeout", str(timeouts.CAPTURE_MAX), "tcpdump", "-i", self.port, "-nn", "-U", "--immediate-mode", "-s", "256",
                              "-c", str(self.max_packets), "-w", self.file, *self.bpf.split()])
         self.ex.container.exec_run(tcpdump, detach=True)
         # the pcap header is written once tcpdump listens
         wait.until(lambda: [] if self.ex.run(["test", "-s", self.file]).ok else [f"tcpdump on {self.port}"],
-                   START_TIMEOUT, f"{self.ex.where}: capture start", first=0.05, cap=0.2)
+                   timeouts.CAPTURE_START, f"{self.ex.where}: capture start", first=0.05, cap=0.2)
         return self
 
     def __exit__(self, *exc) -> None:
         mine = f"^tcpdump .*{self.file}"  # not the `timeout` wrappers around pkill/pgrep themselves
         self.ex.run(["pkill", "-INT", "-f", mine])
         wait.until(lambda: [f"tcpdump on {self.port}"] if self.ex.run(["pgrep", "-f", mine]).ok else [],
-                   START_TIMEOUT, f"{self.ex.where}: capture stop", first=0.05, cap=0.2)
+                   timeouts.CAPTURE_START, f"{self.ex.where}: capture stop", first=0.05, cap=0.2)
         raw = self.ex.container.exec_run(["cat", self.file], demux=False).output
         self.ex.run(["rm", "-f", self.file])
         self.packets = list(rdpcap(io.BytesIO(raw))) if raw else []

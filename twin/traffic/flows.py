@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
-from typing import TYPE_CHECKING
-
 from twin import timeouts
-from twin.runtime.links import netns_path
+from twin.lifecycle.context import LabContext, context_of
 from twin.topology.model import Fabric
 from twin.traffic import roce
 from twin.traffic.engine import Session, Tap, new_run_id, roce_keep
-
-if TYPE_CHECKING:
-    from twin.lab import Lab
 
 
 def hosts(fabric: Fabric) -> list[str]:
@@ -21,10 +16,8 @@ def hosts(fabric: Fabric) -> list[str]:
     return [n for n in fabric.nodes if fabric.attachment_of(n)]
 
 
-def host_taps(lab: "Lab", names: list[str] | None = None) -> list[Tap]:
-    pids = lab.pids()
-    return [Tap(h, netns_path(pids[h]), lab.fabric.attachment_of(h)[1].host_port)
-            for h in (names or hosts(lab.fabric))]
+def host_taps(ctx: LabContext, names: list[str] | None = None) -> list[Tap]:
+    return [Tap(h, ctx.netns(h), ctx.fabric.attachment_of(h)[1].host_port) for h in (names or hosts(ctx.fabric))]
 
 
 def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw) -> roce.Flow:
@@ -43,9 +36,10 @@ def same_tenant(fabric: Fabric, a: str, b: str) -> bool:
     return fabric.attachment_of(a)[0].name == fabric.attachment_of(b)[0].name
 
 
-def run(lab: "Lab", flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
+def run(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
         timeout: float = timeouts.TRAFFIC) -> dict[int, roce.FlowResult]:
-    """Send all flows at once from their sources and capture on every host endpoint.
+    """Send all flows at once from their sources and capture on every host endpoint of `lab`
+    (a Lab or its context).
 
     `expect[flow_id]` says whether the flow should reach its destination; the run
     ends once all of those have arrived (or at `timeout`). Each result counts the
@@ -53,11 +47,12 @@ def run(lab: "Lab", flows: list[roce.Flow], expect: dict[int, bool], check_icrc:
     return run_with_taps(lab, flows, expect, check_icrc, timeout)[0]
 
 
-def run_with_taps(lab: "Lab", flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
+def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
                   timeout: float = timeouts.TRAFFIC, taps: list[Tap] = ()) -> tuple[dict[int, roce.FlowResult],
                                                                                   dict[str, list[tuple[bytes, bool]]]]:
     """`run`, also capturing on extra `taps` (fabric ports, both directions): their
     frames come back as (frame, sent by that node) per tap."""
+    ctx = context_of(lab)
     run_id = new_run_id()
     by_id = {f.flow_id: f for f in flows}
     sends: dict[str, list[bytes]] = defaultdict(list)
@@ -79,7 +74,7 @@ def run_with_taps(lab: "Lab", flows: list[roce.Flow], expect: dict[int, bool], c
         return [f"flow {i}" for i, f in by_id.items() if expect.get(i) and got[i] < f.count]
 
     extra = {t.name for t in taps}
-    with Session(host_taps(lab) + list(taps), outgoing=extra) as session:
+    with Session(host_taps(ctx) + list(taps), outgoing=extra) as session:
         captured = session.run(sends, roce_keep(run_id), done, timeout)
     fabric_frames = {n: captured.pop(n, []) for n in extra}
 

@@ -18,12 +18,7 @@ it falls behind it sends without sleeping to catch up, but never more than
 MAX_BURST seconds' worth: beyond that the schedule slips, and the slip is
 recorded so sequence numbers still map to the time they were really due.
 
-Frames are not built with scapy per packet (~1 ms each, ~950 frames/s): a
-`Stamper` builds one template per flow with `roce.frames`, then per packet patches
-the PSN in the BTH and the tag, recomputes the ICRC (zlib.crc32 over the masked
-pseudo-header, as scapy.contrib.roce does) and the UDP checksum (the big-endian
-integer of the segment modulo 0xffff is its ones' complement sum). The frames are
-byte-identical to scapy's (tests/unit/test_stream.py).
+Frames are stamped from one template per flow (`twin.traffic.stamp`).
 
 Measured on the 2-core development machine, aipod lab, 12 flows: stamping alone
 ~370,000 frames/s; stamp + AF_PACKET send into a lab host's veth, one thread,
@@ -53,19 +48,19 @@ import socket
 import struct
 import threading
 import time
-import zlib
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable
+from dataclasses import dataclass, field
+from typing import Callable
 
 from twin import timeouts, wait
 from twin.errors import ConvergenceTimeout, TwinError
+from twin.lifecycle.context import context_of
 from twin.topology.model import Fabric
 from twin.traffic import flows as hostflows
 from twin.traffic import roce
 from twin.traffic.engine import PACKET_OUTGOING, new_run_id, open_socket
+from twin.traffic.results import StreamResult, analyse
+from twin.traffic.stamp import PSN_MASK, Stamper, icrc_ok
 
-if TYPE_CHECKING:
-    from twin.lab import Lab
 
 BUDGET_PPS = 2000.0     # all flows of a stream together, by default
 MIN_RATE = 20.0         # pps per flow: below this an outage is measured too coarsely
@@ -76,82 +71,8 @@ WAKE_MIN = 0.002        # the sender sleeps at least this long, then sends what 
                         # more than packets: 14% -> 9% of a core at 2,000 pps); packets are at most this late
 SEND_TIMEOUT = 0.1      # a send blocked this long counts as a send error
 POLL_MS = 50            # the receiver notices `stop` within this
-PSN_MASK = 0xFFFFFF
 
-_ICRC = struct.Struct("<I")   # scapy packs crc32 big-endian, then reverses the bytes
 _TIMEVAL = struct.Struct("@ll")
-
-
-# --- fast frames -------------------------------------------------------------
-def _masked(frame: bytes | bytearray, ip_at: int) -> bytearray:
-    """The ICRC pseudo-header of an IPv4 RoCEv2 frame (without its ICRC): 8 bytes of
-    1s (pseudo-LRH), then IP / UDP / BTH / payload with the fields routing may change
-    set to 1s: IP TOS, TTL, checksum; UDP checksum; BTH FECN/BECN/resv6."""
-    ihl = (frame[ip_at] & 0x0F) * 4
-    total = (frame[ip_at + 2] << 8) | frame[ip_at + 3]
-    p = bytearray(b"\xff" * 8)
-    p += frame[ip_at:ip_at + total - 4]
-    p[9] = p[16] = 0xFF                  # TOS, TTL
-    p[18:20] = b"\xff\xff"               # IP header checksum
-    udp = 8 + ihl
-    p[udp + 6:udp + 8] = b"\xff\xff"     # UDP checksum
-    p[udp + 12] = 0xFF                   # BTH byte 4: FECN, BECN, resv6
-    return p
-
-
-def icrc(frame: bytes | bytearray, ip_at: int = 14) -> bytes:
-    """The ICRC an IPv4 RoCEv2 frame (IP header at `ip_at`) should carry, as scapy computes it."""
-    return _ICRC.pack(zlib.crc32(_masked(frame, ip_at)))
-
-
-def icrc_ok(frame: bytes, ip_at: int = 14) -> bool:
-    """Does the frame carry the right ICRC? (fast: no scapy)"""
-    end = ip_at + ((frame[ip_at + 2] << 8) | frame[ip_at + 3])
-    return len(frame) >= end and frame[end - 4:end] == icrc(frame, ip_at)
-
-
-class Stamper:
-    """The frames of one flow for any PSN, from one scapy-built template.
-
-    `frame(psn)` equals `roce.frames(replace(flow, psn=psn, count=1), run)[0]`
-    byte for byte. Not thread-safe (it patches a shared pseudo-header): one per sender.
-    """
-
-    def __init__(self, flow: roce.Flow, run: int):
-        if flow.vxlan:
-            raise TwinError(f"flow {flow.flow_id}: streams send plain RoCEv2, not VXLAN-encapsulated frames")
-        self.flow, self.run = flow, run
-        self.template = roce.frames(replace(flow, count=1), run)[0]
-        t = self.template
-        ip = 14
-        ihl = (t[ip] & 0x0F) * 4
-        end = ip + ((t[ip + 2] << 8) | t[ip + 3])
-        udp = ip + ihl
-        bth = udp + 8
-        self._udp, self._end = udp, end
-        self._psn = bth + 9                                  # BTH: 24-bit PSN in bytes 9..11
-        self._tag_psn = bth + 12 + (16 if t[bth] == roce.CNP_OPCODE else 0) + 12  # tag: magic, run, flow, psn
-        self._icrc = end - 4
-        self._pseudo = _masked(t, ip)
-        self._shift = 8 - ip                                 # frame offset -> pseudo-header offset
-        # UDP checksum: the IPv4 pseudo-header (addresses, protocol, UDP length) is constant
-        self._udp_pseudo = int.from_bytes(t[ip + 12:ip + 20] + b"\x00\x11" + t[udp + 4:udp + 6], "big")
-        self._pad = b"\x00" * ((end - udp) % 2)
-
-    def frame(self, psn: int) -> bytes:
-        psn &= PSN_MASK
-        f = bytearray(self.template)
-        p = self._pseudo
-        b3, b4 = psn.to_bytes(3, "big"), psn.to_bytes(4, "big")
-        a, t, s = self._psn, self._tag_psn, self._shift
-        f[a:a + 3] = p[a + s:a + s + 3] = b3
-        f[t:t + 4] = p[t + s:t + s + 4] = b4
-        f[self._icrc:self._end] = _ICRC.pack(zlib.crc32(p))
-        u = self._udp
-        f[u + 6:u + 8] = b"\x00\x00"
-        total = (int.from_bytes(f[u:self._end] + self._pad, "big") + self._udp_pseudo) % 0xFFFF
-        f[u + 6:u + 8] = (0xFFFF - total).to_bytes(2, "big")   # 0 is sent as 0xffff, as RFC 768 wants
-        return bytes(f)
 
 
 # --- flows -------------------------------------------------------------------
@@ -166,101 +87,6 @@ def pair_flows(fabric: Fabric, host_pairs: list[tuple[str, str]] | None = None, 
     would; each gets its own UDP source port (ECMP entropy) unless `sport` is given."""
     ps = pairs(fabric) if host_pairs is None else host_pairs
     return [hostflows.flow(fabric, s, d, i, **({"sport": 49152 + i % 16384} | kw)) for i, (s, d) in enumerate(ps)]
-
-
-# --- results -----------------------------------------------------------------
-@dataclass
-class StreamResult:
-    """One flow's outcome. Times are seconds since the stream started, by sequence number:
-    when the lost packets were due to be sent."""
-
-    flow: roce.Flow
-    tenant: str | None
-    interval: float
-    sent: int
-    received: int                # unique sequence numbers that reached the destination
-    lost: int
-    duplicates: int
-    reordered: int               # arrivals with a sequence number below one already seen
-    longest_outage_s: float      # longest run of consecutive lost packets x interval
-    outages: list[tuple[float, float]] = field(default_factory=list)   # (start, end) per run of losses
-    first_loss_s: float | None = None
-    last_loss_s: float | None = None
-    send_errors: int = 0         # sends the kernel refused (e.g. link down): counted as sent, and lost
-    icrc_bad: int = 0
-    misdelivered: int = 0        # this flow's packets captured at another host
-
-    @property
-    def src(self) -> str:
-        return self.flow.src
-
-    @property
-    def dst(self) -> str:
-        return self.flow.dst
-
-    @property
-    def lossless(self) -> bool:
-        return self.lost == 0 and not (self.duplicates or self.icrc_bad or self.misdelivered)
-
-
-def analyse(flow: roce.Flow, sent: int, seqs: list[int], interval: float, tenant: str | None = None,
-            due: Callable[[int], float] | None = None) -> StreamResult:
-    """Per-flow outcome from the sequence numbers that arrived (in arrival order, 0 = first
-    sent). `due(seq)` is when packet `seq` was due, in seconds since the start (default
-    seq * interval). An outage is a run of consecutive lost sequence numbers, leading and
-    trailing runs included; it lasts from the first lost packet's due time for len x interval."""
-    due = due or (lambda n: n * interval)
-    seen = bytearray(sent)
-    received = duplicates = reordered = 0
-    top = -1
-    for n in seqs:
-        if not 0 <= n < sent:
-            continue  # never sent by this stream (cannot happen unless PSNs wrapped)
-        if seen[n]:
-            duplicates += 1
-            continue
-        seen[n] = 1
-        received += 1
-        if n < top:
-            reordered += 1
-        top = max(top, n)
-    outages, longest = [], 0
-    i = seen.find(0)
-    while i != -1:
-        j = seen.find(1, i)
-        j = sent if j == -1 else j
-        outages.append((due(i), due(i) + (j - i) * interval))
-        longest = max(longest, j - i)
-        i = seen.find(0, j)
-    return StreamResult(flow=flow, tenant=tenant, interval=interval, sent=sent, received=received,
-                        lost=sent - received, duplicates=duplicates, reordered=reordered,
-                        longest_outage_s=longest * interval, outages=outages,
-                        first_loss_s=outages[0][0] if outages else None,
-                        last_loss_s=due(seen.rfind(0)) if outages else None)
-
-
-@dataclass(frozen=True)
-class Summary:
-    flows: int
-    sent: int
-    received: int
-    lost: int
-    flows_with_loss: int
-    worst: StreamResult | None           # the flow with the longest outage (then the most lost)
-    longest_outage_s: float
-    first_loss_s: float | None
-    last_loss_s: float | None
-
-
-def summarise(results: list[StreamResult]) -> Summary:
-    lossy = [r for r in results if r.lost]
-    worst = max(lossy, key=lambda r: (r.longest_outage_s, r.lost), default=None)
-    return Summary(flows=len(results), sent=sum(r.sent for r in results),
-                   received=sum(r.received for r in results), lost=sum(r.lost for r in results),
-                   flows_with_loss=len(lossy), worst=worst,
-                   longest_outage_s=worst.longest_outage_s if worst else 0.0,
-                   first_loss_s=min((r.first_loss_s for r in lossy), default=None),
-                   last_loss_s=max((r.last_loss_s for r in lossy), default=None))
 
 
 # --- the stream --------------------------------------------------------------
@@ -281,24 +107,23 @@ class Stream:
     flow (also in `results`). As a context manager it starts on entry and stops on exit.
     """
 
-    def __init__(self, lab: "Lab", flows: list[roce.Flow], interval: float | None = None,
+    def __init__(self, lab, flows: list[roce.Flow], interval: float | None = None,
                  budget_pps: float = BUDGET_PPS, drain: float = DRAIN, run: int | None = None):
         if not flows:
             raise TwinError("a stream needs at least one flow")
         ids = [f.flow_id for f in flows]
         if len(set(ids)) != len(ids):
             raise TwinError(f"flow ids must be unique: {sorted(i for i in set(ids) if ids.count(i) > 1)}")
-        fabric = lab.fabric
-        if fabric is None:
-            raise TwinError(f"lab {lab.name!r} has no recorded topology; is it up? (`twin list`)")
+        ctx = context_of(lab)   # a Lab or its context; TwinError if it is not up
+        fabric = ctx.fabric
         known = set(hostflows.hosts(fabric))
         strangers = sorted({h for f in flows for h in (f.src, f.dst)} - known)
         if strangers:
-            raise TwinError(f"not host endpoints of lab {lab.name!r}: {', '.join(strangers)}; "
+            raise TwinError(f"not host endpoints of lab {ctx.name!r}: {', '.join(strangers)}; "
                             f"hosts: {', '.join(sorted(known))}")
         if interval is not None and interval <= 0:
             raise TwinError(f"interval must be positive, not {interval}")
-        self.lab, self.flows = lab, list(flows)
+        self.ctx, self.flows = ctx, list(flows)
         self.interval = interval if interval is not None else choose_interval(len(flows), budget_pps)
         self.drain = drain
         self.run = new_run_id() if run is None else run
@@ -337,7 +162,7 @@ class Stream:
             raise TwinError("this stream has already been started; make a new Stream to stream again")
         names = sorted({h for f in self.flows for h in (f.src, f.dst)})
         try:
-            for tap in hostflows.host_taps(self.lab, names):
+            for tap in hostflows.host_taps(self.ctx, names):
                 s = open_socket(tap)
                 self._socks[tap.name] = s
                 s.settimeout(None)   # blocking, bounded by SO_SNDTIMEO; the receiver polls, reads MSG_DONTWAIT

@@ -11,14 +11,12 @@ ECMP on fabric links), zerotrust (spoofing and VXLAN injection attempts).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from twin.errors import TwinError
+from twin.lifecycle.context import context_of
 from twin.verify import control, isolation, traffic, underlay, zerotrust
 from twin.verify.result import Check, Report
-
-if TYPE_CHECKING:
-    from twin.lab import Lab
 
 GROUPS: dict[str, Callable] = {
     "control": control.run,
@@ -29,19 +27,21 @@ GROUPS: dict[str, Callable] = {
 }
 
 
-def run(lab: "Lab", only: list[str] | None = None) -> Report:
+def run(lab, only: list[str] | None = None) -> Report:
+    """Judge a running lab (a `twin.Lab` or its context) against its intent."""
     unknown = sorted(set(only or []) - set(GROUPS))
     if unknown:
         raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(GROUPS)}")
-    report = Report(lab.name)
+    ctx = context_of(lab)
+    report = Report(ctx.name)
     for name, fn in GROUPS.items():
         if only and name not in only:
             continue
-        if name != "control" and not lab.fabric.tenants:
+        if name != "control" and not ctx.fabric.tenants:
             continue  # traffic checks need tenant endpoints
         t0 = time.monotonic()
         try:
-            out = fn(lab)
+            out = fn(ctx)
         except TwinError as e:
             out = [Check(name, name, False, f"could not run: {e}")]
         if isinstance(out, tuple):

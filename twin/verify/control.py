@@ -1,81 +1,77 @@
-"""Control-plane checks from intent: BGP sessions, VNIs with their VTEPs, VRF contents."""
+"""Control-plane checks from intent: BGP sessions, VNIs with their VTEPs, VRF contents.
+
+Each VRF on a VTEP must hold exactly what `twin.intent` says: its local segments
+(connected), a /32 to every remote host (type-2) and its remote-only segments
+(type-5), each via the VTEPs that own them. Anything else, above all a prefix or
+next hop that belongs to another tenant, is a leak. Overlapping address spaces
+make prefixes alone ambiguous, so routes are compared as prefix -> next-hop VTEPs.
+"""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
 
-from twin import evpn
+from twin import timeouts
 from twin.errors import TwinError
-from twin.verify import vrfs
+from twin.intent import NodeIntent
+from twin.lifecycle.context import LabContext
+from twin.runtime import frr
 from twin.verify.jsoncmp import subset
 from twin.verify.result import Check
-
-if TYPE_CHECKING:
-    from twin.lab import Lab
 
 GROUP = "control"
 
 
-def expected_summary(lab: "Lab", node: str) -> dict:
-    peers = {s.port: {"state": "Established", "hostname": s.peer} for s in lab.fabric.sessions(node)}
-    out = {"ipv4Unicast": {"peers": peers}}
-    if lab.fabric.tenants:
-        out["l2VpnEvpn"] = {"peers": {p: {"state": "Established"} for p in peers}}
-    return out
+def compare(expected: dict[str, frozenset[str]], actual: dict[str, frozenset[str]],
+            owner: dict[str, str] | None = None) -> list[str]:
+    """Readable differences: missing routes, wrong next hops, routes that should not be there."""
+    owner = owner or {}
+    diffs = []
+    for p, hops in sorted(expected.items()):
+        if p not in actual:
+            diffs.append(f"missing {p} via {', '.join(sorted(hops))}")
+        elif actual[p] != hops:
+            diffs.append(f"{p} via {', '.join(sorted(actual[p]))}, expected via {', '.join(sorted(hops))}")
+    for p in sorted(set(actual) - set(expected)):
+        diffs.append(f"unexpected {p} via {', '.join(sorted(actual[p]))}" + (f" ({owner[p]})" if p in owner else ""))
+    return diffs
 
 
-def expected_vnis(lab: "Lab", node: str) -> dict[int, dict]:
-    f = lab.fabric
-    out = {}
-    for t in f.tenants_on(node):
-        out[t.l3vni] = {"vni": t.l3vni, "type": "L3", "vrf": t.vrf}
-        for s in t.segments_on(node):
-            remotes = sorted(f.nodes[v].loopback for v in t.segment_vteps(s.name) if v != node)
-            out[s.l2vni] = {"vni": s.l2vni, "type": "L2", "vrf": t.vrf, "remoteVteps": remotes}
-    return out
-
-
-def check_node(lab: "Lab", node: str) -> list[Check]:
-    f = lab.fabric
-    ex = lab.node(node)
-    vtep = bool(f.tenants_on(node))
+def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
+    ex = ctx.exec(n.node)
     try:
-        (summary,) = ex.vtysh_json("show bgp summary json", timeout=20)
-        diffs = subset(expected_summary(lab, node), summary)
+        (summary,) = ex.vtysh_json(frr.SUMMARY_ALL, timeout=timeouts.VTYSH)
+        diffs = subset(n.bgp_summary(), summary)
     except TwinError as e:
         diffs = [f"cannot read BGP state: {e}"]
-    checks = [Check(GROUP, f"bgp {node}", not diffs, "; ".join(diffs),
-                    {"expected_sessions": [str(s) for s in f.sessions(node)]})]
-    if not vtep:
+    checks = [Check(GROUP, f"bgp {n.node}", not diffs, "; ".join(diffs),
+                    {"expected_sessions": [str(s) for s in n.sessions]})]
+    if not n.vtep:
         return checks
     try:  # a separate call: FRR 8.4 prints nothing at all here once EVPN is off on the node
-        (vni_doc,) = ex.vtysh_json(evpn.VNIS, timeout=20)
+        (vni_doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)
     except TwinError as e:
         vni_doc = {}
-        checks.append(Check(GROUP, f"vnis {node}", False, f"cannot read VNI state: {e}"))
-    have = evpn.vni_states(vni_doc)
-    for vni, want in expected_vnis(lab, node).items():
-        got = evpn.normalize_vni(have.get(vni, {}))
-        diffs = [f"VNI {vni} missing"] if vni not in have else subset(want, got, f"vni {vni}")
-        checks.append(Check(GROUP, f"vni {node} {vni}", not diffs, "; ".join(diffs), {"expected": want}))
-    owner = {}
-    for t in f.tenants.values():
-        for a in t.attachments:
-            owner.setdefault(a.address.split("/")[0] + "/32", t.name)
-    for t in f.tenants_on(node):
+        checks.append(Check(GROUP, f"vnis {n.node}", False, f"cannot read VNI state: {e}"))
+    have = frr.vni_states(vni_doc)
+    for t in n.tenants:
+        for vni, want in t.vni_entries().items():
+            diffs = [f"VNI {vni} missing"] if vni not in have else subset(want, frr.normalize_vni(have[vni]), f"vni {vni}")
+            checks.append(Check(GROUP, f"vni {n.node} {vni}", not diffs, "; ".join(diffs), {"expected": want}))
+    owner = ctx.intent.owner_of()
+    for t in n.tenants:
         try:
-            actual = vrfs.vrf_routes(ex, t.vrf)
+            (doc,) = ex.vtysh_json(frr.vrf_routes_cmd(t.vrf), timeout=timeouts.VTYSH)
+            actual = frr.vrf_routes(doc)
         except TwinError as e:
-            checks.append(Check(GROUP, f"vrf {node} {t.vrf}", False, f"cannot read VRF {t.vrf}: {e}"))
+            checks.append(Check(GROUP, f"vrf {n.node} {t.vrf}", False, f"cannot read VRF {t.vrf}: {e}"))
             continue
-        expected = vrfs.expected_routes(f, node, t)
-        diffs = vrfs.compare(expected, actual, {p: f"of tenant {o}" for p, o in owner.items() if o != t.name})
-        checks.append(Check(GROUP, f"vrf {node} {t.vrf}", not diffs, "; ".join(diffs),
-                            {"expected": {p: sorted(h) for p, h in expected.items()},
+        diffs = compare(t.routes, actual, {p: f"of tenant {o}" for p, o in owner.items() if o != t.tenant})
+        checks.append(Check(GROUP, f"vrf {n.node} {t.vrf}", not diffs, "; ".join(diffs),
+                            {"expected": {p: sorted(h) for p, h in t.routes.items()},
                              "actual": {p: sorted(h) for p, h in actual.items()}}))
     return checks
 
 
-def run(lab: "Lab") -> list[Check]:
+def run(ctx: LabContext) -> list[Check]:
     with ThreadPoolExecutor(8) as pool:
-        return [c for cs in pool.map(lambda n: check_node(lab, n.name), lab.fabric.routers()) for c in cs]
+        return [c for cs in pool.map(lambda n: check_node(ctx, n), ctx.intent.nodes.values()) for c in cs]

@@ -8,20 +8,16 @@ of another tenant than its sender's is a leak, reported with where it was seen.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from twin.lifecycle.context import LabContext
 from twin.traffic import flows as F
 from twin.verify.result import Check
-
-if TYPE_CHECKING:
-    from twin.lab import Lab
 
 GROUP = "isolation"
 COUNT = 2
 
 
-def run(lab: "Lab", count: int = COUNT) -> tuple[list[Check], dict]:
-    fabric = lab.fabric
+def run(ctx: LabContext, count: int = COUNT) -> tuple[list[Check], dict]:
+    fabric = ctx.fabric
     hosts = F.hosts(fabric)
     tenant = {h: fabric.attachment_of(h)[0].name for h in hosts}
     flows, expect = [], {}
@@ -31,7 +27,7 @@ def run(lab: "Lab", count: int = COUNT) -> tuple[list[Check], dict]:
                 f = F.flow(fabric, s, d, len(flows) + 1, count=count, payload=64, sport=50000 + len(flows))
                 flows.append(f)
                 expect[f.flow_id] = tenant[s] == tenant[d]
-    results = F.run(lab, flows, expect, check_icrc=False)
+    results = F.run(ctx, flows, expect, check_icrc=False)
     checks, matrix = [], {s: {} for s in hosts}
     for r in results.values():
         f = r.flow

@@ -7,21 +7,17 @@ duplicates or reordering.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from twin.lifecycle.context import LabContext
 from twin.traffic import flows as F
 from twin.verify.result import Check
-
-if TYPE_CHECKING:
-    from twin.lab import Lab
 
 GROUP = "traffic"
 COUNT = 16
 PAYLOAD = 4096
 
 
-def run(lab: "Lab", count: int = COUNT, payload: int = PAYLOAD) -> list[Check]:
-    fabric = lab.fabric
+def run(ctx: LabContext, count: int = COUNT, payload: int = PAYLOAD) -> list[Check]:
+    fabric = ctx.fabric
     hosts = F.hosts(fabric)
     flows, expect = [], {}
     for s in hosts:
@@ -35,7 +31,7 @@ def run(lab: "Lab", count: int = COUNT, payload: int = PAYLOAD) -> list[Check]:
                 expect[data.flow_id] = expect[cnp.flow_id] = True
     if not flows:
         return []
-    results = F.run(lab, flows, expect)
+    results = F.run(ctx, flows, expect)
     checks = []
     for r in results.values():
         f = r.flow

@@ -13,21 +13,17 @@ IPv4 address and never VXLAN (`<labdir>/<vtep>/nftables*.nft`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from twin.lifecycle.context import LabContext
 from twin.traffic import flows as F
 from twin.traffic.roce import Flow
 from twin.verify.result import Check
-
-if TYPE_CHECKING:
-    from twin.lab import Lab
 
 GROUP = "zerotrust"
 COUNT = 3
 
 
-def attacks(lab: "Lab") -> list[tuple[str, Flow]]:
-    fabric = lab.fabric
+def attacks(ctx: LabContext) -> list[tuple[str, Flow]]:
+    fabric = ctx.fabric
     hosts = F.hosts(fabric)
     out: list[tuple[str, Flow]] = []
 
@@ -67,17 +63,17 @@ def attacks(lab: "Lab") -> list[tuple[str, Flow]]:
     return out
 
 
-def run(lab: "Lab") -> list[Check]:
-    todo = attacks(lab)
+def run(ctx: LabContext) -> list[Check]:
+    todo = attacks(ctx)
     if not todo:
         return []
     flows = [f for _, f in todo]
-    results = F.run(lab, flows, {f.flow_id: False for f in flows}, check_icrc=False)
+    results = F.run(ctx, flows, {f.flow_id: False for f in flows}, check_icrc=False)
     checks = []
     for what, f in todo:
         r = results[f.flow_id]
         seen = {h: n for h, n in r.seen_at.items() if h != f.src}
-        a = lab.fabric.attachment_of(f.src)[1]
+        a = ctx.fabric.attachment_of(f.src)[1]
         msg = "" if not seen else (f"delivered: seen at {', '.join(f'{h} ({n} frames)' for h, n in seen.items())}; "
                                    f"host port {a.vtep}:{a.port} does not stop it")
         checks.append(Check(GROUP, what, not seen, msg, {"sent": r.sent, "seen_at": seen,

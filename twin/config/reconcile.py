@@ -1,5 +1,5 @@
 """Kernel side of a change: what to add and take down on each node to go from
-one intent (Fabric) to another, as overlay Steps. Pure, like `twin.overlay`.
+one intent (Fabric) to another, as overlay Steps. Pure, like `twin.config.overlay`.
 
 The unit of change is the smallest object that changed, so traffic that does
 not depend on it keeps flowing:
@@ -9,9 +9,9 @@ not depend on it keeps flowing:
 - an attachment (one host port in a segment, its MAC, its binding),
 - a host's tenant port (MAC, address, default route),
 - MTUs of links and of the VXLAN devices that must fit inside them,
-- links themselves (created and deleted by `twin.apply`, not here).
+- links themselves (created and deleted by `twin.change.apply`, not here).
 
-Each node's change comes in three phases, in the order `twin.apply` runs them
+Each node's change comes in three phases, in the order `twin.change.apply` runs them
 around FRR's reload: `add` (new devices, before FRR is told about them), `bind`
 (IP/MAC bindings, once zebra knows the new VNIs) and `remove` (after FRR has
 dropped its config for them). Something that changed in place is taken down
@@ -21,8 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from twin import overlay
-from twin.overlay import Backend, Step, bridge_name, tenant_ns, vxlan_name
+from twin import kinds
+from twin.config import overlay
+from twin.config.overlay import Backend, tenant_ns
+from twin.config.steps import Step
+from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 
 
@@ -44,7 +47,7 @@ class NodeDelta:
 def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend) -> NodeDelta:
     """Steps that take `node` from `old` to `new` intent (the node exists in both)."""
     d = NodeDelta()
-    if new.nodes[node].kind == "host":
+    if kinds.of(new.nodes[node]).endpoint:
         _host(old, new, node, d)
     else:
         _vtep(old, new, node, backend, d)

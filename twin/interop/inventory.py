@@ -12,18 +12,14 @@ and loopback.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-import click
 import yaml
 
 from twin import kinds
 from twin.errors import TwinError
 from twin.runtime.docker import container_name
 from twin.topology.model import Fabric, Node
-
-if TYPE_CHECKING:
-    from twin.lab import Lab
 
 PYTHON = "/usr/bin/python3"          # the node image's interpreter, for Ansible modules
 ANSIBLE_CONNECTION = "community.docker.docker"
@@ -105,13 +101,17 @@ def nornir(fabric: Fabric) -> dict[str, str]:
 FORMATS: dict[str, Callable[[Fabric], dict[str, str]]] = {"ansible": ansible, "nornir": nornir}
 
 
-def inventory(lab: "Lab", fmt: str) -> dict[str, str]:
-    """The inventory files of `lab` in format `fmt` (ansible, nornir): file name -> content."""
+def inventory(lab, fmt: str) -> dict[str, str]:
+    """The inventory files of `lab` (a Lab, its context, or a Fabric) in format `fmt`
+    (ansible, nornir): file name -> content."""
     try:
         make = FORMATS[fmt]
     except KeyError:
         raise TwinError(f"unknown inventory format {fmt!r}; formats: {', '.join(FORMATS)}") from None
-    return make(lab._need_fabric())
+    fabric = lab if isinstance(lab, Fabric) else lab.fabric
+    if fabric is None:
+        raise TwinError(f"lab {lab.name!r} has no topology: load it (Lab.load) or bring it up first")
+    return make(fabric)
 
 
 def write(files: dict[str, str], directory: str | Path) -> list[Path]:
@@ -122,30 +122,3 @@ def write(files: dict[str, str], directory: str | Path) -> list[Path]:
         (out / name).write_text(text)
         written.append(out / name)
     return written
-
-
-@click.command(name="inventory")
-@click.argument("lab")
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="ansible", show_default=True,
-              help="Inventory format.")
-@click.option("-o", "--output", type=click.Path(file_okay=False),
-              help="Directory to write the files into (ansible: default stdout; nornir: required).")
-def inventory_cmd(lab: str, fmt: str, output: str | None) -> None:
-    """Write an Ansible or Nornir inventory of LAB's nodes (reached through their containers)."""
-    from twin import state
-    from twin.lab import Lab
-
-    try:
-        if lab not in state.known_labs():
-            raise TwinError(f"no lab named {lab!r} on this host; labs: {', '.join(state.known_labs()) or 'none'}")
-        files = inventory(Lab.open(lab), fmt)
-    except TwinError as e:
-        raise click.ClickException(str(e)) from None
-    if output is None:
-        if len(files) != 1:
-            raise click.UsageError(f"--format {fmt} writes {len(files)} files ({', '.join(files)}); "
-                                   "give a directory with -o/--output")
-        click.echo(next(iter(files.values())), nl=False)
-        return
-    for path in write(files, output):
-        click.echo(f"wrote {path}", err=True)

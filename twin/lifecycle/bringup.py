@@ -13,16 +13,19 @@ from typing import Callable
 
 from docker.models.containers import Container
 
-from twin import evpn, kinds, overlay, timeouts, wait
+from twin import kinds, timeouts, wait
+from twin.config import overlay
+from twin.config.overlay import Backend
 from twin.errors import CommandError
-from twin.overlay import Backend
-from twin.runtime import kernel
+from twin.intent import Intent
+from twin.runtime import frr, kernel
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
 from twin.runtime.links import Wiring
 from twin.topology.model import Fabric
 
 log = logging.getLogger(__name__)
+
 
 def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, labdir: Path,
                           backend: Backend, on_created: Callable[[], None] = lambda: None) -> dict[str, int]:
@@ -40,8 +43,10 @@ def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, la
     try:
         runtime.start_nodes(fabric.name, list(fabric.nodes.values()), image, labdir, on_running=running)
         on_created()
-    finally:
         wiring.wait()
+    except BaseException:
+        wiring.abort()   # the caller removes the nodes: what is under way fails fast
+        raise
     return wiring.pids
 
 
@@ -52,28 +57,25 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     if steps:
         kernel.apply(steps, pid, ex)
     t1 = time.monotonic()
-    start = kinds.get(fabric.nodes[node].kind).start
+    start = kinds.of(fabric.nodes[node]).start
     if start:
         ex.check(start)
     t2 = time.monotonic()
     later = overlay.bindings(fabric, node, backend)
     if later:
-        wait_vnis(fabric, node, ex)
+        wait_vnis(ex, Intent(fabric).nodes[node].vnis)
         kernel.apply(later, pid, ex)
     log.debug("configured %s: kernel %.2fs, start %.2fs, bindings %.2fs", node, t1 - t0, t2 - t1,
               time.monotonic() - t2)
 
 
-def wait_vnis(fabric: Fabric, node: str, ex: NodeExec) -> None:
-    """Until zebra on VTEP `node` has every VNI it should have (L3VNIs and local L2VNIs)."""
-    expected = {t.l3vni for t in fabric.tenants_on(node)} | {
-        s.l2vni for t in fabric.tenants_on(node) for s in t.segments_on(node)}
-
+def wait_vnis(ex: NodeExec, expected: set[int]) -> None:
+    """Until zebra on the VTEP knows every VNI it should have (L3VNIs and local L2VNIs)."""
     def missing() -> list[str]:
         try:
-            (doc,) = ex.vtysh_json(evpn.VNIS, timeout=10)
+            (doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH_QUICK)
         except CommandError as e:
-            return [f"{node}: FRR not answering yet ({e.rc})"]
-        return [f"{node}: VNI {v} not known to zebra" for v in sorted(expected - set(evpn.vni_states(doc)))]
+            return [f"{ex.where}: FRR not answering yet ({e.rc})"]
+        return [f"{ex.where}: VNI {v} not known to zebra" for v in sorted(expected - set(frr.vni_states(doc)))]
 
-    wait.until(missing, timeouts.VNIS_UP, f"{node}: VNIs in zebra", first=0.1, cap=0.5)
+    wait.until(missing, timeouts.VNIS_UP, f"{ex.where}: VNIs in zebra", first=0.1, cap=0.5)

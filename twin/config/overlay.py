@@ -9,95 +9,23 @@ that holds the anycast gateway and the host ports.
 
 `script(plan)` renders it as the equivalent iproute2 commands for people to
 read (`<labdir>/<node>/interfaces.sh`); `twin.runtime.kernel` applies the very
-same steps over netlink.
+same steps over netlink (both from the one table of operations in `twin.config.steps`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal
 
+from twin import kinds
+from twin.config.jinja import render_template
+from twin.config.steps import Step
+from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 
 Backend = Literal["vrf", "netns"]
 BACKENDS: tuple[Backend, ...] = ("vrf", "netns")
-VXLAN_PORT = 4789
 VXLAN_OVERHEAD = 50
 VRF_TABLE_BASE = 1000
 VXLAN_INDEX, BRIDGE_INDEX = 1 << 24, 2 << 24   # + VNI: interface indexes of tenant devices (netns backend)
-NODE_DIR = "/etc/twin"   # the node's lab directory, as mounted in the node
-
-
-@dataclass(frozen=True)
-class Step:
-    """One kernel-side step. `ns` is the tenant namespace it runs in ("" = the node's own)."""
-
-    op: Literal["netns", "vrf", "vxlan", "bridge", "move", "master", "brport", "addr", "up", "mac", "route",
-                "fdb", "neigh", "nft", "mtu",
-                # taking down what an earlier intent made (twin apply)
-                "del", "nomaster", "release", "flush", "unroute", "unneigh"]
-    dev: str
-    ns: str = ""
-    args: dict = field(default_factory=dict)
-
-    @property
-    def in_node(self) -> bool:
-        """Run by the node's own tools (no netlink API for it), not over netlink from the host."""
-        return self.op in ("netns", "nft")
-
-    def command(self) -> str:
-        n = f"-n {self.ns} " if self.ns else ""
-        a = self.args
-        if self.op == "netns":
-            return f"ip netns add {self.dev}"
-        if self.op == "vrf":
-            return f"ip {n}link add {self.dev} type vrf table {a['table']}"
-        if self.op == "vxlan":
-            into = f" netns {a['netns']}" if a.get("netns") else ""
-            return (f"ip {n}link add {self.dev}{into}{_index(a)} mtu {a['mtu']} type vxlan id {a['vni']} local {a['local']} "
-                    f"dstport {VXLAN_PORT} nolearning tos inherit ttl 64")
-        if self.op == "bridge":
-            mac = f" address {a['mac']}" if a.get("mac") else ""
-            return f"ip {n}link add {self.dev}{_index(a)}{mac} mtu {a['mtu']} type bridge"
-        if self.op == "move":
-            return f"ip {n}link set {self.dev} netns {a['to']}"
-        if self.op == "master":
-            return f"ip {n}link set {self.dev} master {a['master']}"
-        if self.op == "brport":
-            flags = " ".join(f"{k} {'on' if v else 'off'}" for k, v in a.items())
-            return f"bridge {n}link set dev {self.dev} {flags}"
-        if self.op == "addr":
-            return f"ip {n}addr add {a['cidr']} dev {self.dev}"
-        if self.op == "up":
-            return f"ip {n}link set {self.dev} up"
-        if self.op == "mac":
-            return f"ip {n}link set {self.dev} address {a['mac']}"
-        if self.op == "mtu":
-            return f"ip {n}link set {self.dev} mtu {a['mtu']}"
-        if self.op == "nft":
-            return f"{'ip netns exec ' + self.ns + ' ' if self.ns else ''}nft -f {NODE_DIR}/{self.dev}"
-        if self.op == "fdb":
-            return f"bridge {n}fdb replace {a['mac']} dev {self.dev} master static"
-        if self.op == "neigh":
-            return f"ip {n}neigh replace {a['ip']} lladdr {a['mac']} dev {self.dev} nud stale"
-        if self.op == "route":
-            return f"ip {n}route add {a['dst']} via {a['via']} dev {self.dev}"
-        if self.op == "del":
-            return f"ip {n}link del {self.dev}"
-        if self.op == "nomaster":
-            return f"ip {n}link set {self.dev} nomaster"
-        if self.op == "release":  # back from a tenant namespace into the node's own
-            return f"ip {n}link set {self.dev} netns 1"
-        if self.op == "flush":
-            return f"ip {n}addr flush dev {self.dev}"
-        if self.op == "unroute":
-            return f"ip {n}route del {a['dst']} via {a['via']} dev {self.dev}"
-        if self.op == "unneigh":
-            return f"ip {n}neigh del {a['ip']} dev {self.dev}"
-        raise ValueError(self.op)
-
-
-def _index(args: dict) -> str:
-    return f" index {args['index']}" if "index" in args else ""
 
 
 def vrf_tables(fabric: Fabric) -> dict[str, int]:
@@ -105,18 +33,9 @@ def vrf_tables(fabric: Fabric) -> dict[str, int]:
     return {name: VRF_TABLE_BASE + i + 1 for i, name in enumerate(fabric.tenants)}
 
 
-def vxlan_name(vni: int) -> str:
-    return f"vxlan{vni}"
-
-
-def bridge_name(vni: int) -> str:
-    return f"br{vni}"
-
-
 def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     """The kernel steps of `node`: VTEP of its tenants, or a host in its segment."""
-    me = fabric.nodes[node]
-    if me.kind == "host":
+    if kinds.of(fabric.nodes[node]).endpoint:
         return host_plan(fabric, node)
     tenants = fabric.tenants_on(node)
     steps: list[Step] = vtep_head(fabric, node, backend)
@@ -234,8 +153,6 @@ def nft_file(vrf: str | None) -> str:
 
 def nft_rulesets(fabric: Fabric, node: str, backend: Backend) -> dict[str, str]:
     """Anti-spoofing rules of the VTEP's host ports: file name -> nft ruleset."""
-    from twin.render import render_template
-
     tenants = fabric.tenants_on(node)
     if not tenants:
         return {}
@@ -276,9 +193,9 @@ def script(fabric: Fabric, node: str, backend: Backend) -> str:
     steps = plan(fabric, node, backend)
     if not steps:
         return ""
-    later = bindings(fabric, node, backend) if fabric.nodes[node].kind != "host" else []
-    what = ("tenant port of this host" if fabric.nodes[node].kind == "host"
-            else f"EVPN overlay on this VTEP, VRF backend: {backend}")
+    host = kinds.of(fabric.nodes[node]).endpoint
+    later = [] if host else bindings(fabric, node, backend)
+    what = "tenant port of this host" if host else f"EVPN overlay on this VTEP, VRF backend: {backend}"
     head = [
         "#!/bin/sh",
         f"# {node} (lab {fabric.name}): kernel side of the {what}.",

@@ -22,7 +22,7 @@ import yaml
 
 from twin.errors import CommandError, TwinError
 
-RECIPES = Path(__file__).resolve().parent.parent / "images"
+RECIPES = Path(__file__).resolve().parents[2] / "images"
 # Debian release of the node image: trixie has FRR 10.3 (the default), bookworm FRR 8.4.4.
 # $TWIN_SUITE overrides the default for every command and test. FRR 8.4.4 cannot take
 # day-2 changes of tenants on the netns VRF backend (frr-reload puts a new L3VNI in the

@@ -1,0 +1,153 @@
+"""The layout holds: packages named after the data path, each importing only the ones
+before it (so no import circle can form), small modules and functions, and one name
+per fault everywhere."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TWIN = ROOT / "twin"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+# The data path: each layer may import the layers before it, never one after it.
+LAYERS = [
+    {"twin.errors", "twin.timeouts", "twin.wait"},   # foundation
+    {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.runtime"},
+    {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.change"}, {"twin.interop"},
+    {"twin.lab"}, {"twin.pytest_plugin"}, {"twin.cli"}, {"twin"},   # the package's face: Lab, verify
+]
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for p in sorted(TWIN.rglob("*.py")):
+        name = ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = p
+    return out
+
+
+def layer(module: str) -> int:
+    if module == "twin":
+        return len(LAYERS) - 1
+    for i, names in enumerate(LAYERS):
+        if any(module == n or module.startswith(n + ".") for n in names if n != "twin"):
+            return i
+    return -1
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """twin modules `name` imports, at module level or inside functions alike."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = ".".join(pkg[: len(pkg) - node.level + 1] + ([base] if base else []))
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        # `from twin import x` imports module twin.x, not the package's face
+        out |= {t for t in targets if t in known and t not in (name, "twin") and not name.startswith(t + ".")}
+    return out
+
+
+def test_every_module_sits_in_a_layer():
+    assert [m for m in modules() if layer(m) < 0] == []
+
+
+def test_no_package_imports_one_after_it_on_the_data_path():
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        for target in imports(name, path, known):
+            if layer(target) > layer(name):
+                wrong.append(f"{name} imports {target}")
+    assert wrong == [], "imports against the data path (and circles waiting to happen):\n" + "\n".join(wrong)
+
+
+def test_no_import_circle():
+    known = modules()
+    graph = {m: imports(m, p, known) for m, p in known.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(v: str) -> None:   # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for m in graph:
+        if m not in index:
+            visit(m)
+    assert circles == []
+
+
+def test_modules_and_functions_stay_small():
+    big = []
+    for name, path in modules().items():
+        text = path.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            big.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno > MAX_FUNCTION_LINES:
+                big.append(f"{name}.{node.name}: {node.end_lineno - node.lineno} lines")
+    assert big == []
+
+
+def test_every_package_says_what_it_owns():
+    missing = [p for p in TWIN.rglob("__init__.py") if not ast.get_docstring(ast.parse(p.read_text()))]
+    assert missing == []
+
+
+def test_kinds_are_not_told_apart_by_name_outside_kinds():
+    pattern = re.compile(r"""\.kind\s*[!=]=\s*["'](spine|leaf|dpu|host)["']""")
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in TWIN.rglob("*.py") if "kinds" not in p.parts
+             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []
+
+
+def test_one_name_per_fault_in_the_registry_the_cli_rehearse_and_the_readme():
+    from click.testing import CliRunner
+
+    from twin.change import REGISTRY, fault_types, parse_fault
+    from twin.cli import main
+    from twin.cli.faults import fault_group
+    from twin.errors import TwinError
+
+    keys = set(fault_types())
+    assert keys == {"link-down", "link-up", "link-loss", "link-loss-clear", "node-stop", "node-kill", "node-start",
+                    "node-restart", "daemon-kill"}
+    assert set(fault_group.commands) == keys, "`twin fault` has exactly the registered faults"
+    with pytest.raises(TwinError) as e:
+        parse_fault(None, "fault:no-such:x")
+    assert re.search(r"faults: ([a-z, -]+) \(", str(e.value)).group(1).split(", ") == list(fault_types())
+    assert set(REGISTRY) == keys | {"topology", "configs"}
+    readme = (ROOT / "README.md").read_text()
+    assert all(f"`{k}`" in readme for k in keys), "the README names every fault as the registry does"
+    for k in keys:   # every command's help shows its usage under the same name
+        res = CliRunner().invoke(main, ["fault", k, "--help"])
+        assert res.exit_code == 0 and f"twin fault {k}" in res.output

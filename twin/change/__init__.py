@@ -1,0 +1,59 @@
+"""Day 2: changes of a running lab, one protocol and one registry (`base`).
+
+Declarative changes (`declarative`: an edited topology, a directory of node
+configs) are applied in stages with a journal and rollback (`apply`), planned
+from one diff of two fabrics (`diff`, `plan`); faults (`link_faults`,
+`node_faults`, and `faults` for Python) are changes too. `rehearse` runs any
+registered change under RoCE traffic and reports its impact.
+
+    change = load_change(ctx, "my-change.yml")      # or a config dir, or "fault:link-down:dpu1:p0"
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from twin import topology
+from twin.change import link_faults, node_faults  # noqa: F401  (they register their faults)
+from twin.change.base import REGISTRY, Change, Result, fault_types
+from twin.change.declarative import ConfigsChange, TopologyChange
+from twin.change.fault_base import Fault
+from twin.errors import Problem, TopologyError, TwinError
+from twin.lifecycle.context import LabContext
+from twin.topology.model import Fabric
+
+FAULT_PREFIX = "fault:"
+
+
+def parse_fault(ctx: LabContext, spec: str) -> Fault:
+    """`fault:KEY:TARGET[:ARG...]` -> the registered fault, its target and arguments checked."""
+    parts = spec.split(":")[1:]
+    key = parts[0] if parts else ""
+    cls = fault_types().get(key)
+    if cls is None:
+        raise TwinError(f"{spec!r}: unknown fault {key!r}; faults: {', '.join(fault_types())} "
+                        f"(e.g. fault:link-down:leaf1:swp1, fault:link-loss:leaf1:swp1:100, fault:node-restart:spine1)")
+    rest = parts[1:]
+    width = 2 if cls.on == "port" else 1
+    if len(rest) < width or not all(rest[:width]):
+        raise TwinError(f"{spec!r}: {cls.usage()}")
+    return cls.parse(ctx, ":".join(rest[:width]), rest[width:], spec)
+
+
+def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
+    """A change from what a user gives: a Fabric, `fault:...`, a directory of node configs,
+    or an edited topology file (TopologyError names every problem of a file)."""
+    if isinstance(spec, Fabric):
+        return TopologyChange(spec)
+    if isinstance(spec, str) and spec.startswith(FAULT_PREFIX):
+        return parse_fault(ctx, spec)
+    p = Path(spec)
+    if p.is_dir():
+        return ConfigsChange.load(ctx, p)
+    if not p.exists():
+        raise TopologyError([Problem(str(p), "", "no such file or directory: a change is a topology file, "
+                                                 "a directory of node configs (<dir>/<node>/frr.conf) or fault:...")])
+    return TopologyChange(topology.load(p, name=ctx.name))
+
+
+__all__ = ["load_change", "parse_fault", "Change", "Result", "REGISTRY", "TopologyChange",
+           "ConfigsChange", "Fault", "fault_types"]

@@ -1,0 +1,159 @@
+"""Node faults: a container stopped, killed, started again, restarted; an FRR daemon killed.
+
+A container that starts again has a new network namespace: `node-start`
+re-creates its links to every running peer, sets both ends up, configures the
+node as bring-up does (overlay, FRR, bindings) and restores the peers' side of
+the links (a VTEP's host port back into its tenant, a host's address).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import docker
+from pyroute2 import NetlinkError
+
+from twin import kinds, timeouts, wait
+from twin.change.base import register
+from twin.change.fault_base import Fault, Param, PortRef, set_port
+from twin.config import overlay
+from twin.errors import TwinError
+from twin.lifecycle.bringup import configure_node
+from twin.lifecycle.context import LabContext
+from twin.runtime import kernel, netns
+from twin.runtime.links import create_link
+
+
+class NodeFault(Fault):
+    on: ClassVar[str] = "node"
+
+    def hosts_out(self, ctx: LabContext) -> frozenset[str]:
+        return frozenset({self.target}) if kinds.of(ctx.fabric.nodes[self.target]).endpoint else frozenset()
+
+
+@register
+class NodeStop(NodeFault):
+    key, summary, undone_by = "node-stop", "stop NODE's container (its links die with it)", "node-start"
+
+    def act(self, ctx: LabContext) -> dict[str, Any]:
+        c = ctx.container(self.target)
+        c.stop(timeout=int(timeouts.NODE_STOP))
+        ctx.refresh()
+        return {"container": c.name}
+
+
+@register
+class NodeKill(NodeFault):
+    key, summary, undone_by = "node-kill", "kill NODE's container with SIGKILL, as a power loss would", "node-start"
+
+    def act(self, ctx: LabContext) -> dict[str, Any]:
+        c = ctx.container(self.target)
+        try:
+            c.kill()
+            c.wait(timeout=timeouts.NODE_STOP)
+        except docker.errors.APIError as e:
+            raise TwinError(f"{ctx.name}/{self.target}: cannot kill {c.name}: {e.explanation or e}") from None
+        ctx.refresh()
+        return {"container": c.name, "signal": "KILL"}
+
+
+@register
+class NodeStart(NodeFault):
+    key, summary, undone_by = "node-start", "start NODE again: re-create its links and configure it", "node-stop"
+    breaks_intent = False
+
+    def act(self, ctx: LabContext) -> dict[str, Any]:
+        node, fabric = self.target, ctx.fabric
+        c = ctx.container(node)
+        c.reload()
+        if c.status == "running":
+            raise TwinError(f"{ctx.name}/{node} is already running; `twin fault node-restart {ctx.name} {node}` "
+                            "restarts it")
+        c.start()
+        ctx.refresh()
+        pid, ex = ctx.pid(node), ctx.exec(node)
+        if ctx.backend == "netns" and fabric.tenants_on(node):  # names of the old tenant namespaces are stale
+            ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in fabric.tenants_on(node)]])
+        running = {n: ctx.pid(n) for n in ctx.running() if n != node}
+        wired, skipped = [], []   # (own port, peer end) of each re-created link
+        for link in (l for l in fabric.links if node in (l.a.node, l.b.node)):
+            own, peer = (link.a, link.b) if link.a.node == node else (link.b, link.a)
+            if peer.node not in running:
+                skipped.append(str(peer))
+                continue
+            ref = PortRef(peer.node, peer.port, overlay.port_ns(fabric, peer.node, peer.port, ctx.backend))
+            _wait_gone(ctx, ref, running[peer.node])
+            create_link(link, {**running, node: pid})
+            wired.append((own.port, ref))
+        for own, _ in wired:
+            set_port(ctx, PortRef(node, own), up=True, pid=pid)
+        configure_node(fabric, node, ex, pid, ctx.backend)
+        for _, peer in wired:
+            _replumb_peer(ctx, peer, running[peer.node])
+        return {"container": c.name, "pid": pid, "links": len(wired),
+                **({"not wired (peer not running)": ", ".join(skipped)} if skipped else {})}
+
+
+@register
+class NodeRestart(NodeFault):
+    key, summary = "node-restart", "stop and start NODE (links re-created, FRR started)"
+    self_revert = "none needed: the node runs again"
+
+    def act(self, ctx: LabContext) -> dict[str, Any]:
+        return {**NodeStop(self.target).act(ctx), **NodeStart(self.target).act(ctx)}
+
+
+def daemon_pid(ctx: LabContext, node: str, daemon: str = "bgpd") -> int | None:
+    """PID of FRR daemon `daemon` in `node` (None: not running)."""
+    pids = [int(p) for p in ctx.exec(node).run(["pgrep", "-x", daemon]).stdout.split()]
+    return pids[0] if pids else None
+
+
+@register
+class DaemonKill(NodeFault):
+    key, summary = "daemon-kill", "SIGKILL an FRR daemon in NODE; watchfrr restarts it"
+    params = (Param("daemon", str, "an FRR daemon", default="bgpd"),)
+    self_revert = "none needed: watchfrr restarts the daemon"
+
+    def resolve(self, ctx: LabContext) -> None:
+        if not kinds.of(ctx.fabric.nodes[ctx.node(self.target)]).runs_frr:
+            raise TwinError(f"node {self.target} runs no FRR; routers: {', '.join(ctx.intent.nodes)}")
+
+    def act(self, ctx: LabContext) -> dict[str, Any]:
+        (daemon,) = self.args
+        pid = daemon_pid(ctx, self.target, daemon)
+        ex = ctx.exec(self.target)
+        if pid is None:
+            running = ex.run(["pgrep", "-l", "-f", "^/usr/lib/frr/"]).stdout.split()
+            names = sorted({w for w in running if not w.isdigit()})
+            raise TwinError(f"{ctx.name}/{self.target}: no {daemon} running; FRR processes: {', '.join(names) or 'none'}")
+        ex.check(["kill", "-KILL", str(pid)])
+        return {"daemon": daemon, "pid": pid, "signal": "KILL"}
+
+
+def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int) -> None:
+    """A peer's port on a re-created link: back up, and, on a VTEP's host port or a host,
+    the kernel steps of bring-up that concern it (tenant namespace, bridge, MAC, address)."""
+    fabric = ctx.fabric
+    if kinds.of(fabric.nodes[ref.node]).endpoint:
+        configure_node(fabric, ref.node, ctx.exec(ref.node), pid, ctx.backend)
+        return
+    steps = [s for s in overlay.plan(fabric, ref.node, ctx.backend) if s.dev == ref.port]
+    if steps:  # moves it into its tenant namespace first, then master/up/fdb there
+        kernel.apply(steps, pid, ctx.exec(ref.node))
+    set_port(ctx, ref, up=True, pid=pid)
+
+
+def _wait_gone(ctx: LabContext, ref: PortRef, pid: int) -> None:
+    """Until the peer's end of a link whose node stopped is gone (the kernel frees a dead
+    namespace's veths asynchronously), so the link can be made again."""
+    def left() -> list[str]:
+        found = []
+        for ns in {ref.ns, ""}:
+            try:
+                with netns.ipr(pid, ns) as ipr:
+                    found += [f"{ref}: old interface still there" for _ in ipr.link_lookup(ifname=ref.port)]
+            except (NetlinkError, OSError):
+                pass
+        return found
+
+    wait.until(left, timeouts.NODE_STOP, f"{ctx.name}: old end of the link on {ref}", first=0.05, cap=0.2)

@@ -1,0 +1,138 @@
+"""The report of a rehearsal: thresholds, verdicts, and the report as text, JSON and JUnit."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twin.traffic.results import StreamResult
+from twin.verify.result import Report
+
+
+@dataclass
+class Thresholds:
+    max_loss: int | None = 0            # packets any one flow may lose
+    max_outage: float | None = None     # s, the longest outage of any flow
+    max_reconverge: float | None = None  # s, change to data plane whole again
+
+
+@dataclass
+class Rehearsal:
+    lab: str
+    change: str
+    flows: list[StreamResult] = field(default_factory=list)
+    rate_pps: float = 0.0
+    flapped: list[str] = field(default_factory=list)
+    routes: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)   # s after the change started
+    apply: dict | None = None
+    error: str = ""
+    missing: list[str] = field(default_factory=list)          # not converged to the intent
+    verify: Report | None = None
+    verify_rollback: Report | None = None
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    hosts_out: list[str] = field(default_factory=list)         # hosts the change took away
+
+    def is_judged(self, r: StreamResult) -> bool:
+        """A flow counts unless the change took one of its hosts away."""
+        return r.src not in self.hosts_out and r.dst not in self.hosts_out
+
+    @property
+    def judged(self) -> list[StreamResult]:
+        return [r for r in self.flows if self.is_judged(r)]
+
+    def verdicts(self) -> list[tuple[str, bool, str]]:
+        """(criterion, passed, detail) for each thing the rehearsal is judged on."""
+        out = [("change applied", not self.error, self.error or self.change)]
+        if self.missing or "converged" in self.timings:
+            out.append(("converged to the intent", not self.missing,
+                        f"{len(self.missing)} missing, e.g. {self.missing[0]}" if self.missing else
+                        f"after {self.timings['converged']:.1f}s"))
+        th = self.thresholds
+        worst_loss = max((r.lost for r in self.judged), default=0)
+        worst_out = max((r.longest_outage_s for r in self.judged), default=0.0)
+        if th.max_loss is not None:
+            out.append((f"loss per flow <= {th.max_loss} packets", worst_loss <= th.max_loss,
+                        f"worst flow lost {worst_loss}"))
+        if th.max_outage is not None:
+            out.append((f"longest outage <= {th.max_outage * 1000:.0f} ms", worst_out <= th.max_outage,
+                        f"longest {worst_out * 1000:.0f} ms"))
+        if th.max_reconverge is not None:
+            rc = self.timings.get("data_plane_whole")
+            out.append((f"reconverged within {th.max_reconverge:g}s", rc is not None and rc <= th.max_reconverge,
+                        "never" if rc is None else f"{rc:.1f}s"))
+        if self.verify is not None:
+            out.append(("verify after the change", self.verify.passed,
+                        f"{len(self.verify.failures())} failed of {len(self.verify.checks)}"))
+        if self.verify_rollback is not None:
+            out.append(("verify after rollback", self.verify_rollback.passed,
+                        f"{len(self.verify_rollback.failures())} failed of {len(self.verify_rollback.checks)}"))
+        return out
+
+    @property
+    def passed(self) -> bool:
+        return all(ok for _, ok, _ in self.verdicts())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lab": self.lab, "change": self.change, "passed": self.passed, "error": self.error,
+            "verdicts": [{"criterion": c, "passed": ok, "detail": d} for c, ok, d in self.verdicts()],
+            "timings": self.timings, "rate_pps_per_flow": round(self.rate_pps, 1),
+            "flows": [{"src": r.src, "dst": r.dst, "tenant": r.tenant, "sent": r.sent, "received": r.received,
+                       "lost": r.lost, "longest_outage_ms": round(r.longest_outage_s * 1000, 1),
+                       "outages_s": [[round(a, 3), round(b, 3)] for a, b in r.outages],
+                       "duplicates": r.duplicates, "reordered": r.reordered,
+                       "judged": self.is_judged(r)} for r in self.flows],
+            "flapped_sessions": self.flapped, "routes": self.routes, "missing": self.missing,
+            "apply": self.apply,
+            "verify": self.verify.to_dict() if self.verify else None,
+            "verify_rollback": self.verify_rollback.to_dict() if self.verify_rollback else None,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=str)
+
+    def text(self) -> str:
+        lines = [f"rehearsal of {self.change} on lab {self.lab}: {'PASSED' if self.passed else 'FAILED'}"]
+        t = self.timings
+        lines.append("  timeline (s after the change started): " + ", ".join(f"{k} {v:.2f}" for k, v in t.items()))
+        lossy = [r for r in self.flows if r.lost]
+        lines.append(f"  flows: {len(self.flows)} at {self.rate_pps:.0f} pps each; {len(lossy)} of them lost packets")
+        for r in sorted(self.flows, key=lambda r: (-r.longest_outage_s, r.src, r.dst)):
+            mark = "" if self.is_judged(r) else "  (not judged: its host left)"
+            lines.append(f"    {r.tenant or '-':8} {r.src:>8} -> {r.dst:<8} sent {r.sent:6} lost {r.lost:5} "
+                         f"longest outage {r.longest_outage_s * 1000:7.0f} ms{mark}")
+        lines.append(f"  sessions that flapped: {len(self.flapped)}")
+        lines += [f"    {f}" for f in self.flapped]
+        lines.append("  routes per tenant: " + ("no change" if not self.routes else ""))
+        for tenant, ch in self.routes.items():
+            lines.append(f"    {tenant}: +{len(ch['added'])} -{len(ch['removed'])}")
+            lines += [f"      + {r}" for r in ch["added"][:20]] + [f"      - {r}" for r in ch["removed"][:20]]
+        lines.append("  verdicts:")
+        lines += [f"    {'ok  ' if ok else 'FAIL'} {c}: {d}" for c, ok, d in self.verdicts()]
+        for name, rep in (("verify", self.verify), ("verify after rollback", self.verify_rollback)):
+            for c in (rep.failures() if rep else [])[:20]:
+                lines.append(f"    {name}: FAIL {c.group}: {c.name}: {c.message}")
+        return "\n".join(lines) + "\n"
+
+    def write_junit(self, path: str | Path) -> None:
+        """One testsuite per rehearsal: a testcase per verdict and per flow."""
+        suites = ET.Element("testsuites", name=f"twin rehearse {self.lab}")
+        cases = [(f"verdict: {c}", ok, d) for c, ok, d in self.verdicts()]
+        th = self.thresholds.max_loss
+        cases += [(f"flow {r.tenant} {r.src} -> {r.dst}",
+                   th is None or r.lost <= th or not self.is_judged(r),
+                   f"lost {r.lost} of {r.sent}, longest outage {r.longest_outage_s * 1000:.0f} ms")
+                  for r in self.flows]
+        suite = ET.SubElement(suites, "testsuite", name=f"rehearse {self.change}", tests=str(len(cases)),
+                              failures=str(sum(not ok for _, ok, _ in cases)))
+        for name, ok, detail in cases:
+            case = ET.SubElement(suite, "testcase", classname=f"twin.{self.lab}.rehearse", name=name)
+            if not ok:
+                ET.SubElement(case, "failure", message=detail).text = detail
+            else:
+                ET.SubElement(case, "system-out").text = detail
+        ET.indent(suites)
+        Path(path).write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")

@@ -1,0 +1,81 @@
+"""The work of a declarative change: everything apply will do, worked out before
+anything is touched (new files per node, FRR reloads and restarts, kernel steps
+per node, links and host endpoints that come and go), and its plan."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from twin import timeouts
+from twin.change.plan import Plan
+from twin.config import render
+from twin.config.reconcile import NodeDelta
+from twin.lifecycle import state
+from twin.lifecycle.context import LabContext
+from twin.runtime.frr import FRR_CONF
+from twin.topology.model import Fabric, Link
+
+CANDIDATE = "frr.conf.candidate"   # a new config, checked in the node before anything changes
+PARALLEL = 8
+
+
+@dataclass
+class Work:
+    """Everything apply will do, worked out before anything is touched."""
+
+    old: Fabric
+    new: Fabric
+    files: dict[str, dict[str, str]]          # node -> file -> new text (all nodes)
+    old_files: dict[str, dict[str, str]]
+    reload: list[str]                         # nodes whose frr.conf changes
+    restart: list[str]                        # nodes whose FRR daemons change (restart, not reload)
+    deltas: dict[str, NodeDelta]
+    links_add: list[Link] = field(default_factory=list)
+    links_del: list[Link] = field(default_factory=list)
+    hosts_add: list[str] = field(default_factory=list)   # host endpoints: containers made / removed
+    hosts_del: list[str] = field(default_factory=list)
+    plan: Plan | None = None
+
+    @property
+    def summary(self) -> list[str]:
+        return list(self.plan.changes) or [f"new FRR config on {n}" for n in self.plan.diffs]
+
+    @property
+    def empty(self) -> bool:
+        return self.plan.empty and not self.reload and not self.restart
+
+
+def current_files(ctx: LabContext, fabric: Fabric) -> dict[str, dict[str, str]]:
+    """What each node runs now: its files in the lab directory (a user's config included),
+    rendered from the recorded intent where a file is missing."""
+    out = {}
+    for node, files in render.render_lab(fabric, ctx.backend).items():
+        out[node] = files | state.read_files(ctx.dir, node, list(files))
+    return out
+
+
+def frr_actions(w: Work) -> None:
+    """Which nodes reload FRR, and which restart it (their daemons file changed)."""
+    changed = sorted(n for n in w.new.nodes
+                     if w.files.get(n, {}).get(FRR_CONF, "") != w.old_files.get(n, {}).get(FRR_CONF, ""))
+    w.restart = [n for n in changed if w.files[n].get("daemons") != w.old_files.get(n, {}).get("daemons")]
+    w.reload = [n for n in changed if n not in w.restart]
+    w.plan.frr = {**{n: "reload" for n in w.reload}, **{n: "restart (daemons changed)" for n in w.restart}}
+
+
+def dry_run(ctx: LabContext, w: Work) -> list[str]:
+    """Every node whose new frr.conf FRR refuses (`vtysh --dryrun` in the node itself)."""
+    def one(node: str) -> str | None:
+        candidate = state.node_dir(ctx.dir, node) / CANDIDATE
+        state.write_text(candidate, w.files[node][FRR_CONF])
+        try:
+            res = ctx.exec(node).run(["vtysh", "--dryrun", "-f", f"/etc/frr/{CANDIDATE}"], timeout=timeouts.DRY_RUN)
+        finally:
+            candidate.unlink(missing_ok=True)
+        if res.ok:
+            return None
+        out = "\n    ".join(l for l in (res.stdout + res.stderr).strip().splitlines()[-12:])
+        return f"{node}: FRR rejects the new config (vtysh --dryrun exited {res.rc}):\n    {out}"
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        return [r for r in pool.map(one, w.reload + w.restart) if r]

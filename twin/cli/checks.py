@@ -1,0 +1,104 @@
+"""Checking a running lab: verify (every check group) and traffic (one RoCE flow)."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+import click
+from rich.table import Table
+
+from twin import verify
+from twin.cli.common import err, main, out, run
+from twin.errors import TwinError
+from twin.lab import Lab
+from twin.traffic import flows
+
+
+@main.command(name="verify")
+@click.argument("lab")
+@click.option("--only", "only", multiple=True, metavar="GROUP",
+              help=f"Run only these check groups (repeatable): {', '.join(verify.GROUPS)}.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
+@click.pass_context
+def verify_(ctx, lab, only, as_json, junit):
+    """Verify LAB against its topology: state, RoCE traffic, isolation, zero-trust. Exit 0 only if all pass."""
+    def go():
+        c = Lab(lab).context()
+        with err.status(f"verifying {lab}"):
+            report = verify.run(c, only=list(only) or None)
+        if junit:
+            report.write_junit(junit)
+        if as_json:
+            click.echo(report.to_json())
+        else:
+            print_report(report)
+        sys.exit(0 if report.passed else 1)
+    run(ctx, go)
+
+
+def print_report(report) -> None:
+    iso = report.extra.get("isolation")
+    if iso:
+        t = Table(title="isolation matrix (rows send, columns receive)", title_justify="left")
+        t.add_column("from \\ to")
+        for h in iso["hosts"]:
+            t.add_column(f"{h}\n{iso['tenants'][h]}", justify="center")
+        marks = {"ok": "[green]ok[/green]", "blocked": "[dim]-[/dim]", "LEAK": "[red]LEAK[/red]",
+                 "LOSS": "[red]LOSS[/red]"}
+        for s in iso["hosts"]:
+            t.add_row(f"{s} ({iso['tenants'][s]})",
+                      *("" if s == d else marks.get(iso["matrix"][s].get(d, ""), "?") for d in iso["hosts"]))
+        out.print(t)
+    t = Table(title=f"twin verify {report.lab}", title_justify="left")
+    for col in ("group", "checks", "passed", "failed", "seconds"):
+        t.add_column(col, justify="right" if col != "group" else "left")
+    for group, checks in report.groups().items():
+        failed = sum(not c.passed for c in checks)
+        t.add_row(group, str(len(checks)), str(len(checks) - failed),
+                  f"[red]{failed}[/red]" if failed else "0", f"{report.seconds.get(group, 0):.1f}")
+    out.print(t)
+    for c in report.failures():
+        out.print(f"[red]FAIL[/red] {c.group}: {c.name}: ", end="")
+        out.print(c.message, markup=False, highlight=False)
+    out.print("[green]PASSED[/green]" if report.passed else f"[red]FAILED[/red]: {len(report.failures())} checks")
+
+
+@main.command(name="traffic")
+@click.argument("lab")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--count", default=16, show_default=True, type=click.IntRange(1, 100000), help="Packets (PSNs) in the flow.")
+@click.option("--payload", default=1024, show_default=True, type=click.IntRange(0, 8900), help="Payload bytes per packet.")
+@click.option("--dscp", default=26, show_default=True, type=click.IntRange(0, 63))
+@click.option("--ecn", default=2, show_default=True, type=click.IntRange(0, 3), help="ECN bits (2 = ECT(0)).")
+@click.option("--opcode", default=4, show_default=True, type=click.IntRange(0, 255), help="BTH opcode (4 = RC SEND only).")
+@click.option("--qp", "dqp", default=0x11, show_default=True, type=click.IntRange(0, 0xFFFFFF), help="Destination QP.")
+@click.option("--psn", default=0, show_default=True, type=click.IntRange(0, 0xFFFFFF), help="First PSN.")
+@click.option("--sport", default=49152, show_default=True, type=click.IntRange(1, 65535), help="UDP source port (ECMP entropy).")
+@click.option("--cnp", is_flag=True, help="Send CNPs (congestion notifications) instead of data.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sport, cnp, as_json):
+    """Send one RoCEv2 flow from host SRC to host DST's address and report what arrived where."""
+    def go():
+        c = Lab(lab).context()
+        for h in (src, dst):
+            if not c.fabric.attachment_of(h):
+                raise TwinError(f"{h!r} is not a host endpoint of {lab}; hosts: {', '.join(flows.hosts(c.fabric))}")
+        f = flows.flow(c.fabric, src, dst, 1, count=count, payload=payload, dscp=dscp, ecn=ecn,
+                       opcode=opcode, dqp=dqp, psn=psn, sport=sport, cnp=cnp)
+        same = flows.same_tenant(c.fabric, src, dst)
+        r = flows.run(c, [f], {1: same})[1]
+        doc = {k: v for k, v in asdict(r).items() if k != "flow"} | {"expected": "deliver" if same else "never"}
+        if as_json:
+            click.echo(json.dumps(doc, indent=2))
+        else:
+            out.print(f"{src} -> {dst} ({f.dst_ip}), expected to {doc['expected']}: sent {r.sent}, received {r.received}"
+                      f", ICRC bad {r.icrc_bad}, DSCP/ECN changed {r.tos_changed}, PSN gaps {r.gaps}, "
+                      f"duplicates {r.duplicates}, reordered {r.reordered}; seen at {r.seen_at or 'no host'}")
+        ok = r.delivered if same else not r.seen_at or all(
+            flows.same_tenant(c.fabric, src, h) for h in r.seen_at) and r.received == 0
+        sys.exit(0 if ok else 1)
+    run(ctx, go)

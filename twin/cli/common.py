@@ -1,0 +1,82 @@
+"""What every command shares: the `twin` group, the consoles, and one error style.
+
+Every failure is one line on stderr (`error: ...`, every problem for a bad
+topology or change; everything with -v) and a non-zero exit. Errors twin
+raises (TwinError), Docker's, netlink's and the operating system's all read the
+same way; anything unexpected is still one line, with -v for the traceback.
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Callable, NoReturn, TypeVar
+
+import click
+import docker
+from pyroute2 import NetlinkError
+from rich.console import Console
+
+from twin.errors import ApplyFailed, ChangeRefused, TopologyError, TwinError
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+if not out.is_terminal:  # pipes and CI logs: do not squeeze tables into 80 columns
+    out = Console(highlight=False, soft_wrap=True, width=160)
+
+T = TypeVar("T")
+WHOLE = (TopologyError, ChangeRefused, ApplyFailed)   # their every line matters
+
+
+class Ctx:
+    def __init__(self, verbose: bool):
+        self.verbose = verbose
+
+
+def fail(text: str, verbose: bool, whole: bool = False, code: int = 1, detail: str = "") -> NoReturn:
+    lines = (text or "failed").splitlines()
+    if not (whole or verbose) and len(lines) > 1:
+        text = lines[0] + " (-v for details)"
+    click.secho("error: ", fg="red", err=True, nl=False)
+    click.echo(text, err=True)
+    if verbose and detail:
+        click.echo(detail, err=True)
+    sys.exit(code)
+
+
+def describe(e: BaseException) -> str:
+    """One line for an error that is not twin's own."""
+    if isinstance(e, docker.errors.DockerException):
+        what = getattr(e, "explanation", None) or str(e)
+        return f"Docker: {what}" + ("; is dockerd running? (`make twin-up` starts it)"
+                                    if "connection" in str(e).lower() else "")
+    if isinstance(e, NetlinkError):
+        return f"netlink: {e.args[1] if len(e.args) > 1 else e} (errno {e.code})"
+    if isinstance(e, FileNotFoundError) and e.filename:
+        return f"{e.filename}: not found ({e.strerror}); is it installed?"
+    if isinstance(e, OSError):
+        return f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}"
+    return f"internal error: {type(e).__name__}: {e}"
+
+
+def run(ctx: click.Context, fn: Callable[[], T]) -> T:
+    """Run a command's body in the one error style."""
+    verbose = ctx.find_root().obj.verbose if ctx.find_root().obj else False
+    try:
+        return fn()
+    except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+        raise
+    except TwinError as e:
+        fail(str(e) or type(e).__name__, verbose, whole=isinstance(e, WHOLE))
+    except KeyboardInterrupt as e:
+        err.print(f"interrupted{': ' + str(e) if str(e) else ''}")
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001  (one line, never a traceback; -v shows it)
+        fail(describe(e), verbose, detail=traceback.format_exc())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Show full error details.")
+@click.pass_context
+def main(ctx: click.Context, verbose: bool) -> None:
+    """twin: a digital twin of an AI-cloud leaf/spine EVPN fabric, in containers."""
+    ctx.obj = Ctx(verbose)

@@ -1,0 +1,88 @@
+"""Day-2 commands: plan, apply, rehearse."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from twin.change import load_change
+from twin.change.rehearse import Thresholds, rehearse
+from twin.cli.common import err, main, run
+from twin.lab import Lab
+
+CHANGE_HELP = ("CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf), "
+               "or a fault: fault:KEY:TARGET[:ARG] with KEY any of `twin fault`'s commands.")
+
+
+@main.command(name="plan", help=f"Show what CHANGE would do to LAB: topology changes, per-node config diffs, "
+                                f"FRR reloads and kernel commands.\n\n{CHANGE_HELP}")
+@click.argument("lab")
+@click.argument("change")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def plan_(ctx, lab, change, as_json):
+    def go():
+        c = Lab(lab).context()
+        p = load_change(c, change).plan(c)
+        click.echo(json.dumps(p.as_dict(), indent=2) if as_json else p.text(), nl=as_json)
+    run(ctx, go)
+
+
+@main.command(name="apply")
+@click.argument("lab")
+@click.argument("change", type=click.Path())
+@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
+@click.option("--no-wait", is_flag=True, help="Return once applied, without waiting for convergence.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def apply_(ctx, lab, change, timeout, no_wait, as_json):
+    """Apply CHANGE to the running LAB: FRR reload (no restart), kernel reconciled, then wait for convergence.
+
+    CHANGE is an edited topology file, or a directory of node configs (<dir>/<node>/frr.conf).
+    A bad change is refused and the lab left untouched; one that fails half way is rolled back."""
+    def go():
+        with err.status(f"applying {change} to {lab}") as st:
+            res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=lambda m: st.update(m))
+        if as_json:
+            click.echo(json.dumps(res.as_dict(), indent=2))
+        else:
+            click.echo(f"applied {change} to {lab}: " + ("; ".join(res.changes) or "no change"))
+            if res.reloaded or res.restarted:
+                click.echo(f"  FRR reloaded on: {', '.join(res.reloaded) or '-'}"
+                           + (f"; restarted on: {', '.join(res.restarted)}" if res.restarted else ""))
+            for k, v in res.timings.items():
+                click.echo(f"  {k} after {v:.1f}s")
+            if res.missing:
+                click.echo(f"  NOT converged; still missing ({len(res.missing)}):")
+                for m in res.missing[:40]:
+                    click.echo(f"    - {m}")
+        sys.exit(0 if res.converged else 1)
+    run(ctx, go)
+
+
+@main.command(name="rehearse", help=f"Rehearse CHANGE on LAB with RoCE traffic flowing between all same-tenant "
+                                    f"hosts; report the impact.\n\n{CHANGE_HELP} Exit 0 only if the change applied, "
+                                    "the fabric converged and verified, and every threshold held.")
+@click.argument("lab")
+@click.argument("change")
+@click.option("--max-loss", type=int, default=0, show_default=True,
+              help="Packets any one flow may lose (-1: no limit).")
+@click.option("--max-outage", type=float, help="Longest outage any flow may see, in ms.")
+@click.option("--max-reconverge", type=float, help="Seconds from the change until the data plane is whole again.")
+@click.option("--rollback", is_flag=True, help="Restore the previous intent (or revert the fault) and verify again.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
+@click.pass_context
+def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, as_json, junit):
+    def go():
+        th = Thresholds(max_loss=None if max_loss < 0 else max_loss,
+                        max_outage=None if max_outage is None else max_outage / 1000.0,
+                        max_reconverge=max_reconverge)
+        with err.status(f"rehearsing {change} on {lab}") as st:
+            rep = rehearse(Lab(lab).context(), change, th, rollback=rollback, say=lambda m: st.update(m))
+        if junit:
+            rep.write_junit(junit)
+        click.echo(rep.to_json() if as_json else rep.text(), nl=as_json)
+        sys.exit(0 if rep.passed else 1)
+    run(ctx, go)

@@ -1,0 +1,172 @@
+"""Lab commands: up, down, status, list, exec, image build."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.table import Table
+
+from twin import timeouts
+from twin.cli.common import err, main, out, run
+from twin.errors import AlreadyUp, TwinError
+from twin.lab import Lab
+from twin.lifecycle import state
+from twin.lifecycle.status import LabStatus
+from twin.runtime import images
+from twin.runtime.docker import DockerRuntime
+
+
+@main.command()
+@click.argument("topology", type=click.Path(dir_okay=False))
+@click.option("--name", help="Lab name (default: the topology's name).")
+@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
+@click.option("--image", help="Node image tag (default: built from images/ when missing).")
+@click.option("--keep", is_flag=True, help="Keep what was created when bring-up fails, for debugging.")
+@click.pass_context
+def up(ctx, topology, name, timeout, image, keep):
+    """Bring a lab up from TOPOLOGY and wait until it has converged.
+
+    On a lab that is already up: exit 0 if it runs this topology and has converged,
+    else exit 1 saying what differs."""
+    def go():
+        lab = Lab.load(topology, name=name)
+        try:
+            with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
+                timings = lab.up(image=image, timeout=timeout, keep=keep,
+                                 say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
+                                                err.print(f"  {m}") if ctx.obj.verbose else None))
+        except AlreadyUp as e:
+            click.echo(str(e), err=True)
+            return
+        out.print(f"lab [bold]{lab.name}[/bold] is up: {len(lab.fabric.nodes)} nodes, "
+                  f"{len(lab.fabric.sessions())} BGP sessions Established, converged in "
+                  f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}")
+    run(ctx, go)
+
+
+@main.command()
+@click.argument("lab")
+@click.pass_context
+def down(ctx, lab):
+    """Remove everything LAB owns (also after a failed or killed `up`)."""
+    def go():
+        removed = Lab(lab).down()
+        out.print(f"lab [bold]{lab}[/bold]: removed {len(removed)} containers" if removed
+                  else f"lab [bold]{lab}[/bold]: nothing left to remove")
+    run(ctx, go)
+
+
+@main.command()
+@click.argument("lab")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def status(ctx, lab, as_json):
+    """Nodes, sessions, tenants of LAB, compared with its intent; exit 1 if anything is missing."""
+    def go():
+        st = Lab(lab).status()
+        if as_json:
+            click.echo(json.dumps(st.to_dict(), indent=2))
+        elif st.status == "absent":
+            raise TwinError(f"no lab named {lab!r}; `twin list` shows the labs")
+        else:
+            print_status(st)
+        sys.exit(0 if st.healthy else 1)
+    run(ctx, go)
+
+
+def print_status(st: LabStatus) -> None:
+    t = Table(title=f"lab {st.lab}: {st.status}", title_justify="left")
+    for col in ("node", "kind", "state", "asn", "loopback", "bgp up/expected"):
+        t.add_column(col)
+    for r in st.nodes:
+        bgp = ""
+        if r.sessions_expected is not None:
+            bgp = f"{'?' if r.sessions_up is None else r.sessions_up}/{r.sessions_expected}"
+            bgp += f" (down: {', '.join(r.sessions_down)})" if r.sessions_down else ""
+        t.add_row(r.node, r.kind, r.state, str(r.asn or ""), r.loopback or "", bgp)
+    out.print(t)
+    if st.tenants:
+        tt = Table(title=f"tenants (VRF backend: {st.vrf_backend})", title_justify="left")
+        for col in ("tenant", "vrf", "l3vni", "VTEP", "L2VNIs up (segment)", "hosts", "type-2", "type-3", "type-5"):
+            tt.add_column(col)
+        for ten in st.tenants:
+            segs = {s["l2vni"]: s["segment"] for s in ten.segments}
+            for i, (v, r) in enumerate(ten.vteps.items()):
+                up_ = ", ".join(f"{x} ({segs[x]})" for x in r.vnis_up if x in segs)
+                up_ += f"; MISSING {', '.join(map(str, r.vnis_missing))}" if r.vnis_missing else ""
+                hosts = ", ".join(h["host"] for h in ten.hosts if h["vtep"].startswith(v + ":"))
+                counts = [f"{r.routes.get(k, '?')}/{r.expected.get(k, '?')}" if r.reachable else "?"
+                          for k in ("type2", "type3", "type5")]
+                head = [ten.tenant, ten.vrf, str(ten.l3vni)] if i == 0 else ["", "", ""]
+                tt.add_row(*head, v, up_, hosts, *counts)
+        out.print(tt)
+    problems = st.problems()
+    for p in problems[:40]:
+        out.print(f"[red]MISSING[/red] {p}", highlight=False)
+    if len(problems) > 40:
+        out.print(f"... and {len(problems) - 40} more")
+    out.print("[green]healthy[/green]: the lab holds its intent" if st.healthy
+              else f"[red]NOT healthy[/red]: {len(problems) or 'status ' + st.status} problem(s)")
+
+
+@main.command(name="exec", context_settings={"ignore_unknown_options": True})
+@click.argument("lab")
+@click.argument("node")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+def exec_(ctx, lab, node, cmd):
+    """Run CMD in NODE of LAB: twin exec LAB NODE -- vtysh -c 'show bgp summary'."""
+    def go():
+        # a long quiet command must not be cut by the Docker client's read timeout
+        handle = Lab(lab, runtime=DockerRuntime(timeout=None))
+        res = handle.node(node).run(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
+        sys.stdout.write(res.stdout)
+        sys.stderr.write(res.stderr)
+        sys.exit(res.rc)
+    run(ctx, go)
+
+
+@main.command(name="list")
+@click.pass_context
+def list_(ctx):
+    """Labs on this host: from Docker labels and lab directories."""
+    def go():
+        running = DockerRuntime().labs()
+        names = sorted(set(running) | set(state.known_labs()))
+        t = Table(title_justify="left")
+        for col in ("lab", "status", "containers", "running", "topology"):
+            t.add_column(col)
+        for n in names:
+            try:
+                st, _ = state.load(state.labdir(n))
+            except TwinError:
+                st = None
+            cs = running.get(n, [])
+            t.add_row(n, st.status if st else "orphaned", str(len(cs)),
+                      str(sum(c.status == "running" for c in cs)), st.topology if st else "")
+        out.print(t if names else "no labs")
+    run(ctx, go)
+
+
+@main.group()
+def image():
+    """Node images (built without a registry)."""
+
+
+@image.command(name="build")
+@click.option("--suite", default=images.DEFAULT_SUITE, show_default=True,
+              help="Debian release of the image (bookworm: FRR 8.4, trixie: FRR 10.3).")
+@click.option("--force", is_flag=True, help="Rebuild even when the recipe did not change.")
+@click.pass_context
+def image_build(ctx, suite, force):
+    """Build the base and node images when their recipe changed."""
+    def go():
+        with err.status("building images") as status:
+            tag = images.ensure(DockerRuntime().client, suite=suite, force=force,
+                                say=lambda m: (status.update(m), err.print(f"  {m}")))
+        out.print(tag)
+    run(ctx, go)
+
+
+

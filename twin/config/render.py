@@ -1,0 +1,47 @@
+"""Day-0 configuration: Fabric -> per-node files, rendered with Jinja2.
+
+Pure: returns file contents; `twin.lifecycle.state.write_files` puts them in
+the lab directory (`<labdir>/<node>/frr.conf`, `daemons`, `vtysh.conf`), which
+is what the node's FRR runs (the directory is bind-mounted on /etc/frr). What a kind
+renders is its data (`twin.kinds`): its daemons and frr.conf feature templates.
+"""
+from __future__ import annotations
+
+from twin import kinds
+from twin.config import overlay
+from twin.config.jinja import render_template
+from twin.config.overlay import Backend
+from twin.topology.model import Fabric, Node
+
+ALL_DAEMONS = ("bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "ldpd",
+               "nhrpd", "eigrpd", "babeld", "sharpd", "pbrd", "bfdd", "fabricd", "vrrpd", "pathd")
+
+
+def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
+    """frr.conf, daemons and vtysh.conf of an FRR node, from its kind's features and daemons."""
+    kind = kinds.of(node)
+    tenants = fabric.tenants_on(node.name)
+    features = kind.frr_features + (("evpn",) if tenants else ())
+    # FRR's netns VRF backend: zebra -n, each VRF a network namespace
+    netns_vrfs = bool(tenants) and backend == "netns"
+    zebra_extra = " -n" if netns_vrfs else ""
+    # zebra -n keeps interfaces as "<netns>:<ifname>": FRR 10 asserts on interface blocks
+    # then, so a VTEP of that backend gets its loopback from the kernel side instead
+    ctx = dict(node=node, fabric=fabric, kind=kind, features=features, tenants=tenants, netns_vrfs=netns_vrfs,
+               daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra=zebra_extra)
+    return {name: render_template(f"frr/{name}.j2", **ctx) for name in ("frr.conf", "daemons", "vtysh.conf")}
+
+
+def render_node(node: Node, fabric: Fabric, backend: Backend = "netns") -> dict[str, str]:
+    files = frr_files(node, fabric, backend) if kinds.of(node).runs_frr else {}
+    kernel = overlay.script(fabric, node.name, backend)
+    if kernel:
+        files["interfaces.sh"] = kernel
+    files.update(overlay.nft_rulesets(fabric, node.name, backend))
+    return files
+
+
+def render_lab(fabric: Fabric, backend: Backend = "netns") -> dict[str, dict[str, str]]:
+    """Every node's files: {node: {file name: text}}; `backend` is the VRF backend of the VTEPs."""
+    return {name: render_node(node, fabric, backend) for name, node in fabric.nodes.items()}
+

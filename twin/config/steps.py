@@ -1,0 +1,152 @@
+"""Kernel steps: one table of operations, each with its iproute2 text and its netlink application.
+
+A `Step` is plain data (op, device, namespace, arguments). `OPS[op]` says, in
+one place, how it reads as an iproute2 command (what `interfaces.sh` and
+`twin plan` show) and how it is applied over netlink (pyroute2), so the two
+can never disagree. Ops without a netlink application (`netns`, `nft`) run in
+the node itself, by their command.
+
+Application gets a `Netns` (see `twin.runtime.kernel`): `ipr(ns)` is a pyroute2
+IPRoute in the node's namespace ("") or in a tenant namespace inside it, and
+`path(ns)` that namespace's path. A missing interface raises NetlinkError
+ENODEV, so callers branch on the errno, never on message text.
+"""
+from __future__ import annotations
+
+import errno
+import socket
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from pyroute2 import IPRoute, NetlinkError
+
+VXLAN_PORT = 4789
+NODE_DIR = "/etc/twin"   # the node's lab directory, as mounted in the node
+NTF_MASTER, NUD_STALE, NUD_NOARP = 0x04, 0x04, 0x40
+
+
+class Netns(Protocol):
+    def ipr(self, ns: str) -> IPRoute: ...
+    def path(self, ns: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kernel-side step. `ns` is the tenant namespace it runs in ("" = the node's own)."""
+
+    op: str
+    dev: str
+    ns: str = ""
+    args: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"unknown kernel step {self.op!r}; steps: {', '.join(OPS)}")
+
+    @property
+    def in_node(self) -> bool:
+        """Run by the node's own tools (no netlink application), not over netlink from the host."""
+        return OPS[self.op].apply is None
+
+    def command(self) -> str:
+        return OPS[self.op].text(self, f"-n {self.ns} " if self.ns else "")
+
+    def apply(self, netns: Netns) -> None:
+        fn = OPS[self.op].apply
+        if fn is None:
+            raise ValueError(f"{self.command()}: runs in the node, not over netlink")
+        fn(self, netns.ipr(self.ns), netns)
+
+
+@dataclass(frozen=True)
+class Op:
+    text: Callable[[Step, str], str]                             # (step, "-n NS " or "") -> command
+    apply: Callable[[Step, IPRoute, Netns], None] | None = None  # over netlink; None: in the node
+
+
+def index(ipr: IPRoute, dev: str) -> int:
+    """Index of one interface by name: a single RTM_GETLINK, not a dump of every link."""
+    try:
+        return ipr.link("get", ifname=dev)[0]["index"]
+    except NetlinkError as e:
+        raise NetlinkError(errno.ENODEV, f"no interface {dev}") from e
+
+
+def _ix(a: dict) -> dict:
+    return {"index": a["index"]} if "index" in a else {}
+
+
+def _text_ix(a: dict) -> str:
+    return f" index {a['index']}" if "index" in a else ""
+
+
+def _vxlan(s: Step, ipr: IPRoute, nn: Netns) -> None:
+    a = s.args
+    extra = _ix(a) | ({"net_ns_fd": nn.path(a["netns"])} if a.get("netns") else {})  # made in the tenant's
+    ipr.link("add", ifname=s.dev, kind="vxlan", mtu=a["mtu"], vxlan_id=a["vni"], vxlan_local=a["local"], **extra,
+             vxlan_port=VXLAN_PORT, vxlan_learning=0, vxlan_tos=1, vxlan_ttl=64)  # tos 1 = inherit
+
+
+def _route(s: Step, ipr: IPRoute, verb: str) -> None:
+    dst = {} if s.args["dst"] == "default" else {"dst": s.args["dst"]}
+    ipr.route(verb, gateway=s.args["via"], oif=index(ipr, s.dev), family=socket.AF_INET, **dst)
+
+
+def _set(**kw) -> Callable[[Step, IPRoute, Netns], None]:
+    """`ip link set DEV ...` with attributes taken from the step's args (callables) or constants."""
+    return lambda s, ipr, nn: ipr.link("set", index=index(ipr, s.dev),
+                                       **{k: v(s, ipr, nn) if callable(v) else v for k, v in kw.items()})
+
+
+OPS: dict[str, Op] = {
+    "netns": Op(lambda s, n: f"ip netns add {s.dev}"),
+    "nft": Op(lambda s, n: f"{'ip netns exec ' + s.ns + ' ' if s.ns else ''}nft -f {NODE_DIR}/{s.dev}"),
+    "vrf": Op(lambda s, n: f"ip {n}link add {s.dev} type vrf table {s.args['table']}",
+              lambda s, ipr, nn: ipr.link("add", ifname=s.dev, kind="vrf", vrf_table=s.args["table"])),
+    "vxlan": Op(lambda s, n: (f"ip {n}link add {s.dev}" + (f" netns {s.args['netns']}" if s.args.get("netns") else "")
+                              + f"{_text_ix(s.args)} mtu {s.args['mtu']} type vxlan id {s.args['vni']} local "
+                              f"{s.args['local']} dstport {VXLAN_PORT} nolearning tos inherit ttl 64"), _vxlan),
+    "bridge": Op(lambda s, n: (f"ip {n}link add {s.dev}{_text_ix(s.args)}"
+                               + (f" address {s.args['mac']}" if s.args.get("mac") else "")
+                               + f" mtu {s.args['mtu']} type bridge"),
+                 lambda s, ipr, nn: ipr.link("add", ifname=s.dev, kind="bridge", mtu=s.args["mtu"], **_ix(s.args),
+                                             **({"address": s.args["mac"]} if s.args.get("mac") else {}))),
+    "move": Op(lambda s, n: f"ip {n}link set {s.dev} netns {s.args['to']}",
+               _set(net_ns_fd=lambda s, ipr, nn: nn.path(s.args["to"]))),
+    "release": Op(lambda s, n: f"ip {n}link set {s.dev} netns 1",   # back from a tenant namespace into the node's
+                  _set(net_ns_fd=lambda s, ipr, nn: nn.path(""))),
+    "master": Op(lambda s, n: f"ip {n}link set {s.dev} master {s.args['master']}",
+                 _set(master=lambda s, ipr, nn: index(ipr, s.args["master"]))),
+    "nomaster": Op(lambda s, n: f"ip {n}link set {s.dev} nomaster", _set(master=0)),
+    "up": Op(lambda s, n: f"ip {n}link set {s.dev} up", _set(state="up")),
+    "mac": Op(lambda s, n: f"ip {n}link set {s.dev} address {s.args['mac']}",
+              _set(address=lambda s, ipr, nn: s.args["mac"])),
+    "mtu": Op(lambda s, n: f"ip {n}link set {s.dev} mtu {s.args['mtu']}", _set(mtu=lambda s, ipr, nn: s.args["mtu"])),
+    "brport": Op(lambda s, n: f"bridge {n}link set dev {s.dev} "
+                              + " ".join(f"{k} {'on' if v else 'off'}" for k, v in s.args.items()),
+                 lambda s, ipr, nn: ipr.brport("set", index=index(ipr, s.dev),
+                                               **{k: int(v) for k, v in s.args.items()})),
+    "addr": Op(lambda s, n: f"ip {n}addr add {s.args['cidr']} dev {s.dev}",
+               lambda s, ipr, nn: ipr.addr("add", index=index(ipr, s.dev), address=s.args["cidr"].split("/")[0],
+                                           prefixlen=int(s.args["cidr"].split("/")[1]))),
+    "flush": Op(lambda s, n: f"ip {n}addr flush dev {s.dev}",
+                lambda s, ipr, nn: ipr.flush_addr(index=index(ipr, s.dev))),
+    "del": Op(lambda s, n: f"ip {n}link del {s.dev}", lambda s, ipr, nn: ipr.link("del", index=index(ipr, s.dev))),
+    "route": Op(lambda s, n: f"ip {n}route add {s.args['dst']} via {s.args['via']} dev {s.dev}",
+                lambda s, ipr, nn: _route(s, ipr, "add")),
+    "unroute": Op(lambda s, n: f"ip {n}route del {s.args['dst']} via {s.args['via']} dev {s.dev}",
+                  lambda s, ipr, nn: _route(s, ipr, "del")),
+    # a static entry on the bridge port (NTF_MASTER, NUD_NOARP): never ages
+    "fdb": Op(lambda s, n: f"bridge {n}fdb replace {s.args['mac']} dev {s.dev} master static",
+              lambda s, ipr, nn: ipr.fdb("replace", ifindex=index(ipr, s.dev), lladdr=s.args["mac"],
+                                         flags=NTF_MASTER, state=NUD_NOARP)),
+    "neigh": Op(lambda s, n: f"ip {n}neigh replace {s.args['ip']} lladdr {s.args['mac']} dev {s.dev} nud stale",
+                lambda s, ipr, nn: ipr.neigh("replace", dst=s.args["ip"], lladdr=s.args["mac"],
+                                             ifindex=index(ipr, s.dev), state=NUD_STALE)),
+    "unneigh": Op(lambda s, n: f"ip {n}neigh del {s.args['ip']} dev {s.dev}",
+                  lambda s, ipr, nn: ipr.neigh("del", dst=s.args["ip"], ifindex=index(ipr, s.dev))),
+}
+
+# What "already done" looks like, for a rollback that re-runs steps over a half-applied change:
+# the object exists already, or is gone already.
+ALREADY = frozenset({errno.EEXIST, errno.ENOENT, errno.ENODEV, errno.ESRCH, errno.EADDRNOTAVAIL, errno.EADDRINUSE})

@@ -1,0 +1,84 @@
+"""What every node must hold, worked out once from the Fabric.
+
+The convergence barrier, `twin verify`, `twin status` and `twin rehearse` all
+read this: nothing else derives what a node should have. Pure: a Fabric in,
+plain frozen data out.
+
+    intent = Intent(fabric)
+    n = intent.nodes["dpu1"]
+    n.sessions, n.loopbacks            # the underlay: BGP sessions, loopback routes
+    n.vnis                             # every VNI zebra must know (L3VNIs, local L2VNIs)
+    for t in n.tenants: t.routes       # each tenant's VRF, prefix -> next hops, drains applied
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from twin.intent.tenants import SegmentIntent, TenantIntent, tenant_intent
+from twin.topology.model import Fabric, Session
+
+
+@dataclass(frozen=True)
+class NodeIntent:
+    """What one FRR node must hold."""
+
+    node: str
+    sessions: tuple[Session, ...]           # one per fabric port
+    peer_loopbacks: dict[str, str]          # port -> /32 of the peer on it (a route over the port proves the session)
+    loopbacks: dict[str, str]               # router -> /32 this node must have a route to
+    evpn: bool                              # EVPN rides the underlay sessions (the fabric has tenants)
+    tenants: tuple[TenantIntent, ...]       # as this node's VTEP
+
+    @property
+    def vtep(self) -> bool:
+        return bool(self.tenants)
+
+    @property
+    def vnis(self) -> set[int]:
+        return {v for t in self.tenants for v in t.vnis}
+
+    def bgp_summary(self) -> dict:
+        """The subset `show bgp summary json` must contain: every session Established with its peer."""
+        peers = {s.port: {"state": "Established", "hostname": s.peer} for s in self.sessions}
+        out: dict = {"ipv4Unicast": {"peers": peers}}
+        if self.evpn:
+            out["l2VpnEvpn"] = {"peers": {p: {"state": "Established"} for p in peers}}
+        return out
+
+    def tenant(self, name: str) -> TenantIntent | None:
+        return next((t for t in self.tenants if t.tenant == name), None)
+
+
+class Intent:
+    """The intent of every FRR node of a fabric (hosts hold what `twin.config.overlay` gives them)."""
+
+    def __init__(self, fabric: Fabric):
+        self.fabric = fabric
+
+    @cached_property
+    def nodes(self) -> dict[str, NodeIntent]:
+        return {n.name: self._node(n.name) for n in self.fabric.routers()}
+
+    def _node(self, name: str) -> NodeIntent:
+        f = self.fabric
+        me = f.nodes[name]
+        return NodeIntent(
+            node=name, sessions=tuple(f.sessions(name)),
+            peer_loopbacks={p.name: f"{f.nodes[p.peer_node].loopback}/32" for p in me.fabric_ports},
+            loopbacks=f.expected_loopbacks(name), evpn=bool(f.tenants),
+            tenants=tuple(tenant_intent(f, name, t) for t in f.tenants_on(name)))
+
+    def vteps(self) -> list[str]:
+        return [n for n, i in self.nodes.items() if i.vtep]
+
+    def owner_of(self) -> dict[str, str]:
+        """Host /32 -> tenant, over every tenant: names the owner of a leaked route."""
+        out: dict[str, str] = {}
+        for t in self.fabric.tenants.values():
+            for a in t.attachments:
+                out.setdefault(a.address.split("/")[0] + "/32", t.name)
+        return out
+
+
+__all__ = ["Intent", "NodeIntent", "TenantIntent", "SegmentIntent"]

@@ -1,0 +1,172 @@
+"""The convergence barrier: waits until every node holds what `twin.intent` says.
+
+For every FRR node: every BGP session Established and a route to every loopback
+the node should learn; on every VTEP, per tenant: the flood entries (type-3),
+remote hosts' MACs and /32s (type-2) and remote-only subnets (type-5), and
+nothing the intent no longer has (after a change).
+
+Rounds read kernel state over netlink only (no process in the node, so a 48-node
+lab can be polled often on 2 cores). A route learned over a session proves the
+session Established, and every peer advertises its loopback, so the evidence
+for the session on port P is: the route to P's peer's loopback has a next hop
+on P. On a deadline, `show bgp summary json` of every unfinished node names the
+state of each missing session.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from pyroute2 import IPRoute, NetlinkError
+
+from twin import timeouts, wait
+from twin.config.overlay import tenant_ns, vrf_tables
+from twin.errors import CommandError
+from twin.intent import NodeIntent, TenantIntent
+from twin.lifecycle.context import LabContext
+from twin.runtime import frr, observe
+from twin.runtime.netns import Handles
+from twin.runtime.observe import FLOOD
+
+log = logging.getLogger(__name__)
+PARALLEL = 8
+
+
+def missing_underlay(n: NodeIntent, routes: dict[str, set[str]]) -> list[str]:
+    """What a node's kernel routes lack of its underlay intent (empty: converged)."""
+    missing = [f"{n.node}: BGP session on {s.port} to {s.peer}: no route learned over it yet"
+               for s in n.sessions if s.port not in routes.get(n.peer_loopbacks[s.port], ())]
+    return missing + [f"{n.node}: no route to {peer}'s loopback {prefix}"
+                      for peer, prefix in n.loopbacks.items() if prefix not in routes]
+
+
+def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
+                   fdb: set[tuple[str, str, str]]) -> list[str]:
+    """What VTEP `node` lacks of tenant `t`'s EVPN state, and still holds that the intent
+    no longer has, from its kernel tables."""
+    missing = []
+    for seg in t.segments:
+        for remote, lo in seg.remote_vteps.items():
+            if (seg.vxlan, FLOOD, lo) not in fdb:
+                missing.append(f"{node}: tenant {t.tenant}: no type-3 flood entry to {remote} ({lo}) "
+                               f"on L2VNI {seg.l2vni} ({seg.name})")
+        for mac, host, vtep in seg.remote_macs:
+            if (seg.vxlan, mac, t.loopbacks[vtep]) not in fdb:
+                missing.append(f"{node}: tenant {t.tenant}: no type-2 MAC {mac} of {host} via {vtep}")
+    missing += [f"{node}: tenant {t.tenant}: no type-2 route to {host} {prefix} via {vtep}"
+                for prefix, (host, vtep) in t.host_routes.items() if prefix not in routes]
+    missing += [f"{node}: tenant {t.tenant}: no type-5 route to {seg} {prefix}"
+                for prefix, seg in t.subnet_routes.items() if prefix not in routes]
+    stale = [f"{node}: tenant {t.tenant}: stale route {p} (no such host or segment any more)"
+             for p in sorted(routes) if p not in t.allowed]
+    for seg in t.segments:
+        want = set(seg.remote_vteps.values())
+        stale += [f"{node}: tenant {t.tenant}: stale type-3 flood entry to {dst} on L2VNI {seg.l2vni}"
+                  for dev, mac, dst in sorted(fdb) if dev == seg.vxlan and mac == FLOOD and dst not in want]
+    return missing + stale
+
+
+def missing_sessions(ctx: LabContext, n: NodeIntent) -> list[str]:
+    """Each expected session that is not Established, with FRR's word for its state."""
+    try:
+        (summary,) = ctx.exec(n.node).vtysh_json(frr.SUMMARY, timeout=timeouts.VTYSH)
+    except CommandError as e:
+        first = (e.stderr or e.stdout).strip().splitlines()[:1]
+        return [f"{n.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
+    states = frr.session_states(summary, [s.port for s in n.sessions])
+    return [f"{n.node}: BGP session on {s.port} to {s.peer} is {states[s.port]}"
+            for s in n.sessions if states[s.port] != "Established"]
+
+
+class Barrier:
+    """Convergence of one lab to its intent; `wait(timeout)` blocks until it holds."""
+
+    def __init__(self, ctx: LabContext):
+        self.ctx = ctx
+        self.intent = ctx.intent
+        self.nodes = list(self.intent.nodes)
+        self.handles = Handles()
+        self.tables = vrf_tables(ctx.fabric)
+
+    def _ipr(self, node: str, ns: str = "") -> IPRoute:
+        return self.handles.get(self.ctx.pid(node), ns)
+
+    def tenant_tables(self, node: str, t: TenantIntent) -> tuple[dict[str, set[str]], set[tuple[str, str, str]]]:
+        """A tenant's VRF routes and VXLAN FDB on VTEP `node`."""
+        ns = tenant_ns(self.ctx.fabric.tenants[t.tenant], self.ctx.backend)
+        ipr = self._ipr(node, ns)
+        names = observe.link_names(ipr)
+        table = 254 if ns else self.tables[t.tenant]
+        return observe.routes(ipr, table, host_only=False, names=names), observe.fdb(ipr, names)
+
+    def node_missing(self, node: str, sessions: bool = False) -> list[str]:
+        n = self.intent.nodes[node]
+        try:
+            missing = missing_underlay(n, observe.routes(self._ipr(node)))
+            for t in n.tenants if not missing else ():
+                missing += missing_tenant(node, t, *self.tenant_tables(node, t))
+        except (NetlinkError, OSError) as e:
+            return [f"{node}: cannot read its kernel state ({e}); is the container running?"]
+        if missing and sessions:
+            missing += missing_sessions(self.ctx, n)
+        return missing
+
+    def round(self, pool: ThreadPoolExecutor, nodes: list[str], sessions: bool = False) -> dict[str, list[str]]:
+        t = time.monotonic()
+        results = dict(zip(nodes, pool.map(lambda n: self.node_missing(n, sessions), nodes)))
+        left = {n: m for n, m in results.items() if m}
+        log.debug("round over %d nodes: %d unfinished, %d missing, %.2fs", len(nodes), len(left),
+                  sum(map(len, left.values())), time.monotonic() - t)
+        return left
+
+    def wait(self, timeout: float, say=lambda _: None) -> float:
+        """Poll until converged. Rounds stop at the first unfinished node (the lab
+        cannot be done before it), so a settling lab costs one cheap read per
+        round; finished nodes are skipped until a confirmation round over all."""
+        done: set[str] = set()
+        with ThreadPoolExecutor(PARALLEL) as pool:
+            def probe() -> list[str]:
+                for n in self.nodes:
+                    if n in done:
+                        continue
+                    missing = self.node_missing(n)
+                    if missing:
+                        say(f"converging: {len(done)}/{len(self.nodes)} routers done, waiting for {n}")
+                        return missing
+                    done.add(n)
+                left = self.round(pool, self.nodes)  # all looked done: confirm once over every node
+                done.difference_update(left)
+                return [m for n in sorted(left) for m in left[n]]
+
+            def diagnose() -> list[str]:
+                left = self.round(pool, self.nodes, sessions=True)
+                return [m for n in sorted(left) for m in left[n]]
+
+            try:
+                return wait.until(probe, timeout, self.what(), diagnose=diagnose, cap=timeouts.BARRIER_POLL)
+            finally:
+                self.handles.close()
+
+    def what(self) -> str:
+        return "convergence (BGP sessions, loopback routes" + (
+            ", VNIs and EVPN type-2/3/5 routes)" if self.ctx.fabric.tenants else ")")
+
+    def now(self) -> list[str]:
+        """Everything missing of the intent right now (with session states; no waiting)."""
+        try:
+            with ThreadPoolExecutor(PARALLEL) as pool:
+                left = self.round(pool, self.nodes, sessions=True)
+            return [m for n in sorted(left) for m in left[n]]
+        finally:
+            self.handles.close()
+
+
+def converge(ctx: LabContext, timeout: float | None = None, say=lambda _: None) -> float:
+    """Wait until the running lab holds its intent; ConvergenceTimeout names what is missing."""
+    limit = timeout if timeout is not None else timeouts.converge(len(ctx.intent.nodes))
+    return Barrier(ctx).wait(limit, say=say)
+
+
+def missing(ctx: LabContext) -> list[str]:
+    return Barrier(ctx).now()

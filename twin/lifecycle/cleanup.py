@@ -1,0 +1,76 @@
+"""Removing what a lab owns, and doing it when a bring-up fails or is interrupted.
+
+A lab owns: containers labelled `twin.lab=<lab>` (their veths die with their
+namespaces; no veth of a lab is ever in the host's namespace), the throwaway
+namespace of the VRF-backend probe (`twin-<lab>-probe`, left behind only by a
+killed `up`) and its directory. `remove_all` takes exactly those, and works
+after a crash or without the lab directory.
+
+A bring-up that fails or is interrupted (Ctrl-C) removes what it made. While it
+does, a second Ctrl-C does not cut the removal short: it says what is going on;
+a third one stops, and says what may be left and how to remove it.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from pyroute2 import netns
+
+from twin.lifecycle import state
+from twin.runtime.docker import DockerRuntime
+
+
+def probe_netns(lab: str) -> str:
+    return f"twin-{lab}-probe"
+
+
+def remove_all(name: str, d: Path, runtime: DockerRuntime) -> list[str]:
+    """Lab `name`'s containers, probe namespace and directory `d`: removed; returns the container names."""
+    removed = runtime.remove(name)
+    if probe_netns(name) in netns.listnetns():
+        netns.remove(probe_netns(name))
+    state.remove(d)
+    return removed
+
+
+@contextmanager
+def on_failure(name: str, d: Path, runtime: DockerRuntime, keep: bool,
+               say: Callable[[str], None]) -> Iterator[None]:
+    """Run a bring-up; if it raises (or is interrupted), remove what it made unless `keep`."""
+    try:
+        yield
+    except BaseException:
+        if keep:
+            say(f"bring-up failed: kept what was made (--keep); `twin down {name}` removes it")
+            raise
+        say("bring-up failed: removing what was created")
+        with _patient(name):
+            remove_all(name, d, runtime)
+        raise
+
+
+@contextmanager
+def _patient(lab: str) -> Iterator[None]:
+    """Ctrl-C while removing: the first is answered, the second gives up (saying what is left)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    presses = []
+
+    def handler(signum, frame):
+        presses.append(1)
+        if len(presses) == 1:
+            print(f"\ntwin: still removing lab {lab}; Ctrl-C again to stop (its containers may then "
+                  f"remain: `twin down {lab}` removes them)", flush=True)
+            return
+        raise KeyboardInterrupt(f"removal of lab {lab} stopped: `twin down {lab}` removes what is left")
+
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -1,0 +1,107 @@
+"""A running lab, resolved once: what every stage after bring-up works on.
+
+`twin.Lab.context()` builds it (and is the one place that decides whether a
+lab is up); change, verify, traffic and status take it and need nothing else:
+the lab's intent (fabric and what every node must hold), its VRF backend and
+directory, and per node its exec seam, container pid and namespaces.
+
+    ctx = Lab.open("aipod").context()
+    ctx.exec("leaf1").vtysh("show bgp summary")
+    with ctx.ipr("dpu1", "red") as ipr: ...        # a tenant namespace on a VTEP
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+
+from docker.models.containers import Container
+from pyroute2 import IPRoute
+
+from twin.config.overlay import Backend
+from twin.errors import TwinError
+from twin.intent import Intent
+from twin.runtime import netns
+from twin.runtime.docker import DockerRuntime
+from twin.runtime.exec import NodeExec
+from twin.topology.model import Fabric
+
+
+@dataclass
+class LabContext:
+    name: str
+    dir: Path
+    fabric: Fabric
+    backend: Backend
+    runtime: DockerRuntime
+    image: str = ""
+    _containers: dict[str, Container] | None = field(default=None, repr=False)
+    _pids: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def intent(self) -> Intent:
+        return Intent(self.fabric)
+
+    def with_fabric(self, fabric: Fabric) -> "LabContext":
+        """The same running lab, judged against another intent (after a change)."""
+        return replace(self, fabric=fabric, _containers=self._containers, _pids=dict(self._pids))
+
+    # --- containers ------------------------------------------------------------------
+    def containers(self) -> dict[str, Container]:
+        if self._containers is None:
+            self._containers = self.runtime.containers(self.name)
+        return self._containers
+
+    def refresh(self) -> "LabContext":
+        """Read the containers again (after nodes were started, stopped or added)."""
+        self._containers, self._pids = None, {}
+        return self
+
+    def container(self, node: str) -> Container:
+        c = self.containers().get(node)
+        if c is None:
+            self.node(node)   # a node the intent does not have is named as such
+            raise TwinError(f"lab {self.name!r}: node {node} has no container; `twin status {self.name}` shows the lab")
+        return c
+
+    def node(self, node: str) -> str:
+        """`node` if the lab's intent has it, else an error naming the nodes it has."""
+        if node not in self.fabric.nodes:
+            raise TwinError(f"lab {self.name!r} has no node {node!r}; nodes: {', '.join(self.fabric.nodes)}")
+        return node
+
+    def exec(self, node: str) -> NodeExec:
+        return NodeExec(self.container(node), f"{self.name}/{node}")
+
+    def execs(self) -> dict[str, NodeExec]:
+        return {n: NodeExec(c, f"{self.name}/{n}") for n, c in self.containers().items()}
+
+    def running(self) -> list[str]:
+        """Nodes whose containers run now."""
+        out = []
+        for n, c in self.containers().items():
+            c.reload()
+            if c.status == "running":
+                out.append(n)
+        return out
+
+    # --- namespaces -------------------------------------------------------------------
+    def pid(self, node: str) -> int:
+        if node not in self._pids:
+            self._pids[node] = self.runtime.pid(self.container(node))
+        return self._pids[node]
+
+    def pids(self) -> dict[str, int]:
+        return {n: self.pid(n) for n in self.containers()}
+
+    def netns(self, node: str, ns: str = "") -> str:
+        return netns.path(self.pid(node), ns)
+
+    def ipr(self, node: str, ns: str = "") -> AbstractContextManager[IPRoute]:
+        return netns.ipr(self.pid(node), ns)
+
+
+def context_of(target) -> LabContext:
+    """A LabContext from a LabContext or from anything that makes one (a `twin.Lab`)."""
+    return target if isinstance(target, LabContext) else target.context()

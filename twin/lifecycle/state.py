@@ -1,0 +1,214 @@
+"""Where a lab lives on disk: $TWIN_HOME/labs/<name>/ (default ~/.twin).
+
+state.json records status and timings, fabric.json the derived intent, and one
+directory per node holds its rendered config. Any command in a new shell finds
+the lab from its name; when the directory is gone, Docker labels still do.
+
+Every lab name is checked (the topology's rule, fully matched) before a path is
+made of it, and nothing but a real directory directly under $TWIN_HOME/labs/
+is ever removed. A node's directory is bind-mounted into its container, so a
+container could plant symlinks there: files are read with O_NOFOLLOW and
+written as a new file renamed over the old one (a rename replaces a symlink,
+never what it points to). state.json and fabric.json are written the same way,
+so a crash leaves the old or the new file, never half of one.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from twin.errors import LabNameError, LabStateError, TwinError
+from twin.topology.model import Fabric
+
+STATE = "state.json"
+FABRIC = "fabric.json"
+
+
+def home() -> Path:
+    return Path(os.environ.get("TWIN_HOME") or Path.home() / ".twin")
+
+
+def labs_root() -> Path:
+    return home() / "labs"
+
+
+def check_name(name: object) -> str:
+    """`name` if it is a valid lab name, else LabNameError (one line)."""
+    from twin.topology.build import LAB_NAME, LAB_NAME_RULE
+
+    if not isinstance(name, str) or not LAB_NAME.fullmatch(name):
+        shown = repr(name)[:40] + ("..." if len(repr(name)) > 40 else "")
+        raise LabNameError(f"{shown} is not a lab name: {LAB_NAME_RULE}")
+    return name
+
+
+def labdir(name: str) -> Path:
+    return labs_root() / check_name(name)
+
+
+class LabState(BaseModel):
+    name: str
+    topology: str
+    image: str
+    status: Literal["creating", "converging", "up", "failed"] = "creating"
+    created: float = 0.0
+    timings: dict[str, float] = {}
+    error: str = ""
+    backend: Literal["vrf", "netns"] | None = None   # VRF backend of the VTEPs
+    history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
+
+
+# --- files, safely -------------------------------------------------------------------
+def read_text(f: Path) -> str:
+    """A file's text, never through a symlink (OSError ELOOP if it is one)."""
+    fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
+def write_text(f: Path, text: str) -> None:
+    """Write a new file next to `f` and rename it over `f` (atomic; replaces a symlink, not its target)."""
+    tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, f)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def node_dir(d: Path, node: str) -> Path:
+    """A node's directory in lab directory `d`, made if missing; never a symlink."""
+    sub = d / node
+    if sub.is_symlink() or (sub.exists() and not sub.is_dir()):
+        raise TwinError(f"{sub} is not a directory twin made (a symlink or a file); `twin down` the lab")
+    sub.mkdir(parents=True, exist_ok=True)
+    return sub
+
+
+def write_files(d: Path, files: dict[str, dict[str, str]]) -> None:
+    """Per node, every file whose text differs ({node: {file name: text}})."""
+    for node, fs in files.items():
+        sub = node_dir(d, node)
+        for name, text in fs.items():
+            f = sub / name
+            try:
+                same = f.is_file() and not f.is_symlink() and read_text(f) == text
+            except OSError:
+                same = False
+            if not same:
+                write_text(f, text)
+
+
+def read_files(d: Path, node: str, names: list[str]) -> dict[str, str]:
+    """The files of `node` that exist, by name (symlinks are not followed: they count as missing)."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = read_text(d / node / name)
+        except OSError:
+            continue
+    return out
+
+
+# --- state --------------------------------------------------------------------------
+def save(d: Path, state: LabState, fabric: Fabric | None = None) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    write_text(d / STATE, state.model_dump_json(indent=2))
+    if fabric is not None:
+        write_text(d / FABRIC, fabric.model_dump_json(indent=2))
+
+
+def load(d: Path) -> tuple[LabState | None, Fabric | None]:
+    """The lab's recorded state and intent; (None, None) when it has no directory.
+    A directory whose files are missing or corrupt is an error naming the file."""
+    if not d.is_dir():
+        return None, None
+    try:
+        state = LabState.model_validate_json(read_text(d / STATE))
+        fabric = Fabric.model_validate(json.loads(read_text(d / FABRIC))) if (d / FABRIC).exists() else None
+    except (OSError, ValueError, ValidationError) as e:
+        what = getattr(e, "filename", None) or (d / STATE if "state" in str(e).lower() else d / FABRIC)
+        raise LabStateError(f"lab {d.name!r}: {what} is missing or unreadable "
+                            f"({str(e).splitlines()[0][:120]}); `twin down {d.name}` removes what is left") from None
+    return state, fabric
+
+
+def known_labs() -> list[str]:
+    root = labs_root()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink() and _valid(p.name))
+
+
+def _valid(name: str) -> bool:
+    try:
+        check_name(name)
+        return True
+    except LabNameError:
+        return False
+
+
+# --- removal --------------------------------------------------------------------------
+def owned(d: Path) -> Path:
+    """`d` if it is a lab directory twin owns: a real directory (not a symlink) directly
+    under $TWIN_HOME/labs/ whose name is a lab name; else TwinError. Nothing outside is removed."""
+    root = labs_root().resolve()
+    if d.is_symlink() or d.resolve().parent != root or not _valid(d.name) or d.resolve().name != d.name:
+        raise TwinError(f"refusing to remove {d}: not a lab directory directly under {root}")
+    return d
+
+
+def remove(d: Path) -> bool:
+    """Remove a lab directory (see `owned`); False if there was none."""
+    owned(d)
+    if not d.exists():
+        return False
+    shutil.rmtree(d)
+    return True
+
+
+def remove_node(d: Path, node: str) -> bool:
+    """Remove one node's directory inside lab directory `d` (a host endpoint that left)."""
+    sub = owned(d) / node
+    if sub.is_symlink() or sub.resolve().parent != d.resolve() or sub.name != node:
+        raise TwinError(f"refusing to remove {sub}: not a node directory of {d}")
+    if not sub.exists():
+        return False
+    shutil.rmtree(sub)
+    return True
+
+
+# --- one twin at a time per lab ------------------------------------------------------------
+@contextmanager
+def lock(name: str, what: str) -> Iterator[None]:
+    """Hold lab `name`'s lock while `what` runs; LabStateError at once if another twin holds it.
+    The kernel releases the lock when its holder dies (even by SIGKILL): it never goes stale."""
+    d = home() / "locks"
+    d.mkdir(parents=True, exist_ok=True)
+    fd = os.open(d / f"{check_name(name)}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin command"
+            raise LabStateError(f"lab {name!r} is busy: {holder}; wait for it, or stop it first") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{what} (pid {os.getpid()})".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def now() -> float:
+    return time.time()

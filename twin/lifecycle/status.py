@@ -1,0 +1,193 @@
+"""`twin status`: what a lab is and how it is doing, compared with its intent.
+
+Typed: `LabStatus` holds the nodes (container state, BGP sessions up/expected),
+the tenants (per VTEP: VNIs up and missing, EVPN routes by type, have and
+expected) and `missing`: the barrier's notion of what the lab lacks of its
+intent right now. A lab that drifted from its intent never looks healthy.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twin import timeouts
+from twin.errors import TwinError
+from twin.intent import Intent, TenantIntent
+from twin.lifecycle import barrier, state
+from twin.lifecycle.context import LabContext
+from twin.runtime import frr
+from twin.runtime.docker import DockerRuntime
+from twin.runtime.exec import NodeExec
+from twin.topology.model import Fabric
+
+PARALLEL = 8
+
+
+@dataclass
+class NodeStatus:
+    node: str
+    kind: str
+    state: str                          # the container's: running, exited, ... or missing
+    asn: int | None = None
+    loopback: str | None = None
+    sessions_expected: int | None = None    # FRR nodes only
+    sessions_up: int | None = None
+    sessions_down: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def healthy(self) -> bool:
+        return self.state == "running" and self.sessions_up == self.sessions_expected
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.sessions_expected is None:
+            for k in ("sessions_expected", "sessions_up", "sessions_down"):
+                d.pop(k)
+        if not self.error:
+            d.pop("error")
+        return d
+
+
+@dataclass
+class VtepStatus:
+    reachable: bool = True
+    vnis_up: list[int] = field(default_factory=list)
+    vnis_missing: list[int] = field(default_factory=list)
+    routes: dict[str, int] = field(default_factory=dict)      # type2/3/5 in its EVPN table
+    expected: dict[str, int] = field(default_factory=dict)    # ... as the intent implies
+
+    @property
+    def healthy(self) -> bool:
+        return self.reachable and not self.vnis_missing and all(
+            self.routes.get(k, 0) >= v for k, v in self.expected.items())
+
+    def to_dict(self) -> dict[str, Any]:
+        if not self.reachable:
+            return {"reachable": False}
+        return {"vnis_up": self.vnis_up, "vnis_missing": self.vnis_missing, **self.routes,
+                "expected": self.expected}
+
+
+@dataclass
+class TenantStatus:
+    tenant: str
+    vrf: str
+    l3vni: int
+    segments: list[dict[str, Any]]
+    hosts: list[dict[str, Any]]
+    vteps: dict[str, VtepStatus]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**{k: v for k, v in asdict(self).items() if k != "vteps"},
+                "vteps": {v: s.to_dict() for v, s in self.vteps.items()}}
+
+
+@dataclass
+class LabStatus:
+    lab: str
+    status: str                         # up, converging, failed, ... orphaned (containers only), absent
+    dir: str
+    topology: str | None = None
+    image: str | None = None
+    vrf_backend: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    nodes: list[NodeStatus] = field(default_factory=list)
+    tenants: list[TenantStatus] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)    # of the intent, now (the barrier's rule)
+    error: str = ""
+
+    @property
+    def healthy(self) -> bool:
+        return (self.status == "up" and not self.missing and not self.error
+                and all(n.healthy or n.sessions_expected is None and n.state == "running" for n in self.nodes)
+                and all(v.healthy for t in self.tenants for v in t.vteps.values()))
+
+    def problems(self) -> list[str]:
+        """Why the lab is not healthy, one line each."""
+        out = [self.error] if self.error else []
+        out += [f"{n.node}: container {n.state}" for n in self.nodes if n.state != "running"]
+        out += [f"{n.node}: BGP sessions down: {', '.join(n.sessions_down)}" for n in self.nodes if n.sessions_down]
+        for t in self.tenants:
+            for v, s in t.vteps.items():
+                out += [f"{v}: tenant {t.tenant}: cannot read its state"] if not s.reachable else []
+                out += [f"{v}: tenant {t.tenant}: VNI {x} missing" for x in s.vnis_missing]
+                out += [f"{v}: tenant {t.tenant}: {s.routes.get(k, 0)} {k} EVPN routes, expected {n}"
+                        for k, n in s.expected.items() if s.routes.get(k, 0) < n]
+        return out + self.missing
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lab": self.lab, "status": self.status, "healthy": self.healthy, "topology": self.topology,
+                "image": self.image, "vrf_backend": self.vrf_backend, "dir": self.dir, "timings": self.timings,
+                "nodes": [n.to_dict() for n in self.nodes], "tenants": [t.to_dict() for t in self.tenants],
+                "missing": self.missing, "problems": self.problems()}
+
+
+def lab_status(name: str, d: Path, runtime: DockerRuntime) -> LabStatus:
+    containers = runtime.containers(name)
+    try:
+        st, fabric = state.load(d)
+    except TwinError as e:
+        return LabStatus(name, "broken", str(d), error=str(e), nodes=_bare(containers))
+    if st is None or fabric is None:
+        return LabStatus(name, "orphaned" if containers else "absent", str(d), nodes=_bare(containers))
+    out = LabStatus(name, st.status, str(d), st.topology, st.image, st.backend, st.timings)
+    intent = Intent(fabric)
+    docs: dict[str, list] = {}
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        out.nodes = list(pool.map(lambda n: _node(fabric, intent, n, containers.get(n), docs), fabric.nodes))
+    out.tenants = [_tenant(fabric, t, intent, docs) for t in fabric.tenants.values()]
+    if containers and all(n.state == "running" for n in out.nodes):
+        ctx = LabContext(name, d, fabric, st.backend or "netns", runtime, _containers=containers)
+        out.missing = barrier.missing(ctx)
+    return out
+
+
+def _bare(containers: dict) -> list[NodeStatus]:
+    return [NodeStatus(n, c.labels.get("twin.kind", "?"), c.status) for n, c in sorted(containers.items())]
+
+
+def _node(fabric: Fabric, intent: Intent, n: str, c, docs: dict[str, list]) -> NodeStatus:
+    node = fabric.nodes[n]
+    row = NodeStatus(n, node.kind, c.status if c else "missing", node.asn, node.loopback)
+    want = intent.nodes.get(n)
+    if want is None:
+        return row
+    row.sessions_expected = len(want.sessions)
+    if c is None or c.status != "running":
+        return row
+    cmds = [frr.SUMMARY] + ([frr.ROUTES, frr.VNIS] if want.vtep else [])
+    try:
+        got = NodeExec(c, f"{fabric.name}/{n}").vtysh_json(*cmds, timeout=timeouts.VTYSH)
+    except TwinError as e:
+        row.error = str(e).splitlines()[0]
+        return row
+    states = frr.session_states(got[0], [s.port for s in want.sessions])
+    row.sessions_up = sum(s == "Established" for s in states.values())
+    row.sessions_down = sorted(p for p, s in states.items() if s != "Established")
+    if want.vtep:
+        docs[n] = got[1:]
+    return row
+
+
+def _tenant(fabric: Fabric, t, intent: Intent, docs: dict[str, list]) -> TenantStatus:
+    vteps = {}
+    for v in t.vteps():
+        ti: TenantIntent = intent.nodes[v].tenant(t.name)
+        if v not in docs:
+            vteps[v] = VtepStatus(reachable=False)
+            continue
+        routes_doc, vni_doc = docs[v]
+        have = frr.vni_states(vni_doc)
+        vteps[v] = VtepStatus(vnis_up=sorted(x for x in ti.vnis if x in have),
+                              vnis_missing=sorted(x for x in ti.vnis if x not in have),
+                              routes=frr.route_counts(routes_doc, {t.l3vni} | {s.l2vni for s in t.segments.values()}),
+                              expected=ti.evpn_counts)
+    return TenantStatus(
+        t.name, t.vrf, t.l3vni,
+        [{"segment": s.name, "l2vni": s.l2vni, "subnet": s.subnet, "gateway": s.gateway,
+          "vteps": t.segment_vteps(s.name)} for s in t.segments.values()],
+        [{"host": a.host, "segment": a.segment, "address": a.address, "vtep": f"{a.vtep}:{a.port}"}
+         for a in t.attachments], vteps)

@@ -1,0 +1,35 @@
+"""Readers of kernel state over netlink (pure functions of an IPRoute handle).
+
+Cheap enough to poll a large lab: one dump per table, no process in the node.
+"""
+from __future__ import annotations
+
+import socket
+
+from pyroute2 import IPRoute
+
+FLOOD = "00:00:00:00:00:00"   # the MAC of a VXLAN flood entry (head-end replication)
+
+
+def link_names(ipr: IPRoute) -> dict[int, str]:
+    return {link["index"]: link.get("ifname") for link in ipr.get_links()}
+
+
+def routes(ipr: IPRoute, table: int = 254, host_only: bool = True,
+           names: dict[int, str] | None = None) -> dict[str, set[str]]:
+    """Routes of a table (host routes only by default): prefix -> names of next-hop ports."""
+    names = names if names is not None else link_names(ipr)
+    out: dict[str, set[str]] = {}
+    for r in ipr.get_routes(family=socket.AF_INET, table=table):
+        if (host_only and r["dst_len"] != 32) or not r.get("dst") or r.get("table") != table:
+            continue
+        hops = [h.get("oif") for h in r.get("multipath") or []] or [r.get("oif")]
+        out[f"{r.get('dst')}/{r['dst_len']}"] = {names.get(h, str(h)) for h in hops if h}
+    return out
+
+
+def fdb(ipr: IPRoute, names: dict[int, str] | None = None) -> set[tuple[str, str, str]]:
+    """VXLAN forwarding entries: (device, MAC, remote VTEP)."""
+    names = names if names is not None else link_names(ipr)
+    return {(names.get(e["ifindex"], "?"), e.get("lladdr") or e.get("NDA_LLADDR"), e.get("dst") or e.get("NDA_DST"))
+            for e in ipr.fdb("dump") if e.get("dst") or e.get("NDA_DST")}
