@@ -68,11 +68,10 @@ def test_nodes_and_links_are_twins(topology, tmp_path):
     assert links == {frozenset((str(l.a), str(l.b))): l.mtu for l in fabric.links}
 
 
-def test_frr_files_are_bound_on_etc_frr_and_written_as_rendered(tmp_path):
+def test_mounts_are_twins_and_files_written_as_rendered(tmp_path):
     doc, path = exported("aipod.yml", tmp_path)
-    assert doc["topology"]["nodes"]["leaf1"]["binds"] == [
-        "leaf1/frr.conf:/etc/frr/frr.conf", "leaf1/daemons:/etc/frr/daemons",
-        "leaf1/vtysh.conf:/etc/frr/vtysh.conf", "leaf1:/etc/twin:ro"]
+    assert doc["topology"]["nodes"]["leaf1"]["binds"] == ["leaf1:/etc/frr", "leaf1:/etc/twin:ro"], \
+        "the node's directory, as twin mounts it: a file twin apply replaces is the one FRR sees"
     assert doc["topology"]["nodes"]["host1a"]["binds"] == ["host1a:/etc/twin:ro"]
     assert doc["topology"]["nodes"]["host1a"]["cmd"] == "sleep infinity"
     assert "cmd" not in doc["topology"]["nodes"]["leaf1"], "FRR nodes run the image's twin-node"

@@ -2,8 +2,9 @@
 
 Owns the mapping of a rendered twin lab onto containerlab's topology file:
 every node a `kind: linux` container of twin's node image without a
-management network (`network-mode: none`, as twin runs it), its FRR files
-bound on /etc/frr, its node directory read-only on /etc/twin, twin's labels
+management network (`network-mode: none`, as twin runs it), with twin's own
+mounts (an FRR node's directory on /etc/frr, every node's read-only on
+/etc/twin), twin's labels
 (so twin finds the containers), the kind's sysctls and capabilities, and
 `exec` of `twin-start.sh` (twin.interop.startscript) for what twin's bring-up
 does once the links exist. Links keep twin's port names and MTUs.
@@ -31,7 +32,6 @@ LABEL_ASN = "twin.asn"
 LABEL_LOOPBACK = "twin.loopback"
 LABEL_RUNTIME = "twin.runtime"     # who made the container: twin tears down through the same runtime
 RUNTIME = "containerlab"
-FRR_FILES = ("frr.conf", "daemons", "vtysh.conf")   # bound one by one on /etc/frr
 FRR_DIR = "/etc/frr"
 
 Files = dict[str, dict[str, str]]   # node -> file name -> text, as twin.render.render_lab returns
@@ -82,7 +82,7 @@ def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Bac
         "name": fabric.name,
         "prefix": PREFIX,
         "topology": {
-            "nodes": {n.name: clab_node(fabric, n, image, bound[n.name]) for n in fabric.nodes.values()},
+            "nodes": {n.name: clab_node(fabric, n, image) for n in fabric.nodes.values()},
             "links": [{"endpoints": [f"{l.a.node}:{l.a.port}", f"{l.b.node}:{l.b.port}"], "mtu": l.mtu}
                       for l in fabric.links],
         },
@@ -90,13 +90,15 @@ def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Bac
     return ClabLab(name=fabric.name, topology=topology, files=bound)
 
 
-def clab_node(fabric: Fabric, node: Node, image: str, files: dict[str, str]) -> dict:
+def clab_node(fabric: Fabric, node: Node, image: str) -> dict:
     """One node: twin's container settings in containerlab's words."""
     kind = kind_of(node.kind)
     out: dict = {"kind": "linux", "image": node.image or image, "network-mode": "none"}
     if kind.command:
         out["cmd"] = shlex.join(kind.command)
-    frr = [f"{node.name}/{f}:{FRR_DIR}/{f}" for f in FRR_FILES if f in files]
+    # As twin mounts them: the whole directory, not file by file, so a file twin replaces
+    # (twin apply writes a new one and renames it) is what the node sees, not the old inode.
+    frr = [f"{node.name}:{FRR_DIR}"] if kind.runs_bgp else []
     out["binds"] = frr + [f"{node.name}:{NODE_DIR}:ro"]
     out["labels"] = labels(fabric, node)
     if kind.sysctls:
