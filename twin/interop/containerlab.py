@@ -1,11 +1,10 @@
 """containerlab export: a twin lab as `<lab>.clab.yml` plus the files it binds.
 
 Owns the mapping of a rendered twin lab onto containerlab's topology file:
-every node a `kind: linux` container of twin's node image without a
-management network (`network-mode: none`, as twin runs it), with twin's own
-mounts (an FRR node's directory on /etc/frr, every node's read-only on
-/etc/twin), twin's labels
-(so twin finds the containers), the kind's sysctls and capabilities, and
+every node a `kind: linux` container of twin's node image without a management
+network (`network-mode: none`, as twin runs it), with twin's own mounts (an FRR
+node's directory on /etc/frr, every node's read-only on /etc/twin), twin's
+labels (so twin finds the containers), the kind's sysctls and capabilities, and
 `exec` of `twin-start.sh` (twin.interop.startscript) for what twin's bring-up
 does once the links exist. Links keep twin's port names and MTUs.
 
