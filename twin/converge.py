@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pyroute2 import IPRoute, NetlinkError
 
-from twin import wait
-from twin.errors import CommandError
+from twin import hostlimits, wait
+from twin.errors import CommandError, ConvergenceTimeout
 from twin.overlay import vrf_tables, vxlan_name
 from twin.runtime.exec import NodeExec
 from twin.runtime.kernel import tenant_netns_path
@@ -137,8 +137,10 @@ def missing_sessions(fabric: Fabric, node: str, ex: NodeExec) -> list[str]:
 class Barrier:
     """Underlay convergence of one lab; `wait(timeout)` blocks until it holds."""
 
-    def __init__(self, fabric: Fabric, execs: dict[str, NodeExec], pids: dict[str, int], backend: str = "netns"):
+    def __init__(self, fabric: Fabric, execs: dict[str, NodeExec], pids: dict[str, int], backend: str = "netns",
+                 since: float | None = None):
         self.fabric, self.execs, self.pids, self.backend = fabric, execs, pids, backend
+        self.since = time.monotonic() if since is None else since  # issue 19: kernel log read from here on
         self.nodes = [n.name for n in fabric.routers()]
         self.handles: dict[tuple[str, str], IPRoute] = {}
         self.tables = vrf_tables(fabric)
@@ -204,6 +206,9 @@ class Barrier:
             try:
                 return wait.until(probe, timeout, self.what(),
                                   diagnose=diagnose, cap=1.0)
+            except ConvergenceTimeout as e:  # issue 19: host-level causes (kernel log, OOM, dead daemons) first
+                raise e.with_causes(hostlimits.host_causes(
+                    self.fabric.name, self.since, {n: x.container for n, x in self.execs.items()})) from None
             finally:
                 self.close()
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from twin import bringup, converge, images, render, state, timeouts, topology
+from twin import bringup, converge, hostlimits, images, render, state, timeouts, topology
 from twin.errors import AlreadyUp, LabStateError, TwinError
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
@@ -69,6 +69,7 @@ class Lab:
         if existing:
             raise AlreadyUp(f"lab {self.name!r} is already up ({len(existing)} containers); "
                                 f"`twin status {self.name}` shows it, `twin down {self.name}` removes it")
+        hostlimits.ensure(fabric)  # issue 19: host-wide kernel limits, checked before anything is created
         image = image or images.ensure(self.runtime.client, say=say)
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
@@ -93,7 +94,7 @@ class Lab:
             say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
                 f"{len(routers)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes" if fabric.tenants else "")
                 + f" (deadline {limit:.0f}s)")
-            converge.Barrier(fabric, execs, pids, backend).wait(limit, say=say)
+            converge.Barrier(fabric, execs, pids, backend, since=t0).wait(limit, say=say)  # since: issue 19
             st.timings["converged"] = time.monotonic() - t0
             st.status = "up"
             state.save(self.dir, st)
