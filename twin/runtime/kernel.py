@@ -14,7 +14,7 @@ from pyroute2 import IPRoute, NetlinkError, netns
 
 from twin.errors import TwinError
 
-NTF_MASTER, NUD_STALE, NUD_NOARP = 0x04, 0x04, 0x40
+NTF_MASTER, NUD_NOARP, NUD_PERMANENT = 0x04, 0x40, 0x80
 from twin.overlay import VXLAN_PORT, Backend, Step
 from twin.runtime.exec import NodeExec
 from twin.runtime.links import netns_path
@@ -81,8 +81,8 @@ def _apply(step: Step, ns: _Namespaces) -> None:
         ipr.link("set", index=_index(ipr, step.dev), address=a["mac"])
     elif step.op == "fdb":  # static entry on the bridge port (NTF_MASTER, NUD_NOARP)
         ipr.fdb("replace", ifindex=_index(ipr, step.dev), lladdr=a["mac"], flags=NTF_MASTER, state=NUD_NOARP)
-    elif step.op == "neigh":
-        ipr.neigh("replace", dst=a["ip"], lladdr=a["mac"], ifindex=_index(ipr, step.dev), state=NUD_STALE)
+    elif step.op == "neigh":  # a workload's binding: PERMANENT, never collected (twin.overlay.bindings, issue 18)
+        ipr.neigh("replace", dst=a["ip"], lladdr=a["mac"], ifindex=_index(ipr, step.dev), state=NUD_PERMANENT)
     elif step.op == "route":
         dst = {} if a["dst"] == "default" else {"dst": a["dst"]}
         ipr.route("add", gateway=a["via"], oif=_index(ipr, step.dev), family=socket.AF_INET, **dst)
