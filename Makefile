@@ -7,8 +7,9 @@ TWIN    = $(VENV)/bin/twin
 LAB    ?= aipod
 TOPOLOGY ?= topologies/aipod.yml
 PYTEST_ARGS ?=
+SOAK_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down test test-unit bench clean
+.PHONY: host venv images twin-up twin-down test test-unit bench soak clean
 
 host:
 	@scripts/host-setup.sh
@@ -39,6 +40,11 @@ test-unit: venv
 
 bench: images
 	$(VENV)/bin/python bench/run.py
+
+# aipod and pod8 side by side for 60 min, verify every 5 min, status every minute
+# (not part of make test; SOAK_ARGS="--minutes 10" for a shorter one)
+soak: images
+	$(VENV)/bin/python bench/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) *.egg-info bench-results

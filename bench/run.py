@@ -1,6 +1,6 @@
-"""`make bench`: bring-up speed and memory of the default lab (with its tenants),
-of an 8-DPU pod with 4 tenants, and of spine/leaf fabrics of 6, 12, 24 and 48
-FRR nodes, printed as a table. "converged" is the full barrier: every BGP
+"""`make bench`: bring-up speed, CPU and memory of the default lab (with its tenants),
+of an 8-DPU pod with 4 tenants, and of spine/leaf fabrics of 6, 12, 24, 48, 96 (8 x 88,
+704 links) and 128 (8 x 120, 960 links) FRR nodes, printed as a table. "converged" is the full barrier: every BGP
 session, loopback route, VNI and EVPN type-2/3/5 route the topology implies.
 
 Targets on a 2-core, 24 GiB machine: 24 nodes converged < 20 s, 48 nodes < 40 s,
@@ -10,6 +10,13 @@ converged lab, followed by a full `twin verify`, which must pass). Memory is rea
 the lab has converged: "running" as `docker stats` counts it (usage less
 inactive page cache), and the cgroup's peak, which includes the transient
 start-up processes (frrinit.sh, `vtysh -b`). The target applies to "running".
+CPU-seconds: what the lab's FRR containers used from their start to convergence, from
+their cgroups (cpuacct.usage, or cpu.stat usage_usec on cgroup v2). "host MiB used": the
+drop of the host's MemAvailable from before the lab to its convergence (containers, kernel
+namespaces, veths and tables together; other labs' changes too). Each run notes the
+1-minute load average before and after it and the containers of other labs running
+beside it: other people's labs on the same machine disturb the figures.
+`--sizes 96,128 --no-default` runs only the big fabrics.
 Results also go to bench-results/bench.json.
 """
 from __future__ import annotations
@@ -26,9 +33,10 @@ from rich.console import Console
 from rich.table import Table
 
 from twin import verify, wait
+from twin.lifecycle import hostlimits
 from twin.errors import TwinError
 from twin.lab import Lab
-from twin.runtime.docker import memory
+from twin.runtime.docker import LABEL_LAB, memory
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
@@ -63,15 +71,36 @@ def settle(idle: float = 0.85, timeout: float = 60.0) -> None:
         pass  # measure anyway; the run is still valid, just noisier
 
 
+def cpu_seconds(containers: list) -> float | None:
+    """CPU time the containers used since they started, from their cgroups (None: unreadable)."""
+    total = 0.0
+    for c in containers:
+        d = hostlimits.cgroup_dir(c.attrs["State"]["Pid"], "cpuacct")
+        if d is not None and (d / "cpuacct.usage").exists():  # cgroup v1: nanoseconds
+            total += int((d / "cpuacct.usage").read_text()) / 1e9
+        elif d is not None and (d / "cpu.stat").exists():  # v2: usage_usec
+            total += int(dict(line.split() for line in (d / "cpu.stat").read_text().splitlines())["usage_usec"]) / 1e6
+        else:
+            return None
+    return total
+
+
+def load1() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
 def measure(label: str, topo_file: Path, name: str) -> dict:
     lab = Lab.load(topo_file, name=name)
     frr = [n.name for n in lab.fabric.routers()]
-    lab.runtime  # connect before the clock starts
+    others = lab.runtime.client.containers.list(filters={"label": LABEL_LAB})  # other labs beside it
+    load_before, avail_before = load1(), hostlimits.host_usage().mem_available_mib
     start = time.monotonic()
     try:
         timings = lab.up()
         total = time.monotonic() - start
         containers = lab.runtime.containers(lab.name)
+        cpu = cpu_seconds([containers[n] for n in frr])
+        host_mib = avail_before - hostlimits.host_usage().mem_available_mib  # kernel and Docker too
         mem = [m for m in (memory(containers[n]) for n in frr) if m is not None]
         matrix_s = verify_s = None
         verified = True
@@ -91,7 +120,8 @@ def measure(label: str, topo_file: Path, name: str) -> dict:
         "lab": label, "nodes": len(lab.fabric.nodes), "frr_nodes": len(frr), "links": len(lab.fabric.links),
         "tenants": len(lab.fabric.tenants), "vteps": len(lab.fabric.vteps()),
         "containers_s": round(timings["containers"], 2), "converged_s": round(timings["converged"], 2),
-        "total_s": round(total, 2),
+        "total_s": round(total, 2), "cpu_s": round(cpu, 1) if cpu is not None else None,
+        "load_before": load_before, "load_after": load1(), "other_containers": len(others), "host_mib": host_mib,
         "mem_mib_avg": round(sum(m[0] for m in mem) / len(mem) / MiB, 1) if mem else None,
         "mem_mib_max": round(max(m[0] for m in mem) / MiB, 1) if mem else None,
         "peak_mib_avg": round(sum(m[1] for m in mem) / len(mem) / MiB, 1) if mem else None,
@@ -109,10 +139,11 @@ def measure(label: str, topo_file: Path, name: str) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sizes", default="6,12,24,48", help="FRR node counts of the spine/leaf fabrics")
+    ap.add_argument("--sizes", default="6,12,24,48,96,128", help="FRR node counts of the spine/leaf fabrics")
     ap.add_argument("--no-default", action="store_true", help="skip the default lab and the 8-DPU pod")
+    ap.add_argument("--prefix", default="bench", help="lab names: PREFIX<run>-<pid>")
     args = ap.parse_args()
-    shapes = {6: (2, 4), 12: (4, 8), 24: (4, 20), 48: (8, 40)}
+    shapes = {6: (2, 4), 12: (4, 8), 24: (4, 20), 48: (8, 40), 96: (8, 88), 128: (8, 120)}
     results = []
     console = Console(width=220)
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,21 +157,24 @@ def main() -> int:
         for i, (label, f) in enumerate(runs):
             settle()
             console.print(f"[dim]bench: {label} ...[/dim]")
-            results.append(measure(label, f, f"bench{i}-{os.getpid() % 10000}"))
+            results.append(measure(label, f, f"{args.prefix}{i}-{os.getpid() % 10000}"))
     t = Table(title="twin bring-up benchmark", title_justify="left")
     for col in ("lab", "nodes", "FRR nodes", "links", "VTEPs x tenants", "containers running (s)", "converged (s)",
-                "target (s)", "isolation matrix (s)", "verify all (s)",
-                "MiB per FRR node running (avg/max)", "peak MiB (avg/max)", "ok"):
+                "target (s)", "CPU-s (FRR)", "isolation matrix (s)", "verify all (s)",
+                "MiB per FRR node running (avg/max)", "peak MiB (avg/max)", "host MiB used",
+                "load before/after (others)", "ok"):
         t.add_column(col, justify="right" if col != "lab" else "left")
     for r in results:
         t.add_row(r["lab"], str(r["nodes"]), str(r["frr_nodes"]), str(r["links"]),
                   f"{r['vteps']} x {r['tenants']}" if r["tenants"] else "-", f"{r['containers_s']:.1f}",
                   f"{r['converged_s']:.1f}", f"< {r['target_s']:.0f}" if r["target_s"] else "-",
+                  f"{r['cpu_s']:.0f}" if r["cpu_s"] is not None else "-",
                   (f"{r['matrix_s']:.1f} ({r['pairs']} hosts, < {r['matrix_target_s']:.0f})" if r["matrix_s"] is not None
                    else "-"),
                   (f"{r['verify_s']:.1f} ({'pass' if r['verify_passed'] else 'FAIL'})" if r["verify_s"] is not None
                    else "-"),
                   f"{r['mem_mib_avg']}/{r['mem_mib_max']}", f"{r['peak_mib_avg']}/{r['peak_mib_max']}",
+                  str(r["host_mib"]), f"{r['load_before']:.1f}/{r['load_after']:.1f} ({r['other_containers']})",
                   "yes" if r["ok"] else "NO")
     console.print(t)
     out = ROOT / "bench-results"

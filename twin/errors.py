@@ -44,14 +44,20 @@ class CommandError(TwinError):
 class ConvergenceTimeout(TwinError):
     """The fabric did not reach the intended state before the deadline."""
 
-    def __init__(self, what: str, seconds: float, missing: list[str]):
-        self.missing = missing
+    def __init__(self, what: str, seconds: float, missing: list[str], causes: list[str] | None = None):
+        self.what, self.seconds, self.missing, self.causes = what, seconds, missing, causes or []
         shown = missing[:40]
         more = f"\n  ... and {len(missing) - len(shown)} more" if len(missing) > len(shown) else ""
+        # issue 19: host-level causes (twin.hostlimits.host_causes) come before what is missing
+        others = f" (+{len(self.causes) - 1} more)" if len(self.causes) > 1 else ""
+        cause = f"; host-level cause: {self.causes[0]}{others}" if self.causes else ""
         super().__init__(
-            f"{what} not reached after {seconds:.0f}s; still missing ({len(missing)}):\n"
-            + "\n".join(f"  - {m}" for m in shown) + more
+            f"{what} not reached after {seconds:.0f}s{cause}; still missing ({len(missing)}):\n"
+            + "".join(f"  ! {c}\n" for c in self.causes) + "\n".join(f"  - {m}" for m in shown) + more
         )
+
+    def with_causes(self, causes: list[str]) -> "ConvergenceTimeout":  # issue 19
+        return ConvergenceTimeout(self.what, self.seconds, self.missing, causes) if causes else self
 
 
 class LabStateError(TwinError):

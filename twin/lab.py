@@ -20,7 +20,7 @@ from typing import Callable
 from twin import timeouts, topology
 from twin.config import render
 from twin.errors import AlreadyUp, LabStateError, TwinError
-from twin.lifecycle import barrier, bringup, cleanup, state
+from twin.lifecycle import barrier, bringup, cleanup, hostlimits, state
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import images, kernel
@@ -100,6 +100,7 @@ class Lab:
         with state.lock(self.name, "twin up"):
             if self.runtime.containers(self.name):
                 self._already_up()
+            hostlimits.ensure(self.topology)   # host-wide kernel limits, before anything is created
             image = image or images.ensure(self.runtime.client, say=say)
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 return self._bring_up(image, timeout, say)
@@ -127,7 +128,7 @@ class Lab:
             say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
                 f"{len(ctx.intent.nodes)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes"
                                                       if fabric.tenants else "") + f" (deadline {limit:.0f}s)")
-            barrier.converge(ctx, limit, say=say)
+            barrier.converge(ctx, limit, say=say, since=t0)
             st.timings["converged"] = time.monotonic() - t0
             st.status = "up"
             return st.timings

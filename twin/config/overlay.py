@@ -167,8 +167,22 @@ def bindings(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     MAC/IP routes exist without waiting for host traffic.
 
     Applied once zebra runs and knows the VNIs: zebra (8.4, netns backend) misses
-    neighbours that were there before it started, and ignores PERMANENT ones, so
-    these are STALE entries the kernel re-validates (and withdraws if a host is gone).
+    neighbours that were there before it started.
+
+    They are PERMANENT entries, the one neighbour state the kernel never ages, probes or
+    garbage-collects (issue 18). They used to be STALE: the ARP table is host-wide, and
+    once all namespaces together hold gc_thresh1 (128) entries, the periodic collector
+    deletes every STALE entry unused for gc_stale_time (60 s); zebra then withdrew the
+    host's type-2 MAC/IP route, and the hosts, silent in between checks, never brought it
+    back (an aipod beside a pod8 was enough). zebra takes PERMANENT neighbours on an SVI
+    as local and active (measured on FRR 10.3 and 8.4.4) and withdraws them when twin
+    deletes them. NOARP is collected like STALE; extern_learn is what zebra marks its own
+    remote entries with (it ignores them as local); `managed` (kernel >= 5.16) stays on the
+    collector's list and turns FAILED when a probe goes unanswered; extern_valid (kernel
+    >= 6.17) would do but is too new. As with the static MAC, a binding stays advertised
+    while its host is down: the VTEP knows its workloads, it does not learn them. The
+    static FDB entries of `fdb_step` never age either (the bridge skips static entries;
+    zebra takes them as local MACs).
     """
     return [binding_step(t, a, backend) for t in fabric.tenants_on(node) for a in t.attachments if a.vtep == node]
 

@@ -22,7 +22,7 @@ from pyroute2 import IPRoute, NetlinkError
 
 VXLAN_PORT = 4789
 NODE_DIR = "/etc/twin"   # the node's lab directory, as mounted in the node
-NTF_MASTER, NUD_STALE, NUD_NOARP = 0x04, 0x04, 0x40
+NTF_MASTER, NUD_NOARP, NUD_PERMANENT = 0x04, 0x40, 0x80
 
 
 class Netns(Protocol):
@@ -140,9 +140,10 @@ OPS: dict[str, Op] = {
     "fdb": Op(lambda s, n: f"bridge {n}fdb replace {s.args['mac']} dev {s.dev} master static",
               lambda s, ipr, nn: ipr.fdb("replace", ifindex=index(ipr, s.dev), lladdr=s.args["mac"],
                                          flags=NTF_MASTER, state=NUD_NOARP)),
-    "neigh": Op(lambda s, n: f"ip {n}neigh replace {s.args['ip']} lladdr {s.args['mac']} dev {s.dev} nud stale",
+    # a workload's IP/MAC binding: PERMANENT, never aged or collected (see overlay.bindings)
+    "neigh": Op(lambda s, n: f"ip {n}neigh replace {s.args['ip']} lladdr {s.args['mac']} dev {s.dev} nud permanent",
                 lambda s, ipr, nn: ipr.neigh("replace", dst=s.args["ip"], lladdr=s.args["mac"],
-                                             ifindex=index(ipr, s.dev), state=NUD_STALE)),
+                                             ifindex=index(ipr, s.dev), state=NUD_PERMANENT)),
     "unneigh": Op(lambda s, n: f"ip {n}neigh del {s.args['ip']} dev {s.dev}",
                   lambda s, ipr, nn: ipr.neigh("del", dst=s.args["ip"], ifindex=index(ipr, s.dev))),
 }

@@ -22,8 +22,9 @@ from pyroute2 import IPRoute, NetlinkError
 
 from twin import timeouts, wait
 from twin.config.overlay import tenant_ns, vrf_tables
-from twin.errors import CommandError
+from twin.errors import CommandError, ConvergenceTimeout
 from twin.intent import NodeIntent, TenantIntent
+from twin.lifecycle import hostlimits
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr, observe
 from twin.runtime.netns import Handles
@@ -82,8 +83,9 @@ def missing_sessions(ctx: LabContext, n: NodeIntent) -> list[str]:
 class Barrier:
     """Convergence of one lab to its intent; `wait(timeout)` blocks until it holds."""
 
-    def __init__(self, ctx: LabContext):
+    def __init__(self, ctx: LabContext, since: float | None = None):
         self.ctx = ctx
+        self.since = time.monotonic() if since is None else since   # the kernel log is read from here on
         self.intent = ctx.intent
         self.nodes = list(self.intent.nodes)
         self.handles = Handles()
@@ -145,6 +147,8 @@ class Barrier:
 
             try:
                 return wait.until(probe, timeout, self.what(), diagnose=diagnose, cap=timeouts.BARRIER_POLL)
+            except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first
+                raise e.with_causes(hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers())) from None
             finally:
                 self.handles.close()
 
@@ -162,10 +166,11 @@ class Barrier:
             self.handles.close()
 
 
-def converge(ctx: LabContext, timeout: float | None = None, say=lambda _: None) -> float:
-    """Wait until the running lab holds its intent; ConvergenceTimeout names what is missing."""
+def converge(ctx: LabContext, timeout: float | None = None, say=lambda _: None, since: float | None = None) -> float:
+    """Wait until the running lab holds its intent; ConvergenceTimeout names what is missing
+    (and, first, the host-level causes it can see in the kernel log since `since`)."""
     limit = timeout if timeout is not None else timeouts.converge(len(ctx.intent.nodes))
-    return Barrier(ctx).wait(limit, say=say)
+    return Barrier(ctx, since).wait(limit, say=say)
 
 
 def missing(ctx: LabContext) -> list[str]:

@@ -56,6 +56,6 @@ ip link set br10201 up
 bridge fdb replace 02:b4:e9:cc:26:f5 dev pf0vf1 master static
 nft -f /etc/twin/nftables.nft
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
-ip neigh replace 10.1.1.11 lladdr 02:38:c8:47:57:04 dev br10101 nud stale
-ip neigh replace 10.1.2.11 lladdr 02:53:37:ed:58:9b dev br10102 nud stale
-ip neigh replace 10.1.1.11 lladdr 02:b4:e9:cc:26:f5 dev br10201 nud stale
+ip neigh replace 10.1.1.11 lladdr 02:38:c8:47:57:04 dev br10101 nud permanent
+ip neigh replace 10.1.2.11 lladdr 02:53:37:ed:58:9b dev br10102 nud permanent
+ip neigh replace 10.1.1.11 lladdr 02:b4:e9:cc:26:f5 dev br10201 nud permanent

@@ -56,6 +56,6 @@ ip link set br10202 up
 bridge fdb replace 02:42:80:52:80:2c dev pf0vf2 master static
 nft -f /etc/twin/nftables.nft
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
-ip neigh replace 10.1.1.12 lladdr 02:cf:00:f9:61:4d dev br10101 nud stale
-ip neigh replace 10.1.1.12 lladdr 02:56:fc:95:08:05 dev br10201 nud stale
-ip neigh replace 10.1.2.12 lladdr 02:42:80:52:80:2c dev br10202 nud stale
+ip neigh replace 10.1.1.12 lladdr 02:cf:00:f9:61:4d dev br10101 nud permanent
+ip neigh replace 10.1.1.12 lladdr 02:56:fc:95:08:05 dev br10201 nud permanent
+ip neigh replace 10.1.2.12 lladdr 02:42:80:52:80:2c dev br10202 nud permanent

@@ -56,6 +56,6 @@ bridge -n blue fdb replace 02:b4:e9:cc:26:f5 dev pf0vf1 master static
 ip netns exec red nft -f /etc/twin/nftables-red.nft
 ip netns exec blue nft -f /etc/twin/nftables-blue.nft
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
-ip -n red neigh replace 10.1.1.11 lladdr 02:38:c8:47:57:04 dev br10101 nud stale
-ip -n red neigh replace 10.1.2.11 lladdr 02:53:37:ed:58:9b dev br10102 nud stale
-ip -n blue neigh replace 10.1.1.11 lladdr 02:b4:e9:cc:26:f5 dev br10201 nud stale
+ip -n red neigh replace 10.1.1.11 lladdr 02:38:c8:47:57:04 dev br10101 nud permanent
+ip -n red neigh replace 10.1.2.11 lladdr 02:53:37:ed:58:9b dev br10102 nud permanent
+ip -n blue neigh replace 10.1.1.11 lladdr 02:b4:e9:cc:26:f5 dev br10201 nud permanent

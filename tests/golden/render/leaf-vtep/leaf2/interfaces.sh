@@ -56,6 +56,6 @@ bridge -n blue fdb replace 02:42:80:52:80:2c dev swp12 master static
 ip netns exec red nft -f /etc/twin/nftables-red.nft
 ip netns exec blue nft -f /etc/twin/nftables-blue.nft
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
-ip -n red neigh replace 10.1.1.12 lladdr 02:cf:00:f9:61:4d dev br10101 nud stale
-ip -n blue neigh replace 10.1.1.12 lladdr 02:56:fc:95:08:05 dev br10201 nud stale
-ip -n blue neigh replace 10.1.2.12 lladdr 02:42:80:52:80:2c dev br10202 nud stale
+ip -n red neigh replace 10.1.1.12 lladdr 02:cf:00:f9:61:4d dev br10101 nud permanent
+ip -n blue neigh replace 10.1.1.12 lladdr 02:56:fc:95:08:05 dev br10201 nud permanent
+ip -n blue neigh replace 10.1.2.12 lladdr 02:42:80:52:80:2c dev br10202 nud permanent

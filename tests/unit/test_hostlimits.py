@@ -1,0 +1,152 @@
+"""Host-wide limits (issue 19): the demand formula against measurements, the check and its
+one-line refusal, the host setup's sizing, and the barrier's host-level causes."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from twin.lifecycle import hostlimits as H
+from twin.errors import ConvergenceTimeout
+from twin.topology import load
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULTS = {  # a kernel's defaults (6.18), as on a host that never ran the host setup
+    "net.ipv6.neigh.default.gc_thresh3": 1024, "net.ipv6.neigh.default.gc_thresh2": 512,
+    "net.ipv4.neigh.default.gc_thresh3": 1024, "net.ipv4.neigh.default.gc_thresh2": 512,
+    "net.ipv4.neigh.default.gc_thresh1": 128, "fs.inotify.max_user_instances": 128,
+    "kernel.pid_max": 32768, "kernel.threads-max": 192724,
+}
+ROOMY = H.Usage(mem_available_mib=1 << 20)
+
+
+def clos(tmp_path: Path, spines: int, leafs: int, name: str = "big"):
+    nodes = {f"spine{i}": {"kind": "spine"} for i in range(1, spines + 1)}
+    nodes |= {f"leaf{i}": {"kind": "leaf"} for i in range(1, leafs + 1)}
+    links = [[f"spine{s}", f"leaf{l}"] for l in range(1, leafs + 1) for s in range(1, spines + 1)]
+    f = tmp_path / f"{name}.yml"
+    f.write_text(yaml.safe_dump({"name": name, "defaults": {"loopback_pool": "10.255.0.0/16"},
+                                 "nodes": nodes, "links": links}))
+    return load(f)
+
+
+def as_usage(d: H.Demand) -> H.Usage:
+    """What a running lab of demand `d` holds (an upper bound, as the formula is)."""
+    return H.Usage(arp=d.arp_all, nd=d.nd_gc, inotify=d.inotify, tasks=d.tasks, mem_available_mib=1 << 20)
+
+
+def test_demand_of_the_default_lab_bounds_what_was_measured():
+    d = H.demand(load(ROOT / "topologies/aipod.yml"))
+    assert d == H.Demand(arp_gc=32, arp_all=56, nd_gc=158, inotify=2, tasks=276, mem_mib=252)
+    # measured on the converged lab after `twin verify`, every namespace of every node counted:
+    # IPv4 18 unicast + 10 NOARP multicast (both collectable) + 24 PERMANENT/extern_learn (exempt);
+    # IPv6 16 link-locals + 126 multicast
+    assert d.arp_gc >= 18 + 10 and d.arp_all >= 18 + 10 + 24 and d.nd_gc >= 16 + 126
+    pod8 = H.demand(load(ROOT / "topologies/pod8.yml"))  # measured: IPv4 224 collectable, 592 in all
+    assert (pod8.arp_gc, pod8.arp_all, pod8.inotify) == (256, 624, 8)
+
+
+def test_a_fabric_takes_ten_ipv6_neighbours_per_link(tmp_path):
+    d = H.demand(clos(tmp_path, 8, 88))  # the fabric of the issue: 704 links
+    assert (d.nd_gc, d.arp_all, d.arp_gc, d.inotify) == (7040, 1408, 0, 0)
+    assert d.tasks == 96 * H.TASKS_PER_FRR_NODE
+
+
+def test_up_is_refused_with_the_numbers_on_default_settings(tmp_path):
+    fabric = clos(tmp_path, 8, 88)
+    short = H.check(fabric, H.Usage(nd=142, arp=52, tasks=400, mem_available_mib=20000), DEFAULTS)
+    assert [(s.setting, s.have, s.need, s.lab, s.running) for s in short] == [
+        ("net.ipv6.neigh.default.gc_thresh3", 1024, 7182, 7040, 142),
+        ("net.ipv6.neigh.default.gc_thresh2", 512, 7182, 7040, 142),
+    ]
+    text = H.refusal(fabric.name, short)
+    assert "\n" not in text
+    assert text.startswith("host limits too low for lab 'big', nothing was created: "
+                           "net.ipv6.neigh.default.gc_thresh3 = 1024 < 7182 needed (7040 for this lab + 142 in use now;")
+    assert "sudo sysctl -w net.ipv6.neigh.default.gc_thresh3=8192 net.ipv6.neigh.default.gc_thresh2=8192`" in text
+    assert f"`sudo {H.SETUP}` (persistent, in /etc/sysctl.d/60-twin.conf)" in text
+    assert json.loads(json.dumps(H.HostLimitsShort("big", short).to_dict()))["shortfalls"][0]["need"] == 7182
+    # once the host setup ran (its values too low for this lab), sysctl -w is what is left
+    assert H.fix_command(short, setup_ran=True) == ("fix: `sudo sysctl -w net.ipv6.neigh.default.gc_thresh3=8192 "
+                                                    "net.ipv6.neigh.default.gc_thresh2=8192` "
+                                                    "(to keep it, in /etc/sysctl.d/60-twin.conf)")
+
+
+def test_a_lab_fits_beside_the_labs_already_running(tmp_path):
+    small = clos(tmp_path, 2, 4, "small")  # 80 IPv6 entries
+    assert H.check(small, H.Usage(nd=400, mem_available_mib=20000), DEFAULTS) == []
+    short = H.check(small, H.Usage(nd=1000, mem_available_mib=20000), DEFAULTS)
+    assert [(s.setting, s.need) for s in short] == [("net.ipv6.neigh.default.gc_thresh3", 1080),
+                                                    ("net.ipv6.neigh.default.gc_thresh2", 1080)]
+
+
+def test_gc_thresh1_is_judged_for_tenant_labs_only(tmp_path):
+    pod8 = load(ROOT / "topologies/pod8.yml")
+    short = {s.setting: s for s in H.check(pod8, ROOMY, DEFAULTS)}
+    assert short["net.ipv4.neigh.default.gc_thresh1"].need == 624
+    assert "tenant host bindings" in short["net.ipv4.neigh.default.gc_thresh1"].why
+    fabric = clos(tmp_path, 4, 20)  # 160 permanent IPv4 entries, no tenants: nothing to collect
+    assert "net.ipv4.neigh.default.gc_thresh1" not in {s.setting for s in H.check(fabric, ROOMY, DEFAULTS)}
+
+
+def test_settings_that_cannot_be_read_are_not_judged_but_memory_is(tmp_path):
+    fabric = clos(tmp_path, 8, 88)
+    assert H.check(fabric, ROOMY, {}) == []
+    (short,) = H.check(fabric, H.Usage(mem_available_mib=1000), {})
+    assert (short.setting, short.have, short.need) == (H.MEMORY, 1000, 96 * H.MIB_PER_FRR_NODE)
+    assert H.fix_command([short]) == ""
+
+
+def host_setup_values() -> dict[str, int]:
+    text = (ROOT / "scripts/host-setup.sh").read_text()
+    return {k: int(v) for k, v in re.findall(r'^\s+"([\w.-]+)\|(\d+)\|', text, re.M)}
+
+
+def test_the_host_setup_holds_two_128_node_fabrics_beside_the_pod_labs(tmp_path):
+    settings = host_setup_values()
+    assert set(settings) >= {r.setting for r in H.RULES} - {"kernel.threads-max"}
+    assert settings["net.ipv6.neigh.default.gc_thresh3"] >= 10_000  # tens of thousands, not the 1,024 default
+    f128 = clos(tmp_path, 8, 120)
+    running = H.demand(f128) + H.demand(load(ROOT / "topologies/pod8.yml")) + H.demand(load(ROOT / "topologies/aipod.yml"))
+    settings["kernel.threads-max"] = DEFAULTS["kernel.threads-max"]
+    assert H.check(f128, as_usage(running), settings) == []
+    assert H.check(load(ROOT / "topologies/pod8.yml"), as_usage(running + H.demand(f128)), settings) == []
+
+
+def test_kernel_log_names_neighbour_overflow_and_oom_kills():
+    log = ["neighbour: ndisc_cache: neighbor table overflow!",
+           "br10101: port 1(vxlan10101) entered forwarding state",
+           "neighbour: ndisc_cache: neighbor table overflow!",
+           "Out of memory: Killed process 4242 (bgpd) total-vm:1234kB, anon-rss:99kB"]
+    causes = H.kernel_log_causes(log, H.Usage(nd=1019), {"net.ipv6.neigh.default.gc_thresh3": 1024}, "big")
+    assert causes[0].startswith("kernel: IPv6 neighbour table overflow (2 messages, rate-limited, since lab big "
+                                "started; host-wide: 1019 entries now, net.ipv6.neigh.default.gc_thresh3 = 1024)")
+    assert causes[1] == "kernel: out of memory, 1 process(es) killed since lab big started (bgpd)"
+    assert H.kernel_log_causes(log[1:2], H.Usage(), {}) == []
+
+
+@pytest.mark.parametrize("running, watched, dead", [
+    ({"zebra": 60, "mgmtd": 60, "staticd": 60, "watchfrr": 60}, ["zebra", "mgmtd", "bgpd", "staticd"], ["bgpd"]),
+    ({"zebra": 60, "mgmtd": 60, "staticd": 60}, None, ["bgpd", "watchfrr"]),        # watchfrr gone too
+    ({"zebra": 60, "mgmtd": 60, "staticd": 60, "bgpd": 1, "watchfrr": 60}, ["zebra", "mgmtd", "bgpd", "staticd"], []),
+    ({"zebra": 1, "mgmtd": 1}, None, []),                                             # FRR still starting
+    ({"sleep": 60}, None, []),                                                        # FRR not started
+])
+def test_dead_daemons_are_those_expected_and_absent(running, watched, dead):
+    enabled = H.daemons_enabled((ROOT / "tests/golden/render/aipod/spine1/daemons").read_text(), has_mgmtd=True)
+    assert enabled == ["bgpd", "mgmtd", "staticd", "zebra"]
+    assert H.missing_daemons(running, watched, enabled) == dead
+
+
+def test_convergence_timeout_names_host_causes_before_what_is_missing():
+    e = ConvergenceTimeout("convergence", 300, ["leaf1: no route to spine1's loopback 10.255.0.1/32"])
+    e = e.with_causes(["kernel: IPv6 neighbour table overflow (...)", "leaf3: FRR bgpd not running"])
+    first, *rest = str(e).splitlines()
+    assert first == ("convergence not reached after 300s; host-level cause: kernel: IPv6 neighbour table "
+                     "overflow (...) (+1 more); still missing (1):")
+    assert rest == ["  ! kernel: IPv6 neighbour table overflow (...)", "  ! leaf3: FRR bgpd not running",
+                    "  - leaf1: no route to spine1's loopback 10.255.0.1/32"]
+    assert e.with_causes([]) is e and e.missing == ["leaf1: no route to spine1's loopback 10.255.0.1/32"]

@@ -1,0 +1,18 @@
+"""Taking a twin lab out, and bringing topologies in.
+
+One module per format, each pure (files in, files or text out):
+- containerlab: `<lab>.clab.yml` and the files it binds (startscript: the bring-up it execs);
+- clab_cli: the containerlab command lines twin runs, and reading `inspect --format json`;
+- clabernetes: the Kubernetes manifests of the same lab, for labs larger than one machine;
+- air, air_json, air_dot, air_import: NVIDIA Air's JSON and DOT topologies, out and in.
+What they take from the rest of twin is imported in one place, `_twin`.
+"""
+from twin.interop.air_dot import export_air_dot
+from twin.interop.air_import import import_air, parse_roles
+from twin.interop.air_json import export_air_json
+from twin.interop.clab_cli import ClabContainer, Containerlab, parse_inspect
+from twin.interop.clabernetes import export_clabernetes
+from twin.interop.containerlab import export_containerlab
+
+__all__ = ["export_containerlab", "export_clabernetes", "export_air_json", "export_air_dot", "import_air",
+           "parse_roles", "Containerlab", "ClabContainer", "parse_inspect"]

@@ -1,0 +1,89 @@
+"""Clabernetes export: a twin lab as Kubernetes manifests, for labs larger than one machine.
+
+Owns one multi-document YAML file, `<lab>.clabernetes.yml`, ready for
+`kubectl apply -f`: a ConfigMap per node holding the files its containerlab
+node binds, then the Clabernetes `Topology` (clabernetes.containerlab.dev/v1alpha1)
+whose `spec.definition.containerlab` is the very topology of the containerlab
+export and whose `spec.deployment.filesFromConfigMap` mounts each file where
+that topology's relative binds expect it (`<node>/<file>`), as Clabernetes'
+clabverter does. Clabernetes runs each node in its own launcher pod and turns
+links into VXLAN tunnels between pods.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from twin.interop._twin import Backend, Fabric, TwinError
+from twin.interop.containerlab import ClabLab, Files, build_containerlab
+from twin.interop.startscript import START_SCRIPT
+
+API_VERSION = "clabernetes.containerlab.dev/v1alpha1"
+CONFIGMAP_MAX = 1024 * 1024              # bytes a ConfigMap may hold (etcd's limit)
+_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")   # what a ConfigMap key may be
+
+
+def export_clabernetes(fabric: Fabric, files: Files, out_dir: Path, *, image: str, backend: Backend = "netns",
+                       namespace: str | None = None) -> Path:
+    """Write `<out_dir>/<lab>.clabernetes.yml`; returns its path. Arguments as for export_containerlab."""
+    docs = build_clabernetes(fabric, files, image=image, backend=backend, namespace=namespace)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{fabric.name}.clabernetes.yml"
+    head = (f"# Clabernetes manifests of twin lab {fabric.name}: one ConfigMap per node, then the Topology.\n"
+            f"# kubectl apply -f {path.name}\n")
+    path.write_text(head + yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False))
+    return path
+
+
+def build_clabernetes(fabric: Fabric, files: Files, *, image: str, backend: Backend = "netns",
+                      namespace: str | None = None) -> list[dict]:
+    """The manifests (pure): ConfigMaps first, so they exist when the Topology's pods mount them."""
+    lab = build_containerlab(fabric, files, image=image, backend=backend)
+    configmaps = [configmap(lab, node, namespace) for node in lab.files]
+    return configmaps + [topology(lab, namespace)]
+
+
+def configmap_name(lab: str, node: str) -> str:
+    return f"{lab}-{node}-files"
+
+
+def configmap(lab: ClabLab, node: str, namespace: str | None) -> dict:
+    """One node's bound files as a ConfigMap, each file a key."""
+    data = lab.files[node]
+    bad = [k for k in data if not _KEY.match(k)]
+    if bad:
+        raise TwinError(f"{node}: file name(s) {', '.join(bad)} cannot be ConfigMap keys ([-._a-zA-Z0-9]+)")
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in data.items())
+    if size > CONFIGMAP_MAX:
+        raise TwinError(f"{node}: its files ({size} bytes) exceed a ConfigMap's {CONFIGMAP_MAX} bytes")
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(lab.name, node), namespace),
+            "data": dict(data)}
+
+
+def topology(lab: ClabLab, namespace: str | None) -> dict:
+    """The Clabernetes Topology holding the containerlab topology and where its files come from."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Topology",
+        "metadata": _meta(lab.name, namespace),
+        "spec": {
+            "definition": {"containerlab": lab.text()},
+            "deployment": {"filesFromConfigMap": {node: mounts(lab, node) for node in lab.files}},
+            # twin's nodes have no management interface (network-mode: none): nothing to expose
+            "expose": {"disableExpose": True},
+        },
+    }
+
+
+def mounts(lab: ClabLab, node: str) -> list[dict]:
+    """Every file of `node` at `<node>/<file>`, relative to the launcher's topology, as the binds name it."""
+    return [{"filePath": f"{node}/{name}", "configMapName": configmap_name(lab.name, node), "configMapPath": name,
+             "mode": "execute" if name == START_SCRIPT else "read"}
+            for name in lab.files[node]]
+
+
+def _meta(name: str, namespace: str | None) -> dict:
+    return {"name": name, **({"namespace": namespace} if namespace else {})}

@@ -1,0 +1,128 @@
+"""containerlab export: a twin lab as `<lab>.clab.yml` plus the files it binds.
+
+Owns the mapping of a rendered twin lab onto containerlab's topology file:
+every node a `kind: linux` container of twin's node image without a management
+network (`network-mode: none`, as twin runs it), with twin's own mounts (an FRR
+node's directory on /etc/frr, every node's read-only on /etc/twin), twin's
+labels (so twin finds the containers), the kind's sysctls and capabilities, and
+`exec` of `twin-start.sh` (twin.interop.startscript) for what twin's bring-up
+does once the links exist. Links keep twin's port names and MTUs.
+
+The layout of the output directory is twin's lab directory
+(`<dir>/<node>/<file>`) plus `twin-start.sh` per node and the topology file.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from twin.interop._twin import (LABEL_KIND, LABEL_LAB, LABEL_NODE, NODE_DIR, Backend, Fabric, Node, TwinError,
+                                kind_of, script)
+from twin.interop.startscript import START_PATH, START_SCRIPT, start_script
+
+# Containers are named <prefix>-<lab>-<node>: with "twin" that is the very name
+# twin's own runtime gives them, so `docker exec twin-<lab>-<node>` works alike
+# and one lab cannot run under both runtimes at once.
+PREFIX = "twin"
+LABEL_ASN = "twin.asn"
+LABEL_LOOPBACK = "twin.loopback"
+LABEL_RUNTIME = "twin.runtime"     # who made the container: twin tears down through the same runtime
+RUNTIME = "containerlab"
+FRR_DIR = "/etc/frr"
+
+Files = dict[str, dict[str, str]]   # node -> file name -> text, as twin.render.render_lab returns
+
+
+@dataclass(frozen=True)
+class ClabLab:
+    """A lab in containerlab's terms: the topology document and the files it binds."""
+
+    name: str
+    topology: dict
+    files: Files            # node -> file name -> text, written to <dir>/<node>/<file>
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.clab.yml"
+
+    def text(self) -> str:
+        head = (f"# containerlab topology of twin lab {self.name}, from the same rendering as `twin up`.\n"
+                f"# containerlab deploy -t {self.filename}   (twin up --runtime containerlab does it for you)\n")
+        return head + yaml.safe_dump(self.topology, sort_keys=False, default_flow_style=False)
+
+
+def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: str,
+                        backend: Backend = "netns") -> Path:
+    """Write `<out_dir>/<lab>.clab.yml` and every file it binds; returns the topology file's path.
+
+    `files` is `twin.render.render_lab(fabric, backend)`; `image` is twin's node image tag.
+    """
+    lab = build_containerlab(fabric, files, image=image, backend=backend)
+    out_dir = Path(out_dir)
+    for node, node_files in lab.files.items():
+        d = out_dir / node
+        d.mkdir(parents=True, exist_ok=True)
+        for name, text in node_files.items():
+            (d / name).write_text(text)
+        (d / START_SCRIPT).chmod(0o755)
+    path = out_dir / lab.filename
+    path.write_text(lab.text())
+    return path
+
+
+def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Backend = "netns") -> ClabLab:
+    """The containerlab topology and its bound files (pure)."""
+    _check_rendering(fabric, files, backend)
+    bound = {n: {**files.get(n, {}), START_SCRIPT: start_script(fabric, n, backend)} for n in fabric.nodes}
+    topology = {
+        "name": fabric.name,
+        "prefix": PREFIX,
+        "topology": {
+            "nodes": {n.name: clab_node(fabric, n, image) for n in fabric.nodes.values()},
+            "links": [{"endpoints": [f"{l.a.node}:{l.a.port}", f"{l.b.node}:{l.b.port}"], "mtu": l.mtu}
+                      for l in fabric.links],
+        },
+    }
+    return ClabLab(name=fabric.name, topology=topology, files=bound)
+
+
+def clab_node(fabric: Fabric, node: Node, image: str) -> dict:
+    """One node: twin's container settings in containerlab's words."""
+    kind = kind_of(node.kind)
+    out: dict = {"kind": "linux", "image": node.image or image, "network-mode": "none"}
+    if kind.command:
+        out["cmd"] = shlex.join(kind.command)
+    # As twin mounts them: the whole directory, not file by file, so a file twin replaces
+    # (twin apply writes a new one and renames it) is what the node sees, not the old inode.
+    frr = [f"{node.name}:{FRR_DIR}"] if kind.runs_bgp else []
+    out["binds"] = frr + [f"{node.name}:{NODE_DIR}:ro"]
+    out["labels"] = labels(fabric, node)
+    if kind.sysctls:
+        out["sysctls"] = dict(kind.sysctls)
+    out["cap-add"] = list(kind.capabilities)
+    out["exec"] = [f"sh {START_PATH}"]
+    return out
+
+
+def labels(fabric: Fabric, node: Node) -> dict[str, str]:
+    """twin's own container labels, plus what the node is in the fabric."""
+    out = {LABEL_LAB: fabric.name, LABEL_NODE: node.name, LABEL_KIND: node.kind, LABEL_RUNTIME: RUNTIME}
+    if node.asn is not None:
+        out[LABEL_ASN] = str(node.asn)
+    if node.loopback:
+        out[LABEL_LOOPBACK] = node.loopback
+    return out
+
+
+def _check_rendering(fabric: Fabric, files: Files, backend: Backend) -> None:
+    """The files must be this fabric's rendering on this backend: the start script is derived from both."""
+    missing = sorted(set(fabric.nodes) - set(files))
+    if missing:
+        raise TwinError(f"no rendered files for node(s) {', '.join(missing)} of lab {fabric.name}")
+    stale = [n for n in fabric.nodes if files[n].get("interfaces.sh", "") != script(fabric, n, backend)]
+    if stale:
+        raise TwinError(f"the rendered files of {', '.join(stale)} are not lab {fabric.name}'s on the {backend} "
+                        "VRF backend; render them with the same fabric and backend")
