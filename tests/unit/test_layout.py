@@ -149,5 +149,5 @@ def test_one_name_per_fault_in_the_registry_the_cli_rehearse_and_the_readme():
     readme = (ROOT / "README.md").read_text()
     assert all(f"`{k}`" in readme for k in keys), "the README names every fault as the registry does"
     for k in keys:   # every command's help shows its usage under the same name
-        res = CliRunner().invoke(main, ["fault", k, "--help"])
+        res = CliRunner().invoke(main, ["fault", k, "--help"], prog_name="twin")
         assert res.exit_code == 0 and f"twin fault {k}" in res.output

@@ -58,6 +58,10 @@ class Kind:
     frr_features: ClassVar[tuple[str, ...]] = ()   # feature templates of frr.conf, in order
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "SYS_ADMIN", "NET_RAW")
     sysctls: ClassVar[dict[str, str]] = {}
+    # limits of its container, so one runaway node cannot take the host down (FRR nodes run
+    # ~30 MiB and ~30 tasks; a spine with 120 peers ~80 MiB: see `make bench`)
+    memory_limit: ClassVar[str] = "512m"
+    pids_limit: ClassVar[int] = 512
     command: ClassVar[list[str] | None] = None   # None: the image's CMD
     start: ClassVar[list[str] | None] = None     # run in the node once all its ports are up
 

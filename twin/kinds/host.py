@@ -17,3 +17,5 @@ class Host(Kind):
     sysctls: ClassVar[dict[str, str]] = {"net.ipv6.conf.all.disable_ipv6": "1",
                                          "net.ipv6.conf.default.disable_ipv6": "1"}
     command: ClassVar[list[str] | None] = ["sleep", "infinity"]
+    memory_limit: ClassVar[str] = "128m"   # a sleep and whatever a user runs in it (ping, ip)
+    pids_limit: ClassVar[int] = 128

@@ -40,23 +40,32 @@ class DockerRuntime:
         """Create and start one node's container: no network, init, minimal capabilities."""
         kind = kinds.get(node.kind)
         mounts = []
-        if kind.runs_bgp:  # FRR runs what the lab rendered; /etc/twin holds the rest of it
+        if kind.runs_frr:  # FRR runs what the lab rendered; /etc/twin holds the rest of it
             src = str(confdir.resolve())
             mounts = [Mount("/etc/frr", src, type="bind"), Mount(NODE_DIR, src, type="bind", read_only=True)]
-        c = self.client.containers.create(
-            node.image or image,
-            command=kind.command,
-            name=container_name(lab, node.name),
-            hostname=node.name,
-            labels={LABEL_LAB: lab, LABEL_NODE: node.name, LABEL_KIND: node.kind},
-            network_mode="none",
-            init=True,
-            cap_add=list(kind.capabilities),
-            sysctls=dict(kind.sysctls),
-            mounts=mounts,
-            detach=True,
-        )
-        c.start()
+        try:
+            c = self.client.containers.create(
+                node.image or image,
+                command=kind.command,
+                name=container_name(lab, node.name),
+                hostname=node.name,
+                labels={LABEL_LAB: lab, LABEL_NODE: node.name, LABEL_KIND: node.kind},
+                network_mode="none",
+                init=True,
+                cap_add=list(kind.capabilities),
+                sysctls=dict(kind.sysctls),
+                mounts=mounts,
+                mem_limit=kind.memory_limit,
+                pids_limit=kind.pids_limit,
+                detach=True,
+            )
+            c.start()
+        except docker.errors.ImageNotFound:
+            raise TwinError(f"{lab}/{node.name}: no image {node.image or image!r} here; `twin image build` "
+                            "builds twin's node image (no registry is reached)") from None
+        except docker.errors.APIError as e:
+            raise TwinError(f"{lab}/{node.name}: Docker refused its container: "
+                            f"{e.explanation or e}") from None
         return c
 
     def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path,
