@@ -8,8 +8,9 @@ LAB    ?= aipod
 TOPOLOGY ?= topologies/aipod.yml
 PYTEST_ARGS ?=
 SOAK_ARGS ?=
+CHAOS_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down test test-unit bench soak clean
+.PHONY: host venv images twin-up twin-down test test-unit bench soak chaos clean
 
 host:
 	@scripts/host-setup.sh
@@ -45,6 +46,11 @@ bench: images
 # (not part of make test; SOAK_ARGS="--minutes 10" for a shorter one)
 soak: images
 	$(VENV)/bin/python bench/soak.py $(SOAK_ARGS)
+
+# 20 random SIGKILLs of `up` and `apply`, and dockerd restarted under a running lab:
+# nothing may be left behind (not part of make test; CHAOS_ARGS="--rounds 5" for fewer)
+chaos: images
+	$(VENV)/bin/python bench/chaos.py $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) *.egg-info bench-results

@@ -86,8 +86,7 @@ class Lab:
         st, fabric = state.load(self.dir)
         containers = self.runtime.containers(self.name)
         if fabric is None or st is None or not containers:
-            known = ", ".join(state.known_labs()) or "none"
-            raise LabStateError(f"no lab named {self.name!r} is up (labs here: {known}); `twin list` shows them")
+            raise self._not_up()
         return LabContext(self.name, self.dir, fabric, st.backend or "netns", self.runtime, st.image,
                           _containers=containers)
 
@@ -168,11 +167,16 @@ class Lab:
             return cleanup.remove_all(self.name, self.dir, self.runtime)
 
     # --- nodes -------------------------------------------------------------
+    def _not_up(self) -> LabStateError:
+        known = ", ".join(state.known_labs()) or "none"
+        return LabStateError(f"no lab named {self.name!r} is up (labs here: {known}); `twin list` shows them")
+
     def node(self, name: str) -> NodeExec:
         containers = self.runtime.containers(self.name)
+        if not containers:
+            raise self._not_up()
         if name not in containers:
-            known = ", ".join(sorted(containers)) or "none: the lab is not up"
-            raise TwinError(f"lab {self.name!r} has no node {name!r}; nodes: {known}")
+            raise TwinError(f"lab {self.name!r} has no node {name!r}; nodes: {', '.join(sorted(containers))}")
         return NodeExec(containers[name], f"{self.name}/{name}")
 
     def execs(self) -> dict[str, NodeExec]:

@@ -13,7 +13,7 @@ from twin import verify, wait
 from twin.cli import main
 from twin.errors import ApplyFailed, ChangeRefused, TopologyError
 from twin.change.rehearse import Thresholds, rehearse
-from twin.runtime import kernel
+from twin.runtime import frr, kernel
 from twin.traffic import stream as S
 
 pytestmark = pytest.mark.e2e
@@ -241,6 +241,66 @@ def test_a_change_that_fails_half_way_is_rolled_back(lab, tmp_path, monkeypatch)
         assert not gone_tenant_traces(lab.node(node), "green", 10300), after[node]
     assert after["fabric"] == before["fabric"]
     assert_whole(lab)
+
+
+def rulesets(lab) -> dict[str, str]:
+    """The zero-trust rules each VTEP runs, per tenant namespace."""
+    return {f"{v}/{t.vrf}": lab.node(v).check(["ip", "netns", "exec", t.vrf, "nft", "list", "ruleset"]).stdout
+            for v in lab.fabric.vteps() for t in lab.fabric.tenants_on(v)}
+
+
+def add_red_host(topo: dict) -> None:
+    """A new red workload on dpu1: red's zero-trust rules on dpu1 change (nft -f in stage 5)."""
+    topo["nodes"]["host1d"] = {"kind": "host"}
+    topo["links"].append({"endpoints": ["dpu1:pf0vf3", "host1d:eth1"]})
+    topo["tenants"]["red"]["attachments"].append({"host": "host1d", "segment": "web", "address": "10.1.1.13"})
+
+
+def test_rollback_restores_the_old_files_before_the_kernel_steps_that_read_them(lab, tmp_path, monkeypatch):
+    """A failure after the new nftables rules were loaded: the rollback must load the old rules,
+    which it can only do if the old files are back first (it used to reload the new ones)."""
+    before = rulesets(lab)
+    real = kernel.apply
+
+    def failing(steps, pid, ex, tolerant=False):   # the new workload's binding (stage 7) fails
+        if not tolerant and any(s.op == "neigh" for s in steps):
+            raise kernel.TwinError(f"{ex.where}: injected binding failure")
+        return real(steps, pid, ex, tolerant)
+
+    monkeypatch.setattr(kernel, "apply", failing)
+    with pytest.raises(ApplyFailed, match="(?s)rolled back.*stage bindings.*injected binding failure.*rollback: done"):
+        lab.apply(variant(tmp_path, "red-host", add_red_host))
+    monkeypatch.undo()
+    assert "host1d" not in lab.runtime.containers(NAME)
+    after = rulesets(lab)
+    assert "host1d" not in after["dpu1/red"], "the new host's rules are gone from dpu1"
+    assert after == before
+    assert "host1d" not in (lab.dir / "dpu1" / "nftables-red.nft").read_text()
+    assert_whole(lab)
+
+
+def test_a_rollback_that_cannot_restore_everything_says_what_and_fails(lab, tmp_path, monkeypatch):
+    real = frr.take
+
+    def broken(ex, restart=False):   # dpu2's FRR takes no config at all, forward or back
+        if ex.where.endswith("/dpu2"):
+            raise kernel.TwinError(f"{ex.where}: FRR unreachable (injected)")
+        return real(ex, restart)
+
+    monkeypatch.setattr(frr, "take", broken)
+    with pytest.raises(ApplyFailed) as e:
+        lab.apply(variant(tmp_path, "green", add_green))
+    monkeypatch.undo()
+    assert not e.value.rolled_back and "rollback: INCOMPLETE" in str(e.value), str(e.value)
+    assert any("dpu2" in p and "FRR unreachable" in p for p in e.value.problems), e.value.problems
+    assert "done" not in str(e.value).split("rollback:")[1]
+    res = runner_apply(DEFAULT)   # the way back a user takes: the topology they had
+    assert res.exit_code == 0, res.output
+    assert_whole(lab)
+
+
+def runner_apply(topology) -> object:
+    return CliRunner().invoke(main, ["apply", NAME, str(topology)])
 
 
 def test_user_configs_go_through_frr_reload_and_record_as_the_nodes_config(lab, tmp_path):

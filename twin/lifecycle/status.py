@@ -108,6 +108,8 @@ class LabStatus:
     def problems(self) -> list[str]:
         """Why the lab is not healthy, one line each."""
         out = [self.error] if self.error else []
+        out += {"absent": [f"no lab named {self.lab!r} here"],
+                "orphaned": [f"lab {self.lab!r} has containers but no recorded intent"]}.get(self.status, [])
         out += [f"{n.node}: container {n.state}" for n in self.nodes if n.state != "running"]
         out += [f"{n.node}: BGP sessions down: {', '.join(n.sessions_down)}" for n in self.nodes if n.sessions_down]
         for t in self.tenants:

@@ -1,0 +1,178 @@
+"""`make chaos`: kill twin at random moments and check that nothing is left behind.
+
+Rounds (default 20), in a random but seeded order:
+- `up` SIGKILLed after a random delay (small lab: from before its directory exists to convergence),
+  then `twin down`: no container, host namespace, host veth or lab directory may remain;
+- `apply` (a tenant added to the default lab) SIGKILLed after a random delay, then `twin status`
+  (it must tell the truth: exit 1 when the lab is half-changed, 0 when it holds its intent)
+  and `twin down`: nothing may remain;
+and once, the Docker daemon restarted under a running lab: `twin status` must exit 1 naming the
+stopped containers, and `twin down` must still remove everything.
+
+Refuses to run while other twin labs exist (restarting dockerd would stop them), unless --force.
+Prints a table (rich) and writes bench-results/chaos.json. Exit 1 if anything was left behind.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.conftest import leftovers  # noqa: E402  (the suite's own definition of "left behind")
+from twin import wait  # noqa: E402
+from twin.runtime.docker import DockerRuntime  # noqa: E402
+
+SMALL = ROOT / "tests/e2e/small.yml"
+AIPOD = ROOT / "topologies/aipod.yml"
+
+
+def twin(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "twin.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=os.environ.copy())
+
+
+def kill_after(args: list[str], delay: float) -> tuple[float, int | None]:
+    """Run `twin ARGS`, SIGKILL it after `delay` s (if still running): (seconds it ran, its exit code or None)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-m", "twin.cli", *args], cwd=ROOT, env=os.environ.copy(),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        p.wait(timeout=delay)
+        return time.monotonic() - t0, p.returncode
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        return time.monotonic() - t0, None
+
+
+def stage_of(name: str) -> str:
+    f = Path(os.environ["TWIN_HOME"]) / "labs" / name / "state.json"
+    try:
+        return json.loads(f.read_text()).get("status", "?")
+    except (OSError, ValueError):
+        return "no state"
+
+
+def settle(runtime: DockerRuntime, name: str) -> None:
+    seen: list[set[str]] = []
+
+    def changing() -> list[str]:
+        seen.append(set(runtime.containers(name)))
+        return [] if len(seen) > 2 and seen[-1] == seen[-2] == seen[-3] else ["changing"]
+
+    wait.until(changing, 30, "containers settled", first=0.3, cap=0.3)
+
+
+def round_up(runtime: DockerRuntime, i: int, rng: random.Random) -> dict:
+    name = f"chaos-up{i}"
+    delay = rng.uniform(0.0, 9.0)
+    ran, rc = kill_after(["up", str(SMALL), "--name", name], delay)
+    stage = "finished" if rc is not None else stage_of(name)
+    settle(runtime, name)
+    down = twin("down", name)
+    return {"round": i, "killed": "up", "after_s": round(ran, 2), "stage": stage, "status_rc": None,
+            "down_rc": down.returncode, "leftovers": leftovers(runtime, name)}
+
+
+def round_apply(runtime: DockerRuntime, i: int, rng: random.Random, change: Path) -> dict:
+    name = f"chaos-ap{i}"
+    up = twin("up", str(AIPOD), "--name", name)
+    if up.returncode:
+        return {"round": i, "killed": "apply", "after_s": 0, "stage": f"up failed: {up.stderr.strip()[:80]}",
+                "status_rc": None, "down_rc": twin("down", name).returncode, "leftovers": leftovers(runtime, name)}
+    ran, rc = kill_after(["apply", name, str(change)], rng.uniform(0.2, 5.0))
+    stage = "finished" if rc is not None else "killed mid-apply"
+    settle(runtime, name)
+    status = twin("status", name, "--json")
+    healthy = json.loads(status.stdout).get("healthy") if status.stdout.strip().startswith("{") else None
+    truthful = (status.returncode == 0) == bool(healthy)
+    down = twin("down", name)
+    return {"round": i, "killed": "apply", "after_s": round(ran, 2), "stage": stage,
+            "status_rc": status.returncode, "status_truthful": truthful, "down_rc": down.returncode,
+            "leftovers": leftovers(runtime, name)}
+
+
+def restart_dockerd() -> None:
+    subprocess.run(["pkill", "-TERM", "-x", "dockerd"], check=False)
+    wait.until(lambda: [] if subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode else ["up"],
+               60, "dockerd stopped", first=0.2, cap=0.5)
+    subprocess.run([str(ROOT / "scripts/host-setup.sh")], check=True, capture_output=True)
+
+
+def round_dockerd(runtime: DockerRuntime) -> dict:
+    name = "chaos-dockerd"
+    up = twin("up", str(SMALL), "--name", name)
+    restart_dockerd()
+    status = twin("status", name)
+    down = twin("down", name)
+    return {"round": "dockerd", "killed": "dockerd restarted under a running lab", "after_s": None,
+            "stage": "up" if up.returncode == 0 else "up failed", "status_rc": status.returncode,
+            "status_truthful": status.returncode == 1 and "container exited" in status.stdout,
+            "down_rc": down.returncode, "leftovers": leftovers(DockerRuntime(), name)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=20261203)
+    ap.add_argument("--force", action="store_true", help="run even while other twin labs exist")
+    ap.add_argument("--no-dockerd", action="store_true", help="skip the Docker daemon restart")
+    args = ap.parse_args()
+    runtime = DockerRuntime()
+    others = [lab for lab in runtime.labs() if not lab.startswith("chaos-")]
+    if others and not args.force:
+        print(f"chaos: other twin labs run here ({', '.join(others)}); restarting dockerd would stop them. "
+              "--force to run anyway (with --no-dockerd)", file=sys.stderr)
+        return 2
+    rng = random.Random(args.seed)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["TWIN_HOME"] = str(Path(tmp) / "home")
+        change = Path(tmp) / "green.yml"
+        topo = yaml.safe_load(AIPOD.read_text())
+        topo["nodes"].update({"host1d": {"kind": "host"}, "host2d": {"kind": "host"}})
+        topo["links"] += [{"endpoints": ["dpu1:pf0vf3", "host1d:eth1"]}, {"endpoints": ["dpu2:pf0vf3", "host2d:eth1"]}]
+        topo["tenants"]["green"] = {"l3vni": 10300, "segments": {"web": {"subnet": "10.1.1.0/24", "l2vni": 10301}},
+                                    "attachments": [{"host": "host1d", "segment": "web"}, {"host": "host2d", "segment": "web"}]}
+        change.write_text(yaml.safe_dump(topo))
+        kinds = ["up"] * (args.rounds - args.rounds * 2 // 5) + ["apply"] * (args.rounds * 2 // 5)
+        rng.shuffle(kinds)
+        for i, kind in enumerate(kinds, 1):
+            rows.append(round_up(runtime, i, rng) if kind == "up" else round_apply(runtime, i, rng, change))
+            print(f"chaos: round {i}/{len(kinds)}: {rows[-1]}", file=sys.stderr)
+        if not args.no_dockerd and not (others and args.force):
+            rows.append(round_dockerd(runtime))
+    report(rows)
+    return 0 if all(not r["leftovers"] and r["down_rc"] == 0 and r.get("status_truthful", True) for r in rows) else 1
+
+
+def report(rows: list[dict]) -> None:
+    t = Table(title="twin chaos: SIGKILLs and a Docker daemon restart", title_justify="left")
+    for col in ("round", "killed", "after (s)", "stage reached", "status exit (truthful)", "down exit", "leftovers"):
+        t.add_column(col)
+    for r in rows:
+        st = "-" if r["status_rc"] is None else f"{r['status_rc']} ({'yes' if r.get('status_truthful') else 'NO'})"
+        t.add_row(str(r["round"]), r["killed"], "-" if r["after_s"] is None else f"{r['after_s']:.2f}", r["stage"], st,
+                  str(r["down_rc"]), ", ".join(r["leftovers"]) or "none")
+    Console(width=200).print(t)
+    out = ROOT / "bench-results"
+    out.mkdir(exist_ok=True)
+    (out / "chaos.json").write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
