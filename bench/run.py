@@ -36,7 +36,8 @@ from twin import verify, wait
 from twin.lifecycle import hostlimits
 from twin.errors import TwinError
 from twin.lab import Lab
-from twin.runtime.docker import LABEL_LAB, memory
+from twin.config.naming import LABEL_LAB
+from twin.runtime.docker import memory
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024

@@ -13,6 +13,7 @@ works on, and the one place that decides whether a lab is up.
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -23,7 +24,7 @@ from twin.errors import AlreadyUp, LabStateError, TwinError
 from twin.lifecycle import barrier, bringup, cleanup, hostlimits, state
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
-from twin.runtime import images, kernel
+from twin.runtime import containerlab, images, kernel
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
@@ -32,11 +33,14 @@ Say = Callable[[str], None]
 
 
 class Lab:
-    def __init__(self, name: str, fabric: Fabric | None = None, runtime: DockerRuntime | None = None):
+    def __init__(self, name: str, fabric: Fabric | None = None, runtime: DockerRuntime | str | None = None):
+        """`runtime`: a runtime, or its name (docker, containerlab); default: the one that made the
+        lab, else $TWIN_RUNTIME, else docker."""
         self.dir: Path = state.labdir(name)      # the name is checked before anything is made of it
         self.name = name
         self.topology = fabric                   # what `up` brings up (Lab.load)
-        self._runtime = runtime
+        self._runtime = runtime if isinstance(runtime, DockerRuntime) else None
+        self._runtime_name = runtime if isinstance(runtime, str) else None
         self._recorded: tuple[int, Fabric | None] | None = None
 
     @property
@@ -53,12 +57,12 @@ class Lab:
 
     # --- construction ------------------------------------------------------
     @classmethod
-    def load(cls, topology_file: str | Path, name: str | None = None) -> "Lab":
+    def load(cls, topology_file: str | Path, name: str | None = None, runtime: str | None = None) -> "Lab":
         """Validate a topology file (TopologyError with every problem) into a Lab."""
         if name is not None:
             state.check_name(name)
         fabric = topology.load(topology_file, name=name)
-        return cls(fabric.name, fabric)
+        return cls(fabric.name, fabric, runtime)
 
     @classmethod
     def open(cls, name: str) -> "Lab":
@@ -69,7 +73,12 @@ class Lab:
     @property
     def runtime(self) -> DockerRuntime:
         if self._runtime is None:
-            self._runtime = DockerRuntime()
+            try:
+                recorded = (state.load(self.dir)[0] or state.LabState(name="", topology="", image="")).runtime
+            except TwinError:
+                recorded = None   # a broken lab directory: `down` still removes it, with Docker
+            name = self._runtime_name or (recorded if self.dir.is_dir() else None) or os.environ.get("TWIN_RUNTIME")
+            self._runtime = containerlab.runtime(name)
         return self._runtime
 
     @property
@@ -108,7 +117,7 @@ class Lab:
         fabric = self.topology
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
-                            created=state.now())
+                            created=state.now(), runtime=self.runtime.name)
         state.remove(self.dir)  # leftovers of a lab that is gone (no containers)
         state.save(self.dir, st, fabric)
         try:
@@ -116,9 +125,10 @@ class Lab:
             say(f"rendering configs into {self.dir}")
             state.write_files(self.dir, render.render_lab(fabric, st.backend or "netns"))
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
-            bringup.create_wire_configure(
-                fabric, self.runtime, image, self.dir, st.backend or "netns",
-                on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
+            backend = st.backend or "netns"
+            self.runtime.bring_up(fabric, image, self.dir, backend,
+                                  configure=lambda n, ex, pid: bringup.configure_node(fabric, n, ex, pid, backend),
+                                  on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
             st.timings["wired"] = time.monotonic() - t0
             st.status = "converging"
             state.save(self.dir, st)

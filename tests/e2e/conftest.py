@@ -15,7 +15,8 @@ from pyroute2 import IPRoute, netns
 
 from twin.runtime import images
 from twin.lab import Lab
-from twin.runtime.docker import LABEL_LAB, DockerRuntime
+from twin.config.naming import LABEL_LAB
+from twin.runtime.docker import DockerRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ from pyroute2 import netns
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import wait
-from twin.lifecycle.cleanup import probe_netns
+from twin.config.naming import probe_netns
 from twin.runtime import kernel
 
 pytestmark = pytest.mark.e2e

@@ -15,7 +15,7 @@ from twin.interop.containerlab import build_containerlab
 from twin.interop.startscript import start_script
 from twin.kinds import KINDS
 from twin.config.render import render_lab
-from twin.runtime.docker import LABEL_KIND, LABEL_LAB, LABEL_NODE
+from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ from twin.config import overlay
 from twin.errors import TwinError
 from twin.lifecycle.context import LabContext
 from twin.runtime import netns
-from twin.runtime.links import alias
+from twin.config.naming import link_alias
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def set_port(ctx: LabContext, ref: PortRef, up: bool, pid: int | None = None) ->
             if not idx:
                 raise TwinError(f"{ctx.name}/{ref}: no such interface in the node; is its link wired?")
             ipr.link("set", index=idx[0], state="up" if up else "down",
-                     ifalias=alias(ctx.name, f"{ref.node}:{ref.port}", f"{p.peer_node}:{p.peer_port}"))
+                     ifalias=link_alias(ctx.name, f"{ref.node}:{ref.port}", f"{p.peer_node}:{p.peer_port}"))
     except (NetlinkError, OSError) as e:
         raise TwinError(f"{ctx.name}/{ref}: cannot set it {'up' if up else 'down'}: {e}") from None
 

@@ -23,14 +23,17 @@ from twin.runtime.docker import DockerRuntime
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
 @click.option("--image", help="Node image tag (default: built from images/ when missing).")
 @click.option("--keep", is_flag=True, help="Keep what was created when bring-up fails, for debugging.")
+@click.option("--runtime", type=click.Choice(["docker", "containerlab"]), envvar="TWIN_RUNTIME",
+              help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
+                   "containerlab CLI on twin's export (where containerlab is installed). Env: TWIN_RUNTIME.")
 @click.pass_context
-def up(ctx, topology, name, timeout, image, keep):
+def up(ctx, topology, name, timeout, image, keep, runtime):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     On a lab that is already up: exit 0 if it runs this topology and has converged,
     else exit 1 saying what differs."""
     def go():
-        lab = Lab.load(topology, name=name)
+        lab = Lab.load(topology, name=name, runtime=runtime)
         try:
             with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
                 timings = lab.up(image=image, timeout=timeout, keep=keep,

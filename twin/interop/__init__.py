@@ -5,7 +5,7 @@ One module per format, each pure (files in, files or text out):
 - clab_cli: the containerlab command lines twin runs, and reading `inspect --format json`;
 - clabernetes: the Kubernetes manifests of the same lab, for labs larger than one machine;
 - air, air_json, air_dot, air_import: NVIDIA Air's JSON and DOT topologies, out and in.
-What they take from the rest of twin is imported in one place, `_twin`.
+Each module imports from the rest of twin only what sits before it on the data path.
 """
 from twin.interop.air_dot import export_air_dot
 from twin.interop.air_import import import_air, parse_roles

@@ -18,7 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from twin.interop._twin import KINDS, Fabric, Problem, TopologyError
+from twin.errors import Problem, TopologyError
+from twin.kinds import KINDS
+from twin.topology.model import Fabric
 
 CUMULUS_OS = "cumulus-vx-5.16.1"
 SERVER_OS = "generic/ubuntu2404"

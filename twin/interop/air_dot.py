@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from twin.interop._twin import Fabric, Problem, TopologyError
+from twin.errors import Problem, TopologyError
+from twin.topology.model import Fabric
 from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
 
 _TOKEN = re.compile(r"""

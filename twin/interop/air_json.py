@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 
-from twin.interop._twin import Fabric, Problem, TopologyError
+from twin.errors import Problem, TopologyError
+from twin.topology.model import Fabric
 from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
 
 

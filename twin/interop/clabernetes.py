@@ -16,7 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from twin.interop._twin import Backend, Fabric, TwinError
+from twin.config.overlay import Backend
+from twin.errors import TwinError
+from twin.topology.model import Fabric
 from twin.interop.containerlab import ClabLab, Files, build_containerlab
 from twin.interop.startscript import START_SCRIPT
 

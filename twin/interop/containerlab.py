@@ -19,9 +19,13 @@ from pathlib import Path
 
 import yaml
 
-from twin.interop._twin import (LABEL_KIND, LABEL_LAB, LABEL_NODE, NODE_DIR, Backend, Fabric, Node, TwinError,
-                                kind_of, script)
+from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, LABEL_RUNTIME
+from twin.config.overlay import Backend, script
+from twin.config.steps import NODE_DIR
+from twin.errors import TwinError
 from twin.interop.startscript import START_PATH, START_SCRIPT, start_script
+from twin.kinds import get as kind_of
+from twin.topology.model import Fabric, Node
 
 # Containers are named <prefix>-<lab>-<node>: with "twin" that is the very name
 # twin's own runtime gives them, so `docker exec twin-<lab>-<node>` works alike
@@ -29,7 +33,6 @@ from twin.interop.startscript import START_PATH, START_SCRIPT, start_script
 PREFIX = "twin"
 LABEL_ASN = "twin.asn"
 LABEL_LOOPBACK = "twin.loopback"
-LABEL_RUNTIME = "twin.runtime"     # who made the container: twin tears down through the same runtime
 RUNTIME = "containerlab"
 FRR_DIR = "/etc/frr"
 

@@ -18,7 +18,7 @@ import yaml
 
 from twin import kinds
 from twin.errors import TwinError
-from twin.runtime.docker import container_name
+from twin.config.naming import container_name
 from twin.topology.model import Fabric, Node
 
 PYTHON = "/usr/bin/python3"          # the node image's interpreter, for Ansible modules

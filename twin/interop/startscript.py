@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import shlex
 
-from twin.interop._twin import NODE_DIR, VNIS_UP, Backend, Fabric, Step, bindings, kind_of, plan, port_alias
+from twin.config.naming import link_alias as port_alias
+from twin.config.overlay import Backend, bindings, plan
+from twin.config.steps import NODE_DIR
+from twin.intent import Intent
+from twin.kinds import get as kind_of
+from twin.timeouts import VNIS_UP
+from twin.topology.model import Fabric
 
 START_SCRIPT = "twin-start.sh"
 START_PATH = f"{NODE_DIR}/{START_SCRIPT}"
@@ -61,13 +67,8 @@ def start_script(fabric: Fabric, node: str, backend: Backend) -> str:
         lines += ["", "# its daemons", shlex.join(start)]
     if later:
         lines += ["", "# once zebra knows the VNIs: the workloads' IP/MAC bindings", "twin_vnis " + " ".join(
-            str(v) for v in vnis_of(steps))] + [s.command() for s in later]
+            str(v) for v in sorted(Intent(fabric).nodes[node].vnis))] + [s.command() for s in later]
     return "\n".join(lines) + "\n"
-
-
-def vnis_of(steps: list[Step]) -> list[int]:
-    """The VNIs whose VXLAN devices the plan makes: the ones zebra must know."""
-    return sorted(s.args["vni"] for s in steps if s.op == "vxlan")
 
 
 def _head(fabric: Fabric, node: str, vteps: bool) -> list[str]:

@@ -1,17 +1,12 @@
-"""Bring-up stages of a lab, as containerlab names them:
-create (containers) -> create-links (veths) -> configure (kernel overlay, FRR) -> healthy (barrier).
-
-Everything is concurrent: a link is made as soon as both its nodes run, a node
-is configured as soon as all its ports are up, and its daemons start right after.
+"""Configuring a node, the stage of bring-up after its links exist (containerlab's
+create -> create-links -> configure -> healthy): its kernel overlay, its daemons,
+then its workloads' bindings. The runtime (`twin.runtime`) makes containers and
+links and calls `configure_node` for each node as soon as all its ports are up.
 """
 from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
-from typing import Callable
-
-from docker.models.containers import Container
 
 from twin import kinds, timeouts, wait
 from twin.config import overlay
@@ -19,35 +14,10 @@ from twin.config.overlay import Backend
 from twin.errors import CommandError
 from twin.intent import Intent
 from twin.runtime import frr, kernel
-from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
-from twin.runtime.links import Wiring
 from twin.topology.model import Fabric
 
 log = logging.getLogger(__name__)
-
-
-def create_wire_configure(fabric: Fabric, runtime: DockerRuntime, image: str, labdir: Path,
-                          backend: Backend, on_created: Callable[[], None] = lambda: None) -> dict[str, int]:
-    """Containers, links and per-node configuration; returns node -> pid."""
-    started: dict[str, Container] = {}
-
-    def running(node: str, container: Container) -> None:
-        started[node] = container
-        wiring.node_running(node, runtime.pid(container))
-
-    def configure(node: str) -> None:
-        configure_node(fabric, node, NodeExec(started[node], f"{fabric.name}/{node}"), wiring.pids[node], backend)
-
-    wiring = Wiring(fabric, on_wired=configure)
-    try:
-        runtime.start_nodes(fabric.name, list(fabric.nodes.values()), image, labdir, on_running=running)
-        on_created()
-        wiring.wait()
-    except BaseException:
-        wiring.abort()   # the caller removes the nodes: what is under way fails fast
-        raise
-    return wiring.pids
 
 
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend) -> None:

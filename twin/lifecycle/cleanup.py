@@ -20,17 +20,14 @@ from typing import Callable, Iterator
 
 from pyroute2 import netns
 
+from twin.config.naming import probe_netns
 from twin.lifecycle import state
 from twin.runtime.docker import DockerRuntime
 
 
-def probe_netns(lab: str) -> str:
-    return f"twin-{lab}-probe"
-
-
 def remove_all(name: str, d: Path, runtime: DockerRuntime) -> list[str]:
     """Lab `name`'s containers, probe namespace and directory `d`: removed; returns the container names."""
-    removed = runtime.remove(name)
+    removed = runtime.remove_lab(name, d)
     if probe_netns(name) in netns.listnetns():
         netns.remove(probe_netns(name))
     state.remove(d)

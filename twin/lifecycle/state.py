@@ -63,6 +63,7 @@ class LabState(BaseModel):
     timings: dict[str, float] = {}
     error: str = ""
     backend: Literal["vrf", "netns"] | None = None   # VRF backend of the VTEPs
+    runtime: str = "docker"      # what made the nodes (docker: twin itself; containerlab: its CLI)
     history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
 
 

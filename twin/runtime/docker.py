@@ -3,28 +3,36 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 
 import docker
 from docker.models.containers import Container
 from docker.types import Mount
 
 from twin import kinds, timeouts
+from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, container_name
+from twin.config.overlay import Backend
 from twin.config.steps import NODE_DIR
 from twin.errors import TwinError
-from twin.topology.model import Node
+from twin.runtime.exec import NodeExec
+from twin.runtime.links import Wiring
+from twin.topology.model import Fabric, Node
 
-LABEL_LAB = "twin.lab"
-LABEL_NODE = "twin.node"
-LABEL_KIND = "twin.kind"
+Configure = Callable[[str, NodeExec, int], None]   # (node, its exec seam, its pid): once its ports are up
+
 PARALLEL = 16  # concurrent Docker API calls
 
 
-def container_name(lab: str, node: str) -> str:
-    return f"twin-{lab}-{node}"
-
-
 class DockerRuntime:
+    """twin's own runtime: containers through the Docker SDK, links and configuration by twin.
+
+    The runtime interface (also `twin.runtime.containerlab.ContainerlabRuntime`): `bring_up`
+    makes a lab's nodes and links and configures them; `containers`, `pid`, `start_nodes` and
+    `remove_node` act on nodes of a running lab; `remove` takes a whole lab down. Nothing
+    above it knows which runtime runs."""
+
+    name: ClassVar[str] = "docker"
+
     def __init__(self, client: docker.DockerClient | None = None, timeout: float | None = timeouts.DOCKER_API):
         """`timeout`: of each Docker API call (None: none, for a user's long quiet `twin exec`)."""
         try:
@@ -34,6 +42,28 @@ class DockerRuntime:
         except docker.errors.DockerException as e:
             raise TwinError(f"cannot reach the Docker engine ({e}); is dockerd running? "
                             "`make twin-up` installs and starts it") from None
+
+    # --- a whole lab ---------------------------------------------------------
+    def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
+                 on_created: Callable[[], None] = lambda: None) -> dict[str, int]:
+        """Containers, links and per-node configuration, all at once: a link is made as soon as
+        both its nodes run, a node is configured as soon as all its ports are up. Returns node -> pid."""
+        started: dict[str, Container] = {}
+
+        def running(node: str, container: Container) -> None:
+            started[node] = container
+            wiring.node_running(node, self.pid(container))
+
+        wiring = Wiring(fabric, on_wired=lambda n: configure(n, NodeExec(started[n], f"{fabric.name}/{n}"),
+                                                           wiring.pids[n]))
+        try:
+            self.start_nodes(fabric.name, list(fabric.nodes.values()), image, labdir, on_running=running)
+            on_created()
+            wiring.wait()
+        except BaseException:
+            wiring.abort()   # the caller removes the nodes: what is under way fails fast
+            raise
+        return wiring.pids
 
     # --- create ------------------------------------------------------------
     def start_node(self, lab: str, node: Node, image: str, confdir: Path) -> Container:
@@ -105,6 +135,10 @@ class DockerRuntime:
         return pid
 
     # --- remove ------------------------------------------------------------
+    def remove_lab(self, lab: str, labdir: Path) -> list[str]:
+        """Take a whole lab down (its containers; their links die with them)."""
+        return self.remove(lab)
+
     def remove_node(self, lab: str, node: str) -> bool:
         """Remove one node's container (its links die with its namespace); False if it was not there."""
         c = self.containers(lab).get(node)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pyroute2 import IPRoute, NetlinkError, netns
 
+from twin.config.naming import probe_netns
 from twin.config.overlay import Backend
 from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
@@ -50,7 +51,7 @@ def probe_backend(lab: str) -> Backend:
 
     The probe runs in a throwaway namespace named after the lab, removed at once
     (and one left behind by a killed run is removed first)."""
-    name = f"twin-{lab}-probe"
+    name = probe_netns(lab)
     if name in netns.listnetns():
         netns.remove(name)
     netns.create(name)

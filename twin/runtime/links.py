@@ -16,16 +16,13 @@ from typing import Callable
 
 from pyroute2 import IPRoute, NetlinkError
 
+from twin.config.naming import link_alias
 from twin.errors import TwinError
 from twin.runtime import netns
 from twin.runtime.netns import netns_path
 from twin.topology.model import Fabric, Link
 
 PARALLEL = 8
-
-
-def alias(lab: str, local: str, peer: str) -> str:
-    return f"twin:{lab}:{local}->{peer}"
 
 
 def create_link(link: Link, pids: dict[str, int]) -> None:
@@ -49,7 +46,7 @@ def bring_up(fabric: Fabric, node: str, pid: int, ports: list[str] | None = None
             if not idx:
                 raise TwinError(f"{node}: port {port.name} is missing after wiring")
             ipr.link("set", index=idx[0], state="up",
-                     ifalias=alias(fabric.name, f"{node}:{port.name}", f"{port.peer_node}:{port.peer_port}"))
+                     ifalias=link_alias(fabric.name, f"{node}:{port.name}", f"{port.peer_node}:{port.peer_port}"))
 
 
 def add_link(fabric: Fabric, link: Link, pids: dict[str, int]) -> None:

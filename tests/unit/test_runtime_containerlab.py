@@ -1,0 +1,100 @@
+"""The containerlab runtime on the exact command lines it runs: containerlab is not installable
+on this machine, so its CLI is stood in for by a recorder that answers `inspect` with the
+documented output shape (tests/golden/interop/clab-inspect/grouped.json, re-labelled)."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from twin.errors import TwinError
+from twin.runtime import containerlab as C
+from twin.topology import load
+
+ROOT = Path(__file__).resolve().parents[2]
+INSPECT = json.loads((ROOT / "tests/golden/interop/clab-inspect/grouped.json").read_text())
+
+
+class FakeContainer:
+    def __init__(self, node: str, pid: int):
+        self.labels = {"twin.lab": "small", "twin.node": node}
+        self.name, self.attrs, self.status = f"twin-small-{node}", {"State": {"Pid": pid}}, "running"
+
+    def reload(self):
+        pass
+
+    def remove(self, force):
+        self.removed = True
+
+
+class FakeClient:
+    """The Docker SDK as far as the runtime reads it after containerlab made the containers."""
+
+    def __init__(self, nodes: list[str]):
+        self.containers = self
+        self.made = [FakeContainer(n, 100 + i) for i, n in enumerate(nodes)]
+
+    def ping(self):
+        return True
+
+    def list(self, all, filters):
+        return self.made
+
+
+def inspect_of(nodes: list[str]) -> str:
+    entry = INSPECT["vlan"][0]
+    return json.dumps({"small": [{**entry, "lab_name": "small", "name": f"twin-small-{n}"} for n in nodes]})
+
+
+def test_bring_up_exports_deploys_and_inspects_then_finds_twins_containers(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    fabric = load("tests/e2e/small.yml")
+    calls: list[list[str]] = []
+
+    def run(cmd, **kw):
+        calls.append(cmd)
+        out = inspect_of(list(fabric.nodes)) if cmd[1] == "inspect" else ""
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+    rt = C.ContainerlabRuntime(client=FakeClient(list(fabric.nodes)), run=run, binary="/usr/bin/containerlab")
+    created = []
+    pids = rt.bring_up(fabric, "twin-node:test", tmp_path, "netns", configure=lambda *a: pytest.fail("configured twice"),
+                       on_created=lambda: created.append(1))
+    topo = tmp_path / "small.clab.yml"
+    assert calls == [["/usr/bin/containerlab", "deploy", "-t", str(topo)],
+                     ["/usr/bin/containerlab", "inspect", "-t", str(topo), "--format", "json"]]
+    assert topo.is_file() and (tmp_path / "leaf1" / "frr.conf").is_file()
+    assert set(pids) == set(fabric.nodes) and created == [1]
+    rt.remove_lab("small", tmp_path)
+    assert calls[-1] == ["/usr/bin/containerlab", "destroy", "-t", str(topo), "--cleanup"]
+    assert all(c.removed for c in rt.client.made), "what containerlab left labelled is removed too"
+
+
+def test_a_deploy_that_lacks_nodes_or_fails_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    fabric = load("tests/e2e/small.yml")
+
+    def short(cmd, **kw):
+        return subprocess.CompletedProcess(cmd, 0, inspect_of(["spine1"]) if cmd[1] == "inspect" else "", "")
+
+    rt = C.ContainerlabRuntime(client=FakeClient(["spine1"]), run=short, binary="clab")
+    with pytest.raises(TwinError, match="without node"):
+        rt.bring_up(fabric, "img", tmp_path, "netns", configure=lambda *a: None)
+
+    def failing(cmd, **kw):
+        return subprocess.CompletedProcess(cmd, 1, "", "Error: permission denied")
+
+    rt = C.ContainerlabRuntime(client=FakeClient([]), run=failing, binary="clab")
+    with pytest.raises(TwinError, match="(?s)clab deploy -t .*exited 1.*permission denied"):
+        rt.bring_up(fabric, "img", tmp_path, "netns", configure=lambda *a: None)
+
+
+def test_without_containerlab_the_runtime_is_one_line(monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(TwinError) as e:
+        C.runtime("containerlab")
+    assert str(e.value) == "containerlab is not installed; twin's own runtime (--runtime docker) needs nothing"
+    with pytest.raises(TwinError, match="unknown runtime 'podman'; runtimes: docker, containerlab"):
+        C.runtime("podman")

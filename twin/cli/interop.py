@@ -1,0 +1,82 @@
+"""Taking labs out and bringing topologies in: `twin export`, `twin import`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import yaml
+
+from twin import topology
+from twin.cli.common import main, out, run
+from twin.config.render import render_lab
+from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, import_air, parse_roles
+from twin.lifecycle import state
+from twin.runtime import images
+
+FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot")
+
+
+def _source(source: str):
+    """(fabric, VRF backend) of a topology file, or of a lab by name (its recorded intent)."""
+    p = Path(source)
+    if p.is_file():
+        return topology.load(p), "netns"
+    st, fabric = state.load(state.labdir(source))
+    if fabric is None:
+        raise click.UsageError(f"{source!r} is neither a topology file nor a lab here (`twin list` shows the labs)")
+    return fabric, (st.backend if st else None) or "netns"
+
+
+@main.command(name="export")
+@click.argument("source", metavar="TOPOLOGY|LAB")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="What to write.")
+@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, help="Directory to write into.")
+@click.option("--image", help="Node image in the export (default: twin's node image tag).")
+@click.option("--backend", type=click.Choice(["netns", "vrf"]),
+              help="VRF backend of the VTEPs (default: the lab's, netns for a file; vrf on kernels with VRF devices).")
+@click.option("--namespace", help="Kubernetes namespace of the Clabernetes manifests.")
+@click.pass_context
+def export_(ctx, source, fmt, output, image, backend, namespace):
+    """Write TOPOLOGY (a file) or LAB (a lab here) in another tool's format: containerlab (a
+    .clab.yml with the files it binds), clabernetes (Kubernetes manifests), air-json or air-dot
+    (NVIDIA Air topologies). See docs/interop.md for what each carries."""
+    def go():
+        fabric, recorded = _source(source)
+        d = Path(output)
+        if fmt in ("air-json", "air-dot"):
+            d.mkdir(parents=True, exist_ok=True)
+            path = d / f"{fabric.name}.{'json' if fmt == 'air-json' else 'dot'}"
+            path.write_text(export_air_json(fabric) if fmt == "air-json" else export_air_dot(fabric))
+        else:
+            b = backend or recorded
+            tag = image or images.node_tag()
+            write = export_containerlab if fmt == "containerlab" else export_clabernetes
+            extra = {"namespace": namespace} if fmt == "clabernetes" else {}
+            path = write(fabric, render_lab(fabric, b), d, image=tag, backend=b, **extra)
+        out.print(f"wrote {path}")
+    run(ctx, go)
+
+
+@main.command(name="import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, help="Directory to write into.")
+@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
+              help="The twin kind of nodes the file does not place (repeatable), e.g. --role leaf1=leaf,spine=spine.")
+@click.option("--name", help="Lab name (default: from the file).")
+@click.pass_context
+def import_(ctx, file, output, roles, name):
+    """Turn FILE (NVIDIA Air JSON or DOT) into a twin topology, DIR/<lab>.yml, checked as `twin up`
+    would check it. Then: twin up DIR/<lab>.yml."""
+    def go():
+        if name is not None:
+            state.check_name(name)
+        doc = import_air(file, roles=parse_roles(roles), name=name)
+        d = Path(output)
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / f"{doc['name']}.yml"
+        path.write_text(f"# imported by twin from {file}\n" + yaml.safe_dump(doc, sort_keys=False))
+        fabric = topology.load(path)
+        out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links; `twin up {path}` runs it")
+    run(ctx, go)
+
+
