@@ -150,3 +150,9 @@ def test_convergence_timeout_names_host_causes_before_what_is_missing():
     assert rest == ["  ! kernel: IPv6 neighbour table overflow (...)", "  ! leaf3: FRR bgpd not running",
                     "  - leaf1: no route to spine1's loopback 10.255.0.1/32"]
     assert e.with_causes([]) is e and e.missing == ["leaf1: no route to spine1's loopback 10.255.0.1/32"]
+
+
+def test_an_overloaded_host_is_named_a_busy_one_is_not():
+    (cause,) = H.load_causes(42.9, 2)
+    assert cause.startswith("host: load average 42.9 on 2 cores: FRR runs late")
+    assert H.load_causes(7.9, 2) == []
