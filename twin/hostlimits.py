@@ -46,7 +46,7 @@ class Demand:
     """What a lab takes from host-wide limits."""
 
     arp_gc: int = 0     # IPv4 neighbour entries the collector counts (gc_thresh2/3)
-    arp_all: int = 0    # every IPv4 entry, PERMANENT and extern_learn ones too (gc_thresh1)
+    arp_all: int = 0    # every IPv4 entry, PERMANENT and extern_learn ones too (reported, not judged)
     nd_gc: int = 0      # IPv6 neighbour entries (all of them are counted)
     inotify: int = 0    # inotify instances: zebra -n watches /run/netns on every VTEP
     tasks: int = 0      # pids: processes and threads
@@ -63,9 +63,9 @@ def vtep_tenant_demand(t: Tenant, vtep: str) -> Demand:
     names = {s.name for s in segs}
     remote_hosts = [a for a in t.attachments if a.vtep != vtep and a.segment in names]
     devices = 2 + 2 * len(segs) + len(local)  # L3VNI bridge + VXLAN, per segment bridge + VXLAN, host ports
-    # IGMP 224.0.0.22 per bridge, a binding per local host (STALE), one unresolved probe per segment
-    arp_gc = 1 + 2 * len(segs) + len(local)
-    exempt = len(t.vteps()) - 1 + len(remote_hosts)  # router MACs and remote hosts: extern_learn
+    arp_gc = 1 + 2 * len(segs)  # IGMP 224.0.0.22 per bridge, one unresolved probe per segment
+    # PERMANENT bindings of local hosts (issue 18); remote VTEPs' router MACs and remote hosts: extern_learn
+    exempt = len(local) + len(t.vteps()) - 1 + len(remote_hosts)
     return Demand(arp_gc=arp_gc, arp_all=arp_gc + exempt, nd_gc=ND_PER_TENANT_DEVICE * devices)
 
 
@@ -109,7 +109,6 @@ class Rule:
     demand: str             # Demand field
     usage: str              # Usage field
     why: str
-    tenants_only: bool = False
 
 
 RULES = (
@@ -118,8 +117,6 @@ RULES = (
     Rule("net.ipv6.neigh.default.gc_thresh2", "nd_gc", "nd", "beyond it the kernel flushes IPv6 neighbours every 5 s"),
     Rule("net.ipv4.neigh.default.gc_thresh3", "arp_gc", "arp", "IPv4 neighbours beyond it are never created"),
     Rule("net.ipv4.neigh.default.gc_thresh2", "arp_gc", "arp", "beyond it the kernel flushes IPv4 neighbours every 5 s"),
-    Rule("net.ipv4.neigh.default.gc_thresh1", "arp_all", "arp", "beyond it tenant host bindings idle for 60 s are "
-         "collected and their EVPN type-2 routes withdrawn", tenants_only=True),
     Rule("fs.inotify.max_user_instances", "inotify", "inotify", "zebra on a VTEP (netns VRFs) needs one"),
     Rule("kernel.pid_max", "tasks", "tasks", "every process and thread takes a pid"),
     Rule("kernel.threads-max", "tasks", "tasks", "every process and thread counts"),
@@ -152,7 +149,7 @@ def check(fabric: Fabric, running_usage: Usage, settings: Mapping[str, int]) -> 
     need, out = demand(fabric), []
     for r in RULES:
         have = settings.get(r.setting)
-        if have is None or (r.tenants_only and not fabric.tenants):
+        if have is None:
             continue
         lab, running = getattr(need, r.demand), getattr(running_usage, r.usage)
         if lab + running > have:
