@@ -120,7 +120,8 @@ def measure(label: str, topo_file: Path, name: str) -> dict:
     return {
         "lab": label, "nodes": len(lab.fabric.nodes), "frr_nodes": len(frr), "links": len(lab.fabric.links),
         "tenants": len(lab.fabric.tenants), "vteps": len(lab.fabric.vteps()),
-        "containers_s": round(timings["containers"], 2), "converged_s": round(timings["converged"], 2),
+        "containers_s": round(timings["containers"], 2), "wired_s": round(timings["wired"], 2),
+        "converged_s": round(timings["converged"], 2),
         "total_s": round(total, 2), "cpu_s": round(cpu, 1) if cpu is not None else None,
         "load_before": load_before, "load_after": load1(), "other_containers": len(others), "host_mib": host_mib,
         "mem_mib_avg": round(sum(m[0] for m in mem) / len(mem) / MiB, 1) if mem else None,

@@ -50,9 +50,9 @@ limits=(
     "net.ipv6.neigh.default.gc_thresh3|65536|IPv6 neighbours beyond this are never created (\"neighbor table overflow\"): every BGP-unnumbered link holds ~10 (two link-locals, multicast groups), and tenant namespaces ~3 per device"
     "net.ipv6.neigh.default.gc_thresh2|32768|above this the kernel flushes IPv6 neighbours not confirmed for 5 s, every 5 s: twin up needs the labs below it"
     "net.ipv6.neigh.default.gc_thresh1|16384|below this no IPv6 neighbour is collected"
-    "net.ipv4.neigh.default.gc_thresh3|32768|IPv4 neighbours beyond this are never created: tenant hosts, bindings, IGMP groups (zebra's 169.254.0.1 per link is permanent, not capped)"
+    "net.ipv4.neigh.default.gc_thresh3|32768|IPv4 neighbours beyond this are never created: tenant hosts' ARP, IGMP groups (zebra's 169.254.0.1 per link and the VTEPs' bindings are permanent, not capped)"
     "net.ipv4.neigh.default.gc_thresh2|16384|above this the kernel flushes IPv4 neighbours not confirmed for 5 s, every 5 s"
-    "net.ipv4.neigh.default.gc_thresh1|8192|above this (permanent entries count) tenant host bindings idle for 60 s are collected and their EVPN type-2 routes withdrawn"
+    "net.ipv4.neigh.default.gc_thresh1|8192|above this (permanent entries count) the kernel collects entries idle for 60 s, every few seconds"
     "fs.inotify.max_user_instances|1024|zebra on a VTEP with namespace VRFs holds one (default 128: 128 VTEPs on the host)"
     "kernel.pid_max|4194304|every process and thread takes a pid: ~30 per FRR node with its containerd shim"
 )

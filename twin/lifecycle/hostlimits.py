@@ -3,23 +3,20 @@
 Every network namespace on a host shares some kernel limits: the IPv4 ARP and IPv6 ND
 neighbour tables (`net.ipv{4,6}.neigh.default.gc_thresh1/2/3`), inotify instances, pids.
 This module owns:
-
 - the demand formula: what a fabric takes from those limits, per node and per link, as
   measured on FRR 10.3 and kernel 6.18 (README, "Host settings");
 - `check(fabric, running_usage, settings)`: the lab's demand plus what the host uses now
   against the host's settings, as Shortfalls carrying the exact numbers; `ensure(fabric)`
   runs it before `twin up` creates anything and refuses in one line with the command to run;
 - `host_causes(lab, since, containers)`: what the convergence barrier names first on a
-  timeout (neighbour table overflow in the kernel log, out-of-memory kills, dead FRR daemons).
-
-Pure computation comes first; everything that reads the host (/proc, /sys, /dev/kmsg, the
-Docker engine) is in the second half, in functions named after what they read.
+  timeout (neighbour table overflow and OOM kills in the kernel log, containers killed for
+  memory, dead FRR daemons, an overloaded host).
+Pure computation comes first; what reads the host (/proc, /sys, /dev/kmsg, Docker) follows.
 """
 from __future__ import annotations
 
 import os
 import re
-import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Mapping
@@ -38,7 +35,7 @@ ARP_PER_FABRIC_PORT = 1         # zebra's 169.254.0.1 next hop (RFC 5549), PERMA
 ND_PER_TENANT_DEVICE = 3        # ff02::2, ff02::16, a solicited-node group on each device of a tenant namespace
 TASKS_PER_FRR_NODE = 32         # FRR's daemons and threads (17) + the node's containerd shim (12): measured 29
 TASKS_PER_HOST = 14             # docker-init, sleep + shim
-MIB_PER_FRR_NODE = 40           # running: 28-32 average, 48 on a spine with 40 peers (make bench)
+MIB_PER_FRR_NODE = 40           # host MemAvailable drop per FRR node, kernel too: 38-40 (make bench, 96/128 nodes)
 MIB_PER_HOST = 2
 SETUP = Path(__file__).resolve().parents[2] / "scripts" / "host-setup.sh"
 SYSCTL_FILE = "/etc/sysctl.d/60-twin.conf"
@@ -49,7 +46,7 @@ class Demand:
     """What a lab takes from host-wide limits."""
 
     arp_gc: int = 0     # IPv4 neighbour entries the collector counts (gc_thresh2/3)
-    arp_all: int = 0    # every IPv4 entry, PERMANENT and extern_learn ones too (gc_thresh1)
+    arp_all: int = 0    # every IPv4 entry, PERMANENT and extern_learn ones too (reported, not judged)
     nd_gc: int = 0      # IPv6 neighbour entries (all of them are counted)
     inotify: int = 0    # inotify instances: zebra -n watches /run/netns on every VTEP
     tasks: int = 0      # pids: processes and threads
@@ -66,9 +63,9 @@ def vtep_tenant_demand(t: Tenant, vtep: str) -> Demand:
     names = {s.name for s in segs}
     remote_hosts = [a for a in t.attachments if a.vtep != vtep and a.segment in names]
     devices = 2 + 2 * len(segs) + len(local)  # L3VNI bridge + VXLAN, per segment bridge + VXLAN, host ports
-    # IGMP 224.0.0.22 per bridge, a binding per local host (STALE), one unresolved probe per segment
-    arp_gc = 1 + 2 * len(segs) + len(local)
-    exempt = len(t.vteps()) - 1 + len(remote_hosts)  # router MACs and remote hosts: extern_learn
+    arp_gc = 1 + 2 * len(segs)  # IGMP 224.0.0.22 per bridge, one unresolved probe per segment
+    # PERMANENT bindings of local hosts (issue 18); remote VTEPs' router MACs and remote hosts: extern_learn
+    exempt = len(local) + len(t.vteps()) - 1 + len(remote_hosts)
     return Demand(arp_gc=arp_gc, arp_all=arp_gc + exempt, nd_gc=ND_PER_TENANT_DEVICE * devices)
 
 
@@ -88,10 +85,7 @@ def node_demand(fabric: Fabric, name: str) -> Demand:
 
 
 def demand(fabric: Fabric) -> Demand:
-    total = Demand()
-    for name in fabric.nodes:
-        total += node_demand(fabric, name)
-    return total
+    return sum((node_demand(fabric, name) for name in fabric.nodes), Demand())
 
 
 # --- the check -------------------------------------------------------------------------------------
@@ -115,7 +109,6 @@ class Rule:
     demand: str             # Demand field
     usage: str              # Usage field
     why: str
-    tenants_only: bool = False
 
 
 RULES = (
@@ -124,13 +117,10 @@ RULES = (
     Rule("net.ipv6.neigh.default.gc_thresh2", "nd_gc", "nd", "beyond it the kernel flushes IPv6 neighbours every 5 s"),
     Rule("net.ipv4.neigh.default.gc_thresh3", "arp_gc", "arp", "IPv4 neighbours beyond it are never created"),
     Rule("net.ipv4.neigh.default.gc_thresh2", "arp_gc", "arp", "beyond it the kernel flushes IPv4 neighbours every 5 s"),
-    Rule("net.ipv4.neigh.default.gc_thresh1", "arp_all", "arp", "beyond it tenant host bindings idle for 60 s are "
-         "collected and their EVPN type-2 routes withdrawn", tenants_only=True),
     Rule("fs.inotify.max_user_instances", "inotify", "inotify", "zebra on a VTEP (netns VRFs) needs one"),
     Rule("kernel.pid_max", "tasks", "tasks", "every process and thread takes a pid"),
     Rule("kernel.threads-max", "tasks", "tasks", "every process and thread counts"),
 )
-SETTINGS = tuple(r.setting for r in RULES)
 MEMORY = "MemAvailable (MiB)"
 
 
@@ -159,7 +149,7 @@ def check(fabric: Fabric, running_usage: Usage, settings: Mapping[str, int]) -> 
     need, out = demand(fabric), []
     for r in RULES:
         have = settings.get(r.setting)
-        if have is None or (r.tenants_only and not fabric.tenants):
+        if have is None:
             continue
         lab, running = getattr(need, r.demand), getattr(running_usage, r.usage)
         if lab + running > have:
@@ -205,6 +195,13 @@ OOM = re.compile(r"Killed process \d+ \(([^)]+)\)")
 TABLES = {"arp_cache": ("IPv4", "net.ipv4.neigh.default.gc_thresh3"),
           "ndisc_cache": ("IPv6", "net.ipv6.neigh.default.gc_thresh3")}
 SETTLE_S = 5.0  # FRR starts its daemons, then watchfrr: give a start this long before judging it
+OVERLOAD = 4.0  # runnable tasks per core (1-minute load average) beyond which FRR's timers slip
+
+
+def load_causes(load1: float, cores: int) -> list[str]:
+    """An overloaded host (pure): FRR answers late, BGP hold timers expire, convergence drags."""
+    return [f"host: load average {load1:.1f} on {cores} cores: FRR runs late, sessions may reset; "
+            "`--timeout` gives the lab longer, fewer labs at once make it faster"] if load1 > OVERLOAD * cores else []
 
 
 def kernel_log_causes(messages: list[str], usage: Usage, settings: Mapping[str, int], lab: str = "") -> list[str]:
@@ -246,7 +243,7 @@ def host_settings() -> dict[str, int]:
     """The host's values of every setting the check judges; those not readable here are left out
     (the neighbour thresholds are visible in the host's network namespace only)."""
     out = {}
-    for name in SETTINGS:
+    for name in (r.setting for r in RULES):
         try:
             out[name] = int((Path("/proc/sys") / name.replace(".", "/")).read_text().split()[0])
         except (OSError, ValueError, IndexError):
@@ -256,10 +253,7 @@ def host_settings() -> dict[str, int]:
 
 def table_entries(table: str) -> int:
     """Entries of a neighbour table, host-wide (first column of /proc/net/stat/<table>, hex)."""
-    try:
-        return int(Path(f"/proc/net/stat/{table}").read_text().splitlines()[1].split()[0], 16)
-    except (OSError, ValueError, IndexError):
-        return 0
+    return int(Path(f"/proc/net/stat/{table}").read_text().splitlines()[1].split()[0], 16)
 
 
 def inotify_instances() -> int:
@@ -372,9 +366,9 @@ def container_causes(node: str, c) -> list[str]:
     causes = [f"{node}: out of memory (Docker: OOMKilled)"] if st.get("OOMKilled") else []
     if not st.get("Running"):
         return causes + [f"{node}: container {st.get('Status')} (exit code {st.get('ExitCode')})"]
-    pid = st["Pid"]
-    if oom_kills(pid):
-        causes.append(f"{node}: out of memory: {oom_kills(pid)} process(es) killed in its container")
+    pid, killed = st["Pid"], oom_kills(st["Pid"])
+    if killed:
+        causes.append(f"{node}: out of memory: {killed} process(es) killed in its container")
     if Path(f"/proc/{pid}/root/etc/frr/daemons").exists():
         dead, watching = dead_daemons(pid)
         if dead:
@@ -389,6 +383,7 @@ def host_causes(lab_name: str, since: float, containers: Mapping[str, object]) -
     read once on a timeout; never raises (a cause it cannot read is one it does not name)."""
     try:
         causes = kernel_log_causes(kernel_messages(since), host_usage(), host_settings(), lab_name)
+        causes += load_causes(float(Path("/proc/loadavg").read_text().split()[0]), os.cpu_count() or 1)
     except OSError:
         causes = []
     for node, c in sorted(containers.items()):
