@@ -48,7 +48,7 @@ class ConvergenceTimeout(TwinError):
         self.what, self.seconds, self.missing, self.causes = what, seconds, missing, causes or []
         shown = missing[:40]
         more = f"\n  ... and {len(missing) - len(shown)} more" if len(missing) > len(shown) else ""
-        # issue 19: host-level causes (twin.hostlimits.host_causes) come before what is missing
+        # host-level causes (twin.lifecycle.hostlimits.host_causes) come before what is missing
         others = f" (+{len(self.causes) - 1} more)" if len(self.causes) > 1 else ""
         cause = f"; host-level cause: {self.causes[0]}{others}" if self.causes else ""
         super().__init__(
