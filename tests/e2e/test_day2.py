@@ -245,7 +245,7 @@ def test_a_change_that_fails_half_way_is_rolled_back(lab, tmp_path, monkeypatch)
 
 def rulesets(lab) -> dict[str, str]:
     """The zero-trust rules each VTEP runs, per tenant namespace."""
-    return {f"{v}/{t.vrf}": lab.node(v).check(["ip", "netns", "exec", t.vrf, "nft", "list", "ruleset"]).stdout
+    return {f"{v}/{t.vrf}": lab.node(v).check(["ip", "netns", "exec", t.vrf, "nft", "-s", "list", "ruleset"]).stdout
             for v in lab.fabric.vteps() for t in lab.fabric.tenants_on(v)}
 
 

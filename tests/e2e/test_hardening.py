@@ -25,6 +25,13 @@ pytestmark = pytest.mark.e2e
 SMALL = "tests/e2e/small.yml"
 
 
+@pytest.fixture(autouse=True)
+def clean_slate(request):
+    """A test that failed before may have left its lab: each starts from nothing."""
+    for name in ("t-kill-crea", "t-kill-cont", "t-kill-conv", "t-ctrlc", "t-lock", "t-exists", "t-probe-left"):
+        twin_cli("down", name)
+
+
 def spawn(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "twin.cli", *args], cwd=ROOT, env=os.environ.copy(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

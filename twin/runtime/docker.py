@@ -21,6 +21,7 @@ from twin.topology.model import Fabric, Node
 Configure = Callable[[str, NodeExec, int], None]   # (node, its exec seam, its pid): once its ports are up
 
 PARALLEL = 16  # concurrent Docker API calls
+LIST_TRIES = 5  # listings raced by a removal, before the error stands
 
 
 class DockerRuntime:
@@ -115,13 +116,22 @@ class DockerRuntime:
             pool.shutdown(wait=True, cancel_futures=True)
 
     # --- inspect -----------------------------------------------------------
+    def _list(self, label: str) -> list[Container]:
+        """Containers carrying `label`. The SDK lists, then inspects each: one removed in between
+        (another twin taking a lab down) is listed again, not an error."""
+        for _ in range(LIST_TRIES - 1):
+            try:
+                return self.client.containers.list(all=True, filters={"label": label})
+            except docker.errors.NotFound:
+                continue
+        return self.client.containers.list(all=True, filters={"label": label})
+
     def containers(self, lab: str) -> dict[str, Container]:
-        found = self.client.containers.list(all=True, filters={"label": f"{LABEL_LAB}={lab}"})
-        return {c.labels.get(LABEL_NODE, c.name): c for c in found}
+        return {c.labels.get(LABEL_NODE, c.name): c for c in self._list(f"{LABEL_LAB}={lab}")}
 
     def labs(self) -> dict[str, list[Container]]:
         out: dict[str, list[Container]] = {}
-        for c in self.client.containers.list(all=True, filters={"label": LABEL_LAB}):
+        for c in self._list(LABEL_LAB):
             out.setdefault(c.labels[LABEL_LAB], []).append(c)
         return out
 
