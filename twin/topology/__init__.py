@@ -1,5 +1,14 @@
-"""Topology file -> validated, derived Fabric (pure, no Docker or netlink)."""
+"""Topology file -> validated, derived Fabric (pure, no Docker or netlink).
+
+`load(path)` returns the Fabric or raises TopologyError with every problem;
+`validate(path)` returns a ValidationReport instead of raising. Name rules
+(`check_lab_name`, `LAB_NAME_RULE` and the others in `twin.topology.names`)
+are shared with the rest of twin.
+"""
 from twin.topology.build import load
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port, Session
+from twin.topology.names import LAB_NAME_RULE, check_lab_name
+from twin.topology.report import ValidationReport, validate
 
-__all__ = ["load", "Fabric", "Node", "Port", "Link", "Endpoint", "Session"]
+__all__ = ["load", "validate", "ValidationReport", "check_lab_name", "LAB_NAME_RULE",
+           "Fabric", "Node", "Port", "Link", "Endpoint", "Session"]

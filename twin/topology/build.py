@@ -6,20 +6,21 @@ spans entries is checked here, collecting all problems before raising.
 """
 from __future__ import annotations
 
-import ipaddress
-import re
 from pathlib import Path
 
 from twin.kinds import KINDS, Kind
-from twin.topology.load import Problems, load_spec
+from twin.topology.addresses import parse_address, parse_prefix, special_use
+from twin.topology.connectivity import check_connectivity
+from twin.topology.load import load_spec
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port
-from twin.topology.schema import TopologySpec
+from twin.topology.names import LAB_NAME, LAB_NAME_RULE, check_image, check_lab_name, check_node_name, check_port_name
+from twin.topology.problems import Problems, listing, quoted
+from twin.topology.schema import AS_TRANS, ASN_MAX, TopologySpec
 from twin.topology.tenants import build_tenants
 
-LAB_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?$")
-NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?$")
-PORT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
-LAB_NAME_RULE = "1-16 lowercase letters, digits or '-', not starting or ending with '-'"
+__all__ = ["LAB_NAME", "LAB_NAME_RULE", "build", "load"]  # LAB_NAME*: kept for twin.state
+
+Ends = list[tuple[str, str | None]]  # (node, port or None: allocate one) of each end of a link
 
 
 def load(path: str | Path, name: str | None = None) -> Fabric:
@@ -33,20 +34,44 @@ def load(path: str | Path, name: str | None = None) -> Fabric:
 def build(spec: TopologySpec, problems: Problems, broken: set[str],
           name: str | None = None, source: str = "") -> Fabric:
     lab = name if name is not None else spec.name
-    if not LAB_NAME.match(lab or ""):
-        where = ("--name",) if name is not None else ("name",)
-        problems.add(where, f"lab name {lab!r} is not allowed: {LAB_NAME_RULE}")
+    reason = check_lab_name(lab) if lab is not None else None
+    if reason:
+        problems.add(("--name",) if name is not None else ("name",), reason, in_file=name is None)
 
+    kinds = _kinds(spec, problems, broken)
+    order = sorted(kinds, key=lambda n: kinds[n].tier)  # stable: file order within a tier
+    asns = _assign_asns(spec, kinds, order, problems)
+    loopbacks = _assign_loopbacks(spec, kinds, order, problems)
+    resolved, ports = _resolve_links(spec, kinds, asns, problems, broken)
+    check_connectivity(spec, kinds, resolved, problems, broken)
+
+    nodes = {
+        n: Node(name=n, kind=kinds[n].name, asn=asns.get(n), loopback=loopbacks.get(n),
+                image=spec.nodes[n].image, drain=spec.nodes[n].drain, ports=tuple(ports.get(n, [])))
+        for n in spec.nodes if n in kinds
+    }
+    tenants = build_tenants(spec, kinds, nodes, resolved, problems)
+    return Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(resolved.values()),
+                  vtep_kind=spec.vtep, tenants=tenants)
+
+
+def _kinds(spec: TopologySpec, problems: Problems, broken: set[str]) -> dict[str, Kind]:
+    """The kind of every well-named node of a known kind; the others join `broken`."""
     kinds: dict[str, Kind] = {}
     for n, s in spec.nodes.items():
-        if not NODE_NAME.match(n):
-            problems.add(("nodes", n), "node names are 1-24 lowercase letters, digits or '-'")
+        reason = check_node_name(n)
+        if reason:
+            problems.add(("nodes", n), reason)
+            broken.add(n)
+            continue
         kind = KINDS.get(s.kind)
         if kind is None:
-            problems.add(("nodes", n, "kind"), f"unknown kind {s.kind!r}; known kinds: {', '.join(KINDS)}")
+            problems.add(("nodes", n, "kind"), f"unknown kind {quoted(s.kind)}; known kinds: {', '.join(KINDS)}")
             broken.add(n)
             continue
         kinds[n] = kind
+        if s.image is not None and check_image(s.image):
+            problems.add(("nodes", n, "image"), check_image(s.image))
         if not kind.runs_bgp:
             for field in ("asn", "loopback"):
                 if getattr(s, field) is not None:
@@ -55,27 +80,7 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
                 problems.add(("nodes", n, "drain"),
                              f"a {kind.name} runs no BGP, so it cannot be drained; drain is for "
                              f"{', '.join(k.name for k in KINDS.values() if k.runs_bgp)}")
-
-    order = sorted(kinds, key=lambda n: kinds[n].tier)  # stable: file order within a tier
-    asns = _assign_asns(spec, kinds, order, problems)
-    loopbacks = _assign_loopbacks(spec, kinds, order, problems)
-    links, ports = _resolve_links(spec, kinds, asns, problems, broken)
-
-    # Only for nodes that no link names at all: a link already reported as wrong
-    # must not make its nodes look isolated too.
-    linked = {ep.partition(":")[0] for link in spec.links if link for ep in link.endpoints}
-    for n in order:
-        if kinds[n].runs_bgp and n not in linked:
-            problems.add(("nodes", n), "has no link to a BGP peer, so it could never converge")
-
-    nodes = {
-        n: Node(name=n, kind=kinds[n].name, asn=asns.get(n), loopback=loopbacks.get(n),
-                image=spec.nodes[n].image, drain=spec.nodes[n].drain, ports=tuple(ports.get(n, [])))
-        for n in spec.nodes if n in kinds
-    }
-    tenants = build_tenants(spec, kinds, nodes, problems)
-    return Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(links),
-                  vtep_kind=spec.vtep, tenants=tenants)
+    return kinds
 
 
 def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
@@ -96,12 +101,23 @@ def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
             asns[n] = base
             continue
         asn = next_asn.get(kind.name, base)
-        while asn in taken:
+        while asn in taken or asn == AS_TRANS:
             asn += 1
+        next_asn[kind.name] = asn + 1
+        if asn > ASN_MAX:
+            if asn == ASN_MAX + 1:  # the first node of the tier left without one
+                problems.add(("nodes", n), f"no ASN left for {n}: counting up from {base}, the {kind.name} "
+                                           f"tier passes {ASN_MAX}, the largest ASN; lower defaults.asn."
+                                           f"{kind.name} or give each {kind.name} an asn")
+            continue
         asns[n] = asn
         taken.add(asn)
-        next_asn[kind.name] = asn + 1
+    _check_unique_asns(kinds, order, asns, explicit, problems)
+    return asns
 
+
+def _check_unique_asns(kinds: dict[str, Kind], order: list[str], asns: dict[str, int],
+                       explicit: dict[str, int], problems: Problems) -> None:
     owner: dict[int, str] = {}
     for n in order:
         if n not in asns:
@@ -115,38 +131,39 @@ def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
         problems.add(where, f"ASN {asns[n]} is already used by {first}; only the "
                             f"{', '.join(k.name for k in KINDS.values() if k.asn_shared)} tier shares an ASN, "
                             "every other BGP node needs its own")
-    return asns
 
 
 def _assign_loopbacks(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
                       problems: Problems) -> dict[str, str]:
-    pool = None
-    try:
-        pool = ipaddress.IPv4Network(spec.defaults.loopback_pool)
-    except ValueError as e:
+    pool, why = parse_prefix(spec.defaults.loopback_pool, "10.255.0.0/24")
+    if pool is None:
+        problems.add(("defaults", "loopback_pool"), why)
+    elif special_use(pool):
         problems.add(("defaults", "loopback_pool"),
-                     f"{spec.defaults.loopback_pool!r} is not an IPv4 prefix like 10.255.0.0/24 ({e})")
+                     f"{pool} overlaps {special_use(pool)}: loopbacks must be routable unicast addresses")
+        pool = None
     loopbacks: dict[str, str] = {}
     owner: dict[str, str] = {}
     for n in order:
         raw = spec.nodes[n].loopback
-        if raw is None:
+        if raw is None or not kinds[n].runs_bgp:
             continue
-        try:
-            addr = str(ipaddress.IPv4Address(raw))
-        except ValueError:
-            problems.add(("nodes", n, "loopback"), f"{raw!r} is not an IPv4 address like 10.255.0.1")
-            continue
-        if addr in owner:
-            problems.add(("nodes", n, "loopback"), f"{addr} is already the loopback of {owner[addr]}")
-            continue
-        owner[addr] = n
-        loopbacks[n] = addr
+        addr, why = parse_address(raw, "10.255.0.1")
+        if addr is None:
+            problems.add(("nodes", n, "loopback"), why)
+        elif special_use(addr):
+            problems.add(("nodes", n, "loopback"),
+                         f"{addr} is in {special_use(addr)}: a loopback must be a routable unicast address")
+        elif str(addr) in owner:
+            problems.add(("nodes", n, "loopback"), f"{addr} is already the loopback of {owner[str(addr)]}")
+        else:
+            owner[str(addr)] = n
+            loopbacks[n] = str(addr)
     if pool is None:
         return loopbacks
     free = (str(a) for a in pool.hosts() if str(a) not in owner)
     for n in order:
-        if kinds[n].runs_bgp and n not in loopbacks:
+        if kinds[n].runs_bgp and n not in loopbacks and spec.nodes[n].loopback is None:
             addr = next(free, None)
             if addr is None:
                 problems.add(("defaults", "loopback_pool"),
@@ -157,87 +174,98 @@ def _assign_loopbacks(spec: TopologySpec, kinds: dict[str, Kind], order: list[st
 
 
 def _resolve_links(spec: TopologySpec, kinds: dict[str, Kind], asns: dict[str, int],
-                   problems: Problems, broken: set[str]) -> tuple[list[Link], dict[str, list[Port]]]:
-    known = ", ".join(spec.nodes)
-    parsed: list[tuple[int, list[tuple[str, str | None]], str, int | None]] = []
+                   problems: Problems, broken: set[str]) -> tuple[dict[int, Link], dict[str, list[Port]]]:
+    """The links that are sound, by their index in the file, and the ports of every node."""
     used: dict[tuple[str, str], str] = {}  # (node, port) -> where it is used
-
-    # Pass 1: parse endpoints, check nodes and pairing, reserve explicit ports.
+    known = listing(spec.nodes)
+    parsed: list[tuple[int, Ends, str]] = []
     for i, link in enumerate(spec.links):
         if link is None:
             continue
-        ends: list[tuple[str, str | None]] = []
-        ok = True
-        for j, ep in enumerate(link.endpoints):
-            node, _, port = ep.partition(":")
-            at = ("links", i, "endpoints", j)
-            if node not in spec.nodes and node not in broken:
-                problems.add(at, f"no node named {node!r}; nodes: {known}")
-                ok = False
-            elif node in broken or node not in kinds:
-                ok = False
-            if port and (not PORT_NAME.match(port) or port == "lo"):
-                problems.add(at, f"port name {port!r} is not allowed: 1-15 letters, digits, '_', '.', '-' (not 'lo')")
-                ok = False
-            ends.append((node, port or None))
-        if not ok:
+        ends = _link_ends(i, link.endpoints, spec, known, kinds, broken, problems)
+        if ends is None:
             continue
-        (na, _), (nb, _) = ends
-        if na == nb:
-            problems.add(("links", i, "endpoints"), f"both ends are on {na}; a link joins two nodes")
-            continue
-        role = _role(kinds[na], kinds[nb])
-        if role is None:
-            problems.add(("links", i, "endpoints"),
-                         f"{na} ({kinds[na].name}) cannot link to {nb} ({kinds[nb].name}): "
-                         "BGP nodes link to each other, a host links to a leaf or a DPU")
-            continue
-        if role == "fabric" and asns.get(na) == asns.get(nb):
-            problems.add(("links", i, "endpoints"),
-                         f"{na} and {nb} share ASN {asns.get(na)}: eBGP between them would drop every route")
-            continue
-        for j, (node, port) in enumerate(ends):
-            if port is None:
-                continue
-            if (node, port) in used:
-                problems.add(("links", i, "endpoints", j), f"port {node}:{port} is already used by {used[(node, port)]}")
-                ok = False
-            else:
-                used[(node, port)] = f"links[{i}]"
-        if ok:
-            parsed.append((i, ends, role, link.mtu))
+        role = _link_role(i, ends, kinds, asns, problems)
+        if role is not None and _reserve_ports(i, ends, used, problems):
+            parsed.append((i, ends, role))
 
-    # Pass 2: allocate the ports left out, in file order, from each kind's naming.
+    # Then allocate the ports left out, in file order, from each kind's naming.
     counters: dict[tuple[str, str], int] = {}
-    links: list[Link] = []
+    resolved: dict[int, Link] = {}
     ports: dict[str, list[Port]] = {}
-    for i, ends, role, mtu in parsed:
-        names = []
-        for node, port in ends:
-            if port is None:
-                naming = kinds[node].fabric_ports if role == "fabric" else kinds[node].access_ports
-                key = (node, naming.template)
-                idx = counters.get(key, naming.start)
-                while (node, naming.name(idx)) in used:
-                    idx += 1
-                port = naming.name(idx)
-                counters[key] = idx + 1
-                used[(node, port)] = f"links[{i}]"
-            names.append(port)
-        mtu = mtu or (spec.defaults.mtu if role == "fabric" else spec.defaults.host_mtu)
+    for i, ends, role in parsed:
+        names = [port or _allocate(node, role, kinds[node], used, counters, i) for node, port in ends]
+        mtu = spec.links[i].mtu or (spec.defaults.mtu if role == "fabric" else spec.defaults.host_mtu)
         (na, _), (nb, _) = ends
         a, b = Endpoint(node=na, port=names[0]), Endpoint(node=nb, port=names[1])
-        links.append(Link(a=a, b=b, mtu=mtu))
-        ports.setdefault(na, []).append(Port(name=a.port, peer_node=nb, peer_port=b.port, mtu=mtu,
-                                             role="fabric" if role == "fabric" else "access"))
-        ports.setdefault(nb, []).append(Port(name=b.port, peer_node=na, peer_port=a.port, mtu=mtu,
-                                             role="fabric" if role == "fabric" else "access"))
-    return links, ports
+        resolved[i] = Link(a=a, b=b, mtu=mtu)
+        ports.setdefault(na, []).append(Port(name=a.port, peer_node=nb, peer_port=b.port, mtu=mtu, role=role))
+        ports.setdefault(nb, []).append(Port(name=b.port, peer_node=na, peer_port=a.port, mtu=mtu, role=role))
+    return resolved, ports
 
 
-def _role(a: Kind, b: Kind) -> str | None:
+def _link_ends(i: int, endpoints: list[str], spec: TopologySpec, known: str, kinds: dict[str, Kind],
+               broken: set[str], problems: Problems) -> Ends | None:
+    """(node, port) of both ends, or None when an end is wrong (reported) or on a broken node."""
+    ends: Ends = []
+    ok = True
+    for j, ep in enumerate(endpoints):
+        node, _, port = ep.partition(":")
+        at = ("links", i, "endpoints", j)
+        if node not in spec.nodes and node not in broken:
+            problems.add(at, f"no node named {quoted(node)}; nodes: {known}")
+            ok = False
+        elif node in broken or node not in kinds:
+            ok = False
+        reason = check_port_name(port) if port else None
+        if reason:
+            problems.add(at, reason)
+            ok = False
+        ends.append((node, port or None))
+    return ends if ok else None
+
+
+def _link_role(i: int, ends: Ends, kinds: dict[str, Kind], asns: dict[str, int],
+               problems: Problems) -> str | None:
+    """'fabric' (BGP on both ends) or 'access' (a host behind a leaf or DPU), or None (reported)."""
+    (na, _), (nb, _) = ends
+    if na == nb:
+        problems.add(("links", i, "endpoints"), f"both ends are on {na}; a link joins two nodes")
+        return None
+    a, b = kinds[na], kinds[nb]
     if a.runs_bgp and b.runs_bgp:
+        if na in asns and asns.get(na) == asns.get(nb):
+            problems.add(("links", i, "endpoints"),
+                         f"{na} and {nb} share ASN {asns[na]}: eBGP between them would drop every route")
+            return None
         return "fabric"
     if (not a.runs_bgp and b.accepts_hosts) or (not b.runs_bgp and a.accepts_hosts):
         return "access"
+    problems.add(("links", i, "endpoints"), f"{na} ({a.name}) cannot link to {nb} ({b.name}): "
+                                            "BGP nodes link to each other, a host links to a leaf or a DPU")
     return None
+
+
+def _reserve_ports(i: int, ends: Ends, used: dict[tuple[str, str], str], problems: Problems) -> bool:
+    ok = True
+    for j, (node, port) in enumerate(ends):
+        if port is None:
+            continue
+        if (node, port) in used:
+            problems.add(("links", i, "endpoints", j), f"port {node}:{port} is already used by {used[(node, port)]}")
+            ok = False
+        else:
+            used[(node, port)] = f"links[{i}]"
+    return ok
+
+
+def _allocate(node: str, role: str, kind: Kind, used: dict[tuple[str, str], str],
+              counters: dict[tuple[str, str], int], i: int) -> str:
+    naming = kind.fabric_ports if role == "fabric" else kind.access_ports
+    key = (node, naming.template)
+    idx = counters.get(key, naming.start)
+    while (node, naming.name(idx)) in used:
+        idx += 1
+    counters[key] = idx + 1
+    used[(node, naming.name(idx))] = f"links[{i}]"
+    return naming.name(idx)

@@ -1,92 +1,26 @@
-"""Read a topology file: YAML with line numbers, then structure per node/link.
+"""Read a topology file: safe YAML with line numbers, then structure per node/link/tenant.
 
 Structure errors of one node or link do not hide the others: each entry is
 validated on its own and every problem is collected with its place in the file.
+What can be in the file at all (size, encoding, nesting, anchors) is the
+business of `yaml_safe`.
 """
 from __future__ import annotations
 
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
-from twin.errors import Problem, TopologyError
+from twin.topology.problems import Path_, Problems, quoted
 from twin.topology.schema import Defaults, LinkSpec, NodeSpec, TenantSpec, TopologySpec
+from twin.topology.yaml_safe import read_yaml
 
-Path_ = tuple[str | int, ...]
-
-
-class Problems:
-    """Collects problems of one file, placing each at its line when known."""
-
-    def __init__(self, file: str, lines: dict[Path_, int]):
-        self.file, self.lines, self.items = file, lines, []
-
-    def add(self, path: Path_, message: str) -> None:
-        line = None
-        for i in range(len(path), -1, -1):  # nearest enclosing place that has a line
-            if path[:i] in self.lines:
-                line = self.lines[path[:i]]
-                break
-        self.items.append(Problem(self.file, dotted(path), message, line))
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def raise_if_any(self) -> None:
-        if self.items:
-            raise TopologyError(self.items)
-
-
-def dotted(path: Path_) -> str:
-    return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in path).replace(".[", "[")
-
-
-def parse_yaml(text: str, file: str) -> tuple[Any, dict[Path_, int]]:
-    """Parse YAML; return data and the line of every mapping key / list item."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        msg = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise TopologyError([Problem(file, "", f"not valid YAML: {msg}",
-                                     mark.line + 1 if mark else None)]) from None
-    lines: dict[Path_, int] = {}
-
-    def walk(n: yaml.Node, path: Path_) -> None:
-        lines.setdefault(path, n.start_mark.line + 1)
-        if isinstance(n, yaml.MappingNode):
-            for k, v in n.value:
-                key = k.value
-                lines[path + (key,)] = k.start_mark.line + 1
-                walk(v, path + (key,))
-        elif isinstance(n, yaml.SequenceNode):
-            for i, v in enumerate(n.value):
-                walk(v, path + (i,))
-
-    if node is not None:
-        walk(node, ())
-    return data, lines
-
-
-def _validate(model: type[BaseModel], raw: Any, at: Path_, problems: Problems):
-    try:
-        return model.model_validate(raw)
-    except ValidationError as e:
-        allowed = ", ".join(model.model_fields)
-        for err in e.errors():
-            loc = at + tuple(err["loc"])
-            if err["type"] == "extra_forbidden":
-                problems.add(loc, f"unknown field; allowed: {allowed}")
-            elif err["type"] == "missing":
-                problems.add(loc, "required field is missing")
-            elif err["type"] == "model_type":
-                problems.add(loc, f"must be a mapping with fields: {allowed}")
-            else:
-                problems.add(loc, f"{err['msg']} (got {err.get('input')!r})")
-        return None
+TOP_KEYS = ", ".join(TopologySpec.model_fields)
+_MUST_BE = {"bool_type": "must be true or false", "string_type": "must be text",
+            "list_type": "must be a list", "dict_type": "must be a mapping"}
 
 
 def load_spec(path: str | Path) -> tuple[TopologySpec, Problems, set[str]]:
@@ -96,66 +30,142 @@ def load_spec(path: str | Path) -> tuple[TopologySpec, Problems, set[str]]:
     far (the caller adds semantic ones) and the names of malformed nodes (so
     links to them are not reported twice).
     """
-    file = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise TopologyError([Problem(file, "", f"cannot read the topology file: {e.strerror}")]) from None
-    data, lines = parse_yaml(text, file)
-    problems = Problems(file, lines)
+    data, lines = read_yaml(path)
+    problems = Problems(str(path), lines)
     if not isinstance(data, dict):
-        problems.add((), "a topology is a mapping with keys: " + ", ".join(TopologySpec.model_fields))
+        what = "no topology (it is empty, only comments or null)" if data is None else _kind_of(data)
+        problems.add((), f"the file holds {what}; a topology is a mapping with keys: {TOP_KEYS}")
         problems.raise_if_any()
 
     for key in data:
         if key not in TopologySpec.model_fields:
-            problems.add((key,), "unknown field; allowed: " + ", ".join(TopologySpec.model_fields))
+            problems.add((str(key),), f"unknown field; allowed: {TOP_KEYS}")
     name = data.get("name")
-    if not isinstance(name, str):
-        problems.add(("name",), "required: the lab name (a string)")
-    defaults = _validate(Defaults, data.get("defaults") or {}, ("defaults",), problems) or Defaults()
+    if "name" not in data:
+        problems.add(("name",), "required: the lab name")
+    elif not isinstance(name, str):
+        problems.add(("name",), f"the lab name must be text; got {quoted(name)}")
+    description = data.get("description") or ""
+    if not isinstance(description, str):
+        problems.add(("description",), f"must be text; got {quoted(description)}")
+    raw_defaults = _container(data, "defaults", dict, "must be a mapping of defaults", problems)
+    defaults = _validate(Defaults, raw_defaults, ("defaults",), problems) or Defaults()
+    nodes, broken = _nodes(data, problems)
+    vtep = "dpu" if data.get("vtep") is None else data["vtep"]
 
+    return TopologySpec.model_construct(
+        name=name if isinstance(name, str) else "",
+        description=description if isinstance(description, str) else "",
+        defaults=defaults,
+        nodes=nodes,
+        links=_links(data, problems),  # None marks a malformed link, kept so indexes match the file
+        vtep=vtep if isinstance(vtep, str) else quoted(vtep),
+        tenants=_tenants(data, problems),
+    ), problems, broken
+
+
+def _nodes(data: dict, problems: Problems) -> tuple[dict[str, NodeSpec], set[str]]:
     raw_nodes = data.get("nodes")
+    if not isinstance(raw_nodes, dict) or not raw_nodes:
+        got = "" if raw_nodes is None or raw_nodes == {} else f"; got {_kind_of(raw_nodes)}"
+        problems.add(("nodes",), "required: a mapping of node name -> {kind: ...}" + got)
+        raw_nodes = {}
     nodes: dict[str, NodeSpec] = {}
     broken: set[str] = set()
-    if not isinstance(raw_nodes, dict) or not raw_nodes:
-        problems.add(("nodes",), "required: a mapping of node name -> {kind: ...}")
-        raw_nodes = {}
-    for nname, raw in raw_nodes.items():
-        spec = _validate(NodeSpec, raw, ("nodes", str(nname)), problems)
+    for nname, raw in _named(raw_nodes, ("nodes",), problems):
+        spec = _validate(NodeSpec, raw, ("nodes", nname), problems)
         if spec is None:
-            broken.add(str(nname))
+            broken.add(nname)
         else:
-            nodes[str(nname)] = spec
+            nodes[nname] = spec
+    return nodes, broken
 
-    raw_links = data.get("links") or []
+
+def _links(data: dict, problems: Problems) -> list[LinkSpec | None]:
+    raw_links = _container(data, "links", list, "must be a list of {endpoints: [a, b]}", problems)
     links: list[LinkSpec | None] = []
-    if not isinstance(raw_links, list):
-        problems.add(("links",), "must be a list of {endpoints: [a, b]}")
-        raw_links = []
     for i, raw in enumerate(raw_links):
         if isinstance(raw, list):  # shorthand: - [spine1, leaf1]
             raw = {"endpoints": raw}
         links.append(_validate(LinkSpec, raw, ("links", i), problems))
+    return links
 
-    raw_tenants = data.get("tenants") or {}
+
+def _tenants(data: dict, problems: Problems) -> dict[str, TenantSpec]:
+    raw_tenants = _container(data, "tenants", dict,
+                             "must be a mapping of tenant name -> {l3vni, segments, attachments}", problems)
     tenants: dict[str, TenantSpec] = {}
-    if not isinstance(raw_tenants, dict):
-        problems.add(("tenants",), "must be a mapping of tenant name -> {l3vni, segments, attachments}")
-        raw_tenants = {}
-    for tname, raw in raw_tenants.items():
-        spec_t = _validate(TenantSpec, raw, ("tenants", str(tname)), problems)
-        if spec_t is not None:
-            tenants[str(tname)] = spec_t
-    vtep = data.get("vtep", "dpu")
+    for tname, raw in _named(raw_tenants, ("tenants",), problems):
+        if isinstance(raw, dict) and isinstance(raw.get("segments"), dict):
+            raw = {**raw, "segments": dict(_named(raw["segments"], ("tenants", tname, "segments"), problems))}
+        spec = _validate(TenantSpec, raw, ("tenants", tname), problems)
+        if spec is not None:
+            tenants[tname] = spec
+    return tenants
 
-    spec = TopologySpec.model_construct(
-        name=name if isinstance(name, str) else "",
-        description=str(data.get("description") or ""),
-        defaults=defaults,
-        nodes=nodes,
-        links=links,  # None marks a malformed link, kept so indexes match the file
-        vtep=vtep if isinstance(vtep, str) else repr(vtep),
-        tenants=tenants,
-    )
-    return spec, problems, broken
+
+def _container(data: dict, key: str, kind: type, wanted: str, problems: Problems) -> Any:
+    """data[key] when it is a `kind` (absent or null: empty), else report `wanted` and return it empty."""
+    value = data.get(key)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        problems.add((key,), f"{wanted}; got {_kind_of(value)}")
+        return kind()
+    return value
+
+
+def _named(raw: dict, at: Path_, problems: Problems) -> list[tuple[str, Any]]:
+    """(name, value) of a mapping of names: keys as text (a name `1` is '1'), each name once."""
+    seen: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = key if isinstance(key, str) else str(key)
+        if name in seen:
+            problems.add(at + (name,), f"the name {quoted(name)} is given twice (once as {quoted(key)})")
+            continue
+        seen[name] = value
+    return list(seen.items())
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, bool):
+        return f"a boolean ({quoted(value)})"
+    if isinstance(value, (int, float)):
+        return f"a number ({quoted(value)})"
+    if isinstance(value, str):
+        return f"text ({quoted(value)})"
+    return {list: "a list", dict: "a mapping"}.get(type(value), quoted(value))
+
+
+def _validate(model: type[BaseModel], raw: Any, at: Path_, problems: Problems):
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        for err in e.errors():
+            inner = tuple(p for p in err["loc"] if p != "[key]")
+            loc, kind = at + inner, err["type"]
+            if kind == "extra_forbidden":
+                problems.add(loc, f"unknown field; allowed: {_fields_at(model, inner[:-1])}")
+            elif kind == "missing":
+                problems.add(loc, "required field is missing")
+            elif kind == "model_type":
+                problems.add(loc, f"must be a mapping with fields: {_fields_at(model, inner)}; "
+                                  f"got {_kind_of(err.get('input'))}")
+            else:
+                problems.add(loc, f"{_MUST_BE.get(kind, err['msg'])}; got {quoted(err.get('input'))}")
+        return None
+
+
+def _fields_at(model: type[BaseModel], loc: tuple) -> str:
+    """The fields allowed at `loc` inside `model` (a nested model's, not the outer one's)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
+            current = current.model_fields[part].annotation
+        elif typing.get_origin(current) in (list, dict):
+            current = typing.get_args(current)[-1]
+        else:
+            return ""
+        if typing.get_origin(current) in (typing.Union, types.UnionType):  # X | None
+            current = next(a for a in typing.get_args(current) if a is not type(None))
+    return ", ".join(current.model_fields) if isinstance(current, type) and issubclass(current, BaseModel) else ""

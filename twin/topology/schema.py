@@ -1,56 +1,87 @@
 """The topology file as written by a user: structure and types only.
 
 Semantic rules (known kinds, links to existing nodes, unique addresses...) live
-in `twin.topology.validate`, so every problem is found in one pass.
+in `twin.topology.build` and `twin.topology.tenants`, so every problem is found
+in one pass.
+
+Numbers are strict: `true` is not an ASN and "9000" is not an MTU. Each kind of
+number is one type whose error says what is allowed.
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool
+from pydantic_core import PydanticCustomError
+
+AS_TRANS = 23456          # RFC 6793: stands in for a 4-byte ASN towards old speakers, never a real one
+ASN_MAX = 4294967295
+VNI_MAX = 16777215
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-ASN = Field(default=None, ge=1, le=4294967294, description="BGP AS number")
+def whole_number(what: str, low: int, high: int, excluded: dict[int, str] | None = None) -> Any:
+    """An int type of `low`..`high` (not `excluded`), refusing bools, floats and strings with one rule."""
+    rule = f"{what} is a whole number from {low} to {high}"
+    rule += "".join(f", not {n} ({why})" for n, why in (excluded or {}).items())
+
+    def check(value: object) -> int:
+        if type(value) is not int or not low <= value <= high or value in (excluded or {}):
+            raise PydanticCustomError("rule", rule)
+        return value
+
+    return Annotated[int, PlainValidator(check)]
+
+
+def _endpoints(value: object) -> list[str]:
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        raise PydanticCustomError("rule", 'a link has two endpoints, "node" or "node:port", like [spine1, leaf1:swp1]')
+    return value
+
+
+Asn = whole_number("an ASN", 1, ASN_MAX, {AS_TRANS: "AS_TRANS"})
+Mtu = whole_number("an MTU", 1280, 9216)
+Vni = whole_number("a VNI", 1, VNI_MAX)
+Endpoints = Annotated[list[str], PlainValidator(_endpoints)]
 
 
 class NodeSpec(_Strict):
     kind: str
-    asn: int | None = ASN
+    asn: Asn | None = Field(default=None, description="BGP AS number")
     loopback: str | None = Field(default=None, description="IPv4 address of lo, router-id and VTEP")
     image: str | None = None
-    drain: bool = Field(default=False, description="drained for maintenance: BGP graceful shutdown (RFC 8326), "
-                                                    "its routes lose to every other path while its sessions stay up")
+    drain: StrictBool = Field(default=False, description="drained for maintenance: BGP graceful shutdown "
+                                                         "(RFC 8326), its routes lose to every other path "
+                                                         "while its sessions stay up")
 
 
 class LinkSpec(_Strict):
-    endpoints: list[str] = Field(min_length=2, max_length=2, description='["node[:port]", "node[:port]"]')
-    mtu: int | None = Field(default=None, ge=1280, le=9216)
+    endpoints: Endpoints = Field(description='["node[:port]", "node[:port]"]')
+    mtu: Mtu | None = None
 
 
 class AsnDefaults(_Strict):
-    spine: int | None = ASN
-    leaf: int | None = ASN
-    dpu: int | None = ASN
+    spine: Asn | None = None
+    leaf: Asn | None = None
+    dpu: Asn | None = None
 
 
 class Defaults(_Strict):
     loopback_pool: str = "10.255.0.0/24"
-    mtu: int = Field(default=9000, ge=1280, le=9216, description="MTU of fabric links")
-    host_mtu: int = Field(default=8950, ge=1280, le=9216,
-                          description="MTU of host links: fits a VXLAN-encapsulated frame in the fabric MTU")
+    mtu: Mtu = Field(default=9000, description="MTU of fabric links")
+    host_mtu: Mtu = Field(default=8950, description="MTU of host links: fits a VXLAN-encapsulated frame "
+                                                     "in the fabric MTU")
     asn: AsnDefaults = AsnDefaults()
-
-
-VNI = Field(ge=1, le=16777215, description="VXLAN network identifier")
 
 
 class SegmentSpec(_Strict):
     """A tenant's L2 segment: one subnet stretched over VXLAN (L2VNI) with an anycast gateway."""
 
     subnet: str
-    l2vni: int = VNI
+    l2vni: Vni = Field(description="VXLAN network identifier of the segment")
     gateway: str | None = Field(default=None, description="anycast gateway address (default: first host)")
     mac: str | None = Field(default=None, description="anycast gateway MAC (default: 00:00:5e:00:01:01)")
 
@@ -66,7 +97,7 @@ class AttachmentSpec(_Strict):
 
 class TenantSpec(_Strict):
     vrf: str | None = Field(default=None, description="VRF name (default: the tenant name)")
-    l3vni: int = VNI
+    l3vni: Vni = Field(description="VXLAN network identifier of the tenant's VRF")
     segments: dict[str, SegmentSpec]
     attachments: list[AttachmentSpec] = []
 

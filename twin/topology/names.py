@@ -1,0 +1,88 @@
+"""Every naming rule of a topology, in one place, each matched in full.
+
+Each `check_*` returns None when the name is fine, else one line saying what
+is wrong and what is allowed. The rest of twin (CLI, Lab, the pytest plugin)
+uses `check_lab_name` so a lab name means the same everywhere.
+
+Patterns are ASCII classes matched with `re.fullmatch`: no control character,
+no trailing newline, no look-alike letter gets through.
+"""
+from __future__ import annotations
+
+import re
+
+from twin.topology.problems import quoted
+
+LAB_NAME_RULE = "1-16 lowercase letters, digits or '-', not starting or ending with '-'"
+NODE_NAME_RULE = "1-24 lowercase letters, digits or '-', not starting or ending with '-'"
+PORT_NAME_RULE = "1-15 letters, digits, '_', '.' or '-'"
+VRF_NAME_RULE = "1-15 of a-z 0-9 _ -, starting with a letter"
+TENANT_NAME_RULE = VRF_NAME_RULE + " (it is the default VRF name)"
+SEGMENT_NAME_RULE = "1-32 of a-z 0-9 _ -, starting with a letter"
+MAC_RULE = "a unicast MAC like 00:00:5e:00:01:01"
+IMAGE_RULE = "an image reference like twin-frr:latest: 1-255 letters, digits, '.', '_', '/', ':', '@' or '-'"
+
+LAB_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?")  # use with fullmatch
+_NODE = re.compile(r"[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?")
+_PORT = re.compile(r"[A-Za-z0-9_.-]{1,15}")
+_VRF = re.compile(r"[a-z][a-z0-9_-]{0,14}")
+_SEGMENT = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+_MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}")
+
+# Devices twin creates in a node itself: a port or VRF of the same name would collide.
+_DEVICES = [
+    (re.compile(r"lo"), "lo is the loopback device"),
+    (re.compile(r"\.|\.\."), "'.' and '..' are not device names"),
+    (re.compile(r"br[0-9]+"), "twin names its segment bridges brN (N: the VNI)"),
+    (re.compile(r"vxlan[0-9]+"), "twin names its VXLAN devices vxlanN (N: the VNI)"),
+    (re.compile(r"twin.*"), "names starting with 'twin' are twin's own"),
+]
+_VRF_RESERVED = [(re.compile(r"default"), "'default' is the underlay's own VRF in FRR")] + _DEVICES
+
+
+def check_lab_name(name: object) -> str | None:
+    """None if `name` is a good lab name, else the reason (it names containers, links and namespaces)."""
+    return _check("lab name", name, LAB_NAME, LAB_NAME_RULE)
+
+
+def check_node_name(name: object) -> str | None:
+    return _check("node name", name, _NODE, NODE_NAME_RULE)
+
+
+def check_port_name(name: object) -> str | None:
+    return _check("port name", name, _PORT, PORT_NAME_RULE, _DEVICES)
+
+
+def check_vrf_name(name: object) -> str | None:
+    return _check("VRF name", name, _VRF, VRF_NAME_RULE, _VRF_RESERVED)
+
+
+def check_tenant_name(name: object) -> str | None:
+    return _check("tenant name", name, _VRF, TENANT_NAME_RULE)
+
+
+def check_segment_name(name: object) -> str | None:
+    return _check("segment name", name, _SEGMENT, SEGMENT_NAME_RULE)
+
+
+def check_image(name: object) -> str | None:
+    return _check("image", name, _IMAGE, IMAGE_RULE)
+
+
+def check_mac(mac: object) -> str | None:
+    """None if `mac` (any case) is a unicast MAC other than all zeros."""
+    text = mac.lower() if isinstance(mac, str) else ""
+    if not _MAC.fullmatch(text) or int(text[:2], 16) & 1 or text == "00:00:00:00:00:00":
+        return f"{quoted(mac)} is not {MAC_RULE}"
+    return None
+
+
+def _check(what: str, name: object, pattern: re.Pattern, rule: str,
+           reserved: list[tuple[re.Pattern, str]] = ()) -> str | None:
+    if not isinstance(name, str) or not pattern.fullmatch(name):
+        return f"{what} {quoted(name)} is not allowed: {rule}"
+    for taken, why in reserved:
+        if taken.fullmatch(name):
+            return f"{what} {quoted(name)} is not allowed: {why}"
+    return None
