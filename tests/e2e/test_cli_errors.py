@@ -37,7 +37,7 @@ def test_bad_lab_names_are_one_line_errors_everywhere(lab, tmp_path, twin_home):
         res = invoke(args)
         assert_clean(res, args)
         if args[0] not in ("traffic", "fault", "rehearse") and lab not in ("-v",):
-            assert "not a lab name" in res.output or "No such option" in res.output or "Usage:" in res.output, args
+            assert "lab name" in res.output and "is not allowed" in res.output or "No such option" in res.output or "Usage:" in res.output, args
 
 
 def test_labs_that_do_not_exist_are_named(tmp_path, twin_home):

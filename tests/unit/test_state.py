@@ -21,7 +21,7 @@ def home(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", BAD_NAMES)
 def test_bad_lab_names_are_refused_before_any_path_is_made(name, home):
-    with pytest.raises(LabNameError, match="is not a lab name: 1-16 lowercase"):
+    with pytest.raises(LabNameError, match="is not allowed: 1-16 lowercase"):
         state.labdir(name)
     with pytest.raises(LabNameError):
         Lab(name)

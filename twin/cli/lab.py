@@ -9,12 +9,14 @@ from rich.table import Table
 
 from twin import timeouts
 from twin.cli.common import err, main, out, run
-from twin.errors import AlreadyUp, TwinError
+from twin.config.render import render_lab
+from twin.errors import AlreadyUp, TopologyError, TwinError
 from twin.lab import Lab
-from twin.lifecycle import state
+from twin.lifecycle import hostlimits, state
 from twin.lifecycle.status import LabStatus
 from twin.runtime import images
 from twin.runtime.docker import DockerRuntime
+from twin.topology import validate as topology_validate
 
 
 @main.command()
@@ -46,6 +48,46 @@ def up(ctx, topology, name, timeout, image, keep, runtime):
                   f"{len(lab.fabric.sessions())} BGP sessions Established, converged in "
                   f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}")
     run(ctx, go)
+
+
+@main.command()
+@click.argument("topology", type=click.Path(dir_okay=False))
+@click.option("--name", help="Lab name to check too (default: the topology's name).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def validate(ctx, topology, name, as_json):
+    """Validate and render TOPOLOGY without creating anything, and say what it would take of this
+    host's limits. Exit 0 if it is valid (and fits), 1 if not: for CI."""
+    def go():
+        report = topology_validate(topology, name)
+        doc = report.to_dict()
+        if report.valid:
+            files = render_lab(report.fabric, "netns")
+            doc["rendered"] = {n: sorted(f) for n, f in files.items()}
+            doc["host"] = host_figures(report.fabric)
+        if as_json:
+            click.echo(json.dumps(doc, indent=2))
+        elif not report.valid:
+            raise TopologyError(list(report.problems))
+        else:
+            sm, host = doc["summary"], doc["host"]
+            out.print(f"{topology}: valid: " + ", ".join(f"{v} {k}" for k, v in sm["nodes"].items())
+                      + f"; {sm['links']} links, {sm['sessions']} BGP sessions, {sm['tenants']} tenants on "
+                      f"{sm['vteps']} VTEPs; rendered {sum(map(len, doc['rendered'].values()))} files")
+            out.print("host: needs " + ", ".join(f"{k} {v}" for k, v in host["needs"].items())
+                      + ("; fits this host" if not host["short"] else
+                         "; SHORT: " + "; ".join(host["short"]) + f"; {host['fix']}"), highlight=False)
+        sys.exit(0 if report.valid and not doc["host"]["short"] else 1)
+    run(ctx, go)
+
+
+def host_figures(fabric) -> dict:
+    """What the lab would take of host-wide limits, and where this host is short (as `up` judges)."""
+    need = hostlimits.demand(fabric)
+    short = hostlimits.check(fabric, hostlimits.host_usage(), hostlimits.host_settings())
+    return {"needs": {"IPv4 neighbours": need.arp_gc, "IPv6 neighbours": need.nd_gc, "inotify instances":
+                      need.inotify, "tasks": need.tasks, "MiB": need.mem_mib},
+            "short": [str(s) for s in short], "fix": hostlimits.fix_command(short)}
 
 
 @main.command()

@@ -20,10 +20,10 @@ from twin.config.jinja import render_template
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
+from twin.topology.tenant_checks import VXLAN_OVERHEAD
 
 Backend = Literal["vrf", "netns"]
 BACKENDS: tuple[Backend, ...] = ("vrf", "netns")
-VXLAN_OVERHEAD = 50
 VRF_TABLE_BASE = 1000
 VXLAN_INDEX, BRIDGE_INDEX = 1 << 24, 2 << 24   # + VNI: interface indexes of tenant devices (netns backend)
 

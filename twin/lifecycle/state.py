@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from twin.errors import LabNameError, LabStateError, TwinError
 from twin.topology.model import Fabric
+from twin.topology.names import check_lab_name
 
 STATE = "state.json"
 FABRIC = "fabric.json"
@@ -42,11 +43,9 @@ def labs_root() -> Path:
 
 def check_name(name: object) -> str:
     """`name` if it is a valid lab name, else LabNameError (one line)."""
-    from twin.topology.build import LAB_NAME, LAB_NAME_RULE
-
-    if not isinstance(name, str) or not LAB_NAME.fullmatch(name):
-        shown = repr(name)[:40] + ("..." if len(repr(name)) > 40 else "")
-        raise LabNameError(f"{shown} is not a lab name: {LAB_NAME_RULE}")
+    reason = check_lab_name(name) if isinstance(name, str) else f"{name!r} is not a lab name"
+    if reason:
+        raise LabNameError(reason)
     return name
 
 

@@ -61,7 +61,7 @@ class _Tenants:
         self.vnis: dict[int, str] = {}
         self.vrfs: dict[str, str] = {}
         self.hosts_used: dict[str, str] = {}
-        self.hosts = [n for n, nd in nodes.items() if nd.kind == "host"]
+        self.hosts = [n for n, nd in nodes.items() if KINDS[nd.kind].endpoint]
         self.vtep_ports = {p.name: n for n, nd in nodes.items() if nd.kind == spec.vtep for p in nd.ports}
 
     def tenant(self, tname: str, t: TenantSpec) -> Tenant | None:
@@ -201,7 +201,7 @@ class _Attachments:
 
     def _host_ok(self, a: AttachmentSpec, aat: Path_) -> bool:
         host = self.all.nodes.get(a.host)
-        if host is None or host.kind != "host":
+        if host is None or not KINDS[host.kind].endpoint:
             self.problems.add(aat + ("host",), f"no host named {quoted(a.host)}; "
                                                f"hosts: {listing(self.all.hosts) or 'none'}")
             return False
