@@ -26,6 +26,7 @@ and `verify` control and traffic.
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 import subprocess
 from contextlib import contextmanager
@@ -38,7 +39,7 @@ from twin import verify, wait
 from twin.intent.tenants import bridge_name
 from twin.runtime.netns import netns_path, tenant_netns_path
 
-from .conftest import leftovers
+from .conftest import leftovers, twin_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -190,3 +191,25 @@ def test_hosts_resolve_again_what_they_forgot(lab, src, dst, how):
     """The hosts' own ARP entries (their gateway, their segment's peers) are ordinary dynamic
     ones the hosts re-learn on demand; with their entries stale after 1 s, pings still pass."""
     assert lab.node(src).run(["ping", "-c", "2", "-i", "0.2", "-W", "1", dst]).ok, f"{src} -> {dst}: {how}"
+
+
+def test_status_exits_1_naming_a_type2_route_withdrawn_by_hand_and_0_once_it_is_back(lab):
+    """A lab that drifted never looks healthy: a workload's binding deleted by hand on its VTEP
+    makes zebra withdraw its type-2 MAC/IP route, and `twin status` says what the other VTEP lacks."""
+    t, a = lab.fabric.attachment_of("host1a")
+    br, ip = bridge_name(t.segments[a.segment].l2vni), a.address.split("/")[0]
+    ns = ["ip", "-n", t.vrf] if lab.backend == "netns" else ["ip"]
+    lab.node(a.vtep).check([*ns, "neigh", "del", ip, "dev", br])
+    try:
+        def flagged() -> list[str]:
+            p = twin_cli("status", LAB)
+            return [] if p.returncode == 1 and f"no type-2 route to host1a {ip}/32 via {a.vtep}" in p.stdout \
+                else [f"status exit {p.returncode}"]
+
+        wait.until(flagged, 60, "twin status naming the withdrawn type-2 route", first=0.5, cap=2)
+        st = json.loads(twin_cli("status", LAB, "--json").stdout)
+        assert not st["healthy"] and any("host1a" in m for m in st["missing"]), st["missing"]
+    finally:
+        lab.node(a.vtep).check([*ns, "neigh", "replace", ip, "lladdr", a.mac, "dev", br, "nud", "permanent"])
+    wait.until(lambda: [] if twin_cli("status", LAB).returncode == 0 else ["status not 0"], 60,
+               "twin status healthy again", first=0.5, cap=2)
