@@ -103,3 +103,17 @@ def test_a_stopped_node_is_named(monkeypatch):
     monkeypatch.setattr("twin.runtime.exec._of", lambda pid, cid: False)
     with pytest.raises(TwinError, match="lab/leaf1: container twin-lab-leaf1 is not running \\(exited\\)"):
         NodeExec(c, "lab/leaf1").run(["true"])
+
+
+def test_daemons_are_started_through_the_container_runtime_so_they_live_in_the_nodes_cgroup(node):
+    ex, calls, _ = node
+    started = []
+
+    def exec_run(cmd, demux):
+        started.append(cmd)
+        return 0, (b"Started watchfrr.\n", b"")
+
+    ex.container.exec_run = exec_run
+    assert ex.start(["/usr/local/bin/twin-node", "start-frr"]).check().stdout == "Started watchfrr.\n"
+    assert started == [["timeout", "--kill-after=2", "30", "/usr/local/bin/twin-node", "start-frr"]]
+    assert calls == [], "not through nsenter"

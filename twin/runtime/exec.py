@@ -11,6 +11,9 @@ costs ~105 ms and dockerd, containerd and runc work per call, `nsenter` ~25 ms
 (measured with `vtysh -c 'show bgp summary json'` on this 2-core machine), and
 verify, status, apply and bring-up all run many. The container is found through
 Docker; the process that runs the command is twin's child (its cgroup is twin's).
+Commands that start the node's own long-lived processes (FRR's daemons) go
+through the container runtime instead (`start`): they must live in the node's
+cgroup, under its memory and pids limits and in its accounting.
 """
 from __future__ import annotations
 
@@ -86,6 +89,14 @@ class NodeExec:
         if rc == 124:
             stderr += f"\n(timed out after {timeout:g}s)"
         return Result(self.where, list(cmd), rc, stdout, stderr)
+
+    def start(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT) -> Result:
+        """`cmd` through the container runtime (docker exec), for commands that leave daemons
+        running in the node (`frrinit.sh start`): they belong to its cgroup, not to twin's."""
+        wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
+        rc, (out, err) = self.container.exec_run(wrapped, demux=True)
+        stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")
+        return Result(self.where, list(cmd), rc, (out or b"").decode(errors="replace"), stderr)
 
     def spawn(self, cmd: list[str]) -> subprocess.Popen:
         """Start `cmd` in the node and return at once (a capture); stop it from within the node."""
