@@ -10,7 +10,9 @@ VTYSH_QUICK = 10.0          # a vtysh poll while waiting for FRR
 VNIS_UP = 60.0              # zebra on a VTEP knows all its VNIs after FRR started
 IMAGE_BUILD = 1800.0        # debootstrap + docker build
 TRAFFIC = 10.0              # a traffic run: until every expected frame arrived
+TRAFFIC_QUIET = 1.0         # ... or until no frame at all arrived for this long: the missing ones are lost
 TRAFFIC_WINDOW = 0.3        # then this much longer, to see late, stray or leaked frames
+ATTACK_WINDOW = 0.5         # zero-trust: how long taps watch for attack frames once all are sent
 CAPTURE_START = 10.0        # tcpdump in a node has opened its file
 CAPTURE_MAX = 60            # a tcpdump capture runs at most this long
 NODE_STOP = 5.0             # a stopped node's grace period before SIGKILL (faults)
@@ -22,6 +24,8 @@ REHEARSE_BASELINE = 1.0     # rehearse: traffic before the change
 REHEARSE_TAIL = 1.0         # rehearse: traffic after the data plane is whole again
 REHEARSE_RECOVERED = 1.0    # rehearse: whole = no flow lost a packet for this long
 DOCKER_API = 180.0          # one Docker API call
+PROVE_DETECT = 15.0         # --prove: verify notices a broken element within this
+PROVE_RESTORE = 60.0        # --prove: the barrier holds and verify passes again once it is restored
 
 
 def converge(frr_nodes: int) -> float:

@@ -9,6 +9,7 @@ import pytest
 
 from tests.e2e.conftest import twin_cli
 from twin import verify
+from twin.verify import zerotrust
 from twin.config.steps import Step
 from twin.runtime import kernel
 
@@ -34,19 +35,22 @@ def test_the_default_lab_passes_every_check(lab):
     report = verify.run(lab)
     assert report.failures() == []
     counts = {g: len(cs) for g, cs in report.groups().items()}
-    # 6 routers' BGP + 5 VNIs on each DPU + 2 VRFs on each DPU
-    assert counts["control"] == 6 + 2 * 5 + 2 * 2
+    # 6 routers' BGP and loopbacks + on each DPU: 2 tenants' EVPN tables, 5 VNIs, 2 VRFs
+    assert counts["control"] == 6 * 2 + 2 * (2 + 5 + 2)
     assert counts["isolation"] == 6 * 5, "every ordered pair of the 6 hosts"
     assert counts["traffic"] == 2 * 6 * 2, "each tenant: 6 ordered pairs, a RoCE flow and a CNP each"
-    assert counts["underlay"] == 4 and counts["zerotrust"] == 24
+    assert counts["underlay"] == 2 * 2 * 2 + 2, "per tenant and DPU a bridged and a routed VNI; every path, each way"
+    assert counts["zerotrust"] == 6 * 6, "every host, every rule of its port"
+    assert counts["arp"] == 6 + 4, "every host's gateway; the web hosts' peers behind the other DPU"
     iso = report.extra["isolation"]["matrix"]
     assert iso["host1a"]["host2a"] == "ok" and iso["host1a"]["host1b"] == "blocked"
     roce = [c for c in report.checks if c.group == "traffic" and "RoCE" in c.name]
     assert all(c.data["received"] == c.data["sent"] == 16 and c.data["payload"] == 4096 for c in roce)
     under = {c.name: c.data for c in report.checks if c.group == "underlay"}
     for name, data in under.items():
-        assert len(data["vnis"]) == 1, name
-        assert all(n > 0 for n in data["packets_per_uplink"].values()) and len(data["packets_per_uplink"]) == 2
+        assert len(data["vnis"]) == 1 and data["delivered"] == data["sent"] and data["fragments"] == 0, name
+        if "every path" in name:   # both uplinks of the sending DPU, both leafs' ports to the other DPU
+            assert len(data["packets_per_port"]) == 4 and all(n > 0 for n in data["packets_per_port"].values()), data
 
 
 def test_cli_verify_writes_junit_and_json_and_selects_groups(lab, tmp_path):
@@ -56,7 +60,7 @@ def test_cli_verify_writes_junit_and_json_and_selects_groups(lab, tmp_path):
     assert "PASSED" in p.stdout and "isolation matrix" in p.stdout
     suites = ET.parse(junit).getroot()
     assert suites.get("failures") == "0" and int(suites.get("tests")) > 90
-    assert {s.get("name") for s in suites} == {"control", "traffic", "isolation", "underlay", "zerotrust"}
+    assert {s.get("name") for s in suites} == {"control", "traffic", "isolation", "underlay", "zerotrust", "arp"}
     p = twin_cli("verify", "t-verify", "--only", "isolation", "--json")
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and doc["passed"] and {c["group"] for c in doc["checks"]} == {"isolation"}
@@ -111,9 +115,10 @@ def test_a_host_port_without_anti_spoofing_rules_is_named(broken):
         broken.node("dpu1").check(ns + ["nft", "delete", "rule", "bridge", "twin_ports", "ingress", "handle", h])
     report = verify.run(broken, only=["zerotrust"])
     failed = {c.name: c.message for c in report.failures()}
-    assert failed and all(n.startswith("host1a ") for n in failed), failed
-    assert any("host port dpu1:pf0vf0 does not stop it" in m for m in failed.values())
-    assert "host1a sends as 10.1.1.12 (host2b) to host1c" in failed
+    assert sorted(failed) == sorted(f"host1a: {rule}" for rule in zerotrust.RULES), "each rule's own attacks"
+    assert all("on dpu1:pf0vf0 does not stop them" in m for m in failed.values())
+    assert "host2a (its segment, behind dpu2): seen at host2a" in failed["host1a: spoofed IP"]
+    assert "its gateway 10.1.1.1 on dpu1: seen at dpu1:br10101" in failed["host1a: VXLAN from a workload"]
 
 
 def test_an_mtu_mismatch_that_drops_large_roce_frames_is_named(broken):

@@ -90,7 +90,7 @@ def test_overlay_plan_per_backend(monkeypatch):
         vx = [c for c in cmds if "type vxlan" in c]
         assert len(vx) == 5, "L3VNI + 2 L2VNIs of red, L3VNI + 1 L2VNI of blue on dpu1"
         assert all("tos inherit" in c and "nolearning" in c and "mtu 8950" in c and "local 10.255.0.5" in c for c in vx)
-        assert sum("neigh_suppress on" in c for c in cmds) == 5
+        assert sum("neigh_suppress on" in c for c in cmds) == 3, "the L2VNIs, not the L3VNIs"
         assert "ip -n red addr add 10.1.1.1/24 dev br10101" in cmds or "ip addr add 10.1.1.1/24 dev br10101" in cmds
     # leafs and spines are no VTEPs here; hosts get their address and gateway
     assert overlay.plan(f, "leaf1", "netns") == [] and overlay.plan(f, "spine1", "vrf") == []
@@ -133,7 +133,7 @@ def test_drain_shapes_what_verify_expects(monkeypatch):
     """A drained VTEP's type-5 paths lose to undrained owners'; a drained spine is avoided by flows
     that have a way around it (none in the leaf-VTEP fabric if both spines are drained)."""
     from twin.intent.tenants import vrf_routes
-    from twin.verify import underlay
+    from twin.intent import paths
 
     monkeypatch.chdir(ROOT)
 
@@ -153,9 +153,12 @@ def test_drain_shapes_what_verify_expects(monkeypatch):
     assert vrf_routes(only, "dpu2", t)["10.1.1.0/24"] == {lo["dpu5"], lo["dpu7"]}
 
     aipod = load("topologies/aipod.yml")
-    assert underlay._avoidable(drain(aipod, "spine1"), "dpu1", "dpu2") == ["spine1"]
-    assert underlay._avoidable(drain(aipod, "leaf1", "dpu1"), "dpu1", "dpu2") == ["leaf1"], "a VTEP is no transit"
-    assert underlay._avoidable(drain(aipod, "leaf1", "leaf2"), "dpu1", "dpu2") == [], "no way around"
+    assert paths.avoidable(drain(aipod, "spine1"), "dpu1", "dpu2") == ["spine1"]
+    assert paths.avoidable(drain(aipod, "leaf1", "dpu1"), "dpu1", "dpu2") == ["leaf1"], "a VTEP is no transit"
+    assert paths.avoidable(drain(aipod, "leaf1", "leaf2"), "dpu1", "dpu2") == [], "no way around"
     lv = load("topologies/leaf-vtep.yml")
-    assert underlay._avoidable(drain(lv, "spine1"), "leaf1", "leaf2") == ["spine1"]
-    assert underlay._avoidable(drain(lv, "spine1", "spine2"), "leaf1", "leaf2") == []
+    assert paths.avoidable(drain(lv, "spine1"), "leaf1", "leaf2") == ["spine1"]
+    assert paths.avoidable(drain(lv, "spine1", "spine2"), "leaf1", "leaf2") == []
+    # and the paths go around what can be avoided
+    assert paths.next_hops(drain(aipod, "leaf1"), "dpu1", "dpu2") == {"dpu1": ("p1",), "leaf2": ("swp4",)}
+    assert paths.next_hops(drain(lv, "spine1"), "leaf1", "leaf2") == {"leaf1": ("swp2",), "spine2": ("swp2",)}

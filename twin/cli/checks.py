@@ -8,7 +8,7 @@ from dataclasses import asdict
 import click
 from rich.table import Table
 
-from twin import verify
+from twin import prove, verify
 from twin.cli.common import err, main, out, run
 from twin.errors import TwinError
 from twin.lab import Lab
@@ -21,11 +21,18 @@ from twin.traffic import flows
               help=f"Run only these check groups (repeatable): {', '.join(verify.GROUPS)}.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
+@click.option("--prove", "prove_", is_flag=True,
+              help="Prove verify: break every element of the lab's intent in turn, check that verify notices, "
+                   "restore it. Exit 0 only if every one was caught and restored.")
+@click.option("--element", "patterns", multiple=True, metavar="GLOB",
+              help="With --prove: only elements whose id matches (repeatable), e.g. 'port-rule dpu1:*'.")
 @click.pass_context
-def verify_(ctx, lab, only, as_json, junit):
+def verify_(ctx, lab, only, as_json, junit, prove_, patterns):
     """Verify LAB against its topology: state, RoCE traffic, isolation, zero-trust. Exit 0 only if all pass."""
     def go():
         c = Lab(lab).context()
+        if prove_ or patterns:
+            return proof_(c, list(only) or None, list(patterns) or None, as_json, junit)
         with err.status(f"verifying {lab}"):
             report = verify.run(c, only=list(only) or None)
         if junit:
@@ -36,6 +43,45 @@ def verify_(ctx, lab, only, as_json, junit):
             print_report(report)
         sys.exit(0 if report.passed else 1)
     run(ctx, go)
+
+
+def proof_(c, only, patterns, as_json, junit) -> None:
+    unknown = sorted(set(only or []) - set(verify.GROUPS))
+    if unknown:
+        raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(verify.GROUPS)}")
+    with err.status(f"proving verify on {c.name}") as status:
+        proof = prove.prove(c, patterns, only, say=lambda m: status.update(f"proving verify on {c.name}: {m}"))
+    if junit:
+        proof.write_junit(junit)
+    if as_json:
+        click.echo(proof.to_json())
+    else:
+        print_proof(proof)
+    sys.exit(0 if proof.passed else 1)
+
+
+def print_proof(proof) -> None:
+    t = Table(title=f"twin verify {proof.lab} --prove: every element broken in turn", title_justify="left")
+    for col in ("element", "broken by", "caught", "by check", "restored", "s"):
+        t.add_column(col, justify="right" if col == "s" else "left", overflow="fold")
+    yes, no = "[green]yes[/green]", "[red]NO[/red]"
+    for o in proof.outcomes:
+        t.add_row(o.element.id, o.element.how, yes if o.caught else no, o.check or "-",
+                  yes if o.restored else no, f"{o.seconds.get('total', 0):.1f}")
+    out.print(t)
+    for o in proof.outcomes:
+        if not (o.caught and o.restored):
+            out.print(f"[red]{'MISSED' if not o.caught else 'NOT RESTORED'}[/red] {o.element.id} "
+                      f"({o.element.what}): ", end="")
+            out.print(o.detail or "no check of " + ", ".join(o.element.groups) + " failed", markup=False)
+    if proof.exempt:
+        out.print(f"{len(proof.exempt)} rendered settings carry no guarantee in this lab (not proved; --json lists "
+                  f"them): " + ", ".join(sorted({x.kind for x in proof.exempt})))
+    if proof.aborted:
+        out.print(f"[red]stopped[/red]: {proof.aborted}")
+    colour = "green" if proof.passed else "red"
+    out.print(f"[{colour}]{proof.score}[/{colour}] ({len(proof.outcomes)} of {proof.total} elements, "
+              f"{proof.seconds:.0f} s)")
 
 
 def print_report(report) -> None:

@@ -28,6 +28,7 @@ NTF_MASTER, NUD_NOARP, NUD_PERMANENT = 0x04, 0x40, 0x80
 class Netns(Protocol):
     def ipr(self, ns: str) -> IPRoute: ...
     def path(self, ns: str) -> str: ...
+    def sysctl(self, ns: str, key: str, value: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,10 @@ def _route(s: Step, ipr: IPRoute, verb: str) -> None:
     ipr.route(verb, gateway=s.args["via"], oif=index(ipr, s.dev), family=socket.AF_INET, **dst)
 
 
+def _tos(tos: int) -> str:
+    return "inherit" if tos == 1 else str(tos)
+
+
 def _set(**kw) -> Callable[[Step, IPRoute, Netns], None]:
     """`ip link set DEV ...` with attributes taken from the step's args (callables) or constants."""
     return lambda s, ipr, nn: ipr.link("set", index=index(ipr, s.dev),
@@ -129,6 +134,9 @@ OPS: dict[str, Op] = {
     "addr": Op(lambda s, n: f"ip {n}addr add {s.args['cidr']} dev {s.dev}",
                lambda s, ipr, nn: ipr.addr("add", index=index(ipr, s.dev), address=s.args["cidr"].split("/")[0],
                                            prefixlen=int(s.args["cidr"].split("/")[1]))),
+    "unaddr": Op(lambda s, n: f"ip {n}addr del {s.args['cidr']} dev {s.dev}",
+                 lambda s, ipr, nn: ipr.addr("del", index=index(ipr, s.dev), address=s.args["cidr"].split("/")[0],
+                                             prefixlen=int(s.args["cidr"].split("/")[1]))),
     "flush": Op(lambda s, n: f"ip {n}addr flush dev {s.dev}",
                 lambda s, ipr, nn: ipr.flush_addr(index=index(ipr, s.dev))),
     "del": Op(lambda s, n: f"ip {n}link del {s.dev}", lambda s, ipr, nn: ipr.link("del", index=index(ipr, s.dev))),
@@ -140,6 +148,14 @@ OPS: dict[str, Op] = {
     "fdb": Op(lambda s, n: f"bridge {n}fdb replace {s.args['mac']} dev {s.dev} master static",
               lambda s, ipr, nn: ipr.fdb("replace", ifindex=index(ipr, s.dev), lladdr=s.args["mac"],
                                          flags=NTF_MASTER, state=NUD_NOARP)),
+    "unfdb": Op(lambda s, n: f"bridge {n}fdb del {s.args['mac']} dev {s.dev} master",
+                lambda s, ipr, nn: ipr.fdb("del", ifindex=index(ipr, s.dev), lladdr=s.args["mac"], flags=NTF_MASTER)),
+    # a VXLAN device's outer TOS: 1 is `inherit` (the inner packet's DSCP/ECN), as `vxlan` makes it
+    "vxlan-tos": Op(lambda s, n: f"ip {n}link set {s.dev} type vxlan tos {_tos(s.args['tos'])}",
+                    lambda s, ipr, nn: ipr.link("set", index=index(ipr, s.dev), kind="vxlan", vxlan_tos=s.args["tos"])),
+    # a sysctl of the node's (or a tenant's) network namespace; containers see /proc/sys read-only
+    "sysctl": Op(lambda s, n: f"{'ip netns exec ' + s.ns + ' ' if s.ns else ''}sysctl -w {s.dev}={s.args['value']}",
+                 lambda s, ipr, nn: nn.sysctl(s.ns, s.dev, str(s.args["value"]))),
     # a workload's IP/MAC binding: PERMANENT, never aged or collected (see overlay.bindings)
     "neigh": Op(lambda s, n: f"ip {n}neigh replace {s.args['ip']} lladdr {s.args['mac']} dev {s.dev} nud permanent",
                 lambda s, ipr, nn: ipr.neigh("replace", dst=s.args["ip"], lladdr=s.args["mac"],

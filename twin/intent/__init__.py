@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from twin.intent.tenants import SegmentIntent, TenantIntent, tenant_intent
+from twin.intent.tenants import SegmentIntent, TenantIntent, evpn_routes, tenant_intent
 from twin.topology.model import Fabric, Session
 
 
@@ -71,6 +71,10 @@ class Intent:
 
     def vteps(self) -> list[str]:
         return [n for n, i in self.nodes.items() if i.vtep]
+
+    def evpn_routes(self, tenant: str) -> dict[tuple[tuple[int, str, str], frozenset[int]], str]:
+        """Every EVPN route of a tenant, as every one of its VTEPs holds it (see tenants.evpn_routes)."""
+        return evpn_routes(self.fabric, self.fabric.tenants[tenant])
 
     def owner_of(self) -> dict[str, str]:
         """Host /32 -> tenant, over every tenant: names the owner of a leaked route."""

@@ -55,7 +55,7 @@ class TenantIntent:
 
     def vni_entries(self) -> dict[int, dict]:
         """What `show evpn vni detail json` must say of each VNI (subset, FRR 8.4 and 10 normalised)."""
-        out = {self.l3vni: {"vni": self.l3vni, "type": "L3", "vrf": self.vrf}}
+        out = {self.l3vni: {"vni": self.l3vni, "type": "L3", "vrf": self.vrf, "state": "Up"}}
         for s in self.segments:
             out[s.l2vni] = {"vni": s.l2vni, "type": "L2", "vrf": self.vrf,
                             "remoteVteps": sorted(s.remote_vteps.values())}
@@ -104,6 +104,25 @@ def vrf_routes(fabric: Fabric, node: str, t: Tenant) -> dict[str, frozenset[str]
         if s.name not in local and owners:
             best = min(rank[v] for v in owners)
             out[s.subnet] = frozenset(lo[v] for v in owners if rank[v] == best)
+    return out
+
+
+def evpn_routes(fabric: Fabric, t: Tenant) -> dict[tuple[tuple[int, str, str], frozenset[int]], str]:
+    """Every EVPN route of tenant `t`, in every VTEP's table: ((type, what, originating VTEP's
+    loopback), VNIs of its route targets) -> what it is. Per host a MAC (its L2VNI) and a MAC/IP
+    route (its L2VNI and the tenant's L3VNI: symmetric IRB); per segment and VTEP that has it an
+    inclusive-multicast route (type-3, its L2VNI) and the subnet (type-5, the L3VNI)."""
+    lo = {v: fabric.nodes[v].loopback for v in t.vteps()}
+    out = {}
+    for a in t.attachments:
+        seg, ip = t.segments[a.segment], a.address.split("/")[0]
+        out[((2, a.mac, lo[a.vtep]), frozenset({seg.l2vni}))] = f"type-2 MAC {a.mac} of {a.host} from {a.vtep}"
+        out[((2, f"{a.mac} {ip}", lo[a.vtep]), frozenset({seg.l2vni, t.l3vni}))] = \
+            f"type-2 MAC/IP {a.mac} {ip} of {a.host} from {a.vtep}"
+    for s in t.segments.values():
+        for v in t.segment_vteps(s.name):
+            out[((3, lo[v], lo[v]), frozenset({s.l2vni}))] = f"type-3 of {s.name} (VNI {s.l2vni}) from {v}"
+            out[((5, s.subnet, lo[v]), frozenset({t.l3vni}))] = f"type-5 {s.subnet} ({s.name}) from {v}"
     return out
 
 

@@ -16,11 +16,13 @@ from twin.runtime.exec import NodeExec
 SUMMARY = "show bgp ipv4 unicast summary json"   # underlay sessions
 SUMMARY_ALL = "show bgp summary json"            # every AFI (EVPN too)
 ROUTES = "show bgp l2vpn evpn route json"
+RIB = "show ip route json"                        # the default VRF: loopbacks
 VNIS = "show evpn vni detail json"
 FRR_CONF = "frr.conf"
 RELOAD = ["/usr/lib/frr/frr-reload.py", "--reload", "--stdout", f"/etc/frr/{FRR_CONF}"]
 RESTART = ["/usr/lib/frr/frrinit.sh", "restart"]
 _RT = re.compile(r"RT:[0-9.]+:(\d+)")
+_EVPN = re.compile(r"\[(\d)\]:\[\d+\]:\[(\d+)\]:\[([^\]]+)\](?::\[\d+\]:\[([^\]]+)\])?")
 
 
 def vrf_routes_cmd(vrf: str) -> str:
@@ -49,6 +51,29 @@ def evpn_routes(doc: dict) -> list[tuple[int, str, set[int]]]:
                     comm = (path.get("extendedCommunity") or {}).get("string", "")
                     vnis |= {int(v) for v in _RT.findall(comm)}
             out.append((int(prefix[1]), prefix, vnis))
+    return out
+
+
+def evpn_table(doc: dict) -> list[tuple[tuple[int, str, str], frozenset[int]]]:
+    """Every EVPN route of `show bgp l2vpn evpn route json` as ((type, what, originating VTEP),
+    VNIs of its route targets): what is a MAC, "MAC IP" (type-2), the VTEP (type-3) or the
+    prefix (type-5); the originator is the route's next hop (VTEPs keep theirs end to end)."""
+    out = []
+    for rd, table in doc.items():
+        if not isinstance(table, dict):
+            continue
+        for prefix, entry in table.items():
+            m = _EVPN.fullmatch(prefix)
+            if not m:
+                continue
+            rtype, length, first, ip = int(m[1]), m[2], m[3], m[4]
+            what = {2: f"{first} {ip}" if ip else first, 5: f"{first}/{length}"}.get(rtype, first)
+            hops, vnis = set(), set()
+            for p in entry.get("paths", []) if isinstance(entry, dict) else entry:
+                for path in (p if isinstance(p, list) else [p]):
+                    vnis |= {int(v) for v in _RT.findall((path.get("extendedCommunity") or {}).get("string", ""))}
+                    hops |= {nh.get("ip") for nh in path.get("nexthops", []) if nh.get("ip")}
+            out += [((rtype, what, hop), frozenset(vnis)) for hop in sorted(hops)]
     return out
 
 

@@ -7,8 +7,11 @@ rehearsal snapshots) opens its pyroute2 handles through `Handles` or `ipr`.
 """
 from __future__ import annotations
 
+import ctypes
+import os
+import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from pyroute2 import IPRoute
 
@@ -24,6 +27,51 @@ def tenant_netns_path(pid: int, ns: str) -> str:
 def path(pid: int, ns: str = "") -> str:
     """The node's own namespace (ns "") or a tenant namespace inside it."""
     return tenant_netns_path(pid, ns) if ns else netns_path(pid)
+
+
+T = TypeVar("T")
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def inside(ns_path: str, fn: Callable[[], T]) -> T:
+    """`fn()` run in network namespace `ns_path`. A namespace is a per-thread attribute: a thread of
+    its own enters it (setns(2)), runs `fn` and ends, so no thread of twin stays in a lab's namespace
+    and no process is forked. What it opens (a socket, a /proc/sys/net file) belongs to that namespace."""
+    out: dict[str, object] = {}
+
+    def enter_and_run() -> None:
+        try:
+            fd = os.open(ns_path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if _libc.setns(fd, CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns into {ns_path}: {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            out["value"] = fn()
+        except OSError as e:
+            out["error"] = e
+
+    t = threading.Thread(target=enter_and_run, name="twin-netns")
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def write_sysctl(ns_path: str, key: str, value: str) -> None:
+    """Set a network sysctl (net.*) of namespace `ns_path` through the host's /proc/sys, which
+    shows the namespace of the thread that opens it (a container's own is read-only)."""
+    if not key.startswith("net."):
+        raise ValueError(f"{key}: only network sysctls belong to a namespace")
+
+    def write() -> None:
+        with open("/proc/sys/" + key.replace(".", "/"), "w") as f:
+            f.write(value)
+
+    inside(ns_path, write)
 
 
 @contextmanager
@@ -56,6 +104,9 @@ class Handles:
 
     def path(self, ns: str) -> str:
         return path(self.pid, ns)
+
+    def sysctl(self, ns: str, key: str, value: str) -> None:
+        write_sysctl(path(self.pid, ns), key, value)
 
     def close(self) -> None:
         for h in self._open.values():

@@ -33,3 +33,20 @@ def fdb(ipr: IPRoute, names: dict[int, str] | None = None) -> set[tuple[str, str
     names = names if names is not None else link_names(ipr)
     return {(names.get(e["ifindex"], "?"), e.get("lladdr") or e.get("NDA_LLADDR"), e.get("dst") or e.get("NDA_DST"))
             for e in ipr.fdb("dump") if e.get("dst") or e.get("NDA_DST")}
+
+
+NUD_NOARP, NUD_PERMANENT, NTF_SELF, NTF_EXT_LEARNED = 0x40, 0x80, 0x02, 0x10
+
+
+def learned(ipr: IPRoute, port: str) -> list[str]:
+    """MACs a bridge learned on `port` from the frames it received there (not static, permanent
+    or put there by zebra): what a frame with another host's MAC leaves behind."""
+    index = ipr.link_lookup(ifname=port)
+    if not index:
+        return []
+    out = []
+    for e in ipr.fdb("dump", ifindex=index[0]):
+        if e["ifindex"] != index[0] or e["state"] & (NUD_NOARP | NUD_PERMANENT) or e["flags"] & (NTF_SELF | NTF_EXT_LEARNED):
+            continue
+        out.append(e.get_attr("NDA_LLADDR"))
+    return sorted(m for m in out if m)

@@ -3,17 +3,19 @@
 Each tap is an AF_PACKET socket opened inside a node's namespace (pyroute2's
 `netns.create_socket`), bound to one port. All taps receive concurrently while
 every source sends its flows; the run ends when every frame that should arrive
-has arrived, or at the deadline, plus a short window for late or stray frames
-(leaks, duplicates). Nothing is sent outside namespaces the lab created.
+has arrived, or once none at all has arrived for `timeouts.TRAFFIC_QUIET` (frames
+in flight arrive within milliseconds of each other: what is still missing then is
+lost), or at the deadline, plus a short window for late or stray frames (leaks,
+duplicates). Nothing is sent outside namespaces the lab created.
 """
 from __future__ import annotations
 
-import ctypes
-import os
+import errno
 import random
 import select
 import socket
 import threading
+import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from typing import Callable
 
 from twin import timeouts, wait
 from twin.errors import ConvergenceTimeout
+from twin.runtime import netns
 from twin.traffic import roce
 
 ETH_P_ALL = 0x0003
@@ -38,35 +41,9 @@ class Tap:
     port: str
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-CLONE_NEWNET = 0x40000000
-
-
 def socket_in(ns_path: str, family: int, kind: int, proto: int) -> socket.socket:
-    """A socket of network namespace `ns_path`. A namespace is a per-thread attribute: a thread
-    of its own enters it (setns(2)), makes the socket (which stays in that namespace) and ends,
-    so no thread of twin is ever left in a lab's namespace, and no process is forked."""
-    made: dict[str, object] = {}
-
-    def enter_and_make() -> None:
-        try:
-            fd = os.open(ns_path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                if _libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns into {ns_path}: {os.strerror(err)}")
-            finally:
-                os.close(fd)
-            made["socket"] = socket.socket(family, kind, proto)
-        except OSError as e:
-            made["error"] = e
-
-    t = threading.Thread(target=enter_and_make, name="twin-netns-socket")
-    t.start()
-    t.join()
-    if "error" in made:
-        raise made["error"]
-    return made["socket"]
+    """A socket of network namespace `ns_path`, made by a short thread inside it (`netns.inside`)."""
+    return netns.inside(ns_path, lambda: socket.socket(family, kind, proto))
 
 
 def open_socket(tap: Tap) -> socket.socket:
@@ -100,52 +77,33 @@ class Session:
 
     def run(self, sends: dict[str, list[bytes]], keep: Callable[[bytes], bool],
             done: Callable[[dict[str, list[bytes]]], list[str]], timeout: float,
-            window: float = timeouts.TRAFFIC_WINDOW) -> dict[str, list[bytes]]:
+            window: float = timeouts.TRAFFIC_WINDOW,
+            quiet: float | None = timeouts.TRAFFIC_QUIET) -> dict[str, list[bytes]]:
         """Send `sends` (tap -> frames, in order) while capturing frames that `keep` accepts
         on every tap (not the ones a tap sends itself). Ends when `done(captured)` reports
-        nothing missing, or at `timeout`, then captures `window` seconds more."""
-        captured: dict[str, list[bytes]] = defaultdict(list)
-        lock = threading.Lock()
+        nothing missing, when no frame was kept for `quiet` seconds since the last one (or
+        since the sending ended), or at `timeout`; then captures `window` seconds more."""
+        cap = _Captured()
         stop = threading.Event()
-
-        def receive() -> None:
-            """One thread reads every tap: poll(2) says which have frames."""
-            poller, by_fd = select.poll(), {}
-            for name, sock in self.socks.items():
-                sock.setblocking(False)
-                poller.register(sock, select.POLLIN)
-                by_fd[sock.fileno()] = (name, sock, name in self.outgoing)
-            while not stop.is_set():
-                for fd, _ in poller.poll(POLL_MS):
-                    name, sock, both = by_fd[fd]
-                    for _ in range(BATCH):
-                        try:
-                            frame, addr = sock.recvfrom(65535)
-                        except (BlockingIOError, InterruptedError):
-                            break
-                        except OSError:
-                            poller.unregister(fd)
-                            break
-                        if (both or addr[2] != PACKET_OUTGOING) and keep(frame):
-                            with lock:
-                                captured[name].append((frame, addr[2] == PACKET_OUTGOING) if both else frame)
 
         def send(name: str) -> None:
             s = self.socks[name]
             for f in sends[name]:
                 _send(s, f)
 
-        receivers = [threading.Thread(target=receive, name="twin-taps", daemon=True)]
-        for r in receivers:
-            r.start()
+        receiver = threading.Thread(target=self._receive, args=(keep, cap, stop), name="twin-taps", daemon=True)
+        receiver.start()
         try:
             with ThreadPoolExecutor(max(1, min(16, len(sends)))) as pool:
                 list(pool.map(send, [n for n in sends if sends[n]]))
+            sent = time.monotonic()
 
             def missing() -> list[str]:
-                with lock:
-                    snapshot = {k: list(v) for k, v in captured.items()}
-                return done(snapshot)
+                with cap.lock:
+                    snapshot = {k: list(v) for k, v in cap.frames.items()}
+                    since = time.monotonic() - max(cap.last, sent)
+                left = done(snapshot)
+                return [] if left and quiet is not None and since > quiet else left   # the rest is lost
 
             try:
                 wait.until(missing, timeout, "expected frames", first=0.02, cap=0.2)
@@ -154,19 +112,57 @@ class Session:
             stop.wait(window)
         finally:
             stop.set()
-            for r in receivers:
-                r.join()
-        return dict(captured)
+            receiver.join()
+        return dict(cap.frames)
+
+    def _receive(self, keep: Callable[[bytes], bool], cap: "_Captured", stop: threading.Event) -> None:
+        """One thread reads every tap: poll(2) says which have frames."""
+        poller, by_fd = select.poll(), {}
+        for name, sock in self.socks.items():
+            sock.setblocking(False)
+            poller.register(sock, select.POLLIN)
+            by_fd[sock.fileno()] = (name, sock, name in self.outgoing)
+        while not stop.is_set():
+            for fd, _ in poller.poll(POLL_MS):
+                name, sock, both = by_fd[fd]
+                for _ in range(BATCH):
+                    try:
+                        frame, addr = sock.recvfrom(65535)
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError:
+                        poller.unregister(fd)
+                        break
+                    if (both or addr[2] != PACKET_OUTGOING) and keep(frame):
+                        with cap.lock:
+                            cap.frames[name].append((frame, addr[2] == PACKET_OUTGOING) if both else frame)
+                            cap.last = time.monotonic()
+
+
+class _Captured:
+    """What the taps kept so far, per tap, and when the last frame was kept."""
+
+    def __init__(self) -> None:
+        self.frames: dict[str, list] = defaultdict(list)
+        self.lock = threading.Lock()
+        self.last = 0.0
 
 
 def _send(s: socket.socket, frame: bytes) -> None:
-    """Send on a non-blocking tap; a full queue waits until it can take the frame."""
+    """Send on a non-blocking tap; a full queue waits until it can take the frame. A frame longer
+    than the port's MTU is refused by the kernel (EMSGSIZE), as a NIC would not send it, and one
+    the port's far end drops (a veth whose peer's MTU is smaller says ENOBUFS) is lost on the
+    wire: either way it is lost at the sender, and counted as lost where it should have arrived."""
     while True:
         try:
             s.send(frame)
             return
         except BlockingIOError:
             select.select([], [s], [], 0.05)
+        except OSError as e:
+            if e.errno in (errno.EMSGSIZE, errno.ENOBUFS):
+                return
+            raise
 
 
 def new_run_id() -> int:

@@ -158,6 +158,7 @@ class Encapsulated:
     inner_dscp: int
     run: int
     flow_id: int
+    fragment: bool = False   # the outer packet was fragmented on its way (an MTU short of the frame)
 
 
 def encapsulated(frame: bytes) -> Encapsulated | None:
@@ -177,8 +178,9 @@ def encapsulated(frame: bytes) -> Encapsulated | None:
     at = inner + _tag_offset(frame[inner:])
     magic, run, flow_id, _ = TAG.unpack(frame[at:at + TAG.size])
     src = ".".join(str(b) for b in frame[26:30])
+    fragment = bool(int.from_bytes(frame[20:22], "big") & 0x3FFF)   # more fragments, or an offset
     return Encapsulated(src, frame[15] >> 2, int.from_bytes(frame[udp + 12:udp + 15], "big"), frame[ip + 1] >> 2,
-                        run, flow_id)
+                        run, flow_id, fragment)
 
 
 def _tag_offset(frame: bytes) -> int:

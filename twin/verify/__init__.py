@@ -4,9 +4,10 @@
     report = twin.verify.run(lab, only=["isolation"])
     assert report.passed, report.failures()
 
-Groups: control (BGP, VNIs, VRF contents), traffic (RoCEv2 quality between
-same-tenant hosts), isolation (the all-pairs matrix), underlay (VNIs, DSCP and
-ECMP on fabric links), zerotrust (spoofing and VXLAN injection attempts).
+Groups: control (BGP, loopbacks, EVPN routes, VNIs, VRF contents), traffic (RoCEv2
+quality between same-tenant hosts), isolation (the all-pairs matrix), underlay (VNIs,
+DSCP, MTU and ECMP on fabric links), zerotrust (every spoofing and injection attempt
+each port rule stops), arp (gateways and remote peers answered by the host's VTEP).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Callable
 
 from twin.errors import TwinError
 from twin.lifecycle.context import context_of
-from twin.verify import control, isolation, traffic, underlay, zerotrust
+from twin.verify import arp, control, isolation, traffic, underlay, zerotrust
 from twin.verify.result import Check, Report
 
 GROUPS: dict[str, Callable] = {
@@ -25,6 +26,7 @@ GROUPS: dict[str, Callable] = {
     "isolation": isolation.run,
     "underlay": underlay.run,
     "zerotrust": zerotrust.run,
+    "arp": arp.run,
 }
 
 

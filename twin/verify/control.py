@@ -39,14 +39,18 @@ def compare(expected: dict[str, frozenset[str]], actual: dict[str, frozenset[str
 def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
     ex = ctx.exec(n.node)
     try:
-        (summary,) = ex.vtysh_json(frr.SUMMARY_ALL, timeout=timeouts.VTYSH)
+        summary, rib = ex.vtysh_json(frr.SUMMARY_ALL, frr.RIB, timeout=timeouts.VTYSH)
         diffs = subset(n.bgp_summary(), summary)
+        routes = frr.vrf_routes(rib)
+        lost = [f"no route to {peer}'s loopback {p}" for peer, p in sorted(n.loopbacks.items()) if p not in routes]
     except TwinError as e:
-        diffs = [f"cannot read BGP state: {e}"]
+        diffs = lost = [f"cannot read BGP state: {e}"]
     checks = [Check(GROUP, f"bgp {n.node}", not diffs, "; ".join(diffs),
-                    {"expected_sessions": [str(s) for s in n.sessions]})]
+                    {"expected_sessions": [str(s) for s in n.sessions]}),
+              Check(GROUP, f"loopbacks {n.node}", not lost, "; ".join(lost), {"expected": n.loopbacks})]
     if not n.vtep:
         return checks
+    checks += evpn_checks(ctx, n)
     try:  # a separate call: FRR 8.4 prints nothing at all here once EVPN is off on the node
         (vni_doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)
     except TwinError as e:
@@ -69,6 +73,35 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
         checks.append(Check(GROUP, f"vrf {n.node} {t.vrf}", not diffs, "; ".join(diffs),
                             {"expected": {p: sorted(h) for p, h in t.routes.items()},
                              "actual": {p: sorted(h) for p, h in actual.items()}}))
+    return checks
+
+
+def evpn_checks(ctx: LabContext, n: NodeIntent) -> list[Check]:
+    """Per tenant of VTEP `n`: its EVPN table holds exactly the tenant's routes, from the VTEPs
+    that originate them, with the tenant's route targets (`twin.intent.tenants.evpn_routes`)."""
+    try:
+        (doc,) = ctx.exec(n.node).vtysh_json(frr.ROUTES, timeout=timeouts.VTYSH)
+        table = set(frr.evpn_table(doc))
+    except TwinError as e:
+        return [Check(GROUP, f"evpn {n.node} {t.tenant}", False, f"cannot read EVPN routes: {e}") for t in n.tenants]
+    known = {v for t in ctx.fabric.tenants.values() for v in [t.l3vni, *(s.l2vni for s in t.segments.values())]}
+    who = {ctx.fabric.nodes[v].loopback: v for v in ctx.fabric.vteps()}
+    checks = []
+    for t in n.tenants:
+        want = ctx.intent.evpn_routes(t.tenant)
+        mine = {t.l3vni} | {s.l2vni for s in ctx.fabric.tenants[t.tenant].segments.values()}
+        diffs = []
+        for (key, vnis), what in want.items():
+            if (key, vnis) in table:
+                continue
+            foreign = sorted({v for k, vs in table if k == key and not vs & known for v in vs})
+            diffs.append(f"no {what}" + (f" with {t.tenant}'s route targets (VNI {', '.join(map(str, sorted(vnis)))})"
+                                         f"; one with route targets of VNI {', '.join(map(str, foreign))}"
+                                         if foreign else ""))
+        diffs += [f"unexpected type-{k[0]} {k[1]} from {who.get(k[2], k[2])} (VNI {', '.join(map(str, sorted(vs)))})"
+                  for k, vs in sorted(table, key=str) if vs & mine and (k, vs) not in want]
+        checks.append(Check(GROUP, f"evpn {n.node} {t.tenant}", not diffs, "; ".join(diffs),
+                            {"expected": len(want), "routes": sum(1 for _, vs in table if vs & mine)}))
     return checks
 
 

@@ -9,7 +9,7 @@ ip link add vxlan10100 mtu 8950 type vxlan id 10100 local 10.255.0.6 dstport 478
 ip link add br10100 mtu 8950 type bridge
 ip link set br10100 master red
 ip link set vxlan10100 master br10100
-bridge link set dev vxlan10100 learning off neigh_suppress on
+bridge link set dev vxlan10100 learning off
 ip link set vxlan10100 up
 ip link set br10100 up
 ip link add vxlan10101 mtu 8950 type vxlan id 10101 local 10.255.0.6 dstport 4789 nolearning tos inherit ttl 64
@@ -29,7 +29,7 @@ ip link add vxlan10200 mtu 8950 type vxlan id 10200 local 10.255.0.6 dstport 478
 ip link add br10200 mtu 8950 type bridge
 ip link set br10200 master blue
 ip link set vxlan10200 master br10200
-bridge link set dev vxlan10200 learning off neigh_suppress on
+bridge link set dev vxlan10200 learning off
 ip link set vxlan10200 up
 ip link set br10200 up
 ip link add vxlan10201 mtu 8950 type vxlan id 10201 local 10.255.0.6 dstport 4789 nolearning tos inherit ttl 64

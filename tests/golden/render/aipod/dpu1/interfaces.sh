@@ -10,7 +10,7 @@ ip -n red link set lo up
 ip link add vxlan10100 netns red index 16787316 mtu 8950 type vxlan id 10100 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
 ip -n red link add br10100 index 33564532 mtu 8950 type bridge
 ip -n red link set vxlan10100 master br10100
-bridge -n red link set dev vxlan10100 learning off neigh_suppress on
+bridge -n red link set dev vxlan10100 learning off
 ip -n red link set vxlan10100 up
 ip -n red link set br10100 up
 ip link add vxlan10101 netns red index 16787317 mtu 8950 type vxlan id 10101 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
@@ -39,7 +39,7 @@ ip -n blue link set lo up
 ip link add vxlan10200 netns blue index 16787416 mtu 8950 type vxlan id 10200 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64
 ip -n blue link add br10200 index 33564632 mtu 8950 type bridge
 ip -n blue link set vxlan10200 master br10200
-bridge -n blue link set dev vxlan10200 learning off neigh_suppress on
+bridge -n blue link set dev vxlan10200 learning off
 ip -n blue link set vxlan10200 up
 ip -n blue link set br10200 up
 ip link add vxlan10201 netns blue index 16787417 mtu 8950 type vxlan id 10201 local 10.255.0.5 dstport 4789 nolearning tos inherit ttl 64

@@ -1,0 +1,199 @@
+"""`twin verify --prove` without Docker: the tenant paths it derives, the EVPN routes intent
+expects, the attack frames of the zero-trust group (each stopped by exactly one rule), and the
+elements a lab's intent yields (issue 16)."""
+from __future__ import annotations
+
+import ipaddress
+import re
+import struct
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from twin.config import overlay
+from twin.intent import Intent, paths
+from twin.intent.tenants import evpn_counts, evpn_routes
+from twin.prove import elements
+from twin.prove.element import Kernel, NftDelete, Reload, Vtysh
+from twin.prove.ports import rules
+from twin.prove.report import Outcome, Proof
+from twin.topology import load
+from twin.traffic import frames as X
+from twin.traffic import roce
+from twin.verify import zerotrust
+from twin.verify.result import Check
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = 0x5EED
+
+
+@pytest.fixture
+def aipod(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    return load("topologies/aipod.yml")
+
+
+@pytest.fixture
+def pod8(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    return load("topologies/pod8.yml")
+
+
+def ctx_of(fabric, backend="netns"):
+    """What element derivation reads of a running lab: its intent and VRF backend."""
+    return SimpleNamespace(fabric=fabric, backend=backend, intent=Intent(fabric), name="t")
+
+
+def test_tenant_paths_of_aipod(aipod):
+    assert paths.next_hops(aipod, "dpu1", "dpu2") == {"dpu1": ("p0", "p1"), "leaf1": ("swp4",), "leaf2": ("swp4",)}
+    assert paths.carried(aipod) == {("dpu1", "p0"), ("dpu1", "p1"), ("dpu2", "p0"), ("dpu2", "p1"),
+                                    ("leaf1", "swp3"), ("leaf1", "swp4"), ("leaf2", "swp3"), ("leaf2", "swp4")}
+    assert set(paths.branching(aipod)) == {"dpu1", "dpu2"}, "aipod's DPUs share their leafs: no spine on a path"
+    assert paths.cover(aipod) == [("dpu2", "dpu1"), ("dpu1", "dpu2")]
+
+
+def test_the_covering_pairs_cross_every_carried_port_and_choice_of_pod8(pod8):
+    cover = paths.cover(pod8)
+    assert 4 <= len(cover) <= 16
+    crossed = {(n, p) for a, b in cover for n, ps in paths.next_hops(pod8, a, b).items() for p in ps}
+    assert crossed == paths.carried(pod8)
+    branches = {n for a, b in cover for n, ps in paths.next_hops(pod8, a, b).items() if len(ps) > 1}
+    assert branches == set(paths.branching(pod8)) >= {"dpu1", "leaf1", "spine1"}
+
+
+def test_evpn_routes_of_a_tenant_are_what_status_counts(aipod):
+    for t in aipod.tenants.values():
+        routes = evpn_routes(aipod, t)
+        by_type = Counter(f"type{k[0]}" for k, _ in routes)
+        assert dict(by_type) == evpn_counts(t)
+    red = evpn_routes(aipod, aipod.tenants["red"])
+    host1a = aipod.attachment_of("host1a")[1]
+    assert red[((2, f"{host1a.mac} 10.1.1.11", "10.255.0.5"), frozenset({10101, 10100}))].startswith("type-2 MAC/IP")
+    assert ((5, "10.1.2.0/24", "10.255.0.5"), frozenset({10100})) in red, "red's db subnet, from dpu1"
+
+
+def test_arp_ipv6_and_vxlan_frames_read_as_scapy_reads_them():
+    from scapy.layers.inet import UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import ARP, Ether
+
+    f = X.arp(X.ARP_REPLY, "02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:03", "10.1.1.11",
+              "02:00:00:00:00:02", "10.1.1.12", X.tag(RUN, 7))
+    p = Ether(f)
+    assert (p[ARP].op, p[ARP].hwsrc, p[ARP].psrc, p[ARP].pdst) == (2, "02:00:00:00:00:03", "10.1.1.11", "10.1.1.12")
+    assert X.arp_of(f) == (2, "02:00:00:00:00:03", "10.1.1.11", "02:00:00:00:00:02", "10.1.1.12")
+    assert X.ident(f, RUN) == 7 and X.ident(f, RUN + 1) is None and len(f) == 60
+    v6 = X.ipv6_udp("02:00:00:00:00:01", "02:00:00:00:00:02", "fe80::66", "::ffff:10.1.1.12", 41000, 4791,
+                    X.tag(RUN, 8))
+    q = Ether(v6)
+    assert q[IPv6].dst == "::ffff:10.1.1.12" and q[UDP].dport == 4791 and X.ident(v6, RUN) == 8
+    q[UDP].chksum = None
+    assert bytes(q) == v6, "scapy computes the same UDP checksum"
+    flow = roce.Flow(flow_id=9, src="a", dst="b", src_mac="02:00:00:00:00:01", dst_mac="02:00:00:00:00:02",
+                     src_ip="10.1.1.11", dst_ip="10.1.1.12", count=1, payload=64,
+                     vxlan=("02:00:00:00:00:01", "00:00:5e:00:01:01", "10.1.1.11", "10.255.0.6", 10201))
+    inner = roce.frame(roce.Flow(**{**flow.__dict__, "vxlan": None}), RUN, 0)
+    assert [X.vxlan(inner, *flow.vxlan[:4], 10201, flow.sport)] == roce.scapy_frames(flow, RUN)
+
+
+def rule_stops(rule: str, a, frame: bytes) -> bool:
+    """The rendered nftables rule `rule` of attachment `a`, as a predicate over one frame."""
+    ip = a.address.split("/")[0]
+    ethertype = struct.unpack("!H", frame[12:14])[0]
+    arp = X.arp_of(frame)
+    udp_dport = struct.unpack("!H", frame[36:38])[0] if ethertype == X.ETH_IP and frame[23] == 17 else None
+    return {
+        "spoofed MAC": frame[6:12] != X.mac(a.mac),
+        "not IPv4": ethertype not in (X.ETH_IP, X.ETH_ARP),
+        "spoofed ARP MAC": bool(arp) and arp[1] != a.mac,
+        "spoofed ARP IP": bool(arp) and arp[2] != ip,
+        "spoofed IP": ethertype == X.ETH_IP and frame[26:30] != X.ip4(ip),
+        "VXLAN from a workload": udp_dport == X.VXLAN_PORT,
+    }[rule]
+
+
+def test_every_attack_is_stopped_by_exactly_its_own_rule(aipod, pod8):
+    for fabric in (aipod, pod8):
+        attacks = zerotrust.attacks(fabric, RUN)
+        for at in attacks:
+            a = fabric.attachment_of(at.host)[1]
+            for f in at.frames:
+                stopped = [r for r in zerotrust.RULES if rule_stops(r, a, f)]
+                assert stopped == [at.rule], (at.host, at.rule, at.target.what, stopped)
+                assert X.ident(f, RUN) == at.ident
+        # every host tries every rule, against every kind of place
+        assert {(at.host, at.rule) for at in attacks} == {(h, r) for h in zerotrust.hosts(fabric) for r in zerotrust.RULES}
+    whats = {at.target.what for at in zerotrust.attacks(aipod, RUN) if at.host == "host1a" and at.rule == "spoofed IP"}
+    assert whats == {"host2a (its segment, behind dpu2)", "its gateway 10.1.1.1 on dpu1", "host1c (red db, routed)",
+                     "host1b (tenant blue)", "dpu1 loopback 10.255.0.5 (its VTEP)",
+                     "dpu2 loopback 10.255.0.6 (a remote VTEP)", "spine1 loopback 10.255.0.1 (underlay)"}
+    arp = {at.target.what for at in zerotrust.attacks(aipod, RUN) if at.host == "host1a" and at.rule == "spoofed ARP IP"}
+    assert arp == {"host2a (its segment, behind dpu2)", "its gateway 10.1.1.1 on dpu1", "everyone (gratuitous ARP)"}
+
+
+def test_a_spoofer_claims_someone_elses_identity(pod8):
+    for h in zerotrust.hosts(pod8):
+        a = pod8.attachment_of(h)[1]
+        by_mac, by_ip = zerotrust.victim(pod8, h)
+        assert by_mac.mac != a.mac and by_ip.address.split("/")[0] != a.address.split("/")[0]
+        same_segment = [t for t in zerotrust.targets(pod8, h) if t.arp and t.mac != X.BROADCAST]
+        assert all(ipaddress.ip_address(t.ip) in ipaddress.ip_network(a.address, strict=False) for t in same_segment)
+
+
+def test_the_elements_of_aipod(aipod):
+    els, exempt = elements(ctx_of(aipod))
+    assert len(els) == len({e.id for e in els}) == 174
+    kinds = Counter(e.kind for e in els)
+    assert kinds["port rule"] == 36 and kinds["underlay BGP session"] == 8 and kinds["loopback advertisement"] == 6
+    assert kinds["L2VNI device"] == kinds["L2VNI VNI"] == kinds["anycast gateway MAC"] == 6
+    assert kinds["route-target import"] == kinds["route-target export"] == 4 + 4, "web L2VNIs and the L3VNIs"
+    assert kinds["ARP suppression"] == 4 and kinds["fabric MTU"] == 8 and kinds["ECMP maximum-paths"] == 2
+    # every rule of every rendered ruleset is an element of its own
+    rendered = {c for v in aipod.vteps() for text in overlay.nft_rulesets(aipod, v, "netns").values()
+                for _, c in rules(text)}
+    assert {e.breaks[0].comment for e in els if e.kind == "port rule"} == rendered and len(rendered) == 36
+    assert all(isinstance(a, (Kernel, Vtysh, Reload, NftDelete)) for e in els for a in e.breaks)
+    assert all(any(isinstance(a, Reload) for a in e.restores) for e in els if isinstance(e.breaks[0], Vtysh))
+    assert {x.kind for x in exempt} >= {"fabric MTU", "ECMP", "route targets", "ARP suppression"}
+    assert all(x.why for x in exempt)
+
+
+def test_each_element_names_the_check_that_must_catch_it(aipod):
+    els = {e.id: e for e in elements(ctx_of(aipod))[0]}
+    line = lambda g, n, m: f"{g}: {n}: {m}"   # noqa: E731
+    assert els["port-rule dpu1:pf0vf0 spoofed MAC"].names(line("zerotrust", "host1a: spoofed MAC", "7 of 7 ..."))
+    assert not els["port-rule dpu1:pf0vf0 spoofed MAC"].names(line("zerotrust", "host1a: spoofed IP", "7 of 7"))
+    assert els["session dpu1:p0"].names(line("control", "bgp dpu1", ".ipv4Unicast.peers.p0: missing"))
+    assert not els["session dpu1:p0"].names(line("control", "bgp dpu1", ".ipv4Unicast.peers.p1: missing"))
+    assert els["tos dpu2 vxlan10101"].names(line("underlay", "red host2a -> host1a (bridged, VNI 10101)",
+                                                 "32 frames whose outer DSCP differs from the inner one"))
+    assert els["maximum-paths dpu1"].names(line("underlay", "red host1a -> host2a (every path dpu1 -> dpu2, VNI "
+                                                "10101)", "64 flows never left dpu1 by p0 (to leaf1)"))
+    assert els["mtu dpu1 br10102"].names(line("traffic", "red host1a -> host1c (RoCE 16 x 4096 B)", "16/16 frames lost"))
+    assert not els["mtu dpu1 br10102"].names(line("traffic", "red host1c -> host1a (RoCE 16 x 4096 B)", "16/16 lost"))
+
+
+def test_pod8_and_the_vrf_backend_yield_elements_too(pod8, aipod):
+    els, _ = elements(ctx_of(pod8))
+    assert len(els) == len({e.id for e in els}) > 500
+    assert {"multipath-relax spine1", "maximum-paths leaf1", "hash-policy leaf1"} <= {e.id for e in els}
+    assert "multipath-relax leaf1" not in {e.id for e in els}, "a leaf's spines share one AS"
+    vrf, _ = elements(ctx_of(aipod, "vrf"))
+    assert len(vrf) == 174 and all(a.ns == "" for e in vrf for a in e.breaks if isinstance(a, NftDelete))
+
+
+def test_a_proof_scores_and_reports(tmp_path, aipod):
+    els = elements(ctx_of(aipod))[0][:3]
+    hit = Check("zerotrust", "host1a: spoofed MAC", False, "7 of 7 attacks got through")
+    proof = Proof("t", [Outcome(els[0], [hit], restored=True), Outcome(els[1], [], restored=True),
+                        Outcome(els[2], [hit], restored=False, detail="still missing")], total=174)
+    assert proof.score == "caught 2 of 3" and not proof.passed and [o.element for o in proof.misses()] == [els[1]]
+    assert proof.outcomes[0].check == "zerotrust: host1a: spoofed MAC"
+    doc = proof.to_dict()
+    assert doc["outcomes"][0]["named_by"] == ["zerotrust: host1a: spoofed MAC: 7 of 7 attacks got through"]
+    proof.write_junit(tmp_path / "p.xml")
+    text = (tmp_path / "p.xml").read_text()
+    assert 'failures="2"' in text and "verify did not notice" in text and "not restored: still missing" in text
+    assert re.search(r'name="port rule"', text)

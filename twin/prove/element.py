@@ -1,0 +1,105 @@
+"""One element of a lab's intent, as data: what it is, where, how to break it, how to put it back,
+and which verify groups (and checks) must notice it gone.
+
+Breaking and restoring go through twin's own mechanisms only:
+
+- `Kernel`: kernel steps (`twin.config.steps`) applied by `twin.runtime.kernel.apply`, the
+  same table `interfaces.sh` is written from; restoring re-applies the node's rendered steps;
+- `Vtysh`: lines of FRR configuration typed into the node's vtysh; `Reload` restores the
+  node's rendered frr.conf with `frr-reload.py` (`twin.runtime.frr.take`);
+- `NftDelete`: one rule of a host port, found by its comment, deleted by its handle;
+- `Unlearn`: the MACs a bridge port learned while a rule was gone (a spoofer's), deleted.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Union
+
+from twin.config.steps import Step
+
+
+@dataclass(frozen=True)
+class Kernel:
+    node: str
+    steps: tuple[Step, ...]
+
+    def text(self) -> str:
+        return "; ".join(s.command() for s in self.steps)
+
+
+@dataclass(frozen=True)
+class Vtysh:
+    node: str
+    lines: tuple[str, ...]   # typed after `configure terminal`
+
+    def text(self) -> str:
+        return "vtysh: " + " / ".join(self.lines)
+
+
+@dataclass(frozen=True)
+class Reload:
+    node: str
+
+    def text(self) -> str:
+        return f"frr-reload.py of {self.node}'s rendered frr.conf"
+
+
+@dataclass(frozen=True)
+class NftDelete:
+    node: str
+    ns: str
+    comment: str
+
+    def text(self) -> str:
+        where = f"ip netns exec {self.ns} " if self.ns else ""
+        return f'{where}nft delete rule bridge twin_ports ingress handle <the rule "{self.comment}">'
+
+
+@dataclass(frozen=True)
+class Unlearn:
+    node: str
+    ns: str
+    port: str
+
+    def text(self) -> str:
+        return f"bridge fdb del <each MAC learned on {self.port}>"
+
+
+Action = Union[Kernel, Vtysh, Reload, NftDelete, Unlearn]
+
+
+@dataclass(frozen=True)
+class Element:
+    """A safeguard or setting twin renders, and the proof that verify notices it gone."""
+
+    id: str                          # unique and stable: "<kind> <place>", selected by glob
+    kind: str                        # e.g. "port rule", "L2VNI device", "route-target import"
+    node: str                        # where it lives
+    what: str                        # in words
+    groups: tuple[str, ...]          # verify groups that must notice
+    expect: tuple[str, ...]          # regexes: a failing "group: name: message" matching one names it
+    breaks: tuple[Action, ...]
+    restores: tuple[Action, ...]
+    note: str = field(default="", compare=False)   # why it carries a guarantee here, when not obvious
+
+    @property
+    def how(self) -> str:
+        return "; ".join(a.text() for a in self.breaks)
+
+    @property
+    def restored_by(self) -> str:
+        return "; ".join(a.text() for a in self.restores)
+
+    def names(self, line: str) -> bool:
+        """Does a failing check, as "group: name: message", name this element?"""
+        return any(re.search(p, line) for p in self.expect)
+
+
+@dataclass(frozen=True)
+class Exempt:
+    """Something twin renders that carries no guarantee in this lab, and why (not proved)."""
+
+    kind: str
+    where: str
+    why: str

@@ -1,0 +1,123 @@
+"""Elements of FRR's configuration: route targets, `advertise-all-vni`, type-5 advertisement,
+the L3VNI of each VRF, the underlay sessions, loopback advertisement, ECMP.
+
+Each is a line (or a setting) of the node's rendered frr.conf, broken by typing its
+opposite into vtysh and restored by `frr-reload.py` of the rendered file; a VTEP's
+workload bindings are made again after it (zebra forgets them when EVPN goes and comes).
+"""
+from __future__ import annotations
+
+import re
+
+from twin import kinds
+from twin.intent import paths
+from twin.lifecycle.context import LabContext
+from twin.prove.element import Element, Exempt, Kernel, Reload, Vtysh
+from twin.prove.kernel_side import rebind
+
+FOREIGN_RT = "65535:1"   # a route target no tenant uses (ASN 65535 is reserved)
+
+
+def _restore(ctx: LabContext, node: str) -> tuple:
+    """The node's rendered frr.conf, then (on a VTEP) its workloads' bindings made again."""
+    f = ctx.fabric
+    again = tuple(s for t in f.tenants_on(node) for s in rebind(f, node, ctx.backend, t))
+    return (Reload(node),) + ((Kernel(node, again),) if again else ())
+
+
+def evpn_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
+    """Per VTEP: `advertise-all-vni`; per tenant the L3VNI of its VRF, type-5 advertisement
+    (`advertise ipv4 unicast`, `redistribute connected`), and every route target, import and
+    export, of its L3VNI and of each L2VNI shared with another VTEP (auto-derived: broken by
+    setting a foreign one)."""
+    f, out, exempt = ctx.fabric, [], []
+    for v in f.vteps():
+        asn, back = f.nodes[v].asn, _restore(ctx, v)
+        out.append(Element(f"advertise-all-vni {v}", "advertise-all-vni", v, f"advertise-all-vni on {v}", ("control",),
+                           (rf"^control: (evpn|vni) {v} ",),
+                           (Vtysh(v, (f"router bgp {asn}", "address-family l2vpn evpn", "no advertise-all-vni")),), back))
+        for t in f.tenants_on(v):
+            vrf, tn = f"router bgp {asn} vrf {t.vrf}", re.escape(t.name)
+            evpn = rf"^control: evpn {v} {tn}: "
+            out.append(Element(f"l3vni {v} {t.vrf}", "L3VNI of a VRF", v, f"vrf {t.vrf} / vni {t.l3vni} on {v}",
+                               ("control",), (rf"^control: vni {v} {t.l3vni}: ", evpn),
+                               (Vtysh(v, (f"vrf {t.vrf}", f"no vni {t.l3vni}")),), back))
+            for line, af in (("advertise ipv4 unicast", "l2vpn evpn"), ("redistribute connected", "ipv4 unicast")):
+                out.append(Element(f"{'type5' if 'advertise' in line else 'redistribute'} {v} {t.vrf}",
+                                   "type-5 advertisement", v, f"{line} in {vrf}", ("control",), (evpn + ".*type-5",),
+                                   (Vtysh(v, (vrf, f"address-family {af}", f"no {line}")),), back))
+            rts = [(t.l3vni, vrf, (), (rf"^control: vrf {v} {re.escape(t.vrf)}: .*missing",))]
+            for s in t.segments_on(v):
+                if len(t.segment_vteps(s.name)) < 2:
+                    exempt.append(Exempt("route targets", f"{v} VNI {s.l2vni}", f"{t.name} {s.name} is on no other VTEP"))
+                else:
+                    rts.append((s.l2vni, f"router bgp {asn}", (f"vni {s.l2vni}",),
+                                (rf"^control: vni {v} {s.l2vni}: .*remoteVteps",)))
+            if len(t.vteps()) < 2:
+                exempt.append(Exempt("route targets", f"{v} VNI {t.l3vni}", f"{t.name} is on no other VTEP"))
+                rts = rts[1:]
+            for vni, head, block, imported in rts:
+                for way, expect in (("import", imported), ("export", (evpn + ".*route targets",))):
+                    out.append(Element(f"rt-{way} {v} {vni}", f"route-target {way}", v,
+                                       f"route-target {way} (auto) of VNI {vni} ({t.name}) on {v}", ("control",), expect,
+                                       (Vtysh(v, (head, "address-family l2vpn evpn", *block,
+                                                  f"route-target {way} {FOREIGN_RT}")),), back))
+    return out, exempt
+
+
+def underlay_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
+    """Each underlay BGP session (its neighbor line, on the end farther from the spines), each
+    router's loopback advertisement, and ECMP (`maximum-paths`, `as-path multipath-relax`) on
+    every router that spreads tenant paths over several ports."""
+    f, out, exempt = ctx.fabric, [], []
+    done = set()
+    for n in f.routers():
+        asn = n.asn
+        for p in n.fabric_ports:
+            peer = f.nodes[p.peer_node]
+            if (peer.name, p.peer_port) in done:
+                continue
+            done.add((n.name, p.name))
+            node, port, other = (n, p.name, peer) if kinds.of(n).tier >= kinds.of(peer).tier else \
+                (peer, p.peer_port, n)
+            out.append(Element(f"session {node.name}:{port}", "underlay BGP session", node.name,
+                               f"neighbor {port} ({node.name} - {other.name})", ("control",),
+                               (rf"^control: bgp {node.name}: .*\.{re.escape(port)}\b",),
+                               (Vtysh(node.name, (f"router bgp {node.asn}", f"no neighbor {port}")),),
+                               _restore(ctx, node.name)))
+        out.append(Element(f"loopback {n.name}", "loopback advertisement", n.name,
+                           f"network {n.loopback}/32 on {n.name}", ("control",),
+                           (rf"^control: loopbacks \S+: .*{re.escape(n.loopback)}/32",),
+                           (Vtysh(n.name, (f"router bgp {asn}", "address-family ipv4 unicast",
+                                           f"no network {n.loopback}/32")),), _restore(ctx, n.name)))
+    branching = paths.branching(f)
+    for n in f.routers():
+        if n.name not in branching:
+            exempt.append(Exempt("ECMP", n.name, "no choice of equal-cost ports on tenant paths"))
+            continue
+        spread = rf"^underlay: .*never left {re.escape(n.name)} by"
+        out.append(Element(f"maximum-paths {n.name}", "ECMP maximum-paths", n.name,
+                           f"maximum-paths (the default, 64 here) on {n.name}", ("underlay",), (spread,),
+                           (Vtysh(n.name, (f"router bgp {n.asn}", "address-family ipv4 unicast", "maximum-paths 1")),),
+                           _restore(ctx, n.name)))
+        if _relax_needed(ctx, n.name, branching[n.name]):
+            out.append(Element(f"multipath-relax {n.name}", "ECMP as-path multipath-relax", n.name,
+                               f"bgp bestpath as-path multipath-relax on {n.name}", ("underlay",), (spread,),
+                               (Vtysh(n.name, (f"router bgp {n.asn}", "no bgp bestpath as-path multipath-relax")),),
+                               _restore(ctx, n.name)))
+        else:
+            exempt.append(Exempt("ECMP as-path multipath-relax", n.name,
+                                 "its equal-cost paths come from peers of one AS (no relax needed)"))
+    return out, exempt
+
+
+def _relax_needed(ctx: LabContext, node: str, pairs: set[tuple[str, str]]) -> bool:
+    """Do `node`'s equal-cost ports for some VTEP pair lead to peers of different ASes (so their
+    AS paths differ, and only `as-path multipath-relax` makes them multipath)?"""
+    f = ctx.fabric
+    ports = f.nodes[node].ports_by_name
+    for a, b in pairs:
+        hops = paths.next_hops(f, a, b)[node]
+        if len({f.nodes[ports[p].peer_node].asn for p in hops}) > 1:
+            return True
+    return False

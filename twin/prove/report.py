@@ -1,0 +1,109 @@
+"""What a proof found: per element, how it was broken, whether verify caught it and with which
+check, whether it was restored; the score "caught N of M"; JSON and JUnit."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twin.prove.element import Element, Exempt
+from twin.verify.result import Check
+
+
+def _line(c: Check) -> str:
+    return f"{c.group}: {c.name}: {c.message}"
+
+
+@dataclass
+class Outcome:
+    element: Element
+    named_by: list[Check] = field(default_factory=list)     # failing checks that name it
+    also_failed: list[Check] = field(default_factory=list)  # other checks that failed meanwhile
+    restored: bool = False
+    detail: str = ""                                       # why it could not be broken or restored
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.named_by)
+
+    @property
+    def check(self) -> str:
+        """The first check that named it, as "group: name"."""
+        return f"{self.named_by[0].group}: {self.named_by[0].name}" if self.named_by else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self.element
+        return {"id": e.id, "kind": e.kind, "node": e.node, "what": e.what, "broken_by": e.how,
+                "restored_by": e.restored_by, "groups": list(e.groups), "caught": self.caught,
+                "check": self.check, "named_by": [_line(c) for c in self.named_by],
+                "also_failed": [_line(c) for c in self.also_failed],
+                "restored": self.restored, "detail": self.detail, "seconds": self.seconds}
+
+
+@dataclass
+class Proof:
+    lab: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    exempt: list[Exempt] = field(default_factory=list)
+    total: int = 0             # elements of the lab (the proof may run a selection)
+    seconds: float = 0.0
+    aborted: str = ""
+
+    @property
+    def caught(self) -> int:
+        return sum(o.caught for o in self.outcomes)
+
+    @property
+    def score(self) -> str:
+        return f"caught {self.caught} of {len(self.outcomes)}"
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.outcomes) and not self.aborted and all(o.caught and o.restored for o in self.outcomes)
+
+    def misses(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.caught]
+
+    def kinds(self) -> dict[str, tuple[int, int]]:
+        """kind -> (caught, proved)."""
+        out: dict[str, tuple[int, int]] = {}
+        for o in self.outcomes:
+            c, n = out.get(o.element.kind, (0, 0))
+            out[o.element.kind] = (c + o.caught, n + 1)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lab": self.lab, "passed": self.passed, "score": self.score, "caught": self.caught,
+                "proved": len(self.outcomes), "elements": self.total, "seconds": self.seconds,
+                "aborted": self.aborted, "outcomes": [o.to_dict() for o in self.outcomes],
+                "exempt": [{"kind": x.kind, "where": x.where, "why": x.why} for x in self.exempt]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def write_junit(self, path: str | Path) -> None:
+        """JUnit XML: one testsuite per kind of element, one testcase per element."""
+        suites = ET.Element("testsuites", name=f"twin verify {self.lab} --prove", tests=str(len(self.outcomes)),
+                            failures=str(sum(not (o.caught and o.restored) for o in self.outcomes)))
+        by_kind: dict[str, list[Outcome]] = {}
+        for o in self.outcomes:
+            by_kind.setdefault(o.element.kind, []).append(o)
+        for kind, outs in by_kind.items():
+            suite = ET.SubElement(suites, "testsuite", name=kind, tests=str(len(outs)),
+                                  failures=str(sum(not (o.caught and o.restored) for o in outs)),
+                                  time=f"{sum(o.seconds.get('total', 0) for o in outs):.2f}")
+            for o in outs:
+                case = ET.SubElement(suite, "testcase", classname=f"twin.{self.lab}.prove", name=o.element.id,
+                                     time=f"{o.seconds.get('total', 0):.2f}")
+                if not o.caught:
+                    f = ET.SubElement(case, "failure", message=f"verify did not notice: {o.element.how}")
+                    f.text = "\n".join([o.element.what, *map(_line, o.also_failed), o.detail])
+                elif not o.restored:
+                    ET.SubElement(case, "failure", message=f"not restored: {o.detail}")
+                else:
+                    ET.SubElement(case, "system-out").text = "\n".join(map(_line, o.named_by))
+        ET.indent(suites)
+        Path(path).write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")

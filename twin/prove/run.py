@@ -1,0 +1,167 @@
+"""The proof: every element broken in turn on the live lab, judged by verify, put back.
+
+Per element: break it; run the verify groups that must notice (again, until one of
+their failing checks names it, or `timeouts.PROVE_DETECT`); restore it; wait for the
+barrier (`twin.lifecycle.barrier`) and for the same groups to pass again
+(`timeouts.PROVE_RESTORE`). An element that cannot be restored ends the proof: the
+next ones would be judged on a broken lab.
+"""
+from __future__ import annotations
+
+import json
+import time
+from fnmatch import fnmatch
+from typing import Callable
+
+from twin import timeouts, verify, wait
+from twin.errors import ConvergenceTimeout, TwinError
+from twin.lifecycle import barrier, state
+from twin.lifecycle.context import LabContext, context_of
+from twin.prove import frr_side, kernel_side, ports
+from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, Reload, Unlearn, Vtysh
+from twin.prove.report import Outcome, Proof
+from twin.verify.result import Check
+from twin.runtime import frr, kernel, observe
+from twin.config.steps import Step
+
+DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
+          kernel_side.gateway_elements, kernel_side.vxlan_elements, kernel_side.link_elements,
+          kernel_side.hash_elements, kernel_side.port_elements)
+
+
+def elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
+    """Every element of the lab's intent that carries a guarantee, and what it renders that carries none."""
+    out, exempt = [], []
+    for derive in DERIVE:
+        els, ex = derive(ctx)
+        out += els
+        exempt += ex
+    ids = [e.id for e in out]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise TwinError(f"elements named twice: {', '.join(dup)}")
+    return out, exempt
+
+
+def select(els: list[Element], patterns: list[str] | None) -> list[Element]:
+    """Elements whose id matches one of the glob `patterns` (all without any)."""
+    if not patterns:
+        return els
+    chosen = [e for e in els if any(fnmatch(e.id, p) for p in patterns)]
+    if not chosen:
+        raise TwinError(f"no element matches {', '.join(patterns)}; elements are named like "
+                        f"{', '.join(sorted({e.id.split()[0] + ' ...' for e in els}))}")
+    return chosen
+
+
+def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = False) -> None:
+    """Run actions in order. Restoring, a kernel step whose object is already there (or already
+    gone) is passed over, as in a rollback: putting an element back works however far it broke."""
+    for a in actions:
+        if isinstance(a, Kernel):
+            kernel.apply(list(a.steps), ctx.pid(a.node), ctx.exec(a.node), tolerant=restoring)
+        elif isinstance(a, Vtysh):
+            ctx.exec(a.node).vtysh("configure terminal", *a.lines, timeout=timeouts.VTYSH)
+        elif isinstance(a, Reload):
+            frr.take(ctx.exec(a.node))
+        elif isinstance(a, NftDelete):
+            _nft_delete(ctx, a)
+        elif isinstance(a, Unlearn):
+            with ctx.ipr(a.node, a.ns) as ipr:
+                macs = observe.learned(ipr, a.port)
+            if macs:
+                kernel.apply([Step("unfdb", a.port, a.ns, {"mac": m}) for m in macs], ctx.pid(a.node), ctx.exec(a.node))
+
+
+def _nft_delete(ctx: LabContext, a: NftDelete) -> None:
+    ex = ctx.exec(a.node)
+    ns = ["ip", "netns", "exec", a.ns] if a.ns else []
+    doc = json.loads(ex.check(ns + ["nft", "-j", "list", "chain", "bridge", "twin_ports", "ingress"]).stdout)
+    handles = [x["rule"]["handle"] for x in doc.get("nftables", []) if x.get("rule", {}).get("comment") == a.comment]
+    if len(handles) != 1:
+        raise TwinError(f"{ctx.name}/{a.node}: {len(handles)} rules with comment {a.comment!r}, expected 1")
+    ex.check(ns + ["nft", "delete", "rule", "bridge", "twin_ports", "ingress", "handle", str(handles[0])])
+
+
+def _failing(ctx: LabContext, groups: list[str]) -> list[str]:
+    """Failing checks of `groups`, each as "group: name: message"."""
+    return [line(c) for c in verify.run(ctx, only=groups).failures()] if groups else []
+
+
+def line(c: Check) -> str:
+    return f"{c.group}: {c.name}: {c.message}"
+
+
+def detect(ctx: LabContext, e: Element, groups: list[str]) -> tuple[list[Check], list[Check]]:
+    """The failing checks that name `e` (and the others), once verify sees it, or at the deadline."""
+    deadline = time.monotonic() + timeouts.PROVE_DETECT
+    while True:
+        failing = verify.run(ctx, only=groups).failures() if groups else []
+        named = [c for c in failing if e.names(line(c))]
+        if named or not groups or time.monotonic() > deadline:
+            return named, [c for c in failing if c not in named]
+
+
+def confirm(ctx: LabContext, groups: list[str]) -> str:
+    """"" once the lab holds its intent again (the barrier) and `groups` pass; else what is wrong."""
+    t0 = time.monotonic()
+    try:
+        barrier.converge(ctx, timeouts.PROVE_RESTORE)
+        left = max(1.0, timeouts.PROVE_RESTORE - (time.monotonic() - t0))
+        wait.until(lambda: _failing(ctx, groups), left, "verify passing again", first=0.2, cap=1.0)
+    except ConvergenceTimeout as e:
+        return f"{e.what}: still {'; '.join(e.missing[:5])}"
+    return ""
+
+
+def prove_one(ctx: LabContext, e: Element, only: list[str] | None = None) -> Outcome:
+    groups = [g for g in e.groups if not only or g in only]
+    out = Outcome(e)
+    t0 = time.monotonic()
+    try:
+        perform(ctx, e.breaks)
+        t1 = time.monotonic()
+        out.named_by, out.also_failed = detect(ctx, e, groups)
+        out.seconds["detect"] = round(time.monotonic() - t1, 2)
+    except (TwinError, OSError) as err:
+        out.detail = f"could not break it: {err}"
+    except BaseException:   # Ctrl-C, or a bug: the element goes back before anything else
+        perform(ctx, e.restores, restoring=True)
+        raise
+    t2 = time.monotonic()
+    try:
+        perform(ctx, e.restores, restoring=True)
+        wrong = confirm(ctx, e.groups)
+    except (TwinError, OSError) as err:
+        wrong = f"could not restore it: {err}"
+    out.restored = not wrong
+    out.detail = "; ".join(x for x in (out.detail, wrong) if x)
+    out.seconds["restore"] = round(time.monotonic() - t2, 2)
+    out.seconds["total"] = round(time.monotonic() - t0, 2)
+    return out
+
+
+def prove(lab, patterns: list[str] | None = None, only: list[str] | None = None,
+          say: Callable[[str], None] = lambda _: None) -> Proof:
+    """Break, judge and restore every element (or those whose id matches `patterns`) of a running
+    lab, holding its lock; `only` limits the verify groups that may catch them."""
+    ctx = context_of(lab)
+    with state.lock(ctx.name, "twin verify --prove"):
+        els, exempt = elements(ctx)
+        chosen = select(els, patterns)
+        groups = sorted({g for e in chosen for g in e.groups})
+        proof = Proof(ctx.name, exempt=exempt, total=len(els))
+        t0 = time.monotonic()
+        whole = confirm(ctx, groups)
+        if whole:
+            raise TwinError(f"lab {ctx.name!r} is not whole before the proof ({whole}); `twin verify "
+                            f"{ctx.name}` and `twin status {ctx.name}` show what is wrong")
+        for i, e in enumerate(chosen, 1):
+            say(f"[{i}/{len(chosen)}] {e.id}: {e.how}")
+            o = prove_one(ctx, e, only)
+            proof.outcomes.append(o)
+            if not o.restored:
+                proof.aborted = f"{e.id} could not be restored ({o.detail}); the proof stopped there"
+                break
+        proof.seconds = round(time.monotonic() - t0, 1)
+    return proof
