@@ -75,8 +75,14 @@ class Collector:
             t.start()
         return self
 
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
     def stop(self) -> None:
         self._stop.set()
+        with self.lock:
+            self.lock.notify_all()
         for t in self._threads:
             t.join(timeout=timeouts.WATCH_CONTROL + timeouts.VTYSH)
         for s in self._sockets.values():

@@ -119,3 +119,25 @@ class Tail:
         for self.offset, e in _lines(cur, self.offset):
             out.append(e)
         return out
+
+
+VERIFY = "verify.json"
+
+
+def save_verify(labdir: Path, report: dict[str, Any]) -> None:
+    """Keep the last `twin verify` result of the lab (shown by `twin web`)."""
+    d = where(labdir)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / (VERIFY + ".tmp")
+        tmp.write_text(json.dumps({"time": round(time.time(), 3), **report}, default=str))
+        os.replace(tmp, d / VERIFY)
+    except OSError:
+        pass
+
+
+def last_verify(labdir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((where(labdir) / VERIFY).read_text())
+    except (OSError, ValueError):
+        return None
