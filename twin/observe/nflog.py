@@ -41,8 +41,10 @@ class Logged:
     family: int          # NFPROTO_*: 7 bridge, 5 netdev, 2 ipv4
     hook: int
     hw_protocol: int     # ethertype
-    indev: int | None
+    indev: int | None    # the device (a bridge, on the bridge family)
     outdev: int | None
+    physindev: int | None   # the bridge port, on the bridge family
+    physoutdev: int | None
     hwaddr: str          # source MAC, when the kernel knows it
     payload: bytes       # from the network header (the link header first on a netdev egress hook)
     hwheader: bytes = b""
@@ -175,4 +177,4 @@ def _packet(body: bytes) -> Logged:
         hwaddr = ":".join(f"{b:02x}" for b in a[HWADDR][4: 4 + min(n, 8)])
     dev = lambda k: struct.unpack("!I", a[k])[0] if k in a else None  # noqa: E731
     return Logged(when, a.get(PREFIX, b"").rstrip(b"\0").decode(errors="replace"), family, hook, hw_protocol,
-                  dev(INDEV), dev(OUTDEV), hwaddr, a.get(PAYLOAD, b""), a.get(HWHEADER, b""))
+                  dev(INDEV), dev(OUTDEV), dev(PHYSINDEV), dev(PHYSOUTDEV), hwaddr, a.get(PAYLOAD, b""), a.get(HWHEADER, b""))

@@ -38,7 +38,7 @@ def drop_event(fabric: Fabric, place: Place, p: Logged) -> dict[str, Any] | None
     if parsed is None:
         return None
     code, subject = parsed
-    dev = p.indev if p.indev is not None else p.outdev
+    dev = next((d for d in (p.physindev, p.indev, p.physoutdev, p.outdev) if d is not None), None)
     port = place.names.get(dev, f"ifindex {dev}") if dev is not None else ""
     h = packets.headers(p.hw_protocol, p.payload, p.hwheader,
                         link_first=p.family == NETDEV and p.hook == NETDEV_EGRESS)
@@ -49,7 +49,7 @@ def drop_event(fabric: Fabric, place: Place, p: Logged) -> dict[str, Any] | None
              "address": getattr(att, "address", "?/").split("/")[0],
              **{k: h.get(k, "?") for k in ("src_mac", "ethertype", "arp_mac", "arp_ip", "src")}}
     reason = droplog.REASONS[code].format(**words)
-    direction = "out" if p.outdev is not None and p.indev is None else "in"
+    direction = "in" if p.indev is not None or p.physindev is not None else "out"
     return {"time": round(p.time, 6), "kind": "drop", "node": place.node, "port": port, "tenant": tenant,
             "direction": direction, "code": code, "reason": reason, "headers": h, "count": 1,
             "text": f"{place.node} {port}: dropped ({reason}): {packets.summary(h)}"}

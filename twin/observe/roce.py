@@ -7,9 +7,10 @@ ECN codepoint of the header on the wire, and CNPs (BTH opcode 0x81). It goes wit
 node's container, so with the lab. Ingress counts before a loss fault's rule
 (priority -600 < -500), egress after it (-400): what arrived, and what left.
 
-Reading: `nft -j list table` in each namespace, forked on the host under nsenter where
-the host has nft (~6 ms of CPU; a `docker exec` costs ~30 ms with dockerd and
-containerd), else in the node through its exec seam.
+Reading: the node's own `nft -j list table` in each namespace, forked on the host under
+nsenter into the node's mount and network namespaces (~6 ms of CPU; a `docker exec`
+costs ~30 ms with dockerd and containerd; the host's own nft may be older: Debian 12's
+1.0.6 crashes listing these sets).
 """
 from __future__ import annotations
 
@@ -106,16 +107,22 @@ def parse(doc: dict) -> tuple[dict[str, PortRoce], set[str]]:
     return ports, hooked
 
 
-def read(ex: NodeExec, netns_path: str, ns: str, lab: str) -> dict | None:
+def _nft(ex: NodeExec, pid: int, netns_path: str, ns: str, args: list[str], stdin: str = "") -> tuple[int, str, str]:
+    """The node's own nft (its image's version: the host's may not read these tables) in one of
+    its namespaces: forked on the host under nsenter into the node's mount and that network
+    namespace, or, without nsenter, through the node's exec seam."""
+    if shutil.which("nsenter"):
+        p = subprocess.run(["nsenter", "-t", str(pid), "-m", f"--net={netns_path}", "nft", *args], input=stdin,
+                           capture_output=True, text=True, timeout=timeouts.EXEC_DEFAULT)
+        return p.returncode, p.stdout, p.stderr
+    cmd = ["sh", "-c", 'printf "%s" "$1" | nft -f -', "nft", stdin] if stdin else ["nft", *args]
+    res = ex.run((["ip", "netns", "exec", ns] if ns else []) + cmd)
+    return res.rc, res.stdout, res.stderr
+
+
+def read(ex: NodeExec, pid: int, netns_path: str, ns: str, lab: str) -> dict | None:
     """The table of one namespace as nft's JSON (None: no such table there)."""
-    args = ["nft", "-j", "list", "table", "netdev", table(lab)]
-    if shutil.which("nft") and shutil.which("nsenter"):
-        p = subprocess.run(["nsenter", f"--net={netns_path}", *args], capture_output=True, text=True,
-                           timeout=timeouts.EXEC_DEFAULT)
-        rc, out = p.returncode, p.stdout
-    else:
-        res = ex.run((["ip", "netns", "exec", ns] if ns else []) + args)
-        rc, out = res.rc, res.stdout
+    rc, out, _ = _nft(ex, pid, netns_path, ns, ["-j", "list", "table", "netdev", table(lab)])
     if rc != 0:
         return None
     try:
@@ -124,7 +131,9 @@ def read(ex: NodeExec, netns_path: str, ns: str, lab: str) -> dict | None:
         raise TwinError(f"{ex.where}{'/' + ns if ns else ''}: unreadable nft output ({e})") from None
 
 
-def install(ex: NodeExec, ns: str, lab: str, ports: list[str]) -> None:
+def install(ex: NodeExec, pid: int, netns_path: str, ns: str, lab: str, ports: list[str]) -> None:
     """(Re)make the counter table of one namespace, hooked on `ports`."""
-    cmd = ["sh", "-c", 'printf "%s" "$1" | nft -f -', "nft", ruleset(lab, ports)]
-    ex.check((["ip", "netns", "exec", ns] if ns else []) + cmd)
+    rc, out, err = _nft(ex, pid, netns_path, ns, ["-f", "-"], stdin=ruleset(lab, ports))
+    if rc != 0:
+        raise TwinError(f"{ex.where}{'/' + ns if ns else ''}: nft could not install the counter table: "
+                        f"{(err or out).strip()}")

@@ -87,10 +87,11 @@ def roce_of(ctx: LabContext, ex: NodeExec, node: str, ports_in: dict[str, list[s
     for ns, ports in ports_in.items():
         if not ports:
             continue
-        doc = roce.read(ex, ctx.netns(node, ns), ns, ctx.name)
+        pid, path = ctx.pid(node), ctx.netns(node, ns)
+        doc = roce.read(ex, pid, path, ns, ctx.name)
         counters, hooked = roce.parse(doc) if doc else ({}, set())
         if doc is None or hooked != set(ports):
-            roce.install(ex, ns, ctx.name, ports)
+            roce.install(ex, pid, path, ns, ctx.name, ports)
             counters = {}
         for p in ports:
             out[p] = counters.get(p, roce.PortRoce()).to_dict()
