@@ -41,6 +41,7 @@ test-unit: venv
 
 bench: images
 	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python bench/watch.py
 
 # aipod and pod8 side by side for 60 min, verify every 5 min, status every minute
 # (not part of make test; SOAK_ARGS="--minutes 10" for a shorter one)

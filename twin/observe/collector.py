@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import fcntl
+import os
 import select
 import threading
 import time
@@ -27,6 +28,7 @@ from twin.lifecycle.context import LabContext
 from twin.observe import drops as dropmon
 from twin.observe import sample, store, timeline
 from twin.observe.nflog import NflogSocket
+from twin.observe.nftnl import NftSocket
 from twin.observe.reasons import Place
 from twin.config import droplog
 from twin.runtime import netns
@@ -48,6 +50,7 @@ class Collector:
         self._handles = netns.Handles()
         self._places: dict[tuple[str, str], Place] = {}
         self._sockets: dict[tuple[str, str], NflogSocket] = {}
+        self._nft: dict[tuple[str, str], NftSocket] = {}
         self._pids: dict[str, int] = {}
         self._control: dict[str, tuple[dict, dict]] = {}
         self._control_time = 0.0
@@ -85,7 +88,7 @@ class Collector:
             self.lock.notify_all()
         for t in self._threads:
             t.join(timeout=timeouts.WATCH_CONTROL + timeouts.VTYSH)
-        for s in self._sockets.values():
+        for s in [*self._sockets.values(), *self._nft.values()]:
             s.close()
         self._handles.close()
         if self._lockfile:
@@ -162,22 +165,27 @@ class Collector:
             if c is None:
                 out[node] = "no container"
                 continue
-            if refresh:
-                c.reload()
-            out[node] = "running" if c.status == "running" else c.status
-            if out[node] == "running" and refresh:
-                pid = ctx.pid(node)
-                if self._pids.get(node) != pid:
-                    self._open(node, pid)
+            out[node] = "running" if c.status == "running" else c.status   # from the one listing call
+            if out[node] != "running":
+                self._pids.pop(node, None)
+            elif refresh and not self._alive(node):   # new, or restarted: its pid (one inspect)
+                self._open(node, ctx.pid(node))
         return out
+
+    def _alive(self, node: str) -> bool:
+        """The node's namespaces are the ones we hold (its process still exists)."""
+        pid = self._pids.get(node)
+        return pid is not None and os.path.exists(f"/proc/{pid}/ns/net")
 
     def _open(self, node: str, pid: int) -> None:
         """A node's namespaces (again, after a restart): netlink handles, places, NFLOG sockets."""
-        for key in [k for k in self._sockets if k[0] == node]:
-            self._sockets.pop(key).close()
+        for socks in (self._sockets, self._nft):
+            for key in [k for k in socks if k[0] == node]:
+                socks.pop(key).close()
         self._pids[node] = pid
         for ns in sample.namespaces(self.ctx, node):
             self._places[(node, ns)] = Place(node, ns)
+            self._nft[(node, ns)] = NftSocket(netns.path(pid, ns))
             if self.leader:
                 try:
                     self._sockets[(node, ns)] = NflogSocket(netns.path(pid, ns), droplog.LOG_GROUP)
@@ -215,7 +223,8 @@ class Collector:
         if slow:
             self._routes[node] = routes
         if roce_due:
-            self._roce[node] = sample.roce_of(self.ctx, self.ctx.exec(node), node, ports_in)
+            socks = {ns: self._nft[(node, ns)] for ns in ports_in}
+            self._roce[node] = sample.roce_of(self.ctx, self.ctx.exec(node), node, ports_in, socks)
         snap.routes[node] = self._routes.get(node, {})
         snap.roce[node] = self._roce.get(node, {})
 

@@ -71,7 +71,7 @@ def _attrs(data: bytes) -> dict[int, bytes]:
     return out
 
 
-def _in_netns(path: str, make):
+def in_netns(path: str, make):
     """Run `make()` on a thread that entered the network namespace at `path`."""
     box: dict = {}
 
@@ -105,7 +105,7 @@ class NflogSocket:
     def __init__(self, netns: str, group: int):
         self.netns, self.group = netns, group
         make = lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)  # noqa: E731
-        self.sock = _in_netns(netns, make) if netns else make()
+        self.sock = in_netns(netns, make) if netns else make()
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
             self.sock.bind((0, 0))

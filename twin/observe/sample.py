@@ -2,8 +2,8 @@
 
 Per namespace of every node (its own, and each tenant's with the netns VRF backend):
 netlink link stats and carrier of its ports, and its IPv4 routes per VRF (one dump
-each, handles kept open by the caller); the RoCE counter table (`roce`, one `nft -j`
-per namespace); and, on FRR nodes and a slower cadence, one vtysh call for BGP
+each, handles kept open by the caller); the RoCE counter table (`roce`, netlink dumps
+of its sets); and, on FRR nodes and a slower cadence, one vtysh call for BGP
 sessions, VNIs and EVPN routes per VNI.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pyroute2 import IPRoute
 from twin import kinds
 from twin.lifecycle.context import LabContext
 from twin.observe import roce
+from twin.observe.nftnl import NftSocket
 from twin.runtime import frr
 from twin.runtime.exec import NodeExec
 
@@ -80,18 +81,18 @@ def routes(ipr: IPRoute, ns: str, vrfs: dict[int, str]) -> dict[str, list[str]]:
     return {v: sorted(p) for v, p in out.items()}
 
 
-def roce_of(ctx: LabContext, ex: NodeExec, node: str, ports_in: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+def roce_of(ctx: LabContext, ex: NodeExec, node: str, ports_in: dict[str, list[str]],
+            socks: dict[str, NftSocket]) -> dict[str, dict[str, Any]]:
     """RoCE counters of the node's ports, installing the table in a namespace that lacks it
     (or hooks other ports than it has now)."""
     out: dict[str, dict[str, Any]] = {}
     for ns, ports in ports_in.items():
         if not ports:
             continue
-        pid, path = ctx.pid(node), ctx.netns(node, ns)
-        doc = roce.read(ex, pid, path, ns, ctx.name)
-        counters, hooked = roce.parse(doc) if doc else ({}, set())
-        if doc is None or hooked != set(ports):
-            roce.install(ex, pid, path, ns, ctx.name, ports)
+        got = roce.read(socks[ns], ctx.name)
+        counters, hooked = got if got else ({}, set())
+        if got is None or hooked != set(ports):
+            roce.install(ex, ctx.pid(node), ctx.netns(node, ns), ns, ctx.name, ports)
             counters = {}
         for p in ports:
             out[p] = counters.get(p, roce.PortRoce()).to_dict()
