@@ -104,7 +104,7 @@ def counters_(ctx, lab, node, as_json):
             click.echo(json.dumps({k: state[k] for k in ("lab", "snapshot", "kernel_drops")}, indent=2, default=str))
             return
         for t in (view.ports_table(state, node), view.roce_table(state, node), view.sessions_table(state, node),
-                  view.vnis_table(state, node)):
+                  view.vnis_table(state, node), view.routes_table(state, node)):
             out.print(t)
         out.print(f"kernel drops: {state['kernel_drops']}")
     run(ctx, go)

@@ -29,6 +29,7 @@ from twin.observe import drops as dropmon
 from twin.observe import sample, store, timeline
 from twin.observe.nflog import NflogSocket
 from twin.observe.nftnl import NftSocket
+from twin.observe.linkstats import LinkSocket
 from twin.observe.reasons import Place
 from twin.config import droplog
 from twin.runtime import netns
@@ -51,6 +52,7 @@ class Collector:
         self._places: dict[tuple[str, str], Place] = {}
         self._sockets: dict[tuple[str, str], NflogSocket] = {}
         self._nft: dict[tuple[str, str], NftSocket] = {}
+        self._links: dict[tuple[str, str], LinkSocket] = {}
         self._pids: dict[str, int] = {}
         self._control: dict[str, tuple[dict, dict]] = {}
         self._control_time = 0.0
@@ -88,7 +90,7 @@ class Collector:
             self.lock.notify_all()
         for t in self._threads:
             t.join(timeout=timeouts.WATCH_CONTROL + timeouts.VTYSH)
-        for s in [*self._sockets.values(), *self._nft.values()]:
+        for s in [*self._sockets.values(), *self._nft.values(), *self._links.values()]:
             s.close()
         self._handles.close()
         if self._lockfile:
@@ -179,13 +181,14 @@ class Collector:
 
     def _open(self, node: str, pid: int) -> None:
         """A node's namespaces (again, after a restart): netlink handles, places, NFLOG sockets."""
-        for socks in (self._sockets, self._nft):
+        for socks in (self._sockets, self._nft, self._links):
             for key in [k for k in socks if k[0] == node]:
                 socks.pop(key).close()
         self._pids[node] = pid
         for ns in sample.namespaces(self.ctx, node):
             self._places[(node, ns)] = Place(node, ns)
             self._nft[(node, ns)] = NftSocket(netns.path(pid, ns))
+            self._links[(node, ns)] = LinkSocket(netns.path(pid, ns))
             if self.leader:
                 try:
                     self._sockets[(node, ns)] = NflogSocket(netns.path(pid, ns), droplog.LOG_GROUP)
@@ -213,13 +216,12 @@ class Collector:
         ports_in: dict[str, list[str]] = {}
         routes: dict[str, list[str]] = {}
         for ns in sample.namespaces(self.ctx, node):
-            ipr = self._handles.get(pid, ns)
-            ports, names, vrfs = sample.links(ipr, wanted)
+            ports, names, vrfs = sample.links(self._links[(node, ns)], wanted)
             self._places[(node, ns)].names = names
             ports_in[ns] = sorted(ports)
             snap.ports.setdefault(node, {}).update({p: {**v, "ns": ns} for p, v in ports.items()})
             if slow:
-                routes.update(sample.routes(ipr, ns, vrfs))
+                routes.update(sample.routes(self._handles.get(pid, ns), ns, vrfs))
         if slow:
             self._routes[node] = routes
         if roce_due:
@@ -230,14 +232,14 @@ class Collector:
 
     def read_control(self) -> None:
         """FRR's sessions and VNIs on every running FRR node (one vtysh call each)."""
-        nodes = [n for n, s in (self.latest.nodes if self.latest else {}).items() if s == "running"] \
-            if self.latest else [n for n in self._pids]
+        nodes = [n for n, s in self.latest.nodes.items() if s == "running" and n in self._pids] \
+            if self.latest else list(self._pids)
         got: dict[str, tuple[dict, dict]] = {}
         for node in nodes:
             if not sample.runs_frr(self.ctx, node):
                 continue
             try:
-                got[node] = sample.control(self.ctx.exec(node), self._vnis)
+                got[node] = sample.control(self.ctx.exec(node), self._pids[node], self._vnis)
             except Exception as e:  # noqa: BLE001  (an FRR that does not answer: no sessions known)
                 self._note_error(f"{node}: FRR: {str(e).strip().splitlines()[0] if str(e).strip() else e}")
         with self.lock:

@@ -1,23 +1,28 @@
 """One round of readings of a running lab, into a `Snapshot`.
 
 Per namespace of every node (its own, and each tenant's with the netns VRF backend):
-netlink link stats and carrier of its ports, and its IPv4 routes per VRF (one dump
-each, handles kept open by the caller); the RoCE counter table (`roce`, netlink dumps
+link stats and carrier of its ports (`linkstats`: a raw netlink dump), and its IPv4
+routes per VRF (pyroute2, on the slower rounds; sockets and handles kept open by the caller); the RoCE counter table (`roce`, netlink dumps
 of its sets); and, on FRR nodes and a slower cadence, one vtysh call for BGP
 sessions, VNIs and EVPN routes per VNI.
 """
 from __future__ import annotations
 
+import json
+import shutil
 import socket
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pyroute2 import IPRoute
 
-from twin import kinds
+from twin import kinds, timeouts
+from twin.errors import CommandError
 from twin.lifecycle.context import LabContext
-from twin.observe import roce
+from twin.observe import linkstats, roce
+from twin.observe.linkstats import LinkSocket
 from twin.observe.nftnl import NftSocket
 from twin.runtime import frr
 from twin.runtime.exec import NodeExec
@@ -48,22 +53,18 @@ def namespaces(ctx: LabContext, node: str) -> list[str]:
     return [""] + sorted({t.vrf for t in ctx.fabric.tenants_on(node)})
 
 
-def links(ipr: IPRoute, wanted: set[str]) -> tuple[dict[str, dict[str, Any]], dict[int, str], dict[int, str]]:
+def links(sock: LinkSocket, wanted: set[str]) -> tuple[dict[str, dict[str, Any]], dict[int, str], dict[int, str]]:
     """(port -> stats and state for `wanted` ports, ifindex -> name, VRF table -> VRF name)."""
     ports, names, vrfs = {}, {}, {}
-    for link in ipr.get_links():
-        name = link.get("ifname")
+    for link in sock.dump():
+        name = link["name"]
         names[link["index"]] = name
-        info = link.get("IFLA_LINKINFO")
-        if info is not None and info.get("IFLA_INFO_KIND") == "vrf":
-            data = info.get("IFLA_INFO_DATA")
-            if data is not None and data.get("IFLA_VRF_TABLE"):
-                vrfs[data.get("IFLA_VRF_TABLE")] = name
+        if "vrf_table" in link:
+            vrfs[link["vrf_table"]] = name
         if name in wanted:
-            stats = link.get("stats64") or link.get("IFLA_STATS64") or {}
-            ports[name] = {"oper": "up" if link.get("carrier") == 1 and link.get("operstate") in ("UP", "UNKNOWN")
-                           else "down", "admin": "up" if link["flags"] & 1 else "down",
-                           **{k: stats.get(k, 0) for k in STATS}}
+            up = link["carrier"] == 1 and link["oper"] in (linkstats.OPER_UP, linkstats.OPER_UNKNOWN)
+            ports[name] = {"oper": "up" if up and link["admin_up"] else "down",
+                           "admin": "up" if link["admin_up"] else "down", **{k: link.get(k, 0) for k in STATS}}
     return ports, names, vrfs
 
 
@@ -99,9 +100,31 @@ def roce_of(ctx: LabContext, ex: NodeExec, node: str, ports_in: dict[str, list[s
     return out
 
 
-def control(ex: NodeExec, vnis_of: dict[int, str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+def vtysh_json(ex: NodeExec, pid: int, commands: tuple[str, ...]) -> list[Any]:
+    """One vtysh call, a JSON document per command: forked on the host under nsenter into the
+    node's mount namespace (FRR's sockets), so no docker exec (dockerd, containerd) is paid
+    on every poll; through the exec seam where nsenter is missing."""
+    if not shutil.which("nsenter"):
+        return ex.vtysh_json(*commands, timeout=timeouts.VTYSH)
+    cmd = ["nsenter", "-t", str(pid), "-m", "vtysh"] + [w for c in commands for w in ("-c", c)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts.VTYSH)
+    if p.returncode != 0:
+        raise CommandError(ex.where, cmd, p.returncode, p.stdout, p.stderr)
+    docs, pos, decoder = [], 0, json.JSONDecoder()
+    while len(docs) < len(commands):
+        while pos < len(p.stdout) and p.stdout[pos].isspace():
+            pos += 1
+        try:
+            doc, pos = decoder.raw_decode(p.stdout, pos)
+        except json.JSONDecodeError as e:
+            raise CommandError(ex.where, cmd, 0, f"output is not JSON ({e.msg}):\n{p.stdout[:2000]}", p.stderr) from None
+        docs.append(doc)
+    return docs
+
+
+def control(ex: NodeExec, pid: int, vnis_of: dict[int, str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(sessions, VNIs) of an FRR node from one vtysh call."""
-    summary, vni_doc, evpn = ex.vtysh_json(*CONTROL)
+    summary, vni_doc, evpn = vtysh_json(ex, pid, CONTROL)
     sessions: dict[str, dict[str, Any]] = {}
     for vrf, afis in (summary or {}).items():
         for afi, body in (afis or {}).items():

@@ -68,7 +68,7 @@ def sessions_table(state: dict[str, Any], node: str | None = None) -> Table:
 
 
 def vnis_table(state: dict[str, Any], node: str | None = None) -> Table:
-    t = Table(title="VNIs and VRF routes", title_justify="left")
+    t = Table(title="VNIs (EVPN routes per VNI)", title_justify="left")
     for col in ("node", "vni", "type", "tenant", "macs", "type-2", "type-3", "type-5", "remote VTEPs"):
         t.add_column(col)
     for n, vnis in sorted(state["snapshot"]["vnis"].items()):
@@ -77,6 +77,18 @@ def vnis_table(state: dict[str, Any], node: str | None = None) -> Table:
         for vni, v in sorted(vnis.items()):
             t.add_row(n, vni, v["type"], v["tenant"], str(v["macs"]), str(v["type2"]), str(v["type3"]),
                       str(v["type5"]), "-" if v["remote_vteps"] is None else str(v["remote_vteps"]))
+    return t
+
+
+def routes_table(state: dict[str, Any], node: str | None = None) -> Table:
+    t = Table(title="IPv4 routes per VRF (kernel)", title_justify="left")
+    for col in ("node", "vrf", "routes"):
+        t.add_column(col, justify="right" if col == "routes" else "left")
+    for n, vrfs in sorted(state["snapshot"]["routes"].items()):
+        if node and n != node:
+            continue
+        for vrf, prefixes in sorted(vrfs.items()):
+            t.add_row(n, vrf, str(len(prefixes)))
     return t
 
 
