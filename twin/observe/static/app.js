@@ -164,7 +164,7 @@ function verify() {
   const failed = (v.checks || []).filter(c => !c.passed);
   el("p", { class: v.passed ? "ok" : "bad" }, box).appendChild(text(
     `${v.passed ? "passed" : "FAILED"}: ${(v.checks || []).length} checks, ${failed.length} failed, at ${clock(v.time)}`));
-  const iso = (v.extra || {}).isolation;
+  const iso = v.isolation || (v.extra || {}).isolation;
   if (iso) {
     el("h3", {}, box).appendChild(text("isolation matrix (rows send, columns receive)"));
     table(box, ["from \\ to", ...iso.hosts.map(h => `${h} (${iso.tenants[h]})`)], iso.hosts.map(s =>
