@@ -126,6 +126,8 @@ def test_the_store_is_bounded_and_its_tail_follows_rotation(tmp_path, monkeypatc
     store.note(tmp_path, "action", "fault link-down dpu1:p0", node="dpu1")
     assert store.read(tmp_path, kinds={"action"})[0]["text"] == "fault link-down dpu1:p0"
     store.note(tmp_path / "gone", "action", "lost quietly")
+    store.append(tmp_path / "gone", [{"time": 1, "kind": "node", "text": "a lab that is down"}])
+    assert not (tmp_path / "gone").exists(), "a lab directory is never made again by a late event"
 
 
 def test_appends_from_threads_never_interleave(tmp_path):

@@ -20,7 +20,6 @@ import os
 import select
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from twin import timeouts
@@ -30,7 +29,7 @@ from twin.observe import sample, store, timeline
 from twin.observe.nflog import NflogSocket
 from twin.observe.nftnl import NftSocket
 from twin.observe.linkstats import LinkSocket
-from twin.observe.reasons import Place
+from twin.observe.reasons import Place, drop_event
 from twin.config import droplog
 from twin.runtime import netns
 
@@ -48,6 +47,7 @@ class Collector:
         self.version = 0                                          # bumped on every new snapshot or event
         self.leader = False
         self.kernel_drops = dropmon.probe()
+        self.errors: collections.deque[str] = collections.deque(maxlen=20)   # the loops' latest failures
         self._handles = netns.Handles()
         self._places: dict[tuple[str, str], Place] = {}
         self._sockets: dict[tuple[str, str], NflogSocket] = {}
@@ -126,7 +126,6 @@ class Collector:
 
     def _note_error(self, text: str) -> None:
         with self.lock:
-            self.errors = getattr(self, "errors", collections.deque(maxlen=20))
             self.errors.append(f"{time.strftime('%H:%M:%S')} {text}")
 
     # --- loops ----------------------------------------------------------------------------
@@ -152,7 +151,6 @@ class Collector:
                 store.append(self.ctx.dir, events)
 
     def _event(self, place: Place, p) -> dict | None:
-        from twin.observe.reasons import drop_event
         return drop_event(self.ctx.fabric, place, p)
 
     # --- one round ------------------------------------------------------------------------
@@ -290,10 +288,7 @@ class Collector:
         with self.lock:
             snap = self.latest
             events = list(self.recent)[-200:]
-            errors = list(getattr(self, "errors", []))
+            errors = list(self.errors)
         return {"lab": self.ctx.name, "snapshot": snap.to_dict() if snap else None, "rates": self.rates(),
                 "events": events, "leader": self.leader, "kernel_drops": self.kernel_drops, "errors": errors}
 
-
-def labdir_of(ctx: LabContext) -> Path:
-    return Path(ctx.dir)

@@ -32,7 +32,10 @@ def append(labdir: Path, events: Iterable[dict[str, Any]]) -> None:
     if not lines:
         return
     d = where(labdir)
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(exist_ok=True)   # never the lab directory itself: a lab that is down stays gone
+    except FileNotFoundError:
+        return
     with open(d / LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         cur = d / CURRENT
@@ -128,7 +131,7 @@ def save_verify(labdir: Path, report: dict[str, Any]) -> None:
     """Keep the last `twin verify` result of the lab (shown by `twin web`)."""
     d = where(labdir)
     try:
-        d.mkdir(parents=True, exist_ok=True)
+        d.mkdir(exist_ok=True)
         tmp = d / (VERIFY + ".tmp")
         tmp.write_text(json.dumps({"time": round(time.time(), 3), **report}, default=str))
         os.replace(tmp, d / VERIFY)

@@ -17,7 +17,7 @@ def rate(v: float) -> str:
     for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if v >= div:
             return f"{v / div:.1f}{unit}"
-    return f"{v:.0f}"
+    return f"{v:.1f}" if 0 < v < 10 else f"{v:.0f}"
 
 
 def ports_table(state: dict[str, Any], node: str | None = None) -> Table:
@@ -92,6 +92,19 @@ def routes_table(state: dict[str, Any], node: str | None = None) -> Table:
     return t
 
 
+def sessions_summary(state: dict[str, Any]) -> Table:
+    """One line per node: sessions up of all, prefixes received, and the ones that are not up."""
+    t = Table(title="BGP sessions", title_justify="left")
+    for col in ("node", "up", "prefixes", "not Established"):
+        t.add_column(col, justify="right" if col in ("up", "prefixes") else "left")
+    for n, sessions in sorted(state["snapshot"]["sessions"].items()):
+        up = sum(s["up"] for s in sessions.values())
+        down = ", ".join(f"{k} ({s['peer']}) {s['state']}" for k, s in sorted(sessions.items()) if not s["up"])
+        t.add_row(n, Text(f"{up}/{len(sessions)}", style="green" if up == len(sessions) else "bold red"),
+                  str(sum(s["prefixes"] for s in sessions.values())), Text(down, style="red"))
+    return t
+
+
 def event_line(e: dict[str, Any]) -> str:
     where = " ".join(x for x in (e.get("node", ""), e.get("port", "")) if x)
     return f"{clock(e['time'])} {e['kind']:<10} {e['text'] if e.get('text') else where}"
@@ -112,5 +125,8 @@ def screen(state: dict[str, Any], node: str | None = None) -> Group:
     head = Text(f"twin watch {state['lab']}: {running}/{len(snap['nodes'])} nodes running, "
                 f"sampled {clock(snap['time'])}; kernel drops: {state['kernel_drops'].split(':')[0]}"
                 + ("" if state["leader"] else " (events recorded by another collector)"), style="bold")
-    return Group(head, ports_table(state, node), sessions_table(state, node),
-                 Text("latest events", style="bold"), events_text(state["events"]))
+    if state.get("errors"):
+        head.append(f"\nlast problem reading the lab: {state['errors'][-1]}", style="yellow")
+    events = [e for e in state["events"] if not node or e.get("node") == node]
+    return Group(head, Text("latest events", style="bold"), events_text(events, limit=8), ports_table(state, node),
+                 sessions_table(state, node) if node else sessions_summary(state))
