@@ -42,6 +42,7 @@ test-unit: venv
 
 bench: images
 	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python bench/watch.py
 
 # twin against munet 0.17.3 (FRR's namespace emulator) on the same Clos, interleaved
 # (not part of make test; installs munet in bench/munet/.venv and Debian's frr on the host)

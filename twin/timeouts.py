@@ -22,6 +22,10 @@ REHEARSE_BASELINE = 1.0     # rehearse: traffic before the change
 REHEARSE_TAIL = 1.0         # rehearse: traffic after the data plane is whole again
 REHEARSE_RECOVERED = 1.0    # rehearse: whole = no flow lost a packet for this long
 DOCKER_API = 180.0          # one Docker API call
+WATCH_PERIOD = 1.0          # the collector: link stats and carrier of every port, this often
+WATCH_ROCE = 2.0            # ... the RoCE counter tables (one nft per namespace)
+WATCH_CONTROL = 10.0        # ... FRR's sessions, VNIs and EVPN routes (one vtysh per FRR node)
+WATCH_NODES = 10.0          # ... which nodes run (a node restarted gets a new namespace)
 
 
 def converge(frr_nodes: int) -> float:

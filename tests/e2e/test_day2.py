@@ -148,6 +148,15 @@ def test_blackholed_dpu_uplink_loses_traffic_then_reconverges_within_the_hold_ti
     assert any(f.startswith("dpu1 p0:") for f in rep.flapped) and any(f.startswith("leaf1 swp3:") for f in rep.flapped)
     assert rep.verify.passed, "traffic and isolation hold on the remaining uplink"
     assert rep.verify_rollback.passed
+    # the change window's events: the fault, the loss rule's drops on dpu1:p0 with their reason, carrier
+    # up all along (a black hole, not a cut)
+    kinds = {e["kind"] for e in rep.events}
+    assert {"action", "drop"} <= kinds, rep.text()
+    drops = [e for e in rep.events if e["kind"] in ("drop", "drop-burst")]
+    assert {(e["node"], e["port"], e["reason"]) for e in drops} == {("dpu1", "p0", "fault: 100% random loss on this port")}
+    assert not [e for e in rep.events if e["kind"] == "carrier" and e["node"] == "dpu1"]
+    assert any(e["text"] == "fault link-loss dpu1:p0 100" for e in rep.events)
+    assert "events in the change window" in rep.text() and rep.to_dict()["events"]
     # the same run, judged strictly: the loss fails it
     strict = Thresholds(max_loss=0)
     rep.thresholds = strict

@@ -42,6 +42,7 @@ from twin.errors import ApplyFailed, ChangeRefused, ConvergenceTimeout, TwinErro
 from twin.lifecycle import barrier, state
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext
+from twin.observe import store
 from twin.runtime import frr, images, kernel
 from twin.runtime.links import add_link, delete_link
 from twin.topology.model import Link
@@ -210,6 +211,7 @@ STAGES: list[tuple[str, Callable[[Run], None]]] = [
 def run_stages(r: Run) -> None:
     for name, stage in STAGES:
         r.stage = name
+        store.note(r.ctx.dir, "action", f"{'rollback' if r.rollback else 'apply'}: stage {name}")
         r.attempt(f"{name}", lambda stage=stage: stage(r))
 
 

@@ -22,6 +22,7 @@ node configs, or a fault (`fault:KEY:TARGET[:ARG]`, KEY any of `twin fault`'s).
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from twin import timeouts, verify, wait
@@ -32,6 +33,8 @@ from twin.change.snapshot import flapped, route_changes, snapshot
 from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
 from twin.lifecycle.context import LabContext, context_of
+from twin.observe import store
+from twin.observe.collector import Collector
 from twin.traffic import stream as S
 from twin.traffic.results import summarise
 
@@ -53,7 +56,11 @@ def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: b
     flows = S.pair_flows(ctx.fabric)
     if not flows:
         raise TwinError(f"lab {ctx.name!r} has no same-tenant host pairs to send traffic between")
-    after_ctx = _under_traffic(ctx, c, flows, rep, budget_pps, say)
+    with Collector(ctx) as watch:   # the change window's events: drops, carrier, sessions, routes, stages
+        since = time.time()
+        after_ctx = _under_traffic(ctx, c, flows, rep, budget_pps, say)
+        watch.round(control=True)
+    rep.events = store.read(ctx.dir, since=since)
     after = snapshot(after_ctx)
     rep.flapped = flapped(before, after)
     rep.routes = route_changes(before, after)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ class Rehearsal:
     verify_rollback: Report | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     hosts_out: list[str] = field(default_factory=list)         # hosts the change took away
+    events: list[dict] = field(default_factory=list)           # `twin events` of the change window
 
     def is_judged(self, r: StreamResult) -> bool:
         """A flow counts unless the change took one of its hosts away."""
@@ -86,7 +88,7 @@ class Rehearsal:
                        "duplicates": r.duplicates, "reordered": r.reordered,
                        "judged": self.is_judged(r)} for r in self.flows],
             "flapped_sessions": self.flapped, "routes": self.routes, "missing": self.missing,
-            "apply": self.apply,
+            "apply": self.apply, "events": self.events,
             "verify": self.verify.to_dict() if self.verify else None,
             "verify_rollback": self.verify_rollback.to_dict() if self.verify_rollback else None,
         }
@@ -110,6 +112,8 @@ class Rehearsal:
         for tenant, ch in self.routes.items():
             lines.append(f"    {tenant}: +{len(ch['added'])} -{len(ch['removed'])}")
             lines += [f"      + {r}" for r in ch["added"][:20]] + [f"      - {r}" for r in ch["removed"][:20]]
+        lines.append(f"  events in the change window: {len(self.events)}")
+        lines += [f"    {time.strftime('%H:%M:%S', time.localtime(e['time']))} {e['text']}" for e in self.events[-20:]]
         lines.append("  verdicts:")
         lines += [f"    {'ok  ' if ok else 'FAIL'} {c}: {d}" for c, ok, d in self.verdicts()]
         for name, rep in (("verify", self.verify), ("verify after rollback", self.verify_rollback)):

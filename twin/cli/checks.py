@@ -13,6 +13,7 @@ from twin.cli.common import err, main, out, run
 from twin.errors import TwinError
 from twin.lab import Lab
 from twin.traffic import flows
+from twin.observe import store
 
 
 @main.command(name="verify")
@@ -28,6 +29,7 @@ def verify_(ctx, lab, only, as_json, junit):
         c = Lab(lab).context()
         with err.status(f"verifying {lab}"):
             report = verify.run(c, only=list(only) or None)
+        store.save_verify(c.dir, report.to_dict())   # the last result, for `twin web`
         if junit:
             report.write_junit(junit)
         if as_json:

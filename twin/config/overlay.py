@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Literal
 
 from twin import kinds
+from twin.config import droplog
 from twin.config.jinja import render_template
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name, vxlan_name
@@ -158,6 +159,7 @@ def nft_rulesets(fabric: Fabric, node: str, backend: Backend) -> dict[str, str]:
         return {}
     groups = {t.vrf: [t] for t in tenants} if backend == "netns" else {None: tenants}
     return {nft_file(vrf): render_template("nft/ports.nft.j2", node=node, fabric_name=fabric.name, tenant=vrf,
+                                           log=droplog.log, log_group=droplog.LOG_GROUP,
                                            attachments=[a for t in ts for a in t.attachments if a.vtep == node])
             for vrf, ts in groups.items()}
 
