@@ -10,17 +10,14 @@ node's container, so with the lab. Ingress counts before a loss fault's rule
 Reading: over netlink, in-process (`nftnl`: a few dumps per namespace, ~0.02 ms each; an
 `nft -j list table` forked under nsenter costs ~6 ms of CPU, a `docker exec` ~30 ms with
 dockerd and containerd). Installing: the node's own nft (its image's version: the host's
-may be older, and Debian 12's 1.0.6 crashes listing these sets), forked on the host under
-nsenter into the node's mount and network namespaces.
+may be older, and Debian 12's 1.0.6 crashes listing these sets), run through the node's
+exec seam (nsenter into its namespaces).
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from twin import timeouts
 from twin.errors import TwinError
 from twin.observe.nftnl import NftSocket
 from twin.runtime.exec import NodeExec
@@ -93,12 +90,7 @@ def read(sock: NftSocket, lab: str) -> tuple[dict[str, PortRoce], set[str]] | No
 
 def _nft(ex: NodeExec, pid: int, netns_path: str, ns: str, args: list[str], stdin: str = "") -> tuple[int, str, str]:
     """The node's own nft (its image's version: the host's may not read these tables) in one of
-    its namespaces: forked on the host under nsenter into the node's mount and that network
-    namespace, or, without nsenter, through the node's exec seam."""
-    if shutil.which("nsenter"):
-        p = subprocess.run(["nsenter", "-t", str(pid), "-m", f"--net={netns_path}", "nft", *args], input=stdin,
-                           capture_output=True, text=True, timeout=timeouts.EXEC_DEFAULT)
-        return p.returncode, p.stdout, p.stderr
+    its namespaces, through the node's exec seam (nsenter: no docker exec per poll)."""
     cmd = ["sh", "-c", 'printf "%s" "$1" | nft -f -', "nft", stdin] if stdin else ["nft", *args]
     res = ex.run((["ip", "netns", "exec", ns] if ns else []) + cmd)
     return res.rc, res.stdout, res.stderr

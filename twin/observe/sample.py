@@ -8,10 +8,7 @@ sessions, VNIs and EVPN routes per VNI.
 """
 from __future__ import annotations
 
-import json
-import shutil
 import socket
-import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -19,7 +16,6 @@ from typing import Any
 from pyroute2 import IPRoute
 
 from twin import kinds, timeouts
-from twin.errors import CommandError
 from twin.lifecycle.context import LabContext
 from twin.observe import linkstats, roce
 from twin.observe.linkstats import LinkSocket
@@ -101,25 +97,9 @@ def roce_of(ctx: LabContext, ex: NodeExec, node: str, ports_in: dict[str, list[s
 
 
 def vtysh_json(ex: NodeExec, pid: int, commands: tuple[str, ...]) -> list[Any]:
-    """One vtysh call, a JSON document per command: forked on the host under nsenter into the
-    node's mount namespace (FRR's sockets), so no docker exec (dockerd, containerd) is paid
-    on every poll; through the exec seam where nsenter is missing."""
-    if not shutil.which("nsenter"):
-        return ex.vtysh_json(*commands, timeout=timeouts.VTYSH)
-    cmd = ["nsenter", "-t", str(pid), "-m", "vtysh"] + [w for c in commands for w in ("-c", c)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts.VTYSH)
-    if p.returncode != 0:
-        raise CommandError(ex.where, cmd, p.returncode, p.stdout, p.stderr)
-    docs, pos, decoder = [], 0, json.JSONDecoder()
-    while len(docs) < len(commands):
-        while pos < len(p.stdout) and p.stdout[pos].isspace():
-            pos += 1
-        try:
-            doc, pos = decoder.raw_decode(p.stdout, pos)
-        except json.JSONDecodeError as e:
-            raise CommandError(ex.where, cmd, 0, f"output is not JSON ({e.msg}):\n{p.stdout[:2000]}", p.stderr) from None
-        docs.append(doc)
-    return docs
+    """One vtysh call, a JSON document per command, through the node's exec seam (nsenter: no
+    docker exec, dockerd or containerd, on every poll)."""
+    return ex.vtysh_json(*commands, timeout=timeouts.VTYSH)
 
 
 def control(ex: NodeExec, pid: int, vnis_of: dict[int, str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
