@@ -146,7 +146,8 @@ class Barrier:
                 return [m for n in sorted(left) for m in left[n]]
 
             try:
-                return wait.until(probe, timeout, self.what(), diagnose=diagnose, cap=timeouts.BARRIER_POLL)
+                return wait.until(probe, timeout, self.what(), diagnose=diagnose, first=timeouts.BARRIER_FIRST,
+                                  cap=timeouts.BARRIER_POLL)
             except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first
                 raise e.with_causes(hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers())) from None
             finally:

@@ -114,16 +114,19 @@ def pending(ex: NodeExec) -> list[str]:
     return [line for line in lines if line != "exit"]
 
 
-def take(ex: NodeExec, restart: bool = False) -> None:
+def take(ex: NodeExec, restart: bool = False, removes: bool = True) -> None:
     """FRR in the node runs /etc/frr/frr.conf: `frr-reload.py` (only the difference, no
     restart), or a restart where its daemons changed; done when FRR holds nothing the file
     does not have. bgpd may refuse to delete a tenant's `router bgp ASN vrf X` while it
     still knows the VRF's L3VNI, which zebra tells it a moment later: what is left is
-    reloaded again (only the difference). The same for a change and for its rollback."""
+    reloaded again (only the difference). The same for a change and for its rollback. A config
+    that only adds lines (`removes` False) leaves nothing to take away: no check is needed."""
     if restart:
         ex.start(RESTART, timeouts.FRR_RELOAD).check()   # the daemons it starts belong to the node
     else:
         ex.check(RELOAD, timeouts.FRR_RELOAD)
+    if not removes and not restart:
+        return
 
     def left() -> list[str]:
         lines = pending(ex)
