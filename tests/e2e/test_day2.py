@@ -291,10 +291,10 @@ def test_rollback_restores_the_old_files_before_the_kernel_steps_that_read_them(
 def test_a_rollback_that_cannot_restore_everything_says_what_and_fails(lab, tmp_path, monkeypatch):
     real = frr.take
 
-    def broken(ex, restart=False):   # dpu2's FRR takes no config at all, forward or back
+    def broken(ex, restart=False, **kw):   # dpu2's FRR takes no config at all, forward or back
         if ex.where.endswith("/dpu2"):
             raise kernel.TwinError(f"{ex.where}: FRR unreachable (injected)")
-        return real(ex, restart)
+        return real(ex, restart, **kw)
 
     monkeypatch.setattr(frr, "take", broken)
     with pytest.raises(ApplyFailed) as e:
