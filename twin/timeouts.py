@@ -22,6 +22,10 @@ REHEARSE_BASELINE = 1.0     # rehearse: traffic before the change
 REHEARSE_TAIL = 1.0         # rehearse: traffic after the data plane is whole again
 REHEARSE_RECOVERED = 1.0    # rehearse: whole = no flow lost a packet for this long
 DOCKER_API = 180.0          # one Docker API call
+CHECK = 30.0                # a user's positive check: until what it expects holds
+CHECK_WINDOW = 3.0          # a user's negative check: holds this long once the lab has converged
+CHECK_POLL = 0.5            # ... looked at this often within its window
+BASELINE_SETTLE = 10.0      # baseline compare: differences may settle this long (counters after a change)
 
 
 def converge(frr_nodes: int) -> float:
