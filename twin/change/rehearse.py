@@ -19,6 +19,10 @@ node configs, or a fault (`fault:KEY:TARGET[:ARG]`, KEY any of `twin fault`'s).
    verification result, and pass/fail against the user's thresholds;
 7. `rollback`: apply the change's inverse (the previous intent, or the fault's
    undo) and verify again.
+
+With a `baseline` (`twin baseline record`), the lab is compared with it after the
+change (differences the `allow` rules cover aside) and, with `rollback`, after
+the rollback (where nothing may differ): both comparisons join the report.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from twin.lifecycle import barrier
 from twin.lifecycle.context import LabContext, context_of
 from twin.traffic import stream as S
 from twin.traffic.results import summarise
+from twin.verify.compare import compare
 
 Say = Callable[[str], None]
 DATA_PLANE_GROUPS = ["traffic", "isolation"]
@@ -42,7 +47,8 @@ __all__ = ["rehearse", "Rehearsal", "Thresholds"]
 
 
 def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: bool = False,
-             budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None) -> Rehearsal:
+             budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None, baseline: dict | None = None,
+             allow: tuple = ()) -> Rehearsal:
     ctx = context_of(lab)
     rep = Rehearsal(ctx.name, change, thresholds=thresholds or Thresholds())
     c = load_change(ctx, change)            # an unreadable change or fault is refused before any traffic
@@ -57,8 +63,13 @@ def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: b
     after = snapshot(after_ctx)
     rep.flapped = flapped(before, after)
     rep.routes = route_changes(before, after)
+    if baseline is not None:
+        say("comparing with the baseline")
+        rep.baseline = compare(after_ctx, baseline, allow)
     if rollback and not (rep.error and not c.breaks_intent):  # a failed apply was refused or rolled back already
         _roll_back(after_ctx, c, undo, rep, say)
+        if baseline is not None:
+            rep.baseline_rollback = compare(after_ctx.refresh(), baseline)
     return rep
 
 

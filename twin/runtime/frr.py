@@ -176,7 +176,7 @@ def hop(nh: dict) -> str:
     unnumbered change with every MAC, the interface does not), `connected` on an interface."""
     ip, dev = nh.get("ip"), nh.get("interfaceName")
     if nh.get("directlyConnected"):
-        return f"connected {dev}" if dev else "connected"
+        return dev or "connected"
     if ip and not ip.lower().startswith("fe80:"):
         return ip
     return dev or ip or "?"

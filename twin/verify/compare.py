@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from twin import timeouts, wait
 from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle.context import context_of
+from twin.runtime.exec import labelled
 from twin.topology.allow import AllowRule
 from twin.verify import baseline
 
@@ -121,7 +122,9 @@ def compare(lab, base: dict, allow: Sequence[AllowRule] = (), settle: float = ti
     result = Comparison(ctx.name, str(base.get("lab", "?")), str(base.get("recorded", "?")))
 
     def probe() -> list[str]:
-        result.differences = differences(base, baseline.record(ctx), allow)
+        with labelled("baseline"):
+            now = baseline.record(ctx)
+        result.differences = differences(base, now, allow)
         result.reads += 1
         return [d.line() for d in result.unallowed]
 

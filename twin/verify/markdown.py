@@ -110,14 +110,19 @@ def comparison_md(cmp: Comparison, title: str = "") -> str:
               f"{len(cmp.unallowed)} difference(s) not allowed ({c['disappeared']} disappeared, {c['appeared']} "
               f"appeared, {c['changed']} changed), {len(cmp.allowed)} allowed") + \
         f"; baseline of {cmp.baseline_lab} recorded {cmp.recorded}"
-    out = verdict(title or f"twin baseline compare {cmp.lab}", cmp.passed, detail)
+    return "\n".join(verdict(title or f"twin baseline compare {cmp.lab}", cmp.passed, detail)
+                     + comparison_tables(cmp)) + "\n"
+
+
+def comparison_tables(cmp: Comparison, level: str = "###") -> list[str]:
     head = ["node", "vrf", "what", "key", "change", "before", "after"]
-    row = lambda d: (d.node, d.vrf, d.what, d.key, d.change, _v(d.before), _v(d.after))  # noqa: E731
+    row = lambda d: (d.node, d.vrf, d.what, d.key, d.change, show(d.before), show(d.after))  # noqa: E731
+    out = []
     if cmp.unallowed:
-        out += ["### Not allowed", ""] + table(head, [row(d) for d in cmp.unallowed])
+        out += [f"{level} Not allowed", ""] + table(head, [row(d) for d in cmp.unallowed])
     if cmp.allowed:
-        out += ["### Allowed", ""] + table(head + ["allowed by"], [(*row(d), d.allowed_by) for d in cmp.allowed])
-    return "\n".join(out) + "\n"
+        out += [f"{level} Allowed", ""] + table(head + ["allowed by"], [(*row(d), d.allowed_by) for d in cmp.allowed])
+    return out
 
 
 def evidence_doc(rec: Recorder, command: str, lab: str, passed: bool | None) -> dict[str, Any]:
@@ -125,7 +130,7 @@ def evidence_doc(rec: Recorder, command: str, lab: str, passed: bool | None) -> 
             "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commands": rec.to_list()}
 
 
-def _v(value: Any) -> str:
+def show(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, dict):
