@@ -21,8 +21,8 @@ node configs, or a fault (`fault:KEY:TARGET[:ARG]`, KEY any of `twin fault`'s).
    undo) and verify again.
 
 With a `baseline` (`twin baseline record`), the lab is compared with it after the
-change (differences the `allow` rules cover aside) and, with `rollback`, after
-the rollback (where nothing may differ): both comparisons join the report.
+change and, with `rollback`, after the rollback (differences the `allow` rules
+cover aside, in both): both comparisons join the report.
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: b
     if rollback and not (rep.error and not c.breaks_intent):  # a failed apply was refused or rolled back already
         _roll_back(after_ctx, c, undo, rep, say)
         if baseline is not None:
-            rep.baseline_rollback = compare(after_ctx.refresh(), baseline)
+            rep.baseline_rollback = compare(after_ctx.refresh(), baseline, allow)
     return rep
 
 

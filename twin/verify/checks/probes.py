@@ -76,7 +76,8 @@ def bgp_prefixes(ctx: LabContext, s: BgpPrefixesCheck) -> Outcome:
         (f"at most {s.max}" if s.max is not None else "")
     bad = {k: n for k, n in counts.items() if not isinstance(n, int) or (s.min is not None and n < s.min)
            or (s.max is not None and n > s.max)}
-    seen = "; ".join(f"{k}: {'no such session' if n is None else n} {s.count}" for k, n in counts.items()) \
+    what = "prefixes" if s.peer is None and s.port is None else s.count
+    seen = "; ".join(f"{k}: {'no such session' if n is None else n} {what}" for k, n in counts.items()) \
         or "no such session"
     return Outcome(bool(counts) and not bad, f"{seen} (expected {bounds})", {"counts": counts})
 
