@@ -112,3 +112,19 @@ def test_names_are_unique_across_files(tmp_path):
     with pytest.raises(TopologyError) as e:
         merge([load_checks(a, fabric), load_checks(b, fabric)])
     assert f"b.yml:3: checks: the check name 'x' is used in {a}:2 too" in str(e.value)
+
+
+def test_the_pytest_plugin_makes_one_test_per_check(tmp_path):
+    from twin.errors import TwinError
+    from twin.pytest_plugin import twin_checks
+
+    f = tmp_path / "c.yml"
+    f.write_text(EVERY_TYPE)
+    (mark,) = twin_checks(f).pytestmark
+    assert mark.name == "parametrize" and mark.kwargs["ids"][:3] == ["up", "down", "pfx"] and len(mark.args[1]) == 14
+    f.write_text("checks:\n  - {name: a, type: nosuch}\n")
+    with pytest.raises(TopologyError, match=r"c.yml:2: checks\[0\].type: unknown check type"):
+        twin_checks(f)
+    f.write_text("checks: []\n")
+    with pytest.raises(TwinError, match="no checks in it"):
+        twin_checks(f)

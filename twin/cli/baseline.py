@@ -15,7 +15,7 @@ from twin.runtime.exec import labelled
 from twin.topology.allow import load_allow
 from twin.verify import baseline as B
 from twin.verify.compare import Comparison, compare, load_baseline
-from twin.verify.markdown import comparison_md
+from twin.verify.markdown import comparison_md, show
 
 
 @main.group(name="baseline")
@@ -81,7 +81,7 @@ def print_comparison(result: Comparison) -> None:
             t.add_column(col)
         for d in result.differences:
             t.add_row(d.node, d.vrf, d.what, d.key, d.change if d.allowed_by else f"[red]{d.change}[/red]",
-                      _v(d.before), _v(d.after), d.allowed_by or "[red]no[/red]")
+                      show(d.before), show(d.after), d.allowed_by or "[red]no[/red]")
         out.print(t)
     c = result.counts()
     out.print("[green]MATCHES[/green] the baseline" + (f" ({len(result.allowed)} allowed differences)"
@@ -89,10 +89,3 @@ def print_comparison(result: Comparison) -> None:
               f"[red]DIFFERS[/red]: {len(result.unallowed)} not allowed ({c['disappeared']} disappeared, "
               f"{c['appeared']} appeared, {c['changed']} changed), {len(result.allowed)} allowed")
 
-
-def _v(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items())
-    return str(value)

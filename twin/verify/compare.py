@@ -37,8 +37,8 @@ class Difference:
     allowed_by: str = ""  # the rule that allows it (its reason, else the rule)
 
     def line(self) -> str:
-        how = {"appeared": f"appeared: {_show(self.after)}", "disappeared": f"disappeared (was {_show(self.before)})",
-               "changed": f"changed: {_show(self.before)} -> {_show(self.after)}"}[self.change]
+        how = {"appeared": f"appeared: {show(self.after)}", "disappeared": f"disappeared (was {show(self.before)})",
+               "changed": f"changed: {show(self.before)} -> {show(self.after)}"}[self.change]
         return f"{self.node} vrf {self.vrf}: {self.what} {self.key} {how}"
 
 
@@ -135,9 +135,12 @@ def compare(lab, base: dict, allow: Sequence[AllowRule] = (), settle: float = ti
     return result
 
 
-def _show(v: Any) -> str:
-    if isinstance(v, dict):
-        return ", ".join(f"{k} {_show(x)}" for k, x in v.items())
-    if isinstance(v, list):
-        return "[" + ", ".join(map(str, v)) + "]"
-    return str(v)
+def show(value: Any) -> str:
+    """A value of a baseline in words: "-" for none, "k v, ..." for a mapping, lists bracketed."""
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {show(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(show(v) for v in value) + "]"
+    return str(value)

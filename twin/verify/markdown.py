@@ -9,7 +9,7 @@ import time
 from typing import Any, Iterable, Sequence
 
 from twin.runtime.exec import Evidence, Recorder
-from twin.verify.compare import Comparison
+from twin.verify.compare import Comparison, show
 from twin.verify.result import Check, Report
 
 FAILURES_SHOWN = 40        # failures given in full; the rest are listed in the tables
@@ -128,11 +128,3 @@ def comparison_tables(cmp: Comparison, level: str = "###") -> list[str]:
 def evidence_doc(rec: Recorder, command: str, lab: str, passed: bool | None) -> dict[str, Any]:
     return {"format": "twin-evidence/1", "command": command, "lab": lab, "passed": passed,
             "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commands": rec.to_list()}
-
-
-def show(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items())
-    return str(value)
