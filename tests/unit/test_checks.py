@@ -79,6 +79,8 @@ def test_structure_alone_without_a_lab(tmp_path):
     ("checks:\n  - {name: a, type: bgp_session, node: leaf1, peer: 10.0.0.9, afi: ipv5}\n",
      "afi: must be 'ipv4', 'ipv6' or 'evpn'; got 'ipv5'"),
     ("checks:\n  - {name: a, type: exec, node: leaf1, command: ls, regex: '['}\n", "regex: not a regular expression"),
+    ("checks:\n  - {name: a, type: bgp_prefixes, node: dpu1, vrf: red, afi: evpn, min: 1}\n",
+     "afi: EVPN sessions live in the default VRF"),
     ("checks:\n  - {name: a, type: ping, from: spine1, to: 10.0.0.1, vrf: red}\n", "spine1 has no VRF 'red'; its VRFs: default"),
     ("checks:\n  - {name: a, type: roce, form: host1a, to: host2a}\n", "form: unknown field; allowed: name, type, "
      "description, timeout, window, from, to"),
@@ -128,3 +130,12 @@ def test_the_pytest_plugin_makes_one_test_per_check(tmp_path):
     f.write_text("checks: []\n")
     with pytest.raises(TwinError, match="no checks in it"):
         twin_checks(f)
+
+
+def test_the_topology_readers_limits_speak_of_a_checks_file(tmp_path):
+    with pytest.raises(TopologyError, match="cannot read the checks file: No such file"):
+        load_checks(tmp_path / "missing.yml")
+    f = tmp_path / "two.yml"
+    f.write_text("checks: []\n---\nchecks: []\n")
+    with pytest.raises(TopologyError, match="two.yml:2: a second YAML document starts here; a checks file holds one"):
+        load_checks(f)

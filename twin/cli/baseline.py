@@ -59,9 +59,9 @@ def compare_(ctx, lab, baseline_file, allow_file, settle, as_json, summary, evid
     """Compare LAB now with BASELINE: what disappeared, appeared or changed, per node and VRF.
     Exit 1 on any difference the --allow file does not cover."""
     def go():
+        c = Lab(lab).context()
         base = load_baseline(baseline_file)
         rules = load_allow(allow_file) if allow_file else ()
-        c = Lab(lab).context()
         with evidence(bool(summary or evidence_file)) as rec, err.status(f"comparing {lab} with {baseline_file}"):
             result = compare(c, base, rules, settle=settle)
         write_reports(lab, result.passed, rec, summary, evidence_file, lambda: comparison_md(result))

@@ -12,7 +12,7 @@ file and line, with what is allowed. Names are unique across every file given.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from ipaddress import ip_address, ip_network
 from pathlib import Path
 from typing import Any
@@ -38,9 +38,19 @@ class CheckSet:
     lines: dict[str, int] = field(default_factory=dict)   # check name -> line
 
 
+def read_file(path: str | Path, what: str) -> tuple[Any, dict]:
+    """`read_yaml` (the topology reader's limits and lines) for another kind of file, named as such."""
+    try:
+        return read_yaml(path)
+    except TopologyError as e:
+        reword = lambda m: f"{m.group(1)} {what}"  # noqa: E731
+        raise TopologyError([replace(p, message=re.sub(r"\b(a|the) topology(?: file)?\b", reword, p.message))
+                             for p in e.problems]) from None
+
+
 def load_checks(path: str | Path, fabric: Fabric | None = None) -> CheckSet:
     """Read a checks file (or a topology file's `checks:`); with `fabric`, also check it against the lab."""
-    data, lines = read_yaml(path)
+    data, lines = read_file(path, "checks file")
     problems = Problems(str(path), lines)
     if not isinstance(data, dict):
         what = "nothing (it is empty, only comments or null)" if data is None else kind_of(data)
@@ -173,12 +183,20 @@ def _peer(s: BgpSessionCheck | BgpPrefixesCheck, fabric: Fabric, required: bool)
     return []
 
 
+def _evpn(s: BgpSessionCheck | BgpPrefixesCheck) -> Found:
+    if s.afi == "evpn" and s.vrf != "default":
+        return [(("afi",), "EVPN sessions live in the default VRF: drop vrf, or give afi ipv4 or ipv6")]
+    return []
+
+
 def _bgp(s: BgpSessionCheck, fabric: Fabric) -> Found:
-    return _node(fabric, s.node, "node", frr=True) or _vrf(fabric, s.node, s.vrf, None) or _peer(s, fabric, True)
+    return (_node(fabric, s.node, "node", frr=True) or _vrf(fabric, s.node, s.vrf, None) or _evpn(s)
+            or _peer(s, fabric, True))
 
 
 def _prefixes(s: BgpPrefixesCheck, fabric: Fabric) -> Found:
-    found = _node(fabric, s.node, "node", frr=True) or _vrf(fabric, s.node, s.vrf, None) or _peer(s, fabric, False)
+    found = (_node(fabric, s.node, "node", frr=True) or _vrf(fabric, s.node, s.vrf, None) or _evpn(s)
+             or _peer(s, fabric, False))
     if s.min is None and s.max is None:
         found.append(((), "give min, max or both: the number of prefixes expected"))
     elif s.min is not None and s.max is not None and s.min > s.max:

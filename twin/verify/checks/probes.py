@@ -72,8 +72,8 @@ def bgp_prefixes(ctx: LabContext, s: BgpPrefixesCheck) -> Outcome:
             port = ctx.fabric.nodes[s.node].ports_by_name[k]
             peer_doc = _summary(ctx, port.peer_node, s.vrf)
             counts[k] = frr.peers(peer_doc, s.afi).get(port.peer_port, {}).get("pfxSnt")
-    bounds = (f"at least {s.min}" if s.min is not None else "") + (" and " if None not in (s.min, s.max) else "") + \
-        (f"at most {s.max}" if s.max is not None else "")
+    bounds = " and ".join(([f"at least {s.min}"] if s.min is not None else []) +
+                          ([f"at most {s.max}"] if s.max is not None else []))
     bad = {k: n for k, n in counts.items() if not isinstance(n, int) or (s.min is not None and n < s.min)
            or (s.max is not None and n > s.max)}
     what = "prefixes" if s.peer is None and s.port is None else s.count
