@@ -36,7 +36,7 @@ LABEL_LOOPBACK = "twin.loopback"
 RUNTIME = "containerlab"
 FRR_DIR = "/etc/frr"
 
-Files = dict[str, dict[str, str]]   # node -> file name -> text, as twin.render.render_lab returns
+Files = dict[str, dict[str, str]]   # node -> file name -> text, as twin.config.render.render_lab returns
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: s
                         backend: Backend = "netns") -> Path:
     """Write `<out_dir>/<lab>.clab.yml` and every file it binds; returns the topology file's path.
 
-    `files` is `twin.render.render_lab(fabric, backend)`; `image` is twin's node image tag.
+    `files` is `twin.config.render.render_lab(fabric, backend)`; `image` is twin's node image tag.
     """
     lab = build_containerlab(fabric, files, image=image, backend=backend)
     out_dir = Path(out_dir)

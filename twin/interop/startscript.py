@@ -1,6 +1,6 @@
 """A node's bring-up as one shell script, for runtimes that are not twin's own.
 
-twin's bring-up (twin.bringup.configure_node) does, once a node's links exist:
+twin's bring-up (twin.lifecycle.bringup.configure_node) does, once a node's links exist:
 its ports up and labelled, the kernel steps of its overlay (what
 `interfaces.sh` shows), its daemons, and on a VTEP, once zebra knows the VNIs,
 the workloads' IP/MAC bindings. This module writes the same sequence as

@@ -27,8 +27,8 @@ class PortNaming:
         return self.template.format(index)
 
 
-# Sysctls every FRR router needs (see PLATFORM.md): Docker's --network none
-# disables IPv6, which leaves every BGP-unnumbered peer Idle without an error.
+# Sysctls every FRR router needs (measured): Docker's --network none disables
+# IPv6, which leaves every BGP-unnumbered peer Idle without an error.
 ROUTER_SYSCTLS = {
     "net.ipv6.conf.all.disable_ipv6": "0",
     "net.ipv6.conf.default.disable_ipv6": "0",

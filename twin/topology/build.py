@@ -14,12 +14,12 @@ from twin.topology.addresses import parse_address, parse_prefix, special_use
 from twin.topology.connectivity import check_connectivity
 from twin.topology.load import load_spec
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port
-from twin.topology.names import LAB_NAME, LAB_NAME_RULE, check_image, check_lab_name, check_node_name, check_port_name
+from twin.topology.names import check_image, check_lab_name, check_node_name, check_port_name
 from twin.topology.problems import Problems, listing, quoted
 from twin.topology.schema import AS_TRANS, ASN_MAX, TopologySpec
 from twin.topology.tenants import build_tenants
 
-__all__ = ["LAB_NAME", "LAB_NAME_RULE", "build", "load"]  # LAB_NAME*: kept for twin.state
+__all__ = ["build", "load"]
 
 Ends = list[tuple[str, str | None]]  # (node, port or None: allocate one) of each end of a link
 

@@ -17,11 +17,12 @@ lab now, with allowed differences) and Markdown summaries (`markdown`).
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 from twin.errors import TwinError
 from twin.lifecycle.context import context_of
-from twin.runtime.exec import labelled
+from twin.runtime.exec import carried, labelled
 from twin.topology.schema import CheckSpec
 from twin.verify import checks as user_checks
 from twin.verify import control, isolation, traffic, underlay, zerotrust
@@ -39,7 +40,9 @@ GROUPS: dict[str, Callable] = {
 
 def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None = None) -> Report:
     """Judge a running lab (a `twin.Lab` or its context) against its intent and the user's checks
-    (`checks`; default: the `checks:` of its topology; `twin.topology.checks` loads and merges files)."""
+    (`checks`; default: the `checks:` of its topology; `twin.topology.checks` loads and merges files).
+    The groups run at once: each reads the lab's state or sends its own frames (told apart by a run
+    id of its own), so they do not see each other; their results come back in the order of GROUPS."""
     unknown = sorted(set(only or []) - set(GROUPS))
     if unknown:
         raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(GROUPS)}")
@@ -48,24 +51,29 @@ def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None =
     if only and "checks" in only and not mine:
         raise TwinError(f"lab {ctx.name!r} has no checks to run: give --checks FILE, or a checks: section "
                         "in its topology")
+    ctx.pids()   # resolved once, before the groups share the context
+    names = [n for n in GROUPS if (not only or n in only) and (n != "checks" or mine)
+             and (n in ("control", "checks") or ctx.fabric.tenants)]   # traffic groups need tenant hosts
     report = Report(ctx.name)
-    for name, fn in GROUPS.items():
-        if only and name not in only or name == "checks" and not mine:
-            continue
-        if name not in ("control", "checks") and not ctx.fabric.tenants:
-            continue  # traffic checks need tenant endpoints
-        t0 = time.monotonic()
-        try:
-            with labelled(name):
-                out = fn(ctx, mine) if name == "checks" else fn(ctx)
-        except TwinError as e:
-            out = [Check(name, name, False, f"could not run: {e}")]
-        if isinstance(out, tuple):
-            out, extra = out
+    with ThreadPoolExecutor(len(names) or 1) as pool:
+        outcomes = list(pool.map(carried(lambda n: _group(ctx, n, mine)), names))
+    for name, (out, extra, seconds) in zip(names, outcomes):
+        if extra is not None:
             report.extra[name] = extra
         report.checks += out
-        report.seconds[name] = round(time.monotonic() - t0, 3)
+        report.seconds[name] = seconds
     return report
+
+
+def _group(ctx, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], dict | None, float]:
+    t0 = time.monotonic()
+    try:
+        with labelled(name):   # the commands of a group are recorded under its name
+            out = GROUPS[name](ctx, mine) if name == "checks" else GROUPS[name](ctx)
+    except TwinError as e:
+        out = [Check(name, name, False, f"could not run: {e}")]
+    out, extra = out if isinstance(out, tuple) else (out, None)
+    return out, extra, round(time.monotonic() - t0, 3)
 
 
 __all__ = ["run", "Report", "Check", "GROUPS"]
