@@ -19,7 +19,7 @@ from twin.verify.checks.probes import PROBES, Outcome
 from twin.verify.result import Check
 
 GROUP = "checks"
-PARALLEL = 4
+PARALLEL = 8
 FAILURES = (TwinError, OSError, NetlinkError, docker.errors.DockerException)
 
 
