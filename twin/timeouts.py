@@ -27,6 +27,10 @@ WATCH_PERIOD = 1.0          # the collector: link stats and carrier of every por
 WATCH_ROCE = 2.0            # ... the RoCE counter tables (one nft per namespace)
 WATCH_CONTROL = 10.0        # ... FRR's sessions, VNIs and EVPN routes (one vtysh per FRR node)
 WATCH_NODES = 10.0          # ... which nodes run (a node restarted gets a new namespace)
+CHECK = 30.0                # a user's positive check: until what it expects holds
+CHECK_WINDOW = 3.0          # a user's negative check: holds this long once the lab has converged
+CHECK_POLL = 0.5            # ... looked at this often within its window
+BASELINE_SETTLE = 10.0      # baseline compare: differences may settle this long (counters after a change)
 
 
 def converge(frr_nodes: int) -> float:

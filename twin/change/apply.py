@@ -267,7 +267,10 @@ def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: b
     result = Result(ctx.name, change.key, change.source, w.summary, reloaded=w.reload, restarted=w.restart,
                     fabric=w.new)
     if w.empty:
-        say("no change")
+        if w.new.checks != w.old.checks:   # nothing to do on the nodes, but `twin verify` runs the new checks
+            _record(ctx, w, change)
+            result.changes = [f"checks: the topology's checks: section changed ({len(w.new.checks)} checks now)"]
+        say("no change to the nodes")
         return result
     r = Run(ctx, w, say)
     try:

@@ -135,3 +135,65 @@ def take(ex: NodeExec, restart: bool = False, removes: bool = True) -> None:
         return [f"{ex.where}: FRR still runs, not in {FRR_CONF}: {line}" for line in lines]
 
     wait.until(left, timeouts.FRR_RELOAD, f"{ex.where}: FRR running {FRR_CONF}", first=0.2, cap=1.0)
+
+
+# --- readers for the user's checks and the behaviour baseline --------------------------------------
+AFI_KEYS = {"ipv4": "ipv4Unicast", "ipv6": "ipv6Unicast", "evpn": "l2VpnEvpn"}   # keys of `summary json`
+SUMMARY_VRFS = "show bgp vrf all summary json"
+ROUTES_V4_VRFS = "show ip route vrf all json"
+ROUTES_V6_VRFS = "show ipv6 route vrf all json"
+
+
+def summary_cmd(vrf: str = "default") -> str:
+    return f"show bgp vrf {vrf} summary json"
+
+
+def route_cmd(vrf: str, prefix: str) -> str:
+    """The routing table of `vrf` holding `prefix` (IPv4 or IPv6)."""
+    return f"show {'ipv6' if ':' in prefix else 'ip'} route vrf {vrf} json"
+
+
+def bgp_table_cmd(vrf: str, afi: str) -> str:
+    return ROUTES if afi == "evpn" else f"show bgp vrf {vrf} {afi} unicast json"
+
+
+def peers(summary: dict, afi: str) -> dict[str, dict]:
+    """Peers of one AFI in `show bgp [vrf X] summary json` (`afi`: ipv4, ipv6, evpn)."""
+    table = summary.get(AFI_KEYS[afi]) if isinstance(summary, dict) else None
+    got = table.get("peers") if isinstance(table, dict) else None
+    return got if isinstance(got, dict) else {}
+
+
+def peer_state(summary: dict, afi: str, key: str) -> str:
+    """Established, Idle, ... of one peer (FRR's key: interface or address), or `absent`."""
+    return str(peers(summary, afi).get(key, {}).get("state", "absent"))
+
+
+def bgp_table_size(doc: dict, afi: str) -> int:
+    """Prefixes in a BGP table (`bgp_table_cmd`)."""
+    if afi == "evpn":
+        return len(evpn_routes(doc))
+    routes = doc.get("routes") if isinstance(doc, dict) else None
+    return len(routes) if isinstance(routes, dict) else 0
+
+
+def hop(nh: dict) -> str:
+    """One next hop in words: its address, or its interface (link-local next hops of BGP
+    unnumbered change with every MAC, the interface does not), `connected` on an interface."""
+    ip, dev = nh.get("ip"), nh.get("interfaceName")
+    if nh.get("directlyConnected"):
+        return dev or "connected"
+    if ip and not ip.lower().startswith("fe80:"):
+        return ip
+    return dev or ip or "?"
+
+
+def route_entries(doc: dict, prefix: str) -> list[dict]:
+    """Entries of `prefix` in `show ip route vrf X json`: {protocol, selected, nexthops: [hop], names:
+    [[every name of each next hop: hop, address, interface]]}."""
+    entries = doc.get(prefix, []) if isinstance(doc, dict) else []
+    return [{"protocol": e.get("protocol", "?"), "selected": bool(e.get("selected")),
+             "nexthops": sorted({hop(nh) for nh in e.get("nexthops", [])}),
+             "names": [sorted({hop(nh), *(nh[k] for k in ("ip", "interfaceName") if k in nh)})
+                       for nh in e.get("nexthops", [])]}
+            for e in entries if isinstance(e, dict)]

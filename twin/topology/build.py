@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.kinds import KINDS, Kind
+from twin.topology.checks import check_against, parse_checks
 from twin.topology.addresses import parse_address, parse_prefix, special_use
 from twin.topology.connectivity import check_connectivity
 from twin.topology.load import load_spec
@@ -51,8 +52,11 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
         for n in spec.nodes if n in kinds
     }
     tenants = build_tenants(spec, kinds, nodes, resolved, problems)
-    return Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(resolved.values()),
-                  vtep_kind=spec.vtep, tenants=tenants)
+    fabric = Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(resolved.values()),
+                    vtep_kind=spec.vtep, tenants=tenants)
+    checks = parse_checks(spec.checks or [], ("checks",), problems)   # the user's own, run by `twin verify`
+    check_against(checks, fabric, problems, ("checks",))
+    return fabric.model_copy(update={"checks": tuple(c for _, c in checks)}) if checks else fabric
 
 
 def _kinds(spec: TopologySpec, problems: Problems, broken: set[str]) -> dict[str, Kind]:

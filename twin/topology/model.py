@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
+from twin.topology.schema import AnyCheck
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -128,6 +130,15 @@ class Fabric(_Frozen):
     links: tuple[Link, ...]
     vtep_kind: str = "dpu"
     tenants: dict[str, Tenant] = {}
+    checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
+
+    @model_serializer(mode="wrap")
+    def _checks_only_when_given(self, handler):
+        """`checks` is written only when the topology has some: other labs' recorded intent stays as it was."""
+        data = handler(self)
+        if not self.checks:
+            data.pop("checks", None)
+        return data
 
     def tenants_on(self, node: str) -> list[Tenant]:
         """Tenants with a host behind `node` (so `node` is their VTEP)."""

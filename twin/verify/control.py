@@ -15,6 +15,7 @@ from twin.errors import TwinError
 from twin.intent import NodeIntent
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr
+from twin.runtime.exec import carried
 from twin.verify.jsoncmp import subset
 from twin.verify.result import Check
 
@@ -74,4 +75,4 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
 
 def run(ctx: LabContext) -> list[Check]:
     with ThreadPoolExecutor(8) as pool:
-        return [c for cs in pool.map(lambda n: check_node(ctx, n), ctx.intent.nodes.values()) for c in cs]
+        return [c for cs in pool.map(carried(lambda n: check_node(ctx, n)), ctx.intent.nodes.values()) for c in cs]
