@@ -65,7 +65,11 @@ class TopologyChange(Declarative):
         return TopologyChange(ctx.fabric)
 
     def hosts_out(self, ctx: LabContext) -> frozenset[str]:
-        return frozenset(FabricDiff(ctx.fabric, self.fabric).hosts_removed)
+        """Hosts removed, and hosts whose attachment goes or changes (their flows end by design)."""
+        before = {a.host: a for t in ctx.fabric.tenants.values() for a in t.attachments}
+        after = {a.host: a for t in self.fabric.tenants.values() for a in t.attachments}
+        changed = {h for h, a in before.items() if after.get(h) != a}
+        return frozenset(FabricDiff(ctx.fabric, self.fabric).hosts_removed) | changed
 
 
 @register
