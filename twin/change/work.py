@@ -54,6 +54,16 @@ def current_files(ctx: LabContext, fabric: Fabric) -> dict[str, dict[str, str]]:
     return out
 
 
+def keep_user_files(ctx: LabContext, files: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """A new rendering with the user's own files (`twin up --configs`, `twin apply LAB DIR`) kept as
+    they are: twin does not write over a config it did not write."""
+    st, _ = state.load(ctx.dir)
+    for node, names in (st.user_files if st else {}).items():
+        if node in files:
+            files[node].update(state.read_files(ctx.dir, node, names))
+    return files
+
+
 def frr_actions(w: Work) -> None:
     """Which nodes reload FRR, and which restart it (their daemons file changed)."""
     changed = sorted(n for n in w.new.nodes

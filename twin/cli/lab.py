@@ -21,6 +21,11 @@ from twin.topology import validate as topology_validate
 
 @main.command()
 @click.argument("topology", type=click.Path(dir_okay=False))
+@click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR",
+              help="Your own FRR configs: DIR/<node>/frr.conf (optionally DIR/<node>/daemons) or "
+                   "DIR/<node>.conf. Those nodes boot your files instead of twin's; the others get twin's. "
+                   "FRR checks every file first (vtysh --dryrun): a refused line is reported with its "
+                   "file:line and nothing is created.")
 @click.option("--name", help="Lab name (default: the topology's name).")
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
 @click.option("--image", help="Node image tag (default: built from images/ when missing).")
@@ -29,13 +34,17 @@ from twin.topology import validate as topology_validate
               help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
                    "containerlab CLI on twin's export (where containerlab is installed). Env: TWIN_RUNTIME.")
 @click.pass_context
-def up(ctx, topology, name, timeout, image, keep, runtime):
+def up(ctx, topology, configs, name, timeout, image, keep, runtime):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
-    On a lab that is already up: exit 0 if it runs this topology and has converged,
-    else exit 1 saying what differs."""
+    The wiring and the tenants' kernel plane (VRFs, VXLAN, bridges) come from TOPOLOGY,
+    the FRR configs from twin's rendering or, with --configs, from your files. The
+    barrier and `twin verify` judge them against TOPOLOGY's intent.
+
+    On a lab that is already up: exit 0 if it runs this topology (and configs) and has
+    converged, else exit 1 saying what differs."""
     def go():
-        lab = Lab.load(topology, name=name, runtime=runtime)
+        lab = Lab.load(topology, name=name, runtime=runtime, configs=configs)
         try:
             with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
                 timings = lab.up(image=image, timeout=timeout, keep=keep,
@@ -44,9 +53,13 @@ def up(ctx, topology, name, timeout, image, keep, runtime):
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return
+        finally:
+            for note in lab.notes:
+                err.print(f"note: {note}")
         out.print(f"lab [bold]{lab.name}[/bold] is up: {len(lab.fabric.nodes)} nodes, "
                   f"{len(lab.fabric.sessions())} BGP sessions Established, converged in "
-                  f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}")
+                  f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}"
+                  + (f" ({len(lab.configs.files)} nodes run yours)" if lab.configs else ""))
     run(ctx, go)
 
 

@@ -76,7 +76,10 @@ def missing_sessions(ctx: LabContext, n: NodeIntent) -> list[str]:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{n.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
     states = frr.session_states(summary, [s.port for s in n.sessions])
-    return [f"{n.node}: BGP session on {s.port} to {s.peer} is {states[s.port]}"
+    extra = frr.unexpected_peers(summary, [s.port for s in n.sessions])
+    other = f"; it has {', '.join(extra)}, on no link of the topology" if extra else ""
+    return [f"{n.node}: BGP session on {s.port} to {s.peer} is " + (
+            states[s.port] if states[s.port] != "absent" else f"not configured (FRR has no neighbor {s.port}{other})")
             for s in n.sessions if states[s.port] != "Established"]
 
 

@@ -46,6 +46,8 @@ def wait_vnis(ex: NodeExec, expected: set[int]) -> None:
             (doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH_QUICK)
         except CommandError as e:
             return [f"{ex.where}: FRR not answering yet ({e.rc})"]
-        return [f"{ex.where}: VNI {v} not known to zebra" for v in sorted(expected - set(frr.vni_states(doc)))]
+        known = set(frr.vni_states(doc))
+        hint = "" if known else f" ({frr.NO_EVPN})"
+        return [f"{ex.where}: VNI {v} not known to zebra{hint}" for v in sorted(expected - known)]
 
     wait.until(missing, timeouts.VNIS_UP, f"{ex.where}: VNIs in zebra", first=0.1, cap=0.5)

@@ -64,6 +64,9 @@ class LabState(BaseModel):
     backend: Literal["vrf", "netns"] | None = None   # VRF backend of the VTEPs
     runtime: str = "docker"      # what made the nodes (docker: twin itself; containerlab: its CLI)
     history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
+    configs: str = ""            # the user's config directory it came up with (`twin up --configs`)
+    user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
+    notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
 
 
 # --- files, safely -------------------------------------------------------------------

@@ -20,6 +20,9 @@ VNIS = "show evpn vni detail json"
 FRR_CONF = "frr.conf"
 RELOAD = ["/usr/lib/frr/frr-reload.py", "--reload", "--stdout", f"/etc/frr/{FRR_CONF}"]
 RESTART = ["/usr/lib/frr/frrinit.sh", "restart"]
+# what it means when zebra knows no VNI at all
+NO_EVPN = ("zebra knows no VNI at all: EVPN is off; `advertise-all-vni` under `address-family l2vpn evpn` "
+           "of the default `router bgp` turns it on")
 _RT = re.compile(r"RT:[0-9.]+:(\d+)")
 
 
@@ -31,6 +34,12 @@ def session_states(summary: dict, ports: list[str]) -> dict[str, str]:
     """State of the session on each of `ports`, from `show bgp ipv4 unicast summary json`."""
     peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
     return {p: peers.get(p, {}).get("state", "absent") for p in ports}
+
+
+def unexpected_peers(summary: dict, ports: list[str]) -> list[str]:
+    """Neighbors FRR has (in `show bgp ... summary json`) that are none of the expected `ports`."""
+    peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
+    return sorted(p for p in peers if p not in ports)
 
 
 def evpn_routes(doc: dict) -> list[tuple[int, str, set[int]]]:

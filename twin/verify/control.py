@@ -15,6 +15,7 @@ from twin.errors import TwinError
 from twin.intent import NodeIntent
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr
+from twin.verify import rts
 from twin.verify.jsoncmp import subset
 from twin.verify.result import Check
 
@@ -41,6 +42,8 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
     try:
         (summary,) = ex.vtysh_json(frr.SUMMARY_ALL, timeout=timeouts.VTYSH)
         diffs = subset(n.bgp_summary(), summary)
+        extra = frr.unexpected_peers(summary.get("ipv4Unicast", {}), [s.port for s in n.sessions])
+        diffs += [f"FRR has neighbor {p}, on no link of the topology" for p in extra] if diffs else []
     except TwinError as e:
         diffs = [f"cannot read BGP state: {e}"]
     checks = [Check(GROUP, f"bgp {n.node}", not diffs, "; ".join(diffs),
@@ -53,9 +56,11 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
         vni_doc = {}
         checks.append(Check(GROUP, f"vnis {n.node}", False, f"cannot read VNI state: {e}"))
     have = frr.vni_states(vni_doc)
+    why = f" ({frr.NO_EVPN})" if not have else ""
     for t in n.tenants:
         for vni, want in t.vni_entries().items():
-            diffs = [f"VNI {vni} missing"] if vni not in have else subset(want, frr.normalize_vni(have[vni]), f"vni {vni}")
+            diffs = ([f"VNI {vni} missing{why}"] if vni not in have
+                     else subset(want, frr.normalize_vni(have[vni]), f"vni {vni}"))
             checks.append(Check(GROUP, f"vni {n.node} {vni}", not diffs, "; ".join(diffs), {"expected": want}))
     owner = ctx.intent.owner_of()
     for t in n.tenants:
@@ -74,4 +79,5 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
 
 def run(ctx: LabContext) -> list[Check]:
     with ThreadPoolExecutor(8) as pool:
-        return [c for cs in pool.map(lambda n: check_node(ctx, n), ctx.intent.nodes.values()) for c in cs]
+        checks = [c for cs in pool.map(lambda n: check_node(ctx, n), ctx.intent.nodes.values()) for c in cs]
+    return checks + rts.run(ctx)
