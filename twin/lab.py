@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from twin import timeouts, topology
+from twin import topology
 from twin.config import render, userconf
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, TopologyError, TwinError
@@ -157,10 +157,13 @@ class Lab:
             st.status = "converging"
             state.save(self.dir, st)
             ctx = LabContext(self.name, self.dir, fabric, st.backend or "netns", self.runtime, image)
-            limit = timeout if timeout is not None else timeouts.converge(len(ctx.intent.nodes))
+            limit = timeout if timeout is not None else barrier.deadline(ctx)
+            mine = ctx.intent.generic
             say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
                 f"{len(ctx.intent.nodes)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes"
-                                                      if fabric.tenants else "") + f" (deadline {limit:.0f}s)")
+                                                      if fabric.tenants else "")
+                + (f", {sum(len(g.adjacencies) for g in mine.values())} adjacencies of {len(mine)} routers of "
+                   "your configs" if mine else "") + f" (deadline {limit:.0f}s)")
             barrier.converge(ctx, limit, say=say, since=t0)
             st.timings["converged"] = time.monotonic() - t0
             st.status = "up"

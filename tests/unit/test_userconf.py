@@ -48,7 +48,7 @@ def test_every_problem_of_a_directory_is_named_at_once(tmp_path):
     problems = userconf.check(userconf.read_dir(tmp_path), AIPOD)
     text = "\n".join(map(str, problems))
     assert "host1a.conf: host1a is a host: it runs no FRR, so it takes no FRR config" in text
-    assert "leaf9.conf: no node 'leaf9' in lab 'aipod'; FRR nodes: dpu1, dpu2, leaf1, leaf2, spine1, spine2" in text
+    assert "leaf9.conf: no FRR node 'leaf9' in lab 'aipod'; FRR nodes: dpu1, dpu2, leaf1, leaf2, spine1, spine2" in text
 
 
 def test_a_vteps_daemons_file_gets_the_vrf_backend_its_kernel_plane_needs_and_twin_says_so():

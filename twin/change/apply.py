@@ -304,7 +304,4 @@ def _record(ctx: LabContext, w: Work, change: Change) -> None:
     if change.key == "topology":
         st.topology = source
     st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": w.summary})
-    if change.key == "configs":   # the user's now: a topology change leaves them alone
-        for node in w.reload + w.restart:
-            st.user_files[node] = sorted({*st.user_files.get(node, []), frr.FRR_CONF})
     state.save(ctx.dir, st, w.new)

@@ -56,8 +56,12 @@ def up(ctx, topology, configs, name, timeout, image, keep, runtime):
         finally:
             for note in lab.notes:
                 err.print(f"note: {note}")
-        out.print(f"lab [bold]{lab.name}[/bold] is up: {len(lab.fabric.nodes)} nodes, "
-                  f"{len(lab.fabric.sessions())} BGP sessions Established, converged in "
+        mine = lab.context().intent.generic
+        adjacencies = sum(len(g.adjacencies) for g in mine.values())
+        sessions = len(lab.fabric.sessions())
+        out.print(f"lab [bold]{lab.name}[/bold] is up: {len(lab.fabric.nodes)} nodes"
+                  + (f", {sessions} BGP sessions Established" if sessions or not mine else "")
+                  + (f", {adjacencies} adjacencies of {len(mine)} routers up" if mine else "") + ", converged in "
                   f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}"
                   + (f" ({len(lab.configs.files)} nodes run yours)" if lab.configs else ""))
     run(ctx, go)
@@ -135,7 +139,7 @@ def status(ctx, lab, as_json):
 
 def print_status(st: LabStatus) -> None:
     t = Table(title=f"lab {st.lab}: {st.status}", title_justify="left")
-    for col in ("node", "kind", "state", "asn", "loopback", "bgp up/expected"):
+    for col in ("node", "kind", "state", "asn", "loopback", "sessions up/expected"):
         t.add_column(col)
     for r in st.nodes:
         bgp = ""

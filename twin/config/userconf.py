@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from twin import kinds
+from twin.config import render
 from twin.errors import Problem, TopologyError
+from twin.intent import frrconf, generic
 from twin.topology.model import Fabric
 
 FRR_CONF, DAEMONS = "frr.conf", "daemons"
@@ -97,7 +99,7 @@ def check(configs: UserConfigs, fabric: Fabric) -> list[Problem]:
     for node, files in configs.files.items():
         where = configs.path(node, next(iter(files)))
         if node not in fabric.nodes:
-            problems.append(Problem(where, "", f"no node {node!r} in lab {fabric.name!r}; FRR nodes: "
+            problems.append(Problem(where, "", f"no FRR node {node!r} in lab {fabric.name!r}; FRR nodes: "
                                                f"{', '.join(frr_nodes)}"))
         elif node not in frr_nodes:
             problems.append(Problem(where, "", f"{node} is a {fabric.nodes[node].kind}: it runs no FRR, so it "
@@ -121,6 +123,11 @@ def merge(rendered: dict[str, dict[str, str]], configs: UserConfigs | None,
     notes: list[str] = []
     for node, files in (configs.files.items() if configs else ()):
         out.setdefault(node, {}).update(files)
+        if kinds.of(fabric.nodes[node]).user_config and FRR_CONF in files and DAEMONS not in files:
+            need = generic.daemons_for(frrconf.parse(files[FRR_CONF]))
+            out[node][DAEMONS] = render.daemons_file(fabric.nodes[node], need)
+            notes.append(f"{configs.path(node, FRR_CONF)}: no daemons file beside it; twin's enables what it "
+                         f"configures: {', '.join(['zebra', *need])}")
         if DAEMONS in files and fabric.tenants_on(node):
             out[node][DAEMONS], note = adapt_daemons(files[DAEMONS], backend == "netns")
             notes += [f"{configs.path(node, DAEMONS)}: {note}"] if note else []

@@ -1,17 +1,18 @@
 """Configuring a node, the stage of bring-up after its links exist (containerlab's
 create -> create-links -> configure -> healthy): its kernel overlay, its daemons,
-then its workloads' bindings. The runtime (`twin.runtime`) makes containers and
+then its workloads' bindings and the node's own `exec` commands. The runtime (`twin.runtime`) makes containers and
 links and calls `configure_node` for each node as soon as all its ports are up.
 """
 from __future__ import annotations
 
 import logging
+import shlex
 import time
 
 from twin import kinds, timeouts, wait
 from twin.config import overlay
 from twin.config.overlay import Backend
-from twin.errors import CommandError
+from twin.errors import CommandError, TwinError
 from twin.intent import Intent
 from twin.runtime import frr, kernel
 from twin.runtime.exec import NodeExec
@@ -35,8 +36,19 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     if later:
         wait_vnis(ex, Intent(fabric).nodes[node].vnis)
         kernel.apply(later, pid, ex)
-    log.debug("configured %s: kernel %.2fs, start %.2fs, bindings %.2fs", node, t1 - t0, t2 - t1,
+    run_exec(fabric.nodes[node].exec, ex)
+    log.debug("configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs", node, t1 - t0, t2 - t1,
               time.monotonic() - t2)
+
+
+def run_exec(commands: tuple[str, ...], ex: NodeExec) -> None:
+    """The node's `exec` commands of the topology, in order, each as its words (no shell), as
+    containerlab runs them once a node is up; the first that fails stops the bring-up, named."""
+    for cmd in commands:
+        res = ex.run(shlex.split(cmd), timeout=timeouts.EXEC_DEFAULT)
+        if not res.ok:
+            said = (res.stderr or res.stdout).strip().splitlines()
+            raise TwinError(f"{ex.where}: exec `{cmd}` exited {res.rc}" + (f": {said[-1]}" if said else ""))
 
 
 def wait_vnis(ex: NodeExec, expected: set[int]) -> None:
