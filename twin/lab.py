@@ -21,7 +21,8 @@ from typing import Callable
 from twin import topology
 from twin.config import render, userconf
 from twin.config.userconf import UserConfigs
-from twin.errors import AlreadyUp, LabStateError, TopologyError, TwinError
+from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
+from twin.interop.clab_import import import_clab, is_clab
 from twin.lifecycle import barrier, bringup, cleanup, hostlimits, state
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
@@ -62,13 +63,25 @@ class Lab:
     # --- construction ------------------------------------------------------
     @classmethod
     def load(cls, topology_file: str | Path, name: str | None = None, runtime: str | None = None,
-             configs: str | Path | None = None) -> "Lab":
+             configs: str | Path | None = None, roles: dict[str, str] | None = None) -> "Lab":
         """Validate a topology file (TopologyError with every problem) into a Lab; `configs`: a
-        directory of the user's FRR files for it (read and matched to its nodes here)."""
+        directory of the user's FRR files for it (read and matched to its nodes here).
+
+        A containerlab file (`*.clab.yml`) is imported on the way (`twin.interop.clab_import`):
+        its nodes' bound FRR files are the user's configs, `roles` maps kinds twin cannot run to
+        twin's, and what twin leaves out of it is in `notes`."""
         if name is not None:
             state.check_name(name)
-        fabric = topology.load(topology_file, name=name)
-        return cls(fabric.name, fabric, runtime, userconf.load(configs, fabric) if configs is not None else None)
+        if not is_clab(topology_file):
+            if roles:
+                raise TopologyError([Problem("--role", "", "roles map the nodes of a containerlab or NVIDIA Air "
+                                                           "file; a twin topology says each node's kind itself")])
+            fabric = topology.load(topology_file, name=name)
+            return cls(fabric.name, fabric, runtime, userconf.load(configs, fabric) if configs is not None else None)
+        imported = import_clab(topology_file, roles, name)
+        fabric = topology.load_document(imported.doc, imported.source, name)
+        user = imported.configs.under(userconf.load(configs, fabric)) if configs is not None else imported.configs
+        return cls(fabric.name, fabric, runtime, user if user.files else None, imported.notes)
 
     @classmethod
     def open(cls, name: str) -> "Lab":

@@ -7,9 +7,10 @@ import click
 import yaml
 
 from twin import topology
-from twin.cli.common import main, out, run
+from twin.cli.common import err, main, out, run
 from twin.config.render import render_lab
 from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, import_air, parse_roles
+from twin.interop.clab_import import import_clab, is_clab
 from twin.lifecycle import state
 from twin.runtime import images
 
@@ -58,25 +59,50 @@ def export_(ctx, source, fmt, output, image, backend, namespace):
 
 
 @main.command(name="import")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False, exists=True))
 @click.option("-o", "--output", type=click.Path(file_okay=False), required=True, help="Directory to write into.")
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
-              help="The twin kind of nodes the file does not place (repeatable), e.g. --role leaf1=leaf,spine=spine.")
+              help="The twin kind of nodes the file does not place, or of kinds twin cannot run (SR Linux, cEOS...; "
+                   "twin then renders their day-0 config); repeatable, e.g. --role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: from the file).")
 @click.pass_context
 def import_(ctx, file, output, roles, name):
-    """Turn FILE (NVIDIA Air JSON or DOT) into a twin topology, DIR/<lab>.yml, checked as `twin up`
-    would check it. Then: twin up DIR/<lab>.yml."""
+    """Turn FILE into a twin topology, DIR/<lab>.yml, checked as `twin up` would check it.
+
+    \b
+    FILE is one of:
+      LAB.clab.yml   a containerlab topology: defaults/kinds/groups inherited as containerlab
+                     does, binds of frr.conf/daemons (relative to the file) written to
+                     DIR/configs/<node>/, exec commands of linux nodes, interface names as
+                     given; `kind: linux` nodes with FRR's files are routers, the others
+                     hosts; images and the management network are left out (said so)
+      *.json, *.dot  an NVIDIA Air topology
+    Then: twin up DIR/<lab>.yml [--configs DIR/configs]. A .clab.yml also runs directly:
+    twin up LAB.clab.yml."""
     def go():
         if name is not None:
             state.check_name(name)
-        doc = import_air(file, roles=parse_roles(roles), name=name)
         d = Path(output)
+        if is_clab(file):
+            imported = import_clab(file, roles=parse_roles(roles), name=name)
+            doc, notes = imported.doc, imported.notes
+        else:
+            doc, notes, imported = import_air(file, roles=parse_roles(roles), name=name), [], None
+        topology.load_document(doc, str(file))      # every problem, before anything is written
         d.mkdir(parents=True, exist_ok=True)
         path = d / f"{doc['name']}.yml"
-        path.write_text(f"# imported by twin from {file}\n" + yaml.safe_dump(doc, sort_keys=False))
+        head = f"# imported by twin from {file}\n" + "".join(f"# note: {n}\n" for n in notes)
+        path.write_text(head + yaml.safe_dump(doc, sort_keys=False))
         fabric = topology.load(path)
-        out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links; `twin up {path}` runs it")
+        for note in notes:
+            err.print(f"note: {note}")
+        run_it = f"twin up {path}"
+        if imported is not None and imported.configs.files:
+            configs = d / "configs"
+            state.write_files(configs, imported.configs.files)
+            run_it += f" --configs {configs}"
+            out.print(f"wrote {configs}: the FRR files of {', '.join(imported.configs.files)}")
+        out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links; `{run_it}` runs it")
     run(ctx, go)
 
 

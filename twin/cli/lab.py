@@ -11,6 +11,7 @@ from twin import timeouts
 from twin.cli.common import err, main, out, run
 from twin.config.render import render_lab
 from twin.errors import AlreadyUp, TopologyError, TwinError
+from twin.interop import parse_roles
 from twin.lab import Lab
 from twin.lifecycle import hostlimits, state
 from twin.lifecycle.status import LabStatus
@@ -20,12 +21,15 @@ from twin.topology import validate as topology_validate
 
 
 @main.command()
-@click.argument("topology", type=click.Path(dir_okay=False))
+@click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml")
 @click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR",
               help="Your own FRR configs: DIR/<node>/frr.conf (optionally DIR/<node>/daemons) or "
                    "DIR/<node>.conf. Those nodes boot your files instead of twin's; the others get twin's. "
                    "FRR checks every file first (vtysh --dryrun): a refused line is reported with its "
                    "file:line and nothing is created.")
+@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
+              help="A containerlab file's nodes of kinds twin cannot run (SR Linux, cEOS...) as twin kinds, "
+                   "whose day-0 config twin renders; repeatable, e.g. --role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: the topology's name).")
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
 @click.option("--image", help="Node image tag (default: built from images/ when missing).")
@@ -34,17 +38,20 @@ from twin.topology import validate as topology_validate
               help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
                    "containerlab CLI on twin's export (where containerlab is installed). Env: TWIN_RUNTIME.")
 @click.pass_context
-def up(ctx, topology, configs, name, timeout, image, keep, runtime):
+def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
+    TOPOLOGY is a twin topology file, or a containerlab LAB.clab.yml (imported on the
+    way, as `twin import` does: its nodes' bound frr.conf/daemons are their configs).
     The wiring and the tenants' kernel plane (VRFs, VXLAN, bridges) come from TOPOLOGY,
     the FRR configs from twin's rendering or, with --configs, from your files. The
-    barrier and `twin verify` judge them against TOPOLOGY's intent.
+    barrier and `twin verify` judge them against TOPOLOGY's intent; routers running
+    your configs (kind router) by what their configs declare.
 
     On a lab that is already up: exit 0 if it runs this topology (and configs) and has
     converged, else exit 1 saying what differs."""
     def go():
-        lab = Lab.load(topology, name=name, runtime=runtime, configs=configs)
+        lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles))
         try:
             with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
                 timings = lab.up(image=image, timeout=timeout, keep=keep,

@@ -43,6 +43,15 @@ class UserConfigs:
     def path(self, node: str, name: str) -> str:
         return self.paths.get(node, {}).get(name, f"{self.source}/{node}/{name}")
 
+    def under(self, other: "UserConfigs") -> "UserConfigs":
+        """These files with `other`'s over them, file by file (`twin up LAB.clab.yml --configs DIR`)."""
+        files = {n: dict(f) for n, f in self.files.items()}
+        paths = {n: dict(p) for n, p in self.paths.items()}
+        for n, f in other.files.items():
+            files.setdefault(n, {}).update(f)
+            paths.setdefault(n, {}).update({k: other.path(n, k) for k in f})
+        return UserConfigs(f"{self.source} and {other.source}", files, paths)
+
     def owned(self) -> dict[str, list[str]]:
         """node -> the file names the user owns (what `twin apply` of a topology leaves alone)."""
         return {n: sorted(f) for n, f in sorted(self.files.items())}
@@ -66,7 +75,7 @@ def read_dir(d: str | Path) -> UserConfigs:
                 problems.append(Problem(str(f), "", f"{node}'s {name} is given twice: here and in "
                                                     f"{paths[node][name]}; keep one"))
                 continue
-            text, why = _read(f)
+            text, why = read_text_file(f)
             if why:
                 problems.append(Problem(str(f), "", why))
                 continue
@@ -77,7 +86,8 @@ def read_dir(d: str | Path) -> UserConfigs:
     return UserConfigs(str(d), files, paths)
 
 
-def _read(f: Path) -> tuple[str, str]:
+def read_text_file(f: Path) -> tuple[str, str]:
+    """(text, "") of a config file, or ("", why not): at most 1 MiB of UTF-8 text, no NUL."""
     try:
         raw = f.read_bytes()
     except OSError as e:

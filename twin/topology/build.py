@@ -11,14 +11,14 @@ from pathlib import Path
 from twin.kinds import KINDS, Kind
 from twin.topology.addresses import parse_address, parse_prefix, special_use
 from twin.topology.connectivity import check_connectivity
-from twin.topology.load import load_spec
+from twin.topology.load import load_spec, spec_of
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port
 from twin.topology.names import check_command, check_image, check_lab_name, check_node_name, check_port_name
 from twin.topology.problems import Problems, listing, quoted
 from twin.topology.schema import AS_TRANS, ASN_MAX, TopologySpec
 from twin.topology.tenants import build_tenants
 
-__all__ = ["build", "load"]
+__all__ = ["build", "load", "load_document"]
 
 Ends = list[tuple[str, str | None]]  # (node, port or None: allocate one) of each end of a link
 
@@ -27,6 +27,15 @@ def load(path: str | Path, name: str | None = None) -> Fabric:
     """Topology file -> validated Fabric, or TopologyError with every problem."""
     spec, problems, broken = load_spec(path)
     fabric = build(spec, problems, broken, name=name, source=str(path))
+    problems.raise_if_any()
+    return fabric
+
+
+def load_document(doc: dict, source: str, name: str | None = None) -> Fabric:
+    """A topology document made by twin (an import) -> Fabric, checked as a file is; problems are
+    placed in `source`, the file it was made from."""
+    spec, problems, broken = spec_of(doc, {}, source)
+    fabric = build(spec, problems, broken, name=name, source=source)
     problems.raise_if_any()
     return fabric
 
