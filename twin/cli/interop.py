@@ -1,4 +1,4 @@
-"""Taking labs out and bringing topologies in: `twin export`, `twin import`."""
+"""Taking labs out and bringing topologies in: `twin export`, `twin import`, `twin clone`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,7 @@ from twin.cli.common import err, main, out, run
 from twin.config.render import render_lab
 from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, import_air, parse_roles
 from twin.interop.clab_import import import_clab, is_clab
+from twin.interop.clone import clone
 from twin.lifecycle import state
 from twin.runtime import images
 
@@ -55,6 +56,47 @@ def export_(ctx, source, fmt, output, image, backend, namespace):
             extra = {"namespace": namespace} if fmt == "clabernetes" else {}
             path = write(fabric, render_lab(fabric, b), d, image=tag, backend=b, **extra)
         out.print(f"wrote {path}")
+    run(ctx, go)
+
+
+@main.command(name="clone")
+@click.argument("source", metavar="DIR", type=click.Path(file_okay=False, exists=True))
+@click.option("-o", "--output", type=click.Path(file_okay=False), required=True,
+              help="Directory to write the topology and configs into.")
+@click.option("--role", "roles", multiple=True, metavar="DEVICE=KIND[,...]",
+              help="The kind of a device that cannot be inferred (e.g. the spine of a one-spine fabric); "
+                   "repeatable, e.g. --role spine1=spine.")
+@click.option("--name", help="Lab name (default: DIR's name).")
+@click.pass_context
+def clone_(ctx, source, output, roles, name):
+    """A twin of a network that exists, from its devices' FRR configs and who is cabled to whom.
+
+    \b
+    DIR holds, per device:
+      DIR/<device>/frr.conf (and daemons), or DIR/<device>.conf
+      DIR/<device>/lldp.json or DIR/<device>.lldp.json: its `lldpctl -f json`
+      or, for the whole network, DIR/*.csv: rows of device,port,peer,peer_port
+    Writes OUT/topology.yml (nodes, links with their port names, kinds: spines from the ASN
+    they share, leafs and DPUs by tier below them, VTEPs from advertise-all-vni, tenants from
+    `vrf ... vni` and their route targets; ASNs and loopbacks from `router bgp`) and
+    OUT/configs/. What it cannot infer it asks for (--role, --name), and it says what it
+    inferred from what. Then: twin up OUT/topology.yml --configs OUT/configs."""
+    def go():
+        if name is not None:
+            state.check_name(name)
+        cloned = clone(source, roles=parse_roles(roles), name=name)
+        topology.load_document(cloned.doc, source)     # every problem, before anything is written
+        d = Path(output)
+        d.mkdir(parents=True, exist_ok=True)
+        path, configs = d / "topology.yml", d / "configs"
+        head = f"# cloned by twin from {source}\n" + "".join(f"# note: {n}\n" for n in cloned.notes)
+        path.write_text(head + yaml.safe_dump(cloned.doc, sort_keys=False))
+        state.write_files(configs, cloned.configs.files)
+        fabric = topology.load(path)
+        for note in cloned.notes:
+            err.print(f"note: {note}")
+        out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links, {len(fabric.tenants)} tenants; "
+                  f"and {configs}; `twin up {path} --configs {configs}` runs it")
     run(ctx, go)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from twin import kinds
-from twin.config import render
+from twin.config import overlay, render
 from twin.errors import Problem, TopologyError
 from twin.intent import frrconf, generic
 from twin.topology.model import Fabric
@@ -138,6 +138,11 @@ def merge(rendered: dict[str, dict[str, str]], configs: UserConfigs | None,
             out[node][DAEMONS] = render.daemons_file(fabric.nodes[node], need)
             notes.append(f"{configs.path(node, FRR_CONF)}: no daemons file beside it; twin's enables what it "
                          f"configures: {', '.join(['zebra', *need])}")
+        lo = overlay.loopback_steps(fabric, node, backend, files.get(FRR_CONF, ""))
+        if lo and FRR_CONF in files:
+            out[node]["interfaces.sh"] = overlay.script(fabric, node, backend, first=lo)
+            notes.append(f"{configs.path(node, FRR_CONF)}: puts no {lo[0].args['cidr']} on lo; twin's kernel plane "
+                         "does (the topology's loopback), as ifupdown2 would on a switch")
         if DAEMONS in files and fabric.tenants_on(node):
             out[node][DAEMONS], note = adapt_daemons(files[DAEMONS], backend == "netns")
             notes += [f"{configs.path(node, DAEMONS)}: {note}"] if note else []

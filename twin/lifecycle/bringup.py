@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import shlex
 import time
+from pathlib import Path
 
 from twin import kinds, timeouts, wait
 from twin.config import overlay
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend) -> None:
     """Stage "configure" of one wired node: kernel overlay, its daemons, then its workloads' bindings."""
     t0 = time.monotonic()
-    steps = overlay.plan(fabric, node, backend)
+    steps = lo_steps(fabric, node, pid, backend) + overlay.plan(fabric, node, backend)
     if steps:
         kernel.apply(steps, pid, ex)
     t1 = time.monotonic()
@@ -39,6 +40,15 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     run_exec(fabric.nodes[node].exec, ex)
     log.debug("configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs", node, t1 - t0, t2 - t1,
               time.monotonic() - t2)
+
+
+def lo_steps(fabric: Fabric, node: str, pid: int, backend: Backend) -> list:
+    """The loopback on lo where the frr.conf the node runs does not put it (a user's config)."""
+    try:
+        conf = Path(f"/proc/{pid}/root/etc/frr/frr.conf").read_text()
+    except OSError:
+        return []
+    return overlay.loopback_steps(fabric, node, backend, conf)
 
 
 def run_exec(commands: tuple[str, ...], ex: NodeExec) -> None:
