@@ -133,6 +133,9 @@ class Lab:
             problems = userconf.check(self.configs, self.topology)
             if problems:
                 raise TopologyError(problems)
+            if self.runtime.name != "docker":
+                raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
+                                    f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
         with state.lock(self.name, "twin up"):
             if self.runtime.containers(self.name):
                 self._already_up()

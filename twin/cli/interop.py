@@ -61,7 +61,7 @@ def export_(ctx, source, fmt, output, image, backend, namespace):
 
 @main.command(name="clone")
 @click.argument("source", metavar="DIR", type=click.Path(file_okay=False, exists=True))
-@click.option("-o", "--output", type=click.Path(file_okay=False), required=True,
+@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, metavar="OUT",
               help="Directory to write the topology and configs into.")
 @click.option("--role", "roles", multiple=True, metavar="DEVICE=KIND[,...]",
               help="The kind of a device that cannot be inferred (e.g. the spine of a one-spine fabric); "
@@ -102,7 +102,8 @@ def clone_(ctx, source, output, roles, name):
 
 @main.command(name="import")
 @click.argument("file", type=click.Path(dir_okay=False, exists=True))
-@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, help="Directory to write into.")
+@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, metavar="DIR",
+              help="Directory to write into.")
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
               help="The twin kind of nodes the file does not place, or of kinds twin cannot run (SR Linux, cEOS...; "
                    "twin then renders their day-0 config); repeatable, e.g. --role leaf1=leaf,spine=spine.")
