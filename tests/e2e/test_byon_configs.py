@@ -80,6 +80,11 @@ def test_a_line_frr_refuses_is_named_with_its_file_and_line_and_nothing_is_creat
     assert f"{bad / 'leaf1' / 'frr.conf'}:{line}: % Unknown command" in p.stderr
     assert "interfacee peer-group fabric" in p.stderr
     assert leftovers(runtime, "t-by-refused") == []
+    v = twin_cli("validate", str(AIPOD), "--configs", str(bad), "--name", "t-by-refused", "--json")   # for CI
+    assert v.returncode == 1 and json.loads(v.stdout)["problems"] == [
+        {"file": str(bad / "leaf1" / "frr.conf"), "line": line, "path": "",
+         "message": "% Unknown command[28]:  neighbor swp1 interfacee peer-group fabric"}]
+    assert leftovers(runtime, "t-by-refused") == []
 
 
 def test_aipod_from_the_users_configs_converges_runs_them_and_passes_verify(lab, configs):

@@ -10,13 +10,16 @@ from rich.table import Table
 from twin import timeouts
 from twin.cli.common import err, main, out, run
 from twin.config.render import render_lab
-from twin.errors import AlreadyUp, TopologyError, TwinError
+from twin.config import userconf
+from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
+from twin.interop.clab_import import is_clab
 from twin.interop import parse_roles
 from twin.lab import Lab
 from twin.lifecycle import hostlimits, state
 from twin.lifecycle.status import LabStatus
-from twin.runtime import images
+from twin.runtime import dryrun, images
 from twin.runtime.docker import DockerRuntime
+from twin.topology import ValidationReport
 from twin.topology import validate as topology_validate
 
 
@@ -75,15 +78,23 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime):
 
 
 @main.command()
-@click.argument("topology", type=click.Path(dir_okay=False))
+@click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml")
+@click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR",
+              help="Your own FRR configs too (as `twin up --configs` takes them): matched to the topology's "
+                   "nodes and read by FRR (vtysh --dryrun, in a throwaway container of the node image).")
+@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
+              help="A containerlab file's nodes of kinds twin cannot run, as twin kinds.")
 @click.option("--name", help="Lab name to check too (default: the topology's name).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def validate(ctx, topology, name, as_json):
+def validate(ctx, topology, configs, roles, name, as_json):
     """Validate and render TOPOLOGY without creating anything, and say what it would take of this
-    host's limits. Exit 0 if it is valid (and fits), 1 if not: for CI."""
+    host's limits. Exit 0 if it is valid (and fits), 1 if not: for CI.
+
+    With --configs (or a containerlab file's bound configs), FRR's own check of every file
+    too: a refused line is named with its file:line."""
     def go():
-        report = topology_validate(topology, name)
+        report = _validation(topology, name, parse_roles(roles), configs)
         doc = report.to_dict()
         if report.valid:
             files = render_lab(report.fabric, "netns")
@@ -103,6 +114,26 @@ def validate(ctx, topology, name, as_json):
                          "; SHORT: " + "; ".join(host["short"]) + f"; {host['fix']}"), highlight=False)
         sys.exit(0 if report.valid and not doc["host"]["short"] else 1)
     run(ctx, go)
+
+
+def _validation(topology: str, name: str | None, roles: dict, configs: str | None) -> ValidationReport:
+    """The topology's report, with the problems of the user's configs (and FRR's word on them) added."""
+    try:
+        lab = Lab.load(topology, name=name, configs=configs, roles=roles)
+    except TopologyError as e:
+        if not is_clab(topology) and not roles and configs is None:
+            return topology_validate(topology, name)     # the file's own report (a broken file)
+        return ValidationReport(topology, None, tuple(e.problems))
+    if lab.configs is None:
+        return ValidationReport(topology, lab.topology)
+    problems = userconf.check(lab.configs, lab.topology)
+    if not problems:
+        client = DockerRuntime().client
+        try:
+            dryrun.check(client, images.ensure(client), lab.name, lab.configs)
+        except ConfigError as e:
+            problems = e.problems
+    return ValidationReport(topology, lab.topology, tuple(problems))
 
 
 def host_figures(fabric) -> dict:
