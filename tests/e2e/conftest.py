@@ -5,6 +5,7 @@ down by the fixture even when the test fails.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -20,6 +21,23 @@ from twin.runtime.docker import DockerRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
+
+
+E2E_LOCK = Path("/tmp/twin-e2e.lock")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_e2e_run_at_a_time():
+    """Test labs have fixed names and Docker's names are host-wide: two e2e runs on one host (two
+    checkouts) would tear each other's labs down. They take turns; the kernel frees the lock when
+    a run dies."""
+    with open(E2E_LOCK, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"\ntwin e2e: another e2e run holds {E2E_LOCK}; waiting for it", file=sys.stderr)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture(scope="session")

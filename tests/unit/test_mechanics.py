@@ -1,9 +1,12 @@
 """Unit tests of the small mechanisms: image tags, the deadline wait, the execution seam."""
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from twin import wait
 from twin.runtime import images
-from twin.errors import CommandError, ConvergenceTimeout
+from twin.errors import CommandError, ConvergenceTimeout, TwinError
 from twin.runtime.exec import NodeExec
 
 
@@ -41,35 +44,76 @@ def test_wait_timeout_names_what_is_missing():
 
 
 class FakeContainer:
-    """Stands in for docker's Container.exec_run to test result handling only."""
+    """A running container as far as NodeExec reads it (its id and init pid)."""
 
-    def __init__(self, rc, out, err=b""):
-        self.rc, self.out, self.err = rc, out, err
-        self.cmds = []
+    id, name, status, attrs = "abc123", "twin-lab-leaf1", "running", {"State": {"Pid": 4242}}
 
-    def exec_run(self, cmd, demux, user):
-        self.cmds.append(cmd)
-        return self.rc, (self.out, self.err)
+    def reload(self):
+        pass
 
 
-def test_vtysh_json_splits_one_document_per_command():
-    c = FakeContainer(0, b'{"a": 1}\n{"b": [2]}\n')
-    docs = NodeExec(c, "lab/leaf1").vtysh_json("show a json", "show b json")
+@pytest.fixture
+def node(monkeypatch):
+    """NodeExec on a fake container; `calls` records the argv nsenter would run, `answer` is the reply."""
+    calls, answer = [], {}
+    monkeypatch.setattr("twin.runtime.exec._of", lambda pid, cid: pid == 4242 and cid == "abc123")
+
+    def fake_run(argv, stdout, stderr, **kw):
+        calls.append(argv)
+        stdout.write(answer.get("out", b""))
+        stderr.write(answer.get("err", b""))
+        return subprocess.CompletedProcess(argv, answer.get("rc", 0))
+
+    monkeypatch.setattr("twin.runtime.exec.subprocess.run", fake_run)
+    return NodeExec(FakeContainer(), "lab/leaf1"), calls, answer
+
+
+def test_commands_enter_the_nodes_namespaces_under_a_deadline(node):
+    ex, calls, answer = node
+    answer["out"] = b'{"a": 1}\n{"b": [2]}\n'
+    docs = ex.vtysh_json("show a json", "show b json")
     assert docs == [{"a": 1}, {"b": [2]}]
-    assert c.cmds[0][-4:] == ["-c", "show a json", "-c", "show b json"]
-    assert c.cmds[0][0] == "timeout", "every command runs under a deadline"
+    argv = calls[0]
+    assert argv[:2] == ["nsenter", "--target=4242"] and "--net" in argv and "--mount" in argv
+    assert argv[argv.index("--") + 1:][:4] == ["timeout", "--kill-after=2", "30", "vtysh"], "every command has a deadline"
+    assert argv[-4:] == ["-c", "show a json", "-c", "show b json"]
+    assert ex.path("/tmp/x.pcap") == Path("/proc/4242/root/tmp/x.pcap")
 
 
-def test_vtysh_json_bad_output_is_an_error_not_an_empty_dict():
-    c = FakeContainer(0, b"% Unknown command: show bgp summry json\n")
+def test_vtysh_json_bad_output_is_an_error_not_an_empty_dict(node):
+    ex, _, answer = node
+    answer["out"] = b"% Unknown command: show bgp summry json\n"
     with pytest.raises(CommandError, match="output is not JSON"):
-        NodeExec(c, "lab/leaf1").vtysh_json("show bgp summry json")
+        ex.vtysh_json("show bgp summry json")
 
 
-def test_failed_command_carries_command_exit_code_and_output():
-    c = FakeContainer(2, b"", b"bgpd is not running\n")
+def test_failed_command_carries_command_exit_code_and_output(node):
+    ex, _, answer = node
+    answer.update(rc=2, err=b"bgpd is not running\n")
     with pytest.raises(CommandError) as exc:
-        NodeExec(c, "lab/leaf1").check(["vtysh", "-c", "show bgp summary"])
+        ex.check(["vtysh", "-c", "show bgp summary"])
     e = exc.value
     assert (e.rc, e.cmd, e.stderr) == (2, ["vtysh", "-c", "show bgp summary"], "bgpd is not running\n")
     assert str(e) == "lab/leaf1: `vtysh -c show bgp summary` exited 2:\nbgpd is not running"
+
+
+def test_a_stopped_node_is_named(monkeypatch):
+    c = FakeContainer()
+    c.attrs, c.status = {"State": {"Pid": 0}}, "exited"
+    monkeypatch.setattr("twin.runtime.exec._of", lambda pid, cid: False)
+    with pytest.raises(TwinError, match="lab/leaf1: container twin-lab-leaf1 is not running \\(exited\\)"):
+        NodeExec(c, "lab/leaf1").run(["true"])
+
+
+def test_daemons_are_started_through_the_container_runtime_so_they_live_in_the_nodes_cgroup(node):
+    ex, calls, _ = node
+    started = []
+
+    def exec_run(cmd, demux):
+        started.append(cmd)
+        return 0, (b"Started watchfrr.\n", b"")
+
+    ex.container.exec_run = exec_run
+    assert ex.start(["/usr/local/bin/twin-node", "start-frr"]).check().stdout == "Started watchfrr.\n"
+    assert started == [["timeout", "--kill-after=2", "30", "/usr/local/bin/twin-node", "start-frr"]]
+    assert calls == [], "not through nsenter"

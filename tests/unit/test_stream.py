@@ -1,4 +1,5 @@
 """Unit tests of background streams: fast frames equal scapy's, and the loss analysis."""
+import random
 from dataclasses import replace
 
 import pytest
@@ -29,7 +30,7 @@ def test_stamped_frames_are_byte_identical_to_scapy(kw):
         got = st.frame(psn)
         assert got == want, f"PSN {psn:#x}: stamped frame differs from scapy's"
         assert roce.icrc_valid(got), "scapy's own ICRC check accepts it"
-        assert stamp.icrc_ok(got)
+        assert roce.icrc_ok(got)
         a = roce.read(got, RUN, check_icrc=True)
         assert (a.flow_id, a.psn, a.icrc_ok) == (7, psn & 0xFFFFFF, True)
         assert Ether(got)[BTH].psn == psn & 0xFFFFFF
@@ -45,9 +46,9 @@ def test_udp_checksum_is_valid_and_icrc_survives_routing():
     routed = bytearray(f)
     routed[15] |= 0x03      # ECN marked CE
     routed[22] -= 3         # TTL after three hops (IP checksum left wrong: it is masked too)
-    assert stamp.icrc_ok(bytes(routed))
+    assert roce.icrc_ok(bytes(routed))
     routed[-20] ^= 0x01     # a flipped payload bit is not
-    assert not stamp.icrc_ok(bytes(routed))
+    assert not roce.icrc_ok(bytes(routed))
 
 
 def test_vxlan_flows_are_refused():
@@ -119,3 +120,32 @@ def test_interval_within_budget():
     assert stream.choose_interval(1) == pytest.approx(1 / stream.MAX_RATE)
     with pytest.raises(TwinError, match="over the budget"):
         stream.choose_interval(1000)
+
+
+def test_vxlan_frames_are_read_at_fixed_offsets_as_scapy_reads_them():
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.layers.vxlan import VXLAN
+
+    inner = roce.frames(a_flow(count=1, dscp=26), RUN)[0]
+    outer = (Ether() / IP(src="10.255.0.5", dst="10.255.0.6", tos=26 << 2) / UDP(sport=51000, dport=4789)
+             / VXLAN(vni=10101, flags=0x08) / Ether(inner))
+    e = roce.encapsulated(bytes(outer))
+    p = Ether(bytes(outer))
+    assert (e.outer_src, e.vni, e.outer_dscp, e.inner_dscp) == (p[IP].src, p[VXLAN].vni, p[IP].tos >> 2,
+                                                               p[VXLAN].payload[IP].tos >> 2)
+    assert (e.run, e.flow_id) == (RUN, a_flow().flow_id)
+    assert roce.encapsulated(inner) is None, "a bare RoCE frame is not VXLAN"
+    assert roce.encapsulated(bytes(outer)[:60]) is None, "a cut frame is nothing"
+
+
+def test_packed_frames_are_scapys_byte_for_byte():
+    rng = random.Random(7)
+    for i in range(300):
+        f = roce.Flow(flow_id=rng.randrange(1 << 32), src="a", dst="b", src_mac=":".join(f"{rng.randrange(256):02x}" for _ in range(6)),
+                   dst_mac="02:00:5e:00:01:01", src_ip=f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
+                   dst_ip=f"192.168.{rng.randrange(256)}.{rng.randrange(1, 255)}", sport=rng.randrange(1, 65536),
+                   dqp=rng.randrange(1 << 24), psn=rng.randrange(1 << 24), count=rng.choice([1, 2]),
+                   payload=rng.choice([0, 1, 3, 64, 255, 4096]), dscp=rng.randrange(64), ecn=rng.randrange(4),
+                   opcode=rng.choice([0, 1, 2, 4, 10]), cnp=rng.random() < 0.2)
+        assert roce.frames(f, RUN) == roce.scapy_frames(f, RUN), f

@@ -31,7 +31,7 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     t1 = time.monotonic()
     start = kinds.of(fabric.nodes[node]).start
     if start:
-        ex.check(start)
+        ex.start(start).check()   # its daemons: in the node's cgroup
     t2 = time.monotonic()
     later = overlay.bindings(fabric, node, backend)
     if later:

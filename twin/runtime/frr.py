@@ -171,7 +171,10 @@ def take(ex: NodeExec, restart: bool = False) -> None:
     does not have. bgpd may refuse to delete a tenant's `router bgp ASN vrf X` while it
     still knows the VRF's L3VNI, which zebra tells it a moment later: what is left is
     reloaded again (only the difference). The same for a change and for its rollback."""
-    ex.check(RESTART if restart else RELOAD, timeouts.FRR_RELOAD)
+    if restart:
+        ex.start(RESTART, timeouts.FRR_RELOAD).check()   # the daemons it starts belong to the node
+    else:
+        ex.check(RELOAD, timeouts.FRR_RELOAD)
 
     def left() -> list[str]:
         lines = pending(ex)

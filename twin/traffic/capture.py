@@ -4,13 +4,15 @@
         ... send traffic ...
     packets = cap.packets
 
-tcpdump runs inside the node (or a tenant namespace in it) writing a pcap;
-the capture counts as started once tcpdump has created that file, so no
-packet sent after `__enter__` returns is missed.
+tcpdump runs inside the node (or a tenant namespace in it) writing a pcap,
+which twin reads through the node's root from the host; the capture counts as
+started once tcpdump has written its header, so no packet sent after
+`__enter__` returns is missed.
 """
 from __future__ import annotations
 
 import io
+import subprocess
 import uuid
 
 from scapy.utils import rdpcap
@@ -30,19 +32,31 @@ class Capture:
         return ["ip", "netns", "exec", self.netns, *cmd] if self.netns else cmd
 
     def __enter__(self) -> "Capture":
-        tcpdump = self._cmd(["timeout", str(timeouts.CAPTURE_MAX), "tcpdump", "-i", self.port, "-nn", "-U", "--immediate-mode", "-s", "256",
-                             "-c", str(self.max_packets), "-w", self.file, *self.bpf.split()])
-        self.ex.container.exec_run(tcpdump, detach=True)
-        # the pcap header is written once tcpdump listens
-        wait.until(lambda: [] if self.ex.run(["test", "-s", self.file]).ok else [f"tcpdump on {self.port}"],
-                   timeouts.CAPTURE_START, f"{self.ex.where}: capture start", first=0.05, cap=0.2)
+        tcpdump = self._cmd(["timeout", str(timeouts.CAPTURE_MAX), "tcpdump", "-i", self.port, "-nn", "-U",
+                             "--immediate-mode", "-s", "256", "-c", str(self.max_packets), "-w", self.file,
+                             *self.bpf.split()])
+        self.proc = self.ex.spawn(tcpdump)
+        pcap = self.ex.path(self.file)
+        # the pcap header is written once tcpdump listens (read from the host: no process in the node)
+        wait.until(lambda: [] if _size(pcap) else [f"tcpdump on {self.port}"],
+                   timeouts.CAPTURE_START, f"{self.ex.where}: capture start", first=0.02, cap=0.1)
         return self
 
     def __exit__(self, *exc) -> None:
-        mine = f"^tcpdump .*{self.file}"  # not the `timeout` wrappers around pkill/pgrep themselves
-        self.ex.run(["pkill", "-INT", "-f", mine])
-        wait.until(lambda: [f"tcpdump on {self.port}"] if self.ex.run(["pgrep", "-f", mine]).ok else [],
-                   timeouts.CAPTURE_START, f"{self.ex.where}: capture stop", first=0.05, cap=0.2)
-        raw = self.ex.container.exec_run(["cat", self.file], demux=False).output
-        self.ex.run(["rm", "-f", self.file])
+        self.ex.run(["pkill", "-INT", "-f", f"^tcpdump .*{self.file}"])  # not the `timeout` wrapper
+        try:
+            self.proc.wait(timeout=timeouts.CAPTURE_START)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        pcap = self.ex.path(self.file)
+        raw = pcap.read_bytes() if _size(pcap) else b""
+        pcap.unlink(missing_ok=True)
         self.packets = list(rdpcap(io.BytesIO(raw))) if raw else []
+
+
+def _size(path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -8,7 +8,10 @@ has arrived, or at the deadline, plus a short window for late or stray frames
 """
 from __future__ import annotations
 
+import ctypes
+import os
 import random
+import select
 import socket
 import threading
 from collections import defaultdict
@@ -16,14 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
-from pyroute2 import netns
-
 from twin import timeouts, wait
 from twin.errors import ConvergenceTimeout
 from twin.traffic import roce
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
+POLL_MS = 50      # the receiver notices `stop` within this
+BATCH = 256       # frames read from one tap before the others get their turn
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,39 @@ class Tap:
     port: str
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+
+
+def socket_in(ns_path: str, family: int, kind: int, proto: int) -> socket.socket:
+    """A socket of network namespace `ns_path`. A namespace is a per-thread attribute: a thread
+    of its own enters it (setns(2)), makes the socket (which stays in that namespace) and ends,
+    so no thread of twin is ever left in a lab's namespace, and no process is forked."""
+    made: dict[str, object] = {}
+
+    def enter_and_make() -> None:
+        try:
+            fd = os.open(ns_path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if _libc.setns(fd, CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns into {ns_path}: {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            made["socket"] = socket.socket(family, kind, proto)
+        except OSError as e:
+            made["error"] = e
+
+    t = threading.Thread(target=enter_and_make, name="twin-netns-socket")
+    t.start()
+    t.join()
+    if "error" in made:
+        raise made["error"]
+    return made["socket"]
+
+
 def open_socket(tap: Tap) -> socket.socket:
-    s = netns.create_socket(tap.ns_path, socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL), flags=0)
+    s = socket_in(tap.ns_path, socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((tap.port, ETH_P_ALL))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.settimeout(0.05)
@@ -74,26 +108,34 @@ class Session:
         lock = threading.Lock()
         stop = threading.Event()
 
-        def receive(name: str) -> None:
-            s = self.socks[name]
-            both = name in self.outgoing
+        def receive() -> None:
+            """One thread reads every tap: poll(2) says which have frames."""
+            poller, by_fd = select.poll(), {}
+            for name, sock in self.socks.items():
+                sock.setblocking(False)
+                poller.register(sock, select.POLLIN)
+                by_fd[sock.fileno()] = (name, sock, name in self.outgoing)
             while not stop.is_set():
-                try:
-                    frame, addr = s.recvfrom(65535)
-                except socket.timeout:
-                    continue
-                except OSError:
-                    return
-                if (both or addr[2] != PACKET_OUTGOING) and keep(frame):
-                    with lock:
-                        captured[name].append((frame, addr[2] == PACKET_OUTGOING) if both else frame)
+                for fd, _ in poller.poll(POLL_MS):
+                    name, sock, both = by_fd[fd]
+                    for _ in range(BATCH):
+                        try:
+                            frame, addr = sock.recvfrom(65535)
+                        except (BlockingIOError, InterruptedError):
+                            break
+                        except OSError:
+                            poller.unregister(fd)
+                            break
+                        if (both or addr[2] != PACKET_OUTGOING) and keep(frame):
+                            with lock:
+                                captured[name].append((frame, addr[2] == PACKET_OUTGOING) if both else frame)
 
         def send(name: str) -> None:
             s = self.socks[name]
             for f in sends[name]:
-                s.send(f)
+                _send(s, f)
 
-        receivers = [threading.Thread(target=receive, args=(n,), daemon=True) for n in self.socks]
+        receivers = [threading.Thread(target=receive, name="twin-taps", daemon=True)]
         for r in receivers:
             r.start()
         try:
@@ -115,6 +157,16 @@ class Session:
             for r in receivers:
                 r.join()
         return dict(captured)
+
+
+def _send(s: socket.socket, frame: bytes) -> None:
+    """Send on a non-blocking tap; a full queue waits until it can take the frame."""
+    while True:
+        try:
+            s.send(frame)
+            return
+        except BlockingIOError:
+            select.select([], [s], [], 0.05)
 
 
 def new_run_id() -> int:

@@ -85,7 +85,7 @@ def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_ic
             a = roce.read(frame, run_id, check_icrc=False)
             if a is None or a.flow_id not in by_id:
                 continue
-            if check_icrc and by_id[a.flow_id].dst == host:  # the costly part: only where it matters
+            if check_icrc and by_id[a.flow_id].dst == host:  # only where it matters
                 a = roce.read(frame, run_id, check_icrc=True)
             results[a.flow_id].seen_at[host] = results[a.flow_id].seen_at.get(host, 0) + 1
             if by_id[a.flow_id].dst == host:

@@ -1,7 +1,6 @@
-"""RoCEv2 frames at line rate: one scapy-built template per flow, patched per packet.
+"""RoCEv2 frames at line rate: one template per flow, patched per packet.
 
-Frames are not built with scapy per packet (~1 ms each, ~950 frames/s): a
-`Stamper` builds one template per flow with `roce.frames`, then per packet patches
+A `Stamper` packs one template per flow with `roce.frame`, then per packet patches
 the PSN in the BTH and the tag, recomputes the ICRC (zlib.crc32 over the masked
 pseudo-header, as scapy.contrib.roce does) and the UDP checksum (the big-endian
 integer of the segment modulo 0xffff is its ones' complement sum). The frames are
@@ -9,42 +8,13 @@ byte-identical to scapy's (tests/unit/test_stream.py).
 """
 from __future__ import annotations
 
-import struct
 import zlib
 from dataclasses import replace
 
 from twin.errors import TwinError
 from twin.traffic import roce
+from twin.traffic.roce import ICRC, PSN_MASK, icrc_pseudo
 
-PSN_MASK = 0xFFFFFF
-_ICRC = struct.Struct("<I")   # scapy packs crc32 big-endian, then reverses the bytes
-
-
-def _masked(frame: bytes | bytearray, ip_at: int) -> bytearray:
-    """The ICRC pseudo-header of an IPv4 RoCEv2 frame (without its ICRC): 8 bytes of
-    1s (pseudo-LRH), then IP / UDP / BTH / payload with the fields routing may change
-    set to 1s: IP TOS, TTL, checksum; UDP checksum; BTH FECN/BECN/resv6."""
-    ihl = (frame[ip_at] & 0x0F) * 4
-    total = (frame[ip_at + 2] << 8) | frame[ip_at + 3]
-    p = bytearray(b"\xff" * 8)
-    p += frame[ip_at:ip_at + total - 4]
-    p[9] = p[16] = 0xFF                  # TOS, TTL
-    p[18:20] = b"\xff\xff"               # IP header checksum
-    udp = 8 + ihl
-    p[udp + 6:udp + 8] = b"\xff\xff"     # UDP checksum
-    p[udp + 12] = 0xFF                   # BTH byte 4: FECN, BECN, resv6
-    return p
-
-
-def icrc(frame: bytes | bytearray, ip_at: int = 14) -> bytes:
-    """The ICRC an IPv4 RoCEv2 frame (IP header at `ip_at`) should carry, as scapy computes it."""
-    return _ICRC.pack(zlib.crc32(_masked(frame, ip_at)))
-
-
-def icrc_ok(frame: bytes, ip_at: int = 14) -> bool:
-    """Does the frame carry the right ICRC? (fast: no scapy)"""
-    end = ip_at + ((frame[ip_at + 2] << 8) | frame[ip_at + 3])
-    return len(frame) >= end and frame[end - 4:end] == icrc(frame, ip_at)
 
 
 class Stamper:
@@ -69,7 +39,7 @@ class Stamper:
         self._psn = bth + 9                                  # BTH: 24-bit PSN in bytes 9..11
         self._tag_psn = bth + 12 + (16 if t[bth] == roce.CNP_OPCODE else 0) + 12  # tag: magic, run, flow, psn
         self._icrc = end - 4
-        self._pseudo = _masked(t, ip)
+        self._pseudo = icrc_pseudo(t, ip)
         self._shift = 8 - ip                                 # frame offset -> pseudo-header offset
         # UDP checksum: the IPv4 pseudo-header (addresses, protocol, UDP length) is constant
         self._udp_pseudo = int.from_bytes(t[ip + 12:ip + 20] + b"\x00\x11" + t[udp + 4:udp + 6], "big")
@@ -83,9 +53,10 @@ class Stamper:
         a, t, s = self._psn, self._tag_psn, self._shift
         f[a:a + 3] = p[a + s:a + s + 3] = b3
         f[t:t + 4] = p[t + s:t + s + 4] = b4
-        f[self._icrc:self._end] = _ICRC.pack(zlib.crc32(p))
+        f[self._icrc:self._end] = ICRC.pack(zlib.crc32(p))
         u = self._udp
         f[u + 6:u + 8] = b"\x00\x00"
         total = (int.from_bytes(f[u:self._end] + self._pad, "big") + self._udp_pseudo) % 0xFFFF
         f[u + 6:u + 8] = (0xFFFF - total).to_bytes(2, "big")   # 0 is sent as 0xffff, as RFC 768 wants
         return bytes(f)
+

@@ -59,7 +59,8 @@ from twin.traffic import flows as hostflows
 from twin.traffic import roce
 from twin.traffic.engine import PACKET_OUTGOING, new_run_id, open_socket
 from twin.traffic.results import StreamResult, analyse
-from twin.traffic.stamp import PSN_MASK, Stamper, icrc_ok
+from twin.traffic.roce import PSN_MASK, icrc_ok
+from twin.traffic.stamp import Stamper
 
 
 BUDGET_PPS = 2000.0     # all flows of a stream together, by default

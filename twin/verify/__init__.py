@@ -11,6 +11,7 @@ ECMP on fabric links), zerotrust (spoofing and VXLAN injection attempts).
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from twin.errors import TwinError
@@ -28,28 +29,34 @@ GROUPS: dict[str, Callable] = {
 
 
 def run(lab, only: list[str] | None = None) -> Report:
-    """Judge a running lab (a `twin.Lab` or its context) against its intent."""
+    """Judge a running lab (a `twin.Lab` or its context) against its intent. The groups run at
+    once: each reads the lab's state or sends its own frames (told apart by a run id of its own),
+    so they do not see each other; their results come back in the order of GROUPS."""
     unknown = sorted(set(only or []) - set(GROUPS))
     if unknown:
         raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(GROUPS)}")
     ctx = context_of(lab)
+    ctx.pids()   # resolved once, before the groups share the context
+    names = [n for n in GROUPS if (not only or n in only) and (n == "control" or ctx.fabric.tenants)]
     report = Report(ctx.name)
-    for name, fn in GROUPS.items():
-        if only and name not in only:
-            continue
-        if name != "control" and not ctx.fabric.tenants:
-            continue  # traffic checks need tenant endpoints
-        t0 = time.monotonic()
-        try:
-            out = fn(ctx)
-        except TwinError as e:
-            out = [Check(name, name, False, f"could not run: {e}")]
-        if isinstance(out, tuple):
-            out, extra = out
+    with ThreadPoolExecutor(len(names) or 1) as pool:
+        outcomes = list(pool.map(lambda n: _group(ctx, n), names))
+    for name, (out, extra, seconds) in zip(names, outcomes):
+        if extra is not None:
             report.extra[name] = extra
         report.checks += out
-        report.seconds[name] = round(time.monotonic() - t0, 3)
+        report.seconds[name] = seconds
     return report
+
+
+def _group(ctx, name: str) -> tuple[list[Check], dict | None, float]:
+    t0 = time.monotonic()
+    try:
+        out = GROUPS[name](ctx)
+    except TwinError as e:
+        out = [Check(name, name, False, f"could not run: {e}")]
+    out, extra = out if isinstance(out, tuple) else (out, None)
+    return out, extra, round(time.monotonic() - t0, 3)
 
 
 __all__ = ["run", "Report", "Check", "GROUPS"]

@@ -17,15 +17,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from scapy.layers.inet import IP
-from scapy.layers.l2 import Ether
-from scapy.layers.vxlan import VXLAN
-
 from twin import kinds
 from twin.lifecycle.context import LabContext
 from twin.topology.model import Fabric
 from twin.traffic import flows as F
 from twin.traffic.engine import Tap
+from twin.traffic.roce import encapsulated
 from twin.verify.result import Check
 
 GROUP = "underlay"
@@ -78,7 +75,8 @@ def run(ctx: LabContext) -> list[Check]:
     vteps = sorted({fabric.attachment_of(s)[1].vtep for _, s, _ in todo})
     tapped = dict.fromkeys(vteps + spines(fabric) + fabric.drained())  # each node once, in this order
     taps = [Tap(f"{n}:{p.name}", ctx.netns(n), p.name) for n in tapped for p in fabric.nodes[n].fabric_ports]
-    results, frames = F.run_with_taps(ctx, flows, expect, check_icrc=False, taps=taps)
+    results, raw = F.run_with_taps(ctx, flows, expect, check_icrc=False, taps=taps)
+    frames = {tap: [(e, sent) for f, sent in got if (e := encapsulated(f))] for tap, got in raw.items()}
     checks = []
     for tenant, src, dst in todo:
         mine = {f.flow_id for f in flows if f.src == src and f.dst == dst}
@@ -87,7 +85,7 @@ def run(ctx: LabContext) -> list[Check]:
     return checks
 
 
-def _seen(fabric: Fabric, src: str, dst: str, mine: set[int], frames: dict) -> Seen:
+def _seen(fabric: Fabric, src: str, dst: str, mine: set[int], frames: dict[str, list]) -> Seen:
     """Count one pair's VXLAN frames: on the sending VTEP's uplinks as sent, elsewhere as they enter a node."""
     sa, da = fabric.attachment_of(src)[1], fabric.attachment_of(dst)[1]
     lo = {n.loopback: n.name for n in fabric.routers()}
@@ -95,26 +93,20 @@ def _seen(fabric: Fabric, src: str, dst: str, mine: set[int], frames: dict) -> S
     seen = Seen()
     for tap, captured in frames.items():
         node = tap.split(":")[0]
-        for raw, sent in captured:
-            p = Ether(raw)
-            if VXLAN not in p or IP not in p[VXLAN].payload:
-                continue
-            inner = p[VXLAN].payload[IP]
-            tag = bytes(inner.payload)
-            fid = int.from_bytes(tag[28:32], "big") if len(tag) >= 32 else -1  # UDP, BTH, magic, run, flow
-            if fid not in mine:
+        for e, sent in captured:
+            if e.flow_id not in mine:
                 continue
             if node == sa.vtep:
                 if sent:
                     seen.uplinks[tap] += 1
-                    seen.vnis[p[VXLAN].vni] += 1
-                    seen.tos_bad += (p[IP].tos >> 2) != (inner.tos >> 2)
+                    seen.vnis[e.vni] += 1
+                    seen.tos_bad += e.outer_dscp != e.inner_dscp
                 continue
-            if sent or lo.get(p[IP].src) != sa.vtep:
+            if sent or lo.get(e.outer_src) != sa.vtep:
                 continue  # frames counted once, where they enter a node
             if node in spine_set:
                 seen.spines[node] += 1
-                seen.vnis[p[VXLAN].vni] += 1
+                seen.vnis[e.vni] += 1
             if node in avoid:
                 seen.drained[node] += 1
     return seen
