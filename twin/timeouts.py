@@ -19,6 +19,9 @@ FRR_RELOAD = 120.0          # frr-reload.py (or an FRR restart) on one node (twi
 DRY_RUN = 30.0              # `vtysh --dryrun` of a new config in its node
 BARRIER_FIRST = 0.1         # the barrier polls this soon first (a round is a few netlink dumps) ...
 BARRIER_POLL = 1.0          # ... and backs off to at most this far apart
+RIB_QUIET = 3.0             # a router running its own config has converged once its routes stood still this long
+OSPF_WAIT = 40.0            # added to the deadline of a lab with OSPF: a broadcast interface waits its dead
+                            # interval (40 s by default) before it elects a DR and forms a Full adjacency
 DATA_PLANE = 60.0           # rehearse: the data plane whole again after a change
 REHEARSE_BASELINE = 1.0     # rehearse: traffic before the change
 REHEARSE_TAIL = 1.0         # rehearse: traffic after the data plane is whole again

@@ -59,7 +59,7 @@ def test_invalid_topology_creates_nothing(runtime, tmp_path):
     bad.write_text("name: t-bad\nnodes:\n  s1: {kind: spine}\n  l1: {kind: lef}\nlinks:\n  - [s1, l1]\n")
     p = twin_cli("up", str(bad))
     assert p.returncode == 1
-    assert f"{bad}:4: nodes.l1.kind: unknown kind 'lef'; known kinds: spine, leaf, dpu, host" in p.stderr
+    assert f"{bad}:4: nodes.l1.kind: unknown kind 'lef'; known kinds: spine, leaf, dpu, host, router" in p.stderr
     assert leftovers(runtime, "t-bad") == []
 
 

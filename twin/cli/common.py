@@ -20,7 +20,7 @@ import docker
 from pyroute2 import NetlinkError
 from rich.console import Console
 
-from twin.errors import ApplyFailed, ChangeRefused, TopologyError, TwinError
+from twin.errors import ApplyFailed, ChangeRefused, ConfigError, TopologyError, TwinError
 from twin.runtime.exec import Recorder, recording
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -29,7 +29,7 @@ if not out.is_terminal:  # pipes and CI logs: do not squeeze tables into 80 colu
     out = Console(highlight=False, soft_wrap=True, width=160)
 
 T = TypeVar("T")
-WHOLE = (TopologyError, ChangeRefused, ApplyFailed)   # their every line matters
+WHOLE = (TopologyError, ConfigError, ChangeRefused, ApplyFailed)   # their every line matters
 
 
 class Ctx:

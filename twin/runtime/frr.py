@@ -20,7 +20,52 @@ VNIS = "show evpn vni detail json"
 FRR_CONF = "frr.conf"
 RELOAD = ["/usr/lib/frr/frr-reload.py", "--reload", "--stdout", f"/etc/frr/{FRR_CONF}"]
 RESTART = ["/usr/lib/frr/frrinit.sh", "restart"]
+# what it means when zebra knows no VNI at all
+NO_EVPN = ("zebra knows no VNI at all: EVPN is off; `advertise-all-vni` under `address-family l2vpn evpn` "
+           "of the default `router bgp` turns it on")
 _RT = re.compile(r"RT:[0-9.]+:(\d+)")
+
+
+# what a router's own config declares (twin.intent.generic), read per protocol
+ADJACENCIES = {"bgp": "show bgp vrf all neighbors json", "ospf": "show ip ospf vrf all neighbor json",
+               "ospf6": "show ipv6 ospf6 neighbor json", "isis": "show isis neighbor json"}
+UP_STATE = {"bgp": "Established", "ospf": "Full", "ospf6": "Full", "isis": "Up"}
+
+
+def adjacency_states(protocol: str, doc) -> dict[tuple[str, str], str]:
+    """(VRF, neighbor or interface) -> state, from the protocol's `ADJACENCIES` JSON. An interface
+    with several neighbours keeps the best (up) one."""
+    out: dict[tuple[str, str], str] = {}
+
+    def put(key: tuple[str, str], st: str) -> None:
+        if not out.get(key, "").startswith(UP_STATE[protocol]):
+            out[key] = st
+
+    for vrf, key, st in _adjacencies(protocol, doc if isinstance(doc, dict) else {}):
+        put((vrf, key), st)
+    return out
+
+
+def _adjacencies(protocol: str, doc: dict):
+    if protocol == "bgp":
+        for vrf, peers in doc.items():
+            for name, p in (peers.items() if isinstance(peers, dict) else ()):
+                if isinstance(p, dict) and "bgpState" in p:
+                    yield vrf, name, p["bgpState"]
+    elif protocol == "ospf":
+        per_vrf = doc if "neighbors" not in doc else {"default": doc}
+        for vrf, d in per_vrf.items():
+            for nbrs in ((d or {}).get("neighbors") or {}).values() if isinstance(d, dict) else ():
+                for n in nbrs if isinstance(nbrs, list) else [nbrs]:
+                    yield vrf, str(n.get("ifaceName", "")).split(":")[0], str(n.get("nbrState", "?"))
+    elif protocol == "ospf6":
+        for n in doc.get("neighbors") or []:
+            yield "default", n.get("interfaceName", ""), str(n.get("state", "?"))
+    elif protocol == "isis":
+        for area in doc.get("areas") or []:
+            for c in area.get("circuits") or []:
+                if "interface" in c:
+                    yield "default", c["interface"], str(c.get("state", "?"))
 
 
 def vrf_routes_cmd(vrf: str) -> str:
@@ -31,6 +76,12 @@ def session_states(summary: dict, ports: list[str]) -> dict[str, str]:
     """State of the session on each of `ports`, from `show bgp ipv4 unicast summary json`."""
     peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
     return {p: peers.get(p, {}).get("state", "absent") for p in ports}
+
+
+def unexpected_peers(summary: dict, ports: list[str]) -> list[str]:
+    """Neighbors FRR has (in `show bgp ... summary json`) that are none of the expected `ports`."""
+    peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
+    return sorted(p for p in peers if p not in ports)
 
 
 def evpn_routes(doc: dict) -> list[tuple[int, str, set[int]]]:

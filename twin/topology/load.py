@@ -31,7 +31,12 @@ def load_spec(path: str | Path) -> tuple[TopologySpec, Problems, set[str]]:
     links to them are not reported twice).
     """
     data, lines = read_yaml(path)
-    problems = Problems(str(path), lines)
+    return spec_of(data, lines, str(path))
+
+
+def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems, set[str]]:
+    """`load_spec` of a document already read (an imported one: `lines` may be empty)."""
+    problems = Problems(source, lines)
     if not isinstance(data, dict):
         what = "no topology (it is empty, only comments or null)" if data is None else kind_of(data)
         problems.add((), f"the file holds {what}; a topology is a mapping with keys: {TOP_KEYS}")

@@ -22,7 +22,8 @@ class Port(_Frozen):
     peer_node: str
     peer_port: str
     mtu: int
-    role: Literal["fabric", "access"]  # fabric: BGP session; access: host endpoint
+    role: Literal["fabric", "access", "plain"]  # fabric: BGP session; access: host endpoint;
+                                                # plain: a router's link, what runs on it is its config's
 
 
 class Node(_Frozen):
@@ -33,13 +34,16 @@ class Node(_Frozen):
     image: str | None = None       # None: the lab's node image
     drain: bool = False            # BGP graceful shutdown: carries no transit traffic
     ports: tuple[Port, ...] = ()
+    exec: tuple[str, ...] = ()     # commands run in the node once it is configured (containerlab's exec)
 
     @model_serializer(mode="wrap")
-    def _drain_only_when_drained(self, handler):
-        """`drain` is written only when true: an undrained node's recorded intent stays as it was."""
+    def _only_when_set(self, handler):
+        """`drain` and `exec` are written only when set: a node without them is recorded as it was."""
         data = handler(self)
         if not self.drain:
             data.pop("drain", None)
+        if not self.exec:
+            data.pop("exec", None)
         return data
 
     @property

@@ -56,6 +56,8 @@ class NodeSpec(_Strict):
     drain: StrictBool = Field(default=False, description="drained for maintenance: BGP graceful shutdown "
                                                          "(RFC 8326), its routes lose to every other path "
                                                          "while its sessions stay up")
+    exec: list[str] | None = Field(default=None, description="commands run in the node once it is wired and "
+                                                             "configured, in order (containerlab's exec)")
 
 
 class LinkSpec(_Strict):
