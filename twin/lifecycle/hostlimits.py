@@ -235,8 +235,10 @@ def missing_daemons(running: Mapping[str, float], watched: list[str] | None, ena
 
 
 def daemons_enabled(daemons_file: str, has_mgmtd: bool) -> list[str]:
-    """Daemons FRR's init script starts: zebra and staticd (and mgmtd on FRR 10) always, `xd=yes` ones."""
-    return sorted({"staticd", *(["mgmtd"] if has_mgmtd else []), *generic.daemons_enabled(daemons_file)})
+    """Daemons FRR's init script starts: zebra (and mgmtd on FRR 10) always, `xd=yes` ones, and
+    staticd unless the file says `staticd=no` (twin's image lets that count; stock FRR does not)."""
+    static = [] if re.search(r"^\s*staticd\s*=\s*no\b", daemons_file, re.M) else ["staticd"]
+    return sorted({*static, *(["mgmtd"] if has_mgmtd else []), *generic.daemons_enabled(daemons_file)})
 
 
 # --- reading the host -------------------------------------------------------------------------------
