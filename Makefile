@@ -10,8 +10,9 @@ PYTEST_ARGS ?=
 SOAK_ARGS ?=
 CHAOS_ARGS ?=
 PROVE_ARGS ?=
+COMPARE_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down test test-unit bench soak chaos prove clean
+.PHONY: host venv images twin-up twin-down test test-unit bench bench-compare soak chaos prove clean
 
 host:
 	@scripts/host-setup.sh
@@ -42,6 +43,12 @@ test-unit: venv
 
 bench: images
 	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python bench/watch.py
+
+# twin against munet 0.17.3 (FRR's namespace emulator) on the same Clos, interleaved
+# (not part of make test; installs munet in bench/munet/.venv and Debian's frr on the host)
+bench-compare: images
+	$(VENV)/bin/python bench/compare.py $(COMPARE_ARGS)
 
 # aipod and pod8 side by side for 60 min, verify every 5 min, status every minute
 # (not part of make test; SOAK_ARGS="--minutes 10" for a shorter one)

@@ -86,7 +86,7 @@ def test_nodes_without_a_twin_kind_are_refused_all_at_once_with_the_way_out(tmp_
         import_air(path)
     assert [p.path for p in e.value.problems] == ["nodes.fw1", "nodes.super1"]
     assert "function 'superspine' has no twin kind; give it one with --role super1=KIND" in str(e.value)
-    assert "(kinds: spine, leaf, dpu, host)" in str(e.value)
+    assert "(kinds: spine, leaf, dpu, host, router)" in str(e.value)
     doc = import_air(path, roles=parse_roles(["super1=spine,fw1=leaf"]))
     assert {n: v["kind"] for n, v in doc["nodes"].items()} == {"super1": "spine", "fw1": "leaf", "spine1": "spine"}
 
@@ -94,9 +94,9 @@ def test_nodes_without_a_twin_kind_are_refused_all_at_once_with_the_way_out(tmp_
 def test_roles_must_name_nodes_and_kinds(tmp_path):
     path = write(tmp_path, "t.dot", 'graph "t" { "a" [function="spine"] "b" [function="leaf"] "a":"1" -- "b":"1" }')
     with pytest.raises(TopologyError) as e:
-        import_air(path, roles={"c": "leaf", "b": "router"})
+        import_air(path, roles={"c": "leaf", "b": "firewall"})
     assert [p.path for p in e.value.problems] == ["--role b", "--role c"]
-    assert "unknown kind 'router'" in str(e.value) and "no node named 'c'; nodes: a, b" in str(e.value)
+    assert "unknown kind 'firewall'" in str(e.value) and "no node named 'c'; nodes: a, b" in str(e.value)
     with pytest.raises(TopologyError, match="expected NODE=KIND"):
         parse_roles(["leaf1"])
 

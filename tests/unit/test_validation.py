@@ -39,7 +39,7 @@ def test_unknown_kind_lists_known_kinds(monkeypatch):
         load("tests/golden/invalid/unknown-kind.yml")
     (p,) = exc.value.problems
     assert p.path == "nodes.leaf1.kind" and p.line == 4
-    assert "known kinds: spine, leaf, dpu, host" in p.message
+    assert "known kinds: spine, leaf, dpu, host, router" in p.message
 
 
 def test_bad_yaml_gives_the_line(monkeypatch):

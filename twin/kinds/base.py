@@ -7,7 +7,8 @@ needs is read from here, so no other package tests a kind's name:
 - the Clos: tier order, ASN scheme, port naming, which peers it accepts,
   whether it is a transit-only tier (spines) or a workload endpoint (hosts);
 - FRR: whether it runs FRR, which daemons and which feature templates of
-  `twin/config/templates/frr/` make its frr.conf (`twin.config.render` renders them);
+  `twin/config/templates/frr/` make its frr.conf (`twin.config.render` renders them),
+  or whether it runs the user's config, judged by what that declares (a router);
 - its container: command, what runs once its ports are up, capabilities, sysctls.
 """
 from __future__ import annotations
@@ -54,6 +55,8 @@ class Kind:
     access_ports: ClassVar[PortNaming] = PortNaming("swp{}")   # towards hosts
     accepts_hosts: ClassVar[bool] = False
     can_be_vtep: ClassVar[bool] = False      # may terminate tenants' VXLAN (EVPN VTEP)
+    user_config: ClassVar[bool] = False      # runs the user's FRR config; twin derives no intent for it
+                                             # but what that config declares (twin.intent.generic)
     daemons: ClassVar[tuple[str, ...]] = ()  # FRR daemons besides zebra/staticd/watchfrr
     frr_features: ClassVar[tuple[str, ...]] = ()   # feature templates of frr.conf, in order
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "SYS_ADMIN", "NET_RAW")

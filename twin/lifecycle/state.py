@@ -25,6 +25,7 @@ from typing import Iterator, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from twin import kinds
 from twin.errors import LabNameError, LabStateError, TwinError
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
@@ -64,6 +65,9 @@ class LabState(BaseModel):
     backend: Literal["vrf", "netns"] | None = None   # VRF backend of the VTEPs
     runtime: str = "docker"      # what made the nodes (docker: twin itself; containerlab: its CLI)
     history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
+    configs: str = ""            # the user's config directory it came up with (`twin up --configs`)
+    user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
+    notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
 
 
 # --- files, safely -------------------------------------------------------------------
@@ -108,6 +112,13 @@ def write_files(d: Path, files: dict[str, dict[str, str]]) -> None:
                 same = False
             if not same:
                 write_text(f, text)
+
+
+def running_files(d: Path, fabric: Fabric) -> dict[str, dict[str, str]]:
+    """frr.conf and daemons of every node whose intent is its own config's (a router): what
+    `twin.intent.Intent(fabric, files)` judges it by."""
+    return {n: read_files(d, n, ["frr.conf", "daemons"]) for n, node in fabric.nodes.items()
+            if kinds.of(node).user_config}
 
 
 def read_files(d: Path, node: str, names: list[str]) -> dict[str, str]:

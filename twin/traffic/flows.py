@@ -32,6 +32,20 @@ def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw) -> roce.Flow:
                      src_ip=sa.address.split("/")[0], dst_ip=dst_ip, **kw)
 
 
+def flow_to(fabric: Fabric, src: str, to: str, flow_id: int, **kw) -> roce.Flow:
+    """A flow from host `src` to host `to`, or to the address `to` as `src` would send to it:
+    to the host of its own tenant that has it, else to its gateway (`dst` is then "": no host
+    is the destination, every host that sees it is counted in `seen_at`)."""
+    if to in fabric.nodes:
+        return flow(fabric, src, to, flow_id, **kw)
+    st, sa = fabric.attachment_of(src)
+    owner = next((a.host for a in st.attachments if a.address.split("/")[0] == to), None)
+    if owner is not None:
+        return flow(fabric, src, owner, flow_id, **kw)
+    return roce.Flow(flow_id=flow_id, src=src, dst="", src_mac=sa.mac, dst_mac=st.segments[sa.segment].mac,
+                     src_ip=sa.address.split("/")[0], dst_ip=to, **kw)
+
+
 def same_tenant(fabric: Fabric, a: str, b: str) -> bool:
     return fabric.attachment_of(a)[0].name == fabric.attachment_of(b)[0].name
 
