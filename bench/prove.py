@@ -73,7 +73,7 @@ def main() -> int:
     ap.add_argument("--verify-runs", type=int, default=20, help="twin verify runs per lab (default 20)")
     ap.add_argument("--proofs", type=int, default=2, help="full proofs of aipod (default 2)")
     ap.add_argument("--labs", default="aipod,pod8", help=f"which of {', '.join(LABS)} (default both)")
-    ap.add_argument("--prefix", default="prove", help="lab names are PREFIX-aipod, PREFIX-pod8")
+    ap.add_argument("--prefix", default="pv", help="lab names are PREFIX-aipod, PREFIX-pod8")
     ap.add_argument("--keep", action="store_true", help="leave the labs up at the end")
     args = ap.parse_args()
     console = Console(width=200)
