@@ -23,7 +23,8 @@ SAMPLE = ["port-rule dpu1:pf0vf0 spoofed MAC", "port-rule dpu2:pf0vf2 not IPv4",
           "session leaf1:swp1", "session dpu2:p1", "loopback spine2", "loopback dpu1", "gateway-mac dpu2 br10202",
           "gateway-address dpu1 br10102", "arp-suppression dpu2 vxlan10201", "tos dpu2 vxlan10100",
           "mtu dpu1 vxlan10101", "mtu dpu2 br10200", "mtu leaf2 swp3", "mtu host2b eth1", "mtu dpu1 pf0vf2",
-          "maximum-paths dpu2", "multipath-relax dpu1", "hash-policy dpu2", "membership dpu2:pf0vf1"]
+          "maximum-paths dpu2", "multipath-relax dpu1", "hash-policy dpu2", "hash-fields dpu1",
+          "membership dpu2:pf0vf1"]
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +40,8 @@ def test_every_kind_of_element_is_caught_by_the_check_that_should_catch_it(lab):
         lab.context())[0]].index)
     assert proof.passed, "\n".join(f"{o.element.id}: caught {o.caught}, restored {o.restored}: {o.detail}"
                                    for o in proof.outcomes if not (o.caught and o.restored))
-    assert proof.score == f"caught {len(SAMPLE)} of {len(SAMPLE)}" and proof.total == 174
-    assert len({o.element.kind for o in proof.outcomes}) == 24, "every kind"
+    assert proof.score == f"caught {len(SAMPLE)} of {len(SAMPLE)}" and proof.total == 176
+    assert len({o.element.kind for o in proof.outcomes}) == 25, "every kind"
     by = {o.element.id: o.check for o in proof.outcomes}
     assert by["port-rule dpu1:pf0vf0 spoofed MAC"] == "zerotrust: host1a: spoofed MAC"
     assert by["session dpu2:p1"] == "control: bgp dpu2"
@@ -58,7 +59,7 @@ def test_cli_prove_writes_json_and_junit_and_a_miss_exits_1(lab, tmp_path):
                  "loopback leaf1", "--json", "--junit", str(junit))
     assert p.returncode == 0, p.stdout + p.stderr
     doc = json.loads(p.stdout)
-    assert doc["score"] == "caught 2 of 2" and doc["passed"] and doc["elements"] == 174
+    assert doc["score"] == "caught 2 of 2" and doc["passed"] and doc["elements"] == 176
     rule = doc["outcomes"][0]
     assert rule["check"] == "zerotrust: host1a: spoofed IP" and rule["restored"]
     assert "nft delete rule bridge twin_ports ingress handle" in rule["broken_by"]

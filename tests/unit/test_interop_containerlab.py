@@ -59,7 +59,7 @@ def test_nodes_and_links_are_twins(topology, tmp_path):
         assert {node["labels"][k] for k in (LABEL_LAB, LABEL_NODE, LABEL_KIND)} == {fabric.name, n.name, n.kind}
         assert node["labels"].get("twin.asn") == (str(n.asn) if n.asn else None)
         assert node["labels"].get("twin.loopback") == n.loopback
-        assert node.get("sysctls", {}) == kind.sysctls and node["cap-add"] == list(kind.capabilities)
+        assert node.get("sysctls", {}) == kind.sysctls_of(n.name) and node["cap-add"] == list(kind.capabilities)
         assert node["exec"] == ["sh /etc/twin/twin-start.sh"]
         assert f"{n.name}:/etc/twin:ro" in node["binds"]
         for bind in node["binds"]:      # every bound file is in the output directory

@@ -144,7 +144,7 @@ def test_a_spoofer_claims_someone_elses_identity(pod8):
 
 def test_the_elements_of_aipod(aipod):
     els, exempt = elements(ctx_of(aipod))
-    assert len(els) == len({e.id for e in els}) == 174
+    assert len(els) == len({e.id for e in els}) == 176
     kinds = Counter(e.kind for e in els)
     assert kinds["port rule"] == 36 and kinds["underlay BGP session"] == 8 and kinds["loopback advertisement"] == 6
     assert kinds["L2VNI device"] == kinds["L2VNI VNI"] == kinds["anycast gateway MAC"] == 6
@@ -181,14 +181,14 @@ def test_pod8_and_the_vrf_backend_yield_elements_too(pod8, aipod):
     assert {"multipath-relax spine1", "maximum-paths leaf1", "hash-policy leaf1"} <= {e.id for e in els}
     assert "multipath-relax leaf1" not in {e.id for e in els}, "a leaf's spines share one AS"
     vrf, _ = elements(ctx_of(aipod, "vrf"))
-    assert len(vrf) == 174 and all(a.ns == "" for e in vrf for a in e.breaks if isinstance(a, NftDelete))
+    assert len(vrf) == 176 and all(a.ns == "" for e in vrf for a in e.breaks if isinstance(a, NftDelete))
 
 
 def test_a_proof_scores_and_reports(tmp_path, aipod):
     els = elements(ctx_of(aipod))[0][:3]
     hit = Check("zerotrust", "host1a: spoofed MAC", False, "7 of 7 attacks got through")
     proof = Proof("t", [Outcome(els[0], [hit], restored=True), Outcome(els[1], [], restored=True),
-                        Outcome(els[2], [hit], restored=False, detail="still missing")], total=174)
+                        Outcome(els[2], [hit], restored=False, detail="still missing")], total=176)
     assert proof.score == "caught 2 of 3" and not proof.passed and [o.element for o in proof.misses()] == [els[1]]
     assert proof.outcomes[0].check == "zerotrust: host1a: spoofed MAC"
     doc = proof.to_dict()

@@ -68,6 +68,12 @@ def branching(fabric: Fabric) -> dict[str, set[tuple[str, str]]]:
     return out
 
 
+def chooses_twice(fabric: Fabric) -> bool:
+    """Does some VTEP pair's path cross two routers that each choose between ports (a leaf, then a
+    spine)? Then the second must not repeat the first one's choice (hash seeds of their own)."""
+    return any(sum(len(ps) > 1 for ps in next_hops(fabric, a, b).values()) > 1 for a, b in vtep_pairs(fabric))
+
+
 def cover(fabric: Fabric) -> list[tuple[str, str]]:
     """A few VTEP pairs whose paths together leave by every carried (router, port) and pass every
     branching router: chosen greedily (most new ports first, then the farthest pair), so flows

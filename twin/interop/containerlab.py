@@ -104,7 +104,7 @@ def clab_node(fabric: Fabric, node: Node, image: str) -> dict:
     out["binds"] = frr + [f"{node.name}:{NODE_DIR}:ro"]
     out["labels"] = labels(fabric, node)
     if kind.sysctls:
-        out["sysctls"] = dict(kind.sysctls)
+        out["sysctls"] = kind.sysctls_of(node.name)
     out["cap-add"] = list(kind.capabilities)
     out["exec"] = [f"sh {START_PATH}"]
     return out

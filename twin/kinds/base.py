@@ -13,6 +13,7 @@ needs is read from here, so no other package tests a kind's name:
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -38,8 +39,15 @@ ROUTER_SYSCTLS = {
     "net.ipv6.conf.default.forwarding": "1",
     # ECMP on the 5-tuple, as fabric switches hash: the VXLAN source port carries each
     # inner flow's entropy, so RoCE flows between two VTEPs spread over every uplink.
-    "net.ipv4.fib_multipath_hash_policy": "1",
+    # Policy 3 (the fields below: addresses, protocol, ports), not 1: policy 1 takes the
+    # hash a packet already carries, and over veths a packet keeps the one its sender's
+    # kernel gave it, so every router of a path would choose alike (a leaf's flows to
+    # spine1 all leaving spine1 by its first port: polarized; `twin verify` on pod8
+    # caught it). Each router hashes with a seed of its own too (`Kind.sysctls_of`).
+    "net.ipv4.fib_multipath_hash_policy": "3",
+    "net.ipv4.fib_multipath_hash_fields": "0x0037",
 }
+HASH_SEED = "net.ipv4.fib_multipath_hash_seed"
 
 
 class Kind:
@@ -67,6 +75,14 @@ class Kind:
     pids_limit: ClassVar[int] = 512
     command: ClassVar[list[str] | None] = None   # None: the image's CMD
     start: ClassVar[list[str] | None] = None     # run in the node once all its ports are up
+
+    def sysctls_of(self, node: str) -> dict[str, str]:
+        """The sysctls of a node of this kind: the kind's, and where it hashes ECMP a seed of its own
+        (from its name; 0 would be the kernel's one random seed, the same in every node)."""
+        out = dict(self.sysctls)
+        if "net.ipv4.fib_multipath_hash_policy" in out:
+            out[HASH_SEED] = str(zlib.crc32(node.encode()) or 1)
+        return out
 
     @property
     def runs_frr(self) -> bool:

@@ -23,6 +23,8 @@ from twin.topology.model import Attachment, Fabric, Segment, Tenant
 SMALL_MTU = 1500                       # a jumbo RoCE frame (4 KiB) does not fit
 STRANGE_MAC = "02:de:ad:be:ef:01"      # a gateway MAC no host expects
 HASH = "net.ipv4.fib_multipath_hash_policy"
+FIELDS = "net.ipv4.fib_multipath_hash_fields"
+SEED = "net.ipv4.fib_multipath_hash_seed"
 
 
 def _alt(names) -> str:
@@ -201,18 +203,32 @@ def port_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
 
 
 def hash_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
-    """The 5-tuple multipath hash of each router that spreads tenant paths over several ports."""
+    """The 5-tuple multipath hash (policy and fields) of each router that spreads tenant paths over
+    several ports; and the routers' own hash seeds, where a path chooses twice (else one kernel's
+    seed makes a second chooser repeat the first one's choice)."""
     f, out, exempt = ctx.fabric, [], []
     branching = paths.branching(f)
     for n in f.routers():
-        want = kinds.of(n).sysctls.get(HASH)
-        if want is None:
+        mine = kinds.of(n).sysctls
+        if HASH not in mine:
             continue
         if n.name not in branching:
             exempt.append(Exempt("multipath hash", n.name, "no choice of equal-cost ports on tenant paths"))
             continue
-        out.append(Element(f"hash-policy {n.name}", "multipath hash policy", n.name, f"{HASH}={want} on {n.name}",
-                           ("underlay",), (rf"^underlay: .*never left {re.escape(n.name)} by",),
-                           (Kernel(n.name, (Step("sysctl", HASH, "", {"value": 0}),)),),
-                           (Kernel(n.name, (Step("sysctl", HASH, "", {"value": want}),)),)))
+        spread = (rf"^underlay: .*never left {re.escape(n.name)} by",)
+        for key, name, kind, wrong in ((HASH, "hash-policy", "multipath hash policy", 0),
+                                       (FIELDS, "hash-fields", "multipath hash fields", "0x0007")):
+            out.append(Element(f"{name} {n.name}", kind, n.name, f"{key}={mine[key]} on {n.name}", ("underlay",), spread,
+                               (Kernel(n.name, (Step("sysctl", key, "", {"value": wrong}),)),),
+                               (Kernel(n.name, (Step("sysctl", key, "", {"value": mine[key]}),)),)))
+    seeded = [n for n in f.routers() if HASH in kinds.of(n).sysctls]
+    if not paths.chooses_twice(f):
+        exempt.append(Exempt("multipath hash seeds", "every router", "no tenant path chooses between ports twice"))
+    elif seeded:
+        out.append(Element("hash-seeds", "multipath hash seeds", seeded[0].name,
+                           f"a {SEED} of its own on each of {len(seeded)} routers", ("underlay",),
+                           (r"^underlay: .*never left \S+ by",),
+                           tuple(Kernel(n.name, (Step("sysctl", SEED, "", {"value": 0}),)) for n in seeded),
+                           tuple(Kernel(n.name, (Step("sysctl", SEED, "", {"value": kinds.of(n).sysctls_of(n.name)[SEED]}),))
+                                 for n in seeded)))
     return out, exempt

@@ -84,7 +84,7 @@ class DockerRuntime:
                 network_mode="none",
                 init=True,
                 cap_add=list(kind.capabilities),
-                sysctls=dict(kind.sysctls),
+                sysctls=kind.sysctls_of(node.name),
                 mounts=mounts,
                 mem_limit=kind.memory_limit,
                 pids_limit=kind.pids_limit,
