@@ -8,7 +8,8 @@ Breaking and restoring go through twin's own mechanisms only:
 - `Vtysh`: lines of FRR configuration typed into the node's vtysh; `Reload` restores the
   node's rendered frr.conf with `frr-reload.py` (`twin.runtime.frr.take`);
 - `NftDelete`: one rule of a host port, found by its comment, deleted by its handle;
-- `Unlearn`: the MACs a bridge port learned while a rule was gone (a spoofer's), deleted.
+- `Unlearn`: the MACs a bridge port learned while a rule was gone (a spoofer's), deleted;
+- `ZebraVni`: a wait until zebra holds a VNI made again (a binding written before is not read).
 """
 from __future__ import annotations
 
@@ -66,7 +67,16 @@ class Unlearn:
         return f"bridge fdb del <each MAC learned on {self.port}>"
 
 
-Action = Union[Kernel, Vtysh, Reload, NftDelete, Unlearn]
+@dataclass(frozen=True)
+class ZebraVni:
+    node: str
+    vni: int
+
+    def text(self) -> str:
+        return f"until zebra holds VNI {self.vni}"
+
+
+Action = Union[Kernel, Vtysh, Reload, NftDelete, Unlearn, ZebraVni]
 
 
 @dataclass(frozen=True)

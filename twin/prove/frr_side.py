@@ -12,17 +12,19 @@ import re
 from twin import kinds
 from twin.intent import paths
 from twin.lifecycle.context import LabContext
-from twin.prove.element import Element, Exempt, Kernel, Reload, Vtysh
+from twin.prove.element import Element, Exempt, Kernel, Reload, Vtysh, ZebraVni
 from twin.prove.kernel_side import rebind
 
 FOREIGN_RT = "65535:1"   # a route target no tenant uses (ASN 65535 is reserved)
 
 
 def _restore(ctx: LabContext, node: str) -> tuple:
-    """The node's rendered frr.conf, then (on a VTEP) its workloads' bindings made again."""
+    """The node's rendered frr.conf, then (on a VTEP, once zebra holds its VNIs again) its workloads'
+    bindings made again."""
     f = ctx.fabric
     again = tuple(s for t in f.tenants_on(node) for s in rebind(f, node, ctx.backend, t))
-    return (Reload(node),) + ((Kernel(node, again),) if again else ())
+    vnis = [vni for t in f.tenants_on(node) for vni in [t.l3vni, *(s.l2vni for s in t.segments_on(node))]]
+    return (Reload(node),) + ((*(ZebraVni(node, v) for v in vnis), Kernel(node, again)) if again else ())
 
 
 def evpn_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:

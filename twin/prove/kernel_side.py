@@ -17,7 +17,7 @@ from twin.config.steps import Step
 from twin.intent import paths
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.lifecycle.context import LabContext
-from twin.prove.element import Element, Exempt, Kernel
+from twin.prove.element import Element, Exempt, Kernel, ZebraVni
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 
 SMALL_MTU = 1500                       # a jumbo RoCE frame (4 KiB) does not fit
@@ -57,17 +57,17 @@ def vni_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
             for vni, seg in [(t.l3vni, None), *((s.l2vni, s) for s in t.segments_on(v))]:
                 vx, layer = vxlan_name(vni), "L3VNI" if seg is None else "L2VNI"
                 made = tuple(s for s in plan if s.dev == vx)
-                back = Kernel(v, made + rebind(f, v, be, t, seg))
+                back = (Kernel(v, made), ZebraVni(v, vni), Kernel(v, rebind(f, v, be, t, seg)))
                 wrong = vni + 4_000_000 if vni < 12_000_000 else vni - 4_000_000
                 remade = tuple(Step(s.op, s.dev, s.ns, {**s.args, "vni": wrong}) if s.op == "vxlan" else s for s in made)
                 what = f"{vx} of {t.name}" + (f" {seg.name}" if seg else "") + f" on {v}"
                 expect = (rf"^control: vni {v} {vni}: ",) + ((rf"^control: vrf {v} {re.escape(t.vrf)}: ",) if seg is None
                                                               else ())
                 out.append(Element(f"{layer.lower()}-device {v} {vni}", f"{layer} device", v, what, ("control",),
-                                   expect, (Kernel(v, (Step("del", vx, ns),)),), (back,)))
+                                   expect, (Kernel(v, (Step("del", vx, ns),)),), back))
                 out.append(Element(f"{layer.lower()}-vni {v} {vni}", f"{layer} VNI", v, f"VNI {vni} of {what}",
                                    ("control",), expect, (Kernel(v, (Step("del", vx, ns),) + remade),),
-                                   (Kernel(v, (Step("del", vx, ns),)), back)))
+                                   (Kernel(v, (Step("del", vx, ns),)),) + back))
     return out, []
 
 
