@@ -192,8 +192,10 @@ def port_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         ns = overlay.tenant_ns(t, be)
         for a in t.attachments:
             seg = t.segments[a.segment]
+            # the host's static MAC deleted and made again: zebra reads a MAC when it changes, and may
+            # have let the first one pass before it knew the port for its bridge's again
             back = (Step("master", a.port, ns, {"master": bridge_name(seg.l2vni)}), Step("up", a.port, ns),
-                    overlay.fdb_step(t, a, be))
+                    Step("unfdb", a.port, ns, {"mac": a.mac}), overlay.fdb_step(t, a, be))
             out.append(Element(f"membership {a.vtep}:{a.port}", "host port membership", a.vtep,
                                f"{a.vtep}:{a.port} ({a.host}) in {bridge_name(seg.l2vni)} ({t.name} {seg.name})",
                                ("arp",), (rf"^arp: {re.escape(a.host)} resolves ",),
