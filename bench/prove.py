@@ -26,9 +26,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from twin.lab import Lab
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.conftest import host_turn  # noqa: E402  (the host's one lock for e2e, bench and chaos)
+from twin.lab import Lab  # noqa: E402
 LABS = {"aipod": ROOT / "topologies" / "aipod.yml", "pod8": ROOT / "topologies" / "pod8.yml"}
 
 
@@ -143,5 +145,10 @@ def print_tables(console: Console, results: dict) -> None:
         console.print(k)
 
 
+def main_in_turn() -> int:
+    with host_turn("make prove"):  # no e2e suite, bench or chaos run of another checkout meanwhile
+        return main()
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main_in_turn())
