@@ -78,6 +78,11 @@ def main() -> int:
     ap.add_argument("--prefix", default="pv", help="lab names are PREFIX-aipod, PREFIX-pod8")
     ap.add_argument("--keep", action="store_true", help="leave the labs up at the end")
     args = ap.parse_args()
+    with host_turn("make prove"):  # no e2e suite, bench or chaos run of another checkout meanwhile
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
     console = Console(width=200)
     labs = {name: Lab.load(LABS[name], name=f"{args.prefix}-{name}") for name in args.labs.split(",")}
     started = time.time()
@@ -145,10 +150,5 @@ def print_tables(console: Console, results: dict) -> None:
         console.print(k)
 
 
-def main_in_turn() -> int:
-    with host_turn("make prove"):  # no e2e suite, bench or chaos run of another checkout meanwhile
-        return main()
-
-
 if __name__ == "__main__":
-    raise SystemExit(main_in_turn())
+    raise SystemExit(main())
