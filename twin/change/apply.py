@@ -270,7 +270,7 @@ def inverse(ctx: LabContext, w: Work, j: Journal) -> Work:
     """The work that undoes what journal `j` says was done of `w`."""
     touched = j.kernel | set(j.frr)
     deltas = {n: d for n in sorted(touched) if n in w.old.nodes and n in w.new.nodes
-              and (d := node_delta(w.new, w.old, n, ctx.backend))}
+              and (d := node_delta(w.new, w.old, n, ctx.backend, ctx.shaping))}
     return Work(w.new, w.old, w.old_files, w.files,
                 reload=[n for n, restarted in j.frr.items() if not restarted],
                 restart=[n for n, restarted in j.frr.items() if restarted], deltas=deltas,

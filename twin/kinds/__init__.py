@@ -7,10 +7,11 @@ from __future__ import annotations
 from twin.kinds.base import Kind, PortNaming
 from twin.kinds.dpu import Dpu
 from twin.kinds.host import Host
+from twin.kinds.internet import Internet
 from twin.kinds.leaf import Leaf
 from twin.kinds.spine import Spine
 
-KINDS: dict[str, Kind] = {k.name: k() for k in (Spine, Leaf, Dpu, Host)}
+KINDS: dict[str, Kind] = {k.name: k() for k in (Spine, Leaf, Dpu, Host, Internet)}
 
 
 def get(name: str) -> Kind:

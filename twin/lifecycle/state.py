@@ -62,6 +62,7 @@ class LabState(BaseModel):
     timings: dict[str, float] = {}
     error: str = ""
     backend: Literal["vrf", "netns"] | None = None   # VRF backend of the VTEPs
+    shaping: Literal["tc", "nft"] | None = None      # how rate limits are enforced (probed when there are any)
     runtime: str = "docker"      # what made the nodes (docker: twin itself; containerlab: its CLI)
     history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
 
