@@ -121,6 +121,8 @@ class Run:
 # --- the stages ---------------------------------------------------------------------------
 def _files(r: Run) -> None:
     state.write_files(r.ctx.dir, r.w.files)
+    for node, files in r.w.old_files.items():   # what the new intent renders no more (a gateway's NAT rules...)
+        state.remove_files(r.ctx.dir, node, [f for f in files if f not in r.w.files.get(node, {})])
 
 
 def _hosts_add(r: Run) -> None:

@@ -111,6 +111,14 @@ def write_files(d: Path, files: dict[str, dict[str, str]]) -> None:
                 write_text(f, text)
 
 
+def remove_files(d: Path, node: str, names: list[str]) -> None:
+    """Files of `node` that are rendered no more (a symlink is removed, never what it points to)."""
+    for name in names:
+        f = d / node / name
+        if f.parent.is_dir() and not f.parent.is_symlink() and "/" not in name:
+            f.unlink(missing_ok=True)
+
+
 def read_files(d: Path, node: str, names: list[str]) -> dict[str, str]:
     """The files of `node` that exist, by name (symlinks are not followed: they count as missing)."""
     out = {}

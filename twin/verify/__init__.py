@@ -6,7 +6,8 @@
 
 Groups: control (BGP, VNIs, VRF contents), traffic (RoCEv2 quality between
 same-tenant hosts), isolation (the all-pairs matrix), underlay (VNIs, DSCP and
-ECMP on fabric links), zerotrust (spoofing and VXLAN injection attempts).
+ECMP on fabric links), zerotrust (spoofing and VXLAN injection attempts),
+gateway (internet access through the VTEPs' NAT, where tenants have it).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Callable
 
 from twin.errors import TwinError
 from twin.lifecycle.context import context_of
-from twin.verify import control, isolation, traffic, underlay, zerotrust
+from twin.verify import control, gateway, isolation, traffic, underlay, zerotrust
 from twin.verify.result import Check, Report
 
 GROUPS: dict[str, Callable] = {
@@ -25,7 +26,9 @@ GROUPS: dict[str, Callable] = {
     "isolation": isolation.run,
     "underlay": underlay.run,
     "zerotrust": zerotrust.run,
+    "gateway": gateway.run,
 }
+WHEN: dict[str, Callable] = {"gateway": gateway.applies}   # groups that judge only labs that have what they check
 
 
 def run(lab, only: list[str] | None = None) -> Report:
@@ -37,7 +40,7 @@ def run(lab, only: list[str] | None = None) -> Report:
         raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(GROUPS)}")
     ctx = context_of(lab)
     ctx.pids()   # resolved once, before the groups share the context
-    names = [n for n in GROUPS if (not only or n in only) and (n == "control" or ctx.fabric.tenants)]
+    names = [n for n in GROUPS if _wanted(n, only, ctx.fabric)]
     report = Report(ctx.name)
     with ThreadPoolExecutor(len(names) or 1) as pool:
         outcomes = list(pool.map(lambda n: _group(ctx, n), names))
@@ -47,6 +50,14 @@ def run(lab, only: list[str] | None = None) -> Report:
         report.checks += out
         report.seconds[name] = seconds
     return report
+
+
+def _wanted(name: str, only: list[str] | None, fabric) -> bool:
+    """A group asked for by name runs (and says so if the lab has nothing for it); otherwise
+    each group runs where the lab has what it checks."""
+    if name != "control" and not fabric.tenants:
+        return False
+    return name in only if only else WHEN.get(name, lambda f: True)(fabric)
 
 
 def _group(ctx, name: str) -> tuple[list[Check], dict | None, float]:
