@@ -109,7 +109,10 @@ class FabricDiff:
             c += [f"attach {h} to {t}/{wa[h].segment} at {wa[h].vtep}:{wa[h].port} ({wa[h].address})"
                   for h in sorted(set(wa) - set(oa))]
             c += [f"detach {h} from {t}/{oa[h].segment}" for h in sorted(set(oa) - set(wa))]
-            c += [f"change attachment of {h} in {t}" for h in sorted(set(oa) & set(wa)) if oa[h] != wa[h]]
+            same = [h for h in sorted(set(oa) & set(wa)) if oa[h] != wa[h]]
+            c += [f"change rate limits of {h} in {t}: {_limits(oa[h].rate_limit)} -> {_limits(wa[h].rate_limit)}"
+                  if oa[h].model_copy(update={"rate_limit": None}) == wa[h].model_copy(update={"rate_limit": None})
+                  else f"change attachment of {h} in {t}" for h in same]
             c += _internet_line(t, o.internet, w.internet)
         return c + self._congestion_lines()
 
@@ -120,6 +123,11 @@ class FabricDiff:
                 + [f"remove congestion point {p}" for p in old if p not in new]
                 + [f"change congestion point {p}: above {old[p]} -> {new[p]}" for p in new
                    if p in old and old[p] != new[p]])
+
+
+def _limits(limit) -> str:
+    parts = [f"{d} {getattr(limit, d)}" for d in ("egress", "ingress") if limit and getattr(limit, d)]
+    return ", ".join(parts) or "none"
 
 
 def _internet_line(tenant: str, old, new) -> list[str]:

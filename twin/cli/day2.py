@@ -71,16 +71,19 @@ def apply_(ctx, lab, change, timeout, no_wait, as_json):
 @click.option("--max-outage", type=float, help="Longest outage any flow may see, in ms.")
 @click.option("--max-reconverge", type=float, help="Seconds from the change until the data plane is whole again.")
 @click.option("--rollback", is_flag=True, help="Restore the previous intent (or revert the fault) and verify again.")
+@click.option("--noisy-neighbour", "noisy", metavar="HOST",
+              help="HOST floods a peer of its tenant all along (a noisy neighbour); its own flows are not judged.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
 @click.pass_context
-def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, as_json, junit):
+def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, noisy, as_json, junit):
     def go():
         th = Thresholds(max_loss=None if max_loss < 0 else max_loss,
                         max_outage=None if max_outage is None else max_outage / 1000.0,
                         max_reconverge=max_reconverge)
         with err.status(f"rehearsing {change} on {lab}") as st:
-            rep = rehearse(Lab(lab).context(), change, th, rollback=rollback, say=lambda m: st.update(m))
+            rep = rehearse(Lab(lab).context(), change, th, rollback=rollback, say=lambda m: st.update(m),
+                           noisy=noisy)
         if junit:
             rep.write_junit(junit)
         click.echo(rep.to_json() if as_json else rep.text(), nl=as_json)

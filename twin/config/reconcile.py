@@ -136,8 +136,9 @@ def _segments(old: Fabric, new: Fabric, node: str, o: Tenant, n: Tenant, backend
 
 
 def _attachments(o: Tenant, n: Tenant, node: str, seg: Segment, backend: Backend, d: NodeDelta) -> bool:
-    was = {a.port: a for a in overlay.local_attachments(o, node, seg.name)}
-    now = {a.port: a for a in overlay.local_attachments(n, node, seg.name)}
+    # a workload's rate limits are a service of its port (`_services`): a change of them alone leaves it be
+    was = {a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(o, node, seg.name)}
+    now = {a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(n, node, seg.name)}
     if was == now:
         return False
     for port in sorted(set(was) | set(now)):

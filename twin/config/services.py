@@ -162,7 +162,7 @@ def _shaping(fabric: Fabric, node: str, backend: Backend, shaping: Shaping, file
             out.append(Unit(f"shaping {a.port}", tuple(setup), tuple(teardown), a.model_dump_json()))
     for ns in _policed(fabric, node, backend, shaping):
         f = policing_file(ns)
-        out.append(Unit(f"policing {ns or node}", (Step("nft", f, ns),), (Step("nft-delete", "netdev twin_rate", ns),),
+        out.append(Unit(f"policing {ns or node}", (Step("nft", f, ns),), (Step("nft-delete", "bridge twin_rate", ns),),
                         files[f]))
     return out
 
@@ -171,13 +171,13 @@ def _policed(fabric: Fabric, node: str, backend: Backend, shaping: Shaping) -> d
     """The limits nftables polices, per namespace: packet rates, and bit rates without tc."""
     out: dict[str, list[dict]] = {}
     for t, a in _local(fabric, node):
-        for direction, hook in (("egress", "ingress"), ("ingress", "egress")):
+        for direction in ("egress", "ingress"):
             rate = getattr(a.rate_limit, direction)
             if rate is None or _shaped(rate, shaping):
                 continue
             out.setdefault(tenant_ns(t, backend), []).append(
-                {"chain": f"{direction}_{nft_id(a.port)}", "hook": hook, "port": a.port, "host": a.host,
-                 "direction": direction, "rate": str(rate), "limit": _limit(rate, SHAPE_BURST_S)})
+                {"port": a.port, "host": a.host, "direction": direction, "rate": str(rate),
+                 "limit": _limit(rate, SHAPE_BURST_S)})
     return out
 
 

@@ -9,11 +9,14 @@ has arrived, or at the deadline, plus a short window for late or stray frames
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import random
 import select
 import socket
+import struct
 import threading
+import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,6 +27,9 @@ from twin.errors import ConvergenceTimeout
 from twin.traffic import roce
 
 ETH_P_ALL = 0x0003
+SO_TIMESTAMPNS = 35           # Linux: SO_TIMESTAMPNS(_OLD), the arrival time as a struct timespec
+TIMESPEC = struct.Struct("@qq")
+Respond = Callable[[str, bytes, int], "bytes | None"]
 PACKET_OUTGOING = 4
 POLL_MS = 50      # the receiver notices `stop` within this
 BATCH = 256       # frames read from one tap before the others get their turn
@@ -100,35 +106,23 @@ class Session:
 
     def run(self, sends: dict[str, list[bytes]], keep: Callable[[bytes], bool],
             done: Callable[[dict[str, list[bytes]]], list[str]], timeout: float,
-            window: float = timeouts.TRAFFIC_WINDOW) -> dict[str, list[bytes]]:
+            window: float = timeouts.TRAFFIC_WINDOW, respond: Respond | None = None) -> dict[str, list[bytes]]:
         """Send `sends` (tap -> frames, in order) while capturing frames that `keep` accepts
         on every tap (not the ones a tap sends itself). Ends when `done(captured)` reports
-        nothing missing, or at `timeout`, then captures `window` seconds more."""
+        nothing missing, or at `timeout`, then captures `window` seconds more.
+
+        `respond(tap, frame, ns)`, given each captured frame and the kernel's time of its
+        arrival (ns), may answer it: the frame it returns is sent on that tap at once (a NIC
+        answering congestion marks with CNPs)."""
         captured: dict[str, list[bytes]] = defaultdict(list)
         lock = threading.Lock()
         stop = threading.Event()
+        if respond is not None:
+            for sock in self.socks.values():
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 
         def receive() -> None:
-            """One thread reads every tap: poll(2) says which have frames."""
-            poller, by_fd = select.poll(), {}
-            for name, sock in self.socks.items():
-                sock.setblocking(False)
-                poller.register(sock, select.POLLIN)
-                by_fd[sock.fileno()] = (name, sock, name in self.outgoing)
-            while not stop.is_set():
-                for fd, _ in poller.poll(POLL_MS):
-                    name, sock, both = by_fd[fd]
-                    for _ in range(BATCH):
-                        try:
-                            frame, addr = sock.recvfrom(65535)
-                        except (BlockingIOError, InterruptedError):
-                            break
-                        except OSError:
-                            poller.unregister(fd)
-                            break
-                        if (both or addr[2] != PACKET_OUTGOING) and keep(frame):
-                            with lock:
-                                captured[name].append((frame, addr[2] == PACKET_OUTGOING) if both else frame)
+            self._receive(captured, lock, stop, keep, respond)
 
         def send(name: str) -> None:
             s = self.socks[name]
@@ -158,15 +152,59 @@ class Session:
                 r.join()
         return dict(captured)
 
+    def _receive(self, captured: dict, lock: threading.Lock, stop: threading.Event, keep: Callable[[bytes], bool],
+                 respond: Respond | None) -> None:
+        """One thread reads every tap: poll(2) says which have frames."""
+        poller, by_fd = select.poll(), {}
+        for name, sock in self.socks.items():
+            sock.setblocking(False)
+            poller.register(sock, select.POLLIN)
+            by_fd[sock.fileno()] = (name, sock, name in self.outgoing)
+        while not stop.is_set():
+            for fd, _ in poller.poll(POLL_MS):
+                name, sock, both = by_fd[fd]
+                for _ in range(BATCH):
+                    try:
+                        frame, addr, ns = _recv(sock, respond is not None)
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError:
+                        poller.unregister(fd)
+                        break
+                    if (both or addr[2] != PACKET_OUTGOING) and keep(frame):
+                        with lock:
+                            captured[name].append((frame, addr[2] == PACKET_OUTGOING) if both else frame)
+                        answer = respond(name, frame, ns) if respond and addr[2] != PACKET_OUTGOING else None
+                        if answer:
+                            _send(sock, answer)
+
+
+def _recv(sock: socket.socket, stamped: bool) -> tuple[bytes, tuple, int]:
+    """One frame, its address and (`stamped`) the kernel's time of its arrival in ns (else 0)."""
+    if not stamped:
+        frame, addr = sock.recvfrom(65535)
+        return frame, addr, 0
+    frame, anc, _, addr = sock.recvmsg(65535, 64)
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= TIMESPEC.size:
+            sec, nsec = TIMESPEC.unpack(data[:TIMESPEC.size])
+            return frame, addr, sec * 1_000_000_000 + nsec
+    return frame, addr, time.time_ns()
+
 
 def _send(s: socket.socket, frame: bytes) -> None:
-    """Send on a non-blocking tap; a full queue waits until it can take the frame."""
+    """Send on a non-blocking tap; a full queue waits until it can take the frame. A port that
+    is down (a fault) refuses it: that frame is lost, as on a dead link."""
     while True:
         try:
             s.send(frame)
             return
         except BlockingIOError:
             select.select([], [s], [], 0.05)
+        except OSError as e:
+            if e.errno not in (errno.ENETDOWN, errno.ENXIO):
+                raise
+            return
 
 
 def new_run_id() -> int:

@@ -7,7 +7,8 @@
 Groups: control (BGP, VNIs, VRF contents), traffic (RoCEv2 quality between
 same-tenant hosts), isolation (the all-pairs matrix), underlay (VNIs, DSCP and
 ECMP on fabric links), zerotrust (spoofing and VXLAN injection attempts),
-gateway (internet access through the VTEPs' NAT, where tenants have it).
+gateway (internet access through the VTEPs' NAT, where tenants have it),
+performance (rate limits against a noisy neighbour, where workloads have them).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Callable
 
 from twin.errors import TwinError
 from twin.lifecycle.context import context_of
-from twin.verify import control, gateway, isolation, traffic, underlay, zerotrust
+from twin.verify import control, gateway, isolation, performance, traffic, underlay, zerotrust
 from twin.verify.result import Check, Report
 
 GROUPS: dict[str, Callable] = {
@@ -27,8 +28,11 @@ GROUPS: dict[str, Callable] = {
     "underlay": underlay.run,
     "zerotrust": zerotrust.run,
     "gateway": gateway.run,
+    "performance": performance.run,
 }
-WHEN: dict[str, Callable] = {"gateway": gateway.applies}   # groups that judge only labs that have what they check
+WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge only labs that have what they check
+                             "performance": performance.applies}
+ALONE = ("performance",)   # floods the lab: runs after the others, by itself
 
 
 def run(lab, only: list[str] | None = None) -> Report:
@@ -42,9 +46,11 @@ def run(lab, only: list[str] | None = None) -> Report:
     ctx.pids()   # resolved once, before the groups share the context
     names = [n for n in GROUPS if _wanted(n, only, ctx.fabric)]
     report = Report(ctx.name)
-    with ThreadPoolExecutor(len(names) or 1) as pool:
-        outcomes = list(pool.map(lambda n: _group(ctx, n), names))
-    for name, (out, extra, seconds) in zip(names, outcomes):
+    together = [n for n in names if n not in ALONE]
+    with ThreadPoolExecutor(len(together) or 1) as pool:
+        outcomes = list(pool.map(lambda n: _group(ctx, n), together))
+    outcomes += [_group(ctx, n) for n in names if n in ALONE]
+    for name, (out, extra, seconds) in zip(together + [n for n in names if n in ALONE], outcomes):
         if extra is not None:
             report.extra[name] = extra
         report.checks += out

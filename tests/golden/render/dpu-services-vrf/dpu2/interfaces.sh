@@ -67,11 +67,6 @@ ip link set twinifb1 up
 tc qdisc replace dev twinifb1 root tbf rate 20000000bit burst 25000 limit 150000
 tc qdisc replace dev pf0vf0 handle ffff: ingress
 tc filter add dev pf0vf0 parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev twinifb1
-ip link add twinifb2 index 83886082 type ifb
-ip link set twinifb2 up
-tc qdisc replace dev twinifb2 root tbf rate 20000000bit burst 25000 limit 150000
-tc qdisc replace dev pf0vf1 handle ffff: ingress
-tc filter add dev pf0vf1 parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev twinifb2
 nft -f /etc/twin/ratelimit.nft
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
 ip neigh replace 10.1.1.12 lladdr 02:cf:00:f9:61:4d dev br10101 nud permanent

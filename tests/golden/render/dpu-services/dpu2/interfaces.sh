@@ -65,11 +65,6 @@ ip -n red link set twinifb1 up
 tc -n red qdisc replace dev twinifb1 root tbf rate 20000000bit burst 25000 limit 150000
 tc -n red qdisc replace dev pf0vf0 handle ffff: ingress
 tc -n red filter add dev pf0vf0 parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev twinifb1
-ip -n blue link add twinifb2 index 83886082 type ifb
-ip -n blue link set twinifb2 up
-tc -n blue qdisc replace dev twinifb2 root tbf rate 20000000bit burst 25000 limit 150000
-tc -n blue qdisc replace dev pf0vf1 handle ffff: ingress
-tc -n blue filter add dev pf0vf1 parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev twinifb2
 ip netns exec blue nft -f /etc/twin/ratelimit-blue.nft
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
 ip -n red neigh replace 10.1.1.12 lladdr 02:cf:00:f9:61:4d dev br10101 nud permanent
