@@ -9,8 +9,9 @@ TOPOLOGY ?= topologies/aipod.yml
 PYTEST_ARGS ?=
 SOAK_ARGS ?=
 CHAOS_ARGS ?=
+COMPARE_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down test test-unit bench soak chaos clean
+.PHONY: host venv images twin-up twin-down test test-unit bench bench-compare soak chaos clean
 
 host:
 	@scripts/host-setup.sh
@@ -41,6 +42,12 @@ test-unit: venv
 
 bench: images
 	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python bench/watch.py
+
+# twin against munet 0.17.3 (FRR's namespace emulator) on the same Clos, interleaved
+# (not part of make test; installs munet in bench/munet/.venv and Debian's frr on the host)
+bench-compare: images
+	$(VENV)/bin/python bench/compare.py $(COMPARE_ARGS)
 
 # aipod and pod8 side by side for 60 min, verify every 5 min, status every minute
 # (not part of make test; SOAK_ARGS="--minutes 10" for a shorter one)

@@ -10,6 +10,9 @@ command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
+# the browser test of `twin web` (tests/e2e/test_observe.py): Debian's chromium, headless, and its driver
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 
 if ((${#need[@]})); then
     if [ "$(id -u)" != 0 ]; then

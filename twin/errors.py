@@ -32,6 +32,16 @@ class TopologyError(TwinError):
         super().__init__(head + "\n" + "\n".join(f"  {p}" for p in self.problems))
 
 
+class ConfigError(TwinError):
+    """FRR refuses a user's config (or a daemon it enables is not in the image); nothing was created."""
+
+    def __init__(self, source: str, problems: list[Problem]):
+        self.problems = sorted(problems, key=lambda p: (p.file, p.line or 0))
+        n = len(self.problems)
+        super().__init__(f"FRR refuses the configs in {source} ({n} problem{'s' if n != 1 else ''}); nothing "
+                         "was created:\n" + "\n".join(f"  {p}" for p in self.problems))
+
+
 class CommandError(TwinError):
     """A command in a node (or on the host) failed; carries command, exit code and output."""
 

@@ -18,19 +18,26 @@ Fixtures:
              and removed after its last one;
   twin_node  (function) `twin_node("leaf1")` -> the node's NodeExec.
 
+The checks `twin verify --checks` runs, one test per check, on the module's lab:
+
+    test_checks = twin_checks("checks.yml")      # a checks file, or a topology with checks:
+
 A relative topology path is looked up next to the test module, then from the
 rootdir. A lab that is already up is never taken over (nor removed).
 """
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
 from twin import wait
-from twin.errors import ConvergenceTimeout, TwinError
+from twin.errors import ConvergenceTimeout, TopologyError, TwinError
 from twin.lab import Lab
+from twin.topology.checks import load_checks
+from twin.verify import checks as user_checks
 from twin.verify.jsoncmp import subset
 
 if TYPE_CHECKING:
@@ -130,3 +137,38 @@ def assert_frr_json(node: "NodeExec", command: str, expected: Any, timeout: floa
                              f"({len(diffs)} difference{'s' if len(diffs) != 1 else ''}):\n"
                              + "\n".join(f"  {d}" for d in diffs))
     return seen["doc"]
+
+
+def twin_checks(path: str | Path) -> Callable:
+    """A test function with one test per check of `path` (ids: the checks' names), each judged
+    on the module's `twin_lab` as `twin verify` judges it; a failure says what was seen.
+
+    A relative path is looked up next to the calling module, then from the working directory.
+    The file's structure is checked when the module is collected (every problem at once);
+    its nodes, peers and VRFs against the lab once it is up."""
+    here = Path(inspect.stack()[1].filename).parent
+    file = Path(path)
+    if not file.is_absolute():
+        file = here / file if (here / file).is_file() else Path.cwd() / file
+    checks = load_checks(file).checks
+    if not checks:
+        raise TwinError(f"{file}: no checks in it, so no test to make")
+    validated: dict[str, str] = {}
+
+    @pytest.mark.parametrize("twin_check", checks, ids=[c.name for c in checks])
+    def test_check(twin_lab: Lab, twin_check) -> None:
+        __tracebackhide__ = True
+        ctx = twin_lab.context()
+        if "problems" not in validated:
+            try:
+                load_checks(file, ctx.fabric)
+                validated["problems"] = ""
+            except TopologyError as e:
+                validated["problems"] = str(e)
+        if validated["problems"]:
+            pytest.fail(f"{file} does not fit lab {ctx.name}: {validated['problems']}", pytrace=False)
+        (result,) = user_checks.run(ctx, [twin_check])
+        if not result.passed:
+            pytest.fail(f"check {twin_check.name!r} ({twin_check.type}) failed: {result.message}", pytrace=False)
+
+    return test_check

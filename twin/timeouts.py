@@ -14,14 +14,27 @@ TRAFFIC_WINDOW = 0.3        # then this much longer, to see late, stray or leake
 CAPTURE_START = 10.0        # tcpdump in a node has opened its file
 CAPTURE_MAX = 60            # a tcpdump capture runs at most this long
 NODE_STOP = 5.0             # a stopped node's grace period before SIGKILL (faults)
+FRR_START = 120.0           # FRR's daemons started in a node (frrinit.sh: ~1 s idle, much more under load)
 FRR_RELOAD = 120.0          # frr-reload.py (or an FRR restart) on one node (twin apply)
 DRY_RUN = 30.0              # `vtysh --dryrun` of a new config in its node
-BARRIER_POLL = 1.0          # the barrier polls at most this far apart
+BARRIER_FIRST = 0.1         # the barrier polls this soon first (a round is a few netlink dumps) ...
+BARRIER_POLL = 1.0          # ... and backs off to at most this far apart
+RIB_QUIET = 3.0             # a router running its own config has converged once its routes stood still this long
+OSPF_WAIT = 40.0            # added to the deadline of a lab with OSPF: a broadcast interface waits its dead
+                            # interval (40 s by default) before it elects a DR and forms a Full adjacency
 DATA_PLANE = 60.0           # rehearse: the data plane whole again after a change
 REHEARSE_BASELINE = 1.0     # rehearse: traffic before the change
 REHEARSE_TAIL = 1.0         # rehearse: traffic after the data plane is whole again
 REHEARSE_RECOVERED = 1.0    # rehearse: whole = no flow lost a packet for this long
 DOCKER_API = 180.0          # one Docker API call
+WATCH_PERIOD = 1.0          # the collector: link stats and carrier of every port, this often
+WATCH_ROCE = 2.0            # ... the RoCE counter tables (one nft per namespace)
+WATCH_CONTROL = 10.0        # ... FRR's sessions, VNIs and EVPN routes (one vtysh per FRR node)
+WATCH_NODES = 10.0          # ... which nodes run (a node restarted gets a new namespace)
+CHECK = 30.0                # a user's positive check: until what it expects holds
+CHECK_WINDOW = 3.0          # a user's negative check: holds this long once the lab has converged
+CHECK_POLL = 0.5            # ... looked at this often within its window
+BASELINE_SETTLE = 10.0      # baseline compare: differences may settle this long (counters after a change)
 
 
 def converge(frr_nodes: int) -> float:

@@ -17,7 +17,9 @@ def commands_with_a_lab(lab: str, tmp) -> list[list[str]]:
     return [["down", lab], ["status", lab], ["status", lab, "--json"], ["verify", lab], ["traffic", lab, "h1", "h2"],
             ["plan", lab, str(tmp)], ["apply", lab, str(tmp)], ["rehearse", lab, "fault:link-down:a:b"],
             ["exec", lab, "n", "--", "true"], ["inventory", lab], ["fault", "link-down", lab, "a:b"],
-            ["fault", "node-stop", lab, "n"], ["fault", "link-loss", lab, "a:b", "50"]]
+            ["fault", "node-stop", lab, "n"], ["fault", "link-loss", lab, "a:b", "50"],
+            ["verify", lab, "--checks", str(tmp / "checks.yml")], ["baseline", "record", lab, "-o", str(tmp / "b.json")],
+            ["baseline", "compare", lab, str(tmp / "b.json")]]
 
 
 def invoke(args: list[str]):

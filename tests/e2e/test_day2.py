@@ -148,6 +148,15 @@ def test_blackholed_dpu_uplink_loses_traffic_then_reconverges_within_the_hold_ti
     assert any(f.startswith("dpu1 p0:") for f in rep.flapped) and any(f.startswith("leaf1 swp3:") for f in rep.flapped)
     assert rep.verify.passed, "traffic and isolation hold on the remaining uplink"
     assert rep.verify_rollback.passed
+    # the change window's events: the fault, the loss rule's drops on dpu1:p0 with their reason, carrier
+    # up all along (a black hole, not a cut)
+    kinds = {e["kind"] for e in rep.events}
+    assert {"action", "drop"} <= kinds, rep.text()
+    drops = [e for e in rep.events if e["kind"] in ("drop", "drop-burst")]
+    assert {(e["node"], e["port"], e["reason"]) for e in drops} == {("dpu1", "p0", "fault: 100% random loss on this port")}
+    assert not [e for e in rep.events if e["kind"] == "carrier" and e["node"] == "dpu1"]
+    assert any(e["text"] == "fault link-loss dpu1:p0 100" for e in rep.events)
+    assert "events in the change window" in rep.text() and rep.to_dict()["events"]
     # the same run, judged strictly: the loss fails it
     strict = Thresholds(max_loss=0)
     rep.thresholds = strict
@@ -282,10 +291,10 @@ def test_rollback_restores_the_old_files_before_the_kernel_steps_that_read_them(
 def test_a_rollback_that_cannot_restore_everything_says_what_and_fails(lab, tmp_path, monkeypatch):
     real = frr.take
 
-    def broken(ex, restart=False):   # dpu2's FRR takes no config at all, forward or back
+    def broken(ex, restart=False, **kw):   # dpu2's FRR takes no config at all, forward or back
         if ex.where.endswith("/dpu2"):
             raise kernel.TwinError(f"{ex.where}: FRR unreachable (injected)")
-        return real(ex, restart)
+        return real(ex, restart, **kw)
 
     monkeypatch.setattr(frr, "take", broken)
     with pytest.raises(ApplyFailed) as e:

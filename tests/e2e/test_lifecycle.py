@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from twin.config.render import render_lab
 from twin.errors import ConvergenceTimeout
 from twin.lab import Lab
 
@@ -40,11 +41,17 @@ def test_killed_up_is_cleaned_by_down_even_without_its_state(runtime, node_image
     assert leftovers(runtime, name) == []
 
 
-def test_failed_up_names_what_is_missing_and_leaves_nothing(runtime, node_image):
+def test_failed_up_names_what_is_missing_and_leaves_nothing(runtime, node_image, tmp_path):
+    """spine1's own config lacks its neighbor on swp2 (to leaf2): the lab can never converge."""
     lab = Lab.load(ROOT / "tests/e2e/small.yml", name="t-timeout")
+    conf = render_lab(lab.fabric)["spine1"]["frr.conf"]
+    assert " neighbor swp2 interface peer-group fabric\n" in conf
+    (tmp_path / "spine1.conf").write_text(conf.replace(" neighbor swp2 interface peer-group fabric\n", ""))
     with pytest.raises(ConvergenceTimeout) as exc:
-        lab.up(image=node_image, timeout=0.2)
+        lab.up(image=node_image, timeout=15, configs=tmp_path)
     text = str(exc.value)
+    assert any(m.startswith("spine1: BGP session on swp2 to leaf2") for m in exc.value.missing), text
+    assert any(m.startswith("leaf2: no route to leaf1's loopback") for m in exc.value.missing), text
     assert "convergence (BGP sessions, loopback routes) not reached" in text
     nodes = set(lab.fabric.nodes)
     assert exc.value.missing and all(m.split(":")[0] in nodes for m in exc.value.missing), text
@@ -59,7 +66,7 @@ def test_invalid_topology_creates_nothing(runtime, tmp_path):
     bad.write_text("name: t-bad\nnodes:\n  s1: {kind: spine}\n  l1: {kind: lef}\nlinks:\n  - [s1, l1]\n")
     p = twin_cli("up", str(bad))
     assert p.returncode == 1
-    assert f"{bad}:4: nodes.l1.kind: unknown kind 'lef'; known kinds: spine, leaf, dpu, host" in p.stderr
+    assert f"{bad}:4: nodes.l1.kind: unknown kind 'lef'; known kinds: spine, leaf, dpu, host, router" in p.stderr
     assert leftovers(runtime, "t-bad") == []
 
 

@@ -34,8 +34,8 @@ def test_the_default_lab_passes_every_check(lab):
     report = verify.run(lab)
     assert report.failures() == []
     counts = {g: len(cs) for g, cs in report.groups().items()}
-    # 6 routers' BGP + 5 VNIs on each DPU + 2 VRFs on each DPU
-    assert counts["control"] == 6 + 2 * 5 + 2 * 2
+    # 6 routers' BGP + 5 VNIs on each DPU + 2 VRFs on each DPU + each tenant's route targets on each DPU
+    assert counts["control"] == 6 + 2 * 5 + 2 * 2 + 2 * 2
     assert counts["isolation"] == 6 * 5, "every ordered pair of the 6 hosts"
     assert counts["traffic"] == 2 * 6 * 2, "each tenant: 6 ordered pairs, a RoCE flow and a CNP each"
     assert counts["underlay"] == 4 and counts["zerotrust"] == 24

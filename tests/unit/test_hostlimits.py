@@ -135,8 +135,14 @@ def test_kernel_log_names_neighbour_overflow_and_oom_kills():
 ])
 def test_dead_daemons_are_those_expected_and_absent(running, watched, dead):
     enabled = H.daemons_enabled((ROOT / "tests/golden/render/aipod/spine1/daemons").read_text(), has_mgmtd=True)
-    assert enabled == ["bgpd", "mgmtd", "staticd", "zebra"]
+    assert enabled == ["bgpd", "mgmtd", "zebra"]  # twin renders staticd=no, and its image honours it
     assert H.missing_daemons(running, watched, enabled) == dead
+
+
+def test_staticd_is_expected_unless_the_daemons_file_turns_it_off():
+    assert H.daemons_enabled("bgpd=yes\n", has_mgmtd=False) == ["bgpd", "staticd", "zebra"]  # a user's file
+    assert H.daemons_enabled("bgpd=yes\nstaticd=no\n", has_mgmtd=True) == ["bgpd", "mgmtd", "zebra"]
+    assert H.daemons_enabled("staticd=yes\n", has_mgmtd=False) == ["staticd", "zebra"]
 
 
 def test_convergence_timeout_names_host_causes_before_what_is_missing():

@@ -95,9 +95,9 @@ def test_nodes_without_a_twin_kind_are_refused_all_at_once_with_the_way_out(tmp_
 def test_roles_must_name_nodes_and_kinds(tmp_path):
     path = write(tmp_path, "t.dot", 'graph "t" { "a" [function="spine"] "b" [function="leaf"] "a":"1" -- "b":"1" }')
     with pytest.raises(TopologyError) as e:
-        import_air(path, roles={"c": "leaf", "b": "router"})
+        import_air(path, roles={"c": "leaf", "b": "firewall"})
     assert [p.path for p in e.value.problems] == ["--role b", "--role c"]
-    assert "unknown kind 'router'" in str(e.value) and "no node named 'c'; nodes: a, b" in str(e.value)
+    assert "unknown kind 'firewall'" in str(e.value) and "no node named 'c'; nodes: a, b" in str(e.value)
     with pytest.raises(TopologyError, match="expected NODE=KIND"):
         parse_roles(["leaf1"])
 

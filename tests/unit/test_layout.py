@@ -18,7 +18,7 @@ MAX_FUNCTION_LINES = 60
 LAYERS = [
     {"twin.errors", "twin.timeouts", "twin.wait"},   # foundation
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"}, {"twin.runtime"},
-    {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.change"},
+    {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.change"},
     {"twin.lab"}, {"twin.pytest_plugin"}, {"twin.cli"}, {"twin"},   # the package's face: Lab, verify
 ]
 

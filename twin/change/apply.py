@@ -29,7 +29,7 @@ when it is not: the barrier confirms the old intent holds again.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -42,6 +42,7 @@ from twin.errors import ApplyFailed, ChangeRefused, ConvergenceTimeout, TwinErro
 from twin.lifecycle import barrier, state
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext
+from twin.observe import store
 from twin.runtime import frr, images, kernel
 from twin.runtime.links import add_link, delete_link
 from twin.topology.model import Link
@@ -70,6 +71,7 @@ class Run:
         self.journal = Journal()
         self.problems: list[str] = []
         self.stage = ""
+        self.early: Future | None = None   # the new tenant namespaces, made while hosts start
 
     def attempt(self, what: str, fn: Callable[[], object]) -> None:
         if not self.rollback:
@@ -97,25 +99,30 @@ class Run:
         elif errors:
             raise TwinError(f"{what} failed on {len(errors)} node(s):\n" + "\n".join(errors))
 
-    def kernel(self, n: str, steps: list) -> None:
-        """Kernel steps of a change on node `n`, in step with zebra -n: a new tenant namespace is
-        filled only once zebra has adopted it as a VRF (devices made in between are missed now
-        and then: FRR 8.4 and 10.3). A namespace still there (a tenant that was removed before:
-        the namespace stays, see reconcile.tenant_teardown) is used as is."""
-        ex, pid = self.ctx.exec(n), self.ctx.pid(n)
+    def namespaces(self, n: str, steps: list) -> None:
+        """The new tenant namespaces of node `n` made, and adopted by zebra -n as VRFs: a new
+        namespace is filled only once zebra knows it (devices made in between are missed now and
+        then: FRR 8.4 and 10.3). A namespace still there (a tenant that was removed before: the
+        namespace stays, see reconcile.tenant_teardown) is used as is."""
         new_ns = [s for s in steps if s.op == "netns"]
-        if new_ns:
-            there = set(ex.check(["ls", "/run/netns"]).stdout.split())
-            kernel.apply([s for s in new_ns if s.dev not in there], pid, ex, self.rollback)
-            names = {s.dev for s in new_ns}
+        if not new_ns:
+            return
+        ex, pid = self.ctx.exec(n), self.ctx.pid(n)
+        there = set(ex.check(["ls", "/run/netns"]).stdout.split())
+        kernel.apply([s for s in new_ns if s.dev not in there], pid, ex, self.rollback)
+        names = {s.dev for s in new_ns}
 
-            def missing() -> list[str]:
-                shown = ex.vtysh("show vrf", timeout=timeouts.VTYSH_QUICK)
-                return [f"{ex.where}: zebra has not adopted namespace {v} as VRF {v}" for v in sorted(names)
-                        if f"vrf {v} id " not in shown]
+        def missing() -> list[str]:
+            shown = ex.vtysh("show vrf", timeout=timeouts.VTYSH_QUICK)
+            return [f"{ex.where}: zebra has not adopted namespace {v} as VRF {v}" for v in sorted(names)
+                    if f"vrf {v} id " not in shown]
 
-            wait.until(missing, timeouts.VNIS_UP, f"{ex.where}: tenant namespaces in zebra", first=0.05, cap=0.5)
-        kernel.apply([s for s in steps if s.op != "netns"], pid, ex, self.rollback)
+        wait.until(missing, timeouts.VNIS_UP, f"{ex.where}: tenant namespaces in zebra", first=0.05, cap=0.5)
+
+    def kernel(self, n: str, steps: list) -> None:
+        """Kernel steps of a change on node `n`, after its new tenant namespaces (`namespaces`)."""
+        self.namespaces(n, steps)
+        kernel.apply([s for s in steps if s.op != "netns"], self.ctx.pid(n), self.ctx.exec(n), self.rollback)
 
 
 # --- the stages ---------------------------------------------------------------------------
@@ -126,6 +133,13 @@ def _files(r: Run) -> None:
 
 
 def _hosts_add(r: Run) -> None:
+    """New host endpoints' containers. Meanwhile, in the background, the VTEPs' new tenant
+    namespaces are made and adopted by zebra (they need nothing of the hosts; `_kernel_add` waits
+    for them): the two slowest parts of adding a tenant overlap."""
+    nodes = [n for n, d in r.w.deltas.items() if any(s.op == "netns" for s in d.add)]
+    if nodes:
+        r.early = ThreadPoolExecutor(1).submit(r.each, nodes, lambda n: r.namespaces(n, r.w.deltas[n].add),
+                                               "tenant namespaces")
     if not r.w.hosts_add:
         return
     r.say(f"starting {len(r.w.hosts_add)} host endpoint(s)")
@@ -151,6 +165,8 @@ def _host_config(r: Run) -> None:
 
 
 def _kernel_add(r: Run) -> None:
+    if r.early is not None:
+        r.early.result()
     nodes = [n for n, d in r.w.deltas.items() if d.add]
     r.journal.kernel.update(nodes)
     r.each(nodes, lambda n: r.kernel(n, r.w.deltas[n].add), "kernel (add)")
@@ -161,7 +177,8 @@ def _frr(r: Run) -> None:
         r.say(f"FRR: reload on {', '.join(r.w.reload) or 'none'}"
               + (f"; restart on {', '.join(r.w.restart)}" if r.w.restart else ""))
     r.journal.frr.update({n: n in r.w.restart for n in r.w.reload + r.w.restart})
-    r.each(r.w.reload + r.w.restart, lambda n: frr.take(r.ctx.exec(n), restart=n in r.w.restart),
+    r.each(r.w.reload + r.w.restart, lambda n: frr.take(r.ctx.exec(n), restart=n in r.w.restart,
+                                                         removes=removes_lines(r.w.old_files, r.w.files, n)),
            "FRR taking the new config")
 
 
@@ -212,7 +229,15 @@ STAGES: list[tuple[str, Callable[[Run], None]]] = [
 def run_stages(r: Run) -> None:
     for name, stage in STAGES:
         r.stage = name
+        store.note(r.ctx.dir, "action", f"{'rollback' if r.rollback else 'apply'}: stage {name}")
         r.attempt(f"{name}", lambda stage=stage: stage(r))
+
+
+def removes_lines(old: dict, new: dict, node: str) -> bool:
+    """Does node's new frr.conf drop a line the old one had (something FRR must take away)?"""
+    keep = set(new.get(node, {}).get(frr.FRR_CONF, "").splitlines())
+    return any(line.strip() and not line.lstrip().startswith("!") and line not in keep
+               for line in old.get(node, {}).get(frr.FRR_CONF, "").splitlines())
 
 
 # --- checking, applying, rolling back ------------------------------------------------------------
@@ -244,7 +269,10 @@ def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: b
     result = Result(ctx.name, change.key, change.source, w.summary, reloaded=w.reload, restarted=w.restart,
                     fabric=w.new)
     if w.empty:
-        say("no change")
+        if w.new.checks != w.old.checks:   # nothing to do on the nodes, but `twin verify` runs the new checks
+            _record(ctx, w, change)
+            result.changes = [f"checks: the topology's checks: section changed ({len(w.new.checks)} checks now)"]
+        say("no change to the nodes")
         return result
     r = Run(ctx, w, say)
     try:

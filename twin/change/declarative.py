@@ -11,8 +11,8 @@ from twin.change import apply as stages
 from twin.change.base import Change, Result, Say, register
 from twin.change.diff import FabricDiff, unified
 from twin.change.plan import Plan, file_diffs
-from twin.change.work import Work, current_files, frr_actions
-from twin.config import overlay, render
+from twin.change.work import Work, current_files, frr_actions, keep_user_files
+from twin.config import overlay, render, userconf
 from twin.config.reconcile import node_delta
 from twin.errors import Problem, TopologyError
 from twin.lifecycle.context import LabContext
@@ -52,11 +52,13 @@ class TopologyChange(Declarative):
     def work(self, ctx: LabContext) -> Work:
         old, new = ctx.fabric, self.fabric
         diff = FabricDiff(old, new)
-        w = Work(old, new, render.render_lab(new, ctx.backend, ctx.shaping), current_files(ctx, old), [], [],
+        files = keep_user_files(ctx, render.render_lab(new, ctx.backend, ctx.shaping))
+        w = Work(old, new, files, current_files(ctx, old), [], [],
                  {n: d for n in new.nodes if n in old.nodes
                   and (d := node_delta(old, new, n, ctx.backend, ctx.shaping))},
                  diff.links_added, diff.links_removed, diff.hosts_added, diff.hosts_removed)
-        w.plan = Plan(ctx.name, diff.lines(), file_diffs(render.render_lab(old, ctx.backend, ctx.shaping), w.files))
+        before = keep_user_files(ctx, render.render_lab(old, ctx.backend, ctx.shaping))
+        w.plan = Plan(ctx.name, diff.lines(), file_diffs(before, w.files))
         w.plan.kernel = {n: d.commands() for n, d in w.deltas.items()}
         w.plan.kernel.update({n: [s.command() for s in overlay.plan(new, n, ctx.backend, ctx.shaping)]
                               for n in w.hosts_add})
@@ -67,7 +69,11 @@ class TopologyChange(Declarative):
         return TopologyChange(ctx.fabric)
 
     def hosts_out(self, ctx: LabContext) -> frozenset[str]:
-        return frozenset(FabricDiff(ctx.fabric, self.fabric).hosts_removed)
+        """Hosts removed, and hosts whose attachment goes or changes (their flows end by design)."""
+        before = {a.host: a for t in ctx.fabric.tenants.values() for a in t.attachments}
+        after = {a.host: a for t in self.fabric.tenants.values() for a in t.attachments}
+        changed = {h for h, a in before.items() if after.get(h) != a}
+        return frozenset(FabricDiff(ctx.fabric, self.fabric).hosts_removed) | changed
 
 
 @register
@@ -80,30 +86,16 @@ class ConfigsChange(Declarative):
 
     @classmethod
     def load(cls, ctx: LabContext, d: Path) -> "ConfigsChange":
-        """Every node config of directory `d`; TopologyError names every problem."""
-        routers = set(ctx.intent.nodes)
-        configs, problems = {}, []
-        for entry in sorted(d.iterdir()):
-            if entry.is_dir() and (entry / FRR_CONF).is_file():
-                node, f = entry.name, entry / FRR_CONF
-            elif entry.is_file() and entry.suffix == ".conf":
-                node, f = entry.stem, entry
-            else:
-                continue
-            if node not in routers:
-                problems.append(Problem(str(f), "", f"no FRR node {node!r} in lab {ctx.name!r}; "
-                                                    f"FRR nodes: {', '.join(sorted(routers))}"))
-                continue
-            try:
-                configs[node] = f.read_text()
-            except (OSError, UnicodeDecodeError) as e:
-                problems.append(Problem(str(f), "", f"cannot read it: {e}"))
-        if not configs and not problems:
+        """Every node config of directory `d` (read as `twin up --configs` reads one);
+        TopologyError names every problem."""
+        configs = userconf.read_dir(d)
+        problems = userconf.check(configs, ctx.fabric)
+        if not configs.files and not problems:
             problems.append(Problem(str(d), "", "no node configs found: expected <dir>/<node>/frr.conf "
                                                 "or <dir>/<node>.conf"))
         if problems:
             raise TopologyError(problems)
-        return cls(str(d), configs)
+        return cls(str(d), {n: f[FRR_CONF] for n, f in configs.files.items() if FRR_CONF in f})
 
     def work(self, ctx: LabContext) -> Work:
         old_files = current_files(ctx, ctx.fabric)

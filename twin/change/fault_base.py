@@ -29,6 +29,7 @@ from twin.change.base import REGISTRY, Change, Result, Say
 from twin.config import overlay
 from twin.errors import TwinError
 from twin.lifecycle.context import LabContext
+from twin.observe import store
 from twin.runtime import netns
 from twin.config.naming import link_alias
 
@@ -141,6 +142,8 @@ class Fault(Change):
 
     def apply(self, ctx: LabContext, say: Say = lambda _: None, **options) -> Result:
         details = self.act(ctx)
+        store.note(ctx.dir, "action", f"fault {self.describe()}", node=self.target.split(":")[0],
+                   **({"port": self.target.split(":", 1)[1]} if self.on == "port" else {}))
         undo = self.inverse(ctx)
         return Result(ctx.name, self.key, self.target, [self.describe()], details,
                       undo=f"twin fault {undo.key} {ctx.name} {undo.target}" if undo else self.self_revert,

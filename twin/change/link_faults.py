@@ -5,6 +5,7 @@ import json
 from typing import Any
 
 from twin.change.base import register
+from twin.config import droplog
 from twin.change.fault_base import Fault, Param, in_ns, link_of, port_ref, set_port
 from twin.errors import TwinError
 from twin.lifecycle.context import LabContext
@@ -40,7 +41,7 @@ def loss_ruleset(port: str, percent: int) -> str:
     """nftables: drop `percent`% of the frames entering and leaving `port`, at random, counted."""
     table = LOSS_TABLE.format(port=port)
     match = "" if percent >= 100 else f"numgen random mod 100 < {percent} "  # 100%: a black hole
-    rule = f'{match}counter drop comment "twin fault: {percent}% loss"'
+    rule = f'{match}counter {droplog.log("loss", f"{percent}%")} drop comment "twin fault: {percent}% loss"'
     chains = "\n".join(
         f"\tchain {hook} {{\n\t\ttype filter hook {hook} device \"{port}\" priority {LOSS_PRIORITY}; policy accept;\n"
         f"\t\t{rule}\n\t}}" for hook in ("ingress", "egress"))

@@ -23,9 +23,13 @@ node configs, or a fault (`fault:KEY:TARGET[:ARG]`, KEY any of `twin fault`'s).
 With `noisy=HOST`, a noisy neighbour floods from HOST to a peer of its tenant all
 along (`twin.traffic.flood`): HOST's own flows are not judged, everyone else's
 are, and the report gives the flood's figures and whether it was held to its limit.
+With a `baseline` (`twin baseline record`), the lab is compared with it after the
+change and, with `rollback`, after the rollback (differences the `allow` rules
+cover aside, in both): both comparisons join the report.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from twin import timeouts, verify, wait
@@ -36,11 +40,14 @@ from twin.change.snapshot import flapped, route_changes, snapshot
 from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
 from twin.lifecycle.context import LabContext, context_of
+from twin.observe import store
+from twin.observe.collector import Collector
 from twin.traffic import flows as F
 from twin.traffic import stream as S
 from twin.traffic.flood import Flood
 from twin.traffic.results import summarise
 from twin.verify import performance
+from twin.verify.compare import compare
 
 Say = Callable[[str], None]
 DATA_PLANE_GROUPS = ["traffic", "isolation"]
@@ -49,7 +56,8 @@ __all__ = ["rehearse", "Rehearsal", "Thresholds"]
 
 
 def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: bool = False,
-             budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None, noisy: str | None = None) -> Rehearsal:
+             budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None, noisy: str | None = None,
+             baseline: dict | None = None, allow: tuple = ()) -> Rehearsal:
     ctx = context_of(lab)
     rep = Rehearsal(ctx.name, change, thresholds=thresholds or Thresholds())
     c = load_change(ctx, change)            # an unreadable change or fault is refused before any traffic
@@ -62,12 +70,21 @@ def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: b
     flows = S.pair_flows(ctx.fabric)
     if not flows:
         raise TwinError(f"lab {ctx.name!r} has no same-tenant host pairs to send traffic between")
-    after_ctx = _under_traffic(ctx, c, flows, rep, budget_pps, say, flood)
+    with Collector(ctx) as watch:   # the change window's events: drops, carrier, sessions, routes, stages
+        since = time.time()
+        after_ctx = _under_traffic(ctx, c, flows, rep, budget_pps, say, flood)
+        watch.round(control=True)
+    rep.events = store.read(ctx.dir, since=since)
     after = snapshot(after_ctx)
     rep.flapped = flapped(before, after)
     rep.routes = route_changes(before, after)
+    if baseline is not None:
+        say("comparing with the baseline")
+        rep.baseline = compare(after_ctx, baseline, allow)
     if rollback and not (rep.error and not c.breaks_intent):  # a failed apply was refused or rolled back already
         _roll_back(after_ctx, c, undo, rep, say)
+        if baseline is not None:
+            rep.baseline_rollback = compare(after_ctx.refresh(), baseline, allow)
     return rep
 
 

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from twin.traffic.results import StreamResult
+from twin.verify.compare import Comparison
 from twin.verify.result import Report
 
 NOISY_TOLERANCE = 0.05   # the noisy neighbour's delivered rate may exceed its limit by this share
@@ -38,6 +40,9 @@ class Rehearsal:
     hosts_out: list[str] = field(default_factory=list)         # hosts the change took away
     noisy_host: str | None = None                              # a noisy neighbour flooded from here ...
     noisy: dict | None = None                                  # ... with these figures (offered, delivered...)
+    events: list[dict] = field(default_factory=list)           # `twin events` of the change window
+    baseline: Comparison | None = None                         # the lab after the change vs a baseline
+    baseline_rollback: Comparison | None = None                # ... and after the rollback
 
     def is_judged(self, r: StreamResult) -> bool:
         """A flow counts unless the change took one of its hosts away, or it left the noisy neighbour."""
@@ -78,6 +83,11 @@ class Rehearsal:
         if self.verify_rollback is not None:
             out.append(("verify after rollback", self.verify_rollback.passed,
                         f"{len(self.verify_rollback.failures())} failed of {len(self.verify_rollback.checks)}"))
+        for name, cmp in (("baseline after the change", self.baseline), ("baseline after rollback", self.baseline_rollback)):
+            if cmp is not None:
+                out.append((f"{name}: no difference not allowed", cmp.passed,
+                            f"{len(cmp.unallowed)} not allowed, e.g. {cmp.unallowed[0].line()}" if cmp.unallowed
+                            else f"{len(cmp.allowed)} allowed difference(s)"))
         return out
 
     @property
@@ -95,9 +105,11 @@ class Rehearsal:
                        "duplicates": r.duplicates, "reordered": r.reordered,
                        "judged": self.is_judged(r)} for r in self.flows],
             "flapped_sessions": self.flapped, "routes": self.routes, "missing": self.missing, "noisy": self.noisy,
-            "apply": self.apply,
+            "apply": self.apply, "events": self.events,
             "verify": self.verify.to_dict() if self.verify else None,
             "verify_rollback": self.verify_rollback.to_dict() if self.verify_rollback else None,
+            "baseline": self.baseline.to_dict() if self.baseline else None,
+            "baseline_rollback": self.baseline_rollback.to_dict() if self.baseline_rollback else None,
         }
 
     def to_json(self) -> str:
@@ -125,11 +137,15 @@ class Rehearsal:
         for tenant, ch in self.routes.items():
             lines.append(f"    {tenant}: +{len(ch['added'])} -{len(ch['removed'])}")
             lines += [f"      + {r}" for r in ch["added"][:20]] + [f"      - {r}" for r in ch["removed"][:20]]
+        lines.append(f"  events in the change window: {len(self.events)}")
+        lines += [f"    {time.strftime('%H:%M:%S', time.localtime(e['time']))} {e['text']}" for e in self.events[-20:]]
         lines.append("  verdicts:")
         lines += [f"    {'ok  ' if ok else 'FAIL'} {c}: {d}" for c, ok, d in self.verdicts()]
         for name, rep in (("verify", self.verify), ("verify after rollback", self.verify_rollback)):
             for c in (rep.failures() if rep else [])[:20]:
                 lines.append(f"    {name}: FAIL {c.group}: {c.name}: {c.message}")
+        for name, cmp in (("baseline", self.baseline), ("baseline after rollback", self.baseline_rollback)):
+            lines += [f"    {name}: DIFFERS {d.line()}" for d in (cmp.unallowed if cmp else [])[:20]]
         return "\n".join(lines) + "\n"
 
     def write_junit(self, path: str | Path) -> None:

@@ -54,6 +54,18 @@ def current_files(ctx: LabContext, fabric: Fabric) -> dict[str, dict[str, str]]:
     return out
 
 
+def keep_user_files(ctx: LabContext, files: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """A new rendering with the files a lab booted from the user (`twin up --configs`) kept as they
+    are (with what `twin apply LAB DIR` made of them since): twin does not write over a config it
+    did not write. A node twin rendered goes back to twin's rendering, even after a config directory
+    was applied to it: the topology is the intent then."""
+    st, _ = state.load(ctx.dir)
+    for node, names in (st.user_files if st else {}).items():
+        if node in files:
+            files[node].update(state.read_files(ctx.dir, node, names))
+    return files
+
+
 def frr_actions(w: Work) -> None:
     """Which nodes reload FRR, and which restart it (their daemons file changed)."""
     changed = sorted(n for n in w.new.nodes

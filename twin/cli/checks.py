@@ -9,25 +9,36 @@ import click
 from rich.table import Table
 
 from twin import verify
-from twin.cli.common import err, main, out, run
+from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, out, run, write_reports
 from twin.errors import TwinError
 from twin.lab import Lab
+from twin.observe import store
+from twin.topology.checks import CheckSet, load_checks, merge
 from twin.traffic import dcqcn, flows
+from twin.verify.markdown import report_md
 
 
 @main.command(name="verify")
 @click.argument("lab")
 @click.option("--only", "only", multiple=True, metavar="GROUP",
               help=f"Run only these check groups (repeatable): {', '.join(verify.GROUPS)}.")
+@click.option("--checks", "check_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also run the checks of this file (repeatable): a checks file, or a topology's checks: section.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
+@click.option("--summary", type=click.Path(dir_okay=False), metavar="FILE.md", help=SUMMARY_HELP)
+@click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def verify_(ctx, lab, only, as_json, junit):
-    """Verify LAB against its topology: state, RoCE traffic, isolation, zero-trust. Exit 0 only if all pass."""
+def verify_(ctx, lab, only, check_files, as_json, junit, summary, evidence_file):
+    """Verify LAB against its topology (state, RoCE traffic, isolation, zero-trust) and the user's checks
+    (its topology's checks: section, and --checks files). Exit 0 only if all pass."""
     def go():
         c = Lab(lab).context()
-        with err.status(f"verifying {lab}"):
-            report = verify.run(c, only=list(only) or None)
+        sets = [CheckSet(f"the topology of {lab}", tuple(c.fabric.checks))] + [load_checks(f, c.fabric) for f in check_files]
+        with evidence(bool(summary or evidence_file)) as rec, err.status(f"verifying {lab}"):
+            report = verify.run(c, only=list(only) or None, checks=merge(sets))
+        store.save_verify(c.dir, report.to_dict())   # the last result, for `twin web`
+        write_reports(lab, report.passed, rec, summary, evidence_file, lambda: report_md(report, rec))
         if junit:
             report.write_junit(junit)
         if as_json:
@@ -71,6 +82,14 @@ def print_report(report) -> None:
         t.add_row(group, str(len(checks)), str(len(checks) - failed),
                   f"[red]{failed}[/red]" if failed else "0", f"{report.seconds.get(group, 0):.1f}")
     out.print(t)
+    mine = report.groups().get("checks", [])
+    if mine:
+        t = Table(title="your checks", title_justify="left")
+        for col in ("check", "type", "result", "what was seen"):
+            t.add_column(col)
+        for c in mine:
+            t.add_row(c.name, c.data.get("type", ""), "pass" if c.passed else "[red]FAIL[/red]", c.message)
+        out.print(t)
     for c in report.failures():
         out.print(f"[red]FAIL[/red] {c.group}: {c.name}: ", end="")
         out.print(c.message, markup=False, highlight=False)

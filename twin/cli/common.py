@@ -7,16 +7,21 @@ same way; anything unexpected is still one line, with -v for the traceback.
 """
 from __future__ import annotations
 
+import contextlib
+import json
+import shlex
 import sys
 import traceback
-from typing import Callable, NoReturn, TypeVar
+from pathlib import Path
+from typing import Callable, Iterator, NoReturn, TypeVar
 
 import click
 import docker
 from pyroute2 import NetlinkError
 from rich.console import Console
 
-from twin.errors import ApplyFailed, ChangeRefused, TopologyError, TwinError
+from twin.errors import ApplyFailed, ChangeRefused, ConfigError, TopologyError, TwinError
+from twin.runtime.exec import Recorder, recording
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -24,7 +29,7 @@ if not out.is_terminal:  # pipes and CI logs: do not squeeze tables into 80 colu
     out = Console(highlight=False, soft_wrap=True, width=160)
 
 T = TypeVar("T")
-WHOLE = (TopologyError, ChangeRefused, ApplyFailed)   # their every line matters
+WHOLE = (TopologyError, ConfigError, ChangeRefused, ApplyFailed)   # their every line matters
 
 
 class Ctx:
@@ -72,6 +77,32 @@ def run(ctx: click.Context, fn: Callable[[], T]) -> T:
         sys.exit(130)
     except Exception as e:  # noqa: BLE001  (one line, never a traceback; -v shows it)
         fail(describe(e), verbose, detail=traceback.format_exc())
+
+
+SUMMARY_HELP = "Write a Markdown report to this file (verdict, failures with evidence, tables): for a CI job summary."
+EVIDENCE_HELP = "Write every command run on a node for the verdict (output, exit code, timing) to this JSON file."
+
+
+@contextlib.contextmanager
+def evidence(wanted: bool) -> Iterator[Recorder | None]:
+    """A recorder of every command run on a node, when a summary or evidence file is wanted."""
+    if not wanted:
+        yield None
+        return
+    with recording() as rec:
+        yield rec
+
+
+def write_reports(lab: str, passed: bool | None, rec: Recorder | None, summary: str | None, evidence_file: str | None,
+                  markdown: Callable[[], str]) -> None:
+    """--summary (Markdown) and --evidence (JSON) of a command."""
+    from twin.verify.markdown import evidence_doc
+
+    if summary:
+        Path(summary).write_text(markdown())
+    if evidence_file and rec is not None:
+        doc = evidence_doc(rec, shlex.join(["twin", *sys.argv[1:]]), lab, passed)
+        Path(evidence_file).write_text(json.dumps(doc, indent=2) + "\n")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -8,8 +8,11 @@ import click
 
 from twin.change import load_change
 from twin.change.rehearse import Thresholds, rehearse
-from twin.cli.common import err, main, run
+from twin.change.summary import rehearsal_md
+from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, run, write_reports
 from twin.lab import Lab
+from twin.topology.allow import load_allow
+from twin.verify.compare import load_baseline
 
 CHANGE_HELP = ("CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf), "
                "or a fault: fault:KEY:TARGET[:ARG] with KEY any of `twin fault`'s commands.")
@@ -75,15 +78,25 @@ def apply_(ctx, lab, change, timeout, no_wait, as_json):
               help="HOST floods a peer of its tenant all along (a noisy neighbour); its own flows are not judged.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Compare the lab with this baseline (`twin baseline record`) after the change (and the rollback).")
+@click.option("--allow", "allow_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Differences from the baseline the change intends (see `twin baseline compare`).")
+@click.option("--summary", type=click.Path(dir_okay=False), metavar="FILE.md", help=SUMMARY_HELP)
+@click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, noisy, as_json, junit):
+def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, noisy, as_json, junit, baseline_file,
+              allow_file, summary, evidence_file):
     def go():
         th = Thresholds(max_loss=None if max_loss < 0 else max_loss,
                         max_outage=None if max_outage is None else max_outage / 1000.0,
                         max_reconverge=max_reconverge)
-        with err.status(f"rehearsing {change} on {lab}") as st:
+        base = load_baseline(baseline_file) if baseline_file else None
+        rules = load_allow(allow_file) if allow_file else ()
+        with evidence(bool(summary or evidence_file)) as rec, err.status(f"rehearsing {change} on {lab}") as st:
             rep = rehearse(Lab(lab).context(), change, th, rollback=rollback, say=lambda m: st.update(m),
-                           noisy=noisy)
+                           noisy=noisy, baseline=base, allow=rules)
+        write_reports(lab, rep.passed, rec, summary, evidence_file, lambda: rehearsal_md(rep, rec))
         if junit:
             rep.write_junit(junit)
         click.echo(rep.to_json() if as_json else rep.text(), nl=as_json)

@@ -1,4 +1,4 @@
-"""Taking labs out and bringing topologies in: `twin export`, `twin import`."""
+"""Taking labs out and bringing topologies in: `twin export`, `twin import`, `twin clone`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,9 +7,11 @@ import click
 import yaml
 
 from twin import topology
-from twin.cli.common import main, out, run
+from twin.cli.common import err, main, out, run
 from twin.config.render import render_lab
 from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, import_air, parse_roles
+from twin.interop.clab_import import import_clab, is_clab
+from twin.interop.clone import clone
 from twin.lifecycle import state
 from twin.runtime import images
 
@@ -57,26 +59,93 @@ def export_(ctx, source, fmt, output, image, backend, namespace):
     run(ctx, go)
 
 
-@main.command(name="import")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, help="Directory to write into.")
-@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
-              help="The twin kind of nodes the file does not place (repeatable), e.g. --role leaf1=leaf,spine=spine.")
-@click.option("--name", help="Lab name (default: from the file).")
+@main.command(name="clone")
+@click.argument("source", metavar="DIR", type=click.Path(file_okay=False, exists=True))
+@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, metavar="OUT",
+              help="Directory to write the topology and configs into.")
+@click.option("--role", "roles", multiple=True, metavar="DEVICE=KIND[,...]",
+              help="The kind of a device that cannot be inferred (e.g. the spine of a one-spine fabric); "
+                   "repeatable, e.g. --role spine1=spine.")
+@click.option("--name", help="Lab name (default: DIR's name).")
 @click.pass_context
-def import_(ctx, file, output, roles, name):
-    """Turn FILE (NVIDIA Air JSON or DOT) into a twin topology, DIR/<lab>.yml, checked as `twin up`
-    would check it. Then: twin up DIR/<lab>.yml."""
+def clone_(ctx, source, output, roles, name):
+    """A twin of a network that exists, from its devices' FRR configs and who is cabled to whom.
+
+    \b
+    DIR holds, per device:
+      DIR/<device>/frr.conf (and daemons), or DIR/<device>.conf
+      DIR/<device>/lldp.json or DIR/<device>.lldp.json: its `lldpctl -f json`
+      or, for the whole network, DIR/*.csv: rows of device,port,peer,peer_port
+    Writes OUT/topology.yml (nodes, links with their port names, kinds: spines from the ASN
+    they share, leafs and DPUs by tier below them, VTEPs from advertise-all-vni, tenants from
+    `vrf ... vni` and their route targets; ASNs and loopbacks from `router bgp`) and
+    OUT/configs/. What it cannot infer it asks for (--role, --name), and it says what it
+    inferred from what. Then: twin up OUT/topology.yml --configs OUT/configs."""
     def go():
         if name is not None:
             state.check_name(name)
-        doc = import_air(file, roles=parse_roles(roles), name=name)
+        cloned = clone(source, roles=parse_roles(roles), name=name)
+        topology.load_document(cloned.doc, source)     # every problem, before anything is written
         d = Path(output)
         d.mkdir(parents=True, exist_ok=True)
-        path = d / f"{doc['name']}.yml"
-        path.write_text(f"# imported by twin from {file}\n" + yaml.safe_dump(doc, sort_keys=False))
+        path, configs = d / "topology.yml", d / "configs"
+        head = f"# cloned by twin from {source}\n" + "".join(f"# note: {n}\n" for n in cloned.notes)
+        path.write_text(head + yaml.safe_dump(cloned.doc, sort_keys=False))
+        state.write_files(configs, cloned.configs.files)
         fabric = topology.load(path)
-        out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links; `twin up {path}` runs it")
+        for note in cloned.notes:
+            err.print(f"note: {note}")
+        out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links, {len(fabric.tenants)} tenants; "
+                  f"and {configs}; `twin up {path} --configs {configs}` runs it")
+    run(ctx, go)
+
+
+@main.command(name="import")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True))
+@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, metavar="DIR",
+              help="Directory to write into.")
+@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
+              help="The twin kind of nodes the file does not place, or of kinds twin cannot run (SR Linux, cEOS...; "
+                   "twin then renders their day-0 config); repeatable, e.g. --role leaf1=leaf,spine=spine.")
+@click.option("--name", help="Lab name (default: from the file).")
+@click.pass_context
+def import_(ctx, file, output, roles, name):
+    """Turn FILE into a twin topology, DIR/<lab>.yml, checked as `twin up` would check it.
+
+    \b
+    FILE is one of:
+      LAB.clab.yml   a containerlab topology: defaults/kinds/groups inherited as containerlab
+                     does, binds of frr.conf/daemons (relative to the file) written to
+                     DIR/configs/<node>/, exec commands of linux nodes, interface names as
+                     given; `kind: linux` nodes with FRR's files are routers, the others
+                     hosts; images and the management network are left out (said so)
+      *.json, *.dot  an NVIDIA Air topology
+    Then: twin up DIR/<lab>.yml [--configs DIR/configs]. A .clab.yml also runs directly:
+    twin up LAB.clab.yml."""
+    def go():
+        if name is not None:
+            state.check_name(name)
+        d = Path(output)
+        if is_clab(file):
+            imported = import_clab(file, roles=parse_roles(roles), name=name)
+            doc, notes = imported.doc, imported.notes
+        else:
+            doc, notes, imported = import_air(file, roles=parse_roles(roles), name=name), [], None
+        topology.load_document(doc, str(file))      # every problem, before anything is written
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / f"{doc['name']}.yml"
+        head = f"# imported by twin from {file}\n" + "".join(f"# note: {n}\n" for n in notes)
+        path.write_text(head + yaml.safe_dump(doc, sort_keys=False))
+        fabric = topology.load(path)
+        for note in notes:
+            err.print(f"note: {note}")
+        run_it = f"twin up {path}"
+        if imported is not None and imported.configs.files:
+            configs = d / "configs"
+            state.write_files(configs, imported.configs.files)
+            run_it += f" --configs {configs}"
+            out.print(f"wrote {configs}: the FRR files of {', '.join(imported.configs.files)}")
+        out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links; `{run_it}` runs it")
     run(ctx, go)
 
 

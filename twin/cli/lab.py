@@ -10,17 +10,29 @@ from rich.table import Table
 from twin import timeouts
 from twin.cli.common import err, main, out, run
 from twin.config.render import render_lab
-from twin.errors import AlreadyUp, TopologyError, TwinError
+from twin.config import userconf
+from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
+from twin.interop.clab_import import is_clab
+from twin.interop import parse_roles
 from twin.lab import Lab
 from twin.lifecycle import hostlimits, state
 from twin.lifecycle.status import LabStatus
-from twin.runtime import images
+from twin.runtime import dryrun, images
 from twin.runtime.docker import DockerRuntime
+from twin.topology import ValidationReport
 from twin.topology import validate as topology_validate
 
 
 @main.command()
-@click.argument("topology", type=click.Path(dir_okay=False))
+@click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml")
+@click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR",
+              help="Your own FRR configs: DIR/<node>/frr.conf (optionally DIR/<node>/daemons) or "
+                   "DIR/<node>.conf. Those nodes boot your files instead of twin's; the others get twin's. "
+                   "FRR checks every file first (vtysh --dryrun): a refused line is reported with its "
+                   "file:line and nothing is created.")
+@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
+              help="A containerlab file's nodes of kinds twin cannot run (SR Linux, cEOS...) as twin kinds, "
+                   "whose day-0 config twin renders; repeatable, e.g. --role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: the topology's name).")
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
 @click.option("--image", help="Node image tag (default: built from images/ when missing).")
@@ -29,13 +41,20 @@ from twin.topology import validate as topology_validate
               help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
                    "containerlab CLI on twin's export (where containerlab is installed). Env: TWIN_RUNTIME.")
 @click.pass_context
-def up(ctx, topology, name, timeout, image, keep, runtime):
+def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
-    On a lab that is already up: exit 0 if it runs this topology and has converged,
-    else exit 1 saying what differs."""
+    TOPOLOGY is a twin topology file, or a containerlab LAB.clab.yml (imported on the
+    way, as `twin import` does: its nodes' bound frr.conf/daemons are their configs).
+    The wiring and the tenants' kernel plane (VRFs, VXLAN, bridges) come from TOPOLOGY,
+    the FRR configs from twin's rendering or, with --configs, from your files. The
+    barrier and `twin verify` judge them against TOPOLOGY's intent; routers running
+    your configs (kind router) by what their configs declare.
+
+    On a lab that is already up: exit 0 if it runs this topology (and configs) and has
+    converged, else exit 1 saying what differs."""
     def go():
-        lab = Lab.load(topology, name=name, runtime=runtime)
+        lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles))
         try:
             with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
                 timings = lab.up(image=image, timeout=timeout, keep=keep,
@@ -44,22 +63,38 @@ def up(ctx, topology, name, timeout, image, keep, runtime):
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return
-        out.print(f"lab [bold]{lab.name}[/bold] is up: {len(lab.fabric.nodes)} nodes, "
-                  f"{len(lab.fabric.sessions())} BGP sessions Established, converged in "
-                  f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}")
+        finally:
+            for note in lab.notes:
+                err.print(f"note: {note}")
+        mine = lab.context().intent.generic
+        adjacencies = sum(len(g.adjacencies) for g in mine.values())
+        sessions = len(lab.fabric.sessions())
+        out.print(f"lab [bold]{lab.name}[/bold] is up: {len(lab.fabric.nodes)} nodes"
+                  + (f", {sessions} BGP sessions Established" if sessions or not mine else "")
+                  + (f", {adjacencies} adjacencies of {len(mine)} routers up" if mine else "") + ", converged in "
+                  f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}"
+                  + (f" ({len(lab.configs.files)} nodes run yours)" if lab.configs else ""))
     run(ctx, go)
 
 
 @main.command()
-@click.argument("topology", type=click.Path(dir_okay=False))
+@click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml")
+@click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR",
+              help="Your own FRR configs too (as `twin up --configs` takes them): matched to the topology's "
+                   "nodes and read by FRR (vtysh --dryrun, in a throwaway container of the node image).")
+@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
+              help="A containerlab file's nodes of kinds twin cannot run, as twin kinds.")
 @click.option("--name", help="Lab name to check too (default: the topology's name).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def validate(ctx, topology, name, as_json):
+def validate(ctx, topology, configs, roles, name, as_json):
     """Validate and render TOPOLOGY without creating anything, and say what it would take of this
-    host's limits. Exit 0 if it is valid (and fits), 1 if not: for CI."""
+    host's limits. Exit 0 if it is valid (and fits), 1 if not: for CI.
+
+    With --configs (or a containerlab file's bound configs), FRR's own check of every file
+    too: a refused line is named with its file:line."""
     def go():
-        report = topology_validate(topology, name)
+        report = _validation(topology, name, parse_roles(roles), configs)
         doc = report.to_dict()
         if report.valid:
             files = render_lab(report.fabric, "netns")
@@ -79,6 +114,26 @@ def validate(ctx, topology, name, as_json):
                          "; SHORT: " + "; ".join(host["short"]) + f"; {host['fix']}"), highlight=False)
         sys.exit(0 if report.valid and not doc["host"]["short"] else 1)
     run(ctx, go)
+
+
+def _validation(topology: str, name: str | None, roles: dict, configs: str | None) -> ValidationReport:
+    """The topology's report, with the problems of the user's configs (and FRR's word on them) added."""
+    try:
+        lab = Lab.load(topology, name=name, configs=configs, roles=roles)
+    except TopologyError as e:
+        if not is_clab(topology) and not roles and configs is None:
+            return topology_validate(topology, name)     # the file's own report (a broken file)
+        return ValidationReport(topology, None, tuple(e.problems))
+    if lab.configs is None:
+        return ValidationReport(topology, lab.topology)
+    problems = userconf.check(lab.configs, lab.topology)
+    if not problems:
+        client = DockerRuntime().client
+        try:
+            dryrun.check(client, images.ensure(client), lab.name, lab.configs)
+        except ConfigError as e:
+            problems = e.problems
+    return ValidationReport(topology, lab.topology, tuple(problems))
 
 
 def host_figures(fabric) -> dict:
@@ -122,7 +177,7 @@ def status(ctx, lab, as_json):
 
 def print_status(st: LabStatus) -> None:
     t = Table(title=f"lab {st.lab}: {st.status}", title_justify="left")
-    for col in ("node", "kind", "state", "asn", "loopback", "bgp up/expected"):
+    for col in ("node", "kind", "state", "asn", "loopback", "sessions up/expected"):
         t.add_column(col)
     for r in st.nodes:
         bgp = ""

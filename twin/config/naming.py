@@ -21,3 +21,9 @@ def link_alias(lab: str, local: str, peer: str) -> str:
 def probe_netns(lab: str) -> str:
     """The throwaway host namespace of the VRF-backend probe (`twin.runtime.kernel.probe_backend`)."""
     return f"twin-{lab}-probe"
+
+
+def dryrun_container(lab: str) -> str:
+    """The throwaway container that checks a user's FRR configs before a lab exists
+    (`twin.runtime.dryrun`); a '.' keeps it apart from every node's container name."""
+    return f"twin-{lab}.dryrun"

@@ -14,11 +14,12 @@ same steps over netlink (both from the one table of operations in `twin.config.s
 from __future__ import annotations
 
 from twin import kinds
-from twin.config import services
+from twin.config import droplog, services
 from twin.config.backend import BACKENDS, VRF_TABLE_BASE, Backend, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
 from twin.config.services import SHAPINGS, Shaping
 from twin.config.steps import Step
+from twin.intent import frrconf
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 from twin.topology.tenant_checks import VXLAN_OVERHEAD
@@ -52,6 +53,18 @@ def vtep_head(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
         # zebra -n cannot take interface config (see render.frr_files): the VTEP /32 is set here
         return [Step("addr", "lo", args={"cidr": f"{fabric.nodes[node].loopback}/32"})]
     return []
+
+
+def loopback_steps(fabric: Fabric, node: str, backend: Backend, frr_conf: str) -> list[Step]:
+    """The node's loopback on lo where neither its frr.conf nor its kernel plane puts it there: a
+    user's config (`twin up --configs`) often leaves it to ifupdown2, as production switches do;
+    the topology's loopback is the kernel plane's then."""
+    n = fabric.nodes[node]
+    if not n.runs_bgp or vtep_head(fabric, node, backend):
+        return []
+    cfg = frrconf.parse(frr_conf)
+    lo = [a for (name, _), i in cfg.interfaces.items() if name == "lo" for a in i.addresses]
+    return [] if f"{n.loopback}/32" in lo else [Step("addr", "lo", args={"cidr": f"{n.loopback}/32"})]
 
 
 def vxlan_mtu(fabric: Fabric, node: str) -> int:
@@ -148,6 +161,7 @@ def nft_rulesets(fabric: Fabric, node: str, backend: Backend) -> dict[str, str]:
         return {}
     groups = {t.vrf: [t] for t in tenants} if backend == "netns" else {None: tenants}
     return {nft_file(vrf): render_template("nft/ports.nft.j2", node=node, fabric_name=fabric.name, tenant=vrf,
+                                           log=droplog.log, log_group=droplog.LOG_GROUP,
                                            attachments=[a for t in ts for a in t.attachments if a.vtep == node])
             for vrf, ts in groups.items()}
 
@@ -193,8 +207,10 @@ def host_plan(fabric: Fabric, node: str) -> list[Step]:
             Step("up", a.host_port), Step("route", a.host_port, args={"dst": "default", "via": gw})]
 
 
-def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> str:
-    steps = plan(fabric, node, backend, shaping)
+def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc",
+           first: list[Step] | None = None) -> str:
+    """interfaces.sh: the node's kernel steps as iproute2 commands (`first`: steps before its plan)."""
+    steps = (first or []) + plan(fabric, node, backend, shaping)
     if not steps:
         return ""
     host = kinds.of(fabric.nodes[node]).endpoint

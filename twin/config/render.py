@@ -37,6 +37,11 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
     return {name: render_template(f"frr/{name}.j2", **ctx) for name in ("frr.conf", "daemons", "vtysh.conf")}
 
 
+def daemons_file(node: Node, daemons: list[str]) -> str:
+    """A daemons file that enables `daemons` (and FRR's own), for a router whose config came alone."""
+    return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
+
+
 def render_node(node: Node, fabric: Fabric, backend: Backend = "netns", shaping: Shaping = "tc") -> dict[str, str]:
     files = frr_files(node, fabric, backend) if kinds.of(node).runs_frr else {}
     kernel = overlay.script(fabric, node.name, backend, shaping)

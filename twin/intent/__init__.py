@@ -10,14 +10,20 @@ plain frozen data out.
     n.vnis                             # every VNI zebra must know (L3VNIs, local L2VNIs)
     for t in n.tenants: t.routes       # each tenant's VRF, prefix -> next hops, drains applied
     n.gateways, n.public_routes        # tenants' internet gateways on this VTEP, public /32s to route
+
+Nodes whose intent twin does not derive (routers running the user's config) have
+what that config declares instead: `Intent(fabric, files).generic["r1"]` (its
+daemons and adjacencies, `twin.intent.generic`), from the files the nodes run.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Mapping
 
 from twin import kinds
 from twin.intent.gateway import DEFAULT, NODE_SIDE, GatewayIntent, gateway_intent, public_routes
+from twin.intent.generic import Adjacency, GenericIntent, generic_intents
 from twin.intent.tenants import SegmentIntent, TenantIntent, tenant_intent
 from twin.topology.model import Fabric, Session
 
@@ -59,14 +65,23 @@ class NodeIntent:
 
 
 class Intent:
-    """The intent of every FRR node of a fabric (hosts hold what `twin.config.overlay` gives them)."""
+    """The intent of every FRR node of a fabric (hosts hold what `twin.config.overlay` gives them).
 
-    def __init__(self, fabric: Fabric):
+    `files`: each node's files as it runs them (node -> file name -> text); only the nodes whose
+    intent is their own config's (`generic`) need them."""
+
+    def __init__(self, fabric: Fabric, files: Mapping[str, Mapping[str, str]] | None = None):
         self.fabric = fabric
+        self.files = files or {}
 
     @cached_property
     def nodes(self) -> dict[str, NodeIntent]:
         return {n.name: self._node(n.name) for n in self.fabric.routers()}
+
+    @cached_property
+    def generic(self) -> dict[str, GenericIntent]:
+        """Routers running the user's config: what that config declares (daemons, adjacencies)."""
+        return generic_intents(self.fabric, self.files)
 
     def _node(self, name: str) -> NodeIntent:
         f = self.fabric
@@ -98,4 +113,4 @@ class Intent:
         return out
 
 
-__all__ = ["Intent", "NodeIntent", "TenantIntent", "SegmentIntent", "GatewayIntent"]
+__all__ = ["Intent", "NodeIntent", "TenantIntent", "SegmentIntent", "GatewayIntent", "GenericIntent", "Adjacency"]

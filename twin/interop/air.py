@@ -59,7 +59,7 @@ def from_fabric(fabric: Fabric) -> AirTopology:
     """A twin fabric in Air's terms."""
     nodes = {}
     for n in fabric.nodes.values():
-        router = KINDS[n.kind].runs_bgp
+        router = KINDS[n.kind].runs_frr
         nodes[n.name] = AirNode(n.name, KIND_FUNCTION.get(n.kind, n.kind), CUMULUS_OS if router else SERVER_OS,
                                 dict(SWITCH_RESOURCES if router else SERVER_RESOURCES))
     links = tuple((AirEnd(l.a.node, l.a.port), AirEnd(l.b.node, l.b.port)) for l in fabric.links)

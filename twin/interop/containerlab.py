@@ -100,7 +100,7 @@ def clab_node(fabric: Fabric, node: Node, image: str) -> dict:
         out["cmd"] = shlex.join(kind.command)
     # As twin mounts them: the whole directory, not file by file, so a file twin replaces
     # (twin apply writes a new one and renames it) is what the node sees, not the old inode.
-    frr = [f"{node.name}:{FRR_DIR}"] if kind.runs_bgp else []
+    frr = [f"{node.name}:{FRR_DIR}"] if kind.runs_frr else []
     out["binds"] = frr + [f"{node.name}:{NODE_DIR}:ro"]
     out["labels"] = labels(fabric, node)
     if kind.sysctls:

@@ -27,7 +27,7 @@ FRR_GROUP = "frr"                    # every node that runs FRR, whatever its ki
 
 
 def _platform(node: Node) -> str:
-    return "frr" if kinds.get(node.kind).runs_bgp else "linux"
+    return "frr" if kinds.get(node.kind).runs_frr else "linux"
 
 
 def _facts(node: Node) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def ansible(fabric: Fabric) -> dict[str, str]:
             }
             for n in nodes
         }}
-    frr_kinds = [k for k in children if kinds.get(k).runs_bgp]
+    frr_kinds = [k for k in children if kinds.get(k).runs_frr]
     if frr_kinds:
         children[FRR_GROUP] = {"children": {k: {} for k in frr_kinds}}
     doc = {"all": {"children": children}}
@@ -81,7 +81,7 @@ def nornir(fabric: Fabric) -> dict[str, str]:
         n.name: {
             "hostname": container_name(fabric.name, n.name),
             "platform": _platform(n),
-            "groups": [n.kind] + ([FRR_GROUP] if kinds.get(n.kind).runs_bgp else []),
+            "groups": [n.kind] + ([FRR_GROUP] if kinds.get(n.kind).runs_frr else []),
             "data": {**_facts(n), "lab": fabric.name},
         }
         for nodes in by_kind.values()
@@ -89,7 +89,7 @@ def nornir(fabric: Fabric) -> dict[str, str]:
     }
     groups: dict[str, Any] = {kind: {"platform": _platform(nodes[0]), "data": {"kind": kind}}
                               for kind, nodes in by_kind.items()}
-    if any(kinds.get(k).runs_bgp for k in by_kind):
+    if any(kinds.get(k).runs_frr for k in by_kind):
         groups[FRR_GROUP] = {"platform": "frr", "data": {}}
     defaults = {"data": {"lab": fabric.name}}
     head = f"Nornir SimpleInventory of twin lab {fabric.name} (`twin inventory {fabric.name} --format nornir`)"

@@ -68,6 +68,8 @@ def start_script(fabric: Fabric, node: str, backend: Backend) -> str:
     if later:
         lines += ["", "# once zebra knows the VNIs: the workloads' IP/MAC bindings", "twin_vnis " + " ".join(
             str(v) for v in sorted(Intent(fabric).nodes[node].vnis))] + [s.command() for s in later]
+    if fabric.nodes[node].exec:
+        lines += ["", "# the node's exec commands of the topology"] + list(fabric.nodes[node].exec)
     return "\n".join(lines) + "\n"
 
 

@@ -9,9 +9,10 @@ from twin.kinds.dpu import Dpu
 from twin.kinds.host import Host
 from twin.kinds.internet import Internet
 from twin.kinds.leaf import Leaf
+from twin.kinds.router import Router
 from twin.kinds.spine import Spine
 
-KINDS: dict[str, Kind] = {k.name: k() for k in (Spine, Leaf, Dpu, Host, Internet)}
+KINDS: dict[str, Kind] = {k.name: k() for k in (Spine, Leaf, Dpu, Host, Router, Internet)}
 
 
 def get(name: str) -> Kind:

@@ -8,7 +8,8 @@ needs is read from here, so no other package tests a kind's name:
   whether it is a transit-only tier (spines), a workload endpoint (hosts) or
   the edge of the fabric (the internet, with its test addresses);
 - FRR: whether it runs FRR, which daemons and which feature templates of
-  `twin/config/templates/frr/` make its frr.conf (`twin.config.render` renders them);
+  `twin/config/templates/frr/` make its frr.conf (`twin.config.render` renders them),
+  or whether it runs the user's config, judged by what that declares (a router);
 - its container: command, what runs once its ports are up, capabilities, sysctls.
 """
 from __future__ import annotations
@@ -58,6 +59,8 @@ class Kind:
     edge: ClassVar[bool] = False             # outside the fabric (the internet): no EVPN, the default route
     attaches_to: ClassVar[tuple[str, ...] | None] = None   # kinds it may link to (None: any BGP kind)
     test_addresses: ClassVar[tuple[str, ...]] = ()         # addresses it answers on, for tenants to reach
+    user_config: ClassVar[bool] = False      # runs the user's FRR config; twin derives no intent for it
+                                             # but what that config declares (twin.intent.generic)
     daemons: ClassVar[tuple[str, ...]] = ()  # FRR daemons besides zebra/staticd/watchfrr
     frr_features: ClassVar[tuple[str, ...]] = ()   # feature templates of frr.conf, in order
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "SYS_ADMIN", "NET_RAW")

@@ -11,6 +11,10 @@ session Established, and every peer advertises its loopback, so the evidence
 for the session on port P is: the route to P's peer's loopback has a next hop
 on P. On a deadline, `show bgp summary json` of every unfinished node names the
 state of each missing session.
+
+Routers running the user's own config (`twin.intent.generic`) are judged by what
+that config declares: their daemons run, every adjacency is up (one vtysh call per
+round while they are not), and their routes stood still for `timeouts.RIB_QUIET`.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from twin.config.overlay import tenant_ns, vrf_tables
 from twin.errors import CommandError, ConvergenceTimeout
 from twin.intent import NodeIntent, TenantIntent
 from twin.intent.gateway import DEFAULT
-from twin.lifecycle import hostlimits
+from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr, observe
 from twin.runtime.netns import Handles
@@ -87,7 +91,10 @@ def missing_sessions(ctx: LabContext, n: NodeIntent) -> list[str]:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{n.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
     states = frr.session_states(summary, [s.port for s in n.sessions])
-    return [f"{n.node}: BGP session on {s.port} to {s.peer} is {states[s.port]}"
+    extra = frr.unexpected_peers(summary, [s.port for s in n.sessions])
+    other = f"; it has {', '.join(extra)}, on no link of the topology" if extra else ""
+    return [f"{n.node}: BGP session on {s.port} to {s.peer} is " + (
+            states[s.port] if states[s.port] != "absent" else f"not configured (FRR has no neighbor {s.port}{other})")
             for s in n.sessions if states[s.port] != "Established"]
 
 
@@ -98,8 +105,9 @@ class Barrier:
         self.ctx = ctx
         self.since = time.monotonic() if since is None else since   # the kernel log is read from here on
         self.intent = ctx.intent
-        self.nodes = list(self.intent.nodes)
+        self.nodes = list(self.intent.nodes) + list(self.intent.generic)
         self.handles = Handles()
+        self.ribs = generic.RibWatch()
         self.tables = vrf_tables(ctx.fabric)
 
     def _ipr(self, node: str, ns: str = "") -> IPRoute:
@@ -113,7 +121,20 @@ class Barrier:
         table = 254 if ns else self.tables[t.tenant]
         return observe.routes(ipr, table, host_only=False, names=names), observe.fdb(ipr, names)
 
+    def generic_missing(self, node: str) -> list[str]:
+        """A router of the user's config: its daemons, then its adjacencies, and a RIB standing still."""
+        gi = self.intent.generic[node]
+        try:
+            missing = generic.daemons_missing(gi, self.ctx.pid(node))
+            missing = missing or generic.adjacencies_missing(self.ctx.exec(node), gi)
+            missing = missing or self.ribs.missing(node, self._ipr(node))   # settling starts once all is up
+        except (NetlinkError, OSError) as e:
+            return [f"{node}: cannot read its kernel state ({e}); is the container running?"]
+        return list(gi.notes) + missing if missing else []
+
     def node_missing(self, node: str, sessions: bool = False) -> list[str]:
+        if node in self.intent.generic:
+            return self.generic_missing(node)
         n = self.intent.nodes[node]
         try:
             missing = missing_underlay(n, observe.routes(self._ipr(node), host_only=False))
@@ -157,18 +178,22 @@ class Barrier:
                 return [m for n in sorted(left) for m in left[n]]
 
             try:
-                return wait.until(probe, timeout, self.what(), diagnose=diagnose, cap=timeouts.BARRIER_POLL)
+                return wait.until(probe, timeout, self.what(), diagnose=diagnose, first=timeouts.BARRIER_FIRST,
+                                  cap=timeouts.BARRIER_POLL)
             except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first
                 raise e.with_causes(hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers())) from None
             finally:
                 self.handles.close()
 
     def what(self) -> str:
+        mine = ", your routers' daemons, adjacencies and settled routes" if self.intent.generic else ""
         return "convergence (BGP sessions, loopback routes" + (
-            ", VNIs and EVPN type-2/3/5 routes)" if self.ctx.fabric.tenants else ")")
+            ", VNIs and EVPN type-2/3/5 routes" if self.ctx.fabric.tenants else "") + mine + ")"
 
     def now(self) -> list[str]:
-        """Everything missing of the intent right now (with session states; no waiting)."""
+        """Everything missing of the intent right now (with session states; no waiting: routes
+        still changing are a matter of waiting, not judged by one look)."""
+        self.ribs.quiet = 0.0
         try:
             with ThreadPoolExecutor(PARALLEL) as pool:
                 left = self.round(pool, self.nodes, sessions=True)
@@ -177,10 +202,16 @@ class Barrier:
             self.handles.close()
 
 
+def deadline(ctx: LabContext) -> float:
+    """The default deadline of a lab: per FRR node, and OSPF's wait where a router runs it."""
+    ospf = any(p in ("ospf", "ospf6") for g in ctx.intent.generic.values() for p in g.protocols())
+    return timeouts.converge(len(ctx.intent.nodes) + len(ctx.intent.generic)) + (timeouts.OSPF_WAIT if ospf else 0)
+
+
 def converge(ctx: LabContext, timeout: float | None = None, say=lambda _: None, since: float | None = None) -> float:
     """Wait until the running lab holds its intent; ConvergenceTimeout names what is missing
     (and, first, the host-level causes it can see in the kernel log since `since`)."""
-    limit = timeout if timeout is not None else timeouts.converge(len(ctx.intent.nodes))
+    limit = timeout if timeout is not None else deadline(ctx)
     return Barrier(ctx, since).wait(limit, say=say)
 
 

@@ -22,6 +22,7 @@ from pyroute2 import IPRoute
 from twin.config.overlay import Backend, Shaping
 from twin.errors import TwinError
 from twin.intent import Intent
+from twin.lifecycle import state
 from twin.runtime import netns
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
@@ -42,7 +43,7 @@ class LabContext:
 
     @cached_property
     def intent(self) -> Intent:
-        return Intent(self.fabric)
+        return Intent(self.fabric, state.running_files(self.dir, self.fabric))
 
     def with_fabric(self, fabric: Fabric) -> "LabContext":
         """The same running lab, judged against another intent (after a change)."""

@@ -23,7 +23,9 @@ from typing import Mapping
 
 from docker.errors import DockerException
 
+from twin import kinds
 from twin.errors import TwinError
+from twin.intent import generic
 from twin.topology.model import Fabric, Tenant
 
 # --- demand per node, measured (neighbour entries counted in every namespace of converged labs) ----
@@ -71,11 +73,11 @@ def vtep_tenant_demand(t: Tenant, vtep: str) -> Demand:
 
 def node_demand(fabric: Fabric, name: str) -> Demand:
     node = fabric.nodes[name]
-    if not node.runs_bgp:  # a workload: ARP for its gateway and for each host of its segment
+    if kinds.of(node).endpoint:  # a workload: ARP for its gateway and for each host of its segment
         found = fabric.attachment_of(name)
         peers = sum(1 for a in found[0].attachments if a.segment == found[1].segment) if found else 0
         return Demand(arp_gc=peers, arp_all=peers, tasks=TASKS_PER_HOST, mem_mib=MIB_PER_HOST)
-    ports = len(node.fabric_ports)
+    ports = len([p for p in node.ports if p.role != "access"])
     d = Demand(arp_all=ARP_PER_FABRIC_PORT * ports, nd_gc=ND_PER_FABRIC_PORT * ports,
                tasks=TASKS_PER_FRR_NODE, mem_mib=MIB_PER_FRR_NODE)
     tenants = fabric.tenants_on(name)
@@ -233,9 +235,10 @@ def missing_daemons(running: Mapping[str, float], watched: list[str] | None, ena
 
 
 def daemons_enabled(daemons_file: str, has_mgmtd: bool) -> list[str]:
-    """Daemons FRR's init script starts: zebra and staticd (and mgmtd on FRR 10) always, `xd=yes` ones."""
-    named = [m.group(1) for m in re.finditer(r"^(\w+d)=yes\b", daemons_file, re.M)]
-    return sorted({"zebra", "staticd", *(["mgmtd"] if has_mgmtd else []), *named})
+    """Daemons FRR's init script starts: zebra (and mgmtd on FRR 10) always, `xd=yes` ones, and
+    staticd unless the file says `staticd=no` (twin's image lets that count; stock FRR does not)."""
+    static = [] if re.search(r"^\s*staticd\s*=\s*no\b", daemons_file, re.M) else ["staticd"]
+    return sorted({*static, *(["mgmtd"] if has_mgmtd else []), *generic.daemons_enabled(daemons_file)})
 
 
 # --- reading the host -------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Iterator, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from twin import kinds
 from twin.errors import LabNameError, LabStateError, TwinError
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
@@ -65,6 +66,9 @@ class LabState(BaseModel):
     shaping: Literal["tc", "nft"] | None = None      # how rate limits are enforced (probed when there are any)
     runtime: str = "docker"      # what made the nodes (docker: twin itself; containerlab: its CLI)
     history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
+    configs: str = ""            # the user's config directory it came up with (`twin up --configs`)
+    user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
+    notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
 
 
 # --- files, safely -------------------------------------------------------------------
@@ -117,6 +121,11 @@ def remove_files(d: Path, node: str, names: list[str]) -> None:
         f = d / node / name
         if f.parent.is_dir() and not f.parent.is_symlink() and "/" not in name:
             f.unlink(missing_ok=True)
+def running_files(d: Path, fabric: Fabric) -> dict[str, dict[str, str]]:
+    """frr.conf and daemons of every node whose intent is its own config's (a router): what
+    `twin.intent.Intent(fabric, files)` judges it by."""
+    return {n: read_files(d, n, ["frr.conf", "daemons"]) for n, node in fabric.nodes.items()
+            if kinds.of(node).user_config}
 
 
 def read_files(d: Path, node: str, names: list[str]) -> dict[str, str]:

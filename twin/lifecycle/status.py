@@ -15,7 +15,7 @@ from typing import Any
 from twin import timeouts
 from twin.errors import TwinError
 from twin.intent import Intent, TenantIntent
-from twin.lifecycle import barrier, state
+from twin.lifecycle import barrier, generic, state
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr
 from twin.runtime.docker import DockerRuntime
@@ -112,7 +112,8 @@ class LabStatus:
         out += {"absent": [f"no lab named {self.lab!r} here"],
                 "orphaned": [f"lab {self.lab!r} has containers but no recorded intent"]}.get(self.status, [])
         out += [f"{n.node}: container {n.state}" for n in self.nodes if n.state != "running"]
-        out += [f"{n.node}: BGP sessions down: {', '.join(n.sessions_down)}" for n in self.nodes if n.sessions_down]
+        out += [f"{n.node}: {'BGP sessions' if n.asn else 'adjacencies'} down: {', '.join(n.sessions_down)}"
+                for n in self.nodes if n.sessions_down]
         for t in self.tenants:
             for v, s in t.vteps.items():
                 out += [f"{v}: tenant {t.tenant}: cannot read its state"] if not s.reachable else []
@@ -138,7 +139,7 @@ def lab_status(name: str, d: Path, runtime: DockerRuntime) -> LabStatus:
     if st is None or fabric is None:
         return LabStatus(name, "orphaned" if containers else "absent", str(d), nodes=_bare(containers))
     out = LabStatus(name, st.status, str(d), st.topology, st.image, st.backend, st.shaping, st.timings)
-    intent = Intent(fabric)
+    intent = Intent(fabric, state.running_files(d, fabric))
     docs: dict[str, list] = {}
     with ThreadPoolExecutor(PARALLEL) as pool:
         out.nodes = list(pool.map(lambda n: _node(fabric, intent, n, containers.get(n), docs), fabric.nodes))
@@ -158,6 +159,8 @@ def _node(fabric: Fabric, intent: Intent, n: str, c, docs: dict[str, list]) -> N
     node = fabric.nodes[n]
     row = NodeStatus(n, node.kind, c.status if c else "missing", node.asn, node.loopback)
     want = intent.nodes.get(n)
+    if n in intent.generic:
+        return _router(row, intent.generic[n], c, fabric.name)
     if want is None:
         return row
     row.sessions_expected = len(want.sessions)
@@ -174,6 +177,21 @@ def _node(fabric: Fabric, intent: Intent, n: str, c, docs: dict[str, list]) -> N
     row.sessions_down = sorted(p for p, s in states.items() if s != "Established")
     if want.vtep:
         docs[n] = got[1:]
+    return row
+
+
+def _router(row: NodeStatus, gi, c, lab: str) -> NodeStatus:
+    """A router of the user's config: its adjacencies up of those its config declares."""
+    row.sessions_expected = len(gi.adjacencies)
+    if c is None or c.status != "running":
+        return row
+    try:
+        states = generic.states(NodeExec(c, f"{lab}/{row.node}"), gi)
+    except TwinError as e:
+        row.error = str(e).splitlines()[0]
+        return row
+    row.sessions_up = sum(generic.is_up(a, s) for a, s in states.items())
+    row.sessions_down = [f"{a.protocol} {a.where}" for a, s in states.items() if not generic.is_up(a, s)]
     return row
 
 

@@ -14,15 +14,25 @@ Docker; the process that runs the command is twin's child (its cgroup is twin's)
 Commands that start the node's own long-lived processes (FRR's daemons) go
 through the container runtime instead (`start`): they must live in the node's
 cgroup, under its memory and pids limits and in its accounting.
+
+Evidence (opt-in): inside `with recording() as rec:` every command run through
+this seam is kept in `rec.entries` (node, command, exit code, raw output,
+start and duration), each under the label `labelled(...)` set around it. The
+recorder lives in a context variable, so nothing is kept outside such a block;
+work handed to a thread pool carries it along with `carried(fn)`.
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import subprocess
 import tempfile
-from dataclasses import dataclass
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator, TypeVar
 
 from twin import timeouts
 from twin.errors import CommandError, TwinError
@@ -48,6 +58,75 @@ class Result:
         if self.rc != 0:
             raise CommandError(self.where, self.cmd, self.rc, self.stdout, self.stderr)
         return self
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One command as it ran: for a reviewer to see why a verdict was reached."""
+
+    seq: int
+    label: str          # what it was run for, e.g. "checks: red web reachable", "control"
+    node: str           # lab/node
+    cmd: list[str]
+    rc: int
+    stdout: str
+    stderr: str
+    started: float      # Unix time
+    seconds: float
+
+
+@dataclass
+class Recorder:
+    """Commands run through NodeExec while it records (thread-safe)."""
+
+    entries: list[Evidence] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, where: str, cmd: list[str], rc: int, stdout: str, stderr: str, started: float,
+            seconds: float) -> None:
+        with self._lock:
+            self.entries.append(Evidence(len(self.entries) + 1, _LABEL.get(), where, list(cmd), rc, stdout,
+                                         stderr, round(started, 3), round(seconds, 3)))
+
+    def of(self, label: str) -> list[Evidence]:
+        with self._lock:
+            return [e for e in self.entries if e.label == label]
+
+    def to_list(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [asdict(e) for e in self.entries]
+
+
+_RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("twin_recorder", default=None)
+_LABEL: contextvars.ContextVar[str] = contextvars.ContextVar("twin_evidence_label", default="")
+T = TypeVar("T")
+
+
+@contextmanager
+def recording(recorder: Recorder | None = None) -> Iterator[Recorder]:
+    """Record every command run through NodeExec in this context (and in work `carried` from it)."""
+    rec = recorder if recorder is not None else Recorder()
+    token = _RECORDER.set(rec)
+    try:
+        yield rec
+    finally:
+        _RECORDER.reset(token)
+
+
+@contextmanager
+def labelled(label: str) -> Iterator[None]:
+    """Commands run in this block are recorded under `label`."""
+    token = _LABEL.set(label)
+    try:
+        yield
+    finally:
+        _LABEL.reset(token)
+
+
+def carried(fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn` to run in another thread with the caller's recorder and label (a copy per call)."""
+    parent = contextvars.copy_context()
+    return lambda *a, **kw: parent.copy().run(fn, *a, **kw)
 
 
 class NodeExec:
@@ -77,6 +156,7 @@ class NodeExec:
         """`cmd` in the node, its output read once it exits (into files, not pipes: a command that
         starts daemons, like FRR's frrinit.sh, leaves them holding whatever it was given)."""
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
+        started, t0 = time.time(), time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
                 rc = subprocess.run(self.argv(wrapped), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=ENV,
@@ -88,15 +168,16 @@ class NodeExec:
             stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
         if rc == 124:
             stderr += f"\n(timed out after {timeout:g}s)"
-        return Result(self.where, list(cmd), rc, stdout, stderr)
+        return _recorded(Result(self.where, list(cmd), rc, stdout, stderr), started, t0)
 
     def start(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT) -> Result:
         """`cmd` through the container runtime (docker exec), for commands that leave daemons
         running in the node (`frrinit.sh start`): they belong to its cgroup, not to twin's."""
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
+        started, t0 = time.time(), time.monotonic()
         rc, (out, err) = self.container.exec_run(wrapped, demux=True)
         stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")
-        return Result(self.where, list(cmd), rc, (out or b"").decode(errors="replace"), stderr)
+        return _recorded(Result(self.where, list(cmd), rc, (out or b"").decode(errors="replace"), stderr), started, t0)
 
     def spawn(self, cmd: list[str]) -> subprocess.Popen:
         """Start `cmd` in the node and return at once (a capture); stop it from within the node."""
@@ -143,3 +224,11 @@ def _of(pid: int, container_id: str) -> bool:
         return container_id in Path(f"/proc/{pid}/cgroup").read_text()
     except OSError:
         return False
+
+
+def _recorded(res: Result, started: float, t0: float) -> Result:
+    """`res`, kept as evidence when a recorder is on."""
+    rec = _RECORDER.get()
+    if rec is not None:
+        rec.add(res.where, res.cmd, res.rc, res.stdout, res.stderr, started, time.monotonic() - t0)
+    return res

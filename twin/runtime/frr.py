@@ -21,7 +21,52 @@ BGP_IPV4 = "show bgp ipv4 unicast json"           # the underlay's BGP table (pu
 FRR_CONF = "frr.conf"
 RELOAD = ["/usr/lib/frr/frr-reload.py", "--reload", "--stdout", f"/etc/frr/{FRR_CONF}"]
 RESTART = ["/usr/lib/frr/frrinit.sh", "restart"]
+# what it means when zebra knows no VNI at all
+NO_EVPN = ("zebra knows no VNI at all: EVPN is off; `advertise-all-vni` under `address-family l2vpn evpn` "
+           "of the default `router bgp` turns it on")
 _RT = re.compile(r"RT:[0-9.]+:(\d+)")
+
+
+# what a router's own config declares (twin.intent.generic), read per protocol
+ADJACENCIES = {"bgp": "show bgp vrf all neighbors json", "ospf": "show ip ospf vrf all neighbor json",
+               "ospf6": "show ipv6 ospf6 neighbor json", "isis": "show isis neighbor json"}
+UP_STATE = {"bgp": "Established", "ospf": "Full", "ospf6": "Full", "isis": "Up"}
+
+
+def adjacency_states(protocol: str, doc) -> dict[tuple[str, str], str]:
+    """(VRF, neighbor or interface) -> state, from the protocol's `ADJACENCIES` JSON. An interface
+    with several neighbours keeps the best (up) one."""
+    out: dict[tuple[str, str], str] = {}
+
+    def put(key: tuple[str, str], st: str) -> None:
+        if not out.get(key, "").startswith(UP_STATE[protocol]):
+            out[key] = st
+
+    for vrf, key, st in _adjacencies(protocol, doc if isinstance(doc, dict) else {}):
+        put((vrf, key), st)
+    return out
+
+
+def _adjacencies(protocol: str, doc: dict):
+    if protocol == "bgp":
+        for vrf, peers in doc.items():
+            for name, p in (peers.items() if isinstance(peers, dict) else ()):
+                if isinstance(p, dict) and "bgpState" in p:
+                    yield vrf, name, p["bgpState"]
+    elif protocol == "ospf":
+        per_vrf = doc if "neighbors" not in doc else {"default": doc}
+        for vrf, d in per_vrf.items():
+            for nbrs in ((d or {}).get("neighbors") or {}).values() if isinstance(d, dict) else ():
+                for n in nbrs if isinstance(nbrs, list) else [nbrs]:
+                    yield vrf, str(n.get("ifaceName", "")).split(":")[0], str(n.get("nbrState", "?"))
+    elif protocol == "ospf6":
+        for n in doc.get("neighbors") or []:
+            yield "default", n.get("interfaceName", ""), str(n.get("state", "?"))
+    elif protocol == "isis":
+        for area in doc.get("areas") or []:
+            for c in area.get("circuits") or []:
+                if "interface" in c:
+                    yield "default", c["interface"], str(c.get("state", "?"))
 
 
 def vrf_routes_cmd(vrf: str) -> str:
@@ -32,6 +77,12 @@ def session_states(summary: dict, ports: list[str]) -> dict[str, str]:
     """State of the session on each of `ports`, from `show bgp ipv4 unicast summary json`."""
     peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
     return {p: peers.get(p, {}).get("state", "absent") for p in ports}
+
+
+def unexpected_peers(summary: dict, ports: list[str]) -> list[str]:
+    """Neighbors FRR has (in `show bgp ... summary json`) that are none of the expected `ports`."""
+    peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
+    return sorted(p for p in peers if p not in ports)
 
 
 def evpn_routes(doc: dict) -> list[tuple[int, str, set[int]]]:
@@ -131,16 +182,19 @@ def pending(ex: NodeExec) -> list[str]:
     return [line for line in lines if line != "exit"]
 
 
-def take(ex: NodeExec, restart: bool = False) -> None:
+def take(ex: NodeExec, restart: bool = False, removes: bool = True) -> None:
     """FRR in the node runs /etc/frr/frr.conf: `frr-reload.py` (only the difference, no
     restart), or a restart where its daemons changed; done when FRR holds nothing the file
     does not have. bgpd may refuse to delete a tenant's `router bgp ASN vrf X` while it
     still knows the VRF's L3VNI, which zebra tells it a moment later: what is left is
-    reloaded again (only the difference). The same for a change and for its rollback."""
+    reloaded again (only the difference). The same for a change and for its rollback. A config
+    that only adds lines (`removes` False) leaves nothing to take away: no check is needed."""
     if restart:
         ex.start(RESTART, timeouts.FRR_RELOAD).check()   # the daemons it starts belong to the node
     else:
         ex.check(RELOAD, timeouts.FRR_RELOAD)
+    if not removes and not restart:
+        return
 
     def left() -> list[str]:
         lines = pending(ex)
@@ -149,3 +203,65 @@ def take(ex: NodeExec, restart: bool = False) -> None:
         return [f"{ex.where}: FRR still runs, not in {FRR_CONF}: {line}" for line in lines]
 
     wait.until(left, timeouts.FRR_RELOAD, f"{ex.where}: FRR running {FRR_CONF}", first=0.2, cap=1.0)
+
+
+# --- readers for the user's checks and the behaviour baseline --------------------------------------
+AFI_KEYS = {"ipv4": "ipv4Unicast", "ipv6": "ipv6Unicast", "evpn": "l2VpnEvpn"}   # keys of `summary json`
+SUMMARY_VRFS = "show bgp vrf all summary json"
+ROUTES_V4_VRFS = "show ip route vrf all json"
+ROUTES_V6_VRFS = "show ipv6 route vrf all json"
+
+
+def summary_cmd(vrf: str = "default") -> str:
+    return f"show bgp vrf {vrf} summary json"
+
+
+def route_cmd(vrf: str, prefix: str) -> str:
+    """The routing table of `vrf` holding `prefix` (IPv4 or IPv6)."""
+    return f"show {'ipv6' if ':' in prefix else 'ip'} route vrf {vrf} json"
+
+
+def bgp_table_cmd(vrf: str, afi: str) -> str:
+    return ROUTES if afi == "evpn" else f"show bgp vrf {vrf} {afi} unicast json"
+
+
+def peers(summary: dict, afi: str) -> dict[str, dict]:
+    """Peers of one AFI in `show bgp [vrf X] summary json` (`afi`: ipv4, ipv6, evpn)."""
+    table = summary.get(AFI_KEYS[afi]) if isinstance(summary, dict) else None
+    got = table.get("peers") if isinstance(table, dict) else None
+    return got if isinstance(got, dict) else {}
+
+
+def peer_state(summary: dict, afi: str, key: str) -> str:
+    """Established, Idle, ... of one peer (FRR's key: interface or address), or `absent`."""
+    return str(peers(summary, afi).get(key, {}).get("state", "absent"))
+
+
+def bgp_table_size(doc: dict, afi: str) -> int:
+    """Prefixes in a BGP table (`bgp_table_cmd`)."""
+    if afi == "evpn":
+        return len(evpn_routes(doc))
+    routes = doc.get("routes") if isinstance(doc, dict) else None
+    return len(routes) if isinstance(routes, dict) else 0
+
+
+def hop(nh: dict) -> str:
+    """One next hop in words: its address, or its interface (link-local next hops of BGP
+    unnumbered change with every MAC, the interface does not), `connected` on an interface."""
+    ip, dev = nh.get("ip"), nh.get("interfaceName")
+    if nh.get("directlyConnected"):
+        return dev or "connected"
+    if ip and not ip.lower().startswith("fe80:"):
+        return ip
+    return dev or ip or "?"
+
+
+def route_entries(doc: dict, prefix: str) -> list[dict]:
+    """Entries of `prefix` in `show ip route vrf X json`: {protocol, selected, nexthops: [hop], names:
+    [[every name of each next hop: hop, address, interface]]}."""
+    entries = doc.get(prefix, []) if isinstance(doc, dict) else []
+    return [{"protocol": e.get("protocol", "?"), "selected": bool(e.get("selected")),
+             "nexthops": sorted({hop(nh) for nh in e.get("nexthops", [])}),
+             "names": [sorted({hop(nh), *(nh[k] for k in ("ip", "interfaceName") if k in nh)})
+                       for nh in e.get("nexthops", [])]}
+            for e in entries if isinstance(e, dict)]

@@ -22,7 +22,8 @@ from twin.runtime import netns
 from twin.runtime.netns import netns_path
 from twin.topology.model import Fabric, Link
 
-PARALLEL = 8
+PARALLEL = 8               # links being made at once
+CONFIGURE_PARALLEL = 64    # nodes being configured (FRR starting) at once
 
 
 def create_link(link: Link, pids: dict[str, int]) -> None:
@@ -71,7 +72,9 @@ def delete_link(link: Link, pids: dict[str, int]) -> bool:
 class Wiring:
     """Wires a fabric while its containers come up; call `node_running` per node, then `wait`.
 
-    `on_wired(node)` runs (in the wiring pool) as soon as all of a node's ports are up.
+    `on_wired(node)` runs as soon as all of a node's ports are up, in a pool of its own as wide as
+    the lab (up to CONFIGURE_PARALLEL): configuring a node is mostly waiting for FRR to start in
+    it (~1-3 s), and every node can wait at once, while links (netlink, milliseconds) keep theirs.
     """
 
     def __init__(self, fabric: Fabric, on_wired: Callable[[str], None] = lambda node: None):
@@ -81,7 +84,9 @@ class Wiring:
         self.waiting = list(fabric.links)
         self.left = {n: len(node.ports) for n, node in fabric.nodes.items()}
         self.lock = threading.Lock()
-        self.pool = ThreadPoolExecutor(PARALLEL)
+        self.pool = ThreadPoolExecutor(PARALLEL, thread_name_prefix="twin-link")
+        self.configure = ThreadPoolExecutor(max(1, min(CONFIGURE_PARALLEL, len(fabric.nodes))),
+                                            thread_name_prefix="twin-configure")
         self.futures: list[Future] = []
 
     def node_running(self, node: str, pid: int) -> None:
@@ -89,9 +94,9 @@ class Wiring:
             self.pids[node] = pid
             ready = [l for l in self.waiting if l.a.node in self.pids and l.b.node in self.pids]
             self.waiting = [l for l in self.waiting if l not in ready]
-        if not self.left[node]:
-            self.futures.append(self.pool.submit(self.on_wired, node))
-        self.futures += [self.pool.submit(self._link, l) for l in ready]
+            if not self.left[node]:
+                self.futures.append(self.configure.submit(self.on_wired, node))
+            self.futures += [self.pool.submit(self._link, l) for l in ready]
 
     def _link(self, link: Link) -> None:
         create_link(link, self.pids)
@@ -103,18 +108,28 @@ class Wiring:
                     done.append(n)
         for n in done:
             bring_up(self.fabric, n, self.pids[n])
-            self.on_wired(n)
+            with self.lock:
+                self.futures.append(self.configure.submit(self.on_wired, n))
 
     def wait(self) -> None:
         try:
-            for f in list(self.futures):
+            while True:
+                with self.lock:
+                    pending = [f for f in self.futures if not f.done()]
+                if not pending:
+                    break
+                for f in pending:
+                    f.result()
+            for f in self.futures:
                 f.result()
             if self.waiting:
                 raise TwinError(f"{len(self.waiting)} links were never wired: nodes missing")
         finally:
             self.pool.shutdown(cancel_futures=True)
+            self.configure.shutdown(cancel_futures=True)
 
     def abort(self) -> None:
         """Stop wiring now: links and configurations not begun are cancelled; those under way
         end by themselves once their nodes are removed."""
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.configure.shutdown(wait=False, cancel_futures=True)

@@ -35,3 +35,18 @@ def fdb(ipr: IPRoute, names: dict[int, str] | None = None) -> set[tuple[str, str
     names = names if names is not None else link_names(ipr)
     return {(names.get(e["ifindex"], "?"), e.get("lladdr") or e.get("NDA_LLADDR"), e.get("dst") or e.get("NDA_DST"))
             for e in ipr.fdb("dump") if e.get("dst") or e.get("NDA_DST")}
+
+
+def rib(ipr: IPRoute) -> frozenset[tuple]:
+    """Every route zebra (or the kernel) holds in the node, of every table but the local one, IPv4
+    and IPv6 (not link-local or multicast): what a router's routing has settled on, to compare."""
+    out = set()
+    for r in ipr.route("dump"):
+        table = r.get("table")
+        dst = r.get("dst") or ("0.0.0.0" if r["family"] == socket.AF_INET else "::")
+        if table == 255 or dst.startswith(("fe80:", "ff")):
+            continue
+        hops = tuple(sorted((h.get("gateway") or h.get("via") or "", h.get("oif") or 0)
+                            for h in r.get("multipath") or [])) or ((r.get("gateway") or "", r.get("oif") or 0),)
+        out.add((r["family"], table, dst, r["dst_len"], r.get("proto"), hops))
+    return frozenset(out)

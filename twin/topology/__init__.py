@@ -5,10 +5,10 @@
 (`check_lab_name`, `LAB_NAME_RULE` and the others in `twin.topology.names`)
 are shared with the rest of twin.
 """
-from twin.topology.build import load
+from twin.topology.build import load, load_document
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port, Session
 from twin.topology.names import LAB_NAME_RULE, check_lab_name
 from twin.topology.report import ValidationReport, validate
 
-__all__ = ["load", "validate", "ValidationReport", "check_lab_name", "LAB_NAME_RULE",
+__all__ = ["load", "load_document", "validate", "ValidationReport", "check_lab_name", "LAB_NAME_RULE",
            "Fabric", "Node", "Port", "Link", "Endpoint", "Session"]

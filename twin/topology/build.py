@@ -9,17 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.kinds import KINDS, Kind
+from twin.topology.checks import check_against, parse_checks
 from twin.topology.addresses import parse_address, parse_prefix, special_use
 from twin.topology.connectivity import check_connectivity
-from twin.topology.load import load_spec
+from twin.topology.load import load_spec, spec_of
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port
-from twin.topology.names import check_image, check_lab_name, check_node_name, check_port_name
+from twin.topology.names import check_command, check_image, check_lab_name, check_node_name, check_port_name
 from twin.topology.problems import Problems, listing, quoted
 from twin.topology.schema import AS_TRANS, ASN_MAX, TopologySpec
 from twin.topology.services import build_services
 from twin.topology.tenants import build_tenants
 
-__all__ = ["build", "load"]
+__all__ = ["build", "load", "load_document"]
 
 Ends = list[tuple[str, str | None]]  # (node, port or None: allocate one) of each end of a link
 
@@ -28,6 +29,15 @@ def load(path: str | Path, name: str | None = None) -> Fabric:
     """Topology file -> validated Fabric, or TopologyError with every problem."""
     spec, problems, broken = load_spec(path)
     fabric = build(spec, problems, broken, name=name, source=str(path))
+    problems.raise_if_any()
+    return fabric
+
+
+def load_document(doc: dict, source: str, name: str | None = None) -> Fabric:
+    """A topology document made by twin (an import) -> Fabric, checked as a file is; problems are
+    placed in `source`, the file it was made from."""
+    spec, problems, broken = spec_of(doc, {}, source)
+    fabric = build(spec, problems, broken, name=name, source=source)
     problems.raise_if_any()
     return fabric
 
@@ -48,12 +58,16 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
 
     nodes = {
         n: Node(name=n, kind=kinds[n].name, asn=asns.get(n), loopback=loopbacks.get(n),
-                image=spec.nodes[n].image, drain=spec.nodes[n].drain, ports=tuple(ports.get(n, [])))
+                image=spec.nodes[n].image, drain=spec.nodes[n].drain, ports=tuple(ports.get(n, [])),
+                exec=tuple(spec.nodes[n].exec or ()))
         for n in spec.nodes if n in kinds
     }
     tenants, congestion = build_services(spec, nodes, build_tenants(spec, kinds, nodes, resolved, problems), problems)
-    return Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(resolved.values()),
-                  vtep_kind=spec.vtep, tenants=tenants, congestion=congestion)
+    fabric = Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(resolved.values()),
+                    vtep_kind=spec.vtep, tenants=tenants, congestion=congestion)
+    checks = parse_checks(spec.checks or [], ("checks",), problems)   # the user's own, run by `twin verify`
+    check_against(checks, fabric, problems, ("checks",))
+    return fabric.model_copy(update={"checks": tuple(c for _, c in checks)}) if checks else fabric
 
 
 def _kinds(spec: TopologySpec, problems: Problems, broken: set[str]) -> dict[str, Kind]:
@@ -73,6 +87,9 @@ def _kinds(spec: TopologySpec, problems: Problems, broken: set[str]) -> dict[str
         kinds[n] = kind
         if s.image is not None and check_image(s.image):
             problems.add(("nodes", n, "image"), check_image(s.image))
+        for i, cmd in enumerate(s.exec or ()):
+            if check_command(cmd):
+                problems.add(("nodes", n, "exec", i), check_command(cmd))
         if not kind.runs_bgp:
             for field in ("asn", "loopback"):
                 if getattr(s, field) is not None:
@@ -245,10 +262,14 @@ def _link_role(i: int, ends: Ends, kinds: dict[str, Kind], asns: dict[str, int],
                          f"{na} and {nb} share ASN {asns[na]}: eBGP between them would drop every route")
             return None
         return "fabric"
-    if (not a.runs_bgp and b.accepts_hosts) or (not b.runs_bgp and a.accepts_hosts):
+    if (a.endpoint and b.accepts_hosts) or (b.endpoint and a.accepts_hosts):
         return "access"
-    problems.add(("links", i, "endpoints"), f"{na} ({a.name}) cannot link to {nb} ({b.name}): "
-                                            "BGP nodes link to each other, a host links to a leaf or a DPU")
+    if (a.user_config or b.user_config) and a.runs_frr and b.runs_frr:
+        return "plain"
+    hosting = [k.name for k in KINDS.values() if k.accepts_hosts]
+    problems.add(("links", i, "endpoints"), f"{na} ({a.name}) cannot link to {nb} ({b.name}): BGP nodes link to "
+                                            f"each other, a host to a {', a '.join(hosting[:-1])} or a {hosting[-1]}, "
+                                            "a router to any FRR node")
     return None
 
 

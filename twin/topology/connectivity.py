@@ -29,8 +29,9 @@ def check_connectivity(spec: TopologySpec, kinds: dict[str, Kind], resolved: dic
         if n not in named:
             problems.add(("nodes", n), "has no link to a BGP peer, so it could never converge")
         elif not peers.get(n) and n not in unsure:
-            problems.add(("nodes", n), f"is linked only to nodes that run no BGP (hosts): it needs a link "
-                                       f"to another BGP node ({speakers}) to ever converge")
+            others = ", ".join(k.name for k in KINDS.values() if not k.runs_bgp)
+            problems.add(("nodes", n), f"is linked only to nodes that run no BGP of the fabric ({others}): it needs "
+                                       f"a link to another BGP node ({speakers}) to ever converge")
     if unsure or broken:
         return
     islands = _islands([n for n in routers if peers.get(n)], peers)

@@ -31,9 +31,14 @@ def load_spec(path: str | Path) -> tuple[TopologySpec, Problems, set[str]]:
     links to them are not reported twice).
     """
     data, lines = read_yaml(path)
-    problems = Problems(str(path), lines)
+    return spec_of(data, lines, str(path))
+
+
+def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems, set[str]]:
+    """`load_spec` of a document already read (an imported one: `lines` may be empty)."""
+    problems = Problems(source, lines)
     if not isinstance(data, dict):
-        what = "no topology (it is empty, only comments or null)" if data is None else _kind_of(data)
+        what = "no topology (it is empty, only comments or null)" if data is None else kind_of(data)
         problems.add((), f"the file holds {what}; a topology is a mapping with keys: {TOP_KEYS}")
         problems.raise_if_any()
 
@@ -49,7 +54,7 @@ def load_spec(path: str | Path) -> tuple[TopologySpec, Problems, set[str]]:
     if not isinstance(description, str):
         problems.add(("description",), f"must be text; got {quoted(description)}")
     raw_defaults = _container(data, "defaults", dict, "must be a mapping of defaults", problems)
-    defaults = _validate(Defaults, raw_defaults, ("defaults",), problems) or Defaults()
+    defaults = validate_model(Defaults, raw_defaults, ("defaults",), problems) or Defaults()
     nodes, broken = _nodes(data, problems)
     vtep = "dpu" if data.get("vtep") is None else data["vtep"]
 
@@ -62,19 +67,20 @@ def load_spec(path: str | Path) -> tuple[TopologySpec, Problems, set[str]]:
         vtep=vtep if isinstance(vtep, str) else quoted(vtep),
         tenants=_tenants(data, problems),
         congestion=_congestion(data, problems),
+        checks=_container(data, "checks", list, "must be a list of checks, each {name, type, ...}", problems),
     ), problems, broken
 
 
 def _nodes(data: dict, problems: Problems) -> tuple[dict[str, NodeSpec], set[str]]:
     raw_nodes = data.get("nodes")
     if not isinstance(raw_nodes, dict) or not raw_nodes:
-        got = "" if raw_nodes is None or raw_nodes == {} else f"; got {_kind_of(raw_nodes)}"
+        got = "" if raw_nodes is None or raw_nodes == {} else f"; got {kind_of(raw_nodes)}"
         problems.add(("nodes",), "required: a mapping of node name -> {kind: ...}" + got)
         raw_nodes = {}
     nodes: dict[str, NodeSpec] = {}
     broken: set[str] = set()
     for nname, raw in _named(raw_nodes, ("nodes",), problems):
-        spec = _validate(NodeSpec, raw, ("nodes", nname), problems)
+        spec = validate_model(NodeSpec, raw, ("nodes", nname), problems)
         if spec is None:
             broken.add(nname)
         else:
@@ -88,13 +94,13 @@ def _links(data: dict, problems: Problems) -> list[LinkSpec | None]:
     for i, raw in enumerate(raw_links):
         if isinstance(raw, list):  # shorthand: - [spine1, leaf1]
             raw = {"endpoints": raw}
-        links.append(_validate(LinkSpec, raw, ("links", i), problems))
+        links.append(validate_model(LinkSpec, raw, ("links", i), problems))
     return links
 
 
 def _congestion(data: dict, problems: Problems) -> list[CongestionSpec | None]:
     raw = _container(data, "congestion", list, 'must be a list of {port: "node:port", above: RATE}', problems)
-    return [_validate(CongestionSpec, r, ("congestion", i), problems) for i, r in enumerate(raw)]
+    return [validate_model(CongestionSpec, r, ("congestion", i), problems) for i, r in enumerate(raw)]
 
 
 def _tenants(data: dict, problems: Problems) -> dict[str, TenantSpec]:
@@ -104,7 +110,7 @@ def _tenants(data: dict, problems: Problems) -> dict[str, TenantSpec]:
     for tname, raw in _named(raw_tenants, ("tenants",), problems):
         if isinstance(raw, dict) and isinstance(raw.get("segments"), dict):
             raw = {**raw, "segments": dict(_named(raw["segments"], ("tenants", tname, "segments"), problems))}
-        spec = _validate(TenantSpec, raw, ("tenants", tname), problems)
+        spec = validate_model(TenantSpec, raw, ("tenants", tname), problems)
         if spec is not None:
             tenants[tname] = spec
     return tenants
@@ -116,7 +122,7 @@ def _container(data: dict, key: str, kind: type, wanted: str, problems: Problems
     if value is None:
         return kind()
     if not isinstance(value, kind):
-        problems.add((key,), f"{wanted}; got {_kind_of(value)}")
+        problems.add((key,), f"{wanted}; got {kind_of(value)}")
         return kind()
     return value
 
@@ -133,7 +139,7 @@ def _named(raw: dict, at: Path_, problems: Problems) -> list[tuple[str, Any]]:
     return list(seen.items())
 
 
-def _kind_of(value: object) -> str:
+def kind_of(value: object) -> str:
     if isinstance(value, bool):
         return f"a boolean ({quoted(value)})"
     if isinstance(value, (int, float)):
@@ -143,7 +149,7 @@ def _kind_of(value: object) -> str:
     return {list: "a list", dict: "a mapping"}.get(type(value), quoted(value))
 
 
-def _validate(model: type[BaseModel], raw: Any, at: Path_, problems: Problems):
+def validate_model(model: type[BaseModel], raw: Any, at: Path_, problems: Problems):
     try:
         return model.model_validate(raw)
     except ValidationError as e:
@@ -154,9 +160,11 @@ def _validate(model: type[BaseModel], raw: Any, at: Path_, problems: Problems):
                 problems.add(loc, f"unknown field; allowed: {_fields_at(model, inner[:-1])}")
             elif kind == "missing":
                 problems.add(loc, "required field is missing")
+            elif kind == "literal_error":
+                problems.add(loc, f"must be {err['ctx']['expected']}; got {quoted(err.get('input'))}")
             elif kind == "model_type":
                 problems.add(loc, f"must be a mapping with fields: {_fields_at(model, inner)}; "
-                                  f"got {_kind_of(err.get('input'))}")
+                                  f"got {kind_of(err.get('input'))}")
             else:
                 problems.add(loc, f"{_MUST_BE.get(kind, err['msg'])}; got {quoted(err.get('input'))}")
         return None
@@ -174,4 +182,6 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> str:
             return ""
         if typing.get_origin(current) in (typing.Union, types.UnionType):  # X | None
             current = next(a for a in typing.get_args(current) if a is not type(None))
-    return ", ".join(current.model_fields) if isinstance(current, type) and issubclass(current, BaseModel) else ""
+    if not (isinstance(current, type) and issubclass(current, BaseModel)):
+        return ""
+    return ", ".join(f.alias or n for n, f in current.model_fields.items())   # as written: `from`, not `from_`

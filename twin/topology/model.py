@@ -10,6 +10,8 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
+from twin.topology.schema import AnyCheck
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -60,7 +62,8 @@ class Port(_Frozen):
     peer_node: str
     peer_port: str
     mtu: int
-    role: Literal["fabric", "access"]  # fabric: BGP session; access: host endpoint
+    role: Literal["fabric", "access", "plain"]  # fabric: BGP session; access: host endpoint;
+                                                # plain: a router's link, what runs on it is its config's
 
 
 class Node(_Frozen):
@@ -71,13 +74,16 @@ class Node(_Frozen):
     image: str | None = None       # None: the lab's node image
     drain: bool = False            # BGP graceful shutdown: carries no transit traffic
     ports: tuple[Port, ...] = ()
+    exec: tuple[str, ...] = ()     # commands run in the node once it is configured (containerlab's exec)
 
     @model_serializer(mode="wrap")
-    def _drain_only_when_drained(self, handler):
-        """`drain` is written only when true: an undrained node's recorded intent stays as it was."""
+    def _only_when_set(self, handler):
+        """`drain` and `exec` are written only when set: a node without them is recorded as it was."""
         data = handler(self)
         if not self.drain:
             data.pop("drain", None)
+        if not self.exec:
+            data.pop("exec", None)
         return data
 
     @property
@@ -220,7 +226,7 @@ class CongestionPoint(_Frozen):
 
 
 class Fabric(_Sparse):
-    _sparse: ClassVar[tuple[str, ...]] = ("congestion",)
+    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks")   # written only when given
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
@@ -228,6 +234,7 @@ class Fabric(_Sparse):
     vtep_kind: str = "dpu"
     tenants: dict[str, Tenant] = {}
     congestion: tuple[CongestionPoint, ...] = ()
+    checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
 
     def public(self) -> dict[str, tuple[str, str]]:
         """Every public address a gateway announces: /32 -> (tenant, VTEP)."""

@@ -10,6 +10,7 @@ no trailing newline, no look-alike letter gets through.
 from __future__ import annotations
 
 import re
+import shlex
 
 from twin.topology.problems import quoted
 
@@ -68,6 +69,19 @@ def check_segment_name(name: object) -> str | None:
 
 def check_image(name: object) -> str | None:
     return _check("image", name, _IMAGE, IMAGE_RULE)
+
+
+def check_command(cmd: object) -> str | None:
+    """None if `cmd` is one command line a node can run (an `exec` entry), else why not."""
+    if not isinstance(cmd, str) or not cmd.strip():
+        return f"{quoted(cmd)} is not a command: an exec entry is one command line, like 'ip link set eth1 up'"
+    if len(cmd) > 4096 or any(ord(c) < 32 and c != "\t" for c in cmd):
+        return f"{quoted(cmd)} is not one command line: at most 4096 characters, no newline or control character"
+    try:
+        shlex.split(cmd)
+    except ValueError as e:   # run as its words, no shell: quotes must close
+        return f"{quoted(cmd)} cannot be split into words ({e}); it runs without a shell, as containerlab runs it"
+    return None
 
 
 def check_mac(mac: object) -> str | None:

@@ -9,7 +9,7 @@ number is one type whose error says what is allowed.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool
 from pydantic_core import PydanticCustomError
@@ -57,6 +57,8 @@ class NodeSpec(_Strict):
     drain: StrictBool = Field(default=False, description="drained for maintenance: BGP graceful shutdown "
                                                          "(RFC 8326), its routes lose to every other path "
                                                          "while its sessions stay up")
+    exec: list[str] | None = Field(default=None, description="commands run in the node once it is wired and "
+                                                             "configured, in order (containerlab's exec)")
 
 
 class LinkSpec(_Strict):
@@ -148,3 +150,170 @@ class TopologySpec(_Strict):
     vtep: str = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf")
     tenants: dict[str, TenantSpec] = {}
     congestion: list[CongestionSpec] = []
+    checks: list[Any] = Field(default=[], description="the user's own checks, run by `twin verify` "
+                                                      "(see CheckSpec; read by twin.topology.checks)")
+
+
+# --- checks: what a network team expects of the lab, in its own terms -----------------------------
+
+def seconds(what: str, low: float, high: float) -> Any:
+    """A number of seconds (whole or not) from `low` (excluded) to `high`, refusing bools and text."""
+    rule = f"{what} is a number of seconds above {low:g} and at most {high:g}"
+
+    def check(value: object) -> float:
+        if type(value) not in (int, float) or not low < value <= high:
+            raise PydanticCustomError("rule", rule)
+        return float(value)
+
+    return Annotated[float, PlainValidator(check)]
+
+
+Timeout = seconds("a timeout", 0, 3600)
+Window = seconds("a window", 0, 600)
+Count = whole_number("a count", 1, 1000)
+Prefixes = whole_number("a number of prefixes", 0, 100_000_000)
+ExitCode = whole_number("an exit code", 0, 255)
+Afi = Literal["ipv4", "ipv6", "evpn"]
+
+
+def _command(value: object) -> str | list[str]:
+    if isinstance(value, str) and value.strip():
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value
+    raise PydanticCustomError("rule", "a command is a shell command line (text, run with sh -c) "
+                                      "or a list of its arguments")
+
+
+CommandLine = Annotated[Any, PlainValidator(_command)]
+
+
+class CheckSpec(_Strict):
+    """One check as written: every check has a `name` (unique) and a `type`.
+
+    A positive check waits up to `timeout` for what it expects to hold; a negative
+    one (something must stay absent, fail or be blocked) is judged only once the
+    lab has converged (waiting up to `timeout` for that), and must then hold for
+    `window` seconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    name: str
+    type: str
+    description: str = ""
+    timeout: Timeout | None = Field(default=None, description="seconds to wait for it to hold (positive) "
+                                                              "or for the lab to converge (negative)")
+    window: Window | None = Field(default=None, description="seconds a negative check must hold for")
+
+    @property
+    def negative(self) -> bool:
+        """Judged after convergence and over a window: its passing could otherwise mean 'not up yet'."""
+        return False
+
+
+class BgpSessionCheck(CheckSpec):
+    type: Literal["bgp_session"]
+    node: str
+    peer: str | None = Field(default=None, description="a node of the lab (its sessions with it), or "
+                                                       "FRR's name of the neighbour (IP or interface)")
+    port: str | None = Field(default=None, description="the node's port of the session")
+    vrf: str = "default"
+    afi: Afi = "ipv4"
+    state: Literal["established", "down", "absent", "idle", "connect", "active", "opensent",
+                   "openconfirm"] = "established"
+
+    @property
+    def negative(self) -> bool:
+        return self.state != "established"
+
+
+class BgpPrefixesCheck(CheckSpec):
+    type: Literal["bgp_prefixes"]
+    node: str
+    peer: str | None = None
+    port: str | None = None
+    vrf: str = "default"
+    afi: Afi = "ipv4"
+    count: Literal["accepted", "received"] = Field(default="accepted", description="accepted: kept after the "
+                                                   "node's inbound policy; received: what the peer sent")
+    min: Prefixes | None = None
+    max: Prefixes | None = None
+
+    @property
+    def negative(self) -> bool:
+        return self.max is not None
+
+
+class RouteCheck(CheckSpec):
+    type: Literal["route"]
+    node: str
+    vrf: str | None = None
+    tenant: str | None = None
+    prefix: str
+    expect: Literal["present", "absent"] = "present"
+    protocol: str | None = None
+    nexthops: list[str] | None = Field(default=None, description="next-hop addresses or interfaces, all of them")
+    vteps: list[str] | None = Field(default=None, description="VTEP nodes the route leads to, all of them")
+
+    @property
+    def negative(self) -> bool:
+        return self.expect == "absent"
+
+
+class PingCheck(CheckSpec):
+    type: Literal["ping"]
+    from_: str = Field(alias="from", description="a node or host")
+    to: str = Field(description="an IPv4 or IPv6 address")
+    vrf: str | None = None
+    tenant: str | None = None
+    source: str | None = Field(default=None, description="source address or interface (ping -I)")
+    expect: Literal["success", "failure"] = "success"
+    count: Count = 3
+
+    @property
+    def negative(self) -> bool:
+        return self.expect == "failure"
+
+
+class RoceCheck(CheckSpec):
+    type: Literal["roce"]
+    from_: str = Field(alias="from", description="a host")
+    to: str = Field(description="a host, or an address (sent as the source would address it)")
+    expect: Literal["delivered", "blocked"] = "delivered"
+    count: Count = 8
+    payload: whole_number("a payload", 0, 8900) = 1024
+    dscp: whole_number("a DSCP", 0, 63) = 26
+    ecn: whole_number("an ECN value", 0, 3) = 2
+    keep_marking: StrictBool = Field(default=True, description="delivered frames keep their DSCP and ECN")
+
+    @property
+    def negative(self) -> bool:
+        return self.expect == "blocked"
+
+
+class FrrJsonCheck(CheckSpec):
+    type: Literal["frr_json"]
+    node: str
+    command: str = Field(description="a vtysh command that prints JSON")
+    match: Any = Field(description="the JSON it must contain (subset: objects by key, lists in any order)")
+
+
+class ExecCheck(CheckSpec):
+    type: Literal["exec"]
+    node: str
+    command: CommandLine = Field(description="a shell command line (sh -c), or a list of arguments")
+    exit_code: ExitCode | None = None
+    regex: str | None = Field(default=None, description="must match the output (stdout and stderr)")
+    not_regex: str | None = Field(default=None, description="must never match the output")
+
+    @property
+    def negative(self) -> bool:
+        return self.not_regex is not None
+
+
+CHECK_TYPES: dict[str, type[CheckSpec]] = {
+    "bgp_session": BgpSessionCheck, "bgp_prefixes": BgpPrefixesCheck, "route": RouteCheck, "ping": PingCheck,
+    "roce": RoceCheck, "frr_json": FrrJsonCheck, "exec": ExecCheck,
+}
+
+AnyCheck = Annotated[Union[BgpSessionCheck, BgpPrefixesCheck, RouteCheck, PingCheck, RoceCheck, FrrJsonCheck,
+                           ExecCheck], Field(discriminator="type")]

@@ -36,6 +36,18 @@ def cnp_flow(fabric: Fabric, f: roce.Flow) -> roce.Flow:
     """The CNPs answering flow `f`: from its destination to its sender's QP (`twin.traffic.dcqcn`)."""
     return flow(fabric, f.dst, f.src, f.flow_id | dcqcn.CNP_BIT, cnp=True, dqp=f.sqp, dscp=dcqcn.CNP_DSCP,
                 ecn=roce.NOT_ECT, sport=f.sport, count=1)
+def flow_to(fabric: Fabric, src: str, to: str, flow_id: int, **kw) -> roce.Flow:
+    """A flow from host `src` to host `to`, or to the address `to` as `src` would send to it:
+    to the host of its own tenant that has it, else to its gateway (`dst` is then "": no host
+    is the destination, every host that sees it is counted in `seen_at`)."""
+    if to in fabric.nodes:
+        return flow(fabric, src, to, flow_id, **kw)
+    st, sa = fabric.attachment_of(src)
+    owner = next((a.host for a in st.attachments if a.address.split("/")[0] == to), None)
+    if owner is not None:
+        return flow(fabric, src, owner, flow_id, **kw)
+    return roce.Flow(flow_id=flow_id, src=src, dst="", src_mac=sa.mac, dst_mac=st.segments[sa.segment].mac,
+                     src_ip=sa.address.split("/")[0], dst_ip=to, **kw)
 
 
 def same_tenant(fabric: Fabric, a: str, b: str) -> bool:

@@ -4,24 +4,34 @@
     report = twin.verify.run(lab, only=["isolation"])
     assert report.passed, report.failures()
 
-Groups: control (BGP, VNIs, VRF contents), traffic (RoCEv2 quality between
+Groups: checks (the user's own: a checks file, the topology's `checks:`),
+control (BGP, VNIs, VRF contents), traffic (RoCEv2 quality between
 same-tenant hosts), isolation (the all-pairs matrix), underlay (VNIs, DSCP and
 ECMP on fabric links), zerotrust (spoofing and VXLAN injection attempts),
 gateway (internet access through the VTEPs' NAT, where tenants have it),
 performance (rate limits against a noisy neighbour, where workloads have them).
+Commands run on nodes are recorded under their group's name (a user's check:
+`checks: NAME`) inside `twin.runtime.exec.recording()`.
+
+Also here: the behaviour baseline (`baseline`: record, `compare`: against the
+lab now, with allowed differences) and Markdown summaries (`markdown`).
 """
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Callable, Sequence
 
 from twin.errors import TwinError
 from twin.lifecycle.context import context_of
+from twin.runtime.exec import carried, labelled
+from twin.topology.schema import CheckSpec
+from twin.verify import checks as user_checks
 from twin.verify import control, gateway, isolation, performance, traffic, underlay, zerotrust
 from twin.verify.result import Check, Report
 
 GROUPS: dict[str, Callable] = {
+    "checks": user_checks.run,
     "control": control.run,
     "traffic": traffic.run,
     "isolation": isolation.run,
@@ -35,21 +45,26 @@ WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge o
 ALONE = ("performance",)   # floods the lab: runs after the others, by itself
 
 
-def run(lab, only: list[str] | None = None) -> Report:
-    """Judge a running lab (a `twin.Lab` or its context) against its intent. The groups run at
-    once: each reads the lab's state or sends its own frames (told apart by a run id of its own),
-    so they do not see each other; their results come back in the order of GROUPS."""
+def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None = None) -> Report:
+    """Judge a running lab (a `twin.Lab` or its context) against its intent and the user's checks
+    (`checks`; default: the `checks:` of its topology; `twin.topology.checks` loads and merges files).
+    The groups run at once: each reads the lab's state or sends its own frames (told apart by a run
+    id of its own), so they do not see each other; their results come back in the order of GROUPS."""
     unknown = sorted(set(only or []) - set(GROUPS))
     if unknown:
         raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(GROUPS)}")
     ctx = context_of(lab)
+    mine = tuple(ctx.fabric.checks if checks is None else checks)
+    if only and "checks" in only and not mine:
+        raise TwinError(f"lab {ctx.name!r} has no checks to run: give --checks FILE, or a checks: section "
+                        "in its topology")
     ctx.pids()   # resolved once, before the groups share the context
-    names = [n for n in GROUPS if _wanted(n, only, ctx.fabric)]
+    names = [n for n in GROUPS if _wanted(n, only, ctx.fabric, mine)]
     report = Report(ctx.name)
     together = [n for n in names if n not in ALONE]
     with ThreadPoolExecutor(len(together) or 1) as pool:
-        outcomes = list(pool.map(lambda n: _group(ctx, n), together))
-    outcomes += [_group(ctx, n) for n in names if n in ALONE]
+        outcomes = list(pool.map(carried(lambda n: _group(ctx, n, mine)), together))
+    outcomes += [_group(ctx, n, mine) for n in names if n in ALONE]
     for name, (out, extra, seconds) in zip(together + [n for n in names if n in ALONE], outcomes):
         if extra is not None:
             report.extra[name] = extra
@@ -58,18 +73,21 @@ def run(lab, only: list[str] | None = None) -> Report:
     return report
 
 
-def _wanted(name: str, only: list[str] | None, fabric) -> bool:
+def _wanted(name: str, only: list[str] | None, fabric, mine: tuple) -> bool:
     """A group asked for by name runs (and says so if the lab has nothing for it); otherwise
-    each group runs where the lab has what it checks."""
-    if name != "control" and not fabric.tenants:
+    each group runs where the lab has what it checks (the user's checks: where there are some)."""
+    if name == "checks":
+        return bool(mine) and (not only or name in only)
+    if name != "control" and not fabric.tenants:   # traffic groups need tenant hosts
         return False
     return name in only if only else WHEN.get(name, lambda f: True)(fabric)
 
 
-def _group(ctx, name: str) -> tuple[list[Check], dict | None, float]:
+def _group(ctx, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], dict | None, float]:
     t0 = time.monotonic()
     try:
-        out = GROUPS[name](ctx)
+        with labelled(name):   # the commands of a group are recorded under its name
+            out = GROUPS[name](ctx, mine) if name == "checks" else GROUPS[name](ctx)
     except TwinError as e:
         out = [Check(name, name, False, f"could not run: {e}")]
     out, extra = out if isinstance(out, tuple) else (out, None)

@@ -1,4 +1,5 @@
-"""Control-plane checks from intent: BGP sessions, VNIs with their VTEPs, VRF contents.
+"""Control-plane checks from intent: BGP sessions, VNIs with their VTEPs, VRF contents; and, on
+routers running the user's own config, its daemons and every adjacency it declares.
 
 Each VRF on a VTEP must hold exactly what `twin.intent` says: its local segments
 (connected), a /32 to every remote host (type-2) and its remote-only segments
@@ -12,9 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from twin import timeouts
 from twin.errors import TwinError
-from twin.intent import NodeIntent
+from twin.intent import GenericIntent, NodeIntent
+from twin.lifecycle import generic
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr
+from twin.runtime.exec import carried
+from twin.verify import rts
 from twin.verify.jsoncmp import subset
 from twin.verify.result import Check
 
@@ -41,6 +45,8 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
     try:
         (summary,) = ex.vtysh_json(frr.SUMMARY_ALL, timeout=timeouts.VTYSH)
         diffs = subset(n.bgp_summary(), summary)
+        extra = frr.unexpected_peers(summary.get("ipv4Unicast", {}), [s.port for s in n.sessions])
+        diffs += [f"FRR has neighbor {p}, on no link of the topology" for p in extra] if diffs else []
     except TwinError as e:
         diffs = [f"cannot read BGP state: {e}"]
     checks = [Check(GROUP, f"bgp {n.node}", not diffs, "; ".join(diffs),
@@ -53,9 +59,11 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
         vni_doc = {}
         checks.append(Check(GROUP, f"vnis {n.node}", False, f"cannot read VNI state: {e}"))
     have = frr.vni_states(vni_doc)
+    why = f" ({frr.NO_EVPN})" if not have else ""
     for t in n.tenants:
         for vni, want in t.vni_entries().items():
-            diffs = [f"VNI {vni} missing"] if vni not in have else subset(want, frr.normalize_vni(have[vni]), f"vni {vni}")
+            diffs = ([f"VNI {vni} missing{why}"] if vni not in have
+                     else subset(want, frr.normalize_vni(have[vni]), f"vni {vni}"))
             checks.append(Check(GROUP, f"vni {n.node} {vni}", not diffs, "; ".join(diffs), {"expected": want}))
     owner = ctx.intent.owner_of()
     for t in n.tenants:
@@ -72,6 +80,25 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
     return checks
 
 
+def check_router(ctx: LabContext, gi: GenericIntent) -> list[Check]:
+    """A router running the user's config: its daemons run, and every adjacency its config declares is up."""
+    missing = generic.daemons_missing(gi, ctx.pid(gi.node))
+    checks = [Check(GROUP, f"daemons {gi.node}", not missing, "; ".join(missing), {"expected": list(gi.daemons)})]
+    try:
+        states = generic.states(ctx.exec(gi.node), gi)
+    except TwinError as e:
+        return checks + [Check(GROUP, f"adjacencies {gi.node}", False, f"cannot read FRR's state: {e}")]
+    for a, st in states.items():
+        up = generic.is_up(a, st)
+        checks.append(Check(GROUP, f"{a.protocol} {gi.node} {a.where}", up,
+                            "" if up else f"{a}: {st}" + (f" ({'; '.join(gi.notes)})" if gi.notes else ""),
+                            {"state": st, "peer": a.peer, "vrf": a.vrf}))
+    return checks
+
+
 def run(ctx: LabContext) -> list[Check]:
     with ThreadPoolExecutor(8) as pool:
-        return [c for cs in pool.map(lambda n: check_node(ctx, n), ctx.intent.nodes.values()) for c in cs]
+        checks = [c for cs in pool.map(carried(lambda n: check_node(ctx, n)), ctx.intent.nodes.values()) for c in cs]
+        checks += [c for cs in pool.map(carried(lambda g: check_router(ctx, g)), ctx.intent.generic.values())
+                   for c in cs]
+    return checks + rts.run(ctx)

@@ -1,0 +1,155 @@
+"""`twin watch`, `twin events`, `twin counters`, `twin exporter`, `twin web`: eyes on a running lab."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+
+import click
+from rich.live import Live
+
+from twin.cli.common import err, main, out, run
+from twin.errors import TwinError
+from twin.lab import Lab
+from twin.observe import store, view
+from twin.observe.collector import Collector
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def since_seconds(text: str) -> float:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text.strip())
+    if not m:
+        raise TwinError(f"--since {text!r}: give a duration such as 30s, 5m, 2h or 1d")
+    return float(m.group(1)) * UNITS[m.group(2) or "s"]
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise TwinError(f"--listen {text!r}: give HOST:PORT, e.g. 127.0.0.1:8080")
+    return host.strip("[]"), int(port)
+
+
+@main.command(name="watch")
+@click.argument("lab")
+@click.option("--node", help="Only this node's ports and sessions.")
+@click.option("--for", "duration", type=float, default=None, help="Stop after this many seconds (default: Ctrl-C).")
+@click.pass_context
+def watch_(ctx, lab, node, duration):
+    """A live view of LAB: ports with rates, RoCE counters, sessions, latest events."""
+    def go():
+        c = Lab(lab).context()
+        if node:
+            c.node(node)
+        with Collector(c) as col, Live(view.screen(col.state(), node), console=out, refresh_per_second=2,
+                                       screen=out.is_terminal) as live:
+            t0 = time.monotonic()
+            try:
+                while duration is None or time.monotonic() - t0 < duration:
+                    time.sleep(0.5)
+                    live.update(view.screen(col.state(), node))
+            except KeyboardInterrupt:
+                pass
+    run(ctx, go)
+
+
+@main.command(name="events")
+@click.argument("lab")
+@click.option("--since", "since", default="1h", show_default=True, help="How far back: 30s, 5m, 2h, 1d.")
+@click.option("--node", help="Only events of this node.")
+@click.option("--kind", "kinds", multiple=True,
+              help="Only these kinds: drop, drop-burst, carrier, session, routes, node, action.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines, one event each.")
+@click.pass_context
+def events_(ctx, lab, since, node, kinds, as_json):
+    """What happened in LAB: drops by twin's rules, carrier, sessions, routes, twin's own actions."""
+    def go():
+        c = Lab(lab).context()
+        if node:
+            c.node(node)
+        events = store.read(c.dir, since=time.time() - since_seconds(since), node=node, kinds=set(kinds) or None)
+        if as_json:
+            for e in events:
+                click.echo(json.dumps(e, default=str))
+            return
+        for e in events:
+            click.echo(view.event_line(e))
+        if not events:
+            err.print(f"no events in the last {since}" + (f" on {node}" if node else "") +
+                      f" (recorded while `twin watch`, `twin exporter` or `twin web` runs on {lab})")
+    run(ctx, go)
+
+
+@main.command(name="counters")
+@click.argument("lab")
+@click.argument("node", required=False)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def counters_(ctx, lab, node, as_json):
+    """Counters of LAB (or NODE) now: ports, RoCEv2 by class and CNPs, sessions, VNIs, VRF routes."""
+    def go():
+        c = Lab(lab).context()
+        if node:
+            c.node(node)
+        col = Collector(c, record=False)
+        col.round(control=True)
+        state = col.state()
+        if node:
+            snap = state["snapshot"]
+            for k in ("ports", "roce", "routes", "sessions", "vnis"):
+                snap[k] = {n: v for n, v in snap[k].items() if n == node}
+        if as_json:
+            click.echo(json.dumps({k: state[k] for k in ("lab", "snapshot", "kernel_drops")}, indent=2, default=str))
+            return
+        for t in (view.ports_table(state, node), view.roce_table(state, node), view.sessions_table(state, node),
+                  view.vnis_table(state, node), view.routes_table(state, node)):
+            out.print(t)
+        out.print(f"kernel drops: {state['kernel_drops']}")
+    run(ctx, go)
+
+
+@main.command(name="exporter")
+@click.argument("lab")
+@click.option("--listen", default="127.0.0.1:9342", show_default=True, help="HOST:PORT to serve /metrics on.")
+@click.pass_context
+def exporter_(ctx, lab, listen):
+    """Serve LAB's counters, sessions and drop events to Prometheus (GET /metrics)."""
+    def go():
+        from prometheus_client import start_http_server
+
+        from twin.observe.metrics import registry
+        host, port = listen_address(listen)
+        with Collector(Lab(lab).context()) as col:
+            server, _ = start_http_server(port, addr=host, registry=registry(col))
+            err.print(f"serving {lab}'s metrics on http://{host}:{port}/metrics (Ctrl-C stops)")
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                server.shutdown()
+    run(ctx, go)
+
+
+@main.command(name="web")
+@click.argument("lab")
+@click.option("--listen", default="127.0.0.1:8080", show_default=True, help="HOST:PORT of the page.")
+@click.pass_context
+def web_(ctx, lab, listen):
+    """A live page of LAB: the fabric, links by state, nodes' sessions, VNIs, counters, events."""
+    def go():
+        from twin.observe.web import serve
+        host, port = listen_address(listen)
+        with Collector(Lab(lab).context()) as col:
+            server = serve(col, host, port)
+            err.print(f"twin web: http://{host}:{port}/ (Ctrl-C stops)")
+            sys.stderr.flush()
+            try:
+                server.serve_forever(poll_interval=0.5)
+            except KeyboardInterrupt:
+                pass
+            finally:
+                col.stop()
+                server.server_close()
+    run(ctx, go)

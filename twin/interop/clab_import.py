@@ -1,0 +1,291 @@
+"""containerlab labs in: a `.clab.yml` as a twin topology plus the user's config directory.
+
+containerlab's semantics are kept (as its `types/topology.go` resolves a node):
+- a node's kind is its own, else its group's, else the default's; its group its own, else its
+  kind's, else the default's; `image` and other single values come from the node, else its
+  group, its kind, the defaults; `binds` of every level are merged by destination (the most
+  specific wins), `exec` of every level run in order: defaults, kind, group, node;
+- bind sources are relative to the topology file (`~`, `__clabNodeDir__`, `__clabDir__` expanded);
+  a bind of FRR's `frr.conf` or `daemons` (or of the whole /etc/frr) gives the node's config;
+- interface names stay as given (eth1, e1-1...), and so do link MTUs;
+- `kind: linux` nodes run: a node with FRR's files bound (or an FRR image) is a `router`, any
+  other a `host`, its `exec` commands run as containerlab runs them.
+
+What twin does not carry is said once each, as a note: the management network (`mgmt`,
+`mgmt-ipv4`: twin nodes have none, `twin exec` reaches them), the images (every node runs
+twin's node image), and node fields with no twin meaning. Node and lab names are lowercased
+to twin's rules when that is all they need. Kinds twin cannot run (SR Linux, cEOS...) are
+refused in one error that lists them and gives the way out: `--role leaf1=leaf,spine=spine`
+maps them to twin's kinds, which twin renders day-0 configs for.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from twin.config.userconf import DAEMONS, FRR_CONF, UserConfigs, read_text_file
+from twin.errors import Problem, TopologyError
+from twin.kinds import KINDS
+from twin.topology.names import check_lab_name, check_node_name
+from twin.topology.problems import Problems, listing
+from twin.topology.yaml_safe import read_yaml
+
+SUFFIXES = (".clab.yml", ".clab.yaml")
+FRR_DIR = "/etc/frr"
+RUNS = "linux"                        # the one containerlab kind twin runs as it is
+SPECIAL = ("host", "mgmt-net", "macvlan", "bridge", "ovs-bridge")   # endpoints that leave the lab
+CARRIED = {"kind", "group", "image", "binds", "exec", "type", "mgmt-ipv4", "mgmt-ipv6", "labels"}
+NAME_WORDS = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", "client": "host", "host": "host",
+              "pc": "host", "server": "host", "srv": "host", "router": "router", "r": "router"}
+
+
+@dataclass
+class Imported:
+    """A containerlab lab in twin's terms."""
+
+    source: str
+    doc: dict                                   # the twin topology document
+    configs: UserConfigs                        # the FRR files its nodes bind
+    notes: list[str] = field(default_factory=list)
+
+
+def is_clab(path: str | Path) -> bool:
+    return Path(path).name.lower().endswith(SUFFIXES)
+
+
+def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Imported:
+    """Read a containerlab topology; TopologyError names every problem (file:line)."""
+    path = Path(path)
+    data, lines = read_yaml(path)
+    problems = Problems(str(path), lines)
+    topo = data.get("topology") if isinstance(data, dict) else None
+    if not isinstance(topo, dict) or not isinstance(topo.get("nodes"), dict) or not topo["nodes"]:
+        problems.add(("topology",), "not a containerlab topology: it needs `topology: {nodes: ...}`")
+        problems.raise_if_any()
+    roles = dict(roles or {})
+    out = _Import(path, data, topo, problems, roles)
+    doc = out.run(name)
+    problems.raise_if_any()
+    return Imported(str(path), doc, UserConfigs(str(path), out.files, out.paths), out.notes)
+
+
+class _Import:
+    def __init__(self, path: Path, data: dict, topo: dict, problems: Problems, roles: dict[str, str]):
+        self.path, self.data, self.topo, self.problems, self.roles = path, data, topo, problems, roles
+        self.nodes: dict[str, dict] = {n: (v if isinstance(v, dict) else {}) for n, v in topo["nodes"].items()}
+        self.names: dict[str, str] = {}                    # containerlab name -> twin name
+        self.files: dict[str, dict[str, str]] = {}
+        self.paths: dict[str, dict[str, str]] = {}
+        self.notes: list[str] = []
+
+    # --- containerlab's inheritance ------------------------------------------------------------
+    def level(self, where: str, key: str | None) -> dict:
+        if where == "defaults":
+            got = self.topo.get("defaults")
+        else:
+            got = (self.topo.get(where) or {}).get(key) if isinstance(self.topo.get(where), dict) else None
+        return got if isinstance(got, dict) else {}
+
+    def kind_of(self, n: str) -> str:
+        node, defaults = self.nodes[n], self.level("defaults", None)
+        return str(node.get("kind") or self.level("groups", node.get("group")).get("kind")
+                   or self.level("groups", defaults.get("group")).get("kind") or defaults.get("kind") or "")
+
+    def chain(self, n: str) -> list[dict]:
+        """The levels of node `n`, most specific first: node, group, kind, defaults."""
+        node, kind = self.nodes[n], self.kind_of(n)
+        group = node.get("group") or self.level("kinds", kind).get("group") or self.level("defaults", None).get("group")
+        return [node, self.level("groups", group), self.level("kinds", kind), self.level("defaults", None)]
+
+    def value(self, n: str, key: str):
+        return next((lvl[key] for lvl in self.chain(n) if lvl.get(key)), None)
+
+    def merged(self, n: str, key: str) -> list[str]:
+        out: list[str] = []
+        for lvl in reversed(self.chain(n)):
+            items = lvl.get(key) or []
+            out += [str(i) for i in items if str(i) not in out] if isinstance(items, list) else []
+        return out
+
+    # --- the import ------------------------------------------------------------------------------
+    def run(self, name: str | None) -> dict:
+        self._names()
+        kinds = self._kinds()
+        lab = self._lab_name(name)
+        nodes = {}
+        for n, kind in kinds.items():
+            spec: dict = {"kind": kind}
+            commands = self.merged(n, "exec")
+            if commands:
+                spec["exec"] = commands
+            nodes[self.names[n]] = spec
+        self._notes()
+        return {"name": lab, "description": f"imported from containerlab: {self.path}", "nodes": nodes,
+                "links": self._links()}
+
+    def _names(self) -> None:
+        taken: dict[str, str] = {}
+        for n in self.nodes:
+            twin = re.sub(r"[_.]", "-", str(n).lower())
+            if check_node_name(twin):
+                self.problems.add(("topology", "nodes", n), f"{check_node_name(twin)} (twin names nodes so; "
+                                                            "rename it in the file)")
+            elif twin in taken:
+                self.problems.add(("topology", "nodes", n), f"is {twin!r} in twin, as {taken[twin]!r} is; rename one")
+            else:
+                taken[twin] = n
+                self.names[n] = twin
+        renamed = [f"{n} is {t}" for n, t in self.names.items() if n != t]
+        if renamed:
+            self.notes.append(f"node names as twin writes them (lowercase): {', '.join(renamed)}")
+
+    def _kinds(self) -> dict[str, str]:
+        """The twin kind of every node; the ones twin cannot run are refused together, with the way out."""
+        out, foreign = {}, []
+        for n in self.nodes:
+            kind, wanted = self.kind_of(n), self.roles.pop(n, None) or self.roles.pop(self.names.get(n, ""), None)
+            if wanted is not None:
+                if wanted not in KINDS:
+                    self.problems.add(("topology", "nodes", n), f"--role {n}={wanted}: unknown kind; kinds: "
+                                                                f"{', '.join(KINDS)}")
+                    continue
+                out[n] = wanted
+            elif kind == RUNS:
+                out[n] = "router" if self._frr(n) else "host"
+            else:
+                foreign.append(n)
+                self.problems.add(("topology", "nodes", n, "kind"),
+                                  f"{kind or 'no kind'}: twin cannot run it (it runs FRR and Linux: containerlab's "
+                                  f"kind linux)")
+            if n in out and KINDS[out[n]].runs_frr:
+                self._configs(n, out[n])
+        self.problems.items += [Problem(str(self.path), f"--role {r}", f"no node named {r!r}; nodes: "
+                                                                      f"{listing(self.nodes)}") for r in self.roles]
+        if foreign:
+            way = ",".join(f"{n}={_guess(n)}" for n in foreign)
+            self.problems.items.append(Problem(str(self.path), "", (
+                f"{len(foreign)} node(s) of kinds twin cannot run: "
+                + ", ".join(f"{n} ({self.kind_of(n)})" for n in foreign)
+                + f"; map them to twin's kinds, and twin renders their day-0 config: --role {way} "
+                f"(kinds: {', '.join(KINDS)})")))
+        return {n: k for n, k in out.items() if n in self.names}
+
+    def _binds(self, n: str) -> dict[str, str]:
+        """destination -> source of node `n`'s binds, merged over every level by destination."""
+        out = {}
+        for bind in self.merged(n, "binds"):
+            parts = bind.split(":")
+            if len(parts) >= 2:
+                out[parts[1].rstrip("/") or "/"] = parts[0]
+        return out
+
+    def _source(self, src: str, n: str) -> Path:
+        lab = f"clab-{self.data.get('name', '')}"
+        src = src.replace("__clabNodeDir__", f"{lab}/{n}").replace("__clabDir__", lab)
+        p = Path(src).expanduser()
+        return p if p.is_absolute() else self.path.parent / p
+
+    def _frr(self, n: str) -> bool:
+        binds = self._binds(n)
+        return any(d == FRR_DIR or d.startswith(FRR_DIR + "/") for d in binds) or "frr" in str(
+            self.value(n, "image") or "").lower()
+
+    def _configs(self, n: str, kind: str) -> None:
+        """The FRR files node `n` binds: frr.conf and daemons (or /etc/frr as a whole)."""
+        binds, twin = self._binds(n), self.names.get(n)
+        wanted = {f"{FRR_DIR}/{f}": f for f in (FRR_CONF, DAEMONS)}
+        found = {f: self._source(src, n) for dst, f in wanted.items() if (src := binds.get(dst))}
+        if FRR_DIR in binds:
+            d = self._source(binds[FRR_DIR], n)
+            found.update({f: d / f for f in (FRR_CONF, DAEMONS) if f not in found and (d / f).is_file()})
+        for f, p in found.items():
+            text, why = read_text_file(p) if p.is_file() else ("", "no such file")
+            if why:
+                self.problems.add(("topology", "nodes", n, "binds"), f"{p}: {why}")
+            elif twin:
+                self.files.setdefault(twin, {})[f] = text
+                self.paths.setdefault(twin, {})[f] = str(p)
+        if found and not KINDS[kind].user_config:
+            self.notes.append(f"{n}: its bound FRR files are the config of a {kind}: twin judges it by the "
+                              "topology's intent")
+
+    def _lab_name(self, name: str | None) -> str:
+        if name is not None:
+            return name
+        raw = str(self.data.get("name") or "")
+        lab = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")[:16].strip("-")
+        if check_lab_name(lab):
+            self.problems.add(("name",), f"{raw!r} cannot be a twin lab name ({check_lab_name(lab)}); give --name")
+        elif lab != raw:
+            self.notes.append(f"lab {raw!r} is {lab!r} in twin")
+        return lab
+
+    def _links(self) -> list[dict]:
+        out = []
+        for i, link in enumerate(self.topo.get("links") or []):
+            ends = _endpoints(link)
+            at = ("topology", "links", i)
+            if ends is None:
+                kind = link.get("type") if isinstance(link, dict) else None
+                self.problems.add(at, f"a link of type {kind!r} leaves the lab or is not a veth pair: twin "
+                                      "wires veth pairs between its nodes only" if kind else
+                                      "not a link: expected endpoints: [\"node:interface\", \"node:interface\"]")
+                continue
+            special = [n for n, _ in ends if n in SPECIAL or n not in self.nodes]
+            if special:
+                why = ("the host, a management network, a macvlan or a bridge: twin wires its nodes only"
+                       if special[0] in SPECIAL else "no such node")
+                self.problems.add(at, f"endpoint {special[0]!r} is not a node of the lab ({why})")
+                continue
+            if any(n not in self.names for n, _ in ends):
+                continue
+            doc: dict = {"endpoints": [f"{self.names[n]}:{port}" for n, port in ends]}
+            if isinstance(link, dict) and isinstance(link.get("mtu"), int):
+                doc["mtu"] = link["mtu"]
+            out.append(doc)
+        return out
+
+    def _notes(self) -> None:
+        if self.data.get("mgmt") or any(self.value(n, "mgmt-ipv4") or self.value(n, "mgmt-ipv6") for n in self.nodes):
+            self.notes.append("the management network (mgmt, mgmt-ipv4/6) is left out: twin nodes have none; "
+                              "`twin exec LAB NODE -- CMD` reaches them")
+        images: dict[str, list[str]] = {}
+        for n in self.names:
+            images.setdefault(str(self.value(n, "image") or "none given"), []).append(n)
+        self.notes.append("every node runs twin's node image instead of " + "; ".join(
+            f"{img} ({listing(ns)})" for img, ns in images.items()))
+        dropped: dict[str, list[str]] = {}
+        for n in self.names:
+            for key in sorted({k for lvl in self.chain(n) for k in lvl} - CARRIED):
+                dropped.setdefault(key, []).append(n)
+        other = {n: [d for d, s in self._binds(n).items() if d != FRR_DIR and not d.startswith(FRR_DIR + "/")]
+                 for n in self.names}
+        dropped.update({f"binds to {d}": [n] for n, ds in other.items() for d in ds})
+        if dropped:
+            self.notes.append("not carried over (no twin meaning): " + "; ".join(
+                f"{k} ({listing(ns)})" for k, ns in dropped.items()))
+
+
+def _endpoints(link) -> list[tuple[str, str]] | None:
+    """[(node, interface), (node, interface)] of a veth link, short or extended; None otherwise."""
+    if not isinstance(link, dict) or link.get("type") not in (None, "veth"):
+        return None
+    eps = link.get("endpoints")
+    if not isinstance(eps, list) or len(eps) != 2:
+        return None
+    out = []
+    for ep in eps:
+        if isinstance(ep, str) and ":" in ep:
+            out.append(tuple(ep.split(":", 1)))
+        elif isinstance(ep, dict) and ep.get("node") and ep.get("interface"):
+            out.append((str(ep["node"]), str(ep["interface"])))
+        else:
+            return None
+    return out
+
+
+def _guess(node: str) -> str:
+    """A suggestion for --role, from the leading word of a node's name; never applied by itself."""
+    word = re.match(r"[a-z]*", node.lower()).group()
+    return NAME_WORDS.get(word, "KIND")

@@ -1,0 +1,68 @@
+"""Convergence of routers running the user's own config (`twin.intent.generic`), read from the node.
+
+What is missing of a router's intent: its daemons (from the container's processes, no exec),
+its adjacencies (one vtysh call per router, only the protocols its config has), and a RIB that
+is still changing (over netlink: the kernel routes zebra installed, compared between rounds).
+The barrier, `twin status` and `twin verify` all judge a router with these.
+"""
+from __future__ import annotations
+
+import time
+
+from twin import timeouts
+from twin.errors import CommandError
+from twin.intent import Adjacency, GenericIntent
+from twin.lifecycle import hostlimits
+from twin.runtime import frr, observe
+from twin.runtime.exec import NodeExec
+
+
+def daemons_missing(gi: GenericIntent, pid: int) -> list[str]:
+    running = set(hostlimits.processes(pid))
+    return [f"{gi.node}: FRR daemon {d} is not running (its daemons file enables it)"
+            for d in gi.daemons if d not in running]
+
+
+def states(ex: NodeExec, gi: GenericIntent) -> dict[Adjacency, str]:
+    """The state of every adjacency of `gi`, in FRR's words ("absent" when FRR does not list it);
+    CommandError when FRR does not answer."""
+    protocols = sorted(gi.protocols())
+    if not protocols:
+        return {}
+    docs = dict(zip(protocols, ex.vtysh_json(*(frr.ADJACENCIES[p] for p in protocols), timeout=timeouts.VTYSH)))
+    seen = {p: frr.adjacency_states(p, docs[p]) for p in protocols}
+    return {a: seen[a.protocol].get((a.vrf, a.where), "absent") for a in gi.adjacencies}
+
+
+def is_up(a: Adjacency, state: str) -> bool:
+    return state.startswith(frr.UP_STATE[a.protocol])
+
+
+def adjacencies_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
+    try:
+        got = states(ex, gi)
+    except CommandError as e:
+        first = (e.stderr or e.stdout).strip().splitlines()[:1]
+        return [f"{gi.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
+    return [f"{a}: {'not up' if s != 'absent' else 'no such neighbor in FRR'} ({s})" if a.protocol == "bgp" else
+            f"{a}: no {frr.UP_STATE[a.protocol]} neighbour" + (f" ({s})" if s != "absent" else "")
+            for a, s in got.items() if not is_up(a, s)]
+
+
+class RibWatch:
+    """When each router's routes last changed, from one netlink dump per look."""
+
+    def __init__(self, quiet: float = timeouts.RIB_QUIET):
+        self.quiet = quiet
+        self.seen: dict[str, tuple[frozenset, float]] = {}
+
+    def missing(self, node: str, ipr) -> list[str]:
+        now, table = time.monotonic(), observe.rib(ipr)
+        last = self.seen.get(node)
+        if last is None or last[0] != table:
+            self.seen[node] = (table, now)
+            since = 0.0
+        else:
+            since = now - last[1]
+        return [] if since >= self.quiet else [
+            f"{node}: its routes changed {since:.1f}s ago (settled once unchanged for {self.quiet:g}s)"]
