@@ -141,7 +141,8 @@ def test_a_noisy_neighbour_is_held_to_its_limit_while_the_other_tenant_keeps_its
         noisy, victim = r["noisy"], r["victim"]
         assert noisy["delivered_fps"] <= 2277 * 1.05 and noisy["offered_fps"] >= 2277 * 0.95, noisy
         assert abs(noisy["delivered_mbps"] - 20.0) < 1.0, noisy
-        assert victim["delivered_fps"] >= victim["offered_fps"] * 0.95 >= 0.95 * r["victim_target_fps"], victim
+        assert victim["delivered_fps"] >= victim["offered_fps"] * 0.95, victim
+        assert victim["offered_fps"] >= r["victim_target_fps"] * 0.95, victim
         assert {"offered_mbps", "delivered_mbps", "dropped"} <= set(noisy) & set(victim)
     text = twin_cli("verify", LAB, "--only", "performance").stdout
     assert "performance: a noisy neighbour on the same VTEP (rate limits: tc)" in text and "victim" in text
