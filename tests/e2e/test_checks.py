@@ -70,7 +70,8 @@ def test_passing_and_failing_checks_of_every_type_in_one_report(twin_lab, tmp_pa
     assert "2 of 2 delivered; seen at host2b (2)" in msg["RoCE blue host1b to host2b blocked"]
     assert "expected via 10.255.0.5" in msg["red reaches host2a via dpu1"]
     assert ".type: expected 'L3', got 'L2'" in msg["VNI 10101 is L3"]
-    assert "swp1: 2 accepted (expected at least 50)" in msg["leaf1 keeps 50 prefixes from spine1"]
+    m = re.search(r"swp1: (\d+) accepted \(expected at least 50\)", msg["leaf1 keeps 50 prefixes from spine1"])
+    assert m and 0 < int(m[1]) < 50, msg["leaf1 keeps 50 prefixes from spine1"]  # aipod's few loopbacks
     assert "ipv4 session on swp1 is Established" in msg["leaf1 with spine1 down"]
     assert "exited 1, expected 0" in msg["false succeeds"]
     # the summary: the verdict first, then every failure with its evidence, then the tables

@@ -253,8 +253,13 @@ def test_a_change_that_fails_half_way_is_rolled_back(lab, tmp_path, monkeypatch)
 
 
 def rulesets(lab) -> dict[str, str]:
-    """The zero-trust rules each VTEP runs, per tenant namespace."""
-    return {f"{v}/{t.vrf}": lab.node(v).check(["ip", "netns", "exec", t.vrf, "nft", "-s", "list", "ruleset"]).stdout
+    """The rules each VTEP runs, per tenant namespace: its tables in name order (a table loaded
+    again, as a rollback loads the ports table, is listed after the others; the order means nothing)."""
+    def tables(text: str) -> list[str]:
+        return sorted("table " + t.rstrip() for t in ("\n" + text).split("\ntable ")[1:])
+
+    return {f"{v}/{t.vrf}": "\n".join(tables(lab.node(v).check(
+        ["ip", "netns", "exec", t.vrf, "nft", "-s", "list", "ruleset"]).stdout))
             for v in lab.fabric.vteps() for t in lab.fabric.tenants_on(v)}
 
 

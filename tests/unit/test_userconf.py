@@ -107,3 +107,14 @@ def test_route_targets_that_do_not_meet_are_named_with_both_sides():
         "are taken"]
     assert rts.rt_table({"numVnis": 1, "10100": {"vni": 10100, "importRTs": ["a:1"], "exportRTs": ["b:1"]}}) == {
         10100: (["a:1"], ["b:1"])}
+
+
+def test_a_routers_own_config_with_static_routes_gets_staticd():
+    """A router whose config came alone: twin's daemons file starts what it configures, staticd too
+    (twin's own rendering turns staticd off; the image's init script honours `staticd=no`)."""
+    from twin.config import render
+    from twin.topology.model import Node
+    node = Node(name="r1", kind="router")
+    assert "\nstaticd=yes\n" in render.daemons_file(node, ["ospfd", "staticd"])
+    assert "\nospfd=yes\n" in render.daemons_file(node, ["ospfd", "staticd"])
+    assert "\nstaticd=no\n" in render.daemons_file(node, ["bgpd"])
