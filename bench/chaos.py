@@ -15,7 +15,6 @@ Prints a table (rich) and writes bench-results/chaos.json. Exit 1 if anything wa
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import random
@@ -24,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -34,7 +32,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.conftest import E2E_LOCK, leftovers  # noqa: E402  (the suite's own "left behind")
+from tests.e2e.conftest import host_turn, leftovers  # noqa: E402  (the suite's own "left behind")
 from twin import wait  # noqa: E402
 from twin.runtime.docker import DockerRuntime  # noqa: E402
 
@@ -127,18 +125,6 @@ def round_dockerd(runtime: DockerRuntime) -> dict:
             "down_rc": down.returncode, "leftovers": leftovers(DockerRuntime(), name)}
 
 
-@contextmanager
-def e2e_turn():
-    """Hold the host's e2e lock (tests/e2e/conftest.py) for the whole run."""
-    with open(E2E_LOCK, "w") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"chaos: waiting for {E2E_LOCK} (an e2e run holds it)", file=sys.stderr)
-            fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=20)
@@ -146,7 +132,7 @@ def main() -> int:
     ap.add_argument("--force", action="store_true", help="run even while other twin labs exist")
     ap.add_argument("--no-dockerd", action="store_true", help="skip the Docker daemon restart")
     args = ap.parse_args()
-    with e2e_turn():  # the e2e suites of other checkouts (and their manual labs) wait meanwhile
+    with host_turn("chaos"):  # the e2e suites of other checkouts (and their manual labs) wait meanwhile
         return run(args)
 
 

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MUNET = ROOT / "bench" / "munet"
 sys.path.insert(0, str(ROOT / "bench"))
 
-from run import clos, measure, settle  # noqa: E402  (twin's own bench, the same measurement)
+from run import clos, host_turn, measure, settle  # noqa: E402  (twin's own bench, the same measurement)
 
 
 def ensure_munet() -> None:
@@ -62,6 +62,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs of each tool per size")
     args = ap.parse_args()
     ensure_munet()
+    with host_turn("bench-compare"):  # no e2e suite or chaos run of another checkout meanwhile
+        return compare(args)
+
+
+def compare(args: argparse.Namespace) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)

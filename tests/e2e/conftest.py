@@ -9,7 +9,9 @@ import fcntl
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from pyroute2 import IPRoute, netns
@@ -26,17 +28,24 @@ pytestmark = pytest.mark.e2e
 E2E_LOCK = Path("/tmp/twin-e2e.lock")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def one_e2e_run_at_a_time():
-    """Test labs have fixed names and Docker's names are host-wide: two e2e runs on one host (two
-    checkouts) would tear each other's labs down. They take turns; the kernel frees the lock when
-    a run dies."""
+@contextmanager
+def host_turn(who: str = "twin e2e") -> Iterator[None]:
+    """Hold the host's turn (E2E_LOCK) while the block runs: e2e suites, benchmarks and the chaos
+    run (which restarts dockerd) take turns; the kernel frees the lock when its holder dies."""
     with open(E2E_LOCK, "w") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"\ntwin e2e: another e2e run holds {E2E_LOCK}; waiting for it", file=sys.stderr)
+            print(f"\n{who}: another run holds {E2E_LOCK}; waiting for it", file=sys.stderr)
             fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_e2e_run_at_a_time():
+    """Test labs have fixed names and Docker's names are host-wide: two e2e runs on one host (two
+    checkouts) would tear each other's labs down. They take turns."""
+    with host_turn():
         yield
 
 

@@ -95,7 +95,7 @@ def test_routers_of_the_users_configs_converge_and_the_hosts_reach_each_other(la
     assert set(checks) == {"daemons r1", "daemons r2", "bgp r1 10.0.12.2", "bgp r2 10.0.12.1", "isis r1 eth1",
                            "isis r2 eth1"}
     assert checks["bgp r1 10.0.12.2"]["data"]["peer"] == "r2:eth1"
-    assert checks["daemons r1"]["data"]["expected"] == ["bgpd", "isisd", "zebra"]
+    assert checks["daemons r1"]["data"]["expected"] == ["bgpd", "isisd", "staticd", "zebra"]  # r1 has a static route
     st = json.loads(twin_cli("status", NAME, "--json", check=True).stdout)
     assert {r["node"]: (r["sessions_up"], r["sessions_expected"]) for r in st["nodes"] if r["kind"] == "router"} \
         == {"r1": (2, 2), "r2": (2, 2)}

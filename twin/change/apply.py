@@ -268,6 +268,7 @@ def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: b
         raise ChangeRefused(change.source, reasons)
     result = Result(ctx.name, change.key, change.source, w.summary, reloaded=w.reload, restarted=w.restart,
                     fabric=w.new)
+    result.timings["planned"] = round(time.monotonic() - t0, 2)   # worked out, checked, dry-run by FRR
     if w.empty:
         if w.new.checks != w.old.checks:   # nothing to do on the nodes, but `twin verify` runs the new checks
             _record(ctx, w, change)
