@@ -116,7 +116,7 @@ class Lab:
         if fabric is None or st is None or not containers:
             raise self._not_up()
         return LabContext(self.name, self.dir, fabric, st.backend or "netns", self.runtime, st.image,
-                          _containers=containers)
+                          st.shaping or "tc", _containers=containers)
 
     # --- lifecycle ---------------------------------------------------------
     def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
@@ -156,23 +156,25 @@ class Lab:
         state.save(self.dir, st, fabric)
         try:
             st.backend = kernel.probe_backend(self.name) if fabric.tenants else None
+            limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
+            st.shaping = kernel.probe_shaping(self.name) if limited else None
+            backend, shaping = st.backend or "netns", st.shaping or "tc"
             say(f"rendering configs into {self.dir}")
-            files, notes = userconf.merge(render.render_lab(fabric, st.backend or "netns"), self.configs, fabric,
-                                          st.backend or "netns")
+            files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
             self.notes += notes
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
-            backend = st.backend or "netns"
             self.runtime.bring_up(fabric, image, self.dir, backend,
-                                  configure=lambda n, ex, pid: bringup.configure_node(fabric, n, ex, pid, backend),
+                                  configure=lambda n, ex, pid: bringup.configure_node(fabric, n, ex, pid, backend,
+                                                                                      shaping),
                                   on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
             st.timings["wired"] = time.monotonic() - t0
             st.status = "converging"
             state.save(self.dir, st)
-            ctx = LabContext(self.name, self.dir, fabric, st.backend or "netns", self.runtime, image)
+            ctx = LabContext(self.name, self.dir, fabric, backend, self.runtime, image, shaping)
             limit = timeout if timeout is not None else barrier.deadline(ctx)
             mine = ctx.intent.generic
             say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "

@@ -48,7 +48,7 @@ def test_kinds_twin_cannot_run_are_refused_together_with_the_way_out_and_roles_m
     text = str(e.value)
     assert "3 node(s) of kinds twin cannot run: leaf1 (nokia_srlinux), leaf2 (nokia_srlinux), spine (nokia_srlinux); " \
            "map them to twin's kinds, and twin renders their day-0 config: --role leaf1=leaf,leaf2=leaf,spine=spine " \
-           "(kinds: spine, leaf, dpu, host, router)" in text
+           "(kinds: spine, leaf, dpu, host, router, internet)" in text
     assert "clos01.clab.yml:12: topology.nodes.leaf1.kind: nokia_srlinux: twin cannot run it" in text
     imp = import_clab(CLAB / "clos01.clab.yml", roles={"leaf1": "leaf", "leaf2": "leaf", "spine": "spine"})
     fabric = topology.load_document(imp.doc, imp.source)

@@ -9,8 +9,11 @@ from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "render"
-CASES = {  # case: (topology, VRF backend of the VTEPs)
+CASES = {  # case: (topology, VRF backend of the VTEPs[, how rate limits are enforced])
     "aipod": ("topologies/aipod.yml", "netns"),
+    "dpu-services": ("topologies/dpu-services.yml", "netns"),
+    "dpu-services-vrf": ("topologies/dpu-services.yml", "vrf"),
+    "dpu-services-nft": ("topologies/dpu-services.yml", "netns", "nft"),
     "aipod-vrf": ("topologies/aipod.yml", "vrf"),
     "leaf-vtep": ("topologies/leaf-vtep.yml", "netns"),
     "leaf-vtep-vrf": ("topologies/leaf-vtep.yml", "vrf"),
@@ -22,10 +25,10 @@ CASES = {  # case: (topology, VRF backend of the VTEPs)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_rendered_configs_match_golden(case, golden, monkeypatch):
     monkeypatch.chdir(ROOT)
-    topology, backend = CASES[case]
+    topology, backend, *shaping = CASES[case]
     fabric = load(topology)
     golden(GOLDEN / case / "fabric.json", json.dumps(fabric.model_dump(), indent=2) + "\n")
-    rendered = render_lab(fabric, backend)
+    rendered = render_lab(fabric, backend, *shaping)
     for node, files in rendered.items():
         for name, text in files.items():
             golden(GOLDEN / case / node / name, text)

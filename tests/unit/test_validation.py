@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from twin.errors import TopologyError
+from twin.kinds import KINDS
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +40,7 @@ def test_unknown_kind_lists_known_kinds(monkeypatch):
         load("tests/golden/invalid/unknown-kind.yml")
     (p,) = exc.value.problems
     assert p.path == "nodes.leaf1.kind" and p.line == 4
-    assert "known kinds: spine, leaf, dpu, host, router" in p.message
+    assert f"known kinds: {', '.join(KINDS)}" in p.message
 
 
 def test_bad_yaml_gives_the_line(monkeypatch):

@@ -128,6 +128,8 @@ class Run:
 # --- the stages ---------------------------------------------------------------------------
 def _files(r: Run) -> None:
     state.write_files(r.ctx.dir, r.w.files)
+    for node, files in r.w.old_files.items():   # what the new intent renders no more (a gateway's NAT rules...)
+        state.remove_files(r.ctx.dir, node, [f for f in files if f not in r.w.files.get(node, {})])
 
 
 def _hosts_add(r: Run) -> None:
@@ -299,7 +301,7 @@ def inverse(ctx: LabContext, w: Work, j: Journal) -> Work:
     """The work that undoes what journal `j` says was done of `w`."""
     touched = j.kernel | set(j.frr)
     deltas = {n: d for n in sorted(touched) if n in w.old.nodes and n in w.new.nodes
-              and (d := node_delta(w.new, w.old, n, ctx.backend))}
+              and (d := node_delta(w.new, w.old, n, ctx.backend, ctx.shaping))}
     return Work(w.new, w.old, w.old_files, w.files,
                 reload=[n for n, restarted in j.frr.items() if not restarted],
                 restart=[n for n, restarted in j.frr.items() if restarted], deltas=deltas,

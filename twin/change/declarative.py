@@ -52,14 +52,16 @@ class TopologyChange(Declarative):
     def work(self, ctx: LabContext) -> Work:
         old, new = ctx.fabric, self.fabric
         diff = FabricDiff(old, new)
-        files = keep_user_files(ctx, render.render_lab(new, ctx.backend))
+        files = keep_user_files(ctx, render.render_lab(new, ctx.backend, ctx.shaping))
         w = Work(old, new, files, current_files(ctx, old), [], [],
-                 {n: d for n in new.nodes if n in old.nodes and (d := node_delta(old, new, n, ctx.backend))},
+                 {n: d for n in new.nodes if n in old.nodes
+                  and (d := node_delta(old, new, n, ctx.backend, ctx.shaping))},
                  diff.links_added, diff.links_removed, diff.hosts_added, diff.hosts_removed)
-        before = keep_user_files(ctx, render.render_lab(old, ctx.backend))
+        before = keep_user_files(ctx, render.render_lab(old, ctx.backend, ctx.shaping))
         w.plan = Plan(ctx.name, diff.lines(), file_diffs(before, w.files))
         w.plan.kernel = {n: d.commands() for n, d in w.deltas.items()}
-        w.plan.kernel.update({n: [s.command() for s in overlay.plan(new, n, ctx.backend)] for n in w.hosts_add})
+        w.plan.kernel.update({n: [s.command() for s in overlay.plan(new, n, ctx.backend, ctx.shaping)]
+                              for n in w.hosts_add})
         frr_actions(w)
         return w
 

@@ -109,5 +109,37 @@ class FabricDiff:
             c += [f"attach {h} to {t}/{wa[h].segment} at {wa[h].vtep}:{wa[h].port} ({wa[h].address})"
                   for h in sorted(set(wa) - set(oa))]
             c += [f"detach {h} from {t}/{oa[h].segment}" for h in sorted(set(oa) - set(wa))]
-            c += [f"change attachment of {h} in {t}" for h in sorted(set(oa) & set(wa)) if oa[h] != wa[h]]
-        return c
+            same = [h for h in sorted(set(oa) & set(wa)) if oa[h] != wa[h]]
+            c += [f"change rate limits of {h} in {t}: {_limits(oa[h].rate_limit)} -> {_limits(wa[h].rate_limit)}"
+                  if oa[h].model_copy(update={"rate_limit": None}) == wa[h].model_copy(update={"rate_limit": None})
+                  else f"change attachment of {h} in {t}" for h in same]
+            c += _internet_line(t, o.internet, w.internet)
+        return c + self._congestion_lines()
+
+    def _congestion_lines(self) -> list[str]:
+        old = {f"{p.node}:{p.port}": p.above for p in self.old.congestion}
+        new = {f"{p.node}:{p.port}": p.above for p in self.new.congestion}
+        return ([f"add congestion point {p} (above {new[p]})" for p in new if p not in old]
+                + [f"remove congestion point {p}" for p in old if p not in new]
+                + [f"change congestion point {p}: above {old[p]} -> {new[p]}" for p in new
+                   if p in old and old[p] != new[p]])
+
+
+def _limits(limit) -> str:
+    parts = [f"{d} {getattr(limit, d)}" for d in ("egress", "ingress") if limit and getattr(limit, d)]
+    return ", ".join(parts) or "none"
+
+
+def _internet_line(tenant: str, old, new) -> list[str]:
+    def shown(i) -> str:
+        parts = [f"pool {i.pool}"] if i.pool else []
+        parts += [f"{len(i.hosts)} host address(es)"] if i.hosts else []
+        return ", ".join(parts + [f"segments {', '.join(i.segments)}"] + ([f"{len(i.forwards)} forward(s)"]
+                                                                         if i.forwards else []))
+    if old == new:
+        return []
+    if old is None:
+        return [f"give tenant {tenant} internet access ({shown(new)})"]
+    if new is None:
+        return [f"take internet access from tenant {tenant}"]
+    return [f"change internet access of tenant {tenant}: {shown(old)} -> {shown(new)}"]

@@ -86,7 +86,7 @@ class NodeStart(NodeFault):
             wired.append((own.port, ref))
         for own, _ in wired:
             set_port(ctx, PortRef(node, own), up=True, pid=pid)
-        configure_node(fabric, node, ex, pid, ctx.backend)
+        configure_node(fabric, node, ex, pid, ctx.backend, ctx.shaping)
         for _, peer in wired:
             _replumb_peer(ctx, peer, running[peer.node])
         return {"container": c.name, "pid": pid, "links": len(wired),
@@ -135,9 +135,9 @@ def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int) -> None:
     the kernel steps of bring-up that concern it (tenant namespace, bridge, MAC, address)."""
     fabric = ctx.fabric
     if kinds.of(fabric.nodes[ref.node]).endpoint:
-        configure_node(fabric, ref.node, ctx.exec(ref.node), pid, ctx.backend)
+        configure_node(fabric, ref.node, ctx.exec(ref.node), pid, ctx.backend, ctx.shaping)
         return
-    steps = [s for s in overlay.plan(fabric, ref.node, ctx.backend) if s.dev == ref.port]
+    steps = [s for s in overlay.plan(fabric, ref.node, ctx.backend, ctx.shaping) if s.dev == ref.port]
     if steps:  # moves it into its tenant namespace first, then master/up/fdb there
         kernel.apply(steps, pid, ctx.exec(ref.node))
     set_port(ctx, ref, up=True, pid=pid)

@@ -20,6 +20,9 @@ node configs, or a fault (`fault:KEY:TARGET[:ARG]`, KEY any of `twin fault`'s).
 7. `rollback`: apply the change's inverse (the previous intent, or the fault's
    undo) and verify again.
 
+With `noisy=HOST`, a noisy neighbour floods from HOST to a peer of its tenant all
+along (`twin.traffic.flood`): HOST's own flows are not judged, everyone else's
+are, and the report gives the flood's figures and whether it was held to its limit.
 With a `baseline` (`twin baseline record`), the lab is compared with it after the
 change and, with `rollback`, after the rollback (differences the `allow` rules
 cover aside, in both): both comparisons join the report.
@@ -39,8 +42,11 @@ from twin.lifecycle import barrier
 from twin.lifecycle.context import LabContext, context_of
 from twin.observe import store
 from twin.observe.collector import Collector
+from twin.traffic import flows as F
 from twin.traffic import stream as S
+from twin.traffic.flood import Flood
 from twin.traffic.results import summarise
+from twin.verify import performance
 from twin.verify.compare import compare
 
 Say = Callable[[str], None]
@@ -50,11 +56,13 @@ __all__ = ["rehearse", "Rehearsal", "Thresholds"]
 
 
 def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: bool = False,
-             budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None, baseline: dict | None = None,
-             allow: tuple = ()) -> Rehearsal:
+             budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None, noisy: str | None = None,
+             baseline: dict | None = None, allow: tuple = ()) -> Rehearsal:
     ctx = context_of(lab)
     rep = Rehearsal(ctx.name, change, thresholds=thresholds or Thresholds())
     c = load_change(ctx, change)            # an unreadable change or fault is refused before any traffic
+    flood = _flood(ctx, noisy) if noisy else None
+    rep.noisy_host = noisy
     undo = c.inverse(ctx)
     rep.hosts_out = sorted(c.hosts_out(ctx))
     say("snapshot of the operational state")
@@ -64,7 +72,7 @@ def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: b
         raise TwinError(f"lab {ctx.name!r} has no same-tenant host pairs to send traffic between")
     with Collector(ctx) as watch:   # the change window's events: drops, carrier, sessions, routes, stages
         since = time.time()
-        after_ctx = _under_traffic(ctx, c, flows, rep, budget_pps, say)
+        after_ctx = _under_traffic(ctx, c, flows, rep, budget_pps, say, flood)
         watch.round(control=True)
     rep.events = store.read(ctx.dir, since=since)
     after = snapshot(after_ctx)
@@ -80,13 +88,30 @@ def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: b
     return rep
 
 
+def _flood(ctx: LabContext, host: str) -> Flood:
+    """The noisy neighbour's flood: from `host` to a peer of its tenant (refused before any traffic)."""
+    found = ctx.fabric.attachment_of(host)
+    if found is None:
+        raise TwinError(f"--noisy-neighbour {host!r} is not a host endpoint of {ctx.name}; hosts: "
+                        f"{', '.join(F.hosts(ctx.fabric))}")
+    t, a = found
+    dst = performance.peer(ctx.fabric, t, a)
+    if dst is None:
+        raise TwinError(f"--noisy-neighbour {host}: tenant {t.name} has no other host to flood")
+    return Flood(ctx, F.flow(ctx.fabric, host, dst.host, 0x7FFF, payload=performance.PAYLOAD, sport=51000))
+
+
 def _under_traffic(ctx: LabContext, c: Change, flows: list, rep: Rehearsal, budget_pps: float,
-                   say: Say) -> LabContext:
-    """Apply `c` with the streams running; returns the lab judged against its new intent."""
+                   say: Say, flood: Flood | None = None) -> LabContext:
+    """Apply `c` with the streams (and a noisy neighbour's flood) running; returns the lab judged
+    against its new intent."""
     now = ctx
     with S.Stream(ctx, flows, budget_pps=budget_pps) as s:
         rep.rate_pps = s.rate
         say(f"{len(flows)} RoCE flows at {s.rate:.0f} pps each: baseline")
+        if flood is not None:
+            say(f"noisy neighbour: {flood.flow.src} floods {flood.flow.dst}")
+            flood.start()
         s.hold(timeouts.REHEARSE_BASELINE)
         t0 = s.mark("change")
         say(c.describe())
@@ -113,6 +138,8 @@ def _under_traffic(ctx: LabContext, c: Change, flows: list, rep: Rehearsal, budg
             whole = False
             rep.missing = rep.missing + [f"data plane: {m}" for m in e.missing]
         s.hold(timeouts.REHEARSE_TAIL)
+        if flood is not None:
+            _flood_figures(ctx, flood, rep)
     rep.flows = s.results
     summary = summarise(rep.judged)
     if summary.first_loss_s is not None:
@@ -125,6 +152,19 @@ def _under_traffic(ctx: LabContext, c: Change, flows: list, rep: Rehearsal, budg
             else "verifying the new intent")
         rep.verify = verify.run(now, only=DATA_PLANE_GROUPS if c.breaks_intent else None)
     return now
+
+
+def _flood_figures(ctx: LabContext, flood: Flood, rep: Rehearsal) -> None:
+    flood.stop()
+    f, frame = flood.flow, flood.frame_bytes
+    src, dst = ctx.fabric.attachment_of(f.src)[1], ctx.fabric.attachment_of(f.dst)[1]
+    window = max(flood.elapsed - performance.WARMUP, 1e-3)
+    rep.noisy = performance.figures(
+        ctx.fabric.attachment_of(f.src)[0].name, f.src, f.dst, performance.limit_text(src, dst),
+        flood.sent / max(flood.elapsed, 1e-3), flood.delivered(performance.WARMUP, flood.elapsed) / window,
+        flood.sent, len(flood.arrivals), frame, round(flood.elapsed, 2))
+    limit = performance.cap_fps(src, dst, frame)
+    rep.noisy["limit_fps"] = round(limit) if limit else None
 
 
 def _roll_back(ctx: LabContext, c: Change, undo: Change | None, rep: Rehearsal, say: Say) -> None:

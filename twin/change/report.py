@@ -12,6 +12,8 @@ from twin.traffic.results import StreamResult
 from twin.verify.compare import Comparison
 from twin.verify.result import Report
 
+NOISY_TOLERANCE = 0.05   # the noisy neighbour's delivered rate may exceed its limit by this share
+
 
 @dataclass
 class Thresholds:
@@ -36,13 +38,15 @@ class Rehearsal:
     verify_rollback: Report | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     hosts_out: list[str] = field(default_factory=list)         # hosts the change took away
+    noisy_host: str | None = None                              # a noisy neighbour flooded from here ...
+    noisy: dict | None = None                                  # ... with these figures (offered, delivered...)
     events: list[dict] = field(default_factory=list)           # `twin events` of the change window
     baseline: Comparison | None = None                         # the lab after the change vs a baseline
     baseline_rollback: Comparison | None = None                # ... and after the rollback
 
     def is_judged(self, r: StreamResult) -> bool:
-        """A flow counts unless the change took one of its hosts away."""
-        return r.src not in self.hosts_out and r.dst not in self.hosts_out
+        """A flow counts unless the change took one of its hosts away, or it left the noisy neighbour."""
+        return r.src not in self.hosts_out and r.dst not in self.hosts_out and r.src != self.noisy_host
 
     @property
     def judged(self) -> list[StreamResult]:
@@ -68,6 +72,11 @@ class Rehearsal:
             rc = self.timings.get("data_plane_whole")
             out.append((f"reconverged within {th.max_reconverge:g}s", rc is not None and rc <= th.max_reconverge,
                         "never" if rc is None else f"{rc:.1f}s"))
+        if self.noisy is not None and self.noisy.get("limit_fps"):
+            n, cap = self.noisy, self.noisy["limit_fps"]
+            out.append((f"noisy neighbour {n['src']} held to its limit ({n['limit']})",
+                        n["delivered_fps"] <= cap * (1 + NOISY_TOLERANCE),
+                        f"delivered {n['delivered_fps']} of {n['offered_fps']} frames/s offered, limit {cap}"))
         if self.verify is not None:
             out.append(("verify after the change", self.verify.passed,
                         f"{len(self.verify.failures())} failed of {len(self.verify.checks)}"))
@@ -95,7 +104,7 @@ class Rehearsal:
                        "outages_s": [[round(a, 3), round(b, 3)] for a, b in r.outages],
                        "duplicates": r.duplicates, "reordered": r.reordered,
                        "judged": self.is_judged(r)} for r in self.flows],
-            "flapped_sessions": self.flapped, "routes": self.routes, "missing": self.missing,
+            "flapped_sessions": self.flapped, "routes": self.routes, "missing": self.missing, "noisy": self.noisy,
             "apply": self.apply, "events": self.events,
             "verify": self.verify.to_dict() if self.verify else None,
             "verify_rollback": self.verify_rollback.to_dict() if self.verify_rollback else None,
@@ -113,9 +122,15 @@ class Rehearsal:
         lossy = [r for r in self.flows if r.lost]
         lines.append(f"  flows: {len(self.flows)} at {self.rate_pps:.0f} pps each; {len(lossy)} of them lost packets")
         for r in sorted(self.flows, key=lambda r: (-r.longest_outage_s, r.src, r.dst)):
-            mark = "" if self.is_judged(r) else "  (not judged: its host left)"
+            mark = "" if self.is_judged(r) else ("  (not judged: the noisy neighbour)" if r.src == self.noisy_host
+                                                 else "  (not judged: its host left)")
             lines.append(f"    {r.tenant or '-':8} {r.src:>8} -> {r.dst:<8} sent {r.sent:6} lost {r.lost:5} "
                          f"longest outage {r.longest_outage_s * 1000:7.0f} ms{mark}")
+        if self.noisy:
+            n = self.noisy
+            lines.append(f"  noisy neighbour {n['tenant']} {n['src']} -> {n['dst']} (limit {n['limit']}): offered "
+                         f"{n['offered_mbps']} Mbit/s ({n['offered_fps']} frames/s), delivered {n['delivered_mbps']} "
+                         f"Mbit/s ({n['delivered_fps']}), dropped {n['dropped']}")
         lines.append(f"  sessions that flapped: {len(self.flapped)}")
         lines += [f"    {f}" for f in self.flapped]
         lines.append("  routes per tenant: " + ("no change" if not self.routes else ""))

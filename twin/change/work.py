@@ -49,7 +49,7 @@ def current_files(ctx: LabContext, fabric: Fabric) -> dict[str, dict[str, str]]:
     """What each node runs now: its files in the lab directory (a user's config included),
     rendered from the recorded intent where a file is missing."""
     out = {}
-    for node, files in render.render_lab(fabric, ctx.backend).items():
+    for node, files in render.render_lab(fabric, ctx.backend, ctx.shaping).items():
         out[node] = files | state.read_files(ctx.dir, node, list(files))
     return out
 

@@ -12,9 +12,9 @@ from twin import prove, verify
 from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, out, run, write_reports
 from twin.errors import TwinError
 from twin.lab import Lab
-from twin.topology.checks import CheckSet, load_checks, merge
-from twin.traffic import flows
 from twin.observe import store
+from twin.topology.checks import CheckSet, load_checks, merge
+from twin.traffic import dcqcn, flows
 from twin.verify.markdown import report_md
 
 
@@ -109,6 +109,18 @@ def print_report(report) -> None:
             t.add_row(f"{s} ({iso['tenants'][s]})",
                       *("" if s == d else marks.get(iso["matrix"][s].get(d, ""), "?") for d in iso["hosts"]))
         out.print(t)
+    marked = (report.extra.get("traffic") or {}).get("congestion")
+    if marked:
+        t = Table(title=f"traffic: flows marked CE on the way, and the CNPs that answered (at most one per QP per "
+                        f"{report.extra['traffic']['cnp_interval_us']} us)", title_justify="left")
+        for col in ("flow", "frames", "CE", "CNPs sent", "received by the sender"):
+            t.add_column(col, justify="left" if col == "flow" else "right")
+        for c in marked:
+            t.add_row(c["flow"], str(c["sent"]), str(c["ce"]), str(c["cnps_sent"]), str(c["cnps_received"]))
+        out.print(t)
+    perf = report.extra.get("performance")
+    if perf and perf.get("runs"):
+        print_performance(perf)
     t = Table(title=f"twin verify {report.lab}", title_justify="left")
     for col in ("group", "checks", "passed", "failed", "seconds"):
         t.add_column(col, justify="right" if col != "group" else "left")
@@ -131,11 +143,27 @@ def print_report(report) -> None:
     out.print("[green]PASSED[/green]" if report.passed else f"[red]FAILED[/red]: {len(report.failures())} checks")
 
 
+def print_performance(perf: dict) -> None:
+    """Per noisy-neighbour run, each tenant's figures: offered, delivered, dropped."""
+    t = Table(title=f"performance: a noisy neighbour on the same VTEP (rate limits: {perf.get('shaping')})",
+              title_justify="left")
+    for col in ("VTEP", "role", "tenant", "flow", "limit", "offered Mbit/s (fr/s)", "delivered Mbit/s (fr/s)",
+                "dropped"):
+        t.add_column(col, justify="right" if "/s" in col or col == "dropped" else "left")
+    for r in perf["runs"]:
+        for role in ("noisy", "victim"):
+            f = r[role]
+            t.add_row(r["vtep"] if role == "noisy" else "", role, f["tenant"], f"{f['src']} -> {f['dst']}", f["limit"],
+                      f"{f['offered_mbps']} ({f['offered_fps']})", f"{f['delivered_mbps']} ({f['delivered_fps']})",
+                      str(f["dropped"]))
+    out.print(t)
+
+
 @main.command(name="traffic")
 @click.argument("lab")
 @click.argument("src")
 @click.argument("dst")
-@click.option("--count", default=16, show_default=True, type=click.IntRange(1, 100000), help="Packets (PSNs) in the flow.")
+@click.option("--count", type=click.IntRange(1, 100000), help="Packets (PSNs) in the flow [default: 16; 2000 with --congest].")
 @click.option("--payload", default=1024, show_default=True, type=click.IntRange(0, 8900), help="Payload bytes per packet.")
 @click.option("--dscp", default=26, show_default=True, type=click.IntRange(0, 63))
 @click.option("--ecn", default=2, show_default=True, type=click.IntRange(0, 3), help="ECN bits (2 = ECT(0)).")
@@ -144,26 +172,40 @@ def print_report(report) -> None:
 @click.option("--psn", default=0, show_default=True, type=click.IntRange(0, 0xFFFFFF), help="First PSN.")
 @click.option("--sport", default=49152, show_default=True, type=click.IntRange(1, 65535), help="UDP source port (ECMP entropy).")
 @click.option("--cnp", is_flag=True, help="Send CNPs (congestion notifications) instead of data.")
+@click.option("--congest", is_flag=True, help="Send back to back so congestion points on the path mark it (ECN CE); "
+                                              "DST answers marks with CNPs (at most one per QP per 50 us); report "
+                                              "CE marks, CNPs and what each congestion point counted.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sport, cnp, as_json):
+def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sport, cnp, congest, as_json):
     """Send one RoCEv2 flow from host SRC to host DST's address and report what arrived where."""
     def go():
         c = Lab(lab).context()
         for h in (src, dst):
             if not c.fabric.attachment_of(h):
                 raise TwinError(f"{h!r} is not a host endpoint of {lab}; hosts: {', '.join(flows.hosts(c.fabric))}")
-        f = flows.flow(c.fabric, src, dst, 1, count=count, payload=payload, dscp=dscp, ecn=ecn,
-                       opcode=opcode, dqp=dqp, psn=psn, sport=sport, cnp=cnp)
+        f = flows.flow(c.fabric, src, dst, 1, count=count or (2000 if congest else 16), payload=payload, dscp=dscp,
+                       ecn=ecn, opcode=opcode, dqp=dqp, psn=psn, sport=sport, cnp=cnp)
         same = flows.same_tenant(c.fabric, src, dst)
-        r = flows.run(c, [f], {1: same})[1]
-        doc = {k: v for k, v in asdict(r).items() if k != "flow"} | {"expected": "deliver" if same else "never"}
+        before = dcqcn.congestion_counters(c) if congest else {}
+        r = flows.run(c, [f], {1: same}, cnps=congest)[1]
+        points = dcqcn.delta(before, dcqcn.congestion_counters(c)) if congest else {}
+        doc = {k: v for k, v in asdict(r).items() if k not in ("flow", "ce_times")} | {
+            "expected": "deliver" if same else "never"}
+        if congest:
+            doc |= {"cnps_allowed": dcqcn.expected_cnps(r.ce_times), "cnp_interval_us": dcqcn.CNP_INTERVAL_NS // 1000,
+                    "congestion_points": points}
         if as_json:
             click.echo(json.dumps(doc, indent=2))
         else:
             out.print(f"{src} -> {dst} ({f.dst_ip}), expected to {doc['expected']}: sent {r.sent}, received {r.received}"
                       f", ICRC bad {r.icrc_bad}, DSCP/ECN changed {r.tos_changed}, PSN gaps {r.gaps}, "
                       f"duplicates {r.duplicates}, reordered {r.reordered}; seen at {r.seen_at or 'no host'}")
+            if congest:
+                marked = "; ".join(f"{p} marked {n['ce']} of {n['ect']} ECN-capable frames" for p, n in points.items())
+                out.print(f"congestion: {r.ce} arrived marked CE; CNPs sent {r.cnps_sent} (the pacing rule, one per "
+                          f"QP per {dcqcn.CNP_INTERVAL_NS // 1000} us, allows {doc['cnps_allowed']}), received by "
+                          f"{src} {r.cnps_received}; " + (marked or "the lab has no congestion point"))
         ok = r.delivered if same else not r.seen_at or all(
             flows.same_tenant(c.fabric, src, h) for h in r.seen_at) and r.received == 0
         sys.exit(0 if ok else 1)

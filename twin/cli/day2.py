@@ -74,6 +74,8 @@ def apply_(ctx, lab, change, timeout, no_wait, as_json):
 @click.option("--max-outage", type=float, help="Longest outage any flow may see, in ms.")
 @click.option("--max-reconverge", type=float, help="Seconds from the change until the data plane is whole again.")
 @click.option("--rollback", is_flag=True, help="Restore the previous intent (or revert the fault) and verify again.")
+@click.option("--noisy-neighbour", "noisy", metavar="HOST",
+              help="HOST floods a peer of its tenant all along (a noisy neighbour); its own flows are not judged.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False), metavar="FILE",
@@ -83,7 +85,7 @@ def apply_(ctx, lab, change, timeout, no_wait, as_json):
 @click.option("--summary", type=click.Path(dir_okay=False), metavar="FILE.md", help=SUMMARY_HELP)
 @click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, as_json, junit, baseline_file,
+def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, noisy, as_json, junit, baseline_file,
               allow_file, summary, evidence_file):
     def go():
         th = Thresholds(max_loss=None if max_loss < 0 else max_loss,
@@ -93,7 +95,7 @@ def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, 
         rules = load_allow(allow_file) if allow_file else ()
         with evidence(bool(summary or evidence_file)) as rec, err.status(f"rehearsing {change} on {lab}") as st:
             rep = rehearse(Lab(lab).context(), change, th, rollback=rollback, say=lambda m: st.update(m),
-                           baseline=base, allow=rules)
+                           noisy=noisy, baseline=base, allow=rules)
         write_reports(lab, rep.passed, rec, summary, evidence_file, lambda: rehearsal_md(rep, rec))
         if junit:
             rep.write_junit(junit)

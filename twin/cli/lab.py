@@ -187,7 +187,9 @@ def print_status(st: LabStatus) -> None:
         t.add_row(r.node, r.kind, r.state, str(r.asn or ""), r.loopback or "", bgp)
     out.print(t)
     if st.tenants:
-        tt = Table(title=f"tenants (VRF backend: {st.vrf_backend})", title_justify="left")
+        shaping = {"tc": "; rate limits: tc shaping (TBF, IFB), nftables policing for packet rates",
+                   "nft": "; rate limits: nftables policing"}.get(st.shaping or "", "")
+        tt = Table(title=f"tenants (VRF backend: {st.vrf_backend}{shaping})", title_justify="left")
         for col in ("tenant", "vrf", "l3vni", "VTEP", "L2VNIs up (segment)", "hosts", "type-2", "type-3", "type-5"):
             tt.add_column(col)
         for ten in st.tenants:

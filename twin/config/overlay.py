@@ -13,30 +13,24 @@ same steps over netlink (both from the one table of operations in `twin.config.s
 """
 from __future__ import annotations
 
-from typing import Literal
-
 from twin import kinds
-from twin.config import droplog
+from twin.config import droplog, services
+from twin.config.backend import BACKENDS, VRF_TABLE_BASE, Backend, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
+from twin.config.services import SHAPINGS, Shaping
 from twin.config.steps import Step
 from twin.intent import frrconf
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 from twin.topology.tenant_checks import VXLAN_OVERHEAD
 
-Backend = Literal["vrf", "netns"]
-BACKENDS: tuple[Backend, ...] = ("vrf", "netns")
-VRF_TABLE_BASE = 1000
+__all__ = ["BACKENDS", "VRF_TABLE_BASE", "Backend", "SHAPINGS", "Shaping", "tenant_ns", "vrf_tables", "plan", "script"]
 VXLAN_INDEX, BRIDGE_INDEX = 1 << 24, 2 << 24   # + VNI: interface indexes of tenant devices (netns backend)
 
 
-def vrf_tables(fabric: Fabric) -> dict[str, int]:
-    """Routing table of each tenant's VRF device (VRF backend), stable across VTEPs."""
-    return {name: VRF_TABLE_BASE + i + 1 for i, name in enumerate(fabric.tenants)}
-
-
-def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
-    """The kernel steps of `node`: VTEP of its tenants, or a host in its segment."""
+def plan(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> list[Step]:
+    """The kernel steps of `node`: VTEP of its tenants, or a host in its segment; then its
+    services (gateways, rate limits, congestion points: `twin.config.services`)."""
     if kinds.of(fabric.nodes[node]).endpoint:
         return host_plan(fabric, node)
     tenants = fabric.tenants_on(node)
@@ -50,7 +44,7 @@ def plan(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
         steps += [Step("nft", nft_file(t.vrf), t.vrf) for t in tenants]
     elif steps:
         steps.append(Step("nft", nft_file(None)))
-    return steps
+    return steps + [s for u in services.units(fabric, node, backend, shaping) for s in u.setup]
 
 
 def vtep_head(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
@@ -76,11 +70,6 @@ def loopback_steps(fabric: Fabric, node: str, backend: Backend, frr_conf: str) -
 def vxlan_mtu(fabric: Fabric, node: str) -> int:
     """VXLAN devices (and their bridges) fit inside the node's smallest fabric MTU."""
     return min((p.mtu for p in fabric.nodes[node].fabric_ports), default=9000) - VXLAN_OVERHEAD
-
-
-def tenant_ns(t: Tenant, backend: Backend) -> str:
-    """The namespace a tenant's devices live in on a VTEP: its own (netns backend) or the node's."""
-    return t.vrf if backend == "netns" else ""
 
 
 def port_ns(fabric: Fabric, node: str, port: str, backend: Backend) -> str:
@@ -221,14 +210,16 @@ def host_plan(fabric: Fabric, node: str) -> list[Step]:
             Step("up", a.host_port), Step("route", a.host_port, args={"dst": "default", "via": gw})]
 
 
-def script(fabric: Fabric, node: str, backend: Backend, first: list[Step] | None = None) -> str:
+def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc",
+           first: list[Step] | None = None) -> str:
     """interfaces.sh: the node's kernel steps as iproute2 commands (`first`: steps before its plan)."""
-    steps = (first or []) + plan(fabric, node, backend)
+    steps = (first or []) + plan(fabric, node, backend, shaping)
     if not steps:
         return ""
     host = kinds.of(fabric.nodes[node]).endpoint
     later = [] if host else bindings(fabric, node, backend)
-    what = "tenant port of this host" if host else f"EVPN overlay on this VTEP, VRF backend: {backend}"
+    what = ("tenant port of this host" if host else f"EVPN overlay on this VTEP, VRF backend: {backend}"
+            if fabric.tenants_on(node) else "services of this node")
     head = [
         "#!/bin/sh",
         f"# {node} (lab {fabric.name}): kernel side of the {what}.",

@@ -9,6 +9,8 @@ not depend on it keeps flowing:
 - an attachment (one host port in a segment, its MAC, its binding),
 - a host's tenant port (MAC, address, default route),
 - MTUs of links and of the VXLAN devices that must fit inside them,
+- a service unit (`twin.config.services`: a tenant's gateway or NAT rules, a port's
+  shaping, a node's policing or congestion rules), remade when it differs,
 - links themselves (created and deleted by `twin.change.apply`, not here).
 
 Each node's change comes in three phases, in the order `twin.change.apply` runs them
@@ -22,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from twin import kinds
-from twin.config import overlay
-from twin.config.overlay import Backend, tenant_ns
+from twin.config import overlay, services
+from twin.config.overlay import Backend, Shaping, tenant_ns
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
@@ -44,15 +46,30 @@ class NodeDelta:
                 + [s.command() for s in self.remove])
 
 
-def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend) -> NodeDelta:
+def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> NodeDelta:
     """Steps that take `node` from `old` to `new` intent (the node exists in both)."""
     d = NodeDelta()
     if kinds.of(new.nodes[node]).endpoint:
         _host(old, new, node, d)
     else:
-        _vtep(old, new, node, backend, d)
+        _services(old, new, node, backend, shaping, d)
     _port_mtus(old, new, node, backend, d)
     return d
+
+
+def _services(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Shaping, d: NodeDelta) -> None:
+    """Service units that differ are taken down first (in the reverse order of their setup,
+    before the tenants under them change) and made again once the tenants are there; units
+    that go are taken down with the tenants' objects."""
+    before = {u.key: u for u in services.units(old, node, backend, shaping)}
+    after = {u.key: u for u in services.units(new, node, backend, shaping)}
+    for key in reversed(list(before)):
+        if key not in after:
+            d.remove += before[key].teardown
+        elif after[key] != before[key]:
+            d.add += before[key].teardown
+    _vtep(old, new, node, backend, d)
+    d.add += [s for key, u in after.items() if before.get(key) != u for s in u.setup]
 
 
 # --- hosts -------------------------------------------------------------------
@@ -119,8 +136,9 @@ def _segments(old: Fabric, new: Fabric, node: str, o: Tenant, n: Tenant, backend
 
 
 def _attachments(o: Tenant, n: Tenant, node: str, seg: Segment, backend: Backend, d: NodeDelta) -> bool:
-    was = {a.port: a for a in overlay.local_attachments(o, node, seg.name)}
-    now = {a.port: a for a in overlay.local_attachments(n, node, seg.name)}
+    # a workload's rate limits are a service of its port (`_services`): a change of them alone leaves it be
+    was = {a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(o, node, seg.name)}
+    now = {a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(n, node, seg.name)}
     if was == now:
         return False
     for port in sorted(set(was) | set(now)):

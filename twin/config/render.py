@@ -8,9 +8,10 @@ renders is its data (`twin.kinds`): its daemons and frr.conf feature templates.
 from __future__ import annotations
 
 from twin import kinds
-from twin.config import overlay
+from twin.config import overlay, services
 from twin.config.jinja import render_template
-from twin.config.overlay import Backend
+from twin.config.overlay import Backend, Shaping
+from twin.intent.gateway import gateway_intent
 from twin.topology.model import Fabric, Node
 
 ALL_DAEMONS = ("bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "ldpd",
@@ -27,8 +28,12 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
     zebra_extra = " -n" if netns_vrfs else ""
     # zebra -n keeps interfaces as "<netns>:<ifname>": FRR 10 asserts on interface blocks
     # then, so a VTEP of that backend gets its loopback from the kernel side instead
+    # the internet: ports towards it carry no EVPN; a gateway VTEP announces its tenants' public addresses
+    edge_ports = [p.name for p in node.fabric_ports if kinds.of(fabric.nodes[p.peer_node]).edge]
+    public = [ip for t in tenants if (g := gateway_intent(fabric, node.name, t)) for ip in g.public]
     ctx = dict(node=node, fabric=fabric, kind=kind, features=features, tenants=tenants, netns_vrfs=netns_vrfs,
-               daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra=zebra_extra)
+               daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra=zebra_extra, edge_ports=edge_ports,
+               public=public)
     return {name: render_template(f"frr/{name}.j2", **ctx) for name in ("frr.conf", "daemons", "vtysh.conf")}
 
 
@@ -37,16 +42,18 @@ def daemons_file(node: Node, daemons: list[str]) -> str:
     return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
 
 
-def render_node(node: Node, fabric: Fabric, backend: Backend = "netns") -> dict[str, str]:
+def render_node(node: Node, fabric: Fabric, backend: Backend = "netns", shaping: Shaping = "tc") -> dict[str, str]:
     files = frr_files(node, fabric, backend) if kinds.of(node).runs_frr else {}
-    kernel = overlay.script(fabric, node.name, backend)
+    kernel = overlay.script(fabric, node.name, backend, shaping)
     if kernel:
         files["interfaces.sh"] = kernel
     files.update(overlay.nft_rulesets(fabric, node.name, backend))
+    files.update(services.rulesets(fabric, node.name, backend, shaping))
     return files
 
 
-def render_lab(fabric: Fabric, backend: Backend = "netns") -> dict[str, dict[str, str]]:
-    """Every node's files: {node: {file name: text}}; `backend` is the VRF backend of the VTEPs."""
-    return {name: render_node(node, fabric, backend) for name, node in fabric.nodes.items()}
+def render_lab(fabric: Fabric, backend: Backend = "netns", shaping: Shaping = "tc") -> dict[str, dict[str, str]]:
+    """Every node's files: {node: {file name: text}}; `backend` is the VRF backend of the VTEPs,
+    `shaping` how rate limits are enforced (`twin.config.services`)."""
+    return {name: render_node(node, fabric, backend, shaping) for name, node in fabric.nodes.items()}
 

@@ -3,8 +3,8 @@
 A `Step` is plain data (op, device, namespace, arguments). `OPS[op]` says, in
 one place, how it reads as an iproute2 command (what `interfaces.sh` and
 `twin plan` show) and how it is applied over netlink (pyroute2), so the two
-can never disagree. Ops without a netlink application (`netns`, `nft`) run in
-the node itself, by their command.
+can never disagree. Ops without a netlink application (`netns`, `nft`, `nft-delete`) run
+in the node itself, by their command.
 
 Application gets a `Netns` (see `twin.runtime.kernel`): `ipr(ns)` is a pyroute2
 IPRoute in the node's namespace ("") or in a tenant namespace inside it, and
@@ -14,15 +14,22 @@ ENODEV, so callers branch on the errno, never on message text.
 from __future__ import annotations
 
 import errno
+import os
 import socket
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from pyroute2 import IPRoute, NetlinkError
+from pyroute2.netlink import NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST
+from pyroute2.netlink.rtnl import RTM_NEWLINK
+from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 
 VXLAN_PORT = 4789
 NODE_DIR = "/etc/twin"   # the node's lab directory, as mounted in the node
 NTF_MASTER, NUD_NOARP, NUD_PERMANENT = 0x04, 0x40, 0x80
+RTNH_F_ONLINK = 0x04
+INGRESS = 0xFFFF0000            # the ingress qdisc's handle (ffff:)
+ETH_P_ALL = 0x0003
 
 
 class Netns(Protocol):
@@ -89,8 +96,61 @@ def _vxlan(s: Step, ipr: IPRoute, nn: Netns) -> None:
 
 
 def _route(s: Step, ipr: IPRoute, verb: str) -> None:
-    dst = {} if s.args["dst"] == "default" else {"dst": s.args["dst"]}
-    ipr.route(verb, gateway=s.args["via"], oif=index(ipr, s.dev), family=socket.AF_INET, **dst)
+    a = s.args
+    extra = ({} if a["dst"] == "default" else {"dst": a["dst"]}) | ({"table": a["table"]} if a.get("table") else {})
+    ipr.route(verb, gateway=a["via"], oif=index(ipr, s.dev), family=socket.AF_INET,
+              flags=RTNH_F_ONLINK if a.get("onlink") else 0, **extra)
+
+
+def _route_text(s: Step, n: str, verb: str) -> str:
+    a = s.args
+    return (f"ip {n}route {verb} {a['dst']} via {a['via']} dev {s.dev}" + (" onlink" if a.get("onlink") else "")
+            + (f" table {a['table']}" if a.get("table") else ""))
+
+
+def _veth(s: Step, ipr: IPRoute, nn: Netns) -> None:
+    """A veth pair with both interface indexes chosen (pyroute2's `peer` cannot carry one), the
+    peer made straight in namespace `netns` (or beside the first end)."""
+    a = s.args
+    fd = os.open(nn.path(a.get("netns", "")), os.O_RDONLY) if a.get("netns") else None
+    try:
+        peer = [("IFLA_IFNAME", a["peer"]), ("IFLA_ADDRESS", a["peer_mac"])] + ([("IFLA_NET_NS_FD", fd)] if fd else [])
+        msg = ifinfmsg()
+        msg["index"] = a["index"]
+        msg["attrs"] = [("IFLA_IFNAME", s.dev), ("IFLA_ADDRESS", a["mac"]), ("IFLA_LINKINFO", {"attrs": [
+            ("IFLA_INFO_KIND", "veth"),
+            ("IFLA_INFO_DATA", {"attrs": [("VETH_INFO_PEER", {"index": a["peer_index"], "attrs": peer})]})]})]
+        msg["header"]["type"] = RTM_NEWLINK
+        msg["header"]["flags"] = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK
+        ipr.nlm_request_batch([msg])
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _tbf(s: Step, ipr: IPRoute, nn: Netns) -> None:
+    a = s.args
+    ipr.tc("replace", "tbf", index(ipr, s.dev), 0x10000, rate=f"{a['rate']}bit", burst=a["burst"], limit=a["limit"])
+
+
+def _redirect(s: Step, ipr: IPRoute, nn: Netns) -> None:
+    """Everything arriving on the port, redirected to the egress of an IFB device (shaped there)."""
+    ipr.tc("add-filter", "u32", index(ipr, s.dev), parent=INGRESS, protocol=ETH_P_ALL, prio=1, target=0x10000,
+           keys=["0x0/0x0+0"], action=[{"kind": "mirred", "direction": "egress", "action": "redirect",
+                                        "ifindex": index(ipr, s.args["to"])}])
+
+
+def _noqdisc(s: Step, ipr: IPRoute, nn: Netns) -> None:
+    """Delete the root or ingress qdisc of a port, if it has one (a device that changed
+    namespace has lost them already)."""
+    try:
+        if s.args["parent"] == "ingress":
+            ipr.tc("del", "ingress", index(ipr, s.dev), INGRESS)
+        else:
+            ipr.tc("del", index=index(ipr, s.dev), root=True)
+    except NetlinkError as e:
+        if e.code not in (errno.ENOENT, errno.EINVAL):
+            raise
 
 
 def _tos(tos: int) -> str:
@@ -106,6 +166,23 @@ def _set(**kw) -> Callable[[Step, IPRoute, Netns], None]:
 OPS: dict[str, Op] = {
     "netns": Op(lambda s, n: f"ip netns add {s.dev}"),
     "nft": Op(lambda s, n: f"{'ip netns exec ' + s.ns + ' ' if s.ns else ''}nft -f {NODE_DIR}/{s.dev}"),
+    # a table (dev: "FAMILY NAME") gone, whether it was there or not
+    "nft-delete": Op(lambda s, n: f"{'ip netns exec ' + s.ns + ' ' if s.ns else ''}nft 'add table {s.dev}; "
+                                  f"delete table {s.dev}'"),
+    # a gateway pair: this end in the node (or VRF backend: beside it), the peer in a tenant namespace
+    "veth": Op(lambda s, n: (f"ip {n}link add {s.dev} index {s.args['index']} address {s.args['mac']} type veth "
+                             f"peer name {s.args['peer']} index {s.args['peer_index']} address {s.args['peer_mac']}"
+                             + (f" netns {s.args['netns']}" if s.args.get("netns") else "")), _veth),
+    "ifb": Op(lambda s, n: f"ip {n}link add {s.dev} index {s.args['index']} type ifb",
+              lambda s, ipr, nn: ipr.link("add", ifname=s.dev, kind="ifb", index=s.args["index"])),
+    # shaping: a token bucket on what leaves a device (bytes per second, burst and queue in bytes)
+    "tbf": Op(lambda s, n: (f"tc {n}qdisc replace dev {s.dev} root tbf rate {s.args['rate']}bit "
+                            f"burst {s.args['burst']} limit {s.args['limit']}"), _tbf),
+    "ingress": Op(lambda s, n: f"tc {n}qdisc replace dev {s.dev} handle ffff: ingress",
+                  lambda s, ipr, nn: ipr.tc("replace", "ingress", index(ipr, s.dev), INGRESS)),
+    "redirect": Op(lambda s, n: (f"tc {n}filter add dev {s.dev} parent ffff: protocol all prio 1 u32 match u32 0 0 "
+                                 f"action mirred egress redirect dev {s.args['to']}"), _redirect),
+    "noqdisc": Op(lambda s, n: f"tc {n}qdisc del dev {s.dev} {s.args['parent']}", _noqdisc),
     "vrf": Op(lambda s, n: f"ip {n}link add {s.dev} type vrf table {s.args['table']}",
               lambda s, ipr, nn: ipr.link("add", ifname=s.dev, kind="vrf", vrf_table=s.args["table"])),
     "vxlan": Op(lambda s, n: (f"ip {n}link add {s.dev}" + (f" netns {s.args['netns']}" if s.args.get("netns") else "")
@@ -140,10 +217,8 @@ OPS: dict[str, Op] = {
     "flush": Op(lambda s, n: f"ip {n}addr flush dev {s.dev}",
                 lambda s, ipr, nn: ipr.flush_addr(index=index(ipr, s.dev))),
     "del": Op(lambda s, n: f"ip {n}link del {s.dev}", lambda s, ipr, nn: ipr.link("del", index=index(ipr, s.dev))),
-    "route": Op(lambda s, n: f"ip {n}route add {s.args['dst']} via {s.args['via']} dev {s.dev}",
-                lambda s, ipr, nn: _route(s, ipr, "add")),
-    "unroute": Op(lambda s, n: f"ip {n}route del {s.args['dst']} via {s.args['via']} dev {s.dev}",
-                  lambda s, ipr, nn: _route(s, ipr, "del")),
+    "route": Op(lambda s, n: _route_text(s, n, "add"), lambda s, ipr, nn: _route(s, ipr, "add")),
+    "unroute": Op(lambda s, n: _route_text(s, n, "del"), lambda s, ipr, nn: _route(s, ipr, "del")),
     # a static entry on the bridge port (NTF_MASTER, NUD_NOARP): never ages
     "fdb": Op(lambda s, n: f"bridge {n}fdb replace {s.args['mac']} dev {s.dev} master static",
               lambda s, ipr, nn: ipr.fdb("replace", ifindex=index(ipr, s.dev), lladdr=s.args["mac"],

@@ -9,6 +9,7 @@ plain frozen data out.
     n.sessions, n.loopbacks            # the underlay: BGP sessions, loopback routes
     n.vnis                             # every VNI zebra must know (L3VNIs, local L2VNIs)
     for t in n.tenants: t.routes       # each tenant's VRF, prefix -> next hops, drains applied
+    n.gateways, n.public_routes        # tenants' internet gateways on this VTEP, public /32s to route
 
 Nodes whose intent twin does not derive (routers running the user's config) have
 what that config declares instead: `Intent(fabric, files).generic["r1"]` (its
@@ -16,10 +17,12 @@ daemons and adjacencies, `twin.intent.generic`), from the files the nodes run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Mapping
 
+from twin import kinds
+from twin.intent.gateway import DEFAULT, NODE_SIDE, GatewayIntent, gateway_intent, public_routes
 from twin.intent.generic import Adjacency, GenericIntent, generic_intents
 from twin.intent.tenants import SegmentIntent, TenantIntent, evpn_routes, tenant_intent
 from twin.topology.model import Fabric, Session
@@ -35,6 +38,11 @@ class NodeIntent:
     loopbacks: dict[str, str]               # router -> /32 this node must have a route to
     evpn: bool                              # EVPN rides the underlay sessions (the fabric has tenants)
     tenants: tuple[TenantIntent, ...]       # as this node's VTEP
+    gateways: tuple[GatewayIntent, ...] = ()          # tenants' internet gateways on this VTEP
+    public_routes: dict[str, str] = field(default_factory=dict)   # public /32 -> whose: a route to each
+    default_route: str = ""                 # who announces the default route it must have ("": none)
+    edge: bool = False                      # the internet: its /32 routes are exactly loopbacks and public ones
+    edge_ports: frozenset[str] = frozenset()   # ports towards the internet: no EVPN on them
 
     @property
     def vtep(self) -> bool:
@@ -48,8 +56,8 @@ class NodeIntent:
         """The subset `show bgp summary json` must contain: every session Established with its peer."""
         peers = {s.port: {"state": "Established", "hostname": s.peer} for s in self.sessions}
         out: dict = {"ipv4Unicast": {"peers": peers}}
-        if self.evpn:
-            out["l2VpnEvpn"] = {"peers": {p: {"state": "Established"} for p in peers}}
+        if self.evpn and not self.edge:
+            out["l2VpnEvpn"] = {"peers": {p: {"state": "Established"} for p in peers if p not in self.edge_ports}}
         return out
 
     def tenant(self, name: str) -> TenantIntent | None:
@@ -78,11 +86,20 @@ class Intent:
     def _node(self, name: str) -> NodeIntent:
         f = self.fabric
         me = f.nodes[name]
+        edges = [n for n, nd in f.nodes.items() if kinds.of(nd).edge]
+        gateways = tuple(g for t in f.tenants_on(name) if (g := gateway_intent(f, name, t)))
+        tenants = tuple(tenant_intent(f, name, t) for t in f.tenants_on(name))
+        if gateways:   # the VRF's default route leaves through the gateway
+            gw = {g.tenant for g in gateways}
+            tenants = tuple(replace(t, routes={**t.routes, DEFAULT: frozenset({NODE_SIDE})},
+                                    allowed=t.allowed | {DEFAULT}) if t.tenant in gw else t for t in tenants)
         return NodeIntent(
             node=name, sessions=tuple(f.sessions(name)),
             peer_loopbacks={p.name: f"{f.nodes[p.peer_node].loopback}/32" for p in me.fabric_ports},
-            loopbacks=f.expected_loopbacks(name), evpn=bool(f.tenants),
-            tenants=tuple(tenant_intent(f, name, t) for t in f.tenants_on(name)))
+            loopbacks=f.expected_loopbacks(name), evpn=bool(f.tenants), tenants=tenants, gateways=gateways,
+            public_routes=public_routes(f) if edges else {},
+            default_route="" if name in edges else ", ".join(edges),
+            edge=name in edges, edge_ports=frozenset(p.name for p in me.fabric_ports if p.peer_node in edges))
 
     def vteps(self) -> list[str]:
         return [n for n, i in self.nodes.items() if i.vtep]
@@ -100,4 +117,4 @@ class Intent:
         return out
 
 
-__all__ = ["Intent", "NodeIntent", "TenantIntent", "SegmentIntent", "GenericIntent", "Adjacency"]
+__all__ = ["Intent", "NodeIntent", "TenantIntent", "SegmentIntent", "GatewayIntent", "GenericIntent", "Adjacency"]

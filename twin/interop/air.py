@@ -27,9 +27,10 @@ SERVER_OS = "generic/ubuntu2404"
 SWITCH_RESOURCES = {"cpu": 2, "memory": 4096, "storage": 10}   # memory MiB, storage GB, as Air's samples
 SERVER_RESOURCES = {"cpu": 2, "memory": 2048, "storage": 10}
 KIND_FUNCTION = {"host": "server"}          # every other kind is its own function
-FUNCTION_KIND = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", "server": "host", "host": "host"}
+FUNCTION_KIND = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", "server": "host", "host": "host",
+                 "internet": "internet"}
 NAME_KIND = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", "server": "host", "host": "host",
-             "srv": "host"}
+             "srv": "host", "internet": "internet", "inet": "internet"}
 OOB_FUNCTIONS = ("oob-switch", "oob-server")  # Air's own management network: twin has none, they are left out
 
 

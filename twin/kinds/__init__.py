@@ -7,11 +7,12 @@ from __future__ import annotations
 from twin.kinds.base import Kind, PortNaming
 from twin.kinds.dpu import Dpu
 from twin.kinds.host import Host
+from twin.kinds.internet import Internet
 from twin.kinds.leaf import Leaf
 from twin.kinds.router import Router
 from twin.kinds.spine import Spine
 
-KINDS: dict[str, Kind] = {k.name: k() for k in (Spine, Leaf, Dpu, Host, Router)}
+KINDS: dict[str, Kind] = {k.name: k() for k in (Spine, Leaf, Dpu, Host, Router, Internet)}
 
 
 def get(name: str) -> Kind:

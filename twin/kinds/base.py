@@ -5,7 +5,8 @@ A kind module defines one `Kind` subclass (constants only) and the registry in
 needs is read from here, so no other package tests a kind's name:
 
 - the Clos: tier order, ASN scheme, port naming, which peers it accepts,
-  whether it is a transit-only tier (spines) or a workload endpoint (hosts);
+  whether it is a transit-only tier (spines), a workload endpoint (hosts) or
+  the edge of the fabric (the internet, with its test addresses);
 - FRR: whether it runs FRR, which daemons and which feature templates of
   `twin/config/templates/frr/` make its frr.conf (`twin.config.render` renders them),
   or whether it runs the user's config, judged by what that declares (a router);
@@ -63,6 +64,9 @@ class Kind:
     access_ports: ClassVar[PortNaming] = PortNaming("swp{}")   # towards hosts
     accepts_hosts: ClassVar[bool] = False
     can_be_vtep: ClassVar[bool] = False      # may terminate tenants' VXLAN (EVPN VTEP)
+    edge: ClassVar[bool] = False             # outside the fabric (the internet): no EVPN, the default route
+    attaches_to: ClassVar[tuple[str, ...] | None] = None   # kinds it may link to (None: any BGP kind)
+    test_addresses: ClassVar[tuple[str, ...]] = ()         # addresses it answers on, for tenants to reach
     user_config: ClassVar[bool] = False      # runs the user's FRR config; twin derives no intent for it
                                              # but what that config declares (twin.intent.generic)
     daemons: ClassVar[tuple[str, ...]] = ()  # FRR daemons besides zebra/staticd/watchfrr

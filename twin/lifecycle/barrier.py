@@ -28,6 +28,7 @@ from twin import timeouts, wait
 from twin.config.overlay import tenant_ns, vrf_tables
 from twin.errors import CommandError, ConvergenceTimeout
 from twin.intent import NodeIntent, TenantIntent
+from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr, observe
@@ -39,11 +40,21 @@ PARALLEL = 8
 
 
 def missing_underlay(n: NodeIntent, routes: dict[str, set[str]]) -> list[str]:
-    """What a node's kernel routes lack of its underlay intent (empty: converged)."""
+    """What a node's kernel routes lack of its underlay intent (empty: converged); on the
+    internet, also the public routes no gateway announces any more."""
     missing = [f"{n.node}: BGP session on {s.port} to {s.peer}: no route learned over it yet"
                for s in n.sessions if s.port not in routes.get(n.peer_loopbacks[s.port], ())]
-    return missing + [f"{n.node}: no route to {peer}'s loopback {prefix}"
-                      for peer, prefix in n.loopbacks.items() if prefix not in routes]
+    missing += [f"{n.node}: no route to {peer}'s loopback {prefix}"
+                for peer, prefix in n.loopbacks.items() if prefix not in routes]
+    if n.default_route and DEFAULT not in routes:
+        missing.append(f"{n.node}: no default route (announced by {n.default_route})")
+    missing += [f"{n.node}: no route to {prefix} ({whose})" for prefix, whose in n.public_routes.items()
+                if prefix not in routes]
+    if n.edge:
+        known = set(n.loopbacks.values()) | set(n.public_routes) | set(n.peer_loopbacks.values())
+        missing += [f"{n.node}: stale route {p} (no gateway announces it any more)" for p in sorted(routes)
+                    if p.endswith("/32") and p not in known]
+    return missing
 
 
 def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
@@ -126,7 +137,7 @@ class Barrier:
             return self.generic_missing(node)
         n = self.intent.nodes[node]
         try:
-            missing = missing_underlay(n, observe.routes(self._ipr(node)))
+            missing = missing_underlay(n, observe.routes(self._ipr(node), host_only=False))
             for t in n.tenants if not missing else ():
                 missing += missing_tenant(node, t, *self.tenant_tables(node, t))
         except (NetlinkError, OSError) as e:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from twin import kinds, timeouts, wait
 from twin.config import overlay
-from twin.config.overlay import Backend
+from twin.config.overlay import Backend, Shaping
 from twin.errors import CommandError, TwinError
 from twin.intent import Intent
 from twin.runtime import frr, kernel
@@ -22,10 +22,12 @@ from twin.topology.model import Fabric
 log = logging.getLogger(__name__)
 
 
-def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend) -> None:
-    """Stage "configure" of one wired node: kernel overlay, its daemons, then its workloads' bindings."""
+def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
+                   shaping: Shaping = "tc") -> None:
+    """Stage "configure" of one wired node: kernel overlay and services, its daemons, then its
+    workloads' bindings."""
     t0 = time.monotonic()
-    steps = lo_steps(fabric, node, pid, backend) + overlay.plan(fabric, node, backend)
+    steps = lo_steps(fabric, node, pid, backend) + overlay.plan(fabric, node, backend, shaping)
     if steps:
         kernel.apply(steps, pid, ex)
     t1 = time.monotonic()

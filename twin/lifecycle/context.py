@@ -19,7 +19,7 @@ from pathlib import Path
 from docker.models.containers import Container
 from pyroute2 import IPRoute
 
-from twin.config.overlay import Backend
+from twin.config.overlay import Backend, Shaping
 from twin.errors import TwinError
 from twin.intent import Intent
 from twin.lifecycle import state
@@ -37,6 +37,7 @@ class LabContext:
     backend: Backend
     runtime: DockerRuntime
     image: str = ""
+    shaping: Shaping = "tc"      # how the lab enforces rate limits (probed at `up`)
     _containers: dict[str, Container] | None = field(default=None, repr=False)
     _pids: dict[str, int] = field(default_factory=dict, repr=False)
 

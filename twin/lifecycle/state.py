@@ -63,6 +63,7 @@ class LabState(BaseModel):
     timings: dict[str, float] = {}
     error: str = ""
     backend: Literal["vrf", "netns"] | None = None   # VRF backend of the VTEPs
+    shaping: Literal["tc", "nft"] | None = None      # how rate limits are enforced (probed when there are any)
     runtime: str = "docker"      # what made the nodes (docker: twin itself; containerlab: its CLI)
     history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
     configs: str = ""            # the user's config directory it came up with (`twin up --configs`)
@@ -114,6 +115,12 @@ def write_files(d: Path, files: dict[str, dict[str, str]]) -> None:
                 write_text(f, text)
 
 
+def remove_files(d: Path, node: str, names: list[str]) -> None:
+    """Files of `node` that are rendered no more (a symlink is removed, never what it points to)."""
+    for name in names:
+        f = d / node / name
+        if f.parent.is_dir() and not f.parent.is_symlink() and "/" not in name:
+            f.unlink(missing_ok=True)
 def running_files(d: Path, fabric: Fabric) -> dict[str, dict[str, str]]:
     """frr.conf and daemons of every node whose intent is its own config's (a router): what
     `twin.intent.Intent(fabric, files)` judges it by."""

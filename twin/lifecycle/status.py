@@ -93,6 +93,7 @@ class LabStatus:
     topology: str | None = None
     image: str | None = None
     vrf_backend: str | None = None
+    shaping: str | None = None          # how rate limits are enforced: tc (shaping) or nft (policing)
     timings: dict[str, float] = field(default_factory=dict)
     nodes: list[NodeStatus] = field(default_factory=list)
     tenants: list[TenantStatus] = field(default_factory=list)
@@ -123,7 +124,8 @@ class LabStatus:
 
     def to_dict(self) -> dict[str, Any]:
         return {"lab": self.lab, "status": self.status, "healthy": self.healthy, "topology": self.topology,
-                "image": self.image, "vrf_backend": self.vrf_backend, "dir": self.dir, "timings": self.timings,
+                "image": self.image, "vrf_backend": self.vrf_backend, "shaping": self.shaping, "dir": self.dir,
+                "timings": self.timings,
                 "nodes": [n.to_dict() for n in self.nodes], "tenants": [t.to_dict() for t in self.tenants],
                 "missing": self.missing, "problems": self.problems()}
 
@@ -136,14 +138,15 @@ def lab_status(name: str, d: Path, runtime: DockerRuntime) -> LabStatus:
         return LabStatus(name, "broken", str(d), error=str(e), nodes=_bare(containers))
     if st is None or fabric is None:
         return LabStatus(name, "orphaned" if containers else "absent", str(d), nodes=_bare(containers))
-    out = LabStatus(name, st.status, str(d), st.topology, st.image, st.backend, st.timings)
+    out = LabStatus(name, st.status, str(d), st.topology, st.image, st.backend, st.shaping, st.timings)
     intent = Intent(fabric, state.running_files(d, fabric))
     docs: dict[str, list] = {}
     with ThreadPoolExecutor(PARALLEL) as pool:
         out.nodes = list(pool.map(lambda n: _node(fabric, intent, n, containers.get(n), docs), fabric.nodes))
     out.tenants = [_tenant(fabric, t, intent, docs) for t in fabric.tenants.values()]
     if containers and all(n.state == "running" for n in out.nodes):
-        ctx = LabContext(name, d, fabric, st.backend or "netns", runtime, _containers=containers)
+        ctx = LabContext(name, d, fabric, st.backend or "netns", runtime, shaping=st.shaping or "tc",
+                         _containers=containers)
         out.missing = barrier.missing(ctx)
     return out
 

@@ -18,6 +18,7 @@ SUMMARY_ALL = "show bgp summary json"            # every AFI (EVPN too)
 ROUTES = "show bgp l2vpn evpn route json"
 RIB = "show ip route json"                        # the default VRF: loopbacks
 VNIS = "show evpn vni detail json"
+BGP_IPV4 = "show bgp ipv4 unicast json"           # the underlay's BGP table (public prefixes, default)
 FRR_CONF = "frr.conf"
 RELOAD = ["/usr/lib/frr/frr-reload.py", "--reload", "--stdout", f"/etc/frr/{FRR_CONF}"]
 RESTART = ["/usr/lib/frr/frrinit.sh", "restart"]
@@ -135,6 +136,22 @@ def route_counts(doc: dict, vnis: set[int]) -> dict[str, int]:
         if rt_vnis & vnis and f"type{rtype}" in counts:
             counts[f"type{rtype}"] += 1
     return counts
+
+
+def bgp_origins(doc: dict) -> dict[str, set[int]]:
+    """`show bgp ipv4 unicast json` -> prefix -> the ASN that originated each valid path
+    (the last of its AS path; 0 for the node's own)."""
+    out: dict[str, set[int]] = {}
+    for prefix, paths in (doc.get("routes") or {}).items() if isinstance(doc, dict) else ():
+        for p in paths if isinstance(paths, list) else []:
+            if not p.get("valid"):
+                continue
+            path = p.get("path")
+            if path is None:
+                path = (p.get("aspath") or {}).get("string", "")
+            asns = [int(a) for a in str(path).split() if a.isdigit()]
+            out.setdefault(prefix, set()).add(asns[-1] if asns else 0)
+    return out
 
 
 def vni_states(doc) -> dict[int, dict]:

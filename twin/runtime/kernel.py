@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyroute2 import IPRoute, NetlinkError, netns
 
 from twin.config.naming import probe_netns
-from twin.config.overlay import Backend
+from twin.config.overlay import Backend, Shaping
 from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
 from twin.runtime.exec import NodeExec
@@ -51,6 +51,33 @@ def probe_backend(lab: str) -> Backend:
 
     The probe runs in a throwaway namespace named after the lab, removed at once
     (and one left behind by a killed run is removed first)."""
+    def vrf(ipr: IPRoute) -> Backend:
+        ipr.link("add", ifname="probe", kind="vrf", vrf_table=4242)
+        return "vrf"
+
+    return _probe(lab, vrf, "netns")
+
+
+def probe_shaping(lab: str) -> Shaping:
+    """How this kernel can hold workloads to their rates (`twin.config.services`): "tc" when it
+    has the TBF qdisc, IFB devices, the ingress qdisc and u32 filters with mirred redirects
+    (shaping, both directions), else "nft" (nftables `limit`: policing)."""
+    def tc(ipr: IPRoute) -> Shaping:
+        ipr.link("add", ifname="probe", kind="ifb")
+        ix = ipr.link("get", ifname="probe")[0]["index"]
+        ipr.tc("replace", "tbf", ix, 0x10000, rate="1mbit", burst=4096, limit=8192)
+        ipr.tc("replace", "ingress", ix, 0xFFFF0000)
+        ipr.tc("add-filter", "u32", ix, parent=0xFFFF0000, protocol=0x0003, prio=1, target=0x10000,
+               keys=["0x0/0x0+0"], action=[{"kind": "mirred", "direction": "egress", "action": "redirect",
+                                            "ifindex": ix}])
+        return "tc"
+
+    return _probe(lab, tc, "nft")
+
+
+def _probe(lab: str, attempt, otherwise):
+    """`attempt(ipr)` in a throwaway namespace named after the lab (one a killed run left is
+    removed first); `otherwise` if the kernel refuses it."""
     name = probe_netns(lab)
     if name in netns.listnetns():
         netns.remove(name)
@@ -58,9 +85,8 @@ def probe_backend(lab: str) -> Backend:
     try:
         with IPRoute(netns=name, flags=0) as ipr:
             try:
-                ipr.link("add", ifname="probe", kind="vrf", vrf_table=4242)
-                return "vrf"
+                return attempt(ipr)
             except NetlinkError:
-                return "netns"
+                return otherwise
     finally:
         netns.remove(name)

@@ -17,14 +17,16 @@ def link_names(ipr: IPRoute) -> dict[int, str]:
 
 def routes(ipr: IPRoute, table: int = 254, host_only: bool = True,
            names: dict[int, str] | None = None) -> dict[str, set[str]]:
-    """Routes of a table (host routes only by default): prefix -> names of next-hop ports."""
+    """Routes of a table (host routes only by default; the default route as 0.0.0.0/0):
+    prefix -> names of next-hop ports."""
     names = names if names is not None else link_names(ipr)
     out: dict[str, set[str]] = {}
     for r in ipr.get_routes(family=socket.AF_INET, table=table):
-        if (host_only and r["dst_len"] != 32) or not r.get("dst") or r.get("table") != table:
+        dst = r.get("dst") or ("0.0.0.0" if r["dst_len"] == 0 else None)   # the default route has no dst
+        if (host_only and r["dst_len"] != 32) or not dst or r.get("table") != table:
             continue
         hops = [h.get("oif") for h in r.get("multipath") or []] or [r.get("oif")]
-        out[f"{r.get('dst')}/{r['dst_len']}"] = {names.get(h, str(h)) for h in hops if h}
+        out[f"{dst}/{r['dst_len']}"] = {names.get(h, str(h)) for h in hops if h}
     return out
 
 

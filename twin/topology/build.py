@@ -17,6 +17,7 @@ from twin.topology.model import Endpoint, Fabric, Link, Node, Port
 from twin.topology.names import check_command, check_image, check_lab_name, check_node_name, check_port_name
 from twin.topology.problems import Problems, listing, quoted
 from twin.topology.schema import AS_TRANS, ASN_MAX, TopologySpec
+from twin.topology.services import build_services
 from twin.topology.tenants import build_tenants
 
 __all__ = ["build", "load", "load_document"]
@@ -61,9 +62,9 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
                 exec=tuple(spec.nodes[n].exec or ()))
         for n in spec.nodes if n in kinds
     }
-    tenants = build_tenants(spec, kinds, nodes, resolved, problems)
+    tenants, congestion = build_services(spec, nodes, build_tenants(spec, kinds, nodes, resolved, problems), problems)
     fabric = Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(resolved.values()),
-                    vtep_kind=spec.vtep, tenants=tenants)
+                    vtep_kind=spec.vtep, tenants=tenants, congestion=congestion)
     checks = parse_checks(spec.checks or [], ("checks",), problems)   # the user's own, run by `twin verify`
     check_against(checks, fabric, problems, ("checks",))
     return fabric.model_copy(update={"checks": tuple(c for _, c in checks)}) if checks else fabric
@@ -250,6 +251,11 @@ def _link_role(i: int, ends: Ends, kinds: dict[str, Kind], asns: dict[str, int],
         problems.add(("links", i, "endpoints"), f"both ends are on {na}; a link joins two nodes")
         return None
     a, b = kinds[na], kinds[nb]
+    for (n, k), (m, j) in (((na, a), (nb, b)), ((nb, b), (na, a))):
+        if k.attaches_to is not None and j.name not in k.attaches_to:
+            problems.add(("links", i, "endpoints"), f"{n} ({k.name}) attaches to a {' or '.join(k.attaches_to)}, "
+                                                    f"not to {m} ({j.name})")
+            return None
     if a.runs_bgp and b.runs_bgp:
         if na in asns and asns.get(na) == asns.get(nb):
             problems.add(("links", i, "endpoints"),

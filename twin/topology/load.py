@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from twin.topology.problems import Path_, Problems, quoted
-from twin.topology.schema import Defaults, LinkSpec, NodeSpec, TenantSpec, TopologySpec
+from twin.topology.schema import CongestionSpec, Defaults, LinkSpec, NodeSpec, TenantSpec, TopologySpec
 from twin.topology.yaml_safe import read_yaml
 
 TOP_KEYS = ", ".join(TopologySpec.model_fields)
@@ -66,6 +66,7 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
         links=_links(data, problems),  # None marks a malformed link, kept so indexes match the file
         vtep=vtep if isinstance(vtep, str) else quoted(vtep),
         tenants=_tenants(data, problems),
+        congestion=_congestion(data, problems),
         checks=_container(data, "checks", list, "must be a list of checks, each {name, type, ...}", problems),
     ), problems, broken
 
@@ -95,6 +96,11 @@ def _links(data: dict, problems: Problems) -> list[LinkSpec | None]:
             raw = {"endpoints": raw}
         links.append(validate_model(LinkSpec, raw, ("links", i), problems))
     return links
+
+
+def _congestion(data: dict, problems: Problems) -> list[CongestionSpec | None]:
+    raw = _container(data, "congestion", list, 'must be a list of {port: "node:port", above: RATE}', problems)
+    return [validate_model(CongestionSpec, r, ("congestion", i), problems) for i, r in enumerate(raw)]
 
 
 def _tenants(data: dict, problems: Problems) -> dict[str, TenantSpec]:

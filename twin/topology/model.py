@@ -6,7 +6,7 @@ JSON in the lab directory and golden-tested.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
@@ -15,6 +15,46 @@ from twin.topology.schema import AnyCheck
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Sparse(_Frozen):
+    """A model whose optional features are written only when used, so the recorded intent
+    (and the golden files) of a fabric without them stays as it was."""
+
+    _sparse: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_unused(self, handler):
+        data = handler(self)
+        for key in self._sparse:
+            if not data.get(key):
+                data.pop(key, None)
+        return data
+
+
+class Rate(_Frozen):
+    value: int                       # bits or packets per second
+    unit: Literal["bit", "pps"]
+
+    def __str__(self) -> str:
+        if self.unit == "pps":
+            return f"{self.value}pps"
+        for scale, name in ((1000 ** 3, "gbit"), (1000 ** 2, "mbit"), (1000, "kbit")):
+            if self.value % scale == 0:
+                return f"{self.value // scale}{name}"
+        return f"{self.value}bit"
+
+    def per_second(self, frame_bytes: int) -> float:
+        """Frames per second of `frame_bytes` each that this rate lets through."""
+        return float(self.value) if self.unit == "pps" else self.value / (8.0 * frame_bytes)
+
+
+class RateLimit(_Sparse):
+    """Limits of one workload: egress is what it sends, ingress what it receives."""
+
+    _sparse: ClassVar[tuple[str, ...]] = ("egress", "ingress")
+    egress: Rate | None = None
+    ingress: Rate | None = None
 
 
 class Port(_Frozen):
@@ -96,8 +136,10 @@ class Segment(_Frozen):
         return f"{self.gateway}/{self.subnet.split('/')[1]}"
 
 
-class Attachment(_Frozen):
+class Attachment(_Sparse):
     """Host `host` (port `host_port`, address `address`) in `segment`, behind VTEP port `vtep`:`port`."""
+
+    _sparse: ClassVar[tuple[str, ...]] = ("rate_limit",)
 
     host: str
     host_port: str
@@ -106,14 +148,62 @@ class Attachment(_Frozen):
     port: str
     address: str           # with prefix length, e.g. 10.1.1.11/24
     mac: str               # the host port's MAC, fixed so the twin knows who is who
+    rate_limit: RateLimit | None = None   # enforced on its VTEP port (its own, else its tenant's)
+
+    @property
+    def ip(self) -> str:
+        return self.address.split("/")[0]
 
 
-class Tenant(_Frozen):
+class Forward(_Frozen):
+    """Inbound from the internet: `proto` to `port` of the host's public address -> `host`:`to`."""
+
+    proto: Literal["tcp", "udp"]
+    port: int
+    host: str
+    to: int
+
+
+class Internet(_Sparse):
+    """A tenant's way out: each VTEP of its hosts is their gateway and NATs them to public addresses."""
+
+    _sparse: ClassVar[tuple[str, ...]] = ("pool", "hosts", "forwards")
+    pool: str | None = None            # public prefix, one address of it per gateway VTEP (source NAT with ports)
+    vteps: dict[str, str] = {}         # gateway VTEP -> its address from the pool
+    hosts: dict[str, str] = {}         # host -> a public address of its own (1:1 NAT)
+    segments: tuple[str, ...]          # segments that may go out
+    forwards: tuple[Forward, ...] = ()
+
+
+class Tenant(_Sparse):
+    _sparse: ClassVar[tuple[str, ...]] = ("internet",)
     name: str
     vrf: str
     l3vni: int
     segments: dict[str, Segment]
     attachments: tuple[Attachment, ...]
+    internet: Internet | None = None
+
+    def goes_out(self, a: Attachment) -> bool:
+        """May this workload reach the internet (through its VTEP's gateway)?"""
+        return self.internet is not None and a.segment in self.internet.segments
+
+    def public_of(self, a: Attachment) -> str | None:
+        """The public address the internet sees `a` as (None: it does not go out)."""
+        if not self.goes_out(a):
+            return None
+        return self.internet.hosts.get(a.host) or self.internet.vteps.get(a.vtep)
+
+    def gateway(self, vtep: str) -> dict[str, str]:
+        """What VTEP `vtep` NATs for this tenant: public address -> "pool" or the host it belongs to."""
+        out: dict[str, str] = {}
+        for a in self.attachments:
+            if a.vtep == vtep and self.goes_out(a):
+                if a.host in self.internet.hosts:
+                    out[self.internet.hosts[a.host]] = a.host
+                else:
+                    out[self.internet.vteps[vtep]] = "pool"
+        return dict(sorted(out.items()))
 
     def vteps(self) -> list[str]:
         return sorted({a.vtep for a in self.attachments})
@@ -127,22 +217,29 @@ class Tenant(_Frozen):
         return sorted({a.vtep for a in self.attachments if a.segment == segment})
 
 
-class Fabric(_Frozen):
+class CongestionPoint(_Frozen):
+    """ECN-capable frames leaving `node`:`port` above `above` are marked CE instead of dropped."""
+
+    node: str
+    port: str
+    above: Rate
+
+
+class Fabric(_Sparse):
+    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks")   # written only when given
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
     links: tuple[Link, ...]
     vtep_kind: str = "dpu"
     tenants: dict[str, Tenant] = {}
+    congestion: tuple[CongestionPoint, ...] = ()
     checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
 
-    @model_serializer(mode="wrap")
-    def _checks_only_when_given(self, handler):
-        """`checks` is written only when the topology has some: other labs' recorded intent stays as it was."""
-        data = handler(self)
-        if not self.checks:
-            data.pop("checks", None)
-        return data
+    def public(self) -> dict[str, tuple[str, str]]:
+        """Every public address a gateway announces: /32 -> (tenant, VTEP)."""
+        return {f"{ip}/32": (t.name, v) for t in self.tenants.values() if t.internet
+                for v in t.vteps() for ip in t.gateway(v)}
 
     def tenants_on(self, node: str) -> list[Tenant]:
         """Tenants with a host behind `node` (so `node` is their VTEP)."""

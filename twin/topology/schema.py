@@ -45,6 +45,7 @@ def _endpoints(value: object) -> list[str]:
 Asn = whole_number("an ASN", 1, ASN_MAX, {AS_TRANS: "AS_TRANS"})
 Mtu = whole_number("an MTU", 1280, 9216)
 Vni = whole_number("a VNI", 1, VNI_MAX)
+L4Port = whole_number("a port", 1, 65535)
 Endpoints = Annotated[list[str], PlainValidator(_endpoints)]
 
 
@@ -88,6 +89,13 @@ class SegmentSpec(_Strict):
     mac: str | None = Field(default=None, description="anycast gateway MAC (default: 00:00:5e:00:01:01)")
 
 
+class RateLimitSpec(_Strict):
+    """What a workload may send and receive, enforced on its VTEP port: "100mbit" or "20000pps"."""
+
+    egress: str | None = Field(default=None, description="what the workload sends (its VTEP port's ingress)")
+    ingress: str | None = Field(default=None, description="what the workload receives (its VTEP port's egress)")
+
+
 class AttachmentSpec(_Strict):
     """A host endpoint in a segment, through its link to a VTEP port."""
 
@@ -95,6 +103,26 @@ class AttachmentSpec(_Strict):
     segment: str
     port: str | None = Field(default=None, description='VTEP port "node:port" (default: the host\'s link to a VTEP)')
     address: str | None = Field(default=None, description="host address (default: next free in the subnet)")
+    rate_limit: RateLimitSpec | None = Field(default=None, description="this workload's limits (default: the tenant's)")
+
+
+class ForwardSpec(_Strict):
+    """Inbound from the internet: the public port of a host's public address -> a port of the host."""
+
+    port: L4Port = Field(description="public port")
+    host: str
+    to: L4Port | None = Field(default=None, description="the host's port (default: the public port)")
+    proto: str = Field(default="tcp", description="tcp or udp")
+
+
+class InternetSpec(_Strict):
+    """A tenant's way out: its VTEPs NAT it to public addresses announced in BGP."""
+
+    pool: str | None = Field(default=None, description="public prefix: one address per gateway VTEP, shared by "
+                                                       "its hosts (source NAT with ports)")
+    hosts: dict[str, str] = Field(default={}, description="host -> a public address of its own (1:1 NAT)")
+    segments: list[str] | None = Field(default=None, description="segments that may go out (default: all)")
+    forwards: list[ForwardSpec] = []
 
 
 class TenantSpec(_Strict):
@@ -102,6 +130,15 @@ class TenantSpec(_Strict):
     l3vni: Vni = Field(description="VXLAN network identifier of the tenant's VRF")
     segments: dict[str, SegmentSpec]
     attachments: list[AttachmentSpec] = []
+    internet: InternetSpec | None = None
+    rate_limit: RateLimitSpec | None = Field(default=None, description="limits of each of its workloads")
+
+
+class CongestionSpec(_Strict):
+    """A congestion point: ECN-capable frames leaving `port` above `above` are marked CE, not dropped."""
+
+    port: str = Field(description='a fabric port "node:port"')
+    above: str = Field(description='"2000pps" or "50mbit"')
 
 
 class TopologySpec(_Strict):
@@ -112,6 +149,7 @@ class TopologySpec(_Strict):
     links: list[LinkSpec] = []
     vtep: str = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf")
     tenants: dict[str, TenantSpec] = {}
+    congestion: list[CongestionSpec] = []
     checks: list[Any] = Field(default=[], description="the user's own checks, run by `twin verify` "
                                                       "(see CheckSpec; read by twin.topology.checks)")
 

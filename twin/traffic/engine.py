@@ -14,6 +14,7 @@ import errno
 import random
 import select
 import socket
+import struct
 import threading
 import time
 from collections import defaultdict
@@ -27,6 +28,9 @@ from twin.runtime import netns
 from twin.traffic import roce
 
 ETH_P_ALL = 0x0003
+SO_TIMESTAMPNS = 35           # Linux: SO_TIMESTAMPNS(_OLD), the arrival time as a struct timespec
+TIMESPEC = struct.Struct("@qq")
+Respond = Callable[[str, bytes, int], "bytes | None"]
 PACKET_OUTGOING = 4
 POLL_MS = 50      # the receiver notices `stop` within this
 BATCH = 256       # frames read from one tap before the others get their turn
@@ -78,20 +82,28 @@ class Session:
     def run(self, sends: dict[str, list[bytes]], keep: Callable[[bytes], bool],
             done: Callable[[dict[str, list[bytes]]], list[str]], timeout: float,
             window: float = timeouts.TRAFFIC_WINDOW,
-            quiet: float | None = timeouts.TRAFFIC_QUIET) -> dict[str, list[bytes]]:
+            quiet: float | None = timeouts.TRAFFIC_QUIET, respond: Respond | None = None) -> dict[str, list[bytes]]:
         """Send `sends` (tap -> frames, in order) while capturing frames that `keep` accepts
         on every tap (not the ones a tap sends itself). Ends when `done(captured)` reports
         nothing missing, when no frame was kept for `quiet` seconds since the last one (or
-        since the sending ended), or at `timeout`; then captures `window` seconds more."""
+        since the sending ended), or at `timeout`; then captures `window` seconds more.
+
+        `respond(tap, frame, ns)`, given each captured frame and the kernel's time of its
+        arrival (ns), may answer it: the frame it returns is sent on that tap at once (a NIC
+        answering congestion marks with CNPs)."""
         cap = _Captured()
         stop = threading.Event()
+        if respond is not None:
+            for sock in self.socks.values():
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 
         def send(name: str) -> None:
             s = self.socks[name]
             for f in sends[name]:
                 _send(s, f)
 
-        receiver = threading.Thread(target=self._receive, args=(keep, cap, stop), name="twin-taps", daemon=True)
+        receiver = threading.Thread(target=self._receive, args=(keep, cap, stop, respond), name="twin-taps",
+                                    daemon=True)
         receiver.start()
         try:
             with ThreadPoolExecutor(max(1, min(16, len(sends)))) as pool:
@@ -115,7 +127,8 @@ class Session:
             receiver.join()
         return dict(cap.frames)
 
-    def _receive(self, keep: Callable[[bytes], bool], cap: "_Captured", stop: threading.Event) -> None:
+    def _receive(self, keep: Callable[[bytes], bool], cap: "_Captured", stop: threading.Event,
+                 respond: Respond | None) -> None:
         """One thread reads every tap: poll(2) says which have frames."""
         poller, by_fd = select.poll(), {}
         for name, sock in self.socks.items():
@@ -127,7 +140,7 @@ class Session:
                 name, sock, both = by_fd[fd]
                 for _ in range(BATCH):
                     try:
-                        frame, addr = sock.recvfrom(65535)
+                        frame, addr, ns = _recv(sock, respond is not None)
                     except (BlockingIOError, InterruptedError):
                         break
                     except OSError:
@@ -137,6 +150,9 @@ class Session:
                         with cap.lock:
                             cap.frames[name].append((frame, addr[2] == PACKET_OUTGOING) if both else frame)
                             cap.last = time.monotonic()
+                        answer = respond(name, frame, ns) if respond and addr[2] != PACKET_OUTGOING else None
+                        if answer:
+                            _send(sock, answer)
 
 
 class _Captured:
@@ -148,11 +164,25 @@ class _Captured:
         self.last = 0.0
 
 
+def _recv(sock: socket.socket, stamped: bool) -> tuple[bytes, tuple, int]:
+    """One frame, its address and (`stamped`) the kernel's time of its arrival in ns (else 0)."""
+    if not stamped:
+        frame, addr = sock.recvfrom(65535)
+        return frame, addr, 0
+    frame, anc, _, addr = sock.recvmsg(65535, 64)
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= TIMESPEC.size:
+            sec, nsec = TIMESPEC.unpack(data[:TIMESPEC.size])
+            return frame, addr, sec * 1_000_000_000 + nsec
+    return frame, addr, time.time_ns()
+
+
 def _send(s: socket.socket, frame: bytes) -> None:
     """Send on a non-blocking tap; a full queue waits until it can take the frame. A frame longer
     than the port's MTU is refused by the kernel (EMSGSIZE), as a NIC would not send it, and one
     the port's far end drops (a veth whose peer's MTU is smaller says ENOBUFS) is lost on the
-    wire: either way it is lost at the sender, and counted as lost where it should have arrived."""
+    wire: either way it is lost at the sender, and counted as lost where it should have arrived. A
+    port that is down (a fault) refuses it too: that frame is lost, as on a dead link."""
     while True:
         try:
             s.send(frame)
@@ -160,7 +190,7 @@ def _send(s: socket.socket, frame: bytes) -> None:
         except BlockingIOError:
             select.select([], [s], [], 0.05)
         except OSError as e:
-            if e.errno in (errno.EMSGSIZE, errno.ENOBUFS):
+            if e.errno in (errno.EMSGSIZE, errno.ENOBUFS, errno.ENETDOWN, errno.ENXIO):
                 return
             raise
 

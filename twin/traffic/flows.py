@@ -7,7 +7,7 @@ from collections import defaultdict
 from twin import timeouts
 from twin.lifecycle.context import LabContext, context_of
 from twin.topology.model import Fabric
-from twin.traffic import roce
+from twin.traffic import dcqcn, roce
 from twin.traffic.engine import Session, Tap, new_run_id, roce_keep
 
 
@@ -32,6 +32,10 @@ def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw) -> roce.Flow:
                      src_ip=sa.address.split("/")[0], dst_ip=dst_ip, **kw)
 
 
+def cnp_flow(fabric: Fabric, f: roce.Flow) -> roce.Flow:
+    """The CNPs answering flow `f`: from its destination to its sender's QP (`twin.traffic.dcqcn`)."""
+    return flow(fabric, f.dst, f.src, f.flow_id | dcqcn.CNP_BIT, cnp=True, dqp=f.sqp, dscp=dcqcn.CNP_DSCP,
+                ecn=roce.NOT_ECT, sport=f.sport, count=1)
 def flow_to(fabric: Fabric, src: str, to: str, flow_id: int, **kw) -> roce.Flow:
     """A flow from host `src` to host `to`, or to the address `to` as `src` would send to it:
     to the host of its own tenant that has it, else to its gateway (`dst` is then "": no host
@@ -51,22 +55,26 @@ def same_tenant(fabric: Fabric, a: str, b: str) -> bool:
 
 
 def run(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
-        timeout: float = timeouts.TRAFFIC) -> dict[int, roce.FlowResult]:
+        timeout: float = timeouts.TRAFFIC, cnps: bool = False) -> dict[int, roce.FlowResult]:
     """Send all flows at once from their sources and capture on every host endpoint of `lab`
     (a Lab or its context).
 
     `expect[flow_id]` says whether the flow should reach its destination; the run
     ends once all of those have arrived (or at `timeout`). Each result counts the
-    flow's arrivals at its destination and, in `seen_at`, at every host."""
-    return run_with_taps(lab, flows, expect, check_icrc, timeout)[0]
+    flow's arrivals at its destination and, in `seen_at`, at every host. With `cnps`,
+    each destination answers CE-marked frames with CNPs (`twin.traffic.dcqcn`), counted
+    in the results as sent and as received by the sender."""
+    return run_with_taps(lab, flows, expect, check_icrc, timeout, cnps=cnps)[0]
 
 
 def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
-                  timeout: float = timeouts.TRAFFIC, taps: list[Tap] = ()) -> tuple[dict[int, roce.FlowResult],
-                                                                                  dict[str, list[bytes]]]:
+                  timeout: float = timeouts.TRAFFIC, taps: list[Tap] = (), cnps: bool = False,
+                  run_id: int | None = None) -> tuple[dict[int, roce.FlowResult], dict[str, list[bytes]]]:
     """`run`, also capturing on extra `taps` (fabric ports): the frames each received."""
     ctx = context_of(lab)
-    run_id = new_run_id()
+    run_id = new_run_id() if run_id is None else run_id
+    np = dcqcn.NotificationPoint({f.flow_id: cnp_flow(ctx.fabric, f) for f in flows if not f.cnp}, flows, run_id) \
+        if cnps else None
     by_id = {f.flow_id: f for f in flows}
     sends: dict[str, list[bytes]] = defaultdict(list)
     for f in flows:
@@ -88,8 +96,9 @@ def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_ic
 
     extra = {t.name for t in taps}
     with Session(host_taps(ctx) + list(taps)) as session:
-        captured = session.run(sends, roce_keep(run_id), done, timeout)
+        captured = session.run(sends, roce_keep(run_id), done, timeout, respond=np)
     fabric_frames = {n: captured.pop(n, []) for n in extra}
+    answered = np.cnps_at(captured) if np else {}
 
     arrivals: dict[int, list[roce.Arrival]] = defaultdict(list)
     results = {i: roce.FlowResult(flow=f, sent=f.count) for i, f in by_id.items()}
@@ -107,4 +116,7 @@ def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_ic
         seen = results[i].seen_at
         results[i] = roce.analyse(f, f.count, arrivals[i])
         results[i].seen_at = seen
+        if np:
+            results[i].cnps_sent, results[i].cnps_received = np.sent.get(i, 0), answered.get(i, 0)
+            results[i].ce_times = list(np.marked.get(i, []))
     return results, fabric_frames

@@ -25,6 +25,11 @@ CNP_OPCODE = 0x81             # RoCEv2 congestion notification (scapy.contrib.ro
 ICRC = struct.Struct("<I")   # scapy packs crc32 big-endian, then reverses the bytes
 RC_SEND_ONLY = 0x04
 RC_SEND_FIRST, RC_SEND_MIDDLE, RC_SEND_LAST = 0x00, 0x01, 0x02
+NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3   # the ECN field (RFC 3168)
+
+
+def is_ce(tos: int) -> bool:
+    return tos & 0b11 == CE
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class Flow:
     dst_ip: str
     sport: int = 49152       # UDP source port: the flow's ECMP entropy
     dqp: int = 0x11          # destination QP
+    sqp: int = 0x10          # the sender's QP: where the receiver's CNPs go (not in the data frames)
     psn: int = 0             # first PSN
     count: int = 4
     payload: int = 256       # bytes of payload after the tag
@@ -254,7 +260,11 @@ class FlowResult:
     sent: int
     received: int = 0
     icrc_bad: int = 0
-    tos_changed: int = 0
+    tos_changed: int = 0     # DSCP or ECN changed (a congestion mark, ECT -> CE, is counted in `ce` instead)
+    ce: int = 0              # arrived marked CE: congestion on the way
+    cnps_sent: int = 0       # CNPs the receiver answered the marks with (DCQCN notification point)
+    cnps_received: int = 0   # ... and that reached the sender
+    ce_times: list[int] = field(default_factory=list)   # kernel arrival times (ns) of the CE-marked frames
     gaps: int = 0            # PSNs sent but never received
     duplicates: int = 0
     reordered: int = 0       # arrivals with a PSN below one already seen
@@ -277,7 +287,9 @@ def analyse(flow: Flow, sent: int, arrivals: list[Arrival]) -> FlowResult:
         seen.add(a.psn)
         r.received += 1
         r.icrc_bad += not a.icrc_ok
-        r.tos_changed += a.tos != flow.tos
+        marked = is_ce(a.tos) and flow.ecn in (ECT1, ECT0) and a.tos >> 2 == flow.dscp
+        r.ce += marked
+        r.tos_changed += a.tos != flow.tos and not marked
         if a.psn < top:
             r.reordered += 1
         top = max(top, a.psn)

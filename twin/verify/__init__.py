@@ -9,7 +9,9 @@ control (BGP, loopbacks, EVPN routes, VNIs, route targets, VRF contents), traffi
 (RoCEv2 quality between same-tenant hosts), isolation (the all-pairs matrix),
 underlay (VNIs, DSCP, MTU and ECMP on fabric links), zerotrust (every spoofing and
 injection attempt each port rule stops), arp (gateways and remote peers answered
-by the host's VTEP). `twin.prove` proves that these notice every element broken.
+by the host's VTEP), gateway (internet access through the VTEPs' NAT, where tenants
+have it), performance (rate limits against a noisy neighbour, where workloads have
+them). `twin.prove` proves that these notice every element broken.
 Commands run on nodes are recorded under their group's name (a user's check:
 `checks: NAME`) inside `twin.runtime.exec.recording()`.
 
@@ -27,7 +29,7 @@ from twin.lifecycle.context import context_of
 from twin.runtime.exec import carried, labelled
 from twin.topology.schema import CheckSpec
 from twin.verify import checks as user_checks
-from twin.verify import arp, control, isolation, traffic, underlay, zerotrust
+from twin.verify import arp, control, gateway, isolation, performance, traffic, underlay, zerotrust
 from twin.verify.result import Check, Report
 
 GROUPS: dict[str, Callable] = {
@@ -38,7 +40,12 @@ GROUPS: dict[str, Callable] = {
     "underlay": underlay.run,
     "zerotrust": zerotrust.run,
     "arp": arp.run,
+    "gateway": gateway.run,
+    "performance": performance.run,
 }
+WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge only labs that have what they check
+                             "performance": performance.applies}
+ALONE = ("performance",)   # floods the lab: runs after the others, by itself
 
 
 def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None = None) -> Report:
@@ -55,17 +62,28 @@ def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None =
         raise TwinError(f"lab {ctx.name!r} has no checks to run: give --checks FILE, or a checks: section "
                         "in its topology")
     ctx.pids()   # resolved once, before the groups share the context
-    names = [n for n in GROUPS if (not only or n in only) and (n != "checks" or mine)
-             and (n in ("control", "checks") or ctx.fabric.tenants)]   # traffic groups need tenant hosts
+    names = [n for n in GROUPS if _wanted(n, only, ctx.fabric, mine)]
     report = Report(ctx.name)
-    with ThreadPoolExecutor(len(names) or 1) as pool:
-        outcomes = list(pool.map(carried(lambda n: _group(ctx, n, mine)), names))
-    for name, (out, extra, seconds) in zip(names, outcomes):
+    together = [n for n in names if n not in ALONE]
+    with ThreadPoolExecutor(len(together) or 1) as pool:
+        outcomes = list(pool.map(carried(lambda n: _group(ctx, n, mine)), together))
+    outcomes += [_group(ctx, n, mine) for n in names if n in ALONE]
+    for name, (out, extra, seconds) in zip(together + [n for n in names if n in ALONE], outcomes):
         if extra is not None:
             report.extra[name] = extra
         report.checks += out
         report.seconds[name] = seconds
     return report
+
+
+def _wanted(name: str, only: list[str] | None, fabric, mine: tuple) -> bool:
+    """A group asked for by name runs (and says so if the lab has nothing for it); otherwise
+    each group runs where the lab has what it checks (the user's checks: where there are some)."""
+    if name == "checks":
+        return bool(mine) and (not only or name in only)
+    if name != "control" and not fabric.tenants:   # traffic groups need tenant hosts
+        return False
+    return name in only if only else WHEN.get(name, lambda f: True)(fabric)
 
 
 def _group(ctx, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], dict | None, float]:

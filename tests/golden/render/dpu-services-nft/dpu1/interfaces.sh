@@ -1,0 +1,79 @@
+#!/bin/sh
+# dpu1 (lab dpusvc): kernel side of the EVPN overlay on this VTEP, VRF backend: netns.
+# twin applies these very steps over netlink once the node is wired (before FRR starts);
+# this file is for reading, and for running by hand on a node that lost them.
+set -e
+ip addr add 10.255.0.4/32 dev lo
+ip netns add red
+ip netns add blue
+ip -n red link set lo up
+ip link add vxlan10100 netns red index 16787316 mtu 8950 type vxlan id 10100 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n red link add br10100 index 33564532 mtu 8950 type bridge
+ip -n red link set vxlan10100 master br10100
+bridge -n red link set dev vxlan10100 learning off
+ip -n red link set vxlan10100 up
+ip -n red link set br10100 up
+ip link add vxlan10101 netns red index 16787317 mtu 8950 type vxlan id 10101 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n red link add br10101 index 33564533 address 00:00:5e:00:01:01 mtu 8950 type bridge
+ip -n red link set vxlan10101 master br10101
+bridge -n red link set dev vxlan10101 learning off neigh_suppress on
+ip -n red addr add 10.1.1.1/24 dev br10101
+ip link set pf0vf0 netns red
+ip -n red link set pf0vf0 master br10101
+ip -n red link set pf0vf0 up
+ip -n red link set vxlan10101 up
+ip -n red link set br10101 up
+bridge -n red fdb replace 02:38:c8:47:57:04 dev pf0vf0 master static
+ip link add vxlan10102 netns red index 16787318 mtu 8950 type vxlan id 10102 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n red link add br10102 index 33564534 address 00:00:5e:00:01:01 mtu 8950 type bridge
+ip -n red link set vxlan10102 master br10102
+bridge -n red link set dev vxlan10102 learning off neigh_suppress on
+ip -n red addr add 10.1.2.1/24 dev br10102
+ip link set pf0vf2 netns red
+ip -n red link set pf0vf2 master br10102
+ip -n red link set pf0vf2 up
+ip -n red link set vxlan10102 up
+ip -n red link set br10102 up
+bridge -n red fdb replace 02:53:37:ed:58:9b dev pf0vf2 master static
+ip -n blue link set lo up
+ip link add vxlan10200 netns blue index 16787416 mtu 8950 type vxlan id 10200 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n blue link add br10200 index 33564632 mtu 8950 type bridge
+ip -n blue link set vxlan10200 master br10200
+bridge -n blue link set dev vxlan10200 learning off
+ip -n blue link set vxlan10200 up
+ip -n blue link set br10200 up
+ip link add vxlan10201 netns blue index 16787417 mtu 8950 type vxlan id 10201 local 10.255.0.4 dstport 4789 nolearning tos inherit ttl 64
+ip -n blue link add br10201 index 33564633 address 00:00:5e:00:01:01 mtu 8950 type bridge
+ip -n blue link set vxlan10201 master br10201
+bridge -n blue link set dev vxlan10201 learning off neigh_suppress on
+ip -n blue addr add 10.1.1.1/24 dev br10201
+ip link set pf0vf1 netns blue
+ip -n blue link set pf0vf1 master br10201
+ip -n blue link set pf0vf1 up
+ip -n blue link set vxlan10201 up
+ip -n blue link set br10201 up
+bridge -n blue fdb replace 02:b4:e9:cc:26:f5 dev pf0vf1 master static
+ip netns exec red nft -f /etc/twin/nftables-red.nft
+ip netns exec blue nft -f /etc/twin/nftables-blue.nft
+ip link add twinpub10100 index 67118964 address 02:74:70:00:27:74 type veth peer name twingw10100 index 50341748 address 02:74:67:00:27:74 netns red
+ip link set twinpub10100 up
+ip -n red link set twingw10100 up
+ip neigh replace 169.254.100.2 lladdr 02:74:67:00:27:74 dev twinpub10100 nud permanent
+ip -n red neigh replace 169.254.100.1 lladdr 02:74:70:00:27:74 dev twingw10100 nud permanent
+ip route add 192.0.2.17/32 via 169.254.100.2 dev twinpub10100 onlink
+ip -n red route add default via 169.254.100.1 dev twingw10100 onlink
+ip netns exec red nft -f /etc/twin/gateway-red.nft
+ip link add twinpub10200 index 67119064 address 02:74:70:00:27:d8 type veth peer name twingw10200 index 50341848 address 02:74:67:00:27:d8 netns blue
+ip link set twinpub10200 up
+ip -n blue link set twingw10200 up
+ip neigh replace 169.254.100.2 lladdr 02:74:67:00:27:d8 dev twinpub10200 nud permanent
+ip -n blue neigh replace 169.254.100.1 lladdr 02:74:70:00:27:d8 dev twingw10200 nud permanent
+ip route add 192.0.2.33/32 via 169.254.100.2 dev twinpub10200 onlink
+ip -n blue route add default via 169.254.100.1 dev twingw10200 onlink
+ip netns exec blue nft -f /etc/twin/gateway-blue.nft
+ip netns exec red nft -f /etc/twin/ratelimit-red.nft
+ip netns exec blue nft -f /etc/twin/ratelimit-blue.nft
+# once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
+ip -n red neigh replace 10.1.1.11 lladdr 02:38:c8:47:57:04 dev br10101 nud permanent
+ip -n red neigh replace 10.1.2.11 lladdr 02:53:37:ed:58:9b dev br10102 nud permanent
+ip -n blue neigh replace 10.1.1.11 lladdr 02:b4:e9:cc:26:f5 dev br10201 nud permanent

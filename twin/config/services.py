@@ -1,0 +1,193 @@
+"""A node's services beyond the EVPN overlay, as units of kernel steps (pure).
+
+Each unit is set up and torn down as one, and `twin apply` remakes exactly the
+units that differ between two intents (`twin.config.reconcile`):
+
+- `gateway T`, `nat T`: tenant T's internet gateway on a VTEP: a veth pair from
+  its VRF to the node's routing table (default route on one side, routes to the
+  public addresses on the other, both unnumbered with permanent neighbours), and
+  the NAT rules (`gateway-<vrf>.nft`) in the tenant's namespace;
+- `shaping PORT`: a workload's bit rates shaped with tc on its VTEP port
+  (TBF on what it receives; IFB + TBF on what it sends, redirected from the
+  port's ingress), where the kernel has them;
+- `policing NS`: what tc cannot do here, policed with nftables `limit`
+  (`ratelimit*.nft`): packet rates, and bit rates where tc is missing;
+- `congestion`: ECN marking above a rate on fabric ports (`congestion.nft`).
+
+Which rate-limit mechanism a lab uses (`Shaping`: "tc" or "nft") is probed at
+`twin up` (`twin.runtime.kernel.probe_shaping`) and shown by `twin status`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from twin.config.backend import Backend, tenant_ns, vrf_tables
+from twin.config.jinja import render_template
+from twin.config.steps import Step
+from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, gateway_intent
+from twin.topology.model import Attachment, Fabric, Rate, Tenant
+
+Shaping = Literal["tc", "nft"]
+SHAPINGS: tuple[Shaping, ...] = ("tc", "nft")
+GW_INDEX, PUB_INDEX, IFB_INDEX = 3 << 24, 4 << 24, 5 << 24   # + L3VNI / port number: node-unique indexes
+SHAPE_BURST_S, SHAPE_QUEUE_S = 0.01, 0.05    # token bucket: 10 ms of the rate (at least 2 frames); 50 ms queued
+CONGESTION_BURST_S = 0.01                     # a congestion point lets 10 ms of its rate pass unmarked at once
+
+
+@dataclass(frozen=True)
+class Unit:
+    key: str                      # e.g. "gateway red", "shaping pf0vf0", "congestion"
+    setup: tuple[Step, ...]
+    teardown: tuple[Step, ...]
+    basis: str = ""               # what else makes it (a file's text): when it differs, the unit is remade
+
+
+def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> list[Unit]:
+    """Every service unit of `node`, in the order they are set up."""
+    files = rulesets(fabric, node, backend, shaping)
+    out: list[Unit] = []
+    for t in fabric.tenants_on(node):
+        g = gateway_intent(fabric, node, t)
+        if g is not None:
+            out += _gateway(fabric, t, g, backend, files)
+    out += _shaping(fabric, node, backend, shaping, files)
+    if "congestion.nft" in files:
+        out.append(Unit("congestion", (Step("nft", "congestion.nft"),), (Step("nft-delete", "ip twin_ecn"),),
+                        files["congestion.nft"]))
+    return out
+
+
+def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> dict[str, str]:
+    """The nftables files of `node`'s services: file name -> ruleset."""
+    out: dict[str, str] = {}
+    loopbacks = sorted({n.loopback for n in fabric.nodes.values() if n.loopback}, key=_ip_key)
+    for i, t in enumerate(fabric.tenants_on(node)):
+        g = gateway_intent(fabric, node, t)
+        if g is not None:
+            zone = 0 if backend == "netns" else list(fabric.tenants).index(t.name) + 1
+            out[gateway_file(t)] = render_template(
+                "nft/gateway.nft.j2", node=node, fabric_name=fabric.name, g=g, table=gateway_table(t, backend),
+                fabric_addresses=loopbacks, zone=zone, zone_ports=_zone_ports(fabric, node, t, g),
+                own=[(h, ip) for ip, h in g.public.items() if h != "pool"],
+                pool=[ip for ip, h in g.public.items() if h == "pool"])
+    for ns, rules in _policed(fabric, node, backend, shaping).items():
+        out[policing_file(ns)] = render_template("nft/ratelimit.nft.j2", node=node, fabric_name=fabric.name,
+                                                  tenant=ns, rules=rules)
+    points = [p for p in fabric.congestion if p.node == node]
+    if points:
+        out["congestion.nft"] = render_template("nft/congestion.nft.j2", node=node, fabric_name=fabric.name, points=[
+            {"port": p.port, "id": nft_id(p.port), "rate": str(p.above), "limit": _limit(p.above, CONGESTION_BURST_S)}
+            for p in points])
+    return out
+
+
+# --- the internet gateway -------------------------------------------------------------------
+def gateway_file(t: Tenant) -> str:
+    return f"gateway-{t.vrf}.nft"
+
+
+def gateway_table(t: Tenant, backend: Backend) -> str:
+    """Its own namespace holds one gateway; the node's (VRF backend) one per tenant."""
+    return "twin_gw" if backend == "netns" else f"twin_gw_{t.l3vni}"
+
+
+def _mac(prefix: int, l3vni: int) -> str:
+    return f"02:74:{prefix:02x}:{l3vni >> 16 & 255:02x}:{l3vni >> 8 & 255:02x}:{l3vni & 255:02x}"
+
+
+def _gateway(fabric: Fabric, t: Tenant, g: GatewayIntent, backend: Backend, files: dict[str, str]) -> list[Unit]:
+    ns = tenant_ns(t, backend)
+    up_mac, gw_mac = _mac(0x70, t.l3vni), _mac(0x67, t.l3vni)
+    pair = {"peer": g.gateway, "index": PUB_INDEX + t.l3vni, "peer_index": GW_INDEX + t.l3vni, "mac": up_mac,
+            "peer_mac": gw_mac, **({"netns": ns} if ns else {})}
+    steps = [Step("veth", g.uplink, args=pair)] + ([] if ns else [Step("master", g.gateway, args={"master": t.vrf})])
+    steps += [Step("up", g.uplink), Step("up", g.gateway, ns),
+              Step("neigh", g.uplink, args={"ip": TENANT_SIDE, "mac": gw_mac}),
+              Step("neigh", g.gateway, ns, {"ip": NODE_SIDE, "mac": up_mac})]
+    steps += [Step("route", g.uplink, args={"dst": f"{ip}/32", "via": TENANT_SIDE, "onlink": True}) for ip in g.public]
+    table = {} if ns else {"table": vrf_tables(fabric)[t.name]}
+    steps.append(Step("route", g.gateway, ns, {"dst": "default", "via": NODE_SIDE, "onlink": True, **table}))
+    nat = Unit(f"nat {t.name}", (Step("nft", gateway_file(t), ns),),
+               (Step("nft-delete", f"ip {gateway_table(t, backend)}", ns),), files[gateway_file(t)])
+    return [Unit(f"gateway {t.name}", tuple(steps), (Step("del", g.uplink),)), nat]
+
+
+def _zone_ports(fabric: Fabric, node: str, t: Tenant, g: GatewayIntent) -> list[str]:
+    """VRF backend: the tenant's devices its packets enter the node's connection tracking on."""
+    return [t.vrf, g.gateway, f"br{t.l3vni}"] + [f"br{s.l2vni}" for s in t.segments_on(node)]
+
+
+# --- rate limits --------------------------------------------------------------------------
+def policing_file(ns: str) -> str:
+    return f"ratelimit-{ns}.nft" if ns else "ratelimit.nft"
+
+
+def nft_id(port: str) -> str:
+    """A port name as an nftables identifier."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", port)
+
+
+def _shaped(rate: Rate | None, shaping: Shaping) -> bool:
+    return rate is not None and rate.unit == "bit" and shaping == "tc"
+
+
+def _local(fabric: Fabric, node: str) -> list[tuple[Tenant, Attachment]]:
+    return [(t, a) for t in fabric.tenants_on(node) for a in t.attachments if a.vtep == node and a.rate_limit]
+
+
+def _tbf(rate: Rate, mtu: int) -> dict:
+    per_s = rate.value // 8
+    burst = max(int(per_s * SHAPE_BURST_S), 2 * (mtu + 14))
+    return {"rate": rate.value, "burst": burst, "limit": burst + int(per_s * SHAPE_QUEUE_S)}
+
+
+def _shaping(fabric: Fabric, node: str, backend: Backend, shaping: Shaping, files: dict[str, str]) -> list[Unit]:
+    out: list[Unit] = []
+    ports = [p.name for p in fabric.nodes[node].ports]
+    for t, a in _local(fabric, node):
+        ns, mtu = tenant_ns(t, backend), fabric.nodes[node].ports_by_name[a.port].mtu
+        setup, teardown = [], []
+        if _shaped(a.rate_limit.ingress, shaping):       # what the workload receives leaves the port
+            setup.append(Step("tbf", a.port, ns, _tbf(a.rate_limit.ingress, mtu)))
+            teardown.append(Step("noqdisc", a.port, ns, {"parent": "root"}))
+        if _shaped(a.rate_limit.egress, shaping):        # what it sends enters the port: shaped on an IFB
+            ifb = f"twinifb{ports.index(a.port)}"
+            setup += [Step("ifb", ifb, ns, {"index": IFB_INDEX + ports.index(a.port)}), Step("up", ifb, ns),
+                      Step("tbf", ifb, ns, _tbf(a.rate_limit.egress, mtu)), Step("ingress", a.port, ns),
+                      Step("redirect", a.port, ns, {"to": ifb})]
+            teardown += [Step("noqdisc", a.port, ns, {"parent": "ingress"}), Step("del", ifb, ns)]
+        if setup:
+            out.append(Unit(f"shaping {a.port}", tuple(setup), tuple(teardown), a.model_dump_json()))
+    for ns in _policed(fabric, node, backend, shaping):
+        f = policing_file(ns)
+        out.append(Unit(f"policing {ns or node}", (Step("nft", f, ns),), (Step("nft-delete", "bridge twin_rate", ns),),
+                        files[f]))
+    return out
+
+
+def _policed(fabric: Fabric, node: str, backend: Backend, shaping: Shaping) -> dict[str, list[dict]]:
+    """The limits nftables polices, per namespace: packet rates, and bit rates without tc."""
+    out: dict[str, list[dict]] = {}
+    for t, a in _local(fabric, node):
+        for direction in ("egress", "ingress"):
+            rate = getattr(a.rate_limit, direction)
+            if rate is None or _shaped(rate, shaping):
+                continue
+            out.setdefault(tenant_ns(t, backend), []).append(
+                {"port": a.port, "host": a.host, "direction": direction, "rate": str(rate),
+                 "limit": _limit(rate, SHAPE_BURST_S)})
+    return out
+
+
+def _limit(rate: Rate, burst_s: float) -> str:
+    """An nftables `limit` of `rate`, with `burst_s` of it allowed at once."""
+    if rate.unit == "pps":
+        return f"{rate.value}/second burst {max(2, int(rate.value * burst_s))} packets"
+    per_s = rate.value // 8
+    return f"{per_s} bytes/second burst {max(1500, int(per_s * burst_s))} bytes"
+
+
+def _ip_key(ip: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in ip.split("."))

@@ -1,0 +1,120 @@
+"""The noisy neighbour: one RoCE flow sent as fast as a process of its own can, and counted
+where it arrives.
+
+    with Flood(ctx, flow, seconds=3.0) as f:      # a child process floods from the flow's source host
+        ...                                       # meanwhile: paced streams of other tenants
+    f.sent, f.arrivals                            # frames sent; arrival times at the destination
+
+The sender is a process of its own (`twin/traffic/blast.py`, run as a file), so the flood competes with
+the lab for CPU as a noisy tenant's workload would, not with twin's own threads for
+Python's lock. It enters the source host's network namespace, sends a ring of
+pre-stamped frames (`twin.traffic.stamp`, valid ICRC) on its port without pause until
+its time is up, and reports how many it sent. A thread of twin counts the flow's
+frames at the destination host's port, with their arrival times, so a rate can be taken
+over any window. Nothing leaves the lab's namespaces.
+"""
+from __future__ import annotations
+
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+
+from twin.errors import TwinError
+from twin.lifecycle.context import LabContext
+from twin.traffic import flows as hostflows
+from twin.traffic import roce
+from twin.traffic import blast
+from twin.traffic.engine import PACKET_OUTGOING, new_run_id, open_socket
+from twin.traffic.stamp import Stamper
+
+RING = 512          # distinct frames (PSNs) the sender cycles through
+START = 10.0        # the sender process has its socket within this
+UNTIL_STOPPED = 86400.0
+
+
+class Flood:
+    def __init__(self, ctx: LabContext, flow: roce.Flow, seconds: float | None = None, run: int | None = None):
+        """`seconds`: how long it floods (None: until `stop`)."""
+        if flow.src not in hostflows.hosts(ctx.fabric) or flow.dst not in hostflows.hosts(ctx.fabric):
+            raise TwinError(f"a flood runs between host endpoints of lab {ctx.name!r}, not {flow.src} -> {flow.dst}")
+        self.ctx, self.flow, self.seconds = ctx, flow, seconds
+        self.elapsed = 0.0                     # how long it flooded
+        self.run = new_run_id() if run is None else run
+        stamper = Stamper(replace(flow, count=1), self.run)
+        self.frames = [stamper.frame(flow.psn + i) for i in range(RING)]
+        self.frame_bytes = len(self.frames[0])
+        self.sent = 0
+        self.arrivals: list[float] = []        # monotonic times of the flow's frames at its destination
+        self.t0 = 0.0
+        self._stop = threading.Event()
+
+    def __enter__(self) -> "Flood":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> "Flood":
+        src = hostflows.host_taps(self.ctx, [self.flow.src])[0]
+        self._rx = open_socket(hostflows.host_taps(self.ctx, [self.flow.dst])[0])
+        self._rx.setblocking(False)
+        self._thread = threading.Thread(target=self._count, name="flood-rx", daemon=True)
+        self._thread.start()
+        self._proc = subprocess.Popen([sys.executable, "-I", blast.__file__, src.ns_path, src.port,
+                                       f"{self.seconds or UNTIL_STOPPED:g}"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._proc.stdin.write(blast.pack_frames(self.frames))
+        self._proc.stdin.close()
+        line = self._proc.stdout.readline().decode().strip()   # its own deadline: START, by stop() below
+        if line != "ready":
+            self.stop()
+            raise TwinError(f"the flood from {self.flow.src} did not start ({line or 'no word from it'})")
+        self.t0 = time.monotonic()
+        return self
+
+    def stop(self) -> int:
+        """Stop the sender (or wait for it to end by itself), then stop counting; frames sent."""
+        if getattr(self, "_proc", None) is None:
+            return self.sent
+        if self.seconds is None:
+            self._proc.terminate()
+        try:
+            self._proc.wait(timeout=(self.seconds or 0) + START)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        out = self._proc.stdout.read()
+        self._proc.stdout.close()
+        self.elapsed = time.monotonic() - self.t0 if self.t0 else 0.0
+        time.sleep(0.05)   # the last frames in flight
+        self._stop.set()
+        self._thread.join()
+        self._rx.close()
+        words = out.decode().split()
+        self.sent = int(words[-1]) if len(words) >= 2 and words[-2] == "sent" else 0
+        self._proc = None
+        return self.sent
+
+    def delivered(self, start: float, end: float) -> int:
+        """Frames that arrived between `start` and `end` seconds after the flood began."""
+        return sum(self.t0 + start <= t < self.t0 + end for t in self.arrivals)
+
+    def _count(self) -> None:
+        key = roce.MAGIC + self.run.to_bytes(4, "big") + self.flow.flow_id.to_bytes(4, "big")
+        poller = select.poll()
+        poller.register(self._rx, select.POLLIN)
+        while not self._stop.is_set():
+            for _ in poller.poll(50):
+                while True:
+                    try:
+                        frame, addr = self._rx.recvfrom(65535, socket.MSG_DONTWAIT)
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError:
+                        break
+                    if addr[2] != PACKET_OUTGOING and key in frame[:120]:
+                        self.arrivals.append(time.monotonic())
