@@ -94,8 +94,9 @@ def summary(s: int, l: int, mu: list[dict], tw: list[dict]) -> dict:
     return {"size": f"{s}x{l}", "nodes": s + l, "munet_s": round(m, 2), "twin_s": round(t, 2),
             "ratio": round(t / m, 2) if m else None,
             "twin_cpu_s_per_frr_node": round(statistics.median(cpu) / frr, 2) if cpu else None,
-            "twin_mib_per_frr_node": statistics.median(r["mem_mib_avg"] for r in tw),
-            "munet_runs": [r.get("t_conv") for r in mu], "twin_runs": [r["converged_s"] for r in tw]}
+            "twin_mib_per_frr_node": round(statistics.median(r["mem_mib_avg"] for r in tw), 1),
+            "munet_runs": [round(r["t_conv"], 2) if r.get("t_conv") is not None else None for r in mu],
+            "twin_runs": [r["converged_s"] for r in tw]}
 
 
 def report(rows: list[dict]) -> None:
@@ -107,7 +108,8 @@ def report(rows: list[dict]) -> None:
     for r in rows:
         t.add_row(r["size"], str(r["nodes"]), f"{r['munet_s']:.1f}", f"{r['twin_s']:.1f}", f"{r['ratio']:.2f}",
                   str(r["twin_cpu_s_per_frr_node"]), str(r["twin_mib_per_frr_node"]),
-                  f"{r['munet_runs']} / {r['twin_runs']}")
+                  f"{', '.join('-' if x is None else f'{x:.1f}' for x in r['munet_runs'])} / "
+                  f"{', '.join(f'{x:.1f}' for x in r['twin_runs'])}")
     Console(width=200).print(t)
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
