@@ -72,8 +72,9 @@ def test_the_clone_has_the_same_fabric_comes_up_from_its_configs_and_passes_veri
         v = twin_cli("verify", CLONE, "--json")
         assert v.returncode == 0, v.stdout[-2000:]
         checks = json.loads(v.stdout)["checks"]
-        assert sorted(c["name"] for c in checks) == [f"bgp {n}" for n in sorted(
-            ("spine1", "spine2", "leaf1", "leaf2", "dpu1", "dpu2"))]     # IPv4 and EVPN sessions, every one
+        nodes = ("spine1", "spine2", "leaf1", "leaf2", "dpu1", "dpu2")
+        # IPv4 and EVPN sessions, every one; every router's route to every loopback
+        assert sorted(c["name"] for c in checks) == sorted([f"bgp {n}" for n in nodes] + [f"loopbacks {n}" for n in nodes])
     finally:
         twin_cli("down", CLONE)
     assert leftovers(runtime, CLONE) == []

@@ -149,7 +149,7 @@ def test_a_rate_limit_change_leaves_the_port_in_its_bridge(tmp_path):
     new = variant(tmp_path, lambda d: d["tenants"]["red"].update(rate_limit={"egress": "50mbit"}))
     d = node_delta(old, new, "dpu1", "netns")
     assert not any(s.op in ("move", "release", "nomaster", "master") for s in d.add + d.remove)
-    assert "tc -n red qdisc replace dev twinifb1 root tbf rate 50000000bit burst 62500 limit 375000" in ops(d.add)
+    assert "tc -n red qdisc replace dev twinifb1 root tbf rate 50000000bit burst 62500 limit 687500" in ops(d.add)
 
 
 def test_a_congestion_point_moves(tmp_path):
@@ -202,3 +202,19 @@ def test_the_notification_point_answers_marks_with_paced_cnps_to_the_senders_qp(
     assert int.from_bytes(answers[0][47:50], "big") == 0x33, "to the sender's QP"
     assert roce.icrc_ok(answers[0]) and answers[0][15] >> 2 == dcqcn.CNP_DSCP and answers[0][15] & 3 == 0
     assert np.sent == {1: 2} and len(np.marked[1]) == 4 and np("a", marked, 90_000) is None, "only at its receiver"
+
+
+def test_two_flows_marked_at_once_each_get_their_own_paced_cnps():
+    """Flows of a run share the QP number, not the QP: one flow's CNP must not silence another's."""
+    def flow(i: int, src: str) -> roce.Flow:
+        return roce.Flow(flow_id=i, src=src, dst="b", src_mac=f"02:00:00:00:00:0{i}", dst_mac="02:00:00:00:00:0b",
+                         src_ip=f"10.0.0.{i}", dst_ip="10.0.0.2", count=1)
+
+    flows = [flow(1, "a"), flow(2, "c")]
+    cnps = {f.flow_id: replace(f, flow_id=f.flow_id | dcqcn.CNP_BIT, src="b", dst=f.src, cnp=True, dqp=f.sqp)
+            for f in flows}
+    np = dcqcn.NotificationPoint(cnps, flows, run=5)
+    for t in (1_000, 2_000, 60_000):
+        for f in flows:
+            np("b", roce.frame(replace(f, ecn=roce.CE), 5, t), t)
+    assert np.sent == {1: 2, 2: 2} == {f.flow_id: dcqcn.expected_cnps(np.marked[f.flow_id]) for f in flows}

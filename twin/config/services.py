@@ -32,7 +32,10 @@ from twin.topology.model import Attachment, Fabric, Rate, Tenant
 Shaping = Literal["tc", "nft"]
 SHAPINGS: tuple[Shaping, ...] = ("tc", "nft")
 GW_INDEX, PUB_INDEX, IFB_INDEX = 3 << 24, 4 << 24, 5 << 24   # + L3VNI / port number: node-unique indexes
-SHAPE_BURST_S, SHAPE_QUEUE_S = 0.01, 0.05    # token bucket: 10 ms of the rate (at least 2 frames); 50 ms queued
+# token bucket: 10 ms of the rate (at least 2 frames); 100 ms queued, so a burst such as verify's
+# traffic group (16 x 4 KiB to every peer of the tenant at once, ~200 KB from a host with 3 peers)
+# is shaped at 20 Mbit/s, not dropped
+SHAPE_BURST_S, SHAPE_QUEUE_S = 0.01, 0.1
 CONGESTION_BURST_S = 0.01                     # a congestion point lets 10 ms of its rate pass unmarked at once
 
 

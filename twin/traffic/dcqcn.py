@@ -46,7 +46,7 @@ class NotificationPoint:
         self.cnp = cnps
         self.marked: dict[int, list[int]] = defaultdict(list)   # flow -> arrival times (ns) of its CE frames
         self.sent: dict[int, int] = defaultdict(int)             # flow -> CNPs sent
-        self._last: dict[int, int] = {}                         # sender's QP -> time of its last CNP
+        self._last: dict[int, int] = {}                         # flow (its QP pair) -> time of its last CNP
         self._lock = threading.Lock()
 
     def __call__(self, tap: str, frame: bytes, ns: int) -> bytes | None:
@@ -59,10 +59,12 @@ class NotificationPoint:
             return None
         with self._lock:
             self.marked[f.flow_id].append(ns)
-            last = self._last.get(f.sqp)
+            # each flow is one QP pair of its own (flows share the QP number, not the QP), so the
+            # pacing is per flow; paced across flows, one flow's marks would silence another's CNPs
+            last = self._last.get(f.flow_id)
             if last is not None and ns - last < self.interval:
                 return None
-            self._last[f.sqp] = ns
+            self._last[f.flow_id] = ns
             self.sent[f.flow_id] += 1
             psn = self.sent[f.flow_id] - 1
         return roce.frame(self.cnp[f.flow_id], self.run, psn)

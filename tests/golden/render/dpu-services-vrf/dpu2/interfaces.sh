@@ -64,7 +64,7 @@ ip route add default via 169.254.100.1 dev twingw10200 onlink table 1002
 nft -f /etc/twin/gateway-blue.nft
 ip link add twinifb1 index 83886081 type ifb
 ip link set twinifb1 up
-tc qdisc replace dev twinifb1 root tbf rate 20000000bit burst 25000 limit 150000
+tc qdisc replace dev twinifb1 root tbf rate 20000000bit burst 25000 limit 275000
 tc qdisc replace dev pf0vf0 handle ffff: ingress
 tc filter add dev pf0vf0 parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev twinifb1
 nft -f /etc/twin/ratelimit.nft

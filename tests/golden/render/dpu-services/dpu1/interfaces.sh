@@ -73,17 +73,17 @@ ip -n blue route add default via 169.254.100.1 dev twingw10200 onlink
 ip netns exec blue nft -f /etc/twin/gateway-blue.nft
 ip -n red link add twinifb1 index 83886081 type ifb
 ip -n red link set twinifb1 up
-tc -n red qdisc replace dev twinifb1 root tbf rate 20000000bit burst 25000 limit 150000
+tc -n red qdisc replace dev twinifb1 root tbf rate 20000000bit burst 25000 limit 275000
 tc -n red qdisc replace dev pf0vf0 handle ffff: ingress
 tc -n red filter add dev pf0vf0 parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev twinifb1
 ip -n red link add twinifb3 index 83886083 type ifb
 ip -n red link set twinifb3 up
-tc -n red qdisc replace dev twinifb3 root tbf rate 20000000bit burst 25000 limit 150000
+tc -n red qdisc replace dev twinifb3 root tbf rate 20000000bit burst 25000 limit 275000
 tc -n red qdisc replace dev pf0vf2 handle ffff: ingress
 tc -n red filter add dev pf0vf2 parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev twinifb3
 ip -n blue link add twinifb2 index 83886082 type ifb
 ip -n blue link set twinifb2 up
-tc -n blue qdisc replace dev twinifb2 root tbf rate 20000000bit burst 25000 limit 150000
+tc -n blue qdisc replace dev twinifb2 root tbf rate 20000000bit burst 25000 limit 275000
 tc -n blue qdisc replace dev pf0vf1 handle ffff: ingress
 tc -n blue filter add dev pf0vf1 parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev twinifb2
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
