@@ -25,13 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from run import with_green  # noqa: E402  (make bench's tenant add: the same change)
 from tests.e2e.conftest import host_turn, leftovers  # noqa: E402  (the suite's own "left behind")
 from twin import wait  # noqa: E402
 from twin.runtime.docker import DockerRuntime  # noqa: E402
@@ -148,12 +148,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["TWIN_HOME"] = str(Path(tmp) / "home")
         change = Path(tmp) / "green.yml"
-        topo = yaml.safe_load(AIPOD.read_text())
-        topo["nodes"].update({"host1d": {"kind": "host"}, "host2d": {"kind": "host"}})
-        topo["links"] += [{"endpoints": ["dpu1:pf0vf3", "host1d:eth1"]}, {"endpoints": ["dpu2:pf0vf3", "host2d:eth1"]}]
-        topo["tenants"]["green"] = {"l3vni": 10300, "segments": {"web": {"subnet": "10.1.1.0/24", "l2vni": 10301}},
-                                    "attachments": [{"host": "host1d", "segment": "web"}, {"host": "host2d", "segment": "web"}]}
-        change.write_text(yaml.safe_dump(topo))
+        change.write_text(with_green(AIPOD))
         kinds = ["up"] * (args.rounds - args.rounds * 2 // 5) + ["apply"] * (args.rounds * 2 // 5)
         rng.shuffle(kinds)
         for i, kind in enumerate(kinds, 1):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,28 +30,12 @@ sys.path.insert(0, str(ROOT))
 
 from tests.e2e.conftest import host_turn  # noqa: E402  (the host's one lock for e2e, bench and chaos)
 from twin.lab import Lab  # noqa: E402
-LABS = {"aipod": ROOT / "topologies" / "aipod.yml", "pod8": ROOT / "topologies" / "pod8.yml"}
-
-
-def twin(*args: str, timeout: float) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run([sys.executable, "-m", "twin.cli", *args], capture_output=True, text=True,
-                              timeout=timeout, cwd=ROOT, env=os.environ.copy())
-    except subprocess.TimeoutExpired as e:
-        return subprocess.CompletedProcess(e.cmd, 124, e.stdout or "", f"timed out after {timeout:.0f} s")
+from soak import LABS, run_verify, twin  # noqa: E402  (make soak's labs, command runner and verify round)
 
 
 def verify_once(lab: str) -> dict:
-    t0 = time.monotonic()
-    p = twin("verify", lab, "--json", timeout=600)
-    out = {"rc": p.returncode, "seconds": round(time.monotonic() - t0, 1), "failed": [], "load1": os.getloadavg()[0]}
-    try:
-        doc = json.loads(p.stdout)
-        out["checks"] = len(doc["checks"])
-        out["failed"] = [f"{c['group']}: {c['name']}: {c['message']}" for c in doc["checks"] if not c["passed"]]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        out["failed"] = [f"no report (exit {p.returncode}): {(p.stderr or p.stdout).strip()[:300]}"]
-    return out
+    """One `twin verify` (soak's round), with the 1-minute load beside it."""
+    return {**run_verify(lab), "load1": os.getloadavg()[0]}
 
 
 def prove_once(lab: str) -> dict:

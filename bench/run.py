@@ -95,18 +95,23 @@ def load1() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def tenant_add(lab: Lab, topo_file: Path) -> dict:
-    """`twin apply` of a third tenant (two new hosts, one segment) on the converged lab: seconds
-    until applied (the command's plan carried out) and until converged (the barrier saw it)."""
-    topo = yaml.safe_load(topo_file.read_text())
+def with_green(aipod: Path) -> str:
+    """aipod's topology with a third tenant, green: two new hosts (one per DPU), one segment."""
+    topo = yaml.safe_load(aipod.read_text())
     topo["nodes"].update({"host1d": {"kind": "host"}, "host2d": {"kind": "host"}})
     topo["links"] += [{"endpoints": ["dpu1:pf0vf3", "host1d:eth1"]}, {"endpoints": ["dpu2:pf0vf3", "host2d:eth1"]}]
     topo["tenants"]["green"] = {"l3vni": 10300, "segments": {"web": {"subnet": "10.1.1.0/24", "l2vni": 10301}},
                                 "attachments": [{"host": "host1d", "segment": "web"},
                                                 {"host": "host2d", "segment": "web"}]}
+    return yaml.safe_dump(topo)
+
+
+def tenant_add(lab: Lab, topo_file: Path) -> dict:
+    """`twin apply` of a third tenant (`with_green`) on the converged lab: seconds until applied
+    (the command's plan carried out) and until converged (the barrier saw it)."""
     with tempfile.TemporaryDirectory() as tmp:
         f = Path(tmp) / "green.yml"
-        f.write_text(yaml.safe_dump(topo))
+        f.write_text(with_green(topo_file))
         r = lab.apply(f)
     return {"planned_s": r.timings["planned"], "applied_s": r.timings.get("applied"), "converged_s": r.timings.get("converged"),
             "after_plan_s": round(r.timings["converged"] - r.timings["planned"], 2)
