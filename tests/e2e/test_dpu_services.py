@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import ROOT, twin_cli
-from twin import verify, wait
+from twin import prove, verify, wait
 from twin.config import services
 from twin.runtime import kernel
 from twin.runtime.kernel import probe_shaping
@@ -57,7 +57,9 @@ def test_every_host_goes_out_as_its_tenants_public_address_and_only_that(lab):
         host = name.split()[1]
         assert data["seen_at"].get(host) == 1 and set(data["seen_at"]) == {host, "inet:eth1"}, name
     assert checks["red host1c -> internet 198.51.100.10 (its segment does not go out)"].data["seen_at"] == {}
-    assert checks["internet -> blue 192.0.2.33 udp/8080 (forward to host1b:80)"].data["seen_at"] == {"host1b": 1}
+    forward = checks["internet -> blue 192.0.2.33 udp/8080 (forward to host1b:80)"].data
+    assert forward["seen_at"] == {"host1b": 1, "inet:eth1": 1}, "host1b, and its answer (nothing listens on port 80)"
+    assert forward["answers_at_internet"] == ["destination unreachable from 192.0.2.33"], "from its public address"
     unsolicited = [c for c in checks.values() if c.data.get("kind") == "inbound"]
     assert len(unsolicited) == 8 and all(c.data["seen_at"] == {} for c in unsolicited)
     # and as a user sees it
@@ -207,3 +209,26 @@ def test_the_other_groups_hold_beside_the_services(lab):
     assert report.failures() == []
     vrf = next(c for c in report.checks if c.name == "vrf dpu1 red")
     assert vrf.data["actual"]["0.0.0.0/0"] == ["169.254.100.1"], "the gateway is part of the VRF's intent"
+
+
+# one element of every kind of service (issue 16 on issue 14's lab); the whole proof is in the README
+SERVICES = ["gateway-rule dpu1 red a segment that does not go out", "gateway-rule dpu1 blue host1b: 1:1",
+            "gateway-rule dpu1 blue forward to host1b", "gateway-rule dpu2 red unsolicited inbound",
+            "gateway-default dpu2 red", "public-route dpu1 192.0.2.33",
+            "public-network dpu2 192.0.2.34", "internet-default inet", "rate-limit dpu1:pf0vf0 egress"]
+
+
+def test_prove_catches_every_kind_of_service_broken(lab):
+    proof = prove.prove(lab, SERVICES)
+    assert proof.passed, "\n".join(f"{o.element.id}: caught {o.caught}, restored {o.restored}: {o.detail}"
+                                   for o in proof.outcomes if not (o.caught and o.restored))
+    assert proof.score == f"caught {len(SERVICES)} of {len(SERVICES)}"
+    by = {o.element.id: o.check for o in proof.outcomes}
+    assert by["gateway-rule dpu1 blue host1b: 1:1"].startswith("gateway: blue host1b -> internet ")
+    assert by["internet-default inet"] in {"gateway: dpu1 has the internet's default route",
+                                           "gateway: dpu2 has the internet's default route"}
+    assert by["gateway-rule dpu2 red unsolicited inbound"] == "gateway: internet -> red 192.0.2.18 ping (no forward)"
+    assert by["rate-limit dpu1:pf0vf0 egress"].startswith("performance: red host1a -> host2a held to its limit")
+    exempt = {(x.kind, x.where) for x in proof.exempt}
+    assert ("congestion point", "leaf1:swp2") in exempt and ("rate limit (egress)", "dpu1:pf0vf2 (host1c)") in exempt
+    assert failures(gateway(lab)) == {}, "the lab is whole again"

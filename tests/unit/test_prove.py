@@ -41,9 +41,9 @@ def pod8(monkeypatch):
     return load("topologies/pod8.yml")
 
 
-def ctx_of(fabric, backend="netns"):
-    """What element derivation reads of a running lab: its intent and VRF backend."""
-    return SimpleNamespace(fabric=fabric, backend=backend, intent=Intent(fabric), name="t")
+def ctx_of(fabric, backend="netns", shaping="tc"):
+    """What element derivation reads of a running lab: its intent, VRF backend and rate-limit mechanism."""
+    return SimpleNamespace(fabric=fabric, backend=backend, intent=Intent(fabric), name="t", shaping=shaping)
 
 
 def test_tenant_paths_of_aipod(aipod):
@@ -182,6 +182,38 @@ def test_pod8_and_the_vrf_backend_yield_elements_too(pod8, aipod):
     assert "multipath-relax leaf1" not in {e.id for e in els}, "a leaf's spines share one AS"
     vrf, _ = elements(ctx_of(aipod, "vrf"))
     assert len(vrf) == 176 and all(a.ns == "" for e in vrf for a in e.breaks if isinstance(a, NftDelete))
+
+
+@pytest.mark.parametrize("backend,shaping", [("netns", "tc"), ("vrf", "nft")])
+def test_the_services_of_a_vtep_are_elements(monkeypatch, backend, shaping):
+    """Every commented rule of each gateway table, its routes and announcements, and the rate limits a
+    flood of the performance group is held by; what no check can see is exempt, with the reason."""
+    monkeypatch.chdir(ROOT)
+    f = load("topologies/dpu-services.yml")
+    els, exempt = elements(ctx_of(f, backend, shaping))
+    by = {e.id: e for e in els}
+    kinds = Counter(e.kind for e in els)
+    assert kinds["gateway rule"] == 5 + 6 + 4 + 4 and kinds["gateway default route"] == 4 and kinds["internet default route"] == 1
+    assert kinds["public address route"] == kinds["public address announcement"] == 4
+    assert kinds["rate limit"] == 2, "host1a and host1b flood in the performance group; host1c, host2a never do"
+    line = lambda g, n, m: f"{g}: {n}: {m}"   # noqa: E731
+    snat = by["gateway-rule dpu1 blue host1b: 1:1"]
+    assert snat.breaks[0].table.endswith("twin_gw" if backend == "netns" else "twin_gw_10200")
+    assert snat.breaks[0].chain == "postrouting"
+    assert snat.names(line("gateway", "blue host1b -> internet 198.51.100.10",
+                           "the internet saw it from 10.1.1.11, the host's private address"))
+    assert not snat.names(line("gateway", "red host1a -> internet 198.51.100.10", "never reached the internet"))
+    assert by["gateway-rule dpu1 red a segment that does not go out"].names(line(
+        "gateway", "red host1c -> internet 198.51.100.10 (its segment does not go out)", "reached the internet (as x)"))
+    assert by["public-network dpu2 192.0.2.18"].names(line(
+        "gateway", "192.0.2.18/32 (red) announced by dpu2, learned by inet", "inet has no route"))
+    limit = by["rate-limit dpu1:pf0vf0 egress"]
+    assert limit.names(line("performance", "red host1a -> host2a held to its limit (egress 20mbit) on dpu1",
+                            "delivered 4000 frames/s (35 Mbit/s), over its limit"))
+    assert isinstance(limit.breaks[0], Kernel if shaping == "tc" else NftDelete)
+    why = {(x.kind, x.where): x.why for x in exempt}
+    assert why[("rate limit (egress)", "dpu1:pf0vf2 (host1c)")] == "no flood of the performance group is held by it"
+    assert ("congestion point", "leaf1:swp2") in why and ("gateway rule", "dpu2 red") in why
 
 
 def test_a_proof_scores_and_reports(tmp_path, aipod):

@@ -178,6 +178,14 @@ def test_probe_frames_are_what_scapy_builds():
     assert (seen.probe, seen.src, seen.dst, seen.sport, seen.dport, seen.reply) == (3, "10.1.1.11", "1.2.3.4", 5, 80,
                                                                                   False)
     assert packets.read(bytes(eth / IP(**ip) / UDP() / Raw(body)), 8) is None, "another run's"
+    # an ICMP error quotes the probe it answers: a gateway that loops unsolicited inbound answers it
+    probe = IP(src="198.51.100.10", dst="192.0.2.17") / ICMP(type=8, id=9, seq=1) / Raw(body)
+    error = bytes(eth / IP(src="10.1.1.1", dst="198.51.100.10") / ICMP(type=11, code=0) / bytes(probe)[:len(probe)])
+    seen = packets.read(error, 7)
+    assert (seen.probe, seen.src, seen.error, seen.reply) == (3, "10.1.1.1", "time exceeded", False)
+    assert packets.keep(7)(error)
+    short = bytes(eth / IP(src="10.1.1.1", dst="198.51.100.10") / ICMP(type=3, code=3) / bytes(probe)[:28])
+    assert packets.read(short, 7) is None, "quoted without its payload: not known as a probe"
 
 
 def test_cnp_pacing_rule():

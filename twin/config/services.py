@@ -132,7 +132,7 @@ def nft_id(port: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", port)
 
 
-def _shaped(rate: Rate | None, shaping: Shaping) -> bool:
+def shaped(rate: Rate | None, shaping: Shaping) -> bool:
     return rate is not None and rate.unit == "bit" and shaping == "tc"
 
 
@@ -152,10 +152,10 @@ def _shaping(fabric: Fabric, node: str, backend: Backend, shaping: Shaping, file
     for t, a in _local(fabric, node):
         ns, mtu = tenant_ns(t, backend), fabric.nodes[node].ports_by_name[a.port].mtu
         setup, teardown = [], []
-        if _shaped(a.rate_limit.ingress, shaping):       # what the workload receives leaves the port
+        if shaped(a.rate_limit.ingress, shaping):       # what the workload receives leaves the port
             setup.append(Step("tbf", a.port, ns, _tbf(a.rate_limit.ingress, mtu)))
             teardown.append(Step("noqdisc", a.port, ns, {"parent": "root"}))
-        if _shaped(a.rate_limit.egress, shaping):        # what it sends enters the port: shaped on an IFB
+        if shaped(a.rate_limit.egress, shaping):        # what it sends enters the port: shaped on an IFB
             ifb = f"twinifb{ports.index(a.port)}"
             setup += [Step("ifb", ifb, ns, {"index": IFB_INDEX + ports.index(a.port)}), Step("up", ifb, ns),
                       Step("tbf", ifb, ns, _tbf(a.rate_limit.egress, mtu)), Step("ingress", a.port, ns),
@@ -176,7 +176,7 @@ def _policed(fabric: Fabric, node: str, backend: Backend, shaping: Shaping) -> d
     for t, a in _local(fabric, node):
         for direction in ("egress", "ingress"):
             rate = getattr(a.rate_limit, direction)
-            if rate is None or _shaped(rate, shaping):
+            if rate is None or shaped(rate, shaping):
                 continue
             out.setdefault(tenant_ns(t, backend), []).append(
                 {"port": a.port, "host": a.host, "direction": direction, "rate": str(rate),

@@ -7,9 +7,13 @@ Breaking and restoring go through twin's own mechanisms only:
   same table `interfaces.sh` is written from; restoring re-applies the node's rendered steps;
 - `Vtysh`: lines of FRR configuration typed into the node's vtysh; `Reload` restores the
   node's rendered frr.conf with `frr-reload.py` (`twin.runtime.frr.take`);
-- `NftDelete`: one rule of a host port, found by its comment, deleted by its handle;
+- `NftDelete`: one rule (a host port's, a gateway's, a rate limit's), found by its comment, deleted
+  by its handle;
 - `Unlearn`: the MACs a bridge port learned while a rule was gone (a spoofer's), deleted;
-- `ZebraVni`: a wait until zebra holds a VNI made again (a binding written before is not read).
+- `ZebraVni`: a wait until zebra holds a VNI made again (a binding written before is not read);
+- `ZebraPort`: a wait until zebra has a port in its bridge again. zebra applies a port's new master
+  in its dataplane thread, but reads a MAC of the port at once: a MAC written before zebra knows
+  the port's bridge is dropped (its type-2 route never comes).
 """
 from __future__ import annotations
 
@@ -51,10 +55,12 @@ class NftDelete:
     node: str
     ns: str
     comment: str
+    table: str = "bridge twin_ports"   # family and name
+    chain: str = "ingress"
 
     def text(self) -> str:
         where = f"ip netns exec {self.ns} " if self.ns else ""
-        return f'{where}nft delete rule bridge twin_ports ingress handle <the rule "{self.comment}">'
+        return f'{where}nft delete rule {self.table} {self.chain} handle <the rule "{self.comment}">'
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,17 @@ class ZebraVni:
         return f"until zebra holds VNI {self.vni}"
 
 
-Action = Union[Kernel, Vtysh, Reload, NftDelete, Unlearn, ZebraVni]
+@dataclass(frozen=True)
+class ZebraPort:
+    node: str
+    port: str
+    master: str
+
+    def text(self) -> str:
+        return f"until zebra has {self.port} in {self.master}"
+
+
+Action = Union[Kernel, Vtysh, Reload, NftDelete, Unlearn, ZebraVni, ZebraPort]
 
 
 @dataclass(frozen=True)

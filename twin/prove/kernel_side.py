@@ -17,7 +17,7 @@ from twin.config.steps import Step
 from twin.intent import paths
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.lifecycle.context import LabContext
-from twin.prove.element import Element, Exempt, Kernel, ZebraVni
+from twin.prove.element import Element, Exempt, Kernel, ZebraPort, ZebraVni
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 
 SMALL_MTU = 1500                       # a jumbo RoCE frame (4 KiB) does not fit
@@ -192,15 +192,18 @@ def port_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         ns = overlay.tenant_ns(t, be)
         for a in t.attachments:
             seg = t.segments[a.segment]
-            # the host's static MAC deleted and made again: zebra reads a MAC when it changes, and may
-            # have let the first one pass before it knew the port for its bridge's again
-            back = (Step("master", a.port, ns, {"master": bridge_name(seg.l2vni)}), Step("up", a.port, ns),
-                    Step("unfdb", a.port, ns, {"mac": a.mac}), overlay.fdb_step(t, a, be))
+            # once zebra knows the port's bridge again (it drops a MAC of a port it holds for no bridge's),
+            # the host's static MAC deleted and made again: zebra reads a MAC when it changes
+            br = bridge_name(seg.l2vni)
+            back = (Kernel(a.vtep, (Step("master", a.port, ns, {"master": br}), Step("up", a.port, ns))),
+                    ZebraPort(a.vtep, a.port, br),
+                    Kernel(a.vtep, (Step("unfdb", a.port, ns, {"mac": a.mac}), overlay.fdb_step(t, a, be))
+                           + rebind(f, a.vtep, be, t, seg)))
             out.append(Element(f"membership {a.vtep}:{a.port}", "host port membership", a.vtep,
                                f"{a.vtep}:{a.port} ({a.host}) in {bridge_name(seg.l2vni)} ({t.name} {seg.name})",
                                ("arp",), (rf"^arp: {re.escape(a.host)} resolves ",),
                                (Kernel(a.vtep, (Step("nomaster", a.port, ns),)),),
-                               (Kernel(a.vtep, back + rebind(f, a.vtep, be, t, seg)),)))
+                               back))
     return out, []
 
 

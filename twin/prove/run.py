@@ -17,8 +17,9 @@ from twin import timeouts, verify, wait
 from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier, state
 from twin.lifecycle.context import LabContext, context_of
-from twin.prove import frr_side, kernel_side, ports
-from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, Reload, Unlearn, Vtysh, ZebraVni
+from twin.prove import frr_side, kernel_side, ports, services
+from twin.prove.element import (Action, Element, Exempt, Kernel, NftDelete, Reload, Unlearn, Vtysh, ZebraPort,
+                                ZebraVni)
 from twin.prove.report import Outcome, Proof
 from twin.verify.result import Check
 from twin.runtime import frr, kernel, observe
@@ -26,7 +27,8 @@ from twin.config.steps import Step
 
 DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
           kernel_side.gateway_elements, kernel_side.vxlan_elements, kernel_side.link_elements,
-          kernel_side.hash_elements, kernel_side.port_elements)
+          kernel_side.hash_elements, kernel_side.port_elements, services.gateway_elements,
+          services.limit_elements)
 
 
 def elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
@@ -70,6 +72,14 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
             ex = ctx.exec(a.node)
             wait.until(lambda: [] if a.vni in frr.vni_states(ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)[0])
                        else [f"{a.node}: VNI {a.vni}"], timeouts.PROVE_RESTORE, "zebra holding the VNI", first=0.1, cap=0.5)
+        elif isinstance(a, ZebraPort):
+            ex = ctx.exec(a.node)
+
+            def missing(a: ZebraPort = a) -> list[str]:
+                doc = ex.vtysh_json(f"show interface {a.port} vrf all json", timeout=timeouts.VTYSH)[0]
+                got = doc.get(a.port, {}).get("masterInterface")
+                return [] if got == a.master else [f"{a.node}: {a.port} in {a.master} (zebra has it in {got or 'none'})"]
+            wait.until(missing, timeouts.PROVE_RESTORE, "zebra knowing the port's bridge", first=0.05, cap=0.5)
         elif isinstance(a, Unlearn):
             with ctx.ipr(a.node, a.ns) as ipr:
                 macs = observe.learned(ipr, a.port)
@@ -80,11 +90,13 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
 def _nft_delete(ctx: LabContext, a: NftDelete) -> None:
     ex = ctx.exec(a.node)
     ns = ["ip", "netns", "exec", a.ns] if a.ns else []
-    doc = json.loads(ex.check(ns + ["nft", "-j", "list", "chain", "bridge", "twin_ports", "ingress"]).stdout)
+    table = a.table.split()
+    doc = json.loads(ex.check(ns + ["nft", "-j", "list", "chain", *table, a.chain]).stdout)
     handles = [x["rule"]["handle"] for x in doc.get("nftables", []) if x.get("rule", {}).get("comment") == a.comment]
     if len(handles) != 1:
-        raise TwinError(f"{ctx.name}/{a.node}: {len(handles)} rules with comment {a.comment!r}, expected 1")
-    ex.check(ns + ["nft", "delete", "rule", "bridge", "twin_ports", "ingress", "handle", str(handles[0])])
+        raise TwinError(f"{ctx.name}/{a.node}: {len(handles)} rules with comment {a.comment!r} in {a.table} "
+                        f"{a.chain}, expected 1")
+    ex.check(ns + ["nft", "delete", "rule", *table, a.chain, "handle", str(handles[0])])
 
 
 def _failing(ctx: LabContext, groups: list[str]) -> list[str]:

@@ -4,7 +4,8 @@ addresses and ports (the gateway group). RoCE frames are `twin.traffic.roce`'s.
 
 The tag (MAGIC, run, probe id) sits at the start of the payload, so a probe is
 recognised wherever it turns up, rewritten or not: an echo reply carries the
-request's payload back, and NAT rewrites addresses and ports, never the payload.
+request's payload back, NAT rewrites addresses and ports, never the payload, and an
+ICMP error (destination unreachable, time exceeded) quotes the probe it answers.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from twin.traffic.roce import MAGIC, _csum, _ip, _mac
 TAG = struct.Struct("!4sII")          # magic, run, probe id
 ICMP, TCP, UDP = 1, 6, 17
 ECHO_REPLY, ECHO_REQUEST = 0, 8
+ERRORS = {3: "destination unreachable", 11: "time exceeded"}   # ICMP errors, which quote the packet
 PAD = 32                              # payload bytes after the tag
 
 
@@ -73,17 +75,31 @@ class Seen:
     def reply(self) -> bool:
         return self.proto == ICMP and self.icmp_type == ECHO_REPLY
 
+    @property
+    def error(self) -> str:
+        """What ICMP error answered the probe ("" if this is the probe, or its reply)."""
+        return ERRORS.get(self.icmp_type, "") if self.proto == ICMP else ""
+
+
+def _tag_at(packet: bytes, ip: int) -> tuple[int, int, int] | None:
+    """(protocol, start of L4, start of the tag) of the IPv4 packet at offset `ip`, if it has room for one."""
+    if len(packet) < ip + 20:
+        return None
+    proto, l4 = packet[ip + 9], ip + (packet[ip] & 0x0F) * 4
+    head = {ICMP: 8, UDP: 8, TCP: 20}.get(proto)
+    if head is None or len(packet) < l4 + head:
+        return None
+    return proto, l4, l4 + (((packet[l4 + 12] >> 4) * 4) if proto == TCP else head)
+
 
 def read(frame: bytes, run: int) -> Seen | None:
-    """A probe of run `run` (request, reply or rewritten), else None."""
-    if len(frame) < 34 or frame[12:14] != b"\x08\x00":
+    """A probe of run `run` (request, reply, rewritten, or quoted by an ICMP error), else None."""
+    if len(frame) < 34 or frame[12:14] != b"\x08\x00" or (where := _tag_at(frame, 14)) is None:
         return None
-    ihl = (frame[14] & 0x0F) * 4
-    proto, l4 = frame[23], 14 + ihl
-    head = {ICMP: 8, UDP: 8, TCP: 20}.get(proto)
-    if head is None:
-        return None
-    at = l4 + (((frame[l4 + 12] >> 4) * 4) if proto == TCP else head)
+    proto, l4, at = where
+    if proto == ICMP and frame[l4] in ERRORS:     # the probe it answers is quoted after the ICMP header
+        quoted = _tag_at(frame, l4 + 8)
+        at = quoted[2] if quoted else len(frame)
     if len(frame) < at + TAG.size:
         return None
     magic, r, probe = TAG.unpack(frame[at:at + TAG.size])

@@ -10,7 +10,9 @@ internet; the internet sees its tenant's public address (never a private one,
 never another tenant's), and the reply comes back to that host only; hosts that
 may not go out do not get there; the fabric's loopbacks are not reachable
 through a gateway; unsolicited inbound reaches no host, a forward only its own;
-tenants meet only as the internet would, at public addresses.
+tenants meet only as the internet would, at public addresses; unsolicited inbound is
+dropped without an answer (an ICMP error back to the internet would say it was not,
+and name a private address of the tenant).
 
 A failure names the reason it can see: a public prefix a VTEP does not announce
 (or that the internet never learned), a NAT rule missing from the gateway's
@@ -142,7 +144,10 @@ def _sightings(captured: dict[str, list[bytes]], run_id: int) -> dict[int, dict[
 def _judge(ctx: LabContext, p: Probe, seen: dict[str, list[packets.Seen]], nat: dict) -> Check:
     fabric = ctx.fabric
     tenant = {h: fabric.attachment_of(h)[0].name for h in F.hosts(fabric)}
-    at_edge = [s for tap, ss in seen.items() if tap.split(":")[0] in edges(fabric) for s in ss if not s.reply]
+    at_edge = [s for tap, ss in seen.items() if tap.split(":")[0] in edges(fabric) for s in ss
+               if not s.reply and not s.error]
+    answered = sorted({f"{s.error} from {s.src}" for tap, ss in seen.items() if tap.split(":")[0] in edges(fabric)
+                       for s in ss if s.error})
     at_hosts = {tap: ss for tap, ss in seen.items() if tap in tenant}
     problems: list[str] = []
     if p.kind == "out":
@@ -154,6 +159,9 @@ def _judge(ctx: LabContext, p: Probe, seen: dict[str, list[packets.Seen]], nat: 
         if replies:
             problems.append(f"a reply came back to {', '.join(replies)}")
     else:   # inbound, forward, cross: only a forward's host may get it, as that host, from a public address
+        if p.kind == "inbound" and answered:
+            problems.append(f"the internet got an answer ({', '.join(answered)}): unsolicited inbound is not "
+                            "dropped at the gateway")
         for h, ss in sorted(at_hosts.items()):
             if h == p.host:
                 continue
@@ -168,7 +176,7 @@ def _judge(ctx: LabContext, p: Probe, seen: dict[str, list[packets.Seen]], nat: 
             problems.append(f"never reached {p.target} ({p.ip}:{p.port})")
     return Check(GROUP, p.what, not problems, "; ".join(problems),
                  {"kind": p.kind, "seen_at": {tap: len(ss) for tap, ss in seen.items()},
-                  "sources_at_internet": sorted({s.src for s in at_edge})})
+                  "sources_at_internet": sorted({s.src for s in at_edge}), "answers_at_internet": answered})
 
 
 def _out(ctx: LabContext, p: Probe, at_edge: list, at_hosts: dict, nat: dict, tenant: dict) -> list[str]:
