@@ -122,6 +122,11 @@ class Element:
         return any(re.search(p, line) for p in self.expect)
 
 
+def alt(names) -> str:
+    """A regex group matching any of `names`, literally."""
+    return "(" + "|".join(re.escape(n) for n in sorted(names)) + ")"
+
+
 @dataclass(frozen=True)
 class Exempt:
     """Something twin renders that carries no guarantee in this lab, and why (not proved)."""

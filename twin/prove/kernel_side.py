@@ -17,7 +17,7 @@ from twin.config.steps import Step
 from twin.intent import paths
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.lifecycle.context import LabContext
-from twin.prove.element import Element, Exempt, Kernel, ZebraPort, ZebraVni
+from twin.prove.element import Element, Exempt, Kernel, ZebraPort, ZebraVni, alt
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 
 SMALL_MTU = 1500                       # a jumbo RoCE frame (4 KiB) does not fit
@@ -26,9 +26,6 @@ HASH = "net.ipv4.fib_multipath_hash_policy"
 FIELDS = "net.ipv4.fib_multipath_hash_fields"
 SEED = "net.ipv4.fib_multipath_hash_seed"
 
-
-def _alt(names) -> str:
-    return "(" + "|".join(re.escape(n) for n in sorted(names)) + ")"
 
 
 def rebind(fabric: Fabric, node: str, backend, t: Tenant, seg: Segment | None = None) -> tuple[Step, ...]:
@@ -80,7 +77,7 @@ def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         for t in f.tenants_on(v):
             ns = overlay.tenant_ns(t, be)
             for seg in t.segments_on(v):
-                br, vx, hosts = bridge_name(seg.l2vni), vxlan_name(seg.l2vni), _alt(a.host for a in local(t, v, seg))
+                br, vx, hosts = bridge_name(seg.l2vni), vxlan_name(seg.l2vni), alt(a.host for a in local(t, v, seg))
                 gw = re.escape(seg.gateway)
                 again = rebind(f, v, be, t, seg)
                 out.append(Element(
@@ -130,10 +127,10 @@ def vxlan_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                         [Exempt("bridge MTU", f"{v} {br}", f"no routed traffic of {t.name} leaves {v}")]
                         if vni == t.l3vni else [])
                 else:
-                    src = rf"^(traffic|underlay): {re.escape(t.name)} {_alt(a.host for a in senders)} -> "
+                    src = rf"^(traffic|underlay): {re.escape(t.name)} {alt(a.host for a in senders)} -> "
                     out.append(Element(
                         f"tos {v} {vx}", "tos inherit", v, f"tos inherit on {vx} ({t.name})", ("underlay",),
-                        (rf"^underlay: {re.escape(t.name)} {_alt(a.host for a in senders)} -> .*VNI {vni}\): .*outer DSCP",),
+                        (rf"^underlay: {re.escape(t.name)} {alt(a.host for a in senders)} -> .*VNI {vni}\): .*outer DSCP",),
                         (Kernel(v, (Step("vxlan-tos", vx, ns, {"tos": 0}),)),),
                         (Kernel(v, (Step("vxlan-tos", vx, ns, {"tos": 1}),)),)))
                     out.append(_mtu(v, vx, ns, plan[("vxlan", vx)].args["mtu"], "VXLAN MTU", ("traffic", "underlay"),
@@ -146,7 +143,7 @@ def vxlan_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                 if not any(a.segment != seg.name for a in t.attachments):
                     exempt.append(Exempt("bridge MTU", f"{v} {br}", f"{t.name} has no other segment to route from"))
                     continue
-                dst = rf"^traffic: {re.escape(t.name)} \S+ -> {_alt(a.host for a in local(t, v, seg))} .*lost"
+                dst = rf"^traffic: {re.escape(t.name)} \S+ -> {alt(a.host for a in local(t, v, seg))} .*lost"
                 out.append(_mtu(v, br, ns, plan[("bridge", br)].args["mtu"], "bridge MTU", ("traffic",), (dst,),
                                 f"{br}, the gateway of {t.name} {seg.name}"))
     return out, exempt

@@ -18,7 +18,7 @@ from twin.config.backend import tenant_ns
 from twin.config.steps import Step
 from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, gateway_intent
 from twin.lifecycle.context import LabContext
-from twin.prove.element import Element, Exempt, Kernel, NftDelete, Reload, Vtysh
+from twin.prove.element import Element, Exempt, Kernel, NftDelete, Reload, Vtysh, alt
 from twin.topology.model import Attachment, Tenant
 from twin.verify import performance
 from twin.verify.gateway_probes import edges
@@ -37,9 +37,6 @@ def commented(text: str) -> list[tuple[str, str]]:
             out.append((chain, c[1]))
     return out
 
-
-def _alt(names) -> str:
-    return "(" + "|".join(re.escape(n) for n in sorted(names)) + ")"
 
 
 def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
@@ -71,15 +68,15 @@ def _nat_rules(ctx: LabContext, v: str, t: Tenant, text: str) -> tuple[list[Elem
     tn, table = re.escape(t.name), f"ip {services.gateway_table(t, ctx.backend)}"
     going = [a.host for a in t.attachments if a.vtep == v and t.goes_out(a)]
     staying = [a.host for a in t.attachments if a.vtep == v and not t.goes_out(a)]
-    out_probe = rf"^gateway: {tn} {_alt(going)} -> internet "
+    out_probe = rf"^gateway: {tn} {alt(going)} -> internet "
     forward = rf"^gateway: .*-> {tn} .*\(forward to .*never reached"
     expects = {
         "replies": (out_probe + r".*no reply came back",),
         "forwards": (forward,),
         "unsolicited inbound": (rf"^gateway: internet -> {tn} .*\(no forward\): ",),
-        "a segment that does not go out": (rf"^gateway: {tn} {_alt(staying)} -> internet .*: reached the internet",),
-        "the fabric's own addresses": (rf"^gateway: {tn} {_alt(going)} -> fabric .*: a reply came back",),
-        "pool": (rf"^gateway: {tn} {_alt(h for h, p in g.nat.items() if g.public.get(p) == 'pool')} -> internet ",),
+        "a segment that does not go out": (rf"^gateway: {tn} {alt(staying)} -> internet .*: reached the internet",),
+        "the fabric's own addresses": (rf"^gateway: {tn} {alt(going)} -> fabric .*: a reply came back",),
+        "pool": (rf"^gateway: {tn} {alt(h for h, p in g.nat.items() if g.public.get(p) == 'pool')} -> internet ",),
     }
     for chain, comment in commented(text):
         if comment in ("forwards",) and not g.forwards:
@@ -113,7 +110,7 @@ def _routes(ctx: LabContext, v: str, t: Tenant) -> list[Element]:
     going = [a.host for a in t.attachments if a.vtep == v and t.goes_out(a)]
     out = [Element(f"gateway-default {v} {t.vrf}", "gateway default route", v,
                    f"default via {NODE_SIDE} dev {g.gateway} in {t.vrf} on {v}", ("gateway",),
-                   (rf"^gateway: {tn} {_alt(going)} -> internet .*never reached the internet",),
+                   (rf"^gateway: {tn} {alt(going)} -> internet .*never reached the internet",),
                    (Kernel(v, (Step("unroute", default.dev, default.ns, default.args),)),), (Kernel(v, (default,)),))]
     asn = f.nodes[v].asn
     for ip in g.public:
