@@ -229,3 +229,10 @@ def test_a_proof_scores_and_reports(tmp_path, aipod):
     text = (tmp_path / "p.xml").read_text()
     assert 'failures="2"' in text and "verify did not notice" in text and "not restored: still missing" in text
     assert re.search(r'name="port rule"', text)
+
+
+def test_a_proof_refuses_unknown_groups_before_it_touches_a_lab():
+    from twin import prove as proving
+    from twin.errors import TwinError
+    with pytest.raises(TwinError, match=r"unknown check group\(s\) nonsense; groups: checks, control"):
+        proving.prove("no-such-lab", only=["nonsense"])

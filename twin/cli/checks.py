@@ -47,29 +47,25 @@ def verify_(ctx, lab, only, check_files, as_json, junit, summary, evidence_file,
             report = verify.run(c, only=list(only) or None, checks=merge(sets))
         store.save_verify(c.dir, report.to_dict())   # the last result, for `twin web`
         write_reports(lab, report.passed, rec, summary, evidence_file, lambda: report_md(report, rec))
-        if junit:
-            report.write_junit(junit)
-        if as_json:
-            click.echo(report.to_json())
-        else:
-            print_report(report)
-        sys.exit(0 if report.passed else 1)
+        finish(report, junit, as_json, print_report)
     run(ctx, go)
 
 
 def proof_(c, only, patterns, as_json, junit) -> None:
-    unknown = sorted(set(only or []) - set(verify.GROUPS))
-    if unknown:
-        raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(verify.GROUPS)}")
     with err.status(f"proving verify on {c.name}") as status:
         proof = prove.prove(c, patterns, only, say=lambda m: status.update(f"proving verify on {c.name}: {m}"))
+    finish(proof, junit, as_json, print_proof)
+
+
+def finish(result, junit, as_json: bool, show) -> None:
+    """A verdict (a report or a proof) as JUnit, JSON or tables; exit 0 only if it passed."""
     if junit:
-        proof.write_junit(junit)
+        result.write_junit(junit)
     if as_json:
-        click.echo(proof.to_json())
+        click.echo(result.to_json())
     else:
-        print_proof(proof)
-    sys.exit(0 if proof.passed else 1)
+        show(result)
+    sys.exit(0 if result.passed else 1)
 
 
 def print_proof(proof) -> None:

@@ -30,6 +30,9 @@ class PortNaming:
         return self.template.format(index)
 
 
+# the multipath hash of a router's kernel: its policy, the fields it hashes, its seed
+HASH_POLICY, HASH_FIELDS, HASH_SEED = (f"net.ipv4.fib_multipath_hash_{k}" for k in ("policy", "fields", "seed"))
+
 # Sysctls every FRR router needs (measured): Docker's --network none disables
 # IPv6, which leaves every BGP-unnumbered peer Idle without an error.
 ROUTER_SYSCTLS = {
@@ -45,10 +48,9 @@ ROUTER_SYSCTLS = {
     # kernel gave it, so every router of a path would choose alike (a leaf's flows to
     # spine1 all leaving spine1 by its first port: polarized; `twin verify` on pod8
     # caught it). Each router hashes with a seed of its own too (`Kind.sysctls_of`).
-    "net.ipv4.fib_multipath_hash_policy": "3",
-    "net.ipv4.fib_multipath_hash_fields": "0x0037",
+    HASH_POLICY: "3",
+    HASH_FIELDS: "0x0037",
 }
-HASH_SEED = "net.ipv4.fib_multipath_hash_seed"
 
 
 class Kind:
@@ -84,7 +86,7 @@ class Kind:
         """The sysctls of a node of this kind: the kind's, and where it hashes ECMP a seed of its own
         (from its name; 0 would be the kernel's one random seed, the same in every node)."""
         out = dict(self.sysctls)
-        if "net.ipv4.fib_multipath_hash_policy" in out:
+        if HASH_POLICY in out:
             out[HASH_SEED] = str(zlib.crc32(node.encode()) or 1)
         return out
 

@@ -10,6 +10,7 @@ import struct
 from typing import Any, Callable
 
 from twin.observe import nflog
+from twin.runtime.netns import inside
 
 RTM_NEWLINK, RTM_GETLINK = 16, 18
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
@@ -55,7 +56,7 @@ class LinkSocket:
     def __init__(self, netns: str):
         make: Callable[[], socket.socket] = lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,  # noqa: E731
                                                                   socket.NETLINK_ROUTE)
-        self.sock = nflog.in_netns(netns, make) if netns else make()
+        self.sock = inside(netns, make) if netns else make()
         self.sock.bind((0, 0))
         self.seq = 0
 

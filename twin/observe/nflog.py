@@ -8,19 +8,18 @@ time, prefix, input/output ifindex, hook, family and the packet's first bytes.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import socket
 import struct
-import threading
 from dataclasses import dataclass
+
+from twin.runtime.netns import inside as netns_inside
 
 NETLINK_NETFILTER = 12
 NFNL_SUBSYS_ULOG = 4
 NFULNL_MSG_PACKET, NFULNL_MSG_CONFIG = 0, 1
 NLM_F_REQUEST, NLM_F_ACK = 0x1, 0x4
 NLMSG_ERROR = 2
-CLONE_NEWNET = 0x40000000
 # NFULA_* attributes of a logged packet
 PACKET_HDR, TIMESTAMP, INDEV, OUTDEV, PHYSINDEV, PHYSOUTDEV, HWADDR, PAYLOAD, PREFIX = 1, 3, 4, 5, 6, 7, 8, 9, 10
 HWHEADER = 16
@@ -29,8 +28,6 @@ CFG_CMD, CFG_MODE, CFG_TIMEOUT, CFG_QTHRESH = 1, 2, 4, 5
 CMD_BIND = 1
 COPY_PACKET = 2
 COPY_RANGE = 160   # enough for outer IPv4/UDP/VXLAN + inner Ethernet/IPv4/UDP/BTH headers
-
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass(frozen=True)
@@ -71,41 +68,13 @@ def _attrs(data: bytes) -> dict[int, bytes]:
     return out
 
 
-def in_netns(path: str, make):
-    """Run `make()` on a thread that entered the network namespace at `path`."""
-    box: dict = {}
-
-    def run():
-        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        target = os.open(path, os.O_RDONLY)
-        try:
-            if _libc.setns(target, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), f"setns {path}: {os.strerror(ctypes.get_errno())}")
-            try:
-                box["value"] = make()
-            finally:
-                _libc.setns(own, CLONE_NEWNET)
-        except BaseException as e:  # noqa: BLE001  (handed to the caller's thread)
-            box["error"] = e
-        finally:
-            os.close(own)
-            os.close(target)
-
-    t = threading.Thread(target=run, name="twin-setns")
-    t.start()
-    t.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
 class NflogSocket:
     """One NFLOG socket bound to `group` in the namespace at `netns` ("" = this process's)."""
 
     def __init__(self, netns: str, group: int):
         self.netns, self.group = netns, group
         make = lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)  # noqa: E731
-        self.sock = in_netns(netns, make) if netns else make()
+        self.sock = netns_inside(netns, make) if netns else make()
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
             self.sock.bind((0, 0))

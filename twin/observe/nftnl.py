@@ -1,6 +1,6 @@
 """The RoCE counter tables read over netlink (nf_tables), in-process: no fork per read.
 
-One NETLINK_NETFILTER socket per namespace, opened inside it (`nflog.in_netns`), dumps
+One NETLINK_NETFILTER socket per namespace, opened inside it (`twin.runtime.netns.inside`), dumps
 the elements of the table's dynamic sets (NFT_MSG_GETSETELEM) with their counters, and
 once, the devices its chains hook (NFT_MSG_GETCHAIN). Keys are the sets' concatenations
 as the kernel stores them: each part padded to 4 bytes (ifname 16, dscp 4, ecn 4).
@@ -13,6 +13,7 @@ import struct
 from typing import Callable
 
 from twin.observe import nflog
+from twin.runtime.netns import inside
 
 NFNL_SUBSYS_NFTABLES = 10
 GETCHAIN, NEWCHAIN, GETSETELEM, NEWSETELEM = 4, 3, 13, 12
@@ -91,7 +92,7 @@ class NftSocket:
     def __init__(self, netns: str):
         make: Callable[[], socket.socket] = lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,  # noqa: E731
                                                                   nflog.NETLINK_NETFILTER)
-        self.sock = nflog.in_netns(netns, make) if netns else make()
+        self.sock = inside(netns, make) if netns else make()
         self.sock.bind((0, 0))
         self.seq = 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from twin import kinds
+from twin.kinds.base import HASH_FIELDS, HASH_POLICY, HASH_SEED
 from twin.config import overlay
 from twin.config.steps import Step
 from twin.intent import paths
@@ -22,9 +23,6 @@ from twin.topology.model import Attachment, Fabric, Segment, Tenant
 
 SMALL_MTU = 1500                       # a jumbo RoCE frame (4 KiB) does not fit
 STRANGE_MAC = "02:de:ad:be:ef:01"      # a gateway MAC no host expects
-HASH = "net.ipv4.fib_multipath_hash_policy"
-FIELDS = "net.ipv4.fib_multipath_hash_fields"
-SEED = "net.ipv4.fib_multipath_hash_seed"
 
 
 
@@ -212,25 +210,25 @@ def hash_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     branching = paths.branching(f)
     for n in f.routers():
         mine = kinds.of(n).sysctls
-        if HASH not in mine:
+        if HASH_POLICY not in mine:
             continue
         if n.name not in branching:
             exempt.append(Exempt("multipath hash", n.name, "no choice of equal-cost ports on tenant paths"))
             continue
         spread = (rf"^underlay: .*never left {re.escape(n.name)} by",)
-        for key, name, kind, wrong in ((HASH, "hash-policy", "multipath hash policy", 0),
-                                       (FIELDS, "hash-fields", "multipath hash fields", "0x0007")):
+        for key, name, kind, wrong in ((HASH_POLICY, "hash-policy", "multipath hash policy", 0),
+                                       (HASH_FIELDS, "hash-fields", "multipath hash fields", "0x0007")):
             out.append(Element(f"{name} {n.name}", kind, n.name, f"{key}={mine[key]} on {n.name}", ("underlay",), spread,
                                (Kernel(n.name, (Step("sysctl", key, "", {"value": wrong}),)),),
                                (Kernel(n.name, (Step("sysctl", key, "", {"value": mine[key]}),)),)))
-    seeded = [n for n in f.routers() if HASH in kinds.of(n).sysctls]
+    seeded = [n for n in f.routers() if HASH_POLICY in kinds.of(n).sysctls]
     if not paths.chooses_twice(f):
         exempt.append(Exempt("multipath hash seeds", "every router", "no tenant path chooses between ports twice"))
     elif seeded:
         out.append(Element("hash-seeds", "multipath hash seeds", seeded[0].name,
-                           f"a {SEED} of its own on each of {len(seeded)} routers", ("underlay",),
+                           f"a {HASH_SEED} of its own on each of {len(seeded)} routers", ("underlay",),
                            (r"^underlay: .*never left \S+ by",),
-                           tuple(Kernel(n.name, (Step("sysctl", SEED, "", {"value": 0}),)) for n in seeded),
-                           tuple(Kernel(n.name, (Step("sysctl", SEED, "", {"value": kinds.of(n).sysctls_of(n.name)[SEED]}),))
+                           tuple(Kernel(n.name, (Step("sysctl", HASH_SEED, "", {"value": 0}),)) for n in seeded),
+                           tuple(Kernel(n.name, (Step("sysctl", HASH_SEED, "", {"value": kinds.of(n).sysctls_of(n.name)[HASH_SEED]}),))
                                  for n in seeded)))
     return out, exempt

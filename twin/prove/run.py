@@ -170,6 +170,7 @@ def prove(lab, patterns: list[str] | None = None, only: list[str] | None = None,
           say: Callable[[str], None] = lambda _: None) -> Proof:
     """Break, judge and restore every element (or those whose id matches `patterns`) of a running
     lab, holding its lock; `only` limits the verify groups that may catch them."""
+    verify.known(only)
     ctx = context_of(lab)
     with state.lock(ctx.name, "twin verify --prove"):
         els, exempt = elements(ctx)

@@ -16,7 +16,7 @@ import re
 from twin.config import services
 from twin.config.backend import tenant_ns
 from twin.config.steps import Step
-from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, gateway_intent
+from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, gateway_intent
 from twin.lifecycle.context import LabContext
 from twin.prove.element import Element, Exempt, Kernel, NftDelete, Reload, Vtysh, alt
 from twin.topology.model import Attachment, Tenant
@@ -47,8 +47,8 @@ def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
             g = gateway_intent(f, v, t)
             if g is None:
                 continue
-            els, ex = _nat_rules(ctx, v, t, files[services.gateway_file(t)])
-            out += els + _routes(ctx, v, t)
+            els, ex = _nat_rules(ctx, v, t, g, files[services.gateway_file(t)])
+            out += els + _routes(ctx, v, t, g)
             exempt += ex
     inet = [e for e in edges(f) if any(t.internet for t in f.tenants.values())]
     for e in inet:
@@ -61,12 +61,11 @@ def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     return out, exempt
 
 
-def _nat_rules(ctx: LabContext, v: str, t: Tenant, text: str) -> tuple[list[Element], list[Exempt]]:
+def _nat_rules(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent, text: str) -> tuple[list[Element], list[Exempt]]:
     """Each rule of tenant `t`'s gateway table on `v`, with the probes only it stops or lets through."""
-    f, ns, out, exempt = ctx.fabric, tenant_ns(t, ctx.backend), [], []
-    g = gateway_intent(f, v, t)
+    ns, out, exempt = tenant_ns(t, ctx.backend), [], []
     tn, table = re.escape(t.name), f"ip {services.gateway_table(t, ctx.backend)}"
-    going = [a.host for a in t.attachments if a.vtep == v and t.goes_out(a)]
+    going = list(g.nat)   # its hosts here that go out
     staying = [a.host for a in t.attachments if a.vtep == v and not t.goes_out(a)]
     out_probe = rf"^gateway: {tn} {alt(going)} -> internet "
     forward = rf"^gateway: .*-> {tn} .*\(forward to .*never reached"
@@ -99,15 +98,14 @@ def _nat_rules(ctx: LabContext, v: str, t: Tenant, text: str) -> tuple[list[Elem
     return out, exempt
 
 
-def _routes(ctx: LabContext, v: str, t: Tenant) -> list[Element]:
+def _routes(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent) -> list[Element]:
     """The tenant VRF's default route to the gateway, and per public address the node's route to it
     and its BGP announcement."""
     f = ctx.fabric
-    g = gateway_intent(f, v, t)
     unit = next(u for u in services.units(f, v, ctx.backend, ctx.shaping) if u.key == f"gateway {t.name}")
     routes = {s.args["dst"]: s for s in unit.setup if s.op == "route"}
     default, tn = routes["default"], re.escape(t.name)
-    going = [a.host for a in t.attachments if a.vtep == v and t.goes_out(a)]
+    going = list(g.nat)   # its hosts here that go out
     out = [Element(f"gateway-default {v} {t.vrf}", "gateway default route", v,
                    f"default via {NODE_SIDE} dev {g.gateway} in {t.vrf} on {v}", ("gateway",),
                    (rf"^gateway: {tn} {alt(going)} -> internet .*never reached the internet",),

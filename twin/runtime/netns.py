@@ -50,7 +50,7 @@ def inside(ns_path: str, fn: Callable[[], T]) -> T:
             finally:
                 os.close(fd)
             out["value"] = fn()
-        except OSError as e:
+        except BaseException as e:  # noqa: BLE001  (raised again in the caller's thread)
             out["error"] = e
 
     t = threading.Thread(target=enter_and_run, name="twin-netns")

@@ -61,10 +61,8 @@ def open_socket(tap: Tap) -> socket.socket:
 class Session:
     """Open taps; `run(sends, done)` sends frames and returns what every tap captured."""
 
-    def __init__(self, taps: list[Tap], outgoing: set[str] = frozenset()):
-        """`outgoing`: taps that also capture what their node sends (fabric ports)."""
+    def __init__(self, taps: list[Tap]):
         self.taps = {t.name: t for t in taps}
-        self.outgoing = set(outgoing)
         with ThreadPoolExecutor(8) as pool:
             socks = list(pool.map(open_socket, taps))
         self.socks = dict(zip(self.taps, socks))
@@ -134,10 +132,10 @@ class Session:
         for name, sock in self.socks.items():
             sock.setblocking(False)
             poller.register(sock, select.POLLIN)
-            by_fd[sock.fileno()] = (name, sock, name in self.outgoing)
+            by_fd[sock.fileno()] = (name, sock)
         while not stop.is_set():
             for fd, _ in poller.poll(POLL_MS):
-                name, sock, both = by_fd[fd]
+                name, sock = by_fd[fd]
                 for _ in range(BATCH):
                     try:
                         frame, addr, ns = _recv(sock, respond is not None)
@@ -146,11 +144,11 @@ class Session:
                     except OSError:
                         poller.unregister(fd)
                         break
-                    if (both or addr[2] != PACKET_OUTGOING) and keep(frame):
+                    if addr[2] != PACKET_OUTGOING and keep(frame):
                         with cap.lock:
-                            cap.frames[name].append((frame, addr[2] == PACKET_OUTGOING) if both else frame)
+                            cap.frames[name].append(frame)
                             cap.last = time.monotonic()
-                        answer = respond(name, frame, ns) if respond and addr[2] != PACKET_OUTGOING else None
+                        answer = respond(name, frame, ns) if respond else None
                         if answer:
                             _send(sock, answer)
 
@@ -159,7 +157,7 @@ class _Captured:
     """What the taps kept so far, per tap, and when the last frame was kept."""
 
     def __init__(self) -> None:
-        self.frames: dict[str, list] = defaultdict(list)
+        self.frames: dict[str, list[bytes]] = defaultdict(list)
         self.lock = threading.Lock()
         self.last = 0.0
 

@@ -48,14 +48,19 @@ WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge o
 ALONE = ("performance",)   # floods the lab: runs after the others, by itself
 
 
+def known(groups: Sequence[str] | None) -> None:
+    """Refuse names that are not check groups, naming the groups there are."""
+    unknown = sorted(set(groups or []) - set(GROUPS))
+    if unknown:
+        raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(GROUPS)}")
+
+
 def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None = None) -> Report:
     """Judge a running lab (a `twin.Lab` or its context) against its intent and the user's checks
     (`checks`; default: the `checks:` of its topology; `twin.topology.checks` loads and merges files).
     The groups run at once: each reads the lab's state or sends its own frames (told apart by a run
     id of its own), so they do not see each other; their results come back in the order of GROUPS."""
-    unknown = sorted(set(only or []) - set(GROUPS))
-    if unknown:
-        raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(GROUPS)}")
+    known(only)
     ctx = context_of(lab)
     mine = tuple(ctx.fabric.checks if checks is None else checks)
     if only and "checks" in only and not mine:
