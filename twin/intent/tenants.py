@@ -115,7 +115,7 @@ def evpn_routes(fabric: Fabric, t: Tenant) -> dict[tuple[tuple[int, str, str], f
     lo = {v: fabric.nodes[v].loopback for v in t.vteps()}
     out = {}
     for a in t.attachments:
-        seg, ip = t.segments[a.segment], a.address.split("/")[0]
+        seg, ip = t.segments[a.segment], a.ip
         out[((2, a.mac, lo[a.vtep]), frozenset({seg.l2vni}))] = f"type-2 MAC {a.mac} of {a.host} from {a.vtep}"
         out[((2, f"{a.mac} {ip}", lo[a.vtep]), frozenset({seg.l2vni, t.l3vni}))] = \
             f"type-2 MAC/IP {a.mac} {ip} of {a.host} from {a.vtep}"

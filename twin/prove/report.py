@@ -12,7 +12,8 @@ from twin.prove.element import Element, Exempt
 from twin.verify.result import Check
 
 
-def _line(c: Check) -> str:
+def line(c: Check) -> str:
+    """A check as one line, "group: name: message": what an element's patterns are matched against."""
     return f"{c.group}: {c.name}: {c.message}"
 
 
@@ -38,8 +39,8 @@ class Outcome:
         e = self.element
         return {"id": e.id, "kind": e.kind, "node": e.node, "what": e.what, "broken_by": e.how,
                 "restored_by": e.restored_by, "groups": list(e.groups), "caught": self.caught,
-                "check": self.check, "named_by": [_line(c) for c in self.named_by],
-                "also_failed": [_line(c) for c in self.also_failed],
+                "check": self.check, "named_by": [line(c) for c in self.named_by],
+                "also_failed": [line(c) for c in self.also_failed],
                 "restored": self.restored, "detail": self.detail, "seconds": self.seconds}
 
 
@@ -67,14 +68,6 @@ class Proof:
     def misses(self) -> list[Outcome]:
         return [o for o in self.outcomes if not o.caught]
 
-    def kinds(self) -> dict[str, tuple[int, int]]:
-        """kind -> (caught, proved)."""
-        out: dict[str, tuple[int, int]] = {}
-        for o in self.outcomes:
-            c, n = out.get(o.element.kind, (0, 0))
-            out[o.element.kind] = (c + o.caught, n + 1)
-        return out
-
     def to_dict(self) -> dict[str, Any]:
         return {"lab": self.lab, "passed": self.passed, "score": self.score, "caught": self.caught,
                 "proved": len(self.outcomes), "elements": self.total, "seconds": self.seconds,
@@ -100,10 +93,10 @@ class Proof:
                                      time=f"{o.seconds.get('total', 0):.2f}")
                 if not o.caught:
                     f = ET.SubElement(case, "failure", message=f"verify did not notice: {o.element.how}")
-                    f.text = "\n".join([o.element.what, *map(_line, o.also_failed), o.detail])
+                    f.text = "\n".join([o.element.what, *map(line, o.also_failed), o.detail])
                 elif not o.restored:
                     ET.SubElement(case, "failure", message=f"not restored: {o.detail}")
                 else:
-                    ET.SubElement(case, "system-out").text = "\n".join(map(_line, o.named_by))
+                    ET.SubElement(case, "system-out").text = "\n".join(map(line, o.named_by))
         ET.indent(suites)
         Path(path).write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")

@@ -20,7 +20,7 @@ from twin.lifecycle.context import LabContext, context_of
 from twin.prove import frr_side, kernel_side, ports, services
 from twin.prove.element import (Action, Element, Exempt, Kernel, NftDelete, Reload, Unlearn, Vtysh, ZebraPort,
                                 ZebraVni)
-from twin.prove.report import Outcome, Proof
+from twin.prove.report import Outcome, Proof, line
 from twin.verify.result import Check
 from twin.runtime import frr, kernel, observe
 from twin.config.steps import Step
@@ -104,18 +104,21 @@ def _failing(ctx: LabContext, groups: list[str]) -> list[str]:
     return [line(c) for c in verify.run(ctx, only=groups).failures()] if groups else []
 
 
-def line(c: Check) -> str:
-    return f"{c.group}: {c.name}: {c.message}"
-
-
 def detect(ctx: LabContext, e: Element, groups: list[str]) -> tuple[list[Check], list[Check]]:
     """The failing checks that name `e` (and the others), once verify sees it, or at the deadline."""
-    deadline = time.monotonic() + timeouts.PROVE_DETECT
-    while True:
-        failing = verify.run(ctx, only=groups).failures() if groups else []
-        named = [c for c in failing if e.names(line(c))]
-        if named or not groups or time.monotonic() > deadline:
-            return named, [c for c in failing if c not in named]
+    failing: list[Check] = []
+
+    def unnamed() -> list[str]:
+        failing[:] = verify.run(ctx, only=groups).failures()
+        return [] if any(e.names(line(c)) for c in failing) else [f"a failing check of {', '.join(groups)} naming it"]
+
+    if groups:
+        try:
+            wait.until(unnamed, timeouts.PROVE_DETECT, f"verify noticing {e.id}", first=0.05, cap=0.5)
+        except ConvergenceTimeout:
+            pass   # not caught: a miss, reported with what did fail
+    named = [c for c in failing if e.names(line(c))]
+    return named, [c for c in failing if c not in named]
 
 
 def confirm(ctx: LabContext, groups: list[str]) -> str:

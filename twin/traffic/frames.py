@@ -11,7 +11,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from twin.traffic import roce
+from twin.traffic import packets, roce
 
 ETH_IP, ETH_ARP, ETH_IPV6 = 0x0800, 0x0806, 0x86DD
 ARP_REQUEST, ARP_REPLY = 1, 2
@@ -35,12 +35,7 @@ def ident(frame: bytes, run: int) -> int | None:
     return None if at < 0 or len(frame) < at + 12 else int.from_bytes(frame[at + 8:at + 12], "big")
 
 
-def mac(text: str) -> bytes:
-    return bytes.fromhex(text.replace(":", ""))
-
-
-def ip4(text: str) -> bytes:
-    return socket.inet_aton(text)
+mac, ip4 = roce._mac, roce._ip   # "02:00:..." and "10.1.1.11" as bytes
 
 
 def ether(dst: str, src: str, ethertype: int) -> bytes:
@@ -65,23 +60,14 @@ def arp_of(frame: bytes) -> tuple[int, str, str, str, str] | None:
     return op, sha.hex(":"), socket.inet_ntoa(spa), tha.hex(":"), socket.inet_ntoa(tpa)
 
 
-def _csum(data: bytes) -> int:
-    """The Internet checksum (ones' complement of the ones' complement sum of 16-bit words)."""
-    if len(data) % 2:
-        data += b"\x00"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
 def ipv6_udp(src_mac: str, dst_mac: str, src: str, dst: str, sport: int, dport: int, payload: bytes) -> bytes:
     """Ether / IPv6 / UDP / payload, with its UDP checksum (mandatory over IPv6)."""
     s, d = socket.inet_pton(socket.AF_INET6, src), socket.inet_pton(socket.AF_INET6, dst)
     length = 8 + len(payload)
     pseudo = s + d + struct.pack("!IxxxB", length, 17)
     udp = struct.pack("!HHHH", sport, dport, length, 0) + payload
-    udp = udp[:6] + struct.pack("!H", _csum(pseudo + udp) or 0xFFFF) + udp[8:]
+    data = pseudo + udp + b"\x00" * (len(udp) % 2)
+    udp = udp[:6] + roce._csum(int.from_bytes(data, "big")).to_bytes(2, "big") + udp[8:]
     return ether(dst_mac, src_mac, ETH_IPV6) + struct.pack("!IHBB", 6 << 28, length, 17, 64) + s + d + udp
 
 
@@ -91,8 +77,5 @@ def vxlan(inner: bytes, src_mac: str, dst_mac: str, src: str, dst: str, vni: int
     vx = struct.pack("!B3xI", 0x08, vni << 8) + inner
     length = 8 + len(vx)
     udp = struct.pack("!HHHH", sport, VXLAN_PORT, length, 0) + vx
-    pseudo = ip4(src) + ip4(dst) + struct.pack("!xBH", 17, length)
-    udp = udp[:6] + struct.pack("!H", _csum(pseudo + udp) or 0xFFFF) + udp[8:]
-    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + length, 1, 0, 64, 17, 0, ip4(src), ip4(dst))
-    hdr = hdr[:10] + struct.pack("!H", _csum(hdr)) + hdr[12:]
-    return ether(dst_mac, src_mac, ETH_IP) + hdr + udp
+    udp = udp[:6] + packets._l4_csum(src, dst, packets.UDP, udp) + udp[8:]
+    return ether(dst_mac, src_mac, ETH_IP) + packets._ipv4(src, dst, packets.UDP, udp, dont_fragment=False)

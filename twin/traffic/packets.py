@@ -21,8 +21,9 @@ ERRORS = {3: "destination unreachable", 11: "time exceeded"}   # ICMP errors, wh
 PAD = 32                              # payload bytes after the tag
 
 
-def _ipv4(src: str, dst: str, proto: int, payload: bytes, ttl: int = 64) -> bytes:
-    head = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 1, 0x4000, ttl, proto, 0,
+def _ipv4(src: str, dst: str, proto: int, payload: bytes, ttl: int = 64, dont_fragment: bool = True) -> bytes:
+    flags = 0x4000 if dont_fragment else 0
+    head = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 1, flags, ttl, proto, 0,
                                  _ip(src), _ip(dst)))
     head[10:12] = _csum(int.from_bytes(head, "big")).to_bytes(2, "big")
     return bytes(head) + payload

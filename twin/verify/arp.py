@@ -37,9 +37,9 @@ def asks(fabric: Fabric, run: int) -> list[Ask]:
     out: list[Ask] = []
     for h in hosts(fabric):
         t, a = fabric.attachment_of(h)
-        seg, me = t.segments[a.segment], a.address.split("/")[0]
+        seg, me = t.segments[a.segment], a.ip
         wanted = [(seg.gateway, seg.mac, f"gateway, anycast on {a.vtep}")]
-        wanted += [(p.address.split("/")[0], p.mac, f"{p.host} behind {p.vtep}") for p in t.attachments
+        wanted += [(p.ip, p.mac, f"{p.host} behind {p.vtep}") for p in t.attachments
                    if p.segment == a.segment and p.vtep != a.vtep]
         for ip, mac, what in wanted:
             ident = len(out) + 1
@@ -54,7 +54,7 @@ def run(ctx: LabContext) -> list[Check]:
     todo = asks(fabric, run_id)
     if not todo:
         return []
-    me = {h: fabric.attachment_of(h)[1].address.split("/")[0] for h in hosts(fabric)}
+    me = {h: fabric.attachment_of(h)[1].ip for h in hosts(fabric)}
     mark = X.marker(run_id)
     sends: dict[str, list[bytes]] = defaultdict(list)
     for q in todo:

@@ -61,27 +61,23 @@ class Attack:
     frames: tuple[bytes, ...]
 
 
-def _ip(a: Attachment) -> str:
-    return a.address.split("/")[0]
-
-
 def targets(fabric: Fabric, host: str) -> list[Target]:
     """Every place a frame from `host` could go, one of each kind."""
     t, a = fabric.attachment_of(host)
     seg = t.segments[a.segment]
     on_link = lambda ip: ipaddress.ip_address(ip) in ipaddress.ip_network(seg.subnet)   # noqa: E731
     same = [x for x in t.attachments if x.segment == a.segment and x.host != host]
-    out = [Target(f"{x.host} (its segment, {'its VTEP ' if x.vtep == a.vtep else 'behind '}{x.vtep})", x.mac, _ip(x),
+    out = [Target(f"{x.host} (its segment, {'its VTEP ' if x.vtep == a.vtep else 'behind '}{x.vtep})", x.mac, x.ip,
                   True) for x in ([x for x in same if x.vtep == a.vtep][:1] + [x for x in same if x.vtep != a.vtep][:1])]
     out.append(Target(f"its gateway {seg.gateway} on {a.vtep}", seg.mac, seg.gateway, True))
     for s in t.segments.values():
         x = next((x for x in t.attachments if x.segment == s.name), None)
         if s.name != a.segment and x:
-            out.append(Target(f"{x.host} ({t.name} {s.name}, routed)", seg.mac, _ip(x)))
+            out.append(Target(f"{x.host} ({t.name} {s.name}, routed)", seg.mac, x.ip))
     for u in fabric.tenants.values():
         if u.name != t.name and u.attachments:
             x = u.attachments[0]
-            out.append(Target(f"{x.host} (tenant {u.name})", x.mac if on_link(_ip(x)) else seg.mac, _ip(x)))
+            out.append(Target(f"{x.host} (tenant {u.name})", x.mac if on_link(x.ip) else seg.mac, x.ip))
     others = [v for v in fabric.vteps() if v != a.vtep]
     transit = [n.name for n in fabric.routers() if kinds.of(n).transit] or \
               [n.name for n in fabric.routers() if n.name not in fabric.vteps()]
@@ -98,7 +94,7 @@ def victim(fabric: Fabric, host: str) -> tuple[Attachment, Attachment]:
     t, a = fabric.attachment_of(host)
     everyone = [x for u in fabric.tenants.values() for x in u.attachments if x.host != host]
     by_mac = sorted(everyone, key=lambda x: (fabric.attachment_of(x.host)[0].name == t.name, x.segment == a.segment))
-    by_ip = sorted((x for x in everyone if _ip(x) != _ip(a)),
+    by_ip = sorted((x for x in everyone if x.ip != a.ip),
                    key=lambda x: (fabric.attachment_of(x.host)[0].name == t.name, x.host))
     return by_mac[0], (by_ip or by_mac)[0]
 
@@ -107,10 +103,10 @@ def _attack_frames(fabric: Fabric, host: str, rule: str, tg: Target, run: int, i
     t, a = fabric.attachment_of(host)
     seg = t.segments[a.segment]
     vm, vi = victim(fabric, host)
-    me, tag = _ip(a), X.tag(run, ident)
+    me, tag = a.ip, X.tag(run, ident)
     if rule in ARP_RULES:
-        peer = [x for x in t.attachments if x.segment == a.segment and x.host != host and _ip(x) != me]
-        claim = _ip(peer[0]) if peer else (_ip(vi) if ipaddress.ip_address(_ip(vi)) in
+        peer = [x for x in t.attachments if x.segment == a.segment and x.host != host and x.ip != me]
+        claim = peer[0].ip if peer else (vi.ip if ipaddress.ip_address(vi.ip) in
                                            ipaddress.ip_network(seg.subnet) else seg.gateway)
         sha, spa = (vm.mac, me) if rule == "spoofed ARP MAC" else (a.mac, claim)
         if tg.mac == X.BROADCAST:   # gratuitous: who-has its own (claimed) address, to everyone
@@ -118,7 +114,7 @@ def _attack_frames(fabric: Fabric, host: str, rule: str, tg: Target, run: int, i
         return [X.arp(X.ARP_REPLY, a.mac, tg.mac, sha, spa, tg.mac, tg.ip, tag)] * COUNT
     if rule == "not IPv4":
         return [X.ipv6_udp(a.mac, tg.mac, "fe80::66", f"::ffff:{tg.ip}", 41000, roce.ROCE_PORT, tag)] * COUNT
-    src_mac, src_ip = (vm.mac, me) if rule == "spoofed MAC" else (a.mac, _ip(vi) if rule == "spoofed IP" else me)
+    src_mac, src_ip = (vm.mac, me) if rule == "spoofed MAC" else (a.mac, vi.ip if rule == "spoofed IP" else me)
     flow = roce.Flow(flow_id=ident, src=host, dst="", src_mac=src_mac, dst_mac=tg.mac, src_ip=src_ip, dst_ip=tg.ip,
                      count=COUNT, payload=64, sport=41000 + ident % 20000)
     plain = roce.frames(flow, run)
@@ -128,7 +124,7 @@ def _attack_frames(fabric: Fabric, host: str, rule: str, tg: Target, run: int, i
     other = next((u for u in fabric.tenants.values() if u.name != t.name), t)
     x = other.attachments[0]
     inner = roce.frames(roce.Flow(**{**flow.__dict__, "src_mac": "02:66:66:66:66:66", "src_ip": "10.66.66.66",
-                                     "dst_mac": x.mac, "dst_ip": _ip(x)}), run)
+                                     "dst_mac": x.mac, "dst_ip": x.ip}), run)
     return [X.vxlan(f, a.mac, tg.mac, me, tg.ip, other.segments[x.segment].l2vni, 42000 + ident % 20000)
             for f in inner]
 
