@@ -235,3 +235,17 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_exporter_serves():
     names = {n + "_total" if kind == "counter" and not n.endswith("_total") else n for n, kind in served}
     asked = set(re.findall(r"twin_[a-z_]+", (ROOT / "docs" / "grafana-twin.json").read_text())) - {"twin-fabric"}
     assert asked and asked <= names, asked - names
+
+
+def test_a_netlink_read_the_kernel_never_answers_is_an_error_not_a_hang(monkeypatch):
+    import socket
+
+    from twin import timeouts
+    from twin.runtime import netns
+    monkeypatch.setattr(timeouts, "NETLINK", 0.2)
+    s = netns.netlink("", socket.NETLINK_ROUTE)
+    try:
+        with pytest.raises(TimeoutError):
+            s.recv(1 << 16)    # nothing was asked: nothing comes
+    finally:
+        s.close()

@@ -203,7 +203,10 @@ class Collector:
         for node, state in snap.nodes.items():
             if state != "running" or node not in self._pids:
                 continue
-            self._read_node(snap, node, slow, roce_due)
+            try:
+                self._read_node(snap, node, slow, roce_due)
+            except OSError as e:   # a namespace gone with its node, a dump never answered: read it next round
+                self._note_error(f"{node}: {e}")
         if control:
             self.read_control()
         self._publish(snap)

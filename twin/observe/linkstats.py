@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any, Callable
+from typing import Any
 
 from twin.observe import nflog
-from twin.runtime.netns import inside
+from twin.runtime.netns import netlink
 
 RTM_NEWLINK, RTM_GETLINK = 16, 18
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
@@ -54,10 +54,7 @@ class LinkSocket:
     """RTM_GETLINK dumps in the namespace at `netns` ("" = this process's)."""
 
     def __init__(self, netns: str):
-        make: Callable[[], socket.socket] = lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,  # noqa: E731
-                                                                  socket.NETLINK_ROUTE)
-        self.sock = inside(netns, make) if netns else make()
-        self.sock.bind((0, 0))
+        self.sock = netlink(netns, socket.NETLINK_ROUTE)
         self.seq = 0
 
     def dump(self) -> list[dict[str, Any]]:

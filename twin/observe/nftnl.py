@@ -8,12 +8,10 @@ as the kernel stores them: each part padded to 4 bytes (ifname 16, dscp 4, ecn 4
 from __future__ import annotations
 
 import errno
-import socket
 import struct
-from typing import Callable
 
 from twin.observe import nflog
-from twin.runtime.netns import inside
+from twin.runtime.netns import netlink
 
 NFNL_SUBSYS_NFTABLES = 10
 GETCHAIN, NEWCHAIN, GETSETELEM, NEWSETELEM = 4, 3, 13, 12
@@ -90,10 +88,7 @@ class NftSocket:
     """Dumps of one table in the namespace at `netns` ("" = this process's)."""
 
     def __init__(self, netns: str):
-        make: Callable[[], socket.socket] = lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,  # noqa: E731
-                                                                  nflog.NETLINK_NETFILTER)
-        self.sock = inside(netns, make) if netns else make()
-        self.sock.bind((0, 0))
+        self.sock = netlink(netns, nflog.NETLINK_NETFILTER)
         self.seq = 0
 
     def _dump(self, msg: int, attrs: bytes) -> list[bytes] | None:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import socket
 import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
 from pyroute2 import IPRoute
+
+from twin import timeouts
 
 
 def netns_path(pid: int) -> str:
@@ -59,6 +62,18 @@ def inside(ns_path: str, fn: Callable[[], T]) -> T:
     if "error" in out:
         raise out["error"]
     return out["value"]
+
+
+def netlink(ns_path: str, proto: int) -> socket.socket:
+    """A bound netlink socket of namespace `ns_path` ("" = this process's) whose reads give up after
+    `timeouts.NETLINK`: a dump the kernel never answers is an error (TimeoutError), not a hang."""
+    def make() -> socket.socket:
+        return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, proto)
+
+    s = inside(ns_path, make) if ns_path else make()
+    s.bind((0, 0))
+    s.settimeout(timeouts.NETLINK)
+    return s
 
 
 def write_sysctl(ns_path: str, key: str, value: str) -> None:
