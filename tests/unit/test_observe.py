@@ -249,3 +249,41 @@ def test_a_netlink_read_the_kernel_never_answers_is_an_error_not_a_hang(monkeypa
             s.recv(1 << 16)    # nothing was asked: nothing comes
     finally:
         s.close()
+
+
+def test_a_link_dump_skips_the_rest_of_an_earlier_dump_given_up_at_its_deadline():
+    from twin.observe import linkstats
+
+    def link(seq: int, index: int, name: str) -> bytes:
+        body = struct.pack("=BxHiII", 0, 0, index, 1, 0) + nflog._attr(linkstats.IFLA_IFNAME, name.encode() + b"\0")
+        return struct.pack("=IHHII", 16 + len(body), linkstats.RTM_NEWLINK, 2, seq, 0) + body
+
+    done = struct.pack("=IHHII", 20, linkstats.NLMSG_DONE, 2, 1, 0) + b"\0" * 4
+    stale = link(1, 7, "swp9") + done          # the tail of dump 1, read by dump 2
+    assert linkstats.parse(stale, seq=2) == ([], False)
+    links, finished = linkstats.parse(stale + link(2, 2, "p0"), seq=2)
+    assert [(x["index"], x["name"]) for x in links] == [(2, "p0")] and not finished
+
+
+def test_collector_rounds_take_turns_on_their_shared_sockets():
+    from twin.observe.collector import Collector
+    c = Collector.__new__(Collector)
+    c._reading = threading.Lock()
+    inside, overlaps = [], []
+
+    def one(control):
+        if inside:
+            overlaps.append(control)
+        inside.append(control)
+        threading.Event().wait(0.05)
+        inside.pop()
+        return control
+
+    c._round = one
+    done = []
+    threads = [threading.Thread(target=lambda i=i: done.append(c.round(i % 2 == 0))) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == [] and inside == [] and sorted(done) == [False] * 3 + [True] * 3

@@ -65,6 +65,7 @@ class Collector:
         self._limiter = dropmon.Limiter()
         self._vnis = sample.vni_tenants(ctx)
         self._rounds = 0
+        self._reading = threading.Lock()   # one round at a time: the links loop's and a caller's share sockets
 
     # --- life ---------------------------------------------------------------------------
     def start(self) -> "Collector":
@@ -194,7 +195,12 @@ class Collector:
                     self._note_error(f"{node}{'/' + ns if ns else ''}: NFLOG: {e}")
 
     def round(self, control: bool = False) -> sample.Snapshot:
-        """One reading of every node (and FRR's state too when `control`)."""
+        """One reading of every node (and FRR's state too when `control`). Rounds take turns: the
+        netlink sockets and handles are shared, and two dumps on one socket read each other's answers."""
+        with self._reading:
+            return self._round(control)
+
+    def _round(self, control: bool) -> sample.Snapshot:
         self._rounds += 1
         slow = control or not self._pids or self._rounds % int(timeouts.WATCH_NODES / timeouts.WATCH_PERIOD) == 0
         roce_due = slow or self._rounds % max(1, int(timeouts.WATCH_ROCE / timeouts.WATCH_PERIOD)) == 0

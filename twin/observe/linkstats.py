@@ -21,15 +21,18 @@ OPER_UP, OPER_UNKNOWN = 6, 0
 STATS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_errors", "tx_errors", "rx_dropped", "tx_dropped")
 
 
-def parse(data: bytes) -> tuple[list[dict[str, Any]], bool]:
-    """(links of the RTM_NEWLINK messages in one datagram, whether the dump is done)."""
+def parse(data: bytes, seq: int | None = None) -> tuple[list[dict[str, Any]], bool]:
+    """(links of the RTM_NEWLINK messages in one datagram, whether the dump is done); with `seq`, only
+    the messages of that request (the rest of an earlier dump given up at its deadline is skipped)."""
     out, pos = [], 0
     while pos + 16 <= len(data):
-        length, kind = struct.unpack_from("=IH", data, pos)
+        length, kind, _, got = struct.unpack_from("=IHHI", data, pos)
         if length < 16:
             break
         body = data[pos + 16: pos + length]
         pos += (length + 3) & ~3
+        if seq is not None and got != seq:
+            continue
         if kind in (NLMSG_DONE, NLMSG_ERROR):
             return out, True
         if kind != RTM_NEWLINK or len(body) < 16:
@@ -63,7 +66,7 @@ class LinkSocket:
         self.sock.send(struct.pack("=IHHII", 16 + len(req), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + req)
         links, done = [], False
         while not done:
-            got, done = parse(self.sock.recv(1 << 20))
+            got, done = parse(self.sock.recv(1 << 20), self.seq)
             links += got
         return links
 
