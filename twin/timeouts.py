@@ -8,6 +8,7 @@ EXEC_INTERACTIVE = 3600.0   # `twin exec`: a user's own command
 VTYSH = 20.0                # one batched vtysh read (verify, status, barrier diagnosis)
 NETLINK = 5.0               # one netlink dump's answer (a dump never answered is an error, not a hang)
 VTYSH_QUICK = 10.0          # a vtysh poll while waiting for FRR
+ZEBRA_PORT = 30.0          # zebra holds a port in the bridge it was just put in (its dataplane thread)
 VNIS_UP = 60.0              # zebra on a VTEP knows all its VNIs after FRR started
 IMAGE_BUILD = 1800.0        # debootstrap + docker build
 TRAFFIC = 10.0              # a traffic run: until every expected frame arrived

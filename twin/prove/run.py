@@ -73,13 +73,7 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
             wait.until(lambda: [] if a.vni in frr.vni_states(ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)[0])
                        else [f"{a.node}: VNI {a.vni}"], timeouts.PROVE_RESTORE, "zebra holding the VNI", first=0.1, cap=0.5)
         elif isinstance(a, ZebraPort):
-            ex = ctx.exec(a.node)
-
-            def missing(a: ZebraPort = a) -> list[str]:
-                doc = ex.vtysh_json(f"show interface {a.port} vrf all json", timeout=timeouts.VTYSH)[0]
-                got = doc.get(a.port, {}).get("masterInterface")
-                return [] if got == a.master else [f"{a.node}: {a.port} in {a.master} (zebra has it in {got or 'none'})"]
-            wait.until(missing, timeouts.PROVE_RESTORE, "zebra knowing the port's bridge", first=0.05, cap=0.5)
+            frr.await_bridge(ctx.exec(a.node), a.port, a.master)
         elif isinstance(a, Unlearn):
             with ctx.ipr(a.node, a.ns) as ipr:
                 macs = observe.learned(ipr, a.port)

@@ -193,6 +193,18 @@ def vrf_routes(doc: dict) -> dict[str, frozenset[str]]:
     return out
 
 
+def await_bridge(ex: NodeExec, port: str, bridge: str) -> None:
+    """Until zebra holds `port` in `bridge`. zebra (FRR 10.3) applies a port's new master in its
+    dataplane thread but reads the port's MACs at once, and drops a MAC of a port it holds for no
+    bridge: a static MAC written before then is never advertised (no type-2 route)."""
+    def missing() -> list[str]:
+        doc = ex.vtysh_json(f"show interface {port} vrf all json", timeout=timeouts.VTYSH)[0]
+        got = doc.get(port, {}).get("masterInterface")
+        return [] if got == bridge else [f"{ex.where}: {port} in {bridge} (zebra has it in {got or 'none'})"]
+
+    wait.until(missing, timeouts.ZEBRA_PORT, "zebra knowing the port's bridge", first=0.05, cap=0.5)
+
+
 def pending(ex: NodeExec) -> list[str]:
     """What FRR runs that its config file no longer has: the "Lines To Delete" of
     `frr-reload.py --test` (its lines to add are not looked at: a file may spell out
