@@ -196,7 +196,7 @@ def bindings(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
 
 def binding_step(t: Tenant, a: Attachment, backend: Backend) -> Step:
     return Step("neigh", bridge_name(t.segments[a.segment].l2vni), tenant_ns(t, backend),
-                {"ip": a.address.split("/")[0], "mac": a.mac})
+                {"ip": a.ip, "mac": a.mac})
 
 
 def host_plan(fabric: Fabric, node: str) -> list[Step]:

@@ -161,7 +161,7 @@ def _nft(t: Tenant, backend: Backend) -> Step:
 def attachment_teardown(t: Tenant, seg: Segment, a: Attachment, backend: Backend) -> list[Step]:
     """A host port out of its segment: its binding gone, out of the bridge, back in the node's namespace."""
     ns = tenant_ns(t, backend)
-    steps = [Step("unneigh", bridge_name(seg.l2vni), ns, {"ip": a.address.split("/")[0]}),
+    steps = [Step("unneigh", bridge_name(seg.l2vni), ns, {"ip": a.ip}),
              Step("nomaster", a.port, ns)]
     return steps + ([Step("release", a.port, ns)] if ns else [])
 

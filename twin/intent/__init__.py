@@ -113,7 +113,7 @@ class Intent:
         out: dict[str, str] = {}
         for t in self.fabric.tenants.values():
             for a in t.attachments:
-                out.setdefault(a.address.split("/")[0] + "/32", t.name)
+                out.setdefault(a.ip + "/32", t.name)
         return out
 
 

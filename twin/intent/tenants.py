@@ -71,12 +71,12 @@ def tenant_intent(fabric: Fabric, node: str, t: Tenant) -> TenantIntent:
                                         if a.segment == s.name and a.vtep != node))
         for s in t.segments_on(node))
     local = {s.name for s in segments}
-    hosts = {a.address.split("/")[0] + "/32": (a.host, a.vtep) for a in t.attachments if a.vtep != node}
+    hosts = {a.ip + "/32": (a.host, a.vtep) for a in t.attachments if a.vtep != node}
     subnets = {s.subnet: s.name for s in t.segments.values() if s.name not in local and t.segment_vteps(s.name)}
     return TenantIntent(
         tenant=t.name, vrf=t.vrf, l3vni=t.l3vni, segments=segments, host_routes=hosts, subnet_routes=subnets,
         routes=vrf_routes(fabric, node, t), loopbacks=lo,
-        allowed=frozenset({a.address.split("/")[0] + "/32" for a in t.attachments}
+        allowed=frozenset({a.ip + "/32" for a in t.attachments}
                           | {s.subnet for s in t.segments.values()}),
         evpn_counts=evpn_counts(t))
 
@@ -98,7 +98,7 @@ def vrf_routes(fabric: Fabric, node: str, t: Tenant) -> dict[str, frozenset[str]
     out: dict[str, frozenset[str]] = {s.subnet: frozenset({CONNECTED}) for s in t.segments_on(node)}
     for a in t.attachments:
         if a.vtep != node:
-            out[a.address.split("/")[0] + "/32"] = frozenset({lo[a.vtep]})
+            out[a.ip + "/32"] = frozenset({lo[a.vtep]})
     for s in t.segments.values():
         owners = t.segment_vteps(s.name)
         if s.name not in local and owners:

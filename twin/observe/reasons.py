@@ -46,7 +46,7 @@ def drop_event(fabric: Fabric, place: Place, p: Logged) -> dict[str, Any] | None
         h["src_mac"] = p.hwaddr
     tenant, att = tenant_of_port(fabric, place.node, port)
     words = {"subject": subject, "mac": getattr(att, "mac", "?"),
-             "address": getattr(att, "address", "?/").split("/")[0],
+             "address": getattr(att, "ip", "?"),
              **{k: h.get(k, "?") for k in ("src_mac", "ethertype", "arp_mac", "arp_ip", "src")}}
     reason = droplog.REASONS[code].format(**words)
     direction = "in" if p.indev is not None or p.physindev is not None else "out"

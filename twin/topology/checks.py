@@ -248,7 +248,7 @@ def _roce(s: RoceCheck, fabric: Fabric) -> Found:
     if not _is_address(s.to) or ":" in s.to:
         return [(("to",), f"{quoted(s.to)} is neither a host nor an IPv4 address; hosts: {listing(hosts)}")]
     tenant = fabric.attachment_of(s.from_)[0]
-    if s.expect == "delivered" and not any(a.address.split("/")[0] == s.to for a in tenant.attachments):
+    if s.expect == "delivered" and not any(a.ip == s.to for a in tenant.attachments):
         return [(("to",), f"no host of tenant {tenant.name} has {s.to}, so nothing can be delivered there; "
                           "expect blocked, or name a host")]
     return []

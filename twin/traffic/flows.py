@@ -26,10 +26,10 @@ def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw) -> roce.Flow:
     st, sa = fabric.attachment_of(src)
     _, da = fabric.attachment_of(dst)
     seg = st.segments[sa.segment]
-    dst_ip = da.address.split("/")[0]
+    dst_ip = da.ip
     on_link = ipaddress.ip_address(dst_ip) in ipaddress.ip_network(seg.subnet)
     return roce.Flow(flow_id=flow_id, src=src, dst=dst, src_mac=sa.mac, dst_mac=da.mac if on_link else seg.mac,
-                     src_ip=sa.address.split("/")[0], dst_ip=dst_ip, **kw)
+                     src_ip=sa.ip, dst_ip=dst_ip, **kw)
 
 
 def cnp_flow(fabric: Fabric, f: roce.Flow) -> roce.Flow:
@@ -43,11 +43,11 @@ def flow_to(fabric: Fabric, src: str, to: str, flow_id: int, **kw) -> roce.Flow:
     if to in fabric.nodes:
         return flow(fabric, src, to, flow_id, **kw)
     st, sa = fabric.attachment_of(src)
-    owner = next((a.host for a in st.attachments if a.address.split("/")[0] == to), None)
+    owner = next((a.host for a in st.attachments if a.ip == to), None)
     if owner is not None:
         return flow(fabric, src, owner, flow_id, **kw)
     return roce.Flow(flow_id=flow_id, src=src, dst="", src_mac=sa.mac, dst_mac=st.segments[sa.segment].mac,
-                     src_ip=sa.address.split("/")[0], dst_ip=to, **kw)
+                     src_ip=sa.ip, dst_ip=to, **kw)
 
 
 def same_tenant(fabric: Fabric, a: str, b: str) -> bool:
