@@ -4,12 +4,14 @@ runs the whole proof of aipod (its last run is in the README)."""
 from __future__ import annotations
 
 import json
+import socket
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from tests.e2e.conftest import twin_cli
 from twin import prove, verify
+from twin.config import overlay
 from twin.lifecycle import barrier
 
 pytestmark = pytest.mark.e2e
@@ -48,8 +50,13 @@ def test_every_kind_of_element_is_caught_by_the_check_that_should_catch_it(lab):
     assert by["arp-suppression dpu2 vxlan10201"].startswith("arp: host2b resolves")
     assert by["tos dpu2 vxlan10100"].startswith("underlay: red host2a -> ")
     assert by["hash-policy dpu2"].startswith("underlay: ") and "every path dpu2 ->" in by["hash-policy dpu2"]
-    # and the lab is whole again
-    assert barrier.missing(lab.context()) == []
+    # and the lab is whole again, with no neighbour left on the port taken out of its bridge
+    ctx = lab.context()
+    assert barrier.missing(ctx) == []
+    (t, a), = [(t, a) for t in lab.fabric.tenants.values() for a in t.attachments if (a.vtep, a.port) == ("dpu2", "pf0vf1")]
+    with ctx.ipr("dpu2", overlay.tenant_ns(t, ctx.backend)) as ipr:
+        (port,) = ipr.link_lookup(ifname="pf0vf1")
+        assert [n.get_attr("NDA_DST") for n in ipr.get_neighbours(family=socket.AF_INET, ifindex=port)] == []
     assert verify.run(lab).passed
 
 

@@ -187,10 +187,13 @@ def port_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         ns = overlay.tenant_ns(t, be)
         for a in t.attachments:
             seg = t.segments[a.segment]
-            # once zebra knows the port's bridge again (it drops a MAC of a port it holds for no bridge's),
-            # the host's static MAC deleted and made again: zebra reads a MAC when it changes
+            # the neighbour the tenant's namespace learned on the port while it was out of its bridge
+            # (it answers ARP there) deleted; once zebra knows the port's bridge again (it drops a MAC
+            # of a port it holds for no bridge's), the host's static MAC deleted and made again: zebra
+            # reads a MAC when it changes
             br = bridge_name(seg.l2vni)
-            back = (Kernel(a.vtep, (Step("master", a.port, ns, {"master": br}), Step("up", a.port, ns))),
+            back = (Kernel(a.vtep, (Step("unneigh", a.port, ns, {"ip": a.ip}), Step("master", a.port, ns, {"master": br}),
+                                    Step("up", a.port, ns))),
                     ZebraPort(a.vtep, a.port, br),
                     Kernel(a.vtep, (Step("unfdb", a.port, ns, {"mac": a.mac}), overlay.fdb_step(t, a, be))
                            + rebind(f, a.vtep, be, t, seg)))
