@@ -149,3 +149,24 @@ def test_packed_frames_are_scapys_byte_for_byte():
                    payload=rng.choice([0, 1, 3, 64, 255, 4096]), dscp=rng.randrange(64), ecn=rng.randrange(4),
                    opcode=rng.choice([0, 1, 2, 4, 10]), cnp=rng.random() < 0.2)
         assert roce.frames(f, RUN) == roce.scapy_frames(f, RUN), f
+
+
+def test_a_sender_runs_on_one_cpu_for_its_run_and_gets_its_cpus_back():
+    """A thread the scheduler moves mid-flow puts the rest of the flow on another CPU's backlog:
+    the senders of a run stay on one CPU (twin.traffic.engine)."""
+    import os
+    import threading
+
+    from twin.traffic.engine import on_cpu
+    cpus = os.sched_getaffinity(0)
+    seen = []
+
+    def sender():
+        with on_cpu(max(cpus)):
+            seen.append(os.sched_getaffinity(0))
+        seen.append(os.sched_getaffinity(0))
+
+    t = threading.Thread(target=sender)
+    t.start()
+    t.join()
+    assert seen == [{max(cpus)}, cpus] and os.sched_getaffinity(0) == cpus, "only the sending thread, only meanwhile"

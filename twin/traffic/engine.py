@@ -7,10 +7,18 @@ has arrived, or once none at all has arrived for `timeouts.TRAFFIC_QUIET` (frame
 in flight arrive within milliseconds of each other: what is still missing then is
 lost), or at the deadline, plus a short window for late or stray frames (leaks,
 duplicates). Nothing is sent outside namespaces the lab created.
+
+The threads that send (and answer) frames run on one CPU for the run. The kernel queues a frame
+a thread sends on the backlog of the CPU the thread is on, and carries it through every veth of
+the lab from there; a sender the scheduler moves to another CPU mid-flow puts the rest of the
+flow on another backlog, which may be processed first (a loaded host defers backlogs to
+ksoftirqd). A switch keeps a flow in order: so must the twin, or verify reports reordering
+the fabric did not do.
 """
 from __future__ import annotations
 
 import errno
+import os
 import random
 import select
 import socket
@@ -19,6 +27,7 @@ import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -91,16 +100,18 @@ class Session:
         answering congestion marks with CNPs)."""
         cap = _Captured()
         stop = threading.Event()
+        cpu = min(os.sched_getaffinity(0))
         if respond is not None:
             for sock in self.socks.values():
                 sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 
         def send(name: str) -> None:
             s = self.socks[name]
-            for f in sends[name]:
-                _send(s, f)
+            with on_cpu(cpu):
+                for f in sends[name]:
+                    _send(s, f)
 
-        receiver = threading.Thread(target=self._receive, args=(keep, cap, stop, respond), name="twin-taps",
+        receiver = threading.Thread(target=self._receive, args=(keep, cap, stop, respond, cpu), name="twin-taps",
                                     daemon=True)
         receiver.start()
         try:
@@ -126,8 +137,13 @@ class Session:
         return dict(cap.frames)
 
     def _receive(self, keep: Callable[[bytes], bool], cap: "_Captured", stop: threading.Event,
-                 respond: Respond | None) -> None:
-        """One thread reads every tap: poll(2) says which have frames."""
+                 respond: Respond | None, cpu: int) -> None:
+        """One thread reads every tap: poll(2) says which have frames; it answers on the senders' CPU."""
+        with on_cpu(cpu):
+            self._read(keep, cap, stop, respond)
+
+    def _read(self, keep: Callable[[bytes], bool], cap: "_Captured", stop: threading.Event,
+              respond: Respond | None) -> None:
         poller, by_fd = select.poll(), {}
         for name, sock in self.socks.items():
             sock.setblocking(False)
@@ -151,6 +167,17 @@ class Session:
                         answer = respond(name, frame, ns) if respond else None
                         if answer:
                             _send(sock, answer)
+
+
+@contextmanager
+def on_cpu(cpu: int):
+    """The calling thread runs on `cpu` only, until the block ends."""
+    before = os.sched_getaffinity(0)     # pid 0: this thread
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 class _Captured:

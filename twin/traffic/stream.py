@@ -43,13 +43,12 @@ Sequence numbers come from 24-bit PSNs: a flow wraps after 2^24 packets
 from __future__ import annotations
 
 import bisect
+import os
 import select
 import socket
 import struct
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable
 
 from twin import timeouts, wait
 from twin.errors import ConvergenceTimeout, TwinError
@@ -57,7 +56,7 @@ from twin.lifecycle.context import context_of
 from twin.topology.model import Fabric
 from twin.traffic import flows as hostflows
 from twin.traffic import roce
-from twin.traffic.engine import PACKET_OUTGOING, new_run_id, open_socket
+from twin.traffic.engine import PACKET_OUTGOING, new_run_id, on_cpu, open_socket
 from twin.traffic.results import StreamResult, analyse
 from twin.traffic.roce import PSN_MASK, icrc_ok
 from twin.traffic.stamp import Stamper
@@ -287,6 +286,10 @@ class Stream:
             self._stop_send.set()
 
     def _send(self) -> None:
+        with on_cpu(min(os.sched_getaffinity(0))):   # a flow's frames through one CPU's queues (engine)
+            self._paced()
+
+    def _paced(self) -> None:
         n_flows = len(self.flows)
         tick = self.interval / n_flows
         socks = [self._socks[f.src] for f in self.flows]
