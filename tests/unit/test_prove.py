@@ -236,3 +236,23 @@ def test_a_proof_refuses_unknown_groups_before_it_touches_a_lab():
     from twin.errors import TwinError
     with pytest.raises(TwinError, match=r"unknown check group\(s\) nonsense; groups: checks, control"):
         proving.prove("no-such-lab", only=["nonsense"])
+
+
+def test_a_static_mac_on_a_port_put_back_in_its_bridge_waits_for_zebra(monkeypatch):
+    """zebra drops a MAC of a port it holds in no bridge yet: `apply_live` writes it after the wait."""
+    from twin.config.steps import Step
+    from twin.runtime import frr
+    calls = []
+    monkeypatch.setattr(frr.kernel, "apply", lambda steps, pid, ex, tolerant=False:
+                        calls.append(("apply", [s.op for s in steps])) or [])
+    monkeypatch.setattr(frr, "await_bridge", lambda ex, port, bridge: calls.append(("wait", port, bridge)))
+    port = [Step("move", "pf0vf0", "", {"to": "red"}), Step("master", "pf0vf0", "red", {"master": "br10101"}),
+            Step("up", "pf0vf0", "red"), Step("unfdb", "pf0vf0", "red", {"mac": "02:00:00:00:00:01"}),
+            Step("fdb", "pf0vf0", "red", {"mac": "02:00:00:00:00:01"}),
+            Step("neigh", "br10101", "red", {"ip": "10.1.1.11", "mac": "02:00:00:00:00:01"})]
+    frr.apply_live(port, 1, None)
+    assert calls == [("apply", ["move", "master", "up"]), ("wait", "pf0vf0", "br10101"),
+                     ("apply", ["unfdb", "fdb", "neigh"])]
+    calls.clear()
+    frr.apply_live([Step("fdb", "pf0vf1", "red", {"mac": "02:00:00:00:00:02"}), Step("up", "pf0vf1", "red")], 1, None)
+    assert calls == [("apply", ["fdb", "up"])], "a MAC on a port already in its bridge: no wait"

@@ -122,7 +122,7 @@ class Run:
     def kernel(self, n: str, steps: list) -> None:
         """Kernel steps of a change on node `n`, after its new tenant namespaces (`namespaces`)."""
         self.namespaces(n, steps)
-        kernel.apply([s for s in steps if s.op != "netns"], self.ctx.pid(n), self.ctx.exec(n), self.rollback)
+        frr.apply_live([s for s in steps if s.op != "netns"], self.ctx.pid(n), self.ctx.exec(n), self.rollback)
 
 
 # --- the stages ---------------------------------------------------------------------------

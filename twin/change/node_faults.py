@@ -19,7 +19,7 @@ from twin.config import overlay
 from twin.errors import TwinError
 from twin.lifecycle.bringup import configure_node
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr, kernel, netns
+from twin.runtime import frr, netns
 from twin.runtime.links import create_link
 
 
@@ -138,18 +138,8 @@ def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int) -> None:
         configure_node(fabric, ref.node, ctx.exec(ref.node), pid, ctx.backend, ctx.shaping)
         return
     steps = [s for s in overlay.plan(fabric, ref.node, ctx.backend, ctx.shaping) if s.dev == ref.port]
-    ex = ctx.exec(ref.node)
-    # moves it into its tenant namespace first, then master/up there; the static MAC once zebra
-    # holds the port in its bridge (a MAC written before is dropped: no type-2 route)
-    masters = [s.args["master"] for s in steps if s.op == "master"]
-    first = [s for s in steps if s.op != "fdb"]
-    if first:
-        kernel.apply(first, pid, ex)
-    if masters and kinds.of(fabric.nodes[ref.node]).runs_frr:
-        for bridge in masters:
-            frr.await_bridge(ex, ref.port, bridge)
-    if len(first) < len(steps):
-        kernel.apply([s for s in steps if s.op == "fdb"], pid, ex)
+    if steps:  # moves it into its tenant namespace first, then master/up/fdb there (zebra running)
+        frr.apply_live(steps, pid, ctx.exec(ref.node))
     set_port(ctx, ref, up=True, pid=pid)
 
 

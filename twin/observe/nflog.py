@@ -13,7 +13,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from twin.runtime.netns import inside as netns_inside
+from twin.runtime.netns import netlink
 
 NETLINK_NETFILTER = 12
 NFNL_SUBSYS_ULOG = 4
@@ -73,11 +73,9 @@ class NflogSocket:
 
     def __init__(self, netns: str, group: int):
         self.netns, self.group = netns, group
-        make = lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)  # noqa: E731
-        self.sock = netns_inside(netns, make) if netns else make()
+        self.sock = netlink(netns, NETLINK_NETFILTER)   # its config answers read with a deadline
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-            self.sock.bind((0, 0))
             self._config(_attr(CFG_CMD, struct.pack("B", CMD_BIND)))
             self._config(_attr(CFG_MODE, struct.pack("!IBB", COPY_RANGE, COPY_PACKET, 0)))
             self._config(_attr(CFG_QTHRESH, struct.pack("!I", 32)) + _attr(CFG_TIMEOUT, struct.pack("!I", 10)))

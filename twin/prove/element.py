@@ -3,7 +3,8 @@ and which verify groups (and checks) must notice it gone.
 
 Breaking and restoring go through twin's own mechanisms only:
 
-- `Kernel`: kernel steps (`twin.config.steps`) applied by `twin.runtime.kernel.apply`, the
+- `Kernel`: kernel steps (`twin.config.steps`) applied by `twin.runtime.frr.apply_live` (zebra
+  runs: a static MAC on a port put back in its bridge waits until zebra holds the port there), the
   same table `interfaces.sh` is written from; restoring re-applies the node's rendered steps;
 - `Vtysh`: lines of FRR configuration typed into the node's vtysh; `Reload` restores the
   node's rendered frr.conf with `frr-reload.py` (`twin.runtime.frr.take`);
@@ -11,9 +12,6 @@ Breaking and restoring go through twin's own mechanisms only:
   by its handle;
 - `Unlearn`: the MACs a bridge port learned while a rule was gone (a spoofer's), deleted;
 - `ZebraVni`: a wait until zebra holds a VNI made again (a binding written before is not read);
-- `ZebraPort`: a wait until zebra has a port in its bridge again. zebra applies a port's new master
-  in its dataplane thread, but reads a MAC of the port at once: a MAC written before zebra knows
-  the port's bridge is dropped (its type-2 route never comes).
 """
 from __future__ import annotations
 
@@ -82,17 +80,7 @@ class ZebraVni:
         return f"until zebra holds VNI {self.vni}"
 
 
-@dataclass(frozen=True)
-class ZebraPort:
-    node: str
-    port: str
-    master: str
-
-    def text(self) -> str:
-        return f"until zebra has {self.port} in {self.master}"
-
-
-Action = Union[Kernel, Vtysh, Reload, NftDelete, Unlearn, ZebraVni, ZebraPort]
+Action = Union[Kernel, Vtysh, Reload, NftDelete, Unlearn, ZebraVni]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from twin.config.steps import Step
 from twin.intent import paths
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.lifecycle.context import LabContext
-from twin.prove.element import Element, Exempt, Kernel, ZebraPort, ZebraVni, alt
+from twin.prove.element import Element, Exempt, Kernel, ZebraVni, alt
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 
 SMALL_MTU = 1500                       # a jumbo RoCE frame (4 KiB) does not fit
@@ -188,15 +188,13 @@ def port_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         for a in t.attachments:
             seg = t.segments[a.segment]
             # the neighbour the tenant's namespace learned on the port while it was out of its bridge
-            # (it answers ARP there) deleted; once zebra knows the port's bridge again (it drops a MAC
-            # of a port it holds for no bridge's), the host's static MAC deleted and made again: zebra
-            # reads a MAC when it changes
+            # (it answers ARP there) deleted; back in the bridge, the host's static MAC deleted and
+            # made again (zebra reads a MAC when it changes; `apply_live` writes it once zebra
+            # holds the port in the bridge) and its bindings
             br = bridge_name(seg.l2vni)
             back = (Kernel(a.vtep, (Step("unneigh", a.port, ns, {"ip": a.ip}), Step("master", a.port, ns, {"master": br}),
-                                    Step("up", a.port, ns))),
-                    ZebraPort(a.vtep, a.port, br),
-                    Kernel(a.vtep, (Step("unfdb", a.port, ns, {"mac": a.mac}), overlay.fdb_step(t, a, be))
-                           + rebind(f, a.vtep, be, t, seg)))
+                                    Step("up", a.port, ns), Step("unfdb", a.port, ns, {"mac": a.mac}),
+                                    overlay.fdb_step(t, a, be)) + rebind(f, a.vtep, be, t, seg)),)
             out.append(Element(f"membership {a.vtep}:{a.port}", "host port membership", a.vtep,
                                f"{a.vtep}:{a.port} ({a.host}) in {bridge_name(seg.l2vni)} ({t.name} {seg.name})",
                                ("arp",), (rf"^arp: {re.escape(a.host)} resolves ",),

@@ -16,10 +16,10 @@ from typing import Callable
 from twin import timeouts, verify, wait
 from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier, state
+from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext, context_of
 from twin.prove import frr_side, kernel_side, ports, services
-from twin.prove.element import (Action, Element, Exempt, Kernel, NftDelete, Reload, Unlearn, Vtysh, ZebraPort,
-                                ZebraVni)
+from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, Reload, Unlearn, Vtysh, ZebraVni
 from twin.prove.report import Outcome, Proof, line
 from twin.verify.result import Check
 from twin.runtime import frr, kernel, observe
@@ -61,7 +61,7 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
     gone) is passed over, as in a rollback: putting an element back works however far it broke."""
     for a in actions:
         if isinstance(a, Kernel):
-            kernel.apply(list(a.steps), ctx.pid(a.node), ctx.exec(a.node), tolerant=restoring)
+            frr.apply_live(list(a.steps), ctx.pid(a.node), ctx.exec(a.node), tolerant=restoring)
         elif isinstance(a, Vtysh):
             ctx.exec(a.node).vtysh("configure terminal", *a.lines, timeout=timeouts.VTYSH)
         elif isinstance(a, Reload):
@@ -69,11 +69,7 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
         elif isinstance(a, NftDelete):
             _nft_delete(ctx, a)
         elif isinstance(a, ZebraVni):
-            ex = ctx.exec(a.node)
-            wait.until(lambda: [] if a.vni in frr.vni_states(ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)[0])
-                       else [f"{a.node}: VNI {a.vni}"], timeouts.PROVE_RESTORE, "zebra holding the VNI", first=0.1, cap=0.5)
-        elif isinstance(a, ZebraPort):
-            frr.await_bridge(ctx.exec(a.node), a.port, a.master)
+            wait_vnis(ctx.exec(a.node), {a.vni})
         elif isinstance(a, Unlearn):
             with ctx.ipr(a.node, a.ns) as ipr:
                 macs = observe.learned(ipr, a.port)

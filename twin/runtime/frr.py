@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 
 from twin import timeouts, wait
+from twin.config.steps import Step
 from twin.intent.tenants import CONNECTED
+from twin.runtime import kernel
 from twin.runtime.exec import NodeExec
 
 SUMMARY = "show bgp ipv4 unicast summary json"   # underlay sessions
@@ -203,6 +205,20 @@ def await_bridge(ex: NodeExec, port: str, bridge: str) -> None:
         return [] if got == bridge else [f"{ex.where}: {port} in {bridge} (zebra has it in {got or 'none'})"]
 
     wait.until(missing, timeouts.ZEBRA_PORT, "zebra knowing the port's bridge", first=0.05, cap=0.5)
+
+
+def apply_live(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> list[str]:
+    """`kernel.apply` on a node whose zebra runs: a static MAC written (or deleted) on a port that
+    these steps put in a bridge waits until zebra holds the port there (`await_bridge`)."""
+    skipped, start, masters = [], 0, {}
+    for i, s in enumerate(steps):
+        if s.op == "master":
+            masters[s.dev] = s.args["master"]
+        elif s.op in ("fdb", "unfdb") and s.dev in masters:
+            skipped += kernel.apply(steps[start:i], pid, ex, tolerant)
+            await_bridge(ex, s.dev, masters.pop(s.dev))
+            start = i
+    return skipped + kernel.apply(steps[start:], pid, ex, tolerant)
 
 
 def pending(ex: NodeExec) -> list[str]:
