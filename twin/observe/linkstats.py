@@ -21,9 +21,9 @@ OPER_UP, OPER_UNKNOWN = 6, 0
 STATS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_errors", "tx_errors", "rx_dropped", "tx_dropped")
 
 
-def parse(data: bytes, seq: int | None = None) -> tuple[list[dict[str, Any]], bool]:
-    """(links of the RTM_NEWLINK messages in one datagram, whether the dump is done); with `seq`, only
-    the messages of that request (the rest of an earlier dump given up at its deadline is skipped)."""
+def parse(data: bytes, seq: int) -> tuple[list[dict[str, Any]], bool]:
+    """(links of the RTM_NEWLINK messages of request `seq` in one datagram, whether its dump is done);
+    the rest of an earlier dump given up at its deadline is skipped."""
     out, pos = [], 0
     while pos + 16 <= len(data):
         length, kind, _, got = struct.unpack_from("=IHHI", data, pos)
@@ -31,7 +31,7 @@ def parse(data: bytes, seq: int | None = None) -> tuple[list[dict[str, Any]], bo
             break
         body = data[pos + 16: pos + length]
         pos += (length + 3) & ~3
-        if seq is not None and got != seq:
+        if got != seq:
             continue
         if kind in (NLMSG_DONE, NLMSG_ERROR):
             return out, True
