@@ -10,15 +10,17 @@ class TwinError(Exception):
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with a topology or change file."""
+    """One thing wrong with a file a user gave (a topology, a change, a configs file...)."""
 
     file: str
     path: str  # place in the document, e.g. "nodes.leaf1.asn"
     message: str
     line: int | None = None  # 1-based
+    column: int | None = None  # 1-based, where a parser knows it
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
+        where += f":{self.column}" if self.line and self.column else ""
         return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 
