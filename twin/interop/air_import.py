@@ -12,6 +12,7 @@ from twin.errors import Problem, TopologyError
 from twin.interop.air import AirTopology, to_twin
 from twin.interop.air_dot import parse_air_dot
 from twin.interop.air_json import parse_air_json
+from twin.topology import files
 
 PARSERS = {".json": parse_air_json, ".dot": parse_air_dot, ".gv": parse_air_dot}
 
@@ -27,11 +28,7 @@ def read_air(path: str | Path) -> AirTopology:
     if parse is None:
         raise TopologyError([Problem(str(path), "", f"not an Air topology file: expected one of "
                                                     f"{', '.join(PARSERS)}")])
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise TopologyError([Problem(str(path), "", f"cannot read it: {e.strerror}")]) from None
-    return parse(text, str(path))
+    return parse(files.read(path, files.AIR_JSON if parse is parse_air_json else files.AIR_DOT), str(path))
 
 
 def parse_roles(specs: list[str] | tuple[str, ...]) -> dict[str, str]:

@@ -24,11 +24,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from twin.config.userconf import DAEMONS, FRR_CONF, UserConfigs, read_text_file
+from twin.config.userconf import DAEMONS, FORMATS, FRR_CONF, UserConfigs
 from twin.errors import Problem, TopologyError
 from twin.kinds import KINDS
+from twin.topology import files as inputs
 from twin.topology.names import check_lab_name, check_node_name
-from twin.topology.problems import Problems, listing
+from twin.topology.problems import Problems, listing, quoted
 from twin.topology.yaml_safe import read_yaml
 
 SUFFIXES = (".clab.yml", ".clab.yaml")
@@ -57,7 +58,7 @@ def is_clab(path: str | Path) -> bool:
 def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Imported:
     """Read a containerlab topology; TopologyError names every problem (file:line)."""
     path = Path(path)
-    data, lines = read_yaml(path)
+    data, lines = read_yaml(path, inputs.CONTAINERLAB)
     problems = Problems(str(path), lines)
     topo = data.get("topology") if isinstance(data, dict) else None
     if not isinstance(topo, dict) or not isinstance(topo.get("nodes"), dict) or not topo["nodes"]:
@@ -73,6 +74,7 @@ def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str
 class _Import:
     def __init__(self, path: Path, data: dict, topo: dict, problems: Problems, roles: dict[str, str]):
         self.path, self.data, self.topo, self.problems, self.roles = path, data, topo, problems, roles
+        self.base = path.parent.absolute()                # binds are read below it
         self.nodes: dict[str, dict] = {n: (v if isinstance(v, dict) else {}) for n, v in topo["nodes"].items()}
         self.names: dict[str, str] = {}                    # containerlab name -> twin name
         self.files: dict[str, dict[str, str]] = {}
@@ -180,11 +182,20 @@ class _Import:
                 out[parts[1].rstrip("/") or "/"] = parts[0]
         return out
 
-    def _source(self, src: str, n: str) -> Path:
+    def _source(self, src: str, n: str) -> str | None:
+        """A bind's source as a path relative to the file's directory; None (said why) for one outside it:
+        twin reads what a containerlab file binds below the file's directory only, links included."""
         lab = f"clab-{self.data.get('name', '')}"
         src = src.replace("__clabNodeDir__", f"{lab}/{n}").replace("__clabDir__", lab)
-        p = Path(src).expanduser()
-        return p if p.is_absolute() else self.path.parent / p
+        try:
+            p = Path(src).expanduser()
+            rel = p.relative_to(self.base) if p.is_absolute() else p
+        except (RuntimeError, ValueError):     # ~user unknown; a path outside the directory
+            self.problems.add(("topology", "nodes", n, "binds"), f"{quoted(src)} is outside the directory of the "
+                              f"containerlab file ({self.base}): twin reads the files a lab binds below it only; "
+                              "copy the file there")
+            return None
+        return str(rel)
 
     def _frr(self, n: str) -> bool:
         binds = self._binds(n)
@@ -196,16 +207,22 @@ class _Import:
         binds, twin = self._binds(n), self.names.get(n)
         wanted = {f"{FRR_DIR}/{f}": f for f in (FRR_CONF, DAEMONS)}
         found = {f: self._source(src, n) for dst, f in wanted.items() if (src := binds.get(dst))}
-        if FRR_DIR in binds:
-            d = self._source(binds[FRR_DIR], n)
-            found.update({f: d / f for f in (FRR_CONF, DAEMONS) if f not in found and (d / f).is_file()})
-        for f, p in found.items():
-            text, why = read_text_file(p) if p.is_file() else ("", "no such file")
-            if why:
-                self.problems.add(("topology", "nodes", n, "binds"), f"{p}: {why}")
-            elif twin:
+        d = self._source(binds[FRR_DIR], n) if FRR_DIR in binds else None
+        if d is not None:
+            found.update({f: f"{d}/{f}" for f in (FRR_CONF, DAEMONS)
+                          if found.get(f) is None and inputs.exists(f"{d}/{f}", self.base)})
+        for f, rel in found.items():
+            if rel is None:
+                continue
+            try:
+                text = inputs.read_text(rel, FORMATS[f], self.base)
+            except inputs.Refused as e:
+                self.problems.add(("topology", "nodes", n, "binds"), f"{self.base / rel}: {e.message}"
+                                  + (f" (line {e.line})" if e.line else ""))
+                continue
+            if twin:
                 self.files.setdefault(twin, {})[f] = text
-                self.paths.setdefault(twin, {})[f] = str(p)
+                self.paths.setdefault(twin, {})[f] = str(self.base / rel)
         if found and not KINDS[kind].user_config:
             self.notes.append(f"{n}: its bound FRR files are the config of a {kind}: twin judges it by the "
                               "topology's intent")

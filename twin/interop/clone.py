@@ -26,11 +26,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from twin.config.userconf import FRR_CONF, UserConfigs, read_dir, read_text_file
+from twin.config.userconf import FRR_CONF, UserConfigs, read_dir
 from twin.errors import Problem, TopologyError
 from twin.interop import neighbors
 from twin.intent import frrconf
 from twin.kinds import KINDS
+from twin.topology import files as inputs
 from twin.topology.names import check_lab_name, check_node_name
 from twin.topology.problems import listing
 
@@ -88,23 +89,14 @@ class _Clone:
 
     def cables(self) -> None:
         found: list[neighbors.Cable] = []
-        for f in sorted(self.d.rglob("*")):
-            rel = f.relative_to(self.d)
-            if f.name == "lldp.json" and len(rel.parts) == 2:
-                dev = rel.parts[0]
-            elif f.name.endswith(".lldp.json") and len(rel.parts) == 1:
-                dev = f.name[: -len(".lldp.json")]
-            elif f.suffix == ".csv" and len(rel.parts) == 1:
-                dev = None
-            else:
+        for rel, dev in self._neighbour_files():
+            f = str(self.d / rel)
+            try:
+                text = inputs.read_text(rel, inputs.CABLES_CSV if dev is None else inputs.LLDP_JSON, self.d)
+            except inputs.Refused as e:
+                self.problems.append(e.problem(f))
                 continue
-            text, why = read_text_file(f)
-            if why:
-                got, problems = [], [Problem(str(f), "", why)]
-            elif dev is None:
-                got, problems = neighbors.from_csv(text, str(f))
-            else:
-                got, problems = neighbors.from_lldp(dev, text, str(f))
+            got, problems = neighbors.from_csv(text, f) if dev is None else neighbors.from_lldp(dev, text, f)
             found += got
             self.problems += problems
         known = set(self.files)
@@ -115,6 +107,18 @@ class _Clone:
         if not self.links:
             self.problems.append(Problem(str(self.d), "", "no neighbour data: expected <device>/lldp.json "
                                                           "(`lldpctl -f json`) or a CSV of device,port,peer,peer_port"))
+
+    def _neighbour_files(self) -> list[tuple[str, str | None]]:
+        """(path relative to the directory, device or None for a CSV of every device's cables)."""
+        out: list[tuple[str, str | None]] = []
+        for name, is_dir in inputs.entries(self.d):
+            if is_dir and inputs.exists(f"{name}/lldp.json", self.d):
+                out.append((f"{name}/lldp.json", name))
+            elif not is_dir and name.endswith(".lldp.json"):
+                out.append((name, name[: -len(".lldp.json")]))
+            elif not is_dir and Path(name).suffix == ".csv":
+                out.append((name, None))
+        return out
 
     @staticmethod
     def node(name: str, known: set[str]) -> str:
