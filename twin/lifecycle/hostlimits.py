@@ -26,6 +26,7 @@ from docker.errors import DockerException
 from twin import kinds
 from twin.errors import TwinError
 from twin.intent import generic
+from twin.runtime import nodefs
 from twin.topology.model import Fabric, Tenant
 
 # --- demand per node, measured (neighbour entries counted in every namespace of converged labs) ----
@@ -349,14 +350,14 @@ def processes(pid: int) -> dict[str, tuple[float, list[str]]]:
     return out
 
 
-def dead_daemons(pid: int) -> tuple[list[str], bool]:
-    """FRR daemons of the node that should run and do not; and whether watchfrr runs."""
+def dead_daemons(pid: int, node: str) -> tuple[list[str], bool]:
+    """FRR daemons of the node that should run and do not; and whether watchfrr runs. Its files are
+    read from the host without following a link (NodeFileError where one is in the way)."""
     procs = processes(pid)
-    root = Path(f"/proc/{pid}/root")
-    try:
-        enabled = daemons_enabled((root / "etc/frr/daemons").read_text(), (root / "usr/lib/frr/mgmtd").exists())
-    except OSError:
+    text = nodefs.read_text(pid, nodefs.FRR_DAEMONS, node)
+    if text is None:
         return [], "watchfrr" in procs
+    enabled = daemons_enabled(text, nodefs.exists(pid, "/usr/lib/frr/mgmtd", node))
     watchfrr = procs.get("watchfrr")
     watched = [a for a in watchfrr[1][1:] if not a.startswith("-") and a in enabled] if watchfrr else None
     return missing_daemons({n: age for n, (age, _) in procs.items()}, watched, enabled), watchfrr is not None
@@ -372,11 +373,13 @@ def container_causes(node: str, c) -> list[str]:
     pid, killed = st["Pid"], oom_kills(st["Pid"])
     if killed:
         causes.append(f"{node}: out of memory: {killed} process(es) killed in its container")
-    if Path(f"/proc/{pid}/root/etc/frr/daemons").exists():
-        dead, watching = dead_daemons(pid)
-        if dead:
-            causes.append(f"{node}: FRR {', '.join(dead)} not running" + (
-                ", watchfrr is restarting it?" if watching else ": nothing restarts it (watchfrr is gone)"))
+    try:
+        dead, watching = dead_daemons(pid, node) if nodefs.exists(pid, nodefs.FRR_DAEMONS, node) else ([], True)
+    except nodefs.NodeFileError as e:        # what the node did to its files is a cause too
+        return causes + [str(e)]
+    if dead:
+        causes.append(f"{node}: FRR {', '.join(dead)} not running" + (
+            ", watchfrr is restarting it?" if watching else ": nothing restarts it (watchfrr is gone)"))
     return causes
 
 
