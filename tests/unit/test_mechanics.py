@@ -1,6 +1,5 @@
 """Unit tests of the small mechanisms: image tags, the deadline wait, the execution seam."""
 import subprocess
-from pathlib import Path
 
 import pytest
 
