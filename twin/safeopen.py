@@ -136,7 +136,7 @@ def _walk(root_fd: int, path: str, flags: int, mode: str) -> int:
             name = todo.pop()
             if name == "..":
                 if len(stack) == 1 and mode == BENEATH:
-                    raise LinkRefused(path, f"{via} leads outside the directory: not followed" if via
+                    raise LinkRefused(path, f"{via} leads outside the directory" if via
                                       else "climbs above the directory (..)")
                 if len(stack) > 1:     # a node's root is its own / (.. of / is /)
                     os.close(stack.pop())
@@ -152,9 +152,9 @@ def _walk(root_fd: int, path: str, flags: int, mode: str) -> int:
             where, target = "/".join(done + [name]), os.readlink(name, dir_fd=stack[-1])
             links += 1
             if mode == NO_LINKS or target.startswith("/") or links > MAX_LINKS:
-                why = ("" if mode == NO_LINKS else "more than 40 links, " if links > MAX_LINKS else
-                       "outside the directory, ")
-                raise LinkRefused(path, f"{where} is a symbolic link (to {target[:200]}): {why}not followed")
+                why = ("" if mode == NO_LINKS else ", one link too many (40)" if links > MAX_LINKS else
+                       ", outside the directory")
+                raise LinkRefused(path, f"{where} is a symbolic link (to {target[:200]}){why}")
             todo += [p for p in target.split("/") if p not in ("", ".")][::-1]
             via = f"{where} (a symbolic link to {target[:200]})"
         return os.open(".", flags, dir_fd=stack[-1])

@@ -36,10 +36,8 @@ def parse_air_json(text: str, source: str) -> AirTopology:
         doc, lines, found = json_safe.parse(text, files.AIR_JSON)
     except files.Refused as e:
         raise TopologyError([e.problem(source)]) from None
-    problems = Problems(source, lines)
-    for message, line, place in found:
-        problems.items.append(Problem(source, dotted(place), message, line))
-    problems.raise_if_any()
+    problems = Problems(source, lines)      # what JSON let through (duplicates, NaN) and the rest, together
+    problems.items += [Problem(source, dotted(place), message, line) for message, line, place in found]
     if not isinstance(doc, dict):
         problems.add((), f"an Air topology is a JSON object with nodes and links; got {kind_of(doc)}")
         problems.raise_if_any()

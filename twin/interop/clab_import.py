@@ -74,7 +74,7 @@ def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str
 class _Import:
     def __init__(self, path: Path, data: dict, topo: dict, problems: Problems, roles: dict[str, str]):
         self.path, self.data, self.topo, self.problems, self.roles = path, data, topo, problems, roles
-        self.base = path.parent.absolute()                # binds are read below it
+        self.base = path.parent                           # binds are read below it
         self.nodes: dict[str, dict] = {n: (v if isinstance(v, dict) else {}) for n, v in topo["nodes"].items()}
         self.names: dict[str, str] = {}                    # containerlab name -> twin name
         self.files: dict[str, dict[str, str]] = {}
@@ -134,11 +134,11 @@ class _Import:
                 self.problems.add(("topology", "nodes", n), f"{check_node_name(twin)} (twin names nodes so; "
                                                             "rename it in the file)")
             elif twin in taken:
-                self.problems.add(("topology", "nodes", n), f"is {twin!r} in twin, as {taken[twin]!r} is; rename one")
+                self.problems.add(("topology", "nodes", n), f"is {quoted(twin)} in twin, as {quoted(taken[twin])} is; rename one")
             else:
                 taken[twin] = n
                 self.names[n] = twin
-        renamed = [f"{n} is {t}" for n, t in self.names.items() if n != t]
+        renamed = [f"{listing([n])} is {t}" for n, t in self.names.items() if n != t]
         if renamed:
             self.notes.append(f"node names as twin writes them (lowercase): {', '.join(renamed)}")
 
@@ -149,7 +149,7 @@ class _Import:
             kind, wanted = self.kind_of(n), self.roles.pop(n, None) or self.roles.pop(self.names.get(n, ""), None)
             if wanted is not None:
                 if wanted not in KINDS:
-                    self.problems.add(("topology", "nodes", n), f"--role {n}={wanted}: unknown kind; kinds: "
+                    self.problems.add(("topology", "nodes", n), f"--role {listing([n])}={listing([wanted])}: unknown kind; kinds: "
                                                                 f"{', '.join(KINDS)}")
                     continue
                 out[n] = wanted
@@ -158,17 +158,17 @@ class _Import:
             else:
                 foreign.append(n)
                 self.problems.add(("topology", "nodes", n, "kind"),
-                                  f"{kind or 'no kind'}: twin cannot run it (it runs FRR and Linux: containerlab's "
+                                  f"{listing([kind]) if kind else 'no kind'}: twin cannot run it (it runs FRR and Linux: containerlab's "
                                   f"kind linux)")
             if n in out and KINDS[out[n]].runs_frr:
                 self._configs(n, out[n])
-        self.problems.items += [Problem(str(self.path), f"--role {r}", f"no node named {r!r}; nodes: "
+        self.problems.items += [Problem(str(self.path), f"--role {listing([r])}", f"no node named {quoted(r)}; nodes: "
                                                                       f"{listing(self.nodes)}") for r in self.roles]
         if foreign:
-            way = ",".join(f"{n}={_guess(n)}" for n in foreign)
+            way = ",".join(f"{listing([n])}={_guess(n)}" for n in foreign)
             self.problems.items.append(Problem(str(self.path), "", (
                 f"{len(foreign)} node(s) of kinds twin cannot run: "
-                + ", ".join(f"{n} ({self.kind_of(n)})" for n in foreign)
+                + ", ".join(f"{listing([n])} ({listing([self.kind_of(n)])})" for n in foreign)
                 + f"; map them to twin's kinds, and twin renders their day-0 config: --role {way} "
                 f"(kinds: {', '.join(KINDS)})")))
         return {n: k for n, k in out.items() if n in self.names}
@@ -189,7 +189,7 @@ class _Import:
         src = src.replace("__clabNodeDir__", f"{lab}/{n}").replace("__clabDir__", lab)
         try:
             p = Path(src).expanduser()
-            rel = p.relative_to(self.base) if p.is_absolute() else p
+            rel = p.relative_to(self.base.absolute()) if p.is_absolute() else p
         except (RuntimeError, ValueError):     # ~user unknown; a path outside the directory
             self.problems.add(("topology", "nodes", n, "binds"), f"{quoted(src)} is outside the directory of the "
                               f"containerlab file ({self.base}): twin reads the files a lab binds below it only; "
@@ -217,14 +217,14 @@ class _Import:
             try:
                 text = inputs.read_text(rel, FORMATS[f], self.base)
             except inputs.Refused as e:
-                self.problems.add(("topology", "nodes", n, "binds"), f"{self.base / rel}: {e.message}"
+                self.problems.add(("topology", "nodes", n, "binds"), f"{quoted(str(self.base / rel))}: {e.message}"
                                   + (f" (line {e.line})" if e.line else ""))
                 continue
             if twin:
                 self.files.setdefault(twin, {})[f] = text
                 self.paths.setdefault(twin, {})[f] = str(self.base / rel)
         if found and not KINDS[kind].user_config:
-            self.notes.append(f"{n}: its bound FRR files are the config of a {kind}: twin judges it by the "
+            self.notes.append(f"{listing([n])}: its bound FRR files are the config of a {kind}: twin judges it by the "
                               "topology's intent")
 
     def _lab_name(self, name: str | None) -> str:
@@ -233,9 +233,9 @@ class _Import:
         raw = str(self.data.get("name") or "")
         lab = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")[:16].strip("-")
         if check_lab_name(lab):
-            self.problems.add(("name",), f"{raw!r} cannot be a twin lab name ({check_lab_name(lab)}); give --name")
+            self.problems.add(("name",), f"{quoted(raw)} cannot be a twin lab name ({check_lab_name(lab)}); give --name")
         elif lab != raw:
-            self.notes.append(f"lab {raw!r} is {lab!r} in twin")
+            self.notes.append(f"lab {quoted(raw)} is {lab!r} in twin")
         return lab
 
     def _links(self) -> list[dict]:
@@ -245,7 +245,7 @@ class _Import:
             at = ("topology", "links", i)
             if ends is None:
                 kind = link.get("type") if isinstance(link, dict) else None
-                self.problems.add(at, f"a link of type {kind!r} leaves the lab or is not a veth pair: twin "
+                self.problems.add(at, f"a link of type {quoted(kind)} leaves the lab or is not a veth pair: twin "
                                       "wires veth pairs between its nodes only" if kind else
                                       "not a link: expected endpoints: [\"node:interface\", \"node:interface\"]")
                 continue
@@ -253,7 +253,7 @@ class _Import:
             if special:
                 why = ("the host, a management network, a macvlan or a bridge: twin wires its nodes only"
                        if special[0] in SPECIAL else "no such node")
-                self.problems.add(at, f"endpoint {special[0]!r} is not a node of the lab ({why})")
+                self.problems.add(at, f"endpoint {quoted(special[0])} is not a node of the lab ({why})")
                 continue
             if any(n not in self.names for n, _ in ends):
                 continue

@@ -54,10 +54,17 @@ def norm(name: str) -> str:
 def clone(d: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Cloned:
     """TopologyError names every problem and everything that must be given."""
     d = Path(d)
-    raw = read_dir(d)
     c = _Clone(d, roles or {})
+    unreadable = False
+    try:
+        raw = read_dir(d)
+    except TopologyError as e:          # every problem at once: the neighbour files are read too
+        c.problems += e.problems
+        raw, unreadable = UserConfigs(str(d)), True
     c.configs(raw)
     c.cables()
+    if unreadable or c.unread:          # what would be inferred without a file could only mislead
+        raise TopologyError(c.problems)
     doc = c.document(name)
     if c.problems:
         raise TopologyError(c.problems)
@@ -73,6 +80,7 @@ class _Clone:
         self.paths: dict[str, dict[str, str]] = {}
         self.parsed: dict[str, frrconf.FrrConfig] = {}
         self.links: list[tuple[tuple[str, str], tuple[str, str]]] = []
+        self.unread = 0                 # neighbour files that could not be read
 
     def configs(self, raw: UserConfigs) -> None:
         for dev, files in raw.files.items():
@@ -83,18 +91,20 @@ class _Clone:
                 continue
             self.files[node], self.paths[node] = dict(files), dict(raw.paths[dev])
             self.parsed[node] = frrconf.parse(files.get(FRR_CONF, ""))
-        if not self.files:
+        if not self.files and not self.problems:
             self.problems.append(Problem(str(self.d), "", "no device configs: expected <device>/frr.conf or "
                                                           "<device>.conf"))
 
     def cables(self) -> None:
         found: list[neighbors.Cable] = []
+        self.unread = 0
         for rel, dev in self._neighbour_files():
             f = str(self.d / rel)
             try:
                 text = inputs.read_text(rel, inputs.CABLES_CSV if dev is None else inputs.LLDP_JSON, self.d)
             except inputs.Refused as e:
                 self.problems.append(e.problem(f))
+                self.unread += 1
                 continue
             got, problems = neighbors.from_csv(text, f) if dev is None else neighbors.from_lldp(dev, text, f)
             found += got
@@ -104,7 +114,7 @@ class _Clone:
                   for c in found]
         self.links, problems = neighbors.links(placed)
         self.problems += problems
-        if not self.links:
+        if not self.links and not self.unread:
             self.problems.append(Problem(str(self.d), "", "no neighbour data: expected <device>/lldp.json "
                                                           "(`lldpctl -f json`) or a CSV of device,port,peer,peer_port"))
 

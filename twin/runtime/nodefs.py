@@ -92,7 +92,7 @@ def remove(pid: int, inside: str, where: str) -> None:
 def _raise(e: OSError, inside: str, where: str) -> None:
     """NodeFileError for what is not a plain 'not there'."""
     if isinstance(e, safeopen.LinkRefused):
-        raise NodeFileError(f"{where}: {inside}: {e.why}: a node is not trusted, and twin does not follow a "
-                            "link inside one (it could lead to the host's files)") from None
+        raise NodeFileError(f"{where}: {inside}: {e.why}: not followed; a node is not trusted, and twin follows "
+                            "no link inside one (it could lead to the host's files)") from None
     if e.errno not in NOT_THERE:
         raise NodeFileError(f"{where}: {inside}: {e.strerror or e}") from None

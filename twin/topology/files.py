@@ -115,7 +115,8 @@ def read_bytes(path: str | Path, fmt: Format, under: str | Path | None = None) -
         else:
             data = _read_named(path, fmt.max_bytes)
     except safeopen.LinkRefused as e:
-        raise Refused(f"{e.why}: twin reads nothing outside the directory it is given ({under})") from None
+        raise Refused(f"{e.why}: not followed; twin reads nothing outside the directory it was given "
+                      f"({under})") from None
     except OSError as e:
         raise Refused(f"cannot read the {fmt.what}: {_why(e)}") from None
     if len(data) > fmt.max_bytes:

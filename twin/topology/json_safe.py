@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -77,10 +78,11 @@ def _object(pairs: list[tuple[str, Any]], odd: list[str]) -> dict:
 
 
 def _number(text: str, kind: type, odd: list[str]) -> int | float | None:
-    if len(text) > MAX_NUMBER_CHARS:
+    value = kind(text) if len(text) <= MAX_NUMBER_CHARS else None
+    if value is None or math.isinf(value):
         odd.append(text)
         return None
-    return kind(text)
+    return value
 
 
 def _refuse_size(text: str, fmt: Format) -> None:
@@ -185,6 +187,10 @@ class _Places:
     def _word(self, word: str, at: int, place: Path_) -> None:
         if word.lstrip("-") in ("NaN", "Infinity"):
             self.problems.append((f"{word} is not JSON (a number is finite)", self.line(at), place))
-        elif len(word) > MAX_NUMBER_CHARS and word not in ("true", "false", "null"):
+        elif word in ("true", "false", "null"):
+            return
+        elif len(word) > MAX_NUMBER_CHARS:
             self.problems.append((f"the number {quoted(word)} has {len(word)} characters: no field takes one longer "
                                   f"than {MAX_NUMBER_CHARS}", self.line(at), place))
+        elif math.isinf(float(word)):
+            self.problems.append((f"the number {quoted(word)} is too large for a number", self.line(at), place))
