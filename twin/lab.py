@@ -79,7 +79,7 @@ class Lab:
             fabric = topology.load(topology_file, name=name)
             return cls(fabric.name, fabric, runtime, userconf.load(configs, fabric) if configs is not None else None)
         imported = doors.import_file(topology_file, roles, name)
-        fabric = topology.load_document(imported.doc, imported.source, name)
+        fabric = topology.load_document(imported.doc, imported.source, name, imported.lines)
         user = imported.configs.under(userconf.load(configs, fabric)) if configs is not None else imported.configs
         return cls(fabric.name, fabric, runtime, user if user.files else None, imported.notes)
 

@@ -128,7 +128,7 @@ def import_(ctx, file, output, roles, name):
         d = Path(output)
         imported = import_file(file, roles=parse_roles(roles), name=name)
         doc, notes = imported.doc, imported.notes
-        topology.load_document(doc, str(file))      # every problem, before anything is written
+        topology.load_document(doc, str(file), lines=imported.lines)      # every problem, before anything is written
         d.mkdir(parents=True, exist_ok=True)
         path = d / f"{doc['name']}.yml"
         head = f"# imported by twin from {file}\n" + "".join(f"# note: {n}\n" for n in notes)

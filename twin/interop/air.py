@@ -92,6 +92,18 @@ def to_twin(air: AirTopology, source: str, roles: dict[str, str] | None = None, 
             "nodes": {n: {"kind": k} for n, k in kinds.items()}, "links": links}
 
 
+def doc_lines(air: AirTopology, doc: dict) -> dict[tuple, int]:
+    """The line in the Air file of each node and link of `doc` (what `to_twin` made of `air`)."""
+    lines = {("nodes", n): air.lines.get(("nodes", n)) for n in doc["nodes"]}
+    kept = iter(enumerate(doc["links"]))
+    j, link = next(kept, (None, None))
+    for i, (a, b) in enumerate(air.links):      # doc's links are air's in order, the OOB network's left out
+        if link is not None and link["endpoints"] == [_end(a), _end(b)]:
+            lines[("links", j)] = air.lines.get(("links", i))
+            j, link = next(kept, (None, None))
+    return {k: v for k, v in lines.items() if v}
+
+
 def role_of(node: AirNode) -> str | None:
     """The twin kind of an Air node, from its function, a generic server OS, or its name."""
     if node.function:

@@ -189,7 +189,8 @@ def _node(name: str, attrs: dict[str, str]) -> AirNode:
 
 
 def _number(value: str) -> int | str:
-    return int(value) if value.isdigit() else value
+    """A resource as a number where it is one (a few ASCII digits), else as written."""
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 12 else value
 
 
 def _q(value: str | None) -> str:

@@ -49,6 +49,7 @@ class Imported:
     doc: dict                                   # the twin topology document
     configs: UserConfigs                        # the FRR files its nodes bind
     notes: list[str] = field(default_factory=list)
+    lines: dict = field(default_factory=dict)   # the document's places -> the lines of the file it came from
 
 
 def is_clab(path: str | Path) -> bool:
@@ -68,7 +69,10 @@ def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str
     out = _Import(path, data, topo, problems, roles)
     doc = out.run(name)
     problems.raise_if_any()
-    return Imported(str(path), doc, UserConfigs(str(path), out.files, out.paths), out.notes)
+    places = {("nodes", t): lines.get(("topology", "nodes", n)) for n, t in out.names.items()}
+    places.update({("links", j): lines.get(("topology", "links", i)) for j, i in enumerate(out.link_at)})
+    return Imported(str(path), doc, UserConfigs(str(path), out.files, out.paths), out.notes,
+                    {k: v for k, v in places.items() if v})
 
 
 class _Import:
@@ -77,6 +81,7 @@ class _Import:
         self.base = path.parent                           # binds are read below it
         self.nodes: dict[str, dict] = {n: (v if isinstance(v, dict) else {}) for n, v in topo["nodes"].items()}
         self.names: dict[str, str] = {}                    # containerlab name -> twin name
+        self.link_at: list[int] = []                       # the file's index of each link of the document
         self.files: dict[str, dict[str, str]] = {}
         self.paths: dict[str, dict[str, str]] = {}
         self.notes: list[str] = []
@@ -258,6 +263,7 @@ class _Import:
             if any(n not in self.names for n, _ in ends):
                 continue
             doc: dict = {"endpoints": [f"{self.names[n]}:{port}" for n, port in ends]}
+            self.link_at.append(i)
             if isinstance(link, dict) and isinstance(link.get("mtu"), int):
                 doc["mtu"] = link["mtu"]
             out.append(doc)

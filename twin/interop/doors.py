@@ -15,14 +15,15 @@ from typing import Callable
 
 from twin.config.userconf import UserConfigs
 from twin.errors import Problem, TopologyError
-from twin.interop.air_import import PARSERS as AIR_SUFFIXES, import_air
+from twin.interop.air_import import PARSERS as AIR_SUFFIXES, import_air_placed
 from twin.interop.clab_import import SUFFIXES as CLAB_SUFFIXES, Imported, import_clab
 
 TWIN = "twin"
 
 
 def _air(path: str | Path, roles: dict[str, str] | None, name: str | None) -> Imported:
-    return Imported(str(path), import_air(path, roles=roles, name=name), UserConfigs(str(path)))
+    doc, lines = import_air_placed(path, roles=roles, name=name)
+    return Imported(str(path), doc, UserConfigs(str(path)), lines=lines)
 
 
 # door -> (the file names it takes, the importer); a twin topology is no import
