@@ -56,6 +56,8 @@ def read_json(path: str | Path, fmt: Format, under: str | Path | None = None,
 
 def parse(text: str, fmt: Format, places: bool = True) -> tuple[Any, dict[Path_, int], list[tuple[str, int, Path_]]]:
     """(data, lines, problems found with their line and place), or Refused."""
+    if not text.strip():
+        raise Refused(f"the file is empty: {fmt.noun} is a JSON document")
     _refuse_size(text, fmt)
     odd: list[str] = []
     try:
