@@ -63,7 +63,7 @@ AIR_DOT = Format("NVIDIA Air DOT file", "an Air topology", 4 * MiB, 64, 500_000)
 LLDP_JSON = Format("LLDP file (`lldpctl -f json`)", "the output of `lldpctl -f json`", 4 * MiB, 64, 200_000,
                    "lldpctl's output needs about 8")
 CABLES_CSV = Format("cable CSV", "a cable CSV", 4 * MiB, 1, 100_000, values_hint="far more cables than one host runs")
-BASELINE = Format("baseline", "a twin baseline", 256 * MiB, 16, 20_000_000, "a baseline needs 8")
+BASELINE = Format("baseline", "a twin baseline", 64 * MiB, 16, 10_000_000, "a baseline needs 8")
 FRR_CONFIG = Format("FRR config file", "an FRR config")
 DAEMONS = Format("FRR daemons file", "an FRR daemons file")
 FORMATS = (TOPOLOGY, CONTAINERLAB, NVUE, CHECKS, ALLOW, AIR_JSON, AIR_DOT, LLDP_JSON, CABLES_CSV, BASELINE,
