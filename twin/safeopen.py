@@ -59,6 +59,8 @@ def open_under(root: str | Path | int, path: str, mode: str, flags: int = os.O_R
 
     `path` is relative to root (a leading / is root itself). Raises LinkRefused when a link
     is in the way (NO_LINKS) or leads out (BENEATH), OSError as open(2) otherwise."""
+    if "\0" in path:
+        raise OSError(errno.EINVAL, "the path holds a NUL byte", path)
     flags |= os.O_CLOEXEC | (0 if flags & os.O_PATH else os.O_NOCTTY)     # openat2 takes O_PATH nearly alone
     owned = not isinstance(root, int)
     root_fd = os.open(root, _DIR) if owned else root

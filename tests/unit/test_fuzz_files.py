@@ -2,7 +2,7 @@
 a checks file, an allow file, a baseline, a directory of the user's FRR configs. Whatever the
 bytes (and whatever the directory holds: links out of it, FIFOs, odd names), the reader returns
 its result or raises a TwinError in twin's style, within a time and a memory bound
-(tests/unit/fuzzing). About 15 s in all."""
+(tests/unit/fuzzing). About 8 s in all."""
 from __future__ import annotations
 
 import json
@@ -78,13 +78,13 @@ def lldp_docs(draw):
     return json.dumps({"lldp": {"interface": draw(interface)}} if draw(st.booleans()) else draw(json_values())).encode()
 
 
-@fuzz(50)
+@fuzz(100)
 @given(lldp_docs() | spliced(LLDP) | st.binary(max_size=512))
 def test_a_clones_lldp_json_clones_or_fails_cleanly(data):
     in_dir(lambda d: (devices(d), write(d, "r1/lldp.json", data), write(d, "r2.lldp.json", data)), cloned, Cloned)
 
 
-@fuzz(50)
+@fuzz(100)
 @given(st.lists(st.lists(st.sampled_from(CSV_CELLS) | st.text(max_size=4), max_size=5), max_size=6)
        .map(lambda rows: "\n".join(",".join(r) for r in rows).encode()) | st.binary(max_size=512))
 def test_a_clones_cable_csv_clones_or_fails_cleanly(data):
@@ -103,13 +103,13 @@ def checks_docs(draw):
     return yaml.safe_dump({"checks": checks} if draw(st.booleans()) else draw(json_values()), allow_unicode=True).encode()
 
 
-@fuzz(60)
+@fuzz(100)
 @given(checks_docs() | spliced(CHECKS) | st.binary(max_size=512))
 def test_checks_files_load_or_fail_cleanly(data):
     in_dir(lambda d: write(d, "c.yml", data), lambda d: load_checks(d / "c.yml", AIPOD), CheckSet)
 
 
-@fuzz(40)
+@fuzz(80)
 @given(st.lists(st.fixed_dictionaries({}, optional={k: st.sampled_from(["*", "leaf*", "[", "session", "appeared"])
                                                     | scalars() for k in ("node", "vrf", "what", "key", "change",
                                                                           "reason", "x")}) | json_values(), max_size=4)
@@ -146,7 +146,7 @@ def compared(d: Path):
     return [x.line() for x in differences(base, GOOD) + differences(GOOD, base)]
 
 
-@fuzz(60)
+@fuzz(100)
 @given(baselines() | spliced([json.dumps(GOOD, indent=2)]) | st.binary(max_size=512))
 def test_baselines_load_and_compare_or_fail_cleanly(data):
     in_dir(lambda d: write(d, "b.json", data), compared, list)
@@ -186,7 +186,7 @@ def merged(d: Path):
     return userconf.merge(RENDERED, configs, AIPOD, "netns")
 
 
-@fuzz(60)
+@fuzz(100)
 @given(config_dirs())
 def test_config_directories_load_and_merge_or_fail_cleanly(build):
     in_dir(build, merged, tuple)

@@ -119,6 +119,8 @@ def read_bytes(path: str | Path, fmt: Format, under: str | Path | None = None) -
                       f"({under})") from None
     except OSError as e:
         raise Refused(f"cannot read the {fmt.what}: {_why(e)}") from None
+    except ValueError:            # a NUL byte in the path
+        raise Refused(f"cannot read the {fmt.what}: its name holds a NUL byte") from None
     if len(data) > fmt.max_bytes:
         raise Refused(f"the file is larger than {fmt.limit} ({fmt.max_bytes} bytes), the limit for "
                       f"{a(fmt.what)}; it was not parsed")
