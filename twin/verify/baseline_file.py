@@ -7,6 +7,7 @@ its place and line, so the comparison never meets a value it cannot compare or p
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,7 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         doc, _ = read_json(path, files.BASELINE, places=False)
     except TopologyError as e:
         (p, *_) = e.problems
-        raise TwinError(f"{p.file}{f':{p.line}' if p.line else ''}{f':{p.column}' if p.column else ''}: "
-                        f"not a twin baseline ({p.message})") from None
+        raise TwinError(str(replace(p, message=f"not a twin baseline ({p.message})"))) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("nodes"), dict):
         raise TwinError(f"{path}: not a twin baseline (no \"format\": \"{FORMAT}\" with nodes); "
                         "`twin baseline record LAB -o FILE` writes one")
