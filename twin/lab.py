@@ -7,8 +7,8 @@
 
 Bring-up stages (as containerlab): render -> create -> wire -> converge. Any
 failure or interruption before the lab is up removes everything it created
-(unless keep=True). One twin at a time changes a lab: `up`, `down` and
-`apply` hold the lab's lock. `context()` is the running lab every later stage
+(unless keep=True). One twin at a time changes a lab: `up`, `down`, `apply` (and on
+the context: rehearsals, faults, the proof) hold the lab's lock (`writing`). `context()` is the running lab every later stage
 works on, and the one place that decides whether a lab is up.
 """
 from __future__ import annotations
@@ -109,6 +109,11 @@ class Lab:
         st = self.state
         return (st.backend if st else None) or "netns"
 
+    def writing(self, what: str):
+        """Hold the lab's lock while `what` changes it (`LabContext.writing`); LabStateError at
+        once, naming the holder's command and pid, when another twin changes the lab now."""
+        return state.lock(self.name, what)
+
     def context(self) -> LabContext:
         """The running lab; TwinError if it is not up (no recorded intent or no containers)."""
         st, fabric = state.load(self.dir)
@@ -136,7 +141,7 @@ class Lab:
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
-        with state.lock(self.name, "twin up"):
+        with self.writing("twin up"):
             if self.runtime.containers(self.name):
                 self._already_up()
             hostlimits.ensure(self.topology)   # host-wide kernel limits, before anything is created
@@ -232,7 +237,7 @@ class Lab:
     def down(self) -> list[str]:
         """Remove exactly what this lab owns: its containers (their links die with them), a
         namespace a killed `up` left behind, and its directory."""
-        with state.lock(self.name, "twin down"):
+        with self.writing("twin down"):
             return cleanup.remove_all(self.name, self.dir, self.runtime)
 
     # --- nodes -------------------------------------------------------------
@@ -262,7 +267,7 @@ class Lab:
         from twin.change import load_change
         from twin.change.apply import apply
 
-        with state.lock(self.name, "twin apply"):
+        with self.writing("twin apply"):
             ctx = self.context()
             return apply(ctx, load_change(ctx, change), timeout=timeout, wait=wait, say=say)
 

@@ -261,6 +261,11 @@ def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: b
           say: Say = lambda _: None) -> Result:
     """Apply a declarative `change` (it has `work(ctx)`) to the running lab; see the module
     docstring for the stages."""
+    with ctx.writing("twin apply"):
+        return _apply(ctx, change, timeout, wait, say)
+
+
+def _apply(ctx: LabContext, change: Change, timeout: float | None, wait: bool, say: Say) -> Result:
     t0 = time.monotonic()
     w = change.work(ctx)
     reasons = refusals(ctx, w)
