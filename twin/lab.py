@@ -238,7 +238,18 @@ class Lab:
         """Remove exactly what this lab owns: its containers (their links die with them), a
         namespace a killed `up` left behind, and its directory."""
         with self.writing("twin down"):
-            return cleanup.remove_all(self.name, self.dir, self.runtime)
+            return cleanup.remove_all(self.name, self.dir, self._remover())
+
+    def _remover(self) -> DockerRuntime:
+        """The runtime that takes the lab down: the one that made it, even where that tool (the
+        containerlab CLI) is gone now: everything the lab made carries its label or its name."""
+        if self._runtime is not None:
+            return self._runtime
+        try:
+            recorded = state.load(self.dir)[0]
+        except TwinError:
+            recorded = None   # a broken lab directory: its containers are found by label
+        return containerlab.runtime(self._runtime_name or (recorded.runtime if recorded else None), removing=True)
 
     # --- nodes -------------------------------------------------------------
     def _not_up(self) -> LabStateError:
