@@ -92,8 +92,8 @@ def test_rehearse_and_fault_are_refused_while_an_apply_holds_the_lock(lab, tmp_p
         refused(holder, "rehearse", LAB, "fault:daemon-kill:leaf2")
         refused(holder, "verify", LAB, "--prove", "--element", "nothing")
         refused(holder, "down", LAB)
-        status = twin_cli("status", LAB, "--json")   # a reader never waits for a writer
-        assert json.loads(status.stdout)["lab"] == LAB
+        status = twin_cli("status", LAB, "--json")   # a reader never waits for a writer, and names it
+        assert json.loads(status.stdout)["changing"] == holder
     finally:
         rc, out, err = finish(p)
     assert rc == 0 and "host3" in out, (out, err)

@@ -234,6 +234,8 @@ def print_status(st: LabStatus) -> None:
         out.print(f"[red]MISSING[/red] {p}", highlight=False)
     if len(problems) > 40:
         out.print(f"... and {len(problems) - 40} more")
+    if st.changing:
+        out.print(f"[yellow]changing now[/yellow]: {st.changing} holds the lab's lock", highlight=False)
     out.print("[green]healthy[/green]: the lab holds its intent" if st.healthy
               else f"[red]NOT healthy[/red]: {len(problems) or 'status ' + st.status} problem(s)")
 
