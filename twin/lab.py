@@ -20,7 +20,7 @@ from typing import Callable
 
 from twin import topology
 from twin.config import render, userconf
-from twin.config.backend import DEFAULT_BACKEND
+from twin.config.backend import DEFAULT_BACKEND, NAMES, wanted
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop.clab_import import import_clab, is_clab
@@ -146,7 +146,7 @@ class Lab:
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
         with self.writing("twin up"):
             if self.runtime.containers(self.name):
-                self._already_up()
+                self._already_up(vrf_backend)
             hostlimits.ensure(self.topology)   # host-wide kernel limits, before anything is created
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
             image = image or images.ensure(self.runtime.client, say=say)
@@ -211,8 +211,9 @@ class Lab:
             if self.dir.is_dir():
                 state.save(self.dir, st)
 
-    def _already_up(self) -> None:
-        """AlreadyUp if the running lab is this topology, up and converged; else what differs."""
+    def _already_up(self, vrf_backend: str | None = None) -> None:
+        """AlreadyUp if the running lab is this topology (on the VRF backend asked), up and converged;
+        else what differs."""
         from twin.change.diff import FabricDiff
 
         try:
@@ -223,6 +224,9 @@ class Lab:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
         differs = FabricDiff(recorded, self.topology).lines() + self._configs_differ(st)
+        want = wanted(self.topology, vrf_backend)[0]
+        differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
+            st.backend and st.backend != want) else []
         if differs:
             raise LabStateError(f"lab {self.name!r} is up from another topology or other configs ({st.topology}); "
                                 f"it differs in {len(differs)} way(s), e.g. {differs[0]}; `twin apply {self.name} "
