@@ -45,6 +45,7 @@ MAX_BODY = 64 * 1024      # bytes a request body may have
 TIMEOUT = 30.0            # s to receive a body, and to start answering
 CONCURRENCY = 64          # connections at once, per listener
 STARTUP = 10.0            # s for every listener to be bound
+ERROR = "twin.error"      # the scope's key for why a request failed (set by the error handlers), for the log line
 
 
 @dataclass(frozen=True)
@@ -115,13 +116,16 @@ class Guard:
             await self.app(scope, receive, send)
             return
         started: list[int] = []
+        what = f"{scope.get('method', '?')} {scope.get('path', '?')}"
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 started.append(message["status"])
+            elif started and started[0] >= 400 and not message.get("more_body"):   # logged before it is answered
+                why = scope.get(ERROR, "")
+                self.log.warning("%s: %s%s", what, started[0], f": {why}" if why else "")
             await send(message)
 
-        why = ""
         try:
             try:
                 length = int(dict(scope.get("headers", [])).get(b"content-length", b"0") or 0)
@@ -131,13 +135,9 @@ class Guard:
                 raise _TooLarge(f"a request body is at most {self.max_body} bytes")
             await self._run(scope, self._bounded(receive), sending, started)
         except Exception as e:  # noqa: BLE001  (a clean status and one line, never a traceback)
-            status, why = _status_of(e)
+            status, scope[ERROR] = _status_of(e)
             if not started:
-                await _answer(scope, sending, status, why)
-        finally:
-            if started and started[0] >= 400:
-                what = f"{scope.get('method', '?')} {scope.get('path', '?')}"
-                self.log.warning("%s: %s%s", what, started[0], f": {why}" if why else "")
+                await _answer(scope, sending, status, scope[ERROR])
 
     async def _run(self, scope: Scope, receive: Receive, send: Send, started: list[int]) -> None:
         """The app, given `timeout` to start answering (then it may stream on)."""
@@ -196,6 +196,8 @@ def error_handlers() -> dict:
 
     def answer(request, exc: Exception) -> Response:
         status, why = (exc.status_code, exc.detail) if isinstance(exc, HTTPException) else _status_of(exc)
+        if status >= 500:
+            request.scope[ERROR] = why
         body, kind = _body(request.scope, status, why)
         return Response(body, status_code=status, media_type=kind)
 
