@@ -98,6 +98,7 @@ def test_failing_requests_get_clean_statuses_and_one_line_each(server):
     assert request(port, "POST", "/echo", body=b"x" * 1000)[2] == "1000"
     assert request(port, "POST", "/echo", body=b"x" * 1001)[:1] == (413,), "Content-Length over the bound"
     assert request(port, "PUT", "/ok")[:1] == (405,)
+    assert request(port, "GET", "/a%0aforged%0d%1bline")[:1] == (404,), "a path is logged on one line"
     # a body that says nothing of its length, streamed over the bound
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     c.request("POST", "/echo", body=iter([b"y" * 600, b"y" * 600]), encode_chunked=True,
@@ -118,11 +119,12 @@ def test_failing_requests_get_clean_statuses_and_one_line_each(server):
     lines = stderr_lines(p)
     assert "Traceback" not in "\n".join(lines)
     assert [l for l in lines if "/nope" in l] == ["twin test: GET /nope: 404"] * 2
+    assert "twin test: GET /a\\nforged\\r\\x1bline: 404" in lines
     assert "twin test: GET /boom: 500: internal error: ValueError: the handler broke" in lines
     assert "twin test: GET /slow: 504: no answer within 1s" in lines
     assert "twin test: POST /echo: 413: a request body is at most 1000 bytes" in lines
     assert all(l.startswith("twin test: ") for l in lines), lines
-    assert len(lines) == 8, lines   # 2 x 404, 500, 504, 2 x 413, 405, the invalid request
+    assert len(lines) == 9, lines   # 3 x 404, 500, 504, 2 x 413, 405, the invalid request
 
 
 def test_only_loopback_unless_allowed_and_then_warned():

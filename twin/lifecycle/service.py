@@ -116,7 +116,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         started: list[int] = []
-        what = f"{scope.get('method', '?')} {scope.get('path', '?')}"
+        what = _printable(f"{scope.get('method', '?')} {scope.get('path', '?')}")
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -163,6 +163,12 @@ class Guard:
             return message
 
         return bounded
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    """A client's words fit for one log line: control characters escaped, at most `limit` long."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return out if len(out) <= limit else out[:limit] + "..."
 
 
 class _TooLarge(Exception):
