@@ -139,3 +139,39 @@ def test_only_loopback_unless_allowed_and_then_warned():
     assert str(Listener.parse("[::1]:9342")) == "http://[::1]:9342"
     with pytest.raises(TwinError, match="give HOST:PORT"):
         Listener.parse("9342")
+
+
+def test_tls_and_plain_listeners_serve_one_app_in_one_process(tmp_path):
+    """HTTPS (a per-lab NVUE API's way) beside plain HTTP, from one Service."""
+    import ssl
+
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from twin.lifecycle.service import Service
+
+    app = Starlette(routes=[Route("/", lambda r: PlainTextResponse(r.url.scheme))])
+    svc = Service("tls", app, [Listener(port=0, certfile=str(cert), keyfile=str(key)), Listener(port=0)]).start()
+    try:
+        https, plain = svc.addresses()
+        assert https.startswith("https://127.0.0.1:") and plain.startswith("http://127.0.0.1:")
+        ctx = ssl.create_default_context(cafile=str(cert))
+        ctx.check_hostname = False
+        c = http.client.HTTPSConnection("127.0.0.1", int(https.rsplit(":", 1)[1]), context=ctx, timeout=10)
+        c.request("GET", "/")
+        assert c.getresponse().read() == b"https"
+        assert request(int(plain.rsplit(":", 1)[1]), "GET", "/")[2] == "http"
+    finally:
+        svc.stop()
+    with pytest.raises(TwinError, match="cannot listen on http://127.0.0.1:"):
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        try:
+            Service("busy", app, [Listener(port=busy.getsockname()[1])]).start()
+        finally:
+            busy.close()
