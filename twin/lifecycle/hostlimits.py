@@ -10,8 +10,8 @@ This module owns:
   numbers; `ensure` runs it before `up` or a growing `apply` touches anything;
 - `host_causes(lab, since, containers)`: what the convergence barrier names first on a
   timeout (neighbour table overflow and OOM kills in the kernel log, containers killed for
-  memory, dead FRR daemons, an overloaded host).
-Pure computation comes first; what reads the host (/proc, /sys, /dev/kmsg, Docker) follows.
+  memory, dead FRR daemons, an overloaded host). Pure computation comes first; what reads the
+  host (/proc, /sys, /dev/kmsg, Docker, a node's files through twin.runtime.nodefs) follows.
 """
 from __future__ import annotations
 
@@ -356,13 +356,12 @@ def processes(pid: int) -> dict[str, tuple[float, list[str]]]:
 def dead_daemons(pid: int, node: str) -> tuple[list[str], bool]:
     """FRR daemons of the node that should run and do not; and whether watchfrr runs (nodefs: no link followed)."""
     procs = processes(pid)
-    text = nodefs.read_text(pid, nodefs.FRR_DAEMONS, node)
-    if text is None:
+    if (text := nodefs.read_text(pid, nodefs.FRR_DAEMONS, node)) is None:
         return [], "watchfrr" in procs
     enabled = daemons_enabled(text, nodefs.exists(pid, "/usr/lib/frr/mgmtd", node))
-    watched = [a for a in watchfrr[1][1:] if not a.startswith("-") and a in enabled] if (
-        watchfrr := procs.get("watchfrr")) else None
-    return missing_daemons({n: age for n, (age, _) in procs.items()}, watched, enabled), watchfrr is not None
+    w = procs.get("watchfrr")
+    watched = [a for a in w[1][1:] if not a.startswith("-") and a in enabled] if w else None
+    return missing_daemons({n: age for n, (age, _) in procs.items()}, watched, enabled), w is not None
 
 
 def container_causes(node: str, c) -> list[str]:
