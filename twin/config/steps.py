@@ -201,6 +201,7 @@ OPS: dict[str, Op] = {
                  _set(master=lambda s, ipr, nn: index(ipr, s.args["master"]))),
     "nomaster": Op(lambda s, n: f"ip {n}link set {s.dev} nomaster", _set(master=0)),
     "up": Op(lambda s, n: f"ip {n}link set {s.dev} up", _set(state="up")),
+    "down": Op(lambda s, n: f"ip {n}link set {s.dev} down", _set(state="down")),   # a port NVUE says is down
     "mac": Op(lambda s, n: f"ip {n}link set {s.dev} address {s.args['mac']}",
               _set(address=lambda s, ipr, nn: s.args["mac"])),
     "mtu": Op(lambda s, n: f"ip {n}link set {s.dev} mtu {s.args['mtu']}", _set(mtu=lambda s, ipr, nn: s.args["mtu"])),
