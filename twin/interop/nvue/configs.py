@@ -90,7 +90,7 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
     startup.yaml itself."""
     node = p.fabric.nodes[p.node]
     files = render.render_node(node, p.fabric, backend, shaping)
-    files["frr.conf"] = frr.render(p.conf, p.node, nf.source, p.devices, p.vrfs)
+    files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs)
     what = (f"EVPN overlay on this VTEP as its NVUE declares it ({p.layout} layout, VRF backend: {backend})"
             if p.fabric.tenants_on(p.node) else "node as its NVUE declares it")
     files["interfaces.sh"] = script_of(p.node, p.fabric.name, what, p.steps, p.bindings)

@@ -36,7 +36,7 @@ class _Vrf:
     bgp: Bgp | None
 
 
-def render(conf: NodeConf, node: str, source: str, devices: dict[str, str], vrfs: dict[str, str]) -> str:
+def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, str]) -> str:
     """The node's frr.conf. `devices`: NVUE interface name -> kernel device (HBN's p0_if is the
     BlueField's p0); `vrfs`: NVUE VRF -> the kernel VRF it runs as (its tenant's)."""
     b = conf.bgp if conf.bgp.enable and conf.bgp.asn else None
@@ -52,7 +52,7 @@ def render(conf: NodeConf, node: str, source: str, devices: dict[str, str], vrfs
                         v.bgp if v.bgp and v.bgp.enable and v.bgp.asn and b else None)
                    for v in conf.vrfs.values()]
     return _env.get_template("frr.conf.j2").render(
-        node=node, source=source, version=VERSION, hostname=conf.hostname or node, bgp=b, neighbors=neighbors,
+        node=node, version=VERSION, hostname=conf.hostname or node, bgp=b, neighbors=neighbors,
         graceful_shutdown=conf.graceful_shutdown, v4_off=v4_off, evpn_on=evpn_on,
         evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)), advertise_all_vni=conf.evpn,
         vrfs=tenant_vrfs)

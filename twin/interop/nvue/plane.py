@@ -53,6 +53,9 @@ class Plane:
     bindings: list[Step] = field(default_factory=list)   # once zebra knows the VNIs
     layout: str = PER_VNI
     notes: list[str] = field(default_factory=list)
+    # what NVUE says beyond twin's design, by what it sets (day 2 compares two planes' extras):
+    # ("lo", cidr), ("svi", bridge, cidr): addresses; ("suppress", vxlan), ("link", port): a state
+    extras: dict[tuple, Step] = field(default_factory=dict)
 
     @property
     def vnis(self) -> set[int]:
@@ -225,6 +228,7 @@ def _steps(plane: Plane, backend: Backend, shaping: Shaping) -> list[Step]:
     ARP suppression, VXLAN off, ports down."""
     conf, nfab, node = plane.conf, plane.fabric, plane.node
     steps = [Step("addr", "lo", args={"cidr": a}) for a in conf.loopbacks]
+    plane.extras.update({("lo", s.args["cidr"]): s for s in steps})
     extra = {bridge_name(s.l2vni): [a for a in conf.svis[_vlan(conf, s.name)].addresses if a != s.gateway_cidr]
              for t in nfab.tenants_on(node) for s in t.segments_on(node)}
     l2 = {vxlan_name(s.l2vni) for t in nfab.tenants_on(node) for s in t.segments_on(node)}
@@ -233,20 +237,36 @@ def _steps(plane: Plane, backend: Backend, shaping: Shaping) -> list[Step]:
             continue                                    # NVUE's loopback addresses instead
         if not conf.vxlan and s.dev.startswith("vxlan") and s.dev[5:].isdigit():
             continue                                    # nve.vxlan off: no VXLAN device
-        if s.op == "brport" and s.dev in l2 and not conf.suppress:
-            s = Step("brport", s.dev, s.ns, {k: v for k, v in s.args.items() if k != "neigh_suppress"})
+        if s.op == "brport" and s.dev in l2:
+            plane.extras[("suppress", s.dev)] = Step("brport", s.dev, s.ns, {"neigh_suppress": conf.suppress})
+            if not conf.suppress:
+                s = Step("brport", s.dev, s.ns, {k: v for k, v in s.args.items() if k != "neigh_suppress"})
         steps.append(s)
         if s.op == "addr" and s.dev in extra:
-            steps += [Step("addr", s.dev, s.ns, {"cidr": a}) for a in extra.pop(s.dev)]
-    for name in sorted(conf.down):
-        if name in plane.devices:
-            dev = plane.devices[name]
-            steps.append(Step("down", dev, overlay.port_ns(nfab, node, dev, backend)))
+            more = [Step("addr", s.dev, s.ns, {"cidr": a}) for a in extra.pop(s.dev)]
+            plane.extras.update({("svi", m.dev, m.args["cidr"]): m for m in more})
+            steps += more
+    for name, dev in sorted(plane.devices.items()):
+        state = Step("down" if name in conf.down else "up", dev, overlay.port_ns(nfab, node, dev, backend))
+        plane.extras[("link", dev)] = state
+        if name in conf.down:
+            steps.append(state)
     if not conf.vxlan and nfab.tenants_on(node):
         plane.notes.append(f"{node}: nve.vxlan is off (no enable, no source address): no VXLAN device is made")
     if kinds.of(nfab.nodes[node]).runs_frr and not conf.loopbacks:
         plane.notes.append(f"{node}: interface lo has no address in NVUE: the node has no loopback address")
     return steps
+
+
+def extras_delta(old: dict[tuple, Step], new: dict[tuple, Step], remade: set[str],
+                 gone: set[str]) -> tuple[list[Step], list[Step]]:
+    """(steps to add, steps to remove) that take one plane's extras to another's: what differs,
+    and the extras of devices the change makes again (`remade`: they lost theirs); nothing is
+    taken off a device the change deletes (`gone`)."""
+    add = [s for k, s in new.items() if old.get(k) != s or s.dev in remade]
+    remove = [Step("unaddr", s.dev, s.ns, s.args) for k, s in old.items()
+              if k not in new and s.op == "addr" and s.dev not in gone]
+    return add, remove
 
 
 def _vlan(conf: NodeConf, svi_name: str) -> int:
