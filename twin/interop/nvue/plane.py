@@ -152,6 +152,8 @@ def _tenant(nf, conf: NodeConf, vrf: str, top: Tenant | None, kernel: str, node:
         seg = _segment(nf, conf, svi, problems)
         if seg is None:
             continue
+        same = [s.name for s in (top.segments.values() if top else ()) if s.subnet == seg.subnet]
+        seg = seg.model_copy(update={"name": same[0]}) if same else seg   # the tenant's segment it is (services)
         ports = [p for p, vlan in conf.access.items() if vlan == svi.vlan and p in devices]
         found = [here[(node, devices[p])] for p in ports if (node, devices[p]) in here]
         attachments += [a.model_copy(update={"segment": seg.name}) for _, a in found]
@@ -229,7 +231,7 @@ def _steps(plane: Plane, backend: Backend, shaping: Shaping) -> list[Step]:
     conf, nfab, node = plane.conf, plane.fabric, plane.node
     steps = [Step("addr", "lo", args={"cidr": a}) for a in conf.loopbacks]
     plane.extras.update({("lo", s.args["cidr"]): s for s in steps})
-    extra = {bridge_name(s.l2vni): [a for a in conf.svis[_vlan(conf, s.name)].addresses if a != s.gateway_cidr]
+    extra = {bridge_name(s.l2vni): [a for a in svi_of(conf, s.l2vni)[1].addresses if a != s.gateway_cidr]
              for t in nfab.tenants_on(node) for s in t.segments_on(node)}
     l2 = {vxlan_name(s.l2vni) for t in nfab.tenants_on(node) for s in t.segments_on(node)}
     for s in overlay.plan(nfab, node, backend, shaping):
@@ -269,5 +271,7 @@ def extras_delta(old: dict[tuple, Step], new: dict[tuple, Step], remade: set[str
     return add, remove
 
 
-def _vlan(conf: NodeConf, svi_name: str) -> int:
-    return next(v for v, s in conf.svis.items() if s.name == svi_name)
+def svi_of(conf: NodeConf, l2vni: int) -> tuple[int, Svi]:
+    """The VLAN mapped to an L2VNI, and its SVI."""
+    vlan = next(v for v, vnis in conf.vlans.items() if vnis[:1] == [l2vni] and v in conf.svis)
+    return vlan, conf.svis[vlan]

@@ -15,7 +15,7 @@ from twin.config import overlay
 from twin.config.backend import vrf_tables
 from twin.config.overlay import Backend
 from twin.config.steps import Step
-from twin.interop.nvue.plane import VLAN_AWARE, Plane
+from twin.interop.nvue.plane import VLAN_AWARE, Plane, svi_of
 
 BRIDGE, VXLAN = "br_default", "vxlan48"
 L3_VLAN_BASE = 4000        # NVUE's reserved range for L3VNI VLANs (system.global.reserved.vlan.l3-vni-vlan)
@@ -43,13 +43,12 @@ def apply(p: Plane, backend: Backend) -> None:
     for i, t in enumerate(tenants):
         steps += _svi(f"vlan{L3_VLAN_BASE + i}_l3", L3_VLAN_BASE + i, t.l3vni, t.vrf, conf.vxlan)
         for seg in t.segments_on(node):
-            vid = next(v for v, s in conf.svis.items() if s.name == seg.name)
-            svi = conf.svis[vid]
-            steps += _svi(seg.name, vid, seg.l2vni, t.vrf, conf.vxlan)
-            steps += [Step("addr", seg.name, args={"cidr": a}) for a in svi.addresses]
+            vid, svi = svi_of(conf, seg.l2vni)
+            steps += _svi(svi.name, vid, seg.l2vni, t.vrf, conf.vxlan)
+            steps += [Step("addr", svi.name, args={"cidr": a}) for a in svi.addresses]
             if svi.vrr:
-                vrr = f"{seg.name}-v0"
-                steps += [Step("macvlan", vrr, args={"link": seg.name, "mac": seg.mac}),
+                vrr = f"{svi.name}-v0"
+                steps += [Step("macvlan", vrr, args={"link": svi.name, "mac": seg.mac}),
                           Step("master", vrr, args={"master": t.vrf})]
                 steps += [Step("addr", vrr, args={"cidr": a}) for a in svi.vrr] + [Step("up", vrr)]
             for a in t.attachments:
@@ -57,7 +56,7 @@ def apply(p: Plane, backend: Backend) -> None:
                     steps += [Step("master", a.port, args={"master": BRIDGE}),
                               Step("bridge-vlan", a.port, args={"vid": vid, "access": True}), Step("up", a.port),
                               Step("fdb-vlan", a.port, args={"mac": a.mac, "vid": vid})]
-                    binds.append(Step("neigh", seg.name, args={"ip": a.ip, "mac": a.mac}))
+                    binds.append(Step("neigh", svi.name, args={"ip": a.ip, "mac": a.mac}))
     if tenants:
         steps.append(Step("nft", overlay.nft_file(None)))
     p.steps = steps + [s for u in overlay.services.units(nfab, node, backend) for s in u.setup]
