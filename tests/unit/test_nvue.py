@@ -224,3 +224,30 @@ def test_arp_suppression_off_vxlan_off_and_ports_down_change_the_plane(tmp_path)
     off = text.replace("        enable: on\n        arp-nd-suppress", "        enable: off\n        arp-nd-suppress")
     p = nvue.build({"leaf01": nvue.read(write(tmp_path, off, "x"))}, fabric, "netns")[0]["leaf01"].plane
     assert not any(s.op == "vxlan" for s in p.steps) and p.vnis == set()
+
+
+# --- the command line ------------------------------------------------------------------------------------
+def test_validate_names_every_nvue_problem_and_export_writes_startup_files(tmp_path):
+    from click.testing import CliRunner
+
+    from twin.cli import main
+
+    bad = tmp_path / "configs"
+    text = (SAMPLES / "leaf01/startup.yaml").read_text().replace("access: 10", "access: x")
+    write(bad, text)
+    write(bad, (SAMPLES / "dpu1/startup.yaml").read_text().replace("p1_if:\n        type", "p7_if:\n        type"),
+          "dpu1")
+    res = CliRunner().invoke(main, ["validate", str(SAMPLE_TOPOLOGY), "--configs", str(bad)], prog_name="twin")
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    line = text.splitlines().index("              access: x") + 1
+    assert f"{bad}/leaf01/startup.yaml:{line}: interface.swp1.bridge.domain.br_default.access: 'x' is not a VLAN id" \
+        in res.output
+    assert f"{bad}/dpu1/startup.yaml:" in res.output and "interface.p7_if: dpu1 has no port p7_if; its ports: p0, p1" \
+        in res.output, "every problem of every file at once"
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["export", str(ROOT / "topologies/leaf-vtep.yml"), "--format", "nvue", "-o",
+                                    str(out)], prog_name="twin")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.parent.name for p in out.glob("*/startup.yaml")) == ["leaf1", "leaf2", "spine1", "spine2"]
+    assert nvue.read(out / "leaf1/startup.yaml").tree["interface"]["swp10"]["bridge"]["domain"]["br_default"] == {
+        "access": 10}

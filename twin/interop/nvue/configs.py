@@ -21,6 +21,7 @@ from twin.interop.nvue import frr, load, plane as planes_
 from twin.interop.nvue.load import NvueFile
 from twin.interop.nvue.plane import PER_VNI, Plane
 from twin.interop.nvue.schema import API, VERSION
+from twin.interop.nvue.tree import show
 from twin.topology.model import Fabric
 
 STARTUP = NVUE
@@ -38,6 +39,13 @@ class NvueNode:
 def read(configs: UserConfigs | None) -> dict[str, NvueFile]:
     """Every node's startup.yaml of a config directory, read and checked on its own (no topology);
     TopologyError with every problem of every file."""
+    out, problems = _read(configs)
+    if problems:
+        raise TopologyError(problems)
+    return out
+
+
+def _read(configs: UserConfigs | None) -> tuple[dict[str, NvueFile], list[Problem]]:
     out: dict[str, NvueFile] = {}
     problems: list[Problem] = []
     for node, files in (configs.files.items() if configs else ()):
@@ -47,9 +55,7 @@ def read(configs: UserConfigs | None) -> dict[str, NvueFile]:
             out[node] = load.read(configs.path(node, NVUE))
         except TopologyError as e:
             problems += e.problems
-    if problems:
-        raise TopologyError(problems)
-    return out
+    return out, problems
 
 
 def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: Shaping = "tc",
@@ -77,11 +83,12 @@ def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: S
 
 def check(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
     """Every problem of the config directory's NVUE files on this topology (none: they run)."""
+    nfs, problems = _read(configs)
     try:
-        build(read(configs), fabric, "netns")
+        build(nfs, fabric, "netns")
     except TopologyError as e:
-        return list(e.problems)
-    return []
+        problems += e.problems
+    return problems
 
 
 def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict[str, str]:
@@ -110,6 +117,18 @@ class _Dumper(yaml.SafeDumper):
 
 
 _Dumper.add_representer(bool, lambda d, v: d.represent_scalar("tag:yaml.org,2002:bool", "on" if v else "off"))
+
+
+def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
+    """Per node running NVUE, the places of its startup.yaml twin keeps but does not run."""
+    out = {}
+    for node in nodes:
+        f = d / node / STARTUP
+        if f.is_file() and not f.is_symlink():
+            paths = [show(p) for p in load.read(f).not_emulated]
+            if paths:
+                out[node] = paths
+    return out
 
 
 def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = "tc",
