@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from twin.change.work import Work
 from twin.config.reconcile import NodeDelta, node_delta
+from twin.config.steps import Step
 from twin.interop import nvue
 from twin.interop.nvue.plane import extras_delta
 from twin.interop.nvue.tree import diff, leaves, show
@@ -42,10 +43,19 @@ def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric, files: dict[st
 
 def _delta(a: nvue.Plane, b: nvue.Plane, ctx: LabContext) -> NodeDelta:
     d = node_delta(a.fabric, b.fabric, a.node, ctx.backend, ctx.shaping)
+    # what the new plane makes or takes that the old one lets go only after FRR's reload (a VNI or a
+    # port moving to another VRF: an SVI in another VRF) is let go first
+    taken = {s.dev for s in d.add if s.op in ("vxlan", "bridge", "move")}
+    first = [s for s in d.remove if s.dev in taken]
+    d.add, d.remove = first + d.add, [s for s in d.remove if s.dev not in taken]
     add, remove = extras_delta(a.extras, b.extras, {s.dev for s in d.add if s.op in ("bridge", "vxlan")},
                                {s.dev for s in d.add + d.remove if s.op == "del"})
     d.add += add
     d.remove = remove + d.remove
+    if not a.vnis and b.vnis and not d.bind:
+        # EVPN (or VXLAN) on again: zebra (FRR 10.3) takes the workloads' bindings as local only
+        # once they are written again, so they are deleted and written again once it knows the VNIs
+        d.bind = [Step("unneigh", s.dev, s.ns, {"ip": s.args["ip"]}) for s in b.bindings] + list(b.bindings)
     return d
 
 
