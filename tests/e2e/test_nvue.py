@@ -127,3 +127,14 @@ def test_a_change_nvue_refuses_touches_nothing(lab, tmp_path):
     assert "interface.swp1.bridge.domain.br_default.access: VLAN 99 is not in bridge domain br_default" in p.stderr
     shutil.rmtree(bad)
     assert (Path(lab.dir) / "leaf01" / "startup.yaml").read_text().count("access: 10") == 1
+
+
+def test_what_twin_does_not_emulate_is_kept_and_listed_by_apply_and_verify(lab, tmp_path):
+    more = mistake(tmp_path, "leaf01", "    system:\n", "    qos:\n      roce:\n        enable: on\n    system:\n"
+                                                        "      message:\n        pre-login: twin lab\n")
+    p = twin_cli("apply", NAME, str(more))
+    assert p.returncode == 0, p.stderr
+    assert "qos: stored, not emulated" in p.stdout and "system.message: stored, not emulated" in p.stdout
+    v = twin_cli("verify", NAME, "--only", "control")
+    assert v.returncode == 0 and "not emulated (kept in leaf01's NVUE, not run): qos, system.message" in v.stdout
+    back_to_good()
