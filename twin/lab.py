@@ -167,7 +167,10 @@ class Lab:
             st.layout = nvue_layout(self.name, backend, say) if nfs else None
             nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
             files.update({n: x.files for n, x in nv.items()})
-            self.notes += notes + nv_notes
+            layouts = {x.plane.layout for node, x in nv.items() if x.plane.fabric.tenants_on(node)}
+            self.notes += notes + nv_notes + ([f"NVUE's kernel plane on {', '.join(nv)}: {', '.join(sorted(layouts))} "
+                                               "layout (interfaces.sh says which; README, section NVUE)"]
+                                              if layouts else [])
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
