@@ -251,3 +251,15 @@ def test_validate_names_every_nvue_problem_and_export_writes_startup_files(tmp_p
     assert sorted(p.parent.name for p in out.glob("*/startup.yaml")) == ["leaf1", "leaf2", "spine1", "spine2"]
     assert nvue.read(out / "leaf1/startup.yaml").tree["interface"]["swp10"]["bridge"]["domain"]["br_default"] == {
         "access": 10}
+
+
+def test_a_fabric_may_have_leaf_and_dpu_vteps_side_by_side(tmp_path):
+    fabric = topology.load(SAMPLE_TOPOLOGY)
+    assert fabric.vtep_kind == "leaf,dpu" and fabric.vteps() == ["leaf01", "dpu1"]
+    bad = tmp_path / "bad.yml"
+    bad.write_text(SAMPLE_TOPOLOGY.read_text().replace("vtep: [leaf, dpu]", "vtep: [leaf, host]"))
+    with pytest.raises(TopologyError, match=r"vtep: 'host' cannot be a VTEP; VTEP kinds: leaf, dpu"):
+        topology.load(bad)
+    bad.write_text(SAMPLE_TOPOLOGY.read_text().replace("vtep: [leaf, dpu]", "vtep: leaf"))
+    with pytest.raises(TopologyError, match=r"server03 has no link to a leaf \(vtep: leaf\)"):
+        topology.load(bad)
