@@ -75,7 +75,7 @@ def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: S
             from twin.interop.nvue import vlanaware
             vlanaware.apply(p, backend)
         out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
-        notes += p.notes + [f"{nf.source}: {'.'.join(path)}: stored, not emulated" for path in nf.not_emulated]
+        notes += p.notes + [f"{nf.source}: {show(path)}: stored, not emulated" for path in nf.not_emulated]
     if problems:
         raise TopologyError(problems)
     return out, notes

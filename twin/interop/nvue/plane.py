@@ -162,6 +162,9 @@ def _tenant(nf, conf: NodeConf, vrf: str, top: Tenant | None, kernel: str, node:
         else:
             notes.append(f"{nf.source}: {svi.name} (VLAN {svi.vlan}, VNI {seg.l2vni}) has no host of the topology on "
                          f"{node}: it is not made there, as twin makes a segment only where a host is")
+    if not attachments:
+        notes.append(f"{nf.source}: VRF {vrf} has no host of the topology on {node}: it is not made there, as "
+                     "twin makes a tenant's VRF only on its hosts' VTEPs")
     return Tenant(name=top.name if top else vrf, vrf=kernel, l3vni=v.l3vni, segments=segments,
                   attachments=tuple(attachments), internet=top.internet if top else None)
 

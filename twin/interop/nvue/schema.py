@@ -146,7 +146,7 @@ _INTERFACE = Obj({
                  **{k: S() for k in ("mtu", "auto-negotiate", "breakout", "duplex", "speed", "fec")},
                  "dot1x": Opaque()}),
     "bridge": Obj({"domain": Coll(DOMAIN, Obj({
-        "access": Leaf("int", lo=1, hi=4094, choices=("auto",), what="a VLAN id"),
+        "access": VLAN,
         "vlan": Opaque(), "untagged": S(), "stp": Opaque(), "learning": S()}))}),
     **{k: Opaque() for k in ("router", "bond", "lldp", "evpn", "acl", "ptp", "tunnel", "qos", "synce",
                              "dot1x", "neighbor", "port-security")},
