@@ -39,7 +39,7 @@ from twin.change.work import Work, dry_run
 from twin.config import overlay
 from twin.config.reconcile import node_delta
 from twin.errors import ApplyFailed, ChangeRefused, ConvergenceTimeout, TwinError
-from twin.lifecycle import barrier, state
+from twin.lifecycle import barrier, hostlimits, state
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext
 from twin.observe import store
@@ -254,6 +254,11 @@ def refusals(ctx: LabContext, w: Work) -> list[str]:
         c = ctx.containers().get(node)
         reasons.append(f"{node}: not running (container {c.status if c else 'missing'}); start it first "
                        f"(`twin fault node-start {ctx.name} {node}`)")
+    try:   # a lab that grows takes more of the host's kernel limits, as `twin up` judges them
+        hostlimits.ensure(w.new, grown_from=w.old)
+    except hostlimits.HostLimitsShort as e:
+        reasons.append("host limits too low for what the change adds: " + "; ".join(map(str, e.shortfalls))
+                       + (f"; {e.fix}" if e.fix else ""))
     return reasons or dry_run(ctx, w)
 
 
@@ -261,6 +266,11 @@ def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: b
           say: Say = lambda _: None) -> Result:
     """Apply a declarative `change` (it has `work(ctx)`) to the running lab; see the module
     docstring for the stages."""
+    with ctx.writing("twin apply"):
+        return _apply(ctx, change, timeout, wait, say)
+
+
+def _apply(ctx: LabContext, change: Change, timeout: float | None, wait: bool, say: Say) -> Result:
     t0 = time.monotonic()
     w = change.work(ctx)
     reasons = refusals(ctx, w)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from twin import kinds
 from twin.config import overlay, render
+from twin.config.backend import NETNS
 from twin.errors import Problem, TopologyError
 from twin.intent import frrconf, generic
 from twin.topology.model import Fabric
@@ -161,25 +162,26 @@ def merge(rendered: dict[str, dict[str, str]], configs: UserConfigs | None,
             notes.append(f"{configs.path(node, FRR_CONF)}: puts no {lo[0].args['cidr']} on lo; twin's kernel plane "
                          "does (the topology's loopback), as ifupdown2 would on a switch")
         if DAEMONS in files and fabric.tenants_on(node):
-            out[node][DAEMONS], note = adapt_daemons(files[DAEMONS], backend == "netns")
+            out[node][DAEMONS], note = adapt_daemons(files[DAEMONS], backend == NETNS)
             notes += [f"{configs.path(node, DAEMONS)}: {note}"] if note else []
     return out, notes
 
 
 def adapt_daemons(text: str, netns_vrfs: bool) -> tuple[str, str]:
     """A VTEP's daemons file with zebra's VRF backend as its kernel plane needs it: `-n`
-    (FRR's netns VRF backend) on a kernel without VRF devices, none on one with them.
+    (FRR's netns VRF backend) on the netns backend, none on the device backend.
     Returns the text and a note of what changed ("" when nothing did)."""
     m = _ZEBRA_OPTIONS.search(text)
     has = bool(m and _NETNS_FLAG.search(m.group(2)))
     if has == netns_vrfs:
         return text, ""
     if netns_vrfs:
-        why = ("zebra_options gets -n: this kernel has no VRF devices, so tenant VRFs are network "
-               "namespaces (FRR's netns VRF backend)")
+        why = ("zebra_options gets -n: the lab's tenant VRFs are network namespaces (twin's netns VRF "
+               "backend, FRR's netns VRF backend)")
         if m is None:
             return text.rstrip("\n") + '\nzebra_options="  -A 127.0.0.1 -s 90000000 -n"\n', why
         return text[:m.end(2)] + " -n" + text[m.end(2):], why
     opts = _NETNS_FLAG.sub(" ", m.group(2))
     return (text[:m.start(2)] + opts + text[m.end(2):],
-            "zebra_options loses -n: this kernel has VRF devices, so tenant VRFs are VRF devices, not namespaces")
+            "zebra_options loses -n: the lab's tenant VRFs are Linux VRF devices (the device VRF backend), "
+            "not namespaces")

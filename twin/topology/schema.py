@@ -78,6 +78,9 @@ class Defaults(_Strict):
     host_mtu: Mtu = Field(default=8950, description="MTU of host links: fits a VXLAN-encapsulated frame "
                                                      "in the fabric MTU")
     asn: AsnDefaults = AsnDefaults()
+    vrf_backend: Literal["netns", "device"] | None = Field(
+        default=None, description="how tenant VRFs are made on VTEPs: netns (the default, on every kernel: a network "
+                                  "namespace each) or device (Linux VRF devices; needs CONFIG_NET_VRF)")
 
 
 class SegmentSpec(_Strict):
