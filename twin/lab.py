@@ -23,7 +23,7 @@ from twin.config import render, userconf
 from twin.config.backend import DEFAULT_BACKEND, NAMES, wanted
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
-from twin.interop import doors
+from twin.interop import doors, nvue
 from twin.lifecycle import barrier, bringup, cleanup, hostlimits, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
@@ -78,10 +78,13 @@ class Lab:
                 raise TopologyError([Problem("--role", "", "roles map the nodes of a containerlab or NVIDIA Air "
                                                            "file; a twin topology says each node's kind itself")])
             fabric = topology.load(topology_file, name=name)
-            return cls(fabric.name, fabric, runtime, userconf.load(configs, fabric) if configs is not None else None)
+            user = userconf.load(configs, fabric) if configs is not None else None
+            _refuse(nvue.check(user, fabric))
+            return cls(fabric.name, fabric, runtime, user)
         imported = doors.import_file(topology_file, roles, name)
         fabric = topology.load_document(imported.doc, imported.source, name, imported.lines)
         user = imported.configs.under(userconf.load(configs, fabric)) if configs is not None else imported.configs
+        _refuse(nvue.check(user, fabric))
         return cls(fabric.name, fabric, runtime, user if user.files else None, imported.notes)
 
     @classmethod
@@ -138,9 +141,7 @@ class Lab:
         if configs is not None:
             self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, self.topology)
         if self.configs is not None:
-            problems = userconf.check(self.configs, self.topology)
-            if problems:
-                raise TopologyError(problems)
+            _refuse(userconf.check(self.configs, self.topology) or nvue.check(self.configs, self.topology))
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
@@ -152,7 +153,7 @@ class Lab:
             image = image or images.ensure(self.runtime.client, say=say)
             if self.configs is not None:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
-                dryrun.check(self.runtime.client, image, self.name, self.configs)
+                dryrun.check(self.runtime.client, image, self.name, frr_view(self.configs, self.topology))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 return self._bring_up(image, timeout, say, choice.backend)
 
@@ -179,15 +180,22 @@ class Lab:
             shaping = st.shaping or "tc"
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
-            self.notes += notes
+            nfs = nvue.read_configs(self.configs)
+            st.layout = nvue_layout(self.name, backend, say) if nfs else None
+            nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
+            files.update({n: x.files for n, x in nv.items()})
+            layouts = {x.plane.layout for node, x in nv.items() if x.plane.fabric.tenants_on(node)}
+            self.notes += notes + nv_notes + ([f"NVUE's kernel plane on {', '.join(nv)}: {', '.join(sorted(layouts))} "
+                                               "layout (interfaces.sh says which; README, section NVUE)"]
+                                              if layouts else [])
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
             self.runtime.bring_up(fabric, image, self.dir, backend,
-                                  configure=lambda n, ex, pid: bringup.configure_node(fabric, n, ex, pid, backend,
-                                                                                      shaping),
+                                  configure=lambda n, ex, pid: bringup.configure_node(
+                                      fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None),
                                   on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
             st.timings["wired"] = time.monotonic() - t0
             st.status = "converging"
@@ -249,6 +257,9 @@ class Lab:
             elif userconf.FRR_CONF in files and files[userconf.FRR_CONF] != state.read_files(
                     self.dir, n, [userconf.FRR_CONF]).get(userconf.FRR_CONF):
                 out.append(f"{n}: your frr.conf differs from the one it runs")
+        for n, nf in nvue.read_configs(self.configs).items():
+            if nvue.dump(nf.tree, nf.header) != state.read_files(self.dir, n, [nvue.STARTUP]).get(nvue.STARTUP):
+                out.append(f"{n}: your startup.yaml differs from the one it runs")
         return out
 
     def down(self) -> list[str]:
@@ -313,3 +324,34 @@ class Lab:
         """Nodes, container state, BGP sessions up/expected, tenants with VNIs, VTEPs and EVPN
         routes, and what is missing of the intent."""
         return lab_status(self.name, self.dir, self.runtime)
+
+
+def _refuse(problems: list[Problem]) -> None:
+    if problems:
+        raise TopologyError(problems)
+
+
+def frr_view(configs: UserConfigs, fabric: Fabric) -> UserConfigs:
+    """The configs as FRR will read them: the user's frr.conf files, and the frr.conf NVUE renders
+    for each startup.yaml (FRR checks twin's rendering of them too, before anything is made)."""
+    files = {n: dict(f) for n, f in configs.files.items() if userconf.FRR_CONF in f or userconf.DAEMONS in f}
+    paths = {n: dict(p) for n, p in configs.paths.items()}
+    nodes, _ = nvue.build(nvue.read_configs(configs), fabric, "netns")
+    for n, x in nodes.items():
+        files[n] = {userconf.FRR_CONF: x.files[userconf.FRR_CONF]}
+        paths.setdefault(n, {})[userconf.FRR_CONF] = f"{x.file.source} (the frr.conf NVUE renders)"
+    return UserConfigs(configs.source, files, paths)
+
+
+def nvue_layout(lab: str, backend: str, say: Say) -> str:
+    """The kernel layout of the lab's NVUE nodes: twin's per-VNI one (a bridge and a VXLAN device per
+    VNI), or with TWIN_NVUE_LAYOUT=vlan-aware, on a lab of VRF devices (--vrf-backend device) and a
+    kernel with 802.1Q VLANs, Cumulus's own (a VLAN-aware br_default, one VXLAN device, SVIs with VRR)."""
+    if os.environ.get("TWIN_NVUE_LAYOUT", "") != nvue.VLAN_AWARE:
+        return nvue.PER_VNI
+    why = ("the lab's tenant VRFs are namespaces (--vrf-backend device for VRF devices)" if backend != "vrf" else
+           "this kernel has no 802.1Q VLANs" if not kernel.probe_vlans(lab) else "")
+    if why:
+        say(f"TWIN_NVUE_LAYOUT=vlan-aware: {why}; the NVUE nodes get the per-VNI layout")
+        return nvue.PER_VNI
+    return nvue.VLAN_AWARE

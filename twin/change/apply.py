@@ -184,7 +184,7 @@ def _frr(r: Run) -> None:
 
 def _bind(r: Run) -> None:
     def one(n: str) -> None:
-        wait_vnis(r.ctx.exec(n), r.ctx.with_fabric(r.w.new).intent.nodes[n].vnis)
+        wait_vnis(r.ctx.exec(n), r.w.vnis[n] if n in r.w.vnis else r.ctx.with_fabric(r.w.new).intent.nodes[n].vnis)
         kernel.apply(r.w.deltas[n].bind, r.ctx.pid(n), r.ctx.exec(n), r.rollback)
 
     r.each([n for n, d in r.w.deltas.items() if d.bind], one, "bindings")
@@ -311,12 +311,12 @@ def inverse(ctx: LabContext, w: Work, j: Journal) -> Work:
     """The work that undoes what journal `j` says was done of `w`."""
     touched = j.kernel | set(j.frr)
     deltas = {n: d for n in sorted(touched) if n in w.old.nodes and n in w.new.nodes
-              and (d := node_delta(w.new, w.old, n, ctx.backend, ctx.shaping))}
+              and (d := w.undo[n] if n in w.undo else node_delta(w.new, w.old, n, ctx.backend, ctx.shaping))}
     return Work(w.new, w.old, w.old_files, w.files,
                 reload=[n for n, restarted in j.frr.items() if not restarted],
                 restart=[n for n, restarted in j.frr.items() if restarted], deltas=deltas,
                 links_add=list(j.links_deleted), links_del=list(j.links_added),
-                hosts_add=list(j.hosts_removed), hosts_del=list(j.hosts_started))
+                hosts_add=list(j.hosts_removed), hosts_del=list(j.hosts_started), vnis=w.old_vnis)
 
 
 def rollback(ctx: LabContext, w: Work, j: Journal, say: Say) -> list[str]:
@@ -341,7 +341,7 @@ def _record(ctx: LabContext, w: Work, change: Change) -> None:
     st, _ = state.load(ctx.dir)
     if st is None:
         raise TwinError(f"lab {ctx.name!r}: {ctx.dir / state.STATE} is gone; the change cannot be recorded")
-    source = str(Path(change.source).resolve()) if change.key in ("topology", "configs") else change.source
+    source = str(Path(change.source).resolve()) if change.key in ("topology", "configs", "nvue") else change.source
     if change.key == "topology":
         st.topology = source
     st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": w.summary})

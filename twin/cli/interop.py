@@ -10,13 +10,14 @@ from twin import topology
 from twin.cli.common import err, main, out, run
 from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
 from twin.config.render import render_lab
+from twin.interop import nvue
 from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, parse_roles
 from twin.interop.doors import import_file
 from twin.interop.clone import clone
 from twin.lifecycle import state
 from twin.runtime import images
 
-FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot")
+FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot", "nvue")
 
 
 def _source(source: str):
@@ -44,11 +45,18 @@ def _source(source: str):
 def export_(ctx, source, fmt, output, image, backend, namespace):
     """Write TOPOLOGY (a file) or LAB (a lab here) in another tool's format: containerlab (a
     .clab.yml with the files it binds), clabernetes (Kubernetes manifests), air-json or air-dot
-    (NVIDIA Air topologies). See docs/interop.md for what each carries."""
+    (NVIDIA Air topologies), nvue (each spine's, leaf's and DPU's startup.yaml, Cumulus Linux 5.9
+    / DOCA HBN: DIR/<node>/startup.yaml). See docs/interop.md for what each carries."""
     def go():
         fabric, recorded = _source(source)
         d = Path(output)
-        if fmt in ("air-json", "air-dot"):
+        if fmt == "nvue":
+            texts, notes = nvue.export(fabric)
+            state.write_files(d, {n: {nvue.STARTUP: t} for n, t in texts.items()})
+            for note in notes:
+                err.print(f"note: {note}")
+            path = f"{d}: {len(texts)} startup.yaml ({', '.join(texts)}); `twin up {source} --configs {d}` runs them"
+        elif fmt in ("air-json", "air-dot"):
             d.mkdir(parents=True, exist_ok=True)
             path = d / f"{fabric.name}.{'json' if fmt == 'air-json' else 'dot'}"
             path.write_text(export_air_json(fabric) if fmt == "air-json" else export_air_dot(fabric))

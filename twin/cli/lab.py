@@ -15,7 +15,7 @@ from twin.config import userconf
 from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
 from twin.interop import doors
 from twin.interop import parse_roles
-from twin.lab import Lab
+from twin.lab import Lab, frr_view
 from twin.lifecycle import hostlimits, state
 from twin.lifecycle.vrfbackend import Choice
 from twin.lifecycle.status import LabStatus
@@ -158,7 +158,7 @@ def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
     if not problems:
         client = DockerRuntime().client
         try:
-            dryrun.check(client, images.ensure(client), lab.name, lab.configs)
+            dryrun.check(client, images.ensure(client), lab.name, frr_view(lab.configs, lab.topology))
         except ConfigError as e:
             problems = e.problems
     return ValidationReport(topology, lab.topology, tuple(problems))

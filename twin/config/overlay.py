@@ -220,9 +220,14 @@ def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc",
     later = [] if host else bindings(fabric, node, backend)
     what = ("tenant port of this host" if host else f"EVPN overlay on this VTEP, VRF backend: {backend}"
             if fabric.tenants_on(node) else "services of this node")
+    return script_of(node, fabric.name, what, steps, later)
+
+
+def script_of(node: str, lab: str, what: str, steps: list[Step], later: list[Step]) -> str:
+    """interfaces.sh of given steps (and bindings, `later`), whoever worked them out."""
     head = [
         "#!/bin/sh",
-        f"# {node} (lab {fabric.name}): kernel side of the {what}.",
+        f"# {node} (lab {lab}): kernel side of the {what}.",
         "# twin applies these very steps over netlink once the node is wired (before FRR starts);",
         "# this file is for reading, and for running by hand on a node that lost them.",
         "set -e",

@@ -3,6 +3,8 @@ fabric and merged over twin's rendering.
 
     DIR/<node>/frr.conf    the node's frr.conf (and, optionally, DIR/<node>/daemons)
     DIR/<node>.conf        the node's frr.conf alone
+    DIR/<node>/startup.yaml  the node's NVUE configuration (spines, leafs, DPUs: read and rendered
+                           by `twin.interop.nvue`, which gives the node its frr.conf and kernel plane)
 
 A node with a file boots it instead of twin's; every other node gets twin's
 rendering. The topology still gives the wiring and the tenants' kernel plane
@@ -27,9 +29,9 @@ from twin.intent import frrconf, generic
 from twin.topology import files as inputs
 from twin.topology.model import Fabric
 
-FRR_CONF, DAEMONS = "frr.conf", "daemons"
-FILES = (FRR_CONF, DAEMONS)
-FORMATS = {FRR_CONF: inputs.FRR_CONFIG, DAEMONS: inputs.DAEMONS}     # their limits (1 MiB of UTF-8 text)
+FRR_CONF, DAEMONS, NVUE = "frr.conf", "daemons", "startup.yaml"
+FILES = (FRR_CONF, DAEMONS, NVUE)
+FORMATS = {FRR_CONF: inputs.FRR_CONFIG, DAEMONS: inputs.DAEMONS, NVUE: inputs.NVUE}   # their limits (UTF-8 text)
 _ZEBRA_OPTIONS = re.compile(r'^(zebra_options=")([^"]*)(")', re.M)
 _NETNS_FLAG = re.compile(r"(^|\s)(-n|--vrfwnetns)(?=\s|$)")
 
@@ -110,7 +112,22 @@ def check(configs: UserConfigs, fabric: Fabric) -> list[Problem]:
         elif node not in frr_nodes:
             problems.append(Problem(where, "", f"{node} is a {fabric.nodes[node].kind}: it runs no FRR, so it "
                                                f"takes no FRR config; FRR nodes: {', '.join(frr_nodes)}"))
+        elif NVUE in files:
+            problems += _nvue_node(configs, fabric, node, files)
     return problems
+
+
+def _nvue_node(configs: UserConfigs, fabric: Fabric, node: str, files: dict[str, str]) -> list[Problem]:
+    """NVUE runs on the fabric's switches and DPUs, and renders the node's FRR files itself."""
+    where = configs.path(node, NVUE)
+    kind = kinds.of(fabric.nodes[node])
+    if kind.user_config or kind.edge:
+        return [Problem(where, "", f"{node} is a {fabric.nodes[node].kind}: NVUE runs on spines, leafs and DPUs")]
+    other = [n for n in (FRR_CONF, DAEMONS) if n in files]
+    if other:
+        return [Problem(where, "", f"{node} has NVUE's startup.yaml and {' and '.join(other)} "
+                                   f"({configs.path(node, other[0])}): NVUE renders the node's FRR files; give one")]
+    return []
 
 
 def load(d: str | Path, fabric: Fabric) -> UserConfigs:

@@ -76,6 +76,17 @@ def probe_shaping(lab: str) -> Shaping:
     return _probe(lab, tc, "nft")
 
 
+def probe_vlans(lab: str) -> bool:
+    """Whether this kernel has 802.1Q VLAN devices (a VLAN-aware bridge with SVIs on it: the
+    layout NVUE builds on Cumulus Linux)."""
+    def vlan(ipr: IPRoute) -> bool:
+        ipr.link("add", ifname="probebr", kind="bridge", br_vlan_filtering=1)
+        ipr.link("add", ifname="probe", kind="vlan", link=ipr.link_lookup(ifname="probebr")[0], vlan_id=10)
+        return True
+
+    return _probe(lab, vlan, False)
+
+
 def _probe(lab: str, attempt, otherwise):
     """`attempt(ipr)` in a throwaway namespace named after the lab (one a killed run left is
     removed first); `otherwise` if the kernel refuses it."""

@@ -54,7 +54,7 @@ TOPOLOGY = Format("topology file", "a topology", depth_hint="a topology needs ab
                   values_hint="far more than a fabric that runs on one host")
 CONTAINERLAB = Format("containerlab file", "a containerlab topology", depth_hint="a containerlab file needs about 6",
                       values_hint="far more than a lab that runs on one host")
-NVUE = Format("NVUE file", "an NVUE startup file", 4 * MiB, 64, 400_000, "an NVUE startup file needs about 12",
+NVUE = Format("NVUE file", "an NVUE startup file", MiB, 64, 100_000, "an NVUE startup file needs about 12",
               "far more than the configuration of one switch")
 CHECKS = Format("checks file", "a checks file", depth_hint="a checks file needs about 5")
 ALLOW = Format("allow file", "an allow file", depth_hint="an allow file needs 3")

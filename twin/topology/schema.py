@@ -150,7 +150,8 @@ class TopologySpec(_Strict):
     defaults: Defaults = Defaults()
     nodes: dict[str, NodeSpec]
     links: list[LinkSpec] = []
-    vtep: str = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf")
+    vtep: str | list[str] = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf, "
+                                                           "or a list of both ([leaf, dpu]: hosts on either)")
     tenants: dict[str, TenantSpec] = {}
     congestion: list[CongestionSpec] = []
     checks: list[Any] = Field(default=[], description="the user's own checks, run by `twin verify` "

@@ -56,9 +56,17 @@ def read_yaml(path: str | Path, fmt: Format = files.TOPOLOGY,
     `fmt`: which kind of file (its limits, its name in messages); `under`: the directory
     `path` is relative to and must not leave."""
     file = files.shown(path, under)
-    text = ""
     try:
         text = files.read_text(path, fmt, under)
+    except _Refused as e:
+        raise TopologyError([e.problem(file)]) from None
+    return parse_yaml(text, file, fmt)
+
+
+def parse_yaml(text: str, file: str, fmt: Format = files.TOPOLOGY) -> tuple[Any, dict[Path_, int]]:
+    """`read_yaml` of text already read as `files.read_text` reads it (e.g. by a config directory's
+    reader), named `file` in messages."""
+    try:
         reader = _Reader(_FAST_LOADER(text), fmt)
         try:
             data = reader.document()
