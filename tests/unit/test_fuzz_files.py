@@ -1,8 +1,8 @@
 """Fuzzing every other file a user hands twin: a clone's directory (its LLDP JSON and cable CSV),
-a checks file, an allow file, a baseline, a directory of the user's FRR configs. Whatever the
+a checks file, an allow file, a baseline, a directory of the user's FRR configs (and NVUE files). Whatever the
 bytes (and whatever the directory holds: links out of it, FIFOs, odd names), the reader returns
 its result or raises a TwinError in twin's style, within a time and a memory bound
-(tests/unit/fuzzing). About 8 s in all."""
+(tests/unit/fuzzing), and NVUE startup files among the configs. About 9 s in all."""
 from __future__ import annotations
 
 import json
@@ -19,6 +19,7 @@ from twin import topology
 from twin.config import userconf
 from twin.config.render import render_lab
 from twin.interop.clone import Cloned, clone
+from twin.lab import Lab
 from twin.topology.allow import load_allow
 from twin.topology.checks import CheckSet, load_checks
 from twin.topology.schema import CHECK_TYPES
@@ -190,3 +191,14 @@ def merged(d: Path):
 @given(config_dirs())
 def test_config_directories_load_and_merge_or_fail_cleanly(build):
     in_dir(build, merged, tuple)
+
+
+# --- NVUE startup.yaml in a config directory (the NVUE front end's own checks are test_nvue) ---------------
+NVUE = [p.read_text() for p in sorted((ROOT / "tests/golden/interop/nvue/samples").glob("*/startup.yaml"))]
+
+
+@fuzz(60)
+@given(spliced(NVUE) | st.binary(max_size=512))
+def test_nvue_startup_files_load_or_fail_cleanly(data):
+    in_dir(lambda d: write(d, "dpu1/startup.yaml", data), lambda d: Lab.load(ROOT / "topologies/aipod.yml", configs=d),
+           Lab)
