@@ -1,8 +1,8 @@
 """Fuzzing every other file a user hands twin: a clone's directory (its LLDP JSON and cable CSV),
-a checks file, an allow file, a baseline, a directory of the user's FRR configs (and NVUE files). Whatever the
-bytes (and whatever the directory holds: links out of it, FIFOs, odd names), the reader returns
-its result or raises a TwinError in twin's style, within a time and a memory bound
-(tests/unit/fuzzing), and NVUE startup files among the configs. About 9 s in all."""
+a checks file, an allow file, a baseline, a directory of the user's FRR configs and NVUE startup
+files. Whatever the bytes (and whatever the directory holds: links out of it, FIFOs, odd names),
+the reader returns its result or raises a TwinError in twin's style, within a time and a memory
+bound (tests/unit/fuzzing). About 9 s in all."""
 from __future__ import annotations
 
 import json
