@@ -8,17 +8,34 @@ class TwinError(Exception):
     """Base class: a failure `twin` reports as one clear line."""
 
 
+def printable(text: str) -> str:
+    """`text` with every control character and lone surrogate escaped: safe on one line of a terminal."""
+    if text.isprintable():
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+    return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else repr(c)[1:-1] for c in text)
+
+
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with a topology or change file."""
+    """One thing wrong with a file a user gave (a topology, a change, a configs file...)."""
 
     file: str
     path: str  # place in the document, e.g. "nodes.leaf1.asn"
     message: str
     line: int | None = None  # 1-based
+    column: int | None = None  # 1-based, where a parser knows it
+
+    def __post_init__(self) -> None:   # whatever a file held, a problem prints on its lines
+        for name in ("file", "path", "message"):
+            object.__setattr__(self, name, printable(str(getattr(self, name))))
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
+        where += f":{self.column}" if self.line and self.column else ""
         return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 

@@ -23,8 +23,7 @@ from twin.config import render, userconf
 from twin.config.backend import DEFAULT_BACKEND, NAMES, wanted
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
-from twin.interop import nvue
-from twin.interop.clab_import import import_clab, is_clab
+from twin.interop import doors, nvue
 from twin.lifecycle import barrier, bringup, cleanup, hostlimits, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
@@ -69,12 +68,12 @@ class Lab:
         """Validate a topology file (TopologyError with every problem) into a Lab; `configs`: a
         directory of the user's FRR files for it (read and matched to its nodes here).
 
-        A containerlab file (`*.clab.yml`) is imported on the way (`twin.interop.clab_import`):
-        its nodes' bound FRR files are the user's configs, `roles` maps kinds twin cannot run to
-        twin's, and what twin leaves out of it is in `notes`."""
+        A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported
+        on the way (`twin.interop.doors`): a containerlab node's bound FRR files are the user's
+        configs, `roles` maps nodes to twin's kinds, and what twin leaves out is in `notes`."""
         if name is not None:
             state.check_name(name)
-        if not is_clab(topology_file):
+        if doors.door(topology_file) == doors.TWIN:
             if roles:
                 raise TopologyError([Problem("--role", "", "roles map the nodes of a containerlab or NVIDIA Air "
                                                            "file; a twin topology says each node's kind itself")])
@@ -82,8 +81,8 @@ class Lab:
             user = userconf.load(configs, fabric) if configs is not None else None
             _refuse(nvue.check(user, fabric))
             return cls(fabric.name, fabric, runtime, user)
-        imported = import_clab(topology_file, roles, name)
-        fabric = topology.load_document(imported.doc, imported.source, name)
+        imported = doors.import_file(topology_file, roles, name)
+        fabric = topology.load_document(imported.doc, imported.source, name, imported.lines)
         user = imported.configs.under(userconf.load(configs, fabric)) if configs is not None else imported.configs
         _refuse(nvue.check(user, fabric))
         return cls(fabric.name, fabric, runtime, user if user.files else None, imported.notes)

@@ -82,7 +82,7 @@ def test_a_line_frr_refuses_is_named_with_its_file_and_line_and_nothing_is_creat
     assert leftovers(runtime, "t-by-refused") == []
     v = twin_cli("validate", str(AIPOD), "--configs", str(bad), "--name", "t-by-refused", "--json")   # for CI
     assert v.returncode == 1 and json.loads(v.stdout)["problems"] == [
-        {"file": str(bad / "leaf1" / "frr.conf"), "line": line, "path": "",
+        {"file": str(bad / "leaf1" / "frr.conf"), "line": line, "column": None, "path": "",
          "message": "% Unknown command[28]:  neighbor swp1 interfacee peer-group fabric"}]
     assert leftovers(runtime, "t-by-refused") == []
 

@@ -11,7 +11,8 @@ from twin.errors import TopologyError, TwinError
 from twin.runtime.exec import NodeExec, carried, labelled, recording
 from twin.topology.allow import AllowRule, load_allow
 from twin.verify import baseline as B
-from twin.verify.compare import Comparison, differences, load_baseline
+from twin.verify.baseline_file import load_baseline
+from twin.verify.compare import Comparison, differences
 from twin.verify.markdown import comparison_md, evidence_doc, report_md
 from twin.verify.result import Check, Report
 

@@ -37,3 +37,17 @@ def test_an_invalid_topology_lists_every_problem_and_exits_1(monkeypatch):
     assert all(p["line"] and p["file"] == "tests/golden/invalid/bad-links.yml" for p in doc["problems"])
     bad = run("validate", "topologies/aipod.yml", "--name", "../x")
     assert bad.exit_code == 1 and "lab name '../x' is not allowed" in bad.output
+
+
+def test_every_front_door_up_takes_is_validated_the_same_way(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    for f in ("tests/golden/interop/air/demo.json", "tests/golden/interop/air/demo.dot",
+              "tests/golden/interop/containerlab/frr01/frr01.clab.yml"):
+        res = run("validate", f, "--json")
+        doc = json.loads(res.output)
+        assert doc["valid"] and doc["summary"]["links"] == (4 if "air" in f else 6), f
+    res = run("validate", "tests/golden/interop/air/demo.json", "--role", "leaf01=firewall")
+    assert res.exit_code == 1 and "error: 1 problem in tests/golden/interop/air/demo.json" in res.output
+    assert "--role leaf01: unknown kind 'firewall'" in res.output
+    doc = json.loads(run("validate", "tests/golden/hostile/air-json/not-json.json", "--json").output)
+    assert not doc["valid"] and (doc["problems"][0]["line"], doc["problems"][0]["column"]) == (4, 3)

@@ -28,7 +28,8 @@ def test_lldpd_json_gives_each_ports_neighbour_by_name_and_interface():
                                            "port": {"id": {"type": "mac", "value": "y"}, "descr": "eth7"}}}}}
     cables, _ = neighbors.from_lldp("r1", json.dumps(one), "r1")    # one interface: an object, not a list
     assert [(c.port, c.peer, c.peer_port) for c in cables] == [("eth1", "r2.example.net", "eth7")]
-    assert neighbors.from_lldp("r1", "{", "r1.json")[1][0].message.startswith("not the JSON of `lldpctl -f json`")
+    (bad,) = neighbors.from_lldp("r1", "{", "r1.json")[1]
+    assert bad.message.startswith("not JSON: Expecting property name") and (bad.line, bad.column) == (1, 2)
 
 
 def test_csv_rows_and_cables_seen_from_both_ends_or_contradicting():

@@ -85,7 +85,7 @@ def test_nodes_without_a_twin_kind_are_refused_all_at_once_with_the_way_out(tmp_
 }''')
     with pytest.raises(TopologyError) as e:
         import_air(path)
-    assert [p.path for p in e.value.problems] == ["nodes.fw1", "nodes.super1"]
+    assert [(p.path, p.line) for p in e.value.problems] == [("nodes.super1", 2), ("nodes.fw1", 3)]   # in file order
     assert "function 'superspine' has no twin kind; give it one with --role super1=KIND" in str(e.value)
     assert f"(kinds: {', '.join(KINDS)})" in str(e.value)
     doc = import_air(path, roles=parse_roles(["super1=spine,fw1=leaf"]))
@@ -124,7 +124,7 @@ def test_json_problems_are_reported_with_their_place(tmp_path):
     assert [p.path for p in e.value.problems] == ["content.links[0]", "content.links[1]", "content.links[2]",
                                                   "content.nodes.b"]
     assert "outbound link" in str(e.value)
-    with pytest.raises(TopologyError, match=r"t.json:1: not JSON"):
+    with pytest.raises(TopologyError, match=r"t.json:1:2: not JSON"):
         import_air(write(tmp_path, "t.json", "{"))
 
 

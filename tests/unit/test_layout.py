@@ -16,7 +16,7 @@ MAX_FUNCTION_LINES = 60
 
 # The data path: each layer may import the layers before it, never one after it.
 LAYERS = [
-    {"twin.errors", "twin.timeouts", "twin.wait"},   # foundation
+    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen"},   # foundation
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"}, {"twin.runtime"},
     {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"}, {"twin.change"},
     {"twin.lab"}, {"twin.pytest_plugin"}, {"twin.cli"}, {"twin"},   # the package's face: Lab, verify

@@ -182,6 +182,6 @@ def test_validate_reports_every_problem_without_raising(monkeypatch):
     assert not report.valid and report.fabric is None and report.summary() is None
     data = report.to_dict()
     assert data["valid"] is False and data["summary"] is None and len(data["problems"]) == 7
-    assert data["problems"][0] == {"file": "tests/golden/invalid/bad-links.yml", "line": None, "path": "--name",
+    assert data["problems"][0] == {"file": "tests/golden/invalid/bad-links.yml", "line": None, "column": None, "path": "--name",
                                    "message": f"lab name 'Bad Name' is not allowed: {LAB_NAME_RULE}"}
-    assert all(set(p) == {"file", "line", "path", "message"} for p in data["problems"])
+    assert all(set(p) == {"file", "line", "column", "path", "message"} for p in data["problems"])

@@ -35,10 +35,10 @@ def test_every_problem_of_a_directory_is_named_at_once(tmp_path):
     (tmp_path / "leaf9.conf").write_text("x\n")
     (tmp_path / "host1a.conf").write_text("x\n")
     (tmp_path / "leaf1").mkdir()
-    (tmp_path / "leaf1" / "frr.conf").write_bytes(b"\xff\xfe")
+    (tmp_path / "leaf1" / "frr.conf").write_bytes(b"hostname leaf1\n\xff\xfe")
     with pytest.raises(TopologyError) as e:
         userconf.load(tmp_path, AIPOD)
-    assert "leaf1/frr.conf: not UTF-8 text (byte 0)" in str(e.value)
+    assert "leaf1/frr.conf:2:1: the file is not UTF-8 text: byte 15 (0xff)" in str(e.value)
     (tmp_path / "leaf1" / "frr.conf").write_text("ok\n")
     (tmp_path / "leaf1.conf").write_text("twice\n")
     with pytest.raises(TopologyError) as e:

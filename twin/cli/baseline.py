@@ -14,7 +14,8 @@ from twin.lab import Lab
 from twin.runtime.exec import labelled
 from twin.topology.allow import load_allow
 from twin.verify import baseline as B
-from twin.verify.compare import Comparison, compare, load_baseline
+from twin.verify.baseline_file import load_baseline
+from twin.verify.compare import Comparison, compare
 from twin.verify.markdown import comparison_md, show
 
 

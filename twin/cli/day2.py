@@ -12,7 +12,7 @@ from twin.change.summary import rehearsal_md
 from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, run, write_reports
 from twin.lab import Lab
 from twin.topology.allow import load_allow
-from twin.verify.compare import load_baseline
+from twin.verify.baseline_file import load_baseline
 
 CHANGE_HELP = ("CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf), "
                "or a fault: fault:KEY:TARGET[:ARG] with KEY any of `twin fault`'s commands.")

@@ -11,8 +11,8 @@ from twin.cli.common import err, main, out, run
 from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
 from twin.config.render import render_lab
 from twin.interop import nvue
-from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, import_air, parse_roles
-from twin.interop.clab_import import import_clab, is_clab
+from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, parse_roles
+from twin.interop.doors import import_file
 from twin.interop.clone import clone
 from twin.lifecycle import state
 from twin.runtime import images
@@ -137,12 +137,9 @@ def import_(ctx, file, output, roles, name):
         if name is not None:
             state.check_name(name)
         d = Path(output)
-        if is_clab(file):
-            imported = import_clab(file, roles=parse_roles(roles), name=name)
-            doc, notes = imported.doc, imported.notes
-        else:
-            doc, notes, imported = import_air(file, roles=parse_roles(roles), name=name), [], None
-        topology.load_document(doc, str(file))      # every problem, before anything is written
+        imported = import_file(file, roles=parse_roles(roles), name=name)
+        doc, notes = imported.doc, imported.notes
+        topology.load_document(doc, str(file), lines=imported.lines)      # every problem, before anything is written
         d.mkdir(parents=True, exist_ok=True)
         path = d / f"{doc['name']}.yml"
         head = f"# imported by twin from {file}\n" + "".join(f"# note: {n}\n" for n in notes)
@@ -151,7 +148,7 @@ def import_(ctx, file, output, roles, name):
         for note in notes:
             err.print(f"note: {note}")
         run_it = f"twin up {path}"
-        if imported is not None and imported.configs.files:
+        if imported.configs.files:
             configs = d / "configs"
             state.write_files(configs, imported.configs.files)
             run_it += f" --configs {configs}"

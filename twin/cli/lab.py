@@ -13,7 +13,7 @@ from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.render import render_lab
 from twin.config import userconf
 from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
-from twin.interop.clab_import import is_clab
+from twin.interop import doors
 from twin.interop import parse_roles
 from twin.lab import Lab, frr_view
 from twin.lifecycle import hostlimits, state
@@ -31,15 +31,15 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
 
 
 @main.command()
-@click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml")
+@click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml|AIR.json|AIR.dot")
 @click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR",
               help="Your own FRR configs: DIR/<node>/frr.conf (optionally DIR/<node>/daemons) or "
                    "DIR/<node>.conf. Those nodes boot your files instead of twin's; the others get twin's. "
                    "FRR checks every file first (vtysh --dryrun): a refused line is reported with its "
                    "file:line and nothing is created.")
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
-              help="A containerlab file's nodes of kinds twin cannot run (SR Linux, cEOS...) as twin kinds, "
-                   "whose day-0 config twin renders; repeatable, e.g. --role leaf1=leaf,spine=spine.")
+              help="A containerlab or Air file's nodes of kinds twin cannot run (SR Linux, cEOS...) or does not "
+                   "know as twin kinds, whose day-0 config twin renders; repeatable, e.g. --role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: the topology's name).")
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
 @click.option("--image", help="Node image tag (default: built from images/ when missing).")
@@ -52,8 +52,9 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
 def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
-    TOPOLOGY is a twin topology file, or a containerlab LAB.clab.yml (imported on the
-    way, as `twin import` does: its nodes' bound frr.conf/daemons are their configs).
+    TOPOLOGY is a twin topology file, a containerlab LAB.clab.yml or an NVIDIA Air .json/.dot
+    (imported on the way, as `twin import` does: a containerlab node's bound frr.conf/daemons
+    are its configs; --role gives the kinds an Air file does not).
     The wiring and the tenants' kernel plane (VRFs, VXLAN, bridges) come from TOPOLOGY,
     the FRR configs from twin's rendering or, with --configs, from your files. The
     barrier and `twin verify` judge them against TOPOLOGY's intent; routers running
@@ -86,12 +87,12 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
 
 
 @main.command()
-@click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml")
+@click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml|AIR.json|AIR.dot")
 @click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR",
               help="Your own FRR configs too (as `twin up --configs` takes them): matched to the topology's "
                    "nodes and read by FRR (vtysh --dryrun, in a throwaway container of the node image).")
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
-              help="A containerlab file's nodes of kinds twin cannot run, as twin kinds.")
+              help="A containerlab or Air file's nodes of kinds twin cannot run or does not know, as twin kinds.")
 @click.option("--name", help="Lab name to check too (default: the topology's name).")
 @click.option("--vrf-backend", type=click.Choice(list(CHOICES)), help=VRF_BACKEND_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -99,7 +100,8 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
 def validate(ctx, topology, configs, roles, name, vrf_backend, as_json):
     """Validate and render TOPOLOGY without creating anything, and say which VRF backend it would
     run on (and why) and what it would take of this host's limits. Exit 0 if it is valid (and
-    fits), 1 if not: for CI.
+    fits), 1 if not: for CI. TOPOLOGY is any file `twin up` takes: a twin topology, a
+    containerlab LAB.clab.yml, an NVIDIA Air .json or .dot.
 
     With --configs (or a containerlab file's bound configs), FRR's own check of every file
     too: a refused line is named with its file:line."""
@@ -136,7 +138,7 @@ def _validation(topology: str, name: str | None, roles: dict, configs: str | Non
     try:
         lab = Lab.load(topology, name=name, configs=configs, roles=roles)
     except TopologyError as e:
-        if not is_clab(topology) and not roles and configs is None:
+        if doors.door(topology) == doors.TWIN and not roles and configs is None:
             return topology_validate(topology, name), None     # the file's own report (a broken file)
         return ValidationReport(topology, None, tuple(e.problems)), None
     try:

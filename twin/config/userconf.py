@@ -26,11 +26,12 @@ from twin.config import overlay, render
 from twin.config.backend import NETNS
 from twin.errors import Problem, TopologyError
 from twin.intent import frrconf, generic
+from twin.topology import files as inputs
 from twin.topology.model import Fabric
 
 FRR_CONF, DAEMONS, NVUE = "frr.conf", "daemons", "startup.yaml"
 FILES = (FRR_CONF, DAEMONS, NVUE)
-MAX_BYTES = 1 << 20          # a config file of more than 1 MiB is not one
+FORMATS = {FRR_CONF: inputs.FRR_CONFIG, DAEMONS: inputs.DAEMONS, NVUE: inputs.NVUE}   # their limits (UTF-8 text)
 _ZEBRA_OPTIONS = re.compile(r'^(zebra_options=")([^"]*)(")', re.M)
 _NETNS_FLAG = re.compile(r"(^|\s)(-n|--vrfwnetns)(?=\s|$)")
 
@@ -62,7 +63,8 @@ class UserConfigs:
 
 def read_dir(d: str | Path) -> UserConfigs:
     """Every node's files in directory `d`; TopologyError names every file that cannot be read
-    (or a node given twice). Which nodes exist is `check`'s business."""
+    (or a node given twice). Which nodes exist is `check`'s business. Files are read below `d`
+    only (twin.topology.files): a link that leads out of it is refused, not followed."""
     d = Path(d)
     if not d.is_dir():
         raise TopologyError([Problem(str(d), "", "not a directory: a config directory holds <node>/frr.conf "
@@ -70,39 +72,32 @@ def read_dir(d: str | Path) -> UserConfigs:
     files: dict[str, dict[str, str]] = {}
     paths: dict[str, dict[str, str]] = {}
     problems: list[Problem] = []
-    for entry in sorted(d.iterdir()):
-        found = ([(entry.name, n, entry / n) for n in FILES if (entry / n).is_file()] if entry.is_dir()
-                 else [(entry.stem, FRR_CONF, entry)] if entry.is_file() and entry.suffix == ".conf" else [])
-        for node, name, f in found:
-            if name in files.get(node, {}):
-                problems.append(Problem(str(f), "", f"{node}'s {name} is given twice: here and in "
-                                                    f"{paths[node][name]}; keep one"))
-                continue
-            text, why = read_text_file(f)
-            if why:
-                problems.append(Problem(str(f), "", why))
-                continue
-            files.setdefault(node, {})[name] = text
-            paths.setdefault(node, {})[name] = str(f)
+    for node, name, rel in _candidates(d):
+        f = str(d / rel)
+        if name in files.get(node, {}):
+            problems.append(Problem(f, "", f"{node}'s {name} is given twice: here and in {paths[node][name]}; keep one"))
+            continue
+        try:
+            text = inputs.read_text(rel, FORMATS[name], d)
+        except inputs.Refused as e:
+            problems.append(e.problem(f))
+            continue
+        files.setdefault(node, {})[name] = text
+        paths.setdefault(node, {})[name] = f
     if problems:
         raise TopologyError(problems)
     return UserConfigs(str(d), files, paths)
 
 
-def read_text_file(f: Path) -> tuple[str, str]:
-    """(text, "") of a config file, or ("", why not): at most 1 MiB of UTF-8 text, no NUL."""
-    try:
-        raw = f.read_bytes()
-    except OSError as e:
-        return "", f"cannot read it: {e.strerror}"
-    if len(raw) > MAX_BYTES:
-        return "", f"{len(raw)} bytes: a config file is at most {MAX_BYTES} bytes"
-    if b"\0" in raw:
-        return "", "holds NUL bytes: not a text file"
-    try:
-        return raw.decode("utf-8"), ""
-    except UnicodeDecodeError as e:
-        return "", f"not UTF-8 text (byte {e.start})"
+def _candidates(d: Path) -> list[tuple[str, str, str]]:
+    """(node, file name, path relative to d) of the files a config directory gives."""
+    out = []
+    for entry, is_dir in inputs.entries(d):
+        if is_dir:
+            out += [(entry, n, f"{entry}/{n}") for n in FILES if inputs.exists(f"{entry}/{n}", d)]
+        elif Path(entry).suffix == ".conf":
+            out.append((Path(entry).stem, FRR_CONF, entry))
+    return out
 
 
 def check(configs: UserConfigs, fabric: Fabric) -> list[Problem]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from twin.errors import Problem, TopologyError
 from twin.kinds import KINDS
 from twin.topology.model import Fabric
+from twin.topology.problems import dotted, listing, quoted
 
 CUMULUS_OS = "cumulus-vx-5.16.1"
 SERVER_OS = "generic/ubuntu2404"
@@ -53,6 +54,7 @@ class AirTopology:
     title: str
     nodes: dict[str, AirNode]
     links: tuple[tuple[AirEnd, AirEnd], ...]
+    lines: dict[tuple[str, str | int], int | None] = field(default_factory=dict)   # ("nodes", n), ("links", i)
 
 
 def from_fabric(fabric: Fabric) -> AirTopology:
@@ -78,15 +80,28 @@ def to_twin(air: AirTopology, source: str, roles: dict[str, str] | None = None, 
             continue
         kind = roles.get(n) or role_of(node)
         if kind is None:
-            problems.append(Problem(source, f"nodes.{n}", _no_kind(node)))
+            problems.append(Problem(source, dotted(("nodes", n)), _no_kind(node), air.lines.get(("nodes", n))))
         kinds[n] = kind
-    problems += [Problem(source, "links", f"link {_end(a)} -- {_end(b)} names a node the file does not define")
-                 for a, b in air.links if a.node not in air.nodes or b.node not in air.nodes]
+    problems += [Problem(source, "links", f"link {listing([_end(a)])} -- {listing([_end(b)])} names a node the file does "
+                                          "not define", air.lines.get(("links", i)))
+                 for i, (a, b) in enumerate(air.links) if a.node not in air.nodes or b.node not in air.nodes]
     if problems:
         raise TopologyError(problems)
     links = [{"endpoints": [_end(a), _end(b)]} for a, b in air.links if a.node not in oob and b.node not in oob]
     return {"name": name or lab_name(air.title), "description": f"imported from NVIDIA Air: {source}",
             "nodes": {n: {"kind": k} for n, k in kinds.items()}, "links": links}
+
+
+def doc_lines(air: AirTopology, doc: dict) -> dict[tuple, int]:
+    """The line in the Air file of each node and link of `doc` (what `to_twin` made of `air`)."""
+    lines = {("nodes", n): air.lines.get(("nodes", n)) for n in doc["nodes"]}
+    kept = iter(enumerate(doc["links"]))
+    j, link = next(kept, (None, None))
+    for i, (a, b) in enumerate(air.links):      # doc's links are air's in order, the OOB network's left out
+        if link is not None and link["endpoints"] == [_end(a), _end(b)]:
+            lines[("links", j)] = air.lines.get(("links", i))
+            j, link = next(kept, (None, None))
+    return {k: v for k, v in lines.items() if v}
 
 
 def role_of(node: AirNode) -> str | None:
@@ -110,8 +125,8 @@ def _end(e: AirEnd) -> str:
 
 
 def _no_kind(node: AirNode) -> str:
-    what = f"function {node.function!r}" if node.function else f"os {node.os!r}" if node.os else "no function"
-    return (f"{what} has no twin kind; give it one with --role {node.name}=KIND "
+    what = f"function {quoted(node.function)}" if node.function else f"os {quoted(node.os)}" if node.os else "no function"
+    return (f"{what} has no twin kind; give it one with --role {listing([node.name])}=KIND "
             f"(kinds: {', '.join(KINDS)})")
 
 
@@ -119,7 +134,7 @@ def _role_problems(air: AirTopology, roles: dict[str, str], source: str) -> list
     out = []
     for n, kind in roles.items():
         if n not in air.nodes:
-            out.append(Problem(source, f"--role {n}", f"no node named {n!r}; nodes: {', '.join(air.nodes)}"))
+            out.append(Problem(source, f"--role {n}", f"no node named {n!r}; nodes: {listing(air.nodes)}"))
         elif kind not in KINDS:
             out.append(Problem(source, f"--role {n}", f"unknown kind {kind!r}; known kinds: {', '.join(KINDS)}"))
     return out

@@ -14,7 +14,9 @@ import re
 from dataclasses import dataclass
 
 from twin.errors import Problem, TopologyError
+from twin.topology import files
 from twin.topology.model import Fabric
+from twin.topology.problems import quoted
 from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
 
 _TOKEN = re.compile(r"""
@@ -28,6 +30,7 @@ class Token:
     kind: str   # string, id, edge, punct, end
     text: str   # the value (unquoted for strings)
     line: int
+    column: int = 0
 
 
 def export_air_dot(fabric: Fabric) -> str:
@@ -46,29 +49,35 @@ def parse_air_dot(text: str, source: str) -> AirTopology:
     try:
         return _Parser(tokens(text, source), source).graph()
     except _Bad as e:
-        raise TopologyError([Problem(source, "", e.message, e.line)]) from None
+        raise TopologyError([Problem(source, "", e.message, e.tok.line, e.tok.column)]) from None
 
 
 class _Bad(Exception):
-    def __init__(self, message: str, line: int):
+    def __init__(self, message: str, tok: Token):
         super().__init__(message)
-        self.message, self.line = message, line
+        self.message, self.tok = message, tok
 
 
-def tokens(text: str, source: str) -> list[Token]:
-    out, line, pos = [], 1, 0
+def tokens(text: str, source: str, limit: int = files.AIR_DOT.max_values) -> list[Token]:
+    """The file's tokens, each with its line and column; at most `limit` of them."""
+    out, line, start, pos = [], 1, 0, 0       # start: where the current line starts
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise TopologyError([Problem(source, "", f"unexpected character {text[pos]!r}", line)])
+            raise _Bad(f"unexpected character {quoted(text[pos])}", Token("", "", line, pos - start + 1))
         kind, value = m.lastgroup, m.group()
         if kind == "string":
-            out.append(Token("string", re.sub(r"\\(.)", r"\1", value[1:-1]), line))
+            out.append(Token("string", re.sub(r"\\(.)", r"\1", value[1:-1]), line, pos - start + 1))
         elif kind in ("id", "edge", "punct"):
-            out.append(Token(kind, value, line))
-        line += value.count("\n")
+            out.append(Token(kind, value, line, pos - start + 1))
+        if len(out) > limit:
+            raise _Bad(f"the file holds more than {limit} names, values and punctuation: {files.AIR_DOT.values_hint}; "
+                       "it was not read further", out[-1])
+        if "\n" in value:
+            line += value.count("\n")
+            start = pos + value.rindex("\n") + 1
         pos = m.end()
-    return out + [Token("end", "", line)]
+    return out + [Token("end", "", line, pos - start + 1)]
 
 
 class _Parser:
@@ -79,33 +88,34 @@ class _Parser:
         self.attrs: dict[str, dict[str, str]] = {}     # node -> its attributes, in order of appearance
         self.links: list[tuple[AirEnd, AirEnd]] = []
         self.defaults: dict[str, str] = {}
+        self.lines: dict[tuple[str, str | int], int | None] = {}    # ("nodes", name), ("links", i) -> line
 
     def graph(self) -> AirTopology:
         if self._peek().text == "strict":
             self._next()
         if self._next().text not in ("graph", "digraph"):
-            raise _Bad("an Air DOT file starts with: graph \"Title\" {", self.toks[self.i - 1].line)
+            raise _Bad("an Air DOT file starts with: graph \"Title\" {", self.toks[self.i - 1])
         title = self._next().text if self._peek().kind in ("string", "id") else self.source
         self._expect("{")
-        while self._peek().text != "}":
+        while not self._at("}"):
             self._statement()
-            if self._peek().text == ";":
+            if self._at(";"):
                 self._next()
         self._next()
         if self._peek().kind != "end":
-            raise _Bad(f"unexpected {self._peek().text!r} after the graph's closing brace", self._peek().line)
+            raise _Bad(f"unexpected {quoted(self._peek().text)} after the graph's closing brace", self._peek())
         nodes = {n: _node(n, attrs) for n, attrs in self.attrs.items()}
-        return AirTopology(title, nodes, tuple(self.links))
+        return AirTopology(title, nodes, tuple(self.links), self.lines)
 
     def _statement(self) -> None:
         first = self._id()
-        if first.text in ("node", "edge", "graph") and self._peek().text == "[":
+        if first.text in ("node", "edge", "graph") and self._at("["):
             attrs = self._attrs()
             if first.text == "node":
                 self.defaults.update(attrs)
         elif first.text == "subgraph":
-            raise _Bad("subgraphs are not part of Air's DOT", first.line)
-        elif self._peek().text == "=":
+            raise _Bad("subgraphs are not part of Air's DOT", first)
+        elif self._at("="):
             self._next()
             self._id()          # a graph attribute: nothing Air or twin reads
         else:
@@ -116,32 +126,35 @@ class _Parser:
         while self._peek().kind == "edge":
             self._next()
             ends.append(self._endpoint(self._id()))
-        attrs = self._attrs() if self._peek().text == "[" else {}
+        attrs = self._attrs() if self._at("[") else {}
         for e in ends:        # a node exists once named, with the `node [...]` defaults of that moment
             self.attrs.setdefault(e.node, dict(self.defaults))
+            self.lines.setdefault(("nodes", e.node), first.line)
         if len(ends) == 1:
             self.attrs[first.text].update(attrs)
-        self.links += list(zip(ends, ends[1:]))
+        for pair in zip(ends, ends[1:]):
+            self.lines[("links", len(self.links))] = first.line
+            self.links.append(pair)
 
     def _endpoint(self, name: Token) -> AirEnd:
         port = None
-        if self._peek().text == ":":
+        if self._at(":"):
             self._next()
             port = self._id().text
-            if self._peek().text == ":":       # a compass point: no meaning for a link
+            if self._at(":"):       # a compass point: no meaning for a link
                 self._next()
                 self._id()
         return AirEnd(name.text, port)
 
     def _attrs(self) -> dict[str, str]:
         out: dict[str, str] = {}
-        while self._peek().text == "[":
+        while self._at("["):
             self._next()
-            while self._peek().text != "]":
+            while not self._at("]"):
                 key = self._id().text
                 self._expect("=")
                 out[key] = self._id().text
-                if self._peek().text in (",", ";"):
+                if self._at(",") or self._at(";"):
                     self._next()
             self._next()
         return out
@@ -149,13 +162,17 @@ class _Parser:
     def _id(self) -> Token:
         tok = self._next()
         if tok.kind not in ("string", "id"):
-            raise _Bad(f"expected a name or a quoted string, found {tok.text or 'the end of the file'!r}", tok.line)
+            raise _Bad(f"expected a name or a quoted string, found {quoted(tok.text or 'the end of the file')}", tok)
         return tok
 
     def _expect(self, text: str) -> None:
         tok = self._next()
-        if tok.text != text or tok.kind not in ("punct",):
-            raise _Bad(f"expected {text!r}, found {tok.text or 'the end of the file'!r}", tok.line)
+        if tok.text != text or tok.kind != "punct":
+            raise _Bad(f"expected {text!r}, found {quoted(tok.text or 'the end of the file')}", tok)
+
+    def _at(self, punct: str) -> bool:
+        tok = self.toks[self.i]
+        return tok.kind == "punct" and tok.text == punct
 
     def _peek(self) -> Token:
         return self.toks[self.i]
@@ -172,7 +189,8 @@ def _node(name: str, attrs: dict[str, str]) -> AirNode:
 
 
 def _number(value: str) -> int | str:
-    return int(value) if value.isdigit() else value
+    """A resource as a number where it is one (a few ASCII digits), else as written."""
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 12 else value
 
 
 def _q(value: str | None) -> str:

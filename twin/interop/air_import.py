@@ -9,16 +9,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.errors import Problem, TopologyError
-from twin.interop.air import AirTopology, to_twin
+from twin.interop.air import AirTopology, doc_lines, to_twin
 from twin.interop.air_dot import parse_air_dot
 from twin.interop.air_json import parse_air_json
+from twin.topology import files
 
 PARSERS = {".json": parse_air_json, ".dot": parse_air_dot, ".gv": parse_air_dot}
 
 
 def import_air(path: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> dict:
     """Air topology file -> twin topology document; `roles` ({node: kind}) places nodes Air does not."""
-    return to_twin(read_air(path), str(path), roles=roles, name=name)
+    return import_air_placed(path, roles, name)[0]
+
+
+def import_air_placed(path: str | Path, roles: dict[str, str] | None = None,
+                      name: str | None = None) -> tuple[dict, dict]:
+    """`import_air`, and the line in the Air file of each node and link of the document."""
+    air = read_air(path)
+    doc = to_twin(air, str(path), roles=roles, name=name)
+    return doc, doc_lines(air, doc)
 
 
 def read_air(path: str | Path) -> AirTopology:
@@ -27,11 +36,7 @@ def read_air(path: str | Path) -> AirTopology:
     if parse is None:
         raise TopologyError([Problem(str(path), "", f"not an Air topology file: expected one of "
                                                     f"{', '.join(PARSERS)}")])
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise TopologyError([Problem(str(path), "", f"cannot read it: {e.strerror}")]) from None
-    return parse(text, str(path))
+    return parse(files.read(path, files.AIR_JSON if parse is parse_air_json else files.AIR_DOT), str(path))
 
 
 def parse_roles(specs: list[str] | tuple[str, ...]) -> dict[str, str]:

@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 
 from twin.errors import Problem, TopologyError
+from twin.topology import files, json_safe
+from twin.topology.load import kind_of
 from twin.topology.model import Fabric
+from twin.topology.problems import Path_, Problems, dotted
 from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
 
 
@@ -28,50 +31,60 @@ def export_air_json(fabric: Fabric) -> str:
 
 
 def parse_air_json(text: str, source: str) -> AirTopology:
-    """An Air JSON topology (file or API form), or TopologyError with every problem."""
+    """An Air JSON topology (file or API form), or TopologyError with every problem, each at its line."""
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TopologyError([Problem(source, "", f"not JSON: {e.msg}", e.lineno)]) from None
+        doc, lines, found = json_safe.parse(text, files.AIR_JSON)
+    except files.Refused as e:
+        raise TopologyError([e.problem(source)]) from None
+    problems = Problems(source, lines)      # what JSON let through (duplicates, NaN) and the rest, together
+    problems.items += [Problem(source, dotted(place), message, line) for message, line, place in found]
     if not isinstance(doc, dict):
-        raise TopologyError([Problem(source, "", "an Air topology is a JSON object")])
-    content, where = (doc["content"], "content.") if isinstance(doc.get("content"), dict) else (doc, "")
-    problems: list[Problem] = []
-    nodes = _nodes(content.get("nodes"), source, where, problems)
-    links = _links(content.get("links", []), source, where, problems)
-    if problems:
-        raise TopologyError(problems)
-    return AirTopology(str(doc.get("title") or source), nodes, tuple(links))
+        problems.add((), f"an Air topology is a JSON object with nodes and links; got {kind_of(doc)}")
+        problems.raise_if_any()
+    content, at = (doc["content"], ("content",)) if isinstance(doc.get("content"), dict) else (doc, ())
+    nodes = _nodes(content.get("nodes"), at + ("nodes",), problems)
+    links = _links(content.get("links", []), at + ("links",), problems)
+    problems.raise_if_any()
+    title = doc.get("title")
+    places = {("nodes", n): lines.get(at + ("nodes", n)) for n in nodes}
+    places.update({("links", i): lines.get(at + ("links", i)) for i in range(len(links))})
+    return AirTopology(title if isinstance(title, str) and title else source, nodes, tuple(links), places)
 
 
-def _nodes(raw, source: str, where: str, problems: list[Problem]) -> dict[str, AirNode]:
+def _nodes(raw, at: Path_, problems: Problems) -> dict[str, AirNode]:
     if not isinstance(raw, dict) or not raw:
-        problems.append(Problem(source, f"{where}nodes", "an object of nodes by name is required"))
+        problems.add(at, "an object of nodes by name is required" + (f"; got {kind_of(raw)}" if raw else ""))
         return {}
     out = {}
     for name, attrs in raw.items():
         if not isinstance(attrs, dict):
-            problems.append(Problem(source, f"{where}nodes.{name}", "a node is an object (os, cpu, memory...)"))
+            problems.add(at + (name,), f"a node is an object (os, cpu, memory...); got {kind_of(attrs)}")
             continue
+        wrong = [k for k in ("function", "os") if attrs.get(k) is not None and not isinstance(attrs[k], str)]
+        for k in wrong:
+            problems.add(at + (name, k), f"must be text; got {kind_of(attrs[k])}")
         resources = {k: attrs[k] for k in ("cpu", "memory", "storage") if k in attrs}
-        out[name] = AirNode(name, attrs.get("function"), attrs.get("os"), resources)
+        if not wrong:
+            out[name] = AirNode(name, attrs.get("function"), attrs.get("os"), resources)
     return out
 
 
-def _links(raw, source: str, where: str, problems: list[Problem]) -> list[tuple[AirEnd, AirEnd]]:
+def _links(raw, at: Path_, problems: Problems) -> list[tuple[AirEnd, AirEnd]]:
     if not isinstance(raw, list):
-        problems.append(Problem(source, f"{where}links", "a list of links is required"))
+        problems.add(at, f"a list of links is required; got {kind_of(raw)}")
         return []
     out = []
     for i, link in enumerate(raw):
-        path = f"{where}links[{i}]"
         if isinstance(link, list) and any(isinstance(e, str) for e in link):
-            problems.append(Problem(source, path, "an outbound link (to external networks) has no twin "
-                                                  "counterpart; remove it"))
-        elif (isinstance(link, list) and len(link) == 2
-              and all(isinstance(e, dict) and isinstance(e.get("node"), str) for e in link)):
+            problems.add(at + (i,), "an outbound link (to external networks) has no twin counterpart; remove it")
+        elif isinstance(link, list) and len(link) == 2 and all(_end(e) for e in link):
             out.append((AirEnd(link[0]["node"], link[0].get("interface")),
                         AirEnd(link[1]["node"], link[1].get("interface"))))
         else:
-            problems.append(Problem(source, path, 'a link is [{"node", "interface"}, {"node", "interface"}]'))
+            problems.add(at + (i,), 'a link is [{"node", "interface"}, {"node", "interface"}], each a text')
     return out
+
+
+def _end(e) -> bool:
+    return (isinstance(e, dict) and isinstance(e.get("node"), str) and e["node"] != ""
+            and isinstance(e.get("interface"), (str, type(None))))

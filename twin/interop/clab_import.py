@@ -24,11 +24,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from twin.config.userconf import DAEMONS, FRR_CONF, UserConfigs, read_text_file
+from twin.config.userconf import DAEMONS, FORMATS, FRR_CONF, UserConfigs
 from twin.errors import Problem, TopologyError
 from twin.kinds import KINDS
+from twin.topology import files as inputs
 from twin.topology.names import check_lab_name, check_node_name
-from twin.topology.problems import Problems, listing
+from twin.topology.problems import Problems, listing, quoted
 from twin.topology.yaml_safe import read_yaml
 
 SUFFIXES = (".clab.yml", ".clab.yaml")
@@ -48,6 +49,7 @@ class Imported:
     doc: dict                                   # the twin topology document
     configs: UserConfigs                        # the FRR files its nodes bind
     notes: list[str] = field(default_factory=list)
+    lines: dict = field(default_factory=dict)   # the document's places -> the lines of the file it came from
 
 
 def is_clab(path: str | Path) -> bool:
@@ -57,7 +59,7 @@ def is_clab(path: str | Path) -> bool:
 def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Imported:
     """Read a containerlab topology; TopologyError names every problem (file:line)."""
     path = Path(path)
-    data, lines = read_yaml(path)
+    data, lines = read_yaml(path, inputs.CONTAINERLAB)
     problems = Problems(str(path), lines)
     topo = data.get("topology") if isinstance(data, dict) else None
     if not isinstance(topo, dict) or not isinstance(topo.get("nodes"), dict) or not topo["nodes"]:
@@ -67,14 +69,19 @@ def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str
     out = _Import(path, data, topo, problems, roles)
     doc = out.run(name)
     problems.raise_if_any()
-    return Imported(str(path), doc, UserConfigs(str(path), out.files, out.paths), out.notes)
+    places = {("nodes", t): lines.get(("topology", "nodes", n)) for n, t in out.names.items()}
+    places.update({("links", j): lines.get(("topology", "links", i)) for j, i in enumerate(out.link_at)})
+    return Imported(str(path), doc, UserConfigs(str(path), out.files, out.paths), out.notes,
+                    {k: v for k, v in places.items() if v})
 
 
 class _Import:
     def __init__(self, path: Path, data: dict, topo: dict, problems: Problems, roles: dict[str, str]):
         self.path, self.data, self.topo, self.problems, self.roles = path, data, topo, problems, roles
+        self.base = path.parent                           # binds are read below it
         self.nodes: dict[str, dict] = {n: (v if isinstance(v, dict) else {}) for n, v in topo["nodes"].items()}
         self.names: dict[str, str] = {}                    # containerlab name -> twin name
+        self.link_at: list[int] = []                       # the file's index of each link of the document
         self.files: dict[str, dict[str, str]] = {}
         self.paths: dict[str, dict[str, str]] = {}
         self.notes: list[str] = []
@@ -132,11 +139,11 @@ class _Import:
                 self.problems.add(("topology", "nodes", n), f"{check_node_name(twin)} (twin names nodes so; "
                                                             "rename it in the file)")
             elif twin in taken:
-                self.problems.add(("topology", "nodes", n), f"is {twin!r} in twin, as {taken[twin]!r} is; rename one")
+                self.problems.add(("topology", "nodes", n), f"is {quoted(twin)} in twin, as {quoted(taken[twin])} is; rename one")
             else:
                 taken[twin] = n
                 self.names[n] = twin
-        renamed = [f"{n} is {t}" for n, t in self.names.items() if n != t]
+        renamed = [f"{listing([n])} is {t}" for n, t in self.names.items() if n != t]
         if renamed:
             self.notes.append(f"node names as twin writes them (lowercase): {', '.join(renamed)}")
 
@@ -147,7 +154,7 @@ class _Import:
             kind, wanted = self.kind_of(n), self.roles.pop(n, None) or self.roles.pop(self.names.get(n, ""), None)
             if wanted is not None:
                 if wanted not in KINDS:
-                    self.problems.add(("topology", "nodes", n), f"--role {n}={wanted}: unknown kind; kinds: "
+                    self.problems.add(("topology", "nodes", n), f"--role {listing([n])}={listing([wanted])}: unknown kind; kinds: "
                                                                 f"{', '.join(KINDS)}")
                     continue
                 out[n] = wanted
@@ -156,17 +163,17 @@ class _Import:
             else:
                 foreign.append(n)
                 self.problems.add(("topology", "nodes", n, "kind"),
-                                  f"{kind or 'no kind'}: twin cannot run it (it runs FRR and Linux: containerlab's "
+                                  f"{listing([kind]) if kind else 'no kind'}: twin cannot run it (it runs FRR and Linux: containerlab's "
                                   f"kind linux)")
             if n in out and KINDS[out[n]].runs_frr:
                 self._configs(n, out[n])
-        self.problems.items += [Problem(str(self.path), f"--role {r}", f"no node named {r!r}; nodes: "
+        self.problems.items += [Problem(str(self.path), f"--role {listing([r])}", f"no node named {quoted(r)}; nodes: "
                                                                       f"{listing(self.nodes)}") for r in self.roles]
         if foreign:
-            way = ",".join(f"{n}={_guess(n)}" for n in foreign)
+            way = ",".join(f"{listing([n])}={_guess(n)}" for n in foreign)
             self.problems.items.append(Problem(str(self.path), "", (
                 f"{len(foreign)} node(s) of kinds twin cannot run: "
-                + ", ".join(f"{n} ({self.kind_of(n)})" for n in foreign)
+                + ", ".join(f"{listing([n])} ({listing([self.kind_of(n)])})" for n in foreign)
                 + f"; map them to twin's kinds, and twin renders their day-0 config: --role {way} "
                 f"(kinds: {', '.join(KINDS)})")))
         return {n: k for n, k in out.items() if n in self.names}
@@ -180,11 +187,20 @@ class _Import:
                 out[parts[1].rstrip("/") or "/"] = parts[0]
         return out
 
-    def _source(self, src: str, n: str) -> Path:
+    def _source(self, src: str, n: str) -> str | None:
+        """A bind's source as a path relative to the file's directory; None (said why) for one outside it:
+        twin reads what a containerlab file binds below the file's directory only, links included."""
         lab = f"clab-{self.data.get('name', '')}"
         src = src.replace("__clabNodeDir__", f"{lab}/{n}").replace("__clabDir__", lab)
-        p = Path(src).expanduser()
-        return p if p.is_absolute() else self.path.parent / p
+        try:
+            p = Path(src).expanduser()
+            rel = p.relative_to(self.base.absolute()) if p.is_absolute() else p
+        except (RuntimeError, ValueError):     # ~user unknown; a path outside the directory
+            self.problems.add(("topology", "nodes", n, "binds"), f"{quoted(src)} is outside the directory of the "
+                              f"containerlab file ({self.base}): twin reads the files a lab binds below it only; "
+                              "copy the file there")
+            return None
+        return str(rel)
 
     def _frr(self, n: str) -> bool:
         binds = self._binds(n)
@@ -196,18 +212,24 @@ class _Import:
         binds, twin = self._binds(n), self.names.get(n)
         wanted = {f"{FRR_DIR}/{f}": f for f in (FRR_CONF, DAEMONS)}
         found = {f: self._source(src, n) for dst, f in wanted.items() if (src := binds.get(dst))}
-        if FRR_DIR in binds:
-            d = self._source(binds[FRR_DIR], n)
-            found.update({f: d / f for f in (FRR_CONF, DAEMONS) if f not in found and (d / f).is_file()})
-        for f, p in found.items():
-            text, why = read_text_file(p) if p.is_file() else ("", "no such file")
-            if why:
-                self.problems.add(("topology", "nodes", n, "binds"), f"{p}: {why}")
-            elif twin:
+        d = self._source(binds[FRR_DIR], n) if FRR_DIR in binds else None
+        if d is not None:
+            found.update({f: f"{d}/{f}" for f in (FRR_CONF, DAEMONS)
+                          if found.get(f) is None and inputs.exists(f"{d}/{f}", self.base)})
+        for f, rel in found.items():
+            if rel is None:
+                continue
+            try:
+                text = inputs.read_text(rel, FORMATS[f], self.base)
+            except inputs.Refused as e:
+                self.problems.add(("topology", "nodes", n, "binds"), f"{quoted(str(self.base / rel))}: {e.message}"
+                                  + (f" (line {e.line})" if e.line else ""))
+                continue
+            if twin:
                 self.files.setdefault(twin, {})[f] = text
-                self.paths.setdefault(twin, {})[f] = str(p)
+                self.paths.setdefault(twin, {})[f] = str(self.base / rel)
         if found and not KINDS[kind].user_config:
-            self.notes.append(f"{n}: its bound FRR files are the config of a {kind}: twin judges it by the "
+            self.notes.append(f"{listing([n])}: its bound FRR files are the config of a {kind}: twin judges it by the "
                               "topology's intent")
 
     def _lab_name(self, name: str | None) -> str:
@@ -216,9 +238,9 @@ class _Import:
         raw = str(self.data.get("name") or "")
         lab = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")[:16].strip("-")
         if check_lab_name(lab):
-            self.problems.add(("name",), f"{raw!r} cannot be a twin lab name ({check_lab_name(lab)}); give --name")
+            self.problems.add(("name",), f"{quoted(raw)} cannot be a twin lab name ({check_lab_name(lab)}); give --name")
         elif lab != raw:
-            self.notes.append(f"lab {raw!r} is {lab!r} in twin")
+            self.notes.append(f"lab {quoted(raw)} is {lab!r} in twin")
         return lab
 
     def _links(self) -> list[dict]:
@@ -228,7 +250,7 @@ class _Import:
             at = ("topology", "links", i)
             if ends is None:
                 kind = link.get("type") if isinstance(link, dict) else None
-                self.problems.add(at, f"a link of type {kind!r} leaves the lab or is not a veth pair: twin "
+                self.problems.add(at, f"a link of type {quoted(kind)} leaves the lab or is not a veth pair: twin "
                                       "wires veth pairs between its nodes only" if kind else
                                       "not a link: expected endpoints: [\"node:interface\", \"node:interface\"]")
                 continue
@@ -236,11 +258,12 @@ class _Import:
             if special:
                 why = ("the host, a management network, a macvlan or a bridge: twin wires its nodes only"
                        if special[0] in SPECIAL else "no such node")
-                self.problems.add(at, f"endpoint {special[0]!r} is not a node of the lab ({why})")
+                self.problems.add(at, f"endpoint {quoted(special[0])} is not a node of the lab ({why})")
                 continue
             if any(n not in self.names for n, _ in ends):
                 continue
             doc: dict = {"endpoints": [f"{self.names[n]}:{port}" for n, port in ends]}
+            self.link_at.append(i)
             if isinstance(link, dict) and isinstance(link.get("mtu"), int):
                 doc["mtu"] = link["mtu"]
             out.append(doc)

@@ -26,11 +26,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from twin.config.userconf import FRR_CONF, UserConfigs, read_dir, read_text_file
+from twin.config.userconf import FRR_CONF, UserConfigs, read_dir
 from twin.errors import Problem, TopologyError
 from twin.interop import neighbors
 from twin.intent import frrconf
 from twin.kinds import KINDS
+from twin.topology import files as inputs
 from twin.topology.names import check_lab_name, check_node_name
 from twin.topology.problems import listing
 
@@ -53,10 +54,17 @@ def norm(name: str) -> str:
 def clone(d: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Cloned:
     """TopologyError names every problem and everything that must be given."""
     d = Path(d)
-    raw = read_dir(d)
     c = _Clone(d, roles or {})
+    unreadable = False
+    try:
+        raw = read_dir(d)
+    except TopologyError as e:          # every problem at once: the neighbour files are read too
+        c.problems += e.problems
+        raw, unreadable = UserConfigs(str(d)), True
     c.configs(raw)
     c.cables()
+    if unreadable or c.unread:          # what would be inferred without a file could only mislead
+        raise TopologyError(c.problems)
     doc = c.document(name)
     if c.problems:
         raise TopologyError(c.problems)
@@ -72,6 +80,7 @@ class _Clone:
         self.paths: dict[str, dict[str, str]] = {}
         self.parsed: dict[str, frrconf.FrrConfig] = {}
         self.links: list[tuple[tuple[str, str], tuple[str, str]]] = []
+        self.unread = 0                 # neighbour files that could not be read
 
     def configs(self, raw: UserConfigs) -> None:
         for dev, files in raw.files.items():
@@ -82,29 +91,22 @@ class _Clone:
                 continue
             self.files[node], self.paths[node] = dict(files), dict(raw.paths[dev])
             self.parsed[node] = frrconf.parse(files.get(FRR_CONF, ""))
-        if not self.files:
+        if not self.files and not self.problems:
             self.problems.append(Problem(str(self.d), "", "no device configs: expected <device>/frr.conf or "
                                                           "<device>.conf"))
 
     def cables(self) -> None:
         found: list[neighbors.Cable] = []
-        for f in sorted(self.d.rglob("*")):
-            rel = f.relative_to(self.d)
-            if f.name == "lldp.json" and len(rel.parts) == 2:
-                dev = rel.parts[0]
-            elif f.name.endswith(".lldp.json") and len(rel.parts) == 1:
-                dev = f.name[: -len(".lldp.json")]
-            elif f.suffix == ".csv" and len(rel.parts) == 1:
-                dev = None
-            else:
+        self.unread = 0
+        for rel, dev in self._neighbour_files():
+            f = str(self.d / rel)
+            try:
+                text = inputs.read_text(rel, inputs.CABLES_CSV if dev is None else inputs.LLDP_JSON, self.d)
+            except inputs.Refused as e:
+                self.problems.append(e.problem(f))
+                self.unread += 1
                 continue
-            text, why = read_text_file(f)
-            if why:
-                got, problems = [], [Problem(str(f), "", why)]
-            elif dev is None:
-                got, problems = neighbors.from_csv(text, str(f))
-            else:
-                got, problems = neighbors.from_lldp(dev, text, str(f))
+            got, problems = neighbors.from_csv(text, f) if dev is None else neighbors.from_lldp(dev, text, f)
             found += got
             self.problems += problems
         known = set(self.files)
@@ -112,9 +114,21 @@ class _Clone:
                   for c in found]
         self.links, problems = neighbors.links(placed)
         self.problems += problems
-        if not self.links:
+        if not self.links and not self.unread:
             self.problems.append(Problem(str(self.d), "", "no neighbour data: expected <device>/lldp.json "
                                                           "(`lldpctl -f json`) or a CSV of device,port,peer,peer_port"))
+
+    def _neighbour_files(self) -> list[tuple[str, str | None]]:
+        """(path relative to the directory, device or None for a CSV of every device's cables)."""
+        out: list[tuple[str, str | None]] = []
+        for name, is_dir in inputs.entries(self.d):
+            if is_dir and inputs.exists(f"{name}/lldp.json", self.d):
+                out.append((f"{name}/lldp.json", name))
+            elif not is_dir and name.endswith(".lldp.json"):
+                out.append((name, name[: -len(".lldp.json")]))
+            elif not is_dir and Path(name).suffix == ".csv":
+                out.append((name, None))
+        return out
 
     @staticmethod
     def node(name: str, known: set[str]) -> str:

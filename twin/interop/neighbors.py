@@ -8,12 +8,11 @@ own nodes send it so), else its port description; a neighbour's name is its chas
 """
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import dataclass
 
 from twin.errors import Problem
+from twin.topology import csv_safe, files, json_safe
+from twin.topology.problems import Problems, dotted, listing, quoted
 
 CSV_FIELDS = ("device", "port", "peer", "peer_port")
 
@@ -40,14 +39,16 @@ def _items(value) -> list:
 def from_lldp(device: str, text: str, source: str) -> tuple[list[Cable], list[Problem]]:
     """The cables `lldpctl -f json` of `device` shows."""
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        return [], [Problem(source, "", f"not the JSON of `lldpctl -f json` ({e.msg}, line {e.lineno})")]
+        doc, lines, found = json_safe.parse(text, files.LLDP_JSON)
+    except files.Refused as e:
+        return [], [e.problem(source)]
+    if found:
+        return [], [Problem(source, dotted(place), message, line) for message, line, place in found]
     lldp = doc.get("lldp") if isinstance(doc, dict) else None
     if not isinstance(lldp, dict):
-        return [], [Problem(source, "", "not the JSON of `lldpctl -f json`: no \"lldp\" object")]
-    cables, problems = [], []
-    for port, entry in _items(lldp.get("interface")):
+        return [], [Problem(source, "", "not the JSON of `lldpctl -f json`: no \"lldp\" object", lines.get(()))]
+    cables, problems = [], Problems(source, lines)
+    for i, (port, entry) in enumerate(_items(lldp.get("interface"))):
         if not isinstance(entry, dict):
             continue
         chassis = _items(entry.get("chassis"))
@@ -55,12 +56,18 @@ def from_lldp(device: str, text: str, source: str) -> tuple[list[Cable], list[Pr
         if name is None and chassis:
             name = next((v.get("value") for k, v in chassis if k == "name" and isinstance(v, dict)), None)
         peer_port = _port(entry.get("port") or {})
-        if not name or not peer_port:
-            problems.append(Problem(source, f"interface {port}", "a neighbour without a system name or port name: "
-                                                                "its cable cannot be placed"))
+        if not isinstance(name, str) or not name or not peer_port:
+            where = _where(lldp.get("interface"), i, port)
+            problems.add(where, f"interface {listing([port])}: a neighbour without a system name or port name: "
+                                "its cable cannot be placed")
             continue
-        cables.append(Cable(device, port, name, peer_port, f"{source} ({port})"))
-    return cables, problems
+        cables.append(Cable(device, port, name, peer_port, f"{source} ({listing([port])})"))
+    return cables, problems.items
+
+
+def _where(interfaces, i: int, port: str) -> tuple:
+    """The place of the i-th interface in lldpd's JSON (a list of one-key objects, or one object)."""
+    return ("lldp", "interface", i, port) if isinstance(interfaces, list) else ("lldp", "interface", port)
 
 
 def _port(port: dict) -> str | None:
@@ -74,15 +81,17 @@ def _port(port: dict) -> str | None:
 
 def from_csv(text: str, source: str) -> tuple[list[Cable], list[Problem]]:
     """Rows of `device,port,peer,peer_port` (a header row of those names is skipped)."""
-    cables, problems = [], []
-    for i, row in enumerate(csv.reader(io.StringIO(text)), 1):
+    cables = []
+    rows, problems = csv_safe.rows(text, source, files.CABLES_CSV)
+    for line, row in rows:
         cells = [c.strip() for c in row]
         if not any(cells) or cells[0].startswith("#") or tuple(c.lower() for c in cells) == CSV_FIELDS:
             continue
         if len(cells) != 4 or not all(cells):
-            problems.append(Problem(source, "", f"expected {','.join(CSV_FIELDS)}; got {','.join(cells)!r}", i))
+            problems.append(Problem(source, "", f"expected {','.join(CSV_FIELDS)}; got {quoted(','.join(cells))}",
+                                    line))
             continue
-        cables.append(Cable(*cells, source=f"{source}:{i}"))
+        cables.append(Cable(*cells, source=f"{source}:{line}"))
     return cables, problems
 
 
@@ -98,10 +107,14 @@ def links(cables: list[Cable]) -> tuple[list[tuple[tuple[str, str], tuple[str, s
         clash = [by_port[e] for e in (a, b) if e in by_port]
         if clash:
             other = clash[0]
-            problems.append(Problem(c.source, "", f"{a[0]}:{a[1]} -- {b[0]}:{b[1]} contradicts {other.source}, "
-                                                  f"which says {other.device}:{other.port} -- {other.peer}:"
-                                                  f"{other.peer_port}"))
+            problems.append(Problem(c.source, "", f"{_end(a)} -- {_end(b)} contradicts {other.source}, which says "
+                                                  f"{_end((other.device, other.port))} -- "
+                                                  f"{_end((other.peer, other.peer_port))}"))
             continue
         by_port[a] = by_port[b] = c
         out.append((a, b))
     return out, problems
+
+
+def _end(end: tuple[str, str]) -> str:
+    return listing([f"{end[0]}:{end[1]}"])

@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import shlex
 import time
-from pathlib import Path
 
 from twin import kinds, timeouts, wait
 from twin.config import overlay
@@ -16,7 +15,7 @@ from twin.config.overlay import Backend, Shaping
 from twin.errors import CommandError, TwinError
 from twin.intent import Intent
 from twin.interop.nvue import Plane
-from twin.runtime import frr, kernel
+from twin.runtime import frr, kernel, nodefs
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
 
@@ -29,7 +28,7 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     workloads' bindings. `plane`: what the node's own configuration (NVUE) makes it run instead
     of the topology's rendering: its kernel steps, bindings and VNIs."""
     t0 = time.monotonic()
-    steps = plane.steps if plane else lo_steps(fabric, node, pid, backend) + overlay.plan(fabric, node, backend, shaping)
+    steps = plane.steps if plane else lo_steps(fabric, node, ex, backend) + overlay.plan(fabric, node, backend, shaping)
     if steps:
         kernel.apply(steps, pid, ex)
     t1 = time.monotonic()
@@ -46,13 +45,13 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
               time.monotonic() - t2)
 
 
-def lo_steps(fabric: Fabric, node: str, pid: int, backend: Backend) -> list:
-    """The loopback on lo where the frr.conf the node runs does not put it (a user's config)."""
-    try:
-        conf = Path(f"/proc/{pid}/root/etc/frr/frr.conf").read_text()
-    except OSError:
+def lo_steps(fabric: Fabric, node: str, ex: NodeExec, backend: Backend) -> list:
+    """The loopback on lo where the frr.conf the node runs does not put it (a user's config);
+    the file read from the host without following a link the node may have put there."""
+    conf = ex.read_file(nodefs.FRR_CONF)
+    if conf is None:
         return []
-    return overlay.loopback_steps(fabric, node, backend, conf)
+    return overlay.loopback_steps(fabric, node, backend, conf.decode("utf-8", errors="replace"))
 
 
 def run_exec(commands: tuple[str, ...], ex: NodeExec) -> None:

@@ -10,8 +10,8 @@ This module owns:
   numbers; `ensure` runs it before `up` or a growing `apply` touches anything;
 - `host_causes(lab, since, containers)`: what the convergence barrier names first on a
   timeout (neighbour table overflow and OOM kills in the kernel log, containers killed for
-  memory, dead FRR daemons, an overloaded host).
-Pure computation comes first; what reads the host (/proc, /sys, /dev/kmsg, Docker) follows.
+  memory, dead FRR daemons, an overloaded host). Pure computation comes first; what reads the
+  host (/proc, /sys, /dev/kmsg, Docker, a node's files through twin.runtime.nodefs) follows.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from docker.errors import DockerException
 from twin import kinds
 from twin.errors import TwinError
 from twin.intent import generic
+from twin.runtime import nodefs
 from twin.topology.model import Fabric, Tenant
 
 # --- demand per node, measured (neighbour entries counted in every namespace of converged labs) ----
@@ -352,17 +353,15 @@ def processes(pid: int) -> dict[str, tuple[float, list[str]]]:
     return out
 
 
-def dead_daemons(pid: int) -> tuple[list[str], bool]:
-    """FRR daemons of the node that should run and do not; and whether watchfrr runs."""
+def dead_daemons(pid: int, node: str) -> tuple[list[str], bool]:
+    """FRR daemons of the node that should run and do not; and whether watchfrr runs (nodefs: no link followed)."""
     procs = processes(pid)
-    root = Path(f"/proc/{pid}/root")
-    try:
-        enabled = daemons_enabled((root / "etc/frr/daemons").read_text(), (root / "usr/lib/frr/mgmtd").exists())
-    except OSError:
+    if (text := nodefs.read_text(pid, nodefs.FRR_DAEMONS, node)) is None:
         return [], "watchfrr" in procs
-    watchfrr = procs.get("watchfrr")
-    watched = [a for a in watchfrr[1][1:] if not a.startswith("-") and a in enabled] if watchfrr else None
-    return missing_daemons({n: age for n, (age, _) in procs.items()}, watched, enabled), watchfrr is not None
+    enabled = daemons_enabled(text, nodefs.exists(pid, "/usr/lib/frr/mgmtd", node))
+    w = procs.get("watchfrr")
+    watched = [a for a in w[1][1:] if not a.startswith("-") and a in enabled] if w else None
+    return missing_daemons({n: age for n, (age, _) in procs.items()}, watched, enabled), w is not None
 
 
 def container_causes(node: str, c) -> list[str]:
@@ -373,13 +372,14 @@ def container_causes(node: str, c) -> list[str]:
     if not st.get("Running"):
         return causes + [f"{node}: container {st.get('Status')} (exit code {st.get('ExitCode')})"]
     pid, killed = st["Pid"], oom_kills(st["Pid"])
-    if killed:
-        causes.append(f"{node}: out of memory: {killed} process(es) killed in its container")
-    if Path(f"/proc/{pid}/root/etc/frr/daemons").exists():
-        dead, watching = dead_daemons(pid)
-        if dead:
-            causes.append(f"{node}: FRR {', '.join(dead)} not running" + (
-                ", watchfrr is restarting it?" if watching else ": nothing restarts it (watchfrr is gone)"))
+    causes += [f"{node}: out of memory: {killed} process(es) killed in its container"] if killed else []
+    try:
+        dead, watching = dead_daemons(pid, node)
+    except nodefs.NodeFileError as e:        # what the node did to its files is a cause too
+        return causes + [str(e)]
+    if dead:
+        causes.append(f"{node}: FRR {', '.join(dead)} not running" + (
+            ", watchfrr is restarting it?" if watching else ": nothing restarts it (watchfrr is gone)"))
     return causes
 
 

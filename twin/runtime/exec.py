@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from twin import timeouts
 from twin.errors import CommandError, TwinError
+from twin.runtime import nodefs
 
 ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
        "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -184,9 +185,16 @@ class NodeExec:
         return subprocess.Popen(self.argv(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=ENV)
 
-    def path(self, inside: str) -> Path:
-        """A file of the node, as the host reaches it (through its init process's root)."""
-        return Path(f"/proc/{self.pid}/root") / inside.lstrip("/")
+    def read_file(self, inside: str, limit: int = nodefs.MAX_BYTES) -> bytes | None:
+        """A file of the node read from the host (None when missing), no link in it followed
+        (twin.runtime.nodefs: NodeFileError says why not)."""
+        return nodefs.read(self.pid, inside, self.where, limit)
+
+    def file_size(self, inside: str) -> int:
+        return nodefs.size(self.pid, inside, self.where)
+
+    def remove_file(self, inside: str) -> None:
+        nodefs.remove(self.pid, inside, self.where)
 
     def check(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT) -> Result:
         return self.run(cmd, timeout).check()

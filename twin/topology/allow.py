@@ -19,9 +19,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from twin.topology.checks import read_file
+from twin.topology import files
 from twin.topology.load import kind_of, validate_model
 from twin.topology.problems import Problems
+from twin.topology.yaml_safe import read_yaml
 
 WHATS = ("session", "prefixes", "route", "vni")
 CHANGES = ("appeared", "disappeared", "changed")
@@ -47,7 +48,7 @@ class AllowRule(BaseModel):
 
 def load_allow(path: str | Path) -> tuple[AllowRule, ...]:
     """The rules of an allow file, or TopologyError with every problem."""
-    data, lines = read_file(path, "allow file")
+    data, lines = read_yaml(path, files.ALLOW)
     problems = Problems(str(path), lines)
     if not isinstance(data, dict) or not isinstance(data.get("allow"), list):
         got = "nothing" if data is None else kind_of(data) if not isinstance(data, dict) else \

@@ -33,10 +33,11 @@ def load(path: str | Path, name: str | None = None) -> Fabric:
     return fabric
 
 
-def load_document(doc: dict, source: str, name: str | None = None) -> Fabric:
+def load_document(doc: dict, source: str, name: str | None = None, lines: dict | None = None) -> Fabric:
     """A topology document made by twin (an import) -> Fabric, checked as a file is; problems are
-    placed in `source`, the file it was made from."""
-    spec, problems, broken = spec_of(doc, {}, source)
+    placed in `source`, the file it was made from, at `lines` (the document's places -> that file's
+    lines) where the import knows them."""
+    spec, problems, broken = spec_of(doc, lines or {}, source)
     fabric = build(spec, problems, broken, name=name, source=source)
     problems.raise_if_any()
     return fabric

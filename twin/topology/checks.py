@@ -12,7 +12,7 @@ file and line, with what is allowed. Names are unique across every file given.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from ipaddress import ip_address, ip_network
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from twin.topology.model import Fabric
 from twin.topology.problems import Path_, Problems, listing, quoted
 from twin.topology.schema import (CHECK_TYPES, BgpPrefixesCheck, BgpSessionCheck, CheckSpec, ExecCheck, FrrJsonCheck,
                                   PingCheck, RoceCheck, RouteCheck)
+from twin.topology import files
 from twin.topology.yaml_safe import read_yaml
 
 NAME_RULE = "a check name is 1-100 characters of text on one line"
@@ -38,19 +39,9 @@ class CheckSet:
     lines: dict[str, int] = field(default_factory=dict)   # check name -> line
 
 
-def read_file(path: str | Path, what: str) -> tuple[Any, dict]:
-    """`read_yaml` (the topology reader's limits and lines) for another kind of file, named as such."""
-    try:
-        return read_yaml(path)
-    except TopologyError as e:
-        reword = lambda m: f"{m.group(1)} {what}"  # noqa: E731
-        raise TopologyError([replace(p, message=re.sub(r"\b(a|the) topology(?: file)?\b", reword, p.message))
-                             for p in e.problems]) from None
-
-
 def load_checks(path: str | Path, fabric: Fabric | None = None) -> CheckSet:
     """Read a checks file (or a topology file's `checks:`); with `fabric`, also check it against the lab."""
-    data, lines = read_file(path, "checks file")
+    data, lines = read_yaml(path, files.CHECKS)
     problems = Problems(str(path), lines)
     if not isinstance(data, dict):
         what = "nothing (it is empty, only comments or null)" if data is None else kind_of(data)

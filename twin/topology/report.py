@@ -50,11 +50,12 @@ class ValidationReport:
         }
 
     def to_dict(self) -> dict:
-        """{file, valid, problems: [{file, line, path, message}], summary} (summary: None when invalid)."""
+        """{file, valid, problems: [{file, line, column, path, message}], summary} (summary: None when invalid;
+        column: None where only the line is known)."""
         return {
             "file": self.file,
             "valid": self.valid,
-            "problems": [{"file": p.file, "line": p.line, "path": p.path, "message": p.message}
+            "problems": [{"file": p.file, "line": p.line, "column": p.column, "path": p.path, "message": p.message}
                          for p in self.problems],
             "summary": self.summary(),
         }

@@ -1,23 +1,24 @@
-"""Read a topology file safely: bytes -> text -> plain data, with the line of every place.
+"""Read a YAML file safely: bytes -> text -> plain data, with the line of every place.
 
-Whatever the file holds, the outcome is the data or a TopologyError naming the
-file and, where there is one, the line:
+Every YAML file a user gives twin is read here, each with the limits of its format
+(twin.topology.files): a topology (`read_yaml(path)`), a containerlab file, a checks or
+allow file, an NVUE startup file (`read_yaml(path, files.NVUE)`). Whatever the file
+holds, the outcome is the data or a TopologyError naming the file and, where there is
+one, the line:
 
-- the file is read up to MAX_BYTES and refused above it, before any parsing;
-- it must be UTF-8 text: a UTF-16 or Latin-1 file, binary data, a NUL byte or
-  a control character is refused with the line where it is;
+- bytes and text as `files.read_text` takes them: size, UTF-8, no NUL or control
+  characters, and (below a directory the user gave) no link out of it;
 - the YAML is built from the parser's events with an explicit stack (no
-  recursion, no node tree kept): nesting deeper than MAX_DEPTH, anchors and
+  recursion, no node tree kept): nesting deeper than the format's depth, anchors and
   aliases (a self-reference or an expansion bomb is then impossible), tags
   other than plain text, numbers, booleans and null, merge keys (<<), numbers
-  longer than MAX_NUMBER_CHARS, more than MAX_VALUES values (which bounds the
+  longer than MAX_NUMBER_CHARS, more values than the format's (which bounds the
   time and memory of everything after) and duplicate keys are refused;
-- dates stay text (`description: 2024-01-01` is a string, not a date).
+- YAML 1.1 as PyYAML reads it: `on`/`off`/`yes`/`no` are booleans, quoted values stay
+  text (`'10': ...` is the key "10"); dates stay text (`description: 2024-01-01`).
 """
 from __future__ import annotations
 
-import codecs
-import re
 from pathlib import Path
 from typing import Any
 
@@ -27,57 +28,60 @@ from yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent, E
 from yaml.nodes import ScalarNode
 
 from twin.errors import Problem, TopologyError
+from twin.topology import files
+from twin.topology.files import Format, Refused as _Refused
 from twin.topology.problems import Path_, dotted, quoted
 
-MAX_BYTES = 1 << 20          # 1 MiB: a 500-node fabric is about 50 KiB
-MAX_DEPTH = 64               # a topology nests 6 levels deep
+MAX_BYTES = files.TOPOLOGY.max_bytes      # a 500-node fabric is about 50 KiB
+MAX_DEPTH = files.TOPOLOGY.max_depth      # a topology nests 6 levels deep
 MAX_NUMBER_CHARS = 32        # the largest number a topology holds (an ASN) has 10 digits
-MAX_VALUES = 100_000         # keys, items and values: a 1000-node fabric has about 15000
+MAX_VALUES = files.TOPOLOGY.max_values   # keys, items and values: a 1000-node fabric has about 15000
 REWORD_CHARS = 256 * 1024    # a syntax error is worded by PyYAML's parser in a file up to this size
 
 _TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_TAG + t: t for t in ("str", "int", "float", "bool", "null")}
 _COLLECTION_TAGS = {None, "!", _TAG + "map", _TAG + "seq"}
 _WHAT = {"int": "whole number", "float": "number", "bool": "boolean (true or false)"}
-# What YAML calls printable, without the line separators editors do not count as lines (NEL, U+2028/9).
-_NOT_TEXT = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_BOMS = [(codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
-         (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")]
-_SAVE_AS = "save it as UTF-8"
-_TOO_DEEP = f"nesting deeper than {MAX_DEPTH} levels: a topology needs about 6"
 # libyaml's parser when PyYAML has it (15x faster on a large file); both give the same events.
 _FAST_LOADER = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
 
 
-class _Refused(Exception):
-    """The file cannot be read any further: one problem, at a line."""
-
-    def __init__(self, message: str, line: int | None = None, path: Path_ = ()):
-        super().__init__(message)
-        self.message, self.line, self.path = message, line, path
+def too_deep(fmt: Format) -> str:
+    return f"nesting deeper than {fmt.max_depth} levels" + (f": {fmt.depth_hint}" if fmt.depth_hint else "")
 
 
-def read_yaml(path: str | Path) -> tuple[Any, dict[Path_, int]]:
-    """The file's data and the line of every mapping key and list item, or TopologyError."""
-    file = str(path)
-    text = ""
+def read_yaml(path: str | Path, fmt: Format = files.TOPOLOGY,
+              under: str | Path | None = None) -> tuple[Any, dict[Path_, int]]:
+    """The file's data and the line of every mapping key and list item, or TopologyError.
+    `fmt`: which kind of file (its limits, its name in messages); `under`: the directory
+    `path` is relative to and must not leave."""
+    file = files.shown(path, under)
     try:
-        text = _read_text(path)
-        reader = _Reader(_FAST_LOADER(text))
+        text = files.read_text(path, fmt, under)
+    except _Refused as e:
+        raise TopologyError([e.problem(file)]) from None
+    return parse_yaml(text, file, fmt)
+
+
+def parse_yaml(text: str, file: str, fmt: Format = files.TOPOLOGY) -> tuple[Any, dict[Path_, int]]:
+    """`read_yaml` of text already read as `files.read_text` reads it (e.g. by a config directory's
+    reader), named `file` in messages."""
+    try:
+        reader = _Reader(_FAST_LOADER(text), fmt)
         try:
             data = reader.document()
         finally:
             reader.loader.dispose()
     except _Refused as e:
-        raise TopologyError([Problem(file, dotted(e.path), e.message, e.line)]) from None
+        raise TopologyError([e.problem(file)]) from None
     except yaml.YAMLError as e:
-        raise TopologyError([_syntax_problem(file, text, e)]) from None
+        raise TopologyError([_syntax_problem(file, text, e, fmt)]) from None
     if reader.problems:
         raise TopologyError([Problem(file, dotted(p), m, line) for m, line, p in reader.problems])
     return data, reader.lines
 
 
-def _syntax_problem(file: str, text: str, error: yaml.YAMLError) -> Problem:
+def _syntax_problem(file: str, text: str, error: yaml.YAMLError, fmt: Format) -> Problem:
     """The YAML syntax error, worded by PyYAML's own parser whichever parser found it.
 
     libyaml (fast, used when present) words errors more vaguely ("found character
@@ -87,7 +91,7 @@ def _syntax_problem(file: str, text: str, error: yaml.YAMLError) -> Problem:
     only up to REWORD_CHARS: beyond, libyaml's words are kept.
     """
     if _FAST_LOADER is not yaml.SafeLoader and len(text) <= REWORD_CHARS:
-        reader = _Reader(yaml.SafeLoader(text))
+        reader = _Reader(yaml.SafeLoader(text), fmt)
         try:
             reader.document()
         except yaml.YAMLError as e:
@@ -100,43 +104,8 @@ def _syntax_problem(file: str, text: str, error: yaml.YAMLError) -> Problem:
     line = mark.line + 1 if mark else None
     msg = " ".join(str(getattr(error, "problem", None) or error).split())
     if msg == "exceeded maximum nesting depth":  # libyaml's own limit (1000 levels), beyond ours
-        return Problem(file, "", _TOO_DEEP, line)
+        return Problem(file, "", too_deep(fmt), line)
     return Problem(file, "", f"not valid YAML: {_cut(msg)}", line)
-
-
-def _read_text(path: str | Path) -> str:
-    """The file as text: at most MAX_BYTES of UTF-8 without NUL bytes or control characters."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise _Refused(f"cannot read the topology file: {e.strerror or e}") from None
-    if len(data) > MAX_BYTES:
-        raise _Refused(f"the file is larger than {MAX_BYTES // (1 << 20)} MiB ({MAX_BYTES} bytes), "
-                       "the limit for a topology file; it was not parsed")
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            raise _Refused(f"the file is {encoding} text (it starts with a {encoding} byte order mark); "
-                           f"{_SAVE_AS}", 1)
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise _Refused(f"byte {nul} is a NUL byte: a topology is UTF-8 text (a file saved as UTF-16 "
-                       f"looks like this); {_SAVE_AS}", data.count(b"\n", 0, nul) + 1)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise _Refused(f"the file is not UTF-8 text: byte {e.start} (0x{data[e.start]:02x}) cannot be decoded "
-                       f"(a Latin-1 or Windows-1252 file looks like this); {_SAVE_AS}",
-                       data.count(b"\n", 0, e.start) + 1) from None
-    text = text.removeprefix("\ufeff")
-    bad = _NOT_TEXT.search(text)
-    if bad:
-        pos = bad.start()
-        column = pos - text.rfind("\n", 0, pos)
-        raise _Refused(f"column {column} holds the control character U+{ord(bad.group()):04X}: "
-                       "a topology is plain text (tabs and newlines are the only control characters allowed)",
-                       text.count("\n", 0, pos) + 1)
-    return text
 
 
 class _Open:
@@ -168,7 +137,8 @@ class _Open:
 class _Reader:
     """Plain data from parser events, with an explicit stack instead of recursion."""
 
-    def __init__(self, loader: yaml.SafeLoader):
+    def __init__(self, loader: yaml.SafeLoader, fmt: Format):
+        self.fmt = fmt
         self.loader = loader
         self.lines: dict[Path_, int] = {}
         self.problems: list[tuple[str, int, Path_]] = []  # found, reading went on
@@ -181,7 +151,7 @@ class _Reader:
         data = self._build()
         self.loader.get_event()  # document end
         if not self.loader.check_event(StreamEndEvent):
-            raise _Refused("a second YAML document starts here; a topology file holds one",
+            raise _Refused(f"a second YAML document starts here; {files.a(self.fmt.what)} holds one",
                            _line(self.loader.peek_event()))
         return data
 
@@ -192,9 +162,9 @@ class _Reader:
             event = self.loader.get_event()
             line = _line(event)
             count += not isinstance(event, CollectionEndEvent)
-            if count > MAX_VALUES:
-                raise _Refused(f"the file holds more than {MAX_VALUES} values (keys, list items and their "
-                               "values): far more than a fabric that runs on one host; it was not read further",
+            if count > self.fmt.max_values:
+                raise _Refused(f"the file holds more than {self.fmt.max_values} values (keys, list items and their "
+                               f"values): {self.fmt.values_hint}; it was not read further",
                                line)
             top = stack[-1] if stack else None
             self._refuse_references(event, line, top)
@@ -215,10 +185,10 @@ class _Reader:
             stack[-1].put(value)
 
     def _open(self, event: CollectionStartEvent, line: int, path: Path_, depth: int) -> _Open:
-        if depth >= MAX_DEPTH:
-            raise _Refused(_TOO_DEEP, line)
+        if depth >= self.fmt.max_depth:
+            raise _Refused(too_deep(self.fmt), line)
         if event.tag not in _COLLECTION_TAGS:
-            self.problems.append((f"the tag {_short(event.tag)} is not supported: a topology holds only "
+            self.problems.append((f"the tag {_short(event.tag)} is not supported: {self.fmt.noun} holds only "
                                   "plain lists and mappings", line, path))
         return _Open({} if isinstance(event, MappingStartEvent) else [], path)
 
@@ -237,7 +207,7 @@ class _Reader:
 
     def _refuse_references(self, event: Event, line: int, top: _Open | None) -> None:
         if isinstance(event, AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise _Refused("anchors and aliases (&name, *name) are not supported in a topology file: "
+            raise _Refused(f"anchors and aliases (&name, *name) are not supported in {files.a(self.fmt.what)}: "
                            "write each value out", line, top.path if top else ())
 
     def _scalar(self, event: ScalarEvent, line: int, path: Path_) -> Any:
@@ -249,12 +219,12 @@ class _Reader:
         kind = _SCALAR_TAGS.get(tag)
         if kind is None:
             message = ("merge keys (<<) are not supported: write the keys out" if tag == _TAG + "merge" else
-                       f"the tag {_short(tag)} is not supported: a topology holds text, numbers, true/false and null")
+                       f"the tag {_short(tag)} is not supported: {self.fmt.noun} holds text, numbers, true/false and null")
             self.problems.append((message, line, path))
             return event.value
         if kind in ("int", "float") and len(event.value) > MAX_NUMBER_CHARS:
             self.problems.append((f"the number {quoted(event.value)} has {len(event.value)} characters: "
-                                  f"no field of a topology takes one longer than {MAX_NUMBER_CHARS}", line, path))
+                                  f"no field of {self.fmt.noun} takes one longer than {MAX_NUMBER_CHARS}", line, path))
             return None
         try:
             return self.loader.yaml_constructors[tag](self.loader, ScalarNode(tag, event.value))

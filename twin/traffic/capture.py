@@ -20,6 +20,8 @@ from scapy.utils import rdpcap
 from twin import timeouts, wait
 from twin.runtime.exec import NodeExec
 
+MAX_PCAP_BYTES = 64 << 20      # 10000 packets of 256 bytes take 3 MiB
+
 
 class Capture:
     def __init__(self, ex: NodeExec, port: str, bpf: str = "", netns: str = "", max_packets: int = 10000):
@@ -36,9 +38,8 @@ class Capture:
                              "--immediate-mode", "-s", "256", "-c", str(self.max_packets), "-w", self.file,
                              *self.bpf.split()])
         self.proc = self.ex.spawn(tcpdump)
-        pcap = self.ex.path(self.file)
         # the pcap header is written once tcpdump listens (read from the host: no process in the node)
-        wait.until(lambda: [] if _size(pcap) else [f"tcpdump on {self.port}"],
+        wait.until(lambda: [] if self.ex.file_size(self.file) else [f"tcpdump on {self.port}"],
                    timeouts.CAPTURE_START, f"{self.ex.where}: capture start", first=0.02, cap=0.1)
         return self
 
@@ -49,14 +50,8 @@ class Capture:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        pcap = self.ex.path(self.file)
-        raw = pcap.read_bytes() if _size(pcap) else b""
-        pcap.unlink(missing_ok=True)
+        try:        # read from the host, no link followed: the node could have put one at the file's name
+            raw = self.ex.read_file(self.file, MAX_PCAP_BYTES) or b""
+        finally:
+            self.ex.remove_file(self.file)
         self.packets = list(rdpcap(io.BytesIO(raw))) if raw else []
-
-
-def _size(path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

@@ -1,6 +1,6 @@
 """`twin baseline compare`: the lab now against a recorded baseline, per node and VRF.
 
-    result = compare(lab, load_baseline("baseline.json"), allow=load_allow("allow.yml"))
+    result = compare(lab, load_baseline("baseline.json"), allow=load_allow("allow.yml"))   # baseline_file
     result.passed          # no difference the allow rules do not cover
     result.differences     # every one: node, vrf, what, key, change, before, after, allowed_by
 
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 from twin import timeouts, wait
-from twin.errors import ConvergenceTimeout, TwinError
+from twin.errors import ConvergenceTimeout
 from twin.lifecycle.context import context_of
 from twin.runtime.exec import labelled
 from twin.topology.allow import AllowRule
@@ -85,20 +84,6 @@ class Comparison:
         lines = [head] + [f"  {'allowed ' if d.allowed_by else 'DIFFERS '}{d.line()}"
                           + (f"  [{d.allowed_by}]" if d.allowed_by else "") for d in self.differences]
         return "\n".join(lines) + "\n"
-
-
-def load_baseline(path: str | Path) -> dict[str, Any]:
-    """A baseline file written by `twin baseline record`, or TwinError saying what it is not."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise TwinError(f"{path}: cannot read the baseline ({e.strerror or e})") from None
-    except ValueError as e:
-        raise TwinError(f"{path}: not a twin baseline (not JSON: {e})") from None
-    if not isinstance(doc, dict) or doc.get("format") != baseline.FORMAT or not isinstance(doc.get("nodes"), dict):
-        raise TwinError(f"{path}: not a twin baseline (no \"format\": \"{baseline.FORMAT}\" with nodes); "
-                        "`twin baseline record LAB -o FILE` writes one")
-    return doc
 
 
 def differences(before: dict, after: dict, allow: Sequence[AllowRule] = ()) -> list[Difference]:

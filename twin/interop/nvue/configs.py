@@ -52,7 +52,7 @@ def _read(configs: UserConfigs | None) -> tuple[dict[str, NvueFile], list[Proble
         if NVUE not in files:
             continue
         try:
-            out[node] = load.read(configs.path(node, NVUE))
+            out[node] = load.read(configs.path(node, NVUE), files[NVUE])     # as read below its directory
         except TopologyError as e:
             problems += e.problems
     return out, problems
@@ -125,7 +125,7 @@ def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
     for node in nodes:
         f = d / node / STARTUP
         if f.is_file() and not f.is_symlink():
-            paths = [show(p) for p in load.read(f).not_emulated]
+            paths = [show(p) for p in load.read(f"{node}/{STARTUP}", under=d).not_emulated]
             if paths:
                 out[node] = paths
     return out
@@ -138,7 +138,7 @@ def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = "tc",
     for node in fabric.nodes:
         f = d / node / STARTUP
         if f.is_file() and not f.is_symlink():
-            nfs[node] = load.read(f)
+            nfs[node] = load.read(f"{node}/{STARTUP}", under=d)      # a node's directory: no link out
     try:
         return build(nfs, fabric, backend, shaping, layout)[0]
     except TopologyError as e:

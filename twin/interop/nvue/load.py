@@ -3,8 +3,8 @@ documents applied in order, into one checked tree, every problem with its file, 
 NVUE path (`leaf01/startup.yaml:31: interface.swp1.bridge.domain.br_default.access: 'x'
 is not a VLAN id`).
 
-The YAML is read by `twin.topology.yaml_safe.read_yaml` and its limits (1 MiB of UTF-8, 64
-levels, 100,000 values, no tags, anchors or duplicate keys). YAML 1.1 reads `on`/`off` as
+The YAML is read by `twin.topology.yaml_safe` with NVUE's limits (`files.NVUE`: 1 MiB of
+UTF-8, 64 levels, 100,000 values, no tags, anchors or duplicate keys). YAML 1.1 reads `on`/`off` as
 booleans, which NVUE means; keys are kept as text ('10' stays '10', and `10:` becomes '10').
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ from twin.errors import Problem, TopologyError
 from twin.interop.nvue.schema import API, VERSION
 from twin.interop.nvue.tree import Finding, Path as NvPath, check, patch, show, unpatch
 from twin.topology.problems import Path_, listing, quoted
-from twin.topology.yaml_safe import read_yaml
+from twin.topology import files
+from twin.topology.yaml_safe import parse_yaml, read_yaml
 
 DOCS = ("header", "set", "unset")
 
@@ -47,10 +48,12 @@ class NvueFile:
         return Problem(self.source, show(path), message, self.line(path))
 
 
-def read(path: str | Path) -> NvueFile:
-    """A startup.yaml, applied and checked; TopologyError with every problem at once."""
-    file = str(path)
-    data, ylines = read_yaml(path)
+def read(path: str | Path, text: str | None = None, under: str | Path | None = None) -> NvueFile:
+    """A startup.yaml, applied and checked; TopologyError with every problem at once. `text`: the
+    file as a config directory's reader already read it; `under`: the directory `path` (relative
+    to it) must not leave through a link."""
+    file = files.shown(path, under)
+    data, ylines = parse_yaml(text, file, files.NVUE) if text is not None else read_yaml(path, files.NVUE, under)
     problems: list[Problem] = []
     tree, header, lines = documents(data, ylines, file, problems)
     nf = NvueFile(file, {}, header, [], lines)
