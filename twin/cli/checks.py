@@ -143,6 +143,8 @@ def print_report(report) -> None:
     for x in report.extra.get("not_exercised", []):
         out.print(f"[yellow]not exercised[/yellow] {x['safeguard']}: ", end="")
         out.print(x["why"], markup=False, highlight=False)
+    for node, paths in (report.extra.get("not emulated") or {}).items():
+        out.print(f"not emulated (kept in {node}'s NVUE, not run): {', '.join(paths)}", highlight=False)
     out.print("[green]PASSED[/green]" if report.passed else f"[red]FAILED[/red]: {len(report.failures())} checks")
 
 

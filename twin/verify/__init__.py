@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 from twin.errors import TwinError
+from twin.interop import nvue
 from twin.lifecycle.context import context_of
 from twin.runtime.exec import carried, labelled
 from twin.topology.schema import CheckSpec
@@ -85,8 +86,11 @@ def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None =
         report.checks += out
         report.seconds[name] = seconds
     unexercised = coverage.not_exercised(ctx.fabric, names, report)
-    if unexercised:
+    if unexercised:   # services' safeguards this run did not exercise
         report.extra["not_exercised"] = unexercised
+    stored = nvue.not_emulated(ctx.dir, ctx.fabric.nodes)
+    if stored:   # nodes configured by NVUE: what of their startup.yaml twin keeps but does not run
+        report.extra["not emulated"] = stored
     return report
 
 
