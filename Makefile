@@ -60,9 +60,10 @@ soak: images
 chaos: images
 	$(VENV)/bin/python bench/chaos.py $(CHAOS_ARGS)
 
-# verify proves itself: `twin verify` 20 times on aipod and on pod8 (0 failures), and the
-# whole `twin verify aipod --prove` twice (every element caught and restored, the same verdicts)
-# (not part of make test; PROVE_ARGS="--verify-runs 5 --proofs 1" for a shorter one)
+# verify proves itself: `twin verify` 20 times on aipod and on pod8 (0 failures), the whole
+# `twin verify aipod --prove` twice and the proof of the services lab's services twice (every
+# element caught and restored, the same verdicts) (not part of make test;
+# PROVE_ARGS="--verify-runs 5 --proofs 1" for a shorter one, --labs '' for the services lab alone)
 prove: images
 	$(VENV)/bin/python bench/prove.py $(PROVE_ARGS)
 

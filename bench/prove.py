@@ -8,8 +8,8 @@ Brings up the default lab (aipod) and the 8-DPU pod (pod8) side by side, then:
   restored each time, and the same verdict (caught, restored) for every element in
   every run (a verdict that changes between runs is a bug);
 - on the DPU-services lab (topologies/dpu-services.yml), the proof of its services
-  (gateway rules, routes and announcements, rate limits) `--service-proofs` times (2),
-  with the same rules.
+  (gateway rules, routes and announcements, every rate limit removed and loosened, every
+  congestion point's rule broken three ways) `--service-proofs` times (2), with the same rules.
 
 Prints a table per lab and the proof's coverage by kind, writes everything (with every
 outcome of the last proof) to bench-results/prove.json, and exits 1 if any verify failed,
@@ -42,7 +42,8 @@ def verify_once(lab: str) -> dict:
 
 
 SERVICES = ROOT / "topologies" / "dpu-services.yml"
-SERVICE_ELEMENTS = ("gateway-rule *", "gateway-default *", "public-*", "internet-*", "rate-limit *")   # 34 there
+SERVICE_ELEMENTS = ("gateway-rule *", "gateway-default *", "public-*", "internet-*", "rate-limit *",
+                    "rate-limit-loose *", "congestion-* *")   # 45 there
 
 
 def prove_once(lab: str, patterns: tuple[str, ...] = ()) -> dict:
@@ -66,7 +67,8 @@ def main() -> int:
     ap.add_argument("--proofs", type=int, default=2, help="full proofs of aipod (default 2)")
     ap.add_argument("--service-proofs", type=int, default=2,
                     help="proofs of the DPU-services lab's services (default 2; 0: no services lab)")
-    ap.add_argument("--labs", default="aipod,pod8", help=f"which of {', '.join(LABS)} (default both)")
+    ap.add_argument("--labs", default="aipod,pod8", help=f"which of {', '.join(LABS)} (default both; '': only "
+                                                         "the services lab)")
     ap.add_argument("--prefix", default="pv", help="lab names are PREFIX-aipod, PREFIX-pod8")
     ap.add_argument("--keep", action="store_true", help="leave the labs up at the end")
     args = ap.parse_args()
@@ -76,7 +78,7 @@ def main() -> int:
 
 def run(args: argparse.Namespace) -> int:
     console = Console(width=200)
-    labs = {name: Lab.load(LABS[name], name=f"{args.prefix}-{name}") for name in args.labs.split(",")}
+    labs = {name: Lab.load(LABS[name], name=f"{args.prefix}-{name}") for name in args.labs.split(",") if name}
     if args.service_proofs:
         labs["svc"] = Lab.load(SERVICES, name=f"{args.prefix}-svc")
     started = time.time()

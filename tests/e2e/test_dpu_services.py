@@ -1,6 +1,7 @@
 """DPU services on a real lab (topologies/dpu-services.yml): each DPU is its tenants'
-internet gateway with NAT, workloads are held to rate limits against a noisy
-neighbour, and a congestion point marks RoCE frames CE, answered with CNPs.
+internet gateway with NAT, workloads are held to rate limits (every limit by a flood of
+its own, and against a noisy neighbour), and a congestion point marks ECN-capable RoCE
+frames CE above its rate (and nothing else), answered with CNPs.
 
 red and blue share addresses: host1a (red) and host1b (blue) are both 10.1.1.11 on
 dpu1. red goes out as 192.0.2.17 (dpu1) / 192.0.2.18 (dpu2) of its pool, but not
@@ -146,8 +147,18 @@ def test_a_noisy_neighbour_is_held_to_its_limit_while_the_other_tenant_keeps_its
         assert victim["delivered_fps"] >= victim["offered_fps"] * 0.95, victim
         assert victim["offered_fps"] >= r["victim_target_fps"] * 0.95, victim
         assert {"offered_mbps", "delivered_mbps", "dropped"} <= set(noisy) & set(victim)
+    held = {f["host"] + " " + f["direction"]: f for f in report["performance"]["limits"]}
+    assert set(held) == {"host1a egress", "host1b egress", "host1c egress", "host2a egress", "host2b ingress"}
+    for f in held.values():   # each limit by a flood of its own, the rate it let through named
+        assert f["verdict"] == "held" and f["delivered_fps"] <= f["limit_fps"] * 1.05, f
+    assert held["host2b ingress"]["frame_bytes"] == 108 and held["host2b ingress"]["offered_fps"] > 20000 * 1.05
+    assert [r["vtep"] for r in report["performance"]["rounds"]] == ["dpu1", "dpu2"]
+    assert report["not_exercised"] == [{"safeguard": "congestion point: leaf1:swp2 (above 5000pps)",
+                                        "why": "the congestion group did not run"}], "every limit was"
+    assert report["seconds"]["performance"] < 60
     text = twin_cli("verify", LAB, "--only", "performance").stdout
     assert "performance: a noisy neighbour on the same VTEP (rate limits: tc)" in text and "victim" in text
+    assert "performance: every rate limit, each by a flood of its own" in text
 
 
 def test_a_workload_without_its_limit_is_caught(lab):
@@ -164,6 +175,24 @@ def test_a_workload_without_its_limit_is_caught(lab):
     assert not held.passed and "the limit is not enforced" in held.message, held
     assert figures["noisy"]["delivered_mbps"] > 2 * 20, figures["noisy"]
     assert checks[0].passed, "blue kept its rate all the same"
+
+
+def test_a_limit_raised_tenfold_on_a_workload_no_noisy_neighbour_floods_fails_verify_naming_it(lab):
+    """host2a (dpu2) is no noisy neighbour: before issue 29 nothing flooded it, and its limit raised
+    tenfold passed verify. Now its own flood names it, with the rate it let through."""
+    tbf = ["ip", "netns", "exec", "red", "tc", "qdisc", "change", "dev", "twinifb1", "root", "tbf", "rate"]
+    dpu2 = lab.node("dpu2")
+    dpu2.check(tbf + ["200mbit", "burst", "250000", "limit", "2750000"])
+    try:
+        report = verify.run(lab, only=["performance"])
+    finally:
+        dpu2.check(tbf + ["20mbit", "burst", "25000", "limit", "275000"])
+    bad = {c.name: c for c in report.failures()}
+    assert set(bad) == {"red host2a egress 20mbit held on dpu2:pf0vf0"}, {n: (c.message, c.data) for n, c in bad.items()}
+    c = bad["red host2a egress 20mbit held on dpu2:pf0vf0"]
+    assert "over its limit of 2277 frames/s (20.0 Mbit/s): the limit is not enforced (flood host2a -> host1a)" \
+        in c.message and c.data["delivered_mbps"] > 2 * 20, c.message
+    assert c.message.startswith(f"delivered {c.data['delivered_fps']} frames/s ({c.data['delivered_mbps']} Mbit/s)")
 
 
 def test_rehearse_with_a_noisy_neighbour(lab):
@@ -202,6 +231,60 @@ def test_the_traffic_group_reports_marks_and_cnps(lab):
     assert all("ce" in c.data and "cnps_received" in c.data for c in checks)
 
 
+def test_the_congestion_group_judges_the_point_by_what_comes_out_of_it(lab):
+    p = twin_cli("verify", LAB, "--only", "congestion", "--json")
+    report = json.loads(p.stdout)
+    assert p.returncode == 0, [c["message"] for c in report["checks"] if not c["passed"]]
+    assert [c["name"] for c in report["checks"]] == [
+        "leaf1:swp2 marks ECN-capable RoCE above 5000pps (blue host2b -> host1b)",
+        "leaf1:swp2 leaves RoCE that is not ECN-capable unmarked (blue host2b -> host1b)",
+        "leaf1:swp2 marks nothing below 5000pps (blue host2b -> host1b)"]
+    (point,) = report["congestion"]["points"]
+    ect, plain, below = point["ect"], point["plain"], point["below"]
+    assert ect["received"] == ect["sent"] == 2000 and ect["arrived_fps"] >= 10000
+    assert ect["ce"] >= 0.8 * ect["rule_marks"] > 0 and point["counted"] == {"ect": 2000, "ce": ect["ce"]}
+    assert ect["cnps_sent"] == ect["cnps_received"] == ect["cnps_allowed"] > 0
+    assert plain["received"] == 2000 and plain["ce"] == plain["tos_changed"] == 0
+    assert below["received"] == below["sent"] == 500 and below["ce"] == 0
+    assert report["seconds"]["congestion"] < 20
+
+
+def test_a_congestion_point_that_stops_marking_or_marks_what_it_must_not_fails_verify_naming_it(lab):
+    leaf1 = lab.node("leaf1")
+    ect = "leaf1:swp2 marks ECN-capable RoCE above 5000pps (blue host2b -> host1b)"
+    plain = "leaf1:swp2 leaves RoCE that is not ECN-capable unmarked (blue host2b -> host1b)"
+
+    def broken(*rule: str) -> dict[str, str]:
+        doc = json.loads(leaf1.check(["nft", "-j", "list", "chain", "ip", "twin_ecn", "postrouting"]).stdout)
+        (handle,) = [x["rule"]["handle"] for x in doc["nftables"] if x.get("rule", {}).get("comment") == "above 5000pps"]
+        verb = ["replace", "rule", "ip", "twin_ecn", "postrouting", "handle", str(handle), *rule] if rule else \
+            ["delete", "rule", "ip", "twin_ecn", "postrouting", "handle", str(handle)]
+        leaf1.check(["nft", *verb])
+        try:
+            return {c.name: c.message for c in verify.run(lab, only=["congestion"]).failures()}
+        finally:
+            leaf1.check(["nft", "-f", "/etc/twin/congestion.nft"])
+
+    bad = broken()   # the marking rule gone
+    assert set(bad) == {ect} and "arrived marked CE" in bad[ect] and bad[ect].endswith("the point does not mark")
+    bad = broken('oifname "swp2" limit rate over 5000/second burst 50 packets ip ecn set ce counter name "ce_swp2" '
+                 'comment "above 5000pps"')   # its ECT match gone: it marks frames that are not ECN-capable
+    assert set(bad) == {plain} and " lost; leaf1:swp2 counted " in bad[plain], bad
+    assert bad[plain].endswith("it marks frames that are not ECN-capable (a VTEP drops those, RFC 6040)")
+    assert verify.run(lab, only=["congestion"]).passed, "whole again"
+
+
+def test_a_run_without_the_rate_groups_says_what_it_did_not_exercise(lab):
+    p = twin_cli("verify", LAB, "--only", "gateway", "--json")
+    report = json.loads(p.stdout)
+    assert p.returncode == 0 and len(report["not_exercised"]) == 6
+    assert {"safeguard": "congestion point: leaf1:swp2 (above 5000pps)",
+            "why": "the congestion group did not run"} in report["not_exercised"]
+    text = twin_cli("verify", LAB, "--only", "gateway").stdout
+    assert "not exercised rate limit: host2b ingress 20000pps on dpu2:pf0vf1: the performance group did not run" \
+        in " ".join(text.split())
+
+
 def test_the_other_groups_hold_beside_the_services(lab):
     """A default route in every tenant VRF with a gateway, CE marks on the way: control, traffic,
     isolation, underlay and zero-trust still pass."""
@@ -211,11 +294,13 @@ def test_the_other_groups_hold_beside_the_services(lab):
     assert vrf.data["actual"]["0.0.0.0/0"] == ["169.254.100.1"], "the gateway is part of the VRF's intent"
 
 
-# one element of every kind of service (issue 16 on issue 14's lab); the whole proof is in the README
+# one element of every kind of service (issue 16 on issue 14's lab; a frame-rate limit loosened and a
+# congestion point's rate removed, issue 29); the whole proof is `make prove`'s, in the README
 SERVICES = ["gateway-rule dpu1 red a segment that does not go out", "gateway-rule dpu1 blue host1b: 1:1",
             "gateway-rule dpu1 blue forward to host1b", "gateway-rule dpu2 red unsolicited inbound",
             "gateway-default dpu2 red", "public-route dpu1 192.0.2.33",
-            "public-network dpu2 192.0.2.34", "internet-default inet", "rate-limit dpu1:pf0vf0 egress"]
+            "public-network dpu2 192.0.2.34", "internet-default inet", "rate-limit-loose dpu2:pf0vf1 ingress",
+            "congestion-rate leaf1:swp2"]
 
 
 def test_prove_catches_every_kind_of_service_broken(lab):
@@ -228,7 +313,9 @@ def test_prove_catches_every_kind_of_service_broken(lab):
     assert by["internet-default inet"] in {"gateway: dpu1 has the internet's default route",
                                            "gateway: dpu2 has the internet's default route"}
     assert by["gateway-rule dpu2 red unsolicited inbound"] == "gateway: internet -> red 192.0.2.18 ping (no forward)"
-    assert by["rate-limit dpu1:pf0vf0 egress"].startswith("performance: red host1a -> host2a held to its limit")
-    exempt = {(x.kind, x.where) for x in proof.exempt}
-    assert ("congestion point", "leaf1:swp2") in exempt and ("rate limit (egress)", "dpu1:pf0vf2 (host1c)") in exempt
+    assert by["rate-limit-loose dpu2:pf0vf1 ingress"] == "performance: blue host2b ingress 20000pps held on dpu2:pf0vf1"
+    assert by["congestion-rate leaf1:swp2"] == "congestion: leaf1:swp2 marks nothing below 5000pps (blue host2b -> " \
+                                               "host1b)"
+    assert not [x for x in proof.exempt if x.kind.startswith(("gateway rule", "rate limit", "congestion point"))], \
+        "none of the services' safeguards is exempt"
     assert failures(gateway(lab)) == {}, "the lab is whole again"

@@ -16,7 +16,7 @@ from twin.config import overlay
 from twin.intent import Intent, paths
 from twin.intent.tenants import evpn_counts, evpn_routes
 from twin.prove import elements
-from twin.prove.element import Kernel, NftDelete, Reload, Vtysh
+from twin.prove.element import Kernel, NftDelete, NftRule, Reload, Vtysh
 from twin.prove.ports import rules
 from twin.prove.report import Outcome, Proof
 from twin.topology import load
@@ -186,16 +186,18 @@ def test_pod8_and_the_vrf_backend_yield_elements_too(pod8, aipod):
 
 @pytest.mark.parametrize("backend,shaping", [("netns", "tc"), ("vrf", "nft")])
 def test_the_services_of_a_vtep_are_elements(monkeypatch, backend, shaping):
-    """Every commented rule of each gateway table, its routes and announcements, and the rate limits a
-    flood of the performance group is held by; what no check can see is exempt, with the reason."""
+    """Every commented rule of each gateway table, its routes and announcements, every rate limit
+    removed and loosened, every congestion point's rule broken three ways; none of them exempt."""
     monkeypatch.chdir(ROOT)
     f = load("topologies/dpu-services.yml")
     els, exempt = elements(ctx_of(f, backend, shaping))
     by = {e.id: e for e in els}
     kinds = Counter(e.kind for e in els)
-    assert kinds["gateway rule"] == 5 + 6 + 4 + 4 and kinds["gateway default route"] == 4 and kinds["internet default route"] == 1
+    assert kinds["gateway rule"] == 5 + 6 + 4 + 4 and kinds["gateway default route"] == 4
+    assert kinds["internet default route"] == 1
     assert kinds["public address route"] == kinds["public address announcement"] == 4
-    assert kinds["rate limit"] == 2, "host1a and host1b flood in the performance group; host1c, host2a never do"
+    assert kinds["rate limit"] == kinds["rate limit, loosened"] == 5, "every workload's limits, both directions"
+    assert kinds["congestion point marking"] == kinds["congestion point ECT match"] == kinds["congestion point rate"] == 1
     line = lambda g, n, m: f"{g}: {n}: {m}"   # noqa: E731
     snat = by["gateway-rule dpu1 blue host1b: 1:1"]
     assert snat.breaks[0].table.endswith("twin_gw" if backend == "netns" else "twin_gw_10200")
@@ -205,15 +207,34 @@ def test_the_services_of_a_vtep_are_elements(monkeypatch, backend, shaping):
     assert not snat.names(line("gateway", "red host1a -> internet 198.51.100.10", "never reached the internet"))
     assert by["gateway-rule dpu1 red a segment that does not go out"].names(line(
         "gateway", "red host1c -> internet 198.51.100.10 (its segment does not go out)", "reached the internet (as x)"))
+    assert "gateway-rule dpu2 red a segment that does not go out" not in by, "not rendered: every host there goes out"
+    assert "gateway-rule dpu1 red forwards" not in by and "gateway-rule dpu1 blue forwards" in by
     assert by["public-network dpu2 192.0.2.18"].names(line(
         "gateway", "192.0.2.18/32 (red) announced by dpu2, learned by inet", "inet has no route"))
-    limit = by["rate-limit dpu1:pf0vf0 egress"]
-    assert limit.names(line("performance", "red host1a -> host2a held to its limit (egress 20mbit) on dpu1",
-                            "delivered 4000 frames/s (35 Mbit/s), over its limit"))
-    assert isinstance(limit.breaks[0], Kernel if shaping == "tc" else NftDelete)
-    why = {(x.kind, x.where): x.why for x in exempt}
-    assert why[("rate limit (egress)", "dpu1:pf0vf2 (host1c)")] == "no flood of the performance group is held by it"
-    assert ("congestion point", "leaf1:swp2") in why and ("gateway rule", "dpu2 red") in why
+    for eid in ("rate-limit dpu2:pf0vf0 egress", "rate-limit-loose dpu2:pf0vf0 egress"):
+        assert by[eid].names(line("performance", "red host2a egress 20mbit held on dpu2:pf0vf0",
+                                  "delivered 22640 frames/s (198.86 Mbit/s) of 1098 bytes, over its limit"))
+        assert not by[eid].names(line("performance", "red host1a egress 20mbit held on dpu1:pf0vf0", "over"))
+    remove, loose = by["rate-limit dpu2:pf0vf0 egress"], by["rate-limit-loose dpu2:pf0vf0 egress"]
+    assert isinstance(remove.breaks[0], Kernel if shaping == "tc" else NftDelete)
+    if shaping == "tc":
+        assert "tbf rate 200000000bit" in loose.how and loose.restored_by.endswith("tbf rate 20000000bit burst 25000 "
+                                                                                    "limit 275000")
+    else:
+        assert isinstance(loose.breaks[0], NftRule) and "limit rate over 25000000 bytes/second" in loose.how
+    ingress = by["rate-limit-loose dpu2:pf0vf1 ingress"].breaks[0]
+    assert isinstance(ingress, NftRule) and "limit rate over 200000/second burst 2000 packets" in ingress.rule
+    ect = by["congestion-ect leaf1:swp2"].breaks[0]
+    assert ect.rule.startswith('oifname "swp2" limit rate over 5000/second') and "ect0" not in ect.rule
+    assert "limit" not in by["congestion-rate leaf1:swp2"].breaks[0].rule
+    assert by["congestion-mark leaf1:swp2"].names(line(
+        "congestion", "leaf1:swp2 marks ECN-capable RoCE above 5000pps (blue host2b -> host1b)", "0 of 2000"))
+    assert by["congestion-ect leaf1:swp2"].names(line(
+        "congestion", "leaf1:swp2 leaves RoCE that is not ECN-capable unmarked (blue host2b -> host1b)", "lost"))
+    assert by["congestion-rate leaf1:swp2"].names(line(
+        "congestion", "leaf1:swp2 marks nothing below 5000pps (blue host2b -> host1b)", "500 of 500"))
+    services = ("gateway rule", "rate limit", "congestion point")
+    assert [x for x in exempt if x.kind.startswith(services)] == [], "none of the services' safeguards is exempt"
 
 
 def test_a_proof_scores_and_reports(tmp_path, aipod):

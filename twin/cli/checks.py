@@ -114,9 +114,13 @@ def print_report(report) -> None:
         for c in marked:
             t.add_row(c["flow"], str(c["sent"]), str(c["ce"]), str(c["cnps_sent"]), str(c["cnps_received"]))
         out.print(t)
-    perf = report.extra.get("performance")
-    if perf and perf.get("runs"):
+    perf = report.extra.get("performance") or {}
+    if perf.get("limits"):
+        print_limits(perf)
+    if perf.get("runs"):
         print_performance(perf)
+    if (report.extra.get("congestion") or {}).get("points"):
+        print_congestion(report.extra["congestion"])
     t = Table(title=f"twin verify {report.lab}", title_justify="left")
     for col in ("group", "checks", "passed", "failed", "seconds"):
         t.add_column(col, justify="right" if col != "group" else "left")
@@ -136,9 +140,45 @@ def print_report(report) -> None:
     for c in report.failures():
         out.print(f"[red]FAIL[/red] {c.group}: {c.name}: ", end="")
         out.print(c.message, markup=False, highlight=False)
+    for x in report.extra.get("not_exercised", []):
+        out.print(f"[yellow]not exercised[/yellow] {x['safeguard']}: ", end="")
+        out.print(x["why"], markup=False, highlight=False)
     for node, paths in (report.extra.get("not emulated") or {}).items():
         out.print(f"not emulated (kept in {node}'s NVUE, not run): {', '.join(paths)}", highlight=False)
     out.print("[green]PASSED[/green]" if report.passed else f"[red]FAILED[/red]: {len(report.failures())} checks")
+
+
+def print_limits(perf: dict) -> None:
+    """Per rate limit, its flood: the limit, what was offered and what arrived, the verdict."""
+    rounds = ", ".join(f"{r['vtep']} {r['seconds']} s" for r in perf.get("rounds", []))
+    t = Table(title=f"performance: every rate limit, each by a flood of its own (held: at most the limit + "
+                    f"{perf['tolerance']:.0%}; the floods of a VTEP together: {rounds})", title_justify="left")
+    for col in ("limit", "on", "flood", "frame B", "limit Mbit/s (fr/s)", "offered Mbit/s (fr/s)",
+                "delivered Mbit/s (fr/s)", "held back", "verdict"):
+        t.add_column(col, justify="right" if "/s" in col or col in ("frame B", "held back") else "left")
+    for f in perf["limits"]:
+        verdict = {"held": "[green]held[/green]", "over": "[red]OVER[/red]"}.get(f["verdict"], "[yellow]not judged[/yellow]")
+        t.add_row(f"{f['tenant']} {f['host']} {f['direction']} {f['limit']}", f["where"], f"{f['src']} -> {f['dst']}",
+                  str(f["frame_bytes"]), f"{f['limit_mbps']} ({f['limit_fps']})",
+                  f"{f['offered_mbps']} ({f['offered_fps']})", f"{f['delivered_mbps']} ({f['delivered_fps']})",
+                  f"{f['held_back']:.0%}", verdict)
+    out.print(t)
+
+
+def print_congestion(cong: dict) -> None:
+    """Per congestion point, its three runs: what arrived, marked, and the CNPs that answered."""
+    t = Table(title="congestion: every congestion point, by what comes out of it (marks of the ECN-capable burst: at "
+                    f"least {1 - cong['tolerance']:.0%} of what its rule makes of it)", title_justify="left")
+    for col in ("point", "flow", "run", "sent", "received", "arrived fr/s", "CE (the rule's)", "CNPs sent/back/allowed"):
+        t.add_column(col, justify="left" if col in ("point", "flow", "run") else "right")
+    for p in cong["points"]:
+        for key, run_ in (("ect", f"ECN-capable, above {p['above']}"), ("plain", "not ECN-capable, above"),
+                          ("below", "ECN-capable, paced below")):
+            r = p[key]
+            t.add_row(p["point"] if key == "ect" else "", r["flow"] if key == "ect" else "", run_, str(r["sent"]),
+                      str(r["received"]), str(r["arrived_fps"]), f"{r['ce']} ({r['rule_marks']})",
+                      f"{r['cnps_sent']}/{r['cnps_received']}/{r['cnps_allowed']}")
+    out.print(t)
 
 
 def print_performance(perf: dict) -> None:
@@ -188,7 +228,7 @@ def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sp
         before = dcqcn.congestion_counters(c) if congest else {}
         r = flows.run(c, [f], {1: same}, cnps=congest)[1]
         points = dcqcn.delta(before, dcqcn.congestion_counters(c)) if congest else {}
-        doc = {k: v for k, v in asdict(r).items() if k not in ("flow", "ce_times")} | {
+        doc = {k: v for k, v in asdict(r).items() if k not in ("flow", "ce_times", "times")} | {
             "expected": "deliver" if same else "never"}
         if congest:
             doc |= {"cnps_allowed": dcqcn.expected_cnps(r.ce_times), "cnp_interval_us": dcqcn.CNP_INTERVAL_NS // 1000,

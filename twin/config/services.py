@@ -81,7 +81,7 @@ def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc
     points = [p for p in fabric.congestion if p.node == node]
     if points:
         out["congestion.nft"] = render_template("nft/congestion.nft.j2", node=node, fabric_name=fabric.name, points=[
-            {"port": p.port, "id": nft_id(p.port), "rate": str(p.above), "limit": _limit(p.above, CONGESTION_BURST_S)}
+            {"port": p.port, "id": nft_id(p.port), "rate": str(p.above), "limit": nft_limit(p.above, CONGESTION_BURST_S)}
             for p in points])
     return out
 
@@ -140,7 +140,8 @@ def _local(fabric: Fabric, node: str) -> list[tuple[Tenant, Attachment]]:
     return [(t, a) for t in fabric.tenants_on(node) for a in t.attachments if a.vtep == node and a.rate_limit]
 
 
-def _tbf(rate: Rate, mtu: int) -> dict:
+def tbf_args(rate: Rate, mtu: int) -> dict:
+    """The TBF of a shaped `rate` on a port of `mtu`: its rate, bucket and queue (bytes)."""
     per_s = rate.value // 8
     burst = max(int(per_s * SHAPE_BURST_S), 2 * (mtu + 14))
     return {"rate": rate.value, "burst": burst, "limit": burst + int(per_s * SHAPE_QUEUE_S)}
@@ -153,12 +154,12 @@ def _shaping(fabric: Fabric, node: str, backend: Backend, shaping: Shaping, file
         ns, mtu = tenant_ns(t, backend), fabric.nodes[node].ports_by_name[a.port].mtu
         setup, teardown = [], []
         if shaped(a.rate_limit.ingress, shaping):       # what the workload receives leaves the port
-            setup.append(Step("tbf", a.port, ns, _tbf(a.rate_limit.ingress, mtu)))
+            setup.append(Step("tbf", a.port, ns, tbf_args(a.rate_limit.ingress, mtu)))
             teardown.append(Step("noqdisc", a.port, ns, {"parent": "root"}))
         if shaped(a.rate_limit.egress, shaping):        # what it sends enters the port: shaped on an IFB
             ifb = f"twinifb{ports.index(a.port)}"
             setup += [Step("ifb", ifb, ns, {"index": IFB_INDEX + ports.index(a.port)}), Step("up", ifb, ns),
-                      Step("tbf", ifb, ns, _tbf(a.rate_limit.egress, mtu)), Step("ingress", a.port, ns),
+                      Step("tbf", ifb, ns, tbf_args(a.rate_limit.egress, mtu)), Step("ingress", a.port, ns),
                       Step("redirect", a.port, ns, {"to": ifb})]
             teardown += [Step("noqdisc", a.port, ns, {"parent": "ingress"}), Step("del", ifb, ns)]
         if setup:
@@ -180,16 +181,23 @@ def _policed(fabric: Fabric, node: str, backend: Backend, shaping: Shaping) -> d
                 continue
             out.setdefault(tenant_ns(t, backend), []).append(
                 {"port": a.port, "host": a.host, "direction": direction, "rate": str(rate),
-                 "limit": _limit(rate, SHAPE_BURST_S)})
+                 "limit": nft_limit(rate, SHAPE_BURST_S)})
     return out
 
 
-def _limit(rate: Rate, burst_s: float) -> str:
-    """An nftables `limit` of `rate`, with `burst_s` of it allowed at once."""
+def bucket(rate: Rate, burst_s: float) -> tuple[int, int]:
+    """(rate, burst) of the nftables `limit` of `rate` with `burst_s` of it allowed at once: in
+    packets for a packet rate, in bytes for a bit rate."""
     if rate.unit == "pps":
-        return f"{rate.value}/second burst {max(2, int(rate.value * burst_s))} packets"
+        return rate.value, max(2, int(rate.value * burst_s))
     per_s = rate.value // 8
-    return f"{per_s} bytes/second burst {max(1500, int(per_s * burst_s))} bytes"
+    return per_s, max(1500, int(per_s * burst_s))
+
+
+def nft_limit(rate: Rate, burst_s: float) -> str:
+    """An nftables `limit` of `rate`, with `burst_s` of it allowed at once."""
+    per_s, burst = bucket(rate, burst_s)
+    return f"{per_s}/second burst {burst} packets" if rate.unit == "pps" else f"{per_s} bytes/second burst {burst} bytes"
 
 
 def _ip_key(ip: str) -> tuple[int, ...]:

@@ -49,6 +49,7 @@ class GatewayIntent:
     addresses: dict[str, str]              # local host -> its private address
     out: tuple[str, ...]                   # subnets that may go out
     forwards: tuple[Forward, ...]
+    inside: tuple[str, ...] = ()           # local hosts that do not go out (their segment stays inside)
 
     @property
     def gateway(self) -> str:
@@ -70,7 +71,8 @@ def gateway_intent(fabric: Fabric, node: str, t: Tenant) -> GatewayIntent | None
                      for f in t.internet.forwards for a in local if a.host == f.host)
     return GatewayIntent(tenant=t.name, vrf=t.vrf, l3vni=t.l3vni, public=public, nat=nat,
                          addresses={a.host: a.ip for a in local},
-                         out=tuple(t.segments[s].subnet for s in t.internet.segments), forwards=forwards)
+                         out=tuple(t.segments[s].subnet for s in t.internet.segments), forwards=forwards,
+                         inside=tuple(a.host for a in t.attachments if a.vtep == node and not t.goes_out(a)))
 
 
 def public_routes(fabric: Fabric) -> dict[str, str]:

@@ -10,6 +10,7 @@ Drained routers (graceful shutdown) are left out when `b` can be reached without
     paths.carried(fabric)                     # every (router, port) a tenant's frame may leave by
     paths.branching(fabric)                   # routers that choose between ports (ECMP) on those paths
     paths.cover(fabric)                       # a few VTEP pairs whose paths cross all of that
+    paths.crosses(fabric, "dpu2", "dpu1", "leaf1", "swp2")   # every path dpu2 -> dpu1 leaves leaf1 by swp2
 """
 from __future__ import annotations
 
@@ -94,3 +95,20 @@ def cover(fabric: Fabric) -> list[tuple[str, str]]:
         chosen.append(best)
         want -= reach[best]
     return chosen
+
+
+def crosses(fabric: Fabric, src: str, dst: str, node: str, port: str) -> bool:
+    """Does every path from VTEP `src` to VTEP `dst` leave `node` by `port` (whatever ECMP chooses)?"""
+    nh = next_hops(fabric, src, dst)
+    memo: dict[str, bool] = {}
+
+    def every(x: str) -> bool:   # every path on from x crosses node:port
+        if x == node:
+            return nh.get(x) == (port,)
+        if not nh.get(x):
+            return False
+        if x not in memo:
+            memo[x] = all(every(fabric.nodes[x].ports_by_name[p].peer_node) for p in nh[x])
+        return memo[x]
+
+    return node in nh and every(src)

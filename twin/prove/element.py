@@ -9,7 +9,8 @@ Breaking and restoring go through twin's own mechanisms only:
 - `Vtysh`: lines of FRR configuration typed into the node's vtysh; `Reload` restores the
   node's rendered frr.conf with `frr-reload.py` (`twin.runtime.frr.take`);
 - `NftDelete`: one rule (a host port's, a gateway's, a rate limit's), found by its comment, deleted
-  by its handle;
+  by its handle; `NftRule`: one rule, found so, replaced by another (a rate limit loosened, a
+  congestion point's rule without its ECT match or without its rate);
 - `Unlearn`: the MACs a bridge port learned while a rule was gone (a spoofer's), deleted;
 - `ZebraVni`: a wait until zebra holds a VNI made again (a binding written before is not read);
 """
@@ -62,6 +63,20 @@ class NftDelete:
 
 
 @dataclass(frozen=True)
+class NftRule:
+    node: str
+    ns: str
+    comment: str
+    table: str          # family and name
+    chain: str
+    rule: str           # what replaces the rule, as nft reads it
+
+    def text(self) -> str:
+        where = f"ip netns exec {self.ns} " if self.ns else ""
+        return f'{where}nft replace rule {self.table} {self.chain} handle <the rule "{self.comment}"> {self.rule}'
+
+
+@dataclass(frozen=True)
 class Unlearn:
     node: str
     ns: str
@@ -80,7 +95,7 @@ class ZebraVni:
         return f"until zebra holds VNI {self.vni}"
 
 
-Action = Union[Kernel, Vtysh, Reload, NftDelete, Unlearn, ZebraVni]
+Action = Union[Kernel, Vtysh, Reload, NftDelete, NftRule, Unlearn, ZebraVni]
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext, context_of
-from twin.prove import frr_side, kernel_side, ports, services
-from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, Reload, Unlearn, Vtysh, ZebraVni
+from twin.prove import frr_side, kernel_side, ports, rates, services
+from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, NftRule, Reload, Unlearn, Vtysh, ZebraVni
 from twin.prove.report import Outcome, Proof, line
 from twin.verify.result import Check
 from twin.runtime import frr, kernel, observe
@@ -28,7 +28,7 @@ from twin.config.steps import Step
 DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
           kernel_side.gateway_elements, kernel_side.vxlan_elements, kernel_side.link_elements,
           kernel_side.hash_elements, kernel_side.port_elements, services.gateway_elements,
-          services.limit_elements)
+          rates.limit_elements, rates.congestion_elements)
 
 
 def elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
@@ -66,8 +66,8 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
             ctx.exec(a.node).vtysh("configure terminal", *a.lines, timeout=timeouts.VTYSH)
         elif isinstance(a, Reload):
             frr.take(ctx.exec(a.node))
-        elif isinstance(a, NftDelete):
-            _nft_delete(ctx, a)
+        elif isinstance(a, (NftDelete, NftRule)):
+            _nft_rule(ctx, a)
         elif isinstance(a, ZebraVni):
             wait_vnis(ctx.exec(a.node), {a.vni})
         elif isinstance(a, Unlearn):
@@ -77,7 +77,8 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
                 kernel.apply([Step("unfdb", a.port, a.ns, {"mac": m}) for m in macs], ctx.pid(a.node), ctx.exec(a.node))
 
 
-def _nft_delete(ctx: LabContext, a: NftDelete) -> None:
+def _nft_rule(ctx: LabContext, a: NftDelete | NftRule) -> None:
+    """Delete the rule with `a.comment` (NftDelete), or replace it with `a.rule` (NftRule)."""
     ex = ctx.exec(a.node)
     ns = ["ip", "netns", "exec", a.ns] if a.ns else []
     table = a.table.split()
@@ -86,7 +87,9 @@ def _nft_delete(ctx: LabContext, a: NftDelete) -> None:
     if len(handles) != 1:
         raise TwinError(f"{ctx.name}/{a.node}: {len(handles)} rules with comment {a.comment!r} in {a.table} "
                         f"{a.chain}, expected 1")
-    ex.check(ns + ["nft", "delete", "rule", *table, a.chain, "handle", str(handles[0])])
+    verb = ["replace", "rule", *table, a.chain, "handle", str(handles[0]), a.rule] if isinstance(a, NftRule) \
+        else ["delete", "rule", *table, a.chain, "handle", str(handles[0])]
+    ex.check(ns + ["nft", *verb])
 
 
 def _failing(ctx: LabContext, groups: list[str]) -> list[str]:

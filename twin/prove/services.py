@@ -1,13 +1,12 @@
-"""Elements of a VTEP's services (`twin.config.services`): each tenant's internet gateway (every
-rule of its NAT table, its default route, the routes to and the BGP announcement of its public
-addresses, the internet's default route) and every rate limit a noisy neighbour is held to.
+"""Elements of a VTEP's internet gateways (`twin.config.services`): every rule of each tenant's NAT
+table, its default route, the routes to and the BGP announcement of its public addresses, the
+internet's default route. (Rate limits and congestion points: `twin.prove.rates`.)
 
 The gateway's rules are read from the ruleset twin renders (`gateway-<vrf>.nft`): each rule with
-a comment is deleted by its handle and the file loaded again to restore it. Routes are kernel
-steps of the gateway's unit; announcements lines of frr.conf (restored by `frr-reload.py`).
-A rate limit is broken by its unit's own teardown (tc) or by deleting its rule (nftables), and
-restored by its setup or its file. What twin renders and no verify check can see in this lab is
-listed as exempt, with the reason.
+a comment is deleted by its handle and the file loaded again to restore it. Every rule rendered
+stops something in the lab (a gateway without forwards has no `forwards` rule, one whose hosts all
+go out no `a segment that does not go out`), so none is exempt. Routes are kernel steps of the
+gateway's unit; announcements lines of frr.conf (restored by `frr-reload.py`).
 """
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ from twin.config.steps import Step
 from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, gateway_intent
 from twin.lifecycle.context import LabContext
 from twin.prove.element import Element, Exempt, Kernel, NftDelete, Reload, Vtysh, alt
-from twin.topology.model import Attachment, Tenant
-from twin.verify import performance
+from twin.topology.model import Tenant
 from twin.verify.gateway_probes import edges
 
 _CHAIN = re.compile(r"^\s*chain (\S+) \{")
@@ -40,16 +38,14 @@ def commented(text: str) -> list[tuple[str, str]]:
 
 
 def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
-    f, be, out, exempt = ctx.fabric, ctx.backend, [], []
+    f, be, out = ctx.fabric, ctx.backend, []
     for v in f.vteps():
         files = services.rulesets(f, v, be, ctx.shaping)
         for t in f.tenants_on(v):
             g = gateway_intent(f, v, t)
             if g is None:
                 continue
-            els, ex = _nat_rules(ctx, v, t, g, files[services.gateway_file(t)])
-            out += els + _routes(ctx, v, t, g)
-            exempt += ex
+            out += _nat_rules(ctx, v, t, g, files[services.gateway_file(t)]) + _routes(ctx, v, t, g)
     inet = [e for e in edges(f) if any(t.internet for t in f.tenants.values())]
     for e in inet:
         asn = f.nodes[e].asn
@@ -58,15 +54,15 @@ def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                            (r"^gateway: \S+ has the internet's default route: ",),
                            (Vtysh(e, (f"router bgp {asn}", "address-family ipv4 unicast",
                                       "no neighbor fabric default-originate")),), (Reload(e),)))
-    return out, exempt
+    return out, []
 
 
-def _nat_rules(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent, text: str) -> tuple[list[Element], list[Exempt]]:
+def _nat_rules(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent, text: str) -> list[Element]:
     """Each rule of tenant `t`'s gateway table on `v`, with the probes only it stops or lets through."""
-    ns, out, exempt = tenant_ns(t, ctx.backend), [], []
+    ns, out = tenant_ns(t, ctx.backend), []
     tn, table = re.escape(t.name), f"ip {services.gateway_table(t, ctx.backend)}"
     going = list(g.nat)   # its hosts here that go out
-    staying = [a.host for a in t.attachments if a.vtep == v and not t.goes_out(a)]
+    staying = g.inside   # hosts here whose segment stays inside
     out_probe = rf"^gateway: {tn} {alt(going)} -> internet "
     forward = rf"^gateway: .*-> {tn} .*\(forward to .*never reached"
     expects = {
@@ -78,13 +74,6 @@ def _nat_rules(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent, text: str) 
         "pool": (rf"^gateway: {tn} {alt(h for h, p in g.nat.items() if g.public.get(p) == 'pool')} -> internet ",),
     }
     for chain, comment in commented(text):
-        if comment in ("forwards",) and not g.forwards:
-            exempt.append(Exempt("gateway rule", f"{v} {t.name}", f'"{comment}": no forward of {t.name} on {v}'))
-            continue
-        if comment == "a segment that does not go out" and not staying:
-            exempt.append(Exempt("gateway rule", f"{v} {t.name}", f'"{comment}": every host of {t.name} on {v} '
-                                                                     "goes out"))
-            continue
         if comment.startswith("forward to "):
             expect = (forward.replace(r"\(forward to .*", rf"\(forward to {re.escape(comment[11:])}.*"),)
         elif comment.endswith(": 1:1"):
@@ -95,7 +84,7 @@ def _nat_rules(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent, text: str) 
                            f'"{comment}" in {table} {chain} on {v} ({t.name})', ("gateway",), expect,
                            (NftDelete(v, ns, comment, table, chain),),
                            (Kernel(v, (Step("nft", services.gateway_file(t), ns),)),)))
-    return out, exempt
+    return out
 
 
 def _routes(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent) -> list[Element]:
@@ -122,58 +111,3 @@ def _routes(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent) -> list[Elemen
                            (Vtysh(v, (f"router bgp {asn}", "address-family ipv4 unicast", f"no network {ip}/32")),),
                            (Reload(v),)))
     return out
-
-
-def _binding(src: Attachment, dst: Attachment, direction: str) -> bool:
-    """Is `src`'s egress limit (or `dst`'s ingress limit) what holds a flood from src to dst?"""
-    eg, ing = src.rate_limit and src.rate_limit.egress, dst.rate_limit and dst.rate_limit.ingress
-    mine, other = (eg, ing) if direction == "egress" else (ing, eg)
-    return bool(mine) and (not other or mine.per_second(1098) <= other.per_second(1098))
-
-
-def limit_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
-    """Each rate limit of each workload, where a noisy-neighbour flood of the performance group is
-    held by it (else exempt: nothing verify sends would notice it gone)."""
-    f, out, exempt = ctx.fabric, [], []
-    floods = [s.noisy for s in performance.scenarios(f)]
-    for t in f.tenants.values():
-        for a in t.attachments:
-            for direction in ("egress", "ingress"):
-                rate = a.rate_limit and getattr(a.rate_limit, direction)
-                if not rate:
-                    continue
-                held = [(nt, src, dst) for nt, src, dst in floods
-                        if (src.host if direction == "egress" else dst.host) == a.host and _binding(src, dst, direction)]
-                where = f"{a.vtep}:{a.port} ({a.host})"
-                if not held:
-                    exempt.append(Exempt(f"rate limit ({direction})", where,
-                                         "no flood of the performance group is held by it"))
-                    continue
-                expect = tuple(rf"^performance: {re.escape(nt.name)} {re.escape(src.host)} -> {re.escape(dst.host)} "
-                               r"held to its limit" for nt, src, dst in held)
-                breaks, restores, how = _limit_actions(ctx, t, a, direction)
-                out.append(Element(f"rate-limit {a.vtep}:{a.port} {direction}", "rate limit", a.vtep,
-                                   f"{direction} {rate} of {a.host} on {a.vtep}:{a.port} ({how})", ("performance",),
-                                   expect, breaks, restores))
-    for p in f.congestion:
-        exempt.append(Exempt("congestion point", f"{p.node}:{p.port}",
-                             "verify's traffic (16 frames a flow) stays within its burst; `twin traffic --congest` "
-                             "drives it over"))
-    return out, exempt
-
-
-def _limit_actions(ctx: LabContext, t: Tenant, a: Attachment, direction: str) -> tuple[tuple, tuple, str]:
-    f, ns = ctx.fabric, tenant_ns(t, ctx.backend)
-    rate = getattr(a.rate_limit, direction)
-    if services.shaped(rate, ctx.shaping):
-        unit = next(u for u in services.units(f, a.vtep, ctx.backend, ctx.shaping) if u.key == f"shaping {a.port}")
-        port_tbf = [s for s in unit.setup if s.op == "tbf" and s.dev == a.port]
-        if direction == "ingress":
-            return ((Kernel(a.vtep, (Step("noqdisc", a.port, ns, {"parent": "root"}),)),),
-                    (Kernel(a.vtep, tuple(port_tbf)),), "tc TBF")
-        teardown = tuple(s for s in unit.teardown if s.args.get("parent") != "root")
-        return ((Kernel(a.vtep, teardown),), (Kernel(a.vtep, tuple(s for s in unit.setup if s not in port_tbf)),),
-                "tc TBF on an IFB")
-    comment = f"{a.host}: {direction} {rate}"
-    return ((NftDelete(a.vtep, ns, comment, "bridge twin_rate", direction),),
-            (Kernel(a.vtep, (Step("nft", services.policing_file(ns), ns),)),), "nftables limit")

@@ -67,3 +67,13 @@ def learned(ipr: IPRoute, port: str) -> list[str]:
             continue
         out.append(e.get_attr("NDA_LLADDR"))
     return sorted(m for m in out if m)
+
+
+def port_counters(ipr: IPRoute, port: str) -> dict[str, int]:
+    """Packets and bytes `port` received and sent (one RTM_GETLINK of that port), e.g. a host's
+    port: what it sent is what its VTEP port took in, what it received what the VTEP gave it."""
+    links = ipr.link("get", ifname=port)
+    stats = links[0].get_attr("IFLA_STATS64") if links else None
+    if stats is None:
+        return {}
+    return {k: int(stats.get(k, 0)) for k in ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes")}

@@ -10,7 +10,8 @@ twin's senders keep their pace, so the marks and CNPs can be counted.
 CNP pacing, as NICs do it: at most one CNP per QP per `CNP_INTERVAL_NS` (50 us)
 of arrival time. The arrival time is the kernel's (SO_TIMESTAMPNS on the tap),
 so the rule does not depend on when twin reads the frame. `expected_cnps` gives
-what the rule allows for a list of CE arrival times, for tests and reports.
+what the rule allows for a list of CE arrival times, for tests and reports, and
+`expected_marks` what a congestion point's rule marks of frames arriving at given times.
 """
 from __future__ import annotations
 
@@ -35,6 +36,23 @@ def expected_cnps(arrivals_ns: list[int], interval_ns: int = CNP_INTERVAL_NS) ->
     return count
 
 
+def expected_marks(arrivals_ns: list[int], per_second: float, burst: float, cost: float = 1.0) -> int:
+    """How many of these frames a congestion point marks: an nftables `limit rate over` of
+    `per_second` (frames, or bytes with `cost` bytes a frame) with a bucket of `burst`, full at
+    the first frame, taking `cost` of it per frame; a frame the bucket cannot pay for is marked.
+    The times are where the frames arrived (the point's own are a constant delay earlier)."""
+    tokens, last, marked = burst, None, 0
+    for t in sorted(arrivals_ns):
+        if last is not None:
+            tokens = min(burst, tokens + (t - last) * per_second / 1e9)
+        last = t
+        if tokens >= cost:
+            tokens -= cost
+        else:
+            marked += 1
+    return marked
+
+
 class NotificationPoint:
     """Answers CE-marked frames of a run's flows with paced CNPs; counts marks and CNPs per flow."""
 
@@ -45,19 +63,21 @@ class NotificationPoint:
         self.flows = {f.flow_id: f for f in flows if f.flow_id in cnps}
         self.cnp = cnps
         self.marked: dict[int, list[int]] = defaultdict(list)   # flow -> arrival times (ns) of its CE frames
+        self.arrived: dict[int, list[int]] = defaultdict(list)  # flow -> arrival times (ns) of all its frames
         self.sent: dict[int, int] = defaultdict(int)             # flow -> CNPs sent
         self._last: dict[int, int] = {}                         # flow (its QP pair) -> time of its last CNP
         self._lock = threading.Lock()
 
     def __call__(self, tap: str, frame: bytes, ns: int) -> bytes | None:
         """The engine's `respond`: a CNP for a CE-marked frame of one of the flows, if the pacing allows."""
-        if len(frame) < 16 or not roce.is_ce(frame[15]):
-            return None
         a = roce.read(frame, self.run, check_icrc=False)
         f = self.flows.get(a.flow_id) if a else None
         if f is None or f.dst != tap:
             return None
         with self._lock:
+            self.arrived[f.flow_id].append(ns)
+            if not roce.is_ce(frame[15]):
+                return None
             self.marked[f.flow_id].append(ns)
             # each flow is one QP pair of its own (flows share the QP number, not the QP), so the
             # pacing is per flow; paced across flows, one flow's marks would silence another's CNPs

@@ -43,6 +43,7 @@ Respond = Callable[[str, bytes, int], "bytes | None"]
 PACKET_OUTGOING = 4
 POLL_MS = 50      # the receiver notices `stop` within this
 BATCH = 256       # frames read from one tap before the others get their turn
+CATCH_UP = 0.005  # a paced sender that fell behind sends at most this many seconds' worth at once
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ class Session:
     def run(self, sends: dict[str, list[bytes]], keep: Callable[[bytes], bool],
             done: Callable[[dict[str, list[bytes]]], list[str]], timeout: float,
             window: float = timeouts.TRAFFIC_WINDOW,
-            quiet: float | None = timeouts.TRAFFIC_QUIET, respond: Respond | None = None) -> dict[str, list[bytes]]:
+            quiet: float | None = timeouts.TRAFFIC_QUIET, respond: Respond | None = None,
+            pace: float = 0.0) -> dict[str, list[bytes]]:
         """Send `sends` (tap -> frames, in order) while capturing frames that `keep` accepts
         on every tap (not the ones a tap sends itself). Ends when `done(captured)` reports
         nothing missing, when no frame was kept for `quiet` seconds since the last one (or
@@ -97,7 +99,9 @@ class Session:
 
         `respond(tap, frame, ns)`, given each captured frame and the kernel's time of its
         arrival (ns), may answer it: the frame it returns is sent on that tap at once (a NIC
-        answering congestion marks with CNPs)."""
+        answering congestion marks with CNPs). `pace`: seconds between two frames of a tap
+        (0: back to back); a sender late by more than CATCH_UP lets its schedule slip rather
+        than send what it owes at once."""
         cap = _Captured()
         stop = threading.Event()
         cpu = min(os.sched_getaffinity(0))
@@ -108,6 +112,9 @@ class Session:
         def send(name: str) -> None:
             s = self.socks[name]
             with on_cpu(cpu):
+                if pace:
+                    _paced(s, sends[name], pace)
+                    return
                 for f in sends[name]:
                     _send(s, f)
 
@@ -218,6 +225,20 @@ def _send(s: socket.socket, frame: bytes) -> None:
             if e.errno in (errno.EMSGSIZE, errno.ENOBUFS, errno.ENETDOWN, errno.ENXIO):
                 return
             raise
+
+
+def _paced(s: socket.socket, frames: list[bytes], pace: float) -> None:
+    """`frames` one every `pace` seconds, each at its due time (a late one at once, but never more
+    than CATCH_UP seconds' worth at once: beyond, the schedule slips)."""
+    start = time.monotonic()
+    for i, f in enumerate(frames):
+        due = start + i * pace
+        now = time.monotonic()
+        if due > now:
+            time.sleep(due - now)   # pacing, not waiting for a state
+        elif now - due > CATCH_UP:
+            start += now - due - CATCH_UP
+        _send(s, f)
 
 
 def new_run_id() -> int:

@@ -4,17 +4,21 @@ where it arrives.
     with Flood(ctx, flow, seconds=3.0) as f:      # a child process floods from the flow's source host
         ...                                       # meanwhile: paced streams of other tenants
     f.sent, f.arrivals                            # frames sent; arrival times at the destination
+    f.held                                        # seconds the sender waited on a full socket
 
 The sender is a process of its own (`twin/traffic/blast.py`, run as a file), so the flood competes with
 the lab for CPU as a noisy tenant's workload would, not with twin's own threads for
 Python's lock. It enters the source host's network namespace, sends a ring of
 pre-stamped frames (`twin.traffic.stamp`, valid ICRC) on its port without pause until
-its time is up, and reports how many it sent. A thread of twin counts the flow's
-frames at the destination host's port, with their arrival times, so a rate can be taken
-over any window. Nothing leaves the lab's namespaces.
+its time is up, and reports how many it sent and how long a full socket held it back (a
+port shaping what it receives makes the sender wait: it wanted to send more than the
+port's rate). A thread of twin counts the flow's frames at the destination host's port,
+with their arrival times, so a rate can be taken over any window (`count=False`: no
+counting, the caller reads the ports' own counters). Nothing leaves the lab's namespaces.
 """
 from __future__ import annotations
 
+import re
 import select
 import socket
 import subprocess
@@ -34,11 +38,13 @@ from twin.traffic.stamp import Stamper
 RING = 512          # distinct frames (PSNs) the sender cycles through
 START = 10.0        # the sender process has its socket within this
 UNTIL_STOPPED = 86400.0
+_REPORT = re.compile(r"sent (\d+) held ([\d.]+)")
 
 
 class Flood:
-    def __init__(self, ctx: LabContext, flow: roce.Flow, seconds: float | None = None, run: int | None = None):
-        """`seconds`: how long it floods (None: until `stop`)."""
+    def __init__(self, ctx: LabContext, flow: roce.Flow, seconds: float | None = None, run: int | None = None,
+                 count: bool = True):
+        """`seconds`: how long it floods (None: until `stop`); `count`: count arrivals at the destination."""
         if flow.src not in hostflows.hosts(ctx.fabric) or flow.dst not in hostflows.hosts(ctx.fabric):
             raise TwinError(f"a flood runs between host endpoints of lab {ctx.name!r}, not {flow.src} -> {flow.dst}")
         self.ctx, self.flow, self.seconds = ctx, flow, seconds
@@ -48,6 +54,8 @@ class Flood:
         self.frames = [stamper.frame(flow.psn + i) for i in range(RING)]
         self.frame_bytes = len(self.frames[0])
         self.sent = 0
+        self.held = 0.0                        # seconds the sender waited for its socket (held back by the port)
+        self.count = count
         self.arrivals: list[float] = []        # monotonic times of the flow's frames at its destination
         self.t0 = 0.0
         self._stop = threading.Event()
@@ -60,10 +68,12 @@ class Flood:
 
     def start(self) -> "Flood":
         src = hostflows.host_taps(self.ctx, [self.flow.src])[0]
-        self._rx = open_socket(hostflows.host_taps(self.ctx, [self.flow.dst])[0])
-        self._rx.setblocking(False)
-        self._thread = threading.Thread(target=self._count, name="flood-rx", daemon=True)
-        self._thread.start()
+        self._thread = None
+        if self.count:
+            self._rx = open_socket(hostflows.host_taps(self.ctx, [self.flow.dst])[0])
+            self._rx.setblocking(False)
+            self._thread = threading.Thread(target=self._count, name="flood-rx", daemon=True)
+            self._thread.start()
         self._proc = subprocess.Popen([sys.executable, "-I", blast.__file__, src.ns_path, src.port,
                                        f"{self.seconds or UNTIL_STOPPED:g}"],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -90,12 +100,13 @@ class Flood:
         out = self._proc.stdout.read()
         self._proc.stdout.close()
         self.elapsed = time.monotonic() - self.t0 if self.t0 else 0.0
-        time.sleep(0.05)   # the last frames in flight
-        self._stop.set()
-        self._thread.join()
-        self._rx.close()
-        words = out.decode().split()
-        self.sent = int(words[-1]) if len(words) >= 2 and words[-2] == "sent" else 0
+        if self._thread is not None:
+            time.sleep(0.05)   # the last frames in flight
+            self._stop.set()
+            self._thread.join()
+            self._rx.close()
+        got = _REPORT.search(out.decode())
+        self.sent, self.held = (int(got[1]), float(got[2])) if got else (0, 0.0)
         self._proc = None
         return self.sent
 

@@ -55,7 +55,7 @@ def same_tenant(fabric: Fabric, a: str, b: str) -> bool:
 
 
 def run(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
-        timeout: float = timeouts.TRAFFIC, cnps: bool = False) -> dict[int, roce.FlowResult]:
+        timeout: float = timeouts.TRAFFIC, cnps: bool = False, pace: float = 0.0) -> dict[int, roce.FlowResult]:
     """Send all flows at once from their sources and capture on every host endpoint of `lab`
     (a Lab or its context).
 
@@ -63,13 +63,14 @@ def run(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool =
     ends once all of those have arrived (or at `timeout`). Each result counts the
     flow's arrivals at its destination and, in `seen_at`, at every host. With `cnps`,
     each destination answers CE-marked frames with CNPs (`twin.traffic.dcqcn`), counted
-    in the results as sent and as received by the sender."""
-    return run_with_taps(lab, flows, expect, check_icrc, timeout, cnps=cnps)[0]
+    in the results as sent and as received by the sender, and every frame's arrival time is
+    kept (`times`). `pace`: seconds between two frames a host sends (0: back to back)."""
+    return run_with_taps(lab, flows, expect, check_icrc, timeout, cnps=cnps, pace=pace)[0]
 
 
 def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
                   timeout: float = timeouts.TRAFFIC, taps: list[Tap] = (), cnps: bool = False,
-                  run_id: int | None = None) -> tuple[dict[int, roce.FlowResult], dict[str, list[bytes]]]:
+                  run_id: int | None = None, pace: float = 0.0) -> tuple[dict[int, roce.FlowResult], dict[str, list[bytes]]]:
     """`run`, also capturing on extra `taps` (fabric ports): the frames each received."""
     ctx = context_of(lab)
     run_id = new_run_id() if run_id is None else run_id
@@ -96,7 +97,7 @@ def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_ic
 
     extra = {t.name for t in taps}
     with Session(host_taps(ctx) + list(taps)) as session:
-        captured = session.run(sends, roce_keep(run_id), done, timeout, respond=np)
+        captured = session.run(sends, roce_keep(run_id), done, timeout, respond=np, pace=pace)
     fabric_frames = {n: captured.pop(n, []) for n in extra}
     answered = np.cnps_at(captured) if np else {}
 
@@ -119,4 +120,5 @@ def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_ic
         if np:
             results[i].cnps_sent, results[i].cnps_received = np.sent.get(i, 0), answered.get(i, 0)
             results[i].ce_times = list(np.marked.get(i, []))
+            results[i].times = list(np.arrived.get(i, []))
     return results, fabric_frames

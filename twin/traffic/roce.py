@@ -265,6 +265,7 @@ class FlowResult:
     cnps_sent: int = 0       # CNPs the receiver answered the marks with (DCQCN notification point)
     cnps_received: int = 0   # ... and that reached the sender
     ce_times: list[int] = field(default_factory=list)   # kernel arrival times (ns) of the CE-marked frames
+    times: list[int] = field(default_factory=list)      # ... of every frame that reached its destination
     gaps: int = 0            # PSNs sent but never received
     duplicates: int = 0
     reordered: int = 0       # arrivals with a PSN below one already seen

@@ -10,8 +10,11 @@ control (BGP, loopbacks, EVPN routes, VNIs, route targets, VRF contents), traffi
 underlay (VNIs, DSCP, MTU and ECMP on fabric links), zerotrust (every spoofing and
 injection attempt each port rule stops), arp (gateways and remote peers answered
 by the host's VTEP), gateway (internet access through the VTEPs' NAT, where tenants
-have it), performance (rate limits against a noisy neighbour, where workloads have
-them). `twin.prove` proves that these notice every element broken.
+have it), performance (every rate limit held, and against a noisy neighbour, where
+workloads have them), congestion (every congestion point's CE marks, by what comes out
+of it). `twin.prove` proves that these notice every element broken. Safeguards of the
+lab's services a run did not exercise (a group not run, a limit no flood can drive, a
+check not judged) are listed in the report (`not_exercised`).
 Commands run on nodes are recorded under their group's name (a user's check:
 `checks: NAME`) inside `twin.runtime.exec.recording()`.
 
@@ -30,7 +33,8 @@ from twin.lifecycle.context import context_of
 from twin.runtime.exec import carried, labelled
 from twin.topology.schema import CheckSpec
 from twin.verify import checks as user_checks
-from twin.verify import arp, control, gateway, isolation, performance, traffic, underlay, zerotrust
+from twin.verify import arp, congestion, control, coverage, gateway, isolation, performance, traffic, underlay
+from twin.verify import zerotrust
 from twin.verify.result import Check, Report
 
 GROUPS: dict[str, Callable] = {
@@ -43,10 +47,12 @@ GROUPS: dict[str, Callable] = {
     "arp": arp.run,
     "gateway": gateway.run,
     "performance": performance.run,
+    "congestion": congestion.run,
 }
 WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge only labs that have what they check
-                             "performance": performance.applies}
-ALONE = ("performance",)   # floods the lab: runs after the others, by itself
+                             "performance": performance.applies, "congestion": congestion.applies}
+# flood the lab, or need a congestion point's bucket to themselves: run after the others, each by itself
+ALONE = ("performance", "congestion")
 
 
 def known(groups: Sequence[str] | None) -> None:
@@ -79,6 +85,9 @@ def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None =
             report.extra[name] = extra
         report.checks += out
         report.seconds[name] = seconds
+    unexercised = coverage.not_exercised(ctx.fabric, names, report)
+    if unexercised:   # services' safeguards this run did not exercise
+        report.extra["not_exercised"] = unexercised
     stored = nvue.not_emulated(ctx.dir, ctx.fabric.nodes)
     if stored:   # nodes configured by NVUE: what of their startup.yaml twin keeps but does not run
         report.extra["not emulated"] = stored

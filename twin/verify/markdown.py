@@ -96,6 +96,10 @@ def report_md(report: Report, rec: Recorder | None = None, title: str = "") -> s
     if "checks" in groups:
         out += ["### Your checks", ""] + table(["check", "type", "result", "what was seen"], [
             (c.name, c.data.get("type", ""), "pass" if c.passed else "**FAIL**", c.message) for c in groups["checks"]])
+    unexercised = report.extra.get("not_exercised") or []
+    if unexercised:
+        out += ["### Not exercised by this run", ""] + table(["safeguard", "why"],
+                                                           [(x["safeguard"], x["why"]) for x in unexercised])
     derived = [c for c in fails if c.group != "checks"]
     if derived:
         out += ["### Failed derived checks", ""] + table(["group", "check", "cause"],

@@ -1,4 +1,9 @@
-"""Rate limits against a noisy neighbour (`twin verify --only performance`).
+"""Rate limits: every one held, and against a noisy neighbour (`twin verify --only performance`).
+
+Every limit of every workload (egress and ingress, bits and frames per second) is driven
+by a flood of its own and judged held within a tolerance, the rate measured named in the
+result (`twin.verify.limits`: the floods of one VTEP's limits run together, over one
+window). Then the noisy neighbour:
 
 For every ordered pair of tenants that share a VTEP (the first one they share),
 where the first has a workload with an egress limit: that workload floods a
@@ -12,8 +17,10 @@ its own (`twin.traffic.stream`) at 80 % of what its limits guarantee it (or
   peer's ingress limit), counted at its peer over the measurement window: no
   more than the limit, within the tolerance, and it did offer at least that.
 
-Figures per tenant (offered, delivered, dropped; frames/s and Mbit/s) are in the
-report's JSON (`performance`) and printed as a table by `twin verify`.
+Figures per limit (`performance.limits`, with the seconds of each VTEP's round in
+`performance.rounds`) and per tenant of each noisy-neighbour run (offered, delivered,
+dropped; frames/s and Mbit/s: `performance.runs`) are in the report's JSON and printed
+as tables by `twin verify`. A limit no flood can drive is listed in `not_exercised`.
 """
 from __future__ import annotations
 
@@ -24,19 +31,20 @@ from twin.topology.model import Attachment, Fabric, Rate, Tenant
 from twin.traffic import flows as F
 from twin.traffic.flood import Flood
 from twin.traffic.stream import Stream
+from twin.verify import limits
 from twin.verify.result import Check
 
 GROUP = "performance"
-SECONDS = 3.0          # the measurement
-WARMUP = 0.5           # before it: the flood fills the queues on its way
-TOLERANCE = 0.05       # delivered within 5 % of the figure it is judged against
+SECONDS = limits.SECONDS      # the measurement
+WARMUP = limits.WARMUP        # before it: the flood fills the queues on its way
+TOLERANCE = limits.TOLERANCE  # delivered within 5 % of the figure it is judged against
 PAYLOAD = 1024         # bytes of RoCE payload per frame (1,098-byte frames)
 SHARE = 0.8            # a victim streams at this share of what its limits guarantee
 UNLIMITED_FPS = 1000.0  # a victim without limits streams this many frames/s
 
 
 def applies(fabric: Fabric) -> bool:
-    return any(a.rate_limit and a.rate_limit.egress for t in fabric.tenants.values() for a in t.attachments)
+    return bool(limits.declared(fabric))
 
 
 @dataclass(frozen=True)
@@ -141,13 +149,16 @@ def _judge_noisy(s: Scenario, n: dict, limit: float | None) -> Check:
 
 
 def run(ctx: LabContext) -> tuple[list[Check], dict]:
+    tests, unexercised = limits.plan(ctx.fabric)
     todo = scenarios(ctx.fabric)
-    if not todo:
-        return [Check(GROUP, "performance", False, "no two tenants share a VTEP where one has an egress rate "
-                                                   "limit (tenants.*.rate_limit)")], {}
-    checks, runs = [], []
+    if not tests and not todo:
+        return [Check(GROUP, "performance", False, "no workload has a rate limit a flood can drive "
+                                                   "(tenants.*.rate_limit)")], {"not_exercised": unexercised}
+    checks, rounds = limits.run(ctx, tests)
+    runs = []
     for s in todo:
         c, figures = measure(ctx, s)
         checks += c
         runs.append(figures)
-    return checks, {"runs": runs, "shaping": ctx.shaping, "tolerance": TOLERANCE}
+    return checks, {"limits": [c.data for c in checks if c.name in {t.name for t in tests}], "rounds": rounds,
+                    "runs": runs, "shaping": ctx.shaping, "tolerance": TOLERANCE, "not_exercised": unexercised}
