@@ -49,6 +49,29 @@ def adjacencies_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
             for a, s in got.items() if not is_up(a, s)]
 
 
+def routes_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
+    """The routes of `gi` its RIB lacks: a static route it declares (there as `static`, selected or
+    not: FRR keeps one whose next hop is unreachable too), a route its IGP learns (selected)."""
+    if not gi.routes:
+        return []
+    try:
+        v4, v6 = ex.vtysh_json(frr.ROUTES_V4_VRFS, frr.ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
+    except CommandError as e:
+        first = (e.stderr or e.stdout).strip().splitlines()[:1]
+        return [f"{gi.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
+    out = []
+    for r in gi.routes:
+        doc = v6 if ":" in r.prefix else v4
+        table = doc.get(r.vrf) if isinstance(doc, dict) else None
+        entries = frr.route_entries(table if isinstance(table, dict) else {}, r.prefix)
+        if r.protocol == "static" and not any(e["protocol"] == "static" for e in entries):
+            out.append(f"{r}: not in its RIB")
+        elif r.protocol != "static" and not any(e["selected"] for e in entries):
+            out.append(f"{r}: not in its RIB" if not entries else
+                       f"{r}: none selected ({', '.join(e['protocol'] for e in entries)})")
+    return out
+
+
 class RibWatch:
     """When each router's routes last changed, from one netlink dump per look."""
 

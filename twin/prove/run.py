@@ -18,7 +18,7 @@ from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier, state
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext, context_of
-from twin.prove import frr_side, kernel_side, ports, services
+from twin.prove import frr_side, kernel_side, ports, router_side, services
 from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, Reload, Unlearn, Vtysh, ZebraVni
 from twin.prove.report import Outcome, Proof, line
 from twin.verify.result import Check
@@ -28,7 +28,7 @@ from twin.config.steps import Step
 DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
           kernel_side.gateway_elements, kernel_side.vxlan_elements, kernel_side.link_elements,
           kernel_side.hash_elements, kernel_side.port_elements, services.gateway_elements,
-          services.limit_elements)
+          services.limit_elements, router_side.router_elements)
 
 
 def elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
