@@ -5,6 +5,8 @@ Converged, for such a node, means:
 - every adjacency its frr.conf declares is up: each BGP neighbor (not shut down) Established;
   each OSPF, OSPFv3 and IS-IS interface (not passive) on a link whose far end runs the same
   protocol (not passive either, by that node's config) has a Full / Up neighbour;
+- its static routes are in its RIB, and so is every prefix its IGPs learn from the other routers
+  of its domain; with EVPN on (`advertise-all-vni`), the L3VNI of each of its VRFs is up in zebra;
 - its routes stopped changing for a short quiet period (the barrier's business: a moment, not a
   state a config declares).
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from twin import kinds
@@ -73,6 +75,7 @@ class GenericIntent:
     adjacencies: tuple[Adjacency, ...]
     notes: tuple[str, ...] = ()              # what in its files can never come up, said once
     routes: tuple[Route, ...] = ()           # its static routes, and what its IGPs learn from its domain
+    vnis: dict[int, str] = field(default_factory=dict)   # L3VNI -> VRF (`vrf X` / `vni N`, EVPN on): up in zebra
 
     def protocols(self) -> set[str]:
         return {a.protocol for a in self.adjacencies}
@@ -105,7 +108,9 @@ def generic_intents(fabric: Fabric, files: Mapping[str, Mapping[str, str]]) -> d
                       f"but its daemons file does not enable {DAEMON_OF[p]}"
                       for p in sorted({a.protocol for a in adj}) if DAEMON_OF[p] not in enabled)
         statics = [Route(name, network(st.prefix), st.vrf, "static") for st in cfg.statics]
-        out[name] = GenericIntent(name, tuple(enabled), tuple(adj), notes, tuple(statics))
+        evpn = cfg.default_bgp() is not None and cfg.default_bgp().advertise_all_vni
+        vnis = {vni: vrf for vrf, vni in cfg.vrfs.items() if vni} if evpn else {}
+        out[name] = GenericIntent(name, tuple(enabled), tuple(adj), notes, tuple(statics), vnis)
     learned = _learned(out, configs)
     return {n: replace(g, routes=g.routes + tuple(learned.get(n, ()))) for n, g in out.items()}
 

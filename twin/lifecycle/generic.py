@@ -72,6 +72,26 @@ def routes_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
     return out
 
 
+def vnis_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
+    """The L3VNIs its config declares that zebra does not hold up (their VRF or VXLAN device is
+    missing: a script that makes them has not run)."""
+    if not gi.vnis:
+        return []
+    try:
+        (doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)
+    except CommandError as e:
+        first = (e.stderr or e.stdout).strip().splitlines()[:1]
+        return [f"{gi.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
+    have = frr.vni_states(doc)
+    out = []
+    for vni, vrf in sorted(gi.vnis.items()):
+        state = have.get(vni, {}).get("state")
+        if state != "Up":
+            out.append(f"{gi.node}: L3VNI {vni} of VRF {vrf} is " + (
+                f"{state} in zebra" if vni in have else "unknown to zebra (no VXLAN device of it in the VRF yet)"))
+    return out
+
+
 class RibWatch:
     """When each router's routes last changed, from one netlink dump per look."""
 

@@ -10,6 +10,10 @@ declares, each removed in turn by typing its `no` form into the router's vtysh, 
   learns its prefix from it alone;
 - each static route: its `no ip route ...`; the router's route check must miss it.
 
+Each break only takes lines away, so the restore only adds them back: one `frr-reload.py` of the
+file, not a wait until FRR runs nothing else (a user's file may hold deprecated forms FRR shows
+otherwise, `passive-interface X` under `router ospf`, which frr-reload never stops rewriting).
+
 An element that nothing can notice (an interface with no neighbour whose prefix no other router
 learns from it alone, a static route another one to the same prefix stands in for) is exempt, with
 the reason.
@@ -53,7 +57,7 @@ def _neighbors(node: str, cfg: frrconf.FrrConfig) -> list[Element]:
             out.append(Element(f"bgp-neighbor {node} {n.name}{_vrf(inst.vrf)}", "BGP neighbor", node,
                                f"neighbor {n.name} in {opener} on {node}", ("control",),
                                (rf"^control: bgp {re.escape(node)} {re.escape(n.name)}: ",),
-                               (Vtysh(node, (opener, f"no neighbor {n.name}")),), (Reload(node),)))
+                               (Vtysh(node, (opener, f"no neighbor {n.name}")),), (Reload(node, removes=False),)))
     return out
 
 
@@ -95,7 +99,7 @@ def _interfaces(node: str, cfg: frrconf.FrrConfig, gi: GenericIntent,
             out.append(Element(f"{proto}-interface {where}", f"{names[proto]} interface", node,
                                f"{names[proto]} on {iface}{_vrf(vrf)} of {node} ({', '.join(nets) or 'no prefix'})",
                                ("control",), tuple(expect), (Vtysh(node, _removal(cfg, proto, iface, vrf)),),
-                               (Reload(node),)))
+                               (Reload(node, removes=False),)))
     return out, exempt
 
 
@@ -123,5 +127,5 @@ def _statics(node: str, cfg: frrconf.FrrConfig) -> tuple[list[Element], list[Exe
         prefix = network(st.prefix)
         out.append(Element(f"static {where}", "static route", node, f"{text} on {node}", ("control",),
                            (rf"^control: routes {re.escape(node)}: .*static route {re.escape(prefix)}\b",),
-                           (Vtysh(node, (*block, f"no {text}")),), (Reload(node),)))
+                           (Vtysh(node, (*block, f"no {text}")),), (Reload(node, removes=False),)))
     return out, exempt

@@ -65,7 +65,7 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
         elif isinstance(a, Vtysh):
             ctx.exec(a.node).vtysh("configure terminal", *a.lines, timeout=timeouts.VTYSH)
         elif isinstance(a, Reload):
-            frr.take(ctx.exec(a.node))
+            frr.take(ctx.exec(a.node), removes=a.removes)
         elif isinstance(a, NftDelete):
             _nft_delete(ctx, a)
         elif isinstance(a, ZebraVni):

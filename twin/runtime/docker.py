@@ -1,6 +1,7 @@
 """Containers through the Docker SDK. Everything carries the label twin.lab=<lab>."""
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable, ClassVar
@@ -12,6 +13,7 @@ from docker.types import Mount
 from twin import kinds, timeouts
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, container_name
 from twin.config.overlay import Backend
+from twin.config.userconf import forwarding_sysctls
 from twin.kinds.base import FRR_DIR, NODE_DIR
 from twin.errors import TwinError
 from twin.interop.startscript import wait_then_exec
@@ -84,6 +86,9 @@ class DockerRuntime:
             mounts = [Mount(FRR_DIR, src, type="bind"), Mount(NODE_DIR, src, type="bind", read_only=True)]
         mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only) for b in node.binds]
         entrypoint, command = commands(node, kind.command)
+        sysctls = kind.sysctls_of(node.name)
+        if kind.user_config:   # the forwarding its own config asks for (zebra cannot set it in a container)
+            sysctls.update(forwarding_sysctls(_text(confdir / "frr.conf")))
         try:
             c = self.client.containers.create(
                 node.image or image,
@@ -96,7 +101,7 @@ class DockerRuntime:
                 network_mode="none",
                 init=True,
                 cap_add=list(kind.capabilities),
-                sysctls=kind.sysctls_of(node.name),
+                sysctls=sysctls,
                 mounts=mounts,
                 mem_limit=kind.memory_limit,
                 pids_limit=kind.pids_limit,
@@ -185,6 +190,15 @@ class DockerRuntime:
 
         with ThreadPoolExecutor(PARALLEL) as pool:
             return list(pool.map(rm, found))
+
+
+def _text(f: Path) -> str:
+    """A file of a node's lab directory (never through a symlink a node could have planted there)."""
+    try:
+        with os.fdopen(os.open(f, os.O_RDONLY | os.O_NOFOLLOW), encoding="utf-8") as fh:
+            return fh.read(1 << 20)
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def commands(node: Node, default: list[str] | None) -> tuple[list[str] | None, list[str] | None]:

@@ -154,8 +154,10 @@ class NodeExec:
         return self._pid
 
     def argv(self, cmd: list[str]) -> list[str]:
+        # --root and --wd without a directory: the node's own root and its init's working directory
+        # (a directory given to --wd is looked up before entering: a shell there cannot tell where it is)
         return ["nsenter", f"--target={self.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup",
-                "--wd=/", "--", *cmd]
+                "--root", "--wd", "--", *cmd]
 
     def run(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT) -> Result:
         """`cmd` in the node, its output read once it exits (into files, not pipes: a command that

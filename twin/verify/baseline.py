@@ -35,16 +35,21 @@ def record(lab) -> dict[str, Any]:
     ctx = context_of(lab)
     running = set(ctx.refresh().running())
     nodes = [n for n, node in ctx.fabric.nodes.items() if kinds.of(node).runs_frr and n in running]
-    igps = {n: sorted(g.protocols() & set(IGPS)) for n, g in ctx.intent.generic.items()}
+    mine = ctx.intent.generic
+    igps = {n: sorted(g.protocols() & set(IGPS)) for n, g in mine.items()}
+    bgp = {n: n not in mine or "bgpd" in mine[n].daemons for n in nodes}   # a router's daemons file says
     with ThreadPoolExecutor(8) as pool:
-        per_node = dict(zip(nodes, pool.map(carried(lambda n: node_state(ctx.exec(n), igps.get(n, []))), nodes)))
+        per_node = dict(zip(nodes, pool.map(carried(lambda n: node_state(ctx.exec(n), igps.get(n, []), bgp[n])),
+                                            nodes)))
     return {"format": FORMAT, "lab": ctx.name, "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "nodes": per_node}
 
 
-def node_state(ex, igps: list[str] = ()) -> dict[str, Any]:
-    """One node's sessions, routes and VNIs; and the adjacencies of the IGPs it runs (`igps`)."""
-    summary, v4, v6 = ex.vtysh_json(frr.SUMMARY_VRFS, frr.ROUTES_V4_VRFS, frr.ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
+def node_state(ex, igps: list[str] = (), bgp: bool = True) -> dict[str, Any]:
+    """One node's sessions (where it runs bgpd), routes and VNIs; and the adjacencies of the IGPs
+    it runs (`igps`)."""
+    v4, v6 = ex.vtysh_json(frr.ROUTES_V4_VRFS, frr.ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
+    (summary,) = ex.vtysh_json(frr.SUMMARY_VRFS, timeout=timeouts.VTYSH) if bgp else ({},)
     try:   # a separate call: FRR 8.4 prints nothing at all here once EVPN is off on the node
         (vni_doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)
     except TwinError:
