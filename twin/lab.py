@@ -179,7 +179,7 @@ class Lab:
                                                                                           shaping, execs),
                                       on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
             finally:
-                self.notes += [f"exec failed on {f} (the lab goes on, as in containerlab; --strict-exec stops it)"
+                self.notes += [f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)"
                                for f in execs.failures]
                 st.notes = list(self.notes)
             st.timings["wired"] = time.monotonic() - t0

@@ -87,8 +87,8 @@ def vnis_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
     for vni, vrf in sorted(gi.vnis.items()):
         state = have.get(vni, {}).get("state")
         if state != "Up":
-            out.append(f"{gi.node}: L3VNI {vni} of VRF {vrf} is " + (
-                f"{state} in zebra" if vni in have else "unknown to zebra (no VXLAN device of it in the VRF yet)"))
+            out.append(f"{gi.node}: L3VNI {vni} of VRF {vrf} is {state or 'unknown'} in zebra (no VRF or VXLAN "
+                       "device of it yet: has the script that makes them run?)")
     return out
 
 
