@@ -116,8 +116,9 @@ def test_ctrl_c_stops_a_bring_up_with_keep_and_nothing_runs_on_in_its_nodes(tmp_
         proc.send_signal(signal.SIGINT)          # to twin alone, as a CI runner cancels a job
         _, err = proc.communicate(timeout=60)
         took = time.monotonic() - t0
-        assert proc.returncode == 130 and "kept what was made (--keep)" in err, err
+        assert proc.returncode == 130 and "interrupted" in err, err
         assert took < 10, f"Ctrl-C took {took:.1f}s"
+        assert set(runtime.containers(name)) == {"r1", "h1"}, "--keep kept the nodes"
         h1 = Lab.open(name).node("h1")
         assert h1.run(["pgrep", "-f", "^sleep 25"]).rc == 1, "the exec under way was stopped"
         assert not h1.run(["test", "-e", "/tmp/ran-on"]).ok, "no later exec ran"
