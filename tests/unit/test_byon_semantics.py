@@ -92,6 +92,16 @@ def test_every_node_field_is_carried_or_named_with_its_reason(tmp_path):
     assert fabric.model_dump()["nodes"]["r1"]["binds"][0]["read_only"] is True
 
 
+def test_a_network_os_startup_config_is_not_read_as_frrs(tmp_path):
+    doc = yaml.safe_load((CLAB / "clos01.clab.yml").read_text())
+    doc["topology"]["nodes"]["leaf1"]["startup-config"] = "leaf1.cfg"
+    (tmp_path / "leaf1.cfg").write_text('{"srl": "json"}\n')
+    imp = import_clab(write(tmp_path, "clos.clab.yml", doc), roles={"leaf1": "leaf", "leaf2": "leaf", "spine": "spine"})
+    assert not imp.configs.files
+    assert "startup-config of leaf1 is left out: a config of nokia_srlinux, not FRR's: twin renders the node's day-0 " \
+           "config" in imp.notes
+
+
 def test_a_missing_bind_source_is_named_with_its_line_as_containerlab_refuses_it(tmp_path):
     doc = {"name": "f", "topology": {"nodes": {"h1": {"kind": "linux", "binds": ["gone.sh:/setup.sh"]}}}}
     with pytest.raises(TopologyError) as e:

@@ -217,7 +217,7 @@ class _Import:
         if FRR_DIR in binds:
             d = self._source(binds[FRR_DIR][0], n)
             found.update({f: d / f for f in (FRR_CONF, DAEMONS) if f not in found and (d / f).is_file()})
-        startup = self.value(n, "startup-config")
+        startup = self.value(n, "startup-config") if self.kind_of(n) == RUNS else None   # else: a NOS's config
         if FRR_CONF not in found and isinstance(startup, str) and "\n" not in startup:
             found[FRR_CONF] = self._source(startup, n)
         elif FRR_CONF not in found and isinstance(startup, str) and twin:   # the config itself, inline
@@ -256,7 +256,10 @@ class _Import:
                                             "wired"), []).append(n)
             elif value:
                 out[field] = str(value)
-        if self.value(n, "startup-config") and not k.runs_frr:
+        if self.value(n, "startup-config") and self.kind_of(n) != RUNS:
+            self.left.setdefault(("startup-config", f"a config of {self.kind_of(n)}, not FRR's: twin renders the "
+                                                    "node's day-0 config"), []).append(n)
+        elif self.value(n, "startup-config") and not k.runs_frr:
             self.left.setdefault(("startup-config", "a Linux host has none (containerlab ignores it for kind "
                                                     "linux)"), []).append(n)
         env = self._env(n)
@@ -268,7 +271,8 @@ class _Import:
         """env-files, then env, of every level from the defaults to the node: the most specific wins."""
         out: dict[str, str] = {}
         for lvl in reversed(self.chain(n)):
-            for f in lvl.get("env-files") or [] if isinstance(lvl.get("env-files"), list) else []:
+            files = lvl.get("env-files")
+            for f in files if isinstance(files, list) else []:
                 values, why = cn.read_env_file(self._source(str(f), n))
                 if why:
                     self.problems.add(("topology", "nodes", n, "env-files"), why)
