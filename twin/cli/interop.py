@@ -9,8 +9,10 @@ import yaml
 from twin import topology
 from twin.cli.common import err, main, out, run
 from twin.config import userconf
+from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
 from twin.config.render import render_lab
 from twin.config.userconf import UserConfigs
+from twin.interop import nvue
 from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, import_air, parse_roles
 from twin.interop.clab_import import import_clab, is_clab
 from twin.interop.clone import clone
@@ -18,7 +20,7 @@ from twin.lab import Lab
 from twin.lifecycle import state
 from twin.runtime import images
 
-FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot")
+FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot", "nvue")
 
 
 def _source(source: str, roles: dict[str, str]):
@@ -27,13 +29,13 @@ def _source(source: str, roles: dict[str, str]):
     p = Path(source)
     if p.is_file():
         lab = Lab.load(p, roles=roles)
-        return lab.topology, "netns", lab.configs
+        return lab.topology, wanted(lab.topology)[0], lab.configs
     d = state.labdir(source)
     st, fabric = state.load(d)
     if fabric is None:
         raise click.UsageError(f"{source!r} is neither a topology file nor a lab here (`twin list` shows the labs)")
     mine = {n: state.read_files(d, n, names) for n, names in (st.user_files if st else {}).items()}
-    return fabric, (st.backend if st else None) or "netns", UserConfigs(str(d), mine) if mine else None
+    return fabric, (st.backend if st else None) or DEFAULT_BACKEND, UserConfigs(str(d), mine) if mine else None
 
 
 @main.command(name="export")
@@ -41,8 +43,9 @@ def _source(source: str, roles: dict[str, str]):
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="What to write.")
 @click.option("-o", "--output", type=click.Path(file_okay=False), required=True, help="Directory to write into.")
 @click.option("--image", help="Node image in the export (default: twin's node image tag).")
-@click.option("--backend", type=click.Choice(["netns", "vrf"]),
-              help="VRF backend of the VTEPs (default: the lab's, netns for a file; vrf on kernels with VRF devices).")
+@click.option("--backend", type=click.Choice([*CHOICES, "vrf"]),
+              help="VRF backend of the VTEPs: netns or device (`vrf` is device's old name); default: the lab's, or "
+                   "the file's defaults.vrf_backend (netns unless it says device).")
 @click.option("--namespace", help="Kubernetes namespace of the Clabernetes manifests.")
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
               help="A containerlab file's nodes of kinds twin cannot run, as twin kinds (as `twin up` takes them).")
@@ -50,17 +53,25 @@ def _source(source: str, roles: dict[str, str]):
 def export_(ctx, source, fmt, output, image, backend, namespace, roles):
     """Write TOPOLOGY (a file) or LAB (a lab here) in another tool's format: containerlab (a
     .clab.yml with the files it binds), clabernetes (Kubernetes manifests), air-json or air-dot
-    (NVIDIA Air topologies). The FRR files are the ones the lab runs: twin's rendering, and your
-    own where you gave them (--configs, a containerlab file's binds). See docs/interop.md."""
+    (NVIDIA Air topologies), nvue (each spine's, leaf's and DPU's startup.yaml, Cumulus Linux 5.9
+    / DOCA HBN: DIR/<node>/startup.yaml). The FRR files of the containerlab and Clabernetes exports
+    are the ones the lab runs: twin's rendering, and your own where you gave them (--configs, a
+    containerlab file's binds). See docs/interop.md for what each carries."""
     def go():
         fabric, recorded, configs = _source(source, parse_roles(roles))
         d = Path(output)
-        if fmt in ("air-json", "air-dot"):
+        if fmt == "nvue":
+            texts, notes = nvue.export(fabric)
+            state.write_files(d, {n: {nvue.STARTUP: t} for n, t in texts.items()})
+            for note in notes:
+                err.print(f"note: {note}")
+            path = f"{d}: {len(texts)} startup.yaml ({', '.join(texts)}); `twin up {source} --configs {d}` runs them"
+        elif fmt in ("air-json", "air-dot"):
             d.mkdir(parents=True, exist_ok=True)
             path = d / f"{fabric.name}.{'json' if fmt == 'air-json' else 'dot'}"
             path.write_text(export_air_json(fabric) if fmt == "air-json" else export_air_dot(fabric))
         else:
-            b = backend or recorded
+            b = CHOICES.get(backend, backend) or recorded
             tag = image or images.node_tag()
             write = export_containerlab if fmt == "containerlab" else export_clabernetes
             extra = {"namespace": namespace} if fmt == "clabernetes" else {}

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from twin.config.backend import DEFAULT_BACKEND
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, LABEL_RUNTIME
 from twin.config.overlay import Backend, loopback_steps, script
 from twin.config.userconf import read_text_file
@@ -65,7 +66,7 @@ class ClabLab:
 
 
 def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: str,
-                        backend: Backend = "netns") -> Path:
+                        backend: Backend = DEFAULT_BACKEND) -> Path:
     """Write `<out_dir>/<lab>.clab.yml` and every file it binds; returns the topology file's path.
 
     `files` is `twin.config.render.render_lab(fabric, backend)`; `image` is twin's node image tag.
@@ -83,7 +84,7 @@ def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: s
     return path
 
 
-def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Backend = "netns") -> ClabLab:
+def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Backend = DEFAULT_BACKEND) -> ClabLab:
     """The containerlab topology and its bound files (pure)."""
     _check_rendering(fabric, files, backend)
     bound, executable, user = {}, set(), {}

@@ -17,6 +17,7 @@ from twin.config import overlay
 from twin.config.overlay import Backend, Shaping
 from twin.errors import CommandError, TwinError
 from twin.intent import Intent
+from twin.interop.nvue import Plane
 from twin.runtime import frr, kernel, kernelhint
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
@@ -61,12 +62,14 @@ class ExecLog:
 
 
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
-                   shaping: Shaping = "tc", execs: ExecLog | None = None) -> None:
+                   shaping: Shaping = "tc", plane: Plane | None = None, execs: ExecLog | None = None) -> None:
     """Stage "configure" of one wired node: kernel overlay and services, its daemons, then its
     workloads' bindings and its `exec` commands (a failing one goes to `execs` and the lab goes
-    on, as containerlab's does; without a log, or a strict one, it ends the bring-up)."""
+    on, as containerlab's does; a strict log ends the bring-up). `plane`: what the node's own
+    configuration (NVUE) makes it run instead of the topology's rendering: its kernel steps,
+    bindings and VNIs."""
     t0 = time.monotonic()
-    steps = lo_steps(fabric, node, pid, backend) + overlay.plan(fabric, node, backend, shaping)
+    steps = plane.steps if plane else lo_steps(fabric, node, pid, backend) + overlay.plan(fabric, node, backend, shaping)
     if steps:
         kernel.apply(steps, pid, ex)
     t1 = time.monotonic()
@@ -74,9 +77,9 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     if start:
         ex.start(start, timeouts.FRR_START).check()   # its daemons: in the node's cgroup
     t2 = time.monotonic()
-    later = overlay.bindings(fabric, node, backend)
+    later = plane.bindings if plane else overlay.bindings(fabric, node, backend)
     if later:
-        wait_vnis(ex, Intent(fabric).nodes[node].vnis)
+        wait_vnis(ex, plane.vnis if plane else Intent(fabric).nodes[node].vnis)
         kernel.apply(later, pid, ex)
     run_exec(fabric.nodes[node].exec, ex, execs or ExecLog(fabric.name))
     log.debug("configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs", node, t1 - t0, t2 - t1,

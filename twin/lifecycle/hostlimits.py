@@ -5,9 +5,9 @@ neighbour tables (`net.ipv{4,6}.neigh.default.gc_thresh1/2/3`), inotify instance
 This module owns:
 - the demand formula: what a fabric takes from those limits, per node and per link, as
   measured on FRR 10.3 and kernel 6.18 (README, "Host settings");
-- `check(fabric, running_usage, settings)`: the lab's demand plus what the host uses now
-  against the host's settings, as Shortfalls carrying the exact numbers; `ensure(fabric)`
-  runs it before `twin up` creates anything and refuses in one line with the command to run;
+- `check(fabric, running_usage, settings)`: the lab's demand (or what `twin apply` adds to a
+  running lab) plus what the host uses now against the host's settings, as Shortfalls with the
+  numbers; `ensure` runs it before `up` or a growing `apply` touches anything;
 - `host_causes(lab, since, containers)`: what the convergence barrier names first on a
   timeout (neighbour table overflow and OOM kills in the kernel log, containers killed for
   memory, dead FRR daemons, an overloaded host).
@@ -145,10 +145,13 @@ class Shortfall:
         return asdict(self)
 
 
-def check(fabric: Fabric, running_usage: Usage, settings: Mapping[str, int]) -> list[Shortfall]:
-    """Every setting the host is short of for this lab on top of what runs now (pure).
-    A setting missing from `settings` (not readable here) is not judged."""
+def check(fabric: Fabric, running_usage: Usage, settings: Mapping[str, int],
+          grown_from: Fabric | None = None) -> list[Shortfall]:
+    """Every setting the host is short of for this lab (with `grown_from`, the running lab `twin
+    apply` grows: what it takes beyond it) on top of what runs now (pure; unreadable ones not judged)."""
     need, out = demand(fabric), []
+    if grown_from is not None:   # what the running lab takes is in `running_usage` already
+        need = Demand(*(max(0, getattr(need, f.name) - getattr(demand(grown_from), f.name)) for f in fields(need)))
     for r in RULES:
         have = settings.get(r.setting)
         if have is None:
@@ -278,10 +281,10 @@ def host_usage() -> Usage:
                  tasks=tasks, mem_available_mib=int(mem["MemAvailable"].split()[0]) // 1024)
 
 
-def ensure(fabric: Fabric) -> None:
-    """Refuse (HostLimitsShort, one line with the numbers) when the host cannot hold the lab."""
+def ensure(fabric: Fabric, grown_from: Fabric | None = None) -> None:
+    """Refuse (HostLimitsShort, one line with the numbers) when the host cannot hold the lab (`check`)."""
     settings = host_settings()
-    short = check(fabric, host_usage(), settings) if settings else []
+    short = check(fabric, host_usage(), settings, grown_from) if settings else []
     if short:
         raise HostLimitsShort(fabric.name, short, setup_ran=Path(SYSCTL_FILE).exists())
 

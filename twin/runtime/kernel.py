@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyroute2 import IPRoute, NetlinkError, netns
 
 from twin.config.naming import probe_netns
-from twin.config.overlay import Backend, Shaping
+from twin.config.overlay import Shaping
 from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
 from twin.runtime.exec import NodeExec
@@ -46,16 +46,17 @@ def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> 
     return skipped
 
 
-def probe_backend(lab: str) -> Backend:
-    """The VRF backend this kernel offers: Linux VRF devices if it can make one, else netns.
+def vrf_devices(lab: str) -> bool:
+    """Whether this kernel makes Linux VRF devices (CONFIG_NET_VRF): what the `device` VRF
+    backend needs (the default, netns, needs none).
 
     The probe runs in a throwaway namespace named after the lab, removed at once
     (and one left behind by a killed run is removed first)."""
-    def vrf(ipr: IPRoute) -> Backend:
+    def vrf(ipr: IPRoute) -> bool:
         ipr.link("add", ifname="probe", kind="vrf", vrf_table=4242)
-        return "vrf"
+        return True
 
-    return _probe(lab, vrf, "netns")
+    return _probe(lab, vrf, False)
 
 
 def probe_shaping(lab: str) -> Shaping:
@@ -75,13 +76,27 @@ def probe_shaping(lab: str) -> Shaping:
     return _probe(lab, tc, "nft")
 
 
+def probe_vlans(lab: str) -> bool:
+    """Whether this kernel has 802.1Q VLAN devices (a VLAN-aware bridge with SVIs on it: the
+    layout NVUE builds on Cumulus Linux)."""
+    def vlan(ipr: IPRoute) -> bool:
+        ipr.link("add", ifname="probebr", kind="bridge", br_vlan_filtering=1)
+        ipr.link("add", ifname="probe", kind="vlan", link=ipr.link_lookup(ifname="probebr")[0], vlan_id=10)
+        return True
+
+    return _probe(lab, vlan, False)
+
+
 def _probe(lab: str, attempt, otherwise):
     """`attempt(ipr)` in a throwaway namespace named after the lab (one a killed run left is
     removed first); `otherwise` if the kernel refuses it."""
     name = probe_netns(lab)
-    if name in netns.listnetns():
-        netns.remove(name)
-    netns.create(name)
+    try:
+        if name in netns.listnetns():
+            netns.remove(name)
+        netns.create(name)
+    except (NetlinkError, OSError) as e:
+        raise TwinError(f"cannot ask the kernel in a throwaway namespace {name} ({e}); twin runs as root") from None
     try:
         with IPRoute(netns=name, flags=0) as ipr:
             try:

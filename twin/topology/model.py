@@ -240,7 +240,7 @@ class CongestionPoint(_Frozen):
 
 
 class Fabric(_Sparse):
-    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks")   # written only when given
+    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend")   # written only when given
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
@@ -249,6 +249,7 @@ class Fabric(_Sparse):
     tenants: dict[str, Tenant] = {}
     congestion: tuple[CongestionPoint, ...] = ()
     checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
+    vrf_backend: Literal["netns", "device"] | None = None   # as the topology asks (None: the default, netns)
 
     def public(self) -> dict[str, tuple[str, str]]:
         """Every public address a gateway announces: /32 -> (tenant, VTEP)."""
