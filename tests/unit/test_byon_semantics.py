@@ -178,23 +178,23 @@ class FakeExec:
 
 def test_a_failing_exec_is_reported_with_what_the_kernel_lacks_and_the_next_one_runs():
     ex = FakeExec({"ip addr add 10.0.0.1/32 dev lo": (2, "Error: ipv4: Address already assigned.\n"),
-                   "ip link add red type vrf table 1100": (2, "Error: Unknown device type.\n")})
-    cmds = ("ip addr add 10.0.0.1/32 dev lo", "ip link add red type vrf table 1100", "ip link set eth1 up")
+                   "ip link add lo0 type dummy": (2, "Error: Unknown device type.\n")})
+    cmds = ("ip addr add 10.0.0.1/32 dev lo", "ip link add lo0 type dummy", "ip link set eth1 up")
     log = ExecLog("lab")
     run_exec(cmds, ex, log)
     assert ex.ran == list(cmds)
     assert [str(f) for f in log.failures] == [
         "r1: exec `ip addr add 10.0.0.1/32 dev lo` exited 2: Error: ipv4: Address already assigned.",
-        "r1: exec `ip link add red type vrf table 1100` exited 2: Error: Unknown device type. (this kernel has no "
-        "VRF devices (CONFIG_NET_VRF); instead: network namespaces as VRFs, as twin's own tenants are on such a "
-        "kernel: `ip netns add red`, the VRF's interfaces moved into it (`ip link set eth2 netns red`), and zebra "
-        "started with -n (zebra_options in the daemons file: FRR's netns VRF backend), so `vrf red` of frr.conf "
-        "is that namespace)"]
+        "r1: exec `ip link add lo0 type dummy` exited 2: Error: Unknown device type. (this kernel has no dummy "
+        "interfaces (CONFIG_DUMMY); instead: the address on lo (`ip addr add 10.0.0.1/32 dev lo`), or a bridge "
+        "without ports (`ip link add NAME type bridge`), which holds addresses as a dummy does)"]
     with pytest.raises(TwinError, match=r"^lab/r1: exec `ip addr add 10.0.0.1/32 dev lo` exited 2"):
         run_exec(cmds, FakeExec(ex.answers), ExecLog("lab", strict=True))
 
 
 def test_a_script_that_made_a_device_this_kernel_lacks_is_answered_for_the_types_it_lacks():
+    assert kernelhint.hint("ip link add red type vrf table 1100", "Error: Unknown device type.").startswith(
+        "this kernel has no VRF devices (CONFIG_NET_VRF); instead: network namespaces as VRFs")
     assert kernelhint.hint("bash /setup.sh", "Error: Unknown device type.", lambda: ["dummy"]).startswith(
         "a device type this kernel lacks: this kernel has no dummy interfaces (CONFIG_DUMMY)")
     assert kernelhint.hint("ip link add x type vlan id 5", "RTNETLINK answers: Operation not supported").startswith(
