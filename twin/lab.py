@@ -130,12 +130,16 @@ class Lab:
     # --- lifecycle ---------------------------------------------------------
     def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
            say: Say = lambda _: None, configs: "str | Path | UserConfigs | None" = None,
-           vrf_backend: str | None = None) -> dict[str, float]:
+           vrf_backend: str | None = None, wait: bool = True, strict_exec: bool = False) -> dict[str, float]:
         """Bring the lab up and return once converged; returns stage timings (s).
 
         `configs`: a directory of the user's FRR files (or what `userconf` read of one): those
         nodes boot them instead of twin's rendering, once FRR itself accepted every one.
-        `vrf_backend`: "netns" or "device", over the topology's (default: netns)."""
+        `vrf_backend`: "netns" or "device", over the topology's (default: netns).
+        `wait=False` returns once the nodes run, are wired and FRR started (as `clab deploy`):
+        for labs a user's scripts configure; `wait()` is the convergence barrier then. A node's
+        `exec` command that fails is a note (`notes`) and the lab goes on, as in containerlab;
+        `strict_exec` makes it end the bring-up."""
         if self.topology is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
         if configs is not None:
@@ -155,7 +159,8 @@ class Lab:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
                 dryrun.check(self.runtime.client, image, self.name, frr_view(self.configs, self.topology))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
-                return self._bring_up(image, timeout, say, choice.backend)
+                return self._bring_up(image, timeout, say, choice.backend, wait,
+                                      bringup.ExecLog(self.name, strict_exec))
 
     def vrf_backend(self, override: str | None = None) -> vrfbackend.Choice:
         """The VRF backend `up` would use for this lab on this host, and why; TopologyError (naming
@@ -166,7 +171,8 @@ class Lab:
         return vrfbackend.choose(self.topology, override, files,
                                  {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
 
-    def _bring_up(self, image: str, timeout: float | None, say: Say, backend: str) -> dict[str, float]:
+    def _bring_up(self, image: str, timeout: float | None, say: Say, backend: str, wait: bool,
+                  execs: bringup.ExecLog) -> dict[str, float]:
         fabric = self.topology
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
@@ -193,23 +199,24 @@ class Lab:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
-            self.runtime.bring_up(fabric, image, self.dir, backend,
-                                  configure=lambda n, ex, pid: bringup.configure_node(
-                                      fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None),
-                                  on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
+            try:
+                self.runtime.bring_up(fabric, image, self.dir, backend,
+                                      configure=lambda n, ex, pid: bringup.configure_node(
+                                          fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
+                                          execs),
+                                      on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
+            finally:
+                self.notes += [f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)"
+                               for f in execs.failures]
+                st.notes = list(self.notes)
             st.timings["wired"] = time.monotonic() - t0
+            if not wait:
+                st.status = "deployed"
+                return st.timings
             st.status = "converging"
             state.save(self.dir, st)
             ctx = LabContext(self.name, self.dir, fabric, backend, self.runtime, image, shaping)
-            limit = timeout if timeout is not None else barrier.deadline(ctx)
-            mine = ctx.intent.generic
-            say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
-                f"{len(ctx.intent.nodes)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes"
-                                                      if fabric.tenants else "")
-                + (f", {sum(len(g.adjacencies) for g in mine.values())} adjacencies of {len(mine)} routers of "
-                   "your configs" if mine else "") + f" (deadline {limit:.0f}s)")
-            barrier.converge(ctx, limit, say=say, since=t0)
-            st.timings["converged"] = time.monotonic() - t0
+            st.timings["converged"] = self._converge(ctx, timeout, say, t0) - t0
             st.status = "up"
             return st.timings
         except BaseException as e:
@@ -218,6 +225,34 @@ class Lab:
         finally:
             if self.dir.is_dir():
                 state.save(self.dir, st)
+
+    @staticmethod
+    def _converge(ctx: LabContext, timeout: float | None, say: Say, since: float) -> float:
+        """The barrier, said first; returns when it held (time.monotonic())."""
+        limit = timeout if timeout is not None else barrier.deadline(ctx)
+        mine, fabric = ctx.intent.generic, ctx.fabric
+        say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
+            f"{len(ctx.intent.nodes)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes"
+                                                  if fabric.tenants else "")
+            + (f", {sum(len(g.adjacencies) for g in mine.values())} adjacencies of {len(mine)} routers of "
+               "your configs" if mine else "") + f" (deadline {limit:.0f}s)")
+        barrier.converge(ctx, limit, say=say, since=since)
+        return time.monotonic()
+
+    def wait(self, timeout: float | None = None, say: Say = lambda _: None) -> float:
+        """The convergence barrier of a running lab (after `up(wait=False)` and the user's own scripts):
+        returns the seconds it took; ConvergenceTimeout names what is missing. The lab is `up` then."""
+        with self.writing("twin wait"):
+            ctx = self.context()
+            t0 = time.monotonic()
+            self._converge(ctx, timeout, say, t0)
+            took = time.monotonic() - t0
+            st = state.load(self.dir)[0]
+            if st is not None and st.status != "up":
+                st.status, st.error = "up", ""
+                st.timings["waited"] = took
+                state.save(self.dir, st)
+            return took
 
     def _already_up(self, vrf_backend: str | None = None) -> None:
         """AlreadyUp if the running lab is this topology (on the VRF backend asked), up and converged;
@@ -239,7 +274,8 @@ class Lab:
             raise LabStateError(f"lab {self.name!r} is up from another topology or other configs ({st.topology}); "
                                 f"it differs in {len(differs)} way(s), e.g. {differs[0]}; `twin apply {self.name} "
                                 "FILE|DIR` changes it")
-        problems = self.status().problems() if st.status == "up" else [f"its status is {st.status!r}"]
+        problems = self.status().problems() if st.status == "up" else [f"its status is {st.status!r}" + (
+            f"; `twin wait {self.name}` waits for its convergence" if st.status == "deployed" else "")]
         if problems:
             raise LabStateError(f"lab {self.name!r} exists but is not healthy ({len(problems)} problem(s), e.g. "
                                 f"{problems[0]}); `twin down {self.name}` and `twin up` make it again")

@@ -5,6 +5,7 @@ CONVERGE_BASE = 60.0        # convergence: base ...
 CONVERGE_PER_NODE = 1.0     # ... plus this per FRR node
 EXEC_DEFAULT = 30.0         # one command in a node
 EXEC_INTERACTIVE = 3600.0   # `twin exec`: a user's own command
+HOST_PORTS = 300.0          # a host's own command (cmd) waits this long for twin to bring its ports up
 VTYSH = 20.0                # one batched vtysh read (verify, status, barrier diagnosis)
 NETLINK = 5.0               # one netlink dump's answer (a dump never answered is an error, not a hang)
 VTYSH_QUICK = 10.0          # a vtysh poll while waiting for FRR

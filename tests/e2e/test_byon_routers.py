@@ -93,7 +93,9 @@ def test_routers_of_the_users_configs_converge_and_the_hosts_reach_each_other(la
     assert p.returncode == 0, p.stdout[-2000:]
     checks = {c["name"]: c for c in json.loads(p.stdout)["checks"]}
     assert set(checks) == {"daemons r1", "daemons r2", "bgp r1 10.0.12.2", "bgp r2 10.0.12.1", "isis r1 eth1",
-                           "isis r2 eth1"}
+                           "isis r2 eth1", "routes r1", "routes r2"}
+    assert checks["routes r1"]["data"]["expected"] == ["r1: static route 192.0.2.0/24",
+                                                       "r1: route to 10.255.255.2/32 (IS-IS, r2:lo's)"]
     assert checks["bgp r1 10.0.12.2"]["data"]["peer"] == "r2:eth1"
     assert checks["daemons r1"]["data"]["expected"] == ["bgpd", "isisd", "staticd", "zebra"]  # r1 has a static route
     st = json.loads(twin_cli("status", NAME, "--json", check=True).stdout)

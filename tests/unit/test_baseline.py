@@ -88,7 +88,7 @@ def test_an_allow_file_is_read_like_a_topology(tmp_path):
     f.write_text("allow:\n  - {vrf: green, change: appeared, reason: new tenant}\n  - {what: routes, chnage: x}\n")
     with pytest.raises(TopologyError) as e:
         load_allow(f)
-    assert f"{f}:3: allow[1].what: must be 'session', 'prefixes', 'route', 'vni' or 'any'; got 'routes'" in str(e.value)
+    assert f"{f}:3: allow[1].what: must be 'session', 'prefixes', 'route', 'vni', 'adjacency' or 'any'; got 'routes'" in str(e.value)
     assert f"{f}:3: allow[1].chnage: unknown field; allowed: node, vrf, what, key, change, reason" in str(e.value)
     f.write_text("allow:\n  - {vrf: green, change: appeared, reason: new tenant}\n")
     (rule,) = load_allow(f)

@@ -66,7 +66,7 @@ def test_inheritance_binds_and_exec_as_containerlab_resolves_them(tmp_path):
         "groups": {"rtr": {"image": "frrouting/frr", "exec": ["echo group"]}},
         "nodes": {
             "R_1": {"group": "rtr", "binds": ["__clabNodeDir__/frr.conf:/etc/frr/frr.conf", "cfg/d:/etc/frr/daemons",
-                                              "/tmp/x:/opt/x"], "exec": ["echo node"]},
+                                              "cfg/x:/opt/x:ro"], "exec": ["echo node"]},
             "h1": {"binds": ["cfg/other:/data"], "mgmt-ipv4": "172.20.20.9"},
             "r2": {"binds": ["cfg/r2:/etc/frr"]},
         },
@@ -74,10 +74,13 @@ def test_inheritance_binds_and_exec_as_containerlab_resolves_them(tmp_path):
                   {"type": "veth", "mtu": 9000, "endpoints": [{"node": "R_1", "interface": "e1-2"},
                                                                {"node": "r2", "interface": "eth9"}]}]}}
     path = write(tmp_path, doc, {"cfg/base.conf": "base\n", "cfg/d": "bgpd=yes\n", "clab-My_Lab/R_1/frr.conf": "mine\n",
-                                 "cfg/r2/frr.conf": "r2\n", "cfg/r2/daemons": "ospfd=yes\n"})
+                                 "cfg/r2/frr.conf": "r2\n", "cfg/r2/daemons": "ospfd=yes\n",
+                                 "cfg/r2/vtysh.conf": "service integrated-vtysh-config\n", "cfg/x": "x\n",
+                                 "cfg/other/a": "a\n"})
     imp = import_clab(path)
     assert imp.doc["name"] == "my-lab"
-    assert imp.doc["nodes"]["r-1"] == {"kind": "router", "exec": ["echo defaults", "echo kind", "echo group", "echo node"]}
+    assert imp.doc["nodes"]["r-1"] == {"kind": "router", "exec": ["echo defaults", "echo kind", "echo group", "echo node"],
+                                       "binds": [f"{tmp_path}/cfg/x:/opt/x:ro"], "env": {"A": "1"}}
     assert imp.doc["nodes"]["h1"]["kind"] == "router"     # the kind's bind of frr.conf reaches it too
     # r2 binds /etc/frr as a whole, and its kind binds frr.conf: Docker mounts the file over the directory
     assert imp.configs.files == {"r-1": {"frr.conf": "mine\n", "daemons": "bgpd=yes\n"}, "h1": {"frr.conf": "base\n"},
@@ -87,8 +90,13 @@ def test_inheritance_binds_and_exec_as_containerlab_resolves_them(tmp_path):
     notes = "\n".join(imp.notes)
     assert "lab 'My_Lab' is 'my-lab' in twin" in notes and "R_1 is r-1" in notes
     assert "the management network (mgmt, mgmt-ipv4/6) is left out" in notes
-    assert "not carried over (no twin meaning): env (R_1, h1, r2); binds to /opt/x (R_1); binds to /data (h1)" in notes
-    topology.load_document(imp.doc, imp.source)
+    assert "mgmt-ipv4" not in notes.replace("mgmt-ipv4/6", "")        # said once, with the network
+    assert imp.doc["nodes"]["h1"]["binds"] == [f"{tmp_path}/cfg/other:/data"]
+    # r2's directory on /etc/frr: its config read, its other files bound beside it
+    assert imp.doc["nodes"]["r2"]["binds"] == [f"{tmp_path}/cfg/r2/vtysh.conf:/etc/frr/vtysh.conf"]
+    fabric = topology.load_document(imp.doc, imp.source)
+    assert [str(b) for b in fabric.nodes["r-1"].binds] == [f"{tmp_path}/cfg/x:/opt/x:ro"]
+    assert fabric.nodes["h1"].env == {"A": "1"}
 
 
 def test_links_that_leave_the_lab_and_names_twin_cannot_take_are_named_with_their_line(tmp_path):

@@ -57,13 +57,17 @@ def node(monkeypatch):
     calls, answer = [], {}
     monkeypatch.setattr("twin.runtime.exec._of", lambda pid, cid: pid == 4242 and cid == "abc123")
 
-    def fake_run(argv, stdout, stderr, **kw):
-        calls.append(argv)
-        stdout.write(answer.get("out", b""))
-        stderr.write(answer.get("err", b""))
-        return subprocess.CompletedProcess(argv, answer.get("rc", 0))
+    class FakePopen:
+        def __init__(self, argv, stdout, stderr, **kw):
+            calls.append(argv)
+            stdout.write(answer.get("out", b""))
+            stderr.write(answer.get("err", b""))
+            self.pid = 0
 
-    monkeypatch.setattr("twin.runtime.exec.subprocess.run", fake_run)
+        def wait(self, timeout=None):
+            return answer.get("rc", 0)
+
+    monkeypatch.setattr("twin.runtime.exec.subprocess.Popen", FakePopen)
     return NodeExec(FakeContainer(), "lab/leaf1"), calls, answer
 
 

@@ -9,7 +9,8 @@ from functools import cached_property
 from twin import kinds
 from twin.topology.model import Fabric, Link
 
-NODE_FIXED = ("kind", "asn", "loopback", "image")   # a node changed in these is a new node
+# a node changed in these is a new node (its container's mounts, command and environment included)
+NODE_FIXED = ("kind", "asn", "loopback", "image", "binds", "cmd", "entrypoint", "env")
 NODE_LIVE = ("drain",)                              # changed on a running node
 
 

@@ -31,7 +31,8 @@ def baseline_group():
 @click.pass_context
 def record_(ctx, lab, output, evidence_file):
     """Record LAB's behaviour per node: every BGP session and its state, prefix counts per peer and AFI,
-    every VRF's routes with next hops (tenant VRFs too), every VNI with remote VTEPs and MAC/IP counts."""
+    every VRF's routes with next hops (tenant VRFs too), every VNI with remote VTEPs and MAC/IP counts,
+    and on routers of your own configs every OSPF, OSPFv3 and IS-IS adjacency."""
     def go():
         c = Lab(lab).context()
         with evidence(bool(evidence_file)) as rec, labelled("baseline"), err.status(f"recording the baseline of {lab}"):
@@ -39,9 +40,10 @@ def record_(ctx, lab, output, evidence_file):
         Path(output).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
         write_reports(lab, True, rec, None, evidence_file, str)
         items = B.items(doc)
-        kinds = {w: sum(k[2] == w for k in items) for w in ("session", "route", "vni")}
+        kinds = {w: sum(k[2] == w for k in items) for w in ("session", "route", "vni", "adjacency")}
         click.echo(f"baseline of {lab} written to {output}: {len(doc['nodes'])} nodes, {kinds['session']} sessions, "
-                   f"{kinds['route']} routes, {kinds['vni']} VNIs")
+                   f"{kinds['route']} routes, {kinds['vni']} VNIs"
+                   + (f", {kinds['adjacency']} OSPF/IS-IS adjacencies" if kinds["adjacency"] else ""))
     run(ctx, go)
 
 

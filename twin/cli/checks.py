@@ -6,6 +6,7 @@ import sys
 from dataclasses import asdict
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from twin import prove, verify
@@ -74,19 +75,19 @@ def print_proof(proof) -> None:
         t.add_column(col, justify="right" if col == "s" else "left", overflow="fold")
     yes, no = "[green]yes[/green]", "[red]NO[/red]"
     for o in proof.outcomes:
-        t.add_row(o.element.id, o.element.how, yes if o.caught else no, o.check or "-",
+        t.add_row(escape(o.element.id), escape(o.element.how), yes if o.caught else no, escape(o.check or "-"),
                   yes if o.restored else no, f"{o.seconds.get('total', 0):.1f}")
     out.print(t)
     for o in proof.outcomes:
         if not (o.caught and o.restored):
-            out.print(f"[red]{'MISSED' if not o.caught else 'NOT RESTORED'}[/red] {o.element.id} "
-                      f"({o.element.what}): ", end="")
+            out.print(f"[red]{'MISSED' if not o.caught else 'NOT RESTORED'}[/red] {escape(o.element.id)} "
+                      f"({escape(o.element.what)}): ", end="")
             out.print(o.detail or "no check of " + ", ".join(o.element.groups) + " failed", markup=False)
     if proof.exempt:
         out.print(f"{len(proof.exempt)} rendered settings carry no guarantee in this lab (not proved; --json lists "
                   f"them): " + ", ".join(sorted({x.kind for x in proof.exempt})))
     if proof.aborted:
-        out.print(f"[red]stopped[/red]: {proof.aborted}")
+        out.print(f"[red]stopped[/red]: {escape(proof.aborted)}")
     colour = "green" if proof.passed else "red"
     out.print(f"[{colour}]{proof.score}[/{colour}] ({len(proof.outcomes)} of {proof.total} elements, "
               f"{proof.seconds:.0f} s)")

@@ -8,28 +8,34 @@ import yaml
 
 from twin import topology
 from twin.cli.common import err, main, out, run
+from twin.config import userconf
 from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
 from twin.config.render import render_lab
+from twin.config.userconf import UserConfigs
 from twin.interop import nvue
 from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, parse_roles
 from twin.interop.doors import import_file
 from twin.interop.clone import clone
+from twin.lab import Lab
 from twin.lifecycle import state
 from twin.runtime import images
 
 FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot", "nvue")
 
 
-def _source(source: str):
-    """(fabric, VRF backend) of a topology file, or of a lab by name (its recorded intent)."""
+def _source(source: str, roles: dict[str, str]):
+    """(fabric, VRF backend, the user's files) of a topology file (a containerlab file: the FRR files
+    its nodes bind), or of a lab by name (its recorded intent, and the user's files it runs now)."""
     p = Path(source)
     if p.is_file():
-        fabric = topology.load(p)
-        return fabric, wanted(fabric)[0]
-    st, fabric = state.load(state.labdir(source))
+        lab = Lab.load(p, roles=roles)
+        return lab.topology, wanted(lab.topology)[0], lab.configs
+    d = state.labdir(source)
+    st, fabric = state.load(d)
     if fabric is None:
         raise click.UsageError(f"{source!r} is neither a topology file nor a lab here (`twin list` shows the labs)")
-    return fabric, (st.backend if st else None) or DEFAULT_BACKEND
+    mine = {n: state.read_files(d, n, names) for n, names in (st.user_files if st else {}).items()}
+    return fabric, (st.backend if st else None) or DEFAULT_BACKEND, UserConfigs(str(d), mine) if mine else None
 
 
 @main.command(name="export")
@@ -41,14 +47,18 @@ def _source(source: str):
               help="VRF backend of the VTEPs: netns or device (`vrf` is device's old name); default: the lab's, or "
                    "the file's defaults.vrf_backend (netns unless it says device).")
 @click.option("--namespace", help="Kubernetes namespace of the Clabernetes manifests.")
+@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
+              help="A containerlab file's nodes of kinds twin cannot run, as twin kinds (as `twin up` takes them).")
 @click.pass_context
-def export_(ctx, source, fmt, output, image, backend, namespace):
+def export_(ctx, source, fmt, output, image, backend, namespace, roles):
     """Write TOPOLOGY (a file) or LAB (a lab here) in another tool's format: containerlab (a
     .clab.yml with the files it binds), clabernetes (Kubernetes manifests), air-json or air-dot
     (NVIDIA Air topologies), nvue (each spine's, leaf's and DPU's startup.yaml, Cumulus Linux 5.9
-    / DOCA HBN: DIR/<node>/startup.yaml). See docs/interop.md for what each carries."""
+    / DOCA HBN: DIR/<node>/startup.yaml). The FRR files of the containerlab and Clabernetes exports
+    are the ones the lab runs: twin's rendering, and your own where you gave them (--configs, a
+    containerlab file's binds). See docs/interop.md for what each carries."""
     def go():
-        fabric, recorded = _source(source)
+        fabric, recorded, configs = _source(source, parse_roles(roles))
         d = Path(output)
         if fmt == "nvue":
             texts, notes = nvue.export(fabric)
@@ -65,7 +75,8 @@ def export_(ctx, source, fmt, output, image, backend, namespace):
             tag = image or images.node_tag()
             write = export_containerlab if fmt == "containerlab" else export_clabernetes
             extra = {"namespace": namespace} if fmt == "clabernetes" else {}
-            path = write(fabric, render_lab(fabric, b), d, image=tag, backend=b, **extra)
+            files = userconf.merge(render_lab(fabric, b), configs, fabric, b)[0]
+            path = write(fabric, files, d, image=tag, backend=b, **extra)
         out.print(f"wrote {path}")
     run(ctx, go)
 

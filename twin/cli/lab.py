@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 import click
 from rich.table import Table
 
-from twin import timeouts
+from twin import kinds, timeouts
 from twin.cli.common import err, main, out, run
 from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.render import render_lab
 from twin.config import userconf
+from twin.config.naming import container_name
 from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
 from twin.interop import doors
 from twin.interop import parse_roles
@@ -19,7 +21,7 @@ from twin.lab import Lab, frr_view
 from twin.lifecycle import hostlimits, state
 from twin.lifecycle.vrfbackend import Choice
 from twin.lifecycle.status import LabStatus
-from twin.runtime import dryrun, images
+from twin.runtime import dryrun, images, kernel, kernelhint
 from twin.runtime.docker import DockerRuntime
 from twin.topology import ValidationReport
 from twin.topology import validate as topology_validate
@@ -48,13 +50,20 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
               help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
                    "containerlab CLI on twin's export (where containerlab is installed). Env: TWIN_RUNTIME.")
 @click.option("--vrf-backend", type=click.Choice(list(CHOICES)), help=VRF_BACKEND_HELP)
+@click.option("--no-wait", is_flag=True,
+              help="Return once the nodes run, are wired and FRR started (as `clab deploy`), for labs your own "
+                   "scripts configure; `twin wait LAB` waits for convergence afterwards.")
+@click.option("--strict-exec", is_flag=True,
+              help="A node's exec command that fails ends the bring-up (by default it is reported and the lab "
+                   "goes on, as in containerlab).")
 @click.pass_context
-def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend):
+def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend, no_wait, strict_exec):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
-    TOPOLOGY is a twin topology file, a containerlab LAB.clab.yml or an NVIDIA Air .json/.dot
-    (imported on the way, as `twin import` does: a containerlab node's bound frr.conf/daemons
-    are its configs; --role gives the kinds an Air file does not).
+    TOPOLOGY is a twin topology file, a containerlab topology (known by its content, whatever
+    its name) or an NVIDIA Air .json/.dot, imported on the way as `twin import` does: a
+    containerlab node's bound frr.conf/daemons are its configs; --role gives the kinds an
+    Air file does not.
     The wiring and the tenants' kernel plane (VRFs, VXLAN, bridges) come from TOPOLOGY,
     the FRR configs from twin's rendering or, with --configs, from your files. The
     barrier and `twin verify` judge them against TOPOLOGY's intent; routers running
@@ -66,7 +75,8 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
         lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles))
         try:
             with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
-                timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend,
+                timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,
+                                 strict_exec=strict_exec,
                                  say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
                                                 err.print(f"  {m}") if ctx.obj.verbose else None))
         except AlreadyUp as e:
@@ -75,6 +85,13 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
         finally:
             for note in lab.notes:
                 err.print(f"note: {note}")
+        if no_wait:
+            frr = sum(1 for n in lab.fabric.nodes.values() if kinds.of(n).runs_frr)
+            out.print(f"lab [bold]{lab.name}[/bold] is deployed: {len(lab.fabric.nodes)} nodes running and wired, "
+                      f"FRR started on {frr}, in {timings['wired']:.1f}s; configs in {lab.dir}; `twin exec "
+                      f"{lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} CMD`) configures "
+                      f"them, `twin wait {lab.name}` waits for convergence")
+            return
         mine = lab.context().intent.generic
         adjacencies = sum(len(g.adjacencies) for g in mine.values())
         sessions = len(lab.fabric.sessions())
@@ -173,6 +190,22 @@ def host_figures(fabric) -> dict:
             "short": [str(s) for s in short], "fix": hostlimits.fix_command(short)}
 
 
+@main.command(name="wait")
+@click.argument("lab")
+@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size, as `up`).")
+@click.pass_context
+def wait_(ctx, lab, timeout):
+    """Wait until LAB has converged (the barrier of `twin up`): after `twin up --no-wait` and the
+    scripts that configure its nodes. Exit 1 naming what is still missing at the deadline."""
+    def go():
+        handle = Lab(lab)
+        with err.status(f"[bold]{lab}[/bold]: waiting") as status:
+            took = handle.wait(timeout, say=lambda m: (status.update(f"[bold]{lab}[/bold]: {m}"),
+                                                       err.print(f"  {m}") if ctx.obj.verbose else None))
+        out.print(f"lab [bold]{lab}[/bold] has converged, in {took:.1f}s")
+    run(ctx, go)
+
+
 @main.command()
 @click.argument("lab")
 @click.pass_context
@@ -248,13 +281,17 @@ def print_status(st: LabStatus) -> None:
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
 def exec_(ctx, lab, node, cmd):
-    """Run CMD in NODE of LAB: twin exec LAB NODE -- vtysh -c 'show bgp summary'."""
+    """Run CMD in NODE of LAB: twin exec LAB NODE -- vtysh -c 'show bgp summary'. The node's
+    container is twin-LAB-NODE (containerlab's clab-LAB-NODE): `docker exec -it` for a TTY."""
     def go():
         # a long quiet command must not be cut by the Docker client's read timeout
         handle = Lab(lab, runtime=DockerRuntime(timeout=None))
         res = handle.node(node).run(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
         sys.stdout.write(res.stdout)
         sys.stderr.write(res.stderr)
+        hint = kernelhint.hint(shlex.join(cmd), res.stdout + res.stderr, lambda: kernel.lacks(lab)) if res.rc else ""
+        if hint:
+            sys.stderr.write(f"twin: {hint}\n")
         sys.exit(res.rc)
     run(ctx, go)
 

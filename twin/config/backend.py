@@ -28,6 +28,8 @@ NO_VRF_DEVICES = "this kernel has no Linux VRF devices (CONFIG_NET_VRF is not se
 INSTEAD = ("twin's netns backend (the default: each tenant a network namespace, FRR's netns VRF "
            "backend) runs on every kernel")
 _VRF_DEVICE = re.compile(r"\blink\s+add\b.*\btype\s+vrf\b")
+_ZEBRA_OPTIONS = re.compile(r'^\s*zebra_options="([^"]*)"', re.M)
+_NETNS_FLAG = re.compile(r"(?:^|\s)(?:-n|--vrfwnetns|-w)(?=\s|$)")
 
 
 def vrf_tables(fabric: Fabric) -> dict[str, int]:
@@ -53,18 +55,26 @@ def wanted(fabric: Fabric, override: str | None = None) -> tuple[Backend, str]:
                              "`twin up --vrf-backend device` chooses Linux VRF devices")
 
 
+def netns_vrfs(daemons: str) -> bool:
+    """Does a daemons file start zebra with network namespaces as VRFs (`-n`, FRR 10's `-w`)? Then
+    the VRFs of its node's frr.conf are namespaces (a user's script makes them), no VRF devices."""
+    m = _ZEBRA_OPTIONS.search(daemons)
+    return bool(m and _NETNS_FLAG.search(m.group(1)))
+
+
 def device_needs(fabric: Fabric, user_files: dict[str, dict[str, str]],
                  where: dict[str, str] | None = None) -> list[Problem]:
     """What of the user's own input makes or needs Linux VRF devices, one Problem each (pure):
     a node's `exec` command that adds one (`ip link add red type vrf table 1100`), and a
     user's frr.conf with a VRF that is no tenant twin makes on that node (zebra finds such a
-    VRF as a Linux VRF device, which nothing else makes). `where`: node -> its frr.conf's path."""
+    VRF as a Linux VRF device, which nothing else makes), unless its daemons file runs zebra
+    with namespaces as VRFs. `where`: node -> its frr.conf's path."""
     out = []
     for n, node in fabric.nodes.items():
         out += [Problem(fabric.source, f"nodes.{n}.exec[{i}]", f"`{cmd}` makes a Linux VRF device")
                 for i, cmd in enumerate(node.exec) if _VRF_DEVICE.search(cmd)]
         text = user_files.get(n, {}).get("frr.conf")
-        if text:
+        if text and not netns_vrfs(user_files.get(n, {}).get("daemons", "")):
             cfg, mine = frrconf.parse(text), {t.vrf for t in fabric.tenants_on(n)} | {frrconf.DEFAULT_VRF}
             for v in sorted((set(cfg.vrfs) | {b.vrf for b in cfg.bgp} | {o.vrf for o in cfg.ospf}) - mine):
                 out.append(Problem((where or {}).get(n, f"{n}/frr.conf"), "", f"VRF {v} is no tenant of the "

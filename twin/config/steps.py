@@ -24,8 +24,9 @@ from pyroute2.netlink import NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST
 from pyroute2.netlink.rtnl import RTM_NEWLINK
 from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 
+from twin.kinds.base import NODE_DIR   # noqa: F401  (the node's lab directory, as mounted in it)
+
 VXLAN_PORT = 4789
-NODE_DIR = "/etc/twin"   # the node's lab directory, as mounted in the node
 NTF_MASTER, NUD_NOARP, NUD_PERMANENT = 0x04, 0x40, 0x80
 RTNH_F_ONLINK = 0x04
 INGRESS = 0xFFFF0000            # the ingress qdisc's handle (ffff:)

@@ -162,6 +162,22 @@ def merge(rendered: dict[str, dict[str, str]], configs: UserConfigs | None,
     return out, notes
 
 
+_FORWARDING = {"ip": "net.ipv4.ip_forward", "ipv6": "net.ipv6.conf.all.forwarding"}
+
+
+def forwarding_sysctls(frr_conf: str) -> dict[str, str]:
+    """The forwarding sysctls a config's `[no] ip forwarding` / `[no] ipv6 forwarding` asks for: zebra
+    cannot write them in a container (its /proc/sys is read-only), so the container gets them."""
+    out = {}
+    for line in frr_conf.splitlines():
+        w = line.split()
+        if w[:1] == ["no"] and w[2:3] == ["forwarding"] and w[1] in _FORWARDING and len(w) == 3:
+            out[_FORWARDING[w[1]]] = "0"
+        elif w[1:2] == ["forwarding"] and w[0] in _FORWARDING and len(w) == 2:
+            out[_FORWARDING[w[0]]] = "1"
+    return out
+
+
 def adapt_daemons(text: str, netns_vrfs: bool) -> tuple[str, str]:
     """A VTEP's daemons file with zebra's VRF backend as its kernel plane needs it: `-n`
     (FRR's netns VRF backend) on the netns backend, none on the device backend.

@@ -38,6 +38,7 @@ class Interface:
     ospf6_passive: bool = False
     isis: str | None = None                                   # `ip router isis TAG` / `ipv6 router isis TAG`
     isis_passive: bool = False
+    isis_families: set[int] = field(default_factory=set)      # 4 (`ip router isis`), 6 (`ipv6 router isis`)
     line: int = 0
 
 
@@ -74,12 +75,23 @@ class Bgp:
 @dataclass
 class Ospf:
     vrf: str = DEFAULT_VRF
+    opener: str = "router ospf"       # the line that opens it, as written (`router ospf vrf red`)
     router_id: str | None = None
     networks: list[tuple[str, str]] = field(default_factory=list)   # (prefix, area)
     passive_default: bool = False
     passive: set[str] = field(default_factory=set)
     active: set[str] = field(default_factory=set)                    # `no passive-interface X`
     areas: dict[str, str] = field(default_factory=dict)              # ospf6 (old form): interface -> area
+
+
+@dataclass(frozen=True)
+class Static:
+    """A static route: `ip route PREFIX ...` (or ipv6), globally or in a `vrf` block."""
+
+    prefix: str
+    vrf: str
+    words: tuple[str, ...]     # as written, from `ip`/`ipv6` on (a `vrf X` at the end included)
+    line: int = 0
 
 
 @dataclass
@@ -91,8 +103,12 @@ class FrrConfig:
     ospf6: list[Ospf] = field(default_factory=list)
     isis: dict[str, str] = field(default_factory=dict)       # tag -> VRF
     vrfs: dict[str, int | None] = field(default_factory=dict)  # `vrf X` -> its `vni N`
-    static: bool = False                                       # any `ip route` / `ipv6 route`
+    statics: list[Static] = field(default_factory=list)       # `ip route` / `ipv6 route`
     routers: set[str] = field(default_factory=set)             # `router X` kinds seen (bgp, ospf, rip...)
+
+    @property
+    def static(self) -> bool:
+        return bool(self.statics)
 
     def interface(self, name: str, vrf: str = DEFAULT_VRF) -> Interface:
         return self.interfaces.setdefault((name, vrf), Interface(name, vrf))
@@ -123,9 +139,35 @@ class FrrConfig:
     def isis_interfaces(self) -> dict[tuple[str, str], bool]:
         return {(n, v): i.isis_passive for (n, v), i in self.interfaces.items() if i.isis is not None}
 
+    def ospf_networks(self, name: str, vrf: str = DEFAULT_VRF) -> list[tuple[Ospf, str, str]]:
+        """(instance, prefix, area) of every `network` statement that puts interface `name` in OSPF."""
+        i = self.interfaces.get((name, vrf))
+        return [(o, p, area) for o in self.ospf if o.vrf == vrf for p, area in o.networks
+                if i is not None and any(_covers(p, a) for a in i.addresses)]
+
+    def igp_prefixes(self, protocol: str) -> dict[tuple[str, str], list[str]]:
+        """(interface, VRF) -> the prefixes (networks of its addresses) an IGP advertises of each of its
+        interfaces, passive ones too: OSPF IPv4, OSPFv3 IPv6, IS-IS the families it is enabled for."""
+        read = {"ospf": self.ospf_interfaces, "ospf6": self.ospf6_interfaces, "isis": self.isis_interfaces}[protocol]
+        out = {}
+        for key in read():
+            i = self.interfaces.get(key)
+            families = {"ospf": {4}, "ospf6": {6}}.get(protocol) or (i.isis_families if i else set())
+            nets = [ipaddress.ip_interface(a).network for a in (i.addresses if i else []) if is_cidr(a)]
+            out[key] = sorted({str(n) for n in nets if n.version in families and not n.is_link_local})
+        return out
+
     def addresses(self) -> dict[str, str]:
         """Every interface address (without its length) -> the interface it is on."""
         return {a.split("/")[0]: name for (name, _), i in self.interfaces.items() for a in i.addresses}
+
+
+def is_cidr(cidr: str) -> bool:
+    try:
+        ipaddress.ip_interface(cidr)
+        return True
+    except ValueError:
+        return False
 
 
 def _covers(prefix: str, cidr: str) -> bool:
@@ -154,7 +196,7 @@ def parse(text: str) -> FrrConfig:
         if top and (words[0] in _OPENERS or words[0] in _GLOBALS or not block):
             opener = words[0] in _OPENERS
             block, family = (words if opener else []), []
-            target = _open(cfg, words, number) if opener else _global(cfg, words)
+            target = _open(cfg, words, number) if opener else _global(cfg, words, number)
             continue
         if words[0] == "address-family":
             family = [words]
@@ -185,7 +227,7 @@ def _open(cfg: FrrConfig, words: list[str], number: int) -> object:
             cfg.bgp.append(same)
         return same
     if words[1] in ("ospf", "ospf6"):
-        o = Ospf(vrf)
+        o = Ospf(vrf, " ".join(words))
         (cfg.ospf if words[1] == "ospf" else cfg.ospf6).append(o)
         return o
     if words[1] == "isis" and len(words) > 2:
@@ -193,12 +235,13 @@ def _open(cfg: FrrConfig, words: list[str], number: int) -> object:
     return None
 
 
-def _global(cfg: FrrConfig, words: list[str]) -> None:
+def _global(cfg: FrrConfig, words: list[str], number: int) -> None:
     """A global command; it opens no block (returns None)."""
     if words[0] == "hostname" and len(words) > 1:
         cfg.hostname = words[1]
-    elif words[0] in ("ip", "ipv6") and len(words) > 1 and words[1] == "route":
-        cfg.static = True
+    elif words[0] in ("ip", "ipv6") and len(words) > 2 and words[1] == "route":
+        vrf = words[words.index("vrf") + 1] if "vrf" in words[3:-1] else DEFAULT_VRF
+        cfg.statics.append(Static(words[2], vrf, tuple(words), number))
 
 
 def _inner(cfg: FrrConfig, target: object, family: list[list[str]], words: list[str], number: int) -> None:
@@ -211,8 +254,8 @@ def _inner(cfg: FrrConfig, target: object, family: list[list[str]], words: list[
     elif isinstance(target, tuple) and target[0] == "vrf":
         if words[0] == "vni" and len(words) > 1 and words[1].isdigit():
             cfg.vrfs[target[1]] = int(words[1])
-        elif words[0] in ("ip", "ipv6") and len(words) > 1 and words[1] == "route":
-            cfg.static = True
+        elif words[0] in ("ip", "ipv6") and len(words) > 2 and words[1] == "route":
+            cfg.statics.append(Static(words[2], target[1], tuple(words), number))
 
 
 def _interface(i: Interface, w: list[str]) -> None:
@@ -228,6 +271,7 @@ def _interface(i: Interface, w: list[str]) -> None:
         i.ospf6_passive = True
     elif w[1:3] == ["router", "isis"] and w[0] in ("ip", "ipv6"):
         i.isis = w[3] if len(w) > 3 else ""
+        i.isis_families.add(4 if w[0] == "ip" else 6)
     elif w[:2] == ["isis", "passive"]:
         i.isis_passive = True
 

@@ -5,6 +5,8 @@ Converged, for such a node, means:
 - every adjacency its frr.conf declares is up: each BGP neighbor (not shut down) Established;
   each OSPF, OSPFv3 and IS-IS interface (not passive) on a link whose far end runs the same
   protocol (not passive either, by that node's config) has a Full / Up neighbour;
+- its static routes are in its RIB, and so is every prefix its IGPs learn from the other routers
+  of its domain; with EVPN on (`advertise-all-vni`), the L3VNI of each of its VRFs is up in zebra;
 - its routes stopped changing for a short quiet period (the barrier's business: a moment, not a
   state a config declares).
 
@@ -13,8 +15,9 @@ a BGP neighbor given by address is named after the node whose config holds that 
 """
 from __future__ import annotations
 
+import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from twin import kinds
@@ -47,11 +50,32 @@ class Adjacency:
 
 
 @dataclass(frozen=True)
+class Route:
+    """A route a router must hold: a static one its config declares, or one its IGP learns from
+    another router of its domain (an OSPF, OSPFv3 or IS-IS interface of that router, passive too)."""
+
+    node: str
+    prefix: str
+    vrf: str
+    protocol: str            # static, ospf, ospf6, isis
+    origin: str = ""         # "node:interface" it is learned from (the first, where several have it)
+    origins: tuple[str, ...] = ()   # every "node:interface" of the domain that has the prefix
+
+    def __str__(self) -> str:
+        vrf = f" in VRF {self.vrf}" if self.vrf != frrconf.DEFAULT_VRF else ""
+        if self.protocol == "static":
+            return f"{self.node}: static route {self.prefix}{vrf}"
+        return f"{self.node}: route to {self.prefix}{vrf} ({PROTOCOLS[self.protocol]}, {self.origin}'s)"
+
+
+@dataclass(frozen=True)
 class GenericIntent:
     node: str
     daemons: tuple[str, ...]                 # every daemon that must run
     adjacencies: tuple[Adjacency, ...]
     notes: tuple[str, ...] = ()              # what in its files can never come up, said once
+    routes: tuple[Route, ...] = ()           # its static routes, and what its IGPs learn from its domain
+    vnis: dict[int, str] = field(default_factory=dict)   # L3VNI -> VRF (`vrf X` / `vni N`, EVPN on): up in zebra
 
     def protocols(self) -> set[str]:
         return {a.protocol for a in self.adjacencies}
@@ -83,8 +107,60 @@ def generic_intents(fabric: Fabric, files: Mapping[str, Mapping[str, str]]) -> d
         notes = tuple(f"{name}: its frr.conf has {PROTOCOLS[p]} ({', '.join(a.where for a in adj if a.protocol == p)}) "
                       f"but its daemons file does not enable {DAEMON_OF[p]}"
                       for p in sorted({a.protocol for a in adj}) if DAEMON_OF[p] not in enabled)
-        out[name] = GenericIntent(name, tuple(enabled), tuple(adj), notes)
+        statics = [Route(name, network(st.prefix), st.vrf, "static") for st in cfg.statics]
+        evpn = cfg.default_bgp() is not None and cfg.default_bgp().advertise_all_vni
+        vnis = {vni: vrf for vrf, vni in cfg.vrfs.items() if vni} if evpn else {}
+        out[name] = GenericIntent(name, tuple(enabled), tuple(adj), notes, tuple(statics), vnis)
+    learned = _learned(out, configs)
+    return {n: replace(g, routes=g.routes + tuple(learned.get(n, ()))) for n, g in out.items()}
+
+
+def network(prefix: str) -> str:
+    """A prefix as FRR shows it (host bits cleared), or as given when it is none."""
+    try:
+        return str(ipaddress.ip_network(prefix, strict=False))
+    except ValueError:
+        return prefix
+
+
+def _learned(intents: dict[str, GenericIntent], configs: dict[str, frrconf.FrrConfig]) -> dict[str, list[Route]]:
+    """Per router, the IGP prefixes of the other routers of its domain (the routers its adjacencies of
+    that protocol and VRF join, transitively) that it has no address in itself."""
+    out: dict[str, list[Route]] = {}
+    for proto in ("ospf", "ospf6", "isis"):
+        for vrf, members in _domains(intents, proto).items():
+            for group in members:
+                origins: dict[str, list[str]] = {}
+                for m in sorted(group):
+                    for (iface, v), prefixes in sorted(configs[m].igp_prefixes(proto).items()):
+                        for p in prefixes if v == vrf else ():
+                            origins.setdefault(p, []).append(f"{m}:{iface}")
+                for n in sorted(group):
+                    own = {p for (_, v), ps in configs[n].igp_prefixes(proto).items() if v == vrf for p in ps}
+                    own |= _connected(configs[n], vrf)
+                    out.setdefault(n, []).extend(Route(n, p, vrf, proto, o[0], tuple(o)) for p, o in origins.items()
+                                                 if p not in own)
     return out
+
+
+def _connected(cfg: frrconf.FrrConfig, vrf: str) -> set[str]:
+    return {str(ipaddress.ip_interface(a).network) for (_, v), i in cfg.interfaces.items() if v == vrf
+            for a in i.addresses if frrconf.is_cidr(a)}
+
+
+def _domains(intents: dict[str, GenericIntent], proto: str) -> dict[str, list[set[str]]]:
+    """VRF -> the groups of routers joined by adjacencies of `proto` (each at least two)."""
+    groups: dict[str, list[set[str]]] = {}
+    for g in intents.values():
+        for a in g.adjacencies:
+            far = a.peer.split(":")[0]
+            if a.protocol != proto or far not in intents:
+                continue
+            mine = groups.setdefault(a.vrf, [])
+            joined = [x for x in mine if a.node in x or far in x]
+            merged = set().union({a.node, far}, *joined)
+            groups[a.vrf] = [x for x in mine if x not in joined] + [merged]
+    return groups
 
 
 def _bgp(name: str, cfg: frrconf.FrrConfig, fabric: Fabric, owners: dict[str, str]) -> list[Adjacency]:

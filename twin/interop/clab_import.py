@@ -1,22 +1,24 @@
-"""containerlab labs in: a `.clab.yml` as a twin topology plus the user's config directory.
+"""containerlab labs in: a containerlab topology as a twin topology plus the user's config directory.
 
-containerlab's semantics are kept (as its `types/topology.go` resolves a node):
+A file is containerlab's by its content (`topology: {nodes: ...}`), whatever its name. Its
+semantics are kept (as containerlab's `types/topology.go` resolves a node):
 - a node's kind is its own, else its group's, else the default's; its group its own, else its
   kind's, else the default's; `image` and other single values come from the node, else its
   group, its kind, the defaults; `binds` of every level are merged by destination (the most
-  specific wins), `exec` of every level run in order: defaults, kind, group, node;
+  specific wins), `env` by name, `exec` of every level run in order: defaults, kind, group, node;
 - bind sources are relative to the topology file (`~`, `__clabNodeDir__`, `__clabDir__` expanded);
-  a bind of FRR's `frr.conf` or `daemons` (or of the whole /etc/frr) gives the node's config;
+  a bind of FRR's `frr.conf` or `daemons` (or of the whole /etc/frr) gives the node's config,
+  every other bind is carried as it is (`twin.interop.clab_nodes` says how each field is taken);
 - interface names stay as given (eth1, e1-1...), and so do link MTUs;
 - `kind: linux` nodes run: a node with FRR's files bound (or an FRR image) is a `router`, any
-  other a `host`, its `exec` commands run as containerlab runs them.
+  other a `host` (with its own `cmd`, `entrypoint`, `env` and `exec`).
 
-What twin does not carry is said once each, as a note: the management network (`mgmt`,
-`mgmt-ipv4`: twin nodes have none, `twin exec` reaches them), the images (every node runs
-twin's node image), and node fields with no twin meaning. Node and lab names are lowercased
-to twin's rules when that is all they need. Kinds twin cannot run (SR Linux, cEOS...) are
-refused in one error that lists them and gives the way out: `--role leaf1=leaf,spine=spine`
-maps them to twin's kinds, which twin renders day-0 configs for.
+What twin does not carry is said once each, as a note with its reason: the management network
+(`mgmt`, `mgmt-ipv4`: twin nodes have none, `twin exec` reaches them), the images (every node
+runs twin's node image), and each node field left out (`clab_nodes.LEFT_OUT`). Node and lab
+names are lowercased to twin's rules when that is all they need. Kinds twin cannot run (SR
+Linux, cEOS...) are refused in one error that lists them and gives the way out: `--role
+leaf1=leaf,spine=spine` maps them to twin's kinds, which twin renders day-0 configs for.
 """
 from __future__ import annotations
 
@@ -26,17 +28,18 @@ from pathlib import Path
 
 from twin.config.userconf import DAEMONS, FORMATS, FRR_CONF, UserConfigs
 from twin.errors import Problem, TopologyError
+from twin.interop import clab_nodes as cn
 from twin.kinds import KINDS
+from twin.kinds.base import FRR_DIR
 from twin.topology import files as inputs
 from twin.topology.names import check_lab_name, check_node_name
 from twin.topology.problems import Problems, listing, quoted
 from twin.topology.yaml_safe import read_yaml
 
 SUFFIXES = (".clab.yml", ".clab.yaml")
-FRR_DIR = "/etc/frr"
+OTHER_FORMATS = (".json", ".dot", ".gv")    # NVIDIA Air's
 RUNS = "linux"                        # the one containerlab kind twin runs as it is
 SPECIAL = ("host", "mgmt-net", "macvlan", "bridge", "ovs-bridge")   # endpoints that leave the lab
-CARRIED = {"kind", "group", "image", "binds", "exec", "type", "mgmt-ipv4", "mgmt-ipv6", "labels"}
 NAME_WORDS = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", "client": "host", "host": "host",
               "pc": "host", "server": "host", "srv": "host", "router": "router", "r": "router"}
 
@@ -53,7 +56,20 @@ class Imported:
 
 
 def is_clab(path: str | Path) -> bool:
-    return Path(path).name.lower().endswith(SUFFIXES)
+    """Is `path` a containerlab topology: named so, or holding `topology: {nodes: ...}` and no twin
+    `nodes:` (containerlab takes any file name with -t)? A file that cannot be read is not one
+    (the reader of twin topologies then says what is wrong with it)."""
+    name = Path(path).name.lower()
+    if name.endswith(SUFFIXES):
+        return True
+    if name.endswith(OTHER_FORMATS):
+        return False
+    try:
+        data, _ = read_yaml(path)
+    except TopologyError:
+        return False
+    return isinstance(data, dict) and "nodes" not in data and isinstance(data.get("topology"), dict) \
+        and "nodes" in data["topology"]
 
 
 def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Imported:
@@ -85,6 +101,7 @@ class _Import:
         self.files: dict[str, dict[str, str]] = {}
         self.paths: dict[str, dict[str, str]] = {}
         self.notes: list[str] = []
+        self.left: dict[tuple[str, str], list[str]] = {}   # (field, why) -> nodes it is left out of
 
     # --- containerlab's inheritance ------------------------------------------------------------
     def level(self, where: str, key: str | None) -> dict:
@@ -126,7 +143,7 @@ class _Import:
             commands = self.merged(n, "exec")
             if commands:
                 spec["exec"] = commands
-            nodes[self.names[n]] = spec
+            nodes[self.names[n]] = {**spec, **self._runtime(n, kind)}
         self._notes()
         return {"name": lab, "description": f"imported from containerlab: {self.path}", "nodes": nodes,
                 "links": self._links()}
@@ -178,13 +195,13 @@ class _Import:
                 f"(kinds: {', '.join(KINDS)})")))
         return {n: k for n, k in out.items() if n in self.names}
 
-    def _binds(self, n: str) -> dict[str, str]:
-        """destination -> source of node `n`'s binds, merged over every level by destination."""
+    def _binds(self, n: str) -> dict[str, tuple[str, str]]:
+        """destination -> (source, options) of node `n`'s binds, merged over every level by destination."""
         out = {}
         for bind in self.merged(n, "binds"):
             parts = bind.split(":")
             if len(parts) >= 2:
-                out[parts[1].rstrip("/") or "/"] = parts[0]
+                out[parts[1].rstrip("/") or "/"] = (parts[0], ":".join(parts[2:]))
         return out
 
     def _source(self, src: str, n: str) -> str | None:
@@ -202,20 +219,39 @@ class _Import:
             return None
         return str(rel)
 
+    def _path(self, src: str, n: str) -> Path:
+        """A bind's source as the absolute path Docker mounts (any path, as containerlab takes it);
+        twin reads nothing through it (`_source` for that)."""
+        lab = f"clab-{self.data.get('name', '')}"
+        src = src.replace("__clabNodeDir__", f"{lab}/{n}").replace("__clabDir__", lab)
+        try:
+            p = Path(src).expanduser()
+        except RuntimeError:               # ~user unknown: the path as written, found missing
+            p = Path(src)
+        return (p if p.is_absolute() else self.base / p).absolute()
+
     def _frr(self, n: str) -> bool:
         binds = self._binds(n)
         return any(d == FRR_DIR or d.startswith(FRR_DIR + "/") for d in binds) or "frr" in str(
             self.value(n, "image") or "").lower()
 
     def _configs(self, n: str, kind: str) -> None:
-        """The FRR files node `n` binds: frr.conf and daemons (or /etc/frr as a whole)."""
+        """The FRR files node `n` binds: frr.conf and daemons (or /etc/frr as a whole); else its
+        startup-config as its frr.conf."""
         binds, twin = self._binds(n), self.names.get(n)
         wanted = {f"{FRR_DIR}/{f}": f for f in (FRR_CONF, DAEMONS)}
-        found = {f: self._source(src, n) for dst, f in wanted.items() if (src := binds.get(dst))}
-        d = self._source(binds[FRR_DIR], n) if FRR_DIR in binds else None
+        found = {f: self._source(binds[dst][0], n) for dst, f in wanted.items() if dst in binds}
+        d = self._source(binds[FRR_DIR][0], n) if FRR_DIR in binds else None
         if d is not None:
             found.update({f: f"{d}/{f}" for f in (FRR_CONF, DAEMONS)
                           if found.get(f) is None and inputs.exists(f"{d}/{f}", self.base)})
+        startup = self.value(n, "startup-config") if self.kind_of(n) == RUNS else None   # else: a NOS's config
+        if FRR_CONF not in found and isinstance(startup, str) and "
+" not in startup:
+            found[FRR_CONF] = self._source(startup, n)
+        elif FRR_CONF not in found and isinstance(startup, str) and twin:   # the config itself, inline
+            self.files.setdefault(twin, {})[FRR_CONF] = startup
+            self.paths.setdefault(twin, {})[FRR_CONF] = f"{self.path} (startup-config of {n})"
         for f, rel in found.items():
             if rel is None:
                 continue
@@ -228,9 +264,65 @@ class _Import:
             if twin:
                 self.files.setdefault(twin, {})[f] = text
                 self.paths.setdefault(twin, {})[f] = str(self.base / rel)
-        if found and not KINDS[kind].user_config:
+        if (found or startup) and not KINDS[kind].user_config:
             self.notes.append(f"{listing([n])}: its bound FRR files are the config of a {kind}: twin judges it by the "
                               "topology's intent")
+
+    def _runtime(self, n: str, kind: str) -> dict:
+        """Node `n`'s binds (but an FRR node's config), cmd, entrypoint and env, as twin fields."""
+        k, out = KINDS[kind], {}
+        binds = []
+        for dst, (src, opts) in self._binds(n).items():
+            p = self._path(src, n)
+            if k.runs_frr and cn.is_config_target(dst):
+                binds += cn.directory_binds(p, opts) if dst == FRR_DIR else []
+            elif not p.exists():
+                self.problems.add(("topology", "nodes", n, "binds"), f"{src}:{dst}: {p} does not exist "
+                                                                     "(containerlab refuses a missing source too)")
+            else:
+                binds.append(cn.bind_text(p, dst, opts))
+        if binds:
+            out["binds"] = binds
+        for field in ("cmd", "entrypoint"):
+            value = self.value(n, field)
+            if value and k.start is not None:
+                self.left.setdefault((field, f"an FRR node runs twin's command, which starts FRR once it is "
+                                            "wired"), []).append(n)
+            elif value:
+                out[field] = str(value)
+        if self.value(n, "startup-config") and self.kind_of(n) != RUNS:
+            self.left.setdefault(("startup-config", f"a config of {self.kind_of(n)}, not FRR's: twin renders the "
+                                                    "node's day-0 config"), []).append(n)
+        elif self.value(n, "startup-config") and not k.runs_frr:
+            self.left.setdefault(("startup-config", "a Linux host has none (containerlab ignores it for kind "
+                                                    "linux)"), []).append(n)
+        env = self._env(n)
+        if env:
+            out["env"] = env
+        return out
+
+    def _env(self, n: str) -> dict[str, str]:
+        """env-files, then env, of every level from the defaults to the node: the most specific wins."""
+        out: dict[str, str] = {}
+        for lvl in reversed(self.chain(n)):
+            files = lvl.get("env-files")
+            for f in files if isinstance(files, list) else []:
+                rel = self._source(str(f), n)
+                if rel is None:
+                    continue
+                try:
+                    values, why = cn.parse_env(inputs.read_text(rel, inputs.ENV_FILE, self.base)), ""
+                except inputs.Refused as e:
+                    values, why = {}, f"{quoted(str(self.base / rel))}: {e.message}"
+                except ValueError as e:
+                    values, why = {}, f"{quoted(str(self.base / rel))}: {e}"
+                if why:
+                    self.problems.add(("topology", "nodes", n, "env-files"), why)
+                out.update(values)
+        for lvl in reversed(self.chain(n)):
+            env = lvl.get("env")
+            out.update({str(k): cn.env_text(v) for k, v in env.items()} if isinstance(env, dict) else {})
+        return out
 
     def _lab_name(self, name: str | None) -> str:
         if name is not None:
@@ -278,16 +370,10 @@ class _Import:
             images.setdefault(str(self.value(n, "image") or "none given"), []).append(n)
         self.notes.append("every node runs twin's node image instead of " + "; ".join(
             f"{img} ({listing(ns)})" for img, ns in images.items()))
-        dropped: dict[str, list[str]] = {}
         for n in self.names:
-            for key in sorted({k for lvl in self.chain(n) for k in lvl} - CARRIED):
-                dropped.setdefault(key, []).append(n)
-        other = {n: [d for d, s in self._binds(n).items() if d != FRR_DIR and not d.startswith(FRR_DIR + "/")]
-                 for n in self.names}
-        dropped.update({f"binds to {d}": [n] for n, ds in other.items() for d in ds})
-        if dropped:
-            self.notes.append("not carried over (no twin meaning): " + "; ".join(
-                f"{k} ({listing(ns)})" for k, ns in dropped.items()))
+            for key in sorted({k for lvl in self.chain(n) for k in lvl} - cn.CARRIED):
+                self.left.setdefault((key, cn.left_out_reason(key)), []).append(n)
+        self.notes += [f"{key} of {listing(ns)} is left out: {why}" for (key, why), ns in self.left.items()]
 
 
 def _endpoints(link) -> list[tuple[str, str]] | None:

@@ -20,7 +20,6 @@ from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import Backend
 from twin.errors import TwinError
 from twin.interop.containerlab import ClabLab, Files, build_containerlab
-from twin.interop.startscript import START_SCRIPT
 from twin.topology.model import Fabric
 
 API_VERSION = "clabernetes.containerlab.dev/v1alpha1"
@@ -84,7 +83,7 @@ def topology(lab: ClabLab, namespace: str | None) -> dict:
 def mounts(lab: ClabLab, node: str) -> list[dict]:
     """Every file of `node` at `<node>/<file>`, relative to the launcher's topology, as the binds name it."""
     return [{"filePath": f"{node}/{name}", "configMapName": configmap_name(lab.name, node), "configMapPath": name,
-             "mode": "execute" if name == START_SCRIPT else "read"}
+             "mode": "execute" if (node, name) in lab.executable else "read"}
             for name in lab.files[node]]
 
 

@@ -6,13 +6,18 @@ network (`network-mode: none`, as twin runs it), with twin's own mounts (an FRR
 node's directory on /etc/frr, every node's read-only on /etc/twin), twin's
 labels (so twin finds the containers), the kind's sysctls and capabilities, and
 `exec` of `twin-start.sh` (twin.interop.startscript) for what twin's bring-up
-does once the links exist. Links keep twin's port names and MTUs.
+does once the links exist, then the node's own exec commands. Links keep twin's
+port names and MTUs. What the user gave a node is carried too: the FRR files it
+runs (the lab's own, a router's frr.conf and daemons), every file it binds
+(copied beside them, bound where it was), a host's cmd (started once its ports
+are up, as twin starts it) and its env.
 
 The layout of the output directory is twin's lab directory
 (`<dir>/<node>/<file>`) plus `twin-start.sh` per node and the topology file.
 """
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +26,11 @@ import yaml
 
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, LABEL_RUNTIME
-from twin.config.overlay import Backend, script
-from twin.config.steps import NODE_DIR
+from twin.config.overlay import Backend, loopback_steps, script
+from twin.config.userconf import read_text_file
 from twin.errors import TwinError
-from twin.interop.startscript import START_PATH, START_SCRIPT, start_script
+from twin.interop.startscript import START_PATH, START_SCRIPT, WAIT_SCRIPT, start_script, wait_then_exec
+from twin.kinds.base import FRR_DIR, NODE_DIR
 from twin.kinds import get as kind_of
 from twin.topology.model import Fabric, Node
 
@@ -35,7 +41,7 @@ PREFIX = "twin"
 LABEL_ASN = "twin.asn"
 LABEL_LOOPBACK = "twin.loopback"
 RUNTIME = "containerlab"
-FRR_DIR = "/etc/frr"
+MAX_BOUND_FILES = 256   # files of the user's a node binds, carried into an export
 
 Files = dict[str, dict[str, str]]   # node -> file name -> text, as twin.config.render.render_lab returns
 
@@ -47,6 +53,7 @@ class ClabLab:
     name: str
     topology: dict
     files: Files            # node -> file name -> text, written to <dir>/<node>/<file>
+    executable: frozenset[tuple[str, str]] = frozenset()   # (node, file name) written executable
 
     @property
     def filename(self) -> str:
@@ -71,7 +78,7 @@ def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: s
         d.mkdir(parents=True, exist_ok=True)
         for name, text in node_files.items():
             (d / name).write_text(text)
-        (d / START_SCRIPT).chmod(0o755)
+            (d / name).chmod(0o755 if (node, name) in lab.executable else 0o644)
     path = out_dir / lab.filename
     path.write_text(lab.text())
     return path
@@ -80,34 +87,80 @@ def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: s
 def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Backend = DEFAULT_BACKEND) -> ClabLab:
     """The containerlab topology and its bound files (pure)."""
     _check_rendering(fabric, files, backend)
-    bound = {n: {**files.get(n, {}), START_SCRIPT: start_script(fabric, n, backend)} for n in fabric.nodes}
+    bound, executable, user = {}, set(), {}
+    for n, node in fabric.nodes.items():
+        own = {**files.get(n, {}), START_SCRIPT: start_script(fabric, n, backend, files.get(n, {}).get("frr.conf"))}
+        executable.add((n, START_SCRIPT))
+        if node.cmd or node.entrypoint:
+            own[WAIT_SCRIPT] = wait_then_exec([p.name for p in node.ports])
+        user[n] = user_files(node, set(own))
+        bound[n] = {**own, **{name: f.text for name, f in user[n].items()}}
+        executable |= {(n, name) for name, f in user[n].items() if f.executable}
     topology = {
         "name": fabric.name,
         "prefix": PREFIX,
         "topology": {
-            "nodes": {n.name: clab_node(fabric, n, image) for n in fabric.nodes.values()},
+            "nodes": {n.name: clab_node(fabric, n, image, user[n.name]) for n in fabric.nodes.values()},
             "links": [{"endpoints": [f"{l.a.node}:{l.a.port}", f"{l.b.node}:{l.b.port}"], "mtu": l.mtu}
                       for l in fabric.links],
         },
     }
-    return ClabLab(name=fabric.name, topology=topology, files=bound)
+    return ClabLab(name=fabric.name, topology=topology, files=bound, executable=frozenset(executable))
 
 
-def clab_node(fabric: Fabric, node: Node, image: str) -> dict:
-    """One node: twin's container settings in containerlab's words."""
+def clab_node(fabric: Fabric, node: Node, image: str, user: dict[str, "BoundFile"] | None = None) -> dict:
+    """One node: twin's container settings in containerlab's words, and the node's own (binds of the
+    user's files, copied beside it; a host's cmd after its ports are up; env; exec)."""
     kind = kind_of(node.kind)
     out: dict = {"kind": "linux", "image": node.image or image, "network-mode": "none"}
-    if kind.command:
+    if node.cmd or node.entrypoint:
+        out["entrypoint"] = f"sh {NODE_DIR}/{WAIT_SCRIPT}"
+        out["cmd"] = shlex.join([*node.entrypoint, *node.cmd])
+    elif kind.command:
         out["cmd"] = shlex.join(kind.command)
     # As twin mounts them: the whole directory, not file by file, so a file twin replaces
     # (twin apply writes a new one and renames it) is what the node sees, not the old inode.
     frr = [f"{node.name}:{FRR_DIR}"] if kind.runs_frr else []
-    out["binds"] = frr + [f"{node.name}:{NODE_DIR}:ro"]
+    out["binds"] = frr + [f"{node.name}:{NODE_DIR}:ro"] + [
+        f"{node.name}/{name}:{f.target}" + (":ro" if f.read_only else "") for name, f in (user or {}).items()]
+    if node.env:
+        out["env"] = dict(node.env)
     out["labels"] = labels(fabric, node)
     if kind.sysctls:
         out["sysctls"] = kind.sysctls_of(node.name)
     out["cap-add"] = list(kind.capabilities)
-    out["exec"] = [f"sh {START_PATH}"]
+    out["exec"] = [f"sh {START_PATH}", *node.exec]
+    return out
+
+
+@dataclass(frozen=True)
+class BoundFile:
+    """A file of the user's that a node binds, copied into the export."""
+
+    target: str
+    text: str
+    read_only: bool
+    executable: bool
+
+
+def user_files(node: Node, taken: set[str]) -> dict[str, BoundFile]:
+    """Every file the node binds (a directory: each file under it), by the name it gets beside twin's
+    files of the node: its path in the node, flattened (`/setup.sh`: setup.sh, `/etc/frr/vtysh.conf`:
+    etc_frr_vtysh.conf). TwinError names one that cannot be carried (not text, too big, too many)."""
+    out: dict[str, BoundFile] = {}
+    for b in node.binds:
+        src = Path(b.source)
+        found = [(src, b.target)] if src.is_file() else [
+            (p, f"{b.target}/{p.relative_to(src).as_posix()}") for p in sorted(src.rglob("*")) if p.is_file()]
+        if len(out) + len(found) > MAX_BOUND_FILES:
+            raise TwinError(f"{node.name}: binds more than {MAX_BOUND_FILES} files ({b}); an export carries at most so many")
+        for p, target in found:
+            text, why = read_text_file(p)
+            if why:
+                raise TwinError(f"{node.name}: cannot carry {p} (bound on {target}) into the export: {why}")
+            name = target.lstrip("/").replace("/", "_")
+            name = name if name not in taken and name not in out else f"bind_{name}"
+            out[name] = BoundFile(target, text, b.read_only, os.access(p, os.X_OK))
     return out
 
 
@@ -126,7 +179,9 @@ def _check_rendering(fabric: Fabric, files: Files, backend: Backend) -> None:
     missing = sorted(set(fabric.nodes) - set(files))
     if missing:
         raise TwinError(f"no rendered files for node(s) {', '.join(missing)} of lab {fabric.name}")
-    stale = [n for n in fabric.nodes if files[n].get("interfaces.sh", "") != script(fabric, n, backend)]
+    stale = [n for n in fabric.nodes if files[n].get("interfaces.sh", "") not in (
+        script(fabric, n, backend),
+        script(fabric, n, backend, first=loopback_steps(fabric, n, backend, files[n].get("frr.conf", ""))))]
     if stale:
         raise TwinError(f"the rendered files of {', '.join(stale)} are not lab {fabric.name}'s on the {backend} "
                         "VRF backend; render them with the same fabric and backend")

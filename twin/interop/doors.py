@@ -1,7 +1,7 @@
 """The front doors: which files `twin up`, `twin validate` and `twin import` take, and how each
 becomes a twin topology document.
 
-    door("lab.clab.yml")          # "containerlab"; "air" for *.json, *.dot, *.gv; "twin" otherwise
+    door("lab.clab.yml")          # "containerlab" (also any file holding `topology: {nodes:}`); "air" for *.json, *.dot, *.gv; "twin" otherwise
     imported = import_file(path, roles, name)   # Imported: the document, the user's configs, notes
 
 A twin topology is read by twin.topology itself; every other door is a front end that
@@ -16,7 +16,7 @@ from typing import Callable
 from twin.config.userconf import UserConfigs
 from twin.errors import Problem, TopologyError
 from twin.interop.air_import import PARSERS as AIR_SUFFIXES, import_air_placed
-from twin.interop.clab_import import SUFFIXES as CLAB_SUFFIXES, Imported, import_clab
+from twin.interop.clab_import import SUFFIXES as CLAB_SUFFIXES, Imported, import_clab, is_clab
 
 TWIN = "twin"
 
@@ -34,9 +34,11 @@ DOORS: dict[str, tuple[tuple[str, ...], Callable[..., Imported]]] = {
 
 
 def door(path: str | Path) -> str:
-    """Which front door a file comes in by, from its name."""
+    """Which front door a file comes in by: from its name, and a containerlab topology by its
+    content too (`topology: {nodes: ...}`), whatever its name, as `clab -t` takes any."""
     name = Path(path).name.lower()
-    return next((d for d, (suffixes, _) in DOORS.items() if name.endswith(suffixes)), TWIN)
+    by_name = next((d for d, (suffixes, _) in DOORS.items() if name.endswith(suffixes)), TWIN)
+    return "containerlab" if by_name == TWIN and is_clab(path) else by_name
 
 
 def import_file(path: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Imported:
@@ -44,5 +46,6 @@ def import_file(path: str | Path, roles: dict[str, str] | None = None, name: str
     d = door(path)
     if d == TWIN:
         taken = ", ".join(s for suffixes, _ in DOORS.values() for s in suffixes)
-        raise TopologyError([Problem(str(path), "", f"not a file of another tool: twin imports {taken}")])
+        raise TopologyError([Problem(str(path), "", f"not a file of another tool: twin imports {taken} (and a "
+                                                    "containerlab topology of any name)")])
     return DOORS[d][1](path, roles, name)

@@ -5,18 +5,19 @@ its ports up and labelled, the kernel steps of its overlay (what
 `interfaces.sh` shows), its daemons, and on a VTEP, once zebra knows the VNIs,
 the workloads' IP/MAC bindings. This module writes the same sequence as
 `twin-start.sh`, which containerlab (and Clabernetes) run in the node with
-`exec`; every wait is bounded and says what it waited for.
+`exec` (the node's own exec commands follow it, each its own); every wait is bounded and
+says what it waited for.
 """
 from __future__ import annotations
 
 import shlex
 
 from twin.config.naming import link_alias as port_alias
-from twin.config.overlay import Backend, bindings, plan
+from twin.config.overlay import Backend, bindings, loopback_steps, plan
 from twin.config.steps import NODE_DIR
 from twin.intent import Intent
 from twin.kinds import get as kind_of
-from twin.timeouts import VNIS_UP
+from twin.timeouts import HOST_PORTS, VNIS_UP
 from twin.topology.model import Fabric
 
 START_SCRIPT = "twin-start.sh"
@@ -53,9 +54,30 @@ sys.exit(0 if {{int(v) for v in sys.argv[1:]}} <= known else 1)' "$@" 2>/dev/nul
 }}"""
 
 
-def start_script(fabric: Fabric, node: str, backend: Backend) -> str:
-    """The whole bring-up of `node` once its links exist, as `sh` commands."""
-    steps = plan(fabric, node, backend)
+# A host's own command (cmd, entrypoint) starts once its ports are up, as containerlab's images wait
+# for theirs (CLAB_INTFS) before their command: a script that configures eth1 finds it. Run as
+# `sh -c WAIT_THEN_EXEC twin-wait COMMAND...` (twin's runtime) or from the file WAIT_SCRIPT (an export).
+WAIT_SCRIPT = "twin-wait.sh"
+
+
+def wait_then_exec(ports: list[str]) -> str:
+    """sh that waits until every port exists and is up (twin set it up), then runs its arguments."""
+    return f"""for p in {' '.join(ports)}; do
+  n=0
+  until [ -e /sys/class/net/$p ] && [ $(( $(cat /sys/class/net/$p/flags) & 1 )) = 1 ]; do
+    n=$((n + 1)); [ $n -le {int(HOST_PORTS / POLL)} ] || {{ echo "twin: port $p of this node never came up" >&2; exit 1; }}
+    sleep {POLL}
+  done
+done
+exec "$@"
+"""
+
+
+def start_script(fabric: Fabric, node: str, backend: Backend, frr_conf: str | None = None) -> str:
+    """The whole bring-up of `node` once its links exist, as `sh` commands (`frr_conf`: the one it
+    runs, when it is the user's: the topology's loopback goes on lo where that file puts none)."""
+    steps = (loopback_steps(fabric, node, backend, frr_conf) if frr_conf is not None else []) + plan(
+        fabric, node, backend)
     later = bindings(fabric, node, backend)
     lines = _head(fabric, node, bool(later))
     lines += ["", "# its ports, up and labelled"] + _ports(fabric, node)
@@ -68,8 +90,6 @@ def start_script(fabric: Fabric, node: str, backend: Backend) -> str:
     if later:
         lines += ["", "# once zebra knows the VNIs: the workloads' IP/MAC bindings", "twin_vnis " + " ".join(
             str(v) for v in sorted(Intent(fabric).nodes[node].vnis))] + [s.command() for s in later]
-    if fabric.nodes[node].exec:
-        lines += ["", "# the node's exec commands of the topology"] + list(fabric.nodes[node].exec)
     return "\n".join(lines) + "\n"
 
 

@@ -30,6 +30,11 @@ class PortNaming:
         return self.template.format(index)
 
 
+# Where a node's files are, as mounted in its container: FRR's configuration directory (an FRR
+# node's own directory of the lab) and the node's lab directory, read-only (kernel steps, scripts).
+FRR_DIR = "/etc/frr"
+NODE_DIR = "/etc/twin"
+
 # the multipath hash of a router's kernel: its policy, the fields it hashes, its seed
 HASH_POLICY, HASH_FIELDS, HASH_SEED = (f"net.ipv4.fib_multipath_hash_{k}" for k in ("policy", "fields", "seed"))
 

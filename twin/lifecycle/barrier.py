@@ -14,7 +14,9 @@ state of each missing session.
 
 Routers running the user's own config (`twin.intent.generic`) are judged by what
 that config declares: their daemons run, every adjacency is up (one vtysh call per
-round while they are not), and their routes stood still for `timeouts.RIB_QUIET`.
+round while they are not), the L3VNIs of their VRFs are up in zebra (with EVPN), their
+static routes and what their IGPs learn from their domain are in their RIB (one call
+each), and their routes stood still for `timeouts.RIB_QUIET`.
 """
 from __future__ import annotations
 
@@ -127,6 +129,8 @@ class Barrier:
         try:
             missing = generic.daemons_missing(gi, self.ctx.pid(node))
             missing = missing or generic.adjacencies_missing(self.ctx.exec(node), gi)
+            missing = missing or generic.vnis_missing(self.ctx.exec(node), gi)
+            missing = missing or generic.routes_missing(self.ctx.exec(node), gi)
             missing = missing or self.ribs.missing(node, self._ipr(node))   # settling starts once all is up
         except (NetlinkError, OSError) as e:
             return [f"{node}: cannot read its kernel state ({e}); is the container running?"]

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 import shlex
+import threading
 import time
+from dataclasses import dataclass
 
 from twin import kinds, timeouts, wait
 from twin.config import overlay
@@ -15,18 +17,56 @@ from twin.config.overlay import Backend, Shaping
 from twin.errors import CommandError, TwinError
 from twin.intent import Intent
 from twin.interop.nvue import Plane
-from twin.runtime import frr, kernel, nodefs
+from twin.runtime import frr, kernel, kernelhint, nodefs
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class ExecFailure:
+    """A node's `exec` command that failed, as containerlab reports one (and goes on)."""
+
+    node: str
+    command: str
+    rc: int
+    said: str          # the last line it printed
+    hint: str = ""     # what the kernel lacked, when that is why (`twin.runtime.kernelhint`)
+
+    def __str__(self) -> str:
+        return f"{self.node}: exec `{self.command}` exited {self.rc}" + (f": {self.said}" if self.said else "") + (
+            f" ({self.hint})" if self.hint else "")
+
+
+class ExecLog:
+    """The failing `exec` commands of a bring-up, from every node's thread; `strict`: the first ends it."""
+
+    def __init__(self, lab: str, strict: bool = False):
+        self.lab, self.strict = lab, strict
+        self.failures: list[ExecFailure] = []
+        self._lock = threading.Lock()
+        self._lacks: list[str] | None = None
+
+    def lacking(self) -> list[str]:
+        """The device types this kernel lacks, probed once for the whole bring-up."""
+        with self._lock:
+            if self._lacks is None:
+                self._lacks = kernel.lacks(self.lab)
+            return self._lacks
+
+    def add(self, f: ExecFailure) -> None:
+        with self._lock:
+            self.failures.append(f)
+
+
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
-                   shaping: Shaping = "tc", plane: Plane | None = None) -> None:
+                   shaping: Shaping = "tc", plane: Plane | None = None, execs: ExecLog | None = None) -> None:
     """Stage "configure" of one wired node: kernel overlay and services, its daemons, then its
-    workloads' bindings. `plane`: what the node's own configuration (NVUE) makes it run instead
-    of the topology's rendering: its kernel steps, bindings and VNIs."""
+    workloads' bindings and its `exec` commands (a failing one goes to `execs` and the lab goes
+    on, as containerlab's does; a strict log ends the bring-up). `plane`: what the node's own
+    configuration (NVUE) makes it run instead of the topology's rendering: its kernel steps,
+    bindings and VNIs."""
     t0 = time.monotonic()
     steps = plane.steps if plane else lo_steps(fabric, node, ex, backend) + overlay.plan(fabric, node, backend, shaping)
     if steps:
@@ -40,7 +80,7 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     if later:
         wait_vnis(ex, plane.vnis if plane else Intent(fabric).nodes[node].vnis)
         kernel.apply(later, pid, ex)
-    run_exec(fabric.nodes[node].exec, ex)
+    run_exec(fabric.nodes[node].exec, ex, execs or ExecLog(fabric.name))
     log.debug("configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs", node, t1 - t0, t2 - t1,
               time.monotonic() - t2)
 
@@ -54,14 +94,21 @@ def lo_steps(fabric: Fabric, node: str, ex: NodeExec, backend: Backend) -> list:
     return overlay.loopback_steps(fabric, node, backend, conf.decode("utf-8", errors="replace"))
 
 
-def run_exec(commands: tuple[str, ...], ex: NodeExec) -> None:
+def run_exec(commands: tuple[str, ...], ex: NodeExec, execs: ExecLog) -> None:
     """The node's `exec` commands of the topology, in order, each as its words (no shell), as
-    containerlab runs them once a node is up; the first that fails stops the bring-up, named."""
+    containerlab runs them once a node is up. A command that fails goes to `execs` and the next
+    one runs, as containerlab goes on; with a strict log (--strict-exec) it stops the bring-up."""
     for cmd in commands:
         res = ex.run(shlex.split(cmd), timeout=timeouts.EXEC_DEFAULT)
-        if not res.ok:
-            said = (res.stderr or res.stdout).strip().splitlines()
-            raise TwinError(f"{ex.where}: exec `{cmd}` exited {res.rc}" + (f": {said[-1]}" if said else ""))
+        if res.ok:
+            continue
+        said = (res.stderr or res.stdout).strip().splitlines()
+        f = ExecFailure(ex.where.split("/")[-1], cmd, res.rc, said[-1] if said else "",
+                        kernelhint.hint(cmd, res.stdout + res.stderr, execs.lacking))
+        if execs.strict:
+            raise TwinError(f"{execs.lab}/{f}")
+        log.info("%s", f)
+        execs.add(f)
 
 
 def wait_vnis(ex: NodeExec, expected: set[int]) -> None:

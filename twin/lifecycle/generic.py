@@ -49,6 +49,49 @@ def adjacencies_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
             for a, s in got.items() if not is_up(a, s)]
 
 
+def routes_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
+    """The routes of `gi` its RIB lacks: a static route it declares (there as `static`, selected or
+    not: FRR keeps one whose next hop is unreachable too), a route its IGP learns (selected)."""
+    if not gi.routes:
+        return []
+    try:
+        v4, v6 = ex.vtysh_json(frr.ROUTES_V4_VRFS, frr.ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
+    except CommandError as e:
+        first = (e.stderr or e.stdout).strip().splitlines()[:1]
+        return [f"{gi.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
+    out = []
+    for r in gi.routes:
+        doc = v6 if ":" in r.prefix else v4
+        table = doc.get(r.vrf) if isinstance(doc, dict) else None
+        entries = frr.route_entries(table if isinstance(table, dict) else {}, r.prefix)
+        if r.protocol == "static" and not any(e["protocol"] == "static" for e in entries):
+            out.append(f"{r}: not in its RIB")
+        elif r.protocol != "static" and not any(e["selected"] for e in entries):
+            out.append(f"{r}: not in its RIB" if not entries else
+                       f"{r}: none selected ({', '.join(e['protocol'] for e in entries)})")
+    return out
+
+
+def vnis_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
+    """The L3VNIs its config declares that zebra does not hold up (their VRF or VXLAN device is
+    missing: a script that makes them has not run)."""
+    if not gi.vnis:
+        return []
+    try:
+        (doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)
+    except CommandError as e:
+        first = (e.stderr or e.stdout).strip().splitlines()[:1]
+        return [f"{gi.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
+    have = frr.vni_states(doc)
+    out = []
+    for vni, vrf in sorted(gi.vnis.items()):
+        state = have.get(vni, {}).get("state")
+        if state != "Up":
+            out.append(f"{gi.node}: L3VNI {vni} of VRF {vrf} is {state or 'unknown'} in zebra (no VRF or VXLAN "
+                       "device of it yet: has the script that makes them run?)")
+    return out
+
+
 class RibWatch:
     """When each router's routes last changed, from one netlink dump per look."""
 

@@ -60,7 +60,7 @@ class LabState(BaseModel):
     name: str
     topology: str
     image: str
-    status: Literal["creating", "converging", "up", "failed"] = "creating"
+    status: Literal["creating", "deployed", "converging", "up", "failed"] = "creating"   # deployed: `up --no-wait`
     created: float = 0.0
     timings: dict[str, float] = {}
     error: str = ""

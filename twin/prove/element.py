@@ -44,9 +44,10 @@ class Vtysh:
 @dataclass(frozen=True)
 class Reload:
     node: str
+    removes: bool = True     # wait until FRR runs nothing its file lacks (a restore that only adds: no)
 
     def text(self) -> str:
-        return f"frr-reload.py of {self.node}'s rendered frr.conf"
+        return f"frr-reload.py of {self.node}'s {'rendered ' if self.removes else ''}frr.conf"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext, context_of
-from twin.prove import frr_side, kernel_side, ports, rates, services
+from twin.prove import frr_side, kernel_side, ports, rates, router_side, services
 from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, NftRule, Reload, Unlearn, Vtysh, ZebraVni
 from twin.prove.report import Outcome, Proof, line
 from twin.verify.result import Check
@@ -28,7 +28,7 @@ from twin.config.steps import Step
 DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
           kernel_side.gateway_elements, kernel_side.vxlan_elements, kernel_side.link_elements,
           kernel_side.hash_elements, kernel_side.port_elements, services.gateway_elements,
-          rates.limit_elements, rates.congestion_elements)
+          rates.limit_elements, rates.congestion_elements, router_side.router_elements)
 
 
 def elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
@@ -65,7 +65,7 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
         elif isinstance(a, Vtysh):
             ctx.exec(a.node).vtysh("configure terminal", *a.lines, timeout=timeouts.VTYSH)
         elif isinstance(a, Reload):
-            frr.take(ctx.exec(a.node))
+            frr.take(ctx.exec(a.node), removes=a.removes)
         elif isinstance(a, (NftDelete, NftRule)):
             _nft_rule(ctx, a)
         elif isinstance(a, ZebraVni):

@@ -1,6 +1,7 @@
 """Containers through the Docker SDK. Everything carries the label twin.lab=<lab>."""
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable, ClassVar
@@ -12,8 +13,10 @@ from docker.types import Mount
 from twin import kinds, timeouts
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, container_name
 from twin.config.overlay import Backend
-from twin.config.steps import NODE_DIR
+from twin.config.userconf import forwarding_sysctls
+from twin.kinds.base import FRR_DIR, NODE_DIR
 from twin.errors import TwinError
+from twin.interop.startscript import wait_then_exec
 from twin.runtime.exec import NodeExec
 from twin.runtime.links import Wiring
 from twin.topology.model import Fabric, Node
@@ -50,41 +53,55 @@ class DockerRuntime:
         """Containers, links and per-node configuration, all at once: a link is made as soon as
         both its nodes run, a node is configured as soon as all its ports are up. Returns node -> pid."""
         started: dict[str, Container] = {}
+        execs: list[NodeExec] = []
 
         def running(node: str, container: Container) -> None:
             started[node] = container
             wiring.node_running(node, self.pid(container))
 
-        wiring = Wiring(fabric, on_wired=lambda n: configure(n, NodeExec(started[n], f"{fabric.name}/{n}"),
-                                                           wiring.pids[n]))
+        def wired(node: str) -> None:
+            execs.append(NodeExec(started[node], f"{fabric.name}/{node}"))
+            configure(node, execs[-1], wiring.pids[node])
+
+        wiring = Wiring(fabric, on_wired=wired)
         try:
             self.start_nodes(fabric.name, list(fabric.nodes.values()), image, labdir, on_running=running)
             on_created()
             wiring.wait()
         except BaseException:
-            wiring.abort()   # the caller removes the nodes: what is under way fails fast
+            wiring.abort()   # what is under way fails fast, and nothing runs on in the nodes (kept or not)
+            for ex in list(execs):
+                ex.stop()
             raise
         return wiring.pids
 
     # --- create ------------------------------------------------------------
     def start_node(self, lab: str, node: Node, image: str, confdir: Path) -> Container:
-        """Create and start one node's container: no network, init, minimal capabilities."""
+        """Create and start one node's container: no network, init, minimal capabilities; the
+        user's binds, environment and (on a host) command, which starts once its ports are up."""
         kind = kinds.get(node.kind)
         mounts = []
         if kind.runs_frr:  # FRR runs what the lab rendered; /etc/twin holds the rest of it
             src = str(confdir.resolve())
-            mounts = [Mount("/etc/frr", src, type="bind"), Mount(NODE_DIR, src, type="bind", read_only=True)]
+            mounts = [Mount(FRR_DIR, src, type="bind"), Mount(NODE_DIR, src, type="bind", read_only=True)]
+        mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only) for b in node.binds]
+        entrypoint, command = commands(node, kind.command)
+        sysctls = kind.sysctls_of(node.name)
+        if kind.user_config:   # the forwarding its own config asks for (zebra cannot set it in a container)
+            sysctls.update(forwarding_sysctls(_text(confdir / "frr.conf")))
         try:
             c = self.client.containers.create(
                 node.image or image,
-                command=kind.command,
+                entrypoint=entrypoint,
+                command=command,
+                environment={**node.env, "CLAB_INTFS": str(len(node.ports))},
                 name=container_name(lab, node.name),
                 hostname=node.name,
                 labels={LABEL_LAB: lab, LABEL_NODE: node.name, LABEL_KIND: node.kind},
                 network_mode="none",
                 init=True,
                 cap_add=list(kind.capabilities),
-                sysctls=kind.sysctls_of(node.name),
+                sysctls=sysctls,
                 mounts=mounts,
                 mem_limit=kind.memory_limit,
                 pids_limit=kind.pids_limit,
@@ -173,6 +190,24 @@ class DockerRuntime:
 
         with ThreadPoolExecutor(PARALLEL) as pool:
             return list(pool.map(rm, found))
+
+
+def _text(f: Path) -> str:
+    """A file of a node's lab directory (never through a symlink a node could have planted there)."""
+    try:
+        with os.fdopen(os.open(f, os.O_RDONLY | os.O_NOFOLLOW), encoding="utf-8") as fh:
+            return fh.read(1 << 20)
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def commands(node: Node, default: list[str] | None) -> tuple[list[str] | None, list[str] | None]:
+    """(entrypoint, command) of a node's container: the kind's command, or the node's own `entrypoint`
+    and `cmd` (containerlab's), run once its ports are up."""
+    own = [*node.entrypoint, *node.cmd]
+    if not own:
+        return None, default
+    return ["/bin/sh", "-c", wait_then_exec([p.name for p in node.ports]), "twin-wait"], own
 
 
 def _memory_cgroup(c: Container) -> tuple[Path, bool] | None:

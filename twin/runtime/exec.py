@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
+import signal
 import subprocess
 import tempfile
 import threading
@@ -41,6 +43,7 @@ from twin.runtime import nodefs
 ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
        "LANG": "C.UTF-8", "TERM": "dumb"}
 GRACE = 5.0   # beyond a command's own deadline, before twin stops waiting for nsenter itself
+_LOCK = threading.Lock()   # the commands under way of every NodeExec (a few sets, briefly)
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,8 @@ class NodeExec:
         self.container = container
         self.where = where
         self._pid = 0
+        self._running: set[subprocess.Popen] = set()
+        self._stopped = False
 
     @property
     def pid(self) -> int:
@@ -150,26 +155,52 @@ class NodeExec:
         return self._pid
 
     def argv(self, cmd: list[str]) -> list[str]:
+        # --root and --wd without a directory: the node's own root and its init's working directory
+        # (a directory given to --wd is looked up before entering: a shell there cannot tell where it is)
         return ["nsenter", f"--target={self.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup",
-                "--wd=/", "--", *cmd]
+                "--root", "--wd", "--", *cmd]
 
     def run(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT) -> Result:
         """`cmd` in the node, its output read once it exits (into files, not pipes: a command that
         starts daemons, like FRR's frrinit.sh, leaves them holding whatever it was given)."""
+        if self._stopped:
+            raise TwinError(f"{self.where}: not run ({' '.join(cmd)[:80]}): twin was interrupted")
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
         started, t0 = time.time(), time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            try:
-                rc = subprocess.run(self.argv(wrapped), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=ENV,
-                                    timeout=timeout + GRACE).returncode
-            except subprocess.TimeoutExpired:
-                rc = 124
+            rc = self._wait(subprocess.Popen(self.argv(wrapped), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                             env=ENV), timeout + GRACE)
             out.seek(0)
             err.seek(0)
             stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
         if rc == 124:
             stderr += f"\n(timed out after {timeout:g}s)"
         return _recorded(Result(self.where, list(cmd), rc, stdout, stderr), started, t0)
+
+    def _wait(self, proc: subprocess.Popen, limit: float) -> int:
+        """The exit code of `proc` (124: not done within `limit`); it is stopped if this is interrupted."""
+        with _LOCK:
+            self._running.add(proc)
+        try:
+            return proc.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            _end(proc)
+            return 124
+        except BaseException:
+            _end(proc)
+            raise
+        finally:
+            with _LOCK:
+                self._running.discard(proc)
+
+    def stop(self) -> None:
+        """End the commands under way in this node and every later one at once (a bring-up that is
+        interrupted: with --keep, the nodes stay, and nothing must run on in them for twin)."""
+        with _LOCK:
+            self._stopped = True
+            running = list(self._running)
+        for proc in running:
+            _end(proc)
 
     def start(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT) -> Result:
         """`cmd` through the container runtime (docker exec), for commands that leave daemons
@@ -224,6 +255,25 @@ class NodeExec:
                                    f"output is not JSON ({e.msg} at char {e.pos}):\n{text[:2000]}", res.stderr) from None
             docs.append(doc)
         return docs
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """End a command run through nsenter: the process nsenter forked into the node's pid namespace
+    (coreutils `timeout`, which passes the signal on to the command) first, then nsenter."""
+    try:
+        inside = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    except OSError:
+        inside = []
+    for pid in inside:
+        try:
+            os.kill(int(pid), signal.SIGTERM)
+        except OSError:
+            pass
+    try:
+        proc.wait(timeout=GRACE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _of(pid: int, container_id: str) -> bool:

@@ -105,3 +105,20 @@ def _probe(lab: str, attempt, otherwise):
                 return otherwise
     finally:
         netns.remove(name)
+
+
+def lacks(lab: str) -> list[str]:
+    """The device types of `twin.runtime.kernelhint.DEVICES` this kernel cannot make, probed in one
+    throwaway namespace named after the lab."""
+    def missing(ipr: IPRoute) -> list[str]:
+        ipr.link("add", ifname="probe-br", kind="bridge")     # a VLAN's lower device (lo cannot be one)
+        lower = ipr.link_lookup(ifname="probe-br")[0]
+        out = []
+        for kind, extra in (("vrf", {"vrf_table": 4242}), ("dummy", {}), ("vlan", {"link": lower, "vlan_id": 42})):
+            try:
+                ipr.link("add", ifname=f"probe-{kind}", kind=kind, **extra)
+            except NetlinkError:
+                out.append(kind)
+        return out
+
+    return _probe(lab, missing, [])

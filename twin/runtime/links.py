@@ -112,6 +112,8 @@ class Wiring:
                 self.futures.append(self.configure.submit(self.on_wired, n))
 
     def wait(self) -> None:
+        """Until every link is made and every node configured. On a failure or an interrupt it returns
+        at once (`abort`), without joining what is under way: the caller stops or removes the nodes."""
         try:
             while True:
                 with self.lock:
@@ -124,9 +126,11 @@ class Wiring:
                 f.result()
             if self.waiting:
                 raise TwinError(f"{len(self.waiting)} links were never wired: nodes missing")
-        finally:
-            self.pool.shutdown(cancel_futures=True)
-            self.configure.shutdown(cancel_futures=True)
+        except BaseException:
+            self.abort()
+            raise
+        self.pool.shutdown(cancel_futures=True)
+        self.configure.shutdown(cancel_futures=True)
 
     def abort(self) -> None:
         """Stop wiring now: links and configurations not begun are cancelled; those under way

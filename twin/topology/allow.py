@@ -7,7 +7,8 @@
 Each rule matches a difference when every field given matches it (`node`, `vrf`
 and `key` are shell-style patterns, `*` by default; `key` is the prefix of a
 route, "AFI PEER" of a session or its prefix counts, the number of a VNI);
-`what` is session, prefixes, route or vni (any by default), `change` appeared,
+`what` is session, prefixes, route, vni or adjacency (an OSPF/IS-IS
+neighbour, key "PROTOCOL INTERFACE"; any by default), `change` appeared,
 disappeared or changed (any by default). Read like a topology: every problem at
 once, with file and line.
 """
@@ -24,7 +25,7 @@ from twin.topology.load import kind_of, validate_model
 from twin.topology.problems import Problems
 from twin.topology.yaml_safe import read_yaml
 
-WHATS = ("session", "prefixes", "route", "vni")
+WHATS = ("session", "prefixes", "route", "vni", "adjacency")
 CHANGES = ("appeared", "disappeared", "changed")
 
 
@@ -32,7 +33,7 @@ class AllowRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     node: str = "*"
     vrf: str = "*"
-    what: Literal["session", "prefixes", "route", "vni", "any"] = "any"
+    what: Literal["session", "prefixes", "route", "vni", "adjacency", "any"] = "any"
     key: str = "*"
     change: Literal["appeared", "disappeared", "changed", "any"] = "any"
     reason: str = ""

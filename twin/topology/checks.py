@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.errors import Problem, TopologyError
+from twin.kinds import KINDS
 from twin.topology.load import kind_of, validate_model
 from twin.topology.model import Fabric
 from twin.topology.problems import Path_, Problems, listing, quoted
@@ -130,9 +131,15 @@ Found = list[tuple[Path_, str]]
 def _node(fabric: Fabric, node: str, field_: str, frr: bool = False) -> Found:
     if node not in fabric.nodes:
         return [((field_,), f"no node named {quoted(node)}; nodes: {listing(list(fabric.nodes))}")]
-    if frr and not fabric.nodes[node].runs_bgp:
-        return [((field_,), f"{node} runs no FRR; FRR nodes: {listing([n.name for n in fabric.routers()])}")]
+    if frr and not KINDS[fabric.nodes[node].kind].runs_frr:
+        return [((field_,), f"{node} runs no FRR; FRR nodes: "
+                            f"{listing([n for n, x in fabric.nodes.items() if KINDS[x.kind].runs_frr])}")]
     return []
+
+
+def _own_config(fabric: Fabric, node: str) -> bool:
+    """Does `node` run the user's own FRR config (a router): its VRFs and peers are that config's."""
+    return KINDS[fabric.nodes[node].kind].user_config
 
 
 def _vrfs(fabric: Fabric, node: str) -> dict[str, str]:
@@ -143,6 +150,8 @@ def _vrfs(fabric: Fabric, node: str) -> dict[str, str]:
 def _vrf(fabric: Fabric, node: str, vrf: str | None, tenant: str | None, default: bool = True) -> Found:
     if vrf is not None and tenant is not None:
         return [(("tenant",), "give vrf or tenant, not both")]
+    if vrf is not None and _own_config(fabric, node):
+        return []       # a router's VRFs are its config's: a VRF it lacks shows as such when judged
     known = _vrfs(fabric, node)
     if tenant is not None:
         if tenant not in fabric.tenants:
@@ -159,16 +168,18 @@ def _peer(s: BgpSessionCheck | BgpPrefixesCheck, fabric: Fabric, required: bool)
     if s.peer is not None and s.port is not None:
         return [(("port",), "give peer or port, not both")]
     node = fabric.nodes[s.node]
+    ports = node.ports if _own_config(fabric, s.node) else node.fabric_ports   # a router peers where its config says
+    what = "ports" if _own_config(fabric, s.node) else "fabric ports"
     if s.port is not None and s.port not in node.ports_by_name:
-        return [(("port",), f"{s.node} has no port {quoted(s.port)}; its fabric ports: "
-                            f"{listing([p.name for p in node.fabric_ports]) or 'none'}")]
+        return [(("port",), f"{s.node} has no port {quoted(s.port)}; its {what}: "
+                            f"{listing([p.name for p in ports]) or 'none'}")]
     if s.peer is not None and s.peer in fabric.nodes:
-        if not any(p.peer_node == s.peer for p in node.fabric_ports):
+        if not any(p.peer_node == s.peer for p in ports):
             return [(("peer",), f"{s.node} has no session with {s.peer}; its peers: "
-                                f"{listing(sorted({p.peer_node for p in node.fabric_ports})) or 'none'}")]
+                                f"{listing(sorted({p.peer_node for p in ports})) or 'none'}")]
     elif s.peer is not None and not _is_address(s.peer):
         return [(("peer",), f"{quoted(s.peer)} is neither a node of the lab nor an address; {s.node}'s peers: "
-                            f"{listing(sorted({p.peer_node for p in node.fabric_ports})) or 'none'}")]
+                            f"{listing(sorted({p.peer_node for p in ports})) or 'none'}")]
     if required and s.peer is None and s.port is None:
         return [((), "give peer (a node or a neighbour address) or port")]
     return []
@@ -218,7 +229,7 @@ def _route(s: RouteCheck, fabric: Fabric) -> Found:
 
 def _ping(s: PingCheck, fabric: Fabric) -> Found:
     found = _node(fabric, s.from_, "from")
-    if not found and fabric.nodes[s.from_].runs_bgp:
+    if not found and KINDS[fabric.nodes[s.from_].kind].runs_frr:
         found += _vrf(fabric, s.from_, s.vrf, s.tenant)
     elif not found and (s.vrf is not None or s.tenant is not None):
         found.append((("vrf" if s.vrf is not None else "tenant",),

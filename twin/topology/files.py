@@ -66,8 +66,9 @@ CABLES_CSV = Format("cable CSV", "a cable CSV", 4 * MiB, 1, 100_000, values_hint
 BASELINE = Format("baseline", "a twin baseline", 64 * MiB, 16, 10_000_000, "a baseline needs 8")
 FRR_CONFIG = Format("FRR config file", "an FRR config")
 DAEMONS = Format("FRR daemons file", "an FRR daemons file")
+ENV_FILE = Format("env file", "an env file (containerlab's env-files)", 64 * 1024)
 FORMATS = (TOPOLOGY, CONTAINERLAB, NVUE, CHECKS, ALLOW, AIR_JSON, AIR_DOT, LLDP_JSON, CABLES_CSV, BASELINE,
-           FRR_CONFIG, DAEMONS)
+           FRR_CONFIG, DAEMONS, ENV_FILE)
 MAX_ENTRIES = 10_000        # entries of a directory a user gives (a config directory, a clone's)
 
 # What YAML calls printable, without the line separators editors do not count as lines (NEL, U+2028/9).

@@ -66,6 +66,17 @@ class Port(_Frozen):
                                                 # plain: a router's link, what runs on it is its config's
 
 
+class Bind(_Frozen):
+    """A file or directory of this host in a node (containerlab's binds)."""
+
+    source: str            # absolute path on this host
+    target: str            # absolute path in the node
+    read_only: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
+
+
 class Node(_Frozen):
     name: str
     kind: str
@@ -75,15 +86,18 @@ class Node(_Frozen):
     drain: bool = False            # BGP graceful shutdown: carries no transit traffic
     ports: tuple[Port, ...] = ()
     exec: tuple[str, ...] = ()     # commands run in the node once it is configured (containerlab's exec)
+    binds: tuple[Bind, ...] = ()   # the user's files and directories in the node
+    cmd: tuple[str, ...] = ()      # a host's own command (its words), run once its ports are up
+    entrypoint: tuple[str, ...] = ()
+    env: dict[str, str] = {}
 
     @model_serializer(mode="wrap")
     def _only_when_set(self, handler):
-        """`drain` and `exec` are written only when set: a node without them is recorded as it was."""
+        """Optional fields are written only when set: a node without them is recorded as it was."""
         data = handler(self)
-        if not self.drain:
-            data.pop("drain", None)
-        if not self.exec:
-            data.pop("exec", None)
+        for key in ("drain", "exec", "binds", "cmd", "entrypoint", "env"):
+            if not data.get(key):
+                data.pop(key, None)
         return data
 
     @property

@@ -59,6 +59,15 @@ class NodeSpec(_Strict):
                                                          "while its sessions stay up")
     exec: list[str] | None = Field(default=None, description="commands run in the node once it is wired and "
                                                              "configured, in order (containerlab's exec)")
+    binds: list[str] | None = Field(default=None, description="files or directories of this host in the node, "
+                                                              "'SOURCE:TARGET[:ro]', SOURCE relative to the topology "
+                                                              "file (containerlab's binds)")
+    cmd: str | None = Field(default=None, description="a host's command instead of twin's idle one, run once its "
+                                                      "ports are up (containerlab's cmd)")
+    entrypoint: str | None = Field(default=None, description="a host's entrypoint, run with cmd as its arguments "
+                                                             "once its ports are up (containerlab's entrypoint)")
+    env: dict[str, str] | None = Field(default=None, description="environment variables of the node's container "
+                                                                 "(containerlab's env)")
 
 
 class LinkSpec(_Strict):

@@ -5,7 +5,8 @@
 Per node: every BGP session (per VRF and AFI) with its state and prefix counts
 (accepted from the peer, sent to it), every VRF's selected routes (tenant VRFs
 included) with protocol and next hops, every VNI with its VRF, remote VTEPs and
-MAC/neighbour counts. Next hops are addresses, or interfaces where BGP
+MAC/neighbour counts; on routers of the user's own configs, every OSPF, OSPFv3 and
+IS-IS adjacency with its state. Next hops are addresses, or interfaces where BGP
 unnumbered uses link-local addresses (those change with every MAC), so a lab
 made again from the same topology records the same baseline. Nothing that
 changes by itself (uptimes, message counters, router MACs) is kept.
@@ -17,34 +18,57 @@ from concurrent.futures import ThreadPoolExecutor
 from ipaddress import ip_network
 from typing import Any
 
-from twin import timeouts
+from twin import kinds, timeouts
 from twin.errors import TwinError
 from twin.lifecycle.context import context_of
 from twin.runtime import frr
 from twin.runtime.exec import carried
 
 FORMAT = "twin-baseline/1"
-SECTIONS = ("sessions", "routes", "vnis")
+SECTIONS = ("sessions", "routes", "vnis", "adjacencies")
+IGPS = ("ospf", "ospf6", "isis")     # adjacencies recorded besides BGP sessions (routers of the user's configs)
 
 
 def record(lab) -> dict[str, Any]:
-    """The baseline of a running lab (a `twin.Lab` or its context)."""
+    """The baseline of a running lab (a `twin.Lab` or its context): every node that runs FRR, twin's
+    and the routers of the user's own configs alike."""
     ctx = context_of(lab)
     running = set(ctx.refresh().running())
-    nodes = [n.name for n in ctx.fabric.routers() if n.name in running]
+    nodes = [n for n, node in ctx.fabric.nodes.items() if kinds.of(node).runs_frr and n in running]
+    mine = ctx.intent.generic
+    igps = {n: sorted(g.protocols() & set(IGPS)) for n, g in mine.items()}
+    bgp = {n: n not in mine or "bgpd" in mine[n].daemons for n in nodes}   # a router's daemons file says
     with ThreadPoolExecutor(8) as pool:
-        per_node = dict(zip(nodes, pool.map(carried(lambda n: node_state(ctx.exec(n))), nodes)))
+        per_node = dict(zip(nodes, pool.map(carried(lambda n: node_state(ctx.exec(n), igps.get(n, []), bgp[n])),
+                                            nodes)))
     return {"format": FORMAT, "lab": ctx.name, "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "nodes": per_node}
 
 
-def node_state(ex) -> dict[str, Any]:
-    summary, v4, v6 = ex.vtysh_json(frr.SUMMARY_VRFS, frr.ROUTES_V4_VRFS, frr.ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
+def node_state(ex, igps: list[str] = (), bgp: bool = True) -> dict[str, Any]:
+    """One node's sessions (where it runs bgpd), routes and VNIs; and the adjacencies of the IGPs
+    it runs (`igps`)."""
+    v4, v6 = ex.vtysh_json(frr.ROUTES_V4_VRFS, frr.ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
+    (summary,) = ex.vtysh_json(frr.SUMMARY_VRFS, timeout=timeouts.VTYSH) if bgp else ({},)
     try:   # a separate call: FRR 8.4 prints nothing at all here once EVPN is off on the node
         (vni_doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)
     except TwinError:
         vni_doc = {}
-    return {"sessions": sessions(summary), "routes": routes(v4, v6), "vnis": vnis(vni_doc)}
+    out = {"sessions": sessions(summary), "routes": routes(v4, v6), "vnis": vnis(vni_doc)}
+    if igps:
+        docs = ex.vtysh_json(*(frr.ADJACENCIES[p] for p in igps), timeout=timeouts.VTYSH)
+        out["adjacencies"] = adjacencies(dict(zip(igps, docs)))
+    return out
+
+
+def adjacencies(docs: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """VRF -> "PROTOCOL INTERFACE" -> its neighbour's state, as FRR words it without the DR role
+    (Full, not Full/DR: the election's outcome is no behaviour of the network)."""
+    out: dict[str, dict[str, str]] = {}
+    for proto, doc in sorted(docs.items()):
+        for (vrf, where), st in sorted(frr.adjacency_states(proto, doc).items()):
+            out.setdefault(vrf, {})[f"{proto} {where}"] = st.split("/")[0]
+    return out
 
 
 def sessions(summary: dict) -> dict[str, dict[str, dict]]:
@@ -110,4 +134,7 @@ def items(doc: dict[str, Any]) -> dict[tuple[str, str, str, str], Any]:
                 out[(node, vrf, "route", prefix)] = f"{r.get('protocol')} via {', '.join(r.get('nexthops') or []) or '-'}"
         for vni, v in (state.get("vnis") or {}).items():
             out[(node, v.get("vrf") or "-", "vni", vni)] = {k: v[k] for k in v if k != "vrf"}
+        for vrf, adj in (state.get("adjacencies") or {}).items():
+            for key, st in adj.items():
+                out[(node, vrf, "adjacency", key)] = st
     return out

@@ -126,6 +126,13 @@ def check_router(ctx: LabContext, gi: GenericIntent) -> list[Check]:
         checks.append(Check(GROUP, f"{a.protocol} {gi.node} {a.where}", up,
                             "" if up else f"{a}: {st}" + (f" ({'; '.join(gi.notes)})" if gi.notes else ""),
                             {"state": st, "peer": a.peer, "vrf": a.vrf}))
+    if gi.vnis:
+        down = generic.vnis_missing(ctx.exec(gi.node), gi)
+        checks.append(Check(GROUP, f"vnis {gi.node}", not down, "; ".join(down), {"expected": gi.vnis}))
+    if gi.routes:
+        lost = generic.routes_missing(ctx.exec(gi.node), gi)
+        checks.append(Check(GROUP, f"routes {gi.node}", not lost, "; ".join(lost),
+                            {"expected": [str(r) for r in gi.routes]}))
     return checks
 
 

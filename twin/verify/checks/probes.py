@@ -34,14 +34,41 @@ class Outcome:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def keys_of(ctx: LabContext, node: str, peer: str | None, port: str | None) -> list[str]:
+def keys_of(ctx: LabContext, node: str, peer: str | None, port: str | None, vrf: str = "default") -> list[str]:
     """FRR's keys of the sessions a check means: the node's ports towards a peer node, the port, or the
-    neighbour as given (an address)."""
+    neighbour as given (an address). On a router of the user's config, the neighbors its config has
+    towards that node or over that port (by interface, or by an address of the far end)."""
+    gi = ctx.intent.generic.get(node)
+    if gi is not None and (port is not None or peer in ctx.fabric.nodes):
+        far = ctx.fabric.nodes[node].ports_by_name.get(port) if port is not None else None
+        keys = [a.where for a in gi.adjacencies if a.protocol == "bgp" and a.vrf == vrf and (
+            a.where == port or (far is not None and a.peer == f"{far.peer_node}:{far.peer_port}")
+            or (port is None and a.peer.split(":")[0] == peer))]
+        return keys or ([port] if port is not None else [])
     if port is not None:
         return [port]
     if peer in ctx.fabric.nodes:
         return [p.name for p in ctx.fabric.nodes[node].fabric_ports if p.peer_node == peer]
     return [peer] if peer is not None else []
+
+
+def far_key(ctx: LabContext, node: str, key: str, vrf: str = "default") -> tuple[str, str] | None:
+    """(peer node, its key for `node`'s session `key`): the far end of one session, where the lab knows it."""
+    gi = ctx.intent.generic.get(node)
+    if gi is None:
+        port = ctx.fabric.nodes[node].ports_by_name.get(key)
+        return (port.peer_node, port.peer_port) if port is not None else None
+    a = next((a for a in gi.adjacencies if a.protocol == "bgp" and a.vrf == vrf and a.where == key and a.peer), None)
+    if a is None:
+        return None
+    far, far_port = a.peer.split(":", 1)
+    mine = next((p.name for p in ctx.fabric.nodes[node].ports if f"{p.peer_node}:{p.peer_port}" == a.peer), key)
+    theirs = ctx.intent.generic.get(far)
+    if theirs is None:
+        return far, far_port
+    back = next((b.where for b in theirs.adjacencies if b.protocol == "bgp" and b.vrf == vrf
+                 and b.peer == f"{node}:{mine}"), None)
+    return (far, back) if back is not None else None
 
 
 def _summary(ctx: LabContext, node: str, vrf: str) -> dict:
@@ -51,7 +78,7 @@ def _summary(ctx: LabContext, node: str, vrf: str) -> dict:
 
 def bgp_session(ctx: LabContext, s: BgpSessionCheck) -> Outcome:
     doc = _summary(ctx, s.node, s.vrf)
-    states = {k: frr.peer_state(doc, s.afi, k) for k in keys_of(ctx, s.node, s.peer, s.port)}
+    states = {k: frr.peer_state(doc, s.afi, k) for k in keys_of(ctx, s.node, s.peer, s.port, s.vrf)}
     want = {"established": lambda st: st == "Established", "down": lambda st: st != "Established",
             "absent": lambda st: st == "absent"}.get(s.state, lambda st: st.lower() == s.state)
     holds = bool(states) and all(want(st) for st in states.values())
@@ -65,13 +92,14 @@ def bgp_prefixes(ctx: LabContext, s: BgpPrefixesCheck) -> Outcome:
         counts = {f"{s.vrf} {s.afi} table": frr.bgp_table_size(doc, s.afi)}
     elif s.count == "accepted":
         doc = _summary(ctx, s.node, s.vrf)
-        counts = {k: frr.peers(doc, s.afi).get(k, {}).get("pfxRcd") for k in keys_of(ctx, s.node, s.peer, s.port)}
+        counts = {k: frr.peers(doc, s.afi).get(k, {}).get("pfxRcd")
+                  for k in keys_of(ctx, s.node, s.peer, s.port, s.vrf)}
     else:   # received: what the peer sent us, as the peer counts it
         counts = {}
-        for k in keys_of(ctx, s.node, s.peer, s.port):
-            port = ctx.fabric.nodes[s.node].ports_by_name[k]
-            peer_doc = _summary(ctx, port.peer_node, s.vrf)
-            counts[k] = frr.peers(peer_doc, s.afi).get(port.peer_port, {}).get("pfxSnt")
+        for k in keys_of(ctx, s.node, s.peer, s.port, s.vrf):
+            far = far_key(ctx, s.node, k, s.vrf)
+            peer_doc = _summary(ctx, far[0], s.vrf) if far else {}
+            counts[k] = frr.peers(peer_doc, s.afi).get(far[1], {}).get("pfxSnt") if far else None
     bounds = " and ".join(([f"at least {s.min}"] if s.min is not None else []) +
                           ([f"at most {s.max}"] if s.max is not None else []))
     bad = {k: n for k, n in counts.items() if not isinstance(n, int) or (s.min is not None and n < s.min)
@@ -114,6 +142,9 @@ def ping(ctx: LabContext, s: PingCheck) -> Outcome:
     if tenant is not None:
         ns = tenant_ns(tenant, ctx.backend)
         prefix = ["ip", "netns", "exec", ns] if ns else ["ip", "vrf", "exec", tenant.vrf]
+    elif s.vrf not in (None, "default"):   # a router's own VRF: a namespace (zebra -n) or a VRF device
+        prefix = ["sh", "-c", 'if [ -e /run/netns/"$0" ]; then exec ip netns exec "$0" "$@"; '
+                              'else exec ip vrf exec "$0" "$@"; fi', s.vrf]
     cmd = prefix + ["ping", "-n", "-c", str(s.count), "-i", f"{PING_INTERVAL:g}", "-W", "1",
                     *(["-I", s.source] if s.source else []), s.to]
     if ip_address(s.to).version == 6:
@@ -121,7 +152,8 @@ def ping(ctx: LabContext, s: PingCheck) -> Outcome:
     res = ctx.exec(s.from_).run(cmd, timeout=s.count * PING_INTERVAL + 5)
     m = _PINGED.search(res.stdout)
     sent, got = (int(m.group(1)), int(m.group(2))) if m else (s.count, 0)
-    where = f"{s.from_}{' in ' + tenant.vrf if tenant else ''} -> {s.to}: {got} of {sent} echo requests answered"
+    vrf = tenant.vrf if tenant else s.vrf if s.vrf not in (None, "default") else ""
+    where = f"{s.from_}{' in ' + vrf if vrf else ''} -> {s.to}: {got} of {sent} echo requests answered"
     if not m:
         where += f" (ping exited {res.rc}: {(res.stderr or res.stdout).strip()[:200]})"
     holds = got == sent if s.expect == "success" else got == 0 and m is not None
