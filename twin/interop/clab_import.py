@@ -246,8 +246,7 @@ class _Import:
             found.update({f: f"{d}/{f}" for f in (FRR_CONF, DAEMONS)
                           if found.get(f) is None and inputs.exists(f"{d}/{f}", self.base)})
         startup = self.value(n, "startup-config") if self.kind_of(n) == RUNS else None   # else: a NOS's config
-        if FRR_CONF not in found and isinstance(startup, str) and "
-" not in startup:
+        if FRR_CONF not in found and isinstance(startup, str) and "\n" not in startup:
             found[FRR_CONF] = self._source(startup, n)
         elif FRR_CONF not in found and isinstance(startup, str) and twin:   # the config itself, inline
             self.files.setdefault(twin, {})[FRR_CONF] = startup

@@ -27,7 +27,7 @@ import yaml
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, LABEL_RUNTIME
 from twin.config.overlay import Backend, loopback_steps, script
-from twin.config.userconf import read_text_file
+from twin.topology import files as inputs
 from twin.errors import TwinError
 from twin.interop.startscript import START_PATH, START_SCRIPT, WAIT_SCRIPT, start_script, wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR
@@ -155,9 +155,11 @@ def user_files(node: Node, taken: set[str]) -> dict[str, BoundFile]:
         if len(out) + len(found) > MAX_BOUND_FILES:
             raise TwinError(f"{node.name}: binds more than {MAX_BOUND_FILES} files ({b}); an export carries at most so many")
         for p, target in found:
-            text, why = read_text_file(p)
-            if why:
-                raise TwinError(f"{node.name}: cannot carry {p} (bound on {target}) into the export: {why}")
+            try:
+                text = inputs.read_text(p, inputs.BOUND_FILE)
+            except inputs.Refused as e:
+                raise TwinError(f"{node.name}: cannot carry {p} (bound on {target}) into the export: "
+                                f"{e.message}") from None
             name = target.lstrip("/").replace("/", "_")
             name = name if name not in taken and name not in out else f"bind_{name}"
             out[name] = BoundFile(target, text, b.read_only, os.access(p, os.X_OK))

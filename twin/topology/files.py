@@ -67,8 +67,9 @@ BASELINE = Format("baseline", "a twin baseline", 64 * MiB, 16, 10_000_000, "a ba
 FRR_CONFIG = Format("FRR config file", "an FRR config")
 DAEMONS = Format("FRR daemons file", "an FRR daemons file")
 ENV_FILE = Format("env file", "an env file (containerlab's env-files)", 64 * 1024)
+BOUND_FILE = Format("bound file", "a file a lab binds into a node, carried into an export")
 FORMATS = (TOPOLOGY, CONTAINERLAB, NVUE, CHECKS, ALLOW, AIR_JSON, AIR_DOT, LLDP_JSON, CABLES_CSV, BASELINE,
-           FRR_CONFIG, DAEMONS, ENV_FILE)
+           FRR_CONFIG, DAEMONS, ENV_FILE, BOUND_FILE)
 MAX_ENTRIES = 10_000        # entries of a directory a user gives (a config directory, a clone's)
 
 # What YAML calls printable, without the line separators editors do not count as lines (NEL, U+2028/9).
