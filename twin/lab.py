@@ -154,6 +154,7 @@ class Lab:
                 self._already_up(vrf_backend)
             hostlimits.ensure(self.topology)   # host-wide kernel limits, before anything is created
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
+            self.notes += [w for w in choice.warnings if w not in self.notes]   # said with the import's notes
             image = image or images.ensure(self.runtime.client, say=say)
             if self.configs is not None:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")

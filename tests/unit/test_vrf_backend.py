@@ -1,6 +1,7 @@
 """The VRF backend: netns on every kernel unless a topology or `--vrf-backend` asks for VRF
-devices; a kernel without them (CONFIG_NET_VRF) refuses the device backend, and the user's own
-input that makes VRF devices, at once, naming what twin offers instead."""
+devices; a kernel without them (CONFIG_NET_VRF) refuses the device backend at once, and warns
+of the user's own input that makes or needs VRF devices (the lab goes on, as containerlab's
+would), each naming what twin offers instead."""
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,7 @@ def test_the_device_backend_is_asked_for_and_refused_without_vrf_devices(tmp_pat
     assert "defaults.vrf_backend: the device VRF backend needs Linux VRF devices, but this kernel has no Linux " \
            "VRF devices (CONFIG_NET_VRF is not set); twin's netns backend (the default" in text
     assert "drop `vrf_backend: device`" in text
-    assert "nodes.leaf2.exec[0]: `ip link add mgmt type vrf table 1100` makes a Linux VRF device" in text
-    assert "exec[1]" not in text
+    assert "exec[0]" not in text, "the device backend is what is refused; an exec is the lab's to report"
     c = choose(f, probe=lambda lab: True)
     assert (c.backend, c.vrf_devices) == (DEVICE, True) and "this kernel has VRF devices" in str(c)
     with pytest.raises(TopologyError, match="--vrf-backend: the device VRF backend .* drop `--vrf-backend device`"):
@@ -70,6 +70,21 @@ def test_user_configs_needing_vrf_devices_are_named_with_their_file():
     assert [(p.file, p.message) for p in needs] == [
         ("/cfg/dpu1/frr.conf", f"VRF {v} is no tenant of the topology on dpu1: zebra needs a Linux VRF device {v} for it")
         for v in sorted({"mgmt", "blue"} - tenants_on_dpu1)]
-    with pytest.raises(TopologyError, match="(?s)/cfg/dpu1/frr.conf: VRF .*CONFIG_NET_VRF.*make the VRF a tenant"):
-        choose(AIPOD, user_files={"dpu1": {"frr.conf": conf}}, where={"dpu1": "/cfg/dpu1/frr.conf"},
+    c = choose(AIPOD, user_files={"dpu1": {"frr.conf": conf}}, where={"dpu1": "/cfg/dpu1/frr.conf"},
                probe=lambda lab: False)
+    assert c.backend == NETNS and c.vrf_devices is False, "the lab goes on, as containerlab's would"
+    assert [w.split(": VRF ")[0] for w in c.warnings] == ["/cfg/dpu1/frr.conf"] * len(needs)
+    assert all("CONFIG_NET_VRF" in w and "zebra keeps that VRF inactive" in w and "make the VRF a tenant" in w
+               for w in c.warnings), c.warnings
+
+
+def test_an_exec_making_a_vrf_device_is_a_warning_with_the_way_out(tmp_path):
+    c = choose(topo(tmp_path), probe=lambda lab: False)
+    assert c.backend == NETNS and len(c.warnings) == 1, c.warnings
+    assert c.warnings[0].endswith("nodes.leaf2.exec[0]: `ip link add mgmt type vrf table 1100` makes a Linux VRF "
+                                  "device, but this kernel has no Linux VRF devices (CONFIG_NET_VRF is not set): the "
+                                  "command will fail and be reported, and the lab goes on (--strict-exec: it ends the "
+                                  "bring-up); twin's netns backend (the default: each tenant a network namespace, "
+                                  "FRR's netns VRF backend) runs on every kernel: make the VRF a tenant of the topology "
+                                  "(twin makes its namespace and FRR's VRF)"), c.warnings[0]
+    assert choose(topo(tmp_path), probe=lambda lab: True).warnings == (), "a kernel with VRF devices: nothing to say"

@@ -129,6 +129,8 @@ def validate(ctx, topology, configs, roles, name, vrf_backend, as_json):
             files = render_lab(report.fabric, choice.backend)
             doc["vrf_backend"] = {"backend": NAMES[choice.backend], "why": choice.why,
                                   "vrf_devices": choice.vrf_devices}
+            if choice.warnings:
+                doc["vrf_backend"]["warnings"] = list(choice.warnings)
             doc["rendered"] = {n: sorted(f) for n, f in files.items()}
             doc["host"] = host_figures(report.fabric)
         if as_json:
@@ -141,6 +143,8 @@ def validate(ctx, topology, configs, roles, name, vrf_backend, as_json):
                       + f"; {sm['links']} links, {sm['sessions']} BGP sessions, {sm['tenants']} tenants on "
                       f"{sm['vteps']} VTEPs; rendered {sum(map(len, doc['rendered'].values()))} files")
             out.print(f"VRF backend: {choice}", highlight=False)
+            for w in choice.warnings:
+                err.print(f"warning: {w}", highlight=False)
             out.print("host: needs " + ", ".join(f"{k} {v}" for k, v in host["needs"].items())
                       + ("; fits this host" if not host["short"] else
                          "; SHORT: " + "; ".join(host["short"]) + f"; {host['fix']}"), highlight=False)

@@ -5,8 +5,10 @@ backend is what a topology (`defaults.vrf_backend: device`) or `twin up --vrf-ba
 device` asks for. Either way, the kernel is asked (`twin.runtime.kernel.vrf_devices`)
 only when something needs Linux VRF devices: the device backend, or the user's own
 input (an `exec` command that adds a VRF device, a frr.conf VRF that no tenant makes).
-On a kernel without them (CONFIG_NET_VRF), every such thing is refused at once, with
-what twin offers instead, not found failing deep in bring-up.
+On a kernel without them (CONFIG_NET_VRF), the device backend is refused at once, with
+what twin offers instead, not found failing deep in bring-up; the user's own input that
+needs them is a warning with the same words, and the lab goes on as containerlab's would
+(the `exec` command fails and is reported; zebra keeps such a VRF inactive).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ class Choice:
     backend: Backend
     why: str                     # what chose it
     vrf_devices: bool | None     # what the kernel offers (None: nothing needed to ask)
+    warnings: tuple[str, ...] = ()   # the user's input that needs VRF devices this kernel lacks
 
     def __str__(self) -> str:
         kernel_says = {True: "; this kernel has VRF devices", False: f"; {NO_VRF_DEVICES}", None: ""}[self.vrf_devices]
@@ -39,11 +42,20 @@ def choose(fabric: Fabric, override: str | None = None, user_files: dict[str, di
     has = probe(fabric.name) if backend == DEVICE or needs else None
     if has is not False:
         return Choice(backend, why, has)
-    problems = [Problem(p.file, p.path, f"{p.message}, but {NO_VRF_DEVICES}; {INSTEAD}: make the VRF a tenant of "
-                                        "the topology (twin makes its namespace and FRR's VRF)") for p in needs]
-    if backend == DEVICE:
-        at = ("--vrf-backend", "") if override else (fabric.source, "defaults.vrf_backend")
-        drop = "--vrf-backend device" if override else "vrf_backend: device"
-        problems.append(Problem(*at, f"the device VRF backend needs Linux VRF devices, but {NO_VRF_DEVICES}; "
-                                     f"{INSTEAD}: drop `{drop}`"))
-    raise TopologyError(problems)
+    if backend != DEVICE:
+        return Choice(backend, why, has, tuple(_warning(p) for p in needs))
+    at = ("--vrf-backend", "") if override else (fabric.source, "defaults.vrf_backend")
+    drop = "--vrf-backend device" if override else "vrf_backend: device"
+    raise TopologyError([Problem(*at, f"the device VRF backend needs Linux VRF devices, but {NO_VRF_DEVICES}; "
+                                      f"{INSTEAD}: drop `{drop}`")])
+
+
+def _warning(p: Problem) -> str:
+    """What will happen to input that needs a VRF device this kernel lacks, and the way out."""
+    where = f"{p.file}: {p.path}: " if p.path else f"{p.file}: "
+    if p.path:         # an exec command
+        happens = "the command will fail and be reported, and the lab goes on (--strict-exec: it ends the bring-up)"
+    else:              # a frr.conf VRF
+        happens = "zebra keeps that VRF inactive: nothing of it runs"
+    return (f"{where}{p.message}, but {NO_VRF_DEVICES}: {happens}; {INSTEAD}: make the VRF a tenant of the "
+            "topology (twin makes its namespace and FRR's VRF)")
