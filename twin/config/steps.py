@@ -26,6 +26,8 @@ from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 
 VXLAN_PORT = 4789
 NODE_DIR = "/etc/twin"   # the node's lab directory, as mounted in the node
+NVUE_RUN = "/run/nvue"    # the directory of the node's NVUE socket, as mounted in the node (read-only)
+NV_BIN = "/usr/local/bin/nv"   # the `nv` command, as mounted in an FRR node (read-only)
 NTF_MASTER, NUD_NOARP, NUD_PERMANENT = 0x04, 0x40, 0x80
 RTNH_F_ONLINK = 0x04
 INGRESS = 0xFFFF0000            # the ingress qdisc's handle (ffff:)

@@ -59,10 +59,19 @@ class _Refused(Exception):
 
 def read_yaml(path: str | Path) -> tuple[Any, dict[Path_, int]]:
     """The file's data and the line of every mapping key and list item, or TopologyError."""
-    file = str(path)
+    return _read(str(path), lambda: _read_text(path))
+
+
+def read_yaml_bytes(data: bytes, name: str) -> tuple[Any, dict[Path_, int]]:
+    """The same for a file's bytes received otherwise (a request body, a file sent by `nv`):
+    `name` stands for the file in every problem."""
+    return _read(name, lambda: _decode(data[:MAX_BYTES + 1]))
+
+
+def _read(file: str, text_of) -> tuple[Any, dict[Path_, int]]:
     text = ""
     try:
-        text = _read_text(path)
+        text = text_of()
         reader = _Reader(_FAST_LOADER(text))
         try:
             data = reader.document()
@@ -111,6 +120,10 @@ def _read_text(path: str | Path) -> str:
             data = f.read(MAX_BYTES + 1)
     except OSError as e:
         raise _Refused(f"cannot read the topology file: {e.strerror or e}") from None
+    return _decode(data)
+
+
+def _decode(data: bytes) -> str:
     if len(data) > MAX_BYTES:
         raise _Refused(f"the file is larger than {MAX_BYTES // (1 << 20)} MiB ({MAX_BYTES} bytes), "
                        "the limit for a topology file; it was not parsed")

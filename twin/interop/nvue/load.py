@@ -17,7 +17,7 @@ from twin.errors import Problem, TopologyError
 from twin.interop.nvue.schema import API, VERSION
 from twin.interop.nvue.tree import Finding, Path as NvPath, check, patch, show, unpatch
 from twin.topology.problems import Path_, listing, quoted
-from twin.topology.yaml_safe import read_yaml
+from twin.topology.yaml_safe import read_yaml, read_yaml_bytes
 
 DOCS = ("header", "set", "unset")
 
@@ -49,8 +49,16 @@ class NvueFile:
 
 def read(path: str | Path) -> NvueFile:
     """A startup.yaml, applied and checked; TopologyError with every problem at once."""
-    file = str(path)
-    data, ylines = read_yaml(path)
+    return _file(str(path), *read_yaml(path))
+
+
+def read_bytes(data: bytes, source: str) -> NvueFile:
+    """The same for a file's bytes received otherwise (`nv config patch FILE`, a request body);
+    `source` names it in every problem."""
+    return _file(source, *read_yaml_bytes(data, source))
+
+
+def _file(file: str, data: Any, ylines: dict[Path_, int]) -> NvueFile:
     problems: list[Problem] = []
     tree, header, lines = documents(data, ylines, file, problems)
     nf = NvueFile(file, {}, header, [], lines)
@@ -73,10 +81,11 @@ def from_tree(tree: Any, source: str) -> NvueFile:
     return nf
 
 
-def documents(data: Any, ylines: dict[Path_, int], file: str,
-              problems: list[Problem]) -> tuple[dict, dict, dict[NvPath, int]]:
-    """The tree the documents make in order, the header, and the line of every place set."""
-    tree: dict = {}
+def documents(data: Any, ylines: dict[Path_, int], file: str, problems: list[Problem],
+              tree: dict | None = None) -> tuple[dict, dict, dict[NvPath, int]]:
+    """The tree the documents make in order (from `tree`: `nv config patch`), the header, and the
+    line of every place set."""
+    tree = {} if tree is None else tree
     header: dict = {}
     lines: dict[NvPath, int] = {}
     if data is None:
