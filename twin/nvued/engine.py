@@ -64,7 +64,7 @@ class Revision:
 class Engine:
     def __init__(self, lab: str, d: Path):
         self.lab, self.d = lab, d
-        self.runtime = DockerRuntime()
+        self.runtime: DockerRuntime | None = None      # made on first use: reading revisions needs no Docker
         self.revisions: dict[str, Revision] = {}
         self.cli: dict[str, str] = {}            # node -> the revision its `nv` edits
         self.guard = threading.Lock()
@@ -72,6 +72,7 @@ class Engine:
 
     # --- what a node runs ------------------------------------------------------------------------
     def context(self) -> LabContext:
+        self.runtime = self.runtime or DockerRuntime()
         ctx = LabContext.open(self.lab, self.runtime)
         if ctx is None:
             raise Conflict(f"lab {self.lab!r} is not up")

@@ -171,4 +171,8 @@ def commands(data: bytes, source: str) -> list[tuple[int, Command]]:
 
 def render(doc: Any, output: str) -> str:
     """A document as `-o json` or YAML (the default) prints it."""
-    return json.dumps(doc, indent=2) + "\n" if output == "json" else yaml_text(doc)
+    if output == "json":
+        return json.dumps(doc, indent=2) + "\n"
+    if isinstance(doc, bool):
+        return "on\n" if doc else "off\n"
+    return yaml_text(doc) if isinstance(doc, (dict, list)) else f"{doc}\n"

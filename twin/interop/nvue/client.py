@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.parse
 
-SOCKET = "/run/nvue/nvue.sock"
+SOCKET = os.environ.get("TWIN_NV_SOCKET") or "/run/nvue/nvue.sock"   # (another: for twin's tests)
 MAX_FILE = 1 << 20            # what the service takes of a file (a startup.yaml's limit)
 APPLY_DEADLINE = 900.0        # s: a revision's apply (the service's convergence wait included)
 DONE = ("applied", "apply_fail", "ays_fail", "invalid")
