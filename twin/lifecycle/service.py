@@ -46,6 +46,7 @@ Body = Callable[[Scope, int, str], "tuple[bytes, str]"]   # (scope, status, why)
 MAX_BODY = 64 * 1024      # bytes a request body may have
 TIMEOUT = 30.0            # s to receive a body, and to start answering
 CONCURRENCY = 64          # connections at once, per listener
+DRAIN = 16 << 20          # bytes of a body too large read and dropped before the 413 (beyond: the connection closes)
 STARTUP = 10.0            # s for every listener to be bound
 ERROR = "twin.error"      # the scope's key for why a request failed (set by the error handlers), for the log line
 TAG = "twin.listener"     # the scope's key for the tag of the listener a request came in on
@@ -144,7 +145,22 @@ class Guard:
         except Exception as e:  # noqa: BLE001  (a clean status and one line, never a traceback)
             status, scope[ERROR] = _status_of(e)
             if not started:
+                if isinstance(e, _TooLarge):
+                    await self._drain(receive)
                 await _answer(scope, sending, status, scope[ERROR], self.body)
+
+    async def _drain(self, receive: Receive) -> None:
+        """What is left of a body too large, read and dropped (up to DRAIN bytes, within `timeout`):
+        closed with unread data, the connection would be reset before the client reads its 413."""
+        seen = 0
+        try:
+            while seen <= DRAIN:
+                message = await asyncio.wait_for(receive(), self.timeout)
+                seen += len(message.get("body", b""))
+                if message.get("type") != "http.request" or not message.get("more_body"):
+                    return
+        except (asyncio.TimeoutError, OSError):
+            return
 
     async def _run(self, scope: Scope, receive: Receive, send: Send, started: list[int]) -> None:
         """The app, given `timeout` to start answering (then it may stream on)."""
