@@ -155,6 +155,12 @@ def test_an_ansible_playbook_drives_the_same_flow(lab, tmp_path):
                        cwd=tmp_path, timeout=300)
     assert p.returncode == 0 and "leaf01                     : ok=7" in p.stdout, p.stdout + p.stderr
     assert "10.1.30.4/24" in kernel_addresses(lab)
+    # and `nv` itself through the inventory's docker connection
+    assert twin_cli("inventory", NAME, "-o", str(tmp_path)).returncode == 0
+    p = subprocess.run([str(Path(sys.executable).parent / "ansible"), "-i", str(tmp_path / "inventory.yml"), "leaf01",
+                        "-m", "ansible.builtin.command", "-a", "nv show interface vlan30 ip address -o json"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0 and "10.1.30.4/24" in p.stdout, p.stdout + p.stderr
 
 
 def test_a_revision_that_cannot_apply_ends_apply_fail_and_leaves_the_lab_as_it_was(lab, api):
@@ -218,6 +224,11 @@ def test_a_file_of_nv_commands_is_planned_and_applied_as_a_change(lab, tmp_path)
     assert "10.1.30.5/24" in kernel_addresses(lab)
     bad = twin_cli("plan", NAME, f"nv:spine01:{f}")
     assert bad.returncode == 1 and "spine01 runs twin's rendering, not NVUE" in bad.stderr
+    g = tmp_path / "drop.nv"
+    g.write_text("nv unset interface vlan30 ip address 10.1.30.5/24\nnv config apply\n")
+    r = twin_cli("rehearse", NAME, f"nv:leaf01:{g}", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["passed"], r.stdout[-3000:] + r.stderr
+    assert "10.1.30.5/24" not in kernel_addresses(lab)
 
 
 def test_down_leaves_nothing_of_the_service(lab):
