@@ -99,6 +99,17 @@ def test_the_service_is_there_once_up_returned_and_status_says_where(lab):
     assert (nvue_service.root(lab.dir) / "password").stat().st_mode & 0o777 == 0o600
     assert "NVUE service (pid" in twin_cli("status", NAME).stdout
     assert nv("show", "system", "hostname", node="dpu1").stdout.strip() == "dpu1"
+    # stopped (a crash), status says so; `twin up` of the same files starts it again
+    assert nvue_service.stop(lab.dir)
+    down = twin_cli("status", NAME)
+    assert down.returncode == 1 and "NVUE service: not running" in down.stdout, down.stdout
+    p = nv("config", "show")
+    assert p.returncode == 1 and "no NVUE service answers on /run/nvue/nvue.sock" in p.stderr
+    t0 = time.monotonic()
+    again = twin_cli("up", str(TOPOLOGY), "--name", NAME, "--configs", str(SAMPLES))
+    assert again.returncode == 0 and "already up" in again.stderr, again.stderr
+    print(f"twin up of the lab that is up, starting its NVUE service: {time.monotonic() - t0:.1f}s")
+    assert json.loads(twin_cli("status", NAME, "--json").stdout)["nvue"]["answers"]
 
 
 def test_nv_sets_a_new_segment_and_applies_it_and_it_carries_traffic(lab):
@@ -207,6 +218,10 @@ def test_hostile_input_and_a_wrong_password_change_nothing(lab, api):
                         (["show", "vrf", "NOPE", "router", "bgp", "neighbor"], "the node has no such VRF")):
         p = nv(*words)
         assert p.returncode == 1 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
+    nv("config", "detach")
+    assert nv("set", "interface", "swp9", "link", "state", "up").returncode == 0     # NVUE's tree has a place
+    p = nv("config", "apply", "-y")                                                 # ... leaf01 has no port
+    assert p.returncode == 1 and "apply_fail" in p.stdout and "interface.swp9: leaf01 has no port swp9" in p.stderr
     nv("config", "detach")
     assert s.get(f"{base}/", params={"rev": "applied"}).json() == before
     assert "Traceback" not in (nvue_service.root(lab.dir) / "service.log").read_text()

@@ -231,6 +231,18 @@ def test_hostile_requests_get_a_clear_error_and_change_nothing(served, method, p
     assert http.get(f"{base['leaf01']}/revision/{quote(rid, safe='')}").json()["state"] == "pending"
 
 
+def test_a_revision_with_places_twin_does_not_emulate_needs_a_yes(served):
+    base, http, _, _ = served
+    rid = next(iter(http.post(base["leaf01"] + "/revision").json()))
+    at = f"{base['leaf01']}/revision/{quote(rid, safe='')}"
+    assert http.patch(base["leaf01"] + "/qos/roce", params={"rev": rid}, json={"enable": "on"}).status_code == 200
+    r = http.patch(at, json={"state": "apply"})
+    assert r.status_code == 200 and r.json()["state"] == "ays_fail"
+    assert [i["message"] for i in r.json()["transition"]["issue"].values()] == [
+        "qos is stored, not emulated: apply with auto-prompt ays_yes (nv config apply -y) to keep it"]
+    assert http.patch(at, json={"state": "save"}).status_code == 409        # not applied: nothing to save
+
+
 def test_without_or_with_a_wrong_password_a_request_gets_401_and_changes_nothing(served):
     base, http, _, _ = served
     rid = next(iter(http.post(base["leaf01"] + "/revision").json()))
@@ -260,6 +272,9 @@ def test_nv_over_the_socket_edits_diffs_and_shows_the_nodes_pending_configuratio
     assert shown.stdout.startswith("- header:") and "hostname: leaf01" in shown.stdout and "vlan30" not in shown.stdout
     assert json.loads(nv(sock, "show", "system", "hostname", "-o", "json").stdout) == "leaf01"
     assert nv(sock, "config", "detach").returncode == 0 and nv(sock, "config", "diff").stdout == ""
+    saved = nvue_service.saved(served[3], "leaf01")
+    saved.unlink(missing_ok=True)
+    assert nv(sock, "config", "save").stdout == "saved\n" and "hostname: leaf01" in saved.read_text()
 
 
 @pytest.mark.parametrize("words, rc, said", [

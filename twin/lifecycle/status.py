@@ -107,6 +107,7 @@ class LabStatus:
     @property
     def healthy(self) -> bool:
         return (self.status == "up" and not self.missing and not self.error
+                and (self.nvue is None or bool(self.nvue.get("answers")))
                 and all(n.healthy or n.sessions_expected is None and n.state == "running" for n in self.nodes)
                 and all(v.healthy for t in self.tenants for v in t.vteps.values()))
 

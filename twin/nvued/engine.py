@@ -34,7 +34,7 @@ from twin.lifecycle import nvue_service, state
 from twin.lifecycle.context import LabContext
 from twin.runtime.docker import DockerRuntime
 
-MAX_REVISIONS = 64        # kept per node; the oldest finished ones go first
+MAX_REVISIONS = 32        # kept per node; the oldest ones go first (not one being applied)
 
 
 class NotFound(TwinError):
@@ -153,7 +153,8 @@ class Engine:
 
     # --- apply -----------------------------------------------------------------------------------------
     def apply(self, rev: Revision, yes: bool) -> None:
-        if rev.state != "pending":
+        """Apply a pending revision (or one that ended ays_fail, asked again) on the worker thread."""
+        if rev.state not in ("pending", "ays_fail"):
             raise Conflict(f"revision {rev.id} is {rev.state}, not pending: make a new one")
         stored = nvue.from_tree(rev.tree, rev.id).not_emulated
         if stored and not yes:
