@@ -147,11 +147,8 @@ class Lab:
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
         with self.writing("twin up"):
             if self.runtime.containers(self.name):
-                try:
-                    self._already_up(vrf_backend)
-                except AlreadyUp:
-                    self.nvue_service(say)      # there again, if it stopped
-                    raise
+                self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
+                self._already_up(vrf_backend)
             hostlimits.ensure(self.topology)   # host-wide kernel limits, before anything is created
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
             image = image or images.ensure(self.runtime.client, say=say)
