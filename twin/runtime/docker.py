@@ -14,7 +14,7 @@ from twin import kinds, timeouts
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, container_name, nvue_run
 from twin.config.overlay import Backend
 from twin.config.steps import NODE_DIR, NV_BIN, NVUE_RUN
-from twin.interop.nvue.client import __file__ as _client_file
+from twin.interop.nvue import client as nv_client_script
 from twin.errors import TwinError
 from twin.runtime.exec import NodeExec
 from twin.runtime.links import Wiring
@@ -23,7 +23,7 @@ from twin.topology.model import Fabric, Node
 Configure = Callable[[str, NodeExec, int], None]   # (node, its exec seam, its pid): once its ports are up
 
 PARALLEL = 16  # concurrent Docker API calls
-CLIENT = Path(_client_file)    # the node's `nv` command
+CLIENT = Path(nv_client_script.__file__)    # the node's `nv` command (a script of the standard library)
 LIST_TRIES = 5  # listings raced by a removal, before the error stands
 
 
@@ -187,7 +187,7 @@ def nv_client(labdir: Path) -> Path:
     f.parent.mkdir(mode=0o700, parents=True, exist_ok=True)   # the service's password, sockets: the owner's only
     text = CLIENT.read_text()
     if not f.is_file() or f.is_symlink() or f.read_text() != text:
-        state_write(f, text, 0o755)
+        _write(f, text, 0o755)
     return f
 
 
@@ -200,7 +200,7 @@ def nv_mounts(labdir: Path, node: str) -> list[Mount]:
             Mount(NV_BIN, str(nv_client(labdir).resolve()), type="bind", read_only=True)]
 
 
-def state_write(f: Path, text: str, mode: int) -> None:
+def _write(f: Path, text: str, mode: int) -> None:
     """A file written whole (a new one renamed over the old), with its mode."""
     tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
