@@ -49,7 +49,7 @@ def test_a_spawned_process_records_itself_and_stop_ends_exactly_it(tmp_path):
     assert rec["listeners"] == {"x": {"port": 1}} and daemon.alive(rec)
     assert os.getsid(rec["pid"]) == rec["pid"]           # a session of its own: Ctrl-C of `up` does not reach it
     assert daemon.stop(f) and not f.exists()
-    wait.until(lambda: gone(rec["pid"]), 5, "the process to end")
+    wait.until(lambda: gone(rec["pid"]), 30, "the process to end")
     assert not daemon.stop(f)                            # nothing recorded, nothing stopped
 
 
@@ -67,7 +67,7 @@ def test_it_leaves_when_its_lab_directory_goes(tmp_path):
     for p in sorted((tmp_path / "lab").iterdir()):
         p.unlink()
     (tmp_path / "lab").rmdir()
-    wait.until(lambda: gone(rec["pid"]), 5, "the process to leave with its directory")
+    wait.until(lambda: gone(rec["pid"]), 30, "the process to leave with its directory")
 
 
 def test_a_process_that_dies_as_it_starts_is_reported_with_its_log(tmp_path):
@@ -96,4 +96,4 @@ time.sleep(60)
     time.sleep(0.2)
     assert daemon.alive(rec)                      # it outlived the SIGKILL of what started it
     assert daemon.stop(f)
-    wait.until(lambda: gone(rec["pid"]), 5, "the process to end")
+    wait.until(lambda: gone(rec["pid"]), 30, "the process to end")

@@ -25,11 +25,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from twin import wait
+from twin import timeouts, wait
 from twin.errors import TwinError
 from twin.lifecycle import state
 
-STOP = 5.0        # s a process has to leave on SIGTERM before SIGKILL
 
 
 def started(pid: int) -> int | None:
@@ -80,7 +79,7 @@ def orphaned(d: Path) -> Callable[[], bool]:
 
 
 def spawn(recfile: Path, argv: list[str], log: Path, ready: Callable[[dict], bool],
-          timeout: float = 20.0) -> dict:
+          timeout: float = timeouts.SERVICE_START) -> dict:
     """Start `argv` detached, its output to `log`; returns its record once `ready(record)` holds.
     TwinError with the end of its log when it exits first, or is not ready by the deadline
     (it is stopped then)."""
@@ -107,7 +106,7 @@ def spawn(recfile: Path, argv: list[str], log: Path, ready: Callable[[dict], boo
     return found
 
 
-def stop(recfile: Path, deadline: float = STOP) -> bool:
+def stop(recfile: Path, deadline: float = timeouts.SERVICE_STOP) -> bool:
     """Stop the process of a record (if it is still that process) and remove the record; True if
     one was stopped."""
     rec = read(recfile)
@@ -118,7 +117,7 @@ def stop(recfile: Path, deadline: float = STOP) -> bool:
     return was
 
 
-def _end(pid: int, start: int | None, deadline: float = STOP) -> None:
+def _end(pid: int, start: int | None, deadline: float = timeouts.SERVICE_STOP) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if start is None or started(pid) != start:
             return

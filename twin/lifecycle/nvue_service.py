@@ -25,12 +25,12 @@ import secrets
 import ssl
 from pathlib import Path
 
+from twin import timeouts
 from twin.config.naming import NVUE_DIR
 from twin.errors import TwinError
 from twin.lifecycle import daemon
 
 USER = "cumulus"          # NVUE's user on a Cumulus switch
-PROBE = 3.0               # s for the service to answer `twin status`
 
 
 def root(d: Path) -> Path:
@@ -142,7 +142,7 @@ def probe(d: Path, rec: dict) -> tuple[bool, str]:
         return False, "it listens nowhere"
     ctx = ssl.create_default_context()
     ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    conn = http.client.HTTPSConnection("127.0.0.1", int(ports[0]), timeout=PROBE, context=ctx)
+    conn = http.client.HTTPSConnection("127.0.0.1", int(ports[0]), timeout=timeouts.NVUE_PROBE, context=ctx)
     try:
         auth = base64.b64encode(f"{USER}:{password(d)}".encode()).decode()
         conn.request("GET", "/nvue_v1/revision", headers={"Authorization": f"Basic {auth}",
