@@ -24,7 +24,8 @@ from twin.config.backend import DEFAULT_BACKEND, NAMES, wanted
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors, nvue
-from twin.lifecycle import barrier, bringup, cleanup, hostlimits, state, vrfbackend
+from twin import nvued
+from twin.lifecycle import barrier, bringup, cleanup, hostlimits, nvue_service, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import containerlab, dryrun, images, kernel
@@ -120,12 +121,10 @@ class Lab:
 
     def context(self) -> LabContext:
         """The running lab; TwinError if it is not up (no recorded intent or no containers)."""
-        st, fabric = state.load(self.dir)
-        containers = self.runtime.containers(self.name)
-        if fabric is None or st is None or not containers:
+        ctx = LabContext.open(self.name, self.runtime)
+        if ctx is None:
             raise self._not_up()
-        return LabContext(self.name, self.dir, fabric, st.backend or DEFAULT_BACKEND, self.runtime, st.image,
-                          st.shaping or "tc", _containers=containers)
+        return ctx
 
     # --- lifecycle ---------------------------------------------------------
     def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
@@ -151,6 +150,7 @@ class Lab:
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
         with self.writing("twin up"):
             if self.runtime.containers(self.name):
+                self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
                 self._already_up(vrf_backend)
             hostlimits.ensure(self.topology)   # host-wide kernel limits, before anything is created
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
@@ -160,8 +160,20 @@ class Lab:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
                 dryrun.check(self.runtime.client, image, self.name, frr_view(self.configs, self.topology))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
-                return self._bring_up(image, timeout, say, choice.backend, wait,
-                                      bringup.ExecLog(self.name, strict_exec))
+                timings = self._bring_up(image, timeout, say, choice.backend, wait,
+                                         bringup.ExecLog(self.name, strict_exec))
+                self.nvue_service(say)
+                return timings
+
+    def nvue_service(self, say: Say = lambda _: None) -> dict | None:
+        """The lab's NVUE service running, when its nodes run NVUE (`twin.nvued`: the REST API and
+        `nv` in the nodes); its record (where it listens), or None for a lab without NVUE."""
+        st = self.state
+        if st is None or not any(nvue.STARTUP in files for files in st.user_files.values()):
+            return None
+        if nvue_service.record(self.dir) is None:
+            say("starting the NVUE service (REST API, nv)")
+        return nvue_service.start(self.dir, self.name, nvued.command(self.name))
 
     def vrf_backend(self, override: str | None = None) -> vrfbackend.Choice:
         """The VRF backend `up` would use for this lab on this host, and why; TopologyError (naming
@@ -178,7 +190,9 @@ class Lab:
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
                             created=state.now(), runtime=self.runtime.name, notes=self.notes)
-        state.remove(self.dir)  # leftovers of a lab that is gone (no containers)
+        if self.dir.is_dir():
+            nvue_service.stop(self.dir)   # leftovers of a lab that is gone (no containers)
+        state.remove(self.dir)
         state.save(self.dir, st, fabric)
         try:
             st.backend = backend
@@ -345,7 +359,9 @@ class Lab:
 
         with self.writing("twin apply"):
             ctx = self.context()
-            return apply(ctx, load_change(ctx, change), timeout=timeout, wait=wait, say=say)
+            result = apply(ctx, load_change(ctx, change), timeout=timeout, wait=wait, say=say)
+            self.nvue_service(say)
+            return result
 
     def plan(self, change: "str | Path | Fabric"):
         from twin.change import load_change

@@ -46,3 +46,6 @@ PROVE_RESTORE = 60.0        # --prove: the barrier holds and verify passes again
 
 def converge(frr_nodes: int) -> float:
     return CONVERGE_BASE + CONVERGE_PER_NODE * frr_nodes
+SERVICE_START = 90.0        # a lab's long-lived process (the NVUE service) listening (~1 s idle, much more under load)
+SERVICE_STOP = 5.0          # ... and leaving on SIGTERM, before SIGKILL
+NVUE_PROBE = 3.0            # the NVUE service answering `twin status`

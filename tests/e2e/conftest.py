@@ -108,6 +108,20 @@ def leftovers(runtime: DockerRuntime, lab: str) -> list[str]:
             if alias.startswith(f"twin:{lab}:") or name.startswith(f"twin-{lab}"):
                 found.append(f"host link {name}")
     found += [f"netns {n}" for n in netns.listnetns() if lab in n]
+    found += [f"process {pid} (its NVUE service)" for pid in nvue_services(lab)]
     if (Path(os.environ["TWIN_HOME"]) / "labs" / lab).exists():
         found.append(f"lab directory of {lab}")
     return found
+
+
+def nvue_services(lab: str) -> list[int]:
+    """Processes that serve lab `lab`'s NVUE API (`python -m twin.nvued LAB`), from /proc."""
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")[:-1]
+        except OSError:
+            continue
+        if argv[-3:] == [b"-m", b"twin.nvued", lab.encode()]:
+            out.append(int(d.name))
+    return out

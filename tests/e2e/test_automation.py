@@ -119,7 +119,7 @@ def test_nornir_inventory_loads_in_nornir(tmp_path):
 
 def test_unknown_format_names_the_formats(tmp_path):
     lab = Lab.load(ROOT / "topologies/aipod.yml", name="t-h1-inv")
-    with pytest.raises(TwinError, match="unknown inventory format 'salt'; formats: ansible, nornir"):
+    with pytest.raises(TwinError, match="unknown inventory format 'salt'; formats: ansible, nornir, nvue"):
         inventory(lab, "salt")
     res = CliRunner().invoke(inventory_cmd, ["t-h1-nolab"])
     assert res.exit_code == 1 and "no lab named 't-h1-nolab'" in res.output

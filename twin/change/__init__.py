@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin import topology
-from twin.change import link_faults, node_faults  # noqa: F401  (they register their faults)
+from twin.change import link_faults, node_faults, nv_file  # noqa: F401  (they register their faults)
 from twin.change.base import REGISTRY, Change, Result, fault_types
 from twin.change.declarative import ConfigsChange, TopologyChange
 from twin.change.nvue_change import NvueChange
@@ -42,12 +42,15 @@ def parse_fault(ctx: LabContext, spec: str) -> Fault:
 
 
 def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
-    """A change from what a user gives: a Fabric, `fault:...`, a directory of node configs,
-    or an edited topology file (TopologyError names every problem of a file)."""
+    """A change from what a user gives: a Fabric, `fault:...`, `nv:NODE:FILE` (a file of `nv`
+    commands), a directory of node configs, or an edited topology file (TopologyError names
+    every problem of a file)."""
     if isinstance(spec, Fabric):
         return TopologyChange(spec)
     if isinstance(spec, str) and spec.startswith(FAULT_PREFIX):
         return parse_fault(ctx, spec)
+    if isinstance(spec, str) and spec.startswith(nv_file.PREFIX):
+        return nv_file.load(ctx, spec)
     p = Path(spec)
     if p.is_dir():
         configs = userconf.read_dir(p)
@@ -56,7 +59,8 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
         return ConfigsChange.load(ctx, p)
     if not p.exists():
         raise TopologyError([Problem(str(p), "", "no such file or directory: a change is a topology file, "
-                                                 "a directory of node configs (<dir>/<node>/frr.conf, or NVUE's <dir>/<node>/startup.yaml) or fault:...")])
+                                                 "a directory of node configs (<dir>/<node>/frr.conf, or NVUE's <dir>/<node>/startup.yaml), "
+                                                 "nv:NODE:FILE (a file of nv commands) or fault:...")])
     return TopologyChange(topology.load(p, name=ctx.name))
 
 

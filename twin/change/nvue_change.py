@@ -41,15 +41,20 @@ class NvueChange(Declarative):
         if other:
             raise TopologyError([Problem(p, "", "a change directory holds NVUE files or FRR files, not both; "
                                                 "apply them one after the other") for p in other])
-        files = nvue.read_configs(configs)
+        return cls.of(ctx, str(d), nvue.read_configs(configs))
+
+    @classmethod
+    def of(cls, ctx: LabContext, source: str, files: dict[str, nvue.NvueFile]) -> "NvueChange":
+        """A change of these nodes' NVUE files (a directory, a file of `nv` commands, a revision of
+        the live NVUE service), each checked on its node; TopologyError names every problem."""
         running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))
-        twin_rendered = [Problem(configs.path(n, NVUE), "", f"{n} runs twin's rendering: a node takes NVUE at "
-                                                             f"`twin up --configs` (down and up the lab), not on day 2")
-                         for n in files if n not in running]
+        twin_rendered = [Problem(f.source, "", f"{n} runs twin's rendering: a node takes NVUE at "
+                                               f"`twin up --configs` (down and up the lab), not on day 2")
+                         for n, f in files.items() if n not in running]
         if twin_rendered:
             raise TopologyError(twin_rendered)
         nvue.build(files, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))   # every problem, on its node
-        return cls(str(d), files)
+        return cls(source, files)
 
     def describe(self) -> str:
         return f"apply NVUE {self.source}"

@@ -14,8 +14,9 @@ from twin.lab import Lab
 from twin.topology.allow import load_allow
 from twin.verify.baseline_file import load_baseline
 
-CHANGE_HELP = ("CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf), "
-               "or a fault: fault:KEY:TARGET[:ARG] with KEY any of `twin fault`'s commands.")
+CHANGE_HELP = ("CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf, or NVUE's "
+               "<dir>/<node>/startup.yaml), nv:NODE:FILE (a file of nv commands run on NODE), or a fault: "
+               "fault:KEY:TARGET[:ARG] with KEY any of `twin fault`'s commands.")
 
 
 @main.command(name="plan", help=f"Show what CHANGE would do to LAB: topology changes, per-node config diffs, "
@@ -42,8 +43,9 @@ def plan_(ctx, lab, change, as_json):
 def apply_(ctx, lab, change, timeout, no_wait, as_json):
     """Apply CHANGE to the running LAB: FRR reload (no restart), kernel reconciled, then wait for convergence.
 
-    CHANGE is an edited topology file, or a directory of node configs (<dir>/<node>/frr.conf).
-    A bad change is refused and the lab left untouched; one that fails half way is rolled back."""
+    CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf, or NVUE's
+    <dir>/<node>/startup.yaml), or nv:NODE:FILE (a file of nv commands run on NODE). A bad change is
+    refused and the lab left untouched; one that fails half way is rolled back."""
     def go():
         with err.status(f"applying {change} to {lab}") as st:
             res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=lambda m: st.update(m))

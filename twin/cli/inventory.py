@@ -5,7 +5,9 @@ import click
 
 from twin.cli.common import main, run
 from twin.interop.inventory import FORMATS, inventory, write
+from twin.interop import nvue
 from twin.lab import Lab
+from twin.lifecycle import nvue_service
 
 
 @main.command(name="inventory")
@@ -16,9 +18,11 @@ from twin.lab import Lab
               help="Directory to write the files into (ansible: default stdout; nornir: required).")
 @click.pass_context
 def inventory_cmd(ctx, lab: str, fmt: str, output: str | None) -> None:
-    """Write an Ansible or Nornir inventory of LAB's nodes (reached through their containers)."""
+    """Write an Ansible or Nornir inventory of LAB's nodes (reached through their containers), or with
+    --format nvue the NVUE REST API of its NVUE nodes (ansible.netcommon.httpapi, nvidia.nvue)."""
     def go():
-        files = inventory(Lab(lab).context(), fmt)
+        handle = Lab(lab)
+        files = inventory(handle.context(), fmt, nvue_api(handle) if fmt == "nvue" else None)
         if output is None:
             if len(files) != 1:
                 raise click.UsageError(f"--format {fmt} writes {len(files)} files ({', '.join(files)}); "
@@ -28,3 +32,13 @@ def inventory_cmd(ctx, lab: str, fmt: str, output: str | None) -> None:
         for path in write(files, output):
             click.echo(f"wrote {path}", err=True)
     run(ctx, go)
+
+
+def nvue_api(lab: Lab) -> dict[str, dict]:
+    """Per NVUE node of the lab, where its REST API listens and with which credentials."""
+    rec = nvue_service.require(lab.dir, lab.name)
+    st = lab.state
+    mine = {n for n, files in (st.user_files if st else {}).items() if nvue.STARTUP in files}
+    password = nvue_service.password(lab.dir)
+    return {n: {"port": x["port"], "user": nvue_service.USER, "password": password}
+            for n, x in rec["listeners"].items() if n in mine}

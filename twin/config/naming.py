@@ -27,3 +27,11 @@ def dryrun_container(lab: str) -> str:
     """The throwaway container that checks a user's FRR configs before a lab exists
     (`twin.runtime.dryrun`); a '.' keeps it apart from every node's container name."""
     return f"twin-{lab}.dryrun"
+
+
+NVUE_DIR = "_nvue"   # a lab directory's NVUE service files ('_': no node has that name)
+
+
+def nvue_run(labdir, node: str):
+    """The directory of a node's NVUE socket in its lab directory (bound into the node at NVUE_RUN)."""
+    return labdir / NVUE_DIR / "run" / node

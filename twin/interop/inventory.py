@@ -2,15 +2,20 @@
 
     files = inventory(Lab.open("aipod"), "ansible")   # {"inventory.yml": "..."}
     files = inventory(Lab.open("aipod"), "nornir")    # hosts.yaml, groups.yaml, defaults.yaml
+    files = inventory(lab, "nvue", api)               # nvue.yml: the NVUE REST API (ansible.netcommon.httpapi)
 
 Every node is reached through its container (`twin-<lab>-<node>`): Ansible with
 the `community.docker.docker` connection, Nornir with `hostname` = container
 name. Groups are the node kinds; FRR nodes (spine, leaf, dpu) are also in the
 group `frr`. Node data: the kind, the lab and, where the node has them, its ASN
-and loopback.
+and loopback. The `nvue` format reaches the NVUE nodes' REST API instead (the lab's NVUE
+service: `ansible_network_os: nvidia.nvue.httpapi` over `ansible.netcommon.httpapi`, HTTPS on
+127.0.0.1 without certificate validation, user and password), for the `nvidia.nvue`
+collection and `ansible.builtin.uri`.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,6 +29,9 @@ from twin.topology.model import Fabric, Node
 PYTHON = "/usr/bin/python3"          # the node image's interpreter, for Ansible modules
 ANSIBLE_CONNECTION = "community.docker.docker"
 FRR_GROUP = "frr"                    # every node that runs FRR, whatever its kind
+NVUE_GROUP = "nvue"                  # the nodes whose NVUE REST API the nvue inventory reaches
+HTTPAPI = "ansible.netcommon.httpapi"
+NVUE_OS = "nvidia.nvue.httpapi"
 
 
 def _platform(node: Node) -> str:
@@ -98,12 +106,26 @@ def nornir(fabric: Fabric) -> dict[str, str]:
             "defaults.yaml": _dump(head, defaults)}
 
 
-FORMATS: dict[str, Callable[[Fabric], dict[str, str]]] = {"ansible": ansible, "nornir": nornir}
+def nvue(fabric: Fabric, api: dict[str, dict]) -> dict[str, str]:
+    """The NVUE nodes with what `ansible.netcommon.httpapi` and `nvidia.nvue` need to reach their
+    NVUE REST API (`api`: node -> {port, user, password}): a group `nvue`, hosts by node name."""
+    hosts = {n: {"ansible_connection": HTTPAPI, "ansible_network_os": NVUE_OS, "ansible_host": "127.0.0.1",
+                 "ansible_httpapi_port": a["port"], "ansible_user": a["user"], "ansible_password": a["password"],
+                 "ansible_httpapi_use_ssl": True, "ansible_httpapi_validate_certs": False,
+                 "twin_lab": fabric.name, **_facts(fabric.nodes[n])}
+             for n, a in sorted(api.items()) if n in fabric.nodes}
+    doc = {"all": {"children": {NVUE_GROUP: {"hosts": hosts}}}}
+    head = (f"NVUE REST API inventory of twin lab {fabric.name} (`twin inventory {fabric.name} --format nvue`): "
+            "it holds the lab's password")
+    return {"nvue.yml": _dump(head, doc)}
 
 
-def inventory(lab, fmt: str) -> dict[str, str]:
+FORMATS: dict[str, Callable[..., dict[str, str]]] = {"ansible": ansible, "nornir": nornir, "nvue": nvue}
+
+
+def inventory(lab, fmt: str, api: dict[str, dict] | None = None) -> dict[str, str]:
     """The inventory files of `lab` (a Lab, its context, or a Fabric) in format `fmt`
-    (ansible, nornir): file name -> content."""
+    (ansible, nornir; nvue with `api`, its NVUE nodes' REST API): file name -> content."""
     try:
         make = FORMATS[fmt]
     except KeyError:
@@ -111,14 +133,24 @@ def inventory(lab, fmt: str) -> dict[str, str]:
     fabric = lab if isinstance(lab, Fabric) else lab.fabric
     if fabric is None:
         raise TwinError(f"lab {lab.name!r} has no topology: load it (Lab.load) or bring it up first")
+    if fmt == "nvue":
+        if not api:
+            raise TwinError(f"lab {fabric.name!r} has no NVUE REST API: none of its nodes runs NVUE "
+                            "(`twin up --configs` with startup.yaml files), or its NVUE service is not running")
+        return make(fabric, api)
     return make(fabric)
 
 
 def write(files: dict[str, str], directory: str | Path) -> list[Path]:
+    """The files in `directory`, for their owner only (an nvue inventory holds a password)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in files.items():
-        (out / name).write_text(text)
-        written.append(out / name)
+        f = out / name
+        fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.chmod(f, 0o600)
+        written.append(f)
     return written

@@ -34,6 +34,8 @@ class PortNaming:
 # node's own directory of the lab) and the node's lab directory, read-only (kernel steps, scripts).
 FRR_DIR = "/etc/frr"
 NODE_DIR = "/etc/twin"
+NVUE_RUN = "/run/nvue"    # the directory of a node's NVUE socket, as mounted in the node (read-only)
+NV_BIN = "/usr/local/bin/nv"   # the `nv` command, as mounted in an FRR node (read-only)
 
 # the multipath hash of a router's kernel: its policy, the fields it hashes, its seed
 HASH_POLICY, HASH_FIELDS, HASH_SEED = (f"net.ipv4.fib_multipath_hash_{k}" for k in ("policy", "fields", "seed"))

@@ -1,6 +1,7 @@
 """Removing what a lab owns, and doing it when a bring-up fails or is interrupted.
 
-A lab owns: containers labelled `twin.lab=<lab>` (their veths die with their
+A lab owns: its NVUE service's process (recorded in its directory, `nvue_service`),
+containers labelled `twin.lab=<lab>` (their veths die with their
 namespaces; no veth of a lab is ever in the host's namespace), the throwaway
 namespace of the VRF-backend probe (`twin-<lab>-probe`, left behind only by a
 killed `up`) and its directory. `remove_all` takes exactly those, and works
@@ -21,12 +22,15 @@ from typing import Callable, Iterator
 from pyroute2 import netns
 
 from twin.config.naming import probe_netns
-from twin.lifecycle import state
+from twin.lifecycle import nvue_service, state
 from twin.runtime.docker import DockerRuntime
 
 
 def remove_all(name: str, d: Path, runtime: DockerRuntime) -> list[str]:
-    """Lab `name`'s containers, probe namespace and directory `d`: removed; returns the container names."""
+    """Lab `name`'s NVUE service, containers, probe namespace and directory `d`: removed; returns the
+    container names."""
+    if d.is_dir() and not d.is_symlink():
+        nvue_service.stop(d)
     removed = runtime.remove_lab(name, d)
     if probe_netns(name) in netns.listnetns():
         netns.remove(probe_netns(name))

@@ -24,6 +24,7 @@ from pathlib import Path
 from docker.models.containers import Container
 from pyroute2 import IPRoute
 
+from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import Backend, Shaping
 from twin.errors import TwinError
 from twin.intent import Intent
@@ -45,6 +46,17 @@ class LabContext:
     shaping: Shaping = "tc"      # how the lab enforces rate limits (probed at `up`)
     _containers: dict[str, Container] | None = field(default=None, repr=False)
     _pids: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, name: str, runtime: DockerRuntime) -> "LabContext | None":
+        """The running lab `name` (None when it is not up: no recorded intent or no containers)."""
+        d = state.labdir(name)
+        st, fabric = state.load(d)
+        containers = runtime.containers(name)
+        if fabric is None or st is None or not containers:
+            return None
+        return cls(name, d, fabric, st.backend or DEFAULT_BACKEND, runtime, st.image, st.shaping or "tc",
+                   _containers=containers)
 
     def writing(self, what: str) -> AbstractContextManager[None]:
         """Hold the lab's lock while `what` (the command, e.g. "twin fault link-down dpu1:p0")

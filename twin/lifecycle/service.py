@@ -26,10 +26,11 @@ import asyncio
 import ipaddress
 import json
 import logging
+import signal
 import socket
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable
 
 import uvicorn
@@ -40,12 +41,15 @@ Scope, Message = dict[str, Any], dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
+Body = Callable[[Scope, int, str], "tuple[bytes, str]"]   # (scope, status, why) -> an error's body and type
 
 MAX_BODY = 64 * 1024      # bytes a request body may have
 TIMEOUT = 30.0            # s to receive a body, and to start answering
 CONCURRENCY = 64          # connections at once, per listener
+DRAIN = 16 << 20          # bytes of a body too large read and dropped before the 413 (beyond: the connection closes)
 STARTUP = 10.0            # s for every listener to be bound
 ERROR = "twin.error"      # the scope's key for why a request failed (set by the error handlers), for the log line
+TAG = "twin.listener"     # the scope's key for the tag of the listener a request came in on
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class Listener:
     uds: str | None = None
     certfile: str | None = None
     keyfile: str | None = None
+    tag: str = ""               # what the app is told of the listener a request came in on (scope TAG)
+    fd: int | None = None       # a unix socket bound already (a path too long for bind(2) directly)
 
     @classmethod
     def parse(cls, text: str, **tls: str | None) -> "Listener":
@@ -107,8 +113,10 @@ def check_listeners(what: str, listeners: list[Listener], allow_remote: bool) ->
 class Guard:
     """The ASGI app `app` with bounded requests and no traceback ever (see the module docstring)."""
 
-    def __init__(self, app: App, name: str, max_body: int = MAX_BODY, timeout: float = TIMEOUT):
+    def __init__(self, app: App, name: str, max_body: int = MAX_BODY, timeout: float = TIMEOUT,
+                 body: "Body | None" = None):
         self.app, self.name, self.max_body, self.timeout = app, name, max_body, timeout
+        self.body = body or _body
         self.log = logging.getLogger(f"twin.service.{name}")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -137,7 +145,22 @@ class Guard:
         except Exception as e:  # noqa: BLE001  (a clean status and one line, never a traceback)
             status, scope[ERROR] = _status_of(e)
             if not started:
-                await _answer(scope, sending, status, scope[ERROR])
+                if isinstance(e, _TooLarge):
+                    await self._drain(receive)
+                await _answer(scope, sending, status, scope[ERROR], self.body)
+
+    async def _drain(self, receive: Receive) -> None:
+        """What is left of a body too large, read and dropped (up to DRAIN bytes, within `timeout`):
+        closed with unread data, the connection would be reset before the client reads its 413."""
+        seen = 0
+        try:
+            while seen <= DRAIN:
+                message = await asyncio.wait_for(receive(), self.timeout)
+                seen += len(message.get("body", b""))
+                if message.get("type") != "http.request" or not message.get("more_body"):
+                    return
+        except (asyncio.TimeoutError, OSError):
+            return
 
     async def _run(self, scope: Scope, receive: Receive, send: Send, started: list[int]) -> None:
         """The app, given `timeout` to start answering (then it may stream on)."""
@@ -195,7 +218,7 @@ def _status_of(e: Exception) -> tuple[int, str]:
     return 500, f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
 
 
-def error_handlers() -> dict:
+def error_handlers(body: "Body | None" = None) -> dict:
     """Starlette's exception handlers answering as `Guard` does (404s and handler errors alike)."""
     from starlette.exceptions import HTTPException
     from starlette.responses import Response
@@ -204,8 +227,8 @@ def error_handlers() -> dict:
         status, why = (exc.status_code, exc.detail) if isinstance(exc, HTTPException) else _status_of(exc)
         if status >= 500:
             request.scope[ERROR] = why
-        body, kind = _body(request.scope, status, why)
-        return Response(body, status_code=status, media_type=kind)
+        body_, kind = (body or _body)(request.scope, status, why)
+        return Response(body_, status_code=status, media_type=kind)
 
     return {HTTPException: answer, Exception: answer}
 
@@ -217,9 +240,10 @@ def _body(scope: Scope, status: int, why: str) -> tuple[bytes, str]:
     return f"{status}: {why}\n".encode(), "text/plain; charset=utf-8"
 
 
-async def _answer(scope: Scope, send: Send, status: int, why: str) -> None:
-    """A whole response: JSON `{"error": why}` when the client accepts JSON, else a line of text."""
-    body, kind = _body(scope, status, why)
+async def _answer(scope: Scope, send: Send, status: int, why: str, answer: "Body" = None) -> None:
+    """A whole response: JSON `{"error": why}` when the client accepts JSON, else a line of text
+    (or what the service's own `answer` makes of it)."""
+    body, kind = (answer or _body)(scope, status, why)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", kind.encode()), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})
@@ -257,18 +281,21 @@ class Service:
     """One ASGI app on several listeners, in one process, on a thread of its own."""
 
     def __init__(self, name: str, app: App, listeners: list[Listener], max_body: int = MAX_BODY,
-                 timeout: float = TIMEOUT, concurrency: int = CONCURRENCY):
+                 timeout: float = TIMEOUT, concurrency: int = CONCURRENCY, body: Body | None = None):
+        """`body`: how the service words an error it answers itself (default: `{"error", "status"}`)."""
         if not listeners:
             raise TwinError(f"twin {name}: no listener given")
         self.name, self.listeners = name, listeners
-        self.app = Guard(app, name, max_body, timeout)
+        self.app = Guard(app, name, max_body, timeout, body)
         self.servers = [uvicorn.Server(self._config(ls, concurrency)) for ls in listeners]
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None
 
     def _config(self, ls: Listener, concurrency: int) -> uvicorn.Config:
-        where = {"uds": ls.uds} if ls.uds else {"host": ls.host, "port": ls.port}
-        return uvicorn.Config(self.app, **where, http="h11", lifespan="off", log_config=None, access_log=False,
+        where = {"fd": ls.fd} if ls.fd is not None else {"uds": ls.uds} if ls.uds else {"host": ls.host,
+                                                                                           "port": ls.port}
+        app = _Tagged(self.app, ls.tag) if ls.tag else self.app
+        return uvicorn.Config(app, **where, http="h11", lifespan="off", log_config=None, access_log=False,
                               ssl_certfile=ls.certfile, ssl_keyfile=ls.keyfile, limit_concurrency=concurrency,
                               timeout_keep_alive=5, h11_max_incomplete_event_size=16 * 1024, server_header=False,
                               timeout_graceful_shutdown=2)
@@ -305,9 +332,13 @@ class Service:
             if ls.uds or not s.servers:
                 out.append(str(ls))
                 continue
-            host, port = s.servers[0].sockets[0].getsockname()[:2]
-            out.append(str(Listener(ls.host, port, certfile=ls.certfile, keyfile=ls.keyfile)))
+            out.append(str(replace(ls, port=self.port(ls))))
         return out
+
+    def port(self, ls: Listener) -> int:
+        """The port TCP listener `ls` is bound to (its own, or the one the kernel gave for 0)."""
+        s = self.servers[self.listeners.index(ls)]
+        return s.servers[0].sockets[0].getsockname()[1] if s.servers else ls.port
 
     def stop(self, timeout: float = 5.0) -> None:
         for s in self.servers:
@@ -316,16 +347,34 @@ class Service:
             self._thread.join(timeout)
 
     def run(self, on_start: Callable[["Service"], None] = lambda s: None,
-            on_stop: Callable[[], None] = lambda: None) -> None:
-        """Start, then serve until Ctrl-C (or a listener fails); `on_stop` before the listeners close
-        (what ends the app's streams)."""
+            on_stop: Callable[[], None] = lambda: None, watch: Callable[[], bool] = lambda: True) -> None:
+        """Start, then serve until Ctrl-C or SIGTERM (or a listener fails, or `watch()`, asked
+        twice a second, says no more); `on_stop` before the listeners close (what ends the
+        app's streams)."""
+        # SIGTERM only sets a flag: a handler that raised would raise in a process forked meanwhile too
+        # (pyroute2 forks to open a socket in a namespace) and run this one's code on in it
+        term = threading.Event()
+        main = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGTERM, lambda signum, frame: term.set()) if main else None
         self.start()
         try:
             on_start(self)
-            while self._thread is not None and self._thread.is_alive():
+            while self._thread is not None and self._thread.is_alive() and watch() and not term.is_set():
                 self._thread.join(0.5)
         except KeyboardInterrupt:
             pass
         finally:
             on_stop()
             self.stop()
+            if main:
+                signal.signal(signal.SIGTERM, old)
+
+
+class _Tagged:
+    """An app told which listener a request came in on (`scope[TAG]`)."""
+
+    def __init__(self, app: App, tag: str):
+        self.app, self.tag = app, tag
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app({**scope, TAG: self.tag}, receive, send)

@@ -16,7 +16,8 @@ from twin import timeouts
 from twin.config.backend import DEFAULT_BACKEND
 from twin.errors import TwinError
 from twin.intent import Intent, TenantIntent
-from twin.lifecycle import barrier, generic, state
+from twin.config.userconf import NVUE as STARTUP
+from twin.lifecycle import barrier, generic, nvue_service, state
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr
 from twin.runtime.docker import DockerRuntime
@@ -101,10 +102,12 @@ class LabStatus:
     missing: list[str] = field(default_factory=list)    # of the intent, now (the barrier's rule)
     error: str = ""
     changing: str = ""      # the twin command changing the lab now, if one holds its lock ("twin apply (pid 7)")
+    nvue: dict | None = None    # its NVUE service (nodes that run NVUE): pid, listeners, whether it answers
 
     @property
     def healthy(self) -> bool:
         return (self.status == "up" and not self.missing and not self.error
+                and (self.nvue is None or bool(self.nvue.get("answers")))
                 and all(n.healthy or n.sessions_expected is None and n.state == "running" for n in self.nodes)
                 and all(v.healthy for t in self.tenants for v in t.vteps.values()))
 
@@ -113,6 +116,9 @@ class LabStatus:
         out = [self.error] if self.error else []
         out += {"absent": [f"no lab named {self.lab!r} here"],
                 "orphaned": [f"lab {self.lab!r} has containers but no recorded intent"]}.get(self.status, [])
+        if self.nvue is not None and not self.nvue.get("answers"):
+            out.append(f"NVUE service: {self.nvue.get('error') or 'not running'} (REST API and `nv` unreachable; "
+                       "`twin apply` of a change, or `twin up` of the same files, starts it again)")
         out += [f"{n.node}: container {n.state}" for n in self.nodes if n.state != "running"]
         out += [f"{n.node}: {'BGP sessions' if n.asn else 'adjacencies'} down: {', '.join(n.sessions_down)}"
                 for n in self.nodes if n.sessions_down]
@@ -129,7 +135,8 @@ class LabStatus:
                 "image": self.image, "vrf_backend": self.vrf_backend, "shaping": self.shaping, "dir": self.dir,
                 "timings": self.timings,
                 "nodes": [n.to_dict() for n in self.nodes], "tenants": [t.to_dict() for t in self.tenants],
-                "missing": self.missing, "problems": self.problems(), "changing": self.changing or None}
+                "missing": self.missing, "problems": self.problems(), "changing": self.changing or None,
+                "nvue": self.nvue}
 
 
 def lab_status(name: str, d: Path, runtime: DockerRuntime) -> LabStatus:
@@ -142,6 +149,9 @@ def lab_status(name: str, d: Path, runtime: DockerRuntime) -> LabStatus:
         return LabStatus(name, "orphaned" if containers else "absent", str(d), nodes=_bare(containers))
     out = LabStatus(name, st.status, str(d), st.topology, st.image, st.backend, st.shaping, st.timings,
                     changing=state.holder(name))
+    if any(STARTUP in files for files in st.user_files.values()):
+        out.nvue = nvue_service.status(d) or {"running": False, "answers": False, "listeners": {},
+                                              "error": "not running (no record)"}
     intent = Intent(fabric, state.running_files(d, fabric))
     docs: dict[str, list] = {}
     with ThreadPoolExecutor(PARALLEL) as pool:

@@ -11,10 +11,11 @@ from docker.models.containers import Container
 from docker.types import Mount
 
 from twin import kinds, timeouts
-from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, container_name
+from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, container_name, nvue_run
 from twin.config.overlay import Backend
 from twin.config.userconf import forwarding_sysctls
-from twin.kinds.base import FRR_DIR, NODE_DIR
+from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
+from twin.interop.nvue import client as nv_client_script
 from twin.errors import TwinError
 from twin.interop.startscript import wait_then_exec
 from twin.runtime.exec import NodeExec
@@ -24,6 +25,7 @@ from twin.topology.model import Fabric, Node
 Configure = Callable[[str, NodeExec, int], None]   # (node, its exec seam, its pid): once its ports are up
 
 PARALLEL = 16  # concurrent Docker API calls
+CLIENT = Path(nv_client_script.__file__)    # the node's `nv` command (a script of the standard library)
 LIST_TRIES = 5  # listings raced by a removal, before the error stands
 
 
@@ -84,6 +86,7 @@ class DockerRuntime:
         if kind.runs_frr:  # FRR runs what the lab rendered; /etc/twin holds the rest of it
             src = str(confdir.resolve())
             mounts = [Mount(FRR_DIR, src, type="bind"), Mount(NODE_DIR, src, type="bind", read_only=True)]
+            mounts += nv_mounts(confdir.parent, node.name)
         mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only) for b in node.binds]
         entrypoint, command = commands(node, kind.command)
         sysctls = kind.sysctls_of(node.name)
@@ -121,6 +124,7 @@ class DockerRuntime:
         """Start all nodes concurrently; `on_running(node, container)` is called as each one runs.
         On a failure or an interrupt, creations not yet begun are cancelled and the ones under
         way finish, so every container this made exists (and is labelled) when it raises."""
+        nv_client(labdir)
         pool = ThreadPoolExecutor(PARALLEL)
         try:
             futs = {pool.submit(self.start_node, lab, n, image, labdir / n.name): n.name for n in nodes}
@@ -208,6 +212,36 @@ def commands(node: Node, default: list[str] | None) -> tuple[list[str] | None, l
     if not own:
         return None, default
     return ["/bin/sh", "-c", wait_then_exec([p.name for p in node.ports]), "twin-wait"], own
+
+
+def nv_client(labdir: Path) -> Path:
+    """The `nv` command FRR nodes get (`twin.interop.nvue.client`), copied into the lab directory
+    where no node can write (each node sees it read-only at NV_BIN)."""
+    f = labdir / NVUE_DIR / "nv"
+    f.parent.mkdir(mode=0o700, parents=True, exist_ok=True)   # the service's password, sockets: the owner's only
+    text = CLIENT.read_text()
+    if not f.is_file() or f.is_symlink() or f.read_text() != text:
+        _write(f, text, 0o755)
+    return f
+
+
+def nv_mounts(labdir: Path, node: str) -> list[Mount]:
+    """An FRR node's NVUE mounts, read-only: the directory of its socket at NVUE_RUN (a directory,
+    so the lab's NVUE service can come and go) and the `nv` command at NV_BIN."""
+    run = nvue_run(labdir, node)
+    run.mkdir(parents=True, exist_ok=True)
+    return [Mount(NVUE_RUN, str(run.resolve()), type="bind", read_only=True),
+            Mount(NV_BIN, str(nv_client(labdir).resolve()), type="bind", read_only=True)]
+
+
+def _write(f: Path, text: str, mode: int) -> None:
+    """A file written whole (a new one renamed over the old), with its mode."""
+    tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, f)
 
 
 def _memory_cgroup(c: Container) -> tuple[Path, bool] | None:

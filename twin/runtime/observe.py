@@ -77,3 +77,21 @@ def port_counters(ipr: IPRoute, port: str) -> dict[str, int]:
     if stats is None:
         return {}
     return {k: int(stats.get(k, 0)) for k in ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes")}
+
+
+def interfaces(ipr: IPRoute) -> dict[str, dict]:
+    """Every link of a namespace: name -> {state, mtu, mac, master, addresses (CIDRs)}."""
+    names = link_names(ipr)
+    out: dict[str, dict] = {}
+    for link in ipr.get_links():
+        name = link.get("ifname")
+        if not name:
+            continue
+        out[name] = {"state": str(link.get("operstate") or "unknown").lower(), "mtu": link.get("mtu"),
+                     "mac": link.get("address"), "master": names.get(link.get("master")) if link.get("master") else None,
+                     "addresses": []}
+    for a in ipr.get_addr():
+        name = names.get(a["index"])
+        if name in out and a.get("address"):
+            out[name]["addresses"].append(f"{a.get('address')}/{a['prefixlen']}")
+    return out

@@ -63,6 +63,19 @@ def read_yaml(path: str | Path, fmt: Format = files.TOPOLOGY,
     return parse_yaml(text, file, fmt)
 
 
+def read_yaml_bytes(data: bytes, name: str, fmt: Format = files.NVUE) -> tuple[Any, dict[Path_, int]]:
+    """The same for a file's bytes received otherwise (a request body, a file sent by `nv`),
+    under the same limits: `name` stands for the file in every problem."""
+    try:
+        if len(data) > fmt.max_bytes:
+            raise _Refused(f"the file is larger than {fmt.limit} ({fmt.max_bytes} bytes), the limit for "
+                           f"{files.a(fmt.what)}; it was not parsed")
+        text = files.decode(data, fmt)
+    except _Refused as e:
+        raise TopologyError([e.problem(name)]) from None
+    return parse_yaml(text, name, fmt)
+
+
 def parse_yaml(text: str, file: str, fmt: Format = files.TOPOLOGY) -> tuple[Any, dict[Path_, int]]:
     """`read_yaml` of text already read as `files.read_text` reads it (e.g. by a config directory's
     reader), named `file` in messages."""

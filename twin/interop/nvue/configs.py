@@ -108,8 +108,12 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
 def dump(tree: dict, header: dict | None = None) -> str:
     """A tree as NVUE writes startup.yaml: a header and one set document, `on`/`off` for booleans."""
     head = header or {"model": "twin", "nvue-api-version": API, "rev-id": 1.0, "version": f"{VERSION} (twin)"}
-    return yaml.dump([{"header": head}, {"set": tree}], Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                     allow_unicode=True, width=120)
+    return yaml_text([{"header": head}, {"set": tree}])
+
+
+def yaml_text(doc) -> str:
+    """A document as NVUE writes YAML: keys in their order, `on`/`off` for booleans."""
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
 
 
 class _Dumper(yaml.SafeDumper):

@@ -18,7 +18,7 @@ from twin.interop.nvue.schema import API, VERSION
 from twin.interop.nvue.tree import Finding, Path as NvPath, check, patch, show, unpatch
 from twin.topology.problems import Path_, listing, quoted
 from twin.topology import files
-from twin.topology.yaml_safe import parse_yaml, read_yaml
+from twin.topology.yaml_safe import parse_yaml, read_yaml, read_yaml_bytes
 
 DOCS = ("header", "set", "unset")
 
@@ -53,7 +53,17 @@ def read(path: str | Path, text: str | None = None, under: str | Path | None = N
     file as a config directory's reader already read it; `under`: the directory `path` (relative
     to it) must not leave through a link."""
     file = files.shown(path, under)
-    data, ylines = parse_yaml(text, file, files.NVUE) if text is not None else read_yaml(path, files.NVUE, under)
+    return _file(file, *(parse_yaml(text, file, files.NVUE) if text is not None else
+                         read_yaml(path, files.NVUE, under)))
+
+
+def read_bytes(data: bytes, source: str) -> NvueFile:
+    """The same for a file's bytes received otherwise (`nv config patch FILE`, a request body);
+    `source` names it in every problem."""
+    return _file(source, *read_yaml_bytes(data, source, files.NVUE))
+
+
+def _file(file: str, data: Any, ylines: dict[Path_, int]) -> NvueFile:
     problems: list[Problem] = []
     tree, header, lines = documents(data, ylines, file, problems)
     nf = NvueFile(file, {}, header, [], lines)
@@ -76,10 +86,11 @@ def from_tree(tree: Any, source: str) -> NvueFile:
     return nf
 
 
-def documents(data: Any, ylines: dict[Path_, int], file: str,
-              problems: list[Problem]) -> tuple[dict, dict, dict[NvPath, int]]:
-    """The tree the documents make in order, the header, and the line of every place set."""
-    tree: dict = {}
+def documents(data: Any, ylines: dict[Path_, int], file: str, problems: list[Problem],
+              tree: dict | None = None) -> tuple[dict, dict, dict[NvPath, int]]:
+    """The tree the documents make in order (from `tree`: `nv config patch`), the header, and the
+    line of every place set."""
+    tree = {} if tree is None else tree
     header: dict = {}
     lines: dict[NvPath, int] = {}
     if data is None:

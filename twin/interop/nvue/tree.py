@@ -277,7 +277,8 @@ def _paths(path: Path) -> list[Path]:
 
 
 def set_path(tree: dict, path: Path, value: Any) -> dict:
-    """`nv set`: the value at every place `path` names (ranges expanded); returns the tree."""
+    """`nv set`: the value at every place `path` names (ranges expanded); returns the tree. An
+    object named with nothing in it (`nv set interface swp3`) keeps what the place holds."""
     for p in _paths(path):
         node = tree
         for k in p[:-1]:
@@ -285,7 +286,7 @@ def set_path(tree: dict, path: Path, value: Any) -> dict:
             if not isinstance(nxt, dict):
                 nxt = node[k] = {}
             node = nxt
-        if p:
+        if p and not (value == {} and isinstance(node.get(p[-1]), dict)):
             node[p[-1]] = copy.deepcopy(value)
     return tree
 

@@ -1,0 +1,256 @@
+"""NVUE live (issue 24): the lab of NVIDIA's samples (tests/e2e/nvue/samples.yml) brought up from
+their startup.yaml files has its NVUE service as soon as `twin up` returned; `nv` inside leaf01
+(through `twin exec`, as through Ansible's docker connection) makes the samples' day-2 change, a
+new segment (VLAN 30 -> VNI 30 in VRF RED on access port swp3, for a server cabled there), that
+then carries traffic; the NVUE REST API's flow as nvidia.nvue's httpapi plugin makes it, from
+`requests` and from an Ansible playbook over `twin inventory --format nvue`; a revision that cannot
+apply (refused, or failing half way) ends apply_fail and leaves the lab as it was; hostile input
+and a wrong password change nothing; a file of nv commands is planned and applied as a change; and
+after `twin down` nothing of the service is left (process, port, socket). One lab for the module.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import requests
+import yaml
+
+from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from twin import verify, wait
+from twin.lab import Lab
+from twin.lifecycle import daemon, nvue_service
+
+pytestmark = pytest.mark.e2e
+
+NAME = "t-nvue-live"
+TOPOLOGY = ROOT / "tests/e2e/nvue/samples.yml"
+CABLED = ROOT / "tests/e2e/nvue/samples-cabled.yml"
+SAMPLES = ROOT / "tests/golden/interop/nvue/samples"
+DAY2 = ROOT / "tests/e2e/nvue/day2.nv"
+PLAYBOOK = ROOT / "tests/e2e/ansible/nvue_api.yml"
+
+
+@pytest.fixture(scope="module")
+def lab(runtime, node_image):
+    p = twin_cli("up", str(TOPOLOGY), "--name", NAME, "--configs", str(SAMPLES), "--image", node_image)
+    try:
+        assert p.returncode == 0, p.stdout + p.stderr
+        yield Lab.open(NAME)
+    finally:
+        twin_cli("down", NAME)
+    assert leftovers(runtime, NAME) == []
+
+
+@pytest.fixture(scope="module")
+def api(lab):
+    """leaf01's REST API: its base URL and a session with the lab's credentials (the lab's certificate
+    verified: it names 127.0.0.1)."""
+    rec = nvue_service.require(lab.dir, NAME)
+    s = requests.Session()
+    s.auth = (nvue_service.USER, nvue_service.password(lab.dir))
+    s.verify, s.trust_env = str(nvue_service.root(lab.dir) / "cert.pem"), False
+    return f"https://127.0.0.1:{rec['listeners']['leaf01']['port']}/nvue_v1", s
+
+
+def nv(*words: str, node: str = "leaf01") -> subprocess.CompletedProcess:
+    return twin_cli("exec", NAME, node, "--", "nv", *words)
+
+
+def kernel_addresses(lab: Lab, dev: str = "br30", ns: str = "red") -> str:
+    return lab.node("leaf01").check(["ip", "-n", ns, "-o", "addr", "show", "dev", dev]).stdout
+
+
+def revision(base: str, s: requests.Session, path: str, patch: dict) -> tuple[str, dict]:
+    """The flow of nvidia.nvue's httpapi plugin: create a revision, PATCH it, apply it with
+    auto-prompt, poll it until it is done; returns its id and its last state."""
+    r = s.post(f"{base}/revision")
+    assert r.status_code == 200, r.text
+    rid = next(iter(r.json()))
+    r = s.patch(f"{base}/{path}", params={"rev": rid}, json=patch)
+    assert r.status_code == 200, r.text
+    at = f"{base}/revision/{quote(rid, safe='')}"
+    r = s.patch(at, json={"state": "apply", "auto-prompt": {"ays": "ays_yes"}})
+    assert r.status_code == 200 and r.json()["state"] in ("apply", "applied"), r.text
+    doc: dict = {}
+
+    def done() -> list[str]:
+        doc.update(s.get(at).json())
+        return [] if doc["state"] not in ("apply", "pending") else [f"revision {rid} is {doc['state']}"]
+
+    wait.until(done, 120, "the revision to be applied", first=0.2, cap=1.0)
+    return rid, doc
+
+
+def test_the_service_is_there_once_up_returned_and_status_says_where(lab):
+    st = json.loads(twin_cli("status", NAME, "--json").stdout)
+    svc = st["nvue"]
+    assert svc["running"] and svc["answers"], svc
+    assert sorted(svc["listeners"]) == ["dpu1", "leaf01", "spine01", "spine02"]     # every FRR node
+    for node, ls in svc["listeners"].items():
+        assert Path(ls["socket"]).is_socket() and 1024 <= ls["port"] < 65536
+    assert (nvue_service.root(lab.dir) / "password").stat().st_mode & 0o777 == 0o600
+    assert "NVUE service (pid" in twin_cli("status", NAME).stdout
+    assert nv("show", "system", "hostname", node="dpu1").stdout.strip() == "dpu1"
+    # stopped (a crash), status says so; `twin up` of the same files starts it again
+    assert nvue_service.stop(lab.dir)
+    down = twin_cli("status", NAME)
+    assert down.returncode == 1 and "NVUE service: not running" in down.stdout, down.stdout
+    p = nv("config", "show")
+    assert p.returncode == 1 and "no NVUE service answers on /run/nvue/nvue.sock" in p.stderr
+    t0 = time.monotonic()
+    again = twin_cli("up", str(TOPOLOGY), "--name", NAME, "--configs", str(SAMPLES))
+    assert again.returncode == 0 and "already up" in again.stderr, again.stderr
+    print(f"twin up of the lab that is up, starting its NVUE service: {time.monotonic() - t0:.1f}s")
+    assert json.loads(twin_cli("status", NAME, "--json").stdout)["nvue"]["answers"]
+
+
+def test_nv_sets_a_new_segment_and_applies_it_and_it_carries_traffic(lab):
+    cabled = twin_cli("apply", NAME, str(CABLED), "--no-wait")        # server05 cabled to leaf01:swp3
+    assert cabled.returncode == 0 and "which NVUE puts in no VLAN" in cabled.stdout, cabled.stdout + cabled.stderr
+    lines = [ln.split()[2:] for ln in DAY2.read_text().splitlines() if ln.startswith("nv set") and "swp5-8" not in ln]
+    assert len(lines) == 9
+    for words in lines:      # what `twin exec` runs, without a twin process per line
+        p = lab.node("leaf01").run(["nv", "set", *words])
+        assert p.rc == 0, f"nv set {' '.join(words)}: {p.stderr}"
+    diff = nv("config", "diff")
+    assert diff.returncode == 0 and "access: 30" in diff.stdout and "vlan30:" in diff.stdout
+    t0 = time.monotonic()
+    applied = nv("config", "apply", "-y")
+    assert applied.returncode == 0 and "applied [rev_id: changeset/cumulus/" in applied.stdout, applied.stderr
+    print(f"nv config apply -y: {time.monotonic() - t0:.1f}s")
+    assert nv("config", "diff").stdout == ""
+    shown = json.loads(nv("show", "interface", "vlan30", "-o", "json").stdout)
+    assert shown["link"]["oper-status"] == "up" and "10.1.30.1/24" in shown["ip"]["address"]
+    assert shown["ip"]["vrf"] == "RED" and shown["twin"] == {"device": "br30", "namespace": "red"}
+    assert json.loads(nv("show", "evpn", "vni", "30", "-o", "json").stdout)["vrf"] == "RED"
+    assert yaml.safe_load(nv("show", "vrf", "default", "router", "bgp", "neighbor").stdout)["swp51"]["state"] == \
+        "established"
+    for far in ("10.1.10.101", "10.1.10.103"):        # server01 on leaf01, server03 behind dpu1
+        p = lab.node("server05").run(["ping", "-c", "3", "-i", "0.2", "-W", "1", far])
+        assert p.rc == 0 and " 0% packet loss" in p.stdout, p.stdout
+    report = verify.run(lab, only=["traffic"])
+    assert report.passed and any("server05" in c.name for c in report.checks), [str(c) for c in report.failures()]
+
+
+def test_the_rest_flow_of_nvidia_nvue_applies_a_revision(lab, api):
+    base, s = api
+    rid, doc = revision(base, s, "interface/vlan30/ip/address", {"10.1.30.3/24": {}})
+    assert doc["state"] == "applied" and doc["transition"]["issue"] == {}, doc
+    assert "10.1.30.3/24" in s.get(f"{base}/interface/vlan30/ip/address", params={"rev": "applied",
+                                                                                  "filled": "false"}).json()
+    assert "10.1.30.3/24" in kernel_addresses(lab)
+    assert "10.1.30.3/24" in s.get(f"{base}/interface/vlan30").json()["ip"]["address"]     # operational
+    assert s.patch(f"{base}/revision/applied", json={"state": "save"}).status_code == 200
+    assert "10.1.30.3/24" in s.get(f"{base}/interface/vlan30/ip/address", params={"rev": "startup"}).json()
+
+
+def test_an_ansible_playbook_drives_the_same_flow(lab, tmp_path):
+    inv = twin_cli("inventory", NAME, "--format", "nvue", "-o", str(tmp_path))
+    assert inv.returncode == 0, inv.stderr
+    hosts = yaml.safe_load((tmp_path / "nvue.yml").read_text())["all"]["children"]["nvue"]["hosts"]
+    assert sorted(hosts) == ["dpu1", "leaf01"] and hosts["leaf01"]["ansible_network_os"] == "nvidia.nvue.httpapi"
+    assert (tmp_path / "nvue.yml").stat().st_mode & 0o777 == 0o600
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_HOME": str(tmp_path / "ah"),
+           "ANSIBLE_LOCAL_TEMP": str(tmp_path / "at")}
+    patch = json.dumps({"nv_path": "interface/vlan30/ip/address", "nv_patch": {"10.1.30.4/24": {}}})
+    p = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "nvue.yml"),
+                        str(PLAYBOOK), "-l", "leaf01", "-e", patch], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=300)
+    assert p.returncode == 0 and "leaf01                     : ok=7" in p.stdout, p.stdout + p.stderr
+    assert "10.1.30.4/24" in kernel_addresses(lab)
+    # and `nv` itself through the inventory's docker connection
+    assert twin_cli("inventory", NAME, "-o", str(tmp_path)).returncode == 0
+    p = subprocess.run([str(Path(sys.executable).parent / "ansible"), "-i", str(tmp_path / "inventory.yml"), "leaf01",
+                        "-m", "ansible.builtin.command", "-a", "nv show interface vlan30 ip address -o json"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0 and "10.1.30.4/24" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_revision_that_cannot_apply_ends_apply_fail_and_leaves_the_lab_as_it_was(lab, api):
+    base, s = api
+    files = {f: (lab.dir / "leaf01" / f).read_text() for f in ("startup.yaml", "frr.conf", "interfaces.sh")}
+    rid, doc = revision(base, s, "interface/swp9", {"link": {"state": "up"}})     # leaf01 has no swp9
+    assert doc["state"] == "apply_fail"
+    assert any("interface.swp9: leaf01 has no port swp9" in i["message"] for i in doc["transition"]["issue"].values())
+    assert {f: (lab.dir / "leaf01" / f).read_text() for f in files} == files
+    # failing half way: an address the revision adds is on the bridge already, so the kernel step fails
+    lab.node("leaf01").check(["ip", "-n", "red", "addr", "add", "10.1.30.9/24", "dev", "br30"])
+    try:
+        rid, doc = revision(base, s, "interface/vlan30/ip/address", {"10.1.30.9/24": {}})
+    finally:
+        lab.node("leaf01").run(["ip", "-n", "red", "addr", "del", "10.1.30.9/24", "dev", "br30"])
+    issues = [i["message"] for i in doc["transition"]["issue"].values()]
+    assert doc["state"] == "apply_fail" and any("failed in stage kernel (add)" in m and "rolled back" in m
+                                                for m in issues), doc
+    assert {f: (lab.dir / "leaf01" / f).read_text() for f in files} == files
+    assert "10.1.30.9" not in lab.node("leaf01").vtysh("show running-config")
+    assert twin_cli("status", NAME).returncode == 0
+
+
+def test_hostile_input_and_a_wrong_password_change_nothing(lab, api):
+    base, s = api
+    before = s.get(f"{base}/", params={"rev": "applied"}).json()
+    rid = next(iter(s.post(f"{base}/revision").json()))
+    for body, status in ((b"{nope", 400), (b"[" * 2000 + b"]" * 2000, 400), (b'{"link": {"state": 7}}', 400),
+                         (b"x" * (2 << 20), 413)):
+        r = s.patch(f"{base}/interface/swp1", params={"rev": rid}, data=body,
+                    headers={"Content-Type": "application/json"})
+        assert r.status_code == status and r.json()["status"] == status and r.json()["detail"], r.text
+    assert s.get(f"{base}/frob", params={"rev": rid}).status_code == 404
+    anon = requests.Session()
+    anon.verify, anon.trust_env = s.verify, False
+    for auth in (None, ("cumulus", "not-the-password")):
+        r = anon.patch(f"{base}/revision/{quote(rid, safe='')}", auth=auth,
+                       json={"state": "apply", "auto-prompt": {"ays": "ays_yes"}})
+        assert r.status_code == 401
+    assert s.get(f"{base}/revision/{quote(rid, safe='')}").json()["state"] == "pending"
+    for words, said in ((["set", "interface", "swp1", "link", "state", "sideways"], "is not one of up, down"),
+                        (["set", "interface", "swp1-70000", "link", "state", "up"], "a range names at most"),
+                        (["config", "patch", "/etc/hostname"], "a startup.yaml is a list of documents"),
+                        (["show", "vrf", "NOPE", "router", "bgp", "neighbor"], "the node has no such VRF")):
+        p = nv(*words)
+        assert p.returncode == 1 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
+    nv("config", "detach")
+    assert nv("set", "interface", "swp9", "link", "state", "up").returncode == 0     # NVUE's tree has a place
+    p = nv("config", "apply", "-y")                                                 # ... leaf01 has no port
+    assert p.returncode == 1 and "apply_fail" in p.stdout and "interface.swp9: leaf01 has no port swp9" in p.stderr
+    nv("config", "detach")
+    assert s.get(f"{base}/", params={"rev": "applied"}).json() == before
+    assert "Traceback" not in (nvue_service.root(lab.dir) / "service.log").read_text()
+
+
+def test_a_file_of_nv_commands_is_planned_and_applied_as_a_change(lab, tmp_path):
+    f = tmp_path / "more.nv"
+    f.write_text("# one more address on vlan30\nnv set interface vlan30 ip address 10.1.30.5/24\nnv config diff\n"
+                 "nv config apply -y\n")
+    plan = twin_cli("plan", NAME, f"nv:leaf01:{f}")
+    assert plan.returncode == 0 and "leaf01: set interface.vlan30.ip.address" in plan.stdout, plan.stdout + plan.stderr
+    assert "addr add 10.1.30.5/24 dev br30" in plan.stdout
+    p = twin_cli("apply", NAME, f"nv:leaf01:{f}", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["converged"], p.stdout + p.stderr
+    assert "10.1.30.5/24" in kernel_addresses(lab)
+    bad = twin_cli("plan", NAME, f"nv:spine01:{f}")
+    assert bad.returncode == 1 and "spine01 runs twin's rendering, not NVUE" in bad.stderr
+    g = tmp_path / "drop.nv"
+    g.write_text("nv unset interface vlan30 ip address 10.1.30.5/24\nnv config apply\n")
+    r = twin_cli("rehearse", NAME, f"nv:leaf01:{g}", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["passed"], r.stdout[-3000:] + r.stderr
+    assert "10.1.30.5/24" not in kernel_addresses(lab)
+
+
+def test_down_leaves_nothing_of_the_service(lab):
+    rec = nvue_service.require(lab.dir, NAME)
+    sock = Path(rec["listeners"]["leaf01"]["socket"])
+    assert twin_cli("down", NAME).returncode == 0
+    assert daemon.started(rec["pid"]) is None and not sock.exists() and not lab.dir.exists()
+    for ls in rec["listeners"].values():
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", ls["port"]), timeout=2).close()

@@ -1,0 +1,166 @@
+"""A lab's NVUE service (`twin.nvued`): what it keeps in the lab directory, its start, its stop
+and whether it answers. `twin up` of a lab whose nodes run NVUE starts it (`Lab.up`), `twin
+apply` starts it again if it is not running, `twin down` stops it (`cleanup.remove_all`).
+
+In `<lab dir>/_nvue/` ('_': no node has that name), none of it visible to a node:
+
+    service.json      its record: pid, start time, command line, and per FRR node its HTTPS
+                      port on 127.0.0.1 and its socket (`daemon`)
+    service.log       its stderr: one line per failed request, never a traceback
+    password          HTTP Basic auth for user `cumulus`: made per lab, mode 0600, never a default
+    cert.pem key.pem  its self-signed certificate (127.0.0.1, localhost) and key (mode 0600)
+    saved/<node>.yaml what `nv config save` saved (`rev=startup`)
+    run/<node>/       bound read-only into the node at /run/nvue: nvue.sock, the node's `nv`
+    nv                the `nv` command, bound read-only into every FRR node
+"""
+from __future__ import annotations
+
+import base64
+import datetime
+import http.client
+import ipaddress
+import json
+import os
+import secrets
+import ssl
+from pathlib import Path
+
+from twin import timeouts
+from twin.config.naming import NVUE_DIR
+from twin.errors import TwinError
+from twin.lifecycle import daemon
+
+USER = "cumulus"          # NVUE's user on a Cumulus switch
+
+
+def root(d: Path) -> Path:
+    """The service's directory in lab directory `d` (made, for its owner only)."""
+    r = d / NVUE_DIR
+    if d.is_dir() and not r.exists():
+        r.mkdir(mode=0o700)
+    return r
+
+
+def record_file(d: Path) -> Path:
+    return root(d) / "service.json"
+
+
+def saved(d: Path, node: str) -> Path:
+    return root(d) / "saved" / f"{node}.yaml"
+
+
+def password(d: Path) -> str:
+    """The lab's API password, made on first use (24 random bytes, mode 0600)."""
+    f = root(d) / "password"
+    try:
+        return _private_read(f)
+    except FileNotFoundError:
+        pass
+    _private_write(f, secrets.token_urlsafe(24).encode())
+    return _private_read(f)
+
+
+def certificate(d: Path, lab: str) -> tuple[Path, Path]:
+    """The lab's self-signed certificate and key (made on first use): for 127.0.0.1 and localhost."""
+    cert, key = root(d) / "cert.pem", root(d) / "key.pem"
+    if cert.is_file() and key.is_file() and not cert.is_symlink() and not key.is_symlink():
+        return cert, key
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    k = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"twin lab {lab} NVUE API")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    c = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(k.public_key())
+         .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+         .not_valid_after(now + datetime.timedelta(days=825))
+         .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                     x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+         .sign(k, hashes.SHA256()))
+    _private_write(key, k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                        serialization.NoEncryption()))
+    _private_write(cert, c.public_bytes(serialization.Encoding.PEM), 0o644)
+    return cert, key
+
+
+def _private_write(f: Path, data: bytes, mode: int = 0o600) -> None:
+    tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, f)
+
+
+def _private_read(f: Path) -> str:
+    fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd) as fh:
+        return fh.read().strip()
+
+
+# --- its life ----------------------------------------------------------------------------------------
+def record(d: Path) -> dict | None:
+    """The service's record, when the process it names runs."""
+    rec = daemon.read(record_file(d))
+    return rec if daemon.alive(rec) else None
+
+
+def start(d: Path, lab: str, argv: list[str]) -> dict:
+    """The lab's NVUE service running (started if it is not): its record, once it listens."""
+    running = record(d)
+    if running and running.get("listeners") is not None:
+        return running
+    password(d)
+    certificate(d, lab)
+    return daemon.spawn(record_file(d), argv, root(d) / "service.log", ready=lambda r: "listeners" in r)
+
+
+def stop(d: Path) -> bool:
+    """The lab's NVUE service stopped (exactly the process recorded), its sockets gone."""
+    was = daemon.stop(record_file(d))
+    run = root(d) / "run"
+    for sock in (run.glob("*/nvue.sock") if run.is_dir() and not run.is_symlink() else ()):
+        sock.unlink(missing_ok=True)
+    return was
+
+
+def status(d: Path) -> dict | None:
+    """Where the service listens and whether it answers (None: the lab has none)."""
+    rec = daemon.read(record_file(d))
+    if rec is None:
+        return None
+    out = {"pid": rec["pid"], "running": daemon.alive(rec), "listeners": rec.get("listeners") or {}}
+    out["answers"], out["error"] = probe(d, rec) if out["running"] else (False, "the process is gone")
+    return out
+
+
+def probe(d: Path, rec: dict) -> tuple[bool, str]:
+    """(True, "") when the service answers an authenticated GET on its first node's port."""
+    ports = [v.get("port") for v in (rec.get("listeners") or {}).values() if isinstance(v, dict)]
+    if not ports:
+        return False, "it listens nowhere"
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    conn = http.client.HTTPSConnection("127.0.0.1", int(ports[0]), timeout=timeouts.NVUE_PROBE, context=ctx)
+    try:
+        auth = base64.b64encode(f"{USER}:{password(d)}".encode()).decode()
+        conn.request("GET", "/nvue_v1/revision", headers={"Authorization": f"Basic {auth}",
+                                                           "Accept": "application/json"})
+        resp = conn.getresponse()
+        body = resp.read(1 << 16)
+        json.loads(body or b"{}")
+        return resp.status == 200, "" if resp.status == 200 else f"HTTP {resp.status}"
+    except (OSError, ValueError, http.client.HTTPException) as e:
+        return False, f"no answer on 127.0.0.1:{ports[0]}: {e}"
+    finally:
+        conn.close()
+
+
+def require(d: Path, lab: str) -> dict:
+    """The running service's record; TwinError saying how to start it when it is not running."""
+    rec = record(d)
+    if rec is None:
+        raise TwinError(f"lab {lab!r} has no NVUE service running (its nodes run no NVUE, or it stopped); "
+                        f"`twin up` of the lab starts it again")
+    return rec

@@ -1,0 +1,210 @@
+"""A lab's NVUE revisions, and their apply through twin's change pipeline.
+
+Per node, as on a switch: the applied configuration is the startup.yaml the node runs
+(`<lab dir>/<node>/startup.yaml`), the saved one (`rev=startup`) what `nv config save` kept,
+and revisions are made (`create`), edited while pending (`edit`), then applied (`apply`):
+
+    pending -> apply -> applied            (with a warning when the lab did not converge in time)
+                     -> apply_fail         (refused with every reason: nothing was touched; or
+                                            failed half way: rolled back, and what could not be)
+            -> ays_fail                    (it needs a yes, and none was given)
+
+Apply runs on one worker thread, one revision at a time, under the lab's lock (a `twin apply`
+or `twin fault` meanwhile gets "busy", and so does this): the revision's edits are made on
+what the node runs now, checked (every problem at once), written back as the file would be
+read again, and applied as an NVUE change of that node (`twin.change.apply`: files, kernel,
+frr-reload, rollback on failure, convergence wait). A node reaches only its own revisions.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from twin.change.apply import apply
+from twin.change.nvue_change import NvueChange
+from twin.errors import ApplyFailed, ChangeRefused, LabStateError, TopologyError, TwinError
+from twin.interop import nvue
+from twin.interop.nvue import api, load
+from twin.interop.nvue.tree import diff, patch, unpatch
+from twin.lifecycle import nvue_service, state
+from twin.lifecycle.context import LabContext
+from twin.runtime.docker import DockerRuntime
+
+MAX_REVISIONS = 32        # kept per node; the oldest ones go first (not one being applied)
+
+
+class NotFound(TwinError):
+    """No such revision (of this node), or place."""
+
+
+class Conflict(TwinError):
+    """The request does not fit the state it meets (a revision no longer pending, a node without NVUE)."""
+
+
+@dataclass
+class Revision:
+    id: str
+    node: str
+    base: dict                      # the applied tree it was made from
+    tree: dict                      # the tree it would apply
+    state: str = "pending"
+    issues: list[str] = field(default_factory=list)
+    progress: str = ""
+    warning: bool = False           # the issues are warnings (applied, not converged)
+    made: float = field(default_factory=time.monotonic)
+
+    def doc(self) -> dict:
+        return api.revision_doc(self.state, self.issues, self.progress, "warning" if self.warning else "error")
+
+
+class Engine:
+    def __init__(self, lab: str, d: Path):
+        self.lab, self.d = lab, d
+        self.runtime: DockerRuntime | None = None      # made on first use: reading revisions needs no Docker
+        self.revisions: dict[str, Revision] = {}
+        self.cli: dict[str, str] = {}            # node -> the revision its `nv` edits
+        self.guard = threading.Lock()
+        self.worker = ThreadPoolExecutor(1, thread_name_prefix="nvued-apply")
+
+    # --- what a node runs ------------------------------------------------------------------------
+    def context(self) -> LabContext:
+        self.runtime = self.runtime or DockerRuntime()
+        ctx = LabContext.open(self.lab, self.runtime)
+        if ctx is None:
+            raise Conflict(f"lab {self.lab!r} is not up")
+        return ctx
+
+    def applied(self, node: str) -> nvue.NvueFile:
+        f = self.d / node / nvue.STARTUP
+        if not f.is_file() or f.is_symlink():
+            raise Conflict(f"{node} runs twin's rendering, not NVUE: its configuration is read with vtysh, and "
+                           "changed with `twin apply`; NVUE changes the nodes a lab brought up from startup.yaml "
+                           "files (`twin up --configs`)")
+        try:
+            return load.read(f)
+        except TopologyError as e:
+            raise TwinError(f"{node}: the startup.yaml it runs cannot be read again: {e.problems[0]}") from None
+
+    def startup(self, node: str) -> dict:
+        f = nvue_service.saved(self.d, node)
+        try:
+            return load.read_bytes(state.read_text(f).encode(), str(f)).tree
+        except OSError:
+            return self.applied(node).tree      # nothing saved since `up`: what it came up with
+
+    def save(self, node: str) -> None:
+        nf = self.applied(node)
+        f = nvue_service.saved(self.d, node)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        state.write_text(f, nvue.dump(nf.tree, nf.header))
+
+    # --- revisions ------------------------------------------------------------------------------------
+    def create(self, node: str, carry: Revision | None = None) -> Revision:
+        """A new pending revision of `node` (with the edits of revision `carry`, on what it runs now)."""
+        base = self.applied(node).tree
+        rev = Revision(api.revision_id(), node, base, rebase(base, carry) if carry else copy.deepcopy(base))
+        with self.guard:
+            self._prune(node)
+            while rev.id in self.revisions:
+                rev.id = api.revision_id()
+            self.revisions[rev.id] = rev
+        return rev
+
+    def _prune(self, node: str) -> None:
+        mine = sorted((r for r in self.revisions.values() if r.node == node), key=lambda r: r.made)
+        for r in mine[:max(0, len(mine) - MAX_REVISIONS + 1)]:
+            if r.state != "apply":
+                del self.revisions[r.id]
+
+    def get(self, node: str, rid: str) -> Revision:
+        rev = self.revisions.get(rid)
+        if rev is None or rev.node != node:
+            raise NotFound(f"no revision {rid!r} on {node}; POST /nvue_v1/revision makes one")
+        return rev
+
+    def of(self, node: str) -> dict[str, Revision]:
+        return {k: r for k, r in self.revisions.items() if r.node == node}
+
+    def edit(self, rev: Revision, fn) -> dict:
+        """`fn(tree)` made on a pending revision, kept once NVUE's object tree takes it."""
+        if rev.state != "pending":
+            raise Conflict(f"revision {rev.id} is {rev.state}, not pending: make a new one")
+        tree = fn(copy.deepcopy(rev.tree))
+        rev.tree = nvue.from_tree(tree, f"revision {rev.id}").tree
+        return rev.tree
+
+    def drop(self, rev: Revision) -> None:
+        if rev.state == "apply":
+            raise Conflict(f"revision {rev.id} is being applied")
+        with self.guard:
+            self.revisions.pop(rev.id, None)
+
+    def tree(self, node: str, rev: str) -> dict:
+        """The configuration `rev` names: applied, startup, or a revision of this node."""
+        if rev == "applied":
+            return self.applied(node).tree
+        if rev == "startup":
+            return self.startup(node)
+        return self.get(node, rev).tree
+
+    # --- apply -----------------------------------------------------------------------------------------
+    def apply(self, rev: Revision, yes: bool) -> None:
+        """Apply a pending revision (or one that ended ays_fail, asked again) on the worker thread."""
+        if rev.state not in ("pending", "ays_fail"):
+            raise Conflict(f"revision {rev.id} is {rev.state}, not pending: make a new one")
+        stored = nvue.from_tree(rev.tree, rev.id).not_emulated
+        if stored and not yes:
+            rev.state, rev.issues = "ays_fail", [f"{nvue.show(p)} is stored, not emulated: apply with "
+                                                 "auto-prompt ays_yes (nv config apply -y) to keep it" for p in stored]
+            return
+        rev.state, rev.progress, rev.issues = "apply", "checking", []
+        self.worker.submit(self._apply, rev)
+
+    def _apply(self, rev: Revision) -> None:
+        try:
+            with state.lock(self.lab, f"twin nvued: {rev.node} revision {rev.id}"):
+                result = self._run(rev)
+            rev.state = "applied"
+            if result.missing:
+                rev.warning = True
+                rev.issues = [f"not converged within the deadline: {m}" for m in result.missing[:20]]
+            t = result.timings
+            rev.progress = (f"applied in {t.get('applied', 0):.1f}s" + (f", converged in {t['converged']:.1f}s"
+                                                                         if "converged" in t else ", NOT converged"))
+        except TopologyError as e:
+            rev.state, rev.issues = "apply_fail", [str(p) for p in e.problems]
+        except ChangeRefused as e:
+            rev.state, rev.issues = "apply_fail", list(e.reasons)
+        except ApplyFailed as e:
+            rev.state = "apply_fail"
+            rev.issues = [f"failed in stage {e.stage}: {e.error}; rolled back"] + [
+                f"could not restore: {p}" for p in e.problems]
+        except LabStateError as e:
+            rev.state, rev.issues = "apply_fail", [str(e)]
+        except Exception as e:  # noqa: BLE001  (a revision says why it failed; the service goes on)
+            rev.state, rev.issues = "apply_fail", [f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
+        if rev.state == "apply_fail":
+            rev.progress = "failed"
+
+    def _run(self, rev: Revision):
+        ctx = self.context()
+        now = self.applied(rev.node)
+        tree = rebase(now.tree, rev)
+        source = f"{rev.node} revision {rev.id}"
+        nf = nvue.from_tree(tree, source)
+        nf.header = now.header
+        load.read_bytes(nvue.dump(nf.tree, nf.header).encode(), source)   # what is written reads back
+        change = NvueChange.of(ctx, source, {rev.node: nf})
+        return apply(ctx, change, wait=True, say=lambda m: setattr(rev, "progress", m))
+
+
+def rebase(tree: dict, rev: Revision) -> dict:
+    """`tree` with the edits of revision `rev` (what it changed of the tree it was made from)."""
+    out = copy.deepcopy(tree)
+    for doc in diff(rev.base, rev.tree):
+        unpatch(out, doc["unset"]) if "unset" in doc else patch(out, doc["set"])
+    return out

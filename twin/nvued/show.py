@@ -1,0 +1,182 @@
+"""The operational state of NVUE's subset, read from the running node (`nv show PATH`, and the
+REST API's GET of the same paths without `rev`):
+
+    interface [NAME]                                 links: state, MTU, MAC, addresses (netlink)
+    vrf VRF router bgp neighbor [PEER]               BGP neighbors and their state (vtysh)
+    evpn vni [VNI]                                   EVPN VNIs: type, VRF, VLAN, remote VTEPs (vtysh)
+    vrf VRF router rib ipv4 route [PREFIX]           a VRF's IPv4 routes (vtysh)
+
+Names are NVUE's (swp1, p0_if, vlan10, VRF RED); each is mapped to what twin made for it (a
+port, the segment's bridge in the tenant's VRF, the tenant's VRF) and shown with it under
+`twin`. A name the node does not have is an error, never passed on to vtysh.
+"""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from twin.change.nvue_work import layout
+from twin.config.backend import tenant_ns
+from twin.config.overlay import port_ns
+from twin.interop import nvue
+from twin.intent.tenants import bridge_name
+from twin.lifecycle.context import LabContext
+from twin.nvued.engine import NotFound
+from twin.runtime import frr
+from twin.runtime.observe import interfaces as links
+
+PATHS = (("interface",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
+         ("vrf", "*", "router", "rib", "ipv4", "route"))
+
+
+def operational(path: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(the subset's path it falls under, what is below it), or None when it is not operational."""
+    for p in PATHS:
+        if len(path) >= len(p) and all(a == "*" or a == b for a, b in zip(p, path)):
+            return path[:len(p)], path[len(p):]
+    return None
+
+
+def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
+    """The operational state at `path` (one of PATHS, and below it)."""
+    head, rest = operational(path)
+    plane = _plane(ctx, node)
+    if head == ("interface",):
+        doc = interfaces(ctx, node, plane)
+    elif head == ("evpn", "vni"):
+        doc = vnis(ctx, node, plane)
+    elif head[-1] == "neighbor":
+        doc = neighbors(ctx, node, _vrf(plane, head[1]), plane)
+    else:
+        doc = routes(ctx, node, _vrf(plane, head[1]))
+    return below(_pruned(doc), rest, path)
+
+
+def _pruned(doc: Any) -> Any:
+    """The document without the keys FRR or the kernel left empty (None)."""
+    if isinstance(doc, dict):
+        return {k: _pruned(v) for k, v in doc.items() if v is not None}
+    return doc
+
+
+def below(doc: Any, rest: tuple[str, ...], path: tuple[str, ...]) -> Any:
+    for i, k in enumerate(rest):
+        if not isinstance(doc, dict) or k not in doc:
+            raise NotFound(f"{nvue.show(path[:len(path) - len(rest) + i + 1])}: no such "
+                           f"{'entry' if i == 0 else 'key'} in the operational state")
+        doc = doc[k]
+    return doc
+
+
+def _plane(ctx: LabContext, node: str) -> nvue.Plane | None:
+    ctx.node(node)
+    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))
+    return running[node].plane if node in running else None
+
+
+def _vrf(plane: nvue.Plane | None, name: str) -> str:
+    """The kernel VRF of an NVUE VRF of the node ('default' is the underlay)."""
+    if name == "default":
+        return name
+    known = plane.vrfs if plane else {}
+    if name not in known:
+        raise NotFound(f"vrf.{name}: the node has no such VRF; its VRFs: {', '.join(['default', *known]) }")
+    return known[name]
+
+
+# --- interfaces --------------------------------------------------------------------------------------
+def interfaces(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict:
+    """NVUE interface name -> its state, from the kernel of the node and of its tenant namespaces."""
+    where = _devices(ctx, node, plane)
+    kernel: dict[str, dict[str, dict]] = {}
+    for ns in sorted({ns for ns, _ in where.values()}):
+        with ctx.ipr(node, ns) as ipr:
+            kernel[ns] = links(ipr)
+    out = {}
+    for name, (ns, dev) in sorted(where.items()):
+        k = kernel.get(ns, {}).get(dev)
+        kind = (plane.conf.ports.get(name) if plane else None) or ("loopback" if name == "lo" else "swp")
+        if k is None:
+            out[name] = {"type": kind, "link": {"oper-status": "absent"}, "twin": {"device": dev, "namespace": ns or None,
+                                                                                  "note": "not made on this node"}}
+            continue
+        out[name] = {"type": kind, "link": {"oper-status": k["state"] if name != "lo" else "up", "mtu": k["mtu"],
+                                            "mac-address": k["mac"]},
+                     "ip": {"address": {a: {} for a in k["addresses"]}},
+                     "twin": {"device": dev, "namespace": ns or None}}
+        vrf = _svi_vrf(plane, name)
+        if vrf:
+            out[name]["ip"]["vrf"] = vrf
+    return out
+
+
+def _devices(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict[str, tuple[str, str]]:
+    """NVUE interface name -> (namespace, kernel device)."""
+    if plane is None:    # twin's rendering: its ports and loopback, by their own names
+        n = ctx.fabric.nodes[node]
+        return {"lo": ("", "lo"), **{p: ("", p) for p in n.ports_by_name}}
+    out = {"lo": ("", "lo")}
+    for name, dev in plane.devices.items():
+        out[name] = (port_ns(plane.fabric, node, dev, ctx.backend), dev)
+    for vlan, svi in plane.conf.svis.items():
+        vnis = plane.conf.vlans.get(vlan) or []
+        t = next((t for t in plane.fabric.tenants.values() if t.vrf == plane.vrfs.get(svi.vrf or "")), None)
+        if plane.layout == nvue.VLAN_AWARE:
+            out[svi.name] = ("", svi.name)
+        elif vnis and t is not None:
+            out[svi.name] = (tenant_ns(t, ctx.backend), bridge_name(vnis[0]))
+    return out
+
+
+def _svi_vrf(plane: nvue.Plane | None, name: str) -> str | None:
+    return next((s.vrf for s in plane.conf.svis.values() if s.name == name), None) if plane else None
+
+
+# --- FRR ------------------------------------------------------------------------------------------------
+def neighbors(ctx: LabContext, node: str, vrf: str, plane: nvue.Plane | None) -> dict:
+    doc = ctx.exec(node).vtysh_json(f"show bgp vrf {vrf} neighbors json")[0]
+    names = {dev: name for name, dev in (plane.devices.items() if plane else ())}
+    out = {}
+    for peer, p in (doc.items() if isinstance(doc, dict) else ()):
+        if not isinstance(p, dict) or "bgpState" not in p:
+            continue
+        out[names.get(peer, peer)] = {
+            "state": str(p.get("bgpState", "")).lower(), "remote-as": p.get("remoteAs"),
+            "local-as": p.get("localAs"), "peer-group": p.get("peerGroup"),
+            "type": "numbered" if _is_ip(peer) else "unnumbered",
+            "hostname": p.get("hostname"), "uptime": p.get("bgpTimerUpString"),
+            "twin": {"peer": peer}}
+    return out
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+def vnis(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict:
+    doc = ctx.exec(node).vtysh_json(frr.VNIS)[0]
+    vlan_of = {v: vlan for vlan, vs in (plane.conf.vlans.items() if plane else ()) for v in vs}
+    nvue_vrf = {k: n for n, k in (plane.vrfs.items() if plane else ())}
+    out = {}
+    for vni, e in sorted(frr.vni_states(doc).items()):
+        e = frr.normalize_vni(e)
+        out[str(vni)] = {"type": e.get("type"), "vrf": nvue_vrf.get(e.get("vrf"), e.get("vrf")),
+                         "vlan": vlan_of.get(vni), "vxlan-interface": e.get("vxlanInterface") or e.get("vxlanIntf"),
+                         "remote-vtep": {ip: {} for ip in e.get("remoteVteps", [])},
+                         "mac-count": e.get("numMacs"), "state": e.get("state")}
+    return out
+
+
+def routes(ctx: LabContext, node: str, vrf: str) -> dict:
+    doc = ctx.exec(node).vtysh_json(frr.vrf_routes_cmd(vrf) if vrf != "default" else frr.RIB)[0]
+    out = {}
+    for prefix in sorted(doc if isinstance(doc, dict) else {}):
+        entries = frr.route_entries(doc, prefix)
+        best = next((e for e in entries if e["selected"]), entries[0] if entries else None)
+        if best is not None:
+            out[prefix] = {"protocol": best["protocol"], "via": {h: {} for h in best["nexthops"]}}
+    return out
