@@ -158,7 +158,7 @@ class Lab:
             image = image or images.ensure(self.runtime.client, say=say)
             if self.configs is not None:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
-                dryrun.check(self.runtime.client, image, self.name, frr_view(self.configs, self.topology))
+                dryrun.check(self.runtime.client, image, self.name, nvue.frr_view(self.configs, self.topology))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 timings = self._bring_up(image, timeout, say, choice.backend, wait,
                                          bringup.ExecLog(self.name, strict_exec))
@@ -382,18 +382,6 @@ class Lab:
 def _refuse(problems: list[Problem]) -> None:
     if problems:
         raise TopologyError(problems)
-
-
-def frr_view(configs: UserConfigs, fabric: Fabric) -> UserConfigs:
-    """The configs as FRR will read them: the user's frr.conf files, and the frr.conf NVUE renders
-    for each startup.yaml (FRR checks twin's rendering of them too, before anything is made)."""
-    files = {n: dict(f) for n, f in configs.files.items() if userconf.FRR_CONF in f or userconf.DAEMONS in f}
-    paths = {n: dict(p) for n, p in configs.paths.items()}
-    nodes, _ = nvue.build(nvue.read_configs(configs), fabric, "netns")
-    for n, x in nodes.items():
-        files[n] = {userconf.FRR_CONF: x.files[userconf.FRR_CONF]}
-        paths.setdefault(n, {})[userconf.FRR_CONF] = f"{x.file.source} (the frr.conf NVUE renders)"
-    return UserConfigs(configs.source, files, paths)
 
 
 def nvue_layout(lab: str, backend: str, say: Say) -> str:

@@ -17,7 +17,8 @@ from twin.config.naming import container_name
 from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
 from twin.interop import doors
 from twin.interop import parse_roles
-from twin.lab import Lab, frr_view
+from twin.interop.nvue import frr_view
+from twin.lab import Lab
 from twin.lifecycle import hostlimits, state
 from twin.lifecycle.vrfbackend import Choice
 from twin.lifecycle.status import LabStatus

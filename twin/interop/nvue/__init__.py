@@ -22,7 +22,7 @@ The API a live layer (`nv`, the REST API) sits on:
     nodes, notes = build({"leaf01": nf2}, fabric, backend)   # files and kernel plane per node
     NvueChange(source, {"leaf01": nf2})                      # through twin apply's stages
 """
-from twin.interop.nvue.configs import (STARTUP, NvueNode, build, check, dump, files_of, not_emulated,
+from twin.interop.nvue.configs import (STARTUP, NvueNode, build, check, dump, files_of, frr_view, not_emulated,
                                        read as read_configs, running)
 from twin.interop.nvue.export import export, export_node
 from twin.interop.nvue.load import NvueFile, from_tree, read

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from twin.config import render
+from twin.config import render, userconf
+from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError, TwinError
@@ -148,3 +149,15 @@ def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = "tc",
     except TopologyError as e:
         raise TwinError(f"lab {d.name!r}: the NVUE files it runs no longer fit its topology:\n  "
                         + "\n  ".join(str(p) for p in e.problems)) from None
+
+
+def frr_view(configs: UserConfigs, fabric: Fabric) -> UserConfigs:
+    """The configs as FRR will read them: the user's frr.conf files, and the frr.conf NVUE renders
+    for each startup.yaml (FRR checks twin's rendering of them too, before anything is made)."""
+    files = {n: dict(f) for n, f in configs.files.items() if userconf.FRR_CONF in f or userconf.DAEMONS in f}
+    paths = {n: dict(p) for n, p in configs.paths.items()}
+    nodes, _ = build(read(configs), fabric, DEFAULT_BACKEND)
+    for n, x in nodes.items():
+        files[n] = {userconf.FRR_CONF: x.files[userconf.FRR_CONF]}
+        paths.setdefault(n, {})[userconf.FRR_CONF] = f"{x.file.source} (the frr.conf NVUE renders)"
+    return UserConfigs(configs.source, files, paths)
