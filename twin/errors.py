@@ -1,11 +1,28 @@
 """Errors a user can act on. Each one says what failed and what to do."""
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
 
 
 class TwinError(Exception):
     """Base class: a failure `twin` reports as one clear line."""
+
+
+class Stopped(KeyboardInterrupt):
+    """A command stopped by SIGTERM or SIGHUP, taken as Ctrl-C is (`twin.cli.common.stops_as_interrupt`):
+    what handles an interrupt (a bring-up removing what it made, apply rolling back) handles it."""
+
+    def __init__(self, signum: int, name: str):
+        self.signum = signum
+        super().__init__(name)
 
 
 @dataclass(frozen=True)
@@ -48,7 +65,8 @@ class CommandError(TwinError):
     def __init__(self, where: str, cmd: list[str], rc: int, stdout: str, stderr: str):
         self.where, self.cmd, self.rc, self.stdout, self.stderr = where, cmd, rc, stdout, stderr
         out = "\n".join(s for s in (stdout.strip(), stderr.strip()) if s)
-        super().__init__(f"{where}: `{' '.join(cmd)}` exited {rc}" + (f":\n{out}" if out else ""))
+        how = f"exited {rc}" if rc >= 0 else f"was killed by {_signal_name(-rc)} (its helper process died; twin did not stop it)"
+        super().__init__(f"{where}: `{' '.join(cmd)}` {how}" + (f":\n{out}" if out else ""))
 
 
 class ConvergenceTimeout(TwinError):

@@ -23,7 +23,7 @@ from twin.config import render, userconf
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop.clab_import import import_clab, is_clab
-from twin.lifecycle import barrier, bringup, cleanup, hostlimits, state
+from twin.lifecycle import admission, barrier, bringup, cleanup, state
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import containerlab, dryrun, images, kernel
@@ -137,9 +137,14 @@ class Lab:
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
         with state.lock(self.name, "twin up"):
+            watch = admission.CpuWatch()
             if self.runtime.containers(self.name):
                 self._already_up()
-            hostlimits.ensure(self.topology)   # host-wide kernel limits, before anything is created
+            # host-wide kernel limits and CPU, before anything is created; timers scaled where needed
+            est = admission.ensure(self.topology, watch.host(), timeout)
+            if est.timers is not None:
+                self.topology = self.topology.model_copy(update={"timers": est.timers})
+                say(f"{est.timers_text()}: {est.figures()}")
             image = image or images.ensure(self.runtime.client, say=say)
             if self.configs is not None:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
@@ -170,7 +175,8 @@ class Lab:
             self.runtime.bring_up(fabric, image, self.dir, backend,
                                   configure=lambda n, ex, pid: bringup.configure_node(fabric, n, ex, pid, backend,
                                                                                       shaping),
-                                  on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
+                                  on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0),
+                                  say=say)
             st.timings["wired"] = time.monotonic() - t0
             st.status = "converging"
             state.save(self.dir, st)

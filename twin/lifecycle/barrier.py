@@ -15,6 +15,12 @@ state of each missing session.
 Routers running the user's own config (`twin.intent.generic`) are judged by what
 that config declares: their daemons run, every adjacency is up (one vtysh call per
 round while they are not), and their routes stood still for `timeouts.RIB_QUIET`.
+
+Every `timeouts.BARRIER_LOOK` (or ten times as long as a look takes, on a large lab) a
+look over every unfinished router counts sessions up and loopback routes learned, and
+FRR's counters on the router waited for name sessions that dropped after they were up
+(`twin.lifecycle.progress`): the progress line says what is moving and what flaps, and a
+timeout names the flapping sessions first.
 """
 from __future__ import annotations
 
@@ -26,11 +32,12 @@ from pyroute2 import IPRoute, NetlinkError
 
 from twin import timeouts, wait
 from twin.config.overlay import tenant_ns, vrf_tables
-from twin.errors import CommandError, ConvergenceTimeout
+from twin.errors import CommandError, ConvergenceTimeout, TwinError
 from twin.intent import NodeIntent, TenantIntent
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
+from twin.lifecycle.progress import Progress, counts
 from twin.runtime import frr, observe
 from twin.runtime.netns import Handles
 from twin.runtime.observe import FLOOD
@@ -83,13 +90,16 @@ def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
     return missing + stale
 
 
-def missing_sessions(ctx: LabContext, n: NodeIntent) -> list[str]:
-    """Each expected session that is not Established, with FRR's word for its state."""
+def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None = None) -> list[str]:
+    """Each expected session that is not Established, with FRR's word for its state (and the
+    sessions that flapped, into `progress`)."""
     try:
         (summary,) = ctx.exec(n.node).vtysh_json(frr.SUMMARY, timeout=timeouts.VTYSH)
     except CommandError as e:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{n.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
+    if progress is not None:
+        progress.flapped(n.node, frr.flaps(summary, [s.port for s in n.sessions]))
     states = frr.session_states(summary, [s.port for s in n.sessions])
     extra = frr.unexpected_peers(summary, [s.port for s in n.sessions])
     other = f"; it has {', '.join(extra)}, on no link of the topology" if extra else ""
@@ -109,6 +119,7 @@ class Barrier:
         self.handles = Handles()
         self.ribs = generic.RibWatch()
         self.tables = vrf_tables(ctx.fabric)
+        self.progress = Progress(dict(self.intent.nodes))
 
     def _ipr(self, node: str, ns: str = "") -> IPRoute:
         return self.handles.get(self.ctx.pid(node), ns)
@@ -137,14 +148,34 @@ class Barrier:
             return self.generic_missing(node)
         n = self.intent.nodes[node]
         try:
-            missing = missing_underlay(n, observe.routes(self._ipr(node), host_only=False))
+            routes = observe.routes(self._ipr(node), host_only=False)
+            self.progress.saw(node, counts(n, routes))
+            missing = missing_underlay(n, routes)
             for t in n.tenants if not missing else ():
                 missing += missing_tenant(node, t, *self.tenant_tables(node, t))
         except (NetlinkError, OSError) as e:
             return [f"{node}: cannot read its kernel state ({e}); is the container running?"]
         if missing and sessions:
-            missing += missing_sessions(self.ctx, n)
+            missing += missing_sessions(self.ctx, n, self.progress)
         return missing
+
+    def look(self, pool: ThreadPoolExecutor, done: set[str]) -> None:
+        """Every unfinished router read once (counts for the progress line; the finished ones
+        marked done), and FRR's session counters on the first of them (flaps)."""
+        left = self.round(pool, [n for n in self.nodes if n not in done])
+        for n in self.nodes:
+            if n not in left and n not in done:
+                done.add(n)
+                self.progress.done(n)
+        first = next((n for n in self.nodes if n in left and n in self.intent.nodes), None)
+        if first is not None:
+            n = self.intent.nodes[first]
+            try:
+                (summary,) = self.ctx.exec(first).vtysh_json(frr.SUMMARY, timeout=timeouts.VTYSH_QUICK)
+                self.progress.flapped(first, frr.flaps(summary, [s.port for s in n.sessions]))
+            except (CommandError, TwinError):
+                pass   # FRR not answering yet: the next look asks again
+        self.progress.looked = True
 
     def round(self, pool: ThreadPoolExecutor, nodes: list[str], sessions: bool = False) -> dict[str, list[str]]:
         t = time.monotonic()
@@ -159,16 +190,23 @@ class Barrier:
         cannot be done before it), so a settling lab costs one cheap read per
         round; finished nodes are skipped until a confirmation round over all."""
         done: set[str] = set()
+        next_look = time.monotonic() + timeouts.BARRIER_LOOK
         with ThreadPoolExecutor(PARALLEL) as pool:
             def probe() -> list[str]:
+                nonlocal next_look
+                if time.monotonic() >= next_look:
+                    t = time.monotonic()
+                    self.look(pool, done)
+                    next_look = time.monotonic() + max(timeouts.BARRIER_LOOK, 10 * (time.monotonic() - t))
                 for n in self.nodes:
                     if n in done:
                         continue
                     missing = self.node_missing(n)
                     if missing:
-                        say(f"converging: {len(done)}/{len(self.nodes)} routers done, waiting for {n}")
+                        say(self.progress.line(len(done), len(self.nodes), n))
                         return missing
                     done.add(n)
+                    self.progress.done(n)
                 left = self.round(pool, self.nodes)  # all looked done: confirm once over every node
                 done.difference_update(left)
                 return [m for n in sorted(left) for m in left[n]]
@@ -180,8 +218,10 @@ class Barrier:
             try:
                 return wait.until(probe, timeout, self.what(), diagnose=diagnose, first=timeouts.BARRIER_FIRST,
                                   cap=timeouts.BARRIER_POLL)
-            except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first
-                raise e.with_causes(hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers())) from None
+            except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first, then flaps
+                causes = hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers())
+                timers = self.ctx.fabric.timers or "keepalive 3 s, hold 9 s"
+                raise e.with_causes(causes + self.progress.causes(str(timers))) from None
             finally:
                 self.handles.close()
 

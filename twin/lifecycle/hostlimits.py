@@ -6,8 +6,9 @@ This module owns:
 - the demand formula: what a fabric takes from those limits, per node and per link, as
   measured on FRR 10.3 and kernel 6.18 (README, "Host settings");
 - `check(fabric, running_usage, settings)`: the lab's demand plus what the host uses now
-  against the host's settings, as Shortfalls carrying the exact numbers; `ensure(fabric)`
-  runs it before `twin up` creates anything and refuses in one line with the command to run;
+  against the host's settings, as Shortfalls carrying the exact numbers, and the one line that
+  refuses them with the command to run (`twin.lifecycle.admission` runs it before `twin up`
+  creates anything, with the CPU check);
 - `host_causes(lab, since, containers)`: what the convergence barrier names first on a
   timeout (neighbour table overflow and OOM kills in the kernel log, containers killed for
   memory, dead FRR daemons, an overloaded host).
@@ -24,7 +25,6 @@ from typing import Mapping
 from docker.errors import DockerException
 
 from twin import kinds
-from twin.errors import TwinError
 from twin.intent import generic
 from twin.topology.model import Fabric, Tenant
 
@@ -180,17 +180,6 @@ def refusal(lab: str, short: list[Shortfall], setup_ran: bool = False) -> str:
             + (f"; {fix}" if fix else ""))
 
 
-class HostLimitsShort(TwinError):
-    """`twin up` refused: the host's kernel limits cannot hold the lab. Nothing was created."""
-
-    def __init__(self, lab: str, shortfalls: list[Shortfall], setup_ran: bool = False):
-        self.shortfalls, self.fix = shortfalls, fix_command(shortfalls, setup_ran)
-        super().__init__(refusal(lab, shortfalls, setup_ran))
-
-    def to_dict(self) -> dict:
-        return {"shortfalls": [s.to_dict() for s in self.shortfalls], "fix": self.fix}
-
-
 # --- host-level causes of a timeout, from what was read ---------------------------------------------
 OVERFLOW = re.compile(r"(arp_cache|ndisc_cache): neighbor table overflow")
 OOM = re.compile(r"Killed process \d+ \(([^)]+)\)")
@@ -276,14 +265,6 @@ def host_usage() -> Usage:
     mem = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
     return Usage(arp=table_entries("arp_cache"), nd=table_entries("ndisc_cache"), inotify=inotify_instances(),
                  tasks=tasks, mem_available_mib=int(mem["MemAvailable"].split()[0]) // 1024)
-
-
-def ensure(fabric: Fabric) -> None:
-    """Refuse (HostLimitsShort, one line with the numbers) when the host cannot hold the lab."""
-    settings = host_settings()
-    short = check(fabric, host_usage(), settings) if settings else []
-    if short:
-        raise HostLimitsShort(fabric.name, short, setup_ran=Path(SYSCTL_FILE).exists())
 
 
 def kernel_messages(since: float) -> list[str]:

@@ -83,6 +83,19 @@ def session_states(summary: dict, ports: list[str]) -> dict[str, str]:
     return {p: peers.get(p, {}).get("state", "absent") for p in ports}
 
 
+def flaps(summary: dict, ports: list[str]) -> dict[str, tuple[int, int, str]]:
+    """Sessions on `ports` that went down after they had been Established: port -> (times
+    re-established, times dropped, state now), from FRR's connectionsEstablished/Dropped counters."""
+    peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
+    out = {}
+    for p in ports:
+        peer = peers.get(p) if isinstance(peers.get(p), dict) else {}
+        up, dropped = int(peer.get("connectionsEstablished") or 0), int(peer.get("connectionsDropped") or 0)
+        if dropped:
+            out[p] = (max(0, up - 1), dropped, str(peer.get("state", "?")))
+    return out
+
+
 def unexpected_peers(summary: dict, ports: list[str]) -> list[str]:
     """Neighbors FRR has (in `show bgp ... summary json`) that are none of the expected `ports`."""
     peers = summary.get("peers", {}) if isinstance(summary, dict) else {}

@@ -8,14 +8,14 @@ node's /run/netns, where FRR's zebra (-n) finds it.
 """
 from __future__ import annotations
 
-from pyroute2 import IPRoute, NetlinkError, netns
+from pyroute2 import IPRoute, NetlinkError
 
-from twin.config.naming import probe_netns
 from twin.config.overlay import Backend, Shaping
 from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
 from twin.runtime.exec import NodeExec
-from twin.runtime.netns import Handles
+from twin.runtime import netns
+from twin.runtime.netns import Handles, scratch
 
 
 def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> list[str]:
@@ -48,9 +48,7 @@ def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> 
 
 def probe_backend(lab: str) -> Backend:
     """The VRF backend this kernel offers: Linux VRF devices if it can make one, else netns.
-
-    The probe runs in a throwaway namespace named after the lab, removed at once
-    (and one left behind by a killed run is removed first)."""
+    The probe runs in a throwaway namespace of its own."""
     def vrf(ipr: IPRoute) -> Backend:
         ipr.link("add", ifname="probe", kind="vrf", vrf_table=4242)
         return "vrf"
@@ -76,17 +74,13 @@ def probe_shaping(lab: str) -> Shaping:
 
 
 def _probe(lab: str, attempt, otherwise):
-    """`attempt(ipr)` in a throwaway namespace named after the lab (one a killed run left is
-    removed first); `otherwise` if the kernel refuses it."""
-    name = probe_netns(lab)
-    if name in netns.listnetns():
-        netns.remove(name)
-    netns.create(name)
-    try:
-        with IPRoute(netns=name, flags=0) as ipr:
+    """`attempt(ipr)` in a new, empty namespace of its own (`netns.scratch`: gone with the thread
+    that made it, so a killed run leaves nothing); `otherwise` if the kernel refuses it."""
+    def run():
+        with IPRoute() as ipr:
             try:
                 return attempt(ipr)
             except NetlinkError:
                 return otherwise
-    finally:
-        netns.remove(name)
+
+    return netns.retrying(f"lab {lab}: probing the kernel", lambda: scratch(run))

@@ -225,8 +225,20 @@ class CongestionPoint(_Frozen):
     above: Rate
 
 
+class BgpTimers(_Frozen):
+    """BGP keepalive and hold time (s) of twin's rendered fabric sessions, when the host is small or
+    busy for the lab (`twin.lifecycle.admission.timers_for`, chosen by `twin up`); a Fabric without
+    them runs FRR's `datacenter` defaults, keepalive 3 s and hold 9 s."""
+
+    keepalive: int
+    hold: int
+
+    def __str__(self) -> str:
+        return f"keepalive {self.keepalive} s, hold {self.hold} s"
+
+
 class Fabric(_Sparse):
-    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks")   # written only when given
+    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "timers")   # written only when given
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
@@ -235,6 +247,7 @@ class Fabric(_Sparse):
     tenants: dict[str, Tenant] = {}
     congestion: tuple[CongestionPoint, ...] = ()
     checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
+    timers: BgpTimers | None = None     # scaled BGP timers chosen at `twin up` (None: FRR's datacenter ones)
 
     def public(self) -> dict[str, tuple[str, str]]:
         """Every public address a gateway announces: /32 -> (tenant, VTEP)."""
