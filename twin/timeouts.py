@@ -26,6 +26,7 @@ BARRIER_FIRST = 0.1         # the barrier polls this soon first (a round is a fe
 BARRIER_POLL = 1.0          # ... and backs off to at most this far apart
 WIRING_SAY = 2.0            # bring-up: what is moving (containers, links, configured nodes), this often
 BARRIER_LOOK = 5.0          # a look over every unfinished router (progress, flaps), at least this far apart
+BARRIER_LOOK_MAX = 60.0     # ... and at most this far apart
 RIB_QUIET = 3.0             # a router running its own config has converged once its routes stood still this long
 OSPF_WAIT = 40.0            # added to the deadline of a lab with OSPF: a broadcast interface waits its dead
                             # interval (40 s by default) before it elects a DR and forms a Full adjacency

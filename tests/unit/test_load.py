@@ -105,6 +105,8 @@ def test_scaled_timers_are_rendered_on_the_fabric_sessions_and_kept_by_apply(tmp
     timed = plain.model_copy(update={"timers": BgpTimers(keepalive=12, hold=36)})
     conf = render_lab(timed)["spine1"]["frr.conf"]
     assert " neighbor fabric timers 12 36\n" in conf and " neighbor fabric timers connect 2\n" in conf
+    assert 'watchfrr_options="-t 360 -T 360"' in render_lab(timed)["spine1"]["daemons"]
+    assert "watchfrr_options" not in render_lab(plain)["spine1"]["daemons"]
     assert "timers" not in plain.model_dump() and timed.model_dump()["timers"] == {"keepalive": 12, "hold": 36}
     # an edited topology file (no timers of its own) keeps what `twin up` chose: no FRR reload for them
     ctx = SimpleNamespace(fabric=timed, backend="netns", shaping="tc", dir=tmp_path / "none", name="t")
@@ -128,6 +130,8 @@ def test_progress_counts_sessions_and_routes_and_names_flapping_sessions(tmp_pat
                          "swp2": {"state": "Active", "connectionsEstablished": 1, "connectionsDropped": 1},
                          "swp3": {"state": "Established", "connectionsEstablished": 1, "connectionsDropped": 0}}}
     assert frr.flaps(summary, ["swp1", "swp2", "swp3"]) == {"swp1": (3, 3, "Established"), "swp2": (0, 1, "Active")}
+    held = {"peers": {p: {"state": "Idle", "connectionsEstablished": 0} for p in ("swp1", "swp2")}}
+    assert frr.never_started(held, ["swp1", "swp2"]) and not frr.never_started(summary, ["swp1", "swp2"])
     p.flapped("spine1", frr.flaps(summary, ["swp1", "swp2", "swp3"]))
     line = p.line(1, 6, "leaf1")
     assert line.startswith("converging: 1/6 routers done, sessions 5/16 up, loopback routes 6/") and \

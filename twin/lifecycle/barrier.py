@@ -16,7 +16,7 @@ Routers running the user's own config (`twin.intent.generic`) are judged by what
 that config declares: their daemons run, every adjacency is up (one vtysh call per
 round while they are not), and their routes stood still for `timeouts.RIB_QUIET`.
 
-Every `timeouts.BARRIER_LOOK` (or ten times as long as a look takes, on a large lab) a
+Every `timeouts.BARRIER_LOOK` (or three times as long as a look takes, on a large lab) a
 look over every unfinished router counts sessions up and loopback routes learned, and
 FRR's counters on the router waited for name sessions that dropped after they were up
 (`twin.lifecycle.progress`): the progress line says what is moving and what flaps, and a
@@ -101,6 +101,10 @@ def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None =
     if progress is not None:
         progress.flapped(n.node, frr.flaps(summary, [s.port for s in n.sessions]))
     states = frr.session_states(summary, [s.port for s in n.sessions])
+    if len(n.sessions) > 1 and frr.never_started(summary, [s.port for s in n.sessions]):
+        return [f"{n.node}: bgpd started none of its {len(n.sessions)} sessions (all Idle, never up): FRR holds its "
+                "peers until their configuration is loaded (vtysh -b), which watchfrr cuts short on a host too busy; "
+                f"`twin exec {ctx.name} {n.node} -- /usr/lib/frr/frrinit.sh restart` starts FRR again"]
     extra = frr.unexpected_peers(summary, [s.port for s in n.sessions])
     other = f"; it has {', '.join(extra)}, on no link of the topology" if extra else ""
     return [f"{n.node}: BGP session on {s.port} to {s.peer} is " + (
@@ -197,7 +201,8 @@ class Barrier:
                 if time.monotonic() >= next_look:
                     t = time.monotonic()
                     self.look(pool, done)
-                    next_look = time.monotonic() + max(timeouts.BARRIER_LOOK, 10 * (time.monotonic() - t))
+                    took = time.monotonic() - t   # a look costs: on a large lab, a few times its own length apart
+                    next_look = time.monotonic() + min(max(timeouts.BARRIER_LOOK, 3 * took), timeouts.BARRIER_LOOK_MAX)
                 for n in self.nodes:
                     if n in done:
                         continue

@@ -71,7 +71,9 @@ class DockerRuntime:
         wiring = Wiring(fabric, on_wired=lambda n: configure(n, NodeExec(started[n], f"{fabric.name}/{n}"),
                                                            wiring.pids[n]))
         try:
-            self.start_nodes(fabric.name, list(fabric.nodes.values()), image, labdir, on_running=running)
+            # the nodes with the most links first: their links can be made while the rest start
+            nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
+            self.start_nodes(fabric.name, nodes, image, labdir, on_running=running)
             on_created()
             wiring.wait(say)
         except BaseException:

@@ -96,6 +96,13 @@ def flaps(summary: dict, ports: list[str]) -> dict[str, tuple[int, int, str]]:
     return out
 
 
+def never_started(summary: dict, ports: list[str]) -> bool:
+    """Every session on `ports` Idle and never Established: bgpd holds them (not one tried)."""
+    peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
+    return all(isinstance(peers.get(p), dict) and peers[p].get("state") == "Idle"
+               and not peers[p].get("connectionsEstablished") for p in ports)
+
+
 def unexpected_peers(summary: dict, ports: list[str]) -> list[str]:
     """Neighbors FRR has (in `show bgp ... summary json`) that are none of the expected `ports`."""
     peers = summary.get("peers", {}) if isinstance(summary, dict) else {}

@@ -233,6 +233,12 @@ class BgpTimers(_Frozen):
     keepalive: int
     hold: int
 
+    @property
+    def watchfrr(self) -> int:
+        """FRR's watchfrr timeouts (-t, -T; 90 s by default) with them: ten hold times, at most 600 s
+        (how long bgpd itself waits for the end of its configuration)."""
+        return min(600, 10 * self.hold)
+
     def __str__(self) -> str:
         return f"keepalive {self.keepalive} s, hold {self.hold} s"
 
