@@ -68,7 +68,7 @@ def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_before_anything_
     assert line.startswith(f"error: lab 't-ld-big' would not converge on this host within its deadline: FRR needs "
                            f"~{cost:.0f} CPU-s for 256 FRR nodes and 1984 links"), line
     m = re.search(r"this host has 1 core\(s\), ([\d.]+) busy with other work \(load average [\d.]+\): ([\d.]+) free, "
-                  r"so ~(\d+) s, beyond the deadline of 316 s; what would: at most ~(\d+) FRR nodes of this shape, "
+                  r"so ~(\d+) s to converge \(~\d+ s with containers and links\), beyond the deadline of 316 s; what would: at most ~(\d+) FRR nodes of this shape, "
                   r"or a longer deadline \(`--timeout (\d+)`\), or (\d+) cores; nothing was created$", line)
     assert m, line
     free, seconds, fewer = float(m[2]), int(m[3]), int(m[4])

@@ -36,8 +36,9 @@ from twin.errors import TwinError
 from twin.lifecycle import hostlimits
 from twin.topology.model import BgpTimers, Fabric
 
-CPU_PER_ROUTER = 0.54           # FRR CPU-s per FRR node from start to convergence (make bench, quiet host)
-CPU_PER_LINK_ROUTE = 0.00058    # ... and per fabric link per router of the lab
+CPU_PER_ROUTER = 0.44           # FRR CPU-s per FRR node from start to convergence (make bench, quiet host)
+CPU_PER_LINK_ROUTE = 0.00071    # ... and per fabric link per router of the lab
+HOST_CPU_PER_NODE = 1.4         # the rest of a bring-up per FRR node: Docker, the kernel, twin (make bench-large)
 MIN_SHARE = 0.5                 # a lab gets at least this share of the cores: the kernel shares them with other work
 ROUTERS_PER_CORE = 32           # FRR nodes per free core that FRR's datacenter timers outlast in a bring-up
 KEEPALIVE, HOLD, MAX_SCALE = 3, 9, 20
@@ -139,10 +140,15 @@ class Estimate:
     def fits(self) -> bool:
         return self.seconds <= self.deadline
 
+    @property
+    def total_s(self) -> float:
+        """The whole bring-up, containers and wiring too: every CPU-second of it on the free cores."""
+        return (self.cpu_s + HOST_CPU_PER_NODE * self.routers) / self.host.free
+
     def figures(self) -> str:
         return (f"FRR needs ~{self.cpu_s:.0f} CPU-s for {self.routers} FRR nodes and {self.links} links "
                 f"({CPU_PER_ROUTER:g} per node + {CPU_PER_LINK_ROUTE:g} per link per router); this host has "
-                f"{self.host}, so ~{self.seconds:.0f} s")
+                f"{self.host}, so ~{self.seconds:.0f} s to converge (~{self.total_s:.0f} s with containers and links)")
 
     def timers_text(self) -> str:
         per = self.routers / self.host.free
@@ -161,7 +167,8 @@ class Estimate:
                 f"beyond the deadline of {self.deadline:.0f} s; what would: " + ", or ".join(self.advice()))
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "seconds": round(self.seconds, 1), "fits": self.fits, "free_cores": self.host.free,
+        return {**asdict(self), "seconds": round(self.seconds, 1), "total_s": round(self.total_s, 1), "fits": self.fits,
+                "free_cores": self.host.free,
                 "timers": self.timers.model_dump() if self.timers else None}
 
 
