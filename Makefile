@@ -62,7 +62,7 @@ bench-compare: images
 soak: images
 	$(VENV)/bin/python bench/soak.py $(SOAK_ARGS)
 
-# 20 random SIGKILLs of `up` and `apply`, and dockerd restarted under a running lab:
+# 20 random SIGKILLs of `up`, `apply`, `rehearse` and `fault`, and dockerd restarted under a running lab:
 # nothing may be left behind (not part of make test; CHAOS_ARGS="--rounds 5" for fewer)
 chaos: images
 	$(VENV)/bin/python bench/chaos.py $(CHAOS_ARGS)

@@ -1,11 +1,16 @@
 """`make chaos`: kill twin at random moments and check that nothing is left behind.
 
-Rounds (default 20), in a random but seeded order:
+Rounds (default 20; `--kinds` picks which), in a random but seeded order:
 - `up` SIGKILLed after a random delay (small lab: from before its directory exists to convergence),
   then `twin down`: no container, host namespace, host veth or lab directory may remain;
 - `apply` (a tenant added to the default lab) SIGKILLed after a random delay, then `twin status`
   (it must tell the truth: exit 1 when the lab is half-changed, 0 when it holds its intent)
   and `twin down`: nothing may remain;
+- `rehearse` (a spine drained and a host added, under traffic, with --rollback) and `fault`
+  (`node-restart` of a leaf: stopped, started, re-wired, configured) on the doors' lab
+  (tests/e2e/doors.yml), SIGKILLed mid-way; then `twin status` must tell the truth (and
+  say unhealthy whenever a container is not running), the lab's lock must be free (the
+  kernel drops it with its holder: `down` is not refused), and `down` leaves nothing;
 and once, the Docker daemon restarted under a running lab: `twin status` must exit 1 naming the
 stopped containers, and `twin down` must still remove everything.
 
@@ -38,6 +43,8 @@ from twin.runtime.docker import DockerRuntime  # noqa: E402
 
 SMALL = ROOT / "tests/e2e/small.yml"
 AIPOD = ROOT / "topologies/aipod.yml"
+DOORS = ROOT / "tests/e2e/doors.yml"
+KINDS = ("up", "apply", "rehearse", "fault")
 
 
 def twin(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -106,6 +113,43 @@ def round_apply(runtime: DockerRuntime, i: int, rng: random.Random, change: Path
             "leftovers": leftovers(runtime, name)}
 
 
+def drained(tmp: Path) -> Path:
+    """The doors' lab with spine1 drained and a third host: what the rehearse rounds rehearse."""
+    import yaml
+
+    doc = yaml.safe_load(DOORS.read_text())
+    doc["nodes"]["spine1"]["drain"] = True
+    doc["nodes"]["host3"] = {"kind": "host"}
+    doc["links"].append({"endpoints": ["leaf1:swp11", "host3:eth1"]})
+    doc["tenants"]["red"]["attachments"].append({"host": "host3", "segment": "web"})
+    f = tmp / "doors-drained.yml"
+    f.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return f
+
+
+def round_writer(runtime: DockerRuntime, i: int, rng: random.Random, kind: str, change: Path) -> dict:
+    """`twin rehearse` or `twin fault node-restart` on a fresh doors' lab, SIGKILLed mid-way."""
+    name = f"chaos-{kind[:2]}{i}"
+    up = twin("up", str(DOORS), "--name", name)
+    if up.returncode:
+        return {"round": i, "killed": kind, "after_s": 0, "stage": f"up failed: {up.stderr.strip()[:80]}",
+                "status_rc": None, "down_rc": twin("down", name).returncode, "leftovers": leftovers(runtime, name)}
+    args = (["rehearse", name, str(change), "--rollback", "--max-loss", "-1"] if kind == "rehearse"
+            else ["fault", "node-restart", name, "leaf2"])
+    ran, rc = kill_after(args, rng.uniform(0.5, 12.0 if kind == "rehearse" else 6.0))
+    stage = "finished" if rc is not None else f"killed mid-{kind}"
+    settle(runtime, name)
+    status = twin("status", name, "--json")
+    healthy = json.loads(status.stdout).get("healthy") if status.stdout.strip().startswith("{") else None
+    stopped = [n for n, c in runtime.containers(name).items() if c.status != "running"]
+    truthful = (status.returncode == 0) == bool(healthy) and not (stopped and healthy)
+    down = twin("down", name)
+    return {"round": i, "killed": kind, "after_s": round(ran, 2), "stage": stage + (
+                f" ({', '.join(stopped)} not running)" if stopped else ""),
+            "status_rc": status.returncode, "status_truthful": truthful, "down_rc": down.returncode,
+            "lock_free": "is busy" not in down.stderr, "leftovers": leftovers(runtime, name)}
+
+
 def restart_dockerd() -> None:
     subprocess.run(["pkill", "-TERM", "-x", "dockerd"], check=False)
     wait.until(lambda: [] if subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode else ["up"],
@@ -131,6 +175,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=20261203)
     ap.add_argument("--force", action="store_true", help="run even while other twin labs exist")
     ap.add_argument("--no-dockerd", action="store_true", help="skip the Docker daemon restart")
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help=f"which SIGKILL rounds, comma-separated (default: all of {', '.join(KINDS)})")
     args = ap.parse_args()
     with host_turn("chaos"):  # the e2e suites of other checkouts (and their manual labs) wait meanwhile
         return run(args)
@@ -149,19 +195,35 @@ def run(args: argparse.Namespace) -> int:
         os.environ["TWIN_HOME"] = str(Path(tmp) / "home")
         change = Path(tmp) / "green.yml"
         change.write_text(with_green(AIPOD))
-        kinds = ["up"] * (args.rounds - args.rounds * 2 // 5) + ["apply"] * (args.rounds * 2 // 5)
-        rng.shuffle(kinds)
+        rehearsed = drained(Path(tmp))
+        kinds = round_kinds(args, rng)
         for i, kind in enumerate(kinds, 1):
-            rows.append(round_up(runtime, i, rng) if kind == "up" else round_apply(runtime, i, rng, change))
+            rows.append(round_up(runtime, i, rng) if kind == "up" else round_apply(runtime, i, rng, change)
+                        if kind == "apply" else round_writer(runtime, i, rng, kind, rehearsed))
             print(f"chaos: round {i}/{len(kinds)}: {rows[-1]}", file=sys.stderr)
         if not args.no_dockerd and not (others and args.force):
             rows.append(round_dockerd(runtime))
     report(rows)
-    return 0 if all(not r["leftovers"] and r["down_rc"] == 0 and r.get("status_truthful", True) for r in rows) else 1
+    return 0 if all(not r["leftovers"] and r["down_rc"] == 0 and r.get("status_truthful", True)
+                    and r.get("lock_free", True) for r in rows) else 1
+
+
+def round_kinds(args: argparse.Namespace, rng: random.Random) -> list[str]:
+    """`--rounds` rounds of the `--kinds` asked for: up 2 in 5, the others sharing the rest evenly."""
+    wanted = [k for k in args.kinds.split(",") if k]
+    unknown = sorted(set(wanted) - set(KINDS))
+    if unknown or not wanted:
+        raise SystemExit(f"chaos: --kinds {args.kinds!r}: choose among {', '.join(KINDS)}")
+    ups = args.rounds * 2 // 5 if "up" in wanted and len(wanted) > 1 else (args.rounds if wanted == ["up"] else 0)
+    rest = [k for k in wanted if k != "up"]
+    kinds = ["up"] * ups + [rest[i % len(rest)] for i in range(args.rounds - ups)] if rest else ["up"] * ups
+    rng.shuffle(kinds)
+    return kinds
 
 
 def report(rows: list[dict]) -> None:
-    t = Table(title="twin chaos: SIGKILLs and a Docker daemon restart", title_justify="left")
+    t = Table(title="twin chaos: SIGKILLs of up, apply, rehearse and fault, and a Docker daemon restart",
+              title_justify="left")
     for col in ("round", "killed", "after (s)", "stage reached", "status exit (truthful)", "down exit", "leftovers"):
         t.add_column(col)
     for r in rows:

@@ -7,8 +7,8 @@
 
 Bring-up stages (as containerlab): render -> create -> wire -> converge. Any
 failure or interruption before the lab is up removes everything it created
-(unless keep=True). One twin at a time changes a lab: `up`, `down` and
-`apply` hold the lab's lock. `context()` is the running lab every later stage
+(unless keep=True). One twin at a time changes a lab: `up`, `down`, `apply` (and on
+the context: rehearsals, faults, the proof) hold the lab's lock (`writing`). `context()` is the running lab every later stage
 works on, and the one place that decides whether a lab is up.
 """
 from __future__ import annotations
@@ -20,10 +20,12 @@ from typing import Callable
 
 from twin import topology
 from twin.config import render, userconf
+from twin.config.backend import DEFAULT_BACKEND, NAMES, wanted
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
+from twin.interop import nvue
 from twin.interop.clab_import import import_clab, is_clab
-from twin.lifecycle import admission, barrier, bringup, cleanup, state
+from twin.lifecycle import admission, barrier, bringup, cleanup, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import containerlab, dryrun, images, kernel
@@ -77,10 +79,13 @@ class Lab:
                 raise TopologyError([Problem("--role", "", "roles map the nodes of a containerlab or NVIDIA Air "
                                                            "file; a twin topology says each node's kind itself")])
             fabric = topology.load(topology_file, name=name)
-            return cls(fabric.name, fabric, runtime, userconf.load(configs, fabric) if configs is not None else None)
+            user = userconf.load(configs, fabric) if configs is not None else None
+            _refuse(nvue.check(user, fabric))
+            return cls(fabric.name, fabric, runtime, user)
         imported = import_clab(topology_file, roles, name)
         fabric = topology.load_document(imported.doc, imported.source, name)
         user = imported.configs.under(userconf.load(configs, fabric)) if configs is not None else imported.configs
+        _refuse(nvue.check(user, fabric))
         return cls(fabric.name, fabric, runtime, user if user.files else None, imported.notes)
 
     @classmethod
@@ -107,7 +112,12 @@ class Lab:
     @property
     def backend(self) -> str:
         st = self.state
-        return (st.backend if st else None) or "netns"
+        return (st.backend if st else None) or DEFAULT_BACKEND
+
+    def writing(self, what: str):
+        """Hold the lab's lock while `what` changes it (`LabContext.writing`); LabStateError at
+        once, naming the holder's command and pid, when another twin changes the lab now."""
+        return state.lock(self.name, what)
 
     def context(self) -> LabContext:
         """The running lab; TwinError if it is not up (no recorded intent or no containers)."""
@@ -115,44 +125,54 @@ class Lab:
         containers = self.runtime.containers(self.name)
         if fabric is None or st is None or not containers:
             raise self._not_up()
-        return LabContext(self.name, self.dir, fabric, st.backend or "netns", self.runtime, st.image,
+        return LabContext(self.name, self.dir, fabric, st.backend or DEFAULT_BACKEND, self.runtime, st.image,
                           st.shaping or "tc", _containers=containers)
 
     # --- lifecycle ---------------------------------------------------------
     def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
-           say: Say = lambda _: None, configs: "str | Path | UserConfigs | None" = None) -> dict[str, float]:
+           say: Say = lambda _: None, configs: "str | Path | UserConfigs | None" = None,
+           vrf_backend: str | None = None) -> dict[str, float]:
         """Bring the lab up and return once converged; returns stage timings (s).
 
         `configs`: a directory of the user's FRR files (or what `userconf` read of one): those
-        nodes boot them instead of twin's rendering, once FRR itself accepted every one."""
+        nodes boot them instead of twin's rendering, once FRR itself accepted every one.
+        `vrf_backend`: "netns" or "device", over the topology's (default: netns)."""
         if self.topology is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
         if configs is not None:
             self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, self.topology)
         if self.configs is not None:
-            problems = userconf.check(self.configs, self.topology)
-            if problems:
-                raise TopologyError(problems)
+            _refuse(userconf.check(self.configs, self.topology) or nvue.check(self.configs, self.topology))
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
-        with state.lock(self.name, "twin up"):
+        with self.writing("twin up"):
             watch = admission.CpuWatch()
             if self.runtime.containers(self.name):
-                self._already_up()
+                self._already_up(vrf_backend)
             # host-wide kernel limits and CPU, before anything is created; timers scaled where needed
             est = admission.ensure(self.topology, watch.host(), timeout)
             if est.timers is not None:
                 self.topology = self.topology.model_copy(update={"timers": est.timers})
                 say(f"{est.timers_text()}: {est.figures()}")
+            choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
             image = image or images.ensure(self.runtime.client, say=say)
             if self.configs is not None:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
-                dryrun.check(self.runtime.client, image, self.name, self.configs)
+                dryrun.check(self.runtime.client, image, self.name, frr_view(self.configs, self.topology))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
-                return self._bring_up(image, timeout, say)
+                return self._bring_up(image, timeout, say, choice.backend)
 
-    def _bring_up(self, image: str, timeout: float | None, say: Say) -> dict[str, float]:
+    def vrf_backend(self, override: str | None = None) -> vrfbackend.Choice:
+        """The VRF backend `up` would use for this lab on this host, and why; TopologyError (naming
+        CONFIG_NET_VRF) when it, or the user's own configs, need VRF devices this kernel lacks."""
+        if self.topology is None:
+            raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
+        files = self.configs.files if self.configs is not None else {}
+        return vrfbackend.choose(self.topology, override, files,
+                                 {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
+
+    def _bring_up(self, image: str, timeout: float | None, say: Say, backend: str) -> dict[str, float]:
         fabric = self.topology
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
@@ -160,21 +180,28 @@ class Lab:
         state.remove(self.dir)  # leftovers of a lab that is gone (no containers)
         state.save(self.dir, st, fabric)
         try:
-            st.backend = kernel.probe_backend(self.name) if fabric.tenants else None
+            st.backend = backend
             limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
             st.shaping = kernel.probe_shaping(self.name) if limited else None
-            backend, shaping = st.backend or "netns", st.shaping or "tc"
+            shaping = st.shaping or "tc"
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
-            self.notes += notes
+            nfs = nvue.read_configs(self.configs)
+            st.layout = nvue_layout(self.name, backend, say) if nfs else None
+            nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
+            files.update({n: x.files for n, x in nv.items()})
+            layouts = {x.plane.layout for node, x in nv.items() if x.plane.fabric.tenants_on(node)}
+            self.notes += notes + nv_notes + ([f"NVUE's kernel plane on {', '.join(nv)}: {', '.join(sorted(layouts))} "
+                                               "layout (interfaces.sh says which; README, section NVUE)"]
+                                              if layouts else [])
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
             self.runtime.bring_up(fabric, image, self.dir, backend,
-                                  configure=lambda n, ex, pid: bringup.configure_node(fabric, n, ex, pid, backend,
-                                                                                      shaping),
+                                  configure=lambda n, ex, pid: bringup.configure_node(
+                                      fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None),
                                   on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0),
                                   say=say)
             st.timings["wired"] = time.monotonic() - t0
@@ -199,8 +226,9 @@ class Lab:
             if self.dir.is_dir():
                 state.save(self.dir, st)
 
-    def _already_up(self) -> None:
-        """AlreadyUp if the running lab is this topology, up and converged; else what differs."""
+    def _already_up(self, vrf_backend: str | None = None) -> None:
+        """AlreadyUp if the running lab is this topology (on the VRF backend asked), up and converged;
+        else what differs."""
         from twin.change.diff import FabricDiff
 
         try:
@@ -211,6 +239,9 @@ class Lab:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
         differs = FabricDiff(recorded, self.topology).lines() + self._configs_differ(st)
+        want = wanted(self.topology, vrf_backend)[0]
+        differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
+            st.backend and st.backend != want) else []
         if differs:
             raise LabStateError(f"lab {self.name!r} is up from another topology or other configs ({st.topology}); "
                                 f"it differs in {len(differs)} way(s), e.g. {differs[0]}; `twin apply {self.name} "
@@ -233,13 +264,27 @@ class Lab:
             elif userconf.FRR_CONF in files and files[userconf.FRR_CONF] != state.read_files(
                     self.dir, n, [userconf.FRR_CONF]).get(userconf.FRR_CONF):
                 out.append(f"{n}: your frr.conf differs from the one it runs")
+        for n, nf in nvue.read_configs(self.configs).items():
+            if nvue.dump(nf.tree, nf.header) != state.read_files(self.dir, n, [nvue.STARTUP]).get(nvue.STARTUP):
+                out.append(f"{n}: your startup.yaml differs from the one it runs")
         return out
 
     def down(self) -> list[str]:
         """Remove exactly what this lab owns: its containers (their links die with them), a
         namespace a killed `up` left behind, and its directory."""
-        with state.lock(self.name, "twin down"):
-            return cleanup.remove_all(self.name, self.dir, self.runtime)
+        with self.writing("twin down"):
+            return cleanup.remove_all(self.name, self.dir, self._remover())
+
+    def _remover(self) -> DockerRuntime:
+        """The runtime that takes the lab down: the one that made it, even where that tool (the
+        containerlab CLI) is gone now: everything the lab made carries its label or its name."""
+        if self._runtime is not None:
+            return self._runtime
+        try:
+            recorded = state.load(self.dir)[0]
+        except TwinError:
+            recorded = None   # a broken lab directory: its containers are found by label
+        return containerlab.runtime(self._runtime_name or (recorded.runtime if recorded else None), removing=True)
 
     # --- nodes -------------------------------------------------------------
     def _not_up(self) -> LabStateError:
@@ -268,7 +313,7 @@ class Lab:
         from twin.change import load_change
         from twin.change.apply import apply
 
-        with state.lock(self.name, "twin apply"):
+        with self.writing("twin apply"):
             ctx = self.context()
             return apply(ctx, load_change(ctx, change), timeout=timeout, wait=wait, say=say)
 
@@ -286,3 +331,34 @@ class Lab:
         """Nodes, container state, BGP sessions up/expected, tenants with VNIs, VTEPs and EVPN
         routes, and what is missing of the intent."""
         return lab_status(self.name, self.dir, self.runtime)
+
+
+def _refuse(problems: list[Problem]) -> None:
+    if problems:
+        raise TopologyError(problems)
+
+
+def frr_view(configs: UserConfigs, fabric: Fabric) -> UserConfigs:
+    """The configs as FRR will read them: the user's frr.conf files, and the frr.conf NVUE renders
+    for each startup.yaml (FRR checks twin's rendering of them too, before anything is made)."""
+    files = {n: dict(f) for n, f in configs.files.items() if userconf.FRR_CONF in f or userconf.DAEMONS in f}
+    paths = {n: dict(p) for n, p in configs.paths.items()}
+    nodes, _ = nvue.build(nvue.read_configs(configs), fabric, "netns")
+    for n, x in nodes.items():
+        files[n] = {userconf.FRR_CONF: x.files[userconf.FRR_CONF]}
+        paths.setdefault(n, {})[userconf.FRR_CONF] = f"{x.file.source} (the frr.conf NVUE renders)"
+    return UserConfigs(configs.source, files, paths)
+
+
+def nvue_layout(lab: str, backend: str, say: Say) -> str:
+    """The kernel layout of the lab's NVUE nodes: twin's per-VNI one (a bridge and a VXLAN device per
+    VNI), or with TWIN_NVUE_LAYOUT=vlan-aware, on a lab of VRF devices (--vrf-backend device) and a
+    kernel with 802.1Q VLANs, Cumulus's own (a VLAN-aware br_default, one VXLAN device, SVIs with VRR)."""
+    if os.environ.get("TWIN_NVUE_LAYOUT", "") != nvue.VLAN_AWARE:
+        return nvue.PER_VNI
+    why = ("the lab's tenant VRFs are namespaces (--vrf-backend device for VRF devices)" if backend != "vrf" else
+           "this kernel has no 802.1Q VLANs" if not kernel.probe_vlans(lab) else "")
+    if why:
+        say(f"TWIN_NVUE_LAYOUT=vlan-aware: {why}; the NVUE nodes get the per-VNI layout")
+        return nvue.PER_VNI
+    return nvue.VLAN_AWARE

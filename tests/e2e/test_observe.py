@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -167,9 +168,20 @@ def test_the_exporters_text_parses_with_prometheus_parser_and_carries_the_figure
         sessions = m["twin_bgp_session_up"]
         assert len(sessions) == 2 * 16 and all(s.value == 1 for s in sessions), "16 sessions, IPv4 and EVPN each"
         assert all(s.labels["lab"] == LAB for fam in m.values() for s in fam)
+        assert status_of(f"http://127.0.0.1:{port}/nope") == (404, "404: Not Found\n")
     finally:
         p.terminate()
         p.wait(10)
+    assert p.stderr.read().splitlines()[1:] == ["twin exporter: GET /nope: 404"], "one line, no traceback"
+
+
+def status_of(url: str, body: bytes | None = None) -> tuple[int, str]:
+    """The status and text of a request that fails (HTTPError carries them)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=body), timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
 
 
 def _up(url: str) -> bool:
@@ -230,11 +242,16 @@ def test_the_web_page_in_chromium_draws_the_fabric_and_shows_a_link_going_down(l
         assert shot.stat().st_size > 10_000, "a real page, not a blank one"
         carrier = twin_cli("events", LAB, "--since", "1m", "--kind", "carrier", check=True).stdout
         assert "dpu1 p0: link down" in carrier
+        assert status_of(f"http://127.0.0.1:{port}/nope") == (404, "404: Not Found\n")
+        assert status_of(f"http://127.0.0.1:{port}/api/state", b"x" * 100_000) == \
+            (413, "413: a request body is at most 65536 bytes\n")
     finally:
         twin_cli("fault", "link-up", LAB, "dpu1:p0")
         browser.quit()
         p.terminate()
         p.wait(10)
+    assert [line for line in p.stderr.read().splitlines()[1:] if "favicon" not in line] == [
+        "twin web: GET /nope: 404", "twin web: POST /api/state: 413: a request body is at most 65536 bytes"]
 
 
 def _answers(url: str) -> bool:

@@ -46,10 +46,8 @@ def address(lab, host: str) -> str:
     return lab.fabric.attachment_of(host)[1].address.split("/")[0]
 
 
-def test_the_vrf_backend_is_the_one_the_kernel_offers(lab):
-    from twin.runtime.kernel import probe_backend
-
-    assert lab.backend == probe_backend("t-probe")
+def test_the_vrf_backend_is_netns_on_every_kernel_unless_asked(lab):
+    assert lab.backend == "netns" and lab.topology.vrf_backend is None
     assert lab.status().vrf_backend == lab.backend
 
 

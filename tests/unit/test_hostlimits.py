@@ -86,6 +86,17 @@ def test_a_lab_fits_beside_the_labs_already_running(tmp_path):
                                                     ("net.ipv6.neigh.default.gc_thresh2", 1080)]
 
 
+def test_a_growing_apply_is_judged_by_what_it_adds_to_the_running_lab(tmp_path):
+    small, grown = clos(tmp_path, 2, 4, "small"), clos(tmp_path, 2, 40, "small")   # 80 -> 800 IPv6 entries
+    running = H.Usage(nd=400, mem_available_mib=20000)        # the small lab's 80 among them
+    assert H.check(grown, running, DEFAULTS, grown_from=grown) == []       # no growth, nothing to judge
+    assert H.check(small, running, DEFAULTS, grown_from=grown) == []       # a lab that shrinks fits
+    short = H.check(grown, running, DEFAULTS, grown_from=small)
+    assert [(s.setting, s.need, s.lab, s.running) for s in short] == [
+        ("net.ipv6.neigh.default.gc_thresh3", 1120, 720, 400), ("net.ipv6.neigh.default.gc_thresh2", 1120, 720, 400)]
+    assert H.check(grown, running, DEFAULTS) != short, "up counts the whole lab, apply only what it adds"
+
+
 def test_permanent_entries_beyond_gc_thresh1_are_no_shortfall():
     # pod8 holds 624 IPv4 entries, over the default gc_thresh1 (128), but the bindings are PERMANENT
     # and what the collector takes is learned again: only the capped entries (224 < 512) are judged

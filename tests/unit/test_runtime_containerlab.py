@@ -48,6 +48,15 @@ def inspect_of(nodes: list[str]) -> str:
     return json.dumps({"small": [{**entry, "lab_name": "small", "name": f"twin-small-{n}"} for n in nodes]})
 
 
+@pytest.fixture(autouse=True)
+def host_files(tmp_path, monkeypatch):
+    """containerlab's files on the host (/etc/hosts, /etc/ssh/ssh_config.d), here in tmp_path."""
+    (tmp_path / "ssh").mkdir()
+    monkeypatch.setattr(C.ContainerlabRuntime, "hosts", tmp_path / "hosts")
+    monkeypatch.setattr(C.ContainerlabRuntime, "ssh_config", tmp_path / "ssh")
+    return tmp_path
+
+
 def test_bring_up_exports_deploys_and_inspects_then_finds_twins_containers(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     fabric = load("tests/e2e/small.yml")
@@ -98,3 +107,25 @@ def test_without_containerlab_the_runtime_is_one_line(monkeypatch):
     assert str(e.value) == "containerlab is not installed; twin's own runtime (--runtime docker) needs nothing"
     with pytest.raises(TwinError, match="unknown runtime 'podman'; runtimes: docker, containerlab"):
         C.runtime("podman")
+
+
+def test_a_containerlab_lab_is_removed_without_containerlab(tmp_path, monkeypatch):
+    """containerlab uninstalled since `twin up --runtime containerlab`: `down` still removes the
+    labelled containers and what containerlab wrote for the lab on the host, and runs nothing."""
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    (tmp_path / "small.clab.yml").write_text("name: small\n")
+    mine = "###### CLAB-small-START ######\n10.0.0.2\tclab-small-leaf1\n###### CLAB-small-END ######\n"
+    other = "###### CLAB-smaller-START ######\n10.0.0.3\tx\n###### CLAB-smaller-END ######\n"
+    (tmp_path / "hosts").write_text("127.0.0.1\tlocalhost\n" + mine + other)
+    (tmp_path / "ssh" / "clab-small.conf").write_text("Host clab-small-*\n")
+    (tmp_path / "ssh" / "clab-smaller.conf").write_text("Host clab-smaller-*\n")
+    rt = C.ContainerlabRuntime(client=FakeClient(["spine1", "leaf1"]), run=lambda *a, **k: pytest.fail(f"ran {a}"),
+                               removing=True)
+    assert rt.binary is None
+    assert rt.remove_lab("small", tmp_path) == ["twin-small-spine1", "twin-small-leaf1"]
+    assert all(c.removed for c in rt.client.made)
+    assert (tmp_path / "hosts").read_text() == "127.0.0.1\tlocalhost\n" + other, "another lab's block stays"
+    assert sorted(f.name for f in (tmp_path / "ssh").iterdir()) == ["clab-smaller.conf"]
+    with pytest.raises(TwinError, match="lab name"):
+        rt.remove_host_files("../../etc/passwd")
+    assert isinstance(C.runtime("containerlab", removing=True), C.ContainerlabRuntime)

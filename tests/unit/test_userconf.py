@@ -69,8 +69,8 @@ def test_merge_puts_the_users_files_over_twins_and_adapts_only_vteps(tmp_path):
     files, notes = userconf.merge(rendered, c, AIPOD, "netns")
     assert files["dpu1"]["frr.conf"] == "mine\n" and files["dpu1"]["vtysh.conf"] == rendered["dpu1"]["vtysh.conf"]
     assert files["spine1"]["daemons"] == "bgpd=yes\n" and files["leaf1"] == rendered["leaf1"]
-    assert notes == [f"{tmp_path}/dpu1/daemons: zebra_options gets -n: this kernel has no VRF devices, so tenant "
-                     "VRFs are network namespaces (FRR's netns VRF backend)"]
+    assert notes == [f"{tmp_path}/dpu1/daemons: zebra_options gets -n: the lab's tenant VRFs are network namespaces "
+                     "(twin's netns VRF backend, FRR's netns VRF backend)"]
 
 
 DRYRUN_OUT = """\

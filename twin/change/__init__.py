@@ -16,6 +16,8 @@ from twin import topology
 from twin.change import link_faults, node_faults  # noqa: F401  (they register their faults)
 from twin.change.base import REGISTRY, Change, Result, fault_types
 from twin.change.declarative import ConfigsChange, TopologyChange
+from twin.change.nvue_change import NvueChange
+from twin.config import userconf
 from twin.change.fault_base import Fault
 from twin.errors import Problem, TopologyError, TwinError
 from twin.lifecycle.context import LabContext
@@ -48,12 +50,15 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
         return parse_fault(ctx, spec)
     p = Path(spec)
     if p.is_dir():
+        configs = userconf.read_dir(p)
+        if any(userconf.NVUE in f for f in configs.files.values()):
+            return NvueChange.load(ctx, p, configs)
         return ConfigsChange.load(ctx, p)
     if not p.exists():
         raise TopologyError([Problem(str(p), "", "no such file or directory: a change is a topology file, "
-                                                 "a directory of node configs (<dir>/<node>/frr.conf) or fault:...")])
+                                                 "a directory of node configs (<dir>/<node>/frr.conf, or NVUE's <dir>/<node>/startup.yaml) or fault:...")])
     return TopologyChange(topology.load(p, name=ctx.name))
 
 
 __all__ = ["load_change", "parse_fault", "Change", "Result", "REGISTRY", "TopologyChange",
-           "ConfigsChange", "Fault", "fault_types"]
+           "ConfigsChange", "NvueChange", "Fault", "fault_types"]

@@ -39,7 +39,7 @@ from twin.change.work import Work, dry_run
 from twin.config import overlay
 from twin.config.reconcile import node_delta
 from twin.errors import ApplyFailed, ChangeRefused, ConvergenceTimeout, TwinError
-from twin.lifecycle import barrier, state
+from twin.lifecycle import barrier, hostlimits, state
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.cleanup import patient
 from twin.lifecycle.context import LabContext
@@ -185,7 +185,7 @@ def _frr(r: Run) -> None:
 
 def _bind(r: Run) -> None:
     def one(n: str) -> None:
-        wait_vnis(r.ctx.exec(n), r.ctx.with_fabric(r.w.new).intent.nodes[n].vnis)
+        wait_vnis(r.ctx.exec(n), r.w.vnis[n] if n in r.w.vnis else r.ctx.with_fabric(r.w.new).intent.nodes[n].vnis)
         kernel.apply(r.w.deltas[n].bind, r.ctx.pid(n), r.ctx.exec(n), r.rollback)
 
     r.each([n for n, d in r.w.deltas.items() if d.bind], one, "bindings")
@@ -255,6 +255,11 @@ def refusals(ctx: LabContext, w: Work) -> list[str]:
         c = ctx.containers().get(node)
         reasons.append(f"{node}: not running (container {c.status if c else 'missing'}); start it first "
                        f"(`twin fault node-start {ctx.name} {node}`)")
+    try:   # a lab that grows takes more of the host's kernel limits, as `twin up` judges them
+        hostlimits.ensure(w.new, grown_from=w.old)
+    except hostlimits.HostLimitsShort as e:
+        reasons.append("host limits too low for what the change adds: " + "; ".join(map(str, e.shortfalls))
+                       + (f"; {e.fix}" if e.fix else ""))
     return reasons or dry_run(ctx, w)
 
 
@@ -262,6 +267,11 @@ def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: b
           say: Say = lambda _: None) -> Result:
     """Apply a declarative `change` (it has `work(ctx)`) to the running lab; see the module
     docstring for the stages."""
+    with ctx.writing("twin apply"):
+        return _apply(ctx, change, timeout, wait, say)
+
+
+def _apply(ctx: LabContext, change: Change, timeout: float | None, wait: bool, say: Say) -> Result:
     t0 = time.monotonic()
     w = change.work(ctx)
     reasons = refusals(ctx, w)
@@ -304,12 +314,12 @@ def inverse(ctx: LabContext, w: Work, j: Journal) -> Work:
     """The work that undoes what journal `j` says was done of `w`."""
     touched = j.kernel | set(j.frr)
     deltas = {n: d for n in sorted(touched) if n in w.old.nodes and n in w.new.nodes
-              and (d := node_delta(w.new, w.old, n, ctx.backend, ctx.shaping))}
+              and (d := w.undo[n] if n in w.undo else node_delta(w.new, w.old, n, ctx.backend, ctx.shaping))}
     return Work(w.new, w.old, w.old_files, w.files,
                 reload=[n for n, restarted in j.frr.items() if not restarted],
                 restart=[n for n, restarted in j.frr.items() if restarted], deltas=deltas,
                 links_add=list(j.links_deleted), links_del=list(j.links_added),
-                hosts_add=list(j.hosts_removed), hosts_del=list(j.hosts_started))
+                hosts_add=list(j.hosts_removed), hosts_del=list(j.hosts_started), vnis=w.old_vnis)
 
 
 def rollback(ctx: LabContext, w: Work, j: Journal, say: Say) -> list[str]:
@@ -334,7 +344,7 @@ def _record(ctx: LabContext, w: Work, change: Change) -> None:
     st, _ = state.load(ctx.dir)
     if st is None:
         raise TwinError(f"lab {ctx.name!r}: {ctx.dir / state.STATE} is gone; the change cannot be recorded")
-    source = str(Path(change.source).resolve()) if change.key in ("topology", "configs") else change.source
+    source = str(Path(change.source).resolve()) if change.key in ("topology", "configs", "nvue") else change.source
     if change.key == "topology":
         st.topology = source
     st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": w.summary})

@@ -10,6 +10,7 @@ from typing import ClassVar
 from twin.change import apply as stages
 from twin.change.base import Change, Result, Say, register
 from twin.change.diff import FabricDiff, unified
+from twin.change.nvue_work import nvue_work
 from twin.change.plan import Plan, file_diffs
 from twin.change.work import Work, current_files, frr_actions, keep_user_files
 from twin.config import overlay, render, userconf
@@ -64,6 +65,7 @@ class TopologyChange(Declarative):
         w.plan.kernel = {n: d.commands() for n, d in w.deltas.items()}
         w.plan.kernel.update({n: [s.command() for s in overlay.plan(new, n, ctx.backend, ctx.shaping)]
                               for n in w.hosts_add})
+        nvue_work(ctx, w, old, new)      # nodes running NVUE: their plane is their startup.yaml's on the new intent
         frr_actions(w)
         return w
 

@@ -59,6 +59,8 @@ class FabricDiff:
         out = [f"add node {n} ({self.new.nodes[n].kind})" for n in self.nodes_added if n not in self.hosts_added]
         out += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed if n not in self.hosts_removed]
         out += [f"change {a} of {n} ({o} -> {w})" for n, a, o, w in self.node_changes if a in NODE_FIXED]
+        if (self.old.vrf_backend or "netns") != (self.new.vrf_backend or "netns"):   # every VTEP made anew
+            out.append(f"change defaults.vrf_backend ({self.old.vrf_backend or 'netns'} -> {self.new.vrf_backend or 'netns'})")
         return sorted(out)
 
     # --- links ----------------------------------------------------------------------------
@@ -91,6 +93,7 @@ class FabricDiff:
         c += [f"add link {show(link_key(l))} (mtu {l.mtu})" for l in sorted(self.links_added, key=lambda l: sorted(link_key(l)))]
         c += [f"remove link {show(link_key(l))}" for l in sorted(self.links_removed, key=lambda l: sorted(link_key(l)))]
         c += [f"change mtu of {show(k)}: {o} -> {w}" for k, o, w in sorted(self.link_mtus, key=lambda x: sorted(x[0]))]
+        c += [f for f in self.fixed() if f.startswith("change defaults.vrf_backend")]
         return c + self._tenant_lines()
 
     def _tenant_lines(self) -> list[str]:

@@ -141,7 +141,8 @@ class Fault(Change):
         return REGISTRY[self.undone_by](self.target) if self.undone_by else None
 
     def apply(self, ctx: LabContext, say: Say = lambda _: None, **options) -> Result:
-        details = self.act(ctx)
+        with ctx.writing(f"twin fault {self.describe()}"):
+            details = self.act(ctx)
         store.note(ctx.dir, "action", f"fault {self.describe()}", node=self.target.split(":")[0],
                    **({"port": self.target.split(":", 1)[1]} if self.on == "port" else {}))
         undo = self.inverse(ctx)

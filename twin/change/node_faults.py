@@ -16,6 +16,7 @@ from twin import kinds, timeouts, wait
 from twin.change.base import register
 from twin.change.fault_base import Fault, Param, PortRef, set_port
 from twin.config import overlay
+from twin.config.backend import NETNS
 from twin.errors import TwinError
 from twin.lifecycle.bringup import configure_node
 from twin.lifecycle.context import LabContext
@@ -71,7 +72,7 @@ class NodeStart(NodeFault):
         c.start()
         ctx.refresh()
         pid, ex = ctx.pid(node), ctx.exec(node)
-        if ctx.backend == "netns" and fabric.tenants_on(node):  # names of the old tenant namespaces are stale
+        if ctx.backend == NETNS and fabric.tenants_on(node):  # names of the old tenant namespaces are stale
             ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in fabric.tenants_on(node)]])
         running = {n: ctx.pid(n) for n in ctx.running() if n != node}
         wired, skipped = [], []   # (own port, peer end) of each re-created link

@@ -59,6 +59,12 @@ def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: b
              budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None, noisy: str | None = None,
              baseline: dict | None = None, allow: tuple = ()) -> Rehearsal:
     ctx = context_of(lab)
+    with ctx.writing(f"twin rehearse {change}"):   # refused at once while another twin changes the lab
+        return _rehearse(ctx, change, thresholds, rollback, budget_pps, say, noisy, baseline, allow)
+
+
+def _rehearse(ctx: LabContext, change: str, thresholds: Thresholds | None, rollback: bool, budget_pps: float,
+              say: Say, noisy: str | None, baseline: dict | None, allow: tuple) -> Rehearsal:
     rep = Rehearsal(ctx.name, change, thresholds=thresholds or Thresholds())
     c = load_change(ctx, change)            # an unreadable change or fault is refused before any traffic
     flood = _flood(ctx, noisy) if noisy else None

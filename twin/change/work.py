@@ -35,6 +35,11 @@ class Work:
     hosts_add: list[str] = field(default_factory=list)   # host endpoints: containers made / removed
     hosts_del: list[str] = field(default_factory=list)
     plan: Plan | None = None
+    # nodes whose kernel plane is their own configuration's (NVUE), not the intent's: the steps
+    # that undo the change there, and the VNIs zebra will know there afterwards
+    undo: dict[str, NodeDelta] = field(default_factory=dict)
+    vnis: dict[str, set[int]] = field(default_factory=dict)
+    old_vnis: dict[str, set[int]] = field(default_factory=dict)
 
     @property
     def summary(self) -> list[str]:

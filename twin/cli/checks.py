@@ -136,6 +136,8 @@ def print_report(report) -> None:
     for c in report.failures():
         out.print(f"[red]FAIL[/red] {c.group}: {c.name}: ", end="")
         out.print(c.message, markup=False, highlight=False)
+    for node, paths in (report.extra.get("not emulated") or {}).items():
+        out.print(f"not emulated (kept in {node}'s NVUE, not run): {', '.join(paths)}", highlight=False)
     out.print("[green]PASSED[/green]" if report.passed else f"[red]FAILED[/red]: {len(report.failures())} checks")
 
 

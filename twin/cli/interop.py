@@ -8,25 +8,28 @@ import yaml
 
 from twin import topology
 from twin.cli.common import err, main, out, run
+from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
 from twin.config.render import render_lab
+from twin.interop import nvue
 from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, import_air, parse_roles
 from twin.interop.clab_import import import_clab, is_clab
 from twin.interop.clone import clone
 from twin.lifecycle import state
 from twin.runtime import images
 
-FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot")
+FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot", "nvue")
 
 
 def _source(source: str):
     """(fabric, VRF backend) of a topology file, or of a lab by name (its recorded intent)."""
     p = Path(source)
     if p.is_file():
-        return topology.load(p), "netns"
+        fabric = topology.load(p)
+        return fabric, wanted(fabric)[0]
     st, fabric = state.load(state.labdir(source))
     if fabric is None:
         raise click.UsageError(f"{source!r} is neither a topology file nor a lab here (`twin list` shows the labs)")
-    return fabric, (st.backend if st else None) or "netns"
+    return fabric, (st.backend if st else None) or DEFAULT_BACKEND
 
 
 @main.command(name="export")
@@ -34,23 +37,31 @@ def _source(source: str):
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="What to write.")
 @click.option("-o", "--output", type=click.Path(file_okay=False), required=True, help="Directory to write into.")
 @click.option("--image", help="Node image in the export (default: twin's node image tag).")
-@click.option("--backend", type=click.Choice(["netns", "vrf"]),
-              help="VRF backend of the VTEPs (default: the lab's, netns for a file; vrf on kernels with VRF devices).")
+@click.option("--backend", type=click.Choice([*CHOICES, "vrf"]),
+              help="VRF backend of the VTEPs: netns or device (`vrf` is device's old name); default: the lab's, or "
+                   "the file's defaults.vrf_backend (netns unless it says device).")
 @click.option("--namespace", help="Kubernetes namespace of the Clabernetes manifests.")
 @click.pass_context
 def export_(ctx, source, fmt, output, image, backend, namespace):
     """Write TOPOLOGY (a file) or LAB (a lab here) in another tool's format: containerlab (a
     .clab.yml with the files it binds), clabernetes (Kubernetes manifests), air-json or air-dot
-    (NVIDIA Air topologies). See docs/interop.md for what each carries."""
+    (NVIDIA Air topologies), nvue (each spine's, leaf's and DPU's startup.yaml, Cumulus Linux 5.9
+    / DOCA HBN: DIR/<node>/startup.yaml). See docs/interop.md for what each carries."""
     def go():
         fabric, recorded = _source(source)
         d = Path(output)
-        if fmt in ("air-json", "air-dot"):
+        if fmt == "nvue":
+            texts, notes = nvue.export(fabric)
+            state.write_files(d, {n: {nvue.STARTUP: t} for n, t in texts.items()})
+            for note in notes:
+                err.print(f"note: {note}")
+            path = f"{d}: {len(texts)} startup.yaml ({', '.join(texts)}); `twin up {source} --configs {d}` runs them"
+        elif fmt in ("air-json", "air-dot"):
             d.mkdir(parents=True, exist_ok=True)
             path = d / f"{fabric.name}.{'json' if fmt == 'air-json' else 'dot'}"
             path.write_text(export_air_json(fabric) if fmt == "air-json" else export_air_dot(fabric))
         else:
-            b = backend or recorded
+            b = CHOICES.get(backend, backend) or recorded
             tag = image or images.node_tag()
             write = export_containerlab if fmt == "containerlab" else export_clabernetes
             extra = {"namespace": namespace} if fmt == "clabernetes" else {}

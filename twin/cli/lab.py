@@ -9,18 +9,25 @@ from rich.table import Table
 
 from twin import timeouts
 from twin.cli.common import err, main, out, run
+from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.render import render_lab
 from twin.config import userconf
 from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
 from twin.interop.clab_import import is_clab
 from twin.interop import parse_roles
-from twin.lab import Lab
+from twin.lab import Lab, frr_view
 from twin.lifecycle import admission, hostlimits, state
+from twin.lifecycle.vrfbackend import Choice
 from twin.lifecycle.status import LabStatus
 from twin.runtime import dryrun, images
 from twin.runtime.docker import DockerRuntime
 from twin.topology import ValidationReport
 from twin.topology import validate as topology_validate
+
+
+VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defaults.vrf_backend: netns (the "
+                    "default on every kernel: a network namespace per tenant, what the test suite runs) or device "
+                    "(Linux VRF devices: needs CONFIG_NET_VRF; not exercised by twin's test suite).")
 
 
 @main.command()
@@ -40,8 +47,9 @@ from twin.topology import validate as topology_validate
 @click.option("--runtime", type=click.Choice(["docker", "containerlab"]), envvar="TWIN_RUNTIME",
               help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
                    "containerlab CLI on twin's export (where containerlab is installed). Env: TWIN_RUNTIME.")
+@click.option("--vrf-backend", type=click.Choice(list(CHOICES)), help=VRF_BACKEND_HELP)
 @click.pass_context
-def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime):
+def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     TOPOLOGY is a twin topology file, or a containerlab LAB.clab.yml (imported on the
@@ -57,7 +65,7 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime):
         lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles))
         try:
             with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
-                timings = lab.up(image=image, timeout=timeout, keep=keep,
+                timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend,
                                  say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
                                                 err.print(f"  {m}") if ctx.obj.verbose else None))
         except AlreadyUp as e:
@@ -86,21 +94,24 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime):
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
               help="A containerlab file's nodes of kinds twin cannot run, as twin kinds.")
 @click.option("--name", help="Lab name to check too (default: the topology's name).")
+@click.option("--vrf-backend", type=click.Choice(list(CHOICES)), help=VRF_BACKEND_HELP)
 @click.option("--timeout", type=float, help="The convergence deadline `twin up` would get (default: from lab size).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def validate(ctx, topology, configs, roles, name, timeout, as_json):
-    """Validate and render TOPOLOGY without creating anything, and say what it would take of this
-    host's limits and CPU, and the BGP timers it would get here. Exit 0 if it is valid (and fits),
-    1 if not: for CI.
+def validate(ctx, topology, configs, roles, name, vrf_backend, timeout, as_json):
+    """Validate and render TOPOLOGY without creating anything, and say which VRF backend it would
+    run on (and why), what it would take of this host's limits and CPU, and the BGP timers it
+    would get here. Exit 0 if it is valid (and fits), 1 if not: for CI.
 
     With --configs (or a containerlab file's bound configs), FRR's own check of every file
     too: a refused line is named with its file:line."""
     def go():
-        report = _validation(topology, name, parse_roles(roles), configs)
+        report, choice = _validation(topology, name, parse_roles(roles), configs, vrf_backend)
         doc = report.to_dict()
         if report.valid:
-            files = render_lab(report.fabric, "netns")
+            files = render_lab(report.fabric, choice.backend)
+            doc["vrf_backend"] = {"backend": NAMES[choice.backend], "why": choice.why,
+                                  "vrf_devices": choice.vrf_devices}
             doc["rendered"] = {n: sorted(f) for n, f in files.items()}
             doc["host"] = host_figures(report.fabric, timeout)
         if as_json:
@@ -112,6 +123,7 @@ def validate(ctx, topology, configs, roles, name, timeout, as_json):
             out.print(f"{topology}: valid: " + ", ".join(f"{v} {k}" for k, v in sm["nodes"].items())
                       + f"; {sm['links']} links, {sm['sessions']} BGP sessions, {sm['tenants']} tenants on "
                       f"{sm['vteps']} VTEPs; rendered {sum(map(len, doc['rendered'].values()))} files")
+            out.print(f"VRF backend: {choice}", highlight=False)
             tables = host["short"][:len(host["short"]) - (not host["cpu"]["fits"])]
             out.print("host: needs " + ", ".join(f"{k} {v}" for k, v in host["needs"].items())
                       + ("; fits this host's kernel tables" if not tables else
@@ -121,21 +133,34 @@ def validate(ctx, topology, configs, roles, name, timeout, as_json):
     run(ctx, go)
 
 
-def _validation(topology: str, name: str | None, roles: dict, configs: str | None) -> ValidationReport:
-    """The topology's report, with the problems of the user's configs (and FRR's word on them) added."""
+def _validation(topology: str, name: str | None, roles: dict, configs: str | None,
+                vrf_backend: str | None) -> tuple[ValidationReport, Choice | None]:
+    """The topology's report, with the problems of the user's configs (and FRR's word on them) added,
+    and the VRF backend `up` would run it on (None when it is invalid)."""
     try:
         lab = Lab.load(topology, name=name, configs=configs, roles=roles)
     except TopologyError as e:
         if not is_clab(topology) and not roles and configs is None:
-            return topology_validate(topology, name)     # the file's own report (a broken file)
-        return ValidationReport(topology, None, tuple(e.problems))
+            return topology_validate(topology, name), None     # the file's own report (a broken file)
+        return ValidationReport(topology, None, tuple(e.problems)), None
+    try:
+        choice = lab.vrf_backend(vrf_backend)
+    except TopologyError as e:
+        return ValidationReport(topology, lab.topology, tuple(e.problems)), None
+    except TwinError as e:   # the kernel could not be asked (not root): said, not judged
+        backend, why = wanted(lab.topology, vrf_backend)
+        choice = Choice(backend, f"{why}; {e}", None)
+    return _configs_validation(topology, lab), choice
+
+
+def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
     if lab.configs is None:
         return ValidationReport(topology, lab.topology)
     problems = userconf.check(lab.configs, lab.topology)
     if not problems:
         client = DockerRuntime().client
         try:
-            dryrun.check(client, images.ensure(client), lab.name, lab.configs)
+            dryrun.check(client, images.ensure(client), lab.name, frr_view(lab.configs, lab.topology))
         except ConfigError as e:
             problems = e.problems
     return ValidationReport(topology, lab.topology, tuple(problems))
@@ -217,6 +242,8 @@ def print_status(st: LabStatus) -> None:
         out.print(f"[red]MISSING[/red] {p}", highlight=False)
     if len(problems) > 40:
         out.print(f"... and {len(problems) - 40} more")
+    if st.changing:
+        out.print(f"[yellow]changing now[/yellow]: {st.changing} holds the lab's lock", highlight=False)
     out.print("[green]healthy[/green]: the lab holds its intent" if st.healthy
               else f"[red]NOT healthy[/red]: {len(problems) or 'status ' + st.status} problem(s)")
 

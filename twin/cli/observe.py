@@ -25,13 +25,6 @@ def since_seconds(text: str) -> float:
     return float(m.group(1)) * UNITS[m.group(2) or "s"]
 
 
-def listen_address(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise TwinError(f"--listen {text!r}: give HOST:PORT, e.g. 127.0.0.1:8080")
-    return host.strip("[]"), int(port)
-
-
 @main.command(name="watch")
 @click.argument("lab")
 @click.option("--node", help="Only this node's ports and sessions.")
@@ -110,46 +103,56 @@ def counters_(ctx, lab, node, as_json):
     run(ctx, go)
 
 
+def listen_options(default: str):
+    """--listen (repeatable), --allow-remote, --tls-cert/--tls-key of a served command."""
+    def wrap(fn):
+        fn = click.option("--tls-key", type=click.Path(dir_okay=False, exists=True), help="Its private key.")(fn)
+        fn = click.option("--tls-cert", type=click.Path(dir_okay=False, exists=True),
+                          help="Serve HTTPS with this certificate (PEM) on the TCP listeners.")(fn)
+        fn = click.option("--allow-remote", is_flag=True,
+                          help="Allow a --listen address other machines can reach (default: loopback only; "
+                               "a warning is printed).")(fn)
+        return click.option("--listen", "listen", multiple=True, default=[default], show_default=True,
+                            metavar="HOST:PORT|unix:PATH",
+                            help="Where to listen (repeatable: one process serves them all).")(fn)
+    return wrap
+
+
+def serve(what: str, lab: str, make_app, listen: tuple[str, ...], allow_remote: bool, tls_cert: str | None,
+          tls_key: str | None, path: str) -> None:
+    """Run a lab's ASGI app (`make_app(collector)`) on every listener until Ctrl-C."""
+    from twin.lifecycle.service import Listener, Service, check_listeners
+
+    listeners = [Listener.parse(x, **({"certfile": tls_cert, "keyfile": tls_key} if not x.startswith("unix:")
+                                      else {})) for x in listen]
+    for w in check_listeners(f"twin {what}", listeners, allow_remote):
+        err.print(w)
+    with Collector(Lab(lab).context()) as col:
+        Service(what, make_app(col), listeners).run(
+            on_start=lambda s: (err.print(f"twin {what} of {lab}: " + ", ".join(
+                a if a.startswith("unix:") else a + path for a in s.addresses()) + " (Ctrl-C stops)"),
+                sys.stderr.flush()), on_stop=col.stop)
+
+
 @main.command(name="exporter")
 @click.argument("lab")
-@click.option("--listen", default="127.0.0.1:9342", show_default=True, help="HOST:PORT to serve /metrics on.")
+@listen_options("127.0.0.1:9342")
 @click.pass_context
-def exporter_(ctx, lab, listen):
+def exporter_(ctx, lab, listen, allow_remote, tls_cert, tls_key):
     """Serve LAB's counters, sessions and drop events to Prometheus (GET /metrics)."""
     def go():
-        from prometheus_client import start_http_server
-
-        from twin.observe.metrics import registry
-        host, port = listen_address(listen)
-        with Collector(Lab(lab).context()) as col:
-            server, _ = start_http_server(port, addr=host, registry=registry(col))
-            err.print(f"serving {lab}'s metrics on http://{host}:{port}/metrics (Ctrl-C stops)")
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                server.shutdown()
+        from twin.observe.metrics import app
+        serve("exporter", lab, app, listen, allow_remote, tls_cert, tls_key, "/metrics")
     run(ctx, go)
 
 
 @main.command(name="web")
 @click.argument("lab")
-@click.option("--listen", default="127.0.0.1:8080", show_default=True, help="HOST:PORT of the page.")
+@listen_options("127.0.0.1:8080")
 @click.pass_context
-def web_(ctx, lab, listen):
+def web_(ctx, lab, listen, allow_remote, tls_cert, tls_key):
     """A live page of LAB: the fabric, links by state, nodes' sessions, VNIs, counters, events."""
     def go():
-        from twin.observe.web import serve
-        host, port = listen_address(listen)
-        with Collector(Lab(lab).context()) as col:
-            server = serve(col, host, port)
-            err.print(f"twin web: http://{host}:{port}/ (Ctrl-C stops)")
-            sys.stderr.flush()
-            try:
-                server.serve_forever(poll_interval=0.5)
-            except KeyboardInterrupt:
-                pass
-            finally:
-                col.stop()
-                server.server_close()
+        from twin.observe.web import app
+        serve("web", lab, app, listen, allow_remote, tls_cert, tls_key, "/")
     run(ctx, go)

@@ -19,7 +19,7 @@ def link_alias(lab: str, local: str, peer: str) -> str:
 
 
 def probe_netns(lab: str) -> str:
-    """The throwaway host namespace of the VRF-backend probe (`twin.runtime.kernel.probe_backend`)."""
+    """The throwaway host namespace of the VRF-backend probe (`twin.runtime.kernel.vrf_devices`)."""
     return f"twin-{lab}-probe"
 
 

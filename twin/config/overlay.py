@@ -1,8 +1,8 @@
 """Kernel side of the overlay on a VTEP: a plan of steps, rendered and applied.
 
-The plan is pure data derived from the fabric: per tenant a VRF (a Linux VRF
-device, or a network namespace for FRR's netns VRF backend when the kernel has
-no VRF devices), an L3VNI (VXLAN device + bridge as the L3 SVI, symmetric IRB)
+The plan is pure data derived from the fabric: per tenant a VRF (a network
+namespace for FRR's netns VRF backend, the default, or a Linux VRF device on the
+device backend: `twin.config.backend`), an L3VNI (VXLAN device + bridge as the L3 SVI, symmetric IRB)
 and, per segment with a local host, an L2VNI (VXLAN device, no learning, ARP
 suppression, `tos inherit` so RoCE DSCP marks reach the underlay) in a bridge
 that holds the anycast gateway and the host ports.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from twin import kinds
 from twin.config import droplog, services
-from twin.config.backend import BACKENDS, VRF_TABLE_BASE, Backend, tenant_ns, vrf_tables
+from twin.config.backend import BACKENDS, Backend, DEVICE, NETNS, VRF_TABLE_BASE, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
 from twin.config.services import SHAPINGS, Shaping
 from twin.config.steps import Step
@@ -35,12 +35,12 @@ def plan(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -
         return host_plan(fabric, node)
     tenants = fabric.tenants_on(node)
     steps: list[Step] = vtep_head(fabric, node, backend)
-    if backend == "netns":  # every tenant namespace first: the node runs these in one go
+    if backend == NETNS:  # every tenant namespace first: the node runs these in one go
         steps += [Step("netns", t.vrf) for t in tenants]
     for t in tenants:
         steps += tenant_steps(fabric, node, t, backend, with_netns=False)
     # the host ports' zero-trust rules last, in one go as well
-    if backend == "netns":
+    if backend == NETNS:
         steps += [Step("nft", nft_file(t.vrf), t.vrf) for t in tenants]
     elif steps:
         steps.append(Step("nft", nft_file(None)))
@@ -49,7 +49,7 @@ def plan(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -
 
 def vtep_head(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     """What a VTEP needs once, before any tenant."""
-    if backend == "netns" and fabric.tenants_on(node):
+    if backend == NETNS and fabric.tenants_on(node):
         # zebra -n cannot take interface config (see render.frr_files): the VTEP /32 is set here
         return [Step("addr", "lo", args={"cidr": f"{fabric.nodes[node].loopback}/32"})]
     return []
@@ -84,7 +84,7 @@ def tenant_steps(fabric: Fabric, node: str, t: Tenant, backend: Backend, with_ne
     """One tenant on VTEP `node`: its VRF, L3VNI and every segment with a local host."""
     ns = tenant_ns(t, backend)
     steps: list[Step] = []
-    if backend == "netns":
+    if backend == NETNS:
         steps += [Step("netns", t.vrf)] if with_netns else []
         steps.append(Step("up", "lo", ns))
     else:
@@ -112,7 +112,7 @@ def _vni_devices(fabric: Fabric, node: str, t: Tenant, backend: Backend, vni: in
     out = [Step("vxlan", vx, args={"vni": vni, "local": fabric.nodes[node].loopback, "mtu": mtu,
                                    **ix(VXLAN_INDEX), **({"netns": ns} if ns else {})})]
     out.append(Step("bridge", br, ns, {"mtu": mtu, **({"mac": mac} if mac else {}), **ix(BRIDGE_INDEX)}))
-    if backend == "vrf":
+    if backend == DEVICE:
         out.append(Step("master", br, ns, {"master": t.vrf}))
     # ARP suppression on a segment's VXLAN port: its VTEP answers for remote hosts (verify's arp
     # group proves it). Not on the L3VNI's: its bridge has no hosts and sees no ARP (`twin verify
@@ -162,7 +162,7 @@ def nft_rulesets(fabric: Fabric, node: str, backend: Backend) -> dict[str, str]:
     tenants = fabric.tenants_on(node)
     if not tenants:
         return {}
-    groups = {t.vrf: [t] for t in tenants} if backend == "netns" else {None: tenants}
+    groups = {t.vrf: [t] for t in tenants} if backend == NETNS else {None: tenants}
     return {nft_file(vrf): render_template("nft/ports.nft.j2", node=node, fabric_name=fabric.name, tenant=vrf,
                                            log=droplog.log, log_group=droplog.LOG_GROUP,
                                            attachments=[a for t in ts for a in t.attachments if a.vtep == node])
@@ -220,9 +220,14 @@ def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc",
     later = [] if host else bindings(fabric, node, backend)
     what = ("tenant port of this host" if host else f"EVPN overlay on this VTEP, VRF backend: {backend}"
             if fabric.tenants_on(node) else "services of this node")
+    return script_of(node, fabric.name, what, steps, later)
+
+
+def script_of(node: str, lab: str, what: str, steps: list[Step], later: list[Step]) -> str:
+    """interfaces.sh of given steps (and bindings, `later`), whoever worked them out."""
     head = [
         "#!/bin/sh",
-        f"# {node} (lab {fabric.name}): kernel side of the {what}.",
+        f"# {node} (lab {lab}): kernel side of the {what}.",
         "# twin applies these very steps over netlink once the node is wired (before FRR starts);",
         "# this file is for reading, and for running by hand on a node that lost them.",
         "set -e",

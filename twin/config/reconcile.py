@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from twin import kinds
 from twin.config import overlay, services
+from twin.config.backend import NETNS
 from twin.config.overlay import Backend, Shaping, tenant_ns
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name, vxlan_name
@@ -154,7 +155,7 @@ def _attachments(o: Tenant, n: Tenant, node: str, seg: Segment, backend: Backend
 
 
 def _nft(t: Tenant, backend: Backend) -> Step:
-    return Step("nft", overlay.nft_file(t.vrf if backend == "netns" else None), tenant_ns(t, backend))
+    return Step("nft", overlay.nft_file(t.vrf if backend == NETNS else None), tenant_ns(t, backend))
 
 
 # --- taking down ---------------------------------------------------------------
@@ -187,7 +188,7 @@ def tenant_teardown(fabric: Fabric, node: str, t: Tenant, backend: Backend) -> l
     # The netns backend keeps the tenant's namespace, empty: FRR 10.3's zebra crashes
     # (netlink_route_multipath_msg_encode) when a namespace VRF of a name it has seen
     # before is created again, so a tenant that comes back finds its namespace there.
-    return steps + ([] if backend == "netns" else [Step("del", t.vrf)])
+    return steps + ([] if backend == NETNS else [Step("del", t.vrf)])
 
 
 # --- MTUs of a node's own ports ---------------------------------------------------

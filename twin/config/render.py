@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from twin import kinds
 from twin.config import overlay, services
+from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.jinja import render_template
 from twin.config.overlay import Backend, Shaping
 from twin.intent.gateway import gateway_intent
@@ -24,7 +25,7 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
     tenants = fabric.tenants_on(node.name)
     features = kind.frr_features + (("evpn",) if tenants else ())
     # FRR's netns VRF backend: zebra -n, each VRF a network namespace
-    netns_vrfs = bool(tenants) and backend == "netns"
+    netns_vrfs = bool(tenants) and backend == NETNS
     zebra_extra = " -n" if netns_vrfs else ""
     # zebra -n keeps interfaces as "<netns>:<ifname>": FRR 10 asserts on interface blocks
     # then, so a VTEP of that backend gets its loopback from the kernel side instead
@@ -42,7 +43,7 @@ def daemons_file(node: Node, daemons: list[str]) -> str:
     return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
 
 
-def render_node(node: Node, fabric: Fabric, backend: Backend = "netns", shaping: Shaping = "tc") -> dict[str, str]:
+def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = "tc") -> dict[str, str]:
     files = frr_files(node, fabric, backend) if kinds.of(node).runs_frr else {}
     kernel = overlay.script(fabric, node.name, backend, shaping)
     if kernel:
@@ -52,7 +53,7 @@ def render_node(node: Node, fabric: Fabric, backend: Backend = "netns", shaping:
     return files
 
 
-def render_lab(fabric: Fabric, backend: Backend = "netns", shaping: Shaping = "tc") -> dict[str, dict[str, str]]:
+def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = "tc") -> dict[str, dict[str, str]]:
     """Every node's files: {node: {file name: text}}; `backend` is the VRF backend of the VTEPs,
     `shaping` how rate limits are enforced (`twin.config.services`)."""
     return {name: render_node(node, fabric, backend, shaping) for name, node in fabric.nodes.items()}

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from twin.config.backend import Backend, tenant_ns, vrf_tables
+from twin.config.backend import Backend, NETNS, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
 from twin.config.steps import Step
 from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, gateway_intent
@@ -69,7 +69,7 @@ def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc
     for i, t in enumerate(fabric.tenants_on(node)):
         g = gateway_intent(fabric, node, t)
         if g is not None:
-            zone = 0 if backend == "netns" else list(fabric.tenants).index(t.name) + 1
+            zone = 0 if backend == NETNS else list(fabric.tenants).index(t.name) + 1
             out[gateway_file(t)] = render_template(
                 "nft/gateway.nft.j2", node=node, fabric_name=fabric.name, g=g, table=gateway_table(t, backend),
                 fabric_addresses=loopbacks, zone=zone, zone_ports=_zone_ports(fabric, node, t, g),
@@ -93,7 +93,7 @@ def gateway_file(t: Tenant) -> str:
 
 def gateway_table(t: Tenant, backend: Backend) -> str:
     """Its own namespace holds one gateway; the node's (VRF backend) one per tenant."""
-    return "twin_gw" if backend == "netns" else f"twin_gw_{t.l3vni}"
+    return "twin_gw" if backend == NETNS else f"twin_gw_{t.l3vni}"
 
 
 def _mac(prefix: int, l3vni: int) -> str:

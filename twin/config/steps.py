@@ -165,6 +165,21 @@ def _set(**kw) -> Callable[[Step, IPRoute, Netns], None]:
 
 OPS: dict[str, Op] = {
     "netns": Op(lambda s, n: f"ip netns add {s.dev}"),
+    # Cumulus's VLAN-aware layout (`twin.interop.nvue.vlanaware`: opt-in, for kernels with 802.1Q VLANs; this
+    # project's CI kernel has none): run in the node by these very commands, golden-tested only
+    "vlan-bridge": Op(lambda s, n: f"ip link add {s.dev} mtu {s.args['mtu']} type bridge vlan_filtering 1 "
+                                   "vlan_default_pvid 0"),
+    "svd": Op(lambda s, n: f"ip link add {s.dev} mtu {s.args['mtu']} type vxlan external local {s.args['local']} "
+                           f"dstport {VXLAN_PORT} nolearning tos inherit ttl 64"),
+    "vlan": Op(lambda s, n: f"ip link add link {s.args['link']} name {s.dev} type vlan id {s.args['vid']}"),
+    "macvlan": Op(lambda s, n: f"ip link add link {s.args['link']} name {s.dev} address {s.args['mac']} "
+                               "type macvlan mode private"),
+    "bridge-vlan": Op(lambda s, n: f"bridge vlan add dev {s.dev} vid {s.args['vid']}"
+                                   + (" pvid untagged" if s.args.get("access") else "")
+                                   + (" self" if s.args.get("self") else "")
+                                   + (f" tunnel_info id {s.args['vni']}" if s.args.get("vni") else "")),
+    "vlan-tunnel": Op(lambda s, n: f"bridge link set dev {s.dev} vlan_tunnel on"),
+    "fdb-vlan": Op(lambda s, n: f"bridge fdb replace {s.args['mac']} dev {s.dev} master static vlan {s.args['vid']}"),
     "nft": Op(lambda s, n: f"{'ip netns exec ' + s.ns + ' ' if s.ns else ''}nft -f {NODE_DIR}/{s.dev}"),
     # a table (dev: "FAMILY NAME") gone, whether it was there or not
     "nft-delete": Op(lambda s, n: f"{'ip netns exec ' + s.ns + ' ' if s.ns else ''}nft 'add table {s.dev}; "
@@ -201,6 +216,7 @@ OPS: dict[str, Op] = {
                  _set(master=lambda s, ipr, nn: index(ipr, s.args["master"]))),
     "nomaster": Op(lambda s, n: f"ip {n}link set {s.dev} nomaster", _set(master=0)),
     "up": Op(lambda s, n: f"ip {n}link set {s.dev} up", _set(state="up")),
+    "down": Op(lambda s, n: f"ip {n}link set {s.dev} down", _set(state="down")),   # a port NVUE says is down
     "mac": Op(lambda s, n: f"ip {n}link set {s.dev} address {s.args['mac']}",
               _set(address=lambda s, ipr, nn: s.args["mac"])),
     "mtu": Op(lambda s, n: f"ip {n}link set {s.dev} mtu {s.args['mtu']}", _set(mtu=lambda s, ipr, nn: s.args["mtu"])),

@@ -3,6 +3,8 @@ fabric and merged over twin's rendering.
 
     DIR/<node>/frr.conf    the node's frr.conf (and, optionally, DIR/<node>/daemons)
     DIR/<node>.conf        the node's frr.conf alone
+    DIR/<node>/startup.yaml  the node's NVUE configuration (spines, leafs, DPUs: read and rendered
+                           by `twin.interop.nvue`, which gives the node its frr.conf and kernel plane)
 
 A node with a file boots it instead of twin's; every other node gets twin's
 rendering. The topology still gives the wiring and the tenants' kernel plane
@@ -21,12 +23,13 @@ from pathlib import Path
 
 from twin import kinds
 from twin.config import overlay, render
+from twin.config.backend import NETNS
 from twin.errors import Problem, TopologyError
 from twin.intent import frrconf, generic
 from twin.topology.model import Fabric
 
-FRR_CONF, DAEMONS = "frr.conf", "daemons"
-FILES = (FRR_CONF, DAEMONS)
+FRR_CONF, DAEMONS, NVUE = "frr.conf", "daemons", "startup.yaml"
+FILES = (FRR_CONF, DAEMONS, NVUE)
 MAX_BYTES = 1 << 20          # a config file of more than 1 MiB is not one
 _ZEBRA_OPTIONS = re.compile(r'^(zebra_options=")([^"]*)(")', re.M)
 _NETNS_FLAG = re.compile(r"(^|\s)(-n|--vrfwnetns)(?=\s|$)")
@@ -114,7 +117,22 @@ def check(configs: UserConfigs, fabric: Fabric) -> list[Problem]:
         elif node not in frr_nodes:
             problems.append(Problem(where, "", f"{node} is a {fabric.nodes[node].kind}: it runs no FRR, so it "
                                                f"takes no FRR config; FRR nodes: {', '.join(frr_nodes)}"))
+        elif NVUE in files:
+            problems += _nvue_node(configs, fabric, node, files)
     return problems
+
+
+def _nvue_node(configs: UserConfigs, fabric: Fabric, node: str, files: dict[str, str]) -> list[Problem]:
+    """NVUE runs on the fabric's switches and DPUs, and renders the node's FRR files itself."""
+    where = configs.path(node, NVUE)
+    kind = kinds.of(fabric.nodes[node])
+    if kind.user_config or kind.edge:
+        return [Problem(where, "", f"{node} is a {fabric.nodes[node].kind}: NVUE runs on spines, leafs and DPUs")]
+    other = [n for n in (FRR_CONF, DAEMONS) if n in files]
+    if other:
+        return [Problem(where, "", f"{node} has NVUE's startup.yaml and {' and '.join(other)} "
+                                   f"({configs.path(node, other[0])}): NVUE renders the node's FRR files; give one")]
+    return []
 
 
 def load(d: str | Path, fabric: Fabric) -> UserConfigs:
@@ -144,25 +162,26 @@ def merge(rendered: dict[str, dict[str, str]], configs: UserConfigs | None,
             notes.append(f"{configs.path(node, FRR_CONF)}: puts no {lo[0].args['cidr']} on lo; twin's kernel plane "
                          "does (the topology's loopback), as ifupdown2 would on a switch")
         if DAEMONS in files and fabric.tenants_on(node):
-            out[node][DAEMONS], note = adapt_daemons(files[DAEMONS], backend == "netns")
+            out[node][DAEMONS], note = adapt_daemons(files[DAEMONS], backend == NETNS)
             notes += [f"{configs.path(node, DAEMONS)}: {note}"] if note else []
     return out, notes
 
 
 def adapt_daemons(text: str, netns_vrfs: bool) -> tuple[str, str]:
     """A VTEP's daemons file with zebra's VRF backend as its kernel plane needs it: `-n`
-    (FRR's netns VRF backend) on a kernel without VRF devices, none on one with them.
+    (FRR's netns VRF backend) on the netns backend, none on the device backend.
     Returns the text and a note of what changed ("" when nothing did)."""
     m = _ZEBRA_OPTIONS.search(text)
     has = bool(m and _NETNS_FLAG.search(m.group(2)))
     if has == netns_vrfs:
         return text, ""
     if netns_vrfs:
-        why = ("zebra_options gets -n: this kernel has no VRF devices, so tenant VRFs are network "
-               "namespaces (FRR's netns VRF backend)")
+        why = ("zebra_options gets -n: the lab's tenant VRFs are network namespaces (twin's netns VRF "
+               "backend, FRR's netns VRF backend)")
         if m is None:
             return text.rstrip("\n") + '\nzebra_options="  -A 127.0.0.1 -s 90000000 -n"\n', why
         return text[:m.end(2)] + " -n" + text[m.end(2):], why
     opts = _NETNS_FLAG.sub(" ", m.group(2))
     return (text[:m.start(2)] + opts + text[m.end(2):],
-            "zebra_options loses -n: this kernel has VRF devices, so tenant VRFs are VRF devices, not namespaces")
+            "zebra_options loses -n: the lab's tenant VRFs are Linux VRF devices (the device VRF backend), "
+            "not namespaces")

@@ -4,7 +4,9 @@ One module per format, each pure (files in, files or text out):
 - containerlab: `<lab>.clab.yml` and the files it binds (startscript: the bring-up it execs);
 - clab_cli: the containerlab command lines twin runs, and reading `inspect --format json`;
 - clabernetes: the Kubernetes manifests of the same lab, for labs larger than one machine;
-- air, air_json, air_dot, air_import: NVIDIA Air's JSON and DOT topologies, out and in.
+- air, air_json, air_dot, air_import: NVIDIA Air's JSON and DOT topologies, out and in;
+- nvue: NVUE's configurations (Cumulus Linux 5.9, DOCA HBN) in, as each node's files and kernel
+  plane, and twin's designs out as startup.yaml (its own face: `twin.interop.nvue`).
 Each module imports from the rest of twin only what sits before it on the data path.
 """
 from twin.interop.air_dot import export_air_dot

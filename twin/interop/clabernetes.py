@@ -16,18 +16,19 @@ from pathlib import Path
 
 import yaml
 
+from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import Backend
 from twin.errors import TwinError
-from twin.topology.model import Fabric
 from twin.interop.containerlab import ClabLab, Files, build_containerlab
 from twin.interop.startscript import START_SCRIPT
+from twin.topology.model import Fabric
 
 API_VERSION = "clabernetes.containerlab.dev/v1alpha1"
 CONFIGMAP_MAX = 1024 * 1024              # bytes a ConfigMap may hold (etcd's limit)
 _KEY = re.compile(r"^[-._a-zA-Z0-9]+$")   # what a ConfigMap key may be
 
 
-def export_clabernetes(fabric: Fabric, files: Files, out_dir: Path, *, image: str, backend: Backend = "netns",
+def export_clabernetes(fabric: Fabric, files: Files, out_dir: Path, *, image: str, backend: Backend = DEFAULT_BACKEND,
                        namespace: str | None = None) -> Path:
     """Write `<out_dir>/<lab>.clabernetes.yml`; returns its path. Arguments as for export_containerlab."""
     docs = build_clabernetes(fabric, files, image=image, backend=backend, namespace=namespace)
@@ -40,7 +41,7 @@ def export_clabernetes(fabric: Fabric, files: Files, out_dir: Path, *, image: st
     return path
 
 
-def build_clabernetes(fabric: Fabric, files: Files, *, image: str, backend: Backend = "netns",
+def build_clabernetes(fabric: Fabric, files: Files, *, image: str, backend: Backend = DEFAULT_BACKEND,
                       namespace: str | None = None) -> list[dict]:
     """The manifests (pure): ConfigMaps first, so they exist when the Topology's pods mount them."""
     lab = build_containerlab(fabric, files, image=image, backend=backend)

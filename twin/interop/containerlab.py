@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from twin.config.backend import DEFAULT_BACKEND
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, LABEL_RUNTIME
 from twin.config.overlay import Backend, script
 from twin.config.steps import NODE_DIR
@@ -58,7 +59,7 @@ class ClabLab:
 
 
 def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: str,
-                        backend: Backend = "netns") -> Path:
+                        backend: Backend = DEFAULT_BACKEND) -> Path:
     """Write `<out_dir>/<lab>.clab.yml` and every file it binds; returns the topology file's path.
 
     `files` is `twin.config.render.render_lab(fabric, backend)`; `image` is twin's node image tag.
@@ -76,7 +77,7 @@ def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: s
     return path
 
 
-def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Backend = "netns") -> ClabLab:
+def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Backend = DEFAULT_BACKEND) -> ClabLab:
     """The containerlab topology and its bound files (pure)."""
     _check_rendering(fabric, files, backend)
     bound = {n: {**files.get(n, {}), START_SCRIPT: start_script(fabric, n, backend)} for n in fabric.nodes}

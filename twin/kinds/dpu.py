@@ -16,3 +16,4 @@ class Dpu(FrrKind):
     access_ports = PortNaming("pf0vf{}", 0)
     accepts_hosts = True
     can_be_vtep = True
+    nvue_port_suffix = "_if"                # DOCA HBN's names of the BlueField's ports: p0_if, pf0vf0_if

@@ -15,6 +15,7 @@ from twin.config import overlay
 from twin.config.overlay import Backend, Shaping
 from twin.errors import CommandError, TwinError
 from twin.intent import Intent
+from twin.interop.nvue import Plane
 from twin.runtime import frr, kernel
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
@@ -23,11 +24,12 @@ log = logging.getLogger(__name__)
 
 
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
-                   shaping: Shaping = "tc") -> None:
+                   shaping: Shaping = "tc", plane: Plane | None = None) -> None:
     """Stage "configure" of one wired node: kernel overlay and services, its daemons, then its
-    workloads' bindings."""
+    workloads' bindings. `plane`: what the node's own configuration (NVUE) makes it run instead
+    of the topology's rendering: its kernel steps, bindings and VNIs."""
     t0 = time.monotonic()
-    steps = lo_steps(fabric, node, pid, backend) + overlay.plan(fabric, node, backend, shaping)
+    steps = plane.steps if plane else lo_steps(fabric, node, pid, backend) + overlay.plan(fabric, node, backend, shaping)
     if steps:
         kernel.apply(steps, pid, ex)
     t1 = time.monotonic()
@@ -35,9 +37,9 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     if start:
         ex.start(start, timeouts.FRR_START).check()   # its daemons: in the node's cgroup
     t2 = time.monotonic()
-    later = overlay.bindings(fabric, node, backend)
+    later = plane.bindings if plane else overlay.bindings(fabric, node, backend)
     if later:
-        wait_vnis(ex, Intent(fabric).nodes[node].vnis)
+        wait_vnis(ex, plane.vnis if plane else Intent(fabric).nodes[node].vnis)
         kernel.apply(later, pid, ex)
     run_exec(fabric.nodes[node].exec, ex)
     log.debug("configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs", node, t1 - t0, t2 - t1,

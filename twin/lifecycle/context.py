@@ -8,6 +8,11 @@ directory, and per node its exec seam, container pid and namespaces.
     ctx = Lab.open("aipod").context()
     ctx.exec("leaf1").vtysh("show bgp summary")
     with ctx.ipr("dpu1", "red") as ipr: ...        # a tenant namespace on a VTEP
+    with ctx.writing("twin nvue apply"): ...      # what changes the lab holds its lock
+
+Whatever changes a running lab (`twin.change.apply`, every fault, a rehearsal, the
+proof, and any new writer such as an NVUE apply) does it inside `writing`: one twin
+at a time changes a lab, a second is refused naming the first; readers never wait.
 """
 from __future__ import annotations
 
@@ -40,6 +45,12 @@ class LabContext:
     shaping: Shaping = "tc"      # how the lab enforces rate limits (probed at `up`)
     _containers: dict[str, Container] | None = field(default=None, repr=False)
     _pids: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def writing(self, what: str) -> AbstractContextManager[None]:
+        """Hold the lab's lock while `what` (the command, e.g. "twin fault link-down dpu1:p0")
+        changes it; LabStateError at once naming the holder if another twin changes it now
+        (re-entrant in this thread: a rehearsal's change runs under the rehearsal's hold)."""
+        return state.lock(self.name, what)
 
     @cached_property
     def intent(self) -> Intent:

@@ -5,10 +5,9 @@ neighbour tables (`net.ipv{4,6}.neigh.default.gc_thresh1/2/3`), inotify instance
 This module owns:
 - the demand formula: what a fabric takes from those limits, per node and per link, as
   measured on FRR 10.3 and kernel 6.18 (README, "Host settings");
-- `check(fabric, running_usage, settings)`: the lab's demand plus what the host uses now
-  against the host's settings, as Shortfalls carrying the exact numbers, and the one line that
-  refuses them with the command to run (`twin.lifecycle.admission` runs it before `twin up`
-  creates anything, with the CPU check);
+- `check(fabric, running_usage, settings)`: the lab's demand (or what `twin apply` adds to a
+  running lab) plus what the host uses now against the host's settings, as Shortfalls with the
+  numbers; `ensure` runs it before `up` or a growing `apply` touches anything;
 - `host_causes(lab, since, containers)`: what the convergence barrier names first on a
   timeout (neighbour table overflow and OOM kills in the kernel log, containers killed for
   memory, dead FRR daemons, an overloaded host).
@@ -25,6 +24,7 @@ from typing import Mapping
 from docker.errors import DockerException
 
 from twin import kinds
+from twin.errors import TwinError
 from twin.intent import generic
 from twin.topology.model import Fabric, Tenant
 
@@ -145,10 +145,13 @@ class Shortfall:
         return asdict(self)
 
 
-def check(fabric: Fabric, running_usage: Usage, settings: Mapping[str, int]) -> list[Shortfall]:
-    """Every setting the host is short of for this lab on top of what runs now (pure).
-    A setting missing from `settings` (not readable here) is not judged."""
+def check(fabric: Fabric, running_usage: Usage, settings: Mapping[str, int],
+          grown_from: Fabric | None = None) -> list[Shortfall]:
+    """Every setting the host is short of for this lab (with `grown_from`, the running lab `twin
+    apply` grows: what it takes beyond it) on top of what runs now (pure; unreadable ones not judged)."""
     need, out = demand(fabric), []
+    if grown_from is not None:   # what the running lab takes is in `running_usage` already
+        need = Demand(*(max(0, getattr(need, f.name) - getattr(demand(grown_from), f.name)) for f in fields(need)))
     for r in RULES:
         have = settings.get(r.setting)
         if have is None:
@@ -178,6 +181,17 @@ def refusal(lab: str, short: list[Shortfall], setup_ran: bool = False) -> str:
     fix = fix_command(short, setup_ran)
     return (f"host limits too low for lab {lab!r}, nothing was created: " + "; ".join(map(str, short))
             + (f"; {fix}" if fix else ""))
+
+
+class HostLimitsShort(TwinError):
+    """`twin up` refused: the host's kernel limits cannot hold the lab. Nothing was created."""
+
+    def __init__(self, lab: str, shortfalls: list[Shortfall], setup_ran: bool = False):
+        self.shortfalls, self.fix = shortfalls, fix_command(shortfalls, setup_ran)
+        super().__init__(refusal(lab, shortfalls, setup_ran))
+
+    def to_dict(self) -> dict:
+        return {"shortfalls": [s.to_dict() for s in self.shortfalls], "fix": self.fix}
 
 
 # --- host-level causes of a timeout, from what was read ---------------------------------------------
@@ -265,6 +279,14 @@ def host_usage() -> Usage:
     mem = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
     return Usage(arp=table_entries("arp_cache"), nd=table_entries("ndisc_cache"), inotify=inotify_instances(),
                  tasks=tasks, mem_available_mib=int(mem["MemAvailable"].split()[0]) // 1024)
+
+
+def ensure(fabric: Fabric, grown_from: Fabric | None = None) -> None:
+    """Refuse (HostLimitsShort, one line with the numbers) when the host cannot hold the lab (`check`)."""
+    settings = host_settings()
+    short = check(fabric, host_usage(), settings, grown_from) if settings else []
+    if short:
+        raise HostLimitsShort(fabric.name, short, setup_ran=Path(SYSCTL_FILE).exists())
 
 
 def kernel_messages(since: float) -> list[str]:

@@ -18,8 +18,10 @@ import fcntl
 import json
 import os
 import shutil
+import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Literal
 
@@ -69,6 +71,7 @@ class LabState(BaseModel):
     configs: str = ""            # the user's config directory it came up with (`twin up --configs`)
     user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
     notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
+    layout: Literal["per-vni", "vlan-aware"] | None = None   # kernel layout of the NVUE nodes (twin.interop.nvue)
 
 
 # --- files, safely -------------------------------------------------------------------
@@ -208,19 +211,82 @@ def remove_node(d: Path, node: str) -> bool:
 
 
 # --- one twin at a time per lab ------------------------------------------------------------
+@dataclass
+class _Held:
+    thread: int
+    what: str
+    depth: int
+
+
+_held: dict[str, _Held] = {}     # labs whose lock this process holds (the kernel's flock is per process)
+_held_guard = threading.Lock()
+
+
 @contextmanager
 def lock(name: str, what: str) -> Iterator[None]:
-    """Hold lab `name`'s lock while `what` runs; LabStateError at once if another twin holds it.
-    The kernel releases the lock when its holder dies (even by SIGKILL): it never goes stale."""
-    d = home() / "locks"
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / f"{check_name(name)}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    """Hold lab `name`'s lock while `what` (a command line, e.g. "twin apply") changes it;
+    LabStateError at once, naming the holder's command and pid, if another twin holds it.
+
+    Every command that changes a lab holds it (`up`, `down`, `apply`, `rehearse`, `fault`,
+    `verify --prove`); readers never take it. It is re-entrant in the thread that holds it
+    (a rehearsal applies its change under its own hold); another thread of the same process
+    is refused like another process. The kernel releases it when its holder dies (even by
+    SIGKILL): it never goes stale."""
+    check_name(name)
+    me = threading.get_ident()
+    with _held_guard:
+        mine = _held.get(name)
+        if mine is not None and mine.thread == me:
+            mine.depth += 1
+        elif mine is not None:
+            raise LabStateError(f"lab {name!r} is busy: {mine.what} (pid {os.getpid()}, another thread); "
+                                "wait for it, or stop it first")
+    if mine is not None:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                mine.depth -= 1
+        return
+    with _flock(name, what):
+        with _held_guard:
+            _held[name] = _Held(me, what, 1)
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held.pop(name, None)
+
+
+def holder(name: str) -> str:
+    """Who holds lab `name`'s lock now ("" when no one): "twin apply (pid 123)"."""
+    d = home() / "locks" / f"{check_name(name)}.lock"
+    try:
+        fd = os.open(d, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        return ""
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin command"
-            raise LabStateError(f"lab {name!r} is busy: {holder}; wait for it, or stop it first") from None
+            return os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin command"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return ""
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _flock(name: str, what: str) -> Iterator[None]:
+    d = home() / "locks"
+    d.mkdir(parents=True, exist_ok=True)
+    fd = os.open(d / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin command"
+            raise LabStateError(f"lab {name!r} is busy: {held}; wait for it, or stop it first") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{what} (pid {os.getpid()})".encode(), 0)
         yield

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from twin import timeouts
+from twin.config.backend import DEFAULT_BACKEND
 from twin.errors import TwinError
 from twin.intent import Intent, TenantIntent
 from twin.lifecycle import barrier, generic, state
@@ -99,6 +100,7 @@ class LabStatus:
     tenants: list[TenantStatus] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)    # of the intent, now (the barrier's rule)
     error: str = ""
+    changing: str = ""      # the twin command changing the lab now, if one holds its lock ("twin apply (pid 7)")
 
     @property
     def healthy(self) -> bool:
@@ -127,7 +129,7 @@ class LabStatus:
                 "image": self.image, "vrf_backend": self.vrf_backend, "shaping": self.shaping, "dir": self.dir,
                 "timings": self.timings,
                 "nodes": [n.to_dict() for n in self.nodes], "tenants": [t.to_dict() for t in self.tenants],
-                "missing": self.missing, "problems": self.problems()}
+                "missing": self.missing, "problems": self.problems(), "changing": self.changing or None}
 
 
 def lab_status(name: str, d: Path, runtime: DockerRuntime) -> LabStatus:
@@ -138,14 +140,15 @@ def lab_status(name: str, d: Path, runtime: DockerRuntime) -> LabStatus:
         return LabStatus(name, "broken", str(d), error=str(e), nodes=_bare(containers))
     if st is None or fabric is None:
         return LabStatus(name, "orphaned" if containers else "absent", str(d), nodes=_bare(containers))
-    out = LabStatus(name, st.status, str(d), st.topology, st.image, st.backend, st.shaping, st.timings)
+    out = LabStatus(name, st.status, str(d), st.topology, st.image, st.backend, st.shaping, st.timings,
+                    changing=state.holder(name))
     intent = Intent(fabric, state.running_files(d, fabric))
     docs: dict[str, list] = {}
     with ThreadPoolExecutor(PARALLEL) as pool:
         out.nodes = list(pool.map(lambda n: _node(fabric, intent, n, containers.get(n), docs), fabric.nodes))
     out.tenants = [_tenant(fabric, t, intent, docs) for t in fabric.tenants.values()]
     if containers and all(n.state == "running" for n in out.nodes):
-        ctx = LabContext(name, d, fabric, st.backend or "netns", runtime, shaping=st.shaping or "tc",
+        ctx = LabContext(name, d, fabric, st.backend or DEFAULT_BACKEND, runtime, shaping=st.shaping or "tc",
                          _containers=containers)
         out.missing = barrier.missing(ctx)
     return out

@@ -1,4 +1,5 @@
-"""The collector's figures in Prometheus' text format (`twin exporter`), with prometheus_client.
+"""The collector's figures in Prometheus' text format (`twin exporter`), with prometheus_client
+(its ASGI app, served by `twin.lifecycle.service`).
 
 A custom collector builds the metric families from the latest snapshot on every scrape:
 counters end in `_total`, every series carries `lab` and `node`, ports `port`.
@@ -7,10 +8,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from prometheus_client import make_asgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 from twin.config import droplog
+from twin.lifecycle.service import error_handlers
 from twin.observe.collector import Collector
 
 PORT = {"rx_packets": "Packets received on the port", "tx_packets": "Packets sent on the port",
@@ -99,3 +105,22 @@ def registry(collector: Collector) -> CollectorRegistry:
     reg = CollectorRegistry(auto_describe=False)
     reg.register(LabMetrics(collector))
     return reg
+
+
+class _Asgi:
+    """An ASGI callable Starlette routes to as an app, not as a request handler."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        await self.app(scope, receive, send)
+
+
+def app(collector: Collector) -> Starlette:
+    """GET /metrics (prometheus_client's ASGI app on the lab's registry) as an ASGI app, served by
+    `twin.lifecycle.service.Service`; any other path is a clean 404."""
+    lab = collector.ctx.name
+    return Starlette(routes=[Route("/metrics", _Asgi(make_asgi_app(registry(collector)))),
+                             Route("/", lambda request: PlainTextResponse(f"twin exporter of lab {lab}: /metrics\n"))],
+                     exception_handlers=error_handlers())

@@ -16,6 +16,7 @@ from typing import Any
 from pyroute2 import IPRoute
 
 from twin import kinds, timeouts
+from twin.config.backend import NETNS
 from twin.lifecycle.context import LabContext
 from twin.observe import linkstats, roce
 from twin.observe.linkstats import LinkSocket
@@ -44,7 +45,7 @@ class Snapshot:
 
 def namespaces(ctx: LabContext, node: str) -> list[str]:
     """The node's own namespace and, with the netns VRF backend, its tenants'."""
-    if ctx.backend != "netns":
+    if ctx.backend != NETNS:
         return [""]
     return [""] + sorted({t.vrf for t in ctx.fabric.tenants_on(node)})
 

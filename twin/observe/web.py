@@ -1,5 +1,6 @@
 """`twin web`: the lab as a page, served from this machine only (no CDN: page, script and
-style are files of this package), updated live over server-sent events.
+style are files of this package), updated live over server-sent events. A Starlette app,
+served by `twin.lifecycle.service` (bounded requests, one line per failure, 127.0.0.1).
 
     GET /               the page (static/index.html, app.js, style.css)
     GET /api/topology   nodes (kind, tier), links, tenants and their hosts
@@ -10,17 +11,22 @@ style are files of this package), updated live over server-sent events.
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any
+from typing import Any, Callable, Iterator
+
+from starlette.applications import Starlette
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
 from twin import kinds
+from twin.lifecycle.service import error_handlers
 from twin.observe import store
 from twin.observe.collector import Collector
 
 STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/app.js": ("app.js", "text/javascript; charset=utf-8"),
           "/style.css": ("style.css", "text/css; charset=utf-8")}
 STREAM_EVERY = 1.0   # s: the longest a page waits for news (a keep-alive when there is none)
+NO_STORE = {"Cache-Control": "no-store"}
 
 
 def topology(collector: Collector) -> dict[str, Any]:
@@ -36,60 +42,31 @@ def topology(collector: Collector) -> dict[str, Any]:
     return {"lab": collector.ctx.name, "nodes": nodes, "links": links, "tenants": tenants}
 
 
-class Handler(BaseHTTPRequestHandler):
-    collector: Collector   # set on the class `serve` makes
+def app(collector: Collector) -> Starlette:
+    """The page and its API as an ASGI app (served by `twin.lifecycle.service.Service`)."""
+    def static(name: str, kind: str):
+        body = resources.files("twin.observe").joinpath("static", name).read_bytes()
+        return lambda request: Response(body, media_type=kind, headers=NO_STORE)
 
-    def log_message(self, *args) -> None:   # quiet: the terminal shows the URL, not every request
-        pass
+    def doc(make: Callable[[], Any]):
+        return lambda request: Response(json.dumps(make(), default=str), media_type="application/json",
+                                        headers=NO_STORE)
 
-    def _send(self, body: bytes, kind: str, code: int = 200) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _json(self, doc: Any) -> None:
-        self._send(json.dumps(doc, default=str).encode(), "application/json")
-
-    def do_GET(self) -> None:  # noqa: N802  (http.server's name)
-        path = self.path.split("?", 1)[0]
-        if path in STATIC:
-            name, kind = STATIC[path]
-            self._send(resources.files("twin.observe").joinpath("static", name).read_bytes(), kind)
-        elif path == "/api/topology":
-            self._json(topology(self.collector))
-        elif path == "/api/state":
-            self._json(self.collector.state())
-        elif path == "/api/verify":
-            self._json(store.last_verify(self.collector.ctx.dir))
-        elif path == "/api/stream":
-            self._stream()
-        else:
-            self._send(b"not found\n", "text/plain", 404)
-
-    def _stream(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        c, seen = self.collector, -1
-        try:
-            while not c.stopped:
-                with c.lock:
-                    c.lock.wait_for(lambda: c.version != seen or c.stopped, timeout=STREAM_EVERY)
-                    seen = c.version
-                doc = json.dumps(c.state(), default=str)
-                self.wfile.write(f"event: state\ndata: {doc}\n\n".encode())
-                self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            return
+    routes = [Route(path, static(name, kind)) for path, (name, kind) in STATIC.items()]
+    routes += [Route("/api/topology", doc(lambda: topology(collector))),
+               Route("/api/state", doc(collector.state)),
+               Route("/api/verify", doc(lambda: store.last_verify(collector.ctx.dir))),
+               Route("/api/stream", lambda request: StreamingResponse(_stream(collector), media_type="text/event-stream",
+                                                                      headers=NO_STORE)),
+               Route("/favicon.ico", lambda request: Response(status_code=204))]
+    return Starlette(routes=routes, exception_handlers=error_handlers())
 
 
-def serve(collector: Collector, host: str, port: int) -> ThreadingHTTPServer:
-    """An HTTP server of the page on (host, port), not started: call serve_forever()."""
-    handler = type("LabHandler", (Handler,), {"collector": collector})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+def _stream(c: Collector) -> Iterator[bytes]:
+    """Server-sent events: the state each time the collector has news (at least every STREAM_EVERY s)."""
+    seen = -1
+    while not c.stopped:
+        with c.lock:
+            c.lock.wait_for(lambda: c.version != seen or c.stopped, timeout=STREAM_EVERY)
+            seen = c.version
+        yield f"event: state\ndata: {json.dumps(c.state(), default=str)}\n\n".encode()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from twin.config import overlay
+from twin.config.backend import NETNS
 from twin.config.steps import Step
 from twin.lifecycle.context import LabContext
 from twin.prove.element import Element, Exempt, Kernel, NftDelete, Unlearn
@@ -27,7 +28,7 @@ def rule_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     f, be, out = ctx.fabric, ctx.backend, []
     for v in f.vteps():
         files = overlay.nft_rulesets(f, v, be)
-        spaces = {overlay.nft_file(t.vrf): overlay.tenant_ns(t, be) for t in f.tenants_on(v)} if be == "netns" \
+        spaces = {overlay.nft_file(t.vrf): overlay.tenant_ns(t, be) for t in f.tenants_on(v)} if be == NETNS \
             else {overlay.nft_file(None): ""}
         for name, text in files.items():
             ns = spaces[name]

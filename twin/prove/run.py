@@ -15,7 +15,7 @@ from typing import Callable
 
 from twin import timeouts, verify, wait
 from twin.errors import ConvergenceTimeout, TwinError
-from twin.lifecycle import barrier, state
+from twin.lifecycle import barrier
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext, context_of
 from twin.prove import frr_side, kernel_side, ports, services
@@ -165,7 +165,7 @@ def prove(lab, patterns: list[str] | None = None, only: list[str] | None = None,
     lab, holding its lock; `only` limits the verify groups that may catch them."""
     verify.known(only)
     ctx = context_of(lab)
-    with state.lock(ctx.name, "twin verify --prove"):
+    with ctx.writing("twin verify --prove"):
         els, exempt = elements(ctx)
         chosen = select(els, patterns)
         groups = sorted({g for e in chosen for g in e.groups})

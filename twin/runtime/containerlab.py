@@ -5,11 +5,14 @@ file, the files it binds and a start script per node that does what twin's own
 bring-up does once a node's links exist), then runs `containerlab deploy`,
 reads `containerlab inspect --format json`, and from there on works on the
 containers containerlab made exactly as on its own: they carry twin's labels,
-so the barrier, status, verify, traffic, apply and faults find them. `remove`
-runs `containerlab destroy --cleanup`, then removes anything labelled that is left.
+so the barrier, status, verify, traffic, apply and faults find them. `remove_lab`
+runs `containerlab destroy --cleanup`, then removes anything labelled that is left and
+what containerlab writes on the host for a lab (its /etc/hosts block, its ssh config):
+with containerlab gone from the host (`runtime(name, removing=True)`), all but the destroy.
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Callable, ClassVar
@@ -18,7 +21,8 @@ from twin import timeouts
 from twin.config.overlay import Backend
 from twin.config.render import render_lab
 from twin.errors import CommandError, TwinError
-from twin.interop.clab_cli import Containerlab, find_binary, parse_inspect
+from twin.topology.names import check_lab_name
+from twin.interop.clab_cli import BINARIES, Containerlab, find_binary, parse_inspect
 from twin.interop.containerlab import export_containerlab
 from twin.runtime.docker import Configure, DockerRuntime
 from twin.topology.model import Fabric
@@ -29,9 +33,15 @@ Run = Callable[..., subprocess.CompletedProcess]
 class ContainerlabRuntime(DockerRuntime):
     name: ClassVar[str] = "containerlab"
 
+    hosts: ClassVar[Path] = Path("/etc/hosts")                  # containerlab's block per lab in it
+    ssh_config: ClassVar[Path] = Path("/etc/ssh/ssh_config.d")  # and its clab-<lab>.conf there
+
     def __init__(self, client=None, timeout: float | None = timeouts.DOCKER_API, run: Run = subprocess.run,
-                 binary: str | None = None):
-        self.binary = binary or find_binary()      # one line when containerlab is not installed
+                 binary: str | None = None, removing: bool = False):
+        """`removing`: only to take a lab down, which needs no containerlab binary (None when absent)."""
+        if binary is None and removing:
+            binary = next(filter(None, map(shutil.which, BINARIES)), None)
+        self.binary = binary or (None if removing else find_binary())  # one line when containerlab is missing
         self._run = run
         super().__init__(client, timeout)
 
@@ -60,17 +70,40 @@ class ContainerlabRuntime(DockerRuntime):
     def remove_lab(self, lab: str, labdir: Path) -> list[str]:
         """`containerlab destroy --cleanup` of the exported topology, then what is left by label."""
         topology = labdir / f"{lab}.clab.yml"
-        if topology.is_file():
+        if topology.is_file() and self.binary:
             self.cli(Containerlab(self.binary, topology).destroy())
-        return self.remove(lab)
+        removed = self.remove(lab)
+        self.remove_host_files(lab)
+        return removed
+
+    def remove_host_files(self, lab: str) -> None:
+        """containerlab's /etc/hosts block of `lab` (`###### CLAB-<lab>-START ######` to its END line)
+        and its /etc/ssh/ssh_config.d/clab-<lab>.conf, if a destroy did not remove them."""
+        if check_lab_name(lab):   # a name the lab's own rule refuses names nothing twin made
+            raise TwinError(check_lab_name(lab))
+        (self.ssh_config / f"clab-{lab}.conf").unlink(missing_ok=True)
+        try:
+            text = self.hosts.read_text()
+        except OSError:
+            return
+        start, end = f"###### CLAB-{lab}-START ######", f"###### CLAB-{lab}-END ######"
+        lines, out, inside = text.splitlines(keepends=True), [], False
+        for line in lines:
+            inside = inside or line.strip() == start
+            if not inside:
+                out.append(line)
+            inside = inside and line.strip() != end
+        if len(out) != len(lines) and not inside:   # an unterminated block is left as it is
+            self.hosts.write_text("".join(out))
 
 
 RUNTIMES: dict[str, type[DockerRuntime]] = {r.name: r for r in (DockerRuntime, ContainerlabRuntime)}
 
 
-def runtime(name: str | None) -> DockerRuntime:
-    """The runtime called `name` (docker, containerlab); docker when None."""
+def runtime(name: str | None, removing: bool = False) -> DockerRuntime:
+    """The runtime called `name` (docker, containerlab); docker when None. `removing`: one that
+    takes a lab down, whether or not the tool that made it is installed now."""
     cls = RUNTIMES.get(name or "docker")
     if cls is None:
         raise TwinError(f"unknown runtime {name!r}; runtimes: {', '.join(RUNTIMES)}")
-    return cls()
+    return cls(removing=True) if removing and cls is ContainerlabRuntime else cls()

@@ -186,19 +186,19 @@ class DockerRuntime:
         A removal Docker cannot confirm under load (a kill without its exit event, a timeout) is
         tried again until `timeouts.down`; then LeftBehind names what is left."""
         found = list(self.containers(lab).values())
-        seen, start, rounds = {c.name for c in found}, time.monotonic(), 0
+        seen, start, rounds = dict.fromkeys(c.name for c in found), time.monotonic(), 0
         limit = timeouts.down(len(found))
         while found:
             rounds += 1
             with ThreadPoolExecutor(PARALLEL) as pool:
                 failed = {c.name: e for c, e in zip(found, pool.map(_remove, found)) if e}
             found = list(self.containers(lab).values())
-            seen |= {c.name for c in found}
+            seen |= dict.fromkeys(c.name for c in found)
             if found and time.monotonic() - start >= limit:
                 raise LeftBehind(lab, sorted(c.name for c in found), failed, time.monotonic() - start)
             if found:   # the engine is behind: give it a moment before the next round
                 time.sleep(min(5.0, 0.5 * rounds))
-        return sorted(seen)
+        return list(seen)
 
 
 def _remove(c: Container) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pyroute2 import IPRoute, NetlinkError
 
-from twin.config.overlay import Backend, Shaping
+from twin.config.overlay import Shaping
 from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
 from twin.runtime.exec import NodeExec
@@ -46,14 +46,16 @@ def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> 
     return skipped
 
 
-def probe_backend(lab: str) -> Backend:
-    """The VRF backend this kernel offers: Linux VRF devices if it can make one, else netns.
-    The probe runs in a throwaway namespace of its own."""
-    def vrf(ipr: IPRoute) -> Backend:
-        ipr.link("add", ifname="probe", kind="vrf", vrf_table=4242)
-        return "vrf"
+def vrf_devices(lab: str) -> bool:
+    """Whether this kernel makes Linux VRF devices (CONFIG_NET_VRF): what the `device` VRF
+    backend needs (the default, netns, needs none).
 
-    return _probe(lab, vrf, "netns")
+    The probe runs in a throwaway namespace of its own."""
+    def vrf(ipr: IPRoute) -> bool:
+        ipr.link("add", ifname="probe", kind="vrf", vrf_table=4242)
+        return True
+
+    return _probe(lab, vrf, False)
 
 
 def probe_shaping(lab: str) -> Shaping:
@@ -73,6 +75,17 @@ def probe_shaping(lab: str) -> Shaping:
     return _probe(lab, tc, "nft")
 
 
+def probe_vlans(lab: str) -> bool:
+    """Whether this kernel has 802.1Q VLAN devices (a VLAN-aware bridge with SVIs on it: the
+    layout NVUE builds on Cumulus Linux)."""
+    def vlan(ipr: IPRoute) -> bool:
+        ipr.link("add", ifname="probebr", kind="bridge", br_vlan_filtering=1)
+        ipr.link("add", ifname="probe", kind="vlan", link=ipr.link_lookup(ifname="probebr")[0], vlan_id=10)
+        return True
+
+    return _probe(lab, vlan, False)
+
+
 def _probe(lab: str, attempt, otherwise):
     """`attempt(ipr)` in a new, empty namespace of its own (`netns.scratch`: gone with the thread
     that made it, so a killed run leaves nothing); `otherwise` if the kernel refuses it."""
@@ -83,4 +96,7 @@ def _probe(lab: str, attempt, otherwise):
             except NetlinkError:
                 return otherwise
 
-    return netns.retrying(f"lab {lab}: probing the kernel", lambda: scratch(run))
+    try:
+        return netns.retrying(f"lab {lab}: probing the kernel", lambda: scratch(run))
+    except OSError as e:
+        raise TwinError(f"cannot ask the kernel in a throwaway namespace ({e}); twin runs as root") from None

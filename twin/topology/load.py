@@ -64,7 +64,8 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
         defaults=defaults,
         nodes=nodes,
         links=_links(data, problems),  # None marks a malformed link, kept so indexes match the file
-        vtep=vtep if isinstance(vtep, str) else quoted(vtep),
+        vtep=vtep if isinstance(vtep, str) or (isinstance(vtep, list) and vtep and all(
+            isinstance(k, str) for k in vtep)) else quoted(vtep),
         tenants=_tenants(data, problems),
         congestion=_congestion(data, problems),
         checks=_container(data, "checks", list, "must be a list of checks, each {name, type, ...}", problems),

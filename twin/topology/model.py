@@ -244,7 +244,7 @@ class BgpTimers(_Frozen):
 
 
 class Fabric(_Sparse):
-    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "timers")   # written only when given
+    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers")   # written only when given
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
@@ -253,6 +253,7 @@ class Fabric(_Sparse):
     tenants: dict[str, Tenant] = {}
     congestion: tuple[CongestionPoint, ...] = ()
     checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
+    vrf_backend: Literal["netns", "device"] | None = None   # as the topology asks (None: the default, netns)
     timers: BgpTimers | None = None     # scaled BGP timers chosen at `twin up` (None: FRR's datacenter ones)
 
     def public(self) -> dict[str, tuple[str, str]]:

@@ -78,6 +78,9 @@ class Defaults(_Strict):
     host_mtu: Mtu = Field(default=8950, description="MTU of host links: fits a VXLAN-encapsulated frame "
                                                      "in the fabric MTU")
     asn: AsnDefaults = AsnDefaults()
+    vrf_backend: Literal["netns", "device"] | None = Field(
+        default=None, description="how tenant VRFs are made on VTEPs: netns (the default, on every kernel: a network "
+                                  "namespace each) or device (Linux VRF devices; needs CONFIG_NET_VRF)")
 
 
 class SegmentSpec(_Strict):
@@ -147,7 +150,8 @@ class TopologySpec(_Strict):
     defaults: Defaults = Defaults()
     nodes: dict[str, NodeSpec]
     links: list[LinkSpec] = []
-    vtep: str = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf")
+    vtep: str | list[str] = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf, "
+                                                           "or a list of both ([leaf, dpu]: hosts on either)")
     tenants: dict[str, TenantSpec] = {}
     congestion: list[CongestionSpec] = []
     checks: list[Any] = Field(default=[], description="the user's own checks, run by `twin verify` "

@@ -33,8 +33,9 @@ def host_mac(host: str) -> str:
 def build_tenants(spec: TopologySpec, kinds: dict[str, Kind], nodes: dict[str, Node],
                   links: dict[int, Link], problems: Problems) -> dict[str, Tenant]:
     vtep_kinds = [k.name for k in KINDS.values() if k.can_be_vtep]
-    if spec.vtep not in vtep_kinds:
-        problems.add(("vtep",), f"{quoted(spec.vtep)} cannot be a VTEP; VTEP kinds: {', '.join(vtep_kinds)}")
+    wrong = [k for k in vteps_of(spec) if k not in vtep_kinds] or ([] if vteps_of(spec) else [spec.vtep])
+    for k in wrong:
+        problems.add(("vtep",), f"{quoted(k)} cannot be a VTEP; VTEP kinds: {', '.join(vtep_kinds)}")
     if not spec.tenants:
         return {}
     host_mtu_fits = spec.defaults.host_mtu <= spec.defaults.mtu - VXLAN_OVERHEAD
@@ -42,7 +43,7 @@ def build_tenants(spec: TopologySpec, kinds: dict[str, Kind], nodes: dict[str, N
         problems.add(("defaults", "host_mtu"),
                      f"{spec.defaults.host_mtu} does not fit in VXLAN over the fabric MTU {spec.defaults.mtu}: "
                      f"at most {spec.defaults.mtu - VXLAN_OVERHEAD}")
-    builder = _Tenants(spec, nodes, problems, vtep_ok=spec.vtep in vtep_kinds)
+    builder = _Tenants(spec, nodes, problems, vtep_ok=not wrong)
     tenants: dict[str, Tenant] = {}
     for tname, t in spec.tenants.items():
         tenant = builder.tenant(tname, t)
@@ -62,7 +63,7 @@ class _Tenants:
         self.vrfs: dict[str, str] = {}
         self.hosts_used: dict[str, str] = {}
         self.hosts = [n for n, nd in nodes.items() if KINDS[nd.kind].endpoint]
-        self.vtep_ports = {p.name: n for n, nd in nodes.items() if nd.kind == spec.vtep for p in nd.ports}
+        self.vtep_ports = {p.name: n for n, nd in nodes.items() if nd.kind in vteps_of(spec) for p in nd.ports}
 
     def tenant(self, tname: str, t: TenantSpec) -> Tenant | None:
         at = ("tenants", tname)
@@ -187,7 +188,7 @@ class _Attachments:
         if not ok or not self.all.vtep_ok:
             return None
         self.all.hosts_used[a.host] = dotted(aat)
-        link = _vtep_port(a.port, self.all.nodes[a.host], self.all.nodes, self.all.spec.vtep, self.problems, aat)
+        link = _vtep_port(a.port, self.all.nodes[a.host], self.all.nodes, vteps_of(self.all.spec), self.problems, aat)
         if link is None:
             return None
         address = ""
@@ -242,15 +243,21 @@ def _check_overlaps(nets: dict[str, IPv4Network], at: Path_, problems: Problems)
             widest = (name, net)
 
 
-def _vtep_port(port: str | None, host: Node, nodes: dict[str, Node], vtep_kind: str,
+def vteps_of(spec: TopologySpec) -> tuple[str, ...]:
+    """The kinds that are VTEPs: `vtep: dpu`, or a list (`vtep: [leaf, dpu]`)."""
+    return (spec.vtep,) if isinstance(spec.vtep, str) else tuple(spec.vtep)
+
+
+def _vtep_port(port: str | None, host: Node, nodes: dict[str, Node], vtep_kinds: tuple[str, ...],
                problems: Problems, at: Path_) -> tuple[str, str, str] | None:
     """(vtep node, vtep port, host port) of an attachment, or None after reporting why not."""
-    links = [p for p in host.ports if nodes[p.peer_node].kind == vtep_kind]
+    links = [p for p in host.ports if nodes[p.peer_node].kind in vtep_kinds]
+    said = f"vtep: {vtep_kinds[0]}" if len(vtep_kinds) == 1 else f"vtep: [{', '.join(vtep_kinds)}]"
     if port is None:
         if len(links) == 1:
             return links[0].peer_node, links[0].peer_port, links[0].name
         if not links:
-            problems.add(at, f"{host.name} has no link to a {vtep_kind} (vtep: {vtep_kind}); "
+            problems.add(at, f"{host.name} has no link to a {' or '.join(vtep_kinds)} ({said}); "
                              "link it to its VTEP or name the port")
         else:
             problems.add(at + ("port",), f"{host.name} has links to several VTEPs; say which: " +
@@ -260,9 +267,10 @@ def _vtep_port(port: str | None, host: Node, nodes: dict[str, Node], vtep_kind: 
     if node not in nodes:
         problems.add(at + ("port",), f"no node named {quoted(node)}")
         return None
-    if nodes[node].kind != vtep_kind:
+    if nodes[node].kind not in vtep_kinds:
         problems.add(at + ("port",), f"{node} is a {nodes[node].kind}, but this topology's VTEPs are "
-                                     f"{vtep_kind}s (vtep: {vtep_kind}); a {nodes[node].kind} cannot be one here")
+                                     f"{' and '.join(k + 's' for k in vtep_kinds)} ({said}); a {nodes[node].kind} "
+                                     "cannot be one here")
         return None
     for p in nodes[node].ports:
         if p.name == pname and p.peer_node == host.name:

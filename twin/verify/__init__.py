@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 from twin.errors import TwinError
+from twin.interop import nvue
 from twin.lifecycle.context import context_of
 from twin.runtime.exec import carried, labelled
 from twin.topology.schema import CheckSpec
@@ -78,6 +79,9 @@ def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None =
             report.extra[name] = extra
         report.checks += out
         report.seconds[name] = seconds
+    stored = nvue.not_emulated(ctx.dir, ctx.fabric.nodes)
+    if stored:   # nodes configured by NVUE: what of their startup.yaml twin keeps but does not run
+        report.extra["not emulated"] = stored
     return report
 
 

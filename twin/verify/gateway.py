@@ -24,6 +24,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
 from twin import timeouts
+from twin.config.backend import NETNS
 from twin.config.services import gateway_file, gateway_table
 from twin.errors import TwinError
 from twin.intent.gateway import DEFAULT, public_name
@@ -207,7 +208,7 @@ def _nat_rules(ctx: LabContext) -> dict[tuple[str, str], str]:
         if (vtep, tenant) in out:
             continue
         t = ctx.fabric.tenants[tenant]
-        ns = t.vrf if ctx.backend == "netns" else ""
+        ns = t.vrf if ctx.backend == NETNS else ""
         cmd = (["ip", "netns", "exec", ns] if ns else []) + ["nft", "list", "chain", "ip",
                                                              gateway_table(t, ctx.backend), "postrouting"]
         res = ctx.exec(vtep).run(cmd)

@@ -1,0 +1,75 @@
+"""The VRF backend: netns on every kernel unless a topology or `--vrf-backend` asks for VRF
+devices; a kernel without them (CONFIG_NET_VRF) refuses the device backend, and the user's own
+input that makes VRF devices, at once, naming what twin offers instead."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from twin.config.backend import DEFAULT_BACKEND, DEVICE, NETNS, device_needs, wanted
+from twin.errors import TopologyError
+from twin.lifecycle.vrfbackend import choose
+from twin.topology import load
+
+ROOT = Path(__file__).resolve().parents[2]
+AIPOD = load(ROOT / "topologies/aipod.yml")
+
+
+def topo(tmp_path, **defaults):
+    doc = yaml.safe_load((ROOT / "tests/e2e/small.yml").read_text())
+    doc["defaults"] = defaults
+    doc["nodes"]["leaf2"]["exec"] = ["ip link add mgmt type vrf table 1100", "ip link set mgmt up"]
+    f = tmp_path / "lab.yml"
+    f.write_text(yaml.safe_dump(doc))
+    return load(f)
+
+
+def never(lab):
+    pytest.fail("the kernel asked although nothing needs VRF devices")
+
+
+def test_netns_is_the_default_on_every_kernel_and_the_kernel_is_not_asked():
+    assert DEFAULT_BACKEND == NETNS == "netns"
+    c = choose(AIPOD, probe=never)
+    assert (c.backend, c.vrf_devices) == (NETNS, None)
+    assert str(c).startswith("netns (the default on every kernel; `vrf_backend: device` in the topology's defaults")
+    assert choose(AIPOD, probe=lambda lab: True).backend == NETNS, "a kernel with VRF devices changes nothing"
+
+
+def test_the_device_backend_is_asked_for_and_refused_without_vrf_devices(tmp_path):
+    f = topo(tmp_path, vrf_backend="device")
+    assert wanted(f) == (DEVICE, "the topology's defaults.vrf_backend: device")
+    assert wanted(f, "netns")[0] == NETNS, "--vrf-backend wins over the file"
+    with pytest.raises(TopologyError) as e:
+        choose(f, probe=lambda lab: False)
+    text = str(e.value)
+    assert "defaults.vrf_backend: the device VRF backend needs Linux VRF devices, but this kernel has no Linux " \
+           "VRF devices (CONFIG_NET_VRF is not set); twin's netns backend (the default" in text
+    assert "drop `vrf_backend: device`" in text
+    assert "nodes.leaf2.exec[0]: `ip link add mgmt type vrf table 1100` makes a Linux VRF device" in text
+    assert "exec[1]" not in text
+    c = choose(f, probe=lambda lab: True)
+    assert (c.backend, c.vrf_devices) == (DEVICE, True) and "this kernel has VRF devices" in str(c)
+    with pytest.raises(TopologyError, match="--vrf-backend: the device VRF backend .* drop `--vrf-backend device`"):
+        choose(AIPOD, "device", probe=lambda lab: False)
+
+
+def test_the_topology_says_netns_or_device_and_nothing_else(tmp_path):
+    with pytest.raises(TopologyError, match="defaults.vrf_backend: must be 'netns' or 'device'; got 'vrf'"):
+        topo(tmp_path, vrf_backend="vrf")
+    assert topo(tmp_path, vrf_backend="netns").vrf_backend == "netns"
+    assert "vrf_backend" not in AIPOD.model_dump(), "the recorded intent of a lab that does not ask is as it was"
+
+
+def test_user_configs_needing_vrf_devices_are_named_with_their_file():
+    conf = "vrf red\n vni 5001\nexit-vrf\nvrf mgmt\nexit-vrf\nrouter bgp 65000 vrf blue\n"
+    needs = device_needs(AIPOD, {"dpu1": {"frr.conf": conf}, "spine1": {"frr.conf": "router bgp 65000\n"}},
+                         {"dpu1": "/cfg/dpu1/frr.conf"})
+    tenants_on_dpu1 = {t.vrf for t in AIPOD.tenants_on("dpu1")}
+    assert "red" in tenants_on_dpu1, "a tenant's VRF is twin's to make: no need"
+    assert [(p.file, p.message) for p in needs] == [
+        ("/cfg/dpu1/frr.conf", f"VRF {v} is no tenant of the topology on dpu1: zebra needs a Linux VRF device {v} for it")
+        for v in sorted({"mgmt", "blue"} - tenants_on_dpu1)]
+    with pytest.raises(TopologyError, match="(?s)/cfg/dpu1/frr.conf: VRF .*CONFIG_NET_VRF.*make the VRF a tenant"):
+        choose(AIPOD, user_files={"dpu1": {"frr.conf": conf}}, where={"dpu1": "/cfg/dpu1/frr.conf"},
+               probe=lambda lab: False)

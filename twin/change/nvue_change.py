@@ -1,0 +1,74 @@
+"""A directory of NVUE startup.yaml files as a change (`twin plan|apply|rehearse LAB DIR`), and the
+NVUE nodes' part of any other declarative change: through the same stages as every change
+(checked first, files, kernel added, frr-reload, bindings, kernel removed; rolled back on a
+failure), each NVUE node's kernel plane going from the plane its running startup.yaml makes to
+the new one (`twin.interop.nvue`), not from the topology's.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from twin.change.base import Change, register
+from twin.change.declarative import Declarative
+from twin.change.diff import unified
+from twin.change.plan import Plan
+from twin.change.nvue_work import layout, nvue_work
+from twin.change.work import Work, current_files, frr_actions
+from twin.config import userconf
+from twin.config.userconf import NVUE, UserConfigs
+from twin.errors import Problem, TopologyError
+from twin.interop import nvue
+from twin.lifecycle.context import LabContext
+
+
+@register
+class NvueChange(Declarative):
+    key: ClassVar[str] = "nvue"
+    summary: ClassVar[str] = "a directory of NVUE configurations (<dir>/<node>/startup.yaml)"
+
+    def __init__(self, source: str, files: dict[str, nvue.NvueFile]):
+        self.source, self.files = source, files
+
+    @classmethod
+    def load(cls, ctx: LabContext, d: Path, configs: UserConfigs) -> "NvueChange":
+        """The startup.yaml files of directory `d`, each checked on its node; TopologyError
+        names every problem (nothing is touched)."""
+        problems = userconf.check(configs, ctx.fabric)
+        if problems:
+            raise TopologyError(problems)
+        other = [configs.path(n, k) for n, f in configs.files.items() for k in f if k != NVUE]
+        if other:
+            raise TopologyError([Problem(p, "", "a change directory holds NVUE files or FRR files, not both; "
+                                                "apply them one after the other") for p in other])
+        files = nvue.read_configs(configs)
+        running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))
+        twin_rendered = [Problem(configs.path(n, NVUE), "", f"{n} runs twin's rendering: a node takes NVUE at "
+                                                             f"`twin up --configs` (down and up the lab), not on day 2")
+                         for n in files if n not in running]
+        if twin_rendered:
+            raise TopologyError(twin_rendered)
+        nvue.build(files, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))   # every problem, on its node
+        return cls(str(d), files)
+
+    def describe(self) -> str:
+        return f"apply NVUE {self.source}"
+
+    def work(self, ctx: LabContext) -> Work:
+        old_files = current_files(ctx, ctx.fabric)
+        w = Work(ctx.fabric, ctx.fabric, {n: dict(f) for n, f in old_files.items()}, old_files, [], [], {})
+        w.plan = Plan(ctx.name)
+        nvue_work(ctx, w, ctx.fabric, ctx.fabric, self.files)
+        for node in sorted(self.files):
+            w.plan.diffs.update({node: d} if (d := _diffs(w.old_files[node], w.files[node], node)) else {})
+        frr_actions(w)
+        return w
+
+    def inverse(self, ctx: LabContext) -> Change:
+        running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))
+        return NvueChange(f"previous NVUE configurations of {ctx.name}", {n: running[n].file for n in self.files})
+
+
+def _diffs(old: dict[str, str], new: dict[str, str], node: str) -> dict[str, str]:
+    return {f: d for f in sorted(set(old) | set(new))
+            if (d := unified(old.get(f, ""), new.get(f, ""), f"{node}/{f}"))}

@@ -1,0 +1,146 @@
+"""NVUE files among a lab's configs: `DIR/<node>/startup.yaml` for spines, leafs and DPUs,
+beside the frr.conf form (`twin.config.userconf` reads both; this module reads the NVUE
+ones and makes each node's files and kernel plane from them).
+
+A node runs NVUE when its lab directory holds `startup.yaml` (as NVUE normalised it:
+one `- header:` and one `- set:` document): `running` reads the planes of a running lab
+back from there, for day 2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from twin.config import render
+from twin.config.overlay import Backend, Shaping, script_of
+from twin.config.userconf import NVUE, UserConfigs
+from twin.errors import Problem, TopologyError, TwinError
+from twin.interop.nvue import frr, load, plane as planes_
+from twin.interop.nvue.load import NvueFile
+from twin.interop.nvue.plane import PER_VNI, Plane
+from twin.interop.nvue.schema import API, VERSION
+from twin.interop.nvue.tree import show
+from twin.topology.model import Fabric
+
+STARTUP = NVUE
+
+
+@dataclass
+class NvueNode:
+    """One node's NVUE file and what it runs."""
+
+    file: NvueFile
+    plane: Plane
+    files: dict[str, str]
+
+
+def read(configs: UserConfigs | None) -> dict[str, NvueFile]:
+    """Every node's startup.yaml of a config directory, read and checked on its own (no topology);
+    TopologyError with every problem of every file."""
+    out, problems = _read(configs)
+    if problems:
+        raise TopologyError(problems)
+    return out
+
+
+def _read(configs: UserConfigs | None) -> tuple[dict[str, NvueFile], list[Problem]]:
+    out: dict[str, NvueFile] = {}
+    problems: list[Problem] = []
+    for node, files in (configs.files.items() if configs else ()):
+        if NVUE not in files:
+            continue
+        try:
+            out[node] = load.read(configs.path(node, NVUE))
+        except TopologyError as e:
+            problems += e.problems
+    return out, problems
+
+
+def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: Shaping = "tc",
+          layout: str = PER_VNI) -> tuple[dict[str, NvueNode], list[str]]:
+    """Each NVUE node's plane and files on `fabric`; TopologyError with every problem of every
+    node at once. Returns the nodes and the notes (what twin left out or adapted)."""
+    out: dict[str, NvueNode] = {}
+    problems: list[Problem] = []
+    notes: list[str] = []
+    for node, nf in sorted(nfs.items()):
+        try:
+            p = planes_.build(nf, fabric, node, backend, shaping)
+        except TopologyError as e:
+            problems += e.problems
+            continue
+        if layout != PER_VNI:
+            from twin.interop.nvue import vlanaware
+            vlanaware.apply(p, backend)
+        out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
+        notes += p.notes + [f"{nf.source}: {show(path)}: stored, not emulated" for path in nf.not_emulated]
+    if problems:
+        raise TopologyError(problems)
+    return out, notes
+
+
+def check(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
+    """Every problem of the config directory's NVUE files on this topology (none: they run)."""
+    nfs, problems = _read(configs)
+    try:
+        build(nfs, fabric, "netns")
+    except TopologyError as e:
+        problems += e.problems
+    return problems
+
+
+def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict[str, str]:
+    """What an NVUE node runs: frr.conf rendered from NVUE, twin's daemons and vtysh.conf (zebra's
+    VRF backend as the node's VRFs need), interfaces.sh of its plane, its nftables rules, and the
+    startup.yaml itself."""
+    node = p.fabric.nodes[p.node]
+    files = render.render_node(node, p.fabric, backend, shaping)
+    files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs)
+    what = (f"EVPN overlay on this VTEP as its NVUE declares it ({p.layout} layout, VRF backend: {backend})"
+            if p.fabric.tenants_on(p.node) else "node as its NVUE declares it")
+    files["interfaces.sh"] = script_of(p.node, p.fabric.name, what, p.steps, p.bindings)
+    files[STARTUP] = dump(nf.tree, nf.header)
+    return files
+
+
+def dump(tree: dict, header: dict | None = None) -> str:
+    """A tree as NVUE writes startup.yaml: a header and one set document, `on`/`off` for booleans."""
+    head = header or {"model": "twin", "nvue-api-version": API, "rev-id": 1.0, "version": f"{VERSION} (twin)"}
+    return yaml.dump([{"header": head}, {"set": tree}], Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=120)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(bool, lambda d, v: d.represent_scalar("tag:yaml.org,2002:bool", "on" if v else "off"))
+
+
+def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
+    """Per node running NVUE, the places of its startup.yaml twin keeps but does not run."""
+    out = {}
+    for node in nodes:
+        f = d / node / STARTUP
+        if f.is_file() and not f.is_symlink():
+            paths = [show(p) for p in load.read(f).not_emulated]
+            if paths:
+                out[node] = paths
+    return out
+
+
+def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = "tc",
+            layout: str = PER_VNI) -> dict[str, NvueNode]:
+    """The NVUE nodes of a running lab, from the startup.yaml in each node's directory."""
+    nfs = {}
+    for node in fabric.nodes:
+        f = d / node / STARTUP
+        if f.is_file() and not f.is_symlink():
+            nfs[node] = load.read(f)
+    try:
+        return build(nfs, fabric, backend, shaping, layout)[0]
+    except TopologyError as e:
+        raise TwinError(f"lab {d.name!r}: the NVUE files it runs no longer fit its topology:\n  "
+                        + "\n  ".join(str(p) for p in e.problems)) from None

@@ -1,0 +1,63 @@
+"""frr.conf from a node's NVUE configuration, as NVUE renders FRR on Cumulus Linux 5.9
+(`templates/frr.conf.j2` says where twin's file differs and why).
+
+What goes where, as on a switch: BGP (the default VRF's instance from `router.bgp` and
+`vrf.default.router.bgp`, one instance per tenant VRF with BGP on), `vrf X / vni N` for
+each VRF's L3VNI and `advertise-all-vni` from `evpn.enable` go to FRR; interface
+addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.interop.nvue.plane`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jinja2
+
+from twin.interop.nvue.model import Bgp, NodeConf, Peer
+from twin.interop.nvue.schema import VERSION
+
+_env = jinja2.Environment(loader=jinja2.PackageLoader("twin.interop.nvue", "templates"),
+                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                          keep_trailing_newline=True)
+
+
+@dataclass
+class _Neighbor:
+    dev: str
+    peer_group: str | None
+    remote_as: str | None
+    unnumbered: bool
+    connect: int | None
+
+
+@dataclass
+class _Vrf:
+    kernel: str
+    l3vni: int | None
+    bgp: Bgp | None
+
+
+def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, str]) -> str:
+    """The node's frr.conf. `devices`: NVUE interface name -> kernel device (HBN's p0_if is the
+    BlueField's p0); `vrfs`: NVUE VRF -> the kernel VRF it runs as (its tenant's)."""
+    b = conf.bgp if conf.bgp.enable and conf.bgp.asn else None
+    dev = lambda n: devices.get(n, n)   # noqa: E731
+    groups = b.peer_groups if b else {}
+    neighbors = [_Neighbor(dev(n), p.peer_group, p.remote_as, p.unnumbered, p.connect)
+                 for n, p in (b.neighbors.items() if b else ())]
+    evpn_on = ([g for g, p in groups.items() if p.evpn] +
+               [dev(n) for n, p in (b.neighbors.items() if b else ()) if _evpn(p, groups)])
+    v4_off = [g for g, p in groups.items() if p.ipv4 is False] + [
+        dev(n) for n, p in (b.neighbors.items() if b else ()) if p.ipv4 is False]
+    tenant_vrfs = [_Vrf(vrfs.get(v.name, v.name), v.l3vni if v.evpn else None,
+                        v.bgp if v.bgp and v.bgp.enable and v.bgp.asn and b else None)
+                   for v in conf.vrfs.values()]
+    return _env.get_template("frr.conf.j2").render(
+        node=node, version=VERSION, hostname=conf.hostname or node, bgp=b, neighbors=neighbors,
+        graceful_shutdown=conf.graceful_shutdown, v4_off=v4_off, evpn_on=evpn_on,
+        evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)), advertise_all_vni=conf.evpn,
+        vrfs=tenant_vrfs)
+
+
+def _evpn(p: Peer, groups: dict[str, Peer]) -> bool:
+    """A neighbor activated for EVPN on its own (its peer-group's activation covers the rest)."""
+    return p.evpn is True and not (p.peer_group in groups and groups[p.peer_group].evpn)

@@ -1,0 +1,193 @@
+"""NVUE's object tree as twin knows it: Cumulus Linux 5.9, API nvue_v1 (also DOCA HBN's NVUE).
+
+Every place of a startup.yaml is one of three things:
+
+- **emulated**: twin reads it and the node runs it (FRR and the kernel plane);
+- **stored, not emulated**: a real place of NVUE's tree that twin keeps, shows and lists
+  as "not emulated" (mlag, qos, acl, service, system.message, a BGP timer...);
+- **refused**: no place of NVUE's tree (a typo, a key of another version), named with the
+  keys that are allowed there.
+
+The tree is data: `Obj` (an object with named keys), `Coll` (a collection keyed by names,
+VLAN ids, prefixes...), `Leaf` (a value) and `Opaque` (an object twin stores without
+knowing what lies below it). Below an Opaque every key is kept, nothing is checked but
+the file's own limits. The keys of each emulated object are those of `nv list-commands`
+on Cumulus Linux 5.9; keys twin does not emulate are `S`tored leaves or Opaque objects.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+VERSION = "Cumulus Linux 5.9"
+API = "nvue_v1"
+EMULATED, STORED = "emulated", "stored"
+
+
+@dataclass(frozen=True)
+class Leaf:
+    kind: str                   # bool int str enum ipv4 prefix mac asn rt name
+    status: str = EMULATED
+    lo: int = 0                 # int: the range
+    hi: int = 0
+    choices: tuple[str, ...] = ()   # enum (also words an int or ipv4 leaf takes: none, auto)
+    what: str = ""              # in a message: "'x' is not a VLAN id"
+    keyed: bool = False         # NVUE also writes it as a one-key mapping: `state: {up: {}}`
+
+
+@dataclass(frozen=True)
+class Obj:
+    children: dict
+    status: str = EMULATED
+    open: bool = False          # keys twin does not list are kept as not emulated (system.*), not refused
+
+
+@dataclass(frozen=True)
+class Coll:
+    key: Leaf                   # what a key is
+    item: object                # Obj, Opaque, or Empty: what each entry holds
+    status: str = EMULATED
+    ranges: bool = False        # `nv set interface swp1-4,swp7 ...` names several at once
+
+
+@dataclass(frozen=True)
+class Opaque:
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Empty:
+    """An entry that holds nothing but its key (`address: {10.1.10.2/24: {}}`)."""
+
+    status: str = EMULATED
+    extra: dict = field(default_factory=dict)   # stored keys an entry may hold (route-map...)
+
+
+def S(kind: str = "str", **kw) -> Leaf:
+    return Leaf(kind, STORED, **kw)
+
+
+ON_OFF = Leaf("bool", what="on or off")
+VLAN = Leaf("int", lo=1, hi=4094, what="a VLAN id")
+VNI = Leaf("int", lo=1, hi=16777214, what="a VNI (1-16777214)")
+ASN = Leaf("asn", what="an AS number (1-4294967295)")
+IPV4 = Leaf("ipv4", what="an IPv4 address")
+PREFIX = Leaf("prefix", what="an IP prefix like 10.1.10.2/24")
+MAC = Leaf("mac", what="a MAC address like 00:00:5e:00:01:01")
+IFNAME = Leaf("name", what="an interface name (1-15 of letters, digits, _ . -)")
+VRFNAME = Leaf("vrf", what="a VRF name (1-15 of letters, digits, _ -, starting with a letter)")
+GROUP = Leaf("group", what="a peer-group name (1-63 of letters, digits, _ . -)")
+RT = Leaf("rt", what="a route target like 65101:4001, 10.10.10.1:5, ANY:4001 or auto")
+NEIGHBOR = Leaf("neighbor", what="an interface name or an IP address")
+DOMAIN = Leaf("name", what="a bridge domain name")
+
+_STORED_AF = {k: Opaque() for k in ("attribute-mod", "aspath", "prefix-limits", "default-route-origination",
+                                    "policy", "community-advertise", "conditional-advertise")}
+_STORED_AF.update({k: S() for k in ("route-reflector-client", "route-server-client", "soft-reconfiguration",
+                                    "nexthop-setting", "add-path-tx", "weight")})
+
+
+def _peer(*emulated: str) -> Obj:
+    """A BGP peer-group or neighbor: its emulated keys, the rest of NVUE's stored."""
+    keys = {
+        "remote-as": Leaf("asn", choices=("internal", "external"), what="internal, external or an AS number"),
+        "peer-group": Leaf("group", choices=("none",), what="a peer-group name"),
+        "type": Leaf("enum", choices=("numbered", "unnumbered")),
+        "address-family": Obj({
+            "ipv4-unicast": Obj({"enable": ON_OFF, **_STORED_AF}),
+            "l2vpn-evpn": Obj({"enable": ON_OFF, **_STORED_AF}),
+            "ipv6-unicast": Opaque()}),
+        "timers": Obj({"connection-retry": Leaf("int", lo=1, hi=65535, choices=("auto",), what="1-65535 seconds"),
+                       "route-advertisement": Leaf("int", lo=1, hi=600, choices=("none", "auto"),
+                                                   what="1-600 seconds or none"),
+                       "keepalive": S(), "hold": S()}),
+    }
+    out = {k: v for k, v in keys.items() if k in emulated}
+    out.update({k: Opaque() for k in ("bfd", "capabilities", "local-as", "graceful-restart", "ttl-security")})
+    out.update({k: S() for k in ("password", "enforce-first-as", "passive-mode", "nexthop-connected-check",
+                                 "multihop-ttl", "description", "enable", "update-source")})
+    return Obj(out)
+
+
+_BGP_VRF = Obj({
+    "enable": ON_OFF, "autonomous-system": ASN, "router-id": IPV4, "rd": S(),
+    "address-family": Obj({
+        "ipv4-unicast": Obj({
+            "enable": ON_OFF,
+            "redistribute": Obj({"connected": Obj({"enable": ON_OFF, "metric": S(), "route-map": S()}),
+                                 "static": Opaque(), "kernel": Opaque(), "ospf": Opaque()}),
+            "network": Coll(PREFIX, Empty(extra={"route-map": S()})),
+            "route-export": Obj({"to-evpn": Obj({"enable": ON_OFF, "route-map": S(),
+                                                 "default-route-origination": S()})}),
+            "route-import": Opaque(), "aggregate-route": Opaque(), "multipaths": Opaque(),
+            "admin-distance": Opaque(), "rib-filter": S()}),
+        "l2vpn-evpn": Obj({"enable": ON_OFF}),
+        "ipv6-unicast": Opaque()}),
+    "peer-group": Coll(GROUP, _peer("remote-as", "address-family", "timers")),
+    "neighbor": Coll(NEIGHBOR, _peer("remote-as", "peer-group", "type", "address-family", "timers")),
+    "path-selection": Obj({"multipath": Obj({"aspath-ignore": ON_OFF, "generate-asset": S(), "bandwidth": S()}),
+                           "aspath": Opaque(), "med": Opaque(), "routerid-compare": S()}),
+    "route-import": Obj({"from-evpn": Obj({"route-target": Coll(RT, Empty())})}),
+    "route-export": Obj({"to-evpn": Obj({"route-target": Coll(RT, Empty())})}),
+    **{k: Opaque() for k in ("timers", "confederation", "route-reflection", "dynamic-neighbor")},
+    "dynamic-peer-limit": S(),
+})
+
+_INTERFACE = Obj({
+    "type": Leaf("enum", choices=("swp", "eth", "bond", "loopback", "svi", "sub", "peerlink", "tunnel")),
+    "vlan": VLAN,
+    "ip": Obj({
+        "address": Coll(PREFIX, Empty()),
+        "vrf": VRFNAME,
+        "vrr": Obj({"enable": ON_OFF, "address": Coll(PREFIX, Empty()),
+                    "mac-address": Leaf("mac", choices=("auto",), what="a MAC address or auto"),
+                    "state": Leaf("enum", choices=("up", "down"), keyed=True), "mac-id": S()}),
+        **{k: Opaque() for k in ("gateway", "ipv4", "ipv6", "igmp", "vrrp", "neighbor-discovery")}}),
+    "link": Obj({"state": Leaf("enum", choices=("up", "down"), keyed=True),
+                 **{k: S() for k in ("mtu", "auto-negotiate", "breakout", "duplex", "speed", "fec")},
+                 "dot1x": Opaque()}),
+    "bridge": Obj({"domain": Coll(DOMAIN, Obj({
+        "access": VLAN,
+        "vlan": Opaque(), "untagged": S(), "stp": Opaque(), "learning": S()}))}),
+    **{k: Opaque() for k in ("router", "bond", "lldp", "evpn", "acl", "ptp", "tunnel", "qos", "synce",
+                             "dot1x", "neighbor", "port-security")},
+    "description": S(), "base-interface": S(),
+})
+
+TREE = Obj({
+    "system": Obj({
+        "hostname": Leaf("str", what="a host name"),
+        "global": Obj({"anycast-mac": Leaf("mac", choices=("none",), what="a MAC address or none"),
+                       "fabric-mac": Leaf("mac", choices=("none",), what="a MAC address or none"),
+                       "fabric-id": Leaf("int", lo=1, hi=255, what="1-255"),
+                       "anycast-id": S(), "system-mac": S(), "reserved": Opaque()}),
+        **{k: Opaque() for k in ("message", "config", "control-plane", "port-mirror", "aaa", "api", "ssh-server",
+                                 "timezone", "date-time", "wjh", "security", "snmp-server", "syslog", "ztp",
+                                 "reboot", "forwarding", "counter", "cpu", "dns", "acl", "telemetry", "sflow",
+                                 "nat", "link", "dhcp-client", "maintenance", "lldp", "log")}},
+        open=True),
+    "interface": Coll(IFNAME, _INTERFACE, ranges=True),
+    "bridge": Obj({"domain": Coll(DOMAIN, Obj({
+        "vlan": Coll(VLAN, Obj({"vni": Coll(VNI, Obj({"flooding": Opaque(), "mac-learning": S()})),
+                                "ptp": Opaque(), "multicast": Opaque()})),
+        **{k: Opaque() for k in ("stp", "multicast")},
+        **{k: S() for k in ("type", "untagged", "encap", "mac-address", "vlan-vni-offset")}}))}),
+    "nve": Obj({"vxlan": Obj({
+        "enable": ON_OFF, "source": Obj({"address": Leaf("ipv4", choices=("auto",), what="an IPv4 address")}),
+        "arp-nd-suppress": ON_OFF,
+        **{k: Opaque() for k in ("mlag", "flooding", "encapsulation", "decapsulation")},
+        **{k: S() for k in ("mac-learning", "mtu", "port")}})}),
+    "evpn": Obj({"enable": ON_OFF,
+                 **{k: Opaque() for k in ("route-advertise", "dad", "evi", "vni", "multihoming", "mac-vrf-soo")}}),
+    "router": Obj({
+        "bgp": Obj({"enable": ON_OFF, "autonomous-system": ASN, "router-id": IPV4, "graceful-shutdown": ON_OFF,
+                    **{k: Opaque() for k in ("graceful-restart", "convergence-wait", "queue-limit")},
+                    **{k: S() for k in ("policy-update-timer", "wait-for-install")}}),
+        "vrr": Obj({"enable": ON_OFF}),
+        **{k: Opaque() for k in ("ospf", "pim", "igmp", "vrrp", "adaptive-routing", "policy", "pbr", "nexthop",
+                                 "nexthop-group", "ptm", "bfd")}}),
+    "vrf": Coll(VRFNAME, Obj({
+        "evpn": Obj({"enable": ON_OFF, "vni": Coll(VNI, Obj({"prefix-routes-only": S()})), "vlan": S()}),
+        "router": Obj({"bgp": _BGP_VRF, **{k: Opaque() for k in ("static", "ospf", "pim", "rib")}}),
+        "loopback": Opaque(), "ptp": Opaque(), "table": S(), "dhcp-server-v4": Opaque()})),
+    **{k: Opaque() for k in ("acl", "mlag", "qos", "service", "platform")},
+})

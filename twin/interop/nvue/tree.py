@@ -1,0 +1,381 @@
+"""An NVUE configuration tree: plain nested mappings, as `nv config show -o json` holds it.
+
+Pure functions on it, the ones `nv set`/`nv unset`, `nv config apply|diff|patch|replace`
+and the REST API's PATCH/DELETE are made of:
+
+    tree, found = check(tree)                      # normalised (on/off -> bool, '10' -> 10), and
+                                                   # every error and not-emulated place found
+    set_path(tree, ("interface", "swp1-4", "link", "state"), "up")    # ranges name several
+    path, value = words(["interface", "swp3", "bridge", "domain", "br_default", "access", "30"])
+    unset_path(tree, ("interface", "swp3"))
+    patch(tree, {...}); unpatch(tree, {...})       # a `- set:` / `- unset:` document
+    diff(old, new) -> [{"unset": ...}, {"set": ...}]   # what takes old to new, in NVUE's form
+
+Keys are always text (YAML reads `10:` as a number; NVUE's own files quote VLAN ids: '10').
+"""
+from __future__ import annotations
+
+import copy
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from twin.interop.nvue.schema import EMULATED, STORED, TREE, Coll, Empty, Leaf, Obj, Opaque
+from twin.topology.problems import dotted, listing, quoted
+
+Path = tuple[str, ...]
+MAX_RANGE = 1024            # names one range may stand for (`swp1-99999999` is refused)
+_RANGE = re.compile(r"(.*?)(\d+)-(\d+)(\D[\w.-]*)?")
+_ONE = re.compile(r"(.*?[^\d])\d+(\D[\w.-]*)?")
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,15}")
+_VRF = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,14}")
+_GROUP = re.compile(r"[A-Za-z0-9_.-]{1,63}")
+_MAC = re.compile(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}")
+_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_RT = re.compile(r"(ANY|\*|\d{1,10}|\d{1,3}(\.\d{1,3}){3}):(\d{1,10})")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """An error (`stored` False) or a place twin keeps without emulating it (`stored` True)."""
+
+    path: Path
+    message: str
+    stored: bool = False
+
+    def __str__(self) -> str:
+        return f"{show(self.path)}: {self.message}" if self.path else self.message
+
+
+def show(path: Path) -> str:
+    """interface.swp1.bridge.domain.br_default.access; a key like a prefix is quoted: address['10.1.10.2/24']."""
+    return dotted(path)
+
+
+# --- values ------------------------------------------------------------------------------------------
+def value_of(leaf: Leaf, v: Any) -> tuple[Any, str]:
+    """(the value normalised, "") or (None, why it is not one `leaf` takes)."""
+    if leaf.keyed and isinstance(v, dict) and len(v) == 1 and next(iter(v.values())) in ({}, None):
+        v = next(iter(v))             # NVUE writes `state: {up: {}}`
+    if isinstance(v, str) and v in leaf.choices:
+        return v, ""
+    check = _CHECKS.get(leaf.kind, _text)
+    out, ok = check(leaf, v)
+    if ok:
+        return out, ""
+    if isinstance(v, int) and not isinstance(v, bool) and leaf.kind == "mac":
+        return None, (f"{quoted(v)} is not {leaf.what}: YAML 1.1 read a MAC of digits starting 1-9 as a number "
+                      "(base 60); quote it")
+    what = leaf.what or (f"one of {', '.join(leaf.choices)}" if leaf.choices else f"a {leaf.kind}")
+    return None, f"{quoted(v)} is not {what}"
+
+
+def _bool(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    if isinstance(v, bool):
+        return v, True
+    return {"on": True, "off": False}.get(v) if isinstance(v, str) else None, v in ("on", "off")
+
+
+def _int(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 10:
+        v = int(v)
+    ok = isinstance(v, int) and not isinstance(v, bool) and leaf.lo <= v <= leaf.hi
+    return v, ok
+
+
+def _asn(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    v, ok = _int(Leaf("int", lo=1, hi=4294967295), v)
+    return v, ok and v != 23456
+
+
+def _ipv4(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    try:
+        return str(ipaddress.IPv4Address(v)), isinstance(v, str)
+    except ValueError:
+        return None, False
+
+
+def _prefix(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    if not isinstance(v, str) or "/" not in v:
+        return None, False
+    try:
+        ipaddress.ip_interface(v)
+    except ValueError:
+        return None, False
+    return v, True
+
+
+def _match(pattern: re.Pattern) -> Any:
+    return lambda leaf, v: (v, isinstance(v, str) and bool(pattern.fullmatch(v)))
+
+
+def _neighbor(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    if isinstance(v, str) and _NAME.fullmatch(v):
+        return v, True
+    try:
+        return str(ipaddress.ip_address(v)), isinstance(v, str)
+    except ValueError:
+        return None, False
+
+
+def _enum(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    return v, isinstance(v, str) and v in leaf.choices
+
+
+def _text(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    return v, isinstance(v, (str, int, float, bool)) and not (isinstance(v, str) and len(v) > 4096)
+
+
+_CHECKS = {"bool": _bool, "int": _int, "asn": _asn, "ipv4": _ipv4, "prefix": _prefix, "enum": _enum,
+           "mac": _match(_MAC), "name": _match(_NAME), "vrf": _match(_VRF), "group": _match(_GROUP),
+           "rt": _match(_RT), "neighbor": _neighbor, "host": _match(_HOST), "str": _text}
+
+
+# --- the tree, checked -----------------------------------------------------------------------------------
+def check(tree: Any) -> tuple[dict, list[Finding]]:
+    """The tree normalised against NVUE's object tree, and every finding: errors (refused
+    places, wrong values) and the places kept but not emulated."""
+    found: list[Finding] = []
+    if not isinstance(tree, dict):
+        return {}, [Finding((), f"the configuration is {quoted(tree)}, not a mapping of NVUE objects "
+                                f"({listing(TREE.children)})")]
+    return _obj(TREE, tree, (), found, EMULATED), found
+
+
+def _walk(spec: Any, v: Any, at: Path, found: list[Finding], status: str) -> Any:
+    if isinstance(spec, Opaque):
+        found.append(Finding(at, "stored, not emulated", True))
+        return v
+    if isinstance(spec, Leaf):
+        out, why = value_of(spec, v)
+        if why:
+            found.append(Finding(at, why))
+        elif STORED in (status, spec.status):
+            found.append(Finding(at, "stored, not emulated", True))
+        return out if not why else v
+    if v is None:
+        v = {}        # `bridge: {domain: {br_default: }}`: an object named, nothing in it
+    if not isinstance(v, dict):
+        found.append(Finding(at, f"{quoted(v)} is not an object: it holds " + _holds(spec)))
+        return v
+    if isinstance(spec, Coll):
+        return _coll(spec, v, at, found, status)
+    if isinstance(spec, Empty):
+        return _empty(spec, v, at, found, status)
+    return _obj(spec, v, at, found, status)
+
+
+def _obj(spec: Obj, v: dict, at: Path, found: list[Finding], status: str) -> dict:
+    status = STORED if STORED in (status, spec.status) else EMULATED
+    out = {}
+    for k, sub in v.items():
+        key = str(k) if not isinstance(k, bool) else ("on" if k else "off")
+        if key in spec.children:
+            out[key] = _walk(spec.children[key], sub, at + (key,), found, status)
+        elif spec.open:
+            found.append(Finding(at + (key,), "stored, not emulated (twin does not know this key)", True))
+            out[key] = sub
+        else:
+            found.append(Finding(at + (key,), f"no such key in NVUE's {show(at) or 'object tree'}; "
+                                               f"keys: {listing(sorted(spec.children))}"))
+    return out
+
+
+def _coll(spec: Coll, v: dict, at: Path, found: list[Finding], status: str) -> dict:
+    status = STORED if STORED in (status, spec.status) else EMULATED
+    out = {}
+    for k, sub in v.items():
+        key, why = value_of(spec.key, k)
+        if why:
+            found.append(Finding(at + (str(k),), why))
+            continue
+        out[str(key)] = _walk(spec.item, sub, at + (str(key),), found, status)
+    return out
+
+
+def _empty(spec: Empty, v: dict, at: Path, found: list[Finding], status: str) -> dict:
+    if STORED in (status, spec.status):
+        found.append(Finding(at, "stored, not emulated", True))
+    return _obj(Obj(spec.extra, STORED), v, at, found, STORED) if v else {}
+
+
+def _holds(spec: Any) -> str:
+    if isinstance(spec, Obj):
+        return f"keys {listing(sorted(spec.children))}"
+    if isinstance(spec, Coll):
+        return f"entries keyed by {spec.key.what or spec.key.kind}"
+    return "nothing but its key ({})"
+
+
+# --- editing ---------------------------------------------------------------------------------------------
+def expand(name: str) -> list[str]:
+    """Interface ranges as `nv set` takes them: swp1-4,swp7 -> swp1 swp2 swp3 swp4 swp7; a part
+    starting with a digit takes the prefix before it (swp1-2,5-6); ValueError on a huge one."""
+    out: list[str] = []
+    prefix = ""
+    for part in name.split(","):
+        if part[:1].isdigit() and prefix:
+            part = prefix + part
+        m = _RANGE.fullmatch(part)
+        if m is None:
+            single = _ONE.fullmatch(part)
+            prefix = single.group(1) if single else ""
+            out.append(part)
+            continue
+        prefix, lo, hi, suffix = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) or ""
+        if hi < lo or hi - lo >= MAX_RANGE or len(out) + hi - lo >= MAX_RANGE:
+            raise ValueError(f"{quoted(name)}: a range names at most {MAX_RANGE} interfaces, low to high")
+        out += [f"{prefix}{i}{suffix}" for i in range(lo, hi + 1)]
+    return out
+
+
+def spec_at(path: Path) -> Any:
+    """The schema of a place (None: no such place in NVUE's tree; an Opaque for anything below one)."""
+    spec: Any = TREE
+    for k in path:
+        if isinstance(spec, Opaque):
+            return spec
+        if isinstance(spec, Obj):
+            spec = spec.children.get(k, Opaque() if spec.open else None)
+        elif isinstance(spec, Coll):
+            spec = spec.item
+        elif isinstance(spec, Empty):
+            spec = spec.extra.get(k)
+        else:
+            return None
+        if spec is None:
+            return None
+    return spec
+
+
+def words(ws: list[str]) -> tuple[Path, Any]:
+    """The path and value of `nv set WORDS...`: the words that name places, then the value (or
+    the last key of a collection: `ip address 10.1.30.2/24` sets that address to {})."""
+    spec: Any = TREE
+    path: list[str] = []
+    for i, w in enumerate(ws):
+        if isinstance(spec, Leaf):
+            return tuple(path), " ".join(ws[i:])
+        if isinstance(spec, (Opaque, Empty)) and i == len(ws) - 1:
+            return tuple(path), w
+        path.append(w)
+        spec = spec_at(tuple(path))
+        if spec is None:
+            raise ValueError(f"{show(tuple(path))}: no such place in NVUE's object tree")
+    return tuple(path), {} if not isinstance(spec, Leaf) else None
+
+
+def _paths(path: Path) -> list[Path]:
+    """A path with every interface range in it expanded into the paths it names."""
+    out: list[Path] = [()]
+    for i, k in enumerate(path):
+        spec = spec_at(path[:i])
+        names = expand(k) if isinstance(spec, Coll) and spec.ranges else [k]
+        out = [p + (n,) for p in out for n in names]
+    return out
+
+
+def set_path(tree: dict, path: Path, value: Any) -> dict:
+    """`nv set`: the value at every place `path` names (ranges expanded); returns the tree."""
+    for p in _paths(path):
+        node = tree
+        for k in p[:-1]:
+            nxt = node.get(k)
+            if not isinstance(nxt, dict):
+                nxt = node[k] = {}
+            node = nxt
+        if p:
+            node[p[-1]] = copy.deepcopy(value)
+    return tree
+
+
+def unset_path(tree: dict, path: Path) -> dict:
+    """`nv unset`: the places `path` names removed (and objects left empty by it)."""
+    for p in _paths(path):
+        chain = [tree]
+        for k in p[:-1]:
+            nxt = chain[-1].get(k)
+            if not isinstance(nxt, dict):
+                break
+            chain.append(nxt)
+        else:
+            if p:
+                chain[-1].pop(p[-1], None)
+    return tree
+
+
+def patch(tree: dict, doc: Any) -> dict:
+    """A `- set:` document merged into the tree (mappings merged, anything else replaced)."""
+    if not isinstance(doc, dict):
+        return tree
+    for k, v in doc.items():
+        k = str(k)
+        if isinstance(v, dict) and isinstance(tree.get(k), dict) and v:
+            patch(tree[k], v)
+        else:
+            tree[k] = copy.deepcopy(v) if v is not None else tree.get(k, {})
+    return tree
+
+
+def unpatch(tree: dict, doc: Any) -> dict:
+    """An `- unset:` document: a key with nothing under it goes, with all below it."""
+    if not isinstance(doc, dict):
+        return tree
+    for k, v in doc.items():
+        k = str(k)
+        if isinstance(v, dict) and v and isinstance(tree.get(k), dict):
+            unpatch(tree[k], v)
+        else:
+            tree.pop(k, None)
+    return tree
+
+
+def diff(old: dict, new: dict) -> list[dict]:
+    """What takes `old` to `new`, as NVUE writes it: an `unset` document, then a `set` one."""
+    unset, sets = _diff(old, new)
+    return ([{"unset": unset}] if unset else []) + ([{"set": sets}] if sets else [])
+
+
+def _diff(old: dict, new: dict) -> tuple[dict, dict]:
+    unset: dict = {}
+    sets: dict = {}
+    for k, v in old.items():
+        if k not in new:
+            unset[k] = None
+        elif isinstance(v, dict) and isinstance(new[k], dict):
+            u, s = _diff(v, new[k])
+            if u:
+                unset[k] = u
+            if s:
+                sets[k] = s
+        elif v != new[k]:
+            sets[k] = copy.deepcopy(new[k])
+    for k, v in new.items():
+        if k not in old:
+            sets[k] = copy.deepcopy(v)
+    return unset, sets
+
+
+def get(tree: dict, path: Path, default: Any = None) -> Any:
+    node: Any = tree
+    for k in path:
+        if not isinstance(node, dict) or k not in node:
+            return default
+        node = node[k]
+    return node
+
+
+def leaves(tree: Any, at: Path = ()) -> dict[Path, Any]:
+    """Every place that holds a value or an empty object: path -> value."""
+    if not isinstance(tree, dict) or not tree:
+        return {at: tree}
+    out: dict[Path, Any] = {}
+    for k, v in tree.items():
+        out.update(leaves(v, at + (k,)))
+    return out
+
+
+def not_emulated(found: list[Finding]) -> list[Path]:
+    """The places kept but not emulated (what an apply result and `twin verify` list)."""
+    return [f.path for f in found if f.stored]
