@@ -260,3 +260,19 @@ def test_removal_is_patient_with_one_interrupt_and_stops_at_the_second(capsys):
         with common.stops_as_interrupt():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)
+
+
+def test_the_barrier_waits_for_routes_between_vteps_to_spread_over_the_shortest_paths(tmp_path):
+    from twin.lifecycle.barrier import missing_spread, spread
+
+    aipod = load(ROOT / "topologies/aipod.yml")
+    want = spread(aipod)["dpu1"]
+    lo2 = f"{aipod.nodes['dpu2'].loopback}/32"
+    assert want[lo2] == ("dpu2", frozenset({"p0", "p1"})), "dual-homed: both leafs"
+    assert missing_spread("dpu1", want, {lo2: {"p0", "p1"}}) == []
+    assert missing_spread("dpu1", want, {lo2: {"p1"}}) == [
+        f"dpu1: route to dpu2's loopback {lo2} over p1, not yet over p0, p1 (the fabric's shortest paths)"]
+    f = tmp_path / "drained.yml"
+    f.write_text((ROOT / "topologies/aipod.yml").read_text().replace("leaf1: {kind: leaf}", "leaf1: {kind: leaf, drain: true}"))
+    drained = load(f)
+    assert drained.drained() == ["leaf1"] and spread(drained)["dpu1"][lo2] == ("dpu2", frozenset({"p1"}))

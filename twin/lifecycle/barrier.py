@@ -1,7 +1,8 @@
 """The convergence barrier: waits until every node holds what `twin.intent` says.
 
 For every FRR node: every BGP session Established and a route to every loopback
-the node should learn; on every VTEP, per tenant: the flood entries (type-3),
+the node should learn, and the routes between VTEPs spread over every port of the
+fabric's shortest paths (drained routers avoided, as verify's underlay expects); on every VTEP, per tenant: the flood entries (type-3),
 remote hosts' MACs and /32s (type-2) and remote-only subnets (type-5), and
 nothing the intent no longer has (after a change).
 
@@ -34,6 +35,7 @@ from twin import timeouts, wait
 from twin.config.overlay import tenant_ns, vrf_tables
 from twin.errors import CommandError, ConvergenceTimeout, TwinError
 from twin.intent import NodeIntent, TenantIntent
+from twin.intent import paths
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
@@ -63,6 +65,25 @@ def missing_underlay(n: NodeIntent, routes: dict[str, set[str]]) -> list[str]:
         missing += [f"{n.node}: stale route {p} (no gateway announces it any more)" for p in sorted(routes)
                     if p.endswith("/32") and p not in known]
     return missing
+
+
+def spread(fabric) -> dict[str, dict[str, tuple[str, frozenset[str]]]]:
+    """Per router, the routes between VTEPs it carries and the ports each must spread over:
+    node -> {remote VTEP's loopback /32: (that VTEP, the ports of the fabric's shortest paths)}.
+    What `twin verify`'s underlay group sends frames over (`twin.intent.paths`); a drained router's
+    paths are left out where others exist, and come back when it is undrained."""
+    out: dict[str, dict[str, tuple[str, frozenset[str]]]] = {}
+    for a, b in paths.vtep_pairs(fabric):
+        lo = f"{fabric.nodes[b].loopback}/32"
+        for node, ports in paths.next_hops(fabric, a, b).items():
+            out.setdefault(node, {})[lo] = (b, frozenset(ports))
+    return out
+
+
+def missing_spread(node: str, want: dict[str, tuple[str, frozenset[str]]], routes: dict[str, set[str]]) -> list[str]:
+    return [f"{node}: route to {vtep}'s loopback {prefix} over {', '.join(sorted(routes[prefix]))}, not yet over "
+            f"{', '.join(sorted(ports))} (the fabric's shortest paths)"
+            for prefix, (vtep, ports) in sorted(want.items()) if prefix in routes and routes[prefix] != ports]
 
 
 def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
@@ -125,6 +146,7 @@ class Barrier:
         self.ribs = generic.RibWatch()
         self.tables = vrf_tables(ctx.fabric)
         self.progress = Progress(dict(self.intent.nodes))
+        self.spread = spread(ctx.fabric)
         self.cursor = 0   # where the next look's window starts among the unfinished routers
 
     def _ipr(self, node: str, ns: str = "") -> IPRoute:
@@ -156,7 +178,7 @@ class Barrier:
         try:
             routes = observe.routes(self._ipr(node), host_only=False)
             self.progress.saw(node, counts(n, routes))
-            missing = missing_underlay(n, routes)
+            missing = missing_underlay(n, routes) or missing_spread(node, self.spread.get(node, {}), routes)
             for t in n.tenants if not missing else ():
                 missing += missing_tenant(node, t, *self.tenant_tables(node, t))
         except (NetlinkError, OSError) as e:
