@@ -137,6 +137,7 @@ def test_progress_counts_sessions_and_routes_and_names_flapping_sessions(tmp_pat
     p.flapped("spine1", frr.flaps(summary, ["swp1", "swp2", "swp3"]))
     line = p.line(1, 6, "leaf1")
     assert line.startswith("converging: 1/6 routers done, sessions 5/16 up, loopback routes 6/") and \
+        "(on the 2 of 6 routers read so far)" in line and \
         line.endswith("; waiting for leaf1; flapping: spine1 to leaf1 (swp1) re-established 3 times; "
                       "spine1 to leaf2 (swp2) re-established 0 times, now Active"), line
     (cause,) = p.causes("keepalive 3 s, hold 9 s")

@@ -46,7 +46,8 @@ from twin.runtime.observe import FLOOD
 
 log = logging.getLogger(__name__)
 PARALLEL = 8
-LOOK_NODES = 32   # unfinished routers a look reads (the next ones at the next look)
+LOOK_NODES = 8    # unfinished routers a look reads (the next ones at the next look): on a host FRR
+                  # saturates, twin's own process gets little CPU, and a read of a router takes seconds
 
 
 def missing_underlay(n: NodeIntent, routes: dict[str, set[str]]) -> list[str]:
@@ -190,8 +191,8 @@ class Barrier:
     def look(self, pool: ThreadPoolExecutor, done: set[str]) -> None:
         """The next LOOK_NODES unfinished routers read (counts for the progress line, kept per router
         between looks; the finished ones marked done), and FRR's session counters on the router
-        waited for (flaps). A window, not the whole lab: on 256 routers of a loaded host, reading
-        every one took minutes, and the barrier waited meanwhile."""
+        waited for (flaps). A window, not the whole lab: on 256 routers of a saturated host,
+        reading every one took minutes, and the barrier waited meanwhile."""
         unfinished = [n for n in self.nodes if n not in done]
         start = self.cursor % len(unfinished) if unfinished else 0
         window = (unfinished[start:] + unfinished[:start])[:LOOK_NODES]

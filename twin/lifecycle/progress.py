@@ -78,6 +78,8 @@ class Progress:
             have, want = self.totals()
             head += (f", sessions {have.sessions:,}/{want.sessions:,} up, loopback routes "
                      f"{have.routes:,}/{want.routes:,} learned")
+            if len(self.seen) < len(self.intents):   # the looks have not read every router yet
+                head += f" (on the {len(self.seen)} of {len(self.intents)} routers read so far)"
         worst = sorted(self.flaps.values(), key=lambda f: -f.dropped)
         flapping = f"; flapping: {'; '.join(map(str, worst[:3]))}" + (
             f" (+{len(worst) - 3} more)" if len(worst) > 3 else "") if worst else ""
