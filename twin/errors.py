@@ -1,7 +1,15 @@
 """Errors a user can act on. Each one says what failed and what to do."""
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
 
 
 class TwinError(Exception):
@@ -17,6 +25,13 @@ def printable(text: str) -> str:
         except UnicodeEncodeError:
             pass
     return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else repr(c)[1:-1] for c in text)
+class Stopped(KeyboardInterrupt):
+    """A command stopped by SIGTERM or SIGHUP, taken as Ctrl-C is (`twin.cli.common.stops_as_interrupt`):
+    what handles an interrupt (a bring-up removing what it made, apply rolling back) handles it."""
+
+    def __init__(self, signum: int, name: str):
+        self.signum = signum
+        super().__init__(name)
 
 
 @dataclass(frozen=True)
@@ -65,7 +80,9 @@ class CommandError(TwinError):
     def __init__(self, where: str, cmd: list[str], rc: int, stdout: str, stderr: str):
         self.where, self.cmd, self.rc, self.stdout, self.stderr = where, cmd, rc, stdout, stderr
         out = "\n".join(s for s in (stdout.strip(), stderr.strip()) if s)
-        super().__init__(f"{where}: `{' '.join(cmd)}` exited {rc}" + (f":\n{out}" if out else ""))
+        how = f"exited {rc}" if rc >= 0 else f"was killed by {_signal_name(-rc)} (its helper process died; twin did not stop it)"
+        shown = " ".join(c.replace("\n", "; ") for c in cmd)   # a script's lines on the error's one line
+        super().__init__(f"{where}: `{shown}` {how}" + (f":\n{out}" if out else ""))
 
 
 class ConvergenceTimeout(TwinError):

@@ -25,7 +25,7 @@ from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors, nvue
 from twin import nvued
-from twin.lifecycle import barrier, bringup, cleanup, hostlimits, nvue_service, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, hostlimits, nvue_service, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import containerlab, dryrun, images, kernel
@@ -149,10 +149,15 @@ class Lab:
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
         with self.writing("twin up"):
+            watch = admission.CpuWatch()
             if self.runtime.containers(self.name):
                 self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
                 self._already_up(vrf_backend)
-            hostlimits.ensure(self.topology)   # host-wide kernel limits, before anything is created
+            # host-wide kernel limits and CPU, before anything is created; timers scaled where needed
+            est = admission.ensure(self.topology, watch.host(), timeout)
+            if est.timers is not None:
+                self.topology = self.topology.model_copy(update={"timers": est.timers})
+                say(f"{est.timers_text()}: {est.figures()}")
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
             self.notes += [w for w in choice.warnings if w not in self.notes]   # said with the import's notes
             image = image or images.ensure(self.runtime.client, say=say)
@@ -219,7 +224,8 @@ class Lab:
                                       configure=lambda n, ex, pid: bringup.configure_node(
                                           fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
                                           execs),
-                                      on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0))
+                                      on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0),
+                                      say=say)
             finally:
                 self.notes += [f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)"
                                for f in execs.failures]

@@ -8,6 +8,7 @@ EXEC_INTERACTIVE = 3600.0   # `twin exec`: a user's own command
 HOST_PORTS = 300.0          # a host's own command (cmd) waits this long for twin to bring its ports up
 VTYSH = 20.0                # one batched vtysh read (verify, status, barrier diagnosis)
 NETLINK = 5.0               # one netlink dump's answer (a dump never answered is an error, not a hang)
+NETLINK_OPEN = 30.0         # a netlink socket in a namespace opened, retried while the host is short of resources
 VTYSH_QUICK = 10.0          # a vtysh poll while waiting for FRR
 ZEBRA_PORT = 30.0          # zebra holds a port in the bridge it was just put in (its dataplane thread)
 VNIS_UP = 60.0              # zebra on a VTEP knows all its VNIs after FRR started
@@ -24,6 +25,9 @@ FRR_RELOAD = 120.0          # frr-reload.py (or an FRR restart) on one node (twi
 DRY_RUN = 30.0              # `vtysh --dryrun` of a new config in its node
 BARRIER_FIRST = 0.1         # the barrier polls this soon first (a round is a few netlink dumps) ...
 BARRIER_POLL = 1.0          # ... and backs off to at most this far apart
+WIRING_SAY = 2.0            # bring-up: what is moving (containers, links, configured nodes), this often
+BARRIER_LOOK = 5.0          # a look over every unfinished router (progress, flaps), at least this far apart
+BARRIER_LOOK_MAX = 60.0     # ... and at most this far apart
 RIB_QUIET = 3.0             # a router running its own config has converged once its routes stood still this long
 OSPF_WAIT = 40.0            # added to the deadline of a lab with OSPF: a broadcast interface waits its dead
                             # interval (40 s by default) before it elects a DR and forms a Full adjacency
@@ -32,6 +36,9 @@ REHEARSE_BASELINE = 1.0     # rehearse: traffic before the change
 REHEARSE_TAIL = 1.0         # rehearse: traffic after the data plane is whole again
 REHEARSE_RECOVERED = 1.0    # rehearse: whole = no flow lost a packet for this long
 DOCKER_API = 180.0          # one Docker API call
+DOCKER_RETRY = 300.0        # ... tried again while the engine times out or fails on its side (a loaded host)
+DOWN_BASE = 120.0           # `twin down`: every container of the lab removed (kills Docker cannot confirm
+DOWN_PER_NODE = 1.0         # are tried again), base plus this per container
 WATCH_PERIOD = 1.0          # the collector: link stats and carrier of every port, this often
 WATCH_ROCE = 2.0            # ... the RoCE counter tables (one nft per namespace)
 WATCH_CONTROL = 10.0        # ... FRR's sessions, VNIs and EVPN routes (one vtysh per FRR node)
@@ -49,3 +56,7 @@ def converge(frr_nodes: int) -> float:
 SERVICE_START = 90.0        # a lab's long-lived process (the NVUE service) listening (~1 s idle, much more under load)
 SERVICE_STOP = 5.0          # ... and leaving on SIGTERM, before SIGKILL
 NVUE_PROBE = 3.0            # the NVUE service answering `twin status`
+
+
+def down(containers: int) -> float:
+    return DOWN_BASE + DOWN_PER_NODE * containers

@@ -136,12 +136,13 @@ def test_up_on_an_existing_lab_tells_what_differs(make_lab, runtime, tmp_path):
 
 
 def test_a_probe_namespace_left_by_a_killed_up_is_cleaned(runtime):
+    """Named probe namespaces are what twin made before its probes ran in a thread's own namespace."""
     name = "t-probe-left"
     netns.create(probe_netns(name))
     try:
         assert kernel.vrf_devices(name) in (True, False), "a stale probe namespace does not break up"
-        netns.create(probe_netns(name))
-        twin_cli("down", name, check=True)
+        assert probe_netns(name) in netns.listnetns(), "probes use a namespace of their own thread, not this name"
+        twin_cli("down", name, check=True)   # one an older twin's killed `up` left is removed
         assert probe_netns(name) not in netns.listnetns()
     finally:
         if probe_netns(name) in netns.listnetns():

@@ -111,11 +111,18 @@ def test_daemons_are_started_through_the_container_runtime_so_they_live_in_the_n
     ex, calls, _ = node
     started = []
 
-    def exec_run(cmd, demux):
-        started.append(cmd)
-        return 0, (b"Started watchfrr.\n", b"")
+    class Api:   # the engine's exec endpoints, as the SDK's low-level client calls them
+        def exec_create(self, cid, cmd):
+            started.append((cid, cmd))
+            return {"Id": "e1"}
 
-    ex.container.exec_run = exec_run
+        def exec_start(self, exec_id, demux):
+            return b"Started watchfrr.\n", b""
+
+        def exec_inspect(self, exec_id):
+            return {"ExitCode": 0}
+
+    ex.container.client = type("Client", (), {"api": Api()})()
     assert ex.start(["/usr/local/bin/twin-node", "start-frr"]).check().stdout == "Started watchfrr.\n"
-    assert started == [["timeout", "--kill-after=2", "30", "/usr/local/bin/twin-node", "start-frr"]]
+    assert started == [("abc123", ["timeout", "--kill-after=2", "30", "/usr/local/bin/twin-node", "start-frr"])]
     assert calls == [], "not through nsenter"

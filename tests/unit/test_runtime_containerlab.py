@@ -40,7 +40,7 @@ class FakeClient:
         return True
 
     def list(self, all, filters):
-        return self.made
+        return [c for c in self.made if not getattr(c, "removed", False)]
 
 
 def inspect_of(nodes: list[str]) -> str:

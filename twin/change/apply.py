@@ -41,6 +41,7 @@ from twin.config.reconcile import node_delta
 from twin.errors import ApplyFailed, ChangeRefused, ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier, hostlimits, state
 from twin.lifecycle.bringup import wait_vnis
+from twin.lifecycle.cleanup import patient
 from twin.lifecycle.context import LabContext
 from twin.observe import store
 from twin.runtime import frr, images, kernel
@@ -294,7 +295,9 @@ def _apply(ctx: LabContext, change: Change, timeout: float | None, wait: bool, s
         failed = r.stage
         say(f"apply failed in stage {failed} ({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__});"
             " rolling back")
-        problems = rollback(ctx, w, r.journal, say)
+        with patient(f"rolling lab {ctx.name} back", f"it may be half changed: `twin status {ctx.name}` says "
+                                                     "what is missing"):
+            problems = rollback(ctx, w, r.journal, say)
         raise ApplyFailed(change.source, failed, str(e).strip() or type(e).__name__, problems) from e
     result.timings["applied"] = round(time.monotonic() - t0, 2)
     say(f"applied in {result.timings['applied']:.1f}s")

@@ -52,6 +52,8 @@ class TopologyChange(Declarative):
 
     def work(self, ctx: LabContext) -> Work:
         old, new = ctx.fabric, self.fabric
+        if new.timers is None and old.timers is not None:   # the BGP timers `twin up` chose stay (a file has none)
+            new = new.model_copy(update={"timers": old.timers})
         diff = FabricDiff(old, new)
         files = keep_user_files(ctx, render.render_lab(new, ctx.backend, ctx.shaping))
         w = Work(old, new, files, current_files(ctx, old), [], [],

@@ -4,13 +4,18 @@ Every failure is one line on stderr (`error: ...`, every problem for a bad
 topology or change; everything with -v) and a non-zero exit. Errors twin
 raises (TwinError), Docker's, netlink's and the operating system's all read the
 same way; anything unexpected is still one line, with -v for the traceback.
+SIGTERM (`timeout`, a cancelled CI job, `docker stop`) and SIGHUP (a closed
+terminal) stop a command as Ctrl-C does: `up` removes what it made, `apply`
+rolls back, the lab's lock is released; the exit code is 128 + the signal.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import shlex
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Callable, Iterator, NoReturn, TypeVar
@@ -20,7 +25,7 @@ import docker
 from pyroute2 import NetlinkError
 from rich.console import Console
 
-from twin.errors import ApplyFailed, ChangeRefused, ConfigError, TopologyError, TwinError
+from twin.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
 from twin.runtime.exec import Recorder, recording
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -63,18 +68,42 @@ def describe(e: BaseException) -> str:
     return f"internal error: {type(e).__name__}: {e}"
 
 
+STOPS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def stops_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise `Stopped` (a KeyboardInterrupt) in the main
+    thread, as SIGINT does: every path that cleans up after Ctrl-C cleans up after them too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Stopped(signum, signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, stop) for s in STOPS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def run(ctx: click.Context, fn: Callable[[], T]) -> T:
     """Run a command's body in the one error style."""
     verbose = ctx.find_root().obj.verbose if ctx.find_root().obj else False
     try:
-        return fn()
+        with stops_as_interrupt():
+            return fn()
     except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
         raise
     except TwinError as e:
         fail(str(e) or type(e).__name__, verbose, whole=isinstance(e, WHOLE))
     except KeyboardInterrupt as e:
-        err.print(f"interrupted{': ' + str(e) if str(e) else ''}")
-        sys.exit(130)
+        stopped = isinstance(e, Stopped)
+        err.print(f"interrupted by {e}" if stopped else f"interrupted{': ' + str(e) if str(e) else ''}")
+        sys.exit(128 + e.signum if stopped else 130)
     except Exception as e:  # noqa: BLE001  (one line, never a traceback; -v shows it)
         fail(describe(e), verbose, detail=traceback.format_exc())
 

@@ -19,7 +19,7 @@ from twin.interop import doors
 from twin.interop import parse_roles
 from twin.interop.nvue import frr_view
 from twin.lab import Lab
-from twin.lifecycle import hostlimits, state
+from twin.lifecycle import admission, hostlimits, state
 from twin.lifecycle.vrfbackend import Choice
 from twin.lifecycle.status import LabStatus
 from twin.runtime import dryrun, images, kernel, kernelhint
@@ -100,7 +100,8 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
                   + (f", {sessions} BGP sessions Established" if sessions or not mine else "")
                   + (f", {adjacencies} adjacencies of {len(mine)} routers up" if mine else "") + ", converged in "
                   f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}"
-                  + (f" ({len(lab.configs.files)} nodes run yours)" if lab.configs else ""))
+                  + (f" ({len(lab.configs.files)} nodes run yours)" if lab.configs else "")
+                  + (f"; BGP timers {lab.fabric.timers}, scaled for this host" if lab.fabric.timers else ""))
     run(ctx, go)
 
 
@@ -113,13 +114,14 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
               help="A containerlab or Air file's nodes of kinds twin cannot run or does not know, as twin kinds.")
 @click.option("--name", help="Lab name to check too (default: the topology's name).")
 @click.option("--vrf-backend", type=click.Choice(list(CHOICES)), help=VRF_BACKEND_HELP)
+@click.option("--timeout", type=float, help="The convergence deadline `twin up` would get (default: from lab size).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def validate(ctx, topology, configs, roles, name, vrf_backend, as_json):
+def validate(ctx, topology, configs, roles, name, vrf_backend, timeout, as_json):
     """Validate and render TOPOLOGY without creating anything, and say which VRF backend it would
-    run on (and why) and what it would take of this host's limits. Exit 0 if it is valid (and
-    fits), 1 if not: for CI. TOPOLOGY is any file `twin up` takes: a twin topology, a
-    containerlab LAB.clab.yml, an NVIDIA Air .json or .dot.
+    run on (and why), what it would take of this host's limits and CPU, and the BGP timers it
+    would get here. Exit 0 if it is valid (and fits), 1 if not: for CI. TOPOLOGY is any file
+    `twin up` takes: a twin topology, a containerlab topology, an NVIDIA Air .json or .dot.
 
     With --configs (or a containerlab file's bound configs), FRR's own check of every file
     too: a refused line is named with its file:line."""
@@ -133,7 +135,7 @@ def validate(ctx, topology, configs, roles, name, vrf_backend, as_json):
             if choice.warnings:
                 doc["vrf_backend"]["warnings"] = list(choice.warnings)
             doc["rendered"] = {n: sorted(f) for n, f in files.items()}
-            doc["host"] = host_figures(report.fabric)
+            doc["host"] = host_figures(report.fabric, timeout)
         if as_json:
             click.echo(json.dumps(doc, indent=2))
         elif not report.valid:
@@ -146,9 +148,11 @@ def validate(ctx, topology, configs, roles, name, vrf_backend, as_json):
             out.print(f"VRF backend: {choice}", highlight=False)
             for w in choice.warnings:
                 err.print(f"warning: {w}", highlight=False)
+            tables = host["short"][:len(host["short"]) - (not host["cpu"]["fits"])]
             out.print("host: needs " + ", ".join(f"{k} {v}" for k, v in host["needs"].items())
-                      + ("; fits this host" if not host["short"] else
-                         "; SHORT: " + "; ".join(host["short"]) + f"; {host['fix']}"), highlight=False)
+                      + ("; fits this host's kernel tables" if not tables else
+                         "; SHORT: " + "; ".join(tables) + f"; {host['fix']}"), highlight=False)
+            out.print(("cpu: " if host["cpu"]["fits"] else "cpu: SHORT: ") + host["cpu_text"], highlight=False)
         sys.exit(0 if report.valid and not doc["host"]["short"] else 1)
     run(ctx, go)
 
@@ -186,13 +190,17 @@ def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
     return ValidationReport(topology, lab.topology, tuple(problems))
 
 
-def host_figures(fabric) -> dict:
-    """What the lab would take of host-wide limits, and where this host is short (as `up` judges)."""
+def host_figures(fabric, timeout: float | None = None) -> dict:
+    """What the lab would take of host-wide limits and CPU, where this host is short (as `up`
+    judges), and the BGP timers it would get."""
     need = hostlimits.demand(fabric)
     short = hostlimits.check(fabric, hostlimits.host_usage(), hostlimits.host_settings())
+    est = admission.estimate(fabric, admission.CpuWatch().host(), timeout)
+    text = (f"{est.figures()} of its {est.deadline:.0f} s deadline; " if est.fits else est.refusal() + "; ")
     return {"needs": {"IPv4 neighbours": need.arp_gc, "IPv6 neighbours": need.nd_gc, "inotify instances":
                       need.inotify, "tasks": need.tasks, "MiB": need.mem_mib},
-            "short": [str(s) for s in short], "fix": hostlimits.fix_command(short)}
+            "short": [str(s) for s in short] + ([est.refusal()] if not est.fits else []),
+            "fix": hostlimits.fix_command(short), "cpu": est.to_dict(), "cpu_text": text + est.timers_text()}
 
 
 @main.command(name="wait")

@@ -1,7 +1,8 @@
 """The convergence barrier: waits until every node holds what `twin.intent` says.
 
 For every FRR node: every BGP session Established and a route to every loopback
-the node should learn; on every VTEP, per tenant: the flood entries (type-3),
+the node should learn, and the routes between VTEPs spread over every port of the
+fabric's shortest paths (drained routers avoided, as verify's underlay expects); on every VTEP, per tenant: the flood entries (type-3),
 remote hosts' MACs and /32s (type-2) and remote-only subnets (type-5), and
 nothing the intent no longer has (after a change).
 
@@ -17,6 +18,12 @@ that config declares: their daemons run, every adjacency is up (one vtysh call p
 round while they are not), the L3VNIs of their VRFs are up in zebra (with EVPN), their
 static routes and what their IGPs learn from their domain are in their RIB (one call
 each), and their routes stood still for `timeouts.RIB_QUIET`.
+
+Every `timeouts.BARRIER_LOOK` (or three times as long as a look takes, on a loaded host) a
+look over the next unfinished routers counts sessions up and loopback routes learned, and
+FRR's counters on the router waited for name sessions that dropped after they were up
+(`twin.lifecycle.progress`): the progress line says what is moving and what flaps, and a
+timeout names the flapping sessions first.
 """
 from __future__ import annotations
 
@@ -28,17 +35,21 @@ from pyroute2 import IPRoute, NetlinkError
 
 from twin import timeouts, wait
 from twin.config.overlay import tenant_ns, vrf_tables
-from twin.errors import CommandError, ConvergenceTimeout
+from twin.errors import CommandError, ConvergenceTimeout, TwinError
 from twin.intent import NodeIntent, TenantIntent
+from twin.intent import paths
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
+from twin.lifecycle.progress import Progress, counts
 from twin.runtime import frr, observe
 from twin.runtime.netns import Handles
 from twin.runtime.observe import FLOOD
 
 log = logging.getLogger(__name__)
 PARALLEL = 8
+LOOK_NODES = 8    # unfinished routers a look reads (the next ones at the next look): on a host FRR
+                  # saturates, twin's own process gets little CPU, and a read of a router takes seconds
 
 
 def missing_underlay(n: NodeIntent, routes: dict[str, set[str]]) -> list[str]:
@@ -57,6 +68,25 @@ def missing_underlay(n: NodeIntent, routes: dict[str, set[str]]) -> list[str]:
         missing += [f"{n.node}: stale route {p} (no gateway announces it any more)" for p in sorted(routes)
                     if p.endswith("/32") and p not in known]
     return missing
+
+
+def spread(fabric) -> dict[str, dict[str, tuple[str, frozenset[str]]]]:
+    """Per router, the routes between VTEPs it carries and the ports each must spread over:
+    node -> {remote VTEP's loopback /32: (that VTEP, the ports of the fabric's shortest paths)}.
+    What `twin verify`'s underlay group sends frames over (`twin.intent.paths`); a drained router's
+    paths are left out where others exist, and come back when it is undrained."""
+    out: dict[str, dict[str, tuple[str, frozenset[str]]]] = {}
+    for a, b in paths.vtep_pairs(fabric):
+        lo = f"{fabric.nodes[b].loopback}/32"
+        for node, ports in paths.next_hops(fabric, a, b).items():
+            out.setdefault(node, {})[lo] = (b, frozenset(ports))
+    return out
+
+
+def missing_spread(node: str, want: dict[str, tuple[str, frozenset[str]]], routes: dict[str, set[str]]) -> list[str]:
+    return [f"{node}: route to {vtep}'s loopback {prefix} over {', '.join(sorted(routes[prefix]))}, not yet over "
+            f"{', '.join(sorted(ports))} (the fabric's shortest paths)"
+            for prefix, (vtep, ports) in sorted(want.items()) if prefix in routes and routes[prefix] != ports]
 
 
 def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
@@ -85,14 +115,21 @@ def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
     return missing + stale
 
 
-def missing_sessions(ctx: LabContext, n: NodeIntent) -> list[str]:
-    """Each expected session that is not Established, with FRR's word for its state."""
+def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None = None) -> list[str]:
+    """Each expected session that is not Established, with FRR's word for its state (and the
+    sessions that flapped, into `progress`)."""
     try:
         (summary,) = ctx.exec(n.node).vtysh_json(frr.SUMMARY, timeout=timeouts.VTYSH)
     except CommandError as e:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{n.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
+    if progress is not None:
+        progress.flapped(n.node, frr.flaps(summary, [s.port for s in n.sessions]))
     states = frr.session_states(summary, [s.port for s in n.sessions])
+    if len(n.sessions) > 1 and frr.never_started(summary, [s.port for s in n.sessions]):
+        return [f"{n.node}: bgpd started none of its {len(n.sessions)} sessions (all Idle, never up): FRR holds its "
+                "peers until their configuration is loaded (vtysh -b), which watchfrr cuts short on a host too busy; "
+                f"`twin exec {ctx.name} {n.node} -- /usr/lib/frr/frrinit.sh restart` starts FRR again"]
     extra = frr.unexpected_peers(summary, [s.port for s in n.sessions])
     other = f"; it has {', '.join(extra)}, on no link of the topology" if extra else ""
     return [f"{n.node}: BGP session on {s.port} to {s.peer} is " + (
@@ -111,6 +148,9 @@ class Barrier:
         self.handles = Handles()
         self.ribs = generic.RibWatch()
         self.tables = vrf_tables(ctx.fabric)
+        self.progress = Progress(dict(self.intent.nodes))
+        self.spread = spread(ctx.fabric)
+        self.cursor = 0   # where the next look's window starts among the unfinished routers
 
     def _ipr(self, node: str, ns: str = "") -> IPRoute:
         return self.handles.get(self.ctx.pid(node), ns)
@@ -141,14 +181,40 @@ class Barrier:
             return self.generic_missing(node)
         n = self.intent.nodes[node]
         try:
-            missing = missing_underlay(n, observe.routes(self._ipr(node), host_only=False))
+            routes = observe.routes(self._ipr(node), host_only=False)
+            self.progress.saw(node, counts(n, routes))
+            missing = missing_underlay(n, routes) or missing_spread(node, self.spread.get(node, {}), routes)
             for t in n.tenants if not missing else ():
                 missing += missing_tenant(node, t, *self.tenant_tables(node, t))
         except (NetlinkError, OSError) as e:
             return [f"{node}: cannot read its kernel state ({e}); is the container running?"]
         if missing and sessions:
-            missing += missing_sessions(self.ctx, n)
+            missing += missing_sessions(self.ctx, n, self.progress)
         return missing
+
+    def look(self, pool: ThreadPoolExecutor, done: set[str]) -> None:
+        """The next LOOK_NODES unfinished routers read (counts for the progress line, kept per router
+        between looks; the finished ones marked done), and FRR's session counters on the router
+        waited for (flaps). A window, not the whole lab: on 256 routers of a saturated host,
+        reading every one took minutes, and the barrier waited meanwhile."""
+        unfinished = [n for n in self.nodes if n not in done]
+        start = self.cursor % len(unfinished) if unfinished else 0
+        window = (unfinished[start:] + unfinished[:start])[:LOOK_NODES]
+        self.cursor = start + len(window)
+        left = self.round(pool, window)
+        for n in window:
+            if n not in left:
+                done.add(n)
+                self.progress.done(n)
+        first = next((n for n in self.nodes if n not in done and n in self.intent.nodes), None)
+        if first is not None:
+            n = self.intent.nodes[first]
+            try:
+                (summary,) = self.ctx.exec(first).vtysh_json(frr.SUMMARY, timeout=timeouts.VTYSH_QUICK)
+                self.progress.flapped(first, frr.flaps(summary, [s.port for s in n.sessions]))
+            except (CommandError, TwinError):
+                pass   # FRR not answering yet: the next look asks again
+        self.progress.looked = True
 
     def round(self, pool: ThreadPoolExecutor, nodes: list[str], sessions: bool = False) -> dict[str, list[str]]:
         t = time.monotonic()
@@ -163,16 +229,24 @@ class Barrier:
         cannot be done before it), so a settling lab costs one cheap read per
         round; finished nodes are skipped until a confirmation round over all."""
         done: set[str] = set()
+        next_look = time.monotonic() + timeouts.BARRIER_LOOK
         with ThreadPoolExecutor(PARALLEL) as pool:
             def probe() -> list[str]:
+                nonlocal next_look
+                if time.monotonic() >= next_look:
+                    t = time.monotonic()
+                    self.look(pool, done)
+                    took = time.monotonic() - t   # a look costs: on a large lab, a few times its own length apart
+                    next_look = time.monotonic() + min(max(timeouts.BARRIER_LOOK, 3 * took), timeouts.BARRIER_LOOK_MAX)
                 for n in self.nodes:
                     if n in done:
                         continue
                     missing = self.node_missing(n)
                     if missing:
-                        say(f"converging: {len(done)}/{len(self.nodes)} routers done, waiting for {n}")
+                        say(self.progress.line(len(done), len(self.nodes), n))
                         return missing
                     done.add(n)
+                    self.progress.done(n)
                 left = self.round(pool, self.nodes)  # all looked done: confirm once over every node
                 done.difference_update(left)
                 return [m for n in sorted(left) for m in left[n]]
@@ -184,8 +258,10 @@ class Barrier:
             try:
                 return wait.until(probe, timeout, self.what(), diagnose=diagnose, first=timeouts.BARRIER_FIRST,
                                   cap=timeouts.BARRIER_POLL)
-            except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first
-                raise e.with_causes(hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers())) from None
+            except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first, then flaps
+                causes = hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers())
+                timers = self.ctx.fabric.timers or "keepalive 3 s, hold 9 s"
+                raise e.with_causes(causes + self.progress.causes(str(timers))) from None
             finally:
                 self.handles.close()
 

@@ -7,9 +7,11 @@ namespace of the VRF-backend probe (`twin-<lab>-probe`, left behind only by a
 killed `up`) and its directory. `remove_all` takes exactly those, and works
 after a crash or without the lab directory.
 
-A bring-up that fails or is interrupted (Ctrl-C) removes what it made. While it
-does, a second Ctrl-C does not cut the removal short: it says what is going on;
-a third one stops, and says what may be left and how to remove it.
+A bring-up that fails or is interrupted (Ctrl-C, or SIGTERM/SIGHUP, which the
+command line takes as Ctrl-C) removes what it made. While it does, a second
+interrupt does not cut the removal short: it says what is going on; a third one
+stops, and says what may be left and how to remove it (`patient`, which apply's
+rollback uses too).
 """
 from __future__ import annotations
 
@@ -49,14 +51,18 @@ def on_failure(name: str, d: Path, runtime: DockerRuntime, keep: bool,
             say(f"bring-up failed: kept what was made (--keep); `twin down {name}` removes it")
             raise
         say("bring-up failed: removing what was created")
-        with _patient(name):
+        with patient(f"removing lab {name}", f"its containers may then remain: `twin down {name}` removes them"):
             remove_all(name, d, runtime)
         raise
 
 
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
-def _patient(lab: str) -> Iterator[None]:
-    """Ctrl-C while removing: the first is answered, the second gives up (saying what is left)."""
+def patient(doing: str, left: str) -> Iterator[None]:
+    """An interrupt (Ctrl-C, SIGTERM, SIGHUP) while `doing` what must not be cut short: the first
+    is answered, the second stops it, saying what may be `left`."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -65,13 +71,13 @@ def _patient(lab: str) -> Iterator[None]:
     def handler(signum, frame):
         presses.append(1)
         if len(presses) == 1:
-            print(f"\ntwin: still removing lab {lab}; Ctrl-C again to stop (its containers may then "
-                  f"remain: `twin down {lab}` removes them)", flush=True)
+            print(f"\ntwin: still {doing}; {signal.Signals(signum).name} again to stop ({left})", flush=True)
             return
-        raise KeyboardInterrupt(f"removal of lab {lab} stopped: `twin down {lab}` removes what is left")
+        raise KeyboardInterrupt(f"{doing} stopped: {left}")
 
-    old = signal.signal(signal.SIGINT, handler)
+    old = {s: signal.signal(s, handler) for s in INTERRUPTS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for s, h in old.items():
+            signal.signal(s, h)

@@ -7,7 +7,7 @@ This module owns:
   measured on FRR 10.3 and kernel 6.18 (README, "Host settings");
 - `check(fabric, running_usage, settings)`: the lab's demand (or what `twin apply` adds to a
   running lab) plus what the host uses now against the host's settings, as Shortfalls with the
-  numbers; `ensure` runs it before `up` or a growing `apply` touches anything;
+  numbers; `ensure` runs it before a growing `apply`, `twin.lifecycle.admission` before `up`;
 - `host_causes(lab, since, containers)`: what the convergence barrier names first on a
   timeout (neighbour table overflow and OOM kills in the kernel log, containers killed for
   memory, dead FRR daemons, an overloaded host). Pure computation comes first; what reads the

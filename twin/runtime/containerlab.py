@@ -52,7 +52,8 @@ class ContainerlabRuntime(DockerRuntime):
         return p.stdout
 
     def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
-                 on_created: Callable[[], None] = lambda: None) -> dict[str, int]:
+                 on_created: Callable[[], None] = lambda: None,
+                 say: Callable[[str], None] = lambda _: None) -> dict[str, int]:
         """Export into the lab directory, deploy, and return node -> pid of what containerlab made.
         `configure` is not called: each node's start script does it inside the node."""
         topology = export_containerlab(fabric, render_lab(fabric, backend), labdir, image=image, backend=backend)

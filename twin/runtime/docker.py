@@ -1,7 +1,13 @@
-"""Containers through the Docker SDK. Everything carries the label twin.lab=<lab>."""
+"""Containers through the Docker SDK. Everything carries the label twin.lab=<lab>.
+
+Calls the engine may answer late on a loaded host go through `dockerapi.call` (tried again
+until their deadline); removing a lab goes on until every container is gone or its deadline
+passes, and then names what is left and the command that finishes it.
+"""
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable, ClassVar
@@ -18,6 +24,7 @@ from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
 from twin.interop.nvue import client as nv_client_script
 from twin.errors import TwinError
 from twin.interop.startscript import wait_then_exec
+from twin.runtime import dockerapi
 from twin.runtime.exec import NodeExec
 from twin.runtime.links import Wiring
 from twin.topology.model import Fabric, Node
@@ -51,15 +58,21 @@ class DockerRuntime:
 
     # --- a whole lab ---------------------------------------------------------
     def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
-                 on_created: Callable[[], None] = lambda: None) -> dict[str, int]:
+                 on_created: Callable[[], None] = lambda: None,
+                 say: Callable[[str], None] = lambda _: None) -> dict[str, int]:
         """Containers, links and per-node configuration, all at once: a link is made as soon as
-        both its nodes run, a node is configured as soon as all its ports are up. Returns node -> pid."""
+        both its nodes run, a node is configured as soon as all its ports are up. Returns node -> pid;
+        `say` hears what is moving while it waits."""
         started: dict[str, Container] = {}
         execs: list[NodeExec] = []
+        said = [time.monotonic()]
 
         def running(node: str, container: Container) -> None:
             started[node] = container
             wiring.node_running(node, self.pid(container))
+            if time.monotonic() - said[0] >= timeouts.WIRING_SAY:
+                say(wiring.progress())
+                said[0] = time.monotonic()
 
         def wired(node: str) -> None:
             execs.append(NodeExec(started[node], f"{fabric.name}/{node}"))
@@ -67,9 +80,11 @@ class DockerRuntime:
 
         wiring = Wiring(fabric, on_wired=wired)
         try:
-            self.start_nodes(fabric.name, list(fabric.nodes.values()), image, labdir, on_running=running)
+            # the nodes with the most links first: their links can be made while the rest start
+            nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
+            self.start_nodes(fabric.name, nodes, image, labdir, on_running=running)
             on_created()
-            wiring.wait()
+            wiring.wait(say)
         except BaseException:
             wiring.abort()   # what is under way fails fast, and nothing runs on in the nodes (kept or not)
             for ex in list(execs):
@@ -92,25 +107,27 @@ class DockerRuntime:
         sysctls = kind.sysctls_of(node.name)
         if kind.user_config:   # the forwarding its own config asks for (zebra cannot set it in a container)
             sysctls.update(forwarding_sysctls(_text(confdir / "frr.conf")))
+        name, tries = container_name(lab, node.name), []
+
+        def create() -> Container:
+            try:
+                return self.client.containers.create(
+                    node.image or image, entrypoint=entrypoint, command=command,
+                    environment={**node.env, "CLAB_INTFS": str(len(node.ports))}, name=name, hostname=node.name,
+                    labels={LABEL_LAB: lab, LABEL_NODE: node.name, LABEL_KIND: node.kind},
+                    network_mode="none", init=True, cap_add=list(kind.capabilities),
+                    sysctls=sysctls, mounts=mounts, mem_limit=kind.memory_limit,
+                    pids_limit=kind.pids_limit, detach=True)
+            except docker.errors.APIError as e:
+                if e.status_code == 409 and tries:   # an earlier try timed out, but the engine made it
+                    c = self.client.containers.get(name)
+                    if c.labels.get(LABEL_LAB) == lab:
+                        return c
+                raise
+
         try:
-            c = self.client.containers.create(
-                node.image or image,
-                entrypoint=entrypoint,
-                command=command,
-                environment={**node.env, "CLAB_INTFS": str(len(node.ports))},
-                name=container_name(lab, node.name),
-                hostname=node.name,
-                labels={LABEL_LAB: lab, LABEL_NODE: node.name, LABEL_KIND: node.kind},
-                network_mode="none",
-                init=True,
-                cap_add=list(kind.capabilities),
-                sysctls=sysctls,
-                mounts=mounts,
-                mem_limit=kind.memory_limit,
-                pids_limit=kind.pids_limit,
-                detach=True,
-            )
-            c.start()
+            c = dockerapi.call(f"{lab}/{node.name}: creating its container", create, tries=tries)
+            dockerapi.call(f"{lab}/{node.name}: starting its container", c.start)
         except docker.errors.ImageNotFound:
             raise TwinError(f"{lab}/{node.name}: no image {node.image or image!r} here; `twin image build` "
                             "builds twin's node image (no registry is reached)") from None
@@ -140,12 +157,15 @@ class DockerRuntime:
     def _list(self, label: str) -> list[Container]:
         """Containers carrying `label`. The SDK lists, then inspects each: one removed in between
         (another twin taking a lab down) is listed again, not an error."""
-        for _ in range(LIST_TRIES - 1):
-            try:
-                return self.client.containers.list(all=True, filters={"label": label})
-            except docker.errors.NotFound:
-                continue
-        return self.client.containers.list(all=True, filters={"label": label})
+        def listing() -> list[Container]:
+            for _ in range(LIST_TRIES - 1):
+                try:
+                    return self.client.containers.list(all=True, filters={"label": label})
+                except docker.errors.NotFound:
+                    continue
+            return self.client.containers.list(all=True, filters={"label": label})
+
+        return dockerapi.call(f"listing the containers labelled {label}", listing)
 
     def containers(self, lab: str) -> dict[str, Container]:
         return {c.labels.get(LABEL_NODE, c.name): c for c in self._list(f"{LABEL_LAB}={lab}")}
@@ -158,7 +178,7 @@ class DockerRuntime:
 
     @staticmethod
     def pid(c: Container) -> int:
-        c.reload()
+        dockerapi.call(f"inspecting container {c.name}", c.reload)
         pid = c.attrs["State"]["Pid"]
         if not pid:
             logs = c.logs(tail=20).decode(errors="replace")
@@ -182,18 +202,47 @@ class DockerRuntime:
         return True
 
     def remove(self, lab: str) -> list[str]:
-        """Remove every container labelled with this lab; their links die with their namespaces."""
+        """Remove every container labelled with this lab; their links die with their namespaces.
+        A removal Docker cannot confirm under load (a kill without its exit event, a timeout) is
+        tried again until `timeouts.down`; then LeftBehind names what is left."""
         found = list(self.containers(lab).values())
+        seen, start, rounds = dict.fromkeys(c.name for c in found), time.monotonic(), 0
+        limit = timeouts.down(len(found))
+        while found:
+            rounds += 1
+            with ThreadPoolExecutor(PARALLEL) as pool:
+                failed = {c.name: e for c, e in zip(found, pool.map(_remove, found)) if e}
+            found = list(self.containers(lab).values())
+            seen |= dict.fromkeys(c.name for c in found)
+            if found and time.monotonic() - start >= limit:
+                raise LeftBehind(lab, sorted(c.name for c in found), failed, time.monotonic() - start)
+            if found:   # the engine is behind: give it a moment before the next round
+                time.sleep(min(5.0, 0.5 * rounds))
+        return list(seen)
 
-        def rm(c: Container) -> str:
-            try:
-                c.remove(force=True)
-            except docker.errors.NotFound:
-                pass
-            return c.name
 
-        with ThreadPoolExecutor(PARALLEL) as pool:
-            return list(pool.map(rm, found))
+def _remove(c: Container) -> str:
+    """Remove one container (killing it): "" once it is gone, else Docker's answer."""
+    try:
+        c.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except Exception as e:   # noqa: BLE001  (a 5xx, a 409 "removal in progress", a timeout: tried again)
+        if isinstance(e, docker.errors.APIError) and e.is_client_error() and e.status_code != 409:
+            raise
+        return dockerapi.explain(e) or type(e).__name__
+    return ""
+
+
+class LeftBehind(TwinError):
+    """`twin down` could not remove every container of a lab within its deadline."""
+
+    def __init__(self, lab: str, names: list[str], errors: dict[str, str], seconds: float):
+        self.names = names
+        why = next(iter(errors.values()), "")
+        super().__init__(f"lab {lab!r}: {len(names)} container(s) still there after {seconds:.0f}s of tries"
+                         + (f" (Docker: {why})" if why else "") + f": {', '.join(names)}; "
+                         f"`docker rm -f {' '.join(names)}` removes them, or `twin down {lab}` again")
 
 
 def _text(f: Path) -> str:

@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from twin import timeouts
 from twin.errors import CommandError, TwinError
 from twin.runtime import nodefs
+from twin.runtime import dockerapi
 
 ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
        "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -207,7 +208,11 @@ class NodeExec:
         running in the node (`frrinit.sh start`): they belong to its cgroup, not to twin's."""
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
         started, t0 = time.time(), time.monotonic()
-        rc, (out, err) = self.container.exec_run(wrapped, demux=True)
+        api = self.container.client.api   # each step by itself: only what can be asked twice is retried
+        exec_id = dockerapi.call(f"{self.where}: docker exec {cmd[0]}",
+                                 lambda: api.exec_create(self.container.id, wrapped)["Id"])
+        out, err = api.exec_start(exec_id, demux=True)   # runs the command: once
+        rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
         stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")
         return _recorded(Result(self.where, list(cmd), rc, (out or b"").decode(errors="replace"), stderr), started, t0)
 

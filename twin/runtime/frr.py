@@ -83,6 +83,26 @@ def session_states(summary: dict, ports: list[str]) -> dict[str, str]:
     return {p: peers.get(p, {}).get("state", "absent") for p in ports}
 
 
+def flaps(summary: dict, ports: list[str]) -> dict[str, tuple[int, int, str]]:
+    """Sessions on `ports` that went down after they had been Established: port -> (times
+    re-established, times dropped, state now), from FRR's connectionsEstablished/Dropped counters."""
+    peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
+    out = {}
+    for p in ports:
+        peer = peers.get(p) if isinstance(peers.get(p), dict) else {}
+        up, dropped = int(peer.get("connectionsEstablished") or 0), int(peer.get("connectionsDropped") or 0)
+        if dropped:
+            out[p] = (max(0, up - 1), dropped, str(peer.get("state", "?")))
+    return out
+
+
+def never_started(summary: dict, ports: list[str]) -> bool:
+    """Every session on `ports` Idle and never Established: bgpd holds them (not one tried)."""
+    peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
+    return all(isinstance(peers.get(p), dict) and peers[p].get("state") == "Idle"
+               and not peers[p].get("connectionsEstablished") for p in ports)
+
+
 def unexpected_peers(summary: dict, ports: list[str]) -> list[str]:
     """Neighbors FRR has (in `show bgp ... summary json`) that are none of the expected `ports`."""
     peers = summary.get("peers", {}) if isinstance(summary, dict) else {}

@@ -8,14 +8,14 @@ node's /run/netns, where FRR's zebra (-n) finds it.
 """
 from __future__ import annotations
 
-from pyroute2 import IPRoute, NetlinkError, netns
+from pyroute2 import IPRoute, NetlinkError
 
-from twin.config.naming import probe_netns
 from twin.config.overlay import Shaping
 from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
 from twin.runtime.exec import NodeExec
-from twin.runtime.netns import Handles
+from twin.runtime import netns
+from twin.runtime.netns import Handles, scratch
 
 
 def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> list[str]:
@@ -50,8 +50,7 @@ def vrf_devices(lab: str) -> bool:
     """Whether this kernel makes Linux VRF devices (CONFIG_NET_VRF): what the `device` VRF
     backend needs (the default, netns, needs none).
 
-    The probe runs in a throwaway namespace named after the lab, removed at once
-    (and one left behind by a killed run is removed first)."""
+    The probe runs in a throwaway namespace of its own."""
     def vrf(ipr: IPRoute) -> bool:
         ipr.link("add", ifname="probe", kind="vrf", vrf_table=4242)
         return True
@@ -88,23 +87,19 @@ def probe_vlans(lab: str) -> bool:
 
 
 def _probe(lab: str, attempt, otherwise):
-    """`attempt(ipr)` in a throwaway namespace named after the lab (one a killed run left is
-    removed first); `otherwise` if the kernel refuses it."""
-    name = probe_netns(lab)
-    try:
-        if name in netns.listnetns():
-            netns.remove(name)
-        netns.create(name)
-    except (NetlinkError, OSError) as e:
-        raise TwinError(f"cannot ask the kernel in a throwaway namespace {name} ({e}); twin runs as root") from None
-    try:
-        with IPRoute(netns=name, flags=0) as ipr:
+    """`attempt(ipr)` in a new, empty namespace of its own (`netns.scratch`: gone with the thread
+    that made it, so a killed run leaves nothing); `otherwise` if the kernel refuses it."""
+    def run():
+        with IPRoute() as ipr:
             try:
                 return attempt(ipr)
             except NetlinkError:
                 return otherwise
-    finally:
-        netns.remove(name)
+
+    try:
+        return netns.retrying(f"lab {lab}: probing the kernel", lambda: scratch(run))
+    except OSError as e:
+        raise TwinError(f"cannot ask the kernel in a throwaway namespace ({e}); twin runs as root") from None
 
 
 def lacks(lab: str) -> list[str]:

@@ -11,11 +11,13 @@ of its nodes run, and a node's ports come up as soon as all its links exist.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+import time
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Callable
 
 from pyroute2 import IPRoute, NetlinkError
 
+from twin import timeouts
 from twin.config.naming import link_alias
 from twin.errors import TwinError
 from twin.runtime import netns
@@ -88,6 +90,20 @@ class Wiring:
         self.configure = ThreadPoolExecutor(max(1, min(CONFIGURE_PARALLEL, len(fabric.nodes))),
                                             thread_name_prefix="twin-configure")
         self.futures: list[Future] = []
+        self.linked = 0
+        self.configured = 0
+
+    def progress(self) -> str:
+        """What is moving: containers running, links made, nodes configured (FRR started)."""
+        with self.lock:
+            return (f"starting: {len(self.pids)}/{len(self.fabric.nodes)} containers running, "
+                    f"{self.linked}/{len(self.fabric.links)} links wired, {self.configured}/{len(self.fabric.nodes)} "
+                    "nodes configured")
+
+    def _configure(self, node: str) -> None:
+        self.on_wired(node)
+        with self.lock:
+            self.configured += 1
 
     def node_running(self, node: str, pid: int) -> None:
         with self.lock:
@@ -95,13 +111,14 @@ class Wiring:
             ready = [l for l in self.waiting if l.a.node in self.pids and l.b.node in self.pids]
             self.waiting = [l for l in self.waiting if l not in ready]
             if not self.left[node]:
-                self.futures.append(self.configure.submit(self.on_wired, node))
+                self.futures.append(self.configure.submit(self._configure, node))
             self.futures += [self.pool.submit(self._link, l) for l in ready]
 
     def _link(self, link: Link) -> None:
         create_link(link, self.pids)
         done = []
         with self.lock:
+            self.linked += 1
             for n in (link.a.node, link.b.node):
                 self.left[n] -= 1
                 if self.left[n] == 0:
@@ -109,19 +126,25 @@ class Wiring:
         for n in done:
             bring_up(self.fabric, n, self.pids[n])
             with self.lock:
-                self.futures.append(self.configure.submit(self.on_wired, n))
+                self.futures.append(self.configure.submit(self._configure, n))
 
-    def wait(self) -> None:
-        """Until every link is made and every node configured. On a failure or an interrupt it returns
-        at once (`abort`), without joining what is under way: the caller stops or removes the nodes."""
+    def wait(self, say: Callable[[str], None] = lambda _: None) -> None:
+        """Until every link is made and every node configured; says what is moving now and then. On a
+        failure or an interrupt it returns at once (`abort`), without joining what is under way: the
+        caller stops or removes the nodes."""
         try:
+            said = time.monotonic()
             while True:
                 with self.lock:
                     pending = [f for f in self.futures if not f.done()]
                 if not pending:
                     break
-                for f in pending:
+                finished, _ = wait(pending, timeout=timeouts.WIRING_SAY, return_when=FIRST_EXCEPTION)
+                for f in finished:
                     f.result()
+                if time.monotonic() - said >= timeouts.WIRING_SAY:
+                    say(self.progress())
+                    said = time.monotonic()
             for f in self.futures:
                 f.result()
             if self.waiting:

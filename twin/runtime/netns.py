@@ -4,19 +4,31 @@ A node's own namespace is `/proc/<pid>/ns/net`; a tenant namespace of the netns
 VRF backend lives inside the node as `/proc/<pid>/root/run/netns/<vrf>`. Every
 reader and writer of kernel state (kernel steps, the barrier, faults, status,
 rehearsal snapshots) opens its pyroute2 handles through `Handles` or `ipr`.
+
+No process is forked for it: pyroute2's own `IPRoute(netns=...)` forks a child of
+twin (a large, threaded process) to open each socket and gives up when the child
+has not answered within 2 s, which on an overloaded host ended `twin up` in
+"RuntimeError: child process is dead" (issue 28). Here a short-lived thread enters
+the namespace (setns(2) is per thread), opens the socket and ends; pyroute2 gets
+the open socket. An open that fails for want of resources (a thread, memory, file
+descriptors) is retried until `timeouts.NETLINK_OPEN`, then named in a TwinError;
+a namespace that is gone (its container stopped) is an OSError at once.
 """
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import socket
 import threading
+import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
-from pyroute2 import IPRoute
+from pyroute2 import AsyncIPRoute, IPRoute
 
 from twin import timeouts
+from twin.errors import TwinError
 
 
 def netns_path(pid: int) -> str:
@@ -37,7 +49,7 @@ CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def inside(ns_path: str, fn: Callable[[], T]) -> T:
+def inside(ns_path: str, fn: Callable[[], T], fresh: bool = False) -> T:
     """`fn()` run in network namespace `ns_path`. A namespace is a per-thread attribute: a thread of
     its own enters it (setns(2)), runs `fn` and ends, so no thread of twin stays in a lab's namespace
     and no process is forked. What it opens (a socket, a /proc/sys/net file) belongs to that namespace."""
@@ -45,13 +57,18 @@ def inside(ns_path: str, fn: Callable[[], T]) -> T:
 
     def enter_and_run() -> None:
         try:
-            fd = os.open(ns_path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                if _libc.setns(fd, CLONE_NEWNET) != 0:
+            if fresh:
+                if _libc.unshare(CLONE_NEWNET) != 0:
                     err = ctypes.get_errno()
-                    raise OSError(err, f"setns into {ns_path}: {os.strerror(err)}")
-            finally:
-                os.close(fd)
+                    raise OSError(err, f"unshare of a new network namespace: {os.strerror(err)}")
+            else:
+                fd = os.open(ns_path, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    if _libc.setns(fd, CLONE_NEWNET) != 0:
+                        err = ctypes.get_errno()
+                        raise OSError(err, f"setns into {ns_path}: {os.strerror(err)}")
+                finally:
+                    os.close(fd)
             out["value"] = fn()
         except BaseException as e:  # noqa: BLE001  (raised again in the caller's thread)
             out["error"] = e
@@ -62,6 +79,68 @@ def inside(ns_path: str, fn: Callable[[], T]) -> T:
     if "error" in out:
         raise out["error"]
     return out["value"]
+
+
+def scratch(fn: Callable[[], T]) -> T:
+    """`fn()` run in a new, empty network namespace of its own, gone when `fn` returns: a thread
+    unshares its namespace (CLONE_NEWNET is per thread), runs `fn` and ends. For probing what the
+    kernel offers (a VRF device, a qdisc) without a name on the host to leave behind."""
+    return inside("", fn, fresh=True)
+
+
+SCARCE = (errno.ENOMEM, errno.EAGAIN, errno.ENOBUFS, errno.EMFILE, errno.ENFILE, errno.EINTR)
+
+
+def retrying(what: str, fn: Callable[[], T], timeout: float = timeouts.NETLINK_OPEN) -> T:
+    """`fn()`, tried again while it fails for want of a resource the host is short of under load
+    (memory, a thread, file descriptors), until `timeout`; then a TwinError naming `what`."""
+    start, tries = time.monotonic(), 0
+    while True:
+        tries += 1
+        try:
+            return fn()
+        except (OSError, RuntimeError) as e:   # RuntimeError: "can't start new thread" (pids limit)
+            scarce = e.errno in SCARCE if isinstance(e, OSError) else "thread" in str(e)
+            if not scarce:
+                raise
+            if time.monotonic() - start >= timeout:
+                raise TwinError(f"{what}: {e} (tried {tries} times in {time.monotonic() - start:.0f}s; "
+                                "the host is short of memory, threads or file descriptors)") from None
+            time.sleep(min(1.0, 0.05 * tries))
+
+
+class _AsyncInNamespace(AsyncIPRoute):
+    """pyroute2's RTNL socket, each of whose sockets (pyroute2 opens one per thread that uses the
+    handle) is opened in namespace `ns_path` by a thread of twin's instead of a forked child."""
+
+    def __init__(self, ns_path: str):
+        self.ns_path = ns_path
+        super().__init__()
+
+    def setup_socket(self) -> socket.socket:
+        def make() -> socket.socket:
+            return inside(self.ns_path, lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM,
+                                                               socket.NETLINK_ROUTE))
+
+        sock = retrying(f"cannot open a netlink socket in {self.ns_path}", make)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.status["sndbuf"])
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.status["rcvbuf"])
+        return sock
+
+
+class InNamespace(IPRoute):
+    """A sync IPRoute in namespace `ns_path` (pyroute2 0.9's IPRoute, over `_AsyncInNamespace`)."""
+
+    def __init__(self, ns_path: str):   # noqa: D107  (IPRoute.__init__, with twin's socket maker)
+        self.asyncore = _AsyncInNamespace(ns_path)
+        self.asyncore.status["event_loop"] = "new"
+        self.asyncore.local.keep_event_loop = True
+        self.asyncore.event_loop.run_until_complete(self.asyncore.setup_endpoint())
+
+
+def open_ipr(ns_path: str) -> IPRoute:
+    """An IPRoute handle on netlink sockets of namespace `ns_path`, opened by threads (no fork)."""
+    return InNamespace(ns_path)
 
 
 def netlink(ns_path: str, proto: int) -> socket.socket:
@@ -92,7 +171,7 @@ def write_sysctl(ns_path: str, key: str, value: str) -> None:
 @contextmanager
 def ipr(pid: int, ns: str = "") -> Iterator[IPRoute]:
     """One IPRoute handle in a node's (or tenant's) namespace, closed on exit."""
-    handle = IPRoute(netns=path(pid, ns), flags=0)
+    handle = open_ipr(path(pid, ns))
     try:
         yield handle
     finally:
@@ -110,7 +189,7 @@ class Handles:
 
     def get(self, pid: int, ns: str = "") -> IPRoute:
         if (pid, ns) not in self._open:
-            self._open[(pid, ns)] = IPRoute(netns=path(pid, ns), flags=0)
+            self._open[(pid, ns)] = open_ipr(path(pid, ns))
         return self._open[(pid, ns)]
 
     # the `twin.config.steps.Netns` protocol, for the node `pid`

@@ -239,8 +239,26 @@ class CongestionPoint(_Frozen):
     above: Rate
 
 
+class BgpTimers(_Frozen):
+    """BGP keepalive and hold time (s) of twin's rendered fabric sessions, when the host is small or
+    busy for the lab (`twin.lifecycle.admission.timers_for`, chosen by `twin up`); a Fabric without
+    them runs FRR's `datacenter` defaults, keepalive 3 s and hold 9 s."""
+
+    keepalive: int
+    hold: int
+
+    @property
+    def watchfrr(self) -> int:
+        """FRR's watchfrr timeouts (-t, -T; 90 s by default) with them: ten hold times, at most 600 s
+        (how long bgpd itself waits for the end of its configuration)."""
+        return min(600, 10 * self.hold)
+
+    def __str__(self) -> str:
+        return f"keepalive {self.keepalive} s, hold {self.hold} s"
+
+
 class Fabric(_Sparse):
-    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend")   # written only when given
+    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers")   # written only when given
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
@@ -250,6 +268,7 @@ class Fabric(_Sparse):
     congestion: tuple[CongestionPoint, ...] = ()
     checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
     vrf_backend: Literal["netns", "device"] | None = None   # as the topology asks (None: the default, netns)
+    timers: BgpTimers | None = None     # scaled BGP timers chosen at `twin up` (None: FRR's datacenter ones)
 
     def public(self) -> dict[str, tuple[str, str]]:
         """Every public address a gateway announces: /32 -> (tenant, VTEP)."""
