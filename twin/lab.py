@@ -207,7 +207,7 @@ class Lab:
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
             nfs = nvue.read_configs(self.configs)
-            st.layout = nvue_layout(self.name, backend, say) if nfs else None
+            st.layout = nvue_service.layout(self.name, backend, say) if nfs else None
             nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
             files.update({n: x.files for n, x in nv.items()})
             layouts = {x.plane.layout for node, x in nv.items() if x.plane.fabric.tenants_on(node)}
@@ -388,17 +388,3 @@ class Lab:
 def _refuse(problems: list[Problem]) -> None:
     if problems:
         raise TopologyError(problems)
-
-
-def nvue_layout(lab: str, backend: str, say: Say) -> str:
-    """The kernel layout of the lab's NVUE nodes: twin's per-VNI one (a bridge and a VXLAN device per
-    VNI), or with TWIN_NVUE_LAYOUT=vlan-aware, on a lab of VRF devices (--vrf-backend device) and a
-    kernel with 802.1Q VLANs, Cumulus's own (a VLAN-aware br_default, one VXLAN device, SVIs with VRR)."""
-    if os.environ.get("TWIN_NVUE_LAYOUT", "") != nvue.VLAN_AWARE:
-        return nvue.PER_VNI
-    why = ("the lab's tenant VRFs are namespaces (--vrf-backend device for VRF devices)" if backend != "vrf" else
-           "this kernel has no 802.1Q VLANs" if not kernel.probe_vlans(lab) else "")
-    if why:
-        say(f"TWIN_NVUE_LAYOUT=vlan-aware: {why}; the NVUE nodes get the per-VNI layout")
-        return nvue.PER_VNI
-    return nvue.VLAN_AWARE

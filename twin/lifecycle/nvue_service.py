@@ -24,10 +24,13 @@ import os
 import secrets
 import ssl
 from pathlib import Path
+from typing import Callable
 
 from twin import timeouts
 from twin.config.naming import NVUE_DIR
 from twin.errors import TwinError
+from twin.interop import nvue
+from twin.runtime import kernel
 from twin.lifecycle import daemon
 
 USER = "cumulus"          # NVUE's user on a Cumulus switch
@@ -164,3 +167,17 @@ def require(d: Path, lab: str) -> dict:
         raise TwinError(f"lab {lab!r} has no NVUE service running (its nodes run no NVUE, or it stopped); "
                         f"`twin up` of the lab starts it again")
     return rec
+
+
+def layout(lab: str, backend: str, say: Callable[[str], None]) -> str:
+    """The kernel layout of the lab's NVUE nodes: twin's per-VNI one (a bridge and a VXLAN device per
+    VNI), or with TWIN_NVUE_LAYOUT=vlan-aware, on a lab of VRF devices (--vrf-backend device) and a
+    kernel with 802.1Q VLANs, Cumulus's own (a VLAN-aware br_default, one VXLAN device, SVIs with VRR)."""
+    if os.environ.get("TWIN_NVUE_LAYOUT", "") != nvue.VLAN_AWARE:
+        return nvue.PER_VNI
+    why = ("the lab's tenant VRFs are namespaces (--vrf-backend device for VRF devices)" if backend != "vrf" else
+           "this kernel has no 802.1Q VLANs" if not kernel.probe_vlans(lab) else "")
+    if why:
+        say(f"TWIN_NVUE_LAYOUT=vlan-aware: {why}; the NVUE nodes get the per-VNI layout")
+        return nvue.PER_VNI
+    return nvue.VLAN_AWARE
