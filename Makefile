@@ -30,6 +30,7 @@ images: host venv
 	$(TWIN) image build
 
 twin-up: images
+	$(TWIN) doctor --topology $(TOPOLOGY)
 	$(TWIN) up $(TOPOLOGY)
 	$(TWIN) status $(LAB)
 

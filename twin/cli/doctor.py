@@ -1,0 +1,41 @@
+"""`twin doctor`: what this machine gives twin, before a lab is made (`twin.lifecycle.doctor`)."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from twin.cli.common import err, main, out, run
+from twin.lab import Lab
+from twin.lifecycle import doctor as diagnosis
+
+
+@main.command()
+@click.option("--topology", "topologies", multiple=True, type=click.Path(dir_okay=False, exists=True),
+              metavar="FILE", help="Also judge this topology (twin, containerlab or Air file) against the host "
+                                   "limits and CPU; repeatable. The default lab (topologies/aipod.yml) always is.")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+@click.pass_context
+def doctor(ctx, topologies, as_json):
+    """Say what this machine gives twin and what each lack changes.
+
+    Docker engine and version; kernel features probed in a throwaway namespace (VRF devices,
+    VXLAN, dummy, 802.1Q VLANs, netem, RED, fq_codel, tc matchall, nftables NAT and `log group`,
+    drop_monitor) with what twin does without each; the VRF backend and rate-limit mechanism a lab
+    gets and why; host limits and CPU against the default lab and each --topology; node images and
+    their FRR; what killed labs left behind. Exit 1, with the fix, when something twin needs is
+    missing (root, Docker, bridges, veth pairs, VXLAN)."""
+    def go():
+        files = ([str(diagnosis.DEFAULT_TOPOLOGY)] if diagnosis.DEFAULT_TOPOLOGY.exists() else []) + list(topologies)
+        fabrics = [Lab.load(f).topology for f in files]
+        with err.status("probing this machine"):
+            report = diagnosis.diagnose(fabrics)
+        if as_json:
+            out.print_json(json.dumps(report.to_dict(), default=str))
+        else:
+            for line in diagnosis.lines(report):
+                out.print(line, markup=False)
+        if not report.ok:
+            sys.exit(1)
+    run(ctx, go)

@@ -1,0 +1,96 @@
+"""What Docker and the host hold for twin, read for `twin doctor`: the engine and its version,
+twin's node images and the FRR each carries, and what killed labs left behind (containers
+labelled `twin.lab` whose lab has no directory, twin-named network namespaces).
+
+Reading only: nothing here removes anything.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+
+from twin.config.naming import LABEL_LAB
+from twin.runtime import images
+
+NETNS_DIR = Path("/run/netns")
+FRR_VERSION = ["dpkg-query", "-W", "-f", "${Version}", "frr"]
+
+
+@dataclass(frozen=True)
+class Engine:
+    reachable: bool
+    version: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Image:
+    tag: str
+    frr: str            # "" when it could not be read
+    current: bool       # the tag this checkout builds (images/ recipe hash)
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    containers: dict[str, list[str]] = field(default_factory=dict)   # lab -> container names, no lab dir
+    netns: list[str] = field(default_factory=list)                    # twin-named namespaces in /run/netns
+
+
+def _client() -> docker.DockerClient:
+    return docker.from_env(timeout=30)
+
+
+def engine() -> Engine:
+    try:
+        c = _client()
+        return Engine(True, str(c.version().get("Version", "?")))
+    except docker.errors.DockerException as e:
+        return Engine(False, error=str(e).splitlines()[0][:200])
+
+
+def frr_of(client: docker.DockerClient, tag: str) -> str:
+    """The FRR package version inside an image: one throwaway container, no network, removed."""
+    try:   # not `run(remove=True)`: the engine may remove it before its output is read
+        c = client.containers.create(tag, FRR_VERSION, network_mode="none", entrypoint=[],
+                                     labels={"twin.doctor": "1"})
+    except docker.errors.DockerException:
+        return ""
+    try:
+        c.start()
+        ok = c.wait(timeout=60).get("StatusCode") == 0
+        return c.logs(stderr=False).decode(errors="replace").strip() if ok else ""
+    except (docker.errors.DockerException, OSError):
+        return ""
+    finally:
+        try:
+            c.remove(force=True)
+        except docker.errors.DockerException:
+            pass
+
+
+def node_images() -> list[Image]:
+    """twin's node images present (twin-node:*), newest first, with their FRR version."""
+    client = _client()
+    current = images.node_tag()
+    found = sorted(client.images.list(name="twin-node"), key=lambda i: i.attrs.get("Created", ""), reverse=True)
+    tags = [t for i in found for t in i.tags if t.startswith("twin-node:")]
+    return [Image(t, frr_of(client, t), t == current) for t in tags]
+
+
+def leftovers(known: set[str]) -> Leftovers:
+    """Containers of labs not in `known` (the labs with a directory under $TWIN_HOME), and
+    twin-named namespaces (`twin-*`) in /run/netns."""
+    client = _client()
+    labs: dict[str, list[str]] = {}
+    for c in client.containers.list(all=True, filters={"label": LABEL_LAB}):
+        lab = c.labels.get(LABEL_LAB, "")
+        if lab not in known:
+            labs.setdefault(lab, []).append(c.name)
+    try:
+        ns = sorted(n for n in os.listdir(NETNS_DIR) if n.startswith("twin-"))
+    except OSError:
+        ns = []
+    return Leftovers({k: sorted(v) for k, v in sorted(labs.items())}, ns)
