@@ -32,6 +32,7 @@ from twin.runtime import containerlab, dryrun, images, kernel
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
+from twin.topology.names import resolve_node
 
 Say = Callable[[str], None]
 
@@ -345,8 +346,7 @@ class Lab:
         containers = self.runtime.containers(self.name)
         if not containers:
             raise self._not_up()
-        if name not in containers:
-            raise TwinError(f"lab {self.name!r} has no node {name!r}; nodes: {', '.join(sorted(containers))}")
+        name = resolve_node(name, containers, self.name)   # `PC1` is pc1
         return NodeExec(containers[name], f"{self.name}/{name}")
 
     def execs(self) -> dict[str, NodeExec]:

@@ -53,6 +53,9 @@ def test_frr01_comes_up_converged_and_its_pcs_reach_each_other(frr01):
             if src != dst:
                 res = lab.node(src).run(["ping", "-c1", "-W2", addr])
                 assert res.ok, f"{src} -> {dst} ({addr}): {res.stdout}{res.stderr}"
+    e = twin_cli("exec", NAME, "PC1", "--", "true")   # the name as the user's file writes it (issue 27)
+    assert e.returncode == 0, e.stderr
+    assert lab.node("PC1").run(["ping", "-c1", "-W2", PCS["pc2"]]).ok
     v = twin_cli("verify", NAME, "--json")
     assert v.returncode == 0, v.stdout[-2000:]
     checks = {c["name"]: c for c in json.loads(v.stdout)["checks"]}

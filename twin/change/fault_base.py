@@ -74,7 +74,8 @@ def port_ref(ctx: LabContext, spec: str) -> PortRef:
     node, sep, port = spec.partition(":")
     if not sep or not node or not port:
         raise TwinError(f"{spec!r}: a port is given as NODE:PORT, e.g. dpu1:p0")
-    ports = ctx.fabric.nodes[ctx.node(node)].ports_by_name
+    node = ctx.node(node)   # as the user typed it: `PC1` is pc1
+    ports = ctx.fabric.nodes[node].ports_by_name
     if port not in ports:
         raise TwinError(f"node {node!r} has no port {port!r}; ports: {', '.join(ports) or 'none'}")
     return PortRef(node, port, overlay.port_ns(ctx.fabric, node, port, ctx.backend))
@@ -122,9 +123,7 @@ class Fault(Change):
         if len(raw) > len(cls.params):
             raise TwinError(f"{where}: too many arguments; {cls.usage()}")
         args = [p.parse(raw[i] if i < len(raw) else None, where) for i, p in enumerate(cls.params)]
-        fault = cls(target, *args)
-        fault.resolve(ctx)   # a bad target is refused before anything happens
-        return fault
+        return cls(cls.resolve_target(ctx, target), *args)   # a bad target is refused before anything happens
 
     @classmethod
     def usage(cls) -> str:
@@ -132,7 +131,15 @@ class Fault(Change):
         return f"fault:{cls.key}:{'NODE:PORT' if cls.on == 'port' else 'NODE'}{tail}"
 
     def resolve(self, ctx: LabContext) -> None:
-        port_ref(ctx, self.target) if self.on == "port" else ctx.node(self.target)
+        self.resolve_target(ctx, self.target)
+
+    @classmethod
+    def resolve_target(cls, ctx: LabContext, target: str) -> str:
+        """The target as the lab names it (a node as the user typed it: `PC1` is pc1), or a TwinError."""
+        if cls.on == "port":
+            ref = port_ref(ctx, target)
+            return f"{ref.node}:{ref.port}"
+        return ctx.node(target)
 
     def describe(self) -> str:
         return " ".join([self.key, self.target, *map(str, self.args)])

@@ -198,6 +198,14 @@ def print_performance(perf: dict) -> None:
     out.print(t)
 
 
+def _as_named(c, typed: str) -> str:
+    """A host as the lab names it (`PC1` is pc1); an unknown one stays as typed, to be refused as no host."""
+    try:
+        return c.node(typed)
+    except TwinError:
+        return typed
+
+
 @main.command(name="traffic")
 @click.argument("lab")
 @click.argument("src")
@@ -220,6 +228,7 @@ def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sp
     """Send one RoCEv2 flow from host SRC to host DST's address and report what arrived where."""
     def go():
         c = Lab(lab).context()
+        src, dst = (_as_named(c, h) for h in (src, dst))
         for h in (src, dst):
             if not c.fabric.attachment_of(h):
                 raise TwinError(f"{h!r} is not a host endpoint of {lab}; hosts: {', '.join(flows.hosts(c.fabric))}")

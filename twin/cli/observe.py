@@ -35,7 +35,7 @@ def watch_(ctx, lab, node, duration):
     def go():
         c = Lab(lab).context()
         if node:
-            c.node(node)
+            node = c.node(node)
         with Collector(c) as col, Live(view.screen(col.state(), node), console=out, refresh_per_second=2,
                                        screen=out.is_terminal) as live:
             t0 = time.monotonic()
@@ -61,7 +61,7 @@ def events_(ctx, lab, since, node, kinds, as_json):
     def go():
         c = Lab(lab).context()
         if node:
-            c.node(node)
+            node = c.node(node)
         events = store.read(c.dir, since=time.time() - since_seconds(since), node=node, kinds=set(kinds) or None)
         if as_json:
             for e in events:
@@ -85,7 +85,7 @@ def counters_(ctx, lab, node, as_json):
     def go():
         c = Lab(lab).context()
         if node:
-            c.node(node)
+            node = c.node(node)
         col = Collector(c, record=False)
         col.round(control=True)
         state = col.state()

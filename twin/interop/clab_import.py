@@ -32,7 +32,7 @@ from twin.interop import clab_nodes as cn
 from twin.kinds import KINDS
 from twin.kinds.base import FRR_DIR
 from twin.topology import files as inputs
-from twin.topology.names import check_lab_name, check_node_name
+from twin.topology.names import check_lab_name, check_node_name, node_key
 from twin.topology.problems import Problems, listing, quoted
 from twin.topology.yaml_safe import read_yaml
 
@@ -151,7 +151,7 @@ class _Import:
     def _names(self) -> None:
         taken: dict[str, str] = {}
         for n in self.nodes:
-            twin = re.sub(r"[_.]", "-", str(n).lower())
+            twin = node_key(str(n))
             if check_node_name(twin):
                 self.problems.add(("topology", "nodes", n), f"{check_node_name(twin)} (twin names nodes so; "
                                                             "rename it in the file)")

@@ -25,6 +25,7 @@ from docker.models.containers import Container
 from pyroute2 import IPRoute
 
 from twin.config.backend import DEFAULT_BACKEND
+from twin.config.naming import LABEL_NODE
 from twin.config.overlay import Backend, Shaping
 from twin.errors import TwinError
 from twin.intent import Intent
@@ -33,6 +34,7 @@ from twin.runtime import netns
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
+from twin.topology.names import resolve_node
 
 
 @dataclass
@@ -86,18 +88,20 @@ class LabContext:
     def container(self, node: str) -> Container:
         c = self.containers().get(node)
         if c is None:
-            self.node(node)   # a node the intent does not have is named as such
+            node = self.node(node)   # a node the intent does not have is named as such
+            c = self.containers().get(node)
+        if c is None:
             raise TwinError(f"lab {self.name!r}: node {node} has no container; `twin status {self.name}` shows the lab")
         return c
 
     def node(self, node: str) -> str:
-        """`node` if the lab's intent has it, else an error naming the nodes it has."""
-        if node not in self.fabric.nodes:
-            raise TwinError(f"lab {self.name!r} has no node {node!r}; nodes: {', '.join(self.fabric.nodes)}")
-        return node
+        """The lab's name of `node` as a user typed it (`PC1` is pc1: `names.match_node`), else an
+        error naming the nodes it has (or the ones it could mean)."""
+        return resolve_node(node, self.fabric.nodes, self.name)
 
     def exec(self, node: str) -> NodeExec:
-        return NodeExec(self.container(node), f"{self.name}/{node}")
+        c = self.container(node)
+        return NodeExec(c, f"{self.name}/{c.labels.get(LABEL_NODE, node)}")
 
     def execs(self) -> dict[str, NodeExec]:
         return {n: NodeExec(c, f"{self.name}/{n}") for n, c in self.containers().items()}

@@ -21,6 +21,7 @@ from twin.errors import Problem, TopologyError
 from twin.kinds import KINDS
 from twin.topology.load import kind_of, validate_model
 from twin.topology.model import Fabric
+from twin.topology.names import match_node
 from twin.topology.problems import Path_, Problems, listing, quoted
 from twin.topology.schema import (CHECK_TYPES, BgpPrefixesCheck, BgpSessionCheck, CheckSpec, ExecCheck, FrrJsonCheck,
                                   PingCheck, RoceCheck, RouteCheck)
@@ -117,7 +118,9 @@ def merge(sets: list[CheckSet]) -> tuple[CheckSpec, ...]:
 # --- against the fabric ----------------------------------------------------------------------------
 
 def check_against(specs: list[tuple[int, CheckSpec]], fabric: Fabric, problems: Problems, at: Path_) -> None:
-    """Problems of each check (with its index) against `fabric`, placed at `at`[index].field."""
+    """Problems of each check (with its index) against `fabric`, placed at `at`[index].field. A node
+    named as the user wrote it (`PC1` for pc1, `names.match_node`) is the lab's name from here on."""
+    specs[:] = [(i, _as_named(s, fabric)) for i, s in specs]
     rules = {BgpSessionCheck: _bgp, BgpPrefixesCheck: _prefixes, RouteCheck: _route, PingCheck: _ping,
              RoceCheck: _roce, FrrJsonCheck: _frr_json, ExecCheck: _exec}
     for i, s in specs:
@@ -126,6 +129,16 @@ def check_against(specs: list[tuple[int, CheckSpec]], fabric: Fabric, problems: 
 
 
 Found = list[tuple[Path_, str]]
+
+
+def _as_named(spec: CheckSpec, fabric: Fabric) -> CheckSpec:
+    update = {}
+    for field_ in ("node", "from_"):
+        typed = getattr(spec, field_, None)
+        found = match_node(typed, fabric.nodes) if isinstance(typed, str) else []
+        if len(found) == 1 and found[0] != typed:
+            update[field_] = found[0]
+    return spec.model_copy(update=update) if update else spec
 
 
 def _node(fabric: Fabric, node: str, field_: str, frr: bool = False) -> Found:

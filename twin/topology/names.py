@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from twin.errors import TwinError
 from twin.topology.problems import quoted
 
 LAB_NAME_RULE = "1-16 lowercase letters, digits or '-', not starting or ending with '-'"
@@ -100,3 +101,30 @@ def _check(what: str, name: object, pattern: re.Pattern, rule: str,
         if taken.fullmatch(name):
             return f"{what} {quoted(name)} is not allowed: {why}"
     return None
+
+
+def node_key(name: str) -> str:
+    """A node name as twin writes it: lowercase, containerlab's '_' and '.' as '-' (`PC1` is pc1,
+    `leaf_1` leaf-1): how a containerlab file's names are imported and how a typed name is matched."""
+    return re.sub(r"[_.]", "-", name.lower())
+
+
+def match_node(typed: str, known) -> list[str]:
+    """The nodes of `known` a user means by `typed`: itself if it is one, else those equal to it
+    as twin writes names (`node_key`); more than one is ambiguous."""
+    names = list(known)
+    if typed in names:
+        return [typed]
+    key = node_key(typed) if isinstance(typed, str) else None
+    return [n for n in names if node_key(n) == key]
+
+
+def resolve_node(typed: str, known, lab: str) -> str:
+    """The node of lab `lab` that `typed` names (`match_node`), else a TwinError naming the nodes,
+    or the ones it could mean."""
+    found, names = match_node(typed, known), list(known)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise TwinError(f"lab {lab!r}: {typed!r} could be node {' or '.join(sorted(found))}; type it exactly")
+    raise TwinError(f"lab {lab!r} has no node {typed!r}; nodes: {', '.join(sorted(names))}")
