@@ -55,6 +55,6 @@ def test_a_fault_target_is_the_lab_s_name():
 
 def test_a_checks_file_names_nodes_as_the_user_wrote_them(tmp_path):
     f = tmp_path / "checks.yml"
-    f.write_text("checks:\n- {name: up, type: exec, node: LEAF1, command: "true"}\n")
+    f.write_text("checks:\n- {name: up, type: exec, node: LEAF1, command: 'true'}\n")
     (spec,) = load_checks(f, load(ROOT / "topologies/aipod.yml")).checks
     assert spec.node == "leaf1"
