@@ -15,7 +15,7 @@ from twin.errors import TwinError
 from twin.lab import Lab
 from twin.observe import store
 from twin.topology.checks import CheckSet, load_checks, merge
-from twin.traffic import dcqcn, flows
+from twin.traffic import dcqcn, flows, wording
 from twin.verify.markdown import report_md
 
 
@@ -246,9 +246,7 @@ def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sp
         if as_json:
             click.echo(json.dumps(doc, indent=2))
         else:
-            out.print(f"{src} -> {dst} ({f.dst_ip}), expected to {doc['expected']}: sent {r.sent}, received {r.received}"
-                      f", ICRC bad {r.icrc_bad}, DSCP/ECN changed {r.tos_changed}, PSN gaps {r.gaps}, "
-                      f"duplicates {r.duplicates}, reordered {r.reordered}; seen at {r.seen_at or 'no host'}")
+            out.print(wording.flow_line(c.fabric, r, same), markup=False)
             if congest:
                 marked = "; ".join(f"{p} marked {n['ce']} of {n['ect']} ECN-capable frames" for p, n in points.items())
                 out.print(f"congestion: {r.ce} arrived marked CE; CNPs sent {r.cnps_sent} (the pacing rule, one per "
