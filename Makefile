@@ -13,7 +13,7 @@ PROVE_ARGS ?=
 COMPARE_ARGS ?=
 LARGE_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down test test-unit bench bench-large bench-compare soak chaos prove clean
+.PHONY: host venv images twin-up twin-down test test-unit docs docs-check bench bench-large bench-compare soak chaos prove clean
 
 host:
 	@scripts/host-setup.sh
@@ -37,8 +37,17 @@ twin-up: images
 twin-down: venv
 	$(TWIN) down $(LAB)
 
-test: images
+test: images docs-check
 	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests
+
+# the documentation site: the generated pages (command reference, front page) written, then built
+docs: venv
+	$(VENV)/bin/python scripts/docs.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# the site built strictly (a broken link or reference fails) without writing anything in the tree
+docs-check: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet -d $$(mktemp -d)
 
 test-unit: venv
 	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests/unit
@@ -76,4 +85,4 @@ prove: images
 	$(VENV)/bin/python bench/prove.py $(PROVE_ARGS)
 
 clean:
-	rm -rf $(VENV) *.egg-info bench-results
+	rm -rf $(VENV) *.egg-info bench-results site

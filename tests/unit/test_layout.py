@@ -147,8 +147,8 @@ def test_one_name_per_fault_in_the_registry_the_cli_rehearse_and_the_readme():
         parse_fault(None, "fault:no-such:x")
     assert re.search(r"faults: ([a-z, -]+) \(", str(e.value)).group(1).split(", ") == list(fault_types())
     assert set(REGISTRY) == keys | {"topology", "configs", "nvue"}
-    readme = (ROOT / "README.md").read_text()
-    assert all(f"`{k}`" in readme for k in keys), "the README names every fault as the registry does"
+    page = (ROOT / "docs" / "faults.md").read_text()
+    assert all(f"`{k}`" in page for k in keys), "the faults page names every fault as the registry does"
     for k in keys:   # every command's help shows its usage under the same name
         res = CliRunner().invoke(main, ["fault", k, "--help"], prog_name="twin")
         assert res.exit_code == 0 and f"twin fault {k}" in res.output

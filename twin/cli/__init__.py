@@ -3,5 +3,8 @@ per command group (lab, day2, faults, checks, baseline, inventory), one error st
 Progress goes to stderr, results to stdout; exit codes: 0 success, 1 failure."""
 from twin.cli import baseline, checks, day2, doctor, faults, interop, inventory, lab, observe  # noqa: F401  (each registers its commands)
 from twin.cli.common import main
+from twin.cli.completion import attach
+
+attach(main)   # lab and node names for the shell's completion
 
 __all__ = ["main"]

@@ -1,0 +1,31 @@
+"""The command reference of the documentation site (docs/reference/commands.md), written from the
+CLI itself (click's help of every command), so it cannot drift: `make docs` writes it and a unit
+test compares the file with what this module makes now."""
+from __future__ import annotations
+
+import click
+
+WIDTH = 100
+HEAD = ("# Command reference\n\n"
+        "Every command's `--help`, as the CLI prints it (generated from `twin.cli` by `make docs`; "
+        "a unit test fails when this page and the CLI differ).\n")
+
+
+def _walk(cmd: click.Command, parent: click.Context | None, name: str):
+    settings = {**cmd.context_settings, "terminal_width": WIDTH, "max_content_width": WIDTH}
+    ctx = click.Context(cmd, info_name=name, parent=parent, **settings)
+    yield ctx
+    if isinstance(cmd, click.Group):
+        for sub in sorted(cmd.list_commands(ctx)):
+            yield from _walk(cmd.get_command(ctx, sub), ctx, sub)
+
+
+def markdown(root: click.Command | None = None) -> str:
+    """The reference page: one section per command, its help in a text block."""
+    if root is None:
+        from twin.cli import main as root
+    parts = [HEAD]
+    for ctx in _walk(root, None, "twin"):
+        title = ctx.command_path
+        parts.append(f"\n## `{title}`\n\n```text\n{ctx.get_help()}\n```\n")
+    return "".join(parts)
