@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -27,8 +28,9 @@ def doctor(ctx, topologies, as_json):
     their FRR; what killed labs left behind. Exit 1, with the fix, when something twin needs is
     missing (root, Docker, bridges, veth pairs, VXLAN)."""
     def go():
-        files = ([str(diagnosis.DEFAULT_TOPOLOGY)] if diagnosis.DEFAULT_TOPOLOGY.exists() else []) + list(topologies)
-        fabrics = [Lab.load(f).topology for f in files]
+        files = ([diagnosis.DEFAULT_TOPOLOGY] if diagnosis.DEFAULT_TOPOLOGY.exists() else []) + \
+            [Path(t).resolve() for t in topologies]
+        fabrics = [Lab.load(f).topology for f in dict.fromkeys(files)]   # each file once
         with err.status("probing this machine"):
             report = diagnosis.diagnose(fabrics)
         if as_json:
