@@ -213,7 +213,7 @@ class Lab:
             files.update({n: x.files for n, x in nv.items()})
             layouts = {x.plane.layout for node, x in nv.items() if x.plane.fabric.tenants_on(node)}
             self.notes += notes + nv_notes + ([f"NVUE's kernel plane on {', '.join(nv)}: {', '.join(sorted(layouts))} "
-                                               "layout (interfaces.sh says which; README, section NVUE)"]
+                                               "layout (interfaces.sh says which; docs/nvue.md)"]
                                               if layouts else [])
             st.notes = list(self.notes)
             if self.configs is not None:
