@@ -36,7 +36,8 @@ def test_frr01_becomes_three_routers_with_their_files_and_three_hosts_with_their
         "eth1": ("router2", "eth1", "plain"), "eth2": ("router3", "eth1", "plain"), "eth3": ("pc1", "eth1", "access")}
     assert imp.configs.files["router2"]["frr.conf"] == (CLAB / "frr01/router2/frr.conf").read_text()
     assert imp.configs.path("router2", "daemons") == str(CLAB / "frr01/router2/daemons")
-    assert imp.notes == ["node names as twin writes them (lowercase): PC1 is pc1, PC2 is pc2, PC3 is pc3",
+    assert imp.notes == ["node names as twin writes them (lowercase): PC1 is pc1, PC2 is pc2, PC3 is pc3; "
+                         "commands take your spelling too (`twin exec LAB PC1`)",
                          "every node runs twin's node image instead of quay.io/frrouting/frr:10.5.1 (router1, "
                          "router2, router3); wbitt/network-multitool:3.22.2 (PC1, PC2, PC3)"]
     assert is_clab("x/frr01.clab.yml") and is_clab("A.CLAB.YAML") and not is_clab("aipod.yml")

@@ -162,7 +162,8 @@ class _Import:
                 self.names[n] = twin
         renamed = [f"{listing([n])} is {t}" for n, t in self.names.items() if n != t]
         if renamed:
-            self.notes.append(f"node names as twin writes them (lowercase): {', '.join(renamed)}")
+            self.notes.append(f"node names as twin writes them (lowercase): {', '.join(renamed)}; "
+                              "commands take your spelling too (`twin exec LAB PC1`)")
 
     def _kinds(self) -> dict[str, str]:
         """The twin kind of every node; the ones twin cannot run are refused together, with the way out."""
