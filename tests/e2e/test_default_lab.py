@@ -117,6 +117,20 @@ def test_exec_and_list_from_the_cli(lab):
     assert NAME in twin_cli("list", check=True).stdout
 
 
+def test_traffic_says_in_words_what_arrived_and_where_a_blocked_flow_went(lab):
+    """Issue 27: a flow between tenants reports where it went, not PSN gaps or a Python dict;
+    hosts are typed as the user writes them."""
+    ok = twin_cli("traffic", NAME, "HOST1A", "host2a")
+    assert ok.returncode == 0, ok.stderr
+    assert "host1a -> host2a (10.1.1.12), must arrive: sent 16, 16 arrived at host2a" in ok.stdout
+    blocked = twin_cli("traffic", NAME, "host1a", "host2b")
+    assert blocked.returncode == 0, blocked.stdout + blocked.stderr
+    said = blocked.stdout
+    assert "host1a -> host2b (10.1.1.12), must not arrive (host2b is tenant blue's, host1a tenant red's)" in said
+    assert "none arrived at host2b (tenant blue)" in said and "it stayed in tenant red" in said
+    assert "PSN" not in said and "{'" not in said
+
+
 def test_up_on_a_lab_that_is_up_says_so_and_changes_nothing(lab):
     before = {n: c.id for n, c in lab.runtime.containers(NAME).items()}
     p = twin_cli("up", "topologies/aipod.yml", "--name", NAME)

@@ -101,7 +101,7 @@ def test_counters_move_by_exactly_the_roce_frames_sent_on_the_ports_they_crossed
     assert after[("host1a", "eth1")]["cnp_tx"] - before.get(("host1a", "eth1"), {}).get("cnp_tx", 0) == 3
     assert after[("host2a", "eth1")]["cnp_rx"] - before.get(("host2a", "eth1"), {}).get("cnp_rx", 0) == 3
     # `twin counters --json` reads the same kernel counters
-    doc = json.loads(twin_cli("counters", LAB, "host2a", "--json", check=True).stdout)
+    doc = json.loads(twin_cli("counters", LAB, "HOST2A", "--json", check=True).stdout)
     assert doc["snapshot"]["roce"]["host2a"]["eth1"]["rx_packets"] == after[("host2a", "eth1")]["rx_packets"]
 
 
@@ -127,7 +127,7 @@ def test_a_spoofing_attempt_is_one_drop_event_with_its_reason_node_and_port(lab)
     assert (e["node"], e["port"], e["tenant"], e["code"]) == ("dpu1", "pf0vf0", "red", "spoof-ip")
     assert e["reason"] == "IPv4 source 10.1.1.99 is not host1a's address (10.1.1.11)"
     assert e["headers"]["src"] == "10.1.1.99" and e["headers"]["dport"] == 4791
-    text = twin_cli("events", LAB, "--since", "1m", "--node", "dpu1", check=True).stdout
+    text = twin_cli("events", LAB, "--since", "1m", "--node", "DPU1", check=True).stdout
     assert "dpu1 pf0vf0: dropped (IPv4 source 10.1.1.99 is not host1a's address (10.1.1.11))" in text
 
 

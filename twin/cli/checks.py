@@ -227,6 +227,7 @@ def _as_named(c, typed: str) -> str:
 def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sport, cnp, congest, as_json):
     """Send one RoCEv2 flow from host SRC to host DST's address and report what arrived where."""
     def go():
+        nonlocal src, dst
         c = Lab(lab).context()
         src, dst = (_as_named(c, h) for h in (src, dst))
         for h in (src, dst):

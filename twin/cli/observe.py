@@ -33,6 +33,7 @@ def since_seconds(text: str) -> float:
 def watch_(ctx, lab, node, duration):
     """A live view of LAB: ports with rates, RoCE counters, sessions, latest events."""
     def go():
+        nonlocal node
         c = Lab(lab).context()
         if node:
             node = c.node(node)
@@ -59,6 +60,7 @@ def watch_(ctx, lab, node, duration):
 def events_(ctx, lab, since, node, kinds, as_json):
     """What happened in LAB: drops by twin's rules, carrier, sessions, routes, twin's own actions."""
     def go():
+        nonlocal node
         c = Lab(lab).context()
         if node:
             node = c.node(node)
@@ -83,6 +85,7 @@ def events_(ctx, lab, since, node, kinds, as_json):
 def counters_(ctx, lab, node, as_json):
     """Counters of LAB (or NODE) now: ports, RoCEv2 by class and CNPs, sessions, VNIs, VRF routes."""
     def go():
+        nonlocal node
         c = Lab(lab).context()
         if node:
             node = c.node(node)
