@@ -159,9 +159,8 @@ def diagnose(fabrics: list[Fabric], src: Sources = Sources()) -> Report:
 
 def lines(r: Report) -> list[str]:
     """The report in words, one fact a line (what the CLI prints)."""
-    out = [f"root: {'yes' if r.root else 'no'}",
-           f"Docker engine: {r.engine.version}" if r.engine.reachable else f"Docker engine: not reachable ({r.engine.error})",
-           "kernel (probed in a throwaway namespace):"]
+    engine = r.engine.version if r.engine.reachable else f"not reachable ({r.engine.error})"
+    out = [f"root: {'yes' if r.root else 'no'}", f"Docker engine: {engine}", "kernel (probed in a throwaway namespace):"]
     for f in r.features:
         mark = {True: "yes", False: "NO ", None: "?  "}[f.present]
         out.append(f"  {mark} {f.what}" + (f": {f.means}" if f.means else "")
@@ -173,8 +172,8 @@ def lines(r: Report) -> list[str]:
         out.append("  host limits: " + ("; ".join(lab.shortfalls) + (f"; {lab.fix}" if lab.fix else "")
                                         if lab.shortfalls else "enough"))
         out.append(f"  CPU: {lab.cpu}")
-    out.append("images: " + (", ".join(f"{i.tag} (FRR {i.frr or '?'}{', current' if i.current else ''})"
-                                       for i in r.images) or "none: `twin image build` (or `make twin-up`) builds them"))
+    imgs = ", ".join(f"{i.tag} (FRR {i.frr or '?'}{', current' if i.current else ''})" for i in r.images)
+    out.append("images: " + (imgs or "none: `twin image build` (or `make twin-up`) builds them"))
     left = r.leftovers
     for lab, names in left.containers.items():
         out.append(f"leftover?: lab {lab}: {len(names)} container(s), no directory under {state.labs_root()} "

@@ -91,7 +91,8 @@ def _nft() -> dict[str, bool | None]:
         return {"nft_nat": None, "nft_log": None}
 
     def load(ruleset: str) -> bool:
-        return subprocess.run([nft, "-f", "-"], input=ruleset, capture_output=True, text=True, timeout=10).returncode == 0
+        p = subprocess.run([nft, "-f", "-"], input=ruleset, capture_output=True, text=True, timeout=10)
+        return p.returncode == 0
 
     return {"nft_nat": load(NAT_RULESET), "nft_log": load(LOG_RULESET)}
 
