@@ -47,7 +47,7 @@ docs: venv
 
 # the site built strictly (a broken link or reference fails) without writing anything in the tree
 docs-check: venv
-	d=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet -d $$d; rc=$$?; rm -rf $$d; exit $$rc
+	d=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -d $$d; rc=$$?; rm -rf $$d; exit $$rc
 
 test-unit: venv
 	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests/unit
