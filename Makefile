@@ -40,9 +40,8 @@ twin-down: venv
 test: images docs-check
 	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests
 
-# the documentation site: the generated pages (command reference, front page) written, then built
+# the documentation site into site/ (the command reference and the front page generated as it builds)
 docs: venv
-	$(VENV)/bin/python scripts/docs.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # the site built strictly (a broken link or reference fails) without writing anything in the tree

@@ -1,5 +1,6 @@
-"""The documentation site (issue 27): its generated pages are what the CLI and the README make
-now, it builds strictly (no broken link or reference), and the README is a front page."""
+"""The documentation site (issue 27): it builds strictly (no broken link or reference), with the
+command reference and the front page generated from the CLI and README.md as it builds, and the
+README is a front page."""
 from __future__ import annotations
 
 import os
@@ -11,16 +12,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_generated_pages_do_not_drift():
-    pages = runpy.run_path(str(ROOT / "scripts" / "docs.py"))["pages"]()
-    for path, text in pages.items():
-        assert path.read_text() == text, f"{path.relative_to(ROOT)} is stale: `make docs` writes it"
-
-
 def test_the_command_reference_has_every_command():
     from twin.cli import main
 
-    page = (ROOT / "docs/reference/commands.md").read_text()
+    page = runpy.run_path(str(ROOT / "scripts" / "docs.py"))["pages"]()["reference/commands.md"]
     for name in main.commands:
         assert f"## `twin {name}`" in page
     assert "## `twin fault link-loss`" in page and "Usage: twin doctor [OPTIONS]" in page
@@ -31,7 +26,9 @@ def test_the_site_builds_strictly(tmp_path):
     res = subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=ROOT,
                          capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert (tmp_path / "site/reference/commands/index.html").exists()
+    reference = (tmp_path / "site/reference/commands/index.html").read_text()
+    assert "twin doctor" in reference and "Usage: twin fault link-loss" in reference, "generated as it builds"
+    assert "A digital twin of an AI-cloud network" in (tmp_path / "site/index.html").read_text(), "README.md"
     assert (tmp_path / "site/doctor/index.html").exists()
 
 

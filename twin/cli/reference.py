@@ -1,14 +1,14 @@
-"""The command reference of the documentation site (docs/reference/commands.md), written from the
-CLI itself (click's help of every command), so it cannot drift: `make docs` writes it and a unit
-test compares the file with what this module makes now."""
+"""The command reference of the documentation site (reference/commands.md), written from the CLI
+itself (click's help of every command) each time the site is built (scripts/docs.py, a mkdocs
+hook), so it cannot drift from the CLI."""
 from __future__ import annotations
 
 import click
 
 WIDTH = 100
 HEAD = ("# Command reference\n\n"
-        "Every command's `--help`, as the CLI prints it (generated from `twin.cli` by `make docs`; "
-        "a unit test fails when this page and the CLI differ).\n")
+        "Every command's `--help`, as the CLI prints it: generated from `twin.cli` each time the site "
+        "is built (scripts/docs.py), so it cannot differ from the CLI.\n")
 
 
 def _walk(cmd: click.Command, parent: click.Context | None, name: str):
