@@ -42,6 +42,7 @@ from twin.lifecycle import barrier
 from twin.lifecycle.context import LabContext, context_of
 from twin.observe import store
 from twin.observe.collector import Collector
+from twin.topology.names import match_node
 from twin.traffic import flows as F
 from twin.traffic import stream as S
 from twin.traffic.flood import Flood
@@ -95,7 +96,10 @@ def _rehearse(ctx: LabContext, change: str, thresholds: Thresholds | None, rollb
 
 
 def _flood(ctx: LabContext, host: str) -> Flood:
-    """The noisy neighbour's flood: from `host` to a peer of its tenant (refused before any traffic)."""
+    """The noisy neighbour's flood: from `host` (as the user typed it: `HOST1A` is host1a) to a peer
+    of its tenant (refused before any traffic)."""
+    named = match_node(host, ctx.fabric.nodes)
+    host = named[0] if len(named) == 1 else host
     found = ctx.fabric.attachment_of(host)
     if found is None:
         raise TwinError(f"--noisy-neighbour {host!r} is not a host endpoint of {ctx.name}; hosts: "
