@@ -109,3 +109,20 @@ def test_cli_json_and_exit_code(monkeypatch):
     doc = json.loads(res.output)
     assert doc["ok"] is False and any("veth pairs" in p for p in doc["problems"])
     assert {f["key"]: f["present"] for f in doc["features"]}["veth"] is False
+
+
+def test_a_probe_tells_absent_from_present_by_the_kernel_s_errno():
+    import errno
+
+    from pyroute2 import NetlinkError
+
+    def refuse(code):
+        def fn():
+            raise NetlinkError(code)
+        return fn
+
+    assert features._try(lambda: None) is True
+    assert features._try(refuse(errno.EOPNOTSUPP)) is False, "no such device type"
+    assert features._try(refuse(errno.ENOENT)) is False, "no such qdisc or classifier"
+    assert features._try(refuse(errno.EINVAL), invalid_means_present=True) is True, "RED without options"
+    assert features._try(refuse(errno.EINVAL)) is None and features._try(refuse(errno.EPERM)) is None
