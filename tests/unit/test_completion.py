@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def lab_here(tmp_path, monkeypatch, name="aipod"):
     monkeypatch.setenv("TWIN_HOME", str(tmp_path))
+    monkeypatch.setattr(completion, "docker_labs", lambda: [])
     fabric = load(ROOT / "topologies/aipod.yml", name=name)
     state.save(state.labdir(name), state.LabState(name=name, topology="aipod.yml", image="x"), fabric)
 
@@ -38,8 +39,15 @@ def test_labs_and_nodes_complete(tmp_path, monkeypatch):
     assert complete(["status"], "aipod2") == ["aipod2"]
 
 
+def test_labs_with_containers_here_complete_too(tmp_path, monkeypatch):
+    lab_here(tmp_path, monkeypatch)
+    monkeypatch.setattr(completion, "docker_labs", lambda: ["aipod", "aired"])
+    assert complete(["status"], "ai") == ["aipod", "aired"]
+
+
 def test_commands_complete_and_an_unknown_lab_completes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("TWIN_HOME", str(tmp_path))
+    monkeypatch.setattr(completion, "docker_labs", lambda: [])
     assert "doctor" in complete([], "do") and "down" in complete([], "do")
     assert complete(["exec", "nolab"], "le") == []
     assert complete(["exec"], "") == []

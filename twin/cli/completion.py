@@ -9,13 +9,22 @@ from click.shell_completion import CompletionItem
 
 from twin.lab import Lab
 from twin.lifecycle import state
+from twin.runtime.docker import DockerRuntime
 
 NODE_PARAMS = ("node", "src", "dst")
 
 
+def docker_labs() -> list[str]:
+    """Labs whose containers are on this host (their `twin.lab` label); none when Docker does not answer."""
+    try:
+        return list(DockerRuntime(timeout=3).labs())
+    except Exception:   # noqa: BLE001  (a completion never fails: no Docker, no names from it)
+        return []
+
+
 def lab_names(incomplete: str) -> list[str]:
-    """Labs under $TWIN_HOME whose name starts with `incomplete`."""
-    return [n for n in state.known_labs() if n.startswith(incomplete)]
+    """Labs under $TWIN_HOME and labs with containers here, whose name starts with `incomplete`."""
+    return sorted(n for n in {*state.known_labs(), *docker_labs()} if n.startswith(incomplete))
 
 
 def node_names(lab: str | None, incomplete: str, ports: bool = False) -> list[str]:
