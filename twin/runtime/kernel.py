@@ -14,7 +14,7 @@ from twin.config.overlay import Shaping
 from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
 from twin.runtime.exec import NodeExec
-from twin.runtime import netns
+from twin.runtime import netns, steps_apply
 from twin.runtime.netns import Handles, scratch
 
 
@@ -36,7 +36,7 @@ def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> 
                 i = j
                 continue
             try:
-                steps[i].apply(ns)
+                steps_apply.apply(steps[i], ns)
             except (NetlinkError, OSError) as e:
                 code = e.code if isinstance(e, NetlinkError) else e.errno
                 if not (tolerant and code in ALREADY):

@@ -192,7 +192,7 @@ class Handles:
             self._open[(pid, ns)] = open_ipr(path(pid, ns))
         return self._open[(pid, ns)]
 
-    # the `twin.config.steps.Netns` protocol, for the node `pid`
+    # the `twin.runtime.steps_apply.Netns` protocol, for the node `pid`
     def ipr(self, ns: str) -> IPRoute:
         return self.get(self.pid, ns)
 
