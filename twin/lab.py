@@ -347,7 +347,7 @@ class Lab:
             raise self._not_up()
         if name not in containers:
             raise TwinError(f"lab {self.name!r} has no node {name!r}; nodes: {', '.join(sorted(containers))}")
-        return NodeExec(containers[name], f"{self.name}/{name}")
+        return containers[name].exec(f"{self.name}/{name}")
 
     def execs(self) -> dict[str, NodeExec]:
         return self.context().execs()

@@ -40,6 +40,7 @@ from twin import timeouts
 from twin.errors import CommandError, TwinError
 from twin.runtime import nodefs
 from twin.runtime import dockerapi
+from twin.runtime.failures import engine_errors
 
 ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
        "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -148,7 +149,8 @@ class NodeExec:
     def pid(self) -> int:
         """The node's init process, checked to be the container's still (a restarted node has another)."""
         if not self._pid or not _of(self._pid, self.container.id):
-            self.container.reload()
+            with engine_errors(f"{self.where}: container {self.container.name}"):
+                self.container.reload()
             self._pid = self.container.attrs["State"]["Pid"]
             if not self._pid:
                 raise TwinError(f"{self.where}: container {self.container.name} is not running "

@@ -117,3 +117,15 @@ def lacks(lab: str) -> list[str]:
         return out
 
     return _probe(lab, missing, [])
+
+
+def set_link(pid: int, ns: str, port: str, up: bool, alias: str) -> bool:
+    """`port` of a node's namespace (or tenant namespace `ns` in it) set up or down, with its alias
+    (`twin.config.naming.link_alias`); False when there is no such interface. NetlinkFailed or
+    NodeGone (an OSError) when the kernel refuses or the namespace is gone."""
+    with netns.ipr(pid, ns) as ipr:
+        idx = ipr.link_lookup(ifname=port)
+        if not idx:
+            return False
+        ipr.link("set", index=idx[0], state="up" if up else "down", ifalias=alias)
+    return True
