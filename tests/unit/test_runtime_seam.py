@@ -62,3 +62,12 @@ def test_a_node_handle_names_its_node_and_lab():
     assert (h.name, h.node, h.lab, h.status, h.id) == ("twin-x-leaf1", "leaf1", "x", "exited", "abc")
     with pytest.raises(NodeGone, match="No such container"):
         h.running()
+
+
+def test_both_runtimes_implement_the_runtime_protocol():
+    from twin.runtime.base import Runtime
+    from twin.runtime.containerlab import RUNTIMES
+    wanted = ({m for m in vars(Runtime) if not m.startswith("_")} | set(Runtime.__annotations__)) - {"client"}
+    assert wanted >= {"bring_up", "start_nodes", "containers", "labs", "pid", "remove_node", "remove_lab", "name"}
+    for cls in RUNTIMES.values():
+        assert [m for m in sorted(wanted) if not hasattr(cls, m)] == [], cls.__name__

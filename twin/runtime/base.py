@@ -65,9 +65,9 @@ class NodeHandle:
         return self.container.attrs
 
     def reload(self) -> None:
-        """Inspect the container again (under load, tried again until its deadline)."""
+        """Inspect the container again (once: a caller that must not wait, like a timeout's diagnosis)."""
         with engine_errors(f"container {self.name}"):
-            dockerapi.call(f"inspecting container {self.name}", self.container.reload)
+            self.container.reload()
 
     def refresh(self) -> "NodeHandle":
         self.reload()
@@ -81,8 +81,10 @@ class NodeHandle:
         return dict(self.refresh().attrs["State"])
 
     def pid(self) -> int:
-        """Its init process (read now); a TwinError with its last log lines if it is not running."""
-        self.reload()
+        """Its init process (read now: under load, tried again until its deadline); a TwinError with
+        its last log lines if it is not running."""
+        with engine_errors(f"container {self.name}"):
+            dockerapi.call(f"inspecting container {self.name}", self.container.reload)
         pid = self.container.attrs["State"]["Pid"]
         if not pid:
             raise TwinError(f"container {self.name} is not running ({self.status}): {self.logs(tail=20).strip()}")

@@ -211,10 +211,11 @@ class NodeExec:
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
         started, t0 = time.time(), time.monotonic()
         api = self.container.client.api   # each step by itself: only what can be asked twice is retried
-        exec_id = dockerapi.call(f"{self.where}: docker exec {cmd[0]}",
-                                 lambda: api.exec_create(self.container.id, wrapped)["Id"])
-        out, err = api.exec_start(exec_id, demux=True)   # runs the command: once
-        rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
+        with engine_errors(f"{self.where}: docker exec {cmd[0]}"):
+            exec_id = dockerapi.call(f"{self.where}: docker exec {cmd[0]}",
+                                     lambda: api.exec_create(self.container.id, wrapped)["Id"])
+            out, err = api.exec_start(exec_id, demux=True)   # runs the command: once
+            rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
         stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")
         return _recorded(Result(self.where, list(cmd), rc, (out or b"").decode(errors="replace"), stderr), started, t0)
 
