@@ -1,4 +1,4 @@
-"""Applies kernel steps (`twin.config.steps`) inside a node, over netlink.
+"""Applies kernel steps (`twin.config.steps`) inside a node, over netlink (`twin.runtime.steps_apply`).
 
 Steps run from the host with pyroute2 in the node's namespace, or in a tenant
 namespace inside it (`/proc/<pid>/root/run/netns/<vrf>`). Steps without a
