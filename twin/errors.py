@@ -139,3 +139,26 @@ class ApplyFailed(TwinError):
             back = (f"rollback: INCOMPLETE, {len(problems)} thing(s) could not be restored (`twin down` and "
                     "`twin up` make the lab again):\n" + "\n".join(f"    - {p}" for p in problems))
         super().__init__(f"{head}\n  failed (stage {stage}): {error}\n  {back}")
+
+
+class RuntimeFailed(TwinError):
+    """The container engine (Docker) refused or failed a call; carries its answer."""
+
+
+class NodeGone(RuntimeFailed, OSError):
+    """A node's container or network namespace is not there (any more): stopped, killed or removed.
+    Also an OSError, as a namespace that vanished under a reader always was."""
+
+    def __init__(self, message: str, errno_: int = 2):   # ENOENT
+        OSError.__init__(self, errno_, message)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class NetlinkFailed(TwinError):
+    """The kernel refused a netlink request; `code` is its errno (callers branch on it, never on text)."""
+
+    def __init__(self, code: int, message: str):
+        self.code = code
+        super().__init__(message)

@@ -29,6 +29,7 @@ from twin.lifecycle import admission, barrier, bringup, cleanup, hostlimits, nvu
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import containerlab, dryrun, images, kernel
+from twin.runtime.base import Runtime
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
@@ -38,7 +39,7 @@ Say = Callable[[str], None]
 
 
 class Lab:
-    def __init__(self, name: str, fabric: Fabric | None = None, runtime: DockerRuntime | str | None = None,
+    def __init__(self, name: str, fabric: Fabric | None = None, runtime: Runtime | str | None = None,
                  configs: UserConfigs | None = None, notes: list[str] | None = None):
         """`runtime`: a runtime, or its name (docker, containerlab); default: the one that made the
         lab, else $TWIN_RUNTIME, else docker. `configs`: the user's FRR files (`up` boots them)."""
@@ -96,7 +97,7 @@ class Lab:
         return cls(name, fabric)
 
     @property
-    def runtime(self) -> DockerRuntime:
+    def runtime(self) -> Runtime:
         if self._runtime is None:
             try:
                 recorded = (state.load(self.dir)[0] or state.LabState(name="", topology="", image="")).runtime
@@ -326,7 +327,7 @@ class Lab:
         with self.writing("twin down"):
             return cleanup.remove_all(self.name, self.dir, self._remover())
 
-    def _remover(self) -> DockerRuntime:
+    def _remover(self) -> Runtime:
         """The runtime that takes the lab down: the one that made it, even where that tool (the
         containerlab CLI) is gone now: everything the lab made carries its label or its name."""
         if self._runtime is not None:
@@ -347,7 +348,7 @@ class Lab:
         if not containers:
             raise self._not_up()
         name = resolve_node(name, containers, self.name)   # `PC1` is pc1
-        return NodeExec(containers[name], f"{self.name}/{name}")
+        return containers[name].exec(f"{self.name}/{name}")
 
     def execs(self) -> dict[str, NodeExec]:
         return self.context().execs()

@@ -51,7 +51,7 @@ def test_no_wait_returns_deployed_and_a_failing_exec_is_reported_while_the_lab_g
     assert st["status"] == "deployed" and not st["healthy"]
     lab = Lab.open(NAME)
     assert lab.node("h1").run(["ip", "-4", "-o", "addr", "show", "eth1"]).stdout.split()[3] == "10.1.1.11/24"
-    logs = lab.runtime.containers(NAME)["h1"].logs().decode()
+    logs = lab.runtime.containers(NAME)["h1"].logs()
     assert "h1: 10.1.1.11/24 via 10.1.1.1" in logs, logs      # its cmd ran once its port was up
     assert lab.node("leaf1").run(["cat", "/setup.sh"]).stdout.startswith("#!/bin/bash")   # bound, read-only
     assert lab.node("leaf1").run(["sh", "-c", "echo x > /setup.sh"]).rc != 0

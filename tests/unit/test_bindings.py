@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from twin.config import overlay, steps
+from twin.config import overlay
+from twin.runtime import steps_apply
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,8 +54,8 @@ def test_every_local_workload_gets_a_permanent_binding_on_its_gateway(aipod, bac
 def test_bindings_are_applied_as_nud_permanent(aipod):
     ipr = FakeIPRoute()
     for step in overlay.bindings(aipod, "dpu1", "netns"):
-        step.apply(Netns(ipr))
+        steps_apply.apply(step, Netns(ipr))
     states = {kw["state"] for _, kw in ipr.neighs}
-    assert states == {steps.NUD_PERMANENT} == {0x80}
+    assert states == {steps_apply.NUD_PERMANENT} == {0x80}
     assert {op for op, _ in ipr.neighs} == {"replace"}
     assert sorted(kw["dst"] for _, kw in ipr.neighs) == ["10.1.1.11", "10.1.1.11", "10.1.2.11"]

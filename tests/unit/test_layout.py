@@ -74,6 +74,32 @@ def test_no_package_imports_one_after_it_on_the_data_path():
     assert wrong == [], "imports against the data path (and circles waiting to happen):\n" + "\n".join(wrong)
 
 
+HIDDEN = ("docker", "pyroute2", "requests")   # the runtime's libraries (requests: the Docker SDK's transport)
+
+
+def library_imports(path: Path) -> set[str]:
+    """Top-level packages among HIDDEN that a module imports, at module level or inside functions."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        out |= {n.split(".")[0] for n in names if n.split(".")[0] in HIDDEN}
+    return out
+
+
+def test_only_the_runtime_imports_docker_or_pyroute2():
+    """The runtime seam hides its libraries (issue 26): above `twin.runtime` their objects and
+    exceptions are twin's own (NodeHandle, Netlink, NetlinkFailed, NodeGone, RuntimeFailed)."""
+    wrong = [f"{name} imports {', '.join(sorted(libs))}" for name, path in modules().items()
+             if not (name == "twin.runtime" or name.startswith("twin.runtime."))
+             and (libs := library_imports(path))]
+    assert wrong == [], "library imports above the runtime seam:\n" + "\n".join(wrong)
+
+
 def test_no_import_circle():
     known = modules()
     graph = {m: imports(m, p, known) for m, p in known.items()}

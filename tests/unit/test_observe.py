@@ -25,6 +25,7 @@ from twin.observe.drops import Limiter
 from twin.observe.metrics import registry
 from twin.observe.reasons import Place, drop_event
 from twin.observe.sample import Snapshot
+from twin.runtime import nlattr
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,11 +66,11 @@ def test_headers_of_vxlan_roce_and_arp():
 
 
 def nflog_message(prefix: str, payload: bytes, indev: int, physindev: int, family: int = 7) -> bytes:
-    attrs = (nflog._attr(nflog.PACKET_HDR, struct.pack("!HBB", 0x0800, 0, 0))
-             + nflog._attr(nflog.TIMESTAMP, struct.pack("!QQ", 1700000000, 250000))
-             + nflog._attr(nflog.INDEV, struct.pack("!I", indev)) + nflog._attr(nflog.PHYSINDEV, struct.pack("!I", physindev))
-             + nflog._attr(nflog.HWHEADER, bytes.fromhex("00005e000101023800000004") + b"\x08\x00")
-             + nflog._attr(nflog.PAYLOAD, payload) + nflog._attr(nflog.PREFIX, prefix.encode() + b"\0"))
+    attrs = (nlattr.attr(nflog.PACKET_HDR, struct.pack("!HBB", 0x0800, 0, 0))
+             + nlattr.attr(nflog.TIMESTAMP, struct.pack("!QQ", 1700000000, 250000))
+             + nlattr.attr(nflog.INDEV, struct.pack("!I", indev)) + nlattr.attr(nflog.PHYSINDEV, struct.pack("!I", physindev))
+             + nlattr.attr(nflog.HWHEADER, bytes.fromhex("00005e000101023800000004") + b"\x08\x00")
+             + nlattr.attr(nflog.PAYLOAD, payload) + nlattr.attr(nflog.PREFIX, prefix.encode() + b"\0"))
     body = struct.pack("!BBH", family, 0, droplog.LOG_GROUP) + attrs
     return struct.pack("=IHHII", 16 + len(body), (nflog.NFNL_SUBSYS_ULOG << 8) | nflog.NFULNL_MSG_PACKET, 0, 0, 0) + body
 
@@ -141,7 +142,7 @@ def test_appends_from_threads_never_interleave(tmp_path):
 
 
 def _elem(key: bytes, packets: int, octets: int) -> bytes:
-    A = nflog._attr
+    A = nlattr.attr
     counter = A(nftnl.EXPR_NAME, b"counter\0") + A(nftnl.EXPR_DATA, A(nftnl.COUNTER_BYTES, struct.pack("!Q", octets))
                                                    + A(nftnl.COUNTER_PACKETS, struct.pack("!Q", packets)))
     return A(nftnl.LIST_ELEM, A(nftnl.ELEM_KEY, A(nftnl.DATA_VALUE, key)) + A(nftnl.ELEM_EXPR, counter))
@@ -158,12 +159,12 @@ class FakeNft:
             "cnp_rx": [_elem(_key("p1"), 3, 300)], "roce_rx": [], "cnp_tx": []}
 
     def elements(self, table, name):
-        body = b"\5\0\0\0" + nflog._attr(nftnl.LIST_ELEMENTS, b"".join(self.sets[name]))
+        body = b"\5\0\0\0" + nlattr.attr(nftnl.LIST_ELEMENTS, b"".join(self.sets[name]))
         return nftnl.elements([body])
 
     def hooked(self, table):
-        devs = b"".join(nflog._attr(nftnl.DEVICE_NAME, d + b"\0") for d in (b"p0", b"p1"))
-        return nftnl.hooked([b"\5\0\0\0" + nflog._attr(nftnl.CHAIN_HOOK, nflog._attr(nftnl.HOOK_DEVS, devs))])
+        devs = b"".join(nlattr.attr(nftnl.DEVICE_NAME, d + b"\0") for d in (b"p0", b"p1"))
+        return nftnl.hooked([b"\5\0\0\0" + nlattr.attr(nftnl.CHAIN_HOOK, nlattr.attr(nftnl.HOOK_DEVS, devs))])
 
 
 def test_the_roce_table_and_its_counters_over_netlink():
@@ -255,7 +256,7 @@ def test_a_link_dump_skips_the_rest_of_an_earlier_dump_given_up_at_its_deadline(
     from twin.observe import linkstats
 
     def link(seq: int, index: int, name: str) -> bytes:
-        body = struct.pack("=BxHiII", 0, 0, index, 1, 0) + nflog._attr(linkstats.IFLA_IFNAME, name.encode() + b"\0")
+        body = struct.pack("=BxHiII", 0, 0, index, 1, 0) + nlattr.attr(linkstats.IFLA_IFNAME, name.encode() + b"\0")
         return struct.pack("=IHHII", 16 + len(body), linkstats.RTM_NEWLINK, 2, seq, 0) + body
 
     done = struct.pack("=IHHII", 20, linkstats.NLMSG_DONE, 2, 1, 0) + b"\0" * 4

@@ -23,14 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pyroute2 import NetlinkError
-
 from twin.change.base import REGISTRY, Change, Result, Say
 from twin.config import overlay
-from twin.errors import TwinError
+from twin.errors import NetlinkFailed, TwinError
 from twin.lifecycle.context import LabContext
 from twin.observe import store
-from twin.runtime import netns
+from twin.runtime import kernel
 from twin.config.naming import link_alias
 
 
@@ -91,15 +89,13 @@ def link_of(ctx: LabContext, spec: str) -> tuple[PortRef, PortRef]:
 def set_port(ctx: LabContext, ref: PortRef, up: bool, pid: int | None = None) -> None:
     pid = pid or ctx.pid(ref.node)
     p = ctx.fabric.nodes[ref.node].ports_by_name[ref.port]
+    alias = link_alias(ctx.name, f"{ref.node}:{ref.port}", f"{p.peer_node}:{p.peer_port}")
     try:
-        with netns.ipr(pid, ref.ns) as ipr:
-            idx = ipr.link_lookup(ifname=ref.port)
-            if not idx:
-                raise TwinError(f"{ctx.name}/{ref}: no such interface in the node; is its link wired?")
-            ipr.link("set", index=idx[0], state="up" if up else "down",
-                     ifalias=link_alias(ctx.name, f"{ref.node}:{ref.port}", f"{p.peer_node}:{p.peer_port}"))
-    except (NetlinkError, OSError) as e:
+        found = kernel.set_link(pid, ref.ns, ref.port, up, alias)
+    except (NetlinkFailed, OSError) as e:
         raise TwinError(f"{ctx.name}/{ref}: cannot set it {'up' if up else 'down'}: {e}") from None
+    if not found:
+        raise TwinError(f"{ctx.name}/{ref}: no such interface in the node; is its link wired?")
 
 
 def in_ns(ref: PortRef, cmd: list[str]) -> list[str]:

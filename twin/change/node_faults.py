@@ -9,18 +9,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import docker
-from pyroute2 import NetlinkError
-
 from twin import kinds, timeouts, wait
 from twin.change.base import register
 from twin.change.fault_base import Fault, Param, PortRef, set_port
 from twin.config import overlay
 from twin.config.backend import NETNS
-from twin.errors import TwinError
+from twin.errors import NetlinkFailed, RuntimeFailed, TwinError
 from twin.lifecycle.bringup import configure_node
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr, netns
+from twin.runtime import frr, netns, observe
 from twin.runtime.links import create_link
 
 
@@ -37,7 +34,7 @@ class NodeStop(NodeFault):
 
     def act(self, ctx: LabContext) -> dict[str, Any]:
         c = ctx.container(self.target)
-        c.stop(timeout=int(timeouts.NODE_STOP))
+        c.stop(timeouts.NODE_STOP)
         ctx.refresh()
         return {"container": c.name}
 
@@ -49,10 +46,9 @@ class NodeKill(NodeFault):
     def act(self, ctx: LabContext) -> dict[str, Any]:
         c = ctx.container(self.target)
         try:
-            c.kill()
-            c.wait(timeout=timeouts.NODE_STOP)
-        except docker.errors.APIError as e:
-            raise TwinError(f"{ctx.name}/{self.target}: cannot kill {c.name}: {e.explanation or e}") from None
+            c.kill(timeouts.NODE_STOP)
+        except RuntimeFailed as e:
+            raise TwinError(f"{ctx.name}/{self.target}: {e}") from None
         ctx.refresh()
         return {"container": c.name, "signal": "KILL"}
 
@@ -65,8 +61,7 @@ class NodeStart(NodeFault):
     def act(self, ctx: LabContext) -> dict[str, Any]:
         node, fabric = self.target, ctx.fabric
         c = ctx.container(node)
-        c.reload()
-        if c.status == "running":
+        if c.running():
             raise TwinError(f"{ctx.name}/{node} is already running; `twin fault node-restart {ctx.name} {node}` "
                             "restarts it")
         c.start()
@@ -152,8 +147,8 @@ def _wait_gone(ctx: LabContext, ref: PortRef, pid: int) -> None:
         for ns in {ref.ns, ""}:
             try:
                 with netns.ipr(pid, ns) as ipr:
-                    found += [f"{ref}: old interface still there" for _ in ipr.link_lookup(ifname=ref.port)]
-            except (NetlinkError, OSError):
+                    found += [f"{ref}: old interface still there"] if observe.has_link(ipr, ref.port) else []
+            except (NetlinkFailed, OSError):
                 pass
         return found
 

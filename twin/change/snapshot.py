@@ -5,7 +5,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from pyroute2 import NetlinkError
 
 from twin import timeouts
 from twin.config.overlay import tenant_ns, vrf_tables
@@ -40,7 +39,7 @@ def _tenants(ctx: LabContext, node: str) -> list[tuple[str, str, set[str], set[s
                 names = observe.link_names(ipr)
                 table = 254 if ns else vrf_tables(ctx.fabric)[t.name]
                 routes, fdb = observe.routes(ipr, table, host_only=False, names=names), observe.fdb(ipr, names)
-        except (NetlinkError, OSError, TwinError):
+        except (OSError, TwinError):   # NetlinkFailed, NodeGone: twin's
             routes, fdb = {}, set()
         out.append((t.name, node, {f"{p} via {','.join(sorted(h))}" for p, h in routes.items()},
                     {" ".join(map(str, e)) for e in fdb}))

@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Callable, Iterator, NoReturn, TypeVar
 
 import click
-import docker
-from pyroute2 import NetlinkError
 from rich.console import Console
 
 from twin.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
+from twin.runtime import failures
 from twin.runtime.exec import Recorder, recording
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -55,12 +54,8 @@ def fail(text: str, verbose: bool, whole: bool = False, code: int = 1, detail: s
 
 def describe(e: BaseException) -> str:
     """One line for an error that is not twin's own."""
-    if isinstance(e, docker.errors.DockerException):
-        what = getattr(e, "explanation", None) or str(e)
-        return f"Docker: {what}" + ("; is dockerd running? (`make twin-up` starts it)"
-                                    if "connection" in str(e).lower() else "")
-    if isinstance(e, NetlinkError):
-        return f"netlink: {e.args[1] if len(e.args) > 1 else e} (errno {e.code})"
+    if (library := failures.describe(e)) is not None:   # Docker's or netlink's, escaped the runtime's seam
+        return library
     if isinstance(e, FileNotFoundError) and e.filename:
         return f"{e.filename}: not found ({e.strerror}); is it installed?"
     if isinstance(e, OSError):

@@ -31,11 +31,9 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from pyroute2 import IPRoute, NetlinkError
-
 from twin import timeouts, wait
 from twin.config.overlay import tenant_ns, vrf_tables
-from twin.errors import CommandError, ConvergenceTimeout, TwinError
+from twin.errors import CommandError, ConvergenceTimeout, NetlinkFailed, TwinError
 from twin.intent import NodeIntent, TenantIntent
 from twin.intent import paths
 from twin.intent.gateway import DEFAULT
@@ -43,7 +41,7 @@ from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.progress import Progress, counts
 from twin.runtime import frr, observe
-from twin.runtime.netns import Handles
+from twin.runtime.netns import Handles, Netlink
 from twin.runtime.observe import FLOOD
 
 log = logging.getLogger(__name__)
@@ -152,7 +150,7 @@ class Barrier:
         self.spread = spread(ctx.fabric)
         self.cursor = 0   # where the next look's window starts among the unfinished routers
 
-    def _ipr(self, node: str, ns: str = "") -> IPRoute:
+    def _ipr(self, node: str, ns: str = "") -> Netlink:
         return self.handles.get(self.ctx.pid(node), ns)
 
     def tenant_tables(self, node: str, t: TenantIntent) -> tuple[dict[str, set[str]], set[tuple[str, str, str]]]:
@@ -172,7 +170,7 @@ class Barrier:
             missing = missing or generic.vnis_missing(self.ctx.exec(node), gi)
             missing = missing or generic.routes_missing(self.ctx.exec(node), gi)
             missing = missing or self.ribs.missing(node, self._ipr(node))   # settling starts once all is up
-        except (NetlinkError, OSError) as e:
+        except (NetlinkFailed, OSError) as e:
             return [f"{node}: cannot read its kernel state ({e}); is the container running?"]
         return list(gi.notes) + missing if missing else []
 
@@ -186,7 +184,7 @@ class Barrier:
             missing = missing_underlay(n, routes) or missing_spread(node, self.spread.get(node, {}), routes)
             for t in n.tenants if not missing else ():
                 missing += missing_tenant(node, t, *self.tenant_tables(node, t))
-        except (NetlinkError, OSError) as e:
+        except (NetlinkFailed, OSError) as e:
             return [f"{node}: cannot read its kernel state ({e}); is the container running?"]
         if missing and sessions:
             missing += missing_sessions(self.ctx, n, self.progress)

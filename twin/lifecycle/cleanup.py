@@ -21,27 +21,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from pyroute2 import netns
-
 from twin.config.naming import probe_netns
 from twin.lifecycle import nvue_service, state
-from twin.runtime.docker import DockerRuntime
+from twin.runtime import netns
+from twin.runtime.base import Runtime
 
 
-def remove_all(name: str, d: Path, runtime: DockerRuntime) -> list[str]:
+def remove_all(name: str, d: Path, runtime: Runtime) -> list[str]:
     """Lab `name`'s NVUE service, containers, probe namespace and directory `d`: removed; returns the
     container names."""
     if d.is_dir() and not d.is_symlink():
         nvue_service.stop(d)
     removed = runtime.remove_lab(name, d)
-    if probe_netns(name) in netns.listnetns():
-        netns.remove(probe_netns(name))
+    netns.remove_named(probe_netns(name))
     state.remove(d)
     return removed
 
 
 @contextmanager
-def on_failure(name: str, d: Path, runtime: DockerRuntime, keep: bool,
+def on_failure(name: str, d: Path, runtime: Runtime, keep: bool,
                say: Callable[[str], None]) -> Iterator[None]:
     """Run a bring-up; if it raises (or is interrupted), remove what it made unless `keep`."""
     try:

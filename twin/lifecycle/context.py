@@ -21,18 +21,15 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from docker.models.containers import Container
-from pyroute2 import IPRoute
-
 from twin.config.backend import DEFAULT_BACKEND
-from twin.config.naming import LABEL_NODE
 from twin.config.overlay import Backend, Shaping
 from twin.errors import TwinError
 from twin.intent import Intent
 from twin.lifecycle import state
 from twin.runtime import netns
-from twin.runtime.docker import DockerRuntime
+from twin.runtime.base import NodeHandle, Runtime
 from twin.runtime.exec import NodeExec
+from twin.runtime.netns import Netlink
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
 
@@ -43,14 +40,14 @@ class LabContext:
     dir: Path
     fabric: Fabric
     backend: Backend
-    runtime: DockerRuntime
+    runtime: Runtime
     image: str = ""
     shaping: Shaping = "tc"      # how the lab enforces rate limits (probed at `up`)
-    _containers: dict[str, Container] | None = field(default=None, repr=False)
+    _containers: dict[str, NodeHandle] | None = field(default=None, repr=False)
     _pids: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, name: str, runtime: DockerRuntime) -> "LabContext | None":
+    def open(cls, name: str, runtime: Runtime) -> "LabContext | None":
         """The running lab `name` (None when it is not up: no recorded intent or no containers)."""
         d = state.labdir(name)
         st, fabric = state.load(d)
@@ -75,7 +72,8 @@ class LabContext:
         return replace(self, fabric=fabric, _containers=self._containers, _pids=dict(self._pids))
 
     # --- containers ------------------------------------------------------------------
-    def containers(self) -> dict[str, Container]:
+    def containers(self) -> dict[str, NodeHandle]:
+        """The lab's nodes that have a container, as the runtime listed them (`refresh` lists again)."""
         if self._containers is None:
             self._containers = self.runtime.containers(self.name)
         return self._containers
@@ -85,7 +83,7 @@ class LabContext:
         self._containers, self._pids = None, {}
         return self
 
-    def container(self, node: str) -> Container:
+    def container(self, node: str) -> NodeHandle:
         c = self.containers().get(node)
         if c is None:
             node = self.node(node)   # a node the intent does not have is named as such
@@ -101,24 +99,23 @@ class LabContext:
 
     def exec(self, node: str) -> NodeExec:
         c = self.container(node)
-        return NodeExec(c, f"{self.name}/{c.labels.get(LABEL_NODE, node)}")
+        return c.exec(f"{self.name}/{c.node}")
 
     def execs(self) -> dict[str, NodeExec]:
-        return {n: NodeExec(c, f"{self.name}/{n}") for n, c in self.containers().items()}
+        return {n: c.exec(f"{self.name}/{n}") for n, c in self.containers().items()}
 
     def running(self) -> list[str]:
         """Nodes whose containers run now."""
         out = []
         for n, c in self.containers().items():
-            c.reload()
-            if c.status == "running":
+            if c.running():
                 out.append(n)
         return out
 
     # --- namespaces -------------------------------------------------------------------
     def pid(self, node: str) -> int:
         if node not in self._pids:
-            self._pids[node] = self.runtime.pid(self.container(node))
+            self._pids[node] = self.container(node).pid()
         return self._pids[node]
 
     def pids(self) -> dict[str, int]:
@@ -127,7 +124,9 @@ class LabContext:
     def netns(self, node: str, ns: str = "") -> str:
         return netns.path(self.pid(node), ns)
 
-    def ipr(self, node: str, ns: str = "") -> AbstractContextManager[IPRoute]:
+    def ipr(self, node: str, ns: str = "") -> AbstractContextManager[Netlink]:
+        """A netlink handle in the node's namespace (or tenant namespace `ns` in it), closed on exit;
+        what fails in the block is twin's error (NetlinkFailed with the errno, NodeGone)."""
         return netns.ipr(self.pid(node), ns)
 
 

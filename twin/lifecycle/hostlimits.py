@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Mapping
 
-from docker.errors import DockerException
 
 from twin import kinds
 from twin.errors import TwinError
@@ -366,8 +365,7 @@ def dead_daemons(pid: int, node: str) -> tuple[list[str], bool]:
 
 def container_causes(node: str, c) -> list[str]:
     """A node's container that stopped, was killed for memory, or lost FRR daemons."""
-    c.reload()
-    st = c.attrs["State"]
+    st = c.state()
     causes = [f"{node}: out of memory (Docker: OOMKilled)"] if st.get("OOMKilled") else []
     if not st.get("Running"):
         return causes + [f"{node}: container {st.get('Status')} (exit code {st.get('ExitCode')})"]
@@ -395,6 +393,6 @@ def host_causes(lab_name: str, since: float, containers: Mapping[str, object]) -
     for node, c in sorted(containers.items()):
         try:
             causes += container_causes(node, c)
-        except (DockerException, OSError, KeyError, ValueError):  # gone while read: nothing to name
+        except (TwinError, OSError, KeyError, ValueError):  # gone while read (NodeGone): nothing to name
             continue
     return causes

@@ -20,8 +20,7 @@ from twin.config.userconf import NVUE as STARTUP
 from twin.lifecycle import barrier, generic, nvue_service, state
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr
-from twin.runtime.docker import DockerRuntime
-from twin.runtime.exec import NodeExec
+from twin.runtime.base import Runtime
 from twin.topology.model import Fabric
 
 PARALLEL = 8
@@ -139,7 +138,7 @@ class LabStatus:
                 "nvue": self.nvue}
 
 
-def lab_status(name: str, d: Path, runtime: DockerRuntime) -> LabStatus:
+def lab_status(name: str, d: Path, runtime: Runtime) -> LabStatus:
     containers = runtime.containers(name)
     try:
         st, fabric = state.load(d)
@@ -181,7 +180,7 @@ def _node(fabric: Fabric, intent: Intent, n: str, c, docs: dict[str, list]) -> N
         return row
     cmds = [frr.SUMMARY] + ([frr.ROUTES, frr.VNIS] if want.vtep else [])
     try:
-        got = NodeExec(c, f"{fabric.name}/{n}").vtysh_json(*cmds, timeout=timeouts.VTYSH)
+        got = c.exec(f"{fabric.name}/{n}").vtysh_json(*cmds, timeout=timeouts.VTYSH)
     except TwinError as e:
         row.error = str(e).splitlines()[0]
         return row
@@ -199,7 +198,7 @@ def _router(row: NodeStatus, gi, c, lab: str) -> NodeStatus:
     if c is None or c.status != "running":
         return row
     try:
-        states = generic.states(NodeExec(c, f"{lab}/{row.node}"), gi)
+        states = generic.states(c.exec(f"{lab}/{row.node}"), gi)
     except TwinError as e:
         row.error = str(e).splitlines()[0]
         return row

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyroute2 import NetlinkError
-from pyroute2.netlink.generic import GenericNetlinkSocket
+from twin.runtime.observe import drop_monitor
 
 PER_SECOND = 10   # drop events a second per (node, port, reason); the rest become one drop-burst event
 
 
 def probe() -> str:
     """Whether the kernel reports its own drops (generic netlink family NET_DM), in words."""
-    s = GenericNetlinkSocket()
-    try:
-        s.discovery("NET_DM")
-    except NetlinkError as e:
-        return (f"not available: this kernel has no drop_monitor (generic netlink NET_DM: errno {e.code}); "
-                "only the drops of twin's own rules are events")
-    except OSError as e:
-        return f"not available: generic netlink: {e}"
-    finally:
-        s.close()
-    return "available (NET_DM), not read by twin yet: only the drops of twin's own rules are events"
+    return drop_monitor()
 
 
 class Limiter:

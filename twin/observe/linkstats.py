@@ -9,7 +9,7 @@ import socket
 import struct
 from typing import Any
 
-from twin.observe import nflog
+from twin.runtime import nlattr
 from twin.runtime.netns import netlink
 
 RTM_NEWLINK, RTM_GETLINK = 16, 18
@@ -38,15 +38,15 @@ def parse(data: bytes, seq: int) -> tuple[list[dict[str, Any]], bool]:
         if kind != RTM_NEWLINK or len(body) < 16:
             continue
         _, _, index, flags, _ = struct.unpack_from("=BxHiII", body)
-        a = nflog._attrs(body[16:])
+        a = nlattr.attrs(body[16:])
         link: dict[str, Any] = {"index": index, "name": a.get(IFLA_IFNAME, b"").split(b"\0", 1)[0].decode(),
                                 "admin_up": bool(flags & 1), "oper": a.get(IFLA_OPERSTATE, b"\0")[0],
                                 "carrier": a.get(IFLA_CARRIER, b"\0")[0]}
         if IFLA_STATS64 in a and len(a[IFLA_STATS64]) >= 64:
             link.update(zip(STATS, struct.unpack_from("=8Q", a[IFLA_STATS64])))
-        info = nflog._attrs(a.get(IFLA_LINKINFO, b""))
+        info = nlattr.attrs(a.get(IFLA_LINKINFO, b""))
         if info.get(IFLA_INFO_KIND, b"").split(b"\0", 1)[0] == b"vrf":
-            table = nflog._attrs(info.get(IFLA_INFO_DATA, b"")).get(IFLA_VRF_TABLE)
+            table = nlattr.attrs(info.get(IFLA_INFO_DATA, b"")).get(IFLA_VRF_TABLE)
             if table:
                 link["vrf_table"] = struct.unpack("=I", table[:4])[0]
         out.append(link)

@@ -13,6 +13,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
+from twin.runtime import nlattr
 from twin.runtime.netns import netlink
 
 NETLINK_NETFILTER = 12
@@ -52,22 +53,6 @@ def _nlmsg(msg_type: int, flags: int, family: int, res_id: int, attrs: bytes) ->
     return struct.pack("=IHHII", 16 + len(body), msg_type, flags, 0, 0) + body
 
 
-def _attr(kind: int, data: bytes) -> bytes:
-    pad = (4 - len(data) % 4) % 4
-    return struct.pack("=HH", 4 + len(data), kind) + data + b"\0" * pad
-
-
-def _attrs(data: bytes) -> dict[int, bytes]:
-    out, pos = {}, 0
-    while pos + 4 <= len(data):
-        length, kind = struct.unpack_from("=HH", data, pos)
-        if length < 4:
-            break
-        out[kind & 0x3FFF] = data[pos + 4: pos + length]
-        pos += (length + 3) & ~3
-    return out
-
-
 class NflogSocket:
     """One NFLOG socket bound to `group` in the namespace at `netns` ("" = this process's)."""
 
@@ -76,9 +61,9 @@ class NflogSocket:
         self.sock = netlink(netns, NETLINK_NETFILTER)   # its config answers read with a deadline
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-            self._config(_attr(CFG_CMD, struct.pack("B", CMD_BIND)))
-            self._config(_attr(CFG_MODE, struct.pack("!IBB", COPY_RANGE, COPY_PACKET, 0)))
-            self._config(_attr(CFG_QTHRESH, struct.pack("!I", 32)) + _attr(CFG_TIMEOUT, struct.pack("!I", 10)))
+            self._config(nlattr.attr(CFG_CMD, struct.pack("B", CMD_BIND)))
+            self._config(nlattr.attr(CFG_MODE, struct.pack("!IBB", COPY_RANGE, COPY_PACKET, 0)))
+            self._config(nlattr.attr(CFG_QTHRESH, struct.pack("!I", 32)) + nlattr.attr(CFG_TIMEOUT, struct.pack("!I", 10)))
         except BaseException:
             self.sock.close()
             raise
@@ -130,7 +115,7 @@ def parse(data: bytes) -> list[Logged]:
 
 def _packet(body: bytes) -> Logged:
     family = body[0]
-    a = _attrs(body[4:])
+    a = nlattr.attrs(body[4:])
     hw_protocol, hook = struct.unpack_from("!HB", a[PACKET_HDR]) if PACKET_HDR in a else (0, 0)
     if TIMESTAMP in a:
         sec, usec = struct.unpack_from("!QQ", a[TIMESTAMP])

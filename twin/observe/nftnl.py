@@ -11,6 +11,7 @@ import errno
 import struct
 
 from twin.observe import nflog
+from twin.runtime import nlattr
 from twin.runtime.netns import netlink
 
 NFNL_SUBSYS_NFTABLES = 10
@@ -26,17 +27,6 @@ CHAIN_TABLE, CHAIN_HOOK, HOOK_DEV, HOOK_DEVS, DEVICE_NAME = 1, 4, 3, 4, 1
 ECN = {0: "not-ect", 1: "ect1", 2: "ect0", 3: "ce"}
 
 
-def _attrs_all(data: bytes) -> list[tuple[int, bytes]]:
-    out, pos = [], 0
-    while pos + 4 <= len(data):
-        length, kind = struct.unpack_from("=HH", data, pos)
-        if length < 4:
-            break
-        out.append((kind & 0x3FFF, data[pos + 4: pos + length]))
-        pos += (length + 3) & ~3
-    return out
-
-
 def _text(b: bytes) -> str:
     return b.split(b"\0", 1)[0].decode(errors="replace")
 
@@ -44,11 +34,11 @@ def _text(b: bytes) -> str:
 def counter_of(elem: dict[int, bytes]) -> tuple[int, int]:
     """(packets, bytes) of a set element's counter expression."""
     exprs = [elem[ELEM_EXPR]] if ELEM_EXPR in elem else \
-        [v for _, v in _attrs_all(elem.get(ELEM_EXPRESSIONS, b""))]
+        [v for _, v in nlattr.attrs_all(elem.get(ELEM_EXPRESSIONS, b""))]
     for e in exprs:
-        a = nflog._attrs(e)
+        a = nlattr.attrs(e)
         if _text(a.get(EXPR_NAME, b"")) == "counter":
-            d = nflog._attrs(a.get(EXPR_DATA, b""))
+            d = nlattr.attrs(a.get(EXPR_DATA, b""))
             return struct.unpack("!Q", d[COUNTER_PACKETS])[0], struct.unpack("!Q", d[COUNTER_BYTES])[0]
     return 0, 0
 
@@ -65,10 +55,10 @@ def elements(messages: list[bytes]) -> list[tuple[tuple, int, int]]:
     """(key, packets, bytes) of every element in NEWSETELEM message bodies."""
     out = []
     for body in messages:
-        a = nflog._attrs(body[4:])
-        for _, elem in _attrs_all(a.get(LIST_ELEMENTS, b"")):
-            e = nflog._attrs(elem)
-            key = nflog._attrs(e.get(ELEM_KEY, b"")).get(DATA_VALUE, b"")
+        a = nlattr.attrs(body[4:])
+        for _, elem in nlattr.attrs_all(a.get(LIST_ELEMENTS, b"")):
+            e = nlattr.attrs(elem)
+            key = nlattr.attrs(e.get(ELEM_KEY, b"")).get(DATA_VALUE, b"")
             out.append((key_of(key), *counter_of(e)))
     return out
 
@@ -77,10 +67,10 @@ def hooked(messages: list[bytes]) -> set[str]:
     """The devices the chains of NEWCHAIN message bodies hook."""
     devs: set[str] = set()
     for body in messages:
-        hook = nflog._attrs(nflog._attrs(body[4:]).get(CHAIN_HOOK, b""))
+        hook = nlattr.attrs(nlattr.attrs(body[4:]).get(CHAIN_HOOK, b""))
         if HOOK_DEV in hook:
             devs.add(_text(hook[HOOK_DEV]))
-        devs |= {_text(v) for k, v in _attrs_all(hook.get(HOOK_DEVS, b"")) if k == DEVICE_NAME}
+        devs |= {_text(v) for k, v in nlattr.attrs_all(hook.get(HOOK_DEVS, b"")) if k == DEVICE_NAME}
     return devs
 
 
@@ -121,12 +111,12 @@ class NftSocket:
                 out.append(payload)
 
     def elements(self, table: str, set_name: str) -> list[tuple[tuple, int, int]] | None:
-        msgs = self._dump(GETSETELEM, nflog._attr(LIST_TABLE, table.encode() + b"\0")
-                          + nflog._attr(LIST_SET, set_name.encode() + b"\0"))
+        msgs = self._dump(GETSETELEM, nlattr.attr(LIST_TABLE, table.encode() + b"\0")
+                          + nlattr.attr(LIST_SET, set_name.encode() + b"\0"))
         return None if msgs is None else elements(msgs)
 
     def hooked(self, table: str) -> set[str] | None:
-        msgs = self._dump(GETCHAIN, nflog._attr(CHAIN_TABLE, table.encode() + b"\0"))
+        msgs = self._dump(GETCHAIN, nlattr.attr(CHAIN_TABLE, table.encode() + b"\0"))
         return None if msgs is None else hooked(msgs)
 
     def close(self) -> None:

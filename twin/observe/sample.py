@@ -2,18 +2,15 @@
 
 Per namespace of every node (its own, and each tenant's with the netns VRF backend):
 link stats and carrier of its ports (`linkstats`: a raw netlink dump), and its IPv4
-routes per VRF (pyroute2, on the slower rounds; sockets and handles kept open by the caller); the RoCE counter table (`roce`, netlink dumps
+routes per VRF (netlink, on the slower rounds; sockets and handles kept open by the caller); the RoCE counter table (`roce`, netlink dumps
 of its sets); and, on FRR nodes and a slower cadence, one vtysh call for BGP
 sessions, VNIs and EVPN routes per VNI.
 """
 from __future__ import annotations
 
-import socket
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-from pyroute2 import IPRoute
 
 from twin import kinds, timeouts
 from twin.config.backend import NETNS
@@ -21,7 +18,8 @@ from twin.lifecycle.context import LabContext
 from twin.observe import linkstats, roce
 from twin.observe.linkstats import LinkSocket
 from twin.observe.nftnl import NftSocket
-from twin.runtime import frr
+from twin.runtime import frr, observe
+from twin.runtime.netns import Netlink
 from twin.runtime.exec import NodeExec
 
 STATS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_dropped", "tx_dropped", "rx_errors", "tx_errors")
@@ -65,18 +63,9 @@ def links(sock: LinkSocket, wanted: set[str]) -> tuple[dict[str, dict[str, Any]]
     return ports, names, vrfs
 
 
-def routes(ipr: IPRoute, ns: str, vrfs: dict[int, str]) -> dict[str, list[str]]:
+def routes(ipr: Netlink, ns: str, vrfs: dict[int, str]) -> dict[str, list[str]]:
     """IPv4 prefixes per VRF in one namespace (its main table is the tenant's, with netns VRFs)."""
-    out: dict[str, set[str]] = {}
-    for r in ipr.route("dump", family=socket.AF_INET):
-        table = r.get("table") or r.get("RTA_TABLE")
-        if table == 255 or r.get("type") not in (1, None):   # local table; unicast routes only
-            continue
-        vrf = (ns or "default") if table == 254 else vrfs.get(table)
-        if vrf is None:
-            continue
-        out.setdefault(vrf, set()).add(f"{r.get('dst') or '0.0.0.0'}/{r['dst_len']}")
-    return {v: sorted(p) for v, p in out.items()}
+    return observe.vrf_prefixes(ipr, ns, vrfs)
 
 
 def roce_of(ctx: LabContext, ex: NodeExec, node: str, ports_in: dict[str, list[str]],

@@ -24,7 +24,8 @@ from twin.errors import CommandError, TwinError
 from twin.topology.names import check_lab_name
 from twin.interop.clab_cli import BINARIES, Containerlab, find_binary, parse_inspect
 from twin.interop.containerlab import export_containerlab
-from twin.runtime.docker import Configure, DockerRuntime
+from twin.runtime.base import Configure, Runtime
+from twin.runtime.docker import DockerRuntime
 from twin.topology.model import Fabric
 
 Run = Callable[..., subprocess.CompletedProcess]
@@ -100,7 +101,7 @@ class ContainerlabRuntime(DockerRuntime):
 RUNTIMES: dict[str, type[DockerRuntime]] = {r.name: r for r in (DockerRuntime, ContainerlabRuntime)}
 
 
-def runtime(name: str | None, removing: bool = False) -> DockerRuntime:
+def runtime(name: str | None, removing: bool = False) -> Runtime:
     """The runtime called `name` (docker, containerlab); docker when None. `removing`: one that
     takes a lab down, whether or not the tool that made it is installed now."""
     cls = RUNTIMES.get(name or "docker")

@@ -22,14 +22,14 @@ from twin.config.overlay import Backend
 from twin.config.userconf import forwarding_sysctls
 from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
 from twin.interop.nvue import client as nv_client_script
-from twin.errors import TwinError
+from twin.errors import RuntimeFailed, TwinError
 from twin.interop.startscript import wait_then_exec
 from twin.runtime import dockerapi
+from twin.runtime.base import Configure, NodeHandle
 from twin.runtime.exec import NodeExec
+from twin.runtime.failures import engine_errors
 from twin.runtime.links import Wiring
 from twin.topology.model import Fabric, Node
-
-Configure = Callable[[str, NodeExec, int], None]   # (node, its exec seam, its pid): once its ports are up
 
 PARALLEL = 16  # concurrent Docker API calls
 CLIENT = Path(nv_client_script.__file__)    # the node's `nv` command (a script of the standard library)
@@ -39,10 +39,8 @@ LIST_TRIES = 5  # listings raced by a removal, before the error stands
 class DockerRuntime:
     """twin's own runtime: containers through the Docker SDK, links and configuration by twin.
 
-    The runtime interface (also `twin.runtime.containerlab.ContainerlabRuntime`): `bring_up`
-    makes a lab's nodes and links and configures them; `containers`, `pid`, `start_nodes` and
-    `remove_node` act on nodes of a running lab; `remove` takes a whole lab down. Nothing
-    above it knows which runtime runs."""
+    Implements `twin.runtime.base.Runtime` (as `twin.runtime.containerlab.ContainerlabRuntime`
+    does); nodes of a running lab are `NodeHandle`s. Nothing above it knows which runtime runs."""
 
     name: ClassVar[str] = "docker"
 
@@ -63,11 +61,11 @@ class DockerRuntime:
         """Containers, links and per-node configuration, all at once: a link is made as soon as
         both its nodes run, a node is configured as soon as all its ports are up. Returns node -> pid;
         `say` hears what is moving while it waits."""
-        started: dict[str, Container] = {}
+        started: dict[str, NodeHandle] = {}
         execs: list[NodeExec] = []
         said = [time.monotonic()]
 
-        def running(node: str, container: Container) -> None:
+        def running(node: str, container: NodeHandle) -> None:
             started[node] = container
             wiring.node_running(node, self.pid(container))
             if time.monotonic() - said[0] >= timeouts.WIRING_SAY:
@@ -75,7 +73,7 @@ class DockerRuntime:
                 said[0] = time.monotonic()
 
         def wired(node: str) -> None:
-            execs.append(NodeExec(started[node], f"{fabric.name}/{node}"))
+            execs.append(started[node].exec(f"{fabric.name}/{node}"))
             configure(node, execs[-1], wiring.pids[node])
 
         wiring = Wiring(fabric, on_wired=wired)
@@ -93,7 +91,7 @@ class DockerRuntime:
         return wiring.pids
 
     # --- create ------------------------------------------------------------
-    def start_node(self, lab: str, node: Node, image: str, confdir: Path) -> Container:
+    def start_node(self, lab: str, node: Node, image: str, confdir: Path) -> NodeHandle:
         """Create and start one node's container: no network, init, minimal capabilities; the
         user's binds, environment and (on a host) command, which starts once its ports are up."""
         kind = kinds.get(node.kind)
@@ -134,10 +132,11 @@ class DockerRuntime:
         except docker.errors.APIError as e:
             raise TwinError(f"{lab}/{node.name}: Docker refused its container: "
                             f"{e.explanation or e}") from None
-        return c
+        return NodeHandle(c)
 
     def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path,
-                    on_running: Callable[[str, Container], None] = lambda node, c: None) -> dict[str, Container]:
+                    on_running: Callable[[str, NodeHandle], None] = lambda node, c: None
+                    ) -> dict[str, NodeHandle]:
         """Start all nodes concurrently; `on_running(node, container)` is called as each one runs.
         On a failure or an interrupt, creations not yet begun are cancelled and the ones under
         way finish, so every container this made exists (and is labelled) when it raises."""
@@ -167,23 +166,21 @@ class DockerRuntime:
 
         return dockerapi.call(f"listing the containers labelled {label}", listing)
 
-    def containers(self, lab: str) -> dict[str, Container]:
-        return {c.labels.get(LABEL_NODE, c.name): c for c in self._list(f"{LABEL_LAB}={lab}")}
+    def containers(self, lab: str) -> dict[str, NodeHandle]:
+        """The nodes of lab `lab` that have a container (running or not), by node name."""
+        with engine_errors(f"lab {lab}: listing its containers"):
+            return {c.labels.get(LABEL_NODE, c.name): NodeHandle(c) for c in self._list(f"{LABEL_LAB}={lab}")}
 
-    def labs(self) -> dict[str, list[Container]]:
-        out: dict[str, list[Container]] = {}
-        for c in self._list(LABEL_LAB):
-            out.setdefault(c.labels[LABEL_LAB], []).append(c)
+    def labs(self) -> dict[str, list[NodeHandle]]:
+        out: dict[str, list[NodeHandle]] = {}
+        with engine_errors("listing twin's labs"):
+            for c in self._list(LABEL_LAB):
+                out.setdefault(c.labels[LABEL_LAB], []).append(NodeHandle(c))
         return out
 
     @staticmethod
-    def pid(c: Container) -> int:
-        dockerapi.call(f"inspecting container {c.name}", c.reload)
-        pid = c.attrs["State"]["Pid"]
-        if not pid:
-            logs = c.logs(tail=20).decode(errors="replace")
-            raise TwinError(f"container {c.name} is not running ({c.status}): {logs.strip()}")
-        return pid
+    def pid(c: NodeHandle) -> int:
+        return c.pid()
 
     # --- remove ------------------------------------------------------------
     def remove_lab(self, lab: str, labdir: Path) -> list[str]:
@@ -196,9 +193,11 @@ class DockerRuntime:
         if c is None:
             return False
         try:
-            c.remove(force=True)
+            c.container.remove(force=True)
         except docker.errors.NotFound:
             return False
+        except docker.errors.DockerException as e:
+            raise RuntimeFailed(f"lab {lab}: cannot remove node {node}'s container: {dockerapi.explain(e)}") from None
         return True
 
     def remove(self, lab: str) -> list[str]:
@@ -221,10 +220,10 @@ class DockerRuntime:
         return list(seen)
 
 
-def _remove(c: Container) -> str:
+def _remove(c: NodeHandle | Container) -> str:
     """Remove one container (killing it): "" once it is gone, else Docker's answer."""
     try:
-        c.remove(force=True)
+        (c.container if isinstance(c, NodeHandle) else c).remove(force=True)
     except docker.errors.NotFound:
         pass
     except Exception as e:   # noqa: BLE001  (a 5xx, a 409 "removal in progress", a timeout: tried again)
@@ -293,7 +292,7 @@ def _write(f: Path, text: str, mode: int) -> None:
     os.replace(tmp, f)
 
 
-def _memory_cgroup(c: Container) -> tuple[Path, bool] | None:
+def _memory_cgroup(c: NodeHandle) -> tuple[Path, bool] | None:
     """The memory cgroup directory of a running container and whether it is cgroup v2."""
     pid = c.attrs["State"]["Pid"]
     for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
@@ -305,7 +304,7 @@ def _memory_cgroup(c: Container) -> tuple[Path, bool] | None:
     return None
 
 
-def memory(c: Container) -> tuple[int, int] | None:
+def memory(c: NodeHandle) -> tuple[int, int] | None:
     """(in use now, peak) memory of a container in bytes, as `docker stats` counts
     it (usage less inactive page cache); None if the cgroup cannot be read."""
     try:

@@ -40,6 +40,7 @@ from twin import timeouts
 from twin.errors import CommandError, TwinError
 from twin.runtime import nodefs
 from twin.runtime import dockerapi
+from twin.runtime.failures import engine_errors
 
 ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
        "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -148,7 +149,8 @@ class NodeExec:
     def pid(self) -> int:
         """The node's init process, checked to be the container's still (a restarted node has another)."""
         if not self._pid or not _of(self._pid, self.container.id):
-            self.container.reload()
+            with engine_errors(f"{self.where}: container {self.container.name}"):
+                self.container.reload()
             self._pid = self.container.attrs["State"]["Pid"]
             if not self._pid:
                 raise TwinError(f"{self.where}: container {self.container.name} is not running "
@@ -209,10 +211,11 @@ class NodeExec:
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
         started, t0 = time.time(), time.monotonic()
         api = self.container.client.api   # each step by itself: only what can be asked twice is retried
-        exec_id = dockerapi.call(f"{self.where}: docker exec {cmd[0]}",
-                                 lambda: api.exec_create(self.container.id, wrapped)["Id"])
-        out, err = api.exec_start(exec_id, demux=True)   # runs the command: once
-        rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
+        with engine_errors(f"{self.where}: docker exec {cmd[0]}"):
+            exec_id = dockerapi.call(f"{self.where}: docker exec {cmd[0]}",
+                                     lambda: api.exec_create(self.container.id, wrapped)["Id"])
+            out, err = api.exec_start(exec_id, demux=True)   # runs the command: once
+            rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
         stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")
         return _recorded(Result(self.where, list(cmd), rc, (out or b"").decode(errors="replace"), stderr), started, t0)
 

@@ -1,4 +1,4 @@
-"""Applies kernel steps (`twin.config.steps`) inside a node, over netlink.
+"""Applies kernel steps (`twin.config.steps`) inside a node, over netlink (`twin.runtime.steps_apply`).
 
 Steps run from the host with pyroute2 in the node's namespace, or in a tenant
 namespace inside it (`/proc/<pid>/root/run/netns/<vrf>`). Steps without a
@@ -14,7 +14,7 @@ from twin.config.overlay import Shaping
 from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
 from twin.runtime.exec import NodeExec
-from twin.runtime import netns
+from twin.runtime import netns, steps_apply
 from twin.runtime.netns import Handles, scratch
 
 
@@ -36,7 +36,7 @@ def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> 
                 i = j
                 continue
             try:
-                steps[i].apply(ns)
+                steps_apply.apply(steps[i], ns)
             except (NetlinkError, OSError) as e:
                 code = e.code if isinstance(e, NetlinkError) else e.errno
                 if not (tolerant and code in ALREADY):
@@ -117,3 +117,15 @@ def lacks(lab: str) -> list[str]:
         return out
 
     return _probe(lab, missing, [])
+
+
+def set_link(pid: int, ns: str, port: str, up: bool, alias: str) -> bool:
+    """`port` of a node's namespace (or tenant namespace `ns` in it) set up or down, with its alias
+    (`twin.config.naming.link_alias`); False when there is no such interface. NetlinkFailed or
+    NodeGone (an OSError) when the kernel refuses or the namespace is gone."""
+    with netns.ipr(pid, ns) as ipr:
+        idx = ipr.link_lookup(ifname=port)
+        if not idx:
+            return False
+        ipr.link("set", index=idx[0], state="up" if up else "down", ifalias=alias)
+    return True

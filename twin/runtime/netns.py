@@ -26,9 +26,11 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
 from pyroute2 import AsyncIPRoute, IPRoute
+from pyroute2 import netns as named_netns
 
 from twin import timeouts
 from twin.errors import TwinError
+from twin.runtime.failures import namespace_gone, netlink_errors
 
 
 def netns_path(pid: int) -> str:
@@ -138,9 +140,25 @@ class InNamespace(IPRoute):
         self.asyncore.event_loop.run_until_complete(self.asyncore.setup_endpoint())
 
 
-def open_ipr(ns_path: str) -> IPRoute:
-    """An IPRoute handle on netlink sockets of namespace `ns_path`, opened by threads (no fork)."""
-    return InNamespace(ns_path)
+Netlink = InNamespace   # twin's netlink handle in one namespace: what `ipr` and `Handles` hand out
+
+
+def open_ipr(ns_path: str) -> Netlink:
+    """An IPRoute handle on netlink sockets of namespace `ns_path`, opened by threads (no fork);
+    NodeGone when the namespace is not there (its node stopped)."""
+    try:
+        return InNamespace(ns_path)
+    except OSError as e:
+        gone = namespace_gone(e, ns_path)
+        if gone is e:
+            raise
+        raise gone from e
+
+
+def remove_named(name: str) -> None:
+    """The host's named namespace `name` (/run/netns/NAME, e.g. a lab's probe) removed, if there."""
+    if name in named_netns.listnetns():
+        named_netns.remove(name)
 
 
 def netlink(ns_path: str, proto: int) -> socket.socket:
@@ -169,11 +187,13 @@ def write_sysctl(ns_path: str, key: str, value: str) -> None:
 
 
 @contextmanager
-def ipr(pid: int, ns: str = "") -> Iterator[IPRoute]:
-    """One IPRoute handle in a node's (or tenant's) namespace, closed on exit."""
+def ipr(pid: int, ns: str = "") -> Iterator[Netlink]:
+    """One netlink handle in a node's (or tenant's) namespace, closed on exit. A netlink error in
+    the block leaves it as NetlinkFailed (the kernel's errno kept)."""
     handle = open_ipr(path(pid, ns))
     try:
-        yield handle
+        with netlink_errors():
+            yield handle
     finally:
         handle.close()
 
@@ -187,12 +207,12 @@ class Handles:
         self.pid = pid
         self._open: dict[tuple[int, str], IPRoute] = {}
 
-    def get(self, pid: int, ns: str = "") -> IPRoute:
+    def get(self, pid: int, ns: str = "") -> Netlink:
         if (pid, ns) not in self._open:
             self._open[(pid, ns)] = open_ipr(path(pid, ns))
         return self._open[(pid, ns)]
 
-    # the `twin.config.steps.Netns` protocol, for the node `pid`
+    # the `twin.runtime.steps_apply.Netns` protocol, for the node `pid`
     def ipr(self, ns: str) -> IPRoute:
         return self.get(self.pid, ns)
 

@@ -1,20 +1,26 @@
-"""Readers of kernel state over netlink (pure functions of an IPRoute handle).
+"""Readers of kernel state over netlink (pure functions of a netlink handle).
 
-Cheap enough to poll a large lab: one dump per table, no process in the node.
+Cheap enough to poll a large lab: one dump per table, no process in the node. A
+kernel's refusal leaves each as `twin.errors.NetlinkFailed` (`twin.runtime.failures`).
 """
 from __future__ import annotations
 
 import socket
 
-from pyroute2 import IPRoute
+from pyroute2 import IPRoute, NetlinkError
+from pyroute2.netlink.generic import GenericNetlinkSocket
+
+from twin.runtime.failures import netlinked
 
 FLOOD = "00:00:00:00:00:00"   # the MAC of a VXLAN flood entry (head-end replication)
 
 
+@netlinked
 def link_names(ipr: IPRoute) -> dict[int, str]:
     return {link["index"]: link.get("ifname") for link in ipr.get_links()}
 
 
+@netlinked
 def routes(ipr: IPRoute, table: int = 254, host_only: bool = True,
            names: dict[int, str] | None = None) -> dict[str, set[str]]:
     """Routes of a table (host routes only by default; the default route as 0.0.0.0/0):
@@ -30,6 +36,7 @@ def routes(ipr: IPRoute, table: int = 254, host_only: bool = True,
     return out
 
 
+@netlinked
 def fdb(ipr: IPRoute, names: dict[int, str] | None = None) -> set[tuple[str, str, str]]:
     """VXLAN forwarding entries: (device, MAC, remote VTEP)."""
     names = names if names is not None else link_names(ipr)
@@ -37,6 +44,7 @@ def fdb(ipr: IPRoute, names: dict[int, str] | None = None) -> set[tuple[str, str
             for e in ipr.fdb("dump") if e.get("dst") or e.get("NDA_DST")}
 
 
+@netlinked
 def rib(ipr: IPRoute) -> frozenset[tuple]:
     """Every route zebra (or the kernel) holds in the node, of every table but the local one, IPv4
     and IPv6 (not link-local or multicast): what a router's routing has settled on, to compare."""
@@ -55,6 +63,7 @@ def rib(ipr: IPRoute) -> frozenset[tuple]:
 NUD_NOARP, NUD_PERMANENT, NTF_SELF, NTF_EXT_LEARNED = 0x40, 0x80, 0x02, 0x10
 
 
+@netlinked
 def learned(ipr: IPRoute, port: str) -> list[str]:
     """MACs a bridge learned on `port` from the frames it received there (not static, permanent
     or put there by zebra): what a frame with another host's MAC leaves behind."""
@@ -69,6 +78,7 @@ def learned(ipr: IPRoute, port: str) -> list[str]:
     return sorted(m for m in out if m)
 
 
+@netlinked
 def port_counters(ipr: IPRoute, port: str) -> dict[str, int]:
     """Packets and bytes `port` received and sent (one RTM_GETLINK of that port), e.g. a host's
     port: what it sent is what its VTEP port took in, what it received what the VTEP gave it."""
@@ -79,6 +89,7 @@ def port_counters(ipr: IPRoute, port: str) -> dict[str, int]:
     return {k: int(stats.get(k, 0)) for k in ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes")}
 
 
+@netlinked
 def interfaces(ipr: IPRoute) -> dict[str, dict]:
     """Every link of a namespace: name -> {state, mtu, mac, master, addresses (CIDRs)}."""
     names = link_names(ipr)
@@ -95,3 +106,50 @@ def interfaces(ipr: IPRoute) -> dict[str, dict]:
         if name in out and a.get("address"):
             out[name]["addresses"].append(f"{a.get('address')}/{a['prefixlen']}")
     return out
+
+
+@netlinked
+def vrf_prefixes(ipr: IPRoute, ns: str, vrfs: dict[int, str]) -> dict[str, list[str]]:
+    """IPv4 prefixes per VRF in one namespace (its main table is the tenant's, with netns VRFs)."""
+    out: dict[str, set[str]] = {}
+    for r in ipr.route("dump", family=socket.AF_INET):
+        table = r.get("table") or r.get("RTA_TABLE")
+        if table == 255 or r.get("type") not in (1, None):   # local table; unicast routes only
+            continue
+        vrf = (ns or "default") if table == 254 else vrfs.get(table)
+        if vrf is None:
+            continue
+        out.setdefault(vrf, set()).add(f"{r.get('dst') or '0.0.0.0'}/{r['dst_len']}")
+    return {v: sorted(p) for v, p in out.items()}
+
+
+@netlinked
+def has_link(ipr: IPRoute, port: str) -> bool:
+    return bool(ipr.link_lookup(ifname=port))
+
+
+@netlinked
+def mac(ipr: IPRoute, port: str) -> str | None:
+    """The MAC address of `port` (one RTM_GETLINK)."""
+    return ipr.link("get", ifname=port)[0].get_attr("IFLA_ADDRESS")
+
+
+@netlinked
+def has_host_route(ipr: IPRoute, prefix: str) -> bool:
+    """Whether the main table holds `prefix` as a /32 (e.g. a gateway's host route)."""
+    return any(r.get_attr("RTA_DST") == prefix.split("/")[0] and r["dst_len"] == 32 for r in ipr.get_routes())
+
+
+def drop_monitor() -> str:
+    """Whether the kernel reports its own drops (generic netlink family NET_DM), in words."""
+    s = GenericNetlinkSocket()
+    try:
+        s.discovery("NET_DM")
+    except NetlinkError as e:
+        return (f"not available: this kernel has no drop_monitor (generic netlink NET_DM: errno {e.code}); "
+                "only the drops of twin's own rules are events")
+    except OSError as e:
+        return f"not available: generic netlink: {e}"
+    finally:
+        s.close()
+    return "available (NET_DM), not read by twin yet: only the drops of twin's own rules are events"

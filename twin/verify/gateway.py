@@ -29,7 +29,7 @@ from twin.config.services import gateway_file, gateway_table
 from twin.errors import TwinError
 from twin.intent.gateway import DEFAULT, public_name
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr
+from twin.runtime import frr, observe
 from twin.traffic import flows as F
 from twin.traffic import packets
 from twin.traffic.engine import Session, new_run_id
@@ -104,7 +104,7 @@ def _why(ctx: LabContext, docs: dict, vtep: str, prefix: str) -> str:
     if isinstance(mine, dict) and 0 in mine.get(prefix, set()):
         return f"{vtep} announces it, but it never arrived (a filter or a session on the way?)"
     with ctx.ipr(vtep) as ipr:
-        routed = any(r.get_attr("RTA_DST") == prefix.split("/")[0] and r["dst_len"] == 32 for r in ipr.get_routes())
+        routed = observe.has_host_route(ipr, prefix)
     if routed:
         return (f"{vtep} does not announce it: `network {prefix}` is missing from its BGP configuration "
                 f"(`vtysh -c 'show running-config'` on {vtep})")

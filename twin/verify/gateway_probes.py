@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from twin import kinds
 from twin.lifecycle.context import LabContext
+from twin.runtime import observe
 from twin.topology.model import Attachment, Fabric, Tenant
 from twin.traffic import packets
 from twin.traffic.engine import Tap
@@ -51,7 +52,7 @@ def edge_taps(ctx: LabContext) -> list[Tap]:
 
 def _mac(ctx: LabContext, node: str, port: str) -> str:
     with ctx.ipr(node) as ipr:
-        return ipr.link("get", ifname=port)[0].get_attr("IFLA_ADDRESS")
+        return observe.mac(ipr, port)
 
 
 class Builder:
