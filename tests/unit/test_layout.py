@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,10 @@ def test_one_name_per_fault_in_the_registry_the_cli_rehearse_and_the_readme():
     for k in keys:   # every command's help shows its usage under the same name
         res = CliRunner().invoke(main, ["fault", k, "--help"], prog_name="twin")
         assert res.exit_code == 0 and f"twin fault {k}" in res.output
+
+
+def test_validating_a_topology_loads_neither_docker_nor_pyroute2():
+    code = ("import sys, twin.topology; heavy = [m for m in ('docker', 'pyroute2') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
