@@ -21,6 +21,7 @@ from typing import Callable
 from twin import topology
 from twin.config import render, userconf
 from twin.config.backend import DEFAULT_BACKEND, NAMES, wanted
+from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors, nvue
@@ -203,7 +204,7 @@ class Lab:
             st.backend = backend
             limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
             st.shaping = kernel.probe_shaping(self.name) if limited else None
-            shaping = st.shaping or "tc"
+            shaping = st.shaping or DEFAULT_SHAPING
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
             nfs = nvue.read_configs(self.configs)

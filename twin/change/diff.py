@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from twin import kinds
+from twin.config.backend import NAMES, wanted
 from twin.topology.model import Fabric, Link
 
 # a node changed in these is a new node (its container's mounts, command and environment included)
@@ -60,8 +61,9 @@ class FabricDiff:
         out = [f"add node {n} ({self.new.nodes[n].kind})" for n in self.nodes_added if n not in self.hosts_added]
         out += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed if n not in self.hosts_removed]
         out += [f"change {a} of {n} ({o} -> {w})" for n, a, o, w in self.node_changes if a in NODE_FIXED]
-        if (self.old.vrf_backend or "netns") != (self.new.vrf_backend or "netns"):   # every VTEP made anew
-            out.append(f"change defaults.vrf_backend ({self.old.vrf_backend or 'netns'} -> {self.new.vrf_backend or 'netns'})")
+        old_word, new_word = (NAMES[wanted(f, None)[0]] for f in (self.old, self.new))
+        if old_word != new_word:   # every VTEP made anew
+            out.append(f"change defaults.vrf_backend ({old_word} -> {new_word})")
         return sorted(out)
 
     # --- links ----------------------------------------------------------------------------

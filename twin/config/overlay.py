@@ -17,18 +17,18 @@ from twin import kinds
 from twin.config import droplog, services
 from twin.config.backend import BACKENDS, Backend, DEVICE, NETNS, VRF_TABLE_BASE, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
-from twin.config.services import SHAPINGS, Shaping
+from twin.config.services import DEFAULT_SHAPING, SHAPINGS, Shaping
 from twin.config.steps import Step
 from twin.intent import frrconf
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 from twin.topology.tenant_checks import VXLAN_OVERHEAD
 
-__all__ = ["BACKENDS", "VRF_TABLE_BASE", "Backend", "SHAPINGS", "Shaping", "tenant_ns", "vrf_tables", "plan", "script"]
+__all__ = ["BACKENDS", "VRF_TABLE_BASE", "Backend", "SHAPINGS", "Shaping", "DEFAULT_SHAPING", "tenant_ns", "vrf_tables", "plan", "script"]
 VXLAN_INDEX, BRIDGE_INDEX = 1 << 24, 2 << 24   # + VNI: interface indexes of tenant devices (netns backend)
 
 
-def plan(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> list[Step]:
+def plan(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> list[Step]:
     """The kernel steps of `node`: VTEP of its tenants, or a host in its segment; then its
     services (gateways, rate limits, congestion points: `twin.config.services`)."""
     if kinds.of(fabric.nodes[node]).endpoint:
@@ -210,7 +210,7 @@ def host_plan(fabric: Fabric, node: str) -> list[Step]:
             Step("up", a.host_port), Step("route", a.host_port, args={"dst": "default", "via": gw})]
 
 
-def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc",
+def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
            first: list[Step] | None = None) -> str:
     """interfaces.sh: the node's kernel steps as iproute2 commands (`first`: steps before its plan)."""
     steps = (first or []) + plan(fabric, node, backend, shaping)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from twin import kinds
 from twin.config import overlay, services
 from twin.config.backend import NETNS
-from twin.config.overlay import Backend, Shaping, tenant_ns
+from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, tenant_ns
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
@@ -47,7 +47,7 @@ class NodeDelta:
                 + [s.command() for s in self.remove])
 
 
-def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> NodeDelta:
+def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> NodeDelta:
     """Steps that take `node` from `old` to `new` intent (the node exists in both)."""
     d = NodeDelta()
     if kinds.of(new.nodes[node]).endpoint:

@@ -11,7 +11,7 @@ from twin import kinds
 from twin.config import overlay, services
 from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.jinja import render_template
-from twin.config.overlay import Backend, Shaping
+from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.intent.gateway import gateway_intent
 from twin.topology.model import Fabric, Node
 
@@ -43,7 +43,7 @@ def daemons_file(node: Node, daemons: list[str]) -> str:
     return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
 
 
-def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = "tc") -> dict[str, str]:
+def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = DEFAULT_SHAPING) -> dict[str, str]:
     files = frr_files(node, fabric, backend) if kinds.of(node).runs_frr else {}
     kernel = overlay.script(fabric, node.name, backend, shaping)
     if kernel:
@@ -53,7 +53,7 @@ def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND, 
     return files
 
 
-def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = "tc") -> dict[str, dict[str, str]]:
+def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = DEFAULT_SHAPING) -> dict[str, dict[str, str]]:
     """Every node's files: {node: {file name: text}}; `backend` is the VRF backend of the VTEPs,
     `shaping` how rate limits are enforced (`twin.config.services`)."""
     return {name: render_node(node, fabric, backend, shaping) for name, node in fabric.nodes.items()}

@@ -31,6 +31,7 @@ from twin.topology.model import Attachment, Fabric, Rate, Tenant
 
 Shaping = Literal["tc", "nft"]
 SHAPINGS: tuple[Shaping, ...] = ("tc", "nft")
+DEFAULT_SHAPING: Shaping = "tc"   # the one default: a lab without rate limits, or before the probe
 GW_INDEX, PUB_INDEX, IFB_INDEX = 3 << 24, 4 << 24, 5 << 24   # + L3VNI / port number: node-unique indexes
 # token bucket: 10 ms of the rate (at least 2 frames); 100 ms queued, so a burst such as verify's
 # traffic group (16 x 4 KiB to every peer of the tenant at once, ~200 KB from a host with 3 peers)
@@ -47,7 +48,7 @@ class Unit:
     basis: str = ""               # what else makes it (a file's text): when it differs, the unit is remade
 
 
-def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> list[Unit]:
+def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> list[Unit]:
     """Every service unit of `node`, in the order they are set up."""
     files = rulesets(fabric, node, backend, shaping)
     out: list[Unit] = []
@@ -62,7 +63,7 @@ def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") 
     return out
 
 
-def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> dict[str, str]:
+def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> dict[str, str]:
     """The nftables files of `node`'s services: file name -> ruleset."""
     out: dict[str, str] = {}
     loopbacks = sorted({n.loopback for n in fabric.nodes.values() if n.loopback}, key=_ip_key)
