@@ -26,7 +26,7 @@ from typing import Literal
 from twin.config.backend import Backend, NETNS, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
 from twin.config.steps import Step
-from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, gateway_intent
+from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, vtep_gateways
 from twin.topology.model import Attachment, Fabric, Rate, Tenant
 
 Shaping = Literal["tc", "nft"]
@@ -52,10 +52,10 @@ def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAUL
     """Every service unit of `node`, in the order they are set up."""
     files = rulesets(fabric, node, backend, shaping)
     out: list[Unit] = []
+    gateways = vtep_gateways(fabric, node)
     for t in fabric.tenants_on(node):
-        g = gateway_intent(fabric, node, t)
-        if g is not None:
-            out += _gateway(fabric, t, g, backend, files)
+        if t.name in gateways:
+            out += _gateway(fabric, t, gateways[t.name], backend, files)
     out += _shaping(fabric, node, backend, shaping, files)
     if "congestion.nft" in files:
         out.append(Unit("congestion", (Step("nft", "congestion.nft"),), (Step("nft-delete", "ip twin_ecn"),),
@@ -67,8 +67,9 @@ def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEF
     """The nftables files of `node`'s services: file name -> ruleset."""
     out: dict[str, str] = {}
     loopbacks = sorted({n.loopback for n in fabric.nodes.values() if n.loopback}, key=_ip_key)
-    for i, t in enumerate(fabric.tenants_on(node)):
-        g = gateway_intent(fabric, node, t)
+    gateways = vtep_gateways(fabric, node)
+    for t in fabric.tenants_on(node):
+        g = gateways.get(t.name)
         if g is not None:
             zone = 0 if backend == NETNS else list(fabric.tenants).index(t.name) + 1
             out[gateway_file(t)] = render_template(
