@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from run import MiB, clos, cpu_seconds, load1, settle  # noqa: E402  (bench/run.py, beside this file)
+
 from tests.e2e.conftest import host_turn  # noqa: E402
 from twin.errors import TwinError  # noqa: E402
 from twin.lab import Lab  # noqa: E402
@@ -124,7 +125,7 @@ def loaded(tmp: Path, prefix: str) -> dict:
     try:
         time.sleep(15)   # the other lab's containers are starting and wiring: the host is busy
         row = measure("clos 8x120, beside clos 8x56 coming up", topology(tmp, 8, 120, f"{prefix}l"), f"{prefix}l",
-                      beside=f"clos 8x56 (64 FRR nodes) started 15 s before")
+                      beside="clos 8x56 (64 FRR nodes) started 15 s before")
     finally:
         t.join()
         other.down()

@@ -18,15 +18,14 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from twin import topology
+from twin import nvued, topology
 from twin.config import render, userconf
 from twin.config.backend import DEFAULT_BACKEND, NAMES, wanted
 from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors, nvue
-from twin import nvued
-from twin.lifecycle import admission, barrier, bringup, cleanup, hostlimits, nvue_service, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, nvue_service, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import containerlab, dryrun, images, kernel

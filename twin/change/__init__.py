@@ -16,9 +16,9 @@ from twin import topology
 from twin.change import link_faults, node_faults, nv_file  # noqa: F401  (they register their faults)
 from twin.change.base import REGISTRY, Change, Result, fault_types
 from twin.change.declarative import ConfigsChange, TopologyChange
+from twin.change.fault_base import Fault
 from twin.change.nvue_change import NvueChange
 from twin.config import userconf
-from twin.change.fault_base import Fault
 from twin.errors import Problem, TopologyError, TwinError
 from twin.lifecycle.context import LabContext
 from twin.topology.model import Fabric

@@ -154,9 +154,9 @@ def _hosts_add(r: Run) -> None:
 
 def _links_add(r: Run) -> None:
     for link in r.w.links_add:
-        def one(l: Link = link) -> None:
-            add_link(r.w.new, l, {e.node: r.ctx.pid(e.node) for e in (l.a, l.b)})
-            r.journal.links_added.append(l)
+        def one(link: Link = link) -> None:
+            add_link(r.w.new, link, {e.node: r.ctx.pid(e.node) for e in (link.a, link.b)})
+            r.journal.links_added.append(link)
         r.attempt(f"link {link.a} <-> {link.b}", one)
 
 
@@ -201,10 +201,10 @@ def _links_del(r: Run) -> None:
     if r.w.links_del:
         r.say(f"removing {len(r.w.links_del)} link(s)")
     for link in r.w.links_del:
-        def one(l: Link = link) -> None:
-            if not delete_link(l, {e.node: r.ctx.pid(e.node) for e in (l.a, l.b)}):
-                raise TwinError(f"link {l.a} <-> {l.b}: neither end found to delete")
-            r.journal.links_deleted.append(l)
+        def one(link: Link = link) -> None:
+            if not delete_link(link, {e.node: r.ctx.pid(e.node) for e in (link.a, link.b)}):
+                raise TwinError(f"link {link.a} <-> {link.b}: neither end found to delete")
+            r.journal.links_deleted.append(link)
         r.attempt(f"remove link {link.a} <-> {link.b}", one)
 
 
@@ -248,8 +248,8 @@ def refusals(ctx: LabContext, w: Work) -> list[str]:
 
     reasons = [f"{c}: apply does not re-create nodes in a running lab; `twin down {ctx.name}` then "
                f"`twin up` with the new topology makes it" for c in FabricDiff(w.old, w.new).fixed()]
-    touched = set(w.reload) | set(w.restart) | set(w.deltas) | {e.node for l in w.links_add + w.links_del
-                                                                 for e in (l.a, l.b)}
+    touched = set(w.reload) | set(w.restart) | set(w.deltas) | {e.node for link in w.links_add + w.links_del
+                                                                 for e in (link.a, link.b)}
     running = set(ctx.running())
     for node in sorted(touched - set(w.hosts_add) - running):
         c = ctx.containers().get(node)

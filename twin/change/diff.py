@@ -69,7 +69,7 @@ class FabricDiff:
     # --- links ----------------------------------------------------------------------------
     @cached_property
     def _links(self) -> tuple[dict[frozenset[str], Link], dict[frozenset[str], Link]]:
-        return {link_key(l): l for l in self.old.links}, {link_key(l): l for l in self.new.links}
+        return {link_key(link): link for link in self.old.links}, {link_key(link): link for link in self.new.links}
 
     @property
     def links_added(self) -> list[Link]:
@@ -93,8 +93,8 @@ class FabricDiff:
         c += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed]
         c += [f"change {n} {a}: {o} -> {w}" for n, a, o, w in self.node_changes]
         show = lambda k: " <-> ".join(sorted(k))  # noqa: E731
-        c += [f"add link {show(link_key(l))} (mtu {l.mtu})" for l in sorted(self.links_added, key=lambda l: sorted(link_key(l)))]
-        c += [f"remove link {show(link_key(l))}" for l in sorted(self.links_removed, key=lambda l: sorted(link_key(l)))]
+        c += [f"add link {show(link_key(link))} (mtu {link.mtu})" for link in sorted(self.links_added, key=lambda link: sorted(link_key(link)))]
+        c += [f"remove link {show(link_key(link))}" for link in sorted(self.links_removed, key=lambda link: sorted(link_key(link)))]
         c += [f"change mtu of {show(k)}: {o} -> {w}" for k, o, w in sorted(self.link_mtus, key=lambda x: sorted(x[0]))]
         c += [f for f in self.fixed() if f.startswith("change defaults.vrf_backend")]
         return c + self._tenant_lines()

@@ -91,7 +91,7 @@ def dry_run(ctx: LabContext, w: Work) -> list[str]:
             candidate.unlink(missing_ok=True)
         if res.ok:
             return None
-        out = "\n    ".join(l for l in (res.stdout + res.stderr).strip().splitlines()[-12:])
+        out = "\n    ".join(line for line in (res.stdout + res.stderr).strip().splitlines()[-12:])
         return f"{node}: FRR rejects the new config (vtysh --dryrun exited {res.rc}):\n    {out}"
 
     with ThreadPoolExecutor(PARALLEL) as pool:

@@ -12,10 +12,9 @@ from twin.config import userconf
 from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
 from twin.config.render import render_lab
 from twin.config.userconf import UserConfigs
-from twin.interop import nvue
-from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, parse_roles
-from twin.interop.doors import import_file
+from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, nvue, parse_roles
 from twin.interop.clone import clone
+from twin.interop.doors import import_file
 from twin.lab import Lab
 from twin.lifecycle import state
 from twin.runtime import images

@@ -4,8 +4,8 @@ from __future__ import annotations
 import click
 
 from twin.cli.common import main, run
-from twin.interop.inventory import FORMATS, inventory, write
 from twin.interop import nvue
+from twin.interop.inventory import FORMATS, inventory, write
 from twin.lab import Lab
 from twin.lifecycle import nvue_service
 

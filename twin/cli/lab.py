@@ -10,23 +10,21 @@ from rich.table import Table
 
 from twin import kinds, timeouts
 from twin.cli.common import err, main, out, run
-from twin.config.backend import CHOICES, NAMES, wanted
-from twin.config.render import render_lab
 from twin.config import userconf
+from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.naming import container_name
+from twin.config.render import render_lab
 from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
-from twin.interop import doors
-from twin.interop import parse_roles
+from twin.interop import doors, parse_roles
 from twin.interop.nvue import frr_view
 from twin.lab import Lab
 from twin.lifecycle import admission, hostlimits, state
-from twin.lifecycle.vrfbackend import Choice
 from twin.lifecycle.status import LabStatus
+from twin.lifecycle.vrfbackend import Choice
 from twin.runtime import dryrun, images, kernel, kernelhint
 from twin.runtime.docker import DockerRuntime
 from twin.topology import ValidationReport
 from twin.topology import validate as topology_validate
-
 
 VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defaults.vrf_backend: netns (the "
                     "default on every kernel: a network namespace per tenant, what the test suite runs) or device "

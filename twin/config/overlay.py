@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from twin import kinds
 from twin.config import droplog, services
-from twin.config.backend import BACKENDS, Backend, DEVICE, NETNS, VRF_TABLE_BASE, tenant_ns, vrf_tables
+from twin.config.backend import BACKENDS, DEVICE, NETNS, VRF_TABLE_BASE, Backend, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
 from twin.config.services import DEFAULT_SHAPING, SHAPINGS, Shaping
 from twin.config.steps import Step

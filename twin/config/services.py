@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from twin.config.backend import Backend, NETNS, tenant_ns, vrf_tables
+from twin.config.backend import NETNS, Backend, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
 from twin.config.steps import Step
 from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, vtep_gateways

@@ -36,8 +36,7 @@ from pyroute2 import IPRoute, NetlinkError
 from twin import timeouts, wait
 from twin.config.overlay import tenant_ns, vrf_tables
 from twin.errors import CommandError, ConvergenceTimeout, TwinError
-from twin.intent import NodeIntent, TenantIntent
-from twin.intent import paths
+from twin.intent import NodeIntent, TenantIntent, paths
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext

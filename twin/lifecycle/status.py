@@ -15,9 +15,9 @@ from typing import Any
 from twin import timeouts
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.services import DEFAULT_SHAPING
+from twin.config.userconf import NVUE as STARTUP
 from twin.errors import TwinError
 from twin.intent import Intent, TenantIntent
-from twin.config.userconf import NVUE as STARTUP
 from twin.lifecycle import barrier, generic, nvue_service, state
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr

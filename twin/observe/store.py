@@ -119,7 +119,8 @@ class Tail:
                 out += [e for _, e in _lines(older, self.offset)]
             self.offset = 0
         self.inode = ino
-        for self.offset, e in _lines(cur, self.offset):
+        for offset, e in _lines(cur, self.offset):
+            self.offset = offset
             out.append(e)
         return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
+
 from twin import timeouts
 from twin.lifecycle.context import LabContext, context_of
 from twin.topology.model import Fabric

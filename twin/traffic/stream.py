@@ -61,7 +61,6 @@ from twin.traffic.results import StreamResult, analyse
 from twin.traffic.roce import PSN_MASK, icrc_ok
 from twin.traffic.stamp import Stamper
 
-
 BUDGET_PPS = 2000.0     # all flows of a stream together, by default
 MIN_RATE = 20.0         # pps per flow: below this an outage is measured too coarsely
 MAX_RATE = 1000.0       # pps per flow: 1 ms resolution is plenty

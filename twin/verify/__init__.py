@@ -32,9 +32,19 @@ from twin.interop import nvue
 from twin.lifecycle.context import context_of
 from twin.runtime.exec import carried, labelled
 from twin.topology.schema import CheckSpec
+from twin.verify import (
+    arp,
+    congestion,
+    control,
+    coverage,
+    gateway,
+    isolation,
+    performance,
+    traffic,
+    underlay,
+    zerotrust,
+)
 from twin.verify import checks as user_checks
-from twin.verify import arp, congestion, control, coverage, gateway, isolation, performance, traffic, underlay
-from twin.verify import zerotrust
 from twin.verify.result import Check, Report
 
 GROUPS: dict[str, Callable] = {

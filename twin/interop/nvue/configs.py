@@ -18,7 +18,8 @@ from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError, TwinError
-from twin.interop.nvue import frr, load, plane as planes_
+from twin.interop.nvue import frr, load
+from twin.interop.nvue import plane as planes_
 from twin.interop.nvue.load import NvueFile
 from twin.interop.nvue.plane import PER_VNI, Plane
 from twin.interop.nvue.schema import API, VERSION

@@ -20,8 +20,8 @@ which twin builds from the topology beside the NVUE-built plane.
 from __future__ import annotations
 
 from twin import kinds
-from twin.interop.nvue.configs import dump
 from twin.intent.gateway import vtep_gateways
+from twin.interop.nvue.configs import dump
 from twin.topology.model import Fabric
 
 FABRIC_GROUP, INTERNET_GROUP = "fabric", "internet"
