@@ -13,7 +13,7 @@ PROVE_ARGS ?=
 COMPARE_ARGS ?=
 LARGE_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down test test-unit bench bench-large bench-compare soak chaos prove clean
+.PHONY: host venv images twin-up twin-down lint test test-unit bench bench-large bench-compare soak chaos prove clean
 
 host:
 	@scripts/host-setup.sh
@@ -36,7 +36,12 @@ twin-up: images
 twin-down: venv
 	$(TWIN) down $(LAB)
 
-test: images
+# ruff (lint) over the code and mypy over twin/, as configured in pyproject.toml
+lint: venv
+	$(VENV)/bin/ruff check twin tests bench scripts
+	$(VENV)/bin/mypy
+
+test: lint images
 	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests
 
 test-unit: venv
