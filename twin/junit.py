@@ -34,17 +34,20 @@ class Suite:
 
 def write(path: str | Path, name: str, suites: list[Suite], totals: bool = True) -> None:
     """Write `suites` as one <testsuites> document (`totals`: with the counts over all suites)."""
-    counts = {"tests": str(sum(len(s.cases) for s in suites)), "failures": str(sum(s.failures for s in suites))}
-    root = ET.Element("testsuites", name=name, **(counts if totals else {}))
+    root = ET.Element("testsuites", {"name": name, **(_counts(suites) if totals else {})})
     for s in suites:
-        suite = ET.SubElement(root, "testsuite", name=s.name, tests=str(len(s.cases)), failures=str(s.failures),
-                              **({"time": s.time} if s.time is not None else {}))
+        attrs = {"name": s.name, "tests": str(len(s.cases)), "failures": str(s.failures)}
+        suite = ET.SubElement(root, "testsuite", attrs | ({"time": s.time} if s.time is not None else {}))
         for c in s.cases:
-            case = ET.SubElement(suite, "testcase", classname=c.classname, name=c.name,
-                                 **({"time": c.time} if c.time is not None else {}))
+            attrs = {"classname": c.classname, "name": c.name} | ({"time": c.time} if c.time is not None else {})
+            case = ET.SubElement(suite, "testcase", attrs)
             if c.failure is not None:
-                ET.SubElement(case, "failure", message=c.failure).text = c.detail
+                ET.SubElement(case, "failure", {"message": c.failure}).text = c.detail
             elif c.detail is not None:
                 ET.SubElement(case, "system-out").text = c.detail
     ET.indent(root)
     Path(path).write_text(ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def _counts(suites: list[Suite]) -> dict[str, str]:
+    return {"tests": str(sum(len(s.cases) for s in suites)), "failures": str(sum(s.failures for s in suites))}
