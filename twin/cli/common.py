@@ -90,9 +90,9 @@ def stops_as_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def run(ctx: click.Context, fn: Callable[[], T]) -> T:
+def run(cli: click.Context, fn: Callable[[], T]) -> T:
     """Run a command's body in the one error style."""
-    verbose = ctx.find_root().obj.verbose if ctx.find_root().obj else False
+    verbose = cli.find_root().obj.verbose if cli.find_root().obj else False
     try:
         with stops_as_interrupt():
             return fn()
@@ -137,6 +137,6 @@ def write_reports(lab: str, passed: bool | None, rec: Recorder | None, summary: 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Show full error details.")
 @click.pass_context
-def main(ctx: click.Context, verbose: bool) -> None:
+def main(cli: click.Context, verbose: bool) -> None:
     """twin: a digital twin of an AI-cloud leaf/spine EVPN fabric, in containers."""
-    ctx.obj = Ctx(verbose)
+    cli.obj = Ctx(verbose)

@@ -49,14 +49,14 @@ def _source(source: str, roles: dict[str, str]):
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
               help="A containerlab file's nodes of kinds twin cannot run, as twin kinds (as `twin up` takes them).")
 @click.pass_context
-def export_(ctx, source, fmt, output, image, backend, namespace, roles):
+def export_(cli, source, fmt, output, image, backend, namespace, roles):
     """Write TOPOLOGY (a file) or LAB (a lab here) in another tool's format: containerlab (a
     .clab.yml with the files it binds), clabernetes (Kubernetes manifests), air-json or air-dot
     (NVIDIA Air topologies), nvue (each spine's, leaf's and DPU's startup.yaml, Cumulus Linux 5.9
     / DOCA HBN: DIR/<node>/startup.yaml). The FRR files of the containerlab and Clabernetes exports
     are the ones the lab runs: twin's rendering, and your own where you gave them (--configs, a
     containerlab file's binds). See docs/interop.md for what each carries."""
-    def go():
+    def export_lab():
         fabric, recorded, configs = _source(source, parse_roles(roles))
         d = Path(output)
         if fmt == "nvue":
@@ -77,7 +77,7 @@ def export_(ctx, source, fmt, output, image, backend, namespace, roles):
             files = userconf.merge(render_lab(fabric, b), configs, fabric, b)[0]
             path = write(fabric, files, d, image=tag, backend=b, **extra)
         out.print(f"wrote {path}")
-    run(ctx, go)
+    run(cli, export_lab)
 
 
 @main.command(name="clone")
@@ -89,7 +89,7 @@ def export_(ctx, source, fmt, output, image, backend, namespace, roles):
                    "repeatable, e.g. --role spine1=spine.")
 @click.option("--name", help="Lab name (default: DIR's name).")
 @click.pass_context
-def clone_(ctx, source, output, roles, name):
+def clone_(cli, source, output, roles, name):
     """A twin of a network that exists, from its devices' FRR configs and who is cabled to whom.
 
     \b
@@ -102,7 +102,7 @@ def clone_(ctx, source, output, roles, name):
     `vrf ... vni` and their route targets; ASNs and loopbacks from `router bgp`) and
     OUT/configs/. What it cannot infer it asks for (--role, --name), and it says what it
     inferred from what. Then: twin up OUT/topology.yml --configs OUT/configs."""
-    def go():
+    def clone_lab():
         if name is not None:
             state.check_name(name)
         cloned = clone(source, roles=parse_roles(roles), name=name)
@@ -118,7 +118,7 @@ def clone_(ctx, source, output, roles, name):
             err.print(f"note: {note}")
         out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links, {len(fabric.tenants)} tenants; "
                   f"and {configs}; `twin up {path} --configs {configs}` runs it")
-    run(ctx, go)
+    run(cli, clone_lab)
 
 
 @main.command(name="import")
@@ -130,7 +130,7 @@ def clone_(ctx, source, output, roles, name):
                    "twin then renders their day-0 config); repeatable, e.g. --role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: from the file).")
 @click.pass_context
-def import_(ctx, file, output, roles, name):
+def import_(cli, file, output, roles, name):
     """Turn FILE into a twin topology, DIR/<lab>.yml, checked as `twin up` would check it.
 
     \b
@@ -143,7 +143,7 @@ def import_(ctx, file, output, roles, name):
       *.json, *.dot  an NVIDIA Air topology
     Then: twin up DIR/<lab>.yml [--configs DIR/configs]. A .clab.yml also runs directly:
     twin up LAB.clab.yml."""
-    def go():
+    def import_topology():
         if name is not None:
             state.check_name(name)
         d = Path(output)
@@ -164,6 +164,6 @@ def import_(ctx, file, output, roles, name):
             run_it += f" --configs {configs}"
             out.print(f"wrote {configs}: the FRR files of {', '.join(imported.configs.files)}")
         out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links; `{run_it}` runs it")
-    run(ctx, go)
+    run(cli, import_topology)
 
 

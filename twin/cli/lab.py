@@ -56,7 +56,7 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
               help="A node's exec command that fails ends the bring-up (by default it is reported and the lab "
                    "goes on, as in containerlab).")
 @click.pass_context
-def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend, no_wait, strict_exec):
+def up(cli, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend, no_wait, strict_exec):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     TOPOLOGY is a twin topology file, a containerlab topology (known by its content, whatever
@@ -70,14 +70,14 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
 
     On a lab that is already up: exit 0 if it runs this topology (and configs) and has
     converged, else exit 1 saying what differs."""
-    def go():
+    def bring_up():
         lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles))
         try:
             with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
                 timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,
                                  strict_exec=strict_exec,
                                  say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
-                                                err.print(f"  {m}") if ctx.obj.verbose else None))
+                                                err.print(f"  {m}") if cli.obj.verbose else None))
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return
@@ -100,7 +100,7 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
                   f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}"
                   + (f" ({len(lab.configs.files)} nodes run yours)" if lab.configs else "")
                   + (f"; BGP timers {lab.fabric.timers}, scaled for this host" if lab.fabric.timers else ""))
-    run(ctx, go)
+    run(cli, bring_up)
 
 
 @main.command()
@@ -115,7 +115,7 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
 @click.option("--timeout", type=float, help="The convergence deadline `twin up` would get (default: from lab size).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def validate(ctx, topology, configs, roles, name, vrf_backend, timeout, as_json):
+def validate(cli, topology, configs, roles, name, vrf_backend, timeout, as_json):
     """Validate and render TOPOLOGY without creating anything, and say which VRF backend it would
     run on (and why), what it would take of this host's limits and CPU, and the BGP timers it
     would get here. Exit 0 if it is valid (and fits), 1 if not: for CI. TOPOLOGY is any file
@@ -123,7 +123,7 @@ def validate(ctx, topology, configs, roles, name, vrf_backend, timeout, as_json)
 
     With --configs (or a containerlab file's bound configs), FRR's own check of every file
     too: a refused line is named with its file:line."""
-    def go():
+    def validate_topology():
         report, choice = _validation(topology, name, parse_roles(roles), configs, vrf_backend)
         doc = report.to_dict()
         if report.valid:
@@ -152,7 +152,7 @@ def validate(ctx, topology, configs, roles, name, vrf_backend, timeout, as_json)
                          "; SHORT: " + "; ".join(tables) + f"; {host['fix']}"), highlight=False)
             out.print(("cpu: " if host["cpu"]["fits"] else "cpu: SHORT: ") + host["cpu_text"], highlight=False)
         sys.exit(0 if report.valid and not doc["host"]["short"] else 1)
-    run(ctx, go)
+    run(cli, validate_topology)
 
 
 def _validation(topology: str, name: str | None, roles: dict, configs: str | None,
@@ -205,37 +205,37 @@ def host_figures(fabric, timeout: float | None = None) -> dict:
 @click.argument("lab")
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size, as `up`).")
 @click.pass_context
-def wait_(ctx, lab, timeout):
+def wait_(cli, lab, timeout):
     """Wait until LAB has converged (the barrier of `twin up`): after `twin up --no-wait` and the
     scripts that configure its nodes. Exit 1 naming what is still missing at the deadline."""
-    def go():
+    def wait_converged():
         handle = Lab(lab)
         with err.status(f"[bold]{lab}[/bold]: waiting") as status:
             took = handle.wait(timeout, say=lambda m: (status.update(f"[bold]{lab}[/bold]: {m}"),
-                                                       err.print(f"  {m}") if ctx.obj.verbose else None))
+                                                       err.print(f"  {m}") if cli.obj.verbose else None))
         out.print(f"lab [bold]{lab}[/bold] has converged, in {took:.1f}s")
-    run(ctx, go)
+    run(cli, wait_converged)
 
 
 @main.command()
 @click.argument("lab")
 @click.pass_context
-def down(ctx, lab):
+def down(cli, lab):
     """Remove everything LAB owns (also after a failed or killed `up`)."""
-    def go():
+    def tear_down():
         removed = Lab(lab).down()
         out.print(f"lab [bold]{lab}[/bold]: removed {len(removed)} containers" if removed
                   else f"lab [bold]{lab}[/bold]: nothing left to remove")
-    run(ctx, go)
+    run(cli, tear_down)
 
 
 @main.command()
 @click.argument("lab")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def status(ctx, lab, as_json):
+def status(cli, lab, as_json):
     """Nodes, sessions, tenants of LAB, compared with its intent; exit 1 if anything is missing."""
-    def go():
+    def show_status():
         st = Lab(lab).status()
         if as_json:
             click.echo(json.dumps(st.to_dict(), indent=2))
@@ -244,7 +244,7 @@ def status(ctx, lab, as_json):
         else:
             print_status(st)
         sys.exit(0 if st.healthy else 1)
-    run(ctx, go)
+    run(cli, show_status)
 
 
 def print_status(st: LabStatus) -> None:
@@ -302,10 +302,10 @@ def print_nvue(svc: dict) -> None:
 @click.argument("node")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def exec_(ctx, lab, node, cmd):
+def exec_(cli, lab, node, cmd):
     """Run CMD in NODE of LAB: twin exec LAB NODE -- vtysh -c 'show bgp summary'. The node's
     container is twin-LAB-NODE (containerlab's clab-LAB-NODE): `docker exec -it` for a TTY."""
-    def go():
+    def exec_in_node():
         # a long quiet command must not be cut by the Docker client's read timeout
         handle = Lab(lab, runtime=DockerRuntime(timeout=None))
         res = handle.node(node).run(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
@@ -315,14 +315,14 @@ def exec_(ctx, lab, node, cmd):
         if hint:
             sys.stderr.write(f"twin: {hint}\n")
         sys.exit(res.rc)
-    run(ctx, go)
+    run(cli, exec_in_node)
 
 
 @main.command(name="list")
 @click.pass_context
-def list_(ctx):
+def list_(cli):
     """Labs on this host: from Docker labels and lab directories."""
-    def go():
+    def list_labs():
         running = DockerRuntime().labs()
         names = sorted(set(running) | set(state.known_labs()))
         t = Table(title_justify="left")
@@ -337,7 +337,7 @@ def list_(ctx):
             t.add_row(n, st.status if st else "orphaned", str(len(cs)),
                       str(sum(c.status == "running" for c in cs)), st.topology if st else "")
         out.print(t if names else "no labs")
-    run(ctx, go)
+    run(cli, list_labs)
 
 
 @main.group()
@@ -350,14 +350,14 @@ def image():
               help="Debian release of the image (bookworm: FRR 8.4, trixie: FRR 10.3).")
 @click.option("--force", is_flag=True, help="Rebuild even when the recipe did not change.")
 @click.pass_context
-def image_build(ctx, suite, force):
+def image_build(cli, suite, force):
     """Build the base and node images when their recipe changed."""
-    def go():
+    def build_image():
         with err.status("building images") as status:
             tag = images.ensure(DockerRuntime().client, suite=suite, force=force,
                                 say=lambda m: (status.update(m), err.print(f"  {m}")))
         out.print(tag)
-    run(ctx, go)
+    run(cli, build_image)
 
 
 
