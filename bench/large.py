@@ -75,9 +75,9 @@ def dropped(lab: Lab) -> int:
 
 def measure(label: str, f: Path, name: str, timeout: float | None = None, beside: str = "") -> dict:
     lab = Lab.load(f, name=name)
-    est = admission.estimate(lab.topology, admission.CpuWatch().host(1.0), timeout)
-    row = {"lab": label, "frr_nodes": len(lab.topology.routers()), "links": len(lab.topology.links),
-           "sessions": len(lab.topology.sessions()), "timeout": timeout, "beside": beside,
+    est = admission.estimate(lab.loaded, admission.CpuWatch().host(1.0), timeout)
+    row = {"lab": label, "frr_nodes": len(lab.loaded.routers()), "links": len(lab.loaded.links),
+           "sessions": len(lab.loaded.sessions()), "timeout": timeout, "beside": beside,
            "estimate": est.to_dict(), "load_before": load1()}
     avail, busy0, t0 = hostlimits.host_usage().mem_available_mib, host_busy(), time.monotonic()
     try:

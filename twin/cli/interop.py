@@ -28,7 +28,7 @@ def _source(source: str, roles: dict[str, str]):
     p = Path(source)
     if p.is_file():
         lab = Lab.load(p, roles=roles)
-        return lab.topology, wanted(lab.topology)[0], lab.configs
+        return lab.loaded, wanted(lab.loaded)[0], lab.configs
     d = state.labdir(source)
     st, fabric = state.load(d)
     if fabric is None:

@@ -168,24 +168,24 @@ def _validation(topology: str, name: str | None, roles: dict, configs: str | Non
     try:
         choice = lab.vrf_backend(vrf_backend)
     except TopologyError as e:
-        return ValidationReport(topology, lab.topology, tuple(e.problems)), None
+        return ValidationReport(topology, lab.loaded, tuple(e.problems)), None
     except TwinError as e:   # the kernel could not be asked (not root): said, not judged
-        backend, why = wanted(lab.topology, vrf_backend)
+        backend, why = wanted(lab.loaded, vrf_backend)
         choice = Choice(backend, f"{why}; {e}", None)
     return _configs_validation(topology, lab), choice
 
 
 def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
     if lab.configs is None:
-        return ValidationReport(topology, lab.topology)
-    problems = userconf.check(lab.configs, lab.topology)
+        return ValidationReport(topology, lab.loaded)
+    problems = userconf.check(lab.configs, lab.loaded)
     if not problems:
         client = DockerRuntime().client
         try:
-            dryrun.check(client, images.ensure(client), lab.name, frr_view(lab.configs, lab.topology))
+            dryrun.check(client, images.ensure(client), lab.name, frr_view(lab.configs, lab.loaded))
         except ConfigError as e:
             problems = e.problems
-    return ValidationReport(topology, lab.topology, tuple(problems))
+    return ValidationReport(topology, lab.loaded, tuple(problems))
 
 
 def host_figures(fabric, timeout: float | None = None) -> dict:
