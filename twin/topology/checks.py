@@ -20,9 +20,9 @@ from typing import Any
 from twin.errors import Problem, TopologyError
 from twin.kinds import KINDS
 from twin.topology import files
-from twin.topology.read import kind_of, validate_model
 from twin.topology.model import Fabric
 from twin.topology.problems import Path_, Problems, listing, quoted
+from twin.topology.read import kind_of, validate_model
 from twin.topology.schema import (
     CHECK_TYPES,
     BgpPrefixesCheck,
