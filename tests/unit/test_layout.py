@@ -161,3 +161,54 @@ def test_validating_a_topology_loads_neither_docker_nor_pyroute2():
             "assert not heavy, heavy")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr
+
+
+# Packages whose face is not drawn yet: twin.runtime's is drawn with its Runtime protocol (issue 26, bullet 1).
+FACELESS = {"twin.runtime"}
+
+
+def faces() -> dict[str, set[str]]:
+    """Each package (a directory with an __init__) -> the names its __init__ offers in `__all__`."""
+    out = {}
+    for name, path in modules().items():
+        if path.name == "__init__.py" and name != "twin":
+            tree = ast.parse(path.read_text())
+            offered = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                       and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)]
+            out[name] = set(offered[0]) if offered else set()
+    return out
+
+
+def test_every_package_shows_its_face():
+    """Each package says in `__all__` what it offers, and offers only what it has: a name its __init__
+    binds, or one of its modules."""
+    known, wrong = modules(), []
+    for pkg, offered in faces().items():
+        if pkg in FACELESS:
+            continue
+        if not offered:
+            wrong.append(f"{pkg}: no __all__")
+        tree = ast.parse(known[pkg].read_text())
+        bound = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                 for a in n.names}
+        bound |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        bound |= {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                  for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        wrong += [f"{pkg}: offers {x} it does not have" for x in sorted(offered - bound) if f"{pkg}.{x}" not in known]
+    assert wrong == []
+
+
+def test_outside_a_package_only_its_face_is_imported():
+    """`from twin.x.y import a` or `from twin.x import a` by a module outside package twin.x names only
+    what twin.x offers in `__all__` (the innermost package: twin.interop.nvue has its own face)."""
+    known, offered, wrong = modules(), faces(), []
+    for name, path in known.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level or not (node.module or "").startswith("twin."):
+                continue
+            pkg = node.module if node.module in offered else node.module.rsplit(".", 1)[0]
+            if pkg not in offered or pkg in FACELESS or name == pkg or name.startswith(pkg + "."):
+                continue
+            wrong += [f"{name}: {node.module}.{a.name}" for a in node.names if a.name not in offered[pkg]]
+    assert wrong == [], "imported from behind a package's face (add it to __all__, or import what it offers):\n" + \
+        "\n".join(wrong)

@@ -22,9 +22,25 @@ from functools import cached_property
 from typing import Mapping
 
 from twin import kinds
-from twin.intent.gateway import DEFAULT, NODE_SIDE, GatewayIntent, public_routes, vtep_gateways
-from twin.intent.generic import Adjacency, GenericIntent, generic_intents
-from twin.intent.tenants import SegmentIntent, TenantIntent, evpn_routes, tenant_intent
+from twin.intent.gateway import (
+    DEFAULT,
+    NODE_SIDE,
+    TENANT_SIDE,
+    GatewayIntent,
+    public_name,
+    public_routes,
+    vtep_gateways,
+)
+from twin.intent.generic import Adjacency, GenericIntent, Route, generic_intents, network
+from twin.intent.tenants import (
+    CONNECTED,
+    SegmentIntent,
+    TenantIntent,
+    bridge_name,
+    evpn_routes,
+    tenant_intent,
+    vxlan_name,
+)
 from twin.topology.model import Fabric, Session
 
 
@@ -118,4 +134,5 @@ class Intent:
 
 
 __all__ = ["Intent", "NodeIntent", "TenantIntent", "SegmentIntent", "GatewayIntent", "GenericIntent", "Adjacency",
-           "vtep_gateways"]
+           "vtep_gateways", "CONNECTED", "DEFAULT", "NODE_SIDE", "TENANT_SIDE", "bridge_name", "frrconf",
+           "generic", "network", "paths", "public_name", "Route", "vxlan_name"]

@@ -11,3 +11,7 @@
 - `collector`: all of it on a thread while a lab runs;
 - `view`, `metrics`, `web`: the terminal view, the Prometheus exporter, the web page.
 """
+from twin.observe.collector import Collector
+from twin.observe.metrics import app
+
+__all__ = ["app", "Collector", "store", "view"]
