@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 import yaml
 
-from twin import topology
+from twin import host, topology
 from twin.cli.common import err, main, out, run
 from twin.config import userconf
 from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
@@ -17,7 +17,6 @@ from twin.interop.clone import clone
 from twin.interop.doors import import_file
 from twin.lab import Lab
 from twin.lifecycle import state
-from twin.runtime import images
 
 FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot", "nvue")
 
@@ -71,7 +70,7 @@ def export_(cli, source, fmt, output, image, backend, namespace, roles):
             path.write_text(export_air_json(fabric) if fmt == "air-json" else export_air_dot(fabric))
         else:
             b = CHOICES.get(backend, backend) or recorded
-            tag = image or images.node_tag()
+            tag = image or host.node_tag()
             write = export_containerlab if fmt == "containerlab" else export_clabernetes
             extra = {"namespace": namespace} if fmt == "clabernetes" else {}
             files = userconf.merge(render_lab(fabric, b), configs, fabric, b)[0]

@@ -2,27 +2,23 @@
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 
 import click
 from rich.table import Table
 
-from twin import kinds, timeouts
+from twin import host, kinds
 from twin.cli.common import err, main, out, run
 from twin.config import userconf
 from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.naming import container_name
 from twin.config.render import render_lab
-from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
+from twin.errors import AlreadyUp, TopologyError, TwinError
 from twin.interop import doors, parse_roles
-from twin.interop.nvue import frr_view
 from twin.lab import Lab
-from twin.lifecycle import admission, hostlimits, state
+from twin.lifecycle import admission, hostlimits
 from twin.lifecycle.status import LabStatus
 from twin.lifecycle.vrfbackend import Choice
-from twin.runtime import dryrun, images, kernel, kernelhint
-from twin.runtime.docker import DockerRuntime
 from twin.topology import ValidationReport
 from twin.topology import validate as topology_validate
 
@@ -178,13 +174,7 @@ def _validation(topology: str, name: str | None, roles: dict, configs: str | Non
 def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
     if lab.configs is None:
         return ValidationReport(topology, lab.loaded)
-    problems = userconf.check(lab.configs, lab.loaded)
-    if not problems:
-        client = DockerRuntime().client
-        try:
-            dryrun.check(client, images.ensure(client), lab.name, frr_view(lab.configs, lab.loaded))
-        except ConfigError as e:
-            problems = e.problems
+    problems = userconf.check(lab.configs, lab.loaded) or host.check_configs(lab)
     return ValidationReport(topology, lab.loaded, tuple(problems))
 
 
@@ -306,12 +296,9 @@ def exec_(cli, lab, node, cmd):
     """Run CMD in NODE of LAB: twin exec LAB NODE -- vtysh -c 'show bgp summary'. The node's
     container is twin-LAB-NODE (containerlab's clab-LAB-NODE): `docker exec -it` for a TTY."""
     def exec_in_node():
-        # a long quiet command must not be cut by the Docker client's read timeout
-        handle = Lab(lab, runtime=DockerRuntime(timeout=None))
-        res = handle.node(node).run(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
+        res, hint = host.exec_in(lab, node, cmd)
         sys.stdout.write(res.stdout)
         sys.stderr.write(res.stderr)
-        hint = kernelhint.hint(shlex.join(cmd), res.stdout + res.stderr, lambda: kernel.lacks(lab)) if res.rc else ""
         if hint:
             sys.stderr.write(f"twin: {hint}\n")
         sys.exit(res.rc)
@@ -323,20 +310,13 @@ def exec_(cli, lab, node, cmd):
 def list_(cli):
     """Labs on this host: from Docker labels and lab directories."""
     def list_labs():
-        running = DockerRuntime().labs()
-        names = sorted(set(running) | set(state.known_labs()))
+        rows = host.labs()
         t = Table(title_justify="left")
         for col in ("lab", "status", "containers", "running", "topology"):
             t.add_column(col)
-        for n in names:
-            try:
-                st, _ = state.load(state.labdir(n))
-            except TwinError:
-                st = None
-            cs = running.get(n, [])
-            t.add_row(n, st.status if st else "orphaned", str(len(cs)),
-                      str(sum(c.status == "running" for c in cs)), st.topology if st else "")
-        out.print(t if names else "no labs")
+        for row in rows:
+            t.add_row(row.name, row.status, str(row.containers), str(row.running), row.topology)
+        out.print(t if rows else "no labs")
     run(cli, list_labs)
 
 
@@ -346,7 +326,7 @@ def image():
 
 
 @image.command(name="build")
-@click.option("--suite", default=images.DEFAULT_SUITE, show_default=True,
+@click.option("--suite", default=host.DEFAULT_SUITE, show_default=True,
               help="Debian release of the image (bookworm: FRR 8.4, trixie: FRR 10.3).")
 @click.option("--force", is_flag=True, help="Rebuild even when the recipe did not change.")
 @click.pass_context
@@ -354,8 +334,7 @@ def image_build(cli, suite, force):
     """Build the base and node images when their recipe changed."""
     def build_image():
         with err.status("building images") as status:
-            tag = images.ensure(DockerRuntime().client, suite=suite, force=force,
-                                say=lambda m: (status.update(m), err.print(f"  {m}")))
+            tag = host.build_images(suite=suite, force=force, say=lambda m: (status.update(m), err.print(f"  {m}")))
         out.print(tag)
     run(cli, build_image)
 
