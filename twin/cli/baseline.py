@@ -11,9 +11,9 @@ from rich.table import Table
 from twin import timeouts
 from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, out, run, write_reports
 from twin.lab import Lab
-from twin.runtime.exec import labelled
 from twin.topology.allow import load_allow
 from twin.verify import baseline as B
+from twin.verify import labelled
 from twin.verify.baseline_file import load_baseline
 from twin.verify.compare import Comparison, compare
 from twin.verify.markdown import comparison_md, show

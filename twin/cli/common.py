@@ -26,7 +26,7 @@ from pyroute2 import NetlinkError
 from rich.console import Console
 
 from twin.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
-from twin.runtime.exec import Recorder, recording
+from twin.verify import Recorder, recording
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)

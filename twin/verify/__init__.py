@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 from twin.errors import TwinError
 from twin.interop import nvue
 from twin.lifecycle.context import context_of
-from twin.runtime.exec import carried, labelled
+from twin.runtime.exec import Recorder, carried, labelled, recording
 from twin.topology.schema import CheckSpec
 from twin.verify import (
     arp,
@@ -130,6 +130,6 @@ def _group(ctx, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], di
     return out, extra, round(time.monotonic() - t0, 3)
 
 
-__all__ = ["run", "Report", "Check", "GROUPS", "baseline", "checks", "compare", "Comparison", "comparison_md",
+__all__ = ["Recorder", "recording", "labelled", "run", "Report", "Check", "GROUPS", "baseline", "checks", "compare", "Comparison", "comparison_md",
            "congestion", "edges", "evidence_doc", "limits", "load_baseline", "markdown", "performance",
            "report_md", "show", "subset"]
