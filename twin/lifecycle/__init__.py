@@ -6,11 +6,9 @@ from twin.lifecycle.bringup import configure_node, wait_vnis
 from twin.lifecycle.cleanup import patient
 from twin.lifecycle.context import LabContext, context_of
 from twin.lifecycle.nvue_service import USER
-from twin.lifecycle.service import TAG, Listener, Service, check_listeners, error_handlers
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.lifecycle.vrfbackend import Choice
 
-__all__ = ["TAG", "USER", "admission", "barrier", "bringup", "check_listeners", "Choice", "cleanup",
-           "configure_node", "context_of", "daemon", "error_handlers", "generic", "hostlimits", "lab_status",
-           "LabContext", "LabStatus", "Listener", "nvue_service", "patient", "Service", "state", "vrfbackend",
-           "wait_vnis"]
+__all__ = ["USER", "admission", "barrier", "bringup", "Choice", "cleanup", "configure_node", "context_of", "daemon",
+           "generic", "hostlimits", "lab_status", "LabContext", "LabStatus", "nvue_service", "patient",
+           "service", "state", "vrfbackend", "wait_vnis"]

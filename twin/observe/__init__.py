@@ -12,6 +12,5 @@
 - `view`, `metrics`, `web`: the terminal view, the Prometheus exporter, the web page.
 """
 from twin.observe.collector import Collector
-from twin.observe.metrics import app
 
-__all__ = ["app", "Collector", "store", "view"]
+__all__ = ["Collector", "metrics", "store", "view", "web"]
