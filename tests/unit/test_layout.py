@@ -215,3 +215,12 @@ def test_outside_a_package_only_its_face_is_imported():
             wrong += [f"{name}: {node.module}.{a.name}" for a in node.names if a.name not in offered[pkg]]
     assert wrong == [], "imported from behind a package's face (add it to __all__, or import what it offers):\n" + \
         "\n".join(wrong)
+
+
+def test_the_cli_goes_through_lab_and_the_faces():
+    """`twin.cli` reaches nothing of `runtime/` (it asks `Lab`, `LabContext` and `twin.host`); what it imports
+    of the other packages is their face (the test above)."""
+    known = modules()
+    below = sorted(f"{name} imports {t}" for name, path in known.items() if name.startswith("twin.cli")
+                   for t in imports(name, path, known) if t == "twin.runtime" or t.startswith("twin.runtime."))
+    assert below == []
