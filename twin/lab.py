@@ -21,7 +21,7 @@ from typing import Callable
 
 from twin import nvued, topology
 from twin.config import render, userconf
-from twin.config.backend import DEFAULT_BACKEND, NAMES, wanted
+from twin.config.backend import DEFAULT_BACKEND, NAMES, Backend, wanted
 from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
@@ -117,7 +117,7 @@ class Lab:
         return state.load(self.dir)[0]
 
     @property
-    def backend(self) -> str:
+    def backend(self) -> Backend:
         st = self.state
         return (st.backend if st else None) or DEFAULT_BACKEND
 
@@ -196,7 +196,7 @@ class Lab:
         return vrfbackend.choose(self.loaded, override, files,
                                  {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
 
-    def _bring_up(self, image: str, timeout: float | None, say: Say, backend: str, wait: bool,
+    def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
                   execs: bringup.ExecLog) -> dict[str, float]:
         fabric = self.loaded
         t0 = time.monotonic()
