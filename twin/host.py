@@ -1,7 +1,7 @@
 """What twin asks of this host beside one lab: the labs there are (`labs`), the node images
-(`build_images`, `node_tag`), FRR's word on a lab's own configs (`check_configs`) and a command
-run in a node, with a hint when the kernel lacks what it needs (`exec_in`). The CLI goes through
-this and `Lab`, never below them."""
+(`build_images`, `node_tag`), what a lab would take of the host (`figures`), FRR's word on a
+lab's own configs (`check_configs`) and a command run in a node, with a hint when the kernel
+lacks what it needs (`exec_in`). The CLI goes through this and `Lab`, never below them."""
 from __future__ import annotations
 
 import shlex
@@ -12,10 +12,11 @@ from twin import timeouts
 from twin.errors import ConfigError, Problem, TwinError
 from twin.interop.nvue import frr_view
 from twin.lab import Lab
-from twin.lifecycle import state
+from twin.lifecycle import admission, hostlimits, state
 from twin.runtime import dryrun, images, kernel, kernelhint
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import Result
+from twin.topology import Fabric
 
 DEFAULT_SUITE = images.DEFAULT_SUITE
 Say = Callable[[str], None]
@@ -73,3 +74,16 @@ def exec_in(lab: str, node: str, cmd: Sequence[str]) -> tuple[Result, str]:
     res = Lab(lab, runtime=DockerRuntime(timeout=None)).node(node).run(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
     hint = kernelhint.hint(shlex.join(cmd), res.stdout + res.stderr, lambda: kernel.lacks(lab)) if res.rc else ""
     return res, hint
+
+
+def figures(fabric: Fabric, timeout: float | None = None) -> dict:
+    """What the lab would take of host-wide limits and CPU, where this host is short (as `up`
+    judges), and the BGP timers it would get."""
+    need = hostlimits.demand(fabric)
+    short = hostlimits.check(fabric, hostlimits.host_usage(), hostlimits.host_settings())
+    est = admission.estimate(fabric, admission.CpuWatch().host(), timeout)
+    text = (f"{est.figures()} of its {est.deadline:.0f} s deadline; " if est.fits else est.refusal() + "; ")
+    return {"needs": {"IPv4 neighbours": need.arp_gc, "IPv6 neighbours": need.nd_gc, "inotify instances":
+                      need.inotify, "tasks": need.tasks, "MiB": need.mem_mib},
+            "short": [str(s) for s in short] + ([est.refusal()] if not est.fits else []),
+            "fix": hostlimits.fix_command(short), "cpu": est.to_dict(), "cpu_text": text + est.timers_text()}

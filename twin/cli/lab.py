@@ -16,7 +16,6 @@ from twin.config.render import render_lab
 from twin.errors import AlreadyUp, TopologyError, TwinError
 from twin.interop import doors, parse_roles
 from twin.lab import Lab
-from twin.lifecycle import admission, hostlimits
 from twin.lifecycle.status import LabStatus
 from twin.lifecycle.vrfbackend import Choice
 from twin.topology import ValidationReport
@@ -129,24 +128,24 @@ def validate(cli, topology, configs, roles, name, vrf_backend, timeout, as_json)
             if choice.warnings:
                 doc["vrf_backend"]["warnings"] = list(choice.warnings)
             doc["rendered"] = {n: sorted(f) for n, f in files.items()}
-            doc["host"] = host_figures(report.fabric, timeout)
+            doc["host"] = host.figures(report.fabric, timeout)
         if as_json:
             click.echo(json.dumps(doc, indent=2))
         elif not report.valid:
             raise TopologyError(list(report.problems))
         else:
-            sm, host = doc["summary"], doc["host"]
+            sm, taken = doc["summary"], doc["host"]
             out.print(f"{topology}: valid: " + ", ".join(f"{v} {k}" for k, v in sm["nodes"].items())
                       + f"; {sm['links']} links, {sm['sessions']} BGP sessions, {sm['tenants']} tenants on "
                       f"{sm['vteps']} VTEPs; rendered {sum(map(len, doc['rendered'].values()))} files")
             out.print(f"VRF backend: {choice}", highlight=False)
             for w in choice.warnings:
                 err.print(f"warning: {w}", highlight=False)
-            tables = host["short"][:len(host["short"]) - (not host["cpu"]["fits"])]
-            out.print("host: needs " + ", ".join(f"{k} {v}" for k, v in host["needs"].items())
+            tables = taken["short"][:len(taken["short"]) - (not taken["cpu"]["fits"])]
+            out.print("host: needs " + ", ".join(f"{k} {v}" for k, v in taken["needs"].items())
                       + ("; fits this host's kernel tables" if not tables else
-                         "; SHORT: " + "; ".join(tables) + f"; {host['fix']}"), highlight=False)
-            out.print(("cpu: " if host["cpu"]["fits"] else "cpu: SHORT: ") + host["cpu_text"], highlight=False)
+                         "; SHORT: " + "; ".join(tables) + f"; {taken['fix']}"), highlight=False)
+            out.print(("cpu: " if taken["cpu"]["fits"] else "cpu: SHORT: ") + taken["cpu_text"], highlight=False)
         sys.exit(0 if report.valid and not doc["host"]["short"] else 1)
     run(cli, validate_topology)
 
@@ -176,19 +175,6 @@ def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
         return ValidationReport(topology, lab.loaded)
     problems = userconf.check(lab.configs, lab.loaded) or host.check_configs(lab)
     return ValidationReport(topology, lab.loaded, tuple(problems))
-
-
-def host_figures(fabric, timeout: float | None = None) -> dict:
-    """What the lab would take of host-wide limits and CPU, where this host is short (as `up`
-    judges), and the BGP timers it would get."""
-    need = hostlimits.demand(fabric)
-    short = hostlimits.check(fabric, hostlimits.host_usage(), hostlimits.host_settings())
-    est = admission.estimate(fabric, admission.CpuWatch().host(), timeout)
-    text = (f"{est.figures()} of its {est.deadline:.0f} s deadline; " if est.fits else est.refusal() + "; ")
-    return {"needs": {"IPv4 neighbours": need.arp_gc, "IPv6 neighbours": need.nd_gc, "inotify instances":
-                      need.inotify, "tasks": need.tasks, "MiB": need.mem_mib},
-            "short": [str(s) for s in short] + ([est.refusal()] if not est.fits else []),
-            "fix": hostlimits.fix_command(short), "cpu": est.to_dict(), "cpu_text": text + est.timers_text()}
 
 
 @main.command(name="wait")
