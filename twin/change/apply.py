@@ -139,7 +139,8 @@ def _hosts_add(run: Run) -> None:
     for them): the two slowest parts of adding a tenant overlap."""
     nodes = [node for node, delta in run.work.deltas.items() if any(s.op == "netns" for s in delta.add)]
     if nodes:
-        run.early = ThreadPoolExecutor(1).submit(run.each, nodes, lambda node: run.namespaces(node, run.work.deltas[node].add),
+        run.early = ThreadPoolExecutor(1).submit(run.each, nodes,
+                                                 lambda node: run.namespaces(node, run.work.deltas[node].add),
                                                "tenant namespaces")
     if not run.work.hosts_add:
         return
@@ -147,7 +148,8 @@ def _hosts_add(run: Run) -> None:
     image = run.ctx.image or images.ensure(run.ctx.runtime.client)
     run.journal.hosts_started += run.work.hosts_add   # noted first: a half-made container is removed too
     try:
-        run.ctx.runtime.start_nodes(run.ctx.name, [run.work.new.nodes[node] for node in run.work.hosts_add], image, run.ctx.dir)
+        hosts = [run.work.new.nodes[node] for node in run.work.hosts_add]
+        run.ctx.runtime.start_nodes(run.ctx.name, hosts, image, run.ctx.dir)
     finally:
         run.ctx.refresh()
 
@@ -161,8 +163,11 @@ def _links_add(run: Run) -> None:
 
 
 def _host_config(run: Run) -> None:
-    run.each(run.work.hosts_add, lambda node: kernel.apply(overlay.plan(run.work.new, node, run.ctx.backend), run.ctx.pid(node),
-                                                 run.ctx.exec(node), run.rollback), "host endpoint ports")
+    def one(node: str) -> None:
+        kernel.apply(overlay.plan(run.work.new, node, run.ctx.backend), run.ctx.pid(node), run.ctx.exec(node),
+                     run.rollback)
+
+    run.each(run.work.hosts_add, one, "host endpoint ports")
 
 
 def _kernel_add(run: Run) -> None:
@@ -178,14 +183,17 @@ def _frr(run: Run) -> None:
         run.say(f"FRR: reload on {', '.join(run.work.reload) or 'none'}"
               + (f"; restart on {', '.join(run.work.restart)}" if run.work.restart else ""))
     run.journal.frr.update({node: node in run.work.restart for node in run.work.reload + run.work.restart})
-    run.each(run.work.reload + run.work.restart, lambda node: frr.take(run.ctx.exec(node), restart=node in run.work.restart,
-                                                         removes=removes_lines(run.work.old_files, run.work.files, node)),
-           "FRR taking the new config")
+    def one(node: str) -> None:
+        frr.take(run.ctx.exec(node), restart=node in run.work.restart,
+                 removes=removes_lines(run.work.old_files, run.work.files, node))
+
+    run.each(run.work.reload + run.work.restart, one, "FRR taking the new config")
 
 
 def _bind(run: Run) -> None:
     def one(node: str) -> None:
-        wait_vnis(run.ctx.exec(node), run.work.vnis[node] if node in run.work.vnis else run.ctx.with_fabric(run.work.new).intent.nodes[node].vnis)
+        vnis = run.work.vnis[node] if node in run.work.vnis else run.ctx.with_fabric(run.work.new).intent.nodes[node].vnis
+        wait_vnis(run.ctx.exec(node), vnis)
         kernel.apply(run.work.deltas[node].bind, run.ctx.pid(node), run.ctx.exec(node), run.rollback)
 
     run.each([node for node, delta in run.work.deltas.items() if delta.bind], one, "bindings")
@@ -248,8 +256,8 @@ def refusals(ctx: LabContext, work: Work) -> list[str]:
 
     reasons = [f"{c}: apply does not re-create nodes in a running lab; `twin down {ctx.name}` then "
                f"`twin up` with the new topology makes it" for c in FabricDiff(work.old, work.new).fixed()]
-    touched = set(work.reload) | set(work.restart) | set(work.deltas) | {e.node for link in work.links_add + work.links_del
-                                                                 for e in (link.a, link.b)}
+    touched = set(work.reload) | set(work.restart) | set(work.deltas) | {
+        end.node for link in work.links_add + work.links_del for end in (link.a, link.b)}
     running = set(ctx.running())
     for node in sorted(touched - set(work.hosts_add) - running):
         c = ctx.containers().get(node)
@@ -314,7 +322,8 @@ def inverse(ctx: LabContext, work: Work, journal: Journal) -> Work:
     """The work that undoes what journal `j` says was done of `w`."""
     touched = journal.kernel | set(journal.frr)
     deltas = {node: delta for node in sorted(touched) if node in work.old.nodes and node in work.new.nodes
-              and (delta := work.undo[node] if node in work.undo else node_delta(work.new, work.old, node, ctx.backend, ctx.shaping))}
+              and (delta := work.undo[node] if node in work.undo
+                   else node_delta(work.new, work.old, node, ctx.backend, ctx.shaping))}
     return Work(work.new, work.old, work.old_files, work.files,
                 reload=[node for node, restarted in journal.frr.items() if not restarted],
                 restart=[node for node, restarted in journal.frr.items() if restarted], deltas=deltas,

@@ -93,8 +93,10 @@ class FabricDiff:
         c += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed]
         c += [f"change {n} {a}: {o} -> {w}" for n, a, o, w in self.node_changes]
         show = lambda k: " <-> ".join(sorted(k))  # noqa: E731
-        c += [f"add link {show(link_key(link))} (mtu {link.mtu})" for link in sorted(self.links_added, key=lambda link: sorted(link_key(link)))]
-        c += [f"remove link {show(link_key(link))}" for link in sorted(self.links_removed, key=lambda link: sorted(link_key(link)))]
+        c += [f"add link {show(link_key(link))} (mtu {link.mtu})"
+              for link in sorted(self.links_added, key=lambda link: sorted(link_key(link)))]
+        c += [f"remove link {show(link_key(link))}"
+              for link in sorted(self.links_removed, key=lambda link: sorted(link_key(link)))]
         c += [f"change mtu of {show(k)}: {o} -> {w}" for k, o, w in sorted(self.link_mtus, key=lambda x: sorted(x[0]))]
         c += [f for f in self.fixed() if f.startswith("change defaults.vrf_backend")]
         return c + self._tenant_lines()

@@ -43,7 +43,8 @@ def verify_(cli, lab, only, check_files, as_json, junit, summary, evidence_file,
         ctx = Lab(lab).context()
         if prove_ or patterns:
             return proof_(ctx, list(only) or None, list(patterns) or None, as_json, junit)
-        sets = [CheckSet(f"the topology of {lab}", tuple(ctx.fabric.checks))] + [load_checks(f, ctx.fabric) for f in check_files]
+        sets = [CheckSet(f"the topology of {lab}", tuple(ctx.fabric.checks))]
+        sets += [load_checks(f, ctx.fabric) for f in check_files]
         with evidence(bool(summary or evidence_file)) as rec, err.status(f"verifying {lab}"):
             report = verify.run(ctx, only=list(only) or None, checks=merge(sets))
         store.save_verify(ctx.dir, report.to_dict())   # the last result, for `twin web`

@@ -109,7 +109,8 @@ def _vtep(old: Fabric, new: Fabric, node: str, backend: Backend, delta: NodeDelt
             delta.bind += [overlay.binding_step(n, a, backend) for a in n.attachments if a.vtep == node]
 
 
-def _segments(old: Fabric, new: Fabric, node: str, old_tenant: Tenant, new_tenant: Tenant, backend: Backend, delta: NodeDelta,
+def _segments(old: Fabric, new: Fabric, node: str, old_tenant: Tenant, new_tenant: Tenant, backend: Backend,
+              delta: NodeDelta,
               mtu_changed: bool) -> None:
     ns = tenant_ns(new_tenant, backend)
     was = {s.name: s for s in old_tenant.segments_on(node)}
@@ -131,15 +132,19 @@ def _segments(old: Fabric, new: Fabric, node: str, old_tenant: Tenant, new_tenan
             delta.remove += segment_teardown(old_tenant, node, so, backend)
         if sn:
             delta.add += overlay.segment_steps(new, node, new_tenant, sn, backend)
-            delta.bind += [overlay.binding_step(new_tenant, a, backend) for a in overlay.local_attachments(new_tenant, node, sn.name)]
+            delta.bind += [overlay.binding_step(new_tenant, a, backend)
+                           for a in overlay.local_attachments(new_tenant, node, sn.name)]
     if ports_changed:  # the zero-trust rules list every host port of the tenant
         delta.add.append(_nft(new_tenant, backend))
 
 
-def _attachments(old_tenant: Tenant, new_tenant: Tenant, node: str, seg: Segment, backend: Backend, delta: NodeDelta) -> bool:
+def _attachments(old_tenant: Tenant, new_tenant: Tenant, node: str, seg: Segment, backend: Backend,
+                 delta: NodeDelta) -> bool:
     # a workload's rate limits are a service of its port (`_services`): a change of them alone leaves it be
-    was = {a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(old_tenant, node, seg.name)}
-    now = {a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(new_tenant, node, seg.name)}
+    was = {a.port: a.model_copy(update={"rate_limit": None})
+           for a in overlay.local_attachments(old_tenant, node, seg.name)}
+    now = {a.port: a.model_copy(update={"rate_limit": None})
+           for a in overlay.local_attachments(new_tenant, node, seg.name)}
     if was == now:
         return False
     for port in sorted(set(was) | set(now)):

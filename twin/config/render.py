@@ -43,7 +43,8 @@ def daemons_file(node: Node, daemons: list[str]) -> str:
     return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
 
 
-def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = DEFAULT_SHAPING) -> dict[str, str]:
+def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND,
+                shaping: Shaping = DEFAULT_SHAPING) -> dict[str, str]:
     files = frr_files(node, fabric, backend) if kinds.of(node).runs_frr else {}
     kernel = overlay.script(fabric, node.name, backend, shaping)
     if kernel:
@@ -53,7 +54,8 @@ def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND, 
     return files
 
 
-def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = DEFAULT_SHAPING) -> dict[str, dict[str, str]]:
+def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND,
+               shaping: Shaping = DEFAULT_SHAPING) -> dict[str, dict[str, str]]:
     """Every node's files: {node: {file name: text}}; `backend` is the VRF backend of the VTEPs,
     `shaping` how rate limits are enforced (`twin.config.services`)."""
     return {name: render_node(node, fabric, backend, shaping) for name, node in fabric.nodes.items()}
