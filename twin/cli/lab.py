@@ -227,12 +227,12 @@ def print_status(st: LabStatus) -> None:
     t = Table(title=f"lab {st.lab}: {st.status}", title_justify="left")
     for col in ("node", "kind", "state", "asn", "loopback", "sessions up/expected"):
         t.add_column(col)
-    for r in st.nodes:
+    for node in st.nodes:
         bgp = ""
-        if r.sessions_expected is not None:
-            bgp = f"{'?' if r.sessions_up is None else r.sessions_up}/{r.sessions_expected}"
-            bgp += f" (down: {', '.join(r.sessions_down)})" if r.sessions_down else ""
-        t.add_row(r.node, r.kind, r.state, str(r.asn or ""), r.loopback or "", bgp)
+        if node.sessions_expected is not None:
+            bgp = f"{'?' if node.sessions_up is None else node.sessions_up}/{node.sessions_expected}"
+            bgp += f" (down: {', '.join(node.sessions_down)})" if node.sessions_down else ""
+        t.add_row(node.node, node.kind, node.state, str(node.asn or ""), node.loopback or "", bgp)
     out.print(t)
     if st.tenants:
         shaping = {"tc": "; rate limits: tc shaping (TBF, IFB), nftables policing for packet rates",
@@ -242,11 +242,11 @@ def print_status(st: LabStatus) -> None:
             tt.add_column(col)
         for ten in st.tenants:
             segs = {s["l2vni"]: s["segment"] for s in ten.segments}
-            for i, (v, r) in enumerate(ten.vteps.items()):
-                up_ = ", ".join(f"{x} ({segs[x]})" for x in r.vnis_up if x in segs)
-                up_ += f"; MISSING {', '.join(map(str, r.vnis_missing))}" if r.vnis_missing else ""
+            for i, (v, vtep) in enumerate(ten.vteps.items()):
+                up_ = ", ".join(f"{x} ({segs[x]})" for x in vtep.vnis_up if x in segs)
+                up_ += f"; MISSING {', '.join(map(str, vtep.vnis_missing))}" if vtep.vnis_missing else ""
                 hosts = ", ".join(h["host"] for h in ten.hosts if h["vtep"].startswith(v + ":"))
-                counts = [f"{r.routes.get(k, '?')}/{r.expected.get(k, '?')}" if r.reachable else "?"
+                counts = [f"{vtep.routes.get(k, '?')}/{vtep.expected.get(k, '?')}" if vtep.reachable else "?"
                           for k in ("type2", "type3", "type5")]
                 head = [ten.tenant, ten.vrf, str(ten.l3vni)] if i == 0 else ["", "", ""]
                 tt.add_row(*head, v, up_, hosts, *counts)
