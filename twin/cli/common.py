@@ -103,7 +103,7 @@ def run(cli: click.Context, fn: Callable[[], T]) -> T:
     except KeyboardInterrupt as e:
         stopped = isinstance(e, Stopped)
         err.print(f"interrupted by {e}" if stopped else f"interrupted{': ' + str(e) if str(e) else ''}")
-        sys.exit(128 + e.signum if stopped else 130)
+        sys.exit(128 + e.signum if isinstance(e, Stopped) else 130)
     except Exception as e:  # noqa: BLE001  (one line, never a traceback; -v shows it)
         fail(describe(e), verbose, detail=traceback.format_exc())
 
