@@ -13,7 +13,7 @@ PROVE_ARGS ?=
 COMPARE_ARGS ?=
 LARGE_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down test test-unit docs docs-check bench bench-large bench-compare soak chaos prove clean
+.PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-compare soak chaos prove clean
 
 host:
 	@scripts/host-setup.sh
@@ -37,7 +37,12 @@ twin-up: images
 twin-down: venv
 	$(TWIN) down $(LAB)
 
-test: images docs-check
+# ruff (lint) over the code and mypy over twin/, as configured in pyproject.toml
+lint: venv
+	$(VENV)/bin/ruff check twin tests bench scripts
+	$(VENV)/bin/mypy
+
+test: lint images docs-check
 	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests
 
 # the documentation site into site/ (the command reference and the front page generated as it builds)

@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from run import with_green  # noqa: E402  (make bench's tenant add: the same change)
+
 from tests.e2e.conftest import host_turn, leftovers  # noqa: E402  (the suite's own "left behind")
 from twin import wait  # noqa: E402
 from twin.runtime.docker import DockerRuntime  # noqa: E402

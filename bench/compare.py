@@ -71,27 +71,27 @@ def compare(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         for size in args.sizes.split(","):
-            s, l = (int(x) for x in size.split("x"))
+            spines, leafs = (int(x) for x in size.split("x"))
             mu, tw = [], []
             for i in range(args.runs):
                 settle()
-                m = munet_run(s, l, tmp / f"munet-{size}-{i}")
+                m = munet_run(spines, leafs, tmp / f"munet-{size}-{i}")
                 mu.append(m)
                 settle()
-                tw.append(twin_run(s, l, tmp, i))
+                tw.append(twin_run(spines, leafs, tmp, i))
                 print(f"compare {size} run {i + 1}: munet {m.get('t_conv')} s, twin {tw[-1]['converged_s']} s",
                       file=sys.stderr)
-            rows.append(summary(s, l, mu, tw))
+            rows.append(summary(spines, leafs, mu, tw))
     report(rows)
     return 0 if all(r["ratio"] is not None and r["ratio"] <= 0.5 for r in rows) else 1
 
 
-def summary(s: int, l: int, mu: list[dict], tw: list[dict]) -> dict:
+def summary(spines: int, leafs: int, mu: list[dict], tw: list[dict]) -> dict:
     m = statistics.median(r["t_conv"] for r in mu if r.get("ok"))
     t = statistics.median(r["converged_s"] for r in tw)
     frr = tw[0]["frr_nodes"]
     cpu = [r["cpu_s"] for r in tw if r.get("cpu_s") is not None]
-    return {"size": f"{s}x{l}", "nodes": s + l, "munet_s": round(m, 2), "twin_s": round(t, 2),
+    return {"size": f"{spines}x{leafs}", "nodes": spines + leafs, "munet_s": round(m, 2), "twin_s": round(t, 2),
             "ratio": round(t / m, 2) if m else None,
             "twin_cpu_s_per_frr_node": round(statistics.median(cpu) / frr, 2) if cpu else None,
             "twin_mib_per_frr_node": round(statistics.median(r["mem_mib_avg"] for r in tw), 1),

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from run import MiB, clos, cpu_seconds, load1, settle  # noqa: E402  (bench/run.py, beside this file)
+
 from tests.e2e.conftest import host_turn  # noqa: E402
 from twin.errors import TwinError  # noqa: E402
 from twin.lab import Lab  # noqa: E402
@@ -74,9 +75,9 @@ def dropped(lab: Lab) -> int:
 
 def measure(label: str, f: Path, name: str, timeout: float | None = None, beside: str = "") -> dict:
     lab = Lab.load(f, name=name)
-    est = admission.estimate(lab.topology, admission.CpuWatch().host(1.0), timeout)
-    row = {"lab": label, "frr_nodes": len(lab.topology.routers()), "links": len(lab.topology.links),
-           "sessions": len(lab.topology.sessions()), "timeout": timeout, "beside": beside,
+    est = admission.estimate(lab.loaded, admission.CpuWatch().host(1.0), timeout)
+    row = {"lab": label, "frr_nodes": len(lab.loaded.routers()), "links": len(lab.loaded.links),
+           "sessions": len(lab.loaded.sessions()), "timeout": timeout, "beside": beside,
            "estimate": est.to_dict(), "load_before": load1()}
     avail, busy0, t0 = hostlimits.host_usage().mem_available_mib, host_busy(), time.monotonic()
     try:
@@ -124,7 +125,7 @@ def loaded(tmp: Path, prefix: str) -> dict:
     try:
         time.sleep(15)   # the other lab's containers are starting and wiring: the host is busy
         row = measure("clos 8x120, beside clos 8x56 coming up", topology(tmp, 8, 120, f"{prefix}l"), f"{prefix}l",
-                      beside=f"clos 8x56 (64 FRR nodes) started 15 s before")
+                      beside="clos 8x56 (64 FRR nodes) started 15 s before")
     finally:
         t.join()
         other.down()

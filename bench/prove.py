@@ -31,9 +31,10 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from soak import LABS, run_verify, twin  # noqa: E402  (make soak's labs, command runner and verify round)
+
 from tests.e2e.conftest import host_turn  # noqa: E402  (the host's one lock for e2e, bench and chaos)
 from twin.lab import Lab  # noqa: E402
-from soak import LABS, run_verify, twin  # noqa: E402  (make soak's labs, command runner and verify round)
 
 
 def verify_once(lab: str) -> dict:

@@ -38,10 +38,10 @@ sys.path.insert(0, str(ROOT))
 
 from tests.e2e.conftest import host_turn  # noqa: E402  (the host's one lock for e2e, bench and chaos)
 from twin import verify, wait  # noqa: E402
-from twin.lifecycle import hostlimits  # noqa: E402
+from twin.config.naming import LABEL_LAB  # noqa: E402
 from twin.errors import TwinError  # noqa: E402
 from twin.lab import Lab  # noqa: E402
-from twin.config.naming import LABEL_LAB  # noqa: E402
+from twin.lifecycle import hostlimits  # noqa: E402
 from twin.runtime.docker import memory  # noqa: E402
 
 MiB = 1024 * 1024
@@ -54,7 +54,7 @@ MEM_TARGET_MIB = 30
 def clos(spines: int, leafs: int) -> dict:
     nodes = {f"spine{i}": {"kind": "spine"} for i in range(1, spines + 1)}
     nodes |= {f"leaf{i}": {"kind": "leaf"} for i in range(1, leafs + 1)}
-    links = [[f"spine{s}", f"leaf{l}"] for l in range(1, leafs + 1) for s in range(1, spines + 1)]
+    links = [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, leafs + 1) for s in range(1, spines + 1)]
     return {"name": f"bench{spines + leafs}", "nodes": nodes, "links": links}
 
 

@@ -120,7 +120,7 @@ def main() -> int:
     samples: list[dict] = []
     started = time.time()
     try:
-        for name, lab in labs.items():
+        for lab in labs.values():
             console.print(f"[dim]soak: bringing up {lab.name} ...[/dim]")
             lab.up()
         t0 = time.monotonic()

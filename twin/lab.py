@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
-from twin import topology
+from twin import nvued, topology
 from twin.config import render, userconf
-from twin.config.backend import DEFAULT_BACKEND, NAMES, wanted
+from twin.config.backend import DEFAULT_BACKEND, NAMES, Backend, wanted
+from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors, nvue
-from twin import nvued
-from twin.lifecycle import admission, barrier, bringup, cleanup, hostlimits, nvue_service, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, nvue_service, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import containerlab, dryrun, images, kernel
@@ -45,7 +46,7 @@ class Lab:
         lab, else $TWIN_RUNTIME, else docker. `configs`: the user's FRR files (`up` boots them)."""
         self.dir: Path = state.labdir(name)      # the name is checked before anything is made of it
         self.name = name
-        self.topology = fabric                   # what `up` brings up (Lab.load)
+        self.loaded = fabric                     # the Fabric loaded from a file (Lab.load): what `up` brings up
         self.configs = configs                   # the user's FRR files, over twin's rendering
         self.notes: list[str] = list(notes or [])   # what twin adapted or left out of what it was given
         self._runtime = runtime if isinstance(runtime, DockerRuntime) else None
@@ -53,13 +54,19 @@ class Lab:
         self._recorded: tuple[int, Fabric | None] | None = None
 
     @property
+    def topology(self) -> Fabric | None:
+        """Deprecated: `loaded` (what `up` brings up); `fabric` is the lab's intent now."""
+        warnings.warn("Lab.topology is Lab.loaded now", DeprecationWarning, stacklevel=2)
+        return self.loaded
+
+    @property
     def fabric(self) -> Fabric | None:
         """The lab's intent: as recorded in its directory once it exists (changes made by any
-        twin show here), else the topology it was loaded from."""
+        twin show here), else the topology it was loaded from (`loaded`)."""
         try:
             mtime = (self.dir / state.FABRIC).stat().st_mtime_ns
         except OSError:
-            return self.topology
+            return self.loaded
         if self._recorded is None or self._recorded[0] != mtime:
             self._recorded = (mtime, state.load(self.dir)[1])
         return self._recorded[1]
@@ -112,7 +119,7 @@ class Lab:
         return state.load(self.dir)[0]
 
     @property
-    def backend(self) -> str:
+    def backend(self) -> Backend:
         st = self.state
         return (st.backend if st else None) or DEFAULT_BACKEND
 
@@ -141,12 +148,12 @@ class Lab:
         for labs a user's scripts configure; `wait()` is the convergence barrier then. A node's
         `exec` command that fails is a note (`notes`) and the lab goes on, as in containerlab;
         `strict_exec` makes it end the bring-up."""
-        if self.topology is None:
+        if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
         if configs is not None:
-            self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, self.topology)
+            self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, self.loaded)
         if self.configs is not None:
-            _refuse(userconf.check(self.configs, self.topology) or nvue.check(self.configs, self.topology))
+            _refuse(userconf.check(self.configs, self.loaded) or nvue.check(self.configs, self.loaded))
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
@@ -156,16 +163,16 @@ class Lab:
                 self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
                 self._already_up(vrf_backend)
             # host-wide kernel limits and CPU, before anything is created; timers scaled where needed
-            est = admission.ensure(self.topology, watch.host(), timeout)
+            est = admission.ensure(self.loaded, watch.host(), timeout)
             if est.timers is not None:
-                self.topology = self.topology.model_copy(update={"timers": est.timers})
+                self.loaded = self.loaded.model_copy(update={"timers": est.timers})
                 say(f"{est.timers_text()}: {est.figures()}")
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
             self.notes += [w for w in choice.warnings if w not in self.notes]   # said with the import's notes
             image = image or images.ensure(self.runtime.client, say=say)
             if self.configs is not None:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
-                dryrun.check(self.runtime.client, image, self.name, nvue.frr_view(self.configs, self.topology))
+                dryrun.check(self.runtime.client, image, self.name, nvue.frr_view(self.configs, self.loaded))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 timings = self._bring_up(image, timeout, say, choice.backend, wait,
                                          bringup.ExecLog(self.name, strict_exec))
@@ -185,15 +192,15 @@ class Lab:
     def vrf_backend(self, override: str | None = None) -> vrfbackend.Choice:
         """The VRF backend `up` would use for this lab on this host, and why; TopologyError (naming
         CONFIG_NET_VRF) when it, or the user's own configs, need VRF devices this kernel lacks."""
-        if self.topology is None:
+        if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
         files = self.configs.files if self.configs is not None else {}
-        return vrfbackend.choose(self.topology, override, files,
+        return vrfbackend.choose(self.loaded, override, files,
                                  {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
 
-    def _bring_up(self, image: str, timeout: float | None, say: Say, backend: str, wait: bool,
+    def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
                   execs: bringup.ExecLog) -> dict[str, float]:
-        fabric = self.topology
+        fabric = self.loaded
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
                             created=state.now(), runtime=self.runtime.name, notes=self.notes)
@@ -205,7 +212,7 @@ class Lab:
             st.backend = backend
             limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
             st.shaping = kernel.probe_shaping(self.name) if limited else None
-            shaping = st.shaping or "tc"
+            shaping = st.shaping or DEFAULT_SHAPING
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
             nfs = nvue.read_configs(self.configs)
@@ -289,8 +296,8 @@ class Lab:
         if st is None or recorded is None:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
-        differs = FabricDiff(recorded, self.topology).lines() + self._configs_differ(st)
-        want = wanted(self.topology, vrf_backend)[0]
+        differs = FabricDiff(recorded, self.loaded).lines() + self._configs_differ(st)
+        want = wanted(self.loaded, vrf_backend)[0]
         differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
             st.backend and st.backend != want) else []
         if differs:

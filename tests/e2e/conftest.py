@@ -16,9 +16,9 @@ from typing import Iterator
 import pytest
 from pyroute2 import IPRoute, netns
 
-from twin.runtime import images
-from twin.lab import Lab
 from twin.config.naming import LABEL_LAB
+from twin.lab import Lab
+from twin.runtime import images
 from twin.runtime.docker import DockerRuntime
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,14 +15,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from tests.e2e.conftest import ROOT
 from twin import verify, wait
-from twin.errors import TwinError
 from twin.cli.inventory import inventory_cmd
+from twin.errors import TwinError
 from twin.interop.inventory import inventory
 from twin.lab import Lab
 from twin.pytest_plugin import assert_frr_json
-
-from tests.e2e.conftest import ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -149,7 +148,7 @@ def test_a_routine_change_goes_live_and_the_fabric_still_passes(lab, inventory_f
         assert f"set community {COMMUNITY}" in running, f"{name}:\n{running}"
         # what the node runs is what the lab directory holds (bind-mounted /etc/frr)
         assert "route-map LOOPBACK-OUT" in (lab.dir / name / "frr.conf").read_text()
-    for peer, prefix in lab.fabric.expected_loopbacks("dpu1").items():
+    for prefix in lab.fabric.expected_loopbacks("dpu1").values():
         assert_frr_json(lab.node("dpu1"), f"show bgp ipv4 unicast {prefix} json",
                         {"prefix": prefix, "paths": [{"valid": True, "community": {"list": [COMMUNITY]}}]},
                         timeout=30)

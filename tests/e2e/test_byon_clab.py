@@ -48,7 +48,7 @@ def test_frr01_comes_up_converged_and_its_pcs_reach_each_other(frr01):
     lab = Lab.open(NAME)
     assert lab.node("router1").vtysh("show running-config").count("network 192.168.") == 3  # its own file
     assert lab.node("router1").run(["cat", "/proc/sys/net/ipv6/conf/all/forwarding"]).stdout.strip() == "0"
-    for src, ip in PCS.items():
+    for src in PCS:
         for dst, addr in PCS.items():
             if src != dst:
                 res = lab.node(src).run(["ping", "-c1", "-W2", addr])

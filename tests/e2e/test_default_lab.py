@@ -45,8 +45,8 @@ def test_every_dpu_and_leaf_pings_every_other_loopback(lab):
         script = "; ".join(f"ping -c1 -W2 -I {loopbacks[src]} {ip} >/dev/null && echo ok {ip} || echo FAIL {ip}"
                            for ip in targets)
         out = lab.node(src).check(["sh", "-c", script]).stdout.split("\n")
-        assert len([l for l in out if l.startswith("ok ")]) + len([l for l in out if l.startswith("FAIL")]) == len(targets)
-        return [f"{src} -> {l.split()[1]}" for l in out if l.startswith("FAIL")]
+        assert len([line for line in out if line.startswith("ok ")]) + len([line for line in out if line.startswith("FAIL")]) == len(targets)
+        return [f"{src} -> {line.split()[1]}" for line in out if line.startswith("FAIL")]
 
     with ThreadPoolExecutor(4) as pool:
         failed = [f for fs in pool.map(ping_all, sources) for f in fs]
@@ -72,11 +72,11 @@ def test_rendered_config_in_lab_dir_is_what_the_node_runs(lab):
 def test_links_carry_the_topology_mtu_and_are_labelled(lab):
     pid = lab.pids()["dpu1"]
     with IPRoute(netns=netns_path(pid), flags=0) as ipr:
-        links = {l.get("ifname"): l for l in ipr.get_links()}
+        links = {link.get("ifname"): link for link in ipr.get_links()}
     # host ports live in their tenant's namespace (netns VRF backend) or the node's (VRF devices)
     tenant_ns = tenant_netns_path(pid, "red") if lab.backend == "netns" else netns_path(pid)
     with IPRoute(netns=tenant_ns, flags=0) as ipr:
-        links |= {l.get("ifname"): l for l in ipr.get_links()}
+        links |= {link.get("ifname"): link for link in ipr.get_links()}
     assert links["p0"].get("mtu") == 9000 and links["p1"].get("mtu") == 9000
     assert links["pf0vf0"].get("mtu") == 8950, "host links fit a VXLAN frame in the fabric MTU"
     assert links["vxlan10101"].get("mtu") == 8950

@@ -130,7 +130,7 @@ def test_apply_is_refused_while_a_fault_holds_it(lab):
 
 def test_an_apply_that_grows_past_the_hosts_limits_is_refused_untouched(lab, tmp_path, monkeypatch):
     more = variant(tmp_path, "more.yml", lambda d: (with_host(d, "host3", "swp11"), with_host(d, "host4", "swp12")))
-    grows = hostlimits.demand(Lab.load(more).topology).nd_gc - hostlimits.demand(Lab(LAB).fabric).nd_gc
+    grows = hostlimits.demand(Lab.load(more).loaded).nd_gc - hostlimits.demand(Lab(LAB).fabric).nd_gc
     assert grows > 0
     usage = hostlimits.Usage(nd=1000, mem_available_mib=1 << 20)        # this host as a tight one would be
     monkeypatch.setattr(hostlimits, "host_usage", lambda: usage)

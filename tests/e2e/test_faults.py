@@ -8,9 +8,9 @@ from click.testing import CliRunner
 from twin import timeouts, verify, wait
 from twin.change import faults
 from twin.cli.faults import fault_group
+from twin.errors import TwinError
 from twin.lifecycle import barrier
 from twin.runtime import frr
-from twin.errors import TwinError
 from twin.traffic import flows
 
 pytestmark = pytest.mark.e2e

@@ -3,7 +3,6 @@ a running lab exported for containerlab by its name, schema-valid, from its reco
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest

@@ -57,7 +57,7 @@ def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_before_anything_
     nodes = {f"spine{i}": {"kind": "spine"} for i in range(1, 9)} | {f"leaf{i}": {"kind": "leaf"} for i in range(1, 249)}
     f = tmp_path / "big.yml"
     f.write_text(yaml.safe_dump({"name": "t-ld-big", "defaults": {"loopback_pool": "10.255.0.0/22"}, "nodes": nodes,
-                                 "links": [[f"spine{s}", f"leaf{l}"] for l in range(1, 249) for s in range(1, 9)]}))
+                                 "links": [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, 249) for s in range(1, 9)]}))
     cost = admission.cost(load(f))
     assert cost > admission.estimate(load(f), admission.Host(1, 0, 0)).deadline, "too big for one core, idle"
 
@@ -192,10 +192,10 @@ def test_a_flapping_session_is_named_by_the_barrier(small):
         flapper.wait()
         leaf2.vtysh("configure terminal", f"router bgp {small.fabric.nodes['leaf2'].asn}",
                     "address-family ipv4 unicast", f"network {lo}/32")
-    looked = [l for l in lines if "sessions" in l]
+    looked = [line for line in lines if "sessions" in line]
     assert looked and re.search(r"routers done, sessions \d+/6 up, loopback routes \d+/\d+ learned; waiting for ",
                                 looked[-1]), lines
-    assert any(re.search(r"flapping: spine1 to leaf1 \(swp1\) re-established \d+ times", l) for l in lines), lines
+    assert any(re.search(r"flapping: spine1 to leaf1 \(swp1\) re-established \d+ times", line) for line in lines), lines
     causes = exc.value.causes
     assert any(c.startswith("sessions flapped: ") and "spine1 to leaf1 (swp1) re-established" in c for c in causes), causes
     assert any(m.endswith(f"no route to leaf2's loopback {lo}/32") for m in exc.value.missing), exc.value.missing

@@ -94,7 +94,7 @@ def test_the_service_is_there_once_up_returned_and_status_says_where(lab):
     svc = st["nvue"]
     assert svc["running"] and svc["answers"], svc
     assert sorted(svc["listeners"]) == ["dpu1", "leaf01", "spine01", "spine02"]     # every FRR node
-    for node, ls in svc["listeners"].items():
+    for ls in svc["listeners"].values():
         assert Path(ls["socket"]).is_socket() and 1024 <= ls["port"] < 65536
     assert (nvue_service.root(lab.dir) / "password").stat().st_mode & 0o777 == 0o600
     assert "NVUE service (pid" in twin_cli("status", NAME).stdout

@@ -11,9 +11,8 @@ import textwrap
 
 import pytest
 
-from twin.pytest_plugin import assert_frr_json
-
 from tests.e2e.conftest import leftovers
+from twin.pytest_plugin import assert_frr_json
 
 LAB = "t-h1-plugin"
 # twin_home (session, from conftest) is set up before the module-scoped twin_lab

@@ -47,7 +47,7 @@ def address(lab, host: str) -> str:
 
 
 def test_the_vrf_backend_is_netns_on_every_kernel_unless_asked(lab):
-    assert lab.backend == "netns" and lab.topology.vrf_backend is None
+    assert lab.backend == "netns" and lab.loaded.vrf_backend is None
     assert lab.status().vrf_backend == lab.backend
 
 

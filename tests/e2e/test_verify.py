@@ -9,9 +9,9 @@ import pytest
 
 from tests.e2e.conftest import twin_cli
 from twin import verify
-from twin.verify import zerotrust
 from twin.config.steps import Step
 from twin.runtime import kernel
+from twin.verify import zerotrust
 
 pytestmark = pytest.mark.e2e
 
@@ -109,7 +109,7 @@ def test_a_host_port_without_anti_spoofing_rules_is_named(broken):
     """dpu1's rules for host1a's port (pf0vf0) are gone."""
     ns = ["ip", "netns", "exec", "red"] if broken.backend == "netns" else []
     listing = broken.node("dpu1").check(ns + ["nft", "-a", "list", "chain", "bridge", "twin_ports", "ingress"]).stdout
-    handles = [l.rsplit("handle", 1)[1].strip() for l in listing.splitlines() if '"pf0vf0"' in l]
+    handles = [line.rsplit("handle", 1)[1].strip() for line in listing.splitlines() if '"pf0vf0"' in line]
     assert len(handles) == 6
     for h in handles:
         broken.node("dpu1").check(ns + ["nft", "delete", "rule", "bridge", "twin_ports", "ingress", "handle", h])

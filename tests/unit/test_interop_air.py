@@ -6,16 +6,16 @@ import pytest
 import yaml
 
 from twin.errors import TopologyError
-from twin.kinds import KINDS
 from twin.interop import export_air_dot, export_air_json, import_air, parse_roles
 from twin.interop.air_dot import parse_air_dot
+from twin.kinds import KINDS
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "golden" / "interop" / "air"   # Air's documented samples (README there)
 TOPOLOGIES = sorted(p.name for p in (ROOT / "topologies").glob("*.yml"))
 DEMO_KINDS = {"spine01": "spine", "leaf01": "leaf", "leaf02": "leaf", "server01": "host", "server02": "host"}
-DEMO_LINKS = {frozenset(l) for l in (("leaf01:eth1", "server01:eth1"), ("leaf02:eth1", "server02:eth1"),
+DEMO_LINKS = {frozenset(pair) for pair in (("leaf01:eth1", "server01:eth1"), ("leaf02:eth1", "server02:eth1"),
                                     ("leaf01:eth2", "spine01:eth1"), ("spine01:eth2", "leaf02:eth2"))}
 
 
@@ -29,7 +29,7 @@ def loaded(doc: dict, tmp_path: Path):
 def shape(fabric) -> tuple[dict, set]:
     """What Air carries: nodes with their kinds, links with their ports."""
     return ({n.name: n.kind for n in fabric.nodes.values()},
-            {frozenset((str(l.a), str(l.b))) for l in fabric.links})
+            {frozenset((str(link.a), str(link.b))) for link in fabric.links})
 
 
 @pytest.mark.parametrize("sample", ["demo.json", "demo.dot"])

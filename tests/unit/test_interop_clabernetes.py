@@ -6,11 +6,11 @@ import jsonschema
 import pytest
 import yaml
 
+from twin.config.render import render_lab
 from twin.errors import TwinError
 from twin.interop import export_clabernetes
 from twin.interop.clabernetes import CONFIGMAP_MAX, build_clabernetes
 from twin.interop.containerlab import build_containerlab
-from twin.config.render import render_lab
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def test_the_topology_is_the_containerlab_export_and_every_bind_has_its_file(top
     assert not list(jsonschema.Draft7Validator(CLAB_SCHEMA).iter_errors(inner))
     data = {c["metadata"]["name"]: c["data"] for c in configmaps}
     mounted = {}
-    for node, files in topo["spec"]["deployment"]["filesFromConfigMap"].items():
+    for files in topo["spec"]["deployment"]["filesFromConfigMap"].values():
         for f in files:
             mounted[f["filePath"]] = data[f["configMapName"]][f["configMapPath"]]
     assert mounted == {f"{n}/{name}": text for n, fs in clab.files.items() for name, text in fs.items()}

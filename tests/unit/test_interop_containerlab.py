@@ -9,13 +9,13 @@ import jsonschema
 import pytest
 import yaml
 
+from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE
+from twin.config.render import render_lab
 from twin.errors import TwinError
 from twin.interop import export_containerlab
 from twin.interop.containerlab import build_containerlab
 from twin.interop.startscript import start_script
 from twin.kinds import KINDS
-from twin.config.render import render_lab
-from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,8 +64,8 @@ def test_nodes_and_links_are_twins(topology, tmp_path):
         assert f"{n.name}:/etc/twin:ro" in node["binds"]
         for bind in node["binds"]:      # every bound file is in the output directory
             assert (path.parent / bind.split(":")[0]).exists(), bind
-    links = {frozenset(l["endpoints"]): l["mtu"] for l in doc["topology"]["links"]}
-    assert links == {frozenset((str(l.a), str(l.b))): l.mtu for l in fabric.links}
+    links = {frozenset(link["endpoints"]): link["mtu"] for link in doc["topology"]["links"]}
+    assert links == {frozenset((str(link.a), str(link.b))): link.mtu for link in fabric.links}
 
 
 def test_mounts_are_twins_and_files_written_as_rendered(tmp_path):
@@ -132,12 +132,12 @@ def run_start_script(tmp_path: Path, node: str, writable_sysctls: bool = True) -
 
 def test_vtep_start_script_runs_twins_bring_up_in_order(tmp_path):
     ran = run_start_script(tmp_path, "dpu1")
-    ports = [l for l in ran if l.startswith("ip link set dev ")]
+    ports = [line for line in ran if line.startswith("ip link set dev ")]
     assert ports[0] == "ip link set dev p0 up alias twin:aipod:dpu1:p0->leaf1:swp3" and len(ports) == 5
     start = ran.index("twin-node start-frr")
     assert ran.index("ip netns add red") < start, "kernel steps before FRR starts"
     assert "vtysh" in ran[start:], "waited for zebra's VNIs"
-    bindings = [i for i, l in enumerate(ran) if " neigh replace " in l]
+    bindings = [i for i, line in enumerate(ran) if " neigh replace " in line]
     assert len(bindings) == 3 and min(bindings) > ran.index("vtysh"), "bindings once zebra knows the VNIs"
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +18,11 @@ MAX_FUNCTION_LINES = 60
 
 # The data path: each layer may import the layers before it, never one after it.
 LAYERS = [
-    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen"},   # foundation
+    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit"},   # foundation
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"}, {"twin.runtime"},
     {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"}, {"twin.change"},
     {"twin.nvued"},   # a lab's NVUE service: it applies through change/, lab/ starts it
-    {"twin.lab"}, {"twin.pytest_plugin"}, {"twin.cli"}, {"twin"},   # the package's face: Lab, verify
+    {"twin.lab"}, {"twin.host"}, {"twin.pytest_plugin"}, {"twin.cli"}, {"twin"},   # the package's face: Lab, verify
 ]
 
 
@@ -178,3 +180,73 @@ def test_one_name_per_fault_in_the_registry_the_cli_rehearse_and_the_readme():
     for k in keys:   # every command's help shows its usage under the same name
         res = CliRunner().invoke(main, ["fault", k, "--help"], prog_name="twin")
         assert res.exit_code == 0 and f"twin fault {k}" in res.output
+
+
+def test_validating_a_topology_loads_neither_docker_nor_pyroute2():
+    code = ("import sys, twin.topology; heavy = [m for m in ('docker', 'pyroute2') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+
+
+# Packages whose face is not drawn yet: twin.runtime's is drawn with its Runtime protocol (issue 26, bullet 1).
+FACELESS = {"twin.runtime"}
+
+
+def faces() -> dict[str, set[str]]:
+    """Each package (a directory with an __init__) -> the names its __init__ offers in `__all__`."""
+    out = {}
+    for name, path in modules().items():
+        if path.name == "__init__.py" and name != "twin":
+            tree = ast.parse(path.read_text())
+            offered = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                       and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)]
+            out[name] = set(offered[0]) if offered else set()
+    return out
+
+
+def test_every_package_shows_its_face():
+    """Each package says in `__all__` what it offers, and offers only what it has: a name its __init__
+    binds, or one of its modules."""
+    known, wrong = modules(), []
+    for pkg, offered in faces().items():
+        if pkg in FACELESS:
+            continue
+        if not offered:
+            wrong.append(f"{pkg}: no __all__")
+        tree = ast.parse(known[pkg].read_text())
+        bound = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                 for a in n.names}
+        bound |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        bound |= {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                  for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        wrong += [f"{pkg}: offers {x} it does not have" for x in sorted(offered - bound) if f"{pkg}.{x}" not in known]
+    assert wrong == []
+
+
+def test_outside_a_package_only_its_face_is_imported():
+    """`from twin.x.y import a` or `from twin.x import a` by a module outside package twin.x names only
+    what twin.x offers in `__all__`, or a module y it offers whole (the innermost package:
+    twin.interop.nvue has its own face)."""
+    known, offered, wrong = modules(), faces(), []
+    for name, path in known.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level or not (node.module or "").startswith("twin."):
+                continue
+            pkg = node.module if node.module in offered else node.module.rsplit(".", 1)[0]
+            if pkg not in offered or pkg in FACELESS or name == pkg or name.startswith(pkg + "."):
+                continue
+            if node.module.rsplit(".", 1)[-1] in offered[pkg] and node.module != pkg:
+                continue   # a module the package offers whole (imported on demand: the web service, say)
+            wrong += [f"{name}: {node.module}.{a.name}" for a in node.names if a.name not in offered[pkg]]
+    assert wrong == [], "imported from behind a package's face (add it to __all__, or import what it offers):\n" + \
+        "\n".join(wrong)
+
+
+def test_the_cli_goes_through_lab_and_the_faces():
+    """`twin.cli` reaches nothing of `runtime/` (it asks `Lab`, `LabContext` and `twin.host`); what it imports
+    of the other packages is their face (the test above)."""
+    known = modules()
+    below = sorted(f"{name} imports {t}" for name, path in known.items() if name.startswith("twin.cli")
+                   for t in imports(name, path, known) if t == "twin.runtime" or t.startswith("twin.runtime."))
+    assert below == []

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def clos(tmp_path: Path, spines: int, leafs: int, name: str = "big"):
     nodes = {f"spine{i}": {"kind": "spine"} for i in range(1, spines + 1)}
     nodes |= {f"leaf{i}": {"kind": "leaf"} for i in range(1, leafs + 1)}
-    links = [[f"spine{s}", f"leaf{l}"] for l in range(1, leafs + 1) for s in range(1, spines + 1)]
+    links = [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, leafs + 1) for s in range(1, spines + 1)]
     f = tmp_path / f"{name}.yml"
     f.write_text(yaml.safe_dump({"name": name, "defaults": {"loopback_pool": "10.255.0.0/22"},
                                  "nodes": nodes, "links": links}))

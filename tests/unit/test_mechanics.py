@@ -1,11 +1,10 @@
 """Unit tests of the small mechanisms: image tags, the deadline wait, the execution seam."""
-import subprocess
 
 import pytest
 
 from twin import wait
-from twin.runtime import images
 from twin.errors import CommandError, ConvergenceTimeout, TwinError
+from twin.runtime import images
 from twin.runtime.exec import NodeExec
 
 

@@ -239,7 +239,6 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_exporter_serves():
 
 
 def test_a_netlink_read_the_kernel_never_answers_is_an_error_not_a_hang(monkeypatch):
-    import socket
 
     from twin import timeouts
     from twin.runtime import netns

@@ -48,7 +48,7 @@ def test_defaults_are_derived(monkeypatch):
         "192.168.100.2", "192.168.100.3", "192.168.100.4", "192.168.100.5"], "pool skips explicit addresses"
     assert [p.name for p in n["l2"].ports] == ["swp1", "swp7", "swp2", "swp3"], "auto ports skip explicit ones"
     assert [p.name for p in n["d1"].ports] == ["p0", "p1", "pf0vf0"], "DPU: uplinks p0.., host side pf0vfN"
-    mtus = {(l.a.node, l.b.node): l.mtu for l in f.links}
+    mtus = {(link.a.node, link.b.node): link.mtu for link in f.links}
     assert mtus[("s1", "l1")] == 9100 and mtus[("s2", "l2")] == 1500 and mtus[("d1", "h1")] == 9000
     assert n["h1"].asn is None and n["h1"].loopback is None and n["h1"].ports[0].role == "access"
 
@@ -122,7 +122,7 @@ def test_drain_changes_only_the_drained_nodes_bgp(monkeypatch):
     changed = {(n, f) for n in before for f in before[n] if before[n][f] != after[n][f]}
     assert changed == {("spine1", "frr.conf")}
     gained = set(after["spine1"]["frr.conf"].splitlines()) - set(before["spine1"]["frr.conf"].splitlines())
-    assert " bgp graceful-shutdown" in gained and all(l.startswith(" !") for l in gained - {" bgp graceful-shutdown"})
+    assert " bgp graceful-shutdown" in gained and all(line.startswith(" !") for line in gained - {" bgp graceful-shutdown"})
     router_bgp = after["spine1"]["frr.conf"].split("router bgp 65000\n", 1)[1].split("\nexit\n", 1)[0]
     assert "\n bgp graceful-shutdown\n" in router_bgp, "in the default router bgp block"
     # any BGP kind can be drained, a leaf or a DPU too
@@ -135,8 +135,8 @@ def test_drain_changes_only_the_drained_nodes_bgp(monkeypatch):
 def test_drain_shapes_what_verify_expects(monkeypatch):
     """A drained VTEP's type-5 paths lose to undrained owners'; a drained spine is avoided by flows
     that have a way around it (none in the leaf-VTEP fabric if both spines are drained)."""
-    from twin.intent.tenants import vrf_routes
     from twin.intent import paths
+    from twin.intent.tenants import vrf_routes
 
     monkeypatch.chdir(ROOT)
 

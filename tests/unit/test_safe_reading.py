@@ -4,7 +4,6 @@ its links, JSON without recursion, CSV rows bounded, and the YAML an NVUE front 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 

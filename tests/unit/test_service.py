@@ -118,12 +118,12 @@ def test_failing_requests_get_clean_statuses_and_one_line_each(server):
     assert read_all(s).startswith(b"HTTP/1.1 400")
     lines = stderr_lines(p)
     assert "Traceback" not in "\n".join(lines)
-    assert [l for l in lines if "/nope" in l] == ["twin test: GET /nope: 404"] * 2
+    assert [line for line in lines if "/nope" in line] == ["twin test: GET /nope: 404"] * 2
     assert "twin test: GET /a\\nforged\\r\\x1bline: 404" in lines
     assert "twin test: GET /boom: 500: internal error: ValueError: the handler broke" in lines
     assert "twin test: GET /slow: 504: no answer within 1s" in lines
     assert "twin test: POST /echo: 413: a request body is at most 1000 bytes" in lines
-    assert all(l.startswith("twin test: ") for l in lines), lines
+    assert all(line.startswith("twin test: ") for line in lines), lines
     assert len(lines) == 9, lines   # 3 x 404, 500, 504, 2 x 413, 405, the invalid request
 
 

@@ -69,7 +69,7 @@ def test_bad_rates_say_what_a_rate_is(text):
 def test_internet_access_needs_an_internet_node(tmp_path):
     def drop_inet(doc):
         del doc["nodes"]["inet"]
-        doc["links"] = [l for l in doc["links"] if "inet:eth1" not in l["endpoints"]]
+        doc["links"] = [link for link in doc["links"] if "inet:eth1" not in link["endpoints"]]
     with pytest.raises(TopologyError) as e:
         variant(tmp_path, drop_inet)
     assert [p.message.split(":")[0] for p in e.value.problems] == ["the topology has no internet node to reach"] * 2

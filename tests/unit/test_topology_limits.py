@@ -6,8 +6,7 @@ import pytest
 import yaml
 
 from twin.errors import TopologyError
-from twin.topology import LAB_NAME_RULE, ValidationReport, check_lab_name, load, validate
-from twin.topology import names, yaml_safe
+from twin.topology import LAB_NAME_RULE, ValidationReport, check_lab_name, load, names, validate, yaml_safe
 from twin.topology.problems import dotted, listing, quoted
 
 ROOT = Path(__file__).resolve().parents[2]

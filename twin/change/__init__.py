@@ -16,9 +16,13 @@ from twin import topology
 from twin.change import link_faults, node_faults, nv_file  # noqa: F401  (they register their faults)
 from twin.change.base import REGISTRY, Change, Result, fault_types
 from twin.change.declarative import ConfigsChange, TopologyChange
-from twin.change.nvue_change import NvueChange
-from twin.config import userconf
+from twin.change.diff import FabricDiff
 from twin.change.fault_base import Fault
+from twin.change.nvue_change import NvueChange
+from twin.change.nvue_work import layout
+from twin.change.report import Thresholds
+from twin.change.summary import rehearsal_md
+from twin.config import userconf
 from twin.errors import Problem, TopologyError, TwinError
 from twin.lifecycle.context import LabContext
 from twin.topology.model import Fabric
@@ -64,5 +68,6 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
     return TopologyChange(topology.load(p, name=ctx.name))
 
 
-__all__ = ["load_change", "parse_fault", "Change", "Result", "REGISTRY", "TopologyChange",
-           "ConfigsChange", "NvueChange", "Fault", "fault_types"]
+__all__ = ["load_change", "parse_fault", "Change", "Result", "REGISTRY", "TopologyChange", "ConfigsChange",
+           "NvueChange", "Fault", "fault_types", "apply", "FabricDiff", "layout", "rehearsal_md", "rehearse",
+           "Thresholds"]

@@ -67,8 +67,8 @@ class Run:
     """One pass of the stages over a Work: forward (the first failure stops it), or a
     rollback (every failure is noted in `problems` and the rest goes on)."""
 
-    def __init__(self, ctx: LabContext, w: Work, say: Say, rollback: bool = False):
-        self.ctx, self.w, self.say, self.rollback = ctx, w, say, rollback
+    def __init__(self, ctx: LabContext, work: Work, say: Say, rollback: bool = False):
+        self.ctx, self.work, self.say, self.rollback = ctx, work, say, rollback
         self.journal = Journal()
         self.problems: list[str] = []
         self.stage = ""
@@ -88,19 +88,19 @@ class Run:
         if not nodes:
             return
         with ThreadPoolExecutor(PARALLEL) as pool:
-            futures = {n: pool.submit(fn, n) for n in nodes}
+            futures = {node: pool.submit(fn, node) for node in nodes}
         errors = []
-        for n, f in futures.items():
+        for node, f in futures.items():
             try:
                 f.result()
             except Exception as e:
-                errors.append(f"{n}: {str(e).strip()}")
+                errors.append(f"{node}: {str(e).strip()}")
         if errors and self.rollback:
             self.problems += [f"{what}: {e}" for e in errors]
         elif errors:
             raise TwinError(f"{what} failed on {len(errors)} node(s):\n" + "\n".join(errors))
 
-    def namespaces(self, n: str, steps: list) -> None:
+    def namespaces(self, node: str, steps: list) -> None:
         """The new tenant namespaces of node `n` made, and adopted by zebra -n as VRFs: a new
         namespace is filled only once zebra knows it (devices made in between are missed now and
         then: FRR 8.4 and 10.3). A namespace still there (a tenant that was removed before: the
@@ -108,7 +108,7 @@ class Run:
         new_ns = [s for s in steps if s.op == "netns"]
         if not new_ns:
             return
-        ex, pid = self.ctx.exec(n), self.ctx.pid(n)
+        ex, pid = self.ctx.exec(node), self.ctx.pid(node)
         there = set(ex.check(["ls", "/run/netns"]).stdout.split())
         kernel.apply([s for s in new_ns if s.dev not in there], pid, ex, self.rollback)
         names = {s.dev for s in new_ns}
@@ -120,104 +120,112 @@ class Run:
 
         wait.until(missing, timeouts.VNIS_UP, f"{ex.where}: tenant namespaces in zebra", first=0.05, cap=0.5)
 
-    def kernel(self, n: str, steps: list) -> None:
+    def kernel(self, node: str, steps: list) -> None:
         """Kernel steps of a change on node `n`, after its new tenant namespaces (`namespaces`)."""
-        self.namespaces(n, steps)
-        frr.apply_live([s for s in steps if s.op != "netns"], self.ctx.pid(n), self.ctx.exec(n), self.rollback)
+        self.namespaces(node, steps)
+        frr.apply_live([s for s in steps if s.op != "netns"], self.ctx.pid(node), self.ctx.exec(node), self.rollback)
 
 
 # --- the stages ---------------------------------------------------------------------------
-def _files(r: Run) -> None:
-    state.write_files(r.ctx.dir, r.w.files)
-    for node, files in r.w.old_files.items():   # what the new intent renders no more (a gateway's NAT rules...)
-        state.remove_files(r.ctx.dir, node, [f for f in files if f not in r.w.files.get(node, {})])
+def _files(run: Run) -> None:
+    state.write_files(run.ctx.dir, run.work.files)
+    for node, files in run.work.old_files.items():   # what the new intent renders no more (a gateway's NAT rules...)
+        state.remove_files(run.ctx.dir, node, [f for f in files if f not in run.work.files.get(node, {})])
 
 
-def _hosts_add(r: Run) -> None:
+def _hosts_add(run: Run) -> None:
     """New host endpoints' containers. Meanwhile, in the background, the VTEPs' new tenant
     namespaces are made and adopted by zebra (they need nothing of the hosts; `_kernel_add` waits
     for them): the two slowest parts of adding a tenant overlap."""
-    nodes = [n for n, d in r.w.deltas.items() if any(s.op == "netns" for s in d.add)]
+    nodes = [node for node, delta in run.work.deltas.items() if any(s.op == "netns" for s in delta.add)]
     if nodes:
-        r.early = ThreadPoolExecutor(1).submit(r.each, nodes, lambda n: r.namespaces(n, r.w.deltas[n].add),
+        run.early = ThreadPoolExecutor(1).submit(run.each, nodes,
+                                                 lambda node: run.namespaces(node, run.work.deltas[node].add),
                                                "tenant namespaces")
-    if not r.w.hosts_add:
+    if not run.work.hosts_add:
         return
-    r.say(f"starting {len(r.w.hosts_add)} host endpoint(s)")
-    image = r.ctx.image or images.ensure(r.ctx.runtime.client)
-    r.journal.hosts_started += r.w.hosts_add   # noted first: a half-made container is removed too
+    run.say(f"starting {len(run.work.hosts_add)} host endpoint(s)")
+    image = run.ctx.image or images.ensure(run.ctx.runtime.client)
+    run.journal.hosts_started += run.work.hosts_add   # noted first: a half-made container is removed too
     try:
-        r.ctx.runtime.start_nodes(r.ctx.name, [r.w.new.nodes[n] for n in r.w.hosts_add], image, r.ctx.dir)
+        hosts = [run.work.new.nodes[node] for node in run.work.hosts_add]
+        run.ctx.runtime.start_nodes(run.ctx.name, hosts, image, run.ctx.dir)
     finally:
-        r.ctx.refresh()
+        run.ctx.refresh()
 
 
-def _links_add(r: Run) -> None:
-    for link in r.w.links_add:
-        def one(l: Link = link) -> None:
-            add_link(r.w.new, l, {e.node: r.ctx.pid(e.node) for e in (l.a, l.b)})
-            r.journal.links_added.append(l)
-        r.attempt(f"link {link.a} <-> {link.b}", one)
+def _links_add(run: Run) -> None:
+    for link in run.work.links_add:
+        def one(link: Link = link) -> None:
+            add_link(run.work.new, link, {e.node: run.ctx.pid(e.node) for e in (link.a, link.b)})
+            run.journal.links_added.append(link)
+        run.attempt(f"link {link.a} <-> {link.b}", one)
 
 
-def _host_config(r: Run) -> None:
-    r.each(r.w.hosts_add, lambda n: kernel.apply(overlay.plan(r.w.new, n, r.ctx.backend), r.ctx.pid(n),
-                                                 r.ctx.exec(n), r.rollback), "host endpoint ports")
+def _host_config(run: Run) -> None:
+    def one(node: str) -> None:
+        kernel.apply(overlay.plan(run.work.new, node, run.ctx.backend), run.ctx.pid(node), run.ctx.exec(node),
+                     run.rollback)
+
+    run.each(run.work.hosts_add, one, "host endpoint ports")
 
 
-def _kernel_add(r: Run) -> None:
-    if r.early is not None:
-        r.early.result()
-    nodes = [n for n, d in r.w.deltas.items() if d.add]
-    r.journal.kernel.update(nodes)
-    r.each(nodes, lambda n: r.kernel(n, r.w.deltas[n].add), "kernel (add)")
+def _kernel_add(run: Run) -> None:
+    if run.early is not None:
+        run.early.result()
+    nodes = [node for node, delta in run.work.deltas.items() if delta.add]
+    run.journal.kernel.update(nodes)
+    run.each(nodes, lambda node: run.kernel(node, run.work.deltas[node].add), "kernel (add)")
 
 
-def _frr(r: Run) -> None:
-    if r.w.reload or r.w.restart:
-        r.say(f"FRR: reload on {', '.join(r.w.reload) or 'none'}"
-              + (f"; restart on {', '.join(r.w.restart)}" if r.w.restart else ""))
-    r.journal.frr.update({n: n in r.w.restart for n in r.w.reload + r.w.restart})
-    r.each(r.w.reload + r.w.restart, lambda n: frr.take(r.ctx.exec(n), restart=n in r.w.restart,
-                                                         removes=removes_lines(r.w.old_files, r.w.files, n)),
-           "FRR taking the new config")
+def _frr(run: Run) -> None:
+    if run.work.reload or run.work.restart:
+        run.say(f"FRR: reload on {', '.join(run.work.reload) or 'none'}"
+              + (f"; restart on {', '.join(run.work.restart)}" if run.work.restart else ""))
+    run.journal.frr.update({node: node in run.work.restart for node in run.work.reload + run.work.restart})
+    def one(node: str) -> None:
+        frr.take(run.ctx.exec(node), restart=node in run.work.restart,
+                 removes=removes_lines(run.work.old_files, run.work.files, node))
+
+    run.each(run.work.reload + run.work.restart, one, "FRR taking the new config")
 
 
-def _bind(r: Run) -> None:
-    def one(n: str) -> None:
-        wait_vnis(r.ctx.exec(n), r.w.vnis[n] if n in r.w.vnis else r.ctx.with_fabric(r.w.new).intent.nodes[n].vnis)
-        kernel.apply(r.w.deltas[n].bind, r.ctx.pid(n), r.ctx.exec(n), r.rollback)
+def _bind(run: Run) -> None:
+    def one(node: str) -> None:
+        vnis = run.work.vnis[node] if node in run.work.vnis else run.ctx.with_fabric(run.work.new).intent.nodes[node].vnis
+        wait_vnis(run.ctx.exec(node), vnis)
+        kernel.apply(run.work.deltas[node].bind, run.ctx.pid(node), run.ctx.exec(node), run.rollback)
 
-    r.each([n for n, d in r.w.deltas.items() if d.bind], one, "bindings")
-
-
-def _kernel_remove(r: Run) -> None:
-    nodes = [n for n, d in r.w.deltas.items() if d.remove]
-    r.journal.kernel.update(nodes)
-    r.each(nodes, lambda n: r.kernel(n, r.w.deltas[n].remove), "kernel (remove)")
+    run.each([node for node, delta in run.work.deltas.items() if delta.bind], one, "bindings")
 
 
-def _links_del(r: Run) -> None:
-    if r.w.links_del:
-        r.say(f"removing {len(r.w.links_del)} link(s)")
-    for link in r.w.links_del:
-        def one(l: Link = link) -> None:
-            if not delete_link(l, {e.node: r.ctx.pid(e.node) for e in (l.a, l.b)}):
-                raise TwinError(f"link {l.a} <-> {l.b}: neither end found to delete")
-            r.journal.links_deleted.append(l)
-        r.attempt(f"remove link {link.a} <-> {link.b}", one)
+def _kernel_remove(run: Run) -> None:
+    nodes = [node for node, delta in run.work.deltas.items() if delta.remove]
+    run.journal.kernel.update(nodes)
+    run.each(nodes, lambda node: run.kernel(node, run.work.deltas[node].remove), "kernel (remove)")
 
 
-def _hosts_del(r: Run) -> None:
-    for node in r.w.hosts_del:
-        def one(n: str = node) -> None:
-            r.ctx.runtime.remove_node(r.ctx.name, n)
-            state.remove_node(r.ctx.dir, n)
-            r.journal.hosts_removed.append(n)
-        r.say(f"removing host endpoint {node}")
-        r.attempt(f"remove host endpoint {node}", one)
-    if r.w.hosts_del:
-        r.ctx.refresh()
+def _links_del(run: Run) -> None:
+    if run.work.links_del:
+        run.say(f"removing {len(run.work.links_del)} link(s)")
+    for link in run.work.links_del:
+        def one(link: Link = link) -> None:
+            if not delete_link(link, {e.node: run.ctx.pid(e.node) for e in (link.a, link.b)}):
+                raise TwinError(f"link {link.a} <-> {link.b}: neither end found to delete")
+            run.journal.links_deleted.append(link)
+        run.attempt(f"remove link {link.a} <-> {link.b}", one)
+
+
+def _hosts_del(run: Run) -> None:
+    for node in run.work.hosts_del:
+        def one(node: str = node) -> None:
+            run.ctx.runtime.remove_node(run.ctx.name, node)
+            state.remove_node(run.ctx.dir, node)
+            run.journal.hosts_removed.append(node)
+        run.say(f"removing host endpoint {node}")
+        run.attempt(f"remove host endpoint {node}", one)
+    if run.work.hosts_del:
+        run.ctx.refresh()
 
 
 STAGES: list[tuple[str, Callable[[Run], None]]] = [
@@ -227,11 +235,11 @@ STAGES: list[tuple[str, Callable[[Run], None]]] = [
 ]
 
 
-def run_stages(r: Run) -> None:
+def run_stages(run: Run) -> None:
     for name, stage in STAGES:
-        r.stage = name
-        store.note(r.ctx.dir, "action", f"{'rollback' if r.rollback else 'apply'}: stage {name}")
-        r.attempt(f"{name}", lambda stage=stage: stage(r))
+        run.stage = name
+        store.note(run.ctx.dir, "action", f"{'rollback' if run.rollback else 'apply'}: stage {name}")
+        run.attempt(f"{name}", lambda stage=stage: stage(run))
 
 
 def removes_lines(old: dict, new: dict, node: str) -> bool:
@@ -242,25 +250,25 @@ def removes_lines(old: dict, new: dict, node: str) -> bool:
 
 
 # --- checking, applying, rolling back ------------------------------------------------------------
-def refusals(ctx: LabContext, w: Work) -> list[str]:
+def refusals(ctx: LabContext, work: Work) -> list[str]:
     """Every reason the change cannot be applied, before anything is touched."""
     from twin.change.diff import FabricDiff
 
     reasons = [f"{c}: apply does not re-create nodes in a running lab; `twin down {ctx.name}` then "
-               f"`twin up` with the new topology makes it" for c in FabricDiff(w.old, w.new).fixed()]
-    touched = set(w.reload) | set(w.restart) | set(w.deltas) | {e.node for l in w.links_add + w.links_del
-                                                                 for e in (l.a, l.b)}
+               f"`twin up` with the new topology makes it" for c in FabricDiff(work.old, work.new).fixed()]
+    touched = set(work.reload) | set(work.restart) | set(work.deltas) | {
+        end.node for link in work.links_add + work.links_del for end in (link.a, link.b)}
     running = set(ctx.running())
-    for node in sorted(touched - set(w.hosts_add) - running):
+    for node in sorted(touched - set(work.hosts_add) - running):
         c = ctx.containers().get(node)
         reasons.append(f"{node}: not running (container {c.status if c else 'missing'}); start it first "
                        f"(`twin fault node-start {ctx.name} {node}`)")
     try:   # a lab that grows takes more of the host's kernel limits, as `twin up` judges them
-        hostlimits.ensure(w.new, grown_from=w.old)
+        hostlimits.ensure(work.new, grown_from=work.old)
     except hostlimits.HostLimitsShort as e:
         reasons.append("host limits too low for what the change adds: " + "; ".join(map(str, e.shortfalls))
                        + (f"; {e.fix}" if e.fix else ""))
-    return reasons or dry_run(ctx, w)
+    return reasons or dry_run(ctx, work)
 
 
 def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: bool = True,
@@ -273,63 +281,64 @@ def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: b
 
 def _apply(ctx: LabContext, change: Change, timeout: float | None, wait: bool, say: Say) -> Result:
     t0 = time.monotonic()
-    w = change.work(ctx)
-    reasons = refusals(ctx, w)
+    work = change.work(ctx)
+    reasons = refusals(ctx, work)
     if reasons:
         raise ChangeRefused(change.source, reasons)
-    result = Result(ctx.name, change.key, change.source, w.summary, reloaded=w.reload, restarted=w.restart,
-                    fabric=w.new)
+    result = Result(ctx.name, change.key, change.source, work.summary, reloaded=work.reload, restarted=work.restart,
+                    fabric=work.new)
     result.timings["planned"] = round(time.monotonic() - t0, 2)   # worked out, checked, dry-run by FRR
-    if w.empty:
-        if w.new.checks != w.old.checks:   # nothing to do on the nodes, but `twin verify` runs the new checks
-            _record(ctx, w, change)
-            result.changes = [f"checks: the topology's checks: section changed ({len(w.new.checks)} checks now)"]
+    if work.empty:
+        if work.new.checks != work.old.checks:   # nothing to do on the nodes, but `twin verify` runs the new checks
+            _record(ctx, work, change)
+            result.changes = [f"checks: the topology's checks: section changed ({len(work.new.checks)} checks now)"]
         say("no change to the nodes")
         return result
-    r = Run(ctx, w, say)
+    run = Run(ctx, work, say)
     try:
-        run_stages(r)
-        r.stage = "record"
-        _record(ctx, w, change)
+        run_stages(run)
+        run.stage = "record"
+        _record(ctx, work, change)
     except BaseException as e:
-        failed = r.stage
+        failed = run.stage
         say(f"apply failed in stage {failed} ({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__});"
             " rolling back")
         with patient(f"rolling lab {ctx.name} back", f"it may be half changed: `twin status {ctx.name}` says "
                                                      "what is missing"):
-            problems = rollback(ctx, w, r.journal, say)
+            problems = rollback(ctx, work, run.journal, say)
         raise ApplyFailed(change.source, failed, str(e).strip() or type(e).__name__, problems) from e
     result.timings["applied"] = round(time.monotonic() - t0, 2)
     say(f"applied in {result.timings['applied']:.1f}s")
     if wait:
         try:
-            barrier.converge(ctx.with_fabric(w.new).refresh(), timeout, say=say)
+            barrier.converge(ctx.with_fabric(work.new).refresh(), timeout, say=say)
             result.timings["converged"] = round(time.monotonic() - t0, 2)
         except ConvergenceTimeout as e:
             result.missing = e.missing
     return result
 
 
-def inverse(ctx: LabContext, w: Work, j: Journal) -> Work:
+def inverse(ctx: LabContext, work: Work, journal: Journal) -> Work:
     """The work that undoes what journal `j` says was done of `w`."""
-    touched = j.kernel | set(j.frr)
-    deltas = {n: d for n in sorted(touched) if n in w.old.nodes and n in w.new.nodes
-              and (d := w.undo[n] if n in w.undo else node_delta(w.new, w.old, n, ctx.backend, ctx.shaping))}
-    return Work(w.new, w.old, w.old_files, w.files,
-                reload=[n for n, restarted in j.frr.items() if not restarted],
-                restart=[n for n, restarted in j.frr.items() if restarted], deltas=deltas,
-                links_add=list(j.links_deleted), links_del=list(j.links_added),
-                hosts_add=list(j.hosts_removed), hosts_del=list(j.hosts_started), vnis=w.old_vnis)
+    touched = journal.kernel | set(journal.frr)
+    deltas = {node: delta for node in sorted(touched) if node in work.old.nodes and node in work.new.nodes
+              and (delta := work.undo[node] if node in work.undo
+                   else node_delta(work.new, work.old, node, ctx.backend, ctx.shaping))}
+    return Work(work.new, work.old, work.old_files, work.files,
+                reload=[node for node, restarted in journal.frr.items() if not restarted],
+                restart=[node for node, restarted in journal.frr.items() if restarted], deltas=deltas,
+                links_add=list(journal.links_deleted), links_del=list(journal.links_added),
+                hosts_add=list(journal.hosts_removed), hosts_del=list(journal.hosts_started), vnis=work.old_vnis)
 
 
-def rollback(ctx: LabContext, w: Work, j: Journal, say: Say) -> list[str]:
+def rollback(ctx: LabContext, work: Work, journal: Journal, say: Say) -> list[str]:
     """Back to the previous intent; returns what could not be restored (empty: all of it)."""
-    r = Run(ctx.refresh(), inverse(ctx, w, j), say, rollback=True)
-    run_stages(r)
-    if r.problems:
-        return r.problems
+    run = Run(ctx.refresh(), inverse(ctx, work, journal), say, rollback=True)
+    run_stages(run)
+    if run.problems:
+        return run.problems
     try:   # it is done when the old intent holds again
-        barrier.converge(ctx.with_fabric(w.old).refresh(), timeouts.converge(len(ctx.intent.nodes)))
+        barrier.converge(ctx.with_fabric(work.old).refresh(), timeouts.converge(len(ctx.intent.nodes)))
     except ConvergenceTimeout as e:
         return [f"the previous intent did not converge again: {m}" for m in e.missing[:20]]
     except TwinError as e:
@@ -337,7 +346,7 @@ def rollback(ctx: LabContext, w: Work, j: Journal, say: Say) -> list[str]:
     return []
 
 
-def _record(ctx: LabContext, w: Work, change: Change) -> None:
+def _record(ctx: LabContext, work: Work, change: Change) -> None:
     """The new intent is the lab's intent now: fabric.json, the topology it came from, a history line."""
     from pathlib import Path
 
@@ -347,5 +356,5 @@ def _record(ctx: LabContext, w: Work, change: Change) -> None:
     source = str(Path(change.source).resolve()) if change.key in ("topology", "configs", "nvue") else change.source
     if change.key == "topology":
         st.topology = source
-    st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": w.summary})
-    state.save(ctx.dir, st, w.new)
+    st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": work.summary})
+    state.save(ctx.dir, st, work.new)

@@ -16,8 +16,6 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from twin.errors import TwinError
-
 if TYPE_CHECKING:
     from twin.change.plan import Plan
     from twin.lifecycle.context import LabContext

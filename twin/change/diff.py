@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from twin import kinds
+from twin.config.backend import NAMES, wanted
 from twin.topology.model import Fabric, Link
 
 # a node changed in these is a new node (its container's mounts, command and environment included)
@@ -60,14 +61,15 @@ class FabricDiff:
         out = [f"add node {n} ({self.new.nodes[n].kind})" for n in self.nodes_added if n not in self.hosts_added]
         out += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed if n not in self.hosts_removed]
         out += [f"change {a} of {n} ({o} -> {w})" for n, a, o, w in self.node_changes if a in NODE_FIXED]
-        if (self.old.vrf_backend or "netns") != (self.new.vrf_backend or "netns"):   # every VTEP made anew
-            out.append(f"change defaults.vrf_backend ({self.old.vrf_backend or 'netns'} -> {self.new.vrf_backend or 'netns'})")
+        old_word, new_word = (NAMES[wanted(f, None)[0]] for f in (self.old, self.new))
+        if old_word != new_word:   # every VTEP made anew
+            out.append(f"change defaults.vrf_backend ({old_word} -> {new_word})")
         return sorted(out)
 
     # --- links ----------------------------------------------------------------------------
     @cached_property
     def _links(self) -> tuple[dict[frozenset[str], Link], dict[frozenset[str], Link]]:
-        return {link_key(l): l for l in self.old.links}, {link_key(l): l for l in self.new.links}
+        return {link_key(link): link for link in self.old.links}, {link_key(link): link for link in self.new.links}
 
     @property
     def links_added(self) -> list[Link]:
@@ -91,8 +93,10 @@ class FabricDiff:
         c += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed]
         c += [f"change {n} {a}: {o} -> {w}" for n, a, o, w in self.node_changes]
         show = lambda k: " <-> ".join(sorted(k))  # noqa: E731
-        c += [f"add link {show(link_key(l))} (mtu {l.mtu})" for l in sorted(self.links_added, key=lambda l: sorted(link_key(l)))]
-        c += [f"remove link {show(link_key(l))}" for l in sorted(self.links_removed, key=lambda l: sorted(link_key(l)))]
+        c += [f"add link {show(link_key(link))} (mtu {link.mtu})"
+              for link in sorted(self.links_added, key=lambda link: sorted(link_key(link)))]
+        c += [f"remove link {show(link_key(link))}"
+              for link in sorted(self.links_removed, key=lambda link: sorted(link_key(link)))]
         c += [f"change mtu of {show(k)}: {o} -> {w}" for k, o, w in sorted(self.link_mtus, key=lambda x: sorted(x[0]))]
         c += [f for f in self.fixed() if f.startswith("change defaults.vrf_backend")]
         return c + self._tenant_lines()

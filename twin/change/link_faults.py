@@ -5,8 +5,8 @@ import json
 from typing import Any
 
 from twin.change.base import register
-from twin.config import droplog
 from twin.change.fault_base import Fault, Param, in_ns, link_of, port_ref, set_port
+from twin.config import droplog
 from twin.errors import TwinError
 from twin.lifecycle.context import LabContext
 

@@ -12,8 +12,8 @@ from typing import ClassVar
 from twin.change.base import Change, register
 from twin.change.declarative import Declarative
 from twin.change.diff import unified
-from twin.change.plan import Plan
 from twin.change.nvue_work import layout, nvue_work
+from twin.change.plan import Plan
 from twin.change.work import Work, current_files, frr_actions
 from twin.config import userconf
 from twin.config.userconf import NVUE, UserConfigs

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from twin.change.diff import FabricDiff, unified
-from twin.config.backend import DEFAULT_BACKEND
+from twin.config.backend import DEFAULT_BACKEND, Backend
 from twin.config.render import render_lab
 from twin.topology.model import Fabric
 
@@ -61,6 +61,6 @@ def file_diffs(before: dict[str, dict[str, str]], after: dict[str, dict[str, str
     return out
 
 
-def make_plan(old: Fabric, new: Fabric, backend: str = DEFAULT_BACKEND) -> Plan:
+def make_plan(old: Fabric, new: Fabric, backend: Backend = DEFAULT_BACKEND) -> Plan:
     """The plan of going from intent `old` to `new` (pure: both rendered and compared)."""
     return Plan(old.name, FabricDiff(old, new).lines(), file_diffs(render_lab(old, backend), render_lab(new, backend)))

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twin import junit
 from twin.traffic.results import StreamResult
 from twin.verify.compare import Comparison
 from twin.verify.result import Report
@@ -150,20 +150,13 @@ class Rehearsal:
 
     def write_junit(self, path: str | Path) -> None:
         """One testsuite per rehearsal: a testcase per verdict and per flow."""
-        suites = ET.Element("testsuites", name=f"twin rehearse {self.lab}")
         cases = [(f"verdict: {c}", ok, d) for c, ok, d in self.verdicts()]
         th = self.thresholds.max_loss
         cases += [(f"flow {r.tenant} {r.src} -> {r.dst}",
                    th is None or r.lost <= th or not self.is_judged(r),
                    f"lost {r.lost} of {r.sent}, longest outage {r.longest_outage_s * 1000:.0f} ms")
                   for r in self.flows]
-        suite = ET.SubElement(suites, "testsuite", name=f"rehearse {self.change}", tests=str(len(cases)),
-                              failures=str(sum(not ok for _, ok, _ in cases)))
-        for name, ok, detail in cases:
-            case = ET.SubElement(suite, "testcase", classname=f"twin.{self.lab}.rehearse", name=name)
-            if not ok:
-                ET.SubElement(case, "failure", message=detail).text = detail
-            else:
-                ET.SubElement(case, "system-out").text = detail
-        ET.indent(suites)
-        Path(path).write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+        suite = junit.Suite(f"rehearse {self.change}",
+                            [junit.Case(f"twin.{self.lab}.rehearse", name, failure=None if ok else detail, detail=detail)
+                             for name, ok, detail in cases])
+        junit.write(path, f"twin rehearse {self.lab}", [suite], totals=False)

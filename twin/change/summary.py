@@ -19,7 +19,7 @@ def rehearsal_md(rep: Rehearsal, rec: Recorder | None = None) -> str:
         out += ["### Failures", ""]
         for criterion, d in failed:
             out += [f"#### {md.cell(criterion)}", "", "> " + md.cell(d, 2000), ""]
-        for name, report in (("verify", rep.verify), ("verify after rollback", rep.verify_rollback)):
+        for report in (rep.verify, rep.verify_rollback):
             for c in (report.failures() if report else [])[:md.FAILURES_SHOWN]:
                 out += md.failure(c, rec)
     out += ["### Criteria", ""] + md.table(["criterion", "result", "detail"],

@@ -71,28 +71,28 @@ def keep_user_files(ctx: LabContext, files: dict[str, dict[str, str]]) -> dict[s
     return files
 
 
-def frr_actions(w: Work) -> None:
+def frr_actions(work: Work) -> None:
     """Which nodes reload FRR, and which restart it (their daemons file changed)."""
-    changed = sorted(n for n in w.new.nodes
-                     if w.files.get(n, {}).get(FRR_CONF, "") != w.old_files.get(n, {}).get(FRR_CONF, ""))
-    w.restart = [n for n in changed if w.files[n].get("daemons") != w.old_files.get(n, {}).get("daemons")]
-    w.reload = [n for n in changed if n not in w.restart]
-    w.plan.frr = {**{n: "reload" for n in w.reload}, **{n: "restart (daemons changed)" for n in w.restart}}
+    changed = sorted(n for n in work.new.nodes
+                     if work.files.get(n, {}).get(FRR_CONF, "") != work.old_files.get(n, {}).get(FRR_CONF, ""))
+    work.restart = [n for n in changed if work.files[n].get("daemons") != work.old_files.get(n, {}).get("daemons")]
+    work.reload = [n for n in changed if n not in work.restart]
+    work.plan.frr = {**{n: "reload" for n in work.reload}, **{n: "restart (daemons changed)" for n in work.restart}}
 
 
-def dry_run(ctx: LabContext, w: Work) -> list[str]:
+def dry_run(ctx: LabContext, work: Work) -> list[str]:
     """Every node whose new frr.conf FRR refuses (`vtysh --dryrun` in the node itself)."""
     def one(node: str) -> str | None:
         candidate = state.node_dir(ctx.dir, node) / CANDIDATE
-        state.write_text(candidate, w.files[node][FRR_CONF])
+        state.write_text(candidate, work.files[node][FRR_CONF])
         try:
             res = ctx.exec(node).run(["vtysh", "--dryrun", "-f", f"/etc/frr/{CANDIDATE}"], timeout=timeouts.DRY_RUN)
         finally:
             candidate.unlink(missing_ok=True)
         if res.ok:
             return None
-        out = "\n    ".join(l for l in (res.stdout + res.stderr).strip().splitlines()[-12:])
+        out = "\n    ".join(line for line in (res.stdout + res.stderr).strip().splitlines()[-12:])
         return f"{node}: FRR rejects the new config (vtysh --dryrun exited {res.rc}):\n    {out}"
 
     with ThreadPoolExecutor(PARALLEL) as pool:
-        return [r for r in pool.map(one, w.reload + w.restart) if r]
+        return [r for r in pool.map(one, work.reload + work.restart) if r]

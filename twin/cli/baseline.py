@@ -11,9 +11,9 @@ from rich.table import Table
 from twin import timeouts
 from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, out, run, write_reports
 from twin.lab import Lab
-from twin.runtime.exec import labelled
 from twin.topology.allow import load_allow
 from twin.verify import baseline as B
+from twin.verify import labelled
 from twin.verify.baseline_file import load_baseline
 from twin.verify.compare import Comparison, compare
 from twin.verify.markdown import comparison_md, show
@@ -29,14 +29,14 @@ def baseline_group():
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The baseline file (JSON).")
 @click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def record_(ctx, lab, output, evidence_file):
+def record_(cli, lab, output, evidence_file):
     """Record LAB's behaviour per node: every BGP session and its state, prefix counts per peer and AFI,
     every VRF's routes with next hops (tenant VRFs too), every VNI with remote VTEPs and MAC/IP counts,
     and on routers of your own configs every OSPF, OSPFv3 and IS-IS adjacency."""
-    def go():
-        c = Lab(lab).context()
+    def record_baseline():
+        ctx = Lab(lab).context()
         with evidence(bool(evidence_file)) as rec, labelled("baseline"), err.status(f"recording the baseline of {lab}"):
-            doc = B.record(c)
+            doc = B.record(ctx)
         Path(output).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
         write_reports(lab, True, rec, None, evidence_file, str)
         items = B.items(doc)
@@ -44,7 +44,7 @@ def record_(ctx, lab, output, evidence_file):
         click.echo(f"baseline of {lab} written to {output}: {len(doc['nodes'])} nodes, {kinds['session']} sessions, "
                    f"{kinds['route']} routes, {kinds['vni']} VNIs"
                    + (f", {kinds['adjacency']} OSPF/IS-IS adjacencies" if kinds["adjacency"] else ""))
-    run(ctx, go)
+    run(cli, record_baseline)
 
 
 @baseline_group.command(name="compare")
@@ -58,22 +58,22 @@ def record_(ctx, lab, output, evidence_file):
 @click.option("--summary", type=click.Path(dir_okay=False), metavar="FILE.md", help=SUMMARY_HELP)
 @click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def compare_(ctx, lab, baseline_file, allow_file, settle, as_json, summary, evidence_file):
+def compare_(cli, lab, baseline_file, allow_file, settle, as_json, summary, evidence_file):
     """Compare LAB now with BASELINE: what disappeared, appeared or changed, per node and VRF.
     Exit 1 on any difference the --allow file does not cover."""
-    def go():
-        c = Lab(lab).context()
+    def compare_to_baseline():
+        ctx = Lab(lab).context()
         base = load_baseline(baseline_file)
         rules = load_allow(allow_file) if allow_file else ()
         with evidence(bool(summary or evidence_file)) as rec, err.status(f"comparing {lab} with {baseline_file}"):
-            result = compare(c, base, rules, settle=settle)
+            result = compare(ctx, base, rules, settle=settle)
         write_reports(lab, result.passed, rec, summary, evidence_file, lambda: comparison_md(result))
         if as_json:
             click.echo(result.to_json())
         else:
             print_comparison(result)
         sys.exit(0 if result.passed else 1)
-    run(ctx, go)
+    run(cli, compare_to_baseline)
 
 
 def print_comparison(result: Comparison) -> None:

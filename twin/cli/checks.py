@@ -35,26 +35,27 @@ from twin.verify.markdown import report_md
 @click.option("--element", "patterns", multiple=True, metavar="GLOB",
               help="With --prove: only elements whose id matches (repeatable), e.g. 'port-rule dpu1:*'.")
 @click.pass_context
-def verify_(ctx, lab, only, check_files, as_json, junit, summary, evidence_file, prove_, patterns):
+def verify_(cli, lab, only, check_files, as_json, junit, summary, evidence_file, prove_, patterns):
     """Verify LAB against its topology (state, RoCE traffic, isolation, zero-trust) and the user's checks
     (its topology's checks: section, and --checks files). Exit 0 only if all pass. With --prove, prove
     that verify notices every element of the lab's intent broken in turn."""
-    def go():
-        c = Lab(lab).context()
+    def verify_lab():
+        ctx = Lab(lab).context()
         if prove_ or patterns:
-            return proof_(c, list(only) or None, list(patterns) or None, as_json, junit)
-        sets = [CheckSet(f"the topology of {lab}", tuple(c.fabric.checks))] + [load_checks(f, c.fabric) for f in check_files]
+            return proof_(ctx, list(only) or None, list(patterns) or None, as_json, junit)
+        sets = [CheckSet(f"the topology of {lab}", tuple(ctx.fabric.checks))]
+        sets += [load_checks(f, ctx.fabric) for f in check_files]
         with evidence(bool(summary or evidence_file)) as rec, err.status(f"verifying {lab}"):
-            report = verify.run(c, only=list(only) or None, checks=merge(sets))
-        store.save_verify(c.dir, report.to_dict())   # the last result, for `twin web`
+            report = verify.run(ctx, only=list(only) or None, checks=merge(sets))
+        store.save_verify(ctx.dir, report.to_dict())   # the last result, for `twin web`
         write_reports(lab, report.passed, rec, summary, evidence_file, lambda: report_md(report, rec))
         finish(report, junit, as_json, print_report)
-    run(ctx, go)
+    run(cli, verify_lab)
 
 
-def proof_(c, only, patterns, as_json, junit) -> None:
-    with err.status(f"proving verify on {c.name}") as status:
-        proof = prove.prove(c, patterns, only, say=lambda m: status.update(f"proving verify on {c.name}: {m}"))
+def proof_(ctx, only, patterns, as_json, junit) -> None:
+    with err.status(f"proving verify on {ctx.name}") as status:
+        proof = prove.prove(ctx, patterns, only, say=lambda m: status.update(f"proving verify on {ctx.name}: {m}"))
     finish(proof, junit, as_json, print_proof)
 
 
@@ -224,21 +225,21 @@ def _as_named(c, typed: str) -> str:
                                               "CE marks, CNPs and what each congestion point counted.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sport, cnp, congest, as_json):
+def traffic_(cli, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sport, cnp, congest, as_json):
     """Send one RoCEv2 flow from host SRC to host DST's address and report what arrived where."""
-    def go():
+    def send_traffic():
         nonlocal src, dst
-        c = Lab(lab).context()
-        src, dst = (_as_named(c, h) for h in (src, dst))
+        ctx = Lab(lab).context()
+        src, dst = (_as_named(ctx, h) for h in (src, dst))
         for h in (src, dst):
-            if not c.fabric.attachment_of(h):
-                raise TwinError(f"{h!r} is not a host endpoint of {lab}; hosts: {', '.join(flows.hosts(c.fabric))}")
-        f = flows.flow(c.fabric, src, dst, 1, count=count or (2000 if congest else 16), payload=payload, dscp=dscp,
+            if not ctx.fabric.attachment_of(h):
+                raise TwinError(f"{h!r} is not a host endpoint of {lab}; hosts: {', '.join(flows.hosts(ctx.fabric))}")
+        f = flows.flow(ctx.fabric, src, dst, 1, count=count or (2000 if congest else 16), payload=payload, dscp=dscp,
                        ecn=ecn, opcode=opcode, dqp=dqp, psn=psn, sport=sport, cnp=cnp)
-        same = flows.same_tenant(c.fabric, src, dst)
-        before = dcqcn.congestion_counters(c) if congest else {}
-        r = flows.run(c, [f], {1: same}, cnps=congest)[1]
-        points = dcqcn.delta(before, dcqcn.congestion_counters(c)) if congest else {}
+        same = flows.same_tenant(ctx.fabric, src, dst)
+        before = dcqcn.congestion_counters(ctx) if congest else {}
+        r = flows.run(ctx, [f], {1: same}, cnps=congest)[1]
+        points = dcqcn.delta(before, dcqcn.congestion_counters(ctx)) if congest else {}
         doc = {k: v for k, v in asdict(r).items() if k not in ("flow", "ce_times", "times")} | {
             "expected": "deliver" if same else "never"}
         if congest:
@@ -254,6 +255,6 @@ def traffic_(ctx, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sp
                           f"QP per {dcqcn.CNP_INTERVAL_NS // 1000} us, allows {doc['cnps_allowed']}), received by "
                           f"{src} {r.cnps_received}; " + (marked or "the lab has no congestion point"))
         ok = r.delivered if same else not r.seen_at or all(
-            flows.same_tenant(c.fabric, src, h) for h in r.seen_at) and r.received == 0
+            flows.same_tenant(ctx.fabric, src, h) for h in r.seen_at) and r.received == 0
         sys.exit(0 if ok else 1)
-    run(ctx, go)
+    run(cli, send_traffic)

@@ -24,8 +24,8 @@ import click
 from rich.console import Console
 
 from twin.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
-from twin.runtime import failures
-from twin.runtime.exec import Recorder, recording
+from twin.host import describe_failure
+from twin.verify import Recorder, recording
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -54,7 +54,7 @@ def fail(text: str, verbose: bool, whole: bool = False, code: int = 1, detail: s
 
 def describe(e: BaseException) -> str:
     """One line for an error that is not twin's own."""
-    if (library := failures.describe(e)) is not None:   # Docker's or netlink's, escaped the runtime's seam
+    if (library := describe_failure(e)) is not None:   # Docker's or netlink's, escaped the runtime's seam
         return library
     if isinstance(e, FileNotFoundError) and e.filename:
         return f"{e.filename}: not found ({e.strerror}); is it installed?"
@@ -85,9 +85,9 @@ def stops_as_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def run(ctx: click.Context, fn: Callable[[], T]) -> T:
+def run(cli: click.Context, fn: Callable[[], T]) -> T:
     """Run a command's body in the one error style."""
-    verbose = ctx.find_root().obj.verbose if ctx.find_root().obj else False
+    verbose = cli.find_root().obj.verbose if cli.find_root().obj else False
     try:
         with stops_as_interrupt():
             return fn()
@@ -98,7 +98,7 @@ def run(ctx: click.Context, fn: Callable[[], T]) -> T:
     except KeyboardInterrupt as e:
         stopped = isinstance(e, Stopped)
         err.print(f"interrupted by {e}" if stopped else f"interrupted{': ' + str(e) if str(e) else ''}")
-        sys.exit(128 + e.signum if stopped else 130)
+        sys.exit(128 + e.signum if isinstance(e, Stopped) else 130)
     except Exception as e:  # noqa: BLE001  (one line, never a traceback; -v shows it)
         fail(describe(e), verbose, detail=traceback.format_exc())
 
@@ -132,6 +132,6 @@ def write_reports(lab: str, passed: bool | None, rec: Recorder | None, summary: 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Show full error details.")
 @click.pass_context
-def main(ctx: click.Context, verbose: bool) -> None:
+def main(cli: click.Context, verbose: bool) -> None:
     """twin: a digital twin of an AI-cloud leaf/spine EVPN fabric, in containers."""
-    ctx.obj = Ctx(verbose)
+    cli.obj = Ctx(verbose)

@@ -9,7 +9,7 @@ from click.shell_completion import CompletionItem
 
 from twin.lab import Lab
 from twin.lifecycle import state
-from twin.runtime.docker import DockerRuntime
+from twin import host
 
 NODE_PARAMS = ("node", "src", "dst")
 
@@ -17,7 +17,7 @@ NODE_PARAMS = ("node", "src", "dst")
 def docker_labs() -> list[str]:
     """Labs whose containers are on this host (their `twin.lab` label); none when Docker does not answer."""
     try:
-        return list(DockerRuntime(timeout=3).labs())
+        return host.running_labs(timeout=3)
     except Exception:   # noqa: BLE001  (a completion never fails: no Docker, no names from it)
         return []
 

@@ -25,12 +25,12 @@ CHANGE_HELP = ("CHANGE is an edited topology file, a directory of node configs (
 @click.argument("change")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def plan_(ctx, lab, change, as_json):
-    def go():
-        c = Lab(lab).context()
-        p = load_change(c, change).plan(c)
+def plan_(cli, lab, change, as_json):
+    def show_plan():
+        ctx = Lab(lab).context()
+        p = load_change(ctx, change).plan(ctx)
         click.echo(json.dumps(p.as_dict(), indent=2) if as_json else p.text(), nl=as_json)
-    run(ctx, go)
+    run(cli, show_plan)
 
 
 @main.command(name="apply")
@@ -40,13 +40,13 @@ def plan_(ctx, lab, change, as_json):
 @click.option("--no-wait", is_flag=True, help="Return once applied, without waiting for convergence.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def apply_(ctx, lab, change, timeout, no_wait, as_json):
+def apply_(cli, lab, change, timeout, no_wait, as_json):
     """Apply CHANGE to the running LAB: FRR reload (no restart), kernel reconciled, then wait for convergence.
 
     CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf, or NVUE's
     <dir>/<node>/startup.yaml), or nv:NODE:FILE (a file of nv commands run on NODE). A bad change is
     refused and the lab left untouched; one that fails half way is rolled back."""
-    def go():
+    def apply_change():
         with err.status(f"applying {change} to {lab}") as st:
             res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=lambda m: st.update(m))
         if as_json:
@@ -63,7 +63,7 @@ def apply_(ctx, lab, change, timeout, no_wait, as_json):
                 for m in res.missing[:40]:
                     click.echo(f"    - {m}")
         sys.exit(0 if res.converged else 1)
-    run(ctx, go)
+    run(cli, apply_change)
 
 
 @main.command(name="rehearse", help=f"Rehearse CHANGE on LAB with RoCE traffic flowing between all same-tenant "
@@ -87,9 +87,9 @@ def apply_(ctx, lab, change, timeout, no_wait, as_json):
 @click.option("--summary", type=click.Path(dir_okay=False), metavar="FILE.md", help=SUMMARY_HELP)
 @click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, noisy, as_json, junit, baseline_file,
+def rehearse_(cli, lab, change, max_loss, max_outage, max_reconverge, rollback, noisy, as_json, junit, baseline_file,
               allow_file, summary, evidence_file):
-    def go():
+    def rehearse_change():
         th = Thresholds(max_loss=None if max_loss < 0 else max_loss,
                         max_outage=None if max_outage is None else max_outage / 1000.0,
                         max_reconverge=max_reconverge)
@@ -103,4 +103,4 @@ def rehearse_(ctx, lab, change, max_loss, max_outage, max_reconverge, rollback, 
             rep.write_junit(junit)
         click.echo(rep.to_json() if as_json else rep.text(), nl=as_json)
         sys.exit(0 if rep.passed else 1)
-    run(ctx, go)
+    run(cli, rehearse_change)

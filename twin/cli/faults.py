@@ -17,13 +17,13 @@ def fault_group() -> None:
 
 
 def _command(cls: type[Fault]) -> None:
-    def body(ctx, lab, target, **args):
-        def go():
-            c = Lab(lab).context()
-            fault = cls.parse(c, target, [str(args[p.name]) for p in cls.params if args.get(p.name) is not None],
+    def body(cli, lab, target, **args):
+        def inject_fault():
+            ctx = Lab(lab).context()
+            fault = cls.parse(ctx, target, [str(args[p.name]) for p in cls.params if args.get(p.name) is not None],
                               f"twin fault {cls.key}")
-            click.echo(str(fault.apply(c)))
-        run(ctx, go)
+            click.echo(str(fault.apply(ctx)))
+        run(cli, inject_fault)
 
     cmd = click.pass_context(body)
     for p in reversed(cls.params):

@@ -6,19 +6,17 @@ from pathlib import Path
 import click
 import yaml
 
-from twin import topology
+from twin import host, topology
 from twin.cli.common import err, main, out, run
 from twin.config import userconf
 from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
 from twin.config.render import render_lab
 from twin.config.userconf import UserConfigs
-from twin.interop import nvue
-from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, parse_roles
-from twin.interop.doors import import_file
+from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, nvue, parse_roles
 from twin.interop.clone import clone
+from twin.interop.doors import import_file
 from twin.lab import Lab
 from twin.lifecycle import state
-from twin.runtime import images
 
 FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot", "nvue")
 
@@ -29,7 +27,7 @@ def _source(source: str, roles: dict[str, str]):
     p = Path(source)
     if p.is_file():
         lab = Lab.load(p, roles=roles)
-        return lab.topology, wanted(lab.topology)[0], lab.configs
+        return lab.loaded, wanted(lab.loaded)[0], lab.configs
     d = state.labdir(source)
     st, fabric = state.load(d)
     if fabric is None:
@@ -50,14 +48,14 @@ def _source(source: str, roles: dict[str, str]):
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
               help="A containerlab file's nodes of kinds twin cannot run, as twin kinds (as `twin up` takes them).")
 @click.pass_context
-def export_(ctx, source, fmt, output, image, backend, namespace, roles):
+def export_(cli, source, fmt, output, image, backend, namespace, roles):
     """Write TOPOLOGY (a file) or LAB (a lab here) in another tool's format: containerlab (a
     .clab.yml with the files it binds), clabernetes (Kubernetes manifests), air-json or air-dot
     (NVIDIA Air topologies), nvue (each spine's, leaf's and DPU's startup.yaml, Cumulus Linux 5.9
     / DOCA HBN: DIR/<node>/startup.yaml). The FRR files of the containerlab and Clabernetes exports
     are the ones the lab runs: twin's rendering, and your own where you gave them (--configs, a
     containerlab file's binds). See docs/interop.md for what each carries."""
-    def go():
+    def export_lab():
         fabric, recorded, configs = _source(source, parse_roles(roles))
         d = Path(output)
         if fmt == "nvue":
@@ -72,13 +70,13 @@ def export_(ctx, source, fmt, output, image, backend, namespace, roles):
             path.write_text(export_air_json(fabric) if fmt == "air-json" else export_air_dot(fabric))
         else:
             b = CHOICES.get(backend, backend) or recorded
-            tag = image or images.node_tag()
+            tag = image or host.node_tag()
             write = export_containerlab if fmt == "containerlab" else export_clabernetes
             extra = {"namespace": namespace} if fmt == "clabernetes" else {}
             files = userconf.merge(render_lab(fabric, b), configs, fabric, b)[0]
             path = write(fabric, files, d, image=tag, backend=b, **extra)
         out.print(f"wrote {path}")
-    run(ctx, go)
+    run(cli, export_lab)
 
 
 @main.command(name="clone")
@@ -90,7 +88,7 @@ def export_(ctx, source, fmt, output, image, backend, namespace, roles):
                    "repeatable, e.g. --role spine1=spine.")
 @click.option("--name", help="Lab name (default: DIR's name).")
 @click.pass_context
-def clone_(ctx, source, output, roles, name):
+def clone_(cli, source, output, roles, name):
     """A twin of a network that exists, from its devices' FRR configs and who is cabled to whom.
 
     \b
@@ -103,7 +101,7 @@ def clone_(ctx, source, output, roles, name):
     `vrf ... vni` and their route targets; ASNs and loopbacks from `router bgp`) and
     OUT/configs/. What it cannot infer it asks for (--role, --name), and it says what it
     inferred from what. Then: twin up OUT/topology.yml --configs OUT/configs."""
-    def go():
+    def clone_lab():
         if name is not None:
             state.check_name(name)
         cloned = clone(source, roles=parse_roles(roles), name=name)
@@ -119,7 +117,7 @@ def clone_(ctx, source, output, roles, name):
             err.print(f"note: {note}")
         out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links, {len(fabric.tenants)} tenants; "
                   f"and {configs}; `twin up {path} --configs {configs}` runs it")
-    run(ctx, go)
+    run(cli, clone_lab)
 
 
 @main.command(name="import")
@@ -131,7 +129,7 @@ def clone_(ctx, source, output, roles, name):
                    "twin then renders their day-0 config); repeatable, e.g. --role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: from the file).")
 @click.pass_context
-def import_(ctx, file, output, roles, name):
+def import_(cli, file, output, roles, name):
     """Turn FILE into a twin topology, DIR/<lab>.yml, checked as `twin up` would check it.
 
     \b
@@ -144,7 +142,7 @@ def import_(ctx, file, output, roles, name):
       *.json, *.dot  an NVIDIA Air topology
     Then: twin up DIR/<lab>.yml [--configs DIR/configs]. A .clab.yml also runs directly:
     twin up LAB.clab.yml."""
-    def go():
+    def import_topology():
         if name is not None:
             state.check_name(name)
         d = Path(output)
@@ -165,6 +163,6 @@ def import_(ctx, file, output, roles, name):
             run_it += f" --configs {configs}"
             out.print(f"wrote {configs}: the FRR files of {', '.join(imported.configs.files)}")
         out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links; `{run_it}` runs it")
-    run(ctx, go)
+    run(cli, import_topology)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import click
 
 from twin.cli.common import main, run
-from twin.interop.inventory import FORMATS, inventory, write
 from twin.interop import nvue
+from twin.interop.inventory import FORMATS, inventory, write
 from twin.lab import Lab
 from twin.lifecycle import nvue_service
 
@@ -17,10 +17,10 @@ from twin.lifecycle import nvue_service
 @click.option("-o", "--output", type=click.Path(file_okay=False),
               help="Directory to write the files into (ansible: default stdout; nornir: required).")
 @click.pass_context
-def inventory_cmd(ctx, lab: str, fmt: str, output: str | None) -> None:
+def inventory_cmd(cli, lab: str, fmt: str, output: str | None) -> None:
     """Write an Ansible or Nornir inventory of LAB's nodes (reached through their containers), or with
     --format nvue the NVUE REST API of its NVUE nodes (ansible.netcommon.httpapi, nvidia.nvue)."""
-    def go():
+    def write_inventory():
         handle = Lab(lab)
         files = inventory(handle.context(), fmt, nvue_api(handle) if fmt == "nvue" else None)
         if output is None:
@@ -31,7 +31,7 @@ def inventory_cmd(ctx, lab: str, fmt: str, output: str | None) -> None:
             return
         for path in write(files, output):
             click.echo(f"wrote {path}", err=True)
-    run(ctx, go)
+    run(cli, write_inventory)
 
 
 def nvue_api(lab: Lab) -> dict[str, dict]:

@@ -2,31 +2,24 @@
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 
 import click
 from rich.table import Table
 
-from twin import kinds, timeouts
+from twin import host, kinds
 from twin.cli.common import err, main, out, run
-from twin.config.backend import CHOICES, NAMES, wanted
-from twin.config.render import render_lab
 from twin.config import userconf
+from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.naming import container_name
-from twin.errors import AlreadyUp, ConfigError, TopologyError, TwinError
-from twin.interop import doors
-from twin.interop import parse_roles
-from twin.interop.nvue import frr_view
+from twin.config.render import render_lab
+from twin.errors import AlreadyUp, TopologyError, TwinError
+from twin.interop import doors, parse_roles
 from twin.lab import Lab
-from twin.lifecycle import admission, hostlimits, state
-from twin.lifecycle.vrfbackend import Choice
 from twin.lifecycle.status import LabStatus
-from twin.runtime import dryrun, images, kernel, kernelhint
-from twin.runtime.docker import DockerRuntime
+from twin.lifecycle.vrfbackend import Choice
 from twin.topology import ValidationReport
 from twin.topology import validate as topology_validate
-
 
 VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defaults.vrf_backend: netns (the "
                     "default on every kernel: a network namespace per tenant, what the test suite runs) or device "
@@ -58,7 +51,7 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
               help="A node's exec command that fails ends the bring-up (by default it is reported and the lab "
                    "goes on, as in containerlab).")
 @click.pass_context
-def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend, no_wait, strict_exec):
+def up(cli, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend, no_wait, strict_exec):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     TOPOLOGY is a twin topology file, a containerlab topology (known by its content, whatever
@@ -72,14 +65,14 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
 
     On a lab that is already up: exit 0 if it runs this topology (and configs) and has
     converged, else exit 1 saying what differs."""
-    def go():
+    def bring_up():
         lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles))
         try:
             with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
                 timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,
                                  strict_exec=strict_exec,
                                  say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
-                                                err.print(f"  {m}") if ctx.obj.verbose else None))
+                                                err.print(f"  {m}") if cli.obj.verbose else None))
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return
@@ -102,7 +95,7 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
                   f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}"
                   + (f" ({len(lab.configs.files)} nodes run yours)" if lab.configs else "")
                   + (f"; BGP timers {lab.fabric.timers}, scaled for this host" if lab.fabric.timers else ""))
-    run(ctx, go)
+    run(cli, bring_up)
 
 
 @main.command()
@@ -117,7 +110,7 @@ def up(ctx, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
 @click.option("--timeout", type=float, help="The convergence deadline `twin up` would get (default: from lab size).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def validate(ctx, topology, configs, roles, name, vrf_backend, timeout, as_json):
+def validate(cli, topology, configs, roles, name, vrf_backend, timeout, as_json):
     """Validate and render TOPOLOGY without creating anything, and say which VRF backend it would
     run on (and why), what it would take of this host's limits and CPU, and the BGP timers it
     would get here. Exit 0 if it is valid (and fits), 1 if not: for CI. TOPOLOGY is any file
@@ -125,7 +118,7 @@ def validate(ctx, topology, configs, roles, name, vrf_backend, timeout, as_json)
 
     With --configs (or a containerlab file's bound configs), FRR's own check of every file
     too: a refused line is named with its file:line."""
-    def go():
+    def validate_topology():
         report, choice = _validation(topology, name, parse_roles(roles), configs, vrf_backend)
         doc = report.to_dict()
         if report.valid:
@@ -135,26 +128,26 @@ def validate(ctx, topology, configs, roles, name, vrf_backend, timeout, as_json)
             if choice.warnings:
                 doc["vrf_backend"]["warnings"] = list(choice.warnings)
             doc["rendered"] = {n: sorted(f) for n, f in files.items()}
-            doc["host"] = host_figures(report.fabric, timeout)
+            doc["host"] = host.figures(report.fabric, timeout)
         if as_json:
             click.echo(json.dumps(doc, indent=2))
         elif not report.valid:
             raise TopologyError(list(report.problems))
         else:
-            sm, host = doc["summary"], doc["host"]
+            sm, taken = doc["summary"], doc["host"]
             out.print(f"{topology}: valid: " + ", ".join(f"{v} {k}" for k, v in sm["nodes"].items())
                       + f"; {sm['links']} links, {sm['sessions']} BGP sessions, {sm['tenants']} tenants on "
                       f"{sm['vteps']} VTEPs; rendered {sum(map(len, doc['rendered'].values()))} files")
             out.print(f"VRF backend: {choice}", highlight=False)
             for w in choice.warnings:
                 err.print(f"warning: {w}", highlight=False)
-            tables = host["short"][:len(host["short"]) - (not host["cpu"]["fits"])]
-            out.print("host: needs " + ", ".join(f"{k} {v}" for k, v in host["needs"].items())
+            tables = taken["short"][:len(taken["short"]) - (not taken["cpu"]["fits"])]
+            out.print("host: needs " + ", ".join(f"{k} {v}" for k, v in taken["needs"].items())
                       + ("; fits this host's kernel tables" if not tables else
-                         "; SHORT: " + "; ".join(tables) + f"; {host['fix']}"), highlight=False)
-            out.print(("cpu: " if host["cpu"]["fits"] else "cpu: SHORT: ") + host["cpu_text"], highlight=False)
+                         "; SHORT: " + "; ".join(tables) + f"; {taken['fix']}"), highlight=False)
+            out.print(("cpu: " if taken["cpu"]["fits"] else "cpu: SHORT: ") + taken["cpu_text"], highlight=False)
         sys.exit(0 if report.valid and not doc["host"]["short"] else 1)
-    run(ctx, go)
+    run(cli, validate_topology)
 
 
 def _validation(topology: str, name: str | None, roles: dict, configs: str | None,
@@ -170,74 +163,55 @@ def _validation(topology: str, name: str | None, roles: dict, configs: str | Non
     try:
         choice = lab.vrf_backend(vrf_backend)
     except TopologyError as e:
-        return ValidationReport(topology, lab.topology, tuple(e.problems)), None
+        return ValidationReport(topology, lab.loaded, tuple(e.problems)), None
     except TwinError as e:   # the kernel could not be asked (not root): said, not judged
-        backend, why = wanted(lab.topology, vrf_backend)
+        backend, why = wanted(lab.loaded, vrf_backend)
         choice = Choice(backend, f"{why}; {e}", None)
     return _configs_validation(topology, lab), choice
 
 
 def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
     if lab.configs is None:
-        return ValidationReport(topology, lab.topology)
-    problems = userconf.check(lab.configs, lab.topology)
-    if not problems:
-        client = DockerRuntime().client
-        try:
-            dryrun.check(client, images.ensure(client), lab.name, frr_view(lab.configs, lab.topology))
-        except ConfigError as e:
-            problems = e.problems
-    return ValidationReport(topology, lab.topology, tuple(problems))
-
-
-def host_figures(fabric, timeout: float | None = None) -> dict:
-    """What the lab would take of host-wide limits and CPU, where this host is short (as `up`
-    judges), and the BGP timers it would get."""
-    need = hostlimits.demand(fabric)
-    short = hostlimits.check(fabric, hostlimits.host_usage(), hostlimits.host_settings())
-    est = admission.estimate(fabric, admission.CpuWatch().host(), timeout)
-    text = (f"{est.figures()} of its {est.deadline:.0f} s deadline; " if est.fits else est.refusal() + "; ")
-    return {"needs": {"IPv4 neighbours": need.arp_gc, "IPv6 neighbours": need.nd_gc, "inotify instances":
-                      need.inotify, "tasks": need.tasks, "MiB": need.mem_mib},
-            "short": [str(s) for s in short] + ([est.refusal()] if not est.fits else []),
-            "fix": hostlimits.fix_command(short), "cpu": est.to_dict(), "cpu_text": text + est.timers_text()}
+        return ValidationReport(topology, lab.loaded)
+    problems = userconf.check(lab.configs, lab.loaded) or host.check_configs(lab)
+    return ValidationReport(topology, lab.loaded, tuple(problems))
 
 
 @main.command(name="wait")
 @click.argument("lab")
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size, as `up`).")
 @click.pass_context
-def wait_(ctx, lab, timeout):
+def wait_(cli, lab, timeout):
     """Wait until LAB has converged (the barrier of `twin up`): after `twin up --no-wait` and the
     scripts that configure its nodes. Exit 1 naming what is still missing at the deadline."""
-    def go():
+    def wait_converged():
         handle = Lab(lab)
         with err.status(f"[bold]{lab}[/bold]: waiting") as status:
             took = handle.wait(timeout, say=lambda m: (status.update(f"[bold]{lab}[/bold]: {m}"),
-                                                       err.print(f"  {m}") if ctx.obj.verbose else None))
+                                                       err.print(f"  {m}") if cli.obj.verbose else None))
         out.print(f"lab [bold]{lab}[/bold] has converged, in {took:.1f}s")
-    run(ctx, go)
+    run(cli, wait_converged)
 
 
 @main.command()
 @click.argument("lab")
 @click.pass_context
-def down(ctx, lab):
+def down(cli, lab):
     """Remove everything LAB owns (also after a failed or killed `up`)."""
-    def go():
+    def tear_down():
         removed = Lab(lab).down()
         out.print(f"lab [bold]{lab}[/bold]: removed {len(removed)} containers" if removed
                   else f"lab [bold]{lab}[/bold]: nothing left to remove")
-    run(ctx, go)
+    run(cli, tear_down)
 
 
 @main.command()
 @click.argument("lab")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def status(ctx, lab, as_json):
+def status(cli, lab, as_json):
     """Nodes, sessions, tenants of LAB, compared with its intent; exit 1 if anything is missing."""
-    def go():
+    def show_status():
         st = Lab(lab).status()
         if as_json:
             click.echo(json.dumps(st.to_dict(), indent=2))
@@ -246,19 +220,19 @@ def status(ctx, lab, as_json):
         else:
             print_status(st)
         sys.exit(0 if st.healthy else 1)
-    run(ctx, go)
+    run(cli, show_status)
 
 
 def print_status(st: LabStatus) -> None:
     t = Table(title=f"lab {st.lab}: {st.status}", title_justify="left")
     for col in ("node", "kind", "state", "asn", "loopback", "sessions up/expected"):
         t.add_column(col)
-    for r in st.nodes:
+    for node in st.nodes:
         bgp = ""
-        if r.sessions_expected is not None:
-            bgp = f"{'?' if r.sessions_up is None else r.sessions_up}/{r.sessions_expected}"
-            bgp += f" (down: {', '.join(r.sessions_down)})" if r.sessions_down else ""
-        t.add_row(r.node, r.kind, r.state, str(r.asn or ""), r.loopback or "", bgp)
+        if node.sessions_expected is not None:
+            bgp = f"{'?' if node.sessions_up is None else node.sessions_up}/{node.sessions_expected}"
+            bgp += f" (down: {', '.join(node.sessions_down)})" if node.sessions_down else ""
+        t.add_row(node.node, node.kind, node.state, str(node.asn or ""), node.loopback or "", bgp)
     out.print(t)
     if st.tenants:
         shaping = {"tc": "; rate limits: tc shaping (TBF, IFB), nftables policing for packet rates",
@@ -268,11 +242,11 @@ def print_status(st: LabStatus) -> None:
             tt.add_column(col)
         for ten in st.tenants:
             segs = {s["l2vni"]: s["segment"] for s in ten.segments}
-            for i, (v, r) in enumerate(ten.vteps.items()):
-                up_ = ", ".join(f"{x} ({segs[x]})" for x in r.vnis_up if x in segs)
-                up_ += f"; MISSING {', '.join(map(str, r.vnis_missing))}" if r.vnis_missing else ""
+            for i, (v, vtep) in enumerate(ten.vteps.items()):
+                up_ = ", ".join(f"{x} ({segs[x]})" for x in vtep.vnis_up if x in segs)
+                up_ += f"; MISSING {', '.join(map(str, vtep.vnis_missing))}" if vtep.vnis_missing else ""
                 hosts = ", ".join(h["host"] for h in ten.hosts if h["vtep"].startswith(v + ":"))
-                counts = [f"{r.routes.get(k, '?')}/{r.expected.get(k, '?')}" if r.reachable else "?"
+                counts = [f"{vtep.routes.get(k, '?')}/{vtep.expected.get(k, '?')}" if vtep.reachable else "?"
                           for k in ("type2", "type3", "type5")]
                 head = [ten.tenant, ten.vrf, str(ten.l3vni)] if i == 0 else ["", "", ""]
                 tt.add_row(*head, v, up_, hosts, *counts)
@@ -304,42 +278,32 @@ def print_nvue(svc: dict) -> None:
 @click.argument("node")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def exec_(ctx, lab, node, cmd):
+def exec_(cli, lab, node, cmd):
     """Run CMD in NODE of LAB: twin exec LAB NODE -- vtysh -c 'show bgp summary'. The node's
     container is twin-LAB-NODE (containerlab's clab-LAB-NODE): `docker exec -it` for a TTY."""
-    def go():
-        # a long quiet command must not be cut by the Docker client's read timeout
-        handle = Lab(lab, runtime=DockerRuntime(timeout=None))
-        res = handle.node(node).run(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
+    def exec_in_node():
+        res, hint = host.exec_in(lab, node, cmd)
         sys.stdout.write(res.stdout)
         sys.stderr.write(res.stderr)
-        hint = kernelhint.hint(shlex.join(cmd), res.stdout + res.stderr, lambda: kernel.lacks(lab)) if res.rc else ""
         if hint:
             sys.stderr.write(f"twin: {hint}\n")
         sys.exit(res.rc)
-    run(ctx, go)
+    run(cli, exec_in_node)
 
 
 @main.command(name="list")
 @click.pass_context
-def list_(ctx):
+def list_(cli):
     """Labs on this host: from Docker labels and lab directories."""
-    def go():
-        running = DockerRuntime().labs()
-        names = sorted(set(running) | set(state.known_labs()))
+    def list_labs():
+        rows = host.labs()
         t = Table(title_justify="left")
         for col in ("lab", "status", "containers", "running", "topology"):
             t.add_column(col)
-        for n in names:
-            try:
-                st, _ = state.load(state.labdir(n))
-            except TwinError:
-                st = None
-            cs = running.get(n, [])
-            t.add_row(n, st.status if st else "orphaned", str(len(cs)),
-                      str(sum(c.status == "running" for c in cs)), st.topology if st else "")
-        out.print(t if names else "no labs")
-    run(ctx, go)
+        for row in rows:
+            t.add_row(row.name, row.status, str(row.containers), str(row.running), row.topology)
+        out.print(t if rows else "no labs")
+    run(cli, list_labs)
 
 
 @main.group()
@@ -348,18 +312,17 @@ def image():
 
 
 @image.command(name="build")
-@click.option("--suite", default=images.DEFAULT_SUITE, show_default=True,
+@click.option("--suite", default=host.DEFAULT_SUITE, show_default=True,
               help="Debian release of the image (bookworm: FRR 8.4, trixie: FRR 10.3).")
 @click.option("--force", is_flag=True, help="Rebuild even when the recipe did not change.")
 @click.pass_context
-def image_build(ctx, suite, force):
+def image_build(cli, suite, force):
     """Build the base and node images when their recipe changed."""
-    def go():
+    def build_image():
         with err.status("building images") as status:
-            tag = images.ensure(DockerRuntime().client, suite=suite, force=force,
-                                say=lambda m: (status.update(m), err.print(f"  {m}")))
+            tag = host.build_images(suite=suite, force=force, say=lambda m: (status.update(m), err.print(f"  {m}")))
         out.print(tag)
-    run(ctx, go)
+    run(cli, build_image)
 
 
 

@@ -30,14 +30,14 @@ def since_seconds(text: str) -> float:
 @click.option("--node", help="Only this node's ports and sessions.")
 @click.option("--for", "duration", type=float, default=None, help="Stop after this many seconds (default: Ctrl-C).")
 @click.pass_context
-def watch_(ctx, lab, node, duration):
+def watch_(cli, lab, node, duration):
     """A live view of LAB: ports with rates, RoCE counters, sessions, latest events."""
-    def go():
+    def watch_lab():
         nonlocal node
-        c = Lab(lab).context()
+        ctx = Lab(lab).context()
         if node:
-            node = c.node(node)
-        with Collector(c) as col, Live(view.screen(col.state(), node), console=out, refresh_per_second=2,
+            node = ctx.node(node)
+        with Collector(ctx) as col, Live(view.screen(col.state(), node), console=out, refresh_per_second=2,
                                        screen=out.is_terminal) as live:
             t0 = time.monotonic()
             try:
@@ -46,7 +46,7 @@ def watch_(ctx, lab, node, duration):
                     live.update(view.screen(col.state(), node))
             except KeyboardInterrupt:
                 pass
-    run(ctx, go)
+    run(cli, watch_lab)
 
 
 @main.command(name="events")
@@ -57,14 +57,14 @@ def watch_(ctx, lab, node, duration):
               help="Only these kinds: drop, drop-burst, carrier, session, routes, node, action.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, one event each.")
 @click.pass_context
-def events_(ctx, lab, since, node, kinds, as_json):
+def events_(cli, lab, since, node, kinds, as_json):
     """What happened in LAB: drops by twin's rules, carrier, sessions, routes, twin's own actions."""
-    def go():
+    def show_events():
         nonlocal node
-        c = Lab(lab).context()
+        ctx = Lab(lab).context()
         if node:
-            node = c.node(node)
-        events = store.read(c.dir, since=time.time() - since_seconds(since), node=node, kinds=set(kinds) or None)
+            node = ctx.node(node)
+        events = store.read(ctx.dir, since=time.time() - since_seconds(since), node=node, kinds=set(kinds) or None)
         if as_json:
             for e in events:
                 click.echo(json.dumps(e, default=str))
@@ -74,7 +74,7 @@ def events_(ctx, lab, since, node, kinds, as_json):
         if not events:
             err.print(f"no events in the last {since}" + (f" on {node}" if node else "") +
                       f" (recorded while `twin watch`, `twin exporter` or `twin web` runs on {lab})")
-    run(ctx, go)
+    run(cli, show_events)
 
 
 @main.command(name="counters")
@@ -82,14 +82,14 @@ def events_(ctx, lab, since, node, kinds, as_json):
 @click.argument("node", required=False)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def counters_(ctx, lab, node, as_json):
+def counters_(cli, lab, node, as_json):
     """Counters of LAB (or NODE) now: ports, RoCEv2 by class and CNPs, sessions, VNIs, VRF routes."""
-    def go():
+    def show_counters():
         nonlocal node
-        c = Lab(lab).context()
+        ctx = Lab(lab).context()
         if node:
-            node = c.node(node)
-        col = Collector(c, record=False)
+            node = ctx.node(node)
+        col = Collector(ctx, record=False)
         col.round(control=True)
         state = col.state()
         if node:
@@ -103,7 +103,7 @@ def counters_(ctx, lab, node, as_json):
                   view.vnis_table(state, node), view.routes_table(state, node)):
             out.print(t)
         out.print(f"kernel drops: {state['kernel_drops']}")
-    run(ctx, go)
+    run(cli, show_counters)
 
 
 def listen_options(default: str):
@@ -141,21 +141,21 @@ def serve(what: str, lab: str, make_app, listen: tuple[str, ...], allow_remote: 
 @click.argument("lab")
 @listen_options("127.0.0.1:9342")
 @click.pass_context
-def exporter_(ctx, lab, listen, allow_remote, tls_cert, tls_key):
+def exporter_(cli, lab, listen, allow_remote, tls_cert, tls_key):
     """Serve LAB's counters, sessions and drop events to Prometheus (GET /metrics)."""
-    def go():
+    def serve_exporter():
         from twin.observe.metrics import app
         serve("exporter", lab, app, listen, allow_remote, tls_cert, tls_key, "/metrics")
-    run(ctx, go)
+    run(cli, serve_exporter)
 
 
 @main.command(name="web")
 @click.argument("lab")
 @listen_options("127.0.0.1:8080")
 @click.pass_context
-def web_(ctx, lab, listen, allow_remote, tls_cert, tls_key):
+def web_(cli, lab, listen, allow_remote, tls_cert, tls_key):
     """A live page of LAB: the fabric, links by state, nodes' sessions, VNIs, counters, events."""
-    def go():
+    def serve_web():
         from twin.observe.web import app
         serve("web", lab, app, listen, allow_remote, tls_cert, tls_key, "/")
-    run(ctx, go)
+    run(cli, serve_web)

@@ -2,3 +2,52 @@
 templates per kind and feature (`render`), the kernel side of the overlay as
 steps (`overlay`, on the one table of operations in `steps`) and the steps that
 take a node from one intent to another (`reconcile`)."""
+from twin.config.backend import (
+           CHOICES,
+           DEFAULT_BACKEND,
+           DEVICE,
+           INSTEAD,
+           NAMES,
+           NETNS,
+           NO_VRF_DEVICES,
+           device_needs,
+           wanted,
+)
+from twin.config.naming import (
+           LABEL_KIND,
+           LABEL_LAB,
+           LABEL_NODE,
+           LABEL_RUNTIME,
+           NVUE_DIR,
+           container_name,
+           dryrun_container,
+           link_alias,
+           nvue_run,
+           probe_netns,
+)
+from twin.config.overlay import (
+           DEFAULT_SHAPING,
+           Backend,
+           Shaping,
+           bindings,
+           loopback_steps,
+           plan,
+           port_ns,
+           script,
+           script_of,
+           tenant_ns,
+           vrf_tables,
+)
+from twin.config.reconcile import NodeDelta, node_delta
+from twin.config.render import render_lab
+from twin.config.services import CONGESTION_BURST_S, bucket, gateway_file, gateway_table
+from twin.config.steps import ALREADY, VXLAN_PORT, Step
+from twin.config.userconf import DAEMONS, FORMATS, FRR_CONF, NVUE, UserConfigs, forwarding_sysctls, read_dir
+
+__all__ = ["VXLAN_PORT", "ALREADY", "CHOICES", "CONGESTION_BURST_S", "DAEMONS", "DEFAULT_BACKEND", "DEFAULT_SHAPING", "DEVICE",
+           "FORMATS", "FRR_CONF", "INSTEAD", "LABEL_KIND", "LABEL_LAB", "LABEL_NODE", "LABEL_RUNTIME", "NAMES",
+           "NETNS", "NO_VRF_DEVICES", "NVUE", "NVUE_DIR", "Backend", "bindings", "bucket", "container_name",
+           "device_needs", "droplog", "dryrun_container", "forwarding_sysctls", "gateway_file", "gateway_table",
+           "link_alias", "loopback_steps", "node_delta", "NodeDelta", "nvue_run", "overlay", "plan", "port_ns",
+           "probe_netns", "read_dir", "render", "render_lab", "script", "script_of", "services", "Shaping", "Step",
+           "tenant_ns", "userconf", "UserConfigs", "vrf_tables", "wanted"]

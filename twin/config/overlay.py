@@ -15,20 +15,21 @@ from __future__ import annotations
 
 from twin import kinds
 from twin.config import droplog, services
-from twin.config.backend import BACKENDS, Backend, DEVICE, NETNS, VRF_TABLE_BASE, tenant_ns, vrf_tables
+from twin.config.backend import BACKENDS, DEVICE, NETNS, VRF_TABLE_BASE, Backend, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
-from twin.config.services import SHAPINGS, Shaping
+from twin.config.services import DEFAULT_SHAPING, SHAPINGS, Shaping
 from twin.config.steps import Step
 from twin.intent import frrconf
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 from twin.topology.tenant_checks import VXLAN_OVERHEAD
 
-__all__ = ["BACKENDS", "VRF_TABLE_BASE", "Backend", "SHAPINGS", "Shaping", "tenant_ns", "vrf_tables", "plan", "script"]
+__all__ = ["BACKENDS", "VRF_TABLE_BASE", "Backend", "SHAPINGS", "Shaping", "DEFAULT_SHAPING", "tenant_ns", "vrf_tables",
+           "plan", "script"]
 VXLAN_INDEX, BRIDGE_INDEX = 1 << 24, 2 << 24   # + VNI: interface indexes of tenant devices (netns backend)
 
 
-def plan(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> list[Step]:
+def plan(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> list[Step]:
     """The kernel steps of `node`: VTEP of its tenants, or a host in its segment; then its
     services (gateways, rate limits, congestion points: `twin.config.services`)."""
     if kinds.of(fabric.nodes[node]).endpoint:
@@ -80,26 +81,26 @@ def port_ns(fabric: Fabric, node: str, port: str, backend: Backend) -> str:
     return ""
 
 
-def tenant_steps(fabric: Fabric, node: str, t: Tenant, backend: Backend, with_netns: bool = True) -> list[Step]:
+def tenant_steps(fabric: Fabric, node: str, tenant: Tenant, backend: Backend, with_netns: bool = True) -> list[Step]:
     """One tenant on VTEP `node`: its VRF, L3VNI and every segment with a local host."""
-    ns = tenant_ns(t, backend)
+    ns = tenant_ns(tenant, backend)
     steps: list[Step] = []
     if backend == NETNS:
-        steps += [Step("netns", t.vrf)] if with_netns else []
+        steps += [Step("netns", tenant.vrf)] if with_netns else []
         steps.append(Step("up", "lo", ns))
     else:
-        steps += [Step("vrf", t.vrf, args={"table": vrf_tables(fabric)[t.name]}), Step("up", t.vrf)]
+        steps += [Step("vrf", tenant.vrf, args={"table": vrf_tables(fabric)[tenant.name]}), Step("up", tenant.vrf)]
     # L3VNI: VXLAN + bridge without address = the L3 SVI of symmetric IRB
-    steps += _vni_devices(fabric, node, t, backend, t.l3vni)
-    steps += [Step("up", vxlan_name(t.l3vni), ns), Step("up", bridge_name(t.l3vni), ns)]
-    for seg in t.segments_on(node):
-        steps += segment_steps(fabric, node, t, seg, backend)
+    steps += _vni_devices(fabric, node, tenant, backend, tenant.l3vni)
+    steps += [Step("up", vxlan_name(tenant.l3vni), ns), Step("up", bridge_name(tenant.l3vni), ns)]
+    for seg in tenant.segments_on(node):
+        steps += segment_steps(fabric, node, tenant, seg, backend)
     return steps
 
 
-def _vni_devices(fabric: Fabric, node: str, t: Tenant, backend: Backend, vni: int,
+def _vni_devices(fabric: Fabric, node: str, tenant: Tenant, backend: Backend, vni: int,
                  mac: str | None = None) -> list[Step]:
-    ns = tenant_ns(t, backend)
+    ns = tenant_ns(tenant, backend)
     mtu = vxlan_mtu(fabric, node)
     vx, br = vxlan_name(vni), bridge_name(vni)
     # netns backend: every tenant device gets an interface index unique in the whole node.
@@ -113,44 +114,45 @@ def _vni_devices(fabric: Fabric, node: str, t: Tenant, backend: Backend, vni: in
                                    **ix(VXLAN_INDEX), **({"netns": ns} if ns else {})})]
     out.append(Step("bridge", br, ns, {"mtu": mtu, **({"mac": mac} if mac else {}), **ix(BRIDGE_INDEX)}))
     if backend == DEVICE:
-        out.append(Step("master", br, ns, {"master": t.vrf}))
+        out.append(Step("master", br, ns, {"master": tenant.vrf}))
     # ARP suppression on a segment's VXLAN port: its VTEP answers for remote hosts (verify's arp
     # group proves it). Not on the L3VNI's: its bridge has no hosts and sees no ARP (`twin verify
     # --prove` found nothing that notices it, so it is not rendered)
     out += [Step("master", vx, ns, {"master": br}),
-            Step("brport", vx, ns, {"learning": False, **({"neigh_suppress": True} if vni != t.l3vni else {})})]
+            Step("brport", vx, ns, {"learning": False, **({"neigh_suppress": True} if vni != tenant.l3vni else {})})]
     return out
 
 
-def local_attachments(t: Tenant, node: str, segment: str) -> list[Attachment]:
-    return [a for a in t.attachments if a.vtep == node and a.segment == segment]
+def local_attachments(tenant: Tenant, node: str, segment: str) -> list[Attachment]:
+    return [a for a in tenant.attachments if a.vtep == node and a.segment == segment]
 
 
-def segment_steps(fabric: Fabric, node: str, t: Tenant, seg: Segment, backend: Backend) -> list[Step]:
+def segment_steps(fabric: Fabric, node: str, tenant: Tenant, seg: Segment, backend: Backend) -> list[Step]:
     """An L2VNI on VTEP `node`: VXLAN + bridge with the anycast gateway, and its local host ports."""
-    ns = tenant_ns(t, backend)
+    ns = tenant_ns(tenant, backend)
     br = bridge_name(seg.l2vni)
-    steps = _vni_devices(fabric, node, t, backend, seg.l2vni, seg.mac)
+    steps = _vni_devices(fabric, node, tenant, backend, seg.l2vni, seg.mac)
     steps.append(Step("addr", br, ns, {"cidr": seg.gateway_cidr}))
-    local = local_attachments(t, node, seg.name)
+    local = local_attachments(tenant, node, seg.name)
     for a in local:
-        steps += port_steps(t, seg, a, backend)
+        steps += port_steps(tenant, seg, a, backend)
     steps += [Step("up", vxlan_name(seg.l2vni), ns), Step("up", br, ns)]
     # The VTEP knows its workloads (as a DPU knows its VFs): their MAC is static on
     # their port; their IP/MAC binding follows in `bindings` once FRR runs.
-    steps += [fdb_step(t, a, backend) for a in local]
+    steps += [fdb_step(tenant, a, backend) for a in local]
     return steps
 
 
-def port_steps(t: Tenant, seg: Segment, a: Attachment, backend: Backend) -> list[Step]:
+def port_steps(tenant: Tenant, seg: Segment, attachment: Attachment, backend: Backend) -> list[Step]:
     """A host port into its segment's bridge (into the tenant's namespace first, netns backend)."""
-    ns = tenant_ns(t, backend)
-    steps = [Step("move", a.port, args={"to": ns})] if ns else []
-    return steps + [Step("master", a.port, ns, {"master": bridge_name(seg.l2vni)}), Step("up", a.port, ns)]
+    ns = tenant_ns(tenant, backend)
+    steps = [Step("move", attachment.port, args={"to": ns})] if ns else []
+    return steps + [Step("master", attachment.port, ns, {"master": bridge_name(seg.l2vni)}),
+                    Step("up", attachment.port, ns)]
 
 
-def fdb_step(t: Tenant, a: Attachment, backend: Backend) -> Step:
-    return Step("fdb", a.port, tenant_ns(t, backend), {"mac": a.mac})
+def fdb_step(tenant: Tenant, attachment: Attachment, backend: Backend) -> Step:
+    return Step("fdb", attachment.port, tenant_ns(tenant, backend), {"mac": attachment.mac})
 
 
 def nft_file(vrf: str | None) -> str:
@@ -194,9 +196,9 @@ def bindings(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     return [binding_step(t, a, backend) for t in fabric.tenants_on(node) for a in t.attachments if a.vtep == node]
 
 
-def binding_step(t: Tenant, a: Attachment, backend: Backend) -> Step:
-    return Step("neigh", bridge_name(t.segments[a.segment].l2vni), tenant_ns(t, backend),
-                {"ip": a.ip, "mac": a.mac})
+def binding_step(tenant: Tenant, attachment: Attachment, backend: Backend) -> Step:
+    return Step("neigh", bridge_name(tenant.segments[attachment.segment].l2vni), tenant_ns(tenant, backend),
+                {"ip": attachment.ip, "mac": attachment.mac})
 
 
 def host_plan(fabric: Fabric, node: str) -> list[Step]:
@@ -210,7 +212,7 @@ def host_plan(fabric: Fabric, node: str) -> list[Step]:
             Step("up", a.host_port), Step("route", a.host_port, args={"dst": "default", "via": gw})]
 
 
-def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc",
+def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
            first: list[Step] | None = None) -> str:
     """interfaces.sh: the node's kernel steps as iproute2 commands (`first`: steps before its plan)."""
     steps = (first or []) + plan(fabric, node, backend, shaping)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from twin import kinds
 from twin.config import overlay, services
 from twin.config.backend import NETNS
-from twin.config.overlay import Backend, Shaping, tenant_ns
+from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, tenant_ns
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
@@ -47,7 +47,7 @@ class NodeDelta:
                 + [s.command() for s in self.remove])
 
 
-def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> NodeDelta:
+def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> NodeDelta:
     """Steps that take `node` from `old` to `new` intent (the node exists in both)."""
     d = NodeDelta()
     if kinds.of(new.nodes[node]).endpoint:
@@ -58,7 +58,7 @@ def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: S
     return d
 
 
-def _services(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Shaping, d: NodeDelta) -> None:
+def _services(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Shaping, delta: NodeDelta) -> None:
     """Service units that differ are taken down first (in the reverse order of their setup,
     before the tenants under them change) and made again once the tenants are there; units
     that go are taken down with the tenants' objects."""
@@ -66,30 +66,30 @@ def _services(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Sh
     after = {u.key: u for u in services.units(new, node, backend, shaping)}
     for key in reversed(list(before)):
         if key not in after:
-            d.remove += before[key].teardown
+            delta.remove += before[key].teardown
         elif after[key] != before[key]:
-            d.add += before[key].teardown
-    _vtep(old, new, node, backend, d)
-    d.add += [s for key, u in after.items() if before.get(key) != u for s in u.setup]
+            delta.add += before[key].teardown
+    _vtep(old, new, node, backend, delta)
+    delta.add += [s for key, u in after.items() if before.get(key) != u for s in u.setup]
 
 
 # --- hosts -------------------------------------------------------------------
-def _host(old: Fabric, new: Fabric, node: str, d: NodeDelta) -> None:
+def _host(old: Fabric, new: Fabric, node: str, delta: NodeDelta) -> None:
     before, after = overlay.host_plan(old, node), overlay.host_plan(new, node)
     if before == after:
         return
     # take the old port identity down (its default route first, while its gateway is on-link)...
-    d.add += [Step("unroute", s.dev, args=s.args) for s in before if s.op == "route"]
-    d.add += [Step("flush", s.dev) for s in before if s.op == "addr"]
-    d.add += after    # ...and give it the new one
+    delta.add += [Step("unroute", s.dev, args=s.args) for s in before if s.op == "route"]
+    delta.add += [Step("flush", s.dev) for s in before if s.op == "addr"]
+    delta.add += after    # ...and give it the new one
 
 
 # --- VTEPs -------------------------------------------------------------------
-def _tenant_key(t: Tenant) -> tuple:
-    return (t.vrf, t.l3vni)
+def _tenant_key(tenant: Tenant) -> tuple:
+    return (tenant.vrf, tenant.l3vni)
 
 
-def _vtep(old: Fabric, new: Fabric, node: str, backend: Backend, d: NodeDelta) -> None:
+def _vtep(old: Fabric, new: Fabric, node: str, backend: Backend, delta: NodeDelta) -> None:
     was = {t.name: t for t in old.tenants_on(node)}
     now = {t.name: t for t in new.tenants_on(node)}
     # A node that becomes a VTEP already has its /32 on lo (FRR set it, the node had no
@@ -98,48 +98,53 @@ def _vtep(old: Fabric, new: Fabric, node: str, backend: Backend, d: NodeDelta) -
     for name in sorted(set(was) | set(now)):
         o, n = was.get(name), now.get(name)
         if o and n and _tenant_key(o) == _tenant_key(n):
-            _segments(old, new, node, o, n, backend, d, mtu_changed)
+            _segments(old, new, node, o, n, backend, delta, mtu_changed)
             continue
         if o and n:  # VRF or L3VNI changed: the tenant is made again on this VTEP
-            d.add += tenant_teardown(old, node, o, backend)
+            delta.add += tenant_teardown(old, node, o, backend)
         elif o:
-            d.remove += tenant_teardown(old, node, o, backend)
+            delta.remove += tenant_teardown(old, node, o, backend)
         if n:
-            d.add += overlay.tenant_steps(new, node, n, backend) + [_nft(n, backend)]
-            d.bind += [overlay.binding_step(n, a, backend) for a in n.attachments if a.vtep == node]
+            delta.add += overlay.tenant_steps(new, node, n, backend) + [_nft(n, backend)]
+            delta.bind += [overlay.binding_step(n, a, backend) for a in n.attachments if a.vtep == node]
 
 
-def _segments(old: Fabric, new: Fabric, node: str, o: Tenant, n: Tenant, backend: Backend, d: NodeDelta,
+def _segments(old: Fabric, new: Fabric, node: str, old_tenant: Tenant, new_tenant: Tenant, backend: Backend,
+              delta: NodeDelta,
               mtu_changed: bool) -> None:
-    ns = tenant_ns(n, backend)
-    was = {s.name: s for s in o.segments_on(node)}
-    now = {s.name: s for s in n.segments_on(node)}
+    ns = tenant_ns(new_tenant, backend)
+    was = {s.name: s for s in old_tenant.segments_on(node)}
+    now = {s.name: s for s in new_tenant.segments_on(node)}
     ports_changed = False
     if mtu_changed:
         mtu = overlay.vxlan_mtu(new, node)
-        for vni in [n.l3vni] + [s.l2vni for s in was.values() if now.get(s.name) == s]:
-            d.add += [Step("mtu", vxlan_name(vni), ns, {"mtu": mtu}), Step("mtu", bridge_name(vni), ns, {"mtu": mtu})]
+        for vni in [new_tenant.l3vni] + [s.l2vni for s in was.values() if now.get(s.name) == s]:
+            delta.add += [Step("mtu", vxlan_name(vni), ns, {"mtu": mtu}), Step("mtu", bridge_name(vni), ns, {"mtu": mtu})]
     for name in sorted(set(was) | set(now)):
         so, sn = was.get(name), now.get(name)
         if so and sn and so == sn:
-            ports_changed |= _attachments(o, n, node, sn, backend, d)
+            ports_changed |= _attachments(old_tenant, new_tenant, node, sn, backend, delta)
             continue
         ports_changed = True
         if so and sn:
-            d.add += segment_teardown(o, node, so, backend)
+            delta.add += segment_teardown(old_tenant, node, so, backend)
         elif so:
-            d.remove += segment_teardown(o, node, so, backend)
+            delta.remove += segment_teardown(old_tenant, node, so, backend)
         if sn:
-            d.add += overlay.segment_steps(new, node, n, sn, backend)
-            d.bind += [overlay.binding_step(n, a, backend) for a in overlay.local_attachments(n, node, sn.name)]
+            delta.add += overlay.segment_steps(new, node, new_tenant, sn, backend)
+            delta.bind += [overlay.binding_step(new_tenant, a, backend)
+                           for a in overlay.local_attachments(new_tenant, node, sn.name)]
     if ports_changed:  # the zero-trust rules list every host port of the tenant
-        d.add.append(_nft(n, backend))
+        delta.add.append(_nft(new_tenant, backend))
 
 
-def _attachments(o: Tenant, n: Tenant, node: str, seg: Segment, backend: Backend, d: NodeDelta) -> bool:
+def _attachments(old_tenant: Tenant, new_tenant: Tenant, node: str, seg: Segment, backend: Backend,
+                 delta: NodeDelta) -> bool:
     # a workload's rate limits are a service of its port (`_services`): a change of them alone leaves it be
-    was = {a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(o, node, seg.name)}
-    now = {a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(n, node, seg.name)}
+    was = {a.port: a.model_copy(update={"rate_limit": None})
+           for a in overlay.local_attachments(old_tenant, node, seg.name)}
+    now = {a.port: a.model_copy(update={"rate_limit": None})
+           for a in overlay.local_attachments(new_tenant, node, seg.name)}
     if was == now:
         return False
     for port in sorted(set(was) | set(now)):
@@ -147,55 +152,55 @@ def _attachments(o: Tenant, n: Tenant, node: str, seg: Segment, backend: Backend
         if ao == an:
             continue
         if ao:
-            (d.add if an else d.remove).extend(attachment_teardown(o, seg, ao, backend))
+            (delta.add if an else delta.remove).extend(attachment_teardown(old_tenant, seg, ao, backend))
         if an:
-            d.add += overlay.port_steps(n, seg, an, backend) + [overlay.fdb_step(n, an, backend)]
-            d.bind.append(overlay.binding_step(n, an, backend))
+            delta.add += overlay.port_steps(new_tenant, seg, an, backend) + [overlay.fdb_step(new_tenant, an, backend)]
+            delta.bind.append(overlay.binding_step(new_tenant, an, backend))
     return True
 
 
-def _nft(t: Tenant, backend: Backend) -> Step:
-    return Step("nft", overlay.nft_file(t.vrf if backend == NETNS else None), tenant_ns(t, backend))
+def _nft(tenant: Tenant, backend: Backend) -> Step:
+    return Step("nft", overlay.nft_file(tenant.vrf if backend == NETNS else None), tenant_ns(tenant, backend))
 
 
 # --- taking down ---------------------------------------------------------------
-def attachment_teardown(t: Tenant, seg: Segment, a: Attachment, backend: Backend) -> list[Step]:
+def attachment_teardown(tenant: Tenant, seg: Segment, attachment: Attachment, backend: Backend) -> list[Step]:
     """A host port out of its segment: its binding gone, out of the bridge, back in the node's namespace."""
-    ns = tenant_ns(t, backend)
-    steps = [Step("unneigh", bridge_name(seg.l2vni), ns, {"ip": a.ip}),
-             Step("nomaster", a.port, ns)]
-    return steps + ([Step("release", a.port, ns)] if ns else [])
+    ns = tenant_ns(tenant, backend)
+    steps = [Step("unneigh", bridge_name(seg.l2vni), ns, {"ip": attachment.ip}),
+             Step("nomaster", attachment.port, ns)]
+    return steps + ([Step("release", attachment.port, ns)] if ns else [])
 
 
-def segment_teardown(t: Tenant, node: str, seg: Segment, backend: Backend) -> list[Step]:
-    ns = tenant_ns(t, backend)
+def segment_teardown(tenant: Tenant, node: str, seg: Segment, backend: Backend) -> list[Step]:
+    ns = tenant_ns(tenant, backend)
     steps: list[Step] = []
-    for a in overlay.local_attachments(t, node, seg.name):
-        steps += attachment_teardown(t, seg, a, backend)
+    for a in overlay.local_attachments(tenant, node, seg.name):
+        steps += attachment_teardown(tenant, seg, a, backend)
     return steps + [Step("del", vxlan_name(seg.l2vni), ns), Step("del", bridge_name(seg.l2vni), ns)]
 
 
-def tenant_teardown(fabric: Fabric, node: str, t: Tenant, backend: Backend) -> list[Step]:
+def tenant_teardown(fabric: Fabric, node: str, tenant: Tenant, backend: Backend) -> list[Step]:
     """A tenant off a VTEP: host ports back to the node, its VXLAN devices and bridges
     deleted, then its VRF device (the VRF backend; the netns backend keeps the namespace)."""
-    ns = tenant_ns(t, backend)
+    ns = tenant_ns(tenant, backend)
     steps: list[Step] = []
-    for seg in t.segments_on(node):
-        for a in overlay.local_attachments(t, node, seg.name):
+    for seg in tenant.segments_on(node):
+        for a in overlay.local_attachments(tenant, node, seg.name):
             steps += [Step("nomaster", a.port, ns)] + ([Step("release", a.port, ns)] if ns else [])
-    for vni in [t.l3vni] + [s.l2vni for s in t.segments_on(node)]:
+    for vni in [tenant.l3vni] + [s.l2vni for s in tenant.segments_on(node)]:
         steps += [Step("del", vxlan_name(vni), ns), Step("del", bridge_name(vni), ns)]
     # The netns backend keeps the tenant's namespace, empty: FRR 10.3's zebra crashes
     # (netlink_route_multipath_msg_encode) when a namespace VRF of a name it has seen
     # before is created again, so a tenant that comes back finds its namespace there.
-    return steps + ([] if backend == NETNS else [Step("del", t.vrf)])
+    return steps + ([] if backend == NETNS else [Step("del", tenant.vrf)])
 
 
 # --- MTUs of a node's own ports ---------------------------------------------------
-def _port_mtus(old: Fabric, new: Fabric, node: str, backend: Backend, d: NodeDelta) -> None:
+def _port_mtus(old: Fabric, new: Fabric, node: str, backend: Backend, delta: NodeDelta) -> None:
     before = {p.name: p for p in old.nodes[node].ports}
     for p in new.nodes[node].ports:
         if p.name in before and before[p.name].peer_node == p.peer_node and before[p.name].mtu != p.mtu:
             # first of all, in the namespace the port is in now
-            d.add.insert(0, Step("mtu", p.name, overlay.port_ns(old, node, p.name, backend), {"mtu": p.mtu}))
+            delta.add.insert(0, Step("mtu", p.name, overlay.port_ns(old, node, p.name, backend), {"mtu": p.mtu}))
 

@@ -11,8 +11,8 @@ from twin import kinds
 from twin.config import overlay, services
 from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.jinja import render_template
-from twin.config.overlay import Backend, Shaping
-from twin.intent.gateway import gateway_intent
+from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
+from twin.intent.gateway import vtep_gateways
 from twin.topology.model import Fabric, Node
 
 ALL_DAEMONS = ("bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "ldpd",
@@ -31,7 +31,7 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
     # then, so a VTEP of that backend gets its loopback from the kernel side instead
     # the internet: ports towards it carry no EVPN; a gateway VTEP announces its tenants' public addresses
     edge_ports = [p.name for p in node.fabric_ports if kinds.of(fabric.nodes[p.peer_node]).edge]
-    public = [ip for t in tenants if (g := gateway_intent(fabric, node.name, t)) for ip in g.public]
+    public = [ip for g in vtep_gateways(fabric, node.name).values() for ip in g.public]
     ctx = dict(node=node, fabric=fabric, kind=kind, features=features, tenants=tenants, netns_vrfs=netns_vrfs,
                daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra=zebra_extra, edge_ports=edge_ports,
                public=public)
@@ -43,7 +43,8 @@ def daemons_file(node: Node, daemons: list[str]) -> str:
     return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
 
 
-def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = "tc") -> dict[str, str]:
+def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND,
+                shaping: Shaping = DEFAULT_SHAPING) -> dict[str, str]:
     files = frr_files(node, fabric, backend) if kinds.of(node).runs_frr else {}
     kernel = overlay.script(fabric, node.name, backend, shaping)
     if kernel:
@@ -53,7 +54,8 @@ def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND, 
     return files
 
 
-def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = "tc") -> dict[str, dict[str, str]]:
+def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND,
+               shaping: Shaping = DEFAULT_SHAPING) -> dict[str, dict[str, str]]:
     """Every node's files: {node: {file name: text}}; `backend` is the VRF backend of the VTEPs,
     `shaping` how rate limits are enforced (`twin.config.services`)."""
     return {name: render_node(node, fabric, backend, shaping) for name, node in fabric.nodes.items()}

@@ -23,14 +23,15 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from twin.config.backend import Backend, NETNS, tenant_ns, vrf_tables
+from twin.config.backend import NETNS, Backend, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
 from twin.config.steps import Step
-from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, gateway_intent
+from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, vtep_gateways
 from twin.topology.model import Attachment, Fabric, Rate, Tenant
 
 Shaping = Literal["tc", "nft"]
 SHAPINGS: tuple[Shaping, ...] = ("tc", "nft")
+DEFAULT_SHAPING: Shaping = "tc"   # the one default: a lab without rate limits, or before the probe
 GW_INDEX, PUB_INDEX, IFB_INDEX = 3 << 24, 4 << 24, 5 << 24   # + L3VNI / port number: node-unique indexes
 # token bucket: 10 ms of the rate (at least 2 frames); 100 ms queued, so a burst such as verify's
 # traffic group (16 x 4 KiB to every peer of the tenant at once, ~200 KB from a host with 3 peers)
@@ -47,14 +48,14 @@ class Unit:
     basis: str = ""               # what else makes it (a file's text): when it differs, the unit is remade
 
 
-def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> list[Unit]:
+def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> list[Unit]:
     """Every service unit of `node`, in the order they are set up."""
     files = rulesets(fabric, node, backend, shaping)
     out: list[Unit] = []
+    gateways = vtep_gateways(fabric, node)
     for t in fabric.tenants_on(node):
-        g = gateway_intent(fabric, node, t)
-        if g is not None:
-            out += _gateway(fabric, t, g, backend, files)
+        if t.name in gateways:
+            out += _gateway(fabric, t, gateways[t.name], backend, files)
     out += _shaping(fabric, node, backend, shaping, files)
     if "congestion.nft" in files:
         out.append(Unit("congestion", (Step("nft", "congestion.nft"),), (Step("nft-delete", "ip twin_ecn"),),
@@ -62,12 +63,13 @@ def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") 
     return out
 
 
-def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> dict[str, str]:
+def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> dict[str, str]:
     """The nftables files of `node`'s services: file name -> ruleset."""
     out: dict[str, str] = {}
     loopbacks = sorted({n.loopback for n in fabric.nodes.values() if n.loopback}, key=_ip_key)
-    for i, t in enumerate(fabric.tenants_on(node)):
-        g = gateway_intent(fabric, node, t)
+    gateways = vtep_gateways(fabric, node)
+    for t in fabric.tenants_on(node):
+        g = gateways.get(t.name)
         if g is not None:
             zone = 0 if backend == NETNS else list(fabric.tenants).index(t.name) + 1
             out[gateway_file(t)] = render_template(
@@ -87,39 +89,42 @@ def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc
 
 
 # --- the internet gateway -------------------------------------------------------------------
-def gateway_file(t: Tenant) -> str:
-    return f"gateway-{t.vrf}.nft"
+def gateway_file(tenant: Tenant) -> str:
+    return f"gateway-{tenant.vrf}.nft"
 
 
-def gateway_table(t: Tenant, backend: Backend) -> str:
+def gateway_table(tenant: Tenant, backend: Backend) -> str:
     """Its own namespace holds one gateway; the node's (VRF backend) one per tenant."""
-    return "twin_gw" if backend == NETNS else f"twin_gw_{t.l3vni}"
+    return "twin_gw" if backend == NETNS else f"twin_gw_{tenant.l3vni}"
 
 
 def _mac(prefix: int, l3vni: int) -> str:
     return f"02:74:{prefix:02x}:{l3vni >> 16 & 255:02x}:{l3vni >> 8 & 255:02x}:{l3vni & 255:02x}"
 
 
-def _gateway(fabric: Fabric, t: Tenant, g: GatewayIntent, backend: Backend, files: dict[str, str]) -> list[Unit]:
-    ns = tenant_ns(t, backend)
-    up_mac, gw_mac = _mac(0x70, t.l3vni), _mac(0x67, t.l3vni)
-    pair = {"peer": g.gateway, "index": PUB_INDEX + t.l3vni, "peer_index": GW_INDEX + t.l3vni, "mac": up_mac,
-            "peer_mac": gw_mac, **({"netns": ns} if ns else {})}
-    steps = [Step("veth", g.uplink, args=pair)] + ([] if ns else [Step("master", g.gateway, args={"master": t.vrf})])
-    steps += [Step("up", g.uplink), Step("up", g.gateway, ns),
-              Step("neigh", g.uplink, args={"ip": TENANT_SIDE, "mac": gw_mac}),
-              Step("neigh", g.gateway, ns, {"ip": NODE_SIDE, "mac": up_mac})]
-    steps += [Step("route", g.uplink, args={"dst": f"{ip}/32", "via": TENANT_SIDE, "onlink": True}) for ip in g.public]
-    table = {} if ns else {"table": vrf_tables(fabric)[t.name]}
-    steps.append(Step("route", g.gateway, ns, {"dst": "default", "via": NODE_SIDE, "onlink": True, **table}))
-    nat = Unit(f"nat {t.name}", (Step("nft", gateway_file(t), ns),),
-               (Step("nft-delete", f"ip {gateway_table(t, backend)}", ns),), files[gateway_file(t)])
-    return [Unit(f"gateway {t.name}", tuple(steps), (Step("del", g.uplink),)), nat]
+def _gateway(fabric: Fabric, tenant: Tenant, intent: GatewayIntent, backend: Backend,
+             files: dict[str, str]) -> list[Unit]:
+    ns = tenant_ns(tenant, backend)
+    up_mac, gw_mac = _mac(0x70, tenant.l3vni), _mac(0x67, tenant.l3vni)
+    pair = {"peer": intent.gateway, "index": PUB_INDEX + tenant.l3vni, "peer_index": GW_INDEX + tenant.l3vni,
+            "mac": up_mac, "peer_mac": gw_mac, **({"netns": ns} if ns else {})}
+    steps = [Step("veth", intent.uplink, args=pair)]
+    steps += [] if ns else [Step("master", intent.gateway, args={"master": tenant.vrf})]
+    steps += [Step("up", intent.uplink), Step("up", intent.gateway, ns),
+              Step("neigh", intent.uplink, args={"ip": TENANT_SIDE, "mac": gw_mac}),
+              Step("neigh", intent.gateway, ns, {"ip": NODE_SIDE, "mac": up_mac})]
+    steps += [Step("route", intent.uplink, args={"dst": f"{ip}/32", "via": TENANT_SIDE, "onlink": True})
+              for ip in intent.public]
+    table = {} if ns else {"table": vrf_tables(fabric)[tenant.name]}
+    steps.append(Step("route", intent.gateway, ns, {"dst": "default", "via": NODE_SIDE, "onlink": True, **table}))
+    nat = Unit(f"nat {tenant.name}", (Step("nft", gateway_file(tenant), ns),),
+               (Step("nft-delete", f"ip {gateway_table(tenant, backend)}", ns),), files[gateway_file(tenant)])
+    return [Unit(f"gateway {tenant.name}", tuple(steps), (Step("del", intent.uplink),)), nat]
 
 
-def _zone_ports(fabric: Fabric, node: str, t: Tenant, g: GatewayIntent) -> list[str]:
+def _zone_ports(fabric: Fabric, node: str, tenant: Tenant, intent: GatewayIntent) -> list[str]:
     """VRF backend: the tenant's devices its packets enter the node's connection tracking on."""
-    return [t.vrf, g.gateway, f"br{t.l3vni}"] + [f"br{s.l2vni}" for s in t.segments_on(node)]
+    return [tenant.vrf, intent.gateway, f"br{tenant.l3vni}"] + [f"br{s.l2vni}" for s in tenant.segments_on(node)]
 
 
 # --- rate limits --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from twin import kinds
 from twin.config import overlay, render
-from twin.config.backend import NETNS
+from twin.config.backend import NETNS, Backend
 from twin.errors import Problem, TopologyError
 from twin.intent import frrconf, generic
 from twin.topology import files as inputs
@@ -140,7 +140,7 @@ def load(d: str | Path, fabric: Fabric) -> UserConfigs:
 
 
 def merge(rendered: dict[str, dict[str, str]], configs: UserConfigs | None,
-          fabric: Fabric, backend: str) -> tuple[dict[str, dict[str, str]], list[str]]:
+          fabric: Fabric, backend: Backend) -> tuple[dict[str, dict[str, str]], list[str]]:
     """twin's rendering with the user's files over it, and notes of what twin adapted."""
     out = {n: dict(f) for n, f in rendered.items()}
     notes: list[str] = []

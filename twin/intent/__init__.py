@@ -22,9 +22,25 @@ from functools import cached_property
 from typing import Mapping
 
 from twin import kinds
-from twin.intent.gateway import DEFAULT, NODE_SIDE, GatewayIntent, gateway_intent, public_routes
-from twin.intent.generic import Adjacency, GenericIntent, generic_intents
-from twin.intent.tenants import SegmentIntent, TenantIntent, evpn_routes, tenant_intent
+from twin.intent.gateway import (
+    DEFAULT,
+    NODE_SIDE,
+    TENANT_SIDE,
+    GatewayIntent,
+    public_name,
+    public_routes,
+    vtep_gateways,
+)
+from twin.intent.generic import Adjacency, GenericIntent, Route, generic_intents, network
+from twin.intent.tenants import (
+    CONNECTED,
+    SegmentIntent,
+    TenantIntent,
+    bridge_name,
+    evpn_routes,
+    tenant_intent,
+    vxlan_name,
+)
 from twin.topology.model import Fabric, Session
 
 
@@ -87,7 +103,7 @@ class Intent:
         f = self.fabric
         me = f.nodes[name]
         edges = [n for n, nd in f.nodes.items() if kinds.of(nd).edge]
-        gateways = tuple(g for t in f.tenants_on(name) if (g := gateway_intent(f, name, t)))
+        gateways = tuple(vtep_gateways(f, name).values())
         tenants = tuple(tenant_intent(f, name, t) for t in f.tenants_on(name))
         if gateways:   # the VRF's default route leaves through the gateway
             gw = {g.tenant for g in gateways}
@@ -117,4 +133,6 @@ class Intent:
         return out
 
 
-__all__ = ["Intent", "NodeIntent", "TenantIntent", "SegmentIntent", "GatewayIntent", "GenericIntent", "Adjacency"]
+__all__ = ["Intent", "NodeIntent", "TenantIntent", "SegmentIntent", "GatewayIntent", "GenericIntent", "Adjacency",
+           "vtep_gateways", "CONNECTED", "DEFAULT", "NODE_SIDE", "TENANT_SIDE", "bridge_name", "frrconf",
+           "generic", "network", "paths", "public_name", "Route", "vxlan_name"]

@@ -60,7 +60,13 @@ class GatewayIntent:
         return public_name(self.l3vni)
 
 
-def gateway_intent(fabric: Fabric, node: str, t: Tenant) -> GatewayIntent | None:
+def vtep_gateways(fabric: Fabric, node: str) -> dict[str, GatewayIntent]:
+    """Tenant -> the gateway VTEP `node` is for it, for each tenant some of whose hosts on `node` go
+    out (in the fabric's order of tenants): the one place a gateway's intent is derived."""
+    return {t.name: g for t in fabric.tenants_on(node) if (g := _gateway(fabric, node, t)) is not None}
+
+
+def _gateway(fabric: Fabric, node: str, t: Tenant) -> GatewayIntent | None:
     """The gateway VTEP `node` is for tenant `t`, if any of its local hosts go out."""
     public = t.gateway(node)
     if not public:

@@ -12,9 +12,13 @@ Each module imports from the rest of twin only what sits before it on the data p
 from twin.interop.air_dot import export_air_dot
 from twin.interop.air_import import import_air, parse_roles
 from twin.interop.air_json import export_air_json
-from twin.interop.clab_cli import ClabContainer, Containerlab, parse_inspect
+from twin.interop.clab_cli import BINARIES, ClabContainer, Containerlab, find_binary, parse_inspect
 from twin.interop.clabernetes import export_clabernetes
 from twin.interop.containerlab import export_containerlab
+from twin.interop.doors import import_file
+from twin.interop.inventory import FORMATS, write
+from twin.interop.startscript import wait_then_exec
 
 __all__ = ["export_containerlab", "export_clabernetes", "export_air_json", "export_air_dot", "import_air",
-           "parse_roles", "Containerlab", "ClabContainer", "parse_inspect"]
+           "parse_roles", "Containerlab", "ClabContainer", "parse_inspect", "BINARIES", "FORMATS", "clone",
+           "doors", "find_binary", "import_file", "inventory", "nvue", "wait_then_exec", "write"]

@@ -64,7 +64,7 @@ def from_fabric(fabric: Fabric) -> AirTopology:
         router = KINDS[n.kind].runs_frr
         nodes[n.name] = AirNode(n.name, KIND_FUNCTION.get(n.kind, n.kind), CUMULUS_OS if router else SERVER_OS,
                                 dict(SWITCH_RESOURCES if router else SERVER_RESOURCES))
-    links = tuple((AirEnd(l.a.node, l.a.port), AirEnd(l.b.node, l.b.port)) for l in fabric.links)
+    links = tuple((AirEnd(link.a.node, link.a.port), AirEnd(link.b.node, link.b.port)) for link in fabric.links)
     return AirTopology(fabric.name, nodes, links)
 
 

@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 
 from twin.errors import Problem, TopologyError
+from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
 from twin.topology import files
 from twin.topology.model import Fabric
 from twin.topology.problems import quoted
-from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
 
 _TOKEN = re.compile(r"""
     (?P<space>[ \t\r]+) | (?P<newline>\n) | (?P<comment>//[^\n]*|/\*.*?\*/|^\#[^\n]*)

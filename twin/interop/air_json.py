@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 
 from twin.errors import Problem, TopologyError
+from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
 from twin.topology import files, json_safe
-from twin.topology.load import kind_of
 from twin.topology.model import Fabric
 from twin.topology.problems import Path_, Problems, dotted
-from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
+from twin.topology.read import kind_of
 
 
 def export_air_json(fabric: Fabric) -> str:

@@ -283,13 +283,13 @@ class _Import:
                 binds.append(cn.bind_text(p, dst, opts))
         if binds:
             out["binds"] = binds
-        for field in ("cmd", "entrypoint"):
-            value = self.value(n, field)
+        for key in ("cmd", "entrypoint"):
+            value = self.value(n, key)
             if value and k.start is not None:
-                self.left.setdefault((field, f"an FRR node runs twin's command, which starts FRR once it is "
+                self.left.setdefault((key, "an FRR node runs twin's command, which starts FRR once it is "
                                             "wired"), []).append(n)
             elif value:
-                out[field] = str(value)
+                out[key] = str(value)
         if self.value(n, "startup-config") and self.kind_of(n) != RUNS:
             self.left.setdefault(("startup-config", f"a config of {self.kind_of(n)}, not FRR's: twin renders the "
                                                     "node's day-0 config"), []).append(n)

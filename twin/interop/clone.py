@@ -28,8 +28,8 @@ from pathlib import Path
 
 from twin.config.userconf import FRR_CONF, UserConfigs, read_dir
 from twin.errors import Problem, TopologyError
-from twin.interop import neighbors
 from twin.intent import frrconf
+from twin.interop import neighbors
 from twin.kinds import KINDS
 from twin.topology import files as inputs
 from twin.topology.names import check_lab_name, check_node_name

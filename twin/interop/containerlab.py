@@ -27,11 +27,11 @@ import yaml
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, LABEL_RUNTIME
 from twin.config.overlay import Backend, loopback_steps, script
-from twin.topology import files as inputs
 from twin.errors import TwinError
 from twin.interop.startscript import START_PATH, START_SCRIPT, WAIT_SCRIPT, start_script, wait_then_exec
-from twin.kinds.base import FRR_DIR, NODE_DIR
 from twin.kinds import get as kind_of
+from twin.kinds.base import FRR_DIR, NODE_DIR
+from twin.topology import files as inputs
 from twin.topology.model import Fabric, Node
 
 # Containers are named <prefix>-<lab>-<node>: with "twin" that is the very name
@@ -101,8 +101,8 @@ def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Bac
         "prefix": PREFIX,
         "topology": {
             "nodes": {n.name: clab_node(fabric, n, image, user[n.name]) for n in fabric.nodes.values()},
-            "links": [{"endpoints": [f"{l.a.node}:{l.a.port}", f"{l.b.node}:{l.b.port}"], "mtu": l.mtu}
-                      for l in fabric.links],
+            "links": [{"endpoints": [f"{link.a.node}:{link.a.port}", f"{link.b.node}:{link.b.port}"], "mtu": link.mtu}
+                      for link in fabric.links],
         },
     }
     return ClabLab(name=fabric.name, topology=topology, files=bound, executable=frozenset(executable))

@@ -15,8 +15,10 @@ from typing import Callable
 
 from twin.config.userconf import UserConfigs
 from twin.errors import Problem, TopologyError
-from twin.interop.air_import import PARSERS as AIR_SUFFIXES, import_air_placed
-from twin.interop.clab_import import SUFFIXES as CLAB_SUFFIXES, Imported, import_clab, is_clab
+from twin.interop.air_import import PARSERS as AIR_SUFFIXES
+from twin.interop.air_import import import_air_placed
+from twin.interop.clab_import import SUFFIXES as CLAB_SUFFIXES
+from twin.interop.clab_import import Imported, import_clab, is_clab
 
 TWIN = "twin"
 

@@ -22,8 +22,8 @@ from typing import Any, Callable
 import yaml
 
 from twin import kinds
-from twin.errors import TwinError
 from twin.config.naming import container_name
+from twin.errors import TwinError
 from twin.topology.model import Fabric, Node
 
 PYTHON = "/usr/bin/python3"          # the node image's interpreter, for Ansible modules

@@ -4,7 +4,7 @@ Owns what each kind is (as data); imports nothing of twin but its own modules.
 """
 from __future__ import annotations
 
-from twin.kinds.base import Kind, PortNaming
+from twin.kinds.base import FRR_DIR, HASH_FIELDS, HASH_POLICY, HASH_SEED, NODE_DIR, NV_BIN, NVUE_RUN, Kind, PortNaming
 from twin.kinds.dpu import Dpu
 from twin.kinds.host import Host
 from twin.kinds.internet import Internet
@@ -27,4 +27,5 @@ def of(node) -> Kind:
     return KINDS[node.kind]
 
 
-__all__ = ["KINDS", "Kind", "PortNaming", "get", "of"]
+__all__ = ["KINDS", "Kind", "PortNaming", "get", "of", "FRR_DIR", "HASH_FIELDS", "HASH_POLICY", "HASH_SEED",
+           "NODE_DIR", "NV_BIN", "NVUE_RUN"]

@@ -34,8 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from twin import timeouts, wait
 from twin.config.overlay import tenant_ns, vrf_tables
 from twin.errors import CommandError, ConvergenceTimeout, NetlinkFailed, TwinError
-from twin.intent import NodeIntent, TenantIntent
-from twin.intent import paths
+from twin.intent import NodeIntent, TenantIntent, paths
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext

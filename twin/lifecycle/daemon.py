@@ -30,7 +30,6 @@ from twin.errors import TwinError
 from twin.lifecycle import state
 
 
-
 def started(pid: int) -> int | None:
     """The kernel's start time of process `pid` (clock ticks after boot), None when there is none
     (or only its zombie)."""

@@ -30,8 +30,8 @@ from twin import timeouts
 from twin.config.naming import NVUE_DIR
 from twin.errors import TwinError
 from twin.interop import nvue
-from twin.runtime import kernel
 from twin.lifecycle import daemon
+from twin.runtime import kernel
 
 USER = "cumulus"          # NVUE's user on a Cumulus switch
 

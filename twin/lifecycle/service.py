@@ -37,7 +37,8 @@ import uvicorn
 
 from twin.errors import TwinError
 
-Scope, Message = dict[str, Any], dict[str, Any]
+Scope = dict[str, Any]
+Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]

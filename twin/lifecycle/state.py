@@ -28,6 +28,8 @@ from typing import Iterator, Literal
 from pydantic import BaseModel, ValidationError
 
 from twin import kinds
+from twin.config.backend import Backend
+from twin.config.services import Shaping
 from twin.errors import LabNameError, LabStateError, TwinError
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
@@ -64,8 +66,8 @@ class LabState(BaseModel):
     created: float = 0.0
     timings: dict[str, float] = {}
     error: str = ""
-    backend: Literal["vrf", "netns"] | None = None   # VRF backend of the VTEPs
-    shaping: Literal["tc", "nft"] | None = None      # how rate limits are enforced (probed when there are any)
+    backend: Backend | None = None   # VRF backend of the VTEPs
+    shaping: Shaping | None = None      # how rate limits are enforced (probed when there are any)
     runtime: str = "docker"      # what made the nodes (docker: twin itself; containerlab: its CLI)
     history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
     configs: str = ""            # the user's config directory it came up with (`twin up --configs`)

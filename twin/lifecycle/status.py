@@ -14,9 +14,10 @@ from typing import Any
 
 from twin import timeouts
 from twin.config.backend import DEFAULT_BACKEND
+from twin.config.services import DEFAULT_SHAPING
+from twin.config.userconf import NVUE as STARTUP
 from twin.errors import TwinError
 from twin.intent import Intent, TenantIntent
-from twin.config.userconf import NVUE as STARTUP
 from twin.lifecycle import barrier, generic, nvue_service, state
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr
@@ -157,7 +158,7 @@ def lab_status(name: str, d: Path, runtime: Runtime) -> LabStatus:
         out.nodes = list(pool.map(lambda n: _node(fabric, intent, n, containers.get(n), docs), fabric.nodes))
     out.tenants = [_tenant(fabric, t, intent, docs) for t in fabric.tenants.values()]
     if containers and all(n.state == "running" for n in out.nodes):
-        ctx = LabContext(name, d, fabric, st.backend or DEFAULT_BACKEND, runtime, shaping=st.shaping or "tc",
+        ctx = LabContext(name, d, fabric, st.backend or DEFAULT_BACKEND, runtime, shaping=st.shaping or DEFAULT_SHAPING,
                          _containers=containers)
         out.missing = barrier.missing(ctx)
     return out

@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from twin.errors import LabStateError, TopologyError, TwinError
+from twin.errors import LabStateError, TopologyError
 from twin.interop.nvue import api
 from twin.interop.nvue.tree import diff, get
 from twin.lifecycle.nvue_service import USER

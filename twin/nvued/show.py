@@ -18,8 +18,8 @@ from typing import Any
 from twin.change.nvue_work import layout
 from twin.config.backend import tenant_ns
 from twin.config.overlay import port_ns
-from twin.interop import nvue
 from twin.intent.tenants import bridge_name
+from twin.interop import nvue
 from twin.lifecycle.context import LabContext
 from twin.nvued.engine import NotFound
 from twin.runtime import frr

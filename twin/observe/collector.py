@@ -23,14 +23,14 @@ import time
 from typing import Any
 
 from twin import timeouts
+from twin.config import droplog
 from twin.lifecycle.context import LabContext
 from twin.observe import drops as dropmon
 from twin.observe import sample, store, timeline
+from twin.observe.linkstats import LinkSocket
 from twin.observe.nflog import NflogSocket
 from twin.observe.nftnl import NftSocket
-from twin.observe.linkstats import LinkSocket
 from twin.observe.reasons import Place, drop_event
-from twin.config import droplog
 from twin.runtime import netns
 
 RECENT = 500

@@ -24,7 +24,8 @@ STATS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_errors", "tx_er
 def parse(data: bytes, seq: int) -> tuple[list[dict[str, Any]], bool]:
     """(links of the RTM_NEWLINK messages of request `seq` in one datagram, whether its dump is done);
     the rest of an earlier dump given up at its deadline is skipped."""
-    out, pos = [], 0
+    out: list[dict[str, Any]] = []
+    pos = 0
     while pos + 16 <= len(data):
         length, kind, _, got = struct.unpack_from("=IHHI", data, pos)
         if length < 16:

@@ -104,7 +104,7 @@ def control(ex: NodeExec, pid: int, vnis_of: dict[int, str]) -> tuple[dict[str, 
                                  "state": p.get("state", "?"), "up": p.get("state") == "Established",
                                  "prefixes": p.get("pfxRcd", 0)}
     vnis: dict[str, dict[str, Any]] = {}
-    for key, v in (vni_doc or {}).items():
+    for v in (vni_doc or {}).values():
         if not isinstance(v, dict) or "vni" not in v:
             continue
         counts = frr.route_counts(evpn or {}, {int(v["vni"])})

@@ -95,7 +95,8 @@ class Tail:
 
     def __init__(self, labdir: Path, from_start: bool = False):
         self.dir = where(labdir)
-        self.inode, self.offset = None, 0
+        self.inode: int | None = None
+        self.offset = 0
         self.pending: list[dict] = read(labdir) if from_start else []
         self._sync(seek_end=True)
 
@@ -119,7 +120,8 @@ class Tail:
                 out += [e for _, e in _lines(older, self.offset)]
             self.offset = 0
         self.inode = ino
-        for self.offset, e in _lines(cur, self.offset):
+        for offset, e in _lines(cur, self.offset):
+            self.offset = offset
             out.append(e)
         return out
 

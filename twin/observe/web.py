@@ -33,8 +33,8 @@ def topology(collector: Collector) -> dict[str, Any]:
     f = collector.ctx.fabric
     nodes = [{"name": n.name, "kind": n.kind, "tier": kinds.of(n).tier, "asn": n.asn, "loopback": n.loopback,
               "ports": [p.name for p in n.ports]} for n in f.nodes.values()]
-    links = [{"id": f"{l.a.node}:{l.a.port}--{l.b.node}:{l.b.port}", "a": {"node": l.a.node, "port": l.a.port},
-              "b": {"node": l.b.node, "port": l.b.port}} for l in f.links]
+    links = [{"id": f"{link.a.node}:{link.a.port}--{link.b.node}:{link.b.port}", "a": {"node": link.a.node, "port": link.a.port},
+              "b": {"node": link.b.node, "port": link.b.port}} for link in f.links]
     tenants = {t.name: {"vrf": t.vrf, "l3vni": t.l3vni, "vteps": t.vteps(),
                         "hosts": [a.host for a in t.attachments],
                         "segments": {s.name: {"subnet": s.subnet, "l2vni": s.l2vni} for s in t.segments.values()}}
@@ -67,6 +67,6 @@ def _stream(c: Collector) -> Iterator[bytes]:
     seen = -1
     while not c.stopped:
         with c.lock:
-            c.lock.wait_for(lambda: c.version != seen or c.stopped, timeout=STREAM_EVERY)
+            c.lock.wait_for(lambda seen=seen: c.version != seen or c.stopped, timeout=STREAM_EVERY)
             seen = c.version
         yield f"event: state\ndata: {json.dumps(c.state(), default=str)}\n\n".encode()

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 
 from twin import kinds
-from twin.kinds.base import HASH_FIELDS, HASH_POLICY, HASH_SEED
 from twin.config import overlay
 from twin.config.steps import Step
 from twin.intent import paths
 from twin.intent.tenants import bridge_name, vxlan_name
+from twin.kinds.base import HASH_FIELDS, HASH_POLICY, HASH_SEED
 from twin.lifecycle.context import LabContext
 from twin.prove.element import Element, Exempt, Kernel, ZebraVni, alt
 from twin.topology.model import Attachment, Fabric, Segment, Tenant

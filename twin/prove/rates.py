@@ -21,8 +21,8 @@ import re
 from twin.config import services
 from twin.config.backend import tenant_ns
 from twin.config.steps import Step
-from twin.lifecycle.context import LabContext
 from twin.errors import TwinError
+from twin.lifecycle.context import LabContext
 from twin.prove.element import Element, Exempt, Kernel, NftDelete, NftRule
 from twin.runtime import nftables
 from twin.topology.model import Attachment, CongestionPoint, Rate, Tenant

@@ -3,11 +3,11 @@ check, whether it was restored; the score "caught N of M"; JSON and JUnit."""
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twin import junit
 from twin.prove.element import Element, Exempt
 from twin.verify.result import Check
 
@@ -79,24 +79,20 @@ class Proof:
 
     def write_junit(self, path: str | Path) -> None:
         """JUnit XML: one testsuite per kind of element, one testcase per element."""
-        suites = ET.Element("testsuites", name=f"twin verify {self.lab} --prove", tests=str(len(self.outcomes)),
-                            failures=str(sum(not (o.caught and o.restored) for o in self.outcomes)))
+        def case(o: Outcome) -> junit.Case:
+            out = junit.Case(f"twin.{self.lab}.prove", o.element.id, time=f"{o.seconds.get('total', 0):.2f}")
+            if not o.caught:
+                out.failure = f"verify did not notice: {o.element.how}"
+                out.detail = "\n".join([o.element.what, *map(line, o.also_failed), o.detail])
+            elif not o.restored:
+                out.failure = f"not restored: {o.detail}"
+            else:
+                out.detail = "\n".join(map(line, o.named_by))
+            return out
+
         by_kind: dict[str, list[Outcome]] = {}
         for o in self.outcomes:
             by_kind.setdefault(o.element.kind, []).append(o)
-        for kind, outs in by_kind.items():
-            suite = ET.SubElement(suites, "testsuite", name=kind, tests=str(len(outs)),
-                                  failures=str(sum(not (o.caught and o.restored) for o in outs)),
-                                  time=f"{sum(o.seconds.get('total', 0) for o in outs):.2f}")
-            for o in outs:
-                case = ET.SubElement(suite, "testcase", classname=f"twin.{self.lab}.prove", name=o.element.id,
-                                     time=f"{o.seconds.get('total', 0):.2f}")
-                if not o.caught:
-                    f = ET.SubElement(case, "failure", message=f"verify did not notice: {o.element.how}")
-                    f.text = "\n".join([o.element.what, *map(line, o.also_failed), o.detail])
-                elif not o.restored:
-                    ET.SubElement(case, "failure", message=f"not restored: {o.detail}")
-                else:
-                    ET.SubElement(case, "system-out").text = "\n".join(map(line, o.named_by))
-        ET.indent(suites)
-        Path(path).write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+        junit.write(path, f"twin verify {self.lab} --prove",
+                    [junit.Suite(kind, [case(o) for o in outs], time=f"{sum(o.seconds.get('total', 0) for o in outs):.2f}")
+                     for kind, outs in by_kind.items()])

@@ -14,6 +14,7 @@ from fnmatch import fnmatch
 from typing import Callable
 
 from twin import timeouts, verify, wait
+from twin.config.steps import Step
 from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
 from twin.lifecycle.bringup import wait_vnis
@@ -21,9 +22,8 @@ from twin.lifecycle.context import LabContext, context_of
 from twin.prove import frr_side, kernel_side, ports, rates, router_side, services
 from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, NftRule, Reload, Unlearn, Vtysh, ZebraVni
 from twin.prove.report import Outcome, Proof, line
-from twin.verify.result import Check
 from twin.runtime import frr, kernel, observe
-from twin.config.steps import Step
+from twin.verify.result import Check
 
 DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
           kernel_side.gateway_elements, kernel_side.vxlan_elements, kernel_side.link_elements,

@@ -15,7 +15,7 @@ import re
 from twin.config import services
 from twin.config.backend import tenant_ns
 from twin.config.steps import Step
-from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, gateway_intent
+from twin.intent.gateway import NODE_SIDE, TENANT_SIDE, GatewayIntent, vtep_gateways
 from twin.lifecycle.context import LabContext
 from twin.prove.element import Element, Exempt, Kernel, NftDelete, Reload, Vtysh, alt
 from twin.topology.model import Tenant
@@ -41,8 +41,9 @@ def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     f, be, out = ctx.fabric, ctx.backend, []
     for v in f.vteps():
         files = services.rulesets(f, v, be, ctx.shaping)
+        gateways = vtep_gateways(f, v)
         for t in f.tenants_on(v):
-            g = gateway_intent(f, v, t)
+            g = gateways.get(t.name)
             if g is None:
                 continue
             out += _nat_rules(ctx, v, t, g, files[services.gateway_file(t)]) + _routes(ctx, v, t, g)

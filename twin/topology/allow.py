@@ -21,8 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from twin.topology import files
-from twin.topology.load import kind_of, validate_model
 from twin.topology.problems import Problems
+from twin.topology.read import kind_of, validate_model
 from twin.topology.yaml_safe import read_yaml
 
 WHATS = ("session", "prefixes", "route", "vni", "adjacency")

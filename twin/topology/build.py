@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.kinds import KINDS, Kind
-from twin.topology.checks import check_against, parse_checks
 from twin.topology.addresses import parse_address, parse_prefix, special_use
+from twin.topology.checks import check_against, parse_checks
 from twin.topology.connectivity import check_connectivity
-from twin.topology.load import load_spec, spec_of
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port
-from twin.topology.noderun import node_runtime
 from twin.topology.names import check_command, check_image, check_lab_name, check_node_name, check_port_name
+from twin.topology.noderun import node_runtime
 from twin.topology.problems import Problems, listing, quoted
+from twin.topology.read import load_spec, spec_of
 from twin.topology.schema import AS_TRANS, ASN_MAX, TopologySpec
 from twin.topology.services import build_services
 from twin.topology.tenants import build_tenants

@@ -19,13 +19,22 @@ from typing import Any
 
 from twin.errors import Problem, TopologyError
 from twin.kinds import KINDS
-from twin.topology.load import kind_of, validate_model
+from twin.topology import files
 from twin.topology.model import Fabric
 from twin.topology.names import match_node
 from twin.topology.problems import Path_, Problems, listing, quoted
-from twin.topology.schema import (CHECK_TYPES, BgpPrefixesCheck, BgpSessionCheck, CheckSpec, ExecCheck, FrrJsonCheck,
-                                  PingCheck, RoceCheck, RouteCheck)
-from twin.topology import files
+from twin.topology.read import kind_of, validate_model
+from twin.topology.schema import (
+    CHECK_TYPES,
+    BgpPrefixesCheck,
+    BgpSessionCheck,
+    CheckSpec,
+    ExecCheck,
+    FrrJsonCheck,
+    PingCheck,
+    RoceCheck,
+    RouteCheck,
+)
 from twin.topology.yaml_safe import read_yaml
 
 NAME_RULE = "a check name is 1-100 characters of text on one line"

@@ -189,7 +189,7 @@ def entries(d: str | Path) -> list[tuple[str, bool]]:
     MAX_ENTRIES. A link counts as what it points to; reading through it is `read`'s business."""
     try:
         with os.scandir(d) as it:
-            found = []
+            found: list[tuple[str, bool]] = []
             for e in it:
                 if len(found) >= MAX_ENTRIES:
                     raise TopologyError([Problem(str(d), "", f"holds more than {MAX_ENTRIES} entries: not a "

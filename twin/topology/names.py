@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Sequence
 
 from twin.errors import TwinError
 from twin.topology.problems import quoted
@@ -94,7 +95,7 @@ def check_mac(mac: object) -> str | None:
 
 
 def _check(what: str, name: object, pattern: re.Pattern, rule: str,
-           reserved: list[tuple[re.Pattern, str]] = ()) -> str | None:
+           reserved: Sequence[tuple[re.Pattern, str]] = ()) -> str | None:
     if not isinstance(name, str) or not pattern.fullmatch(name):
         return f"{what} {quoted(name)} is not allowed: {rule}"
     for taken, why in reserved:

@@ -54,7 +54,8 @@ class Problems:
     """Collects problems of one file, placing each at its line when known."""
 
     def __init__(self, file: str, lines: dict[Path_, int]):
-        self.file, self.lines, self.items = file, lines, []
+        self.file, self.lines = file, lines
+        self.items: list[Problem] = []
 
     def add(self, path: Path_, message: str, in_file: bool = True) -> None:
         """A problem at `path`; in_file=False for a place outside the file (e.g. a --name option)."""

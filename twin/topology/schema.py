@@ -9,7 +9,7 @@ number is one type whose error says what is allowed.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool
 from pydantic_core import PydanticCustomError
@@ -42,10 +42,22 @@ def _endpoints(value: object) -> list[str]:
     return value
 
 
-Asn = whole_number("an ASN", 1, ASN_MAX, {AS_TRANS: "AS_TRANS"})
-Mtu = whole_number("an MTU", 1280, 9216)
-Vni = whole_number("a VNI", 1, VNI_MAX)
-L4Port = whole_number("a port", 1, 65535)
+if TYPE_CHECKING:   # to a type checker, each is an int
+    Asn = int
+    Mtu = int
+    Vni = int
+    L4Port = int
+    Count = int
+    Prefixes = int
+    ExitCode = int
+else:
+    Asn = whole_number("an ASN", 1, ASN_MAX, {AS_TRANS: "AS_TRANS"})
+    Mtu = whole_number("an MTU", 1280, 9216)
+    Vni = whole_number("a VNI", 1, VNI_MAX)
+    L4Port = whole_number("a port", 1, 65535)
+    Count = whole_number("a count", 1, 1000)
+    Prefixes = whole_number("a number of prefixes", 0, 100_000_000)
+    ExitCode = whole_number("an exit code", 0, 255)
 Endpoints = Annotated[list[str], PlainValidator(_endpoints)]
 
 
@@ -181,11 +193,12 @@ def seconds(what: str, low: float, high: float) -> Any:
     return Annotated[float, PlainValidator(check)]
 
 
-Timeout = seconds("a timeout", 0, 3600)
-Window = seconds("a window", 0, 600)
-Count = whole_number("a count", 1, 1000)
-Prefixes = whole_number("a number of prefixes", 0, 100_000_000)
-ExitCode = whole_number("an exit code", 0, 255)
+if TYPE_CHECKING:
+    Timeout = float
+    Window = float
+else:
+    Timeout = seconds("a timeout", 0, 3600)
+    Window = seconds("a window", 0, 600)
 Afi = Literal["ipv4", "ipv6", "evpn"]
 
 

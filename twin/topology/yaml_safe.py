@@ -23,13 +23,21 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent, Event, MappingStartEvent,
-                         ScalarEvent, StreamEndEvent)
+from yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
+    Event,
+    MappingStartEvent,
+    ScalarEvent,
+    StreamEndEvent,
+)
 from yaml.nodes import ScalarNode
 
 from twin.errors import Problem, TopologyError
 from twin.topology import files
-from twin.topology.files import Format, Refused as _Refused
+from twin.topology.files import Format
+from twin.topology.files import Refused as _Refused
 from twin.topology.problems import Path_, dotted, quoted
 
 MAX_BYTES = files.TOPOLOGY.max_bytes      # a 500-node fabric is about 50 KiB

@@ -29,9 +29,8 @@ from dataclasses import replace
 
 from twin.errors import TwinError
 from twin.lifecycle.context import LabContext
+from twin.traffic import blast, roce
 from twin.traffic import flows as hostflows
-from twin.traffic import roce
-from twin.traffic import blast
 from twin.traffic.engine import PACKET_OUTGOING, new_run_id, open_socket
 from twin.traffic.stamp import Stamper
 

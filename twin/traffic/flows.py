@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
+from typing import Sequence
+
 from twin import timeouts
 from twin.lifecycle.context import LabContext, context_of
 from twin.topology.model import Fabric
@@ -69,7 +71,7 @@ def run(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool =
 
 
 def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
-                  timeout: float = timeouts.TRAFFIC, taps: list[Tap] = (), cnps: bool = False,
+                  timeout: float = timeouts.TRAFFIC, taps: Sequence[Tap] = (), cnps: bool = False,
                   run_id: int | None = None, pace: float = 0.0) -> tuple[dict[int, roce.FlowResult], dict[str, list[bytes]]]:
     """`run`, also capturing on extra `taps` (fabric ports): the frames each received."""
     ctx = context_of(lab)

@@ -16,6 +16,7 @@ netlink request), so the rates of several ports read one after the other stay ex
 from __future__ import annotations
 
 import time
+from typing import Sequence
 
 from twin.lifecycle.context import LabContext
 from twin.runtime import observe
@@ -27,7 +28,7 @@ Reading = dict[str, tuple[float, dict[str, int]]]   # host -> (monotonic time, i
 class Meter:
     """Counters of host ports (by the host's name) and of nodes' own ports (by "node:port")."""
 
-    def __init__(self, ctx: LabContext, hosts: list[str], ports: list[tuple[str, str]] = ()):
+    def __init__(self, ctx: LabContext, hosts: list[str], ports: Sequence[tuple[str, str]] = ()):
         self.ports = {h: (ctx.pid(h), ctx.fabric.attachment_of(h)[1].host_port) for h in hosts}
         self.ports |= {f"{n}:{p}": (ctx.pid(n), p) for n, p in ports}
         self._handles = Handles()

@@ -14,7 +14,6 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-
 ROCE_PORT = 4791
 MAGIC = b"TWIN"
 TAG = struct.Struct("!4sIII")  # magic, run, flow, psn

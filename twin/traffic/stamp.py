@@ -16,7 +16,6 @@ from twin.traffic import roce
 from twin.traffic.roce import ICRC, PSN_MASK, icrc_pseudo
 
 
-
 class Stamper:
     """The frames of one flow for any PSN, from one scapy-built template.
 

@@ -49,6 +49,7 @@ import socket
 import struct
 import threading
 import time
+from typing import AbstractSet
 
 from twin import timeouts, wait
 from twin.errors import ConvergenceTimeout, TwinError
@@ -60,7 +61,6 @@ from twin.traffic.engine import PACKET_OUTGOING, new_run_id, on_cpu, open_socket
 from twin.traffic.results import StreamResult, analyse
 from twin.traffic.roce import PSN_MASK, icrc_ok
 from twin.traffic.stamp import Stamper
-
 
 BUDGET_PPS = 2000.0     # all flows of a stream together, by default
 MIN_RATE = 20.0         # pps per flow: below this an outage is measured too coarsely
@@ -245,7 +245,7 @@ class Stream:
         at = bisect.bisect_right(self._slips, (tick, float("inf"))) - 1
         return tick * self.interval / len(self.flows) + (self._slips[at][1] if at >= 0 else 0.0)
 
-    def lossy_since(self, t: float, grace: float = 0.1, skip: set[int] = frozenset()) -> list[str]:
+    def lossy_since(self, t: float, grace: float = 0.1, skip: AbstractSet[int] = frozenset()) -> list[str]:
         """Flows (but those in `skip`, by id) that lost a packet due between `t` (seconds since
         the start) and `grace` seconds ago (younger ones may still be in flight): empty = whole."""
         horizon = self.elapsed() - grace

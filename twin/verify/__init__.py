@@ -30,11 +30,26 @@ from typing import Callable, Sequence
 from twin.errors import TwinError
 from twin.interop import nvue
 from twin.lifecycle.context import context_of
-from twin.runtime.exec import carried, labelled
+from twin.runtime.exec import Recorder, carried, labelled, recording
 from twin.topology.schema import CheckSpec
+from twin.verify import (
+    arp,
+    congestion,
+    control,
+    coverage,
+    gateway,
+    isolation,
+    performance,
+    traffic,
+    underlay,
+    zerotrust,
+)
 from twin.verify import checks as user_checks
-from twin.verify import arp, congestion, control, coverage, gateway, isolation, performance, traffic, underlay
-from twin.verify import zerotrust
+from twin.verify.baseline_file import load_baseline
+from twin.verify.compare import Comparison
+from twin.verify.gateway_probes import edges
+from twin.verify.jsoncmp import subset
+from twin.verify.markdown import comparison_md, evidence_doc, report_md, show
 from twin.verify.result import Check, Report
 
 GROUPS: dict[str, Callable] = {
@@ -115,4 +130,6 @@ def _group(ctx, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], di
     return out, extra, round(time.monotonic() - t0, 3)
 
 
-__all__ = ["run", "Report", "Check", "GROUPS"]
+__all__ = ["Recorder", "recording", "labelled", "run", "Report", "Check", "GROUPS", "baseline", "checks", "compare", "Comparison", "comparison_md",
+           "congestion", "edges", "evidence_doc", "limits", "load_baseline", "markdown", "performance",
+           "report_md", "show", "subset"]

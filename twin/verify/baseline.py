@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from ipaddress import ip_network
-from typing import Any
+from typing import Any, Sequence
 
 from twin import kinds, timeouts
 from twin.errors import TwinError
@@ -45,7 +45,7 @@ def record(lab) -> dict[str, Any]:
             "nodes": per_node}
 
 
-def node_state(ex, igps: list[str] = (), bgp: bool = True) -> dict[str, Any]:
+def node_state(ex, igps: Sequence[str] = (), bgp: bool = True) -> dict[str, Any]:
     """One node's sessions (where it runs bgpd), routes and VNIs; and the adjacencies of the IGPs
     it runs (`igps`)."""
     v4, v6 = ex.vtysh_json(frr.ROUTES_V4_VRFS, frr.ROUTES_V6_VRFS, timeout=timeouts.VTYSH)

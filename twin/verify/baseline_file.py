@@ -14,8 +14,8 @@ from typing import Any
 from twin.errors import Problem, TopologyError, TwinError
 from twin.topology import files
 from twin.topology.json_safe import read_json
-from twin.topology.load import kind_of
 from twin.topology.problems import Path_, Problems
+from twin.topology.read import kind_of
 from twin.verify.baseline import FORMAT
 
 SCALAR = (str, int, float, bool, type(None))

@@ -204,7 +204,7 @@ def _out(ctx: LabContext, p: Probe, at_edge: list, at_hosts: dict, nat: dict, te
 def _nat_rules(ctx: LabContext) -> dict[tuple[str, str], str]:
     """The postrouting chain of every gateway's NAT table: (VTEP, tenant) -> its rules (or why not)."""
     out = {}
-    for prefix, (tenant, vtep) in ctx.fabric.public().items():
+    for tenant, vtep in ctx.fabric.public().values():
         if (vtep, tenant) in out:
             continue
         t = ctx.fabric.tenants[tenant]

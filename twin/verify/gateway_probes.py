@@ -108,7 +108,7 @@ class Builder:
         return self.probes
 
     def _inbound(self) -> None:
-        for prefix, (tenant, vtep) in sorted(self.fabric.public().items()):
+        for prefix, (tenant, _vtep) in sorted(self.fabric.public().items()):
             public = prefix.split("/")[0]
             t = self.fabric.tenants[tenant]
             for proto in ("icmp", "udp"):

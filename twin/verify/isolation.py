@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from twin.lifecycle.context import LabContext
 from twin.traffic import flows as F
+from twin.traffic.roce import Flow
 from twin.verify.result import Check
 
 GROUP = "isolation"
@@ -20,7 +21,8 @@ def run(ctx: LabContext, count: int = COUNT) -> tuple[list[Check], dict]:
     fabric = ctx.fabric
     hosts = F.hosts(fabric)
     tenant = {h: fabric.attachment_of(h)[0].name for h in hosts}
-    flows, expect = [], {}
+    flows: list[Flow] = []
+    expect: dict[int, bool] = {}
     for s in hosts:
         for d in hosts:
             if s != d:
@@ -28,7 +30,8 @@ def run(ctx: LabContext, count: int = COUNT) -> tuple[list[Check], dict]:
                 flows.append(f)
                 expect[f.flow_id] = tenant[s] == tenant[d]
     results = F.run(ctx, flows, expect, check_icrc=False)
-    checks, matrix = [], {s: {} for s in hosts}
+    checks: list[Check] = []
+    matrix: dict[str, dict[str, str]] = {s: {} for s in hosts}
     for r in results.values():
         f = r.flow
         should = expect[f.flow_id]

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from twin import junit
 
 
 @dataclass
@@ -46,16 +47,13 @@ class Report:
 
     def write_junit(self, path: str | Path) -> None:
         """JUnit XML: one testsuite per group, one testcase per check."""
-        suites = ET.Element("testsuites", name=f"twin verify {self.lab}",
-                            tests=str(len(self.checks)), failures=str(len(self.failures())))
-        for group, checks in self.groups().items():
-            suite = ET.SubElement(suites, "testsuite", name=group, tests=str(len(checks)),
-                                  failures=str(sum(not c.passed for c in checks)),
-                                  time=f"{self.seconds.get(group, 0):.3f}")
-            for c in checks:
-                case = ET.SubElement(suite, "testcase", classname=f"twin.{self.lab}.{group}", name=c.name)
-                if not c.passed:
-                    f = ET.SubElement(case, "failure", message=c.message.splitlines()[0] if c.message else "failed")
-                    f.text = c.message + ("\n" + json.dumps(c.data, indent=2, default=str) if c.data else "")
-        ET.indent(suites)
-        Path(path).write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+        def case(group: str, c: Check) -> junit.Case:
+            if c.passed:
+                return junit.Case(f"twin.{self.lab}.{group}", c.name)
+            return junit.Case(f"twin.{self.lab}.{group}", c.name,
+                              failure=c.message.splitlines()[0] if c.message else "failed",
+                              detail=c.message + ("\n" + json.dumps(c.data, indent=2, default=str) if c.data else ""))
+
+        junit.write(path, f"twin verify {self.lab}",
+                    [junit.Suite(group, [case(group, c) for c in checks], time=f"{self.seconds.get(group, 0):.3f}")
+                     for group, checks in self.groups().items()])

@@ -23,7 +23,7 @@ RTS = "show bgp l2vpn evpn vni json"
 def rt_table(doc: dict) -> dict[int, tuple[list[str], list[str]]]:
     """`show bgp l2vpn evpn vni json` -> VNI -> (import RTs, export RTs)."""
     out = {}
-    for key, entry in (doc.items() if isinstance(doc, dict) else ()):
+    for entry in (doc.values() if isinstance(doc, dict) else ()):
         if isinstance(entry, dict) and "vni" in entry:
             out[int(entry["vni"])] = (list(entry.get("importRTs", [])), list(entry.get("exportRTs", [])))
     return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 from twin.lifecycle.context import LabContext
 from twin.traffic import dcqcn
 from twin.traffic import flows as F
+from twin.traffic.roce import Flow
 from twin.verify.result import Check
 
 GROUP = "traffic"
@@ -24,7 +25,8 @@ PAYLOAD = 4096
 def run(ctx: LabContext, count: int = COUNT, payload: int = PAYLOAD) -> tuple[list[Check], dict]:
     fabric = ctx.fabric
     hosts = F.hosts(fabric)
-    flows, expect = [], {}
+    flows: list[Flow] = []
+    expect: dict[int, bool] = {}
     for s in hosts:
         for d in hosts:
             if s != d and F.same_tenant(fabric, s, d):

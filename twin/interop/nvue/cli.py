@@ -18,8 +18,8 @@ from typing import Any
 from twin.errors import Problem, TopologyError
 from twin.interop.nvue.configs import yaml_text
 from twin.interop.nvue.load import documents, from_tree
-from twin.interop.nvue.tree import Path, set_path, spec_at, unset_path, words
 from twin.interop.nvue.schema import Leaf
+from twin.interop.nvue.tree import Path, set_path, spec_at, unset_path, words
 from twin.topology.problems import quoted
 from twin.topology.yaml_safe import read_yaml_bytes
 

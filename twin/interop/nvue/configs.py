@@ -15,10 +15,11 @@ import yaml
 
 from twin.config import render, userconf
 from twin.config.backend import DEFAULT_BACKEND
-from twin.config.overlay import Backend, Shaping, script_of
+from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError, TwinError
-from twin.interop.nvue import frr, load, plane as planes_
+from twin.interop.nvue import frr, load
+from twin.interop.nvue import plane as planes_
 from twin.interop.nvue.load import NvueFile
 from twin.interop.nvue.plane import PER_VNI, Plane
 from twin.interop.nvue.schema import API, VERSION
@@ -59,7 +60,7 @@ def _read(configs: UserConfigs | None) -> tuple[dict[str, NvueFile], list[Proble
     return out, problems
 
 
-def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: Shaping = "tc",
+def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
           layout: str = PER_VNI) -> tuple[dict[str, NvueNode], list[str]]:
     """Each NVUE node's plane and files on `fabric`; TopologyError with every problem of every
     node at once. Returns the nodes and the notes (what twin left out or adapted)."""
@@ -86,7 +87,7 @@ def check(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
     """Every problem of the config directory's NVUE files on this topology (none: they run)."""
     nfs, problems = _read(configs)
     try:
-        build(nfs, fabric, "netns")
+        build(nfs, fabric, DEFAULT_BACKEND)
     except TopologyError as e:
         problems += e.problems
     return problems
@@ -136,7 +137,7 @@ def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
     return out
 
 
-def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = "tc",
+def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
             layout: str = PER_VNI) -> dict[str, NvueNode]:
     """The NVUE nodes of a running lab, from the startup.yaml in each node's directory."""
     nfs = {}

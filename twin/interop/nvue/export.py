@@ -20,8 +20,8 @@ which twin builds from the topology beside the NVUE-built plane.
 from __future__ import annotations
 
 from twin import kinds
+from twin.intent.gateway import vtep_gateways
 from twin.interop.nvue.configs import dump
-from twin.intent.gateway import gateway_intent
 from twin.topology.model import Fabric
 
 FABRIC_GROUP, INTERNET_GROUP = "fabric", "internet"
@@ -59,7 +59,7 @@ def export_node(fabric: Fabric, node: str) -> dict:
     if me.drain:
         bgp["graceful-shutdown"] = ON
     tree["router"] = {"bgp": bgp}
-    public = [f"{ip}/32" for t in fabric.tenants_on(node) if (g := gateway_intent(fabric, node, t)) for ip in g.public]
+    public = [f"{ip}/32" for g in vtep_gateways(fabric, node).values() for ip in g.public]
     evpn = bool(fabric.tenants) and not kind.edge
     groups = {FABRIC_GROUP: _group(evpn)} | ({INTERNET_GROUP: _group(False)} if edge else {})
     tree["vrf"] = {"default": {"router": {"bgp": {

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from twin import kinds
 from twin.config import overlay
-from twin.config.overlay import Backend, Shaping
+from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.config.steps import Step
 from twin.errors import TopologyError
 from twin.intent.tenants import bridge_name, vxlan_name
@@ -66,7 +66,7 @@ class Plane:
                 [t.l3vni] + [s.l2vni for s in t.segments_on(self.node)]}
 
 
-def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = "tc") -> Plane:
+def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> Plane:
     """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.interop.nvue.vlanaware`);
     TopologyError with every problem of the file on this node (file, line, NVUE path)."""
     conf = NodeConf.of(nf.tree)

@@ -18,8 +18,16 @@ from twin import timeouts
 from twin.config.overlay import tenant_ns
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr
-from twin.topology.schema import (BgpPrefixesCheck, BgpSessionCheck, CheckSpec, ExecCheck, FrrJsonCheck, PingCheck,
-                                  RoceCheck, RouteCheck)
+from twin.topology.schema import (
+    BgpPrefixesCheck,
+    BgpSessionCheck,
+    CheckSpec,
+    ExecCheck,
+    FrrJsonCheck,
+    PingCheck,
+    RoceCheck,
+    RouteCheck,
+)
 from twin.traffic import flows as F
 from twin.verify.jsoncmp import subset
 
