@@ -6,8 +6,7 @@ from pathlib import Path
 
 from click.shell_completion import ShellComplete
 
-from twin.cli import main
-from twin.cli import completion
+from twin.cli import completion, main
 from twin.lifecycle import state
 from twin.topology import load
 

@@ -44,8 +44,8 @@ def test_the_lab_context_resolves_typed_nodes():
 
 
 def test_a_fault_target_is_the_lab_s_name():
-    from twin.change.base import REGISTRY
     import twin.change  # noqa: F401  (registers the faults)
+    from twin.change.base import REGISTRY
 
     c = context()
     port = next(iter(c.fabric.nodes["leaf1"].ports_by_name))

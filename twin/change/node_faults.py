@@ -71,7 +71,7 @@ class NodeStart(NodeFault):
             ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in fabric.tenants_on(node)]])
         running = {n: ctx.pid(n) for n in ctx.running() if n != node}
         wired, skipped = [], []   # (own port, peer end) of each re-created link
-        for link in (l for l in fabric.links if node in (l.a.node, l.b.node)):
+        for link in (k for k in fabric.links if node in (k.a.node, k.b.node)):
             own, peer = (link.a, link.b) if link.a.node == node else (link.b, link.a)
             if peer.node not in running:
                 skipped.append(str(peer))

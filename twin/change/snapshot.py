@@ -5,7 +5,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-
 from twin import timeouts
 from twin.config.overlay import tenant_ns, vrf_tables
 from twin.errors import TwinError

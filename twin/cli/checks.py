@@ -248,7 +248,7 @@ def traffic_(cli, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sp
         if as_json:
             click.echo(json.dumps(doc, indent=2))
         else:
-            out.print(wording.flow_line(c.fabric, r, same), markup=False)
+            out.print(wording.flow_line(ctx.fabric, r, same), markup=False)
             if congest:
                 marked = "; ".join(f"{p} marked {n['ce']} of {n['ect']} ECN-capable frames" for p, n in points.items())
                 out.print(f"congestion: {r.ce} arrived marked CE; CNPs sent {r.cnps_sent} (the pacing rule, one per "

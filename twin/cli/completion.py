@@ -7,9 +7,9 @@ from __future__ import annotations
 import click
 from click.shell_completion import CompletionItem
 
+from twin import host
 from twin.lab import Lab
 from twin.lifecycle import state
-from twin import host
 
 NODE_PARAMS = ("node", "src", "dst")
 

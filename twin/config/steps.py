@@ -14,7 +14,7 @@ import errno
 from dataclasses import dataclass, field
 from typing import Callable
 
-from twin.kinds.base import NODE_DIR   # the node's lab directory, as mounted in it
+from twin.kinds.base import NODE_DIR  # the node's lab directory, as mounted in it
 
 VXLAN_PORT = 4789
 

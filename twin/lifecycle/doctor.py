@@ -175,9 +175,9 @@ def lines(r: Report) -> list[str]:
     imgs = ", ".join(f"{i.tag} (FRR {i.frr or '?'}{', current' if i.current else ''})" for i in r.images)
     out.append("images: " + (imgs or "none: `twin image build` (or `make twin-up`) builds them"))
     left = r.leftovers
-    for lab, names in left.containers.items():
-        out.append(f"leftover?: lab {lab}: {len(names)} container(s), no directory under {state.labs_root()} "
-                   f"(a killed run's, or another TWIN_HOME's): `twin down {lab}` with the TWIN_HOME that made it")
+    for name, names in left.containers.items():
+        out.append(f"leftover?: lab {name}: {len(names)} container(s), no directory under {state.labs_root()} "
+                   f"(a killed run's, or another TWIN_HOME's): `twin down {name}` with the TWIN_HOME that made it")
     out += [f"leftover: namespace /run/netns/{n}: `ip netns del {n}` if no twin runs" for n in left.netns]
     if not (left.containers or left.netns):
         out.append("leftovers: none")

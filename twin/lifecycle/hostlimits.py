@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Mapping
 
-
 from twin import kinds
 from twin.errors import TwinError
 from twin.intent import generic

@@ -19,8 +19,8 @@ from twin.observe import linkstats, roce
 from twin.observe.linkstats import LinkSocket
 from twin.observe.nftnl import NftSocket
 from twin.runtime import frr, observe
-from twin.runtime.netns import Netlink
 from twin.runtime.exec import NodeExec
+from twin.runtime.netns import Netlink
 
 STATS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_dropped", "tx_dropped", "rx_errors", "tx_errors")
 CONTROL = ("show bgp vrf all summary json", "show evpn vni json", frr.ROUTES)

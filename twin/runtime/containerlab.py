@@ -21,12 +21,12 @@ from twin import timeouts
 from twin.config.overlay import Backend
 from twin.config.render import render_lab
 from twin.errors import CommandError, TwinError
-from twin.topology.names import check_lab_name
 from twin.interop.clab_cli import BINARIES, Containerlab, find_binary, parse_inspect
 from twin.interop.containerlab import export_containerlab
 from twin.runtime.base import Configure, Runtime
 from twin.runtime.docker import DockerRuntime
 from twin.topology.model import Fabric
+from twin.topology.names import check_lab_name
 
 Run = Callable[..., subprocess.CompletedProcess]
 

@@ -20,10 +20,10 @@ from twin import kinds, timeouts
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, container_name, nvue_run
 from twin.config.overlay import Backend
 from twin.config.userconf import forwarding_sysctls
-from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
-from twin.interop.nvue import client as nv_client_script
 from twin.errors import RuntimeFailed, TwinError
+from twin.interop.nvue import client as nv_client_script
 from twin.interop.startscript import wait_then_exec
+from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
 from twin.runtime import dockerapi
 from twin.runtime.base import Configure, NodeHandle
 from twin.runtime.exec import NodeExec

@@ -120,7 +120,7 @@ def _refused(path: str, lines: list[str], rc: str) -> list[Problem]:
     found = [Problem(path, "", m.group(2).strip(), int(m.group(1))) for m in map(_LINE.match, lines) if m]
     if found:
         return found
-    said = " ".join(l.strip() for l in lines if l.strip() and not l.startswith("Configuration file["))
+    said = " ".join(ln.strip() for ln in lines if ln.strip() and not ln.startswith("Configuration file["))
     return [Problem(path, "", f"vtysh --dryrun exited {rc}" + (f": {said[:400]}" if said else ""))]
 
 

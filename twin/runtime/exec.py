@@ -38,8 +38,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from twin import timeouts
 from twin.errors import CommandError, TwinError
-from twin.runtime import nodefs
-from twin.runtime import dockerapi
+from twin.runtime import dockerapi, nodefs
 from twin.runtime.failures import engine_errors
 
 ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",

@@ -112,7 +112,7 @@ def unexpected_peers(summary: dict, ports: list[str]) -> list[str]:
 def evpn_routes(doc: dict) -> list[tuple[int, str, set[int]]]:
     """Every EVPN route of `show bgp l2vpn evpn route json`: (type, prefix, VNIs in its route targets)."""
     out = []
-    for rd, table in doc.items():
+    for table in doc.values():
         if not isinstance(table, dict):
             continue
         for prefix, entry in table.items():
@@ -133,7 +133,7 @@ def evpn_table(doc: dict) -> list[tuple[tuple[int, str, str], frozenset[int]]]:
     VNIs of its route targets): what is a MAC, "MAC IP" (type-2), the VTEP (type-3) or the
     prefix (type-5); the originator is the route's next hop (VTEPs keep theirs end to end)."""
     out = []
-    for rd, table in doc.items():
+    for table in doc.values():
         if not isinstance(table, dict):
             continue
         for prefix, entry in table.items():

@@ -13,8 +13,8 @@ from pyroute2 import IPRoute, NetlinkError
 from twin.config.overlay import Shaping
 from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
-from twin.runtime.exec import NodeExec
 from twin.runtime import netns, steps_apply
+from twin.runtime.exec import NodeExec
 from twin.runtime.netns import Handles, scratch
 
 

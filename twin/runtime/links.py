@@ -108,11 +108,11 @@ class Wiring:
     def node_running(self, node: str, pid: int) -> None:
         with self.lock:
             self.pids[node] = pid
-            ready = [l for l in self.waiting if l.a.node in self.pids and l.b.node in self.pids]
-            self.waiting = [l for l in self.waiting if l not in ready]
+            ready = [k for k in self.waiting if k.a.node in self.pids and k.b.node in self.pids]
+            self.waiting = [k for k in self.waiting if k not in ready]
             if not self.left[node]:
                 self.futures.append(self.configure.submit(self._configure, node))
-            self.futures += [self.pool.submit(self._link, l) for l in ready]
+            self.futures += [self.pool.submit(self._link, k) for k in ready]
 
     def _link(self, link: Link) -> None:
         create_link(link, self.pids)

@@ -6,7 +6,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
-
 from twin import timeouts, wait
 from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
