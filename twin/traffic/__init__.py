@@ -10,4 +10,4 @@ from twin.traffic.roce import encapsulated
 from twin.traffic.stream import Stream
 
 __all__ = ["dcqcn", "encapsulated", "Flood", "flows", "frames", "host_taps", "hosts", "Meter", "new_run_id",
-           "packets", "rates", "roce", "Session", "stream", "Stream", "StreamResult", "summarise", "Tap"]
+           "packets", "rates", "roce", "Session", "stream", "Stream", "StreamResult", "summarise", "Tap", "wording"]
