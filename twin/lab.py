@@ -83,18 +83,18 @@ class Lab:
         configs, `roles` maps nodes to twin's kinds, and what twin leaves out is in `notes`."""
         if name is not None:
             state.check_name(name)
-        if doors.door(topology_file) == doors.TWIN:
+        imported = doors.import_other(topology_file, roles, name)
+        if imported is None:
             if roles:
                 raise TopologyError([Problem("--role", "", "roles map the nodes of a containerlab or NVIDIA Air "
                                                            "file; a twin topology says each node's kind itself")])
             fabric = topology.load(topology_file, name=name)
             user = userconf.load(configs, fabric) if configs is not None else None
-            _refuse(nvue.check(user, fabric))
+            _refuse(nvue.check_files(user, fabric))
             return cls(fabric.name, fabric, runtime, user)
-        imported = doors.import_file(topology_file, roles, name)
         fabric = topology.load_document(imported.doc, imported.source, name, imported.lines)
         user = imported.configs.under(userconf.load(configs, fabric)) if configs is not None else imported.configs
-        _refuse(nvue.check(user, fabric))
+        _refuse(nvue.check_files(user, fabric))
         return cls(fabric.name, fabric, runtime, user if user.files else None, imported.notes)
 
     @classmethod
@@ -153,7 +153,7 @@ class Lab:
         if configs is not None:
             self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, self.loaded)
         if self.configs is not None:
-            _refuse(userconf.check(self.configs, self.loaded) or nvue.check(self.configs, self.loaded))
+            _refuse(userconf.check(self.configs, self.loaded) or nvue.check_files(self.configs, self.loaded))
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")

@@ -38,12 +38,16 @@ _DIR = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 class LinkRefused(OSError):
     """A path that a link would have led elsewhere: not opened. `str()` says which component and why."""
 
-    def __init__(self, path: str, why: str):
-        super().__init__(errno.ELOOP, why, path)
-        self.why = why
+    @property
+    def why(self) -> str:
+        return self.strerror
 
     def __str__(self) -> str:
         return f"{self.filename}: {self.why}"
+
+
+def _refused(path: str, why: str) -> LinkRefused:
+    return LinkRefused(errno.ELOOP, why, path)
 
 
 class _How(ctypes.Structure):
@@ -73,7 +77,7 @@ def open_under(root: str | Path | int, path: str, mode: str, flags: int = os.O_R
         err = -fd
         if err in (errno.ELOOP, errno.EXDEV):
             os.close(_walk(root_fd, path, flags, mode))    # says which link, where to; else (a race):
-            raise LinkRefused(path, "a symbolic link is in the way" if mode == NO_LINKS else "leads outside the directory")
+            raise _refused(path, "a symbolic link is in the way" if mode == NO_LINKS else "leads outside the directory")
         raise OSError(err, os.strerror(err), path)
     finally:
         if owned:
@@ -138,7 +142,7 @@ def _walk(root_fd: int, path: str, flags: int, mode: str) -> int:
             name = todo.pop()
             if name == "..":
                 if len(stack) == 1 and mode == BENEATH:
-                    raise LinkRefused(path, f"{via} leads outside the directory" if via
+                    raise _refused(path, f"{via} leads outside the directory" if via
                                       else "climbs above the directory (..)")
                 if len(stack) > 1:     # a node's root is its own / (.. of / is /)
                     os.close(stack.pop())
@@ -156,7 +160,7 @@ def _walk(root_fd: int, path: str, flags: int, mode: str) -> int:
             if mode == NO_LINKS or target.startswith("/") or links > MAX_LINKS:
                 why = ("" if mode == NO_LINKS else ", one link too many (40)" if links > MAX_LINKS else
                        ", outside the directory")
-                raise LinkRefused(path, f"{where} is a symbolic link (to {target[:200]}){why}")
+                raise _refused(path, f"{where} is a symbolic link (to {target[:200]}){why}")
             todo += [p for p in target.split("/") if p not in ("", ".")][::-1]
             via = f"{where} (a symbolic link to {target[:200]})"
         return os.open(".", flags, dir_fd=stack[-1])

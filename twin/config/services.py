@@ -48,15 +48,35 @@ class Unit:
     basis: str = ""               # what else makes it (a file's text): when it differs, the unit is remade
 
 
+@dataclass(frozen=True)
+class _Node:
+    """What `node`'s services are made of, read from the Fabric and the intent once: its tenants,
+    their gateways, its workloads with a rate limit, its ports and congestion points."""
+
+    fabric: Fabric
+    node: str
+    backend: Backend
+    shaping: Shaping
+    tenants: tuple[Tenant, ...]
+    gateways: dict[str, GatewayIntent]
+    limited: tuple[tuple[Tenant, Attachment], ...]
+
+    @classmethod
+    def of(cls, fabric: Fabric, node: str, backend: Backend, shaping: Shaping) -> "_Node":
+        tenants = tuple(fabric.tenants_on(node))
+        limited = tuple((t, a) for t in tenants for a in t.attachments if a.vtep == node and a.rate_limit)
+        return cls(fabric, node, backend, shaping, tenants, vtep_gateways(fabric, node), limited)
+
+
 def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> list[Unit]:
     """Every service unit of `node`, in the order they are set up."""
-    files = rulesets(fabric, node, backend, shaping)
+    here = _Node.of(fabric, node, backend, shaping)
+    files = _rulesets(here)
     out: list[Unit] = []
-    gateways = vtep_gateways(fabric, node)
-    for t in fabric.tenants_on(node):
-        if t.name in gateways:
-            out += _gateway(fabric, t, gateways[t.name], backend, files)
-    out += _shaping(fabric, node, backend, shaping, files)
+    for t in here.tenants:
+        if t.name in here.gateways:
+            out += _gateway(here, t, here.gateways[t.name], files)
+    out += _shaping(here, files)
     if "congestion.nft" in files:
         out.append(Unit("congestion", (Step("nft", "congestion.nft"),), (Step("nft-delete", "ip twin_ecn"),),
                         files["congestion.nft"]))
@@ -65,19 +85,23 @@ def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAUL
 
 def rulesets(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> dict[str, str]:
     """The nftables files of `node`'s services: file name -> ruleset."""
+    return _rulesets(_Node.of(fabric, node, backend, shaping))
+
+
+def _rulesets(here: _Node) -> dict[str, str]:
+    fabric, node = here.fabric, here.node
     out: dict[str, str] = {}
     loopbacks = sorted({n.loopback for n in fabric.nodes.values() if n.loopback}, key=_ip_key)
-    gateways = vtep_gateways(fabric, node)
-    for t in fabric.tenants_on(node):
-        g = gateways.get(t.name)
+    for t in here.tenants:
+        g = here.gateways.get(t.name)
         if g is not None:
-            zone = 0 if backend == NETNS else list(fabric.tenants).index(t.name) + 1
+            zone = 0 if here.backend == NETNS else list(fabric.tenants).index(t.name) + 1
             out[gateway_file(t)] = render_template(
-                "nft/gateway.nft.j2", node=node, fabric_name=fabric.name, g=g, table=gateway_table(t, backend),
-                fabric_addresses=loopbacks, zone=zone, zone_ports=_zone_ports(fabric, node, t, g),
+                "nft/gateway.nft.j2", node=node, fabric_name=fabric.name, g=g, table=gateway_table(t, here.backend),
+                fabric_addresses=loopbacks, zone=zone, zone_ports=_zone_ports(node, t, g),
                 own=[(h, ip) for ip, h in g.public.items() if h != "pool"],
                 pool=[ip for ip, h in g.public.items() if h == "pool"])
-    for ns, rules in _policed(fabric, node, backend, shaping).items():
+    for ns, rules in _policed(here).items():
         out[policing_file(ns)] = render_template("nft/ratelimit.nft.j2", node=node, fabric_name=fabric.name,
                                                   tenant=ns, rules=rules)
     points = [p for p in fabric.congestion if p.node == node]
@@ -102,9 +126,8 @@ def _mac(prefix: int, l3vni: int) -> str:
     return f"02:74:{prefix:02x}:{l3vni >> 16 & 255:02x}:{l3vni >> 8 & 255:02x}:{l3vni & 255:02x}"
 
 
-def _gateway(fabric: Fabric, tenant: Tenant, intent: GatewayIntent, backend: Backend,
-             files: dict[str, str]) -> list[Unit]:
-    ns = tenant_ns(tenant, backend)
+def _gateway(here: _Node, tenant: Tenant, intent: GatewayIntent, files: dict[str, str]) -> list[Unit]:
+    ns = tenant_ns(tenant, here.backend)
     up_mac, gw_mac = _mac(0x70, tenant.l3vni), _mac(0x67, tenant.l3vni)
     pair = {"peer": intent.gateway, "index": PUB_INDEX + tenant.l3vni, "peer_index": GW_INDEX + tenant.l3vni,
             "mac": up_mac, "peer_mac": gw_mac, **({"netns": ns} if ns else {})}
@@ -115,14 +138,14 @@ def _gateway(fabric: Fabric, tenant: Tenant, intent: GatewayIntent, backend: Bac
               Step("neigh", intent.gateway, ns, {"ip": NODE_SIDE, "mac": up_mac})]
     steps += [Step("route", intent.uplink, args={"dst": f"{ip}/32", "via": TENANT_SIDE, "onlink": True})
               for ip in intent.public]
-    table = {} if ns else {"table": vrf_tables(fabric)[tenant.name]}
+    table = {} if ns else {"table": vrf_tables(here.fabric)[tenant.name]}
     steps.append(Step("route", intent.gateway, ns, {"dst": "default", "via": NODE_SIDE, "onlink": True, **table}))
     nat = Unit(f"nat {tenant.name}", (Step("nft", gateway_file(tenant), ns),),
-               (Step("nft-delete", f"ip {gateway_table(tenant, backend)}", ns),), files[gateway_file(tenant)])
+               (Step("nft-delete", f"ip {gateway_table(tenant, here.backend)}", ns),), files[gateway_file(tenant)])
     return [Unit(f"gateway {tenant.name}", tuple(steps), (Step("del", intent.uplink),)), nat]
 
 
-def _zone_ports(fabric: Fabric, node: str, tenant: Tenant, intent: GatewayIntent) -> list[str]:
+def _zone_ports(node: str, tenant: Tenant, intent: GatewayIntent) -> list[str]:
     """VRF backend: the tenant's devices its packets enter the node's connection tracking on."""
     return [tenant.vrf, intent.gateway, f"br{tenant.l3vni}"] + [f"br{s.l2vni}" for s in tenant.segments_on(node)]
 
@@ -141,10 +164,6 @@ def shaped(rate: Rate | None, shaping: Shaping) -> bool:
     return rate is not None and rate.unit == "bit" and shaping == "tc"
 
 
-def _local(fabric: Fabric, node: str) -> list[tuple[Tenant, Attachment]]:
-    return [(t, a) for t in fabric.tenants_on(node) for a in t.attachments if a.vtep == node and a.rate_limit]
-
-
 def tbf_args(rate: Rate, mtu: int) -> dict:
     """The TBF of a shaped `rate` on a port of `mtu`: its rate, bucket and queue (bytes)."""
     per_s = rate.value // 8
@@ -152,11 +171,12 @@ def tbf_args(rate: Rate, mtu: int) -> dict:
     return {"rate": rate.value, "burst": burst, "limit": burst + int(per_s * SHAPE_QUEUE_S)}
 
 
-def _shaping(fabric: Fabric, node: str, backend: Backend, shaping: Shaping, files: dict[str, str]) -> list[Unit]:
+def _shaping(here: _Node, files: dict[str, str]) -> list[Unit]:
     out: list[Unit] = []
-    ports = [p.name for p in fabric.nodes[node].ports]
-    for t, a in _local(fabric, node):
-        ns, mtu = tenant_ns(t, backend), fabric.nodes[node].ports_by_name[a.port].mtu
+    shaping, node = here.shaping, here.fabric.nodes[here.node]
+    ports = [p.name for p in node.ports]
+    for t, a in here.limited:
+        ns, mtu = tenant_ns(t, here.backend), node.ports_by_name[a.port].mtu
         setup, teardown = [], []
         if shaped(a.rate_limit.ingress, shaping):       # what the workload receives leaves the port
             setup.append(Step("tbf", a.port, ns, tbf_args(a.rate_limit.ingress, mtu)))
@@ -169,22 +189,22 @@ def _shaping(fabric: Fabric, node: str, backend: Backend, shaping: Shaping, file
             teardown += [Step("noqdisc", a.port, ns, {"parent": "ingress"}), Step("del", ifb, ns)]
         if setup:
             out.append(Unit(f"shaping {a.port}", tuple(setup), tuple(teardown), a.model_dump_json()))
-    for ns in _policed(fabric, node, backend, shaping):
+    for ns in _policed(here):
         f = policing_file(ns)
-        out.append(Unit(f"policing {ns or node}", (Step("nft", f, ns),), (Step("nft-delete", "bridge twin_rate", ns),),
+        out.append(Unit(f"policing {ns or here.node}", (Step("nft", f, ns),), (Step("nft-delete", "bridge twin_rate", ns),),
                         files[f]))
     return out
 
 
-def _policed(fabric: Fabric, node: str, backend: Backend, shaping: Shaping) -> dict[str, list[dict]]:
+def _policed(here: _Node) -> dict[str, list[dict]]:
     """The limits nftables polices, per namespace: packet rates, and bit rates without tc."""
     out: dict[str, list[dict]] = {}
-    for t, a in _local(fabric, node):
+    for t, a in here.limited:
         for direction in ("egress", "ingress"):
             rate = getattr(a.rate_limit, direction)
-            if rate is None or shaped(rate, shaping):
+            if rate is None or shaped(rate, here.shaping):
                 continue
-            out.setdefault(tenant_ns(t, backend), []).append(
+            out.setdefault(tenant_ns(t, here.backend), []).append(
                 {"port": a.port, "host": a.host, "direction": direction, "rate": str(rate),
                  "limit": nft_limit(rate, SHAPE_BURST_S)})
     return out

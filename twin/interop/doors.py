@@ -3,6 +3,7 @@ becomes a twin topology document.
 
     door("lab.clab.yml")          # "containerlab" (also any file holding `topology: {nodes:}`); "air" for *.json, *.dot, *.gv; "twin" otherwise
     imported = import_file(path, roles, name)   # Imported: the document, the user's configs, notes
+    import_other(path, roles, name)             # the same, or None for a twin topology
 
 A twin topology is read by twin.topology itself; every other door is a front end that
 becomes the same document (and, for containerlab, the FRR files its nodes bind), read
@@ -45,9 +46,15 @@ def door(path: str | Path) -> str:
 
 def import_file(path: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Imported:
     """A file of another tool as a twin topology document; TopologyError names every problem."""
-    d = door(path)
-    if d == TWIN:
+    imported = import_other(path, roles, name)
+    if imported is None:
         taken = ", ".join(s for suffixes, _ in DOORS.values() for s in suffixes)
         raise TopologyError([Problem(str(path), "", f"not a file of another tool: twin imports {taken} (and a "
                                                     "containerlab topology of any name)")])
-    return DOORS[d][1](path, roles, name)
+    return imported
+
+
+def import_other(path: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Imported | None:
+    """The file imported through its door, or None when it is a twin topology (no import)."""
+    d = door(path)
+    return None if d == TWIN else DOORS[d][1](path, roles, name)

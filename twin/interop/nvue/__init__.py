@@ -23,7 +23,17 @@ The API a live layer (`nv`, the REST API) sits on:
     NvueChange(source, {"leaf01": nf2})                      # through twin apply's stages
 """
 from twin.interop.nvue.cli import EDITS, Command, commands, edit
-from twin.interop.nvue.configs import STARTUP, NvueNode, build, check, dump, files_of, frr_view, not_emulated, running
+from twin.interop.nvue.configs import (
+           STARTUP,
+           NvueNode,
+           build,
+           check_files,
+           dump,
+           files_of,
+           frr_view,
+           not_emulated,
+           running,
+)
 from twin.interop.nvue.configs import read as read_configs
 from twin.interop.nvue.export import export, export_node
 from twin.interop.nvue.load import NvueFile, from_tree, read
@@ -31,7 +41,7 @@ from twin.interop.nvue.plane import PER_VNI, VLAN_AWARE, Plane, extras_delta, te
 from twin.interop.nvue.schema import API, VERSION
 from twin.interop.nvue.tree import Finding, diff, expand, get, leaves, patch, set_path, show, unpatch, unset_path, words
 
-__all__ = ["STARTUP", "NvueNode", "build", "check", "dump", "files_of", "frr_view", "not_emulated", "read_configs",
+__all__ = ["STARTUP", "NvueNode", "build", "check_files", "dump", "files_of", "frr_view", "not_emulated", "read_configs",
            "running", "export", "export_node", "NvueFile", "from_tree", "read", "PER_VNI", "VLAN_AWARE", "Plane",
            "tenant_of", "API", "VERSION", "Finding", "diff", "expand", "patch", "set_path", "show", "unpatch",
            "unset_path", "words", "EDITS", "api", "cli", "client", "Command", "commands", "edit", "extras_delta",

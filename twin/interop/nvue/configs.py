@@ -83,7 +83,7 @@ def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: S
     return out, notes
 
 
-def check(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
+def check_files(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
     """Every problem of the config directory's NVUE files on this topology (none: they run)."""
     nfs, problems = _read(configs)
     try:
