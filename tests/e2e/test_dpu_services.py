@@ -295,7 +295,7 @@ def test_the_other_groups_hold_beside_the_services(lab):
 
 
 # one element of every kind of service (issue 16 on issue 14's lab; a frame-rate limit loosened and a
-# congestion point's rate removed, issue 29); the whole proof is `make prove`'s, in the README
+# congestion point's rate removed, issue 29); the whole proof is `make prove`'s, in docs/verify.md
 SERVICES = ["gateway-rule dpu1 red a segment that does not go out", "gateway-rule dpu1 blue host1b: 1:1",
             "gateway-rule dpu1 blue forward to host1b", "gateway-rule dpu2 red unsolicited inbound",
             "gateway-default dpu2 red", "public-route dpu1 192.0.2.33",

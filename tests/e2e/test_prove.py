@@ -1,6 +1,6 @@
 """`twin verify LAB --prove` on a real lab: verify notices every element broken in turn, and the
 lab is whole again afterwards (issue 16). The suite proves one element of every kind; `make prove`
-runs the whole proof of aipod (its last run is in the README)."""
+runs the whole proof of aipod (its last run is in docs/verify.md)."""
 from __future__ import annotations
 
 import json

@@ -3,7 +3,7 @@
 A change is anything that acts on a running lab: an edited topology, a
 directory of node configs, or a fault. Each registers under one name (its
 `key`), which is the only name it has: in the CLI (`twin fault KEY ...`), in
-rehearse's `fault:KEY:...` specs, in JSON output and in the README.
+rehearse's `fault:KEY:...` specs, in JSON output and in docs/faults.md.
 
     change.check(ctx)       -> every reason it cannot be applied (nothing touched)
     change.plan(ctx)        -> Plan: what it would do

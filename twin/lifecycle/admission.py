@@ -9,7 +9,7 @@ would fit, a lab that cannot converge within its deadline:
 - cost: FRR CPU-seconds from start to convergence, `CPU_PER_ROUTER` per FRR node (its daemons
   starting, reading their config) plus `CPU_PER_LINK_ROUTE` per fabric link per router (every
   session carries every router's loopback, both ways), measured by `make bench` and
-  `make bench-large` (README, "How large a lab this machine holds");
+  `make bench-large` (docs/performance.md, "How large a lab this machine holds");
 - host: its cores (`TWIN_CPUS` overrides the count, for a host whose labs get fewer cores than
   it has, or to rehearse a smaller one), less what other work (other labs, other processes, not
   this twin) kept busy in a short window, never below `MIN_SHARE` of them;

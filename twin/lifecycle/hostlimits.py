@@ -4,7 +4,7 @@ Every network namespace on a host shares some kernel limits: the IPv4 ARP and IP
 neighbour tables (`net.ipv{4,6}.neigh.default.gc_thresh1/2/3`), inotify instances, pids.
 This module owns:
 - the demand formula: what a fabric takes from those limits, per node and per link, as
-  measured on FRR 10.3 and kernel 6.18 (README, "Host settings");
+  measured on FRR 10.3 and kernel 6.18 (docs/host-settings.md);
 - `check(fabric, running_usage, settings)`: the lab's demand (or what `twin apply` adds to a
   running lab) plus what the host uses now against the host's settings, as Shortfalls with the
   numbers; `ensure` runs it before a growing `apply`, `twin.lifecycle.admission` before `up`;

@@ -97,7 +97,8 @@ def _nft() -> dict[str, bool | None]:
     return {"nft_nat": load(NAT_RULESET), "nft_log": load(LOG_RULESET)}
 
 
-def _drop_monitor() -> bool | None:
+def drop_monitor() -> bool | None:
+    """Whether the kernel has drop_monitor (generic netlink family NET_DM); None: netlink did not answer."""
     s = GenericNetlinkSocket()
     try:
         s.discovery("NET_DM")
@@ -116,7 +117,7 @@ def probe(what: str = "doctor") -> dict[str, bool | None]:
         with IPRoute() as ipr:
             out = _links(ipr)
             out |= _tc(ipr)
-        return out | _nft() | {"drop_monitor": _drop_monitor()}
+        return out | _nft() | {"drop_monitor": drop_monitor()}
 
     try:
         return netns.retrying(f"{what}: probing the kernel", lambda: netns.scratch(run))

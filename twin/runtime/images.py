@@ -26,7 +26,7 @@ RECIPES = Path(__file__).resolve().parents[2] / "images"
 # Debian release of the node image: trixie has FRR 10.3 (the default), bookworm FRR 8.4.4.
 # $TWIN_SUITE overrides the default for every command and test. FRR 8.4.4 cannot take
 # day-2 changes of tenants on the netns VRF backend (frr-reload puts a new L3VNI in the
-# default VRF) and loses routed traffic after a path failure; see README, Known limitations.
+# default VRF) and loses routed traffic after a path failure; see docs/limitations.md.
 DEFAULT_SUITE = os.environ.get("TWIN_SUITE") or "trixie"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 

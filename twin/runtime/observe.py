@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import socket
 
-from pyroute2 import IPRoute, NetlinkError
-from pyroute2.netlink.generic import GenericNetlinkSocket
+from pyroute2 import IPRoute
 
+from twin.runtime import features
 from twin.runtime.failures import netlinked
 
 FLOOD = "00:00:00:00:00:00"   # the MAC of a VXLAN flood entry (head-end replication)
@@ -141,15 +141,11 @@ def has_host_route(ipr: IPRoute, prefix: str) -> bool:
 
 
 def drop_monitor() -> str:
-    """Whether the kernel reports its own drops (generic netlink family NET_DM), in words."""
-    s = GenericNetlinkSocket()
-    try:
-        s.discovery("NET_DM")
-    except NetlinkError as e:
-        return (f"not available: this kernel has no drop_monitor (generic netlink NET_DM: errno {e.code}); "
+    """Whether the kernel reports its own drops (`features.drop_monitor`), in words."""
+    present = features.drop_monitor()
+    if present is None:
+        return "not available: generic netlink does not answer; only the drops of twin's own rules are events"
+    if not present:
+        return ("not available: this kernel has no drop_monitor (CONFIG_NET_DROP_MONITOR, generic netlink NET_DM); "
                 "only the drops of twin's own rules are events")
-    except OSError as e:
-        return f"not available: generic netlink: {e}"
-    finally:
-        s.close()
     return "available (NET_DM), not read by twin yet: only the drops of twin's own rules are events"
