@@ -112,6 +112,13 @@ def test_failing_requests_get_clean_statuses_and_one_line_each(server):
     s.connect(sock)
     s.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert read_all(s).endswith(b'\r\n\r\n{"ok":true}')
+    # a client slow to send its headers (slowloris) is answered 408 within the timeout, and while it
+    # dawdles others are served
+    slow = socket.create_connection(("127.0.0.1", port))
+    t0 = time.monotonic()
+    slow.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\n")
+    assert request(port, "GET", "/ok")[0] == 200
+    assert read_all(slow).startswith(b"HTTP/1.1 408") and time.monotonic() - t0 < 5
     # garbage is answered, not traced
     s = socket.create_connection(("127.0.0.1", port))
     s.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
@@ -123,8 +130,9 @@ def test_failing_requests_get_clean_statuses_and_one_line_each(server):
     assert "twin test: GET /boom: 500: internal error: ValueError: the handler broke" in lines
     assert "twin test: GET /slow: 504: no answer within 1s" in lines
     assert "twin test: POST /echo: 413: a request body is at most 1000 bytes" in lines
+    assert "twin test: a client's request headers did not arrive within 1s: 408, connection closed" in lines
     assert all(line.startswith("twin test: ") for line in lines), lines
-    assert len(lines) == 9, lines   # 3 x 404, 500, 504, 2 x 413, 405, the invalid request
+    assert len(lines) == 10, lines   # 3 x 404, 500, 504, 2 x 413, 405, the late headers, the invalid request
 
 
 def test_only_loopback_unless_allowed_and_then_warned():

@@ -14,8 +14,9 @@ same app. Every app is wrapped in `Guard`, so whatever a request does:
   one line each too (`_one_line`);
 - its body is bounded (`max_body`: 413 beyond it, from Content-Length or as it streams),
   and so is the time to read it and to start answering (`timeout`: 408 / 504); a stream
-  (server-sent events) may run on once it has started; headers are bounded by h11, the
-  connections at once by `limit_concurrency` (503 beyond it);
+  (server-sent events) may run on once it has started; headers are bounded in size by h11
+  and in time too (`timeout`: 408, `slowclient`), the connections at once by
+  `limit_concurrency` (503 beyond it);
 - a failing request (status >= 400) is logged as one line: "twin web: GET /x: 404".
 Listeners are on 127.0.0.1 unless told otherwise: another address needs `allow_remote`
 (`--allow-remote` on the command line), and is then warned about.
@@ -36,6 +37,7 @@ from typing import Any, Awaitable, Callable
 import uvicorn
 
 from twin.errors import TwinError
+from twin.lifecycle.slowclient import HeaderDeadline
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -296,7 +298,8 @@ class Service:
         where = {"fd": ls.fd} if ls.fd is not None else {"uds": ls.uds} if ls.uds else {"host": ls.host,
                                                                                            "port": ls.port}
         app = _Tagged(self.app, ls.tag) if ls.tag else self.app
-        return uvicorn.Config(app, **where, http="h11", lifespan="off", log_config=None, access_log=False,
+        http = HeaderDeadline.bounded(self.app.timeout, logging.getLogger(f"twin.service.{self.name}"))
+        return uvicorn.Config(app, **where, http=http, lifespan="off", log_config=None, access_log=False,
                               ssl_certfile=ls.certfile, ssl_keyfile=ls.keyfile, limit_concurrency=concurrency,
                               timeout_keep_alive=5, h11_max_incomplete_event_size=16 * 1024, server_header=False,
                               timeout_graceful_shutdown=2)
