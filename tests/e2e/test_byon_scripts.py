@@ -19,7 +19,6 @@ from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import prove
 from twin.lab import Lab
 from twin.runtime import kernel
-from twin.runtime.exec import NodeExec
 
 pytestmark = pytest.mark.e2e
 
@@ -132,4 +131,4 @@ def test_ctrl_c_stops_a_bring_up_with_keep_and_nothing_runs_on_in_its_nodes(tmp_
 def _sleeping(runtime, name: str) -> bool:
     """Is h1's first exec under way (in its pid namespace: twin's commands run there, not in its cgroup)?"""
     c = runtime.containers(name).get("h1")
-    return c is not None and c.status == "running" and NodeExec(c, name).run(["pgrep", "-f", "^sleep 25"]).ok
+    return c is not None and c.status == "running" and c.exec(name).run(["pgrep", "-f", "^sleep 25"]).ok
