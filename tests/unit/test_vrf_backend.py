@@ -9,7 +9,7 @@ import yaml
 
 from twin.config.backend import DEFAULT_BACKEND, DEVICE, NETNS, device_needs, wanted
 from twin.errors import TopologyError
-from twin.lifecycle.vrfbackend import choose
+from twin.lifecycle.vrfbackend import choose, config_warnings
 from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +76,18 @@ def test_user_configs_needing_vrf_devices_are_named_with_their_file():
     assert [w.split(": VRF ")[0] for w in c.warnings] == ["/cfg/dpu1/frr.conf"] * len(needs)
     assert all("CONFIG_NET_VRF" in w and "zebra keeps that VRF inactive" in w and "make the VRF a tenant" in w
                for w in c.warnings), c.warnings
+
+
+def test_new_configs_of_a_running_lab_are_warned_of_as_up_warns(tmp_path):
+    """`twin apply LAB DIR`: a VRF of the new configs that no tenant makes is warned of (the change
+    goes on); the topology's own exec commands are not the change's to warn of again."""
+    fabric = topo(tmp_path)
+    conf = {"leaf1": {"frr.conf": "vrf mgmt\nexit-vrf\nrouter bgp 65101\n"}}
+    (w,) = config_warnings(fabric, conf, {"leaf1": "new/leaf1/frr.conf"}, probe=lambda lab: False)
+    assert w.startswith("new/leaf1/frr.conf: VRF mgmt is no tenant of the topology on leaf1") and \
+        "zebra keeps that VRF inactive" in w and "CONFIG_NET_VRF" in w, w
+    assert config_warnings(fabric, conf, {}, probe=lambda lab: True) == (), "a kernel with VRF devices runs it"
+    assert config_warnings(fabric, {"leaf1": {"frr.conf": "router bgp 65101\n"}}, {}, probe=never) == ()
 
 
 def test_an_exec_making_a_vrf_device_is_a_warning_with_the_way_out(tmp_path):

@@ -16,6 +16,7 @@ from twin.change.work import Work, current_files, frr_actions, keep_user_files
 from twin.config import overlay, render, userconf
 from twin.config.reconcile import node_delta
 from twin.errors import Problem, TopologyError
+from twin.lifecycle import vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.runtime.frr import FRR_CONF
 from twin.topology.model import Fabric
@@ -85,8 +86,9 @@ class ConfigsChange(Declarative):
     key: ClassVar[str] = "configs"
     summary: ClassVar[str] = "a directory of node configs (<dir>/<node>/frr.conf or <dir>/<node>.conf)"
 
-    def __init__(self, source: str, configs: dict[str, str]):
+    def __init__(self, source: str, configs: dict[str, str], paths: dict[str, str] | None = None):
         self.source, self.configs = source, configs   # node -> frr.conf text
+        self.paths = paths or {}                      # node -> the file it came from, for messages
 
     @classmethod
     def load(cls, ctx: LabContext, d: Path) -> "ConfigsChange":
@@ -99,7 +101,9 @@ class ConfigsChange(Declarative):
                                                 "or <dir>/<node>.conf"))
         if problems:
             raise TopologyError(problems)
-        return cls(str(d), {n: f[FRR_CONF] for n, f in configs.files.items() if FRR_CONF in f})
+        nodes = [n for n, f in configs.files.items() if FRR_CONF in f]
+        return cls(str(d), {n: configs.files[n][FRR_CONF] for n in nodes},
+                   {n: configs.path(n, FRR_CONF) for n in nodes})
 
     def work(self, ctx: LabContext) -> Work:
         old_files = current_files(ctx, ctx.fabric)
@@ -112,9 +116,12 @@ class ConfigsChange(Declarative):
             d = unified(old_files[node].get(FRR_CONF, ""), self.configs[node], f"{node}/{FRR_CONF}")
             if d:
                 w.plan.diffs[node] = {FRR_CONF: d}
+        changed = {n: files[n] for n in w.plan.diffs}
+        w.plan.changes += [f"warning: {x}" for x in vrfbackend.config_warnings(ctx.fabric, changed, self.paths)]
         frr_actions(w)
         return w
 
     def inverse(self, ctx: LabContext) -> Change:
         now = current_files(ctx, ctx.fabric)
         return ConfigsChange(f"previous configs of {ctx.name}", {n: now[n][FRR_CONF] for n in self.configs})
+

@@ -50,6 +50,14 @@ def choose(fabric: Fabric, override: str | None = None, user_files: dict[str, di
                                       f"{INSTEAD}: drop `{drop}`")])
 
 
+def config_warnings(fabric: Fabric, user_files: dict[str, dict[str, str]], where: dict[str, str],
+                    probe: Callable[[str], bool] = kernel.vrf_devices) -> tuple[str, ...]:
+    """The warnings of `choose` for new configs of a running lab (`twin apply LAB DIR`): a VRF of
+    theirs that no tenant makes, on a kernel without VRF devices (asked only when there is one)."""
+    needs = [p for p in device_needs(fabric, user_files, where) if not p.path]   # the files', not the execs'
+    return tuple(_warning(p) for p in needs) if needs and probe(fabric.name) is False else ()
+
+
 def _warning(p: Problem) -> str:
     """What will happen to input that needs a VRF device this kernel lacks, and the way out."""
     where = f"{p.file}: {p.path}: " if p.path else f"{p.file}: "
