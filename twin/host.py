@@ -13,7 +13,7 @@ from twin.errors import ConfigError, Problem, TwinError
 from twin.interop.nvue import frr_view
 from twin.lab import Lab
 from twin.lifecycle import admission, hostlimits, state
-from twin.runtime import dryrun, images, kernel, kernelhint
+from twin.runtime import images, kernel, kernelhint
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import Result
 from twin.topology import Fabric
@@ -50,7 +50,7 @@ def labs() -> list[LabRow]:
 
 def build_images(suite: str = DEFAULT_SUITE, force: bool = False, say: Say = lambda _: None) -> str:
     """The base and node images built when their recipe changed; the node image's tag."""
-    return images.ensure(DockerRuntime().client, suite=suite, force=force, say=say)
+    return DockerRuntime().node_image(suite=suite, force=force, say=say)
 
 
 def node_tag() -> str:
@@ -60,9 +60,9 @@ def node_tag() -> str:
 
 def check_configs(lab: Lab) -> list[Problem]:
     """FRR's word (`vtysh --dryrun` in a node image) on the user's configs of a loaded lab."""
-    client = DockerRuntime().client
+    runtime = DockerRuntime()
     try:
-        dryrun.check(client, images.ensure(client), lab.name, frr_view(lab.configs, lab.loaded))
+        runtime.check_configs(runtime.node_image(), lab.name, frr_view(lab.configs, lab.loaded))
     except ConfigError as e:
         return list(e.problems)
     return []

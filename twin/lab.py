@@ -29,7 +29,7 @@ from twin.interop import doors, nvue
 from twin.lifecycle import admission, barrier, bringup, cleanup, nvue_service, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
-from twin.runtime import containerlab, dryrun, images, kernel
+from twin.runtime import containerlab, kernel
 from twin.runtime.base import Runtime
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
@@ -169,10 +169,10 @@ class Lab:
                 say(f"{est.timers_text()}: {est.figures()}")
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
             self.notes += [w for w in choice.warnings if w not in self.notes]   # said with the import's notes
-            image = image or images.ensure(self.runtime.client, say=say)
+            image = image or self.runtime.node_image(say=say)
             if self.configs is not None:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
-                dryrun.check(self.runtime.client, image, self.name, nvue.frr_view(self.configs, self.loaded))
+                self.runtime.check_configs(image, self.name, nvue.frr_view(self.configs, self.loaded))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 timings = self._bring_up(image, timeout, say, choice.backend, wait,
                                          bringup.ExecLog(self.name, strict_exec))

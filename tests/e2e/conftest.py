@@ -18,7 +18,6 @@ from pyroute2 import IPRoute, netns
 
 from twin.config.naming import LABEL_LAB
 from twin.lab import Lab
-from twin.runtime import images
 from twin.runtime.docker import DockerRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +67,7 @@ def runtime(twin_home) -> DockerRuntime:
 
 @pytest.fixture(scope="session")
 def node_image(runtime) -> str:
-    return images.ensure(runtime.client)
+    return runtime.node_image()
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from typing import Any, Callable, ClassVar, Protocol
 
 from twin.config.naming import LABEL_LAB, LABEL_NODE
 from twin.config.overlay import Backend
+from twin.config.userconf import UserConfigs
 from twin.errors import TwinError
 from twin.runtime import dockerapi
 from twin.runtime.exec import NodeExec
@@ -118,7 +119,10 @@ class Runtime(Protocol):
     """What a runtime offers; `twin.runtime.containerlab.runtime(name)` picks one."""
 
     name: ClassVar[str]
-    client: Any   # the engine's client, for `twin.runtime.images` and `twin.runtime.dryrun`
+
+    def node_image(self, suite: str = ..., force: bool = False, say: Callable[[str], None] = ...) -> str: ...
+
+    def check_configs(self, image: str, lab: str, configs: UserConfigs) -> None: ...
 
     def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
                  on_created: Callable[[], None] = ..., say: Callable[[str], None] = ...) -> dict[str, int]: ...

@@ -19,12 +19,12 @@ from docker.types import Mount
 from twin import kinds, timeouts
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, container_name, nvue_run
 from twin.config.overlay import Backend
-from twin.config.userconf import forwarding_sysctls
+from twin.config.userconf import UserConfigs, forwarding_sysctls
 from twin.errors import RuntimeFailed, TwinError
 from twin.interop.nvue import client as nv_client_script
 from twin.interop.startscript import wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
-from twin.runtime import dockerapi
+from twin.runtime import dockerapi, dryrun, images
 from twin.runtime.base import Configure, NodeHandle
 from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
@@ -91,6 +91,16 @@ class DockerRuntime:
         return wiring.pids
 
     # --- create ------------------------------------------------------------
+    def node_image(self, suite: str = images.DEFAULT_SUITE, force: bool = False,
+                   say: Callable[[str], None] = lambda _: None) -> str:
+        """The node image's tag, base and node image built first when their recipe changed."""
+        return images.ensure(self.client, suite=suite, force=force, say=say)
+
+    def check_configs(self, image: str, lab: str, configs: UserConfigs) -> None:
+        """FRR's own check of the user's configs in one throwaway container of `image`
+        (`twin.runtime.dryrun`): ConfigError naming every refused line."""
+        dryrun.check(self.client, image, lab, configs)
+
     def start_node(self, lab: str, node: Node, image: str, confdir: Path) -> NodeHandle:
         """Create and start one node's container: no network, init, minimal capabilities; the
         user's binds, environment and (on a host) command, which starts once its ports are up."""
