@@ -202,6 +202,27 @@ def test_the_api_makes_patches_diffs_and_reads_revisions_per_node(served):
     assert http.delete(at).status_code == 200 and http.get(at).status_code == 404
 
 
+def test_revisions_and_nv_sessions_outlive_the_service(served):
+    """A pending revision and the node's `nv` session are there again when the service starts anew;
+    one it stopped in the middle of applying comes back failed, saying so."""
+    base, http, sock, d = served
+    rid = next(iter(http.post(base["leaf01"] + "/revision").json()))
+    http.patch(base["leaf01"] + "/system", params={"rev": rid}, json={"hostname": "renamed"})
+    assert nv(sock, "set", "interface", "swp3", "link", "state", "down").returncode == 0
+    again = Engine("nvsamples", d)
+    assert again.get("leaf01", rid).tree["system"]["hostname"] == "renamed"
+    assert again.get("leaf01", rid).state == "pending"
+    session = again.get("leaf01", again.cli["leaf01"])
+    assert session.tree["interface"]["swp3"]["link"]["state"] == "down"
+    session.state = "apply"            # as if the service stopped while applying it
+    again.keep()
+    (back,) = [r for r in Engine("nvsamples", d).of("leaf01").values() if r.id == session.id]
+    assert back.state == "apply_fail" and "stopped while applying it" in back.issues[0]
+    assert nv(sock, "config", "detach").returncode == 0 and http.delete(
+        f"{base['leaf01']}/revision/{quote(rid, safe='')}").status_code == 200
+    assert rid not in Engine("nvsamples", d).revisions and "leaf01" not in Engine("nvsamples", d).cli
+
+
 @pytest.mark.parametrize("method, path, body, status, detail", [
     ("PATCH", "/interface/swp1?rev=REV", b"{not json", 400, "not JSON"),
     ("PATCH", "/interface/swp1?rev=REV", b'{"link": {"state": 5}}', 400, "interface.swp1.link.state: 5 is not"),

@@ -14,14 +14,20 @@ or `twin fault` meanwhile gets "busy", and so does this): the revision's edits a
 what the node runs now, checked (every problem at once), written back as the file would be
 read again, and applied as an NVUE change of that node (`twin.change.apply`: files, kernel,
 frr-reload, rollback on failure, convergence wait). A node reaches only its own revisions.
+
+Revisions outlive the service, as a switch's do: every change of one is written to
+`<lab dir>/nvue/revisions.json` and read back when the service starts again. A revision the
+service stopped in the middle of applying comes back `apply_fail`, saying so (what the lab
+runs is then what `twin status` and `nv show` say).
 """
 from __future__ import annotations
 
 import copy
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from twin.change.apply import apply
@@ -55,7 +61,7 @@ class Revision:
     issues: list[str] = field(default_factory=list)
     progress: str = ""
     warning: bool = False           # the issues are warnings (applied, not converged)
-    made: float = field(default_factory=time.monotonic)
+    made: float = field(default_factory=time.time)
 
     def doc(self) -> dict:
         return api.revision_doc(self.state, self.issues, self.progress, "warning" if self.warning else "error")
@@ -69,6 +75,40 @@ class Engine:
         self.cli: dict[str, str] = {}            # node -> the revision its `nv` edits
         self.guard = threading.Lock()
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="nvued-apply")
+        self._recall()
+
+    # --- revisions kept on disk -------------------------------------------------------------------
+    def _file(self) -> Path:
+        return nvue_service.root(self.d) / "revisions.json"
+
+    def _recall(self) -> None:
+        """The revisions and `nv` sessions an earlier run of the service kept (none: a new lab)."""
+        try:
+            doc = json.loads(state.read_text(self._file()))
+            revisions = {k: Revision(**r) for k, r in doc["revisions"].items()}
+            cli = {str(n): str(r) for n, r in doc["cli"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return    # none kept, or not readable as such: the service starts with none, as on `up`
+        for rev in revisions.values():
+            if rev.state == "apply":
+                rev.state, rev.progress = "apply_fail", "failed"
+                rev.issues = ["the NVUE service stopped while applying it: `twin status` and `nv show` say "
+                              "what the lab runs now"]
+        self.revisions, self.cli = revisions, cli
+
+    def keep(self) -> None:
+        """Write the revisions and `nv` sessions down (after every change of one)."""
+        with self.guard:     # one writer at a time: the worker thread keeps too
+            doc = {"revisions": {k: asdict(r) for k, r in self.revisions.items()}, "cli": dict(self.cli)}
+            state.write_text(self._file(), json.dumps(doc))
+
+    def session(self, node: str, rev: Revision | None) -> None:
+        """The revision `node`'s `nv` edits from now on (None: none)."""
+        if rev is None:
+            self.cli.pop(node, None)
+        else:
+            self.cli[node] = rev.id
+        self.keep()
 
     # --- what a node runs ------------------------------------------------------------------------
     def context(self) -> LabContext:
@@ -112,6 +152,7 @@ class Engine:
             while rev.id in self.revisions:
                 rev.id = api.revision_id()
             self.revisions[rev.id] = rev
+        self.keep()
         return rev
 
     def _prune(self, node: str) -> None:
@@ -135,6 +176,7 @@ class Engine:
             raise Conflict(f"revision {rev.id} is {rev.state}, not pending: make a new one")
         tree = fn(copy.deepcopy(rev.tree))
         rev.tree = nvue.from_tree(tree, f"revision {rev.id}").tree
+        self.keep()
         return rev.tree
 
     def drop(self, rev: Revision) -> None:
@@ -142,6 +184,7 @@ class Engine:
             raise Conflict(f"revision {rev.id} is being applied")
         with self.guard:
             self.revisions.pop(rev.id, None)
+        self.keep()
 
     def tree(self, node: str, rev: str) -> dict:
         """The configuration `rev` names: applied, startup, or a revision of this node."""
@@ -160,8 +203,10 @@ class Engine:
         if stored and not yes:
             rev.state, rev.issues = "ays_fail", [f"{nvue.show(p)} is stored, not emulated: apply with "
                                                  "auto-prompt ays_yes (nv config apply -y) to keep it" for p in stored]
+            self.keep()
             return
         rev.state, rev.progress, rev.issues = "apply", "checking", []
+        self.keep()
         self.worker.submit(self._apply, rev)
 
     def _apply(self, rev: Revision) -> None:
@@ -189,6 +234,7 @@ class Engine:
             rev.state, rev.issues = "apply_fail", [f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
         if rev.state == "apply_fail":
             rev.progress = "failed"
+        self.keep()
 
     def _run(self, rev: Revision):
         ctx = self.context()

@@ -74,7 +74,7 @@ def _verb(engine: Engine, node: str, cmd: cli.Command, data: bytes | None, tty: 
     if cmd.verb == "detach":
         if rev is not None:
             engine.drop(rev)
-            engine.cli.pop(node, None)
+            engine.session(node, None)
         return _ok()
     if cmd.verb == "diff":
         docs = diff(engine.applied(node).tree, rev.tree) if rev else []
@@ -100,7 +100,7 @@ def _pending(engine: Engine, node: str) -> Revision:
     rev = _current(engine, node)
     if rev is None:
         rev = engine.create(node)
-        engine.cli[node] = rev.id
+        engine.session(node, rev)
     return rev
 
 
@@ -111,7 +111,7 @@ def _current(engine: Engine, node: str) -> Revision | None:
     rev = engine.revisions.get(rid) if rid else None
     if rev is not None and rev.state in api.FAILED:
         rev = engine.create(node, carry=rev)
-        engine.cli[node] = rev.id
+        engine.session(node, rev)
     return rev if rev is not None and rev.state == "pending" else None
 
 
