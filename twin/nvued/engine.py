@@ -38,7 +38,8 @@ from twin.interop.nvue import api, load
 from twin.interop.nvue.tree import diff, patch, unpatch
 from twin.lifecycle import nvue_service, state
 from twin.lifecycle.context import LabContext
-from twin.runtime.docker import DockerRuntime
+from twin.runtime import containerlab
+from twin.runtime.base import Runtime
 
 MAX_REVISIONS = 32        # kept per node; the oldest ones go first (not one being applied)
 
@@ -70,7 +71,7 @@ class Revision:
 class Engine:
     def __init__(self, lab: str, d: Path):
         self.lab, self.d = lab, d
-        self.runtime: DockerRuntime | None = None      # made on first use: reading revisions needs no Docker
+        self.runtime: Runtime | None = None      # made on first use: reading revisions needs no Docker
         self.revisions: dict[str, Revision] = {}
         self.cli: dict[str, str] = {}            # node -> the revision its `nv` edits
         self.guard = threading.Lock()
@@ -112,7 +113,9 @@ class Engine:
 
     # --- what a node runs ------------------------------------------------------------------------
     def context(self) -> LabContext:
-        self.runtime = self.runtime or DockerRuntime()
+        if self.runtime is None:     # the runtime that made the lab (docker, or containerlab)
+            recorded = state.load(self.d)[0]
+            self.runtime = containerlab.runtime(recorded.runtime if recorded else None)
         ctx = LabContext.open(self.lab, self.runtime)
         if ctx is None:
             raise Conflict(f"lab {self.lab!r} is not up")
