@@ -354,7 +354,7 @@ class Lab:
         containers = self.runtime.containers(self.name)
         if not containers:
             raise self._not_up()
-        name = resolve_node(name, containers, self.name)   # `PC1` is pc1
+        name = resolve_node(name, sorted(containers), self.name)   # `PC1` is pc1
         return containers[name].exec(f"{self.name}/{name}")
 
     def execs(self) -> dict[str, NodeExec]:

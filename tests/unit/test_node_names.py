@@ -28,7 +28,7 @@ def test_an_exact_name_wins_and_an_ambiguous_one_is_refused_naming_both():
     with pytest.raises(TwinError, match=r"'A-B' could be node a-b or a_b; type it exactly"):
         resolve_node("A-B", ["a_b", "a-b"], "lab")
     with pytest.raises(TwinError, match=r"lab 'lab' has no node 'pc9'; nodes: pc1, pc2"):
-        resolve_node("pc9", ["pc2", "pc1"], "lab")
+        resolve_node("pc9", ["pc1", "pc2"], "lab")   # in the order the lab has them
 
 
 def context():

@@ -128,4 +128,4 @@ def resolve_node(typed: str, known, lab: str) -> str:
         return found[0]
     if found:
         raise TwinError(f"lab {lab!r}: {typed!r} could be node {' or '.join(sorted(found))}; type it exactly")
-    raise TwinError(f"lab {lab!r} has no node {typed!r}; nodes: {', '.join(sorted(names))}")
+    raise TwinError(f"lab {lab!r} has no node {typed!r}; nodes: {', '.join(names)}")
