@@ -113,7 +113,8 @@ def tenant_add(lab: Lab, topo_file: Path) -> dict:
         f = Path(tmp) / "green.yml"
         f.write_text(with_green(topo_file))
         r = lab.apply(f)
-    return {"planned_s": r.timings["planned"], "applied_s": r.timings.get("applied"), "converged_s": r.timings.get("converged"),
+    return {"planned_s": r.timings["planned"], "applied_s": r.timings.get("applied"),
+            "converged_s": r.timings.get("converged"),
             "after_plan_s": round(r.timings["converged"] - r.timings["planned"], 2)
             if r.timings.get("converged") is not None else None, "missing": r.missing}
 
@@ -211,7 +212,8 @@ def bench(args: argparse.Namespace) -> int:
                   f"{r['vteps']} x {r['tenants']}" if r["tenants"] else "-", f"{r['containers_s']:.1f}",
                   f"{r['converged_s']:.1f}", f"< {r['target_s']:.0f}" if r["target_s"] else "-",
                   f"{r['cpu_s']:.0f}" if r["cpu_s"] is not None else "-",
-                  (f"{r['matrix_s']:.1f} ({r['pairs']} hosts, < {r['matrix_target_s']:.0f})" if r["matrix_s"] is not None
+                  (f"{r['matrix_s']:.1f} ({r['pairs']} hosts, < {r['matrix_target_s']:.0f})"
+                   if r["matrix_s"] is not None
                    else "-"),
                   (f"{r['verify_s']:.1f} ({'pass' if r['verify_passed'] else 'FAIL'}, < {r['verify_target_s']:.0f})"
                    if r["verify_s"] is not None

@@ -80,7 +80,8 @@ class CommandError(TwinError):
     def __init__(self, where: str, cmd: list[str], rc: int, stdout: str, stderr: str):
         self.where, self.cmd, self.rc, self.stdout, self.stderr = where, cmd, rc, stdout, stderr
         out = "\n".join(s for s in (stdout.strip(), stderr.strip()) if s)
-        how = f"exited {rc}" if rc >= 0 else f"was killed by {_signal_name(-rc)} (its helper process died; twin did not stop it)"
+        how = (f"exited {rc}" if rc >= 0
+               else f"was killed by {_signal_name(-rc)} (its helper process died; twin did not stop it)")
         shown = " ".join(c.replace("\n", "; ") for c in cmd)   # a script's lines on the error's one line
         super().__init__(f"{where}: `{shown}` {how}" + (f":\n{out}" if out else ""))
 

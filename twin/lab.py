@@ -8,8 +8,8 @@
 Bring-up stages (as containerlab): render -> create -> wire -> converge. Any
 failure or interruption before the lab is up removes everything it created
 (unless keep=True). One twin at a time changes a lab: `up`, `down`, `apply` (and on
-the context: rehearsals, faults, the proof) hold the lab's lock (`writing`). `context()` is the running lab every later stage
-works on, and the one place that decides whether a lab is up.
+the context: rehearsals, faults, the proof) hold the lab's lock (`writing`). `context()`
+is the running lab every later stage works on, and the one place that decides whether a lab is up.
 """
 from __future__ import annotations
 

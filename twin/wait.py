@@ -39,5 +39,6 @@ def until(
         retrying(probe)
     except RetryError as e:
         missing = e.last_attempt.result()
-        raise ConvergenceTimeout(what, time.monotonic() - start, (diagnose() if diagnose else None) or missing) from None
+        raise ConvergenceTimeout(what, time.monotonic() - start,
+                                 (diagnose() if diagnose else None) or missing) from None
     return time.monotonic() - start

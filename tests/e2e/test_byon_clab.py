@@ -76,7 +76,8 @@ def test_an_export_is_schema_valid_and_carries_the_files_the_routers_run(frr01, 
     for r in ("router1", "router2", "router3"):
         for f in ("frr.conf", "daemons"):
             assert (tmp_path / r / f).read_text() == (d / r / f).read_text(), f"{r}/{f}"
-    assert doc["topology"]["nodes"]["pc1"]["exec"][1:] == ["ip link set eth1 up", "ip addr add 192.168.11.2/24 dev eth1",
+    assert doc["topology"]["nodes"]["pc1"]["exec"][1:] == ["ip link set eth1 up",
+                                                          "ip addr add 192.168.11.2/24 dev eth1",
                                                           "ip route add 192.168.0.0/16 via 192.168.11.1 dev eth1",
                                                           "ip route add 10.10.10.0/24 via 192.168.11.1 dev eth1"]
 

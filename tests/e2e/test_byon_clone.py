@@ -57,8 +57,9 @@ def test_the_clone_has_the_same_fabric_comes_up_from_its_configs_and_passes_veri
     original = lab.fabric
     routers = {n: x for n, x in original.nodes.items() if x.runs_bgp}
     assert doc["nodes"] == {n: {"kind": x.kind, "asn": x.asn, "loopback": x.loopback} for n, x in routers.items()}
-    assert {frozenset(link) for link in doc["links"]} == {frozenset((str(link.a), str(link.b))) for link in original.links
-                                                   if link.a.node in routers and link.b.node in routers}
+    assert {frozenset(link) for link in doc["links"]} == {frozenset((str(link.a), str(link.b)))
+                                                          for link in original.links
+                                                          if link.a.node in routers and link.b.node in routers}
     assert doc["vtep"] == "dpu" and doc["tenants"] == {"red": {"l3vni": 10100, "segments": {}},
                                                      "blue": {"l3vni": 10200, "segments": {}}}
     assert (out / "configs" / "leaf1" / "frr.conf").read_text() == (lab.dir / "leaf1" / "frr.conf").read_text()
@@ -74,7 +75,8 @@ def test_the_clone_has_the_same_fabric_comes_up_from_its_configs_and_passes_veri
         checks = json.loads(v.stdout)["checks"]
         nodes = ("spine1", "spine2", "leaf1", "leaf2", "dpu1", "dpu2")
         # IPv4 and EVPN sessions, every one; every router's route to every loopback
-        assert sorted(c["name"] for c in checks) == sorted([f"bgp {n}" for n in nodes] + [f"loopbacks {n}" for n in nodes])
+        assert sorted(c["name"] for c in checks) == sorted([f"bgp {n}" for n in nodes]
+                                                           + [f"loopbacks {n}" for n in nodes])
     finally:
         twin_cli("down", CLONE)
     assert leftovers(runtime, CLONE) == []

@@ -59,7 +59,8 @@ def test_no_wait_returns_deployed_and_a_failing_exec_is_reported_while_the_lab_g
 def test_wait_names_what_the_scripts_have_not_made_then_converges_after_them(deployed):
     early = twin_cli("-v", "wait", NAME, "--timeout", "3")
     assert early.returncode == 1
-    assert "leaf1: L3VNI 1000 of VRF red is Down in zebra (no VRF or VXLAN device of it yet" in early.stderr, early.stderr
+    assert ("leaf1: L3VNI 1000 of VRF red is Down in zebra (no VRF or VXLAN device of it yet"
+            in early.stderr), early.stderr
     for leaf in ("leaf1", "leaf2"):     # the containerlab habit, translated: docker exec clab-evpn-leafN /setup.sh
         p = twin_cli("exec", NAME, leaf, "--", "/setup.sh", check=True)
         assert f"{leaf}: EVPN overlay ready" in p.stdout and not p.stderr, p.stderr

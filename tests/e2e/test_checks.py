@@ -66,7 +66,8 @@ def test_passing_and_failing_checks_of_every_type_in_one_report(twin_lab, tmp_pa
     assert sorted(n for n, f in cases.items() if f is None) == sorted(passing)
     msg = {n: f.get("message") for n, f in cases.items() if f is not None}
     assert msg["red has no host2a"].startswith("10.1.1.12/32 in VRF red on dpu1: present: bgp via 10.255.0.6")
-    assert "after convergence" in msg["red web cannot ping"] and "1 of 1 echo requests answered" in msg["red web cannot ping"]
+    assert "after convergence" in msg["red web cannot ping"]
+    assert "1 of 1 echo requests answered" in msg["red web cannot ping"]
     assert "2 of 2 delivered; seen at host2b (2)" in msg["RoCE blue host1b to host2b blocked"]
     assert "expected via 10.255.0.5" in msg["red reaches host2a via dpu1"]
     assert ".type: expected 'L3', got 'L2'" in msg["VNI 10101 is L3"]

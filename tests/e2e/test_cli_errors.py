@@ -18,8 +18,8 @@ def commands_with_a_lab(lab: str, tmp) -> list[list[str]]:
             ["plan", lab, str(tmp)], ["apply", lab, str(tmp)], ["rehearse", lab, "fault:link-down:a:b"],
             ["exec", lab, "n", "--", "true"], ["inventory", lab], ["fault", "link-down", lab, "a:b"],
             ["fault", "node-stop", lab, "n"], ["fault", "link-loss", lab, "a:b", "50"],
-            ["verify", lab, "--checks", str(tmp / "checks.yml")], ["baseline", "record", lab, "-o", str(tmp / "b.json")],
-            ["baseline", "compare", lab, str(tmp / "b.json")]]
+            ["verify", lab, "--checks", str(tmp / "checks.yml")],
+            ["baseline", "record", lab, "-o", str(tmp / "b.json")], ["baseline", "compare", lab, str(tmp / "b.json")]]
 
 
 def invoke(args: list[str]):
@@ -39,7 +39,8 @@ def test_bad_lab_names_are_one_line_errors_everywhere(lab, tmp_path, twin_home):
         res = invoke(args)
         assert_clean(res, args)
         if args[0] not in ("traffic", "fault", "rehearse") and lab not in ("-v",):
-            assert "lab name" in res.output and "is not allowed" in res.output or "No such option" in res.output or "Usage:" in res.output, args
+            assert ("lab name" in res.output and "is not allowed" in res.output
+                    or "No such option" in res.output or "Usage:" in res.output), args
 
 
 def test_labs_that_do_not_exist_are_named(tmp_path, twin_home):
@@ -60,7 +61,8 @@ def test_bad_topology_files_are_refused_with_the_file_named(content, tmp_path, t
     for args in (["up", str(f)], ["up", str(tmp_path)], ["up", str(tmp_path / "missing.yml")]):
         res = invoke(args)
         assert_clean(res, args)
-        assert str(tmp_path) in res.output or "does not exist" in res.output or "is a directory" in res.output, res.output
+        assert (str(tmp_path) in res.output or "does not exist" in res.output
+                or "is a directory" in res.output), res.output
 
 
 def test_bad_options_and_fault_arguments(tmp_path, twin_home):

@@ -154,7 +154,8 @@ def test_blackholed_dpu_uplink_loses_traffic_then_reconverges_within_the_hold_ti
     kinds = {e["kind"] for e in rep.events}
     assert {"action", "drop"} <= kinds, rep.text()
     drops = [e for e in rep.events if e["kind"] in ("drop", "drop-burst")]
-    assert {(e["node"], e["port"], e["reason"]) for e in drops} == {("dpu1", "p0", "fault: 100% random loss on this port")}
+    assert {(e["node"], e["port"], e["reason"]) for e in drops} == {
+        ("dpu1", "p0", "fault: 100% random loss on this port")}
     assert not [e for e in rep.events if e["kind"] == "carrier" and e["node"] == "dpu1"]
     assert any(e["text"] == "fault link-loss dpu1:p0 100" for e in rep.events)
     assert "events in the change window" in rep.text() and rep.to_dict()["events"]
@@ -219,7 +220,8 @@ def test_bad_changes_are_refused_and_leave_the_lab_exactly_as_it_was(lab, tmp_pa
     (configs / "leaf9").rmdir()
     good = (lab.dir / "leaf1" / "frr.conf").read_text()
     (configs / "leaf1.conf").write_text(good.replace(" bgp bestpath as-path multipath-relax\n",
-                                                       " bgp bestpath as-path multipath-relax\n neighbor fabric bogus-knob 7\n"))
+                                                     " bgp bestpath as-path multipath-relax\n"
+                                                     " neighbor fabric bogus-knob 7\n"))
     res = CliRunner().invoke(main, ["apply", NAME, str(configs)])
     assert res.exit_code == 1
     assert "refused" in res.output and "leaf1: FRR rejects the new config" in res.output and "bogus-knob" in res.output
@@ -322,7 +324,8 @@ def test_user_configs_go_through_frr_reload_and_record_as_the_nodes_config(lab, 
     configs = tmp_path / "from-my-automation"
     (configs / "leaf2").mkdir(parents=True)
     text = (lab.dir / "leaf2" / "frr.conf").read_text().replace(" bgp bestpath as-path multipath-relax\n",
-                                                                    " bgp bestpath as-path multipath-relax\n bgp log-neighbor-changes\n")
+                                                                    " bgp bestpath as-path multipath-relax\n"
+                                                                    " bgp log-neighbor-changes\n")
     (configs / "leaf2" / "frr.conf").write_text(text)
     p = lab.plan(configs)
     assert "+ bgp log-neighbor-changes" in p.diffs["leaf2"]["frr.conf"] and p.frr == {"leaf2": "reload"}

@@ -45,7 +45,8 @@ def test_every_dpu_and_leaf_pings_every_other_loopback(lab):
         script = "; ".join(f"ping -c1 -W2 -I {loopbacks[src]} {ip} >/dev/null && echo ok {ip} || echo FAIL {ip}"
                            for ip in targets)
         out = lab.node(src).check(["sh", "-c", script]).stdout.split("\n")
-        assert len([line for line in out if line.startswith("ok ")]) + len([line for line in out if line.startswith("FAIL")]) == len(targets)
+        assert (len([line for line in out if line.startswith("ok ")])
+                + len([line for line in out if line.startswith("FAIL")]) == len(targets))
         return [f"{src} -> {line.split()[1]}" for line in out if line.startswith("FAIL")]
 
     with ThreadPoolExecutor(4) as pool:

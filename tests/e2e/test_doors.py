@@ -152,7 +152,8 @@ def test_the_vrf_backend_is_netns_and_the_device_backend_needs_vrf_devices(lab, 
                                  "no Linux VRF devices (CONFIG_NET_VRF is not set)" in r.stderr, r.stderr
     assert leftovers(runtime, "t-doors-dev") == []
     v = twin_cli("validate", str(TOPOLOGY), "--json")
-    assert json.loads(v.stdout)["vrf_backend"] == {"backend": "netns", "why": json.loads(v.stdout)["vrf_backend"]["why"],
+    assert json.loads(v.stdout)["vrf_backend"] == {"backend": "netns",
+                                                  "why": json.loads(v.stdout)["vrf_backend"]["why"],
                                                   "vrf_devices": None}
 
 

@@ -188,7 +188,8 @@ def test_a_limit_raised_tenfold_on_a_workload_no_noisy_neighbour_floods_fails_ve
     finally:
         dpu2.check(tbf + ["20mbit", "burst", "25000", "limit", "275000"])
     bad = {c.name: c for c in report.failures()}
-    assert set(bad) == {"red host2a egress 20mbit held on dpu2:pf0vf0"}, {n: (c.message, c.data) for n, c in bad.items()}
+    assert set(bad) == {"red host2a egress 20mbit held on dpu2:pf0vf0"}, \
+        {n: (c.message, c.data) for n, c in bad.items()}
     c = bad["red host2a egress 20mbit held on dpu2:pf0vf0"]
     assert "over its limit of 2277 frames/s (20.0 Mbit/s): the limit is not enforced (flood host2a -> host1a)" \
         in c.message and c.data["delivered_mbps"] > 2 * 20, c.message
@@ -256,7 +257,8 @@ def test_a_congestion_point_that_stops_marking_or_marks_what_it_must_not_fails_v
 
     def broken(*rule: str) -> dict[str, str]:
         doc = json.loads(leaf1.check(["nft", "-j", "list", "chain", "ip", "twin_ecn", "postrouting"]).stdout)
-        (handle,) = [x["rule"]["handle"] for x in doc["nftables"] if x.get("rule", {}).get("comment") == "above 5000pps"]
+        (handle,) = [x["rule"]["handle"] for x in doc["nftables"]
+                     if x.get("rule", {}).get("comment") == "above 5000pps"]
         verb = ["replace", "rule", "ip", "twin_ecn", "postrouting", "handle", str(handle), *rule] if rule else \
             ["delete", "rule", "ip", "twin_ecn", "postrouting", "handle", str(handle)]
         leaf1.check(["nft", *verb])

@@ -33,7 +33,8 @@ def test_up_refuses_a_fabric_the_host_cannot_hold_and_creates_nothing(runtime, t
     nodes |= {f"l{i}": {"kind": "leaf"} for i in range(1, leafs + 1)}
     f = tmp_path / "huge.yml"
     f.write_text(yaml.safe_dump({"name": "t-hl-huge", "defaults": {"loopback_pool": "10.255.0.0/16"}, "nodes": nodes,
-                                 "links": [[f"s{s}", f"l{leaf}"] for leaf in range(1, leafs + 1) for s in range(1, spines + 1)]}))
+                                 "links": [[f"s{s}", f"l{leaf}"] for leaf in range(1, leafs + 1)
+                                           for s in range(1, spines + 1)]}))
     lab_need = H.demand(load(f)).nd_gc
     assert lab_need > have
 

@@ -76,7 +76,8 @@ def test_two_labs_run_side_by_side_without_touching_each_other(make_lab, runtime
     assert a.missing() == [] and b.missing() == []
     assert set(runtime.containers("t-pair-a")) == set(runtime.containers("t-pair-b")) == set(a.fabric.nodes)
     # same node names and addresses in both labs, each in its own namespaces
-    assert a.node("leaf1").vtysh_json("show bgp summary json")[0]["ipv4Unicast"]["peers"]["swp1"]["state"] == "Established"
+    peers = a.node("leaf1").vtysh_json("show bgp summary json")[0]["ipv4Unicast"]["peers"]
+    assert peers["swp1"]["state"] == "Established"
     twin_cli("down", "t-pair-a", check=True)
     assert leftovers(runtime, "t-pair-a") == []
     assert len(runtime.containers("t-pair-b")) == 5

@@ -54,10 +54,12 @@ def lock_is_free(name: str) -> bool:
 
 
 def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_before_anything_is_made(runtime, tmp_path):
-    nodes = {f"spine{i}": {"kind": "spine"} for i in range(1, 9)} | {f"leaf{i}": {"kind": "leaf"} for i in range(1, 249)}
+    nodes = ({f"spine{i}": {"kind": "spine"} for i in range(1, 9)}
+             | {f"leaf{i}": {"kind": "leaf"} for i in range(1, 249)})
     f = tmp_path / "big.yml"
     f.write_text(yaml.safe_dump({"name": "t-ld-big", "defaults": {"loopback_pool": "10.255.0.0/22"}, "nodes": nodes,
-                                 "links": [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, 249) for s in range(1, 9)]}))
+                                 "links": [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, 249)
+                                           for s in range(1, 9)]}))
     cost = admission.cost(load(f))
     assert cost > admission.estimate(load(f), admission.Host(1, 0, 0)).deadline, "too big for one core, idle"
 
@@ -68,7 +70,8 @@ def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_before_anything_
     assert line.startswith(f"error: lab 't-ld-big' would not converge on this host within its deadline: FRR needs "
                            f"~{cost:.0f} CPU-s for 256 FRR nodes and 1984 links"), line
     m = re.search(r"this host has 1 core\(s\), ([\d.]+) busy with other work \(load average [\d.]+\): ([\d.]+) free, "
-                  r"so ~(\d+) s to converge \(~\d+ s with containers and links\), beyond the deadline of 316 s; what would: at most ~(\d+) FRR nodes of this shape, "
+                  r"so ~(\d+) s to converge \(~\d+ s with containers and links\), beyond the deadline of 316 s; "
+                  r"what would: at most ~(\d+) FRR nodes of this shape, "
                   r"or a longer deadline \(`--timeout (\d+)`\), or (\d+) cores; nothing was created$", line)
     assert m, line
     free, seconds, fewer = float(m[2]), int(m[3]), int(m[4])
@@ -158,7 +161,8 @@ def small(make_lab):
 
 def test_sigterm_of_apply_mid_change_rolls_it_back(small, tmp_path):
     drained = tmp_path / "drained.yml"
-    drained.write_text((ROOT / SMALL).read_text().replace("spine1: {kind: spine}", "spine1: {kind: spine, drain: true}"))
+    drained.write_text((ROOT / SMALL).read_text().replace("spine1: {kind: spine}",
+                                                          "spine1: {kind: spine, drain: true}"))
     conf = small.dir / "spine1" / "frr.conf"
     assert "bgp graceful-shutdown" not in conf.read_text()
     proc = spawn("apply", small.name, str(drained))
@@ -181,7 +185,8 @@ def test_a_flapping_session_is_named_by_the_barrier(small):
     lo = small.fabric.nodes["leaf2"].loopback
     leaf2.vtysh("configure terminal", f"router bgp {small.fabric.nodes['leaf2'].asn}", "address-family ipv4 unicast",
                 f"no network {lo}/32")
-    wait.until(lambda: [] if small.missing() else ["leaf2's loopback still announced"], 30, "leaf2's loopback withdrawn")
+    wait.until(lambda: [] if small.missing() else ["leaf2's loopback still announced"], 30,
+               "leaf2's loopback withdrawn")
     flapper = spine1.spawn(["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do vtysh -c 'clear bgp swp1'; sleep 1.5; done"])
     lines: list[str] = []
     try:
@@ -197,6 +202,7 @@ def test_a_flapping_session_is_named_by_the_barrier(small):
                                 looked[-1]), lines
     assert any(re.search(r"flapping: spine1 to leaf1 \(swp1\) re-established \d+ times", line) for line in lines), lines
     causes = exc.value.causes
-    assert any(c.startswith("sessions flapped: ") and "spine1 to leaf1 (swp1) re-established" in c for c in causes), causes
+    assert any(c.startswith("sessions flapped: ") and "spine1 to leaf1 (swp1) re-established" in c
+               for c in causes), causes
     assert any(m.endswith(f"no route to leaf2's loopback {lo}/32") for m in exc.value.missing), exc.value.missing
     wait.until(small.missing, 60, "small lab converged again")

@@ -74,7 +74,8 @@ def test_the_timeout_diagnosis_names_a_linked_daemons_file_and_reads_nothing_thr
     ex = lab.node("spine1")
     daemons = ex.read_file(nodefs.FRR_DAEMONS)
     try:
-        ex.check(["sh", "-c", f"mv {nodefs.FRR_DAEMONS} /etc/frr/daemons.real && ln -s {host_file} {nodefs.FRR_DAEMONS}"])
+        ex.check(["sh", "-c", f"mv {nodefs.FRR_DAEMONS} /etc/frr/daemons.real "
+                              f"&& ln -s {host_file} {nodefs.FRR_DAEMONS}"])
         causes = hostlimits.container_causes("spine1", runtime.containers("t-nodefs")["spine1"])
         assert causes == [f"spine1: {nodefs.FRR_DAEMONS}: etc/frr/daemons is a symbolic link (to {host_file}): not "
                           "followed; a node is not trusted, and twin follows no link inside one (it could lead to "

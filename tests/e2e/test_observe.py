@@ -237,7 +237,8 @@ def test_the_web_page_in_chromium_draws_the_fabric_and_shows_a_link_going_down(l
         wait.until(lambda: [] if "BGP sessions" in browser.find_element("id", "detail").text else ["no detail"], 5,
                    "dpu1's detail")
         shot = ROOT / "docs" / "web.png" if os.environ.get("TWIN_UPDATE_SCREENSHOT") == "1" else tmp_path / "web.png"
-        browser.save_screenshot(str(shot))   # docs/web.png (the README's picture) only when asked: a test leaves the tree clean
+        # docs/web.png (the README's picture) only when asked: a test leaves the tree clean
+        browser.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000, "a real page, not a blank one"
         carrier = twin_cli("events", LAB, "--since", "1m", "--kind", "carrier", check=True).stdout
         assert "dpu1 p0: link down" in carrier

@@ -53,7 +53,8 @@ def test_every_kind_of_element_is_caught_by_the_check_that_should_catch_it(lab):
     # and the lab is whole again, with no neighbour left on the port taken out of its bridge
     ctx = lab.context()
     assert barrier.missing(ctx) == []
-    (t, a), = [(t, a) for t in lab.fabric.tenants.values() for a in t.attachments if (a.vtep, a.port) == ("dpu2", "pf0vf1")]
+    (t, a), = [(t, a) for t in lab.fabric.tenants.values() for a in t.attachments
+               if (a.vtep, a.port) == ("dpu2", "pf0vf1")]
     with ctx.ipr("dpu2", overlay.tenant_ns(t, ctx.backend)) as ipr:
         (port,) = ipr.link_lookup(ifname="pf0vf1")
         assert [n.get_attr("NDA_DST") for n in ipr.get_neighbours(family=socket.AF_INET, ifindex=port)] == []

@@ -133,7 +133,8 @@ def test_the_underlay_carries_each_tenant_in_its_own_vni(lab):
     assert (ip("host1a"), ip("host2a")) in seen.get(red.segments["web"].l2vni, set()), seen
     assert (ip("host1b"), ip("host2b")) in seen.get(blue.segments["web"].l2vni, set()), seen
     assert (ip("host2a"), ip("host1c")) in seen.get(red.l3vni, set()) | seen.get(red.segments["db"].l2vni, set()), seen
-    assert (ip("host1b"), ip("host2c")) in seen.get(blue.l3vni, set()) | seen.get(blue.segments["web"].l2vni, set()), seen
+    assert (ip("host1b"), ip("host2c")) in (seen.get(blue.l3vni, set())
+                                            | seen.get(blue.segments["web"].l2vni, set())), seen
     # each VNI carries only its own tenant's hosts
     red_vnis = {red.l3vni, *(s.l2vni for s in red.segments.values())}
     blue_vnis = {blue.l3vni, *(s.l2vni for s in blue.segments.values())}

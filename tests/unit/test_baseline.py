@@ -27,7 +27,8 @@ ROUTES = {"default": {
                        "nexthops": [{"directlyConnected": True, "interfaceName": "lo"}]}]},
     "red": {
         "10.1.1.1/32": [{"protocol": "local", "selected": True, "nexthops": [{"directlyConnected": True}]}],
-        "10.1.1.12/32": [{"protocol": "bgp", "selected": True, "nexthops": [{"ip": "10.255.0.6", "interfaceName": "br10100"}]},
+        "10.1.1.12/32": [{"protocol": "bgp", "selected": True,
+                          "nexthops": [{"ip": "10.255.0.6", "interfaceName": "br10100"}]},
                          {"protocol": "static", "selected": False, "nexthops": [{"ip": "10.9.9.9"}]}]}}
 ROUTES6 = {"default": {"fe80::/64": [{"protocol": "connected", "selected": True, "nexthops": []}]}}
 VNIS = [{"vni": 10101, "type": "L2", "tenantVrf": "red", "numMacs": 2, "numArpNd": 2,
@@ -50,7 +51,8 @@ def test_a_node_is_recorded_without_what_changes_by_itself():
     assert d["routes"]["red"] == {"10.1.1.12/32": {"protocol": "bgp", "nexthops": ["10.255.0.6"]}}, \
         "FRR 10's local routes and unselected entries are left out"
     assert d["vnis"] == {"10100": {"type": "L3", "vrf": "red", "state": "Up"},
-                         "10101": {"type": "L2", "vrf": "red", "remote_vteps": ["10.255.0.6"], "macs": 2, "neighbours": 2}}
+                         "10101": {"type": "L2", "vrf": "red", "remote_vteps": ["10.255.0.6"], "macs": 2,
+                                   "neighbours": 2}}
     assert "fe80::/64" not in d["routes"]["default"] and "routerMac" not in json.dumps(d)
 
 
@@ -88,11 +90,13 @@ def test_an_allow_file_is_read_like_a_topology(tmp_path):
     f.write_text("allow:\n  - {vrf: green, change: appeared, reason: new tenant}\n  - {what: routes, chnage: x}\n")
     with pytest.raises(TopologyError) as e:
         load_allow(f)
-    assert f"{f}:3: allow[1].what: must be 'session', 'prefixes', 'route', 'vni', 'adjacency' or 'any'; got 'routes'" in str(e.value)
+    assert (f"{f}:3: allow[1].what: must be 'session', 'prefixes', 'route', 'vni', 'adjacency' or 'any'; "
+            "got 'routes'") in str(e.value)
     assert f"{f}:3: allow[1].chnage: unknown field; allowed: node, vrf, what, key, change, reason" in str(e.value)
     f.write_text("allow:\n  - {vrf: green, change: appeared, reason: new tenant}\n")
     (rule,) = load_allow(f)
-    assert rule.matches("dpu1", "green", "vni", "10301", "appeared") and not rule.matches("dpu1", "red", "vni", "1", "appeared")
+    assert rule.matches("dpu1", "green", "vni", "10301", "appeared")
+    assert not rule.matches("dpu1", "red", "vni", "1", "appeared")
     f.write_text("rules: []\n")
     with pytest.raises(TopologyError, match="an allow file is a mapping with one key, allow"):
         load_allow(f)

@@ -48,7 +48,8 @@ def pulled(d: Path, fabric=AIPOD, csv: bool = True) -> Path:
             (d / node).mkdir(parents=True)
             (d / node / "frr.conf").write_text(files["frr.conf"])
     if csv:
-        (d / "cables.csv").write_text("".join(f"{link.a.node},{link.a.port},{link.b.node},{link.b.port}\n" for link in fabric.links))
+        (d / "cables.csv").write_text("".join(f"{link.a.node},{link.a.port},{link.b.node},{link.b.port}\n"
+                                              for link in fabric.links))
     return d
 
 

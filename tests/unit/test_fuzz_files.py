@@ -74,7 +74,8 @@ def lldp_docs(draw):
         "port": st.fixed_dictionaries({}, optional={"id": st.fixed_dictionaries(
             {"type": st.sampled_from(["ifname", "mac", "local"]) | scalars(), "value": scalars()}) | scalars(),
             "descr": scalars()}) | scalars()})
-    ports = st.dictionaries(st.sampled_from(["eth1", "swp1", "eth2"]) | st.text(max_size=5), end | scalars(), max_size=3)
+    ports = st.dictionaries(st.sampled_from(["eth1", "swp1", "eth2"]) | st.text(max_size=5), end | scalars(),
+                            max_size=3)
     interface = st.lists(ports, max_size=3) | ports | scalars()
     return json.dumps({"lldp": {"interface": draw(interface)}} if draw(st.booleans()) else draw(json_values())).encode()
 
@@ -101,7 +102,8 @@ def checks_docs(draw):
     check = st.fixed_dictionaries({"name": scalars(), "type": st.sampled_from(list(CHECK_TYPES)) | scalars()})
     checks = draw(st.lists(st.tuples(check, st.dictionaries(field, value | json_values(), max_size=4))
                            .map(lambda t: {**t[0], **t[1]}) | json_values(), max_size=5))
-    return yaml.safe_dump({"checks": checks} if draw(st.booleans()) else draw(json_values()), allow_unicode=True).encode()
+    return yaml.safe_dump({"checks": checks} if draw(st.booleans()) else draw(json_values()),
+                          allow_unicode=True).encode()
 
 
 @fuzz(100)
@@ -161,7 +163,8 @@ ENTRY_NAMES = ["leaf1/frr.conf", "leaf1/daemons", "spine1.conf", "dpu1/frr.conf"
 @st.composite
 def config_dirs(draw):
     entries = draw(st.lists(st.sampled_from(ENTRY_NAMES), max_size=4, unique=True))
-    text = st.lists(st.sampled_from(FRR_LINES) | st.text(max_size=10), max_size=8).map(lambda ls: "\n".join(ls).encode())
+    text = st.lists(st.sampled_from(FRR_LINES) | st.text(max_size=10),
+                    max_size=8).map(lambda ls: "\n".join(ls).encode())
     files = {e: draw(text | st.binary(max_size=64)) for e in entries}
     odd = draw(st.lists(st.sampled_from(["link-out", "link-dir", "fifo", "dir-named-conf"]), max_size=2, unique=True))
 

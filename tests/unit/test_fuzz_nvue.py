@@ -69,7 +69,8 @@ def test_the_samples_mutated_give_files_or_a_clear_error(node, edits):
     lines = SEEDS[node].splitlines()
     for at, text in edits:
         i = at % (len(lines) + 1)
-        lines.insert(i, text) if at % 2 else lines.__setitem__(min(i, len(lines) - 1), lines[min(i, len(lines) - 1)] + text)
+        lines.insert(i, text) if at % 2 else lines.__setitem__(min(i, len(lines) - 1),
+                                                               lines[min(i, len(lines) - 1)] + text)
     outcome("\n".join(lines) + "\n", node)
 
 

@@ -41,7 +41,8 @@ SNIPPETS = ["&a ", "*a", "!!python/object:os.system ", "!!binary ", "!!int ", "!
             "9" * 5000, "1:" * 40 + "1", "0b_", "._", "2024-13-45", "%YAML 1.1\n", "'", '"', "#", "|\n  ", "- ",
             ": ", "\r", "~", ".nan", "1e999", "é"]
 
-scalars = st.sampled_from(NAMES + NUMBERS + ADDRESSES + ["spine", "leaf", "dpu", "host", "router"]) | st.text(max_size=12)
+scalars = (st.sampled_from(NAMES + NUMBERS + ADDRESSES + ["spine", "leaf", "dpu", "host", "router"])
+           | st.text(max_size=12))
 names = st.sampled_from(NAMES[:11]) | st.text(max_size=10)
 endpoints = st.tuples(names, st.sampled_from(["", ":swp1", ":p0", ":pf0vf0", ":eth1", ":lo", ":br1", ":"]))
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)

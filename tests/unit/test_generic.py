@@ -102,7 +102,8 @@ def test_igp_adjacencies_are_expected_only_where_the_far_end_runs_the_protocol(t
         "r3": {"frr.conf": "interface eth1\n ip address 10.0.0.6/30\n", "daemons": ""},   # no OSPF at its end
     }
     g = Intent(fabric, files).generic
-    assert [str(a) for a in g["r1"].adjacencies] == ["r1: BGP neighbor 10.0.0.2 to r2:eth1", "r1: OSPF on eth1 to r2:eth1"]
+    assert [str(a) for a in g["r1"].adjacencies] == ["r1: BGP neighbor 10.0.0.2 to r2:eth1",
+                                                     "r1: OSPF on eth1 to r2:eth1"]
     assert g["r1"].daemons == ("ospfd", "zebra")
     assert g["r1"].notes == ("r1: its frr.conf has BGP (10.0.0.2) but its daemons file does not enable bgpd",)
     assert [str(a) for a in g["r2"].adjacencies] == ["r2: OSPF on eth1 to r1:eth1"]
@@ -128,12 +129,13 @@ def test_exec_entries_are_command_lines_and_routers_link_to_any_frr_node(tmp_pat
 def test_daemons_files_and_frrs_json_of_each_protocol():
     assert daemons_enabled("bgpd=yes\nospfd=no\n isisd=yes\n#ripd=yes\n") == ["bgpd", "isisd", "zebra"]
     ospf = {"default": {"vrfName": "default", "neighbors": {"10.10.10.2": [
-        {"nbrState": "2-Way/DROther", "ifaceName": "eth1:10.0.0.1"}, {"nbrState": "Full/DR", "ifaceName": "eth1:10.0.0.1"}]}}}
+        {"nbrState": "2-Way/DROther", "ifaceName": "eth1:10.0.0.1"},
+        {"nbrState": "Full/DR", "ifaceName": "eth1:10.0.0.1"}]}}}
     assert frr.adjacency_states("ospf", ospf) == {("default", "eth1"): "Full/DR"}
     assert frr.adjacency_states("ospf6", {"neighbors": [{"interfaceName": "eth1", "state": "ExStart"}]}) == {
         ("default", "eth1"): "ExStart"}
-    assert frr.adjacency_states("isis", {"areas": [{"area": "T", "circuits": [{"interface": "eth1", "state": "Up"}]}]}) \
-        == {("default", "eth1"): "Up"}
+    isis = {"areas": [{"area": "T", "circuits": [{"interface": "eth1", "state": "Up"}]}]}
+    assert frr.adjacency_states("isis", isis) == {("default", "eth1"): "Up"}
     bgp = {"default": {"vrfId": 0, "eth1": {"bgpState": "Established"}, "10.0.0.9": {"bgpState": "Active"}},
            "blue": {"vrfName": "blue", "10.9.9.9": {"bgpState": "Idle"}}}
     assert frr.adjacency_states("bgp", bgp) == {("default", "eth1"): "Established", ("default", "10.0.0.9"): "Active",

@@ -66,7 +66,8 @@ def test_up_is_refused_with_the_numbers_on_default_settings(tmp_path):
     text = H.refusal(fabric.name, short)
     assert "\n" not in text
     assert text.startswith("host limits too low for lab 'big', nothing was created: "
-                           "net.ipv6.neigh.default.gc_thresh3 = 1024 < 7182 needed (7040 for this lab + 142 in use now;")
+                           "net.ipv6.neigh.default.gc_thresh3 = 1024 < 7182 needed "
+                           "(7040 for this lab + 142 in use now;")
     assert "sudo sysctl -w net.ipv6.neigh.default.gc_thresh3=8192 net.ipv6.neigh.default.gc_thresh2=8192`" in text
     assert f"`sudo {H.SETUP}` (persistent, in /etc/sysctl.d/60-twin.conf)" in text
     refused = admission.NotAdmitted("big", short, admission.estimate(fabric, admission.Host(2, 0, 0)))
@@ -122,7 +123,8 @@ def test_the_host_setup_holds_two_128_node_fabrics_beside_the_pod_labs(tmp_path)
     assert set(settings) >= {r.setting for r in H.RULES} - {"kernel.threads-max"}
     assert settings["net.ipv6.neigh.default.gc_thresh3"] >= 10_000  # tens of thousands, not the 1,024 default
     f128 = clos(tmp_path, 8, 120)
-    running = H.demand(f128) + H.demand(load(ROOT / "topologies/pod8.yml")) + H.demand(load(ROOT / "topologies/aipod.yml"))
+    running = (H.demand(f128) + H.demand(load(ROOT / "topologies/pod8.yml"))
+               + H.demand(load(ROOT / "topologies/aipod.yml")))
     settings["kernel.threads-max"] = DEFAULTS["kernel.threads-max"]
     assert H.check(f128, as_usage(running), settings) == []
     assert H.check(load(ROOT / "topologies/pod8.yml"), as_usage(running + H.demand(f128)), settings) == []

@@ -29,8 +29,9 @@ def write(d: Path, doc: dict, files: dict[str, str] | None = None) -> Path:
 def test_frr01_becomes_three_routers_with_their_files_and_three_hosts_with_their_exec():
     imp = import_clab(CLAB / "frr01/frr01.clab.yml")
     fabric = topology.load_document(imp.doc, imp.source)
-    assert {n: x.kind for n, x in fabric.nodes.items()} == {"router1": "router", "router2": "router", "router3": "router",
-                                                           "pc1": "host", "pc2": "host", "pc3": "host"}
+    assert {n: x.kind for n, x in fabric.nodes.items()} == {"router1": "router", "router2": "router",
+                                                           "router3": "router", "pc1": "host", "pc2": "host",
+                                                           "pc3": "host"}
     assert fabric.nodes["pc1"].exec[1] == "ip addr add 192.168.11.2/24 dev eth1"
     assert {p.name: (p.peer_node, p.peer_port, p.role) for p in fabric.nodes["router1"].ports} == {
         "eth1": ("router2", "eth1", "plain"), "eth2": ("router3", "eth1", "plain"), "eth3": ("pc1", "eth1", "access")}
@@ -56,7 +57,8 @@ def test_kinds_twin_cannot_run_are_refused_together_with_the_way_out_and_roles_m
     assert [str(s) for s in fabric.sessions("spine")] == ["spine:e1-1 -> leaf1", "spine:e1-2 -> leaf2"]
     assert fabric.nodes["client1"].kind == "host" and not imp.configs.files
     with pytest.raises(TopologyError) as e:
-        import_clab(CLAB / "clos01.clab.yml", roles={"leaf1": "leaf", "leaf2": "switch", "spine": "spine", "nope": "leaf"})
+        import_clab(CLAB / "clos01.clab.yml",
+                    roles={"leaf1": "leaf", "leaf2": "switch", "spine": "spine", "nope": "leaf"})
     assert "--role leaf2=switch: unknown kind" in str(e.value) and "--role nope: no node named 'nope'" in str(e.value)
 
 
@@ -80,7 +82,8 @@ def test_inheritance_binds_and_exec_as_containerlab_resolves_them(tmp_path):
                                  "cfg/other/a": "a\n"})
     imp = import_clab(path)
     assert imp.doc["name"] == "my-lab"
-    assert imp.doc["nodes"]["r-1"] == {"kind": "router", "exec": ["echo defaults", "echo kind", "echo group", "echo node"],
+    assert imp.doc["nodes"]["r-1"] == {"kind": "router",
+                                       "exec": ["echo defaults", "echo kind", "echo group", "echo node"],
                                        "binds": [f"{tmp_path}/cfg/x:/opt/x:ro"], "env": {"A": "1"}}
     assert imp.doc["nodes"]["h1"]["kind"] == "router"     # the kind's bind of frr.conf reaches it too
     # r2 binds /etc/frr as a whole, and its kind binds frr.conf: Docker mounts the file over the directory

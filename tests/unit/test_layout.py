@@ -142,7 +142,8 @@ def test_modules_and_functions_stay_small():
         if text.count("\n") > MAX_MODULE_LINES:
             big.append(f"{name}: {text.count(chr(10))} lines")
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno > MAX_FUNCTION_LINES:
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and node.end_lineno - node.lineno > MAX_FUNCTION_LINES):
                 big.append(f"{name}.{node.name}: {node.end_lineno - node.lineno} lines")
     assert big == []
 

@@ -274,6 +274,7 @@ def test_the_barrier_waits_for_routes_between_vteps_to_spread_over_the_shortest_
     assert missing_spread("dpu1", want, {lo2: {"p1"}}) == [
         f"dpu1: route to dpu2's loopback {lo2} over p1, not yet over p0, p1 (the fabric's shortest paths)"]
     f = tmp_path / "drained.yml"
-    f.write_text((ROOT / "topologies/aipod.yml").read_text().replace("leaf1: {kind: leaf}", "leaf1: {kind: leaf, drain: true}"))
+    f.write_text((ROOT / "topologies/aipod.yml").read_text().replace("leaf1: {kind: leaf}",
+                                                                     "leaf1: {kind: leaf, drain: true}"))
     drained = load(f)
     assert drained.drained() == ["leaf1"] and spread(drained)["dpu1"][lo2] == ("dpu2", frozenset({"p1"}))

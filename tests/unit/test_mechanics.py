@@ -77,7 +77,8 @@ def test_commands_enter_the_nodes_namespaces_under_a_deadline(node):
     assert docs == [{"a": 1}, {"b": [2]}]
     argv = calls[0]
     assert argv[:2] == ["nsenter", "--target=4242"] and "--net" in argv and "--mount" in argv
-    assert argv[argv.index("--") + 1:][:4] == ["timeout", "--kill-after=2", "30", "vtysh"], "every command has a deadline"
+    assert argv[argv.index("--") + 1:][:4] == ["timeout", "--kill-after=2", "30", "vtysh"], \
+        "every command has a deadline"
     assert argv[-4:] == ["-c", "show a json", "-c", "show b json"]
 
 

@@ -52,7 +52,8 @@ def test_every_drop_rule_logs_a_reason_twin_knows(aipod):
 
 
 def test_headers_of_vxlan_roce_and_arp():
-    inner = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src="10.1.1.11", dst="10.1.1.12", tos=26 << 2 | 3) \
+    inner = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") \
+        / IP(src="10.1.1.11", dst="10.1.1.12", tos=26 << 2 | 3) \
         / UDP(sport=1234, dport=4791) / BTH(opcode=0x81, dqpn=77, psn=5)
     outer = Ether() / IP(src="10.255.0.5", dst="10.255.0.6", tos=26 << 2 | 2) / UDP(sport=999, dport=4789) \
         / VXLAN(vni=10101) / inner
@@ -68,11 +69,13 @@ def test_headers_of_vxlan_roce_and_arp():
 def nflog_message(prefix: str, payload: bytes, indev: int, physindev: int, family: int = 7) -> bytes:
     attrs = (nlattr.attr(nflog.PACKET_HDR, struct.pack("!HBB", 0x0800, 0, 0))
              + nlattr.attr(nflog.TIMESTAMP, struct.pack("!QQ", 1700000000, 250000))
-             + nlattr.attr(nflog.INDEV, struct.pack("!I", indev)) + nlattr.attr(nflog.PHYSINDEV, struct.pack("!I", physindev))
+             + nlattr.attr(nflog.INDEV, struct.pack("!I", indev))
+             + nlattr.attr(nflog.PHYSINDEV, struct.pack("!I", physindev))
              + nlattr.attr(nflog.HWHEADER, bytes.fromhex("00005e000101023800000004") + b"\x08\x00")
              + nlattr.attr(nflog.PAYLOAD, payload) + nlattr.attr(nflog.PREFIX, prefix.encode() + b"\0"))
     body = struct.pack("!BBH", family, 0, droplog.LOG_GROUP) + attrs
-    return struct.pack("=IHHII", 16 + len(body), (nflog.NFNL_SUBSYS_ULOG << 8) | nflog.NFULNL_MSG_PACKET, 0, 0, 0) + body
+    return struct.pack("=IHHII", 16 + len(body), (nflog.NFNL_SUBSYS_ULOG << 8) | nflog.NFULNL_MSG_PACKET,
+                       0, 0, 0) + body
 
 
 def test_an_nflog_message_becomes_a_drop_event_with_its_reason(aipod):
@@ -84,7 +87,8 @@ def test_an_nflog_message_becomes_a_drop_event_with_its_reason(aipod):
     assert (e["node"], e["port"], e["tenant"], e["code"], e["direction"]) == ("dpu1", "pf0vf0", "red", "spoof-ip", "in")
     assert e["reason"] == "IPv4 source 10.1.1.99 is not host1a's address (10.1.1.11)"
     assert e["headers"]["src_mac"] == "02:38:00:00:00:04"
-    vx = drop_event(aipod, Place("dpu1", "red", {7: "pf0vf0"}), nflog.parse(nflog_message("twin vxlan host1a", payload, 20, 7))[0])
+    vx = drop_event(aipod, Place("dpu1", "red", {7: "pf0vf0"}),
+                    nflog.parse(nflog_message("twin vxlan host1a", payload, 20, 7))[0])
     assert vx["reason"] == "VXLAN from a host port (host1a)"
     assert drop_event(aipod, Place("dpu1"), nflog.parse(nflog_message("not ours", payload, 1, 1))[0]) is None
 

@@ -124,12 +124,14 @@ def test_every_attack_is_stopped_by_exactly_its_own_rule(aipod, pod8):
                 assert stopped == [at.rule], (at.host, at.rule, at.target.what, stopped)
                 assert X.ident(f, RUN) == at.ident
         # every host tries every rule, against every kind of place
-        assert {(at.host, at.rule) for at in attacks} == {(h, r) for h in zerotrust.hosts(fabric) for r in zerotrust.RULES}
+        assert {(at.host, at.rule) for at in attacks} == {(h, r) for h in zerotrust.hosts(fabric)
+                                                          for r in zerotrust.RULES}
     whats = {at.target.what for at in zerotrust.attacks(aipod, RUN) if at.host == "host1a" and at.rule == "spoofed IP"}
     assert whats == {"host2a (its segment, behind dpu2)", "its gateway 10.1.1.1 on dpu1", "host1c (red db, routed)",
                      "host1b (tenant blue)", "dpu1 loopback 10.255.0.5 (its VTEP)",
                      "dpu2 loopback 10.255.0.6 (a remote VTEP)", "spine1 loopback 10.255.0.1 (underlay)"}
-    arp = {at.target.what for at in zerotrust.attacks(aipod, RUN) if at.host == "host1a" and at.rule == "spoofed ARP IP"}
+    arp = {at.target.what for at in zerotrust.attacks(aipod, RUN)
+           if at.host == "host1a" and at.rule == "spoofed ARP IP"}
     assert arp == {"host2a (its segment, behind dpu2)", "its gateway 10.1.1.1 on dpu1", "everyone (gratuitous ARP)"}
 
 
@@ -171,7 +173,8 @@ def test_each_element_names_the_check_that_must_catch_it(aipod):
                                                  "32 frames whose outer DSCP differs from the inner one"))
     assert els["maximum-paths dpu1"].names(line("underlay", "red host1a -> host2a (every path dpu1 -> dpu2, VNI "
                                                 "10101)", "64 flows never left dpu1 by p0 (to leaf1)"))
-    assert els["mtu dpu1 br10102"].names(line("traffic", "red host1a -> host1c (RoCE 16 x 4096 B)", "16/16 frames lost"))
+    assert els["mtu dpu1 br10102"].names(line("traffic", "red host1a -> host1c (RoCE 16 x 4096 B)",
+                                              "16/16 frames lost"))
     assert not els["mtu dpu1 br10102"].names(line("traffic", "red host1c -> host1a (RoCE 16 x 4096 B)", "16/16 lost"))
 
 
@@ -197,7 +200,8 @@ def test_the_services_of_a_vtep_are_elements(monkeypatch, backend, shaping):
     assert kinds["internet default route"] == 1
     assert kinds["public address route"] == kinds["public address announcement"] == 4
     assert kinds["rate limit"] == kinds["rate limit, loosened"] == 5, "every workload's limits, both directions"
-    assert kinds["congestion point marking"] == kinds["congestion point ECT match"] == kinds["congestion point rate"] == 1
+    assert (kinds["congestion point marking"] == kinds["congestion point ECT match"]
+            == kinds["congestion point rate"] == 1)
     line = lambda g, n, m: f"{g}: {n}: {m}"   # noqa: E731
     snat = by["gateway-rule dpu1 blue host1b: 1:1"]
     assert snat.breaks[0].table.endswith("twin_gw" if backend == "netns" else "twin_gw_10200")

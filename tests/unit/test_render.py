@@ -122,7 +122,8 @@ def test_drain_changes_only_the_drained_nodes_bgp(monkeypatch):
     changed = {(n, f) for n in before for f in before[n] if before[n][f] != after[n][f]}
     assert changed == {("spine1", "frr.conf")}
     gained = set(after["spine1"]["frr.conf"].splitlines()) - set(before["spine1"]["frr.conf"].splitlines())
-    assert " bgp graceful-shutdown" in gained and all(line.startswith(" !") for line in gained - {" bgp graceful-shutdown"})
+    assert " bgp graceful-shutdown" in gained
+    assert all(line.startswith(" !") for line in gained - {" bgp graceful-shutdown"})
     router_bgp = after["spine1"]["frr.conf"].split("router bgp 65000\n", 1)[1].split("\nexit\n", 1)[0]
     assert "\n bgp graceful-shutdown\n" in router_bgp, "in the default router bgp block"
     # any BGP kind can be drained, a leaf or a DPU too

@@ -69,8 +69,8 @@ def test_bring_up_exports_deploys_and_inspects_then_finds_twins_containers(tmp_p
 
     rt = C.ContainerlabRuntime(client=FakeClient(list(fabric.nodes)), run=run, binary="/usr/bin/containerlab")
     created = []
-    pids = rt.bring_up(fabric, "twin-node:test", tmp_path, "netns", configure=lambda *a: pytest.fail("configured twice"),
-                       on_created=lambda: created.append(1))
+    pids = rt.bring_up(fabric, "twin-node:test", tmp_path, "netns",
+                       configure=lambda *a: pytest.fail("configured twice"), on_created=lambda: created.append(1))
     topo = tmp_path / "small.clab.yml"
     assert calls == [["/usr/bin/containerlab", "deploy", "-t", str(topo)],
                      ["/usr/bin/containerlab", "inspect", "-t", str(topo), "--format", "json"]]

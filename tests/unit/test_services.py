@@ -155,7 +155,8 @@ def test_a_rate_limit_change_leaves_the_port_in_its_bridge(tmp_path):
 def test_a_congestion_point_moves(tmp_path):
     old = load(SVC)
     new = variant(tmp_path, lambda d: d.update(congestion=[{"port": "leaf2:swp2", "above": "5000pps"}]))
-    assert ops(node_delta(old, new, "leaf1", "netns").remove) == ["nft 'add table ip twin_ecn; delete table ip twin_ecn'"]
+    assert ops(node_delta(old, new, "leaf1", "netns").remove) == [
+        "nft 'add table ip twin_ecn; delete table ip twin_ecn'"]
     assert ops(node_delta(old, new, "leaf2", "netns").add) == ["nft -f /etc/twin/congestion.nft"]
 
 

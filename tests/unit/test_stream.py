@@ -142,8 +142,9 @@ def test_vxlan_frames_are_read_at_fixed_offsets_as_scapy_reads_them():
 def test_packed_frames_are_scapys_byte_for_byte():
     rng = random.Random(7)
     for _ in range(300):
-        f = roce.Flow(flow_id=rng.randrange(1 << 32), src="a", dst="b", src_mac=":".join(f"{rng.randrange(256):02x}" for _ in range(6)),
-                   dst_mac="02:00:5e:00:01:01", src_ip=f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
+        f = roce.Flow(flow_id=rng.randrange(1 << 32), src="a", dst="b",
+                   src_mac=":".join(f"{rng.randrange(256):02x}" for _ in range(6)), dst_mac="02:00:5e:00:01:01",
+                   src_ip=f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
                    dst_ip=f"192.168.{rng.randrange(256)}.{rng.randrange(1, 255)}", sport=rng.randrange(1, 65536),
                    dqp=rng.randrange(1 << 24), psn=rng.randrange(1 << 24), count=rng.choice([1, 2]),
                    payload=rng.choice([0, 1, 3, 64, 255, 4096]), dscp=rng.randrange(64), ecn=rng.randrange(4),

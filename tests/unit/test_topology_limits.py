@@ -160,9 +160,10 @@ def test_one_wrong_link_does_not_make_islands(tmp_path):
 
 def test_a_loopback_inside_a_tenant_subnet_is_fine(tmp_path):
     path = tmp_path / "t.yml"
-    path.write_text("name: t\nvtep: leaf\nnodes:\n  spine1: {kind: spine, loopback: 10.1.1.200}\n  leaf1: {kind: leaf}\n"
-                    "  h1: {kind: host}\nlinks: [[spine1, leaf1], [leaf1, h1]]\ntenants:\n  red:\n    l3vni: 5\n"
-                    "    segments: {web: {subnet: 10.1.1.0/24, l2vni: 6}}\n    attachments: [{host: h1, segment: web}]\n")
+    path.write_text("name: t\nvtep: leaf\nnodes:\n  spine1: {kind: spine, loopback: 10.1.1.200}\n"
+                    "  leaf1: {kind: leaf}\n  h1: {kind: host}\nlinks: [[spine1, leaf1], [leaf1, h1]]\n"
+                    "tenants:\n  red:\n    l3vni: 5\n    segments: {web: {subnet: 10.1.1.0/24, l2vni: 6}}\n"
+                    "    attachments: [{host: h1, segment: web}]\n")
     assert load(path).nodes["spine1"].loopback == "10.1.1.200"
 
 
@@ -181,6 +182,7 @@ def test_validate_reports_every_problem_without_raising(monkeypatch):
     assert not report.valid and report.fabric is None and report.summary() is None
     data = report.to_dict()
     assert data["valid"] is False and data["summary"] is None and len(data["problems"]) == 7
-    assert data["problems"][0] == {"file": "tests/golden/invalid/bad-links.yml", "line": None, "column": None, "path": "--name",
+    assert data["problems"][0] == {"file": "tests/golden/invalid/bad-links.yml", "line": None, "column": None,
+                                   "path": "--name",
                                    "message": f"lab name 'Bad Name' is not allowed: {LAB_NAME_RULE}"}
     assert all(set(p) == {"file", "line", "column", "path", "message"} for p in data["problems"])

@@ -68,7 +68,8 @@ def test_user_configs_needing_vrf_devices_are_named_with_their_file():
     tenants_on_dpu1 = {t.vrf for t in AIPOD.tenants_on("dpu1")}
     assert "red" in tenants_on_dpu1, "a tenant's VRF is twin's to make: no need"
     assert [(p.file, p.message) for p in needs] == [
-        ("/cfg/dpu1/frr.conf", f"VRF {v} is no tenant of the topology on dpu1: zebra needs a Linux VRF device {v} for it")
+        ("/cfg/dpu1/frr.conf",
+         f"VRF {v} is no tenant of the topology on dpu1: zebra needs a Linux VRF device {v} for it")
         for v in sorted({"mgmt", "blue"} - tenants_on_dpu1)]
     c = choose(AIPOD, user_files={"dpu1": {"frr.conf": conf}}, where={"dpu1": "/cfg/dpu1/frr.conf"},
                probe=lambda lab: False)
@@ -97,6 +98,6 @@ def test_an_exec_making_a_vrf_device_is_a_warning_with_the_way_out(tmp_path):
                                   "device, but this kernel has no Linux VRF devices (CONFIG_NET_VRF is not set): the "
                                   "command will fail and be reported, and the lab goes on (--strict-exec: it ends the "
                                   "bring-up); twin's netns backend (the default: each tenant a network namespace, "
-                                  "FRR's netns VRF backend) runs on every kernel: make the VRF a tenant of the topology "
-                                  "(twin makes its namespace and FRR's VRF)"), c.warnings[0]
+                                  "FRR's netns VRF backend) runs on every kernel: make the VRF a tenant of the "
+                                  "topology (twin makes its namespace and FRR's VRF)"), c.warnings[0]
     assert choose(topo(tmp_path), probe=lambda lab: True).warnings == (), "a kernel with VRF devices: nothing to say"

@@ -63,7 +63,8 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
         return ConfigsChange.load(ctx, p)
     if not p.exists():
         raise TopologyError([Problem(str(p), "", "no such file or directory: a change is a topology file, "
-                                                 "a directory of node configs (<dir>/<node>/frr.conf, or NVUE's <dir>/<node>/startup.yaml), "
+                                                 "a directory of node configs (<dir>/<node>/frr.conf, or NVUE's "
+                                                 "<dir>/<node>/startup.yaml), "
                                                  "nv:NODE:FILE (a file of nv commands) or fault:...")])
     return TopologyChange(topology.load(p, name=ctx.name))
 

@@ -192,7 +192,8 @@ def _frr(run: Run) -> None:
 
 def _bind(run: Run) -> None:
     def one(node: str) -> None:
-        vnis = run.work.vnis[node] if node in run.work.vnis else run.ctx.with_fabric(run.work.new).intent.nodes[node].vnis
+        vnis = (run.work.vnis[node] if node in run.work.vnis
+                else run.ctx.with_fabric(run.work.new).intent.nodes[node].vnis)
         wait_vnis(run.ctx.exec(node), vnis)
         kernel.apply(run.work.deltas[node].bind, run.ctx.pid(node), run.ctx.exec(node), run.rollback)
 
@@ -301,8 +302,8 @@ def _apply(ctx: LabContext, change: Change, timeout: float | None, wait: bool, s
         _record(ctx, work, change)
     except BaseException as e:
         failed = run.stage
-        say(f"apply failed in stage {failed} ({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__});"
-            " rolling back")
+        say(f"apply failed in stage {failed} "
+            f"({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}); rolling back")
         with patient(f"rolling lab {ctx.name} back", f"it may be half changed: `twin status {ctx.name}` says "
                                                      "what is missing"):
             problems = rollback(ctx, work, run.journal, say)

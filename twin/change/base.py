@@ -61,7 +61,8 @@ class Result:
 
     def __str__(self) -> str:
         how = ", ".join(f"{k}={v}" for k, v in self.details.items() if k != "ruleset")
-        return f"{self.kind} {self.target}" + (f" ({how})" if how else "") + (f"; undo: {self.undo}" if self.undo else "")
+        return (f"{self.kind} {self.target}" + (f" ({how})" if how else "")
+                + (f"; undo: {self.undo}" if self.undo else ""))
 
 
 class Change(ABC):

@@ -44,7 +44,8 @@ class FabricDiff:
         out = []
         for n in sorted(set(self.old.nodes) & set(self.new.nodes)):
             o, w = self.old.nodes[n], self.new.nodes[n]
-            out += [(n, a, getattr(o, a), getattr(w, a)) for a in NODE_FIXED + NODE_LIVE if getattr(o, a) != getattr(w, a)]
+            out += [(n, a, getattr(o, a), getattr(w, a)) for a in NODE_FIXED + NODE_LIVE
+                    if getattr(o, a) != getattr(w, a)]
         return out
 
     @cached_property
@@ -59,7 +60,8 @@ class FabricDiff:
     def fixed(self) -> list[str]:
         """What a running lab cannot take: routers that come or go, or a node that becomes another."""
         out = [f"add node {n} ({self.new.nodes[n].kind})" for n in self.nodes_added if n not in self.hosts_added]
-        out += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed if n not in self.hosts_removed]
+        out += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed
+                if n not in self.hosts_removed]
         out += [f"change {a} of {n} ({o} -> {w})" for n, a, o, w in self.node_changes if a in NODE_FIXED]
         old_word, new_word = (NAMES[wanted(f, None)[0]] for f in (self.old, self.new))
         if old_word != new_word:   # every VTEP made anew

@@ -50,7 +50,8 @@ def loss_ruleset(port: str, percent: int) -> str:
 
 @register
 class LinkLoss(Fault):
-    key, summary, undone_by = "link-loss", "drop PERCENT% of the frames crossing NODE:PORT, at random", "link-loss-clear"
+    key, summary, undone_by = ("link-loss", "drop PERCENT% of the frames crossing NODE:PORT, at random",
+                               "link-loss-clear")
     params = (Param("percent", int, "1-100", low=1, high=100),)
 
     def act(self, ctx: LabContext) -> dict[str, Any]:

@@ -121,7 +121,8 @@ class DaemonKill(NodeFault):
         if pid is None:
             running = ex.run(["pgrep", "-l", "-f", "^/usr/lib/frr/"]).stdout.split()
             names = sorted({w for w in running if not w.isdigit()})
-            raise TwinError(f"{ctx.name}/{self.target}: no {daemon} running; FRR processes: {', '.join(names) or 'none'}")
+            raise TwinError(f"{ctx.name}/{self.target}: no {daemon} running; "
+                            f"FRR processes: {', '.join(names) or 'none'}")
         ex.check(["kill", "-KILL", str(pid)])
         return {"daemon": daemon, "pid": pid, "signal": "KILL"}
 

@@ -6,8 +6,8 @@ made in order on the configuration NODE runs (a `detach` drops those since the l
 apply), and what the last `nv config apply` would apply is the change: one NVUE change of
 NODE (`NvueChange`), through the same stages as a directory of startup.yaml files (a file
 without `nv config apply` applies all its edits: `twin apply` is the apply). Edits after the
-last apply would stay pending on a switch: they are refused. Reading lines (`nv show`, `nv config diff|show`) and `nv config save` change
-nothing and are listed as such in the plan.
+last apply would stay pending on a switch: they are refused. Reading lines (`nv show`,
+`nv config diff|show`) and `nv config save` change nothing and are listed as such in the plan.
 """
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from twin.topology.model import Fabric
 SHOWN = 40    # NVUE changes listed per node in a plan
 
 
-def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric, files: dict[str, nvue.NvueFile] | None = None) -> None:
+def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric,
+              files: dict[str, nvue.NvueFile] | None = None) -> None:
     """The NVUE nodes' part of `w` (intent `old` -> `new`; `files`: their new NVUE files, else the
     ones they run): their files, kernel deltas both ways, VNIs and what the plan says of them."""
     lay = layout(ctx)

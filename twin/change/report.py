@@ -83,7 +83,8 @@ class Rehearsal:
         if self.verify_rollback is not None:
             out.append(("verify after rollback", self.verify_rollback.passed,
                         f"{len(self.verify_rollback.failures())} failed of {len(self.verify_rollback.checks)}"))
-        for name, cmp in (("baseline after the change", self.baseline), ("baseline after rollback", self.baseline_rollback)):
+        for name, cmp in (("baseline after the change", self.baseline),
+                          ("baseline after rollback", self.baseline_rollback)):
             if cmp is not None:
                 out.append((f"{name}: no difference not allowed", cmp.passed,
                             f"{len(cmp.unallowed)} not allowed, e.g. {cmp.unallowed[0].line()}" if cmp.unallowed
@@ -157,6 +158,7 @@ class Rehearsal:
                    f"lost {r.lost} of {r.sent}, longest outage {r.longest_outage_s * 1000:.0f} ms")
                   for r in self.flows]
         suite = junit.Suite(f"rehearse {self.change}",
-                            [junit.Case(f"twin.{self.lab}.rehearse", name, failure=None if ok else detail, detail=detail)
+                            [junit.Case(f"twin.{self.lab}.rehearse", name, failure=None if ok else detail,
+                                        detail=detail)
                              for name, ok, detail in cases])
         junit.write(path, f"twin rehearse {self.lab}", [suite], totals=False)

@@ -41,5 +41,6 @@ def rehearsal_md(rep: Rehearsal, rec: Recorder | None = None) -> str:
             for t, ch in rep.routes.items()])
     for name, cmp in (("Baseline after the change", rep.baseline), ("Baseline after rollback", rep.baseline_rollback)):
         if cmp is not None:
-            out += [f"### {name}", ""] + (md.comparison_tables(cmp, "####") if cmp.differences else ["no difference", ""])
+            out += [f"### {name}", ""] + (md.comparison_tables(cmp, "####") if cmp.differences
+                                          else ["no difference", ""])
     return "\n".join(out) + "\n"

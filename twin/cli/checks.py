@@ -159,7 +159,8 @@ def print_limits(perf: dict) -> None:
                 "delivered Mbit/s (fr/s)", "held back", "verdict"):
         t.add_column(col, justify="right" if "/s" in col or col in ("frame B", "held back") else "left")
     for f in perf["limits"]:
-        verdict = {"held": "[green]held[/green]", "over": "[red]OVER[/red]"}.get(f["verdict"], "[yellow]not judged[/yellow]")
+        verdict = {"held": "[green]held[/green]",
+                   "over": "[red]OVER[/red]"}.get(f["verdict"], "[yellow]not judged[/yellow]")
         t.add_row(f"{f['tenant']} {f['host']} {f['direction']} {f['limit']}", f["where"], f"{f['src']} -> {f['dst']}",
                   str(f["frame_bytes"]), f"{f['limit_mbps']} ({f['limit_fps']})",
                   f"{f['offered_mbps']} ({f['offered_fps']})", f"{f['delivered_mbps']} ({f['delivered_fps']})",
@@ -171,7 +172,8 @@ def print_congestion(cong: dict) -> None:
     """Per congestion point, its three runs: what arrived, marked, and the CNPs that answered."""
     t = Table(title="congestion: every congestion point, by what comes out of it (marks of the ECN-capable burst: at "
                     f"least {1 - cong['tolerance']:.0%} of what its rule makes of it)", title_justify="left")
-    for col in ("point", "flow", "run", "sent", "received", "arrived fr/s", "CE (the rule's)", "CNPs sent/back/allowed"):
+    for col in ("point", "flow", "run", "sent", "received", "arrived fr/s", "CE (the rule's)",
+                "CNPs sent/back/allowed"):
         t.add_column(col, justify="left" if col in ("point", "flow", "run") else "right")
     for p in cong["points"]:
         for key, run_ in (("ect", f"ECN-capable, above {p['above']}"), ("plain", "not ECN-capable, above"),
@@ -211,14 +213,18 @@ def _as_named(c, typed: str) -> str:
 @click.argument("lab")
 @click.argument("src")
 @click.argument("dst")
-@click.option("--count", type=click.IntRange(1, 100000), help="Packets (PSNs) in the flow [default: 16; 2000 with --congest].")
-@click.option("--payload", default=1024, show_default=True, type=click.IntRange(0, 8900), help="Payload bytes per packet.")
+@click.option("--count", type=click.IntRange(1, 100000),
+              help="Packets (PSNs) in the flow [default: 16; 2000 with --congest].")
+@click.option("--payload", default=1024, show_default=True, type=click.IntRange(0, 8900),
+              help="Payload bytes per packet.")
 @click.option("--dscp", default=26, show_default=True, type=click.IntRange(0, 63))
 @click.option("--ecn", default=2, show_default=True, type=click.IntRange(0, 3), help="ECN bits (2 = ECT(0)).")
-@click.option("--opcode", default=4, show_default=True, type=click.IntRange(0, 255), help="BTH opcode (4 = RC SEND only).")
+@click.option("--opcode", default=4, show_default=True, type=click.IntRange(0, 255),
+              help="BTH opcode (4 = RC SEND only).")
 @click.option("--qp", "dqp", default=0x11, show_default=True, type=click.IntRange(0, 0xFFFFFF), help="Destination QP.")
 @click.option("--psn", default=0, show_default=True, type=click.IntRange(0, 0xFFFFFF), help="First PSN.")
-@click.option("--sport", default=49152, show_default=True, type=click.IntRange(1, 65535), help="UDP source port (ECMP entropy).")
+@click.option("--sport", default=49152, show_default=True, type=click.IntRange(1, 65535),
+              help="UDP source port (ECMP entropy).")
 @click.option("--cnp", is_flag=True, help="Send CNPs (congestion notifications) instead of data.")
 @click.option("--congest", is_flag=True, help="Send back to back so congestion points on the path mark it (ECN CE); "
                                               "DST answers marks with CNPs (at most one per QP per 50 us); report "

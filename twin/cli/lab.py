@@ -35,7 +35,8 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
                    "file:line and nothing is created.")
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
               help="A containerlab or Air file's nodes of kinds twin cannot run (SR Linux, cEOS...) or does not "
-                   "know as twin kinds, whose day-0 config twin renders; repeatable, e.g. --role leaf1=leaf,spine=spine.")
+                   "know as twin kinds, whose day-0 config twin renders; repeatable, e.g. "
+                   "--role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: the topology's name).")
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
 @click.option("--image", help="Node image tag (default: built from images/ when missing).")

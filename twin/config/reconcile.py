@@ -119,7 +119,8 @@ def _segments(old: Fabric, new: Fabric, node: str, old_tenant: Tenant, new_tenan
     if mtu_changed:
         mtu = overlay.vxlan_mtu(new, node)
         for vni in [new_tenant.l3vni] + [s.l2vni for s in was.values() if now.get(s.name) == s]:
-            delta.add += [Step("mtu", vxlan_name(vni), ns, {"mtu": mtu}), Step("mtu", bridge_name(vni), ns, {"mtu": mtu})]
+            delta.add += [Step("mtu", vxlan_name(vni), ns, {"mtu": mtu}),
+                          Step("mtu", bridge_name(vni), ns, {"mtu": mtu})]
     for name in sorted(set(was) | set(now)):
         so, sn = was.get(name), now.get(name)
         if so and sn and so == sn:

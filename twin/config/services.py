@@ -107,7 +107,8 @@ def _rulesets(here: _Node) -> dict[str, str]:
     points = [p for p in fabric.congestion if p.node == node]
     if points:
         out["congestion.nft"] = render_template("nft/congestion.nft.j2", node=node, fabric_name=fabric.name, points=[
-            {"port": p.port, "id": nft_id(p.port), "rate": str(p.above), "limit": nft_limit(p.above, CONGESTION_BURST_S)}
+            {"port": p.port, "id": nft_id(p.port), "rate": str(p.above),
+             "limit": nft_limit(p.above, CONGESTION_BURST_S)}
             for p in points])
     return out
 
@@ -191,8 +192,8 @@ def _shaping(here: _Node, files: dict[str, str]) -> list[Unit]:
             out.append(Unit(f"shaping {a.port}", tuple(setup), tuple(teardown), a.model_dump_json()))
     for ns in _policed(here):
         f = policing_file(ns)
-        out.append(Unit(f"policing {ns or here.node}", (Step("nft", f, ns),), (Step("nft-delete", "bridge twin_rate", ns),),
-                        files[f]))
+        out.append(Unit(f"policing {ns or here.node}", (Step("nft", f, ns),),
+                        (Step("nft-delete", "bridge twin_rate", ns),), files[f]))
     return out
 
 
@@ -222,7 +223,8 @@ def bucket(rate: Rate, burst_s: float) -> tuple[int, int]:
 def nft_limit(rate: Rate, burst_s: float) -> str:
     """An nftables `limit` of `rate`, with `burst_s` of it allowed at once."""
     per_s, burst = bucket(rate, burst_s)
-    return f"{per_s}/second burst {burst} packets" if rate.unit == "pps" else f"{per_s} bytes/second burst {burst} bytes"
+    return (f"{per_s}/second burst {burst} packets" if rate.unit == "pps"
+            else f"{per_s} bytes/second burst {burst} bytes")
 
 
 def _ip_key(ip: str) -> tuple[int, ...]:

@@ -75,7 +75,8 @@ def read_dir(d: str | Path) -> UserConfigs:
     for node, name, rel in _candidates(d):
         f = str(d / rel)
         if name in files.get(node, {}):
-            problems.append(Problem(f, "", f"{node}'s {name} is given twice: here and in {paths[node][name]}; keep one"))
+            problems.append(Problem(f, "", f"{node}'s {name} is given twice: here and in {paths[node][name]}; "
+                                           "keep one"))
             continue
         try:
             text = inputs.read_text(rel, FORMATS[name], d)

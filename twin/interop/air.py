@@ -82,8 +82,8 @@ def to_twin(air: AirTopology, source: str, roles: dict[str, str] | None = None, 
         if kind is None:
             problems.append(Problem(source, dotted(("nodes", n)), _no_kind(node), air.lines.get(("nodes", n))))
         kinds[n] = kind
-    problems += [Problem(source, "links", f"link {listing([_end(a)])} -- {listing([_end(b)])} names a node the file does "
-                                          "not define", air.lines.get(("links", i)))
+    problems += [Problem(source, "links", f"link {listing([_end(a)])} -- {listing([_end(b)])} names a node "
+                                          "the file does not define", air.lines.get(("links", i)))
                  for i, (a, b) in enumerate(air.links) if a.node not in air.nodes or b.node not in air.nodes]
     if problems:
         raise TopologyError(problems)
@@ -125,7 +125,8 @@ def _end(e: AirEnd) -> str:
 
 
 def _no_kind(node: AirNode) -> str:
-    what = f"function {quoted(node.function)}" if node.function else f"os {quoted(node.os)}" if node.os else "no function"
+    what = (f"function {quoted(node.function)}" if node.function else f"os {quoted(node.os)}" if node.os
+            else "no function")
     return (f"{what} has no twin kind; give it one with --role {listing([node.name])}=KIND "
             f"(kinds: {', '.join(KINDS)})")
 

@@ -152,11 +152,11 @@ class _Import:
         taken: dict[str, str] = {}
         for n in self.nodes:
             twin = node_key(str(n))
-            if check_node_name(twin):
-                self.problems.add(("topology", "nodes", n), f"{check_node_name(twin)} (twin names nodes so; "
-                                                            "rename it in the file)")
+            if why := check_node_name(twin):
+                self.problems.add(("topology", "nodes", n), f"{why} (twin names nodes so; rename it in the file)")
             elif twin in taken:
-                self.problems.add(("topology", "nodes", n), f"is {quoted(twin)} in twin, as {quoted(taken[twin])} is; rename one")
+                self.problems.add(("topology", "nodes", n), f"is {quoted(twin)} in twin, as {quoted(taken[twin])} is; "
+                                                            "rename one")
             else:
                 taken[twin] = n
                 self.names[n] = twin
@@ -172,8 +172,8 @@ class _Import:
             kind, wanted = self.kind_of(n), self.roles.pop(n, None) or self.roles.pop(self.names.get(n, ""), None)
             if wanted is not None:
                 if wanted not in KINDS:
-                    self.problems.add(("topology", "nodes", n), f"--role {listing([n])}={listing([wanted])}: unknown kind; kinds: "
-                                                                f"{', '.join(KINDS)}")
+                    self.problems.add(("topology", "nodes", n), f"--role {listing([n])}={listing([wanted])}: "
+                                                                f"unknown kind; kinds: {', '.join(KINDS)}")
                     continue
                 out[n] = wanted
             elif kind == RUNS:
@@ -181,8 +181,8 @@ class _Import:
             else:
                 foreign.append(n)
                 self.problems.add(("topology", "nodes", n, "kind"),
-                                  f"{listing([kind]) if kind else 'no kind'}: twin cannot run it (it runs FRR and Linux: containerlab's "
-                                  f"kind linux)")
+                                  f"{listing([kind]) if kind else 'no kind'}: twin cannot run it "
+                                  "(it runs FRR and Linux: containerlab's kind linux)")
             if n in out and KINDS[out[n]].runs_frr:
                 self._configs(n, out[n])
         self.problems.items += [Problem(str(self.path), f"--role {listing([r])}", f"no node named {quoted(r)}; nodes: "
@@ -329,8 +329,8 @@ class _Import:
             return name
         raw = str(self.data.get("name") or "")
         lab = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")[:16].strip("-")
-        if check_lab_name(lab):
-            self.problems.add(("name",), f"{quoted(raw)} cannot be a twin lab name ({check_lab_name(lab)}); give --name")
+        if why := check_lab_name(lab):
+            self.problems.add(("name",), f"{quoted(raw)} cannot be a twin lab name ({why}); give --name")
         elif lab != raw:
             self.notes.append(f"lab {quoted(raw)} is {lab!r} in twin")
         return lab

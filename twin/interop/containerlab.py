@@ -153,7 +153,8 @@ def user_files(node: Node, taken: set[str]) -> dict[str, BoundFile]:
         found = [(src, b.target)] if src.is_file() else [
             (p, f"{b.target}/{p.relative_to(src).as_posix()}") for p in sorted(src.rglob("*")) if p.is_file()]
         if len(out) + len(found) > MAX_BOUND_FILES:
-            raise TwinError(f"{node.name}: binds more than {MAX_BOUND_FILES} files ({b}); an export carries at most so many")
+            raise TwinError(f"{node.name}: binds more than {MAX_BOUND_FILES} files ({b}); "
+                            "an export carries at most so many")
         for p, target in found:
             try:
                 text = inputs.read_text(p, inputs.BOUND_FILE)

@@ -1,7 +1,8 @@
 """The front doors: which files `twin up`, `twin validate` and `twin import` take, and how each
 becomes a twin topology document.
 
-    door("lab.clab.yml")          # "containerlab" (also any file holding `topology: {nodes:}`); "air" for *.json, *.dot, *.gv; "twin" otherwise
+    door("lab.clab.yml")          # "containerlab" (also any file holding `topology: {nodes:}`);
+                                  # "air" for *.json, *.dot, *.gv; "twin" otherwise
     imported = import_file(path, roles, name)   # Imported: the document, the user's configs, notes
     import_other(path, roles, name)             # the same, or None for a twin topology
 

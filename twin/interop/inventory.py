@@ -79,7 +79,8 @@ def ansible(fabric: Fabric) -> dict[str, str]:
     if frr_kinds:
         children[FRR_GROUP] = {"children": {k: {} for k in frr_kinds}}
     doc = {"all": {"children": children}}
-    return {"inventory.yml": _dump(f"Ansible inventory of twin lab {fabric.name} (`twin inventory {fabric.name}`)", doc)}
+    return {"inventory.yml": _dump(f"Ansible inventory of twin lab {fabric.name} "
+                                   f"(`twin inventory {fabric.name}`)", doc)}
 
 
 def nornir(fabric: Fabric) -> dict[str, str]:

@@ -33,7 +33,8 @@ _HELPERS = f"""\
 twin_port() {{  # PORT ALIAS: wait for the port, then set it up and label it as twin does
   i=0
   until ip link show dev "$1" >/dev/null 2>&1; do
-    i=$((i + 1)); [ "$i" -le {int(PORTS_UP / POLL)} ] || {{ echo "twin: port $1 missing after {PORTS_UP}s" >&2; exit 1; }}
+    i=$((i + 1)); [ "$i" -le {int(PORTS_UP / POLL)} ] || \
+{{ echo "twin: port $1 missing after {PORTS_UP}s" >&2; exit 1; }}
     sleep {POLL}
   done
   ip link set dev "$1" up alias "$2"
@@ -48,7 +49,8 @@ doc = json.load(sys.stdin)
 entries = doc if isinstance(doc, list) else list(doc.values()) if isinstance(doc, dict) else []
 known = {{int(e["vni"]) for e in entries if isinstance(e, dict) and "vni" in e}}
 sys.exit(0 if {{int(v) for v in sys.argv[1:]}} <= known else 1)' "$@" 2>/dev/null; do
-    i=$((i + 1)); [ "$i" -le {int(VNIS_UP / POLL)} ] || {{ echo "twin: VNIs $* not in zebra after {VNIS_UP:.0f}s" >&2; exit 1; }}
+    i=$((i + 1)); [ "$i" -le {int(VNIS_UP / POLL)} ] || \
+{{ echo "twin: VNIs $* not in zebra after {VNIS_UP:.0f}s" >&2; exit 1; }}
     sleep {POLL}
   done
 }}"""
@@ -65,7 +67,8 @@ def wait_then_exec(ports: list[str]) -> str:
     return f"""for p in {' '.join(ports)}; do
   n=0
   until [ -e /sys/class/net/$p ] && [ $(( $(cat /sys/class/net/$p/flags) & 1 )) = 1 ]; do
-    n=$((n + 1)); [ $n -le {int(HOST_PORTS / POLL)} ] || {{ echo "twin: port $p of this node never came up" >&2; exit 1; }}
+    n=$((n + 1)); [ $n -le {int(HOST_PORTS / POLL)} ] || \
+{{ echo "twin: port $p of this node never came up" >&2; exit 1; }}
     sleep {POLL}
   done
 done

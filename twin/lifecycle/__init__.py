@@ -9,6 +9,6 @@ from twin.lifecycle.nvue_service import USER
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.lifecycle.vrfbackend import Choice
 
-__all__ = ["USER", "admission", "barrier", "bringup", "Choice", "cleanup", "configure_node", "context_of", "daemon", "doctor",
-           "generic", "hostlimits", "lab_status", "LabContext", "LabStatus", "nvue_service", "patient",
+__all__ = ["USER", "admission", "barrier", "bringup", "Choice", "cleanup", "configure_node", "context_of", "daemon",
+           "doctor", "generic", "hostlimits", "lab_status", "LabContext", "LabStatus", "nvue_service", "patient",
            "service", "state", "vrfbackend", "wait_vnis"]

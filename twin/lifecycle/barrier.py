@@ -2,9 +2,9 @@
 
 For every FRR node: every BGP session Established and a route to every loopback
 the node should learn, and the routes between VTEPs spread over every port of the
-fabric's shortest paths (drained routers avoided, as verify's underlay expects); on every VTEP, per tenant: the flood entries (type-3),
-remote hosts' MACs and /32s (type-2) and remote-only subnets (type-5), and
-nothing the intent no longer has (after a change).
+fabric's shortest paths (drained routers avoided, as verify's underlay expects); on every
+VTEP, per tenant: the flood entries (type-3), remote hosts' MACs and /32s (type-2) and
+remote-only subnets (type-5), and nothing the intent no longer has (after a change).
 
 Rounds read kernel state over netlink only (no process in the node, so a 48-node
 lab can be polled often on 2 cores). A route learned over a session proves the

@@ -61,7 +61,8 @@ class ExecLog:
 
 
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
-                   shaping: Shaping = DEFAULT_SHAPING, plane: Plane | None = None, execs: ExecLog | None = None) -> None:
+                   shaping: Shaping = DEFAULT_SHAPING, plane: Plane | None = None,
+                   execs: ExecLog | None = None) -> None:
     """Stage "configure" of one wired node: kernel overlay and services, its daemons, then its
     workloads' bindings and its `exec` commands (a failing one goes to `execs` and the lab goes
     on, as containerlab's does; a strict log ends the bring-up). `plane`: what the node's own

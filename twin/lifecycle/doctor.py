@@ -160,7 +160,8 @@ def diagnose(fabrics: list[Fabric], src: Sources = Sources()) -> Report:
 def lines(r: Report) -> list[str]:
     """The report in words, one fact a line (what the CLI prints)."""
     engine = r.engine.version if r.engine.reachable else f"not reachable ({r.engine.error})"
-    out = [f"root: {'yes' if r.root else 'no'}", f"Docker engine: {engine}", "kernel (probed in a throwaway namespace):"]
+    out = [f"root: {'yes' if r.root else 'no'}", f"Docker engine: {engine}",
+           "kernel (probed in a throwaway namespace):"]
     for f in r.features:
         mark = {True: "yes", False: "NO ", None: "?  "}[f.present]
         out.append(f"  {mark} {f.what}" + (f": {f.means}" if f.means else "")

@@ -1,8 +1,9 @@
 """What a bring-up is doing while the barrier waits: so a user can tell slow from stuck.
 
 The barrier looks over the unfinished routers now and then, a window at a time (`Barrier.look`),
-and hands what it saw here (the last seen of each router counts until it is read again): per router, its BGP sessions evidenced (a route learned over the port) and the
-loopback routes it holds, against its intent; and from FRR, on the router it waits for, sessions
+and hands what it saw here (the last seen of each router counts until it is read again): per
+router, its BGP sessions evidenced (a route learned over the port) and the loopback routes it
+holds, against its intent; and from FRR, on the router it waits for, sessions
 that dropped after they had been Established (flaps). `line()` is the progress line, `causes()`
 what a timeout names first about flapping sessions. Pure: the barrier does the reading.
 """

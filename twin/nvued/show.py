@@ -97,8 +97,8 @@ def interfaces(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict:
         k = kernel.get(ns, {}).get(dev)
         kind = (plane.conf.ports.get(name) if plane else None) or ("loopback" if name == "lo" else "swp")
         if k is None:
-            out[name] = {"type": kind, "link": {"oper-status": "absent"}, "twin": {"device": dev, "namespace": ns or None,
-                                                                                  "note": "not made on this node"}}
+            out[name] = {"type": kind, "link": {"oper-status": "absent"},
+                         "twin": {"device": dev, "namespace": ns or None, "note": "not made on this node"}}
             continue
         out[name] = {"type": kind, "link": {"oper-status": k["state"] if name != "lo" else "up", "mtu": k["mtu"],
                                             "mac-address": k["mac"]},

@@ -94,7 +94,8 @@ class LabMetrics:
                 for t in ("type2", "type3", "type5"):
                     evpn.add_metric([lab, node, vni, v["tenant"], t[-1]], v[t])
                 macs.add_metric([lab, node, vni, v["tenant"]], v["macs"])
-        routes = GaugeMetricFamily("twin_vrf_routes", "IPv4 routes in the VRF's kernel table", labels=["lab", "node", "vrf"])
+        routes = GaugeMetricFamily("twin_vrf_routes", "IPv4 routes in the VRF's kernel table",
+                                   labels=["lab", "node", "vrf"])
         for node, vrfs in sorted(snap.routes.items()):
             for vrf, prefixes in sorted(vrfs.items()):
                 routes.add_metric([lab, node, vrf], len(prefixes))

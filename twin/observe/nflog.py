@@ -63,7 +63,8 @@ class NflogSocket:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
             self._config(nlattr.attr(CFG_CMD, struct.pack("B", CMD_BIND)))
             self._config(nlattr.attr(CFG_MODE, struct.pack("!IBB", COPY_RANGE, COPY_PACKET, 0)))
-            self._config(nlattr.attr(CFG_QTHRESH, struct.pack("!I", 32)) + nlattr.attr(CFG_TIMEOUT, struct.pack("!I", 10)))
+            self._config(nlattr.attr(CFG_QTHRESH, struct.pack("!I", 32))
+                         + nlattr.attr(CFG_TIMEOUT, struct.pack("!I", 10)))
         except BaseException:
             self.sock.close()
             raise
@@ -129,4 +130,5 @@ def _packet(body: bytes) -> Logged:
         hwaddr = ":".join(f"{b:02x}" for b in a[HWADDR][4: 4 + min(n, 8)])
     dev = lambda k: struct.unpack("!I", a[k])[0] if k in a else None  # noqa: E731
     return Logged(when, a.get(PREFIX, b"").rstrip(b"\0").decode(errors="replace"), family, hook, hw_protocol,
-                  dev(INDEV), dev(OUTDEV), dev(PHYSINDEV), dev(PHYSOUTDEV), hwaddr, a.get(PAYLOAD, b""), a.get(HWHEADER, b""))
+                  dev(INDEV), dev(OUTDEV), dev(PHYSINDEV), dev(PHYSOUTDEV), hwaddr, a.get(PAYLOAD, b""),
+                  a.get(HWHEADER, b""))

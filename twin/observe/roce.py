@@ -41,7 +41,8 @@ def ruleset(lab: str, ports: list[str]) -> str:
 
     def chain(name: str, hook: str, prio: int, dev: str) -> str:
         key = f"{dev} . ip dscp . ip ecn"
-        return (f"\tchain {name} {{\n\t\ttype filter hook {hook} devices = {{ {devs} }} priority {prio}; policy accept;\n"
+        return (f"\tchain {name} {{\n"
+                f"\t\ttype filter hook {hook} devices = {{ {devs} }} priority {prio}; policy accept;\n"
                 f"\t\tudp dport 4791 add @roce_{name} {{ {key} }}\n"
                 f"\t\tudp dport 4789 @th,{INNER_DPORT},16 4791 add @roce_{name} {{ {key} }}\n"
                 f"\t\tudp dport 4791 @th,{OPCODE},8 {CNP} add @cnp_{name} {{ {dev} }}\n"

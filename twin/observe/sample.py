@@ -2,9 +2,9 @@
 
 Per namespace of every node (its own, and each tenant's with the netns VRF backend):
 link stats and carrier of its ports (`linkstats`: a raw netlink dump), and its IPv4
-routes per VRF (netlink, on the slower rounds; sockets and handles kept open by the caller); the RoCE counter table (`roce`, netlink dumps
-of its sets); and, on FRR nodes and a slower cadence, one vtysh call for BGP
-sessions, VNIs and EVPN routes per VNI.
+routes per VRF (netlink, on the slower rounds; sockets and handles kept open by the
+caller); the RoCE counter table (`roce`, netlink dumps of its sets); and, on FRR nodes
+and a slower cadence, one vtysh call for BGP sessions, VNIs and EVPN routes per VNI.
 """
 from __future__ import annotations
 
@@ -92,7 +92,8 @@ def vtysh_json(ex: NodeExec, pid: int, commands: tuple[str, ...]) -> list[Any]:
     return ex.vtysh_json(*commands, timeout=timeouts.VTYSH)
 
 
-def control(ex: NodeExec, pid: int, vnis_of: dict[int, str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+def control(ex: NodeExec, pid: int,
+            vnis_of: dict[int, str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(sessions, VNIs) of an FRR node from one vtysh call."""
     summary, vni_doc, evpn = vtysh_json(ex, pid, CONTROL)
     sessions: dict[str, dict[str, Any]] = {}

@@ -50,7 +50,8 @@ def roce_table(state: dict[str, Any], node: str | None = None) -> Table:
             continue
         for p, r in sorted(ports.items()):
             for c in r["classes"]:
-                t.add_row(n, p, c["direction"], str(c["dscp"]), Text(c["ecn"], style="yellow" if c["ecn"] == "ce" else ""),
+                t.add_row(n, p, c["direction"], str(c["dscp"]),
+                          Text(c["ecn"], style="yellow" if c["ecn"] == "ce" else ""),
                           str(c["packets"]), str(c["bytes"]))
     return t
 

@@ -33,7 +33,8 @@ def topology(collector: Collector) -> dict[str, Any]:
     f = collector.ctx.fabric
     nodes = [{"name": n.name, "kind": n.kind, "tier": kinds.of(n).tier, "asn": n.asn, "loopback": n.loopback,
               "ports": [p.name for p in n.ports]} for n in f.nodes.values()]
-    links = [{"id": f"{link.a.node}:{link.a.port}--{link.b.node}:{link.b.port}", "a": {"node": link.a.node, "port": link.a.port},
+    links = [{"id": f"{link.a.node}:{link.a.port}--{link.b.node}:{link.b.port}",
+              "a": {"node": link.a.node, "port": link.a.port},
               "b": {"node": link.b.node, "port": link.b.port}} for link in f.links]
     tenants = {t.name: {"vrf": t.vrf, "l3vni": t.l3vni, "vteps": t.vteps(),
                         "hosts": [a.host for a in t.attachments],
@@ -56,7 +57,8 @@ def app(collector: Collector) -> Starlette:
     routes += [Route("/api/topology", doc(lambda: topology(collector))),
                Route("/api/state", doc(collector.state)),
                Route("/api/verify", doc(lambda: store.last_verify(collector.ctx.dir))),
-               Route("/api/stream", lambda request: StreamingResponse(_stream(collector), media_type="text/event-stream",
+               Route("/api/stream", lambda request: StreamingResponse(_stream(collector),
+                                                                      media_type="text/event-stream",
                                                                       headers=NO_STORE)),
                Route("/favicon.ico", lambda request: Response(status_code=204))]
     return Starlette(routes=routes, exception_handlers=error_handlers())

@@ -37,7 +37,8 @@ def evpn_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         asn, back = f.nodes[v].asn, _restore(ctx, v)
         out.append(Element(f"advertise-all-vni {v}", "advertise-all-vni", v, f"advertise-all-vni on {v}", ("control",),
                            (rf"^control: (evpn|vni) {v} ",),
-                           (Vtysh(v, (f"router bgp {asn}", "address-family l2vpn evpn", "no advertise-all-vni")),), back))
+                           (Vtysh(v, (f"router bgp {asn}", "address-family l2vpn evpn",
+                                      "no advertise-all-vni")),), back))
         for t in f.tenants_on(v):
             vrf, tn = f"router bgp {asn} vrf {t.vrf}", re.escape(t.name)
             evpn = rf"^control: evpn {v} {tn}: "
@@ -51,7 +52,8 @@ def evpn_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
             rts = [(t.l3vni, vrf, (), (rf"^control: vrf {v} {re.escape(t.vrf)}: .*missing",))]
             for s in t.segments_on(v):
                 if len(t.segment_vteps(s.name)) < 2:
-                    exempt.append(Exempt("route targets", f"{v} VNI {s.l2vni}", f"{t.name} {s.name} is on no other VTEP"))
+                    exempt.append(Exempt("route targets", f"{v} VNI {s.l2vni}",
+                                         f"{t.name} {s.name} is on no other VTEP"))
                 else:
                     rts.append((s.l2vni, f"router bgp {asn}", (f"vni {s.l2vni}",),
                                 (rf"^control: vni {v} {s.l2vni}: .*remoteVteps",)))
@@ -61,7 +63,8 @@ def evpn_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
             for vni, head, block, imported in rts:
                 for way, expect in (("import", imported), ("export", (evpn + ".*route targets",))):
                     out.append(Element(f"rt-{way} {v} {vni}", f"route-target {way}", v,
-                                       f"route-target {way} (auto) of VNI {vni} ({t.name}) on {v}", ("control",), expect,
+                                       f"route-target {way} (auto) of VNI {vni} ({t.name}) on {v}",
+                                       ("control",), expect,
                                        (Vtysh(v, (head, "address-family l2vpn evpn", *block,
                                                   f"route-target {way} {FOREIGN_RT}")),), back))
     return out, exempt

@@ -54,10 +54,11 @@ def vni_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                 made = tuple(s for s in plan if s.dev == vx)
                 back = (Kernel(v, made), ZebraVni(v, vni), Kernel(v, rebind(f, v, be, t, seg)))
                 wrong = vni + 4_000_000 if vni < 12_000_000 else vni - 4_000_000
-                remade = tuple(Step(s.op, s.dev, s.ns, {**s.args, "vni": wrong}) if s.op == "vxlan" else s for s in made)
+                remade = tuple(Step(s.op, s.dev, s.ns, {**s.args, "vni": wrong}) if s.op == "vxlan" else s
+                               for s in made)
                 what = f"{vx} of {t.name}" + (f" {seg.name}" if seg else "") + f" on {v}"
-                expect = (rf"^control: vni {v} {vni}: ",) + ((rf"^control: vrf {v} {re.escape(t.vrf)}: ",) if seg is None
-                                                              else ())
+                expect = (rf"^control: vni {v} {vni}: ",) + (
+                    (rf"^control: vrf {v} {re.escape(t.vrf)}: ",) if seg is None else ())
                 out.append(Element(f"{layer.lower()}-device {v} {vni}", f"{layer} device", v, what, ("control",),
                                    expect, (Kernel(v, (Step("del", vx, ns),)),), back))
                 out.append(Element(f"{layer.lower()}-vni {v} {vni}", f"{layer} VNI", v, f"VNI {vni} of {what}",
@@ -86,7 +87,8 @@ def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                 out.append(Element(
                     f"gateway-address {v} {br}", "anycast gateway address", v,
                     f"{seg.gateway_cidr} on {br} ({t.name} {seg.name})", ("control", "arp"),
-                    (rf"^control: vrf {v} {re.escape(t.vrf)}: .*{re.escape(seg.subnet)}", rf"^arp: {hosts} resolves {gw} "),
+                    (rf"^control: vrf {v} {re.escape(t.vrf)}: .*{re.escape(seg.subnet)}",
+                     rf"^arp: {hosts} resolves {gw} "),
                     (Kernel(v, (Step("unaddr", br, ns, {"cidr": seg.gateway_cidr}),)),),
                     (Kernel(v, (Step("addr", br, ns, {"cidr": seg.gateway_cidr}),) + again),)))
                 if len(t.segment_vteps(seg.name)) < 2:
@@ -128,14 +130,15 @@ def vxlan_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                     src = rf"^(traffic|underlay): {re.escape(t.name)} {alt(a.host for a in senders)} -> "
                     out.append(Element(
                         f"tos {v} {vx}", "tos inherit", v, f"tos inherit on {vx} ({t.name})", ("underlay",),
-                        (rf"^underlay: {re.escape(t.name)} {alt(a.host for a in senders)} -> .*VNI {vni}\): .*outer DSCP",),
+                        (rf"^underlay: {re.escape(t.name)} {alt(a.host for a in senders)} -> "
+                         rf".*VNI {vni}\): .*outer DSCP",),
                         (Kernel(v, (Step("vxlan-tos", vx, ns, {"tos": 0}),)),),
                         (Kernel(v, (Step("vxlan-tos", vx, ns, {"tos": 1}),)),)))
                     out.append(_mtu(v, vx, ns, plan[("vxlan", vx)].args["mtu"], "VXLAN MTU", ("traffic", "underlay"),
                                     (src + r".*lost",), f"{vx} ({t.name})"))
                     if vni == t.l3vni:
-                        out.append(_mtu(v, br, ns, plan[("bridge", br)].args["mtu"], "bridge MTU", ("traffic", "underlay"),
-                                        (src + r".*lost",), f"{br}, the L3 SVI of {t.name}"))
+                        out.append(_mtu(v, br, ns, plan[("bridge", br)].args["mtu"], "bridge MTU",
+                                        ("traffic", "underlay"), (src + r".*lost",), f"{br}, the L3 SVI of {t.name}"))
             for seg in t.segments_on(v):
                 br = bridge_name(seg.l2vni)
                 if not any(a.segment != seg.name for a in t.attachments):
@@ -192,7 +195,8 @@ def port_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
             # made again (zebra reads a MAC when it changes; `apply_live` writes it once zebra
             # holds the port in the bridge) and its bindings
             br = bridge_name(seg.l2vni)
-            back = (Kernel(a.vtep, (Step("unneigh", a.port, ns, {"ip": a.ip}), Step("master", a.port, ns, {"master": br}),
+            back = (Kernel(a.vtep, (Step("unneigh", a.port, ns, {"ip": a.ip}),
+                                    Step("master", a.port, ns, {"master": br}),
                                     Step("up", a.port, ns), Step("unfdb", a.port, ns, {"mac": a.mac}),
                                     overlay.fdb_step(t, a, be)) + rebind(f, a.vtep, be, t, seg)),)
             out.append(Element(f"membership {a.vtep}:{a.port}", "host port membership", a.vtep,
@@ -219,7 +223,8 @@ def hash_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         spread = (rf"^underlay: .*never left {re.escape(n.name)} by",)
         for key, name, kind, wrong in ((HASH_POLICY, "hash-policy", "multipath hash policy", 0),
                                        (HASH_FIELDS, "hash-fields", "multipath hash fields", "0x0007")):
-            out.append(Element(f"{name} {n.name}", kind, n.name, f"{key}={mine[key]} on {n.name}", ("underlay",), spread,
+            out.append(Element(f"{name} {n.name}", kind, n.name, f"{key}={mine[key]} on {n.name}",
+                               ("underlay",), spread,
                                (Kernel(n.name, (Step("sysctl", key, "", {"value": wrong}),)),),
                                (Kernel(n.name, (Step("sysctl", key, "", {"value": mine[key]}),)),)))
     seeded = [n for n in f.routers() if HASH_POLICY in kinds.of(n).sysctls]
@@ -230,6 +235,7 @@ def hash_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                            f"a {HASH_SEED} of its own on each of {len(seeded)} routers", ("underlay",),
                            (r"^underlay: .*never left \S+ by",),
                            tuple(Kernel(n.name, (Step("sysctl", HASH_SEED, "", {"value": 0}),)) for n in seeded),
-                           tuple(Kernel(n.name, (Step("sysctl", HASH_SEED, "", {"value": kinds.of(n).sysctls_of(n.name)[HASH_SEED]}),))
+                           tuple(Kernel(n.name, (Step("sysctl", HASH_SEED, "",
+                                                      {"value": kinds.of(n).sysctls_of(n.name)[HASH_SEED]}),))
                                  for n in seeded)))
     return out, exempt

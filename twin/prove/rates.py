@@ -81,7 +81,8 @@ def _loosened(ctx: LabContext, t: Tenant, a: Attachment, direction: str) -> tupl
     ns, rate = tenant_ns(t, ctx.backend), getattr(a.rate_limit, direction)
     loose = Rate(value=rate.value * LOOSEN, unit=rate.unit)
     if services.shaped(rate, ctx.shaping):
-        tbf = next(s for s in _shaping_unit(ctx, a).setup if s.op == "tbf" and (s.dev == a.port) == (direction == "ingress"))
+        tbf = next(s for s in _shaping_unit(ctx, a).setup
+                   if s.op == "tbf" and (s.dev == a.port) == (direction == "ingress"))
         mtu = ctx.fabric.nodes[a.vtep].ports_by_name[a.port].mtu
         return ((Kernel(a.vtep, (Step("tbf", tbf.dev, ns, services.tbf_args(loose, mtu)),)),),
                 (Kernel(a.vtep, (tbf,)),), f"tc TBF on {tbf.dev}")

@@ -94,5 +94,6 @@ class Proof:
         for o in self.outcomes:
             by_kind.setdefault(o.element.kind, []).append(o)
         junit.write(path, f"twin verify {self.lab} --prove",
-                    [junit.Suite(kind, [case(o) for o in outs], time=f"{sum(o.seconds.get('total', 0) for o in outs):.2f}")
+                    [junit.Suite(kind, [case(o) for o in outs],
+                                 time=f"{sum(o.seconds.get('total', 0) for o in outs):.2f}")
                      for kind, outs in by_kind.items()])

@@ -259,7 +259,8 @@ class NodeExec:
                 doc, pos = decoder.raw_decode(text, pos)
             except json.JSONDecodeError as e:
                 raise CommandError(self.where, cmd, res.rc,
-                                   f"output is not JSON ({e.msg} at char {e.pos}):\n{text[:2000]}", res.stderr) from None
+                                   f"output is not JSON ({e.msg} at char {e.pos}):\n{text[:2000]}",
+                                   res.stderr) from None
             docs.append(doc)
         return docs
 

@@ -62,7 +62,8 @@ def mirror() -> str:
             text = src.read_text()
         except OSError:
             continue
-        for m in re.finditer(r"^(?:URIs:\s*|deb\s+(?:\[[^]]*\]\s+)?)(\S+/debian)/?\s*$|^deb\s+(?:\[[^]]*\]\s+)?(\S+/debian)/?\s+\S+",
+        for m in re.finditer(r"^(?:URIs:\s*|deb\s+(?:\[[^]]*\]\s+)?)(\S+/debian)/?\s*$"
+                             r"|^deb\s+(?:\[[^]]*\]\s+)?(\S+/debian)/?\s+\S+",
                              text, re.M):
             return (m.group(1) or m.group(2)).rstrip("/")
     return DEFAULT_MIRROR

@@ -72,7 +72,8 @@ def learned(ipr: IPRoute, port: str) -> list[str]:
         return []
     out = []
     for e in ipr.fdb("dump", ifindex=index[0]):
-        if e["ifindex"] != index[0] or e["state"] & (NUD_NOARP | NUD_PERMANENT) or e["flags"] & (NTF_SELF | NTF_EXT_LEARNED):
+        if (e["ifindex"] != index[0] or e["state"] & (NUD_NOARP | NUD_PERMANENT)
+                or e["flags"] & (NTF_SELF | NTF_EXT_LEARNED)):
             continue
         out.append(e.get_attr("NDA_LLADDR"))
     return sorted(m for m in out if m)
@@ -99,8 +100,8 @@ def interfaces(ipr: IPRoute) -> dict[str, dict]:
         if not name:
             continue
         out[name] = {"state": str(link.get("operstate") or "unknown").lower(), "mtu": link.get("mtu"),
-                     "mac": link.get("address"), "master": names.get(link.get("master")) if link.get("master") else None,
-                     "addresses": []}
+                     "mac": link.get("address"),
+                     "master": names.get(link.get("master")) if link.get("master") else None, "addresses": []}
     for a in ipr.get_addr():
         name = names.get(a["index"])
         if name in out and a.get("address"):

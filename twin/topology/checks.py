@@ -97,8 +97,8 @@ def parse_checks(raw: list, at: Path_, problems: Problems) -> list[tuple[int, Ch
         if not spec.name.strip() or len(spec.name) > 100 or "\n" in spec.name or "\r" in spec.name:
             problems.add(here + ("name",), f"{NAME_RULE}; got {quoted(spec.name)}")
         elif spec.name in first:
-            problems.add(here + ("name",), f"the name {quoted(spec.name)} is also the name of {at[-1]}[{first[spec.name]}]"
-                                           "; every check needs its own")
+            problems.add(here + ("name",), f"the name {quoted(spec.name)} is also the name of "
+                                           f"{at[-1]}[{first[spec.name]}]; every check needs its own")
             continue
         first.setdefault(spec.name, i)
         out.append((i, spec))
@@ -177,9 +177,11 @@ def _vrf(fabric: Fabric, node: str, vrf: str | None, tenant: str | None, default
     known = _vrfs(fabric, node)
     if tenant is not None:
         if tenant not in fabric.tenants:
-            return [(("tenant",), f"no tenant named {quoted(tenant)}; tenants: {listing(list(fabric.tenants)) or 'none'}")]
+            return [(("tenant",), f"no tenant named {quoted(tenant)}; "
+                                  f"tenants: {listing(list(fabric.tenants)) or 'none'}")]
         if fabric.tenants[tenant].vrf not in known:
-            return [(("tenant",), f"tenant {tenant} has no VRF on {node}; its VTEPs: {listing(fabric.tenants[tenant].vteps())}")]
+            return [(("tenant",), f"tenant {tenant} has no VRF on {node}; "
+                                  f"its VTEPs: {listing(fabric.tenants[tenant].vteps())}")]
     if vrf is not None and vrf not in known and not (default and vrf == "default"):
         allowed = (["default"] if default else []) + list(known)
         return [(("vrf",), f"{node} has no VRF {quoted(vrf)}; its VRFs: {listing(allowed) or 'none'}")]

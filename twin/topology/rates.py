@@ -24,5 +24,6 @@ def parse_rate(text: object) -> tuple[Rate | None, str]:
     low, high = (PPS_MIN, PPS_MAX) if unit == "pps" else (BIT_MIN, BIT_MAX)
     if not low <= value <= high:
         shown = f"{value} packets/s" if unit == "pps" else f"{value} bit/s"
-        return None, f"{quoted(text)} is {shown}: a rate is {low}-{high} {'packets' if unit == 'pps' else 'bits'} per second"
+        return None, (f"{quoted(text)} is {shown}: a rate is {low}-{high} "
+                      f"{'packets' if unit == 'pps' else 'bits'} per second")
     return Rate(value=value, unit=unit), ""

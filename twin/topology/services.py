@@ -211,7 +211,8 @@ def _congestion(spec: TopologySpec, nodes: dict[str, Node], problems: Problems) 
             problems.add(at + ("port",), f"{quoted(c.port)} is no fabric port of {node}; its fabric ports: "
                                          f"{listing(fabric)}")
         elif (node, port) in where:
-            problems.add(at + ("port",), f"{node}:{port} is already a congestion point (congestion[{where[node, port]}])")
+            problems.add(at + ("port",), f"{node}:{port} is already a congestion point "
+                                         f"(congestion[{where[node, port]}])")
         elif rate is not None:
             where[(node, port)] = i
             out.append(CongestionPoint(node=node, port=port, above=rate))

@@ -278,5 +278,6 @@ def _vtep_port(port: str | None, host: Node, nodes: dict[str, Node], vtep_kinds:
     mine = [f"{node}:{p.name}" for p in nodes[node].ports if p.peer_node == host.name]
     shown = port if check_port_name(pname) is None else quoted(port)
     problems.add(at + ("port",), f"{shown} is not a port linked to {host.name}"
-                                 + (f"; its links to {node}: {listing(mine)}" if mine else f"; it has no link to {node}"))
+                                 + (f"; its links to {node}: {listing(mine)}" if mine
+                                    else f"; it has no link to {node}"))
     return None

@@ -240,7 +240,8 @@ class _Reader:
         kind = _SCALAR_TAGS.get(tag)
         if kind is None:
             message = ("merge keys (<<) are not supported: write the keys out" if tag == _TAG + "merge" else
-                       f"the tag {_short(tag)} is not supported: {self.fmt.noun} holds text, numbers, true/false and null")
+                       f"the tag {_short(tag)} is not supported: {self.fmt.noun} holds text, numbers, "
+                       "true/false and null")
             self.problems.append((message, line, path))
             return event.value
         if kind in ("int", "float") and len(event.value) > MAX_NUMBER_CHARS:

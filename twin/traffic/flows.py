@@ -72,7 +72,8 @@ def run(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool =
 
 def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
                   timeout: float = timeouts.TRAFFIC, taps: Sequence[Tap] = (), cnps: bool = False,
-                  run_id: int | None = None, pace: float = 0.0) -> tuple[dict[int, roce.FlowResult], dict[str, list[bytes]]]:
+                  run_id: int | None = None,
+                  pace: float = 0.0) -> tuple[dict[int, roce.FlowResult], dict[str, list[bytes]]]:
     """`run`, also capturing on extra `taps` (fabric ports): the frames each received."""
     ctx = context_of(lab)
     run_id = new_run_id() if run_id is None else run_id

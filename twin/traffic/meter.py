@@ -8,10 +8,11 @@
     rates(before, after)["dpu2:p0"]["rx_fps"]      # ... and dpu2 from the fabric by p0
 
 What a host's port sent is what its VTEP port took in; what it received is what its VTEP
-port gave it; what a node's fabric port received is what reached the node by it. The kernel counts every frame at no cost to the sender, however busy the
-machine is (a capture thread reading tens of thousands of frames a second falls behind
-and misses some). Each host's port is read with its own timestamp (the middle of its
-netlink request), so the rates of several ports read one after the other stay exact.
+port gave it; what a node's fabric port received is what reached the node by it. The kernel
+counts every frame at no cost to the sender, however busy the machine is (a capture thread
+reading tens of thousands of frames a second falls behind and misses some). Each host's port
+is read with its own timestamp (the middle of its netlink request), so the rates of several
+ports read one after the other stay exact.
 """
 from __future__ import annotations
 

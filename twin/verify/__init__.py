@@ -130,6 +130,6 @@ def _group(ctx, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], di
     return out, extra, round(time.monotonic() - t0, 3)
 
 
-__all__ = ["Recorder", "recording", "labelled", "run", "Report", "Check", "GROUPS", "baseline", "checks", "compare", "Comparison", "comparison_md",
-           "congestion", "edges", "evidence_doc", "limits", "load_baseline", "markdown", "performance",
-           "report_md", "show", "subset"]
+__all__ = ["Recorder", "recording", "labelled", "run", "Report", "Check", "GROUPS", "baseline", "checks", "compare",
+           "Comparison", "comparison_md", "congestion", "edges", "evidence_doc", "limits", "load_baseline", "markdown",
+           "performance", "report_md", "show", "subset"]

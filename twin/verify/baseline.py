@@ -131,7 +131,8 @@ def items(doc: dict[str, Any]) -> dict[tuple[str, str, str, str], Any]:
                 out[(node, vrf, "prefixes", key)] = {"accepted": s.get("accepted"), "sent": s.get("sent")}
         for vrf, table in (state.get("routes") or {}).items():
             for prefix, r in table.items():
-                out[(node, vrf, "route", prefix)] = f"{r.get('protocol')} via {', '.join(r.get('nexthops') or []) or '-'}"
+                out[(node, vrf, "route", prefix)] = (f"{r.get('protocol')} via "
+                                                     f"{', '.join(r.get('nexthops') or []) or '-'}")
         for vni, v in (state.get("vnis") or {}).items():
             out[(node, v.get("vrf") or "-", "vni", vni)] = {k: v[k] for k in v if k != "vrf"}
         for vrf, adj in (state.get("adjacencies") or {}).items():

@@ -194,8 +194,9 @@ def judge_below(r: dict) -> tuple[bool, str]:
     if r["received"] < r["sent"]:
         problems.append(f"{r['sent'] - r['received']} of {r['sent']} lost")
     if r["ce"] > r["rule_marks"] + SLACK * r["sent"]:
-        problems.append(f"{r['ce']} of {r['received']} arrived marked CE at {r['arrived_fps']} frames/s, under its rate "
-                        f"of {r['point_fps']} (its rule marks {r['rule_marks']} of them): the point marks below its rate")
+        problems.append(f"{r['ce']} of {r['received']} arrived marked CE at {r['arrived_fps']} frames/s, "
+                        f"under its rate of {r['point_fps']} (its rule marks {r['rule_marks']} of them): "
+                        "the point marks below its rate")
     return not problems, "; ".join(problems)
 
 

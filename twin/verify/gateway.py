@@ -75,7 +75,8 @@ def announcements(ctx: LabContext) -> tuple[list[Check], dict]:
             if isinstance(docs[e], str):
                 problems.append(docs[e])
             elif not got:
-                problems.append(f"{e} has no route to {tenant}'s public address {prefix}: " + _why(ctx, docs, vtep, prefix))
+                problems.append(f"{e} has no route to {tenant}'s public address {prefix}: "
+                                + _why(ctx, docs, vtep, prefix))
             elif got != {asn[vtep]}:
                 problems.append(f"{e} learned {prefix} from AS {', '.join(map(str, sorted(got)))}, not from {vtep} "
                                 f"(AS {asn[vtep]}), which NATs {tenant} to it")

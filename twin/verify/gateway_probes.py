@@ -47,7 +47,8 @@ def edges(fabric: Fabric) -> list[str]:
 
 
 def edge_taps(ctx: LabContext) -> list[Tap]:
-    return [Tap(f"{e}:{p.name}", ctx.netns(e), p.name) for e in edges(ctx.fabric) for p in ctx.fabric.nodes[e].fabric_ports]
+    return [Tap(f"{e}:{p.name}", ctx.netns(e), p.name)
+            for e in edges(ctx.fabric) for p in ctx.fabric.nodes[e].fabric_ports]
 
 
 def _mac(ctx: LabContext, node: str, port: str) -> str:

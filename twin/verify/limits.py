@@ -218,7 +218,8 @@ def message(r: dict) -> str:
     if r["verdict"] == "over":
         return f"delivered {got}, over its limit of {limit}: the limit is not enforced (flood {flood})"
     if r["verdict"] == "slow":
-        into = "" if r["reached_fps"] == r["offered_fps"] else f", {r['reached_fps']} reached {r['where'].split(':')[0]}"
+        into = ("" if r["reached_fps"] == r["offered_fps"]
+                else f", {r['reached_fps']} reached {r['where'].split(':')[0]}")
         return (f"not judged: the flood {flood} offered only {r['offered_fps']} frames/s ({r['offered_mbps']} Mbit/s)"
                 f"{into}, not over its limit of {limit}, and nothing held it back: the host is too slow to drive it")
     return (f"not judged: delivered only {got} of its limit of {limit} though {r['reached_fps']} frames/s reached it "

@@ -64,7 +64,8 @@ def evidence_for(check: Check, rec: Recorder | None) -> list[Evidence]:
 
 
 def verdict(title: str, passed: bool, detail: str) -> list[str]:
-    return [f"## {title}: {'PASSED' if passed else 'FAILED'}", "", f"**{'PASSED' if passed else 'FAILED'}**: {detail}", ""]
+    return [f"## {title}: {'PASSED' if passed else 'FAILED'}", "",
+            f"**{'PASSED' if passed else 'FAILED'}**: {detail}", ""]
 
 
 def failure(check: Check, rec: Recorder | None) -> list[str]:

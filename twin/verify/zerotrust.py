@@ -68,7 +68,8 @@ def targets(fabric: Fabric, host: str) -> list[Target]:
     on_link = lambda ip: ipaddress.ip_address(ip) in ipaddress.ip_network(seg.subnet)   # noqa: E731
     same = [x for x in t.attachments if x.segment == a.segment and x.host != host]
     out = [Target(f"{x.host} (its segment, {'its VTEP ' if x.vtep == a.vtep else 'behind '}{x.vtep})", x.mac, x.ip,
-                  True) for x in ([x for x in same if x.vtep == a.vtep][:1] + [x for x in same if x.vtep != a.vtep][:1])]
+                  True)
+           for x in ([x for x in same if x.vtep == a.vtep][:1] + [x for x in same if x.vtep != a.vtep][:1])]
     out.append(Target(f"its gateway {seg.gateway} on {a.vtep}", seg.mac, seg.gateway, True))
     for s in t.segments.values():
         x = next((x for x in t.attachments if x.segment == s.name), None)

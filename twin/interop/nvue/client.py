@@ -35,7 +35,8 @@ def request(method: str, path: str, body: object = None, timeout: float = 60.0) 
     conn = _Unix(SOCKET, timeout)
     try:
         data = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json", "Accept": "application/json"})
+        conn.request(method, path, body=data,
+                     headers={"Content-Type": "application/json", "Accept": "application/json"})
         resp = conn.getresponse()
         raw = resp.read(16 << 20)
     finally:

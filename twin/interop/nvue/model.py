@@ -64,7 +64,8 @@ class Bgp:
         return cls(
             enable=get(t, ("enable",), True) is not False,
             asn=get(t, ("autonomous-system",), asn) if get(t, ("autonomous-system",)) != "none" else asn,
-            router_id=get(t, ("router-id",), router_id) if get(t, ("router-id",)) not in ("none", "auto") else router_id,
+            router_id=(get(t, ("router-id",), router_id) if get(t, ("router-id",)) not in ("none", "auto")
+                       else router_id),
             ipv4=get(v4, ("enable",), True) is not False,
             connected=conn is not None and get(conn, ("enable",), True) is not False,
             networks=list(get(v4, ("network",), {})),

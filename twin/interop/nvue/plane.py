@@ -123,10 +123,12 @@ def _tenants(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, devices: d
         t = tenant_of(fabric, v.name)
         if t is None:
             notes.append(f"{nf.source}: VRF {v.name} matches no tenant of the topology "
-                         f"({listing(list(fabric.tenants)) or 'none'}): it runs as {v.name}; twin verify does not judge it")
+                         f"({listing(list(fabric.tenants)) or 'none'}): it runs as {v.name}; "
+                         "twin verify does not judge it")
         elif t.name in mine:
             problems.append(nf.problem(("vrf", v.name), f"VRF {v.name} and VRF "
-                                       f"{next(k for k, x in vrfs.items() if x == t.vrf)} both stand for tenant {t.name}"))
+                                       f"{next(k for k, x in vrfs.items() if x == t.vrf)} "
+                                       f"both stand for tenant {t.name}"))
             continue
         vrfs[v.name] = t.vrf if t else v.name
         built = _tenant(nf, conf, v.name, t, vrfs[v.name], node, devices, here, problems, notes)
@@ -174,7 +176,8 @@ def _segment(nf, conf: NodeConf, svi: Svi, problems: list) -> Segment | None:
     gw = svi.gateway
     if not vnis:
         problems.append(nf.problem(("interface", svi.name), f"VLAN {svi.vlan} is mapped to no VNI "
-                                   f"(bridge.domain.br_default.vlan.{svi.vlan}.vni): twin's segments are VXLAN segments"))
+                                   f"(bridge.domain.br_default.vlan.{svi.vlan}.vni): "
+                                   "twin's segments are VXLAN segments"))
         return None
     if gw is None:
         problems.append(nf.problem(("interface", svi.name, "ip"), f"{svi.name} has no IPv4 address (ip.address or "
@@ -204,16 +207,17 @@ def _svi_checks(nf: NvueFile, conf: NodeConf, problems: list) -> None:
     for port, vlan in conf.access.items():
         if vlan not in conf.vlans:
             problems.append(nf.problem(("interface", port, "bridge", "domain", "br_default", "access"),
-                                       f"VLAN {vlan} is not in bridge domain br_default (bridge.domain.br_default.vlan)"))
+                                       f"VLAN {vlan} is not in bridge domain br_default "
+                                       "(bridge.domain.br_default.vlan)"))
         elif vlan not in conf.svis:
             problems.append(nf.problem(("interface", port, "bridge", "domain", "br_default", "access"),
                                        f"VLAN {vlan} has no SVI (interface vlan{vlan}, type svi, with ip.vrf): twin's "
                                        "segments are routed ones, each in a tenant VRF"))
     for svi in conf.svis.values():
         if svi.vrf is None or svi.vrf not in conf.vrfs:
+            home = "no VRF" if svi.vrf is None else f"VRF {svi.vrf}, which this file does not declare (vrf.{svi.vrf})"
             problems.append(nf.problem(("interface", svi.name, "ip", "vrf"),
-                                       f"{svi.name} is in {'no VRF' if svi.vrf is None else 'VRF ' + svi.vrf + ', which this file does not declare (vrf.' + svi.vrf + ')'}: "
-                                       "twin's segments live in a tenant VRF"))
+                                       f"{svi.name} is in {home}: twin's segments live in a tenant VRF"))
 
 
 def _unplaced(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, devices: dict[str, str],

@@ -37,7 +37,8 @@ def apply(p: Plane, backend: Backend) -> None:
     if conf.vxlan:
         steps += [Step("svd", VXLAN, args={"mtu": mtu, "local": nfab.nodes[node].loopback}),
                   Step("master", VXLAN, args={"master": BRIDGE}), Step("vlan-tunnel", VXLAN),
-                  Step("brport", VXLAN, args={"learning": False, **({"neigh_suppress": True} if conf.suppress else {})}),
+                  Step("brport", VXLAN, args={"learning": False,
+                                              **({"neigh_suppress": True} if conf.suppress else {})}),
                   Step("up", VXLAN)]
     binds: list[Step] = []
     for i, t in enumerate(tenants):

@@ -179,7 +179,8 @@ def roce(ctx: LabContext, s: RoceCheck) -> Outcome:
     where = f"{s.from_} -> {f.dst or f.dst_ip} ({f.dst_ip}): {r.received} of {r.sent} delivered" + \
         (f", {r.tos_changed} with DSCP/ECN changed" if r.tos_changed else "") + \
         (f", {r.icrc_bad} with a bad ICRC" if r.icrc_bad else "") + \
-        (f"; seen at {', '.join(f'{h} ({n})' for h, n in sorted(r.seen_at.items()))}" if r.seen_at else "; seen at no host")
+        (f"; seen at {', '.join(f'{h} ({n})' for h, n in sorted(r.seen_at.items()))}" if r.seen_at
+         else "; seen at no host")
     if s.expect == "delivered":
         holds = r.received == r.sent and not r.icrc_bad and not others and not (s.keep_marking and r.tos_changed)
     else:
