@@ -28,6 +28,7 @@ from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinEr
 from twin.interop import doors, nvue
 from twin.lifecycle import admission, barrier, bringup, cleanup, nvue_service, state, vrfbackend
 from twin.lifecycle.context import LabContext
+from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import containerlab, kernel
 from twin.runtime.base import Runtime
@@ -49,7 +50,7 @@ class Lab:
         self.loaded = fabric                     # the Fabric loaded from a file (Lab.load): what `up` brings up
         self.configs = configs                   # the user's FRR files, over twin's rendering
         self.notes: list[str] = list(notes or [])   # what twin adapted or left out of what it was given
-        self._runtime = runtime if isinstance(runtime, DockerRuntime) else None
+        self._runtime: Runtime | None = runtime if isinstance(runtime, DockerRuntime) else None
         self._runtime_name = runtime if isinstance(runtime, str) else None
         self._recorded: tuple[int, Fabric | None] | None = None
 
@@ -312,7 +313,7 @@ class Lab:
         raise AlreadyUp(f"lab {self.name!r} is already up and converged from this topology; "
                         f"`twin status {self.name}` shows it, `twin down {self.name}` removes it")
 
-    def _configs_differ(self, st: state.LabState) -> list[str]:
+    def _configs_differ(self, st: LabState) -> list[str]:
         """How the user's files given now differ from those the running lab booted."""
         given = self.configs.files if self.configs is not None else {}
         out = [f"{n} runs your {', '.join(st.user_files[n])}, not twin's rendering" for n in st.user_files
@@ -366,14 +367,14 @@ class Lab:
     # --- day 2 -------------------------------------------------------------
     def apply(self, change: "str | Path | Fabric", timeout: float | None = None, wait: bool = True,
               say: Say = lambda _: None):
-        """Apply a change (edited topology file, directory of node configs, or a Fabric) to the
-        running lab; returns twin.change.apply.Result. Refused changes touch nothing; failures roll back."""
+        """Apply a change (edited topology file, directory of node configs, a Fabric, or any spec
+        `twin.change.load_change` reads: nv:NODE:FILE, fault:...) to the running lab; returns
+        twin.change.Result. Refused changes touch nothing; failures roll back."""
         from twin.change import load_change
-        from twin.change.apply import apply
 
         with self.writing("twin apply"):
             ctx = self.context()
-            result = apply(ctx, load_change(ctx, change), timeout=timeout, wait=wait, say=say)
+            result = load_change(ctx, change).apply(ctx, say=say, timeout=timeout, wait=wait)
             self.nvue_service(say)
             return result
 

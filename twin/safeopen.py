@@ -67,7 +67,7 @@ def open_under(root: str | Path | int, path: str, mode: str, flags: int = os.O_R
         raise OSError(errno.EINVAL, "the path holds a NUL byte", path)
     flags |= os.O_CLOEXEC | (0 if flags & os.O_PATH else os.O_NOCTTY)     # openat2 takes O_PATH nearly alone
     owned = not isinstance(root, int)
-    root_fd = os.open(root, _DIR) if owned else root
+    root_fd = root if isinstance(root, int) else os.open(root, _DIR)
     try:
         fd = _openat2(root_fd, path, flags, mode)
         if fd is None:

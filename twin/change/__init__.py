@@ -14,10 +14,10 @@ from pathlib import Path
 
 from twin import topology
 from twin.change import link_faults, node_faults, nv_file  # noqa: F401  (they register their faults)
-from twin.change.base import REGISTRY, Change, Result, fault_types
+from twin.change.base import REGISTRY, Change, Result
 from twin.change.declarative import ConfigsChange, TopologyChange
 from twin.change.diff import FabricDiff
-from twin.change.fault_base import Fault
+from twin.change.fault_base import Fault, fault_types
 from twin.change.nvue_change import NvueChange
 from twin.change.nvue_work import layout
 from twin.change.report import Thresholds

@@ -31,10 +31,11 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from functools import partial
+from typing import Callable, ClassVar, Protocol
 
 from twin import timeouts, wait
-from twin.change.base import Change, Result, Say
+from twin.change.base import Result, Say
 from twin.change.work import Work, dry_run
 from twin.config import overlay
 from twin.config.reconcile import node_delta
@@ -49,6 +50,17 @@ from twin.runtime.links import add_link, delete_link
 from twin.topology.model import Link
 
 PARALLEL = 8
+
+
+class Declarative(Protocol):
+    """What apply runs: a change of what the lab should be (`twin.change.declarative`)."""
+
+    key: ClassVar[str]
+
+    @property
+    def source(self) -> str: ...     # the file or directory it came from, as the user gave it
+
+    def work(self, ctx: LabContext) -> Work: ...
 
 
 @dataclass
@@ -240,7 +252,7 @@ def run_stages(run: Run) -> None:
     for name, stage in STAGES:
         run.stage = name
         store.note(run.ctx.dir, "action", f"{'rollback' if run.rollback else 'apply'}: stage {name}")
-        run.attempt(f"{name}", lambda stage=stage: stage(run))
+        run.attempt(f"{name}", partial(stage, run))
 
 
 def removes_lines(old: dict, new: dict, node: str) -> bool:
@@ -272,7 +284,7 @@ def refusals(ctx: LabContext, work: Work) -> list[str]:
     return reasons or dry_run(ctx, work)
 
 
-def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: bool = True,
+def apply(ctx: LabContext, change: Declarative, timeout: float | None = None, wait: bool = True,
           say: Say = lambda _: None) -> Result:
     """Apply a declarative `change` (it has `work(ctx)`) to the running lab; see the module
     docstring for the stages."""
@@ -280,7 +292,7 @@ def apply(ctx: LabContext, change: Change, timeout: float | None = None, wait: b
         return _apply(ctx, change, timeout, wait, say)
 
 
-def _apply(ctx: LabContext, change: Change, timeout: float | None, wait: bool, say: Say) -> Result:
+def _apply(ctx: LabContext, change: Declarative, timeout: float | None, wait: bool, say: Say) -> Result:
     t0 = time.monotonic()
     work = change.work(ctx)
     reasons = refusals(ctx, work)
@@ -347,7 +359,7 @@ def rollback(ctx: LabContext, work: Work, journal: Journal, say: Say) -> list[st
     return []
 
 
-def _record(ctx: LabContext, work: Work, change: Change) -> None:
+def _record(ctx: LabContext, work: Work, change: Declarative) -> None:
     """The new intent is the lab's intent now: fabric.json, the topology it came from, a history line."""
     from pathlib import Path
 

@@ -103,10 +103,3 @@ def register(cls: type[Change]) -> type[Change]:
         raise ValueError(f"change {cls.key!r} registered twice")
     REGISTRY[cls.key] = cls
     return cls
-
-
-def fault_types() -> dict[str, type[Change]]:
-    """The registered faults, by name."""
-    return {k: c for k, c in REGISTRY.items() if c.fault}
-
-

@@ -140,8 +140,8 @@ class Fault(Change):
     def describe(self) -> str:
         return " ".join([self.key, self.target, *map(str, self.args)])
 
-    def inverse(self, ctx: LabContext) -> Change | None:
-        return REGISTRY[self.undone_by](self.target) if self.undone_by else None
+    def inverse(self, ctx: LabContext) -> Fault | None:
+        return fault_types()[self.undone_by](self.target) if self.undone_by else None
 
     def apply(self, ctx: LabContext, say: Say = lambda _: None, **options) -> Result:
         with ctx.writing(f"twin fault {self.describe()}"):
@@ -157,3 +157,8 @@ class Fault(Change):
 
     def act(self, ctx: LabContext) -> dict[str, Any]:
         raise NotImplementedError
+
+
+def fault_types() -> dict[str, type[Fault]]:
+    """The registered faults, by name."""
+    return {k: c for k, c in REGISTRY.items() if c.fault and issubclass(c, Fault)}

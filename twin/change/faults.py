@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from twin.change import link_faults, node_faults
-from twin.change.base import REGISTRY, Result
+from twin.change.base import Result
+from twin.change.fault_base import fault_types
 from twin.errors import TwinError
 from twin.lifecycle.context import context_of
 
@@ -17,7 +18,7 @@ from twin.lifecycle.context import context_of
 def apply_fault(lab, key: str, target: str, *args: Any) -> Result:
     """Apply the registered fault `key` to a lab (a Lab or its context)."""
     ctx = context_of(lab)
-    cls = REGISTRY[key]
+    cls = fault_types()[key]
     fault = cls(target, *args)
     fault.resolve(ctx)
     return fault.apply(ctx)

@@ -80,11 +80,11 @@ class NodeStart(NodeFault):
             _wait_gone(ctx, ref, running[peer.node])
             create_link(link, {**running, node: pid})
             wired.append((own.port, ref))
-        for own, _ in wired:
-            set_port(ctx, PortRef(node, own), up=True, pid=pid)
+        for port, _ in wired:
+            set_port(ctx, PortRef(node, port), up=True, pid=pid)
         configure_node(fabric, node, ex, pid, ctx.backend, ctx.shaping)
-        for _, peer in wired:
-            _replumb_peer(ctx, peer, running[peer.node])
+        for _, peer_ref in wired:
+            _replumb_peer(ctx, peer_ref, running[peer_ref.node])
         return {"container": c.name, "pid": pid, "links": len(wired),
                 **({"not wired (peer not running)": ", ".join(skipped)} if skipped else {})}
 

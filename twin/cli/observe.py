@@ -130,11 +130,13 @@ def serve(what: str, lab: str, make_app, listen: tuple[str, ...], allow_remote: 
                                       else {})) for x in listen]
     for w in check_listeners(f"twin {what}", listeners, allow_remote):
         err.print(w)
+    def started(s: Service) -> None:
+        err.print(f"twin {what} of {lab}: " + ", ".join(
+            a if a.startswith("unix:") else a + path for a in s.addresses()) + " (Ctrl-C stops)")
+        sys.stderr.flush()
+
     with Collector(Lab(lab).context()) as col:
-        Service(what, make_app(col), listeners).run(
-            on_start=lambda s: (err.print(f"twin {what} of {lab}: " + ", ".join(
-                a if a.startswith("unix:") else a + path for a in s.addresses()) + " (Ctrl-C stops)"),
-                sys.stderr.flush()), on_stop=col.stop)
+        Service(what, make_app(col), listeners).run(on_start=started, on_stop=col.stop)
 
 
 @main.command(name="exporter")

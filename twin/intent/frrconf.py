@@ -196,7 +196,11 @@ def parse(text: str) -> FrrConfig:
         if top and (words[0] in _OPENERS or words[0] in _GLOBALS or not block):
             opener = words[0] in _OPENERS
             block, family = (words if opener else []), []
-            target = _open(cfg, words, number) if opener else _global(cfg, words, number)
+            if opener:
+                target = _open(cfg, words, number)
+            else:
+                target = None
+                _global(cfg, words, number)
             continue
         if words[0] == "address-family":
             family = [words]

@@ -46,7 +46,7 @@ def parse_air_json(text: str, source: str) -> AirTopology:
     links = _links(content.get("links", []), at + ("links",), problems)
     problems.raise_if_any()
     title = doc.get("title")
-    places = {("nodes", n): lines.get(at + ("nodes", n)) for n in nodes}
+    places: dict[tuple[str, str | int], int | None] = {("nodes", n): lines.get(at + ("nodes", n)) for n in nodes}
     places.update({("links", i): lines.get(at + ("links", i)) for i in range(len(links))})
     return AirTopology(title if isinstance(title, str) and title else source, nodes, tuple(links), places)
 

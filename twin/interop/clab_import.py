@@ -85,10 +85,10 @@ def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str
     out = _Import(path, data, topo, problems, roles)
     doc = out.run(name)
     problems.raise_if_any()
-    places = {("nodes", t): lines.get(("topology", "nodes", n)) for n, t in out.names.items()}
-    places.update({("links", j): lines.get(("topology", "links", i)) for j, i in enumerate(out.link_at)})
+    nodes = {("nodes", t): lines.get(("topology", "nodes", n)) for n, t in out.names.items()}
+    links = {("links", j): lines.get(("topology", "links", i)) for j, i in enumerate(out.link_at)}
     return Imported(str(path), doc, UserConfigs(str(path), out.files, out.paths), out.notes,
-                    {k: v for k, v in places.items() if v})
+                    {k: v for k, v in [*nodes.items(), *links.items()] if v})
 
 
 class _Import:
@@ -270,8 +270,8 @@ class _Import:
 
     def _runtime(self, n: str, kind: str) -> dict:
         """Node `n`'s binds (but an FRR node's config), cmd, entrypoint and env, as twin fields."""
-        k, out = KINDS[kind], {}
-        binds = []
+        out: dict[str, object] = {}
+        k, binds = KINDS[kind], []
         for dst, (src, opts) in self._binds(n).items():
             p = self._path(src, n)
             if k.runs_frr and cn.is_config_target(dst):
@@ -383,10 +383,10 @@ def _endpoints(link) -> list[tuple[str, str]] | None:
     eps = link.get("endpoints")
     if not isinstance(eps, list) or len(eps) != 2:
         return None
-    out = []
+    out: list[tuple[str, str]] = []
     for ep in eps:
-        if isinstance(ep, str) and ":" in ep:
-            out.append(tuple(ep.split(":", 1)))
+        if isinstance(ep, str) and len(parts := ep.split(":", 1)) == 2:   # NODE:INTERFACE
+            out.append((parts[0], parts[1]))
         elif isinstance(ep, dict) and ep.get("node") and ep.get("interface"):
             out.append((str(ep["node"]), str(ep["interface"])))
         else:

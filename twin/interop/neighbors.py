@@ -91,7 +91,8 @@ def from_csv(text: str, source: str) -> tuple[list[Cable], list[Problem]]:
             problems.append(Problem(source, "", f"expected {','.join(CSV_FIELDS)}; got {quoted(','.join(cells))}",
                                     line))
             continue
-        cables.append(Cable(*cells, source=f"{source}:{line}"))
+        device, port, peer, peer_port = cells
+        cables.append(Cable(device, port, peer, peer_port, source=f"{source}:{line}"))
     return cables, problems
 
 

@@ -205,10 +205,10 @@ class Barrier:
                 self.progress.done(n)
         first = next((n for n in self.nodes if n not in done and n in self.intent.nodes), None)
         if first is not None:
-            n = self.intent.nodes[first]
+            want = self.intent.nodes[first]
             try:
                 (summary,) = self.ctx.exec(first).vtysh_json(frr.SUMMARY, timeout=timeouts.VTYSH_QUICK)
-                self.progress.flapped(first, frr.flaps(summary, [s.port for s in n.sessions]))
+                self.progress.flapped(first, frr.flaps(summary, [s.port for s in want.sessions]))
             except (CommandError, TwinError):
                 pass   # FRR not answering yet: the next look asks again
         self.progress.looked = True

@@ -169,7 +169,7 @@ def require(d: Path, lab: str) -> dict:
     return rec
 
 
-def layout(lab: str, backend: str, say: Callable[[str], None]) -> str:
+def layout(lab: str, backend: str, say: Callable[[str], None]) -> nvue.Layout:
     """The kernel layout of the lab's NVUE nodes: twin's per-VNI one (a bridge and a VXLAN device per
     VNI), or with TWIN_NVUE_LAYOUT=vlan-aware, on a lab of VRF devices (--vrf-backend device) and a
     kernel with 802.1Q VLANs, Cumulus's own (a VLAN-aware br_default, one VXLAN device, SVIs with VRR)."""

@@ -32,15 +32,15 @@ import socket
 import sys
 import threading
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, MutableMapping
 
 import uvicorn
 
 from twin.errors import TwinError
 from twin.lifecycle.slowclient import HeaderDeadline
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
+Scope = MutableMapping[str, Any]     # as ASGI frameworks (Starlette) type them
+Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -68,14 +68,14 @@ class Listener:
     fd: int | None = None       # a unix socket bound already (a path too long for bind(2) directly)
 
     @classmethod
-    def parse(cls, text: str, **tls: str | None) -> "Listener":
+    def parse(cls, text: str, certfile: str | None = None, keyfile: str | None = None) -> "Listener":
         """HOST:PORT ([v6]:PORT), or unix:PATH."""
         if text.startswith("unix:"):
-            return cls(uds=text[5:], **tls)
+            return cls(uds=text[5:], certfile=certfile, keyfile=keyfile)
         host, _, port = text.rpartition(":")
         if not host or not port.isdigit() or not 0 <= int(port) < 65536:
             raise TwinError(f"--listen {text!r}: give HOST:PORT, e.g. 127.0.0.1:8080 (or unix:PATH)")
-        return cls(host.strip("[]"), int(port), **tls)
+        return cls(host.strip("[]"), int(port), certfile=certfile, keyfile=keyfile)
 
     @property
     def scheme(self) -> str:
@@ -86,7 +86,7 @@ class Listener:
         if self.uds:
             return True
         try:
-            found = {a[4][0] for a in socket.getaddrinfo(self.host, None)}
+            found = {str(a[4][0]) for a in socket.getaddrinfo(self.host, None)}   # IPv4 and IPv6: a str
         except OSError:
             return False
         return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in found)

@@ -48,7 +48,9 @@ def labs_root() -> Path:
 
 def check_name(name: object) -> str:
     """`name` if it is a valid lab name, else LabNameError (one line)."""
-    reason = check_lab_name(name) if isinstance(name, str) else f"{name!r} is not a lab name"
+    if not isinstance(name, str):
+        raise LabNameError(f"{name!r} is not a lab name")
+    reason = check_lab_name(name)
     if reason:
         raise LabNameError(reason)
     return name

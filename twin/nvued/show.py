@@ -92,7 +92,7 @@ def interfaces(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict:
     for ns in sorted({ns for ns, _ in where.values()}):
         with ctx.ipr(node, ns) as ipr:
             kernel[ns] = links(ipr)
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, (ns, dev) in sorted(where.items()):
         k = kernel.get(ns, {}).get(dev)
         kind = (plane.conf.ports.get(name) if plane else None) or ("loopback" if name == "lo" else "swp")

@@ -20,7 +20,7 @@ import os
 import select
 import threading
 import time
-from typing import Any
+from typing import IO, Any
 
 from twin import timeouts
 from twin.config import droplog
@@ -60,7 +60,7 @@ class Collector:
         self._roce: dict[str, dict[str, dict]] = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._lockfile = None
+        self._lockfile: IO[str] | None = None
         self._tail: store.Tail | None = None
         self._limiter = dropmon.Limiter()
         self._vnis = sample.vni_tenants(ctx)
@@ -91,7 +91,9 @@ class Collector:
             self.lock.notify_all()
         for t in self._threads:
             t.join(timeout=timeouts.WATCH_CONTROL + timeouts.VTYSH)
-        for s in [*self._sockets.values(), *self._nft.values(), *self._links.values()]:
+        socks: list[NflogSocket | NftSocket | LinkSocket] = [*self._sockets.values(), *self._nft.values()]
+        socks += self._links.values()
+        for s in socks:
             s.close()
         self._handles.close()
         if self._lockfile:
@@ -141,7 +143,11 @@ class Collector:
     def _nflog_loop(self) -> None:
         while not self._stop.is_set():
             socks = list(self._sockets.items())
-            ready = select.select([s for _, s in socks], [], [], 0.5)[0] if socks else self._stop.wait(0.5) or []
+            if socks:
+                ready = select.select([s for _, s in socks], [], [], 0.5)[0]
+            else:
+                ready = []
+                self._stop.wait(0.5)
             events = []
             for key, s in socks:
                 if s in ready:
@@ -283,7 +289,8 @@ class Collector:
             a, b = self.previous, self.latest
         if not a or not b or b.time <= a.time:
             return {}
-        dt, out = b.time - a.time, {}
+        dt = b.time - a.time
+        out: dict[str, dict[str, dict[str, float]]] = {}
         for node, ports in b.ports.items():
             for port, p in ports.items():
                 q = a.ports.get(node, {}).get(port)

@@ -87,7 +87,7 @@ class NftSocket:
         body = struct.pack("!BBH", NFPROTO_NETDEV, 0, 0) + attrs
         self.sock.send(struct.pack("=IHHII", 16 + len(body), (NFNL_SUBSYS_NFTABLES << 8) | msg,
                                    NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + body)
-        out = []
+        out: list[bytes] = []
         while True:
             data = self.sock.recv(1 << 20)
             pos = 0

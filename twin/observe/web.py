@@ -11,6 +11,7 @@ served by `twin.lifecycle.service` (bounded requests, one line per failure, 127.
 from __future__ import annotations
 
 import json
+from functools import partial
 from importlib import resources
 from typing import Any, Callable, Iterator
 
@@ -46,7 +47,7 @@ def topology(collector: Collector) -> dict[str, Any]:
 def app(collector: Collector) -> Starlette:
     """The page and its API as an ASGI app (served by `twin.lifecycle.service.Service`)."""
     def static(name: str, kind: str):
-        body = resources.files("twin.observe").joinpath("static", name).read_bytes()
+        body = resources.files("twin.observe").joinpath("static").joinpath(name).read_bytes()
         return lambda request: Response(body, media_type=kind, headers=NO_STORE)
 
     def doc(make: Callable[[], Any]):
@@ -64,11 +65,16 @@ def app(collector: Collector) -> Starlette:
     return Starlette(routes=routes, exception_handlers=error_handlers())
 
 
+def _news(c: Collector, seen: int) -> bool:
+    """The collector has a state newer than version `seen`, or stopped."""
+    return c.version != seen or c.stopped
+
+
 def _stream(c: Collector) -> Iterator[bytes]:
     """Server-sent events: the state each time the collector has news (at least every STREAM_EVERY s)."""
     seen = -1
     while not c.stopped:
         with c.lock:
-            c.lock.wait_for(lambda seen=seen: c.version != seen or c.stopped, timeout=STREAM_EVERY)
+            c.lock.wait_for(partial(_news, c, seen), timeout=STREAM_EVERY)
             seen = c.version
         yield f"event: state\ndata: {json.dumps(c.state(), default=str)}\n\n".encode()

@@ -16,6 +16,8 @@ from twin.prove.element import Element, Exempt, Kernel, Reload, Vtysh, ZebraVni
 from twin.prove.kernel_side import rebind
 
 FOREIGN_RT = "65535:1"   # a route target no tenant uses (ASN 65535 is reserved)
+# a route target to break: (VNI, the block it is in, the sub-block in that, what verify says of its import gone)
+RouteTarget = tuple[int, str, tuple[str, ...], tuple[str, ...]]
 
 
 def _restore(ctx: LabContext, node: str) -> tuple:
@@ -49,7 +51,7 @@ def evpn_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                 out.append(Element(f"{'type5' if 'advertise' in line else 'redistribute'} {v} {t.vrf}",
                                    "type-5 advertisement", v, f"{line} in {vrf}", ("control",), (evpn + ".*type-5",),
                                    (Vtysh(v, (vrf, f"address-family {af}", f"no {line}")),), back))
-            rts = [(t.l3vni, vrf, (), (rf"^control: vrf {v} {re.escape(t.vrf)}: .*missing",))]
+            rts: list[RouteTarget] = [(t.l3vni, vrf, (), (rf"^control: vrf {v} {re.escape(t.vrf)}: .*missing",))]
             for s in t.segments_on(v):
                 if len(t.segment_vteps(s.name)) < 2:
                     exempt.append(Exempt("route targets", f"{v} VNI {s.l2vni}",

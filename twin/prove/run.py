@@ -130,7 +130,7 @@ def _restore(ctx: LabContext, e: Element) -> str:
     """"" once `e`'s restoring actions are done and the lab is whole again; else what is wrong."""
     try:
         perform(ctx, e.restores, restoring=True)
-        return confirm(ctx, e.groups)
+        return confirm(ctx, list(e.groups))
     except (TwinError, OSError) as err:
         return f"could not restore it: {err}"
 

@@ -115,7 +115,8 @@ class DockerRuntime:
         sysctls = kind.sysctls_of(node.name)
         if kind.user_config:   # the forwarding its own config asks for (zebra cannot set it in a container)
             sysctls.update(forwarding_sysctls(_text(confdir / "frr.conf")))
-        name, tries = container_name(lab, node.name), []
+        name = container_name(lab, node.name)
+        tries: list[str] = []
 
         def create() -> Container:
             try:

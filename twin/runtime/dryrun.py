@@ -97,7 +97,9 @@ def parse(out: str, configs: UserConfigs) -> list[Problem]:
     """FRR's complaints per file (pure): `line N: ...` of vtysh --dryrun, anything else of a
     file it refused, and daemons enabled that the image's list (after the marker) lacks."""
     problems: list[Problem] = []
-    node, lines, daemons = "", [], None
+    node = ""
+    lines: list[str] = []               # vtysh's output for `node`'s file
+    daemons: set[str] | None = None     # the image's daemons, once its list begins
     for raw in out.splitlines():
         if raw.startswith(_MARK):
             word = raw[len(_MARK):].split()

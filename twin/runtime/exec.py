@@ -250,7 +250,8 @@ class NodeExec:
         for c in commands:
             cmd += ["-c", c]
         res = self.check(cmd, timeout)
-        docs, text, pos = [], res.stdout, 0
+        docs: list[Any] = []
+        text, pos = res.stdout, 0
         decoder = json.JSONDecoder()
         while len(docs) < len(commands):
             while pos < len(text) and text[pos].isspace():

@@ -55,7 +55,8 @@ def inside(ns_path: str, fn: Callable[[], T], fresh: bool = False) -> T:
     """`fn()` run in network namespace `ns_path`. A namespace is a per-thread attribute: a thread of
     its own enters it (setns(2)), runs `fn` and ends, so no thread of twin stays in a lab's namespace
     and no process is forked. What it opens (a socket, a /proc/sys/net file) belongs to that namespace."""
-    out: dict[str, object] = {}
+    out: dict[str, T] = {}
+    failed: list[BaseException] = []
 
     def enter_and_run() -> None:
         try:
@@ -73,13 +74,13 @@ def inside(ns_path: str, fn: Callable[[], T], fresh: bool = False) -> T:
                     os.close(fd)
             out["value"] = fn()
         except BaseException as e:  # noqa: BLE001  (raised again in the caller's thread)
-            out["error"] = e
+            failed.append(e)
 
     t = threading.Thread(target=enter_and_run, name="twin-netns")
     t.start()
     t.join()
-    if "error" in out:
-        raise out["error"]
+    if failed:
+        raise failed[0]
     return out["value"]
 
 

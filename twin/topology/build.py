@@ -185,12 +185,12 @@ def _assign_loopbacks(spec: TopologySpec, kinds: dict[str, Kind], order: list[st
     free = (str(a) for a in pool.hosts() if str(a) not in owner)
     for n in order:
         if kinds[n].runs_bgp and n not in loopbacks and spec.nodes[n].loopback is None:
-            addr = next(free, None)
-            if addr is None:
+            given = next(free, None)
+            if given is None:
                 problems.add(("defaults", "loopback_pool"),
                              f"{pool} has no free address left for {n}; use a larger pool")
                 break
-            loopbacks[n] = addr
+            loopbacks[n] = given
     return loopbacks
 
 

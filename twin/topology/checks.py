@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from ipaddress import ip_address, ip_network
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from twin.errors import Problem, TopologyError
 from twin.kinds import KINDS
@@ -130,6 +130,7 @@ def check_against(specs: list[tuple[int, CheckSpec]], fabric: Fabric, problems: 
     """Problems of each check (with its index) against `fabric`, placed at `at`[index].field. A node
     named as the user wrote it (`PC1` for pc1, `names.match_node`) is the lab's name from here on."""
     specs[:] = [(i, _as_named(s, fabric)) for i, s in specs]
+    rules: dict[type, Callable[[Any, Fabric], Found]]   # each rule takes the CheckSpec type it is filed under
     rules = {BgpSessionCheck: _bgp, BgpPrefixesCheck: _prefixes, RouteCheck: _route, PingCheck: _ping,
              RoceCheck: _roce, FrrJsonCheck: _frr_json, ExecCheck: _exec}
     for i, s in specs:

@@ -122,7 +122,8 @@ class _Frame:
     __slots__ = ("path", "is_list", "n", "key", "keys")
 
     def __init__(self, path: Path_, is_list: bool):
-        self.path, self.is_list, self.n, self.key = path, is_list, 0, None
+        self.path, self.is_list, self.n = path, is_list, 0
+        self.key: str | None = None              # a mapping's key whose value comes next
         self.keys: dict[str, int] = {}           # key -> its offset (duplicates are told with both lines)
 
 

@@ -147,7 +147,8 @@ def kind_of(value: object) -> str:
         return f"a number ({quoted(value)})"
     if isinstance(value, str):
         return f"text ({quoted(value)})"
-    return {list: "a list", dict: "a mapping"}.get(type(value), quoted(value))
+    containers: dict[type, str] = {list: "a list", dict: "a mapping"}
+    return containers.get(type(value), quoted(value))
 
 
 def validate_model(model: type[BaseModel], raw: Any, at: Path_, problems: Problems):

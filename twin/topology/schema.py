@@ -50,6 +50,9 @@ if TYPE_CHECKING:   # to a type checker, each is an int
     Count = int
     Prefixes = int
     ExitCode = int
+    Payload = int
+    Dscp = int
+    Ecn = int
 else:
     Asn = whole_number("an ASN", 1, ASN_MAX, {AS_TRANS: "AS_TRANS"})
     Mtu = whole_number("an MTU", 1280, 9216)
@@ -58,6 +61,9 @@ else:
     Count = whole_number("a count", 1, 1000)
     Prefixes = whole_number("a number of prefixes", 0, 100_000_000)
     ExitCode = whole_number("an exit code", 0, 255)
+    Payload = whole_number("a payload", 0, 8900)
+    Dscp = whole_number("a DSCP", 0, 63)
+    Ecn = whole_number("an ECN value", 0, 3)
 Endpoints = Annotated[list[str], PlainValidator(_endpoints)]
 
 
@@ -186,7 +192,7 @@ def seconds(what: str, low: float, high: float) -> Any:
     rule = f"{what} is a number of seconds above {low:g} and at most {high:g}"
 
     def check(value: object) -> float:
-        if type(value) not in (int, float) or not low < value <= high:
+        if not (type(value) is int or type(value) is float) or not low < value <= high:
             raise PydanticCustomError("rule", rule)
         return float(value)
 
@@ -306,9 +312,9 @@ class RoceCheck(CheckSpec):
     to: str = Field(description="a host, or an address (sent as the source would address it)")
     expect: Literal["delivered", "blocked"] = "delivered"
     count: Count = 8
-    payload: whole_number("a payload", 0, 8900) = 1024
-    dscp: whole_number("a DSCP", 0, 63) = 26
-    ecn: whole_number("an ECN value", 0, 3) = 2
+    payload: Payload = 1024
+    dscp: Dscp = 26
+    ecn: Ecn = 2
     keep_marking: StrictBool = Field(default=True, description="delivered frames keep their DSCP and ECN")
 
     @property

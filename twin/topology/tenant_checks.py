@@ -29,9 +29,9 @@ def check_loopbacks(spec: TopologySpec, nodes: dict[str, Node], tenants: dict[st
             if s.gateway in owners:
                 _collision(spec, owners[s.gateway], s.gateway, f"the gateway of segment {s.name} in tenant {tname}",
                            at + ("segments", s.name, "gateway"), problems)
-        index = {}
-        for i, a in enumerate(spec.tenants[tname].attachments):
-            index.setdefault(a.host, i)
+        index: dict[str, int] = {}   # host -> the first attachment of it in the file
+        for i, given in enumerate(spec.tenants[tname].attachments):
+            index.setdefault(given.host, i)
         for a in t.attachments:
             ip = a.address.partition("/")[0]
             if ip in owners:

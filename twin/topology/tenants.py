@@ -33,6 +33,7 @@ def host_mac(host: str) -> str:
 def build_tenants(spec: TopologySpec, kinds: dict[str, Kind], nodes: dict[str, Node],
                   links: dict[int, Link], problems: Problems) -> dict[str, Tenant]:
     vtep_kinds = [k.name for k in KINDS.values() if k.can_be_vtep]
+    wrong: list[str | list[str]]   # kinds that cannot be VTEPs, or `vtep: []` itself
     wrong = [k for k in vteps_of(spec) if k not in vtep_kinds] or ([] if vteps_of(spec) else [spec.vtep])
     for k in wrong:
         problems.add(("vtep",), f"{quoted(k)} cannot be a VTEP; VTEP kinds: {', '.join(vtep_kinds)}")

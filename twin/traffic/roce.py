@@ -129,7 +129,8 @@ def scapy_frames(flow: Flow, run: int) -> list[bytes]:
                UDP(sport=flow.sport, dport=ROCE_PORT) / roce)
         if flow.vxlan:
             smac, dmac, sip, dip, vni = flow.vxlan
-            pkt = (Ether(src=smac, dst=dmac) / IP(src=sip, dst=dip, ttl=64) /
+            # scapy types `/` as returning scapy.compat.Self, a stand-in mypy cannot resolve for Python 3.10
+            pkt = (Ether(src=smac, dst=dmac) / IP(src=sip, dst=dip, ttl=64) /  # type: ignore[operator]
                    UDP(sport=flow.sport, dport=4789) / VXLAN(vni=vni, flags=0x08) / pkt)
         out.append(bytes(pkt))
     return out

@@ -70,10 +70,11 @@ def announcements(ctx: LabContext) -> tuple[list[Check], dict]:
     checks = []
     for prefix, (tenant, vtep) in sorted(fabric.public().items()):
         for e in edges(fabric):
-            got = docs[e].get(prefix) if isinstance(docs[e], dict) else None
+            doc = docs[e]
+            got = doc.get(prefix) if isinstance(doc, dict) else None
             problems = []
-            if isinstance(docs[e], str):
-                problems.append(docs[e])
+            if isinstance(doc, str):
+                problems.append(doc)
             elif not got:
                 problems.append(f"{e} has no route to {tenant}'s public address {prefix}: "
                                 + _why(ctx, docs, vtep, prefix))

@@ -27,6 +27,7 @@ from twin.intent import paths
 from twin.lifecycle.context import LabContext
 from twin.topology.model import Fabric
 from twin.traffic import flows as F
+from twin.traffic import roce
 from twin.traffic.engine import Tap
 from twin.traffic.roce import encapsulated
 from twin.verify.result import Check
@@ -65,10 +66,10 @@ def probes(fabric: Fabric) -> list[Probe]:
             if routed:
                 a, b = max(routed, key=lambda ab: (dist.get(ab[1].vtep, 0), ab[0].host, ab[1].host))
                 out.append(Probe("routed", t.name, a.host, b.host, VNI_FLOWS))
-    for a, b in paths.cover(fabric):
-        t = next(t for t in fabric.tenants.values() if a in t.vteps() and b in t.vteps())
-        here = [x for x in t.attachments if x.vtep == a]
-        there = [x for x in t.attachments if x.vtep == b]
+    for va, vb in paths.cover(fabric):
+        t = next(t for t in fabric.tenants.values() if va in t.vteps() and vb in t.vteps())
+        here = [x for x in t.attachments if x.vtep == va]
+        there = [x for x in t.attachments if x.vtep == vb]
         src, dst = min(((x, y) for x in here for y in there),
                        key=lambda xy: (xy[0].segment != xy[1].segment, xy[0].host, xy[1].host))
         out.append(Probe("paths", t.name, src.host, dst.host, PATH_FLOWS))
@@ -91,7 +92,8 @@ def run(ctx: LabContext) -> list[Check]:
     todo = probes(fabric)
     if not todo:
         return []
-    flows, mine = [], []
+    flows: list[roce.Flow] = []
+    mine: list[set[int]] = []       # each probe's flow ids
     for p in todo:
         ids = set()
         for _ in range(p.flows):

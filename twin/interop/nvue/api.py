@@ -167,6 +167,7 @@ def revision_id(user: str = "cumulus") -> str:
 def revision_doc(state: str, issues: list[str] | None = None, progress: str = "",
                  severity: str = "error") -> dict:
     """A revision as `GET /revision/<id>` shows it."""
+    issue: dict[str, dict[str, object]]
     issue = {str(i): {"code": "config_invalid" if severity == "error" else "warning", "data": {}, "message": m,
                       "severity": severity} for i, m in enumerate(issues or [])}
     return {"state": state, "transition": {"issue": issue, "progress": progress}}

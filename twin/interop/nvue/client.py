@@ -96,6 +96,9 @@ def main(argv: list[str]) -> int:
         if input(str(doc["ask"]) + " [y/N] ").strip().lower() not in ("y", "yes"):
             return 1
         status, doc = request("POST", "/nv", {**body, "argv": argv + ["-y"]})
+        if not isinstance(doc, dict):   # as the first answer: not an answer of the service
+            print(f"Error: {doc}", file=sys.stderr)
+            return 1
         sys.stdout.write(str(doc.get("out", "")))
         sys.stderr.write(str(doc.get("err", "")))
     if doc.get("poll"):

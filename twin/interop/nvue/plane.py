@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from typing import Final, Literal
 
 from twin import kinds
 from twin.config import overlay
@@ -32,7 +33,9 @@ from twin.interop.nvue.model import NodeConf, Svi
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 from twin.topology.problems import listing
 
-PER_VNI, VLAN_AWARE = "per-vni", "vlan-aware"
+PER_VNI: Final = "per-vni"
+VLAN_AWARE: Final = "vlan-aware"
+Layout = Literal["per-vni", "vlan-aware"]   # the kernel layout of a lab's NVUE nodes
 DEFAULT_VRR_MAC = "00:00:5e:00:01:01"     # NVUE's VRR MAC with the default fabric id (1)
 PORT_TYPES = ("swp",)                      # interfaces that are ports of the node
 NOT_EMULATED_TYPES = {"eth": "the management port: twin's nodes have no management network",

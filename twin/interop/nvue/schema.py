@@ -80,6 +80,7 @@ RT = Leaf("rt", what="a route target like 65101:4001, 10.10.10.1:5, ANY:4001 or 
 NEIGHBOR = Leaf("neighbor", what="an interface name or an IP address")
 DOMAIN = Leaf("name", what="a bridge domain name")
 
+_STORED_AF: dict[str, Leaf | Opaque]     # stored keys of an address family: opaque subtrees, then leaves
 _STORED_AF = {k: Opaque() for k in ("attribute-mod", "aspath", "prefix-limits", "default-route-origination",
                                     "policy", "community-advertise", "conditional-advertise")}
 _STORED_AF.update({k: S() for k in ("route-reflector-client", "route-server-client", "soft-reconfiguration",
