@@ -45,7 +45,7 @@ from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.cleanup import patient
 from twin.lifecycle.context import LabContext
 from twin.observe import store
-from twin.runtime import frr, images, kernel
+from twin.runtime import frr, kernel
 from twin.runtime.links import add_link, delete_link
 from twin.topology.model import Link
 
@@ -153,11 +153,11 @@ def _hosts_add(run: Run) -> None:
     if nodes:
         run.early = ThreadPoolExecutor(1).submit(run.each, nodes,
                                                  lambda node: run.namespaces(node, run.work.deltas[node].add),
-                                               "tenant namespaces")
+                                                 "tenant namespaces")
     if not run.work.hosts_add:
         return
     run.say(f"starting {len(run.work.hosts_add)} host endpoint(s)")
-    image = run.ctx.image or images.ensure(run.ctx.runtime.client)
+    image = run.ctx.image or run.ctx.runtime.node_image()
     run.journal.hosts_started += run.work.hosts_add   # noted first: a half-made container is removed too
     try:
         hosts = [run.work.new.nodes[node] for node in run.work.hosts_add]
