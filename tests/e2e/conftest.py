@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -19,6 +20,11 @@ from pyroute2 import IPRoute, netns
 from twin.config.naming import LABEL_LAB
 from twin.lab import Lab
 from twin.runtime.docker import DockerRuntime
+
+# A suite started in the background (`make test &`, `nohup`) inherits SIGINT ignored, and so would
+# every twin it spawns: the tests that press Ctrl-C need twin to hear it, as it does in a terminal
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
