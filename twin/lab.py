@@ -32,7 +32,6 @@ from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.runtime import containerlab, kernel
 from twin.runtime.base import Runtime
-from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
@@ -50,7 +49,7 @@ class Lab:
         self.loaded = fabric                     # the Fabric loaded from a file (Lab.load): what `up` brings up
         self.configs = configs                   # the user's FRR files, over twin's rendering
         self.notes: list[str] = list(notes or [])   # what twin adapted or left out of what it was given
-        self._runtime: Runtime | None = runtime if isinstance(runtime, DockerRuntime) else None
+        self._runtime: Runtime | None = None if runtime is None or isinstance(runtime, str) else runtime
         self._runtime_name = runtime if isinstance(runtime, str) else None
         self._recorded: tuple[int, Fabric | None] | None = None
 

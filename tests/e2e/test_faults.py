@@ -117,8 +117,9 @@ def test_loss_on_a_dpu_uplink_then_clear(lab):
     try:
         sent, received = roce(lab, pairs, count=2)
         assert received == sent, "no loss expected before the fault"
-        f = faults.link_loss(lab, "dpu1:p0", 50)
+        f = lab.apply("fault:link-loss:dpu1:p0:50")      # a fault through `twin apply`, as rehearse's specs
         assert f.details["mechanism"] in ("netem", "nftables")
+        assert f.undo == f"twin fault link-loss-clear {NAME} dpu1:p0", f.undo
         try:
             sent, received = roce(lab, pairs, count=25)  # 600 frames
             loss = 1 - received / sent
@@ -126,7 +127,7 @@ def test_loss_on_a_dpu_uplink_then_clear(lab):
             if f.details["mechanism"] == "nftables":
                 assert faults.loss_dropped(lab, "dpu1:p0") >= sent - received
         finally:
-            cleared = faults.link_loss_clear(lab, "dpu1:p0")
+            cleared = lab.apply("fault:link-loss-clear:dpu1:p0")
         assert "dpu1:p0" in cleared.details["removed"]
         assert faults.loss_dropped(lab, "dpu1:p0") is None
 

@@ -44,8 +44,9 @@ def apply_(cli, lab, change, timeout, no_wait, as_json):
     """Apply CHANGE to the running LAB: FRR reload (no restart), kernel reconciled, then wait for convergence.
 
     CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf, or NVUE's
-    <dir>/<node>/startup.yaml), or nv:NODE:FILE (a file of nv commands run on NODE). A bad change is
-    refused and the lab left untouched; one that fails half way is rolled back."""
+    <dir>/<node>/startup.yaml), nv:NODE:FILE (a file of nv commands run on NODE), or a fault
+    (fault:KEY:TARGET[:ARG], as `twin fault` makes it). A bad change is refused and the lab left
+    untouched; one that fails half way is rolled back."""
     def apply_change():
         with err.status(f"applying {change} to {lab}") as st:
             res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=lambda m: st.update(m))
