@@ -37,12 +37,13 @@ twin-up: images
 twin-down: venv
 	$(TWIN) down $(LAB)
 
-# ruff (lint) over the code and mypy over twin/, as configured in pyproject.toml
+# ruff (lint) over the code and mypy over twin/, as configured in pyproject.toml (`make test` runs it after
+# `images`, which sets the host up first: a fresh machine may lack python3-venv)
 lint: venv
 	$(VENV)/bin/ruff check twin tests bench scripts
 	$(VENV)/bin/mypy
 
-test: lint images docs-check
+test: images lint docs-check
 	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests
 
 # the documentation site into site/ (the command reference and the front page generated as it builds)
