@@ -19,7 +19,6 @@ from typing import Callable
 from pyroute2 import IPRoute, NetlinkError
 from pyroute2.netlink.generic import GenericNetlinkSocket
 
-from twin.errors import TwinError
 from twin.runtime import netns
 
 # key -> what it is (the kernel's words, the option that gives it)
@@ -119,7 +118,4 @@ def probe(what: str = "doctor") -> dict[str, bool | None]:
             out |= _tc(ipr)
         return out | _nft() | {"drop_monitor": drop_monitor()}
 
-    try:
-        return netns.retrying(f"{what}: probing the kernel", lambda: netns.scratch(run))
-    except OSError as e:
-        raise TwinError(f"cannot ask the kernel in a throwaway namespace ({e}); twin runs as root") from None
+    return netns.probe(what, run)

@@ -15,7 +15,7 @@ from twin.config.steps import ALREADY, Step
 from twin.errors import TwinError
 from twin.runtime import netns, steps_apply
 from twin.runtime.exec import NodeExec
-from twin.runtime.netns import Handles, scratch
+from twin.runtime.netns import Handles
 
 
 def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> list[str]:
@@ -96,10 +96,7 @@ def _probe(lab: str, attempt, otherwise):
             except NetlinkError:
                 return otherwise
 
-    try:
-        return netns.retrying(f"lab {lab}: probing the kernel", lambda: scratch(run))
-    except OSError as e:
-        raise TwinError(f"cannot ask the kernel in a throwaway namespace ({e}); twin runs as root") from None
+    return netns.probe(f"lab {lab}", run)
 
 
 def lacks(lab: str) -> list[str]:

@@ -112,6 +112,15 @@ def retrying(what: str, fn: Callable[[], T], timeout: float = timeouts.NETLINK_O
             time.sleep(min(1.0, 0.05 * tries))
 
 
+def probe(what: str, fn: Callable[[], T]) -> T:
+    """`fn()` in a throwaway namespace (`scratch`), tried again while the host is short of
+    resources (`retrying`); TwinError when no namespace can be made at all (twin is not root)."""
+    try:
+        return retrying(f"{what}: probing the kernel", lambda: scratch(fn))
+    except OSError as e:
+        raise TwinError(f"cannot ask the kernel in a throwaway namespace ({e}); twin runs as root") from None
+
+
 class _AsyncInNamespace(AsyncIPRoute):
     """pyroute2's RTNL socket, each of whose sockets (pyroute2 opens one per thread that uses the
     handle) is opened in namespace `ns_path` by a thread of twin's instead of a forked child."""
