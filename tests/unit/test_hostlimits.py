@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.unit.fabrics import clos
 from twin.errors import ConvergenceTimeout
 from twin.lifecycle import admission
 from twin.lifecycle import hostlimits as H
@@ -23,15 +23,6 @@ DEFAULTS = {  # a kernel's defaults (6.18), as on a host that never ran the host
 }
 ROOMY = H.Usage(mem_available_mib=1 << 20)
 
-
-def clos(tmp_path: Path, spines: int, leafs: int, name: str = "big"):
-    nodes = {f"spine{i}": {"kind": "spine"} for i in range(1, spines + 1)}
-    nodes |= {f"leaf{i}": {"kind": "leaf"} for i in range(1, leafs + 1)}
-    links = [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, leafs + 1) for s in range(1, spines + 1)]
-    f = tmp_path / f"{name}.yml"
-    f.write_text(yaml.safe_dump({"name": name, "defaults": {"loopback_pool": "10.255.0.0/16"},
-                                 "nodes": nodes, "links": links}))
-    return load(f)
 
 
 def as_usage(d: H.Demand) -> H.Usage:

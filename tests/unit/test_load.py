@@ -14,8 +14,8 @@ import click
 import docker
 import pytest
 import requests
-import yaml
 
+from tests.unit.fabrics import clos
 from twin import timeouts
 from twin.change.declarative import TopologyChange
 from twin.cli import common
@@ -32,15 +32,6 @@ from twin.topology.model import BgpTimers
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def clos(tmp_path: Path, spines: int, leafs: int, name: str = "big"):
-    nodes = {f"spine{i}": {"kind": "spine"} for i in range(1, spines + 1)}
-    nodes |= {f"leaf{i}": {"kind": "leaf"} for i in range(1, leafs + 1)}
-    links = [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, leafs + 1) for s in range(1, spines + 1)]
-    f = tmp_path / f"{name}.yml"
-    f.write_text(yaml.safe_dump({"name": name, "defaults": {"loopback_pool": "10.255.0.0/22"},
-                                 "nodes": nodes, "links": links}))
-    return load(f)
 
 
 # --- admission ------------------------------------------------------------------------------------
