@@ -26,7 +26,7 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors, nvue
-from twin.lifecycle import admission, barrier, bringup, cleanup, nvue_service, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, mgmtnet, nvue_service, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
@@ -167,6 +167,7 @@ class Lab:
             if est.timers is not None:
                 self.loaded = self.loaded.model_copy(update={"timers": est.timers})
                 say(f"{est.timers_text()}: {est.figures()}")
+            self.loaded = mgmtnet.resolve(self.loaded, self.runtime)   # its management subnet and addresses
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
             self.notes += [w for w in choice.warnings if w not in self.notes]   # said with the import's notes
             image = image or self.runtime.node_image(say=say)
@@ -209,6 +210,7 @@ class Lab:
         state.remove(self.dir)
         state.save(self.dir, st, fabric)
         try:
+            password = mgmtnet.password(self.dir, fabric, say)
             st.backend = backend
             limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
             st.shaping = kernel.probe_shaping(self.name) if limited else None
@@ -232,7 +234,7 @@ class Lab:
                 self.runtime.bring_up(fabric, image, self.dir, backend,
                                       configure=lambda n, ex, pid: bringup.configure_node(
                                           fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
-                                          execs),
+                                          execs, password),
                                       on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0),
                                       say=say)
             finally:
@@ -296,7 +298,7 @@ class Lab:
         if st is None or recorded is None:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
-        differs = FabricDiff(recorded, self.loaded).lines() + self._configs_differ(st)
+        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.loaded)).lines() + self._configs_differ(st)
         want = wanted(self.loaded, vrf_backend)[0]
         differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
             st.backend and st.backend != want) else []

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from twin import timeouts
-from twin.config.naming import NVUE_DIR
+from twin.config.naming import NVUE_DIR, password_file
 from twin.errors import TwinError
 from twin.interop import nvue
 from twin.lifecycle import daemon
@@ -54,13 +54,20 @@ def saved(d: Path, node: str) -> Path:
 
 def password(d: Path) -> str:
     """The lab's API password, made on first use (24 random bytes, mode 0600)."""
-    f = root(d) / "password"
+    root(d)
+    f = password_file(d)
     try:
         return _private_read(f)
     except FileNotFoundError:
         pass
     _private_write(f, secrets.token_urlsafe(24).encode())
     return _private_read(f)
+
+
+def set_password(d: Path, text: str) -> None:
+    """The lab's password is `text` (the topology's `mgmt.password`)."""
+    root(d)
+    _private_write(password_file(d), text.encode())
 
 
 def certificate(d: Path, lab: str) -> tuple[Path, Path]:
