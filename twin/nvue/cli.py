@@ -52,8 +52,10 @@ def parse(argv: list[str]) -> Command:
     """`nv`'s words (without `nv`) -> the command; ValueError with the usage when they are not one."""
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         raise ValueError("the words of nv are a list of text")
-    if len(argv) > MAX_WORDS or any(len(a) > 4096 or not a.isprintable() for a in argv):
-        raise ValueError(f"nv takes at most {MAX_WORDS} words of printable text")
+    # words are printable, but for the value `nv set` ends with: NVUE's type of its place judges it (exit 1)
+    words_ = argv[:-1] if argv[:1] == ["set"] and len(argv) > 2 else argv
+    if len(argv) > MAX_WORDS or any(len(a) > 4096 for a in argv) or not all(a.isprintable() for a in words_):
+        raise ValueError(f"nv takes at most {MAX_WORDS} words of printable text (and a value, `nv set`'s last)")
     if not argv or argv[0] in ("-h", "--help", "help"):
         return Command("help")
     head, rest = argv[0], argv[1:]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from twin.config import render, userconf
+from twin.config import render, safetext, userconf
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
@@ -70,17 +70,28 @@ def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: S
     for node, nf in sorted(nfs.items()):
         try:
             p = planes_.build(nf, fabric, node, backend, shaping)
+            if layout != PER_VNI:
+                from twin.nvue import vlanaware
+                vlanaware.apply(p, backend)
+            out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
         except TopologyError as e:
             problems += e.problems
             continue
-        if layout != PER_VNI:
-            from twin.nvue import vlanaware
-            vlanaware.apply(p, backend)
-        out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
+        except safetext.UnsafeText as e:
+            problems.append(_refusal(e, nf, fabric, node))
+            continue
         notes += p.notes + [f"{nf.source}: {show(path)}: stored, not emulated" for path in nf.not_emulated]
     if problems:
         raise TopologyError(problems)
     return out, notes
+
+
+def _refusal(e: safetext.UnsafeText, nf: NvueFile, fabric: Fabric, node: str) -> Problem:
+    """A value a renderer refused, at its place in the NVUE file (with its line), else in the topology."""
+    found = safetext.places(nf.tree)
+    if found:
+        return nf.problem(tuple(str(k) for k in found[0][0]), safetext.message(e, node))
+    return safetext.refusal(e, node, fabric.source, fabric.model_dump(mode="json"))
 
 
 def check_files(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
