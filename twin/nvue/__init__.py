@@ -42,6 +42,7 @@ from twin.nvue.configs import (
            frr_view,
            not_emulated,
            running,
+           runs_nvue,
 )
 from twin.nvue.configs import read as read_configs
 from twin.nvue.export import export, export_node
@@ -51,8 +52,8 @@ from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import Finding, diff, expand, get, leaves, patch, set_path, show, unpatch, unset_path, words
 
 __all__ = ["STARTUP", "NvueNode", "build", "check_files", "dump", "files_of", "frr_view", "not_emulated",
-           "read_configs",
-           "running", "export", "export_node", "NvueFile", "from_tree", "read", "PER_VNI", "VLAN_AWARE", "Plane",
+           "read_configs", "running", "runs_nvue", "export", "export_node", "NvueFile", "from_tree", "read",
+           "PER_VNI", "VLAN_AWARE", "Plane",
            "tenant_of", "API", "VERSION", "Finding", "diff", "expand", "patch", "set_path", "show", "unpatch",
            "unset_path", "words", "EDITS", "api", "cli", "client", "Command", "commands", "edit", "extras_delta",
            "get", "leaves", "load", "Layout",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import yaml
 
@@ -136,6 +137,12 @@ class _Dumper(yaml.SafeDumper):
 _Dumper.add_representer(bool, lambda d, v: d.represent_scalar("tag:yaml.org,2002:bool", "on" if v else "off"))
 
 
+def runs_nvue(d: Path, node: str) -> bool:
+    """Does `node` of the lab in directory `d` run NVUE (its directory holds its startup.yaml)?"""
+    f = d / node / STARTUP
+    return f.is_file() and not f.is_symlink()
+
+
 def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
     """Per node running NVUE, the places of its startup.yaml twin keeps but does not run."""
     out = {}
@@ -149,10 +156,10 @@ def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
 
 
 def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-            layout: str = PER_VNI) -> dict[str, NvueNode]:
-    """The NVUE nodes of a running lab, from the startup.yaml in each node's directory."""
+            layout: str = PER_VNI, nodes: Iterable[str] | None = None) -> dict[str, NvueNode]:
+    """The NVUE nodes of a running lab (of `nodes`), from the startup.yaml in each node's directory."""
     nfs = {}
-    for node in fabric.nodes:
+    for node in (fabric.nodes if nodes is None else [n for n in nodes if n in fabric.nodes]):
         f = d / node / STARTUP
         if f.is_file() and not f.is_symlink():
             nfs[node] = load.read(f"{node}/{STARTUP}", under=d)      # a node's directory: no link out
