@@ -19,17 +19,19 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-from twin import nvued, topology
+from twin import nvue, topology
 from twin.config import render, userconf
 from twin.config.backend import DEFAULT_BACKEND, NAMES, Backend, wanted
 from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
-from twin.interop import doors, nvue
-from twin.lifecycle import admission, barrier, bringup, cleanup, mgmtnet, nvue_service, state, vrfbackend
+from twin.interop import doors
+from twin.lifecycle import admission, barrier, bringup, cleanup, mgmtnet, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
+from twin.nvue import nvued
+from twin.nvue import service as nvue_service
 from twin.runtime import containerlab, kernel
 from twin.runtime.base import Runtime
 from twin.runtime.exec import NodeExec
@@ -167,7 +169,6 @@ class Lab:
             if est.timers is not None:
                 self.loaded = self.loaded.model_copy(update={"timers": est.timers})
                 say(f"{est.timers_text()}: {est.figures()}")
-            self.loaded = mgmtnet.resolve(self.loaded, self.runtime)   # its management subnet and addresses
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
             self.notes += [w for w in choice.warnings if w not in self.notes]   # said with the import's notes
             image = image or self.runtime.node_image(say=say)
@@ -181,7 +182,7 @@ class Lab:
                 return timings
 
     def nvue_service(self, say: Say = lambda _: None) -> dict | None:
-        """The lab's NVUE service running, when its nodes run NVUE (`twin.nvued`: the REST API and
+        """The lab's NVUE service running, when its nodes run NVUE (`twin.nvue.nvued`: the REST API and
         `nv` in the nodes); its record (where it listens), or None for a lab without NVUE."""
         st = self.state
         if st is None or not any(nvue.STARTUP in files for files in st.user_files.values()):
@@ -201,7 +202,7 @@ class Lab:
 
     def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
                   execs: bringup.ExecLog) -> dict[str, float]:
-        fabric = self.loaded
+        fabric = self.loaded = mgmtnet.resolve(self.loaded, self.runtime)   # its management subnet and addresses
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
                             created=state.now(), runtime=self.runtime.name, notes=self.notes)
@@ -210,8 +211,7 @@ class Lab:
         state.remove(self.dir)
         state.save(self.dir, st, fabric)
         try:
-            password = mgmtnet.password(self.dir, fabric, say)
-            st.backend = backend
+            password, st.backend = mgmtnet.password(self.dir, fabric, say), backend   # user cumulus's (ssh, NVUE)
             limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
             st.shaping = kernel.probe_shaping(self.name) if limited else None
             shaping = st.shaping or DEFAULT_SHAPING

@@ -26,7 +26,8 @@ import yaml
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import verify, wait
 from twin.lab import Lab
-from twin.lifecycle import daemon, nvue_service
+from twin.lifecycle import daemon
+from twin.nvue import service as nvue_service
 
 pytestmark = pytest.mark.e2e
 
@@ -244,6 +245,43 @@ def test_a_file_of_nv_commands_is_planned_and_applied_as_a_change(lab, tmp_path)
     r = twin_cli("rehearse", NAME, f"nv:leaf01:{g}", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["passed"], r.stdout[-3000:] + r.stderr
     assert "10.1.30.5/24" not in kernel_addresses(lab)
+
+
+INJECTION = "leaf01\nip route 192.0.2.0/24 blackhole"     # issue 38: a host name that was a line of frr.conf
+
+
+def test_the_injection_is_refused_through_every_door_and_frr_conf_stays(lab, api, runtime, tmp_path):
+    """The REST API (400 at PATCH time), `nv` inside the node (exit 1, `set` and `config patch`) and a
+    startup.yaml (`twin validate` and `twin up` refuse it with file, line and path, nothing made)."""
+    base, s = api
+    frr = (lab.dir / "leaf01" / "frr.conf").read_text()
+    rid = next(iter(s.post(f"{base}/revision").json()))
+    r = s.patch(f"{base}/system", params={"rev": rid}, json={"hostname": INJECTION})
+    assert r.status_code == 400 and "system.hostname: 'leaf01\\nip route 192.0.2.0/24 blackhole' is not a host " \
+        "name (RFC 1123)" in r.json()["detail"], r.text
+    node = lab.node("leaf01")
+    p = node.run(["nv", "set", "system", "hostname", INJECTION])
+    assert p.rc == 1 and p.stderr.startswith("Error: system.hostname: 'leaf01\\nip route"), p.stderr
+    node.check(["sh", "-c", "printf '- set:\\n    system:\\n      hostname: \"x\\\\nrouter bgp 1\"\\n' > /tmp/p.yaml"])
+    p = node.run(["nv", "config", "patch", "/tmp/p.yaml"])
+    assert p.rc == 1 and "system.hostname: 'x\\nrouter bgp 1' is not a host name" in p.stderr, p.stderr
+    assert nv("config", "diff").stdout == ""
+    assert (lab.dir / "leaf01" / "frr.conf").read_text() == frr
+    assert "192.0.2.0" not in node.vtysh("show running-config") and "hostname leaf01\n" in frr
+    configs = tmp_path / "configs"
+    for n in ("leaf01", "dpu1"):
+        (configs / n).mkdir(parents=True)
+        text = (SAMPLES / n / "startup.yaml").read_text()
+        (configs / n / "startup.yaml").write_text(text.replace("hostname: leaf01", "hostname: \"leaf01\\nip route "
+                                                               "192.0.2.0/24 blackhole\"", 1))
+    f = configs / "leaf01" / "startup.yaml"
+    line = next(i for i, t in enumerate(f.read_text().splitlines(), 1) if "hostname:" in t)
+    for argv in (["validate", str(TOPOLOGY), "--configs", str(configs)],
+                 ["up", str(TOPOLOGY), "--name", "t-nvue-inj", "--configs", str(configs)]):
+        p = twin_cli(*argv)
+        assert p.returncode == 1 and f"{f}:{line}: system.hostname: 'leaf01\\nip route" in p.stdout + p.stderr, \
+            p.stdout + p.stderr
+    assert leftovers(runtime, "t-nvue-inj") == []
 
 
 def test_down_leaves_nothing_of_the_service(lab):

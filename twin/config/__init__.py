@@ -1,7 +1,8 @@
 """Configuration, derived from a Fabric (pure): FRR files rendered from Jinja2
 templates per kind and feature (`render`), the kernel side of the overlay as
 steps (`overlay`, on the one table of operations in `steps`; a node's management port: `mgmt`) and the steps that
-take a node from one intent to another (`reconcile`)."""
+take a node from one intent to another (`reconcile`); no value a renderer writes holds a
+control character (`safetext`)."""
 from twin.config import mgmt
 from twin.config.backend import (
            CHOICES,
@@ -54,5 +55,6 @@ __all__ = ["VXLAN_PORT", "ALREADY", "CHOICES", "CONGESTION_BURST_S", "DAEMONS", 
            "device_needs", "droplog", "dryrun_container", "forwarding_sysctls", "gateway_file", "gateway_table",
            "link_alias", "loopback_steps", "hosts_marker", "mgmt", "mgmt_network", "node_delta", "NodeDelta",
            "nvue_run", "password_file", "overlay", "plan", "port_ns",
-           "probe_netns", "read_dir", "render", "render_lab", "script", "script_of", "services", "Shaping", "Step",
+           "probe_netns", "read_dir", "render", "render_lab", "safetext", "script", "script_of", "services", "Shaping",
+           "Step",
            "tenant_ns", "userconf", "UserConfigs", "vrf_tables", "wanted"]

@@ -14,7 +14,7 @@ same steps over netlink (both from the one table of operations in `twin.config.s
 from __future__ import annotations
 
 from twin import kinds
-from twin.config import droplog, mgmt, services
+from twin.config import droplog, mgmt, safetext, services
 from twin.config.backend import BACKENDS, DEVICE, NETNS, VRF_TABLE_BASE, Backend, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
 from twin.config.services import DEFAULT_SHAPING, SHAPINGS, Shaping
@@ -237,4 +237,5 @@ def script_of(node: str, lab: str, what: str, steps: list[Step], later: list[Ste
         "set -e",
     ]
     tail = ["# once FRR runs and knows the VNIs: the workloads' IP/MAC bindings"] if later else []
-    return "\n".join(head + [s.command() for s in steps] + tail + [s.command() for s in later]) + "\n"
+    lines = head + [s.command() for s in steps] + tail + [s.command() for s in later]
+    return "\n".join(safetext.script(lines, "interfaces.sh")) + "\n"     # no value writes a line of its own

@@ -72,7 +72,7 @@ OPS: dict[str, Op] = {
     # the node's management namespace, mounted where zebra -n does not look (twin.config.mgmt)
     "mgmt-netns": Op(lambda s, n: f"mkdir -p {MGMT_NETNS.rsplit('/', 1)[0]} && touch {MGMT_NETNS} "
                                   f"&& unshare --net={MGMT_NETNS} true", in_node=True),
-    # Cumulus's VLAN-aware layout (`twin.interop.nvue.vlanaware`: opt-in, for kernels with 802.1Q VLANs; this
+    # Cumulus's VLAN-aware layout (`twin.nvue.vlanaware`: opt-in, for kernels with 802.1Q VLANs; this
     # project's CI kernel has none): run in the node by these very commands, golden-tested only
     "vlan-bridge": Op(lambda s, n: f"ip link add {s.dev} mtu {s.args['mtu']} type bridge vlan_filtering 1 "
                                    "vlan_default_pvid 0", in_node=True),

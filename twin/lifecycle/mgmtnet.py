@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Callable
 
 from twin.kinds import NVUE_PORT, USER
-from twin.lifecycle import nvue_service
+from twin.nvue import service as nvue_service
 from twin.runtime.base import Runtime
 from twin.topology import mgmt
 from twin.topology.model import Fabric

@@ -25,7 +25,7 @@ EMULATED, STORED = "emulated", "stored"
 
 @dataclass(frozen=True)
 class Leaf:
-    kind: str                   # bool int str enum ipv4 prefix mac asn rt name
+    kind: str                   # bool int str enum ipv4 prefix mac asn rt rd name vrf group host neighbor
     status: str = EMULATED
     lo: int = 0                 # int: the range
     hi: int = 0
@@ -77,6 +77,8 @@ IFNAME = Leaf("name", what="an interface name (1-15 of letters, digits, _ . -)")
 VRFNAME = Leaf("vrf", what="a VRF name (1-15 of letters, digits, _ -, starting with a letter)")
 GROUP = Leaf("group", what="a peer-group name (1-63 of letters, digits, _ . -)")
 RT = Leaf("rt", what="a route target like 65101:4001, 10.10.10.1:5, ANY:4001 or auto")
+HOSTNAME = Leaf("host", what="a host name (RFC 1123): labels of letters, digits and '-', 1-63 characters each, "
+                             "not starting or ending with '-', joined by '.', 253 characters at most")
 NEIGHBOR = Leaf("neighbor", what="an interface name or an IP address")
 DOMAIN = Leaf("name", what="a bridge domain name")
 
@@ -100,7 +102,8 @@ def _peer(*emulated: str) -> Obj:
         "timers": Obj({"connection-retry": Leaf("int", lo=1, hi=65535, choices=("auto",), what="1-65535 seconds"),
                        "route-advertisement": Leaf("int", lo=1, hi=600, choices=("none", "auto"),
                                                    what="1-600 seconds or none"),
-                       "keepalive": S(), "hold": S()}),
+                       "keepalive": S("int", lo=0, hi=65535, choices=("auto", "none"), what="0-65535 seconds or auto"),
+                       "hold": S("int", lo=0, hi=65535, choices=("auto", "none"), what="0-65535 seconds or auto")}),
     }
     out = {k: v for k, v in keys.items() if k in emulated}
     out.update({k: Opaque() for k in ("bfd", "capabilities", "local-as", "graceful-restart", "ttl-security")})
@@ -110,7 +113,8 @@ def _peer(*emulated: str) -> Obj:
 
 
 _BGP_VRF = Obj({
-    "enable": ON_OFF, "autonomous-system": ASN, "router-id": IPV4, "rd": S(),
+    "enable": ON_OFF, "autonomous-system": ASN, "router-id": IPV4,
+    "rd": S("rd", choices=("auto", "none"), what="a route distinguisher like 10.10.10.1:20, 65101:20 or auto"),
     "address-family": Obj({
         "ipv4-unicast": Obj({
             "enable": ON_OFF,
@@ -144,7 +148,8 @@ _INTERFACE = Obj({
                     "state": Leaf("enum", choices=("up", "down"), keyed=True), "mac-id": S()}),
         **{k: Opaque() for k in ("gateway", "ipv4", "ipv6", "igmp", "vrrp", "neighbor-discovery")}}),
     "link": Obj({"state": Leaf("enum", choices=("up", "down"), keyed=True),
-                 **{k: S() for k in ("mtu", "auto-negotiate", "breakout", "duplex", "speed", "fec")},
+                 "mtu": S("int", lo=552, hi=9216, what="an MTU of 552-9216 bytes"),
+                 **{k: S() for k in ("auto-negotiate", "breakout", "duplex", "speed", "fec")},
                  "dot1x": Opaque()}),
     "bridge": Obj({"domain": Coll(DOMAIN, Obj({
         "access": VLAN,
@@ -156,7 +161,7 @@ _INTERFACE = Obj({
 
 TREE = Obj({
     "system": Obj({
-        "hostname": Leaf("str", what="a host name"),
+        "hostname": HOSTNAME,
         "global": Obj({"anycast-mac": Leaf("mac", choices=("none",), what="a MAC address or none"),
                        "fabric-mac": Leaf("mac", choices=("none",), what="a MAC address or none"),
                        "fabric-id": Leaf("int", lo=1, hi=255, what="1-255"),

@@ -4,7 +4,7 @@
 What goes where, as on a switch: BGP (the default VRF's instance from `router.bgp` and
 `vrf.default.router.bgp`, one instance per tenant VRF with BGP on), `vrf X / vni N` for
 each VRF's L3VNI and `advertise-all-vni` from `evpn.enable` go to FRR; interface
-addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.interop.nvue.plane`).
+addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.nvue.plane`).
 """
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import jinja2
 
-from twin.interop.nvue.model import Bgp, NodeConf, Peer
-from twin.interop.nvue.schema import VERSION
+from twin.config.safetext import UnsafeText, finalize, template_line
+from twin.nvue.model import Bgp, NodeConf, Peer
+from twin.nvue.schema import VERSION
 
-_env = jinja2.Environment(loader=jinja2.PackageLoader("twin.interop.nvue", "templates"),
+_env = jinja2.Environment(loader=jinja2.PackageLoader("twin.nvue", "templates"), finalize=finalize,
                           undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                           keep_trailing_newline=True)
 
@@ -51,11 +52,14 @@ def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, s
     tenant_vrfs = [_Vrf(vrfs.get(v.name, v.name), v.l3vni if v.evpn else None,
                         v.bgp if v.bgp and v.bgp.enable and v.bgp.asn and b else None)
                    for v in conf.vrfs.values()]
-    return _env.get_template("frr.conf.j2").render(
-        node=node, version=VERSION, hostname=conf.hostname or node, bgp=b, neighbors=neighbors,
-        graceful_shutdown=conf.graceful_shutdown, v4_off=v4_off, evpn_on=evpn_on,
-        evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)), advertise_all_vni=conf.evpn,
-        vrfs=tenant_vrfs)
+    try:     # a value holding a control character is refused, never written (twin.config.safetext)
+        return _env.get_template("frr.conf.j2").render(
+            node=node, version=VERSION, hostname=conf.hostname or node, bgp=b, neighbors=neighbors,
+            graceful_shutdown=conf.graceful_shutdown, v4_off=v4_off, evpn_on=evpn_on,
+            evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)), advertise_all_vni=conf.evpn,
+            vrfs=tenant_vrfs)
+    except UnsafeText as e:
+        raise UnsafeText(e.value, f"frr.conf ({template_line(e) or 'frr.conf.j2'})") from None
 
 
 def _evpn(p: Peer, groups: dict[str, Peer]) -> bool:

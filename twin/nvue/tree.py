@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from twin.interop.nvue.schema import EMULATED, STORED, TREE, Coll, Empty, Leaf, Obj, Opaque
+from twin.nvue.schema import EMULATED, STORED, TREE, Coll, Empty, Leaf, Obj, Opaque
 from twin.topology.problems import dotted, listing, quoted
 
 Path = tuple[str, ...]
@@ -32,8 +32,9 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 _VRF = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,14}")
 _GROUP = re.compile(r"[A-Za-z0-9_.-]{1,63}")
 _MAC = re.compile(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}")
-_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")    # RFC 1123: one label of a host name
 _RT = re.compile(r"(ANY|\*|\d{1,10}|\d{1,3}(\.\d{1,3}){3}):(\d{1,10})")
+_RD = re.compile(r"(\d{1,10}|\d{1,3}(\.\d{1,3}){3}):(\d{1,10})")
 
 
 @dataclass(frozen=True)
@@ -97,13 +98,22 @@ def _ipv4(leaf: Leaf, v: Any) -> tuple[Any, bool]:
 
 
 def _prefix(leaf: Leaf, v: Any) -> tuple[Any, bool]:
-    if not isinstance(v, str) or "/" not in v:
+    if not _plain(v) or "/" not in v:
         return None, False
     try:
         ipaddress.ip_interface(v)
     except ValueError:
         return None, False
     return v, True
+
+
+def _plain(v: Any) -> bool:
+    """Text an address may be: ASCII, no scope (Python takes `fe80::1%<anything>`, a newline too)."""
+    return isinstance(v, str) and v.isascii() and v.isprintable() and "%" not in v
+
+
+def _host(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    return v, (isinstance(v, str) and 0 < len(v) <= 253 and all(_LABEL.fullmatch(x) for x in v.split(".")))
 
 
 def _match(pattern: re.Pattern) -> Any:
@@ -114,7 +124,7 @@ def _neighbor(leaf: Leaf, v: Any) -> tuple[Any, bool]:
     if isinstance(v, str) and _NAME.fullmatch(v):
         return v, True
     try:
-        return str(ipaddress.ip_address(v)), isinstance(v, str)
+        return str(ipaddress.ip_address(v)), _plain(v)
     except ValueError:
         return None, False
 
@@ -129,7 +139,7 @@ def _text(leaf: Leaf, v: Any) -> tuple[Any, bool]:
 
 _CHECKS = {"bool": _bool, "int": _int, "asn": _asn, "ipv4": _ipv4, "prefix": _prefix, "enum": _enum,
            "mac": _match(_MAC), "name": _match(_NAME), "vrf": _match(_VRF), "group": _match(_GROUP),
-           "rt": _match(_RT), "neighbor": _neighbor, "host": _match(_HOST), "str": _text}
+           "rt": _match(_RT), "rd": _match(_RD), "neighbor": _neighbor, "host": _host, "str": _text}
 
 
 # --- the tree, checked -----------------------------------------------------------------------------------

@@ -10,20 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import yaml
 
-from twin.config import render, userconf
+from twin.config import render, safetext, userconf
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError, TwinError
-from twin.interop.nvue import frr, load
-from twin.interop.nvue import plane as planes_
-from twin.interop.nvue.load import NvueFile
-from twin.interop.nvue.plane import PER_VNI, Plane
-from twin.interop.nvue.schema import API, VERSION
-from twin.interop.nvue.tree import show
+from twin.nvue import frr, load
+from twin.nvue import plane as planes_
+from twin.nvue.load import NvueFile
+from twin.nvue.plane import PER_VNI, Plane
+from twin.nvue.schema import API, VERSION
+from twin.nvue.tree import show
 from twin.topology.model import Fabric
 
 STARTUP = NVUE
@@ -70,17 +71,28 @@ def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: S
     for node, nf in sorted(nfs.items()):
         try:
             p = planes_.build(nf, fabric, node, backend, shaping)
+            if layout != PER_VNI:
+                from twin.nvue import vlanaware
+                vlanaware.apply(p, backend)
+            out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
         except TopologyError as e:
             problems += e.problems
             continue
-        if layout != PER_VNI:
-            from twin.interop.nvue import vlanaware
-            vlanaware.apply(p, backend)
-        out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
+        except safetext.UnsafeText as e:
+            problems.append(_refusal(e, nf, fabric, node))
+            continue
         notes += p.notes + [f"{nf.source}: {show(path)}: stored, not emulated" for path in nf.not_emulated]
     if problems:
         raise TopologyError(problems)
     return out, notes
+
+
+def _refusal(e: safetext.UnsafeText, nf: NvueFile, fabric: Fabric, node: str) -> Problem:
+    """A value a renderer refused, at its place in the NVUE file (with its line), else in the topology."""
+    found = safetext.places(nf.tree)
+    if found:
+        return nf.problem(tuple(str(k) for k in found[0][0]), safetext.message(e, node))
+    return safetext.refusal(e, node, fabric.source, fabric.model_dump(mode="json"))
 
 
 def check_files(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
@@ -125,6 +137,12 @@ class _Dumper(yaml.SafeDumper):
 _Dumper.add_representer(bool, lambda d, v: d.represent_scalar("tag:yaml.org,2002:bool", "on" if v else "off"))
 
 
+def runs_nvue(d: Path, node: str) -> bool:
+    """Does `node` of the lab in directory `d` run NVUE (its directory holds its startup.yaml)?"""
+    f = d / node / STARTUP
+    return f.is_file() and not f.is_symlink()
+
+
 def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
     """Per node running NVUE, the places of its startup.yaml twin keeps but does not run."""
     out = {}
@@ -138,10 +156,10 @@ def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
 
 
 def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-            layout: str = PER_VNI) -> dict[str, NvueNode]:
-    """The NVUE nodes of a running lab, from the startup.yaml in each node's directory."""
+            layout: str = PER_VNI, nodes: Iterable[str] | None = None) -> dict[str, NvueNode]:
+    """The NVUE nodes of a running lab (of `nodes`), from the startup.yaml in each node's directory."""
     nfs = {}
-    for node in fabric.nodes:
+    for node in (fabric.nodes if nodes is None else [n for n in nodes if n in fabric.nodes]):
         f = d / node / STARTUP
         if f.is_file() and not f.is_symlink():
             nfs[node] = load.read(f"{node}/{STARTUP}", under=d)      # a node's directory: no link out
