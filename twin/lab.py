@@ -80,10 +80,8 @@ class Lab:
              configs: str | Path | None = None, roles: dict[str, str] | None = None) -> "Lab":
         """Validate a topology file (or twin's own of that name: `aipod`) into a Lab (TopologyError with
         every problem); `configs`: a directory of the user's FRR files for it (read, matched to its nodes).
-
-        A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported
-        on the way (`twin.interop.doors`): a containerlab node's bound FRR files are the user's
-        configs, `roles` maps nodes to twin's kinds, and what twin leaves out is in `notes`."""
+        A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported on the way
+        (`twin.interop.doors`): its bound FRR files are the user's configs, `roles` maps nodes to kinds."""
         if name is not None:
             state.check_name(name)
         topology_file = samples.resolve(topology_file)
