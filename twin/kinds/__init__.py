@@ -15,6 +15,7 @@ from twin.kinds.base import (
     NODE_COMMAND,
     NODE_DIR,
     NV_BIN,
+    NV_GID,
     NVUE_PORT,
     NVUE_RUN,
     SSH_PORT,
@@ -45,5 +46,5 @@ def of(node) -> Kind:
 
 
 __all__ = ["KINDS", "Kind", "PortNaming", "get", "of", "FRR_DIR", "HASH_FIELDS", "HASH_POLICY", "HASH_SEED",
-           "NODE_COMMAND", "NODE_DIR", "NV_BIN", "NVUE_RUN", "MGMT_NETNS", "MGMT_NS", "MGMT_PORT", "NVUE_PORT",
-           "SSH_PORT", "USER"]
+           "NODE_COMMAND", "NODE_DIR", "NV_BIN", "NV_GID", "NVUE_RUN", "MGMT_NETNS", "MGMT_NS", "MGMT_PORT",
+           "NVUE_PORT", "SSH_PORT", "USER"]

@@ -46,6 +46,7 @@ MGMT_NETNS = "/run/twin/mgmt"   # the namespace, mounted in the node: not in /ru
 SSH_PORT = 22
 NVUE_PORT = 8765          # nvued's HTTPS port on a Cumulus switch
 USER = "cumulus"          # the user of SSH and the NVUE API, as on a Cumulus switch
+NV_GID = 1500             # group nvapply of the node image (cumulus is in it): who may use `nv`, as on Cumulus
 
 # the multipath hash of a router's kernel: its policy, the fields it hashes, its seed
 HASH_POLICY, HASH_FIELDS, HASH_SEED = (f"net.ipv4.fib_multipath_hash_{k}" for k in ("policy", "fields", "seed"))
