@@ -9,7 +9,8 @@ its subnet and every node's address chosen.
     nodes:
       leaf01: {kind: leaf, mgmt_ipv4: 192.168.200.11}   # containerlab's mgmt-ipv4
 
-Every switch, DPU and router has a management port (`Kind.mgmt`); hosts and the internet do not.
+Every switch, DPU and router has a management port (`Kind.mgmt`), but one of an image of its own
+(it may lack what the port needs: twin's sshd, relay and tools); hosts and the internet have none.
 Without a subnet, `choose` picks one at `twin up`: the smallest prefix that holds the lab's nodes (a
 /24 for up to 253 of them), from POOLS, starting where the lab's name points (so a lab gets the same
 one whenever it is free), skipping every prefix that overlaps another Docker network, a route of this
@@ -40,6 +41,11 @@ def build_mgmt(spec: TopologySpec, kinds: Mapping[str, Kind], problems: Problems
     every problem into `problems`."""
     m = spec.mgmt
     pins = {n: s.mgmt_ipv4 for n, s in spec.nodes.items() if s.mgmt_ipv4 is not None and n in kinds}
+    own = [n for n in pins if spec.nodes[n].image is not None]
+    for n in own:
+        problems.add(("nodes", n, "mgmt_ipv4"), f"{n} runs an image of its own ({spec.nodes[n].image}): only nodes "
+                                                "of twin's node image have a management port")
+    pins = {n: a for n, a in pins.items() if n not in own}
     if not m.enabled:
         for field in ("subnet", "gateway", "password"):
             if getattr(m, field) is not None:
@@ -55,7 +61,7 @@ def build_mgmt(spec: TopologySpec, kinds: Mapping[str, Kind], problems: Problems
         problems.add(("mgmt", "password"), f"the password is not allowed: {PASSWORD_RULE}")
     addresses = _pins(pins, kinds, subnet, gateway, m.subnet is not None, problems)
     _eth0_links(spec, kinds, problems)
-    managed = [n for n, k in kinds.items() if k.mgmt]
+    managed = [n for n, k in kinds.items() if k.mgmt and spec.nodes[n].image is None]
     if subnet is not None and gateway is not None and _room(subnet) < len(managed) + 1:
         problems.add(("mgmt", "subnet"), f"{subnet} has room for {_room(subnet)} addresses: too few for this host's "
                                          f"and {len(managed)} nodes'; use a larger one")
@@ -128,7 +134,7 @@ def _eth0_links(spec: TopologySpec, kinds: Mapping[str, Kind], problems: Problem
     for i, link in enumerate(spec.links):
         for j, end in enumerate(link.endpoints if link is not None else ()):
             node, _, port = end.partition(":")
-            if port == MGMT_PORT and node in kinds and kinds[node].mgmt:
+            if port == MGMT_PORT and node in kinds and kinds[node].mgmt and spec.nodes[node].image is None:
                 problems.add(("links", i, "endpoints", j), f"{MGMT_PORT} of {node} is its management port "
                                                            "(mgmt.enabled: false leaves it to links)")
 

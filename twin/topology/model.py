@@ -309,8 +309,9 @@ class Fabric(_Sparse):
         return None
 
     def managed(self) -> list[Node]:
-        """The nodes on the management network (with their address once it is chosen)."""
-        return [n for n in self.nodes.values() if self.mgmt is not None and KINDS[n.kind].mgmt]
+        """The nodes on the management network (with their address once it is chosen): switches, DPUs and
+        routers of twin's node image (one of the user's may lack what a management port needs)."""
+        return [n for n in self.nodes.values() if self.mgmt is not None and KINDS[n.kind].mgmt and n.image is None]
 
     def routers(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.runs_bgp]
