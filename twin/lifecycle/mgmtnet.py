@@ -15,7 +15,7 @@ from twin.topology.model import Fabric
 def resolve(fabric: Fabric, runtime: Runtime) -> Fabric:
     """`fabric` with its management subnet (the topology's, else one no Docker network, route of this
     host or address of the fabric overlaps) and every managed node's address."""
-    return fabric if fabric.mgmt is None else mgmt.resolve(fabric, runtime.mgmt_taken())
+    return fabric if fabric.mgmt is None else mgmt.resolve(fabric, runtime.mgmt_taken(fabric.name))
 
 
 def password(d: Path, fabric: Fabric, say: Callable[[str], None] = lambda _: None) -> str:

@@ -95,9 +95,10 @@ class DockerRuntime:
         return wiring.pids
 
     # --- the management network (twin.runtime.mgmt) --------------------------
-    def mgmt_taken(self) -> list[IPv4Network]:
-        """What a new management subnet must not overlap here: Docker's networks, this host's routes."""
-        return mgmt.taken(self.client)
+    def mgmt_taken(self, lab: str = "") -> list[IPv4Network]:
+        """What a new management subnet of lab `lab` must not overlap here: Docker's networks (but the
+        lab's own, left by a killed `up`), this host's routes."""
+        return mgmt.taken(self.client, lab)
 
     def make_mgmt(self, fabric: Fabric) -> str:
         """The lab's management network and its nodes' host names (/etc/hosts); its bridge ("" if none, or
