@@ -180,3 +180,19 @@ def test_remote_vteps_of_either_frr_sort_as_addresses():
                              )["remoteVteps"] == ["10.0.0.2", "10.0.0.9"]
     assert frr.normalize_vni({"vni": 10, "numRemoteVteps": ["10.0.0.9", "10.0.0.2"]})["remoteVteps"] == [
         "10.0.0.2", "10.0.0.9"]
+
+
+def test_a_timeout_only_on_devices_the_labs_scripts_make_says_how_to_go_on_in_one_line():
+    from twin.errors import ConvergenceTimeout
+    from twin.lifecycle.generic import after_deploy
+
+    vni = ("leaf1: L3VNI 1000 of VRF red is Down in zebra (no VRF or VXLAN device of it yet: has the script that "
+           "makes them run?)")
+    e = after_deploy(ConvergenceTimeout("convergence", 60, [vni, vni.replace("leaf1", "leaf2")]), "evpn", "lab.yml")
+    assert str(e).splitlines()[0] == (
+        "lab evpn waits only for VRF or VXLAN devices that its routers' configs reference and nothing of the lab makes "
+        "(leaf1, leaf2): configured after deploy? `twin up lab.yml --no-wait`, then its scripts (`twin exec evpn NODE "
+        "-- SCRIPT`), then `twin wait evpn`")
+    assert str(e).splitlines()[1].startswith("convergence not reached after 60s; still missing (2):")
+    other = ConvergenceTimeout("convergence", 60, [vni, "spine1: BGP neighbor eth1 to leaf1:eth1: not up (Idle)"])
+    assert after_deploy(other, "evpn", "lab.yml") is other        # something else is missing: the list as it is

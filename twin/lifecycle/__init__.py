@@ -10,5 +10,5 @@ from twin.lifecycle.status import LabStatus, lab_status
 from twin.lifecycle.vrfbackend import Choice
 
 __all__ = ["USER", "admission", "barrier", "bringup", "Choice", "cleanup", "configure_node", "context_of", "daemon",
-           "doctor", "generic", "hostlimits", "lab_status", "LabContext", "LabStatus", "nvue_service", "patient",
-           "service", "state", "vrfbackend", "wait_vnis"]
+           "doctor", "generic", "hostlimits", "imagechoice", "lab_status", "LabContext", "LabStatus", "nvue_service",
+           "patient", "service", "state", "vrfbackend", "wait_vnis"]
