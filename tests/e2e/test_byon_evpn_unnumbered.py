@@ -49,7 +49,8 @@ def test_the_overlay_is_ibgp_to_the_route_reflectors_over_an_ecmp_unnumbered_und
         "10.0.0.1": ("Established", 65000, 65000), "10.0.0.2": ("Established", 65000, 65000)}
     route = leaf1.run(["ip", "-j", "route", "show", "10.0.0.12/32"]).stdout
     hops = json.loads(route)[0]["nexthops"]
-    assert sorted(h["dev"] for h in hops) == ["eth1", "eth2"] and all(h["gateway"].startswith("fe80:") for h in hops)
+    assert sorted(h["dev"] for h in hops) == ["eth1", "eth2"]              # ECMP over both spines ...
+    assert all(h["via"]["host"].startswith("fe80:") for h in hops), hops     # ... to IPv6 next hops (RFC 5549)
     vnis = json.loads(leaf1.vtysh("show evpn vni json"))
     assert {v: (e["type"], e["numRemoteVteps"]) for v, e in vnis.items()} == {"100": ("L2", 1), "200": ("L2", 1)}
 
