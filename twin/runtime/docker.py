@@ -67,7 +67,13 @@ class DockerRuntime:
 
         def running(node: str, container: NodeHandle) -> None:
             started[node] = container
-            wiring.node_running(node, self.pid(container))
+            try:
+                pid = self.pid(container)
+            except TwinError:
+                if self.foreign(fabric.nodes[node]):   # its own image stopped at once
+                    raise ownimage.stopped(fabric.name, node, str(fabric.nodes[node].image), container) from None
+                raise
+            wiring.node_running(node, pid)
             if time.monotonic() - said[0] >= timeouts.WIRING_SAY:
                 say(wiring.progress())
                 said[0] = time.monotonic()

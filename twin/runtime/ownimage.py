@@ -60,6 +60,15 @@ def refused(lab: str, node: str, image: str, why: str, handle: NodeHandle | None
     return StartFailed(f"{lab}/{node}: its image {image} did not start: {why.strip()}" + _last_line(handle))
 
 
+def stopped(lab: str, node: str, image: str, handle: NodeHandle) -> StartFailed:
+    """A node's own image that stopped once started, with its exit code and last log line."""
+    try:
+        code = handle.state().get("ExitCode")
+    except TwinError:
+        code = "?"
+    return StartFailed(f"{lab}/{node}: its image {image} stopped once started (exit code {code})" + _last_line(handle))
+
+
 def check_started(lab: str, handles: dict[str, NodeHandle], images: dict[str, str]) -> None:
     """Until every node on a foreign image (`images`: node -> image) has left twin's wait for its
     ports and runs its image's command; StartFailed for one that is not running."""
@@ -68,8 +77,7 @@ def check_started(lab: str, handles: dict[str, NodeHandle], images: dict[str, st
         for node, image in images.items():
             st = handles[node].state()
             if not st.get("Running"):
-                raise StartFailed(f"{lab}/{node}: its image {image} stopped once started (exit code "
-                                  f"{st.get('ExitCode')})" + _last_line(handles[node]))
+                raise stopped(lab, node, image, handles[node])
             if _waiting(int(st.get("Pid") or 0)):
                 out.append(f"{node}: its image's command not started yet")
         return out
