@@ -9,8 +9,9 @@ its subnet and every node's address chosen.
     nodes:
       leaf01: {kind: leaf, mgmt_ipv4: 192.168.200.11}   # containerlab's mgmt-ipv4
 
-Every switch, DPU and router has a management port (`Kind.mgmt`), but one of an image of its own
-(it may lack what the port needs: twin's sshd, relay and tools); hosts and the internet have none.
+Every switch, DPU and router has a management port (`Kind.mgmt`) where it runs twin's node image (one
+running an image of its own may lack what the port needs: twin's sshd, relay, tools); hosts and the
+internet have none.
 Without a subnet, `choose` picks one at `twin up`: the smallest prefix that holds the lab's nodes (a
 /24 for up to 253 of them), from POOLS, starting where the lab's name points (so a lab gets the same
 one whenever it is free), skipping every prefix that overlaps another Docker network, a route of this
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import zlib
 from ipaddress import IPv4Address, IPv4Network
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from twin.errors import TwinError
 from twin.kinds import KINDS, MGMT_PORT, Kind
@@ -41,11 +42,6 @@ def build_mgmt(spec: TopologySpec, kinds: Mapping[str, Kind], problems: Problems
     every problem into `problems`."""
     m = spec.mgmt
     pins = {n: s.mgmt_ipv4 for n, s in spec.nodes.items() if s.mgmt_ipv4 is not None and n in kinds}
-    own = [n for n in pins if spec.nodes[n].image is not None]
-    for n in own:
-        problems.add(("nodes", n, "mgmt_ipv4"), f"{n} runs an image of its own ({spec.nodes[n].image}): only nodes "
-                                                "of twin's node image have a management port")
-    pins = {n: a for n, a in pins.items() if n not in own}
     if not m.enabled:
         for field in ("subnet", "gateway", "password"):
             if getattr(m, field) is not None:
@@ -61,7 +57,7 @@ def build_mgmt(spec: TopologySpec, kinds: Mapping[str, Kind], problems: Problems
         problems.add(("mgmt", "password"), f"the password is not allowed: {PASSWORD_RULE}")
     addresses = _pins(pins, kinds, subnet, gateway, m.subnet is not None, problems)
     _eth0_links(spec, kinds, problems)
-    managed = [n for n, k in kinds.items() if k.mgmt and spec.nodes[n].image is None]
+    managed = [n for n, k in kinds.items() if k.mgmt]
     if subnet is not None and gateway is not None and _room(subnet) < len(managed) + 1:
         problems.add(("mgmt", "subnet"), f"{subnet} has room for {_room(subnet)} addresses: too few for this host's "
                                          f"and {len(managed)} nodes'; use a larger one")
@@ -134,7 +130,7 @@ def _eth0_links(spec: TopologySpec, kinds: Mapping[str, Kind], problems: Problem
     for i, link in enumerate(spec.links):
         for j, end in enumerate(link.endpoints if link is not None else ()):
             node, _, port = end.partition(":")
-            if port == MGMT_PORT and node in kinds and kinds[node].mgmt and spec.nodes[node].image is None:
+            if port == MGMT_PORT and node in kinds and kinds[node].mgmt:
                 problems.add(("links", i, "endpoints", j), f"{MGMT_PORT} of {node} is its management port "
                                                            "(mgmt.enabled: false leaves it to links)")
 
@@ -179,12 +175,16 @@ def choose(lab: str, nodes: int, taken: Iterable[IPv4Network]) -> IPv4Network:
                     "fabric's own addresses); give the topology mgmt.subnet, or mgmt.enabled: false")
 
 
-def resolve(fabric: Fabric, taken: Iterable[IPv4Network] = ()) -> Fabric:
+def resolve(fabric: Fabric, taken: Iterable[IPv4Network] = (), own: Collection[str] = ()) -> Fabric:
     """`fabric` with its management subnet (the topology's, else `choose`n clear of `taken` and the
-    fabric's own prefixes), this host's address on it and every managed node's address."""
+    fabric's own prefixes), this host's address on it and every managed node's address, but the
+    nodes that run an image of their own (`own`: they have none, even one the file pins)."""
     if fabric.mgmt is None:
         return fabric
-    managed = fabric.managed()
+    if own:
+        fabric = fabric.model_copy(update={"nodes": {k: v.model_copy(update={"mgmt": None}) if k in own else v
+                                                     for k, v in fabric.nodes.items()}})
+    managed = [n for n in fabric.managed() if n.name not in own]
     subnet = IPv4Network(fabric.mgmt.subnet) if fabric.mgmt.subnet else choose(
         fabric.name, len(managed), [*taken, *own_prefixes(fabric)])
     used = {IPv4Address(n.mgmt) for n in managed if n.mgmt}
@@ -209,9 +209,11 @@ def carry(old: Fabric, new: Fabric) -> Fabric:
     if old.mgmt is None or new.mgmt is None or not old.mgmt.subnet or new.mgmt.subnet not in (None, old.mgmt.subnet):
         return new
     mgmt = new.mgmt.model_copy(update={"subnet": old.mgmt.subnet, "gateway": new.mgmt.gateway or old.mgmt.gateway})
-    nodes = {k: v.model_copy(update={"mgmt": old.nodes[k].mgmt}) if v.mgmt is None and k in old.nodes else v
-             for k, v in new.nodes.items()}
-    return resolve(new.model_copy(update={"mgmt": mgmt, "nodes": nodes}))
+    kept = {k for k, v in old.nodes.items() if v.mgmt}
+    nodes = {k: v.model_copy(update={"mgmt": old.nodes[k].mgmt})
+             if k in old.nodes and (v.mgmt is None or k not in kept) else v for k, v in new.nodes.items()}
+    own = {k for k, v in old.nodes.items() if KINDS[v.kind].mgmt and k not in kept}   # on images of their own
+    return resolve(new.model_copy(update={"mgmt": mgmt, "nodes": nodes}), own=own)
 
 
 def differs(old: Fabric, new: Fabric) -> list[str]:
