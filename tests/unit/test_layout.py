@@ -22,7 +22,10 @@ LAYERS = [
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"}, {"twin.runtime"},
     {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"}, {"twin.change"},
     {"twin.nvued"},   # a lab's NVUE service: it applies through change/, lab/ starts it
-    {"twin.lab"}, {"twin.host"}, {"twin.pytest_plugin"}, {"twin.cli"}, {"twin"},   # the package's face: Lab, verify
+    {"twin.lab"}, {"twin.host"},
+    {"twin.server"},   # `twin serve`: the API over Lab and the stages the CLI uses
+    {"twin.client"},   # the API's client, for the pytest plugin and `twin --server`
+    {"twin.pytest_plugin"}, {"twin.cli"}, {"twin"},   # the package's face: Lab, verify
 ]
 
 

@@ -39,6 +39,7 @@ WHOLE = (TopologyError, ConfigError, ChangeRefused, ApplyFailed)   # their every
 class Ctx:
     def __init__(self, verbose: bool):
         self.verbose = verbose
+        self.serve_state: str | None = None     # `twin serve --state DIR` for its subcommands
 
 
 def fail(text: str, verbose: bool, whole: bool = False, code: int = 1, detail: str = "") -> NoReturn:
