@@ -130,9 +130,25 @@ def write_reports(lab: str, passed: bool | None, rec: Recorder | None, summary: 
         Path(evidence_file).write_text(json.dumps(doc, indent=2) + "\n")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class TwinGroup(click.Group):
+    """`twin`'s group: with --server, a command runs on that twin server (`twin.cli.remote`)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if ctx.params.get("server") and cmd_name != "serve":
+            from twin.cli import remote
+
+            if cmd_name in remote.COMMANDS:
+                return remote.COMMANDS[cmd_name]
+            return remote.refused(cmd_name) if cmd_name in self.commands else None
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=TwinGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Show full error details.")
+@click.option("--server", metavar="URL", envvar="TWIN_SERVER",
+              help="Run up, down, status, list, verify, apply, plan, rehearse, snapshot on this twin server "
+                   "(`twin serve`) with a token (TWIN_TOKEN or ~/.config/twin/token). Env: TWIN_SERVER.")
 @click.pass_context
-def main(cli: click.Context, verbose: bool) -> None:
+def main(cli: click.Context, verbose: bool, server: str | None) -> None:
     """twin: a digital twin of an AI-cloud leaf/spine EVPN fabric, in containers."""
     cli.obj = Ctx(verbose)

@@ -23,16 +23,6 @@ from twin.verify.baseline_file import load_baseline
 from twin.verify.compare import compare
 
 
-def up_result(lab: Lab, timings: dict[str, float]) -> dict[str, Any]:
-    """What `twin up` says of a lab it brought up, as data (the CLI's line is made from it)."""
-    fabric = lab.fabric
-    mine = lab.context().intent.generic
-    return {"lab": lab.name, "nodes": len(fabric.nodes), "sessions": len(fabric.sessions()),
-            "adjacencies": sum(len(g.adjacencies) for g in mine.values()), "generic_routers": len(mine),
-            "timings": timings, "dir": str(lab.dir), "configs_nodes": len(lab.configs.files) if lab.configs else 0,
-            "timers": str(fabric.timers) if fabric.timers else None, "notes": list(lab.notes)}
-
-
 def create(core: Core, lab: Lab, timeout: float | None, vrf_backend: str | None, saved: Path | None) -> Work:
     def work(say: Say) -> tuple[Any, int]:
         try:
@@ -45,7 +35,7 @@ def create(core: Core, lab: Lab, timeout: float | None, vrf_backend: str | None,
         if saved is not None:
             _restore_saved(lab, saved, say)
         core.store.set_lab(lab.name, state="up")
-        return up_result(lab, timings), 0
+        return lab.summary(timings), 0
     return work
 
 
@@ -90,7 +80,7 @@ def rehearsal(name: str, change: str, th: Thresholds, rollback: bool, noisy: str
         rules = load_allow(allow) if allow else ()
         rep = rehearse(Lab(name).context(), change, th, rollback=rollback, say=say, noisy=noisy, baseline=base,
                        allow=rules)
-        return json.loads(rep.to_json()), 0 if rep.passed else 1
+        return {**json.loads(rep.to_json()), "text": rep.text()}, 0 if rep.passed else 1   # text: what it prints
     return work
 
 
