@@ -269,16 +269,6 @@ class Lab:
         barrier.converge(ctx, limit, say=say, since=since)
         return time.monotonic()
 
-    def summary(self, timings: dict[str, float]) -> dict:
-        """What `twin up` says of the lab it brought up, as data (its line is made from it, here or
-        through a server)."""
-        fabric = self.fabric
-        mine = self.context().intent.generic
-        return {"lab": self.name, "nodes": len(fabric.nodes), "sessions": len(fabric.sessions()),
-                "adjacencies": sum(len(g.adjacencies) for g in mine.values()), "generic_routers": len(mine),
-                "timings": timings, "dir": str(self.dir), "configs_nodes": len(self.configs.files) if self.configs
-                else 0, "timers": str(fabric.timers) if fabric.timers else None, "notes": list(self.notes)}
-
     def wait(self, timeout: float | None = None, say: Say = lambda _: None) -> float:
         """The convergence barrier of a running lab (after `up(wait=False)` and the user's own scripts):
         returns the seconds it took; ConvergenceTimeout names what is missing. The lab is `up` then."""

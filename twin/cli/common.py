@@ -131,16 +131,28 @@ def write_reports(lab: str, passed: bool | None, rec: Recorder | None, summary: 
 
 
 class TwinGroup(click.Group):
-    """`twin`'s group: with --server, a command runs on that twin server (`twin.cli.remote`)."""
+    """`twin`'s group: with --server, a command runs on that twin server (`remote`: the commands
+    `twin.cli.remote` registers); one that does not run there says so."""
+
+    remote: dict[str, click.Command] = {}
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if ctx.params.get("server") and cmd_name != "serve":
-            from twin.cli import remote
-
-            if cmd_name in remote.COMMANDS:
-                return remote.COMMANDS[cmd_name]
-            return remote.refused(cmd_name) if cmd_name in self.commands else None
+            if cmd_name in self.remote:
+                return self.remote[cmd_name]
+            return _not_remote(cmd_name, sorted(self.remote)) if cmd_name in self.commands else None
         return super().get_command(ctx, cmd_name)
+
+
+def _not_remote(name: str, remote: list[str]) -> click.Command:
+    @click.command(name=name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    @click.pass_context
+    def refused(cli):
+        def refuse():
+            raise TwinError(f"`twin {name}` does not run through a server; through one: {', '.join(remote)} (drop "
+                            "--server to run it on this host)")
+        run(cli, refuse)
+    return refused
 
 
 @click.group(cls=TwinGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -87,12 +87,12 @@ def up(cli, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
                       f"{lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} CMD`) configures "
                       f"them, `twin wait {lab.name}` waits for convergence")
             return
-        print_up(lab.summary(timings))
+        print_up(host.up_summary(lab, timings))
     run(cli, bring_up)
 
 
 def print_up(doc: dict) -> None:
-    """`twin up`'s line for a lab it brought up (`Lab.summary`), here or through a server."""
+    """`twin up`'s line for a lab it brought up (`twin.host.up_summary`), here or through a server."""
     sessions, mine, adjacencies = doc["sessions"], doc["generic_routers"], doc["adjacencies"]
     timings = doc["timings"]
     out.print(f"lab [bold]{doc['lab']}[/bold] is up: {doc['nodes']} nodes"

@@ -12,15 +12,13 @@ import sys
 import click
 
 from twin.cli.checks import finish, print_report
-from twin.cli.common import err, out, run
+from twin.cli.common import TwinGroup, err, out, run
 from twin.cli.day2 import print_applied
 from twin.cli.lab import print_status, print_up
 from twin.client import ApiError, Client
 from twin.errors import TwinError
-from twin.lifecycle.status import LabStatus, NodeStatus, TenantStatus, VtepStatus
+from twin.lifecycle import LabStatus
 from twin.verify.result import Check, Report
-
-REMOTE = ("up", "down", "status", "list", "verify", "apply", "plan", "rehearse", "snapshot")
 
 
 def client(cli: click.Context) -> Client:
@@ -90,26 +88,9 @@ def status(cli, lab, as_json):
         if as_json:
             click.echo(json.dumps(st, indent=2))
         else:
-            print_status(lab_status(st))
+            print_status(LabStatus.from_dict(st))
         sys.exit(0 if st["healthy"] else 1)
     run(cli, show_status)
-
-
-def lab_status(d: dict) -> LabStatus:
-    """`twin status --json`'s document as the status it was made from."""
-    nodes = [NodeStatus(**{k: v for k, v in n.items() if k in NodeStatus.__dataclass_fields__}) for n in d["nodes"]]
-    tenants = [TenantStatus(t["tenant"], t["vrf"], t["l3vni"], t["segments"], t["hosts"],
-                            {v: _vtep(s) for v, s in t["vteps"].items()}) for t in d["tenants"]]
-    return LabStatus(d["lab"], d["status"], d["dir"], d.get("topology"), d.get("image"), d.get("vrf_backend"),
-                     d.get("shaping"), d.get("timings") or {}, nodes, tenants, d.get("missing") or [],
-                     "", d.get("changing") or "", d.get("nvue"))
-
-
-def _vtep(s: dict) -> VtepStatus:
-    if s.get("reachable") is False:
-        return VtepStatus(reachable=False)
-    routes = {k: v for k, v in s.items() if k in ("type2", "type3", "type5")}
-    return VtepStatus(True, s.get("vnis_up", []), s.get("vnis_missing", []), routes, s.get("expected", {}))
 
 
 @click.command(name="list")
@@ -215,15 +196,5 @@ def snapshot(cli, lab):
     run(cli, take)
 
 
-COMMANDS = {c.name: c for c in (up, down, status, list_, verify, apply, plan, rehearse, snapshot)}
-
-
-def refused(name: str) -> click.Command:
-    @click.command(name=name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-    @click.pass_context
-    def nope(cli):
-        def refuse():
-            raise TwinError(f"`twin {name}` does not run through a server; through one: {', '.join(REMOTE)} (drop "
-                            "--server to run it on this host)")
-        run(cli, refuse)
-    return nope
+TwinGroup.remote.update({c.name: c for c in (up, down, status, list_, verify, apply, plan, rehearse, snapshot)
+                         if c.name})

@@ -8,7 +8,6 @@ a request without a valid token is 401, counted per client address and slowed (`
 """
 from __future__ import annotations
 
-import asyncio
 import html
 import json
 import logging
@@ -19,39 +18,15 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from fastapi.security import HTTPBearer
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from twin.server.auth import Principal, Unauthorized, authenticate
 from twin.server.core import Core
 from twin.server.problems import MEDIA, ApiProblem, of_error
+from twin.server.who import COOKIE, USER, principal
 
-USER = "twin.user"          # the scope's key for who made the request (the access log's)
-COOKIE = "twin_token"       # the labs page's token, sent by the browser on GETs only
 log = logging.getLogger("twin.server.access")
-bearer = HTTPBearer(auto_error=False, description="A token from `twin serve token create USER`.")
 PAGES = {"/": ("labs.html", "text/html; charset=utf-8"), "/labs.js": ("labs.js", "text/javascript; charset=utf-8"),
          "/style.css": ("style.css", "text/css; charset=utf-8")}
-
-
-async def principal(request: Request, _: Any = Depends(bearer)) -> Principal:
-    """Who sent the request (a Bearer token; the labs page's cookie on a GET), or 401, slowed."""
-    core: Core = request.app.state.core
-    header = request.headers.get("authorization")
-    if header is None and request.method == "GET" and request.cookies.get(COOKIE):
-        header = f"Bearer {request.cookies[COOKIE]}"
-    try:
-        who = await run_in_threadpool(authenticate, core.store, header)
-    except Unauthorized as e:
-        address = request.client.host if request.client else "?"
-        delay = core.throttle.failed(address)
-        logging.getLogger("twin.server").warning("failed authentication from %s (%d recently): %s", address,
-                                                 core.throttle.failures(address), e)
-        await asyncio.sleep(delay)
-        raise ApiProblem(401, str(e), "unauthorized") from None
-    request.scope[USER] = who.user
-    return who
 
 
 def problem_response(problem: ApiProblem) -> Response:

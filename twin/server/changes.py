@@ -66,8 +66,8 @@ def fault_spec(f: FaultBody) -> str:
 def spec(body: ChangeBody, into: Path, archive: bytes | None = None, nv_file: bytes | None = None,
          nv_node: str | None = None) -> str:
     """The change as `load_change` takes it, its files written into a new directory under `into`."""
-    given = [k for k, v in (("topology", body.topology), ("configs", body.configs or archive), ("nv", body.nv or nv_file),
-                            ("fault", body.fault)) if v]
+    given = [k for k, v in (("topology", body.topology), ("configs", body.configs or archive),
+                            ("nv", body.nv or nv_file), ("fault", body.fault)) if v]
     if len(given) != 1:
         raise ApiProblem(422, "give one change: a topology, configs, an nv file (with its node) or a fault"
                          + (f"; this request gives {', '.join(given)}" if given else ""), "invalid")

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from twin import prove, verify
+from twin import host, prove, verify
 from twin.change import fault_types
 from twin.change.rehearse import Thresholds, rehearse
 from twin.lab import Lab
@@ -35,7 +35,7 @@ def create(core: Core, lab: Lab, timeout: float | None, vrf_backend: str | None,
         if saved is not None:
             _restore_saved(lab, saved, say)
         core.store.set_lab(lab.name, state="up")
-        return lab.summary(timings), 0
+        return host.up_summary(lab, timings), 0
     return work
 
 

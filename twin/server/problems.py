@@ -12,8 +12,16 @@ import json
 from http import HTTPStatus
 from typing import Any
 
-from twin.errors import (ApplyFailed, ChangeRefused, ConfigError, LabNameError, LabStateError, Problem,
-                         TopologyError, TwinError)
+from twin.errors import (
+    ApplyFailed,
+    ChangeRefused,
+    ConfigError,
+    LabNameError,
+    LabStateError,
+    Problem,
+    TopologyError,
+    TwinError,
+)
 from twin.lifecycle import admission
 
 TYPE = "https://twin.invalid/problems/"   # problem types are names under this (not fetched: no network)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from functools import partial
 
 from twin.errors import TwinError
 from twin.lab import Lab
@@ -107,8 +108,7 @@ class Reaper:
             try:
                 op, _ = self.core.ops.start(owner, row["name"], "expire",
                                             labwork.delete(self.core, row["name"], f"expired at {when}"),
-                                            before=lambda name=row["name"]: self.core.store.set_lab(name,
-                                                                                                    state="deleting"))
+                                            before=partial(self.core.store.set_lab, row["name"], state="deleting"))
             except ApiProblem:
                 continue     # busy: the next round
             log.warning("lab %s of %s expired: removing it (operation %s)", row["name"], row["owner"], op["id"])

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -14,12 +14,12 @@ from starlette.concurrency import run_in_threadpool
 from twin import host, verify
 from twin.change.rehearse import Thresholds
 from twin.server import allowlist, changes, labwork
-from twin.server.app import principal
 from twin.server.auth import Principal
 from twin.server.core import Core
 from twin.server.operations import Work, request_digest
 from twin.server.problems import ApiProblem
-from twin.server.routes_labs import ACCEPTED, IDEM, accepted, core_of
+from twin.server.routes_labs import ACCEPTED, Idem, accepted, core_of
+from twin.server.who import Who
 
 router = APIRouter(prefix="/v1/labs/{name}", tags=["day 2"])
 CHANGE_BODY = {"requestBody": {"required": True, "content": {
@@ -89,7 +89,7 @@ async def _change(request: Request, core: Core, row: dict[str, Any]) -> tuple[st
 
 
 @router.post("/plan", summary="What a change would do (twin plan --json)", openapi_extra=CHANGE_BODY)
-async def plan(name: str, request: Request, who: Principal = Depends(principal)) -> dict:
+async def plan(name: str, request: Request, who: Who) -> dict:
     core = core_of(request)
     spec, _ = await _change(request, core, core.lab(who, name))
     return await run_in_threadpool(labwork.plan, name, spec)
@@ -97,8 +97,8 @@ async def plan(name: str, request: Request, who: Principal = Depends(principal))
 
 @router.post("/apply", status_code=202, responses=ACCEPTED, summary="Apply a change (an operation; twin apply)",
              openapi_extra=CHANGE_BODY)
-async def apply(name: str, request: Request, who: Principal = Depends(principal), idem: str | None = IDEM,
-                timeout: float | None = Query(None, gt=0, le=7200), wait: bool = True) -> JSONResponse:
+async def apply(name: str, request: Request, who: Who, idem: Idem = None,
+                timeout: Annotated[float | None, Query(gt=0, le=7200)] = None, wait: bool = True) -> JSONResponse:
     core = core_of(request)
     spec, raw = await _change(request, core, core.lab(who, name))
     return await run_in_threadpool(_start, request, who, name, "apply", labwork.apply(name, spec, timeout, wait),
@@ -107,8 +107,8 @@ async def apply(name: str, request: Request, who: Principal = Depends(principal)
 
 @router.post("/rehearse", status_code=202, responses=ACCEPTED,
              summary="Rehearse a change under RoCE traffic: the impact report (an operation; twin rehearse)")
-def rehearse(name: str, body: RehearseBody, request: Request, who: Principal = Depends(principal),
-             idem: str | None = IDEM) -> JSONResponse:
+def rehearse(name: str, body: RehearseBody, request: Request, who: Who,
+             idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     row = core.lab(who, name)
     spec = changes.spec(body.change, Path(row["source"]))
@@ -133,8 +133,8 @@ def _text_file(row: dict[str, Any], name: str, text: str) -> str:
 
 @router.post("/verify", status_code=202, responses=ACCEPTED,
              summary="Verify the lab (twin verify --json), or prove verify (--prove) (an operation)")
-def verify_lab(name: str, request: Request, body: VerifyBody | None = None, who: Principal = Depends(principal),
-               idem: str | None = IDEM) -> JSONResponse:
+def verify_lab(name: str, request: Request, who: Who, body: VerifyBody | None = None,
+               idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     body = body or VerifyBody()
     row = core.lab(who, name)
@@ -149,16 +149,16 @@ def verify_lab(name: str, request: Request, body: VerifyBody | None = None, who:
 
 
 @router.post("/baseline", status_code=202, responses=ACCEPTED, summary="Record the lab's baseline (an operation)")
-def baseline_record(name: str, request: Request, who: Principal = Depends(principal),
-                    idem: str | None = IDEM) -> JSONResponse:
+def baseline_record(name: str, request: Request, who: Who,
+                    idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     return _start(request, who, name, "baseline", labwork.baseline_record(core, name), idem, b"", core)
 
 
 @router.post("/baseline/compare", status_code=202, responses=ACCEPTED,
              summary="Compare the lab with its baseline (an operation; twin baseline compare --json)")
-def baseline_compare(name: str, request: Request, body: CompareBody | None = None,
-                     who: Principal = Depends(principal), idem: str | None = IDEM) -> JSONResponse:
+def baseline_compare(name: str, request: Request, who: Who, body: CompareBody | None = None,
+                     idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     body = body or CompareBody()
     row = core.lab(who, name)
@@ -169,8 +169,8 @@ def baseline_compare(name: str, request: Request, body: CompareBody | None = Non
 
 @router.post("/faults", status_code=202, responses=ACCEPTED,
              summary="Apply a fault (an operation); its result names the fault that undoes it")
-def fault(name: str, body: changes.FaultBody, request: Request, who: Principal = Depends(principal),
-          idem: str | None = IDEM) -> JSONResponse:
+def fault(name: str, body: changes.FaultBody, request: Request, who: Who,
+          idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     changes.fault_spec(body)
     return _start(request, who, name, "fault", labwork.fault(name, body.fault, body.target, body.args), idem,
@@ -178,7 +178,7 @@ def fault(name: str, body: changes.FaultBody, request: Request, who: Principal =
 
 
 @router.post("/exec", summary="Run an allowed command in a node: vtysh -c 'show ...', nv show, ip, ping")
-def exec_(name: str, body: ExecBody, request: Request, who: Principal = Depends(principal)) -> dict:
+def exec_(name: str, body: ExecBody, request: Request, who: Who) -> dict:
     core = core_of(request)
     row = core.lab(who, name)
     if row["state"] != "up":

@@ -5,28 +5,30 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
 from twin.lab import Lab
 from twin.server import create, labwork, snapshots
-from twin.server.app import principal
 from twin.server.auth import Principal
 from twin.server.core import Core
 from twin.server.operations import request_digest
 from twin.server.problems import ApiProblem
+from twin.server.who import Who
 
 router = APIRouter(prefix="/v1", tags=["labs"])
-IDEM = Header(None, alias="Idempotency-Key", max_length=200,
-              description="A retried request with the same key (and body) gets the same operation.")
+Idem = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200,
+                                    description="A retried request with the same key (and body) gets the same "
+                                                "operation.")]
 MULTIPART = {"type": "object", "properties": {
     "topology": {"type": "string", "format": "binary"}, "configs": {"type": "string", "format": "binary"},
     **{k: {"type": "string"} for k in ("format", "snapshot", "name", "expires_in", "timeout", "vrf_backend", "roles")}}}
-ACCEPTED = {202: {"description": "The operation started: {operation, lab}; GET /v1/operations/{id}."}}
+ACCEPTED: dict[int | str, dict[str, Any]] = {
+    202: {"description": "The operation started: {operation, lab}; GET /v1/operations/{id}."}}
 
 
 def core_of(request: Request) -> Core:
@@ -49,7 +51,7 @@ class ExpiryBody(BaseModel):
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/json": {"schema": create.CreateBody.model_json_schema()},
                  "multipart/form-data": {"schema": MULTIPART}}}})
-async def create_lab(request: Request, who: Principal = Depends(principal), idem: str | None = IDEM) -> JSONResponse:
+async def create_lab(request: Request, who: Who, idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     raw = await request.body()
@@ -71,14 +73,14 @@ async def create_lab(request: Request, who: Principal = Depends(principal), idem
 
 
 @router.get("/labs", summary="The labs of the user (an admin: all=true for everyone's)")
-def list_labs(request: Request, who: Principal = Depends(principal), all: bool = Query(False)) -> dict:
+def list_labs(request: Request, who: Who, all: Annotated[bool, Query()] = False) -> dict:
     core = core_of(request)
     rows = core.store.labs(None if all and who.admin else who.user)
     return {"labs": [core.lab_doc(r) for r in rows], "user": who.user, "limits": core.limits(who.user).to_dict()}
 
 
 @router.get("/labs/{name}", summary="A lab: its record, and its status against its intent (twin status --json)")
-def get_lab(name: str, request: Request, who: Principal = Depends(principal), status: bool = Query(True)) -> dict:
+def get_lab(name: str, request: Request, who: Who, status: Annotated[bool, Query()] = True) -> dict:
     core = core_of(request)
     row = core.lab(who, name)
     doc = core.lab_doc(row)
@@ -90,7 +92,7 @@ def get_lab(name: str, request: Request, who: Principal = Depends(principal), st
 
 
 @router.patch("/labs/{name}", summary="Set a lab's expiry: a lifetime from now, up to the server's maximum")
-def patch_lab(name: str, body: ExpiryBody, request: Request, who: Principal = Depends(principal)) -> dict:
+def patch_lab(name: str, body: ExpiryBody, request: Request, who: Who) -> dict:
     core = core_of(request)
     core.lab(who, name)
     life = core.expiry(create.seconds(body.expires_in))
@@ -99,7 +101,7 @@ def patch_lab(name: str, body: ExpiryBody, request: Request, who: Principal = De
 
 
 @router.delete("/labs/{name}", status_code=202, responses=ACCEPTED, summary="Remove a lab (an operation)")
-def delete_lab(name: str, request: Request, who: Principal = Depends(principal), idem: str | None = IDEM):
+def delete_lab(name: str, request: Request, who: Who, idem: Idem = None):
     core = core_of(request)
     core.lab(who, name)
     op, _ = core.ops.start(who, name, "delete", labwork.delete(core, name), idem,
@@ -110,7 +112,7 @@ def delete_lab(name: str, request: Request, who: Principal = Depends(principal),
 
 @router.post("/labs/{name}/snapshots", status_code=202, responses=ACCEPTED, tags=["snapshots"],
              summary="Snapshot what a lab runs now (an operation; running memory such as BGP tables is not kept)")
-def snapshot_lab(name: str, request: Request, who: Principal = Depends(principal), idem: str | None = IDEM):
+def snapshot_lab(name: str, request: Request, who: Who, idem: Idem = None):
     core = core_of(request)
     row = core.lab(who, name)
     sid = secrets.token_hex(6)
@@ -120,7 +122,7 @@ def snapshot_lab(name: str, request: Request, who: Principal = Depends(principal
 
 
 @router.get("/snapshots", tags=["snapshots"], summary="The user's snapshots")
-def list_snapshots(request: Request, who: Principal = Depends(principal), lab: str | None = None) -> dict:
+def list_snapshots(request: Request, who: Who, lab: str | None = None) -> dict:
     rows = core_of(request).store.snapshots(None if who.admin else who.user, lab)
     return {"snapshots": rows, "not_kept": snapshots.NOT_KEPT}
 
@@ -133,20 +135,20 @@ def _snapshot(core: Core, who: Principal, sid: str) -> dict:
 
 
 @router.get("/snapshots/{sid}", tags=["snapshots"], summary="A snapshot's record")
-def get_snapshot(sid: str, request: Request, who: Principal = Depends(principal)) -> dict:
+def get_snapshot(sid: str, request: Request, who: Who) -> dict:
     return _snapshot(core_of(request), who, sid)
 
 
 @router.get("/snapshots/{sid}/archive", tags=["snapshots"], summary="A snapshot as its archive (tar.gz)",
             response_class=FileResponse)
-def snapshot_archive(sid: str, request: Request, who: Principal = Depends(principal)):
+def snapshot_archive(sid: str, request: Request, who: Who):
     core = core_of(request)
     _snapshot(core, who, sid)
     return FileResponse(snapshots.path(core, sid), media_type="application/gzip", filename=f"snapshot-{sid}.tar.gz")
 
 
 @router.delete("/snapshots/{sid}", tags=["snapshots"], summary="Remove a snapshot")
-def delete_snapshot(sid: str, request: Request, who: Principal = Depends(principal)) -> dict:
+def delete_snapshot(sid: str, request: Request, who: Who) -> dict:
     core = core_of(request)
     _snapshot(core, who, sid)
     snapshots.path(core, sid).unlink(missing_ok=True)

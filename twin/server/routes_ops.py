@@ -8,9 +8,9 @@ import http.client
 import json
 import ssl
 import time
-from typing import AsyncIterator
+from typing import Annotated, AsyncIterator
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from prometheus_client import generate_latest
 
@@ -19,11 +19,10 @@ from twin.lab import Lab
 from twin.lifecycle import USER as NVUE_USER
 from twin.lifecycle import nvue_service
 from twin.observe import Collector, metrics, store
-from twin.server.app import principal
-from twin.server.auth import Principal
 from twin.server.core import Core
 from twin.server.problems import ApiProblem
 from twin.server.routes_labs import core_of
+from twin.server.who import Who
 
 router = APIRouter(prefix="/v1")
 POLL = 0.2             # s: how often a stream looks for news of its operation
@@ -33,7 +32,7 @@ NVUE_BODY = 1 << 20
 
 
 @router.get("/me", tags=["server"], summary="Who the token is, the user's limits and the server's expiry rules")
-def me(request: Request, who: Principal = Depends(principal)) -> dict:
+def me(request: Request, who: Who) -> dict:
     core = core_of(request)
     s = core.settings
     return {"user": who.user, "admin": who.admin, "token": who.token, "limits": core.limits(who.user).to_dict(),
@@ -41,8 +40,8 @@ def me(request: Request, who: Principal = Depends(principal)) -> dict:
 
 
 @router.get("/operations", tags=["operations"], summary="The user's recent operations")
-def list_operations(request: Request, who: Principal = Depends(principal), lab: str | None = None,
-                    limit: int = Query(50, ge=1, le=500)) -> dict:
+def list_operations(request: Request, who: Who, lab: str | None = None,
+                    limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict:
     core = core_of(request)
     rows = core.store.operations(None if who.admin else who.user, lab, limit)
     return {"operations": [core.ops.doc(r) for r in rows]}
@@ -50,7 +49,7 @@ def list_operations(request: Request, who: Principal = Depends(principal), lab: 
 
 @router.get("/operations/{oid}", tags=["operations"],
             summary="An operation: state (pending, running, succeeded, failed), progress, result, exit")
-def get_operation(oid: str, request: Request, who: Principal = Depends(principal)) -> dict:
+def get_operation(oid: str, request: Request, who: Who) -> dict:
     core = core_of(request)
     return core.ops.doc(core.operation(who, oid))
 
@@ -58,8 +57,8 @@ def get_operation(oid: str, request: Request, who: Principal = Depends(principal
 @router.get("/operations/{oid}/events", tags=["operations"], response_class=StreamingResponse,
             summary="An operation's progress as server-sent events (follow=false: as JSON, at once)",
             responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}})
-async def operation_events(oid: str, request: Request, who: Principal = Depends(principal),
-                           follow: bool = True, after: int = Query(-1, ge=-1)):
+async def operation_events(oid: str, request: Request, who: Who,
+                           follow: bool = True, after: Annotated[int, Query(ge=-1)] = -1):
     core = core_of(request)
     core.operation(who, oid)
     last = request.headers.get("last-event-id", "")
@@ -88,9 +87,10 @@ async def _stream(core: Core, oid: str, seen: int) -> AsyncIterator[bytes]:
 
 
 @router.get("/labs/{name}/events", tags=["observe"], summary="What happened in the lab (twin events --json)")
-def lab_events(name: str, request: Request, who: Principal = Depends(principal),
-               since: float = Query(3600, gt=0, le=30 * 86400), node: str | None = Query(None, max_length=64),
-               limit: int = Query(1000, ge=1, le=10000)) -> dict:
+def lab_events(name: str, request: Request, who: Who,
+               since: Annotated[float, Query(gt=0, le=30 * 86400)] = 3600,
+               node: Annotated[str | None, Query(max_length=64)] = None,
+               limit: Annotated[int, Query(ge=1, le=10000)] = 1000) -> dict:
     core = core_of(request)
     core.lab(who, name)
     ctx = Lab(name).context()
@@ -100,7 +100,7 @@ def lab_events(name: str, request: Request, who: Principal = Depends(principal),
 
 @router.get("/labs/{name}/metrics", tags=["observe"], response_class=Response,
             summary="The lab's counters now, in Prometheus' text format (twin exporter's metrics)")
-def lab_metrics(name: str, request: Request, who: Principal = Depends(principal)) -> Response:
+def lab_metrics(name: str, request: Request, who: Who) -> Response:
     core = core_of(request)
     core.lab(who, name)
     col = Collector(Lab(name).context(), record=False)
@@ -108,7 +108,7 @@ def lab_metrics(name: str, request: Request, who: Principal = Depends(principal)
     return Response(generate_latest(metrics.registry(col)), media_type="text/plain; version=0.0.4")
 
 
-async def nvue(name: str, node: str, path: str, request: Request, who: Principal = Depends(principal)) -> Response:
+async def nvue(name: str, node: str, path: str, request: Request, who: Who) -> Response:
     core = core_of(request)
     core.lab(who, name)
     body = await request.body()

@@ -155,7 +155,8 @@ class Store:
 
     def snapshots(self, owner: str | None = None, lab: str | None = None) -> list[dict[str, Any]]:
         rows = self.rows("SELECT * FROM snapshots ORDER BY created")
-        return [_decoded(r) for r in rows if (owner is None or r["owner"] == owner) and (lab is None or r["lab"] == lab)]
+        return [_decoded(r) for r in rows
+                if (owner is None or r["owner"] == owner) and (lab is None or r["lab"] == lab)]
 
 
 class _Tx:
