@@ -14,7 +14,8 @@ from twin.errors import TwinError
 DEFAULT_LISTEN = "127.0.0.1:8470"
 
 
-def _settings(state_dir, expiry="4h", max_expiry="24h", max_labs=3, max_frr=64, max_memory="16g", workers=4):
+def _settings(state_dir, expiry="4h", max_expiry="24h", max_labs=3, max_frr=64, max_memory="16g", workers=4,
+              reap_every=30.0):
     from twin import server
 
     if server.duration(expiry) > server.duration(max_expiry):
@@ -22,7 +23,7 @@ def _settings(state_dir, expiry="4h", max_expiry="24h", max_labs=3, max_frr=64, 
     home = {"home": Path(state_dir)} if state_dir else {}
     limits = server.Limits(max_labs, max_frr, server.size(max_memory))
     return server.Settings(**home, expiry=server.duration(expiry), max_expiry=server.duration(max_expiry),
-                           limits=limits, workers=workers)
+                           limits=limits, workers=workers, reap_every=reap_every)
 
 
 STATE_HELP = "The server's state directory (default: $TWIN_HOME/server)."
@@ -41,9 +42,11 @@ STATE_HELP = "The server's state directory (default: $TWIN_HOME/server)."
               help="Memory a user's labs may have together (the sum of their containers' limits).")
 @click.option("--workers", type=click.IntRange(1, 32), default=4, show_default=True,
               help="Operations running at once (more wait as pending).")
+@click.option("--reap-every", type=click.FloatRange(0.5, 3600), default=30.0, show_default=True,
+              help="Seconds between two looks for expired labs.")
 @click.pass_context
 def serve_group(cli, state_dir, listen, allow_remote, tls_cert, tls_key, expiry, max_expiry, max_labs, max_frr,
-                max_memory, workers):
+                max_memory, workers, reap_every):
     """Serve the twin API (/v1, OpenAPI at /openapi.json, reference at /docs, the labs page at /):
     labs made, changed, verified, rehearsed, snapshotted and removed through a token, with owners,
     quotas and expiry. Run as root, as `twin up` is; its clients need only a token
@@ -56,7 +59,7 @@ def serve_group(cli, state_dir, listen, allow_remote, tls_cert, tls_key, expiry,
         from twin import server
         from twin.lifecycle.service import Listener
 
-        settings = _settings(state_dir, expiry, max_expiry, max_labs, max_frr, max_memory, workers)
+        settings = _settings(state_dir, expiry, max_expiry, max_labs, max_frr, max_memory, workers, reap_every)
         listeners = [Listener.parse(x, **({"certfile": tls_cert, "keyfile": tls_key} if not x.startswith("unix:")
                                           else {})) for x in listen]
         server.logs()

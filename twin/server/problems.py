@@ -12,6 +12,8 @@ import json
 from http import HTTPStatus
 from typing import Any
 
+from pydantic import ValidationError
+
 from twin.errors import (
     ApplyFailed,
     ChangeRefused,
@@ -67,6 +69,10 @@ def of_error(e: BaseException) -> ApiProblem:
     """twin's error (or anything else) as the problem a client is answered."""
     if isinstance(e, ApiProblem):
         return e
+    if isinstance(e, ValidationError):      # a body that is not of its model (a multipart's fields)
+        found = [f"{'.'.join(str(x) for x in err.get('loc', ()))}: {err.get('msg', '')}"[:300] for err in e.errors()]
+        return ApiProblem(422, f"{len(found)} problem(s) in the request: {found[0] if found else ''}", "invalid",
+                          found)
     if isinstance(e, admission.NotAdmitted):
         return ApiProblem(409, str(e).splitlines()[0], "capacity", limits=e.to_dict())
     if isinstance(e, (TopologyError, ConfigError)):
