@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -116,6 +117,34 @@ def test_the_labs_nvue_api_events_and_metrics_are_behind_the_token(served, owner
     with pytest.raises(ApiError) as e:
         c.request("GET", f"/v1/labs/{NAME}/nvue/spine09/interface")
     assert e.value.status == 404 and "nodes with one:" in e.value.detail
+
+
+def test_the_page_lists_the_users_labs_with_their_expiry_and_opens_a_labs_page(served, owner, lab):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-dev-shm-usage", "--window-size=1200,800"):
+        opts.add_argument(a)
+    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        browser.get(served.url + "/")
+        wait.until(lambda: [] if browser.find_element("id", "signin").is_displayed() else ["no sign-in"], 10,
+                   "the sign-in form")
+        browser.find_element("id", "token").send_keys(owner)
+        browser.find_element("css selector", "#signin-form button").click()
+        wait.until(lambda: [] if NAME in browser.find_element("id", "labs").text else ["not listed"], 10,
+                   f"{NAME} listed")
+        row = browser.find_element("id", "labs").text
+        assert re.search(rf"{NAME} up 4 .* \(in [45]\d min\)", row), row     # expires in 1h: minutes left
+        browser.find_element("link text", NAME).click()
+        wait.until(lambda: [] if "healthy: the lab holds its intent" in browser.find_element("id", "lab-status").text
+                   else ["no status"], 30, f"{NAME}'s page with its status")
+        assert "create" in browser.find_element("id", "lab-ops").text
+    finally:
+        browser.quit()
 
 
 def test_a_snapshot_after_an_nvue_change_and_an_apply_passes_the_same_verify(served, owner, lab, tmp_path):

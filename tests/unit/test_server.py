@@ -349,3 +349,27 @@ def test_the_api_fuzzed_from_its_openapi_has_no_server_error(server):
         fuzz()
     assert failures == []
     assert len(set(calls)) >= 24 and len(calls) > 150, (len(set(calls)), len(calls))
+
+
+def test_tls_with_a_certificate_and_every_request_logged_with_its_user(tmp_path, caplog):
+    from twin.lifecycle import nvue_service
+
+    (tmp_path / "lab").mkdir()
+    cert, key = nvue_service.certificate(tmp_path / "lab", "tls")      # a self-signed one for 127.0.0.1
+    core = Core(Settings(home=tmp_path / "state"))
+    svc = Service("serve", create_app(core), [Listener(port=0, certfile=str(cert), keyfile=str(key))],
+                  body=guard_body).start()
+    try:
+        url = svc.addresses()[0]
+        assert url.startswith("https://127.0.0.1:")
+        caplog.set_level("INFO", logger="twin.server.access")
+        c = Client(url, user(core, "tls-user"), cafile=str(cert))
+        assert c.request("GET", "/v1/me")["user"] == "tls-user"
+        with pytest.raises(ApiError):
+            c.lab("nothing-here")
+        lines = [r.getMessage() for r in caplog.records if r.name == "twin.server.access"]
+        assert any(line.startswith("tls-user GET /v1/me 200 ") for line in lines), lines
+        assert any(line.startswith("tls-user GET /v1/labs/nothing-here") and " 404 " in line for line in lines)
+    finally:
+        svc.stop()
+        core.close()
