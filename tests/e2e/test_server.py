@@ -42,7 +42,7 @@ SMALL = ROOT / "tests/e2e/small.yml"
 
 @pytest.fixture(scope="module")
 def served(twin_home, node_image, tmp_path_factory):
-    s = Served(tmp_path_factory.mktemp("served") / "state", "--reap-every", "1", "--max-expiry", "2h").start()
+    s = Served(tmp_path_factory.mktemp("served") / "state", "--reap-every", "1", "--expiry", "1h", "--max-expiry", "2h").start()
     yield s
     s.stop()
 
