@@ -17,7 +17,7 @@ BENCH_SERVER_ARGS ?=
 .PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-compare bench-server soak chaos prove clean
 
 host:
-	@scripts/host-setup.sh
+	@twin/lifecycle/host-setup.sh
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

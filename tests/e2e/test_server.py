@@ -28,7 +28,7 @@ from tests.e2e.served import Served
 from twin import wait
 from twin.client import ApiError
 from twin.lab import Lab
-from twin.lifecycle import nvue_service
+from twin.nvue import service as nvue_service
 
 pytestmark = pytest.mark.e2e
 
@@ -42,7 +42,8 @@ SMALL = ROOT / "tests/e2e/small.yml"
 
 @pytest.fixture(scope="module")
 def served(twin_home, node_image, tmp_path_factory):
-    s = Served(tmp_path_factory.mktemp("served") / "state", "--reap-every", "1", "--expiry", "1h", "--max-expiry", "2h").start()
+    s = Served(tmp_path_factory.mktemp("served") / "state", "--reap-every", "1", "--expiry", "1h",
+               "--max-expiry", "2h").start()
     yield s
     s.stop()
 

@@ -352,7 +352,7 @@ def test_the_api_fuzzed_from_its_openapi_has_no_server_error(server):
 
 
 def test_tls_with_a_certificate_and_every_request_logged_with_its_user(tmp_path, caplog):
-    from twin.lifecycle import nvue_service
+    from twin.nvue import service as nvue_service
 
     (tmp_path / "lab").mkdir()
     cert, key = nvue_service.certificate(tmp_path / "lab", "tls")      # a self-signed one for 127.0.0.1

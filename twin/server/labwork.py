@@ -41,7 +41,7 @@ def create(core: Core, lab: Lab, timeout: float | None, vrf_backend: str | None,
 
 def _restore_saved(lab: Lab, saved: Path, say: Say) -> None:
     """A snapshot's NVUE saved configurations (`nv config save`) back in the new lab's NVUE service."""
-    from twin.lifecycle import nvue_service
+    from twin.nvue import service as nvue_service
 
     for f in sorted(saved.glob("*.yaml")):
         dest = nvue_service.saved(lab.dir, f.stem)

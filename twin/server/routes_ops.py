@@ -16,8 +16,7 @@ from prometheus_client import generate_latest
 
 from twin import timeouts
 from twin.lab import Lab
-from twin.lifecycle import USER as NVUE_USER
-from twin.lifecycle import nvue_service
+from twin.nvue import service as nvue_service
 from twin.observe import Collector, metrics, store
 from twin.server.core import Core
 from twin.server.problems import ApiProblem
@@ -139,7 +138,7 @@ def _forward(lab: str, node: str, method: str, path: str, query: str, body: byte
     ctx = ssl.create_default_context(cafile=str(cert))
     ctx.check_hostname = False
     conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeouts.NVUE_PROBE * 10, context=ctx)
-    auth = base64.b64encode(f"{NVUE_USER}:{nvue_service.password(d)}".encode()).decode()
+    auth = base64.b64encode(f"{nvue_service.USER}:{nvue_service.password(d)}".encode()).decode()
     headers = {"Authorization": f"Basic {auth}", "Accept": "application/json"}
     if kind:
         headers["Content-Type"] = kind

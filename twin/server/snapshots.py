@@ -24,7 +24,8 @@ from typing import Any
 
 from twin.errors import LabStateError
 from twin.lab import Lab
-from twin.lifecycle import nvue_service, state
+from twin.lifecycle import state
+from twin.nvue import service as nvue_service
 from twin.server import bodies
 from twin.server.core import Core
 from twin.server.operations import Say, Work
