@@ -4,7 +4,8 @@ numbers of a refusal (a quota, the host's capacity) in `limits`.
 
 twin's own errors map to a status here, in one place: a bad topology or change 422, a lab that
 is busy or in the wrong state 409, a name that is not one 400, the host that cannot take a lab
-409 with its figures. Anything else is a 500 with one line, never a traceback.
+409 with its figures, anything else twin refuses 422; a deadline passed 504, the engine or the
+kernel failing 502. Anything else is a 500 with one line, never a traceback.
 """
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ from pydantic import ValidationError
 from twin.errors import (
     ApplyFailed,
     ChangeRefused,
+    CommandError,
     ConfigError,
+    ConvergenceTimeout,
     LabNameError,
     LabStateError,
+    NetlinkFailed,
     Problem,
+    RuntimeFailed,
     TopologyError,
     TwinError,
 )
@@ -78,17 +83,21 @@ def of_error(e: BaseException) -> ApiProblem:
     if isinstance(e, (TopologyError, ConfigError)):
         found = [said(p) for p in getattr(e, "problems", [])] or str(e).splitlines()
         return ApiProblem(422, f"{len(found)} problem(s): {found[0]}" if found else str(e), "invalid", found)
-    if isinstance(e, (ChangeRefused, ApplyFailed)):
-        lines = str(e).splitlines()
-        return ApiProblem(422 if isinstance(e, ChangeRefused) else 500, lines[0] if lines else type(e).__name__,
-                          "change-refused" if isinstance(e, ChangeRefused) else "apply-failed", lines[1:])
+    if isinstance(e, ChangeRefused):
+        return ApiProblem(422, str(e).splitlines()[0], "change-refused", list(e.reasons))
+    if isinstance(e, ApplyFailed):
+        return ApiProblem(500, str(e).splitlines()[0], "apply-failed", str(e).splitlines()[1:])
     if isinstance(e, LabNameError):
         return ApiProblem(400, str(e), "bad-name")
     if isinstance(e, LabStateError):
         return ApiProblem(409, str(e).splitlines()[0], "lab-state")
-    if isinstance(e, TwinError):
-        lines = str(e).splitlines() or [type(e).__name__]
-        return ApiProblem(500, lines[0], "twin-error", lines[1:])
+    lines = str(e).splitlines() or [type(e).__name__]
+    if isinstance(e, ConvergenceTimeout):
+        return ApiProblem(504, lines[0], "not-converged", e.missing[:200])
+    if isinstance(e, (RuntimeFailed, NetlinkFailed, CommandError)):     # the engine, the kernel, a node
+        return ApiProblem(502, lines[0], "engine", lines[1:])
+    if isinstance(e, TwinError):       # what twin refuses, saying why (the request or the lab does not allow it)
+        return ApiProblem(422, lines[0], "refused", lines[1:])
     first = str(e).splitlines()[0] if str(e) else ""
     return ApiProblem(500, f"internal error: {type(e).__name__}" + (f": {first}" if first else ""), "internal")
 
