@@ -98,6 +98,9 @@ def test_failed_authentication_is_counted_and_slowed(server):
         took.append(time.monotonic() - t0)
         assert status == 401 and is_problem(doc, 401)
     assert core.throttle.total - before == 3
+    figures = call(url, "GET", "/v1/server", user(core, "figures", admin=True))[2]
+    assert figures["failed_authentications"] >= 3
+    assert call(url, "GET", "/v1/server", user(core, "not-admin"))[0] == 403
     assert took[2] > took[0] and took[2] >= 0.2          # each failure of an address waits longer
     assert call(url, "GET", "/v1/labs", "Basic x")[0] == 401
 

@@ -38,6 +38,17 @@ def me(request: Request, who: Who) -> dict:
             "expiry": {"default_seconds": s.expiry, "max_seconds": s.max_expiry}}
 
 
+@router.get("/server", tags=["server"], summary="The server's figures (an admin's): labs, open operations, "
+                                                "failed authentications")
+def server_figures(request: Request, who: Who) -> dict:
+    if not who.admin:
+        raise ApiProblem(403, "the server's figures are an admin's", "admin-only")
+    core = core_of(request)
+    return {"started": core.started, "labs": len(core.store.labs()), "operations_open": len(
+        core.store.open_operations()), "failed_authentications": core.throttle.total,
+        "users": len(core.store.rows("SELECT name FROM users"))}
+
+
 @router.get("/operations", tags=["operations"], summary="The user's recent operations")
 def list_operations(request: Request, who: Who, lab: str | None = None,
                     limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict:
