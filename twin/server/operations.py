@@ -58,7 +58,12 @@ class Operations:
         self._lock = threading.Lock()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Pending operations dropped (a next start settles them as failed); running ones finish first."""
+        running = self.store.rows("SELECT id, kind, lab FROM operations WHERE state = 'running'")
+        if running:
+            log.warning("stopping: waiting for %d running operation(s) to finish: %s", len(running),
+                        ", ".join(f"{r['id']} ({r['kind']} of {r['lab']})" for r in running))
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     # --- starting one ----------------------------------------------------------------------
     def start(self, who: Principal, lab: str, kind: str, work: Work, idem: str | None = None,
