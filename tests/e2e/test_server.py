@@ -64,11 +64,23 @@ def lab(served, owner, runtime):
         yield op, said
     finally:
         for name in (NAME, COPY, KILLED):
-            try:
-                served.client(owner).delete(name)
-            except ApiError:
-                twin_cli("down", name)
+            remove(served.client(owner), name)
             assert leftovers(runtime, name) == []
+
+
+def remove(c, name: str) -> None:
+    """Lab `name` deleted through the server (once what runs on it is done), else by `twin down`."""
+    def deleted() -> list[str]:
+        try:
+            c.delete(name)
+        except ApiError as e:
+            if e.status == 409:
+                return [e.detail]
+        return []
+    try:
+        wait.until(deleted, 300, f"{name} deleted", first=1.0, cap=2.0)
+    finally:
+        twin_cli("down", name)
 
 
 def cli(served: Served, token: str, *args: str) -> subprocess.CompletedProcess:
@@ -193,12 +205,12 @@ def test_a_lab_past_its_expiry_is_removed_by_the_server(served, owner, lab, runt
     assert ops[0]["result"]["reason"].startswith("expired at ")
 
 
-def _killed_during(served: Served, start, during: str) -> dict:
+def _killed_during(served: Served, token: str, start, during: str) -> dict:
     """Start an operation, SIGKILL the server once its progress says `during` ("": at its first progress
     line), and start the server again: the operation as it was started."""
     started = start()
     oid = started["operation"]
-    c = served.client(served.token("killer"))
+    c = served.client(token)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         events = c.request("GET", f"/v1/operations/{oid}/events?follow=false")
@@ -214,7 +226,7 @@ def _killed_during(served: Served, start, during: str) -> dict:
 
 def test_a_server_killed_mid_create_and_mid_apply_comes_back_with_them_failed(served, owner, lab, runtime):
     c = served.client(owner)
-    started = _killed_during(served, lambda: c.create(SMALL, name=KILLED, wait=False), "starting 5 containers")
+    started = _killed_during(served, owner, lambda: c.create(SMALL, name=KILLED, wait=False), "starting 5 containers")
     c = served.client(owner)
     op = c.operation(started["operation"])
     assert op["state"] == "failed" and "the server stopped during this operation" in op["error"]["detail"]
@@ -222,7 +234,7 @@ def test_a_server_killed_mid_create_and_mid_apply_comes_back_with_them_failed(se
     with pytest.raises(ApiError):
         c.lab(KILLED)
     assert leftovers(runtime, KILLED) == []
-    started = _killed_during(served, lambda: c.apply(NAME, str(TOPOLOGY), wait=False), "")   # at its first word
+    started = _killed_during(served, owner, lambda: c.apply(NAME, str(TOPOLOGY), wait=False), "")   # at its first word
     op = served.client(owner).operation(started["operation"])
     assert op["state"] == "failed" and "the server stopped during this operation" in op["error"]["detail"]
     try:   # whole (kept: healthy) or removed, never half made
