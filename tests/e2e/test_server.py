@@ -22,6 +22,7 @@ import time
 import urllib.request
 
 import pytest
+import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from tests.e2e.served import Served
@@ -221,18 +222,17 @@ def _killed_during(served: Served, token: str, start, during: str) -> dict:
     c = served.client(token)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        events = c.request("GET", f"/v1/operations/{oid}/events?follow=false")
-        if events is None:
+        events = c.request("GET", f"/v1/operations/{oid}/events?follow=false")["events"]
+        if any(during in e["text"] for e in events if e["kind"] == "progress"):
             break
-        if any(during in e["text"] for e in events["events"] if e["kind"] == "progress"):
-            break
+        assert c.operation(oid)["state"] in ("pending", "running"), c.operation(oid)   # it must not end first
         time.sleep(0.1)
     served.kill()
     served.start()
     return started
 
 
-def test_a_server_killed_mid_create_and_mid_apply_comes_back_with_them_failed(served, owner, lab, runtime):
+def test_a_server_killed_mid_create_and_mid_apply_comes_back_with_them_failed(served, owner, lab, runtime, tmp_path):
     c = served.client(owner)
     started = _killed_during(served, owner, lambda: c.create(SMALL, name=KILLED, wait=False), "starting 5 containers")
     c = served.client(owner)
@@ -242,7 +242,13 @@ def test_a_server_killed_mid_create_and_mid_apply_comes_back_with_them_failed(se
     with pytest.raises(ApiError):
         c.lab(KILLED)
     assert leftovers(runtime, KILLED) == []
-    started = _killed_during(served, owner, lambda: c.apply(NAME, str(TOPOLOGY), wait=False), "")   # at its first word
+    doc = yaml.safe_load(CABLED.read_text())       # the lab as it runs, and a sixth server beside the fifth
+    doc["nodes"]["server06"] = {"kind": "host"}
+    doc["links"].append({"endpoints": ["leaf01:swp4", "server06:eth1"]})
+    doc["tenants"]["red"]["attachments"].append({"host": "server06", "segment": "vlan30", "address": "10.1.30.106"})
+    more = tmp_path / "samples-more.yml"
+    more.write_text(yaml.safe_dump(doc, sort_keys=False))
+    started = _killed_during(served, owner, lambda: c.apply(NAME, str(more), wait=False), "host endpoint")
     op = served.client(owner).operation(started["operation"])
     assert op["state"] == "failed" and "the server stopped during this operation" in op["error"]["detail"]
     try:   # whole (kept: healthy) or removed, never half made
