@@ -38,8 +38,7 @@ def serve(settings: Settings, listeners: list[Listener], allow_remote: bool = Fa
         say(w)
     core = Core(settings)
     try:
-        for line in recover(core):
-            say(f"recovered: {line}")
+        recover(core)            # what a stopped server left, settled (each said on the log)
         reaper = Reaper(core).start()
         service = Service("serve", create_app(core), listeners, max_body=MAX_BODY, timeout=TIMEOUT,
                           concurrency=CONCURRENCY, body=guard_body)
