@@ -376,3 +376,19 @@ def test_tls_with_a_certificate_and_every_request_logged_with_its_user(tmp_path,
     finally:
         svc.stop()
         core.close()
+
+
+def test_a_status_document_is_the_status_it_was_made_from():
+    """`twin --server status` prints what the server's `twin status --json` says, as the local command does."""
+    from twin.lifecycle import LabStatus
+    from twin.lifecycle.status import NodeStatus, TenantStatus, VtepStatus
+
+    vtep = VtepStatus(True, [10], [20], {"type2": 1, "type3": 2}, {"type2": 1, "type3": 3})
+    st = LabStatus("x", "up", "/d", "t.yml", "img", {"r1": "frr:10"}, "netns", "tc", {"converged": 1.5},
+                   [NodeStatus("leaf1", "leaf", "running", 65101, "10.0.0.1", 2, 1, ["swp1"]),
+                    NodeStatus("h1", "host", "running")],
+                   [TenantStatus("red", "red", 4001, [{"l2vni": 10, "segment": "s"}], [], {"leaf1": vtep}),
+                    TenantStatus("blue", "blue", 4002, [], [], {"leaf1": VtepStatus(reachable=False)})],
+                   ["spine1: no route"], changing="twin apply (pid 7)", nvue=None)
+    again = LabStatus.from_dict(json.loads(json.dumps(st.to_dict())))
+    assert again.to_dict() == st.to_dict() and again.problems() == st.problems() and not again.healthy

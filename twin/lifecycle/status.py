@@ -145,9 +145,10 @@ class LabStatus:
         nodes = [NodeStatus(**{k: v for k, v in n.items() if k in NodeStatus.__dataclass_fields__}) for n in d["nodes"]]
         tenants = [TenantStatus(t["tenant"], t["vrf"], t["l3vni"], t["segments"], t["hosts"],
                                 {v: VtepStatus.from_dict(s) for v, s in t["vteps"].items()}) for t in d["tenants"]]
-        return cls(d["lab"], d["status"], d["dir"], d.get("topology"), d.get("image"), d.get("vrf_backend"),
-                   d.get("shaping"), d.get("timings") or {}, nodes, tenants, d.get("missing") or [], "",
-                   d.get("changing") or "", d.get("nvue"))
+        return cls(d["lab"], d["status"], d["dir"], topology=d.get("topology"), image=d.get("image"),
+                   own_images=d.get("own_images") or {}, vrf_backend=d.get("vrf_backend"), shaping=d.get("shaping"),
+                   timings=d.get("timings") or {}, nodes=nodes, tenants=tenants, missing=d.get("missing") or [],
+                   changing=d.get("changing") or "", nvue=d.get("nvue"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"lab": self.lab, "status": self.status, "healthy": self.healthy, "topology": self.topology,
