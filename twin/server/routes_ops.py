@@ -59,7 +59,8 @@ def list_operations(request: Request, who: Who, lab: str | None = None,
 
 @router.get("/operations/{oid}", tags=["operations"],
             summary="An operation: state (pending, running, succeeded, failed), progress, result, exit")
-def get_operation(oid: str, request: Request, who: Who) -> dict:
+async def get_operation(oid: str, request: Request, who: Who) -> dict:
+    # answered on the event loop (a few SQLite reads): no hop through the thread pool the labs' work shares
     core = core_of(request)
     return core.ops.doc(core.operation(who, oid))
 
