@@ -19,11 +19,12 @@ DATA = (TWIN / "images",)   # package data: the node image's recipe (its scripts
 
 # The data path: each layer may import the layers before it, never one after it.
 LAYERS = [
-    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit"},   # foundation
+    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit", "twin.version"},   # foundation
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"}, {"twin.runtime"},
     {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"}, {"twin.change"},
     {"twin.nvued"},   # a lab's NVUE service: it applies through change/, lab/ starts it
-    {"twin.lab"}, {"twin.host"}, {"twin.pytest_plugin"}, {"twin.cli"}, {"twin"},   # the package's face: Lab, verify
+    {"twin.lab"}, {"twin.host"}, {"twin.pytest_plugin"}, {"twin.cli"},
+    {"twin", "twin.__main__"},   # the package's face (Lab, verify) and `python -m twin`
 ]
 
 
@@ -38,7 +39,7 @@ def modules() -> dict[str, Path]:
 
 
 def layer(module: str) -> int:
-    if module == "twin":
+    if module in LAYERS[-1]:
         return len(LAYERS) - 1
     for i, names in enumerate(LAYERS):
         if any(module == n or module.startswith(n + ".") for n in names if n != "twin"):

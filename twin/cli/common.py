@@ -23,6 +23,7 @@ from typing import Callable, Iterator, NoReturn, TypeVar
 import click
 from rich.console import Console
 
+from twin import version
 from twin.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
 from twin.host import describe_failure
 from twin.verify import Recorder, recording
@@ -131,6 +132,8 @@ def write_reports(lab: str, passed: bool | None, rec: Recorder | None, summary: 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Show full error details.")
+@click.version_option(version.VERSION, "-V", "--version", message=version.text().replace("%", "%%"),
+                      help="Show twin's version and where it runs from, and exit.")
 @click.pass_context
 def main(cli: click.Context, verbose: bool) -> None:
     """twin: a digital twin of an AI-cloud leaf/spine EVPN fabric, in containers."""
