@@ -30,10 +30,12 @@ View = tuple[Fabric, list[Step]]       # a VTEP's fabric and kernel steps, as it
 def views(ctx: LabContext) -> dict[str, View]:
     """Each VTEP's fabric and kernel steps as it runs them: a node running NVUE its own (the lab's
     fabric with its tenants as its NVUE says, `nvue.as_run`, and its plane's steps), any other the
-    topology's rendering."""
+    topology's rendering. A node on NVUE's VLAN-aware layout has none: its devices are not the
+    per-VNI ones the kernel elements break (`vni_elements` says so)."""
     runs, f = ctx.nvue(), ctx.fabric
     return {v: ((nvue.as_run(f, runs[v].plane), runs[v].plane.steps) if v in runs else
-                (f, overlay.plan(f, v, ctx.backend))) for v in f.vteps()}
+                (f, overlay.plan(f, v, ctx.backend))) for v in f.vteps()
+            if v not in runs or runs[v].plane.layout != nvue.VLAN_AWARE}
 
 
 def rebind(fabric: Fabric, node: str, backend, t: Tenant, seg: Segment | None = None) -> tuple[Step, ...]:
@@ -54,8 +56,10 @@ def local(t: Tenant, v: str, seg: Segment | None = None) -> list[Attachment]:
 
 def vni_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     """Each VXLAN device (deleted) and its VNI (the device made again with another one)."""
-    be, out = ctx.backend, []
-    for v, (f, plan) in views(ctx).items():
+    be, out, seen = ctx.backend, [], views(ctx)
+    exempt = [Exempt("kernel elements", v, "it runs NVUE's VLAN-aware layout, not the per-VNI devices they break")
+              for v in ctx.fabric.vteps() if v not in seen]
+    for v, (f, plan) in seen.items():
         for t in f.tenants_on(v):
             ns = overlay.tenant_ns(t, be)
             for vni, seg in [(t.l3vni, None), *((s.l2vni, s) for s in t.segments_on(v))]:
@@ -73,7 +77,7 @@ def vni_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                 out.append(Element(f"{layer.lower()}-vni {v} {vni}", f"{layer} VNI", v, f"VNI {vni} of {what}",
                                    ("control",), expect, (Kernel(v, (Step("del", vx, ns),) + remade),),
                                    (Kernel(v, (Step("del", vx, ns),)),) + back))
-    return out, []
+    return out, exempt
 
 
 def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
@@ -199,7 +203,9 @@ def _attachments(ctx: LabContext) -> list[tuple[Tenant, Attachment, Fabric]]:
     vs, out = views(ctx), []
     for t in ctx.fabric.tenants.values():
         for a in t.attachments:
-            f = vs[a.vtep][0] if a.vtep in vs else ctx.fabric
+            if a.vtep not in vs:
+                continue   # a VTEP on NVUE's VLAN-aware layout (`views`)
+            f = vs[a.vtep][0]
             mine = f.tenants.get(t.name)
             run = next((x for x in mine.attachments if x.host == a.host and x.vtep == a.vtep), None) if mine else None
             if run is not None:
