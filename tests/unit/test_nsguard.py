@@ -97,4 +97,6 @@ def test_a_file_that_is_no_namespace_is_refused(tmp_path):
     with pytest.raises(NamespaceRefused) as e:
         nsguard.open_path(str(tmp_path / "ns"))
     assert str(e.value) == f"{tmp_path}/ns is not a network namespace"
+    with pytest.raises(NamespaceRefused, match="/dev/null is not a network namespace"):
+        nsguard.open_path("/dev/null")     # a device: never handed the ioctl
     os.close(nsguard.open_path("/proc/self/ns/net"))

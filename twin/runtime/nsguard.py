@@ -91,7 +91,10 @@ def open_tenant(pid: int, vrf: str) -> int:
 
 
 def _nstype(fd: int) -> int:
-    """The namespace type of nsfs file `fd` (CLONE_NEW*), 0 for any other file."""
+    """The namespace type of nsfs file `fd` (CLONE_NEW*), 0 for any other file (the ioctl is asked of
+    nsfs files only: a device planted there is never handed it)."""
+    if os.fstat(fd).st_dev != os.stat("/proc/self/ns/net").st_dev:
+        return 0
     try:
         return fcntl.ioctl(fd, NS_GET_NSTYPE)
     except OSError as e:
