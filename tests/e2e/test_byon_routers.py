@@ -120,6 +120,7 @@ def test_a_router_a_fault_restarts_runs_its_own_config_again_and_is_proved_on_it
     and puts it back by it."""
     p = twin_cli("fault", "node-restart", NAME, "r1")
     assert p.returncode == 0, p.stdout + p.stderr
+    lab.wait()
     assert "10.255.255.1/32" in lab.node("r1").check(["ip", "-o", "addr", "show", "dev", "lo"]).stdout
     assert "192.0.2.0/24" in lab.node("r1").vtysh("show ip route static")
     res = lab.node("h1").run(["ping", "-c2", "-W2", "172.16.2.10"])

@@ -265,6 +265,7 @@ def test_a_node_a_fault_starts_again_keeps_what_its_nvue_runs(lab):
         assert p.returncode == 0, p.stdout + p.stderr
         if words[0] == "node-stop":
             continue
+        lab.wait()
         assert inet(lab) == before, f"after {words[0]}: {inet(lab)}"
         assert json.loads(nv("show", "interface", "vlan30", "-o", "json").stdout)["link"]["oper-status"] == "up"
         report = verify.run(lab)

@@ -310,6 +310,9 @@ def test_the_elements_of_a_node_running_nvue_are_what_it_runs(tmp_path):
     gw = ids["gateway-mac leaf01 br10"].restores[0].steps[0]
     assert (gw.op, gw.args) == ("mac", {"mac": "00:00:5e:00:01:99"}), "put back to the MAC leaf01's NVUE gives"
     assert ids["gateway-mac dpu1 br10"].restores[0].steps[0].args == {"mac": "00:00:5e:00:01:01"}
+    back = [(x.op, x.args) for x in ids["gateway-address leaf01 br10"].restores[0].steps[:2]]
+    assert back == [("addr", {"cidr": "10.1.10.1/24"}), ("addr", {"cidr": "10.1.10.2/24"})], \
+        "the SVI's own address too: the kernel deletes an address's secondaries with it"
     assert "arp-suppression leaf01 vxlan10" not in ids and "arp-suppression dpu1 vxlan10" in ids
     assert ("ARP suppression", "leaf01 vxlan10", "leaf01 runs vxlan10 without it") in \
         {(x.kind, x.where, x.why) for x in exempt}

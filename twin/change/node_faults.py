@@ -140,7 +140,8 @@ def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int, runs: dict[str, nvue.
     the kernel steps of bring-up that concern it (tenant namespace, bridge, MAC, address), of the
     plane the peer runs (its NVUE's, else the topology's rendering)."""
     fabric = ctx.fabric
-    if kinds.of(fabric.nodes[ref.node]).endpoint:
+    if kinds.of(fabric.nodes[ref.node]).endpoint:   # up first: its `exec` commands (a route) need it
+        set_port(ctx, ref, up=True, pid=pid)
         configure_node(fabric, ref.node, ctx.exec(ref.node), pid, ctx.backend, ctx.shaping)
         return
     plan = runs[ref.node].plane.steps if ref.node in runs else overlay.plan(fabric, ref.node, ctx.backend,

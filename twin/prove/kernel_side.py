@@ -96,13 +96,16 @@ def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                     ("arp",), (rf"^arp: {hosts} resolves {gw} ",),
                     (Kernel(v, (Step("mac", br, ns, {"mac": STRANGE_MAC}),)),),
                     (Kernel(v, (Step("mac", br, ns, {"mac": seg.mac}),) + again),)))
+                # the kernel takes an address's secondaries with it (an NVUE SVI's own address): all back
+                addrs = tuple(x for x in plan if x.op == "addr" and x.dev == br) or (
+                    Step("addr", br, ns, {"cidr": seg.gateway_cidr}),)
                 out.append(Element(
                     f"gateway-address {v} {br}", "anycast gateway address", v,
                     f"{seg.gateway_cidr} on {br} ({t.name} {seg.name})", ("control", "arp"),
                     (rf"^control: vrf {v} {re.escape(t.vrf)}: .*{re.escape(seg.subnet)}",
                      rf"^arp: {hosts} resolves {gw} "),
                     (Kernel(v, (Step("unaddr", br, ns, {"cidr": seg.gateway_cidr}),)),),
-                    (Kernel(v, (Step("addr", br, ns, {"cidr": seg.gateway_cidr}),) + again),)))
+                    (Kernel(v, addrs + again),)))
                 if len(t.segment_vteps(seg.name)) < 2:
                     exempt.append(Exempt("ARP suppression", f"{v} {vx}", f"{t.name} {seg.name} is on no other VTEP"))
                     continue
