@@ -47,7 +47,7 @@ def wheel_twin(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def lab(wheel_twin, runtime):
+def lab(wheel_twin, runtime, node_image):
     """The default lab, `twin up aipod` by the wheel's twin outside the checkout (its node image
     `twin image build` finds up to date: the wheel carries the checkout's recipe)."""
     away = wheel_twin.parents[2]
