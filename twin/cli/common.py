@@ -23,6 +23,7 @@ from typing import Callable, Iterator, NoReturn, TypeVar
 import click
 from rich.console import Console
 
+from twin import version
 from twin.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
 from twin.host import describe_failure
 from twin.verify import Recorder, recording
@@ -160,6 +161,8 @@ def _not_remote(name: str, remote: list[str]) -> click.Command:
 @click.option("--server", metavar="URL", envvar="TWIN_SERVER",
               help="Run up, down, status, list, verify, apply, plan, rehearse, snapshot on this twin server "
                    "(`twin serve`) with a token (TWIN_TOKEN or ~/.config/twin/token). Env: TWIN_SERVER.")
+@click.version_option(version.VERSION, "-V", "--version", message=version.text().replace("%", "%%"),
+                      help="Show twin's version and where it runs from, and exit.")
 @click.pass_context
 def main(cli: click.Context, verbose: bool, server: str | None) -> None:
     """twin: a digital twin of an AI-cloud leaf/spine EVPN fabric, in containers."""
