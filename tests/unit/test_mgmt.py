@@ -102,7 +102,8 @@ def test_the_management_port_is_eth0_in_a_namespace_of_its_own_made_with_the_nod
     f = mgmt.resolve(load("topologies/aipod.yml"))
     addr = f"{f.nodes['spine1'].mgmt}/{IPv4Network(f.mgmt.subnet).prefixlen}"
     assert [s.command() for s in overlay.plan(f, "spine1", "netns")] == [
-        "mkdir -p /run/twin && touch /run/twin/mgmt && unshare --net=/run/twin/mgmt true",
+        "mountpoint -q /run/twin/mgmt || { mkdir -p /run/twin && touch /run/twin/mgmt && unshare --net=/run/twin/mgmt "
+        "true; }",
         "ip link set eth0 netns /run/twin/mgmt",
         "nsenter --net=/run/twin/mgmt ip link set lo up",
         f"nsenter --net=/run/twin/mgmt ip addr add {addr} dev eth0",

@@ -70,8 +70,8 @@ def _in_ns(s: Step) -> str:
 OPS: dict[str, Op] = {
     "netns": Op(lambda s, n: f"ip netns add {s.dev}", in_node=True),
     # the node's management namespace, mounted where zebra -n does not look (twin.config.mgmt)
-    "mgmt-netns": Op(lambda s, n: f"mkdir -p {MGMT_NETNS.rsplit('/', 1)[0]} && touch {MGMT_NETNS} "
-                                  f"&& unshare --net={MGMT_NETNS} true", in_node=True),
+    "mgmt-netns": Op(lambda s, n: f"mountpoint -q {MGMT_NETNS} || {{ mkdir -p {MGMT_NETNS.rsplit('/', 1)[0]} "
+                                  f"&& touch {MGMT_NETNS} && unshare --net={MGMT_NETNS} true; }}", in_node=True),
     # Cumulus's VLAN-aware layout (`twin.nvue.vlanaware`: opt-in, for kernels with 802.1Q VLANs; this
     # project's CI kernel has none): run in the node by these very commands, golden-tested only
     "vlan-bridge": Op(lambda s, n: f"ip link add {s.dev} mtu {s.args['mtu']} type bridge vlan_filtering 1 "
