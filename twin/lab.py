@@ -147,7 +147,9 @@ class Lab:
         `wait=False` returns once the nodes run, are wired and FRR started (as `clab deploy`):
         for labs a user's scripts configure; `wait()` is the convergence barrier then. A node's
         `exec` command that fails is a note (`notes`) and the lab goes on, as in containerlab;
-        `strict_exec` makes it end the bring-up."""
+        `strict_exec` makes it end the bring-up. `timeout`: the whole bring-up's deadline, from
+        this call (default: convergence within 60 s + 1 s per FRR node once the nodes are wired)."""
+        start = time.monotonic()
         if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
         if configs is not None:
@@ -163,7 +165,7 @@ class Lab:
                 self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
                 self._already_up(vrf_backend)
             # host-wide kernel limits and CPU, before anything is created; timers scaled where needed
-            est = admission.ensure(self.loaded, watch.host(), timeout)
+            est = admission.ensure(self.loaded, watch.host(), timeout, whole=timeout is not None)
             if est.timers is not None:
                 self.loaded = self.loaded.model_copy(update={"timers": est.timers})
                 say(f"{est.timers_text()}: {est.figures()}")
@@ -175,7 +177,7 @@ class Lab:
                 self.runtime.check_configs(image, self.name, nvue.frr_view(self.configs, self.loaded))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 timings = self._bring_up(image, timeout, say, choice.backend, wait,
-                                         bringup.ExecLog(self.name, strict_exec))
+                                         bringup.ExecLog(self.name, strict_exec), start)
                 self.nvue_service(say)
                 return timings
 
@@ -199,7 +201,7 @@ class Lab:
                                  {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
 
     def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
-                  execs: bringup.ExecLog) -> dict[str, float]:
+                  execs: bringup.ExecLog, start: float) -> dict[str, float]:
         fabric = self.loaded
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
@@ -246,7 +248,7 @@ class Lab:
             st.status = "converging"
             state.save(self.dir, st)
             ctx = LabContext(self.name, self.dir, fabric, backend, self.runtime, image, shaping)
-            st.timings["converged"] = self._converge(ctx, timeout, say, t0) - t0
+            st.timings["converged"] = self._converge(ctx, timeout, say, t0, start) - t0
             st.status = "up"
             return st.timings
         except BaseException as e:
@@ -257,25 +259,22 @@ class Lab:
                 state.save(self.dir, st)
 
     @staticmethod
-    def _converge(ctx: LabContext, timeout: float | None, say: Say, since: float) -> float:
-        """The barrier, said first; returns when it held (time.monotonic())."""
+    def _converge(ctx: LabContext, timeout: float | None, say: Say, since: float, start: float) -> float:
+        """The barrier, said first; returns when it held (time.monotonic()). A `timeout` given is the
+        command's, from its `start`; the default one is the barrier's own, from now."""
         limit = timeout if timeout is not None else barrier.deadline(ctx)
-        mine, fabric = ctx.intent.generic, ctx.fabric
-        say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
-            f"{len(ctx.intent.nodes)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes"
-                                                  if fabric.tenants else "")
-            + (f", {sum(len(g.adjacencies) for g in mine.values())} adjacencies of {len(mine)} routers of "
-               "your configs" if mine else "") + f" (deadline {limit:.0f}s)")
-        barrier.converge(ctx, limit, say=say, since=since)
+        begin = start if timeout is not None else time.monotonic()
+        say(barrier.waiting_for(ctx, limit, begin + limit - time.monotonic() if timeout is not None else None))
+        barrier.converge(ctx, limit, say=say, since=since, start=begin)
         return time.monotonic()
 
     def wait(self, timeout: float | None = None, say: Say = lambda _: None) -> float:
         """The convergence barrier of a running lab (after `up(wait=False)` and the user's own scripts):
         returns the seconds it took; ConvergenceTimeout names what is missing. The lab is `up` then."""
         with self.writing("twin wait"):
-            ctx = self.context()
             t0 = time.monotonic()
-            self._converge(ctx, timeout, say, t0)
+            ctx = self.context()
+            self._converge(ctx, timeout, say, t0, t0)
             took = time.monotonic() - t0
             st = state.load(self.dir)[0]
             if st is not None and st.status != "up":

@@ -36,7 +36,8 @@ def plan_(cli, lab, change, as_json):
 @main.command(name="apply")
 @click.argument("lab")
 @click.argument("change", type=click.Path())
-@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
+@click.option("--timeout", type=float,
+              help="Convergence deadline in seconds, from the command's start (default: from lab size, once applied).")
 @click.option("--no-wait", is_flag=True, help="Return once applied, without waiting for convergence.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context

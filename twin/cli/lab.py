@@ -38,7 +38,9 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
                    "know as twin kinds, whose day-0 config twin renders; repeatable, e.g. "
                    "--role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: the topology's name).")
-@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
+@click.option("--timeout", type=float,
+              help="Deadline of the whole bring-up in seconds, from the command's start: it ends by then, converged "
+                   "or naming what is missing (default: convergence within 60 s + 1 s per FRR node once wired).")
 @click.option("--image", help="Node image tag (default: built from images/ when missing).")
 @click.option("--keep", is_flag=True, help="Keep what was created when bring-up fails, for debugging.")
 @click.option("--runtime", type=click.Choice(["docker", "containerlab"]), envvar="TWIN_RUNTIME",
@@ -108,7 +110,7 @@ def up(cli, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
               help="A containerlab or Air file's nodes of kinds twin cannot run or does not know, as twin kinds.")
 @click.option("--name", help="Lab name to check too (default: the topology's name).")
 @click.option("--vrf-backend", type=click.Choice(list(CHOICES)), help=VRF_BACKEND_HELP)
-@click.option("--timeout", type=float, help="The convergence deadline `twin up` would get (default: from lab size).")
+@click.option("--timeout", type=float, help="The deadline `twin up --timeout` would get (default: from lab size).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def validate(cli, topology, configs, roles, name, vrf_backend, timeout, as_json):
@@ -180,7 +182,8 @@ def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
 
 @main.command(name="wait")
 @click.argument("lab")
-@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size, as `up`).")
+@click.option("--timeout", type=float,
+              help="Convergence deadline in seconds, from the command's start (default: from lab size, as `up`).")
 @click.pass_context
 def wait_(cli, lab, timeout):
     """Wait until LAB has converged (the barrier of `twin up`): after `twin up --no-wait` and the
