@@ -8,6 +8,7 @@ namespace that never replies (the socket is connected to that deaf peer instead 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 import time
@@ -16,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from pyroute2 import IPRoute
 
-from twin import wait
+from twin import stages, wait
 from twin.errors import ConvergenceTimeout, NetlinkTimeout
 from twin.runtime import netns, observe, rtdump
 
@@ -156,3 +157,38 @@ def test_each_returns_at_its_deadline_with_the_calls_that_had_not_ended():
     finally:
         release.set()
         pool.shutdown()
+
+
+def test_plain_progress_lines_at_each_stage_change_and_at_a_steady_interval_while_stuck():
+    lines: list[str] = []
+    tell = stages.Progress()
+    with stages.PlainLines(tell, lines.append, "big", every=0.3):
+        tell("rendering configs into /x")
+        tell(stages.Said("starting: 1/4 containers running, 0/3 links wired, 0/4 nodes configured", "containers"))
+        tell(stages.Said("starting: 2/4 containers running, 0/3 links wired, 0/4 nodes configured", "containers"))
+        tell(stages.Said("starting: 4/4 containers running, 1/3 links wired, 0/4 nodes configured", "links"))
+        tell("converging: 0/4 routers done; waiting for leaf1")
+        tell("converging: 1/4 routers done; waiting for leaf2")   # the same stage, said again at once: not printed
+        time.sleep(1.0)                                          # stuck: the last line again, with the time
+    texts = [line.split("] ", 1)[1] for line in lines]
+    assert texts[:4] == ["big: rendering configs into /x",
+                         "big: starting: 1/4 containers running, 0/3 links wired, 0/4 nodes configured",
+                         "big: starting: 4/4 containers running, 1/3 links wired, 0/4 nodes configured",
+                         "big: converging: 0/4 routers done; waiting for leaf1"]
+    again = texts[4:]
+    assert 2 <= len(again) <= 4 and set(again) == {"big: converging: 1/4 routers done; waiting for leaf2"}, texts
+    assert all(re.match(r"\[\s*\d+s\] big: ", line) for line in lines)
+    assert stages.stage_of("converging: 3/256 routers done") == "converging"
+    assert stages.stage_of("waiting for 16 BGP sessions: x") == "waiting for 16 BGP sessions: x"
+
+
+def test_off_a_terminal_a_commands_progress_is_plain_lines_on_stderr(capsys):
+    from twin.cli import common
+
+    assert not common.err.is_terminal   # pytest captures stderr
+    with common.progress("lab1", "starting") as say:
+        say("rendering configs into /x")
+        say("converging: 0/2 routers done; waiting for leaf1")
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split("] ", 1)[1] for line in err] == ["lab1: starting", "lab1: rendering configs into /x",
+                                                        "lab1: converging: 0/2 routers done; waiting for leaf1"]

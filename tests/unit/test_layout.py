@@ -18,7 +18,7 @@ MAX_FUNCTION_LINES = 60
 
 # The data path: each layer may import the layers before it, never one after it.
 LAYERS = [
-    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit"},   # foundation
+    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit", "twin.stages"},   # foundation
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"}, {"twin.runtime"},
     {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"}, {"twin.change"},
     {"twin.nvued"},   # a lab's NVUE service: it applies through change/, lab/ starts it

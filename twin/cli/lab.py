@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from twin import host, kinds
-from twin.cli.common import err, main, out, run
+from twin.cli.common import err, main, out, progress, run
 from twin.config import userconf
 from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.naming import container_name
@@ -71,11 +71,9 @@ def up(cli, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
     def bring_up():
         lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles))
         try:
-            with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
+            with progress(lab.name, "starting") as say:
                 timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,
-                                 strict_exec=strict_exec,
-                                 say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
-                                                err.print(f"  {m}") if cli.obj.verbose else None))
+                                 strict_exec=strict_exec, say=say)
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return
@@ -190,9 +188,8 @@ def wait_(cli, lab, timeout):
     scripts that configure its nodes. Exit 1 naming what is still missing at the deadline."""
     def wait_converged():
         handle = Lab(lab)
-        with err.status(f"[bold]{lab}[/bold]: waiting") as status:
-            took = handle.wait(timeout, say=lambda m: (status.update(f"[bold]{lab}[/bold]: {m}"),
-                                                       err.print(f"  {m}") if cli.obj.verbose else None))
+        with progress(lab, "waiting") as say:
+            took = handle.wait(timeout, say=say)
         out.print(f"lab [bold]{lab}[/bold] has converged, in {took:.1f}s")
     run(cli, wait_converged)
 
