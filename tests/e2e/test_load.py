@@ -72,7 +72,8 @@ def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_before_anything_
     m = re.search(r"this host has 1 core\(s\), ([\d.]+) busy with other work \(load average [\d.]+\): ([\d.]+) free, "
                   r"so ~(\d+) s to converge \(~\d+ s with containers and links\), beyond the deadline of 316 s; "
                   r"what would: at most ~(\d+) FRR nodes of this shape, "
-                  r"or a longer deadline \(`--timeout (\d+)`\), or (\d+) cores; nothing was created$", line)
+                  r"or a longer deadline \(`--timeout (\d+)`, for the whole bring-up\), or (\d+) cores; "
+                  r"nothing was created$", line)
     assert m, line
     free, seconds, fewer = float(m[2]), int(m[3]), int(m[4])
     assert 0.5 <= free <= 1.0 and 0 < fewer < 256
