@@ -10,9 +10,9 @@ from typing import Callable, Sequence
 
 from twin import timeouts
 from twin.errors import ConfigError, Problem, TwinError
-from twin.interop.nvue import frr_view
 from twin.lab import Lab
 from twin.lifecycle import admission, hostlimits, state
+from twin.nvue import frr_view
 from twin.runtime import images, kernel, kernelhint
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import Result

@@ -19,20 +19,23 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-from twin import nvued, topology
+from twin import nvue, topology
 from twin.config import render, userconf
 from twin.config.backend import DEFAULT_BACKEND, NAMES, Backend, wanted
 from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
-from twin.interop import doors, nvue
-from twin.lifecycle import admission, barrier, bringup, cleanup, nvue_service, state, vrfbackend
+from twin.interop import doors
+from twin.lifecycle import admission, barrier, bringup, cleanup, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
+from twin.nvue import nvued
+from twin.nvue import service as nvue_service
 from twin.runtime import containerlab, kernel
 from twin.runtime.base import Runtime
 from twin.runtime.exec import NodeExec
+from twin.topology import samples
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
 
@@ -75,14 +78,13 @@ class Lab:
     @classmethod
     def load(cls, topology_file: str | Path, name: str | None = None, runtime: str | None = None,
              configs: str | Path | None = None, roles: dict[str, str] | None = None) -> "Lab":
-        """Validate a topology file (TopologyError with every problem) into a Lab; `configs`: a
-        directory of the user's FRR files for it (read and matched to its nodes here).
-
-        A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported
-        on the way (`twin.interop.doors`): a containerlab node's bound FRR files are the user's
-        configs, `roles` maps nodes to twin's kinds, and what twin leaves out is in `notes`."""
+        """Validate a topology file (or twin's own of that name: `aipod`) into a Lab (TopologyError with
+        every problem); `configs`: a directory of the user's FRR files for it (read, matched to its nodes).
+        A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported on the way
+        (`twin.interop.doors`): its bound FRR files are the user's configs, `roles` maps nodes to kinds."""
         if name is not None:
             state.check_name(name)
+        topology_file = samples.resolve(topology_file)
         imported = doors.import_other(topology_file, roles, name)
         if imported is None:
             if roles:
@@ -182,7 +184,7 @@ class Lab:
                 return timings
 
     def nvue_service(self, say: Say = lambda _: None) -> dict | None:
-        """The lab's NVUE service running, when its nodes run NVUE (`twin.nvued`: the REST API and
+        """The lab's NVUE service running, when its nodes run NVUE (`twin.nvue.nvued`: the REST API and
         `nv` in the nodes); its record (where it listens), or None for a lab without NVUE."""
         st = self.state
         if st is None or not any(nvue.STARTUP in files for files in st.user_files.values()):

@@ -120,13 +120,13 @@ def leftovers(runtime: DockerRuntime, lab: str) -> list[str]:
 
 
 def nvue_services(lab: str) -> list[int]:
-    """Processes that serve lab `lab`'s NVUE API (`python -m twin.nvued LAB`), from /proc."""
+    """Processes that serve lab `lab`'s NVUE API (`python -m twin.nvue.nvued LAB`), from /proc."""
     out = []
     for d in Path("/proc").glob("[0-9]*"):
         try:
             argv = (d / "cmdline").read_bytes().split(b"\0")[:-1]
         except OSError:
             continue
-        if argv[-3:] == [b"-m", b"twin.nvued", lab.encode()]:
+        if argv[-3:] == [b"-m", b"twin.nvue.nvued", lab.encode()]:
             out.append(int(d.name))
     return out

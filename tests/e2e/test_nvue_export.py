@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
-from twin.interop import nvue
+from twin import nvue
 
 pytestmark = pytest.mark.e2e
 

@@ -26,7 +26,8 @@ import yaml
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import verify, wait
 from twin.lab import Lab
-from twin.lifecycle import daemon, nvue_service
+from twin.lifecycle import daemon
+from twin.nvue import service as nvue_service
 
 pytestmark = pytest.mark.e2e
 

@@ -13,9 +13,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from twin import topology
+from twin import nvue, topology
 from twin.errors import TopologyError
-from twin.interop import nvue
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from twin import topology
+from twin import nvue, topology
 from twin.config import userconf
 from twin.errors import TopologyError
-from twin.interop import nvue
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"

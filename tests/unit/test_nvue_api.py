@@ -1,5 +1,5 @@
-"""NVUE live, without a lab: the REST API's and `nv`'s pure parts (`twin.interop.nvue.api`, `.cli`),
-a file of nv commands as a change, and the service's app (`twin.nvued`) served on a TLS port and a
+"""NVUE live, without a lab: the REST API's and `nv`'s pure parts (`twin.nvue.api`, `.cli`),
+a file of nv commands as a change, and the service's app (`twin.nvue.nvued`) served on a TLS port and a
 unix socket over a lab directory as `twin up --configs` leaves it, driven by `requests` and by the
 node's own `nv` client: revisions made, patched, diffed and read back, each node on its own, and
 hostile input (bad JSON, wrong types, deep or huge bodies, unknown paths, no or a wrong password)
@@ -17,16 +17,16 @@ import pytest
 import requests
 
 from tests.unit.test_nvue_change import SAMPLES, running_lab
-from twin.change import nv_file
+from twin import nvue
 from twin.errors import TopologyError
-from twin.interop import nvue
-from twin.interop.nvue import api, cli
-from twin.interop.nvue import client as client_module
-from twin.lifecycle import nvue_service
 from twin.lifecycle.service import Listener, Service
-from twin.nvued.app import make_app, problem_body
-from twin.nvued.engine import Engine
-from twin.nvued.serve import _bind
+from twin.nvue import api, cli
+from twin.nvue import client as client_module
+from twin.nvue import service as nvue_service
+from twin.nvue.change import nv_file
+from twin.nvue.nvued.app import make_app, problem_body
+from twin.nvue.nvued.engine import Engine
+from twin.nvue.nvued.serve import _bind
 
 CLIENT = Path(client_module.__file__)
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twin import topology
+from twin import nvue, topology
 from twin.change.declarative import TopologyChange
-from twin.change.nvue_change import NvueChange
 from twin.config import render, userconf
-from twin.interop import nvue
 from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
+from twin.nvue.change.nvue_change import NvueChange
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from twin import topology
+from twin import nvue, topology
 from twin.config import overlay, render
-from twin.interop import nvue
-from twin.interop.nvue.export import exported
+from twin.nvue.export import exported
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = sorted(p.name for p in (ROOT / "topologies").glob("*.yml"))

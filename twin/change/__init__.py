@@ -4,7 +4,9 @@ Declarative changes (`declarative`: an edited topology, a directory of node
 configs) are applied in stages with a journal and rollback (`apply`), planned
 from one diff of two fabrics (`diff`, `plan`); faults (`link_faults`,
 `node_faults`, and `faults` for Python) are changes too. `rehearse` runs any
-registered change under RoCE traffic and reports its impact.
+registered change under RoCE traffic and reports its impact. NVUE's change kind (a
+directory of startup.yaml files, a file of `nv` commands, a revision) is NVUE's own:
+`twin.nvue.change`, dispatched to from here.
 
     change = load_change(ctx, "my-change.yml")      # or a config dir, or "fault:link-down:dpu1:p0"
 """
@@ -13,18 +15,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin import topology
-from twin.change import link_faults, node_faults, nv_file  # noqa: F401  (they register their faults)
+from twin.change import link_faults, node_faults  # noqa: F401  (they register their faults)
 from twin.change.base import REGISTRY, Change, Result
 from twin.change.declarative import ConfigsChange, TopologyChange
 from twin.change.diff import FabricDiff
 from twin.change.fault_base import Fault, fault_types
-from twin.change.nvue_change import NvueChange
-from twin.change.nvue_work import layout
 from twin.change.report import Thresholds
 from twin.change.summary import rehearsal_md
 from twin.config import userconf
 from twin.errors import Problem, TopologyError, TwinError
 from twin.lifecycle.context import LabContext
+from twin.nvue.change.nv_file import PREFIX as NV_PREFIX
+from twin.nvue.change.nv_file import load as load_nv
+from twin.nvue.change.nvue_change import NvueChange  # NVUE's change kind (registered: "nvue")
 from twin.topology.model import Fabric
 
 FAULT_PREFIX = "fault:"
@@ -53,8 +56,8 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
         return TopologyChange(spec)
     if isinstance(spec, str) and spec.startswith(FAULT_PREFIX):
         return parse_fault(ctx, spec)
-    if isinstance(spec, str) and spec.startswith(nv_file.PREFIX):
-        return nv_file.load(ctx, spec)
+    if isinstance(spec, str) and spec.startswith(NV_PREFIX):
+        return load_nv(ctx, spec)
     p = Path(spec)
     if p.is_dir():
         configs = userconf.read_dir(p)
@@ -69,6 +72,7 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
     return TopologyChange(topology.load(p, name=ctx.name))
 
 
+# base, declarative, diff, plan and work are offered whole: NVUE's change kind (twin.nvue.change) is built on them
 __all__ = ["load_change", "parse_fault", "Change", "Result", "REGISTRY", "TopologyChange", "ConfigsChange",
-           "NvueChange", "Fault", "fault_types", "apply", "FabricDiff", "layout", "rehearsal_md", "rehearse",
-           "Thresholds"]
+           "Fault", "fault_types", "apply", "FabricDiff", "rehearsal_md", "rehearse", "Thresholds",
+           "base", "declarative", "diff", "plan", "work"]

@@ -10,7 +10,6 @@ from typing import ClassVar
 from twin.change import apply as stages
 from twin.change.base import Change, Result, Say, register
 from twin.change.diff import FabricDiff, unified
-from twin.change.nvue_work import nvue_work
 from twin.change.plan import Plan, file_diffs
 from twin.change.work import Work, current_files, frr_actions, keep_user_files
 from twin.config import overlay, render, userconf
@@ -18,6 +17,7 @@ from twin.config.reconcile import node_delta
 from twin.errors import Problem, TopologyError
 from twin.lifecycle import vrfbackend
 from twin.lifecycle.context import LabContext
+from twin.nvue.change.nvue_work import nvue_work
 from twin.runtime.frr import FRR_CONF
 from twin.topology.model import Fabric
 

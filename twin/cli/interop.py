@@ -6,13 +6,13 @@ from pathlib import Path
 import click
 import yaml
 
-from twin import host, topology
+from twin import host, nvue, topology
 from twin.cli.common import err, main, out, run
 from twin.config import userconf
 from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
 from twin.config.render import render_lab
 from twin.config.userconf import UserConfigs
-from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, nvue, parse_roles
+from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, parse_roles
 from twin.interop.clone import clone
 from twin.interop.doors import import_file
 from twin.lab import Lab

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import click
 
+from twin import nvue
 from twin.cli.common import main, run
-from twin.interop import nvue
 from twin.interop.inventory import FORMATS, inventory, write
 from twin.lab import Lab
-from twin.lifecycle import nvue_service
+from twin.nvue import service as nvue_service
 
 
 @main.command(name="inventory")

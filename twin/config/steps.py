@@ -67,7 +67,7 @@ def _in_ns(s: Step) -> str:
 
 OPS: dict[str, Op] = {
     "netns": Op(lambda s, n: f"ip netns add {s.dev}", in_node=True),
-    # Cumulus's VLAN-aware layout (`twin.interop.nvue.vlanaware`: opt-in, for kernels with 802.1Q VLANs; this
+    # Cumulus's VLAN-aware layout (`twin.nvue.vlanaware`: opt-in, for kernels with 802.1Q VLANs; this
     # project's CI kernel has none): run in the node by these very commands, golden-tested only
     "vlan-bridge": Op(lambda s, n: f"ip link add {s.dev} mtu {s.args['mtu']} type bridge vlan_filtering 1 "
                                    "vlan_default_pvid 0", in_node=True),

@@ -4,7 +4,7 @@ fabric and merged over twin's rendering.
     DIR/<node>/frr.conf    the node's frr.conf (and, optionally, DIR/<node>/daemons)
     DIR/<node>.conf        the node's frr.conf alone
     DIR/<node>/startup.yaml  the node's NVUE configuration (spines, leafs, DPUs: read and rendered
-                           by `twin.interop.nvue`, which gives the node its frr.conf and kernel plane)
+                           by `twin.nvue`, which gives the node its frr.conf and kernel plane)
 
 A node with a file boots it instead of twin's; every other node gets twin's
 rendering. The topology still gives the wiring and the tenants' kernel plane

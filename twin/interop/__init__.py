@@ -5,8 +5,7 @@ One module per format, each pure (files in, files or text out):
 - clab_cli: the containerlab command lines twin runs, and reading `inspect --format json`;
 - clabernetes: the Kubernetes manifests of the same lab, for labs larger than one machine;
 - air, air_json, air_dot, air_import: NVIDIA Air's JSON and DOT topologies, out and in;
-- nvue: NVUE's configurations (Cumulus Linux 5.9, DOCA HBN) in, as each node's files and kernel
-  plane, and twin's designs out as startup.yaml (its own face: `twin.interop.nvue`).
+NVUE in and out is a package of its own, next on the data path (`twin.nvue`).
 Each module imports from the rest of twin only what sits before it on the data path.
 """
 from twin.interop.air_dot import export_air_dot
@@ -21,4 +20,4 @@ from twin.interop.startscript import wait_then_exec
 
 __all__ = ["export_containerlab", "export_clabernetes", "export_air_json", "export_air_dot", "import_air",
            "parse_roles", "Containerlab", "ClabContainer", "parse_inspect", "BINARIES", "FORMATS", "clone",
-           "doors", "find_binary", "import_file", "inventory", "nvue", "wait_then_exec", "write"]
+           "doors", "find_binary", "import_file", "inventory", "wait_then_exec", "write"]

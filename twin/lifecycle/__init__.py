@@ -5,10 +5,9 @@ of exactly what the lab owns (`cleanup`)."""
 from twin.lifecycle.bringup import configure_node, wait_vnis
 from twin.lifecycle.cleanup import patient
 from twin.lifecycle.context import LabContext, context_of
-from twin.lifecycle.nvue_service import USER
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.lifecycle.vrfbackend import Choice
 
-__all__ = ["USER", "admission", "barrier", "bringup", "Choice", "cleanup", "configure_node", "context_of", "daemon",
-           "doctor", "generic", "hostlimits", "lab_status", "LabContext", "LabStatus", "nvue_service", "patient",
+__all__ = ["admission", "barrier", "bringup", "Choice", "cleanup", "configure_node", "context_of", "daemon",
+           "doctor", "generic", "hostlimits", "lab_status", "LabContext", "LabStatus", "patient",
            "service", "state", "vrfbackend", "wait_vnis"]

@@ -16,7 +16,7 @@ from twin.config import overlay
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.errors import CommandError, TwinError
 from twin.intent import Intent
-from twin.interop.nvue import Plane
+from twin.nvue import Plane
 from twin.runtime import frr, kernel, kernelhint, nodefs
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from twin.config.naming import probe_netns
-from twin.lifecycle import nvue_service, state
+from twin.lifecycle import state
+from twin.nvue import service as nvue_service
 from twin.runtime import netns
 from twin.runtime.base import Runtime
 

@@ -20,6 +20,7 @@ import os
 import re
 import time
 from dataclasses import asdict, dataclass, fields
+from importlib import resources
 from pathlib import Path
 from typing import Mapping
 
@@ -40,7 +41,7 @@ TASKS_PER_FRR_NODE = 32         # FRR's daemons and threads (17) + the node's co
 TASKS_PER_HOST = 14             # docker-init, sleep + shim
 MIB_PER_FRR_NODE = 40           # host MemAvailable drop per FRR node, kernel too: 38-40 (make bench, 96/128 nodes)
 MIB_PER_HOST = 2
-SETUP = Path(__file__).resolve().parents[2] / "scripts" / "host-setup.sh"
+SETUP = Path(str(resources.files("twin.lifecycle") / "host-setup.sh"))   # installs Docker, raises the limits
 SYSCTL_FILE = "/etc/sysctl.d/60-twin.conf"
 
 
@@ -383,8 +384,7 @@ def container_causes(node: str, c) -> list[str]:
     return causes
 
 
-def host_causes(lab_name: str, since: float, containers: Mapping[str, object],
-                until: float = float("inf")) -> list[str]:
+def host_causes(lab_name: str, since: float, containers: Mapping[str, object], until: float = 1e18) -> list[str]:
     """Host-level causes the barrier sees when `lab_name` did not converge: the kernel log since `since`, each
     node's container until `until` (monotonic); never raises (a cause it cannot read in time it does not name)."""
     try:

@@ -75,7 +75,7 @@ class LabState(BaseModel):
     configs: str = ""            # the user's config directory it came up with (`twin up --configs`)
     user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
     notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
-    layout: Literal["per-vni", "vlan-aware"] | None = None   # kernel layout of the NVUE nodes (twin.interop.nvue)
+    layout: Literal["per-vni", "vlan-aware"] | None = None   # kernel layout of the NVUE nodes (twin.nvue)
 
 
 # --- files, safely -------------------------------------------------------------------

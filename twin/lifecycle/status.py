@@ -18,8 +18,9 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import NVUE as STARTUP
 from twin.errors import TwinError
 from twin.intent import Intent, TenantIntent
-from twin.lifecycle import barrier, generic, nvue_service, state
+from twin.lifecycle import barrier, generic, state
 from twin.lifecycle.context import LabContext
+from twin.nvue import service as nvue_service
 from twin.runtime import frr
 from twin.runtime.base import Runtime
 from twin.topology.model import Fabric

@@ -21,9 +21,9 @@ from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, cont
 from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs, forwarding_sysctls
 from twin.errors import RuntimeFailed, TwinError
-from twin.interop.nvue import client as nv_client_script
 from twin.interop.startscript import wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
+from twin.nvue import client as nv_client_script
 from twin.runtime import dockerapi, dryrun, images
 from twin.runtime.base import Configure, NodeHandle
 from twin.runtime.exec import NodeExec
@@ -274,7 +274,7 @@ def commands(node: Node, default: list[str] | None) -> tuple[list[str] | None, l
 
 
 def nv_client(labdir: Path) -> Path:
-    """The `nv` command FRR nodes get (`twin.interop.nvue.client`), copied into the lab directory
+    """The `nv` command FRR nodes get (`twin.nvue.client`), copied into the lab directory
     where no node can write (each node sees it read-only at NV_BIN)."""
     f = labdir / NVUE_DIR / "nv"
     f.parent.mkdir(mode=0o700, parents=True, exist_ok=True)   # the service's password, sockets: the owner's only

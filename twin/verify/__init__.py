@@ -27,8 +27,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
+from twin import nvue
 from twin.errors import TwinError
-from twin.interop import nvue
 from twin.lifecycle.context import context_of
 from twin.runtime.exec import Recorder, carried, labelled, recording
 from twin.topology.schema import CheckSpec

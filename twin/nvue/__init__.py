@@ -1,8 +1,11 @@
-"""NVUE in and out: Cumulus Linux 5.9 / DOCA HBN configurations (API nvue_v1) become the same
-per-node configs and kernel steps twin renders for its own designs, and twin's designs are
-written as NVUE.
+"""NVUE, in one room: Cumulus Linux 5.9 / DOCA HBN configurations (API nvue_v1) become the same
+per-node configs and kernel steps twin renders for its own designs, twin's designs are written
+as NVUE, and a lab whose nodes run NVUE has NVUE's REST API and `nv` as a switch has them.
 
-The rooms, in the order data takes:
+Its rooms sit on the data path where their data does (tests/unit/test_layout.py): the
+configurations are pure and come right after `twin.interop`; the live rooms come later.
+
+Configurations (this face), in the order data takes:
 - `schema`: NVUE's object tree as twin knows it (emulated, stored-not-emulated, refused);
 - `tree`: the configuration tree and the edits `nv set`/`nv unset`/`nv config` and the REST
   API are made of (set/unset a path, interface ranges, patch, diff), and its check;
@@ -10,7 +13,13 @@ The rooms, in the order data takes:
 - `model`: the emulated subset as typed data;
 - `frr`: frr.conf as NVUE renders it; `plane`: the node's kernel plane (per-VNI layout),
   `vlanaware`: Cumulus's own layout (opt-in, golden-tested);
-- `configs`: NVUE files among a lab's configs, each node's files; `export`: twin's design as NVUE.
+- `configs`: NVUE files among a lab's configs, each node's files; `export`: twin's design as NVUE;
+- `api`, `cli`: the REST API's and `nv`'s pure parts; `client`: the `nv` command a node runs.
+
+Live, offered whole and imported on demand (each after what it stands on):
+- `service`: the service's files in the lab directory, its start, stop and health (lifecycle's layer);
+- `change`: NVUE's change kind: startup.yaml directories, `nv` files, revisions (change's layer);
+- `nvued`: the service itself, as `nvued` is on a switch: REST API, `nv`'s socket, revisions.
 
 The API a live layer (`nv`, the REST API) sits on:
 
@@ -20,10 +29,10 @@ The API a live layer (`nv`, the REST API) sits on:
     nf2 = from_tree(tree, "revision 3")                     # TopologyError: every problem, no change
     diff(nf.tree, nf2.tree)                                  # [{"unset": ...}, {"set": ...}]
     nodes, notes = build({"leaf01": nf2}, fabric, backend)   # files and kernel plane per node
-    NvueChange(source, {"leaf01": nf2})                      # through twin apply's stages
+    nvue_change.NvueChange(source, {"leaf01": nf2})          # through twin apply's stages (twin.nvue.change)
 """
-from twin.interop.nvue.cli import EDITS, Command, commands, edit
-from twin.interop.nvue.configs import (
+from twin.nvue.cli import EDITS, Command, commands, edit
+from twin.nvue.configs import (
            STARTUP,
            NvueNode,
            build,
@@ -34,16 +43,17 @@ from twin.interop.nvue.configs import (
            not_emulated,
            running,
 )
-from twin.interop.nvue.configs import read as read_configs
-from twin.interop.nvue.export import export, export_node
-from twin.interop.nvue.load import NvueFile, from_tree, read
-from twin.interop.nvue.plane import PER_VNI, VLAN_AWARE, Layout, Plane, extras_delta, tenant_of
-from twin.interop.nvue.schema import API, VERSION
-from twin.interop.nvue.tree import Finding, diff, expand, get, leaves, patch, set_path, show, unpatch, unset_path, words
+from twin.nvue.configs import read as read_configs
+from twin.nvue.export import export, export_node
+from twin.nvue.load import NvueFile, from_tree, read
+from twin.nvue.plane import PER_VNI, VLAN_AWARE, Layout, Plane, extras_delta, tenant_of
+from twin.nvue.schema import API, VERSION
+from twin.nvue.tree import Finding, diff, expand, get, leaves, patch, set_path, show, unpatch, unset_path, words
 
 __all__ = ["STARTUP", "NvueNode", "build", "check_files", "dump", "files_of", "frr_view", "not_emulated",
            "read_configs",
            "running", "export", "export_node", "NvueFile", "from_tree", "read", "PER_VNI", "VLAN_AWARE", "Plane",
            "tenant_of", "API", "VERSION", "Finding", "diff", "expand", "patch", "set_path", "show", "unpatch",
            "unset_path", "words", "EDITS", "api", "cli", "client", "Command", "commands", "edit", "extras_delta",
-           "get", "leaves", "load", "Layout"]
+           "get", "leaves", "load", "Layout",
+           "change", "nvued", "service"]

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from twin.interop.nvue.schema import EMULATED, STORED, TREE, Coll, Empty, Leaf, Obj, Opaque
+from twin.nvue.schema import EMULATED, STORED, TREE, Coll, Empty, Leaf, Obj, Opaque
 from twin.topology.problems import dotted, listing, quoted
 
 Path = tuple[str, ...]

@@ -1,5 +1,5 @@
 """The `nv` command's verbs, run for a node on its own revisions: what `POST /nv` on the
-node's socket does with the words the node's `nv` sent (`twin.interop.nvue.client`).
+node's socket does with the words the node's `nv` sent (`twin.nvue.client`).
 
 As on a switch, `nv set`/`unset`/`config patch`/`replace` edit the node's pending revision
 (made from the applied configuration on the first edit), `nv config diff` shows it against
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from twin import nvue
 from twin.errors import TopologyError, TwinError
-from twin.interop import nvue
-from twin.interop.nvue import api, cli
-from twin.interop.nvue.tree import diff, get
-from twin.nvued import show
-from twin.nvued.engine import Engine, Revision
+from twin.nvue import api, cli
+from twin.nvue.nvued import show
+from twin.nvue.nvued.engine import Engine, Revision
+from twin.nvue.tree import diff, get
 
 MAX_FILE = 1 << 20
 

@@ -1,4 +1,4 @@
-"""A lab's NVUE service (`twin.nvued`): what it keeps in the lab directory, its start, its stop
+"""A lab's NVUE service (`nvued`): what it keeps in the lab directory, its start, its stop
 and whether it answers. `twin up` of a lab whose nodes run NVUE starts it (`Lab.up`), `twin
 apply` starts it again if it is not running, `twin down` stops it (`cleanup.remove_all`).
 
@@ -26,11 +26,10 @@ import ssl
 from pathlib import Path
 from typing import Callable
 
-from twin import timeouts
+import twin.lifecycle.daemon as daemon  # the module, not the package: lifecycle imports this room
+from twin import nvue, timeouts
 from twin.config.naming import NVUE_DIR
 from twin.errors import TwinError
-from twin.interop import nvue
-from twin.lifecycle import daemon
 from twin.runtime import kernel
 
 USER = "cumulus"          # NVUE's user on a Cumulus switch

@@ -2,24 +2,24 @@
 NVUE nodes' part of any other declarative change: through the same stages as every change
 (checked first, files, kernel added, frr-reload, bindings, kernel removed; rolled back on a
 failure), each NVUE node's kernel plane going from the plane its running startup.yaml makes to
-the new one (`twin.interop.nvue`), not from the topology's.
+the new one (`twin.nvue`), not from the topology's.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import ClassVar
 
+from twin import nvue
 from twin.change.base import Change, register
 from twin.change.declarative import Declarative
 from twin.change.diff import unified
-from twin.change.nvue_work import layout, nvue_work
 from twin.change.plan import Plan
 from twin.change.work import Work, current_files, frr_actions
 from twin.config import userconf
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError
-from twin.interop import nvue
 from twin.lifecycle.context import LabContext
+from twin.nvue.change.nvue_work import layout, nvue_work
 
 
 @register

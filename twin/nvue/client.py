@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """`nv` inside a node of a twin lab: as on a Cumulus switch, it talks to the NVUE service over
-/run/nvue/nvue.sock (the lab's service, `twin.nvued`, bound into the node by twin). It only
+/run/nvue/nvue.sock (the lab's service, `twin.nvue.nvued`, bound into the node by twin). It only
 sends its words (and the bytes of a file that `nv config patch|replace FILE` names) and
 prints what comes back; the service parses and checks everything. `nv config apply` then
 follows the revision until it is applied or failed. Python's standard library only: it

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from twin.errors import Problem, TopologyError
-from twin.interop.nvue.schema import API, VERSION
-from twin.interop.nvue.tree import Finding, check, patch, show, unpatch
-from twin.interop.nvue.tree import Path as NvPath
+from twin.nvue.schema import API, VERSION
+from twin.nvue.tree import Finding, check, patch, show, unpatch
+from twin.nvue.tree import Path as NvPath
 from twin.topology import files
 from twin.topology.problems import Path_, listing, quoted
 from twin.topology.yaml_safe import parse_yaml, read_yaml, read_yaml_bytes

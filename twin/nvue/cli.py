@@ -1,6 +1,6 @@
 """The `nv` command as pure functions: its words parsed (`parse`), its edits made on a tree
 (`edit`), and a file of `nv` commands read (`commands`: a day-2 change for `twin plan`,
-`apply` and `rehearse`). The service (`twin.nvued`) runs them against a node's revisions;
+`apply` and `rehearse`). The service (`twin.nvue.nvued`) runs them against a node's revisions;
 the node's `nv` client (`client.py`) only sends its words and prints what comes back.
 
     cmd = parse(["set", "interface", "swp1-4", "link", "state", "up"])
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from twin.errors import Problem, TopologyError
-from twin.interop.nvue.configs import yaml_text
-from twin.interop.nvue.load import documents, from_tree
-from twin.interop.nvue.schema import Leaf
-from twin.interop.nvue.tree import Path, set_path, spec_at, unset_path, words
+from twin.nvue.configs import yaml_text
+from twin.nvue.load import documents, from_tree
+from twin.nvue.schema import Leaf
+from twin.nvue.tree import Path, set_path, spec_at, unset_path, words
 from twin.topology.problems import quoted
 from twin.topology.yaml_safe import read_yaml_bytes
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from twin.change.nvue_change import NvueChange
-from twin.change.nvue_work import layout
+from twin import nvue
 from twin.errors import Problem, TopologyError, TwinError
-from twin.interop import nvue
-from twin.interop.nvue.cli import EDITS, Command, commands, edit
 from twin.lifecycle.context import LabContext
+from twin.nvue.change.nvue_change import NvueChange
+from twin.nvue.change.nvue_work import layout
+from twin.nvue.cli import EDITS, Command, commands, edit
 
 PREFIX = "nv:"
 MAX_FILE = 1 << 20

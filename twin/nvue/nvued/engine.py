@@ -30,14 +30,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from twin import nvue
 from twin.change.apply import apply
-from twin.change.nvue_change import NvueChange
 from twin.errors import ApplyFailed, ChangeRefused, LabStateError, TopologyError, TwinError
-from twin.interop import nvue
-from twin.interop.nvue import api, load
-from twin.interop.nvue.tree import diff, patch, unpatch
-from twin.lifecycle import nvue_service, state
+from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
+from twin.nvue import api, load
+from twin.nvue import service as nvue_service
+from twin.nvue.change.nvue_change import NvueChange
+from twin.nvue.tree import diff, patch, unpatch
 from twin.runtime import containerlab
 from twin.runtime.base import Runtime
 

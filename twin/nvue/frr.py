@@ -4,7 +4,7 @@
 What goes where, as on a switch: BGP (the default VRF's instance from `router.bgp` and
 `vrf.default.router.bgp`, one instance per tenant VRF with BGP on), `vrf X / vni N` for
 each VRF's L3VNI and `advertise-all-vni` from `evpn.enable` go to FRR; interface
-addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.interop.nvue.plane`).
+addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.nvue.plane`).
 """
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import jinja2
 
-from twin.interop.nvue.model import Bgp, NodeConf, Peer
-from twin.interop.nvue.schema import VERSION
+from twin.nvue.model import Bgp, NodeConf, Peer
+from twin.nvue.schema import VERSION
 
-_env = jinja2.Environment(loader=jinja2.PackageLoader("twin.interop.nvue", "templates"),
+_env = jinja2.Environment(loader=jinja2.PackageLoader("twin.nvue", "templates"),
                           undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                           keep_trailing_newline=True)
 

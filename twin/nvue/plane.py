@@ -28,8 +28,8 @@ from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.config.steps import Step
 from twin.errors import TopologyError
 from twin.intent.tenants import bridge_name, vxlan_name
-from twin.interop.nvue.load import NvueFile
-from twin.interop.nvue.model import NodeConf, Svi
+from twin.nvue.load import NvueFile
+from twin.nvue.model import NodeConf, Svi
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 from twin.topology.problems import listing
 
@@ -70,7 +70,7 @@ class Plane:
 
 
 def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> Plane:
-    """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.interop.nvue.vlanaware`);
+    """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.nvue.vlanaware`);
     TopologyError with every problem of the file on this node (file, line, NVUE path)."""
     conf = NodeConf.of(nf.tree)
     problems: list = []

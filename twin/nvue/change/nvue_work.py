@@ -1,18 +1,18 @@
 """The NVUE nodes' part of a declarative change (an NVUE directory, or an edited topology on a lab
 whose nodes run NVUE): each NVUE node's files, and its kernel plane going from the plane its
 running startup.yaml makes on the old intent to the one its new (or same) startup.yaml makes on
-the new intent (`twin.interop.nvue`), both ways (the undo), with the VNIs zebra knows after each.
+the new intent (`twin.nvue`), both ways (the undo), with the VNIs zebra knows after each.
 """
 from __future__ import annotations
 
+from twin import nvue
 from twin.change.work import Work
 from twin.config.reconcile import NodeDelta, node_delta
 from twin.config.steps import Step
-from twin.interop import nvue
-from twin.interop.nvue.plane import extras_delta
-from twin.interop.nvue.tree import diff, leaves, show
 from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
+from twin.nvue.plane import extras_delta
+from twin.nvue.tree import diff, leaves, show
 from twin.topology.model import Fabric
 
 SHOWN = 40    # NVUE changes listed per node in a plan

@@ -34,12 +34,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from twin.errors import LabStateError, TopologyError
-from twin.interop.nvue import api
-from twin.interop.nvue.tree import diff, get
-from twin.lifecycle.nvue_service import USER
 from twin.lifecycle.service import TAG, error_handlers
-from twin.nvued import nv, show
-from twin.nvued.engine import Conflict, Engine, NotFound
+from twin.nvue import api
+from twin.nvue.nvued import nv, show
+from twin.nvue.nvued.engine import Conflict, Engine, NotFound
+from twin.nvue.service import USER
+from twin.nvue.tree import diff, get
 
 PARAMS = ("rev", "filled", "diff")
 METHODS = ["GET", "POST", "PATCH", "DELETE"]

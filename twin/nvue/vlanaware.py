@@ -15,7 +15,7 @@ from twin.config import overlay
 from twin.config.backend import vrf_tables
 from twin.config.overlay import Backend
 from twin.config.steps import Step
-from twin.interop.nvue.plane import VLAN_AWARE, Plane, svi_of
+from twin.nvue.plane import VLAN_AWARE, Plane, svi_of
 
 BRIDGE, VXLAN = "br_default", "vxlan48"
 L3_VLAN_BASE = 4000        # NVUE's reserved range for L3VNI VLANs (system.global.reserved.vlan.l3-vni-vlan)

@@ -18,12 +18,12 @@ from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError, TwinError
-from twin.interop.nvue import frr, load
-from twin.interop.nvue import plane as planes_
-from twin.interop.nvue.load import NvueFile
-from twin.interop.nvue.plane import PER_VNI, Plane
-from twin.interop.nvue.schema import API, VERSION
-from twin.interop.nvue.tree import show
+from twin.nvue import frr, load
+from twin.nvue import plane as planes_
+from twin.nvue.load import NvueFile
+from twin.nvue.plane import PER_VNI, Plane
+from twin.nvue.schema import API, VERSION
+from twin.nvue.tree import show
 from twin.topology.model import Fabric
 
 STARTUP = NVUE
@@ -74,7 +74,7 @@ def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: S
             problems += e.problems
             continue
         if layout != PER_VNI:
-            from twin.interop.nvue import vlanaware
+            from twin.nvue import vlanaware
             vlanaware.apply(p, backend)
         out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
         notes += p.notes + [f"{nf.source}: {show(path)}: stored, not emulated" for path in nf.not_emulated]

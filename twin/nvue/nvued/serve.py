@@ -13,10 +13,11 @@ from pathlib import Path
 from twin import kinds
 from twin.config.naming import nvue_run
 from twin.errors import TwinError
-from twin.lifecycle import daemon, nvue_service, state
+from twin.lifecycle import daemon, state
 from twin.lifecycle.service import Listener, Service
-from twin.nvued.app import make_app, problem_body
-from twin.nvued.engine import Engine
+from twin.nvue import service as nvue_service
+from twin.nvue.nvued.app import make_app, problem_body
+from twin.nvue.nvued.engine import Engine
 
 MAX_BODY = 1 << 20          # a request body: a startup.yaml's limit
 SOCKET = "nvue.sock"
@@ -24,7 +25,7 @@ SOCKET = "nvue.sock"
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m twin.nvued LAB", file=sys.stderr)
+        print("usage: python -m twin.nvue.nvued LAB", file=sys.stderr)
         return 2
     try:
         return serve(argv[0])

@@ -15,13 +15,13 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from twin.change.nvue_work import layout
+from twin import nvue
 from twin.config.backend import tenant_ns
 from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
-from twin.interop import nvue
 from twin.lifecycle.context import LabContext
-from twin.nvued.engine import NotFound
+from twin.nvue.change.nvue_work import layout
+from twin.nvue.nvued.engine import NotFound
 from twin.runtime import frr
 from twin.runtime.observe import interfaces as links
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
-from twin.interop.nvue.tree import get
+from twin.nvue.tree import get
 
 DOMAIN = "br_default"          # the one bridge domain emulated
 FABRIC_MAC = "00:00:5e:00:01:{:02x}"   # VRR MAC from the fabric id (NVUE: 00:00:5E:00:01:<fabric-id>)

@@ -1,6 +1,6 @@
 """The NVUE REST API (`/nvue_v1`, as Cumulus Linux 5.9 serves it) as pure functions: what a
 request's path and body mean for a configuration tree, and what the answers look like.
-The service that serves it (`twin.nvued`) does the I/O; everything it receives goes
+The service that serves it (`twin.nvue.nvued`) does the I/O; everything it receives goes
 through here first, from a TCP client or from a node's socket alike, as hostile input:
 
     path = path_of(b"/nvue_v1/interface/swp3")           # ("interface", "swp3"), or ValueError
@@ -12,7 +12,7 @@ through here first, from a TCP client or from a node's socket alike, as hostile 
 
 A PATCH body is a JSON merge patch (RFC 7396) of the subtree at the path: objects merge,
 `null` unsets a key, anything else replaces. Paths name places of NVUE's object tree
-(`twin.interop.nvue.schema`); a segment is URL-decoded one by one, so a revision id
+(`twin.nvue.schema`); a segment is URL-decoded one by one, so a revision id
 (`changeset/twin/2026-12-04_10.15.02_A1B2`) travels as one segment (`%2F`).
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from twin.interop.nvue.tree import Path, get, show, spec_at
+from twin.nvue.tree import Path, get, show, spec_at
 from twin.topology.problems import quoted
 
 BASE = "/nvue_v1"

@@ -1,6 +1,0 @@
-"""`python -m twin.nvued LAB`: serve lab LAB's NVUE API until SIGTERM (or its lab is gone)."""
-import sys
-
-from twin.nvued.serve import main
-
-sys.exit(main(sys.argv[1:]))
