@@ -8,6 +8,8 @@ EXEC_INTERACTIVE = 3600.0   # `twin exec`: a user's own command
 HOST_PORTS = 300.0          # a host's own command (cmd) waits this long for twin to bring its ports up
 VTYSH = 20.0                # one batched vtysh read (verify, status, barrier diagnosis)
 NETLINK = 5.0               # one netlink dump's answer (a dump never answered is an error, not a hang)
+NETLINK_REQUEST = 60.0      # one pyroute2 request (a read or a change) answered, else abandoned: far beyond what
+                            # a thread kept off the CPU of a saturated host waits, so only a lost answer hits it
 NETLINK_OPEN = 30.0         # a netlink socket in a namespace opened, retried while the host is short of resources
 VTYSH_QUICK = 10.0          # a vtysh poll while waiting for FRR
 ZEBRA_PORT = 30.0          # zebra holds a port in the bridge it was just put in (its dataplane thread)

@@ -143,11 +143,11 @@ class _AsyncInNamespace(AsyncIPRoute):
 
 class InNamespace(IPRoute):
     """A sync IPRoute in namespace `ns_path` (pyroute2 0.9's IPRoute, over `_AsyncInNamespace`) whose
-    every request has a deadline (`timeouts.NETLINK`): pyroute2's own waits for an answer forever
+    every request has a deadline (`timeouts.NETLINK_REQUEST`): pyroute2's own waits for an answer forever
     (issue 35). A request not answered in time is NetlinkTimeout and the handle is closed: an
     abandoned dump may still be under way on its socket; `Handles` opens a new one next time."""
 
-    def __init__(self, ns_path: str, timeout: float = timeouts.NETLINK):   # noqa: D107  (twin's socket maker)
+    def __init__(self, ns_path: str, timeout: float = timeouts.NETLINK_REQUEST):   # noqa: D107  (twin's socket maker)
         self.timeout = timeout
         self.asyncore = _AsyncInNamespace(ns_path)
         self.asyncore.status["event_loop"] = "new"

@@ -127,12 +127,12 @@ class Dumper:
 
     def _answer(self, sock: socket.socket, deadline: float) -> list[bytes]:
         out: list[bytes] = []
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise NetlinkTimeout("deadline")
-            sock.settimeout(left)
-            data = sock.recv(READ)
+        while True:   # at the deadline, what is queued is still read (a thread kept off the CPU is not late)
+            sock.settimeout(max(0.0, deadline - time.monotonic()))
+            try:
+                data = sock.recv(READ)
+            except BlockingIOError:
+                raise NetlinkTimeout("deadline") from None
             pos = 0
             while pos + HEADER.size <= len(data):
                 length, kind, _, seq, _ = HEADER.unpack_from(data, pos)
