@@ -244,6 +244,10 @@ class Barrier:
         and a share of it (`DIAGNOSE`) is kept for naming what is missing."""
         deadline = Deadline.after(timeout, since)
         rounds = deadline.earlier(min(timeouts.BARRIER_DIAGNOSE, timeout * DIAGNOSE_SHARE))
+        if rounds.passed():   # what came before the barrier (a bring-up's containers and links) took it all
+            raise ConvergenceTimeout(self.what(), deadline.elapsed(), [
+                f"nothing read: {deadline.elapsed():.0f}s of the {timeout:.0f}s deadline had passed when the wait "
+                "for convergence began (the containers, links and FRR's start before it)"])
         done: set[str] = set()
         pool = ThreadPoolExecutor(PARALLEL)
 
