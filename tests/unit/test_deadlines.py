@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from pyroute2 import IPRoute
@@ -20,6 +21,8 @@ from pyroute2 import IPRoute
 from twin import stages, wait
 from twin.errors import ConvergenceTimeout, NetlinkTimeout
 from twin.runtime import netns, observe, rtdump
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def deaf() -> socket.socket:
@@ -192,3 +195,20 @@ def test_off_a_terminal_a_commands_progress_is_plain_lines_on_stderr(capsys):
     err = capsys.readouterr().err.splitlines()
     assert [line.split("] ", 1)[1] for line in err] == ["lab1: starting", "lab1: rendering configs into /x",
                                                         "lab1: converging: 0/2 routers done; waiting for leaf1"]
+
+
+def test_every_bgp_router_gets_its_loopback_from_the_kernel_side_before_frr_starts(tmp_path):
+    """Not through zebra alone: on a saturated host zebra lost the `interface lo` address of 3 leafs
+    of 256 (its mgmtd connection closed), and their loopbacks were never announced."""
+    from tests.unit.fabrics import clos
+    from twin.config import Step
+    from twin.lifecycle.bringup import lo_steps
+    from twin.topology import load
+
+    fabric = clos(tmp_path, 2, 3)
+    want = [Step("addr", "lo", args={"cidr": f"{fabric.nodes['leaf2'].loopback}/32"})]
+    assert lo_steps(fabric, "leaf2", "netns") == want
+    aipod = load(ROOT / "twin" / "topologies" / "aipod.yml")
+    assert lo_steps(aipod, "host1a", "netns") == []   # no BGP there
+    vtep = next(n for n in aipod.nodes if aipod.tenants_on(n))
+    assert lo_steps(aipod, vtep, "netns") == []        # a netns VTEP's head step puts it there (overlay.vtep_head)
