@@ -212,3 +212,16 @@ def test_every_bgp_router_gets_its_loopback_from_the_kernel_side_before_frr_star
     assert lo_steps(aipod, "host1a", "netns") == []   # no BGP there
     vtep = next(n for n in aipod.nodes if aipod.tenants_on(n))
     assert lo_steps(aipod, vtep, "netns") == []        # a netns VTEP's head step puts it there (overlay.vtep_head)
+
+
+def test_twin_raises_its_soft_limit_of_open_files_to_the_hard_one():
+    """A 256-router lab is read through a socket per namespace: past the common default of 1,024."""
+    import subprocess
+    import sys
+
+    code = ("import resource; from twin.runtime.rtdump import enough_files; "
+            "print(enough_files(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])")
+    out = subprocess.run(["sh", "-c", f'ulimit -S -n 1024 && "{sys.executable}" -c "{code}"'], capture_output=True,
+                         text=True, cwd=ROOT, timeout=60)
+    hard = subprocess.run(["sh", "-c", "ulimit -H -n"], capture_output=True, text=True).stdout.strip()
+    assert out.stdout.split() == [hard, hard], out

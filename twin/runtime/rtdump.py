@@ -12,6 +12,7 @@ thread at a time (a lock); a reply to an earlier, abandoned request is skipped b
 from __future__ import annotations
 
 import math
+import resource
 import socket
 import struct
 import threading
@@ -180,10 +181,23 @@ class Dumper:
         return {(names[i], mac, dst) for i, mac, dst in found}
 
 
+def enough_files() -> int:
+    """The soft limit of open files raised to the hard one; returns it. A 256-router lab is read
+    through a socket per namespace, beside Docker's connections and event loops: the barrier of
+    issue 35 held ~1,500 descriptors there, past the common default of 1,024, and every socket it
+    opened then waited out its retries (`netns.retrying`) before failing."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard
+    return soft
+
+
 class Dumpers:
     """One `Dumper` per (node pid, namespace), opened on demand, closed together."""
 
     def __init__(self, timeout: float = timeouts.NETLINK):
+        enough_files()
         self.timeout = timeout
         self._open: dict[tuple[int, str], Dumper] = {}
         self.lock = threading.Lock()
