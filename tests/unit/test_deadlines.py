@@ -225,3 +225,20 @@ def test_twin_raises_its_soft_limit_of_open_files_to_the_hard_one():
                          text=True, cwd=ROOT, timeout=60)
     hard = subprocess.run(["sh", "-c", "ulimit -H -n"], capture_output=True, text=True).stdout.strip()
     assert out.stdout.split() == [hard, hard], out
+
+
+def test_a_loopback_most_routers_lack_is_named_first_at_a_timeout(tmp_path):
+    """256 routers each lacking the same 3 leafs' loopbacks read as 765 lines; the cause is 3."""
+    from tests.unit.fabrics import clos
+    from twin.intent import Intent
+    from twin.lifecycle.progress import Progress, counts, lacking
+
+    intent = Intent(clos(tmp_path, 2, 4, "t")).nodes
+    p = Progress(dict(intent))
+    lo = intent["spine1"].loopbacks["leaf3"]
+    for name, n in intent.items():
+        routes = {prefix: {"swp1"} for peer, prefix in n.loopbacks.items() if peer != "leaf3"}
+        p.saw(name, counts(n, routes), lacking(n, routes))
+    assert p.causes("keepalive 3 s, hold 9 s") == [
+        f"leaf3's loopback {lo} is missing on 5 of 6 routers read: leaf3 does not announce it? "
+        f"(`show bgp ipv4 unicast {lo}` on leaf3 says)"]

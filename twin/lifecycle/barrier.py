@@ -42,7 +42,7 @@ from twin.intent import NodeIntent, TenantIntent, paths
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
-from twin.lifecycle.progress import Progress, counts
+from twin.lifecycle.progress import Progress, counts, lacking
 from twin.runtime import frr
 from twin.runtime.netns import Handles
 from twin.runtime.observe import FLOOD
@@ -197,7 +197,7 @@ class Barrier:
         n = self.intent.nodes[node]
         try:
             routes = self._dumper(node).routes(host_only=False, until=until.end)
-            self.progress.saw(node, counts(n, routes))
+            self.progress.saw(node, counts(n, routes), lacking(n, routes))
             missing = missing_underlay(n, routes) or missing_spread(node, self.spread.get(node, {}), routes)
             for t in n.tenants if not missing else ():
                 missing += missing_tenant(node, t, *self.tenant_tables(node, t, until))
