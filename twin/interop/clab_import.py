@@ -13,9 +13,10 @@ semantics are kept (as containerlab's `types/topology.go` resolves a node):
 - `kind: linux` nodes run: a node with FRR's files bound (or an FRR image) is a `router`, any
   other a `host` (with its own `cmd`, `entrypoint`, `env` and `exec`).
 
-What twin does not carry is said once each, as a note with its reason: the management network
-(`mgmt`, `mgmt-ipv4`: twin nodes have none, `twin exec` reaches them), the images (every node
-runs twin's node image), and each node field left out (`clab_nodes.LEFT_OUT`). Node and lab
+Each node's `image` is carried: it runs where the engine has it, else twin's node image
+(`twin up --images`, said then). What twin does not carry is said once each, as a note with its
+reason: the management network (`mgmt`, `mgmt-ipv4`: twin nodes have none, `twin exec` reaches
+them) and each node field left out (`clab_nodes.LEFT_OUT`). Node and lab
 names are lowercased to twin's rules when that is all they need. Kinds twin cannot run (SR
 Linux, cEOS...) are refused in one error that lists them and gives the way out: `--role
 leaf1=leaf,spine=spine` maps them to twin's kinds, which twin renders day-0 configs for.
@@ -140,6 +141,9 @@ class _Import:
         nodes = {}
         for n, kind in kinds.items():
             spec: dict = {"kind": kind}
+            image = self.value(n, "image")
+            if image:   # run where the engine has it (`twin up --images`), checked as a Docker reference
+                spec["image"] = image if isinstance(image, str) else str(image)
             commands = self.merged(n, "exec")
             if commands:
                 spec["exec"] = commands
@@ -365,11 +369,6 @@ class _Import:
         if self.data.get("mgmt") or any(self.value(n, "mgmt-ipv4") or self.value(n, "mgmt-ipv6") for n in self.nodes):
             self.notes.append("the management network (mgmt, mgmt-ipv4/6) is left out: twin nodes have none; "
                               "`twin exec LAB NODE -- CMD` reaches them")
-        images: dict[str, list[str]] = {}
-        for n in self.names:
-            images.setdefault(str(self.value(n, "image") or "none given"), []).append(n)
-        self.notes.append("every node runs twin's node image instead of " + "; ".join(
-            f"{img} ({listing(ns)})" for img, ns in images.items()))
         for n in self.names:
             for key in sorted({k for lvl in self.chain(n) for k in lvl} - cn.CARRIED):
                 self.left.setdefault((key, cn.left_out_reason(key)), []).append(n)

@@ -8,7 +8,8 @@ Carried (`twin.topology.noderun` checks them as a twin topology's fields):
 - `cmd`, `entrypoint`: a host's (an FRR node's command is twin's, which starts FRR once wired);
 - `env` and `env-files`: merged over the levels, `env` over `env-files`, the most specific wins;
 - `startup-config`: an FRR node's frr.conf (a path, or the config itself), where no bind gives it;
-- `exec`, `kind`, `group`, `image` (replaced by twin's node image, said once), `type`.
+- `image`: the node's own, run where the engine has it, else twin's node image (`twin up --images`);
+- `exec`, `kind`, `group`, `type`.
 Every other field is named with its reason (`LEFT_OUT`).
 """
 from __future__ import annotations
@@ -42,7 +43,7 @@ LEFT_OUT = {
     "runtime": "twin runs its nodes on Docker", "aliases": "twin's nodes have no management network",
     "license": _NOS, "components": _NOS, "certificate": _NOS, "enforce-startup-config": _NOS,
     "suppress-startup-config": _NOS, "credentials": _NOS, "config": _NOS,
-    "image-pull-policy": "no image is pulled: every node runs twin's node image",
+    "image-pull-policy": "twin pulls no image: a node runs its own where the engine has it (`twin up --images`)",
 }
 OTHERWISE = "no meaning for twin's nodes"
 

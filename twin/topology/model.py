@@ -82,7 +82,7 @@ class Node(_Frozen):
     kind: str
     asn: int | None = None
     loopback: str | None = None
-    image: str | None = None       # None: the lab's node image
+    image: str | None = None       # its own image, as the topology names it (None: twin's node image)
     drain: bool = False            # BGP graceful shutdown: carries no transit traffic
     ports: tuple[Port, ...] = ()
     exec: tuple[str, ...] = ()     # commands run in the node once it is configured (containerlab's exec)
@@ -258,7 +258,7 @@ class BgpTimers(_Frozen):
 
 
 class Fabric(_Sparse):
-    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers")   # written only when given
+    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers", "images")   # only when given
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
@@ -269,6 +269,7 @@ class Fabric(_Sparse):
     checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
     vrf_backend: Literal["netns", "device"] | None = None   # as the topology asks (None: the default, netns)
     timers: BgpTimers | None = None     # scaled BGP timers chosen at `twin up` (None: FRR's datacenter ones)
+    images: Literal["twin", "own", "auto"] | None = None   # which image a node with its own runs (None: auto)
 
     def public(self) -> dict[str, tuple[str, str]]:
         """Every public address a gateway announces: /32 -> (tenant, VTEP)."""
