@@ -234,12 +234,12 @@ class Lab:
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
             try:
-                self.runtime.bring_up(own.fabric(fabric), image, self.dir, backend,
-                                      configure=lambda n, ex, pid: bringup.configure_node(
-                                          fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
-                                          execs, starts_itself=n in own.starts_itself),
-                                      on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0),
-                                      say=say)
+                pids = self.runtime.bring_up(own.fabric(fabric), image, self.dir, backend,
+                                             configure=lambda n, ex, pid: bringup.configure_node(
+                                                 fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
+                                                 execs, starts_itself=n in own.starts_itself),
+                                             on_created=lambda: st.timings.update(containers=time.monotonic() - t0),
+                                             say=say)
             finally:
                 self.notes += [f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)"
                                for f in execs.failures]
@@ -250,7 +250,7 @@ class Lab:
                 return st.timings
             st.status = "converging"
             state.save(self.dir, st)
-            ctx = LabContext(self.name, self.dir, fabric, backend, self.runtime, image, shaping)
+            ctx = LabContext(self.name, self.dir, fabric, backend, self.runtime, image, shaping, _pids=dict(pids))
             st.timings["converged"] = self._converge(ctx, timeout, say, t0, start) - t0
             st.status = "up"
             return st.timings

@@ -66,12 +66,13 @@ def until(
     diagnose: Callable[[], list[str]] | None = None,
     since: float | None = None,
     pace: float = 0.0,
+    pace_max: float = 10.0,
 ) -> float:
     """Wait until `probe()` reports nothing missing; return the seconds it took (from `since`).
 
     The deadline is `timeout` after `since` (time.monotonic(); default now): no probe starts
     after it (the wait before the last one is cut short to start it at the deadline). `pace`:
-    the wait between probes is at least `pace` times what the last probe took.
+    the wait between probes is at least `pace` times what the last probe took, up to `pace_max`.
     On the deadline, `diagnose()` (if given) supplies the detailed list of what
     is missing, for probes that keep their rounds cheap.
     """
@@ -88,7 +89,7 @@ def until(
     backoff = wait_exponential(multiplier=first, exp_base=1.5, max=cap) if first else (lambda _: cap)
 
     def pause(state: RetryCallState) -> float:
-        return min(max(backoff(state), pace * took[0]), deadline.left())
+        return min(max(backoff(state), min(pace * took[0], pace_max)), deadline.left())
 
     retrying = Retrying(retry=retry_if_result(bool), stop=lambda _: deadline.passed(), wait=pause, reraise=False)
     try:
