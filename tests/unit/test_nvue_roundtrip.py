@@ -73,6 +73,9 @@ def test_every_shipped_topology_round_trips_through_nvue(name, backend, tmp_path
             f"{fabric.nodes[node].loopback}/32"}, node
         same = set(mine) - {"frr.conf", "interfaces.sh"}
         assert {f: theirs[f] for f in same} == {f: mine[f] for f in same}, node
-        assert frr_lines(theirs["frr.conf"]) == frr_lines(mine["frr.conf"]), node
+        # twin's own rendering spares a leaf's spines the routes they would drop (issue 35: FRR's CPU on a
+        # 256-node Clos); NVUE has no such knob, so a node NVUE configures sends them, as Cumulus does
+        ours = {x for x in frr_lines(mine["frr.conf"]) if not x[2].endswith(" sender-as-path-loop-detection")}
+        assert frr_lines(theirs["frr.conf"]) == ours, node
     if name == "dpu-services.yml":
         assert any("DPU services" in n and "stay the topology's" in n for n in notes)
