@@ -46,7 +46,7 @@ from twin.nvue.configs import (
 from twin.nvue.configs import read as read_configs
 from twin.nvue.export import export, export_node
 from twin.nvue.load import NvueFile, from_tree, read
-from twin.nvue.plane import PER_VNI, VLAN_AWARE, Layout, Plane, extras_delta, tenant_of
+from twin.nvue.plane import PER_VNI, VLAN_AWARE, Layout, Plane, as_run, extras_delta, tenant_of
 from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import Finding, diff, expand, get, leaves, patch, set_path, show, unpatch, unset_path, words
 
@@ -55,5 +55,5 @@ __all__ = ["STARTUP", "NvueNode", "build", "check_files", "dump", "files_of", "f
            "running", "export", "export_node", "NvueFile", "from_tree", "read", "PER_VNI", "VLAN_AWARE", "Plane",
            "tenant_of", "API", "VERSION", "Finding", "diff", "expand", "patch", "set_path", "show", "unpatch",
            "unset_path", "words", "EDITS", "api", "cli", "client", "Command", "commands", "edit", "extras_delta",
-           "get", "leaves", "load", "Layout",
+           "get", "leaves", "load", "Layout", "as_run",
            "change", "nvued", "service"]
