@@ -16,7 +16,7 @@ LARGE_ARGS ?=
 .PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-compare soak chaos prove clean
 
 host:
-	@scripts/host-setup.sh
+	@twin/lifecycle/host-setup.sh
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

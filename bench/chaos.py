@@ -155,7 +155,7 @@ def restart_dockerd() -> None:
     subprocess.run(["pkill", "-TERM", "-x", "dockerd"], check=False)
     wait.until(lambda: [] if subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode else ["up"],
                60, "dockerd stopped", first=0.2, cap=0.5)
-    subprocess.run([str(ROOT / "scripts/host-setup.sh")], check=True, capture_output=True)
+    subprocess.run([str(ROOT / "twin/lifecycle/host-setup.sh")], check=True, capture_output=True)
 
 
 def round_dockerd(runtime: DockerRuntime) -> dict:

@@ -35,6 +35,7 @@ from twin.nvue import service as nvue_service
 from twin.runtime import containerlab, kernel
 from twin.runtime.base import Runtime
 from twin.runtime.exec import NodeExec
+from twin.topology import samples
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
 
@@ -77,14 +78,13 @@ class Lab:
     @classmethod
     def load(cls, topology_file: str | Path, name: str | None = None, runtime: str | None = None,
              configs: str | Path | None = None, roles: dict[str, str] | None = None) -> "Lab":
-        """Validate a topology file (TopologyError with every problem) into a Lab; `configs`: a
-        directory of the user's FRR files for it (read and matched to its nodes here).
-
-        A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported
-        on the way (`twin.interop.doors`): a containerlab node's bound FRR files are the user's
-        configs, `roles` maps nodes to twin's kinds, and what twin leaves out is in `notes`."""
+        """Validate a topology file (or twin's own of that name: `aipod`) into a Lab (TopologyError with
+        every problem); `configs`: a directory of the user's FRR files for it (read, matched to its nodes).
+        A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported on the way
+        (`twin.interop.doors`): its bound FRR files are the user's configs, `roles` maps nodes to kinds."""
         if name is not None:
             state.check_name(name)
+        topology_file = samples.resolve(topology_file)
         imported = doors.import_other(topology_file, roles, name)
         if imported is None:
             if roles:

@@ -153,7 +153,7 @@ def test_a_routine_change_goes_live_and_the_fabric_still_passes(lab, inventory_f
                         {"prefix": prefix, "paths": [{"valid": True, "community": {"list": [COMMUNITY]}}]},
                         timeout=30)
 
-    # (with the netns VRF backend this needs the image's frr-reload patch: images/node/frr-reload-netns.py)
+    # (with the netns VRF backend this needs the image's frr-reload patch: twin/images/node/frr-reload-netns.py)
     report = verify.run(lab)
     assert report.failures() == [], "\n".join(f"{c.group} {c.name}: {c.message}" for c in report.failures())
     assert report.passed and set(report.groups()) == {"control", "traffic", "isolation", "underlay", "zerotrust", "arp"}

@@ -105,7 +105,7 @@ def test_settings_that_cannot_be_read_are_not_judged_but_memory_is(tmp_path):
 
 
 def host_setup_values() -> dict[str, int]:
-    text = (ROOT / "scripts/host-setup.sh").read_text()
+    text = (ROOT / "twin/lifecycle/host-setup.sh").read_text()
     return {k: int(v) for k, v in re.findall(r'^\s+"([\w.-]+)\|(\d+)\|', text, re.M)}
 
 

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TWIN = ROOT / "twin"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
+DATA = (TWIN / "images",)   # package data: the node image's recipe (its scripts run in the image, not in twin)
 
 # The data path: each layer may import the layers before it, never one after it. A module sits in the
 # layer of the longest name it starts with: NVUE is one package (twin.nvue) whose rooms sit where their
@@ -35,6 +36,8 @@ LAYERS = [
 def modules() -> dict[str, Path]:
     out = {}
     for p in sorted(TWIN.rglob("*.py")):
+        if any(p.is_relative_to(d) for d in DATA):
+            continue
         name = ".".join(p.relative_to(ROOT).with_suffix("").parts)
         out[name.removesuffix(".__init__")] = p
     return out

@@ -18,7 +18,7 @@ from twin.interop import doors, parse_roles
 from twin.lab import Lab
 from twin.lifecycle.status import LabStatus
 from twin.lifecycle.vrfbackend import Choice
-from twin.topology import ValidationReport
+from twin.topology import ValidationReport, samples
 from twin.topology import validate as topology_validate
 
 VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defaults.vrf_backend: netns (the "
@@ -39,7 +39,7 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
                    "--role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: the topology's name).")
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
-@click.option("--image", help="Node image tag (default: built from images/ when missing).")
+@click.option("--image", help="Node image tag (default: built from twin's recipe, twin/images/, when missing).")
 @click.option("--keep", is_flag=True, help="Keep what was created when bring-up fails, for debugging.")
 @click.option("--runtime", type=click.Choice(["docker", "containerlab"]), envvar="TWIN_RUNTIME",
               help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
@@ -55,7 +55,8 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
 def up(cli, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend, no_wait, strict_exec):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
-    TOPOLOGY is a twin topology file, a containerlab topology (known by its content, whatever
+    TOPOLOGY is a twin topology file (or the name of one twin ships: aipod, pod8, leaf-vtep,
+    dpu-services, fabric-4x8), a containerlab topology (known by its content, whatever
     its name) or an NVIDIA Air .json/.dot, imported on the way as `twin import` does: a
     containerlab node's bound frr.conf/daemons are its configs; --role gives the kinds an
     Air file does not.
@@ -155,6 +156,7 @@ def _validation(topology: str, name: str | None, roles: dict, configs: str | Non
                 vrf_backend: str | None) -> tuple[ValidationReport, Choice | None]:
     """The topology's report, with the problems of the user's configs (and FRR's word on them) added,
     and the VRF backend `up` would run it on (None when it is invalid)."""
+    topology = str(samples.resolve(topology))
     try:
         lab = Lab.load(topology, name=name, configs=configs, roles=roles)
     except TopologyError as e:

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from twin.config.backend import DEVICE, NAMES, NO_VRF_DEVICES, wanted
 from twin.config.droplog import LOG_GROUP
 from twin.lifecycle import admission, hostlimits, state
 from twin.runtime import features, hostfacts, kernel
+from twin.topology import samples
 from twin.topology.model import Fabric
 
-DEFAULT_TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "aipod.yml"   # what `make twin-up` runs
+DEFAULT_TOPOLOGY = samples.path()   # the default lab, what `make twin-up` runs (package data)
 NEEDED = ("bridge", "veth", "vxlan")
 # feature -> what its lack changes (read from the code that uses it)
 LACKING: dict[str, str] = {
@@ -50,7 +50,7 @@ LACKING: dict[str, str] = {
 }
 FIX = {
     "root": "run it as root (`sudo .venv/bin/twin ...`): twin makes namespaces, links and containers",
-    "docker": "`make twin-up` installs and starts Docker (scripts/host-setup.sh); or start dockerd",
+    "docker": f"`make twin-up` (or `sudo {hostlimits.SETUP}`) installs and starts Docker; or start dockerd",
     "bridge": "`modprobe bridge`, or a kernel with CONFIG_BRIDGE",
     "veth": "`modprobe veth`, or a kernel with CONFIG_VETH",
     "vxlan": "`modprobe vxlan`, or a kernel with CONFIG_VXLAN",

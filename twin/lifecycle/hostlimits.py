@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import asdict, dataclass, fields
+from importlib import resources
 from pathlib import Path
 from typing import Mapping
 
@@ -38,7 +39,7 @@ TASKS_PER_FRR_NODE = 32         # FRR's daemons and threads (17) + the node's co
 TASKS_PER_HOST = 14             # docker-init, sleep + shim
 MIB_PER_FRR_NODE = 40           # host MemAvailable drop per FRR node, kernel too: 38-40 (make bench, 96/128 nodes)
 MIB_PER_HOST = 2
-SETUP = Path(__file__).resolve().parents[2] / "scripts" / "host-setup.sh"
+SETUP = Path(str(resources.files("twin.lifecycle") / "host-setup.sh"))   # installs Docker, raises the limits
 SYSCTL_FILE = "/etc/sysctl.d/60-twin.conf"
 
 

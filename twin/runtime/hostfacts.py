@@ -30,7 +30,7 @@ class Engine:
 class Image:
     tag: str
     frr: str            # "" when it could not be read
-    current: bool       # the tag this checkout builds (images/ recipe hash)
+    current: bool       # the tag this twin builds (its recipe's hash, twin/images/)
 
 
 @dataclass(frozen=True)

@@ -2,27 +2,33 @@
 
 base: `debootstrap --variant=minbase SUITE` into a temp dir, `docker import`ed
       as twin-base:SUITE-<hash>;
-node: images/node/Dockerfile built FROM that base as twin-node:SUITE-<hash>.
+node: twin/images/node/Dockerfile built FROM that base as twin-node:SUITE-<hash>.
 
-Each tag carries a hash of its recipe (and of the base it builds on), so a
-build is skipped when nothing changed and redone when something did.
+The recipes are package data (`importlib.resources`), so an installed wheel builds
+the same images as a checkout. Each tag carries a hash of its recipe (and of the
+base it builds on), so a build is skipped when nothing changed and redone when
+something did; the build context is exactly the files hashed.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import subprocess
+import tarfile
 import tempfile
+from importlib import resources
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import docker
 import yaml
 
 from twin.errors import CommandError, TwinError
 
-RECIPES = Path(__file__).resolve().parents[2] / "images"
+RECIPES = resources.files("twin") / "images"   # base/ and node/ (a Path for a checkout or an installed wheel)
+SKIPPED = {"__pycache__"}   # what an installer's byte-compiling leaves beside the node's Python scripts
 # Debian release of the node image: trixie has FRR 10.3 (the default), bookworm FRR 8.4.4.
 # $TWIN_SUITE overrides the default for every command and test. FRR 8.4.4 cannot take
 # day-2 changes of tenants on the netns VRF backend (frr-reload puts a new L3VNI in the
@@ -38,20 +44,41 @@ def _hash(*parts: bytes) -> str:
     return h.hexdigest()[:12]
 
 
-def _recipe_hash(directory: Path, *extra: str) -> str:
-    files = sorted(p for p in directory.rglob("*") if p.is_file())
+def _files(directory: Path) -> Iterator[tuple[str, Path]]:
+    """Every file of a recipe (its path inside the recipe, the file), sorted by that path."""
+    found = [p for p in directory.rglob("*")
+             if p.is_file() and not SKIPPED & set(p.relative_to(directory).parts)]
+    for f in sorted(found):
+        yield str(f.relative_to(directory)), f
+
+
+def _recipe_hash(name: str, *extra: str) -> str:
     parts = [e.encode() for e in extra]
-    for f in files:
-        parts += [str(f.relative_to(directory)).encode(), f.read_bytes()]
+    with resources.as_file(RECIPES / name) as directory:
+        for rel, f in _files(directory):
+            parts += [rel.encode(), f.read_bytes()]
     return _hash(*parts)
 
 
+def _context(name: str) -> io.BytesIO:
+    """The build context of recipe `name`: its files (as hashed), with their modes, as a tar."""
+    buf = io.BytesIO()
+    with resources.as_file(RECIPES / name) as directory, tarfile.open(fileobj=buf, mode="w") as tar:
+        for rel, f in _files(directory):
+            info = tarfile.TarInfo(rel)
+            data = f.read_bytes()
+            info.size, info.mode = len(data), f.stat().st_mode & 0o777
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
 def base_tag(suite: str = DEFAULT_SUITE) -> str:
-    return f"twin-base:{suite}-{_recipe_hash(RECIPES / 'base', suite)}"
+    return f"twin-base:{suite}-{_recipe_hash('base', suite)}"
 
 
 def node_tag(suite: str = DEFAULT_SUITE) -> str:
-    return f"twin-node:{suite}-{_recipe_hash(RECIPES / 'node', base_tag(suite))}"
+    return f"twin-node:{suite}-{_recipe_hash('node', base_tag(suite))}"
 
 
 def mirror() -> str:
@@ -103,10 +130,10 @@ def build_base(client: docker.DockerClient, suite: str, say: Callable[[str], Non
 
 def build_node(client: docker.DockerClient, suite: str, say: Callable[[str], None]) -> str:
     tag = node_tag(suite)
-    say(f"docker build images/node -> {tag}")
+    say(f"docker build twin/images/node -> {tag}")
     try:
-        client.images.build(path=str(RECIPES / "node"), tag=tag, buildargs={"BASE": base_tag(suite)},
-                            rm=True, forcerm=True)
+        client.images.build(fileobj=_context("node"), custom_context=True, tag=tag,
+                            buildargs={"BASE": base_tag(suite)}, rm=True, forcerm=True)
     except docker.errors.BuildError as e:
         log = "".join(x.get("stream", "") or x.get("error", "") for x in e.build_log)[-4000:]
         raise TwinError(f"building {tag} failed: {e.msg}\n{log}") from None

@@ -46,4 +46,4 @@ __all__ = ["load", "load_document", "validate", "ValidationReport", "check_lab_n
            "CongestionPoint", "csv_safe", "dotted", "ExecCheck", "files", "FrrJsonCheck", "json_safe", "kind_of",
            "listing", "load_allow", "load_checks", "merge", "parse_yaml", "Path_", "PingCheck", "Problems",
            "quoted", "Rate", "read_json", "read_yaml", "read_yaml_bytes", "RoceCheck", "RouteCheck", "Segment",
-           "Tenant", "match_node", "node_key", "resolve_node"]
+           "Tenant", "match_node", "node_key", "resolve_node", "samples"]
