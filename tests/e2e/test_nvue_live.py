@@ -124,9 +124,10 @@ def test_nv_sets_a_new_segment_and_applies_it_and_it_carries_traffic(lab):
     diff = nv("config", "diff")
     assert diff.returncode == 0 and "access: 30" in diff.stdout and "vlan30:" in diff.stdout
     t0 = time.monotonic()
-    applied = nv("config", "apply", "-y")
+    applied = nv("config", "apply", "-y", "--wait")          # the pings below need the fabric converged
     assert applied.returncode == 0 and "applied [rev_id: changeset/cumulus/" in applied.stdout, applied.stderr
-    print(f"nv config apply -y: {time.monotonic() - t0:.1f}s")
+    assert ", converged in " in applied.stdout, applied.stdout
+    print(f"nv config apply -y --wait: {time.monotonic() - t0:.1f}s")
     assert nv("config", "diff").stdout == ""
     shown = json.loads(nv("show", "interface", "vlan30", "-o", "json").stdout)
     assert shown["link"]["oper-status"] == "up" and "10.1.30.1/24" in shown["ip"]["address"]
