@@ -179,9 +179,9 @@ def test_an_ansible_playbook_drives_the_same_flow(lab, tmp_path):
 def test_a_revision_that_cannot_apply_ends_apply_fail_and_leaves_the_lab_as_it_was(lab, api):
     base, s = api
     files = {f: (lab.dir / "leaf01" / f).read_text() for f in ("startup.yaml", "frr.conf", "interfaces.sh")}
-    rid, doc = revision(base, s, "interface/swp9", {"link": {"state": "up"}})     # leaf01 has no swp9
+    rid, doc = revision(base, s, "interface/swp99", {"link": {"state": "up"}})     # leaf01 has no swp99
     assert doc["state"] == "apply_fail"
-    assert any("interface.swp9: leaf01 has no port swp9" in i["message"] for i in doc["transition"]["issue"].values())
+    assert any("interface.swp99: leaf01 has no port swp99" in i["message"] for i in doc["transition"]["issue"].values())
     assert {f: (lab.dir / "leaf01" / f).read_text() for f in files} == files
     # failing half way: an address the revision adds is on the bridge already, so the kernel step fails
     lab.node("leaf01").check(["ip", "-n", "red", "addr", "add", "10.1.30.9/24", "dev", "br30"])
@@ -221,9 +221,9 @@ def test_hostile_input_and_a_wrong_password_change_nothing(lab, api):
         p = nv(*words)
         assert p.returncode == 1 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
     nv("config", "detach")
-    assert nv("set", "interface", "swp9", "link", "state", "up").returncode == 0     # NVUE's tree has a place
+    assert nv("set", "interface", "swp99", "link", "state", "up").returncode == 0     # NVUE's tree has a place
     p = nv("config", "apply", "-y")                                                 # ... leaf01 has no port
-    assert p.returncode == 1 and "apply_fail" in p.stdout and "interface.swp9: leaf01 has no port swp9" in p.stderr
+    assert p.returncode == 1 and "apply_fail" in p.stdout and "interface.swp99: leaf01 has no port swp99" in p.stderr
     nv("config", "detach")
     assert s.get(f"{base}/", params={"rev": "applied"}).json() == before
     assert "Traceback" not in (nvue_service.root(lab.dir) / "service.log").read_text()
