@@ -126,8 +126,7 @@ class Lab:
         return (st.backend if st else None) or DEFAULT_BACKEND
 
     def writing(self, what: str):
-        """Hold the lab's lock while `what` changes it (`LabContext.writing`); LabStateError at
-        once, naming the holder's command and pid, when another twin changes the lab now."""
+        """Hold the lab's lock while `what` changes it (`LabContext.writing`: LabStateError at once if held)."""
         return state.lock(self.name, what)
 
     def context(self) -> LabContext:
@@ -217,7 +216,7 @@ class Lab:
             shaping = st.shaping or DEFAULT_SHAPING
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
-            nfs = nvue.read_configs(self.configs)
+            nfs = nvue.read_configs(self.configs) | (blank := nvue.blank(fabric, self.configs))   # nvue: blank
             st.layout = nvue_service.layout(self.name, backend, say) if nfs else None
             nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
             files.update({n: x.files for n, x in nv.items()})
@@ -228,6 +227,7 @@ class Lab:
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
+            st.user_files |= {n: [nvue.STARTUP] for n in blank}     # a blank node's NVUE is its automation's
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
             try:
@@ -242,7 +242,7 @@ class Lab:
                                for f in execs.failures]
                 st.notes = list(self.notes)
             st.timings["wired"] = time.monotonic() - t0
-            if not wait:
+            if not wait or blank:     # blank NVUE nodes: `twin wait` judges the fabric once configured
                 st.status = "deployed"
                 return st.timings
             st.status = "converging"

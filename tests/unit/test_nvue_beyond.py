@@ -164,3 +164,20 @@ def test_stored_places_are_kept_with_the_notice():
     nodes, notes = nvue.build({"leaf01": nf}, FABRIC, "netns")
     assert "t: interface bond1 (bond): stored, not emulated: bonds are not emulated" in notes
     assert "Welcome" not in nodes["leaf01"].files["frr.conf"]
+
+
+def test_a_topology_declares_blank_nvue_switches(tmp_path):
+    f = tmp_path / "t.yml"
+    text = (ROOT / "tests/e2e/nvue/samples.yml").read_text()
+    f.write_text(text.replace("vtep: [leaf, dpu]", "vtep: [leaf, dpu]\ndefaults: {nvue: blank}"))
+    fabric = topology.load(f)
+    assert sorted(n for n, x in fabric.nodes.items() if x.nvue == "blank") == ["dpu1", "leaf01", "spine01", "spine02"]
+    files = nvue.blank(fabric)
+    assert {n: nf.tree for n, nf in files.items()}["leaf01"] == {"system": {"hostname": "leaf01"}}
+    nodes, _ = nvue.build(files, fabric, "netns")
+    frr = nodes["spine01"].files["frr.conf"]
+    assert "hostname spine01\n" in frr and "router bgp" not in frr and nodes["spine01"].plane.steps == []
+    f.write_text(text.replace("server01: {kind: host}", "server01: {kind: host, nvue: blank}"))
+    with pytest.raises(TopologyError) as e:
+        topology.load(f)
+    assert [p.message for p in e.value.problems] == ["a host does not run NVUE: nvue is for spines, leafs and DPUs"]

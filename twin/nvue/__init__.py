@@ -35,6 +35,7 @@ from twin.nvue.cli import EDITS, Command, commands, edit
 from twin.nvue.configs import (
            STARTUP,
            NvueNode,
+           blank,
            build,
            check_files,
            dump,
@@ -51,7 +52,7 @@ from twin.nvue.plane import PER_VNI, VLAN_AWARE, Layout, Plane, extras_delta, te
 from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import Finding, diff, expand, get, leaves, patch, set_path, show, unpatch, unset_path, words
 
-__all__ = ["STARTUP", "NvueNode", "build", "check_files", "dump", "files_of", "frr_view", "not_emulated",
+__all__ = ["STARTUP", "NvueNode", "blank", "build", "check_files", "dump", "files_of", "frr_view", "not_emulated",
            "read_configs", "running", "runs_nvue", "export", "export_node", "NvueFile", "from_tree", "read",
            "PER_VNI", "VLAN_AWARE", "Plane",
            "tenant_of", "API", "VERSION", "Finding", "diff", "expand", "patch", "set_path", "show", "unpatch",

@@ -95,6 +95,15 @@ def _refusal(e: safetext.UnsafeText, nf: NvueFile, fabric: Fabric, node: str) ->
     return safetext.refusal(e, node, fabric.source, fabric.model_dump(mode="json"))
 
 
+def blank(fabric: Fabric, configs: UserConfigs | None = None) -> dict[str, NvueFile]:
+    """What the topology's blank NVUE nodes run (`nvue: blank`; not those `configs` gives files of),
+    as switches after zero-touch provisioning: their host name alone (the management network's eth0
+    and NVUE itself are theirs at `twin up`); the user's automation configures the rest."""
+    return {n: load.from_tree({"system": {"hostname": n}}, f"{n}/{STARTUP} (blank: the topology's nvue: blank)")
+            for n, node in fabric.nodes.items() if node.nvue == "blank" and n not in (configs.files if configs
+                                                                                    else {})}
+
+
 def check_files(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
     """Every problem of the config directory's NVUE files on this topology (none: they run)."""
     nfs, problems = _read(configs)
