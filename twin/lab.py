@@ -26,7 +26,7 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors
-from twin.lifecycle import admission, barrier, bringup, cleanup, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, mgmtnet, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
@@ -201,7 +201,7 @@ class Lab:
 
     def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
                   execs: bringup.ExecLog) -> dict[str, float]:
-        fabric = self.loaded
+        fabric = self.loaded = mgmtnet.resolve(self.loaded, self.runtime)   # its management subnet and addresses
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
                             created=state.now(), runtime=self.runtime.name, notes=self.notes)
@@ -210,7 +210,7 @@ class Lab:
         state.remove(self.dir)
         state.save(self.dir, st, fabric)
         try:
-            st.backend = backend
+            password, st.backend = mgmtnet.password(self.dir, fabric, say), backend   # user cumulus's (ssh, NVUE)
             limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
             st.shaping = kernel.probe_shaping(self.name) if limited else None
             shaping = st.shaping or DEFAULT_SHAPING
@@ -234,7 +234,7 @@ class Lab:
                 self.runtime.bring_up(fabric, image, self.dir, backend,
                                       configure=lambda n, ex, pid: bringup.configure_node(
                                           fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
-                                          execs),
+                                          execs, password),
                                       on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0),
                                       say=say)
             finally:
@@ -298,7 +298,7 @@ class Lab:
         if st is None or recorded is None:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
-        differs = FabricDiff(recorded, self.loaded).lines() + self._configs_differ(st)
+        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.loaded)).lines() + self._configs_differ(st)
         want = wanted(self.loaded, vrf_backend)[0]
         differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
             st.backend and st.backend != want) else []

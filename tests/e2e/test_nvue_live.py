@@ -169,7 +169,7 @@ def test_an_ansible_playbook_drives_the_same_flow(lab, tmp_path):
     assert p.returncode == 0 and "leaf01                     : ok=7" in p.stdout, p.stdout + p.stderr
     assert "10.1.30.4/24" in kernel_addresses(lab)
     # and `nv` itself through the inventory's docker connection
-    assert twin_cli("inventory", NAME, "-o", str(tmp_path)).returncode == 0
+    assert twin_cli("inventory", NAME, "-o", str(tmp_path), "--connection", "docker").returncode == 0
     p = subprocess.run([str(Path(sys.executable).parent / "ansible"), "-i", str(tmp_path / "inventory.yml"), "leaf01",
                         "-m", "ansible.builtin.command", "-a", "nv show interface vlan30 ip address -o json"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)

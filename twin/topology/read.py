@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from twin.topology.problems import Path_, Problems, quoted
-from twin.topology.schema import CongestionSpec, Defaults, LinkSpec, NodeSpec, TenantSpec, TopologySpec
+from twin.topology.schema import CongestionSpec, Defaults, LinkSpec, MgmtSpec, NodeSpec, TenantSpec, TopologySpec
 from twin.topology.yaml_safe import read_yaml
 
 TOP_KEYS = ", ".join(TopologySpec.model_fields)
@@ -55,6 +55,8 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
         problems.add(("description",), f"must be text; got {quoted(description)}")
     raw_defaults = _container(data, "defaults", dict, "must be a mapping of defaults", problems)
     defaults = validate_model(Defaults, raw_defaults, ("defaults",), problems) or Defaults()
+    raw_mgmt = _container(data, "mgmt", dict, "must be a mapping: {subnet, gateway, password, enabled}", problems)
+    mgmt = validate_model(MgmtSpec, raw_mgmt, ("mgmt",), problems) or MgmtSpec()
     nodes, broken = _nodes(data, problems)
     vtep = "dpu" if data.get("vtep") is None else data["vtep"]
 
@@ -62,6 +64,7 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
         name=name if isinstance(name, str) else "",
         description=description if isinstance(description, str) else "",
         defaults=defaults,
+        mgmt=mgmt,
         nodes=nodes,
         links=_links(data, problems),  # None marks a malformed link, kept so indexes match the file
         vtep=vtep if isinstance(vtep, str) or (isinstance(vtep, list) and vtep and all(
