@@ -181,3 +181,33 @@ def test_a_topology_declares_blank_nvue_switches(tmp_path):
     with pytest.raises(TopologyError) as e:
         topology.load(f)
     assert [p.message for p in e.value.problems] == ["a host does not run NVUE: nvue is for spines, leafs and DPUs"]
+
+
+def test_eth0_is_the_management_port_at_its_management_address(tmp_path):
+    f = tmp_path / "t.yml"
+    f.write_text((ROOT / "tests/e2e/nvue/samples.yml").read_text()
+                 .replace("vtep: [leaf, dpu]", "vtep: [leaf, dpu]\nmgmt: {subnet: 192.168.200.0/24}")
+                 .replace("leaf01: {kind: leaf,", "leaf01: {kind: leaf, mgmt_ipv4: 192.168.200.11,"))
+    fabric = topology.load(f)
+
+    def build(eth0: dict) -> list[str]:
+        tree = copy.deepcopy(LEAF)
+        nvue.patch(tree, {"interface": {"eth0": {"type": "eth", "ip": eth0}}, "vrf": {"mgmt": {}}})
+        try:
+            nodes, _ = nvue.build({"leaf01": nvue.from_tree(tree, "s")}, fabric, "netns")
+        except TopologyError as e:
+            return [f"{p.path}: {p.message}" for p in e.problems]
+        assert [s.command() for s in nodes["leaf01"].plane.steps if s.dev == "eth0"] == [
+            "ip link set eth0 netns /run/twin/mgmt",
+            "nsenter --net=/run/twin/mgmt ip addr add 192.168.200.11/24 dev eth0",
+            "nsenter --net=/run/twin/mgmt ip link set eth0 up"], "the management network's (twin.config.mgmt)"
+        return []
+
+    assert build({"address": {"192.168.200.11/24": {}}, "vrf": "mgmt"}) == build({"address": {"dhcp": {}}}) == []
+    assert sorted(build({"address": {"192.168.200.99/24": {}}, "vrf": "RED"})) == [
+        "interface.eth0.ip.address: leaf01's management address is 192.168.200.11/24: the management network gives "
+        "it (the topology's mgmt_ipv4 pins it; NVUE's dhcp takes it)",
+        "interface.eth0.ip.vrf: eth0 is in VRF mgmt: the node's management network"]
+    blank = nvue.blank(fabric.model_copy(update={"nodes": {**fabric.nodes, "leaf01": fabric.nodes["leaf01"].model_copy(
+        update={"nvue": "blank"})}}))["leaf01"]
+    assert blank.tree["interface"]["eth0"] == {"type": "eth", "ip": {"address": {"dhcp": {}}, "vrf": "mgmt"}}

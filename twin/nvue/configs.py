@@ -19,9 +19,11 @@ from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError, TwinError
+from twin.kinds import MGMT_PORT
 from twin.nvue import frr, load
 from twin.nvue import plane as planes_
 from twin.nvue.load import NvueFile
+from twin.nvue.model import MGMT
 from twin.nvue.plane import PER_VNI, Plane
 from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import show
@@ -99,7 +101,11 @@ def blank(fabric: Fabric, configs: UserConfigs | None = None) -> dict[str, NvueF
     """What the topology's blank NVUE nodes run (`nvue: blank`; not those `configs` gives files of),
     as switches after zero-touch provisioning: their host name alone (the management network's eth0
     and NVUE itself are theirs at `twin up`); the user's automation configures the rest."""
-    return {n: load.from_tree({"system": {"hostname": n}}, f"{n}/{STARTUP} (blank: the topology's nvue: blank)")
+    def tree(n: str) -> dict:
+        mgmt = {"interface": {MGMT_PORT: {"type": "eth", "ip": {"address": {"dhcp": {}}, "vrf": MGMT}}}}
+        return {"system": {"hostname": n}, **(mgmt if fabric.mgmt and fabric.nodes[n].mgmt else {})}
+
+    return {n: load.from_tree(tree(n), f"{n}/{STARTUP} (blank: the topology's nvue: blank)")
             for n, node in fabric.nodes.items() if node.nvue == "blank" and n not in (configs.files if configs
                                                                                     else {})}
 

@@ -243,7 +243,7 @@ def _type_of(name: str, i: dict) -> str:
 
 
 def _v4(addrs: dict) -> list[str]:
-    return [a for a in addrs if isinstance(ipaddress.ip_interface(a), ipaddress.IPv4Interface)]
+    return [a for a in addrs if a != "dhcp" and isinstance(ipaddress.ip_interface(a), ipaddress.IPv4Interface)]
 
 
 def _first_int(d: dict) -> int | None:

@@ -28,9 +28,11 @@ from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.config.steps import Step
 from twin.errors import TopologyError
 from twin.intent.tenants import bridge_name, vxlan_name
+from twin.kinds import MGMT_PORT
 from twin.nvue import beyond, routed
 from twin.nvue.load import NvueFile
 from twin.nvue.model import MGMT, NodeConf, Svi
+from twin.nvue.tree import get
 from twin.topology import port_ranges
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 from twin.topology.problems import listing
@@ -40,7 +42,7 @@ VLAN_AWARE: Final = "vlan-aware"
 Layout = Literal["per-vni", "vlan-aware"]   # the kernel layout of a lab's NVUE nodes
 DEFAULT_VRR_MAC = "00:00:5e:00:01:01"     # NVUE's VRR MAC with the default fabric id (1)
 PORT_TYPES = ("swp",)                      # interfaces that are ports of the node
-NOT_EMULATED_TYPES = {"eth": "the management port: twin's nodes have no management network",
+NOT_EMULATED_TYPES = {"eth": "twin's nodes have one management port, eth0",
                       "bond": "bonds are not emulated", "sub": "subinterfaces are not emulated",
                       "peerlink": "MLAG's peer link: MLAG is not emulated", "tunnel": "GRE tunnels are not emulated"}
 
@@ -112,6 +114,9 @@ def _devices(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, problems: 
                                 for n in v.neighbors if v.neighbors[n].unnumbered]
     for name in dict.fromkeys(names):
         kind = conf.ports.get(name, "swp")
+        if name == MGMT_PORT:
+            problems += _mgmt_port(nf, fabric, node, notes)
+            continue
         if kind in NOT_EMULATED_TYPES:
             notes.append(f"{nf.source}: interface {name} ({kind}): stored, not emulated: {NOT_EMULATED_TYPES[kind]}")
         if kind not in PORT_TYPES:
@@ -123,6 +128,26 @@ def _devices(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, problems: 
         else:
             out[name] = dev
     return out, sorted({d for d in out.values() if d not in cabled}, key=list(known).index)
+
+
+def _mgmt_port(nf: NvueFile, fabric: Fabric, node: str, notes: list[str]) -> list:
+    """NVUE's eth0 is the node's management port (`twin.config.mgmt`): in VRF mgmt, at the address
+    the management network gives it (NVUE's `dhcp`, or that very address)."""
+    ip = get(nf.tree, ("interface", MGMT_PORT, "ip"), {})
+    n, out = fabric.nodes[node], []
+    if ip.get("vrf") not in (None, MGMT):
+        out.append(nf.problem(("interface", MGMT_PORT, "ip", "vrf"), f"eth0 is in VRF {MGMT}: the node's "
+                                                                    "management network"))
+    if fabric.mgmt is None or not kinds.of(n).mgmt:
+        notes.append(f"{nf.source}: interface eth0: stored, not emulated: {node} has no management network here")
+        return out
+    given = [a for a in ip.get("address", {}) if a != "dhcp"]
+    mine = f"{n.mgmt}/{fabric.mgmt.prefixlen}" if n.mgmt else None
+    if mine and any(a != mine for a in given):
+        out.append(nf.problem(("interface", MGMT_PORT, "ip", "address"), f"{node}'s management address is {mine}: "
+                              "the management network gives it (the topology's mgmt_ipv4 pins it; NVUE's dhcp "
+                              "takes it)"))
+    return out
 
 
 def _tenants(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, devices: dict[str, str], problems: list,

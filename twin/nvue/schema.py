@@ -173,7 +173,7 @@ _INTERFACE = Obj({
     "type": Leaf("enum", choices=("swp", "eth", "bond", "loopback", "svi", "sub", "peerlink", "tunnel")),
     "vlan": VLAN,
     "ip": Obj({
-        "address": Coll(PREFIX, Empty()),
+        "address": Coll(Leaf("prefix", choices=("dhcp",), what="an IP prefix like 10.1.10.2/24, or dhcp"), Empty()),
         "vrf": VRFNAME,
         "vrr": Obj({"enable": ON_OFF, "address": Coll(PREFIX, Empty()),
                     "mac-address": Leaf("mac", choices=("auto",), what="a MAC address or auto"),
