@@ -296,6 +296,9 @@ def _steps(plane: Plane, backend: Backend, shaping: Shaping) -> list[Step]:
         plane.extras[("link", dev)] = state
         if name in conf.down or (dev in plane.uncabled and ("up", dev) not in plane.extras):
             steps.append(state)      # a port is up once cabled (links); an uncabled one, up here
+    if conf.vrfs.get(MGMT) and conf.vrfs[MGMT].statics:
+        plane.notes.append(f"{node}: vrf.mgmt.router.static: kept, not run: the management network's routes are "
+                           "twin's (its subnet)")
     if not conf.vxlan and nfab.tenants_on(node):
         plane.notes.append(f"{node}: nve.vxlan is off (no enable, no source address): no VXLAN device is made")
     if kinds.of(nfab.nodes[node]).runs_frr and not conf.loopbacks:
