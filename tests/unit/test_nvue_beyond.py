@@ -211,3 +211,14 @@ def test_eth0_is_the_management_port_at_its_management_address(tmp_path):
     blank = nvue.blank(fabric.model_copy(update={"nodes": {**fabric.nodes, "leaf01": fabric.nodes["leaf01"].model_copy(
         update={"nvue": "blank"})}}))["leaf01"]
     assert blank.tree["interface"]["eth0"] == {"type": "eth", "ip": {"address": {"dhcp": {}}, "vrf": "mgmt"}}
+
+
+def test_day_2_takes_what_goes_beyond_the_tenants_away_in_reverse_and_keeps_ports():
+    svi = {"interface": {"swp10": {"type": "swp", "bridge": {"domain": {"br_default": {"access": 100}}}},
+                         "vlan100": {"type": "svi", "vlan": 100, "ip": {"address": {"10.100.0.2/24": {}}}}},
+           "bridge": {"domain": {"br_default": {"vlan": {"100": {}}}}}}
+    before, after = built(svi).plane, built({"interface": {"swp10": {"type": "swp"}}}).plane
+    add, remove = nvue.extras_delta(before.extras, after.extras, set(), set())
+    assert [s.command() for s in remove] == ["ip addr del 10.100.0.2/24 dev vlan100", "ip link set swp10 nomaster",
+                                             "ip link del vlan100"]
+    assert add == [] and ("port", "swp10") in after.extras, "the uncabled port stays, as a switch's"
