@@ -263,7 +263,8 @@ def test_the_injection_is_refused_through_every_door_and_frr_conf_stays(lab, api
     node = lab.node("leaf01")
     p = node.run(["nv", "set", "system", "hostname", INJECTION])
     assert p.rc == 1 and p.stderr.startswith("Error: system.hostname: 'leaf01\\nip route"), p.stderr
-    node.check(["sh", "-c", "printf '- set:\\n    system:\\n      hostname: \"x\\\\nrouter bgp 1\"\\n' > /tmp/p.yaml"])
+    patch = "printf '%s\\n' '- set:' '    system:' '      hostname: \"x\\nrouter bgp 1\"' > /tmp/p.yaml"
+    node.check(["sh", "-c", patch])
     p = node.run(["nv", "config", "patch", "/tmp/p.yaml"])
     assert p.rc == 1 and "system.hostname: 'x\\nrouter bgp 1' is not a host name" in p.stderr, p.stderr
     assert nv("config", "diff").stdout == ""

@@ -41,9 +41,11 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
     return {name: render_template(f"frr/{name}.j2", **ctx) for name in ("frr.conf", "daemons", "vtysh.conf")}
 
 
-def daemons_file(node: Node, daemons: list[str]) -> str:
-    """A daemons file that enables `daemons` (and FRR's own), for a router whose config came alone."""
-    return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
+def daemons_file(node: Node, daemons: list[str], fabric: Fabric | None = None, netns: bool = False) -> str:
+    """A daemons file that enables `daemons` (and FRR's own), for a router whose config came alone
+    or a node NVUE configures (`fabric`: its BGP timers' watchfrr; `netns`: zebra -n, VRFs as namespaces)."""
+    return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS,
+                           zebra_extra=" -n" if netns else "", **({"fabric": fabric} if fabric else {}))
 
 
 def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND,

@@ -14,8 +14,9 @@ from typing import Iterable
 
 import yaml
 
+from twin import kinds
 from twin.config import render, safetext, userconf
-from twin.config.backend import DEFAULT_BACKEND
+from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError, TwinError
@@ -127,6 +128,10 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
     node = p.fabric.nodes[p.node]
     files = render.render_node(node, p.fabric, backend, shaping)
     files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs)
+    # as on a switch, whatever it holds yet: staticd for its static routes, and (netns backend) zebra -n,
+    # so a VRF NVUE declares later (a tenant's, a plain one) is adopted without restarting FRR
+    files["daemons"] = render.daemons_file(node, list(kinds.of(node).daemons) + ["staticd"], p.fabric,
+                                           netns=backend == NETNS)
     what = (f"EVPN overlay on this VTEP as its NVUE declares it ({p.layout} layout, VRF backend: {backend})"
             if p.fabric.tenants_on(p.node) else "node as its NVUE declares it")
     files["interfaces.sh"] = script_of(p.node, p.fabric.name, what, p.steps, p.bindings)
