@@ -64,7 +64,7 @@ def _tos(tos: int) -> str:
 
 
 def _in_ns(s: Step) -> str:
-    return f"ip netns exec {s.ns} " if s.ns else ""
+    return f"ip netns exec {s.ns} " if s.ns and s.ns != MGMT_NS else ""   # the management one: Step.command
 
 
 OPS: dict[str, Op] = {

@@ -79,7 +79,8 @@ class DockerRuntime:
             configure(node, execs[-1], wiring.pids[node])
 
         bridge = self.make_mgmt(fabric)
-        wiring = Wiring(fabric, on_wired=wired, attach=lambda node, pid: mgmt.attach(fabric.name, node, pid, bridge))
+        wiring = Wiring(fabric, on_wired=wired, attach=lambda node, pid: mgmt.attach(
+            fabric.name, node, pid, bridge, str(fabric.nodes[node].mgmt)))
         try:
             # the nodes with the most links first: their links can be made while the rest start
             nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
@@ -110,8 +111,9 @@ class DockerRuntime:
 
     def attach_mgmt(self, fabric: Fabric, node: str, pid: int) -> None:
         """A node's eth0 on the lab's management network again (a node started again: `node-start`)."""
-        if fabric.mgmt is not None and fabric.nodes[node].mgmt:
-            mgmt.attach(fabric.name, node, pid, mgmt.bridge_name(fabric.name))
+        address = fabric.nodes[node].mgmt
+        if fabric.mgmt is not None and address:
+            mgmt.attach(fabric.name, node, pid, mgmt.bridge_name(fabric.name), address)
 
     def remove_mgmt(self, lab: str) -> list[str]:
         """The lab's management network (by its label) and its block of /etc/hosts, gone."""

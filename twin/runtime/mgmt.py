@@ -130,9 +130,11 @@ def remove(client: docker.DockerClient, lab: str) -> list[str]:
     return gone
 
 
-def attach(lab: str, node: str, pid: int, bridge: str) -> None:
+def attach(lab: str, node: str, pid: int, bridge: str, address: str) -> None:
     """Node `node`'s eth0 on the management network: a veth pair, one end in the bridge, eth0 in the
-    node (pid `pid`). An end left by the node's earlier life (its namespace is being freed) is waited for."""
+    node (pid `pid`). An end left by the node's earlier life (its namespace is being freed) is waited for,
+    and this host's neighbour entry of its `address` (the former eth0's MAC) removed: the new one is
+    reached at once, not once that entry has failed (half a minute and more)."""
     host, alias = port_name(lab, node), link_alias(lab, f"{node}:{MGMT_PORT}", "mgmt")
     with IPRoute() as ipr:
         found = ipr.link_lookup(ifname=bridge)
@@ -145,6 +147,11 @@ def attach(lab: str, node: str, pid: int, bridge: str) -> None:
             ipr.link("set", index=ipr.link_lookup(ifname=host)[0], master=found[0], state="up", ifalias=alias)
         except NetlinkError as e:
             raise TwinError(f"{lab}/{node}: cannot attach its {MGMT_PORT} to the management network: {e}") from None
+        try:
+            ipr.neigh("del", dst=address, ifindex=found[0])
+        except NetlinkError as e:
+            if e.code != errno.ENOENT:
+                raise TwinError(f"{lab}/{node}: cannot forget its former MAC on this host: {e}") from None
 
 
 def _wait_gone(ipr: IPRoute, host: str, alias: str, where: str) -> None:

@@ -44,7 +44,9 @@ _DEVICES = [
     (re.compile(r"vxlan[0-9]+"), "twin names its VXLAN devices vxlanN (N: the VNI)"),
     (re.compile(r"twin.*"), "names starting with 'twin' are twin's own"),
 ]
-_VRF_RESERVED = [(re.compile(r"default"), "'default' is the underlay's own VRF in FRR")] + _DEVICES
+_VRF_RESERVED = [(re.compile(r"default"), "'default' is the underlay's own VRF in FRR"),
+                 (re.compile(r"mgmt"), "'mgmt' is the management VRF (Cumulus Linux's; a node's management port)")
+                 ] + _DEVICES
 
 
 def check_lab_name(name: object) -> str | None:

@@ -56,7 +56,7 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
     raw_defaults = _container(data, "defaults", dict, "must be a mapping of defaults", problems)
     defaults = validate_model(Defaults, raw_defaults, ("defaults",), problems) or Defaults()
     raw_mgmt = _container(data, "mgmt", dict, "must be a mapping: {subnet, gateway, password, enabled}", problems)
-    mgmt = validate_model(MgmtSpec, raw_mgmt, ("mgmt",), problems) or MgmtSpec()
+    mgmt = validate_model(MgmtSpec, raw_mgmt, ("mgmt",), problems) or _sound_fields(MgmtSpec, raw_mgmt)
     nodes, broken = _nodes(data, problems)
     vtep = "dpu" if data.get("vtep") is None else data["vtep"]
 
@@ -73,6 +73,19 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
         congestion=_congestion(data, problems),
         checks=_container(data, "checks", list, "must be a list of checks, each {name, type, ...}", problems),
     ), problems, broken
+
+
+def _sound_fields(model: type[BaseModel], raw: dict) -> Any:
+    """`model` of the fields of `raw` that are sound by themselves (its others reported already): the
+    rules across fields still judge those, without a wrong one hiding them or being reported twice."""
+    sound = {}
+    for k, v in raw.items():
+        try:
+            model.model_validate({k: v})
+        except ValidationError:
+            continue
+        sound[k] = v
+    return model.model_validate(sound)
 
 
 def _nodes(data: dict, problems: Problems) -> tuple[dict[str, NodeSpec], set[str]]:
