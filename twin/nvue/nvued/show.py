@@ -70,7 +70,7 @@ def below(doc: Any, rest: tuple[str, ...], path: tuple[str, ...]) -> Any:
 
 def _plane(ctx: LabContext, node: str) -> nvue.Plane | None:
     ctx.node(node)
-    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))
+    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx), [node])
     return running[node].plane if node in running else None
 
 
@@ -78,7 +78,7 @@ def _vrf(plane: nvue.Plane | None, name: str) -> str:
     """The kernel VRF of an NVUE VRF of the node ('default' is the underlay)."""
     if name == "default":
         return name
-    known = plane.vrfs if plane else {}
+    known = {**plane.vrfs, **plane.plain} if plane else {}     # its tenants' VRFs and its plain L3 VRFs
     if name not in known:
         raise NotFound(f"vrf.{name}: the node has no such VRF; its VRFs: {', '.join(['default', *known]) }")
     return known[name]
