@@ -10,9 +10,11 @@ Configurations (this face), in the order data takes:
 - `tree`: the configuration tree and the edits `nv set`/`nv unset`/`nv config` and the REST
   API are made of (set/unset a path, interface ranges, patch, diff), and its check;
 - `load`: a startup.yaml read (file, line, NVUE path of every problem);
-- `model`: the emulated subset as typed data;
-- `frr`: frr.conf as NVUE renders it; `plane`: the node's kernel plane (per-VNI layout),
-  `vlanaware`: Cumulus's own layout (opt-in, golden-tested);
+- `model`: the emulated subset as typed data (`policy`: prefix lists and route maps);
+- `frr`: frr.conf as NVUE renders it; `plane`: the node's kernel plane (per-VNI layout), with
+  `routed` for what goes beyond twin's tenants (uncabled ports, plain VRFs, VLANs outside a
+  tenant) and `beyond` for what NVUE refuses of it; `vlanaware`: Cumulus's own layout (opt-in,
+  golden-tested);
 - `configs`: NVUE files among a lab's configs, each node's files; `export`: twin's design as NVUE;
 - `api`, `cli`: the REST API's and `nv`'s pure parts; `client`: the `nv` command a node runs.
 
