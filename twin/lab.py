@@ -26,7 +26,7 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors
-from twin.lifecycle import admission, barrier, bringup, cleanup, mgmtnet, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, mgmtnet, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
@@ -102,8 +102,7 @@ class Lab:
     @classmethod
     def open(cls, name: str) -> "Lab":
         """An existing lab by name, from its directory (or just its containers)."""
-        _, fabric = state.load(state.labdir(name))
-        return cls(name, fabric)
+        return cls(name, state.load(state.labdir(name))[1])
 
     @property
     def runtime(self) -> Runtime:
@@ -122,8 +121,7 @@ class Lab:
 
     @property
     def backend(self) -> Backend:
-        st = self.state
-        return (st.backend if st else None) or DEFAULT_BACKEND
+        return (st.backend if (st := self.state) else None) or DEFAULT_BACKEND
 
     def writing(self, what: str):
         """Hold the lab's lock while `what` changes it (`LabContext.writing`: LabStateError at once if held)."""
@@ -139,7 +137,8 @@ class Lab:
     # --- lifecycle ---------------------------------------------------------
     def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
            say: Say = lambda _: None, configs: "str | Path | UserConfigs | None" = None,
-           vrf_backend: str | None = None, wait: bool = True, strict_exec: bool = False) -> dict[str, float]:
+           vrf_backend: str | None = None, wait: bool = True, strict_exec: bool = False, images: str | None = None
+           ) -> dict[str, float]:
         """Bring the lab up and return once converged; returns stage timings (s).
 
         `configs`: a directory of the user's FRR files (or what `userconf` read of one): those
@@ -148,7 +147,7 @@ class Lab:
         `wait=False` returns once the nodes run, are wired and FRR started (as `clab deploy`):
         for labs a user's scripts configure; `wait()` is the convergence barrier then. A node's
         `exec` command that fails is a note (`notes`) and the lab goes on, as in containerlab;
-        `strict_exec` makes it end the bring-up."""
+        `strict_exec` makes it end the bring-up. `images`: auto, own or twin (`twin.lifecycle.imagechoice`)."""
         if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
         if configs is not None:
@@ -169,14 +168,15 @@ class Lab:
                 self.loaded = self.loaded.model_copy(update={"timers": est.timers})
                 say(f"{est.timers_text()}: {est.figures()}")
             choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
-            self.notes += [w for w in choice.warnings if w not in self.notes]   # said with the import's notes
+            own = imagechoice.resolve(self.loaded, images, self.runtime.image_facts)   # --images own: refused here
+            self.notes += [w for w in [*choice.warnings, *own.notes] if w not in self.notes]   # with the import's notes
             image = image or self.runtime.node_image(say=say)
             if self.configs is not None:
                 say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
                 self.runtime.check_configs(image, self.name, nvue.frr_view(self.configs, self.loaded))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 timings = self._bring_up(image, timeout, say, choice.backend, wait,
-                                         bringup.ExecLog(self.name, strict_exec))
+                                         bringup.ExecLog(self.name, strict_exec), own)
                 self.nvue_service(say)
                 return timings
 
@@ -200,11 +200,11 @@ class Lab:
                                  {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
 
     def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
-                  execs: bringup.ExecLog) -> dict[str, float]:
-        fabric = self.loaded = mgmtnet.resolve(self.loaded, self.runtime)   # its management subnet and addresses
+                  execs: bringup.ExecLog, own: imagechoice.Choice) -> dict[str, float]:
+        fabric = self.loaded = mgmtnet.resolve(self.loaded, self.runtime, set(own.own))   # its management network
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
-                            created=state.now(), runtime=self.runtime.name, notes=self.notes)
+                            created=state.now(), runtime=self.runtime.name, notes=self.notes, images=own.own)
         if self.dir.is_dir():
             nvue_service.stop(self.dir)   # leftovers of a lab that is gone (no containers)
         state.remove(self.dir)
@@ -231,10 +231,10 @@ class Lab:
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
             try:
-                self.runtime.bring_up(fabric, image, self.dir, backend,
+                self.runtime.bring_up(own.fabric(fabric), image, self.dir, backend,
                                       configure=lambda n, ex, pid: bringup.configure_node(
                                           fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
-                                          execs, password),
+                                          execs, starts_itself=n in own.starts_itself, password=password),
                                       on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0),
                                       say=say)
             finally:

@@ -56,6 +56,17 @@ def test_no_wait_returns_deployed_and_a_failing_exec_is_reported_while_the_lab_g
     assert lab.node("leaf1").run(["sh", "-c", "echo x > /setup.sh"]).rc != 0
 
 
+def test_up_that_waits_on_what_only_its_scripts_make_says_how_to_go_on(deployed, runtime, node_image):
+    d, _ = deployed
+    name = "t-by-evpn-wait"     # the same lab, without --no-wait: its leafs' scripts never run (issue 36)
+    p = twin_cli("up", str(d / "evpn-lab.yml"), "--name", name, "--image", node_image, "--timeout", "15")
+    assert p.returncode == 1
+    assert (f"error: lab {name} waits only for VRF or VXLAN devices that its routers' configs reference and nothing "
+            f"of the lab makes (leaf1, leaf2): configured after deploy? `twin up {d / 'evpn-lab.yml'} --no-wait`, then "
+            f"its scripts (`twin exec {name} NODE -- SCRIPT`), then `twin wait {name}`") in p.stderr, p.stderr
+    assert leftovers(runtime, name) == []
+
+
 def test_wait_names_what_the_scripts_have_not_made_then_converges_after_them(deployed):
     early = twin_cli("-v", "wait", NAME, "--timeout", "3")
     assert early.returncode == 1

@@ -75,8 +75,8 @@ def test_every_node_field_is_carried_or_named_with_its_reason(tmp_path):
                                            "scripts/a.sh": "echo a\n", "h1.sh": "sleep INF\n"})
     imp = import_clab(path)
     nodes = imp.doc["nodes"]
-    assert nodes["r1"] == {"kind": "router", "binds": [f"{tmp_path}/scripts:/opt/scripts:ro"],
-                           "env": {"C": "3", "A": "1", "B": "x"}}
+    assert nodes["r1"] == {"kind": "router", "image": "frrouting/frr",
+                           "binds": [f"{tmp_path}/scripts:/opt/scripts:ro"], "env": {"C": "3", "A": "1", "B": "x"}}
     assert nodes["r2"]["env"]["B"] == "y" and imp.configs.files["r2"]["frr.conf"] == "hostname r2\n!\n"
     assert imp.configs.files["r1"]["frr.conf"] == "hostname r1\n"          # startup-config of an FRR node
     assert nodes["h1"]["cmd"] == "bash /setup.sh" and nodes["h1"]["entrypoint"] == "/bin/sh -c"
@@ -116,7 +116,8 @@ def test_the_evpn_lab_binds_its_scripts_and_its_frr_directories(tmp_path):
     assert f"{EVPN}/leaf1/setup.sh:/setup.sh:ro" in leaf1["binds"]
     assert f"{EVPN}/leaf1/setup.sh:/etc/frr/setup.sh" in leaf1["binds"]      # the rest of its /etc/frr
     assert sorted(imp.configs.files["leaf1"]) == ["daemons", "frr.conf"] and leaf1["env"] == {"LAB_ROLE": "leaf"}
-    assert h1 == {"kind": "host", "binds": [f"{EVPN}/hosts/h1.sh:/setup.sh"], "cmd": "bash /setup.sh"}
+    assert h1 == {"kind": "host", "image": "ghcr.io/srl-labs/network-multitool",
+                  "binds": [f"{EVPN}/hosts/h1.sh:/setup.sh"], "cmd": "bash /setup.sh"}
     assert imp.doc["nodes"]["spine1"]["exec"] == ["ip addr add 10.0.0.1/32 dev lo"]
 
 

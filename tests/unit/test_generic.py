@@ -140,3 +140,59 @@ def test_daemons_files_and_frrs_json_of_each_protocol():
            "blue": {"vrfName": "blue", "10.9.9.9": {"bgpState": "Idle"}}}
     assert frr.adjacency_states("bgp", bgp) == {("default", "eth1"): "Established", ("default", "10.0.0.9"): "Active",
                                                 ("blue", "10.9.9.9"): "Idle"}
+
+
+class _Dump:
+    """Routes as pyroute2 hands them out (measured): an IPv4 route over BGP unnumbered has its IPv6
+    next hop as RTA_VIA, a {family, addr} mapping, in each hop of its multipath."""
+
+    def __init__(self, routes: list[dict]):
+        self.routes = routes
+
+    def route(self, cmd: str) -> list[dict]:
+        assert cmd == "dump"
+        return self.routes
+
+
+def _via(addr: str, oif: int) -> dict:
+    return {"gateway": None, "via": {"family": 10, "addr": addr}, "oif": oif}
+
+
+def test_a_rib_of_ecmp_routes_over_ipv6_next_hops_is_compared_by_address_and_port():
+    from twin.lifecycle.generic import RibWatch
+    from twin.runtime import observe
+
+    ecmp = {"family": 2, "table": 254, "dst": "10.0.0.21", "dst_len": 32, "proto": 186,
+            "multipath": [_via("fe80::a8c1:abff:fe00:2", 3), _via("fe80::a8c1:abff:fe00:1", 2)]}
+    single = {"family": 2, "table": 254, "dst": "10.0.0.22", "dst_len": 32, "proto": 186,
+              "via": {"family": 10, "addr": "fe80::1"}, "oif": 2}
+    rib = observe.rib(_Dump([ecmp, single]))
+    assert rib == {(2, 254, "10.0.0.21", 32, 186, (("fe80::a8c1:abff:fe00:1", 2), ("fe80::a8c1:abff:fe00:2", 3))),
+                   (2, 254, "10.0.0.22", 32, 186, (("fe80::1", 2),))}
+    watch = RibWatch(quiet=0)
+    assert watch.missing("leaf1", _Dump([ecmp, single])) == []   # the barrier's look at a router (issue 36)
+    moved = {**single, "via": {"family": 10, "addr": "fe80::2"}}
+    assert observe.rib(_Dump([ecmp, moved])) != rib               # a next hop that moved is a change
+
+
+def test_remote_vteps_of_either_frr_sort_as_addresses():
+    assert frr.normalize_vni({"vni": 10, "remoteVteps": [{"ip": "10.0.0.9", "flood": "HER"}, {"ip": "10.0.0.2"}]}
+                             )["remoteVteps"] == ["10.0.0.2", "10.0.0.9"]
+    assert frr.normalize_vni({"vni": 10, "numRemoteVteps": ["10.0.0.9", "10.0.0.2"]})["remoteVteps"] == [
+        "10.0.0.2", "10.0.0.9"]
+
+
+def test_a_timeout_only_on_devices_the_labs_scripts_make_says_how_to_go_on_in_one_line():
+    from twin.errors import ConvergenceTimeout
+    from twin.lifecycle.generic import after_deploy
+
+    vni = ("leaf1: L3VNI 1000 of VRF red is Down in zebra (no VRF or VXLAN device of it yet: has the script that "
+           "makes them run?)")
+    e = after_deploy(ConvergenceTimeout("convergence", 60, [vni, vni.replace("leaf1", "leaf2")]), "evpn", "lab.yml")
+    assert str(e).splitlines()[0] == (
+        "lab evpn waits only for VRF or VXLAN devices that its routers' configs reference and nothing of the lab makes "
+        "(leaf1, leaf2): configured after deploy? `twin up lab.yml --no-wait`, then its scripts (`twin exec evpn NODE "
+        "-- SCRIPT`), then `twin wait evpn`")
+    assert str(e).splitlines()[1].startswith("convergence not reached after 60s; still missing (2):")
+    other = ConvergenceTimeout("convergence", 60, [vni, "spine1: BGP neighbor eth1 to leaf1:eth1: not up (Idle)"])
+    assert after_deploy(other, "evpn", "lab.yml") is other        # something else is missing: the list as it is

@@ -38,9 +38,11 @@ def test_frr01_becomes_three_routers_with_their_files_and_three_hosts_with_their
     assert imp.configs.files["router2"]["frr.conf"] == (CLAB / "frr01/router2/frr.conf").read_text()
     assert imp.configs.path("router2", "daemons") == str(CLAB / "frr01/router2/daemons")
     assert imp.notes == ["node names as twin writes them (lowercase): PC1 is pc1, PC2 is pc2, PC3 is pc3; "
-                         "commands take your spelling too (`twin exec LAB PC1`)",
-                         "every node runs twin's node image instead of quay.io/frrouting/frr:10.5.1 (router1, "
-                         "router2, router3); wbitt/network-multitool:3.22.2 (PC1, PC2, PC3)"]
+                         "commands take your spelling too (`twin exec LAB PC1`)"]
+    # each node's image is carried: `twin up` runs it where the engine has it (issue 36)
+    assert {n: x.image for n, x in fabric.nodes.items()} == {
+        **{r: "quay.io/frrouting/frr:10.5.1" for r in ("router1", "router2", "router3")},
+        **{p: "wbitt/network-multitool:3.22.2" for p in ("pc1", "pc2", "pc3")}}
     assert is_clab("x/frr01.clab.yml") and is_clab("A.CLAB.YAML") and not is_clab("aipod.yml")
 
 
@@ -82,7 +84,7 @@ def test_inheritance_binds_and_exec_as_containerlab_resolves_them(tmp_path):
                                  "cfg/other/a": "a\n"})
     imp = import_clab(path)
     assert imp.doc["name"] == "my-lab"
-    assert imp.doc["nodes"]["r-1"] == {"kind": "router",
+    assert imp.doc["nodes"]["r-1"] == {"kind": "router", "image": "frrouting/frr",
                                        "exec": ["echo defaults", "echo kind", "echo group", "echo node"],
                                        "binds": [f"{tmp_path}/cfg/x:/opt/x:ro"], "env": {"A": "1"}}
     assert imp.doc["nodes"]["h1"]["kind"] == "router"     # the kind's bind of frr.conf reaches it too

@@ -223,3 +223,15 @@ def test_clabernetes_exposes_ssh_and_the_nvue_api_of_each_managed_node(monkeypat
     plain = load("tests/e2e/small.yml")
     assert build_clabernetes(plain, render_lab(plain, "netns"), image="x")[-1]["spec"]["expose"] == {
         "disableExpose": True}
+
+
+def test_a_node_on_an_image_of_its_own_has_no_management_port(tmp_path):
+    text = PINNED.replace("leaf2: {kind: leaf, mgmt_ipv4: 192.168.200.1}",
+                          "leaf2: {kind: leaf, image: frrouting/frr, mgmt_ipv4: 192.168.200.1}")
+    running = mgmt.resolve(load(topo(tmp_path, text)), own={"leaf2"})   # as `twin up` chose its image
+    assert running.nodes["leaf2"].mgmt is None and running.mgmt.gateway == "192.168.200.1", "its pin is free again"
+    assert running.nodes["leaf1"].mgmt == "192.168.200.2"
+    again = mgmt.carry(running, load(topo(tmp_path, text)))
+    assert again.nodes["leaf2"].mgmt is None and FabricDiff(running, again).fixed() == []
+    assert yaml.safe_load(inventory(running, "nornir", password="pw")["hosts.yaml"])["leaf2"]["hostname"] == \
+        "twin-pinned-leaf2", "reached through its container"

@@ -41,7 +41,7 @@ from twin.change.work import Work, dry_run
 from twin.config import overlay
 from twin.config.reconcile import node_delta
 from twin.errors import ApplyFailed, ChangeRefused, ConvergenceTimeout, TwinError
-from twin.lifecycle import barrier, hostlimits, state
+from twin.lifecycle import barrier, hostlimits, imagechoice, state
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.cleanup import patient
 from twin.lifecycle.context import LabContext
@@ -161,7 +161,8 @@ def _hosts_add(run: Run) -> None:
     image = run.ctx.image or run.ctx.runtime.node_image()
     run.journal.hosts_started += run.work.hosts_add   # noted first: a half-made container is removed too
     try:
-        hosts = [run.work.new.nodes[node] for node in run.work.hosts_add]
+        new = imagechoice.resolve(run.work.new, None, run.ctx.runtime.image_facts).fabric(run.work.new)
+        hosts = [new.nodes[node] for node in run.work.hosts_add]   # each on its own image where the engine has it
         run.ctx.runtime.start_nodes(run.ctx.name, hosts, image, run.ctx.dir)
     finally:
         run.ctx.refresh()

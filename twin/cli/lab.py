@@ -13,9 +13,10 @@ from twin.config import userconf
 from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.naming import container_name
 from twin.config.render import render_lab
-from twin.errors import AlreadyUp, TopologyError, TwinError
+from twin.errors import AlreadyUp, ConvergenceTimeout, TopologyError, TwinError
 from twin.interop import doors, parse_roles
 from twin.lab import Lab
+from twin.lifecycle import generic
 from twin.lifecycle.status import LabStatus
 from twin.lifecycle.vrfbackend import Choice
 from twin.topology import ValidationReport, samples
@@ -40,6 +41,10 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
 @click.option("--name", help="Lab name (default: the topology's name).")
 @click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
 @click.option("--image", help="Node image tag (default: built from twin's recipe, twin/images/, when missing).")
+@click.option("--images", type=click.Choice(["auto", "own", "twin"]),
+              help="Which image a node naming its own runs (a containerlab node's `image`): auto, its own where "
+                   "the engine has it, else twin's node image (the default, or the topology's defaults.images); "
+                   "own, its own or nothing is made; twin, twin's node image.")
 @click.option("--keep", is_flag=True, help="Keep what was created when bring-up fails, for debugging.")
 @click.option("--runtime", type=click.Choice(["docker", "containerlab"]), envvar="TWIN_RUNTIME",
               help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
@@ -52,7 +57,8 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
               help="A node's exec command that fails ends the bring-up (by default it is reported and the lab "
                    "goes on, as in containerlab).")
 @click.pass_context
-def up(cli, topology, configs, roles, name, timeout, image, keep, runtime, vrf_backend, no_wait, strict_exec):
+def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtime, vrf_backend, no_wait,
+       strict_exec):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     TOPOLOGY is a twin topology file (or the name of one twin ships: aipod, pod8, leaf-vtep,
@@ -72,12 +78,14 @@ def up(cli, topology, configs, roles, name, timeout, image, keep, runtime, vrf_b
         try:
             with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
                 timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,
-                                 strict_exec=strict_exec,
+                                 strict_exec=strict_exec, images=images,
                                  say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
                                                 err.print(f"  {m}") if cli.obj.verbose else None))
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return
+        except ConvergenceTimeout as e:   # one line first where only the lab's own scripts can go on
+            raise generic.after_deploy(e, lab.name, topology) from None
         finally:
             for note in lab.notes:
                 err.print(f"note: {note}")

@@ -13,11 +13,12 @@ semantics are kept (as containerlab's `types/topology.go` resolves a node):
 - `kind: linux` nodes run: a node with FRR's files bound (or an FRR image) is a `router`, any
   other a `host` (with its own `cmd`, `entrypoint`, `env` and `exec`);
 - the management network's IPv4 subnet and gateway, a router's address on it (`clab_nodes.mgmt_of`).
-What twin does not carry is said once each, as a note with its reason: the rest of the management
-network (`clab_nodes.mgmt_notes`), the images (every node runs twin's node image), and each node
-field left out (`clab_nodes.LEFT_OUT`). Node and lab names are lowercased to twin's rules when that
-is all they need. Kinds twin cannot run (SR Linux, cEOS...) are refused in one error that lists
-them and the way out: `--role leaf1=leaf,spine=spine` maps them to kinds twin renders configs for.
+Each node's `image` is carried: it runs where the engine has it, else twin's node image
+(`twin up --images`, said then). What twin does not carry is said once each, as a note with its
+reason: the rest of the management network (`clab_nodes.mgmt_notes`) and each node field left out
+(`clab_nodes.LEFT_OUT`). Node and lab names are lowercased to twin's rules when that is all they
+need. Kinds twin cannot run (SR Linux, cEOS...) are refused in one error that lists them and the
+way out: `--role leaf1=leaf,spine=spine` maps them to kinds twin renders configs for.
 """
 from __future__ import annotations
 
@@ -140,7 +141,9 @@ class _Import:
         nodes = {}
         for n, kind in kinds.items():
             ip = self.value(n, "mgmt-ipv4") if KINDS[kind].mgmt else None   # a router's management address
-            spec: dict = {"kind": kind, **({"exec": c} if (c := self.merged(n, "exec")) else {}),
+            image = self.value(n, "image")   # run where the engine has it (`twin up --images`)
+            spec: dict = {"kind": kind, **({"image": str(image)} if image else {}),
+                          **({"exec": c} if (c := self.merged(n, "exec")) else {}),
                           **({"mgmt_ipv4": str(ip)} if ip else {})}
             nodes[self.names[n]] = {**spec, **self._runtime(n, kind)}
         self._notes()
@@ -364,11 +367,6 @@ class _Import:
     def _notes(self) -> None:
         self.notes += cn.mgmt_notes([n for n in self.names if self.value(n, "mgmt-ipv6")], [
             n for n, k in self.kinds.items() if self.value(n, "mgmt-ipv4") and not KINDS[k].mgmt])
-        images: dict[str, list[str]] = {}
-        for n in self.names:
-            images.setdefault(str(self.value(n, "image") or "none given"), []).append(n)
-        self.notes.append("every node runs twin's node image instead of " + "; ".join(
-            f"{img} ({listing(ns)})" for img, ns in images.items()))
         for n in self.names:
             for key in sorted({k for lvl in self.chain(n) for k in lvl} - cn.CARRIED):
                 self.left.setdefault((key, cn.left_out_reason(key)), []).append(n)

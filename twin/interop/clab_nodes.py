@@ -8,7 +8,8 @@ Carried (`twin.topology.noderun` checks them as a twin topology's fields):
 - `cmd`, `entrypoint`: a host's (an FRR node's command is twin's, which starts FRR once wired);
 - `env` and `env-files`: merged over the levels, `env` over `env-files`, the most specific wins;
 - `startup-config`: an FRR node's frr.conf (a path, or the config itself), where no bind gives it;
-- `exec`, `kind`, `group`, `image` (replaced by twin's node image, said once), `type`;
+- `image`: the node's own, run where the engine has it, else twin's node image (`twin up --images`);
+- `exec`, `kind`, `group`, `type`;
 - `mgmt-ipv4`: a router's address on the lab's management network (`mgmt_of`: the lab's
   `mgmt.ipv4-subnet` and `ipv4-gw`, containerlab's default subnet when nodes pin addresses and
   the file gives none; the network itself is twin's own, `twin-<lab>-mgmt`).
@@ -46,7 +47,7 @@ LEFT_OUT = {
     "aliases": "a node's one name on the management network is twin-<lab>-<node>",
     "license": _NOS, "components": _NOS, "certificate": _NOS, "enforce-startup-config": _NOS,
     "suppress-startup-config": _NOS, "credentials": _NOS, "config": _NOS,
-    "image-pull-policy": "no image is pulled: every node runs twin's node image",
+    "image-pull-policy": "twin pulls no image: a node runs its own where the engine has it (`twin up --images`)",
 }
 OTHERWISE = "no meaning for twin's nodes"
 

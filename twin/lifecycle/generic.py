@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from twin import timeouts
-from twin.errors import CommandError
+from twin.errors import CommandError, ConvergenceTimeout, TwinError
 from twin.intent import Adjacency, GenericIntent
 from twin.lifecycle import hostlimits
 from twin.runtime import frr, observe
@@ -87,9 +87,23 @@ def vnis_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
     for vni, vrf in sorted(gi.vnis.items()):
         state = have.get(vni, {}).get("state")
         if state != "Up":
-            out.append(f"{gi.node}: L3VNI {vni} of VRF {vrf} is {state or 'unknown'} in zebra (no VRF or VXLAN "
-                       "device of it yet: has the script that makes them run?)")
+            out.append(f"{gi.node}: L3VNI {vni} of VRF {vrf} is {state or 'unknown'} in zebra ({NO_DEVICE} of it yet: "
+                       "has the script that makes them run?)")
     return out
+
+
+NO_DEVICE = "no VRF or VXLAN device"   # what a router's config references and only the lab's own scripts make
+
+
+def after_deploy(e: ConvergenceTimeout, lab: str, topology: str) -> TwinError:
+    """`twin up`'s timeout, led by one line when all it still waits for are devices the routers'
+    configs reference and nothing of the lab makes (a lab configured by its scripts after deploy)."""
+    if not e.missing or not all(NO_DEVICE in m for m in e.missing):
+        return e
+    nodes = sorted({m.split(":")[0] for m in e.missing})
+    return TwinError(f"lab {lab} waits only for VRF or VXLAN devices that its routers' configs reference and "
+                     f"nothing of the lab makes ({', '.join(nodes)}): configured after deploy? `twin up {topology} "
+                     f"--no-wait`, then its scripts (`twin exec {lab} NODE -- SCRIPT`), then `twin wait {lab}`\n{e}")
 
 
 class RibWatch:

@@ -12,10 +12,11 @@ from twin.topology import mgmt
 from twin.topology.model import Fabric
 
 
-def resolve(fabric: Fabric, runtime: Runtime) -> Fabric:
+def resolve(fabric: Fabric, runtime: Runtime, own: set[str] | None = None) -> Fabric:
     """`fabric` with its management subnet (the topology's, else one no Docker network, route of this
-    host or address of the fabric overlaps) and every managed node's address."""
-    return fabric if fabric.mgmt is None else mgmt.resolve(fabric, runtime.mgmt_taken())
+    host or address of the fabric overlaps) and every managed node's address, but those of the nodes
+    that run an image of their own (`own`)."""
+    return fabric if fabric.mgmt is None else mgmt.resolve(fabric, runtime.mgmt_taken(fabric.name), own or set())
 
 
 def password(d: Path, fabric: Fabric, say: Callable[[str], None] = lambda _: None) -> str:

@@ -95,6 +95,7 @@ class LabStatus:
     dir: str
     topology: str | None = None
     image: str | None = None
+    own_images: dict[str, str] = field(default_factory=dict)   # node -> its own image, which it runs
     vrf_backend: str | None = None
     shaping: str | None = None          # how rate limits are enforced: tc (shaping) or nft (policing)
     timings: dict[str, float] = field(default_factory=dict)
@@ -133,7 +134,8 @@ class LabStatus:
 
     def to_dict(self) -> dict[str, Any]:
         return {"lab": self.lab, "status": self.status, "healthy": self.healthy, "topology": self.topology,
-                "image": self.image, "vrf_backend": self.vrf_backend, "shaping": self.shaping, "dir": self.dir,
+                "image": self.image, "own_images": self.own_images, "vrf_backend": self.vrf_backend,
+                "shaping": self.shaping, "dir": self.dir,
                 "timings": self.timings,
                 "nodes": [n.to_dict() for n in self.nodes], "tenants": [t.to_dict() for t in self.tenants],
                 "missing": self.missing, "problems": self.problems(), "changing": self.changing or None,
@@ -148,7 +150,7 @@ def lab_status(name: str, d: Path, runtime: Runtime) -> LabStatus:
         return LabStatus(name, "broken", str(d), error=str(e), nodes=_bare(containers))
     if st is None or fabric is None:
         return LabStatus(name, "orphaned" if containers else "absent", str(d), nodes=_bare(containers))
-    out = LabStatus(name, st.status, str(d), st.topology, st.image, st.backend, st.shaping, st.timings,
+    out = LabStatus(name, st.status, str(d), st.topology, st.image, st.images, st.backend, st.shaping, st.timings,
                     changing=state.holder(name))
     if any(STARTUP in files for files in st.user_files.values()):
         out.nvue = nvue_service.status(d) or {"running": False, "answers": False, "listeners": {},

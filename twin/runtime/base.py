@@ -10,6 +10,7 @@ above `twin.runtime` sees the engine's objects or its exceptions (`twin.runtime.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Protocol
@@ -117,12 +118,22 @@ class NodeHandle:
             self.container.start()
 
 
+@dataclass(frozen=True)
+class ImageFacts:
+    """What the engine knows of an image a lab names (`twin.runtime.ownimage.facts`)."""
+
+    present: bool
+    twin: bool = False   # built from twin's node image: started twin's way
+
+
 class Runtime(Protocol):
     """What a runtime offers; `twin.runtime.containerlab.runtime(name)` picks one."""
 
     name: ClassVar[str]
 
     def node_image(self, suite: str = ..., force: bool = False, say: Callable[[str], None] = ...) -> str: ...
+
+    def image_facts(self, names: set[str]) -> dict[str, ImageFacts]: ...
 
     def check_configs(self, image: str, lab: str, configs: UserConfigs) -> None: ...
 
@@ -143,7 +154,7 @@ class Runtime(Protocol):
     def remove_lab(self, lab: str, labdir: Path) -> list[str]: ...
 
     # the lab's management network (`twin.runtime.mgmt`)
-    def mgmt_taken(self) -> list[IPv4Network]: ...
+    def mgmt_taken(self, lab: str = ...) -> list[IPv4Network]: ...
 
     def attach_mgmt(self, fabric: Fabric, node: str, pid: int) -> None: ...
 

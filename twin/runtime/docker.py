@@ -25,8 +25,8 @@ from twin.errors import RuntimeFailed, TwinError
 from twin.interop.startscript import wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
 from twin.nvue import client as nv_client_script
-from twin.runtime import dockerapi, dryrun, etchosts, images, mgmt
-from twin.runtime.base import Configure, NodeHandle
+from twin.runtime import dockerapi, dryrun, etchosts, images, mgmt, ownimage
+from twin.runtime.base import Configure, ImageFacts, NodeHandle
 from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
 from twin.runtime.links import Wiring
@@ -69,7 +69,13 @@ class DockerRuntime:
 
         def running(node: str, container: NodeHandle) -> None:
             started[node] = container
-            wiring.node_running(node, self.pid(container))
+            try:
+                pid = self.pid(container)
+            except TwinError:
+                if self.foreign(fabric.nodes[node]):   # its own image stopped at once
+                    raise ownimage.stopped(fabric.name, node, str(fabric.nodes[node].image), container) from None
+                raise
+            wiring.node_running(node, pid)
             if time.monotonic() - said[0] >= timeouts.WIRING_SAY:
                 say(wiring.progress())
                 said[0] = time.monotonic()
@@ -87,6 +93,7 @@ class DockerRuntime:
             self.start_nodes(fabric.name, nodes, image, labdir, on_running=running)
             on_created()
             wiring.wait(say)
+            ownimage.check_started(fabric.name, started, {n.name: n.image for n in nodes if self.foreign(n)})
         except BaseException:
             wiring.abort()   # what is under way fails fast, and nothing runs on in the nodes (kept or not)
             for ex in list(execs):
@@ -95,9 +102,10 @@ class DockerRuntime:
         return wiring.pids
 
     # --- the management network (twin.runtime.mgmt) --------------------------
-    def mgmt_taken(self) -> list[IPv4Network]:
-        """What a new management subnet must not overlap here: Docker's networks, this host's routes."""
-        return mgmt.taken(self.client)
+    def mgmt_taken(self, lab: str = "") -> list[IPv4Network]:
+        """What a new management subnet of lab `lab` must not overlap here: Docker's networks (but the
+        lab's own, left by a killed `up`), this host's routes."""
+        return mgmt.taken(self.client, lab)
 
     def make_mgmt(self, fabric: Fabric) -> str:
         """The lab's management network and its nodes' host names (/etc/hosts); its bridge ("" if none, or
@@ -126,6 +134,14 @@ class DockerRuntime:
         """The node image's tag, base and node image built first when their recipe changed."""
         return images.ensure(self.client, suite=suite, force=force, say=say)
 
+    def image_facts(self, names: set[str]) -> dict[str, ImageFacts]:
+        """What the engine has of the images a lab names (`twin.runtime.ownimage`)."""
+        return ownimage.facts(self.client, names)
+
+    def foreign(self, node: Node) -> bool:
+        """Whether `node` runs an image of its own not built from twin's: started as that image starts."""
+        return bool(node.image) and not self.image_facts({node.image})[node.image].twin
+
     def check_configs(self, image: str, lab: str, configs: UserConfigs) -> None:
         """FRR's own check of the user's configs in one throwaway container of `image`
         (`twin.runtime.dryrun`): ConfigError naming every refused line."""
@@ -141,7 +157,8 @@ class DockerRuntime:
             mounts = [Mount(FRR_DIR, src, type="bind"), Mount(NODE_DIR, src, type="bind", read_only=True)]
             mounts += nv_mounts(confdir.parent, node.name)
         mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only) for b in node.binds]
-        entrypoint, command = commands(node, kind.command)
+        foreign = node.image is not None and self.foreign(node)
+        entrypoint, command = ownimage.start(self.client, node, node.image) if foreign else commands(node, kind.command)
         sysctls = kind.sysctls_of(node.name)
         if kind.user_config:   # the forwarding its own config asks for (zebra cannot set it in a container)
             sysctls.update(forwarding_sysctls(_text(confdir / "frr.conf")))
@@ -156,7 +173,7 @@ class DockerRuntime:
                     labels={LABEL_LAB: lab, LABEL_NODE: node.name, LABEL_KIND: node.kind},
                     network_mode="none", init=True, cap_add=list(kind.capabilities),
                     sysctls=sysctls, mounts=mounts, mem_limit=kind.memory_limit,
-                    pids_limit=kind.pids_limit, detach=True)
+                    pids_limit=kind.pids_limit, detach=True, tty=foreign)   # a terminal, as containerlab's
             except docker.errors.APIError as e:
                 if e.status_code == 409 and tries:   # an earlier try timed out, but the engine made it
                     c = self.client.containers.get(name)
@@ -164,6 +181,7 @@ class DockerRuntime:
                         return c
                 raise
 
+        c = None
         try:
             c = dockerapi.call(f"{lab}/{node.name}: creating its container", create, tries=tries)
             dockerapi.call(f"{lab}/{node.name}: starting its container", c.start)
@@ -171,6 +189,9 @@ class DockerRuntime:
             raise TwinError(f"{lab}/{node.name}: no image {node.image or image!r} here; `twin image build` "
                             "builds twin's node image (no registry is reached)") from None
         except docker.errors.APIError as e:
+            if foreign and c is not None:   # made, not started: the image's own fault
+                why = str(e.explanation or e)
+                raise ownimage.refused(lab, node.name, str(node.image), why, NodeHandle(c)) from None
             raise TwinError(f"{lab}/{node.name}: Docker refused its container: "
                             f"{e.explanation or e}") from None
         return NodeHandle(c)

@@ -191,9 +191,9 @@ def normalize_vni(entry: dict) -> dict:
         got["vrf"] = got["tenantVrf"]
     remotes = got.get("remoteVteps")
     if isinstance(remotes, list):
-        got["remoteVteps"] = sorted(r["ip"] if isinstance(r, dict) else r for r in remotes)
+        got["remoteVteps"] = sorted(str(r.get("ip", r) if isinstance(r, dict) else r) for r in remotes)
     elif isinstance(got.get("numRemoteVteps"), list):
-        got["remoteVteps"] = sorted(got["numRemoteVteps"])
+        got["remoteVteps"] = sorted(str(r) for r in got["numRemoteVteps"])
     elif got.get("type") == "L2":
         got["remoteVteps"] = []
     return got

@@ -46,13 +46,18 @@ def port_name(lab: str, node: str) -> str:
     return f"tm{zlib.crc32(f'{lab}/{node}'.encode()):08x}"
 
 
-def taken(client: docker.DockerClient) -> list[IPv4Network]:
-    """The IPv4 prefixes a new management subnet must keep clear of: every Docker network's, and every
-    route of this host's (its main table: its own subnets, its VPNs, Docker's bridges) but a default."""
+def taken(client: docker.DockerClient, lab: str = "") -> list[IPv4Network]:
+    """The IPv4 prefixes a new management subnet of lab `lab` must keep clear of: every Docker network's
+    but the lab's own (one a killed `up` left: made again), and every route of this host's (its main
+    table: its own subnets, its VPNs, Docker's bridges) but a default and the routes of those networks."""
     out: list[IPv4Network] = []
     with engine_errors("listing Docker's networks"):
         nets = dockerapi.call("listing Docker's networks", lambda: client.api.networks())
+    mine = [_prefix(c.get("Subnet")) for n in nets if (n.get("Labels") or {}).get(LABEL_LAB) == lab and lab
+            for c in ((n.get("IPAM") or {}).get("Config") or [])]
     for net in nets:
+        if lab and (net.get("Labels") or {}).get(LABEL_LAB) == lab:
+            continue
         for cfg in ((net.get("IPAM") or {}).get("Config") or []):
             prefix = _prefix(cfg.get("Subnet"))
             out += [prefix] if prefix is not None else []
@@ -60,7 +65,7 @@ def taken(client: docker.DockerClient) -> list[IPv4Network]:
         for r in ipr.get_routes(family=2, table=254):
             length = r.get("dst_len") or 0
             dst = r.get_attr("RTA_DST")
-            if length and dst:
+            if length and dst and IPv4Network(f"{dst}/{length}", strict=False) not in mine:
                 out.append(IPv4Network(f"{dst}/{length}", strict=False))
     return out
 

@@ -54,10 +54,18 @@ def rib(ipr: IPRoute) -> frozenset[tuple]:
         dst = r.get("dst") or ("0.0.0.0" if r["family"] == socket.AF_INET else "::")
         if table == 255 or dst.startswith(("fe80:", "ff")):
             continue
-        hops = tuple(sorted((h.get("gateway") or h.get("via") or "", h.get("oif") or 0)
-                            for h in r.get("multipath") or [])) or ((r.get("gateway") or "", r.get("oif") or 0),)
+        hops = tuple(sorted(hop_key(h) for h in r.get("multipath") or [])) or (hop_key(r),)
         out.add((r["family"], table, dst, r["dst_len"], r.get("proto"), hops))
     return frozenset(out)
+
+
+def hop_key(hop) -> tuple[str, int]:
+    """A next hop (a route, or one hop of its multipath) as (address, port index), comparable and
+    hashable: RTA_VIA, an IPv4 route's IPv6 next hop (RFC 5549, BGP unnumbered), comes as a
+    {family, addr} mapping, which neither sorts nor hashes."""
+    via = hop.get("via")
+    addr = hop.get("gateway") or (via.get("addr") if isinstance(via, dict) else via) or ""
+    return str(addr), int(hop.get("oif") or 0)
 
 
 NUD_NOARP, NUD_PERMANENT, NTF_SELF, NTF_EXT_LEARNED = 0x40, 0x80, 0x02, 0x10

@@ -71,7 +71,8 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
     tenants, congestion = build_services(spec, nodes, build_tenants(spec, kinds, nodes, resolved, problems), problems)
     fabric = Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(resolved.values()),
                     vtep_kind=spec.vtep if isinstance(spec.vtep, str) else ",".join(spec.vtep), tenants=tenants,
-                    congestion=congestion, vrf_backend=spec.defaults.vrf_backend, mgmt=mgmt)
+                    congestion=congestion, vrf_backend=spec.defaults.vrf_backend, mgmt=mgmt,
+                    images=spec.defaults.images)
     checks = parse_checks(spec.checks or [], ("checks",), problems)   # the user's own, run by `twin verify`
     check_against(checks, fabric, problems, ("checks",))
     return fabric.model_copy(update={"checks": tuple(c for _, c in checks)}) if checks else fabric

@@ -9,7 +9,9 @@ its subnet and every node's address chosen.
     nodes:
       leaf01: {kind: leaf, mgmt_ipv4: 192.168.200.11}   # containerlab's mgmt-ipv4
 
-Every switch, DPU and router has a management port (`Kind.mgmt`); hosts and the internet do not.
+Every switch, DPU and router has a management port (`Kind.mgmt`) where it runs twin's node image (one
+running an image of its own may lack what the port needs: twin's sshd, relay, tools); hosts and the
+internet have none.
 Without a subnet, `choose` picks one at `twin up`: the smallest prefix that holds the lab's nodes (a
 /24 for up to 253 of them), from POOLS, starting where the lab's name points (so a lab gets the same
 one whenever it is free), skipping every prefix that overlaps another Docker network, a route of this
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import zlib
 from ipaddress import IPv4Address, IPv4Network
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from twin.errors import TwinError
 from twin.kinds import KINDS, MGMT_PORT, Kind
@@ -173,12 +175,16 @@ def choose(lab: str, nodes: int, taken: Iterable[IPv4Network]) -> IPv4Network:
                     "fabric's own addresses); give the topology mgmt.subnet, or mgmt.enabled: false")
 
 
-def resolve(fabric: Fabric, taken: Iterable[IPv4Network] = ()) -> Fabric:
+def resolve(fabric: Fabric, taken: Iterable[IPv4Network] = (), own: Collection[str] = ()) -> Fabric:
     """`fabric` with its management subnet (the topology's, else `choose`n clear of `taken` and the
-    fabric's own prefixes), this host's address on it and every managed node's address."""
+    fabric's own prefixes), this host's address on it and every managed node's address, but the
+    nodes that run an image of their own (`own`: they have none, even one the file pins)."""
     if fabric.mgmt is None:
         return fabric
-    managed = fabric.managed()
+    if own:
+        fabric = fabric.model_copy(update={"nodes": {k: v.model_copy(update={"mgmt": None}) if k in own else v
+                                                     for k, v in fabric.nodes.items()}})
+    managed = [n for n in fabric.managed() if n.name not in own]
     subnet = IPv4Network(fabric.mgmt.subnet) if fabric.mgmt.subnet else choose(
         fabric.name, len(managed), [*taken, *own_prefixes(fabric)])
     used = {IPv4Address(n.mgmt) for n in managed if n.mgmt}
@@ -203,9 +209,11 @@ def carry(old: Fabric, new: Fabric) -> Fabric:
     if old.mgmt is None or new.mgmt is None or not old.mgmt.subnet or new.mgmt.subnet not in (None, old.mgmt.subnet):
         return new
     mgmt = new.mgmt.model_copy(update={"subnet": old.mgmt.subnet, "gateway": new.mgmt.gateway or old.mgmt.gateway})
-    nodes = {k: v.model_copy(update={"mgmt": old.nodes[k].mgmt}) if v.mgmt is None and k in old.nodes else v
-             for k, v in new.nodes.items()}
-    return resolve(new.model_copy(update={"mgmt": mgmt, "nodes": nodes}))
+    kept = {k for k, v in old.nodes.items() if v.mgmt}
+    nodes = {k: v.model_copy(update={"mgmt": old.nodes[k].mgmt})
+             if k in old.nodes and (v.mgmt is None or k not in kept) else v for k, v in new.nodes.items()}
+    own = {k for k, v in old.nodes.items() if KINDS[v.kind].mgmt and k not in kept}   # on images of their own
+    return resolve(new.model_copy(update={"mgmt": mgmt, "nodes": nodes}), own=own)
 
 
 def differs(old: Fabric, new: Fabric) -> list[str]:

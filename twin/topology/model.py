@@ -83,7 +83,7 @@ class Node(_Frozen):
     kind: str
     asn: int | None = None
     loopback: str | None = None
-    image: str | None = None       # None: the lab's node image
+    image: str | None = None       # its own image, as the topology names it (None: twin's node image)
     drain: bool = False            # BGP graceful shutdown: carries no transit traffic
     ports: tuple[Port, ...] = ()
     exec: tuple[str, ...] = ()     # commands run in the node once it is configured (containerlab's exec)
@@ -277,7 +277,7 @@ class Mgmt(_Frozen):
 
 
 class Fabric(_Sparse):
-    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers",
+    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers", "images",
                                           "mgmt")   # written only when given
     name: str
     source: str            # the topology file it came from
@@ -289,6 +289,7 @@ class Fabric(_Sparse):
     checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
     vrf_backend: Literal["netns", "device"] | None = None   # as the topology asks (None: the default, netns)
     timers: BgpTimers | None = None     # scaled BGP timers chosen at `twin up` (None: FRR's datacenter ones)
+    images: Literal["twin", "own", "auto"] | None = None   # which image a node with its own runs (None: auto)
     mgmt: Mgmt | None = None            # the management network (None: none, as the topology says or an older lab)
 
     def public(self) -> dict[str, tuple[str, str]]:
@@ -311,7 +312,9 @@ class Fabric(_Sparse):
         return None
 
     def managed(self) -> list[Node]:
-        """The nodes on the management network (with their address once it is chosen)."""
+        """The nodes with a management port (switches, DPUs, routers); once `twin up` chose their addresses
+        (`twin.topology.mgmt.resolve`), those of them on the network have one (`Node.mgmt`): the others run
+        an image of their own."""
         return [n for n in self.nodes.values() if self.mgmt is not None and KINDS[n.kind].mgmt]
 
     def routers(self) -> list[Node]:

@@ -23,7 +23,8 @@ VRF_NAME_RULE = "1-15 of a-z 0-9 _ -, starting with a letter"
 TENANT_NAME_RULE = VRF_NAME_RULE + " (it is the default VRF name)"
 SEGMENT_NAME_RULE = "1-32 of a-z 0-9 _ -, starting with a letter"
 MAC_RULE = "a unicast MAC like 00:00:5e:00:01:01"
-IMAGE_RULE = "an image reference like twin-frr:latest: 1-255 letters, digits, '.', '_', '/', ':', '@' or '-'"
+IMAGE_RULE = ("a Docker image reference: [REGISTRY[:PORT]/]PATH[:TAG][@DIGEST], PATH lowercase words joined by "
+              "'/', '.', '_' or '-', like quay.io/frrouting/frr:9.1.0 or alpine")
 
 LAB_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?")  # use with fullmatch
 _NODE = re.compile(r"[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?")
@@ -31,7 +32,12 @@ _PORT = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 _VRF = re.compile(r"[a-z][a-z0-9_-]{0,14}")
 _SEGMENT = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
-_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}")
+# Docker's reference grammar (distribution/reference): a name of at most 255 characters, a tag, a digest
+_WORD = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:.]+\])"
+_IMAGE = re.compile(rf"(?P<name>(?:{_HOST}(?::[0-9]+)?/)?{_WORD}(?:/{_WORD})*)(?::[\w][\w.-]{{0,127}})?"
+                    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?", re.ASCII)
 MAX_RANGE = 1024            # names one port range may stand for (`swp1-99999999` is refused)
 _RANGE = re.compile(r"(.*?)(\d+)-(\d+)(\D[\w.-]*)?")
 _ONE = re.compile(r"(.*?[^\d])\d+(\D[\w.-]*)?")
@@ -75,7 +81,11 @@ def check_segment_name(name: object) -> str | None:
 
 
 def check_image(name: object) -> str | None:
-    return _check("image", name, _IMAGE, IMAGE_RULE)
+    """None if `name` is a Docker image reference (checked before it reaches Docker), else why not."""
+    m = _IMAGE.fullmatch(name) if isinstance(name, str) else None
+    if m is None or len(m["name"]) > 255:
+        return f"image {quoted(name)} is not allowed: {IMAGE_RULE}"
+    return None
 
 
 def check_command(cmd: object) -> str | None:

@@ -71,7 +71,8 @@ class NodeSpec(_Strict):
     kind: str
     asn: Asn | None = Field(default=None, description="BGP AS number")
     loopback: str | None = Field(default=None, description="IPv4 address of lo, router-id and VTEP")
-    image: str | None = None
+    image: str | None = Field(default=None, description="the node's own image (a Docker reference), run where the "
+                                                        "engine has it (defaults.images)")
     drain: StrictBool = Field(default=False, description="drained for maintenance: BGP graceful shutdown "
                                                          "(RFC 8326), its routes lose to every other path "
                                                          "while its sessions stay up")
@@ -118,6 +119,10 @@ class Defaults(_Strict):
     vrf_backend: Literal["netns", "device"] | None = Field(
         default=None, description="how tenant VRFs are made on VTEPs: netns (the default, on every kernel: a network "
                                   "namespace each) or device (Linux VRF devices; needs CONFIG_NET_VRF)")
+    images: Literal["twin", "own", "auto"] | None = Field(
+        default=None, description="which image a node with its own `image` runs: auto (the default: its own where the "
+                                  "engine has it, else twin's node image), own (its own, or nothing is made), twin "
+                                  "(twin's node image)")
 
 
 class MgmtSpec(_Strict):
