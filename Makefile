@@ -12,8 +12,9 @@ CHAOS_ARGS ?=
 PROVE_ARGS ?=
 COMPARE_ARGS ?=
 LARGE_ARGS ?=
+BENCH_SERVER_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-nvue bench-compare soak chaos prove clean
+.PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-nvue bench-compare bench-server soak chaos prove clean
 
 host:
 	@twin/lifecycle/host-setup.sh
@@ -76,6 +77,11 @@ bench-nvue: images
 # (not part of make test; installs munet in bench/munet/.venv and Debian's frr on the host)
 bench-compare: images
 	$(VENV)/bin/python bench/compare.py $(COMPARE_ARGS)
+
+# twin serve: create-to-converged through the API beside `twin up`, and 20 clients polling operations
+# and events while two labs come up through it (not part of make test; a few minutes)
+bench-server: images
+	$(VENV)/bin/python bench/server.py $(BENCH_SERVER_ARGS)
 
 # aipod and pod8 side by side for 60 min, verify every 5 min, status every minute
 # (not part of make test; SOAK_ARGS="--minutes 10" for a shorter one)

@@ -11,6 +11,8 @@ Rounds (default 20; `--kinds` picks which), in a random but seeded order:
   (tests/e2e/doors.yml), SIGKILLed mid-way; then `twin status` must tell the truth (and
   say unhealthy whenever a container is not running), the lab's lock must be free (the
   kernel drops it with its holder: `down` is not refused), and `down` leaves nothing;
+- `server` (bench/chaos_server.py): `twin serve` SIGKILLed mid-create or mid-apply and started
+  again: the operation `failed` (or done), the lab whole or removed, then deleted: nothing left;
 and once, the Docker daemon restarted under a running lab: `twin status` must exit 1 naming the
 stopped containers, and `twin down` must still remove everything.
 
@@ -36,6 +38,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from chaos_server import round_server  # noqa: E402
 from run import with_green  # noqa: E402  (make bench's tenant add: the same change)
 
 from tests.e2e.conftest import host_turn, leftovers  # noqa: E402  (the suite's own "left behind")
@@ -45,7 +48,7 @@ from twin.runtime.docker import DockerRuntime  # noqa: E402
 SMALL = ROOT / "tests/e2e/small.yml"
 AIPOD = ROOT / "topologies/aipod.yml"
 DOORS = ROOT / "tests/e2e/doors.yml"
-KINDS = ("up", "apply", "rehearse", "fault")
+KINDS = ("up", "apply", "rehearse", "fault", "server")
 
 
 def twin(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -200,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
         kinds = round_kinds(args, rng)
         for i, kind in enumerate(kinds, 1):
             rows.append(round_up(runtime, i, rng) if kind == "up" else round_apply(runtime, i, rng, change)
-                        if kind == "apply" else round_writer(runtime, i, rng, kind, rehearsed))
+                        if kind == "apply" else round_server(runtime, i, rng, Path(tmp), SMALL, AIPOD, change)
+                        if kind == "server" else round_writer(runtime, i, rng, kind, rehearsed))
             print(f"chaos: round {i}/{len(kinds)}: {rows[-1]}", file=sys.stderr)
         if not args.no_dockerd and not (others and args.force):
             rows.append(round_dockerd(runtime))
@@ -223,7 +227,7 @@ def round_kinds(args: argparse.Namespace, rng: random.Random) -> list[str]:
 
 
 def report(rows: list[dict]) -> None:
-    t = Table(title="twin chaos: SIGKILLs of up, apply, rehearse and fault, and a Docker daemon restart",
+    t = Table(title="twin chaos: SIGKILLs of up, apply, rehearse, fault and the server, and a Docker daemon restart",
               title_justify="left")
     for col in ("round", "killed", "after (s)", "stage reached", "status exit (truthful)", "down exit", "leftovers"):
         t.add_column(col)

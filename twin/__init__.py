@@ -8,12 +8,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from twin.errors import CommandError, ConvergenceTimeout, TopologyError, TwinError
+from twin.version import VERSION as __version__
 
 if TYPE_CHECKING:
     from twin import verify
     from twin.lab import Lab
 
-__all__ = ["Lab", "verify", "TwinError", "TopologyError", "CommandError", "ConvergenceTimeout"]
+__all__ = ["Lab", "verify", "TwinError", "TopologyError", "CommandError", "ConvergenceTimeout", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -157,6 +157,11 @@ class NodeGone(RuntimeFailed, OSError):
         return str(self.strerror)
 
 
+class NamespaceRefused(TwinError):
+    """A namespace a node offers that twin will not enter: a link, or another namespace than the one it
+    must be (the host's, another node's or tenant's). The message names the node and what it found."""
+
+
 class NetlinkFailed(TwinError):
     """The kernel refused a netlink request; `code` is its errno (callers branch on it, never on text)."""
 

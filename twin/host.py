@@ -98,3 +98,14 @@ def describe_failure(e: BaseException) -> str | None:
 def running_labs(timeout: float | None = timeouts.DOCKER_API) -> list[str]:
     """Labs whose containers are on this host (their `twin.lab` label), Docker asked within `timeout`."""
     return list(DockerRuntime(timeout=timeout).labs())
+
+
+def up_summary(lab: Lab, timings: dict[str, float]) -> dict:
+    """What `twin up` says of the lab it brought up, as data (its line is made from it, on this host
+    or through a server)."""
+    fabric = lab.fabric
+    mine = lab.context().intent.generic
+    return {"lab": lab.name, "nodes": len(fabric.nodes), "sessions": len(fabric.sessions()),
+            "adjacencies": sum(len(g.adjacencies) for g in mine.values()), "generic_routers": len(mine),
+            "timings": timings, "dir": str(lab.dir), "configs_nodes": len(lab.configs.files) if lab.configs else 0,
+            "timers": str(fabric.timers) if fabric.timers else None, "notes": list(lab.notes)}

@@ -16,7 +16,10 @@ Fixtures:
   twin_lab   (module) the lab of the module's `twin_topology` marker (or the ini
              option `twin_topology`), brought up before the module's first test
              and removed after its last one;
-  twin_node  (function) `twin_node("leaf1")` -> the node's NodeExec.
+  twin_node  (function) `twin_node("leaf1")` -> the node's NodeExec;
+  twin_remote_lab (module) the same lab made on a twin server instead (`twin serve`:
+             the ini option `twin_server` or $TWIN_SERVER, a token in $TWIN_TOKEN): no
+             root, no Docker; `.node("leaf1")` takes `assert_frr_json` as a local node does.
 
 The checks `twin verify --checks` runs, one test per check, on the module's lab:
 
@@ -28,12 +31,16 @@ rootdir. A lab that is already up is never taken over (nor removed).
 from __future__ import annotations
 
 import inspect
+import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
 from twin import wait
+from twin.client import Client
 from twin.errors import ConvergenceTimeout, TopologyError, TwinError
 from twin.lab import Lab
 from twin.topology.checks import load_checks
@@ -45,11 +52,14 @@ if TYPE_CHECKING:
 
 MARKER = "twin_topology"
 INI = "twin_topology"
+SERVER = "twin_server"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(INI, "twin: topology file for modules without a twin_topology marker "
                        "(relative to the ini file)", default="")
+    parser.addini(SERVER, "twin: a twin server's URL, where `twin_remote_lab` makes the module's lab "
+                          "(else $TWIN_SERVER; the token: $TWIN_TOKEN)", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -106,7 +116,69 @@ def twin_node(twin_lab: Lab) -> Callable[[str], "NodeExec"]:
     return twin_lab.node
 
 
-def assert_frr_json(node: "NodeExec", command: str, expected: Any, timeout: float = 0) -> Any:
+@dataclass
+class RemoteNode:
+    """A node of a lab on a twin server, as `assert_frr_json` reads one (its exec allow-list: show commands)."""
+
+    client: Client
+    lab: str
+    node: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.lab}/{self.node} (on {self.client.url})"
+
+    def vtysh_json(self, command: str) -> list[Any]:
+        res = self.client.exec(self.lab, self.node, ["vtysh", "-c", command])
+        if res["rc"] != 0:
+            raise TwinError(f"{self.where}: vtysh -c {command!r} exited {res['rc']}: {res['stderr'].strip()}")
+        try:
+            return [json.loads(res["stdout"])]
+        except ValueError:
+            raise TwinError(f"{self.where}: vtysh -c {command!r} did not answer JSON") from None
+
+
+@dataclass
+class RemoteLab:
+    """The module's lab on a twin server: its name, the client, and the operation that made it."""
+
+    client: Client
+    name: str
+    created: dict
+
+    def node(self, name: str) -> RemoteNode:
+        return RemoteNode(self.client, self.name, name)
+
+    def verify(self, **options: Any) -> dict:
+        """`twin verify --json`'s result, run by the server."""
+        op = self.client.verify(self.name, **options)
+        if op["state"] != "succeeded":
+            raise TwinError(f"verify of {self.name} on {self.client.url}: {op['error']['detail']}")
+        return op["result"]
+
+
+@pytest.fixture(scope="module")
+def twin_remote_lab(request: pytest.FixtureRequest):
+    """The module's lab made on a twin server, up and converged; removed after the module."""
+    url = request.config.getini(SERVER) or os.environ.get("TWIN_SERVER")
+    if not url:
+        pytest.fail(f"{request.node.nodeid} uses twin_remote_lab but names no server: the ini option `{SERVER}` "
+                    "or $TWIN_SERVER", pytrace=False)
+    path, opts = _topology(request)
+    try:
+        client = Client(url)
+        op = client.create(path, name=opts.get("name"), timeout=opts.get("timeout"))
+    except TwinError as e:
+        pytest.fail(f"twin: the lab of {path} was not made on {url}: {e}", pytrace=False)
+    if op["state"] != "succeeded":
+        pytest.fail(f"twin: the lab of {path} did not come up on {url}: {op['error']['detail']}", pytrace=False)
+    try:
+        yield RemoteLab(client, op["result"]["lab"], op)
+    finally:
+        client.delete(op["result"]["lab"])
+
+
+def assert_frr_json(node: "NodeExec | RemoteNode", command: str, expected: Any, timeout: float = 0) -> Any:
     """Assert that `vtysh -c COMMAND` (JSON) on `node` contains `expected` (subset match).
 
     With `timeout` > 0, retries until it matches or the deadline passes. Raises

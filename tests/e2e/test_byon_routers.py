@@ -114,6 +114,20 @@ def test_an_adjacency_that_never_comes_up_is_named_on_the_deadline(tmp_path, run
     assert leftovers(runtime, "t-by-rt-bad") == []
 
 
+def test_a_router_a_fault_restarts_runs_its_own_config_again(lab):
+    """Issue 34: r1 restarted by `twin fault node-restart` runs the user's frr.conf again (its addresses,
+    IS-IS, BGP, the static route), its host peer gets its exec commands again on the new link, and the
+    lab passes verify (the proof of a router's elements: tests/e2e/test_byon_scripts.py)."""
+    p = twin_cli("fault", "node-restart", NAME, "r1")
+    assert p.returncode == 0, p.stdout + p.stderr
+    lab.wait()
+    assert "10.255.255.1/32" in lab.node("r1").check(["ip", "-o", "addr", "show", "dev", "lo"]).stdout
+    assert "192.0.2.0/24" in lab.node("r1").vtysh("show ip route static")
+    res = lab.node("h1").run(["ping", "-c2", "-W2", "172.16.2.10"])
+    assert res.ok and " 0% packet loss" in res.stdout, res.stdout
+    assert twin_cli("verify", NAME).returncode == 0
+
+
 def test_a_daemon_that_stopped_is_named(lab):
     ex = lab.node("r1")   # last: the lab stays broken; watchfrr first, so nothing restarts isisd
     ex.check(["sh", "-c", "kill $(cat /var/run/frr/watchfrr.pid) && sleep 0.5 && kill $(cat /var/run/frr/isisd.pid)"])

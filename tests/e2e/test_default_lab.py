@@ -1,22 +1,64 @@
-"""The default AI-pod lab, brought up once for this module, checked from the outside."""
+"""The default AI-pod lab, brought up once for this module by a twin installed from a wheel built in
+the run (into a fresh virtualenv, away from the checkout: what `pip install` gives a user), and
+checked from the outside."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from pyroute2 import IPRoute
 
-from tests.e2e.conftest import leftovers, twin_cli
+from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from twin.lab import Lab
+from twin.runtime import images
 from twin.runtime.netns import netns_path, tenant_netns_path
 
 pytestmark = pytest.mark.e2e
 NAME = "t-aipod"
 
 
+def run(*cmd: str | Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                       env=os.environ.copy())
+    assert p.returncode == 0, f"{' '.join(map(str, cmd))} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
+    return p
+
+
 @pytest.fixture(scope="module")
-def lab(make_lab):
-    return make_lab("topologies/aipod.yml", NAME)
+def wheel_twin(tmp_path_factory) -> Path:
+    """The `twin` command of a fresh virtualenv holding only the wheel built here from the package's
+    sources (twin/, pyproject.toml, README.md) and its dependencies."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"
+    shutil.copytree(ROOT / "twin", src / "twin", ignore=shutil.ignore_patterns("__pycache__"))
+    for f in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / f, src / f)
+    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp / "dist", "./src", cwd=tmp)
+    (wheel,) = (tmp / "dist").glob("twin-*.whl")
+    run(sys.executable, "-m", "venv", tmp / "venv", cwd=tmp)
+    run(tmp / "venv/bin/pip", "install", "-q", wheel, cwd=tmp)
+    return tmp / "venv/bin/twin"
+
+
+@pytest.fixture(scope="module")
+def lab(wheel_twin, runtime, node_image):
+    """The default lab, `twin up aipod` by the wheel's twin outside the checkout (its node image
+    `twin image build` finds up to date: the wheel carries the checkout's recipe)."""
+    away = wheel_twin.parents[2]
+    built = run(wheel_twin, "image", "build", cwd=away)
+    assert built.stdout.strip() == images.node_tag(), "the wheel's recipe is the checkout's (same hash)"
+    assert f"{images.node_tag()} is up to date" in built.stderr
+    try:
+        run(wheel_twin, "up", "aipod", "--name", NAME, cwd=away)
+        yield Lab.open(NAME)
+    finally:
+        Lab(NAME).down()
 
 
 def test_every_expected_session_is_established(lab):
@@ -141,9 +183,23 @@ def test_up_on_a_lab_that_is_up_says_so_and_changes_nothing(lab):
     assert lab.missing() == []
 
 
-def test_zz_down_removes_everything_the_lab_owns(lab, runtime):
+def test_the_wheel_is_a_whole_twin(wheel_twin):
+    """Installed from the wheel: its version and place, `python -m twin`, the recipe's scripts
+    executable, the default lab `twin doctor` judges read from the package."""
+    away, site = wheel_twin.parents[2], wheel_twin.parents[1]
+    (package,) = site.glob("lib/python3*/site-packages/twin")
+    assert run(wheel_twin, "--version", cwd=away).stdout == f"twin 0.1.0 ({package})\n"
+    assert run(site / "bin/python", "-m", "twin", "--version", cwd=away).stdout == f"twin 0.1.0 ({package})\n"
+    assert os.access(package / "images/node/twin-node", os.X_OK) and os.access(package / "lifecycle/host-setup.sh",
+                                                                               os.X_OK)
+    said = run(site / "bin/python", "-m", "twin", "doctor", cwd=away).stdout.splitlines()
+    assert said[0] == f"twin 0.1.0 ({package})"
+    assert f"lab aipod ({package}/topologies/aipod.yml): VRF backend" in "\n".join(said)
+
+
+def test_zz_down_removes_everything_the_lab_owns(lab, runtime, wheel_twin):
     assert len(runtime.containers(NAME)) == 12
-    p = twin_cli("down", NAME, check=True)
+    p = run(wheel_twin, "down", NAME, cwd=wheel_twin.parents[2])
     assert "removed 12 containers" in p.stdout
     assert leftovers(runtime, NAME) == []
     assert "nothing left to remove" in twin_cli("down", NAME, check=True).stdout

@@ -286,6 +286,53 @@ def test_the_injection_is_refused_through_every_door_and_frr_conf_stays(lab, api
     assert leftovers(runtime, "t-nvue-inj") == []
 
 
+def inet(lab: Lab, node: str = "leaf01", dev: str = "br30", ns: str = "red") -> set[str]:
+    return {w[w.index("inet") + 1] for line in lab.node(node).check(["ip", "-n", ns, "-o", "-4", "addr", "show",
+                                                                      "dev", dev]).stdout.splitlines()
+            if "inet" in (w := line.split())}
+
+
+def test_a_node_a_fault_starts_again_keeps_what_its_nvue_runs(lab):
+    """Issue 34: leaf01 restarted by `twin fault node-restart`, then stopped and started again (the undo
+    of node-stop), comes back with the plane of its applied startup.yaml: VLAN 30 that `nv` added, with
+    its SVI's own address and the ones the REST API and Ansible added (twin's rendering of the topology
+    has its gateway alone), and the lab passes verify."""
+    before = inet(lab)
+    assert {"10.1.30.1/24", "10.1.30.2/24", "10.1.30.3/24", "10.1.30.4/24"} <= before, before
+    for words in (["node-restart", NAME, "leaf01"], ["node-stop", NAME, "leaf01"], ["node-start", NAME, "leaf01"]):
+        p = twin_cli("fault", *words)
+        assert p.returncode == 0, p.stdout + p.stderr
+        if words[0] == "node-stop":
+            continue
+        lab.wait()
+        assert inet(lab) == before, f"after {words[0]}: {inet(lab)}"
+        assert json.loads(nv("show", "interface", "vlan30", "-o", "json").stdout)["link"]["oper-status"] == "up"
+        report = verify.run(lab)
+        assert report.passed, [str(c) for c in report.failures()]
+
+
+# what the proof takes from the NVUE nodes' own plane and frr.conf (the whole proof of the lab: `make prove`)
+NVUE_ELEMENTS = ["loopback leaf01", "loopback dpu1", "gateway-* leaf01 br30", "l2vni-device leaf01 30",
+                 "arp-suppression leaf01 vxlan10", "membership leaf01:swp3", "mtu leaf01 br30"]
+
+
+def test_the_proof_breaks_and_puts_back_what_the_nvue_nodes_run(lab):
+    """Issue 34: `--prove` on the NVUE lab: its elements on leaf01 and dpu1 come from what they run
+    (their NVUE's plane: VLAN 30 that `nv` added; the frr.conf NVUE renders, which advertises the
+    loopback by `redistribute connected`), each is caught, and put back to what they run."""
+    before = inet(lab)
+    p = twin_cli("verify", NAME, "--prove", *[w for e in NVUE_ELEMENTS for w in ("--element", e)], "--json",
+                 timeout=900)
+    proof = json.loads(p.stdout)
+    assert p.returncode == 0 and proof["caught"] == proof["proved"] == 8, p.stdout[-3000:] + p.stderr
+    whats = {o["id"]: o["what"] for o in proof["outcomes"]}
+    assert whats["loopback leaf01"] == "redistribute connected (10.10.10.1/32) on leaf01"
+    assert all(o["caught"] and o["restored"] for o in proof["outcomes"])
+    assert inet(lab) == before, "put back to what leaf01 runs: its NVUE's addresses too"
+    report = verify.run(lab)
+    assert report.passed, [str(c) for c in report.failures()]
+
+
 def test_down_leaves_nothing_of_the_service(lab):
     rec = nvue_service.require(lab.dir, NAME)
     sock = Path(rec["listeners"]["leaf01"]["socket"])

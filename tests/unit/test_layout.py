@@ -22,14 +22,18 @@ DATA = (TWIN / "images",)   # package data: the node image's recipe (its scripts
 # data does (its configurations after interop, its service's files in lifecycle, its change kind beside
 # change's, its daemon after change).
 LAYERS = [
-    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit"},   # foundation
+    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit", "twin.version"},   # foundation
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"},
     {"twin.nvue"},    # NVUE's configurations in and out (pure): tree, startup.yaml, frr.conf, kernel plane, export
     {"twin.runtime"},
     {"twin.lifecycle", "twin.nvue.service"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"},
     {"twin.change", "twin.nvue.change"},
     {"twin.nvue.nvued"},   # a lab's NVUE service: it applies through change/, lab/ starts it
-    {"twin.lab"}, {"twin.host"}, {"twin.pytest_plugin"}, {"twin.cli"}, {"twin"},   # the package's face: Lab, verify
+    {"twin.lab"}, {"twin.host"},
+    {"twin.server"},   # `twin serve`: the API over Lab and the stages the CLI uses
+    {"twin.client"},   # the API's client, for the pytest plugin and `twin --server`
+    {"twin.pytest_plugin"}, {"twin.cli"},
+    {"twin", "twin.__main__"},   # the package's face (Lab, verify) and `python -m twin`
 ]
 
 
@@ -44,7 +48,7 @@ def modules() -> dict[str, Path]:
 
 
 def layer(module: str) -> int:
-    if module == "twin":
+    if module in LAYERS[-1]:
         return len(LAYERS) - 1
     found = [(len(n), i) for i, names in enumerate(LAYERS) for n in names
              if n != "twin" and (module == n or module.startswith(n + "."))]

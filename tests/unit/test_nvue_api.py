@@ -24,9 +24,10 @@ from twin.nvue import api, cli
 from twin.nvue import client as client_module
 from twin.nvue import service as nvue_service
 from twin.nvue.change import nv_file
+from twin.nvue.nvued import nv as nv_run
 from twin.nvue.nvued.app import make_app, problem_body
 from twin.nvue.nvued.engine import Engine
-from twin.nvue.nvued.serve import _bind
+from twin.nvue.nvued.serve import MAX_BODY, _bind
 
 CLIENT = Path(client_module.__file__)
 
@@ -162,7 +163,7 @@ def served(tmp_path_factory):
     s = _bind(sock)
     tcp = {n: Listener(port=0, certfile=str(cert), keyfile=str(key), tag=f"tcp:{n}") for n in ("leaf01", "spine01")}
     svc = Service("nvued-test", make_app(Engine("nvsamples", d), nvue_service.password(d)),
-                  [*tcp.values(), Listener(uds=str(sock), fd=s.fileno(), tag="unix:leaf01")], max_body=1 << 20,
+                  [*tcp.values(), Listener(uds=str(sock), fd=s.fileno(), tag="unix:leaf01")], max_body=MAX_BODY,
                   timeout=5.0, body=problem_body).start()
     http = requests.Session()
     http.auth, http.verify, http.trust_env = (nvue_service.USER, nvue_service.password(d)), str(cert), False
@@ -228,7 +229,7 @@ def test_revisions_and_nv_sessions_outlive_the_service(served):
     ("PATCH", "/interface/swp1?rev=REV", b'{"link": {"state": 5}}', 400, "interface.swp1.link.state: 5 is not"),
     ("PATCH", "/interface/swp1?rev=REV", b'{"frob": 1}', 400, "interface.swp1.frob: no such key"),
     ("PATCH", "/interface/swp1?rev=REV", b"[" * 3000 + b"]" * 3000, 400, "deeper than 64"),
-    ("PATCH", "/interface/swp1?rev=REV", b'{"a": "' + b"x" * (1 << 20) + b'"}', 413, "at most 1048576 bytes"),
+    ("PATCH", "/interface/swp1?rev=REV", b'{"a": "' + b"x" * MAX_BODY + b'"}', 413, f"at most {MAX_BODY} bytes"),
     ("PATCH", "/routing/table?rev=REV", b"{}", 404, "routing: no such place"),
     ("PATCH", "/interface/swp1", b"{}", 400, "give ?rev=<id>"),
     ("PATCH", "/interface/swp1?rev=applied", b"{}", 400, "give ?rev=<id>"),
@@ -296,6 +297,42 @@ def test_nv_over_the_socket_edits_diffs_and_shows_the_nodes_pending_configuratio
     saved = nvue_service.saved(served[3], "leaf01")
     saved.unlink(missing_ok=True)
     assert nv(sock, "config", "save").stdout == "saved\n" and "hostname: leaf01" in saved.read_text()
+
+
+def test_nv_config_patch_takes_a_file_of_the_whole_documented_mib(served, tmp_path):
+    """A 1 MiB patch whose JSON escaping would be six times larger (quotes, backslashes, non-ASCII text
+    in its comments) is sent as its bytes and applied to the pending revision; one byte more is refused
+    by the client, with the limit."""
+    _, _, sock, _ = served
+    head = "# " + "\"\\é€ " * 16 + "\n"
+    patch = "- set:\n    interface:\n      swp3:\n        link:\n          state: down\n"
+    body = head * ((client_module.MAX_FILE - len(patch) - 1) // len(head.encode()))
+    pad = client_module.MAX_FILE - len((body + patch).encode()) - 1
+    text = body + "#" * pad + "\n" + patch
+    f = tmp_path / "big.yaml"
+    f.write_bytes(text.encode())
+    assert f.stat().st_size == client_module.MAX_FILE == 1 << 20
+    p = nv(sock, "config", "patch", str(f))
+    assert (p.returncode, p.stderr) == (0, ""), p.stderr
+    assert json.loads(nv(sock, "config", "diff", "-o", "json").stdout) == [
+        {"set": {"interface": {"swp3": {"link": {"state": "down"}}}}}]
+    assert nv(sock, "config", "detach").returncode == 0
+    f.write_bytes(text.encode() + b"\n")
+    p = nv(sock, "config", "patch", str(f))
+    assert p.returncode == 1 and p.stderr == f"Error: {f}: larger than {1 << 20} bytes, the limit of a configuration " \
+                                             "file\n"
+
+
+def test_the_file_nv_sends_is_its_bytes_or_a_clear_refusal():
+    assert nv_run._file({"file_base64": "aGk6IDEK"}) == b"hi: 1\n"
+    assert nv_run._file({"file": "h\xe9"}) == b"h\xe9", "a client of a lab made before: characters as bytes"
+    assert nv_run._file({}) is None
+    for body, why in [({"file_base64": "not base64!"}, "file_base64 is not base64"),
+                      ({"file_base64": 5}, "file_base64 is not base64"), ({"file": 5}, "file is text"),
+                      ({"file_base64": "AAAA" * ((1 << 20) // 3 + 1)}, "at most 1048576 bytes")]:
+        with pytest.raises(ValueError, match=why):
+            nv_run._file(body)
+    assert nv_run.MAX_BODY > 4 * (1 << 20) // 3, "the service takes a whole 1 MiB file in base64"
 
 
 @pytest.mark.parametrize("words, rc, said", [

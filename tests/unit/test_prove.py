@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import struct
+import tempfile
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,8 +14,10 @@ from types import SimpleNamespace
 import pytest
 
 from twin.config import overlay
+from twin.config.render import render_lab
 from twin.intent import Intent, paths
 from twin.intent.tenants import evpn_counts, evpn_routes
+from twin.lifecycle import state
 from twin.prove import elements
 from twin.prove.element import Kernel, NftDelete, NftRule, Reload, Vtysh
 from twin.prove.ports import rules
@@ -42,8 +45,12 @@ def pod8(monkeypatch):
 
 
 def ctx_of(fabric, backend="netns", shaping="tc"):
-    """What element derivation reads of a running lab: its intent, VRF backend and rate-limit mechanism."""
-    return SimpleNamespace(fabric=fabric, backend=backend, intent=Intent(fabric), name="t", shaping=shaping)
+    """What element derivation reads of a running lab: its intent, VRF backend and rate-limit mechanism,
+    the files its nodes run (twin's rendering, in a lab directory) and its NVUE nodes (none)."""
+    d = tempfile.TemporaryDirectory(prefix="twin-prove-")
+    state.write_files(Path(d.name), render_lab(fabric, backend, shaping))
+    return SimpleNamespace(fabric=fabric, backend=backend, intent=Intent(fabric), name="t", shaping=shaping,
+                           dir=Path(d.name), nvue=dict, kept=d)
 
 
 def test_tenant_paths_of_aipod(aipod):
@@ -281,3 +288,31 @@ def test_a_static_mac_on_a_port_put_back_in_its_bridge_waits_for_zebra(monkeypat
     calls.clear()
     frr.apply_live([Step("fdb", "pf0vf1", "red", {"mac": "02:00:00:00:00:02"}), Step("up", "pf0vf1", "red")], 1, None)
     assert calls == [("apply", ["fdb", "up"])], "a MAC on a port already in its bridge: no wait"
+
+
+def test_the_elements_of_a_node_running_nvue_are_what_it_runs(tmp_path):
+    """Issue 34: on the NVUE samples' lab, the proof's elements on leaf01 and dpu1 are taken from the
+    plane and frr.conf their NVUE makes (and put back to them), not from the topology's rendering."""
+    from tests.unit.test_nvue_change import running_lab
+
+    ctx = running_lab(tmp_path)
+    f = ctx.dir / "leaf01" / "startup.yaml"
+    f.write_text(f.read_text().replace("arp-nd-suppress: on", "arp-nd-suppress: off")
+                 .replace("mac-address: 00:00:5e:00:01:01\n            address:\n              10.1.10.1/24",
+                          "mac-address: 00:00:5e:00:01:99\n            address:\n              10.1.10.1/24"))
+    els, exempt = elements(ctx)
+    ids = {e.id: e for e in els}
+    lo = ids["loopback leaf01"]
+    assert lo.what == "redistribute connected (10.10.10.1/32) on leaf01", "NVUE's frr.conf redistributes lo"
+    assert lo.breaks == (Vtysh("leaf01", ("router bgp 65101", "address-family ipv4 unicast",
+                                          "no redistribute connected")),)
+    assert ids["loopback spine01"].what.startswith("network 10.") , "twin's rendering: its network line"
+    gw = ids["gateway-mac leaf01 br10"].restores[0].steps[0]
+    assert (gw.op, gw.args) == ("mac", {"mac": "00:00:5e:00:01:99"}), "put back to the MAC leaf01's NVUE gives"
+    assert ids["gateway-mac dpu1 br10"].restores[0].steps[0].args == {"mac": "00:00:5e:00:01:01"}
+    back = [(x.op, x.args) for x in ids["gateway-address leaf01 br10"].restores[0].steps[:2]]
+    assert back == [("addr", {"cidr": "10.1.10.1/24"}), ("addr", {"cidr": "10.1.10.2/24"})], \
+        "the SVI's own address too: the kernel deletes an address's secondaries with it"
+    assert "arp-suppression leaf01 vxlan10" not in ids and "arp-suppression dpu1 vxlan10" in ids
+    assert ("ARP suppression", "leaf01 vxlan10", "leaf01 runs vxlan10 without it") in \
+        {(x.kind, x.where, x.why) for x in exempt}

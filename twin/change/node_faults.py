@@ -3,13 +3,17 @@
 A container that starts again has a new network namespace: `node-start`
 re-creates its management port and its links to every running peer, sets both ends up, configures the
 node as bring-up does (overlay, FRR, bindings) and restores the peers' side of
-the links (a VTEP's host port back into its tenant, a host's address).
+the links (a VTEP's host port back into its tenant, a host's address). A node
+that runs NVUE gets the kernel plane of what it runs now (its applied
+startup.yaml, on the lab's layout: `LabContext.nvue`), not the topology's
+rendering; so does a peer's port on such a node. A node running the user's
+frr.conf gets it (its directory is its /etc/frr) and the loopback it declares.
 """
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from twin import kinds, timeouts, wait
+from twin import kinds, nvue, timeouts, wait
 from twin.change.base import register
 from twin.change.fault_base import Fault, Param, PortRef, set_port
 from twin.config import overlay
@@ -68,8 +72,11 @@ class NodeStart(NodeFault):
         c.start()
         ctx.refresh()
         pid, ex = ctx.pid(node), ctx.exec(node)
-        if ctx.backend == NETNS and fabric.tenants_on(node):  # names of the old tenant namespaces are stale
-            ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in fabric.tenants_on(node)]])
+        runs = ctx.nvue()
+        plane = runs[node].plane if node in runs else None
+        tenants = (plane.fabric if plane else fabric).tenants_on(node)
+        if ctx.backend == NETNS and tenants:  # names of the old tenant namespaces are stale
+            ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in tenants]])
         ctx.runtime.attach_mgmt(fabric, node, pid)   # its eth0 on the management network again
         running = {n: ctx.pid(n) for n in ctx.running() if n != node}
         wired, skipped = [], []   # (own port, peer end) of each re-created link
@@ -78,15 +85,17 @@ class NodeStart(NodeFault):
             if peer.node not in running:
                 skipped.append(str(peer))
                 continue
-            ref = PortRef(peer.node, peer.port, overlay.port_ns(fabric, peer.node, peer.port, ctx.backend))
+            theirs = runs[peer.node].plane.fabric if peer.node in runs else fabric   # as the peer runs it
+            ref = PortRef(peer.node, peer.port, overlay.port_ns(theirs, peer.node, peer.port, ctx.backend))
             _wait_gone(ctx, ref, running[peer.node])
             create_link(link, {**running, node: pid})
             wired.append((own.port, ref))
         for port, _ in wired:
             set_port(ctx, PortRef(node, port), up=True, pid=pid)
-        configure_node(fabric, node, ex, pid, ctx.backend, ctx.shaping, password=mgmtnet.password(ctx.dir, fabric))
+        configure_node(fabric, node, ex, pid, ctx.backend, ctx.shaping, plane,
+                       password=mgmtnet.password(ctx.dir, fabric))
         for _, peer_ref in wired:
-            _replumb_peer(ctx, peer_ref, running[peer_ref.node])
+            _replumb_peer(ctx, peer_ref, running[peer_ref.node], runs)
         return {"container": c.name, "pid": pid, "links": len(wired),
                 **({"not wired (peer not running)": ", ".join(skipped)} if skipped else {})}
 
@@ -129,14 +138,18 @@ class DaemonKill(NodeFault):
         return {"daemon": daemon, "pid": pid, "signal": "KILL"}
 
 
-def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int) -> None:
+def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int, runs: dict[str, nvue.NvueNode]) -> None:
     """A peer's port on a re-created link: back up, and, on a VTEP's host port or a host,
-    the kernel steps of bring-up that concern it (tenant namespace, bridge, MAC, address)."""
+    the kernel steps of bring-up that concern it (tenant namespace, bridge, MAC, address), of the
+    plane the peer runs (its NVUE's, else the topology's rendering)."""
     fabric = ctx.fabric
-    if kinds.of(fabric.nodes[ref.node]).endpoint:
+    if kinds.of(fabric.nodes[ref.node]).endpoint:   # up first: its `exec` commands (a route) need it
+        set_port(ctx, ref, up=True, pid=pid)
         configure_node(fabric, ref.node, ctx.exec(ref.node), pid, ctx.backend, ctx.shaping)
         return
-    steps = [s for s in overlay.plan(fabric, ref.node, ctx.backend, ctx.shaping) if s.dev == ref.port]
+    plan = runs[ref.node].plane.steps if ref.node in runs else overlay.plan(fabric, ref.node, ctx.backend,
+                                                                            ctx.shaping)
+    steps = [s for s in plan if s.dev == ref.port]
     if steps:  # moves it into its tenant namespace first, then master/up/fdb there (zebra running)
         frr.apply_live(steps, pid, ctx.exec(ref.node))
     set_port(ctx, ref, up=True, pid=pid)

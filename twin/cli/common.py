@@ -23,6 +23,7 @@ from typing import Callable, Iterator, NoReturn, TypeVar
 import click
 from rich.console import Console
 
+from twin import version
 from twin.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
 from twin.host import describe_failure
 from twin.verify import Recorder, recording
@@ -39,6 +40,7 @@ WHOLE = (TopologyError, ConfigError, ChangeRefused, ApplyFailed)   # their every
 class Ctx:
     def __init__(self, verbose: bool):
         self.verbose = verbose
+        self.serve_state: str | None = None     # `twin serve --state DIR` for its subcommands
 
 
 def fail(text: str, verbose: bool, whole: bool = False, code: int = 1, detail: str = "") -> NoReturn:
@@ -129,9 +131,39 @@ def write_reports(lab: str, passed: bool | None, rec: Recorder | None, summary: 
         Path(evidence_file).write_text(json.dumps(doc, indent=2) + "\n")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class TwinGroup(click.Group):
+    """`twin`'s group: with --server, a command runs on that twin server (`remote`: the commands
+    `twin.cli.remote` registers); one that does not run there says so."""
+
+    remote: dict[str, click.Command] = {}
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if ctx.params.get("server") and cmd_name != "serve":
+            if cmd_name in self.remote:
+                return self.remote[cmd_name]
+            return _not_remote(cmd_name, sorted(self.remote)) if cmd_name in self.commands else None
+        return super().get_command(ctx, cmd_name)
+
+
+def _not_remote(name: str, remote: list[str]) -> click.Command:
+    @click.command(name=name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    @click.pass_context
+    def refused(cli):
+        def refuse():
+            raise TwinError(f"`twin {name}` does not run through a server; through one: {', '.join(remote)} (drop "
+                            "--server to run it on this host)")
+        run(cli, refuse)
+    return refused
+
+
+@click.group(cls=TwinGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Show full error details.")
+@click.option("--server", metavar="URL", envvar="TWIN_SERVER",
+              help="Run up, down, status, list, verify, apply, plan, rehearse, snapshot on this twin server "
+                   "(`twin serve`) with a token (TWIN_TOKEN or ~/.config/twin/token). Env: TWIN_SERVER.")
+@click.version_option(version.VERSION, "-V", "--version", message=version.text().replace("%", "%%"),
+                      help="Show twin's version and where it runs from, and exit.")
 @click.pass_context
-def main(cli: click.Context, verbose: bool) -> None:
+def main(cli: click.Context, verbose: bool, server: str | None) -> None:
     """twin: a digital twin of an AI-cloud leaf/spine EVPN fabric, in containers."""
     cli.obj = Ctx(verbose)

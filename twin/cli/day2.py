@@ -50,21 +50,26 @@ def apply_(cli, lab, change, timeout, no_wait, as_json):
     def apply_change():
         with err.status(f"applying {change} to {lab}") as st:
             res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=lambda m: st.update(m))
-        if as_json:
-            click.echo(json.dumps(res.as_dict(), indent=2))
-        else:
-            click.echo(f"applied {change} to {lab}: " + ("; ".join(res.changes) or "no change"))
-            if res.reloaded or res.restarted:
-                click.echo(f"  FRR reloaded on: {', '.join(res.reloaded) or '-'}"
-                           + (f"; restarted on: {', '.join(res.restarted)}" if res.restarted else ""))
-            for k, v in res.timings.items():
-                click.echo(f"  {k} after {v:.1f}s")
-            if res.missing:
-                click.echo(f"  NOT converged; still missing ({len(res.missing)}):")
-                for m in res.missing[:40]:
-                    click.echo(f"    - {m}")
+        print_applied(lab, change, res.as_dict(), as_json)
         sys.exit(0 if res.converged else 1)
     run(cli, apply_change)
+
+
+def print_applied(lab: str, change: str, doc: dict, as_json: bool) -> None:
+    """What `twin apply` says of an applied change (`Result.as_dict`), here or through a server."""
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"applied {change} to {lab}: " + ("; ".join(doc["changes"]) or "no change"))
+    if doc["reloaded"] or doc["restarted"]:
+        click.echo(f"  FRR reloaded on: {', '.join(doc['reloaded']) or '-'}"
+                   + (f"; restarted on: {', '.join(doc['restarted'])}" if doc["restarted"] else ""))
+    for k, v in doc["timings"].items():
+        click.echo(f"  {k} after {v:.1f}s")
+    if doc["missing"]:
+        click.echo(f"  NOT converged; still missing ({len(doc['missing'])}):")
+        for m in doc["missing"][:40]:
+            click.echo(f"    - {m}")
 
 
 @main.command(name="rehearse", help=f"Rehearse CHANGE on LAB with RoCE traffic flowing between all same-tenant "

@@ -74,7 +74,7 @@ def export_(cli, source, fmt, output, image, backend, namespace, roles):
             write = export_containerlab if fmt == "containerlab" else export_clabernetes
             extra = {"namespace": namespace} if fmt == "clabernetes" else {}
             files = userconf.merge(render_lab(fabric, b), configs, fabric, b)[0]
-            path = write(fabric, files, d, image=tag, backend=b, **extra)
+            path = write(fabric, files, d, image=tag, backend=b, say=lambda m: err.print(f"note: {m}"), **extra)
         out.print(f"wrote {path}")
     run(cli, export_lab)
 

@@ -100,16 +100,20 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
                           f"`twin exec {lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} "
                           f"CMD`) configures them, `twin wait {lab.name}` waits for convergence"))
             return
-        mine = lab.context().intent.generic
-        adjacencies = sum(len(g.adjacencies) for g in mine.values())
-        sessions = len(lab.fabric.sessions())
-        out.print(f"lab [bold]{lab.name}[/bold] is up: {len(lab.fabric.nodes)} nodes"
-                  + (f", {sessions} BGP sessions Established" if sessions or not mine else "")
-                  + (f", {adjacencies} adjacencies of {len(mine)} routers up" if mine else "") + ", converged in "
-                  f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {lab.dir}"
-                  + (f" ({len(lab.configs.files)} nodes run yours)" if lab.configs else "")
-                  + (f"; BGP timers {lab.fabric.timers}, scaled for this host" if lab.fabric.timers else ""))
+        print_up(host.up_summary(lab, timings))
     run(cli, bring_up)
+
+
+def print_up(doc: dict) -> None:
+    """`twin up`'s line for a lab it brought up (`twin.host.up_summary`), here or through a server."""
+    sessions, mine, adjacencies = doc["sessions"], doc["generic_routers"], doc["adjacencies"]
+    timings = doc["timings"]
+    out.print(f"lab [bold]{doc['lab']}[/bold] is up: {doc['nodes']} nodes"
+              + (f", {sessions} BGP sessions Established" if sessions or not mine else "")
+              + (f", {adjacencies} adjacencies of {mine} routers up" if mine else "") + ", converged in "
+              f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {doc['dir']}"
+              + (f" ({doc['configs_nodes']} nodes run yours)" if doc["configs_nodes"] else "")
+              + (f"; BGP timers {doc['timers']}, scaled for this host" if doc["timers"] else ""))
 
 
 @main.command()

@@ -60,6 +60,7 @@ class Bgp:
     neighbors: dict[str, Neighbor] = field(default_factory=dict)
     groups: dict[str, Neighbor] = field(default_factory=dict)   # peer-groups, by name
     networks: list[str] = field(default_factory=list)
+    redistribute: list[str] = field(default_factory=list)      # what it redistributes into IPv4 unicast
     evpn: bool = False                  # an `address-family l2vpn evpn` block
     advertise_all_vni: bool = False
     rts: dict[str, list[str]] = field(default_factory=dict)     # "import"/"export"/"both" -> RTs (VRF level)
@@ -292,6 +293,8 @@ def _bgp(b: Bgp, family: list[list[str]], w: list[str], number: int) -> None:
         _neighbor(b, w, number)
     elif w[0] == "network" and len(w) > 1 and af in ([], ["ipv4"], ["ipv4", "unicast"], ["ipv6"], ["ipv6", "unicast"]):
         b.networks.append(w[1])
+    elif w[0] == "redistribute" and len(w) > 1 and af in ([], ["ipv4"], ["ipv4", "unicast"]):
+        b.redistribute.append(w[1])
     if af != ["l2vpn", "evpn"]:
         return
     b.evpn = True

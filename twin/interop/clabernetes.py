@@ -13,8 +13,10 @@ those: `disableAutoExpose`); a lab without one exposes nothing.
 """
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -32,9 +34,9 @@ MGMT_PORTS = (SSH_PORT, NVUE_PORT)
 
 
 def export_clabernetes(fabric: Fabric, files: Files, out_dir: Path, *, image: str, backend: Backend = DEFAULT_BACKEND,
-                       namespace: str | None = None) -> Path:
+                       namespace: str | None = None, say: Callable[[str], None] = lambda _: None) -> Path:
     """Write `<out_dir>/<lab>.clabernetes.yml`; returns its path. Arguments as for export_containerlab."""
-    docs = build_clabernetes(fabric, files, image=image, backend=backend, namespace=namespace)
+    docs = build_clabernetes(fabric, files, image=image, backend=backend, namespace=namespace, say=say)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{fabric.name}.clabernetes.yml"
@@ -45,12 +47,14 @@ def export_clabernetes(fabric: Fabric, files: Files, out_dir: Path, *, image: st
 
 
 def build_clabernetes(fabric: Fabric, files: Files, *, image: str, backend: Backend = DEFAULT_BACKEND,
-                      namespace: str | None = None) -> list[dict]:
+                      namespace: str | None = None, say: Callable[[str], None] = lambda _: None) -> list[dict]:
     """The manifests (pure): ConfigMaps first, so they exist when the Topology's pods mount them."""
     lab = build_containerlab(fabric, files, image=image, backend=backend)
     managed = [n.name for n in fabric.managed() if n.mgmt]
     for n in managed:   # what a switch serves on its management address, exposed as the cluster's services
         lab.topology["topology"]["nodes"][n]["ports"] = [f"{p}:{p}" for p in MGMT_PORTS]
+    for note in lab.notes:
+        say(f"{note}; in a pod, that path is the Kubernetes node's")
     configmaps = [configmap(lab, node, namespace) for node in lab.files]
     return configmaps + [topology(lab, namespace, bool(managed))]
 
@@ -60,16 +64,24 @@ def configmap_name(lab: str, node: str) -> str:
 
 
 def configmap(lab: ClabLab, node: str, namespace: str | None) -> dict:
-    """One node's bound files as a ConfigMap, each file a key."""
-    data = lab.files[node]
-    bad = [k for k in data if not _KEY.match(k)]
+    """One node's bound files as a ConfigMap, each file a key: text in `data`, any other bytes
+    (a binary file) base64 in `binaryData`."""
+    files = lab.files[node]
+    bad = [k for k in files if not _KEY.match(k)]
     if bad:
         raise TwinError(f"{node}: file name(s) {', '.join(bad)} cannot be ConfigMap keys ([-._a-zA-Z0-9]+)")
-    size = sum(len(k.encode()) + len(v.encode()) for k, v in data.items())
+    raw = {k: v if isinstance(v, bytes) else v.encode() for k, v in files.items()}
+    size = sum(len(k.encode()) + len(v) for k, v in raw.items())
     if size > CONFIGMAP_MAX:
         raise TwinError(f"{node}: its files ({size} bytes) exceed a ConfigMap's {CONFIGMAP_MAX} bytes")
+    text, binary = {}, {}
+    for k, v in raw.items():
+        try:
+            text[k] = v.decode("utf-8")
+        except UnicodeDecodeError:
+            binary[k] = base64.b64encode(v).decode()
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(lab.name, node), namespace),
-            "data": dict(data)}
+            "data": text} | ({"binaryData": binary} if binary else {})
 
 
 def topology(lab: ClabLab, namespace: str | None, managed: bool = False) -> dict:

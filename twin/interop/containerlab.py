@@ -19,10 +19,11 @@ The layout of the output directory is twin's lab directory
 """
 from __future__ import annotations
 
-import os
 import shlex
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -33,6 +34,7 @@ from twin.errors import TwinError
 from twin.interop.startscript import START_PATH, START_SCRIPT, WAIT_SCRIPT, start_script, wait_then_exec
 from twin.kinds import get as kind_of
 from twin.kinds.base import FRR_DIR, NODE_DIR
+from twin.topology import Bind
 from twin.topology import files as inputs
 from twin.topology.model import Fabric, Node
 
@@ -54,8 +56,9 @@ class ClabLab:
 
     name: str
     topology: dict
-    files: Files            # node -> file name -> text, written to <dir>/<node>/<file>
+    files: dict[str, dict[str, str | bytes]]   # node -> file name -> text (twin's) or bytes (the user's)
     executable: frozenset[tuple[str, str]] = frozenset()   # (node, file name) written executable
+    notes: tuple[str, ...] = ()                            # what is carried otherwise (kept binds)
 
     @property
     def filename(self) -> str:
@@ -68,19 +71,22 @@ class ClabLab:
 
 
 def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: str,
-                        backend: Backend = DEFAULT_BACKEND) -> Path:
+                        backend: Backend = DEFAULT_BACKEND, say: Callable[[str], None] = lambda _: None) -> Path:
     """Write `<out_dir>/<lab>.clab.yml` and every file it binds; returns the topology file's path.
 
-    `files` is `twin.config.render.render_lab(fabric, backend)`; `image` is twin's node image tag.
+    `files` is `twin.config.render.render_lab(fabric, backend)`; `image` is twin's node image tag;
+    `say` hears a note for each thing carried otherwise than copied (a socket kept as a bind).
     """
     lab = build_containerlab(fabric, files, image=image, backend=backend)
     out_dir = Path(out_dir)
     for node, node_files in lab.files.items():
         d = out_dir / node
         d.mkdir(parents=True, exist_ok=True)
-        for name, text in node_files.items():
-            (d / name).write_text(text)
+        for name, data in node_files.items():
+            (d / name).write_bytes(data if isinstance(data, bytes) else data.encode())
             (d / name).chmod(0o755 if (node, name) in lab.executable else 0o644)
+    for note in lab.notes:
+        say(note)
     path = out_dir / lab.filename
     path.write_text(lab.text())
     return path
@@ -89,15 +95,16 @@ def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: s
 def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Backend = DEFAULT_BACKEND) -> ClabLab:
     """The containerlab topology and its bound files (pure)."""
     _check_rendering(fabric, files, backend)
-    bound, executable, user = {}, set(), {}
+    bound: dict[str, dict[str, str | bytes]] = {}
+    executable, user = set(), {}
     for n, node in fabric.nodes.items():
         own = {**files.get(n, {}), START_SCRIPT: start_script(fabric, n, backend, files.get(n, {}).get("frr.conf"))}
         executable.add((n, START_SCRIPT))
         if node.cmd or node.entrypoint:
             own[WAIT_SCRIPT] = wait_then_exec([p.name for p in node.ports])
         user[n] = user_files(node, set(own))
-        bound[n] = {**own, **{name: f.text for name, f in user[n].items()}}
-        executable |= {(n, name) for name, f in user[n].items() if f.executable}
+        bound[n] = {**own, **{name: f.data for name, f in user[n].files.items()}}
+        executable |= {(n, name) for name, f in user[n].files.items() if f.executable}
     topology = {
         "name": fabric.name,
         "prefix": PREFIX,
@@ -108,10 +115,11 @@ def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Bac
                       for link in fabric.links],
         },
     }
-    return ClabLab(name=fabric.name, topology=topology, files=bound, executable=frozenset(executable))
+    notes = tuple(k.note(n) for n, u in user.items() for k in u.kept)
+    return ClabLab(name=fabric.name, topology=topology, files=bound, executable=frozenset(executable), notes=notes)
 
 
-def clab_node(fabric: Fabric, node: Node, image: str, user: dict[str, "BoundFile"] | None = None) -> dict:
+def clab_node(fabric: Fabric, node: Node, image: str, user: "Bound | None" = None) -> dict:
     """One node: twin's container settings in containerlab's words, and the node's own (binds of the
     user's files, copied beside it; a host's cmd after its ports are up; env; exec)."""
     kind = kind_of(node.kind)
@@ -125,8 +133,10 @@ def clab_node(fabric: Fabric, node: Node, image: str, user: dict[str, "BoundFile
     # As twin mounts them: the whole directory, not file by file, so a file twin replaces
     # (twin apply writes a new one and renames it) is what the node sees, not the old inode.
     frr = [f"{node.name}:{FRR_DIR}"] if kind.runs_frr else []
+    user = user or Bound({}, [])
     out["binds"] = frr + [f"{node.name}:{NODE_DIR}:ro"] + [
-        f"{node.name}/{name}:{f.target}" + (":ro" if f.read_only else "") for name, f in (user or {}).items()]
+        f"{node.name}/{name}:{f.target}" + (":ro" if f.read_only else "") for name, f in user.files.items()] + [
+        k.bind() for k in user.kept]
     if node.env:
         out["env"] = dict(node.env)
     out["labels"] = labels(fabric, node)
@@ -145,36 +155,85 @@ def mgmt_of(fabric: Fabric) -> dict:
 
 @dataclass(frozen=True)
 class BoundFile:
-    """A file of the user's that a node binds, copied into the export."""
+    """A file of the user's that a node binds, copied into the export as its bytes."""
 
     target: str
-    text: str
+    data: bytes
     read_only: bool
     executable: bool
 
 
-def user_files(node: Node, taken: set[str]) -> dict[str, BoundFile]:
-    """Every file the node binds (a directory: each file under it), by the name it gets beside twin's
-    files of the node: its path in the node, flattened (`/setup.sh`: setup.sh, `/etc/frr/vtysh.conf`:
-    etc_frr_vtysh.conf). TwinError names one that cannot be carried (not text, too big, too many)."""
-    out: dict[str, BoundFile] = {}
+@dataclass(frozen=True)
+class Kept:
+    """What a node binds that is no file to copy (a socket, a FIFO, a device): bound from the host as is."""
+
+    source: str
+    target: str
+    read_only: bool
+    what: str
+
+    def bind(self) -> str:
+        return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
+
+    def note(self, node: str) -> str:
+        return (f"{node} binds {self.what}, {self.source}, on {self.target}: kept as a bind of this host's "
+                "(the exported lab needs it on the host it runs on)")
+
+
+@dataclass
+class Bound:
+    """Everything a node binds, as the export carries it."""
+
+    files: dict[str, BoundFile]
+    kept: list[Kept]
+
+
+def user_files(node: Node, taken: set[str]) -> Bound:
+    """Every file the node binds (a directory: each file below it, by the directory rule of
+    `twin.topology.files`: a link inside is what it leads to, a link out of it is refused), by the
+    name it gets beside twin's files of the node: its path in the node, flattened (`/setup.sh`:
+    setup.sh, `/etc/frr/vtysh.conf`: etc_frr_vtysh.conf), copied as its bytes. A socket, FIFO or
+    device is kept as a bind of the host's. TwinError names what cannot be carried, with the limits."""
+    out = Bound({}, [])
     for b in node.binds:
-        src = Path(b.source)
-        found = [(src, b.target)] if src.is_file() else [
-            (p, f"{b.target}/{p.relative_to(src).as_posix()}") for p in sorted(src.rglob("*")) if p.is_file()]
-        if len(out) + len(found) > MAX_BOUND_FILES:
-            raise TwinError(f"{node.name}: binds more than {MAX_BOUND_FILES} files ({b}); "
-                            "an export carries at most so many")
-        for p, target in found:
+        for found, p, target, under in _bound(node, b):
+            if not found.regular:
+                out.kept.append(Kept(str(p), target, b.read_only, found.what))
+                continue
+            if len(out.files) >= MAX_BOUND_FILES:
+                raise TwinError(f"{node.name}: binds more than {MAX_BOUND_FILES} files ({b}); {LIMITS}")
             try:
-                text = inputs.read_text(p, inputs.BOUND_FILE)
+                data = inputs.read_bytes(found.rel if under else p, inputs.BOUND_FILE, under)
             except inputs.Refused as e:
                 raise TwinError(f"{node.name}: cannot carry {p} (bound on {target}) into the export: "
-                                f"{e.message}") from None
+                                f"{e.message}; {LIMITS}") from None
             name = target.lstrip("/").replace("/", "_")
-            name = name if name not in taken and name not in out else f"bind_{name}"
-            out[name] = BoundFile(target, text, b.read_only, os.access(p, os.X_OK))
+            name = name if name not in taken and name not in out.files else f"bind_{name}"
+            out.files[name] = BoundFile(target, data, b.read_only, bool(found.mode & 0o111))
     return out
+
+
+LIMITS = (f"an export carries at most {MAX_BOUND_FILES} files a node binds, each at most "
+          f"{inputs.BOUND_FILE.limit}")
+
+
+def _bound(node: Node, b: Bind) -> list[tuple[inputs.Found, Path, str, Path | None]]:
+    """What bind `b` holds: (what it is, its path on this host, its path in the node, the bound
+    directory it is read below: None for a file bound itself)."""
+    src = Path(b.source)
+    try:
+        mode = src.stat().st_mode
+    except OSError as e:
+        raise TwinError(f"{node.name}: cannot carry {src} (bound on {b.target}) into the export: "
+                        f"{e.strerror}") from None
+    if not stat.S_ISDIR(mode):
+        return [(inputs.Found(src.name, mode), src, b.target, None)]
+    try:
+        found = inputs.walk(src, MAX_BOUND_FILES)
+    except inputs.Refused as e:
+        raise TwinError(f"{node.name}: cannot carry {src} (bound on {b.target}) into the export: {e.message}"
+                        + (f"; {LIMITS}" if "more than" in e.message else "")) from None
+    return [(f, src / f.rel, f"{b.target.rstrip('/')}/{f.rel}", src) for f in found]
 
 
 def labels(fabric: Fabric, node: Node) -> dict[str, str]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from twin import nvue
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import Backend, Shaping
 from twin.errors import TwinError
@@ -116,6 +117,14 @@ class LabContext:
             if c.running():
                 out.append(n)
         return out
+
+    def nvue(self) -> dict[str, nvue.NvueNode]:
+        """The nodes that run NVUE, as they run it now: each one's applied startup.yaml (its
+        directory's) built on the lab's intent and kernel layout: its files, kernel plane and VNIs.
+        {} for a lab without NVUE. What a node started again, or an element put back, must get."""
+        st, _ = state.load(self.dir)
+        return nvue.running(self.dir, self.fabric, self.backend, self.shaping,
+                            (st.layout if st else None) or nvue.PER_VNI)
 
     # --- namespaces -------------------------------------------------------------------
     def pid(self, node: str) -> int:

@@ -14,6 +14,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from twin import version
 from twin.config.backend import DEVICE, NAMES, NO_VRF_DEVICES, wanted
 from twin.config.droplog import LOG_GROUP
 from twin.lifecycle import admission, hostlimits, state
@@ -111,6 +112,7 @@ class Report:
     images: list[hostfacts.Image]
     leftovers: hostfacts.Leftovers
     problems: list[str] = field(default_factory=list)   # what twin needs and lacks, each with its fix
+    twin: str = version.text()                           # twin's version and where it runs from
 
     @property
     def ok(self) -> bool:
@@ -160,7 +162,7 @@ def diagnose(fabrics: list[Fabric], src: Sources = Sources()) -> Report:
 def lines(r: Report) -> list[str]:
     """The report in words, one fact a line (what the CLI prints)."""
     engine = r.engine.version if r.engine.reachable else f"not reachable ({r.engine.error})"
-    out = [f"root: {'yes' if r.root else 'no'}", f"Docker engine: {engine}",
+    out = [r.twin, f"root: {'yes' if r.root else 'no'}", f"Docker engine: {engine}",
            "kernel (probed in a throwaway namespace):"]
     for f in r.features:
         mark = {True: "yes", False: "NO ", None: "?  "}[f.present]

@@ -59,7 +59,7 @@ limits=(
     "fs.inotify.max_user_instances|1024|zebra on a VTEP with namespace VRFs holds one (default 128: 128 VTEPs on the host)"
     "kernel.pid_max|4194304|every process and thread takes a pid: ~30 per FRR node with its containerd shim"
 )
-want="# Written by twin's scripts/host-setup.sh (make host / make twin-up): host-wide kernel limits
+want="# Written by twin's host set-up, twin/lifecycle/host-setup.sh (make host / make twin-up): host-wide kernel limits
 # that every lab's network namespaces share. See twin's README, \"Host settings\". Never lowers
 # a value the host already had higher."
 for entry in "${limits[@]}"; do

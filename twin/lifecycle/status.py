@@ -67,6 +67,13 @@ class VtepStatus:
         return self.reachable and not self.vnis_missing and all(
             self.routes.get(k, 0) >= v for k, v in self.expected.items())
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "VtepStatus":
+        if d.get("reachable") is False:
+            return cls(reachable=False)
+        routes = {k: v for k, v in d.items() if k not in ("vnis_up", "vnis_missing", "expected")}
+        return cls(True, d.get("vnis_up", []), d.get("vnis_missing", []), routes, d.get("expected", {}))
+
     def to_dict(self) -> dict[str, Any]:
         if not self.reachable:
             return {"reachable": False}
@@ -131,6 +138,17 @@ class LabStatus:
                 out += [f"{v}: tenant {t.tenant}: {s.routes.get(k, 0)} {k} EVPN routes, expected {n}"
                         for k, n in s.expected.items() if s.routes.get(k, 0) < n]
         return out + self.missing
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "LabStatus":
+        """`to_dict`'s document (`twin status --json`, a server's answer) as the status it was made from."""
+        nodes = [NodeStatus(**{k: v for k, v in n.items() if k in NodeStatus.__dataclass_fields__}) for n in d["nodes"]]
+        tenants = [TenantStatus(t["tenant"], t["vrf"], t["l3vni"], t["segments"], t["hosts"],
+                                {v: VtepStatus.from_dict(s) for v, s in t["vteps"].items()}) for t in d["tenants"]]
+        return cls(d["lab"], d["status"], d["dir"], topology=d.get("topology"), image=d.get("image"),
+                   own_images=d.get("own_images") or {}, vrf_backend=d.get("vrf_backend"), shaping=d.get("shaping"),
+                   timings=d.get("timings") or {}, nodes=nodes, tenants=tenants, missing=d.get("missing") or [],
+                   changing=d.get("changing") or "", nvue=d.get("nvue"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"lab": self.lab, "status": self.status, "healthy": self.healthy, "topology": self.topology,

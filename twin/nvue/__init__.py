@@ -50,7 +50,7 @@ from twin.nvue.configs import (
 from twin.nvue.configs import read as read_configs
 from twin.nvue.export import export, export_node
 from twin.nvue.load import NvueFile, from_tree, read
-from twin.nvue.plane import PER_VNI, VLAN_AWARE, Layout, Plane, extras_delta, tenant_of
+from twin.nvue.plane import PER_VNI, VLAN_AWARE, Layout, Plane, as_run, extras_delta, tenant_of
 from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import Finding, diff, expand, get, leaves, patch, set_path, show, unpatch, unset_path, words
 
@@ -59,5 +59,5 @@ __all__ = ["STARTUP", "NvueNode", "blank", "build", "check_files", "dump", "file
            "PER_VNI", "VLAN_AWARE", "Plane",
            "tenant_of", "API", "VERSION", "Finding", "diff", "expand", "patch", "set_path", "show", "unpatch",
            "unset_path", "words", "EDITS", "api", "cli", "client", "Command", "commands", "edit", "extras_delta",
-           "get", "leaves", "load", "Layout",
+           "get", "leaves", "load", "Layout", "as_run",
            "change", "nvued", "service"]

@@ -69,8 +69,10 @@ def known(path: Path) -> str:
     return ""
 
 
-def parse_json(raw: bytes, what: str = "the request body") -> Any:
-    """A JSON document within a startup.yaml's bounds; ValueError naming what is wrong."""
+def parse_json(raw: bytes, what: str = "the request body", free: tuple[str, ...] = ()) -> Any:
+    """A JSON document within a startup.yaml's bounds; ValueError naming what is wrong. `free`: keys
+    of a top-level object whose string values are bounded by the caller, not by MAX_TEXT (the file
+    `nv config patch` sends)."""
     if not raw.strip():
         raise ValueError(f"{what} is empty: send a JSON document")
     try:
@@ -81,8 +83,9 @@ def parse_json(raw: bytes, what: str = "the request body") -> Any:
         raise ValueError(f"{what} nests deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{what} is not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    held = {k: value.pop(k) for k in free if isinstance(value, dict) and isinstance(value.get(k), str)}
     bounded(value, what)
-    return value
+    return value | held if held else value
 
 
 def _no_constant(name: str) -> Any:

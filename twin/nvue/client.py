@@ -6,6 +6,7 @@ prints what comes back; the service parses and checks everything. `nv config app
 follows the revision until it is applied or failed. Python's standard library only: it
 runs on the node's python3. Exit 0 on success, 1 on an error, 2 on a usage error.
 """
+import base64
 import http.client
 import json
 import os
@@ -48,11 +49,14 @@ def request(method: str, path: str, body: object = None, timeout: float = 60.0) 
 
 
 def read_file(name: str) -> str:
+    """The file's bytes as they are, in base64 (a third larger whatever they hold: JSON's escapes of
+    quotes, backslashes and non-ASCII text could make a 1 MiB file six times larger); the service
+    decodes (and refuses) them."""
     with open(name, "rb") as f:
         data = f.read(MAX_FILE + 1)
     if len(data) > MAX_FILE:
         raise ValueError(f"{name}: larger than {MAX_FILE} bytes, the limit of a configuration file")
-    return data.decode("latin-1")   # bytes as they are; the service decodes (and refuses) them
+    return base64.b64encode(data).decode("ascii")
 
 
 def follow(rev: str) -> int:
@@ -82,7 +86,7 @@ def follow(rev: str) -> int:
 def main(argv: list[str]) -> int:
     body: dict = {"argv": argv, "tty": sys.stdin.isatty()}
     if len(argv) == 3 and argv[:2] in (["config", "patch"], ["config", "replace"]):
-        body["file"] = read_file(argv[2])
+        body["file_base64"] = read_file(argv[2])
     status, doc = request("POST", "/nv", body)
     if not isinstance(doc, dict) or status >= 500 and "rc" not in doc:
         print(f"Error: {doc.get('detail', doc) if isinstance(doc, dict) else doc}", file=sys.stderr)

@@ -97,6 +97,23 @@ def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Sh
     return plane
 
 
+def as_run(fabric: Fabric, plane: Plane) -> Fabric:
+    """The lab's fabric as `plane.node` runs it: each tenant with the node's segments, hosts, L3VNI
+    and VRF as its NVUE declares them, and the other VTEPs' as the topology has them (`plane.fabric`
+    knows only the node's side of a tenant). What the proof breaks on the node and puts back."""
+    node, tenants = plane.node, dict(fabric.tenants)
+    for name, mine in plane.fabric.tenants.items():
+        top = fabric.tenants.get(name)
+        if top is None:
+            tenants[name] = mine
+            continue
+        tenants[name] = top.model_copy(update={
+            "vrf": mine.vrf, "l3vni": mine.l3vni, "segments": {**top.segments, **mine.segments},
+            "attachments": tuple(a for a in top.attachments if a.vtep != node)
+            + tuple(a for a in mine.attachments if a.vtep == node)})
+    return fabric.model_copy(update={"tenants": tenants, "nodes": plane.fabric.nodes})
+
+
 def tenant_of(fabric: Fabric, vrf: str) -> Tenant | None:
     """The topology's tenant an NVUE VRF stands for: its VRF name, else its name, case aside."""
     low = vrf.lower()

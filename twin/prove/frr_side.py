@@ -1,29 +1,33 @@
 """Elements of FRR's configuration: route targets, `advertise-all-vni`, type-5 advertisement,
 the L3VNI of each VRF, the underlay sessions, loopback advertisement, ECMP.
 
-Each is a line (or a setting) of the node's rendered frr.conf, broken by typing its
-opposite into vtysh and restored by `frr-reload.py` of the rendered file; a VTEP's
-workload bindings are made again after it (zebra forgets them when EVPN goes and comes).
+Each is a line (or a setting) of the frr.conf the node runs (twin's rendering, or the one its
+NVUE renders, or the user's), broken by typing its opposite into vtysh and restored by
+`frr-reload.py` of that file; a VTEP's workload bindings are made again after it (zebra forgets
+them when EVPN goes and comes), those of the tenants as the node runs them (`kernel_side.views`).
 """
 from __future__ import annotations
 
 import re
 
 from twin import kinds
-from twin.intent import paths
+from twin.intent import frrconf, paths
+from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
 from twin.prove.element import Element, Exempt, Kernel, Reload, Vtysh, ZebraVni
-from twin.prove.kernel_side import rebind
+from twin.prove.kernel_side import View, rebind, views
+from twin.topology.model import Node
 
 FOREIGN_RT = "65535:1"   # a route target no tenant uses (ASN 65535 is reserved)
 # a route target to break: (VNI, the block it is in, the sub-block in that, what verify says of its import gone)
 RouteTarget = tuple[int, str, tuple[str, ...], tuple[str, ...]]
 
 
-def _restore(ctx: LabContext, node: str) -> tuple:
-    """The node's rendered frr.conf, then (on a VTEP, once zebra holds its VNIs again) its workloads'
+def _restore(ctx: LabContext, node: str, seen: dict[str, View] | None = None) -> tuple:
+    """The frr.conf the node runs, then (on a VTEP, once zebra holds its VNIs again) its workloads'
     bindings made again."""
-    f = ctx.fabric
+    seen = views(ctx) if seen is None else seen
+    f = seen[node][0] if node in seen else ctx.fabric
     again = tuple(s for t in f.tenants_on(node) for s in rebind(f, node, ctx.backend, t))
     vnis = [vni for t in f.tenants_on(node) for vni in [t.l3vni, *(s.l2vni for s in t.segments_on(node))]]
     return (Reload(node),) + ((*(ZebraVni(node, v) for v in vnis), Kernel(node, again)) if again else ())
@@ -34,9 +38,9 @@ def evpn_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     (`advertise ipv4 unicast`, `redistribute connected`), and every route target, import and
     export, of its L3VNI and of each L2VNI shared with another VTEP (auto-derived: broken by
     setting a foreign one)."""
-    f, out, exempt = ctx.fabric, [], []
-    for v in f.vteps():
-        asn, back = f.nodes[v].asn, _restore(ctx, v)
+    out, exempt, seen = [], [], views(ctx)
+    for v, (f, _) in seen.items():
+        asn, back = f.nodes[v].asn, _restore(ctx, v, seen)
         out.append(Element(f"advertise-all-vni {v}", "advertise-all-vni", v, f"advertise-all-vni on {v}", ("control",),
                            (rf"^control: (evpn|vni) {v} ",),
                            (Vtysh(v, (f"router bgp {asn}", "address-family l2vpn evpn",
@@ -76,10 +80,9 @@ def underlay_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     """Each underlay BGP session (its neighbor line, on the end farther from the spines), each
     router's loopback advertisement, and ECMP (`maximum-paths`, `as-path multipath-relax`) on
     every router that spreads tenant paths over several ports."""
-    f, out, exempt = ctx.fabric, [], []
+    f, out, exempt, seen = ctx.fabric, [], [], views(ctx)
     done = set()
     for n in f.routers():
-        asn = n.asn
         for p in n.fabric_ports:
             peer = f.nodes[p.peer_node]
             if (peer.name, p.peer_port) in done:
@@ -91,12 +94,11 @@ def underlay_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                                f"neighbor {port} ({node.name} - {other.name})", ("control",),
                                (rf"^control: bgp {node.name}: .*\.{re.escape(port)}\b",),
                                (Vtysh(node.name, (f"router bgp {node.asn}", f"no neighbor {port}")),),
-                               _restore(ctx, node.name)))
-        out.append(Element(f"loopback {n.name}", "loopback advertisement", n.name,
-                           f"network {n.loopback}/32 on {n.name}", ("control",),
-                           (rf"^control: loopbacks \S+: .*{re.escape(n.loopback)}/32",),
-                           (Vtysh(n.name, (f"router bgp {asn}", "address-family ipv4 unicast",
-                                           f"no network {n.loopback}/32")),), _restore(ctx, n.name)))
+                               _restore(ctx, node.name, seen)))
+        runs = seen[n.name][0].nodes[n.name] if n.name in seen else n    # its loopback as it runs it (NVUE's)
+        els, ex = _loopback(ctx, runs, _restore(ctx, n.name, seen))
+        out += els
+        exempt += ex
     branching = paths.branching(f)
     for n in f.routers():
         if n.name not in branching:
@@ -106,16 +108,31 @@ def underlay_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         out.append(Element(f"maximum-paths {n.name}", "ECMP maximum-paths", n.name,
                            f"maximum-paths (the default, 64 here) on {n.name}", ("underlay",), (spread,),
                            (Vtysh(n.name, (f"router bgp {n.asn}", "address-family ipv4 unicast", "maximum-paths 1")),),
-                           _restore(ctx, n.name)))
+                           _restore(ctx, n.name, seen)))
         if _relax_needed(ctx, n.name, branching[n.name]):
             out.append(Element(f"multipath-relax {n.name}", "ECMP as-path multipath-relax", n.name,
                                f"bgp bestpath as-path multipath-relax on {n.name}", ("underlay",), (spread,),
                                (Vtysh(n.name, (f"router bgp {n.asn}", "no bgp bestpath as-path multipath-relax")),),
-                               _restore(ctx, n.name)))
+                               _restore(ctx, n.name, seen)))
         else:
             exempt.append(Exempt("ECMP as-path multipath-relax", n.name,
                                  "its equal-cost paths come from peers of one AS (no relax needed)"))
     return out, exempt
+
+
+def _loopback(ctx: LabContext, n: Node, back: tuple) -> tuple[list[Element], list[Exempt]]:
+    """The router's loopback advertisement, as the frr.conf it runs makes it: its `network LO/32`,
+    else `redistribute connected` (as NVUE renders it); exempt when it makes it neither way."""
+    conf = frrconf.parse(state.read_files(ctx.dir, n.name, ["frr.conf"]).get("frr.conf", ""))
+    bgp, lo = conf.default_bgp(), f"{n.loopback}/32"
+    if bgp is None or (lo not in bgp.networks and "connected" not in bgp.redistribute):
+        return [], [Exempt("loopback advertisement", n.name, f"the frr.conf {n.name} runs advertises {lo} neither "
+                                                             "by network nor by redistribute connected")]
+    line = f"network {lo}" if lo in bgp.networks else "redistribute connected"
+    expect = (rf"^control: loopbacks \S+: .*{re.escape(n.loopback)}/32",)
+    return [Element(f"loopback {n.name}", "loopback advertisement", n.name, f"{line} ({lo}) on {n.name}", ("control",),
+                    expect, (Vtysh(n.name, (f"router bgp {bgp.asn}", "address-family ipv4 unicast", f"no {line}")),),
+                    back)], []
 
 
 def _relax_needed(ctx: LabContext, node: str, pairs: set[tuple[str, str]]) -> bool:

@@ -1,8 +1,9 @@
 """Elements on the kernel side of a lab: VXLAN devices and their VNIs, anycast gateways, ARP
 suppression, `tos inherit`, MTUs, host ports' tenant membership, the multipath hash.
 
-Each is taken from the node's rendered kernel steps (`twin.config.overlay.plan`), broken by
-a step of the same table and restored by re-applying the rendered ones. A VTEP's IP/MAC
+Each is taken from the kernel steps the node runs (`views`: twin's rendering,
+`twin.config.overlay.plan`, or on a node running NVUE its NVUE's plane, on the lab's fabric
+as that node runs it), broken by a step of the same table and restored by re-applying those. A VTEP's IP/MAC
 bindings are made again with them (deleted and re-added: zebra reads a binding when it
 changes), since the kernel drops them with a gateway's MAC or address, and zebra forgets
 them with a VNI.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from twin import kinds
+from twin import kinds, nvue
 from twin.config import overlay
 from twin.config.steps import Step
 from twin.intent import paths
@@ -23,7 +24,18 @@ from twin.topology.model import Attachment, Fabric, Segment, Tenant
 
 SMALL_MTU = 1500                       # a jumbo RoCE frame (4 KiB) does not fit
 STRANGE_MAC = "02:de:ad:be:ef:01"      # a gateway MAC no host expects
+View = tuple[Fabric, list[Step]]       # a VTEP's fabric and kernel steps, as it runs them
 
+
+def views(ctx: LabContext) -> dict[str, View]:
+    """Each VTEP's fabric and kernel steps as it runs them: a node running NVUE its own (the lab's
+    fabric with its tenants as its NVUE says, `nvue.as_run`, and its plane's steps), any other the
+    topology's rendering. A node on NVUE's VLAN-aware layout has none: its devices are not the
+    per-VNI ones the kernel elements break (`vni_elements` says so)."""
+    runs, f = ctx.nvue(), ctx.fabric
+    return {v: ((nvue.as_run(f, runs[v].plane), runs[v].plane.steps) if v in runs else
+                (f, overlay.plan(f, v, ctx.backend))) for v in f.vteps()
+            if v not in runs or runs[v].plane.layout != nvue.VLAN_AWARE}
 
 
 def rebind(fabric: Fabric, node: str, backend, t: Tenant, seg: Segment | None = None) -> tuple[Step, ...]:
@@ -44,9 +56,10 @@ def local(t: Tenant, v: str, seg: Segment | None = None) -> list[Attachment]:
 
 def vni_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     """Each VXLAN device (deleted) and its VNI (the device made again with another one)."""
-    f, be, out = ctx.fabric, ctx.backend, []
-    for v in f.vteps():
-        plan = overlay.plan(f, v, be)
+    be, out, seen = ctx.backend, [], views(ctx)
+    exempt = [Exempt("kernel elements", v, "it runs NVUE's VLAN-aware layout, not the per-VNI devices they break")
+              for v in ctx.fabric.vteps() if v not in seen]
+    for v, (f, plan) in seen.items():
         for t in f.tenants_on(v):
             ns = overlay.tenant_ns(t, be)
             for vni, seg in [(t.l3vni, None), *((s.l2vni, s) for s in t.segments_on(v))]:
@@ -64,15 +77,14 @@ def vni_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                 out.append(Element(f"{layer.lower()}-vni {v} {vni}", f"{layer} VNI", v, f"VNI {vni} of {what}",
                                    ("control",), expect, (Kernel(v, (Step("del", vx, ns),) + remade),),
                                    (Kernel(v, (Step("del", vx, ns),)),) + back))
-    return out, []
+    return out, exempt
 
 
 def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     """Each segment's anycast gateway on each VTEP: its MAC and its address; and ARP suppression
     on the segment's VXLAN port where the segment reaches other VTEPs."""
-    f, be, out, exempt = ctx.fabric, ctx.backend, [], []
-    for v in f.vteps():
-        plan = overlay.plan(f, v, be)
+    be, out, exempt = ctx.backend, [], []
+    for v, (f, plan) in views(ctx).items():
         for t in f.tenants_on(v):
             ns = overlay.tenant_ns(t, be)
             for seg in t.segments_on(v):
@@ -84,17 +96,23 @@ def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                     ("arp",), (rf"^arp: {hosts} resolves {gw} ",),
                     (Kernel(v, (Step("mac", br, ns, {"mac": STRANGE_MAC}),)),),
                     (Kernel(v, (Step("mac", br, ns, {"mac": seg.mac}),) + again),)))
+                # the kernel takes an address's secondaries with it (an NVUE SVI's own address): all back
+                addrs = tuple(x for x in plan if x.op == "addr" and x.dev == br) or (
+                    Step("addr", br, ns, {"cidr": seg.gateway_cidr}),)
                 out.append(Element(
                     f"gateway-address {v} {br}", "anycast gateway address", v,
                     f"{seg.gateway_cidr} on {br} ({t.name} {seg.name})", ("control", "arp"),
                     (rf"^control: vrf {v} {re.escape(t.vrf)}: .*{re.escape(seg.subnet)}",
                      rf"^arp: {hosts} resolves {gw} "),
                     (Kernel(v, (Step("unaddr", br, ns, {"cidr": seg.gateway_cidr}),)),),
-                    (Kernel(v, (Step("addr", br, ns, {"cidr": seg.gateway_cidr}),) + again),)))
+                    (Kernel(v, addrs + again),)))
                 if len(t.segment_vteps(seg.name)) < 2:
                     exempt.append(Exempt("ARP suppression", f"{v} {vx}", f"{t.name} {seg.name} is on no other VTEP"))
                     continue
                 on = next(s for s in plan if s.op == "brport" and s.dev == vx)
+                if not on.args.get("neigh_suppress"):
+                    exempt.append(Exempt("ARP suppression", f"{v} {vx}", f"{v} runs {vx} without it"))
+                    continue
                 out.append(Element(
                     f"arp-suppression {v} {vx}", "ARP suppression", v, f"neigh_suppress on {vx} ({t.name} {seg.name})",
                     ("arp",), (rf"^arp: {hosts} resolves .*ARP suppression",),
@@ -113,9 +131,9 @@ def _senders(t: Tenant, v: str, vni: int) -> list[Attachment] | None:
 def vxlan_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     """`tos inherit` and the MTU of each VXLAN device that sends to other VTEPs; the MTU of each bridge
     that routed traffic leaves by (a segment's towards its hosts, the L3VNI's towards other VTEPs)."""
-    f, be, out, exempt = ctx.fabric, ctx.backend, [], []
-    for v in f.vteps():
-        plan = {(s.op, s.dev): s for s in overlay.plan(f, v, be)}
+    be, out, exempt = ctx.backend, [], []
+    for v, (f, steps) in views(ctx).items():
+        plan = {(s.op, s.dev): s for s in steps}
         for t in f.tenants_on(v):
             ns = overlay.tenant_ns(t, be)
             for vni in [t.l3vni] + [s.l2vni for s in t.segments_on(v)]:
@@ -169,41 +187,54 @@ def link_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                                 (r"^underlay: .*(fragmented|lost)",), f"{n.name}:{p.name} (to {p.peer_node})"))
             else:
                 exempt.append(Exempt("fabric MTU", f"{n.name}:{p.name}", "no tenant path crosses it"))
-    for t in f.tenants.values():
-        for a in t.attachments:
-            if not [b for b in t.attachments if b.host != a.host]:
-                exempt.append(Exempt("host link MTU", a.host, f"the only host of {t.name}: no RoCE traffic"))
-                continue
-            flows = (rf"^traffic: {re.escape(t.name)} ({re.escape(a.host)} -> |\S+ -> {re.escape(a.host)} ).*lost",)
-            mtu = f.nodes[a.vtep].ports_by_name[a.port].mtu
-            out.append(_mtu(a.vtep, a.port, overlay.tenant_ns(t, be), mtu, "host link MTU", ("traffic",), flows,
-                            f"{a.vtep}:{a.port} (to {a.host})"))
-            out.append(_mtu(a.host, a.host_port, "", f.nodes[a.host].ports_by_name[a.host_port].mtu,
-                            "host link MTU", ("traffic",), flows, f"{a.host}:{a.host_port}"))
+    for t, a, _ in _attachments(ctx):
+        if not [b for b in t.attachments if b.host != a.host]:
+            exempt.append(Exempt("host link MTU", a.host, f"the only host of {t.name}: no RoCE traffic"))
+            continue
+        flows = (rf"^traffic: {re.escape(t.name)} ({re.escape(a.host)} -> |\S+ -> {re.escape(a.host)} ).*lost",)
+        mtu = f.nodes[a.vtep].ports_by_name[a.port].mtu
+        out.append(_mtu(a.vtep, a.port, overlay.tenant_ns(t, be), mtu, "host link MTU", ("traffic",), flows,
+                        f"{a.vtep}:{a.port} (to {a.host})"))
+        out.append(_mtu(a.host, a.host_port, "", f.nodes[a.host].ports_by_name[a.host_port].mtu,
+                        "host link MTU", ("traffic",), flows, f"{a.host}:{a.host_port}"))
     return out, exempt
+
+
+def _attachments(ctx: LabContext) -> list[tuple[Tenant, Attachment, Fabric]]:
+    """Every host of every tenant, in the topology's order, as its VTEP runs it (`views`): its
+    tenant and attachment there, and that VTEP's fabric (a host its NVUE puts nowhere is left out)."""
+    vs, out = views(ctx), []
+    for t in ctx.fabric.tenants.values():
+        for a in t.attachments:
+            if a.vtep not in vs:
+                continue   # a VTEP on NVUE's VLAN-aware layout (`views`)
+            f = vs[a.vtep][0]
+            mine = f.tenants.get(t.name)
+            run = next((x for x in mine.attachments if x.host == a.host and x.vtep == a.vtep), None) if mine else None
+            if run is not None:
+                out.append((mine, run, f))
+    return out
 
 
 def port_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     """Each host port's membership of its tenant's segment (its bridge)."""
-    f, be, out = ctx.fabric, ctx.backend, []
-    for t in f.tenants.values():
-        ns = overlay.tenant_ns(t, be)
-        for a in t.attachments:
-            seg = t.segments[a.segment]
-            # the neighbour the tenant's namespace learned on the port while it was out of its bridge
-            # (it answers ARP there) deleted; back in the bridge, the host's static MAC deleted and
-            # made again (zebra reads a MAC when it changes; `apply_live` writes it once zebra
-            # holds the port in the bridge) and its bindings
-            br = bridge_name(seg.l2vni)
-            back = (Kernel(a.vtep, (Step("unneigh", a.port, ns, {"ip": a.ip}),
-                                    Step("master", a.port, ns, {"master": br}),
-                                    Step("up", a.port, ns), Step("unfdb", a.port, ns, {"mac": a.mac}),
-                                    overlay.fdb_step(t, a, be)) + rebind(f, a.vtep, be, t, seg)),)
-            out.append(Element(f"membership {a.vtep}:{a.port}", "host port membership", a.vtep,
-                               f"{a.vtep}:{a.port} ({a.host}) in {bridge_name(seg.l2vni)} ({t.name} {seg.name})",
-                               ("arp",), (rf"^arp: {re.escape(a.host)} resolves ",),
-                               (Kernel(a.vtep, (Step("nomaster", a.port, ns),)),),
-                               back))
+    be, out = ctx.backend, []
+    for t, a, f in _attachments(ctx):
+        ns, seg = overlay.tenant_ns(t, be), t.segments[a.segment]
+        # the neighbour the tenant's namespace learned on the port while it was out of its bridge
+        # (it answers ARP there) deleted; back in the bridge, the host's static MAC deleted and
+        # made again (zebra reads a MAC when it changes; `apply_live` writes it once zebra
+        # holds the port in the bridge) and its bindings
+        br = bridge_name(seg.l2vni)
+        back = (Kernel(a.vtep, (Step("unneigh", a.port, ns, {"ip": a.ip}),
+                                Step("master", a.port, ns, {"master": br}),
+                                Step("up", a.port, ns), Step("unfdb", a.port, ns, {"mac": a.mac}),
+                                overlay.fdb_step(t, a, be)) + rebind(f, a.vtep, be, t, seg)),)
+        out.append(Element(f"membership {a.vtep}:{a.port}", "host port membership", a.vtep,
+                           f"{a.vtep}:{a.port} ({a.host}) in {bridge_name(seg.l2vni)} ({t.name} {seg.name})",
+                           ("arp",), (rf"^arp: {re.escape(a.host)} resolves ",),
+                           (Kernel(a.vtep, (Step("nomaster", a.port, ns),)),),
+                           back))
     return out, []
 
 

@@ -19,7 +19,7 @@ from twin.config.naming import LABEL_LAB, LABEL_NODE
 from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs
 from twin.errors import TwinError
-from twin.runtime import dockerapi
+from twin.runtime import dockerapi, nsguard
 from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
 from twin.topology.model import Fabric, Node
@@ -92,7 +92,7 @@ class NodeHandle:
         pid = self.container.attrs["State"]["Pid"]
         if not pid:
             raise TwinError(f"container {self.name} is not running ({self.status}): {self.logs(tail=20).strip()}")
-        return pid
+        return nsguard.known(pid, f"{self.lab}/{self.node}" if self.lab else self.name)
 
     def logs(self, tail: int | str = "all") -> str:
         """What the container's command printed (the last `tail` lines)."""

@@ -4,7 +4,10 @@ A node's own namespace is `/proc/<pid>/ns/net`; a tenant namespace of the netns
 VRF backend lives inside the node as `/proc/<pid>/root/run/netns/<vrf>`, its management
 namespace (`twin.config.mgmt`) as `/proc/<pid>/root/run/twin/mgmt`. Every
 reader and writer of kernel state (kernel steps, the barrier, faults, status,
-rehearsal snapshots) opens its pyroute2 handles through `Handles` or `ipr`.
+rehearsal snapshots, captures, sysctls) opens its pyroute2 handles through `Handles`
+or `ipr`, and every namespace becomes a descriptor in one place, `open_ns`: a tenant
+namespace is opened without following the node's links and checked to be that
+tenant's own (`twin.runtime.nsguard`), then used only through that descriptor.
 
 No process is forked for it: pyroute2's own `IPRoute(netns=...)` forks a child of
 twin (a large, threaded process) to open each socket and gives up when the child
@@ -32,6 +35,7 @@ from pyroute2 import netns as named_netns
 from twin import timeouts
 from twin.errors import TwinError
 from twin.kinds import MGMT_NETNS, MGMT_NS
+from twin.runtime import nsguard
 from twin.runtime.failures import namespace_gone, netlink_errors
 
 
@@ -47,6 +51,12 @@ def tenant_netns_path(pid: int, ns: str) -> str:
 def path(pid: int, ns: str = "") -> str:
     """The node's own namespace (ns "") or a tenant namespace inside it."""
     return tenant_netns_path(pid, ns) if ns else netns_path(pid)
+
+
+def open_ns(ns_path: str) -> int:
+    """A descriptor of namespace `ns_path` (the caller closes it), opened and checked as
+    `twin.runtime.nsguard` says: NamespaceRefused for a link or another namespace than the node's."""
+    return nsguard.open_path(ns_path)
 
 
 T = TypeVar("T")
@@ -68,7 +78,7 @@ def inside(ns_path: str, fn: Callable[[], T], fresh: bool = False) -> T:
                     err = ctypes.get_errno()
                     raise OSError(err, f"unshare of a new network namespace: {os.strerror(err)}")
             else:
-                fd = os.open(ns_path, os.O_RDONLY | os.O_CLOEXEC)
+                fd = open_ns(ns_path)
                 try:
                     if _libc.setns(fd, CLONE_NEWNET) != 0:
                         err = ctypes.get_errno()
@@ -219,6 +229,7 @@ class Handles:
     def __init__(self, pid: int | None = None):
         self.pid = pid
         self._open: dict[tuple[int, str], IPRoute] = {}
+        self._fds: dict[str, int] = {}   # checked namespace descriptors (steps that move devices), by ns
 
     def get(self, pid: int, ns: str = "") -> Netlink:
         if (pid, ns) not in self._open:
@@ -229,8 +240,11 @@ class Handles:
     def ipr(self, ns: str) -> IPRoute:
         return self.get(self.pid, ns)
 
-    def path(self, ns: str) -> str:
-        return path(self.pid, ns)
+    def fd(self, ns: str) -> int:
+        """A checked descriptor of namespace `ns` of the node (IFLA_NET_NS_FD), kept until close."""
+        if ns not in self._fds:
+            self._fds[ns] = open_ns(path(self.pid, ns))
+        return self._fds[ns]
 
     def sysctl(self, ns: str, key: str, value: str) -> None:
         write_sysctl(path(self.pid, ns), key, value)
@@ -239,6 +253,9 @@ class Handles:
         for h in self._open.values():
             h.close()
         self._open.clear()
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
 
     def __enter__(self) -> "Handles":
         return self

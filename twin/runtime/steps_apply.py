@@ -6,13 +6,13 @@ command (`in_node`); a unit test holds the two tables together.
 
 Application gets a `Netns` (`twin.runtime.netns.Handles`): `ipr(ns)` is a pyroute2
 IPRoute in the node's namespace ("") or in a tenant namespace inside it, and
-`path(ns)` that namespace's path. A missing interface raises NetlinkError ENODEV,
+`fd(ns)` a descriptor of that namespace, opened and checked once (a device is moved
+there by descriptor, never by a path the node could have replaced). A missing interface raises NetlinkError ENODEV,
 so callers branch on the errno, never on message text.
 """
 from __future__ import annotations
 
 import errno
-import os
 import socket
 from typing import Callable, Protocol
 
@@ -31,7 +31,7 @@ ETH_P_ALL = 0x0003
 
 class Netns(Protocol):
     def ipr(self, ns: str) -> IPRoute: ...
-    def path(self, ns: str) -> str: ...
+    def fd(self, ns: str) -> int: ...
     def sysctl(self, ns: str, key: str, value: str) -> None: ...
 
 
@@ -60,7 +60,7 @@ def _ix(a: dict) -> dict:
 
 def _vxlan(s: Step, ipr: IPRoute, nn: Netns) -> None:
     a = s.args
-    extra = _ix(a) | ({"net_ns_fd": nn.path(a["netns"])} if a.get("netns") else {})  # made in the tenant's
+    extra = _ix(a) | ({"net_ns_fd": nn.fd(a["netns"])} if a.get("netns") else {})  # made in the tenant's
     ipr.link("add", ifname=s.dev, kind="vxlan", mtu=a["mtu"], vxlan_id=a["vni"], vxlan_local=a["local"], **extra,
              vxlan_port=VXLAN_PORT, vxlan_learning=0, vxlan_tos=1, vxlan_ttl=64)  # tos 1 = inherit
 
@@ -76,20 +76,16 @@ def _veth(s: Step, ipr: IPRoute, nn: Netns) -> None:
     """A veth pair with both interface indexes chosen (pyroute2's `peer` cannot carry one), the
     peer made straight in namespace `netns` (or beside the first end)."""
     a = s.args
-    fd = os.open(nn.path(a.get("netns", "")), os.O_RDONLY) if a.get("netns") else None
-    try:
-        peer = [("IFLA_IFNAME", a["peer"]), ("IFLA_ADDRESS", a["peer_mac"])] + ([("IFLA_NET_NS_FD", fd)] if fd else [])
-        msg = ifinfmsg()
-        msg["index"] = a["index"]
-        msg["attrs"] = [("IFLA_IFNAME", s.dev), ("IFLA_ADDRESS", a["mac"]), ("IFLA_LINKINFO", {"attrs": [
-            ("IFLA_INFO_KIND", "veth"),
-            ("IFLA_INFO_DATA", {"attrs": [("VETH_INFO_PEER", {"index": a["peer_index"], "attrs": peer})]})]})]
-        msg["header"]["type"] = RTM_NEWLINK
-        msg["header"]["flags"] = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK
-        ipr.nlm_request_batch([msg])
-    finally:
-        if fd is not None:
-            os.close(fd)
+    fd = nn.fd(a["netns"]) if a.get("netns") else None
+    peer = [("IFLA_IFNAME", a["peer"]), ("IFLA_ADDRESS", a["peer_mac"])] + ([("IFLA_NET_NS_FD", fd)] if fd else [])
+    msg = ifinfmsg()
+    msg["index"] = a["index"]
+    msg["attrs"] = [("IFLA_IFNAME", s.dev), ("IFLA_ADDRESS", a["mac"]), ("IFLA_LINKINFO", {"attrs": [
+        ("IFLA_INFO_KIND", "veth"),
+        ("IFLA_INFO_DATA", {"attrs": [("VETH_INFO_PEER", {"index": a["peer_index"], "attrs": peer})]})]})]
+    msg["header"]["type"] = RTM_NEWLINK
+    msg["header"]["flags"] = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK
+    ipr.nlm_request_batch([msg])
 
 
 def _port(s: Step, ipr: IPRoute, nn: Netns) -> None:
@@ -148,8 +144,8 @@ APPLY: dict[str, Apply] = {
     "vxlan": _vxlan,
     "bridge": lambda s, ipr, nn: ipr.link("add", ifname=s.dev, kind="bridge", mtu=s.args["mtu"], **_ix(s.args),
                                           **({"address": s.args["mac"]} if s.args.get("mac") else {})),
-    "move": _set(net_ns_fd=lambda s, ipr, nn: nn.path(s.args["to"])),
-    "release": _set(net_ns_fd=lambda s, ipr, nn: nn.path("")),
+    "move": _set(net_ns_fd=lambda s, ipr, nn: nn.fd(s.args["to"])),
+    "release": _set(net_ns_fd=lambda s, ipr, nn: nn.fd("")),
     "master": _set(master=lambda s, ipr, nn: index(ipr, s.args["master"])),
     "nomaster": _set(master=0),
     "up": _set(state="up"),

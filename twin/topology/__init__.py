@@ -13,6 +13,7 @@ from twin.topology.json_safe import read_json
 from twin.topology.model import (
            Attachment,
            BgpTimers,
+           Bind,
            CongestionPoint,
            Endpoint,
            Fabric,
@@ -57,4 +58,5 @@ __all__ = ["load", "load_document", "validate", "ValidationReport", "check_lab_n
            "CongestionPoint", "csv_safe", "dotted", "ExecCheck", "files", "FrrJsonCheck", "json_safe", "kind_of",
            "listing", "load_allow", "load_checks", "merge", "parse_yaml", "Path_", "PingCheck", "Problems",
            "quoted", "Rate", "read_json", "read_yaml", "read_yaml_bytes", "RoceCheck", "RouteCheck", "Segment",
-           "Tenant", "match_node", "node_key", "port_range", "port_ranges", "resolve_node", "Mgmt", "mgmt", "samples"]
+           "Tenant", "match_node", "node_key", "port_range", "port_ranges", "resolve_node", "Mgmt", "mgmt", "samples",
+           "Bind"]

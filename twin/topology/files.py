@@ -184,7 +184,7 @@ def _place(data: bytes, pos: int) -> tuple[int, int]:
     return data.count(b"\n", 0, pos) + 1, pos - data.rfind(b"\n", 0, pos)
 
 
-def entries(d: str | Path) -> list[tuple[str, bool]]:
+def entries(d: str | Path | int) -> list[tuple[str, bool]]:
     """(name, is a directory) of what directory `d` holds, sorted, or TopologyError: at most
     MAX_ENTRIES. A link counts as what it points to; reading through it is `read`'s business."""
     try:
@@ -198,6 +198,77 @@ def entries(d: str | Path) -> list[tuple[str, bool]]:
     except OSError as e:
         raise TopologyError([Problem(str(d), "", f"cannot read the directory: {_why(e)}")]) from None
     return sorted(found)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a directory holds below it: `rel` (its path in the directory) and what it is."""
+
+    rel: str
+    mode: int                  # st_mode, of what a link inside leads to
+
+    @property
+    def regular(self) -> bool:
+        return stat.S_ISREG(self.mode)
+
+    @property
+    def what(self) -> str:
+        return ("a socket" if stat.S_ISSOCK(self.mode) else "a FIFO" if stat.S_ISFIFO(self.mode) else
+                "a device" if stat.S_ISCHR(self.mode) or stat.S_ISBLK(self.mode) else "a file")
+
+
+def walk(d: str | Path, limit: int) -> list[Found]:
+    """Everything that is not a directory below directory `d`, sorted, read by the directory rule: a
+    link inside is what it leads to, a link that leads out of `d` is Refused (named); a directory met
+    twice (a link to one above it) is walked once. Refused beyond `limit` entries."""
+    out: list[Found] = []
+    root = _stat_under(d, ".")
+    seen = {(root.st_dev, root.st_ino)}
+    todo = [""]
+    while todo:
+        rel = todo.pop()
+        for name, _ in entries_under(d, rel):
+            child = f"{rel}/{name}" if rel else name
+            st = _stat_under(d, child)
+            if stat.S_ISDIR(st.st_mode):
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    todo.append(child)
+                continue
+            out.append(Found(child, st.st_mode))
+            if len(out) > limit:
+                raise Refused(f"holds more than {limit} files")
+    return sorted(out, key=lambda f: f.rel)
+
+
+def entries_under(d: str | Path, rel: str) -> list[tuple[str, bool]]:
+    """`entries` of directory `rel` below `d`, reached by the directory rule (Refused for a link out)."""
+    try:
+        fd = safeopen.open_under(d, rel or ".", safeopen.BENEATH, os.O_RDONLY | os.O_DIRECTORY)
+    except safeopen.LinkRefused as e:
+        raise Refused(f"{e.why}: not followed; twin reads nothing outside the directory it was given ({d})") from None
+    except OSError as e:
+        raise Refused(f"{rel}: cannot read the directory: {_why(e)}") from None
+    try:
+        found = entries(fd)
+    except TopologyError as e:
+        raise Refused(f"{rel or '.'}: {e.problems[0].message}") from None
+    finally:
+        os.close(fd)
+    return found
+
+
+def _stat_under(d: str | Path, rel: str) -> os.stat_result:
+    try:
+        fd = safeopen.open_under(d, rel, safeopen.BENEATH, os.O_PATH)
+    except safeopen.LinkRefused as e:
+        raise Refused(f"{e.why}: not followed; twin reads nothing outside the directory it was given ({d})") from None
+    except OSError as e:
+        raise Refused(f"{rel}: {_why(e)}") from None
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

@@ -1,7 +1,8 @@
 """The flood's sender, a process of its own: `python blast.py NS_PATH PORT SECONDS`.
 
 Reads frames from stdin (a count, then each frame with its length, 4 bytes big-endian
-each), enters network namespace NS_PATH, says "ready" once its socket is bound to PORT,
+each), enters network namespace NS_PATH (twin gives it `/proc/self/fd/N`, a descriptor it
+opened and checked: `twin.runtime.netns.open_ns`), says "ready" once its socket is bound to PORT,
 sends the frames cyclically without pause for SECONDS (or until SIGTERM) and says
 "sent N held S": N frames, and S seconds it waited for its socket to take the next one. A
 port that shapes what it receives (tc TBF) holds on to the frames it queues, and the

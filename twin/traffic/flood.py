@@ -18,6 +18,7 @@ counting, the caller reads the ports' own counters). Nothing leaves the lab's na
 """
 from __future__ import annotations
 
+import os
 import re
 import select
 import socket
@@ -29,6 +30,7 @@ from dataclasses import replace
 
 from twin.errors import TwinError
 from twin.lifecycle.context import LabContext
+from twin.runtime import netns
 from twin.traffic import blast, roce
 from twin.traffic import flows as hostflows
 from twin.traffic.engine import PACKET_OUTGOING, new_run_id, open_socket
@@ -73,9 +75,13 @@ class Flood:
             self._rx.setblocking(False)
             self._thread = threading.Thread(target=self._count, name="flood-rx", daemon=True)
             self._thread.start()
-        self._proc = subprocess.Popen([sys.executable, "-I", blast.__file__, src.ns_path, src.port,
-                                       f"{self.seconds or UNTIL_STOPPED:g}"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        ns = netns.open_ns(src.ns_path)   # checked here, entered by the sender through its descriptor
+        try:
+            self._proc = subprocess.Popen([sys.executable, "-I", blast.__file__, f"/proc/self/fd/{ns}", src.port,
+                                           f"{self.seconds or UNTIL_STOPPED:g}"],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(ns,))
+        finally:
+            os.close(ns)
         self._proc.stdin.write(blast.pack_frames(self.frames))
         self._proc.stdin.close()
         line = self._proc.stdout.readline().decode().strip()   # its own deadline: START, by stop() below

@@ -73,7 +73,7 @@ def make_app(engine: Engine, password: str) -> Starlette:
         body = await request.body()
         try:
             if raw.rstrip(b"/") == b"/nv" and how == "unix" and request.method == "POST":
-                return answer(await run_in_threadpool(nv.run, engine, node, api.parse_json(body)))
+                return answer(await run_in_threadpool(nv.run, engine, node, api.parse_json(body, free=nv.FILES)))
             doc = await run_in_threadpool(dispatch, engine, node, request.method, api.path_of(raw),
                                           _params(request), body)
             return answer(doc)

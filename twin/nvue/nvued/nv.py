@@ -11,6 +11,8 @@ The body is the node's: hostile until checked, and every failure is an answer, n
 """
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from twin import nvue
@@ -20,7 +22,9 @@ from twin.nvue.nvued import show
 from twin.nvue.nvued.engine import Engine, Revision
 from twin.nvue.tree import diff, get
 
-MAX_FILE = 1 << 20
+MAX_FILE = 1 << 20            # a file `nv config patch|replace` sends (a startup.yaml's limit)
+MAX_BODY = (MAX_FILE + 2) // 3 * 4 + (64 << 10)   # such a file in base64, and room for the words around it
+FILES = ("file_base64", "file")   # the body's keys that carry a file (their own limit, MAX_FILE)
 
 
 def run(engine: Engine, node: str, body: Any) -> dict:
@@ -47,12 +51,30 @@ def _ok(out: str = "") -> dict:
 
 def _request(body: Any) -> tuple[cli.Command, bytes | None]:
     if not isinstance(body, dict) or not isinstance(body.get("argv"), list):
-        raise ValueError('the request is {"argv": [words of nv], "file": "...", "tty": true|false}')
-    file = body.get("file")
-    if file is not None and (not isinstance(file, str) or len(file) > MAX_FILE):
-        raise ValueError(f"a file sent with nv is text of at most {MAX_FILE} bytes")
-    data = file.encode("latin-1", "replace") if file is not None else None
-    return cli.parse(body["argv"]), data
+        raise ValueError('the request is {"argv": [words of nv], "file_base64": "...", "tty": true|false}')
+    return cli.parse(body["argv"]), _file(body)
+
+
+def _file(body: dict) -> bytes | None:
+    """The bytes of the file sent with the words: base64 (`file_base64`), or text whose characters
+    are its bytes (`file`, what the clients of labs made before sent)."""
+    coded, text = body.get("file_base64"), body.get("file")
+    if coded is not None:
+        try:
+            data = base64.b64decode(coded, validate=True) if isinstance(coded, str) else None
+        except (ValueError, binascii.Error):
+            data = None
+        if data is None:
+            raise ValueError("file_base64 is not base64")
+    elif text is not None:
+        if not isinstance(text, str):
+            raise ValueError("file is text (its characters the file's bytes)")
+        data = text.encode("latin-1", "replace")
+    else:
+        return None
+    if len(data) > MAX_FILE:
+        raise ValueError(f"a file sent with nv is at most {MAX_FILE} bytes")
+    return data
 
 
 def _verb(engine: Engine, node: str, cmd: cli.Command, data: bytes | None, tty: bool) -> dict:

@@ -20,10 +20,11 @@ from twin.errors import TwinError
 from twin.lifecycle import daemon, state
 from twin.lifecycle.service import Listener, Service
 from twin.nvue import service as nvue_service
+from twin.nvue.nvued import nv
 from twin.nvue.nvued.app import make_app, problem_body
 from twin.nvue.nvued.engine import Engine
 
-MAX_BODY = 1 << 20          # a request body: a startup.yaml's limit
+MAX_BODY = nv.MAX_BODY      # a request body: a startup.yaml of 1 MiB, in base64 (nv) or JSON (the REST API)
 SOCKET = "nvue.sock"
 API_SOCKET = "api.sock"     # the node's NVUE API on its management address (eth0:8765), through its relay
 

@@ -1,0 +1,200 @@
+"""`twin --server URL COMMAND`: up, down, status, list, verify, apply, plan, rehearse and snapshot
+run on a twin server (`twin serve`) instead of this host's engine, with a token only
+(TWIN_TOKEN, or ~/.config/twin/token): no root, no Docker. What they print and their exit codes
+are the local commands' (the server's result is what the CLI's --json prints); progress goes to
+stderr as the operation's events arrive.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from twin.cli.checks import finish, print_report
+from twin.cli.common import TwinGroup, err, out, run
+from twin.cli.day2 import print_applied
+from twin.cli.lab import print_status, print_up
+from twin.client import ApiError, Client
+from twin.errors import TwinError
+from twin.lifecycle import LabStatus
+from twin.verify.result import Check, Report
+
+
+def client(cli: click.Context) -> Client:
+    return Client(cli.find_root().params["server"])
+
+
+def _say(status):
+    return lambda m: status.update(m)
+
+
+def _result(op: dict) -> dict:
+    """An operation's result, or its error as twin's own (one line, every problem with -v)."""
+    if op["state"] == "failed":
+        problem = op.get("error") or {}
+        raise ApiError(int(problem.get("status") or 500), problem)
+    return op.get("result") or {}
+
+
+@click.command(name="up")
+@click.argument("topology", required=False, type=click.Path(dir_okay=False, exists=True))
+@click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR")
+@click.option("--snapshot", help="A snapshot's id: a lab that runs what it kept (give --name).")
+@click.option("--name")
+@click.option("--timeout", type=float)
+@click.option("--vrf-backend", type=click.Choice(["netns", "device"]))
+@click.option("--expires", "expires_in", metavar="DURATION", help="Its lifetime on the server, e.g. 2h.")
+@click.pass_context
+def up(cli, topology, configs, snapshot, name, timeout, vrf_backend, expires_in):
+    """Bring a lab up on the server from TOPOLOGY (or --snapshot) and wait until it has converged."""
+    def bring_up():
+        if (topology is None) == (snapshot is None):
+            raise TwinError("give TOPOLOGY or --snapshot ID")
+        with err.status(f"[bold]{name or topology or snapshot}[/bold]: starting on the server") as st:
+            op = client(cli).create(topology, name, configs, snapshot, expires_in, timeout, vrf_backend,
+                                    say=_say(st))
+        doc = _result(op)
+        for note in doc.get("notes", []):
+            err.print(f"note: {note}")
+        print_up(doc)
+    run(cli, bring_up)
+
+
+@click.command(name="down")
+@click.argument("lab")
+@click.pass_context
+def down(cli, lab):
+    """Remove LAB from the server."""
+    def tear_down():
+        removed = _result(client(cli).delete(lab))["removed"]
+        out.print(f"lab [bold]{lab}[/bold]: removed {len(removed)} containers" if removed
+                  else f"lab [bold]{lab}[/bold]: nothing left to remove")
+    run(cli, tear_down)
+
+
+@click.command(name="status")
+@click.argument("lab")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def status(cli, lab, as_json):
+    """LAB on the server against its intent; exit 1 if anything is missing."""
+    def show_status():
+        doc = client(cli).lab(lab)
+        st = doc.get("status")
+        if st is None:
+            raise TwinError(f"lab {lab!r} is {doc['state']} on the server" + (f": {doc['error']}" if doc.get("error")
+                                                                              else ""))
+        if as_json:
+            click.echo(json.dumps(st, indent=2))
+        else:
+            print_status(LabStatus.from_dict(st))
+        sys.exit(0 if st["healthy"] else 1)
+    run(cli, show_status)
+
+
+@click.command(name="list")
+@click.pass_context
+def list_(cli):
+    """Your labs on the server, with their expiry."""
+    def list_labs():
+        from rich.table import Table
+
+        t = Table(title_justify="left")
+        for col in ("lab", "state", "FRR nodes", "expires in"):
+            t.add_column(col)
+        rows = client(cli).labs()
+        for r in rows:
+            t.add_row(r["name"], r["state"], str(r["frr_nodes"]), f"{r['expires_in'] // 60:.0f} min")
+        out.print(t if rows else "no labs")
+    run(cli, list_labs)
+
+
+@click.command(name="verify")
+@click.argument("lab")
+@click.option("--only", "only", multiple=True, metavar="GROUP")
+@click.option("--checks", "check_files", multiple=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--junit", type=click.Path(dir_okay=False))
+@click.option("--prove", "prove_", is_flag=True)
+@click.option("--element", "patterns", multiple=True, metavar="GLOB")
+@click.pass_context
+def verify(cli, lab, only, check_files, as_json, junit, prove_, patterns):
+    """Verify LAB on the server (as `twin verify`); exit 0 only if all pass."""
+    def verify_lab():
+        with err.status(f"verifying {lab} on the server") as st:
+            op = client(cli).verify(lab, list(only), list(check_files), prove_, list(patterns), say=_say(st))
+        doc = _result(op)
+        if prove_ or patterns:
+            click.echo(json.dumps(doc, indent=2) if as_json else f"{doc.get('score', '')} (twin verify {lab} --prove "
+                                                                  "on the server; --json for every element)")
+            sys.exit(op.get("exit", 1))
+        extra = {k: v for k, v in doc.items() if k not in ("lab", "passed", "seconds", "checks")}
+        report = Report(doc["lab"], [Check(**c) for c in doc["checks"]], doc.get("seconds") or {}, extra)
+        finish(report, junit, as_json, print_report)
+    run(cli, verify_lab)
+
+
+@click.command(name="apply")
+@click.argument("lab")
+@click.argument("change")
+@click.option("--timeout", type=float)
+@click.option("--no-wait", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def apply(cli, lab, change, timeout, no_wait, as_json):
+    """Apply CHANGE to LAB on the server (as `twin apply`)."""
+    def apply_change():
+        with err.status(f"applying {change} to {lab} on the server") as st:
+            op = client(cli).apply(lab, change, timeout, no_wait, say=_say(st))
+        doc = _result(op)
+        print_applied(lab, change, doc, as_json)
+        sys.exit(0 if doc["converged"] else 1)
+    run(cli, apply_change)
+
+
+@click.command(name="plan")
+@click.argument("lab")
+@click.argument("change")
+@click.pass_context
+def plan(cli, lab, change):
+    """What CHANGE would do to LAB on the server (as `twin plan --json`)."""
+    run(cli, lambda: click.echo(json.dumps(client(cli).plan(lab, change), indent=2)))
+
+
+@click.command(name="rehearse")
+@click.argument("lab")
+@click.argument("change")
+@click.option("--max-loss", type=int, default=0, show_default=True)
+@click.option("--max-outage", type=float, help="In ms.")
+@click.option("--max-reconverge", type=float)
+@click.option("--rollback", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def rehearse(cli, lab, change, max_loss, max_outage, max_reconverge, rollback, as_json):
+    """Rehearse CHANGE on LAB on the server (as `twin rehearse`)."""
+    def rehearse_change():
+        with err.status(f"rehearsing {change} on {lab} on the server") as st:
+            op = client(cli).rehearse(lab, change, say=_say(st), max_loss=max_loss, max_outage_ms=max_outage,
+                                      max_reconverge=max_reconverge, rollback=rollback)
+        doc = _result(op)
+        text = doc.pop("text", "")
+        click.echo(json.dumps(doc, indent=2) if as_json else text, nl=as_json)
+        sys.exit(0 if doc["passed"] else 1)
+    run(cli, rehearse_change)
+
+
+@click.command(name="snapshot")
+@click.argument("lab")
+@click.pass_context
+def snapshot(cli, lab):
+    """Snapshot what LAB runs now on the server; `twin --server URL up --snapshot ID --name NEW` brings it back."""
+    def take():
+        doc = _result(client(cli).snapshot(lab))
+        out.print(f"snapshot {doc['snapshot']} of {lab}: {doc['nodes']} nodes, {doc['user_files']} files of yours, "
+                  f"{doc['size']} bytes; {doc['not_kept']}", highlight=False)
+    run(cli, take)
+
+
+TwinGroup.remote.update({c.name: c for c in (up, down, status, list_, verify, apply, plan, rehearse, snapshot)
+                         if c.name})

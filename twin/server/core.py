@@ -1,0 +1,110 @@
+"""The server's parts in one place: its settings, state database, operations, failed-auth
+throttle, and the rule of ownership (another user's lab is answered as one that does not exist).
+
+On disk, in the state directory (default `$TWIN_HOME/server`, mode 0700):
+
+    state.db          users, token hashes, labs, operations and events, snapshots (`store`)
+    sources/<id>/     what a request brought for a lab: its topology, its configs, its changes
+    snapshots/<id>.tar.gz
+    baselines/<lab>.json
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twin.lifecycle import state
+from twin.server.auth import Principal, Throttle
+from twin.server.operations import WORKERS, Operations
+from twin.server.problems import ApiProblem
+from twin.server.quotas import Limits, limits_of
+from twin.server.store import Store
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = field(default_factory=lambda: state.home() / "server")
+    expiry: float = 4 * HOUR          # a new lab's lifetime, unless asked for less
+    max_expiry: float = 24 * HOUR     # the furthest ahead an expiry may be set (from now)
+    limits: Limits = Limits()         # per user, unless set for the user
+    workers: int = WORKERS
+    reap_every: float = 30.0          # s between two looks for expired labs
+
+
+class Core:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        settings.home.chmod(0o700)
+        self.store = Store(settings.home / "state.db")
+        self.ops = Operations(self.store, settings.workers)
+        self.throttle = Throttle()
+        self.started = time.time()
+
+    def close(self) -> None:
+        self.ops.close()
+        self.store.close()
+
+    def where(self, kind: str) -> Path:
+        d = self.settings.home / kind
+        d.mkdir(exist_ok=True, mode=0o700)
+        return d
+
+    def new_source(self) -> Path:
+        """A directory of its own for what one request brought."""
+        import secrets
+
+        d = self.where("sources") / secrets.token_hex(8)
+        d.mkdir(mode=0o700)
+        return d
+
+    def drop_source(self, d: str | Path | None) -> None:
+        """A request's directory removed (only one directly under sources/)."""
+        if not d:
+            return
+        p = Path(d)
+        if p.parent == self.where("sources") and p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+
+    # --- ownership -------------------------------------------------------------------------
+    def lab(self, who: Principal, name: str) -> dict[str, Any]:
+        """The server's lab `name` as `who` may see it; 404 when it is not theirs (as when it does not
+        exist: whose labs exist is no one else's business), unless `who` is an admin."""
+        row = self.store.lab(name) if isinstance(name, str) and len(name) < 200 else None
+        if row is None or (row["owner"] != who.user and not who.admin):
+            raise ApiProblem(404, f"no lab named {name[:100]!r} of yours on this server; GET /v1/labs lists yours",
+                             "no-such-lab")
+        return row
+
+    def operation(self, who: Principal, oid: str) -> dict[str, Any]:
+        row = self.store.operation(oid) if isinstance(oid, str) and len(oid) < 100 else None
+        if row is None or (row["owner"] != who.user and not who.admin):
+            raise ApiProblem(404, f"no operation {oid[:100]!r} of yours", "no-such-operation")
+        return row
+
+    def limits(self, user: str) -> Limits:
+        return limits_of(self.store.user(user), self.settings.limits)
+
+    def expiry(self, asked: float | None) -> float:
+        """A lifetime from now: the one asked (capped at the maximum) or the server's default."""
+        if asked is None:
+            return self.settings.expiry
+        if asked <= 0:
+            raise ApiProblem(422, "an expiry is a positive duration from now, e.g. 2h", "invalid")
+        if asked > self.settings.max_expiry:
+            raise ApiProblem(422, f"an expiry is at most {self.settings.max_expiry / HOUR:g}h from now on this "
+                                  f"server; asked {asked / HOUR:g}h", "expiry", max_seconds=self.settings.max_expiry)
+        return asked
+
+    def lab_doc(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A lab as the API lists it."""
+        now = time.time()
+        return {"name": row["name"], "owner": row["owner"], "state": row["state"], "created": row["created"],
+                "expires": row["expires"], "expires_in": max(0.0, round(row["expires"] - now)),
+                "frr_nodes": row["frr_nodes"], "memory": row["memory"], "snapshot": row["snapshot"],
+                "error": row["error"] or None}
