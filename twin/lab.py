@@ -26,7 +26,7 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors
-from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, mgmtnet, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
@@ -124,8 +124,7 @@ class Lab:
         return (st.backend if (st := self.state) else None) or DEFAULT_BACKEND
 
     def writing(self, what: str):
-        """Hold the lab's lock while `what` changes it (`LabContext.writing`); LabStateError at
-        once, naming the holder's command and pid, when another twin changes the lab now."""
+        """Hold the lab's lock while `what` changes it (`LabContext.writing`: LabStateError at once if held)."""
         return state.lock(self.name, what)
 
     def context(self) -> LabContext:
@@ -205,7 +204,7 @@ class Lab:
 
     def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
                   execs: bringup.ExecLog, own: imagechoice.Choice, start: float) -> dict[str, float]:
-        fabric = self.loaded
+        fabric = self.loaded = mgmtnet.resolve(self.loaded, self.runtime, set(own.own))   # its management network
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
                             created=state.now(), runtime=self.runtime.name, notes=self.notes, images=own.own)
@@ -214,13 +213,13 @@ class Lab:
         state.remove(self.dir)
         state.save(self.dir, st, fabric)
         try:
-            st.backend = backend
+            password, st.backend = mgmtnet.password(self.dir, fabric, say), backend   # user cumulus's (ssh, NVUE)
             limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
             st.shaping = kernel.probe_shaping(self.name) if limited else None
             shaping = st.shaping or DEFAULT_SHAPING
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
-            nfs = nvue.read_configs(self.configs)
+            nfs = nvue.read_configs(self.configs) | (blank := nvue.blank(fabric, self.configs))   # nvue: blank
             st.layout = nvue_service.layout(self.name, backend, say) if nfs else None
             nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
             files.update({n: x.files for n, x in nv.items()})
@@ -231,13 +230,14 @@ class Lab:
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
+            st.user_files |= {n: [nvue.STARTUP] for n in blank}     # a blank node's NVUE is its automation's
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
             try:
                 pids = self.runtime.bring_up(own.fabric(fabric), image, self.dir, backend,
                                              configure=lambda n, ex, pid: bringup.configure_node(
                                                  fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
-                                                 execs, starts_itself=n in own.starts_itself),
+                                                 execs, starts_itself=n in own.starts_itself, password=password),
                                              on_created=lambda: st.timings.update(containers=time.monotonic() - t0),
                                              say=say)
             finally:
@@ -245,7 +245,7 @@ class Lab:
                                for f in execs.failures]
                 st.notes = list(self.notes)
             st.timings["wired"] = time.monotonic() - t0
-            if not wait:
+            if not wait or blank:     # blank NVUE nodes: `twin wait` judges the fabric once configured
                 st.status = "deployed"
                 return st.timings
             st.status = "converging"
@@ -298,7 +298,7 @@ class Lab:
         if st is None or recorded is None:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
-        differs = FabricDiff(recorded, self.loaded).lines() + self._configs_differ(st)
+        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.loaded)).lines() + self._configs_differ(st)
         want = wanted(self.loaded, vrf_backend)[0]
         differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
             st.backend and st.backend != want) else []
