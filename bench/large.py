@@ -1,19 +1,21 @@
-"""`make bench-large`: the largest lab this machine holds, and a large lab on a host loaded by
-another lab (issue 28). Not part of `make bench`: it loads the whole machine for ~15 minutes.
+"""`make bench-large`: the largest labs this machine holds, brought up as a CI job would (issues 28, 35).
+Not part of `make bench`: it loads the whole machine for ~20 minutes, and takes the host's e2e lock
+(tests/e2e/conftest.py), so the test suites and benchmarks of other checkouts wait for it.
 
-1. clos 8x248: 256 FRR nodes, 1,984 links, 3,968 BGP sessions (loopback pool /22), brought up
-   as `twin up` does it: admission decides. Refused, the refusal is the row (nothing was made),
-   and the same lab runs again with the deadline the refusal names (`--timeout`, as a user who
-   accepts the wait would).
-2. clos 8x120 (128 FRR nodes, 960 links) started while a clos 8x56 (64 FRR nodes) comes up
-   beside it: the host is loaded by another lab's bring-up.
+Each run is `twin up` of an eBGP Clos (`--sizes`: FRR nodes, 8 spines; a size given three times
+runs three times, each lab brought up afresh), started as a command with its stdout and stderr
+going to a file (not a terminal): admission decides, and a refused lab runs again with the
+deadline the refusal names (`--timeout`, as a user who accepts the wait would). Its progress
+lines are counted in that file (the longest silence between two of them, and the stages seen).
+Then, on the converged lab: what one barrier round over every router costs (raw dumps, as the
+barrier reads now, and pyroute2's reading before issue 35, for comparison), FRR's CPU-seconds
+(the lab's cgroups) and the host's (every process, /proc/stat), memory per FRR node and the
+host's `MemAvailable` drop, sessions that dropped after they were Established (FRR's
+connectionsDropped summed over every router), `twin down`, and the 1-minute load average before
+and after. `--loaded` adds a 8 x 120 brought up while an 8 x 56 comes up beside it (issue 28).
 
-Each row: what admission estimated (CPU-s, free cores, seconds, the BGP timers it chose), the
-bring-up (containers, wired, converged), FRR's CPU-seconds (the lab's cgroups) and the host's
-(every process, from /proc/stat, the lab beside it too), memory per FRR node and the host's
-`MemAvailable` drop, sessions that dropped after they were Established (FRR's
-connectionsDropped, summed over every router once converged), `twin down`, and the 1-minute
-load average before and after. Results go to bench-results/large.json.
+Printed as a table, then as Markdown rows for docs/performance.md; bench-results/large.json keeps
+every figure.
 """
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ import argparse
 import json
 import math
 import os
+import re
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -41,10 +46,13 @@ from run import MiB, clos, cpu_seconds, load1, settle  # noqa: E402  (bench/run.
 from tests.e2e.conftest import host_turn  # noqa: E402
 from twin.errors import TwinError  # noqa: E402
 from twin.lab import Lab  # noqa: E402
-from twin.lifecycle import admission, hostlimits  # noqa: E402
-from twin.lifecycle.admission import NotAdmitted  # noqa: E402
-from twin.runtime import frr  # noqa: E402
+from twin.lifecycle import admission, barrier, hostlimits, state  # noqa: E402
+from twin.runtime import frr, netns, observe  # noqa: E402
 from twin.runtime.docker import memory  # noqa: E402
+from twin.wait import Deadline  # noqa: E402
+
+SPINES = 8
+LINE = re.compile(r"^\[\s*(\d+)s\] [^:]+: (.*)$")
 
 
 def topology(tmp: Path, spines: int, leafs: int, name: str) -> Path:
@@ -73,26 +81,75 @@ def dropped(lab: Lab) -> int:
         return sum(pool.map(one, [n.name for n in lab.fabric.routers()]))
 
 
-def measure(label: str, f: Path, name: str, timeout: float | None = None, beside: str = "") -> dict:
+def round_cost(lab: Lab, times: int = 3) -> dict:
+    """Seconds one barrier round over every router takes on the converged lab (the median of
+    `times`): as the barrier reads now, and as pyroute2 read each router's routes before."""
+    ctx = lab.context()
+    b = barrier.Barrier(ctx)
+    raw, old = [], []
+    with ThreadPoolExecutor(barrier.PARALLEL) as pool:
+        for _ in range(times):
+            t = time.monotonic()
+            left = b.round(pool, b.nodes, Deadline.after(120))
+            raw.append(time.monotonic() - t)
+        with netns.Handles() as handles:
+            for _ in range(times):
+                t = time.monotonic()
+                list(pool.map(lambda n: observe.routes(handles.get(ctx.pid(n)), host_only=False), b.nodes))
+                old.append(time.monotonic() - t)
+    b.dumps.close()
+    return {"round_ms": round(1000 * statistics.median(raw)), "round_pyroute2_ms": round(1000 * statistics.median(old)),
+            "round_missing": sum(map(len, left.values()))}
+
+
+def progress_of(log: str) -> dict:
+    """The plain progress lines of a `twin up` off a terminal: how many, the longest silence, the stages."""
+    at, said = [], []
+    for line in log.splitlines():
+        m = LINE.match(line)
+        if m:
+            at.append(int(m[1]))
+            said.append(m[2])
+    heads = []
+    for s in said:
+        head = s.split(":", 1)[0] if s.startswith(("starting:", "converging:")) else s.split(" ", 1)[0]
+        if not heads or heads[-1] != head:
+            heads.append(head)
+    return {"lines": len(at), "max_gap_s": max((b - a for a, b in zip(at, at[1:])), default=None),
+            "stages": heads}
+
+
+def up(f: Path, name: str, timeout: float | None, log: Path) -> subprocess.CompletedProcess:
+    """`twin up` as a command whose output goes to a file (not a terminal)."""
+    args = [sys.executable, "-m", "twin.cli", "up", str(f), "--name", name]
+    args += ["--timeout", f"{timeout:.0f}"] if timeout else []
+    with open(log, "w") as out:
+        return subprocess.run(args, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+
+
+def measure(label: str, f: Path, name: str, tmp: Path, timeout: float | None = None, beside: str = "") -> dict:
     lab = Lab.load(f, name=name)
-    est = admission.estimate(lab.loaded, admission.CpuWatch().host(1.0), timeout)
+    est = admission.estimate(lab.loaded, admission.CpuWatch().host(1.0), timeout, whole=timeout is not None)
     row = {"lab": label, "frr_nodes": len(lab.loaded.routers()), "links": len(lab.loaded.links),
            "sessions": len(lab.loaded.sessions()), "timeout": timeout, "beside": beside,
            "estimate": est.to_dict(), "load_before": load1()}
     avail, busy0, t0 = hostlimits.host_usage().mem_available_mib, host_busy(), time.monotonic()
-    try:
-        timings = lab.up(timeout=timeout, say=lambda m: print(f"  {label}: {m}", flush=True))
-    except NotAdmitted as e:
-        return row | {"refused": str(e), "load_after": load1()}
-    except TwinError as e:
-        row |= {"failed": str(e).splitlines()[0], "failure": str(e).splitlines()[:80],
-                "after_s": round(time.monotonic() - t0, 1)}
-        lab.down()
-        return row | {"load_after": load1()}
+    log = tmp / f"{name}-{int(time.time())}.log"
+    p = up(f, name, timeout, log)
+    text = log.read_text()
+    row |= {"command_s": round(time.monotonic() - t0, 1), "progress": progress_of(text)}
+    if p.returncode != 0:
+        error = next((line for line in text.splitlines() if line.startswith("error: ")), text.strip()[-300:])
+        if "would not converge on this host" in error and "nothing was created" in error:
+            return row | {"refused": error, "load_after": load1()}
+        Lab(name).down()
+        return row | {"failed": error, "after_s": row["command_s"], "load_after": load1()}
     try:
         host_cpu = host_busy() - busy0
-        containers = lab.runtime.containers(lab.name)
-        frr_nodes = [n.name for n in lab.fabric.routers()]
+        st, _ = state.load(state.labdir(name))
+        timings = st.timings if st else {}
+        containers = lab.runtime.containers(name)
+        frr_nodes = [n.name for n in lab.loaded.routers()]
         mem = [m for m in (memory(containers[n]) for n in frr_nodes) if m is not None]
         row |= {"containers_s": round(timings["containers"], 1), "wired_s": round(timings["wired"], 1),
                 "converged_s": round(timings["converged"], 1),
@@ -100,13 +157,29 @@ def measure(label: str, f: Path, name: str, timeout: float | None = None, beside
                 "host_cpu_s": round(host_cpu, 1), "host_mib": avail - hostlimits.host_usage().mem_available_mib,
                 "mib_avg": round(sum(m[0] for m in mem) / len(mem) / MiB, 1) if mem else None,
                 "mib_max": round(max(m[0] for m in mem) / MiB, 1) if mem else None,
-                "timers": str(lab.fabric.timers or "keepalive 3 s, hold 9 s"), "load_after": load1()}
-        row["dropped"] = dropped(lab)
+                "timers": str(Lab(name).context().fabric.timers or "keepalive 3 s, hold 9 s"), "load_after": load1()}
+        row |= round_cost(Lab(name))
+        row["dropped"] = dropped(Lab(name))
     finally:
         t1 = time.monotonic()
-        lab.down()
+        Lab(name).down()
         row["down_s"] = round(time.monotonic() - t1, 1)
     return row
+
+
+def sized(tmp: Path, size: int, prefix: str) -> list[dict]:
+    """One run of the Clos of `size` FRR nodes; refused, again with the deadline its refusal names."""
+    name = f"{prefix}{size}"
+    f = topology(tmp, SPINES, size - SPINES, name)
+    label = f"clos {SPINES}x{size - SPINES}"
+    settle()
+    rows = [measure(label, f, name, tmp)]
+    if "refused" in rows[-1]:
+        m = re.search(r"--timeout (\d+)", rows[-1]["refused"])
+        timeout = float(m[1]) if m else float(math.ceil(rows[-1]["estimate"]["total_s"] * 1.2 / 10) * 10)
+        settle()
+        rows.append(measure(f"{label}, --timeout {timeout:.0f}", f, name, tmp, timeout))
+    return rows
 
 
 def loaded(tmp: Path, prefix: str) -> dict:
@@ -125,7 +198,7 @@ def loaded(tmp: Path, prefix: str) -> dict:
     try:
         time.sleep(15)   # the other lab's containers are starting and wiring: the host is busy
         row = measure("clos 8x120, beside clos 8x56 coming up", topology(tmp, 8, 120, f"{prefix}l"), f"{prefix}l",
-                      beside="clos 8x56 (64 FRR nodes) started 15 s before")
+                      tmp, beside="clos 8x56 (64 FRR nodes) started 15 s before")
     finally:
         t.join()
         other.down()
@@ -133,55 +206,69 @@ def loaded(tmp: Path, prefix: str) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=["256", "loaded"], help="run one of the two")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="48,128,256,256,256",
+                    help="FRR nodes of each run, 8 spines (a size given three times runs three times)")
+    ap.add_argument("--loaded", action="store_true", help="also 8 x 120 brought up beside an 8 x 56 coming up")
     ap.add_argument("--prefix", default="big", help="lab names start with this")
     args = ap.parse_args()
-    rows = []
+    rows: list[dict] = []
     with host_turn("bench-large"), tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        if args.only in (None, "256"):
-            settle()
-            f = topology(tmp, 8, 248, f"{args.prefix}256")
-            rows.append(measure("clos 8x248", f, f"{args.prefix}256"))
-            if "refused" in rows[-1]:   # the deadline a refusal names: its estimate, and a fifth more
-                timeout = float(math.ceil(rows[-1]["estimate"]["seconds"] * 1.2 / 10) * 10)
-                settle()
-                rows.append(measure(f"clos 8x248, --timeout {timeout:.0f}", f, f"{args.prefix}256", timeout))
-        if args.only in (None, "loaded"):
+        for size in (int(s) for s in args.sizes.split(",") if s.strip()):
+            rows += sized(tmp, size, args.prefix)
+            show(rows[-1:])
+        if args.loaded:
             settle()
             rows.append(loaded(tmp, args.prefix))
     show(rows)
+    markdown(rows)
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
     (out / "large.json").write_text(json.dumps(rows, indent=2))
     return 0 if all("converged_s" in r or "refused" in r for r in rows) else 1
 
 
+COLUMNS = ("lab", "estimate: FRR CPU-s / free cores = s (deadline)", "BGP timers", "containers (s)", "wired (s)",
+           "converged (s)", "barrier round over all routers (ms): now / pyroute2", "progress lines off a terminal "
+           "(longest silence s)", "CPU-s FRR / host", "MiB per FRR node avg/max", "host MiB", "sessions dropped",
+           "`twin down` (s)", "load before/after")
+
+
+def cells(r: dict) -> list[str]:
+    e = r["estimate"]
+    est = f"{e['cpu_s']:.0f} / {e['free_cores']:.1f} = {e['seconds']:.0f} ({e['deadline']:.0f})"
+    pr = r.get("progress") or {}
+    lines = f"{pr.get('lines', 0)} ({pr.get('max_gap_s')})"
+    load = f"{r['load_before']:.1f}/{r['load_after']:.1f}"
+    if "converged_s" not in r:
+        what = "refused" if "refused" in r else f"FAILED after {r['after_s']} s"
+        return [r["lab"], est, "-", "-", "-", what, "-", lines, "-", "-", "-", "-", "-", load]
+    return [r["lab"], est, r["timers"], f"{r['containers_s']}", f"{r['wired_s']}", f"{r['converged_s']}",
+            f"{r['round_ms']:,} / {r['round_pyroute2_ms']:,}", lines, f"{r['frr_cpu_s']:.0f} / {r['host_cpu_s']:.0f}",
+            f"{r['mib_avg']}/{r['mib_max']}", f"{r['host_mib']:,}", str(r["dropped"]), f"{r['down_s']}", load]
+
+
 def show(rows: list[dict]) -> None:
-    console = Console(width=240)
+    console = Console(width=260)
     t = Table(title="twin: the largest labs on this host", title_justify="left")
-    for col in ("lab", "FRR nodes", "links", "estimate: CPU-s / free cores = s (deadline)", "timers", "containers (s)",
-                "wired (s)", "converged (s)", "CPU-s FRR / host", "MiB per FRR node avg/max", "host MiB",
-                "sessions dropped", "down (s)", "load before/after"):
-        t.add_column(col, justify="left" if col in ("lab", "timers") else "right")
+    for col in COLUMNS:
+        t.add_column(col, justify="left" if col in ("lab", "BGP timers") else "right")
     for r in rows:
-        e = r["estimate"]
-        est = f"{e['cpu_s']:.0f} / {e['free_cores']:.1f} = {e['seconds']:.0f} ({e['deadline']:.0f})"
-        if "converged_s" not in r:
-            t.add_row(r["lab"], str(r["frr_nodes"]), str(r["links"]), est, "-", "-", "-",
-                      "refused" if "refused" in r else f"FAILED after {r['after_s']} s", "-", "-", "-", "-", "-",
-                      f"{r['load_before']:.1f}/{r['load_after']:.1f}")
-            continue
-        t.add_row(r["lab"], str(r["frr_nodes"]), str(r["links"]), est, r["timers"], f"{r['containers_s']}",
-                  f"{r['wired_s']}", f"{r['converged_s']}", f"{r['frr_cpu_s']:.0f} / {r['host_cpu_s']:.0f}",
-                  f"{r['mib_avg']}/{r['mib_max']}", str(r["host_mib"]), str(r["dropped"]), f"{r['down_s']}",
-                  f"{r['load_before']:.1f}/{r['load_after']:.1f}")
+        t.add_row(*cells(r))
     console.print(t)
     for r in rows:
         for key in ("refused", "failed", "beside_result"):
             if r.get(key):
                 console.print(f"{r['lab']}: {key}: {r[key]}", highlight=False)
+
+
+def markdown(rows: list[dict]) -> None:
+    """The table again, as Markdown rows for docs/performance.md."""
+    print("\n| " + " | ".join(COLUMNS) + " |")
+    print("| " + " | ".join("---" for _ in COLUMNS) + " |")
+    for r in rows:
+        print("| " + " | ".join(cells(r)) + " |")
 
 
 if __name__ == "__main__":

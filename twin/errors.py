@@ -1,6 +1,7 @@
 """Errors a user can act on. Each one says what failed and what to do."""
 from __future__ import annotations
 
+import errno
 import signal
 from dataclasses import dataclass
 
@@ -168,3 +169,11 @@ class NetlinkFailed(TwinError):
     def __init__(self, code: int, message: str):
         self.code = code
         super().__init__(message)
+
+
+class NetlinkTimeout(NetlinkFailed):
+    """A netlink request the kernel did not answer within its deadline: abandoned, its socket closed.
+    What it would have read is not known yet (the barrier reads it again next round)."""
+
+    def __init__(self, message: str):
+        super().__init__(errno.ETIMEDOUT, message)

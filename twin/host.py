@@ -81,7 +81,7 @@ def figures(fabric: Fabric, timeout: float | None = None) -> dict:
     judges), and the BGP timers it would get."""
     need = hostlimits.demand(fabric)
     short = hostlimits.check(fabric, hostlimits.host_usage(), hostlimits.host_settings())
-    est = admission.estimate(fabric, admission.CpuWatch().host(), timeout)
+    est = admission.estimate(fabric, admission.CpuWatch().host(), timeout, whole=timeout is not None)
     text = (f"{est.figures()} of its {est.deadline:.0f} s deadline; " if est.fits else est.refusal() + "; ")
     return {"needs": {"IPv4 neighbours": need.arp_gc, "IPv6 neighbours": need.nd_gc, "inotify instances":
                       need.inotify, "tasks": need.tasks, "MiB": need.mem_mib},

@@ -124,8 +124,7 @@ class Lab:
         return (st.backend if (st := self.state) else None) or DEFAULT_BACKEND
 
     def writing(self, what: str):
-        """Hold the lab's lock while `what` changes it (`LabContext.writing`); LabStateError at
-        once, naming the holder's command and pid, when another twin changes the lab now."""
+        """Hold the lab's lock while `what` changes it (`LabContext.writing`: LabStateError at once if held)."""
         return state.lock(self.name, what)
 
     def context(self) -> LabContext:
@@ -148,7 +147,10 @@ class Lab:
         `wait=False` returns once the nodes run, are wired and FRR started (as `clab deploy`):
         for labs a user's scripts configure; `wait()` is the convergence barrier then. A node's
         `exec` command that fails is a note (`notes`) and the lab goes on, as in containerlab;
-        `strict_exec` makes it end the bring-up. `images`: auto, own or twin (`twin.lifecycle.imagechoice`)."""
+        `strict_exec` makes it end the bring-up. `images`: auto, own or twin (`twin.lifecycle.imagechoice`).
+        `timeout`: the whole bring-up's deadline, from this call (default: convergence within 60 s + 1 s
+        per FRR node once the nodes are wired)."""
+        start = time.monotonic()
         if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
         if configs is not None:
@@ -164,7 +166,7 @@ class Lab:
                 self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
                 self._already_up(vrf_backend)
             # host-wide kernel limits and CPU, before anything is created; timers scaled where needed
-            est = admission.ensure(self.loaded, watch.host(), timeout)
+            est = admission.ensure(self.loaded, watch.host(), timeout, whole=timeout is not None)
             if est.timers is not None:
                 self.loaded = self.loaded.model_copy(update={"timers": est.timers})
                 say(f"{est.timers_text()}: {est.figures()}")
@@ -177,7 +179,7 @@ class Lab:
                 self.runtime.check_configs(image, self.name, nvue.frr_view(self.configs, self.loaded))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 timings = self._bring_up(image, timeout, say, choice.backend, wait,
-                                         bringup.ExecLog(self.name, strict_exec), own)
+                                         bringup.ExecLog(self.name, strict_exec), own, start)
                 self.nvue_service(say)
                 return timings
 
@@ -201,7 +203,7 @@ class Lab:
                                  {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
 
     def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
-                  execs: bringup.ExecLog, own: imagechoice.Choice) -> dict[str, float]:
+                  execs: bringup.ExecLog, own: imagechoice.Choice, start: float) -> dict[str, float]:
         fabric = self.loaded = mgmtnet.resolve(self.loaded, self.runtime, set(own.own))   # its management network
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
@@ -217,7 +219,7 @@ class Lab:
             shaping = st.shaping or DEFAULT_SHAPING
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
-            nfs = nvue.read_configs(self.configs)
+            nfs = nvue.read_configs(self.configs) | (blank := nvue.blank(fabric, self.configs))   # nvue: blank
             st.layout = nvue_service.layout(self.name, backend, say) if nfs else None
             nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
             files.update({n: x.files for n, x in nv.items()})
@@ -228,27 +230,28 @@ class Lab:
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
+            st.user_files |= {n: [nvue.STARTUP] for n in blank}     # a blank node's NVUE is its automation's
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
             try:
-                self.runtime.bring_up(own.fabric(fabric), image, self.dir, backend,
-                                      configure=lambda n, ex, pid: bringup.configure_node(
-                                          fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
-                                          execs, starts_itself=n in own.starts_itself, password=password),
-                                      on_created=lambda: st.timings.__setitem__("containers", time.monotonic() - t0),
-                                      say=say)
+                pids = self.runtime.bring_up(own.fabric(fabric), image, self.dir, backend,
+                                             configure=lambda n, ex, pid: bringup.configure_node(
+                                                 fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
+                                                 execs, starts_itself=n in own.starts_itself, password=password),
+                                             on_created=lambda: st.timings.update(containers=time.monotonic() - t0),
+                                             say=say)
             finally:
                 self.notes += [f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)"
                                for f in execs.failures]
                 st.notes = list(self.notes)
             st.timings["wired"] = time.monotonic() - t0
-            if not wait:
+            if not wait or blank:     # blank NVUE nodes: `twin wait` judges the fabric once configured
                 st.status = "deployed"
                 return st.timings
             st.status = "converging"
             state.save(self.dir, st)
-            ctx = LabContext(self.name, self.dir, fabric, backend, self.runtime, image, shaping)
-            st.timings["converged"] = self._converge(ctx, timeout, say, t0) - t0
+            ctx = LabContext(self.name, self.dir, fabric, backend, self.runtime, image, shaping, _pids=dict(pids))
+            st.timings["converged"] = self._converge(ctx, timeout, say, t0, start) - t0
             st.status = "up"
             return st.timings
         except BaseException as e:
@@ -259,25 +262,22 @@ class Lab:
                 state.save(self.dir, st)
 
     @staticmethod
-    def _converge(ctx: LabContext, timeout: float | None, say: Say, since: float) -> float:
-        """The barrier, said first; returns when it held (time.monotonic())."""
+    def _converge(ctx: LabContext, timeout: float | None, say: Say, since: float, start: float) -> float:
+        """The barrier, said first; returns when it held (time.monotonic()). A `timeout` given is the
+        command's, from its `start`; the default one is the barrier's own, from now."""
         limit = timeout if timeout is not None else barrier.deadline(ctx)
-        mine, fabric = ctx.intent.generic, ctx.fabric
-        say(f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on "
-            f"{len(ctx.intent.nodes)} routers" + (f", {len(fabric.tenants)} tenants' EVPN routes"
-                                                  if fabric.tenants else "")
-            + (f", {sum(len(g.adjacencies) for g in mine.values())} adjacencies of {len(mine)} routers of "
-               "your configs" if mine else "") + f" (deadline {limit:.0f}s)")
-        barrier.converge(ctx, limit, say=say, since=since)
+        begin = start if timeout is not None else time.monotonic()
+        say(barrier.waiting_for(ctx, limit, begin + limit - time.monotonic() if timeout is not None else None))
+        barrier.converge(ctx, limit, say=say, since=since, start=begin)
         return time.monotonic()
 
     def wait(self, timeout: float | None = None, say: Say = lambda _: None) -> float:
         """The convergence barrier of a running lab (after `up(wait=False)` and the user's own scripts):
         returns the seconds it took; ConvergenceTimeout names what is missing. The lab is `up` then."""
         with self.writing("twin wait"):
-            ctx = self.context()
             t0 = time.monotonic()
-            self._converge(ctx, timeout, say, t0)
+            ctx = self.context()
+            self._converge(ctx, timeout, say, t0, t0)
             took = time.monotonic() - t0
             st = state.load(self.dir)[0]
             if st is not None and st.status != "up":

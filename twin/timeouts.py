@@ -8,6 +8,8 @@ EXEC_INTERACTIVE = 3600.0   # `twin exec`: a user's own command
 HOST_PORTS = 300.0          # a host's own command (cmd) waits this long for twin to bring its ports up
 VTYSH = 20.0                # one batched vtysh read (verify, status, barrier diagnosis)
 NETLINK = 5.0               # one netlink dump's answer (a dump never answered is an error, not a hang)
+NETLINK_REQUEST = 60.0      # one pyroute2 request (a read or a change) answered, else abandoned: far beyond what
+                            # a thread kept off the CPU of a saturated host waits, so only a lost answer hits it
 NETLINK_OPEN = 30.0         # a netlink socket in a namespace opened, retried while the host is short of resources
 VTYSH_QUICK = 10.0          # a vtysh poll while waiting for FRR
 ZEBRA_PORT = 30.0          # zebra holds a port in the bridge it was just put in (its dataplane thread)
@@ -26,8 +28,10 @@ DRY_RUN = 30.0              # `vtysh --dryrun` of a new config in its node
 BARRIER_FIRST = 0.1         # the barrier polls this soon first (a round is a few netlink dumps) ...
 BARRIER_POLL = 1.0          # ... and backs off to at most this far apart
 WIRING_SAY = 2.0            # bring-up: what is moving (containers, links, configured nodes), this often
-BARRIER_LOOK = 5.0          # a look over every unfinished router (progress, flaps), at least this far apart
-BARRIER_LOOK_MAX = 60.0     # ... and at most this far apart
+BARRIER_LOOK = 5.0          # FRR's session counters (flaps) on the router the barrier waits for, this often
+BARRIER_DIAGNOSE = 15.0     # of the barrier's deadline (at most a tenth of it), kept for naming what is missing
+BARRIER_NOW = 60.0          # `twin status` / `Lab.missing()`: every router read once, within this
+PROGRESS_EVERY = 10.0       # off a terminal (a CI log, a file): a plain progress line at least this often
 RIB_QUIET = 3.0             # a router running its own config has converged once its routes stood still this long
 OSPF_WAIT = 40.0            # added to the deadline of a lab with OSPF: a broadcast interface waits its dead
                             # interval (40 s by default) before it elects a DR and forms a Full adjacency

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -101,6 +102,14 @@ def twin_cli(*args: str, check: bool = False, timeout: float = 300) -> subproces
     if check:
         assert p.returncode == 0, f"twin {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
     return p
+
+
+PROGRESS = re.compile(r"^\[\s*\d+s\] ")   # a long command's plain progress line, off a terminal (twin.stages)
+
+
+def said(stderr: str) -> list[str]:
+    """The lines of a command's stderr that are not its progress lines: its error (one line), its notes."""
+    return [line for line in stderr.strip().splitlines() if not PROGRESS.match(line)]
 
 
 def leftovers(runtime: DockerRuntime, lab: str) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.conftest import leftovers, twin_cli
+from tests.e2e.conftest import leftovers, said, twin_cli
 from twin import wait
 from twin.errors import ConvergenceTimeout
 from twin.lifecycle import barrier
@@ -40,7 +40,7 @@ def test_up_refuses_a_fabric_the_host_cannot_hold_and_creates_nothing(runtime, t
 
     p = twin_cli("up", str(f))
     assert p.returncode == 1
-    (line,) = p.stderr.strip().splitlines()  # one line, every number in it
+    (line,) = said(p.stderr)  # one line, every number in it (beside the progress lines)
     m = re.search(rf"{re.escape(V6)} = (\d+) < (\d+) needed \((\d+) for this lab \+ (\d+) in use now;", line)
     assert m, line
     got_have, need, lab, running = map(int, m.groups())

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from tests.e2e.conftest import ROOT, leftovers, said, twin_cli
 from twin import wait
 from twin.errors import ConvergenceTimeout
 from twin.lifecycle import admission, barrier
@@ -66,13 +66,14 @@ def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_before_anything_
     p = subprocess.run([sys.executable, "-m", "twin.cli", "up", str(f)], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "TWIN_CPUS": "1"}, timeout=120)
     assert p.returncode == 1
-    (line,) = p.stderr.strip().splitlines()   # one line, every number in it
+    (line,) = said(p.stderr)   # one line, every number in it (beside the progress lines)
     assert line.startswith(f"error: lab 't-ld-big' would not converge on this host within its deadline: FRR needs "
                            f"~{cost:.0f} CPU-s for 256 FRR nodes and 1984 links"), line
     m = re.search(r"this host has 1 core\(s\), ([\d.]+) busy with other work \(load average [\d.]+\): ([\d.]+) free, "
                   r"so ~(\d+) s to converge \(~\d+ s with containers and links\), beyond the deadline of 316 s; "
                   r"what would: at most ~(\d+) FRR nodes of this shape, "
-                  r"or a longer deadline \(`--timeout (\d+)`\), or (\d+) cores; nothing was created$", line)
+                  r"or a longer deadline \(`--timeout (\d+)`, for the whole bring-up\), or (\d+) cores; "
+                  r"nothing was created$", line)
     assert m, line
     free, seconds, fewer = float(m[2]), int(m[3]), int(m[4])
     assert 0.5 <= free <= 1.0 and 0 < fewer < 256
@@ -144,7 +145,7 @@ def test_helpers_killed_during_up_end_in_a_clean_error_and_a_clean_lab(runtime, 
         t.join()
     assert seen, "no helper was seen"
     assert proc.returncode == 1, (out, err)
-    (line,) = err.strip().splitlines()
+    (line,) = said(err)
     assert re.match(rf"error: {name}/\w+: `.+` was killed by SIGKILL \(its helper process died; twin did not stop "
                     r"it\)", line), line
     own = Path(f"/proc/{os.getpid()}/cmdline").read_text().replace("\0", " ").split()[0]

@@ -22,7 +22,7 @@ DATA = (TWIN / "images",)   # package data: the node image's recipe (its scripts
 # data does (its configurations after interop, its service's files in lifecycle, its change kind beside
 # change's, its daemon after change).
 LAYERS = [
-    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit", "twin.version"},   # foundation
+    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit", "twin.version", "twin.stages"},
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"},
     {"twin.nvue"},    # NVUE's configurations in and out (pure): tree, startup.yaml, frr.conf, kernel plane, export
     {"twin.runtime"},

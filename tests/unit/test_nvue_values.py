@@ -219,3 +219,18 @@ def test_no_nvue_document_adds_a_line_to_frr_conf_or_interfaces_sh(tmp_path_fact
         text = nodes["leaf01"].files[name]
         assert not safetext.CONTROL.search(text.replace("\n", "")), name
         assert not any(line.lstrip().startswith(MARK) for line in text.split("\n")), (name, door, path)
+
+
+def test_waiting_for_convergence_on_apply_is_asked_for(served):  # noqa: F811
+    """Issue 33: a revision is applied once its node runs it; `nv config apply --wait` and `?wait=true`
+    ask for the lab's convergence too (anything else is refused)."""
+    assert cli.parse(["config", "apply", "-y", "--wait"]) == cli.Command("apply", yes=True, wait=True)
+    assert not cli.parse(["config", "apply"]).wait
+    with pytest.raises(ValueError, match="no such option"):
+        cli.parse(["config", "diff", "--wait"])
+    base, http, _, _ = served
+    rid = next(iter(http.post(base["leaf01"] + "/revision").json()))
+    r = http.patch(f"{base['leaf01']}/revision/{quote(rid, safe='')}", params={"wait": "maybe"},
+                   json={"state": "apply"})
+    assert r.status_code == 400 and r.json()["detail"] == ("wait is true or false (true: a revision's apply waits "
+                                                           "for the lab to converge too)")

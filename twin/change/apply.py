@@ -330,7 +330,8 @@ def _apply(ctx: LabContext, change: Declarative, timeout: float | None, wait: bo
     say(f"applied in {result.timings['applied']:.1f}s")
     if wait:
         try:
-            barrier.converge(ctx.with_fabric(work.new).refresh(), timeout, say=say)
+            barrier.converge(ctx.with_fabric(work.new).refresh(), timeout, say=say,   # --timeout: from the start
+                             start=t0 if timeout is not None else None)
             result.timings["converged"] = round(time.monotonic() - t0, 2)
         except ConvergenceTimeout as e:
             result.missing = e.missing

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from twin import prove, verify
-from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, out, run, write_reports
+from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, out, progress, run, write_reports
 from twin.errors import TwinError
 from twin.lab import Lab
 from twin.observe import store
@@ -54,8 +54,8 @@ def verify_(cli, lab, only, check_files, as_json, junit, summary, evidence_file,
 
 
 def proof_(ctx, only, patterns, as_json, junit) -> None:
-    with err.status(f"proving verify on {ctx.name}") as status:
-        proof = prove.prove(ctx, patterns, only, say=lambda m: status.update(f"proving verify on {ctx.name}: {m}"))
+    with progress(ctx.name, "proving verify") as say:
+        proof = prove.prove(ctx, patterns, only, say=say)
     finish(proof, junit, as_json, print_proof)
 
 

@@ -22,8 +22,9 @@ from typing import Callable, Iterator, NoReturn, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
-from twin import version
+from twin import stages, version
 from twin.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
 from twin.host import describe_failure
 from twin.verify import Recorder, recording
@@ -103,6 +104,25 @@ def run(cli: click.Context, fn: Callable[[], T]) -> T:
         sys.exit(128 + e.signum if isinstance(e, Stopped) else 130)
     except Exception as e:  # noqa: BLE001  (one line, never a traceback; -v shows it)
         fail(describe(e), verbose, detail=traceback.format_exc())
+
+
+@contextlib.contextmanager
+def progress(label: str, first: str) -> Iterator[stages.Progress]:
+    """The `say` of a long command: on a terminal, rich's status line on stderr; off one (a CI log,
+    a file), plain lines on stderr at each stage change and at least every 10 s
+    (`twin.stages.PlainLines`); with -v, every line too. Its `subscribe` hands out each Step."""
+    tell = stages.Progress()
+    cli = click.get_current_context(silent=True)
+    if cli is not None and cli.find_root().obj and cli.find_root().obj.verbose:
+        tell.subscribe(lambda s: err.print(f"  {s.text}", markup=False))
+    if err.is_terminal:
+        with err.status(f"[bold]{escape(label)}[/bold]: {escape(first)}") as status:
+            tell.subscribe(lambda s: status.update(f"[bold]{escape(label)}[/bold]: {escape(s.text)}"))
+            yield tell
+        return
+    with stages.PlainLines(tell, lambda line: err.print(line, markup=False, highlight=False), label):
+        tell(first)
+        yield tell
 
 
 SUMMARY_HELP = "Write a Markdown report to this file (verdict, failures with evidence, tables): for a CI job summary."

@@ -9,7 +9,7 @@ import click
 from twin.change import load_change
 from twin.change.rehearse import Thresholds, rehearse
 from twin.change.summary import rehearsal_md
-from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, run, write_reports
+from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, evidence, main, progress, run, write_reports
 from twin.lab import Lab
 from twin.topology.allow import load_allow
 from twin.verify.baseline_file import load_baseline
@@ -36,7 +36,8 @@ def plan_(cli, lab, change, as_json):
 @main.command(name="apply")
 @click.argument("lab")
 @click.argument("change", type=click.Path())
-@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
+@click.option("--timeout", type=float,
+              help="Convergence deadline in seconds, from the command's start (default: from lab size, once applied).")
 @click.option("--no-wait", is_flag=True, help="Return once applied, without waiting for convergence.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
@@ -48,8 +49,8 @@ def apply_(cli, lab, change, timeout, no_wait, as_json):
     (fault:KEY:TARGET[:ARG], as `twin fault` makes it). A bad change is refused and the lab left
     untouched; one that fails half way is rolled back."""
     def apply_change():
-        with err.status(f"applying {change} to {lab}") as st:
-            res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=lambda m: st.update(m))
+        with progress(lab, f"applying {change}") as say:
+            res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=say)
         print_applied(lab, change, res.as_dict(), as_json)
         sys.exit(0 if res.converged else 1)
     run(cli, apply_change)
@@ -101,8 +102,8 @@ def rehearse_(cli, lab, change, max_loss, max_outage, max_reconverge, rollback, 
                         max_reconverge=max_reconverge)
         base = load_baseline(baseline_file) if baseline_file else None
         rules = load_allow(allow_file) if allow_file else ()
-        with evidence(bool(summary or evidence_file)) as rec, err.status(f"rehearsing {change} on {lab}") as st:
-            rep = rehearse(Lab(lab).context(), change, th, rollback=rollback, say=lambda m: st.update(m),
+        with evidence(bool(summary or evidence_file)) as rec, progress(lab, f"rehearsing {change}") as say:
+            rep = rehearse(Lab(lab).context(), change, th, rollback=rollback, say=say,
                            noisy=noisy, baseline=base, allow=rules)
         write_reports(lab, rep.passed, rec, summary, evidence_file, lambda: rehearsal_md(rep, rec))
         if junit:

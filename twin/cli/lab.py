@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from twin import host, kinds
-from twin.cli.common import err, main, out, run
+from twin.cli.common import err, main, out, progress, run
 from twin.config import userconf
 from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.naming import container_name
@@ -39,7 +39,9 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
                    "know as twin kinds, whose day-0 config twin renders; repeatable, e.g. "
                    "--role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: the topology's name).")
-@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size).")
+@click.option("--timeout", type=float,
+              help="Deadline of the whole bring-up in seconds, from the command's start: it ends by then, converged "
+                   "or naming what is missing (default: convergence within 60 s + 1 s per FRR node once wired).")
 @click.option("--image", help="Node image tag (default: built from twin's recipe, twin/images/, when missing).")
 @click.option("--images", type=click.Choice(["auto", "own", "twin"]),
               help="Which image a node naming its own runs (a containerlab node's `image`): auto, its own where "
@@ -76,11 +78,9 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
     def bring_up():
         lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles))
         try:
-            with err.status(f"[bold]{lab.name}[/bold]: starting") as status:
+            with progress(lab.name, "starting") as say:
                 timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,
-                                 strict_exec=strict_exec, images=images,
-                                 say=lambda m: (status.update(f"[bold]{lab.name}[/bold]: {m}"),
-                                                err.print(f"  {m}") if cli.obj.verbose else None))
+                                 strict_exec=strict_exec, images=images, say=say)
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return
@@ -89,12 +89,16 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
         finally:
             for note in lab.notes:
                 err.print(f"note: {note}")
-        if no_wait:
+        blank = [n for n, x in lab.fabric.nodes.items() if x.nvue == "blank"]
+        if no_wait or blank:
             frr = sum(1 for n in lab.fabric.nodes.values() if kinds.of(n).runs_frr)
             out.print(f"lab [bold]{lab.name}[/bold] is deployed: {len(lab.fabric.nodes)} nodes running and wired, "
-                      f"FRR started on {frr}, in {timings['wired']:.1f}s; configs in {lab.dir}; `twin exec "
-                      f"{lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} CMD`) configures "
-                      f"them, `twin wait {lab.name}` waits for convergence")
+                      f"FRR started on {frr}, in {timings['wired']:.1f}s; configs in {lab.dir}; " + (
+                          f"{len(blank)} NVUE nodes are blank (nothing configured yet, NVUE running): your automation "
+                          f"configures them (`twin inventory {lab.name}` says where), then `twin wait {lab.name}` "
+                          "judges the fabric" if blank else
+                          f"`twin exec {lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} "
+                          f"CMD`) configures them, `twin wait {lab.name}` waits for convergence"))
             return
         print_up(host.up_summary(lab, timings))
     run(cli, bring_up)
@@ -121,7 +125,7 @@ def print_up(doc: dict) -> None:
               help="A containerlab or Air file's nodes of kinds twin cannot run or does not know, as twin kinds.")
 @click.option("--name", help="Lab name to check too (default: the topology's name).")
 @click.option("--vrf-backend", type=click.Choice(list(CHOICES)), help=VRF_BACKEND_HELP)
-@click.option("--timeout", type=float, help="The convergence deadline `twin up` would get (default: from lab size).")
+@click.option("--timeout", type=float, help="The deadline `twin up --timeout` would get (default: from lab size).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def validate(cli, topology, configs, roles, name, vrf_backend, timeout, as_json):
@@ -194,16 +198,16 @@ def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
 
 @main.command(name="wait")
 @click.argument("lab")
-@click.option("--timeout", type=float, help="Convergence deadline in seconds (default: from lab size, as `up`).")
+@click.option("--timeout", type=float,
+              help="Convergence deadline in seconds, from the command's start (default: from lab size, as `up`).")
 @click.pass_context
 def wait_(cli, lab, timeout):
     """Wait until LAB has converged (the barrier of `twin up`): after `twin up --no-wait` and the
     scripts that configure its nodes. Exit 1 naming what is still missing at the deadline."""
     def wait_converged():
         handle = Lab(lab)
-        with err.status(f"[bold]{lab}[/bold]: waiting") as status:
-            took = handle.wait(timeout, say=lambda m: (status.update(f"[bold]{lab}[/bold]: {m}"),
-                                                       err.print(f"  {m}") if cli.obj.verbose else None))
+        with progress(lab, "waiting") as say:
+            took = handle.wait(timeout, say=say)
         out.print(f"lab [bold]{lab}[/bold] has converged, in {took:.1f}s")
     run(cli, wait_converged)
 

@@ -12,6 +12,7 @@ from twin.config.backend import (
            NAMES,
            NETNS,
            NO_VRF_DEVICES,
+           VRF_TABLE_BASE,
            device_needs,
            wanted,
 )
@@ -51,7 +52,8 @@ from twin.config.userconf import DAEMONS, FORMATS, FRR_CONF, NVUE, UserConfigs, 
 
 __all__ = ["VXLAN_PORT", "ALREADY", "CHOICES", "CONGESTION_BURST_S", "DAEMONS", "DEFAULT_BACKEND", "DEFAULT_SHAPING",
            "DEVICE", "FORMATS", "FRR_CONF", "INSTEAD", "LABEL_KIND", "LABEL_LAB", "LABEL_NODE", "LABEL_RUNTIME",
-           "NAMES", "NETNS", "NO_VRF_DEVICES", "NVUE", "NVUE_DIR", "Backend", "bindings", "bucket", "container_name",
+           "NAMES", "NETNS", "NO_VRF_DEVICES", "VRF_TABLE_BASE", "NVUE", "NVUE_DIR", "Backend", "bindings", "bucket",
+           "container_name",
            "device_needs", "droplog", "dryrun_container", "forwarding_sysctls", "gateway_file", "gateway_table",
            "link_alias", "loopback_steps", "hosts_marker", "mgmt", "mgmt_network", "node_delta", "NodeDelta",
            "nvue_run", "password_file", "overlay", "plan", "port_ns",

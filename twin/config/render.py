@@ -35,15 +35,19 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
     # the internet: ports towards it carry no EVPN; a gateway VTEP announces its tenants' public addresses
     edge_ports = [p.name for p in node.fabric_ports if kinds.of(fabric.nodes[p.peer_node]).edge]
     public = [ip for g in vtep_gateways(fabric, node.name).values() for ip in g.public]
+    # every fabric peer in one AS (a leaf's spines): what carries that AS is not sent to them
+    peer_as = {fabric.nodes[p.peer_node].asn for p in node.fabric_ports if p.name not in edge_ports}
     ctx = dict(node=node, fabric=fabric, kind=kind, features=features, tenants=tenants, netns_vrfs=netns_vrfs,
                daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra=zebra_extra, edge_ports=edge_ports,
-               public=public)
+               public=public, one_peer_as=len(peer_as) == 1)
     return {name: render_template(f"frr/{name}.j2", **ctx) for name in ("frr.conf", "daemons", "vtysh.conf")}
 
 
-def daemons_file(node: Node, daemons: list[str]) -> str:
-    """A daemons file that enables `daemons` (and FRR's own), for a router whose config came alone."""
-    return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
+def daemons_file(node: Node, daemons: list[str], fabric: Fabric | None = None, netns: bool = False) -> str:
+    """A daemons file that enables `daemons` (and FRR's own), for a router whose config came alone
+    or a node NVUE configures (`fabric`: its BGP timers' watchfrr; `netns`: zebra -n, VRFs as namespaces)."""
+    return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS,
+                           zebra_extra=" -n" if netns else "", **({"fabric": fabric} if fabric else {}))
 
 
 def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND,

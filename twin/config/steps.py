@@ -97,6 +97,12 @@ OPS: dict[str, Op] = {
                              f"peer name {s.args['peer']} index {s.args['peer_index']} address {s.args['peer_mac']}"
                              + (f" netns {s.args['netns']}" if s.args.get("netns") else ""))),
     "ifb": Op(lambda s, n: f"ip {n}link add {s.dev} index {s.args['index']} type ifb"),
+    # a port of the platform no cable reaches (NVUE configures every port): a veth whose peer stays down
+    # in the node's namespace of such peers, so the port has no carrier; made once, kept (a switch's port)
+    "netns-once": Op(lambda s, n: f"[ -e /run/netns/{s.dev} ] || ip netns add {s.dev}", in_node=True),
+    "port": Op(lambda s, n: (f"ip {n}link add {s.dev} index {s.args['index']} address {s.args['mac']} type veth "
+                             f"peer name {s.dev} index {s.args['peer_index']} address {s.args['peer_mac']} "
+                             f"netns {s.args['netns']}")),
     # shaping: a token bucket on what leaves a device (bytes per second, burst and queue in bytes)
     "tbf": Op(lambda s, n: (f"tc {n}qdisc replace dev {s.dev} root tbf rate {s.args['rate']}bit "
                             f"burst {s.args['burst']} limit {s.args['limit']}")),

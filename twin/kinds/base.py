@@ -88,6 +88,8 @@ class Kind:
     attaches_to: ClassVar[tuple[str, ...] | None] = None   # kinds it may link to (None: any BGP kind)
     test_addresses: ClassVar[tuple[str, ...]] = ()         # addresses it answers on, for tenants to reach
     nvue_port_suffix: ClassVar[str] = ""     # how NVUE names its ports (DOCA HBN on a DPU: p0 is p0_if)
+    platform_ports: ClassVar[str] = ""       # the ports its platform has, cabled or not, as NVUE ranges them
+                                             # (a topology's `platform_ports` overrides it)
     mgmt: ClassVar[bool] = False             # has a management port (eth0 on the lab's management network)
     user_config: ClassVar[bool] = False      # runs the user's FRR config; twin derives no intent for it
                                              # but what that config declares (twin.intent.generic)

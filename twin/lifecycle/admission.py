@@ -13,8 +13,10 @@ would fit, a lab that cannot converge within its deadline:
 - host: its cores (`TWIN_CPUS` overrides the count, for a host whose labs get fewer cores than
   it has, or to rehearse a smaller one), less what other work (other labs, other processes, not
   this twin) kept busy in a short window, never below `MIN_SHARE` of them;
-- time: cost / free cores, against the barrier's deadline (`--timeout`, else 60 s + 1 s per FRR
-  node). Bring-up time is CPU-bound on such a host, so this is the wait to expect.
+- time: cost / free cores, against the barrier's deadline (60 s + 1 s per FRR node once the
+  nodes are wired), or with containers and links (`HOST_CPU_PER_NODE`) against a `--timeout`,
+  which is the whole command's, from its start. Bring-up time is CPU-bound on such a host, so
+  this is the wait to expect.
 
 Timers (`timers_for`): FRR's datacenter timers (keepalive 3 s, hold 9 s) hold while a host runs
 at most `ROUTERS_PER_CORE` FRR nodes per free core during a bring-up; beyond, a bgpd waits for the
@@ -128,9 +130,10 @@ class Estimate:
     links: int              # fabric links (BGP sessions / 2)
     cpu_s: float
     host: Host
-    deadline: float         # the barrier's
+    deadline: float         # the barrier's, or with `whole` the bring-up's (a --timeout: from the command's start)
     timers: BgpTimers | None
     fewer: int = field(default=0)   # FRR nodes of this shape that would fit (0: not worked out)
+    whole: bool = False
 
     @property
     def seconds(self) -> float:
@@ -138,7 +141,7 @@ class Estimate:
 
     @property
     def fits(self) -> bool:
-        return self.seconds <= self.deadline
+        return (self.total_s if self.whole else self.seconds) <= self.deadline
 
     @property
     def total_s(self) -> float:
@@ -158,13 +161,14 @@ class Estimate:
     def advice(self) -> list[str]:
         """What would fit: fewer nodes, a longer deadline, more cores."""
         out = [f"at most ~{self.fewer} FRR nodes of this shape"] if self.fewer else []
-        out.append(f"a longer deadline (`--timeout {math.ceil(self.seconds * 1.2 / 10) * 10}`)")
+        out.append(f"a longer deadline (`--timeout {math.ceil(self.total_s * 1.2 / 10) * 10}`, for the whole bring-up)")
         out.append(f"{math.ceil(self.host.busy + self.cpu_s / self.deadline)} cores")
         return out
 
     def refusal(self) -> str:
+        whose = " (--timeout, from the command's start)" if self.whole else ""
         return (f"lab {self.lab!r} would not converge on this host within its deadline: {self.figures()}, "
-                f"beyond the deadline of {self.deadline:.0f} s; what would: " + ", or ".join(self.advice()))
+                f"beyond the deadline of {self.deadline:.0f} s{whose}; what would: " + ", or ".join(self.advice()))
 
     def to_dict(self) -> dict:
         return {**asdict(self), "seconds": round(self.seconds, 1), "total_s": round(self.total_s, 1), "fits": self.fits,
@@ -172,20 +176,23 @@ class Estimate:
                 "timers": self.timers.model_dump() if self.timers else None}
 
 
-def fewer(fabric: Fabric, free: float, deadline: float) -> int:
-    """FRR nodes a lab of the same shape (links in proportion) may have to fit: a R s + c L R s^2 = D f."""
+def fewer(fabric: Fabric, free: float, deadline: float, whole: bool = False) -> int:
+    """FRR nodes a lab of the same shape (links in proportion) may have to fit: a R s + c L R s^2 = D f
+    (a: per FRR node, and the rest of a bring-up's per node with `whole`)."""
     r, links, routers = frr_nodes(fabric), len(fabric.sessions()) // 2, len(fabric.routers())
-    a, q, budget = CPU_PER_ROUTER * r, CPU_PER_LINK_ROUTE * links * routers, deadline * free
+    a = (CPU_PER_ROUTER + (HOST_CPU_PER_NODE if whole else 0)) * r
+    q, budget = CPU_PER_LINK_ROUTE * links * routers, deadline * free
     s = budget / a if not q else (-a + math.sqrt(a * a + 4 * q * budget)) / (2 * q)
     return max(0, math.floor(r * min(s, 1.0)))
 
 
-def estimate(fabric: Fabric, host: Host, timeout: float | None = None) -> Estimate:
+def estimate(fabric: Fabric, host: Host, timeout: float | None = None, whole: bool = False) -> Estimate:
+    """`whole`: `timeout` is the whole bring-up's (a --timeout), not the barrier's."""
     r = frr_nodes(fabric)
     deadline = timeout if timeout is not None else timeouts.converge(r)
     est = Estimate(fabric.name, r, len(fabric.sessions()) // 2, round(cost(fabric), 1), host, deadline,
-                   timers_for(r, host.free))
-    return est if est.fits else replace(est, fewer=fewer(fabric, host.free, deadline))
+                   timers_for(r, host.free), whole=whole)
+    return est if est.fits else replace(est, fewer=fewer(fabric, host.free, deadline, whole))
 
 
 # --- admission -------------------------------------------------------------------------------
@@ -203,11 +210,11 @@ class NotAdmitted(TwinError):
         return {"shortfalls": [s.to_dict() for s in self.shortfalls], "fix": self.fix, "cpu": self.estimate.to_dict()}
 
 
-def ensure(fabric: Fabric, host: Host, timeout: float | None = None) -> Estimate:
+def ensure(fabric: Fabric, host: Host, timeout: float | None = None, whole: bool = False) -> Estimate:
     """The lab's estimate, or NotAdmitted (one line with every number) when the host cannot take it."""
     settings = hostlimits.host_settings()
     short = hostlimits.check(fabric, hostlimits.host_usage(), settings) if settings else []
-    est = estimate(fabric, host, timeout)
+    est = estimate(fabric, host, timeout, whole)
     if short or not est.fits:
         raise NotAdmitted(fabric.name, short, est, setup_ran=Path(hostlimits.SYSCTL_FILE).exists())
     return est

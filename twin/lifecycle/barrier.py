@@ -6,12 +6,17 @@ fabric's shortest paths (drained routers avoided, as verify's underlay expects);
 VTEP, per tenant: the flood entries (type-3), remote hosts' MACs and /32s (type-2) and
 remote-only subnets (type-5), and nothing the intent no longer has (after a change).
 
-Rounds read kernel state over netlink only (no process in the node, so a 48-node
-lab can be polled often on 2 cores). A route learned over a session proves the
+Rounds read kernel state over netlink only (no process in the node), by raw dumps the
+kernel filters by table and twin parses for the few attributes it needs
+(`twin.runtime.rtdump`), and only of the routers not done yet: a round costs in
+proportion to what is still missing, and rounds are paced by what the last one cost.
+Every read has its own deadline, cut to the barrier's: a dump not answered in time is
+abandoned (its socket closed) and its router is "not known yet" for that round, so the
+deadline holds whatever a node does. A route learned over a session proves the
 session Established, and every peer advertises its loopback, so the evidence
 for the session on port P is: the route to P's peer's loopback has a next hop
 on P. On a deadline, `show bgp summary json` of every unfinished node names the
-state of each missing session.
+state of each missing session (within a share of the deadline kept for it).
 
 Routers running the user's own config (`twin.intent.generic`) are judged by what
 that config declares: their daemons run, every adjacency is up (one vtysh call per
@@ -19,34 +24,35 @@ round while they are not), the L3VNIs of their VRFs are up in zebra (with EVPN),
 static routes and what their IGPs learn from their domain are in their RIB (one call
 each), and their routes stood still for `timeouts.RIB_QUIET`.
 
-Every `timeouts.BARRIER_LOOK` (or three times as long as a look takes, on a loaded host) a
-look over the next unfinished routers counts sessions up and loopback routes learned, and
-FRR's counters on the router waited for name sessions that dropped after they were up
-(`twin.lifecycle.progress`): the progress line says what is moving and what flaps, and a
-timeout names the flapping sessions first.
+Every round counts sessions up and loopback routes learned on the routers it read, and
+every `timeouts.BARRIER_LOOK` FRR's counters on the router waited for name sessions that
+dropped after they were up (`twin.lifecycle.progress`): the progress line says what is
+moving and what flaps, and a timeout names the flapping sessions first.
 """
 from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 from twin import timeouts, wait
 from twin.config.overlay import tenant_ns, vrf_tables
-from twin.errors import CommandError, ConvergenceTimeout, NetlinkFailed, TwinError
+from twin.errors import CommandError, ConvergenceTimeout, NetlinkFailed, NetlinkTimeout, TwinError
 from twin.intent import NodeIntent, TenantIntent, paths
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
-from twin.lifecycle.progress import Progress, counts
-from twin.runtime import frr, observe
-from twin.runtime.netns import Handles, Netlink
+from twin.lifecycle.progress import Progress, counts, lacking
+from twin.runtime import frr
+from twin.runtime.netns import Handles
 from twin.runtime.observe import FLOOD
+from twin.runtime.rtdump import Dumper, Dumpers
+from twin.wait import Deadline
 
 log = logging.getLogger(__name__)
 PARALLEL = 8
-LOOK_NODES = 8    # unfinished routers a look reads (the next ones at the next look): on a host FRR
-                  # saturates, twin's own process gets little CPU, and a read of a router takes seconds
+PACE = 2.0             # a round waits at least twice as long as the last one took (twin's share of a busy host)
+DIAGNOSE_SHARE = 0.1   # of a deadline, at most, kept for naming what is missing once the rounds end
 
 
 def missing_underlay(n: NodeIntent, routes: dict[str, set[str]]) -> list[str]:
@@ -112,11 +118,12 @@ def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
     return missing + stale
 
 
-def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None = None) -> list[str]:
+def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None = None,
+                     timeout: float = timeouts.VTYSH) -> list[str]:
     """Each expected session that is not Established, with FRR's word for its state (and the
     sessions that flapped, into `progress`)."""
     try:
-        (summary,) = ctx.exec(n.node).vtysh_json(frr.SUMMARY, timeout=timeouts.VTYSH)
+        (summary,) = ctx.exec(n.node).vtysh_json(frr.SUMMARY, timeout=timeout)
     except CommandError as e:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{n.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
@@ -134,6 +141,10 @@ def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None =
             for s in n.sessions if states[s.port] != "Established"]
 
 
+def not_known(node: str, why: str) -> list[str]:
+    return [f"{node}: not known yet: {why}"]
+
+
 class Barrier:
     """Convergence of one lab to its intent; `wait(timeout)` blocks until it holds."""
 
@@ -142,23 +153,26 @@ class Barrier:
         self.since = time.monotonic() if since is None else since   # the kernel log is read from here on
         self.intent = ctx.intent
         self.nodes = list(self.intent.nodes) + list(self.intent.generic)
-        self.handles = Handles()
+        self.dumps = Dumpers()            # routers' kernel tables (raw dumps, each with its deadline)
+        self.handles = Handles()          # routers of the user's config: their RIB (pyroute2, with deadlines)
         self.ribs = generic.RibWatch()
         self.tables = vrf_tables(ctx.fabric)
         self.progress = Progress(dict(self.intent.nodes))
         self.spread = spread(ctx.fabric)
-        self.cursor = 0   # where the next look's window starts among the unfinished routers
+        self.known: dict[str, list[str]] = {}        # what each router lacked when last read
+        self.rounds: list[tuple[int, float]] = []    # (routers read, seconds) of every round: its cost
+        self.next_flaps = 0.0
 
-    def _ipr(self, node: str, ns: str = "") -> Netlink:
-        return self.handles.get(self.ctx.pid(node), ns)
+    def _dumper(self, node: str, ns: str = "") -> Dumper:
+        return self.dumps.get(self.ctx.pid(node), ns)
 
-    def tenant_tables(self, node: str, t: TenantIntent) -> tuple[dict[str, set[str]], set[tuple[str, str, str]]]:
+    def tenant_tables(self, node: str, t: TenantIntent, until: Deadline
+                      ) -> tuple[dict[str, set[str]], set[tuple[str, str, str]]]:
         """A tenant's VRF routes and VXLAN FDB on VTEP `node`."""
         ns = tenant_ns(self.ctx.fabric.tenants[t.tenant], self.ctx.backend)
-        ipr = self._ipr(node, ns)
-        names = observe.link_names(ipr)
+        d = self._dumper(node, ns)
         table = 254 if ns else self.tables[t.tenant]
-        return observe.routes(ipr, table, host_only=False, names=names), observe.fdb(ipr, names)
+        return d.routes(table, host_only=False, until=until.end), d.fdb(until=until.end)
 
     def generic_missing(self, node: str) -> list[str]:
         """A router of the user's config: its daemons, then its adjacencies, and a RIB standing still."""
@@ -168,114 +182,125 @@ class Barrier:
             missing = missing or generic.adjacencies_missing(self.ctx.exec(node), gi)
             missing = missing or generic.vnis_missing(self.ctx.exec(node), gi)
             missing = missing or generic.routes_missing(self.ctx.exec(node), gi)
-            missing = missing or self.ribs.missing(node, self._ipr(node))   # settling starts once all is up
+            missing = missing or self.ribs.missing(node, self.handles.get(self.ctx.pid(node)))
+        except NetlinkTimeout as e:
+            self.handles.drop(self.ctx.pid(node))
+            return not_known(node, str(e))
         except (NetlinkFailed, OSError) as e:
             return [f"{node}: cannot read its kernel state ({e}); is the container running?"]
         return list(gi.notes) + missing if missing else []
 
-    def node_missing(self, node: str, sessions: bool = False) -> list[str]:
+    def node_missing(self, node: str, until: Deadline, sessions: bool = False) -> list[str]:
+        """What `node` lacks of its intent, read now (each read within `until`)."""
         if node in self.intent.generic:
             return self.generic_missing(node)
         n = self.intent.nodes[node]
         try:
-            routes = observe.routes(self._ipr(node), host_only=False)
-            self.progress.saw(node, counts(n, routes))
+            routes = self._dumper(node).routes(host_only=False, until=until.end)
+            self.progress.saw(node, counts(n, routes), lacking(n, routes))
             missing = missing_underlay(n, routes) or missing_spread(node, self.spread.get(node, {}), routes)
             for t in n.tenants if not missing else ():
-                missing += missing_tenant(node, t, *self.tenant_tables(node, t))
+                missing += missing_tenant(node, t, *self.tenant_tables(node, t, until))
+        except NetlinkTimeout as e:
+            return not_known(node, str(e))
         except (NetlinkFailed, OSError) as e:
             return [f"{node}: cannot read its kernel state ({e}); is the container running?"]
         if missing and sessions:
-            missing += missing_sessions(self.ctx, n, self.progress)
+            missing += missing_sessions(self.ctx, n, self.progress, timeout=until.within(timeouts.VTYSH))
         return missing
 
-    def look(self, pool: ThreadPoolExecutor, done: set[str]) -> None:
-        """The next LOOK_NODES unfinished routers read (counts for the progress line, kept per router
-        between looks; the finished ones marked done), and FRR's session counters on the router
-        waited for (flaps). A window, not the whole lab: on 256 routers of a saturated host,
-        reading every one took minutes, and the barrier waited meanwhile."""
-        unfinished = [n for n in self.nodes if n not in done]
-        start = self.cursor % len(unfinished) if unfinished else 0
-        window = (unfinished[start:] + unfinished[:start])[:LOOK_NODES]
-        self.cursor = start + len(window)
-        left = self.round(pool, window)
-        for n in window:
-            if n not in left:
-                done.add(n)
-                self.progress.done(n)
-        first = next((n for n in self.nodes if n not in done and n in self.intent.nodes), None)
-        if first is not None:
-            want = self.intent.nodes[first]
-            try:
-                (summary,) = self.ctx.exec(first).vtysh_json(frr.SUMMARY, timeout=timeouts.VTYSH_QUICK)
-                self.progress.flapped(first, frr.flaps(summary, [s.port for s in want.sessions]))
-            except (CommandError, TwinError):
-                pass   # FRR not answering yet: the next look asks again
-        self.progress.looked = True
-
-    def round(self, pool: ThreadPoolExecutor, nodes: list[str], sessions: bool = False) -> dict[str, list[str]]:
+    def round(self, pool: Executor, nodes: list[str], until: Deadline, sessions: bool = False) -> dict[str, list[str]]:
+        """Every router of `nodes` read once, for as long as `until` allows: router -> what it lacks
+        (a router whose read had not ended by then: what it lacked when last read, else not known)."""
         t = time.monotonic()
-        results = dict(zip(nodes, pool.map(lambda n: self.node_missing(n, sessions), nodes)))
-        left = {n: m for n, m in results.items() if m}
+        read, late = wait.each(pool, lambda n: self.node_missing(n, until, sessions), nodes, until)
+        self.known.update(read)
+        for n in late:
+            self.known[n] = self.known.get(n) or not_known(n, "its read had not ended at the deadline")
+        left = {n: self.known[n] for n in nodes if self.known[n]}
+        self.rounds.append((len(nodes), time.monotonic() - t))
         log.debug("round over %d nodes: %d unfinished, %d missing, %.2fs", len(nodes), len(left),
                   sum(map(len, left.values())), time.monotonic() - t)
         return left
 
-    def wait(self, timeout: float, say=lambda _: None) -> float:
-        """Poll until converged. Rounds stop at the first unfinished node (the lab
-        cannot be done before it), so a settling lab costs one cheap read per
-        round; finished nodes are skipped until a confirmation round over all."""
+    def flaps(self, until: Deadline) -> None:
+        """FRR's session counters on the router waited for (sessions that dropped after they were up),
+        every `timeouts.BARRIER_LOOK`."""
+        first = next((n for n in self.nodes if self.known.get(n) and n in self.intent.nodes), None)
+        if first is None or time.monotonic() < self.next_flaps:
+            return
+        self.next_flaps = time.monotonic() + timeouts.BARRIER_LOOK
+        want = self.intent.nodes[first]
+        try:
+            (summary,) = self.ctx.exec(first).vtysh_json(frr.SUMMARY, timeout=until.within(timeouts.VTYSH_QUICK))
+            self.progress.flapped(first, frr.flaps(summary, [s.port for s in want.sessions]))
+        except TwinError:
+            pass   # FRR not answering yet: the next look asks again
+
+    def wait(self, timeout: float, say=lambda _: None, since: float | None = None) -> float:
+        """Poll until converged: each round reads the routers not done yet (its cost in proportion
+        to them), and once every one is done, a round over all confirms it. The deadline is
+        `timeout` after `since` (default now) and holds: every read has its own deadline, cut to it,
+        and a share of it (`DIAGNOSE`) is kept for naming what is missing."""
+        deadline = Deadline.after(timeout, since)
+        rounds = deadline.earlier(min(timeouts.BARRIER_DIAGNOSE, timeout * DIAGNOSE_SHARE))
+        if rounds.passed():   # what came before the barrier (a bring-up's containers and links) took it all
+            raise ConvergenceTimeout(self.what(), deadline.elapsed(), [
+                f"nothing read: {deadline.elapsed():.0f}s of the {timeout:.0f}s deadline had passed when the wait "
+                "for convergence began (the containers, links and FRR's start before it)"])
         done: set[str] = set()
-        next_look = time.monotonic() + timeouts.BARRIER_LOOK
-        with ThreadPoolExecutor(PARALLEL) as pool:
-            def probe() -> list[str]:
-                nonlocal next_look
-                if time.monotonic() >= next_look:
-                    t = time.monotonic()
-                    self.look(pool, done)
-                    took = time.monotonic() - t   # a look costs: on a large lab, a few times its own length apart
-                    next_look = time.monotonic() + min(max(timeouts.BARRIER_LOOK, 3 * took), timeouts.BARRIER_LOOK_MAX)
-                for n in self.nodes:
-                    if n in done:
-                        continue
-                    missing = self.node_missing(n)
-                    if missing:
-                        say(self.progress.line(len(done), len(self.nodes), n))
-                        return missing
+        pool = ThreadPoolExecutor(PARALLEL)
+
+        def probe() -> list[str]:
+            nodes = [n for n in self.nodes if n not in done] or self.nodes   # all done: confirm over all
+            left = self.round(pool, nodes, rounds)
+            for n in nodes:
+                if n in left:
+                    done.discard(n)
+                elif n not in done:
                     done.add(n)
                     self.progress.done(n)
-                left = self.round(pool, self.nodes)  # all looked done: confirm once over every node
-                done.difference_update(left)
-                return [m for n in sorted(left) for m in left[n]]
+            self.progress.looked = True
+            if not left:
+                return [] if len(nodes) == len(self.nodes) else [f"confirming: all {len(self.nodes)} routers once more"]
+            self.flaps(rounds)
+            say(self.progress.line(len(done), len(self.nodes), next(n for n in self.nodes if n in left)))
+            return [m for n in sorted(left) for m in left[n]]
 
-            def diagnose() -> list[str]:
-                left = self.round(pool, self.nodes, sessions=True)
-                return [m for n in sorted(left) for m in left[n]]
+        def diagnose() -> list[str]:
+            left = self.round(pool, [n for n in self.nodes if n not in done], deadline, sessions=True)
+            return [m for n in sorted(left) for m in left[n]]
 
-            try:
-                return wait.until(probe, timeout, self.what(), diagnose=diagnose, first=timeouts.BARRIER_FIRST,
-                                  cap=timeouts.BARRIER_POLL)
-            except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first, then flaps
-                causes = hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers())
-                timers = self.ctx.fabric.timers or "keepalive 3 s, hold 9 s"
-                raise e.with_causes(causes + self.progress.causes(str(timers))) from None
-            finally:
-                self.handles.close()
+        try:
+            return wait.until(probe, rounds.end - rounds.start, self.what(), diagnose=diagnose, since=deadline.start,
+                              first=timeouts.BARRIER_FIRST, cap=timeouts.BARRIER_POLL, pace=PACE)
+        except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first, then flaps
+            causes = hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers(), until=deadline.end)
+            timers = self.ctx.fabric.timers or "keepalive 3 s, hold 9 s"
+            raise ConvergenceTimeout(e.what, deadline.elapsed(), e.missing,
+                                     causes + self.progress.causes(str(timers))) from None
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)   # a read under way ends by its own deadline
+            self.dumps.close()
+            self.handles.close()
 
     def what(self) -> str:
         mine = ", your routers' daemons, adjacencies and settled routes" if self.intent.generic else ""
         return "convergence (BGP sessions, loopback routes" + (
             ", VNIs and EVPN type-2/3/5 routes" if self.ctx.fabric.tenants else "") + mine + ")"
 
-    def now(self) -> list[str]:
+    def now(self, timeout: float = timeouts.BARRIER_NOW) -> list[str]:
         """Everything missing of the intent right now (with session states; no waiting: routes
-        still changing are a matter of waiting, not judged by one look)."""
+        still changing are a matter of waiting, not judged by one look); a router not read within
+        `timeout` is named as not known."""
         self.ribs.quiet = 0.0
+        pool = ThreadPoolExecutor(PARALLEL)
         try:
-            with ThreadPoolExecutor(PARALLEL) as pool:
-                left = self.round(pool, self.nodes, sessions=True)
+            left = self.round(pool, self.nodes, Deadline.after(timeout), sessions=True)
             return [m for n in sorted(left) for m in left[n]]
         finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.dumps.close()
             self.handles.close()
 
 
@@ -285,11 +310,24 @@ def deadline(ctx: LabContext) -> float:
     return timeouts.converge(len(ctx.intent.nodes) + len(ctx.intent.generic)) + (timeouts.OSPF_WAIT if ospf else 0)
 
 
-def converge(ctx: LabContext, timeout: float | None = None, say=lambda _: None, since: float | None = None) -> float:
+def waiting_for(ctx: LabContext, limit: float, left: float | None = None) -> str:
+    """What the barrier waits for, in a line; `left`: of a deadline that runs from the command's start."""
+    mine, fabric = ctx.intent.generic, ctx.fabric
+    return (f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on {len(ctx.intent.nodes)} "
+            "routers" + (f", {len(fabric.tenants)} tenants' EVPN routes" if fabric.tenants else "")
+            + (f", {sum(len(g.adjacencies) for g in mine.values())} adjacencies of {len(mine)} routers of your "
+               "configs" if mine else "")
+            + (f" (deadline {limit:.0f}s from the command's start, {left:.0f}s left)" if left is not None
+               else f" (deadline {limit:.0f}s)"))
+
+
+def converge(ctx: LabContext, timeout: float | None = None, say=lambda _: None, since: float | None = None,
+             start: float | None = None) -> float:
     """Wait until the running lab holds its intent; ConvergenceTimeout names what is missing
-    (and, first, the host-level causes it can see in the kernel log since `since`)."""
+    (and, first, the host-level causes it can see in the kernel log since `since`). The deadline
+    is `timeout` (default: from the lab's size) after `start` (default now)."""
     limit = timeout if timeout is not None else deadline(ctx)
-    return Barrier(ctx, since).wait(limit, say=say)
+    return Barrier(ctx, since).wait(limit, say=say, since=start)
 
 
 def missing(ctx: LabContext) -> list[str]:

@@ -15,8 +15,10 @@ This module owns:
 """
 from __future__ import annotations
 
+import itertools
 import os
 import re
+import time
 from dataclasses import asdict, dataclass, fields
 from importlib import resources
 from pathlib import Path
@@ -382,16 +384,15 @@ def container_causes(node: str, c) -> list[str]:
     return causes
 
 
-def host_causes(lab_name: str, since: float, containers: Mapping[str, object]) -> list[str]:
-    """Host-level causes the barrier can see when `lab_name` did not converge: the kernel log since
-    `since` (host-wide: another lab may have filled a table), then each node's container. Cheap,
-    read once on a timeout; never raises (a cause it cannot read is one it does not name)."""
+def host_causes(lab_name: str, since: float, containers: Mapping[str, object], until: float = 1e18) -> list[str]:
+    """Host-level causes the barrier sees when `lab_name` did not converge: the kernel log since `since`, each
+    node's container until `until` (monotonic); never raises (a cause it cannot read in time it does not name)."""
     try:
         causes = kernel_log_causes(kernel_messages(since), host_usage(), host_settings(), lab_name)
         causes += load_causes(float(Path("/proc/loadavg").read_text().split()[0]), os.cpu_count() or 1)
     except OSError:
         causes = []
-    for node, c in sorted(containers.items()):
+    for node, c in itertools.takewhile(lambda _: time.monotonic() < until, sorted(containers.items())):
         try:
             causes += container_causes(node, c)
         except (TwinError, OSError, KeyError, ValueError):  # gone while read (NodeGone): nothing to name

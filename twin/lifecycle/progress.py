@@ -9,6 +9,7 @@ what a timeout names first about flapping sessions. Pure: the barrier does the r
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from twin.intent import NodeIntent
@@ -21,6 +22,11 @@ class Counts:
 
     def __add__(self, o: "Counts") -> "Counts":
         return Counts(self.sessions + o.sessions, self.routes + o.routes)
+
+
+def lacking(n: NodeIntent, routes: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(router, loopback prefix) of every loopback router `n` has no route to."""
+    return {(peer, p) for peer, p in n.loopbacks.items() if p not in routes}
 
 
 def counts(n: NodeIntent, routes: dict[str, set[str]]) -> Counts:
@@ -53,10 +59,13 @@ class Progress:
     seen: dict[str, Counts] = field(default_factory=dict)
     flaps: dict[tuple[str, str], Flap] = field(default_factory=dict)
     looked: bool = False
+    lacks: dict[str, set[tuple[str, str]]] = field(default_factory=dict)   # router -> loopbacks it lacks
 
-    def saw(self, node: str, c: Counts | None) -> None:
+    def saw(self, node: str, c: Counts | None, lacks: set[tuple[str, str]] | None = None) -> None:
         if c is not None:
             self.seen[node] = c
+        if lacks is not None:
+            self.lacks[node] = lacks
 
     def done(self, node: str) -> None:
         if node in self.intents:
@@ -86,11 +95,19 @@ class Progress:
             f" (+{len(worst) - 3} more)" if len(worst) > 3 else "") if worst else ""
         return f"{head}; waiting for {waiting}{flapping}"
 
+    def unannounced(self) -> list[str]:
+        """Routers whose loopback most of the others lack: most likely they do not announce it."""
+        count = Counter(lo for los in self.lacks.values() for lo in los)
+        return [f"{peer}'s loopback {p} is missing on {k} of {len(self.lacks)} routers read: {peer} does not "
+                f"announce it? (`show bgp ipv4 unicast {p}` on {peer} says)"
+                for (peer, p), k in sorted(count.items()) if k >= max(2, len(self.lacks) / 2)]
+
     def causes(self, timers: str) -> list[str]:
-        """A timeout's first words on flapping sessions."""
+        """A timeout's first words on routers that announce no loopback, then on flapping sessions."""
         if not self.flaps:
-            return []
+            return self.unannounced()
         worst = sorted(self.flaps.values(), key=lambda f: -f.dropped)
-        return [f"sessions flapped: {len(worst)} dropped after they were Established ({timers}), e.g. "
-                + "; ".join(map(str, worst[:5])) + ": their peers missed keepalives for a hold time, as on a "
-                "host too busy for the lab; `twin validate` shows the timers and time `twin up` expects here"]
+        return self.unannounced() + [
+            f"sessions flapped: {len(worst)} dropped after they were Established ({timers}), e.g. "
+            + "; ".join(map(str, worst[:5])) + ": their peers missed keepalives for a hold time, as on a "
+            "host too busy for the lab; `twin validate` shows the timers and time `twin up` expects here"]

@@ -14,14 +14,17 @@ from typing import Iterable
 
 import yaml
 
+from twin import kinds
 from twin.config import render, safetext, userconf
-from twin.config.backend import DEFAULT_BACKEND
+from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError, TwinError
+from twin.kinds import MGMT_PORT
 from twin.nvue import frr, load
 from twin.nvue import plane as planes_
 from twin.nvue.load import NvueFile
+from twin.nvue.model import MGMT
 from twin.nvue.plane import PER_VNI, Plane
 from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import show
@@ -95,6 +98,19 @@ def _refusal(e: safetext.UnsafeText, nf: NvueFile, fabric: Fabric, node: str) ->
     return safetext.refusal(e, node, fabric.source, fabric.model_dump(mode="json"))
 
 
+def blank(fabric: Fabric, configs: UserConfigs | None = None) -> dict[str, NvueFile]:
+    """What the topology's blank NVUE nodes run (`nvue: blank`; not those `configs` gives files of),
+    as switches after zero-touch provisioning: their host name alone (the management network's eth0
+    and NVUE itself are theirs at `twin up`); the user's automation configures the rest."""
+    def tree(n: str) -> dict:
+        mgmt = {"interface": {MGMT_PORT: {"type": "eth", "ip": {"address": {"dhcp": {}}, "vrf": MGMT}}}}
+        return {"system": {"hostname": n}, **(mgmt if fabric.mgmt and fabric.nodes[n].mgmt else {})}
+
+    return {n: load.from_tree(tree(n), f"{n}/{STARTUP} (blank: the topology's nvue: blank)")
+            for n, node in fabric.nodes.items() if node.nvue == "blank" and n not in (configs.files if configs
+                                                                                    else {})}
+
+
 def check_files(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
     """Every problem of the config directory's NVUE files on this topology (none: they run)."""
     nfs, problems = _read(configs)
@@ -112,6 +128,10 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
     node = p.fabric.nodes[p.node]
     files = render.render_node(node, p.fabric, backend, shaping)
     files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs)
+    # as on a switch, whatever it holds yet: staticd for its static routes, and (netns backend) zebra -n,
+    # so a VRF NVUE declares later (a tenant's, a plain one) is adopted without restarting FRR
+    files["daemons"] = render.daemons_file(node, list(kinds.of(node).daemons) + ["staticd"], p.fabric,
+                                           netns=backend == NETNS)
     what = (f"EVPN overlay on this VTEP as its NVUE declares it ({p.layout} layout, VRF backend: {backend})"
             if p.fabric.tenants_on(p.node) else "node as its NVUE declares it")
     files["interfaces.sh"] = script_of(p.node, p.fabric.name, what, p.steps, p.bindings)

@@ -30,6 +30,7 @@ from twin.runtime.base import Configure, ImageFacts, NodeHandle
 from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
 from twin.runtime.links import Wiring
+from twin.runtime.rtdump import enough_files
 from twin.topology.model import Fabric, Node
 
 PARALLEL = 16  # concurrent Docker API calls
@@ -63,6 +64,7 @@ class DockerRuntime:
         """Containers, links and per-node configuration, all at once: a link is made as soon as
         both its nodes run, a node is configured as soon as all its ports are up. Returns node -> pid;
         `say` hears what is moving while it waits."""
+        enough_files()   # a socket per namespace it wires, beside Docker's connections
         started: dict[str, NodeHandle] = {}
         execs: list[NodeExec] = []
         said = [time.monotonic()]

@@ -22,6 +22,7 @@ from twin.config.naming import link_alias
 from twin.errors import TwinError
 from twin.runtime import netns
 from twin.runtime.netns import netns_path
+from twin.stages import Said
 from twin.topology.model import Fabric, Link
 
 PARALLEL = 8               # links being made at once
@@ -98,12 +99,14 @@ class Wiring:
         self.linked = 0
         self.configured = 0
 
-    def progress(self) -> str:
-        """What is moving: containers running, links made, nodes configured (FRR started)."""
+    def progress(self) -> Said:
+        """What is moving: containers running, links made, nodes configured (FRR started); its stage
+        the first of them not complete."""
         with self.lock:
-            return (f"starting: {len(self.pids)}/{len(self.fabric.nodes)} containers running, "
-                    f"{self.linked}/{len(self.fabric.links)} links wired, {self.configured}/{len(self.fabric.nodes)} "
-                    "nodes configured")
+            nodes, links = len(self.fabric.nodes), len(self.fabric.links)
+            stage = "containers" if len(self.pids) < nodes else "links" if self.linked < links else "configs"
+            return Said(f"starting: {len(self.pids)}/{nodes} containers running, {self.linked}/{links} links wired, "
+                        f"{self.configured}/{nodes} nodes configured", stage)
 
     def _configure(self, node: str) -> None:
         self.on_wired(node)

@@ -20,6 +20,7 @@ a namespace that is gone (its container stopped) is an OSError at once.
 """
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import errno
 import os
@@ -33,7 +34,7 @@ from pyroute2 import AsyncIPRoute, IPRoute
 from pyroute2 import netns as named_netns
 
 from twin import timeouts
-from twin.errors import TwinError
+from twin.errors import NetlinkTimeout, TwinError
 from twin.kinds import MGMT_NETNS, MGMT_NS
 from twin.runtime import nsguard
 from twin.runtime.failures import namespace_gone, netlink_errors
@@ -154,13 +155,42 @@ class _AsyncInNamespace(AsyncIPRoute):
 
 
 class InNamespace(IPRoute):
-    """A sync IPRoute in namespace `ns_path` (pyroute2 0.9's IPRoute, over `_AsyncInNamespace`)."""
+    """A sync IPRoute in namespace `ns_path` (pyroute2 0.9's IPRoute, over `_AsyncInNamespace`) whose
+    every request has a deadline (`timeouts.NETLINK_REQUEST`): pyroute2's own waits for an answer forever
+    (issue 35). A request not answered in time is NetlinkTimeout and the handle is closed: an
+    abandoned dump may still be under way on its socket; `Handles` opens a new one next time."""
 
-    def __init__(self, ns_path: str):   # noqa: D107  (IPRoute.__init__, with twin's socket maker)
+    def __init__(self, ns_path: str, timeout: float = timeouts.NETLINK_REQUEST):   # noqa: D107  (twin's socket maker)
+        self.timeout = timeout
         self.asyncore = _AsyncInNamespace(ns_path)
         self.asyncore.status["event_loop"] = "new"
         self.asyncore.local.keep_event_loop = True
         self.asyncore.event_loop.run_until_complete(self.asyncore.setup_endpoint())
+
+    def _bounded(self, func, *argv, **kwarg):
+        async def whole():
+            got = await func(*argv, **kwarg)
+            return [m async for m in got] if hasattr(got, "__aiter__") else got
+
+        late = False
+        try:
+            self._setup_transport()
+            return self.asyncore.event_loop.run_until_complete(asyncio.wait_for(whole(), self.timeout))
+        except asyncio.TimeoutError:
+            late = True
+            what = getattr(func, "__name__", "")
+            raise NetlinkTimeout(f"{self.asyncore.ns_path}: no answer to a netlink request ({what}) within "
+                                 f"{self.timeout:g}s (abandoned)") from None
+        finally:
+            self._cleanup_transport()
+            if late:
+                self.close()   # its sockets: an abandoned dump may still be under way on them
+
+    def _run_with_cleanup(self, func, *argv, **kwarg):   # pyroute2's one path for a request ...
+        return self._bounded(func, *argv, **kwarg)
+
+    def _generate_with_cleanup(self, func, *argv, **kwarg):   # ... and for a dump
+        return iter(self._bounded(func, *argv, **kwarg))
 
 
 Netlink = InNamespace   # twin's netlink handle in one namespace: what `ipr` and `Handles` hand out
@@ -229,12 +259,22 @@ class Handles:
     def __init__(self, pid: int | None = None):
         self.pid = pid
         self._open: dict[tuple[int, str], IPRoute] = {}
+        self._lock = threading.Lock()
         self._fds: dict[str, int] = {}   # checked namespace descriptors (steps that move devices), by ns
 
     def get(self, pid: int, ns: str = "") -> Netlink:
-        if (pid, ns) not in self._open:
-            self._open[(pid, ns)] = open_ipr(path(pid, ns))
-        return self._open[(pid, ns)]
+        with self._lock:
+            h = self._open.get((pid, ns))
+            if h is None or h.asyncore.status["closed"]:   # closed: a request of it was abandoned
+                h = self._open[(pid, ns)] = open_ipr(path(pid, ns))
+            return h
+
+    def drop(self, pid: int, ns: str = "") -> None:
+        """The handle of (pid, ns) closed and forgotten (a request of it was abandoned)."""
+        with self._lock:
+            h = self._open.pop((pid, ns), None)
+        if h is not None:
+            h.close()
 
     # the `twin.runtime.steps_apply.Netns` protocol, for the node `pid`
     def ipr(self, ns: str) -> IPRoute:
@@ -250,9 +290,10 @@ class Handles:
         write_sysctl(path(self.pid, ns), key, value)
 
     def close(self) -> None:
-        for h in self._open.values():
+        with self._lock:
+            handles, self._open = list(self._open.values()), {}
+        for h in handles:
             h.close()
-        self._open.clear()
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()

@@ -16,6 +16,7 @@ from twin.topology.mgmt import build_mgmt
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port
 from twin.topology.names import check_command, check_image, check_lab_name, check_node_name, check_port_name
 from twin.topology.noderun import node_runtime
+from twin.topology.nvue_nodes import nvue_fields
 from twin.topology.problems import Problems, listing, quoted
 from twin.topology.read import load_spec, spec_of
 from twin.topology.schema import AS_TRANS, ASN_MAX, TopologySpec
@@ -63,7 +64,8 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
     nodes = {
         n: Node(name=n, kind=kinds[n].name, asn=asns.get(n), loopback=loopbacks.get(n), mgmt=pinned.get(n),
                 image=spec.nodes[n].image, drain=spec.nodes[n].drain, ports=tuple(ports.get(n, [])),
-                exec=tuple(spec.nodes[n].exec or ()), **node_runtime(n, spec.nodes[n], kinds[n], source, problems))
+                exec=tuple(spec.nodes[n].exec or ()), **node_runtime(n, spec.nodes[n], kinds[n], source, problems),
+                **nvue_fields(n, spec.nodes[n], spec.defaults, kinds[n], [p.name for p in ports.get(n, [])], problems))
         for n in spec.nodes if n in kinds
     }
     tenants, congestion = build_services(spec, nodes, build_tenants(spec, kinds, nodes, resolved, problems), problems)

@@ -92,12 +92,14 @@ class Node(_Frozen):
     entrypoint: tuple[str, ...] = ()
     env: dict[str, str] = {}
     mgmt: str | None = None        # its address on the lab's management network (eth0), once chosen
+    platform_ports: tuple[str, ...] = ()   # the topology's list of the platform's ports (): its kind's)
+    nvue: Literal["blank"] | None = None   # runs NVUE with nothing configured yet (twin.topology.nvue_nodes)
 
     @model_serializer(mode="wrap")
     def _only_when_set(self, handler):
         """Optional fields are written only when set: a node without them is recorded as it was."""
         data = handler(self)
-        for key in ("drain", "exec", "binds", "cmd", "entrypoint", "env", "mgmt"):
+        for key in ("drain", "exec", "binds", "cmd", "entrypoint", "env", "mgmt", "platform_ports", "nvue"):
             if not data.get(key):
                 data.pop(key, None)
         return data

@@ -89,6 +89,11 @@ class NodeSpec(_Strict):
                                                                  "(containerlab's env)")
     mgmt_ipv4: str | None = Field(default=None, description="its address on the management network, in mgmt.subnet "
                                                             "(containerlab's mgmt-ipv4; default: the next free one)")
+    platform_ports: str | None = Field(default=None, description="the ports the node's platform has, cabled or not, "
+                                                                 "as NVUE ranges them (swp1-32); default: its kind's")
+    nvue: Literal["blank"] | None = Field(default=None, description="blank: the node runs NVUE with nothing "
+                                                                    "configured yet, as a switch after zero-touch "
+                                                                    "provisioning (your automation configures it)")
 
 
 class LinkSpec(_Strict):
@@ -108,6 +113,9 @@ class Defaults(_Strict):
     host_mtu: Mtu = Field(default=8950, description="MTU of host links: fits a VXLAN-encapsulated frame "
                                                      "in the fabric MTU")
     asn: AsnDefaults = AsnDefaults()
+    nvue: Literal["blank"] | None = Field(default=None, description="blank: every spine, leaf and DPU runs NVUE with "
+                                                                    "nothing configured yet (a node's own nvue says "
+                                                                    "otherwise)")
     vrf_backend: Literal["netns", "device"] | None = Field(
         default=None, description="how tenant VRFs are made on VTEPs: netns (the default, on every kernel: a network "
                                   "namespace each) or device (Linux VRF devices; needs CONFIG_NET_VRF)")
