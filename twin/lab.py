@@ -220,8 +220,8 @@ class Lab:
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
             nfs = nvue.read_configs(self.configs) | (blank := nvue.blank(fabric, self.configs))   # nvue: blank
-            st.layout = nvue_service.layout(self.name, backend, say) if nfs else None
-            nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
+            st.layout, st.nvue_bonds = nvue_service.kernel_plane(self.name, backend, say) if nfs else (None, None)
+            nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI, bool(st.nvue_bonds))
             files.update({n: x.files for n, x in nv.items()})
             layouts = {x.plane.layout for node, x in nv.items() if x.plane.fabric.tenants_on(node)}
             self.notes += notes + nv_notes + ([f"NVUE's kernel plane on {', '.join(nv)}: {', '.join(sorted(layouts))} "

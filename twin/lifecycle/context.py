@@ -124,7 +124,7 @@ class LabContext:
         {} for a lab without NVUE. What a node started again, or an element put back, must get."""
         st, _ = state.load(self.dir)
         return nvue.running(self.dir, self.fabric, self.backend, self.shaping,
-                            (st.layout if st else None) or nvue.PER_VNI)
+                            (st.layout if st else None) or nvue.PER_VNI, bonds=bool(st and st.nvue_bonds))
 
     # --- namespaces -------------------------------------------------------------------
     def pid(self, node: str) -> int:

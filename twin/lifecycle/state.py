@@ -73,6 +73,7 @@ class LabState(BaseModel):
     user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
     notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
     layout: Literal["per-vni", "vlan-aware"] | None = None   # kernel layout of the NVUE nodes (twin.nvue)
+    nvue_bonds: bool | None = None   # the NVUE nodes make Linux bonds (twin.nvue.bonds: opted in, kernel has bonding)
     images: dict[str, str] = {}  # node -> its own image, which it runs (`twin up --images`); others: `image`
 
 
