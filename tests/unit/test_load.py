@@ -99,8 +99,8 @@ def test_scaled_timers_are_rendered_on_the_fabric_sessions_and_kept_by_apply(tmp
     timed = plain.model_copy(update={"timers": BgpTimers(keepalive=12, hold=36)})
     conf = render_lab(timed)["spine1"]["frr.conf"]
     assert " neighbor fabric timers 12 36\n" in conf and " neighbor fabric timers connect 2\n" in conf
-    assert 'watchfrr_options="-t 360 -T 360"' in render_lab(timed)["spine1"]["daemons"]
-    assert "watchfrr_options" not in render_lab(plain)["spine1"]["daemons"]
+    assert 'watchfrr_options="--min-restart-interval 2 -t 360 -T 360"' in render_lab(timed)["spine1"]["daemons"]
+    assert 'watchfrr_options="--min-restart-interval 2"\n' in render_lab(plain)["spine1"]["daemons"]
     assert "timers" not in plain.model_dump() and timed.model_dump()["timers"] == {"keepalive": 12, "hold": 36}
     # an edited topology file (no timers of its own) keeps what `twin up` chose: no FRR reload for them
     ctx = SimpleNamespace(fabric=timed, backend="netns", shaping="tc", dir=tmp_path / "none", name="t")
