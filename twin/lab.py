@@ -38,6 +38,7 @@ from twin.runtime.exec import NodeExec
 from twin.topology import samples
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
+from twin.wait import Bound, bounded
 
 Say = Callable[[str], None]
 
@@ -149,9 +150,10 @@ class Lab:
         for labs a user's scripts configure; `wait()` is the convergence barrier then. A node's
         `exec` command that fails is a note (`notes`) and the lab goes on, as in containerlab;
         `strict_exec` makes it end the bring-up. `images`: auto, own or twin (`twin.lifecycle.imagechoice`).
-        `timeout`: the whole bring-up's deadline, from this call (default: convergence within 60 s + 1 s
-        per FRR node once the nodes are wired)."""
+        `timeout`: the whole bring-up's deadline from this call, held by every stage (StageTimeout names
+        the stage and what it waited for); default: convergence within 60 s + 1 s per FRR node once wired."""
         start = time.monotonic()
+        bound = Bound.command(timeout, start)
         if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
         if configs is not None:
@@ -161,7 +163,7 @@ class Lab:
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
-        with self.writing("twin up"):
+        with self.writing("twin up"), bounded(bound):
             watch = admission.CpuWatch()
             if self.runtime.containers(self.name):
                 self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
@@ -180,7 +182,7 @@ class Lab:
                 self.runtime.check_configs(image, self.name, nvue.frr_view(self.configs, self.loaded))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 timings = self._bring_up(image, timeout, say, choice.backend, wait,
-                                         bringup.ExecLog(self.name, strict_exec), own, start)
+                                         bringup.ExecLog(self.name, strict_exec), own, start, bound)
                 self.nvue_service(say)
                 return timings
 
@@ -204,7 +206,8 @@ class Lab:
                                  {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
 
     def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
-                  execs: bringup.ExecLog, own: imagechoice.Choice, start: float) -> dict[str, float]:
+                  execs: bringup.ExecLog, own: imagechoice.Choice, start: float, bound: Bound | None = None
+                  ) -> dict[str, float]:
         fabric = self.loaded
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
@@ -239,7 +242,7 @@ class Lab:
                                                  fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
                                                  execs, starts_itself=n in own.starts_itself),
                                              on_created=lambda: st.timings.update(containers=time.monotonic() - t0),
-                                             say=say)
+                                             say=say, bound=bound)
             finally:
                 self.notes += [f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)"
                                for f in execs.failures]

@@ -16,11 +16,11 @@ import docker
 from docker.models.containers import Container
 from docker.types import Mount
 
-from twin import kinds, timeouts
+from twin import kinds, timeouts, wait
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, container_name, nvue_run
 from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs, forwarding_sysctls
-from twin.errors import RuntimeFailed, TwinError
+from twin.errors import RuntimeFailed, StageTimeout, TwinError
 from twin.interop.startscript import wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
 from twin.nvue import client as nv_client_script
@@ -48,8 +48,7 @@ class DockerRuntime:
     def __init__(self, client: docker.DockerClient | None = None, timeout: float | None = timeouts.DOCKER_API):
         """`timeout`: of each Docker API call (None: none, for a user's long quiet `twin exec`)."""
         try:
-            self.client = client or docker.from_env(max_pool_size=PARALLEL * 2,
-                                                    timeout=int(timeout) if timeout else None)
+            self.client = client or dockerapi.client(timeout, pool=PARALLEL * 2)
             self.client.ping()
         except docker.errors.DockerException as e:
             raise TwinError(f"cannot reach the Docker engine ({e}); is dockerd running? "
@@ -58,10 +57,11 @@ class DockerRuntime:
     # --- a whole lab ---------------------------------------------------------
     def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
                  on_created: Callable[[], None] = lambda: None,
-                 say: Callable[[str], None] = lambda _: None) -> dict[str, int]:
+                 say: Callable[[str], None] = lambda _: None, bound: wait.Bound | None = None) -> dict[str, int]:
         """Containers, links and per-node configuration, all at once: a link is made as soon as
         both its nodes run, a node is configured as soon as all its ports are up. Returns node -> pid;
-        `say` hears what is moving while it waits."""
+        `say` hears what is moving while it waits. `bound`: the command's deadline, which every call
+        of every stage is cut to; when it passes, StageTimeout names the stage and what it waited for."""
         enough_files()   # a socket per namespace it wires, beside Docker's connections
         started: dict[str, NodeHandle] = {}
         execs: list[NodeExec] = []
@@ -70,7 +70,8 @@ class DockerRuntime:
         def running(node: str, container: NodeHandle) -> None:
             started[node] = container
             try:
-                pid = self.pid(container)
+                with wait.doing(node, "its container inspected (its pid)"):
+                    pid = self.pid(container)
             except TwinError:
                 if self.foreign(fabric.nodes[node]):   # its own image stopped at once
                     raise ownimage.stopped(fabric.name, node, str(fabric.nodes[node].image), container) from None
@@ -84,18 +85,23 @@ class DockerRuntime:
             execs.append(started[node].exec(f"{fabric.name}/{node}"))
             configure(node, execs[-1], wiring.pids[node])
 
-        wiring = Wiring(fabric, on_wired=wired)
+        wiring = Wiring(fabric, on_wired=wired, bound=bound)
         try:
-            # the nodes with the most links first: their links can be made while the rest start
-            nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
-            self.start_nodes(fabric.name, nodes, image, labdir, on_running=running)
-            on_created()
-            wiring.wait(say)
-            ownimage.check_started(fabric.name, started, {n.name: n.image for n in nodes if self.foreign(n)})
-        except BaseException:
+            with wait.bounded(bound):
+                # the nodes with the most links first: their links can be made while the rest start
+                nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
+                self.start_nodes(fabric.name, nodes, image, labdir, on_running=running, bound=bound)
+                on_created()
+                wiring.wait(say)
+                ownimage.check_started(fabric.name, started, {n.name: n.image for n in nodes if self.foreign(n)})
+        except BaseException as e:
             wiring.abort()   # what is under way fails fast, and nothing runs on in the nodes (kept or not)
             for ex in list(execs):
                 ex.stop()
+            if bound is not None and bound.passed(wait.SLACK) and isinstance(e, Exception) and not isinstance(
+                    e, StageTimeout):   # whatever a stage met at its deadline: the deadline, named
+                now = wiring.progress()
+                raise bound.timeout(now.stage, now.split(": ", 1)[-1]) from None
             raise
         return wiring.pids
 
@@ -154,8 +160,10 @@ class DockerRuntime:
 
         c = None
         try:
-            c = dockerapi.call(f"{lab}/{node.name}: creating its container", create, tries=tries)
-            dockerapi.call(f"{lab}/{node.name}: starting its container", c.start)
+            with wait.doing(node.name, "its container created"):
+                c = dockerapi.call(f"{lab}/{node.name}: creating its container", create, tries=tries)
+            with wait.doing(node.name, "its container started"):
+                dockerapi.call(f"{lab}/{node.name}: starting its container", c.start)
         except docker.errors.ImageNotFound:
             raise TwinError(f"{lab}/{node.name}: no image {node.image or image!r} here; `twin image build` "
                             "builds twin's node image (no registry is reached)") from None
@@ -168,17 +176,23 @@ class DockerRuntime:
         return NodeHandle(c)
 
     def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path,
-                    on_running: Callable[[str, NodeHandle], None] = lambda node, c: None
-                    ) -> dict[str, NodeHandle]:
+                    on_running: Callable[[str, NodeHandle], None] = lambda node, c: None,
+                    bound: wait.Bound | None = None) -> dict[str, NodeHandle]:
         """Start all nodes concurrently; `on_running(node, container)` is called as each one runs.
         On a failure or an interrupt, creations not yet begun are cancelled and the ones under
-        way finish, so every container this made exists (and is labelled) when it raises."""
+        way finish (every Docker call has a deadline, cut to `bound`'s), so every container this
+        made exists (and is labelled) when it raises; TimeoutError when `bound`'s deadline passes."""
         nv_client(labdir)
         pool = ThreadPoolExecutor(PARALLEL)
+
+        def start(n: Node) -> NodeHandle:
+            with wait.bounded(bound):
+                return self.start_node(lab, n, image, labdir / n.name)
+
         try:
-            futs = {pool.submit(self.start_node, lab, n, image, labdir / n.name): n.name for n in nodes}
+            futs = {pool.submit(start, n): n.name for n in nodes}
             started = {}
-            for f in as_completed(futs):
+            for f in as_completed(futs, timeout=bound.deadline.left() if bound else None):
                 c = started[futs[f]] = f.result()
                 on_running(futs[f], c)
             return started

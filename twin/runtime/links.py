@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Callable
 
-from pyroute2 import IPRoute, NetlinkError
+from pyroute2 import NetlinkError
 
-from twin import timeouts
+from twin import timeouts, wait
 from twin.config.naming import link_alias
 from twin.errors import TwinError
 from twin.runtime import netns
@@ -30,8 +31,10 @@ CONFIGURE_PARALLEL = 64    # nodes being configured (FRR starting) at once
 
 
 def create_link(link: Link, pids: dict[str, int]) -> None:
+    """The veth pair, made from twin's own namespace straight into both nodes' (a request with a
+    deadline, cut to the command's)."""
     a, b = link.a, link.b
-    with IPRoute() as ipr:
+    with netns.host_ipr() as ipr:
         try:
             ipr.link("add", ifname=a.port, kind="veth", mtu=link.mtu,
                      net_ns_fd=netns_path(pids[a.node]),
@@ -80,9 +83,12 @@ class Wiring:
     it (~1-3 s), and every node can wait at once, while links (netlink, milliseconds) keep theirs.
     """
 
-    def __init__(self, fabric: Fabric, on_wired: Callable[[str], None] = lambda node: None):
+    def __init__(self, fabric: Fabric, on_wired: Callable[[str], None] = lambda node: None,
+                 bound: wait.Bound | None = None):
+        """`bound`: the command's deadline, which the pools' calls are cut to and `wait` holds."""
         self.fabric = fabric
         self.on_wired = on_wired
+        self.bound = bound
         self.pids: dict[str, int] = {}
         self.waiting = list(fabric.links)
         self.left = {n: len(node.ports) for n, node in fabric.nodes.items()}
@@ -104,7 +110,8 @@ class Wiring:
                         f"{self.configured}/{nodes} nodes configured", stage)
 
     def _configure(self, node: str) -> None:
-        self.on_wired(node)
+        with wait.bounded(self.bound), wait.doing(node, "its configuration"):
+            self.on_wired(node)
         with self.lock:
             self.configured += 1
 
@@ -118,7 +125,8 @@ class Wiring:
             self.futures += [self.pool.submit(self._link, k) for k in ready]
 
     def _link(self, link: Link) -> None:
-        create_link(link, self.pids)
+        with wait.bounded(self.bound), wait.doing(f"link {link.a} <-> {link.b}", "its veth pair made"):
+            create_link(link, self.pids)
         done = []
         with self.lock:
             self.linked += 1
@@ -127,14 +135,15 @@ class Wiring:
                 if self.left[n] == 0:
                     done.append(n)
         for n in done:
-            bring_up(self.fabric, n, self.pids[n])
+            with wait.bounded(self.bound), wait.doing(n, "its ports set up"):
+                bring_up(self.fabric, n, self.pids[n])
             with self.lock:
                 self.futures.append(self.configure.submit(self._configure, n))
 
     def wait(self, say: Callable[[str], None] = lambda _: None) -> None:
         """Until every link is made and every node configured; says what is moving now and then. On a
-        failure or an interrupt it returns at once (`abort`), without joining what is under way: the
-        caller stops or removes the nodes."""
+        failure, an interrupt or the command's deadline (TimeoutError) it returns at once (`abort`),
+        without joining what is under way: the caller stops or removes the nodes."""
         try:
             said = time.monotonic()
             while True:
@@ -142,7 +151,10 @@ class Wiring:
                     pending = [f for f in self.futures if not f.done()]
                 if not pending:
                     break
-                finished, _ = wait(pending, timeout=timeouts.WIRING_SAY, return_when=FIRST_EXCEPTION)
+                if self.bound is not None and self.bound.passed():
+                    raise TimeoutError(f"{self.bound.name} passed")
+                limit = min(timeouts.WIRING_SAY, self.bound.deadline.left()) if self.bound else timeouts.WIRING_SAY
+                finished, _ = futures_wait(pending, timeout=limit, return_when=FIRST_EXCEPTION)
                 for f in finished:
                     f.result()
                 if time.monotonic() - said >= timeouts.WIRING_SAY:
