@@ -26,7 +26,7 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors
-from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, mgmtnet, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
@@ -38,7 +38,7 @@ from twin.runtime.exec import NodeExec
 from twin.topology import samples
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
-from twin.wait import Bound, bounded
+from twin.wait import Bound, bounded, current
 
 Say = Callable[[str], None]
 
@@ -125,14 +125,12 @@ class Lab:
         return (st.backend if (st := self.state) else None) or DEFAULT_BACKEND
 
     def writing(self, what: str):
-        """Hold the lab's lock while `what` changes it (`LabContext.writing`); LabStateError at
-        once, naming the holder's command and pid, when another twin changes the lab now."""
+        """Hold the lab's lock while `what` changes it (`LabContext.writing`: LabStateError at once if held)."""
         return state.lock(self.name, what)
 
     def context(self) -> LabContext:
         """The running lab; TwinError if it is not up (no recorded intent or no containers)."""
-        ctx = LabContext.open(self.name, self.runtime)
-        if ctx is None:
+        if (ctx := LabContext.open(self.name, self.runtime)) is None:
             raise self._not_up()
         return ctx
 
@@ -150,10 +148,9 @@ class Lab:
         for labs a user's scripts configure; `wait()` is the convergence barrier then. A node's
         `exec` command that fails is a note (`notes`) and the lab goes on, as in containerlab;
         `strict_exec` makes it end the bring-up. `images`: auto, own or twin (`twin.lifecycle.imagechoice`).
-        `timeout`: the whole bring-up's deadline from this call, held by every stage (StageTimeout names
-        the stage and what it waited for); default: convergence within 60 s + 1 s per FRR node once wired."""
+        `timeout`: the whole bring-up's deadline from this call, held by every stage (StageTimeout says
+        where it passed); default: convergence within 60 s + 1 s per FRR node once the nodes are wired."""
         start = time.monotonic()
-        bound = Bound.command(timeout, start)
         if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
         if configs is not None:
@@ -163,7 +160,7 @@ class Lab:
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
-        with self.writing("twin up"), bounded(bound):
+        with self.writing("twin up"), bounded(Bound.command(timeout, start)):
             watch = admission.CpuWatch()
             if self.runtime.containers(self.name):
                 self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
@@ -182,7 +179,7 @@ class Lab:
                 self.runtime.check_configs(image, self.name, nvue.frr_view(self.configs, self.loaded))
             with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
                 timings = self._bring_up(image, timeout, say, choice.backend, wait,
-                                         bringup.ExecLog(self.name, strict_exec), own, start, bound)
+                                         bringup.ExecLog(self.name, strict_exec), own, start)
                 self.nvue_service(say)
                 return timings
 
@@ -206,9 +203,8 @@ class Lab:
                                  {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
 
     def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
-                  execs: bringup.ExecLog, own: imagechoice.Choice, start: float, bound: Bound | None = None
-                  ) -> dict[str, float]:
-        fabric = self.loaded
+                  execs: bringup.ExecLog, own: imagechoice.Choice, start: float) -> dict[str, float]:
+        fabric = self.loaded = mgmtnet.resolve(self.loaded, self.runtime, set(own.own))   # its management network
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
                             created=state.now(), runtime=self.runtime.name, notes=self.notes, images=own.own)
@@ -217,13 +213,13 @@ class Lab:
         state.remove(self.dir)
         state.save(self.dir, st, fabric)
         try:
-            st.backend = backend
+            password, st.backend = mgmtnet.password(self.dir, fabric, say), backend   # user cumulus's (ssh, NVUE)
             limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
             st.shaping = kernel.probe_shaping(self.name) if limited else None
             shaping = st.shaping or DEFAULT_SHAPING
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
-            nfs = nvue.read_configs(self.configs)
+            nfs = nvue.read_configs(self.configs) | (blank := nvue.blank(fabric, self.configs))   # nvue: blank
             st.layout = nvue_service.layout(self.name, backend, say) if nfs else None
             nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
             files.update({n: x.files for n, x in nv.items()})
@@ -234,21 +230,22 @@ class Lab:
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
+            st.user_files |= {n: [nvue.STARTUP] for n in blank}     # a blank node's NVUE is its automation's
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
             try:
                 pids = self.runtime.bring_up(own.fabric(fabric), image, self.dir, backend,
                                              configure=lambda n, ex, pid: bringup.configure_node(
                                                  fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
-                                                 execs, starts_itself=n in own.starts_itself),
+                                                 execs, starts_itself=n in own.starts_itself, password=password),
                                              on_created=lambda: st.timings.update(containers=time.monotonic() - t0),
-                                             say=say, bound=bound)
+                                             say=say, bound=current())   # the command's deadline
             finally:
                 self.notes += [f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)"
                                for f in execs.failures]
                 st.notes = list(self.notes)
             st.timings["wired"] = time.monotonic() - t0
-            if not wait:
+            if not wait or blank:     # blank NVUE nodes: `twin wait` judges the fabric once configured
                 st.status = "deployed"
                 return st.timings
             st.status = "converging"
@@ -301,7 +298,7 @@ class Lab:
         if st is None or recorded is None:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
-        differs = FabricDiff(recorded, self.loaded).lines() + self._configs_differ(st)
+        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.loaded)).lines() + self._configs_differ(st)
         want = wanted(self.loaded, vrf_backend)[0]
         differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
             st.backend and st.backend != want) else []

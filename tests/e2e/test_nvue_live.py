@@ -124,9 +124,10 @@ def test_nv_sets_a_new_segment_and_applies_it_and_it_carries_traffic(lab):
     diff = nv("config", "diff")
     assert diff.returncode == 0 and "access: 30" in diff.stdout and "vlan30:" in diff.stdout
     t0 = time.monotonic()
-    applied = nv("config", "apply", "-y")
+    applied = nv("config", "apply", "-y", "--wait")          # the pings below need the fabric converged
     assert applied.returncode == 0 and "applied [rev_id: changeset/cumulus/" in applied.stdout, applied.stderr
-    print(f"nv config apply -y: {time.monotonic() - t0:.1f}s")
+    assert ", converged in " in applied.stdout, applied.stdout
+    print(f"nv config apply -y --wait: {time.monotonic() - t0:.1f}s")
     assert nv("config", "diff").stdout == ""
     shown = json.loads(nv("show", "interface", "vlan30", "-o", "json").stdout)
     assert shown["link"]["oper-status"] == "up" and "10.1.30.1/24" in shown["ip"]["address"]
@@ -168,7 +169,7 @@ def test_an_ansible_playbook_drives_the_same_flow(lab, tmp_path):
     assert p.returncode == 0 and "leaf01                     : ok=7" in p.stdout, p.stdout + p.stderr
     assert "10.1.30.4/24" in kernel_addresses(lab)
     # and `nv` itself through the inventory's docker connection
-    assert twin_cli("inventory", NAME, "-o", str(tmp_path)).returncode == 0
+    assert twin_cli("inventory", NAME, "-o", str(tmp_path), "--connection", "docker").returncode == 0
     p = subprocess.run([str(Path(sys.executable).parent / "ansible"), "-i", str(tmp_path / "inventory.yml"), "leaf01",
                         "-m", "ansible.builtin.command", "-a", "nv show interface vlan30 ip address -o json"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
@@ -178,9 +179,9 @@ def test_an_ansible_playbook_drives_the_same_flow(lab, tmp_path):
 def test_a_revision_that_cannot_apply_ends_apply_fail_and_leaves_the_lab_as_it_was(lab, api):
     base, s = api
     files = {f: (lab.dir / "leaf01" / f).read_text() for f in ("startup.yaml", "frr.conf", "interfaces.sh")}
-    rid, doc = revision(base, s, "interface/swp9", {"link": {"state": "up"}})     # leaf01 has no swp9
+    rid, doc = revision(base, s, "interface/swp99", {"link": {"state": "up"}})     # leaf01 has no swp99
     assert doc["state"] == "apply_fail"
-    assert any("interface.swp9: leaf01 has no port swp9" in i["message"] for i in doc["transition"]["issue"].values())
+    assert any("interface.swp99: leaf01 has no port swp99" in i["message"] for i in doc["transition"]["issue"].values())
     assert {f: (lab.dir / "leaf01" / f).read_text() for f in files} == files
     # failing half way: an address the revision adds is on the bridge already, so the kernel step fails
     lab.node("leaf01").check(["ip", "-n", "red", "addr", "add", "10.1.30.9/24", "dev", "br30"])
@@ -220,9 +221,9 @@ def test_hostile_input_and_a_wrong_password_change_nothing(lab, api):
         p = nv(*words)
         assert p.returncode == 1 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
     nv("config", "detach")
-    assert nv("set", "interface", "swp9", "link", "state", "up").returncode == 0     # NVUE's tree has a place
+    assert nv("set", "interface", "swp99", "link", "state", "up").returncode == 0     # NVUE's tree has a place
     p = nv("config", "apply", "-y")                                                 # ... leaf01 has no port
-    assert p.returncode == 1 and "apply_fail" in p.stdout and "interface.swp9: leaf01 has no port swp9" in p.stderr
+    assert p.returncode == 1 and "apply_fail" in p.stdout and "interface.swp99: leaf01 has no port swp99" in p.stderr
     nv("config", "detach")
     assert s.get(f"{base}/", params={"rev": "applied"}).json() == before
     assert "Traceback" not in (nvue_service.root(lab.dir) / "service.log").read_text()
@@ -245,6 +246,44 @@ def test_a_file_of_nv_commands_is_planned_and_applied_as_a_change(lab, tmp_path)
     r = twin_cli("rehearse", NAME, f"nv:leaf01:{g}", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["passed"], r.stdout[-3000:] + r.stderr
     assert "10.1.30.5/24" not in kernel_addresses(lab)
+
+
+INJECTION = "leaf01\nip route 192.0.2.0/24 blackhole"     # issue 38: a host name that was a line of frr.conf
+
+
+def test_the_injection_is_refused_through_every_door_and_frr_conf_stays(lab, api, runtime, tmp_path):
+    """The REST API (400 at PATCH time), `nv` inside the node (exit 1, `set` and `config patch`) and a
+    startup.yaml (`twin validate` and `twin up` refuse it with file, line and path, nothing made)."""
+    base, s = api
+    frr = (lab.dir / "leaf01" / "frr.conf").read_text()
+    rid = next(iter(s.post(f"{base}/revision").json()))
+    r = s.patch(f"{base}/system", params={"rev": rid}, json={"hostname": INJECTION})
+    assert r.status_code == 400 and "system.hostname: 'leaf01\\nip route 192.0.2.0/24 blackhole' is not a host " \
+        "name (RFC 1123)" in r.json()["detail"], r.text
+    node = lab.node("leaf01")
+    p = node.run(["nv", "set", "system", "hostname", INJECTION])
+    assert p.rc == 1 and p.stderr.startswith("Error: system.hostname: 'leaf01\\nip route"), p.stderr
+    patch = "printf '%s\\n' '- set:' '    system:' '      hostname: \"x\\nrouter bgp 1\"' > /tmp/p.yaml"
+    node.check(["sh", "-c", patch])
+    p = node.run(["nv", "config", "patch", "/tmp/p.yaml"])
+    assert p.rc == 1 and "system.hostname: 'x\\nrouter bgp 1' is not a host name" in p.stderr, p.stderr
+    assert nv("config", "diff").stdout == ""
+    assert (lab.dir / "leaf01" / "frr.conf").read_text() == frr
+    assert "192.0.2.0" not in node.vtysh("show running-config") and "hostname leaf01\n" in frr
+    configs = tmp_path / "configs"
+    for n in ("leaf01", "dpu1"):
+        (configs / n).mkdir(parents=True)
+        text = (SAMPLES / n / "startup.yaml").read_text()
+        (configs / n / "startup.yaml").write_text(text.replace("hostname: leaf01", "hostname: \"leaf01\\nip route "
+                                                               "192.0.2.0/24 blackhole\"", 1))
+    f = configs / "leaf01" / "startup.yaml"
+    line = next(i for i, t in enumerate(f.read_text().splitlines(), 1) if "hostname:" in t)
+    for argv in (["validate", str(TOPOLOGY), "--configs", str(configs)],
+                 ["up", str(TOPOLOGY), "--name", "t-nvue-inj", "--configs", str(configs)]):
+        p = twin_cli(*argv)
+        assert p.returncode == 1 and f"{f}:{line}: system.hostname: 'leaf01\\nip route" in p.stdout + p.stderr, \
+            p.stdout + p.stderr
+    assert leftovers(runtime, "t-nvue-inj") == []
 
 
 def inet(lab: Lab, node: str = "leaf01", dev: str = "br30", ns: str = "red") -> set[str]:

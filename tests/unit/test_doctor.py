@@ -95,6 +95,10 @@ def test_leftovers_are_named_with_how_to_remove_them():
     text = "\n".join(doctor.lines(doctor.diagnose([], sources(leftovers=lambda: left))))
     assert "lab old: 1 container(s)" in text and "`twin down old`" in text
     assert "/run/netns/twin-old-probe" in text
+    left = hostfacts.Leftovers({}, [], {"gone": ["twin-gone-mgmt"]})    # a lab's management network, alone
+    text = "\n".join(doctor.lines(doctor.diagnose([], sources(leftovers=lambda: left))))
+    assert "leftover?: lab gone: network twin-gone-mgmt" in text and "`twin down gone`" in text
+    assert "leftovers: none" not in text
 
 
 def test_every_feature_has_a_meaning():

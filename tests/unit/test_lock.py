@@ -89,3 +89,55 @@ def test_a_bad_lab_name_takes_no_lock(home):
         with state.lock("../x", "twin up"):
             pass
     assert not (home / "locks").exists() or not any((home / "locks").iterdir())
+
+
+NODE_HOLD = """
+import sys, time
+from twin.lifecycle import state
+with state.node_lock(sys.argv[1], sys.argv[2], sys.argv[3]):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_nodes_own_changes_run_beside_each_other_and_exclude_a_lab_wide_one(home):
+    """Issue 33: an NVUE revision holds its node, as a switch applies its own configuration; other
+    nodes' revisions apply meanwhile, a lab-wide change waits for none of them (refused at once)."""
+    p = subprocess.Popen([sys.executable, "-c", NODE_HOLD, "lk", "leaf01", "twin nvued: leaf01 revision 1"],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "held"
+    try:
+        with state.node_lock("lk", "leaf02", "twin nvued: leaf02 revision 2"):    # another node: at once
+            with state.node_lock("lk", "leaf02", "nested"):                      # re-entrant in its thread
+                pass
+        with pytest.raises(LabStateError) as e:
+            with state.node_lock("lk", "leaf01", "twin nvued: leaf01 revision 3"):
+                pytest.fail("two changes of one node")
+        assert str(e.value) == (f"node leaf01 of lab 'lk' is busy: twin nvued: leaf01 revision 1 (pid {p.pid}); "
+                                "wait for it, or stop it first")
+        with pytest.raises(LabStateError) as e:
+            with state.lock("lk", "twin apply"):
+                pytest.fail("a lab-wide change beside a node's")
+        assert str(e.value) == (f"lab 'lk' is busy: twin nvued: leaf01 revision 1 (pid {p.pid}); wait for it, "
+                                "or stop it first")
+        assert state.holder("lk") == f"twin nvued: leaf01 revision 1 (pid {p.pid})"
+    finally:
+        p.kill()
+        p.wait()
+    with state.lock("lk", "twin fault node-stop leaf01"):
+        with state.node_lock("lk", "leaf01", "inside the lab's own hold"):      # its thread holds the lab
+            pass
+        errors = []
+        t = threading.Thread(target=lambda: errors.append(_try_node("lk", "leaf02")))
+        t.start()
+        t.join()
+        assert errors == ["lab 'lk' is busy: twin fault node-stop leaf01"]
+    assert state.holder("lk") == ""
+
+
+def _try_node(lab: str, node: str) -> str:
+    try:
+        with state.node_lock(lab, node, "another thread"):
+            return "held"
+    except LabStateError as e:
+        return str(e).split(" (pid")[0]

@@ -64,6 +64,11 @@ class LabContext:
         (re-entrant in this thread: a rehearsal's change runs under the rehearsal's hold)."""
         return state.lock(self.name, what)
 
+    def writing_node(self, node: str, what: str) -> AbstractContextManager[None]:
+        """Hold node `node` while `what` changes it alone (an NVUE revision): other nodes' own changes
+        run meanwhile; a lab-wide change (`writing`) excludes them and they it."""
+        return state.node_lock(self.name, node, what)
+
     @cached_property
     def intent(self) -> Intent:
         return Intent(self.fabric, state.running_files(self.dir, self.fabric))

@@ -224,6 +224,7 @@ class _Held:
 
 
 _held: dict[str, _Held] = {}     # labs whose lock this process holds (the kernel's flock is per process)
+_nodes_held: dict[tuple[str, str], _Held] = {}     # (lab, node) locks this process holds
 _held_guard = threading.Lock()
 
 
@@ -263,8 +264,37 @@ def lock(name: str, what: str) -> Iterator[None]:
                 _held.pop(name, None)
 
 
+@contextmanager
+def node_lock(name: str, node: str, what: str) -> Iterator[None]:
+    """Hold node `node` of lab `name` while `what` changes that node only (an NVUE revision: its
+    files, kernel plane and FRR), as a switch applies its own configuration: changes of other nodes
+    run beside it, a lab-wide change (`lock`: `twin apply`, a fault, a rehearsal) excludes them all
+    and they it. LabStateError at once, naming the holder, when either is held elsewhere; re-entrant
+    in its thread, and inside the thread's own hold of the whole lab."""
+    check_name(name)
+    me = threading.get_ident()
+    with _held_guard:
+        lab, mine = _held.get(name), _nodes_held.get((name, node))
+        inside = (lab is not None and lab.thread == me) or (mine is not None and mine.thread == me)
+        if not inside and (lab is not None or mine is not None):
+            raise LabStateError(f"lab {name!r} is busy: {(lab or mine).what} (pid {os.getpid()}, another thread); "
+                                "wait for it, or stop it first")
+    if inside:
+        yield
+        return
+    with _flock(name, what, shared=True), _flock(f"{name}.nodes/{node}", what):
+        with _held_guard:
+            _nodes_held[(name, node)] = _Held(me, what, 1)
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _nodes_held.pop((name, node), None)
+
+
 def holder(name: str) -> str:
-    """Who holds lab `name`'s lock now ("" when no one): "twin apply (pid 123)"."""
+    """Who holds lab `name`'s lock now ("" when no one): "twin apply (pid 123)", or the nodes
+    whose own changes hold it ("twin nvued: leaf01 revision ... (pid 9)")."""
     d = home() / "locks" / f"{check_name(name)}.lock"
     try:
         fd = os.open(d, os.O_RDWR | os.O_NOFOLLOW)
@@ -274,27 +304,53 @@ def holder(name: str) -> str:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin command"
+            return os.pread(fd, 200, 0).decode(errors="replace").strip() or _node_holders(name)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return ""
     finally:
         os.close(fd)
 
 
-@contextmanager
-def _flock(name: str, what: str) -> Iterator[None]:
-    d = home() / "locks"
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
+def _node_holders(name: str) -> str:
+    """The changes of single nodes that hold lab `name` now, in one line."""
+    said = []
+    for f in sorted((home() / "locks" / f"{name}.nodes").glob("*.lock")):
+        try:
+            fd = os.open(f, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
         except BlockingIOError:
-            held = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin command"
-            raise LabStateError(f"lab {name!r} is busy: {held}; wait for it, or stop it first") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{what} (pid {os.getpid()})".encode(), 0)
-        yield
+            said.append(os.pread(fd, 200, 0).decode(errors="replace").strip())
+        finally:
+            os.close(fd)
+    return "; ".join(s for s in said if s) or "another twin command"
+
+
+@contextmanager
+def _flock(name: str, what: str, shared: bool = False) -> Iterator[None]:
+    """The lock file `name` held (exclusive, saying `what` in it; or shared, saying nothing)."""
+    f = home() / "locks" / f"{name}.lock"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(f, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = os.pread(fd, 200, 0).decode(errors="replace").strip() or _node_holders(name)
+            lab, _, node = name.partition(".nodes/")
+            raise LabStateError(f"{'node ' + node + ' of ' if node else ''}lab {lab!r} is busy: {held}; wait for it, "
+                                "or stop it first") from None
+        if not shared:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{what} (pid {os.getpid()})".encode(), 0)
+        try:
+            yield
+        finally:
+            if not shared:
+                os.ftruncate(fd, 0)      # said no more once released: shared holders write nothing
     finally:
         os.close(fd)
 

@@ -21,9 +21,11 @@ SHOWN = 40    # NVUE changes listed per node in a plan
 def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric,
               files: dict[str, nvue.NvueFile] | None = None) -> None:
     """The NVUE nodes' part of `w` (intent `old` -> `new`; `files`: their new NVUE files, else the
-    ones they run): their files, kernel deltas both ways, VNIs and what the plan says of them."""
+    ones they run): their files, kernel deltas both ways, VNIs and what the plan says of them. On
+    the same intent, only the nodes of `files` (the others' planes are the same)."""
     lay = layout(ctx)
-    before = nvue.running(ctx.dir, old, ctx.backend, ctx.shaping, lay)
+    before = nvue.running(ctx.dir, old, ctx.backend, ctx.shaping, lay, files if files is not None and old is new
+                          else None)
     nfs = {n: x.file for n, x in before.items()} | (files or {})
     after, notes = nvue.build(nfs, new, ctx.backend, ctx.shaping, lay)
     for node, x in after.items():
