@@ -26,7 +26,7 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors
-from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, mgmtnet, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, locks, mgmtnet, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
@@ -126,7 +126,7 @@ class Lab:
 
     def writing(self, what: str):
         """Hold the lab's lock while `what` changes it (`LabContext.writing`: LabStateError at once if held)."""
-        return state.lock(self.name, what)
+        return locks.lock(self.name, what)
 
     def context(self) -> LabContext:
         """The running lab; TwinError if it is not up (no recorded intent or no containers)."""
@@ -220,8 +220,8 @@ class Lab:
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
             nfs = nvue.read_configs(self.configs) | (blank := nvue.blank(fabric, self.configs))   # nvue: blank
-            st.layout = nvue_service.layout(self.name, backend, say) if nfs else None
-            nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
+            st.layout, st.nvue_bonds = nvue_service.kernel_plane(self.name, backend, say) if nfs else (None, None)
+            nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI, bool(st.nvue_bonds))
             files.update({n: x.files for n, x in nv.items()})
             layouts = {x.plane.layout for node, x in nv.items() if x.plane.fabric.tenants_on(node)}
             self.notes += notes + nv_notes + ([f"NVUE's kernel plane on {', '.join(nv)}: {', '.join(sorted(layouts))} "
@@ -273,18 +273,13 @@ class Lab:
 
     def wait(self, timeout: float | None = None, say: Say = lambda _: None) -> float:
         """The convergence barrier of a running lab (after `up(wait=False)` and the user's own scripts):
-        returns the seconds it took; ConvergenceTimeout names what is missing. The lab is `up` then."""
-        with self.writing("twin wait"):
-            t0 = time.monotonic()
-            ctx = self.context()
-            self._converge(ctx, timeout, say, t0, t0)
-            took = time.monotonic() - t0
-            st = state.load(self.dir)[0]
-            if st is not None and st.status != "up":
-                st.status, st.error = "up", ""
-                st.timings["waited"] = took
-                state.save(self.dir, st)
-            return took
+        returns the seconds it took; ConvergenceTimeout names what is missing. The lab is `up` then.
+        A reader: no lock, so it waits beside the changes meanwhile (NVUE revisions) and is never refused."""
+        t0 = time.monotonic()
+        self._converge(self.context(), timeout, say, t0, t0)
+        took = time.monotonic() - t0
+        state.update(self.dir, lambda st: state.converged(st, took))
+        return took
 
     def _already_up(self, vrf_backend: str | None = None) -> None:
         """AlreadyUp if the running lab is this topology (on the VRF backend asked), up and converged;
@@ -334,7 +329,9 @@ class Lab:
         """Remove exactly what this lab owns: its containers (their links die with them), a
         namespace a killed `up` left behind, and its directory."""
         with self.writing("twin down"):
-            return cleanup.remove_all(self.name, self.dir, self._remover())
+            removed = cleanup.remove_all(self.name, self.dir, self._remover())
+            locks.forget(self.name)      # its lock files too, as this hold ends
+            return removed
 
     def _remover(self) -> Runtime:
         """The runtime that takes the lab down: the one that made it, even where that tool (the

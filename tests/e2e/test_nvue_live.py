@@ -26,7 +26,7 @@ import yaml
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import verify, wait
 from twin.lab import Lab
-from twin.lifecycle import daemon
+from twin.lifecycle import daemon, locks
 from twin.nvue import service as nvue_service
 
 pytestmark = pytest.mark.e2e
@@ -333,11 +333,88 @@ def test_the_proof_breaks_and_puts_back_what_the_nvue_nodes_run(lab):
     assert report.passed, [str(c) for c in report.failures()]
 
 
+# leaf01's and dpu1's NVUE beyond twin's design, as a user types it: route targets of their own on VRF RED
+# (both ends, so they still agree), and on leaf01 swp52 in a peer group of its own, EVPN activated there
+OWN_RTS = ["vrf RED router bgp route-import from-evpn route-target 65000:4001",
+           "vrf RED router bgp route-export to-evpn route-target 65000:4001"]
+OWN_GROUP = ["vrf default router bgp peer-group spine2 remote-as external",
+             "vrf default router bgp peer-group spine2 address-family l2vpn-evpn enable on",
+             "vrf default router bgp neighbor swp52 peer-group spine2"]
+FRR_ELEMENTS = ["rt-import leaf01 4001", "rt-export dpu1 4001", "evpn-activate leaf01 spine2", "session leaf01:swp52"]
+
+
+def test_the_proof_takes_the_frr_elements_of_the_revision_a_node_applied(lab):
+    """Issue 34b: leaf01 and dpu1 run FRR lines twin's design has not (nv-set route targets, a peer group);
+    the proof's FRR elements are those of the frr.conf their applied revision renders: the set route
+    targets replaced (not added to, which would break nothing), the new group's EVPN activation an element
+    of its own; each is caught and put back to exactly what they run, and the lab verifies clean after."""
+    for node, lines in (("leaf01", OWN_RTS + OWN_GROUP), ("dpu1", OWN_RTS)):
+        for line in lines:
+            p = lab.node(node).run(["nv", "set", *line.split()])
+            assert p.rc == 0, f"{node}: nv set {line}: {p.stderr}"
+        p = nv("config", "apply", "-y", *(["--wait"] if node == "dpu1" else []), node=node)   # both sides set first
+        assert p.returncode == 0 and "applied [rev_id:" in p.stdout, p.stdout + p.stderr
+    lab.wait()
+    running = lab.node("leaf01").vtysh("show running-config")
+    assert "route-target import 65000:4001" in running and "neighbor swp52 interface peer-group spine2" in running
+    t0 = time.monotonic()
+    p = twin_cli("verify", NAME, "--prove", *[w for e in FRR_ELEMENTS for w in ("--element", e)], "--json",
+                 timeout=900)
+    proof = json.loads(p.stdout)
+    print(f"--prove of {len(FRR_ELEMENTS)} FRR elements of the NVUE nodes: {time.monotonic() - t0:.0f}s")
+    assert p.returncode == 0 and proof["caught"] == proof["proved"] == len(FRR_ELEMENTS), p.stdout[-3000:] + p.stderr
+    by = {o["id"]: o for o in proof["outcomes"]}
+    assert all(o["caught"] and o["restored"] for o in by.values()), by
+    assert by["rt-import leaf01 4001"]["what"] == "route-target import (65000:4001) of VNI 4001 (red) on leaf01"
+    assert "no route-target import 65000:4001 / route-target import 65535:1" in by["rt-import leaf01 4001"]["broken_by"]
+    assert by["evpn-activate leaf01 spine2"]["check"] == "control: bgp leaf01"
+    assert lab.node("leaf01").vtysh("show running-config") == running, "put back to exactly what leaf01 runs"
+    report = verify.run(lab)
+    assert report.passed, [str(c) for c in report.failures()]
+
+
+def test_twin_wait_waits_beside_a_revision_that_applies_and_answers(lab, api, tmp_path):
+    """Issue 34b: a revision applying holds the lab shared and its node; `twin wait` is a reader: started
+    while one applies (one that waits for convergence, held back by leaf01's session on spine01, shut
+    behind twin's back), it waits beside it, and both answer once the session is back."""
+    base, s = api
+    spine01 = lab.node("spine01")
+    asn = lab.fabric.nodes["spine01"].asn
+    spine01.vtysh("configure terminal", f"router bgp {asn}", "neighbor swp1 shutdown")
+    try:
+        rid = next(iter(s.post(f"{base}/revision").json()))
+        assert s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid},
+                       json={"10.1.30.6/24": {}}).status_code == 200
+        at = f"{base}/revision/{quote(rid, safe='')}"
+        r = s.patch(at, params={"wait": "true"}, json={"state": "apply", "auto-prompt": {"ays": "ays_yes"}})
+        assert r.status_code == 200, r.text
+        wait.until(lambda: [] if "revision" in locks.holder(NAME) else ["a revision holding leaf01"], 60,
+                   "the revision to hold leaf01", first=0.1, cap=0.5)
+        err = tmp_path / "wait.err"
+        with open(err, "w") as fh:
+            p = subprocess.Popen([sys.executable, "-m", "twin.cli", "wait", NAME, "--timeout", "240"],
+                                 stdout=subprocess.PIPE, stderr=fh, text=True, env=os.environ.copy(), cwd=ROOT)
+        wait.until(lambda: [] if "waiting for " in err.read_text() or p.poll() is not None else ["twin wait waiting"],
+                   60, "twin wait to wait", first=0.2, cap=0.5)
+        assert p.poll() is None, f"twin wait ended: {p.returncode} {err.read_text()}"
+        assert "revision" in locks.holder(NAME) and s.get(at).json()["state"] == "apply", "both at once"
+    finally:
+        spine01.vtysh("configure terminal", f"router bgp {asn}", "no neighbor swp1 shutdown")
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0 and f"lab {NAME} has converged" in out, out + err.read_text()
+    wait.until(lambda: [] if s.get(at).json()["state"] != "apply" else ["applying"], 120, "the revision")
+    doc = s.get(at).json()
+    assert doc["state"] == "applied" and ", converged in " in doc["transition"]["progress"], doc
+
+
 def test_down_leaves_nothing_of_the_service(lab):
     rec = nvue_service.require(lab.dir, NAME)
     sock = Path(rec["listeners"]["leaf01"]["socket"])
     assert twin_cli("down", NAME).returncode == 0
     assert daemon.started(rec["pid"]) is None and not sock.exists() and not lab.dir.exists()
+    locks_dir = Path(os.environ["TWIN_HOME"]) / "locks"       # its lock files too (issue 34b): the lab's, its nodes'
+    assert not (locks_dir / f"{NAME}.lock").exists() and not (locks_dir / f"{NAME}.nodes").exists(), \
+        sorted(p.name for p in locks_dir.iterdir())
     for ls in rec["listeners"].values():
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", ls["port"]), timeout=2).close()

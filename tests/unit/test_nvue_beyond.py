@@ -160,9 +160,10 @@ def test_stored_places_are_kept_with_the_notice():
                       "mlag": {"enable": "on", "peer-ip": "linklocal"}})
     nf = nvue.from_tree(tree, "t")
     assert sorted(nvue.show(p) for p in nf.not_emulated) == [
-        "interface.bond1.bond", "interface.swp10.evpn", "mlag", "service", "system.message", "system.timezone"]
+        "interface.bond1.bond.mlag", "interface.swp10.evpn", "mlag", "service", "system.message", "system.timezone"]
     nodes, notes = nvue.build({"leaf01": nf}, FABRIC, "netns")
-    assert "t: interface bond1 (bond): stored, not emulated: bonds are not emulated" in notes
+    assert "t: interface bond1 (bond): stored, not emulated: bonds are made with TWIN_NVUE_BONDS=on at `twin up`, " \
+           "on a kernel with bonding (`twin doctor` says whether this one has it)" in notes
     assert "Welcome" not in nodes["leaf01"].files["frr.conf"]
 
 
@@ -222,3 +223,97 @@ def test_day_2_takes_what_goes_beyond_the_tenants_away_in_reverse_and_keeps_port
     assert [s.command() for s in remove] == ["ip addr del 10.100.0.2/24 dev vlan100", "ip link set swp10 nomaster",
                                              "ip link del vlan100"]
     assert add == [] and ("port", "swp10") in after.extras, "the uncabled port stays, as a switch's"
+
+
+BONDED = ["interface bond1 type bond", "interface bond1 bond member swp1",          # server01's port, bonded
+          "interface bond1 bridge domain br_default access 10",
+          "interface bond2 bond member swp5-6", "interface bond2 ip address 192.0.2.1/31"]   # uncabled, routed
+
+
+def bonded(*lines: str) -> nvue.NvueFile:
+    """The samples' leaf01 with `lines` set (`nv set` words), swp1 taken out of VLAN 10 (bond1 takes it)."""
+    tree = copy.deepcopy(LEAF)
+    nvue.unset_path(tree, ("interface", "swp1", "bridge"))
+    for line in lines:
+        path, value = nvue.words(line.split())
+        nvue.set_path(tree, path, value)
+    return nvue.from_tree(tree, "leaf01/startup.yaml")
+
+
+def test_a_bond_is_a_linux_bond_where_the_lab_makes_them_golden(golden):
+    """Issue 33 item 4: with bonds on (TWIN_NVUE_BONDS=on at `twin up`, a kernel with bonding) a bond is
+    made in the node's namespace, its members down and in it, then used: the host on its member is
+    the bond's (its bridge port, static MAC, port rules). This kernel has no bonding: golden only."""
+    nodes, notes = nvue.build({"leaf01": bonded(*BONDED)}, FABRIC, "vrf", bonds=True)
+    sh = nodes["leaf01"].files["interfaces.sh"]
+    golden(ROOT / "tests/golden/interop/nvue/rendered/leaf01-bonds.sh", sh)
+    assert not [n for n in notes if "bond" in n] and nodes["leaf01"].plane.bonds == {"bond1", "bond2"}
+    made = ("ip link add bond1 type bond mode 802.3ad lacp_rate fast miimon 100 xmit_hash_policy layer3+4 min_links 1\n"
+            "ip link set swp1 down\nip link set swp1 master bond1\nip link set bond1 up\n")
+    assert made in sh and sh.index(made) < sh.index("ip link set bond1 master br10")
+    assert "bridge fdb replace 02:66:80:8d:fa:5f dev bond1 master static" in sh and "ip addr add 192.0.2.1/31 dev " \
+        "bond2" in sh
+    assert sh.index("ip link add swp5 ") < sh.index("ip link set swp5 master bond2"), "an uncabled member, made first"
+    assert 'iifname "bond1"' in nodes["leaf01"].files["nftables.nft"], "the host's port rules are the bond's"
+    red = nodes["leaf01"].plane.fabric.tenants["red"]
+    assert [(a.host, a.port) for a in red.attachments] == [("server01", "bond1")]
+    aware, _ = nvue.build({"leaf01": bonded(*BONDED, "interface bond1 bond mode static")}, FABRIC, "vrf",
+                          layout=nvue.VLAN_AWARE, bonds=True)
+    sh = aware["leaf01"].files["interfaces.sh"]
+    assert "ip link add bond1 type bond mode balance-xor miimon 100" in sh and "bridge vlan add dev bond1 vid 10 " \
+        "pvid untagged" in sh and sh.index("type bond mode balance-xor") < sh.index("ip link set bond1 master br_d")
+
+
+def test_a_bond_is_stored_with_the_notice_where_the_lab_makes_none():
+    """Without bonds on (this kernel's case), and for a bond a tenant's namespace would hold."""
+    nf = bonded(*BONDED)
+    assert [nvue.show(p) for p in nf.not_emulated] == []
+    nodes, notes = nvue.build({"leaf01": nf}, FABRIC, "netns")
+    why = "bonds are made with TWIN_NVUE_BONDS=on at `twin up`, on a kernel with bonding (`twin doctor` says " \
+          "whether this one has it)"
+    assert [n for n in notes if "bond" in n] == [f"leaf01/startup.yaml: interface {b} (bond): stored, not emulated: "
+                                                 f"{why}" for b in ("bond1", "bond2")]
+    assert "leaf01/startup.yaml: server01 (tenant red) is cabled to leaf01:swp1, which NVUE puts in no VLAN " \
+           "(interface ... bridge.domain.br_default.access): it reaches no one" in notes
+    assert not any("bond" in s.command() for s in nodes["leaf01"].plane.steps)
+    nodes, notes = nvue.build({"leaf01": nf}, FABRIC, "netns", bonds=True)
+    assert "leaf01/startup.yaml: interface bond1 (bond): stored, not emulated: it sits in VRF RED, a namespace on " \
+           "the netns VRF backend, and a Linux bond cannot move between namespaces (--vrf-backend device)" in notes
+    assert [s.command() for s in nodes["leaf01"].plane.steps if s.op == "bond"] == [
+        "ip link add bond2 type bond mode 802.3ad lacp_rate fast miimon 100 xmit_hash_policy layer3+4 min_links 1"], \
+        "bond2 is in the default VRF: the node's own namespace holds it"
+
+
+def test_what_nvue_refuses_of_bonds_is_refused_every_problem_at_once():
+    nf = bonded("interface bond1 bond member swp1", "interface bond1 bond member swp99",
+                "interface bond3 bond member swp1", "interface bond4 bond member swp2",
+                "interface bond5 bond member bond1", "interface bond7 type bond")
+    with pytest.raises(TopologyError) as e:
+        nvue.build({"leaf01": nf}, FABRIC, "vrf", bonds=True)
+    said = sorted(f"{p.path}: {p.message}" for p in e.value.problems)
+    assert said == [
+        "interface.bond1.bond.member.swp99: swp99 is no port of the node",
+        "interface.bond3.bond.member.swp1: swp1 is a member of bond1 already",
+        "interface.bond4.bond.member.swp2: swp2 has a bridge or an address of its own: a member's are its bond's",
+        "interface.bond5.bond.member.bond1: bond1 is no port of the node",
+        "interface.bond7.bond.member: bond bond7 has no member"], said
+    tree = copy.deepcopy(bonded("interface bond1 bond member swp1-2", "interface bond1 bridge domain br_default access "
+                                "10").tree)
+    nvue.unset_path(tree, ("interface", "swp2", "bridge"))
+    with pytest.raises(TopologyError) as e:
+        nvue.build({"leaf01": nvue.from_tree(tree, "t")}, FABRIC, "vrf", bonds=True)
+    assert [f"{p.path}: {p.message}" for p in e.value.problems] == [
+        "interface.bond1.bond.member: bond bond1 reaches 2 hosts (server01, server02); a bond leads to one"]
+
+
+def test_the_lab_makes_bonds_only_when_asked_on_a_kernel_with_bonding(monkeypatch):
+    from twin.nvue import service
+    from twin.runtime import kernel
+
+    said: list[str] = []
+    assert service.bonds("t-bond", said.append) is False and said == [], "not asked: stored, nothing probed"
+    monkeypatch.setenv("TWIN_NVUE_BONDS", "on")
+    has = kernel.probe_bonds("t-bond")           # this project's kernel: none
+    assert service.bonds("t-bond", said.append) is has
+    assert said == ([] if has else ["TWIN_NVUE_BONDS=on: this kernel has no bonding (CONFIG_BONDING); the NVUE "
+                                    "nodes' bonds are stored, not made"])

@@ -18,7 +18,7 @@ def test_text_and_apply_tables_cover_the_same_ops():
     assert set(APPLY) == over_netlink
     assert {op for op, o in OPS.items() if o.in_node} == {
         "netns", "netns-once", "mgmt-netns", "vlan-bridge", "svd", "vlan", "macvlan", "bridge-vlan", "vlan-tunnel",
-        "fdb-vlan", "nft",
+        "fdb-vlan", "bond", "nft",
         "nft-delete"}
 
 

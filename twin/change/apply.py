@@ -380,11 +380,12 @@ def _record(ctx: LabContext, work: Work, change: Declarative) -> None:
 def _record_one(ctx: LabContext, work: Work, change: Declarative) -> None:
     from pathlib import Path
 
-    st, _ = state.load(ctx.dir)
-    if st is None:
-        raise TwinError(f"lab {ctx.name!r}: {ctx.dir / state.STATE} is gone; the change cannot be recorded")
     source = str(Path(change.source).resolve()) if change.key in ("topology", "configs", "nvue") else change.source
-    if change.key == "topology":
-        st.topology = source
-    st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": work.summary})
-    state.save(ctx.dir, st, work.new)
+
+    def record(st: state.LabState) -> None:
+        if change.key == "topology":
+            st.topology = source
+        st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": work.summary})
+
+    if state.update(ctx.dir, record, work.new) is None:
+        raise TwinError(f"lab {ctx.name!r}: {ctx.dir / state.STATE} is gone; the change cannot be recorded")

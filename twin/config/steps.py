@@ -5,7 +5,7 @@ one place, how it reads as an iproute2 command (what `interfaces.sh` and
 `twin plan` show). How each op is applied over netlink lives in the runtime
 (`twin.runtime.steps_apply.APPLY`, keyed by the same ops; a unit test holds
 the two tables to the same ops). Ops marked `in_node` (`netns`, `mgmt-netns`, `nft`,
-`nft-delete`, the VLAN-aware layout) have no netlink application: they run in
+`nft-delete`, the VLAN-aware layout, NVUE's bonds) have no netlink application: they run in
 the node itself, by their command.
 """
 from __future__ import annotations
@@ -89,6 +89,10 @@ OPS: dict[str, Op] = {
     "vlan-tunnel": Op(lambda s, n: f"bridge link set dev {s.dev} vlan_tunnel on", in_node=True),
     "fdb-vlan": Op(lambda s, n: f"bridge fdb replace {s.args['mac']} dev {s.dev} master static vlan {s.args['vid']}",
                    in_node=True),
+    # an NVUE bond (`twin.nvue.bonds`: opt-in, for kernels with bonding; this project's has none): run in
+    # the node by its command, golden-tested only
+    "bond": Op(lambda s, n: f"ip {n}link add {s.dev} type bond " + " ".join(f"{k} {v}" for k, v in s.args.items()),
+               in_node=True),
     "nft": Op(lambda s, n: f"{_in_ns(s)}nft -f {NODE_DIR}/{s.dev}", in_node=True),
     # a table (dev: "FAMILY NAME") gone, whether it was there or not
     "nft-delete": Op(lambda s, n: f"{_in_ns(s)}nft 'add table {s.dev}; delete table {s.dev}'", in_node=True),

@@ -36,6 +36,8 @@ LACKING: dict[str, str] = {
               "address on lo or on a bridge without ports"),
     "vlan": ("NVUE nodes keep the per-VNI layout even with TWIN_NVUE_LAYOUT=vlan-aware; a node's `exec` that "
              "adds a VLAN interface fails"),
+    "bond": ("NVUE's bonds (`interface.<bond>` of type bond) are stored with the notice even with "
+             "TWIN_NVUE_BONDS=on, never made as Linux bonds; a node's `exec` that adds a bond fails"),
     "netem": ("`twin fault link-loss` drops at random with nftables on one end (counted, logged) instead of tc "
               "netem on both ends; twin has no delay fault"),
     "red": ("nothing of twin's: congestion points mark ECN with nftables (congestion.nft), not RED; only your "

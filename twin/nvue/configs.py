@@ -65,15 +65,16 @@ def _read(configs: UserConfigs | None) -> tuple[dict[str, NvueFile], list[Proble
 
 
 def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-          layout: str = PER_VNI) -> tuple[dict[str, NvueNode], list[str]]:
-    """Each NVUE node's plane and files on `fabric`; TopologyError with every problem of every
-    node at once. Returns the nodes and the notes (what twin left out or adapted)."""
+          layout: str = PER_VNI, bonds: bool = False) -> tuple[dict[str, NvueNode], list[str]]:
+    """Each NVUE node's plane and files on `fabric` (`bonds`: the lab makes Linux bonds,
+    `twin.nvue.bonds`); TopologyError with every problem of every node at once. Returns the
+    nodes and the notes (what twin left out or adapted)."""
     out: dict[str, NvueNode] = {}
     problems: list[Problem] = []
     notes: list[str] = []
     for node, nf in sorted(nfs.items()):
         try:
-            p = planes_.build(nf, fabric, node, backend, shaping)
+            p = planes_.build(nf, fabric, node, backend, shaping, bonds)
             if layout != PER_VNI:
                 from twin.nvue import vlanaware
                 vlanaware.apply(p, backend)
@@ -176,7 +177,7 @@ def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
 
 
 def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-            layout: str = PER_VNI, nodes: Iterable[str] | None = None) -> dict[str, NvueNode]:
+            layout: str = PER_VNI, nodes: Iterable[str] | None = None, bonds: bool = False) -> dict[str, NvueNode]:
     """The NVUE nodes of a running lab (of `nodes`), from the startup.yaml in each node's directory."""
     nfs = {}
     for node in (fabric.nodes if nodes is None else [n for n in nodes if n in fabric.nodes]):
@@ -184,7 +185,7 @@ def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAUL
         if f.is_file() and not f.is_symlink():
             nfs[node] = load.read(f"{node}/{STARTUP}", under=d)      # a node's directory: no link out
     try:
-        return build(nfs, fabric, backend, shaping, layout)[0]
+        return build(nfs, fabric, backend, shaping, layout, bonds)[0]
     except TopologyError as e:
         raise TwinError(f"lab {d.name!r}: the NVUE files it runs no longer fit its topology:\n  "
                         + "\n  ".join(str(p) for p in e.problems)) from None

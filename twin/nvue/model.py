@@ -92,6 +92,21 @@ class Bgp:
 
 
 @dataclass
+class Bond:
+    """`interface.<bond>` of type bond: its members and how it bonds them (NVUE's defaults: LACP, fast)."""
+
+    name: str
+    members: list[str]
+    mode: str = "lacp"                     # lacp (802.3ad) or static (balance-xor)
+    lacp_rate: str = "fast"
+
+    @classmethod
+    def of(cls, name: str, i: dict) -> "Bond":
+        b = get(i, ("bond",), {})
+        return cls(name, list(get(b, ("member",), {})), get(b, ("mode",), "lacp"), get(b, ("lacp-rate",), "fast"))
+
+
+@dataclass
 class Svi:
     name: str
     vlan: int
@@ -152,6 +167,7 @@ class NodeConf:
     statics: list[Static] = field(default_factory=list)                # the default VRF's static routes
     routed: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)   # port -> (ip.vrf, addresses)
     policy: Policy = field(default_factory=Policy)
+    bonds: dict[str, Bond] = field(default_factory=dict)
 
     @classmethod
     def of(cls, tree: dict) -> "NodeConf":
@@ -191,9 +207,10 @@ class NodeConf:
             graceful_shutdown=rbgp.get("graceful-shutdown") is True,
             bgp=bgp, vrfs=vrfs, statics=_statics(get(tree, ("vrf", "default"), {})),
             routed={n: (get(i, ("ip", "vrf")), _v4(get(i, ("ip", "address"), {}))) for n, i in ifs.items()
-                    if (get(i, ("type",)) or _type_of(n, i)) == "swp" and (get(i, ("ip", "address")) or
-                                                                          get(i, ("ip", "vrf")))},
-            policy=Policy.of(tree))
+                    if (get(i, ("type",)) or _type_of(n, i)) in ("swp", "bond") and (get(i, ("ip", "address")) or
+                                                                                    get(i, ("ip", "vrf")))},
+            policy=Policy.of(tree),
+            bonds={n: Bond.of(n, i) for n, i in ifs.items() if (get(i, ("type",)) or _type_of(n, i)) == "bond"})
 
 
 def _statics(v: dict) -> list[Static]:

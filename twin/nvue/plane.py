@@ -30,6 +30,7 @@ from twin.errors import TopologyError
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.kinds import MGMT_PORT
 from twin.nvue import beyond, routed
+from twin.nvue import bonds as bonds_
 from twin.nvue.load import NvueFile
 from twin.nvue.model import MGMT, NodeConf, Svi
 from twin.nvue.tree import get
@@ -43,7 +44,7 @@ Layout = Literal["per-vni", "vlan-aware"]   # the kernel layout of a lab's NVUE 
 DEFAULT_VRR_MAC = "00:00:5e:00:01:01"     # NVUE's VRR MAC with the default fabric id (1)
 PORT_TYPES = ("swp",)                      # interfaces that are ports of the node
 NOT_EMULATED_TYPES = {"eth": "twin's nodes have one management port, eth0",
-                      "bond": "bonds are not emulated", "sub": "subinterfaces are not emulated",
+                      "bond": "bonds are not made here", "sub": "subinterfaces are not emulated",
                       "peerlink": "MLAG's peer link: MLAG is not emulated", "tunnel": "GRE tunnels are not emulated"}
 
 
@@ -65,6 +66,8 @@ class Plane:
     extras: dict[tuple, Step] = field(default_factory=dict)
     uncabled: list[str] = field(default_factory=list)      # ports of the platform no cable reaches (kernel names)
     plain: dict[str, str] = field(default_factory=dict)    # plain L3 VRFs: NVUE name -> kernel name
+    bonds: set[str] = field(default_factory=set)           # the bonds it makes (`twin.nvue.bonds`)
+    first: list[Step] = field(default_factory=list)        # made before all else, either layout: ports, bonds
 
     @property
     def vnis(self) -> set[int]:
@@ -75,13 +78,15 @@ class Plane:
                 [t.l3vni] + [s.l2vni for s in t.segments_on(self.node)]}
 
 
-def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> Plane:
-    """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.nvue.vlanaware`);
-    TopologyError with every problem of the file on this node (file, line, NVUE path)."""
+def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
+          bonds: bool = False) -> Plane:
+    """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.nvue.vlanaware`), with Linux
+    bonds where `bonds` (the lab makes them); TopologyError with every problem of the file on this
+    node (file, line, NVUE path)."""
     conf = NodeConf.of(nf.tree)
     problems: list = []
     notes: list[str] = []
-    devices, unc = _devices(nf, conf, fabric, node, problems, notes)
+    devices, unc = _devices(nf, conf, fabric, node, problems, notes, bonds_.made(conf, bonds, backend))
     vrfs, tenants = _tenants(nf, conf, fabric, node, devices, problems, notes)
     plain = routed.plain_names(conf, {v for v, k in vrfs.items() if tenant_of(fabric, v)})
     problems += [nf.problem(at, why) for at, why in beyond.problems(conf, nf.tree)]
@@ -91,7 +96,8 @@ def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Sh
     vtep_ip = conf.source or next((a.split("/")[0] for a in conf.loopbacks), me.loopback)
     nfab = fabric.model_copy(update={"nodes": {**fabric.nodes, node: me.model_copy(update={"loopback": vtep_ip})},
                                      "tenants": tenants})
-    plane = Plane(node, conf, nfab, devices, vrfs, notes=notes, uncabled=unc, plain=plain)
+    plane = Plane(node, conf, nfab, devices, vrfs, notes=notes, uncabled=unc, plain=plain,
+                  bonds={b for b in conf.bonds if b in devices})
     plane.steps = _steps(plane, backend, shaping)
     plane.bindings = overlay.bindings(nfab, node, backend)
     return plane
@@ -121,12 +127,17 @@ def tenant_of(fabric: Fabric, vrf: str) -> Tenant | None:
             or next((t for t in fabric.tenants.values() if t.name.lower() == low), None))
 
 
-def _devices(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, problems: list,
-             notes: list[str]) -> tuple[dict[str, str], list[str]]:
-    """NVUE port name -> kernel device, and the devices of the platform no cable reaches (made)."""
+def _devices(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, problems: list, notes: list[str],
+             bonds: tuple[set[str], dict[str, str]]) -> tuple[dict[str, str], list[str]]:
+    """NVUE port name -> kernel device (a bond made: itself, and its members), and the devices of the
+    platform no cable reaches (made)."""
     cabled = fabric.nodes[node].ports_by_name
     known = dict.fromkeys(routed.platform(fabric, node) + list(cabled))
-    out: dict[str, str] = {}
+    dev = lambda n: n if n in known else n[:-3] if n.endswith("_if") and n[:-3] in known else None  # noqa: E731
+    members = {m for b in conf.bonds.values() for m in b.members}
+    problems += [nf.problem(at, why) for at, why in bonds_.problems(conf, {m for m in members if dev(m)})]
+    made, kept = bonds
+    out: dict[str, str] = {m: d for b in sorted(made) for m in conf.bonds[b].members if (d := dev(m))}
     names = list(conf.ports) + [n for v in [conf.bgp, *[x.bgp for x in conf.vrfs.values() if x.bgp]]
                                 for n in v.neighbors if v.neighbors[n].unnumbered]
     for name in dict.fromkeys(names):
@@ -134,17 +145,19 @@ def _devices(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, problems: 
         if name == MGMT_PORT:
             problems += _mgmt_port(nf, fabric, node, notes)
             continue
-        if kind in NOT_EMULATED_TYPES:
-            notes.append(f"{nf.source}: interface {name} ({kind}): stored, not emulated: {NOT_EMULATED_TYPES[kind]}")
+        if name in made:
+            out[name] = name
+        elif kind in NOT_EMULATED_TYPES:
+            notes.append(f"{nf.source}: interface {name} ({kind}): stored, not emulated: "
+                         f"{kept.get(name) or NOT_EMULATED_TYPES[kind]}")
         if kind not in PORT_TYPES:
             continue
-        dev = name if name in known else name[:-3] if name.endswith("_if") and name[:-3] in known else None
-        if dev is None:
+        if dev(name) is None:
             where = ("interface", name) if name in conf.ports else ("vrf", "default", "router", "bgp", "neighbor", name)
             problems.append(nf.problem(where, f"{node} has no port {name}; its ports: {port_ranges(list(known))}"))
         else:
-            out[name] = dev
-    return out, sorted({d for d in out.values() if d not in cabled}, key=list(known).index)
+            out[name] = dev(name) or name
+    return out, sorted({d for d in out.values() if d in known and d not in cabled}, key=list(known).index)
 
 
 def _mgmt_port(nf: NvueFile, fabric: Fabric, node: str, notes: list[str]) -> list:
@@ -212,9 +225,15 @@ def _tenant(nf, conf: NodeConf, vrf: str, top: Tenant | None, kernel: str, node:
             continue
         same = [s.name for s in (top.segments.values() if top else ()) if s.subnet == seg.subnet]
         seg = seg.model_copy(update={"name": same[0]}) if same else seg   # the tenant's segment it is (services)
-        ports = [p for p, vlan in conf.access.items() if vlan == svi.vlan and p in devices]
-        found = [here[(node, devices[p])] for p in ports if (node, devices[p]) in here]
-        attachments += [a.model_copy(update={"segment": seg.name}) for _, a in found]
+        found = []
+        for p in (p for p, vlan in conf.access.items() if vlan == svi.vlan and p in devices):
+            ends = bonds_.hosts_of(p, conf, devices) if p in conf.bonds else [devices[p]]
+            hit = [here[(node, e)][1] for e in ends if (node, e) in here]     # a bond: the host on its members
+            if len(hit) > 1:
+                problems.append(nf.problem(("interface", p, "bond", "member"), f"bond {p} reaches {len(hit)} hosts "
+                                           f"({', '.join(a.host for a in hit)}); a bond leads to one"))
+            found += [a.model_copy(update={"port": devices[p]}) for a in hit[:1]]
+        attachments += [a.model_copy(update={"segment": seg.name}) for a in found]
         if found:
             segments[seg.name] = seg
         else:
@@ -270,7 +289,8 @@ def _svi_checks(nf: NvueFile, conf: NodeConf, problems: list) -> None:
 def _unplaced(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, devices: dict[str, str],
               notes: list[str]) -> None:
     """Hosts the topology cables to the node that NVUE puts in no VLAN, said once each."""
-    in_vlan = {devices[p] for p in conf.access if p in devices}
+    in_vlan = {d for p in conf.access if p in devices
+               for d in (bonds_.hosts_of(p, conf, devices) if p in conf.bonds else [devices[p]])}
     for t in fabric.tenants.values():
         for a in t.attachments:
             if a.vtep == node and a.port not in in_vlan:
@@ -326,7 +346,9 @@ def _steps(plane: Plane, backend: Backend, shaping: Shaping) -> list[Step]:
 def _beyond(plane: Plane, backend: Backend) -> tuple[list[Step], list[Step]]:
     """(first, last) of what NVUE declares beyond the tenants (`twin.nvue.routed`), noted as extras."""
     conf, node = plane.conf, plane.node
-    first = dict(routed.uncabled(plane.fabric, node, plane.uncabled))
+    first = dict(routed.uncabled(plane.fabric, node, plane.uncabled)) | dict(bonds_.steps(conf, plane.bonds,
+                                                                                           plane.devices))
+    plane.first = list(first.values())
     in_tenants = {v for v, s in conf.svis.items() if s.vrf in plane.vrfs and s.vrf not in plane.plain}
     last = dict(routed.plain_vrfs(plane.plain, backend))
     last.update(routed.routed_ports(conf, plane.devices, plane.plain, backend))

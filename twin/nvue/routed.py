@@ -121,7 +121,7 @@ def undo(s: Step) -> Step | None:
     """The step that takes an extra away again (None: it stays, as a switch's port or a VRF's namespace)."""
     if s.op == "addr":
         return Step("unaddr", s.dev, s.ns, s.args)
-    if s.op in ("bridge", "vxlan", "vrf"):
+    if s.op in ("bridge", "vxlan", "vrf", "bond"):
         return Step("del", s.dev, s.ns)
     if s.op == "master":
         return Step("nomaster", s.dev, s.ns)

@@ -186,7 +186,11 @@ _INTERFACE = Obj({
     "bridge": Obj({"domain": Coll(DOMAIN, Obj({
         "access": VLAN,
         "vlan": Opaque(), "untagged": S(), "stp": Opaque(), "learning": S()}))}),
-    **{k: Opaque() for k in ("router", "bond", "lldp", "evpn", "acl", "ptp", "tunnel", "qos", "synce",
+    # a bond: a Linux bond where the lab makes them (twin.nvue.bonds), else stored; MLAG stored either way
+    "bond": Obj({"member": Coll(IFNAME, Empty(), ranges=True), "mode": Leaf("enum", choices=("lacp", "static")),
+                 "lacp-rate": Leaf("enum", choices=("fast", "slow")), "lacp-bypass": S(),
+                 "mlag": Opaque(), **{k: S() for k in ("down-delay", "up-delay", "min-links")}}),
+    **{k: Opaque() for k in ("router", "lldp", "evpn", "acl", "ptp", "tunnel", "qos", "synce",
                              "dot1x", "neighbor", "port-security")},
     "description": S(), "base-interface": S(),
 })

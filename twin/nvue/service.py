@@ -33,6 +33,7 @@ import twin.lifecycle.daemon as daemon  # the module, not the package: lifecycle
 from twin import nvue, timeouts
 from twin.config.naming import NVUE_DIR, container_name, password_file
 from twin.errors import TwinError
+from twin.nvue import bonds as nvue_bonds
 from twin.runtime import kernel
 from twin.topology.model import Fabric
 
@@ -204,6 +205,23 @@ def require(d: Path, lab: str) -> dict:
         raise TwinError(f"lab {lab!r} has no NVUE service running (its nodes run no NVUE, or it stopped); "
                         f"`twin up` of the lab starts it again")
     return rec
+
+
+def kernel_plane(lab: str, backend: str, say: Callable[[str], None]) -> tuple[nvue.Layout, bool]:
+    """How `twin up` builds the NVUE nodes' kernel planes: their layout, and whether they make bonds."""
+    return layout(lab, backend, say), bonds(lab, say)
+
+
+def bonds(lab: str, say: Callable[[str], None]) -> bool:
+    """Whether the lab's NVUE nodes make Linux bonds (`twin.nvue.bonds`): with TWIN_NVUE_BONDS=on, on a
+    kernel with bonding; else their bonds are stored with the notice, as without it."""
+    if os.environ.get(nvue_bonds.ENV, "") != "on":
+        return False
+    if not kernel.probe_bonds(lab):
+        say(f"{nvue_bonds.ENV}=on: this kernel has no bonding (CONFIG_BONDING); the NVUE nodes' bonds are "
+            "stored, not made")
+        return False
+    return True
 
 
 def layout(lab: str, backend: str, say: Callable[[str], None]) -> nvue.Layout:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from twin.errors import TwinError
-from twin.lifecycle import state
+from twin.lifecycle import locks
 from twin.server.auth import Principal
 from twin.server.problems import ApiProblem, of_error
 from twin.server.store import DONE, Store
@@ -101,7 +101,7 @@ class Operations:
             raise ApiProblem(409, f"lab {lab!r} is busy: operation {row['id']} ({row['kind']}) is {row['state']}; "
                                   "wait for it (GET /v1/operations/ID)", "lab-busy", operation=row["id"])
         try:
-            held = state.holder(lab)
+            held = locks.holder(lab)
         except TwinError:           # not a lab name: no lock to hold
             held = ""
         if held:

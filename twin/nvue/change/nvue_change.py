@@ -19,7 +19,7 @@ from twin.config import userconf
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError
 from twin.lifecycle.context import LabContext
-from twin.nvue.change.nvue_work import layout, nvue_work
+from twin.nvue.change.nvue_work import kernel, nvue_work
 
 
 @register
@@ -52,7 +52,7 @@ class NvueChange(Declarative):
                          for n, f in files.items() if n not in ctx.fabric.nodes or not nvue.runs_nvue(ctx.dir, n)]
         if twin_rendered:
             raise TopologyError(twin_rendered)
-        nvue.build(files, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))   # every problem, on its node
+        nvue.build(files, ctx.fabric, ctx.backend, ctx.shaping, **kernel(ctx))   # every problem, on its node
         return cls(source, files)
 
     def describe(self) -> str:
@@ -69,7 +69,7 @@ class NvueChange(Declarative):
         return w
 
     def inverse(self, ctx: LabContext) -> Change:
-        running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx), self.files)
+        running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=self.files, **kernel(ctx))
         return NvueChange(f"previous NVUE configurations of {ctx.name}", {n: running[n].file for n in self.files})
 
 

@@ -12,7 +12,7 @@ and revisions are made (`create`), edited while pending (`edit`), then applied (
 
 Apply is a switch's: a revision touches only its node, and revisions of different nodes apply
 at once (worker threads; one revision of a node at a time, in order), each holding its node,
-not the lab (`state.node_lock`: a lab-wide `twin apply`, `rehearse` or `twin fault` meanwhile
+not the lab (`locks.node_lock`: a lab-wide `twin apply`, `rehearse` or `twin fault` meanwhile
 gets "busy", and so does a revision during one). The revision's edits are made on what the
 node runs now, checked (every problem at once), written back as the file would be read again,
 and applied as an NVUE change of that node (`twin.change.apply`: files, kernel, frr-reload,
@@ -38,7 +38,7 @@ from pathlib import Path
 from twin import nvue
 from twin.change.apply import apply
 from twin.errors import ApplyFailed, ChangeRefused, LabStateError, TopologyError, TwinError
-from twin.lifecycle import state
+from twin.lifecycle import locks, state
 from twin.lifecycle.context import LabContext
 from twin.nvue import api, load
 from twin.nvue import service as nvue_service
@@ -230,7 +230,7 @@ class Engine:
 
     def _apply_one(self, rev: Revision) -> None:
         try:
-            with state.node_lock(self.lab, rev.node, f"twin nvued: {rev.node} revision {rev.id}"):
+            with locks.node_lock(self.lab, rev.node, f"twin nvued: {rev.node} revision {rev.id}"):
                 result = self._run(rev)
             rev.state = "applied"
             if result.missing:

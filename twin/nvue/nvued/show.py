@@ -20,7 +20,7 @@ from twin.config.backend import tenant_ns
 from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext
-from twin.nvue.change.nvue_work import layout
+from twin.nvue.change.nvue_work import kernel
 from twin.nvue.nvued.engine import NotFound
 from twin.runtime import frr
 from twin.runtime.observe import interfaces as links
@@ -70,7 +70,7 @@ def below(doc: Any, rest: tuple[str, ...], path: tuple[str, ...]) -> Any:
 
 def _plane(ctx: LabContext, node: str) -> nvue.Plane | None:
     ctx.node(node)
-    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx), [node])
+    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node], **kernel(ctx))
     return running[node].plane if node in running else None
 
 
