@@ -38,7 +38,7 @@ from twin.runtime.exec import NodeExec
 from twin.topology import samples
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
-from twin.wait import Bound, bounded, current
+from twin.wait import Bound, bounded, current, named
 
 Say = Callable[[str], None]
 
@@ -160,7 +160,7 @@ class Lab:
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
-        with self.writing("twin up"), bounded(Bound.command(timeout, start)):
+        with self.writing("twin up"), bounded(Bound.command(timeout, start)), named():
             watch = admission.CpuWatch()
             if self.runtime.containers(self.name):
                 self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
@@ -266,6 +266,8 @@ class Lab:
         """The barrier, said first; returns when it held (time.monotonic()). A `timeout` given is the
         command's, from its `start`; the default one is the barrier's own, from now."""
         limit = timeout if timeout is not None else barrier.deadline(ctx)
+        if (b := current()) is not None:
+            b.stage = "converging"   # an error at the command's deadline from here on: the barrier's stage
         begin = start if timeout is not None else time.monotonic()
         say(barrier.waiting_for(ctx, limit, begin + limit - time.monotonic() if timeout is not None else None))
         barrier.converge(ctx, limit, say=say, since=since, start=begin)

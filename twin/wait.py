@@ -132,6 +132,7 @@ class Bound:
 
     deadline: Deadline
     name: str
+    stage: str = "preparing"   # the command's stage now, for an error that is not a stage's own (`named`)
     _doing: dict[int, tuple[str, str, float]] = field(default_factory=dict, repr=False)
     _late: dict[str, tuple[str, float]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -175,8 +176,11 @@ class Bound:
         ordered = sorted(steps.items(), key=lambda s: s[1][1])
         return [f"{who}: {what} (for {max(0.0, now - t0):.0f}s)" for who, (what, t0) in ordered]
 
-    def timeout(self, stage: str, progress: str) -> StageTimeout:
-        return StageTimeout(self.name, self.deadline.elapsed(), stage, progress, self.waiting())
+    def timeout(self, stage: str, progress: str, said: str = "") -> StageTimeout:
+        """The deadline, passed in `stage` (`progress`: how far it got); with nothing under way, what the
+        call cut by it `said`."""
+        return StageTimeout(self.name, self.deadline.elapsed(), stage, progress,
+                            self.waiting() or ([said] if said else []))
 
 
 _BOUND: ContextVar[Bound | None] = ContextVar("twin_bound", default=None)
@@ -225,3 +229,17 @@ def doing(who: str, what: str) -> Iterator[None]:
         return
     with b.doing(who, what):
         yield
+
+
+@contextmanager
+def named(progress: str = "nothing created yet") -> Iterator[None]:
+    """An error of the block that came at the command's deadline (a call cut to it) is the deadline:
+    StageTimeout naming the command's stage (`Bound.stage`), `progress` and what was under way. A
+    ConvergenceTimeout (a stage's own, naming it, or the barrier's) is raised as it is."""
+    try:
+        yield
+    except Exception as e:
+        b = _BOUND.get()
+        if b is None or not b.passed(SLACK) or isinstance(e, ConvergenceTimeout):
+            raise
+        raise b.timeout(b.stage, progress, (str(e).splitlines() or [type(e).__name__])[0]) from None

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, said, twin_cli
+from twin.config.naming import container_name
 from twin.errors import StageTimeout
 from twin.lab import Lab
 from twin.runtime import dockerapi
@@ -34,9 +35,14 @@ MARGIN = 15   # s past the deadline: removing the lab's 5 containers, and the in
 
 @pytest.fixture(autouse=True)
 def clean_slate(runtime):
-    for name in ("t-sd-exec", "t-sd-engine"):
-        if runtime.containers(name) or (Path(os.environ["TWIN_HOME"]) / "labs" / name).exists():
-            twin_cli("down", name)
+    def clean() -> None:
+        for name in ("t-sd-exec", "t-sd-engine"):
+            if runtime.containers(name) or (Path(os.environ["TWIN_HOME"]) / "labs" / name).exists():
+                twin_cli("down", name)
+
+    clean()
+    yield
+    clean()   # a lab a failed test left up
 
 
 def test_twin_up_ends_at_its_timeout_when_a_nodes_exec_never_ends_naming_it(runtime, node_image, tmp_path):
@@ -115,7 +121,7 @@ class HeldRelay:
 
 def test_a_containers_creation_the_engine_never_answers_ends_up_at_its_timeout_naming_it(runtime, node_image,
                                                                                        tmp_path):
-    relay = HeldRelay(tmp_path / "docker.sock", "/containers/create?name=t-sd-engine-leaf2")
+    relay = HeldRelay(tmp_path / "docker.sock", f"/containers/create?name={container_name('t-sd-engine', 'leaf2')}")
     try:
         lab = Lab.load(SMALL, name="t-sd-engine",
                        runtime=DockerRuntime(client=dockerapi.client(pool=32, base_url=f"unix://{relay.path}")))

@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from twin import wait
+from tests.unit.fabrics import clos
+from twin import timeouts, wait
 from twin.errors import ConvergenceTimeout, DeadlinePassed, NetlinkTimeout, StageTimeout, TwinError
+from twin.observe import linkstats
 from twin.runtime import dockerapi, netns
+from twin.runtime.links import Wiring
 
 
 def bound(seconds: float, name: str = "the deadline of --timeout 1s (from the command's start)") -> wait.Bound:
@@ -143,3 +146,62 @@ def test_a_deadline_that_passes_names_the_stage_and_what_each_unit_was_waiting_f
         "  - leaf1: its exec `sleep 3600`", "  - leaf2: its VNIs known to zebra"]   # spine1 was done before it
     assert e.missing == [x[4:] for x in lines[1:]]
 
+
+
+def test_a_collectors_dump_never_answered_is_abandoned_with_its_socket_and_the_next_reads_again(monkeypatch):
+    monkeypatch.setattr(timeouts, "NETLINK", 0.5)
+    links = linkstats.LinkSocket("")
+    peer = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+    peer.bind((0, 0))
+    try:
+        assert links.sock is not None
+        links.sock.connect(peer.getsockname())   # its dumps go to a peer that never answers
+        t = time.monotonic()
+        with pytest.raises(TimeoutError):
+            links.dump()
+        assert time.monotonic() - t < 1.0 and links.sock is None   # abandoned: its socket closed
+        assert "lo" in {link["name"] for link in links.dump()}     # a new socket, a whole answer
+    finally:
+        peer.close()
+        links.close()
+
+
+def test_an_error_at_the_commands_deadline_outside_a_stages_own_is_the_deadline_naming_the_commands_stage():
+    name = "the deadline of --timeout 30s (from the command's start)"
+    late = wait.Bound(wait.Deadline.after(30, time.monotonic() - 30.2), name)   # passed 0.2 s ago
+    said = "lab t-x: listing its networks: Docker did not answer in time under load (tried 1 time in 29s)"
+    with wait.bounded(late), pytest.raises(StageTimeout) as exc, wait.named():
+        raise TwinError(said)
+    e = exc.value
+    assert (e.stage, e.missing) == ("preparing", [said])
+    assert str(e) == (f"{name} passed after 30s in stage preparing (nothing created yet); it was waiting for {said}"
+                      f"\n  - {said}")
+    late.stage = "converging"
+    with wait.bounded(late), pytest.raises(StageTimeout, match=r"in stage converging \(2/5 routers\)"), \
+            wait.named("2/5 routers"):
+        raise TwinError("leaf1: its routes not read")
+    with wait.bounded(late), pytest.raises(ConvergenceTimeout) as barrier, wait.named():   # the barrier's own
+        raise ConvergenceTimeout("convergence", 30, ["leaf1: 10.0.0.2/32 not in its FIB"])
+    assert type(barrier.value) is ConvergenceTimeout
+    with wait.bounded(bound(30)), pytest.raises(TwinError, match="^Docker refused it$") as early, wait.named():
+        raise TwinError("Docker refused it")   # before the deadline: the error as it was
+    assert not isinstance(early.value, StageTimeout)
+    with pytest.raises(TwinError, match="^Docker refused it$"), wait.named():   # no command deadline
+        raise TwinError("Docker refused it")
+
+
+def test_the_wiring_names_the_stage_the_deadline_passed_in_and_how_far_it_got(tmp_path):
+    name = "the deadline of --timeout 20s (from the command's start)"
+    late = wait.Bound(wait.Deadline.after(20, time.monotonic() - 20.1), name)
+    w = Wiring(clos(tmp_path, 1, 2, "t-x"), bound=late)
+    try:
+        w.node_running("spine1", 1)
+        e = w.late(TwinError("lab t-x: creating its management network: Docker did not answer"), "mgmt network")
+        assert isinstance(e, StageTimeout) and e.stage == "mgmt network"
+        assert str(e).startswith(f"{name} passed after 20s in stage mgmt network (1/3 containers running, 0/2 links "
+                                 "wired, 0/3 nodes configured)"), str(e)
+        assert w.late(DeadlinePassed("x"), "").stage == "containers"   # the wiring's own stage
+        assert w.late(KeyboardInterrupt()) is None   # an interrupt is not the deadline
+        assert Wiring(clos(tmp_path, 1, 2, "t-y"), bound=bound(30)).late(TwinError("refused")) is None
+    finally:
+        w.abort()

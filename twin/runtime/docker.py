@@ -21,7 +21,7 @@ from twin import kinds, timeouts, wait
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, container_name, nvue_run
 from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs, forwarding_sysctls
-from twin.errors import RuntimeFailed, StageTimeout, TwinError
+from twin.errors import RuntimeFailed, TwinError
 from twin.interop.startscript import wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
 from twin.nvue import client as nv_client_script
@@ -87,11 +87,15 @@ class DockerRuntime:
             execs.append(started[node].exec(f"{fabric.name}/{node}"))
             configure(node, execs[-1], wiring.pids[node])
 
-        bridge = self.make_mgmt(fabric)
+        bridge = [""]
         wiring = Wiring(fabric, on_wired=wired, attach=lambda node, pid: mgmt.attach(
-            fabric.name, node, pid, bridge, str(fabric.nodes[node].mgmt)), bound=bound)
+            fabric.name, node, pid, bridge[0], str(fabric.nodes[node].mgmt)), bound=bound)
+        stage = "mgmt network"
         try:
             with wait.bounded(bound):
+                with wait.doing(fabric.name, "its management network made"):
+                    bridge[0] = self.make_mgmt(fabric)
+                stage = ""   # the wiring's
                 # the nodes with the most links first: their links can be made while the rest start
                 nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
                 self.start_nodes(fabric.name, nodes, image, labdir, on_running=running, bound=bound)
@@ -102,10 +106,9 @@ class DockerRuntime:
             wiring.abort()   # what is under way fails fast, and nothing runs on in the nodes (kept or not)
             for ex in list(execs):
                 ex.stop()
-            if bound is not None and bound.passed(wait.SLACK) and isinstance(e, Exception) and not isinstance(
-                    e, StageTimeout):   # whatever a stage met at its deadline: the deadline, named
-                now = wiring.progress()
-                raise bound.timeout(now.stage, now.split(": ", 1)[-1]) from None
+            late = wiring.late(e, stage)   # whatever a stage met at the command's deadline: the deadline, named
+            if late is not None:
+                raise late from None
             raise
         return wiring.pids
 
@@ -370,36 +373,3 @@ def _write(f: Path, text: str, mode: int) -> None:
         fh.write(text)
     os.chmod(tmp, mode)
     os.replace(tmp, f)
-
-
-def _memory_cgroup(c: NodeHandle) -> tuple[Path, bool] | None:
-    """The memory cgroup directory of a running container and whether it is cgroup v2."""
-    pid = c.attrs["State"]["Pid"]
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":
-            return Path("/sys/fs/cgroup") / path.lstrip("/"), True
-        if "memory" in controllers.split(","):
-            return Path("/sys/fs/cgroup/memory") / path.lstrip("/"), False
-    return None
-
-
-def memory(c: NodeHandle) -> tuple[int, int] | None:
-    """(in use now, peak) memory of a container in bytes, as `docker stats` counts
-    it (usage less inactive page cache); None if the cgroup cannot be read."""
-    try:
-        found = _memory_cgroup(c)
-        if found is None:
-            return None
-        d, v2 = found
-        stat = dict(line.split() for line in (d / "memory.stat").read_text().splitlines())
-        if v2:
-            usage, peak = int((d / "memory.current").read_text()), int((d / "memory.peak").read_text())
-            inactive = int(stat.get("inactive_file", 0))
-        else:
-            usage = int((d / "memory.usage_in_bytes").read_text())
-            peak = int((d / "memory.max_usage_in_bytes").read_text())
-            inactive = int(stat.get("total_inactive_file", 0))
-        return usage - inactive, peak
-    except (OSError, ValueError, KeyError):
-        return None

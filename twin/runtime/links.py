@@ -20,7 +20,7 @@ from pyroute2 import NetlinkError
 
 from twin import timeouts, wait
 from twin.config.naming import link_alias
-from twin.errors import TwinError
+from twin.errors import StageTimeout, TwinError
 from twin.runtime import netns
 from twin.runtime.netns import netns_path
 from twin.stages import Said
@@ -34,7 +34,7 @@ def create_link(link: Link, pids: dict[str, int]) -> None:
     """The veth pair, made from twin's own namespace straight into both nodes' (a request with a
     deadline, cut to the command's)."""
     a, b = link.a, link.b
-    with netns.host_ipr() as ipr:
+    with netns.here() as ipr:
         try:
             ipr.link("add", ifname=a.port, kind="veth", mtu=link.mtu,
                      net_ns_fd=netns_path(pids[a.node]),
@@ -112,6 +112,15 @@ class Wiring:
             stage = "containers" if len(self.pids) < nodes else "links" if self.linked < links else "configs"
             return Said(f"starting: {len(self.pids)}/{nodes} containers running, {self.linked}/{links} links wired, "
                         f"{self.configured}/{nodes} nodes configured", stage)
+
+    def late(self, e: BaseException, stage: str = "") -> StageTimeout | None:
+        """When `e` came at the command's deadline (or is it): the deadline, naming the stage (`stage`, else
+        the wiring's), how far it got and what each unit of its work waited for; else None."""
+        b = self.bound
+        if b is None or not b.passed(wait.SLACK) or not isinstance(e, Exception) or isinstance(e, StageTimeout):
+            return None
+        now = self.progress()
+        return b.timeout(stage or now.stage, now.split(": ", 1)[-1])
 
     def _configure(self, node: str) -> None:
         with wait.bounded(self.bound), wait.doing(node, "its configuration"):

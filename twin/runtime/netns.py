@@ -213,9 +213,10 @@ def open_ipr(ns_path: str) -> Netlink:
         raise gone from e
 
 
-def host_ipr() -> Netlink:
-    """A netlink handle in twin's own namespace (veth pairs made from here into two nodes'), its
-    requests with deadlines as any of twin's; close it after use (a `with` block does)."""
+def here() -> Netlink:
+    """A netlink handle in the namespace of the thread that uses it: twin's own (veth pairs made from
+    here into two nodes'), or a throwaway one (`scratch`, a probe's); its requests have deadlines as
+    any of twin's. Close it after use (a `with` block does)."""
     return InNamespace("")
 
 
