@@ -5,7 +5,10 @@ naming the stage and what it was waiting for, and removes what it made; on real 
   naming that exec;
 - the engine never answering the creation of one node's container (its request held at the
   engine's socket: twin's client talks to dockerd through a relay in this process that forwards
-  every request but that one): `Lab.up(timeout=25)` ends at 25 s in stage containers naming it.
+  every request but that one): `Lab.up(timeout=25)` ends at 25 s in stage containers naming it;
+- the engine never answering the creation of the lab's management network (held so): it ends at
+  25 s in stage mgmt network naming it.
+Each leaves nothing of its lab (no container, veth, namespace, network, lab directory).
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ MARGIN = 15   # s past the deadline: removing the lab's 5 containers, and the in
 @pytest.fixture(autouse=True)
 def clean_slate(runtime):
     def clean() -> None:
-        for name in ("t-sd-exec", "t-sd-engine"):
+        for name in ("t-sd-exec", "t-sd-engine", "t-sd-net"):
             if runtime.containers(name) or (Path(os.environ["TWIN_HOME"]) / "labs" / name).exists():
                 twin_cli("down", name)
 
@@ -119,24 +122,41 @@ class HeldRelay:
             s.close()
 
 
-def test_a_containers_creation_the_engine_never_answers_ends_up_at_its_timeout_naming_it(runtime, node_image,
-                                                                                       tmp_path):
-    relay = HeldRelay(tmp_path / "docker.sock", f"/containers/create?name={container_name('t-sd-engine', 'leaf2')}")
+def held_up(name: str, held: str, node_image: str, tmp_path: Path) -> tuple[StageTimeout, float]:
+    """`Lab.up(timeout=25)` of the small lab through a relay to dockerd that holds the request `held`:
+    the deadline it ended at, and how long it took."""
+    relay = HeldRelay(tmp_path / "docker.sock", held)
     try:
-        lab = Lab.load(SMALL, name="t-sd-engine",
+        lab = Lab.load(SMALL, name=name,
                        runtime=DockerRuntime(client=dockerapi.client(pool=32, base_url=f"unix://{relay.path}")))
         t0 = time.monotonic()
         with pytest.raises(StageTimeout) as exc:
             lab.up(image=node_image, timeout=25)
-        took = time.monotonic() - t0
-        e = exc.value
         assert relay.seen_held.is_set()
-        assert took <= 25 + MARGIN, took
-        assert e.stage == "containers" and 24 <= e.seconds <= 26, str(e)
-        first = str(e).splitlines()[0]
-        assert re.match(r"the deadline of --timeout 25s \(from the command's start\) passed after \d+s in stage "
-                        r"containers \(4/5 containers running, 3/4 links wired, [0-3]/5 nodes configured\); it was "
-                        r"waiting for leaf2: its container created \(for 2[0-9]s\)$", first), first
-        assert leftovers(runtime, "t-sd-engine") == []
+        return exc.value, time.monotonic() - t0
     finally:
         relay.close()
+
+
+def test_a_containers_creation_the_engine_never_answers_ends_up_at_its_timeout_naming_it(runtime, node_image,
+                                                                                       tmp_path):
+    e, took = held_up("t-sd-engine", f"/containers/create?name={container_name('t-sd-engine', 'leaf2')}",
+                      node_image, tmp_path)
+    assert took <= 25 + MARGIN, took
+    assert e.stage == "containers" and 24 <= e.seconds <= 26, str(e)
+    first = str(e).splitlines()[0]
+    assert re.match(r"the deadline of --timeout 25s \(from the command's start\) passed after \d+s in stage "
+                    r"containers \(4/5 containers running, 3/4 links wired, [0-3]/5 nodes configured\); it was "
+                    r"waiting for leaf2: its container created \(for 2[0-9]s\)$", first), first
+    assert leftovers(runtime, "t-sd-engine") == []
+
+
+def test_a_management_network_the_engine_never_makes_ends_up_at_its_timeout_naming_it(runtime, node_image, tmp_path):
+    e, took = held_up("t-sd-net", "/networks/create", node_image, tmp_path)
+    assert took <= 25 + MARGIN, took
+    assert e.stage == "mgmt network" and 24 <= e.seconds <= 26, str(e)
+    first = str(e).splitlines()[0]
+    assert re.match(r"the deadline of --timeout 25s \(from the command's start\) passed after \d+s in stage "
+                    r"mgmt network \(0/5 containers running, 0/4 links wired, 0/5 nodes configured\); it was "
+                    r"waiting for lab t-sd-net: its management network made \(for 2[0-9]s\)$", first), first
+    assert leftovers(runtime, "t-sd-net") == []

@@ -93,7 +93,7 @@ class DockerRuntime:
         stage = "mgmt network"
         try:
             with wait.bounded(bound):
-                with wait.doing(fabric.name, "its management network made"):
+                with wait.doing(f"lab {fabric.name}", "its management network made"):
                     bridge[0] = self.make_mgmt(fabric)
                 stage = ""   # the wiring's
                 # the nodes with the most links first: their links can be made while the rest start
