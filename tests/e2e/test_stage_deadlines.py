@@ -1,13 +1,13 @@
 """A `twin up --timeout N` ends by N whatever a stage before the barrier meets (issue 35's gap),
 naming the stage and what it was waiting for, and removes what it made; on real labs:
 - a node whose `exec` commands never end (`sleep 3600`, three of them: 90 s of their own
-  deadlines): `twin up --timeout 25`, a command off a terminal, ends at 25 s in stage configs
+  deadlines): `twin up --timeout 15`, a command off a terminal, ends at 15 s in stage configs
   naming that exec;
 - the engine never answering the creation of one node's container (its request held at the
   engine's socket: twin's client talks to dockerd through a relay in this process that forwards
-  every request but that one): `Lab.up(timeout=25)` ends at 25 s in stage containers naming it;
+  every request but that one): `Lab.up(timeout=15)` ends at 15 s in stage containers naming it;
 - the engine never answering the creation of the lab's management network (held so): it ends at
-  25 s in stage mgmt network naming it.
+  15 s in stage mgmt network naming it.
 Each leaves nothing of its lab (no container, veth, namespace, network, lab directory).
 """
 from __future__ import annotations
@@ -57,17 +57,17 @@ def test_twin_up_ends_at_its_timeout_when_a_nodes_exec_never_ends_naming_it(runt
     t0 = time.monotonic()
     with open(log, "w") as f:
         p = subprocess.run([sys.executable, "-m", "twin.cli", "up", str(topo), "--name", "t-sd-exec", "--image",
-                            node_image, "--timeout", "25"], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, text=True,
+                            node_image, "--timeout", "15"], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, text=True,
                            timeout=300, env=os.environ.copy())
     took = time.monotonic() - t0
     text = log.read_text()
     assert p.returncode == 1, text
-    assert took <= 25 + MARGIN, (took, text)
+    assert took <= 15 + MARGIN, (took, text)
     (error,) = [line for line in said(text) if line.startswith("error: ")]
-    m = re.match(r"error: the deadline of --timeout 25s \(from the command's start\) passed after (\d+)s in stage "
+    m = re.match(r"error: the deadline of --timeout 15s \(from the command's start\) passed after (\d+)s in stage "
                  r"configs \(5/5 containers running, 4/4 links wired, [0-4]/5 nodes configured\); it was waiting for "
                  r"leaf2: its exec `sleep 3600` \(for (\d+)s\)", error)
-    assert m and 24 <= int(m[1]) <= 26 and int(m[2]) >= 5, error
+    assert m and 14 <= int(m[1]) <= 16 and int(m[2]) >= 5, error
     assert "bring-up failed: removing what was created" in text, text
     assert leftovers(runtime, "t-sd-exec") == []
 
@@ -123,7 +123,7 @@ class HeldRelay:
 
 
 def held_up(name: str, held: str, node_image: str, tmp_path: Path) -> tuple[StageTimeout, float]:
-    """`Lab.up(timeout=25)` of the small lab through a relay to dockerd that holds the request `held`:
+    """`Lab.up(timeout=15)` of the small lab through a relay to dockerd that holds the request `held`:
     the deadline it ended at, and how long it took."""
     relay = HeldRelay(tmp_path / "docker.sock", held)
     try:
@@ -131,7 +131,7 @@ def held_up(name: str, held: str, node_image: str, tmp_path: Path) -> tuple[Stag
                        runtime=DockerRuntime(client=dockerapi.client(pool=32, base_url=f"unix://{relay.path}")))
         t0 = time.monotonic()
         with pytest.raises(StageTimeout) as exc:
-            lab.up(image=node_image, timeout=25)
+            lab.up(image=node_image, timeout=15)
         assert relay.seen_held.is_set()
         return exc.value, time.monotonic() - t0
     finally:
@@ -142,21 +142,21 @@ def test_a_containers_creation_the_engine_never_answers_ends_up_at_its_timeout_n
                                                                                        tmp_path):
     e, took = held_up("t-sd-engine", f"/containers/create?name={container_name('t-sd-engine', 'leaf2')}",
                       node_image, tmp_path)
-    assert took <= 25 + MARGIN, took
-    assert e.stage == "containers" and 24 <= e.seconds <= 26, str(e)
+    assert took <= 15 + MARGIN, took
+    assert e.stage == "containers" and 14 <= e.seconds <= 16, str(e)
     first = str(e).splitlines()[0]
-    assert re.match(r"the deadline of --timeout 25s \(from the command's start\) passed after \d+s in stage "
+    assert re.match(r"the deadline of --timeout 15s \(from the command's start\) passed after \d+s in stage "
                     r"containers \(4/5 containers running, 3/4 links wired, [0-3]/5 nodes configured\); it was "
-                    r"waiting for leaf2: its container created \(for 2[0-9]s\)$", first), first
+                    r"waiting for leaf2: its container created \(for 1[0-9]s\)$", first), first
     assert leftovers(runtime, "t-sd-engine") == []
 
 
 def test_a_management_network_the_engine_never_makes_ends_up_at_its_timeout_naming_it(runtime, node_image, tmp_path):
     e, took = held_up("t-sd-net", "/networks/create", node_image, tmp_path)
-    assert took <= 25 + MARGIN, took
-    assert e.stage == "mgmt network" and 24 <= e.seconds <= 26, str(e)
+    assert took <= 15 + MARGIN, took
+    assert e.stage == "mgmt network" and 14 <= e.seconds <= 16, str(e)
     first = str(e).splitlines()[0]
-    assert re.match(r"the deadline of --timeout 25s \(from the command's start\) passed after \d+s in stage "
+    assert re.match(r"the deadline of --timeout 15s \(from the command's start\) passed after \d+s in stage "
                     r"mgmt network \(0/5 containers running, 0/4 links wired, 0/5 nodes configured\); it was "
-                    r"waiting for lab t-sd-net: its management network made \(for 2[0-9]s\)$", first), first
+                    r"waiting for lab t-sd-net: its management network made \(for 1[0-9]s\)$", first), first
     assert leftovers(runtime, "t-sd-net") == []
