@@ -19,7 +19,7 @@ rendered config hold), run (break, judge, restore), report (table data, JSON, JU
 from __future__ import annotations
 
 from twin.prove.element import Element, Exempt
-from twin.prove.report import Outcome, Proof
+from twin.prove.report import Outcome, Proof, write_junit
 from twin.prove.run import elements, prove
 
-__all__ = ["prove", "elements", "Element", "Exempt", "Outcome", "Proof"]
+__all__ = ["prove", "elements", "Element", "Exempt", "Outcome", "Proof", "write_junit"]

@@ -12,6 +12,7 @@ import sys
 from typing import Callable
 
 from twin.lifecycle.service import Listener, Service, check_listeners
+from twin.server import worker
 from twin.server.app import create_app
 from twin.server.core import Core, Settings
 from twin.server.problems import guard_body
@@ -39,6 +40,7 @@ def serve(settings: Settings, listeners: list[Listener], allow_remote: bool = Fa
     core = Core(settings)
     try:
         recover(core)            # what a stopped server left, settled (each said on the log)
+        worker.warm()            # operations' worker processes fork from a process with twin loaded
         reaper = Reaper(core).start()
         service = Service("serve", create_app(core), listeners, max_body=MAX_BODY, timeout=TIMEOUT,
                           concurrency=CONCURRENCY, body=guard_body)
