@@ -180,6 +180,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="6,12,24,48,96,128", help="FRR node counts of the spine/leaf fabrics")
     ap.add_argument("--no-default", action="store_true", help="skip the default lab and the 8-DPU pod")
     ap.add_argument("--prefix", default="bench", help="lab names: PREFIX<run>-<pid>")
+    ap.add_argument("--no-mgmt", action="store_true", help="every lab without its management network "
+                                                           "(mgmt: {enabled: false}), to measure what it costs")
     args = ap.parse_args()
     with host_turn("bench"):  # no e2e suite or chaos run of another checkout meanwhile
         return bench(args)
@@ -198,6 +200,11 @@ def bench(args: argparse.Namespace) -> int:
             f.write_text(yaml.safe_dump(clos(spines, leafs)))
             runs.append((f"clos {spines}x{leafs}", f))
         for i, (label, f) in enumerate(runs):
+            if args.no_mgmt:
+                doc = yaml.safe_load(f.read_text())
+                f = Path(tmp) / f"nomgmt{i}" / f.name    # the same name: aipod's tenant add still runs
+                f.parent.mkdir()
+                f.write_text(yaml.safe_dump({**doc, "mgmt": {"enabled": False}}))
             settle()
             console.print(f"[dim]bench: {label} ...[/dim]")
             results.append(measure(label, f, f"{args.prefix}{i}-{os.getpid() % 10000}"))

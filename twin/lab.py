@@ -26,7 +26,7 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors
-from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, state, vrfbackend
+from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, locks, mgmtnet, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
@@ -124,9 +124,8 @@ class Lab:
         return (st.backend if (st := self.state) else None) or DEFAULT_BACKEND
 
     def writing(self, what: str):
-        """Hold the lab's lock while `what` changes it (`LabContext.writing`); LabStateError at
-        once, naming the holder's command and pid, when another twin changes the lab now."""
-        return state.lock(self.name, what)
+        """Hold the lab's lock while `what` changes it (`LabContext.writing`: LabStateError at once if held)."""
+        return locks.lock(self.name, what)
 
     def context(self) -> LabContext:
         """The running lab; TwinError if it is not up (no recorded intent or no containers)."""
@@ -205,7 +204,7 @@ class Lab:
 
     def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
                   execs: bringup.ExecLog, own: imagechoice.Choice, start: float) -> dict[str, float]:
-        fabric = self.loaded
+        fabric = self.loaded = mgmtnet.resolve(self.loaded, self.runtime, set(own.own))   # its management network
         t0 = time.monotonic()
         st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
                             created=state.now(), runtime=self.runtime.name, notes=self.notes, images=own.own)
@@ -214,15 +213,15 @@ class Lab:
         state.remove(self.dir)
         state.save(self.dir, st, fabric)
         try:
-            st.backend = backend
+            password, st.backend = mgmtnet.password(self.dir, fabric, say), backend   # user cumulus's (ssh, NVUE)
             limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
             st.shaping = kernel.probe_shaping(self.name) if limited else None
             shaping = st.shaping or DEFAULT_SHAPING
             say(f"rendering configs into {self.dir}")
             files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
-            nfs = nvue.read_configs(self.configs)
-            st.layout = nvue_service.layout(self.name, backend, say) if nfs else None
-            nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI)
+            nfs = nvue.read_configs(self.configs) | (blank := nvue.blank(fabric, self.configs))   # nvue: blank
+            st.layout, st.nvue_bonds = nvue_service.kernel_plane(self.name, backend, say) if nfs else (None, None)
+            nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI, bool(st.nvue_bonds))
             files.update({n: x.files for n, x in nv.items()})
             layouts = {x.plane.layout for node, x in nv.items() if x.plane.fabric.tenants_on(node)}
             self.notes += notes + nv_notes + ([f"NVUE's kernel plane on {', '.join(nv)}: {', '.join(sorted(layouts))} "
@@ -231,13 +230,14 @@ class Lab:
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
+            st.user_files |= {n: [nvue.STARTUP] for n in blank}     # a blank node's NVUE is its automation's
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
             try:
                 pids = self.runtime.bring_up(own.fabric(fabric), image, self.dir, backend,
                                              configure=lambda n, ex, pid: bringup.configure_node(
                                                  fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
-                                                 execs, starts_itself=n in own.starts_itself),
+                                                 execs, starts_itself=n in own.starts_itself, password=password),
                                              on_created=lambda: st.timings.update(containers=time.monotonic() - t0),
                                              say=say)
             finally:
@@ -245,7 +245,7 @@ class Lab:
                                for f in execs.failures]
                 st.notes = list(self.notes)
             st.timings["wired"] = time.monotonic() - t0
-            if not wait:
+            if not wait or blank:     # blank NVUE nodes: `twin wait` judges the fabric once configured
                 st.status = "deployed"
                 return st.timings
             st.status = "converging"
@@ -273,18 +273,13 @@ class Lab:
 
     def wait(self, timeout: float | None = None, say: Say = lambda _: None) -> float:
         """The convergence barrier of a running lab (after `up(wait=False)` and the user's own scripts):
-        returns the seconds it took; ConvergenceTimeout names what is missing. The lab is `up` then."""
-        with self.writing("twin wait"):
-            t0 = time.monotonic()
-            ctx = self.context()
-            self._converge(ctx, timeout, say, t0, t0)
-            took = time.monotonic() - t0
-            st = state.load(self.dir)[0]
-            if st is not None and st.status != "up":
-                st.status, st.error = "up", ""
-                st.timings["waited"] = took
-                state.save(self.dir, st)
-            return took
+        returns the seconds it took; ConvergenceTimeout names what is missing. The lab is `up` then.
+        A reader: no lock, so it waits beside the changes meanwhile (NVUE revisions) and is never refused."""
+        t0 = time.monotonic()
+        self._converge(self.context(), timeout, say, t0, t0)
+        took = time.monotonic() - t0
+        state.update(self.dir, lambda st: state.converged(st, took))
+        return took
 
     def _already_up(self, vrf_backend: str | None = None) -> None:
         """AlreadyUp if the running lab is this topology (on the VRF backend asked), up and converged;
@@ -298,7 +293,7 @@ class Lab:
         if st is None or recorded is None:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
-        differs = FabricDiff(recorded, self.loaded).lines() + self._configs_differ(st)
+        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.loaded)).lines() + self._configs_differ(st)
         want = wanted(self.loaded, vrf_backend)[0]
         differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
             st.backend and st.backend != want) else []
@@ -334,7 +329,9 @@ class Lab:
         """Remove exactly what this lab owns: its containers (their links die with them), a
         namespace a killed `up` left behind, and its directory."""
         with self.writing("twin down"):
-            return cleanup.remove_all(self.name, self.dir, self._remover())
+            removed = cleanup.remove_all(self.name, self.dir, self._remover())
+            locks.forget(self.name)      # its lock files too, as this hold ends
+            return removed
 
     def _remover(self) -> Runtime:
         """The runtime that takes the lab down: the one that made it, even where that tool (the

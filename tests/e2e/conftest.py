@@ -20,6 +20,7 @@ from pyroute2 import IPRoute, netns
 
 from twin.config.naming import LABEL_LAB
 from twin.lab import Lab
+from twin.runtime import etchosts
 from twin.runtime.docker import DockerRuntime
 
 # A suite started in the background (`make test &`, `nohup`) inherits SIGINT ignored, and so would
@@ -112,9 +113,12 @@ def said(stderr: str) -> list[str]:
 
 
 def leftovers(runtime: DockerRuntime, lab: str) -> list[str]:
-    """Anything of `lab` still on the host: containers, host-side veths, namespaces."""
+    """Anything of `lab` still on the host: containers, networks, host-side veths, namespaces, its
+    block of /etc/hosts."""
     found = [f"container {c.name}" for c in
              runtime.client.containers.list(all=True, filters={"label": f"{LABEL_LAB}={lab}"})]
+    found += [f"network {n.name}" for n in runtime.client.networks.list(filters={"label": f"{LABEL_LAB}={lab}"})]
+    found += [f"/etc/hosts: {name}" for name in etchosts.read(lab)]
     with IPRoute() as ipr:
         for link in ipr.get_links():
             alias = link.get("ifalias") or ""

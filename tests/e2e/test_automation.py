@@ -43,7 +43,7 @@ def lab(make_lab):
 def inventory_file(lab, tmp_path_factory) -> Path:
     """The Ansible inventory, written by the CLI command as a user would."""
     out = tmp_path_factory.mktemp("inventory")
-    res = CliRunner().invoke(inventory_cmd, [LAB, "-o", str(out)])
+    res = CliRunner().invoke(inventory_cmd, [LAB, "-o", str(out), "--connection", "docker"])
     assert res.exit_code == 0, res.output
     return out / "inventory.yml"
 
@@ -127,7 +127,7 @@ def test_unknown_format_names_the_formats(tmp_path):
 # --- real playbooks on a running lab -----------------------------------------
 
 def test_cli_prints_the_inventory_of_a_running_lab(lab, inventory_file):
-    res = CliRunner().invoke(inventory_cmd, [LAB])
+    res = CliRunner().invoke(inventory_cmd, [LAB, "--connection", "docker"])
     assert res.exit_code == 0
     assert res.output == inventory_file.read_text()
     res = CliRunner().invoke(inventory_cmd, [LAB, "--format", "nornir"])

@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.clabschema import CLAB_SCHEMA
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import prove
 from twin.lab import Lab
@@ -70,8 +71,7 @@ def test_an_export_is_schema_valid_and_carries_the_files_the_routers_run(frr01, 
     d, _ = frr01
     twin_cli("export", NAME, "--format", "containerlab", "-o", str(tmp_path), check=True)
     doc = yaml.safe_load((tmp_path / f"{NAME}.clab.yml").read_text())
-    schema = json.loads((CLAB / "clab.schema.json").read_text())
-    errors = [f"{list(e.path)}: {e.message}" for e in jsonschema.Draft7Validator(schema).iter_errors(doc)]
+    errors = [f"{list(e.path)}: {e.message}" for e in jsonschema.Draft7Validator(CLAB_SCHEMA).iter_errors(doc)]
     assert not errors, errors
     for r in ("router1", "router2", "router3"):
         for f in ("frr.conf", "daemons"):

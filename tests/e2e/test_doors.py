@@ -5,7 +5,7 @@ judged against the host's limits before anything is touched; the VRF backend is 
 asked, and the device backend is refused on a kernel without VRF devices, naming CONFIG_NET_VRF;
 a lab made by the containerlab runtime is removed with no containerlab on PATH.
 
-A writer is caught holding the lock (`state.holder`) and frozen there with SIGSTOP, so the
+A writer is caught holding the lock (`locks.holder`) and frozen there with SIGSTOP, so the
 second writer meets it whatever the machine's speed; SIGCONT lets it finish its work."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import wait
 from twin.errors import ChangeRefused
 from twin.lab import Lab
-from twin.lifecycle import hostlimits, state
+from twin.lifecycle import hostlimits, locks, state
 from twin.runtime import kernel
 
 pytestmark = pytest.mark.e2e
@@ -59,11 +59,11 @@ def spawn(*args: str) -> subprocess.Popen:
 
 def frozen_holding(p: subprocess.Popen, command: str) -> str:
     """Wait until `p` holds the lab's lock as `command`, then SIGSTOP it there; returns the holder text."""
-    wait.until(lambda: [] if state.holder(LAB).startswith(command) or p.poll() is not None else ["not yet"],
+    wait.until(lambda: [] if locks.holder(LAB).startswith(command) or p.poll() is not None else ["not yet"],
                120, f"{command} holding {LAB}'s lock", first=0.01, cap=0.02)
     assert p.poll() is None, f"{command} ended before it was seen holding the lock: {p.communicate()}"
     p.send_signal(signal.SIGSTOP)
-    holder = state.holder(LAB)
+    holder = locks.holder(LAB)
     assert holder == f"{command} (pid {p.pid})", holder
     return holder
 

@@ -8,12 +8,12 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.clabschema import CLAB_SCHEMA
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 
 pytestmark = pytest.mark.e2e
 
 AIR = ROOT / "tests/golden/interop/air"
-SCHEMA = ROOT / "tests/golden/interop/containerlab/clab.schema.json"
 
 
 @pytest.mark.parametrize("sample", ["demo.json", "demo.dot"])
@@ -38,7 +38,7 @@ def test_a_running_lab_exports_for_containerlab_by_its_name(make_lab, tmp_path):
     lab = make_lab("tests/e2e/small.yml", "t-exp")
     twin_cli("export", "t-exp", "--format", "containerlab", "-o", str(tmp_path), check=True)
     doc = yaml.safe_load((tmp_path / "t-exp.clab.yml").read_text())
-    assert list(jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).iter_errors(doc)) == []
+    assert list(jsonschema.Draft7Validator(CLAB_SCHEMA).iter_errors(doc)) == []
     assert set(doc["topology"]["nodes"]) == set(lab.fabric.nodes)
     assert (tmp_path / "leaf1" / "frr.conf").read_text() == (lab.dir / "leaf1" / "frr.conf").read_text()
     bad = twin_cli("export", "t-nolab", "--format", "air-json", "-o", str(tmp_path))

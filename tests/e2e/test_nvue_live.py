@@ -26,7 +26,7 @@ import yaml
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import verify, wait
 from twin.lab import Lab
-from twin.lifecycle import daemon
+from twin.lifecycle import daemon, locks
 from twin.nvue import service as nvue_service
 
 pytestmark = pytest.mark.e2e
@@ -124,9 +124,10 @@ def test_nv_sets_a_new_segment_and_applies_it_and_it_carries_traffic(lab):
     diff = nv("config", "diff")
     assert diff.returncode == 0 and "access: 30" in diff.stdout and "vlan30:" in diff.stdout
     t0 = time.monotonic()
-    applied = nv("config", "apply", "-y")
+    applied = nv("config", "apply", "-y", "--wait")          # the pings below need the fabric converged
     assert applied.returncode == 0 and "applied [rev_id: changeset/cumulus/" in applied.stdout, applied.stderr
-    print(f"nv config apply -y: {time.monotonic() - t0:.1f}s")
+    assert ", converged in " in applied.stdout, applied.stdout
+    print(f"nv config apply -y --wait: {time.monotonic() - t0:.1f}s")
     assert nv("config", "diff").stdout == ""
     shown = json.loads(nv("show", "interface", "vlan30", "-o", "json").stdout)
     assert shown["link"]["oper-status"] == "up" and "10.1.30.1/24" in shown["ip"]["address"]
@@ -168,7 +169,7 @@ def test_an_ansible_playbook_drives_the_same_flow(lab, tmp_path):
     assert p.returncode == 0 and "leaf01                     : ok=7" in p.stdout, p.stdout + p.stderr
     assert "10.1.30.4/24" in kernel_addresses(lab)
     # and `nv` itself through the inventory's docker connection
-    assert twin_cli("inventory", NAME, "-o", str(tmp_path)).returncode == 0
+    assert twin_cli("inventory", NAME, "-o", str(tmp_path), "--connection", "docker").returncode == 0
     p = subprocess.run([str(Path(sys.executable).parent / "ansible"), "-i", str(tmp_path / "inventory.yml"), "leaf01",
                         "-m", "ansible.builtin.command", "-a", "nv show interface vlan30 ip address -o json"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
@@ -178,9 +179,9 @@ def test_an_ansible_playbook_drives_the_same_flow(lab, tmp_path):
 def test_a_revision_that_cannot_apply_ends_apply_fail_and_leaves_the_lab_as_it_was(lab, api):
     base, s = api
     files = {f: (lab.dir / "leaf01" / f).read_text() for f in ("startup.yaml", "frr.conf", "interfaces.sh")}
-    rid, doc = revision(base, s, "interface/swp9", {"link": {"state": "up"}})     # leaf01 has no swp9
+    rid, doc = revision(base, s, "interface/swp99", {"link": {"state": "up"}})     # leaf01 has no swp99
     assert doc["state"] == "apply_fail"
-    assert any("interface.swp9: leaf01 has no port swp9" in i["message"] for i in doc["transition"]["issue"].values())
+    assert any("interface.swp99: leaf01 has no port swp99" in i["message"] for i in doc["transition"]["issue"].values())
     assert {f: (lab.dir / "leaf01" / f).read_text() for f in files} == files
     # failing half way: an address the revision adds is on the bridge already, so the kernel step fails
     lab.node("leaf01").check(["ip", "-n", "red", "addr", "add", "10.1.30.9/24", "dev", "br30"])
@@ -220,9 +221,9 @@ def test_hostile_input_and_a_wrong_password_change_nothing(lab, api):
         p = nv(*words)
         assert p.returncode == 1 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
     nv("config", "detach")
-    assert nv("set", "interface", "swp9", "link", "state", "up").returncode == 0     # NVUE's tree has a place
+    assert nv("set", "interface", "swp99", "link", "state", "up").returncode == 0     # NVUE's tree has a place
     p = nv("config", "apply", "-y")                                                 # ... leaf01 has no port
-    assert p.returncode == 1 and "apply_fail" in p.stdout and "interface.swp9: leaf01 has no port swp9" in p.stderr
+    assert p.returncode == 1 and "apply_fail" in p.stdout and "interface.swp99: leaf01 has no port swp99" in p.stderr
     nv("config", "detach")
     assert s.get(f"{base}/", params={"rev": "applied"}).json() == before
     assert "Traceback" not in (nvue_service.root(lab.dir) / "service.log").read_text()
@@ -245,6 +246,44 @@ def test_a_file_of_nv_commands_is_planned_and_applied_as_a_change(lab, tmp_path)
     r = twin_cli("rehearse", NAME, f"nv:leaf01:{g}", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["passed"], r.stdout[-3000:] + r.stderr
     assert "10.1.30.5/24" not in kernel_addresses(lab)
+
+
+INJECTION = "leaf01\nip route 192.0.2.0/24 blackhole"     # issue 38: a host name that was a line of frr.conf
+
+
+def test_the_injection_is_refused_through_every_door_and_frr_conf_stays(lab, api, runtime, tmp_path):
+    """The REST API (400 at PATCH time), `nv` inside the node (exit 1, `set` and `config patch`) and a
+    startup.yaml (`twin validate` and `twin up` refuse it with file, line and path, nothing made)."""
+    base, s = api
+    frr = (lab.dir / "leaf01" / "frr.conf").read_text()
+    rid = next(iter(s.post(f"{base}/revision").json()))
+    r = s.patch(f"{base}/system", params={"rev": rid}, json={"hostname": INJECTION})
+    assert r.status_code == 400 and "system.hostname: 'leaf01\\nip route 192.0.2.0/24 blackhole' is not a host " \
+        "name (RFC 1123)" in r.json()["detail"], r.text
+    node = lab.node("leaf01")
+    p = node.run(["nv", "set", "system", "hostname", INJECTION])
+    assert p.rc == 1 and p.stderr.startswith("Error: system.hostname: 'leaf01\\nip route"), p.stderr
+    patch = "printf '%s\\n' '- set:' '    system:' '      hostname: \"x\\nrouter bgp 1\"' > /tmp/p.yaml"
+    node.check(["sh", "-c", patch])
+    p = node.run(["nv", "config", "patch", "/tmp/p.yaml"])
+    assert p.rc == 1 and "system.hostname: 'x\\nrouter bgp 1' is not a host name" in p.stderr, p.stderr
+    assert nv("config", "diff").stdout == ""
+    assert (lab.dir / "leaf01" / "frr.conf").read_text() == frr
+    assert "192.0.2.0" not in node.vtysh("show running-config") and "hostname leaf01\n" in frr
+    configs = tmp_path / "configs"
+    for n in ("leaf01", "dpu1"):
+        (configs / n).mkdir(parents=True)
+        text = (SAMPLES / n / "startup.yaml").read_text()
+        (configs / n / "startup.yaml").write_text(text.replace("hostname: leaf01", "hostname: \"leaf01\\nip route "
+                                                               "192.0.2.0/24 blackhole\"", 1))
+    f = configs / "leaf01" / "startup.yaml"
+    line = next(i for i, t in enumerate(f.read_text().splitlines(), 1) if "hostname:" in t)
+    for argv in (["validate", str(TOPOLOGY), "--configs", str(configs)],
+                 ["up", str(TOPOLOGY), "--name", "t-nvue-inj", "--configs", str(configs)]):
+        p = twin_cli(*argv)
+        assert p.returncode == 1 and f"{f}:{line}: system.hostname: 'leaf01\\nip route" in p.stdout + p.stderr, \
+            p.stdout + p.stderr
+    assert leftovers(runtime, "t-nvue-inj") == []
 
 
 def inet(lab: Lab, node: str = "leaf01", dev: str = "br30", ns: str = "red") -> set[str]:
@@ -294,11 +333,88 @@ def test_the_proof_breaks_and_puts_back_what_the_nvue_nodes_run(lab):
     assert report.passed, [str(c) for c in report.failures()]
 
 
+# leaf01's and dpu1's NVUE beyond twin's design, as a user types it: route targets of their own on VRF RED
+# (both ends, so they still agree), and on leaf01 swp52 in a peer group of its own, EVPN activated there
+OWN_RTS = ["vrf RED router bgp route-import from-evpn route-target 65000:4001",
+           "vrf RED router bgp route-export to-evpn route-target 65000:4001"]
+OWN_GROUP = ["vrf default router bgp peer-group spine2 remote-as external",
+             "vrf default router bgp peer-group spine2 address-family l2vpn-evpn enable on",
+             "vrf default router bgp neighbor swp52 peer-group spine2"]
+FRR_ELEMENTS = ["rt-import leaf01 4001", "rt-export dpu1 4001", "evpn-activate leaf01 spine2", "session leaf01:swp52"]
+
+
+def test_the_proof_takes_the_frr_elements_of_the_revision_a_node_applied(lab):
+    """Issue 34b: leaf01 and dpu1 run FRR lines twin's design has not (nv-set route targets, a peer group);
+    the proof's FRR elements are those of the frr.conf their applied revision renders: the set route
+    targets replaced (not added to, which would break nothing), the new group's EVPN activation an element
+    of its own; each is caught and put back to exactly what they run, and the lab verifies clean after."""
+    for node, lines in (("leaf01", OWN_RTS + OWN_GROUP), ("dpu1", OWN_RTS)):
+        for line in lines:
+            p = lab.node(node).run(["nv", "set", *line.split()])
+            assert p.rc == 0, f"{node}: nv set {line}: {p.stderr}"
+        p = nv("config", "apply", "-y", *(["--wait"] if node == "dpu1" else []), node=node)   # both sides set first
+        assert p.returncode == 0 and "applied [rev_id:" in p.stdout, p.stdout + p.stderr
+    lab.wait()
+    running = lab.node("leaf01").vtysh("show running-config")
+    assert "route-target import 65000:4001" in running and "neighbor swp52 interface peer-group spine2" in running
+    t0 = time.monotonic()
+    p = twin_cli("verify", NAME, "--prove", *[w for e in FRR_ELEMENTS for w in ("--element", e)], "--json",
+                 timeout=900)
+    proof = json.loads(p.stdout)
+    print(f"--prove of {len(FRR_ELEMENTS)} FRR elements of the NVUE nodes: {time.monotonic() - t0:.0f}s")
+    assert p.returncode == 0 and proof["caught"] == proof["proved"] == len(FRR_ELEMENTS), p.stdout[-3000:] + p.stderr
+    by = {o["id"]: o for o in proof["outcomes"]}
+    assert all(o["caught"] and o["restored"] for o in by.values()), by
+    assert by["rt-import leaf01 4001"]["what"] == "route-target import (65000:4001) of VNI 4001 (red) on leaf01"
+    assert "no route-target import 65000:4001 / route-target import 65535:1" in by["rt-import leaf01 4001"]["broken_by"]
+    assert by["evpn-activate leaf01 spine2"]["check"] == "control: bgp leaf01"
+    assert lab.node("leaf01").vtysh("show running-config") == running, "put back to exactly what leaf01 runs"
+    report = verify.run(lab)
+    assert report.passed, [str(c) for c in report.failures()]
+
+
+def test_twin_wait_waits_beside_a_revision_that_applies_and_answers(lab, api, tmp_path):
+    """Issue 34b: a revision applying holds the lab shared and its node; `twin wait` is a reader: started
+    while one applies (one that waits for convergence, held back by leaf01's session on spine01, shut
+    behind twin's back), it waits beside it, and both answer once the session is back."""
+    base, s = api
+    spine01 = lab.node("spine01")
+    asn = lab.fabric.nodes["spine01"].asn
+    spine01.vtysh("configure terminal", f"router bgp {asn}", "neighbor swp1 shutdown")
+    try:
+        rid = next(iter(s.post(f"{base}/revision").json()))
+        assert s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid},
+                       json={"10.1.30.6/24": {}}).status_code == 200
+        at = f"{base}/revision/{quote(rid, safe='')}"
+        r = s.patch(at, params={"wait": "true"}, json={"state": "apply", "auto-prompt": {"ays": "ays_yes"}})
+        assert r.status_code == 200, r.text
+        wait.until(lambda: [] if "revision" in locks.holder(NAME) else ["a revision holding leaf01"], 60,
+                   "the revision to hold leaf01", first=0.1, cap=0.5)
+        err = tmp_path / "wait.err"
+        with open(err, "w") as fh:
+            p = subprocess.Popen([sys.executable, "-m", "twin.cli", "wait", NAME, "--timeout", "240"],
+                                 stdout=subprocess.PIPE, stderr=fh, text=True, env=os.environ.copy(), cwd=ROOT)
+        wait.until(lambda: [] if "waiting for " in err.read_text() or p.poll() is not None else ["twin wait waiting"],
+                   60, "twin wait to wait", first=0.2, cap=0.5)
+        assert p.poll() is None, f"twin wait ended: {p.returncode} {err.read_text()}"
+        assert "revision" in locks.holder(NAME) and s.get(at).json()["state"] == "apply", "both at once"
+    finally:
+        spine01.vtysh("configure terminal", f"router bgp {asn}", "no neighbor swp1 shutdown")
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0 and f"lab {NAME} has converged" in out, out + err.read_text()
+    wait.until(lambda: [] if s.get(at).json()["state"] != "apply" else ["applying"], 120, "the revision")
+    doc = s.get(at).json()
+    assert doc["state"] == "applied" and ", converged in " in doc["transition"]["progress"], doc
+
+
 def test_down_leaves_nothing_of_the_service(lab):
     rec = nvue_service.require(lab.dir, NAME)
     sock = Path(rec["listeners"]["leaf01"]["socket"])
     assert twin_cli("down", NAME).returncode == 0
     assert daemon.started(rec["pid"]) is None and not sock.exists() and not lab.dir.exists()
+    locks_dir = Path(os.environ["TWIN_HOME"]) / "locks"       # its lock files too (issue 34b): the lab's, its nodes'
+    assert not (locks_dir / f"{NAME}.lock").exists() and not (locks_dir / f"{NAME}.nodes").exists(), \
+        sorted(p.name for p in locks_dir.iterdir())
     for ls in rec["listeners"].values():
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", ls["port"]), timeout=2).close()

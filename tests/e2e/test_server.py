@@ -34,7 +34,7 @@ from tests.e2e.served import Served
 from twin import wait
 from twin.client import ApiError
 from twin.lab import Lab
-from twin.lifecycle import state
+from twin.lifecycle import locks
 from twin.nvue import service as nvue_service
 
 pytestmark = pytest.mark.e2e
@@ -128,7 +128,7 @@ def test_another_user_sees_nothing_and_exec_runs_only_the_allow_list(served, own
 
 
 def test_a_lab_a_twin_command_changes_on_the_host_is_busy_for_the_api(served, owner, lab):
-    with state.lock(NAME, "twin apply"):          # what `twin apply` on the host holds while it works
+    with locks.lock(NAME, "twin apply"):          # what `twin apply` on the host holds while it works
         with pytest.raises(ApiError) as e:
             served.client(owner).apply(NAME, "fault:link-down:leaf01:swp1")
     assert e.value.status == 409 and "twin apply (pid" in e.value.detail and "holds its lock" in e.value.detail

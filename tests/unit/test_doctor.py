@@ -45,7 +45,8 @@ def test_a_full_kernel_is_ready_and_says_so():
 
 
 def test_this_machine_s_lacks_say_what_they_change():
-    lacking = dict(ALL, vrf=False, netem=False, red=False, fq_codel=False, matchall=False, dummy=False, vlan=False)
+    lacking = dict(ALL, vrf=False, netem=False, red=False, fq_codel=False, matchall=False, dummy=False, vlan=False,
+                   bond=False)
     r = doctor.diagnose([aipod()], sources(features=lambda: lacking, shaping=lambda: "nft"))
     assert r.ok, "nothing twin needs is missing"
     text = "\n".join(doctor.lines(r))
@@ -53,6 +54,8 @@ def test_this_machine_s_lacks_say_what_they_change():
     assert "--vrf-backend device` is refused" in text
     assert "NO  the netem qdisc (CONFIG_NET_SCH_NETEM): `twin fault link-loss` drops at random with nftables" in text
     assert "not RED" in text and "policed with nftables `limit`" in text
+    assert "NO  Linux bonds (CONFIG_BONDING): NVUE's bonds (`interface.<bond>` of type bond) are stored with the " \
+           "notice even with TWIN_NVUE_BONDS=on" in text
 
 
 def test_what_twin_needs_missing_is_a_failure_with_the_fix():
@@ -95,6 +98,10 @@ def test_leftovers_are_named_with_how_to_remove_them():
     text = "\n".join(doctor.lines(doctor.diagnose([], sources(leftovers=lambda: left))))
     assert "lab old: 1 container(s)" in text and "`twin down old`" in text
     assert "/run/netns/twin-old-probe" in text
+    left = hostfacts.Leftovers({}, [], {"gone": ["twin-gone-mgmt"]})    # a lab's management network, alone
+    text = "\n".join(doctor.lines(doctor.diagnose([], sources(leftovers=lambda: left))))
+    assert "leftover?: lab gone: network twin-gone-mgmt" in text and "`twin down gone`" in text
+    assert "leftovers: none" not in text
 
 
 def test_every_feature_has_a_meaning():

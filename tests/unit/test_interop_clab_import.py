@@ -95,8 +95,11 @@ def test_inheritance_binds_and_exec_as_containerlab_resolves_them(tmp_path):
                                 {"endpoints": ["r-1:e1-2", "r2:eth9"], "mtu": 9000}]
     notes = "\n".join(imp.notes)
     assert "lab 'My_Lab' is 'my-lab' in twin" in notes and "R_1 is r-1" in notes
-    assert "the management network (mgmt, mgmt-ipv4/6) is left out" in notes
-    assert "mgmt-ipv4" not in notes.replace("mgmt-ipv4/6", "")        # said once, with the network
+    # the management network: its subnet, a router's address; containerlab's own network settings are said
+    assert imp.doc["mgmt"] == {"subnet": "172.20.20.0/24"} and imp.doc["nodes"]["h1"]["mgmt_ipv4"] == "172.20.20.9"
+    assert "mgmt: network left out: the management network is twin's own" in notes
+    fabric = topology.load_document(imp.doc, imp.source)
+    assert (fabric.mgmt.subnet, fabric.nodes["h1"].mgmt) == ("172.20.20.0/24", "172.20.20.9")
     assert imp.doc["nodes"]["h1"]["binds"] == [f"{tmp_path}/cfg/other:/data"]
     # r2's directory on /etc/frr: its config read, its other files bound beside it
     assert imp.doc["nodes"]["r2"]["binds"] == [f"{tmp_path}/cfg/r2/vtysh.conf:/etc/frr/vtysh.conf"]

@@ -6,6 +6,7 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.clabschema import CLAB_SCHEMA
 from twin.config.render import render_lab
 from twin.errors import TwinError
 from twin.interop import export_clabernetes
@@ -15,7 +16,6 @@ from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "tests/golden/interop/clabernetes/topology.schema.json").read_text())
-CLAB_SCHEMA = json.loads((ROOT / "tests/golden/interop/containerlab/clab.schema.json").read_text())
 TOPOLOGIES = sorted(p.name for p in (ROOT / "topologies").glob("*.yml"))
 IMAGE = "twin-node:test"
 

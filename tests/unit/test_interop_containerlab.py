@@ -1,5 +1,4 @@
 """containerlab export: schema-valid for every shipped topology, the same lab as `twin up` makes it."""
-import json
 import os
 import shutil
 import subprocess
@@ -9,6 +8,7 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.clabschema import CLAB_SCHEMA
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE
 from twin.config.render import render_lab
 from twin.errors import TwinError
@@ -16,17 +16,18 @@ from twin.interop import export_containerlab
 from twin.interop.containerlab import build_containerlab
 from twin.interop.startscript import start_script
 from twin.kinds import KINDS
-from twin.topology import load
+from twin.topology import load, mgmt
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "interop"
-SCHEMA = json.loads((GOLDEN / "containerlab" / "clab.schema.json").read_text())
+
 TOPOLOGIES = sorted(p.name for p in (ROOT / "topologies").glob("*.yml"))
 IMAGE = "twin-node:test"
 
 
-def exported(topology: str, tmp_path: Path, backend: str = "netns") -> tuple[dict, Path]:
+def exported(topology: str, tmp_path: Path, backend: str = "netns", managed: bool = False) -> tuple[dict, Path]:
     fabric = load(ROOT / "topologies" / topology)
+    fabric = mgmt.resolve(fabric) if managed else fabric   # its management network chosen (a lab's, `twin export`)
     path = export_containerlab(fabric, render_lab(fabric, backend), tmp_path, image=IMAGE, backend=backend)
     return yaml.safe_load(path.read_text()), path
 
@@ -35,8 +36,17 @@ def exported(topology: str, tmp_path: Path, backend: str = "netns") -> tuple[dic
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_every_topology_exports_schema_valid(topology, backend, tmp_path):
     doc, _ = exported(topology, tmp_path, backend)
-    errors = sorted(jsonschema.Draft7Validator(SCHEMA).iter_errors(doc), key=lambda e: list(e.path))
+    errors = sorted(jsonschema.Draft7Validator(CLAB_SCHEMA).iter_errors(doc), key=lambda e: list(e.path))
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_every_topology_exports_schema_valid_with_its_management_network(topology, tmp_path):
+    doc, _ = exported(topology, tmp_path, managed=True)
+    errors = sorted(jsonschema.Draft7Validator(CLAB_SCHEMA).iter_errors(doc), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
+    assert doc["mgmt"]["network"] == f"twin-{doc['name']}-mgmt" and any(
+        "mgmt-ipv4" in n for n in doc["topology"]["nodes"].values())
 
 
 def test_schema_check_can_fail(tmp_path):
@@ -44,7 +54,7 @@ def test_schema_check_can_fail(tmp_path):
     doc, _ = exported("aipod.yml", tmp_path)
     doc["topology"]["nodes"]["spine1"]["network-mode"] = "bridged"
     doc["topology"]["nodes"]["leaf1"]["bind"] = []
-    assert len(list(jsonschema.Draft7Validator(SCHEMA).iter_errors(doc))) == 2
+    assert len(list(jsonschema.Draft7Validator(CLAB_SCHEMA).iter_errors(doc))) == 2
 
 
 @pytest.mark.parametrize("topology", TOPOLOGIES)

@@ -316,3 +316,66 @@ def test_the_elements_of_a_node_running_nvue_are_what_it_runs(tmp_path):
     assert "arp-suppression leaf01 vxlan10" not in ids and "arp-suppression dpu1 vxlan10" in ids
     assert ("ARP suppression", "leaf01 vxlan10", "leaf01 runs vxlan10 without it") in \
         {(x.kind, x.where, x.why) for x in exempt}
+
+
+def test_the_frr_elements_of_a_node_running_nvue_are_those_of_its_applied_revision(tmp_path):
+    """Issue 34b: leaf01's NVUE goes beyond twin's design (`nv set` as a user types it): route targets
+    of its own on VRF RED, swp52 in a peer group of its own (EVPN activated there), a numbered neighbor
+    and a static route. Its FRR elements are those of the frr.conf that NVUE renders (the file
+    frr-reload restores), not twin's design: the set route targets are replaced, not added to;
+    each peer group's EVPN activation is an element; what verify does not judge is exempt."""
+    import copy
+
+    from tests.unit.test_nvue_change import running_lab
+    from twin import nvue
+    from twin.lifecycle import state
+
+    ctx = running_lab(tmp_path)
+    nf = nvue.read(str(ctx.dir / "leaf01" / "startup.yaml"))
+    tree = copy.deepcopy(nf.tree)
+    for line in ("vrf RED router bgp route-import from-evpn route-target 65000:4001",
+                 "vrf RED router bgp route-export to-evpn route-target 65000:4001",
+                 "vrf default router bgp peer-group spine2 remote-as external",
+                 "vrf default router bgp peer-group spine2 address-family l2vpn-evpn enable on",
+                 "vrf default router bgp neighbor swp52 peer-group spine2",
+                 "vrf default router bgp neighbor 192.0.2.9 remote-as 65009",
+                 "vrf default router static 198.51.100.0/24 via blackhole"):
+        path, value = nvue.words(line.split())
+        nvue.set_path(tree, path, value)
+    mine = nvue.from_tree(tree, "leaf01 revision 2")
+    built, _ = nvue.build({"leaf01": mine}, ctx.fabric, ctx.backend)
+    state.write_files(ctx.dir, {"leaf01": built["leaf01"].files})        # what the revision's apply writes
+    frr = built["leaf01"].files["frr.conf"]
+    assert "route-target import 65000:4001" in frr and "neighbor swp52 interface peer-group spine2" in frr
+    els, exempt = elements(ctx)
+    ids = {e.id: e for e in els}
+    imp = ids["rt-import leaf01 4001"]
+    assert imp.breaks == (Vtysh("leaf01", ("router bgp 65101 vrf red", "address-family l2vpn evpn",
+                                           "no route-target import 65000:4001", "route-target import 65535:1")),)
+    assert imp.what == "route-target import (65000:4001) of VNI 4001 (red) on leaf01"
+    assert ids["rt-import dpu1 4001"].breaks[0].lines[-1] == "route-target import 65535:1", "dpu1: auto-derived"
+    assert ids["rt-export leaf01 4001"].breaks[0].lines[2:] == ("no route-target export 65000:4001",
+                                                               "route-target export 65535:1")
+    assert ids["evpn-activate leaf01 spine2"].what == "neighbor spine2 activate (address-family l2vpn evpn) on " \
+                                                      "leaf01 (swp52)"
+    assert ids["evpn-activate leaf01 underlay"].what.endswith("on leaf01 (swp51)"), "swp52 is in spine2 now"
+    assert ids["evpn-activate leaf01 spine2"].names("control: bgp leaf01: .l2VpnEvpn.peers.swp52: missing (...)")
+    assert not ids["evpn-activate leaf01 spine2"].names("control: bgp leaf01: .l2VpnEvpn.peers.swp51: missing")
+    assert "evpn-activate spine01 fabric" not in ids, "twin's own rendering: its group is not the user's"
+    session = ids["session leaf01:swp52"]
+    assert session.breaks == (Vtysh("leaf01", ("router bgp 65101", "no neighbor swp52")),)
+    assert session.restores[0] == Reload("leaf01") and {a.vni for a in session.restores if hasattr(a, "vni")} == \
+        {10, 20, 4001, 4002}, "put back: the file it runs, then zebra's VNIs and the bindings"
+    why = {(x.kind, x.where): x.why for x in exempt}
+    assert why[("BGP neighbor", "leaf01 192.0.2.9")] == "a session the topology does not have (verify judges the " \
+                                                       "topology's sessions)"
+    assert why[("static route", "leaf01 ip route 198.51.100.0/24 blackhole")].startswith("verify judges no static")
+    # a line twin's design implies that the file does not hold: exempt, not an element that breaks nothing
+    tree2 = copy.deepcopy(tree)
+    nvue.unset_path(tree2, ("vrf", "BLUE", "router", "bgp", "address-family", "ipv4-unicast", "route-export"))
+    built, _ = nvue.build({"leaf01": nvue.from_tree(tree2, "leaf01 revision 3")}, ctx.fabric, ctx.backend)
+    state.write_files(ctx.dir, {"leaf01": built["leaf01"].files})
+    els, exempt = elements(ctx)
+    assert "type5 leaf01 blue" not in {e.id for e in els} and "redistribute leaf01 blue" in {e.id for e in els}
+    assert ("type-5 advertisement", "leaf01 blue", "the frr.conf it runs has no advertise ipv4 unicast in router "
+            "bgp 65101 vrf blue") in {(x.kind, x.where, x.why) for x in exempt}

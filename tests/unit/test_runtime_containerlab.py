@@ -8,10 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from twin.errors import TwinError
 from twin.runtime import containerlab as C
-from twin.topology import load
+from twin.topology import load, mgmt
 
 ROOT = Path(__file__).resolve().parents[2]
 INSPECT = json.loads((ROOT / "tests/golden/interop/clab-inspect/grouped.json").read_text())
@@ -29,11 +30,38 @@ class FakeContainer:
         self.removed = True
 
 
+class FakeNetwork:
+    def __init__(self, name: str, **kw):
+        self.name, self.kw, self.removed = name, kw, False
+        cfg = kw["ipam"]["Config"][0]
+        self.attrs = {"Name": name, "Labels": kw["labels"], "Options": kw["options"],
+                      "IPAM": {"Config": [{"Subnet": cfg["Subnet"], "Gateway": cfg["Gateway"]}]}}
+
+    def remove(self):
+        self.removed = True
+
+
+class FakeNetworks:
+    """Docker's networks, as the runtime makes and removes the lab's management network."""
+
+    def __init__(self):
+        self.made: list[FakeNetwork] = []
+
+    def list(self, filters):
+        lab = filters["label"].split("=", 1)[1]
+        return [n for n in self.made if not n.removed and n.attrs["Labels"]["twin.lab"] == lab]
+
+    def create(self, name, **kw):
+        self.made.append(FakeNetwork(name, **kw))
+        return self.made[-1]
+
+
 class FakeClient:
     """The Docker SDK as far as the runtime reads it after containerlab made the containers."""
 
     def __init__(self, nodes: list[str]):
         self.containers = self
+        self.networks = FakeNetworks()
         self.made = [FakeContainer(n, 100 + i) for i, n in enumerate(nodes)]
 
     def ping(self):
@@ -57,9 +85,9 @@ def host_files(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_bring_up_exports_deploys_and_inspects_then_finds_twins_containers(tmp_path, monkeypatch):
+def test_bring_up_exports_deploys_and_inspects_then_finds_twins_containers(tmp_path, monkeypatch, host_files):
     monkeypatch.chdir(ROOT)
-    fabric = load("tests/e2e/small.yml")
+    fabric = mgmt.resolve(load("tests/e2e/small.yml"))   # as `twin up` chose its management network
     calls: list[list[str]] = []
 
     def run(cmd, **kw):
@@ -76,9 +104,18 @@ def test_bring_up_exports_deploys_and_inspects_then_finds_twins_containers(tmp_p
                      ["/usr/bin/containerlab", "inspect", "-t", str(topo), "--format", "json"]]
     assert topo.is_file() and (tmp_path / "leaf1" / "frr.conf").is_file()
     assert set(pids) == set(fabric.nodes) and created == [1]
+    (net,) = rt.client.networks.made    # twin's management network, made before the deploy: containerlab's mgmt
+    assert (net.name, net.kw["internal"], net.kw["labels"]) == ("twin-small-mgmt", True, {"twin.lab": "small"})
+    doc = yaml.safe_load(topo.read_text())
+    assert doc["mgmt"] == {"network": "twin-small-mgmt", "ipv4-subnet": fabric.mgmt.subnet,
+                           "ipv4-gw": fabric.mgmt.gateway}
+    assert {n: x.get("mgmt-ipv4", x.get("network-mode")) for n, x in doc["topology"]["nodes"].items()} == {
+        **{n: fabric.nodes[n].mgmt for n in ("spine1", "leaf1", "leaf2", "dpu1")}, "host1": "none"}
+    assert "twin-small-leaf1" in (host_files / "hosts").read_text()
     rt.remove_lab("small", tmp_path)
     assert calls[-1] == ["/usr/bin/containerlab", "destroy", "-t", str(topo), "--cleanup"]
     assert all(c.removed for c in rt.client.made), "what containerlab left labelled is removed too"
+    assert net.removed and "twin-small" not in (host_files / "hosts").read_text()
 
 
 def test_a_deploy_that_lacks_nodes_or_fails_says_so(tmp_path, monkeypatch):

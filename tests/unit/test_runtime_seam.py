@@ -17,7 +17,8 @@ def test_text_and_apply_tables_cover_the_same_ops():
     over_netlink = {op for op, o in OPS.items() if not o.in_node}
     assert set(APPLY) == over_netlink
     assert {op for op, o in OPS.items() if o.in_node} == {
-        "netns", "vlan-bridge", "svd", "vlan", "macvlan", "bridge-vlan", "vlan-tunnel", "fdb-vlan", "nft",
+        "netns", "netns-once", "mgmt-netns", "vlan-bridge", "svd", "vlan", "macvlan", "bridge-vlan", "vlan-tunnel",
+        "fdb-vlan", "bond", "nft",
         "nft-delete"}
 
 

@@ -28,6 +28,7 @@ when it is not: the barrier confirms the old intent holds again.
 """
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -286,14 +287,18 @@ def refusals(ctx: LabContext, work: Work) -> list[str]:
 
 
 def apply(ctx: LabContext, change: Declarative, timeout: float | None = None, wait: bool = True,
-          say: Say = lambda _: None) -> Result:
+          say: Say = lambda _: None, node: str | None = None) -> Result:
     """Apply a declarative `change` (it has `work(ctx)`) to the running lab; see the module
-    docstring for the stages."""
-    with ctx.writing("twin apply"):
-        return _apply(ctx, change, timeout, wait, say)
+    docstring for the stages. `node`: the change is that node's alone (an NVUE revision, as a
+    switch applies its own): it holds that node, beside other nodes' own changes, instead of the
+    lab, and a rollback is done once the node runs its old configuration again (convergence is
+    `wait`'s, and `twin wait`'s, to judge)."""
+    with ctx.writing_node(node, "twin apply") if node else ctx.writing("twin apply"):
+        return _apply(ctx, change, timeout, wait, say, node)
 
 
-def _apply(ctx: LabContext, change: Declarative, timeout: float | None, wait: bool, say: Say) -> Result:
+def _apply(ctx: LabContext, change: Declarative, timeout: float | None, wait: bool, say: Say,
+           node: str | None = None) -> Result:
     t0 = time.monotonic()
     work = change.work(ctx)
     reasons = refusals(ctx, work)
@@ -319,7 +324,7 @@ def _apply(ctx: LabContext, change: Declarative, timeout: float | None, wait: bo
             f"({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}); rolling back")
         with patient(f"rolling lab {ctx.name} back", f"it may be half changed: `twin status {ctx.name}` says "
                                                      "what is missing"):
-            problems = rollback(ctx, work, run.journal, say)
+            problems = rollback(ctx, work, run.journal, say, confirm=node is None)
         raise ApplyFailed(change.source, failed, str(e).strip() or type(e).__name__, problems) from e
     result.timings["applied"] = round(time.monotonic() - t0, 2)
     say(f"applied in {result.timings['applied']:.1f}s")
@@ -346,11 +351,13 @@ def inverse(ctx: LabContext, work: Work, journal: Journal) -> Work:
                 hosts_add=list(journal.hosts_removed), hosts_del=list(journal.hosts_started), vnis=work.old_vnis)
 
 
-def rollback(ctx: LabContext, work: Work, journal: Journal, say: Say) -> list[str]:
-    """Back to the previous intent; returns what could not be restored (empty: all of it)."""
+def rollback(ctx: LabContext, work: Work, journal: Journal, say: Say, confirm: bool = True) -> list[str]:
+    """Back to the previous intent; returns what could not be restored (empty: all of it).
+    `confirm`: it is done once the previous intent holds again (the barrier); else once the
+    stages ran (a node's own change: FRR runs its old file again, `frr.take` saw to it)."""
     run = Run(ctx.refresh(), inverse(ctx, work, journal), say, rollback=True)
     run_stages(run)
-    if run.problems:
+    if run.problems or not confirm:
         return run.problems
     try:   # it is done when the old intent holds again
         barrier.converge(ctx.with_fabric(work.old).refresh(), timeouts.converge(len(ctx.intent.nodes)))
@@ -361,15 +368,24 @@ def rollback(ctx: LabContext, work: Work, journal: Journal, say: Say) -> list[st
     return []
 
 
+_recording = threading.Lock()     # nodes' own changes run at once in one process (the NVUE service)
+
+
 def _record(ctx: LabContext, work: Work, change: Declarative) -> None:
     """The new intent is the lab's intent now: fabric.json, the topology it came from, a history line."""
+    with _recording:
+        _record_one(ctx, work, change)
+
+
+def _record_one(ctx: LabContext, work: Work, change: Declarative) -> None:
     from pathlib import Path
 
-    st, _ = state.load(ctx.dir)
-    if st is None:
-        raise TwinError(f"lab {ctx.name!r}: {ctx.dir / state.STATE} is gone; the change cannot be recorded")
     source = str(Path(change.source).resolve()) if change.key in ("topology", "configs", "nvue") else change.source
-    if change.key == "topology":
-        st.topology = source
-    st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": work.summary})
-    state.save(ctx.dir, st, work.new)
+
+    def record(st: state.LabState) -> None:
+        if change.key == "topology":
+            st.topology = source
+        st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": work.summary})
+
+    if state.update(ctx.dir, record, work.new) is None:
+        raise TwinError(f"lab {ctx.name!r}: {ctx.dir / state.STATE} is gone; the change cannot be recorded")

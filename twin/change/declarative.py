@@ -19,6 +19,7 @@ from twin.lifecycle import vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.nvue.change.nvue_work import nvue_work
 from twin.runtime.frr import FRR_CONF
+from twin.topology import mgmt
 from twin.topology.model import Fabric
 
 
@@ -55,6 +56,7 @@ class TopologyChange(Declarative):
         old, new = ctx.fabric, self.fabric
         if new.timers is None and old.timers is not None:   # the BGP timers `twin up` chose stay (a file has none)
             new = new.model_copy(update={"timers": old.timers})
+        new = mgmt.carry(old, new)   # and its management network's subnet and addresses
         diff = FabricDiff(old, new)
         files = keep_user_files(ctx, render.render_lab(new, ctx.backend, ctx.shaping))
         w = Work(old, new, files, current_files(ctx, old), [], [],

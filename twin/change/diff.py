@@ -8,6 +8,7 @@ from functools import cached_property
 
 from twin import kinds
 from twin.config.backend import NAMES, wanted
+from twin.topology import mgmt
 from twin.topology.model import Fabric, Link
 
 # a node changed in these is a new node (its container's mounts, command and environment included)
@@ -26,6 +27,9 @@ def unified(before: str, after: str, name: str) -> str:
 
 @dataclass(frozen=True)
 class FabricDiff:
+    """`new` is a running `old`'s next intent: what `twin up` chose for `old`'s management network it
+    has too where its file leaves it to twin (`twin.topology.mgmt.carry`)."""
+
     old: Fabric
     new: Fabric
 
@@ -66,7 +70,7 @@ class FabricDiff:
         old_word, new_word = (NAMES[wanted(f, None)[0]] for f in (self.old, self.new))
         if old_word != new_word:   # every VTEP made anew
             out.append(f"change defaults.vrf_backend ({old_word} -> {new_word})")
-        return sorted(out)
+        return sorted(out + mgmt.differs(self.old, self.new))   # the management network stays as `up` made it
 
     # --- links ----------------------------------------------------------------------------
     @cached_property
@@ -100,7 +104,7 @@ class FabricDiff:
         c += [f"remove link {show(link_key(link))}"
               for link in sorted(self.links_removed, key=lambda link: sorted(link_key(link)))]
         c += [f"change mtu of {show(k)}: {o} -> {w}" for k, o, w in sorted(self.link_mtus, key=lambda x: sorted(x[0]))]
-        c += [f for f in self.fixed() if f.startswith("change defaults.vrf_backend")]
+        c += [f for f in self.fixed() if f.startswith("change defaults.vrf_backend")] + mgmt.differs(self.old, self.new)
         return c + self._tenant_lines()
 
     def _tenant_lines(self) -> list[str]:

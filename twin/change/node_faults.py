@@ -1,7 +1,7 @@
 """Node faults: a container stopped, killed, started again, restarted; an FRR daemon killed.
 
 A container that starts again has a new network namespace: `node-start`
-re-creates its links to every running peer, sets both ends up, configures the
+re-creates its management port and its links to every running peer, sets both ends up, configures the
 node as bring-up does (overlay, FRR, bindings) and restores the peers' side of
 the links (a VTEP's host port back into its tenant, a host's address). A node
 that runs NVUE gets the kernel plane of what it runs now (its applied
@@ -19,6 +19,7 @@ from twin.change.fault_base import Fault, Param, PortRef, set_port
 from twin.config import overlay
 from twin.config.backend import NETNS
 from twin.errors import NetlinkFailed, RuntimeFailed, TwinError
+from twin.lifecycle import mgmtnet
 from twin.lifecycle.bringup import configure_node
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr, netns, observe
@@ -76,6 +77,7 @@ class NodeStart(NodeFault):
         tenants = (plane.fabric if plane else fabric).tenants_on(node)
         if ctx.backend == NETNS and tenants:  # names of the old tenant namespaces are stale
             ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in tenants]])
+        ctx.runtime.attach_mgmt(fabric, node, pid)   # its eth0 on the management network again
         running = {n: ctx.pid(n) for n in ctx.running() if n != node}
         wired, skipped = [], []   # (own port, peer end) of each re-created link
         for link in (k for k in fabric.links if node in (k.a.node, k.b.node)):
@@ -90,7 +92,8 @@ class NodeStart(NodeFault):
             wired.append((own.port, ref))
         for port, _ in wired:
             set_port(ctx, PortRef(node, port), up=True, pid=pid)
-        configure_node(fabric, node, ex, pid, ctx.backend, ctx.shaping, plane)
+        configure_node(fabric, node, ex, pid, ctx.backend, ctx.shaping, plane,
+                       password=mgmtnet.password(ctx.dir, fabric))
         for _, peer_ref in wired:
             _replumb_peer(ctx, peer_ref, running[peer_ref.node], runs)
         return {"container": c.name, "pid": pid, "links": len(wired),

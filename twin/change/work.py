@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from twin import timeouts
 from twin.change.plan import Plan
@@ -50,11 +51,11 @@ class Work:
         return self.plan.empty and not self.reload and not self.restart
 
 
-def current_files(ctx: LabContext, fabric: Fabric) -> dict[str, dict[str, str]]:
-    """What each node runs now: its files in the lab directory (a user's config included),
-    rendered from the recorded intent where a file is missing."""
+def current_files(ctx: LabContext, fabric: Fabric, nodes: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
+    """What each node (of `nodes`) runs now: its files in the lab directory (a user's config
+    included), rendered from the recorded intent where a file is missing."""
     out = {}
-    for node, files in render.render_lab(fabric, ctx.backend, ctx.shaping).items():
+    for node, files in render.render_lab(fabric, ctx.backend, ctx.shaping, nodes).items():
         out[node] = files | state.read_files(ctx.dir, node, list(files))
     return out
 

@@ -22,7 +22,7 @@ def doctor(cli, topologies, as_json):
     """Say what this machine gives twin and what each lack changes.
 
     Docker engine and version; kernel features probed in a throwaway namespace (VRF devices,
-    VXLAN, dummy, 802.1Q VLANs, netem, RED, fq_codel, tc matchall, nftables NAT and `log group`,
+    VXLAN, dummy, 802.1Q VLANs, bonding, netem, RED, fq_codel, tc matchall, nftables NAT and `log group`,
     drop_monitor) with what twin does without each; the VRF backend and rate-limit mechanism a lab
     gets and why; host limits and CPU against the default lab and each --topology; node images and
     their FRR; what killed labs left behind. Exit 1, with the fix, when something twin needs is

@@ -26,8 +26,8 @@ def _source(source: str, roles: dict[str, str]):
     its nodes bind), or of a lab by name (its recorded intent, and the user's files it runs now)."""
     p = Path(source)
     if p.is_file():
-        lab = Lab.load(p, roles=roles)
-        return lab.loaded, wanted(lab.loaded)[0], lab.configs
+        lab = Lab.load(p, roles=roles)   # its management network at its default, as nothing here takes
+        return topology.mgmt.resolve(lab.loaded), wanted(lab.loaded)[0], lab.configs
     d = state.labdir(source)
     st, fabric = state.load(d)
     if fabric is None:

@@ -5,7 +5,7 @@ import click
 
 from twin import nvue
 from twin.cli.common import main, run
-from twin.interop.inventory import FORMATS, inventory, write
+from twin.interop.inventory import CONNECTIONS, FORMATS, inventory, write
 from twin.lab import Lab
 from twin.nvue import service as nvue_service
 
@@ -16,13 +16,20 @@ from twin.nvue import service as nvue_service
               help="Inventory format.")
 @click.option("-o", "--output", type=click.Path(file_okay=False),
               help="Directory to write the files into (ansible: default stdout; nornir: required).")
+@click.option("--connection", type=click.Choice(list(CONNECTIONS)), default="ssh", show_default=True,
+              help="How Ansible and Nornir reach the nodes on the management network: SSH to their address "
+                   "(user cumulus and the lab's password), or through Docker, as every other node.")
 @click.pass_context
-def inventory_cmd(cli, lab: str, fmt: str, output: str | None) -> None:
-    """Write an Ansible or Nornir inventory of LAB's nodes (reached through their containers), or with
-    --format nvue the NVUE REST API of its NVUE nodes (ansible.netcommon.httpapi, nvidia.nvue)."""
+def inventory_cmd(cli, lab: str, fmt: str, output: str | None, connection: str) -> None:
+    """Write an Ansible or Nornir inventory of LAB's nodes (switches, DPUs and routers at their management
+    address over SSH, hosts through their containers), or with --format nvue the NVUE REST API of its
+    NVUE nodes at their management address, port 8765 (ansible.netcommon.httpapi, nvidia.nvue). The
+    files hold the lab's password."""
     def write_inventory():
         handle = Lab(lab)
-        files = inventory(handle.context(), fmt, nvue_api(handle) if fmt == "nvue" else None)
+        ctx = handle.context()
+        password = nvue_service.password(handle.dir) if ctx.fabric.mgmt is not None else None
+        files = inventory(ctx, fmt, nvue_api(handle) if fmt == "nvue" else None, password, connection)
         if output is None:
             if len(files) != 1:
                 raise click.UsageError(f"--format {fmt} writes {len(files)} files ({', '.join(files)}); "

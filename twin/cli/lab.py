@@ -89,12 +89,16 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
         finally:
             for note in lab.notes:
                 err.print(f"note: {note}")
-        if no_wait:
+        blank = [n for n, x in lab.fabric.nodes.items() if x.nvue == "blank"]
+        if no_wait or blank:
             frr = sum(1 for n in lab.fabric.nodes.values() if kinds.of(n).runs_frr)
             out.print(f"lab [bold]{lab.name}[/bold] is deployed: {len(lab.fabric.nodes)} nodes running and wired, "
-                      f"FRR started on {frr}, in {timings['wired']:.1f}s; configs in {lab.dir}; `twin exec "
-                      f"{lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} CMD`) configures "
-                      f"them, `twin wait {lab.name}` waits for convergence")
+                      f"FRR started on {frr}, in {timings['wired']:.1f}s; configs in {lab.dir}; " + (
+                          f"{len(blank)} NVUE nodes are blank (nothing configured yet, NVUE running): your automation "
+                          f"configures them (`twin inventory {lab.name}` says where), then `twin wait {lab.name}` "
+                          "judges the fabric" if blank else
+                          f"`twin exec {lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} "
+                          f"CMD`) configures them, `twin wait {lab.name}` waits for convergence"))
             return
         print_up(host.up_summary(lab, timings))
     run(cli, bring_up)

@@ -1,7 +1,9 @@
 """Configuration, derived from a Fabric (pure): FRR files rendered from Jinja2
 templates per kind and feature (`render`), the kernel side of the overlay as
-steps (`overlay`, on the one table of operations in `steps`) and the steps that
-take a node from one intent to another (`reconcile`)."""
+steps (`overlay`, on the one table of operations in `steps`; a node's management port: `mgmt`) and the steps that
+take a node from one intent to another (`reconcile`); no value a renderer writes holds a
+control character (`safetext`)."""
+from twin.config import mgmt
 from twin.config.backend import (
            CHOICES,
            DEFAULT_BACKEND,
@@ -10,6 +12,7 @@ from twin.config.backend import (
            NAMES,
            NETNS,
            NO_VRF_DEVICES,
+           VRF_TABLE_BASE,
            device_needs,
            wanted,
 )
@@ -21,8 +24,11 @@ from twin.config.naming import (
            NVUE_DIR,
            container_name,
            dryrun_container,
+           hosts_marker,
            link_alias,
+           mgmt_network,
            nvue_run,
+           password_file,
            probe_netns,
 )
 from twin.config.overlay import (
@@ -46,8 +52,11 @@ from twin.config.userconf import DAEMONS, FORMATS, FRR_CONF, NVUE, UserConfigs, 
 
 __all__ = ["VXLAN_PORT", "ALREADY", "CHOICES", "CONGESTION_BURST_S", "DAEMONS", "DEFAULT_BACKEND", "DEFAULT_SHAPING",
            "DEVICE", "FORMATS", "FRR_CONF", "INSTEAD", "LABEL_KIND", "LABEL_LAB", "LABEL_NODE", "LABEL_RUNTIME",
-           "NAMES", "NETNS", "NO_VRF_DEVICES", "NVUE", "NVUE_DIR", "Backend", "bindings", "bucket", "container_name",
+           "NAMES", "NETNS", "NO_VRF_DEVICES", "VRF_TABLE_BASE", "NVUE", "NVUE_DIR", "Backend", "bindings", "bucket",
+           "container_name",
            "device_needs", "droplog", "dryrun_container", "forwarding_sysctls", "gateway_file", "gateway_table",
-           "link_alias", "loopback_steps", "node_delta", "NodeDelta", "nvue_run", "overlay", "plan", "port_ns",
-           "probe_netns", "read_dir", "render", "render_lab", "script", "script_of", "services", "Shaping", "Step",
+           "link_alias", "loopback_steps", "hosts_marker", "mgmt", "mgmt_network", "node_delta", "NodeDelta",
+           "nvue_run", "password_file", "overlay", "plan", "port_ns",
+           "probe_netns", "read_dir", "render", "render_lab", "safetext", "script", "script_of", "services", "Shaping",
+           "Step",
            "tenant_ns", "userconf", "UserConfigs", "vrf_tables", "wanted"]

@@ -1,6 +1,7 @@
 """How everything a lab creates is named after it, so `down` and the tests find exactly
-what the lab owns and two labs coexist: container names and labels, link aliases,
-the namespace of the VRF-backend probe."""
+what the lab owns and two labs coexist: container names and labels (a node's container name is
+also its host name on this host: /etc/hosts), link aliases, the management network, the
+namespace of the VRF-backend probe."""
 from __future__ import annotations
 
 LABEL_LAB = "twin.lab"
@@ -11,6 +12,17 @@ LABEL_RUNTIME = "twin.runtime"    # who made the container (docker, containerlab
 
 def container_name(lab: str, node: str) -> str:
     return f"twin-{lab}-{node}"
+
+
+def mgmt_network(lab: str) -> str:
+    """The Docker network of the lab's management network (`twin.runtime.mgmt`)."""
+    return f"twin-{lab}-mgmt"
+
+
+def hosts_marker(lab: str, end: str) -> str:
+    """A line that opens ("START") or closes ("END") the lab's block of host names in /etc/hosts
+    (containerlab's own is `###### CLAB-<lab>-START ######`)."""
+    return f"###### TWIN-{lab}-{end} ######"
 
 
 def link_alias(lab: str, local: str, peer: str) -> str:
@@ -30,6 +42,11 @@ def dryrun_container(lab: str) -> str:
 
 
 NVUE_DIR = "_nvue"   # a lab directory's NVUE service files ('_': no node has that name)
+
+
+def password_file(labdir):
+    """User cumulus's password on the lab's nodes (SSH, the NVUE API), for the lab's owner only."""
+    return labdir / NVUE_DIR / "password"
 
 
 def nvue_run(labdir, node: str):

@@ -14,7 +14,7 @@ same steps over netlink (both from the one table of operations in `twin.config.s
 from __future__ import annotations
 
 from twin import kinds
-from twin.config import droplog, services
+from twin.config import droplog, mgmt, safetext, services
 from twin.config.backend import BACKENDS, DEVICE, NETNS, VRF_TABLE_BASE, Backend, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
 from twin.config.services import DEFAULT_SHAPING, SHAPINGS, Shaping
@@ -30,14 +30,15 @@ VXLAN_INDEX, BRIDGE_INDEX = 1 << 24, 2 << 24   # + VNI: interface indexes of ten
 
 
 def plan(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> list[Step]:
-    """The kernel steps of `node`: VTEP of its tenants, or a host in its segment; then its
-    services (gateways, rate limits, congestion points: `twin.config.services`)."""
+    """The kernel steps of `node`: its management port (`twin.config.mgmt`), VTEP of its tenants, or
+    a host in its segment; then its services (gateways, rate limits, congestion points: `twin.config.services`)."""
     if kinds.of(fabric.nodes[node]).endpoint:
         return host_plan(fabric, node)
     tenants = fabric.tenants_on(node)
-    steps: list[Step] = vtep_head(fabric, node, backend)
-    if backend == NETNS:  # every tenant namespace first: the node runs these in one go
+    steps: list[Step] = vtep_head(fabric, node, backend) + mgmt.namespace(fabric, node)
+    if backend == NETNS:  # every namespace first (its management one too): the node runs these in one go
         steps += [Step("netns", t.vrf) for t in tenants]
+    steps += mgmt.port(fabric, node)
     for t in tenants:
         steps += tenant_steps(fabric, node, t, backend, with_netns=False)
     # the host ports' zero-trust rules last, in one go as well
@@ -221,7 +222,8 @@ def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAU
     host = kinds.of(fabric.nodes[node]).endpoint
     later = [] if host else bindings(fabric, node, backend)
     what = ("tenant port of this host" if host else f"EVPN overlay on this VTEP, VRF backend: {backend}"
-            if fabric.tenants_on(node) else "services of this node")
+            if fabric.tenants_on(node) else "management port and services of this node" if fabric.nodes[node].mgmt
+            else "services of this node")
     return script_of(node, fabric.name, what, steps, later)
 
 
@@ -235,4 +237,5 @@ def script_of(node: str, lab: str, what: str, steps: list[Step], later: list[Ste
         "set -e",
     ]
     tail = ["# once FRR runs and knows the VNIs: the workloads' IP/MAC bindings"] if later else []
-    return "\n".join(head + [s.command() for s in steps] + tail + [s.command() for s in later]) + "\n"
+    lines = head + [s.command() for s in steps] + tail + [s.command() for s in later]
+    return "\n".join(safetext.script(lines, "interfaces.sh")) + "\n"     # no value writes a line of its own

@@ -7,11 +7,14 @@ renders is its data (`twin.kinds`): its daemons and frr.conf feature templates.
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 from twin import kinds
-from twin.config import overlay, services
+from twin.config import overlay, safetext, services
 from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.jinja import render_template
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
+from twin.errors import TopologyError
 from twin.intent.gateway import vtep_gateways
 from twin.topology.model import Fabric, Node
 
@@ -40,9 +43,11 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
     return {name: render_template(f"frr/{name}.j2", **ctx) for name in ("frr.conf", "daemons", "vtysh.conf")}
 
 
-def daemons_file(node: Node, daemons: list[str]) -> str:
-    """A daemons file that enables `daemons` (and FRR's own), for a router whose config came alone."""
-    return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS, zebra_extra="")
+def daemons_file(node: Node, daemons: list[str], fabric: Fabric | None = None, netns: bool = False) -> str:
+    """A daemons file that enables `daemons` (and FRR's own), for a router whose config came alone
+    or a node NVUE configures (`fabric`: its BGP timers' watchfrr; `netns`: zebra -n, VRFs as namespaces)."""
+    return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS,
+                           zebra_extra=" -n" if netns else "", **({"fabric": fabric} if fabric else {}))
 
 
 def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND,
@@ -56,9 +61,21 @@ def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND,
     return files
 
 
-def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND,
-               shaping: Shaping = DEFAULT_SHAPING) -> dict[str, dict[str, str]]:
-    """Every node's files: {node: {file name: text}}; `backend` is the VRF backend of the VTEPs,
-    `shaping` how rate limits are enforced (`twin.config.services`)."""
-    return {name: render_node(node, fabric, backend, shaping) for name, node in fabric.nodes.items()}
+def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = DEFAULT_SHAPING,
+               nodes: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
+    """Every node's files (or those of `nodes`): {node: {file name: text}}; `backend` is the VRF backend of the VTEPs,
+    `shaping` how rate limits are enforced (`twin.config.services`). A value holding a control character
+    is refused (TopologyError at its place in the topology: `twin.config.safetext`), never written."""
+    out: dict[str, dict[str, str]] = {}
+    problems = []
+    for name, node in fabric.nodes.items():
+        if nodes is not None and name not in nodes:
+            continue
+        try:
+            out[name] = render_node(node, fabric, backend, shaping)
+        except safetext.UnsafeText as e:
+            problems.append(safetext.refusal(e, name, fabric.source, fabric.model_dump(mode="json")))
+    if problems:
+        raise TopologyError(problems)
+    return out
 

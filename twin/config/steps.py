@@ -4,8 +4,8 @@ A `Step` is plain data (op, device, namespace, arguments). `OPS[op]` says, in
 one place, how it reads as an iproute2 command (what `interfaces.sh` and
 `twin plan` show). How each op is applied over netlink lives in the runtime
 (`twin.runtime.steps_apply.APPLY`, keyed by the same ops; a unit test holds
-the two tables to the same ops). Ops marked `in_node` (`netns`, `nft`,
-`nft-delete`, the VLAN-aware layout) have no netlink application: they run in
+the two tables to the same ops). Ops marked `in_node` (`netns`, `mgmt-netns`, `nft`,
+`nft-delete`, the VLAN-aware layout, NVUE's bonds) have no netlink application: they run in
 the node itself, by their command.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import errno
 from dataclasses import dataclass, field
 from typing import Callable
 
-from twin.kinds.base import NODE_DIR  # the node's lab directory, as mounted in it
+from twin.kinds.base import MGMT_NETNS, MGMT_NS, NODE_DIR  # the node's lab directory, as mounted in it
 
 VXLAN_PORT = 4789
 
@@ -38,6 +38,8 @@ class Step:
         return OPS[self.op].in_node
 
     def command(self) -> str:
+        if self.ns == MGMT_NS:   # not in /run/netns, where `ip -n` looks (twin.config.mgmt)
+            return f"nsenter --net={MGMT_NETNS} " + OPS[self.op].text(self, "")
         return OPS[self.op].text(self, f"-n {self.ns} " if self.ns else "")
 
 
@@ -62,11 +64,14 @@ def _tos(tos: int) -> str:
 
 
 def _in_ns(s: Step) -> str:
-    return f"ip netns exec {s.ns} " if s.ns else ""
+    return f"ip netns exec {s.ns} " if s.ns and s.ns != MGMT_NS else ""   # the management one: Step.command
 
 
 OPS: dict[str, Op] = {
     "netns": Op(lambda s, n: f"ip netns add {s.dev}", in_node=True),
+    # the node's management namespace, mounted where zebra -n does not look (twin.config.mgmt)
+    "mgmt-netns": Op(lambda s, n: f"mountpoint -q {MGMT_NETNS} || {{ mkdir -p {MGMT_NETNS.rsplit('/', 1)[0]} "
+                                  f"&& touch {MGMT_NETNS} && unshare --net={MGMT_NETNS} true; }}", in_node=True),
     # Cumulus's VLAN-aware layout (`twin.nvue.vlanaware`: opt-in, for kernels with 802.1Q VLANs; this
     # project's CI kernel has none): run in the node by these very commands, golden-tested only
     "vlan-bridge": Op(lambda s, n: f"ip link add {s.dev} mtu {s.args['mtu']} type bridge vlan_filtering 1 "
@@ -84,6 +89,10 @@ OPS: dict[str, Op] = {
     "vlan-tunnel": Op(lambda s, n: f"bridge link set dev {s.dev} vlan_tunnel on", in_node=True),
     "fdb-vlan": Op(lambda s, n: f"bridge fdb replace {s.args['mac']} dev {s.dev} master static vlan {s.args['vid']}",
                    in_node=True),
+    # an NVUE bond (`twin.nvue.bonds`: opt-in, for kernels with bonding; this project's has none): run in
+    # the node by its command, golden-tested only
+    "bond": Op(lambda s, n: f"ip {n}link add {s.dev} type bond " + " ".join(f"{k} {v}" for k, v in s.args.items()),
+               in_node=True),
     "nft": Op(lambda s, n: f"{_in_ns(s)}nft -f {NODE_DIR}/{s.dev}", in_node=True),
     # a table (dev: "FAMILY NAME") gone, whether it was there or not
     "nft-delete": Op(lambda s, n: f"{_in_ns(s)}nft 'add table {s.dev}; delete table {s.dev}'", in_node=True),
@@ -92,6 +101,12 @@ OPS: dict[str, Op] = {
                              f"peer name {s.args['peer']} index {s.args['peer_index']} address {s.args['peer_mac']}"
                              + (f" netns {s.args['netns']}" if s.args.get("netns") else ""))),
     "ifb": Op(lambda s, n: f"ip {n}link add {s.dev} index {s.args['index']} type ifb"),
+    # a port of the platform no cable reaches (NVUE configures every port): a veth whose peer stays down
+    # in the node's namespace of such peers, so the port has no carrier; made once, kept (a switch's port)
+    "netns-once": Op(lambda s, n: f"[ -e /run/netns/{s.dev} ] || ip netns add {s.dev}", in_node=True),
+    "port": Op(lambda s, n: (f"ip {n}link add {s.dev} index {s.args['index']} address {s.args['mac']} type veth "
+                             f"peer name {s.dev} index {s.args['peer_index']} address {s.args['peer_mac']} "
+                             f"netns {s.args['netns']}")),
     # shaping: a token bucket on what leaves a device (bytes per second, burst and queue in bytes)
     "tbf": Op(lambda s, n: (f"tc {n}qdisc replace dev {s.dev} root tbf rate {s.args['rate']}bit "
                             f"burst {s.args['burst']} limit {s.args['limit']}")),
@@ -106,7 +121,7 @@ OPS: dict[str, Op] = {
     "bridge": Op(lambda s, n: (f"ip {n}link add {s.dev}{_text_ix(s.args)}"
                                + (f" address {s.args['mac']}" if s.args.get("mac") else "")
                                + f" mtu {s.args['mtu']} type bridge")),
-    "move": Op(lambda s, n: f"ip {n}link set {s.dev} netns {s.args['to']}"),
+    "move": Op(lambda s, n: f"ip {n}link set {s.dev} netns {MGMT_NETNS if s.args['to'] == MGMT_NS else s.args['to']}"),
     "release": Op(lambda s, n: f"ip {n}link set {s.dev} netns 1"),   # back from a tenant namespace into the node's
     "master": Op(lambda s, n: f"ip {n}link set {s.dev} master {s.args['master']}"),
     "nomaster": Op(lambda s, n: f"ip {n}link set {s.dev} nomaster"),

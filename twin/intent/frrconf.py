@@ -3,7 +3,8 @@
 Only what twin judges or infers from a user's config is kept: interfaces with
 their addresses and IGP settings (OSPF, OSPFv3, IS-IS, passive or not), every
 `router bgp` (ASN, VRF, router-id, neighbors with their peer-groups and
-shutdowns, networks, EVPN: advertise-all-vni, per-VNI and per-VRF route
+shutdowns, networks, multipath-relax, EVPN: advertise-all-vni and the other
+advertisements, the peers it is activated for, per-VNI and per-VRF route
 targets), `router ospf`/`ospf6`/`isis` instances, and `vrf NAME` / `vni N`.
 Everything else is skipped, never refused: FRR's own parser
 (`twin.runtime.dryrun`) is the judge of what a file may hold.
@@ -63,6 +64,9 @@ class Bgp:
     redistribute: list[str] = field(default_factory=list)      # what it redistributes into IPv4 unicast
     evpn: bool = False                  # an `address-family l2vpn evpn` block
     advertise_all_vni: bool = False
+    advertise: list[str] = field(default_factory=list)          # its other `advertise ...` (`ipv4 unicast`)
+    evpn_active: list[str] = field(default_factory=list)        # `neighbor X activate` in it (peers, groups)
+    multipath_relax: bool = False       # `bgp bestpath as-path multipath-relax`
     rts: dict[str, list[str]] = field(default_factory=dict)     # "import"/"export"/"both" -> RTs (VRF level)
     vni_rts: dict[int, dict[str, list[str]]] = field(default_factory=dict)   # per `vni N` block
     line: int = 0
@@ -289,6 +293,8 @@ def _bgp(b: Bgp, family: list[list[str]], w: list[str], number: int) -> None:
     vni = int(family[1][1]) if len(family) > 1 and family[1][1:2] and family[1][1].isdigit() else None
     if w[:2] == ["bgp", "router-id"] and len(w) > 2:
         b.router_id = w[2]
+    elif w == ["bgp", "bestpath", "as-path", "multipath-relax"]:
+        b.multipath_relax = True
     elif w[0] == "neighbor" and len(w) > 2 and not family:
         _neighbor(b, w, number)
     elif w[0] == "network" and len(w) > 1 and af in ([], ["ipv4"], ["ipv4", "unicast"], ["ipv6"], ["ipv6", "unicast"]):
@@ -301,6 +307,10 @@ def _bgp(b: Bgp, family: list[list[str]], w: list[str], number: int) -> None:
     m = _RT.match(" ".join(w))
     if w[0] == "advertise-all-vni":
         b.advertise_all_vni = True
+    elif w[0] == "advertise" and len(w) > 1 and vni is None:
+        b.advertise.append(" ".join(w[1:]))
+    elif w[0] == "neighbor" and w[2:] == ["activate"] and vni is None:
+        b.evpn_active.append(w[1])
     elif m and vni is not None:
         b.vni_rts.setdefault(vni, {}).setdefault(m.group(1), []).append(m.group(2))
     elif m:

@@ -32,7 +32,9 @@ FUNCTION_KIND = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", 
                  "internet": "internet"}
 NAME_KIND = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", "server": "host", "host": "host",
              "srv": "host", "internet": "internet", "inet": "internet"}
-OOB_FUNCTIONS = ("oob-switch", "oob-server")  # Air's own management network: twin has none, they are left out
+# Air's out-of-band network's own nodes: left out, twin's management network stands in for them (each
+# switch's eth0 on a network of the lab's, the host at its gateway as Air's oob-mgmt-server is)
+OOB_FUNCTIONS = ("oob-switch", "oob-server")
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ The file is `{"format": "JSON", "title", "ztp", "content": {"nodes": {NAME: {cpu
 memory, storage, os, ...}}, "links": [[{"node", "interface"}, {...}], ...]}}`;
 Air's API takes the same `nodes`/`links` at the top level, which is read too.
 JSON nodes carry no `function`: on import a node's role comes from its `os`
-or name (twin.interop.air.role_of) unless `--role` gives it. `oob` and `netq`
-(Air's management network and NetQ server) have no twin counterpart and are
-not read; an `outbound` link (to the Internet) is refused.
+or name (twin.interop.air.role_of) unless `--role` gives it. `oob` (Air's
+management network: twin's own stands in for it) and `netq` (its NetQ server,
+with no twin counterpart) are not read; an `outbound` link (to the Internet) is refused.
 """
 from __future__ import annotations
 

@@ -11,15 +11,14 @@ semantics are kept (as containerlab's `types/topology.go` resolves a node):
   every other bind is carried as it is (`twin.interop.clab_nodes` says how each field is taken);
 - interface names stay as given (eth1, e1-1...), and so do link MTUs;
 - `kind: linux` nodes run: a node with FRR's files bound (or an FRR image) is a `router`, any
-  other a `host` (with its own `cmd`, `entrypoint`, `env` and `exec`).
-
+  other a `host` (with its own `cmd`, `entrypoint`, `env` and `exec`);
+- the management network's IPv4 subnet and gateway, a router's address on it (`clab_nodes.mgmt_of`).
 Each node's `image` is carried: it runs where the engine has it, else twin's node image
 (`twin up --images`, said then). What twin does not carry is said once each, as a note with its
-reason: the management network (`mgmt`, `mgmt-ipv4`: twin nodes have none, `twin exec` reaches
-them) and each node field left out (`clab_nodes.LEFT_OUT`). Node and lab
-names are lowercased to twin's rules when that is all they need. Kinds twin cannot run (SR
-Linux, cEOS...) are refused in one error that lists them and gives the way out: `--role
-leaf1=leaf,spine=spine` maps them to twin's kinds, which twin renders day-0 configs for.
+reason: the rest of the management network (`clab_nodes.mgmt_notes`) and each node field left out
+(`clab_nodes.LEFT_OUT`). Node and lab names are lowercased to twin's rules when that is all they
+need. Kinds twin cannot run (SR Linux, cEOS...) are refused in one error that lists them and the
+way out: `--role leaf1=leaf,spine=spine` maps them to kinds twin renders configs for.
 """
 from __future__ import annotations
 
@@ -103,6 +102,7 @@ class _Import:
         self.paths: dict[str, dict[str, str]] = {}
         self.notes: list[str] = []
         self.left: dict[tuple[str, str], list[str]] = {}   # (field, why) -> nodes it is left out of
+        self.kinds: dict[str, str] = {}                    # containerlab name -> twin kind
 
     # --- containerlab's inheritance ------------------------------------------------------------
     def level(self, where: str, key: str | None) -> dict:
@@ -136,20 +136,19 @@ class _Import:
     # --- the import ------------------------------------------------------------------------------
     def run(self, name: str | None) -> dict:
         self._names()
-        kinds = self._kinds()
+        kinds = self.kinds = self._kinds()
         lab = self._lab_name(name)
         nodes = {}
         for n, kind in kinds.items():
-            spec: dict = {"kind": kind}
-            image = self.value(n, "image")
-            if image:   # run where the engine has it (`twin up --images`), checked as a Docker reference
-                spec["image"] = image if isinstance(image, str) else str(image)
-            commands = self.merged(n, "exec")
-            if commands:
-                spec["exec"] = commands
+            ip = self.value(n, "mgmt-ipv4") if KINDS[kind].mgmt else None   # a router's management address
+            image = self.value(n, "image")   # run where the engine has it (`twin up --images`)
+            spec: dict = {"kind": kind, **({"image": str(image)} if image else {}),
+                          **({"exec": c} if (c := self.merged(n, "exec")) else {}),
+                          **({"mgmt_ipv4": str(ip)} if ip else {})}
             nodes[self.names[n]] = {**spec, **self._runtime(n, kind)}
         self._notes()
-        return {"name": lab, "description": f"imported from containerlab: {self.path}", "nodes": nodes,
+        mgmt = cn.mgmt_of(self.data.get("mgmt"), any("mgmt_ipv4" in x for x in nodes.values()), self.notes)
+        return {"name": lab, "description": f"imported from containerlab: {self.path}", **mgmt, "nodes": nodes,
                 "links": self._links()}
 
     def _names(self) -> None:
@@ -366,9 +365,8 @@ class _Import:
         return out
 
     def _notes(self) -> None:
-        if self.data.get("mgmt") or any(self.value(n, "mgmt-ipv4") or self.value(n, "mgmt-ipv6") for n in self.nodes):
-            self.notes.append("the management network (mgmt, mgmt-ipv4/6) is left out: twin nodes have none; "
-                              "`twin exec LAB NODE -- CMD` reaches them")
+        self.notes += cn.mgmt_notes([n for n in self.names if self.value(n, "mgmt-ipv6")], [
+            n for n, k in self.kinds.items() if self.value(n, "mgmt-ipv4") and not KINDS[k].mgmt])
         for n in self.names:
             for key in sorted({k for lvl in self.chain(n) for k in lvl} - cn.CARRIED):
                 self.left.setdefault((key, cn.left_out_reason(key)), []).append(n)

@@ -9,8 +9,11 @@ Carried (`twin.topology.noderun` checks them as a twin topology's fields):
 - `env` and `env-files`: merged over the levels, `env` over `env-files`, the most specific wins;
 - `startup-config`: an FRR node's frr.conf (a path, or the config itself), where no bind gives it;
 - `image`: the node's own, run where the engine has it, else twin's node image (`twin up --images`);
-- `exec`, `kind`, `group`, `type`.
-Every other field is named with its reason (`LEFT_OUT`).
+- `exec`, `kind`, `group`, `type`;
+- `mgmt-ipv4`: a router's address on the lab's management network (`mgmt_of`: the lab's
+  `mgmt.ipv4-subnet` and `ipv4-gw`, containerlab's default subnet when nodes pin addresses and
+  the file gives none; the network itself is twin's own, `twin-<lab>-mgmt`).
+Every other field is named with its reason (`LEFT_OUT`, `mgmt_notes`).
 """
 from __future__ import annotations
 
@@ -20,13 +23,13 @@ from twin.kinds.base import FRR_DIR
 
 CONFIG_FILES = ("frr.conf", "daemons")
 CARRIED = {"kind", "group", "image", "binds", "exec", "type", "cmd", "entrypoint", "env", "env-files",
-           "startup-config", "mgmt-ipv4", "mgmt-ipv6"}   # mgmt: said once for the lab
+           "startup-config", "mgmt-ipv4", "mgmt-ipv6"}   # mgmt-ipv4: a router's mgmt_ipv4 (mgmt-ipv6: said once)
 _NOS = "a setting of network OS kinds twin does not run"
 _LIMITS = "twin gives each kind its own limits (memory, tasks), so one node cannot take this host down"
 _ORDER = "twin orders the bring-up itself: nodes wired, configured, then the convergence barrier"
 LEFT_OUT = {
     "ports": "publishes container ports on this host: twin's nodes have no network outside the lab",
-    "network-mode": "twin's nodes have no network but the lab's links (Docker's `none`)",
+    "network-mode": "twin's nodes have no network but the lab's links and its management network",
     "dns": "twin's nodes have no network outside the lab to resolve names on",
     "sysctls": "twin sets each kind's sysctls (IPv6 on, forwarding, its ECMP hash)",
     "cap-add": "twin gives each kind the capabilities it needs (NET_ADMIN, SYS_ADMIN, NET_RAW) and never more",
@@ -40,7 +43,8 @@ LEFT_OUT = {
     "restart-policy": "twin owns the containers' life (`twin down` removes them)",
     "auto-remove": "twin owns the containers' life (`twin down` removes them)",
     "healthcheck": _ORDER, "stages": _ORDER, "wait-for": _ORDER, "startup-delay": _ORDER,
-    "runtime": "twin runs its nodes on Docker", "aliases": "twin's nodes have no management network",
+    "runtime": "twin runs its nodes on Docker",
+    "aliases": "a node's one name on the management network is twin-<lab>-<node>",
     "license": _NOS, "components": _NOS, "certificate": _NOS, "enforce-startup-config": _NOS,
     "suppress-startup-config": _NOS, "credentials": _NOS, "config": _NOS,
     "image-pull-policy": "twin pulls no image: a node runs its own where the engine has it (`twin up --images`)",
@@ -88,3 +92,29 @@ def parse_env(text: str) -> dict[str, str]:
             raise ValueError(f"{line[:60]!r} is not NAME=value")
         out[key.strip()] = value.strip().strip('"').strip("'")
     return out
+
+
+CLAB_SUBNET = "172.20.20.0/24"        # containerlab's management subnet when a file gives none
+
+
+def mgmt_of(given: object, pinned: bool, notes: list[str]) -> dict:
+    """A twin topology's `mgmt` (as a document's entry) from containerlab's `mgmt` section (`pinned`:
+    nodes pin their address); what is left of it goes to `notes`."""
+    given = given if isinstance(given, dict) else {}
+    out = {k: str(given[c]) for k, c in (("subnet", "ipv4-subnet"), ("gateway", "ipv4-gw")) if given.get(c)}
+    if "subnet" not in out and pinned:
+        out["subnet"] = CLAB_SUBNET
+        notes.append(f"nodes pin their management address and the file gives no subnet: containerlab's default "
+                     f"{CLAB_SUBNET}")
+    rest = sorted(set(given) - {"ipv4-subnet", "ipv4-gw"})
+    if rest:
+        notes.append(f"mgmt: {', '.join(rest)} left out: the management network is twin's own (an internal Docker "
+                     "network, IPv4), named after the lab")
+    return {"mgmt": out} if out else {}
+
+
+def mgmt_notes(v6: list[str], hosts: list[str]) -> list[str]:
+    """What of the nodes' management addresses is left out: IPv6 ones, and hosts' (`v6`, `hosts`: nodes)."""
+    out = [f"mgmt-ipv6 of {', '.join(v6)} is left out: twin's management network is IPv4"] if v6 else []
+    return out + ([f"mgmt-ipv4 of {', '.join(hosts)} is left out: a twin host has no management port (a tenant's "
+                   "workload; `twin exec LAB NODE -- CMD` reaches it)"] if hosts else [])

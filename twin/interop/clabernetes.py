@@ -7,7 +7,9 @@ whose `spec.definition.containerlab` is the very topology of the containerlab
 export and whose `spec.deployment.filesFromConfigMap` mounts each file where
 that topology's relative binds expect it (`<node>/<file>`), as Clabernetes'
 clabverter does. Clabernetes runs each node in its own launcher pod and turns
-links into VXLAN tunnels between pods.
+links into VXLAN tunnels between pods. A node on the management network publishes its SSH (22)
+and NVUE API (8765) ports, which Clabernetes exposes as a ClusterIP service per node (and only
+those: `disableAutoExpose`); a lab without one exposes nothing.
 """
 from __future__ import annotations
 
@@ -22,11 +24,13 @@ from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import Backend
 from twin.errors import TwinError
 from twin.interop.containerlab import ClabLab, Files, build_containerlab
+from twin.kinds import NVUE_PORT, SSH_PORT
 from twin.topology.model import Fabric
 
 API_VERSION = "clabernetes.containerlab.dev/v1alpha1"
 CONFIGMAP_MAX = 1024 * 1024              # bytes a ConfigMap may hold (etcd's limit)
 _KEY = re.compile(r"^[-._a-zA-Z0-9]+$")   # what a ConfigMap key may be
+MGMT_PORTS = (SSH_PORT, NVUE_PORT)
 
 
 def export_clabernetes(fabric: Fabric, files: Files, out_dir: Path, *, image: str, backend: Backend = DEFAULT_BACKEND,
@@ -46,10 +50,13 @@ def build_clabernetes(fabric: Fabric, files: Files, *, image: str, backend: Back
                       namespace: str | None = None, say: Callable[[str], None] = lambda _: None) -> list[dict]:
     """The manifests (pure): ConfigMaps first, so they exist when the Topology's pods mount them."""
     lab = build_containerlab(fabric, files, image=image, backend=backend)
+    managed = [n.name for n in fabric.managed() if n.mgmt]
+    for n in managed:   # what a switch serves on its management address, exposed as the cluster's services
+        lab.topology["topology"]["nodes"][n]["ports"] = [f"{p}:{p}" for p in MGMT_PORTS]
     for note in lab.notes:
         say(f"{note}; in a pod, that path is the Kubernetes node's")
     configmaps = [configmap(lab, node, namespace) for node in lab.files]
-    return configmaps + [topology(lab, namespace)]
+    return configmaps + [topology(lab, namespace, bool(managed))]
 
 
 def configmap_name(lab: str, node: str) -> str:
@@ -77,8 +84,9 @@ def configmap(lab: ClabLab, node: str, namespace: str | None) -> dict:
             "data": text} | ({"binaryData": binary} if binary else {})
 
 
-def topology(lab: ClabLab, namespace: str | None) -> dict:
-    """The Clabernetes Topology holding the containerlab topology and where its files come from."""
+def topology(lab: ClabLab, namespace: str | None, managed: bool = False) -> dict:
+    """The Clabernetes Topology holding the containerlab topology and where its files come from; a lab
+    with a management network has its nodes' SSH and NVUE API (their `ports`) exposed in the cluster."""
     return {
         "apiVersion": API_VERSION,
         "kind": "Topology",
@@ -86,8 +94,7 @@ def topology(lab: ClabLab, namespace: str | None) -> dict:
         "spec": {
             "definition": {"containerlab": lab.text()},
             "deployment": {"filesFromConfigMap": {node: mounts(lab, node) for node in lab.files}},
-            # twin's nodes have no management interface (network-mode: none): nothing to expose
-            "expose": {"disableExpose": True},
+            "expose": {"exposeType": "ClusterIP", "disableAutoExpose": True} if managed else {"disableExpose": True},
         },
     }
 

@@ -1,8 +1,10 @@
 """containerlab export: a twin lab as `<lab>.clab.yml` plus the files it binds.
 
 Owns the mapping of a rendered twin lab onto containerlab's topology file:
-every node a `kind: linux` container of twin's node image without a management
-network (`network-mode: none`, as twin runs it), with twin's own mounts (an FRR
+every node a `kind: linux` container of twin's node image; a switch, DPU or router
+on the lab's management network (`mgmt`: twin's network, `mgmt-ipv4`: its address;
+its start script moves eth0 into its management namespace as twin's bring-up does),
+a host without one (`network-mode: none`, as twin runs it), with twin's own mounts (an FRR
 node's directory on /etc/frr, every node's read-only on /etc/twin), twin's
 labels (so twin finds the containers), the kind's sysctls and capabilities, and
 `exec` of `twin-start.sh` (twin.interop.startscript) for what twin's bring-up
@@ -26,7 +28,7 @@ from typing import Callable
 import yaml
 
 from twin.config.backend import DEFAULT_BACKEND
-from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, LABEL_RUNTIME
+from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, LABEL_RUNTIME, mgmt_network
 from twin.config.overlay import Backend, loopback_steps, script
 from twin.errors import TwinError
 from twin.interop.startscript import START_PATH, START_SCRIPT, WAIT_SCRIPT, start_script, wait_then_exec
@@ -106,6 +108,7 @@ def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Bac
     topology = {
         "name": fabric.name,
         "prefix": PREFIX,
+        **({"mgmt": mgmt_of(fabric)} if fabric.mgmt is not None and fabric.mgmt.subnet else {}),
         "topology": {
             "nodes": {n.name: clab_node(fabric, n, image, user[n.name]) for n in fabric.nodes.values()},
             "links": [{"endpoints": [f"{link.a.node}:{link.a.port}", f"{link.b.node}:{link.b.port}"], "mtu": link.mtu}
@@ -120,7 +123,8 @@ def clab_node(fabric: Fabric, node: Node, image: str, user: "Bound | None" = Non
     """One node: twin's container settings in containerlab's words, and the node's own (binds of the
     user's files, copied beside it; a host's cmd after its ports are up; env; exec)."""
     kind = kind_of(node.kind)
-    out: dict = {"kind": "linux", "image": node.image or image, "network-mode": "none"}
+    out: dict = {"kind": "linux", "image": node.image or image}
+    out.update({"mgmt-ipv4": node.mgmt} if node.mgmt else {"network-mode": "none"})
     if node.cmd or node.entrypoint:
         out["entrypoint"] = f"sh {NODE_DIR}/{WAIT_SCRIPT}"
         out["cmd"] = shlex.join([*node.entrypoint, *node.cmd])
@@ -141,6 +145,12 @@ def clab_node(fabric: Fabric, node: Node, image: str, user: "Bound | None" = Non
     out["cap-add"] = list(kind.capabilities)
     out["exec"] = [f"sh {START_PATH}", *node.exec]
     return out
+
+
+def mgmt_of(fabric: Fabric) -> dict:
+    """The lab's management network, as containerlab's `mgmt` (twin's runtime makes it first, internal)."""
+    assert fabric.mgmt is not None
+    return {"network": mgmt_network(fabric.name), "ipv4-subnet": fabric.mgmt.subnet, "ipv4-gw": fabric.mgmt.gateway}
 
 
 @dataclass(frozen=True)

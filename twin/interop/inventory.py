@@ -1,17 +1,20 @@
 """Inventories for the user's own automation: Ansible and Nornir, from a lab's fabric.
 
-    files = inventory(Lab.open("aipod"), "ansible")   # {"inventory.yml": "..."}
-    files = inventory(Lab.open("aipod"), "nornir")    # hosts.yaml, groups.yaml, defaults.yaml
+    files = inventory(Lab.open("aipod"), "ansible", password=pw)   # {"inventory.yml": "..."}
+    files = inventory(Lab.open("aipod"), "nornir", password=pw)    # hosts.yaml, groups.yaml, defaults.yaml
     files = inventory(lab, "nvue", api)               # nvue.yml: the NVUE REST API (ansible.netcommon.httpapi)
 
-Every node is reached through its container (`twin-<lab>-<node>`): Ansible with
-the `community.docker.docker` connection, Nornir with `hostname` = container
-name. Groups are the node kinds; FRR nodes (spine, leaf, dpu) are also in the
-group `frr`. Node data: the kind, the lab and, where the node has them, its ASN
-and loopback. The `nvue` format reaches the NVUE nodes' REST API instead (the lab's NVUE
-service: `ansible_network_os: nvidia.nvue.httpapi` over `ansible.netcommon.httpapi`, HTTPS on
-127.0.0.1 without certificate validation, user and password), for the `nvidia.nvue`
-collection and `ansible.builtin.uri`.
+A node on the lab's management network (a switch, DPU or router: `Node.mgmt`) is reached there, as
+on the fabric: Ansible over SSH to its address (port 22, user cumulus and the lab's password, which
+sudo takes too), Nornir with its address as `hostname`, port, username and password. Every other
+node (a host, a lab without a management network, or all of them with `connection="docker"`) is
+reached through its container (`twin-<lab>-<node>`): Ansible with the `community.docker.docker`
+connection, Nornir with `hostname` = container name. Groups are the node kinds; FRR nodes (spine,
+leaf, dpu) are also in the group `frr`. Node data: the kind, the lab and, where the node has them,
+its ASN, loopback and management address. The `nvue` format reaches the NVUE nodes' REST API
+instead (`ansible_network_os: nvidia.nvue.httpapi` over `ansible.netcommon.httpapi`, HTTPS without
+certificate validation, user and password): on a node's management address at port 8765, as
+`nvued` serves it on a switch, else on the lab's NVUE service at 127.0.0.1, each node's own port.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import yaml
 from twin import kinds
 from twin.config.naming import container_name
 from twin.errors import TwinError
+from twin.kinds import NVUE_PORT, SSH_PORT, USER
 from twin.topology.model import Fabric, Node
 
 PYTHON = "/usr/bin/python3"          # the node image's interpreter, for Ansible modules
@@ -32,6 +36,9 @@ FRR_GROUP = "frr"                    # every node that runs FRR, whatever its ki
 NVUE_GROUP = "nvue"                  # the nodes whose NVUE REST API the nvue inventory reaches
 HTTPAPI = "ansible.netcommon.httpapi"
 NVUE_OS = "nvidia.nvue.httpapi"
+CONNECTIONS = ("ssh", "docker")      # how Ansible and Nornir reach a node on the management network
+# a lab's nodes make their host keys anew at every `twin up`: a known_hosts entry would only be stale
+SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 
 
 def _platform(node: Node) -> str:
@@ -45,6 +52,8 @@ def _facts(node: Node) -> dict[str, Any]:
         out["asn"] = node.asn
     if node.loopback is not None:
         out["loopback"] = node.loopback
+    if node.mgmt is not None:
+        out["mgmt"] = node.mgmt
     return out
 
 
@@ -61,34 +70,45 @@ def _dump(header: str, doc: Any) -> str:
     return f"# {header}\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
 
 
-def ansible(fabric: Fabric) -> dict[str, str]:
+def _ansible_host(fabric: Fabric, n: Node, password: str | None, connection: str) -> dict[str, Any]:
+    """How Ansible reaches node `n`: over SSH on the management network, else through Docker."""
+    if connection == "ssh" and n.mgmt and password:
+        return {"ansible_connection": "ssh", "ansible_host": n.mgmt, "ansible_port": SSH_PORT, "ansible_user": USER,
+                "ansible_password": password, "ansible_become_password": password, "ansible_ssh_common_args": SSH_ARGS,
+                "ansible_python_interpreter": PYTHON}
+    return {"ansible_connection": ANSIBLE_CONNECTION, "ansible_host": container_name(fabric.name, n.name),
+            "ansible_python_interpreter": PYTHON}
+
+
+def ansible(fabric: Fabric, password: str | None = None, connection: str = "ssh") -> dict[str, str]:
     """One YAML inventory: a group per kind, and `frr` holding the FRR kinds."""
     children: dict[str, Any] = {}
     for kind, nodes in _by_kind(fabric).items():
-        children[kind] = {"hosts": {
-            n.name: {
-                "ansible_connection": ANSIBLE_CONNECTION,
-                "ansible_host": container_name(fabric.name, n.name),
-                "ansible_python_interpreter": PYTHON,
-                "twin_lab": fabric.name,
-                **_facts(n),
-            }
-            for n in nodes
-        }}
+        children[kind] = {"hosts": {n.name: {**_ansible_host(fabric, n, password, connection),
+                                             "twin_lab": fabric.name, **_facts(n)} for n in nodes}}
     frr_kinds = [k for k in children if kinds.get(k).runs_frr]
     if frr_kinds:
         children[FRR_GROUP] = {"children": {k: {} for k in frr_kinds}}
     doc = {"all": {"children": children}}
-    return {"inventory.yml": _dump(f"Ansible inventory of twin lab {fabric.name} "
-                                   f"(`twin inventory {fabric.name}`)", doc)}
+    ssh = connection == "ssh" and password and fabric.managed()
+    return {"inventory.yml": _dump(f"Ansible inventory of twin lab {fabric.name} (`twin inventory {fabric.name}`)"
+                                   + ("; it holds the lab's password (SSH with a password: Ansible's ssh connection "
+                                      "needs sshpass; --connection docker goes through Docker instead)" if ssh else ""),
+                                   doc)}
 
 
-def nornir(fabric: Fabric) -> dict[str, str]:
+def _nornir_host(fabric: Fabric, n: Node, password: str | None, connection: str) -> dict[str, Any]:
+    if connection == "ssh" and n.mgmt and password:
+        return {"hostname": n.mgmt, "port": SSH_PORT, "username": USER, "password": password}
+    return {"hostname": container_name(fabric.name, n.name)}
+
+
+def nornir(fabric: Fabric, password: str | None = None, connection: str = "ssh") -> dict[str, str]:
     """Nornir SimpleInventory: hosts.yaml, groups.yaml, defaults.yaml."""
     by_kind = _by_kind(fabric)
     hosts = {
         n.name: {
-            "hostname": container_name(fabric.name, n.name),
+            **_nornir_host(fabric, n, password, connection),
             "platform": _platform(n),
             "groups": [n.kind] + ([FRR_GROUP] if kinds.get(n.kind).runs_frr else []),
             "data": {**_facts(n), "lab": fabric.name},
@@ -110,8 +130,10 @@ def nornir(fabric: Fabric) -> dict[str, str]:
 def nvue(fabric: Fabric, api: dict[str, dict]) -> dict[str, str]:
     """The NVUE nodes with what `ansible.netcommon.httpapi` and `nvidia.nvue` need to reach their
     NVUE REST API (`api`: node -> {port, user, password}): a group `nvue`, hosts by node name."""
-    hosts = {n: {"ansible_connection": HTTPAPI, "ansible_network_os": NVUE_OS, "ansible_host": "127.0.0.1",
-                 "ansible_httpapi_port": a["port"], "ansible_user": a["user"], "ansible_password": a["password"],
+    at = {n: (x.mgmt, NVUE_PORT) if x.mgmt else ("127.0.0.1", api[n]["port"]) for n, x in fabric.nodes.items()
+          if n in api}
+    hosts = {n: {"ansible_connection": HTTPAPI, "ansible_network_os": NVUE_OS, "ansible_host": at[n][0],
+                 "ansible_httpapi_port": at[n][1], "ansible_user": a["user"], "ansible_password": a["password"],
                  "ansible_httpapi_use_ssl": True, "ansible_httpapi_validate_certs": False,
                  "twin_lab": fabric.name, **_facts(fabric.nodes[n])}
              for n, a in sorted(api.items()) if n in fabric.nodes}
@@ -124,13 +146,17 @@ def nvue(fabric: Fabric, api: dict[str, dict]) -> dict[str, str]:
 FORMATS: dict[str, Callable[..., dict[str, str]]] = {"ansible": ansible, "nornir": nornir, "nvue": nvue}
 
 
-def inventory(lab, fmt: str, api: dict[str, dict] | None = None) -> dict[str, str]:
+def inventory(lab, fmt: str, api: dict[str, dict] | None = None, password: str | None = None,
+              connection: str = "ssh") -> dict[str, str]:
     """The inventory files of `lab` (a Lab, its context, or a Fabric) in format `fmt`
-    (ansible, nornir; nvue with `api`, its NVUE nodes' REST API): file name -> content."""
+    (ansible, nornir: nodes on the management network over SSH with `password`, unless `connection`
+    is "docker"; nvue with `api`, its NVUE nodes' REST API): file name -> content."""
     try:
         make = FORMATS[fmt]
     except KeyError:
         raise TwinError(f"unknown inventory format {fmt!r}; formats: {', '.join(FORMATS)}") from None
+    if connection not in CONNECTIONS:
+        raise TwinError(f"unknown connection {connection!r}; connections: {', '.join(CONNECTIONS)}")
     fabric = lab if isinstance(lab, Fabric) else lab.fabric
     if fabric is None:
         raise TwinError(f"lab {lab.name!r} has no topology: load it (Lab.load) or bring it up first")
@@ -139,7 +165,7 @@ def inventory(lab, fmt: str, api: dict[str, dict] | None = None) -> dict[str, st
             raise TwinError(f"lab {fabric.name!r} has no NVUE REST API: none of its nodes runs NVUE "
                             "(`twin up --configs` with startup.yaml files), or its NVUE service is not running")
         return make(fabric, api)
-    return make(fabric)
+    return make(fabric, password, connection)
 
 
 def write(files: dict[str, str], directory: str | Path) -> list[Path]:

@@ -4,7 +4,25 @@ Owns what each kind is (as data); imports nothing of twin but its own modules.
 """
 from __future__ import annotations
 
-from twin.kinds.base import FRR_DIR, HASH_FIELDS, HASH_POLICY, HASH_SEED, NODE_DIR, NV_BIN, NVUE_RUN, Kind, PortNaming
+from twin.kinds.base import (
+    FRR_DIR,
+    HASH_FIELDS,
+    HASH_POLICY,
+    HASH_SEED,
+    MGMT_NETNS,
+    MGMT_NS,
+    MGMT_PORT,
+    NODE_COMMAND,
+    NODE_DIR,
+    NV_BIN,
+    NV_GID,
+    NVUE_PORT,
+    NVUE_RUN,
+    SSH_PORT,
+    USER,
+    Kind,
+    PortNaming,
+)
 from twin.kinds.dpu import Dpu
 from twin.kinds.host import Host
 from twin.kinds.internet import Internet
@@ -28,4 +46,5 @@ def of(node) -> Kind:
 
 
 __all__ = ["KINDS", "Kind", "PortNaming", "get", "of", "FRR_DIR", "HASH_FIELDS", "HASH_POLICY", "HASH_SEED",
-           "NODE_DIR", "NV_BIN", "NVUE_RUN"]
+           "NODE_COMMAND", "NODE_DIR", "NV_BIN", "NV_GID", "NVUE_RUN", "MGMT_NETNS", "MGMT_NS", "MGMT_PORT",
+           "NVUE_PORT", "SSH_PORT", "USER"]

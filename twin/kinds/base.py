@@ -34,8 +34,19 @@ class PortNaming:
 # node's own directory of the lab) and the node's lab directory, read-only (kernel steps, scripts).
 FRR_DIR = "/etc/frr"
 NODE_DIR = "/etc/twin"
+NODE_COMMAND = "/usr/local/bin/twin-node"   # the node image's own command (images/node/twin-node)
 NVUE_RUN = "/run/nvue"    # the directory of a node's NVUE socket, as mounted in the node (read-only)
-NV_BIN = "/usr/local/bin/nv"   # the `nv` command, as mounted in an FRR node (read-only)
+NV_BIN = "/usr/bin/nv"   # the `nv` command, as mounted in an FRR node (read-only), where Cumulus Linux has it
+# A node's management port, as on a switch: eth0 in its own namespace (Cumulus's VRF mgmt), where sshd
+# and the NVUE API listen (`twin.config.mgmt`); the fabric's routing never sees it
+MGMT_PORT = "eth0"
+MGMT_NS = "mgmt"
+MGMT_NETNS = "/run/twin/mgmt"   # the namespace, mounted in the node: not in /run/netns, so FRR's zebra -n never takes
+                                # it for a VRF of its own (frr-reload would remove it), on either VRF backend
+SSH_PORT = 22
+NVUE_PORT = 8765          # nvued's HTTPS port on a Cumulus switch
+USER = "cumulus"          # the user of SSH and the NVUE API, as on a Cumulus switch
+NV_GID = 1500             # group nvapply of the node image (cumulus is in it): who may use `nv`, as on Cumulus
 
 # the multipath hash of a router's kernel: its policy, the fields it hashes, its seed
 HASH_POLICY, HASH_FIELDS, HASH_SEED = (f"net.ipv4.fib_multipath_hash_{k}" for k in ("policy", "fields", "seed"))
@@ -77,6 +88,9 @@ class Kind:
     attaches_to: ClassVar[tuple[str, ...] | None] = None   # kinds it may link to (None: any BGP kind)
     test_addresses: ClassVar[tuple[str, ...]] = ()         # addresses it answers on, for tenants to reach
     nvue_port_suffix: ClassVar[str] = ""     # how NVUE names its ports (DOCA HBN on a DPU: p0 is p0_if)
+    platform_ports: ClassVar[str] = ""       # the ports its platform has, cabled or not, as NVUE ranges them
+                                             # (a topology's `platform_ports` overrides it)
+    mgmt: ClassVar[bool] = False             # has a management port (eth0 on the lab's management network)
     user_config: ClassVar[bool] = False      # runs the user's FRR config; twin derives no intent for it
                                              # but what that config declares (twin.intent.generic)
     daemons: ClassVar[tuple[str, ...]] = ()  # FRR daemons besides zebra/staticd/watchfrr

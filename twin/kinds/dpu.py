@@ -17,3 +17,4 @@ class Dpu(FrrKind):
     accepts_hosts = True
     can_be_vtep = True
     nvue_port_suffix = "_if"                # DOCA HBN's names of the BlueField's ports: p0_if, pf0vf0_if
+    platform_ports = "p0-1,pf0hpf,pf0vf0-15"   # a BlueField's uplinks, host PF and VFs

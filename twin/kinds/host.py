@@ -10,6 +10,9 @@ class Host(Kind):
     tier = 3
     runs_bgp = False
     endpoint = True
+    # no management port: a host is a tenant's workload, and a network shared by the hosts of every
+    # tenant would be a path between tenants beside the fabric (the isolation `twin verify` proves)
+    mgmt = False
     fabric_ports = PortNaming("eth{}", 1)
     access_ports = PortNaming("eth{}", 1)
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "NET_RAW")

@@ -19,6 +19,7 @@ class Internet(FrrKind):
     asn_base = 64496                           # documentation ASNs (RFC 5398)
     fabric_ports = PortNaming("eth{}", 1)
     edge = True
+    mgmt = False                               # not a switch of the fabric: nobody manages it
     attaches_to = ("spine", "leaf")
     frr_features = ("base", "underlay", "internet")
     test_addresses: ClassVar[tuple[str, ...]] = ("198.51.100.10", "203.0.113.10")   # TEST-NET-2 and -3

@@ -12,3 +12,4 @@ class Leaf(FrrKind):
     access_ports = PortNaming("swp{}", 1)   # shares the swp counter with fabric ports
     accepts_hosts = True
     can_be_vtep = True
+    platform_ports = "swp1-64"              # a Spectrum switch's front panel

@@ -8,7 +8,7 @@ Without a config of the user's it boots an empty one (FRR's defaults).
 """
 from typing import ClassVar
 
-from twin.kinds.base import ROUTER_SYSCTLS, Kind, PortNaming
+from twin.kinds.base import NODE_COMMAND, ROUTER_SYSCTLS, Kind, PortNaming
 
 
 class Router(Kind):
@@ -17,9 +17,10 @@ class Router(Kind):
     tier = 3
     runs_bgp = False            # no BGP twin derives: its sessions are what its config says
     user_config = True
+    mgmt = True                 # as containerlab gives every node one
     fabric_ports = PortNaming("eth{}", 1)
     access_ports = PortNaming("eth{}", 1)
     accepts_hosts = True
     sysctls: ClassVar[dict[str, str]] = ROUTER_SYSCTLS
-    start: ClassVar[list[str] | None] = ["/usr/local/bin/twin-node", "start-frr"]
+    start: ClassVar[list[str] | None] = [NODE_COMMAND, "start-frr"]
     frr_features: ClassVar[tuple[str, ...]] = ("router",)

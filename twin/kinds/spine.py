@@ -11,3 +11,4 @@ class Spine(FrrKind):
     asn_base = 65000
     asn_shared = True
     fabric_ports = PortNaming("swp{}", 1)
+    platform_ports = "swp1-64"

@@ -1,4 +1,4 @@
-"""A lab's life: its state on disk (`state`), bring-up (`bringup`: create, wire,
+"""A lab's life: its state on disk (`state`), its lock (`locks`), bring-up (`bringup`: create, wire,
 configure), the convergence barrier (`barrier`), the running-lab context every
 later stage works on (`context`), status against intent (`status`) and removal
 of exactly what the lab owns (`cleanup`)."""
@@ -9,5 +9,6 @@ from twin.lifecycle.status import LabStatus, lab_status
 from twin.lifecycle.vrfbackend import Choice
 
 __all__ = ["admission", "barrier", "bringup", "Choice", "cleanup", "configure_node", "context_of", "daemon",
-           "doctor", "generic", "hostlimits", "imagechoice", "lab_status", "LabContext", "LabStatus", "patient",
+           "doctor", "generic", "hostlimits", "imagechoice", "lab_status", "LabContext", "LabStatus", "locks",
+           "mgmtnet", "patient",
            "service", "state", "vrfbackend", "wait_vnis"]

@@ -62,21 +62,22 @@ class ExecLog:
 
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
                    shaping: Shaping = DEFAULT_SHAPING, plane: Plane | None = None,
-                   execs: ExecLog | None = None, starts_itself: bool = False) -> None:
-    """Stage "configure" of one wired node: kernel overlay and services, its daemons, then its
-    workloads' bindings and its `exec` commands (a failing one goes to `execs` and the lab goes
-    on, as containerlab's does; a strict log ends the bring-up). `plane`: what the node's own
-    configuration (NVUE) makes it run instead of the topology's rendering: its kernel steps,
-    bindings and VNIs. `starts_itself`: the node runs an image of its own that starts its daemons
-    itself (an FRR image): twin's start of them is left out."""
+                   execs: ExecLog | None = None, starts_itself: bool = False, password: str = "") -> None:
+    """Stage "configure" of one wired node: kernel overlay and services (its management port
+    first), its daemons (with its management plane: sshd and the NVUE API relay, user cumulus's
+    `password`), then its workloads' bindings and its `exec` commands (a failing one goes to
+    `execs` and the lab goes on, as containerlab's does; a strict log ends the bring-up).
+    `plane`: what the node's own configuration (NVUE) makes it run instead of the topology's
+    rendering: its kernel steps, bindings and VNIs. `starts_itself`: the node runs an image of its
+    own that starts its daemons itself (an FRR image): twin's start of them is left out."""
     t0 = time.monotonic()
     steps = plane.steps if plane else lo_steps(fabric, node, backend) + overlay.plan(fabric, node, backend, shaping)
     if steps:
         kernel.apply(steps, pid, ex)
     t1 = time.monotonic()
     start = None if starts_itself else kinds.of(fabric.nodes[node]).start
-    if start:
-        ex.start(start, timeouts.FRR_START).check()   # its daemons: in the node's cgroup
+    if start:   # its daemons: in the node's cgroup
+        ex.start(start, timeouts.FRR_START, {"TWIN_PASSWORD": password} if password else None).check()
     t2 = time.monotonic()
     later = plane.bindings if plane else overlay.bindings(fabric, node, backend)
     if later:

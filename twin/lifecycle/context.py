@@ -26,7 +26,7 @@ from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import Backend, Shaping
 from twin.errors import TwinError
 from twin.intent import Intent
-from twin.lifecycle import state
+from twin.lifecycle import locks, state
 from twin.runtime import netns
 from twin.runtime.base import NodeHandle, Runtime
 from twin.runtime.exec import NodeExec
@@ -62,7 +62,12 @@ class LabContext:
         """Hold the lab's lock while `what` (the command, e.g. "twin fault link-down dpu1:p0")
         changes it; LabStateError at once naming the holder if another twin changes it now
         (re-entrant in this thread: a rehearsal's change runs under the rehearsal's hold)."""
-        return state.lock(self.name, what)
+        return locks.lock(self.name, what)
+
+    def writing_node(self, node: str, what: str) -> AbstractContextManager[None]:
+        """Hold node `node` while `what` changes it alone (an NVUE revision): other nodes' own changes
+        run meanwhile; a lab-wide change (`writing`) excludes them and they it."""
+        return locks.node_lock(self.name, node, what)
 
     @cached_property
     def intent(self) -> Intent:
@@ -119,7 +124,7 @@ class LabContext:
         {} for a lab without NVUE. What a node started again, or an element put back, must get."""
         st, _ = state.load(self.dir)
         return nvue.running(self.dir, self.fabric, self.backend, self.shaping,
-                            (st.layout if st else None) or nvue.PER_VNI)
+                            (st.layout if st else None) or nvue.PER_VNI, bonds=bool(st and st.nvue_bonds))
 
     # --- namespaces -------------------------------------------------------------------
     def pid(self, node: str) -> int:

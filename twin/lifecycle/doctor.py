@@ -36,6 +36,8 @@ LACKING: dict[str, str] = {
               "address on lo or on a bridge without ports"),
     "vlan": ("NVUE nodes keep the per-VNI layout even with TWIN_NVUE_LAYOUT=vlan-aware; a node's `exec` that "
              "adds a VLAN interface fails"),
+    "bond": ("NVUE's bonds (`interface.<bond>` of type bond) are stored with the notice even with "
+             "TWIN_NVUE_BONDS=on, never made as Linux bonds; a node's `exec` that adds a bond fails"),
     "netem": ("`twin fault link-loss` drops at random with nftables on one end (counted, logged) instead of tc "
               "netem on both ends; twin has no delay fault"),
     "red": ("nothing of twin's: congestion points mark ECN with nftables (congestion.nft), not RED; only your "
@@ -181,8 +183,11 @@ def lines(r: Report) -> list[str]:
     for name, names in left.containers.items():
         out.append(f"leftover?: lab {name}: {len(names)} container(s), no directory under {state.labs_root()} "
                    f"(a killed run's, or another TWIN_HOME's): `twin down {name}` with the TWIN_HOME that made it")
+    out += [f"leftover?: lab {name}: network {', '.join(nets)}, no directory under {state.labs_root()}: "
+            f"`twin down {name}` with the TWIN_HOME that made it" for name, nets in left.networks.items()
+            if name not in left.containers]
     out += [f"leftover: namespace /run/netns/{n}: `ip netns del {n}` if no twin runs" for n in left.netns]
-    if not (left.containers or left.netns):
+    if not (left.containers or left.netns or left.networks):
         out.append("leftovers: none")
     out += [f"MISSING: {p}" for p in r.problems]
     out.append("ready: twin can run here" if r.ok else "not ready: fix what is MISSING above")

@@ -18,12 +18,9 @@ import fcntl
 import json
 import os
 import shutil
-import threading
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Callable, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -76,6 +73,7 @@ class LabState(BaseModel):
     user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
     notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
     layout: Literal["per-vni", "vlan-aware"] | None = None   # kernel layout of the NVUE nodes (twin.nvue)
+    nvue_bonds: bool | None = None   # the NVUE nodes make Linux bonds (twin.nvue.bonds: opted in, kernel has bonding)
     images: dict[str, str] = {}  # node -> its own image, which it runs (`twin up --images`); others: `image`
 
 
@@ -155,6 +153,32 @@ def save(d: Path, state: LabState, fabric: Fabric | None = None) -> None:
         write_text(d / FABRIC, fabric.model_dump_json(indent=2))
 
 
+def update(d: Path, change: Callable[[LabState], None], fabric: Fabric | None = None) -> LabState | None:
+    """state.json read, changed by `change` and written back as one step among the processes that
+    record in it (`twin wait`, the NVUE service's revisions, `twin apply`): none loses another's
+    change (a hold of the lab directory, for that step only). None when the lab has no state."""
+    try:
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)     # held while one file is read and written: no one waits long
+        st, _ = load(d)
+        if st is not None:
+            change(st)
+            save(d, st, fabric)
+        return st
+    finally:
+        os.close(fd)
+
+
+def converged(st: LabState, took: float) -> None:
+    """A lab `twin wait` saw converge is up (one `up --no-wait` left deployed, or a failed wait)."""
+    if st.status in ("deployed", "converging", "failed"):
+        st.status, st.error = "up", ""
+        st.timings["waited"] = took
+
+
 def load(d: Path) -> tuple[LabState | None, Fabric | None]:
     """The lab's recorded state and intent; (None, None) when it has no directory.
     A directory whose files are missing or corrupt is an error naming the file."""
@@ -213,90 +237,6 @@ def remove_node(d: Path, node: str) -> bool:
         return False
     shutil.rmtree(sub)
     return True
-
-
-# --- one twin at a time per lab ------------------------------------------------------------
-@dataclass
-class _Held:
-    thread: int
-    what: str
-    depth: int
-
-
-_held: dict[str, _Held] = {}     # labs whose lock this process holds (the kernel's flock is per process)
-_held_guard = threading.Lock()
-
-
-@contextmanager
-def lock(name: str, what: str) -> Iterator[None]:
-    """Hold lab `name`'s lock while `what` (a command line, e.g. "twin apply") changes it;
-    LabStateError at once, naming the holder's command and pid, if another twin holds it.
-
-    Every command that changes a lab holds it (`up`, `down`, `apply`, `rehearse`, `fault`,
-    `verify --prove`); readers never take it. It is re-entrant in the thread that holds it
-    (a rehearsal applies its change under its own hold); another thread of the same process
-    is refused like another process. The kernel releases it when its holder dies (even by
-    SIGKILL): it never goes stale."""
-    check_name(name)
-    me = threading.get_ident()
-    with _held_guard:
-        mine = _held.get(name)
-        if mine is not None and mine.thread == me:
-            mine.depth += 1
-        elif mine is not None:
-            raise LabStateError(f"lab {name!r} is busy: {mine.what} (pid {os.getpid()}, another thread); "
-                                "wait for it, or stop it first")
-    if mine is not None:
-        try:
-            yield
-        finally:
-            with _held_guard:
-                mine.depth -= 1
-        return
-    with _flock(name, what):
-        with _held_guard:
-            _held[name] = _Held(me, what, 1)
-        try:
-            yield
-        finally:
-            with _held_guard:
-                _held.pop(name, None)
-
-
-def holder(name: str) -> str:
-    """Who holds lab `name`'s lock now ("" when no one): "twin apply (pid 123)"."""
-    d = home() / "locks" / f"{check_name(name)}.lock"
-    try:
-        fd = os.open(d, os.O_RDWR | os.O_NOFOLLOW)
-    except OSError:
-        return ""
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin command"
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return ""
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def _flock(name: str, what: str) -> Iterator[None]:
-    d = home() / "locks"
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            held = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin command"
-            raise LabStateError(f"lab {name!r} is busy: {held}; wait for it, or stop it first") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{what} (pid {os.getpid()})".encode(), 0)
-        yield
-    finally:
-        os.close(fd)
 
 
 def now() -> float:

@@ -18,7 +18,7 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import NVUE as STARTUP
 from twin.errors import TwinError
 from twin.intent import Intent, TenantIntent
-from twin.lifecycle import barrier, generic, state
+from twin.lifecycle import barrier, generic, locks, state
 from twin.lifecycle.context import LabContext
 from twin.nvue import service as nvue_service
 from twin.runtime import frr
@@ -169,7 +169,7 @@ def lab_status(name: str, d: Path, runtime: Runtime) -> LabStatus:
     if st is None or fabric is None:
         return LabStatus(name, "orphaned" if containers else "absent", str(d), nodes=_bare(containers))
     out = LabStatus(name, st.status, str(d), st.topology, st.image, st.images, st.backend, st.shaping, st.timings,
-                    changing=state.holder(name))
+                    changing=locks.holder(name))
     if any(STARTUP in files for files in st.user_files.values()):
         out.nvue = nvue_service.status(d) or {"running": False, "answers": False, "listeners": {},
                                               "error": "not running (no record)"}

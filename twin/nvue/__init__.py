@@ -10,9 +10,11 @@ Configurations (this face), in the order data takes:
 - `tree`: the configuration tree and the edits `nv set`/`nv unset`/`nv config` and the REST
   API are made of (set/unset a path, interface ranges, patch, diff), and its check;
 - `load`: a startup.yaml read (file, line, NVUE path of every problem);
-- `model`: the emulated subset as typed data;
-- `frr`: frr.conf as NVUE renders it; `plane`: the node's kernel plane (per-VNI layout),
-  `vlanaware`: Cumulus's own layout (opt-in, golden-tested);
+- `model`: the emulated subset as typed data (`policy`: prefix lists and route maps);
+- `frr`: frr.conf as NVUE renders it; `plane`: the node's kernel plane (per-VNI layout), with
+  `routed` for what goes beyond twin's tenants (uncabled ports, plain VRFs, VLANs outside a
+  tenant) and `beyond` for what NVUE refuses of it; `vlanaware`: Cumulus's own layout (opt-in,
+  golden-tested);
 - `configs`: NVUE files among a lab's configs, each node's files; `export`: twin's design as NVUE;
 - `api`, `cli`: the REST API's and `nv`'s pure parts; `client`: the `nv` command a node runs.
 
@@ -35,6 +37,7 @@ from twin.nvue.cli import EDITS, Command, commands, edit
 from twin.nvue.configs import (
            STARTUP,
            NvueNode,
+           blank,
            build,
            check_files,
            dump,
@@ -42,6 +45,7 @@ from twin.nvue.configs import (
            frr_view,
            not_emulated,
            running,
+           runs_nvue,
 )
 from twin.nvue.configs import read as read_configs
 from twin.nvue.export import export, export_node
@@ -50,9 +54,9 @@ from twin.nvue.plane import PER_VNI, VLAN_AWARE, Layout, Plane, as_run, extras_d
 from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import Finding, diff, expand, get, leaves, patch, set_path, show, unpatch, unset_path, words
 
-__all__ = ["STARTUP", "NvueNode", "build", "check_files", "dump", "files_of", "frr_view", "not_emulated",
-           "read_configs",
-           "running", "export", "export_node", "NvueFile", "from_tree", "read", "PER_VNI", "VLAN_AWARE", "Plane",
+__all__ = ["STARTUP", "NvueNode", "blank", "build", "check_files", "dump", "files_of", "frr_view", "not_emulated",
+           "read_configs", "running", "runs_nvue", "export", "export_node", "NvueFile", "from_tree", "read",
+           "PER_VNI", "VLAN_AWARE", "Plane",
            "tenant_of", "API", "VERSION", "Finding", "diff", "expand", "patch", "set_path", "show", "unpatch",
            "unset_path", "words", "EDITS", "api", "cli", "client", "Command", "commands", "edit", "extras_delta",
            "get", "leaves", "load", "Layout", "as_run",

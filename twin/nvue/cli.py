@@ -24,7 +24,7 @@ from twin.topology.problems import quoted
 from twin.topology.yaml_safe import read_yaml_bytes
 
 EDITS = ("set", "unset", "patch", "replace", "detach")
-VERBS = {"set": "nv set PATH VALUE", "unset": "nv unset PATH", "apply": "nv config apply [-y|--assume-yes]",
+VERBS = {"set": "nv set PATH VALUE", "unset": "nv unset PATH", "apply": "nv config apply [-y|--assume-yes] [--wait]",
          "diff": "nv config diff [-o json|yaml]", "patch": "nv config patch FILE", "replace": "nv config replace FILE",
          "detach": "nv config detach", "save": "nv config save", "config-show": "nv config show [-o json|yaml]",
          "show": "nv show [PATH] [-o json|yaml]"}
@@ -40,6 +40,7 @@ class Command:
     words: tuple[str, ...] = ()     # set/unset/show: the path words (and set's value)
     output: str = ""                # -o json|yaml
     yes: bool = False               # -y / --assume-yes
+    wait: bool = False              # apply --wait: until the lab converged too
     file: str = ""                  # patch/replace: the file named
 
     def __str__(self) -> str:
@@ -52,8 +53,10 @@ def parse(argv: list[str]) -> Command:
     """`nv`'s words (without `nv`) -> the command; ValueError with the usage when they are not one."""
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         raise ValueError("the words of nv are a list of text")
-    if len(argv) > MAX_WORDS or any(len(a) > 4096 or not a.isprintable() for a in argv):
-        raise ValueError(f"nv takes at most {MAX_WORDS} words of printable text")
+    # words are printable, but for the value `nv set` ends with: NVUE's type of its place judges it (exit 1)
+    words_ = argv[:-1] if argv[:1] == ["set"] and len(argv) > 2 else argv
+    if len(argv) > MAX_WORDS or any(len(a) > 4096 for a in argv) or not all(a.isprintable() for a in words_):
+        raise ValueError(f"nv takes at most {MAX_WORDS} words of printable text (and a value, `nv set`'s last)")
     if not argv or argv[0] in ("-h", "--help", "help"):
         return Command("help")
     head, rest = argv[0], argv[1:]
@@ -62,7 +65,7 @@ def parse(argv: list[str]) -> Command:
             raise ValueError(f"usage: {VERBS[head]}")
         return Command(head, tuple(rest))
     if head == "show":
-        words_, output, _ = _options(rest, "show")
+        words_, output, _, _ = _options(rest, "show")
         return Command("show", tuple(words_), output)
     if head != "config" or not rest:
         raise ValueError(f"unknown command {quoted(' '.join(argv[:2]))}\n{HELP}")
@@ -73,18 +76,18 @@ def _config(sub: str, rest: list[str]) -> Command:
     verb = "config-show" if sub == "show" else sub
     if verb not in VERBS or verb in ("set", "unset", "show"):
         raise ValueError(f"unknown command {quoted('nv config ' + sub)}\n{HELP}")
-    args, output, yes = _options(rest, verb)
+    args, output, yes, wait = _options(rest, verb)
     if verb in ("patch", "replace"):
         if len(args) != 1:
             raise ValueError(f"usage: {VERBS[verb]}")
-        return Command(verb, (), output, yes, args[0])
+        return Command(verb, (), output, yes, file=args[0])
     if args:
         raise ValueError(f"{quoted(' '.join(args))}: {VERBS[verb]} takes no more words")
-    return Command(verb, (), output, yes)
+    return Command(verb, (), output, yes, wait=wait)
 
 
-def _options(args: list[str], verb: str) -> tuple[list[str], str, bool]:
-    out, output, yes = [], "", False
+def _options(args: list[str], verb: str) -> tuple[list[str], str, bool, bool]:
+    out, output, yes, wait = [], "", False, False
     it = iter(args)
     for a in it:
         if a in ("-o", "--output"):
@@ -93,11 +96,13 @@ def _options(args: list[str], verb: str) -> tuple[list[str], str, bool]:
                 raise ValueError(f"{a} takes json or yaml (usage: {VERBS[verb]})")
         elif a in ("-y", "--assume-yes") and verb == "apply":
             yes = True
+        elif a == "--wait" and verb == "apply":
+            wait = True
         elif a.startswith("-") and len(a) > 1 and not a[1].isdigit():
             raise ValueError(f"{quoted(a)}: no such option (usage: {VERBS[verb]})")
         else:
             out.append(a)
-    return out, output, yes
+    return out, output, yes, wait
 
 
 # --- edits --------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def read_file(name: str) -> str:
 
 
 def follow(rev: str) -> int:
-    """Print a revision's progress until it is done; 0 when applied and converged."""
+    """Print a revision's progress until it is done; 0 when applied (and converged, asked to wait)."""
     where = "/nvue_v1/revision/" + urllib.parse.quote(rev, safe="")
     deadline, said = time.monotonic() + APPLY_DEADLINE, ""
     while time.monotonic() < deadline:

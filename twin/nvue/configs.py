@@ -10,17 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import yaml
 
-from twin.config import render, userconf
-from twin.config.backend import DEFAULT_BACKEND
+from twin import kinds
+from twin.config import render, safetext, userconf
+from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError, TwinError
+from twin.kinds import MGMT_PORT
 from twin.nvue import frr, load
 from twin.nvue import plane as planes_
 from twin.nvue.load import NvueFile
+from twin.nvue.model import MGMT
 from twin.nvue.plane import PER_VNI, Plane
 from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import show
@@ -61,26 +65,51 @@ def _read(configs: UserConfigs | None) -> tuple[dict[str, NvueFile], list[Proble
 
 
 def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-          layout: str = PER_VNI) -> tuple[dict[str, NvueNode], list[str]]:
-    """Each NVUE node's plane and files on `fabric`; TopologyError with every problem of every
-    node at once. Returns the nodes and the notes (what twin left out or adapted)."""
+          layout: str = PER_VNI, bonds: bool = False) -> tuple[dict[str, NvueNode], list[str]]:
+    """Each NVUE node's plane and files on `fabric` (`bonds`: the lab makes Linux bonds,
+    `twin.nvue.bonds`); TopologyError with every problem of every node at once. Returns the
+    nodes and the notes (what twin left out or adapted)."""
     out: dict[str, NvueNode] = {}
     problems: list[Problem] = []
     notes: list[str] = []
     for node, nf in sorted(nfs.items()):
         try:
-            p = planes_.build(nf, fabric, node, backend, shaping)
+            p = planes_.build(nf, fabric, node, backend, shaping, bonds)
+            if layout != PER_VNI:
+                from twin.nvue import vlanaware
+                vlanaware.apply(p, backend)
+            out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
         except TopologyError as e:
             problems += e.problems
             continue
-        if layout != PER_VNI:
-            from twin.nvue import vlanaware
-            vlanaware.apply(p, backend)
-        out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
+        except safetext.UnsafeText as e:
+            problems.append(_refusal(e, nf, fabric, node))
+            continue
         notes += p.notes + [f"{nf.source}: {show(path)}: stored, not emulated" for path in nf.not_emulated]
     if problems:
         raise TopologyError(problems)
     return out, notes
+
+
+def _refusal(e: safetext.UnsafeText, nf: NvueFile, fabric: Fabric, node: str) -> Problem:
+    """A value a renderer refused, at its place in the NVUE file (with its line), else in the topology."""
+    found = safetext.places(nf.tree)
+    if found:
+        return nf.problem(tuple(str(k) for k in found[0][0]), safetext.message(e, node))
+    return safetext.refusal(e, node, fabric.source, fabric.model_dump(mode="json"))
+
+
+def blank(fabric: Fabric, configs: UserConfigs | None = None) -> dict[str, NvueFile]:
+    """What the topology's blank NVUE nodes run (`nvue: blank`; not those `configs` gives files of),
+    as switches after zero-touch provisioning: their host name alone (the management network's eth0
+    and NVUE itself are theirs at `twin up`); the user's automation configures the rest."""
+    def tree(n: str) -> dict:
+        mgmt = {"interface": {MGMT_PORT: {"type": "eth", "ip": {"address": {"dhcp": {}}, "vrf": MGMT}}}}
+        return {"system": {"hostname": n}, **(mgmt if fabric.mgmt and fabric.nodes[n].mgmt else {})}
+
+    return {n: load.from_tree(tree(n), f"{n}/{STARTUP} (blank: the topology's nvue: blank)")
+            for n, node in fabric.nodes.items() if node.nvue == "blank" and n not in (configs.files if configs
+                                                                                    else {})}
 
 
 def check_files(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
@@ -100,6 +129,10 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
     node = p.fabric.nodes[p.node]
     files = render.render_node(node, p.fabric, backend, shaping)
     files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs)
+    # as on a switch, whatever it holds yet: staticd for its static routes, and (netns backend) zebra -n,
+    # so a VRF NVUE declares later (a tenant's, a plain one) is adopted without restarting FRR
+    files["daemons"] = render.daemons_file(node, list(kinds.of(node).daemons) + ["staticd"], p.fabric,
+                                           netns=backend == NETNS)
     what = (f"EVPN overlay on this VTEP as its NVUE declares it ({p.layout} layout, VRF backend: {backend})"
             if p.fabric.tenants_on(p.node) else "node as its NVUE declares it")
     files["interfaces.sh"] = script_of(p.node, p.fabric.name, what, p.steps, p.bindings)
@@ -125,6 +158,12 @@ class _Dumper(yaml.SafeDumper):
 _Dumper.add_representer(bool, lambda d, v: d.represent_scalar("tag:yaml.org,2002:bool", "on" if v else "off"))
 
 
+def runs_nvue(d: Path, node: str) -> bool:
+    """Does `node` of the lab in directory `d` run NVUE (its directory holds its startup.yaml)?"""
+    f = d / node / STARTUP
+    return f.is_file() and not f.is_symlink()
+
+
 def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
     """Per node running NVUE, the places of its startup.yaml twin keeps but does not run."""
     out = {}
@@ -138,15 +177,15 @@ def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
 
 
 def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-            layout: str = PER_VNI) -> dict[str, NvueNode]:
-    """The NVUE nodes of a running lab, from the startup.yaml in each node's directory."""
+            layout: str = PER_VNI, nodes: Iterable[str] | None = None, bonds: bool = False) -> dict[str, NvueNode]:
+    """The NVUE nodes of a running lab (of `nodes`), from the startup.yaml in each node's directory."""
     nfs = {}
-    for node in fabric.nodes:
+    for node in (fabric.nodes if nodes is None else [n for n in nodes if n in fabric.nodes]):
         f = d / node / STARTUP
         if f.is_file() and not f.is_symlink():
             nfs[node] = load.read(f"{node}/{STARTUP}", under=d)      # a node's directory: no link out
     try:
-        return build(nfs, fabric, backend, shaping, layout)[0]
+        return build(nfs, fabric, backend, shaping, layout, bonds)[0]
     except TopologyError as e:
         raise TwinError(f"lab {d.name!r}: the NVUE files it runs no longer fit its topology:\n  "
                         + "\n  ".join(str(p) for p in e.problems)) from None

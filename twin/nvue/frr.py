@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import jinja2
 
-from twin.nvue.model import Bgp, NodeConf, Peer
+from twin.config.safetext import UnsafeText, finalize, template_line
+from twin.nvue.model import MGMT, Bgp, NodeConf, Peer, Static, Vrf
 from twin.nvue.schema import VERSION
 
-_env = jinja2.Environment(loader=jinja2.PackageLoader("twin.nvue", "templates"),
+_env = jinja2.Environment(loader=jinja2.PackageLoader("twin.nvue", "templates"), finalize=finalize,
                           undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                           keep_trailing_newline=True)
 
@@ -27,6 +28,7 @@ class _Neighbor:
     remote_as: str | None
     unnumbered: bool
     connect: int | None
+    policy: dict[str, str]
 
 
 @dataclass
@@ -34,28 +36,45 @@ class _Vrf:
     kernel: str
     l3vni: int | None
     bgp: Bgp | None
+    statics: list[Static]
+    peers: list[_Neighbor]
+    v4_off: list[str]
 
 
 def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, str]) -> str:
     """The node's frr.conf. `devices`: NVUE interface name -> kernel device (HBN's p0_if is the
-    BlueField's p0); `vrfs`: NVUE VRF -> the kernel VRF it runs as (its tenant's)."""
+    BlueField's p0); `vrfs`: NVUE VRF -> the kernel VRF it runs as (its tenant's, or its own)."""
     b = conf.bgp if conf.bgp.enable and conf.bgp.asn else None
     dev = lambda n: devices.get(n, n)   # noqa: E731
     groups = b.peer_groups if b else {}
-    neighbors = [_Neighbor(dev(n), p.peer_group, p.remote_as, p.unnumbered, p.connect)
-                 for n, p in (b.neighbors.items() if b else ())]
     evpn_on = ([g for g, p in groups.items() if p.evpn] +
                [dev(n) for n, p in (b.neighbors.items() if b else ()) if _evpn(p, groups)])
-    v4_off = [g for g, p in groups.items() if p.ipv4 is False] + [
-        dev(n) for n, p in (b.neighbors.items() if b else ()) if p.ipv4 is False]
-    tenant_vrfs = [_Vrf(vrfs.get(v.name, v.name), v.l3vni if v.evpn else None,
-                        v.bgp if v.bgp and v.bgp.enable and v.bgp.asn and b else None)
-                   for v in conf.vrfs.values()]
-    return _env.get_template("frr.conf.j2").render(
-        node=node, version=VERSION, hostname=conf.hostname or node, bgp=b, neighbors=neighbors,
-        graceful_shutdown=conf.graceful_shutdown, v4_off=v4_off, evpn_on=evpn_on,
-        evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)), advertise_all_vni=conf.evpn,
-        vrfs=tenant_vrfs)
+    tenant_vrfs = [_vrf(v, vrfs.get(v.name, v.name), dev, bool(b)) for v in conf.vrfs.values() if v.name != MGMT]
+    try:     # a value holding a control character is refused, never written (twin.config.safetext)
+        return _env.get_template("frr.conf.j2").render(
+            node=node, version=VERSION, hostname=conf.hostname or node, bgp=b, neighbors_=_peers(b, dev),
+            graceful_shutdown=conf.graceful_shutdown, v4_off=_v4_off(b, dev), evpn_on=evpn_on,
+            evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)), advertise_all_vni=conf.evpn,
+            vrfs=tenant_vrfs, statics=conf.statics, policy=conf.policy)
+    except UnsafeText as e:
+        raise UnsafeText(e.value, f"frr.conf ({template_line(e) or 'frr.conf.j2'})") from None
+
+
+def _vrf(v: Vrf, kernel: str, dev, default_bgp: bool) -> _Vrf:
+    bgp = v.bgp if v.bgp and v.bgp.enable and v.bgp.asn and default_bgp else None
+    return _Vrf(kernel, v.l3vni if v.evpn else None, bgp, v.statics, _peers(bgp, dev), _v4_off(bgp, dev))
+
+
+def _peers(b: Bgp | None, dev) -> list[_Neighbor]:
+    return [_Neighbor(dev(n), p.peer_group, p.remote_as, p.unnumbered, p.connect, p.policy)
+            for n, p in (b.neighbors.items() if b else ())]
+
+
+def _v4_off(b: Bgp | None, dev) -> list[str]:
+    if b is None:
+        return []
+    return [g for g, p in b.peer_groups.items() if p.ipv4 is False] + [
+        dev(n) for n, p in b.neighbors.items() if p.ipv4 is False]
 
 
 def _evpn(p: Peer, groups: dict[str, Peer]) -> bool:

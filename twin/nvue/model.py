@@ -8,9 +8,11 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from twin.nvue.policy import Policy
 from twin.nvue.tree import get
 
 DOMAIN = "br_default"          # the one bridge domain emulated
+MGMT = "mgmt"                  # the management VRF: the node's management network (eth0), not the fabric's
 FABRIC_MAC = "00:00:5e:00:01:{:02x}"   # VRR MAC from the fabric id (NVUE: 00:00:5E:00:01:<fabric-id>)
 
 
@@ -26,17 +28,21 @@ class Peer:
     evpn: bool | None = None              # address-family l2vpn-evpn enable
     connect: int | None = None            # timers connection-retry
     advertise: int | None = None          # timers route-advertisement (None: NVUE's default, 0)
+    policy: dict[str, str] = field(default_factory=dict)   # "route-map in" -> name (ipv4-unicast policy)
 
     @classmethod
     def of(cls, name: str, t: dict) -> "Peer":
         ra = get(t, ("remote-as",))
         af = get(t, ("address-family",), {})
         timers = get(t, ("timers",), {})
+        pol = get(af, ("ipv4-unicast", "policy"), {})
         return cls(name, None if ra is None else str(ra),
                    get(t, ("peer-group",)) if get(t, ("peer-group",)) not in (None, "none") else None,
                    get(t, ("type",)) == "unnumbered" or (get(t, ("type",)) is None and not _is_ip(name)),
                    get(af, ("ipv4-unicast", "enable")), get(af, ("l2vpn-evpn", "enable")),
-                   _num(timers.get("connection-retry")), _num(timers.get("route-advertisement")))
+                   _num(timers.get("connection-retry")), _num(timers.get("route-advertisement")),
+                   {f"{kind} {'in' if way == 'inbound' else 'out'}": n for way, b in pol.items()
+                    for kind, n in b.items() if kind in ("route-map", "prefix-list")})
 
 
 @dataclass
@@ -48,6 +54,9 @@ class Bgp:
     router_id: str | None = None
     ipv4: bool = True                      # address-family ipv4-unicast enable
     connected: bool = False                # redistribute connected
+    connected_map: str | None = None       # ... its route-map
+    static: bool = False                   # redistribute static
+    static_map: str | None = None
     networks: list[str] = field(default_factory=list)
     to_evpn: bool = False                  # route-export to-evpn: type-5 from this VRF
     evpn: bool = False                     # address-family l2vpn-evpn enable
@@ -61,6 +70,7 @@ class Bgp:
     def of(cls, t: dict, asn: int | None, router_id: str | None) -> "Bgp":
         v4 = get(t, ("address-family", "ipv4-unicast"), {})
         conn = get(v4, ("redistribute", "connected"))
+        stat = get(v4, ("redistribute", "static"))
         return cls(
             enable=get(t, ("enable",), True) is not False,
             asn=get(t, ("autonomous-system",), asn) if get(t, ("autonomous-system",)) != "none" else asn,
@@ -68,6 +78,9 @@ class Bgp:
                        else router_id),
             ipv4=get(v4, ("enable",), True) is not False,
             connected=conn is not None and get(conn, ("enable",), True) is not False,
+            connected_map=get(conn or {}, ("route-map",)),
+            static=stat is not None and get(stat, ("enable",), True) is not False,
+            static_map=get(stat or {}, ("route-map",)),
             networks=list(get(v4, ("network",), {})),
             to_evpn=get(v4, ("route-export", "to-evpn", "enable"), False) is True,
             evpn=get(t, ("address-family", "l2vpn-evpn", "enable"), False) is True,
@@ -76,6 +89,21 @@ class Bgp:
             multipath_relax=get(t, ("path-selection", "multipath", "aspath-ignore"), False) is True,
             rt_import=[_rt(r) for r in get(t, ("route-import", "from-evpn", "route-target"), {})],
             rt_export=[_rt(r) for r in get(t, ("route-export", "to-evpn", "route-target"), {})])
+
+
+@dataclass
+class Bond:
+    """`interface.<bond>` of type bond: its members and how it bonds them (NVUE's defaults: LACP, fast)."""
+
+    name: str
+    members: list[str]
+    mode: str = "lacp"                     # lacp (802.3ad) or static (balance-xor)
+    lacp_rate: str = "fast"
+
+    @classmethod
+    def of(cls, name: str, i: dict) -> "Bond":
+        b = get(i, ("bond",), {})
+        return cls(name, list(get(b, ("member",), {})), get(b, ("mode",), "lacp"), get(b, ("lacp-rate",), "fast"))
 
 
 @dataclass
@@ -94,11 +122,27 @@ class Svi:
 
 
 @dataclass
+class Static:
+    """`vrf.<name>.router.static.<prefix>.via.<via>`: one next hop of a static route."""
+
+    prefix: str
+    via: str                               # an address, blackhole or reject
+    interface: str | None = None
+    distance: int | None = None
+
+
+@dataclass
 class Vrf:
     name: str
     l3vni: int | None
     evpn: bool
     bgp: Bgp | None
+    statics: list[Static] = field(default_factory=list)
+
+    @property
+    def plain(self) -> bool:
+        """A VRF without EVPN: no L3VNI, or EVPN off (a plain L3 VRF, or mgmt)."""
+        return self.l3vni is None or not self.evpn
 
 
 @dataclass
@@ -120,6 +164,10 @@ class NodeConf:
     graceful_shutdown: bool
     bgp: Bgp                               # the default VRF's
     vrfs: dict[str, Vrf]                   # the other VRFs
+    statics: list[Static] = field(default_factory=list)                # the default VRF's static routes
+    routed: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)   # port -> (ip.vrf, addresses)
+    policy: Policy = field(default_factory=Policy)
+    bonds: dict[str, Bond] = field(default_factory=dict)
 
     @classmethod
     def of(cls, tree: dict) -> "NodeConf":
@@ -137,7 +185,8 @@ class NodeConf:
         bgp = Bgp.of(get(tree, ("vrf", "default", "router", "bgp"), {}), asn, rid)
         bgp.enable = bgp.enable and rbgp.get("enable") is not False    # router.bgp.enable off: BGP off
         vrfs = {n: Vrf(n, _first_int(get(v, ("evpn", "vni"), {})), get(v, ("evpn", "enable"), True) is not False,
-                       Bgp.of(get(v, ("router", "bgp")), asn, rid) if get(v, ("router", "bgp")) is not None else None)
+                       Bgp.of(get(v, ("router", "bgp")), asn, rid) if get(v, ("router", "bgp")) is not None else None,
+                       _statics(v))
                 for n, v in get(tree, ("vrf",), {}).items() if n != "default"}
         return cls(
             hostname=get(tree, ("system", "hostname")),
@@ -156,7 +205,34 @@ class NodeConf:
             vrr=vrr_on, fabric_mac=fabric_mac or (FABRIC_MAC.format(fid) if isinstance(fid, int) else None),
             anycast_mac=gl.get("anycast-mac") if gl.get("anycast-mac") != "none" else None,
             graceful_shutdown=rbgp.get("graceful-shutdown") is True,
-            bgp=bgp, vrfs=vrfs)
+            bgp=bgp, vrfs=vrfs, statics=_statics(get(tree, ("vrf", "default"), {})),
+            routed={n: (get(i, ("ip", "vrf")), _v4(get(i, ("ip", "address"), {}))) for n, i in ifs.items()
+                    if (get(i, ("type",)) or _type_of(n, i)) in ("swp", "bond") and (get(i, ("ip", "address")) or
+                                                                                    get(i, ("ip", "vrf")))},
+            policy=Policy.of(tree),
+            bonds={n: Bond.of(n, i) for n, i in ifs.items() if (get(i, ("type",)) or _type_of(n, i)) == "bond"})
+
+
+def _statics(v: dict) -> list[Static]:
+    return [Static(p, via, x.get("interface"), r.get("distance"))
+            for p, r in get(v, ("router", "static"), {}).items() for via, x in r.get("via", {}).items()]
+
+
+def policy_uses(tree: dict) -> dict[tuple, tuple[str, str]]:
+    """Every place that names a route map or prefix list: path -> (kind, name)."""
+    out: dict[tuple, tuple[str, str]] = {}
+    for vn in get(tree, ("vrf",), {}):
+        bgp = ("vrf", vn, "router", "bgp")
+        for kind in ("neighbor", "peer-group"):
+            for pn, p in get(tree, bgp + (kind,), {}).items():
+                for way, b in get(p, ("address-family", "ipv4-unicast", "policy"), {}).items():
+                    out.update({bgp + (kind, pn, "address-family", "ipv4-unicast", "policy", way, k): (k, name)
+                                for k, name in b.items() if k in ("route-map", "prefix-list")})
+        for what in ("connected", "static"):
+            at = bgp + ("address-family", "ipv4-unicast", "redistribute", what, "route-map")
+            if get(tree, at) is not None:
+                out[at] = ("route-map", get(tree, at))
+    return out
 
 
 def _svi(name: str, i: dict, vrr_on: bool) -> Svi | None:
@@ -184,7 +260,7 @@ def _type_of(name: str, i: dict) -> str:
 
 
 def _v4(addrs: dict) -> list[str]:
-    return [a for a in addrs if isinstance(ipaddress.ip_interface(a), ipaddress.IPv4Interface)]
+    return [a for a in addrs if a != "dhcp" and isinstance(ipaddress.ip_interface(a), ipaddress.IPv4Interface)]
 
 
 def _first_int(d: dict) -> int | None:

@@ -28,8 +28,13 @@ from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.config.steps import Step
 from twin.errors import TopologyError
 from twin.intent.tenants import bridge_name, vxlan_name
+from twin.kinds import MGMT_PORT
+from twin.nvue import beyond, routed
+from twin.nvue import bonds as bonds_
 from twin.nvue.load import NvueFile
-from twin.nvue.model import NodeConf, Svi
+from twin.nvue.model import MGMT, NodeConf, Svi
+from twin.nvue.tree import get
+from twin.topology import port_ranges
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 from twin.topology.problems import listing
 
@@ -38,8 +43,8 @@ VLAN_AWARE: Final = "vlan-aware"
 Layout = Literal["per-vni", "vlan-aware"]   # the kernel layout of a lab's NVUE nodes
 DEFAULT_VRR_MAC = "00:00:5e:00:01:01"     # NVUE's VRR MAC with the default fabric id (1)
 PORT_TYPES = ("swp",)                      # interfaces that are ports of the node
-NOT_EMULATED_TYPES = {"eth": "the management port: twin's nodes have no management network",
-                      "bond": "bonds are not emulated", "sub": "subinterfaces are not emulated",
+NOT_EMULATED_TYPES = {"eth": "twin's nodes have one management port, eth0",
+                      "bond": "bonds are not made here", "sub": "subinterfaces are not emulated",
                       "peerlink": "MLAG's peer link: MLAG is not emulated", "tunnel": "GRE tunnels are not emulated"}
 
 
@@ -59,6 +64,10 @@ class Plane:
     # what NVUE says beyond twin's design, by what it sets (day 2 compares two planes' extras):
     # ("lo", cidr), ("svi", bridge, cidr): addresses; ("suppress", vxlan), ("link", port): a state
     extras: dict[tuple, Step] = field(default_factory=dict)
+    uncabled: list[str] = field(default_factory=list)      # ports of the platform no cable reaches (kernel names)
+    plain: dict[str, str] = field(default_factory=dict)    # plain L3 VRFs: NVUE name -> kernel name
+    bonds: set[str] = field(default_factory=set)           # the bonds it makes (`twin.nvue.bonds`)
+    first: list[Step] = field(default_factory=list)        # made before all else, either layout: ports, bonds
 
     @property
     def vnis(self) -> set[int]:
@@ -69,21 +78,26 @@ class Plane:
                 [t.l3vni] + [s.l2vni for s in t.segments_on(self.node)]}
 
 
-def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> Plane:
-    """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.nvue.vlanaware`);
-    TopologyError with every problem of the file on this node (file, line, NVUE path)."""
+def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
+          bonds: bool = False) -> Plane:
+    """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.nvue.vlanaware`), with Linux
+    bonds where `bonds` (the lab makes them); TopologyError with every problem of the file on this
+    node (file, line, NVUE path)."""
     conf = NodeConf.of(nf.tree)
     problems: list = []
     notes: list[str] = []
-    devices = _devices(nf, conf, fabric, node, problems, notes)
+    devices, unc = _devices(nf, conf, fabric, node, problems, notes, bonds_.made(conf, bonds, backend))
     vrfs, tenants = _tenants(nf, conf, fabric, node, devices, problems, notes)
+    plain = routed.plain_names(conf, {v for v, k in vrfs.items() if tenant_of(fabric, v)})
+    problems += [nf.problem(at, why) for at, why in beyond.problems(conf, nf.tree)]
     if problems:
         raise TopologyError(problems)
     me = fabric.nodes[node]
     vtep_ip = conf.source or next((a.split("/")[0] for a in conf.loopbacks), me.loopback)
     nfab = fabric.model_copy(update={"nodes": {**fabric.nodes, node: me.model_copy(update={"loopback": vtep_ip})},
                                      "tenants": tenants})
-    plane = Plane(node, conf, nfab, devices, vrfs, notes=notes)
+    plane = Plane(node, conf, nfab, devices, vrfs, notes=notes, uncabled=unc, plain=plain,
+                  bonds={b for b in conf.bonds if b in devices})
     plane.steps = _steps(plane, backend, shaping)
     plane.bindings = overlay.bindings(nfab, node, backend)
     return plane
@@ -113,23 +127,56 @@ def tenant_of(fabric: Fabric, vrf: str) -> Tenant | None:
             or next((t for t in fabric.tenants.values() if t.name.lower() == low), None))
 
 
-def _devices(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, problems: list,
-             notes: list[str]) -> dict[str, str]:
-    ports = fabric.nodes[node].ports_by_name
-    out: dict[str, str] = {}
-    names = list(conf.ports) + [n for n in conf.bgp.neighbors if conf.bgp.neighbors[n].unnumbered]
+def _devices(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, problems: list, notes: list[str],
+             bonds: tuple[set[str], dict[str, str]]) -> tuple[dict[str, str], list[str]]:
+    """NVUE port name -> kernel device (a bond made: itself, and its members), and the devices of the
+    platform no cable reaches (made)."""
+    cabled = fabric.nodes[node].ports_by_name
+    known = dict.fromkeys(routed.platform(fabric, node) + list(cabled))
+    dev = lambda n: n if n in known else n[:-3] if n.endswith("_if") and n[:-3] in known else None  # noqa: E731
+    members = {m for b in conf.bonds.values() for m in b.members}
+    problems += [nf.problem(at, why) for at, why in bonds_.problems(conf, {m for m in members if dev(m)})]
+    made, kept = bonds
+    out: dict[str, str] = {m: d for b in sorted(made) for m in conf.bonds[b].members if (d := dev(m))}
+    names = list(conf.ports) + [n for v in [conf.bgp, *[x.bgp for x in conf.vrfs.values() if x.bgp]]
+                                for n in v.neighbors if v.neighbors[n].unnumbered]
     for name in dict.fromkeys(names):
         kind = conf.ports.get(name, "swp")
-        if kind in NOT_EMULATED_TYPES:
-            notes.append(f"{nf.source}: interface {name} ({kind}): stored, not emulated: {NOT_EMULATED_TYPES[kind]}")
+        if name == MGMT_PORT:
+            problems += _mgmt_port(nf, fabric, node, notes)
+            continue
+        if name in made:
+            out[name] = name
+        elif kind in NOT_EMULATED_TYPES:
+            notes.append(f"{nf.source}: interface {name} ({kind}): stored, not emulated: "
+                         f"{kept.get(name) or NOT_EMULATED_TYPES[kind]}")
         if kind not in PORT_TYPES:
             continue
-        dev = name if name in ports else name[:-3] if name.endswith("_if") and name[:-3] in ports else None
-        if dev is None:
+        if dev(name) is None:
             where = ("interface", name) if name in conf.ports else ("vrf", "default", "router", "bgp", "neighbor", name)
-            problems.append(nf.problem(where, f"{node} has no port {name}; its ports: {listing(list(ports))}"))
+            problems.append(nf.problem(where, f"{node} has no port {name}; its ports: {port_ranges(list(known))}"))
         else:
-            out[name] = dev
+            out[name] = dev(name) or name
+    return out, sorted({d for d in out.values() if d in known and d not in cabled}, key=list(known).index)
+
+
+def _mgmt_port(nf: NvueFile, fabric: Fabric, node: str, notes: list[str]) -> list:
+    """NVUE's eth0 is the node's management port (`twin.config.mgmt`): in VRF mgmt, at the address
+    the management network gives it (NVUE's `dhcp`, or that very address)."""
+    ip = get(nf.tree, ("interface", MGMT_PORT, "ip"), {})
+    n, out = fabric.nodes[node], []
+    if ip.get("vrf") not in (None, MGMT):
+        out.append(nf.problem(("interface", MGMT_PORT, "ip", "vrf"), f"eth0 is in VRF {MGMT}: the node's "
+                                                                    "management network"))
+    if fabric.mgmt is None or not kinds.of(n).mgmt:
+        notes.append(f"{nf.source}: interface eth0: stored, not emulated: {node} has no management network here")
+        return out
+    given = [a for a in ip.get("address", {}) if a != "dhcp"]
+    mine = f"{n.mgmt}/{fabric.mgmt.prefixlen}" if n.mgmt else None
+    if mine and any(a != mine for a in given):
+        out.append(nf.problem(("interface", MGMT_PORT, "ip", "address"), f"{node}'s management address is {mine}: "
+                              "the management network gives it (the topology's mgmt_ipv4 pins it; NVUE's dhcp "
+                              "takes it)"))
     return out
 
 
@@ -141,6 +188,8 @@ def _tenants(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, devices: d
     mine: dict[str, Tenant] = {}
     for v in conf.vrfs.values():
         t = tenant_of(fabric, v.name)
+        if v.name == MGMT or (t is None and v.plain):
+            continue                        # the management network's, or a plain L3 VRF (twin.nvue.routed)
         if t is None:
             notes.append(f"{nf.source}: VRF {v.name} matches no tenant of the topology "
                          f"({listing(list(fabric.tenants)) or 'none'}): it runs as {v.name}; "
@@ -176,9 +225,15 @@ def _tenant(nf, conf: NodeConf, vrf: str, top: Tenant | None, kernel: str, node:
             continue
         same = [s.name for s in (top.segments.values() if top else ()) if s.subnet == seg.subnet]
         seg = seg.model_copy(update={"name": same[0]}) if same else seg   # the tenant's segment it is (services)
-        ports = [p for p, vlan in conf.access.items() if vlan == svi.vlan and p in devices]
-        found = [here[(node, devices[p])] for p in ports if (node, devices[p]) in here]
-        attachments += [a.model_copy(update={"segment": seg.name}) for _, a in found]
+        found = []
+        for p in (p for p, vlan in conf.access.items() if vlan == svi.vlan and p in devices):
+            ends = bonds_.hosts_of(p, conf, devices) if p in conf.bonds else [devices[p]]
+            hit = [here[(node, e)][1] for e in ends if (node, e) in here]     # a bond: the host on its members
+            if len(hit) > 1:
+                problems.append(nf.problem(("interface", p, "bond", "member"), f"bond {p} reaches {len(hit)} hosts "
+                                           f"({', '.join(a.host for a in hit)}); a bond leads to one"))
+            found += [a.model_copy(update={"port": devices[p]}) for a in hit[:1]]
+        attachments += [a.model_copy(update={"segment": seg.name}) for a in found]
         if found:
             segments[seg.name] = seg
         else:
@@ -229,21 +284,13 @@ def _svi_checks(nf: NvueFile, conf: NodeConf, problems: list) -> None:
             problems.append(nf.problem(("interface", port, "bridge", "domain", "br_default", "access"),
                                        f"VLAN {vlan} is not in bridge domain br_default "
                                        "(bridge.domain.br_default.vlan)"))
-        elif vlan not in conf.svis:
-            problems.append(nf.problem(("interface", port, "bridge", "domain", "br_default", "access"),
-                                       f"VLAN {vlan} has no SVI (interface vlan{vlan}, type svi, with ip.vrf): twin's "
-                                       "segments are routed ones, each in a tenant VRF"))
-    for svi in conf.svis.values():
-        if svi.vrf is None or svi.vrf not in conf.vrfs:
-            home = "no VRF" if svi.vrf is None else f"VRF {svi.vrf}, which this file does not declare (vrf.{svi.vrf})"
-            problems.append(nf.problem(("interface", svi.name, "ip", "vrf"),
-                                       f"{svi.name} is in {home}: twin's segments live in a tenant VRF"))
 
 
 def _unplaced(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, devices: dict[str, str],
               notes: list[str]) -> None:
     """Hosts the topology cables to the node that NVUE puts in no VLAN, said once each."""
-    in_vlan = {devices[p] for p in conf.access if p in devices}
+    in_vlan = {d for p in conf.access if p in devices
+               for d in (bonds_.hosts_of(p, conf, devices) if p in conf.bonds else [devices[p]])}
     for t in fabric.tenants.values():
         for a in t.attachments:
             if a.vtep == node and a.port not in in_vlan:
@@ -254,10 +301,13 @@ def _unplaced(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, devices: 
 def _steps(plane: Plane, backend: Backend, shaping: Shaping) -> list[Step]:
     """overlay.plan of the node's Fabric, with what NVUE says beyond twin's design: the loopback
     addresses (the kernel's, as ifupdown2 sets them), an SVI's own address beside its gateway,
-    ARP suppression, VXLAN off, ports down."""
+    ARP suppression, VXLAN off, ports down; and beyond its tenants (`twin.nvue.routed`): the
+    uncabled ports first, the plain VRFs, routed ports and VLANs outside a tenant last."""
     conf, nfab, node = plane.conf, plane.fabric, plane.node
+    first, last = _beyond(plane, backend)
     steps = [Step("addr", "lo", args={"cidr": a}) for a in conf.loopbacks]
     plane.extras.update({("lo", s.args["cidr"]): s for s in steps})
+    steps = first + steps
     extra = {bridge_name(s.l2vni): [a for a in svi_of(conf, s.l2vni)[1].addresses if a != s.gateway_cidr]
              for t in nfab.tenants_on(node) for s in t.segments_on(node)}
     l2 = {vxlan_name(s.l2vni) for t in nfab.tenants_on(node) for s in t.segments_on(node)}
@@ -275,11 +325,17 @@ def _steps(plane: Plane, backend: Backend, shaping: Shaping) -> list[Step]:
             more = [Step("addr", s.dev, s.ns, {"cidr": a}) for a in extra.pop(s.dev)]
             plane.extras.update({("svi", m.dev, m.args["cidr"]): m for m in more})
             steps += more
+    steps += last
+    moved = {s.dev: s.args["to"] for s in last if s.op == "move"}
     for name, dev in sorted(plane.devices.items()):
-        state = Step("down" if name in conf.down else "up", dev, overlay.port_ns(nfab, node, dev, backend))
+        state = Step("down" if name in conf.down else "up", dev,
+                     moved.get(dev) or overlay.port_ns(nfab, node, dev, backend))
         plane.extras[("link", dev)] = state
-        if name in conf.down:
-            steps.append(state)
+        if name in conf.down or (dev in plane.uncabled and ("up", dev) not in plane.extras):
+            steps.append(state)      # a port is up once cabled (links); an uncabled one, up here
+    if conf.vrfs.get(MGMT) and conf.vrfs[MGMT].statics:
+        plane.notes.append(f"{node}: vrf.mgmt.router.static: kept, not run: the management network's routes are "
+                           "twin's (its subnet)")
     if not conf.vxlan and nfab.tenants_on(node):
         plane.notes.append(f"{node}: nve.vxlan is off (no enable, no source address): no VXLAN device is made")
     if kinds.of(nfab.nodes[node]).runs_frr and not conf.loopbacks:
@@ -287,14 +343,29 @@ def _steps(plane: Plane, backend: Backend, shaping: Shaping) -> list[Step]:
     return steps
 
 
+def _beyond(plane: Plane, backend: Backend) -> tuple[list[Step], list[Step]]:
+    """(first, last) of what NVUE declares beyond the tenants (`twin.nvue.routed`), noted as extras."""
+    conf, node = plane.conf, plane.node
+    first = dict(routed.uncabled(plane.fabric, node, plane.uncabled)) | dict(bonds_.steps(conf, plane.bonds,
+                                                                                           plane.devices))
+    plane.first = list(first.values())
+    in_tenants = {v for v, s in conf.svis.items() if s.vrf in plane.vrfs and s.vrf not in plane.plain}
+    last = dict(routed.plain_vrfs(plane.plain, backend))
+    last.update(routed.routed_ports(conf, plane.devices, plane.plain, backend))
+    last.update(routed.vlans(conf, plane.devices, plane.plain, backend, plane.fabric.nodes[node].loopback,
+                             in_tenants))
+    plane.extras.update(first | last)
+    return list(first.values()), list(last.values())
+
+
 def extras_delta(old: dict[tuple, Step], new: dict[tuple, Step], remade: set[str],
                  gone: set[str]) -> tuple[list[Step], list[Step]]:
     """(steps to add, steps to remove) that take one plane's extras to another's: what differs,
     and the extras of devices the change makes again (`remade`: they lost theirs); nothing is
-    taken off a device the change deletes (`gone`)."""
+    taken off a device the change deletes (`gone`); what goes, in the reverse of its making."""
     add = [s for k, s in new.items() if old.get(k) != s or s.dev in remade]
-    remove = [Step("unaddr", s.dev, s.ns, s.args) for k, s in old.items()
-              if k not in new and s.op == "addr" and s.dev not in gone]
+    remove = [u for k, s in reversed(list(old.items())) if k not in new and s.dev not in gone
+              and (u := routed.undo(s)) is not None]
     return add, remove
 
 

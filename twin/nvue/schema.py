@@ -25,7 +25,7 @@ EMULATED, STORED = "emulated", "stored"
 
 @dataclass(frozen=True)
 class Leaf:
-    kind: str                   # bool int str enum ipv4 prefix mac asn rt name
+    kind: str                   # bool int str enum ipv4 prefix mac asn rt rd name vrf group host neighbor
     status: str = EMULATED
     lo: int = 0                 # int: the range
     hi: int = 0
@@ -77,12 +77,21 @@ IFNAME = Leaf("name", what="an interface name (1-15 of letters, digits, _ . -)")
 VRFNAME = Leaf("vrf", what="a VRF name (1-15 of letters, digits, _ -, starting with a letter)")
 GROUP = Leaf("group", what="a peer-group name (1-63 of letters, digits, _ . -)")
 RT = Leaf("rt", what="a route target like 65101:4001, 10.10.10.1:5, ANY:4001 or auto")
+HOSTNAME = Leaf("host", what="a host name (RFC 1123): labels of letters, digits and '-', 1-63 characters each, "
+                             "not starting or ending with '-', joined by '.', 253 characters at most")
 NEIGHBOR = Leaf("neighbor", what="an interface name or an IP address")
+POLICY = Leaf("policy", what="a policy name: 1-63 of letters, digits, _ and -, starting with a letter")
+RULE = Leaf("int", lo=1, hi=65535, what="a rule number (1-65535)")
+ACTION = Leaf("enum", choices=("permit", "deny"), keyed=True)
+U32 = Leaf("int", lo=0, hi=4294967295, what="0-4294967295")
+VIA = Leaf("via", choices=("blackhole", "reject"), what="an IP address, blackhole or reject")
 DOMAIN = Leaf("name", what="a bridge domain name")
 
 _STORED_AF: dict[str, Leaf | Opaque]     # stored keys of an address family: opaque subtrees, then leaves
 _STORED_AF = {k: Opaque() for k in ("attribute-mod", "aspath", "prefix-limits", "default-route-origination",
                                     "policy", "community-advertise", "conditional-advertise")}
+_BOUND = Obj({"route-map": POLICY, "prefix-list": POLICY, "aspath-list": S()})   # a neighbor's policy one way
+_V4_AF = {**_STORED_AF, "policy": Obj({"inbound": _BOUND, "outbound": _BOUND})}
 _STORED_AF.update({k: S() for k in ("route-reflector-client", "route-server-client", "soft-reconfiguration",
                                     "nexthop-setting", "add-path-tx", "weight")})
 
@@ -94,13 +103,14 @@ def _peer(*emulated: str) -> Obj:
         "peer-group": Leaf("group", choices=("none",), what="a peer-group name"),
         "type": Leaf("enum", choices=("numbered", "unnumbered")),
         "address-family": Obj({
-            "ipv4-unicast": Obj({"enable": ON_OFF, **_STORED_AF}),
+            "ipv4-unicast": Obj({"enable": ON_OFF, **_V4_AF}),
             "l2vpn-evpn": Obj({"enable": ON_OFF, **_STORED_AF}),
             "ipv6-unicast": Opaque()}),
         "timers": Obj({"connection-retry": Leaf("int", lo=1, hi=65535, choices=("auto",), what="1-65535 seconds"),
                        "route-advertisement": Leaf("int", lo=1, hi=600, choices=("none", "auto"),
                                                    what="1-600 seconds or none"),
-                       "keepalive": S(), "hold": S()}),
+                       "keepalive": S("int", lo=0, hi=65535, choices=("auto", "none"), what="0-65535 seconds or auto"),
+                       "hold": S("int", lo=0, hi=65535, choices=("auto", "none"), what="0-65535 seconds or auto")}),
     }
     out = {k: v for k, v in keys.items() if k in emulated}
     out.update({k: Opaque() for k in ("bfd", "capabilities", "local-as", "graceful-restart", "ttl-security")})
@@ -110,12 +120,14 @@ def _peer(*emulated: str) -> Obj:
 
 
 _BGP_VRF = Obj({
-    "enable": ON_OFF, "autonomous-system": ASN, "router-id": IPV4, "rd": S(),
+    "enable": ON_OFF, "autonomous-system": ASN, "router-id": IPV4,
+    "rd": S("rd", choices=("auto", "none"), what="a route distinguisher like 10.10.10.1:20, 65101:20 or auto"),
     "address-family": Obj({
         "ipv4-unicast": Obj({
             "enable": ON_OFF,
-            "redistribute": Obj({"connected": Obj({"enable": ON_OFF, "metric": S(), "route-map": S()}),
-                                 "static": Opaque(), "kernel": Opaque(), "ospf": Opaque()}),
+            "redistribute": Obj({"connected": Obj({"enable": ON_OFF, "metric": S(), "route-map": POLICY}),
+                                 "static": Obj({"enable": ON_OFF, "metric": S(), "route-map": POLICY}),
+                                 "kernel": Opaque(), "ospf": Opaque()}),
             "network": Coll(PREFIX, Empty(extra={"route-map": S()})),
             "route-export": Obj({"to-evpn": Obj({"enable": ON_OFF, "route-map": S(),
                                                  "default-route-origination": S()})}),
@@ -133,30 +145,59 @@ _BGP_VRF = Obj({
     "dynamic-peer-limit": S(),
 })
 
+# router policy: prefix lists and route maps (a route-map rule's match and set keys twin does not emulate
+# are kept, and refused on the node: a rule without them would match, or do, something else)
+_PREFIX_LIST = Obj({"type": Leaf("enum", choices=("ipv4", "ipv6")), "description": S(),
+                    "rule": Coll(RULE, Obj({"action": ACTION, "match": Coll(PREFIX, Obj({
+                        "max-prefix-len": Leaf("int", lo=0, hi=128, what="a prefix length (0-128)"),
+                        "min-prefix-len": Leaf("int", lo=0, hi=128, what="a prefix length (0-128)")}))}))})
+_RM_MATCH = ("as-path-list", "community-list", "evpn-default-route", "evpn-route-type", "evpn-vni", "ip-nexthop",
+             "ip-nexthop-len", "ip-nexthop-list", "ip-nexthop-type", "ip-prefix-len", "large-community-list",
+             "local-preference", "metric", "origin", "peer", "source-protocol", "source-vrf", "ipv6-prefix-list")
+_RM_SET = ("aggregator-as", "as-path-exclude", "as-path-prepend", "atomic-aggregate", "community",
+           "community-delete-list", "ext-community-bw", "ext-community-rt", "ext-community-soo", "forwarding-address",
+           "ipv6-nexthop-global", "ipv6-nexthop-local", "ipv6-nexthop-prefer-global", "large-community",
+           "large-community-delete-list", "metric-type", "origin", "originator-id", "source-ip", "ip-nexthop")
+_ROUTE_MAP = Obj({"description": S(), "rule": Coll(RULE, Obj({
+    "action": ACTION, "description": S(),
+    "match": Obj({"ip-prefix-list": POLICY, "type": Leaf("enum", choices=("ipv4", "ipv6")), "interface": IFNAME,
+                  "tag": Leaf("int", lo=1, hi=4294967295, what="1-4294967295"), **{k: Opaque() for k in _RM_MATCH}}),
+    "set": Obj({"local-preference": U32, "metric": U32, "weight": U32,
+                "tag": Leaf("int", lo=1, hi=4294967295, what="1-4294967295"), **{k: Opaque() for k in _RM_SET}}),
+    **{k: Opaque() for k in ("call", "exit-policy")}}))})
+_STATIC = Coll(PREFIX, Obj({"via": Coll(VIA, Obj({"interface": IFNAME, "vrf": S(), "type": S()})),
+                            "distance": Leaf("int", lo=1, hi=255, what="an administrative distance (1-255)"),
+                            "tag": S(), "address-family": S()}))
+
 _INTERFACE = Obj({
     "type": Leaf("enum", choices=("swp", "eth", "bond", "loopback", "svi", "sub", "peerlink", "tunnel")),
     "vlan": VLAN,
     "ip": Obj({
-        "address": Coll(PREFIX, Empty()),
+        "address": Coll(Leaf("prefix", choices=("dhcp",), what="an IP prefix like 10.1.10.2/24, or dhcp"), Empty()),
         "vrf": VRFNAME,
         "vrr": Obj({"enable": ON_OFF, "address": Coll(PREFIX, Empty()),
                     "mac-address": Leaf("mac", choices=("auto",), what="a MAC address or auto"),
                     "state": Leaf("enum", choices=("up", "down"), keyed=True), "mac-id": S()}),
         **{k: Opaque() for k in ("gateway", "ipv4", "ipv6", "igmp", "vrrp", "neighbor-discovery")}}),
     "link": Obj({"state": Leaf("enum", choices=("up", "down"), keyed=True),
-                 **{k: S() for k in ("mtu", "auto-negotiate", "breakout", "duplex", "speed", "fec")},
+                 "mtu": S("int", lo=552, hi=9216, what="an MTU of 552-9216 bytes"),
+                 **{k: S() for k in ("auto-negotiate", "breakout", "duplex", "speed", "fec")},
                  "dot1x": Opaque()}),
     "bridge": Obj({"domain": Coll(DOMAIN, Obj({
         "access": VLAN,
         "vlan": Opaque(), "untagged": S(), "stp": Opaque(), "learning": S()}))}),
-    **{k: Opaque() for k in ("router", "bond", "lldp", "evpn", "acl", "ptp", "tunnel", "qos", "synce",
+    # a bond: a Linux bond where the lab makes them (twin.nvue.bonds), else stored; MLAG stored either way
+    "bond": Obj({"member": Coll(IFNAME, Empty(), ranges=True), "mode": Leaf("enum", choices=("lacp", "static")),
+                 "lacp-rate": Leaf("enum", choices=("fast", "slow")), "lacp-bypass": S(),
+                 "mlag": Opaque(), **{k: S() for k in ("down-delay", "up-delay", "min-links")}}),
+    **{k: Opaque() for k in ("router", "lldp", "evpn", "acl", "ptp", "tunnel", "qos", "synce",
                              "dot1x", "neighbor", "port-security")},
     "description": S(), "base-interface": S(),
 })
 
 TREE = Obj({
     "system": Obj({
-        "hostname": Leaf("str", what="a host name"),
+        "hostname": HOSTNAME,
         "global": Obj({"anycast-mac": Leaf("mac", choices=("none",), what="a MAC address or none"),
                        "fabric-mac": Leaf("mac", choices=("none",), what="a MAC address or none"),
                        "fabric-id": Leaf("int", lo=1, hi=255, what="1-255"),
@@ -184,11 +225,14 @@ TREE = Obj({
                     **{k: Opaque() for k in ("graceful-restart", "convergence-wait", "queue-limit")},
                     **{k: S() for k in ("policy-update-timer", "wait-for-install")}}),
         "vrr": Obj({"enable": ON_OFF}),
-        **{k: Opaque() for k in ("ospf", "pim", "igmp", "vrrp", "adaptive-routing", "policy", "pbr", "nexthop",
+        "policy": Obj({"prefix-list": Coll(POLICY, _PREFIX_LIST), "route-map": Coll(POLICY, _ROUTE_MAP),
+                       **{k: Opaque() for k in ("community-list", "as-path-list", "large-community-list",
+                                                "ext-community-list")}}),
+        **{k: Opaque() for k in ("ospf", "pim", "igmp", "vrrp", "adaptive-routing", "pbr", "nexthop",
                                  "nexthop-group", "ptm", "bfd")}}),
     "vrf": Coll(VRFNAME, Obj({
         "evpn": Obj({"enable": ON_OFF, "vni": Coll(VNI, Obj({"prefix-routes-only": S()})), "vlan": S()}),
-        "router": Obj({"bgp": _BGP_VRF, **{k: Opaque() for k in ("static", "ospf", "pim", "rib")}}),
+        "router": Obj({"bgp": _BGP_VRF, "static": _STATIC, **{k: Opaque() for k in ("ospf", "pim", "rib")}}),
         "loopback": Opaque(), "ptp": Opaque(), "table": S(), "dhcp-server-v4": Opaque()})),
     **{k: Opaque() for k in ("acl", "mlag", "qos", "service", "platform")},
 })

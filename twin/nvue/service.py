@@ -7,10 +7,13 @@ In `<lab dir>/_nvue/` ('_': no node has that name), none of it visible to a node
     service.json      its record: pid, start time, command line, and per FRR node its HTTPS
                       port on 127.0.0.1 and its socket (`daemon`)
     service.log       its stderr: one line per failed request, never a traceback
-    password          HTTP Basic auth for user `cumulus`: made per lab, mode 0600, never a default
-    cert.pem key.pem  its self-signed certificate (127.0.0.1, localhost) and key (mode 0600)
+    password          user `cumulus`'s, for HTTP Basic auth and SSH on the nodes: made per lab (or the
+                      topology's mgmt.password), mode 0600, never a default
+    cert.pem key.pem  its self-signed certificate (127.0.0.1, localhost, and each node's management
+                      address and names) and key (mode 0600)
     saved/<node>.yaml what `nv config save` saved (`rev=startup`)
-    run/<node>/       bound read-only into the node at /run/nvue: nvue.sock, the node's `nv`
+    run/<node>/       bound read-only into the node at /run/nvue: nvue.sock, the node's `nv`; api.sock,
+                      its NVUE API on its management address (eth0:8765, through the node's relay)
     nv                the `nv` command, bound read-only into every FRR node
 """
 from __future__ import annotations
@@ -28,9 +31,11 @@ from typing import Callable
 
 import twin.lifecycle.daemon as daemon  # the module, not the package: lifecycle imports this room
 from twin import nvue, timeouts
-from twin.config.naming import NVUE_DIR
+from twin.config.naming import NVUE_DIR, container_name, password_file
 from twin.errors import TwinError
+from twin.nvue import bonds as nvue_bonds
 from twin.runtime import kernel
+from twin.topology.model import Fabric
 
 USER = "cumulus"          # NVUE's user on a Cumulus switch
 
@@ -53,7 +58,8 @@ def saved(d: Path, node: str) -> Path:
 
 def password(d: Path) -> str:
     """The lab's API password, made on first use (24 random bytes, mode 0600)."""
-    f = root(d) / "password"
+    root(d)
+    f = password_file(d)
     try:
         return _private_read(f)
     except FileNotFoundError:
@@ -62,10 +68,20 @@ def password(d: Path) -> str:
     return _private_read(f)
 
 
-def certificate(d: Path, lab: str) -> tuple[Path, Path]:
-    """The lab's self-signed certificate and key (made on first use): for 127.0.0.1 and localhost."""
+def set_password(d: Path, text: str) -> None:
+    """The lab's password is `text` (the topology's `mgmt.password`)."""
+    root(d)
+    _private_write(password_file(d), text.encode())
+
+
+def certificate(d: Path, lab: str, fabric: Fabric | None = None) -> tuple[Path, Path]:
+    """The lab's self-signed certificate and key, made on first use, and again when they do not name
+    every node of `fabric` on the management network: its address and its names (`twin-<lab>-<node>`,
+    the node's own), besides 127.0.0.1 and localhost."""
     cert, key = root(d) / "cert.pem", root(d) / "key.pem"
-    if cert.is_file() and key.is_file() and not cert.is_symlink() and not key.is_symlink():
+    names, addresses = _subjects(fabric)
+    if cert.is_file() and key.is_file() and not cert.is_symlink() and not key.is_symlink() and _covers(
+            cert, names, addresses):
         return cert, key
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -75,16 +91,39 @@ def certificate(d: Path, lab: str) -> tuple[Path, Path]:
     k = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"twin lab {lab} NVUE API")])
     now = datetime.datetime.now(datetime.timezone.utc)
+    sans = [x509.DNSName(n) for n in names] + [x509.IPAddress(ipaddress.ip_address(a)) for a in addresses]
     c = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(k.public_key())
          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
          .not_valid_after(now + datetime.timedelta(days=825))
-         .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                     x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+         .add_extension(x509.SubjectAlternativeName(sans), False)
          .sign(k, hashes.SHA256()))
     _private_write(key, k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                         serialization.NoEncryption()))
     _private_write(cert, c.public_bytes(serialization.Encoding.PEM), 0o644)
     return cert, key
+
+
+def _subjects(fabric: Fabric | None) -> tuple[list[str], list[str]]:
+    """(DNS names, IP addresses) the certificate must name."""
+    names, addresses = ["localhost"], ["127.0.0.1"]
+    for n in fabric.managed() if fabric is not None else ():
+        if n.mgmt:
+            names += [container_name(fabric.name, n.name), n.name]
+            addresses.append(n.mgmt)
+    return names, addresses
+
+
+def _covers(cert: Path, names: list[str], addresses: list[str]) -> bool:
+    """Does the certificate in `cert` name all of them?"""
+    from cryptography import x509
+
+    try:
+        c = x509.load_pem_x509_certificate(cert.read_bytes())
+        san = c.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (OSError, ValueError, x509.ExtensionNotFound):
+        return False
+    have = set(san.get_values_for_type(x509.DNSName)) | {str(a) for a in san.get_values_for_type(x509.IPAddress)}
+    return set(names) | set(addresses) <= have
 
 
 def _private_write(f: Path, data: bytes, mode: int = 0o600) -> None:
@@ -122,7 +161,7 @@ def stop(d: Path) -> bool:
     """The lab's NVUE service stopped (exactly the process recorded), its sockets gone."""
     was = daemon.stop(record_file(d))
     run = root(d) / "run"
-    for sock in (run.glob("*/nvue.sock") if run.is_dir() and not run.is_symlink() else ()):
+    for sock in (run.glob("*/*.sock") if run.is_dir() and not run.is_symlink() else ()):
         sock.unlink(missing_ok=True)
     return was
 
@@ -166,6 +205,23 @@ def require(d: Path, lab: str) -> dict:
         raise TwinError(f"lab {lab!r} has no NVUE service running (its nodes run no NVUE, or it stopped); "
                         f"`twin up` of the lab starts it again")
     return rec
+
+
+def kernel_plane(lab: str, backend: str, say: Callable[[str], None]) -> tuple[nvue.Layout, bool]:
+    """How `twin up` builds the NVUE nodes' kernel planes: their layout, and whether they make bonds."""
+    return layout(lab, backend, say), bonds(lab, say)
+
+
+def bonds(lab: str, say: Callable[[str], None]) -> bool:
+    """Whether the lab's NVUE nodes make Linux bonds (`twin.nvue.bonds`): with TWIN_NVUE_BONDS=on, on a
+    kernel with bonding; else their bonds are stored with the notice, as without it."""
+    if os.environ.get(nvue_bonds.ENV, "") != "on":
+        return False
+    if not kernel.probe_bonds(lab):
+        say(f"{nvue_bonds.ENV}=on: this kernel has no bonding (CONFIG_BONDING); the NVUE nodes' bonds are "
+            "stored, not made")
+        return False
+    return True
 
 
 def layout(lab: str, backend: str, say: Callable[[str], None]) -> nvue.Layout:

@@ -22,18 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from twin.nvue.schema import EMULATED, STORED, TREE, Coll, Empty, Leaf, Obj, Opaque
+from twin.topology import port_range as expand  # `nv set interface swp1-4,swp7 ...`
 from twin.topology.problems import dotted, listing, quoted
 
 Path = tuple[str, ...]
-MAX_RANGE = 1024            # names one range may stand for (`swp1-99999999` is refused)
-_RANGE = re.compile(r"(.*?)(\d+)-(\d+)(\D[\w.-]*)?")
-_ONE = re.compile(r"(.*?[^\d])\d+(\D[\w.-]*)?")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 _VRF = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,14}")
 _GROUP = re.compile(r"[A-Za-z0-9_.-]{1,63}")
+_POLICY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")     # route maps and prefix lists (NVUE: a letter first)
 _MAC = re.compile(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}")
-_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")    # RFC 1123: one label of a host name
 _RT = re.compile(r"(ANY|\*|\d{1,10}|\d{1,3}(\.\d{1,3}){3}):(\d{1,10})")
+_RD = re.compile(r"(\d{1,10}|\d{1,3}(\.\d{1,3}){3}):(\d{1,10})")
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,22 @@ def _ipv4(leaf: Leaf, v: Any) -> tuple[Any, bool]:
 
 
 def _prefix(leaf: Leaf, v: Any) -> tuple[Any, bool]:
-    if not isinstance(v, str) or "/" not in v:
+    if not _plain(v) or "/" not in v:
         return None, False
     try:
         ipaddress.ip_interface(v)
     except ValueError:
         return None, False
     return v, True
+
+
+def _plain(v: Any) -> bool:
+    """Text an address may be: ASCII, no scope (Python takes `fe80::1%<anything>`, a newline too)."""
+    return isinstance(v, str) and v.isascii() and v.isprintable() and "%" not in v
+
+
+def _host(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    return v, (isinstance(v, str) and 0 < len(v) <= 253 and all(_LABEL.fullmatch(x) for x in v.split(".")))
 
 
 def _match(pattern: re.Pattern) -> Any:
@@ -114,7 +123,14 @@ def _neighbor(leaf: Leaf, v: Any) -> tuple[Any, bool]:
     if isinstance(v, str) and _NAME.fullmatch(v):
         return v, True
     try:
-        return str(ipaddress.ip_address(v)), isinstance(v, str)
+        return str(ipaddress.ip_address(v)), _plain(v)
+    except ValueError:
+        return None, False
+
+
+def _via(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    try:
+        return str(ipaddress.ip_address(v)), _plain(v)
     except ValueError:
         return None, False
 
@@ -129,7 +145,8 @@ def _text(leaf: Leaf, v: Any) -> tuple[Any, bool]:
 
 _CHECKS = {"bool": _bool, "int": _int, "asn": _asn, "ipv4": _ipv4, "prefix": _prefix, "enum": _enum,
            "mac": _match(_MAC), "name": _match(_NAME), "vrf": _match(_VRF), "group": _match(_GROUP),
-           "rt": _match(_RT), "neighbor": _neighbor, "host": _match(_HOST), "str": _text}
+           "rt": _match(_RT), "rd": _match(_RD), "policy": _match(_POLICY), "via": _via, "neighbor": _neighbor,
+           "host": _host, "str": _text}
 
 
 # --- the tree, checked -----------------------------------------------------------------------------------
@@ -209,27 +226,6 @@ def _holds(spec: Any) -> str:
 
 
 # --- editing ---------------------------------------------------------------------------------------------
-def expand(name: str) -> list[str]:
-    """Interface ranges as `nv set` takes them: swp1-4,swp7 -> swp1 swp2 swp3 swp4 swp7; a part
-    starting with a digit takes the prefix before it (swp1-2,5-6); ValueError on a huge one."""
-    out: list[str] = []
-    prefix = ""
-    for part in name.split(","):
-        if part[:1].isdigit() and prefix:
-            part = prefix + part
-        m = _RANGE.fullmatch(part)
-        if m is None:
-            single = _ONE.fullmatch(part)
-            prefix = single.group(1) if single else ""
-            out.append(part)
-            continue
-        prefix, lo, hi, suffix = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) or ""
-        if hi < lo or hi - lo >= MAX_RANGE or len(out) + hi - lo >= MAX_RANGE:
-            raise ValueError(f"{quoted(name)}: a range names at most {MAX_RANGE} interfaces, low to high")
-        out += [f"{prefix}{i}{suffix}" for i in range(lo, hi + 1)]
-    return out
-
-
 def spec_at(path: Path) -> Any:
     """The schema of a place (None: no such place in NVUE's tree; an Opaque for anything below one)."""
     spec: Any = TREE

@@ -60,7 +60,7 @@ def apply(p: Plane, backend: Backend) -> None:
                     binds.append(Step("neigh", svi.name, args={"ip": a.ip, "mac": a.mac}))
     if tenants:
         steps.append(Step("nft", overlay.nft_file(None)))
-    p.steps = steps + [s for u in overlay.services.units(nfab, node, backend) for s in u.setup]
+    p.steps = p.first + steps + [s for u in overlay.services.units(nfab, node, backend) for s in u.setup]
     p.bindings, p.layout = binds, VLAN_AWARE
 
 

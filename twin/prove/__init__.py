@@ -13,8 +13,10 @@ next one. A miss is a bug in verify; an element that guarantees nothing is not r
     print(proof.score)                  # "caught 174 of 174"
     assert proof.passed, [o.element.id for o in proof.misses()]
 
-Modules: element (the data), ports / kernel_side / frr_side (what a lab's intent and
-rendered config hold), run (break, judge, restore), report (table data, JSON, JUnit).
+Modules: element (the data), ports / kernel_side / frr_side (what a lab's intent and the
+configs its nodes run hold: twin's rendering, or a node's NVUE, its applied revision's),
+nvue_side (an NVUE node's own peer groups), router_side (a router of your config), run
+(break, judge, restore), report (table data, JSON, JUnit).
 """
 from __future__ import annotations
 

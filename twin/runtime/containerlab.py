@@ -12,19 +12,24 @@ with containerlab gone from the host (`runtime(name, removing=True)`), all but t
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, ClassVar
 
 from twin import timeouts
+from twin.config.naming import password_file
 from twin.config.overlay import Backend
 from twin.config.render import render_lab
 from twin.errors import CommandError, TwinError
 from twin.interop.clab_cli import BINARIES, Containerlab, find_binary, parse_inspect
 from twin.interop.containerlab import export_containerlab
-from twin.runtime.base import Configure, Runtime
-from twin.runtime.docker import DockerRuntime
+from twin.kinds.base import NODE_COMMAND
+from twin.runtime import etchosts
+from twin.runtime.base import Configure, NodeHandle, Runtime
+from twin.runtime.docker import PARALLEL, DockerRuntime
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
 
@@ -34,7 +39,6 @@ Run = Callable[..., subprocess.CompletedProcess]
 class ContainerlabRuntime(DockerRuntime):
     name: ClassVar[str] = "containerlab"
 
-    hosts: ClassVar[Path] = Path("/etc/hosts")                  # containerlab's block per lab in it
     ssh_config: ClassVar[Path] = Path("/etc/ssh/ssh_config.d")  # and its clab-<lab>.conf there
 
     def __init__(self, client=None, timeout: float | None = timeouts.DOCKER_API, run: Run = subprocess.run,
@@ -59,6 +63,7 @@ class ContainerlabRuntime(DockerRuntime):
         `configure` is not called: each node's start script does it inside the node."""
         topology = export_containerlab(fabric, render_lab(fabric, backend), labdir, image=image, backend=backend)
         clab = Containerlab(self.binary, topology)
+        self.make_mgmt(fabric)   # made first (internal), containerlab attaches the nodes' eth0 to it
         self.cli(clab.deploy())
         made = parse_inspect(self.cli(clab.inspect()), fabric.name)
         missing = sorted(set(fabric.nodes) - set(made))
@@ -66,7 +71,19 @@ class ContainerlabRuntime(DockerRuntime):
             raise TwinError(f"containerlab deployed lab {fabric.name} without node(s) {', '.join(missing)}")
         on_created()
         containers = self.containers(fabric.name)
+        self.passwords(fabric, labdir, containers)
         return {n: self.pid(containers[n]) for n in fabric.nodes}
+
+    def passwords(self, fabric: Fabric, labdir: Path, containers: dict[str, NodeHandle]) -> None:
+        """User cumulus's password on every managed node (the lab's: never written into the export)."""
+        managed = [n.name for n in fabric.managed() if n.mgmt and n.image is None]
+        text = _secret(password_file(labdir)) if managed else ""
+        if not text:
+            return
+        with ThreadPoolExecutor(PARALLEL) as pool:
+            for r in pool.map(lambda n: containers[n].exec(f"{fabric.name}/{n}").start(
+                    [NODE_COMMAND, "password"], timeouts.EXEC_DEFAULT, {"TWIN_PASSWORD": text}), managed):
+                r.check()
 
     def remove_lab(self, lab: str, labdir: Path) -> list[str]:
         """`containerlab destroy --cleanup` of the exported topology, then what is left by label."""
@@ -74,6 +91,7 @@ class ContainerlabRuntime(DockerRuntime):
         if topology.is_file() and self.binary:
             self.cli(Containerlab(self.binary, topology).destroy())
         removed = self.remove(lab)
+        self.remove_mgmt(lab)
         self.remove_host_files(lab)
         return removed
 
@@ -83,19 +101,16 @@ class ContainerlabRuntime(DockerRuntime):
         if check_lab_name(lab):   # a name the lab's own rule refuses names nothing twin made
             raise TwinError(check_lab_name(lab))
         (self.ssh_config / f"clab-{lab}.conf").unlink(missing_ok=True)
-        try:
-            text = self.hosts.read_text()
-        except OSError:
-            return
-        start, end = f"###### CLAB-{lab}-START ######", f"###### CLAB-{lab}-END ######"
-        lines, out, inside = text.splitlines(keepends=True), [], False
-        for line in lines:
-            inside = inside or line.strip() == start
-            if not inside:
-                out.append(line)
-            inside = inside and line.strip() != end
-        if len(out) != len(lines) and not inside:   # an unterminated block is left as it is
-            self.hosts.write_text("".join(out))
+        etchosts.remove_block(f"###### CLAB-{lab}-START ######", f"###### CLAB-{lab}-END ######", self.hosts)
+
+
+def _secret(f: Path) -> str:
+    """A file of the lab's, for its owner only, never through a symlink ("" when it has none)."""
+    try:
+        with os.fdopen(os.open(f, os.O_RDONLY | os.O_NOFOLLOW)) as fh:
+            return fh.read().strip()
+    except FileNotFoundError:
+        return ""
 
 
 RUNTIMES: dict[str, type[DockerRuntime]] = {r.name: r for r in (DockerRuntime, ContainerlabRuntime)}

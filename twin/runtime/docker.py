@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Callable, ClassVar
 
@@ -24,7 +25,7 @@ from twin.errors import RuntimeFailed, TwinError
 from twin.interop.startscript import wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
 from twin.nvue import client as nv_client_script
-from twin.runtime import dockerapi, dryrun, images, ownimage
+from twin.runtime import dockerapi, dryrun, etchosts, images, mgmt, ownimage
 from twin.runtime.base import Configure, ImageFacts, NodeHandle
 from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
@@ -44,6 +45,7 @@ class DockerRuntime:
     does); nodes of a running lab are `NodeHandle`s. Nothing above it knows which runtime runs."""
 
     name: ClassVar[str] = "docker"
+    hosts: ClassVar[Path] = etchosts.HOSTS      # the lab's block of host names in it (containerlab's too)
 
     def __init__(self, client: docker.DockerClient | None = None, timeout: float | None = timeouts.DOCKER_API):
         """`timeout`: of each Docker API call (None: none, for a user's long quiet `twin exec`)."""
@@ -84,7 +86,9 @@ class DockerRuntime:
             execs.append(started[node].exec(f"{fabric.name}/{node}"))
             configure(node, execs[-1], wiring.pids[node])
 
-        wiring = Wiring(fabric, on_wired=wired)
+        bridge = self.make_mgmt(fabric)
+        wiring = Wiring(fabric, on_wired=wired, attach=lambda node, pid: mgmt.attach(
+            fabric.name, node, pid, bridge, str(fabric.nodes[node].mgmt)))
         try:
             # the nodes with the most links first: their links can be made while the rest start
             nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
@@ -98,6 +102,33 @@ class DockerRuntime:
                 ex.stop()
             raise
         return wiring.pids
+
+    # --- the management network (twin.runtime.mgmt) --------------------------
+    def mgmt_taken(self, lab: str = "") -> list[IPv4Network]:
+        """What a new management subnet of lab `lab` must not overlap here: Docker's networks (but the
+        lab's own, left by a killed `up`), this host's routes."""
+        return mgmt.taken(self.client, lab)
+
+    def make_mgmt(self, fabric: Fabric) -> str:
+        """The lab's management network and its nodes' host names (/etc/hosts); its bridge ("" if none, or
+        none chosen yet: `twin.topology.mgmt.resolve`)."""
+        if fabric.mgmt is None or not fabric.mgmt.subnet:
+            return ""
+        bridge = mgmt.create(self.client, fabric)
+        etchosts.write(fabric.name, {container_name(fabric.name, n.name): n.mgmt for n in fabric.managed() if n.mgmt},
+                       self.hosts)
+        return bridge
+
+    def attach_mgmt(self, fabric: Fabric, node: str, pid: int) -> None:
+        """A node's eth0 on the lab's management network again (a node started again: `node-start`)."""
+        address = fabric.nodes[node].mgmt
+        if fabric.mgmt is not None and address:
+            mgmt.attach(fabric.name, node, pid, mgmt.bridge_name(fabric.name), address)
+
+    def remove_mgmt(self, lab: str) -> list[str]:
+        """The lab's management network (by its label) and its block of /etc/hosts, gone."""
+        etchosts.remove(lab, self.hosts)
+        return mgmt.remove(self.client, lab)
 
     # --- create ------------------------------------------------------------
     def node_image(self, suite: str = images.DEFAULT_SUITE, force: bool = False,
@@ -217,8 +248,10 @@ class DockerRuntime:
 
     # --- remove ------------------------------------------------------------
     def remove_lab(self, lab: str, labdir: Path) -> list[str]:
-        """Take a whole lab down (its containers; their links die with them)."""
-        return self.remove(lab)
+        """Take a whole lab down (its containers: their links die with them; then its management network)."""
+        removed = self.remove(lab)
+        self.remove_mgmt(lab)
+        return removed
 
     def remove_node(self, lab: str, node: str) -> bool:
         """Remove one node's container (its links die with its namespace); False if it was not there."""

@@ -204,15 +204,18 @@ class NodeExec:
         for proc in running:
             _end(proc)
 
-    def start(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT) -> Result:
+    def start(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT,
+              env: dict[str, str] | None = None) -> Result:
         """`cmd` through the container runtime (docker exec), for commands that leave daemons
-        running in the node (`frrinit.sh start`): they belong to its cgroup, not to twin's."""
+        running in the node (`frrinit.sh start`): they belong to its cgroup, not to twin's. `env`:
+        its environment besides the container's (a secret it needs: never on a command line)."""
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
         started, t0 = time.time(), time.monotonic()
         api = self.container.client.api   # each step by itself: only what can be asked twice is retried
+        extra = {"environment": env} if env else {}
         with engine_errors(f"{self.where}: docker exec {cmd[0]}"):
             exec_id = dockerapi.call(f"{self.where}: docker exec {cmd[0]}",
-                                     lambda: api.exec_create(self.container.id, wrapped)["Id"])
+                                     lambda: api.exec_create(self.container.id, wrapped, **extra)["Id"])
             out, err = api.exec_start(exec_id, demux=True)   # runs the command: once
             rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
         stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")

@@ -29,6 +29,7 @@ FEATURES: dict[str, str] = {
     "vrf": "VRF devices (CONFIG_NET_VRF)",
     "dummy": "dummy interfaces (CONFIG_DUMMY)",
     "vlan": "802.1Q VLAN interfaces (CONFIG_VLAN_8021Q)",
+    "bond": "Linux bonds (CONFIG_BONDING)",
     "netem": "the netem qdisc (CONFIG_NET_SCH_NETEM)",
     "red": "the RED qdisc (CONFIG_NET_SCH_RED)",
     "fq_codel": "the fq_codel qdisc (CONFIG_NET_SCH_FQ_CODEL)",
@@ -62,6 +63,7 @@ def _links(ipr: IPRoute) -> dict[str, bool | None]:
     }
     lower = ipr.link_lookup(ifname="pbr") or ipr.link_lookup(ifname="lo")
     out["vlan"] = _try(lambda: ipr.link("add", ifname="pvlan", kind="vlan", link=lower[0], vlan_id=42))
+    out["bond"] = _try(lambda: ipr.link("add", ifname="pbond", kind="bond", bond_mode=4))
     return out
 
 

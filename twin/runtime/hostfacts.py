@@ -37,6 +37,7 @@ class Image:
 class Leftovers:
     containers: dict[str, list[str]] = field(default_factory=dict)   # lab -> container names, no lab dir
     netns: list[str] = field(default_factory=list)                    # twin-named namespaces in /run/netns
+    networks: dict[str, list[str]] = field(default_factory=dict)     # lab -> its networks, no lab dir
 
 
 def _client() -> docker.DockerClient:
@@ -81,16 +82,22 @@ def node_images() -> list[Image]:
 
 
 def leftovers(known: set[str]) -> Leftovers:
-    """Containers of labs not in `known` (the labs with a directory under $TWIN_HOME), and
-    twin-named namespaces (`twin-*`) in /run/netns."""
+    """Containers and networks of labs not in `known` (the labs with a directory under $TWIN_HOME),
+    and twin-named namespaces (`twin-*`) in /run/netns."""
     client = _client()
     labs: dict[str, list[str]] = {}
     for c in client.containers.list(all=True, filters={"label": LABEL_LAB}):
         lab = c.labels.get(LABEL_LAB, "")
         if lab not in known:
             labs.setdefault(lab, []).append(c.name)
+    nets: dict[str, list[str]] = {}
+    for n in client.networks.list(filters={"label": LABEL_LAB}):   # a management network
+        lab = (n.attrs.get("Labels") or {}).get(LABEL_LAB, "")
+        if lab not in known:
+            nets.setdefault(lab, []).append(n.name)
     try:
         ns = sorted(n for n in os.listdir(NETNS_DIR) if n.startswith("twin-"))
     except OSError:
         ns = []
-    return Leftovers({k: sorted(v) for k, v in sorted(labs.items())}, ns)
+    return Leftovers({k: sorted(v) for k, v in sorted(labs.items())}, ns,
+                     {k: sorted(v) for k, v in sorted(nets.items())})

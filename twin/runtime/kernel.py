@@ -86,6 +86,15 @@ def probe_vlans(lab: str) -> bool:
     return _probe(lab, vlan, False)
 
 
+def probe_bonds(lab: str) -> bool:
+    """Whether this kernel has bonding (CONFIG_BONDING): NVUE's bonds made as Linux bonds (`twin.nvue.bonds`)."""
+    def bond(ipr: IPRoute) -> bool:
+        ipr.link("add", ifname="probebond", kind="bond", bond_mode=4)
+        return True
+
+    return _probe(lab, bond, False)
+
+
 def _probe(lab: str, attempt, otherwise):
     """`attempt(ipr)` in a new, empty namespace of its own (`netns.scratch`: gone with the thread
     that made it, so a killed run leaves nothing); `otherwise` if the kernel refuses it."""

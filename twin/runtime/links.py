@@ -80,12 +80,17 @@ class Wiring:
     it (~1-3 s), and every node can wait at once, while links (netlink, milliseconds) keep theirs.
     """
 
-    def __init__(self, fabric: Fabric, on_wired: Callable[[str], None] = lambda node: None):
+    def __init__(self, fabric: Fabric, on_wired: Callable[[str], None] = lambda node: None,
+                 attach: Callable[[str, int], None] | None = None):
+        """`attach(node, pid)`: its management port (`twin.runtime.mgmt`), made with its links."""
         self.fabric = fabric
         self.on_wired = on_wired
+        self.attach = attach
         self.pids: dict[str, int] = {}
         self.waiting = list(fabric.links)
-        self.left = {n: len(node.ports) for n, node in fabric.nodes.items()}
+        managed = {n.name for n in fabric.managed() if n.mgmt} if attach else set()
+        self.left = {n: len(node.ports) + (n in managed) for n, node in fabric.nodes.items()}
+        self.managed = managed
         self.lock = threading.Lock()
         self.pool = ThreadPoolExecutor(PARALLEL, thread_name_prefix="twin-link")
         self.configure = ThreadPoolExecutor(max(1, min(CONFIGURE_PARALLEL, len(fabric.nodes))),
@@ -115,14 +120,26 @@ class Wiring:
             self.waiting = [k for k in self.waiting if k not in ready]
             if not self.left[node]:
                 self.futures.append(self.configure.submit(self._configure, node))
+            if node in self.managed:
+                self.futures.append(self.pool.submit(self._attach, node))
             self.futures += [self.pool.submit(self._link, k) for k in ready]
+
+    def _attach(self, node: str) -> None:
+        assert self.attach is not None
+        self.attach(node, self.pids[node])
+        self._made([node])
 
     def _link(self, link: Link) -> None:
         create_link(link, self.pids)
-        done = []
         with self.lock:
             self.linked += 1
-            for n in (link.a.node, link.b.node):
+        self._made([link.a.node, link.b.node])
+
+    def _made(self, nodes: list[str]) -> None:
+        """One more port of each of `nodes` exists; a node whose ports all do is set up and configured."""
+        done = []
+        with self.lock:
+            for n in nodes:
                 self.left[n] -= 1
                 if self.left[n] == 0:
                     done.append(n)

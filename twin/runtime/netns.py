@@ -1,7 +1,8 @@
 """Where a node's network namespaces are, and one factory of netlink handles into them.
 
 A node's own namespace is `/proc/<pid>/ns/net`; a tenant namespace of the netns
-VRF backend lives inside the node as `/proc/<pid>/root/run/netns/<vrf>`. Every
+VRF backend lives inside the node as `/proc/<pid>/root/run/netns/<vrf>`, its management
+namespace (`twin.config.mgmt`) as `/proc/<pid>/root/run/twin/mgmt`. Every
 reader and writer of kernel state (kernel steps, the barrier, faults, status,
 rehearsal snapshots, captures, sysctls) opens its pyroute2 handles through `Handles`
 or `ipr`, and every namespace becomes a descriptor in one place, `open_ns`: a tenant
@@ -34,6 +35,7 @@ from pyroute2 import netns as named_netns
 
 from twin import timeouts
 from twin.errors import NetlinkTimeout, TwinError
+from twin.kinds import MGMT_NETNS, MGMT_NS
 from twin.runtime import nsguard
 from twin.runtime.failures import namespace_gone, netlink_errors
 
@@ -43,7 +45,8 @@ def netns_path(pid: int) -> str:
 
 
 def tenant_netns_path(pid: int, ns: str) -> str:
-    return f"/proc/{pid}/root/run/netns/{ns}"
+    """A namespace inside the node: a tenant's in /run/netns, or the management one (`MGMT_NS`)."""
+    return f"/proc/{pid}/root{MGMT_NETNS}" if ns == MGMT_NS else f"/proc/{pid}/root/run/netns/{ns}"
 
 
 def path(pid: int, ns: str = "") -> str:

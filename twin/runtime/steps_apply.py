@@ -88,6 +88,14 @@ def _veth(s: Step, ipr: IPRoute, nn: Netns) -> None:
     ipr.nlm_request_batch([msg])
 
 
+def _port(s: Step, ipr: IPRoute, nn: Netns) -> None:
+    """An uncabled port: made once (a veth whose peer, of the same name, stays down in namespace
+    `netns`), and kept as it is when it is there already."""
+    if ipr.link_lookup(ifname=s.dev):
+        return
+    _veth(Step("veth", s.dev, s.ns, {**s.args, "peer": s.dev}), ipr, nn)
+
+
 def _tbf(s: Step, ipr: IPRoute, nn: Netns) -> None:
     a = s.args
     ipr.tc("replace", "tbf", index(ipr, s.dev), 0x10000, rate=f"{a['rate']}bit", burst=a["burst"], limit=a["limit"])
@@ -126,6 +134,7 @@ def _addr(verb: str) -> Apply:
 
 APPLY: dict[str, Apply] = {
     "veth": _veth,
+    "port": _port,
     "ifb": lambda s, ipr, nn: ipr.link("add", ifname=s.dev, kind="ifb", index=s.args["index"]),
     "tbf": _tbf,
     "ingress": lambda s, ipr, nn: ipr.tc("replace", "ingress", index(ipr, s.dev), INGRESS),

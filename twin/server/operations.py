@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from twin.errors import TwinError
-from twin.lifecycle import state
+from twin.lifecycle import locks
 from twin.server import worker
 from twin.server.auth import Principal
 from twin.server.home import Home
@@ -90,7 +90,7 @@ class Operations:
             raise ApiProblem(409, f"lab {lab!r} is busy: operation {row['id']} ({row['kind']}) is {row['state']}; "
                                   "wait for it (GET /v1/operations/ID)", "lab-busy", operation=row["id"])
         try:
-            held = state.holder(lab)
+            held = locks.holder(lab)
         except TwinError:           # not a lab name: no lock to hold
             held = ""
         if held:

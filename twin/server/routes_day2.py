@@ -62,11 +62,11 @@ class ExecBody(BaseModel):
 
 
 def _start(request: Request, who: Principal, name: str, kind: str, work: Work, idem: str | None, raw: bytes,
-           core: Core) -> JSONResponse:
+           core: Core, writes: bool = True) -> JSONResponse:
     row = core.lab(who, name)
     if row["state"] != "up":
         raise ApiProblem(409, f"lab {name!r} is {row['state']}, not up", "lab-state")
-    op, _ = core.ops.start(who, name, kind, work, idem, request_digest("POST", request.url.path, raw))
+    op, _ = core.ops.start(who, name, kind, work, idem, request_digest("POST", request.url.path, raw), writes=writes)
     return accepted(op)
 
 
@@ -144,8 +144,9 @@ def verify_lab(name: str, request: Request, who: Who, body: VerifyBody | None = 
         raise ApiProblem(422, str(e).splitlines()[0], "invalid") from None
     files = [_text_file(row, "checks.yml", t) for t in body.checks]
     work = labwork.verification(name, body.only or None, files, body.prove, body.elements)
-    return _start(request, who, name, "prove" if body.prove or body.elements else "verify", work, idem,
-                  body.model_dump_json().encode(), core)
+    proving = body.prove or bool(body.elements)     # a plain verify reads the lab: never refused as busy
+    return _start(request, who, name, "prove" if proving else "verify", work, idem, body.model_dump_json().encode(),
+                  core, writes=proving)
 
 
 @router.post("/baseline", status_code=202, responses=ACCEPTED, summary="Record the lab's baseline (an operation)")

@@ -5,6 +5,7 @@
 (`check_lab_name`, `LAB_NAME_RULE` and the others in `twin.topology.names`)
 are shared with the rest of twin.
 """
+from twin.topology import mgmt
 from twin.topology.allow import AllowRule, load_allow
 from twin.topology.build import load, load_document
 from twin.topology.checks import CheckSet, load_checks, merge
@@ -17,6 +18,7 @@ from twin.topology.model import (
            Endpoint,
            Fabric,
            Link,
+           Mgmt,
            Node,
            Port,
            Rate,
@@ -24,7 +26,16 @@ from twin.topology.model import (
            Session,
            Tenant,
 )
-from twin.topology.names import LAB_NAME_RULE, check_lab_name, check_node_name, match_node, node_key, resolve_node
+from twin.topology.names import (
+           LAB_NAME_RULE,
+           check_lab_name,
+           check_node_name,
+           match_node,
+           node_key,
+           port_range,
+           port_ranges,
+           resolve_node,
+)
 from twin.topology.problems import Path_, Problems, dotted, listing, quoted
 from twin.topology.read import kind_of
 from twin.topology.report import ValidationReport, validate
@@ -47,4 +58,5 @@ __all__ = ["load", "load_document", "validate", "ValidationReport", "check_lab_n
            "CongestionPoint", "csv_safe", "dotted", "ExecCheck", "files", "FrrJsonCheck", "json_safe", "kind_of",
            "listing", "load_allow", "load_checks", "merge", "parse_yaml", "Path_", "PingCheck", "Problems",
            "quoted", "Rate", "read_json", "read_yaml", "read_yaml_bytes", "RoceCheck", "RouteCheck", "Segment",
-           "Tenant", "match_node", "node_key", "resolve_node", "samples", "Bind"]
+           "Tenant", "match_node", "node_key", "port_range", "port_ranges", "resolve_node", "Mgmt", "mgmt", "samples",
+           "Bind"]

@@ -12,9 +12,11 @@ from twin.kinds import KINDS, Kind
 from twin.topology.addresses import parse_address, parse_prefix, special_use
 from twin.topology.checks import check_against, parse_checks
 from twin.topology.connectivity import check_connectivity
+from twin.topology.mgmt import build_mgmt
 from twin.topology.model import Endpoint, Fabric, Link, Node, Port
 from twin.topology.names import check_command, check_image, check_lab_name, check_node_name, check_port_name
 from twin.topology.noderun import node_runtime
+from twin.topology.nvue_nodes import nvue_fields
 from twin.topology.problems import Problems, listing, quoted
 from twin.topology.read import load_spec, spec_of
 from twin.topology.schema import AS_TRANS, ASN_MAX, TopologySpec
@@ -57,17 +59,19 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
     loopbacks = _assign_loopbacks(spec, kinds, order, problems)
     resolved, ports = _resolve_links(spec, kinds, asns, problems, broken)
     check_connectivity(spec, kinds, resolved, problems, broken)
+    mgmt, pinned = build_mgmt(spec, kinds, problems)
 
     nodes = {
-        n: Node(name=n, kind=kinds[n].name, asn=asns.get(n), loopback=loopbacks.get(n),
+        n: Node(name=n, kind=kinds[n].name, asn=asns.get(n), loopback=loopbacks.get(n), mgmt=pinned.get(n),
                 image=spec.nodes[n].image, drain=spec.nodes[n].drain, ports=tuple(ports.get(n, [])),
-                exec=tuple(spec.nodes[n].exec or ()), **node_runtime(n, spec.nodes[n], kinds[n], source, problems))
+                exec=tuple(spec.nodes[n].exec or ()), **node_runtime(n, spec.nodes[n], kinds[n], source, problems),
+                **nvue_fields(n, spec.nodes[n], spec.defaults, kinds[n], [p.name for p in ports.get(n, [])], problems))
         for n in spec.nodes if n in kinds
     }
     tenants, congestion = build_services(spec, nodes, build_tenants(spec, kinds, nodes, resolved, problems), problems)
     fabric = Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(resolved.values()),
                     vtep_kind=spec.vtep if isinstance(spec.vtep, str) else ",".join(spec.vtep), tenants=tenants,
-                    congestion=congestion, vrf_backend=spec.defaults.vrf_backend,
+                    congestion=congestion, vrf_backend=spec.defaults.vrf_backend, mgmt=mgmt,
                     images=spec.defaults.images)
     checks = parse_checks(spec.checks or [], ("checks",), problems)   # the user's own, run by `twin verify`
     check_against(checks, fabric, problems, ("checks",))

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from twin.kinds import KINDS
 from twin.topology.schema import AnyCheck
 
 
@@ -90,12 +91,15 @@ class Node(_Frozen):
     cmd: tuple[str, ...] = ()      # a host's own command (its words), run once its ports are up
     entrypoint: tuple[str, ...] = ()
     env: dict[str, str] = {}
+    mgmt: str | None = None        # its address on the lab's management network (eth0), once chosen
+    platform_ports: tuple[str, ...] = ()   # the topology's list of the platform's ports (): its kind's)
+    nvue: Literal["blank"] | None = None   # runs NVUE with nothing configured yet (twin.topology.nvue_nodes)
 
     @model_serializer(mode="wrap")
     def _only_when_set(self, handler):
         """Optional fields are written only when set: a node without them is recorded as it was."""
         data = handler(self)
-        for key in ("drain", "exec", "binds", "cmd", "entrypoint", "env"):
+        for key in ("drain", "exec", "binds", "cmd", "entrypoint", "env", "mgmt", "platform_ports", "nvue"):
             if not data.get(key):
                 data.pop(key, None)
         return data
@@ -257,8 +261,24 @@ class BgpTimers(_Frozen):
         return f"keepalive {self.keepalive} s, hold {self.hold} s"
 
 
+class Mgmt(_Frozen):
+    """The lab's management network (`twin.topology.mgmt`): its subnet and this host's address on it,
+    as the topology gives them or, when it does not, chosen at `twin up`; every node with a
+    management port has its address (`Node.mgmt`) once the subnet is known. The password of user
+    cumulus, when the topology gives one, is never written with the fabric."""
+
+    subnet: str | None = None      # e.g. 192.168.200.0/24 (None: not chosen yet)
+    gateway: str | None = None     # this host's address on it
+    password: str | None = Field(default=None, exclude=True, repr=False)
+
+    @property
+    def prefixlen(self) -> int:
+        return int((self.subnet or "/24").split("/")[1])
+
+
 class Fabric(_Sparse):
-    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers", "images")   # only when given
+    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers", "images",
+                                          "mgmt")   # written only when given
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
@@ -270,6 +290,7 @@ class Fabric(_Sparse):
     vrf_backend: Literal["netns", "device"] | None = None   # as the topology asks (None: the default, netns)
     timers: BgpTimers | None = None     # scaled BGP timers chosen at `twin up` (None: FRR's datacenter ones)
     images: Literal["twin", "own", "auto"] | None = None   # which image a node with its own runs (None: auto)
+    mgmt: Mgmt | None = None            # the management network (None: none, as the topology says or an older lab)
 
     def public(self) -> dict[str, tuple[str, str]]:
         """Every public address a gateway announces: /32 -> (tenant, VTEP)."""
@@ -289,6 +310,12 @@ class Fabric(_Sparse):
                 if a.host == host:
                     return t, a
         return None
+
+    def managed(self) -> list[Node]:
+        """The nodes with a management port (switches, DPUs, routers); once `twin up` chose their addresses
+        (`twin.topology.mgmt.resolve`), those of them on the network have one (`Node.mgmt`): the others run
+        an image of their own."""
+        return [n for n in self.nodes.values() if self.mgmt is not None and KINDS[n.kind].mgmt]
 
     def routers(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.runs_bgp]

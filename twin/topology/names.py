@@ -38,6 +38,9 @@ _LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
 _HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:.]+\])"
 _IMAGE = re.compile(rf"(?P<name>(?:{_HOST}(?::[0-9]+)?/)?{_WORD}(?:/{_WORD})*)(?::[\w][\w.-]{{0,127}})?"
                     r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?", re.ASCII)
+MAX_RANGE = 1024            # names one port range may stand for (`swp1-99999999` is refused)
+_RANGE = re.compile(r"(.*?)(\d+)-(\d+)(\D[\w.-]*)?")
+_ONE = re.compile(r"(.*?[^\d])\d+(\D[\w.-]*)?")
 
 # Devices twin creates in a node itself: a port or VRF of the same name would collide.
 _DEVICES = [
@@ -47,7 +50,9 @@ _DEVICES = [
     (re.compile(r"vxlan[0-9]+"), "twin names its VXLAN devices vxlanN (N: the VNI)"),
     (re.compile(r"twin.*"), "names starting with 'twin' are twin's own"),
 ]
-_VRF_RESERVED = [(re.compile(r"default"), "'default' is the underlay's own VRF in FRR")] + _DEVICES
+_VRF_RESERVED = [(re.compile(r"default"), "'default' is the underlay's own VRF in FRR"),
+                 (re.compile(r"mgmt"), "'mgmt' is the management VRF (Cumulus Linux's; a node's management port)")
+                 ] + _DEVICES
 
 
 def check_lab_name(name: object) -> str | None:
@@ -139,3 +144,50 @@ def resolve_node(typed: str, known, lab: str) -> str:
     if found:
         raise TwinError(f"lab {lab!r}: {typed!r} could be node {' or '.join(sorted(found))}; type it exactly")
     raise TwinError(f"lab {lab!r} has no node {typed!r}; nodes: {', '.join(names)}")
+
+
+def port_range(name: str) -> list[str]:
+    """Port ranges as NVUE's `nv set interface` takes them (and a topology's `platform_ports`):
+    swp1-4,swp7 -> swp1 swp2 swp3 swp4 swp7; a part starting with a digit takes the prefix before
+    it (swp1-2,5-6); ValueError on a huge one."""
+    out: list[str] = []
+    prefix = ""
+    for part in name.split(","):
+        if part[:1].isdigit() and prefix:
+            part = prefix + part
+        m = _RANGE.fullmatch(part)
+        if m is None:
+            single = _ONE.fullmatch(part)
+            prefix = single.group(1) if single else ""
+            out.append(part)
+            continue
+        prefix, lo, hi, suffix = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) or ""
+        if hi < lo or hi - lo >= MAX_RANGE or len(out) + hi - lo >= MAX_RANGE:
+            raise ValueError(f"{quoted(name)}: a range names at most {MAX_RANGE} interfaces, low to high")
+        out += [f"{prefix}{i}{suffix}" for i in range(lo, hi + 1)]
+    return out
+
+
+def port_ranges(names: Sequence[str]) -> str:
+    """Ports written back as ranges (the inverse of `port_range`): swp1 swp2 swp3 swp7 -> swp1-3,swp7."""
+    out: list[str] = []
+    run: list[tuple[str, int]] = []
+
+    def flush() -> None:
+        if run:
+            p, lo, hi = run[0][0], run[0][1], run[-1][1]
+            out.append(f"{p}{lo}" if lo == hi else f"{p}{lo}-{hi}")
+            run.clear()
+
+    for n in names:
+        m = re.fullmatch(r"(.*?)(\d+)", n)
+        if m and run and m.group(1) == run[-1][0] and int(m.group(2)) == run[-1][1] + 1:
+            run.append((m.group(1), int(m.group(2))))
+            continue
+        flush()
+        if m and (m.group(2) == "0" or not m.group(2).startswith("0")):     # swp01 is no number of a range
+            run.append((m.group(1), int(m.group(2))))
+        else:
+            out.append(n)
+    flush()
+    return ",".join(out)

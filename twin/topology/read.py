@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from twin.topology.problems import Path_, Problems, quoted
-from twin.topology.schema import CongestionSpec, Defaults, LinkSpec, NodeSpec, TenantSpec, TopologySpec
+from twin.topology.schema import CongestionSpec, Defaults, LinkSpec, MgmtSpec, NodeSpec, TenantSpec, TopologySpec
 from twin.topology.yaml_safe import read_yaml
 
 TOP_KEYS = ", ".join(TopologySpec.model_fields)
@@ -55,6 +55,8 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
         problems.add(("description",), f"must be text; got {quoted(description)}")
     raw_defaults = _container(data, "defaults", dict, "must be a mapping of defaults", problems)
     defaults = validate_model(Defaults, raw_defaults, ("defaults",), problems) or Defaults()
+    raw_mgmt = _container(data, "mgmt", dict, "must be a mapping: {subnet, gateway, password, enabled}", problems)
+    mgmt = validate_model(MgmtSpec, raw_mgmt, ("mgmt",), problems) or _sound_fields(MgmtSpec, raw_mgmt)
     nodes, broken = _nodes(data, problems)
     vtep = "dpu" if data.get("vtep") is None else data["vtep"]
 
@@ -62,6 +64,7 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
         name=name if isinstance(name, str) else "",
         description=description if isinstance(description, str) else "",
         defaults=defaults,
+        mgmt=mgmt,
         nodes=nodes,
         links=_links(data, problems),  # None marks a malformed link, kept so indexes match the file
         vtep=vtep if isinstance(vtep, str) or (isinstance(vtep, list) and vtep and all(
@@ -70,6 +73,19 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
         congestion=_congestion(data, problems),
         checks=_container(data, "checks", list, "must be a list of checks, each {name, type, ...}", problems),
     ), problems, broken
+
+
+def _sound_fields(model: type[BaseModel], raw: dict) -> Any:
+    """`model` of the fields of `raw` that are sound by themselves (its others reported already): the
+    rules across fields still judge those, without a wrong one hiding them or being reported twice."""
+    sound = {}
+    for k, v in raw.items():
+        try:
+            model.model_validate({k: v})
+        except ValidationError:
+            continue
+        sound[k] = v
+    return model.model_validate(sound)
 
 
 def _nodes(data: dict, problems: Problems) -> tuple[dict[str, NodeSpec], set[str]]:

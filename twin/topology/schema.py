@@ -87,6 +87,13 @@ class NodeSpec(_Strict):
                                                              "once its ports are up (containerlab's entrypoint)")
     env: dict[str, str] | None = Field(default=None, description="environment variables of the node's container "
                                                                  "(containerlab's env)")
+    mgmt_ipv4: str | None = Field(default=None, description="its address on the management network, in mgmt.subnet "
+                                                            "(containerlab's mgmt-ipv4; default: the next free one)")
+    platform_ports: str | None = Field(default=None, description="the ports the node's platform has, cabled or not, "
+                                                                 "as NVUE ranges them (swp1-32); default: its kind's")
+    nvue: Literal["blank"] | None = Field(default=None, description="blank: the node runs NVUE with nothing "
+                                                                    "configured yet, as a switch after zero-touch "
+                                                                    "provisioning (your automation configures it)")
 
 
 class LinkSpec(_Strict):
@@ -106,6 +113,9 @@ class Defaults(_Strict):
     host_mtu: Mtu = Field(default=8950, description="MTU of host links: fits a VXLAN-encapsulated frame "
                                                      "in the fabric MTU")
     asn: AsnDefaults = AsnDefaults()
+    nvue: Literal["blank"] | None = Field(default=None, description="blank: every spine, leaf and DPU runs NVUE with "
+                                                                    "nothing configured yet (a node's own nvue says "
+                                                                    "otherwise)")
     vrf_backend: Literal["netns", "device"] | None = Field(
         default=None, description="how tenant VRFs are made on VTEPs: netns (the default, on every kernel: a network "
                                   "namespace each) or device (Linux VRF devices; needs CONFIG_NET_VRF)")
@@ -113,6 +123,21 @@ class Defaults(_Strict):
         default=None, description="which image a node with its own `image` runs: auto (the default: its own where the "
                                   "engine has it, else twin's node image), own (its own, or nothing is made), twin "
                                   "(twin's node image)")
+
+
+class MgmtSpec(_Strict):
+    """The lab's management network (NVIDIA Air's out-of-band network, containerlab's mgmt): eth0 of every
+    switch, DPU and router on it, reachable from this host, with SSH (22) and the NVUE API (8765)."""
+
+    enabled: StrictBool = Field(default=True, description="false: no management network (the nodes are reached "
+                                                          "with twin exec only)")
+    subnet: str | None = Field(default=None, description="its IPv4 prefix (containerlab's ipv4-subnet; default: a "
+                                                         "free one chosen at twin up, the same for the lab's name "
+                                                         "whenever it is free)")
+    gateway: str | None = Field(default=None, description="this host's address on it (default: the first address "
+                                                          "of the subnet no node takes)")
+    password: str | None = Field(default=None, description="the password of user cumulus on every node, for SSH and "
+                                                           "the NVUE API (default: one made for the lab)")
 
 
 class SegmentSpec(_Strict):
@@ -180,6 +205,7 @@ class TopologySpec(_Strict):
     name: str
     description: str = ""
     defaults: Defaults = Defaults()
+    mgmt: MgmtSpec = MgmtSpec()
     nodes: dict[str, NodeSpec]
     links: list[LinkSpec] = []
     vtep: str | list[str] = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf, "

@@ -18,7 +18,7 @@ from twin import nvue
 from twin.errors import Problem, TopologyError, TwinError
 from twin.lifecycle.context import LabContext
 from twin.nvue.change.nvue_change import NvueChange
-from twin.nvue.change.nvue_work import layout
+from twin.nvue.change.nvue_work import kernel
 from twin.nvue.cli import EDITS, Command, commands, edit
 
 PREFIX = "nv:"
@@ -32,7 +32,7 @@ def load(ctx: LabContext, spec: str) -> NvueChange:
     if not node or not file:
         raise TwinError(f"{spec!r}: give nv:NODE:FILE, e.g. nv:leaf01:day2.nv (a file of nv commands run on NODE)")
     ctx.node(node)
-    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))
+    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node], **kernel(ctx))
     if node not in running:
         raise TopologyError([Problem(file, "", f"{node} runs twin's rendering, not NVUE: `nv` changes the nodes "
                                                "a lab brought up from startup.yaml files (`twin up --configs`)")])

@@ -19,7 +19,7 @@ from twin.config import userconf
 from twin.config.userconf import NVUE, UserConfigs
 from twin.errors import Problem, TopologyError
 from twin.lifecycle.context import LabContext
-from twin.nvue.change.nvue_work import layout, nvue_work
+from twin.nvue.change.nvue_work import kernel, nvue_work
 
 
 @register
@@ -47,20 +47,19 @@ class NvueChange(Declarative):
     def of(cls, ctx: LabContext, source: str, files: dict[str, nvue.NvueFile]) -> "NvueChange":
         """A change of these nodes' NVUE files (a directory, a file of `nv` commands, a revision of
         the live NVUE service), each checked on its node; TopologyError names every problem."""
-        running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))
         twin_rendered = [Problem(f.source, "", f"{n} runs twin's rendering: a node takes NVUE at "
                                                f"`twin up --configs` (down and up the lab), not on day 2")
-                         for n, f in files.items() if n not in running]
+                         for n, f in files.items() if n not in ctx.fabric.nodes or not nvue.runs_nvue(ctx.dir, n)]
         if twin_rendered:
             raise TopologyError(twin_rendered)
-        nvue.build(files, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))   # every problem, on its node
+        nvue.build(files, ctx.fabric, ctx.backend, ctx.shaping, **kernel(ctx))   # every problem, on its node
         return cls(source, files)
 
     def describe(self) -> str:
         return f"apply NVUE {self.source}"
 
     def work(self, ctx: LabContext) -> Work:
-        old_files = current_files(ctx, ctx.fabric)
+        old_files = current_files(ctx, ctx.fabric, self.files)      # its nodes only: the others stay as they are
         w = Work(ctx.fabric, ctx.fabric, {n: dict(f) for n, f in old_files.items()}, old_files, [], [], {})
         w.plan = Plan(ctx.name)
         nvue_work(ctx, w, ctx.fabric, ctx.fabric, self.files)
@@ -70,7 +69,7 @@ class NvueChange(Declarative):
         return w
 
     def inverse(self, ctx: LabContext) -> Change:
-        running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))
+        running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=self.files, **kernel(ctx))
         return NvueChange(f"previous NVUE configurations of {ctx.name}", {n: running[n].file for n in self.files})
 
 

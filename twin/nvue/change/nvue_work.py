@@ -21,11 +21,13 @@ SHOWN = 40    # NVUE changes listed per node in a plan
 def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric,
               files: dict[str, nvue.NvueFile] | None = None) -> None:
     """The NVUE nodes' part of `w` (intent `old` -> `new`; `files`: their new NVUE files, else the
-    ones they run): their files, kernel deltas both ways, VNIs and what the plan says of them."""
-    lay = layout(ctx)
-    before = nvue.running(ctx.dir, old, ctx.backend, ctx.shaping, lay)
+    ones they run): their files, kernel deltas both ways, VNIs and what the plan says of them. On
+    the same intent, only the nodes of `files` (the others' planes are the same)."""
+    how = kernel(ctx)
+    before = nvue.running(ctx.dir, old, ctx.backend, ctx.shaping, nodes=files if files is not None and old is new
+                          else None, **how)
     nfs = {n: x.file for n, x in before.items()} | (files or {})
-    after, notes = nvue.build(nfs, new, ctx.backend, ctx.shaping, lay)
+    after, notes = nvue.build(nfs, new, ctx.backend, ctx.shaping, **how)
     for node, x in after.items():
         b = before[node]
         w.old_files[node], w.files[node] = dict(b.files), dict(x.files)
@@ -70,7 +72,8 @@ def _changes(node: str, old: dict, new: dict) -> list[str]:
     return out[:SHOWN] + ([f"{node}: ... and {len(out) - SHOWN} more NVUE changes"] if len(out) > SHOWN else [])
 
 
-def layout(ctx: LabContext) -> str:
-    """The kernel layout the lab's NVUE nodes were built with."""
+def kernel(ctx: LabContext) -> dict:
+    """How the lab's NVUE nodes' kernel planes were built (`nvue.build`'s keywords): their layout, and
+    whether they make Linux bonds."""
     st, _ = state.load(ctx.dir)
-    return (st.layout if st else None) or nvue.PER_VNI
+    return {"layout": (st.layout if st else None) or nvue.PER_VNI, "bonds": bool(st and st.nvue_bonds)}

@@ -6,7 +6,8 @@ unix socket bound into the node (/run/nvue/nvue.sock: no password, as on a switc
 
     POST   /nvue_v1/revision                       a revision: {"<id>": {"state": "pending", ...}}
     GET    /nvue_v1/revision[/<id>]                the node's revisions, or one
-    PATCH  /nvue_v1/revision/<id>                  {"state": "apply", "auto-prompt": {"ays": "ays_yes"}}
+    PATCH  /nvue_v1/revision/<id>[?wait=true]      {"state": "apply", "auto-prompt": {"ays": "ays_yes"}}:
+                                                   applied once the node runs it (and the lab converged)
     PATCH  /nvue_v1/revision/applied               {"state": "save"} (and on an applied revision)
     DELETE /nvue_v1/revision/<id>                  a pending revision dropped
     PATCH  /nvue_v1/<path>?rev=<id>                a JSON merge patch of the subtree (the root too)
@@ -41,7 +42,7 @@ from twin.nvue.nvued.engine import Conflict, Engine, NotFound
 from twin.nvue.service import USER
 from twin.nvue.tree import diff, get
 
-PARAMS = ("rev", "filled", "diff")
+PARAMS = ("rev", "filled", "diff", "wait")
 METHODS = ["GET", "POST", "PATCH", "DELETE"]
 
 
@@ -117,13 +118,15 @@ def _params(request: Request) -> dict[str, str]:
         out[k] = v
     if out.get("filled", "false") not in ("true", "false"):
         raise ValueError("filled is true or false (twin fills in no defaults: both show what is set)")
+    if out.get("wait", "false") not in ("true", "false"):
+        raise ValueError("wait is true or false (true: a revision's apply waits for the lab to converge too)")
     return out
 
 
 # --- what a request does ------------------------------------------------------------------------------
 def dispatch(engine: Engine, node: str, method: str, path: tuple[str, ...], params: dict, body: bytes) -> Any:
     if path[:1] == ("revision",):
-        return revisions(engine, node, method, path[1:], body)
+        return revisions(engine, node, method, path[1:], body, params.get("wait") == "true")
     why = api.known(path)
     if why:
         raise NotFound(why)
@@ -154,7 +157,7 @@ def _get(engine: Engine, node: str, path: tuple[str, ...], rev: str | None, agai
     return get(tree, path, {})
 
 
-def revisions(engine: Engine, node: str, method: str, rest: tuple[str, ...], body: bytes) -> Any:
+def revisions(engine: Engine, node: str, method: str, rest: tuple[str, ...], body: bytes, wait: bool = False) -> Any:
     if not rest:
         if method == "POST":
             r = engine.create(node)
@@ -164,7 +167,7 @@ def revisions(engine: Engine, node: str, method: str, rest: tuple[str, ...], bod
         raise Refused(405, f"{method} /nvue_v1/revision: GET lists the revisions, POST makes one")
     rid = "/".join(rest)
     if method == "PATCH":
-        return _transition(engine, node, rid, api.parse_json(body))
+        return _transition(engine, node, rid, api.parse_json(body), wait)
     if rid == "applied" and method == "GET":
         return {"state": "applied", "transition": {"issue": {}, "progress": ""}}
     r = engine.get(node, rid)
@@ -176,7 +179,7 @@ def revisions(engine: Engine, node: str, method: str, rest: tuple[str, ...], bod
     raise Refused(405, f"{method} /nvue_v1/revision/<id>: GET shows it, PATCH applies it, DELETE drops it")
 
 
-def _transition(engine: Engine, node: str, rid: str, body: Any) -> dict:
+def _transition(engine: Engine, node: str, rid: str, body: Any, wait: bool = False) -> dict:
     if not isinstance(body, dict) or body.get("state") not in ("apply", "save"):
         raise ValueError('a revision takes {"state": "apply", "auto-prompt": {"ays": "ays_yes"}} or {"state": "save"}')
     prompt = body.get("auto-prompt", {})
@@ -191,5 +194,5 @@ def _transition(engine: Engine, node: str, rid: str, body: Any) -> dict:
     if rid == "applied":
         raise Conflict("the applied revision is applied already")
     r = engine.get(node, rid)
-    engine.apply(r, yes=prompt.get("ays") == "ays_yes")
+    engine.apply(r, yes=prompt.get("ays") == "ays_yes", wait=wait)
     return r.doc()

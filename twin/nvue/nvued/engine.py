@@ -4,16 +4,21 @@ Per node, as on a switch: the applied configuration is the startup.yaml the node
 (`<lab dir>/<node>/startup.yaml`), the saved one (`rev=startup`) what `nv config save` kept,
 and revisions are made (`create`), edited while pending (`edit`), then applied (`apply`):
 
-    pending -> apply -> applied            (with a warning when the lab did not converge in time)
+    pending -> apply -> applied            (once the node runs it; asked to wait: with a warning
+                                            when the lab did not converge in time)
                      -> apply_fail         (refused with every reason: nothing was touched; or
                                             failed half way: rolled back, and what could not be)
             -> ays_fail                    (it needs a yes, and none was given)
 
-Apply runs on one worker thread, one revision at a time, under the lab's lock (a `twin apply`
-or `twin fault` meanwhile gets "busy", and so does this): the revision's edits are made on
-what the node runs now, checked (every problem at once), written back as the file would be
-read again, and applied as an NVUE change of that node (`twin.change.apply`: files, kernel,
-frr-reload, rollback on failure, convergence wait). A node reaches only its own revisions.
+Apply is a switch's: a revision touches only its node, and revisions of different nodes apply
+at once (worker threads; one revision of a node at a time, in order), each holding its node,
+not the lab (`locks.node_lock`: a lab-wide `twin apply`, `rehearse` or `twin fault` meanwhile
+gets "busy", and so does a revision during one). The revision's edits are made on what the
+node runs now, checked (every problem at once), written back as the file would be read again,
+and applied as an NVUE change of that node (`twin.change.apply`: files, kernel, frr-reload,
+rollback on failure): `applied` once the node runs it, in seconds, whatever its neighbours run
+yet. Convergence is `twin wait`'s, `status`'s and `verify`'s to judge; a revision asked to
+(`nv config apply --wait`, `?wait=true`) waits for it too. A node reaches only its own revisions.
 
 Revisions outlive the service, as a switch's do: every change of one is written to
 `<lab dir>/nvue/revisions.json` and read back when the service starts again. A revision the
@@ -33,7 +38,7 @@ from pathlib import Path
 from twin import nvue
 from twin.change.apply import apply
 from twin.errors import ApplyFailed, ChangeRefused, LabStateError, TopologyError, TwinError
-from twin.lifecycle import state
+from twin.lifecycle import locks, state
 from twin.lifecycle.context import LabContext
 from twin.nvue import api, load
 from twin.nvue import service as nvue_service
@@ -43,6 +48,7 @@ from twin.runtime import containerlab
 from twin.runtime.base import Runtime
 
 MAX_REVISIONS = 32        # kept per node; the oldest ones go first (not one being applied)
+APPLIERS = 16             # revisions of different nodes applied at once (each mostly waits on its node)
 
 
 class NotFound(TwinError):
@@ -63,6 +69,7 @@ class Revision:
     issues: list[str] = field(default_factory=list)
     progress: str = ""
     warning: bool = False           # the issues are warnings (applied, not converged)
+    wait: bool = False              # its apply waits for the lab to converge (an opt-in)
     made: float = field(default_factory=time.time)
 
     def doc(self) -> dict:
@@ -76,7 +83,8 @@ class Engine:
         self.revisions: dict[str, Revision] = {}
         self.cli: dict[str, str] = {}            # node -> the revision its `nv` edits
         self.guard = threading.Lock()
-        self.worker = ThreadPoolExecutor(1, thread_name_prefix="nvued-apply")
+        self.worker = ThreadPoolExecutor(APPLIERS, thread_name_prefix="nvued-apply")
+        self.nodes: dict[str, threading.Lock] = {}     # node -> held while one of its revisions applies
         self._recall()
 
     # --- revisions kept on disk -------------------------------------------------------------------
@@ -199,8 +207,9 @@ class Engine:
         return self.get(node, rev).tree
 
     # --- apply -----------------------------------------------------------------------------------------
-    def apply(self, rev: Revision, yes: bool) -> None:
-        """Apply a pending revision (or one that ended ays_fail, asked again) on the worker thread."""
+    def apply(self, rev: Revision, yes: bool, wait: bool = False) -> None:
+        """Apply a pending revision (or one that ended ays_fail, asked again) on a worker thread;
+        `wait`: applied once the lab converged too (else once the node runs it)."""
         if rev.state not in ("pending", "ays_fail"):
             raise Conflict(f"revision {rev.id} is {rev.state}, not pending: make a new one")
         stored = nvue.from_tree(rev.tree, rev.id).not_emulated
@@ -209,21 +218,28 @@ class Engine:
                                                  "auto-prompt ays_yes (nv config apply -y) to keep it" for p in stored]
             self.keep()
             return
-        rev.state, rev.progress, rev.issues = "apply", "checking", []
+        rev.state, rev.progress, rev.issues, rev.wait = "apply", "checking", [], wait
         self.keep()
         self.worker.submit(self._apply, rev)
 
     def _apply(self, rev: Revision) -> None:
+        with self.guard:
+            one = self.nodes.setdefault(rev.node, threading.Lock())
+        with one:          # a node's revisions one after the other; other nodes' meanwhile
+            self._apply_one(rev)
+
+    def _apply_one(self, rev: Revision) -> None:
         try:
-            with state.lock(self.lab, f"twin nvued: {rev.node} revision {rev.id}"):
+            with locks.node_lock(self.lab, rev.node, f"twin nvued: {rev.node} revision {rev.id}"):
                 result = self._run(rev)
             rev.state = "applied"
             if result.missing:
                 rev.warning = True
                 rev.issues = [f"not converged within the deadline: {m}" for m in result.missing[:20]]
             t = result.timings
-            rev.progress = (f"applied in {t.get('applied', 0):.1f}s" + (f", converged in {t['converged']:.1f}s"
-                                                                         if "converged" in t else ", NOT converged"))
+            rev.progress = f"applied in {t.get('applied', 0):.1f}s" + (
+                "" if not rev.wait else f", converged in {t['converged']:.1f}s" if "converged" in t
+                else ", NOT converged")
         except TopologyError as e:
             rev.state, rev.issues = "apply_fail", [str(p) for p in e.problems]
         except ChangeRefused as e:
@@ -249,7 +265,7 @@ class Engine:
         nf.header = now.header
         load.read_bytes(nvue.dump(nf.tree, nf.header).encode(), source)   # what is written reads back
         change = NvueChange.of(ctx, source, {rev.node: nf})
-        return apply(ctx, change, wait=True, say=lambda m: setattr(rev, "progress", m))
+        return apply(ctx, change, wait=rev.wait, node=rev.node, say=lambda m: setattr(rev, "progress", m))
 
 
 def rebase(tree: dict, rev: Revision) -> dict:

@@ -114,7 +114,7 @@ def _apply(engine: Engine, node: str, rev: Revision | None, cmd: cli.Command, tt
             return {"rc": 1, "out": "", "err": f"Warning: stored, not emulated: {what}\n",
                     "ask": "Are you sure you want to apply it?"}
         return _fail(f"Error: stored, not emulated: {what}; `nv config apply -y` applies it anyway\n")
-    engine.apply(rev, yes=True)
+    engine.apply(rev, yes=True, wait=cmd.wait)
     return {"rc": 0, "out": "", "err": "", "poll": rev.id}
 
 

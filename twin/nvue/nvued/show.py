@@ -20,7 +20,7 @@ from twin.config.backend import tenant_ns
 from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext
-from twin.nvue.change.nvue_work import layout
+from twin.nvue.change.nvue_work import kernel
 from twin.nvue.nvued.engine import NotFound
 from twin.runtime import frr
 from twin.runtime.observe import interfaces as links
@@ -70,7 +70,7 @@ def below(doc: Any, rest: tuple[str, ...], path: tuple[str, ...]) -> Any:
 
 def _plane(ctx: LabContext, node: str) -> nvue.Plane | None:
     ctx.node(node)
-    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, layout(ctx))
+    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node], **kernel(ctx))
     return running[node].plane if node in running else None
 
 
@@ -78,7 +78,7 @@ def _vrf(plane: nvue.Plane | None, name: str) -> str:
     """The kernel VRF of an NVUE VRF of the node ('default' is the underlay)."""
     if name == "default":
         return name
-    known = plane.vrfs if plane else {}
+    known = {**plane.vrfs, **plane.plain} if plane else {}     # its tenants' VRFs and its plain L3 VRFs
     if name not in known:
         raise NotFound(f"vrf.{name}: the node has no such VRF; its VRFs: {', '.join(['default', *known]) }")
     return known[name]
@@ -116,8 +116,9 @@ def _devices(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict[str, 
         n = ctx.fabric.nodes[node]
         return {"lo": ("", "lo"), **{p: ("", p) for p in n.ports_by_name}}
     out = {"lo": ("", "lo")}
+    moved = {s.dev: s.args["to"] for s in plane.extras.values() if s.op == "move"}   # into a plain VRF
     for name, dev in plane.devices.items():
-        out[name] = (port_ns(plane.fabric, node, dev, ctx.backend), dev)
+        out[name] = (moved.get(dev) or port_ns(plane.fabric, node, dev, ctx.backend), dev)
     for vlan, svi in plane.conf.svis.items():
         vnis = plane.conf.vlans.get(vlan) or []
         t = next((t for t in plane.fabric.tenants.values() if t.vrf == plane.vrfs.get(svi.vrf or "")), None)
@@ -125,6 +126,8 @@ def _devices(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict[str, 
             out[svi.name] = ("", svi.name)
         elif vnis and t is not None:
             out[svi.name] = (tenant_ns(t, ctx.backend), bridge_name(vnis[0]))
+        elif ("bridge", svi.name) in plane.extras:          # outside a tenant (twin.nvue.routed)
+            out[svi.name] = (plane.extras[("bridge", svi.name)].ns, svi.name)
     return out
 
 

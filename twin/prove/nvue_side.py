@@ -1,0 +1,75 @@
+"""What the frr.conf an NVUE node runs holds of its user's own beyond the lines `frr_side` takes
+from every router: the peer groups and neighbors its EVPN address family is activated for
+(twin's own rendering activates its one `fabric` group, which it does not prove), and, exempt
+with the reason, the BGP neighbors and static routes verify does not judge (a neighbor on no
+link of the topology, one in a VRF, a static route).
+
+Each activation is an element: `no neighbor X activate` in `address-family l2vpn evpn`, caught by
+the node's BGP check (its EVPN sessions with the topology's peers are gone), restored by
+`frr-reload.py` of the file (`frr_side.running`: the applied revision's rendering).
+"""
+from __future__ import annotations
+
+import re
+
+from twin.intent import frrconf
+from twin.lifecycle.context import LabContext
+from twin.prove.element import Element, Exempt, Vtysh, alt
+from twin.prove.frr_side import Runs, running
+
+
+def peer_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
+    out, exempt = [], []
+    for node, r in running(ctx).items():
+        if not r.nvue:
+            continue
+        els, ex = _activations(ctx, node, r)
+        out += els
+        exempt += ex + _unjudged(ctx, node, r)
+    return out, exempt
+
+
+def _activations(ctx: LabContext, node: str, r: Runs) -> tuple[list[Element], list[Exempt]]:
+    """Each `neighbor X activate` of the default instance's EVPN address family whose sessions
+    with the topology's peers carry EVPN (intent: the lab has tenants; no edge port)."""
+    b, ni = r.bgp(), ctx.intent.nodes.get(node)
+    if b is None or ni is None:
+        return [], []
+    evpn = {s.port for s in ni.sessions if ni.evpn and not ni.edge and s.port not in ni.edge_ports}
+    out, exempt = [], []
+    for name in b.evpn_active:
+        ports = sorted(p for p in _members(b, name) if p in evpn)
+        what = f"neighbor {name} activate (address-family l2vpn evpn) on {node}"
+        if not ports:
+            exempt.append(Exempt("EVPN activation", f"{node} {name}", "no session of the topology that carries "
+                                                                      "EVPN is in it"))
+            continue
+        out.append(Element(f"evpn-activate {node} {name}", "EVPN activation", node,
+                           what + (f" ({', '.join(ports)})" if ports != [name] else ""), ("control",),
+                           (rf"^control: bgp {re.escape(node)}: .*\.l2VpnEvpn(\.peers\.{alt(ports)}\b|: missing)",),
+                           (Vtysh(node, (f"router bgp {b.asn}", "address-family l2vpn evpn",
+                                         f"no neighbor {name} activate")),), r.back))
+    return out, exempt
+
+
+def _members(b: frrconf.Bgp, name: str) -> list[str]:
+    """The active neighbors EVPN is activated for by `neighbor NAME activate`: NAME itself, or the
+    members of peer group NAME that are not activated on their own."""
+    if name not in b.groups:
+        return [name] if any(n.name == name for n in b.active()) else []
+    return [n.name for n in b.active() if n.peer_group == name and n.name not in b.evpn_active]
+
+
+def _unjudged(ctx: LabContext, node: str, r: Runs) -> list[Exempt]:
+    """The neighbors and static routes of the node's frr.conf that no check of verify judges."""
+    cabled = {p.name for p in ctx.fabric.nodes[node].fabric_ports}
+    out = []
+    for inst in r.conf.bgp:
+        where = "" if inst.vrf == frrconf.DEFAULT_VRF else f" vrf {inst.vrf}"
+        for n in inst.active():
+            if where or n.name not in cabled:
+                out.append(Exempt("BGP neighbor", f"{node} {n.name}{where}", "a session the topology does not have "
+                                                                             "(verify judges the topology's sessions)"))
+    out += [Exempt("static route", f"{node} {' '.join(s.words)}", "verify judges no static route of a node "
+                                                                   "running NVUE") for s in r.conf.statics]
+    return out
