@@ -104,6 +104,18 @@ def test_a_lab_made_through_the_api_from_an_archive_converges(served, owner, lab
     assert op["state"] == "succeeded" and op["exit"] == 0, op
     assert op["result"]["nodes"] == 8 and op["result"]["sessions"] > 0 and op["result"]["configs_nodes"] == 2
     assert any(line.startswith("waiting for ") for line in said), said        # progress, as twin up says it
+    c = served.client(owner)
+    events = c.request("GET", f"/v1/operations/{op['id']}/events?follow=false")["events"]
+    steps = [(e["stage"], e["text"]) for e in events if e["kind"] == "progress"]
+    assert steps == [(s.stage, str(s)) for s in said]          # the stream the client followed is the record
+    firsts = list(dict.fromkeys(stage for stage, _ in steps))   # twin up's stages, in the order they came
+    wiring = next(s for s in firsts if s.startswith("starting 8 containers, wiring "))
+    assert firsts.index(wiring) < firsts.index("containers") < min(
+        i for i, s in enumerate(firsts) if s.startswith("waiting for ")), firsts
+    assert all(stage in ("containers", "links", "configs") for stage, text in steps if text.startswith("starting: "))
+    assert all(stage == "converging" for stage, text in steps if text.startswith("converging: "))
+    shown = c.operation(op["id"])
+    assert (shown["stage"], shown["progress"]) == steps[-1]
     st = cli(served, owner, "status", NAME)
     assert st.returncode == 0 and "healthy: the lab holds its intent" in st.stdout, st.stdout + st.stderr
     local = twin_cli("status", NAME)          # the same lab, the same words, on the host
@@ -291,6 +303,7 @@ def test_a_snapshot_after_an_nvue_change_and_an_apply_passes_the_same_verify(ser
     t0 = time.monotonic()
     up = cli(served, owner, "up", "--snapshot", sid, "--name", COPY)
     assert up.returncode == 0 and f"lab {COPY} is up" in up.stdout, up.stdout + up.stderr
+    assert any(PROGRESS.match(line) and f"] {COPY}: starting: " in line for line in up.stderr.splitlines()), up.stderr
     print(f"a lab from the snapshot, converged: {time.monotonic() - t0:.1f}s")
     copy = cli(served, owner, "verify", COPY, "--json")
     assert copy.returncode == 0, copy.stdout[-3000:] + copy.stderr
