@@ -13,6 +13,8 @@ twin a second. The worker
   races work its predecessor left running (`gone`: the new server's recovery waits for it);
 - ignores SIGINT: a Ctrl-C in the server's terminal stops the server, which lets running
   operations finish;
+- runs `NICE` steps below the server: on a busy host, a request is answered before an
+  operation's Python work moves on (what a bring-up waits for, Docker and FRR, is not lowered);
 - writes the operation's state, its progress and its end into the state database, where the
   server's readers and event streams find them. Its progress is `twin.stages`': the `say` it
   hands the work is a `Progress`, each `Step` (stage and text) one event.
@@ -39,6 +41,7 @@ Work = Callable[[Home, Say], "tuple[Any, int]"]    # (the result as the CLI's --
 CONTEXT = multiprocessing.get_context("forkserver")
 PRELOAD = ["twin.server.worker", "twin.server.labwork", "twin.server.snapshots"]
 PR_SET_PDEATHSIG = 1
+NICE = 5               # the worker's CPU priority below the server's
 GONE = 30.0            # s: a dead server's worker is gone (it is SIGKILLed as the fork server ends)
 
 
@@ -63,6 +66,7 @@ def _main(home: str, oid: str, work: Work, server: int, env: dict[str, str], cwd
     if not _alive(server):          # the server died before that took hold: nothing to do for anyone
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(NICE)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
