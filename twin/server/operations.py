@@ -124,8 +124,8 @@ class Operations:
         except (TwinError, OSError) as e:
             why += f"settling the lab failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
         problem = ApiProblem(500, why, "worker-died")
-        self.store.finish(oid, "failed", {"error": problem.doc()}, why, 1)
         self.store.add_event(oid, self.store.last_event(oid) + 1, "state", f"failed: {why}")
+        self.store.finish(oid, "failed", {"error": problem.doc()}, why, 1)
 
     # --- watching one ----------------------------------------------------------------------
     def doc(self, row: dict[str, Any]) -> dict[str, Any]:

@@ -85,15 +85,16 @@ def run(home: Home, oid: str, work: Work) -> None:
     events.add("state", "running")
     progress = stages.Progress()
     progress.subscribe(events.step)
+    # each end's event before its state: a stream that reads the operation done has every event
     try:
         result, code = work(home, progress)
     except BaseException as e:  # noqa: BLE001  (an operation ends failed, saying why)
         problem = of_error(e)
-        home.store.finish(oid, "failed", {"error": problem.doc()}, problem.detail, 1)
         events.add("state", f"failed: {problem.detail}")
+        home.store.finish(oid, "failed", {"error": problem.doc()}, problem.detail, 1)
     else:
-        home.store.finish(oid, "succeeded", result, "", code)
         events.add("state", "succeeded")
+        home.store.finish(oid, "succeeded", result, "", code)
 
 
 class Events:
