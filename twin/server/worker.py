@@ -13,8 +13,9 @@ twin a second. The worker
   races work its predecessor left running (`gone`: the new server's recovery waits for it);
 - ignores SIGINT: a Ctrl-C in the server's terminal stops the server, which lets running
   operations finish;
-- runs `NICE` steps below the server: on a busy host, a request is answered before an
-  operation's Python work moves on (what a bring-up waits for, Docker and FRR, is not lowered);
+- runs `NICE` steps below the server (which raised its own priority as much, `serve`): on a
+  busy host, a request is answered before an operation's Python work moves on, and that work
+  runs at the priority `twin up` would;
 - writes the operation's state, its progress and its end into the state database, where the
   server's readers and event streams find them. Its progress is `twin.stages`': the `say` it
   hands the work is a `Progress`, each `Step` (stage and text) one event.
@@ -62,6 +63,13 @@ def start(home: Path, oid: str, work: Work) -> multiprocessing.process.BaseProce
 
 
 def _main(home: str, oid: str, work: Work, server: int, env: dict[str, str], cwd: str) -> None:
+    # multiprocessing hands a fork server's child a copy of the server's end of the pipe whose
+    # closing ends the fork server: kept open here, the fork server would outlive a killed server
+    # (and so would this worker)
+    fs: Any = multiprocessing.forkserver._forkserver
+    if fs._forkserver_alive_fd is not None:
+        os.close(fs._forkserver_alive_fd)
+        fs._forkserver_alive_fd = None
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if not _alive(server):          # the server died before that took hold: nothing to do for anyone
         os._exit(1)
