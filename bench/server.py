@@ -5,8 +5,10 @@
 2. 20 clients (processes) polling GET /v1/operations/ID and the operations' events (JSON) while two
    labs come up through the API at once, each client every `--interval` s (0.1: 200 GETs a second
    in all): no error, and the GETs' p50/p99 (p99 < 100 ms); then the same with clients that poll as
-   fast as they can (a load test: on this host they share its 2 cores with the server and the
-   bring-ups, so their p99 is the machine's run queue; shown, not judged).
+   fast as they can (a load test: shown, not judged). The clients stand for CI jobs on machines of
+   their own; here they share 2 cores with the server and two bring-ups, so they run at the
+   server's priority (root), and each says how late it woke for its next GET (its wait for a CPU,
+   which a GET's time measured by the client includes).
 
 Prints a table (rich) and writes bench-results/server.json. Takes the host's e2e lock.
 """
@@ -33,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.conftest import host_turn  # noqa: E402
 from tests.e2e.served import Served  # noqa: E402
 from twin.client import Client  # noqa: E402
+from twin.server import worker  # noqa: E402
 
 AIPOD = ROOT / "topologies/aipod.yml"
 CLIENTS = 20
@@ -67,11 +70,16 @@ def client(url: str, token: str, ops: list[str], interval: float, done, out) -> 
     """One client (a process of its own, as 20 CI jobs are): GETs of the operations and their events,
     one every `interval` s (from a random start; 0: one after the other), until `done` (no GET after
     it: the 20 would come at once); its latencies and errors onto `out`."""
+    try:
+        os.nice(-worker.NICE)      # at the server's priority: CI jobs run on machines of their own, not behind
+    except PermissionError:        # this host's bring-ups (root only)
+        pass
     mine = Client(url, token)
     mine.request("GET", f"/v1/operations/{ops[0]}")     # untimed: this process's first request imports and sets up
-    latencies, errors, n = [], [], 0
+    latencies, errors, late, n = [], [], [], 0
     tick = time.monotonic() + random.uniform(0, interval)
     while not done.wait(max(0.0, tick - time.monotonic())):
+        late.append(max(0.0, time.monotonic() - tick))  # how long this client waited for a CPU to wake on
         tick += interval
         oid = ops[n % 2]
         path = f"/v1/operations/{oid}" if n % 3 else f"/v1/operations/{oid}/events?follow=false"
@@ -82,7 +90,7 @@ def client(url: str, token: str, ops: list[str], interval: float, done, out) -> 
         except Exception as e:  # noqa: BLE001  (counted: the benchmark's verdict)
             errors.append(f"{path}: {e}")
         n += 1
-    out.put((latencies, errors))
+    out.put((latencies, errors, late if interval else []))
 
 
 def polling(c: Client, interval: float, seconds_cap: float = 300) -> dict:
@@ -103,10 +111,12 @@ def polling(c: Client, interval: float, seconds_cap: float = 300) -> dict:
     done.set()
     latencies: list[float] = []
     errors: list[str] = []
+    late: list[float] = []
     for _ in procs:
         got = out.get(timeout=60)
         latencies += got[0]
         errors += got[1]
+        late += got[2]
     for p in procs:
         p.join()
     took = time.monotonic() - t0
@@ -116,7 +126,8 @@ def polling(c: Client, interval: float, seconds_cap: float = 300) -> dict:
     return {"clients": CLIENTS, "interval_s": interval, "labs": states, "seconds": round(took, 1),
             "requests": len(latencies), "per_second": round(len(latencies) / took),
             "errors": len(errors), "first_errors": errors[:5], "p50_ms": round(q[49] * 1000, 1),
-            "p99_ms": round(q[98] * 1000, 1), "max_ms": round(max(latencies) * 1000, 1) if latencies else None}
+            "p99_ms": round(q[98] * 1000, 1), "max_ms": round(max(latencies) * 1000, 1) if latencies else None,
+            "wake_p99_ms": round(statistics.quantiles(late, n=100)[98] * 1000, 1) if len(late) > 100 else None}
 
 
 def report(rows: list[dict], polls: list[dict]) -> None:
@@ -129,12 +140,14 @@ def report(rows: list[dict], polls: list[dict]) -> None:
     con = Console(width=160)
     con.print(t)
     p = Table(title=f"{CLIENTS} clients polling operations and events while two labs come up", title_justify="left")
-    for col in ("each client polls", "labs", "seconds", "GETs", "GETs/s", "errors", "p50 ms", "p99 ms", "max ms"):
+    for col in ("each client polls", "labs", "seconds", "GETs", "GETs/s", "errors", "p50 ms", "p99 ms", "max ms",
+                "clients' wake p99 ms"):
         p.add_column(col, justify="right")
     for poll in polls:
         p.add_row(f"every {poll['interval_s'] * 1000:.0f} ms" if poll["interval_s"] else "as fast as it can",
                   ", ".join(poll["labs"]), str(poll["seconds"]), str(poll["requests"]), str(poll["per_second"]),
-                  str(poll["errors"]), str(poll["p50_ms"]), str(poll["p99_ms"]), str(poll["max_ms"]))
+                  str(poll["errors"]), str(poll["p50_ms"]), str(poll["p99_ms"]), str(poll["max_ms"]),
+                  str(poll["wake_p99_ms"] if poll["wake_p99_ms"] is not None else "-"))
     con.print(p)
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
