@@ -48,7 +48,7 @@ from twin.errors import TwinError  # noqa: E402
 from twin.lab import Lab  # noqa: E402
 from twin.lifecycle import admission, barrier, hostlimits, state  # noqa: E402
 from twin.runtime import frr, netns, observe  # noqa: E402
-from twin.runtime.docker import memory  # noqa: E402
+from twin.runtime.cgroup import memory  # noqa: E402
 from twin.wait import Deadline  # noqa: E402
 
 SPINES = 8

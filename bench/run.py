@@ -42,7 +42,7 @@ from twin.config.naming import LABEL_LAB  # noqa: E402
 from twin.errors import TwinError  # noqa: E402
 from twin.lab import Lab  # noqa: E402
 from twin.lifecycle import hostlimits  # noqa: E402
-from twin.runtime.docker import memory  # noqa: E402
+from twin.runtime.cgroup import memory  # noqa: E402
 
 MiB = 1024 * 1024
 TARGETS = {"clos 4x20": 20.0, "clos 8x40": 40.0, "pod8: 8 DPUs x 4 tenants": 30.0}  # seconds to converged

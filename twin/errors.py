@@ -106,6 +106,30 @@ class ConvergenceTimeout(TwinError):
         return ConvergenceTimeout(self.what, self.seconds, self.missing, causes) if causes else self
 
 
+class StageTimeout(ConvergenceTimeout):
+    """A command's deadline (an explicit --timeout, from its start) passed in a stage before the
+    barrier (containers, links, configs): which stage, how far it got, and what each unit of its
+    work (a node, a link) was still waiting for, the longest waiting first."""
+
+    def __init__(self, deadline: str, seconds: float, stage: str, progress: str, waiting: list[str]):
+        self.stage, self.progress = stage, progress
+        first = waiting[0] if waiting else "nothing under way (the stage's own wait)"
+        more = f" (+{len(waiting) - 1} more)" if len(waiting) > 1 else ""
+        shown = waiting[:40]
+        TwinError.__init__(
+            self, f"{deadline} passed after {seconds:.0f}s in stage {stage} ({progress}); it was waiting for "
+                  f"{first}{more}" + "".join(f"\n  - {w}" for w in shown)
+                  + (f"\n  ... and {len(waiting) - len(shown)} more" if len(waiting) > len(shown) else ""))
+        self.what, self.seconds, self.missing, self.causes = f"stage {stage}", seconds, waiting, []
+
+    def with_causes(self, causes: list[str]) -> "ConvergenceTimeout":
+        return self
+
+
+class DeadlinePassed(TwinError):
+    """A call that was not begun: the command's deadline had passed (`twin.wait.cut`)."""
+
+
 class LabStateError(TwinError):
     """The lab is not in a state that allows the operation (already up, not found...)."""
 

@@ -38,6 +38,7 @@ from twin.runtime.exec import NodeExec
 from twin.topology import samples
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
+from twin.wait import Bound, bounded, current, named
 
 Say = Callable[[str], None]
 
@@ -129,8 +130,7 @@ class Lab:
 
     def context(self) -> LabContext:
         """The running lab; TwinError if it is not up (no recorded intent or no containers)."""
-        ctx = LabContext.open(self.name, self.runtime)
-        if ctx is None:
+        if (ctx := LabContext.open(self.name, self.runtime)) is None:
             raise self._not_up()
         return ctx
 
@@ -148,8 +148,8 @@ class Lab:
         for labs a user's scripts configure; `wait()` is the convergence barrier then. A node's
         `exec` command that fails is a note (`notes`) and the lab goes on, as in containerlab;
         `strict_exec` makes it end the bring-up. `images`: auto, own or twin (`twin.lifecycle.imagechoice`).
-        `timeout`: the whole bring-up's deadline, from this call (default: convergence within 60 s + 1 s
-        per FRR node once the nodes are wired)."""
+        `timeout`: the whole bring-up's deadline from this call, held by every stage (StageTimeout says
+        where it passed); default: convergence within 60 s + 1 s per FRR node once the nodes are wired."""
         start = time.monotonic()
         if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
@@ -160,7 +160,7 @@ class Lab:
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
-        with self.writing("twin up"):
+        with self.writing("twin up"), bounded(Bound.command(timeout, start)), named():
             watch = admission.CpuWatch()
             if self.runtime.containers(self.name):
                 self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
@@ -239,7 +239,7 @@ class Lab:
                                                  fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
                                                  execs, starts_itself=n in own.starts_itself, password=password),
                                              on_created=lambda: st.timings.update(containers=time.monotonic() - t0),
-                                             say=say)
+                                             say=say, bound=current())   # the command's deadline
             finally:
                 self.notes += [f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)"
                                for f in execs.failures]
@@ -266,6 +266,8 @@ class Lab:
         """The barrier, said first; returns when it held (time.monotonic()). A `timeout` given is the
         command's, from its `start`; the default one is the barrier's own, from now."""
         limit = timeout if timeout is not None else barrier.deadline(ctx)
+        if (b := current()) is not None:
+            b.stage = "converging"   # an error at the command's deadline from here on: the barrier's stage
         begin = start if timeout is not None else time.monotonic()
         say(barrier.waiting_for(ctx, limit, begin + limit - time.monotonic() if timeout is not None else None))
         barrier.converge(ctx, limit, say=say, since=since, start=begin)

@@ -88,7 +88,7 @@ def test_host_limits_and_cpu_against_a_large_topology():
     pod8 = load(ROOT / "topologies/pod8.yml")
     settings = {"net.ipv6.neigh.default.gc_thresh3": 16}
     fit = doctor.lab_fit(pod8, True, settings, H.Usage(mem_available_mib=1 << 20),
-                         admission.Host(cores=0.05, busy=0.0, load1=9))
+                         admission.Host(cores=0.02, busy=0.0, load1=9))
     assert not fit.fits and fit.shortfalls[0].startswith("net.ipv6.neigh.default.gc_thresh3 = 16 <")
     assert "sysctl" in fit.fix and "beyond its deadline" in fit.cpu
 

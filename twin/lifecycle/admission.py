@@ -38,9 +38,13 @@ from twin.errors import TwinError
 from twin.lifecycle import hostlimits
 from twin.topology.model import BgpTimers, Fabric
 
-CPU_PER_ROUTER = 0.44           # FRR CPU-s per FRR node from start to convergence (make bench, quiet host)
-CPU_PER_LINK_ROUTE = 0.00071    # ... and per fabric link per router of the lab
-HOST_CPU_PER_NODE = 1.4         # the rest of a bring-up per FRR node: Docker, the kernel, twin (make bench-large)
+# fitted (least squares of the relative error) to the FRR CPU-s of Clos labs measured by `make bench` and
+# `make bench-large` on a 2-core host since twin renders sender-side loop detection (docs/performance.md):
+# 6 FRR nodes: 2, 24: 8, 48: 20-28, 128: 70, 256: 230-256 (the figures give 2, 9, 21, 80, 237)
+CPU_PER_ROUTER = 0.35           # FRR CPU-s per FRR node from start to convergence (quiet host)
+CPU_PER_LINK_ROUTE = 0.00029    # ... and per fabric link per router of the lab
+HOST_CPU_PER_NODE = 0.4         # the rest of a bring-up per FRR node: Docker, the kernel, twin (make bench-large:
+                                # the host's CPU-s less FRR's, 0.31 at 48 nodes, 0.32 at 128, 0.39-0.53 at 256)
 MIN_SHARE = 0.5                 # a lab gets at least this share of the cores: the kernel shares them with other work
 ROUTERS_PER_CORE = 32           # FRR nodes per free core that FRR's datacenter timers outlast in a bring-up
 KEEPALIVE, HOLD, MAX_SCALE = 3, 9, 20

@@ -73,16 +73,20 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     t0 = time.monotonic()
     steps = plane.steps if plane else lo_steps(fabric, node, backend) + overlay.plan(fabric, node, backend, shaping)
     if steps:
-        kernel.apply(steps, pid, ex)
+        with wait.doing(node, f"its {len(steps)} kernel steps applied"):
+            kernel.apply(steps, pid, ex)
     t1 = time.monotonic()
     start = None if starts_itself else kinds.of(fabric.nodes[node]).start
     if start:   # its daemons: in the node's cgroup
-        ex.start(start, timeouts.FRR_START, {"TWIN_PASSWORD": password} if password else None).check()
+        with wait.doing(node, f"its daemons started (`{' '.join(start)}`)"):
+            ex.start(start, timeouts.FRR_START, {"TWIN_PASSWORD": password} if password else None).check()
     t2 = time.monotonic()
     later = plane.bindings if plane else overlay.bindings(fabric, node, backend)
     if later:
-        wait_vnis(ex, plane.vnis if plane else Intent(fabric).nodes[node].vnis)
-        kernel.apply(later, pid, ex)
+        with wait.doing(node, "its VNIs known to zebra"):
+            wait_vnis(ex, plane.vnis if plane else Intent(fabric).nodes[node].vnis)
+        with wait.doing(node, f"its {len(later)} bindings applied"):
+            kernel.apply(later, pid, ex)
     run_exec(fabric.nodes[node].exec, ex, execs or ExecLog(fabric.name))
     log.debug("configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs", node, t1 - t0, t2 - t1,
               time.monotonic() - t2)
@@ -105,7 +109,8 @@ def run_exec(commands: tuple[str, ...], ex: NodeExec, execs: ExecLog) -> None:
     containerlab runs them once a node is up. A command that fails goes to `execs` and the next
     one runs, as containerlab goes on; with a strict log (--strict-exec) it stops the bring-up."""
     for cmd in commands:
-        res = ex.run(shlex.split(cmd), timeout=timeouts.EXEC_DEFAULT)
+        with wait.doing(ex.where.split("/")[-1], f"its exec `{cmd}`"):
+            res = ex.run(shlex.split(cmd), timeout=timeouts.EXEC_DEFAULT)
         if res.ok:
             continue
         said = (res.stderr or res.stdout).strip().splitlines()

@@ -8,7 +8,8 @@ killed `up`) and its directory. `remove_all` takes exactly those, and works
 after a crash or without the lab directory.
 
 A bring-up that fails or is interrupted (Ctrl-C, or SIGTERM/SIGHUP, which the
-command line takes as Ctrl-C) removes what it made. While it does, a second
+command line takes as Ctrl-C), or whose deadline passed, removes what it made (with
+the removal's own deadlines, not the command's). While it does, a second
 interrupt does not cut the removal short: it says what is going on; a third one
 stops, and says what may be left and how to remove it (`patient`, which apply's
 rollback uses too).
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from twin import wait
 from twin.config.naming import probe_netns
 from twin.lifecycle import state
 from twin.nvue import service as nvue_service
@@ -50,8 +52,9 @@ def on_failure(name: str, d: Path, runtime: Runtime, keep: bool,
             say(f"bring-up failed: kept what was made (--keep); `twin down {name}` removes it")
             raise
         say("bring-up failed: removing what was created")
-        with patient(f"removing lab {name}", f"its containers may then remain: `twin down {name}` removes them"):
-            remove_all(name, d, runtime)
+        with wait.bounded(None), patient(f"removing lab {name}", f"its containers may then remain: `twin down "
+                                                                 f"{name}` removes them"):
+            remove_all(name, d, runtime)   # with its own deadlines, not the failed command's
         raise
 
 

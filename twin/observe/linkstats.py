@@ -55,21 +55,31 @@ def parse(data: bytes, seq: int) -> tuple[list[dict[str, Any]], bool]:
 
 
 class LinkSocket:
-    """RTM_GETLINK dumps in the namespace at `netns` ("" = this process's)."""
+    """RTM_GETLINK dumps in the namespace at `netns` ("" = this process's). A dump not answered
+    within its deadline (`timeouts.NETLINK`, TimeoutError) is abandoned with its socket: the next
+    dump opens a new one, where no half-read answer is left."""
 
     def __init__(self, netns: str):
-        self.sock = netlink(netns, socket.NETLINK_ROUTE)
+        self.netns = netns
+        self.sock: socket.socket | None = netlink(netns, socket.NETLINK_ROUTE)
         self.seq = 0
 
     def dump(self) -> list[dict[str, Any]]:
         self.seq += 1
+        sock = self.sock = self.sock or netlink(self.netns, socket.NETLINK_ROUTE)
         req = struct.pack("=BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
-        self.sock.send(struct.pack("=IHHII", 16 + len(req), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + req)
-        links, done = [], False
-        while not done:
-            got, done = parse(self.sock.recv(1 << 20), self.seq)
-            links += got
+        try:
+            sock.send(struct.pack("=IHHII", 16 + len(req), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + req)
+            links, done = [], False
+            while not done:
+                got, done = parse(sock.recv(1 << 20), self.seq)
+                links += got
+        except OSError:
+            self.close()
+            raise
         return links
 
     def close(self) -> None:
-        self.sock.close()
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None

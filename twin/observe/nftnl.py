@@ -8,6 +8,7 @@ as the kernel stores them: each part padded to 4 bytes (ifname 16, dscp 4, ecn 4
 from __future__ import annotations
 
 import errno
+import socket
 import struct
 
 from twin.observe import nflog
@@ -75,21 +76,32 @@ def hooked(messages: list[bytes]) -> set[str]:
 
 
 class NftSocket:
-    """Dumps of one table in the namespace at `netns` ("" = this process's)."""
+    """Dumps of one table in the namespace at `netns` ("" = this process's). A dump not answered
+    within its deadline (`timeouts.NETLINK`, TimeoutError) is abandoned with its socket: the next
+    dump opens a new one, where no half-read answer is left."""
 
     def __init__(self, netns: str):
-        self.sock = netlink(netns, nflog.NETLINK_NETFILTER)
+        self.netns = netns
+        self.sock: socket.socket | None = netlink(netns, nflog.NETLINK_NETFILTER)
         self.seq = 0
 
     def _dump(self, msg: int, attrs: bytes) -> list[bytes] | None:
         """Message bodies of a dump; None when the table or set does not exist."""
         self.seq += 1
+        sock = self.sock = self.sock or netlink(self.netns, nflog.NETLINK_NETFILTER)
+        try:
+            return self._answer(sock, msg, attrs)
+        except OSError:
+            self.close()
+            raise
+
+    def _answer(self, sock: socket.socket, msg: int, attrs: bytes) -> list[bytes] | None:
         body = struct.pack("!BBH", NFPROTO_NETDEV, 0, 0) + attrs
-        self.sock.send(struct.pack("=IHHII", 16 + len(body), (NFNL_SUBSYS_NFTABLES << 8) | msg,
-                                   NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + body)
+        sock.send(struct.pack("=IHHII", 16 + len(body), (NFNL_SUBSYS_NFTABLES << 8) | msg,
+                              NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + body)
         out: list[bytes] = []
         while True:
-            data = self.sock.recv(1 << 20)
+            data = sock.recv(1 << 20)
             pos = 0
             while pos + 16 <= len(data):
                 length, kind, _, seq, _ = struct.unpack_from("=IHHII", data, pos)
@@ -120,4 +132,6 @@ class NftSocket:
         return None if msgs is None else hooked(msgs)
 
     def close(self) -> None:
-        self.sock.close()
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None

@@ -23,6 +23,7 @@ from twin.runtime import dockerapi, nsguard
 from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
 from twin.topology.model import Fabric, Node
+from twin.wait import Bound
 
 Configure = Callable[[str, NodeExec, int], None]   # (node, its exec seam, its pid): once its ports are up
 
@@ -138,7 +139,8 @@ class Runtime(Protocol):
     def check_configs(self, image: str, lab: str, configs: UserConfigs) -> None: ...
 
     def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
-                 on_created: Callable[[], None] = ..., say: Callable[[str], None] = ...) -> dict[str, int]: ...
+                 on_created: Callable[[], None] = ..., say: Callable[[str], None] = ...,
+                 bound: Bound | None = ...) -> dict[str, int]: ...
 
     def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path,
                     on_running: Callable[[str, NodeHandle], None] = ...) -> dict[str, NodeHandle]: ...

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, ClassVar
 
-from twin import timeouts
+from twin import timeouts, wait
 from twin.config.naming import password_file
 from twin.config.overlay import Backend
 from twin.config.render import render_lab
@@ -51,28 +51,37 @@ class ContainerlabRuntime(DockerRuntime):
         super().__init__(client, timeout)
 
     def cli(self, cmd: list[str], timeout: float = timeouts.CONTAINER_START * 10) -> str:
-        p = self._run(cmd, capture_output=True, text=True, timeout=timeout)
+        """containerlab's command `cmd`, within `timeout` (cut to the command's deadline)."""
+        p = self._run(cmd, capture_output=True, text=True, timeout=wait.cut(timeout, " ".join(cmd[:2])))
         if p.returncode:
             raise CommandError("host", cmd, p.returncode, p.stdout[-4000:], p.stderr[-4000:])
         return p.stdout
 
     def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
                  on_created: Callable[[], None] = lambda: None,
-                 say: Callable[[str], None] = lambda _: None) -> dict[str, int]:
+                 say: Callable[[str], None] = lambda _: None, bound: wait.Bound | None = None) -> dict[str, int]:
         """Export into the lab directory, deploy, and return node -> pid of what containerlab made.
-        `configure` is not called: each node's start script does it inside the node."""
+        `configure` is not called: each node's start script does it inside the node. `bound`: the
+        command's deadline, which containerlab's deploy is cut to."""
         topology = export_containerlab(fabric, render_lab(fabric, backend), labdir, image=image, backend=backend)
         clab = Containerlab(self.binary, topology)
-        self.make_mgmt(fabric)   # made first (internal), containerlab attaches the nodes' eth0 to it
-        self.cli(clab.deploy())
-        made = parse_inspect(self.cli(clab.inspect()), fabric.name)
-        missing = sorted(set(fabric.nodes) - set(made))
-        if missing:
-            raise TwinError(f"containerlab deployed lab {fabric.name} without node(s) {', '.join(missing)}")
-        on_created()
-        containers = self.containers(fabric.name)
-        self.passwords(fabric, labdir, containers)
-        return {n: self.pid(containers[n]) for n in fabric.nodes}
+        with wait.bounded(bound):
+            self.make_mgmt(fabric)   # made first (internal), containerlab attaches the nodes' eth0 to it
+            try:
+                with wait.doing("containerlab", "`containerlab deploy`"):
+                    self.cli(clab.deploy())
+            except subprocess.TimeoutExpired:
+                if bound is None or not bound.passed(wait.SLACK):
+                    raise
+                raise bound.timeout("containers", "containerlab deploy") from None
+            made = parse_inspect(self.cli(clab.inspect()), fabric.name)
+            missing = sorted(set(fabric.nodes) - set(made))
+            if missing:
+                raise TwinError(f"containerlab deployed lab {fabric.name} without node(s) {', '.join(missing)}")
+            on_created()
+            containers = self.containers(fabric.name)
+            self.passwords(fabric, labdir, containers)
+            return {n: self.pid(containers[n]) for n in fabric.nodes}
 
     def passwords(self, fabric: Fabric, labdir: Path, containers: dict[str, NodeHandle]) -> None:
         """User cumulus's password on every managed node (the lab's: never written into the export)."""

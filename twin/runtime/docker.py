@@ -17,7 +17,7 @@ import docker
 from docker.models.containers import Container
 from docker.types import Mount
 
-from twin import kinds, timeouts
+from twin import kinds, timeouts, wait
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, container_name, nvue_run
 from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs, forwarding_sysctls
@@ -50,8 +50,7 @@ class DockerRuntime:
     def __init__(self, client: docker.DockerClient | None = None, timeout: float | None = timeouts.DOCKER_API):
         """`timeout`: of each Docker API call (None: none, for a user's long quiet `twin exec`)."""
         try:
-            self.client = client or docker.from_env(max_pool_size=PARALLEL * 2,
-                                                    timeout=int(timeout) if timeout else None)
+            self.client = client or dockerapi.client(timeout, pool=PARALLEL * 2)
             self.client.ping()
         except docker.errors.DockerException as e:
             raise TwinError(f"cannot reach the Docker engine ({e}); is dockerd running? "
@@ -60,10 +59,11 @@ class DockerRuntime:
     # --- a whole lab ---------------------------------------------------------
     def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
                  on_created: Callable[[], None] = lambda: None,
-                 say: Callable[[str], None] = lambda _: None) -> dict[str, int]:
+                 say: Callable[[str], None] = lambda _: None, bound: wait.Bound | None = None) -> dict[str, int]:
         """Containers, links and per-node configuration, all at once: a link is made as soon as
         both its nodes run, a node is configured as soon as all its ports are up. Returns node -> pid;
-        `say` hears what is moving while it waits."""
+        `say` hears what is moving while it waits. `bound`: the command's deadline, which every call
+        of every stage is cut to; when it passes, StageTimeout names the stage and what it waited for."""
         enough_files()   # a socket per namespace it wires, beside Docker's connections
         started: dict[str, NodeHandle] = {}
         execs: list[NodeExec] = []
@@ -72,7 +72,8 @@ class DockerRuntime:
         def running(node: str, container: NodeHandle) -> None:
             started[node] = container
             try:
-                pid = self.pid(container)
+                with wait.doing(node, "its container inspected (its pid)"):
+                    pid = self.pid(container)
             except TwinError:
                 if self.foreign(fabric.nodes[node]):   # its own image stopped at once
                     raise ownimage.stopped(fabric.name, node, str(fabric.nodes[node].image), container) from None
@@ -86,20 +87,28 @@ class DockerRuntime:
             execs.append(started[node].exec(f"{fabric.name}/{node}"))
             configure(node, execs[-1], wiring.pids[node])
 
-        bridge = self.make_mgmt(fabric)
+        bridge = [""]
         wiring = Wiring(fabric, on_wired=wired, attach=lambda node, pid: mgmt.attach(
-            fabric.name, node, pid, bridge, str(fabric.nodes[node].mgmt)))
+            fabric.name, node, pid, bridge[0], str(fabric.nodes[node].mgmt)), bound=bound)
+        stage = "mgmt network"
         try:
-            # the nodes with the most links first: their links can be made while the rest start
-            nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
-            self.start_nodes(fabric.name, nodes, image, labdir, on_running=running)
-            on_created()
-            wiring.wait(say)
-            ownimage.check_started(fabric.name, started, {n.name: n.image for n in nodes if self.foreign(n)})
-        except BaseException:
+            with wait.bounded(bound):
+                with wait.doing(f"lab {fabric.name}", "its management network made"):
+                    bridge[0] = self.make_mgmt(fabric)
+                stage = ""   # the wiring's
+                # the nodes with the most links first: their links can be made while the rest start
+                nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
+                self.start_nodes(fabric.name, nodes, image, labdir, on_running=running, bound=bound)
+                on_created()
+                wiring.wait(say)
+                ownimage.check_started(fabric.name, started, {n.name: n.image for n in nodes if self.foreign(n)})
+        except BaseException as e:
             wiring.abort()   # what is under way fails fast, and nothing runs on in the nodes (kept or not)
             for ex in list(execs):
                 ex.stop()
+            late = wiring.late(e, stage)   # whatever a stage met at the command's deadline: the deadline, named
+            if late is not None:
+                raise late from None
             raise
         return wiring.pids
 
@@ -185,8 +194,10 @@ class DockerRuntime:
 
         c = None
         try:
-            c = dockerapi.call(f"{lab}/{node.name}: creating its container", create, tries=tries)
-            dockerapi.call(f"{lab}/{node.name}: starting its container", c.start)
+            with wait.doing(node.name, "its container created"):
+                c = dockerapi.call(f"{lab}/{node.name}: creating its container", create, tries=tries)
+            with wait.doing(node.name, "its container started"):
+                dockerapi.call(f"{lab}/{node.name}: starting its container", c.start)
         except docker.errors.ImageNotFound:
             raise TwinError(f"{lab}/{node.name}: no image {node.image or image!r} here; `twin image build` "
                             "builds twin's node image (no registry is reached)") from None
@@ -199,17 +210,23 @@ class DockerRuntime:
         return NodeHandle(c)
 
     def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path,
-                    on_running: Callable[[str, NodeHandle], None] = lambda node, c: None
-                    ) -> dict[str, NodeHandle]:
+                    on_running: Callable[[str, NodeHandle], None] = lambda node, c: None,
+                    bound: wait.Bound | None = None) -> dict[str, NodeHandle]:
         """Start all nodes concurrently; `on_running(node, container)` is called as each one runs.
         On a failure or an interrupt, creations not yet begun are cancelled and the ones under
-        way finish, so every container this made exists (and is labelled) when it raises."""
+        way finish (every Docker call has a deadline, cut to `bound`'s), so every container this
+        made exists (and is labelled) when it raises; TimeoutError when `bound`'s deadline passes."""
         nv_client(labdir)
         pool = ThreadPoolExecutor(PARALLEL)
+
+        def start(n: Node) -> NodeHandle:
+            with wait.bounded(bound):
+                return self.start_node(lab, n, image, labdir / n.name)
+
         try:
-            futs = {pool.submit(self.start_node, lab, n, image, labdir / n.name): n.name for n in nodes}
+            futs = {pool.submit(start, n): n.name for n in nodes}
             started = {}
-            for f in as_completed(futs):
+            for f in as_completed(futs, timeout=bound.deadline.left() if bound else None):
                 c = started[futs[f]] = f.result()
                 on_running(futs[f], c)
             return started
@@ -356,36 +373,3 @@ def _write(f: Path, text: str, mode: int) -> None:
         fh.write(text)
     os.chmod(tmp, mode)
     os.replace(tmp, f)
-
-
-def _memory_cgroup(c: NodeHandle) -> tuple[Path, bool] | None:
-    """The memory cgroup directory of a running container and whether it is cgroup v2."""
-    pid = c.attrs["State"]["Pid"]
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":
-            return Path("/sys/fs/cgroup") / path.lstrip("/"), True
-        if "memory" in controllers.split(","):
-            return Path("/sys/fs/cgroup/memory") / path.lstrip("/"), False
-    return None
-
-
-def memory(c: NodeHandle) -> tuple[int, int] | None:
-    """(in use now, peak) memory of a container in bytes, as `docker stats` counts
-    it (usage less inactive page cache); None if the cgroup cannot be read."""
-    try:
-        found = _memory_cgroup(c)
-        if found is None:
-            return None
-        d, v2 = found
-        stat = dict(line.split() for line in (d / "memory.stat").read_text().splitlines())
-        if v2:
-            usage, peak = int((d / "memory.current").read_text()), int((d / "memory.peak").read_text())
-            inactive = int(stat.get("inactive_file", 0))
-        else:
-            usage = int((d / "memory.usage_in_bytes").read_text())
-            peak = int((d / "memory.max_usage_in_bytes").read_text())
-            inactive = int(stat.get("total_inactive_file", 0))
-        return usage - inactive, peak
-    except (OSError, ValueError, KeyError):
-        return None

@@ -7,6 +7,10 @@ read times out, or dockerd gives up on containerd ("did not receive an exit even
 request itself (4xx: no such image, a name in use) is an answer and is raised at once.
 Only calls that can be made twice go through it (or whose second try is handled:
 a create that timed out may have happened, see `twin.runtime.docker`).
+
+Every request of twin's engine client (`client`) has a deadline: its own (`timeouts.DOCKER_API`),
+cut to the command's in a thread that has one (`twin.wait.bounded`), so a call the engine never
+answers ends by the command's deadline too.
 """
 from __future__ import annotations
 
@@ -17,11 +21,47 @@ from typing import Callable, TypeVar
 import docker
 import requests
 
-from twin import timeouts
+from twin import timeouts, wait
 from twin.errors import TwinError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+MIN_REQUEST = 0.05   # s: a request begun just before the command's deadline still gets this much
+
+
+class BoundedApi(docker.APIClient):
+    """Docker's API client whose requests' timeout is its own, cut to the calling thread's command
+    deadline (`twin.wait.cut`): the SDK reads `timeout` for every request it makes."""
+
+    @property   # type: ignore[override]
+    def timeout(self) -> float | None:
+        own = self._own_timeout
+        limit = wait.left()
+        if limit is None:
+            return own
+        limit = max(limit, MIN_REQUEST)
+        return limit if own is None else min(own, limit)
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self._own_timeout = value
+
+
+class _Client(docker.DockerClient):
+    def __init__(self, *args, **kwargs):   # docker.DockerClient's, on the bounded API client
+        self.api = BoundedApi(*args, **kwargs)
+
+
+def client(timeout: float | None = timeouts.DOCKER_API, pool: int = 10, base_url: str | None = None
+           ) -> docker.DockerClient:
+    """twin's engine client, from the environment as `docker.from_env` (or at `base_url`): `timeout` of
+    each request (None: none, for a user's long quiet `twin exec`), cut to the command's deadline."""
+    seconds = int(timeout) if timeout else None
+    if base_url is not None:
+        return _Client(base_url=base_url, version="auto", max_pool_size=pool, timeout=seconds)
+    return _Client.from_env(max_pool_size=pool, timeout=seconds)
 
 
 def transient(e: BaseException) -> bool:
@@ -43,9 +83,12 @@ def call(what: str, fn: Callable[[], T], deadline: float | None = None, tries: l
     naming `what`, the last answer and how often it was tried. `tries`, if given, collects the
     transient errors seen (for a caller that reports them)."""
     end = deadline if deadline is not None else time.monotonic() + timeouts.DOCKER_RETRY
+    if (cmd := wait.left()) is not None:
+        end = min(end, time.monotonic() + cmd)   # the command's deadline comes first
     n = 0
     while True:
         n += 1
+        wait.cut(1.0, what)   # DeadlinePassed: not begun
         try:
             return fn()
         except Exception as e:   # noqa: BLE001  (judged by `transient`; the rest is raised as it was)

@@ -21,7 +21,7 @@ import tarfile
 
 import docker
 
-from twin import timeouts
+from twin import timeouts, wait
 from twin.config.naming import LABEL_LAB, dryrun_container
 from twin.config.userconf import DAEMONS, FRR_CONF, UserConfigs
 from twin.errors import ConfigError, Problem, TwinError
@@ -82,7 +82,7 @@ def _run(client: docker.DockerClient, image: str, lab: str, configs: UserConfigs
     try:
         c.put_archive("/", _archive(configs))
         c.start()
-        rc = c.wait(timeout=timeouts.DRY_RUN).get("StatusCode", -1)
+        rc = c.wait(timeout=wait.cut(timeouts.DRY_RUN, f'{lab}: FRR checking your configs')).get("StatusCode", -1)
         text = c.logs().decode(errors="replace")
         if rc:
             raise TwinError(f"checking the configs in {image} failed (exit {rc}): {text.strip()[-400:]}")

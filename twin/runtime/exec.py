@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from twin import timeouts
-from twin.errors import CommandError, TwinError
+from twin import timeouts, wait
+from twin.errors import CommandError, DeadlinePassed, TwinError
 from twin.runtime import dockerapi, nodefs
 from twin.runtime.failures import engine_errors
 
@@ -167,6 +167,7 @@ class NodeExec:
         starts daemons, like FRR's frrinit.sh, leaves them holding whatever it was given)."""
         if self._stopped:
             raise TwinError(f"{self.where}: not run ({' '.join(cmd)[:80]}): twin was interrupted")
+        own, timeout = timeout, wait.cut(timeout, f"{self.where}: `{' '.join(cmd)[:80]}`")   # by the command's deadline
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
         started, t0 = time.time(), time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -176,6 +177,7 @@ class NodeExec:
             err.seek(0)
             stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
         if rc == 124:
+            _cut_short(self.where, cmd, own, timeout)
             stderr += f"\n(timed out after {timeout:g}s)"
         return _recorded(Result(self.where, list(cmd), rc, stdout, stderr), started, t0)
 
@@ -209,6 +211,7 @@ class NodeExec:
         """`cmd` through the container runtime (docker exec), for commands that leave daemons
         running in the node (`frrinit.sh start`): they belong to its cgroup, not to twin's. `env`:
         its environment besides the container's (a secret it needs: never on a command line)."""
+        own, timeout = timeout, wait.cut(timeout, f"{self.where}: `{' '.join(cmd)[:80]}`")
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
         started, t0 = time.time(), time.monotonic()
         api = self.container.client.api   # each step by itself: only what can be asked twice is retried
@@ -218,6 +221,8 @@ class NodeExec:
                                      lambda: api.exec_create(self.container.id, wrapped, **extra)["Id"])
             out, err = api.exec_start(exec_id, demux=True)   # runs the command: once
             rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
+        if rc == 124:
+            _cut_short(self.where, cmd, own, timeout)
         stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")
         return _recorded(Result(self.where, list(cmd), rc, (out or b"").decode(errors="replace"), stderr), started, t0)
 
@@ -267,6 +272,14 @@ class NodeExec:
                                    res.stderr) from None
             docs.append(doc)
         return docs
+
+
+def _cut_short(where: str, cmd: list[str], own: float, given: float) -> None:
+    """A command that ran out of the time it was given, which the command's deadline cut from its own:
+    DeadlinePassed (the deadline, not the node's answer)."""
+    b = wait.current()
+    if given < own and b is not None and b.passed(wait.SLACK):
+        raise DeadlinePassed(f"{where}: `{' '.join(cmd)[:80]}` cut short by {b.name} after {given:.0f}s")
 
 
 def _end(proc: subprocess.Popen) -> None:

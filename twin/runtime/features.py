@@ -115,7 +115,7 @@ def drop_monitor() -> bool | None:
 def probe(what: str = "doctor") -> dict[str, bool | None]:
     """Every feature of FEATURES, tried in one throwaway namespace (`what` names it in errors)."""
     def run() -> dict[str, bool | None]:
-        with IPRoute() as ipr:
+        with netns.here() as ipr:   # requests with deadlines
             out = _links(ipr)
             out |= _tc(ipr)
         return out | _nft() | {"drop_monitor": drop_monitor()}

@@ -99,7 +99,7 @@ def _probe(lab: str, attempt, otherwise):
     """`attempt(ipr)` in a new, empty namespace of its own (`netns.scratch`: gone with the thread
     that made it, so a killed run leaves nothing); `otherwise` if the kernel refuses it."""
     def run():
-        with IPRoute() as ipr:
+        with netns.here() as ipr:   # requests with deadlines
             try:
                 return attempt(ipr)
             except NetlinkError:

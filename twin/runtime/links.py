@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Callable
 
-from pyroute2 import IPRoute, NetlinkError
+from pyroute2 import NetlinkError
 
-from twin import timeouts
+from twin import timeouts, wait
 from twin.config.naming import link_alias
-from twin.errors import TwinError
+from twin.errors import StageTimeout, TwinError
 from twin.runtime import netns
 from twin.runtime.netns import netns_path
 from twin.stages import Said
@@ -30,8 +31,10 @@ CONFIGURE_PARALLEL = 64    # nodes being configured (FRR starting) at once
 
 
 def create_link(link: Link, pids: dict[str, int]) -> None:
+    """The veth pair, made from twin's own namespace straight into both nodes' (a request with a
+    deadline, cut to the command's)."""
     a, b = link.a, link.b
-    with IPRoute() as ipr:
+    with netns.here() as ipr:
         try:
             ipr.link("add", ifname=a.port, kind="veth", mtu=link.mtu,
                      net_ns_fd=netns_path(pids[a.node]),
@@ -81,11 +84,13 @@ class Wiring:
     """
 
     def __init__(self, fabric: Fabric, on_wired: Callable[[str], None] = lambda node: None,
-                 attach: Callable[[str, int], None] | None = None):
-        """`attach(node, pid)`: its management port (`twin.runtime.mgmt`), made with its links."""
+                 attach: Callable[[str, int], None] | None = None, bound: wait.Bound | None = None):
+        """`attach(node, pid)`: its management port (`twin.runtime.mgmt`), made with its links. `bound`:
+        the command's deadline, which the pools' calls are cut to and `wait` holds."""
         self.fabric = fabric
         self.on_wired = on_wired
         self.attach = attach
+        self.bound = bound
         self.pids: dict[str, int] = {}
         self.waiting = list(fabric.links)
         managed = {n.name for n in fabric.managed() if n.mgmt} if attach else set()
@@ -108,8 +113,18 @@ class Wiring:
             return Said(f"starting: {len(self.pids)}/{nodes} containers running, {self.linked}/{links} links wired, "
                         f"{self.configured}/{nodes} nodes configured", stage)
 
+    def late(self, e: BaseException, stage: str = "") -> StageTimeout | None:
+        """When `e` came at the command's deadline (or is it): the deadline, naming the stage (`stage`, else
+        the wiring's), how far it got and what each unit of its work waited for; else None."""
+        b = self.bound
+        if b is None or not b.passed(wait.SLACK) or not isinstance(e, Exception) or isinstance(e, StageTimeout):
+            return None
+        now = self.progress()
+        return b.timeout(stage or now.stage, now.split(": ", 1)[-1])
+
     def _configure(self, node: str) -> None:
-        self.on_wired(node)
+        with wait.bounded(self.bound), wait.doing(node, "its configuration"):
+            self.on_wired(node)
         with self.lock:
             self.configured += 1
 
@@ -126,11 +141,13 @@ class Wiring:
 
     def _attach(self, node: str) -> None:
         assert self.attach is not None
-        self.attach(node, self.pids[node])
+        with wait.bounded(self.bound), wait.doing(node, "its management port made"):
+            self.attach(node, self.pids[node])
         self._made([node])
 
     def _link(self, link: Link) -> None:
-        create_link(link, self.pids)
+        with wait.bounded(self.bound), wait.doing(f"link {link.a} <-> {link.b}", "its veth pair made"):
+            create_link(link, self.pids)
         with self.lock:
             self.linked += 1
         self._made([link.a.node, link.b.node])
@@ -144,14 +161,15 @@ class Wiring:
                 if self.left[n] == 0:
                     done.append(n)
         for n in done:
-            bring_up(self.fabric, n, self.pids[n])
+            with wait.bounded(self.bound), wait.doing(n, "its ports set up"):
+                bring_up(self.fabric, n, self.pids[n])
             with self.lock:
                 self.futures.append(self.configure.submit(self._configure, n))
 
     def wait(self, say: Callable[[str], None] = lambda _: None) -> None:
         """Until every link is made and every node configured; says what is moving now and then. On a
-        failure or an interrupt it returns at once (`abort`), without joining what is under way: the
-        caller stops or removes the nodes."""
+        failure, an interrupt or the command's deadline (TimeoutError) it returns at once (`abort`),
+        without joining what is under way: the caller stops or removes the nodes."""
         try:
             said = time.monotonic()
             while True:
@@ -159,7 +177,10 @@ class Wiring:
                     pending = [f for f in self.futures if not f.done()]
                 if not pending:
                     break
-                finished, _ = wait(pending, timeout=timeouts.WIRING_SAY, return_when=FIRST_EXCEPTION)
+                if self.bound is not None and self.bound.passed():
+                    raise TimeoutError(f"{self.bound.name} passed")
+                limit = min(timeouts.WIRING_SAY, self.bound.deadline.left()) if self.bound else timeouts.WIRING_SAY
+                finished, _ = futures_wait(pending, timeout=limit, return_when=FIRST_EXCEPTION)
                 for f in finished:
                     f.result()
                 if time.monotonic() - said >= timeouts.WIRING_SAY:

@@ -28,7 +28,7 @@ from twin import timeouts, wait
 from twin.config.naming import LABEL_LAB, link_alias, mgmt_network
 from twin.errors import TwinError
 from twin.kinds import MGMT_PORT
-from twin.runtime import dockerapi
+from twin.runtime import dockerapi, netns
 from twin.runtime.failures import engine_errors
 from twin.runtime.netns import netns_path
 from twin.topology.model import Fabric
@@ -61,7 +61,7 @@ def taken(client: docker.DockerClient, lab: str = "") -> list[IPv4Network]:
         for cfg in ((net.get("IPAM") or {}).get("Config") or []):
             prefix = _prefix(cfg.get("Subnet"))
             out += [prefix] if prefix is not None else []
-    with IPRoute() as ipr:
+    with netns.here() as ipr:   # requests with deadlines (the command's too)
         for r in ipr.get_routes(family=2, table=254):
             length = r.get("dst_len") or 0
             dst = r.get_attr("RTA_DST")
@@ -141,7 +141,7 @@ def attach(lab: str, node: str, pid: int, bridge: str, address: str) -> None:
     and this host's neighbour entry of its `address` (the former eth0's MAC) removed: the new one is
     reached at once, not once that entry has failed (half a minute and more)."""
     host, alias = port_name(lab, node), link_alias(lab, f"{node}:{MGMT_PORT}", "mgmt")
-    with IPRoute() as ipr:
+    with netns.here() as ipr:   # requests with deadlines (the command's too)
         found = ipr.link_lookup(ifname=bridge)
         if not found:
             raise TwinError(f"lab {lab}: the management network's bridge {bridge} is not there")

@@ -33,7 +33,7 @@ from typing import Callable, Iterator, TypeVar
 from pyroute2 import AsyncIPRoute, IPRoute
 from pyroute2 import netns as named_netns
 
-from twin import timeouts
+from twin import timeouts, wait
 from twin.errors import NetlinkTimeout, TwinError
 from twin.kinds import MGMT_NETNS, MGMT_NS
 from twin.runtime import nsguard
@@ -112,6 +112,7 @@ def retrying(what: str, fn: Callable[[], T], timeout: float = timeouts.NETLINK_O
     """`fn()`, tried again while it fails for want of a resource the host is short of under load
     (memory, a thread, file descriptors), until `timeout`; then a TwinError naming `what`."""
     start, tries = time.monotonic(), 0
+    timeout = wait.cut(timeout, what)   # no longer than the command's deadline
     while True:
         tries += 1
         try:
@@ -137,16 +138,19 @@ def probe(what: str, fn: Callable[[], T]) -> T:
 
 class _AsyncInNamespace(AsyncIPRoute):
     """pyroute2's RTNL socket, each of whose sockets (pyroute2 opens one per thread that uses the
-    handle) is opened in namespace `ns_path` by a thread of twin's instead of a forked child."""
+    handle) is opened in namespace `ns_path` by a thread of twin's instead of a forked child
+    ("": twin's own namespace, opened by the thread that uses it)."""
 
     def __init__(self, ns_path: str):
         self.ns_path = ns_path
         super().__init__()
 
     def setup_socket(self) -> socket.socket:
+        def new() -> socket.socket:
+            return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, socket.NETLINK_ROUTE)
+
         def make() -> socket.socket:
-            return inside(self.ns_path, lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM,
-                                                               socket.NETLINK_ROUTE))
+            return inside(self.ns_path, new) if self.ns_path else new()
 
         sock = retrying(f"cannot open a netlink socket in {self.ns_path}", make)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.status["sndbuf"])
@@ -156,9 +160,9 @@ class _AsyncInNamespace(AsyncIPRoute):
 
 class InNamespace(IPRoute):
     """A sync IPRoute in namespace `ns_path` (pyroute2 0.9's IPRoute, over `_AsyncInNamespace`) whose
-    every request has a deadline (`timeouts.NETLINK_REQUEST`): pyroute2's own waits for an answer forever
-    (issue 35). A request not answered in time is NetlinkTimeout and the handle is closed: an
-    abandoned dump may still be under way on its socket; `Handles` opens a new one next time."""
+    every request has a deadline (`timeouts.NETLINK_REQUEST`, cut to the command's): pyroute2's own waits
+    for an answer forever (issue 35). A request not answered in time is NetlinkTimeout and the handle is
+    closed: an abandoned dump may still be under way on its socket; `Handles` opens a new one next time."""
 
     def __init__(self, ns_path: str, timeout: float = timeouts.NETLINK_REQUEST):   # noqa: D107  (twin's socket maker)
         self.timeout = timeout
@@ -173,14 +177,15 @@ class InNamespace(IPRoute):
             return [m async for m in got] if hasattr(got, "__aiter__") else got
 
         late = False
+        what = getattr(func, "__name__", "")
+        limit = wait.cut(self.timeout, f"a netlink request ({what}) in {self.asyncore.ns_path or 'twin'}")
         try:
             self._setup_transport()
-            return self.asyncore.event_loop.run_until_complete(asyncio.wait_for(whole(), self.timeout))
+            return self.asyncore.event_loop.run_until_complete(asyncio.wait_for(whole(), limit))
         except asyncio.TimeoutError:
             late = True
-            what = getattr(func, "__name__", "")
-            raise NetlinkTimeout(f"{self.asyncore.ns_path}: no answer to a netlink request ({what}) within "
-                                 f"{self.timeout:g}s (abandoned)") from None
+            raise NetlinkTimeout(f"{self.asyncore.ns_path or 'twin'}: no answer to a netlink request ({what}) "
+                                 f"within {limit:g}s (abandoned)") from None
         finally:
             self._cleanup_transport()
             if late:
@@ -206,6 +211,13 @@ def open_ipr(ns_path: str) -> Netlink:
         if gone is e:
             raise
         raise gone from e
+
+
+def here() -> Netlink:
+    """A netlink handle in the namespace of the thread that uses it: twin's own (veth pairs made from
+    here into two nodes'), or a throwaway one (`scratch`, a probe's); its requests have deadlines as
+    any of twin's. Close it after use (a `with` block does)."""
+    return InNamespace("")
 
 
 def remove_named(name: str) -> None:
