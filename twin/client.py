@@ -7,7 +7,8 @@ the pytest plugin and a user's scripts use.
     c.delete("ci-42")
 
 Every call that starts an operation waits for it (following its events, `say` hears its
-progress) and returns the operation (`state`, `exit`, `result`); `wait=False` returns it at once.
+progress: each line a `twin.stages.Said`, a str that carries its stage) and returns the
+operation (`state`, `exit`, `result`); `wait=False` returns it at once.
 A refusal is `ApiError` with the server's problem (`status`, `detail`, `problems`).
 
 The token: `token=`, else $TWIN_TOKEN, else the first line of $TWIN_TOKEN_FILE or
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from twin.errors import TwinError
+from twin.stages import Said
 
 Say = Callable[[str], None]
 TOKEN_FILE = Path("~/.config/twin/token")
@@ -141,7 +143,7 @@ class Client:
         oid = started["operation"]
         for kind, data in self.events(oid):
             if kind == "progress":
-                say(data["text"])
+                say(Said(data["text"], data.get("stage") or data["text"]))
             elif kind == "done":
                 return data
         return self.operation(oid)

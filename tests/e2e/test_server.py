@@ -5,7 +5,10 @@ One lab for the module: NVIDIA's NVUE samples (tests/e2e/nvue/samples.yml, leaf0
 their startup.yaml files), made through the API from the topology and its configs as an archive.
 On it: status and verify through the server as the local commands print them, the authorization
 matrix on a running lab (another user's token sees nothing; exec only what the allow-list takes),
-the lab's NVUE API, events and metrics behind the token; then a `twin apply` (a server cabled) and
+the lab's NVUE API, events and metrics behind the token; a rehearsal under RoCE flows between the
+tenants' host pairs and a proof of two elements, printed by `twin --server` as the local commands
+print them, their progress as stages; the pytest plugin's `twin_remote_lab` in a user's test
+module (its own small lab, made and removed through the server); then a `twin apply` (a server cabled) and
 an NVUE change (nv commands, saved through the proxied NVUE API), a snapshot, and a lab made from
 it that passes the same `twin verify` as the original; that copy removed by the server when it
 expires; and the server SIGKILLed mid-create and mid-apply, back with those operations failed
@@ -18,13 +21,15 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import time
 import urllib.request
+import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
 
-from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from tests.e2e.conftest import PROGRESS, ROOT, leftovers, twin_cli
 from tests.e2e.served import Served
 from twin import wait
 from twin.client import ApiError
@@ -34,12 +39,14 @@ from twin.nvue import service as nvue_service
 
 pytestmark = pytest.mark.e2e
 
-NAME, COPY, KILLED = "t-srv", "t-srv-copy", "t-srv-k"
+NAME, COPY, KILLED, PLUGIN = "t-srv", "t-srv-copy", "t-srv-k", "t-srv-plugin"
 TOPOLOGY = ROOT / "tests/e2e/nvue/samples.yml"
 CABLED = ROOT / "tests/e2e/nvue/samples-cabled.yml"
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"
 DAY2 = ROOT / "tests/e2e/nvue/day2.nv"
 SMALL = ROOT / "tests/e2e/small.yml"
+REHEARSED = "fault:link-down:spine01:swp1"        # leaf01's uplink to spine01: its flows go by spine02 meanwhile
+PROVED = ["session dpu1:p0", "loopback spine02"]      # dpu1-spine01, its end farther from the spines
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +72,7 @@ def lab(served, owner, runtime):
         print(f"create through the API to converged: {time.monotonic() - t0:.1f}s")
         yield op, said
     finally:
-        for name in (NAME, COPY, KILLED):
+        for name in (NAME, COPY, KILLED, PLUGIN):
             remove(served.client(owner), name)
             assert leftovers(runtime, name) == []
 
@@ -86,8 +93,8 @@ def remove(c, name: str) -> None:
 
 
 def cli(served: Served, token: str, *args: str) -> subprocess.CompletedProcess:
-    """`twin --server URL ...` with a token, as a CI job runs it (TWIN_SERVER, TWIN_TOKEN)."""
-    env = {**os.environ, "TWIN_TOKEN": token, "TWIN_SERVER": served.url}
+    """`twin --server URL ...` with a token, as a CI job runs it (TWIN_SERVER, TWIN_TOKEN; a wide log)."""
+    env = {**os.environ, "TWIN_TOKEN": token, "TWIN_SERVER": served.url, "COLUMNS": "200"}
     return subprocess.run([sys.executable, "-m", "twin.cli", *args], capture_output=True, text=True, timeout=600,
                           env=env, cwd=ROOT)
 
@@ -97,6 +104,19 @@ def test_a_lab_made_through_the_api_from_an_archive_converges(served, owner, lab
     assert op["state"] == "succeeded" and op["exit"] == 0, op
     assert op["result"]["nodes"] == 8 and op["result"]["sessions"] > 0 and op["result"]["configs_nodes"] == 2
     assert any(line.startswith("waiting for ") for line in said), said        # progress, as twin up says it
+    c = served.client(owner)
+    events = c.request("GET", f"/v1/operations/{op['id']}/events?follow=false")["events"]
+    steps = [(e["stage"], e["text"]) for e in events if e["kind"] == "progress"]
+    assert steps == [(s.stage, str(s)) for s in said]          # the stream the client followed is the record
+    firsts = list(dict.fromkeys(stage for stage, _ in steps))   # twin up's stages, in the order they came
+    wiring = next(s for s in firsts if s.startswith("starting 8 containers, wiring "))
+    starting = [i for i, s in enumerate(firsts) if s in ("containers", "links", "configs")]   # Said's stages
+    assert starting and firsts.index(wiring) < starting[0] < min(
+        i for i, s in enumerate(firsts) if s.startswith("waiting for ")), firsts
+    assert all(stage in ("containers", "links", "configs") for stage, text in steps if text.startswith("starting: "))
+    assert all(stage == "converging" for stage, text in steps if text.startswith("converging: "))
+    shown = c.operation(op["id"])
+    assert (shown["stage"], shown["progress"]) == steps[-1]
     st = cli(served, owner, "status", NAME)
     assert st.returncode == 0 and "healthy: the lab holds its intent" in st.stdout, st.stdout + st.stderr
     local = twin_cli("status", NAME)          # the same lab, the same words, on the host
@@ -169,6 +189,101 @@ def test_the_page_lists_the_users_labs_with_their_expiry_and_opens_a_labs_page(s
         browser.quit()
 
 
+def last_operation(served: Served, token: str, lab: str) -> tuple[dict, list[dict]]:
+    """The lab's latest operation, and its progress events."""
+    c = served.client(token)
+    (op,) = c.request("GET", f"/v1/operations?lab={lab}&limit=1")["operations"]
+    events = c.request("GET", f"/v1/operations/{op['id']}/events?follow=false")["events"]
+    return op, [e for e in events if e["kind"] == "progress"]
+
+
+def test_a_rehearsal_through_the_server_prints_the_local_report(served, owner, lab):
+    """`twin --server rehearse` with RoCE flows between the tenants' host pairs: what `twin rehearse`
+    prints (the operation's result is what its --json prints), its progress as stages; rolled back."""
+    p = cli(served, owner, "rehearse", NAME, REHEARSED, "--max-loss", "-1", "--rollback")
+    op, steps = last_operation(served, owner, NAME)
+    assert op["kind"] == "rehearse" and op["state"] == "succeeded", op
+    doc = op["result"]
+    assert p.stdout == doc["text"] and p.returncode == op["exit"] == 0, p.stdout + p.stderr
+    assert p.stdout.startswith(f"rehearsal of {REHEARSED} on lab {NAME}: PASSED\n")
+    flows = doc["flows"]
+    assert {frozenset((f["src"], f["dst"])) for f in flows} == {frozenset(("server01", "server03")),
+                                                                frozenset(("server02", "server04"))}
+    assert all(f["sent"] > 0 and f["received"] > 0 and f["judged"] for f in flows), flows
+    assert doc["verify"]["passed"] and doc["verify_rollback"]["passed"] and all(v["passed"] for v in doc["verdicts"])
+    assert [s["stage"] for s in steps][0] == "snapshot of the operational state" and steps[-1]["text"] == (
+        "verifying after rollback")
+    assert all(s["stage"] for s in steps)
+    assert any(PROGRESS.match(line) and line.endswith("rolling back") for line in p.stderr.splitlines()), p.stderr
+    assert served.client(owner).lab(NAME)["status"]["healthy"]
+
+
+def test_verify_prove_through_the_server_prints_the_local_proof(served, owner, lab, tmp_path):
+    """`twin --server verify --prove`: the proof's table, misses and score as `twin verify --prove`
+    prints them (and its JUnit), each element broken and restored by the server."""
+    junit = tmp_path / "prove.xml"
+    p = cli(served, owner, "verify", NAME, "--prove", *(a for e in PROVED for a in ("--element", e)),
+            "--junit", str(junit))
+    op, steps = last_operation(served, owner, NAME)
+    assert op["kind"] == "prove" and op["state"] == "succeeded", op
+    doc = op["result"]
+    assert p.returncode == op["exit"] == 0 and doc["passed"] and doc["score"] == "caught 2 of 2", p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == f"twin verify {NAME} --prove: every element broken in turn"
+    for o in doc["outcomes"]:
+        (row,) = [line for line in lines if f" {o['id']} " in line]
+        assert re.search(rf"│ yes +│ {re.escape(o['check'])} +│ yes +│ +\d+\.\d │$", row), row
+    assert re.fullmatch(rf"caught 2 of 2 \(2 of {doc['elements']} elements, \d+ s\)", lines[-1]), lines[-1]
+    assert sorted(o["id"] for o in doc["outcomes"]) == sorted(PROVED)
+    assert len(steps) == 2 and all(s["text"].startswith(f"[{i}/2] {o['id']}: ") and s["stage"] == s["text"]
+                                   for i, (s, o) in enumerate(zip(steps, doc["outcomes"]), 1)), steps
+    suites = ET.parse(junit).getroot()
+    assert suites.get("tests") == "2" and suites.get("failures") == "0"
+    assert served.client(owner).lab(NAME)["status"]["healthy"]
+
+
+def test_the_pytest_plugins_remote_lab_is_made_and_removed_through_the_server(served, runtime, tmp_path):
+    """A user's test module on `twin_remote_lab` (the ini option `twin_server`, a token only): its lab
+    made on the server, a node's FRR JSON asserted through exec, verify run by the server, the lab
+    removed after the module."""
+    token = served.token("plugin-user")
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\ntwin_server = {served.url}\n")
+    (tmp_path / "test_remote.py").write_text(textwrap.dedent(f"""
+        import pytest
+        from twin.pytest_plugin import assert_frr_json
+
+        pytestmark = pytest.mark.twin_topology({str(SMALL)!r}, name={PLUGIN!r})
+
+        def test_the_lab_is_made_on_the_server(twin_remote_lab):
+            assert twin_remote_lab.name == {PLUGIN!r} and twin_remote_lab.created["result"]["nodes"] == 5
+
+        def test_a_nodes_frr_json_through_exec(twin_remote_lab):
+            peer = {{"state": "Established", "hostname": "spine1"}}
+            assert_frr_json(twin_remote_lab.node("leaf1"), "show bgp summary json",
+                            {{"ipv4Unicast": {{"peers": {{"swp1": peer}}}}}}, timeout=30)
+
+        def test_a_difference_is_named_with_the_server(twin_remote_lab):
+            with pytest.raises(AssertionError) as e:
+                assert_frr_json(twin_remote_lab.node("spine1"), "show bgp summary json",
+                                {{"ipv4Unicast": {{"routerId": "192.0.2.1"}}}})
+            assert "{PLUGIN}/spine1 (on {served.url})" in str(e.value) and "routerId: expected" in str(e.value)
+
+        def test_verify_is_run_by_the_server(twin_remote_lab):
+            assert twin_remote_lab.verify(only=["control"])["passed"]
+    """))
+    env = {k: v for k, v in os.environ.items() if k != "TWIN_SERVER"}
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_remote.py"],
+                       cwd=tmp_path, env={**env, "TWIN_TOKEN": token}, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0 and "4 passed" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
+    c = served.client(token)
+    with pytest.raises(ApiError) as e:
+        c.lab(PLUGIN)
+    assert e.value.status == 404 and leftovers(runtime, PLUGIN) == []
+    ops = c.request("GET", f"/v1/operations?lab={PLUGIN}")["operations"]
+    assert [(o["kind"], o["state"]) for o in ops] == [("delete", "succeeded"), ("verify", "succeeded"),
+                                                      ("create", "succeeded")]
+
+
 def test_a_snapshot_after_an_nvue_change_and_an_apply_passes_the_same_verify(served, owner, lab, tmp_path):
     applied = cli(served, owner, "apply", NAME, str(CABLED), "--no-wait")      # server05 cabled to leaf01:swp3
     assert applied.returncode == 0 and "applied" in applied.stdout, applied.stdout + applied.stderr
@@ -189,6 +304,7 @@ def test_a_snapshot_after_an_nvue_change_and_an_apply_passes_the_same_verify(ser
     t0 = time.monotonic()
     up = cli(served, owner, "up", "--snapshot", sid, "--name", COPY)
     assert up.returncode == 0 and f"lab {COPY} is up" in up.stdout, up.stdout + up.stderr
+    assert any(PROGRESS.match(line) and f"] {COPY}: starting: " in line for line in up.stderr.splitlines()), up.stderr
     print(f"a lab from the snapshot, converged: {time.monotonic() - t0:.1f}s")
     copy = cli(served, owner, "verify", COPY, "--json")
     assert copy.returncode == 0, copy.stdout[-3000:] + copy.stderr

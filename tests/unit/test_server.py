@@ -9,23 +9,28 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
+import sqlite3
 import tarfile
 import time
 import urllib.request
 import zipfile
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from twin import wait
 from twin.cli import main
 from twin.client import ApiError, Client, change_body
 from twin.errors import TopologyError
 from twin.lifecycle.service import Listener, Service
-from twin.server import Core, Limits, Settings, allowlist, auth, bodies, issue
+from twin.server import Core, Limits, Principal, Settings, allowlist, auth, bodies, issue
 from twin.server.app import create_app
 from twin.server.problems import ApiProblem, guard_body
 from twin.server.serve import MAX_BODY
+from twin.stages import Said
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = (ROOT / "tests/e2e/small.yml").read_text()
@@ -75,7 +80,10 @@ def test_tokens_are_shown_once_stored_hashed_revocable_and_expire(server):
     core, url = server
     tid, token = issue(core.store, "erin")
     assert token.startswith("twin_") and len(token) > 40
-    assert token not in core.store.path.read_bytes().decode(errors="replace")
+    # the database's every row, read through a connection of SQLite's own (a plain open and close of
+    # the file here would drop this process's locks on it, which the operations' workers rely on)
+    with closing(sqlite3.connect(core.store.path)) as db:
+        assert token not in "\n".join(db.iterdump())
     assert core.store.token_by_hash(auth.digest(token))["id"] == tid
     assert call(url, "GET", "/v1/me", token)[2]["user"] == "erin"
     assert core.store.revoke(tid)
@@ -200,6 +208,43 @@ def test_a_retry_with_the_same_idempotency_key_gets_the_same_operation(server):
     assert "has no recorded state to snapshot" in done["error"]["detail"]
     events = call(url, "GET", f"/v1/operations/{first['operation']}/events?follow=false", c.token)[2]["events"]
     assert [e["text"] for e in events][0] == "running" and events[-1]["text"].startswith("failed: ")
+
+
+def waits_to_be_killed(home, say):
+    """An operation's work (in its worker process) that says where it is, then waits."""
+    say(Said("waiting to be killed: pid " + str(os.getpid()), "waiting"))
+    time.sleep(5)
+
+
+def test_an_operation_runs_in_a_worker_whose_death_fails_it(server):
+    """The work runs in a process of its own; its progress is twin.stages' Steps (stage and text, in
+    the operation and its events); a worker killed mid-operation fails it, saying so."""
+    core, url = server
+    c = Client(url, user(core, "kim"))
+    lab_row(core, "kims-lab", "kim")
+    op, _ = core.ops.start(Principal("kim", False, "-"), "kims-lab", "verify", waits_to_be_killed)
+    doc = wait_for(lambda: c.operation(op["id"]), lambda d: d["stage"] == "waiting")
+    pid = int(doc["progress"].rsplit(" ", 1)[1])
+    assert doc["state"] == "running" and pid != os.getpid() and core.store.operation(op["id"])["worker"] == pid
+    events = c.request("GET", f"/v1/operations/{op['id']}/events?follow=false")["events"]
+    assert [(e["kind"], e["stage"]) for e in events] == [("state", ""), ("progress", "waiting")]
+    os.kill(pid, signal.SIGKILL)
+    doc = wait_for(lambda: c.operation(op["id"]), lambda d: d["state"] == "failed")
+    assert doc["error"]["detail"] == ("the operation's worker process ended before it did (signal 9); the lab was "
+                                      "only read, and is as it was")
+    assert c.request("GET", f"/v1/operations/{op['id']}/events?follow=false")["events"][-1]["text"].startswith(
+        "failed: the operation's worker process ended")
+
+
+def wait_for(get, done, timeout: float = 30):
+    """get() once done(get()) holds (within `timeout`)."""
+    seen = {}
+
+    def probe() -> list[str]:
+        seen["doc"] = get()
+        return [] if done(seen["doc"]) else [str(seen["doc"])[:300]]
+    wait.until(probe, timeout, "the operation's state", first=0.05, cap=0.2)
+    return seen["doc"]
 
 
 def test_the_docs_and_the_page_are_served_without_a_cdn(server):

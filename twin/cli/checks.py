@@ -56,7 +56,7 @@ def verify_(cli, lab, only, check_files, as_json, junit, summary, evidence_file,
 def proof_(ctx, only, patterns, as_json, junit) -> None:
     with progress(ctx.name, "proving verify") as say:
         proof = prove.prove(ctx, patterns, only, say=say)
-    finish(proof, junit, as_json, print_proof)
+    finish(proof, junit, as_json, lambda p: print_proof(p.to_dict()))
 
 
 def finish(result, junit, as_json: bool, show) -> None:
@@ -70,28 +70,29 @@ def finish(result, junit, as_json: bool, show) -> None:
     sys.exit(0 if result.passed else 1)
 
 
-def print_proof(proof) -> None:
-    t = Table(title=f"twin verify {proof.lab} --prove: every element broken in turn", title_justify="left")
+def print_proof(doc: dict) -> None:
+    """A proof (`Proof.to_dict`: here, or a server's) as `twin verify --prove` prints it."""
+    t = Table(title=f"twin verify {doc['lab']} --prove: every element broken in turn", title_justify="left")
     for col in ("element", "broken by", "caught", "by check", "restored", "s"):
         t.add_column(col, justify="right" if col == "s" else "left", overflow="fold")
     yes, no = "[green]yes[/green]", "[red]NO[/red]"
-    for o in proof.outcomes:
-        t.add_row(escape(o.element.id), escape(o.element.how), yes if o.caught else no, escape(o.check or "-"),
-                  yes if o.restored else no, f"{o.seconds.get('total', 0):.1f}")
+    for o in doc["outcomes"]:
+        t.add_row(escape(o["id"]), escape(o["broken_by"]), yes if o["caught"] else no, escape(o["check"] or "-"),
+                  yes if o["restored"] else no, f"{o['seconds'].get('total', 0):.1f}")
     out.print(t)
-    for o in proof.outcomes:
-        if not (o.caught and o.restored):
-            out.print(f"[red]{'MISSED' if not o.caught else 'NOT RESTORED'}[/red] {escape(o.element.id)} "
-                      f"({escape(o.element.what)}): ", end="")
-            out.print(o.detail or "no check of " + ", ".join(o.element.groups) + " failed", markup=False)
-    if proof.exempt:
-        out.print(f"{len(proof.exempt)} rendered settings carry no guarantee in this lab (not proved; --json lists "
-                  f"them): " + ", ".join(sorted({x.kind for x in proof.exempt})))
-    if proof.aborted:
-        out.print(f"[red]stopped[/red]: {escape(proof.aborted)}")
-    colour = "green" if proof.passed else "red"
-    out.print(f"[{colour}]{proof.score}[/{colour}] ({len(proof.outcomes)} of {proof.total} elements, "
-              f"{proof.seconds:.0f} s)")
+    for o in doc["outcomes"]:
+        if not (o["caught"] and o["restored"]):
+            out.print(f"[red]{'MISSED' if not o['caught'] else 'NOT RESTORED'}[/red] {escape(o['id'])} "
+                      f"({escape(o['what'])}): ", end="")
+            out.print(o["detail"] or "no check of " + ", ".join(o["groups"]) + " failed", markup=False)
+    if doc["exempt"]:
+        out.print(f"{len(doc['exempt'])} rendered settings carry no guarantee in this lab (not proved; --json lists "
+                  f"them): " + ", ".join(sorted({x["kind"] for x in doc["exempt"]})))
+    if doc["aborted"]:
+        out.print(f"[red]stopped[/red]: {escape(doc['aborted'])}")
+    colour = "green" if doc["passed"] else "red"
+    out.print(f"[{colour}]{doc['score']}[/{colour}] ({len(doc['outcomes'])} of {doc['elements']} elements, "
+              f"{doc['seconds']:.0f} s)")
 
 
 def print_report(report) -> None:

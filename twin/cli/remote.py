@@ -2,7 +2,8 @@
 run on a twin server (`twin serve`) instead of this host's engine, with a token only
 (TWIN_TOKEN, or ~/.config/twin/token): no root, no Docker. What they print and their exit codes
 are the local commands' (the server's result is what the CLI's --json prints); progress goes to
-stderr as the operation's events arrive.
+stderr as the operation's events arrive, as the local commands show theirs (a status line on a
+terminal, plain lines off one: each event's stage is the server's).
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import sys
 
 import click
 
-from twin.cli.checks import finish, print_report
-from twin.cli.common import TwinGroup, err, out, run
+from twin import prove
+from twin.cli.checks import finish, print_proof, print_report
+from twin.cli.common import TwinGroup, err, out, progress, run
 from twin.cli.day2 import print_applied
 from twin.cli.lab import print_status, print_up
 from twin.client import ApiError, Client
@@ -23,10 +25,6 @@ from twin.verify.result import Check, Report
 
 def client(cli: click.Context) -> Client:
     return Client(cli.find_root().params["server"])
-
-
-def _say(status):
-    return lambda m: status.update(m)
 
 
 def _result(op: dict) -> dict:
@@ -51,9 +49,8 @@ def up(cli, topology, configs, snapshot, name, timeout, vrf_backend, expires_in)
     def bring_up():
         if (topology is None) == (snapshot is None):
             raise TwinError("give TOPOLOGY or --snapshot ID")
-        with err.status(f"[bold]{name or topology or snapshot}[/bold]: starting on the server") as st:
-            op = client(cli).create(topology, name, configs, snapshot, expires_in, timeout, vrf_backend,
-                                    say=_say(st))
+        with progress(name or str(topology or snapshot), "starting on the server") as say:
+            op = client(cli).create(topology, name, configs, snapshot, expires_in, timeout, vrf_backend, say=say)
         doc = _result(op)
         for note in doc.get("notes", []):
             err.print(f"note: {note}")
@@ -122,13 +119,18 @@ def list_(cli):
 def verify(cli, lab, only, check_files, as_json, junit, prove_, patterns):
     """Verify LAB on the server (as `twin verify`); exit 0 only if all pass."""
     def verify_lab():
-        with err.status(f"verifying {lab} on the server") as st:
-            op = client(cli).verify(lab, list(only), list(check_files), prove_, list(patterns), say=_say(st))
+        first = "proving verify on the server" if prove_ or patterns else "verifying on the server"
+        with progress(lab, first) as say:
+            op = client(cli).verify(lab, list(only), list(check_files), prove_, list(patterns), say=say)
         doc = _result(op)
-        if prove_ or patterns:
-            click.echo(json.dumps(doc, indent=2) if as_json else f"{doc.get('score', '')} (twin verify {lab} --prove "
-                                                                  "on the server; --json for every element)")
-            sys.exit(op.get("exit", 1))
+        if prove_ or patterns:          # as `twin verify --prove` prints its proof
+            if junit:
+                prove.write_junit(doc, junit)
+            if as_json:
+                click.echo(json.dumps(doc, indent=2))
+            else:
+                print_proof(doc)
+            sys.exit(0 if doc["passed"] else 1)
         extra = {k: v for k, v in doc.items() if k not in ("lab", "passed", "seconds", "checks")}
         report = Report(doc["lab"], [Check(**c) for c in doc["checks"]], doc.get("seconds") or {}, extra)
         finish(report, junit, as_json, print_report)
@@ -145,8 +147,8 @@ def verify(cli, lab, only, check_files, as_json, junit, prove_, patterns):
 def apply(cli, lab, change, timeout, no_wait, as_json):
     """Apply CHANGE to LAB on the server (as `twin apply`)."""
     def apply_change():
-        with err.status(f"applying {change} to {lab} on the server") as st:
-            op = client(cli).apply(lab, change, timeout, no_wait, say=_say(st))
+        with progress(lab, f"applying {change} on the server") as say:
+            op = client(cli).apply(lab, change, timeout, no_wait, say=say)
         doc = _result(op)
         print_applied(lab, change, doc, as_json)
         sys.exit(0 if doc["converged"] else 1)
@@ -174,8 +176,8 @@ def plan(cli, lab, change):
 def rehearse(cli, lab, change, max_loss, max_outage, max_reconverge, rollback, as_json):
     """Rehearse CHANGE on LAB on the server (as `twin rehearse`)."""
     def rehearse_change():
-        with err.status(f"rehearsing {change} on {lab} on the server") as st:
-            op = client(cli).rehearse(lab, change, say=_say(st), max_loss=max_loss, max_outage_ms=max_outage,
+        with progress(lab, f"rehearsing {change} on the server") as say:
+            op = client(cli).rehearse(lab, change, say=say, max_loss=max_loss, max_outage_ms=max_outage,
                                       max_reconverge=max_reconverge, rollback=rollback)
         doc = _result(op)
         text = doc.pop("text", "")

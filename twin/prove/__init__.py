@@ -21,7 +21,7 @@ nvue_side (an NVUE node's own peer groups), router_side (a router of your config
 from __future__ import annotations
 
 from twin.prove.element import Element, Exempt
-from twin.prove.report import Outcome, Proof
+from twin.prove.report import Outcome, Proof, write_junit
 from twin.prove.run import elements, prove
 
-__all__ = ["prove", "elements", "Element", "Exempt", "Outcome", "Proof"]
+__all__ = ["prove", "elements", "Element", "Exempt", "Outcome", "Proof", "write_junit"]

@@ -78,22 +78,27 @@ class Proof:
         return json.dumps(self.to_dict(), indent=2)
 
     def write_junit(self, path: str | Path) -> None:
-        """JUnit XML: one testsuite per kind of element, one testcase per element."""
-        def case(o: Outcome) -> junit.Case:
-            out = junit.Case(f"twin.{self.lab}.prove", o.element.id, time=f"{o.seconds.get('total', 0):.2f}")
-            if not o.caught:
-                out.failure = f"verify did not notice: {o.element.how}"
-                out.detail = "\n".join([o.element.what, *map(line, o.also_failed), o.detail])
-            elif not o.restored:
-                out.failure = f"not restored: {o.detail}"
-            else:
-                out.detail = "\n".join(map(line, o.named_by))
-            return out
+        write_junit(self.to_dict(), path)
 
-        by_kind: dict[str, list[Outcome]] = {}
-        for o in self.outcomes:
-            by_kind.setdefault(o.element.kind, []).append(o)
-        junit.write(path, f"twin verify {self.lab} --prove",
-                    [junit.Suite(kind, [case(o) for o in outs],
-                                 time=f"{sum(o.seconds.get('total', 0) for o in outs):.2f}")
-                     for kind, outs in by_kind.items()])
+
+def write_junit(doc: dict[str, Any], path: str | Path) -> None:
+    """A proof (`Proof.to_dict`: here, or a server's) as JUnit XML: one testsuite per kind of
+    element, one testcase per element."""
+    def case(o: dict[str, Any]) -> junit.Case:
+        out = junit.Case(f"twin.{doc['lab']}.prove", o["id"], time=f"{o['seconds'].get('total', 0):.2f}")
+        if not o["caught"]:
+            out.failure = f"verify did not notice: {o['broken_by']}"
+            out.detail = "\n".join([o["what"], *o["also_failed"], o["detail"]])
+        elif not o["restored"]:
+            out.failure = f"not restored: {o['detail']}"
+        else:
+            out.detail = "\n".join(o["named_by"])
+        return out
+
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for o in doc["outcomes"]:
+        by_kind.setdefault(o["kind"], []).append(o)
+    junit.write(path, f"twin verify {doc['lab']} --prove",
+                [junit.Suite(kind, [case(o) for o in outs],
+                             time=f"{sum(o['seconds'].get('total', 0) for o in outs):.2f}")
+                 for kind, outs in by_kind.items()])

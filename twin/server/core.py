@@ -1,27 +1,22 @@
-"""The server's parts in one place: its settings, state database, operations, failed-auth
-throttle, and the rule of ownership (another user's lab is answered as one that does not exist).
-
-On disk, in the state directory (default `$TWIN_HOME/server`, mode 0700):
-
-    state.db          users, token hashes, labs, operations and events, snapshots (`store`)
-    sources/<id>/     what a request brought for a lab: its topology, its configs, its changes
-    snapshots/<id>.tar.gz
-    baselines/<lab>.json
+"""The server's parts in one place: its settings, its state directory (`home`: the database and
+what requests brought, default `$TWIN_HOME/server`, mode 0700), operations, failed-auth throttle,
+and the rule of ownership (another user's lab is answered as one that does not exist).
 """
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from twin.lifecycle import state
+from twin.server import settle
 from twin.server.auth import Principal, Throttle
+from twin.server.home import Home
 from twin.server.operations import WORKERS, Operations
 from twin.server.problems import ApiProblem
 from twin.server.quotas import Limits, limits_of
-from twin.server.store import Store
 
 HOUR = 3600.0
 
@@ -36,40 +31,17 @@ class Settings:
     reap_every: float = 30.0          # s between two looks for expired labs
 
 
-class Core:
+class Core(Home):
     def __init__(self, settings: Settings):
+        super().__init__(settings.home)
         self.settings = settings
-        settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        settings.home.chmod(0o700)
-        self.store = Store(settings.home / "state.db")
-        self.ops = Operations(self.store, settings.workers)
+        self.ops = Operations(self, settings.workers, partial(settle.settle, self))
         self.throttle = Throttle()
         self.started = time.time()
 
     def close(self) -> None:
         self.ops.close()
         self.store.close()
-
-    def where(self, kind: str) -> Path:
-        d = self.settings.home / kind
-        d.mkdir(exist_ok=True, mode=0o700)
-        return d
-
-    def new_source(self) -> Path:
-        """A directory of its own for what one request brought."""
-        import secrets
-
-        d = self.where("sources") / secrets.token_hex(8)
-        d.mkdir(mode=0o700)
-        return d
-
-    def drop_source(self, d: str | Path | None) -> None:
-        """A request's directory removed (only one directly under sources/)."""
-        if not d:
-            return
-        p = Path(d)
-        if p.parent == self.where("sources") and p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
 
     # --- ownership -------------------------------------------------------------------------
     def lab(self, who: Principal, name: str) -> dict[str, Any]:

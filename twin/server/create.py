@@ -141,7 +141,7 @@ def start(core: Core, who: Principal, body: CreateBody, archive: bytes | None, i
                            time.time() + life, str(src), frr, memory, body.snapshot)
 
         kind = "restore" if body.snapshot else "create"
-        op, new = core.ops.start(who, lab.name, kind, labwork.create(core, lab, body.timeout, body.vrf_backend, saved),
+        op, new = core.ops.start(who, lab.name, kind, labwork.create(lab, body.timeout, body.vrf_backend, saved),
                                  idem, digest, before=record)
     except BaseException:
         shutil.rmtree(src, ignore_errors=True)

@@ -1,13 +1,16 @@
 """Long work as operations: a create, a delete, an apply, a rehearsal, a verify, a proof, a fault,
 a snapshot. A request that starts one is answered `202 {"operation": ID}` at once; the work runs
-on a worker thread, and its progress is events (the `say` lines twin's bring-up, apply, rehearse
-and proof already speak), kept in the state database and streamed as server-sent events.
+in a process of its own (`worker`), and its progress is events (twin.stages' Steps, stage and
+text, as twin's bring-up, apply, rehearse and proof speak them), kept in the state database and
+streamed as server-sent events.
 
     state   pending -> running -> succeeded | failed
     result  the JSON the CLI prints with --json for the same command, when the work finished
     exit    the CLI's exit code for it (0; 1 when the verdict failed: a check, a threshold)
 
-An operation that raised is `failed` with its error as a problem (`error`). One write operation
+An operation that raised is `failed` with its error as a problem (`error`); one whose worker
+process died (killed, out of memory) is `failed` too, its lab settled whole or removed
+(`settle`). At most `workers` operations run at once; more wait as `pending`. One write operation
 at a time per lab: a second is refused (409) while one is pending or running, and so is one
 while a `twin` command on the host holds the lab's lock. `Idempotency-Key`: a retried request
 with the same key and body gets the same operation; with another body, 422.
@@ -17,33 +20,23 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from twin.errors import TwinError
 from twin.lifecycle import locks
+from twin.server import worker
 from twin.server.auth import Principal
+from twin.server.home import Home
 from twin.server.problems import ApiProblem, of_error
-from twin.server.store import DONE, Store
+from twin.server.store import DONE
+from twin.server.worker import Say, Work
 
-Say = Callable[[str], None]
-Work = Callable[[Say], "tuple[Any, int]"]        # (the result as the CLI's --json has it, the CLI's exit code)
+__all__ = ["Operations", "Say", "Work", "request_digest"]
 WORKERS = 4            # operations running at once (more wait as pending)
-KEPT_LIVE = 200        # finished operations whose events stay in memory too (the rest: from the database)
 log = logging.getLogger("twin.server")
-
-
-@dataclass
-class Live:
-    """An operation's events as they come, for its streams."""
-
-    seq: int = -1
-    done: bool = False
-    last: str = ""          # the last progress line (one said again is not an event again)
-    cond: threading.Condition = field(default_factory=threading.Condition)
+Settle = Callable[[str, str], str]     # (lab, kind of the operation cut off) -> what was done to the lab
 
 
 def request_digest(method: str, path: str, body: bytes) -> str:
@@ -51,11 +44,9 @@ def request_digest(method: str, path: str, body: bytes) -> str:
 
 
 class Operations:
-    def __init__(self, store: Store, workers: int = WORKERS):
-        self.store = store
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="twin-op")
-        self._live: dict[str, Live] = {}
-        self._lock = threading.Lock()
+    def __init__(self, home: Home, workers: int = WORKERS, settle: Settle = lambda lab, kind: ""):
+        self.home, self.store, self.settle = home, home.store, settle
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="twin-op")   # each waits for its worker
 
     def close(self) -> None:
         """Pending operations dropped (a next start settles them as failed); running ones finish first."""
@@ -87,8 +78,6 @@ class Operations:
             db.execute("INSERT INTO operations(id, lab, owner, kind, state, created, idem, request) "
                        "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
                        (oid, lab, who.user, kind, time.time(), idem or None, f'"{digest}"'))
-        with self._lock:
-            self._live[oid] = Live()
         log.info("%s: operation %s (%s of lab %s) pending", who.user, oid, kind, lab)
         self._pool.submit(self._run, oid, lab, kind, work)
         return self.store.operation(oid) or {}, True
@@ -110,59 +99,35 @@ class Operations:
 
     # --- running one -----------------------------------------------------------------------
     def _run(self, oid: str, lab: str, kind: str, work: Work) -> None:
-        self.store.run("UPDATE operations SET state = 'running', started = ? WHERE id = ?", time.time(), oid)
-        self.event(oid, "state", "running")
         t0 = time.monotonic()
         try:
-            result, code = work(lambda text: self.event(oid, "progress", text))
-        except BaseException as e:  # noqa: BLE001  (an operation ends failed, saying why; the server goes on)
-            problem = of_error(e)
-            self.store.finish(oid, "failed", {"error": problem.doc()}, problem.detail, 1)
-            self.event(oid, "state", f"failed: {problem.detail}")
-            log.warning("operation %s (%s of lab %s) failed after %.1fs: %s", oid, kind, lab,
-                        time.monotonic() - t0, problem.detail)
+            proc = worker.start(self.home.root, oid, work)
+            proc.join()
+            how = f"exit code {proc.exitcode}" if (proc.exitcode or 0) >= 0 else f"signal {-(proc.exitcode or 0)}"
+        except BaseException as e:  # noqa: BLE001  (the work could not be handed to a worker: the operation fails)
+            how = f"it could not start: {of_error(e).detail}"
+        row = self.store.operation(oid) or {}
+        if row.get("state") not in DONE:
+            self._lost(oid, lab, kind, how)
+            row = self.store.operation(oid) or {}
+        took = time.monotonic() - t0
+        if row.get("state") == "succeeded":
+            log.info("operation %s (%s of lab %s) succeeded in %.1fs (exit %s)", oid, kind, lab, took, row.get("exit"))
         else:
-            self.store.finish(oid, "succeeded", result, "", code)
-            self.event(oid, "state", "succeeded")
-            log.info("operation %s (%s of lab %s) succeeded in %.1fs (exit %d)", oid, kind, lab,
-                     time.monotonic() - t0, code)
-        finally:
-            self._finished(oid)
+            log.warning("operation %s (%s of lab %s) failed after %.1fs: %s", oid, kind, lab, took, row.get("error"))
 
-    def event(self, oid: str, kind: str, text: str) -> None:
-        live = self._live.get(oid)
-        if live is None:
-            return
-        with live.cond:
-            if kind == "progress" and text == live.last:
-                return
-            live.last = text if kind == "progress" else live.last
-            live.seq += 1
-            self.store.add_event(oid, live.seq, kind, text)
-            live.cond.notify_all()
-
-    def _finished(self, oid: str) -> None:
-        live = self._live.get(oid)
-        if live is not None:
-            with live.cond:
-                live.done = True
-                live.cond.notify_all()
-        with self._lock:
-            done = [k for k, v in self._live.items() if v.done]
-            for k in done[:max(0, len(done) - KEPT_LIVE)]:
-                self._live.pop(k, None)
+    def _lost(self, oid: str, lab: str, kind: str, how: str) -> None:
+        """Operation `oid`'s worker ended before the operation did: failed, its lab settled."""
+        why = f"the operation's worker process ended before it did ({how}); "
+        try:
+            why += self.settle(lab, kind)
+        except (TwinError, OSError) as e:
+            why += f"settling the lab failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        problem = ApiProblem(500, why, "worker-died")
+        self.store.add_event(oid, self.store.last_event(oid) + 1, "state", f"failed: {why}")
+        self.store.finish(oid, "failed", {"error": problem.doc()}, why, 1)
 
     # --- watching one ----------------------------------------------------------------------
-    def wait(self, oid: str, seen: int, timeout: float) -> bool:
-        """Block until operation `oid` has an event after `seen`, or is done, or `timeout` passed;
-        whether it is done (a finished operation no longer in memory counts as done)."""
-        live = self._live.get(oid)
-        if live is None:
-            return True
-        with live.cond:
-            live.cond.wait_for(lambda: live.done or live.seq > seen, timeout)
-            return live.done and live.seq <= seen
-
     def doc(self, row: dict[str, Any]) -> dict[str, Any]:
         """An operation as the API shows it."""
         out = {k: row.get(k) for k in ("id", "lab", "owner", "kind", "state", "created", "started", "finished")}
@@ -171,7 +136,7 @@ class Operations:
             out["result"] = row.get("result")
             if row["state"] == "failed":
                 out["error"] = (row.get("result") or {}).get("error") or {"detail": row.get("error")}
-        last = self.store.row("SELECT text FROM events WHERE op = ? AND kind = 'progress' ORDER BY seq DESC LIMIT 1",
-                              row["id"])
-        out["progress"] = last["text"] if last else ""
+        last = self.store.row("SELECT stage, text FROM events WHERE op = ? AND kind = 'progress' ORDER BY seq DESC "
+                              "LIMIT 1", row["id"])
+        out["stage"], out["progress"] = (last["stage"], last["text"]) if last else ("", "")
         return out

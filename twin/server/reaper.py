@@ -1,14 +1,11 @@
 """The server's own upkeep: settling what a stopped server left, and removing expired labs.
 
 `recover` runs before the server answers anyone. An operation the database still has as
-pending or running was cut off by the server's stop (a kill, a crash, a reboot): it becomes
-`failed`, saying so, and its lab is left whole or removed, never half made:
-- a create: the lab is removed (`twin down`'s cleanup: containers, links, namespaces, its directory);
-- a change (apply, rehearse, fault, a proof): the lab is kept if it holds its intent
-  (`twin status` healthy), else removed, and its record says why;
-- a delete: finished.
-A lab of the database that is gone from the host is forgotten; labs of the host that the
-server does not know are not touched (they are the CLI's).
+pending or running was cut off by the server's stop (a kill, a crash, a reboot): once its
+worker process is gone too (it dies with the server), it becomes `failed`, saying so, and its
+lab is left whole or removed, never half made (`settle`). A lab of the database that is gone
+from the host is forgotten; labs of the host that the server does not know are not touched
+(they are the CLI's).
 
 `Reaper` looks every `reap_every` seconds for labs past their expiry and removes each through
 a delete operation of the server's own (user `server`), which its owner sees in the lab's
@@ -23,12 +20,12 @@ from functools import partial
 
 from twin.errors import TwinError
 from twin.lab import Lab
-from twin.server import labwork
+from twin.server import labwork, worker
 from twin.server.auth import Principal
 from twin.server.core import Core
 from twin.server.problems import ApiProblem
+from twin.server.settle import settle
 
-KEEPS = ("verify", "plan", "baseline", "baseline-compare", "snapshot")   # read-only: the lab is as it was
 log = logging.getLogger("twin.server")
 
 
@@ -39,7 +36,8 @@ def recover(core: Core) -> list[str]:
         why = f"the server stopped during this operation (it was {op['state']}); "
         name, kind = op["lab"], op["kind"]
         try:
-            why += _settle(core, name, kind)
+            worker.gone(op.get("worker"))
+            why += settle(core, name, kind)
         except (TwinError, OSError) as e:
             why += f"settling the lab failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
         problem = ApiProblem(500, why, "server-stopped")
@@ -53,26 +51,6 @@ def recover(core: Core) -> list[str]:
     for line in said:
         log.warning("recover: %s", line)
     return said
-
-
-def _settle(core: Core, name: str, kind: str) -> str:
-    row = core.store.lab(name)
-    if kind in KEEPS and row is not None:
-        return "the lab was only read, and is as it was"
-    if kind in ("create", "restore", "delete", "expire") or row is None:
-        return _remove(core, name, row, "removed" if kind != "delete" else "removal finished")
-    healthy = Lab(name).status().healthy
-    if healthy:
-        core.store.set_lab(name, state="up", error="")
-        return "the lab holds its intent (twin status: healthy) and is kept"
-    return _remove(core, name, row, "it did not hold its intent (half changed): removed")
-
-
-def _remove(core: Core, name: str, row: dict | None, what: str) -> str:
-    removed = Lab(name).down()
-    core.store.drop_lab(name)
-    core.drop_source(row["source"] if row else None)
-    return f"{what} ({len(removed)} containers)"
 
 
 class Reaper:
@@ -107,7 +85,7 @@ class Reaper:
             owner = Principal(row["owner"], False, "server")     # its owner sees the operation
             try:
                 op, _ = self.core.ops.start(owner, row["name"], "expire",
-                                            labwork.delete(self.core, row["name"], f"expired at {when}"),
+                                            labwork.delete(row["name"], f"expired at {when}"),
                                             before=partial(self.core.store.set_lab, row["name"], state="deleting"))
             except ApiProblem:
                 continue     # busy: the next round

@@ -153,7 +153,7 @@ def verify_lab(name: str, request: Request, who: Who, body: VerifyBody | None = 
 def baseline_record(name: str, request: Request, who: Who,
                     idem: Idem = None) -> JSONResponse:
     core = core_of(request)
-    return _start(request, who, name, "baseline", labwork.baseline_record(core, name), idem, b"", core)
+    return _start(request, who, name, "baseline", labwork.baseline_record(name), idem, b"", core)
 
 
 @router.post("/baseline/compare", status_code=202, responses=ACCEPTED,
@@ -164,7 +164,7 @@ def baseline_compare(name: str, request: Request, who: Who, body: CompareBody | 
     body = body or CompareBody()
     row = core.lab(who, name)
     allow = _text_file(row, "allow.yml", body.allow) if body.allow else None
-    return _start(request, who, name, "baseline-compare", labwork.baseline_compare(core, name, allow, body.settle),
+    return _start(request, who, name, "baseline-compare", labwork.baseline_compare(name, allow, body.settle),
                   idem, body.model_dump_json().encode(), core)
 
 

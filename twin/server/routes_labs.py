@@ -104,7 +104,7 @@ def patch_lab(name: str, body: ExpiryBody, request: Request, who: Who) -> dict:
 def delete_lab(name: str, request: Request, who: Who, idem: Idem = None):
     core = core_of(request)
     core.lab(who, name)
-    op, _ = core.ops.start(who, name, "delete", labwork.delete(core, name), idem,
+    op, _ = core.ops.start(who, name, "delete", labwork.delete(name), idem,
                            request_digest("DELETE", f"/v1/labs/{name}", b""),
                            before=lambda: core.store.set_lab(name, state="deleting"))
     return accepted(op)
@@ -116,7 +116,7 @@ def snapshot_lab(name: str, request: Request, who: Who, idem: Idem = None):
     core = core_of(request)
     row = core.lab(who, name)
     sid = secrets.token_hex(6)
-    op, _ = core.ops.start(who, name, "snapshot", snapshots.take(core, name, sid, row["owner"]), idem,
+    op, _ = core.ops.start(who, name, "snapshot", snapshots.take(name, sid, row["owner"]), idem,
                            request_digest("POST", f"/v1/labs/{name}/snapshots", b""))
     return accepted(op)
 

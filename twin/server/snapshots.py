@@ -19,6 +19,7 @@ import json
 import os
 import tarfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,46 +28,48 @@ from twin.lab import Lab
 from twin.lifecycle import state
 from twin.nvue import service as nvue_service
 from twin.server import bodies
-from twin.server.core import Core
-from twin.server.operations import Say, Work
+from twin.server.home import Home
+from twin.server.worker import Say, Work
 
 NOT_KEPT = ("running memory is not kept: BGP and EVPN tables, ARP and MAC entries, counters and events are learned "
             "again as the new lab converges; a fault in force is not configuration and is not carried over")
 MAX_RENDERED = 64          # files of one node directory taken into `rendered/`
 
 
-def take(core: Core, name: str, sid: str, owner: str) -> Work:
-    def work(say: Say) -> tuple[Any, int]:
-        lab = Lab(name)
-        st, fabric = state.load(lab.dir)
-        if st is None or fabric is None:
-            raise LabStateError(f"lab {name!r} has no recorded state to snapshot")
-        topo = Path(st.topology)
-        if not topo.is_file():
-            raise LabStateError(f"lab {name!r}: its topology {topo} is gone; it cannot be snapshotted")
-        say(f"snapshot of {name}: topology, configs of {len(fabric.nodes)} nodes, NVUE state")
-        buf = io.BytesIO()
-        user = {n: list(fs) for n, fs in st.user_files.items()}
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-            _add(tar, f"topology/{topo.name}", topo.read_bytes())
-            for node in fabric.nodes:
-                for fname, text in state.read_files(lab.dir, node, user.get(node, [])).items():
-                    _add(tar, f"configs/{node}/{fname}", text.encode())
-                for fname, text in _rendered(lab.dir, node).items():
-                    _add(tar, f"rendered/{node}/{fname}", text.encode())
-                saved = nvue_service.saved(lab.dir, node)
-                if saved.is_file() and not saved.is_symlink():
-                    _add(tar, f"nvue/saved/{node}.yaml", state.read_text(saved).encode())
-            meta = {"id": sid, "lab": name, "taken": time.time(), "topology": topo.name, "nodes": sorted(fabric.nodes),
-                    "user_files": user, "history": len(st.history), "not_kept": NOT_KEPT}
-            _add(tar, "snapshot.json", json.dumps(meta, indent=2).encode())
-        f = core.where("snapshots") / f"{sid}.tar.gz"
-        f.write_bytes(buf.getvalue())
-        summary = {"nodes": len(fabric.nodes), "user_files": sum(map(len, user.values())), "not_kept": NOT_KEPT}
-        core.store.run("INSERT INTO snapshots(id, lab, owner, created, size, summary) VALUES (?, ?, ?, ?, ?, ?)",
-                       sid, name, owner, time.time(), len(buf.getvalue()), json.dumps(summary))
-        return {"snapshot": sid, "lab": name, "size": len(buf.getvalue()), **summary}, 0
-    return work
+def take(name: str, sid: str, owner: str) -> Work:
+    return partial(_take, name, sid, owner)
+
+
+def _take(name: str, sid: str, owner: str, home: Home, say: Say) -> tuple[Any, int]:
+    lab = Lab(name)
+    st, fabric = state.load(lab.dir)
+    if st is None or fabric is None:
+        raise LabStateError(f"lab {name!r} has no recorded state to snapshot")
+    topo = Path(st.topology)
+    if not topo.is_file():
+        raise LabStateError(f"lab {name!r}: its topology {topo} is gone; it cannot be snapshotted")
+    say(f"snapshot of {name}: topology, configs of {len(fabric.nodes)} nodes, NVUE state")
+    buf = io.BytesIO()
+    user = {n: list(fs) for n, fs in st.user_files.items()}
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        _add(tar, f"topology/{topo.name}", topo.read_bytes())
+        for node in fabric.nodes:
+            for fname, text in state.read_files(lab.dir, node, user.get(node, [])).items():
+                _add(tar, f"configs/{node}/{fname}", text.encode())
+            for fname, text in _rendered(lab.dir, node).items():
+                _add(tar, f"rendered/{node}/{fname}", text.encode())
+            saved = nvue_service.saved(lab.dir, node)
+            if saved.is_file() and not saved.is_symlink():
+                _add(tar, f"nvue/saved/{node}.yaml", state.read_text(saved).encode())
+        meta = {"id": sid, "lab": name, "taken": time.time(), "topology": topo.name, "nodes": sorted(fabric.nodes),
+                "user_files": user, "history": len(st.history), "not_kept": NOT_KEPT}
+        _add(tar, "snapshot.json", json.dumps(meta, indent=2).encode())
+    f = home.where("snapshots") / f"{sid}.tar.gz"
+    f.write_bytes(buf.getvalue())
+    summary = {"nodes": len(fabric.nodes), "user_files": sum(map(len, user.values())), "not_kept": NOT_KEPT}
+    home.store.run("INSERT INTO snapshots(id, lab, owner, created, size, summary) VALUES (?, ?, ?, ?, ?, ?)",
+                   sid, name, owner, time.time(), len(buf.getvalue()), json.dumps(summary))
+    return {"snapshot": sid, "lab": name, "size": len(buf.getvalue()), **summary}, 0
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -83,10 +86,10 @@ def _rendered(d: Path, node: str) -> dict[str, str]:
     return state.read_files(d, node, names)
 
 
-def unpack(core: Core, sid: str, into: Path) -> tuple[Path, Path | None, Path | None]:
+def unpack(home: Home, sid: str, into: Path) -> tuple[Path, Path | None, Path | None]:
     """Snapshot `sid` unpacked into `into` (through the body reader, as any archive):
     (its topology file, its configs directory or None, its NVUE saved files or None)."""
-    data = (core.where("snapshots") / f"{sid}.tar.gz").read_bytes()
+    data = (home.where("snapshots") / f"{sid}.tar.gz").read_bytes()
     root = bodies.archive(into, data, "snapshot")
     meta = json.loads((root / "snapshot.json").read_text())
     topo = root / "topology" / Path(meta["topology"]).name
@@ -95,5 +98,5 @@ def unpack(core: Core, sid: str, into: Path) -> tuple[Path, Path | None, Path | 
     return topo, configs, saved
 
 
-def path(core: Core, sid: str) -> Path:
-    return core.where("snapshots") / f"{sid}.tar.gz"
+def path(home: Home, sid: str) -> Path:
+    return home.where("snapshots") / f"{sid}.tar.gz"

@@ -2,8 +2,9 @@
 operations with their progress events, and snapshots. It survives a restart: what was running
 when the server stopped is found here and settled (`twin.server.recover`).
 
-One connection, shared by the server's threads under one lock (SQLite serialises writers anyway);
-WAL journal, so a reader never waits for a writer's fsync. Rows come back as plain dicts.
+One connection per process, shared by its threads under one lock (SQLite serialises writers
+anyway); an operation's worker process has its own (`worker`), writing the operation's state and
+events as it goes. WAL journal, so a reader never waits for a writer. Rows come back as plain dicts.
 """
 from __future__ import annotations
 
@@ -28,15 +29,16 @@ CREATE TABLE IF NOT EXISTS labs (
 CREATE TABLE IF NOT EXISTS operations (
     id TEXT PRIMARY KEY, lab TEXT NOT NULL, owner TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,
     created REAL NOT NULL, started REAL, finished REAL, result TEXT, error TEXT NOT NULL DEFAULT '',
-    exit INTEGER, idem TEXT, request TEXT);
+    exit INTEGER, idem TEXT, request TEXT, worker INTEGER);
 CREATE UNIQUE INDEX IF NOT EXISTS operations_idem ON operations(owner, idem) WHERE idem IS NOT NULL;
 CREATE TABLE IF NOT EXISTS events (
     op TEXT NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL,
-    PRIMARY KEY (op, seq));
+    stage TEXT NOT NULL DEFAULT '', PRIMARY KEY (op, seq));
 CREATE TABLE IF NOT EXISTS snapshots (
     id TEXT PRIMARY KEY, lab TEXT NOT NULL, owner TEXT NOT NULL, created REAL NOT NULL,
     size INTEGER NOT NULL, summary TEXT NOT NULL);
 """
+ADDED = (("operations", "worker", "INTEGER"), ("events", "stage", "TEXT NOT NULL DEFAULT ''"))   # since the first
 DONE = ("succeeded", "failed")          # an operation's final states
 OPEN = ("pending", "running")
 
@@ -52,6 +54,9 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
+            for table, column, decl in ADDED:      # a database an older server made
+                if column not in {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
         path.chmod(0o600)
 
     def close(self) -> None:
@@ -142,12 +147,18 @@ class Store:
         self.run("UPDATE operations SET state = ?, finished = ?, result = ?, error = ?, exit = ? WHERE id = ?",
                  state, time.time(), None if result is None else json.dumps(result, default=str), error, code, oid)
 
-    def add_event(self, oid: str, seq: int, kind: str, text: str) -> None:
-        self.run("INSERT INTO events(op, seq, at, kind, text) VALUES (?, ?, ?, ?, ?)", oid, seq, time.time(), kind,
-                 text)
+    def add_event(self, oid: str, seq: int, kind: str, text: str, stage: str = "") -> None:
+        self.run("INSERT INTO events(op, seq, at, kind, stage, text) VALUES (?, ?, ?, ?, ?, ?)", oid, seq, time.time(),
+                 kind, stage, text)
 
     def events(self, oid: str, after: int = -1) -> list[dict[str, Any]]:
-        return self.rows("SELECT seq, at, kind, text FROM events WHERE op = ? AND seq > ? ORDER BY seq", oid, after)
+        return self.rows("SELECT seq, at, kind, stage, text FROM events WHERE op = ? AND seq > ? ORDER BY seq", oid,
+                         after)
+
+    def last_event(self, oid: str) -> int:
+        """The number of operation `oid`'s last event (-1: none)."""
+        row = self.row("SELECT MAX(seq) AS seq FROM events WHERE op = ?", oid)
+        return -1 if row is None or row["seq"] is None else row["seq"]
 
     # --- snapshots -------------------------------------------------------------------------
     def snapshot(self, sid: str) -> dict[str, Any] | None:
