@@ -35,6 +35,7 @@ interface eth1
  ip address 10.0.12.{i}/30
  ip router isis CORE
  isis network point-to-point
+ isis hello-interval 1
 !
 interface eth2
  ip address 172.16.{i}.1/24
@@ -54,6 +55,7 @@ router bgp 6500{i}
 router isis CORE
  net 49.0001.0000.0000.000{i}.00
  is-type level-2-only
+ lsp-gen-interval 1
 !
 ip route 192.0.2.0/24 blackhole
 !
