@@ -49,11 +49,29 @@ def host_turn(who: str = "twin e2e") -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def one_e2e_run_at_a_time():
+def one_e2e_run_at_a_time(twin_home):
     """Test labs have fixed names and Docker's names are host-wide: two e2e runs on one host (two
-    checkouts) would tear each other's labs down. They take turns."""
+    checkouts) would tear each other's labs down. They take turns; the run whose turn it is first
+    takes down what an earlier run left (`sweep_earlier_runs`)."""
     with host_turn():
+        sweep_earlier_runs()
         yield
+
+
+def sweep_earlier_runs() -> list[str]:
+    """Take down every test lab (`t-...`: the tests' own names, never a user's) an earlier run left:
+    one killed before its teardown, or a machine stopped mid-suite and started again with its
+    containers. With the host's turn held no other run has a lab, and a lab of this run's names that
+    is already there would be refused ("has containers but no recorded state"). Returns their names."""
+    runtime = DockerRuntime()
+    names = set(runtime.labs())
+    names |= {(n.attrs.get("Labels") or {}).get(LABEL_LAB, "")
+              for n in runtime.client.networks.list(filters={"label": LABEL_LAB})}
+    left = sorted(n for n in names if n.startswith("t-"))
+    for name in left:
+        print(f"\ntwin e2e: taking down lab {name}, left by an earlier run", file=sys.stderr)
+        Lab(name).down()
+    return left
 
 
 @pytest.fixture(scope="session")
