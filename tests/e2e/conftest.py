@@ -13,7 +13,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 from pyroute2 import IPRoute, netns
@@ -161,3 +161,21 @@ def nvue_services(lab: str) -> list[int]:
         if argv[-3:] == [b"-m", b"twin.nvue.nvued", lab.encode()]:
             out.append(int(d.name))
     return out
+
+
+@contextmanager
+def chromium(width: int = 1200, height: int = 800) -> Iterator[Any]:
+    """Debian's headless Chromium through its chromedriver (Selenium; no browser download), quit after."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+        opts.add_argument(a)
+    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        yield browser
+    finally:
+        browser.quit()

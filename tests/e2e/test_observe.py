@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.conftest import ROOT, twin_cli
+from tests.e2e.conftest import ROOT, chromium, twin_cli
 from twin import wait
 from twin.observe import store
 from twin.observe.collector import Collector
@@ -196,58 +196,50 @@ def _drop_count(samples: dict) -> float:
 
 
 def test_the_web_page_in_chromium_draws_the_fabric_and_shows_a_link_going_down(lab, tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     twin_cli("verify", LAB, "--only", "isolation", check=True)   # the page shows the last result
     port = free_port()
     p = serve("web", LAB, "--listen", f"127.0.0.1:{port}")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-              "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        opts.add_argument(a)
-    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
     fabric = lab.context().fabric
     try:
-        wait.until(lambda: [] if _answers(f"http://127.0.0.1:{port}/") else ["page not served"], 30, "twin web")
-        browser.get(f"http://127.0.0.1:{port}/")
-        js = "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.dataset[arguments[1]]);"
+        with chromium(1400, 1000) as browser:
+            wait.until(lambda: [] if _answers(f"http://127.0.0.1:{port}/") else ["page not served"], 30, "twin web")
+            browser.get(f"http://127.0.0.1:{port}/")
+            js = "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.dataset[arguments[1]]);"
 
-        def drawn() -> list[str]:
-            nodes = browser.execute_script(js, "g.node", "node")
-            states = browser.execute_script(js, "line.link", "state")
-            if sorted(nodes) != sorted(fabric.nodes) or len(states) != len(fabric.links):
-                return [f"{len(nodes)} nodes and {len(states)} links drawn"]
-            return [f"{states.count('up')} of {len(states)} links up"] if states.count("up") != len(states) else []
+            def drawn() -> list[str]:
+                nodes = browser.execute_script(js, "g.node", "node")
+                states = browser.execute_script(js, "line.link", "state")
+                if sorted(nodes) != sorted(fabric.nodes) or len(states) != len(fabric.links):
+                    return [f"{len(nodes)} nodes and {len(states)} links drawn"]
+                return [f"{states.count('up')} of {len(states)} links up"] if states.count("up") != len(states) else []
 
-        wait.until(drawn, 30, "every node and link of the lab drawn, every link up")
-        assert "isolation matrix" in browser.find_element("id", "verify").text
-        link = 'line.link[data-a="dpu1:p0"], line.link[data-b="dpu1:p0"]'
-        state = f"return document.querySelector('{link}').dataset.state;"
-        twin_cli("fault", "link-down", LAB, "dpu1:p0", check=True)
-        t0 = time.monotonic()
-        wait.until(lambda: [] if browser.execute_script(state) == "down" else ["still up"], 5,
-                   "dpu1:p0 drawn down")
-        shown = time.monotonic() - t0
-        assert shown < 5
-        wait.until(lambda: [] if "link down" in browser.find_element("id", "timeline").text else ["no event"], 5,
-                   "the carrier event on the timeline")
-        browser.find_element("id", "node-dpu1").click()
-        wait.until(lambda: [] if "BGP sessions" in browser.find_element("id", "detail").text else ["no detail"], 5,
-                   "dpu1's detail")
-        shot = ROOT / "docs" / "web.png" if os.environ.get("TWIN_UPDATE_SCREENSHOT") == "1" else tmp_path / "web.png"
-        # docs/web.png (the README's picture) only when asked: a test leaves the tree clean
-        browser.save_screenshot(str(shot))
-        assert shot.stat().st_size > 10_000, "a real page, not a blank one"
-        carrier = twin_cli("events", LAB, "--since", "1m", "--kind", "carrier", check=True).stdout
-        assert "dpu1 p0: link down" in carrier
-        assert status_of(f"http://127.0.0.1:{port}/nope") == (404, "404: Not Found\n")
-        assert status_of(f"http://127.0.0.1:{port}/api/state", b"x" * 100_000) == \
-            (413, "413: a request body is at most 65536 bytes\n")
+            wait.until(drawn, 30, "every node and link of the lab drawn, every link up")
+            assert "isolation matrix" in browser.find_element("id", "verify").text
+            link = 'line.link[data-a="dpu1:p0"], line.link[data-b="dpu1:p0"]'
+            state = f"return document.querySelector('{link}').dataset.state;"
+            twin_cli("fault", "link-down", LAB, "dpu1:p0", check=True)
+            t0 = time.monotonic()
+            wait.until(lambda: [] if browser.execute_script(state) == "down" else ["still up"], 5,
+                       "dpu1:p0 drawn down")
+            shown = time.monotonic() - t0
+            assert shown < 5
+            wait.until(lambda: [] if "link down" in browser.find_element("id", "timeline").text else ["no event"], 5,
+                       "the carrier event on the timeline")
+            browser.find_element("id", "node-dpu1").click()
+            wait.until(lambda: [] if "BGP sessions" in browser.find_element("id", "detail").text else ["no detail"], 5,
+                       "dpu1's detail")
+            # docs/web.png (the README's picture) only when asked: a test leaves the tree clean
+            asked = os.environ.get("TWIN_UPDATE_SCREENSHOT") == "1"
+            shot = ROOT / "docs" / "web.png" if asked else tmp_path / "web.png"
+            browser.save_screenshot(str(shot))
+            assert shot.stat().st_size > 10_000, "a real page, not a blank one"
+            carrier = twin_cli("events", LAB, "--since", "1m", "--kind", "carrier", check=True).stdout
+            assert "dpu1 p0: link down" in carrier
+            assert status_of(f"http://127.0.0.1:{port}/nope") == (404, "404: Not Found\n")
+            assert status_of(f"http://127.0.0.1:{port}/api/state", b"x" * 100_000) == \
+                (413, "413: a request body is at most 65536 bytes\n")
     finally:
         twin_cli("fault", "link-up", LAB, "dpu1:p0")
-        browser.quit()
         p.terminate()
         p.wait(10)
     assert [line for line in p.stderr.read().splitlines()[1:] if "favicon" not in line] == [

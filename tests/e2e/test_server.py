@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from tests.e2e.conftest import PROGRESS, ROOT, leftovers, twin_cli
+from tests.e2e.conftest import PROGRESS, ROOT, chromium, leftovers, twin_cli
 from tests.e2e.served import Served
 from twin import wait
 from twin.client import ApiError
@@ -162,16 +162,7 @@ def test_the_labs_nvue_api_events_and_metrics_are_behind_the_token(served, owner
 
 
 def test_the_page_lists_the_users_labs_with_their_expiry_and_opens_a_labs_page(served, owner, lab):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-              "--disable-dev-shm-usage", "--window-size=1200,800"):
-        opts.add_argument(a)
-    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
-    try:
+    with chromium() as browser:
         browser.get(served.url + "/")
         wait.until(lambda: [] if browser.find_element("id", "signin").is_displayed() else ["no sign-in"], 10,
                    "the sign-in form")
@@ -185,8 +176,6 @@ def test_the_page_lists_the_users_labs_with_their_expiry_and_opens_a_labs_page(s
         wait.until(lambda: [] if "healthy: the lab holds its intent" in browser.find_element("id", "lab-status").text
                    else ["no status"], 30, f"{NAME}'s page with its status")
         assert "create" in browser.find_element("id", "lab-ops").text
-    finally:
-        browser.quit()
 
 
 def last_operation(served: Served, token: str, lab: str) -> tuple[dict, list[dict]]:
