@@ -101,6 +101,9 @@ def test_a_route_target_leak_between_tenants_is_named(broken):
     blue_rt = f"{broken.fabric.nodes['dpu2'].asn & 0xFFFF}:10200"
     broken.node("dpu1").vtysh("configure terminal", f"router bgp {asn} vrf red", "address-family l2vpn evpn",
                               f"route-target import {blue_rt}")
+    # bgpd imports blue's routes into red a moment later: judge once red's VRF on dpu1 shows it
+    wait.until(lambda: [] if any(c.name == "vrf dpu1 red" for c in verify.run(broken, only=["control"]).failures())
+               else ["red's VRF on dpu1 still as intended"], 30, "dpu1 importing blue's routes into red")
     report = verify.run(broken, only=["control", "isolation"])
     failed = {c.name: c.message for c in report.failures()}
     assert not report.passed
