@@ -66,19 +66,27 @@ def side_by_side(c: Client, rounds: int) -> list[dict]:
     return rows
 
 
-def client(url: str, token: str, ops: list[str], interval: float, done, out) -> None:
-    """One client (a process of its own, as 20 CI jobs are): GETs of the operations and their events,
-    one every `interval` s (from a random start; 0: one after the other), until `done` (no GET after
-    it: the 20 would come at once); its latencies and errors onto `out`."""
+def client(url: str, token: str, ready, ops_q, done, interval: float, out) -> None:
+    """One client (a process of its own, as 20 CI jobs are): started, imported and through a first GET
+    before the labs are created (a CI job's own start-up is not the server's latency), then GETs of the
+    operations and their events, one every `interval` s (from a random start; 0: one after the other),
+    until `done` (no GET after it: the 20 would come at once); its latencies and errors onto `out`.
+    `done` is a flag read without a lock: 20 processes taking one shared lock on every tick would
+    wait on each other (a holder that loses its CPU holds them all)."""
     try:
         os.nice(-worker.NICE)      # at the server's priority: CI jobs run on machines of their own, not behind
     except PermissionError:        # this host's bring-ups (root only)
         pass
     mine = Client(url, token)
-    mine.request("GET", f"/v1/operations/{ops[0]}")     # untimed: this process's first request imports and sets up
+    mine.request("GET", "/v1/me")  # untimed: this process's first request imports and sets up
+    ready.put(os.getpid())
+    ops = ops_q.get()
     latencies, errors, late, n = [], [], [], 0
     tick = time.monotonic() + random.uniform(0, interval)
-    while not done.wait(max(0.0, tick - time.monotonic())):
+    while not done.value:
+        time.sleep(max(0.0, tick - time.monotonic()))
+        if done.value:
+            break
         late.append(max(0.0, time.monotonic() - tick))  # how long this client waited for a CPU to wake on
         tick += interval
         oid = ops[n % 2]
@@ -94,21 +102,27 @@ def client(url: str, token: str, ops: list[str], interval: float, done, out) -> 
 
 
 def polling(c: Client, interval: float, seconds_cap: float = 300) -> dict:
-    """Two labs come up through the API while CLIENTS processes poll their operations and events."""
-    ops = [c.create(AIPOD, name=f"bench-two{i}", wait=False)["operation"] for i in range(2)]
-    done, out = multiprocessing.Event(), multiprocessing.Queue()
-    procs = [multiprocessing.Process(target=client, args=(c.url, c.token, ops, interval, done, out))
+    """Two labs come up through the API while CLIENTS processes, started and ready before them, poll
+    their operations and events."""
+    ready, ops_q, out = multiprocessing.Queue(), multiprocessing.Queue(), multiprocessing.Queue()
+    done = multiprocessing.Value("b", 0, lock=False)
+    procs = [multiprocessing.Process(target=client, args=(c.url, c.token, ready, ops_q, done, interval, out))
              for _ in range(CLIENTS)]
-    t0 = time.monotonic()
     for p in procs:
         p.start()
+    for _ in procs:
+        ready.get(timeout=120)
+    t0 = time.monotonic()
+    ops = [c.create(AIPOD, name=f"bench-two{i}", wait=False)["operation"] for i in range(2)]
+    for _ in procs:
+        ops_q.put(ops)
     states = []
     while time.monotonic() - t0 < seconds_cap:
         states = [c.operation(o)["state"] for o in ops]
         if all(s in ("succeeded", "failed") for s in states):
             break
         time.sleep(0.5)
-    done.set()
+    done.value = 1
     latencies: list[float] = []
     errors: list[str] = []
     late: list[float] = []
