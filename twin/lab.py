@@ -328,8 +328,8 @@ class Lab:
         return out
 
     def down(self) -> list[str]:
-        """Remove exactly what this lab owns: its containers (their links die with them), a
-        namespace a killed `up` left behind, and its directory."""
+        """Remove exactly what this lab owns: its containers (their links die with them), the
+        namespaces a killed `up` or a stopped node left behind, and its directory."""
         with self.writing("twin down"):
             removed = cleanup.remove_all(self.name, self.dir, self._remover())
             locks.forget(self.name)      # its lock files too, as this hold ends

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from pyroute2 import netns as named_netns
 
 from twin import timeouts, verify, wait
 from twin.change import faults
 from twin.cli.faults import fault_group
+from twin.config.naming import held_netns
 from twin.errors import TwinError
 from twin.lifecycle import barrier
-from twin.runtime import frr
+from twin.runtime import frr, netns
 from twin.traffic import flows
 
 pytestmark = pytest.mark.e2e
@@ -93,10 +95,36 @@ def test_killed_bgpd_comes_back_and_the_lab_reconverges(lab):
     reconverge(lab)
 
 
-def test_a_restarted_dpu_is_rewired_and_reconverges(lab):
-    f = faults.node_restart(lab, "dpu2")
-    assert f.details["links"] == len(lab.fabric.nodes["dpu2"].ports)
+def peer_ports(lab, node: str) -> dict[str, tuple[int, str]]:
+    """The peers' ends of `node`'s links: "peer:port" -> (ifindex, operational state)."""
+    out = {}
+    for port in lab.fabric.nodes[node].ports:
+        with netns.ipr(lab.context().pid(port.peer_node)) as ipr:
+            (link,) = ipr.get_links(ifname=port.peer_port)
+            out[f"{port.peer_node}:{port.peer_port}"] = (link["index"], link.get("IFLA_OPERSTATE"))
+    return out
+
+
+def test_a_stopped_dpus_peers_keep_their_ports_and_it_comes_back(lab):
+    """As a switch's neighbours while it reboots: the leafs' ports to dpu2 stay (same interface,
+    configured), without carrier; started again, dpu2 takes its ends back and the fabric reconverges."""
+    before = peer_ports(lab, "dpu2")
+    assert {state for _, state in before.values()} == {"UP"}
+    n = len(lab.fabric.nodes["dpu2"].ports)
+    stopped = faults.node_stop(lab, "dpu2")
+    assert stopped.details["links held"] == n
+    assert held_netns(NAME, "dpu2") in named_netns.listnetns()
+    # the kernel's link watcher sets a port's state from its carrier within a second
+    wait.until(lambda: [f"{p}: {st}" for p, (_, st) in peer_ports(lab, "dpu2").items() if st != "DOWN"], 5,
+               "the leafs' and hosts' ports to dpu2 to lose their carrier", first=0.1, cap=0.5)
+    during = peer_ports(lab, "dpu2")
+    assert {p: i for p, (i, _) in during.items()} == {p: i for p, (i, _) in before.items()}, "the same interfaces"
+    started = faults.node_start(lab, "dpu2")
+    assert started.details["links"] == started.details["links taken back"] == n
+    assert held_netns(NAME, "dpu2") not in named_netns.listnetns()
     reconverge(lab)
+    after = peer_ports(lab, "dpu2")
+    assert after == before, "the leafs' ports are the ones they had, up again"
     report = verify.run(lab, only=["control", "isolation"])
     assert report.passed, [f"{c.name}: {c.message}" for c in report.failures()]
 

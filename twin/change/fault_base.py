@@ -12,9 +12,10 @@ and how to revert it (`result.revert()`):
 
 Links: `link-down`/`link-up` (both ends), `link-loss`/`link-loss-clear` (random
 loss on a port: tc netem where the kernel has it, else nftables). Nodes:
-`node-stop`, `node-kill`, `node-start`, `node-restart` (Docker); a container that
-starts again has a new network namespace, so `node-start` re-creates its links and
-configures it as bring-up would. `daemon-kill` kills an FRR daemon (watchfrr
+`node-stop`, `node-kill`, `node-start`, `node-restart` (Docker); a node twin stops
+hands its ends of its links to a namespace of the lab's (its peers keep their ports), and
+`node-start` takes them back into the container's new network namespace and configures it
+as bring-up would. `daemon-kill` kills an FRR daemon (watchfrr
 restarts it). The registry key is each fault's only name: `twin fault KEY`,
 `fault:KEY:TARGET[:ARG]` in `twin rehearse`, and `kind` in JSON.
 """

@@ -1,9 +1,12 @@
 """Node faults: a container stopped, killed, started again, restarted; an FRR daemon killed.
 
-A container that starts again has a new network namespace: `node-start`
-re-creates its management port and its links to every running peer, sets both ends up, configures the
-node as bring-up does (overlay, FRR, bindings) and restores the peers' side of
-the links (a VTEP's host port back into its tenant, a host's address). A node
+A node that twin stops or kills first hands its ends of its links to a namespace of the lab's
+(`links.park`): its peers keep their ports, configured as they were and without carrier, as a
+switch's neighbours do while it reboots. A container that starts again has a new network
+namespace: `node-start` takes its held ends back (`links.unpark`), re-creates its management port
+and any link that was not held (the container stopped behind twin's back) with the peer's side
+restored (a VTEP's host port back into its tenant, a host's address), sets its ports up and
+configures the node as bring-up does (overlay, FRR, bindings). A node
 that runs NVUE gets the kernel plane of what it runs now (its applied
 startup.yaml, on the lab's layout: `LabContext.nvue`), not the topology's
 rendering; so does a peer's port on such a node. A node running the user's
@@ -22,7 +25,7 @@ from twin.errors import NetlinkFailed, RuntimeFailed, TwinError
 from twin.lifecycle import mgmtnet
 from twin.lifecycle.bringup import configure_node
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr, netns, observe
+from twin.runtime import frr, links, netns, observe
 from twin.runtime.links import create_link
 
 
@@ -35,13 +38,14 @@ class NodeFault(Fault):
 
 @register
 class NodeStop(NodeFault):
-    key, summary, undone_by = "node-stop", "stop NODE's container (its links die with it)", "node-start"
+    key, summary, undone_by = "node-stop", "stop NODE's container (its peers keep their ports)", "node-start"
 
     def act(self, ctx: LabContext) -> dict[str, Any]:
         c = ctx.container(self.target)
+        held = _hold(ctx, self.target)
         c.stop(timeouts.NODE_STOP)
         ctx.refresh()
-        return {"container": c.name}
+        return {"container": c.name, "links held": len(held)}
 
 
 @register
@@ -50,17 +54,18 @@ class NodeKill(NodeFault):
 
     def act(self, ctx: LabContext) -> dict[str, Any]:
         c = ctx.container(self.target)
+        held = _hold(ctx, self.target)
         try:
             c.kill(timeouts.NODE_STOP)
         except RuntimeFailed as e:
             raise TwinError(f"{ctx.name}/{self.target}: {e}") from None
         ctx.refresh()
-        return {"container": c.name, "signal": "KILL"}
+        return {"container": c.name, "signal": "KILL", "links held": len(held)}
 
 
 @register
 class NodeStart(NodeFault):
-    key, summary, undone_by = "node-start", "start NODE again: re-create its links and configure it", "node-stop"
+    key, summary, undone_by = "node-start", "start NODE again: take back its links and configure it", "node-stop"
     breaks_intent = False
 
     def act(self, ctx: LabContext) -> dict[str, Any]:
@@ -79,9 +84,12 @@ class NodeStart(NodeFault):
             ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in tenants]])
         ctx.runtime.attach_mgmt(fabric, node, pid)   # its eth0 on the management network again
         running = {n: ctx.pid(n) for n in ctx.running() if n != node}
+        back = set(links.unpark(ctx.name, node, pid))   # its ends, held since it stopped
         wired, skipped = [], []   # (own port, peer end) of each re-created link
         for link in (k for k in fabric.links if node in (k.a.node, k.b.node)):
             own, peer = (link.a, link.b) if link.a.node == node else (link.b, link.a)
+            if own.port in back:   # the peer kept its port as it was
+                continue
             if peer.node not in running:
                 skipped.append(str(peer))
                 continue
@@ -90,19 +98,19 @@ class NodeStart(NodeFault):
             _wait_gone(ctx, ref, running[peer.node])
             create_link(link, {**running, node: pid})
             wired.append((own.port, ref))
-        for port, _ in wired:
+        for port in sorted(back) + [port for port, _ in wired]:
             set_port(ctx, PortRef(node, port), up=True, pid=pid)
         configure_node(fabric, node, ex, pid, ctx.backend, ctx.shaping, plane,
                        password=mgmtnet.password(ctx.dir, fabric))
         for _, peer_ref in wired:
             _replumb_peer(ctx, peer_ref, running[peer_ref.node], runs)
-        return {"container": c.name, "pid": pid, "links": len(wired),
+        return {"container": c.name, "pid": pid, "links": len(back) + len(wired), "links taken back": len(back),
                 **({"not wired (peer not running)": ", ".join(skipped)} if skipped else {})}
 
 
 @register
 class NodeRestart(NodeFault):
-    key, summary = "node-restart", "stop and start NODE (links re-created, FRR started)"
+    key, summary = "node-restart", "stop and start NODE (links held and taken back, FRR started)"
     self_revert = "none needed: the node runs again"
 
     def act(self, ctx: LabContext) -> dict[str, Any]:
@@ -136,6 +144,18 @@ class DaemonKill(NodeFault):
                             f"FRR processes: {', '.join(names) or 'none'}")
         ex.check(["kill", "-KILL", str(pid)])
         return {"daemon": daemon, "pid": pid, "signal": "KILL"}
+
+
+def _hold(ctx: LabContext, node: str) -> list[str]:
+    """A running node's ends of its links handed to the lab's holding namespace (`links.park`), each
+    taken from where the node runs it (its own namespace, or a tenant's on a VTEP's host port)."""
+    if not ctx.container(node).running():
+        return []
+    runs = ctx.nvue()
+    fabric = runs[node].plane.fabric if node in runs else ctx.fabric
+    ends = [(end.port, overlay.port_ns(fabric, node, end.port, ctx.backend))
+            for link in ctx.fabric.links for end in (link.a, link.b) if end.node == node]
+    return links.park(ctx.name, node, ctx.pid(node), ends)
 
 
 def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int, runs: dict[str, nvue.NvueNode]) -> None:

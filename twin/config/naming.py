@@ -1,7 +1,7 @@
 """How everything a lab creates is named after it, so `down` and the tests find exactly
 what the lab owns and two labs coexist: container names and labels (a node's container name is
 also its host name on this host: /etc/hosts), link aliases, the management network, the
-namespace of the VRF-backend probe."""
+namespaces of the VRF-backend probe and of a stopped node's links."""
 from __future__ import annotations
 
 LABEL_LAB = "twin.lab"
@@ -33,6 +33,12 @@ def link_alias(lab: str, local: str, peer: str) -> str:
 def probe_netns(lab: str) -> str:
     """The throwaway host namespace of the VRF-backend probe (`twin.runtime.kernel.vrf_devices`)."""
     return f"twin-{lab}-probe"
+
+
+def held_netns(lab: str, node: str = "") -> str:
+    """The host namespace that holds a stopped node's ends of its links (`twin.runtime.links.park`), so
+    its peers keep their ports; "" node: the prefix of the lab's (a '.' is in no lab or node name)."""
+    return f"twin-{lab}.held.{node}"
 
 
 def dryrun_container(lab: str) -> str:

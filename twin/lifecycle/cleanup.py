@@ -26,17 +26,18 @@ from twin import wait
 from twin.config.naming import probe_netns
 from twin.lifecycle import state
 from twin.nvue import service as nvue_service
-from twin.runtime import netns
+from twin.runtime import links, netns
 from twin.runtime.base import Runtime
 
 
 def remove_all(name: str, d: Path, runtime: Runtime) -> list[str]:
-    """Lab `name`'s NVUE service, containers, probe namespace and directory `d`: removed; returns the
-    container names."""
+    """Lab `name`'s NVUE service, containers, probe namespace, the namespaces holding stopped nodes'
+    links and directory `d`: removed; returns the container names."""
     if d.is_dir() and not d.is_symlink():
         nvue_service.stop(d)
     removed = runtime.remove_lab(name, d)
     netns.remove_named(probe_netns(name))
+    links.remove_held(name)
     state.remove(d)
     return removed
 

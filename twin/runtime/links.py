@@ -1,9 +1,14 @@
 """Links through netlink (pyroute2): veth pairs created straight into two nodes'
 network namespaces, with the topology's MTU, then brought up in each node.
 
-No veth ever exists in the host namespace, so nothing can be left behind there:
+No veth ever exists in the host's own namespace, so nothing can be left behind there:
 a link dies with the namespace of either of its nodes. Each end carries an
 ifalias naming its lab, port and peer, so `ip link` inside a node says what it is.
+
+A node that twin stops (a fault: node-stop, node-kill, node-restart) first hands its ends of
+its links to a namespace of the lab's on the host (`park`, `naming.held_netns`), so its peers keep
+their ports, without carrier, as a switch's neighbours do while it reboots; starting it again
+takes them back (`unpark`), and `twin down` removes what is held (`remove_held`).
 
 `Wiring` overlaps with container creation: a link is created as soon as both
 of its nodes run, and a node's ports come up as soon as all its links exist.
@@ -19,7 +24,7 @@ from typing import Callable
 from pyroute2 import NetlinkError
 
 from twin import timeouts, wait
-from twin.config.naming import link_alias
+from twin.config.naming import held_netns, link_alias
 from twin.errors import StageTimeout, TwinError
 from twin.runtime import netns
 from twin.runtime.netns import netns_path
@@ -73,6 +78,55 @@ def delete_link(link: Link, pids: dict[str, int]) -> bool:
                 ipr.link("del", index=idx[0])
                 return True
     return False
+
+
+def park(lab: str, node: str, pid: int, ends: list[tuple[str, str]]) -> list[str]:
+    """Node `node` (init process `pid`) is about to stop: its ends of its links, `ends` as (port,
+    namespace in the node: "" its own, else a tenant's), moved into the lab's holding namespace for
+    it, where they stay down. Returns the ports moved (one already gone is left out)."""
+    place = netns.create_named(held_netns(lab, node))
+    moved = []
+    for port, ns in ends:
+        with netns.ipr(pid, ns) as ipr:
+            idx = ipr.link_lookup(ifname=port)
+            if not idx:
+                continue
+            try:
+                ipr.link("set", index=idx[0], net_ns_fd=place)
+            except NetlinkError as e:
+                raise TwinError(f"{lab}/{node}: cannot hold port {port} while the node stops: {e}") from None
+            moved.append(port)
+    return moved
+
+
+def unpark(lab: str, node: str, pid: int) -> list[str]:
+    """Node `node` runs again (init process `pid`): its ends of its links, held since it stopped,
+    moved into its new namespace under their names, and the holding namespace removed. Returns the
+    ports taken back ([]: nothing was held, e.g. the container was stopped behind twin's back)."""
+    name = held_netns(lab, node)
+    if not netns.named(name):
+        return []
+    back = []
+    with netns.open_ipr(netns.named_path(name)) as ipr:
+        for link in ipr.get_links():
+            port = link.get("ifname")
+            if port == "lo":
+                continue
+            try:
+                ipr.link("set", index=link["index"], net_ns_fd=netns_path(pid))
+            except NetlinkError as e:
+                raise TwinError(f"{lab}/{node}: cannot give back its port {port}: {e}") from None
+            back.append(port)
+    netns.remove_named(name)
+    return back
+
+
+def remove_held(lab: str) -> list[str]:
+    """Every holding namespace of lab `lab` removed (the links in it die with it); their names."""
+    gone = netns.named(held_netns(lab))
+    for name in gone:
+        netns.remove_named(name)
+    return gone
 
 
 class Wiring:

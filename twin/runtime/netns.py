@@ -220,6 +220,26 @@ def here() -> Netlink:
     return InNamespace("")
 
 
+def named_path(name: str) -> str:
+    """Where the host's named namespace `name` is (iproute2's `ip netns` place)."""
+    return f"/run/netns/{name}"
+
+
+def create_named(name: str) -> str:
+    """The host's named namespace `name` (/run/netns/NAME), new and empty, made without a fork: a
+    thread of twin's unshares its namespace and binds it there (pyroute2's `attach`), so it lives on
+    after the thread; an existing one of that name is kept (it is twin's: its names carry the lab's).
+    Returns its path."""
+    if name not in named_netns.listnetns():
+        inside("", lambda: named_netns.attach(name, "thread-self"), fresh=True)
+    return named_path(name)
+
+
+def named(name: str) -> list[str]:
+    """The host's named namespaces whose names start with `name`."""
+    return sorted(n for n in named_netns.listnetns() if n.startswith(name))
+
+
 def remove_named(name: str) -> None:
     """The host's named namespace `name` (/run/netns/NAME, e.g. a lab's probe) removed, if there."""
     if name in named_netns.listnetns():

@@ -1,0 +1,21 @@
+"""What a lab creates on the host is named so that its cleanup takes exactly its own: the
+namespaces that hold a stopped node's links (`naming.held_netns`) of one lab never start with
+another lab's prefix, whatever the two names."""
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from twin.config import held_netns, probe_netns
+from twin.topology.names import LAB_NAME
+
+labs = st.from_regex(LAB_NAME, fullmatch=True)
+nodes = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?", fullmatch=True)
+
+
+@given(labs, labs, nodes)
+def test_a_labs_holding_namespaces_are_its_own(lab, other, node):
+    mine = held_netns(lab)
+    assert held_netns(lab, node).startswith(mine)
+    assert held_netns(other, node).startswith(mine) == (other == lab)
+    assert not probe_netns(other).startswith(mine)
