@@ -45,7 +45,7 @@ lint: venv
 	$(VENV)/bin/mypy
 
 test: images lint docs-check
-	$(VENV)/bin/pytest -v $(PYTEST_ARGS) tests
+	$(VENV)/bin/pytest -v --durations=25 $(PYTEST_ARGS) tests
 
 # the documentation site into site/ (the command reference and the front page generated as it builds)
 docs: venv

@@ -85,7 +85,13 @@ class DockerRuntime:
 
         def wired(node: str) -> None:
             execs.append(started[node].exec(f"{fabric.name}/{node}"))
-            configure(node, execs[-1], wiring.pids[node])
+            try:
+                configure(node, execs[-1], wiring.pids[node])
+            except TwinError as e:
+                if not self.foreign(fabric.nodes[node]):
+                    raise
+                image = str(fabric.nodes[node].image)
+                raise ownimage.gone_instead(fabric.name, node, image, started[node], e) from None
 
         bridge = [""]
         wiring = Wiring(fabric, on_wired=wired, attach=lambda node, pid: mgmt.attach(

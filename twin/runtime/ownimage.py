@@ -7,7 +7,9 @@ containerlab gives its nodes, once twin has the node's ports up (the same wait a
 command has): an FRR image starts its FRR, twin's wiring, barrier and checks are around it.
 An image built from twin's node image (it carries `TWIN_LABEL`) starts twin's way instead.
 Once the lab is wired, each such node must still run after its image's command started;
-one that exited is named with its image, exit code and last log line (`check_started`).
+one that exited is named with its image, exit code and last log line (`check_started`), also
+when it exits while twin still configures it (`gone_instead`): its command starts as soon as
+its ports are up.
 """
 from __future__ import annotations
 
@@ -67,6 +69,17 @@ def stopped(lab: str, node: str, image: str, handle: NodeHandle) -> StartFailed:
     except TwinError:
         code = "?"
     return StartFailed(f"{lab}/{node}: its image {image} stopped once started (exit code {code})" + _last_line(handle))
+
+
+def gone_instead(lab: str, node: str, image: str, handle: NodeHandle, error: TwinError) -> TwinError:
+    """What to say when configuring a node on its own image failed (`error`): that its image stopped,
+    when it did (its command runs as soon as its ports are up, while twin still configures it), else
+    `error` as it was."""
+    try:
+        running = handle.state().get("Running")
+    except TwinError:
+        return error
+    return error if running else stopped(lab, node, image, handle)
 
 
 def check_started(lab: str, handles: dict[str, NodeHandle], images: dict[str, str]) -> None:

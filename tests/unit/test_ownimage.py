@@ -1,0 +1,30 @@
+"""A node on its own image that exits while twin configures it is named as its image stopping
+(exit code, last log line), not as the exec that failed under it."""
+from __future__ import annotations
+
+from twin.errors import TwinError
+from twin.runtime import ownimage
+
+
+class Handle:
+    def __init__(self, running: bool, code: int = 127, log: str = "sh: /usr/lib/lab/start-missing: not found\n"):
+        self.running, self.code, self.log = running, code, log
+
+    def state(self) -> dict:
+        return {"Running": self.running, "ExitCode": self.code}
+
+    def logs(self, tail: int = 20) -> str:
+        return self.log
+
+
+def test_an_image_that_stopped_under_its_configuration_is_named_as_stopping():
+    failed = TwinError("lab/h1: container twin-lab-h1 is not running (exited)")
+    said = ownimage.gone_instead("lab", "h1", "example.invalid/broken:1", Handle(False), failed)
+    assert isinstance(said, ownimage.StartFailed)
+    assert str(said) == ("lab/h1: its image example.invalid/broken:1 stopped once started (exit code 127); "
+                         "its last log line: sh: /usr/lib/lab/start-missing: not found")
+
+
+def test_a_failure_of_a_node_still_running_is_said_as_it_was():
+    failed = TwinError("lab/h1: `ip link set eth1 up` exited 1")
+    assert ownimage.gone_instead("lab", "h1", "example.invalid/ok:1", Handle(True), failed) is failed
