@@ -152,7 +152,11 @@ def test_progress_counts_sessions_and_routes_and_names_flapping_sessions(tmp_pat
     assert line.startswith("converging: 1/6 routers done, sessions 5/16 up, loopback routes 6/") and \
         "(on the 2 of 6 routers read so far)" in line and \
         line.endswith("; waiting for leaf1; flapping: spine1 to leaf1 (swp1) re-established 3 times; "
-                      "spine1 to leaf2 (swp2) re-established 0 times, now Active"), line
+                      "spine1 to leaf2 (swp2) dropped once, now Active"), line
+    lost = Progress(dict(intent), looked=True)
+    lost.flapped("spine1", {"swp2": (0, 1, "Idle")})
+    assert lost.line(0, 6, "spine1").endswith("; waiting for spine1; sessions lost: spine1 to leaf2 (swp2) dropped "
+                                              "once, now Idle"), "a session down since its peer restarted: no flap"
     (cause,) = p.causes("keepalive 3 s, hold 9 s")
     assert cause.startswith("sessions flapped: 2 dropped after they were Established (keepalive 3 s, hold 9 s), "
                             "e.g. spine1 to leaf1 (swp1) re-established 3 times")

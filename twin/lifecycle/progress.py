@@ -50,7 +50,13 @@ class Flap:
 
     def __str__(self) -> str:
         now = "" if self.state == "Established" else f", now {self.state}"
+        if not self.again:   # dropped and not up since (its peer restarted, say): no flap yet
+            return f"{self.node} to {self.peer} ({self.port}) dropped {_times(self.dropped)}{now}"
         return f"{self.node} to {self.peer} ({self.port}) re-established {self.again} times{now}"
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
 
 
 @dataclass
@@ -91,7 +97,8 @@ class Progress:
             if len(self.seen) < len(self.intents):   # the looks have not read every router yet
                 head += f" (on the {len(self.seen)} of {len(self.intents)} routers read so far)"
         worst = sorted(self.flaps.values(), key=lambda f: -f.dropped)
-        flapping = f"; flapping: {'; '.join(map(str, worst[:3]))}" + (
+        label = "flapping" if any(f.again for f in worst) else "sessions lost"
+        flapping = f"; {label}: {'; '.join(map(str, worst[:3]))}" + (
             f" (+{len(worst) - 3} more)" if len(worst) > 3 else "") if worst else ""
         return f"{head}; waiting for {waiting}{flapping}"
 

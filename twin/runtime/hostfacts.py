@@ -12,7 +12,7 @@ from pathlib import Path
 
 import docker
 
-from twin.config.naming import LABEL_LAB
+from twin.config.naming import LABEL_LAB, held_netns
 from twin.runtime import images
 
 NETNS_DIR = Path("/run/netns")
@@ -81,9 +81,17 @@ def node_images() -> list[Image]:
     return [Image(t, frr_of(client, t), t == current) for t in tags]
 
 
+def stray_netns(names: list[str], known: set[str]) -> list[str]:
+    """The twin-named namespaces (`twin-*`) among `names` that no lab in `known` holds: a lab's
+    holding namespace of a stopped node's links (`naming.held_netns`) is its own, not a leftover
+    (removing it would take its peers' ports)."""
+    mine = tuple(held_netns(lab) for lab in known)
+    return sorted(n for n in names if n.startswith("twin-") and not (mine and n.startswith(mine)))
+
+
 def leftovers(known: set[str]) -> Leftovers:
     """Containers and networks of labs not in `known` (the labs with a directory under $TWIN_HOME),
-    and twin-named namespaces (`twin-*`) in /run/netns."""
+    and twin-named namespaces (`twin-*`) in /run/netns that none of them holds."""
     client = _client()
     labs: dict[str, list[str]] = {}
     for c in client.containers.list(all=True, filters={"label": LABEL_LAB}):
@@ -96,7 +104,7 @@ def leftovers(known: set[str]) -> Leftovers:
         if lab not in known:
             nets.setdefault(lab, []).append(n.name)
     try:
-        ns = sorted(n for n in os.listdir(NETNS_DIR) if n.startswith("twin-"))
+        ns = stray_netns(os.listdir(NETNS_DIR), known)
     except OSError:
         ns = []
     return Leftovers({k: sorted(v) for k, v in sorted(labs.items())}, ns,
