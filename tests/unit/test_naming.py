@@ -3,10 +3,12 @@ namespaces that hold a stopped node's links (`naming.held_netns`) of one lab nev
 another lab's prefix, whatever the two names, and `twin doctor` never calls them leftovers."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from twin.config import held_netns, probe_netns
+from twin.runtime import links, netns
 from twin.runtime.hostfacts import stray_netns
 from twin.topology.names import LAB_NAME
 
@@ -26,3 +28,10 @@ def test_doctor_names_a_namespace_no_lab_holds_and_never_a_running_labs_held_lin
     names = ["twin-a.held.leaf1", "twin-ab.held.leaf1", "twin-b-probe", "other", "twin-a-probe"]
     assert stray_netns(names, {"a"}) == ["twin-a-probe", "twin-ab.held.leaf1", "twin-b-probe"]
     assert stray_netns(names, set()) == ["twin-a-probe", "twin-a.held.leaf1", "twin-ab.held.leaf1", "twin-b-probe"]
+
+
+def test_a_node_takes_back_only_its_own_held_links(monkeypatch):
+    """leaf1 started again while leaf10 is stopped: leaf10's holding namespace is not leaf1's."""
+    monkeypatch.setattr(netns.named_netns, "listnetns", lambda: [held_netns("lab", "leaf10")])
+    monkeypatch.setattr(netns, "open_ipr", lambda path: pytest.fail(f"{path} opened for leaf1"))
+    assert links.unpark("lab", "leaf1", 1) == []

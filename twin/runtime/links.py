@@ -104,7 +104,7 @@ def unpark(lab: str, node: str, pid: int) -> list[str]:
     moved into its new namespace under their names, and the holding namespace removed. Returns the
     ports taken back ([]: nothing was held, e.g. the container was stopped behind twin's back)."""
     name = held_netns(lab, node)
-    if not netns.named(name):
+    if name not in netns.named(name):   # exactly its own: leaf10's starts with leaf1's name too
         return []
     back = []
     with netns.open_ipr(netns.named_path(name)) as ipr:
