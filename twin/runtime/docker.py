@@ -69,15 +69,18 @@ class DockerRuntime:
         execs: list[NodeExec] = []
         said = [time.monotonic()]
 
+        def as_own_image(node: str, e: TwinError) -> TwinError:   # its image stopping, when it did
+            if not self.foreign(fabric.nodes[node]):
+                return e
+            return ownimage.gone_instead(fabric.name, node, str(fabric.nodes[node].image), started[node], e)
+
         def running(node: str, container: NodeHandle) -> None:
             started[node] = container
             try:
                 with wait.doing(node, "its container inspected (its pid)"):
                     pid = self.pid(container)
-            except TwinError:
-                if self.foreign(fabric.nodes[node]):   # its own image stopped at once
-                    raise ownimage.stopped(fabric.name, node, str(fabric.nodes[node].image), container) from None
-                raise
+            except TwinError as e:
+                raise as_own_image(node, e) from None
             wiring.node_running(node, pid)
             if time.monotonic() - said[0] >= timeouts.WIRING_SAY:
                 say(wiring.progress())
@@ -88,10 +91,7 @@ class DockerRuntime:
             try:
                 configure(node, execs[-1], wiring.pids[node])
             except TwinError as e:
-                if not self.foreign(fabric.nodes[node]):
-                    raise
-                image = str(fabric.nodes[node].image)
-                raise ownimage.gone_instead(fabric.name, node, image, started[node], e) from None
+                raise as_own_image(node, e) from None
 
         bridge = [""]
         wiring = Wiring(fabric, on_wired=wired, attach=lambda node, pid: mgmt.attach(
