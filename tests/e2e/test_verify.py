@@ -83,7 +83,8 @@ def test_a_wrong_vni_on_one_vtep_is_named(broken):
     dpu2_vtep = str(broken.fabric.nodes["dpu2"].loopback)
 
     def dpu1_still_floods_to_dpu2() -> list[str]:
-        vni = frr.normalize_vni((broken.node("dpu1").vtysh_json("show evpn vni 10101 json") or [{}])[0])
+        (doc,) = broken.node("dpu1").vtysh_json("show evpn vni 10101 json")
+        vni = frr.normalize_vni(doc)
         return [f"dpu1 still lists {dpu2_vtep} for VNI 10101"] if dpu2_vtep in vni["remoteVteps"] else []
 
     wait.until(dpu1_still_floods_to_dpu2, 30, "dpu1 withdrawing dpu2 as VTEP of VNI 10101")
