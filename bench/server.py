@@ -6,9 +6,10 @@
    labs come up through the API at once, each client every `--interval` s (0.1: 200 GETs a second
    in all): no error, and the GETs' p50/p99 (p99 < 100 ms); then the same with clients that poll as
    fast as they can (a load test: shown, not judged). The clients stand for CI jobs on machines of
-   their own; here they share 2 cores with the server and two bring-ups, so they run at the
-   server's priority (root), and each says how late it woke for its next GET (its wait for a CPU,
-   which a GET's time measured by the client includes).
+   their own; here they share 2 cores with the server and two bring-ups, so each runs in a session
+   of its own (where the kernel weighs sessions as one) at the server's priority (root), and each
+   says how late it woke for its next GET (its wait for a CPU, which a GET's time measured by the
+   client includes). The server runs as a service would, in a session of its own (`Served`).
 
 Prints a table (rich) and writes bench-results/server.json. Takes the host's e2e lock.
 """
@@ -35,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.conftest import host_turn  # noqa: E402
 from tests.e2e.served import Served  # noqa: E402
 from twin.client import Client  # noqa: E402
-from twin.server import worker  # noqa: E402
+from twin.server import cpu, worker  # noqa: E402
 
 AIPOD = ROOT / "topologies/aipod.yml"
 CLIENTS = 20
@@ -73,10 +74,8 @@ def client(url: str, token: str, ready, ops_q, done, interval: float, out) -> No
     until `done` (no GET after it: the 20 would come at once); its latencies and errors onto `out`.
     `done` is a flag read without a lock: 20 processes taking one shared lock on every tick would
     wait on each other (a holder that loses its CPU holds them all)."""
-    try:
-        os.nice(-worker.NICE)      # at the server's priority: CI jobs run on machines of their own, not behind
-    except PermissionError:        # this host's bring-ups (root only)
-        pass
+    cpu.own_session()              # machines of their own: not in the bench's (or anybody's) scheduling group,
+    cpu.ahead(worker.NICE)         # and at the server's priority, not behind this host's bring-ups (root only)
     mine = Client(url, token)
     mine.request("GET", "/v1/me")  # untimed: this process's first request imports and sets up
     ready.put(os.getpid())

@@ -37,7 +37,8 @@ class Served:
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "twin.cli", "serve", "--state", str(self.state),
                                           "--listen", "127.0.0.1:0", *self.options], cwd=ROOT, env=os.environ.copy(),
-                                         stdout=log, stderr=log)
+                                         stdout=log, stderr=log,
+                                         start_new_session=True)   # as a service runs: a session of its own
         deadline = time.monotonic() + STARTUP
         while time.monotonic() < deadline:
             found = said.findall(self.log.read_text())

@@ -29,7 +29,9 @@ if ! docker info >/dev/null 2>&1; then
         echo "started docker.service"
     else
         echo "starting dockerd (log: /var/log/twin-dockerd.log)"
-        nohup dockerd >/var/log/twin-dockerd.log 2>&1 &
+        # a session of its own, as a service manager would start it: not the terminal's (its
+        # Ctrl-C and hang-up), nor weighed with it where the kernel groups sessions (autogroup)
+        setsid -f dockerd >/var/log/twin-dockerd.log 2>&1 </dev/null
     fi
     deadline=$((SECONDS + 60))
     until docker info >/dev/null 2>&1; do

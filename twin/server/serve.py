@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import sys
 from typing import Callable
 
 from twin.lifecycle.service import Listener, Service, check_listeners
-from twin.server import worker
+from twin.server import cpu, worker
 from twin.server.app import create_app
 from twin.server.core import Core, Settings
 from twin.server.problems import guard_body
@@ -36,14 +35,13 @@ def logs(level: int = logging.INFO) -> None:
 
 
 def _ahead() -> None:
-    """The server ahead of the work on a busy host: its CPU priority `worker.NICE` steps up (its
-    operations' workers step down as much: they run as `twin up` would), and what it has loaded
+    """The server ahead of the work on a busy host (`cpu`): its CPU priority `worker.NICE` steps
+    up, its session's weight as much where the kernel weighs sessions as one and the server leads
+    its own (its operations' workers leave it, and run as `twin up` would), and what it has loaded
     kept out of the garbage collector's full passes (tens of ms each, more on a busy CPU, during
-    which no request is answered)."""
-    try:
-        os.nice(-worker.NICE)
-    except PermissionError:      # not root: the server and its work run at the same priority
-        pass
+    which no request is answered). What it could not do is said on its log."""
+    for missing in cpu.ahead(worker.NICE):
+        logging.getLogger("twin.server").info("not ahead of its operations' work: %s", missing)
     gc.collect()
     gc.freeze()
 

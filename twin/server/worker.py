@@ -13,9 +13,10 @@ twin a second. The worker
   races work its predecessor left running (`gone`: the new server's recovery waits for it);
 - ignores SIGINT: a Ctrl-C in the server's terminal stops the server, which lets running
   operations finish;
-- runs `NICE` steps below the server (which raised its own priority as much, `serve`): on a
-  busy host, a request is answered before an operation's Python work moves on, and that work
-  runs at the priority `twin up` would;
+- runs in a session of its own, `NICE` steps below the server (which raised its own priority
+  as much, `serve`): where the kernel weighs each session as one (autogroup, `cpu`), a worker
+  left in the server's would take the server's share; on a busy host, a request is answered
+  before an operation's work moves on, and that work runs at the priority `twin up` would;
 - writes the operation's state, its progress and its end into the state database, where the
   server's readers and event streams find them. Its progress is `twin.stages`': the `say` it
   hands the work is a `Progress`, each `Step` (stage and text) one event.
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from twin import stages, wait
+from twin.server import cpu
 from twin.server.home import Home
 from twin.server.problems import of_error
 from twin.server.store import Store
@@ -74,6 +76,7 @@ def _main(home: str, oid: str, work: Work, server: int, env: dict[str, str], cwd
     if not _alive(server):          # the server died before that took hold: nothing to do for anyone
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    cpu.own_session()               # out of the server's scheduling group (`cpu`)
     os.nice(NICE)
     os.environ.clear()
     os.environ.update(env)
