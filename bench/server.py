@@ -74,7 +74,7 @@ def client(url: str, token: str, ready, ops_q, done, interval: float, out) -> No
     until `done` (no GET after it: the 20 would come at once); its latencies and errors onto `out`.
     `done` is a flag read without a lock: 20 processes taking one shared lock on every tick would
     wait on each other (a holder that loses its CPU holds them all)."""
-    cpu.own_session()              # machines of their own: not in the bench's (or anybody's) scheduling group,
+    os.setsid()                    # machines of their own: not in the bench's (or anybody's) scheduling group,
     cpu.ahead(worker.NICE)         # and at the server's priority, not behind this host's bring-ups (root only)
     mine = Client(url, token)
     mine.request("GET", "/v1/me")  # untimed: this process's first request imports and sets up

@@ -143,7 +143,8 @@ def test_the_server_is_ahead_of_its_operations_work(served, owner, lab):
 
     def running_worker() -> list[str]:
         row = db.execute("SELECT worker FROM operations WHERE id = ? AND state = 'running'", (oid,)).fetchone()
-        found.extend(x for x in [row and row[0]] if x)
+        if row and row[0]:
+            found.append(row[0])
         return [] if found else [f"operation {oid} running in its worker"]
 
     found: list[int] = []

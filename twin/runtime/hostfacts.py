@@ -86,7 +86,7 @@ def stray_netns(names: list[str], known: set[str]) -> list[str]:
     holding namespace of a stopped node's links (`naming.held_netns`) is its own, not a leftover
     (removing it would take its peers' ports)."""
     mine = tuple(held_netns(lab) for lab in known)
-    return sorted(n for n in names if n.startswith("twin-") and not (mine and n.startswith(mine)))
+    return sorted(n for n in names if n.startswith("twin-") and not n.startswith(mine))
 
 
 def leftovers(known: set[str]) -> Leftovers:

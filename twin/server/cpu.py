@@ -8,7 +8,7 @@ that start containers) and the containers' cgroup, whatever its processes' nice 
 that only lowered its nice value would share one session's weight with its own operations' work
 and be no further ahead of anybody else's.
 
-So each operation's worker leaves the server's session for one of its own (`own_session`): it
+So each operation's worker leaves the server's session for one of its own (`os.setsid`): it
 weighs as `twin up` in a terminal of its own would. And a server that leads its own session (a
 service: systemd starts each in one, `setsid twin serve` too) raises that session's weight with its
 own priority (`ahead`); one started in a terminal leaves the terminal's group as it is (it is
@@ -30,14 +30,15 @@ def ahead(steps: int) -> list[str]:
         os.nice(-steps)
     except PermissionError:
         missing.append(f"its CPU priority (nice -{steps}) needs root or CAP_SYS_NICE")
-    if grouped() and os.getsid(0) != os.getpid():
-        missing.append("its session's CPU weight is its terminal's (the kernel weighs sessions as one, "
-                       "autogroup): run it as a service, or with setsid, to put it ahead of the labs' work")
-    elif grouped():
-        try:
-            AUTOGROUP.write_text(str(-steps))
-        except OSError as e:
-            missing.append(f"its session's CPU weight (autogroup nice -{steps}): {e.strerror or e}")
+    if not grouped():
+        return missing
+    if os.getsid(0) != os.getpid():
+        return missing + ["its session's CPU weight is its terminal's (the kernel weighs sessions as one, "
+                          "autogroup): run it as a service, or with setsid, to put it ahead of the labs' work"]
+    try:
+        AUTOGROUP.write_text(str(-steps))
+    except OSError as e:
+        missing.append(f"its session's CPU weight (autogroup nice -{steps}): {e.strerror or e}")
     return missing
 
 
@@ -47,12 +48,3 @@ def grouped() -> bool:
         return AUTOGROUP.exists() and Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
     except OSError:
         return False
-
-
-def own_session() -> None:
-    """This process in a session (and so a scheduling group) of its own, at the default weight."""
-    try:
-        os.setsid()
-    except OSError:       # a process group leader already: it leads its own session or group
-        pass
-

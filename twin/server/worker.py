@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from twin import stages, wait
-from twin.server import cpu
 from twin.server.home import Home
 from twin.server.problems import of_error
 from twin.server.store import Store
@@ -76,7 +75,7 @@ def _main(home: str, oid: str, work: Work, server: int, env: dict[str, str], cwd
     if not _alive(server):          # the server died before that took hold: nothing to do for anyone
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    cpu.own_session()               # out of the server's scheduling group (`cpu`)
+    os.setsid()                     # out of the server's scheduling group (`cpu`); a forked child leads none
     os.nice(NICE)
     os.environ.clear()
     os.environ.update(env)
