@@ -42,7 +42,7 @@ from chaos_server import round_server  # noqa: E402
 from run import with_green  # noqa: E402  (make bench's tenant add: the same change)
 
 from tests.e2e.conftest import host_turn, leftovers  # noqa: E402  (the suite's own "left behind")
-from twin import wait  # noqa: E402
+from twin.base import wait  # noqa: E402
 from twin.runtime.docker import DockerRuntime  # noqa: E402
 
 SMALL = ROOT / "tests/e2e/small.yml"

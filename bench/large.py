@@ -44,12 +44,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 from run import MiB, clos, cpu_seconds, load1, settle  # noqa: E402  (bench/run.py, beside this file)
 
 from tests.e2e.conftest import host_turn  # noqa: E402
-from twin.errors import TwinError  # noqa: E402
+from twin.base.errors import TwinError  # noqa: E402
+from twin.base.wait import Deadline  # noqa: E402
 from twin.lab import Lab  # noqa: E402
 from twin.lifecycle import admission, barrier, hostlimits, state  # noqa: E402
 from twin.runtime import frr, netns, observe  # noqa: E402
 from twin.runtime.cgroup import memory  # noqa: E402
-from twin.wait import Deadline  # noqa: E402
 
 SPINES = 8
 LINE = re.compile(r"^\[\s*(\d+)s\] [^:]+: (.*)$")

@@ -37,9 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.e2e.conftest import host_turn  # noqa: E402  (the host's one lock for e2e, bench and chaos)
-from twin import verify, wait  # noqa: E402
+from twin import verify  # noqa: E402
+from twin.base import wait  # noqa: E402
+from twin.base.errors import TwinError  # noqa: E402
 from twin.config.naming import LABEL_LAB  # noqa: E402
-from twin.errors import TwinError  # noqa: E402
 from twin.lab import Lab  # noqa: E402
 from twin.lifecycle import hostlimits  # noqa: E402
 from twin.runtime.cgroup import memory  # noqa: E402

@@ -7,7 +7,7 @@ the pytest plugin and a user's scripts use.
     c.delete("ci-42")
 
 Every call that starts an operation waits for it (following its events, `say` hears its
-progress: each line a `twin.stages.Said`, a str that carries its stage) and returns the
+progress: each line a `twin.base.stages.Said`, a str that carries its stage) and returns the
 operation (`state`, `exit`, `result`); `wait=False` returns it at once.
 A refusal is `ApiError` with the server's problem (`status`, `detail`, `problems`).
 
@@ -29,8 +29,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from twin.errors import TwinError
-from twin.stages import Said
+from twin.base.errors import TwinError
+from twin.base.stages import Said
 
 Say = Callable[[str], None]
 TOKEN_FILE = Path("~/.config/twin/token")

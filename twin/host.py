@@ -8,8 +8,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from twin import timeouts
-from twin.errors import ConfigError, Problem, TwinError
+from twin.base import timeouts
+from twin.base.errors import ConfigError, Problem, TwinError
 from twin.lab import Lab
 from twin.lifecycle import admission, hostlimits, state
 from twin.nvue import frr_view

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Callable
 
 from twin import nvue, topology
+from twin.base.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
+from twin.base.wait import Bound, bounded, current, named
 from twin.config import render, userconf
 from twin.config.backend import DEFAULT_BACKEND, NAMES, Backend, wanted
 from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
-from twin.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
 from twin.interop import doors
 from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, locks, mgmtnet, state, vrfbackend
 from twin.lifecycle.context import LabContext
@@ -38,7 +39,6 @@ from twin.runtime.exec import NodeExec
 from twin.topology import samples
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
-from twin.wait import Bound, bounded, current, named
 
 Say = Callable[[str], None]
 

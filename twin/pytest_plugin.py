@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from twin import wait
+from twin.base import wait
+from twin.base.errors import ConvergenceTimeout, TopologyError, TwinError
 from twin.client import Client
-from twin.errors import ConvergenceTimeout, TopologyError, TwinError
 from twin.lab import Lab
 from twin.topology.checks import load_checks
 from twin.verify import checks as user_checks

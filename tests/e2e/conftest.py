@@ -122,7 +122,7 @@ def twin_cli(*args: str, check: bool = False, timeout: float = 300) -> subproces
     return p
 
 
-PROGRESS = re.compile(r"^\[\s*\d+s\] ")   # a long command's plain progress line, off a terminal (twin.stages)
+PROGRESS = re.compile(r"^\[\s*\d+s\] ")   # a long command's plain progress line, off a terminal (twin.base.stages)
 
 
 def said(stderr: str) -> list[str]:

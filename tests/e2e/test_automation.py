@@ -16,9 +16,10 @@ import yaml
 from click.testing import CliRunner
 
 from tests.e2e.conftest import ROOT
-from twin import verify, wait
+from twin import verify
+from twin.base import wait
+from twin.base.errors import TwinError
 from twin.cli.inventory import inventory_cmd
-from twin.errors import TwinError
 from twin.interop.inventory import inventory
 from twin.lab import Lab
 from twin.pytest_plugin import assert_frr_json

@@ -35,7 +35,8 @@ from pathlib import Path
 import pytest
 from pyroute2 import IPRoute, netns
 
-from twin import verify, wait
+from twin import verify
+from twin.base import wait
 from twin.intent.tenants import bridge_name
 from twin.runtime.netns import netns_path, tenant_netns_path
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import leftovers, twin_cli
-from twin import wait
+from twin.base import wait
 from twin.lab import Lab
 
 pytestmark = pytest.mark.e2e

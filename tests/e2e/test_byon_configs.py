@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
-from twin import topology, verify, wait
+from twin import topology, verify
+from twin.base import wait
 from twin.config.render import render_lab
 from twin.lab import Lab
 

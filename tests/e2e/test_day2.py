@@ -9,10 +9,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from twin import verify, wait
+from twin import verify
+from twin.base import wait
+from twin.base.errors import ApplyFailed, ChangeRefused, TopologyError
 from twin.change.rehearse import Thresholds, rehearse
 from twin.cli import main
-from twin.errors import ApplyFailed, ChangeRefused, TopologyError
 from twin.runtime import frr, kernel
 from twin.traffic import stream as S
 

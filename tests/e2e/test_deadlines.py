@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
-from twin import wait
-from twin.errors import ConvergenceTimeout
+from twin.base import wait
+from twin.base.errors import ConvergenceTimeout
 from twin.lab import Lab
 from twin.lifecycle import barrier
 from twin.runtime import netns

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
-from twin import wait
-from twin.errors import ChangeRefused
+from twin.base import wait
+from twin.base.errors import ChangeRefused
 from twin.lab import Lab
 from twin.lifecycle import hostlimits, locks, state
 from twin.runtime import kernel

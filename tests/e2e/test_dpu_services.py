@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import ROOT, twin_cli
-from twin import prove, verify, wait
+from twin import prove, verify
+from twin.base import wait
 from twin.config import services
 from twin.runtime import kernel
 from twin.runtime.kernel import probe_shaping

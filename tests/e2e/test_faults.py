@@ -6,11 +6,12 @@ import pytest
 from click.testing import CliRunner
 from pyroute2 import netns as named_netns
 
-from twin import timeouts, verify, wait
+from twin import verify
+from twin.base import timeouts, wait
+from twin.base.errors import TwinError
 from twin.change import faults
 from twin.cli.faults import fault_group
 from twin.config.naming import held_netns
-from twin.errors import TwinError
 from twin.lifecycle import barrier
 from twin.runtime import frr, netns
 from twin.traffic import flows

@@ -16,7 +16,7 @@ import pytest
 from pyroute2 import netns
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
-from twin import wait
+from twin.base import wait
 from twin.config.naming import probe_netns
 from twin.runtime import kernel
 

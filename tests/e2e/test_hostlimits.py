@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import leftovers, said, twin_cli
-from twin import wait
-from twin.errors import ConvergenceTimeout
+from twin.base import wait
+from twin.base.errors import ConvergenceTimeout
 from twin.lifecycle import barrier
 from twin.lifecycle import hostlimits as H
 from twin.topology import load

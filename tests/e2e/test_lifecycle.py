@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from twin.base.errors import ConvergenceTimeout
 from twin.config.render import render_lab
-from twin.errors import ConvergenceTimeout
 from twin.lab import Lab
 
 pytestmark = pytest.mark.e2e

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, said, twin_cli
-from twin import wait
-from twin.errors import ConvergenceTimeout
+from twin.base import wait
+from twin.base.errors import ConvergenceTimeout
 from twin.lifecycle import admission, barrier
 from twin.topology import load
 

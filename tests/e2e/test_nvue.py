@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
-from twin import verify, wait
+from twin import verify
+from twin.base import wait
 from twin.lab import Lab
 
 pytestmark = pytest.mark.e2e

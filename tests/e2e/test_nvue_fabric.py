@@ -22,7 +22,7 @@ import requests
 import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
-from twin import wait
+from twin.base import wait
 from twin.lab import Lab
 from twin.nvue import service as nvue_service
 

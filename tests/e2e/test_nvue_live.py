@@ -24,7 +24,8 @@ import requests
 import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
-from twin import verify, wait
+from twin import verify
+from twin.base import wait
 from twin.lab import Lab
 from twin.lifecycle import daemon, locks
 from twin.nvue import service as nvue_service

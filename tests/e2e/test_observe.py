@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import ROOT, chromium, twin_cli
-from twin import wait
+from twin.base import wait
 from twin.observe import store
 from twin.observe.collector import Collector
 

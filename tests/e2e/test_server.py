@@ -33,7 +33,7 @@ import yaml
 
 from tests.e2e.conftest import PROGRESS, ROOT, chromium, leftovers, twin_cli
 from tests.e2e.served import Served
-from twin import wait
+from twin.base import wait
 from twin.client import ApiError
 from twin.lab import Lab
 from twin.lifecycle import locks

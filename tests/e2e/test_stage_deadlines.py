@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, said, twin_cli
+from twin.base.errors import StageTimeout
 from twin.config.naming import container_name
-from twin.errors import StageTimeout
 from twin.lab import Lab
 from twin.runtime import dockerapi
 from twin.runtime.docker import DockerRuntime

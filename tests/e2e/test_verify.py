@@ -8,7 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.e2e.conftest import twin_cli
-from twin import verify, wait
+from twin import verify
+from twin.base import wait
 from twin.config.steps import Step
 from twin.runtime import frr, kernel
 from twin.verify import zerotrust

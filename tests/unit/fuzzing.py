@@ -10,7 +10,7 @@ from typing import Any, Callable
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from twin.errors import TopologyError, TwinError
+from twin.base.errors import TopologyError, TwinError
 
 SECONDS = 2.0
 PEAK_BYTES = 200 * 1024 * 1024

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from twin.errors import TopologyError, TwinError
+from twin.base.errors import TopologyError, TwinError
 from twin.runtime.exec import NodeExec, carried, labelled, recording
 from twin.topology.allow import AllowRule, load_allow
 from twin.verify import baseline as B

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fabrics import clos
-from twin import timeouts, wait
-from twin.errors import ConvergenceTimeout, DeadlinePassed, NetlinkTimeout, StageTimeout, TwinError
+from twin.base import timeouts, wait
+from twin.base.errors import ConvergenceTimeout, DeadlinePassed, NetlinkTimeout, StageTimeout, TwinError
 from twin.observe import linkstats
 from twin.runtime import dockerapi, netns
 from twin.runtime.links import Wiring

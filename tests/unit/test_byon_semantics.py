@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from twin import topology
+from twin.base.errors import CommandError, TopologyError, TwinError
 from twin.config.render import render_lab
 from twin.config.userconf import forwarding_sysctls
-from twin.errors import CommandError, TopologyError, TwinError
 from twin.intent import Intent
 from twin.interop import export_containerlab
 from twin.interop.clab_import import import_clab, is_clab

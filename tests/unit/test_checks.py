@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from twin.errors import TopologyError
+from twin.base.errors import TopologyError
 from twin.topology import load
 from twin.topology.checks import CheckSet, load_checks, merge
 from twin.topology.model import Fabric
@@ -121,7 +121,7 @@ def test_names_are_unique_across_files(tmp_path):
 
 
 def test_the_pytest_plugin_makes_one_test_per_check(tmp_path):
-    from twin.errors import TwinError
+    from twin.base.errors import TwinError
     from twin.pytest_plugin import twin_checks
 
     f = tmp_path / "c.yml"

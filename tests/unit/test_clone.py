@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from twin import topology
+from twin.base.errors import TopologyError
 from twin.config.render import render_lab
-from twin.errors import TopologyError
 from twin.interop import neighbors
 from twin.interop.clone import clone
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from twin import wait
-from twin.errors import TwinError
+from twin.base import wait
+from twin.base.errors import TwinError
 from twin.lifecycle import daemon
 
 CHILD = r"""

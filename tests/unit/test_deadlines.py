@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from pyroute2 import IPRoute
 
-from twin import stages, wait
-from twin.errors import ConvergenceTimeout, NetlinkTimeout
+from twin.base import stages, wait
+from twin.base.errors import ConvergenceTimeout, NetlinkTimeout
 from twin.runtime import netns, observe, rtdump
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,9 +15,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from twin.base.errors import TwinError
 from twin.cli import main
 from twin.config.render import render_lab
-from twin.errors import TwinError
 from twin.interop import export_containerlab
 from twin.interop.clabernetes import build_clabernetes
 from twin.interop.containerlab import MAX_BOUND_FILES

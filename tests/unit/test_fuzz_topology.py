@@ -15,7 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from twin.errors import TopologyError
+from twin.base.errors import TopologyError
 from twin.topology import Fabric, load
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from twin import topology
-from twin.errors import TopologyError
+from twin.base.errors import TopologyError
 from twin.intent import Intent, frrconf
 from twin.intent.generic import daemons_enabled, daemons_for
 from twin.runtime import frr
@@ -183,7 +183,7 @@ def test_remote_vteps_of_either_frr_sort_as_addresses():
 
 
 def test_a_timeout_only_on_devices_the_labs_scripts_make_says_how_to_go_on_in_one_line():
-    from twin.errors import ConvergenceTimeout
+    from twin.base.errors import ConvergenceTimeout
     from twin.lifecycle.generic import after_deploy
 
     vni = ("leaf1: L3VNI 1000 of VRF red is Down in zebra (no VRF or VXLAN device of it yet: has the script that "

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from twin import topology
+from twin.base.errors import TopologyError, TwinError
 from twin.cli import main
 from twin.config import userconf
-from twin.errors import TopologyError, TwinError
 from twin.interop.clone import clone
 from twin.lab import Lab
 from twin.topology import files

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fabrics import clos
-from twin.errors import ConvergenceTimeout
+from twin.base.errors import ConvergenceTimeout
 from twin.lifecycle import admission
 from twin.lifecycle import hostlimits as H
 from twin.topology import load

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from twin import topology
-from twin.errors import TopologyError, TwinError
+from twin.base.errors import TopologyError, TwinError
 from twin.interop.clab_import import import_clab
 from twin.lifecycle import imagechoice
 from twin.runtime.base import ImageFacts

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from twin.errors import TopologyError
+from twin.base.errors import TopologyError
 from twin.interop import export_air_dot, export_air_json, import_air, parse_roles
 from twin.interop.air_dot import parse_air_dot
 from twin.kinds import KINDS

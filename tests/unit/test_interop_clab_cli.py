@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.interop.clab_cli import ClabContainer, Containerlab, container_name, find_binary, parse_inspect
 
 FIXTURES = Path(__file__).resolve().parents[1] / "golden" / "interop" / "clab-inspect"

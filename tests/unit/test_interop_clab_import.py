@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from twin import topology
-from twin.errors import TopologyError
+from twin.base.errors import TopologyError
 from twin.interop.clab_import import import_clab, is_clab
 
 ROOT = Path(__file__).resolve().parents[2]

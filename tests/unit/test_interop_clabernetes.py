@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from tests.clabschema import CLAB_SCHEMA
+from twin.base.errors import TwinError
 from twin.config.render import render_lab
-from twin.errors import TwinError
 from twin.interop import export_clabernetes
 from twin.interop.clabernetes import CONFIGMAP_MAX, build_clabernetes
 from twin.interop.containerlab import build_containerlab

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from tests.clabschema import CLAB_SCHEMA
+from twin.base.errors import TwinError
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE
 from twin.config.render import render_lab
-from twin.errors import TwinError
 from twin.interop import export_containerlab
 from twin.interop.containerlab import build_containerlab
 from twin.interop.startscript import start_script

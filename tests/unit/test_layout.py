@@ -22,7 +22,7 @@ DATA = (TWIN / "images",)   # package data: the node image's recipe (its scripts
 # data does (its configurations after interop, its service's files in lifecycle, its change kind beside
 # change's, its daemon after change).
 LAYERS = [
-    {"twin.errors", "twin.timeouts", "twin.wait", "twin.safeopen", "twin.junit", "twin.version", "twin.stages"},
+    {"twin.base"},   # errors, deadlines and the wait, stages, the users' files' reader, JUnit, version
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"},
     {"twin.nvue"},    # NVUE's configurations in and out (pure): tree, startup.yaml, frr.conf, kernel plane, export
     {"twin.runtime"},
@@ -175,10 +175,10 @@ def test_kinds_are_not_told_apart_by_name_outside_kinds():
 def test_one_name_per_fault_in_the_registry_the_cli_rehearse_and_the_readme():
     from click.testing import CliRunner
 
+    from twin.base.errors import TwinError
     from twin.change import REGISTRY, fault_types, parse_fault
     from twin.cli import main
     from twin.cli.faults import fault_group
-    from twin.errors import TwinError
 
     keys = set(fault_types())
     assert keys == {"link-down", "link-up", "link-loss", "link-loss-clear", "node-stop", "node-kill", "node-start",

@@ -16,11 +16,11 @@ import pytest
 import requests
 
 from tests.unit.fabrics import clos
-from twin import timeouts
+from twin.base import timeouts
+from twin.base.errors import CommandError, Stopped, TwinError
 from twin.change.declarative import TopologyChange
 from twin.cli import common
 from twin.config.render import render_lab
-from twin.errors import CommandError, Stopped, TwinError
 from twin.intent import Intent
 from twin.lifecycle import admission as A
 from twin.lifecycle import cleanup

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from twin.errors import LabStateError
+from twin.base.errors import LabStateError
 from twin.lifecycle import locks
 
 HOLD = """

@@ -2,8 +2,8 @@
 
 import pytest
 
-from twin import wait
-from twin.errors import CommandError, ConvergenceTimeout, TwinError
+from twin.base import wait
+from twin.base.errors import CommandError, ConvergenceTimeout, TwinError
 from twin.runtime import images
 from twin.runtime.exec import NodeExec
 

@@ -10,10 +10,10 @@ import pytest
 import yaml
 from cryptography import x509
 
+from twin.base.errors import TwinError
 from twin.change.diff import FabricDiff
 from twin.config import overlay
 from twin.config.render import render_lab
-from twin.errors import TwinError
 from twin.interop.clab_import import import_clab
 from twin.interop.clabernetes import build_clabernetes
 from twin.interop.inventory import inventory

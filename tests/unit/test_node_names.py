@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.lifecycle.context import LabContext
 from twin.topology import load
 from twin.topology.checks import load_checks

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from twin import wait
-from twin.errors import NamespaceRefused
+from twin.base import wait
+from twin.base.errors import NamespaceRefused
 from twin.runtime import nsguard
 
 NODE_PIDNS, NODE_MNT, HOST_PIDNS, OTHER_PIDNS, OTHER_MNT = 11, 12, 21, 31, 32

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from twin import nvue, topology
+from twin.base.errors import TopologyError
 from twin.config import userconf
-from twin.errors import TopologyError
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"

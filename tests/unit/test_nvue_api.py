@@ -18,7 +18,7 @@ import requests
 
 from tests.unit.test_nvue_change import SAMPLES, running_lab
 from twin import nvue
-from twin.errors import TopologyError
+from twin.base.errors import TopologyError
 from twin.lifecycle.service import Listener, Service
 from twin.nvue import api, cli
 from twin.nvue import client as client_module

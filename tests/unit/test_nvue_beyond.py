@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from twin import nvue, topology
-from twin.errors import TopologyError
+from twin.base.errors import TopologyError
 from twin.nvue import routed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from tests.unit.test_nvue_api import nv, served  # noqa: F401  (the served app: one per module)
 from twin import nvue, topology
+from twin.base.errors import TopologyError
 from twin.config import render, safetext
 from twin.config.overlay import script_of
 from twin.config.steps import Step
-from twin.errors import TopologyError
 from twin.nvue import api, cli
 from twin.nvue.load import NvueFile
 from twin.nvue.tree import leaves

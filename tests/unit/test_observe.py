@@ -244,7 +244,7 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_exporter_serves():
 
 def test_a_netlink_read_the_kernel_never_answers_is_an_error_not_a_hang(monkeypatch):
 
-    from twin import timeouts
+    from twin.base import timeouts
     from twin.runtime import netns
     monkeypatch.setattr(timeouts, "NETLINK", 0.2)
     s = netns.netlink("", socket.NETLINK_ROUTE)

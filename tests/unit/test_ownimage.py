@@ -2,7 +2,7 @@
 (exit code, last log line), not as the exec that failed under it."""
 from __future__ import annotations
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.runtime import ownimage
 
 

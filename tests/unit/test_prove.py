@@ -265,7 +265,7 @@ def test_a_proof_scores_and_reports(tmp_path, aipod):
 
 def test_a_proof_refuses_unknown_groups_before_it_touches_a_lab():
     from twin import prove as proving
-    from twin.errors import TwinError
+    from twin.base.errors import TwinError
     with pytest.raises(TwinError, match=r"unknown check group\(s\) nonsense; groups: checks, control"):
         proving.prove("no-such-lab", only=["nonsense"])
 

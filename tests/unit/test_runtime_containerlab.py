@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.runtime import containerlab as C
 from twin.topology import load, mgmt
 

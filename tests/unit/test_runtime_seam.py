@@ -6,8 +6,8 @@ import os
 import docker
 import pytest
 
+from twin.base.errors import NetlinkFailed, NodeGone, RuntimeFailed, TwinError
 from twin.config.steps import OPS
-from twin.errors import NetlinkFailed, NodeGone, RuntimeFailed, TwinError
 from twin.runtime import failures, netns, observe
 from twin.runtime.base import NodeHandle
 from twin.runtime.steps_apply import APPLY

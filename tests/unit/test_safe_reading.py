@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from twin import safeopen
-from twin.errors import Problem, TopologyError
+from twin.base import safeopen
+from twin.base.errors import Problem, TopologyError
 from twin.runtime import nodefs
 from twin.topology import csv_safe, files, json_safe
 from twin.topology.yaml_safe import read_yaml

@@ -21,16 +21,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from twin import wait
+from twin.base import wait
+from twin.base.errors import TopologyError
+from twin.base.stages import Said
 from twin.cli import main
 from twin.client import ApiError, Client, change_body
-from twin.errors import TopologyError
 from twin.lifecycle.service import Listener, Service
 from twin.server import Core, Limits, Principal, Settings, allowlist, auth, bodies, issue
 from twin.server.app import create_app
 from twin.server.problems import ApiProblem, guard_body
 from twin.server.serve import MAX_BODY
-from twin.stages import Said
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = (ROOT / "tests/e2e/small.yml").read_text()
@@ -217,7 +217,7 @@ def waits_to_be_killed(home, say):
 
 
 def test_an_operation_runs_in_a_worker_whose_death_fails_it(server):
-    """The work runs in a process of its own; its progress is twin.stages' Steps (stage and text, in
+    """The work runs in a process of its own; its progress is twin.base.stages' Steps (stage and text, in
     the operation and its events); a worker killed mid-operation fails it, saying so."""
     core, url = server
     c = Client(url, user(core, "kim"))

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.lifecycle.service import Listener, check_listeners
 
 SERVER = r"""

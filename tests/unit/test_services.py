@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from twin.base.errors import TopologyError
 from twin.config import services
 from twin.config.reconcile import node_delta
-from twin.errors import TopologyError
 from twin.intent import Intent
 from twin.topology import load
 from twin.topology.rates import parse_rate

@@ -1,7 +1,7 @@
 """Lab names and lab directories: nothing outside $TWIN_HOME/labs/<lab> is ever removed."""
 import pytest
 
-from twin.errors import LabNameError, TwinError
+from twin.base.errors import LabNameError, TwinError
 from twin.lab import Lab
 from twin.lifecycle import state
 

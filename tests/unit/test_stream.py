@@ -7,7 +7,7 @@ from scapy.contrib.roce import BTH
 from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.traffic import results, roce, stamp, stream
 
 RUN = 0xDEADBEEF

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from twin.errors import TopologyError
+from twin.base.errors import TopologyError
 from twin.topology import LAB_NAME_RULE, ValidationReport, check_lab_name, load, names, validate, yaml_safe
 from twin.topology.problems import dotted, listing, quoted
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from twin import topology
+from twin.base.errors import TopologyError
 from twin.config import userconf
 from twin.config.render import render_lab
-from twin.errors import TopologyError
 from twin.runtime import dryrun
 from twin.verify import rts
 

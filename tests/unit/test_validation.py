@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from twin.errors import TopologyError
+from twin.base.errors import TopologyError
 from twin.kinds import KINDS
 from twin.topology import load
 

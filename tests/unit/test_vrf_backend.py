@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from twin.base.errors import TopologyError
 from twin.config.backend import DEFAULT_BACKEND, DEVICE, NETNS, device_needs, wanted
-from twin.errors import TopologyError
 from twin.lifecycle.vrfbackend import choose, config_warnings
 from twin.topology import load
 

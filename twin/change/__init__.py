@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin import topology
+from twin.base.errors import Problem, TopologyError, TwinError
 from twin.change import link_faults, node_faults  # noqa: F401  (they register their faults)
 from twin.change.base import REGISTRY, Change, Result
 from twin.change.declarative import ConfigsChange, TopologyChange
@@ -23,7 +24,6 @@ from twin.change.fault_base import Fault, fault_types
 from twin.change.report import Thresholds
 from twin.change.summary import rehearsal_md
 from twin.config import userconf
-from twin.errors import Problem, TopologyError, TwinError
 from twin.lifecycle.context import LabContext
 from twin.nvue.change.nv_file import PREFIX as NV_PREFIX
 from twin.nvue.change.nv_file import load as load_nv

@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, ClassVar, Protocol
 
-from twin import timeouts, wait
+from twin.base import timeouts, wait
+from twin.base.errors import ApplyFailed, ChangeRefused, ConvergenceTimeout, TwinError
 from twin.change.base import Result, Say
 from twin.change.work import Work, dry_run
 from twin.config import overlay
 from twin.config.reconcile import node_delta
-from twin.errors import ApplyFailed, ChangeRefused, ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier, hostlimits, imagechoice, state
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.cleanup import patient

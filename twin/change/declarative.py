@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from twin.base.errors import Problem, TopologyError
 from twin.change import apply as stages
 from twin.change.base import Change, Result, Say, register
 from twin.change.diff import FabricDiff, unified
@@ -14,7 +15,6 @@ from twin.change.plan import Plan, file_diffs
 from twin.change.work import Work, current_files, frr_actions, keep_user_files
 from twin.config import overlay, render, userconf
 from twin.config.reconcile import node_delta
-from twin.errors import Problem, TopologyError
 from twin.lifecycle import vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.nvue.change.nvue_work import nvue_work

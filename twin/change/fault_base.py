@@ -24,10 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from twin.base.errors import NetlinkFailed, TwinError
 from twin.change.base import REGISTRY, Change, Result, Say
 from twin.config import overlay
 from twin.config.naming import link_alias
-from twin.errors import NetlinkFailed, TwinError
 from twin.lifecycle.context import LabContext
 from twin.observe import store
 from twin.runtime import kernel

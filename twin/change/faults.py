@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from twin.base.errors import TwinError
 from twin.change import link_faults, node_faults
 from twin.change.base import Result
 from twin.change.fault_base import fault_types
-from twin.errors import TwinError
 from twin.lifecycle.context import context_of
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from twin.base.errors import TwinError
 from twin.change.base import register
 from twin.change.fault_base import Fault, Param, in_ns, link_of, port_ref, set_port
 from twin.config import droplog
-from twin.errors import TwinError
 from twin.lifecycle.context import LabContext
 
 LOSS_TABLE = "twin_loss_{port}"   # nftables table of a loss fault, per port (netdev family)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from twin import kinds, nvue, timeouts, wait
+from twin import kinds, nvue
+from twin.base import timeouts, wait
+from twin.base.errors import NetlinkFailed, RuntimeFailed, TwinError
 from twin.change.base import register
 from twin.change.fault_base import Fault, Param, PortRef, set_port
 from twin.config import overlay
 from twin.config.backend import NETNS
-from twin.errors import NetlinkFailed, RuntimeFailed, TwinError
 from twin.lifecycle import mgmtnet
 from twin.lifecycle.bringup import configure_node
 from twin.lifecycle.context import LabContext

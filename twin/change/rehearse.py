@@ -32,12 +32,13 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from twin import timeouts, verify, wait
+from twin import verify
+from twin.base import timeouts, wait
+from twin.base.errors import ConvergenceTimeout, TwinError
 from twin.change import load_change
 from twin.change.base import Change, Result
 from twin.change.report import Rehearsal, Thresholds
 from twin.change.snapshot import flapped, route_changes, snapshot
-from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
 from twin.lifecycle.context import LabContext, context_of
 from twin.observe import store

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twin import junit
+from twin.base import junit
 from twin.traffic.results import StreamResult
 from twin.verify.compare import Comparison
 from twin.verify.result import Report

@@ -5,9 +5,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from twin import timeouts
+from twin.base import timeouts
+from twin.base.errors import TwinError
 from twin.config.overlay import tenant_ns, vrf_tables
-from twin.errors import TwinError
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr, observe
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from twin import timeouts
+from twin.base import timeouts
 from twin.change.plan import Plan
 from twin.config import render
 from twin.config.reconcile import NodeDelta

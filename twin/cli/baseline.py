@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from twin import timeouts
+from twin.base import timeouts
 from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, out, run, write_reports
 from twin.lab import Lab
 from twin.topology.allow import load_allow

@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from twin import prove, verify
+from twin.base.errors import TwinError
 from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, out, progress, run, write_reports
-from twin.errors import TwinError
 from twin.lab import Lab
 from twin.observe import store
 from twin.topology.checks import CheckSet, load_checks, merge

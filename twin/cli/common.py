@@ -24,8 +24,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from twin import stages, version
-from twin.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
+from twin.base import stages, version
+from twin.base.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
 from twin.host import describe_failure
 from twin.verify import Recorder, recording
 
@@ -110,7 +110,7 @@ def run(cli: click.Context, fn: Callable[[], T]) -> T:
 def progress(label: str, first: str) -> Iterator[stages.Progress]:
     """The `say` of a long command: on a terminal, rich's status line on stderr; off one (a CI log,
     a file), plain lines on stderr at each stage change and at least every 10 s
-    (`twin.stages.PlainLines`); with -v, every line too. Its `subscribe` hands out each Step."""
+    (`twin.base.stages.PlainLines`); with -v, every line too. Its `subscribe` hands out each Step."""
     tell = stages.Progress()
     cli = click.get_current_context(silent=True)
     if cli is not None and cli.find_root().obj and cli.find_root().obj.verbose:

@@ -8,12 +8,12 @@ import click
 from rich.table import Table
 
 from twin import host, kinds
+from twin.base.errors import AlreadyUp, ConvergenceTimeout, TopologyError, TwinError
 from twin.cli.common import err, main, out, progress, run
 from twin.config import userconf
 from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.naming import container_name
 from twin.config.render import render_lab
-from twin.errors import AlreadyUp, ConvergenceTimeout, TopologyError, TwinError
 from twin.interop import doors, parse_roles
 from twin.lab import Lab
 from twin.lifecycle import generic

@@ -9,8 +9,8 @@ import time
 import click
 from rich.live import Live
 
+from twin.base.errors import TwinError
 from twin.cli.common import err, main, out, run
-from twin.errors import TwinError
 from twin.lab import Lab
 from twin.observe import store, view
 from twin.observe.collector import Collector

@@ -13,12 +13,12 @@ import sys
 import click
 
 from twin import prove
+from twin.base.errors import TwinError
 from twin.cli.checks import finish, print_proof, print_report
 from twin.cli.common import TwinGroup, err, out, progress, run
 from twin.cli.day2 import print_applied
 from twin.cli.lab import print_status, print_up
 from twin.client import ApiError, Client
-from twin.errors import TwinError
 from twin.lifecycle import LabStatus
 from twin.verify.result import Check, Report
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from twin.base.errors import TwinError
 from twin.cli.common import err, main, out, run
 from twin.cli.observe import listen_options
-from twin.errors import TwinError
 
 DEFAULT_LISTEN = "127.0.0.1:8470"
 

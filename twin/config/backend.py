@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from twin.errors import Problem
+from twin.base.errors import Problem
 from twin.intent import frrconf
 from twin.topology.model import Fabric, Tenant
 

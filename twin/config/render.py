@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Iterable
 
 from twin import kinds
+from twin.base.errors import TopologyError
 from twin.config import overlay, safetext, services
 from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.jinja import render_template
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
-from twin.errors import TopologyError
 from twin.intent.gateway import vtep_gateways
 from twin.topology.model import Fabric, Node
 

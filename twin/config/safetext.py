@@ -14,7 +14,7 @@ import re
 from types import TracebackType
 from typing import Any
 
-from twin.errors import Problem, TwinError
+from twin.base.errors import Problem, TwinError
 from twin.topology.problems import dotted
 
 # C0 and C1 controls, DEL, and the Unicode line and paragraph separators (str.splitlines breaks there)

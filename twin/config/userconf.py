@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from twin import kinds
+from twin.base.errors import Problem, TopologyError
 from twin.config import overlay, render
 from twin.config.backend import NETNS, Backend
-from twin.errors import Problem, TopologyError
 from twin.intent import frrconf, generic
 from twin.topology import files as inputs
 from twin.topology.model import Fabric

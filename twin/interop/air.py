@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.kinds import KINDS
 from twin.topology.model import Fabric
 from twin.topology.problems import dotted, listing, quoted

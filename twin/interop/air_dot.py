@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
 from twin.topology import files
 from twin.topology.model import Fabric

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.interop.air import AirTopology, doc_lines, to_twin
 from twin.interop.air_dot import parse_air_dot
 from twin.interop.air_json import parse_air_json

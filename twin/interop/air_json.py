@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.interop.air import AirEnd, AirNode, AirTopology, from_fabric
 from twin.topology import files, json_safe
 from twin.topology.model import Fabric

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.interop.containerlab import PREFIX
 
 BINARIES = ("containerlab", "clab")   # the installer links `clab` to `containerlab`

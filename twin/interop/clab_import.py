@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twin.base.errors import Problem, TopologyError
 from twin.config.userconf import DAEMONS, FORMATS, FRR_CONF, UserConfigs
-from twin.errors import Problem, TopologyError
 from twin.interop import clab_nodes as cn
 from twin.kinds import KINDS
 from twin.kinds.base import FRR_DIR

@@ -20,9 +20,9 @@ from typing import Callable
 
 import yaml
 
+from twin.base.errors import TwinError
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import Backend
-from twin.errors import TwinError
 from twin.interop.containerlab import ClabLab, Files, build_containerlab
 from twin.kinds import NVUE_PORT, SSH_PORT
 from twin.topology.model import Fabric

@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twin.base.errors import Problem, TopologyError
 from twin.config.userconf import FRR_CONF, UserConfigs, read_dir
-from twin.errors import Problem, TopologyError
 from twin.intent import frrconf
 from twin.interop import neighbors
 from twin.kinds import KINDS

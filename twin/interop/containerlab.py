@@ -27,10 +27,10 @@ from typing import Callable
 
 import yaml
 
+from twin.base.errors import TwinError
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, LABEL_RUNTIME, mgmt_network
 from twin.config.overlay import Backend, loopback_steps, script
-from twin.errors import TwinError
 from twin.interop.startscript import START_PATH, START_SCRIPT, WAIT_SCRIPT, start_script, wait_then_exec
 from twin.kinds import get as kind_of
 from twin.kinds.base import FRR_DIR, NODE_DIR

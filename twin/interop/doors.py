@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from twin.base.errors import Problem, TopologyError
 from twin.config.userconf import UserConfigs
-from twin.errors import Problem, TopologyError
 from twin.interop.air_import import PARSERS as AIR_SUFFIXES
 from twin.interop.air_import import import_air_placed
 from twin.interop.clab_import import SUFFIXES as CLAB_SUFFIXES

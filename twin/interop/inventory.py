@@ -25,8 +25,8 @@ from typing import Any, Callable
 import yaml
 
 from twin import kinds
+from twin.base.errors import TwinError
 from twin.config.naming import container_name
-from twin.errors import TwinError
 from twin.kinds import NVUE_PORT, SSH_PORT, USER
 from twin.topology.model import Fabric, Node
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.errors import Problem
+from twin.base.errors import Problem
 from twin.topology import csv_safe, files, json_safe
 from twin.topology.problems import Problems, dotted, listing, quoted
 

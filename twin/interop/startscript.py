@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import shlex
 
+from twin.base.timeouts import HOST_PORTS, VNIS_UP
 from twin.config.naming import link_alias as port_alias
 from twin.config.overlay import Backend, bindings, loopback_steps, plan
 from twin.intent import Intent
 from twin.kinds import get as kind_of
 from twin.kinds.base import NODE_DIR
-from twin.timeouts import HOST_PORTS, VNIS_UP
 from twin.topology.model import Fabric
 
 START_SCRIPT = "twin-start.sh"

@@ -33,8 +33,9 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from twin import kinds, timeouts
-from twin.errors import TwinError
+from twin import kinds
+from twin.base import timeouts
+from twin.base.errors import TwinError
 from twin.lifecycle import hostlimits
 from twin.topology.model import BgpTimers, Fabric
 

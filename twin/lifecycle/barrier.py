@@ -35,9 +35,10 @@ import logging
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 
-from twin import timeouts, wait
+from twin.base import timeouts, wait
+from twin.base.errors import CommandError, ConvergenceTimeout, NetlinkFailed, NetlinkTimeout, TwinError
+from twin.base.wait import Deadline
 from twin.config.overlay import tenant_ns, vrf_tables
-from twin.errors import CommandError, ConvergenceTimeout, NetlinkFailed, NetlinkTimeout, TwinError
 from twin.intent import NodeIntent, TenantIntent, paths
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
@@ -47,7 +48,6 @@ from twin.runtime import frr
 from twin.runtime.netns import Handles
 from twin.runtime.observe import FLOOD
 from twin.runtime.rtdump import Dumper, Dumpers
-from twin.wait import Deadline
 
 log = logging.getLogger(__name__)
 PARALLEL = 8

@@ -11,10 +11,11 @@ import threading
 import time
 from dataclasses import dataclass
 
-from twin import kinds, timeouts, wait
+from twin import kinds
+from twin.base import timeouts, wait
+from twin.base.errors import CommandError, TwinError
 from twin.config import Step, overlay
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
-from twin.errors import CommandError, TwinError
 from twin.intent import Intent
 from twin.nvue import Plane
 from twin.runtime import frr, kernel, kernelhint

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from twin import wait
+from twin.base import wait
 from twin.config.naming import probe_netns
 from twin.lifecycle import state
 from twin.nvue import service as nvue_service

@@ -22,9 +22,9 @@ from functools import cached_property
 from pathlib import Path
 
 from twin import nvue
+from twin.base.errors import TwinError
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.overlay import Backend, Shaping
-from twin.errors import TwinError
 from twin.intent import Intent
 from twin.lifecycle import locks, state
 from twin.runtime import netns

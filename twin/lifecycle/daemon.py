@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from twin import timeouts, wait
-from twin.errors import TwinError
+from twin.base import timeouts, wait
+from twin.base.errors import TwinError
 from twin.lifecycle import state
 
 

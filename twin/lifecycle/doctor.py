@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from twin import version
+from twin.base import version
 from twin.config.backend import DEVICE, NAMES, NO_VRF_DEVICES, wanted
 from twin.config.droplog import LOG_GROUP
 from twin.lifecycle import admission, hostlimits, state

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from twin import timeouts
-from twin.errors import CommandError, ConvergenceTimeout, TwinError
+from twin.base import timeouts
+from twin.base.errors import CommandError, ConvergenceTimeout, TwinError
 from twin.intent import Adjacency, GenericIntent
 from twin.lifecycle import hostlimits
 from twin.runtime import frr, observe

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Mapping
 
 from twin import kinds
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.intent import generic
 from twin.runtime import nodefs
 from twin.topology.model import Fabric, Tenant

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.runtime.base import ImageFacts
 from twin.topology.model import Fabric
 from twin.topology.problems import listing

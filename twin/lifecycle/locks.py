@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from twin.errors import LabStateError
+from twin.base.errors import LabStateError
 from twin.lifecycle.state import check_name, home
 
 ANONYMOUS = 1.0          # seconds a locker tries again while the hold it meets names nobody

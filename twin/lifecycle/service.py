@@ -36,7 +36,7 @@ from typing import Any, Awaitable, Callable, MutableMapping
 
 import uvicorn
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.lifecycle.slowclient import HeaderDeadline
 
 Scope = MutableMapping[str, Any]     # as ASGI frameworks (Starlette) type them

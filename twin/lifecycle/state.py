@@ -25,9 +25,9 @@ from typing import Callable, Literal
 from pydantic import BaseModel, ValidationError
 
 from twin import kinds
+from twin.base.errors import LabNameError, LabStateError, TwinError
 from twin.config.backend import Backend
 from twin.config.services import Shaping
-from twin.errors import LabNameError, LabStateError, TwinError
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
 

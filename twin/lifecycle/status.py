@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twin import timeouts
+from twin.base import timeouts
+from twin.base.errors import TwinError
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import NVUE as STARTUP
-from twin.errors import TwinError
 from twin.intent import Intent, TenantIntent
 from twin.lifecycle import barrier, generic, locks, state
 from twin.lifecycle.context import LabContext

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from twin.base.errors import Problem, TopologyError
 from twin.config.backend import DEVICE, INSTEAD, NAMES, NO_VRF_DEVICES, Backend, device_needs, wanted
-from twin.errors import Problem, TopologyError
 from twin.runtime import kernel
 from twin.topology.model import Fabric
 

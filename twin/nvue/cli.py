@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.nvue.configs import yaml_text
 from twin.nvue.load import documents, from_tree
 from twin.nvue.schema import Leaf

@@ -15,11 +15,11 @@ from typing import Iterable
 import yaml
 
 from twin import kinds
+from twin.base.errors import Problem, TopologyError, TwinError
 from twin.config import render, safetext, userconf
 from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
-from twin.errors import Problem, TopologyError, TwinError
 from twin.kinds import MGMT_PORT
 from twin.nvue import frr, load
 from twin.nvue import plane as planes_

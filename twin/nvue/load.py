@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import Finding, check, patch, show, unpatch
 from twin.nvue.tree import Path as NvPath

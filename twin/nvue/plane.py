@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from twin import kinds
+from twin.base.errors import TopologyError
 from twin.config import overlay
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.config.steps import Step
-from twin.errors import TopologyError
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.kinds import MGMT_PORT
 from twin.nvue import beyond, routed

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Callable
 
 import twin.lifecycle.daemon as daemon  # the module, not the package: lifecycle imports this room
-from twin import nvue, timeouts
+from twin import nvue
+from twin.base import timeouts
+from twin.base.errors import TwinError
 from twin.config.naming import NVUE_DIR, container_name, password_file
-from twin.errors import TwinError
 from twin.nvue import bonds as nvue_bonds
 from twin.runtime import kernel
 from twin.topology.model import Fabric

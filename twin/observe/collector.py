@@ -22,7 +22,7 @@ import threading
 import time
 from typing import IO, Any
 
-from twin import timeouts
+from twin.base import timeouts
 from twin.config import droplog
 from twin.lifecycle.context import LabContext
 from twin.observe import drops as dropmon

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.observe.nftnl import NftSocket
 from twin.runtime.exec import NodeExec
 

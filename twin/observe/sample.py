@@ -12,7 +12,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from twin import kinds, timeouts
+from twin import kinds
+from twin.base import timeouts
 from twin.config.backend import NETNS
 from twin.lifecycle.context import LabContext
 from twin.observe import linkstats, roce

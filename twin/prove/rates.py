@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 
+from twin.base.errors import TwinError
 from twin.config import services
 from twin.config.backend import tenant_ns
 from twin.config.steps import Step
-from twin.errors import TwinError
 from twin.lifecycle.context import LabContext
 from twin.prove.element import Element, Exempt, Kernel, NftDelete, NftRule
 from twin.runtime import nftables

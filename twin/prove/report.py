@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twin import junit
+from twin.base import junit
 from twin.prove.element import Element, Exempt
 from twin.verify.result import Check
 

@@ -13,9 +13,10 @@ import time
 from fnmatch import fnmatch
 from typing import Callable
 
-from twin import timeouts, verify, wait
+from twin import verify
+from twin.base import timeouts, wait
+from twin.base.errors import ConvergenceTimeout, TwinError
 from twin.config.steps import Step
-from twin.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext, context_of

@@ -15,15 +15,15 @@ from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Protocol
 
+from twin.base.errors import TwinError
+from twin.base.wait import Bound
 from twin.config.naming import LABEL_LAB, LABEL_NODE
 from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs
-from twin.errors import TwinError
 from twin.runtime import dockerapi, nsguard
 from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
 from twin.topology.model import Fabric, Node
-from twin.wait import Bound
 
 Configure = Callable[[str, NodeExec, int], None]   # (node, its exec seam, its pid): once its ports are up
 

@@ -19,11 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, ClassVar
 
-from twin import timeouts, wait
+from twin.base import timeouts, wait
+from twin.base.errors import CommandError, TwinError
 from twin.config.naming import password_file
 from twin.config.overlay import Backend
 from twin.config.render import render_lab
-from twin.errors import CommandError, TwinError
 from twin.interop.clab_cli import BINARIES, Containerlab, find_binary, parse_inspect
 from twin.interop.containerlab import export_containerlab
 from twin.kinds.base import NODE_COMMAND

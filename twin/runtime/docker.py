@@ -17,11 +17,12 @@ import docker
 from docker.models.containers import Container
 from docker.types import Mount
 
-from twin import kinds, timeouts, wait
+from twin import kinds
+from twin.base import timeouts, wait
+from twin.base.errors import RuntimeFailed, TwinError
 from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, container_name, nvue_run
 from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs, forwarding_sysctls
-from twin.errors import RuntimeFailed, TwinError
 from twin.interop.startscript import wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
 from twin.nvue import client as nv_client_script

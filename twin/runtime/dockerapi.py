@@ -9,7 +9,7 @@ Only calls that can be made twice go through it (or whose second try is handled:
 a create that timed out may have happened, see `twin.runtime.docker`).
 
 Every request of twin's engine client (`client`) has a deadline: its own (`timeouts.DOCKER_API`),
-cut to the command's in a thread that has one (`twin.wait.bounded`), so a call the engine never
+cut to the command's in a thread that has one (`twin.base.wait.bounded`), so a call the engine never
 answers ends by the command's deadline too.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Callable, TypeVar
 import docker
 import requests
 
-from twin import timeouts, wait
-from twin.errors import TwinError
+from twin.base import timeouts, wait
+from twin.base.errors import TwinError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -33,7 +33,7 @@ MIN_REQUEST = 0.05   # s: a request begun just before the command's deadline sti
 
 class BoundedApi(docker.APIClient):
     """Docker's API client whose requests' timeout is its own, cut to the calling thread's command
-    deadline (`twin.wait.cut`): the SDK reads `timeout` for every request it makes."""
+    deadline (`twin.base.wait.cut`): the SDK reads `timeout` for every request it makes."""
 
     @property   # type: ignore[override]
     def timeout(self) -> float | None:

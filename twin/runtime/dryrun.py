@@ -21,10 +21,10 @@ import tarfile
 
 import docker
 
-from twin import timeouts, wait
+from twin.base import timeouts, wait
+from twin.base.errors import ConfigError, Problem, TwinError
 from twin.config.naming import LABEL_LAB, dryrun_container
 from twin.config.userconf import DAEMONS, FRR_CONF, UserConfigs
-from twin.errors import ConfigError, Problem, TwinError
 
 CHECK_DIR = "/twin-check"
 FRR_LIB = "/usr/lib/frr"

@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from twin import timeouts, wait
-from twin.errors import CommandError, DeadlinePassed, TwinError
+from twin.base import timeouts, wait
+from twin.base.errors import CommandError, DeadlinePassed, TwinError
 from twin.runtime import dockerapi, nodefs
 from twin.runtime.failures import engine_errors
 

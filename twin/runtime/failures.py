@@ -16,7 +16,7 @@ from typing import Callable, Iterator, TypeVar
 import docker
 from pyroute2 import NetlinkError
 
-from twin.errors import NetlinkFailed, NodeGone, RuntimeFailed
+from twin.base.errors import NetlinkFailed, NodeGone, RuntimeFailed
 
 T = TypeVar("T")
 GONE = (errno.ENOENT, errno.ESRCH)   # a namespace whose process is gone

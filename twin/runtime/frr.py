@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from twin import timeouts, wait
+from twin.base import timeouts, wait
 from twin.config.steps import Step
 from twin.intent.tenants import CONNECTED
 from twin.runtime import kernel

@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 import docker
 import yaml
 
-from twin.errors import CommandError, TwinError
+from twin.base.errors import CommandError, TwinError
 
 RECIPES = resources.files("twin") / "images"   # base/ and node/ (a Path for a checkout or an installed wheel)
 SKIPPED = {"__pycache__"}   # what an installer's byte-compiling leaves beside the node's Python scripts

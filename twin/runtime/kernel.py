@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pyroute2 import IPRoute, NetlinkError
 
+from twin.base.errors import TwinError
 from twin.config.overlay import Shaping
 from twin.config.steps import ALREADY, Step
-from twin.errors import TwinError
 from twin.runtime import netns, steps_apply
 from twin.runtime.exec import NodeExec
 from twin.runtime.netns import Handles

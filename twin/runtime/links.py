@@ -23,12 +23,12 @@ from typing import Callable
 
 from pyroute2 import NetlinkError
 
-from twin import timeouts, wait
+from twin.base import timeouts, wait
+from twin.base.errors import StageTimeout, TwinError
+from twin.base.stages import Said
 from twin.config.naming import held_netns, link_alias
-from twin.errors import StageTimeout, TwinError
 from twin.runtime import netns
 from twin.runtime.netns import netns_path
-from twin.stages import Said
 from twin.topology.model import Fabric, Link
 
 PARALLEL = 8               # links being made at once

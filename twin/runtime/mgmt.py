@@ -24,9 +24,9 @@ import docker
 from docker.types import IPAMConfig, IPAMPool
 from pyroute2 import IPRoute, NetlinkError
 
-from twin import timeouts, wait
+from twin.base import timeouts, wait
+from twin.base.errors import TwinError
 from twin.config.naming import LABEL_LAB, link_alias, mgmt_network
-from twin.errors import TwinError
 from twin.kinds import MGMT_PORT
 from twin.runtime import dockerapi, netns
 from twin.runtime.failures import engine_errors

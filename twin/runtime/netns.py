@@ -33,8 +33,8 @@ from typing import Callable, Iterator, TypeVar
 from pyroute2 import AsyncIPRoute, IPRoute
 from pyroute2 import netns as named_netns
 
-from twin import timeouts, wait
-from twin.errors import NetlinkTimeout, TwinError
+from twin.base import timeouts, wait
+from twin.base.errors import NetlinkTimeout, TwinError
 from twin.kinds import MGMT_NETNS, MGMT_NS
 from twin.runtime import nsguard
 from twin.runtime.failures import namespace_gone, netlink_errors

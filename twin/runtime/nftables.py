@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from twin import timeouts
-from twin.errors import CommandError
+from twin.base import timeouts
+from twin.base.errors import CommandError
 from twin.runtime.exec import NodeExec
 
 CONGESTION = ("ip", "twin_ecn")   # the congestion points' table (congestion.nft)

@@ -3,7 +3,7 @@
 A node's filesystem is reached from the host as /proc/<pid>/root. A node is not trusted
 (twin.lifecycle.state): a symbolic link it plants there would, followed from the host,
 lead to the host's own files (an absolute link resolves against the host's root). Every
-path is therefore opened one way only (twin.safeopen, NO_LINKS): no link in any
+path is therefore opened one way only (twin.base.safeopen, NO_LINKS): no link in any
 component is followed, `..` never climbs above the node's root, and only a regular file
 is read, up to a size. A link in the way is an error that says so (NodeFileError);
 a file that is not there reads as None.
@@ -15,8 +15,8 @@ from __future__ import annotations
 import errno
 import os
 
-from twin import safeopen
-from twin.errors import TwinError
+from twin.base import safeopen
+from twin.base.errors import TwinError
 
 MAX_BYTES = 1 << 20           # a config file
 FRR_CONF, FRR_DAEMONS = "/etc/frr/frr.conf", "/etc/frr/daemons"

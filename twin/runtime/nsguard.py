@@ -7,7 +7,7 @@ host's own namespace) or with a bind mount of another namespace file (not a link
 namespace says what it is). Whatever twin then did there (netlink steps, sysctls, captures)
 would land outside the node. So a tenant namespace is
 
-1. opened relative to the node's root, following no link at all (`twin.safeopen`, NO_LINKS:
+1. opened relative to the node's root, following no link at all (`twin.base.safeopen`, NO_LINKS:
    openat2 with RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 2. checked on the open descriptor (nothing is looked up twice): a network namespace (the
    NS_GET_NSTYPE ioctl answers only on nsfs files), not the host's (pid 1's), not twin's own, not
@@ -33,8 +33,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from twin import safeopen
-from twin.errors import NamespaceRefused
+from twin.base import safeopen
+from twin.base.errors import NamespaceRefused
 
 NS_GET_NSTYPE = 0xB703          # _IO(0xb7, 0x3): the type of the namespace an nsfs file is
 CLONE_NEWNET = 0x40000000

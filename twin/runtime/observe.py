@@ -1,7 +1,7 @@
 """Readers of kernel state over netlink (pure functions of a netlink handle).
 
 Cheap enough to poll a large lab: one dump per table, no process in the node. A
-kernel's refusal leaves each as `twin.errors.NetlinkFailed` (`twin.runtime.failures`).
+kernel's refusal leaves each as `twin.base.errors.NetlinkFailed` (`twin.runtime.failures`).
 """
 from __future__ import annotations
 

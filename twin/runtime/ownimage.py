@@ -17,8 +17,8 @@ from pathlib import Path
 
 import docker
 
-from twin import timeouts, wait
-from twin.errors import TwinError
+from twin.base import timeouts, wait
+from twin.base.errors import TwinError
 from twin.interop.startscript import wait_then_exec
 from twin.runtime.base import ImageFacts, NodeHandle
 from twin.runtime.failures import engine_errors

@@ -18,8 +18,8 @@ import struct
 import threading
 import time
 
-from twin import timeouts
-from twin.errors import NetlinkFailed, NetlinkTimeout, NodeGone
+from twin.base import timeouts
+from twin.base.errors import NetlinkFailed, NetlinkTimeout, NodeGone
 from twin.runtime import nlattr
 from twin.runtime.failures import namespace_gone
 from twin.runtime.netns import netlink, path

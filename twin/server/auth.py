@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.server.store import Store
 
 PREFIX = "twin_"

@@ -25,8 +25,8 @@ import zipfile
 from pathlib import Path
 from typing import IO, Iterator
 
+from twin.base.errors import Problem, TopologyError
 from twin.config.userconf import FILES
-from twin.errors import Problem, TopologyError
 from twin.topology.names import check_lab_name
 
 MiB = 1 << 20

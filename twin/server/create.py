@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.interop import parse_roles
 from twin.lab import Lab
 from twin.lifecycle import state

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from twin import host, prove, verify
+from twin.base.errors import LabStateError
 from twin.change import fault_types
 from twin.change.rehearse import Thresholds, rehearse
-from twin.errors import LabStateError
 from twin.lab import Lab
 from twin.observe import store as events
 from twin.server.home import Home

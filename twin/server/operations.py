@@ -1,6 +1,6 @@
 """Long work as operations: a create, a delete, an apply, a rehearsal, a verify, a proof, a fault,
 a snapshot. A request that starts one is answered `202 {"operation": ID}` at once; the work runs
-in a process of its own (`worker`), and its progress is events (twin.stages' Steps, stage and
+in a process of its own (`worker`), and its progress is events (twin.base.stages' Steps, stage and
 text, as twin's bring-up, apply, rehearse and proof speak them), kept in the state database and
 streamed as server-sent events.
 
@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.lifecycle import locks
 from twin.server import worker
 from twin.server.auth import Principal

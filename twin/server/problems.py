@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from twin.errors import (
+from twin.base.errors import (
     ApplyFailed,
     ChangeRefused,
     CommandError,

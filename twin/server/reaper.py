@@ -18,7 +18,7 @@ import threading
 import time
 from functools import partial
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.lab import Lab
 from twin.server import labwork, worker
 from twin.server.auth import Principal

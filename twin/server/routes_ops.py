@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from prometheus_client import generate_latest
 
-from twin import timeouts
+from twin.base import timeouts
 from twin.lab import Lab
 from twin.nvue import service as nvue_service
 from twin.observe import Collector, metrics, store

@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from twin.errors import LabStateError
+from twin.base.errors import LabStateError
 from twin.lab import Lab
 from twin.lifecycle import state
 from twin.nvue import service as nvue_service

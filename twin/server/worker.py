@@ -18,7 +18,7 @@ twin a second. The worker
   left in the server's would take the server's share; on a busy host, a request is answered
   before an operation's work moves on, and that work runs at the priority `twin up` would;
 - writes the operation's state, its progress and its end into the state database, where the
-  server's readers and event streams find them. Its progress is `twin.stages`': the `say` it
+  server's readers and event streams find them. Its progress is `twin.base.stages`': the `say` it
   hands the work is a `Progress`, each `Step` (stage and text) one event.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from twin import stages, wait
+from twin.base import stages, wait
 from twin.server.home import Home
 from twin.server.problems import of_error
 from twin.server.store import Store

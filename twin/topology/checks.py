@@ -17,7 +17,7 @@ from ipaddress import ip_address, ip_network
 from pathlib import Path
 from typing import Any, Callable
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.kinds import KINDS
 from twin.topology import files
 from twin.topology.model import Fabric

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 
-from twin.errors import Problem
+from twin.base.errors import Problem
 from twin.topology.files import Format
 
 MAX_CELL_CHARS = 1000       # a device or port name is a few dozen characters

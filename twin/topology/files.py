@@ -6,7 +6,7 @@ and cable CSV, a checks or allow file, a baseline, an FRR config, an NVUE file) 
 
 - a file named by the user is opened as given; a file inside a directory the user gave
   (`--configs DIR`, a clone's directory, a containerlab file's binds) is opened below
-  that directory only: a symbolic link that leads out of it is refused (twin.safeopen);
+  that directory only: a symbolic link that leads out of it is refused (twin.base.safeopen);
 - at most `max_bytes` are read, and the file is refused above that, before any parsing;
   a directory, a FIFO or a device inside a directory is refused (reading one may never end);
 - it must be UTF-8 text: a UTF-16 or Latin-1 file, a NUL byte or a control character
@@ -26,8 +26,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from twin import safeopen
-from twin.errors import Problem, TopologyError
+from twin.base import safeopen
+from twin.base.errors import Problem, TopologyError
 from twin.topology.problems import Path_, dotted
 
 MiB = 1 << 20

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.topology import files
 from twin.topology.files import Format, Refused
 from twin.topology.problems import Path_, dotted, quoted

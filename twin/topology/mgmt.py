@@ -24,7 +24,7 @@ import zlib
 from ipaddress import IPv4Address, IPv4Network
 from typing import Collection, Iterable, Mapping
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.kinds import KINDS, MGMT_PORT, Kind
 from twin.topology.addresses import parse_address, parse_prefix, special_use
 from twin.topology.model import Fabric, Mgmt

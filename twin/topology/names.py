@@ -13,7 +13,7 @@ import re
 import shlex
 from typing import Sequence
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.topology.problems import quoted
 
 LAB_NAME_RULE = "1-16 lowercase letters, digits or '-', not starting or ending with '-'"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 
 Path_ = tuple[str | int, ...]
 

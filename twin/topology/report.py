@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.topology.build import load
 from twin.topology.model import Fabric
 

@@ -34,7 +34,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-from twin.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError
 from twin.topology import files
 from twin.topology.files import Format
 from twin.topology.files import Refused as _Refused

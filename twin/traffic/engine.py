@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
-from twin import timeouts, wait
-from twin.errors import ConvergenceTimeout
+from twin.base import timeouts, wait
+from twin.base.errors import ConvergenceTimeout
 from twin.runtime import netns
 from twin.traffic import roce
 

@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import replace
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.lifecycle.context import LabContext
 from twin.runtime import netns
 from twin.traffic import blast, roce

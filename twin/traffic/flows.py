@@ -6,7 +6,7 @@ import ipaddress
 from collections import defaultdict
 from typing import Sequence
 
-from twin import timeouts
+from twin.base import timeouts
 from twin.lifecycle.context import LabContext, context_of
 from twin.topology.model import Fabric
 from twin.traffic import dcqcn, roce

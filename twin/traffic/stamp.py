@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import replace
 
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.traffic import roce
 from twin.traffic.roce import ICRC, PSN_MASK, icrc_pseudo
 

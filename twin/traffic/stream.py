@@ -51,8 +51,8 @@ import threading
 import time
 from typing import AbstractSet
 
-from twin import timeouts, wait
-from twin.errors import ConvergenceTimeout, TwinError
+from twin.base import timeouts, wait
+from twin.base.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle.context import context_of
 from twin.topology.model import Fabric
 from twin.traffic import flows as hostflows

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 from twin import nvue
-from twin.errors import TwinError
+from twin.base.errors import TwinError
 from twin.lifecycle.context import context_of
 from twin.runtime.exec import Recorder, carried, labelled, recording
 from twin.topology.schema import CheckSpec

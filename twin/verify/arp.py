@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from twin import timeouts
+from twin.base import timeouts
 from twin.lifecycle.context import LabContext
 from twin.topology.model import Fabric
 from twin.traffic import frames as X

@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from ipaddress import ip_network
 from typing import Any, Sequence
 
-from twin import kinds, timeouts
-from twin.errors import TwinError
+from twin import kinds
+from twin.base import timeouts
+from twin.base.errors import TwinError
 from twin.lifecycle.context import context_of
 from twin.runtime import frr
 from twin.runtime.exec import carried

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from twin.errors import Problem, TopologyError, TwinError
+from twin.base.errors import Problem, TopologyError, TwinError
 from twin.topology import files
 from twin.topology.json_safe import read_json
 from twin.topology.problems import Path_, Problems

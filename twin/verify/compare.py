@@ -16,8 +16,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from twin import timeouts, wait
-from twin.errors import ConvergenceTimeout
+from twin.base import timeouts, wait
+from twin.base.errors import ConvergenceTimeout
 from twin.lifecycle.context import context_of
 from twin.runtime.exec import labelled
 from twin.topology.allow import AllowRule

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
-from twin import timeouts
+from twin.base import timeouts
+from twin.base.errors import TwinError
 from twin.config.backend import NETNS
 from twin.config.services import gateway_file, gateway_table
-from twin.errors import TwinError
 from twin.intent.gateway import DEFAULT, public_name
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr, observe

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twin import junit
+from twin.base import junit
 
 
 @dataclass

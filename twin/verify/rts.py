@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from twin import timeouts
-from twin.errors import TwinError
+from twin.base import timeouts
+from twin.base.errors import TwinError
 from twin.lifecycle.context import LabContext
 from twin.verify.result import Check
 

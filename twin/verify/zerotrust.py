@@ -25,7 +25,8 @@ import ipaddress
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from twin import kinds, timeouts
+from twin import kinds
+from twin.base import timeouts
 from twin.config.overlay import tenant_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext

@@ -15,7 +15,7 @@ import copy
 from pathlib import Path
 
 from twin import nvue
-from twin.errors import Problem, TopologyError, TwinError
+from twin.base.errors import Problem, TopologyError, TwinError
 from twin.lifecycle.context import LabContext
 from twin.nvue.change.nvue_change import NvueChange
 from twin.nvue.change.nvue_work import kernel

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from twin import nvue
+from twin.base.errors import Problem, TopologyError
 from twin.change.base import Change, register
 from twin.change.declarative import Declarative
 from twin.change.diff import unified
@@ -17,7 +18,6 @@ from twin.change.plan import Plan
 from twin.change.work import Work, current_files, frr_actions
 from twin.config import userconf
 from twin.config.userconf import NVUE, UserConfigs
-from twin.errors import Problem, TopologyError
 from twin.lifecycle.context import LabContext
 from twin.nvue.change.nvue_work import kernel, nvue_work
 

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from twin.errors import LabStateError, TopologyError
+from twin.base.errors import LabStateError, TopologyError
 from twin.lifecycle.service import TAG, error_handlers
 from twin.nvue import api
 from twin.nvue.nvued import nv, show

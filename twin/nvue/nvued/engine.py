@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from twin import nvue
+from twin.base.errors import ApplyFailed, ChangeRefused, LabStateError, TopologyError, TwinError
 from twin.change.apply import apply
-from twin.errors import ApplyFailed, ChangeRefused, LabStateError, TopologyError, TwinError
 from twin.lifecycle import locks, state
 from twin.lifecycle.context import LabContext
 from twin.nvue import api, load

@@ -16,7 +16,7 @@ import binascii
 from typing import Any
 
 from twin import nvue
-from twin.errors import TopologyError, TwinError
+from twin.base.errors import TopologyError, TwinError
 from twin.nvue import api, cli
 from twin.nvue.nvued import show
 from twin.nvue.nvued.engine import Engine, Revision

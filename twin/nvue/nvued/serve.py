@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from twin import kinds
+from twin.base.errors import TwinError
 from twin.config.naming import nvue_run
-from twin.errors import TwinError
 from twin.lifecycle import daemon, state
 from twin.lifecycle.service import Listener, Service
 from twin.nvue import service as nvue_service

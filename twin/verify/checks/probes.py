@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ipaddress import ip_address, ip_network
 from typing import Any, Callable
 
-from twin import timeouts
+from twin.base import timeouts
 from twin.config.overlay import tenant_ns
 from twin.lifecycle.context import LabContext
 from twin.runtime import frr

@@ -6,8 +6,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
-from twin import timeouts, wait
-from twin.errors import ConvergenceTimeout, TwinError
+from twin.base import timeouts, wait
+from twin.base.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
 from twin.lifecycle.context import LabContext
 from twin.runtime.exec import carried, labelled

@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Iterator, TypeVar
 
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, wait_exponential
 
-from twin.errors import ConvergenceTimeout, DeadlinePassed, StageTimeout
+from twin.base.errors import ConvergenceTimeout, DeadlinePassed, StageTimeout
 
 T = TypeVar("T")
 R = TypeVar("R")

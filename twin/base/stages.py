@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from twin import timeouts
+from twin.base import timeouts
 
 
 class Said(str):

@@ -127,7 +127,7 @@ class StageTimeout(ConvergenceTimeout):
 
 
 class DeadlinePassed(TwinError):
-    """A call that was not begun: the command's deadline had passed (`twin.wait.cut`)."""
+    """A call that was not begun: the command's deadline had passed (`twin.base.wait.cut`)."""
 
 
 class LabStateError(TwinError):

@@ -9,7 +9,7 @@ try:
     VERSION = metadata.version("twin")
 except metadata.PackageNotFoundError:   # a checkout on sys.path, never installed
     VERSION = "unknown (not installed)"
-WHERE = str(Path(__file__).resolve().parent)
+WHERE = str(Path(__file__).resolve().parent.parent)   # the twin package, not this base/
 
 
 def text() -> str:
