@@ -210,8 +210,9 @@ def test_rehearse_compares_with_the_baseline_after_the_change_and_the_rollback(t
 def test_a_leaked_route_breaks_the_negative_route_check(twin_lab):
     """dpu1 imports blue's routes into red: blue's host2c/32 appears in red, and the check that it
     never shows up there fails naming it; once the import is gone it holds again. The leaked route is
-    not selected (its next hop is blue's), so the kernel forwards as intended: the barrier, which
-    judges what the kernel forwards, says converged and the check's window after it catches the leak."""
+    not selected (its next hop is blue's). Blue reuses red's addresses, so the import also brings
+    blue's host2b 10.1.1.12/32 beside red's host2a: when bgpd prefers blue's, red's type-2 route to
+    host2a is gone from red and the lab is, truly, not converged; the check names the leak either way."""
     asn = twin_lab.fabric.nodes["dpu1"].asn
     blue_rt = f"{twin_lab.fabric.nodes['dpu2'].asn & 0xFFFF}:10200"
     spec = next(c for c in load_checks(PASSING).checks if c.name == "blue's host2c never shows up in red")
@@ -223,7 +224,8 @@ def test_a_leaked_route_breaks_the_negative_route_check(twin_lab):
         (check,) = verify.run(twin_lab, only=["checks"], checks=[leak]).checks
         assert not check.passed
         assert check.message.startswith("10.1.2.12/32 in VRF red on dpu1: present: bgp"), check.message
-        assert "into the 3s window after convergence" in check.message, check.message
+        assert ("into the 3s window after convergence" in check.message
+                or "the lab had not converged after 30s" in check.message), check.message
         assert check.data["observed"]["entries"][0]["selected"] is False, check.data
     finally:
         dpu1.vtysh("configure terminal", f"router bgp {asn} vrf red", "address-family l2vpn evpn",
