@@ -385,6 +385,8 @@ def _record_one(ctx: LabContext, work: Work, change: Declarative) -> None:
     def record(st: state.LabState) -> None:
         if change.key == "topology":
             st.topology = source
+        if change.lint is not None:   # the findings of the configs now running (twin verify names them)
+            st.lint = [f.as_dict() for f in change.lint.findings]
         st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": work.summary})
 
     if state.update(ctx.dir, record, work.new) is None:
