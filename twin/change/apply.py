@@ -45,6 +45,7 @@ from twin.lifecycle import barrier, hostlimits, imagechoice, state
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.cleanup import patient
 from twin.lifecycle.context import LabContext
+from twin.lint import Report as LintReport
 from twin.observe import store
 from twin.runtime import frr, kernel
 from twin.runtime.links import add_link, delete_link
@@ -57,6 +58,7 @@ class Declarative(Protocol):
     """What apply runs: a change of what the lab should be (`twin.change.declarative`)."""
 
     key: ClassVar[str]
+    lint: LintReport | None          # a directory of configs: its lint findings (recorded once applied)
 
     @property
     def source(self) -> str: ...     # the file or directory it came from, as the user gave it

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from twin import kinds
 from twin.base.errors import Problem, TopologyError
@@ -111,7 +112,7 @@ def read_file(f: str | Path) -> UserConfigs:
     return UserConfigs(str(f), {node: {name: text}}, {node: {name: str(f)}})
 
 
-def read_paths(paths: list[str | Path]) -> UserConfigs:
+def read_paths(paths: Sequence[str | Path]) -> UserConfigs:
     """Config directories and single files together (a later one's file over an earlier one's);
     TopologyError with every problem of every one."""
     out: UserConfigs | None = None

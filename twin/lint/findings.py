@@ -20,6 +20,9 @@ from twin.base.errors import Problem
 from twin.lint.declared import At
 
 SEE = 3    # findings a failing check names at most
+# the causes a failing check names first: a finding about one segment or VRF before one about a whole node
+FIRST = ("vlan-vni", "svi-vrf", "access-vlan", "gateway", "l3vni", "leak", "neighbor", "asn", "loopback", "ecmp",
+         "mtu", "drain", "evpn", "vtep-source")
 
 
 @dataclass(frozen=True)
@@ -99,4 +102,5 @@ class Report:
 def explain(group: str, name: str, message: str, findings: Iterable[Finding]) -> list[Finding]:
     """The findings that explain a failing check (at most SEE), in their order."""
     text = f"{group}: {name}: {message}"
-    return [f for f in findings if any(re.search(x, text) for x in f.explains)][:SEE]
+    hits = [f for f in findings if any(re.search(x, text) for x in f.explains)]
+    return sorted(hits, key=lambda f: FIRST.index(f.rule) if f.rule in FIRST else len(FIRST))[:SEE]

@@ -13,7 +13,7 @@ from collections import Counter
 
 from twin.lint.declared import Declared, Vlan, Vrf
 from twin.lint.findings import Finding
-from twin.lint.scope import Scope, control, tenant_checks, traffic_of
+from twin.lint.scope import Scope, control, segment_checks, tenant_checks, traffic_of, vtep_checks
 from twin.topology.model import Segment, Tenant
 
 
@@ -67,15 +67,12 @@ def _svi_segment(s: Scope, d: Declared, v: Vlan) -> tuple[str, str] | None:
 def _vlan(s: Scope, d: Declared, v: Vlan, tenant: str, segment: str, carried: dict) -> list[Finding]:
     t = s.fabric.tenants[tenant]
     seg = t.segments[segment]
-    lo = s.node(d.node).loopback or ""
-    hosts = [a.host for a in s.local_hosts(d.node, tenant, segment)]
-    explains = (control("vni", d.node, seg.l2vni), rf"^control: vni \S+ {seg.l2vni}:.*\b{lo}\b") \
-        + tenant_checks(t) + traffic_of(hosts)
+    explains = segment_checks(s, d.node, t, seg)
     what = f"VLAN {v.vlan} carries {tenant}'s {segment} segment ({seg.subnet}"
     out = []
     if v.vni != seg.l2vni:
-        other = s.tenant_of_vni(v.vni) if v.vni is not None else None
-        more = tenant_checks(other) if other is not None and other.name != tenant else ()
+        other = s.segments.get(v.vni) if v.vni is not None else None
+        more = segment_checks(s, d.node, *other) if other is not None and other[0].name != tenant else ()
         why = f"{what}), whose VNI is {seg.l2vni}; " + (f"{v.vni} is {s.vni_owner(v.vni)}" if v.vni is not None
                                                       else "it is mapped to no VNI")
         out.append(Finding(d.node, "vlan-vni", v.vni_at or v.at, why, explains + more))
@@ -85,9 +82,10 @@ def _vlan(s: Scope, d: Declared, v: Vlan, tenant: str, segment: str, carried: di
                            f"gateway ({seg.gateway_cidr} in VRF {t.vrf})", explains))
     elif vrf is None or vrf.tenant != tenant:
         whose = f"{vrf.tenant}'s" if vrf is not None and vrf.tenant else "no tenant's"
-        named = v.svi_vrf or "the default VRF"
+        named = f"VRF {v.svi_vrf}" if v.svi_vrf else "the default VRF"
         out.append(Finding(d.node, "svi-vrf", v.svi_vrf_at or v.svi, f"{what}, VNI {seg.l2vni}), whose VRF is "
-                           f"{t.vrf}; {named} is {whose}", explains + _also(s, vrf, tenant)))
+                           f"{t.vrf}; {named} is {whose}", explains + (control("vni", d.node, t.l3vni),)
+                           + _also(s, vrf, tenant)))
     out += _gateway(d, v, t, seg, explains)
     for port, at in v.ports.items():
         hit = s.hosts.get((d.node, port))
@@ -97,9 +95,10 @@ def _vlan(s: Scope, d: Declared, v: Vlan, tenant: str, segment: str, carried: di
         theirs = carried.get((ht.name, a.segment))
         here = f"{ht.name}'s {a.segment} is VLAN {theirs} here" if theirs else \
             f"no VLAN of {d.node} carries {ht.name}'s {a.segment}"
+        own = segment_checks(s, d.node, ht, ht.segments[a.segment]) + (control("vni", d.node, ht.l3vni),)
         out.append(Finding(d.node, "access-vlan", at, f"{port} leads to {a.host}, {ht.name}'s {a.segment} ({a.ip}); "
                            f"VLAN {v.vlan} carries {tenant}'s {segment} (VNI {seg.l2vni}); {here}",
-                           traffic_of([a.host]) + tenant_checks(ht) + explains))
+                           own + explains))
     return out
 
 
@@ -167,8 +166,7 @@ def vtep(s: Scope, d: Declared) -> list[Finding]:
     me = s.node(d.node)
     tenants = [s.fabric.tenants[t.tenant] for t in want.tenants]
     names = " and ".join(t.name for t in tenants)
-    explains = (control("vni", d.node, "*"), control("bgp", d.node)) + tuple(x for t in tenants
-                                                                           for x in tenant_checks(t))
+    explains = vtep_checks(s, d.node)
     out = []
     if d.evpn is not None and not d.evpn.on:
         out.append(Finding(d.node, "evpn", d.evpn.at, f"{d.node} is a VTEP of {names}: with EVPN off for its VNIs "
@@ -181,8 +179,7 @@ def vtep(s: Scope, d: Declared) -> list[Finding]:
         others = sorted({v for t in want.tenants for v in t.loopbacks if v != d.node})
         out.append(Finding(d.node, "vtep-source", at, f"{d.node}'s VTEP address is its loopback {me.loopback} (the "
                            f"topology's): the other VTEPs ({', '.join(others) or 'none'}) send its tenants' VXLAN "
-                           f"frames there; {addr or 'the source'} is {owner}",
-                           explains + (rf"^control: vni \S+ \d+:.*\b{me.loopback}\b",)))
+                           f"frames there; {addr or 'the source'} is {owner}", explains))
     return out
 
 

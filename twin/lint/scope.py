@@ -101,13 +101,43 @@ def tenant_checks(tenant: Tenant) -> tuple[str, ...]:
             control("route-targets", "*", tenant.name)) + traffic_of([a.host for a in tenant.attachments])
 
 
-def node_checks(node: str, loopback: str | None) -> tuple[str, ...]:
-    """Every check a router's sessions or loopback decide: its own BGP, and every route to its loopback."""
-    out = (control("bgp", node), control("loopbacks", node))
-    if loopback:
-        out += (rf"^control: loopbacks \S+: .*\b{re.escape(loopback)}/32",
-                rf"^control: (vni|evpn) .*\b{re.escape(loopback)}\b")
+def route_checks(loopback: str | None) -> tuple[str, ...]:
+    """Every check a router's loopback (its routes' next hop, a VTEP's address) decides."""
+    if not loopback:
+        return ()
+    lo = re.escape(loopback)
+    return (rf"^control: loopbacks \S+: .*\b{lo}/32", rf"^control: (vni|evpn) .*\b{lo}\b",
+            rf"^control: vrf \S+ \S+: .*\bvia {lo}\b")
+
+
+def session_checks(fabric: Fabric, node: str, port: str) -> tuple[str, ...]:
+    """The checks of one fabric session: both ends' BGP, and each one's route to the other's loopback."""
+    p = fabric.nodes[node].ports_by_name[port]
+    out = (control("bgp", node), control("bgp", p.peer_node))
+    for a, b in ((node, p.peer_node), (p.peer_node, node)):
+        if fabric.nodes[b].loopback:
+            out += (rf"^control: loopbacks {re.escape(a)}: .*\b{re.escape(fabric.nodes[b].loopback or '')}/32",)
     return out
+
+
+def vtep_checks(s: "Scope", node: str) -> tuple[str, ...]:
+    """Every check of what a VTEP announces or holds: its VNIs, EVPN routes from it, routes via it."""
+    hosts = [a.host for t in s.fabric.tenants_on(node) for a in t.attachments if a.vtep == node]
+    return (control("vni", node, "*"), control("evpn", node, "*"), control("vrf", node, "*"),
+            rf"^control: evpn \S+ \S+: .*\bfrom {re.escape(node)}\b") \
+        + route_checks(s.node(node).loopback) + traffic_of(hosts)
+
+
+def segment_checks(s: "Scope", node: str, t: Tenant, seg: Segment) -> tuple[str, ...]:
+    """Every check of one segment on one VTEP: its VNI there and elsewhere (this VTEP as a remote one), its
+    EVPN routes (type-3 of its VNI, type-2 of its hosts), the routes to it, its hosts' flows."""
+    lo = re.escape(s.node(node).loopback or "")
+    hosts = s.local_hosts(node, t.name, seg.name)
+    names = "|".join(re.escape(a.host) for a in hosts) or "$^"
+    prefixes = "|".join(re.escape(p) for p in [seg.subnet] + [f"{a.ip}/32" for a in hosts])
+    return (control("vni", node, seg.l2vni), rf"^control: vni \S+ {seg.l2vni}:.*\b{lo}\b",
+            rf"^control: evpn \S+ {re.escape(t.name)}: .*(\(VNI {seg.l2vni}\)|\b({names})\b)",
+            rf"^control: vrf \S+ {re.escape(t.vrf)}: .*\b({prefixes})( |;|$)") + traffic_of([a.host for a in hosts])
 
 
 def peer_of(fabric: Fabric, node: str, port: str) -> str:

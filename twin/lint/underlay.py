@@ -11,7 +11,7 @@ from dataclasses import replace
 from twin.intent import paths
 from twin.lint.declared import Declared
 from twin.lint.findings import Finding
-from twin.lint.scope import Scope, control, node_checks, peer_of
+from twin.lint.scope import Scope, control, peer_of, route_checks, session_checks
 
 
 def neighbors(s: Scope, d: Declared) -> list[Finding]:
@@ -19,14 +19,15 @@ def neighbors(s: Scope, d: Declared) -> list[Finding]:
     ports = me.fabric_ports
     if d.bgp is None:
         far = ", ".join(sorted({p.peer_node for p in ports})) or "none"
+        every = tuple(x for p in ports for x in session_checks(s.fabric, d.node, p.name))
         return [Finding(d.node, "neighbor", d.at(None, "no BGP"), f"{d.node} runs no BGP (no router bgp, or it is "
                         f"off): its sessions to {far} never come up, and nothing reaches it",
-                        node_checks(d.node, me.loopback))] if ports else []
+                        every + route_checks(me.loopback))] if ports else []
     out = []
     stray = "; the config has " + ", ".join(a.text for a in d.stray) + ", on no link" if d.stray else ""
     for p in ports:
         peer, far = d.peers.get(p.name), peer_of(s.fabric, d.node, p.name)
-        explains = (control("bgp", d.node), control("bgp", p.peer_node)) + node_checks(d.node, me.loopback)[1:]
+        explains = session_checks(s.fabric, d.node, p.name)
         session = f"the session {d.node} - {p.peer_node} ({d.node}:{p.name} - {far})"
         if p.name in d.down:
             out.append(Finding(d.node, "neighbor", d.down[p.name], f"{p.name} is the link to {far}: set down, "
@@ -78,7 +79,8 @@ def asns(s: Scope, d: Declared) -> list[Finding]:
               "never comes up; " if linked else "")
            + f"eBGP drops every route carrying its own ASN, so {d.node} learns none of {owner}'s routes "
              f"(its loopback among them) and {owner} none of {d.node}'s")
-    explains = node_checks(d.node, me.loopback) + tuple(x for n in hurt for x in node_checks(n, s.node(n).loopback))
+    explains = tuple(x for n in [d.node, *hurt] for x in (control("bgp", n), control("loopbacks", n))
+                     + route_checks(s.node(n).loopback))
     return [Finding(d.node, "asn", d.asn_at or d.at(d.bgp.line, f"router bgp {d.asn}"), why, explains)]
 
 
@@ -91,12 +93,12 @@ def loopback(s: Scope, d: Declared) -> list[Finding]:
         have = ", ".join(d.loopbacks) or "no address"
         at = next(iter(d.loopbacks.values()), d.at(None, "interface lo"))
         out.append(Finding(d.node, "loopback", at, f"lo has {have}, not {lo}: {d.node}'s loopback (the topology's) "
-                           "is what its peers route to, and its VTEP address", node_checks(d.node, me.loopback)))
+                           "is what its peers route to, and its VTEP address", route_checks(me.loopback)))
     if d.bgp is not None and lo not in d.networks and d.connected is None:
         vtep = " (and it is its VTEP address: the other VTEPs' VXLAN tunnels end there)" if s.wants(d.node).vtep else ""
         out.append(Finding(d.node, "loopback", _at(d.networks_at or d.bgp, f"{lo} not advertised"),
                            f"{d.node}'s loopback (the topology's) is neither a network nor a connected route it "
-                           f"redistributes: no router learns it{vtep}", node_checks(d.node, me.loopback)))
+                           f"redistributes: no router learns it{vtep}", route_checks(me.loopback)))
     return out
 
 

@@ -27,7 +27,7 @@ V4 = BGP + ("address-family", "ipv4-unicast")
 
 def read(src: Source) -> Declared:
     nf = load.read(src.path, src.text)
-    plane.build(nf, src.fabric, src.node, DEFAULT_BACKEND)    # what twin refuses of it on this node
+    plane.build(nf, src.fabric, src.node, DEFAULT_BACKEND, steps=False)   # what twin refuses of it on this node
     conf = NodeConf.of(nf.tree)
     r = _Reader(src, nf, conf)
     d = Declared(src.node, src.path)
