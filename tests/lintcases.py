@@ -85,6 +85,14 @@ FRR = [
 ]
 
 
+# the class of finding each mistake must raise (`twin.lint.Finding.rule`)
+RULES = {"vlan-vni": "vlan-vni", "l3vni-swap": "l3vni", "svi-vrf": "svi-vrf", "access-vlan": "access-vlan",
+         "vtep-source": "vtep-source", "evpn-off": "evpn", "loopback-not-advertised": "loopback",
+         "missing-neighbor": "neighbor", "spine-asn": "asn", "ecmp-off": "ecmp", "route-target-leak": "leak",
+         "route-target-wrong": "leak", "import-vrf": "leak", "peer-interface": "neighbor", "advertise-all-vni": "evpn",
+         "no-type5": "evpn", "maximum-paths": "ecmp", "evpn-not-activated": "evpn"}
+
+
 def nvue_files() -> dict[str, str]:
     """The default lab's NVUE export: node -> startup.yaml."""
     return nvue.export(topology.load(AIPOD))[0]
