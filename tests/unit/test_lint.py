@@ -15,6 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.lintcases import AIPOD, FRR, GOLDEN, NVUE, RULES, with_mistakes, write_dir
 from tests.unit.fabrics import designs
@@ -234,3 +235,56 @@ def test_read_paths_takes_directories_and_files_and_names_every_problem(tmp_path
     with pytest.raises(TopologyError) as e:
         userconf.read_paths([tmp_path / "x.txt", tmp_path / "frr.conf"])
     assert len(e.value.problems) == 2
+
+
+# --- whatever the files hold ---------------------------------------------------------------------
+FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=120,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+TOKENS = ["10100", "10200", "10101", "10202", "65101", "65000", "4200000001", "10.255.0.9", "10.1.1.254/24", "red",
+          "blue", "RED", "off", "on", "swp9", "p0_if", "pf0vf2_if", "1", "30", "*:10200", "ANY:10100", "", "x"]
+LINES = ["  maximum-paths 1", " neighbor p0 shutdown", "  route-target import 65000:10200", "  import vrf blue",
+         "vrf red", " vni 10200", "router bgp 65101", "  no neighbor fabric activate", "no bgp default ipv4-unicast",
+         " neighbor swp9 interface peer-group fabric", "  route-target both *:10100", "interface lo",
+         " ip address 10.255.0.99/32", "exit", "address-family l2vpn evpn", "  advertise-all-vni"]
+EDITS = st.lists(st.tuples(st.integers(0, 400), st.sampled_from(TOKENS + LINES), st.booleans()), max_size=6)
+
+
+def mutated(text: str, edits) -> str:
+    """Lines replaced, inserted or cut, words swapped for others of the kind configs hold."""
+    lines = text.splitlines()
+    for at, token, insert in edits:
+        i = at % len(lines)
+        if insert:
+            lines.insert(i, token)
+        elif token in TOKENS and lines[i].split():
+            words = lines[i].split(" ")
+            words[at % len(words)] = token
+            lines[i] = " ".join(words)
+        else:
+            del lines[i]
+    return "\n".join(lines) + "\n"
+
+
+def lints_cleanly(dialect: str, node: str, text: str) -> None:
+    """A report, never an exception: its problems name the file, its findings a line of it (or none)."""
+    name = FILE[dialect]
+    report = lint(AIPOD_FABRIC, {node: {name: text}}, {node: {name: f"cfg/{node}/{name}"}})
+    assert all(p.file == f"cfg/{node}/{name}" for p in report.problems)
+    assert all(f.at.file == f"cfg/{node}/{name}" and (f.at.line is None or 0 < f.at.line <= text.count("\n") + 1)
+               and len(str(f)) < 2000 for f in report.findings)
+
+
+AIPOD_FABRIC = topology.load(AIPOD)
+OWN = {d: with_mistakes(d, []) for d in ("nvue", "frr")}
+
+
+@FUZZ
+@given(st.sampled_from(["dpu1", "dpu2", "leaf1", "spine2"]), EDITS)
+def test_any_mutation_of_an_nvue_file_gives_findings_or_problems(node, edits):
+    lints_cleanly("nvue", node, mutated(OWN["nvue"][node], edits))
+
+
+@FUZZ
+@given(st.sampled_from(["dpu1", "dpu2", "leaf1", "spine2"]), EDITS)
+def test_any_mutation_of_an_frr_conf_gives_findings_or_problems(node, edits):
+    lints_cleanly("frr", node, mutated(OWN["frr"][node], edits))
