@@ -10,7 +10,7 @@ from twin.change import load_change
 from twin.change.rehearse import Thresholds, rehearse
 from twin.change.summary import rehearsal_md
 from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, evidence, main, progress, run, write_reports
-from twin.cli.lint import STRICT_HELP, warn
+from twin.cli.lint import STRICT_HELP, quiet, warn
 from twin.lab import Lab
 from twin.topology.allow import load_allow
 from twin.verify.baseline_file import load_baseline
@@ -55,7 +55,8 @@ def apply_(cli, lab, change, timeout, no_wait, strict, as_json):
     lab's intent first (as `twin lint` does: warnings, errors with --strict)."""
     def apply_change():
         with progress(lab, f"applying {change}") as say:
-            res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=say, strict=strict, warn=warn)
+            res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=say, strict=strict,
+                                 warn=quiet if strict else warn)
         print_applied(lab, change, res.as_dict(), as_json)
         sys.exit(0 if res.converged else 1)
     run(cli, apply_change)

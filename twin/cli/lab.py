@@ -10,7 +10,7 @@ from rich.table import Table
 from twin import host, kinds
 from twin.base.errors import AlreadyUp, ConvergenceTimeout, TopologyError, TwinError
 from twin.cli.common import err, main, out, progress, run
-from twin.cli.lint import STRICT_HELP, warn
+from twin.cli.lint import STRICT_HELP, quiet, warn
 from twin.config import userconf
 from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.naming import container_name
@@ -83,7 +83,8 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
         try:
             with progress(lab.name, "starting") as say:
                 timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,
-                                 strict_exec=strict_exec, images=images, say=say, strict=strict, warn=warn)
+                                 strict_exec=strict_exec, images=images, say=say, strict=strict,
+                                 warn=quiet if strict else warn)
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return

@@ -73,6 +73,10 @@ def lint_paths(topology: str, paths: list[str], roles: dict[str, str]) -> Report
     return report
 
 
+def quiet(report: Report) -> None:
+    """--strict: the findings are said once, as the error."""
+
+
 def warn(report: Report) -> None:
     """`up`, `plan` and `apply`: the findings as warnings on stderr, before anything is done."""
     for line in report.lines():

@@ -20,7 +20,7 @@ import time
 from typing import Callable, Mapping
 
 from twin import kinds
-from twin.base.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError, TwinError
 from twin.lint import overlay, underlay
 from twin.lint.declared import At, Declared, Peer, Rt, Switch, Vlan, Vrf
 from twin.lint.findings import Finding, Report, explain
@@ -70,12 +70,16 @@ def lint(fabric: Fabric, files: Mapping[str, Mapping[str, str]],
 
 
 class LintFailed(TopologyError):
-    """`--strict`: the configs' findings are errors; nothing was created or changed."""
+    """The configs' problems, or (`--strict`) their findings, are errors: nothing was made or changed."""
 
     def __init__(self, report: Report):
         self.report = report
         super().__init__(list(report.problems) + [Problem(f.at.file, "", f"{f.at.text}: {f.why}" if f.at.text
                                                           else f.why, f.at.line) for f in report.findings])
+        n = len(self.problems)
+        TwinError.__init__(self, f"twin lint: {n} error{'s' if n != 1 else ''} in your configs (--strict makes "
+                                 "findings errors); nothing was made or changed:\n"
+                           + "\n".join(f"  {p}" for p in self.problems))
 
 
 def gate(report: Report, strict: bool = False, warn: Callable[[Report], None] = lambda _: None) -> Report:
