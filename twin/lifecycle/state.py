@@ -24,7 +24,7 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from twin import kinds
+from twin import kinds, nvue
 from twin.base.errors import LabNameError, LabStateError, TwinError
 from twin.config.backend import Backend
 from twin.config.services import Shaping
@@ -247,8 +247,6 @@ def now() -> float:
 
 def configs_differ(d: Path, st: LabState, configs: UserConfigs | None) -> list[str]:
     """How the user's files given now differ from those the lab in directory `d` booted."""
-    from twin import nvue
-
     given = configs.files if configs is not None else {}
     out = [f"{n} runs your {', '.join(st.user_files[n])}, not twin's rendering" for n in st.user_files
            if n not in given]
