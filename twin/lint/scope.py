@@ -113,7 +113,7 @@ def route_checks(loopback: str | None) -> tuple[str, ...]:
 def session_checks(fabric: Fabric, node: str, port: str) -> tuple[str, ...]:
     """The checks of one fabric session: both ends' BGP, and each one's route to the other's loopback."""
     p = fabric.nodes[node].ports_by_name[port]
-    out = (control("bgp", node), control("bgp", p.peer_node))
+    out: tuple[str, ...] = (control("bgp", node), control("bgp", p.peer_node))
     for a, b in ((node, p.peer_node), (p.peer_node, node)):
         if fabric.nodes[b].loopback:
             out += (rf"^control: loopbacks {re.escape(a)}: .*\b{re.escape(fabric.nodes[b].loopback or '')}/32",)
