@@ -288,3 +288,43 @@ def test_any_mutation_of_an_nvue_file_gives_findings_or_problems(node, edits):
 @given(st.sampled_from(["dpu1", "dpu2", "leaf1", "spine2"]), EDITS)
 def test_any_mutation_of_an_frr_conf_gives_findings_or_problems(node, edits):
     lints_cleanly("frr", node, mutated(OWN["frr"][node], edits))
+
+
+SWP = "      {}:\n        type: swp\n"
+PEER = "              swp1:\n                type: unnumbered\n                peer-group: fabric\n"
+BGP_ON = "        enable: on\n        autonomous-system: 65101\n"
+EXPORT = "                route-export:\n                  to-evpn:\n                    enable: on\n      blue:"
+RED_BGP = "            enable: on\n            address-family:\n              ipv4-unicast:\n"
+MORE = [   # (node, old, new, rule, the first finding's value, a part of its why)
+    ("leaf1", SWP.format("swp1"), SWP.format("swp1") + "        link:\n          mtu: 1500\n",
+     "mtu", "interface swp1 link mtu 1500", "the topology gives the link leaf1:swp1 - spine1:swp1 MTU 9000"),
+    ("leaf1", SWP.format("swp2"), SWP.format("swp2") + "        link:\n          state: down\n",
+     "neighbor", "interface swp2 link state down", "swp2 is the link to spine2:swp1: set down"),
+    ("spine1", "        router-id: 10.255.0.1\n", "        router-id: 10.255.0.1\n        graceful-shutdown: on\n",
+     "drain", "router bgp graceful-shutdown on", "spine1 is not drained in the topology"),
+    ("dpu1", "              10.1.1.1/24: {}\n", "              10.1.1.254/24: {}\n",
+     "gateway", "interface vlan10 gateway 10.1.1.254/24", "red's web gateway is 10.1.1.1/24 (the topology's)"),
+    ("dpu1", "            mac-address: 00:00:5e:00:01:01\n", "            mac-address: 00:00:5e:00:01:02\n",
+     "gateway", "interface vlan10 VRR MAC 00:00:5e:00:01:02", "red's web gateway MAC is 00:00:5e:00:01:01"),
+    ("dpu1", EXPORT, EXPORT.replace("      blue:", "                route-import:\n                  from-vrf:\n"
+                                    "                    list:\n                      blue: {}\n      blue:"),
+     "leak", "vrf red route-import from-vrf blue", "VRF red (tenant red) takes the routes of VRF blue (blue's)"),
+    ("dpu1", RED_BGP, RED_BGP.replace("            address-family:", "            route-import:\n              "
+                                      "from-evpn:\n                route-target:\n                  ANY:10200: {}\n"
+                                      "            address-family:"),
+     "leak", "vrf red route-import route-target ANY:10200", "10200 is blue's L3VNI: VRF red (tenant red) takes blue's"),
+    ("leaf2", PEER, PEER + "                remote-as: 65101\n",
+     "neighbor", "neighbor swp1", "remote-as 65101: spine1:swp2 is spine1, whose AS is 65000"),
+    ("leaf1", BGP_ON, BGP_ON.replace("enable: on", "enable: off"), "neighbor", "no BGP",
+     "leaf1 runs no BGP (no router bgp, or it is off): its sessions to dpu1, dpu2, spine1, spine2"),
+]
+
+
+@pytest.mark.parametrize("node,old,new,rule,value,why", MORE, ids=[f"{m[3]}-{i}" for i, m in enumerate(MORE)])
+def test_the_other_rules_name_their_line_too(node, old, new, rule, value, why):
+    text = with_mistakes("nvue", [])[node]
+    assert old in text
+    f, *more = lint(AIPOD_FABRIC, {node: {nvue.STARTUP: text.replace(old, new, 1)}}).findings
+    assert (f.rule, f.at.text) == (rule, value) and why in f.why, str(f)
+    assert f.at.line or value == "no BGP"
+    assert [x.rule for x in more] == (["leak"] if "ANY:10200" in value else [])   # and red's own not imported
