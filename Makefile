@@ -14,7 +14,7 @@ COMPARE_ARGS ?=
 LARGE_ARGS ?=
 BENCH_SERVER_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-nvue bench-compare bench-server soak chaos prove clean
+.PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-lint bench-nvue bench-compare bench-server soak chaos prove clean
 
 host:
 	@twin/lifecycle/host-setup.sh
@@ -67,6 +67,10 @@ bench: images
 # (not part of make test; ~15 minutes, loads the whole machine)
 bench-large: images
 	$(VENV)/bin/python bench/large.py $(LARGE_ARGS)
+
+# twin lint of the 8 x 248 Clos's NVUE export and rendered frr.conf files, as a command (issue 45: < 5 s)
+bench-lint: venv
+	$(VENV)/bin/python bench/lint.py $(LINT_ARGS)
 
 # a blank NVUE fabric's day 0 by one Ansible playbook (8 forks, each switch's NVUE API at its management
 # address): 8 and 16 switches, every revision applied < 10 s, converged < 30 s after the last (issue 33)

@@ -29,8 +29,9 @@ from twin.config.userconf import UserConfigs
 from twin.interop import doors
 from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, locks, mgmtnet, state, vrfbackend
 from twin.lifecycle.context import LabContext
-from twin.lifecycle.state import LabState
 from twin.lifecycle.status import LabStatus, lab_status
+from twin.lint import Report as LintReport
+from twin.lint import gate
 from twin.nvue import nvued
 from twin.nvue import service as nvue_service
 from twin.runtime import containerlab, kernel
@@ -56,6 +57,7 @@ class Lab:
         self._runtime: Runtime | None = None if runtime is None or isinstance(runtime, str) else runtime
         self._runtime_name = runtime if isinstance(runtime, str) else None
         self._recorded: tuple[int, Fabric | None] | None = None
+        self.linted: LintReport | None = None    # `twin lint` of its configs, at `up`
 
     @property
     def topology(self) -> Fabric | None:
@@ -137,8 +139,8 @@ class Lab:
     # --- lifecycle ---------------------------------------------------------
     def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
            say: Say = lambda _: None, configs: "str | Path | UserConfigs | None" = None,
-           vrf_backend: str | None = None, wait: bool = True, strict_exec: bool = False, images: str | None = None
-           ) -> dict[str, float]:
+           vrf_backend: str | None = None, wait: bool = True, strict_exec: bool = False, images: str | None = None,
+           strict: bool = False, warn: Callable[[LintReport], None] = lambda _: None) -> dict[str, float]:
         """Bring the lab up and return once converged; returns stage timings (s).
 
         `configs`: a directory of the user's FRR files (or what `userconf` read of one): those
@@ -148,6 +150,7 @@ class Lab:
         for labs a user's scripts configure; `wait()` is the convergence barrier then. A node's
         `exec` command that fails is a note (`notes`) and the lab goes on, as in containerlab;
         `strict_exec` makes it end the bring-up. `images`: auto, own or twin (`twin.lifecycle.imagechoice`).
+        The configs are linted against the topology's intent first (`warn` gets it; `strict`: refused).
         `timeout`: the whole bring-up's deadline from this call, held by every stage (StageTimeout says
         where it passed); default: convergence within 60 s + 1 s per FRR node once the nodes are wired."""
         start = time.monotonic()
@@ -157,6 +160,7 @@ class Lab:
             self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, self.loaded)
         if self.configs is not None:
             _refuse(userconf.check(self.configs, self.loaded) or nvue.check_files(self.configs, self.loaded))
+            self.linted = gate(userconf.lint(self.configs, self.loaded), strict, warn)
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
@@ -230,6 +234,7 @@ class Lab:
             st.notes = list(self.notes)
             if self.configs is not None:
                 st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
+                st.lint = [f.as_dict() for f in self.linted.findings] if self.linted else []
             st.user_files |= {n: [nvue.STARTUP] for n in blank}     # a blank node's NVUE is its automation's
             state.write_files(self.dir, files)
             say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
@@ -295,7 +300,8 @@ class Lab:
         if st is None or recorded is None:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
-        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.loaded)).lines() + self._configs_differ(st)
+        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.loaded)).lines()
+        differs += state.configs_differ(self.dir, st, self.configs)
         want = wanted(self.loaded, vrf_backend)[0]
         differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
             st.backend and st.backend != want) else []
@@ -310,22 +316,6 @@ class Lab:
                                 f"{problems[0]}); `twin down {self.name}` and `twin up` make it again")
         raise AlreadyUp(f"lab {self.name!r} is already up and converged from this topology; "
                         f"`twin status {self.name}` shows it, `twin down {self.name}` removes it")
-
-    def _configs_differ(self, st: LabState) -> list[str]:
-        """How the user's files given now differ from those the running lab booted."""
-        given = self.configs.files if self.configs is not None else {}
-        out = [f"{n} runs your {', '.join(st.user_files[n])}, not twin's rendering" for n in st.user_files
-               if n not in given]
-        for n, files in given.items():
-            if n not in st.user_files:
-                out.append(f"{n} runs twin's rendering, not your files")
-            elif userconf.FRR_CONF in files and files[userconf.FRR_CONF] != state.read_files(
-                    self.dir, n, [userconf.FRR_CONF]).get(userconf.FRR_CONF):
-                out.append(f"{n}: your frr.conf differs from the one it runs")
-        for n, nf in nvue.read_configs(self.configs).items():
-            if nvue.dump(nf.tree, nf.header) != state.read_files(self.dir, n, [nvue.STARTUP]).get(nvue.STARTUP):
-                out.append(f"{n}: your startup.yaml differs from the one it runs")
-        return out
 
     def down(self) -> list[str]:
         """Remove exactly what this lab owns: its containers (their links die with them), the
@@ -366,15 +356,16 @@ class Lab:
 
     # --- day 2 -------------------------------------------------------------
     def apply(self, change: "str | Path | Fabric", timeout: float | None = None, wait: bool = True,
-              say: Say = lambda _: None):
+              say: Say = lambda _: None, strict: bool = False, warn: Callable[[LintReport], None] = lambda _: None):
         """Apply a change (edited topology file, directory of node configs, a Fabric, or any spec
         `twin.change.load_change` reads: nv:NODE:FILE, fault:...) to the running lab; returns
-        twin.change.Result. Refused changes touch nothing; failures roll back."""
+        twin.change.Result. Refused changes touch nothing; failures roll back. A directory of configs is
+        linted against the lab's intent first (`warn` gets it; `strict`: refused)."""
         from twin.change import load_change
 
         with self.writing("twin apply"):
             ctx = self.context()
-            result = load_change(ctx, change).apply(ctx, say=say, timeout=timeout, wait=wait)
+            result = load_change(ctx, change, strict, warn).apply(ctx, say=say, timeout=timeout, wait=wait)
             self.nvue_service(say)
             return result
 

@@ -2,8 +2,9 @@
 (twin's own rendering, edited) converges and passes `twin verify`; a line FRR refuses is
 named with its file:line before anything exists; and each deliberate mistake of a config
 (a wrong peer interface, a missing advertise-all-vni, a wrong route target) fails
-`twin verify` naming it. One lab for the module; the mistakes go in with `twin apply
---no-wait`, as a CI job would push a candidate config onto a twin."""
+`twin verify` naming it, and `twin apply` names it first by its file and line (`twin lint`'s
+finding, which `twin verify` names as the cause: `see FILE:LINE`). One lab for the module; the
+mistakes go in with `twin apply --no-wait`, as a CI job would push a candidate config onto a twin."""
 from __future__ import annotations
 
 import json
@@ -114,6 +115,21 @@ def fails_naming(lab: Lab, needles: list[str]) -> str:
     return p.stdout
 
 
+def apply_warned(bad: Path, node: str, line_text: str, value: str, why: str) -> str:
+    """`twin apply --no-wait` of a mistaken directory says `twin lint`'s finding first (a warning:
+    the lab's verdict decides), naming the file and the line `line_text` is; returns how `twin
+    verify` names it as the cause of a failing check."""
+    line = (bad / node / "frr.conf").read_text().splitlines().index(line_text) + 1
+    p = twin_cli("apply", NAME, str(bad), "--no-wait", check=True)
+    where = f"{bad / node / 'frr.conf'}:{line}"
+    assert f"warning: {where}: {value}: {why}" in p.stderr, p.stderr
+    return f"see {where} ({value})"
+
+
+def first_bgp(bad: Path, node: str) -> str:
+    return next(ln for ln in (bad / node / "frr.conf").read_text().splitlines() if ln.startswith("router bgp "))
+
+
 def back_to_good(configs: Path) -> None:
     p = twin_cli("apply", NAME, str(configs), "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["converged"], p.stdout + p.stderr
@@ -122,17 +138,19 @@ def back_to_good(configs: Path) -> None:
 def test_a_wrong_route_target_fails_verify_naming_it(lab, configs, tmp_path):
     bad = mistake(configs, tmp_path / "rt", "dpu1", "  advertise ipv4 unicast\n",
                   "  advertise ipv4 unicast\n  route-target import 65000:999\n")
-    twin_cli("apply", NAME, str(bad), "--no-wait", check=True)
+    see = apply_warned(bad, "dpu1", "  route-target import 65000:999", "route-target import 65000:999",
+                       "none of VRF red's import route targets (65000:999) names red's VNI 10100")
     out = fails_naming(lab, ["route-targets dpu1 red: imports route-target 65000:999 for VNI 10100, but dpu2 exports",
-                             "vrf dpu1 red: missing 10.1.1.12/32 via 10.255.0.6"])
+                             "vrf dpu1 red: missing 10.1.1.12/32 via 10.255.0.6", see])
     assert "FAIL control: route-targets dpu1 red" in out
     back_to_good(configs)
 
 
 def test_a_wrong_peer_interface_fails_verify_naming_it(lab, configs, tmp_path):
     bad = mistake(configs, tmp_path / "peer", "leaf1", " neighbor swp1 interface", " neighbor swp9 interface")
-    twin_cli("apply", NAME, str(bad), "--no-wait", check=True)
-    out = fails_naming(lab, ["bgp leaf1: .ipv4Unicast.peers.swp1: missing", "FRR has neighbor swp9, on no link"])
+    see = apply_warned(bad, "leaf1", first_bgp(bad, "leaf1"), "no BGP neighbor on swp1",
+                       "swp1 is the link to spine1:swp1")
+    out = fails_naming(lab, ["bgp leaf1: .ipv4Unicast.peers.swp1: missing", "FRR has neighbor swp9, on no link", see])
     assert "bgp spine1: .ipv4Unicast.peers.swp1.state: expected 'Established'" in out
     st = twin_cli("status", NAME)
     assert st.returncode == 1
@@ -143,7 +161,8 @@ def test_a_wrong_peer_interface_fails_verify_naming_it(lab, configs, tmp_path):
 def test_a_missing_advertise_all_vni_fails_verify_naming_it(lab, configs, tmp_path):
     # last: FRR 10.3 does not take the local workloads' bindings back once EVPN is on again
     bad = mistake(configs, tmp_path / "evpn", "dpu2", "  advertise-all-vni\n", "")
-    twin_cli("apply", NAME, str(bad), "--no-wait", check=True)
+    see = apply_warned(bad, "dpu2", first_bgp(bad, "dpu2"), "no advertise-all-vni (address-family l2vpn evpn)",
+                       "dpu2 is a VTEP of red and blue")
     out = fails_naming(lab, ["vni dpu2 10101: VNI 10101 missing (zebra knows no VNI at all: EVPN is off;",
-                             "vni dpu1 10101: vni 10101.remoteVteps[0]: no item matches '10.255.0.6'"])
+                             "vni dpu1 10101: vni 10101.remoteVteps[0]: no item matches '10.255.0.6'", see])
     assert "`advertise-all-vni`" in out

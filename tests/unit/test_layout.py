@@ -23,7 +23,9 @@ DATA = (TWIN / "images",)   # package data: the node image's recipe (its scripts
 # change's, its daemon after change).
 LAYERS = [
     {"twin.base"},   # errors, deadlines and the wait, stages, the users' files' reader, JUnit, version
-    {"twin.kinds"}, {"twin.topology"}, {"twin.intent"}, {"twin.config"}, {"twin.interop"},
+    {"twin.kinds"}, {"twin.topology"}, {"twin.intent"},
+    {"twin.lint"},    # the configs' declarations against intent (pure); dialects register their readers with it
+    {"twin.config"}, {"twin.interop"},
     {"twin.nvue"},    # NVUE's configurations in and out (pure): tree, startup.yaml, frr.conf, kernel plane, export
     {"twin.runtime"},
     {"twin.lifecycle", "twin.nvue.service"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"},

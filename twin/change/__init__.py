@@ -13,18 +13,21 @@ directory of startup.yaml files, a file of `nv` commands, a revision) is NVUE's 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from twin import topology
 from twin.base.errors import Problem, TopologyError, TwinError
 from twin.change import link_faults, node_faults  # noqa: F401  (they register their faults)
 from twin.change.base import REGISTRY, Change, Result
-from twin.change.declarative import ConfigsChange, TopologyChange
+from twin.change.declarative import ConfigsChange, Declarative, TopologyChange
 from twin.change.diff import FabricDiff
 from twin.change.fault_base import Fault, fault_types
 from twin.change.report import Thresholds
 from twin.change.summary import rehearsal_md
 from twin.config import userconf
 from twin.lifecycle.context import LabContext
+from twin.lint import Report as LintReport
+from twin.lint import gate
 from twin.nvue.change.nv_file import PREFIX as NV_PREFIX
 from twin.nvue.change.nv_file import load as load_nv
 from twin.nvue.change.nvue_change import NvueChange  # NVUE's change kind (registered: "nvue")
@@ -48,10 +51,12 @@ def parse_fault(ctx: LabContext, spec: str) -> Fault:
     return cls.parse(ctx, ":".join(rest[:width]), rest[width:], spec)
 
 
-def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
+def load_change(ctx: LabContext, spec: "str | Path | Fabric", strict: bool = False,
+                warn: Callable[[LintReport], None] = lambda _: None) -> Change:
     """A change from what a user gives: a Fabric, `fault:...`, `nv:NODE:FILE` (a file of `nv`
     commands), a directory of node configs, or an edited topology file (TopologyError names
-    every problem of a file)."""
+    every problem of a file). A directory of configs is linted against the lab's intent (its
+    `lint`; `warn` gets it first): with `strict` its findings refuse it (LintFailed)."""
     if isinstance(spec, Fabric):
         return TopologyChange(spec)
     if isinstance(spec, str) and spec.startswith(FAULT_PREFIX):
@@ -61,9 +66,10 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric") -> Change:
     p = Path(spec)
     if p.is_dir():
         configs = userconf.read_dir(p)
-        if any(userconf.NVUE in f for f in configs.files.values()):
-            return NvueChange.load(ctx, p, configs)
-        return ConfigsChange.load(ctx, p)
+        nvue = any(userconf.NVUE in f for f in configs.files.values())
+        change: Declarative = NvueChange.load(ctx, p, configs) if nvue else ConfigsChange.load(ctx, p)
+        change.lint = gate(userconf.lint(configs, ctx.fabric), strict, warn)
+        return change
     if not p.exists():
         raise TopologyError([Problem(str(p), "", "no such file or directory: a change is a topology file, "
                                                  "a directory of node configs (<dir>/<node>/frr.conf, or NVUE's "

@@ -45,6 +45,7 @@ from twin.lifecycle import barrier, hostlimits, imagechoice, state
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.cleanup import patient
 from twin.lifecycle.context import LabContext
+from twin.lint import Report as LintReport
 from twin.observe import store
 from twin.runtime import frr, kernel
 from twin.runtime.links import add_link, delete_link
@@ -57,6 +58,7 @@ class Declarative(Protocol):
     """What apply runs: a change of what the lab should be (`twin.change.declarative`)."""
 
     key: ClassVar[str]
+    lint: LintReport | None          # a directory of configs: its lint findings (recorded once applied)
 
     @property
     def source(self) -> str: ...     # the file or directory it came from, as the user gave it
@@ -385,6 +387,8 @@ def _record_one(ctx: LabContext, work: Work, change: Declarative) -> None:
     def record(st: state.LabState) -> None:
         if change.key == "topology":
             st.topology = source
+        if change.lint is not None:   # the findings of the configs now running (twin verify names them)
+            st.lint = [f.as_dict() for f in change.lint.findings]
         st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": work.summary})
 
     if state.update(ctx.dir, record, work.new) is None:

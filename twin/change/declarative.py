@@ -17,6 +17,7 @@ from twin.config import overlay, render, userconf
 from twin.config.reconcile import node_delta
 from twin.lifecycle import vrfbackend
 from twin.lifecycle.context import LabContext
+from twin.lint import Report as LintReport
 from twin.nvue.change.nvue_work import nvue_work
 from twin.runtime.frr import FRR_CONF
 from twin.topology import mgmt
@@ -27,6 +28,7 @@ class Declarative(Change):
     """A change of what the lab should be; applied by `twin.change.apply`."""
 
     source: str
+    lint: LintReport | None = None     # a directory of configs: `twin lint` of it on the lab's intent (load_change)
 
     def describe(self) -> str:
         return f"apply {self.source}"
@@ -35,7 +37,9 @@ class Declarative(Change):
         raise NotImplementedError
 
     def plan(self, ctx: LabContext) -> Plan:
-        return self.work(ctx).plan
+        p = self.work(ctx).plan
+        p.lint = list(self.lint.findings) if self.lint is not None else []
+        return p
 
     def check(self, ctx: LabContext) -> list[str]:
         return stages.refusals(ctx, self.work(ctx))

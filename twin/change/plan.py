@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from twin.change.diff import FabricDiff, unified
 from twin.config.backend import DEFAULT_BACKEND, Backend
 from twin.config.render import render_lab
+from twin.lint import Finding
 from twin.topology.model import Fabric
 
 
@@ -21,15 +22,17 @@ class Plan:
     diffs: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> file -> unified diff
     kernel: dict[str, list[str]] = field(default_factory=dict)      # node -> commands apply runs
     frr: dict[str, str] = field(default_factory=dict)               # node -> "reload" or "restart (...)"
+    lint: list[Finding] = field(default_factory=list)               # `twin lint` of a directory of configs
 
     @property
     def empty(self) -> bool:
         return not self.changes and not self.diffs
 
     def text(self) -> str:
+        warned = [f"warning: {f}" for f in self.lint]
         if self.empty:
-            return f"lab {self.lab}: no change"
-        lines = [f"lab {self.lab}: {len(self.changes)} change(s), {len(self.diffs)} node(s) with new config"]
+            return "\n".join(warned + [f"lab {self.lab}: no change"])
+        lines = warned + [f"lab {self.lab}: {len(self.changes)} change(s), {len(self.diffs)} node(s) with new config"]
         lines += [f"  {c}" for c in self.changes]
         for node, files in self.diffs.items():
             for fname, diff in files.items():
@@ -44,7 +47,8 @@ class Plan:
         return "\n".join(lines) + "\n"
 
     def as_dict(self) -> dict:
-        return {"lab": self.lab, "changes": self.changes, "diffs": self.diffs, "frr": self.frr, "kernel": self.kernel}
+        return {"lab": self.lab, "changes": self.changes, "diffs": self.diffs, "frr": self.frr, "kernel": self.kernel,
+                "lint": [f.as_dict() for f in self.lint]}
 
 
 def file_diffs(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:

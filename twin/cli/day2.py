@@ -10,6 +10,7 @@ from twin.change import load_change
 from twin.change.rehearse import Thresholds, rehearse
 from twin.change.summary import rehearsal_md
 from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, evidence, main, progress, run, write_reports
+from twin.cli.lint import STRICT_HELP, quiet, warn
 from twin.lab import Lab
 from twin.topology.allow import load_allow
 from twin.verify.baseline_file import load_baseline
@@ -24,12 +25,14 @@ CHANGE_HELP = ("CHANGE is an edited topology file, a directory of node configs (
 @click.argument("lab")
 @click.argument("change")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--strict", is_flag=True, help="Exit 1 when a directory of configs has lint findings (`twin lint`).")
 @click.pass_context
-def plan_(cli, lab, change, as_json):
+def plan_(cli, lab, change, as_json, strict):
     def show_plan():
         ctx = Lab(lab).context()
         p = load_change(ctx, change).plan(ctx)
         click.echo(json.dumps(p.as_dict(), indent=2) if as_json else p.text(), nl=as_json)
+        sys.exit(1 if strict and p.lint else 0)
     run(cli, show_plan)
 
 
@@ -39,18 +42,21 @@ def plan_(cli, lab, change, as_json):
 @click.option("--timeout", type=float,
               help="Convergence deadline in seconds, from the command's start (default: from lab size, once applied).")
 @click.option("--no-wait", is_flag=True, help="Return once applied, without waiting for convergence.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def apply_(cli, lab, change, timeout, no_wait, as_json):
+def apply_(cli, lab, change, timeout, no_wait, strict, as_json):
     """Apply CHANGE to the running LAB: FRR reload (no restart), kernel reconciled, then wait for convergence.
 
     CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf, or NVUE's
     <dir>/<node>/startup.yaml), nv:NODE:FILE (a file of nv commands run on NODE), or a fault
     (fault:KEY:TARGET[:ARG], as `twin fault` makes it). A bad change is refused and the lab left
-    untouched; one that fails half way is rolled back."""
+    untouched; one that fails half way is rolled back. A directory of configs is linted against the
+    lab's intent first (as `twin lint` does: warnings, errors with --strict)."""
     def apply_change():
         with progress(lab, f"applying {change}") as say:
-            res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=say)
+            res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=say, strict=strict,
+                                 warn=quiet if strict else warn)
         print_applied(lab, change, res.as_dict(), as_json)
         sys.exit(0 if res.converged else 1)
     run(cli, apply_change)

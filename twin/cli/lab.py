@@ -10,6 +10,7 @@ from rich.table import Table
 from twin import host, kinds
 from twin.base.errors import AlreadyUp, ConvergenceTimeout, TopologyError, TwinError
 from twin.cli.common import err, main, out, progress, run
+from twin.cli.lint import STRICT_HELP, quiet, warn
 from twin.config import userconf
 from twin.config.backend import CHOICES, NAMES, wanted
 from twin.config.naming import container_name
@@ -55,12 +56,13 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
 @click.option("--no-wait", is_flag=True,
               help="Return once the nodes run, are wired and FRR started (as `clab deploy`), for labs your own "
                    "scripts configure; `twin wait LAB` waits for convergence afterwards.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
 @click.option("--strict-exec", is_flag=True,
               help="A node's exec command that fails ends the bring-up (by default it is reported and the lab "
                    "goes on, as in containerlab).")
 @click.pass_context
 def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtime, vrf_backend, no_wait,
-       strict_exec):
+       strict, strict_exec):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     TOPOLOGY is a twin topology file (or the name of one twin ships: aipod, pod8, leaf-vtep,
@@ -69,8 +71,9 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
     containerlab node's bound frr.conf/daemons are its configs; --role gives the kinds an
     Air file does not.
     The wiring and the tenants' kernel plane (VRFs, VXLAN, bridges) come from TOPOLOGY,
-    the FRR configs from twin's rendering or, with --configs, from your files. The
-    barrier and `twin verify` judge them against TOPOLOGY's intent; routers running
+    the FRR configs from twin's rendering or, with --configs, from your files. Your files
+    are linted against TOPOLOGY's intent first (as `twin lint` does: warnings, errors with
+    --strict); the barrier and `twin verify` judge the lab against it; routers running
     your configs (kind router) by what their configs declare.
 
     On a lab that is already up: exit 0 if it runs this topology (and configs) and has
@@ -80,7 +83,8 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
         try:
             with progress(lab.name, "starting") as say:
                 timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,
-                                 strict_exec=strict_exec, images=images, say=say)
+                                 strict_exec=strict_exec, images=images, say=say, strict=strict,
+                                 warn=quiet if strict else warn)
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return

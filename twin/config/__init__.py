@@ -2,8 +2,9 @@
 templates per kind and feature (`render`), the kernel side of the overlay as
 steps (`overlay`, on the one table of operations in `steps`; a node's management port: `mgmt`) and the steps that
 take a node from one intent to another (`reconcile`); no value a renderer writes holds a
-control character (`safetext`)."""
-from twin.config import mgmt
+control character (`safetext`). The user's own configs: `userconf`; what an frr.conf declares, for
+`twin lint`: `declared` (the reader it registers)."""
+from twin.config import declared, mgmt  # declared: FRR's reader of frr.conf for twin lint (registers it)
 from twin.config.backend import (
            CHOICES,
            DEFAULT_BACKEND,
@@ -54,7 +55,7 @@ from twin.config.userconf import DAEMONS, FORMATS, FRR_CONF, NVUE, UserConfigs, 
 __all__ = ["VXLAN_PORT", "ALREADY", "CHOICES", "CONGESTION_BURST_S", "DAEMONS", "DEFAULT_BACKEND", "DEFAULT_SHAPING",
            "DEVICE", "FORMATS", "FRR_CONF", "INSTEAD", "LABEL_KIND", "LABEL_LAB", "LABEL_NODE", "LABEL_RUNTIME",
            "NAMES", "NETNS", "NO_VRF_DEVICES", "VRF_TABLE_BASE", "NVUE", "NVUE_DIR", "Backend", "bindings", "bucket",
-           "container_name", "held_netns",
+           "container_name", "declared", "held_netns",
            "device_needs", "droplog", "dryrun_container", "forwarding_sysctls", "gateway_file", "gateway_table",
            "link_alias", "loopback_steps", "hosts_marker", "mgmt", "mgmt_network", "node_delta", "NodeDelta",
            "nvue_run", "password_file", "overlay", "plan", "port_ns",

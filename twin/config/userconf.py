@@ -13,19 +13,23 @@ the one thing twin may change in a user's file is what that kernel plane needs
 of zebra (its VRF backend), and it says so (`merge` returns the notes).
 
 `twin up --configs DIR` and `twin apply LAB DIR` read directories the same way
-(`read_dir`); FRR's own check of the files is `twin.runtime.dryrun`.
+(`read_dir`; `twin lint` single files too, `read_file`); FRR's own check of the files is
+`twin.runtime.dryrun`, twin's own of what they declare against the topology's intent `lint`.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from twin import kinds
 from twin.base.errors import Problem, TopologyError
 from twin.config import overlay, render
 from twin.config.backend import NETNS, Backend
 from twin.intent import frrconf, generic
+from twin.lint import Report as LintReport
+from twin.lint import lint as lint_files
 from twin.topology import files as inputs
 from twin.topology.model import Fabric
 
@@ -88,6 +92,49 @@ def read_dir(d: str | Path) -> UserConfigs:
     if problems:
         raise TopologyError(problems)
     return UserConfigs(str(d), files, paths)
+
+
+def read_file(f: str | Path) -> UserConfigs:
+    """One node's file, named as a config directory names it (DIR/<node>/frr.conf, daemons or
+    startup.yaml, or DIR/<node>.conf): what `twin lint FILE` reads (a pre-commit hook gives files)."""
+    f = Path(f)
+    if f.name in FILES and f.parent.name not in ("", ".", ".."):
+        node, name, d, rel = f.parent.name, f.name, f.parent.parent, f"{f.parent.name}/{f.name}"
+    elif f.suffix == ".conf" and f.name != FRR_CONF:
+        node, name, d, rel = f.stem, FRR_CONF, f.parent, f.name
+    else:
+        raise TopologyError([Problem(str(f), "", "not a node's config file: <node>/frr.conf, <node>/daemons, "
+                                                 "<node>/startup.yaml or <node>.conf (the node is named by it)")])
+    try:
+        text = inputs.read_text(rel, FORMATS[name], d)
+    except inputs.Refused as e:
+        raise TopologyError([e.problem(str(f))]) from None
+    return UserConfigs(str(f), {node: {name: text}}, {node: {name: str(f)}})
+
+
+def read_paths(paths: Sequence[str | Path]) -> UserConfigs:
+    """Config directories and single files together (a later one's file over an earlier one's);
+    TopologyError with every problem of every one."""
+    out: UserConfigs | None = None
+    problems: list[Problem] = []
+    for p in paths:
+        try:
+            got = read_dir(p) if Path(p).is_dir() else read_file(p)
+        except TopologyError as e:
+            problems += e.problems
+            continue
+        out = got if out is None else out.under(got)
+    if problems:
+        raise TopologyError(problems)
+    return out or UserConfigs("no files")
+
+
+def lint(configs: UserConfigs, fabric: Fabric) -> LintReport:
+    """`twin lint` of the configs on this fabric: `check`'s problems, then what each dialect's reader
+    makes of the files (a reader registers with twin.lint) compared with the fabric's intent."""
+    report = lint_files(fabric, configs.files, configs.paths)
+    report.problems[:0] = check(configs, fabric)
+    return report
 
 
 def _candidates(d: Path) -> list[tuple[str, str, str]]:

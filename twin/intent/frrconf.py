@@ -3,9 +3,11 @@
 Only what twin judges or infers from a user's config is kept: interfaces with
 their addresses and IGP settings (OSPF, OSPFv3, IS-IS, passive or not), every
 `router bgp` (ASN, VRF, router-id, neighbors with their peer-groups and
-shutdowns, networks, multipath-relax, EVPN: advertise-all-vni and the other
-advertisements, the peers it is activated for, per-VNI and per-VRF route
-targets), `router ospf`/`ospf6`/`isis` instances, and `vrf NAME` / `vni N`.
+shutdowns, networks, multipath-relax, maximum-paths, graceful shutdown, VRFs it
+imports from, EVPN: advertise-all-vni and the other advertisements, the peers it is
+activated for, per-VNI and per-VRF route targets), `router ospf`/`ospf6`/`isis`
+instances, and `vrf NAME` / `vni N`; with the line of each (`Bgp.lines`,
+`FrrConfig.lines`, `Interface.lines`), for messages that name it (`twin lint`).
 Everything else is skipped, never refused: FRR's own parser
 (`twin.runtime.dryrun`) is the judge of what a file may hold.
 
@@ -41,6 +43,7 @@ class Interface:
     isis_passive: bool = False
     isis_families: set[int] = field(default_factory=set)      # 4 (`ip router isis`), 6 (`ipv6 router isis`)
     line: int = 0
+    lines: dict[str, int] = field(default_factory=dict)       # each line of the block (its words) -> its number
 
 
 @dataclass
@@ -69,7 +72,13 @@ class Bgp:
     multipath_relax: bool = False       # `bgp bestpath as-path multipath-relax`
     rts: dict[str, list[str]] = field(default_factory=dict)     # "import"/"export"/"both" -> RTs (VRF level)
     vni_rts: dict[int, dict[str, list[str]]] = field(default_factory=dict)   # per `vni N` block
+    maximum_paths: int | None = None    # `maximum-paths N` (eBGP) in IPv4 unicast
+    graceful_shutdown: bool = False     # `bgp graceful-shutdown`
+    import_vrfs: list[str] = field(default_factory=list)       # `import vrf X` in IPv4 unicast (route leaking)
+    ipv4_default: bool = True           # `no bgp default ipv4-unicast` turns it off
+    ipv4: dict[str, bool] = field(default_factory=dict)        # `[no] neighbor X activate` in IPv4 unicast
     line: int = 0
+    lines: dict[tuple[str, str], int] = field(default_factory=dict)   # (address family, line's words) -> number
 
     def active(self) -> list[Neighbor]:
         """Neighbors that should come up: not shut down, nor in a shut-down peer-group."""
@@ -110,6 +119,7 @@ class FrrConfig:
     vrfs: dict[str, int | None] = field(default_factory=dict)  # `vrf X` -> its `vni N`
     statics: list[Static] = field(default_factory=list)       # `ip route` / `ipv6 route`
     routers: set[str] = field(default_factory=set)             # `router X` kinds seen (bgp, ospf, rip...)
+    lines: dict[str, int] = field(default_factory=dict)        # `vrf X` and `vrf X vni N` -> their line numbers
 
     @property
     def static(self) -> bool:
@@ -209,6 +219,8 @@ def parse(text: str) -> FrrConfig:
             continue
         if words[0] == "address-family":
             family = [words]
+            if isinstance(target, Bgp):
+                target.lines.setdefault((" ".join(words[1:3]), " ".join(words)), number)
         elif words[0] == "vni" and isinstance(target, Bgp) and family:
             family = family[:1] + [words]
         else:
@@ -225,6 +237,7 @@ def _open(cfg: FrrConfig, words: list[str], number: int) -> object:
         return i
     if kind == "vrf" and len(words) > 1:
         cfg.vrfs.setdefault(words[1], None)
+        cfg.lines.setdefault(f"vrf {words[1]}", number)
         return ("vrf", words[1])
     if kind != "router" or len(words) < 2:
         return None
@@ -255,6 +268,7 @@ def _global(cfg: FrrConfig, words: list[str], number: int) -> None:
 
 def _inner(cfg: FrrConfig, target: object, family: list[list[str]], words: list[str], number: int) -> None:
     if isinstance(target, Interface):
+        target.lines.setdefault(" ".join(words), number)
         _interface(target, words)
     elif isinstance(target, Bgp):
         _bgp(target, family, words, number)
@@ -263,6 +277,7 @@ def _inner(cfg: FrrConfig, target: object, family: list[list[str]], words: list[
     elif isinstance(target, tuple) and target[0] == "vrf":
         if words[0] == "vni" and len(words) > 1 and words[1].isdigit():
             cfg.vrfs[target[1]] = int(words[1])
+            cfg.lines[f"vrf {target[1]} vni"] = number
         elif words[0] in ("ip", "ipv6") and len(words) > 2 and words[1] == "route":
             cfg.statics.append(Static(words[2], target[1], tuple(words), number))
 
@@ -291,16 +306,30 @@ _RT = re.compile(r"^route-target (import|export|both) (\S+)")
 def _bgp(b: Bgp, family: list[list[str]], w: list[str], number: int) -> None:
     af = family[0][1:3] if family else []
     vni = int(family[1][1]) if len(family) > 1 and family[1][1:2] and family[1][1].isdigit() else None
+    b.lines.setdefault((" ".join(af) + (f" vni {vni}" if vni is not None else ""), " ".join(w)), number)
+    v4 = af in ([], ["ipv4"], ["ipv4", "unicast"])
     if w[:2] == ["bgp", "router-id"] and len(w) > 2:
         b.router_id = w[2]
     elif w == ["bgp", "bestpath", "as-path", "multipath-relax"]:
         b.multipath_relax = True
+    elif w == ["bgp", "graceful-shutdown"]:
+        b.graceful_shutdown = True
+    elif w == ["no", "bgp", "default", "ipv4-unicast"]:
+        b.ipv4_default = False
     elif w[0] == "neighbor" and len(w) > 2 and not family:
         _neighbor(b, w, number)
     elif w[0] == "network" and len(w) > 1 and af in ([], ["ipv4"], ["ipv4", "unicast"], ["ipv6"], ["ipv6", "unicast"]):
         b.networks.append(w[1])
-    elif w[0] == "redistribute" and len(w) > 1 and af in ([], ["ipv4"], ["ipv4", "unicast"]):
+    elif w[0] == "redistribute" and len(w) > 1 and v4:
         b.redistribute.append(w[1])
+    elif w[0] == "maximum-paths" and len(w) == 2 and w[1].isdigit() and v4:
+        b.maximum_paths = int(w[1])
+    elif w[:2] == ["import", "vrf"] and len(w) == 3 and w[2] != "route-map" and v4:
+        b.import_vrfs.append(w[2])
+    elif v4 and family and len(w) == 3 and w[2] == "activate" and w[0] == "neighbor":
+        b.ipv4[w[1]] = True
+    elif v4 and family and len(w) == 4 and w[3] == "activate" and w[:1] == ["no"] and w[1] == "neighbor":
+        b.ipv4[w[2]] = False
     if af != ["l2vpn", "evpn"]:
         return
     b.evpn = True

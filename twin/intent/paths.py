@@ -9,6 +9,7 @@ Drained routers (graceful shutdown) are left out when `b` can be reached without
     paths.next_hops(fabric, "dpu1", "dpu2")   # {"dpu1": ("p0", "p1"), "leaf1": ("swp4",), ...}
     paths.carried(fabric)                     # every (router, port) a tenant's frame may leave by
     paths.branching(fabric)                   # routers that choose between ports (ECMP) on those paths
+    paths.uneven(fabric, "dpu1")              # a pair whose equal-cost ports lead to different ASes (relax)
     paths.cover(fabric)                       # a few VTEP pairs whose paths cross all of that
     paths.crosses(fabric, "dpu2", "dpu1", "leaf1", "swp2")   # every path dpu2 -> dpu1 leaves leaf1 by swp2
 """
@@ -67,6 +68,17 @@ def branching(fabric: Fabric) -> dict[str, set[tuple[str, str]]]:
             if len(ports) > 1:
                 out.setdefault(n, set()).add((a, b))
     return out
+
+
+def uneven(fabric: Fabric, node: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """A VTEP pair whose equal-cost ports at `node` lead to peers of different ASes (their AS paths
+    differ, so only `as-path multipath-relax` makes them multipath), with those ports; None: none."""
+    ports = fabric.nodes[node].ports_by_name
+    for a, b in sorted(branching(fabric).get(node, ())):
+        hops = next_hops(fabric, a, b)[node]
+        if len({fabric.nodes[ports[p].peer_node].asn for p in hops}) > 1:
+            return a, b, hops
+    return None
 
 
 def chooses_twice(fabric: Fabric) -> bool:

@@ -24,10 +24,11 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from twin import kinds
+from twin import kinds, nvue
 from twin.base.errors import LabNameError, LabStateError, TwinError
 from twin.config.backend import Backend
 from twin.config.services import Shaping
+from twin.config.userconf import FRR_CONF, UserConfigs
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
 
@@ -75,6 +76,7 @@ class LabState(BaseModel):
     layout: Literal["per-vni", "vlan-aware"] | None = None   # kernel layout of the NVUE nodes (twin.nvue)
     nvue_bonds: bool | None = None   # the NVUE nodes make Linux bonds (twin.nvue.bonds: opted in, kernel has bonding)
     images: dict[str, str] = {}  # node -> its own image, which it runs (`twin up --images`); others: `image`
+    lint: list[dict] = []        # `twin lint`'s findings of the user's configs as they went in (up, apply)
 
 
 # --- files, safely -------------------------------------------------------------------
@@ -241,3 +243,19 @@ def remove_node(d: Path, node: str) -> bool:
 
 def now() -> float:
     return time.time()
+
+
+def configs_differ(d: Path, st: LabState, configs: UserConfigs | None) -> list[str]:
+    """How the user's files given now differ from those the lab in directory `d` booted."""
+    given = configs.files if configs is not None else {}
+    out = [f"{n} runs your {', '.join(st.user_files[n])}, not twin's rendering" for n in st.user_files
+           if n not in given]
+    for n, files in given.items():
+        if n not in st.user_files:
+            out.append(f"{n} runs twin's rendering, not your files")
+        elif FRR_CONF in files and files[FRR_CONF] != read_files(d, n, [FRR_CONF]).get(FRR_CONF):
+            out.append(f"{n}: your frr.conf differs from the one it runs")
+    for n, nf in nvue.read_configs(configs).items():
+        if nvue.dump(nf.tree, nf.header) != read_files(d, n, [nvue.STARTUP]).get(nvue.STARTUP):
+            out.append(f"{n}: your startup.yaml differs from the one it runs")
+    return out

@@ -16,6 +16,7 @@ Configurations (this face), in the order data takes:
   tenant) and `beyond` for what NVUE refuses of it; `vlanaware`: Cumulus's own layout (opt-in,
   golden-tested);
 - `configs`: NVUE files among a lab's configs, each node's files; `export`: twin's design as NVUE;
+- `declared`: what a startup.yaml declares, for `twin lint` (the reader it registers);
 - `api`, `cli`: the REST API's and `nv`'s pure parts; `client`: the `nv` command a node runs.
 
 Live, offered whole and imported on demand (each after what it stands on):
@@ -33,6 +34,7 @@ The API a live layer (`nv`, the REST API) sits on:
     nodes, notes = build({"leaf01": nf2}, fabric, backend)   # files and kernel plane per node
     nvue_change.NvueChange(source, {"leaf01": nf2})          # through twin apply's stages (twin.nvue.change)
 """
+from twin.nvue import declared  # noqa: E402,F401,I001  (NVUE's reader of startup.yaml for twin lint: registers it)
 from twin.nvue.cli import EDITS, Command, commands, edit
 from twin.nvue.configs import (
            STARTUP,
@@ -59,5 +61,5 @@ __all__ = ["STARTUP", "NvueNode", "blank", "build", "check_files", "dump", "file
            "PER_VNI", "VLAN_AWARE", "Plane",
            "tenant_of", "API", "VERSION", "Finding", "diff", "expand", "patch", "set_path", "show", "unpatch",
            "unset_path", "words", "EDITS", "api", "cli", "client", "Command", "commands", "edit", "extras_delta",
-           "get", "leaves", "load", "Layout", "as_run",
+           "get", "leaves", "load", "Layout", "as_run", "declared",
            "change", "nvued", "service"]

@@ -79,10 +79,11 @@ class Plane:
 
 
 def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-          bonds: bool = False) -> Plane:
+          bonds: bool = False, steps: bool = True) -> Plane:
     """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.nvue.vlanaware`), with Linux
     bonds where `bonds` (the lab makes them); TopologyError with every problem of the file on this
-    node (file, line, NVUE path)."""
+    node (file, line, NVUE path). `steps=False`: without its kernel steps (what `twin lint` needs: the
+    problems, and the node's tenants as NVUE declares them)."""
     conf = NodeConf.of(nf.tree)
     problems: list = []
     notes: list[str] = []
@@ -98,8 +99,9 @@ def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Sh
                                      "tenants": tenants})
     plane = Plane(node, conf, nfab, devices, vrfs, notes=notes, uncabled=unc, plain=plain,
                   bonds={b for b in conf.bonds if b in devices})
-    plane.steps = _steps(plane, backend, shaping)
-    plane.bindings = overlay.bindings(nfab, node, backend)
+    if steps:
+        plane.steps = _steps(plane, backend, shaping)
+        plane.bindings = overlay.bindings(nfab, node, backend)
     return plane
 
 

@@ -198,7 +198,7 @@ def _ecmp(ctx: LabContext, runs: dict[str, Runs]) -> tuple[list[Element], list[E
                            f"maximum-paths (the default, 64 here) on {n.name}", ("underlay",), (spread,),
                            (Vtysh(n.name, (f"router bgp {b.asn}", "address-family ipv4 unicast", "maximum-paths 1")),),
                            runs[n.name].back))
-        if not _relax_needed(ctx, n.name, branching[n.name]):
+        if paths.uneven(ctx.fabric, n.name) is None:
             exempt.append(Exempt("ECMP as-path multipath-relax", n.name,
                                  "its equal-cost paths come from peers of one AS (no relax needed)"))
         elif not b.multipath_relax:
@@ -223,15 +223,3 @@ def _loopback(n: Node, r: Runs) -> tuple[list[Element], list[Exempt]]:
     return [Element(f"loopback {n.name}", "loopback advertisement", n.name, f"{line} ({lo}) on {n.name}", ("control",),
                     expect, (Vtysh(n.name, (f"router bgp {bgp.asn}", "address-family ipv4 unicast", f"no {line}")),),
                     r.back)], []
-
-
-def _relax_needed(ctx: LabContext, node: str, pairs: set[tuple[str, str]]) -> bool:
-    """Do `node`'s equal-cost ports for some VTEP pair lead to peers of different ASes (so their
-    AS paths differ, and only `as-path multipath-relax` makes them multipath)?"""
-    f = ctx.fabric
-    ports = f.nodes[node].ports_by_name
-    for a, b in pairs:
-        hops = paths.next_hops(f, a, b)[node]
-        if len({f.nodes[ports[p].peer_node].asn for p in hops}) > 1:
-            return True
-    return False

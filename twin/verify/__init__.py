@@ -16,7 +16,9 @@ of it). `twin.prove` proves that these notice every element broken. Safeguards o
 lab's services a run did not exercise (a group not run, a limit no flood can drive, a
 check not judged) are listed in the report (`not_exercised`).
 Commands run on nodes are recorded under their group's name (a user's check:
-`checks: NAME`) inside `twin.runtime.exec.recording()`.
+`checks: NAME`) inside `twin.runtime.exec.recording()`. A failing check that a lint finding of
+the lab's configs explains (recorded by `twin up` and `twin apply`, `twin.lint`) names it:
+`...; see dpu1/startup.yaml:146 (bridge vlan 20 -> VNI 10202)`.
 
 Also here: the behaviour baseline (`baseline`: record, `compare`: against the
 lab now, with allowed differences) and Markdown summaries (`markdown`).
@@ -29,7 +31,9 @@ from typing import Callable, Sequence
 
 from twin import nvue
 from twin.base.errors import TwinError
+from twin.lifecycle import state
 from twin.lifecycle.context import context_of
+from twin.lint import Finding
 from twin.runtime.exec import Recorder, carried, labelled, recording
 from twin.topology.schema import CheckSpec
 from twin.verify import (
@@ -103,6 +107,8 @@ def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None =
     unexercised = coverage.not_exercised(ctx.fabric, names, report)
     if unexercised:   # services' safeguards this run did not exercise
         report.extra["not_exercised"] = unexercised
+    st = state.load(ctx.dir)[0]
+    report.explain([Finding.of(f) for f in (st.lint if st else [])])   # the configs' lint findings, as causes
     stored = nvue.not_emulated(ctx.dir, ctx.fabric.nodes)
     if stored:   # nodes configured by NVUE: what of their startup.yaml twin keeps but does not run
         report.extra["not emulated"] = stored

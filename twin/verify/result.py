@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.base import junit
+from twin.lint import Finding, explain
 
 
 @dataclass
@@ -44,6 +45,20 @@ class Report:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, default=str)
+
+    def explain(self, findings: list[Finding]) -> int:
+        """Name the cause of each failing check that a lint finding of the lab's configs explains
+        (`; see dpu1/startup.yaml:146 (bridge vlan 20 -> VNI 10202)`, and the findings in its data);
+        returns how many checks it named a cause for."""
+        named = 0
+        for c in self.failures():
+            causes = explain(c.group, c.name, c.message, findings)
+            if causes:
+                see = "; ".join(f.see for f in causes)
+                c.message = f"{c.message}; {see}" if c.message else see
+                c.data["lint"] = [str(f) for f in causes]
+                named += 1
+        return named
 
     def write_junit(self, path: str | Path) -> None:
         """JUnit XML: one testsuite per group, one testcase per check."""
