@@ -13,7 +13,6 @@ is the running lab every later stage works on, and the one place that decides wh
 """
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from pathlib import Path
@@ -34,7 +33,7 @@ from twin.lint import Report as LintReport
 from twin.lint import gate
 from twin.nvue import nvued
 from twin.nvue import service as nvue_service
-from twin.runtime import containerlab, kernel
+from twin.runtime import kernel
 from twin.runtime.base import Runtime
 from twin.runtime.exec import NodeExec
 from twin.topology import samples
@@ -110,12 +109,7 @@ class Lab:
     @property
     def runtime(self) -> Runtime:
         if self._runtime is None:
-            try:
-                recorded = (state.load(self.dir)[0] or state.LabState(name="", topology="", image="")).runtime
-            except TwinError:
-                recorded = None   # a broken lab directory: `down` still removes it, with Docker
-            name = self._runtime_name or (recorded if self.dir.is_dir() else None) or os.environ.get("TWIN_RUNTIME")
-            self._runtime = containerlab.runtime(name)
+            self._runtime = state.runtime_of(self.dir, self._runtime_name)
         return self._runtime
 
     @property
@@ -330,11 +324,7 @@ class Lab:
         containerlab CLI) is gone now: everything the lab made carries its label or its name."""
         if self._runtime is not None:
             return self._runtime
-        try:
-            recorded = state.load(self.dir)[0]
-        except TwinError:
-            recorded = None   # a broken lab directory: its containers are found by label
-        return containerlab.runtime(self._runtime_name or (recorded.runtime if recorded else None), removing=True)
+        return state.runtime_of(self.dir, self._runtime_name, removing=True)
 
     # --- nodes -------------------------------------------------------------
     def _not_up(self) -> LabStateError:

@@ -29,11 +29,14 @@ from twin.base.errors import LabNameError, LabStateError, TwinError
 from twin.config.backend import Backend
 from twin.config.services import Shaping
 from twin.config.userconf import FRR_CONF, UserConfigs
+from twin.runtime.base import Runtime
+from twin.runtime.registry import named
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
 
 STATE = "state.json"
 FABRIC = "fabric.json"
+RUNTIME_ENV = "TWIN_RUNTIME"   # the runtime of a lab nothing else names (`twin up --runtime`'s too)
 
 
 def home() -> Path:
@@ -194,6 +197,23 @@ def load(d: Path) -> tuple[LabState | None, Fabric | None]:
         raise LabStateError(f"lab {d.name!r}: {what} is missing or unreadable "
                             f"({str(e).splitlines()[0][:120]}); `twin down {d.name}` removes what is left") from None
     return state, fabric
+
+
+def runtime_of(d: Path, asked: str | None = None, removing: bool = False) -> Runtime:
+    """The runtime of the lab in directory `d`, decided here once: `asked`, else the one that made it
+    (its state says), else $TWIN_RUNTIME, else docker (a broken directory names none: what the lab
+    made carries its label, which Docker finds). `removing`: one that takes the lab down, even where
+    the tool that made it (the containerlab CLI) is gone now."""
+    return named(asked or made_by(d) or os.environ.get(RUNTIME_ENV), removing)
+
+
+def made_by(d: Path) -> str | None:
+    """The runtime the lab in directory `d` records (None: no lab there, or its state unreadable)."""
+    try:
+        st = load(d)[0]
+    except TwinError:
+        return None
+    return st.runtime if st else None
 
 
 def known_labs() -> list[str]:

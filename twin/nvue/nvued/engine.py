@@ -44,7 +44,6 @@ from twin.nvue import api, load
 from twin.nvue import service as nvue_service
 from twin.nvue.change.nvue_change import NvueChange
 from twin.nvue.tree import diff, patch, unpatch
-from twin.runtime import containerlab
 from twin.runtime.base import Runtime
 
 MAX_REVISIONS = 32        # kept per node; the oldest ones go first (not one being applied)
@@ -123,8 +122,7 @@ class Engine:
     # --- what a node runs ------------------------------------------------------------------------
     def context(self) -> LabContext:
         if self.runtime is None:     # the runtime that made the lab (docker, or containerlab)
-            recorded = state.load(self.d)[0]
-            self.runtime = containerlab.runtime(recorded.runtime if recorded else None)
+            self.runtime = state.runtime_of(self.d)
         ctx = LabContext.open(self.lab, self.runtime)
         if ctx is None:
             raise Conflict(f"lab {self.lab!r} is not up")
