@@ -60,7 +60,7 @@ def test_a_lab_directory_and_a_node_directory_are_removed(home):
 
 def test_a_labs_runtime_is_asked_else_the_one_that_made_it_else_the_environments_else_docker(home, monkeypatch):
     made = []
-    monkeypatch.setattr(state, "named", lambda name, removing=False: made.append((name, removing)) or name)
+    monkeypatch.setattr(state, "make_runtime", lambda name, removing=False: made.append((name, removing)) or name)
     d = state.labdir("clab")
     monkeypatch.delenv(state.RUNTIME_ENV, raising=False)
     assert state.runtime_of(d) is None, "no lab there, no environment: the registry's default (docker)"

@@ -30,7 +30,7 @@ from twin.config.backend import Backend
 from twin.config.services import Shaping
 from twin.config.userconf import FRR_CONF, UserConfigs
 from twin.runtime.base import Runtime
-from twin.runtime.registry import named
+from twin.runtime.registry import make_runtime
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
 
@@ -204,7 +204,7 @@ def runtime_of(d: Path, asked: str | None = None, removing: bool = False) -> Run
     (its state says), else $TWIN_RUNTIME, else docker (a broken directory names none: what the lab
     made carries its label, which Docker finds). `removing`: one that takes the lab down, even where
     the tool that made it (the containerlab CLI) is gone now."""
-    return named(asked or made_by(d) or os.environ.get(RUNTIME_ENV), removing)
+    return make_runtime(asked or made_by(d) or os.environ.get(RUNTIME_ENV), removing)
 
 
 def made_by(d: Path) -> str | None:
