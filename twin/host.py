@@ -10,9 +10,9 @@ from typing import Callable, Sequence
 
 from twin.base import timeouts
 from twin.base.errors import ConfigError, Problem, TwinError
+from twin.config import dialect
 from twin.lab import Lab
 from twin.lifecycle import admission, hostlimits, state
-from twin.nvue import frr_view
 from twin.runtime import images, kernel, kernelhint
 from twin.runtime.docker import DockerRuntime
 from twin.runtime.exec import Result
@@ -62,7 +62,7 @@ def check_configs(lab: Lab) -> list[Problem]:
     """FRR's word (`vtysh --dryrun` in a node image) on the user's configs of a loaded lab."""
     runtime = DockerRuntime()
     try:
-        runtime.check_configs(runtime.node_image(), lab.name, frr_view(lab.configs, lab.loaded))
+        runtime.check_configs(runtime.node_image(), lab.name, dialect.frr_view(lab.configs, lab.loaded))
     except ConfigError as e:
         return list(e.problems)
     return []

@@ -59,6 +59,7 @@ class Declarative(Protocol):
 
     key: ClassVar[str]
     lint: LintReport | None          # a directory of configs: its lint findings (recorded once applied)
+    from_files: ClassVar[bool]       # its source names files (recorded resolved)
 
     @property
     def source(self) -> str: ...     # the file or directory it came from, as the user gave it
@@ -382,7 +383,7 @@ def _record(ctx: LabContext, work: Work, change: Declarative) -> None:
 def _record_one(ctx: LabContext, work: Work, change: Declarative) -> None:
     from pathlib import Path
 
-    source = str(Path(change.source).resolve()) if change.key in ("topology", "configs", "nvue") else change.source
+    source = str(Path(change.source).resolve()) if change.from_files else change.source
 
     def record(st: state.LabState) -> None:
         if change.key == "topology":

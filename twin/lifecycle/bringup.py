@@ -15,9 +15,9 @@ from twin import kinds
 from twin.base import timeouts, wait
 from twin.base.errors import CommandError, TwinError
 from twin.config import Step, overlay
+from twin.config.dialect import NodePlane
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.intent import Intent
-from twin.nvue import Plane
 from twin.runtime import frr, kernel, kernelhint
 from twin.runtime.exec import NodeExec
 from twin.topology.model import Fabric
@@ -62,13 +62,13 @@ class ExecLog:
 
 
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
-                   shaping: Shaping = DEFAULT_SHAPING, plane: Plane | None = None,
+                   shaping: Shaping = DEFAULT_SHAPING, plane: NodePlane | None = None,
                    execs: ExecLog | None = None, starts_itself: bool = False, password: str = "") -> None:
     """Stage "configure" of one wired node: kernel overlay and services (its management port
     first), its daemons (with its management plane: sshd and the NVUE API relay, user cumulus's
     `password`), then its workloads' bindings and its `exec` commands (a failing one goes to
     `execs` and the lab goes on, as containerlab's does; a strict log ends the bring-up).
-    `plane`: what the node's own configuration (NVUE) makes it run instead of the topology's
+    `plane`: what the node's own configuration (a dialect's: NVUE) makes it run instead of the topology's
     rendering: its kernel steps, bindings and VNIs. `starts_itself`: the node runs an image of its
     own that starts its daemons itself (an FRR image): twin's start of them is left out."""
     t0 = time.monotonic()

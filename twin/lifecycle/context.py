@@ -8,7 +8,7 @@ directory, and per node its exec seam, container pid and namespaces.
     ctx = Lab.open("aipod").context()
     ctx.exec("leaf1").vtysh("show bgp summary")
     with ctx.ipr("dpu1", "red") as ipr: ...        # a tenant namespace on a VTEP
-    with ctx.writing("twin nvue apply"): ...      # what changes the lab holds its lock
+    with ctx.writing("twin apply"): ...           # what changes the lab holds its lock
 
 Whatever changes a running lab (`twin.change.apply`, every fault, a rehearsal, the
 proof, and any new writer such as an NVUE apply) does it inside `writing`: one twin
@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from twin import nvue
 from twin.base.errors import TwinError
+from twin.config import dialect
 from twin.config.backend import DEFAULT_BACKEND
+from twin.config.dialect import NodePlane
 from twin.config.overlay import Backend, Shaping
 from twin.intent import Intent
 from twin.lifecycle import locks, state
@@ -118,13 +119,12 @@ class LabContext:
                 out.append(n)
         return out
 
-    def nvue(self) -> dict[str, nvue.NvueNode]:
-        """The nodes that run NVUE, as they run it now: each one's applied startup.yaml (its
-        directory's) built on the lab's intent and kernel layout: its files, kernel plane and VNIs.
-        {} for a lab without NVUE. What a node started again, or an element put back, must get."""
-        st, _ = state.load(self.dir)
-        return nvue.running(self.dir, self.fabric, self.backend, self.shaping,
-                            (st.layout if st else None) or nvue.PER_VNI, bonds=bool(st and st.nvue_bonds))
+    def planes(self) -> dict[str, NodePlane]:
+        """The nodes whose own configuration makes their kernel plane (a dialect's: NVUE's applied
+        startup.yaml, its directory's), as they run it now on the lab's intent: their kernel steps,
+        bindings and VNIs. {} for a lab whose nodes all run twin's rendering. What a node started
+        again, or an element put back, must get."""
+        return dialect.planes(self.dir, self.fabric, self.backend, self.shaping)
 
     # --- namespaces -------------------------------------------------------------------
     def pid(self, node: str) -> int:

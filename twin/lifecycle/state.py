@@ -24,8 +24,9 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from twin import kinds, nvue
+from twin import kinds
 from twin.base.errors import LabNameError, LabStateError, TwinError
+from twin.config import dialect
 from twin.config.backend import Backend
 from twin.config.services import Shaping
 from twin.config.userconf import FRR_CONF, UserConfigs
@@ -76,8 +77,6 @@ class LabState(BaseModel):
     configs: str = ""            # the user's config directory it came up with (`twin up --configs`)
     user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
     notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
-    layout: Literal["per-vni", "vlan-aware"] | None = None   # kernel layout of the NVUE nodes (twin.nvue)
-    nvue_bonds: bool | None = None   # the NVUE nodes make Linux bonds (twin.nvue.bonds: opted in, kernel has bonding)
     images: dict[str, str] = {}  # node -> its own image, which it runs (`twin up --images`); others: `image`
     lint: list[dict] = []        # `twin lint`'s findings of the user's configs as they went in (up, apply)
 
@@ -275,7 +274,4 @@ def configs_differ(d: Path, st: LabState, configs: UserConfigs | None) -> list[s
             out.append(f"{n} runs twin's rendering, not your files")
         elif FRR_CONF in files and files[FRR_CONF] != read_files(d, n, [FRR_CONF]).get(FRR_CONF):
             out.append(f"{n}: your frr.conf differs from the one it runs")
-    for n, nf in nvue.read_configs(configs).items():
-        if nvue.dump(nf.tree, nf.header) != read_files(d, n, [nvue.STARTUP]).get(nvue.STARTUP):
-            out.append(f"{n}: your startup.yaml differs from the one it runs")
-    return out
+    return out + dialect.differs(configs, d)   # a dialect's files (NVUE's startup.yaml)

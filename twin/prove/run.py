@@ -16,11 +16,12 @@ from typing import Callable
 from twin import verify
 from twin.base import timeouts, wait
 from twin.base.errors import ConvergenceTimeout, TwinError
+from twin.config.dialect import dialects
 from twin.config.steps import Step
 from twin.lifecycle import barrier
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext, context_of
-from twin.prove import frr_side, kernel_side, nvue_side, ports, rates, router_side, services
+from twin.prove import frr_side, kernel_side, ports, rates, router_side, services
 from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, NftRule, Reload, Unlearn, Vtysh, ZebraVni
 from twin.prove.report import Outcome, Proof, line
 from twin.runtime import frr, kernel, observe
@@ -29,13 +30,14 @@ from twin.verify.result import Check
 DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
           kernel_side.gateway_elements, kernel_side.vxlan_elements, kernel_side.link_elements,
           kernel_side.hash_elements, kernel_side.port_elements, services.gateway_elements,
-          rates.limit_elements, rates.congestion_elements, router_side.router_elements, nvue_side.peer_elements)
+          rates.limit_elements, rates.congestion_elements, router_side.router_elements)
 
 
 def elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
-    """Every element of the lab's intent that carries a guarantee, and what it renders that carries none."""
+    """Every element of the lab's intent that carries a guarantee, and what it renders that carries none
+    (twin's own, then each dialect's: NVUE's)."""
     out, exempt = [], []
-    for derive in DERIVE:
+    for derive in (*DERIVE, *(d.prove for d in dialects())):
         els, ex = derive(ctx)
         out += els
         exempt += ex

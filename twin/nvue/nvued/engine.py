@@ -35,7 +35,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from twin import nvue
 from twin.base.errors import ApplyFailed, ChangeRefused, LabStateError, TopologyError, TwinError
 from twin.change.apply import apply
 from twin.lifecycle import locks, state
@@ -43,7 +42,9 @@ from twin.lifecycle.context import LabContext
 from twin.nvue import api, load
 from twin.nvue import service as nvue_service
 from twin.nvue.change.nvue_change import NvueChange
-from twin.nvue.tree import diff, patch, unpatch
+from twin.nvue.configs import STARTUP
+from twin.nvue.load import NvueFile, dump, from_tree
+from twin.nvue.tree import diff, patch, show, unpatch
 from twin.runtime.base import Runtime
 
 MAX_REVISIONS = 32        # kept per node; the oldest ones go first (not one being applied)
@@ -128,8 +129,8 @@ class Engine:
             raise Conflict(f"lab {self.lab!r} is not up")
         return ctx
 
-    def applied(self, node: str) -> nvue.NvueFile:
-        f = self.d / node / nvue.STARTUP
+    def applied(self, node: str) -> NvueFile:
+        f = self.d / node / STARTUP
         if not f.is_file() or f.is_symlink():
             raise Conflict(f"{node} runs twin's rendering, not NVUE: its configuration is read with vtysh, and "
                            "changed with `twin apply`; NVUE changes the nodes a lab brought up from startup.yaml "
@@ -150,7 +151,7 @@ class Engine:
         nf = self.applied(node)
         f = nvue_service.saved(self.d, node)
         f.parent.mkdir(parents=True, exist_ok=True)
-        state.write_text(f, nvue.dump(nf.tree, nf.header))
+        state.write_text(f, dump(nf.tree, nf.header))
 
     # --- revisions ------------------------------------------------------------------------------------
     def create(self, node: str, carry: Revision | None = None) -> Revision:
@@ -185,7 +186,7 @@ class Engine:
         if rev.state != "pending":
             raise Conflict(f"revision {rev.id} is {rev.state}, not pending: make a new one")
         tree = fn(copy.deepcopy(rev.tree))
-        rev.tree = nvue.from_tree(tree, f"revision {rev.id}").tree
+        rev.tree = from_tree(tree, f"revision {rev.id}").tree
         self.keep()
         return rev.tree
 
@@ -210,9 +211,9 @@ class Engine:
         `wait`: applied once the lab converged too (else once the node runs it)."""
         if rev.state not in ("pending", "ays_fail"):
             raise Conflict(f"revision {rev.id} is {rev.state}, not pending: make a new one")
-        stored = nvue.from_tree(rev.tree, rev.id).not_emulated
+        stored = from_tree(rev.tree, rev.id).not_emulated
         if stored and not yes:
-            rev.state, rev.issues = "ays_fail", [f"{nvue.show(p)} is stored, not emulated: apply with "
+            rev.state, rev.issues = "ays_fail", [f"{show(p)} is stored, not emulated: apply with "
                                                  "auto-prompt ays_yes (nv config apply -y) to keep it" for p in stored]
             self.keep()
             return
@@ -259,9 +260,9 @@ class Engine:
         now = self.applied(rev.node)
         tree = rebase(now.tree, rev)
         source = f"{rev.node} revision {rev.id}"
-        nf = nvue.from_tree(tree, source)
+        nf = from_tree(tree, source)
         nf.header = now.header
-        load.read_bytes(nvue.dump(nf.tree, nf.header).encode(), source)   # what is written reads back
+        load.read_bytes(dump(nf.tree, nf.header).encode(), source)   # what is written reads back
         change = NvueChange.of(ctx, source, {rev.node: nf})
         return apply(ctx, change, wait=rev.wait, node=rev.node, say=lambda m: setattr(rev, "progress", m))
 
