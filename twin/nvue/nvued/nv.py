@@ -17,9 +17,11 @@ from typing import Any
 
 from twin.base.errors import TopologyError, TwinError
 from twin.nvue import api, cli
+from twin.nvue.api import FAILED, State
 from twin.nvue.load import dump, from_tree
 from twin.nvue.nvued import show
-from twin.nvue.nvued.engine import Engine, Revision
+from twin.nvue.nvued.engine import Engine
+from twin.nvue.nvued.revision import Revision
 from twin.nvue.schema import API
 from twin.nvue.tree import diff, get
 from twin.nvue.tree import show as show_path
@@ -133,10 +135,10 @@ def _current(engine: Engine, node: str) -> Revision | None:
     again (in a new revision, on what the node runs now), as a switch keeps them."""
     rid = engine.cli.get(node)
     rev = engine.revisions.get(rid) if rid else None
-    if rev is not None and rev.state in api.FAILED:
+    if rev is not None and rev.state in FAILED:
         rev = engine.create(node, carry=rev)
         engine.session(node, rev)
-    return rev if rev is not None and rev.state == "pending" else None
+    return rev if rev is not None and rev.state is State.PENDING else None
 
 
 def _show(engine: Engine, node: str, words: tuple[str, ...]) -> Any:

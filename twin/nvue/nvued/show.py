@@ -20,7 +20,7 @@ from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext
 from twin.nvue.configs import running
-from twin.nvue.nvued.engine import NotFound
+from twin.nvue.nvued.revision import NotFound
 from twin.nvue.plane import VLAN_AWARE, Plane
 from twin.nvue.tree import show
 from twin.runtime import frr
