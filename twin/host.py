@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 from twin.base import timeouts
 from twin.base.errors import ConfigError, Problem, TwinError
 from twin.config import dialect
+from twin.intent import Intent
 from twin.lab import Lab
 from twin.lifecycle import admission, hostlimits, state
 from twin.runtime import images, kernel, kernelhint
@@ -104,7 +105,7 @@ def up_summary(lab: Lab, timings: dict[str, float]) -> dict:
     """What `twin up` says of the lab it brought up, as data (its line is made from it, on this host
     or through a server)."""
     fabric = lab.fabric
-    mine = lab.context().intent.generic
+    mine = Intent(fabric, state.running_files(lab.dir, fabric)).generic   # the lab's intent, from its directory
     return {"lab": lab.name, "nodes": len(fabric.nodes), "sessions": len(fabric.sessions()),
             "adjacencies": sum(len(g.adjacencies) for g in mine.values()), "generic_routers": len(mine),
             "timings": timings, "dir": str(lab.dir), "configs_nodes": len(lab.configs.files) if lab.configs else 0,
