@@ -14,12 +14,13 @@ from twin.config import dialect
 from twin.intent import Intent
 from twin.lab import Lab
 from twin.lifecycle import admission, hostlimits, state
-from twin.runtime import images, kernel, kernelhint
-from twin.runtime.docker import DockerRuntime
-from twin.runtime.exec import Result
+from twin.runtime import DEFAULT_SUITE as IMAGE_SUITE
+from twin.runtime import DockerRuntime, Result, kernel_hint, kernel_lacks
+from twin.runtime import describe_failure as describe
+from twin.runtime import node_tag as image_tag
 from twin.topology import Fabric
 
-DEFAULT_SUITE = images.DEFAULT_SUITE
+DEFAULT_SUITE = IMAGE_SUITE   # the node image's Debian release by default
 Say = Callable[[str], None]
 
 
@@ -56,7 +57,7 @@ def build_images(suite: str = DEFAULT_SUITE, force: bool = False, say: Say = lam
 
 def node_tag() -> str:
     """The tag of the node image of this recipe (built or not)."""
-    return images.node_tag()
+    return image_tag()
 
 
 def check_configs(lab: Lab) -> list[Problem]:
@@ -73,7 +74,7 @@ def exec_in(lab: str, node: str, cmd: Sequence[str]) -> tuple[Result, str]:
     """`cmd` run in `node` of `lab`, and a hint when it failed for what the kernel lacks ("": none)."""
     # a long quiet command must not be cut by the Docker client's read timeout
     res = Lab(lab, runtime=DockerRuntime(timeout=None)).node(node).run(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
-    hint = kernelhint.hint(shlex.join(cmd), res.stdout + res.stderr, lambda: kernel.lacks(lab)) if res.rc else ""
+    hint = kernel_hint(shlex.join(cmd), res.stdout + res.stderr, lambda: kernel_lacks(lab)) if res.rc else ""
     return res, hint
 
 
@@ -92,8 +93,7 @@ def figures(fabric: Fabric, timeout: float | None = None) -> dict:
 
 def describe_failure(e: BaseException) -> str | None:
     """A Docker, netlink or OS failure that escaped the runtime's seam, in one line (None: not one)."""
-    from twin.runtime import failures
-    return failures.describe(e)
+    return describe(e)
 
 
 def running_labs(timeout: float | None = timeouts.DOCKER_API) -> list[str]:
