@@ -19,7 +19,7 @@ from twin.config.reconcile import node_delta
 from twin.lifecycle import vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lint import Report as LintReport
-from twin.runtime.frr import FRR_CONF
+from twin.runtime import FRR_CONF
 from twin.topology import mgmt
 from twin.topology.model import Fabric
 

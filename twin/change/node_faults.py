@@ -27,8 +27,7 @@ from twin.config.dialect import NodePlane
 from twin.lifecycle import mgmtnet
 from twin.lifecycle.bringup import configure_node
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr, links, netns, observe
-from twin.runtime.links import create_link
+from twin.runtime import apply_live, create_link, has_link, node_netlink, park_links, unpark_links
 
 
 class NodeFault(Fault):
@@ -86,7 +85,7 @@ class NodeStart(NodeFault):
             ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in tenants]])
         ctx.runtime.attach_mgmt(fabric, node, pid)   # its eth0 on the management network again
         running = {n: ctx.pid(n) for n in ctx.running() if n != node}
-        back = set(links.unpark(ctx.name, node, pid))   # its ends, held since it stopped
+        back = set(unpark_links(ctx.name, node, pid))   # its ends, held since it stopped
         wired, skipped = [], []   # (own port, peer end) of each re-created link
         for link in (k for k in fabric.links if node in (k.a.node, k.b.node)):
             own, peer = (link.a, link.b) if link.a.node == node else (link.b, link.a)
@@ -157,7 +156,7 @@ def _hold(ctx: LabContext, node: str) -> list[str]:
     fabric = runs[node].fabric if node in runs else ctx.fabric
     ends = [(end.port, overlay.port_ns(fabric, node, end.port, ctx.backend))
             for link in ctx.fabric.links for end in (link.a, link.b) if end.node == node]
-    return links.park(ctx.name, node, ctx.pid(node), ends)
+    return park_links(ctx.name, node, ctx.pid(node), ends)
 
 
 def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int, runs: dict[str, NodePlane]) -> None:
@@ -173,7 +172,7 @@ def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int, runs: dict[str, NodeP
                                                                             ctx.shaping)
     steps = [s for s in plan if s.dev == ref.port]
     if steps:  # moves it into its tenant namespace first, then master/up/fdb there (zebra running)
-        frr.apply_live(steps, pid, ctx.exec(ref.node))
+        apply_live(steps, pid, ctx.exec(ref.node))
     set_port(ctx, ref, up=True, pid=pid)
 
 
@@ -184,8 +183,8 @@ def _wait_gone(ctx: LabContext, ref: PortRef, pid: int) -> None:
         found = []
         for ns in {ref.ns, ""}:
             try:
-                with netns.ipr(pid, ns) as ipr:
-                    found += [f"{ref}: old interface still there"] if observe.has_link(ipr, ref.port) else []
+                with node_netlink(pid, ns) as ipr:
+                    found += [f"{ref}: old interface still there"] if has_link(ipr, ref.port) else []
             except (NetlinkFailed, OSError):
                 pass
         return found

@@ -26,8 +26,7 @@ from twin.base import wait
 from twin.config.dialect import dialects
 from twin.config.naming import probe_netns
 from twin.lifecycle import state
-from twin.runtime import links, netns
-from twin.runtime.base import Runtime
+from twin.runtime import Runtime, remove_held, remove_netns
 
 
 def remove_all(name: str, d: Path, runtime: Runtime) -> list[str]:
@@ -36,8 +35,8 @@ def remove_all(name: str, d: Path, runtime: Runtime) -> list[str]:
     if d.is_dir() and not d.is_symlink():
         stop_services(d)
     removed = runtime.remove_lab(name, d)
-    netns.remove_named(probe_netns(name))
-    links.remove_held(name)
+    remove_netns(probe_netns(name))
+    remove_held(name)
     state.remove(d)
     return removed
 

@@ -28,10 +28,7 @@ from twin.config.dialect import NodePlane
 from twin.config.overlay import Backend, Shaping
 from twin.intent import Intent
 from twin.lifecycle import locks, state
-from twin.runtime import netns
-from twin.runtime.base import NodeHandle, Runtime
-from twin.runtime.exec import NodeExec
-from twin.runtime.netns import Netlink
+from twin.runtime import Netlink, NodeExec, NodeHandle, Runtime, namespace_path, node_netlink
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
 
@@ -136,12 +133,12 @@ class LabContext:
         return {n: self.pid(n) for n in self.containers()}
 
     def netns(self, node: str, ns: str = "") -> str:
-        return netns.path(self.pid(node), ns)
+        return namespace_path(self.pid(node), ns)
 
     def ipr(self, node: str, ns: str = "") -> AbstractContextManager[Netlink]:
         """A netlink handle in the node's namespace (or tenant namespace `ns` in it), closed on exit;
         what fails in the block is twin's error (NetlinkFailed with the errno, NodeGone)."""
-        return netns.ipr(self.pid(node), ns)
+        return node_netlink(self.pid(node), ns)
 
 
 def context_of(target) -> LabContext:

@@ -30,8 +30,7 @@ from twin.config import dialect
 from twin.config.backend import Backend
 from twin.config.services import Shaping
 from twin.config.userconf import FRR_CONF, UserConfigs
-from twin.runtime.base import Runtime
-from twin.runtime.registry import make_runtime
+from twin.runtime import Runtime, make_runtime
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
 

@@ -21,8 +21,7 @@ from twin.config.services import DEFAULT_SHAPING
 from twin.intent import Intent, TenantIntent
 from twin.lifecycle import barrier, generic, locks, state
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr
-from twin.runtime.base import Runtime
+from twin.runtime import FRR_ROUTES, FRR_SUMMARY, FRR_VNIS, Runtime, route_counts, session_states, vni_states
 from twin.topology.model import Fabric
 
 PARALLEL = 8
@@ -210,13 +209,13 @@ def _node(fabric: Fabric, intent: Intent, n: str, c, docs: dict[str, list]) -> N
     row.sessions_expected = len(want.sessions)
     if c is None or c.status != "running":
         return row
-    cmds = [frr.SUMMARY] + ([frr.ROUTES, frr.VNIS] if want.vtep else [])
+    cmds = [FRR_SUMMARY] + ([FRR_ROUTES, FRR_VNIS] if want.vtep else [])
     try:
         got = c.exec(f"{fabric.name}/{n}").vtysh_json(*cmds, timeout=timeouts.VTYSH)
     except TwinError as e:
         row.error = str(e).splitlines()[0]
         return row
-    states = frr.session_states(got[0], [s.port for s in want.sessions])
+    states = session_states(got[0], [s.port for s in want.sessions])
     row.sessions_up = sum(s == "Established" for s in states.values())
     row.sessions_down = sorted(p for p, s in states.items() if s != "Established")
     if want.vtep:
@@ -247,10 +246,10 @@ def _tenant(fabric: Fabric, t, intent: Intent, docs: dict[str, list]) -> TenantS
             vteps[v] = VtepStatus(reachable=False)
             continue
         routes_doc, vni_doc = docs[v]
-        have = frr.vni_states(vni_doc)
+        have = vni_states(vni_doc)
         vteps[v] = VtepStatus(vnis_up=sorted(x for x in ti.vnis if x in have),
                               vnis_missing=sorted(x for x in ti.vnis if x not in have),
-                              routes=frr.route_counts(routes_doc, {t.l3vni} | {s.l2vni for s in t.segments.values()}),
+                              routes=route_counts(routes_doc, {t.l3vni} | {s.l2vni for s in t.segments.values()}),
                               expected=ti.evpn_counts)
     return TenantStatus(
         t.name, t.vrf, t.l3vni,

@@ -34,7 +34,7 @@ from twin.config.dialect import dialects
 from twin.lifecycle import state
 from twin.lifecycle.context import context_of
 from twin.lint import Finding
-from twin.runtime.exec import Recorder, carried, labelled, recording
+from twin.runtime import Recorder, carried, labelled, recording
 from twin.topology.schema import CheckSpec
 from twin.verify import (
     arp,

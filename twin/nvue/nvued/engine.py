@@ -46,7 +46,7 @@ from twin.nvue.configs import STARTUP
 from twin.nvue.load import NvueFile, dump, from_tree
 from twin.nvue.nvued.revision import Conflict, NotFound, Revision
 from twin.nvue.tree import diff, patch, unpatch
-from twin.runtime.base import Runtime
+from twin.runtime import Runtime
 
 MAX_REVISIONS = 32        # kept per node; the oldest ones go first (not one being applied)
 APPLIERS = 16             # revisions of different nodes applied at once (each mostly waits on its node)

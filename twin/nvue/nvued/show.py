@@ -23,8 +23,7 @@ from twin.nvue.configs import running
 from twin.nvue.nvued.revision import NotFound
 from twin.nvue.plane import VLAN_AWARE, Plane
 from twin.nvue.tree import show
-from twin.runtime import frr
-from twin.runtime.observe import interfaces as links
+from twin.runtime import FRR_RIB, FRR_VNIS, normalize_vni, read_interfaces, route_entries, vni_states, vrf_routes_cmd
 
 PATHS = (("interface",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
          ("vrf", "*", "router", "rib", "ipv4", "route"))
@@ -92,7 +91,7 @@ def interfaces(ctx: LabContext, node: str, plane: Plane | None) -> dict:
     kernel: dict[str, dict[str, dict]] = {}
     for ns in sorted({ns for ns, _ in where.values()}):
         with ctx.ipr(node, ns) as ipr:
-            kernel[ns] = links(ipr)
+            kernel[ns] = read_interfaces(ipr)
     out: dict[str, dict[str, Any]] = {}
     for name, (ns, dev) in sorted(where.items()):
         k = kernel.get(ns, {}).get(dev)
@@ -162,12 +161,12 @@ def _is_ip(text: str) -> bool:
 
 
 def vnis(ctx: LabContext, node: str, plane: Plane | None) -> dict:
-    doc = ctx.exec(node).vtysh_json(frr.VNIS)[0]
+    doc = ctx.exec(node).vtysh_json(FRR_VNIS)[0]
     vlan_of = {v: vlan for vlan, vs in (plane.conf.vlans.items() if plane else ()) for v in vs}
     nvue_vrf = {k: n for n, k in (plane.vrfs.items() if plane else ())}
     out = {}
-    for vni, e in sorted(frr.vni_states(doc).items()):
-        e = frr.normalize_vni(e)
+    for vni, e in sorted(vni_states(doc).items()):
+        e = normalize_vni(e)
         out[str(vni)] = {"type": e.get("type"), "vrf": nvue_vrf.get(e.get("vrf"), e.get("vrf")),
                          "vlan": vlan_of.get(vni), "vxlan-interface": e.get("vxlanInterface") or e.get("vxlanIntf"),
                          "remote-vtep": {ip: {} for ip in e.get("remoteVteps", [])},
@@ -176,10 +175,10 @@ def vnis(ctx: LabContext, node: str, plane: Plane | None) -> dict:
 
 
 def routes(ctx: LabContext, node: str, vrf: str) -> dict:
-    doc = ctx.exec(node).vtysh_json(frr.vrf_routes_cmd(vrf) if vrf != "default" else frr.RIB)[0]
+    doc = ctx.exec(node).vtysh_json(vrf_routes_cmd(vrf) if vrf != "default" else FRR_RIB)[0]
     out = {}
     for prefix in sorted(doc if isinstance(doc, dict) else {}):
-        entries = frr.route_entries(doc, prefix)
+        entries = route_entries(doc, prefix)
         best = next((e for e in entries if e["selected"]), entries[0] if entries else None)
         if best is not None:
             out[prefix] = {"protocol": best["protocol"], "via": {h: {} for h in best["nexthops"]}}
