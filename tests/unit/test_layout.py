@@ -232,8 +232,8 @@ def test_validating_a_topology_loads_neither_docker_nor_pyroute2():
     assert res.returncode == 0, res.stderr
 
 
-# Packages whose face is not drawn yet: twin.runtime's is drawn with its Runtime protocol (issue 26, bullet 1).
-FACELESS = {"twin.runtime"}
+# Packages whose face is not drawn yet (none: twin.runtime's was the last, issue 43).
+FACELESS: set[str] = set()
 
 
 def faces() -> dict[str, set[str]]:
@@ -293,3 +293,14 @@ def test_the_cli_goes_through_lab_and_the_faces():
     below = sorted(f"{name} imports {t}" for name, path in known.items() if name.startswith("twin.cli")
                    for t in imports(name, path, known) if t == "twin.runtime" or t.startswith("twin.runtime."))
     assert below == []
+
+
+def test_outside_the_runtime_nothing_imports_one_of_its_rooms():
+    """`twin.runtime` has a face (issue 43): a module outside it imports names from `twin.runtime`, never
+    `twin.runtime.X` (`from twin.runtime.X import a`, `import twin.runtime.X`, `from twin.runtime import X`),
+    so its rooms can change without anyone above noticing."""
+    known = modules()
+    inner = sorted(f"{name} imports {t}" for name, path in known.items()
+                   if name != "twin.runtime" and not name.startswith("twin.runtime.")
+                   for t in imports(name, path, known) if t.startswith("twin.runtime."))
+    assert inner == [], "imports of the runtime's rooms (import its face's names instead):\n" + "\n".join(inner)
