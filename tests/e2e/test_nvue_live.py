@@ -15,9 +15,7 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
@@ -26,6 +24,7 @@ import requests
 import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from tests.unit.test_nvue_revisions import applies_at_once
 from twin import verify
 from twin.base import wait
 from twin.change import load_change
@@ -212,17 +211,7 @@ def test_a_revision_raced_by_a_second_apply_an_edit_and_a_node_fault_has_one_win
     at = f"{base}/revision/{quote(rid, safe='')}"
     assert s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid},
                    json={"10.1.30.6/24": {}}).status_code == 200
-    go = threading.Barrier(2)
-    sessions = [requests.Session() for _ in range(2)]
-    for other in sessions:
-        other.auth, other.verify, other.trust_env = s.auth, s.verify, False
-
-    def at_once(one: requests.Session) -> requests.Response:
-        go.wait()
-        return one.patch(at, json=apply)
-
-    with ThreadPoolExecutor(2) as pool:
-        answers = sorted(pool.map(at_once, sessions), key=lambda r: r.status_code)
+    answers = applies_at_once(at, s)
     assert [r.status_code for r in answers] == [200, 409], [r.text for r in answers]
     assert "is being applied: it cannot be changed or applied again" in answers[1].json()["detail"]
     late = s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid}, json={"10.1.30.7/24": {}})

@@ -52,6 +52,22 @@ def held(monkeypatch, tmp_path):
     h.release.set()
 
 
+def applies_at_once(at: str, http: requests.Session, n: int = 2) -> list[requests.Response]:
+    """`n` PATCHes applying revision `at`, sent at once from sessions of their own (as `n` automations
+    would), with `http`'s credentials; the answers, by status."""
+    go = threading.Barrier(n)
+    sessions = [requests.Session() for _ in range(n)]
+    for s in sessions:
+        s.auth, s.verify, s.trust_env = http.auth, http.verify, False
+
+    def apply(s: requests.Session) -> requests.Response:
+        go.wait()
+        return s.patch(at, json={"state": "apply", "auto-prompt": {"ays": "ays_yes"}})
+
+    with ThreadPoolExecutor(n) as pool:
+        return sorted(pool.map(apply, sessions), key=lambda r: r.status_code)
+
+
 def done(engine: Engine, rev) -> None:
     wait.until(lambda: [] if rev.state in DONE else [f"revision {rev.id} is {rev.state}"], 10, "the revision done",
                first=0.01, cap=0.05)
@@ -107,17 +123,7 @@ def test_over_the_rest_api_two_applies_race_one_200_one_409_and_an_edit_meets_40
     rid = next(iter(http.post(base["leaf01"] + "/revision").json()))
     at = f"{base['leaf01']}/revision/{quote(rid, safe='')}"
     assert http.patch(base["leaf01"] + "/interface/vlan10", params={"rev": rid}, json=ADDRESS).status_code == 200
-    go = threading.Barrier(2)
-    sessions = [requests.Session() for _ in range(2)]
-    for s in sessions:
-        s.auth, s.verify, s.trust_env = http.auth, http.verify, False
-
-    def apply(s: requests.Session) -> requests.Response:
-        go.wait()
-        return s.patch(at, json={"state": "apply", "auto-prompt": {"ays": "ays_yes"}})
-
-    with ThreadPoolExecutor(2) as pool:
-        answers = sorted(pool.map(apply, sessions), key=lambda r: r.status_code)
+    answers = applies_at_once(at, http)
     assert [r.status_code for r in answers] == [200, 409], [r.text for r in answers]
     assert answers[0].json()["state"] == "apply"
     assert answers[1].json()["status"] == 409 and "is being applied" in answers[1].json()["detail"]
