@@ -210,23 +210,23 @@ def test_a_revision_raced_by_a_second_apply_an_edit_and_a_node_fault_has_one_win
     rid = next(iter(s.post(f"{base}/revision").json()))
     at = f"{base}/revision/{quote(rid, safe='')}"
     assert s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid},
-                   json={"10.1.30.6/24": {}}).status_code == 200
+                   json={"10.1.30.21/24": {}}).status_code == 200
     answers = applies_at_once(at, s)
     assert [r.status_code for r in answers] == [200, 409], [r.text for r in answers]
     assert "is being applied: it cannot be changed or applied again" in answers[1].json()["detail"]
-    late = s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid}, json={"10.1.30.7/24": {}})
+    late = s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid}, json={"10.1.30.22/24": {}})
     assert late.status_code == 409 and ("is being applied" in late.json()["detail"] or "cannot be modified "
                                         "further" in late.json()["detail"]), late.text
     wait.until(lambda: [] if s.get(at).json()["state"] == "applied" else ["still applying"], 120, "applied",
                first=0.2, cap=1.0)
     addresses = kernel_addresses(lab)
-    assert "10.1.30.6/24" in addresses and "10.1.30.7/24" not in addresses
+    assert "10.1.30.21/24" in addresses and "10.1.30.22/24" not in addresses
     assert sum(h["source"].endswith(rid) for h in lab.state.history) == 1, lab.state.history[-3:]
     # a node fault holds the lab: the revision is refused before anything of it runs
     files = {f: (lab.dir / "leaf01" / f).read_text() for f in ("startup.yaml", "frr.conf", "interfaces.sh")}
     rid = next(iter(s.post(f"{base}/revision").json()))
     at = f"{base}/revision/{quote(rid, safe='')}"
-    s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid}, json={"10.1.30.8/24": {}})
+    s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid}, json={"10.1.30.23/24": {}})
     ctx = lab.context()
     with ctx.writing(f"twin fault node-stop {NAME} spine02"):
         stopped = load_change(ctx, "fault:node-stop:spine02").apply(ctx)
@@ -239,7 +239,7 @@ def test_a_revision_raced_by_a_second_apply_an_edit_and_a_node_fault_has_one_win
     assert doc["state"] == "apply_fail" and len(issues) == 1, doc
     assert issues[0].startswith(f"lab '{NAME}' is busy: twin fault node-stop {NAME} spine02 (pid {os.getpid()}")
     assert {f: (lab.dir / "leaf01" / f).read_text() for f in files} == files
-    assert "10.1.30.8/24" not in kernel_addresses(lab)
+    assert "10.1.30.23/24" not in kernel_addresses(lab)
     assert twin_cli("fault", "node-start", NAME, "spine02").returncode == 0
     lab.wait()
 
