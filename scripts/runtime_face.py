@@ -48,7 +48,8 @@ def rewrite(path: Path, names: dict[tuple[str, str], str]) -> str | None:
     tree = ast.parse(text)
     rooms = {r for r, _ in names}
     imports = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level
-               and (n.module == "twin.runtime" or (n.module or "").startswith("twin.runtime."))]
+               and ((n.module or "").startswith("twin.runtime.")
+                    or n.module == "twin.runtime" and any(a.name in rooms for a in n.names))]   # the face: kept
     if not imports:
         return ""
     renamed: dict[str, str] = {}      # a local name -> the face's
