@@ -43,7 +43,7 @@ from run import with_green  # noqa: E402  (make bench's tenant add: the same cha
 
 from tests.e2e.conftest import host_turn, leftovers  # noqa: E402  (the suite's own "left behind")
 from twin.base import wait  # noqa: E402
-from twin.runtime.docker import DockerRuntime  # noqa: E402
+from twin.runtime import DockerRuntime  # noqa: E402
 
 SMALL = ROOT / "tests/e2e/small.yml"
 AIPOD = ROOT / "topologies/aipod.yml"

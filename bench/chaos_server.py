@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.e2e.conftest import leftovers
 from tests.e2e.served import Served
 from twin.client import ApiError, Client
-from twin.runtime.docker import DockerRuntime
+from twin.runtime import DockerRuntime
 
 
 def whole_or_removed(c: Client, runtime: DockerRuntime, name: str) -> tuple[bool, str]:

@@ -48,8 +48,12 @@ from twin.base.errors import TwinError  # noqa: E402
 from twin.base.wait import Deadline  # noqa: E402
 from twin.lab import Lab  # noqa: E402
 from twin.lifecycle import admission, barrier, hostlimits, state  # noqa: E402
-from twin.runtime import frr, netns, observe  # noqa: E402
-from twin.runtime.cgroup import memory  # noqa: E402
+from twin.runtime import (  # noqa: E402
+    FRR_SUMMARY,
+    NetlinkHandles,
+    node_memory,  # noqa: E402
+    read_routes,
+)
 
 SPINES = 8
 LINE = re.compile(r"^\[\s*(\d+)s\] [^:]+: (.*)$")
@@ -72,7 +76,7 @@ def dropped(lab: Lab) -> int:
     """Sessions that dropped after they were Established, summed over every router (FRR's counters)."""
     def one(node: str) -> int:
         try:
-            (doc,) = lab.node(node).vtysh_json(frr.SUMMARY, timeout=60)
+            (doc,) = lab.node(node).vtysh_json(FRR_SUMMARY, timeout=60)
         except TwinError:
             return 0
         return sum(int(p.get("connectionsDropped") or 0) for p in doc.get("peers", {}).values())
@@ -92,10 +96,10 @@ def round_cost(lab: Lab, times: int = 3) -> dict:
             t = time.monotonic()
             left = b.round(pool, b.nodes, Deadline.after(120))
             raw.append(time.monotonic() - t)
-        with netns.Handles() as handles:
+        with NetlinkHandles() as handles:
             for _ in range(times):
                 t = time.monotonic()
-                list(pool.map(lambda n: observe.routes(handles.get(ctx.pid(n)), host_only=False), b.nodes))
+                list(pool.map(lambda n: read_routes(handles.get(ctx.pid(n)), host_only=False), b.nodes))
                 old.append(time.monotonic() - t)
     b.dumps.close()
     return {"round_ms": round(1000 * statistics.median(raw)), "round_pyroute2_ms": round(1000 * statistics.median(old)),
@@ -150,7 +154,7 @@ def measure(label: str, f: Path, name: str, tmp: Path, timeout: float | None = N
         timings = st.timings if st else {}
         containers = lab.runtime.containers(name)
         frr_nodes = [n.name for n in lab.loaded.routers()]
-        mem = [m for m in (memory(containers[n]) for n in frr_nodes) if m is not None]
+        mem = [m for m in (node_memory(containers[n]) for n in frr_nodes) if m is not None]
         row |= {"containers_s": round(timings["containers"], 1), "wired_s": round(timings["wired"], 1),
                 "converged_s": round(timings["converged"], 1),
                 "frr_cpu_s": round(cpu_seconds([containers[n] for n in frr_nodes]) or 0, 1),

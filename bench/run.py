@@ -43,7 +43,7 @@ from twin.base.errors import TwinError  # noqa: E402
 from twin.config.naming import LABEL_LAB  # noqa: E402
 from twin.lab import Lab  # noqa: E402
 from twin.lifecycle import hostlimits  # noqa: E402
-from twin.runtime.cgroup import memory  # noqa: E402
+from twin.runtime import node_memory  # noqa: E402
 
 MiB = 1024 * 1024
 TARGETS = {"clos 4x20": 20.0, "clos 8x40": 40.0, "pod8: 8 DPUs x 4 tenants": 30.0}  # seconds to converged
@@ -133,7 +133,7 @@ def measure(label: str, topo_file: Path, name: str) -> dict:
         containers = lab.runtime.containers(lab.name)
         cpu = cpu_seconds([containers[n] for n in frr])
         host_mib = avail_before - hostlimits.host_usage().mem_available_mib  # kernel and Docker too
-        mem = [m for m in (memory(containers[n]) for n in frr) if m is not None]
+        mem = [m for m in (node_memory(containers[n]) for n in frr) if m is not None]
         matrix_s = verify_s = None
         verified = True
         if lab.fabric.tenants:

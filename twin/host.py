@@ -10,15 +10,17 @@ from typing import Callable, Sequence
 
 from twin.base import timeouts
 from twin.base.errors import ConfigError, Problem, TwinError
+from twin.config import dialect
+from twin.intent import Intent
 from twin.lab import Lab
 from twin.lifecycle import admission, hostlimits, state
-from twin.nvue import frr_view
-from twin.runtime import images, kernel, kernelhint
-from twin.runtime.docker import DockerRuntime
-from twin.runtime.exec import Result
+from twin.runtime import DEFAULT_SUITE as IMAGE_SUITE
+from twin.runtime import DockerRuntime, Result, kernel_hint, kernel_lacks
+from twin.runtime import describe_failure as describe
+from twin.runtime import node_tag as image_tag
 from twin.topology import Fabric
 
-DEFAULT_SUITE = images.DEFAULT_SUITE
+DEFAULT_SUITE = IMAGE_SUITE   # the node image's Debian release by default
 Say = Callable[[str], None]
 
 
@@ -55,14 +57,14 @@ def build_images(suite: str = DEFAULT_SUITE, force: bool = False, say: Say = lam
 
 def node_tag() -> str:
     """The tag of the node image of this recipe (built or not)."""
-    return images.node_tag()
+    return image_tag()
 
 
 def check_configs(lab: Lab) -> list[Problem]:
     """FRR's word (`vtysh --dryrun` in a node image) on the user's configs of a loaded lab."""
     runtime = DockerRuntime()
     try:
-        runtime.check_configs(runtime.node_image(), lab.name, frr_view(lab.configs, lab.loaded))
+        runtime.check_configs(runtime.node_image(), lab.name, dialect.frr_view(lab.configs, lab.loaded))
     except ConfigError as e:
         return list(e.problems)
     return []
@@ -72,7 +74,7 @@ def exec_in(lab: str, node: str, cmd: Sequence[str]) -> tuple[Result, str]:
     """`cmd` run in `node` of `lab`, and a hint when it failed for what the kernel lacks ("": none)."""
     # a long quiet command must not be cut by the Docker client's read timeout
     res = Lab(lab, runtime=DockerRuntime(timeout=None)).node(node).run(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
-    hint = kernelhint.hint(shlex.join(cmd), res.stdout + res.stderr, lambda: kernel.lacks(lab)) if res.rc else ""
+    hint = kernel_hint(shlex.join(cmd), res.stdout + res.stderr, lambda: kernel_lacks(lab)) if res.rc else ""
     return res, hint
 
 
@@ -91,8 +93,7 @@ def figures(fabric: Fabric, timeout: float | None = None) -> dict:
 
 def describe_failure(e: BaseException) -> str | None:
     """A Docker, netlink or OS failure that escaped the runtime's seam, in one line (None: not one)."""
-    from twin.runtime import failures
-    return failures.describe(e)
+    return describe(e)
 
 
 def running_labs(timeout: float | None = timeouts.DOCKER_API) -> list[str]:
@@ -104,7 +105,7 @@ def up_summary(lab: Lab, timings: dict[str, float]) -> dict:
     """What `twin up` says of the lab it brought up, as data (its line is made from it, on this host
     or through a server)."""
     fabric = lab.fabric
-    mine = lab.context().intent.generic
+    mine = Intent(fabric, state.running_files(lab.dir, fabric)).generic   # the lab's intent, from its directory
     return {"lab": lab.name, "nodes": len(fabric.nodes), "sessions": len(fabric.sessions()),
             "adjacencies": sum(len(g.adjacencies) for g in mine.values()), "generic_routers": len(mine),
             "timings": timings, "dir": str(lab.dir), "configs_nodes": len(lab.configs.files) if lab.configs else 0,

@@ -5,39 +5,34 @@
     lab.node("leaf1").vtysh("show bgp summary")
     lab.down()
 
-Bring-up stages (as containerlab): render -> create -> wire -> converge. Any
-failure or interruption before the lab is up removes everything it created
-(unless keep=True). One twin at a time changes a lab: `up`, `down`, `apply` (and on
-the context: rehearsals, faults, the proof) hold the lab's lock (`writing`). `context()`
+`up` runs the stages of `twin.lifecycle.pipeline` in order (admit, choose, check configs,
+record, render, create, converge, services); any failure or interruption before the lab is
+up removes everything it created (unless keep=True). The configuration dialects twin speaks
+(NVUE) are registered by importing this module (`twin.dialects`). One twin at a time changes a
+lab: `up`, `down`, `apply` (and on the context: rehearsals, faults, the proof) hold the lab's lock
+(`writing`). `context()`
 is the running lab every later stage works on, and the one place that decides whether a lab is up.
 """
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from pathlib import Path
 from typing import Callable
 
-from twin import nvue, topology
+from twin import dialects, topology  # noqa: F401  (dialects: the ones twin speaks register themselves)
 from twin.base.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
-from twin.base.wait import Bound, bounded, current, named
-from twin.config import render, userconf
+from twin.base.wait import Bound, bounded, named
+from twin.config import dialect, userconf
 from twin.config.backend import DEFAULT_BACKEND, NAMES, Backend, wanted
-from twin.config.services import DEFAULT_SHAPING
 from twin.config.userconf import UserConfigs
 from twin.interop import doors
-from twin.lifecycle import admission, barrier, bringup, cleanup, imagechoice, locks, mgmtnet, state, vrfbackend
+from twin.lifecycle import barrier, cleanup, locks, pipeline, state, vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.status import LabStatus, lab_status
 from twin.lint import Report as LintReport
 from twin.lint import gate
-from twin.nvue import nvued
-from twin.nvue import service as nvue_service
-from twin.runtime import containerlab, kernel
-from twin.runtime.base import Runtime
-from twin.runtime.exec import NodeExec
-from twin.topology import samples
+from twin.runtime import NodeExec, Runtime
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
 
@@ -87,20 +82,8 @@ class Lab:
         (`twin.interop.doors`): its bound FRR files are the user's configs, `roles` maps nodes to kinds."""
         if name is not None:
             state.check_name(name)
-        topology_file = samples.resolve(topology_file)
-        imported = doors.import_other(topology_file, roles, name)
-        if imported is None:
-            if roles:
-                raise TopologyError([Problem("--role", "", "roles map the nodes of a containerlab or NVIDIA Air "
-                                                           "file; a twin topology says each node's kind itself")])
-            fabric = topology.load(topology_file, name=name)
-            user = userconf.load(configs, fabric) if configs is not None else None
-            _refuse(nvue.check_files(user, fabric))
-            return cls(fabric.name, fabric, runtime, user)
-        fabric = topology.load_document(imported.doc, imported.source, name, imported.lines)
-        user = imported.configs.under(userconf.load(configs, fabric)) if configs is not None else imported.configs
-        _refuse(nvue.check_files(user, fabric))
-        return cls(fabric.name, fabric, runtime, user if user.files else None, imported.notes)
+        loaded = doors.load(topology_file, name, roles, configs)
+        return cls(loaded.fabric.name, loaded.fabric, runtime, loaded.configs, loaded.notes)
 
     @classmethod
     def open(cls, name: str) -> "Lab":
@@ -110,12 +93,7 @@ class Lab:
     @property
     def runtime(self) -> Runtime:
         if self._runtime is None:
-            try:
-                recorded = (state.load(self.dir)[0] or state.LabState(name="", topology="", image="")).runtime
-            except TwinError:
-                recorded = None   # a broken lab directory: `down` still removes it, with Docker
-            name = self._runtime_name or (recorded if self.dir.is_dir() else None) or os.environ.get("TWIN_RUNTIME")
-            self._runtime = containerlab.runtime(name)
+            self._runtime = state.runtime_of(self.dir, self._runtime_name)
         return self._runtime
 
     @property
@@ -159,131 +137,48 @@ class Lab:
         if configs is not None:
             self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, self.loaded)
         if self.configs is not None:
-            _refuse(userconf.check(self.configs, self.loaded) or nvue.check_files(self.configs, self.loaded))
+            _refuse(userconf.check(self.configs, self.loaded) or dialect.problems(self.configs, self.loaded))
             self.linted = gate(userconf.lint(self.configs, self.loaded), strict, warn)
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
         with self.writing("twin up"), bounded(Bound.command(timeout, start)), named():
-            watch = admission.CpuWatch()
+            b = pipeline.BringUp(self.name, self.dir, self.loaded, self.runtime, self.configs, pipeline.Asked(
+                image, images, vrf_backend, timeout, wait, strict_exec, keep), say, start, self.notes,
+                lint=[f.as_dict() for f in self.linted.findings] if self.linted else [])
             if self.runtime.containers(self.name):
-                self.nvue_service(say)      # the lab's NVUE service there again, if it stopped
+                self.services(say)      # the lab's services there again (NVUE's), if one stopped
                 self._already_up(vrf_backend)
-            # host-wide kernel limits and CPU, before anything is created; timers scaled where needed
-            est = admission.ensure(self.loaded, watch.host(), timeout, whole=timeout is not None)
-            if est.timers is not None:
-                self.loaded = self.loaded.model_copy(update={"timers": est.timers})
-                say(f"{est.timers_text()}: {est.figures()}")
-            choice = self.vrf_backend(vrf_backend)   # refused here on a kernel that lacks what it needs
-            own = imagechoice.resolve(self.loaded, images, self.runtime.image_facts)   # --images own: refused here
-            self.notes += [w for w in [*choice.warnings, *own.notes] if w not in self.notes]   # with the import's notes
-            image = image or self.runtime.node_image(say=say)
-            if self.configs is not None:
-                say(f"checking {len(self.configs.files)} node configs of {self.configs.source} with FRR")
-                self.runtime.check_configs(image, self.name, nvue.frr_view(self.configs, self.loaded))
-            with cleanup.on_failure(self.name, self.dir, self.runtime, keep, say):
-                timings = self._bring_up(image, timeout, say, choice.backend, wait,
-                                         bringup.ExecLog(self.name, strict_exec), own, start)
-                self.nvue_service(say)
-                return timings
+            try:
+                return pipeline.run(b)   # its stages, in order (`twin.lifecycle.pipeline.STAGES`)
+            finally:
+                self.loaded = b.fabric   # its timers as scaled, its management network as resolved
 
-    def nvue_service(self, say: Say = lambda _: None) -> dict | None:
-        """The lab's NVUE service running, when its nodes run NVUE (`twin.nvue.nvued`: the REST API and
-        `nv` in the nodes); its record (where it listens), or None for a lab without NVUE."""
+    def services(self, say: Say = lambda _: None) -> None:
+        """The lab's services running, for the dialects its nodes run (NVUE's: the REST API and `nv` in
+        the nodes, `twin.nvue.nvued`); none for a lab whose nodes all run twin's rendering."""
         st = self.state
-        if st is None or not any(nvue.STARTUP in files for files in st.user_files.values()):
-            return None
-        if nvue_service.record(self.dir) is None:
-            say("starting the NVUE service (REST API, nv)")
-        return nvue_service.start(self.dir, self.name, nvued.command(self.name))
+        if st is not None:
+            pipeline.start_services(self.dir, self.name, st.user_files, say)
+
+    def nvue_service(self, say: Say = lambda _: None) -> None:
+        """Deprecated: `services` (every dialect's, NVUE's among them)."""
+        warnings.warn("Lab.nvue_service is Lab.services now", DeprecationWarning, stacklevel=2)
+        self.services(say)
 
     def vrf_backend(self, override: str | None = None) -> vrfbackend.Choice:
         """The VRF backend `up` would use for this lab on this host, and why; TopologyError (naming
         CONFIG_NET_VRF) when it, or the user's own configs, need VRF devices this kernel lacks."""
         if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
-        files = self.configs.files if self.configs is not None else {}
-        return vrfbackend.choose(self.loaded, override, files,
-                                 {n: self.configs.path(n, userconf.FRR_CONF) for n in files})
-
-    def _bring_up(self, image: str, timeout: float | None, say: Say, backend: Backend, wait: bool,
-                  execs: bringup.ExecLog, own: imagechoice.Choice, start: float) -> dict[str, float]:
-        fabric = self.loaded = mgmtnet.resolve(self.loaded, self.runtime, set(own.own))   # its management network
-        t0 = time.monotonic()
-        st = state.LabState(name=self.name, topology=str(Path(fabric.source).resolve()), image=image,
-                            created=state.now(), runtime=self.runtime.name, notes=self.notes, images=own.own)
-        if self.dir.is_dir():
-            nvue_service.stop(self.dir)   # leftovers of a lab that is gone (no containers)
-        state.remove(self.dir)
-        state.save(self.dir, st, fabric)
-        try:
-            password, st.backend = mgmtnet.password(self.dir, fabric, say), backend   # user cumulus's (ssh, NVUE)
-            limited = any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
-            st.shaping = kernel.probe_shaping(self.name) if limited else None
-            shaping = st.shaping or DEFAULT_SHAPING
-            say(f"rendering configs into {self.dir}")
-            files, notes = userconf.merge(render.render_lab(fabric, backend, shaping), self.configs, fabric, backend)
-            nfs = nvue.read_configs(self.configs) | (blank := nvue.blank(fabric, self.configs))   # nvue: blank
-            st.layout, st.nvue_bonds = nvue_service.kernel_plane(self.name, backend, say) if nfs else (None, None)
-            nv, nv_notes = nvue.build(nfs, fabric, backend, shaping, st.layout or nvue.PER_VNI, bool(st.nvue_bonds))
-            files.update({n: x.files for n, x in nv.items()})
-            layouts = {x.plane.layout for node, x in nv.items() if x.plane.fabric.tenants_on(node)}
-            self.notes += notes + nv_notes + ([f"NVUE's kernel plane on {', '.join(nv)}: {', '.join(sorted(layouts))} "
-                                               "layout (interfaces.sh says which; docs/nvue.md)"]
-                                              if layouts else [])
-            st.notes = list(self.notes)
-            if self.configs is not None:
-                st.configs, st.user_files = str(Path(self.configs.source).resolve()), self.configs.owned()
-                st.lint = [f.as_dict() for f in self.linted.findings] if self.linted else []
-            st.user_files |= {n: [nvue.STARTUP] for n in blank}     # a blank node's NVUE is its automation's
-            state.write_files(self.dir, files)
-            say(f"starting {len(fabric.nodes)} containers, wiring {len(fabric.links)} links as they run")
-            try:
-                pids = self.runtime.bring_up(own.fabric(fabric), image, self.dir, backend,
-                                             configure=lambda n, ex, pid: bringup.configure_node(
-                                                 fabric, n, ex, pid, backend, shaping, nv[n].plane if n in nv else None,
-                                                 execs, starts_itself=n in own.starts_itself, password=password),
-                                             on_created=lambda: st.timings.update(containers=time.monotonic() - t0),
-                                             say=say, bound=current())   # the command's deadline
-            finally:
-                self.notes += [f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)"
-                               for f in execs.failures]
-                st.notes = list(self.notes)
-            st.timings["wired"] = time.monotonic() - t0
-            if not wait or blank:     # blank NVUE nodes: `twin wait` judges the fabric once configured
-                st.status = "deployed"
-                return st.timings
-            st.status = "converging"
-            state.save(self.dir, st)
-            ctx = LabContext(self.name, self.dir, fabric, backend, self.runtime, image, shaping, _pids=dict(pids))
-            st.timings["converged"] = self._converge(ctx, timeout, say, t0, start) - t0
-            st.status = "up"
-            return st.timings
-        except BaseException as e:
-            st.status, st.error = "failed", (str(e).splitlines() or [type(e).__name__])[0]
-            raise
-        finally:
-            if self.dir.is_dir():
-                state.save(self.dir, st)
-
-    @staticmethod
-    def _converge(ctx: LabContext, timeout: float | None, say: Say, since: float, start: float) -> float:
-        """The barrier, said first; returns when it held (time.monotonic()). A `timeout` given is the
-        command's, from its `start`; the default one is the barrier's own, from now."""
-        limit = timeout if timeout is not None else barrier.deadline(ctx)
-        if (b := current()) is not None:
-            b.stage = "converging"   # an error at the command's deadline from here on: the barrier's stage
-        begin = start if timeout is not None else time.monotonic()
-        say(barrier.waiting_for(ctx, limit, begin + limit - time.monotonic() if timeout is not None else None))
-        barrier.converge(ctx, limit, say=say, since=since, start=begin)
-        return time.monotonic()
+        return pipeline.vrf_choice(self.loaded, self.configs, override)
 
     def wait(self, timeout: float | None = None, say: Say = lambda _: None) -> float:
         """The convergence barrier of a running lab (after `up(wait=False)` and the user's own scripts):
         returns the seconds it took; ConvergenceTimeout names what is missing. The lab is `up` then.
         A reader: no lock, so it waits beside the changes meanwhile (NVUE revisions) and is never refused."""
         t0 = time.monotonic()
-        self._converge(self.context(), timeout, say, t0, t0)
+        pipeline.converged(self.context(), timeout, say, t0, t0)
         took = time.monotonic() - t0
         state.update(self.dir, lambda st: state.converged(st, took))
         return took
@@ -330,11 +225,7 @@ class Lab:
         containerlab CLI) is gone now: everything the lab made carries its label or its name."""
         if self._runtime is not None:
             return self._runtime
-        try:
-            recorded = state.load(self.dir)[0]
-        except TwinError:
-            recorded = None   # a broken lab directory: its containers are found by label
-        return containerlab.runtime(self._runtime_name or (recorded.runtime if recorded else None), removing=True)
+        return state.runtime_of(self.dir, self._runtime_name, removing=True)
 
     # --- nodes -------------------------------------------------------------
     def _not_up(self) -> LabStateError:
@@ -366,7 +257,7 @@ class Lab:
         with self.writing("twin apply"):
             ctx = self.context()
             result = load_change(ctx, change, strict, warn).apply(ctx, say=say, timeout=timeout, wait=wait)
-            self.nvue_service(say)
+            self.services(say)
             return result
 
     def plan(self, change: "str | Path | Fabric"):

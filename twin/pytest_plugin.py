@@ -48,7 +48,7 @@ from twin.verify import checks as user_checks
 from twin.verify.jsoncmp import subset
 
 if TYPE_CHECKING:
-    from twin.runtime.exec import NodeExec
+    from twin.runtime import NodeExec
 
 MARKER = "twin_topology"
 INI = "twin_topology"

@@ -242,7 +242,8 @@ def test_a_change_that_fails_half_way_is_rolled_back(lab, tmp_path, monkeypatch)
                 raise kernel.TwinError(f"{ex.where}: injected failure")
         return real(steps, pid, ex, tolerant)
 
-    monkeypatch.setattr(kernel, "apply", flaky)
+    monkeypatch.setattr(kernel, "apply", flaky)                  # the runtime's own callers (FRR's live steps)
+    monkeypatch.setattr("twin.change.apply.apply_steps", flaky)  # and the change's, through the runtime's face
     with pytest.raises(ApplyFailed, match="(?s)failed half way and was rolled back.*injected failure.*"
                                           "rollback: done: the lab runs its previous intent again"):
         lab.apply(green)
@@ -286,6 +287,7 @@ def test_rollback_restores_the_old_files_before_the_kernel_steps_that_read_them(
         return real(steps, pid, ex, tolerant)
 
     monkeypatch.setattr(kernel, "apply", failing)
+    monkeypatch.setattr("twin.change.apply.apply_steps", failing)   # the change's, through the runtime's face
     with pytest.raises(ApplyFailed, match="(?s)rolled back.*stage bindings.*injected binding failure.*rollback: done"):
         lab.apply(variant(tmp_path, "red-host", add_red_host))
     monkeypatch.undo()
@@ -305,7 +307,7 @@ def test_a_rollback_that_cannot_restore_everything_says_what_and_fails(lab, tmp_
             raise kernel.TwinError(f"{ex.where}: FRR unreachable (injected)")
         return real(ex, restart, **kw)
 
-    monkeypatch.setattr(frr, "take", broken)
+    monkeypatch.setattr("twin.change.apply.frr_take", broken)   # what the change calls (the runtime's face)
     with pytest.raises(ApplyFailed) as e:
         lab.apply(variant(tmp_path, "green", add_green))
     monkeypatch.undo()

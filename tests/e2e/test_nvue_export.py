@@ -11,6 +11,7 @@ import pytest
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import nvue
+from twin.nvue import tree as nv_tree
 
 pytestmark = pytest.mark.e2e
 
@@ -43,9 +44,9 @@ def test_aipod_from_its_nvue_export_converges_verifies_and_rehearses_an_nvue_cha
         change = tmp_path / "change"
         (change / "leaf1").mkdir(parents=True)
         nf = nvue.read(d / "leaf1" / "startup.yaml")
-        tree = nvue.set_path(nf.tree, ("vrf", "default", "router", "bgp", "peer-group", "fabric", "timers",
+        tree = nv_tree.set_path(nf.tree, ("vrf", "default", "router", "bgp", "peer-group", "fabric", "timers",
                                        "connection-retry"), 5)
-        nvue.set_path(tree, ("system", "message", "pre-login"), "lab leaf")
+        nv_tree.set_path(tree, ("system", "message", "pre-login"), "lab leaf")
         (change / "leaf1" / "startup.yaml").write_text(nvue.dump(tree, nf.header))
         r = twin_cli("rehearse", name, str(change), "--json", timeout=600)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -24,8 +24,10 @@ import requests
 import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from tests.unit.test_nvue_revisions import applies_at_once
 from twin import verify
 from twin.base import wait
+from twin.change import load_change
 from twin.lab import Lab
 from twin.lifecycle import daemon, locks
 from twin.nvue import service as nvue_service
@@ -196,6 +198,50 @@ def test_a_revision_that_cannot_apply_ends_apply_fail_and_leaves_the_lab_as_it_w
     assert {f: (lab.dir / "leaf01" / f).read_text() for f in files} == files
     assert "10.1.30.9" not in lab.node("leaf01").vtysh("show running-config")
     assert twin_cli("status", NAME).returncode == 0
+
+
+def test_a_revision_raced_by_a_second_apply_an_edit_and_a_node_fault_has_one_winner(lab, api):
+    """Issue 43: two automations apply one revision at once: one gets 200, the other 409 "is being
+    applied", and it is applied once; an edit of it meanwhile gets 409 and is not in what was
+    applied; a revision applied while a node fault holds the lab ends apply_fail naming the fault,
+    and leaf01 runs what it ran before (its files, its kernel)."""
+    base, s = api
+    apply = {"state": "apply", "auto-prompt": {"ays": "ays_yes"}}
+    rid = next(iter(s.post(f"{base}/revision").json()))
+    at = f"{base}/revision/{quote(rid, safe='')}"
+    assert s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid},
+                   json={"10.1.30.21/24": {}}).status_code == 200
+    answers = applies_at_once(at, s)
+    assert [r.status_code for r in answers] == [200, 409], [r.text for r in answers]
+    assert "is being applied: it cannot be changed or applied again" in answers[1].json()["detail"]
+    late = s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid}, json={"10.1.30.22/24": {}})
+    assert late.status_code == 409 and ("is being applied" in late.json()["detail"] or "cannot be modified "
+                                        "further" in late.json()["detail"]), late.text
+    wait.until(lambda: [] if s.get(at).json()["state"] == "applied" else ["still applying"], 120, "applied",
+               first=0.2, cap=1.0)
+    addresses = kernel_addresses(lab)
+    assert "10.1.30.21/24" in addresses and "10.1.30.22/24" not in addresses
+    assert sum(h["source"].endswith(rid) for h in lab.state.history) == 1, lab.state.history[-3:]
+    # a node fault holds the lab: the revision is refused before anything of it runs
+    files = {f: (lab.dir / "leaf01" / f).read_text() for f in ("startup.yaml", "frr.conf", "interfaces.sh")}
+    rid = next(iter(s.post(f"{base}/revision").json()))
+    at = f"{base}/revision/{quote(rid, safe='')}"
+    s.patch(f"{base}/interface/vlan30/ip/address", params={"rev": rid}, json={"10.1.30.23/24": {}})
+    ctx = lab.context()
+    with ctx.writing(f"twin fault node-stop {NAME} spine02"):
+        stopped = load_change(ctx, "fault:node-stop:spine02").apply(ctx)
+        assert stopped.kind == "node-stop" and not ctx.container("spine02").running()
+        assert s.patch(at, json=apply).status_code == 200
+        doc: dict = {}
+        wait.until(lambda: [] if doc.update(s.get(at).json()) or doc["state"] != "apply" else ["applying"], 60,
+                   "the revision done", first=0.1, cap=0.5)
+    issues = [i["message"] for i in doc["transition"]["issue"].values()]
+    assert doc["state"] == "apply_fail" and len(issues) == 1, doc
+    assert issues[0].startswith(f"lab '{NAME}' is busy: twin fault node-stop {NAME} spine02 (pid {os.getpid()}")
+    assert {f: (lab.dir / "leaf01" / f).read_text() for f in files} == files
+    assert "10.1.30.23/24" not in kernel_addresses(lab)
+    assert twin_cli("fault", "node-start", NAME, "spine02").returncode == 0
+    lab.wait()
 
 
 def test_hostile_input_and_a_wrong_password_change_nothing(lab, api):

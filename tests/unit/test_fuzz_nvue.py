@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from twin import nvue, topology
 from twin.base.errors import TopologyError
+from twin.nvue import tree as nv_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"
@@ -85,8 +86,8 @@ def test_raw_text_gives_a_clear_error(text):
 def test_nv_set_words_answer_or_say_why(ws, value):
     tree = copy.deepcopy(nvue.read(SAMPLES / "leaf01/startup.yaml").tree)
     try:
-        path, v = nvue.words(ws)
-        nvue.set_path(tree, path, v if v is not None else value)
+        path, v = nv_tree.words(ws)
+        nv_tree.set_path(tree, path, v if v is not None else value)
     except ValueError as e:
         assert str(e)
         return

@@ -18,25 +18,35 @@ MAX_FUNCTION_LINES = 60
 DATA = (TWIN / "images",)   # package data: the node image's recipe (its scripts run in the image, not in twin)
 
 # The data path: each layer may import the layers before it, never one after it. A module sits in the
-# layer of the longest name it starts with: NVUE is one package (twin.nvue) whose rooms sit where their
-# data does (its configurations after interop, its service's files in lifecycle, its change kind beside
-# change's, its daemon after change).
+# layer of the longest name it starts with.
 LAYERS = [
     {"twin.base"},   # errors, deadlines and the wait, stages, the users' files' reader, JUnit, version
     {"twin.kinds"}, {"twin.topology"}, {"twin.intent"},
     {"twin.lint"},    # the configs' declarations against intent (pure); dialects register their readers with it
     {"twin.config"}, {"twin.interop"},
-    {"twin.nvue"},    # NVUE's configurations in and out (pure): tree, startup.yaml, frr.conf, kernel plane, export
     {"twin.runtime"},
-    {"twin.lifecycle", "twin.nvue.service"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"},
-    {"twin.change", "twin.nvue.change"},
-    {"twin.nvue.nvued"},   # a lab's NVUE service: it applies through change/, lab/ starts it
+    {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"},
+    {"twin.change"},
+    {"twin.nvue"},       # a configuration dialect, in one folder: the rooms below ask its registration, never it
+    {"twin.dialects"},   # the dialects twin speaks, registered (`twin.config.dialect`)
     {"twin.lab"}, {"twin.host"},
     {"twin.server"},   # `twin serve`: the API over Lab and the stages the CLI uses
     {"twin.client"},   # the API's client, for the pytest plugin and `twin --server`
     {"twin.pytest_plugin"}, {"twin.cli"},
     {"twin", "twin.__main__"},   # the package's face (Lab, verify) and `python -m twin`
 ]
+# A package whose own rooms come in layers of their own: them in order, its face after them all. NVUE's: its
+# model and tree (pure), its planes and renderings, its change kinds, its service and what it registers.
+INNER = {
+    "twin.nvue": [
+        {"twin.nvue.schema", "twin.nvue.tree", "twin.nvue.load", "twin.nvue.model", "twin.nvue.policy",
+         "twin.nvue.api", "twin.nvue.cli", "twin.nvue.client"},
+        {"twin.nvue.plane", "twin.nvue.routed", "twin.nvue.beyond", "twin.nvue.bonds", "twin.nvue.vlanaware",
+         "twin.nvue.frr", "twin.nvue.kernelplane", "twin.nvue.configs", "twin.nvue.export", "twin.nvue.declared"},
+        {"twin.nvue.change"},
+        {"twin.nvue.service", "twin.nvue.nvued", "twin.nvue.prove", "twin.nvue.dialect"},
+    ],
+}
 
 
 def modules() -> dict[str, Path]:
@@ -49,12 +59,21 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def layer(module: str) -> int:
-    if module in LAYERS[-1]:
-        return len(LAYERS) - 1
-    found = [(len(n), i) for i, names in enumerate(LAYERS) for n in names
+def _longest(module: str, layers: list[set[str]]) -> int:
+    found = [(len(n), i) for i, names in enumerate(layers) for n in names
              if n != "twin" and (module == n or module.startswith(n + "."))]
     return max(found)[1] if found else -1
+
+
+def layer(module: str) -> tuple[int, int]:
+    """(its layer of the house, its layer inside its package when the package has them); -1: none."""
+    outer = len(LAYERS) - 1 if module in LAYERS[-1] else _longest(module, LAYERS)
+    for pkg, inner in INNER.items():
+        if module == pkg:
+            return outer, len(inner)
+        if module.startswith(pkg + "."):
+            return outer, _longest(module, inner)
+    return outer, 0
 
 
 def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
@@ -72,12 +91,20 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         else:
             continue
         # `from twin import x` imports module twin.x, not the package's face
-        out |= {t for t in targets if t in known and t not in (name, "twin") and not name.startswith(t + ".")}
+        found = {t for t in targets if t in known and t not in (name, "twin") and not name.startswith(t + ".")}
+        out |= found | {p for t in found for p in parents(t) if not name.startswith(p + ".")}
     return out
 
 
+def parents(module: str) -> list[str]:
+    """The packages Python runs first when `module` is imported (importing a.b.c runs a/__init__ and
+    a/b/__init__), but `twin` itself: its face is lazy (PEP 562) and imports no room at import time."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(2, len(parts))]
+
+
 def test_every_module_sits_in_a_layer():
-    assert [m for m in modules() if layer(m) < 0] == []
+    assert [m for m in modules() if min(layer(m)) < 0] == []
 
 
 def test_no_package_imports_one_after_it_on_the_data_path():
@@ -146,7 +173,8 @@ def test_no_import_circle():
     for m in graph:
         if m not in index:
             visit(m)
-    assert circles == []
+    assert circles == [], "import circles (a parent package's __init__ counted, as Python runs it):\n" + "\n".join(
+        " <-> ".join(c) for c in circles)
 
 
 def test_modules_and_functions_stay_small():
@@ -204,8 +232,8 @@ def test_validating_a_topology_loads_neither_docker_nor_pyroute2():
     assert res.returncode == 0, res.stderr
 
 
-# Packages whose face is not drawn yet: twin.runtime's is drawn with its Runtime protocol (issue 26, bullet 1).
-FACELESS = {"twin.runtime"}
+# Packages whose face is not drawn yet (none: twin.runtime's was the last, issue 43).
+FACELESS: set[str] = set()
 
 
 def faces() -> dict[str, set[str]]:
@@ -265,3 +293,14 @@ def test_the_cli_goes_through_lab_and_the_faces():
     below = sorted(f"{name} imports {t}" for name, path in known.items() if name.startswith("twin.cli")
                    for t in imports(name, path, known) if t == "twin.runtime" or t.startswith("twin.runtime."))
     assert below == []
+
+
+def test_outside_the_runtime_nothing_imports_one_of_its_rooms():
+    """`twin.runtime` has a face (issue 43): a module outside it imports names from `twin.runtime`, never
+    `twin.runtime.X` (`from twin.runtime.X import a`, `import twin.runtime.X`, `from twin.runtime import X`),
+    so its rooms can change without anyone above noticing."""
+    known = modules()
+    inner = sorted(f"{name} imports {t}" for name, path in known.items()
+                   if name != "twin.runtime" and not name.startswith("twin.runtime.")
+                   for t in imports(name, path, known) if t.startswith("twin.runtime."))
+    assert inner == [], "imports of the runtime's rooms (import its face's names instead):\n" + "\n".join(inner)

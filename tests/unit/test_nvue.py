@@ -11,6 +11,8 @@ import pytest
 from twin import nvue, topology
 from twin.base.errors import TopologyError
 from twin.config import userconf
+from twin.nvue import plane as nv_plane
+from twin.nvue import tree as nv_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"
@@ -113,33 +115,33 @@ def test_unset_documents_and_later_sets_apply_in_order(tmp_path):
 
 # --- editing: what nv set/unset, nv config diff/patch and the REST API are made of -----------------------
 def test_nv_set_words_and_interface_ranges():
-    assert nvue.words("interface swp3 bridge domain br_default access 30".split()) == (
+    assert nv_tree.words("interface swp3 bridge domain br_default access 30".split()) == (
         ("interface", "swp3", "bridge", "domain", "br_default", "access"), "30")
-    assert nvue.words("interface vlan30 ip address 10.1.30.2/24".split()) == (
+    assert nv_tree.words("interface vlan30 ip address 10.1.30.2/24".split()) == (
         ("interface", "vlan30", "ip", "address", "10.1.30.2/24"), {})
-    assert nvue.expand("swp1-2,5-6") == ["swp1", "swp2", "swp5", "swp6"]
-    assert nvue.expand("pf0vf0-1_if,swp9") == ["pf0vf0_if", "pf0vf1_if", "swp9"]
+    assert nv_tree.expand("swp1-2,5-6") == ["swp1", "swp2", "swp5", "swp6"]
+    assert nv_tree.expand("pf0vf0-1_if,swp9") == ["pf0vf0_if", "pf0vf1_if", "swp9"]
     with pytest.raises(ValueError, match="at most 1024"):
-        nvue.expand("swp1-99999999")
+        nv_tree.expand("swp1-99999999")
     with pytest.raises(ValueError, match="interface.swp1.lnk: no such place"):
-        nvue.words("interface swp1 lnk state up".split())
-    tree = nvue.set_path({}, ("interface", "swp5-8", "link", "state"), "up")
+        nv_tree.words("interface swp1 lnk state up".split())
+    tree = nv_tree.set_path({}, ("interface", "swp5-8", "link", "state"), "up")
     assert sorted(tree["interface"]) == ["swp5", "swp6", "swp7", "swp8"]
-    nvue.unset_path(tree, ("interface", "swp5-6"))
+    nv_tree.unset_path(tree, ("interface", "swp5-6"))
     assert sorted(tree["interface"]) == ["swp7", "swp8"]
 
 
 def test_diff_takes_one_tree_to_the_other():
     old = nvue.read(SAMPLES / "leaf01/startup.yaml").tree
     new = copy.deepcopy(old)
-    nvue.set_path(new, ("interface", "swp3", "bridge", "domain", "br_default", "access"), 30)
-    nvue.set_path(new, ("bridge", "domain", "br_default", "vlan", "30", "vni", "30"), {})
-    nvue.unset_path(new, ("vrf", "BLUE"))
-    docs = nvue.diff(old, new)
+    nv_tree.set_path(new, ("interface", "swp3", "bridge", "domain", "br_default", "access"), 30)
+    nv_tree.set_path(new, ("bridge", "domain", "br_default", "vlan", "30", "vni", "30"), {})
+    nv_tree.unset_path(new, ("vrf", "BLUE"))
+    docs = nv_tree.diff(old, new)
     assert [next(iter(d)) for d in docs] == ["unset", "set"]
     again = copy.deepcopy(old)
-    nvue.unpatch(again, docs[0]["unset"])
-    nvue.patch(again, docs[1]["set"])
+    nv_tree.unpatch(again, docs[0]["unset"])
+    nv_tree.patch(again, docs[1]["set"])
     assert again == new
 
 
@@ -203,13 +205,13 @@ def test_frr_conf_and_interfaces_of_the_samples_match_golden(node, golden):
 def test_the_vlan_aware_layout_of_the_samples_matches_golden(golden):
     """Cumulus's own layout (opt-in, kernels with 802.1Q VLANs and VRF devices): golden only."""
     fabric, configs = sample_lab()
-    nodes, _ = nvue.build(nvue.read_configs(configs), fabric, "vrf", layout=nvue.VLAN_AWARE)
+    nodes, _ = nvue.build(nvue.read_configs(configs), fabric, "vrf", layout=nv_plane.VLAN_AWARE)
     sh = nodes["leaf01"].files["interfaces.sh"]
     golden(GOLDEN / "rendered" / "leaf01-vlan-aware.sh", sh)
     assert "ip link add br_default mtu 8950 type bridge vlan_filtering 1" in sh
     assert "ip link add link vlan10 name vlan10-v0 address 00:00:5e:00:01:01 type macvlan mode private" in sh
-    netns, _ = nvue.build(nvue.read_configs(configs), fabric, "netns", layout=nvue.VLAN_AWARE)
-    assert netns["leaf01"].plane.layout == nvue.PER_VNI, "one bridge cannot span namespaces"
+    netns, _ = nvue.build(nvue.read_configs(configs), fabric, "netns", layout=nv_plane.VLAN_AWARE)
+    assert netns["leaf01"].plane.layout == nv_plane.PER_VNI, "one bridge cannot span namespaces"
 
 
 def test_arp_suppression_off_vxlan_off_and_ports_down_change_the_plane(tmp_path):

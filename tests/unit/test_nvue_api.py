@@ -23,6 +23,7 @@ from twin.lifecycle.service import Listener, Service
 from twin.nvue import api, cli
 from twin.nvue import client as client_module
 from twin.nvue import service as nvue_service
+from twin.nvue.api import State
 from twin.nvue.change import nv_file
 from twin.nvue.nvued import nv as nv_run
 from twin.nvue.nvued.app import make_app, problem_body
@@ -212,13 +213,13 @@ def test_revisions_and_nv_sessions_outlive_the_service(served):
     assert nv(sock, "set", "interface", "swp3", "link", "state", "down").returncode == 0
     again = Engine("nvsamples", d)
     assert again.get("leaf01", rid).tree["system"]["hostname"] == "renamed"
-    assert again.get("leaf01", rid).state == "pending"
+    assert again.get("leaf01", rid).state is State.PENDING
     session = again.get("leaf01", again.cli["leaf01"])
     assert session.tree["interface"]["swp3"]["link"]["state"] == "down"
-    session.state = "apply"            # as if the service stopped while applying it
+    session.state = State.APPLY        # as if the service stopped while applying it
     again.keep()
     (back,) = [r for r in Engine("nvsamples", d).of("leaf01").values() if r.id == session.id]
-    assert back.state == "apply_fail" and "stopped while applying it" in back.issues[0]
+    assert back.state is State.APPLY_FAIL and "stopped while applying it" in back.issues[0]
     assert nv(sock, "config", "detach").returncode == 0 and http.delete(
         f"{base['leaf01']}/revision/{quote(rid, safe='')}").status_code == 200
     assert rid not in Engine("nvsamples", d).revisions and "leaf01" not in Engine("nvsamples", d).cli

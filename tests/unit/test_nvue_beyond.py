@@ -12,7 +12,10 @@ import pytest
 
 from twin import nvue, topology
 from twin.base.errors import TopologyError
+from twin.nvue import configs as nv_configs
+from twin.nvue import plane as nv_plane
 from twin.nvue import routed
+from twin.nvue import tree as nv_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"
@@ -20,9 +23,9 @@ FABRIC = topology.load(ROOT / "tests/e2e/nvue/samples.yml")
 LEAF = nvue.read(SAMPLES / "leaf01" / "startup.yaml").tree
 
 
-def built(extra: dict, backend: str = "netns") -> nvue.NvueNode:
+def built(extra: dict, backend: str = "netns") -> nv_configs.NvueNode:
     tree = copy.deepcopy(LEAF)
-    nvue.patch(tree, extra)
+    nv_tree.patch(tree, extra)
     nodes, _ = nvue.build({"leaf01": nvue.from_tree(tree, "leaf01/startup.yaml")}, FABRIC, backend)
     return nodes["leaf01"]
 
@@ -33,7 +36,7 @@ def refused(extra: dict) -> list[str]:
     return [f"{p.path}: {p.message}" for p in e.value.problems]
 
 
-def commands(x: nvue.NvueNode) -> list[str]:
+def commands(x: nv_configs.NvueNode) -> list[str]:
     return [s.command() for s in x.plane.steps]
 
 
@@ -151,7 +154,7 @@ def test_what_nvue_refuses_of_policies_is_named_at_once():
 
 def test_stored_places_are_kept_with_the_notice():
     tree = copy.deepcopy(LEAF)
-    nvue.patch(tree, {"system": {"message": {"pre-login": "Welcome\nto leaf01"}, "timezone": "Europe/Paris"},
+    nv_tree.patch(tree, {"system": {"message": {"pre-login": "Welcome\nto leaf01"}, "timezone": "Europe/Paris"},
                       "service": {"dns": {"mgmt": {"server": {"192.0.2.53": {}}}},
                                   "ntp": {"mgmt": {"server": {"pool.ntp.org": {"iburst": "on"}}}},
                                   "syslog": {"mgmt": {"server": {"192.0.2.514": {"port": 514}}}}},
@@ -159,7 +162,7 @@ def test_stored_places_are_kept_with_the_notice():
                                     "swp10": {"evpn": {"multihoming": {"segment": {"local-id": 1}}}}},
                       "mlag": {"enable": "on", "peer-ip": "linklocal"}})
     nf = nvue.from_tree(tree, "t")
-    assert sorted(nvue.show(p) for p in nf.not_emulated) == [
+    assert sorted(nv_tree.show(p) for p in nf.not_emulated) == [
         "interface.bond1.bond.mlag", "interface.swp10.evpn", "mlag", "service", "system.message", "system.timezone"]
     nodes, notes = nvue.build({"leaf01": nf}, FABRIC, "netns")
     assert "t: interface bond1 (bond): stored, not emulated: bonds are made with TWIN_NVUE_BONDS=on at `twin up`, " \
@@ -173,7 +176,7 @@ def test_a_topology_declares_blank_nvue_switches(tmp_path):
     f.write_text(text.replace("vtep: [leaf, dpu]", "vtep: [leaf, dpu]\ndefaults: {nvue: blank}"))
     fabric = topology.load(f)
     assert sorted(n for n, x in fabric.nodes.items() if x.nvue == "blank") == ["dpu1", "leaf01", "spine01", "spine02"]
-    files = nvue.blank(fabric)
+    files = nv_configs.blank(fabric)
     assert {n: nf.tree for n, nf in files.items()}["leaf01"] == {"system": {"hostname": "leaf01"}}
     nodes, _ = nvue.build(files, fabric, "netns")
     frr = nodes["spine01"].files["frr.conf"]
@@ -193,7 +196,7 @@ def test_eth0_is_the_management_port_at_its_management_address(tmp_path):
 
     def build(eth0: dict) -> list[str]:
         tree = copy.deepcopy(LEAF)
-        nvue.patch(tree, {"interface": {"eth0": {"type": "eth", "ip": eth0}}, "vrf": {"mgmt": {}}})
+        nv_tree.patch(tree, {"interface": {"eth0": {"type": "eth", "ip": eth0}}, "vrf": {"mgmt": {}}})
         try:
             nodes, _ = nvue.build({"leaf01": nvue.from_tree(tree, "s")}, fabric, "netns")
         except TopologyError as e:
@@ -209,8 +212,8 @@ def test_eth0_is_the_management_port_at_its_management_address(tmp_path):
         "interface.eth0.ip.address: leaf01's management address is 192.168.200.11/24: the management network gives "
         "it (the topology's mgmt_ipv4 pins it; NVUE's dhcp takes it)",
         "interface.eth0.ip.vrf: eth0 is in VRF mgmt: the node's management network"]
-    blank = nvue.blank(fabric.model_copy(update={"nodes": {**fabric.nodes, "leaf01": fabric.nodes["leaf01"].model_copy(
-        update={"nvue": "blank"})}}))["leaf01"]
+    made = fabric.nodes["leaf01"].model_copy(update={"nvue": "blank"})
+    blank = nv_configs.blank(fabric.model_copy(update={"nodes": {**fabric.nodes, "leaf01": made}}))["leaf01"]
     assert blank.tree["interface"]["eth0"] == {"type": "eth", "ip": {"address": {"dhcp": {}}, "vrf": "mgmt"}}
 
 
@@ -219,7 +222,7 @@ def test_day_2_takes_what_goes_beyond_the_tenants_away_in_reverse_and_keeps_port
                          "vlan100": {"type": "svi", "vlan": 100, "ip": {"address": {"10.100.0.2/24": {}}}}},
            "bridge": {"domain": {"br_default": {"vlan": {"100": {}}}}}}
     before, after = built(svi).plane, built({"interface": {"swp10": {"type": "swp"}}}).plane
-    add, remove = nvue.extras_delta(before.extras, after.extras, set(), set())
+    add, remove = nv_plane.extras_delta(before.extras, after.extras, set(), set())
     assert [s.command() for s in remove] == ["ip addr del 10.100.0.2/24 dev vlan100", "ip link set swp10 nomaster",
                                              "ip link del vlan100"]
     assert add == [] and ("port", "swp10") in after.extras, "the uncabled port stays, as a switch's"
@@ -233,10 +236,10 @@ BONDED = ["interface bond1 type bond", "interface bond1 bond member swp1",      
 def bonded(*lines: str) -> nvue.NvueFile:
     """The samples' leaf01 with `lines` set (`nv set` words), swp1 taken out of VLAN 10 (bond1 takes it)."""
     tree = copy.deepcopy(LEAF)
-    nvue.unset_path(tree, ("interface", "swp1", "bridge"))
+    nv_tree.unset_path(tree, ("interface", "swp1", "bridge"))
     for line in lines:
-        path, value = nvue.words(line.split())
-        nvue.set_path(tree, path, value)
+        path, value = nv_tree.words(line.split())
+        nv_tree.set_path(tree, path, value)
     return nvue.from_tree(tree, "leaf01/startup.yaml")
 
 
@@ -258,7 +261,7 @@ def test_a_bond_is_a_linux_bond_where_the_lab_makes_them_golden(golden):
     red = nodes["leaf01"].plane.fabric.tenants["red"]
     assert [(a.host, a.port) for a in red.attachments] == [("server01", "bond1")]
     aware, _ = nvue.build({"leaf01": bonded(*BONDED, "interface bond1 bond mode static")}, FABRIC, "vrf",
-                          layout=nvue.VLAN_AWARE, bonds=True)
+                          layout=nv_plane.VLAN_AWARE, bonds=True)
     sh = aware["leaf01"].files["interfaces.sh"]
     assert "ip link add bond1 type bond mode balance-xor miimon 100" in sh and "bridge vlan add dev bond1 vid 10 " \
         "pvid untagged" in sh and sh.index("type bond mode balance-xor") < sh.index("ip link set bond1 master br_d")
@@ -267,7 +270,7 @@ def test_a_bond_is_a_linux_bond_where_the_lab_makes_them_golden(golden):
 def test_a_bond_is_stored_with_the_notice_where_the_lab_makes_none():
     """Without bonds on (this kernel's case), and for a bond a tenant's namespace would hold."""
     nf = bonded(*BONDED)
-    assert [nvue.show(p) for p in nf.not_emulated] == []
+    assert [nv_tree.show(p) for p in nf.not_emulated] == []
     nodes, notes = nvue.build({"leaf01": nf}, FABRIC, "netns")
     why = "bonds are made with TWIN_NVUE_BONDS=on at `twin up`, on a kernel with bonding (`twin doctor` says " \
           "whether this one has it)"
@@ -299,7 +302,7 @@ def test_what_nvue_refuses_of_bonds_is_refused_every_problem_at_once():
         "interface.bond7.bond.member: bond bond7 has no member"], said
     tree = copy.deepcopy(bonded("interface bond1 bond member swp1-2", "interface bond1 bridge domain br_default access "
                                 "10").tree)
-    nvue.unset_path(tree, ("interface", "swp2", "bridge"))
+    nv_tree.unset_path(tree, ("interface", "swp2", "bridge"))
     with pytest.raises(TopologyError) as e:
         nvue.build({"leaf01": nvue.from_tree(tree, "t")}, FABRIC, "vrf", bonds=True)
     assert [f"{p.path}: {p.message}" for p in e.value.problems] == [
@@ -307,13 +310,13 @@ def test_what_nvue_refuses_of_bonds_is_refused_every_problem_at_once():
 
 
 def test_the_lab_makes_bonds_only_when_asked_on_a_kernel_with_bonding(monkeypatch):
-    from twin.nvue import service
+    from twin.nvue import kernelplane
     from twin.runtime import kernel
 
     said: list[str] = []
-    assert service.bonds("t-bond", said.append) is False and said == [], "not asked: stored, nothing probed"
+    assert kernelplane.bonds("t-bond", said.append) is False and said == [], "not asked: stored, nothing probed"
     monkeypatch.setenv("TWIN_NVUE_BONDS", "on")
     has = kernel.probe_bonds("t-bond")           # this project's kernel: none
-    assert service.bonds("t-bond", said.append) is has
+    assert kernelplane.bonds("t-bond", said.append) is has
     assert said == ([] if has else ["TWIN_NVUE_BONDS=on: this kernel has no bonding (CONFIG_BONDING); the NVUE "
                                     "nodes' bonds are stored, not made"])

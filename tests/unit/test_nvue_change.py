@@ -25,7 +25,7 @@ def running_lab(tmp_path: Path) -> LabContext:
     nodes, _ = nvue.build(nvue.read_configs(configs), fabric, "netns")
     d = tmp_path / "lab"
     files = render.render_lab(fabric, "netns") | {n: x.files for n, x in nodes.items()}
-    state.save(d, state.LabState(name="nvsamples", topology=str(TOPOLOGY), image="", layout="per-vni",
+    state.save(d, state.LabState(name="nvsamples", topology=str(TOPOLOGY), image="",
                                  user_files=configs.owned()), fabric)
     state.write_files(d, files)
     return LabContext("nvsamples", d, fabric, "netns", runtime=None)

@@ -18,6 +18,7 @@ from twin.config.render import render_lab
 from twin.intent import Intent, paths
 from twin.intent.tenants import evpn_counts, evpn_routes
 from twin.lifecycle import state
+from twin.nvue import tree as nv_tree
 from twin.prove import elements
 from twin.prove.element import Kernel, NftDelete, NftRule, Reload, Vtysh
 from twin.prove.ports import rules
@@ -50,7 +51,7 @@ def ctx_of(fabric, backend="netns", shaping="tc"):
     d = tempfile.TemporaryDirectory(prefix="twin-prove-")
     state.write_files(Path(d.name), render_lab(fabric, backend, shaping))
     return SimpleNamespace(fabric=fabric, backend=backend, intent=Intent(fabric), name="t", shaping=shaping,
-                           dir=Path(d.name), nvue=dict, kept=d)
+                           dir=Path(d.name), planes=dict, kept=d)
 
 
 def test_tenant_paths_of_aipod(aipod):
@@ -340,8 +341,8 @@ def test_the_frr_elements_of_a_node_running_nvue_are_those_of_its_applied_revisi
                  "vrf default router bgp neighbor swp52 peer-group spine2",
                  "vrf default router bgp neighbor 192.0.2.9 remote-as 65009",
                  "vrf default router static 198.51.100.0/24 via blackhole"):
-        path, value = nvue.words(line.split())
-        nvue.set_path(tree, path, value)
+        path, value = nv_tree.words(line.split())
+        nv_tree.set_path(tree, path, value)
     mine = nvue.from_tree(tree, "leaf01 revision 2")
     built, _ = nvue.build({"leaf01": mine}, ctx.fabric, ctx.backend)
     state.write_files(ctx.dir, {"leaf01": built["leaf01"].files})        # what the revision's apply writes
@@ -372,7 +373,7 @@ def test_the_frr_elements_of_a_node_running_nvue_are_those_of_its_applied_revisi
     assert why[("static route", "leaf01 ip route 198.51.100.0/24 blackhole")].startswith("verify judges no static")
     # a line twin's design implies that the file does not hold: exempt, not an element that breaks nothing
     tree2 = copy.deepcopy(tree)
-    nvue.unset_path(tree2, ("vrf", "BLUE", "router", "bgp", "address-family", "ipv4-unicast", "route-export"))
+    nv_tree.unset_path(tree2, ("vrf", "BLUE", "router", "bgp", "address-family", "ipv4-unicast", "route-export"))
     built, _ = nvue.build({"leaf01": nvue.from_tree(tree2, "leaf01 revision 3")}, ctx.fabric, ctx.backend)
     state.write_files(ctx.dir, {"leaf01": built["leaf01"].files})
     els, exempt = elements(ctx)

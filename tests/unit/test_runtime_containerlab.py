@@ -12,6 +12,7 @@ import yaml
 
 from twin.base.errors import TwinError
 from twin.runtime import containerlab as C
+from twin.runtime import registry
 from twin.topology import load, mgmt
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,10 +141,10 @@ def test_a_deploy_that_lacks_nodes_or_fails_says_so(tmp_path, monkeypatch):
 def test_without_containerlab_the_runtime_is_one_line(monkeypatch):
     monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(TwinError) as e:
-        C.runtime("containerlab")
+        registry.make_runtime("containerlab")
     assert str(e.value) == "containerlab is not installed; twin's own runtime (--runtime docker) needs nothing"
     with pytest.raises(TwinError, match="unknown runtime 'podman'; runtimes: docker, containerlab"):
-        C.runtime("podman")
+        registry.make_runtime("podman")
 
 
 def test_a_containerlab_lab_is_removed_without_containerlab(tmp_path, monkeypatch):
@@ -165,4 +166,4 @@ def test_a_containerlab_lab_is_removed_without_containerlab(tmp_path, monkeypatc
     assert sorted(f.name for f in (tmp_path / "ssh").iterdir()) == ["clab-smaller.conf"]
     with pytest.raises(TwinError, match="lab name"):
         rt.remove_host_files("../../etc/passwd")
-    assert isinstance(C.runtime("containerlab", removing=True), C.ContainerlabRuntime)
+    assert isinstance(registry.make_runtime("containerlab", removing=True), C.ContainerlabRuntime)

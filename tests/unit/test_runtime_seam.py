@@ -67,7 +67,7 @@ def test_a_node_handle_names_its_node_and_lab():
 
 def test_both_runtimes_implement_the_runtime_protocol():
     from twin.runtime.base import Runtime
-    from twin.runtime.containerlab import RUNTIMES
+    from twin.runtime.registry import RUNTIMES
     wanted = ({m for m in vars(Runtime) if not m.startswith("_")} | set(Runtime.__annotations__)) - {"client"}
     assert wanted >= {"bring_up", "start_nodes", "containers", "labs", "pid", "remove_node", "remove_lab", "name"}
     for cls in RUNTIMES.values():

@@ -56,3 +56,19 @@ def test_a_lab_directory_and_a_node_directory_are_removed(home):
     assert state.remove(d) and not d.exists()
     assert not state.remove(d), "nothing left: False, no error"
     assert (home / "victim" / "sub" / "f").read_text() == "precious"
+
+
+def test_a_labs_runtime_is_asked_else_the_one_that_made_it_else_the_environments_else_docker(home, monkeypatch):
+    made = []
+    monkeypatch.setattr(state, "make_runtime", lambda name, removing=False: made.append((name, removing)) or name)
+    d = state.labdir("clab")
+    monkeypatch.delenv(state.RUNTIME_ENV, raising=False)
+    assert state.runtime_of(d) is None, "no lab there, no environment: the registry's default (docker)"
+    monkeypatch.setenv(state.RUNTIME_ENV, "containerlab")
+    assert state.runtime_of(d) == "containerlab"
+    state.save(d, state.LabState(name="clab", topology="t.yml", image="i", runtime="docker"))
+    assert state.runtime_of(d) == "docker", "the one that made it, over the environment's"
+    assert state.runtime_of(d, "containerlab", removing=True) == "containerlab"
+    (d / state.STATE).write_text("{broken")
+    assert state.runtime_of(d, removing=True) == "containerlab", "a broken directory records none"
+    assert made[-1] == ("containerlab", True)

@@ -4,9 +4,10 @@ Declarative changes (`declarative`: an edited topology, a directory of node
 configs) are applied in stages with a journal and rollback (`apply`), planned
 from one diff of two fabrics (`diff`, `plan`); faults (`link_faults`,
 `node_faults`, and `faults` for Python) are changes too. `rehearse` runs any
-registered change under RoCE traffic and reports its impact. NVUE's change kind (a
-directory of startup.yaml files, a file of `nv` commands, a revision) is NVUE's own:
-`twin.nvue.change`, dispatched to from here.
+registered change under RoCE traffic and reports its impact. A configuration dialect's
+change kinds (NVUE's: a directory of startup.yaml files, a file of `nv` commands, a
+revision) are its own: `load_change` asks each registered dialect (`twin.config.dialect`)
+whether a spec is its change, and a declarative change asks each for its nodes' part.
 
     change = load_change(ctx, "my-change.yml")      # or a config dir, or "fault:link-down:dpu1:p0"
 """
@@ -25,12 +26,10 @@ from twin.change.fault_base import Fault, fault_types
 from twin.change.report import Thresholds
 from twin.change.summary import rehearsal_md
 from twin.config import userconf
+from twin.config.dialect import dialects
 from twin.lifecycle.context import LabContext
 from twin.lint import Report as LintReport
 from twin.lint import gate
-from twin.nvue.change.nv_file import PREFIX as NV_PREFIX
-from twin.nvue.change.nv_file import load as load_nv
-from twin.nvue.change.nvue_change import NvueChange  # NVUE's change kind (registered: "nvue")
 from twin.topology.model import Fabric
 
 FAULT_PREFIX = "fault:"
@@ -53,22 +52,21 @@ def parse_fault(ctx: LabContext, spec: str) -> Fault:
 
 def load_change(ctx: LabContext, spec: "str | Path | Fabric", strict: bool = False,
                 warn: Callable[[LintReport], None] = lambda _: None) -> Change:
-    """A change from what a user gives: a Fabric, `fault:...`, `nv:NODE:FILE` (a file of `nv`
-    commands), a directory of node configs, or an edited topology file (TopologyError names
-    every problem of a file). A directory of configs is linted against the lab's intent (its
-    `lint`; `warn` gets it first): with `strict` its findings refuse it (LintFailed)."""
+    """A change from what a user gives: a Fabric, `fault:...`, a dialect's (NVUE's `nv:NODE:FILE`, a
+    directory of startup.yaml files), a directory of node configs, or an edited topology file
+    (TopologyError names every problem of a file). A directory of configs is linted against the lab's
+    intent (its `lint`; `warn` gets it first): with `strict` its findings refuse it (LintFailed)."""
     if isinstance(spec, Fabric):
         return TopologyChange(spec)
     if isinstance(spec, str) and spec.startswith(FAULT_PREFIX):
         return parse_fault(ctx, spec)
-    if isinstance(spec, str) and spec.startswith(NV_PREFIX):
-        return load_nv(ctx, spec)
+    ours = next((c for d in dialects() if (c := d.change(ctx, spec)) is not None), None)   # a dialect's
     p = Path(spec)
+    if ours is not None and not p.is_dir():
+        return ours
     if p.is_dir():
-        configs = userconf.read_dir(p)
-        nvue = any(userconf.NVUE in f for f in configs.files.values())
-        change: Declarative = NvueChange.load(ctx, p, configs) if nvue else ConfigsChange.load(ctx, p)
-        change.lint = gate(userconf.lint(configs, ctx.fabric), strict, warn)
+        change: Declarative = ours or ConfigsChange.load(ctx, p)
+        change.lint = gate(userconf.lint(userconf.read_dir(p), ctx.fabric), strict, warn)
         return change
     if not p.exists():
         raise TopologyError([Problem(str(p), "", "no such file or directory: a change is a topology file, "
@@ -78,7 +76,7 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric", strict: bool = Fal
     return TopologyChange(topology.load(p, name=ctx.name))
 
 
-# base, declarative, diff, plan and work are offered whole: NVUE's change kind (twin.nvue.change) is built on them
+# base, declarative, diff, plan and work are offered whole: a dialect's change kinds (NVUE's) are built on them
 __all__ = ["load_change", "parse_fault", "Change", "Result", "REGISTRY", "TopologyChange", "ConfigsChange",
            "Fault", "fault_types", "apply", "FabricDiff", "rehearsal_md", "rehearse", "Thresholds",
            "base", "declarative", "diff", "plan", "work"]

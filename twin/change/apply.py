@@ -47,8 +47,7 @@ from twin.lifecycle.cleanup import patient
 from twin.lifecycle.context import LabContext
 from twin.lint import Report as LintReport
 from twin.observe import store
-from twin.runtime import frr, kernel
-from twin.runtime.links import add_link, delete_link
+from twin.runtime import FRR_CONF, add_link, apply_live, apply_steps, delete_link, frr_take
 from twin.topology.model import Link
 
 PARALLEL = 8
@@ -59,6 +58,7 @@ class Declarative(Protocol):
 
     key: ClassVar[str]
     lint: LintReport | None          # a directory of configs: its lint findings (recorded once applied)
+    from_files: ClassVar[bool]       # its source names files (recorded resolved)
 
     @property
     def source(self) -> str: ...     # the file or directory it came from, as the user gave it
@@ -125,7 +125,7 @@ class Run:
             return
         ex, pid = self.ctx.exec(node), self.ctx.pid(node)
         there = set(ex.check(["ls", "/run/netns"]).stdout.split())
-        kernel.apply([s for s in new_ns if s.dev not in there], pid, ex, self.rollback)
+        apply_steps([s for s in new_ns if s.dev not in there], pid, ex, self.rollback)
         names = {s.dev for s in new_ns}
 
         def missing() -> list[str]:
@@ -138,7 +138,7 @@ class Run:
     def kernel(self, node: str, steps: list) -> None:
         """Kernel steps of a change on node `n`, after its new tenant namespaces (`namespaces`)."""
         self.namespaces(node, steps)
-        frr.apply_live([s for s in steps if s.op != "netns"], self.ctx.pid(node), self.ctx.exec(node), self.rollback)
+        apply_live([s for s in steps if s.op != "netns"], self.ctx.pid(node), self.ctx.exec(node), self.rollback)
 
 
 # --- the stages ---------------------------------------------------------------------------
@@ -180,7 +180,7 @@ def _links_add(run: Run) -> None:
 
 def _host_config(run: Run) -> None:
     def one(node: str) -> None:
-        kernel.apply(overlay.plan(run.work.new, node, run.ctx.backend), run.ctx.pid(node), run.ctx.exec(node),
+        apply_steps(overlay.plan(run.work.new, node, run.ctx.backend), run.ctx.pid(node), run.ctx.exec(node),
                      run.rollback)
 
     run.each(run.work.hosts_add, one, "host endpoint ports")
@@ -200,7 +200,7 @@ def _frr(run: Run) -> None:
               + (f"; restart on {', '.join(run.work.restart)}" if run.work.restart else ""))
     run.journal.frr.update({node: node in run.work.restart for node in run.work.reload + run.work.restart})
     def one(node: str) -> None:
-        frr.take(run.ctx.exec(node), restart=node in run.work.restart,
+        frr_take(run.ctx.exec(node), restart=node in run.work.restart,
                  removes=removes_lines(run.work.old_files, run.work.files, node))
 
     run.each(run.work.reload + run.work.restart, one, "FRR taking the new config")
@@ -211,7 +211,7 @@ def _bind(run: Run) -> None:
         vnis = (run.work.vnis[node] if node in run.work.vnis
                 else run.ctx.with_fabric(run.work.new).intent.nodes[node].vnis)
         wait_vnis(run.ctx.exec(node), vnis)
-        kernel.apply(run.work.deltas[node].bind, run.ctx.pid(node), run.ctx.exec(node), run.rollback)
+        apply_steps(run.work.deltas[node].bind, run.ctx.pid(node), run.ctx.exec(node), run.rollback)
 
     run.each([node for node, delta in run.work.deltas.items() if delta.bind], one, "bindings")
 
@@ -261,9 +261,9 @@ def run_stages(run: Run) -> None:
 
 def removes_lines(old: dict, new: dict, node: str) -> bool:
     """Does node's new frr.conf drop a line the old one had (something FRR must take away)?"""
-    keep = set(new.get(node, {}).get(frr.FRR_CONF, "").splitlines())
+    keep = set(new.get(node, {}).get(FRR_CONF, "").splitlines())
     return any(line.strip() and not line.lstrip().startswith("!") and line not in keep
-               for line in old.get(node, {}).get(frr.FRR_CONF, "").splitlines())
+               for line in old.get(node, {}).get(FRR_CONF, "").splitlines())
 
 
 # --- checking, applying, rolling back ------------------------------------------------------------
@@ -382,7 +382,7 @@ def _record(ctx: LabContext, work: Work, change: Declarative) -> None:
 def _record_one(ctx: LabContext, work: Work, change: Declarative) -> None:
     from pathlib import Path
 
-    source = str(Path(change.source).resolve()) if change.key in ("topology", "configs", "nvue") else change.source
+    source = str(Path(change.source).resolve()) if change.from_files else change.source
 
     def record(st: state.LabState) -> None:
         if change.key == "topology":

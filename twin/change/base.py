@@ -70,6 +70,7 @@ class Change(ABC):
     summary: ClassVar[str]              # one line, for help texts
     fault: ClassVar[bool] = False           # a fault (`twin fault KEY`, `fault:KEY:...`)
     breaks_intent: ClassVar[bool] = False   # it knowingly breaks the intent (judged by the data plane)
+    from_files: ClassVar[bool] = False      # its source names files (the lab's history records it resolved)
 
     @abstractmethod
     def describe(self) -> str:

@@ -14,12 +14,12 @@ from twin.change.diff import FabricDiff, unified
 from twin.change.plan import Plan, file_diffs
 from twin.change.work import Work, current_files, frr_actions, keep_user_files
 from twin.config import overlay, render, userconf
+from twin.config.dialect import dialects
 from twin.config.reconcile import node_delta
 from twin.lifecycle import vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lint import Report as LintReport
-from twin.nvue.change.nvue_work import nvue_work
-from twin.runtime.frr import FRR_CONF
+from twin.runtime import FRR_CONF
 from twin.topology import mgmt
 from twin.topology.model import Fabric
 
@@ -51,6 +51,7 @@ class Declarative(Change):
 @register
 class TopologyChange(Declarative):
     key: ClassVar[str] = "topology"
+    from_files: ClassVar[bool] = True
     summary: ClassVar[str] = "an edited topology file: the lab becomes what it says"
 
     def __init__(self, fabric: Fabric):
@@ -72,7 +73,8 @@ class TopologyChange(Declarative):
         w.plan.kernel = {n: d.commands() for n, d in w.deltas.items()}
         w.plan.kernel.update({n: [s.command() for s in overlay.plan(new, n, ctx.backend, ctx.shaping)]
                               for n in w.hosts_add})
-        nvue_work(ctx, w, old, new)      # nodes running NVUE: their plane is their startup.yaml's on the new intent
+        for dialect in dialects():   # nodes running a dialect (NVUE): their own config's plane on the new intent
+            dialect.work(ctx, w, old, new)
         frr_actions(w)
         return w
 
@@ -90,6 +92,7 @@ class TopologyChange(Declarative):
 @register
 class ConfigsChange(Declarative):
     key: ClassVar[str] = "configs"
+    from_files: ClassVar[bool] = True
     summary: ClassVar[str] = "a directory of node configs (<dir>/<node>/frr.conf or <dir>/<node>.conf)"
 
     def __init__(self, source: str, configs: dict[str, str], paths: dict[str, str] | None = None):

@@ -30,7 +30,7 @@ from twin.config import overlay
 from twin.config.naming import link_alias
 from twin.lifecycle.context import LabContext
 from twin.observe import store
-from twin.runtime import kernel
+from twin.runtime import set_link
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def set_port(ctx: LabContext, ref: PortRef, up: bool, pid: int | None = None) ->
     p = ctx.fabric.nodes[ref.node].ports_by_name[ref.port]
     alias = link_alias(ctx.name, f"{ref.node}:{ref.port}", f"{p.peer_node}:{p.peer_port}")
     try:
-        found = kernel.set_link(pid, ref.ns, ref.port, up, alias)
+        found = set_link(pid, ref.ns, ref.port, up, alias)
     except (NetlinkFailed, OSError) as e:
         raise TwinError(f"{ctx.name}/{ref}: cannot set it {'up' if up else 'down'}: {e}") from None
     if not found:

@@ -7,27 +7,27 @@ namespace: `node-start` takes its held ends back (`links.unpark`), re-creates it
 and any link that was not held (the container stopped behind twin's back) with the peer's side
 restored (a VTEP's host port back into its tenant, a host's address), sets its ports up and
 configures the node as bring-up does (overlay, FRR, bindings). A node
-that runs NVUE gets the kernel plane of what it runs now (its applied
-startup.yaml, on the lab's layout: `LabContext.nvue`), not the topology's
-rendering; so does a peer's port on such a node. A node running the user's
+whose own configuration makes its plane (a dialect's: NVUE's applied
+startup.yaml, on the lab's layout) gets the plane of what it runs now
+(`LabContext.planes`), not the topology's rendering; so does a peer's port on such a node. A node running the user's
 frr.conf gets it (its directory is its /etc/frr) and the loopback it declares.
 """
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from twin import kinds, nvue
+from twin import kinds
 from twin.base import timeouts, wait
 from twin.base.errors import NetlinkFailed, RuntimeFailed, TwinError
 from twin.change.base import register
 from twin.change.fault_base import Fault, Param, PortRef, set_port
 from twin.config import overlay
 from twin.config.backend import NETNS
+from twin.config.dialect import NodePlane
 from twin.lifecycle import mgmtnet
 from twin.lifecycle.bringup import configure_node
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr, links, netns, observe
-from twin.runtime.links import create_link
+from twin.runtime import apply_live, create_link, has_link, node_netlink, park_links, unpark_links
 
 
 class NodeFault(Fault):
@@ -78,14 +78,14 @@ class NodeStart(NodeFault):
         c.start()
         ctx.refresh()
         pid, ex = ctx.pid(node), ctx.exec(node)
-        runs = ctx.nvue()
-        plane = runs[node].plane if node in runs else None
+        runs = ctx.planes()
+        plane = runs.get(node)
         tenants = (plane.fabric if plane else fabric).tenants_on(node)
         if ctx.backend == NETNS and tenants:  # names of the old tenant namespaces are stale
             ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in tenants]])
         ctx.runtime.attach_mgmt(fabric, node, pid)   # its eth0 on the management network again
         running = {n: ctx.pid(n) for n in ctx.running() if n != node}
-        back = set(links.unpark(ctx.name, node, pid))   # its ends, held since it stopped
+        back = set(unpark_links(ctx.name, node, pid))   # its ends, held since it stopped
         wired, skipped = [], []   # (own port, peer end) of each re-created link
         for link in (k for k in fabric.links if node in (k.a.node, k.b.node)):
             own, peer = (link.a, link.b) if link.a.node == node else (link.b, link.a)
@@ -94,7 +94,7 @@ class NodeStart(NodeFault):
             if peer.node not in running:
                 skipped.append(str(peer))
                 continue
-            theirs = runs[peer.node].plane.fabric if peer.node in runs else fabric   # as the peer runs it
+            theirs = runs[peer.node].fabric if peer.node in runs else fabric   # as the peer runs it
             ref = PortRef(peer.node, peer.port, overlay.port_ns(theirs, peer.node, peer.port, ctx.backend))
             _wait_gone(ctx, ref, running[peer.node])
             create_link(link, {**running, node: pid})
@@ -102,7 +102,7 @@ class NodeStart(NodeFault):
         for port in sorted(back) + [port for port, _ in wired]:
             set_port(ctx, PortRef(node, port), up=True, pid=pid)
         configure_node(fabric, node, ex, pid, ctx.backend, ctx.shaping, plane,
-                       password=mgmtnet.password(ctx.dir, fabric))
+                       password=mgmtnet.node_password(ctx.dir, fabric))
         for _, peer_ref in wired:
             _replumb_peer(ctx, peer_ref, running[peer_ref.node], runs)
         return {"container": c.name, "pid": pid, "links": len(back) + len(wired), "links taken back": len(back),
@@ -152,27 +152,27 @@ def _hold(ctx: LabContext, node: str) -> list[str]:
     taken from where the node runs it (its own namespace, or a tenant's on a VTEP's host port)."""
     if not ctx.container(node).running():
         return []
-    runs = ctx.nvue()
-    fabric = runs[node].plane.fabric if node in runs else ctx.fabric
+    runs = ctx.planes()
+    fabric = runs[node].fabric if node in runs else ctx.fabric
     ends = [(end.port, overlay.port_ns(fabric, node, end.port, ctx.backend))
             for link in ctx.fabric.links for end in (link.a, link.b) if end.node == node]
-    return links.park(ctx.name, node, ctx.pid(node), ends)
+    return park_links(ctx.name, node, ctx.pid(node), ends)
 
 
-def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int, runs: dict[str, nvue.NvueNode]) -> None:
+def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int, runs: dict[str, NodePlane]) -> None:
     """A peer's port on a re-created link: back up, and, on a VTEP's host port or a host,
     the kernel steps of bring-up that concern it (tenant namespace, bridge, MAC, address), of the
-    plane the peer runs (its NVUE's, else the topology's rendering)."""
+    plane the peer runs (its own configuration's, else the topology's rendering)."""
     fabric = ctx.fabric
     if kinds.of(fabric.nodes[ref.node]).endpoint:   # up first: its `exec` commands (a route) need it
         set_port(ctx, ref, up=True, pid=pid)
         configure_node(fabric, ref.node, ctx.exec(ref.node), pid, ctx.backend, ctx.shaping)
         return
-    plan = runs[ref.node].plane.steps if ref.node in runs else overlay.plan(fabric, ref.node, ctx.backend,
+    plan = runs[ref.node].steps if ref.node in runs else overlay.plan(fabric, ref.node, ctx.backend,
                                                                             ctx.shaping)
     steps = [s for s in plan if s.dev == ref.port]
     if steps:  # moves it into its tenant namespace first, then master/up/fdb there (zebra running)
-        frr.apply_live(steps, pid, ctx.exec(ref.node))
+        apply_live(steps, pid, ctx.exec(ref.node))
     set_port(ctx, ref, up=True, pid=pid)
 
 
@@ -183,8 +183,8 @@ def _wait_gone(ctx: LabContext, ref: PortRef, pid: int) -> None:
         found = []
         for ns in {ref.ns, ""}:
             try:
-                with netns.ipr(pid, ns) as ipr:
-                    found += [f"{ref}: old interface still there"] if observe.has_link(ipr, ref.port) else []
+                with node_netlink(pid, ns) as ipr:
+                    found += [f"{ref}: old interface still there"] if has_link(ipr, ref.port) else []
             except (NetlinkFailed, OSError):
                 pass
         return found

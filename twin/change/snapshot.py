@@ -9,7 +9,7 @@ from twin.base import timeouts
 from twin.base.errors import TwinError
 from twin.config.overlay import tenant_ns, vrf_tables
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr, observe
+from twin.runtime import FRR_SUMMARY, link_names, read_fdb, read_routes
 
 
 @dataclass
@@ -21,7 +21,7 @@ class Snapshot:
 
 def _sessions(ctx: LabContext, node: str) -> tuple[str, dict]:
     try:
-        (doc,) = ctx.exec(node).vtysh_json(frr.SUMMARY, timeout=timeouts.VTYSH)
+        (doc,) = ctx.exec(node).vtysh_json(FRR_SUMMARY, timeout=timeouts.VTYSH)
     except TwinError as e:
         return node, {"?": {"state": f"unreadable: {str(e).splitlines()[0]}", "dropped": 0}}
     peers = doc.get("peers", {}) if isinstance(doc, dict) else {}
@@ -35,9 +35,9 @@ def _tenants(ctx: LabContext, node: str) -> list[tuple[str, str, set[str], set[s
         ns = tenant_ns(t, ctx.backend)
         try:
             with ctx.ipr(node, ns) as ipr:
-                names = observe.link_names(ipr)
+                names = link_names(ipr)
                 table = 254 if ns else vrf_tables(ctx.fabric)[t.name]
-                routes, fdb = observe.routes(ipr, table, host_only=False, names=names), observe.fdb(ipr, names)
+                routes, fdb = read_routes(ipr, table, host_only=False, names=names), read_fdb(ipr, names)
         except (OSError, TwinError):   # NetlinkFailed, NodeGone: twin's
             routes, fdb = {}, set()
         out.append((t.name, node, {f"{p} via {','.join(sorted(h))}" for p, h in routes.items()},

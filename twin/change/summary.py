@@ -3,7 +3,7 @@ its evidence, then the tables (criteria, flows, flapped sessions, routes, baseli
 from __future__ import annotations
 
 from twin.change.report import Rehearsal
-from twin.runtime.exec import Recorder
+from twin.runtime import Recorder
 from twin.verify import markdown as md
 
 FLOWS_SHOWN = 30

@@ -13,7 +13,7 @@ from twin.config import render
 from twin.config.reconcile import NodeDelta
 from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
-from twin.runtime.frr import FRR_CONF
+from twin.runtime import FRR_CONF
 from twin.topology.model import Fabric, Link
 
 CANDIDATE = "frr.conf.candidate"   # a new config, checked in the node before anything changes

@@ -274,8 +274,8 @@ def print_status(st: LabStatus) -> None:
                 head = [ten.tenant, ten.vrf, str(ten.l3vni)] if i == 0 else ["", "", ""]
                 tt.add_row(*head, v, up_, hosts, *counts)
         out.print(tt)
-    if st.nvue is not None:
-        print_nvue(st.nvue)
+    for line in st.service_lines():
+        out.print(line, highlight=False)
     problems = st.problems()
     for p in problems[:40]:
         out.print(f"[red]MISSING[/red] {p}", highlight=False)
@@ -285,15 +285,6 @@ def print_status(st: LabStatus) -> None:
         out.print(f"[yellow]changing now[/yellow]: {st.changing} holds the lab's lock", highlight=False)
     out.print("[green]healthy[/green]: the lab holds its intent" if st.healthy
               else f"[red]NOT healthy[/red]: {len(problems) or 'status ' + st.status} problem(s)")
-
-
-def print_nvue(svc: dict) -> None:
-    """Where the lab's NVUE service listens and whether it answers."""
-    ls = svc.get("listeners") or {}
-    ports = ", ".join(f"{n} https://127.0.0.1:{x['port']}" for n, x in ls.items() if isinstance(x, dict))
-    state_ = ("[green]answers[/green]" if svc.get("answers") else f"[red]does not answer[/red] ({svc.get('error')})")
-    out.print(f"NVUE service{' (pid ' + str(svc['pid']) + ')' if svc.get('pid') else ''}: {state_}; REST API "
-              f"/nvue_v1 on {ports or 'nothing'}; `nv` in each FRR node over /run/nvue/nvue.sock", highlight=False)
 
 
 @main.command(name="exec", context_settings={"ignore_unknown_options": True})

@@ -14,10 +14,8 @@ from twin.kinds.base import (
     MGMT_PORT,
     NODE_COMMAND,
     NODE_DIR,
-    NV_BIN,
     NV_GID,
     NVUE_PORT,
-    NVUE_RUN,
     SSH_PORT,
     USER,
     Kind,
@@ -46,5 +44,5 @@ def of(node) -> Kind:
 
 
 __all__ = ["KINDS", "Kind", "PortNaming", "get", "of", "FRR_DIR", "HASH_FIELDS", "HASH_POLICY", "HASH_SEED",
-           "NODE_COMMAND", "NODE_DIR", "NV_BIN", "NV_GID", "NVUE_RUN", "MGMT_NETNS", "MGMT_NS", "MGMT_PORT",
+           "NODE_COMMAND", "NODE_DIR", "NV_GID", "MGMT_NETNS", "MGMT_NS", "MGMT_PORT",
            "NVUE_PORT", "SSH_PORT", "USER"]

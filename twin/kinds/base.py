@@ -35,8 +35,6 @@ class PortNaming:
 FRR_DIR = "/etc/frr"
 NODE_DIR = "/etc/twin"
 NODE_COMMAND = "/usr/local/bin/twin-node"   # the node image's own command (images/node/twin-node)
-NVUE_RUN = "/run/nvue"    # the directory of a node's NVUE socket, as mounted in the node (read-only)
-NV_BIN = "/usr/bin/nv"   # the `nv` command, as mounted in an FRR node (read-only), where Cumulus Linux has it
 # A node's management port, as on a switch: eth0 in its own namespace (Cumulus's VRF mgmt), where sshd
 # and the NVUE API listen (`twin.config.mgmt`); the fabric's routing never sees it
 MGMT_PORT = "eth0"

@@ -44,10 +44,17 @@ from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
 from twin.lifecycle.progress import Progress, counts, lacking
-from twin.runtime import frr
-from twin.runtime.netns import Handles
-from twin.runtime.observe import FLOOD
-from twin.runtime.rtdump import Dumper, Dumpers
+from twin.runtime import (
+    FLOOD_MAC,
+    FRR_SUMMARY,
+    NetlinkHandles,
+    RouteDumper,
+    RouteDumpers,
+    session_flaps,
+    session_states,
+    sessions_never_started,
+    unexpected_peers,
+)
 
 log = logging.getLogger(__name__)
 PARALLEL = 8
@@ -99,7 +106,7 @@ def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
     missing = []
     for seg in t.segments:
         for remote, lo in seg.remote_vteps.items():
-            if (seg.vxlan, FLOOD, lo) not in fdb:
+            if (seg.vxlan, FLOOD_MAC, lo) not in fdb:
                 missing.append(f"{node}: tenant {t.tenant}: no type-3 flood entry to {remote} ({lo}) "
                                f"on L2VNI {seg.l2vni} ({seg.name})")
         for mac, host, vtep in seg.remote_macs:
@@ -114,7 +121,7 @@ def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
     for seg in t.segments:
         want = set(seg.remote_vteps.values())
         stale += [f"{node}: tenant {t.tenant}: stale type-3 flood entry to {dst} on L2VNI {seg.l2vni}"
-                  for dev, mac, dst in sorted(fdb) if dev == seg.vxlan and mac == FLOOD and dst not in want]
+                  for dev, mac, dst in sorted(fdb) if dev == seg.vxlan and mac == FLOOD_MAC and dst not in want]
     return missing + stale
 
 
@@ -123,18 +130,18 @@ def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None =
     """Each expected session that is not Established, with FRR's word for its state (and the
     sessions that flapped, into `progress`)."""
     try:
-        (summary,) = ctx.exec(n.node).vtysh_json(frr.SUMMARY, timeout=timeout)
+        (summary,) = ctx.exec(n.node).vtysh_json(FRR_SUMMARY, timeout=timeout)
     except CommandError as e:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{n.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
     if progress is not None:
-        progress.flapped(n.node, frr.flaps(summary, [s.port for s in n.sessions]))
-    states = frr.session_states(summary, [s.port for s in n.sessions])
-    if len(n.sessions) > 1 and frr.never_started(summary, [s.port for s in n.sessions]):
+        progress.flapped(n.node, session_flaps(summary, [s.port for s in n.sessions]))
+    states = session_states(summary, [s.port for s in n.sessions])
+    if len(n.sessions) > 1 and sessions_never_started(summary, [s.port for s in n.sessions]):
         return [f"{n.node}: bgpd started none of its {len(n.sessions)} sessions (all Idle, never up): FRR holds its "
                 "peers until their configuration is loaded (vtysh -b), which watchfrr cuts short on a host too busy; "
                 f"`twin exec {ctx.name} {n.node} -- /usr/lib/frr/frrinit.sh restart` starts FRR again"]
-    extra = frr.unexpected_peers(summary, [s.port for s in n.sessions])
+    extra = unexpected_peers(summary, [s.port for s in n.sessions])
     other = f"; it has {', '.join(extra)}, on no link of the topology" if extra else ""
     return [f"{n.node}: BGP session on {s.port} to {s.peer} is " + (
             states[s.port] if states[s.port] != "absent" else f"not configured (FRR has no neighbor {s.port}{other})")
@@ -153,8 +160,8 @@ class Barrier:
         self.since = time.monotonic() if since is None else since   # the kernel log is read from here on
         self.intent = ctx.intent
         self.nodes = list(self.intent.nodes) + list(self.intent.generic)
-        self.dumps = Dumpers()            # routers' kernel tables (raw dumps, each with its deadline)
-        self.handles = Handles()          # routers of the user's config: their RIB (pyroute2, with deadlines)
+        self.dumps = RouteDumpers()            # routers' kernel tables (raw dumps, each with its deadline)
+        self.handles = NetlinkHandles()          # routers of the user's config: their RIB (pyroute2, with deadlines)
         self.ribs = generic.RibWatch()
         self.tables = vrf_tables(ctx.fabric)
         self.progress = Progress(dict(self.intent.nodes))
@@ -163,7 +170,7 @@ class Barrier:
         self.rounds: list[tuple[int, float]] = []    # (routers read, seconds) of every round: its cost
         self.next_flaps = 0.0
 
-    def _dumper(self, node: str, ns: str = "") -> Dumper:
+    def _dumper(self, node: str, ns: str = "") -> RouteDumper:
         return self.dumps.get(self.ctx.pid(node), ns)
 
     def tenant_tables(self, node: str, t: TenantIntent, until: Deadline
@@ -232,8 +239,8 @@ class Barrier:
         self.next_flaps = time.monotonic() + timeouts.BARRIER_LOOK
         want = self.intent.nodes[first]
         try:
-            (summary,) = self.ctx.exec(first).vtysh_json(frr.SUMMARY, timeout=until.within(timeouts.VTYSH_QUICK))
-            self.progress.flapped(first, frr.flaps(summary, [s.port for s in want.sessions]))
+            (summary,) = self.ctx.exec(first).vtysh_json(FRR_SUMMARY, timeout=until.within(timeouts.VTYSH_QUICK))
+            self.progress.flapped(first, session_flaps(summary, [s.port for s in want.sessions]))
         except TwinError:
             pass   # FRR not answering yet: the next look asks again
 

@@ -15,11 +15,10 @@ from twin import kinds
 from twin.base import timeouts, wait
 from twin.base.errors import CommandError, TwinError
 from twin.config import Step, overlay
+from twin.config.dialect import NodePlane
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.intent import Intent
-from twin.nvue import Plane
-from twin.runtime import frr, kernel, kernelhint
-from twin.runtime.exec import NodeExec
+from twin.runtime import FRR_NO_EVPN, FRR_VNIS, NodeExec, apply_steps, kernel_hint, kernel_lacks, vni_states
 from twin.topology.model import Fabric
 
 log = logging.getLogger(__name__)
@@ -53,7 +52,7 @@ class ExecLog:
         """The device types this kernel lacks, probed once for the whole bring-up."""
         with self._lock:
             if self._lacks is None:
-                self._lacks = kernel.lacks(self.lab)
+                self._lacks = kernel_lacks(self.lab)
             return self._lacks
 
     def add(self, f: ExecFailure) -> None:
@@ -62,20 +61,20 @@ class ExecLog:
 
 
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
-                   shaping: Shaping = DEFAULT_SHAPING, plane: Plane | None = None,
+                   shaping: Shaping = DEFAULT_SHAPING, plane: NodePlane | None = None,
                    execs: ExecLog | None = None, starts_itself: bool = False, password: str = "") -> None:
     """Stage "configure" of one wired node: kernel overlay and services (its management port
     first), its daemons (with its management plane: sshd and the NVUE API relay, user cumulus's
     `password`), then its workloads' bindings and its `exec` commands (a failing one goes to
     `execs` and the lab goes on, as containerlab's does; a strict log ends the bring-up).
-    `plane`: what the node's own configuration (NVUE) makes it run instead of the topology's
+    `plane`: what the node's own configuration (a dialect's: NVUE) makes it run instead of the topology's
     rendering: its kernel steps, bindings and VNIs. `starts_itself`: the node runs an image of its
     own that starts its daemons itself (an FRR image): twin's start of them is left out."""
     t0 = time.monotonic()
     steps = plane.steps if plane else lo_steps(fabric, node, backend) + overlay.plan(fabric, node, backend, shaping)
     if steps:
         with wait.doing(node, f"its {len(steps)} kernel steps applied"):
-            kernel.apply(steps, pid, ex)
+            apply_steps(steps, pid, ex)
     t1 = time.monotonic()
     start = None if starts_itself else kinds.of(fabric.nodes[node]).start
     if start:   # its daemons: in the node's cgroup
@@ -87,7 +86,7 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
         with wait.doing(node, "its VNIs known to zebra"):
             wait_vnis(ex, plane.vnis if plane else Intent(fabric).nodes[node].vnis)
         with wait.doing(node, f"its {len(later)} bindings applied"):
-            kernel.apply(later, pid, ex)
+            apply_steps(later, pid, ex)
     run_exec(fabric.nodes[node].exec, ex, execs or ExecLog(fabric.name))
     log.debug("configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs", node, t1 - t0, t2 - t1,
               time.monotonic() - t2)
@@ -116,7 +115,7 @@ def run_exec(commands: tuple[str, ...], ex: NodeExec, execs: ExecLog) -> None:
             continue
         said = (res.stderr or res.stdout).strip().splitlines()
         f = ExecFailure(ex.where.split("/")[-1], cmd, res.rc, said[-1] if said else "",
-                        kernelhint.hint(cmd, res.stdout + res.stderr, execs.lacking))
+                        kernel_hint(cmd, res.stdout + res.stderr, execs.lacking))
         if execs.strict:
             raise TwinError(f"{execs.lab}/{f}")
         log.info("%s", f)
@@ -127,11 +126,11 @@ def wait_vnis(ex: NodeExec, expected: set[int]) -> None:
     """Until zebra on the VTEP knows every VNI it should have (L3VNIs and local L2VNIs)."""
     def missing() -> list[str]:
         try:
-            (doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH_QUICK)
+            (doc,) = ex.vtysh_json(FRR_VNIS, timeout=timeouts.VTYSH_QUICK)
         except CommandError as e:
             return [f"{ex.where}: FRR not answering yet ({e.rc})"]
-        known = set(frr.vni_states(doc))
-        hint = "" if known else f" ({frr.NO_EVPN})"
+        known = set(vni_states(doc))
+        hint = "" if known else f" ({FRR_NO_EVPN})"
         return [f"{ex.where}: VNI {v} not known to zebra{hint}" for v in sorted(expected - known)]
 
     wait.until(missing, timeouts.VNIS_UP, f"{ex.where}: VNIs in zebra", first=0.1, cap=0.5)

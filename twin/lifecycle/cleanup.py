@@ -1,6 +1,6 @@
 """Removing what a lab owns, and doing it when a bring-up fails or is interrupted.
 
-A lab owns: its NVUE service's process (recorded in its directory, `nvue_service`),
+A lab owns: its services' processes (a dialect's, NVUE's: recorded in its directory),
 containers labelled `twin.lab=<lab>` (their veths die with their
 namespaces; no veth of a lab is ever in the host's namespace), the throwaway
 namespace of the VRF-backend probe (`twin-<lab>-probe`, left behind only by a
@@ -23,23 +23,29 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from twin.base import wait
+from twin.config.dialect import dialects
 from twin.config.naming import probe_netns
 from twin.lifecycle import state
-from twin.nvue import service as nvue_service
-from twin.runtime import links, netns
-from twin.runtime.base import Runtime
+from twin.runtime import Runtime, remove_held, remove_netns
 
 
 def remove_all(name: str, d: Path, runtime: Runtime) -> list[str]:
-    """Lab `name`'s NVUE service, containers, probe namespace, the namespaces holding stopped nodes'
+    """Lab `name`'s services, containers, probe namespace, the namespaces holding stopped nodes'
     links and directory `d`: removed; returns the container names."""
     if d.is_dir() and not d.is_symlink():
-        nvue_service.stop(d)
+        stop_services(d)
     removed = runtime.remove_lab(name, d)
-    netns.remove_named(probe_netns(name))
-    links.remove_held(name)
+    remove_netns(probe_netns(name))
+    remove_held(name)
     state.remove(d)
     return removed
+
+
+def stop_services(d: Path) -> None:
+    """The services of the lab in directory `d` (a dialect's: NVUE's), stopped: exactly the processes recorded."""
+    for x in dialects():
+        if x.service is not None:
+            x.service.stop(d)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ directory, and per node its exec seam, container pid and namespaces.
     ctx = Lab.open("aipod").context()
     ctx.exec("leaf1").vtysh("show bgp summary")
     with ctx.ipr("dpu1", "red") as ipr: ...        # a tenant namespace on a VTEP
-    with ctx.writing("twin nvue apply"): ...      # what changes the lab holds its lock
+    with ctx.writing("twin apply"): ...           # what changes the lab holds its lock
 
 Whatever changes a running lab (`twin.change.apply`, every fault, a rehearsal, the
 proof, and any new writer such as an NVUE apply) does it inside `writing`: one twin
@@ -21,16 +21,14 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from twin import nvue
 from twin.base.errors import TwinError
+from twin.config import dialect
 from twin.config.backend import DEFAULT_BACKEND
+from twin.config.dialect import NodePlane
 from twin.config.overlay import Backend, Shaping
 from twin.intent import Intent
 from twin.lifecycle import locks, state
-from twin.runtime import netns
-from twin.runtime.base import NodeHandle, Runtime
-from twin.runtime.exec import NodeExec
-from twin.runtime.netns import Netlink
+from twin.runtime import Netlink, NodeExec, NodeHandle, Runtime, namespace_path, node_netlink
 from twin.topology.model import Fabric
 from twin.topology.names import resolve_node
 
@@ -118,13 +116,12 @@ class LabContext:
                 out.append(n)
         return out
 
-    def nvue(self) -> dict[str, nvue.NvueNode]:
-        """The nodes that run NVUE, as they run it now: each one's applied startup.yaml (its
-        directory's) built on the lab's intent and kernel layout: its files, kernel plane and VNIs.
-        {} for a lab without NVUE. What a node started again, or an element put back, must get."""
-        st, _ = state.load(self.dir)
-        return nvue.running(self.dir, self.fabric, self.backend, self.shaping,
-                            (st.layout if st else None) or nvue.PER_VNI, bonds=bool(st and st.nvue_bonds))
+    def planes(self) -> dict[str, NodePlane]:
+        """The nodes whose own configuration makes their kernel plane (a dialect's: NVUE's applied
+        startup.yaml, its directory's), as they run it now on the lab's intent: their kernel steps,
+        bindings and VNIs. {} for a lab whose nodes all run twin's rendering. What a node started
+        again, or an element put back, must get."""
+        return dialect.planes(self.dir, self.fabric, self.backend, self.shaping)
 
     # --- namespaces -------------------------------------------------------------------
     def pid(self, node: str) -> int:
@@ -136,12 +133,12 @@ class LabContext:
         return {n: self.pid(n) for n in self.containers()}
 
     def netns(self, node: str, ns: str = "") -> str:
-        return netns.path(self.pid(node), ns)
+        return namespace_path(self.pid(node), ns)
 
     def ipr(self, node: str, ns: str = "") -> AbstractContextManager[Netlink]:
         """A netlink handle in the node's namespace (or tenant namespace `ns` in it), closed on exit;
         what fails in the block is twin's error (NetlinkFailed with the errno, NodeGone)."""
-        return netns.ipr(self.pid(node), ns)
+        return node_netlink(self.pid(node), ns)
 
 
 def context_of(target) -> LabContext:

@@ -18,7 +18,17 @@ from twin.base import version
 from twin.config.backend import DEVICE, NAMES, NO_VRF_DEVICES, wanted
 from twin.config.droplog import LOG_GROUP
 from twin.lifecycle import admission, hostlimits, state
-from twin.runtime import features, hostfacts, kernel
+from twin.runtime import (
+    FEATURES,
+    EngineFacts,
+    HostImage,
+    Leftovers,
+    engine_facts,
+    host_leftovers,
+    node_images,
+    probe_features,
+    probe_shaping,
+)
 from twin.topology import samples
 from twin.topology.model import Fabric
 
@@ -70,14 +80,14 @@ class Sources:
     """Where each fact comes from (the real host by default; tests give their own)."""
 
     root: Callable[[], bool] = lambda: os.geteuid() == 0
-    engine: Callable[[], hostfacts.Engine] = hostfacts.engine
-    features: Callable[[], dict[str, bool | None]] = features.probe
-    shaping: Callable[[], str] = lambda: kernel.probe_shaping("doctor")
+    engine: Callable[[], EngineFacts] = engine_facts
+    features: Callable[[], dict[str, bool | None]] = probe_features
+    shaping: Callable[[], str] = lambda: probe_shaping("doctor")
     settings: Callable[[], dict[str, int]] = hostlimits.host_settings
     usage: Callable[[], hostlimits.Usage] = hostlimits.host_usage
     cpu: Callable[[], admission.Host] = lambda: admission.CpuWatch().host()
-    images: Callable[[], list[hostfacts.Image]] = hostfacts.node_images
-    leftovers: Callable[[], hostfacts.Leftovers] = lambda: hostfacts.leftovers(set(state.known_labs()))
+    images: Callable[[], list[HostImage]] = node_images
+    leftovers: Callable[[], Leftovers] = lambda: host_leftovers(set(state.known_labs()))
 
 
 @dataclass(frozen=True)
@@ -106,13 +116,13 @@ class LabFit:
 @dataclass
 class Report:
     root: bool
-    engine: hostfacts.Engine
+    engine: EngineFacts
     features: list[Feature]
     shaping: str
     shaping_means: str
     labs: list[LabFit]
-    images: list[hostfacts.Image]
-    leftovers: hostfacts.Leftovers
+    images: list[HostImage]
+    leftovers: Leftovers
     problems: list[str] = field(default_factory=list)   # what twin needs and lacks, each with its fix
     twin: str = version.text()                           # twin's version and where it runs from
 
@@ -126,7 +136,7 @@ class Report:
 
 def feature_list(found: dict[str, bool | None]) -> list[Feature]:
     return [Feature(k, what, found.get(k), k in NEEDED, "" if found.get(k) is not False else LACKING[k])
-            for k, what in features.FEATURES.items()]
+            for k, what in FEATURES.items()]
 
 
 def lab_fit(fabric: Fabric, vrf_devices: bool | None, settings: dict[str, int], usage: hostlimits.Usage,
@@ -157,7 +167,7 @@ def diagnose(fabrics: list[Fabric], src: Sources = Sources()) -> Report:
     settings, usage, cpu = src.settings(), src.usage(), src.cpu()
     labs = [lab_fit(f, found.get("vrf"), settings, usage, cpu) for f in fabrics]
     imgs = src.images() if engine.reachable else []
-    left = src.leftovers() if engine.reachable else hostfacts.Leftovers()
+    left = src.leftovers() if engine.reachable else Leftovers()
     return Report(root, engine, feats, shaping, SHAPING_MEANS.get(shaping, ""), labs, imgs, left, problems)
 
 

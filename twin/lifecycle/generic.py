@@ -13,8 +13,18 @@ from twin.base import timeouts
 from twin.base.errors import CommandError, ConvergenceTimeout, TwinError
 from twin.intent import Adjacency, GenericIntent
 from twin.lifecycle import hostlimits
-from twin.runtime import frr, observe
-from twin.runtime.exec import NodeExec
+from twin.runtime import (
+    FRR_ADJACENCIES,
+    FRR_ROUTES_V4_VRFS,
+    FRR_ROUTES_V6_VRFS,
+    FRR_UP_STATE,
+    FRR_VNIS,
+    NodeExec,
+    adjacency_states,
+    read_rib,
+    route_entries,
+    vni_states,
+)
 
 
 def daemons_missing(gi: GenericIntent, pid: int) -> list[str]:
@@ -29,13 +39,13 @@ def states(ex: NodeExec, gi: GenericIntent) -> dict[Adjacency, str]:
     protocols = sorted(gi.protocols())
     if not protocols:
         return {}
-    docs = dict(zip(protocols, ex.vtysh_json(*(frr.ADJACENCIES[p] for p in protocols), timeout=timeouts.VTYSH)))
-    seen = {p: frr.adjacency_states(p, docs[p]) for p in protocols}
+    docs = dict(zip(protocols, ex.vtysh_json(*(FRR_ADJACENCIES[p] for p in protocols), timeout=timeouts.VTYSH)))
+    seen = {p: adjacency_states(p, docs[p]) for p in protocols}
     return {a: seen[a.protocol].get((a.vrf, a.where), "absent") for a in gi.adjacencies}
 
 
 def is_up(a: Adjacency, state: str) -> bool:
-    return state.startswith(frr.UP_STATE[a.protocol])
+    return state.startswith(FRR_UP_STATE[a.protocol])
 
 
 def adjacencies_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
@@ -45,7 +55,7 @@ def adjacencies_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{gi.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
     return [f"{a}: {'not up' if s != 'absent' else 'no such neighbor in FRR'} ({s})" if a.protocol == "bgp" else
-            f"{a}: no {frr.UP_STATE[a.protocol]} neighbour" + (f" ({s})" if s != "absent" else "")
+            f"{a}: no {FRR_UP_STATE[a.protocol]} neighbour" + (f" ({s})" if s != "absent" else "")
             for a, s in got.items() if not is_up(a, s)]
 
 
@@ -55,7 +65,7 @@ def routes_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
     if not gi.routes:
         return []
     try:
-        v4, v6 = ex.vtysh_json(frr.ROUTES_V4_VRFS, frr.ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
+        v4, v6 = ex.vtysh_json(FRR_ROUTES_V4_VRFS, FRR_ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
     except CommandError as e:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{gi.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
@@ -63,7 +73,7 @@ def routes_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
     for r in gi.routes:
         doc = v6 if ":" in r.prefix else v4
         table = doc.get(r.vrf) if isinstance(doc, dict) else None
-        entries = frr.route_entries(table if isinstance(table, dict) else {}, r.prefix)
+        entries = route_entries(table if isinstance(table, dict) else {}, r.prefix)
         if r.protocol == "static" and not any(e["protocol"] == "static" for e in entries):
             out.append(f"{r}: not in its RIB")
         elif r.protocol != "static" and not any(e["selected"] for e in entries):
@@ -78,11 +88,11 @@ def vnis_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
     if not gi.vnis:
         return []
     try:
-        (doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)
+        (doc,) = ex.vtysh_json(FRR_VNIS, timeout=timeouts.VTYSH)
     except CommandError as e:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{gi.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
-    have = frr.vni_states(doc)
+    have = vni_states(doc)
     out = []
     for vni, vrf in sorted(gi.vnis.items()):
         state = have.get(vni, {}).get("state")
@@ -114,7 +124,7 @@ class RibWatch:
         self.seen: dict[str, tuple[frozenset, float]] = {}
 
     def missing(self, node: str, ipr) -> list[str]:
-        now, table = time.monotonic(), observe.rib(ipr)
+        now, table = time.monotonic(), read_rib(ipr)
         last = self.seen.get(node)
         if last is None or last[0] != table:
             self.seen[node] = (table, now)

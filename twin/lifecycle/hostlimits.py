@@ -27,7 +27,7 @@ from typing import Mapping
 from twin import kinds
 from twin.base.errors import TwinError
 from twin.intent import generic
-from twin.runtime import nodefs
+from twin.runtime import FRR_DAEMONS, NodeFileError, node_file_exists, read_node_file
 from twin.topology.model import Fabric, Tenant
 
 # --- demand per node, measured (neighbour entries counted in every namespace of converged labs) ----
@@ -358,9 +358,9 @@ def processes(pid: int) -> dict[str, tuple[float, list[str]]]:
 def dead_daemons(pid: int, node: str) -> tuple[list[str], bool]:
     """FRR daemons of the node that should run and do not; and whether watchfrr runs (nodefs: no link followed)."""
     procs = processes(pid)
-    if (text := nodefs.read_text(pid, nodefs.FRR_DAEMONS, node)) is None:
+    if (text := read_node_file(pid, FRR_DAEMONS, node)) is None:
         return [], "watchfrr" in procs
-    enabled = daemons_enabled(text, nodefs.exists(pid, "/usr/lib/frr/mgmtd", node))
+    enabled = daemons_enabled(text, node_file_exists(pid, "/usr/lib/frr/mgmtd", node))
     w = procs.get("watchfrr")
     watched = [a for a in w[1][1:] if not a.startswith("-") and a in enabled] if w else None
     return missing_daemons({n: age for n, (age, _) in procs.items()}, watched, enabled), w is not None
@@ -376,7 +376,7 @@ def container_causes(node: str, c) -> list[str]:
     causes += [f"{node}: out of memory: {killed} process(es) killed in its container"] if killed else []
     try:
         dead, watching = dead_daemons(pid, node)
-    except nodefs.NodeFileError as e:        # what the node did to its files is a cause too
+    except NodeFileError as e:        # what the node did to its files is a cause too
         return causes + [str(e)]
     if dead:
         causes.append(f"{node}: FRR {', '.join(dead)} not running" + (

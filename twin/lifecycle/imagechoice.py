@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from twin.base.errors import TwinError
-from twin.runtime.base import ImageFacts
+from twin.runtime import ImageFacts
 from twin.topology.model import Fabric
 from twin.topology.problems import listing
 

@@ -24,16 +24,19 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from twin import kinds, nvue
+from twin import kinds
 from twin.base.errors import LabNameError, LabStateError, TwinError
+from twin.config import dialect
 from twin.config.backend import Backend
 from twin.config.services import Shaping
 from twin.config.userconf import FRR_CONF, UserConfigs
+from twin.runtime import Runtime, make_runtime
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
 
 STATE = "state.json"
 FABRIC = "fabric.json"
+RUNTIME_ENV = "TWIN_RUNTIME"   # the runtime of a lab nothing else names (`twin up --runtime`'s too)
 
 
 def home() -> Path:
@@ -73,8 +76,6 @@ class LabState(BaseModel):
     configs: str = ""            # the user's config directory it came up with (`twin up --configs`)
     user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
     notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
-    layout: Literal["per-vni", "vlan-aware"] | None = None   # kernel layout of the NVUE nodes (twin.nvue)
-    nvue_bonds: bool | None = None   # the NVUE nodes make Linux bonds (twin.nvue.bonds: opted in, kernel has bonding)
     images: dict[str, str] = {}  # node -> its own image, which it runs (`twin up --images`); others: `image`
     lint: list[dict] = []        # `twin lint`'s findings of the user's configs as they went in (up, apply)
 
@@ -196,6 +197,23 @@ def load(d: Path) -> tuple[LabState | None, Fabric | None]:
     return state, fabric
 
 
+def runtime_of(d: Path, asked: str | None = None, removing: bool = False) -> Runtime:
+    """The runtime of the lab in directory `d`, decided here once: `asked`, else the one that made it
+    (its state says), else $TWIN_RUNTIME, else docker (a broken directory names none: what the lab
+    made carries its label, which Docker finds). `removing`: one that takes the lab down, even where
+    the tool that made it (the containerlab CLI) is gone now."""
+    return make_runtime(asked or made_by(d) or os.environ.get(RUNTIME_ENV), removing)
+
+
+def made_by(d: Path) -> str | None:
+    """The runtime the lab in directory `d` records (None: no lab there, or its state unreadable)."""
+    try:
+        st = load(d)[0]
+    except TwinError:
+        return None
+    return st.runtime if st else None
+
+
 def known_labs() -> list[str]:
     root = labs_root()
     if not root.is_dir():
@@ -255,7 +273,4 @@ def configs_differ(d: Path, st: LabState, configs: UserConfigs | None) -> list[s
             out.append(f"{n} runs twin's rendering, not your files")
         elif FRR_CONF in files and files[FRR_CONF] != read_files(d, n, [FRR_CONF]).get(FRR_CONF):
             out.append(f"{n}: your frr.conf differs from the one it runs")
-    for n, nf in nvue.read_configs(configs).items():
-        if nvue.dump(nf.tree, nf.header) != read_files(d, n, [nvue.STARTUP]).get(nvue.STARTUP):
-            out.append(f"{n}: your startup.yaml differs from the one it runs")
-    return out
+    return out + dialect.differs(configs, d)   # a dialect's files (NVUE's startup.yaml)

@@ -2,8 +2,9 @@
 
 Typed: `LabStatus` holds the nodes (container state, BGP sessions up/expected),
 the tenants (per VTEP: VNIs up and missing, EVPN routes by type, have and
-expected) and `missing`: the barrier's notion of what the lab lacks of its
-intent right now. A lab that drifted from its intent never looks healthy.
+expected), `missing`: the barrier's notion of what the lab lacks of its
+intent right now, and the lab's services (a dialect's: NVUE's), each a column of its
+own (`twin status --json`'s "nvue"). A lab that drifted from its intent never looks healthy.
 """
 from __future__ import annotations
 
@@ -14,15 +15,13 @@ from typing import Any
 
 from twin.base import timeouts
 from twin.base.errors import TwinError
+from twin.config import dialect
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.services import DEFAULT_SHAPING
-from twin.config.userconf import NVUE as STARTUP
 from twin.intent import Intent, TenantIntent
 from twin.lifecycle import barrier, generic, locks, state
 from twin.lifecycle.context import LabContext
-from twin.nvue import service as nvue_service
-from twin.runtime import frr
-from twin.runtime.base import Runtime
+from twin.runtime import FRR_ROUTES, FRR_SUMMARY, FRR_VNIS, Runtime, route_counts, session_states, vni_states
 from twin.topology.model import Fabric
 
 PARALLEL = 8
@@ -111,12 +110,13 @@ class LabStatus:
     missing: list[str] = field(default_factory=list)    # of the intent, now (the barrier's rule)
     error: str = ""
     changing: str = ""      # the twin command changing the lab now, if one holds its lock ("twin apply (pid 7)")
-    nvue: dict | None = None    # its NVUE service (nodes that run NVUE): pid, listeners, whether it answers
+    services: dict[str, dict] = field(default_factory=dict)   # dialect -> its service's status (NVUE's: pid,
+    #                                                            listeners, whether it answers)
 
     @property
     def healthy(self) -> bool:
         return (self.status == "up" and not self.missing and not self.error
-                and (self.nvue is None or bool(self.nvue.get("answers")))
+                and not self._service_problems()
                 and all(n.healthy or n.sessions_expected is None and n.state == "running" for n in self.nodes)
                 and all(v.healthy for t in self.tenants for v in t.vteps.values()))
 
@@ -125,9 +125,7 @@ class LabStatus:
         out = [self.error] if self.error else []
         out += {"absent": [f"no lab named {self.lab!r} here"],
                 "orphaned": [f"lab {self.lab!r} has containers but no recorded intent"]}.get(self.status, [])
-        if self.nvue is not None and not self.nvue.get("answers"):
-            out.append(f"NVUE service: {self.nvue.get('error') or 'not running'} (REST API and `nv` unreachable; "
-                       "`twin apply` of a change, or `twin up` of the same files, starts it again)")
+        out += self._service_problems()
         out += [f"{n.node}: container {n.state}" for n in self.nodes if n.state != "running"]
         out += [f"{n.node}: {'BGP sessions' if n.asn else 'adjacencies'} down: {', '.join(n.sessions_down)}"
                 for n in self.nodes if n.sessions_down]
@@ -148,7 +146,8 @@ class LabStatus:
         return cls(d["lab"], d["status"], d["dir"], topology=d.get("topology"), image=d.get("image"),
                    own_images=d.get("own_images") or {}, vrf_backend=d.get("vrf_backend"), shaping=d.get("shaping"),
                    timings=d.get("timings") or {}, nodes=nodes, tenants=tenants, missing=d.get("missing") or [],
-                   changing=d.get("changing") or "", nvue=d.get("nvue"))
+                   changing=d.get("changing") or "",
+                   services={x.name: d[x.name] for x in _served() if isinstance(d.get(x.name), dict)})
 
     def to_dict(self) -> dict[str, Any]:
         return {"lab": self.lab, "status": self.status, "healthy": self.healthy, "topology": self.topology,
@@ -157,7 +156,19 @@ class LabStatus:
                 "timings": self.timings,
                 "nodes": [n.to_dict() for n in self.nodes], "tenants": [t.to_dict() for t in self.tenants],
                 "missing": self.missing, "problems": self.problems(), "changing": self.changing or None,
-                "nvue": self.nvue}
+                **{x.name: self.services.get(x.name) for x in _served()}}
+
+    def _service_problems(self) -> list[str]:
+        return [p for x in _served() if x.name in self.services and (p := x.service.problem(self.services[x.name]))]
+
+    def service_lines(self) -> list[str]:
+        """Each service's line for `twin status` (where it listens, whether it answers)."""
+        return [x.service.line(self.services[x.name]) for x in _served() if x.name in self.services]
+
+
+def _served() -> list[dialect.Dialect]:
+    """The dialects that bring a service (their columns of `twin status`, in the registry's order)."""
+    return [x for x in dialect.dialects() if x.service is not None]
 
 
 def lab_status(name: str, d: Path, runtime: Runtime) -> LabStatus:
@@ -170,9 +181,7 @@ def lab_status(name: str, d: Path, runtime: Runtime) -> LabStatus:
         return LabStatus(name, "orphaned" if containers else "absent", str(d), nodes=_bare(containers))
     out = LabStatus(name, st.status, str(d), st.topology, st.image, st.images, st.backend, st.shaping, st.timings,
                     changing=locks.holder(name))
-    if any(STARTUP in files for files in st.user_files.values()):
-        out.nvue = nvue_service.status(d) or {"running": False, "answers": False, "listeners": {},
-                                              "error": "not running (no record)"}
+    out.services = {x.name: x.service.status(d) for x in dialect.running(st.user_files) if x.service is not None}
     intent = Intent(fabric, state.running_files(d, fabric))
     docs: dict[str, list] = {}
     with ThreadPoolExecutor(PARALLEL) as pool:
@@ -200,13 +209,13 @@ def _node(fabric: Fabric, intent: Intent, n: str, c, docs: dict[str, list]) -> N
     row.sessions_expected = len(want.sessions)
     if c is None or c.status != "running":
         return row
-    cmds = [frr.SUMMARY] + ([frr.ROUTES, frr.VNIS] if want.vtep else [])
+    cmds = [FRR_SUMMARY] + ([FRR_ROUTES, FRR_VNIS] if want.vtep else [])
     try:
         got = c.exec(f"{fabric.name}/{n}").vtysh_json(*cmds, timeout=timeouts.VTYSH)
     except TwinError as e:
         row.error = str(e).splitlines()[0]
         return row
-    states = frr.session_states(got[0], [s.port for s in want.sessions])
+    states = session_states(got[0], [s.port for s in want.sessions])
     row.sessions_up = sum(s == "Established" for s in states.values())
     row.sessions_down = sorted(p for p, s in states.items() if s != "Established")
     if want.vtep:
@@ -237,10 +246,10 @@ def _tenant(fabric: Fabric, t, intent: Intent, docs: dict[str, list]) -> TenantS
             vteps[v] = VtepStatus(reachable=False)
             continue
         routes_doc, vni_doc = docs[v]
-        have = frr.vni_states(vni_doc)
+        have = vni_states(vni_doc)
         vteps[v] = VtepStatus(vnis_up=sorted(x for x in ti.vnis if x in have),
                               vnis_missing=sorted(x for x in ti.vnis if x not in have),
-                              routes=frr.route_counts(routes_doc, {t.l3vni} | {s.l2vni for s in t.segments.values()}),
+                              routes=route_counts(routes_doc, {t.l3vni} | {s.l2vni for s in t.segments.values()}),
                               expected=ti.evpn_counts)
     return TenantStatus(
         t.name, t.vrf, t.l3vni,

@@ -17,7 +17,7 @@ from typing import Callable
 
 from twin.base.errors import Problem, TopologyError
 from twin.config.backend import DEVICE, INSTEAD, NAMES, NO_VRF_DEVICES, Backend, device_needs, wanted
-from twin.runtime import kernel
+from twin.runtime import probe_vrf_devices
 from twin.topology.model import Fabric
 
 
@@ -34,7 +34,7 @@ class Choice:
 
 
 def choose(fabric: Fabric, override: str | None = None, user_files: dict[str, dict[str, str]] | None = None,
-           where: dict[str, str] | None = None, probe: Callable[[str], bool] = kernel.vrf_devices) -> Choice:
+           where: dict[str, str] | None = None, probe: Callable[[str], bool] = probe_vrf_devices) -> Choice:
     """The lab's backend, and why; TopologyError naming CONFIG_NET_VRF and every input that
     needs VRF devices when this kernel has none (`probe`: asks the kernel, in a throwaway namespace)."""
     backend, why = wanted(fabric, override)
@@ -51,7 +51,7 @@ def choose(fabric: Fabric, override: str | None = None, user_files: dict[str, di
 
 
 def config_warnings(fabric: Fabric, user_files: dict[str, dict[str, str]], where: dict[str, str],
-                    probe: Callable[[str], bool] = kernel.vrf_devices) -> tuple[str, ...]:
+                    probe: Callable[[str], bool] = probe_vrf_devices) -> tuple[str, ...]:
     """The warnings of `choose` for new configs of a running lab (`twin apply LAB DIR`): a VRF of
     theirs that no tenant makes, on a kernel without VRF devices (asked only when there is one)."""
     needs = [p for p in device_needs(fabric, user_files, where) if not p.path]   # the files', not the execs'

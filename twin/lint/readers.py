@@ -1,8 +1,9 @@
 """The readers of config dialects: by file name, what turns one node's file into a `Declared`.
 
 The one hook a dialect uses to bring its reader (`register`); the lint core never imports a
-dialect. NVUE registers its reader of startup.yaml (`twin.nvue.declared`), FRR its reader of
-frr.conf (`twin.config.declared`), each where its package's face is imported.
+dialect. FRR registers its reader of frr.conf (`twin.config.declared`) where `twin.config` is
+imported; a configuration dialect's reader (NVUE's of startup.yaml, `twin.nvue.declared`) is part of
+what it registers (`twin.config.dialect.Dialect.declared`), handed here by `twin.config.dialect.register`.
 
     register("startup.yaml", read)    # read(Source) -> Declared, TopologyError with every problem
 """

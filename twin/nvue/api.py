@@ -7,7 +7,7 @@ through here first, from a TCP client or from a node's socket alike, as hostile 
     body = parse_json(raw)                               # bounded like a startup.yaml, or ValueError
     merge_patch(tree, path, body)                        # PATCH: RFC 7396 (null unsets), at a path
     delete_at(tree, path)                                # DELETE
-    revision_doc("apply_fail", ["why"])                  # {"state": ..., "transition": {...}}
+    revision_doc(State.APPLY_FAIL, ["why"])              # {"state": "apply_fail", "transition": {...}}
     problem(404, "no such place")                        # {"type", "title", "status", "detail"}
 
 A PATCH body is a JSON merge patch (RFC 7396) of the subtree at the path: objects merge,
@@ -22,6 +22,7 @@ import json
 import math
 import secrets
 import time
+from enum import Enum
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -34,9 +35,34 @@ MAX_DEPTH = 64             # as a startup.yaml (twin.topology.yaml_safe)
 MAX_VALUES = 100_000
 MAX_TEXT = 4096            # characters of one value or key
 MAX_SEGMENT = 255          # characters of one path segment
-STATES = ("pending", "apply", "applied", "apply_fail", "ays_fail", "invalid")
-DONE = ("applied", "apply_fail", "ays_fail", "invalid")
-FAILED = ("apply_fail", "ays_fail", "invalid")
+REV_APPLIED, REV_STARTUP = "applied", "startup"   # the revisions a node always has: what it runs, what was saved
+SAVE = "save"                             # a transition asked of the applied revision (`nv config save`)
+
+
+class State(str, Enum):
+    """A revision's state, as NVUE names it (the REST API's "state"): made `pending` and edited while
+    it is; `apply` asked of a pending one (or of one that ended `ays_fail`, asked again) makes it
+    `apply` (being applied), then `applied` or `apply_fail`; one that needs a yes and got none is
+    `ays_fail`. A revision applied or being applied is not edited any more: a new one is made."""
+
+    PENDING = "pending"
+    APPLY = "apply"
+    APPLIED = "applied"
+    APPLY_FAIL = "apply_fail"
+    AYS_FAIL = "ays_fail"
+    INVALID = "invalid"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return self.value.__format__(spec)
+
+
+EDITABLE = frozenset({State.PENDING})
+APPLICABLE = frozenset({State.PENDING, State.AYS_FAIL})
+DONE = frozenset({State.APPLIED, State.APPLY_FAIL, State.AYS_FAIL, State.INVALID})
+FAILED = DONE - {State.APPLIED}
 
 
 # --- what comes in -------------------------------------------------------------------------------
@@ -167,13 +193,13 @@ def revision_id(user: str = "cumulus") -> str:
     return f"changeset/{user}/{time.strftime('%Y-%m-%d_%H.%M.%S')}_{secrets.token_hex(2).upper()}"
 
 
-def revision_doc(state: str, issues: list[str] | None = None, progress: str = "",
+def revision_doc(state: State, issues: list[str] | None = None, progress: str = "",
                  severity: str = "error") -> dict:
     """A revision as `GET /revision/<id>` shows it."""
     issue: dict[str, dict[str, object]]
     issue = {str(i): {"code": "config_invalid" if severity == "error" else "warning", "data": {}, "message": m,
                       "severity": severity} for i, m in enumerate(issues or [])}
-    return {"state": state, "transition": {"issue": issue, "progress": progress}}
+    return {"state": state.value, "transition": {"issue": issue, "progress": progress}}
 
 
 def problem(status: int, detail: str) -> dict:

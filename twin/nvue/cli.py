@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twin.base.errors import Problem, TopologyError
-from twin.nvue.configs import yaml_text
-from twin.nvue.load import documents, from_tree
+from twin.nvue.load import documents, from_tree, yaml_text
 from twin.nvue.schema import Leaf
 from twin.nvue.tree import Path, set_path, spec_at, unset_path, words
 from twin.topology.problems import quoted

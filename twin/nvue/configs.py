@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-import yaml
-
 from twin import kinds
 from twin.base.errors import Problem, TopologyError, TwinError
 from twin.config import render, safetext, userconf
@@ -21,12 +19,11 @@ from twin.config.backend import DEFAULT_BACKEND, NETNS
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.kinds import MGMT_PORT
-from twin.nvue import frr, load
+from twin.nvue import frr, kernelplane, load
 from twin.nvue import plane as planes_
-from twin.nvue.load import NvueFile
+from twin.nvue.load import NvueFile, dump
 from twin.nvue.model import MGMT
 from twin.nvue.plane import PER_VNI, Plane
-from twin.nvue.schema import API, VERSION
 from twin.nvue.tree import show
 from twin.topology.model import Fabric
 
@@ -140,24 +137,6 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
     return files
 
 
-def dump(tree: dict, header: dict | None = None) -> str:
-    """A tree as NVUE writes startup.yaml: a header and one set document, `on`/`off` for booleans."""
-    head = header or {"model": "twin", "nvue-api-version": API, "rev-id": 1.0, "version": f"{VERSION} (twin)"}
-    return yaml_text([{"header": head}, {"set": tree}])
-
-
-def yaml_text(doc) -> str:
-    """A document as NVUE writes YAML: keys in their order, `on`/`off` for booleans."""
-    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-_Dumper.add_representer(bool, lambda d, v: d.represent_scalar("tag:yaml.org,2002:bool", "on" if v else "off"))
-
-
 def runs_nvue(d: Path, node: str) -> bool:
     """Does `node` of the lab in directory `d` run NVUE (its directory holds its startup.yaml)?"""
     f = d / node / STARTUP
@@ -177,15 +156,17 @@ def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
 
 
 def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-            layout: str = PER_VNI, nodes: Iterable[str] | None = None, bonds: bool = False) -> dict[str, NvueNode]:
-    """The NVUE nodes of a running lab (of `nodes`), from the startup.yaml in each node's directory."""
+            nodes: Iterable[str] | None = None) -> dict[str, NvueNode]:
+    """The NVUE nodes of a running lab (of `nodes`), from the startup.yaml in each node's directory,
+    on the kernel plane the lab chose at `twin up` (`kernelplane.recorded`)."""
     nfs = {}
     for node in (fabric.nodes if nodes is None else [n for n in nodes if n in fabric.nodes]):
         f = d / node / STARTUP
         if f.is_file() and not f.is_symlink():
             nfs[node] = load.read(f"{node}/{STARTUP}", under=d)      # a node's directory: no link out
+    k = kernelplane.recorded(d)
     try:
-        return build(nfs, fabric, backend, shaping, layout, bonds)[0]
+        return build(nfs, fabric, backend, shaping, k.layout, k.bonds)[0]
     except TopologyError as e:
         raise TwinError(f"lab {d.name!r}: the NVUE files it runs no longer fit its topology:\n  "
                         + "\n  ".join(str(p) for p in e.problems)) from None

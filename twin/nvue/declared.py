@@ -1,7 +1,8 @@
 """What a node's startup.yaml declares, for `twin lint`: NVUE's dialect read into the model the
 comparison with intent reads (`twin.lint.declared`), each fact with the line that set it and
 words for it (`bridge vlan 10 -> VNI 10201`, `vrf RED -> L3VNI 10200`). Registered as the reader
-of `startup.yaml` (`twin.lint.register`).
+of `startup.yaml` by NVUE's dialect (`twin.nvue.dialect`: `twin.config.dialect.register` hands it to
+`twin.lint`).
 
 The file is read as `twin up` reads it, and built on its node as `twin up` builds it: what twin
 refuses of it (a port the node lacks, a VNI mapped twice...) is a problem, with its line. NVUE
@@ -13,10 +14,9 @@ would do: a port's `link.mtu`, eBGP `multipaths`, VRFs importing from VRFs.
 from __future__ import annotations
 
 from twin.config.backend import DEFAULT_BACKEND
-from twin.lint import At, Declared, Peer, Rt, Switch, Vlan, Vrf, register
+from twin.lint import At, Declared, Peer, Rt, Switch, Vlan, Vrf
 from twin.lint.readers import Source
 from twin.nvue import load, plane, routed
-from twin.nvue.configs import STARTUP
 from twin.nvue.load import NvueFile
 from twin.nvue.model import MGMT, NodeConf
 from twin.nvue.tree import get
@@ -151,6 +151,3 @@ def _vlan(r: _Reader, vlan: int) -> Vlan:
             ends = conf.bonds[port].members if port in conf.bonds else [port]
             out.ports.update({r.dev(e): at for e in ends})
     return out
-
-
-register(STARTUP, read)

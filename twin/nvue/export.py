@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from twin import kinds
 from twin.intent.gateway import vtep_gateways
-from twin.nvue.configs import dump
+from twin.nvue.load import dump
 from twin.topology.model import Fabric
 
 FABRIC_GROUP, INTERNET_GROUP = "fabric", "internet"

@@ -1,7 +1,7 @@
 """A startup.yaml read: NVUE's own file, a YAML list of `- header:`, `- set:` and `- unset:`
 documents applied in order, into one checked tree, every problem with its file, line and
 NVUE path (`leaf01/startup.yaml:31: interface.swp1.bridge.domain.br_default.access: 'x'
-is not a VLAN id`).
+is not a VLAN id`), and one written as NVUE writes it (`dump`).
 
 The YAML is read by `twin.topology.yaml_safe` with NVUE's limits (`files.NVUE`: 1 MiB of
 UTF-8, 64 levels, 100,000 values, no tags, anchors or duplicate keys). YAML 1.1 reads `on`/`off` as
@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from twin.base.errors import Problem, TopologyError
 from twin.nvue.schema import API, VERSION
@@ -136,3 +138,21 @@ def _lines(ylines: dict[Path_, int], prefix: Path_, out: dict[NvPath, int]) -> N
     for p, line in ylines.items():
         if p[:n] == prefix and len(p) > n:
             out[tuple(str(k) for k in p[n:])] = line
+
+
+def dump(tree: dict, header: dict | None = None) -> str:
+    """A tree as NVUE writes startup.yaml: a header and one set document, `on`/`off` for booleans."""
+    head = header or {"model": "twin", "nvue-api-version": API, "rev-id": 1.0, "version": f"{VERSION} (twin)"}
+    return yaml_text([{"header": head}, {"set": tree}])
+
+
+def yaml_text(doc) -> str:
+    """A document as NVUE writes YAML: keys in their order, `on`/`off` for booleans."""
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(bool, lambda d, v: d.represent_scalar("tag:yaml.org,2002:bool", "on" if v else "off"))

@@ -77,6 +77,16 @@ class Plane:
         return {v for t in self.fabric.tenants_on(self.node) for v in
                 [t.l3vni] + [s.l2vni for s in t.segments_on(self.node)]}
 
+    @property
+    def per_vni(self) -> bool:
+        """Its tenants on twin's per-VNI devices (a bridge and a VXLAN device per VNI), not Cumulus's
+        VLAN-aware layout: the kernel elements the proof breaks are these devices."""
+        return self.layout == PER_VNI
+
+    def as_run(self, fabric: Fabric) -> Fabric:
+        """The lab's fabric as this node runs it (`as_run`)."""
+        return as_run(fabric, self)
+
 
 def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
           bonds: bool = False, steps: bool = True) -> Plane:

@@ -8,7 +8,7 @@ In `<lab dir>/_nvue/` ('_': no node has that name), none of it visible to a node
                       port on 127.0.0.1 and its socket (`daemon`)
     service.log       its stderr: one line per failed request, never a traceback
     password          user `cumulus`'s, for HTTP Basic auth and SSH on the nodes: made per lab (or the
-                      topology's mgmt.password), mode 0600, never a default
+                      topology's mgmt.password), mode 0600, never a default (`twin.lifecycle.mgmtnet`)
     cert.pem key.pem  its self-signed certificate (127.0.0.1, localhost, and each node's management
                       address and names) and key (mode 0600)
     saved/<node>.yaml what `nv config save` saved (`rev=startup`)
@@ -23,22 +23,21 @@ import datetime
 import http.client
 import ipaddress
 import json
-import os
-import secrets
 import ssl
 from pathlib import Path
-from typing import Callable
 
-import twin.lifecycle.daemon as daemon  # the module, not the package: lifecycle imports this room
-from twin import nvue
 from twin.base import timeouts
 from twin.base.errors import TwinError
-from twin.config.naming import NVUE_DIR, container_name, password_file
-from twin.nvue import bonds as nvue_bonds
-from twin.runtime import kernel
-from twin.topology.model import Fabric
+from twin.config.naming import NVUE_DIR, container_name, nvue_run
+from twin.lifecycle import daemon
+from twin.lifecycle.mgmtnet import password, write_private
+from twin.nvue import client
+from twin.topology.model import Bind, Fabric
 
 USER = "cumulus"          # NVUE's user on a Cumulus switch
+NVUE_RUN = "/run/nvue"    # the directory of a node's NVUE socket, as bound into the node (read-only)
+NV_BIN = "/usr/bin/nv"    # the `nv` command, as bound into an FRR node (read-only), where Cumulus Linux has it
+CLIENT = Path(client.__file__)   # the node's `nv` command (a script of the standard library)
 
 
 def root(d: Path) -> Path:
@@ -55,24 +54,6 @@ def record_file(d: Path) -> Path:
 
 def saved(d: Path, node: str) -> Path:
     return root(d) / "saved" / f"{node}.yaml"
-
-
-def password(d: Path) -> str:
-    """The lab's API password, made on first use (24 random bytes, mode 0600)."""
-    root(d)
-    f = password_file(d)
-    try:
-        return _private_read(f)
-    except FileNotFoundError:
-        pass
-    _private_write(f, secrets.token_urlsafe(24).encode())
-    return _private_read(f)
-
-
-def set_password(d: Path, text: str) -> None:
-    """The lab's password is `text` (the topology's `mgmt.password`)."""
-    root(d)
-    _private_write(password_file(d), text.encode())
 
 
 def certificate(d: Path, lab: str, fabric: Fabric | None = None) -> tuple[Path, Path]:
@@ -98,9 +79,9 @@ def certificate(d: Path, lab: str, fabric: Fabric | None = None) -> tuple[Path, 
          .not_valid_after(now + datetime.timedelta(days=825))
          .add_extension(x509.SubjectAlternativeName(sans), False)
          .sign(k, hashes.SHA256()))
-    _private_write(key, k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+    write_private(key, k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                         serialization.NoEncryption()))
-    _private_write(cert, c.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_private(cert, c.public_bytes(serialization.Encoding.PEM), 0o644)
     return cert, key
 
 
@@ -125,20 +106,6 @@ def _covers(cert: Path, names: list[str], addresses: list[str]) -> bool:
         return False
     have = set(san.get_values_for_type(x509.DNSName)) | {str(a) for a in san.get_values_for_type(x509.IPAddress)}
     return set(names) | set(addresses) <= have
-
-
-def _private_write(f: Path, data: bytes, mode: int = 0o600) -> None:
-    tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, f)
-
-
-def _private_read(f: Path) -> str:
-    fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd) as fh:
-        return fh.read().strip()
 
 
 # --- its life ----------------------------------------------------------------------------------------
@@ -208,32 +175,43 @@ def require(d: Path, lab: str) -> dict:
     return rec
 
 
-def kernel_plane(lab: str, backend: str, say: Callable[[str], None]) -> tuple[nvue.Layout, bool]:
-    """How `twin up` builds the NVUE nodes' kernel planes: their layout, and whether they make bonds."""
-    return layout(lab, backend, say), bonds(lab, say)
+def status_doc(d: Path) -> dict:
+    """`status`, or what a lab whose nodes run NVUE says when the service left no record."""
+    return status(d) or {"running": False, "answers": False, "listeners": {}, "error": "not running (no record)"}
 
 
-def bonds(lab: str, say: Callable[[str], None]) -> bool:
-    """Whether the lab's NVUE nodes make Linux bonds (`twin.nvue.bonds`): with TWIN_NVUE_BONDS=on, on a
-    kernel with bonding; else their bonds are stored with the notice, as without it."""
-    if os.environ.get(nvue_bonds.ENV, "") != "on":
-        return False
-    if not kernel.probe_bonds(lab):
-        say(f"{nvue_bonds.ENV}=on: this kernel has no bonding (CONFIG_BONDING); the NVUE nodes' bonds are "
-            "stored, not made")
-        return False
-    return True
+def problem(doc: dict) -> str:
+    """Why the service is not healthy, in one line ("": it answers)."""
+    return "" if doc.get("answers") else (
+        f"NVUE service: {doc.get('error') or 'not running'} (REST API and `nv` unreachable; `twin apply` of a "
+        "change, or `twin up` of the same files, starts it again)")
 
 
-def layout(lab: str, backend: str, say: Callable[[str], None]) -> nvue.Layout:
-    """The kernel layout of the lab's NVUE nodes: twin's per-VNI one (a bridge and a VXLAN device per
-    VNI), or with TWIN_NVUE_LAYOUT=vlan-aware, on a lab of VRF devices (--vrf-backend device) and a
-    kernel with 802.1Q VLANs, Cumulus's own (a VLAN-aware br_default, one VXLAN device, SVIs with VRR)."""
-    if os.environ.get("TWIN_NVUE_LAYOUT", "") != nvue.VLAN_AWARE:
-        return nvue.PER_VNI
-    why = ("the lab's tenant VRFs are namespaces (--vrf-backend device for VRF devices)" if backend != "vrf" else
-           "this kernel has no 802.1Q VLANs" if not kernel.probe_vlans(lab) else "")
-    if why:
-        say(f"TWIN_NVUE_LAYOUT=vlan-aware: {why}; the NVUE nodes get the per-VNI layout")
-        return nvue.PER_VNI
-    return nvue.VLAN_AWARE
+def line(doc: dict) -> str:
+    """Where the service listens and whether it answers: its line of `twin status`."""
+    ls = doc.get("listeners") or {}
+    ports = ", ".join(f"{n} https://127.0.0.1:{x['port']}" for n, x in ls.items() if isinstance(x, dict))
+    state = "[green]answers[/green]" if doc.get("answers") else f"[red]does not answer[/red] ({doc.get('error')})"
+    return (f"NVUE service{' (pid ' + str(doc['pid']) + ')' if doc.get('pid') else ''}: {state}; REST API "
+            f"/nvue_v1 on {ports or 'nothing'}; `nv` in each FRR node over {NVUE_RUN}/nvue.sock")
+
+
+# --- what the nodes get ------------------------------------------------------------------------------
+def nv_client(labdir: Path) -> Path:
+    """The `nv` command FRR nodes get (`twin.nvue.client`), copied into the lab directory where no node
+    can write (each node sees it read-only at NV_BIN); written before the nodes start, once."""
+    f = labdir / NVUE_DIR / "nv"
+    f.parent.mkdir(mode=0o700, parents=True, exist_ok=True)   # the service's password, sockets: the owner's only
+    text = CLIENT.read_text()
+    if not f.is_file() or f.is_symlink() or f.read_text() != text:
+        write_private(f, text.encode(), 0o755)
+    return f
+
+
+def binds(labdir: Path, node: str) -> list[Bind]:
+    """An FRR node's NVUE binds, read-only: the directory of its socket at NVUE_RUN (a directory, so the
+    lab's NVUE service can come and go) and the `nv` command at NV_BIN."""
+    run = nvue_run(labdir, node)
+    run.mkdir(parents=True, exist_ok=True)
+    return [Bind(source=str(run.resolve()), target=NVUE_RUN, read_only=True),
+            Bind(source=str((labdir / NVUE_DIR / "nv").resolve()), target=NV_BIN, read_only=True)]

@@ -31,7 +31,7 @@ from twin.observe.linkstats import LinkSocket
 from twin.observe.nflog import NflogSocket
 from twin.observe.nftnl import NftSocket
 from twin.observe.reasons import Place, drop_event
-from twin.runtime import netns
+from twin.runtime import NetlinkHandles, namespace_path
 
 RECENT = 500
 
@@ -48,7 +48,7 @@ class Collector:
         self.leader = False
         self.kernel_drops = dropmon.probe()
         self.errors: collections.deque[str] = collections.deque(maxlen=20)   # the loops' latest failures
-        self._handles = netns.Handles()
+        self._handles = NetlinkHandles()
         self._places: dict[tuple[str, str], Place] = {}
         self._sockets: dict[tuple[str, str], NflogSocket] = {}
         self._nft: dict[tuple[str, str], NftSocket] = {}
@@ -192,11 +192,11 @@ class Collector:
         self._pids[node] = pid
         for ns in sample.namespaces(self.ctx, node):
             self._places[(node, ns)] = Place(node, ns)
-            self._nft[(node, ns)] = NftSocket(netns.path(pid, ns))
-            self._links[(node, ns)] = LinkSocket(netns.path(pid, ns))
+            self._nft[(node, ns)] = NftSocket(namespace_path(pid, ns))
+            self._links[(node, ns)] = LinkSocket(namespace_path(pid, ns))
             if self.leader:
                 try:
-                    self._sockets[(node, ns)] = NflogSocket(netns.path(pid, ns), droplog.LOG_GROUP)
+                    self._sockets[(node, ns)] = NflogSocket(namespace_path(pid, ns), droplog.LOG_GROUP)
                 except OSError as e:
                     self._note_error(f"{node}{'/' + ns if ns else ''}: NFLOG: {e}")
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from twin.runtime.observe import drop_monitor
+from twin.runtime import drop_monitor_text
 
 PER_SECOND = 10   # drop events a second per (node, port, reason); the rest become one drop-burst event
 
 
 def probe() -> str:
     """Whether the kernel reports its own drops (generic netlink family NET_DM), in words."""
-    return drop_monitor()
+    return drop_monitor_text()
 
 
 class Limiter:

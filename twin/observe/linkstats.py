@@ -9,8 +9,7 @@ import socket
 import struct
 from typing import Any
 
-from twin.runtime import nlattr
-from twin.runtime.netns import netlink
+from twin.runtime import netlink_socket, nl_attrs
 
 RTM_NEWLINK, RTM_GETLINK = 16, 18
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
@@ -39,15 +38,15 @@ def parse(data: bytes, seq: int) -> tuple[list[dict[str, Any]], bool]:
         if kind != RTM_NEWLINK or len(body) < 16:
             continue
         _, _, index, flags, _ = struct.unpack_from("=BxHiII", body)
-        a = nlattr.attrs(body[16:])
+        a = nl_attrs(body[16:])
         link: dict[str, Any] = {"index": index, "name": a.get(IFLA_IFNAME, b"").split(b"\0", 1)[0].decode(),
                                 "admin_up": bool(flags & 1), "oper": a.get(IFLA_OPERSTATE, b"\0")[0],
                                 "carrier": a.get(IFLA_CARRIER, b"\0")[0]}
         if IFLA_STATS64 in a and len(a[IFLA_STATS64]) >= 64:
             link.update(zip(STATS, struct.unpack_from("=8Q", a[IFLA_STATS64])))
-        info = nlattr.attrs(a.get(IFLA_LINKINFO, b""))
+        info = nl_attrs(a.get(IFLA_LINKINFO, b""))
         if info.get(IFLA_INFO_KIND, b"").split(b"\0", 1)[0] == b"vrf":
-            table = nlattr.attrs(info.get(IFLA_INFO_DATA, b"")).get(IFLA_VRF_TABLE)
+            table = nl_attrs(info.get(IFLA_INFO_DATA, b"")).get(IFLA_VRF_TABLE)
             if table:
                 link["vrf_table"] = struct.unpack("=I", table[:4])[0]
         out.append(link)
@@ -61,12 +60,12 @@ class LinkSocket:
 
     def __init__(self, netns: str):
         self.netns = netns
-        self.sock: socket.socket | None = netlink(netns, socket.NETLINK_ROUTE)
+        self.sock: socket.socket | None = netlink_socket(netns, socket.NETLINK_ROUTE)
         self.seq = 0
 
     def dump(self) -> list[dict[str, Any]]:
         self.seq += 1
-        sock = self.sock = self.sock or netlink(self.netns, socket.NETLINK_ROUTE)
+        sock = self.sock = self.sock or netlink_socket(self.netns, socket.NETLINK_ROUTE)
         req = struct.pack("=BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
         try:
             sock.send(struct.pack("=IHHII", 16 + len(req), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + req)

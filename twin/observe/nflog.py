@@ -13,8 +13,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from twin.runtime import nlattr
-from twin.runtime.netns import netlink
+from twin.runtime import netlink_socket, nl_attr, nl_attrs
 
 NETLINK_NETFILTER = 12
 NFNL_SUBSYS_ULOG = 4
@@ -58,13 +57,13 @@ class NflogSocket:
 
     def __init__(self, netns: str, group: int):
         self.netns, self.group = netns, group
-        self.sock = netlink(netns, NETLINK_NETFILTER)   # its config answers read with a deadline
+        self.sock = netlink_socket(netns, NETLINK_NETFILTER)   # its config answers read with a deadline
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-            self._config(nlattr.attr(CFG_CMD, struct.pack("B", CMD_BIND)))
-            self._config(nlattr.attr(CFG_MODE, struct.pack("!IBB", COPY_RANGE, COPY_PACKET, 0)))
-            self._config(nlattr.attr(CFG_QTHRESH, struct.pack("!I", 32))
-                         + nlattr.attr(CFG_TIMEOUT, struct.pack("!I", 10)))
+            self._config(nl_attr(CFG_CMD, struct.pack("B", CMD_BIND)))
+            self._config(nl_attr(CFG_MODE, struct.pack("!IBB", COPY_RANGE, COPY_PACKET, 0)))
+            self._config(nl_attr(CFG_QTHRESH, struct.pack("!I", 32))
+                         + nl_attr(CFG_TIMEOUT, struct.pack("!I", 10)))
         except BaseException:
             self.sock.close()
             raise
@@ -116,7 +115,7 @@ def parse(data: bytes) -> list[Logged]:
 
 def _packet(body: bytes) -> Logged:
     family = body[0]
-    a = nlattr.attrs(body[4:])
+    a = nl_attrs(body[4:])
     hw_protocol, hook = struct.unpack_from("!HB", a[PACKET_HDR]) if PACKET_HDR in a else (0, 0)
     if TIMESTAMP in a:
         sec, usec = struct.unpack_from("!QQ", a[TIMESTAMP])

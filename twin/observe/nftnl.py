@@ -12,8 +12,7 @@ import socket
 import struct
 
 from twin.observe import nflog
-from twin.runtime import nlattr
-from twin.runtime.netns import netlink
+from twin.runtime import netlink_socket, nl_attr, nl_attrs, nl_attrs_all
 
 NFNL_SUBSYS_NFTABLES = 10
 GETCHAIN, NEWCHAIN, GETSETELEM, NEWSETELEM = 4, 3, 13, 12
@@ -35,11 +34,11 @@ def _text(b: bytes) -> str:
 def counter_of(elem: dict[int, bytes]) -> tuple[int, int]:
     """(packets, bytes) of a set element's counter expression."""
     exprs = [elem[ELEM_EXPR]] if ELEM_EXPR in elem else \
-        [v for _, v in nlattr.attrs_all(elem.get(ELEM_EXPRESSIONS, b""))]
+        [v for _, v in nl_attrs_all(elem.get(ELEM_EXPRESSIONS, b""))]
     for e in exprs:
-        a = nlattr.attrs(e)
+        a = nl_attrs(e)
         if _text(a.get(EXPR_NAME, b"")) == "counter":
-            d = nlattr.attrs(a.get(EXPR_DATA, b""))
+            d = nl_attrs(a.get(EXPR_DATA, b""))
             return struct.unpack("!Q", d[COUNTER_PACKETS])[0], struct.unpack("!Q", d[COUNTER_BYTES])[0]
     return 0, 0
 
@@ -56,10 +55,10 @@ def elements(messages: list[bytes]) -> list[tuple[tuple, int, int]]:
     """(key, packets, bytes) of every element in NEWSETELEM message bodies."""
     out = []
     for body in messages:
-        a = nlattr.attrs(body[4:])
-        for _, elem in nlattr.attrs_all(a.get(LIST_ELEMENTS, b"")):
-            e = nlattr.attrs(elem)
-            key = nlattr.attrs(e.get(ELEM_KEY, b"")).get(DATA_VALUE, b"")
+        a = nl_attrs(body[4:])
+        for _, elem in nl_attrs_all(a.get(LIST_ELEMENTS, b"")):
+            e = nl_attrs(elem)
+            key = nl_attrs(e.get(ELEM_KEY, b"")).get(DATA_VALUE, b"")
             out.append((key_of(key), *counter_of(e)))
     return out
 
@@ -68,10 +67,10 @@ def hooked(messages: list[bytes]) -> set[str]:
     """The devices the chains of NEWCHAIN message bodies hook."""
     devs: set[str] = set()
     for body in messages:
-        hook = nlattr.attrs(nlattr.attrs(body[4:]).get(CHAIN_HOOK, b""))
+        hook = nl_attrs(nl_attrs(body[4:]).get(CHAIN_HOOK, b""))
         if HOOK_DEV in hook:
             devs.add(_text(hook[HOOK_DEV]))
-        devs |= {_text(v) for k, v in nlattr.attrs_all(hook.get(HOOK_DEVS, b"")) if k == DEVICE_NAME}
+        devs |= {_text(v) for k, v in nl_attrs_all(hook.get(HOOK_DEVS, b"")) if k == DEVICE_NAME}
     return devs
 
 
@@ -82,13 +81,13 @@ class NftSocket:
 
     def __init__(self, netns: str):
         self.netns = netns
-        self.sock: socket.socket | None = netlink(netns, nflog.NETLINK_NETFILTER)
+        self.sock: socket.socket | None = netlink_socket(netns, nflog.NETLINK_NETFILTER)
         self.seq = 0
 
     def _dump(self, msg: int, attrs: bytes) -> list[bytes] | None:
         """Message bodies of a dump; None when the table or set does not exist."""
         self.seq += 1
-        sock = self.sock = self.sock or netlink(self.netns, nflog.NETLINK_NETFILTER)
+        sock = self.sock = self.sock or netlink_socket(self.netns, nflog.NETLINK_NETFILTER)
         try:
             return self._answer(sock, msg, attrs)
         except OSError:
@@ -123,12 +122,12 @@ class NftSocket:
                 out.append(payload)
 
     def elements(self, table: str, set_name: str) -> list[tuple[tuple, int, int]] | None:
-        msgs = self._dump(GETSETELEM, nlattr.attr(LIST_TABLE, table.encode() + b"\0")
-                          + nlattr.attr(LIST_SET, set_name.encode() + b"\0"))
+        msgs = self._dump(GETSETELEM, nl_attr(LIST_TABLE, table.encode() + b"\0")
+                          + nl_attr(LIST_SET, set_name.encode() + b"\0"))
         return None if msgs is None else elements(msgs)
 
     def hooked(self, table: str) -> set[str] | None:
-        msgs = self._dump(GETCHAIN, nlattr.attr(CHAIN_TABLE, table.encode() + b"\0"))
+        msgs = self._dump(GETCHAIN, nl_attr(CHAIN_TABLE, table.encode() + b"\0"))
         return None if msgs is None else hooked(msgs)
 
     def close(self) -> None:

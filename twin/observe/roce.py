@@ -20,7 +20,7 @@ from typing import Any
 
 from twin.base.errors import TwinError
 from twin.observe.nftnl import NftSocket
-from twin.runtime.exec import NodeExec
+from twin.runtime import NodeExec
 
 RX_PRIORITY, TX_PRIORITY = -600, -400
 # byte offsets from the outer UDP header: VXLAN 8 + inner Ethernet 14 + inner IPv4 20 + UDP dport at 2

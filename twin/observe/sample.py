@@ -19,12 +19,10 @@ from twin.lifecycle.context import LabContext
 from twin.observe import linkstats, roce
 from twin.observe.linkstats import LinkSocket
 from twin.observe.nftnl import NftSocket
-from twin.runtime import frr, observe
-from twin.runtime.exec import NodeExec
-from twin.runtime.netns import Netlink
+from twin.runtime import FRR_ROUTES, Netlink, NodeExec, route_counts, vrf_prefixes
 
 STATS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_dropped", "tx_dropped", "rx_errors", "tx_errors")
-CONTROL = ("show bgp vrf all summary json", "show evpn vni json", frr.ROUTES)
+CONTROL = ("show bgp vrf all summary json", "show evpn vni json", FRR_ROUTES)
 
 
 @dataclass
@@ -66,7 +64,7 @@ def links(sock: LinkSocket, wanted: set[str]) -> tuple[dict[str, dict[str, Any]]
 
 def routes(ipr: Netlink, ns: str, vrfs: dict[int, str]) -> dict[str, list[str]]:
     """IPv4 prefixes per VRF in one namespace (its main table is the tenant's, with netns VRFs)."""
-    return observe.vrf_prefixes(ipr, ns, vrfs)
+    return vrf_prefixes(ipr, ns, vrfs)
 
 
 def roce_of(ctx: LabContext, ex: NodeExec, node: str, ports_in: dict[str, list[str]],
@@ -109,7 +107,7 @@ def control(ex: NodeExec, pid: int,
     for v in (vni_doc or {}).values():
         if not isinstance(v, dict) or "vni" not in v:
             continue
-        counts = frr.route_counts(evpn or {}, {int(v["vni"])})
+        counts = route_counts(evpn or {}, {int(v["vni"])})
         remote = v.get("numRemoteVteps")
         vnis[str(v["vni"])] = {"type": v.get("type", "?"), "vrf": v.get("tenantVrf", ""),
                                "macs": v.get("numMacs", 0), "arp_nd": v.get("numArpNd", 0),

@@ -14,9 +14,10 @@ next one. A miss is a bug in verify; an element that guarantees nothing is not r
     assert proof.passed, [o.element.id for o in proof.misses()]
 
 Modules: element (the data), ports / kernel_side / frr_side (what a lab's intent and the
-configs its nodes run hold: twin's rendering, or a node's NVUE, its applied revision's),
-nvue_side (an NVUE node's own peer groups), router_side (a router of your config), run
-(break, judge, restore), report (table data, JSON, JUnit).
+configs its nodes run hold: twin's rendering, or a node's own configuration's, a dialect's),
+router_side (a router of your config), run (break, judge, restore; with each registered
+dialect's elements: `twin.config.dialect`), report (table data, JSON, JUnit). A dialect builds
+its elements on element and frr_side, offered whole.
 """
 from __future__ import annotations
 
@@ -24,4 +25,4 @@ from twin.prove.element import Element, Exempt
 from twin.prove.report import Outcome, Proof, write_junit
 from twin.prove.run import elements, prove
 
-__all__ = ["prove", "elements", "Element", "Exempt", "Outcome", "Proof", "write_junit"]
+__all__ = ["prove", "elements", "Element", "Exempt", "Outcome", "Proof", "write_junit", "element", "frr_side"]

@@ -2,11 +2,11 @@
 the L3VNI of each VRF, the underlay sessions, loopback advertisement, ECMP.
 
 Each is a line (or a setting) of the frr.conf the node runs, read back from the lab directory
-(the file `frr-reload.py` restores): twin's rendering, or on a node running NVUE the one its
-NVUE renders for its applied revision (`running`). It is broken by typing its opposite into
-vtysh and restored by `frr-reload.py` of that very file; a VTEP's workload bindings are made
+(the file `frr-reload.py` restores): twin's rendering, or on a node whose own configuration
+makes it (a dialect's: NVUE's applied revision) the one that renders (`running`). It is broken
+by typing its opposite into vtysh and restored by `frr-reload.py` of that very file; a VTEP's workload bindings are made
 again after it (zebra forgets them when EVPN goes and comes), those of the tenants as the node
-runs them (`kernel_side.views`, or its NVUE's plane). A line twin's design implies that the file
+runs them (`kernel_side.views`, or its own configuration's plane). A line twin's design implies that the file
 does not hold is exempt, saying so (the lab then fails verify, and the proof does not start).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from twin import kinds, nvue
+from twin import kinds
 from twin.config import overlay
 from twin.config.steps import Step
 from twin.intent import frrconf, paths
@@ -38,21 +38,21 @@ class Runs:
     fabric: Fabric
     conf: frrconf.FrrConfig
     back: tuple[Action, ...]
-    nvue: bool = False
 
     def bgp(self) -> frrconf.Bgp | None:
         return self.conf.default_bgp()
 
 
 def running(ctx: LabContext) -> dict[str, Runs]:
-    """Each router as it runs: a node running NVUE from its plane (either kernel layout), a VTEP
-    of twin's rendering as `kernel_side.views` has it, any other router from the topology."""
-    runs, seen, out = ctx.nvue(), views(ctx), {}
+    """Each router as it runs: a node whose own configuration makes its plane (a dialect's: NVUE's,
+    either kernel layout) from that plane, a VTEP of twin's rendering as `kernel_side.views` has it,
+    any other router from the topology."""
+    runs, seen, out = ctx.planes(), views(ctx), {}
     for n in ctx.fabric.routers():
         conf = frrconf.parse(state.read_files(ctx.dir, n.name, ["frr.conf"]).get("frr.conf", ""))
         if n.name in runs:
-            p = runs[n.name].plane
-            out[n.name] = Runs(nvue.as_run(ctx.fabric, p), conf, back(n.name, p.vnis, p.bindings), True)
+            p = runs[n.name]
+            out[n.name] = Runs(p.as_run(ctx.fabric), conf, back(n.name, p.vnis, p.bindings))
         else:
             f = seen[n.name][0] if n.name in seen else ctx.fabric
             vnis = {v for t in f.tenants_on(n.name) for v in [t.l3vni, *(s.l2vni for s in t.segments_on(n.name))]}

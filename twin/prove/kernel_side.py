@@ -2,7 +2,7 @@
 suppression, `tos inherit`, MTUs, host ports' tenant membership, the multipath hash.
 
 Each is taken from the kernel steps the node runs (`views`: twin's rendering,
-`twin.config.overlay.plan`, or on a node running NVUE its NVUE's plane, on the lab's fabric
+`twin.config.overlay.plan`, or on a node whose own configuration makes it its plane, on the lab's fabric
 as that node runs it), broken by a step of the same table and restored by re-applying those. A VTEP's IP/MAC
 bindings are made again with them (deleted and re-added: zebra reads a binding when it
 changes), since the kernel drops them with a gateway's MAC or address, and zebra forgets
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from twin import kinds, nvue
+from twin import kinds
 from twin.config import overlay
 from twin.config.steps import Step
 from twin.intent import paths
@@ -28,14 +28,15 @@ View = tuple[Fabric, list[Step]]       # a VTEP's fabric and kernel steps, as it
 
 
 def views(ctx: LabContext) -> dict[str, View]:
-    """Each VTEP's fabric and kernel steps as it runs them: a node running NVUE its own (the lab's
-    fabric with its tenants as its NVUE says, `nvue.as_run`, and its plane's steps), any other the
-    topology's rendering. A node on NVUE's VLAN-aware layout has none: its devices are not the
-    per-VNI ones the kernel elements break (`vni_elements` says so)."""
-    runs, f = ctx.nvue(), ctx.fabric
-    return {v: ((nvue.as_run(f, runs[v].plane), runs[v].plane.steps) if v in runs else
+    """Each VTEP's fabric and kernel steps as it runs them: a node whose own configuration makes its
+    plane (a dialect's: NVUE's) its own (the lab's fabric with its tenants as it says, `as_run`, and its
+    plane's steps), any other the topology's rendering. A node not on twin's per-VNI devices (NVUE's
+    VLAN-aware layout) has none: its devices are not the ones the kernel elements break (`vni_elements`
+    says so)."""
+    runs, f = ctx.planes(), ctx.fabric
+    return {v: ((runs[v].as_run(f), runs[v].steps) if v in runs else
                 (f, overlay.plan(f, v, ctx.backend))) for v in f.vteps()
-            if v not in runs or runs[v].plane.layout != nvue.VLAN_AWARE}
+            if v not in runs or runs[v].per_vni}
 
 
 def rebind(fabric: Fabric, node: str, backend, t: Tenant, seg: Segment | None = None) -> tuple[Step, ...]:
@@ -57,7 +58,8 @@ def local(t: Tenant, v: str, seg: Segment | None = None) -> list[Attachment]:
 def vni_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     """Each VXLAN device (deleted) and its VNI (the device made again with another one)."""
     be, out, seen = ctx.backend, [], views(ctx)
-    exempt = [Exempt("kernel elements", v, "it runs NVUE's VLAN-aware layout, not the per-VNI devices they break")
+    exempt = [Exempt("kernel elements", v, "its configuration's layout (NVUE's VLAN-aware one) has not the per-VNI "
+                                           "devices they break")
               for v in ctx.fabric.vteps() if v not in seen]
     for v, (f, plan) in seen.items():
         for t in f.tenants_on(v):
@@ -202,12 +204,12 @@ def link_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
 
 def _attachments(ctx: LabContext) -> list[tuple[Tenant, Attachment, Fabric]]:
     """Every host of every tenant, in the topology's order, as its VTEP runs it (`views`): its
-    tenant and attachment there, and that VTEP's fabric (a host its NVUE puts nowhere is left out)."""
+    tenant and attachment there, and that VTEP's fabric (a host its own configuration puts nowhere is left out)."""
     vs, out = views(ctx), []
     for t in ctx.fabric.tenants.values():
         for a in t.attachments:
             if a.vtep not in vs:
-                continue   # a VTEP on NVUE's VLAN-aware layout (`views`)
+                continue   # a VTEP not on the per-VNI devices (`views`)
             f = vs[a.vtep][0]
             mine = f.tenants.get(t.name)
             run = next((x for x in mine.attachments if x.host == a.host and x.vtep == a.vtep), None) if mine else None

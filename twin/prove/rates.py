@@ -24,7 +24,7 @@ from twin.config.backend import tenant_ns
 from twin.config.steps import Step
 from twin.lifecycle.context import LabContext
 from twin.prove.element import Element, Exempt, Kernel, NftDelete, NftRule
-from twin.runtime import nftables
+from twin.runtime import NFT_CONGESTION
 from twin.topology.model import Attachment, CongestionPoint, Rate, Tenant
 from twin.verify import congestion, limits
 
@@ -124,7 +124,7 @@ def _point(ctx: LabContext, p: CongestionPoint) -> list[Element]:
     where, comment, names = f"{p.node}:{p.port}", f"above {p.above}", congestion.names(p)
     line = rule_of(services.rulesets(ctx.fabric, p.node, ctx.backend, ctx.shaping)["congestion.nft"], comment)
     restore = (Kernel(p.node, (Step("nft", "congestion.nft"),)),)
-    table, chain = " ".join(nftables.CONGESTION), "postrouting"
+    table, chain = " ".join(NFT_CONGESTION), "postrouting"
     limit = f"limit rate over {services.nft_limit(p.above, services.CONGESTION_BURST_S)} "
     expect = {k: (rf"^congestion: {re.escape(n)}",) for k, n in names.items()}
     return [

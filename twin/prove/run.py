@@ -16,26 +16,28 @@ from typing import Callable
 from twin import verify
 from twin.base import timeouts, wait
 from twin.base.errors import ConvergenceTimeout, TwinError
+from twin.config.dialect import dialects
 from twin.config.steps import Step
 from twin.lifecycle import barrier
 from twin.lifecycle.bringup import wait_vnis
 from twin.lifecycle.context import LabContext, context_of
-from twin.prove import frr_side, kernel_side, nvue_side, ports, rates, router_side, services
+from twin.prove import frr_side, kernel_side, ports, rates, router_side, services
 from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, NftRule, Reload, Unlearn, Vtysh, ZebraVni
 from twin.prove.report import Outcome, Proof, line
-from twin.runtime import frr, kernel, observe
+from twin.runtime import apply_live, apply_steps, frr_take, learned_macs
 from twin.verify.result import Check
 
 DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
           kernel_side.gateway_elements, kernel_side.vxlan_elements, kernel_side.link_elements,
           kernel_side.hash_elements, kernel_side.port_elements, services.gateway_elements,
-          rates.limit_elements, rates.congestion_elements, router_side.router_elements, nvue_side.peer_elements)
+          rates.limit_elements, rates.congestion_elements, router_side.router_elements)
 
 
 def elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
-    """Every element of the lab's intent that carries a guarantee, and what it renders that carries none."""
+    """Every element of the lab's intent that carries a guarantee, and what it renders that carries none
+    (twin's own, then each dialect's: NVUE's)."""
     out, exempt = [], []
-    for derive in DERIVE:
+    for derive in (*DERIVE, *(d.prove for d in dialects())):
         els, ex = derive(ctx)
         out += els
         exempt += ex
@@ -62,20 +64,20 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
     gone) is passed over, as in a rollback: putting an element back works however far it broke."""
     for a in actions:
         if isinstance(a, Kernel):
-            frr.apply_live(list(a.steps), ctx.pid(a.node), ctx.exec(a.node), tolerant=restoring)
+            apply_live(list(a.steps), ctx.pid(a.node), ctx.exec(a.node), tolerant=restoring)
         elif isinstance(a, Vtysh):
             ctx.exec(a.node).vtysh("configure terminal", *a.lines, timeout=timeouts.VTYSH)
         elif isinstance(a, Reload):
-            frr.take(ctx.exec(a.node), removes=a.removes)
+            frr_take(ctx.exec(a.node), removes=a.removes)
         elif isinstance(a, (NftDelete, NftRule)):
             _nft_rule(ctx, a)
         elif isinstance(a, ZebraVni):
             wait_vnis(ctx.exec(a.node), {a.vni})
         elif isinstance(a, Unlearn):
             with ctx.ipr(a.node, a.ns) as ipr:
-                macs = observe.learned(ipr, a.port)
+                macs = learned_macs(ipr, a.port)
             if macs:
-                kernel.apply([Step("unfdb", a.port, a.ns, {"mac": m}) for m in macs], ctx.pid(a.node), ctx.exec(a.node))
+                apply_steps([Step("unfdb", a.port, a.ns, {"mac": m}) for m in macs], ctx.pid(a.node), ctx.exec(a.node))
 
 
 def _nft_rule(ctx: LabContext, a: NftDelete | NftRule) -> None:

@@ -128,7 +128,7 @@ class ImageFacts:
 
 
 class Runtime(Protocol):
-    """What a runtime offers; `twin.runtime.containerlab.runtime(name)` picks one."""
+    """What a runtime offers; `twin.runtime.registry.make_runtime(name)` makes one."""
 
     name: ClassVar[str]
 

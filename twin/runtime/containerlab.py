@@ -28,7 +28,7 @@ from twin.interop.clab_cli import BINARIES, Containerlab, find_binary, parse_ins
 from twin.interop.containerlab import export_containerlab
 from twin.kinds.base import NODE_COMMAND
 from twin.runtime import etchosts
-from twin.runtime.base import Configure, NodeHandle, Runtime
+from twin.runtime.base import Configure, NodeHandle
 from twin.runtime.docker import PARALLEL, DockerRuntime
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
@@ -120,15 +120,3 @@ def _secret(f: Path) -> str:
             return fh.read().strip()
     except FileNotFoundError:
         return ""
-
-
-RUNTIMES: dict[str, type[DockerRuntime]] = {r.name: r for r in (DockerRuntime, ContainerlabRuntime)}
-
-
-def runtime(name: str | None, removing: bool = False) -> Runtime:
-    """The runtime called `name` (docker, containerlab); docker when None. `removing`: one that
-    takes a lab down, whether or not the tool that made it is installed now."""
-    cls = RUNTIMES.get(name or "docker")
-    if cls is None:
-        raise TwinError(f"unknown runtime {name!r}; runtimes: {', '.join(RUNTIMES)}")
-    return cls(removing=True) if removing and cls is ContainerlabRuntime else cls()

@@ -20,12 +20,12 @@ from docker.types import Mount
 from twin import kinds
 from twin.base import timeouts, wait
 from twin.base.errors import RuntimeFailed, TwinError
-from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, NVUE_DIR, container_name, nvue_run
+from twin.config import dialect
+from twin.config.naming import LABEL_KIND, LABEL_LAB, LABEL_NODE, container_name
 from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs, forwarding_sysctls
 from twin.interop.startscript import wait_then_exec
-from twin.kinds.base import FRR_DIR, NODE_DIR, NV_BIN, NVUE_RUN
-from twin.nvue import client as nv_client_script
+from twin.kinds.base import FRR_DIR, NODE_DIR
 from twin.runtime import dockerapi, dryrun, etchosts, images, mgmt, ownimage
 from twin.runtime.base import Configure, ImageFacts, NodeHandle
 from twin.runtime.exec import NodeExec
@@ -35,7 +35,6 @@ from twin.runtime.rtdump import enough_files
 from twin.topology.model import Fabric, Node
 
 PARALLEL = 16  # concurrent Docker API calls
-CLIENT = Path(nv_client_script.__file__)    # the node's `nv` command (a script of the standard library)
 LIST_TRIES = 5  # listings raced by a removal, before the error stands
 
 
@@ -173,7 +172,8 @@ class DockerRuntime:
         if kind.runs_frr:  # FRR runs what the lab rendered; /etc/twin holds the rest of it
             src = str(confdir.resolve())
             mounts = [Mount(FRR_DIR, src, type="bind"), Mount(NODE_DIR, src, type="bind", read_only=True)]
-            mounts += nv_mounts(confdir.parent, node.name)
+            mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only)   # a dialect's (NVUE's `nv`)
+                       for b in dialect.binds(confdir.parent, node.name)]
         mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only) for b in node.binds]
         foreign = node.image is not None and self.foreign(node)
         entrypoint, command = ownimage.start(self.client, node, node.image) if foreign else commands(node, kind.command)
@@ -223,7 +223,7 @@ class DockerRuntime:
         On a failure or an interrupt, creations not yet begun are cancelled and the ones under
         way finish (every Docker call has a deadline, cut to `bound`'s), so every container this
         made exists (and is labelled) when it raises; TimeoutError when `bound`'s deadline passes."""
-        nv_client(labdir)
+        dialect.prepare(labdir)    # what the dialects' binds name (NVUE's `nv`), written once
         pool = ThreadPoolExecutor(PARALLEL)
 
         def start(n: Node) -> NodeHandle:
@@ -350,33 +350,3 @@ def commands(node: Node, default: list[str] | None) -> tuple[list[str] | None, l
     if not own:
         return None, default
     return ["/bin/sh", "-c", wait_then_exec([p.name for p in node.ports]), "twin-wait"], own
-
-
-def nv_client(labdir: Path) -> Path:
-    """The `nv` command FRR nodes get (`twin.nvue.client`), copied into the lab directory
-    where no node can write (each node sees it read-only at NV_BIN)."""
-    f = labdir / NVUE_DIR / "nv"
-    f.parent.mkdir(mode=0o700, parents=True, exist_ok=True)   # the service's password, sockets: the owner's only
-    text = CLIENT.read_text()
-    if not f.is_file() or f.is_symlink() or f.read_text() != text:
-        _write(f, text, 0o755)
-    return f
-
-
-def nv_mounts(labdir: Path, node: str) -> list[Mount]:
-    """An FRR node's NVUE mounts, read-only: the directory of its socket at NVUE_RUN (a directory,
-    so the lab's NVUE service can come and go) and the `nv` command at NV_BIN."""
-    run = nvue_run(labdir, node)
-    run.mkdir(parents=True, exist_ok=True)
-    return [Mount(NVUE_RUN, str(run.resolve()), type="bind", read_only=True),
-            Mount(NV_BIN, str(nv_client(labdir).resolve()), type="bind", read_only=True)]
-
-
-def _write(f: Path, text: str, mode: int) -> None:
-    """A file written whole (a new one renamed over the old), with its mode."""
-    tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, f)

@@ -18,7 +18,7 @@ import uuid
 from scapy.utils import rdpcap
 
 from twin.base import timeouts, wait
-from twin.runtime.exec import NodeExec
+from twin.runtime import NodeExec
 
 MAX_PCAP_BYTES = 64 << 20      # 10000 packets of 256 bytes take 3 MiB
 

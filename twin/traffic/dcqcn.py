@@ -19,7 +19,7 @@ import threading
 from collections import defaultdict
 
 from twin.lifecycle.context import LabContext
-from twin.runtime import nftables
+from twin.runtime import NFT_CONGESTION, nft_counters
 from twin.traffic import roce
 
 CNP_INTERVAL_NS = 50_000      # at most one CNP per QP per 50 microseconds
@@ -104,7 +104,7 @@ def congestion_counters(ctx: LabContext) -> dict[str, dict[str, int]]:
     """What every congestion point of the lab has counted: "node:port" -> {ect, ce} frames."""
     out: dict[str, dict[str, int]] = {}
     for node in sorted({p.node for p in ctx.fabric.congestion}):
-        got = nftables.counters(ctx.exec(node), *nftables.CONGESTION)
+        got = nft_counters(ctx.exec(node), *NFT_CONGESTION)
         for p in (p for p in ctx.fabric.congestion if p.node == node):
             ident = "".join(c if c.isalnum() or c == "_" else "_" for c in p.port)
             out[f"{node}:{p.port}"] = {"ect": got.get(f"ect_{ident}", 0), "ce": got.get(f"ce_{ident}", 0)}

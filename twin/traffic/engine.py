@@ -33,7 +33,7 @@ from typing import Callable
 
 from twin.base import timeouts, wait
 from twin.base.errors import ConvergenceTimeout
-from twin.runtime import netns
+from twin.runtime import in_namespace
 from twin.traffic import roce
 
 ETH_P_ALL = 0x0003
@@ -57,7 +57,7 @@ class Tap:
 
 def socket_in(ns_path: str, family: int, kind: int, proto: int) -> socket.socket:
     """A socket of network namespace `ns_path`, made by a short thread inside it (`netns.inside`)."""
-    return netns.inside(ns_path, lambda: socket.socket(family, kind, proto))
+    return in_namespace(ns_path, lambda: socket.socket(family, kind, proto))
 
 
 def open_socket(tap: Tap) -> socket.socket:

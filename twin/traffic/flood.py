@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from twin.base.errors import TwinError
 from twin.lifecycle.context import LabContext
-from twin.runtime import netns
+from twin.runtime import open_ns
 from twin.traffic import blast, roce
 from twin.traffic import flows as hostflows
 from twin.traffic.engine import PACKET_OUTGOING, new_run_id, open_socket
@@ -75,7 +75,7 @@ class Flood:
             self._rx.setblocking(False)
             self._thread = threading.Thread(target=self._count, name="flood-rx", daemon=True)
             self._thread.start()
-        ns = netns.open_ns(src.ns_path)   # checked here, entered by the sender through its descriptor
+        ns = open_ns(src.ns_path)   # checked here, entered by the sender through its descriptor
         try:
             self._proc = subprocess.Popen([sys.executable, "-I", blast.__file__, f"/proc/self/fd/{ns}", src.port,
                                            f"{self.seconds or UNTIL_STOPPED:g}"],

@@ -20,8 +20,7 @@ import time
 from typing import Sequence
 
 from twin.lifecycle.context import LabContext
-from twin.runtime import observe
-from twin.runtime.netns import Handles
+from twin.runtime import NetlinkHandles, port_counters
 
 Reading = dict[str, tuple[float, dict[str, int]]]   # host -> (monotonic time, its port's counters)
 
@@ -32,14 +31,14 @@ class Meter:
     def __init__(self, ctx: LabContext, hosts: list[str], ports: Sequence[tuple[str, str]] = ()):
         self.ports = {h: (ctx.pid(h), ctx.fabric.attachment_of(h)[1].host_port) for h in hosts}
         self.ports |= {f"{n}:{p}": (ctx.pid(n), p) for n, p in ports}
-        self._handles = Handles()
+        self._handles = NetlinkHandles()
 
     def read(self) -> Reading:
         out: Reading = {}
         for key, (pid, port) in self.ports.items():
             ipr = self._handles.get(pid)
             t0 = time.monotonic()
-            counters = observe.port_counters(ipr, port)
+            counters = port_counters(ipr, port)
             out[key] = ((t0 + time.monotonic()) / 2, counters)
         return out
 

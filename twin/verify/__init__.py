@@ -29,12 +29,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
-from twin import nvue
 from twin.base.errors import TwinError
+from twin.config.dialect import dialects
 from twin.lifecycle import state
 from twin.lifecycle.context import context_of
 from twin.lint import Finding
-from twin.runtime.exec import Recorder, carried, labelled, recording
+from twin.runtime import Recorder, carried, labelled, recording
 from twin.topology.schema import CheckSpec
 from twin.verify import (
     arp,
@@ -109,9 +109,8 @@ def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None =
         report.extra["not_exercised"] = unexercised
     st = state.load(ctx.dir)[0]
     report.explain([Finding.of(f) for f in (st.lint if st else [])])   # the configs' lint findings, as causes
-    stored = nvue.not_emulated(ctx.dir, ctx.fabric.nodes)
-    if stored:   # nodes configured by NVUE: what of their startup.yaml twin keeps but does not run
-        report.extra["not emulated"] = stored
+    for d in dialects():   # a dialect's part: NVUE's, what of a node's startup.yaml twin keeps but does not run
+        report.extra.update(d.verify(ctx))
     return report
 
 

@@ -22,8 +22,20 @@ from twin import kinds
 from twin.base import timeouts
 from twin.base.errors import TwinError
 from twin.lifecycle.context import context_of
-from twin.runtime import frr
-from twin.runtime.exec import carried
+from twin.runtime import (
+    FRR_ADJACENCIES,
+    FRR_AFI_KEYS,
+    FRR_ROUTES_V4_VRFS,
+    FRR_ROUTES_V6_VRFS,
+    FRR_SUMMARY_VRFS,
+    FRR_VNIS,
+    adjacency_states,
+    bgp_peers,
+    carried,
+    normalize_vni,
+    route_entries,
+    vni_states,
+)
 
 FORMAT = "twin-baseline/1"
 SECTIONS = ("sessions", "routes", "vnis", "adjacencies")
@@ -49,15 +61,15 @@ def record(lab) -> dict[str, Any]:
 def node_state(ex, igps: Sequence[str] = (), bgp: bool = True) -> dict[str, Any]:
     """One node's sessions (where it runs bgpd), routes and VNIs; and the adjacencies of the IGPs
     it runs (`igps`)."""
-    v4, v6 = ex.vtysh_json(frr.ROUTES_V4_VRFS, frr.ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
-    (summary,) = ex.vtysh_json(frr.SUMMARY_VRFS, timeout=timeouts.VTYSH) if bgp else ({},)
+    v4, v6 = ex.vtysh_json(FRR_ROUTES_V4_VRFS, FRR_ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
+    (summary,) = ex.vtysh_json(FRR_SUMMARY_VRFS, timeout=timeouts.VTYSH) if bgp else ({},)
     try:   # a separate call: FRR 8.4 prints nothing at all here once EVPN is off on the node
-        (vni_doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)
+        (vni_doc,) = ex.vtysh_json(FRR_VNIS, timeout=timeouts.VTYSH)
     except TwinError:
         vni_doc = {}
     out = {"sessions": sessions(summary), "routes": routes(v4, v6), "vnis": vnis(vni_doc)}
     if igps:
-        docs = ex.vtysh_json(*(frr.ADJACENCIES[p] for p in igps), timeout=timeouts.VTYSH)
+        docs = ex.vtysh_json(*(FRR_ADJACENCIES[p] for p in igps), timeout=timeouts.VTYSH)
         out["adjacencies"] = adjacencies(dict(zip(igps, docs)))
     return out
 
@@ -67,7 +79,7 @@ def adjacencies(docs: dict[str, Any]) -> dict[str, dict[str, str]]:
     (Full, not Full/DR: the election's outcome is no behaviour of the network)."""
     out: dict[str, dict[str, str]] = {}
     for proto, doc in sorted(docs.items()):
-        for (vrf, where), st in sorted(frr.adjacency_states(proto, doc).items()):
+        for (vrf, where), st in sorted(adjacency_states(proto, doc).items()):
             out.setdefault(vrf, {})[f"{proto} {where}"] = st.split("/")[0]
     return out
 
@@ -76,8 +88,8 @@ def sessions(summary: dict) -> dict[str, dict[str, dict]]:
     """VRF -> "AFI PEER" -> {state, accepted, sent}, from `show bgp vrf all summary json`."""
     out: dict[str, dict[str, dict]] = {}
     for vrf, doc in sorted((summary or {}).items()):
-        for afi in frr.AFI_KEYS:
-            for peer, p in sorted(frr.peers(doc, afi).items()):
+        for afi in FRR_AFI_KEYS:
+            for peer, p in sorted(bgp_peers(doc, afi).items()):
                 out.setdefault(vrf, {})[f"{afi} {peer}"] = {"state": p.get("state", "?"),
                                                             "accepted": p.get("pfxRcd"), "sent": p.get("pfxSnt")}
     return out
@@ -95,7 +107,7 @@ def routes(*docs: dict) -> dict[str, dict[str, dict]]:
             for prefix in sorted(table):
                 if _ignored(prefix):
                     continue
-                chosen = [e for e in frr.route_entries(table, prefix) if e["selected"] and e["protocol"] != "local"]
+                chosen = [e for e in route_entries(table, prefix) if e["selected"] and e["protocol"] != "local"]
                 if chosen:
                     out[vrf][prefix] = {"protocol": chosen[0]["protocol"], "nexthops": chosen[0]["nexthops"]}
     return out
@@ -104,8 +116,8 @@ def routes(*docs: dict) -> dict[str, dict[str, dict]]:
 def vnis(doc: Any) -> dict[str, dict]:
     """VNI -> {type, vrf, remote_vteps, macs, neighbours} (L3 VNIs: type, vrf, state)."""
     out = {}
-    for vni, entry in sorted(frr.vni_states(doc).items()):
-        e = frr.normalize_vni(entry)
+    for vni, entry in sorted(vni_states(doc).items()):
+        e = normalize_vni(entry)
         if e.get("type") == "L3":
             out[str(vni)] = {"type": "L3", "vrf": e.get("vrf"), "state": e.get("state")}
         else:

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from twin.base import timeouts, wait
 from twin.base.errors import ConvergenceTimeout
 from twin.lifecycle.context import context_of
-from twin.runtime.exec import labelled
+from twin.runtime import labelled
 from twin.topology.allow import AllowRule
 from twin.verify import baseline
 

@@ -16,8 +16,20 @@ from twin.base.errors import TwinError
 from twin.intent import GenericIntent, NodeIntent
 from twin.lifecycle import generic
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr
-from twin.runtime.exec import carried
+from twin.runtime import (
+    FRR_NO_EVPN,
+    FRR_RIB,
+    FRR_ROUTES,
+    FRR_SUMMARY_ALL,
+    FRR_VNIS,
+    carried,
+    evpn_table,
+    normalize_vni,
+    unexpected_peers,
+    vni_states,
+    vrf_routes,
+    vrf_routes_cmd,
+)
 from twin.verify import rts
 from twin.verify.jsoncmp import subset
 from twin.verify.result import Check
@@ -43,11 +55,11 @@ def compare(expected: dict[str, frozenset[str]], actual: dict[str, frozenset[str
 def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
     ex = ctx.exec(n.node)
     try:
-        summary, rib = ex.vtysh_json(frr.SUMMARY_ALL, frr.RIB, timeout=timeouts.VTYSH)
+        summary, rib = ex.vtysh_json(FRR_SUMMARY_ALL, FRR_RIB, timeout=timeouts.VTYSH)
         diffs = subset(n.bgp_summary(), summary)
-        extra = frr.unexpected_peers(summary.get("ipv4Unicast", {}), [s.port for s in n.sessions])
+        extra = unexpected_peers(summary.get("ipv4Unicast", {}), [s.port for s in n.sessions])
         diffs += [f"FRR has neighbor {p}, on no link of the topology" for p in extra] if diffs else []
-        routes = frr.vrf_routes(rib)
+        routes = vrf_routes(rib)
         lost = [f"no route to {peer}'s loopback {p}" for peer, p in sorted(n.loopbacks.items()) if p not in routes]
     except TwinError as e:
         diffs = lost = [f"cannot read BGP state: {e}"]
@@ -58,22 +70,22 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
         return checks
     checks += evpn_checks(ctx, n)
     try:  # a separate call: FRR 8.4 prints nothing at all here once EVPN is off on the node
-        (vni_doc,) = ex.vtysh_json(frr.VNIS, timeout=timeouts.VTYSH)
+        (vni_doc,) = ex.vtysh_json(FRR_VNIS, timeout=timeouts.VTYSH)
     except TwinError as e:
         vni_doc = {}
         checks.append(Check(GROUP, f"vnis {n.node}", False, f"cannot read VNI state: {e}"))
-    have = frr.vni_states(vni_doc)
-    why = f" ({frr.NO_EVPN})" if not have else ""
+    have = vni_states(vni_doc)
+    why = f" ({FRR_NO_EVPN})" if not have else ""
     for t in n.tenants:
         for vni, want in t.vni_entries().items():
             diffs = ([f"VNI {vni} missing{why}"] if vni not in have
-                     else subset(want, frr.normalize_vni(have[vni]), f"vni {vni}"))
+                     else subset(want, normalize_vni(have[vni]), f"vni {vni}"))
             checks.append(Check(GROUP, f"vni {n.node} {vni}", not diffs, "; ".join(diffs), {"expected": want}))
     owner = ctx.intent.owner_of()
     for t in n.tenants:
         try:
-            (doc,) = ex.vtysh_json(frr.vrf_routes_cmd(t.vrf), timeout=timeouts.VTYSH)
-            actual = frr.vrf_routes(doc)
+            (doc,) = ex.vtysh_json(vrf_routes_cmd(t.vrf), timeout=timeouts.VTYSH)
+            actual = vrf_routes(doc)
         except TwinError as e:
             checks.append(Check(GROUP, f"vrf {n.node} {t.vrf}", False, f"cannot read VRF {t.vrf}: {e}"))
             continue
@@ -88,8 +100,8 @@ def evpn_checks(ctx: LabContext, n: NodeIntent) -> list[Check]:
     """Per tenant of VTEP `n`: its EVPN table holds exactly the tenant's routes, from the VTEPs
     that originate them, with the tenant's route targets (`twin.intent.tenants.evpn_routes`)."""
     try:
-        (doc,) = ctx.exec(n.node).vtysh_json(frr.ROUTES, timeout=timeouts.VTYSH)
-        table = set(frr.evpn_table(doc))
+        (doc,) = ctx.exec(n.node).vtysh_json(FRR_ROUTES, timeout=timeouts.VTYSH)
+        table = set(evpn_table(doc))
     except TwinError as e:
         return [Check(GROUP, f"evpn {n.node} {t.tenant}", False, f"cannot read EVPN routes: {e}") for t in n.tenants]
     known = {v for t in ctx.fabric.tenants.values() for v in [t.l3vni, *(s.l2vni for s in t.segments.values())]}

@@ -29,7 +29,7 @@ from twin.config.backend import NETNS
 from twin.config.services import gateway_file, gateway_table
 from twin.intent.gateway import DEFAULT, public_name
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr, observe
+from twin.runtime import FRR_BGP_IPV4, bgp_origins, has_host_route
 from twin.traffic import flows as F
 from twin.traffic import packets
 from twin.traffic.engine import Session, new_run_id
@@ -94,10 +94,10 @@ def announcements(ctx: LabContext) -> tuple[list[Check], dict]:
 
 def _bgp(ctx: LabContext, node: str) -> dict[str, set[int]] | str:
     try:
-        (doc,) = ctx.exec(node).vtysh_json(frr.BGP_IPV4, timeout=timeouts.VTYSH)
+        (doc,) = ctx.exec(node).vtysh_json(FRR_BGP_IPV4, timeout=timeouts.VTYSH)
     except TwinError as e:
         return f"cannot read the BGP table of {node}: {str(e).splitlines()[0]}"
-    return frr.bgp_origins(doc)
+    return bgp_origins(doc)
 
 
 def _why(ctx: LabContext, docs: dict, vtep: str, prefix: str) -> str:
@@ -106,7 +106,7 @@ def _why(ctx: LabContext, docs: dict, vtep: str, prefix: str) -> str:
     if isinstance(mine, dict) and 0 in mine.get(prefix, set()):
         return f"{vtep} announces it, but it never arrived (a filter or a session on the way?)"
     with ctx.ipr(vtep) as ipr:
-        routed = observe.has_host_route(ipr, prefix)
+        routed = has_host_route(ipr, prefix)
     if routed:
         return (f"{vtep} does not announce it: `network {prefix}` is missing from its BGP configuration "
                 f"(`vtysh -c 'show running-config'` on {vtep})")

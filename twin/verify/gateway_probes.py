@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from twin import kinds
 from twin.lifecycle.context import LabContext
-from twin.runtime import observe
+from twin.runtime import port_mac
 from twin.topology.model import Attachment, Fabric, Tenant
 from twin.traffic import packets
 from twin.traffic.engine import Tap
@@ -53,7 +53,7 @@ def edge_taps(ctx: LabContext) -> list[Tap]:
 
 def _mac(ctx: LabContext, node: str, port: str) -> str:
     with ctx.ipr(node) as ipr:
-        return observe.mac(ipr, port)
+        return port_mac(ipr, port)
 
 
 class Builder:

@@ -8,7 +8,7 @@ import shlex
 import time
 from typing import Any, Iterable, Sequence
 
-from twin.runtime.exec import Evidence, Recorder
+from twin.runtime import Evidence, Recorder
 from twin.verify.compare import Comparison, show
 from twin.verify.result import Check, Report
 

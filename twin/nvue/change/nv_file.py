@@ -14,12 +14,12 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from twin import nvue
 from twin.base.errors import Problem, TopologyError, TwinError
 from twin.lifecycle.context import LabContext
 from twin.nvue.change.nvue_change import NvueChange
-from twin.nvue.change.nvue_work import kernel
 from twin.nvue.cli import EDITS, Command, commands, edit
+from twin.nvue.configs import running
+from twin.nvue.load import from_tree
 
 PREFIX = "nv:"
 MAX_FILE = 1 << 20
@@ -32,13 +32,13 @@ def load(ctx: LabContext, spec: str) -> NvueChange:
     if not node or not file:
         raise TwinError(f"{spec!r}: give nv:NODE:FILE, e.g. nv:leaf01:day2.nv (a file of nv commands run on NODE)")
     ctx.node(node)
-    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node], **kernel(ctx))
-    if node not in running:
+    runs = running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node])
+    if node not in runs:
         raise TopologyError([Problem(file, "", f"{node} runs twin's rendering, not NVUE: `nv` changes the nodes "
                                                "a lab brought up from startup.yaml files (`twin up --configs`)")])
-    nf = running[node].file
+    nf = runs[node].file
     tree = _run(_read(file), file, nf.tree)
-    out = nvue.from_tree(tree, f"{file} ({node})")
+    out = from_tree(tree, f"{file} ({node})")
     out.header = nf.header
     return NvueChange.of(ctx, file, {node: out})
 

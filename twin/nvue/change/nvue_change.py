@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from twin import nvue
 from twin.base.errors import Problem, TopologyError
 from twin.change.base import Change, register
 from twin.change.declarative import Declarative
@@ -19,15 +18,20 @@ from twin.change.work import Work, current_files, frr_actions
 from twin.config import userconf
 from twin.config.userconf import NVUE, UserConfigs
 from twin.lifecycle.context import LabContext
-from twin.nvue.change.nvue_work import kernel, nvue_work
+from twin.nvue import kernelplane
+from twin.nvue.change.nvue_work import nvue_work
+from twin.nvue.configs import build, running, runs_nvue
+from twin.nvue.configs import read as read_configs
+from twin.nvue.load import NvueFile
 
 
 @register
 class NvueChange(Declarative):
     key: ClassVar[str] = "nvue"
+    from_files: ClassVar[bool] = True
     summary: ClassVar[str] = "a directory of NVUE configurations (<dir>/<node>/startup.yaml)"
 
-    def __init__(self, source: str, files: dict[str, nvue.NvueFile]):
+    def __init__(self, source: str, files: dict[str, NvueFile]):
         self.source, self.files = source, files
 
     @classmethod
@@ -41,18 +45,19 @@ class NvueChange(Declarative):
         if other:
             raise TopologyError([Problem(p, "", "a change directory holds NVUE files or FRR files, not both; "
                                                 "apply them one after the other") for p in other])
-        return cls.of(ctx, str(d), nvue.read_configs(configs))
+        return cls.of(ctx, str(d), read_configs(configs))
 
     @classmethod
-    def of(cls, ctx: LabContext, source: str, files: dict[str, nvue.NvueFile]) -> "NvueChange":
+    def of(cls, ctx: LabContext, source: str, files: dict[str, NvueFile]) -> "NvueChange":
         """A change of these nodes' NVUE files (a directory, a file of `nv` commands, a revision of
         the live NVUE service), each checked on its node; TopologyError names every problem."""
         twin_rendered = [Problem(f.source, "", f"{n} runs twin's rendering: a node takes NVUE at "
                                                f"`twin up --configs` (down and up the lab), not on day 2")
-                         for n, f in files.items() if n not in ctx.fabric.nodes or not nvue.runs_nvue(ctx.dir, n)]
+                         for n, f in files.items() if n not in ctx.fabric.nodes or not runs_nvue(ctx.dir, n)]
         if twin_rendered:
             raise TopologyError(twin_rendered)
-        nvue.build(files, ctx.fabric, ctx.backend, ctx.shaping, **kernel(ctx))   # every problem, on its node
+        k = kernelplane.recorded(ctx.dir)
+        build(files, ctx.fabric, ctx.backend, ctx.shaping, k.layout, k.bonds)   # every problem, on its node
         return cls(source, files)
 
     def describe(self) -> str:
@@ -69,8 +74,8 @@ class NvueChange(Declarative):
         return w
 
     def inverse(self, ctx: LabContext) -> Change:
-        running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=self.files, **kernel(ctx))
-        return NvueChange(f"previous NVUE configurations of {ctx.name}", {n: running[n].file for n in self.files})
+        runs = running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=self.files)
+        return NvueChange(f"previous NVUE configurations of {ctx.name}", {n: runs[n].file for n in self.files})
 
 
 def _diffs(old: dict[str, str], new: dict[str, str], node: str) -> dict[str, str]:

@@ -5,13 +5,14 @@ the new intent (`twin.nvue`), both ways (the undo), with the VNIs zebra knows af
 """
 from __future__ import annotations
 
-from twin import nvue
 from twin.change.work import Work
 from twin.config.reconcile import NodeDelta, node_delta
 from twin.config.steps import Step
-from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
-from twin.nvue.plane import extras_delta
+from twin.nvue import kernelplane
+from twin.nvue.configs import build, running
+from twin.nvue.load import NvueFile
+from twin.nvue.plane import Plane, extras_delta
 from twin.nvue.tree import diff, leaves, show
 from twin.topology.model import Fabric
 
@@ -19,15 +20,15 @@ SHOWN = 40    # NVUE changes listed per node in a plan
 
 
 def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric,
-              files: dict[str, nvue.NvueFile] | None = None) -> None:
+              files: dict[str, NvueFile] | None = None) -> None:
     """The NVUE nodes' part of `w` (intent `old` -> `new`; `files`: their new NVUE files, else the
     ones they run): their files, kernel deltas both ways, VNIs and what the plan says of them. On
     the same intent, only the nodes of `files` (the others' planes are the same)."""
-    how = kernel(ctx)
-    before = nvue.running(ctx.dir, old, ctx.backend, ctx.shaping, nodes=files if files is not None and old is new
-                          else None, **how)
+    before = running(ctx.dir, old, ctx.backend, ctx.shaping, nodes=files if files is not None and old is new
+                     else None)
     nfs = {n: x.file for n, x in before.items()} | (files or {})
-    after, notes = nvue.build(nfs, new, ctx.backend, ctx.shaping, **how)
+    k = kernelplane.recorded(ctx.dir)
+    after, notes = build(nfs, new, ctx.backend, ctx.shaping, k.layout, k.bonds)
     for node, x in after.items():
         b = before[node]
         w.old_files[node], w.files[node] = dict(b.files), dict(x.files)
@@ -44,7 +45,7 @@ def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric,
         w.plan.changes += [f"note: {n}" for n in notes if files is None or any(f.source in n for f in files.values())]
 
 
-def _delta(a: nvue.Plane, b: nvue.Plane, ctx: LabContext) -> NodeDelta:
+def _delta(a: Plane, b: Plane, ctx: LabContext) -> NodeDelta:
     d = node_delta(a.fabric, b.fabric, a.node, ctx.backend, ctx.shaping)
     # what the new plane makes or takes that the old one lets go only after FRR's reload (a VNI or a
     # port moving to another VRF: an SVI in another VRF) is let go first
@@ -70,10 +71,3 @@ def _changes(node: str, old: dict, new: dict) -> list[str]:
         for path, value in leaves(body).items():
             out.append(f"{node}: {verb} {show(path)}" + ("" if verb == "unset" or value == {} else f" {value}"))
     return out[:SHOWN] + ([f"{node}: ... and {len(out) - SHOWN} more NVUE changes"] if len(out) > SHOWN else [])
-
-
-def kernel(ctx: LabContext) -> dict:
-    """How the lab's NVUE nodes' kernel planes were built (`nvue.build`'s keywords): their layout, and
-    whether they make Linux bonds."""
-    st, _ = state.load(ctx.dir)
-    return {"layout": (st.layout if st else None) or nvue.PER_VNI, "bonds": bool(st and st.nvue_bonds)}

@@ -17,8 +17,8 @@ unix socket bound into the node (/run/nvue/nvue.sock: no password, as on a switc
 
 Errors are problem JSON ({type, title, status, detail}): 400 for what NVUE's tree or the
 request's form refuses (every problem), 401 without the right credentials (nothing changed),
-404 for an unknown place or revision, 409 for a request the state refuses (a revision no
-longer pending, a node without NVUE, the lab busy).
+404 for an unknown place or revision, 409 for a request the state refuses (a revision being
+applied or applied: not changed or applied again; a node without NVUE; the lab busy).
 """
 from __future__ import annotations
 
@@ -37,8 +37,10 @@ from starlette.routing import Route
 from twin.base.errors import LabStateError, TopologyError
 from twin.lifecycle.service import TAG, error_handlers
 from twin.nvue import api
+from twin.nvue.api import REV_APPLIED, REV_STARTUP, SAVE, State
 from twin.nvue.nvued import nv, show
-from twin.nvue.nvued.engine import Conflict, Engine, NotFound
+from twin.nvue.nvued.engine import Engine
+from twin.nvue.nvued.revision import Conflict, NotFound
 from twin.nvue.service import USER
 from twin.nvue.tree import diff, get
 
@@ -135,7 +137,7 @@ def dispatch(engine: Engine, node: str, method: str, path: tuple[str, ...], para
         return _get(engine, node, path, rev, params.get("diff"))
     if method not in ("PATCH", "DELETE"):
         raise Refused(405, f"{method} is not taken here: GET, PATCH or DELETE a configuration path")
-    if rev in (None, "applied", "startup"):
+    if rev in (None, REV_APPLIED, REV_STARTUP):
         raise ValueError(f"{method} edits a revision: give ?rev=<id> of one POST /nvue_v1/revision made")
     r = engine.get(node, rev)
     if method == "DELETE":
@@ -150,8 +152,8 @@ def _get(engine: Engine, node: str, path: tuple[str, ...], rev: str | None, agai
     if rev is None and against is None:
         if show.operational(path):
             return show.read(engine.context(), node, path)
-        rev = "applied"
-    tree = engine.tree(node, rev or "applied")
+        rev = REV_APPLIED
+    tree = engine.tree(node, rev or REV_APPLIED)
     if against is not None:
         return diff(get(engine.tree(node, against), path, {}), get(tree, path, {}))
     return get(tree, path, {})
@@ -168,8 +170,8 @@ def revisions(engine: Engine, node: str, method: str, rest: tuple[str, ...], bod
     rid = "/".join(rest)
     if method == "PATCH":
         return _transition(engine, node, rid, api.parse_json(body), wait)
-    if rid == "applied" and method == "GET":
-        return {"state": "applied", "transition": {"issue": {}, "progress": ""}}
+    if rid == REV_APPLIED and method == "GET":
+        return api.revision_doc(State.APPLIED)
     r = engine.get(node, rid)
     if method == "GET":
         return r.doc()
@@ -180,18 +182,18 @@ def revisions(engine: Engine, node: str, method: str, rest: tuple[str, ...], bod
 
 
 def _transition(engine: Engine, node: str, rid: str, body: Any, wait: bool = False) -> dict:
-    if not isinstance(body, dict) or body.get("state") not in ("apply", "save"):
+    if not isinstance(body, dict) or body.get("state") not in (State.APPLY, SAVE):
         raise ValueError('a revision takes {"state": "apply", "auto-prompt": {"ays": "ays_yes"}} or {"state": "save"}')
     prompt = body.get("auto-prompt", {})
     if not isinstance(prompt, dict) or prompt.get("ays", "ays_no") not in ("ays_yes", "ays_no") or set(
             body) - {"state", "auto-prompt"}:
         raise ValueError('"auto-prompt" is {"ays": "ays_yes"} (or "ays_no"); a revision takes no other keys')
-    if body["state"] == "save":
-        if rid != "applied" and engine.get(node, rid).state != "applied":
+    if body["state"] == SAVE:
+        if rid != REV_APPLIED and engine.get(node, rid).state is not State.APPLIED:
             raise Conflict(f"revision {rid} is not applied: apply it first, then save")
         engine.save(node)
         return {"state": "saved", "transition": {"issue": {}, "progress": "saved"}}
-    if rid == "applied":
+    if rid == REV_APPLIED:
         raise Conflict("the applied revision is applied already")
     r = engine.get(node, rid)
     engine.apply(r, yes=prompt.get("ays") == "ays_yes", wait=wait)

@@ -2,7 +2,8 @@
 
 Per node, as on a switch: the applied configuration is the startup.yaml the node runs
 (`<lab dir>/<node>/startup.yaml`), the saved one (`rev=startup`) what `nv config save` kept,
-and revisions are made (`create`), edited while pending (`edit`), then applied (`apply`):
+and revisions are made (`create`), edited while pending (`edit`), then applied (`apply`), each
+transition under the revision's own lock (`revision.Revision`):
 
     pending -> apply -> applied            (once the node runs it; asked to wait: with a warning
                                             when the lab did not converge in time)
@@ -30,50 +31,25 @@ from __future__ import annotations
 import copy
 import json
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from twin import nvue
 from twin.base.errors import ApplyFailed, ChangeRefused, LabStateError, TopologyError, TwinError
 from twin.change.apply import apply
 from twin.lifecycle import locks, state
 from twin.lifecycle.context import LabContext
-from twin.nvue import api, load
+from twin.nvue import load
 from twin.nvue import service as nvue_service
+from twin.nvue.api import REV_APPLIED, REV_STARTUP, State, revision_id
 from twin.nvue.change.nvue_change import NvueChange
+from twin.nvue.configs import STARTUP
+from twin.nvue.load import NvueFile, dump, from_tree
+from twin.nvue.nvued.revision import Conflict, NotFound, Revision
 from twin.nvue.tree import diff, patch, unpatch
-from twin.runtime import containerlab
-from twin.runtime.base import Runtime
+from twin.runtime import Runtime
 
 MAX_REVISIONS = 32        # kept per node; the oldest ones go first (not one being applied)
 APPLIERS = 16             # revisions of different nodes applied at once (each mostly waits on its node)
-
-
-class NotFound(TwinError):
-    """No such revision (of this node), or place."""
-
-
-class Conflict(TwinError):
-    """The request does not fit the state it meets (a revision no longer pending, a node without NVUE)."""
-
-
-@dataclass
-class Revision:
-    id: str
-    node: str
-    base: dict                      # the applied tree it was made from
-    tree: dict                      # the tree it would apply
-    state: str = "pending"
-    issues: list[str] = field(default_factory=list)
-    progress: str = ""
-    warning: bool = False           # the issues are warnings (applied, not converged)
-    wait: bool = False              # its apply waits for the lab to converge (an opt-in)
-    made: float = field(default_factory=time.time)
-
-    def doc(self) -> dict:
-        return api.revision_doc(self.state, self.issues, self.progress, "warning" if self.warning else "error")
 
 
 class Engine:
@@ -95,21 +71,16 @@ class Engine:
         """The revisions and `nv` sessions an earlier run of the service kept (none: a new lab)."""
         try:
             doc = json.loads(state.read_text(self._file()))
-            revisions = {k: Revision(**r) for k, r in doc["revisions"].items()}
+            revisions = {k: Revision.recalled(r) for k, r in doc["revisions"].items()}
             cli = {str(n): str(r) for n, r in doc["cli"].items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return    # none kept, or not readable as such: the service starts with none, as on `up`
-        for rev in revisions.values():
-            if rev.state == "apply":
-                rev.state, rev.progress = "apply_fail", "failed"
-                rev.issues = ["the NVUE service stopped while applying it: `twin status` and `nv show` say "
-                              "what the lab runs now"]
         self.revisions, self.cli = revisions, cli
 
     def keep(self) -> None:
         """Write the revisions and `nv` sessions down (after every change of one)."""
         with self.guard:     # one writer at a time: the worker thread keeps too
-            doc = {"revisions": {k: asdict(r) for k, r in self.revisions.items()}, "cli": dict(self.cli)}
+            doc = {"revisions": {k: r.kept() for k, r in self.revisions.items()}, "cli": dict(self.cli)}
             state.write_text(self._file(), json.dumps(doc))
 
     def session(self, node: str, rev: Revision | None) -> None:
@@ -123,15 +94,14 @@ class Engine:
     # --- what a node runs ------------------------------------------------------------------------
     def context(self) -> LabContext:
         if self.runtime is None:     # the runtime that made the lab (docker, or containerlab)
-            recorded = state.load(self.d)[0]
-            self.runtime = containerlab.runtime(recorded.runtime if recorded else None)
+            self.runtime = state.runtime_of(self.d)
         ctx = LabContext.open(self.lab, self.runtime)
         if ctx is None:
             raise Conflict(f"lab {self.lab!r} is not up")
         return ctx
 
-    def applied(self, node: str) -> nvue.NvueFile:
-        f = self.d / node / nvue.STARTUP
+    def applied(self, node: str) -> NvueFile:
+        f = self.d / node / STARTUP
         if not f.is_file() or f.is_symlink():
             raise Conflict(f"{node} runs twin's rendering, not NVUE: its configuration is read with vtysh, and "
                            "changed with `twin apply`; NVUE changes the nodes a lab brought up from startup.yaml "
@@ -152,17 +122,17 @@ class Engine:
         nf = self.applied(node)
         f = nvue_service.saved(self.d, node)
         f.parent.mkdir(parents=True, exist_ok=True)
-        state.write_text(f, nvue.dump(nf.tree, nf.header))
+        state.write_text(f, dump(nf.tree, nf.header))
 
     # --- revisions ------------------------------------------------------------------------------------
     def create(self, node: str, carry: Revision | None = None) -> Revision:
         """A new pending revision of `node` (with the edits of revision `carry`, on what it runs now)."""
         base = self.applied(node).tree
-        rev = Revision(api.revision_id(), node, base, rebase(base, carry) if carry else copy.deepcopy(base))
+        rev = Revision(revision_id(), node, base, rebase(base, carry) if carry else copy.deepcopy(base))
         with self.guard:
             self._prune(node)
             while rev.id in self.revisions:
-                rev.id = api.revision_id()
+                rev.id = revision_id()
             self.revisions[rev.id] = rev
         self.keep()
         return rev
@@ -170,7 +140,7 @@ class Engine:
     def _prune(self, node: str) -> None:
         mine = sorted((r for r in self.revisions.values() if r.node == node), key=lambda r: r.made)
         for r in mine[:max(0, len(mine) - MAX_REVISIONS + 1)]:
-            if r.state != "apply":
+            if r.retire():
                 del self.revisions[r.id]
 
     def get(self, node: str, rid: str) -> Revision:
@@ -184,43 +154,33 @@ class Engine:
 
     def edit(self, rev: Revision, fn) -> dict:
         """`fn(tree)` made on a pending revision, kept once NVUE's object tree takes it."""
-        if rev.state != "pending":
-            raise Conflict(f"revision {rev.id} is {rev.state}, not pending: make a new one")
-        tree = fn(copy.deepcopy(rev.tree))
-        rev.tree = nvue.from_tree(tree, f"revision {rev.id}").tree
+        tree = rev.edit(fn)
         self.keep()
-        return rev.tree
+        return tree
 
     def drop(self, rev: Revision) -> None:
-        if rev.state == "apply":
-            raise Conflict(f"revision {rev.id} is being applied")
+        rev.drop()
         with self.guard:
             self.revisions.pop(rev.id, None)
         self.keep()
 
     def tree(self, node: str, rev: str) -> dict:
         """The configuration `rev` names: applied, startup, or a revision of this node."""
-        if rev == "applied":
+        if rev == REV_APPLIED:
             return self.applied(node).tree
-        if rev == "startup":
+        if rev == REV_STARTUP:
             return self.startup(node)
         return self.get(node, rev).tree
 
     # --- apply -----------------------------------------------------------------------------------------
     def apply(self, rev: Revision, yes: bool, wait: bool = False) -> None:
         """Apply a pending revision (or one that ended ays_fail, asked again) on a worker thread;
-        `wait`: applied once the lab converged too (else once the node runs it)."""
-        if rev.state not in ("pending", "ays_fail"):
-            raise Conflict(f"revision {rev.id} is {rev.state}, not pending: make a new one")
-        stored = nvue.from_tree(rev.tree, rev.id).not_emulated
-        if stored and not yes:
-            rev.state, rev.issues = "ays_fail", [f"{nvue.show(p)} is stored, not emulated: apply with "
-                                                 "auto-prompt ays_yes (nv config apply -y) to keep it" for p in stored]
-            self.keep()
-            return
-        rev.state, rev.progress, rev.issues, rev.wait = "apply", "checking", [], wait
+        `wait`: applied once the lab converged too (else once the node runs it). Conflict when it is
+        being applied or was (a second apply of it: the first goes on)."""
+        begun = rev.begin(yes, wait)
         self.keep()
-        self.worker.submit(self._apply, rev)
+        if begun:
+            self.worker.submit(self._apply, rev)
 
     def _apply(self, rev: Revision) -> None:
         with self.guard:
@@ -232,28 +192,13 @@ class Engine:
         try:
             with locks.node_lock(self.lab, rev.node, f"twin nvued: {rev.node} revision {rev.id}"):
                 result = self._run(rev)
-            rev.state = "applied"
-            if result.missing:
-                rev.warning = True
-                rev.issues = [f"not converged within the deadline: {m}" for m in result.missing[:20]]
             t = result.timings
-            rev.progress = f"applied in {t.get('applied', 0):.1f}s" + (
-                "" if not rev.wait else f", converged in {t['converged']:.1f}s" if "converged" in t
-                else ", NOT converged")
-        except TopologyError as e:
-            rev.state, rev.issues = "apply_fail", [str(p) for p in e.problems]
-        except ChangeRefused as e:
-            rev.state, rev.issues = "apply_fail", list(e.reasons)
-        except ApplyFailed as e:
-            rev.state = "apply_fail"
-            rev.issues = [f"failed in stage {e.stage}: {e.error}; rolled back"] + [
-                f"could not restore: {p}" for p in e.problems]
-        except LabStateError as e:
-            rev.state, rev.issues = "apply_fail", [str(e)]
+            rev.end(State.APPLIED, [f"not converged within the deadline: {m}" for m in result.missing[:20]],
+                    f"applied in {t.get('applied', 0):.1f}s" + (
+                        "" if not rev.wait else f", converged in {t['converged']:.1f}s" if "converged" in t
+                        else ", NOT converged"), warning=bool(result.missing))
         except Exception as e:  # noqa: BLE001  (a revision says why it failed; the service goes on)
-            rev.state, rev.issues = "apply_fail", [f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
-        if rev.state == "apply_fail":
-            rev.progress = "failed"
+            rev.end(State.APPLY_FAIL, failure(e), "failed")
         self.keep()
 
     def _run(self, rev: Revision):
@@ -261,11 +206,24 @@ class Engine:
         now = self.applied(rev.node)
         tree = rebase(now.tree, rev)
         source = f"{rev.node} revision {rev.id}"
-        nf = nvue.from_tree(tree, source)
+        nf = from_tree(tree, source)
         nf.header = now.header
-        load.read_bytes(nvue.dump(nf.tree, nf.header).encode(), source)   # what is written reads back
+        load.read_bytes(dump(nf.tree, nf.header).encode(), source)   # what is written reads back
         change = NvueChange.of(ctx, source, {rev.node: nf})
         return apply(ctx, change, wait=rev.wait, node=rev.node, say=lambda m: setattr(rev, "progress", m))
+
+
+def failure(e: Exception) -> list[str]:
+    """Why an apply failed, as a revision's issues: every problem, every refusal, what was rolled back."""
+    if isinstance(e, TopologyError):
+        return [str(p) for p in e.problems]
+    if isinstance(e, ChangeRefused):
+        return list(e.reasons)
+    if isinstance(e, ApplyFailed):
+        return [f"failed in stage {e.stage}: {e.error}; rolled back"] + [f"could not restore: {p}" for p in e.problems]
+    if isinstance(e, LabStateError):
+        return [str(e)]
+    return [f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
 
 
 def rebase(tree: dict, rev: Revision) -> dict:

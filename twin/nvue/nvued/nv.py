@@ -15,12 +15,16 @@ import base64
 import binascii
 from typing import Any
 
-from twin import nvue
 from twin.base.errors import TopologyError, TwinError
 from twin.nvue import api, cli
+from twin.nvue.api import FAILED, State
+from twin.nvue.load import dump, from_tree
 from twin.nvue.nvued import show
-from twin.nvue.nvued.engine import Engine, Revision
+from twin.nvue.nvued.engine import Engine
+from twin.nvue.nvued.revision import Revision
+from twin.nvue.schema import API
 from twin.nvue.tree import diff, get
+from twin.nvue.tree import show as show_path
 
 MAX_FILE = 1 << 20            # a file `nv config patch|replace` sends (a startup.yaml's limit)
 MAX_BODY = (MAX_FILE + 2) // 3 * 4 + (64 << 10)   # such a file in base64, and room for the words around it
@@ -84,8 +88,8 @@ def _verb(engine: Engine, node: str, cmd: cli.Command, data: bytes | None, tty: 
         return _ok(cli.render(_show(engine, node, cmd.words), cmd.output))
     if cmd.verb == "config-show":
         nf = engine.applied(node)
-        docs = [{"header": nf.header or {"nvue-api-version": nvue.API}}, {"set": nf.tree}]
-        return _ok(cli.render(docs, cmd.output) if cmd.output == "json" else nvue.dump(nf.tree, nf.header))
+        docs = [{"header": nf.header or {"nvue-api-version": API}}, {"set": nf.tree}]
+        return _ok(cli.render(docs, cmd.output) if cmd.output == "json" else dump(nf.tree, nf.header))
     if cmd.verb == "save":
         engine.save(node)
         return _ok("saved\n")
@@ -107,9 +111,9 @@ def _verb(engine: Engine, node: str, cmd: cli.Command, data: bytes | None, tty: 
 def _apply(engine: Engine, node: str, rev: Revision | None, cmd: cli.Command, tty: bool) -> dict:
     if rev is None or not diff(engine.applied(node).tree, rev.tree):
         return _ok("no changes to apply: the pending configuration is the applied one\n")
-    stored = nvue.from_tree(rev.tree, rev.id).not_emulated
+    stored = from_tree(rev.tree, rev.id).not_emulated
     if stored and not cmd.yes:
-        what = ", ".join(nvue.show(p) for p in stored[:8])
+        what = ", ".join(show_path(p) for p in stored[:8])
         if tty:
             return {"rc": 1, "out": "", "err": f"Warning: stored, not emulated: {what}\n",
                     "ask": "Are you sure you want to apply it?"}
@@ -131,10 +135,10 @@ def _current(engine: Engine, node: str) -> Revision | None:
     again (in a new revision, on what the node runs now), as a switch keeps them."""
     rid = engine.cli.get(node)
     rev = engine.revisions.get(rid) if rid else None
-    if rev is not None and rev.state in api.FAILED:
+    if rev is not None and rev.state in FAILED:
         rev = engine.create(node, carry=rev)
         engine.session(node, rev)
-    return rev if rev is not None and rev.state == "pending" else None
+    return rev if rev is not None and rev.state is State.PENDING else None
 
 
 def _show(engine: Engine, node: str, words: tuple[str, ...]) -> Any:
@@ -147,5 +151,5 @@ def _show(engine: Engine, node: str, words: tuple[str, ...]) -> Any:
     tree = engine.applied(node).tree
     found = get(tree, path)
     if found is None and path:
-        raise ValueError(f"{nvue.show(path)}: not set in {node}'s applied configuration")
+        raise ValueError(f"{show_path(path)}: not set in {node}'s applied configuration")
     return found

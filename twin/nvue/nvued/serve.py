@@ -16,10 +16,12 @@ from pathlib import Path
 
 from twin import kinds
 from twin.base.errors import TwinError
+from twin.config.dialect import register
 from twin.config.naming import nvue_run
 from twin.lifecycle import daemon, state
 from twin.lifecycle.service import Listener, Service
 from twin.nvue import service as nvue_service
+from twin.nvue.dialect import DIALECT
 from twin.nvue.nvued import nv
 from twin.nvue.nvued.app import make_app, problem_body
 from twin.nvue.nvued.engine import Engine
@@ -33,6 +35,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m twin.nvue.nvued LAB", file=sys.stderr)
         return 2
+    register(DIALECT)   # a process of its own, without `twin.Lab`: the dialect it serves, registered by itself
     try:
         return serve(argv[0])
     except TwinError as e:

@@ -15,15 +15,15 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from twin import nvue
 from twin.config.backend import tenant_ns
 from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext
-from twin.nvue.change.nvue_work import kernel
-from twin.nvue.nvued.engine import NotFound
-from twin.runtime import frr
-from twin.runtime.observe import interfaces as links
+from twin.nvue.configs import running
+from twin.nvue.nvued.revision import NotFound
+from twin.nvue.plane import VLAN_AWARE, Plane
+from twin.nvue.tree import show
+from twin.runtime import FRR_RIB, FRR_VNIS, normalize_vni, read_interfaces, route_entries, vni_states, vrf_routes_cmd
 
 PATHS = (("interface",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
          ("vrf", "*", "router", "rib", "ipv4", "route"))
@@ -62,19 +62,19 @@ def _pruned(doc: Any) -> Any:
 def below(doc: Any, rest: tuple[str, ...], path: tuple[str, ...]) -> Any:
     for i, k in enumerate(rest):
         if not isinstance(doc, dict) or k not in doc:
-            raise NotFound(f"{nvue.show(path[:len(path) - len(rest) + i + 1])}: no such "
+            raise NotFound(f"{show(path[:len(path) - len(rest) + i + 1])}: no such "
                            f"{'entry' if i == 0 else 'key'} in the operational state")
         doc = doc[k]
     return doc
 
 
-def _plane(ctx: LabContext, node: str) -> nvue.Plane | None:
+def _plane(ctx: LabContext, node: str) -> Plane | None:
     ctx.node(node)
-    running = nvue.running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node], **kernel(ctx))
-    return running[node].plane if node in running else None
+    runs = running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node])
+    return runs[node].plane if node in runs else None
 
 
-def _vrf(plane: nvue.Plane | None, name: str) -> str:
+def _vrf(plane: Plane | None, name: str) -> str:
     """The kernel VRF of an NVUE VRF of the node ('default' is the underlay)."""
     if name == "default":
         return name
@@ -85,13 +85,13 @@ def _vrf(plane: nvue.Plane | None, name: str) -> str:
 
 
 # --- interfaces --------------------------------------------------------------------------------------
-def interfaces(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict:
+def interfaces(ctx: LabContext, node: str, plane: Plane | None) -> dict:
     """NVUE interface name -> its state, from the kernel of the node and of its tenant namespaces."""
     where = _devices(ctx, node, plane)
     kernel: dict[str, dict[str, dict]] = {}
     for ns in sorted({ns for ns, _ in where.values()}):
         with ctx.ipr(node, ns) as ipr:
-            kernel[ns] = links(ipr)
+            kernel[ns] = read_interfaces(ipr)
     out: dict[str, dict[str, Any]] = {}
     for name, (ns, dev) in sorted(where.items()):
         k = kernel.get(ns, {}).get(dev)
@@ -110,7 +110,7 @@ def interfaces(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict:
     return out
 
 
-def _devices(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict[str, tuple[str, str]]:
+def _devices(ctx: LabContext, node: str, plane: Plane | None) -> dict[str, tuple[str, str]]:
     """NVUE interface name -> (namespace, kernel device)."""
     if plane is None:    # twin's rendering: its ports and loopback, by their own names
         n = ctx.fabric.nodes[node]
@@ -122,7 +122,7 @@ def _devices(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict[str, 
     for vlan, svi in plane.conf.svis.items():
         vnis = plane.conf.vlans.get(vlan) or []
         t = next((t for t in plane.fabric.tenants.values() if t.vrf == plane.vrfs.get(svi.vrf or "")), None)
-        if plane.layout == nvue.VLAN_AWARE:
+        if plane.layout == VLAN_AWARE:
             out[svi.name] = ("", svi.name)
         elif vnis and t is not None:
             out[svi.name] = (tenant_ns(t, ctx.backend), bridge_name(vnis[0]))
@@ -131,12 +131,12 @@ def _devices(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict[str, 
     return out
 
 
-def _svi_vrf(plane: nvue.Plane | None, name: str) -> str | None:
+def _svi_vrf(plane: Plane | None, name: str) -> str | None:
     return next((s.vrf for s in plane.conf.svis.values() if s.name == name), None) if plane else None
 
 
 # --- FRR ------------------------------------------------------------------------------------------------
-def neighbors(ctx: LabContext, node: str, vrf: str, plane: nvue.Plane | None) -> dict:
+def neighbors(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dict:
     doc = ctx.exec(node).vtysh_json(f"show bgp vrf {vrf} neighbors json")[0]
     names = {dev: name for name, dev in (plane.devices.items() if plane else ())}
     out = {}
@@ -160,13 +160,13 @@ def _is_ip(text: str) -> bool:
         return False
 
 
-def vnis(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict:
-    doc = ctx.exec(node).vtysh_json(frr.VNIS)[0]
+def vnis(ctx: LabContext, node: str, plane: Plane | None) -> dict:
+    doc = ctx.exec(node).vtysh_json(FRR_VNIS)[0]
     vlan_of = {v: vlan for vlan, vs in (plane.conf.vlans.items() if plane else ()) for v in vs}
     nvue_vrf = {k: n for n, k in (plane.vrfs.items() if plane else ())}
     out = {}
-    for vni, e in sorted(frr.vni_states(doc).items()):
-        e = frr.normalize_vni(e)
+    for vni, e in sorted(vni_states(doc).items()):
+        e = normalize_vni(e)
         out[str(vni)] = {"type": e.get("type"), "vrf": nvue_vrf.get(e.get("vrf"), e.get("vrf")),
                          "vlan": vlan_of.get(vni), "vxlan-interface": e.get("vxlanInterface") or e.get("vxlanIntf"),
                          "remote-vtep": {ip: {} for ip in e.get("remoteVteps", [])},
@@ -175,10 +175,10 @@ def vnis(ctx: LabContext, node: str, plane: nvue.Plane | None) -> dict:
 
 
 def routes(ctx: LabContext, node: str, vrf: str) -> dict:
-    doc = ctx.exec(node).vtysh_json(frr.vrf_routes_cmd(vrf) if vrf != "default" else frr.RIB)[0]
+    doc = ctx.exec(node).vtysh_json(vrf_routes_cmd(vrf) if vrf != "default" else FRR_RIB)[0]
     out = {}
     for prefix in sorted(doc if isinstance(doc, dict) else {}):
-        entries = frr.route_entries(doc, prefix)
+        entries = route_entries(doc, prefix)
         best = next((e for e in entries if e["selected"]), entries[0] if entries else None)
         if best is not None:
             out[prefix] = {"protocol": best["protocol"], "via": {h: {} for h in best["nexthops"]}}

@@ -17,7 +17,15 @@ from typing import Any, Callable
 from twin.base import timeouts
 from twin.config.overlay import tenant_ns
 from twin.lifecycle.context import LabContext
-from twin.runtime import frr
+from twin.runtime import (
+    bgp_peer_state,
+    bgp_peers,
+    bgp_summary_cmd,
+    bgp_table_cmd,
+    bgp_table_size,
+    route_cmd,
+    route_entries,
+)
 from twin.topology.schema import (
     BgpPrefixesCheck,
     BgpSessionCheck,
@@ -80,13 +88,13 @@ def far_key(ctx: LabContext, node: str, key: str, vrf: str = "default") -> tuple
 
 
 def _summary(ctx: LabContext, node: str, vrf: str) -> dict:
-    (doc,) = ctx.exec(node).vtysh_json(frr.summary_cmd(vrf), timeout=timeouts.VTYSH)
+    (doc,) = ctx.exec(node).vtysh_json(bgp_summary_cmd(vrf), timeout=timeouts.VTYSH)
     return doc
 
 
 def bgp_session(ctx: LabContext, s: BgpSessionCheck) -> Outcome:
     doc = _summary(ctx, s.node, s.vrf)
-    states = {k: frr.peer_state(doc, s.afi, k) for k in keys_of(ctx, s.node, s.peer, s.port, s.vrf)}
+    states = {k: bgp_peer_state(doc, s.afi, k) for k in keys_of(ctx, s.node, s.peer, s.port, s.vrf)}
     want = {"established": lambda st: st == "Established", "down": lambda st: st != "Established",
             "absent": lambda st: st == "absent"}.get(s.state, lambda st: st.lower() == s.state)
     holds = bool(states) and all(want(st) for st in states.values())
@@ -96,18 +104,18 @@ def bgp_session(ctx: LabContext, s: BgpSessionCheck) -> Outcome:
 
 def bgp_prefixes(ctx: LabContext, s: BgpPrefixesCheck) -> Outcome:
     if s.peer is None and s.port is None:
-        (doc,) = ctx.exec(s.node).vtysh_json(frr.bgp_table_cmd(s.vrf, s.afi), timeout=timeouts.VTYSH)
-        counts = {f"{s.vrf} {s.afi} table": frr.bgp_table_size(doc, s.afi)}
+        (doc,) = ctx.exec(s.node).vtysh_json(bgp_table_cmd(s.vrf, s.afi), timeout=timeouts.VTYSH)
+        counts = {f"{s.vrf} {s.afi} table": bgp_table_size(doc, s.afi)}
     elif s.count == "accepted":
         doc = _summary(ctx, s.node, s.vrf)
-        counts = {k: frr.peers(doc, s.afi).get(k, {}).get("pfxRcd")
+        counts = {k: bgp_peers(doc, s.afi).get(k, {}).get("pfxRcd")
                   for k in keys_of(ctx, s.node, s.peer, s.port, s.vrf)}
     else:   # received: what the peer sent us, as the peer counts it
         counts = {}
         for k in keys_of(ctx, s.node, s.peer, s.port, s.vrf):
             far = far_key(ctx, s.node, k, s.vrf)
             peer_doc = _summary(ctx, far[0], s.vrf) if far else {}
-            counts[k] = frr.peers(peer_doc, s.afi).get(far[1], {}).get("pfxSnt") if far else None
+            counts[k] = bgp_peers(peer_doc, s.afi).get(far[1], {}).get("pfxSnt") if far else None
     bounds = " and ".join(([f"at least {s.min}"] if s.min is not None else []) +
                           ([f"at most {s.max}"] if s.max is not None else []))
     bad = {k: n for k, n in counts.items() if not isinstance(n, int) or (s.min is not None and n < s.min)
@@ -121,8 +129,8 @@ def bgp_prefixes(ctx: LabContext, s: BgpPrefixesCheck) -> Outcome:
 def route(ctx: LabContext, s: RouteCheck) -> Outcome:
     vrf = ctx.fabric.tenants[s.tenant].vrf if s.tenant else (s.vrf or "default")
     prefix = ip_network(s.prefix).compressed
-    (doc,) = ctx.exec(s.node).vtysh_json(frr.route_cmd(vrf, prefix), timeout=timeouts.VTYSH)
-    entries = [e for e in frr.route_entries(doc, prefix) if s.protocol is None or e["protocol"] == s.protocol]
+    (doc,) = ctx.exec(s.node).vtysh_json(route_cmd(vrf, prefix), timeout=timeouts.VTYSH)
+    entries = [e for e in route_entries(doc, prefix) if s.protocol is None or e["protocol"] == s.protocol]
     shown = "; ".join(f"{e['protocol']}{'' if e['selected'] else ' (not selected)'} via {', '.join(e['nexthops'])}"
                       for e in entries)
     where = f"{prefix} in VRF {vrf} on {s.node}"

@@ -10,7 +10,7 @@ from twin.base import timeouts, wait
 from twin.base.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import barrier
 from twin.lifecycle.context import LabContext
-from twin.runtime.exec import carried, labelled
+from twin.runtime import carried, labelled
 from twin.topology.schema import CheckSpec
 from twin.verify.checks.probes import PROBES, Outcome
 from twin.verify.result import Check

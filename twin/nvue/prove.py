@@ -1,8 +1,8 @@
-"""What the frr.conf an NVUE node runs holds of its user's own beyond the lines `frr_side` takes
-from every router: the peer groups and neighbors its EVPN address family is activated for
-(twin's own rendering activates its one `fabric` group, which it does not prove), and, exempt
-with the reason, the BGP neighbors and static routes verify does not judge (a neighbor on no
-link of the topology, one in a VRF, a static route).
+"""NVUE's `--prove` elements: what the frr.conf an NVUE node runs holds of its user's own beyond
+the lines `twin.prove`'s `frr_side` takes from every router: the peer groups and neighbors its
+EVPN address family is activated for (twin's own rendering activates its one `fabric` group,
+which it does not prove), and, exempt with the reason, the BGP neighbors and static routes verify
+does not judge (a neighbor on no link of the topology, one in a VRF, a static route).
 
 Each activation is an element: `no neighbor X activate` in `address-family l2vpn evpn`, caught by
 the node's BGP check (its EVPN sessions with the topology's peers are gone), restored by
@@ -14,6 +14,7 @@ import re
 
 from twin.intent import frrconf
 from twin.lifecycle.context import LabContext
+from twin.nvue.configs import runs_nvue
 from twin.prove.element import Element, Exempt, Vtysh, alt
 from twin.prove.frr_side import Runs, running
 
@@ -21,7 +22,7 @@ from twin.prove.frr_side import Runs, running
 def peer_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     out, exempt = [], []
     for node, r in running(ctx).items():
-        if not r.nvue:
+        if not runs_nvue(ctx.dir, node):
             continue
         els, ex = _activations(ctx, node, r)
         out += els
