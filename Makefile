@@ -7,6 +7,7 @@ TWIN    = $(VENV)/bin/twin
 LAB    ?= aipod
 TOPOLOGY ?= topologies/aipod.yml
 PYTEST_ARGS ?=
+PYTEST_WORKERS ?= 3
 SOAK_ARGS ?=
 CHAOS_ARGS ?=
 PROVE_ARGS ?=
@@ -44,8 +45,10 @@ lint: venv
 	$(VENV)/bin/ruff check twin tests bench scripts
 	$(VENV)/bin/mypy
 
+# the tests in parallel, PYTEST_WORKERS at a time (pytest-xdist; a module stays on one worker, the e2e
+# modules first: tests/parallel.py); PYTEST_WORKERS=0 runs them one after another
 test: images lint docs-check
-	$(VENV)/bin/pytest -v --durations=25 $(PYTEST_ARGS) tests
+	$(VENV)/bin/pytest -v -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS) tests
 
 # the documentation site into site/ (the command reference and the front page generated as it builds)
 docs: venv

@@ -5,11 +5,38 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
+PARALLEL_DIST = ("load", "loadscope", "loadgroup")   # what `pytest -n N` may ask for: tests/parallel.py
 
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true",
                      help="rewrite golden files from the current output instead of comparing")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") in PARALLEL_DIST:
+        from tests.parallel import scheduler
+        return scheduler(config, log)
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    if hasattr(config, "workerinput"):
+        from tests.parallel import e2e_first
+        e2e_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    from tests.parallel import take_host_turn
+    take_host_turn(node.config, ids)
+
+
+def pytest_unconfigure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        from tests.parallel import release_host_turn
+        release_host_turn(config)
 
 
 @pytest.fixture

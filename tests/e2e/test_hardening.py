@@ -26,10 +26,11 @@ SMALL = "tests/e2e/small.yml"
 
 
 @pytest.fixture(autouse=True)
-def clean_slate(request):
+def clean_slate(runtime):
     """A test that failed before may have left its lab: each starts from nothing."""
     for name in ("t-kill-crea", "t-kill-cont", "t-kill-conv", "t-ctrlc", "t-lock", "t-exists", "t-probe-left"):
-        twin_cli("down", name)
+        if leftovers(runtime, name):
+            twin_cli("down", name)
 
 
 def spawn(*args: str) -> subprocess.Popen:

@@ -1,0 +1,75 @@
+"""How `make test` runs the suite in parallel (`pytest -n N`, pytest-xdist), used by tests/conftest.py.
+
+- What goes together: a test module is handed out whole, to one worker, which runs its tests in
+  their order: its module-scoped fixtures (an e2e module's labs above all) are made once. Modules
+  that share a lab (`SHARED_LABS`) are handed out together, as one unit.
+- In which order: the e2e modules first (long, mostly waiting on containers and FRR), then the
+  unit tests, which fill the end of the run; within each, the order pytest collects them in.
+- The host's turn (tests/e2e/conftest.py `host_turn`): the run's controller takes it once, when
+  a worker has collected an e2e test and before any test is handed out, and sweeps what an earlier
+  run left; its workers share that turn and never sweep, so none takes down a sibling's lab.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import ExitStack
+
+import pytest
+
+E2E = "tests/e2e/"   # node ids of the end-to-end tests start so (from the rootdir)
+
+# A lab shared across modules (a fixture of tests/e2e/conftest.py) and the modules that use it: they
+# run on one worker, one after another. A module that uses the fixture must be listed here.
+SHARED_LABS = {
+    "aipod": ("tests/e2e/test_byon_clone.py", "tests/e2e/test_observe.py", "tests/e2e/test_prove.py",
+              "tests/e2e/test_stream.py", "tests/e2e/test_verify.py"),
+}
+UNIT_OF = {module: lab for lab, modules in SHARED_LABS.items() for module in modules}
+HOST_TURN = pytest.StashKey[ExitStack]()
+
+
+def scheduler(config: pytest.Config, log):
+    """xdist's scope scheduling with a module (or the modules sharing a lab) as its unit of work, the
+    units in collection order (not xdist's largest-first). (xdist imported here: a run without it,
+    serial, needs nothing of this module but its names.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return UNIT_OF.get(module, module)
+
+    config.option.loadscopereorder = False
+    return ByModule(config, log)
+
+
+def e2e_first(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(E2E))
+
+
+def take_host_turn(config: pytest.Config, ids: list[str]) -> None:
+    """In the controller, once: the host's turn held until the run ends (`release_host_turn`), and
+    what an earlier run left taken down, if the run has e2e tests."""
+    if HOST_TURN in config.stash or not any(i.startswith(E2E) for i in ids):
+        return
+    from tests.e2e.conftest import host_turn, sweep_earlier_runs
+
+    turn = ExitStack()
+    config.stash[HOST_TURN] = turn
+    turn.enter_context(host_turn())
+    old = os.environ.get("TWIN_HOME")
+    with tempfile.TemporaryDirectory(prefix="twin-sweep-") as home:
+        os.environ["TWIN_HOME"] = home       # as a worker's session has its own
+        try:
+            sweep_earlier_runs()
+        finally:
+            if old is None:
+                os.environ.pop("TWIN_HOME", None)
+            else:
+                os.environ["TWIN_HOME"] = old
+
+
+def release_host_turn(config: pytest.Config) -> None:
+    if HOST_TURN in config.stash:
+        config.stash[HOST_TURN].close()
