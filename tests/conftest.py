@@ -33,10 +33,27 @@ def pytest_xdist_node_collection_finished(node, ids):
     take_host_turn(node.config, ids)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """In a worker, each test (its fixtures' setup and teardown with it) takes its turn in the run's
+    room: an `alone` test with no other beside it (tests/parallel.py `room`)."""
+    if not hasattr(item.config, "workerinput"):
+        return (yield)
+    from tests.parallel import ALONE, room
+    with room(item.config.workerinput["testrunuid"], item.get_closest_marker(ALONE) is not None):
+        return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    from tests.parallel import RUN
+    node.config.stash[RUN] = node.workerinput["testrunuid"]
+
+
 def pytest_unconfigure(config):
-    if config.pluginmanager.hasplugin("xdist"):
-        from tests.parallel import release_host_turn
-        release_host_turn(config)
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        from tests.parallel import ended
+        ended(config)
 
 
 @pytest.fixture

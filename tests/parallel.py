@@ -5,15 +5,21 @@
   that share a lab (`SHARED_LABS`) are handed out together, as one unit.
 - In which order: the e2e modules first (long, mostly waiting on containers and FRR), then the
   unit tests, which fill the end of the run; within each, the order pytest collects them in.
+- A test marked `alone` (`@pytest.mark.alone`: it measures rates, or wall time where that is the
+  point) runs with no other test of the run beside it (`room`): the other workers finish the test
+  they are in and wait. Keep them few and short: each holds the whole run.
 - The host's turn (tests/e2e/conftest.py `host_turn`): the run's controller takes it once, when
   a worker has collected an e2e test and before any test is handed out, and sweeps what an earlier
   run left; its workers share that turn and never sweep, so none takes down a sibling's lab.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -27,6 +33,7 @@ SHARED_LABS = {
 }
 UNIT_OF = {module: lab for lab, modules in SHARED_LABS.items() for module in modules}
 HOST_TURN = pytest.StashKey[ExitStack]()
+RUN = pytest.StashKey[str]()          # the run's id (xdist's testrunuid), in the controller
 
 
 def scheduler(config: pytest.Config, log):
@@ -49,7 +56,7 @@ def e2e_first(items: list[pytest.Item]) -> None:
 
 
 def take_host_turn(config: pytest.Config, ids: list[str]) -> None:
-    """In the controller, once: the host's turn held until the run ends (`release_host_turn`), and
+    """In the controller, once: the host's turn held until the run ends (`ended`), and
     what an earlier run left taken down, if the run has e2e tests."""
     if HOST_TURN in config.stash or not any(i.startswith(E2E) for i in ids):
         return
@@ -70,6 +77,36 @@ def take_host_turn(config: pytest.Config, ids: list[str]) -> None:
                 os.environ["TWIN_HOME"] = old
 
 
-def release_host_turn(config: pytest.Config) -> None:
+def ended(config: pytest.Config) -> None:
+    """In the controller, at the run's end: the host's turn released, the rooms' files removed."""
     if HOST_TURN in config.stash:
         config.stash[HOST_TURN].close()
+    if RUN in config.stash:
+        for end in ("gate", "room"):
+            Path(tempfile.gettempdir(), f"twin-tests-{config.stash[RUN]}.{end}").unlink(missing_ok=True)
+
+
+ALONE = "alone"      # the marker of a test that must have the machine to itself
+
+
+@contextmanager
+def room(uid: str, alone: bool) -> Iterator[None]:
+    """A test's turn among the run's workers (`uid`: the run's id): any number of tests at once, but
+    a test marked `alone` (one that measures rates or wall time where they are the point) with no
+    other test beside it. A readers-writer lock over two files: the gate is taken by every test
+    briefly and held by an `alone` test while it waits, so that no other test starts meanwhile;
+    each test holds the room shared, an `alone` test exclusively."""
+    base = Path(tempfile.gettempdir()) / f"twin-tests-{uid}"
+    with open(f"{base}.gate", "a") as gate, open(f"{base}.room", "a") as hall:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(hall, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(hall, fcntl.LOCK_UN)
+            if alone:
+                fcntl.flock(gate, fcntl.LOCK_UN)
