@@ -36,12 +36,18 @@ def pytest_xdist_node_collection_finished(node, ids):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """In a worker, each test (its fixtures' setup and teardown with it) takes its turn in the run's
-    room: an `alone` test with no other beside it (tests/parallel.py `room`)."""
+    room: an `alone` test with no other beside it (tests/parallel.py `Room`)."""
     if not hasattr(item.config, "workerinput"):
         return (yield)
-    from tests.parallel import ALONE, room
-    with room(item.config.workerinput["testrunuid"], item.get_closest_marker(ALONE) is not None):
+    from tests.parallel import ALONE, ROOM, Room
+    if ROOM not in item.config.stash:
+        item.config.stash[ROOM] = Room(item.config.workerinput["testrunuid"])
+    room, alone = item.config.stash[ROOM], item.get_closest_marker(ALONE) is not None
+    room.enter(alone)
+    try:
         return (yield)
+    finally:
+        room.leave(keep=alone and nextitem is not None and nextitem.get_closest_marker(ALONE) is not None)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -6,7 +6,7 @@
 - In which order: the e2e modules first (long, mostly waiting on containers and FRR), then the
   unit tests, which fill the end of the run; within each, the order pytest collects them in.
 - A test marked `alone` (`@pytest.mark.alone`: it measures rates, or wall time where that is the
-  point) runs with no other test of the run beside it (`room`): the other workers finish the test
+  point) runs with no other test of the run beside it (`Room`): the other workers finish the test
   they are in and wait. Keep them few and short: each holds the whole run.
 - The host's turn (tests/e2e/conftest.py `host_turn`): the run's controller takes it once, when
   a worker has collected an e2e test and before any test is handed out, and sweeps what an earlier
@@ -17,9 +17,8 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -34,6 +33,7 @@ SHARED_LABS = {
 UNIT_OF = {module: lab for lab, modules in SHARED_LABS.items() for module in modules}
 HOST_TURN = pytest.StashKey[ExitStack]()
 RUN = pytest.StashKey[str]()          # the run's id (xdist's testrunuid), in the controller
+ROOM = pytest.StashKey["Room"]()      # a worker's turn among the others (`Room`)
 
 
 def scheduler(config: pytest.Config, log):
@@ -89,24 +89,34 @@ def ended(config: pytest.Config) -> None:
 ALONE = "alone"      # the marker of a test that must have the machine to itself
 
 
-@contextmanager
-def room(uid: str, alone: bool) -> Iterator[None]:
-    """A test's turn among the run's workers (`uid`: the run's id): any number of tests at once, but
+class Room:
+    """A worker's turn among the run's workers (`uid`: the run's id): any number of tests at once, but
     a test marked `alone` (one that measures rates or wall time where they are the point) with no
     other test beside it. A readers-writer lock over two files: the gate is taken by every test
     briefly and held by an `alone` test while it waits, so that no other test starts meanwhile;
-    each test holds the room shared, an `alone` test exclusively."""
-    base = Path(tempfile.gettempdir()) / f"twin-tests-{uid}"
-    with open(f"{base}.gate", "a") as gate, open(f"{base}.room", "a") as hall:
-        fcntl.flock(gate, fcntl.LOCK_EX)
+    each test holds the room shared, an `alone` test exclusively, and keeps it for the next test
+    when that one is `alone` too (consecutive `alone` tests wait for the others once)."""
+
+    def __init__(self, uid: str):
+        base = Path(tempfile.gettempdir()) / f"twin-tests-{uid}"
+        self.gate, self.hall = open(f"{base}.gate", "a"), open(f"{base}.room", "a")
+        self.alone = False       # the room held alone, kept from the test before
+
+    def enter(self, alone: bool) -> None:
+        if self.alone:
+            return
+        fcntl.flock(self.gate, fcntl.LOCK_EX)
         try:
-            fcntl.flock(hall, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+            fcntl.flock(self.hall, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         finally:
             if not alone:
-                fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(hall, fcntl.LOCK_UN)
-            if alone:
-                fcntl.flock(gate, fcntl.LOCK_UN)
+                fcntl.flock(self.gate, fcntl.LOCK_UN)
+        self.alone = alone
+
+    def leave(self, keep: bool) -> None:
+        if self.alone and keep:
+            return
+        fcntl.flock(self.hall, fcntl.LOCK_UN)
+        if self.alone:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+        self.alone = False
