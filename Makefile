@@ -7,6 +7,7 @@ TWIN    = $(VENV)/bin/twin
 LAB    ?= aipod
 TOPOLOGY ?= topologies/aipod.yml
 PYTEST_ARGS ?=
+PYTEST_WORKERS ?= 3
 SOAK_ARGS ?=
 CHAOS_ARGS ?=
 PROVE_ARGS ?=
@@ -44,8 +45,12 @@ lint: venv
 	$(VENV)/bin/ruff check twin tests bench scripts
 	$(VENV)/bin/mypy
 
+# the tests in parallel, PYTEST_WORKERS at a time (pytest-xdist; a module stays on one worker, the e2e
+# modules first: tests/parallel.py; PYTEST_WORKERS=0 runs them one after another), but the slow proofs
+# (`make prove`); twin compiled first, once, for the many `twin` commands the tests run
 test: images lint docs-check
-	$(VENV)/bin/pytest -v --durations=25 $(PYTEST_ARGS) tests
+	$(VENV)/bin/python -m compileall -q twin tests
+	$(VENV)/bin/pytest -v -n $(PYTEST_WORKERS) -m "not prove" --durations=25 $(PYTEST_ARGS) tests
 
 # the documentation site into site/ (the command reference and the front page generated as it builds)
 docs: venv
@@ -97,11 +102,13 @@ soak: images
 chaos: images
 	$(VENV)/bin/python bench/chaos.py $(CHAOS_ARGS)
 
-# verify proves itself: `twin verify` 20 times on aipod and on pod8 (0 failures), the whole
-# `twin verify aipod --prove` twice and the proof of the services lab's services twice (every
-# element caught and restored, the same verdicts) (not part of make test;
-# PROVE_ARGS="--verify-runs 5 --proofs 1" for a shorter one, --labs '' for the services lab alone)
+# verify proves itself: the suite's slow proofs (tests marked `prove`, which `make test` leaves out),
+# then `twin verify` 20 times on aipod and on pod8 (0 failures), the whole `twin verify aipod --prove`
+# twice and the proof of the services lab's services twice (every element caught and restored, the
+# same verdicts) (not part of make test; PROVE_ARGS="--verify-runs 5 --proofs 1" for a shorter one,
+# --labs '' for the services lab alone)
 prove: images
+	$(VENV)/bin/pytest -v -m prove tests/e2e
 	$(VENV)/bin/python bench/prove.py $(PROVE_ARGS)
 
 clean:

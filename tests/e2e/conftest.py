@@ -18,8 +18,10 @@ from typing import Any, Iterator
 import pytest
 from pyroute2 import IPRoute, netns
 
+from tests.parallel import SHARED_LABS
 from twin.config.naming import LABEL_LAB
 from twin.lab import Lab
+from twin.lifecycle import barrier
 from twin.runtime import etchosts
 from twin.runtime.docker import DockerRuntime
 
@@ -49,10 +51,15 @@ def host_turn(who: str = "twin e2e") -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def one_e2e_run_at_a_time(twin_home):
+def one_e2e_run_at_a_time(request, twin_home):
     """Test labs have fixed names and Docker's names are host-wide: two e2e runs on one host (two
     checkouts) would tear each other's labs down. They take turns; the run whose turn it is first
-    takes down what an earlier run left (`sweep_earlier_runs`)."""
+    takes down what an earlier run left (`sweep_earlier_runs`). A worker of a parallel run
+    (`pytest -n`) does neither: its controller took the turn for all its workers and swept before
+    any of them started a test (tests/conftest.py), so no worker takes down a sibling's lab."""
+    if hasattr(request.config, "workerinput"):
+        yield
+        return
     with host_turn():
         sweep_earlier_runs()
         yield
@@ -111,6 +118,29 @@ def make_lab(runtime, node_image):
     yield make
     for lab in made:
         Lab(lab.name).down()
+
+
+@pytest.fixture(scope="session")
+def shared_aipod(make_lab) -> Lab:
+    """The default lab (topologies/aipod.yml as `t-shared`), made once in a run (by the one worker
+    that runs the modules sharing it) and taken down at its end. Use it through `aipod`."""
+    return make_lab("topologies/aipod.yml", "t-shared")
+
+
+@pytest.fixture(scope="module")
+def aipod(request, shared_aipod) -> Iterator[Lab]:
+    """The default lab, shared by the modules that use this fixture: a module that only reads the
+    lab, or puts back what it changes (a fault reverted, a proof's elements restored), takes it
+    instead of making an aipod of its own (~10 s of bring-up and teardown each). Such a module is
+    listed in tests/parallel.py `SHARED_LABS`: a parallel run hands those modules out together, to
+    one worker, one after another. After the module's last test the lab must hold its whole intent
+    again (within the convergence deadline): a module that leaves it otherwise fails there."""
+    module = request.node.nodeid.split("::")[0]
+    if module not in SHARED_LABS["aipod"]:
+        pytest.fail(f"{module} uses the shared lab `aipod`: list it in tests/parallel.py SHARED_LABS['aipod'] "
+                    "(a parallel run must give it to the worker that has that lab)", pytrace=False)
+    yield shared_aipod
+    barrier.converge(shared_aipod.context())
 
 
 def twin_cli(*args: str, check: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -17,7 +18,7 @@ from twin.lab import Lab
 
 pytestmark = pytest.mark.e2e
 
-ORIGINAL, CLONE = "t-by-prod", "t-by-clone"
+CLONE = "t-by-clone"
 
 
 def lldp_neighbours(lab: Lab, node: str) -> int:
@@ -27,9 +28,10 @@ def lldp_neighbours(lab: Lab, node: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def production(make_lab, tmp_path_factory) -> tuple[Lab, Path]:
-    """The running network and what an operator pulls from it: frr.conf, daemons, LLDP per device."""
-    lab = make_lab("topologies/aipod.yml", ORIGINAL)
+def production(aipod, tmp_path_factory) -> Iterator[tuple[Lab, Path]]:
+    """The running network (the default lab, shared with other modules: only read here) and what an
+    operator pulls from it: frr.conf, daemons, LLDP per device."""
+    lab = aipod
     routers = [n for n, node in lab.fabric.nodes.items() if node.runs_bgp]
     wait.until(lambda: [f"{n}: LLDP sees {lldp_neighbours(lab, n)} of {len(lab.fabric.nodes[n].fabric_ports)}"
                         for n in routers if lldp_neighbours(lab, n) < len(lab.fabric.nodes[n].fabric_ports)],
@@ -41,7 +43,6 @@ def production(make_lab, tmp_path_factory) -> tuple[Lab, Path]:
             (d / n / f).write_text((lab.dir / n / f).read_text())
         (d / n / "lldp.json").write_text(lab.node(n).check(["lldpctl", "-f", "json"]).stdout)
     yield lab, d
-    lab.down()
 
 
 def test_the_clone_has_the_same_fabric_comes_up_from_its_configs_and_passes_verify(production, tmp_path, runtime,

@@ -135,6 +135,7 @@ def test_the_lab_probed_how_to_enforce_rate_limits(lab):
     assert "tbf" in q and "rate 20Mbit" in q
 
 
+@pytest.mark.alone      # a rate measured: the machine to itself
 def test_a_noisy_neighbour_is_held_to_its_limit_while_the_other_tenant_keeps_its_rate(lab):
     p = twin_cli("verify", LAB, "--only", "performance", "--json")
     report = json.loads(p.stdout)
@@ -162,6 +163,7 @@ def test_a_noisy_neighbour_is_held_to_its_limit_while_the_other_tenant_keeps_its
     assert "performance: every rate limit, each by a flood of its own" in text
 
 
+@pytest.mark.alone      # a rate measured: the machine to itself
 def test_a_workload_without_its_limit_is_caught(lab):
     ctx = lab.context()
     (scenario,) = [s for s in performance.scenarios(ctx.fabric) if s.noisy[0].name == "red"]
@@ -178,6 +180,7 @@ def test_a_workload_without_its_limit_is_caught(lab):
     assert checks[0].passed, "blue kept its rate all the same"
 
 
+@pytest.mark.alone      # a rate measured: the machine to itself
 def test_a_limit_raised_tenfold_on_a_workload_no_noisy_neighbour_floods_fails_verify_naming_it(lab):
     """host2a (dpu2) is no noisy neighbour: before issue 29 nothing flooded it, and its limit raised
     tenfold passed verify. Now its own flood names it, with the rate it let through."""
@@ -197,6 +200,7 @@ def test_a_limit_raised_tenfold_on_a_workload_no_noisy_neighbour_floods_fails_ve
     assert c.message.startswith(f"delivered {c.data['delivered_fps']} frames/s ({c.data['delivered_mbps']} Mbit/s)")
 
 
+@pytest.mark.alone      # a rate measured: the machine to itself
 def test_rehearse_with_a_noisy_neighbour(lab):
     p = twin_cli("rehearse", LAB, str(ROOT / TOPOLOGY), "--noisy-neighbour", "host1b", "--json", timeout=240)
     rep = json.loads(p.stdout)
@@ -209,6 +213,7 @@ def test_rehearse_with_a_noisy_neighbour(lab):
 
 
 # --- congestion signals -------------------------------------------------------------------------
+@pytest.mark.alone      # a rate measured: the machine to itself
 def test_congestion_marks_are_counted_and_answered_with_paced_cnps(lab):
     p = twin_cli("traffic", LAB, "host2b", "host1b", "--congest", "--json")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -223,6 +228,7 @@ def test_congestion_marks_are_counted_and_answered_with_paced_cnps(lab):
     assert "congestion:" in text and "leaf1:swp2 marked" in text
 
 
+@pytest.mark.alone      # a rate measured: the machine to itself
 def test_the_traffic_group_reports_marks_and_cnps(lab):
     checks, extra = traffic_group.run(lab.context(), count=200)
     assert [c.message for c in checks if not c.passed] == []
@@ -233,6 +239,7 @@ def test_the_traffic_group_reports_marks_and_cnps(lab):
     assert all("ce" in c.data and "cnps_received" in c.data for c in checks)
 
 
+@pytest.mark.alone      # a rate measured: the machine to itself
 def test_the_congestion_group_judges_the_point_by_what_comes_out_of_it(lab):
     p = twin_cli("verify", LAB, "--only", "congestion", "--json")
     report = json.loads(p.stdout)
@@ -251,6 +258,7 @@ def test_the_congestion_group_judges_the_point_by_what_comes_out_of_it(lab):
     assert report["seconds"]["congestion"] < 20
 
 
+@pytest.mark.alone      # a rate measured: the machine to itself
 def test_a_congestion_point_that_stops_marking_or_marks_what_it_must_not_fails_verify_naming_it(lab):
     leaf1 = lab.node("leaf1")
     ect = "leaf1:swp2 marks ECN-capable RoCE above 5000pps (blue host2b -> host1b)"
@@ -298,7 +306,8 @@ def test_the_other_groups_hold_beside_the_services(lab):
 
 
 # one element of every kind of service (issue 16 on issue 14's lab; a frame-rate limit loosened and a
-# congestion point's rate removed, issue 29); the whole proof is `make prove`'s, in docs/verify.md
+# congestion point's rate removed, issue 29), each caught by the check that should catch it; a minute
+# of proof that measures rates: `make prove` runs it, beside the whole proof of the services (docs/verify.md)
 SERVICES = ["gateway-rule dpu1 red a segment that does not go out", "gateway-rule dpu1 blue host1b: 1:1",
             "gateway-rule dpu1 blue forward to host1b", "gateway-rule dpu2 red unsolicited inbound",
             "gateway-default dpu2 red", "public-route dpu1 192.0.2.33",
@@ -306,6 +315,7 @@ SERVICES = ["gateway-rule dpu1 red a segment that does not go out", "gateway-rul
             "congestion-rate leaf1:swp2"]
 
 
+@pytest.mark.prove
 def test_prove_catches_every_kind_of_service_broken(lab):
     proof = prove.prove(lab, SERVICES)
     assert proof.passed, "\n".join(f"{o.element.id}: caught {o.caught}, restored {o.restored}: {o.detail}"

@@ -26,10 +26,11 @@ SMALL = "tests/e2e/small.yml"
 
 
 @pytest.fixture(autouse=True)
-def clean_slate(request):
+def clean_slate(runtime):
     """A test that failed before may have left its lab: each starts from nothing."""
     for name in ("t-kill-crea", "t-kill-cont", "t-kill-conv", "t-ctrlc", "t-lock", "t-exists", "t-probe-left"):
-        twin_cli("down", name)
+        if leftovers(runtime, name):
+            twin_cli("down", name)
 
 
 def spawn(*args: str) -> subprocess.Popen:
@@ -101,10 +102,15 @@ def test_a_second_up_of_the_same_lab_is_refused_and_leaves_the_first_alone(runti
     try:
         wait.until(lambda: [] if runtime.containers(name) or first.poll() is not None else ["containers"],
                    60, f"{name}: first up under way", first=0.01, cap=0.02)
-        second = twin_cli("up", SMALL, "--name", name, "--image", node_image)
-        assert second.returncode == 1 and f"lab '{name}' is busy: twin up (pid {first.pid})" in second.stderr
-        down = twin_cli("down", name)
-        assert down.returncode == 1 and "is busy" in down.stderr, "down waits its turn too"
+        assert first.poll() is None, "up finished before it could be held"
+        first.send_signal(signal.SIGSTOP)   # held mid-way with its lock: still under way however slow the rest
+        try:
+            second = twin_cli("up", SMALL, "--name", name, "--image", node_image)
+            assert second.returncode == 1 and f"lab '{name}' is busy: twin up (pid {first.pid})" in second.stderr
+            down = twin_cli("down", name)
+            assert down.returncode == 1 and "is busy" in down.stderr, "down waits its turn too"
+        finally:
+            first.send_signal(signal.SIGCONT)
         out, err = first.communicate(timeout=180)
         assert first.returncode == 0, err
         assert "is up" in out

@@ -23,17 +23,14 @@ from twin.observe import store
 from twin.observe.collector import Collector
 
 pytestmark = pytest.mark.e2e
-LAB = "t-wa"
 SPOOF = ("from scapy.all import Ether, IP, UDP, sendp\n"
          "sendp(Ether(dst='00:00:5e:00:01:01')/IP(src='10.1.1.99', dst='10.1.1.12')/UDP(sport=4791, dport=4791)"
          "/(b'\\x00' * 20), iface='eth1', verbose=0)\n")
 
 
 @pytest.fixture(scope="module")
-def lab(make_lab):
-    lab = make_lab("topologies/aipod.yml", LAB)
-    yield lab
-    lab.down()
+def lab(aipod):
+    return aipod        # the default lab this module shares with others: the link it takes down comes back up
 
 
 def roce(ctx) -> dict[tuple[str, str], dict]:
@@ -74,9 +71,9 @@ def get(url: str) -> str:
 def test_counters_move_by_exactly_the_roce_frames_sent_on_the_ports_they_crossed(lab):
     ctx = lab.context()
     before = roce(ctx)
-    res = json.loads(twin_cli("traffic", LAB, "host1a", "host2a", "--count", "25", "--dscp", "26", "--ecn", "1",
+    res = json.loads(twin_cli("traffic", lab.name, "host1a", "host2a", "--count", "25", "--dscp", "26", "--ecn", "1",
                               "--json", check=True).stdout)
-    cnp = json.loads(twin_cli("traffic", LAB, "host1a", "host2a", "--count", "3", "--cnp", "--json",
+    cnp = json.loads(twin_cli("traffic", lab.name, "host1a", "host2a", "--count", "3", "--cnp", "--json",
                               check=True).stdout)
     assert res["sent"] == res["received"] == 25 and cnp["sent"] == 3
     after = roce(ctx)
@@ -100,7 +97,7 @@ def test_counters_move_by_exactly_the_roce_frames_sent_on_the_ports_they_crossed
     assert after[("host1a", "eth1")]["cnp_tx"] - before.get(("host1a", "eth1"), {}).get("cnp_tx", 0) == 3
     assert after[("host2a", "eth1")]["cnp_rx"] - before.get(("host2a", "eth1"), {}).get("cnp_rx", 0) == 3
     # `twin counters --json` reads the same kernel counters
-    doc = json.loads(twin_cli("counters", LAB, "HOST2A", "--json", check=True).stdout)
+    doc = json.loads(twin_cli("counters", lab.name, "HOST2A", "--json", check=True).stdout)
     assert doc["snapshot"]["roce"]["host2a"]["eth1"]["rx_packets"] == after[("host2a", "eth1")]["rx_packets"]
 
 
@@ -119,20 +116,20 @@ def test_a_spoofing_attempt_is_one_drop_event_with_its_reason_node_and_port(lab)
                    "the drop event")
         time.sleep(1.5)   # nothing else comes of it
     events = [json.loads(line) for line in
-              twin_cli("events", LAB, "--since", "1m", "--kind", "drop", "--json", check=True).stdout.splitlines()]
+              twin_cli("events", lab.name, "--since", "1m", "--kind", "drop", "--json", check=True).stdout.splitlines()]
     events = [e for e in events if e["time"] >= t0]
     assert len(events) == 1, events
     e = events[0]
     assert (e["node"], e["port"], e["tenant"], e["code"]) == ("dpu1", "pf0vf0", "red", "spoof-ip")
     assert e["reason"] == "IPv4 source 10.1.1.99 is not host1a's address (10.1.1.11)"
     assert e["headers"]["src"] == "10.1.1.99" and e["headers"]["dport"] == 4791
-    text = twin_cli("events", LAB, "--since", "1m", "--node", "DPU1", check=True).stdout
+    text = twin_cli("events", lab.name, "--since", "1m", "--node", "DPU1", check=True).stdout
     assert "dpu1 pf0vf0: dropped (IPv4 source 10.1.1.99 is not host1a's address (10.1.1.11))" in text
 
 
 def test_the_exporters_text_parses_with_prometheus_parser_and_carries_the_figures(lab):
     port = free_port()
-    p = serve("exporter", LAB, "--listen", f"127.0.0.1:{port}")
+    p = serve("exporter", lab.name, "--listen", f"127.0.0.1:{port}")
     try:
         url = f"http://127.0.0.1:{port}/metrics"
 
@@ -149,7 +146,7 @@ def test_the_exporters_text_parses_with_prometheus_parser_and_carries_the_figure
         spoof(lab)
         wait.until(lambda: [] if _drop_count(scrape()) == drops + 1 else ["drop not counted yet"], 10,
                    "the spoofed frame counted by the exporter")
-        counters = json.loads(twin_cli("counters", LAB, "--json", check=True).stdout)["snapshot"]
+        counters = json.loads(twin_cli("counters", lab.name, "--json", check=True).stdout)["snapshot"]
 
         def differ() -> list[str]:   # the exporter reads the RoCE tables every WATCH_ROCE seconds
             nonlocal m, roce
@@ -166,7 +163,7 @@ def test_the_exporters_text_parses_with_prometheus_parser_and_carries_the_figure
         assert set(rx) == {(n, p) for n, ports in counters["ports"].items() for p in ports}
         sessions = m["twin_bgp_session_up"]
         assert len(sessions) == 2 * 16 and all(s.value == 1 for s in sessions), "16 sessions, IPv4 and EVPN each"
-        assert all(s.labels["lab"] == LAB for fam in m.values() for s in fam)
+        assert all(s.labels["lab"] == lab.name for fam in m.values() for s in fam)
         assert status_of(f"http://127.0.0.1:{port}/nope") == (404, "404: Not Found\n")
     finally:
         p.terminate()
@@ -196,9 +193,9 @@ def _drop_count(samples: dict) -> float:
 
 
 def test_the_web_page_in_chromium_draws_the_fabric_and_shows_a_link_going_down(lab, tmp_path):
-    twin_cli("verify", LAB, "--only", "isolation", check=True)   # the page shows the last result
+    twin_cli("verify", lab.name, "--only", "isolation", check=True)   # the page shows the last result
     port = free_port()
-    p = serve("web", LAB, "--listen", f"127.0.0.1:{port}")
+    p = serve("web", lab.name, "--listen", f"127.0.0.1:{port}")
     fabric = lab.context().fabric
     try:
         with chromium(1400, 1000) as browser:
@@ -217,7 +214,7 @@ def test_the_web_page_in_chromium_draws_the_fabric_and_shows_a_link_going_down(l
             assert "isolation matrix" in browser.find_element("id", "verify").text
             link = 'line.link[data-a="dpu1:p0"], line.link[data-b="dpu1:p0"]'
             state = f"return document.querySelector('{link}').dataset.state;"
-            twin_cli("fault", "link-down", LAB, "dpu1:p0", check=True)
+            twin_cli("fault", "link-down", lab.name, "dpu1:p0", check=True)
             t0 = time.monotonic()
             wait.until(lambda: [] if browser.execute_script(state) == "down" else ["still up"], 5,
                        "dpu1:p0 drawn down")
@@ -233,13 +230,13 @@ def test_the_web_page_in_chromium_draws_the_fabric_and_shows_a_link_going_down(l
             shot = ROOT / "docs" / "web.png" if asked else tmp_path / "web.png"
             browser.save_screenshot(str(shot))
             assert shot.stat().st_size > 10_000, "a real page, not a blank one"
-            carrier = twin_cli("events", LAB, "--since", "1m", "--kind", "carrier", check=True).stdout
+            carrier = twin_cli("events", lab.name, "--since", "1m", "--kind", "carrier", check=True).stdout
             assert "dpu1 p0: link down" in carrier
             assert status_of(f"http://127.0.0.1:{port}/nope") == (404, "404: Not Found\n")
             assert status_of(f"http://127.0.0.1:{port}/api/state", b"x" * 100_000) == \
                 (413, "413: a request body is at most 65536 bytes\n")
     finally:
-        twin_cli("fault", "link-up", LAB, "dpu1:p0")
+        twin_cli("fault", "link-up", lab.name, "dpu1:p0")
         p.terminate()
         p.wait(10)
     assert [line for line in p.stderr.read().splitlines()[1:] if "favicon" not in line] == [

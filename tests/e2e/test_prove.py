@@ -16,7 +16,6 @@ from twin.lifecycle import barrier
 
 pytestmark = pytest.mark.e2e
 
-LAB = "t-pv"
 # one element of every kind, on both DPUs and both tenants
 SAMPLE = ["port-rule dpu1:pf0vf0 spoofed MAC", "port-rule dpu2:pf0vf2 not IPv4", "port-rule dpu1:pf0vf1 spoofed ARP IP",
           "port-rule dpu2:pf0vf0 VXLAN from a workload", "l2vni-device dpu2 10201", "l2vni-vni dpu1 10101",
@@ -30,10 +29,8 @@ SAMPLE = ["port-rule dpu1:pf0vf0 spoofed MAC", "port-rule dpu2:pf0vf2 not IPv4",
 
 
 @pytest.fixture(scope="module")
-def lab(make_lab):
-    lab = make_lab("topologies/aipod.yml", LAB)
-    yield lab
-    lab.down()
+def lab(aipod):
+    return aipod        # the default lab this module shares with others: it puts back what it breaks
 
 
 def test_every_kind_of_element_is_caught_by_the_check_that_should_catch_it(lab):
@@ -63,7 +60,7 @@ def test_every_kind_of_element_is_caught_by_the_check_that_should_catch_it(lab):
 
 def test_cli_prove_writes_json_and_junit_and_a_miss_exits_1(lab, tmp_path):
     junit = tmp_path / "prove.xml"
-    p = twin_cli("verify", LAB, "--prove", "--element", "port-rule dpu1:pf0vf0 spoofed IP", "--element",
+    p = twin_cli("verify", lab.name, "--prove", "--element", "port-rule dpu1:pf0vf0 spoofed IP", "--element",
                  "loopback leaf1", "--json", "--junit", str(junit))
     assert p.returncode == 0, p.stdout + p.stderr
     doc = json.loads(p.stdout)
@@ -75,9 +72,9 @@ def test_cli_prove_writes_json_and_junit_and_a_miss_exits_1(lab, tmp_path):
     suites = ET.parse(junit).getroot()
     assert suites.get("tests") == "2" and suites.get("failures") == "0"
     # with only the control group, nothing can notice a port rule gone: a miss, exit 1, named
-    p = twin_cli("verify", LAB, "--prove", "--only", "control", "--element", "port-rule dpu2:pf0vf1 spoofed MAC")
+    p = twin_cli("verify", lab.name, "--prove", "--only", "control", "--element", "port-rule dpu2:pf0vf1 spoofed MAC")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "MISSED port-rule dpu2:pf0vf1 spoofed MAC" in p.stdout and "caught 0 of 1" in p.stdout
-    bad = twin_cli("verify", LAB, "--prove", "--element", "no-such-element*")
+    bad = twin_cli("verify", lab.name, "--prove", "--element", "no-such-element*")
     assert bad.returncode == 1 and "no element matches no-such-element*" in bad.stderr
     assert verify.run(lab, only=["zerotrust", "control"]).passed, "restored after the miss too"

@@ -18,10 +18,8 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def lab(make_lab):
-    lab = make_lab("topologies/aipod.yml", "t-verify")
-    yield lab
-    lab.down()
+def lab(aipod):
+    return aipod        # the default lab, shared with other modules: only read here (the labs it breaks are its own)
 
 
 @pytest.fixture
@@ -56,16 +54,16 @@ def test_the_default_lab_passes_every_check(lab):
 
 def test_cli_verify_writes_junit_and_json_and_selects_groups(lab, tmp_path):
     junit = tmp_path / "verify.xml"
-    p = twin_cli("verify", "t-verify", "--junit", str(junit))
+    p = twin_cli("verify", lab.name, "--junit", str(junit))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "PASSED" in p.stdout and "isolation matrix" in p.stdout
     suites = ET.parse(junit).getroot()
     assert suites.get("failures") == "0" and int(suites.get("tests")) > 90
     assert {s.get("name") for s in suites} == {"control", "traffic", "isolation", "underlay", "zerotrust", "arp"}
-    p = twin_cli("verify", "t-verify", "--only", "isolation", "--json")
+    p = twin_cli("verify", lab.name, "--only", "isolation", "--json")
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and doc["passed"] and {c["group"] for c in doc["checks"]} == {"isolation"}
-    bad = twin_cli("verify", "t-verify", "--only", "nonsense")
+    bad = twin_cli("verify", lab.name, "--only", "nonsense")
     assert bad.returncode == 1 and "unknown check group(s) nonsense" in bad.stderr
 
 
@@ -150,16 +148,16 @@ def test_an_mtu_mismatch_that_drops_large_roce_frames_is_named(broken):
 
 
 def test_cli_traffic_sends_one_roce_flow_and_reports_it(lab):
-    p = twin_cli("traffic", "t-verify", "host1a", "host2a", "--count", "8", "--payload", "4000", "--dscp", "46",
+    p = twin_cli("traffic", lab.name, "host1a", "host2a", "--count", "8", "--payload", "4000", "--dscp", "46",
                  "--json")
     doc = json.loads(p.stdout)
     assert p.returncode == 0, p.stderr
     assert (doc["sent"], doc["received"], doc["icrc_bad"], doc["tos_changed"], doc["gaps"]) == (8, 8, 0, 0, 0)
     assert doc["seen_at"] == {"host2a": 8} and doc["expected"] == "deliver"
     # to blue's host2b: host1a addresses 10.1.1.12 as on its own segment, so red's host2a gets it, never host2b
-    p = twin_cli("traffic", "t-verify", "host1a", "host2b", "--count", "4", "--json")
+    p = twin_cli("traffic", lab.name, "host1a", "host2b", "--count", "4", "--json")
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and doc["expected"] == "never" and doc["received"] == 0
     assert "host2b" not in doc["seen_at"]
-    cnp = json.loads(twin_cli("traffic", "t-verify", "host2a", "host1a", "--cnp", "--count", "2", "--json").stdout)
+    cnp = json.loads(twin_cli("traffic", lab.name, "host2a", "host1a", "--cnp", "--count", "2", "--json").stdout)
     assert cnp["received"] == 2 and cnp["icrc_bad"] == 0

@@ -33,21 +33,29 @@ def deaf() -> socket.socket:
 
 
 def test_a_raw_dump_never_answered_ends_at_its_deadline_closed_and_the_next_one_reads_again():
-    here = "/proc/self/ns/net"
-    d = rtdump.Dumper(here, timeout=0.5)
-    peer = deaf()
-    try:
-        d._socket().connect(peer.getsockname())
-        t = time.monotonic()
-        with pytest.raises(NetlinkTimeout) as exc:
-            d.routes()
-        assert 0.45 < time.monotonic() - t < 1.5
-        assert str(exc.value) == f"{here}: no answer to a dump of table 254's routes within 0.5s (abandoned)"
-        assert d.sock is None   # abandoned: its socket closed
-        assert d.routes(host_only=False) == observe.routes(netns.InNamespace(here), host_only=False)
-    finally:
-        peer.close()
-        d.close()
+    """In a namespace of its own: the host's routes change whenever a lab (another test's) comes or goes."""
+    def check(here: str) -> None:
+        with IPRoute() as ipr:     # a route of its own to read back
+            (lo,) = ipr.link_lookup(ifname="lo")
+            ipr.link("set", index=lo, state="up")
+            ipr.route("add", dst="10.9.9.0/24", oif=lo)
+        d = rtdump.Dumper(here, timeout=0.5)
+        peer = deaf()
+        try:
+            d._socket().connect(peer.getsockname())
+            t = time.monotonic()
+            with pytest.raises(NetlinkTimeout) as exc:
+                d.routes()
+            assert 0.45 < time.monotonic() - t < 1.5
+            assert str(exc.value) == f"{here}: no answer to a dump of table 254's routes within 0.5s (abandoned)"
+            assert d.sock is None   # abandoned: its socket closed
+            assert d.routes(host_only=False) == observe.routes(netns.InNamespace(here), host_only=False) == \
+                {"10.9.9.0/24": {"lo"}}
+        finally:
+            peer.close()
+            d.close()
+
+    in_scratch(check)
 
 
 def test_a_dump_past_the_callers_deadline_is_not_sent():
