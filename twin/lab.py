@@ -33,7 +33,8 @@ from twin.lifecycle.status import LabStatus, lab_status
 from twin.lint import Report as LintReport
 from twin.lint import gate
 from twin.runtime import NodeExec, Runtime
-from twin.topology.model import Fabric
+from twin.topology import confine
+from twin.topology.model import Confined, Fabric
 from twin.topology.names import resolve_node
 
 Say = Callable[[str], None]
@@ -75,15 +76,18 @@ class Lab:
     # --- construction ------------------------------------------------------
     @classmethod
     def load(cls, topology_file: str | Path, name: str | None = None, runtime: str | None = None,
-             configs: str | Path | None = None, roles: dict[str, str] | None = None) -> "Lab":
+             configs: str | Path | None = None, roles: dict[str, str] | None = None,
+             confined: Confined | None = None) -> "Lab":
         """Validate a topology file (or twin's own of that name: `aipod`) into a Lab (TopologyError with
         every problem); `configs`: a directory of the user's FRR files for it (read, matched to its nodes).
         A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported on the way
-        (`twin.interop.doors`): its bound FRR files are the user's configs, `roles` maps nodes to kinds."""
+        (`twin.interop.doors`): its bound FRR files are the user's configs, `roles` maps nodes to kinds.
+        `confined`: a lab from a source not trusted with this host (`twin.topology.confine`)."""
         if name is not None:
             state.check_name(name)
         loaded = doors.load(topology_file, name, roles, configs)
-        return cls(loaded.fabric.name, loaded.fabric, runtime, loaded.configs, loaded.notes)
+        fabric = confine(loaded.fabric, confined) if confined is not None else loaded.fabric
+        return cls(fabric.name, fabric, runtime, loaded.configs, loaded.notes)
 
     @classmethod
     def open(cls, name: str) -> "Lab":

@@ -73,7 +73,8 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric", strict: bool = Fal
                                                  "a directory of node configs (<dir>/<node>/frr.conf, or NVUE's "
                                                  "<dir>/<node>/startup.yaml), "
                                                  "nv:NODE:FILE (a file of nv commands) or fault:...")])
-    return TopologyChange(topology.load(p, name=ctx.name))
+    new = topology.load(p, name=ctx.name)
+    return TopologyChange(topology.confine(new, ctx.fabric.confined) if ctx.fabric.confined else new)
 
 
 # base, declarative, diff, plan and work are offered whole: a dialect's change kinds (NVUE's) are built on them

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 from rich.table import Table
@@ -20,7 +21,7 @@ from twin.lab import Lab
 from twin.lifecycle import generic
 from twin.lifecycle.status import LabStatus
 from twin.lifecycle.vrfbackend import Choice
-from twin.topology import ValidationReport, samples
+from twin.topology import Confined, ValidationReport, samples
 from twin.topology import validate as topology_validate
 
 VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defaults.vrf_backend: netns (the "
@@ -60,9 +61,15 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
 @click.option("--strict-exec", is_flag=True,
               help="A node's exec command that fails ends the bring-up (by default it is reported and the lab "
                    "goes on, as in containerlab).")
+@click.option("--confined", is_flag=True,
+              help="A topology from a source not trusted with this host (a PR's, in CI): binds only of files beside "
+                   "it (read-only, no link out), only twin's node image (or --allow-image), its nodes' exec "
+                   "commands and exec checks run inside their containers (docs/server.md: the threat model).")
+@click.option("--allow-image", "allow_images", multiple=True, metavar="IMAGE",
+              help="With --confined: an image its nodes may name besides twin's own (repeatable).")
 @click.pass_context
 def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtime, vrf_backend, no_wait,
-       strict, strict_exec):
+       strict, strict_exec, confined, allow_images):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     TOPOLOGY is a twin topology file (or the name of one twin ships: aipod, pod8, leaf-vtep,
@@ -79,7 +86,10 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
     On a lab that is already up: exit 0 if it runs this topology (and configs) and has
     converged, else exit 1 saying what differs."""
     def bring_up():
-        lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles))
+        rules = Confined(root=str(Path(samples.resolve(topology)).resolve().parent), images=allow_images) if confined else None
+        if allow_images and not confined:
+            raise click.UsageError("--allow-image names what a --confined lab may run; add --confined")
+        lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles), confined=rules)
         try:
             with progress(lab.name, "starting") as say:
                 timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,

@@ -87,7 +87,7 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
             wait_vnis(ex, plane.vnis if plane else Intent(fabric).nodes[node].vnis)
         with wait.doing(node, f"its {len(later)} bindings applied"):
             apply_steps(later, pid, ex)
-    run_exec(fabric.nodes[node].exec, ex, execs or ExecLog(fabric.name))
+    run_exec(fabric.nodes[node].exec, ex, execs or ExecLog(fabric.name), inside=fabric.confined is not None)
     log.debug("configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs", node, t1 - t0, t2 - t1,
               time.monotonic() - t2)
 
@@ -104,13 +104,14 @@ def lo_steps(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
     return [Step("addr", "lo", args={"cidr": f"{n.loopback}/32"})]
 
 
-def run_exec(commands: tuple[str, ...], ex: NodeExec, execs: ExecLog) -> None:
+def run_exec(commands: tuple[str, ...], ex: NodeExec, execs: ExecLog, inside: bool = False) -> None:
     """The node's `exec` commands of the topology, in order, each as its words (no shell), as
     containerlab runs them once a node is up. A command that fails goes to `execs` and the next
-    one runs, as containerlab goes on; with a strict log (--strict-exec) it stops the bring-up."""
+    one runs, as containerlab goes on; with a strict log (--strict-exec) it stops the bring-up.
+    `inside`: a confined lab's, run inside the node's container (`NodeExec.inside`)."""
     for cmd in commands:
         with wait.doing(ex.where.split("/")[-1], f"its exec `{cmd}`"):
-            res = ex.run(shlex.split(cmd), timeout=timeouts.EXEC_DEFAULT)
+            res = (ex.inside if inside else ex.run)(shlex.split(cmd), timeout=timeouts.EXEC_DEFAULT)
         if res.ok:
             continue
         said = (res.stderr or res.stdout).strip().splitlines()

@@ -26,7 +26,7 @@ from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs, forwarding_sysctls
 from twin.interop.startscript import wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR
-from twin.runtime import dockerapi, dryrun, etchosts, images, mgmt, ownimage
+from twin.runtime import dockerapi, dryrun, etchosts, hardening, images, mgmt, ownimage
 from twin.runtime.base import Configure, ImageFacts, NodeHandle
 from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
@@ -189,7 +189,7 @@ class DockerRuntime:
                     node.image or image, entrypoint=entrypoint, command=command,
                     environment={**node.env, "CLAB_INTFS": str(len(node.ports))}, name=name, hostname=node.name,
                     labels={LABEL_LAB: lab, LABEL_NODE: node.name, LABEL_KIND: node.kind},
-                    network_mode="none", init=True, cap_add=list(kind.capabilities),
+                    network_mode="none", init=True, **hardening.container_options(kind.capabilities),
                     sysctls=sysctls, mounts=mounts, mem_limit=kind.memory_limit,
                     pids_limit=kind.pids_limit, detach=True, tty=foreign)   # a terminal, as containerlab's
             except docker.errors.APIError as e:

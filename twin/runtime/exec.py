@@ -226,6 +226,26 @@ class NodeExec:
         stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")
         return _recorded(Result(self.where, list(cmd), rc, (out or b"").decode(errors="replace"), stderr), started, t0)
 
+    def inside(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT) -> Result:
+        """A command a user submitted (a confined lab's `exec`, an exec check): run by the container
+        runtime inside the node as its own processes run (docker exec: its namespaces, cgroup,
+        capabilities and seccomp profile, `twin.runtime.hardening`), never from the host with
+        twin's own capabilities as `run` does."""
+        own, timeout = timeout, wait.cut(timeout, f"{self.where}: `{' '.join(cmd)[:80]}`")
+        wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
+        started, t0 = time.time(), time.monotonic()
+        api = self.container.client.api
+        with engine_errors(f"{self.where}: docker exec {cmd[0]}"):
+            exec_id = dockerapi.call(f"{self.where}: docker exec {cmd[0]}",
+                                     lambda: api.exec_create(self.container.id, wrapped, environment=ENV)["Id"])
+            out, err = api.exec_start(exec_id, demux=True)
+            rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
+        if rc == 124:
+            _cut_short(self.where, cmd, own, timeout)
+        stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")
+        return _recorded(Result(self.where, list(cmd), rc if rc is not None else 126,
+                                (out or b"").decode(errors="replace"), stderr), started, t0)
+
     def spawn(self, cmd: list[str]) -> subprocess.Popen:
         """Start `cmd` in the node and return at once (a capture); stop it from within the node."""
         return subprocess.Popen(self.argv(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -7,6 +7,7 @@ are shared with the rest of twin.
 """
 from twin.topology import mgmt
 from twin.topology.allow import AllowRule, load_allow
+from twin.topology.confine import confine
 from twin.topology.build import load, load_document
 from twin.topology.checks import CheckSet, load_checks, merge
 from twin.topology.json_safe import read_json
@@ -15,6 +16,7 @@ from twin.topology.model import (
            BgpTimers,
            Bind,
            CongestionPoint,
+           Confined,
            Endpoint,
            Fabric,
            Link,
@@ -59,4 +61,4 @@ __all__ = ["load", "load_document", "validate", "ValidationReport", "check_lab_n
            "listing", "load_allow", "load_checks", "merge", "parse_yaml", "Path_", "PingCheck", "Problems",
            "quoted", "Rate", "read_json", "read_yaml", "read_yaml_bytes", "RoceCheck", "RouteCheck", "Segment",
            "Tenant", "match_node", "node_key", "port_range", "port_ranges", "resolve_node", "Mgmt", "mgmt", "samples",
-           "Bind"]
+           "Bind", "Confined", "confine"]

@@ -67,6 +67,13 @@ class Port(_Frozen):
                                                 # plain: a router's link, what runs on it is its config's
 
 
+class Confined(_Frozen):
+    """A lab from an untrusted source (`twin.topology.confine`): its files from `root` only, the images it may run."""
+
+    root: str                     # every bind's source is beneath it (the request's files, the topology's directory)
+    images: tuple[str, ...] = ()  # images a node may name (besides twin's own node image)
+
+
 class Bind(_Frozen):
     """A file or directory of this host in a node (containerlab's binds)."""
 
@@ -278,7 +285,7 @@ class Mgmt(_Frozen):
 
 class Fabric(_Sparse):
     _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers", "images",
-                                          "mgmt")   # written only when given
+                                          "mgmt", "confined")   # written only when given
     name: str
     source: str            # the topology file it came from
     nodes: dict[str, Node]
@@ -291,6 +298,7 @@ class Fabric(_Sparse):
     timers: BgpTimers | None = None     # scaled BGP timers chosen at `twin up` (None: FRR's datacenter ones)
     images: Literal["twin", "own", "auto"] | None = None   # which image a node with its own runs (None: auto)
     mgmt: Mgmt | None = None            # the management network (None: none, as the topology says or an older lab)
+    confined: Confined | None = None    # a lab whose user is not trusted with this host (twin.topology.confine)
 
     def public(self) -> dict[str, tuple[str, str]]:
         """Every public address a gateway announces: /32 -> (tenant, VTEP)."""

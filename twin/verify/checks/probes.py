@@ -205,7 +205,8 @@ def frr_json(ctx: LabContext, s: FrrJsonCheck) -> Outcome:
 
 def exec_(ctx: LabContext, s: ExecCheck) -> Outcome:
     cmd = ["sh", "-c", s.command] if isinstance(s.command, str) else list(s.command)
-    res = ctx.exec(s.node).run(cmd, timeout=timeouts.EXEC_DEFAULT)
+    ex = ctx.exec(s.node)   # a confined lab's user's command: inside its container, never from the host
+    res = (ex.inside if ctx.fabric.confined else ex.run)(cmd, timeout=timeouts.EXEC_DEFAULT)
     text = res.stdout + res.stderr
     problems, shown = [], []
     rc = s.exit_code if s.exit_code is not None else 0 if s.regex is None and s.not_regex is None else None
