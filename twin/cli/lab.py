@@ -86,7 +86,8 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
     On a lab that is already up: exit 0 if it runs this topology (and configs) and has
     converged, else exit 1 saying what differs."""
     def bring_up():
-        rules = Confined(root=str(Path(samples.resolve(topology)).resolve().parent), images=allow_images) if confined else None
+        root = str(Path(samples.resolve(topology)).resolve().parent)
+        rules = Confined(root=root, images=allow_images) if confined else None
         if allow_images and not confined:
             raise click.UsageError("--allow-image names what a --confined lab may run; add --confined")
         lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles), confined=rules)

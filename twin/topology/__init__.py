@@ -7,16 +7,16 @@ are shared with the rest of twin.
 """
 from twin.topology import mgmt
 from twin.topology.allow import AllowRule, load_allow
-from twin.topology.confine import confine
 from twin.topology.build import load, load_document
 from twin.topology.checks import CheckSet, load_checks, merge
+from twin.topology.confine import confine
 from twin.topology.json_safe import read_json
 from twin.topology.model import (
            Attachment,
            BgpTimers,
            Bind,
-           CongestionPoint,
            Confined,
+           CongestionPoint,
            Endpoint,
            Fabric,
            Link,
