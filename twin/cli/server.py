@@ -15,7 +15,7 @@ DEFAULT_LISTEN = "127.0.0.1:8470"
 
 
 def _settings(state_dir, expiry="4h", max_expiry="24h", max_labs=3, max_frr=64, max_memory="16g", workers=4,
-              reap_every=30.0):
+              reap_every=30.0, allow_images=(), max_snapshots=10, max_snapshot_bytes="256m", trust_proxy=()):
     from twin import server
 
     if server.duration(expiry) > server.duration(max_expiry):
@@ -23,7 +23,9 @@ def _settings(state_dir, expiry="4h", max_expiry="24h", max_labs=3, max_frr=64, 
     home = {"home": Path(state_dir)} if state_dir else {}
     limits = server.Limits(max_labs, max_frr, server.size(max_memory))
     return server.Settings(**home, expiry=server.duration(expiry), max_expiry=server.duration(max_expiry),
-                           limits=limits, workers=workers, reap_every=reap_every)
+                           limits=limits, workers=workers, reap_every=reap_every, allow_images=tuple(allow_images),
+                           max_snapshots=max_snapshots, max_snapshot_bytes=server.size(max_snapshot_bytes) or 0,
+                           trusted_proxies=tuple(trust_proxy))
 
 
 STATE_HELP = "The server's state directory (default: $TWIN_HOME/server)."
@@ -44,9 +46,18 @@ STATE_HELP = "The server's state directory (default: $TWIN_HOME/server)."
               help="Operations running at once (more wait as pending).")
 @click.option("--reap-every", type=click.FloatRange(0.5, 3600), default=30.0, show_default=True,
               help="Seconds between two looks for expired labs.")
+@click.option("--allow-image", "allow_images", multiple=True, metavar="IMAGE",
+              help="An image a user's node may name besides twin's own node image (repeatable; default: none).")
+@click.option("--max-snapshots", type=click.IntRange(0, 10000), default=10, show_default=True,
+              help="Snapshots a user may keep.")
+@click.option("--max-snapshot-bytes", default="256m", show_default=True,
+              help="The bytes a user's snapshots may take together.")
+@click.option("--trust-proxy", multiple=True, metavar="ADDRESS",
+              help="A reverse proxy whose X-Forwarded-For is believed (repeatable; default: none, the peer's "
+                   "address is the client's).")
 @click.pass_context
 def serve_group(cli, state_dir, listen, allow_remote, tls_cert, tls_key, expiry, max_expiry, max_labs, max_frr,
-                max_memory, workers, reap_every):
+                max_memory, workers, reap_every, allow_images, max_snapshots, max_snapshot_bytes, trust_proxy):
     """Serve the twin API (/v1, OpenAPI at /openapi.json, reference at /docs, the labs page at /):
     labs made, changed, verified, rehearsed, snapshotted and removed through a token, with owners,
     quotas and expiry. Run as root, as `twin up` is; its clients need only a token
@@ -59,7 +70,8 @@ def serve_group(cli, state_dir, listen, allow_remote, tls_cert, tls_key, expiry,
         from twin import server
         from twin.lifecycle.service import Listener
 
-        settings = _settings(state_dir, expiry, max_expiry, max_labs, max_frr, max_memory, workers, reap_every)
+        settings = _settings(state_dir, expiry, max_expiry, max_labs, max_frr, max_memory, workers, reap_every,
+                             allow_images, max_snapshots, max_snapshot_bytes, trust_proxy)
         listeners = [Listener.parse(x, **({"certfile": tls_cert, "keyfile": tls_key} if not x.startswith("unix:")
                                           else {})) for x in listen]
         server.logs()

@@ -284,11 +284,13 @@ class Service:
     """One ASGI app on several listeners, in one process, on a thread of its own."""
 
     def __init__(self, name: str, app: App, listeners: list[Listener], max_body: int = MAX_BODY,
-                 timeout: float = TIMEOUT, concurrency: int = CONCURRENCY, body: Body | None = None):
-        """`body`: how the service words an error it answers itself (default: `{"error", "status"}`)."""
+                 timeout: float = TIMEOUT, concurrency: int = CONCURRENCY, body: Body | None = None,
+                 forwarded: tuple[str, ...] = ()):
+        """`body`: how the service words an error it answers itself (default: `{"error", "status"}`);
+        `forwarded`: the proxies whose X-Forwarded-For is believed (none: the peer is the client)."""
         if not listeners:
             raise TwinError(f"twin {name}: no listener given")
-        self.name, self.listeners = name, listeners
+        self.name, self.listeners, self.forwarded = name, listeners, forwarded
         self.app = Guard(app, name, max_body, timeout, body)
         self.servers = [uvicorn.Server(self._config(ls, concurrency)) for ls in listeners]
         self._thread: threading.Thread | None = None
@@ -302,7 +304,8 @@ class Service:
         return uvicorn.Config(app, **where, http=http, lifespan="off", log_config=None, access_log=False,
                               ssl_certfile=ls.certfile, ssl_keyfile=ls.keyfile, limit_concurrency=concurrency,
                               timeout_keep_alive=5, h11_max_incomplete_event_size=16 * 1024, server_header=False,
-                              timeout_graceful_shutdown=2)
+                              timeout_graceful_shutdown=2, proxy_headers=bool(self.forwarded),
+                              forwarded_allow_ips=list(self.forwarded) or None)
 
     def start(self) -> "Service":
         """Serve on every listener from a thread; returns once all are bound (TwinError if one cannot be)."""

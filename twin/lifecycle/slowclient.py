@@ -7,16 +7,23 @@ of them shut every other client out (503). `HeaderDeadline` gives each request `
 seconds from its connection (or its first byte, on a kept-alive connection) to the end of its
 headers; a client late is answered 408, the connection closed, and one line logged. Once the
 headers are in, the service's guard bounds the body and the answer (`twin.lifecycle.service`).
+
+One address holds at most `PER_ADDRESS` connections whose headers are still awaited: a new one
+beyond that closes the oldest of them (a client that sends its request at once is awaited for
+milliseconds; one that holds connections half-open loses its own, never another client's slots).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 LATE = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-length: 22\r\nconnection: close\r\n\r\n" \
        b"408: Request Timeout\r\n"
+HEADERS = 10.0        # s: the longest a request's headers are awaited
+PER_ADDRESS = 16      # connections of one address whose headers are awaited at once
 
 
 class HeaderDeadline(H11Protocol):
@@ -24,15 +31,19 @@ class HeaderDeadline(H11Protocol):
 
     within: float = 30.0
     log: logging.Logger = logging.getLogger("twin.service")
+    awaited: dict[str, OrderedDict[int, HeaderDeadline]] = {}   # per address: connections awaiting headers
     _late: asyncio.TimerHandle | None = None
+    _peer: str = ""
 
     @classmethod
     def bounded(cls, within: float, log: logging.Logger) -> type[HeaderDeadline]:
         """This protocol with its deadline and logger, as uvicorn's `Config(http=...)` takes it."""
-        return type("HeaderDeadline", (cls,), {"within": within, "log": log})
+        return type("HeaderDeadline", (cls,), {"within": min(within, HEADERS), "log": log, "awaited": {}})
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        peer = transport.get_extra_info("peername")
+        self._peer = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         self._arm()
 
     def data_received(self, data: bytes) -> None:
@@ -53,11 +64,25 @@ class HeaderDeadline(H11Protocol):
     def _arm(self) -> None:
         self._disarm()
         self._late = self.loop.call_later(self.within, self._too_late)
+        if not self._peer:
+            return
+        mine = self.awaited.setdefault(self._peer, OrderedDict())
+        mine[id(self)] = self
+        while len(mine) > PER_ADDRESS:     # the oldest half-open connection of this address makes room
+            _, oldest = mine.popitem(last=False)
+            oldest._disarm()
+            if not oldest.transport.is_closing():
+                oldest.transport.close()
 
     def _disarm(self) -> None:
         if self._late is not None:
             self._late.cancel()
             self._late = None
+        mine = self.awaited.get(self._peer)
+        if mine is not None:
+            mine.pop(id(self), None)
+            if not mine:
+                self.awaited.pop(self._peer, None)
 
     def _too_late(self) -> None:
         self._late = None

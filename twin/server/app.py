@@ -23,6 +23,9 @@ from starlette.exceptions import HTTPException
 from twin.server.core import Core
 from twin.server.problems import MEDIA, ApiProblem, of_error
 from twin.server.who import COOKIE, USER, principal
+from twin.topology.json_safe import depth
+
+MAX_DEPTH = 64   # levels a JSON body may nest (a create's configs map nests 3)
 
 log = logging.getLogger("twin.server.access")
 PAGES = {"/": ("labs.html", "text/html; charset=utf-8"), "/labs.js": ("labs.js", "text/javascript; charset=utf-8"),
@@ -85,6 +88,52 @@ class AccessLog:
         await self.app(scope, receive, sending)
 
 
+class Gate:
+    """Before any /v1 route reads a byte of its body: the token (401, slowed, as `principal`), then a
+    JSON body's nesting (422 beyond `MAX_DEPTH`: a body nested 100,000 deep is refused, not parsed)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or not str(scope.get("path", "")).startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        try:
+            await principal(Request(scope))
+        except ApiProblem as e:
+            await problem_response(e)(scope, receive, send)
+            return
+        kind = next((v for k, v in scope["headers"] if k == b"content-type"), b"").split(b";")[0].strip().lower()
+        if scope.get("method") in ("GET", "HEAD", "DELETE") or kind not in (b"application/json", b""):
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message]), send)
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if depth(body.decode("utf-8", errors="replace")) > MAX_DEPTH:
+            await problem_response(ApiProblem(422, f"the JSON body nests deeper than {MAX_DEPTH} levels; a request "
+                                                   "of this API nests a few", "invalid"))(scope, receive, send)
+            return
+        await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
+
+
+def _replay(messages: list, then=None):
+    async def receive():
+        if messages:
+            return messages.pop(0)
+        if then is not None:
+            return await then()
+        return {"type": "http.disconnect"}
+    return receive
+
+
 def _printable(text: str, limit: int = 200) -> str:
     out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
     return out if len(out) <= limit else out[:limit] + "..."
@@ -101,6 +150,7 @@ def create_app(core: Core) -> FastAPI:
     for module in (routes_labs, routes_day2, routes_ops):
         app.include_router(module.router, dependencies=[Depends(principal)])
     _pages(app)
+    app.add_middleware(Gate)
     app.add_middleware(AccessLog)
     return app
 

@@ -33,6 +33,8 @@ MiB = 1 << 20
 MAX_MEMBERS = 2000
 MAX_MEMBER = 4 * MiB
 MAX_TOTAL = 32 * MiB
+NAME_MAX = 255           # bytes of one name of a member's path (the file system's limit)
+MAX_PATH = 1024          # bytes of a member's path
 FORMATS = {"twin": "topology.yml", "containerlab": "topology.clab.yml", "air": "topology.json"}
 
 
@@ -88,10 +90,16 @@ def archive(d: Path, data: bytes, part: str = "configs") -> Path:
                                 "a few per node")
         rel = _member_name(name, part)
         names.append(rel)
-        if is_dir:
-            (out / rel).mkdir(parents=True, exist_ok=True)
-            continue
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if is_dir:
+                (out / rel).mkdir(parents=True, exist_ok=True)
+                continue
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise refused(part, f"archive member {name[:200]!r}: a file of the archive is on its path (a member "
+                                "is a file and a directory); each path is one or the other") from None
+        except OSError as e:
+            raise refused(part, f"archive member {name[:200]!r}: {e.strerror or 'cannot be made'}") from None
         total += _copy(stream, out / rel, name, part, MAX_TOTAL - total)
     _drop_top(out, names)
     return out
@@ -102,6 +110,10 @@ def _member_name(name: str, part: str) -> str:
     if name.startswith(("/", "\\")) or norm == ".." or norm.startswith("../") or "\0" in name or norm == ".":
         raise refused(part, f"archive member {name[:200]!r}: its path leads outside the archive; members are "
                             "relative paths inside it")
+    if len(norm.encode(errors="surrogateescape")) > MAX_PATH or any(
+            len(c.encode(errors="surrogateescape")) > NAME_MAX for c in norm.split("/")):
+        raise refused(part, f"archive member {name[:80]!r}...: a name is at most {NAME_MAX} bytes, a path at most "
+                            f"{MAX_PATH}")
     return norm
 
 
@@ -148,7 +160,13 @@ def _zip(data: bytes, part: str) -> Iterator[tuple[str, bool, IO[bytes] | None]]
 def _copy(stream: IO[bytes] | None, dest: Path, name: str, part: str, left: int) -> int:
     if stream is None:
         return 0
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except (FileExistsError, IsADirectoryError):
+        raise refused(part, f"archive member {name[:200]!r} is given twice (or as a file and a directory); each "
+                            "path once") from None
+    except OSError as e:
+        raise refused(part, f"archive member {name[:200]!r}: {e.strerror or 'cannot be written'}") from None
     n = 0
     try:
         while chunk := stream.read(64 * 1024):

@@ -11,8 +11,10 @@ from there by twin's reader, with its limits.
 """
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import shutil
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,9 +65,28 @@ def fault_spec(f: FaultBody) -> str:
     return ":".join(["fault", f.fault, f.target, *f.args])
 
 
+def kept(into: Path) -> int:
+    """Bytes of the files the lab's requests left under `into` (its changes and inputs)."""
+    total = 0
+    for sub in ("changes", "inputs"):
+        for dirpath, _, names in os.walk(into / sub):
+            total += sum(os.lstat(os.path.join(dirpath, n)).st_size for n in names)
+    return total
+
+
+def room(into: Path, limit: int) -> None:
+    """409 with the numbers when the lab's kept request files reach `limit` bytes."""
+    held = kept(into)
+    if held >= limit:
+        raise ApiProblem(409, f"this lab keeps {held:,} bytes of the files its changes brought, the most a lab keeps "
+                              f"on this server ({limit:,}); a new lab from a snapshot starts with none", "quota",
+                         quota={"kept_bytes": {"limit": limit, "held": held}})
+
+
 def spec(body: ChangeBody, into: Path, archive: bytes | None = None, nv_file: bytes | None = None,
-         nv_node: str | None = None) -> str:
-    """The change as `load_change` takes it, its files written into a new directory under `into`."""
+         nv_node: str | None = None, limit: int | None = None) -> str:
+    """The change as `load_change` takes it, its files written into a new directory under `into`
+    (409 when the lab keeps `limit` bytes of them already)."""
     given = [k for k, v in (("topology", body.topology), ("configs", body.configs or archive),
                             ("nv", body.nv or nv_file), ("fault", body.fault)) if v]
     if len(given) != 1:
@@ -73,6 +94,8 @@ def spec(body: ChangeBody, into: Path, archive: bytes | None = None, nv_file: by
                          + (f"; this request gives {', '.join(given)}" if given else ""), "invalid")
     if body.fault is not None:
         return fault_spec(body.fault)
+    if limit is not None:
+        room(into, limit)
     d = into / "changes" / secrets.token_hex(6)
     d.mkdir(parents=True, mode=0o700)
     if body.topology is not None:
@@ -104,3 +127,16 @@ def from_form(form: dict[str, Any]) -> tuple[ChangeBody, bytes | None, bytes | N
     archive = form.get("configs")
     return (body, archive if isinstance(archive, bytes) else None,
             nv.encode() if isinstance(nv, str) else nv, form.get("node") if isinstance(form.get("node"), str) else None)
+
+
+def forget(spec: str, into: Path) -> None:
+    """The files of change `spec` (a plan's, answered already) removed: only a directory of `into`'s changes."""
+    path = spec.split(":", 2)[2] if spec.startswith("nv:") else spec
+    if spec.startswith("fault:"):
+        return
+    changes = (into / "changes").resolve()
+    p = Path(path).resolve()
+    while p.parent != changes and p != p.parent:
+        p = p.parent
+    if p.parent == changes and p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)

@@ -15,7 +15,7 @@ from twin.server import settle
 from twin.server.auth import Principal, Throttle
 from twin.server.home import Home
 from twin.server.operations import WORKERS, Operations
-from twin.server.problems import ApiProblem
+from twin.server.problems import ApiProblem, hide
 from twin.server.quotas import Limits, limits_of
 
 HOUR = 3600.0
@@ -29,6 +29,12 @@ class Settings:
     limits: Limits = Limits()         # per user, unless set for the user
     workers: int = WORKERS
     reap_every: float = 30.0          # s between two looks for expired labs
+    allow_images: tuple[str, ...] = ()   # images a user's node may name besides twin's own (twin.topology.confine)
+    max_snapshots: int = 10           # snapshots a user may keep
+    max_snapshot_bytes: int = 256 << 20   # their archives' bytes together
+    max_streams: int = 8              # event streams a user may hold open at once
+    max_kept: int = 64 << 20          # bytes of change files (plan, apply, rehearse) kept per lab
+    trusted_proxies: tuple[str, ...] = ()   # addresses whose X-Forwarded-For is believed (none by default)
 
 
 class Core(Home):
@@ -38,6 +44,9 @@ class Core(Home):
         self.ops = Operations(self, settings.workers, partial(settle.settle, self))
         self.throttle = Throttle()
         self.started = time.time()
+        self.streams: dict[str, int] = {}   # user -> event streams open (on the event loop only)
+        self.plans: dict[str, int] = {}     # user -> plans under way (on the event loop only)
+        hide(str(settings.home), str(state.home()))   # no answer names where the server keeps things
 
     def close(self) -> None:
         self.ops.close()
@@ -58,6 +67,15 @@ class Core(Home):
         if row is None or (row["owner"] != who.user and not who.admin):
             raise ApiProblem(404, f"no operation {oid[:100]!r} of yours", "no-such-operation")
         return row
+
+    def taken(self, who: Principal, name: str) -> ApiProblem:
+        """A create of a name that is taken: its owner is told so; anyone else gets one answer for every
+        name taken (another user's lab, a lab of the host's CLI), which says nothing of whose it is."""
+        row = self.store.lab(name)
+        if row is not None and row["owner"] == who.user:
+            return ApiProblem(409, f"you have a lab named {name!r}; name the new one (`name`)", "name-taken")
+        return ApiProblem(409, f"the name {name!r} is not available on this server; name yours (`name`)",
+                          "name-taken")
 
     def limits(self, user: str) -> Limits:
         return limits_of(self.store.user(user), self.settings.limits)

@@ -27,6 +27,7 @@ from twin.server import bodies, labwork, quotas, snapshots
 from twin.server.auth import Principal, duration
 from twin.server.core import Core
 from twin.server.problems import ApiProblem
+from twin.topology.model import Confined
 
 Duration = int | str
 
@@ -101,13 +102,18 @@ def prepare(core: Core, who: Principal, body: CreateBody, archive: bytes | None)
             topo, configs, saved = snapshots.unpack(core, body.snapshot, src)
             if body.name is None:
                 raise ApiProblem(422, "a lab from a snapshot needs a name of its own (`name`)", "invalid")
+        elif body.format == "containerlab" and archive is not None:
+            # a containerlab file binds files relative to itself: the archive's, unpacked beside it
+            topo = bodies.topology_file(bodies.archive(src, archive, "lab"), body.topology or "", body.format)
+            configs = None
         else:
             topo = bodies.topology_file(src, body.topology or "", body.format)
             configs = bodies.archive(src, archive) if archive is not None else (
                 bodies.config_map(src, body.configs) if body.configs is not None else None)
         if body.name is not None:
             state.check_name(body.name)
-        lab = Lab.load(topo, name=body.name, configs=configs, roles=body.roles)
+        lab = Lab.load(topo, name=body.name, configs=configs, roles=body.roles,
+                       confined=Confined(root=str(src), images=core.settings.allow_images))
         return lab, src, saved
     except BaseException:
         shutil.rmtree(src, ignore_errors=True)
@@ -133,8 +139,8 @@ def start(core: Core, who: Principal, body: CreateBody, archive: bytes | None, i
 
         def record() -> None:
             if core.store.lab(lab.name) is not None or state.labdir(lab.name).exists():
-                raise ApiProblem(409, f"a lab named {lab.name!r} exists on this host; name yours (`name`)",
-                                 "name-taken")
+                raise core.taken(who, lab.name)
+            (core.where("baselines") / f"{lab.name}.json").unlink(missing_ok=True)   # a removed lab's: not this one's
             quotas.check(who.user, core.store.labs(who.user), core.limits(who.user), lab.name, frr, memory)
             core.store.run("INSERT INTO labs(name, owner, created, expires, state, source, frr_nodes, memory, "
                            "snapshot) VALUES (?, ?, ?, ?, 'creating', ?, ?, ?, ?)", lab.name, who.user, time.time(),

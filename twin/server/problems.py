@@ -10,6 +10,7 @@ kernel failing 502. Anything else is a 500 with one line, never a traceback.
 from __future__ import annotations
 
 import json
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -45,13 +46,32 @@ class ApiProblem(Exception):
         self.problems, self.extra = problems or [], extra
 
     def doc(self) -> dict[str, Any]:
-        out = {"type": TYPE + self.kind, "title": title(self.status), "status": self.status, "detail": self.detail}
+        out = {"type": TYPE + self.kind, "title": title(self.status), "status": self.status,
+               "detail": scrubbed(self.detail)}
         if self.problems:
-            out["problems"] = self.problems
+            out["problems"] = [scrubbed(str(p)) for p in self.problems]
         return {**out, **self.extra}
 
     def body(self) -> bytes:
         return json.dumps(self.doc(), default=str).encode()
+
+
+_HIDDEN: list[str] = []   # the server's own directories: never in an answer
+
+
+def hide(*paths: str) -> None:
+    """Directories an answer never names (a problem naming a file in one names it from there on)."""
+    for p in paths:
+        p = p.rstrip("/")
+        if p and p not in _HIDDEN:
+            _HIDDEN.append(p)
+    _HIDDEN.sort(key=len, reverse=True)
+
+
+def scrubbed(text: str) -> str:
+    for p in _HIDDEN:
+        text = re.sub(re.escape(p) + r"(?:/[^/\s:'\"]+)*/", "", text).replace(p, "<server>")
+    return text
 
 
 def title(status: int) -> str:

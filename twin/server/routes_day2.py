@@ -22,6 +22,7 @@ from twin.server.routes_labs import ACCEPTED, Idem, accepted, core_of
 from twin.server.who import Who
 
 router = APIRouter(prefix="/v1/labs/{name}", tags=["day 2"])
+PLANS = 2    # plans one user may have under way at once (a plan is answered in the request, not an operation)
 CHANGE_BODY = {"requestBody": {"required": True, "content": {
     "application/json": {"schema": changes.ChangeBody.model_json_schema()},
     "multipart/form-data": {"schema": {"type": "object", "properties": {
@@ -79,20 +80,31 @@ async def _change(request: Request, core: Core, row: dict[str, Any]) -> tuple[st
         form = await request.form(max_files=4, max_fields=8, max_part_size=32 << 20)
         fields = {k: (await v.read() if hasattr(v, "read") else v) for k, v in form.multi_items()}
         body, archive, nv_file, node = changes.from_form(fields)
-        return await run_in_threadpool(changes.spec, body, into, archive, nv_file, node), raw
+        return await run_in_threadpool(changes.spec, body, into, archive, nv_file, node, core.settings.max_kept), raw
     try:
         body = changes.ChangeBody.model_validate(json.loads(raw or b"null"))
     except ValueError as e:
         raise ApiProblem(422, f"the body is not a change: {str(e).splitlines()[0][:300]}", "invalid",
                          str(e).splitlines()[:40]) from None
-    return await run_in_threadpool(changes.spec, body, into), raw
+    return await run_in_threadpool(changes.spec, body, into, None, None, None, core.settings.max_kept), raw
 
 
 @router.post("/plan", summary="What a change would do (twin plan --json)", openapi_extra=CHANGE_BODY)
 async def plan(name: str, request: Request, who: Who) -> dict:
     core = core_of(request)
-    spec, _ = await _change(request, core, core.lab(who, name))
-    return await run_in_threadpool(labwork.plan, name, spec)
+    row = core.lab(who, name)
+    if core.plans.get(who.user, 0) >= PLANS:
+        raise ApiProblem(429, f"{who.user} has {PLANS} plans under way, the most one user may at once; ask again "
+                              "when one is answered", "plans", limit=PLANS)
+    core.plans[who.user] = core.plans.get(who.user, 0) + 1
+    try:
+        spec, _ = await _change(request, core, row)
+        try:
+            return await run_in_threadpool(labwork.plan, name, spec)
+        finally:   # a plan is answered at once: what it brought is not kept
+            await run_in_threadpool(changes.forget, spec, Path(row["source"]))
+    finally:
+        core.plans[who.user] -= 1
 
 
 @router.post("/apply", status_code=202, responses=ACCEPTED, summary="Apply a change (an operation; twin apply)",
@@ -111,7 +123,7 @@ def rehearse(name: str, body: RehearseBody, request: Request, who: Who,
              idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     row = core.lab(who, name)
-    spec = changes.spec(body.change, Path(row["source"]))
+    spec = changes.spec(body.change, Path(row["source"]), limit=core.settings.max_kept)
     th = Thresholds(max_loss=None if body.max_loss < 0 else body.max_loss,
                     max_outage=None if body.max_outage_ms is None else body.max_outage_ms / 1000.0,
                     max_reconverge=body.max_reconverge)
@@ -124,7 +136,9 @@ def rehearse(name: str, body: RehearseBody, request: Request, who: Who,
     return _start(request, who, name, "rehearse", work, idem, body.model_dump_json().encode(), core)
 
 
-def _text_file(row: dict[str, Any], name: str, text: str) -> str:
+def _text_file(row: dict[str, Any], name: str, text: str, limit: int | None = None) -> str:
+    if limit is not None:
+        changes.room(Path(row["source"]), limit)
     d = Path(row["source"]) / "inputs" / secrets.token_hex(6)
     d.mkdir(parents=True, mode=0o700)
     (d / name).write_text(text)
@@ -142,7 +156,7 @@ def verify_lab(name: str, request: Request, who: Who, body: VerifyBody | None = 
         verify.known(body.only or None)
     except Exception as e:  # noqa: BLE001  (an unknown group is the client's mistake)
         raise ApiProblem(422, str(e).splitlines()[0], "invalid") from None
-    files = [_text_file(row, "checks.yml", t) for t in body.checks]
+    files = [_text_file(row, "checks.yml", t, core.settings.max_kept) for t in body.checks]
     work = labwork.verification(name, body.only or None, files, body.prove, body.elements)
     proving = body.prove or bool(body.elements)     # a plain verify reads the lab: never refused as busy
     return _start(request, who, name, "prove" if proving else "verify", work, idem, body.model_dump_json().encode(),

@@ -115,6 +115,7 @@ def delete_lab(name: str, request: Request, who: Who, idem: Idem = None):
 def snapshot_lab(name: str, request: Request, who: Who, idem: Idem = None):
     core = core_of(request)
     row = core.lab(who, name)
+    snapshots.room(core, row["owner"])
     sid = secrets.token_hex(6)
     op, _ = core.ops.start(who, name, "snapshot", snapshots.take(name, sid, row["owner"]), idem,
                            request_digest("POST", f"/v1/labs/{name}/snapshots", b""))

@@ -76,11 +76,25 @@ async def operation_events(oid: str, request: Request, who: Who,
     seen = int(last) if last.isdigit() else after
     if not follow:
         return Response(json.dumps({"events": core.store.events(oid, seen)}), media_type="application/json")
-    return StreamingResponse(_stream(core, oid, seen), media_type="text/event-stream",
+    held = core.streams.get(who.user, 0)
+    if held >= core.settings.max_streams:   # each holds a connection of the listener's: never all of them
+        raise ApiProblem(429, f"{who.user} holds {held} event streams open, the most one user may on this server "
+                              f"({core.settings.max_streams}); close one, or ask with follow=false", "streams",
+                         held=held, limit=core.settings.max_streams)
+    core.streams[who.user] = held + 1
+    return StreamingResponse(_stream(core, oid, seen, who.user), media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
-async def _stream(core: Core, oid: str, seen: int) -> AsyncIterator[bytes]:
+async def _stream(core: Core, oid: str, seen: int, user: str) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in _events(core, oid, seen):
+            yield chunk
+    finally:
+        core.streams[user] = max(0, core.streams.get(user, 1) - 1)
+
+
+async def _events(core: Core, oid: str, seen: int) -> AsyncIterator[bytes]:
     quiet = time.monotonic()
     while True:
         row = core.store.operation(oid)

@@ -57,7 +57,7 @@ def serve(settings: Settings, listeners: list[Listener], allow_remote: bool = Fa
         worker.warm()            # operations' worker processes fork from a process with twin loaded
         reaper = Reaper(core).start()
         service = Service("serve", create_app(core), listeners, max_body=MAX_BODY, timeout=TIMEOUT,
-                          concurrency=CONCURRENCY, body=guard_body)
+                          concurrency=CONCURRENCY, body=guard_body, forwarded=settings.trusted_proxies)
         def started(s: Service) -> None:
             # the access log says every request with its user; the guard's own line only for a 500
             logging.getLogger("twin.service.serve").setLevel(logging.ERROR)

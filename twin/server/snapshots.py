@@ -21,7 +21,7 @@ import tarfile
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twin.base.errors import LabStateError
 from twin.lab import Lab
@@ -29,11 +29,28 @@ from twin.lifecycle import state
 from twin.nvue import service as nvue_service
 from twin.server import bodies
 from twin.server.home import Home
+from twin.server.problems import ApiProblem
 from twin.server.worker import Say, Work
+
+if TYPE_CHECKING:
+    from twin.server.core import Core
 
 NOT_KEPT = ("running memory is not kept: BGP and EVPN tables, ARP and MAC entries, counters and events are learned "
             "again as the new lab converges; a fault in force is not configuration and is not carried over")
 MAX_RENDERED = 64          # files of one node directory taken into `rendered/`
+
+
+def room(core: "Core", owner: str) -> None:
+    """409 with the numbers when `owner` keeps as many snapshots, or as many bytes of them, as the
+    server allows one user (`twin serve --max-snapshots`, `--max-snapshot-bytes`)."""
+    rows = core.store.snapshots(owner)
+    count, size = len(rows), sum(r["size"] for r in rows)
+    limit, most = core.settings.max_snapshots, core.settings.max_snapshot_bytes
+    if count >= limit or size >= most:
+        raise ApiProblem(409, f"{owner} keeps {count} snapshots of {size:,} bytes; a user keeps at most {limit} and "
+                              f"{most:,} bytes on this server: DELETE /v1/snapshots/ID first", "quota",
+                         quota={"snapshots": {"limit": limit, "held": count},
+                                "snapshot_bytes": {"limit": most, "held": size}})
 
 
 def take(name: str, sid: str, owner: str) -> Work:

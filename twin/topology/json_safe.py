@@ -87,6 +87,12 @@ def _number(text: str, kind: type, odd: list[str]) -> int | float | None:
     return value
 
 
+def depth(text: str) -> int:
+    """How deep JSON text nests (brackets outside strings, at C speed): to refuse before parsing."""
+    structure = _NOT_STRUCTURE.sub("", _STRINGS.sub("", text)).replace(",", "")
+    return max(itertools.accumulate(map(_DEPTH.__getitem__, structure)), default=0)
+
+
 def _refuse_size(text: str, fmt: Format) -> None:
     """Nesting and value count, from the brackets and commas outside strings (C-speed scans)."""
     structure = _NOT_STRUCTURE.sub("", _STRINGS.sub("", text))
