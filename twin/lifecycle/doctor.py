@@ -171,11 +171,24 @@ def diagnose(fabrics: list[Fabric], src: Sources = Sources()) -> Report:
     return Report(root, engine, feats, shaping, SHAPING_MEANS.get(shaping, ""), labs, imgs, left, problems)
 
 
+def isolation(e: EngineFacts) -> str:
+    """What holds a node's root in, in words (docs/server.md: the threat model)."""
+    if e.userns:
+        return ("node isolation: userns-remap on: root in a node is an unprivileged user of this host; with each "
+                "node's own cgroup namespace and seccomp profile")
+    return ("node isolation: userns-remap off (root in a node is root of this host, held in by its capabilities, "
+            "own cgroup namespace and seccomp profile, which refuses mount, unshare and new namespaces"
+            + (", on cgroup v1" if e.cgroup == "1" else "") + "); `\"userns-remap\": \"default\"` in "
+            "/etc/docker/daemon.json remaps it (docs/server.md)")
+
+
 def lines(r: Report) -> list[str]:
     """The report in words, one fact a line (what the CLI prints)."""
     engine = r.engine.version if r.engine.reachable else f"not reachable ({r.engine.error})"
-    out = [r.twin, f"root: {'yes' if r.root else 'no'}", f"Docker engine: {engine}",
-           "kernel (probed in a throwaway namespace):"]
+    out = [r.twin, f"root: {'yes' if r.root else 'no'}", f"Docker engine: {engine}"]
+    if r.engine.reachable:
+        out.append(isolation(r.engine))
+    out.append("kernel (probed in a throwaway namespace):")
     for f in r.features:
         mark = {True: "yes", False: "NO ", None: "?  "}[f.present]
         out.append(f"  {mark} {f.what}" + (f": {f.means}" if f.means else "")

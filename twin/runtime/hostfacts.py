@@ -24,6 +24,8 @@ class Engine:
     reachable: bool
     version: str = ""
     error: str = ""
+    userns: bool | None = None     # dockerd remaps root in containers to a user of the host (`userns-remap`)
+    cgroup: str = ""               # the cgroup version the engine runs containers on ("1", "2")
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,11 @@ def _client() -> docker.DockerClient:
 def engine() -> Engine:
     try:
         c = _client()
-        return Engine(True, str(c.version().get("Version", "?")))
+        version = str(c.version().get("Version", "?"))
+        info = c.info()
+        security = [str(s) for s in info.get("SecurityOptions") or []]
+        return Engine(True, version, userns=any("name=userns" in s for s in security),
+                      cgroup=str(info.get("CgroupVersion") or ""))
     except docker.errors.DockerException as e:
         return Engine(False, error=str(e).splitlines()[0][:200])
 
