@@ -13,6 +13,8 @@ Rounds (default 20; `--kinds` picks which), in a random but seeded order:
   kernel drops it with its holder: `down` is not refused), and `down` leaves nothing;
 - `server` (bench/chaos_server.py): `twin serve` SIGKILLed mid-create or mid-apply and started
   again: the operation `failed` (or done), the lab whole or removed, then deleted: nothing left;
+- `abuse` (bench/chaos_abuse.py): a user's escapes through the API, 500 half-open connections
+  and a quota filled, while another user's lab runs: its GETs timed, its lab and operation whole;
 and once, the Docker daemon restarted under a running lab: `twin status` must exit 1 naming the
 stopped containers, and `twin down` must still remove everything.
 
@@ -38,6 +40,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from chaos_abuse import round_abuse  # noqa: E402
 from chaos_server import round_server  # noqa: E402
 from run import with_green  # noqa: E402  (make bench's tenant add: the same change)
 
@@ -48,7 +51,7 @@ from twin.runtime import DockerRuntime  # noqa: E402
 SMALL = ROOT / "tests/e2e/small.yml"
 AIPOD = ROOT / "topologies/aipod.yml"
 DOORS = ROOT / "tests/e2e/doors.yml"
-KINDS = ("up", "apply", "rehearse", "fault", "server")
+KINDS = ("up", "apply", "rehearse", "fault", "server", "abuse")
 
 
 def twin(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -204,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
         for i, kind in enumerate(kinds, 1):
             rows.append(round_up(runtime, i, rng) if kind == "up" else round_apply(runtime, i, rng, change)
                         if kind == "apply" else round_server(runtime, i, rng, Path(tmp), SMALL, AIPOD, change)
-                        if kind == "server" else round_writer(runtime, i, rng, kind, rehearsed))
+                        if kind == "server" else round_abuse(runtime, i, Path(tmp), SMALL)
+                        if kind == "abuse" else round_writer(runtime, i, rng, kind, rehearsed))
             print(f"chaos: round {i}/{len(kinds)}: {rows[-1]}", file=sys.stderr)
         if not args.no_dockerd and not (others and args.force):
             rows.append(round_dockerd(runtime))
