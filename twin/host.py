@@ -70,10 +70,12 @@ def check_configs(lab: Lab) -> list[Problem]:
     return []
 
 
-def exec_in(lab: str, node: str, cmd: Sequence[str]) -> tuple[Result, str]:
-    """`cmd` run in `node` of `lab`, and a hint when it failed for what the kernel lacks ("": none)."""
+def exec_in(lab: str, node: str, cmd: Sequence[str], inside: bool = False) -> tuple[Result, str]:
+    """`cmd` run in `node` of `lab`, and a hint when it failed for what the kernel lacks ("": none).
+    `inside`: a user's command of a shared server, run inside the node's container (`NodeExec.inside`)."""
     # a long quiet command must not be cut by the Docker client's read timeout
-    res = Lab(lab, runtime=DockerRuntime(timeout=None)).node(node).run(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
+    ex = Lab(lab, runtime=DockerRuntime(timeout=None)).node(node)
+    res = (ex.inside if inside else ex.run)(list(cmd), timeout=timeouts.EXEC_INTERACTIVE)
     hint = kernel_hint(shlex.join(cmd), res.stdout + res.stderr, lambda: kernel_lacks(lab)) if res.rc else ""
     return res, hint
 

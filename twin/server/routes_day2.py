@@ -199,6 +199,6 @@ def exec_(name: str, body: ExecBody, request: Request, who: Who) -> dict:
     if row["state"] != "up":
         raise ApiProblem(409, f"lab {name!r} is {row['state']}, not up", "lab-state")
     argv = allowlist.check(body.command)
-    res, hint = host.exec_in(name, body.node, argv)
+    res, hint = host.exec_in(name, body.node, argv, inside=True)   # in the node's container, not from the host
     return {"node": body.node, "command": argv, "rc": res.rc, "stdout": res.stdout, "stderr": res.stderr,
             "hint": hint or None}
