@@ -297,6 +297,13 @@ class Fabric(_Sparse):
         return {f"{ip}/32": (t.name, v) for t in self.tenants.values() if t.internet
                 for v in t.vteps() for ip in t.gateway(v)}
 
+    def loopback_of(self, node: str) -> str:
+        """The loopback of `node`, a BGP speaker or VTEP (the model gives each one): an error naming it if none."""
+        lo = self.nodes[node].loopback
+        if lo is None:
+            raise ValueError(f"{node}: a {self.nodes[node].kind} has no loopback")
+        return lo
+
     def tenants_on(self, node: str) -> list[Tenant]:
         """Tenants with a host behind `node` (so `node` is their VTEP)."""
         return [t for t in self.tenants.values() if node in t.vteps()]
