@@ -6,9 +6,9 @@ JSON in the lab directory and golden-tested.
 """
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from twin.kinds import KINDS
 from twin.topology.schema import AnyCheck
@@ -25,7 +25,7 @@ class _Sparse(_Frozen):
     _sparse: ClassVar[tuple[str, ...]] = ()
 
     @model_serializer(mode="wrap")
-    def _omit_unused(self, handler):
+    def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
         for key in self._sparse:
             if not data.get(key):
@@ -96,7 +96,7 @@ class Node(_Frozen):
     nvue: Literal["blank"] | None = None   # runs NVUE with nothing configured yet (twin.topology.nvue_nodes)
 
     @model_serializer(mode="wrap")
-    def _only_when_set(self, handler):
+    def _only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Optional fields are written only when set: a node without them is recorded as it was."""
         data = handler(self)
         for key in ("drain", "exec", "binds", "cmd", "entrypoint", "env", "mgmt", "platform_ports", "nvue"):
@@ -208,13 +208,15 @@ class Tenant(_Sparse):
 
     def public_of(self, a: Attachment) -> str | None:
         """The public address the internet sees `a` as (None: it does not go out)."""
-        if not self.goes_out(a):
+        if self.internet is None or not self.goes_out(a):
             return None
         return self.internet.hosts.get(a.host) or self.internet.vteps.get(a.vtep)
 
     def gateway(self, vtep: str) -> dict[str, str]:
         """What VTEP `vtep` NATs for this tenant: public address -> "pool" or the host it belongs to."""
         out: dict[str, str] = {}
+        if self.internet is None:
+            return out
         for a in self.attachments:
             if a.vtep == vtep and self.goes_out(a):
                 if a.host in self.internet.hosts:
