@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, NoReturn
 
 from twin.base.errors import Problem, TopologyError
 
@@ -73,3 +73,8 @@ class Problems:
     def raise_if_any(self) -> None:
         if self.items:
             raise TopologyError(self.items)
+
+    def stop(self, path: Path_, message: str) -> NoReturn:
+        """A problem that ends the reading: raised with every problem found before it."""
+        self.add(path, message)
+        raise TopologyError(self.items)
