@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from twin.base.errors import TwinError
 from twin.kinds import KINDS
 from twin.topology.schema import AnyCheck
 
@@ -303,7 +304,7 @@ class Fabric(_Sparse):
         """The loopback of `node`, a BGP speaker or VTEP (the model gives each one): an error naming it if none."""
         lo = self.nodes[node].loopback
         if lo is None:
-            raise ValueError(f"{node}: a {self.nodes[node].kind} has no loopback")
+            raise TwinError(f"{node}: a {self.nodes[node].kind} has no loopback")
         return lo
 
     def tenants_on(self, node: str) -> list[Tenant]:
@@ -312,6 +313,14 @@ class Fabric(_Sparse):
 
     def vteps(self) -> list[str]:
         return [n for n in self.nodes if self.tenants_on(n)]
+
+    def attachment(self, host: str) -> tuple[Tenant, Attachment]:
+        """The tenant and attachment of host endpoint `host`: an error naming the hosts if it is none."""
+        found = self.attachment_of(host)
+        if found is None:
+            hosts = [n for n in self.nodes if self.attachment_of(n)]
+            raise TwinError(f"{host!r} is not a host endpoint of lab {self.name}; hosts: {', '.join(hosts) or 'none'}")
+        return found
 
     def attachment_of(self, host: str) -> tuple[Tenant, Attachment] | None:
         for t in self.tenants.values():
