@@ -13,10 +13,8 @@ ordinary user's token from a topology and an archive.
 """
 from __future__ import annotations
 
-import io
 import json
 import socket
-import tarfile
 import time
 import urllib.request
 from pathlib import Path
@@ -73,16 +71,6 @@ ESCAPES = {
 }
 
 
-def archive(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in files.items():
-            m = tarfile.TarInfo(name)
-            m.size = len(data)
-            tar.addfile(m, io.BytesIO(data))
-    return buf.getvalue()
-
-
 @pytest.fixture(scope="module")
 def served(twin_home, node_image, tmp_path_factory):
     s = Served(tmp_path_factory.mktemp("served") / "state", "--expiry", "1h").start()
@@ -100,10 +88,13 @@ def lab(served, user, runtime, tmp_path_factory):
     MARK.unlink(missing_ok=True)
     d = tmp_path_factory.mktemp("conf")
     (d / "topology.yml").write_text(TOPOLOGY)
-    (d / "configs.tar.gz").write_bytes(archive({"configs/h1/setup.sh": SETUP}))
+    (d / "configs" / "h1").mkdir(parents=True)
+    (d / "configs" / "h1" / "setup.sh").write_bytes(SETUP)     # the client sends the directory as an archive
+    (d / "configs" / "h2").mkdir()      # two top directories: the server keeps them (it drops a lone one)
+    (d / "configs" / "h2" / "notes.txt").write_text("h2 binds nothing\n")
     c = served.client(user)
     try:
-        op = c.create(d / "topology.yml", name=NAME, configs=d / "configs.tar.gz", expires_in="1h")
+        op = c.create(d / "topology.yml", name=NAME, configs=d / "configs", expires_in="1h")
         yield c, op
     finally:
         try:
