@@ -134,6 +134,7 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
             if p.fabric.tenants_on(p.node) else "node as its NVUE declares it")
     files["interfaces.sh"] = script_of(p.node, p.fabric.name, what, p.steps, p.bindings)
     files[STARTUP] = dump(nf.tree, nf.header)
+    files.update(p.acls.files(p.node))      # its ACLs, one nftables file per namespace (twin.nvue.acl)
     return files
 
 
