@@ -16,8 +16,12 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 from dataclasses import dataclass, field
+from typing import Any
 
+from twin.base.errors import TopologyError
+from twin.config.backend import Backend
 from twin.config.steps import Step
+from twin.nvue import mtu as nvue_mtu
 from twin.nvue.tree import Path, get
 
 TABLE = "twin_acl"                 # the netdev table in each namespace holding a bound port
@@ -231,3 +235,19 @@ def stored(tree: dict) -> list[str]:
     return [f"interface.{p}.acl.{n}.{w}.control-plane" for p, i in sorted(get(tree, ("interface",), {}).items())
             for n, ways in sorted(get(i, ("acl",), {}).items()) for w in ("inbound", "outbound")
             if get(ways, (w, "control-plane")) is not None]
+
+
+def attach(plane: Any, nf: Any, backend: Backend, steps: bool) -> None:
+    """A node's plane (`twin.nvue.plane.Plane`, of NVUE file `nf`) with the MTUs and ACLs it runs: their
+    steps last, once every port is in its namespace, kept as extras (day 2); TopologyError with what
+    twin would run half."""
+    plane.acls = of(nf.tree, nvue_mtu.places(plane, backend))
+    if plane.acls.problems:
+        raise TopologyError([nf.problem(at, why) for at, why in plane.acls.problems])
+    if not steps:
+        return
+    mtus, notes = nvue_mtu.steps(plane, nf.tree, backend)
+    plane.notes += notes + [f"{plane.node}: {p}: kept, not run (an ACL on the control plane)" for p in stored(nf.tree)]
+    acls = {("acl", s.ns): s for s in plane.acls.steps(plane.node)}
+    plane.extras.update(mtus | acls)
+    plane.steps += list(mtus.values()) + list(acls.values())

@@ -8,7 +8,7 @@ Also here: where each NVUE interface of a node is in the kernel (`places`), whic
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from twin.config.backend import Backend, tenant_ns
 from twin.config.overlay import port_ns
@@ -16,13 +16,12 @@ from twin.config.steps import Step
 from twin.intent.tenants import bridge_name
 from twin.nvue.tree import get
 
-if TYPE_CHECKING:
-    from twin.nvue.plane import Plane
+Plane = Any                      # twin.nvue.plane.Plane (which imports this module)
 
 DEFAULT = 9000                   # a device the plane makes no MTU for (an uncabled port)
 
 
-def places(plane: "Plane", backend: Backend) -> dict[str, tuple[str, str]]:
+def places(plane: Plane, backend: Backend) -> dict[str, tuple[str, str]]:
     """NVUE interface name -> (namespace, kernel device) of the node's ports and SVIs."""
     out: dict[str, tuple[str, str]] = {}
     moved = {s.dev: s.args["to"] for s in plane.extras.values() if s.op == "move"}   # into a plain VRF
@@ -40,7 +39,7 @@ def places(plane: "Plane", backend: Backend) -> dict[str, tuple[str, str]]:
     return out
 
 
-def made(plane: "Plane", dev: str) -> int:
+def made(plane: Plane, dev: str) -> int:
     """The MTU the plane gives device `dev` without NVUE's `link.mtu`: the topology's for a cabled port,
     the bridge's own for an SVI."""
     ports = plane.fabric.nodes[plane.node].ports_by_name
@@ -49,7 +48,7 @@ def made(plane: "Plane", dev: str) -> int:
     return next((s.args["mtu"] for s in plane.steps if s.dev == dev and "mtu" in s.args), DEFAULT)
 
 
-def steps(plane: "Plane", tree: dict, backend: Backend) -> tuple[dict[tuple, Step], list[str]]:
+def steps(plane: Plane, tree: dict, backend: Backend) -> tuple[dict[tuple, Step], list[str]]:
     """The MTU steps of the node's ports and SVIs NVUE sets one for (keyed as plane extras), and
     notes of the interfaces whose MTU is kept, not run (the management port, the loopback)."""
     where = places(plane, backend)

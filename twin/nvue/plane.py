@@ -31,7 +31,6 @@ from twin.intent.tenants import bridge_name, vxlan_name
 from twin.kinds import MGMT_PORT
 from twin.nvue import acl as nvue_acl
 from twin.nvue import beyond, routed
-from twin.nvue import mtu as nvue_mtu
 from twin.nvue import bonds as bonds_
 from twin.nvue.load import NvueFile
 from twin.nvue.model import MGMT, NodeConf, Svi
@@ -115,24 +114,8 @@ def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Sh
     if steps:
         plane.steps = _steps(plane, backend, shaping)
         plane.bindings = overlay.bindings(nfab, node, backend)
-    _issue44(plane, nf, backend, steps)
+    nvue_acl.attach(plane, nf, backend, steps)   # MTUs and ACLs the node runs (issue 44)
     return plane
-
-
-def _issue44(plane: Plane, nf: NvueFile, backend: Backend, steps: bool) -> None:
-    """MTUs and ACLs the node runs (`twin.nvue.mtu`, `twin.nvue.acl`): their steps last, once every
-    port is in its namespace, kept as extras (day 2); TopologyError with what twin would run half."""
-    plane.acls = nvue_acl.of(nf.tree, nvue_mtu.places(plane, backend))
-    if plane.acls.problems:
-        raise TopologyError([nf.problem(at, why) for at, why in plane.acls.problems])
-    if not steps:
-        return
-    mtus, notes = nvue_mtu.steps(plane, nf.tree, backend)
-    plane.notes += notes + [f"{plane.node}: {p}: kept, not run (an ACL on the control plane)"
-                            for p in nvue_acl.stored(nf.tree)]
-    acls = {("acl", s.ns): s for s in plane.acls.steps(plane.node)}
-    plane.extras.update(mtus | acls)
-    plane.steps += list(mtus.values()) + list(acls.values())
 
 
 def as_run(fabric: Fabric, plane: Plane) -> Fabric:
