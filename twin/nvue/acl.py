@@ -22,6 +22,7 @@ from twin.base.errors import TopologyError
 from twin.config.backend import Backend
 from twin.config.steps import Step
 from twin.nvue import mtu as nvue_mtu
+from twin.nvue import qos as nvue_qos
 from twin.nvue.tree import Path, get
 
 TABLE = "twin_acl"                 # the netdev table in each namespace holding a bound port
@@ -237,11 +238,12 @@ def stored(tree: dict) -> list[str]:
             if get(ways, (w, "control-plane")) is not None]
 
 
-def attach(plane: Any, nf: Any, backend: Backend, steps: bool) -> None:
+def attach(plane: Any, nf: Any, backend: Backend, steps: bool, red: bool = False) -> None:
     """A node's plane (`twin.nvue.plane.Plane`, of NVUE file `nf`) with the MTUs and ACLs it runs: their
     steps last, once every port is in its namespace, kept as extras (day 2); TopologyError with what
     twin would run half."""
-    plane.acls = of(nf.tree, nvue_mtu.places(plane, backend))
+    where = nvue_mtu.places(plane, backend)
+    plane.acls = of(nf.tree, where)
     if plane.acls.problems:
         raise TopologyError([nf.problem(at, why) for at, why in plane.acls.problems])
     if not steps:
@@ -251,3 +253,4 @@ def attach(plane: Any, nf: Any, backend: Backend, steps: bool) -> None:
     acls = {("acl", s.ns): s for s in plane.acls.steps(plane.node)}
     plane.extras.update(mtus | acls)
     plane.steps += list(mtus.values()) + list(acls.values())
+    plane.kfiles = plane.acls.files(plane.node) | nvue_qos.attach(plane, nf.tree, red, where)

@@ -70,6 +70,8 @@ class Plane:
     bonds: set[str] = field(default_factory=set)           # the bonds it makes (`twin.nvue.bonds`)
     first: list[Step] = field(default_factory=list)        # made before all else, either layout: ports, bonds
     acls: nvue_acl.Acls = field(default_factory=nvue_acl.Acls)   # its ACLs and their bindings (twin.nvue.acl)
+    qos: object = None                                     # its RoCE QoS (twin.nvue.qos.Qos), None: off
+    kfiles: dict[str, str] = field(default_factory=dict)   # the files its ACLs and QoS run from
 
     @property
     def vnis(self) -> set[int]:
@@ -91,7 +93,7 @@ class Plane:
 
 
 def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-          bonds: bool = False, steps: bool = True) -> Plane:
+          bonds: bool = False, steps: bool = True, red: bool = False) -> Plane:
     """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.nvue.vlanaware`), with Linux
     bonds where `bonds` (the lab makes them); TopologyError with every problem of the file on this
     node (file, line, NVUE path). `steps=False`: without its kernel steps (what `twin lint` needs: the
@@ -114,7 +116,7 @@ def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Sh
     if steps:
         plane.steps = _steps(plane, backend, shaping)
         plane.bindings = overlay.bindings(nfab, node, backend)
-    nvue_acl.attach(plane, nf, backend, steps)   # MTUs and ACLs the node runs (issue 44)
+    nvue_acl.attach(plane, nf, backend, steps, red)   # MTUs, ACLs and RoCE QoS the node runs (issue 44)
     return plane
 
 

@@ -189,6 +189,27 @@ _ACL = Obj({"type": Leaf("enum", choices=("ipv4", "ipv6", "mac")), "description"
                                **{k: Opaque() for k in ("police", "erspan", "span")}}),
                 "remark": S()}))})
 _ACL_WAY = Obj({"control-plane": Obj({})})
+# RoCE QoS (twin.nvue.qos): roce, the default-global profile's DSCP map, PFC priorities and ECN; the rest stored
+_PROFILE = Leaf("enum", choices=("default-global",), what="default-global (the one profile twin runs)")
+_SP = Leaf("int", lo=0, hi=7, what="a switch priority (0-7)")
+_QOS = Obj({
+    "roce": Obj({"enable": ON_OFF, "mode": Leaf("enum", choices=("lossless", "lossy")), "cable-length": S()}),
+    "mapping": Coll(_PROFILE, Obj({"dscp": Coll(Leaf("int", lo=0, hi=63, what="a DSCP (0-63)"),
+                                                Obj({"switch-priority": _SP})),
+                                   "trust": S(), "pcp": Opaque(), "port-default-sp": S()})),
+    "pfc": Coll(_PROFILE, Obj({"switch-priority": Coll(_SP, Empty()),
+                               **{k: S() for k in ("cable-length", "port-buffer", "xoff-threshold", "xon-threshold",
+                                                   "rx", "tx")}})),
+    "congestion-control": Coll(_PROFILE, Obj({"traffic-class": Coll(Leaf("int", lo=0, hi=7, what="a traffic class "
+                                                                                               "(0-7)"), Obj({
+        "ecn": Leaf("enum", choices=("enable", "disable")),
+        "min-threshold": Leaf("int", lo=1, hi=1 << 30, what="bytes"),
+        "max-threshold": Leaf("int", lo=1, hi=1 << 30, what="bytes"),
+        "probability": Leaf("int", lo=1, hi=100, what="a probability (1-100 %)"),
+        "red": S()}))})),
+    **{k: Opaque() for k in ("egress-scheduler", "egress-queue-mapping", "traffic-pool", "buffer-pool", "link-pause",
+                             "egress-shaper", "remark", "advance-buffer-config", "pfc-watchdog", "ingress-buffer-pool",
+                             "egress-buffer-pool")}}, open=True)
 _ACL_BIND = Coll(POLICY, Obj({"inbound": _ACL_WAY, "outbound": _ACL_WAY}))
 
 _INTERFACE = Obj({
@@ -258,5 +279,6 @@ TREE = Obj({
         "router": Obj({"bgp": _BGP_VRF, "static": _STATIC, **{k: Opaque() for k in ("ospf", "pim", "rib")}}),
         "loopback": Opaque(), "ptp": Opaque(), "table": S(), "dhcp-server-v4": Opaque()})),
     "acl": Coll(POLICY, _ACL),
-    **{k: Opaque() for k in ("mlag", "qos", "service", "platform")},
+    "qos": _QOS,
+    **{k: Opaque() for k in ("mlag", "service", "platform")},
 })
