@@ -23,6 +23,7 @@ from twin.nvue.acl import TABLE
 from twin.nvue.configs import running
 from twin.nvue.nvued.revision import NotFound
 from twin.nvue.plane import VLAN_AWARE, Plane
+from twin.nvue.qos import Qos
 from twin.nvue.tree import show
 from twin.runtime import (
     FRR_RIB,
@@ -35,7 +36,7 @@ from twin.runtime import (
     vrf_routes_cmd,
 )
 
-PATHS = (("interface",), ("acl",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
+PATHS = (("interface",), ("acl",), ("qos",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
          ("vrf", "*", "router", "rib", "ipv4", "route"))
 
 
@@ -58,6 +59,8 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
                 doc[port]["acl"] = acls
     elif head == ("acl",):
         doc = acls_shown(ctx, node, plane)
+    elif head == ("qos",):
+        doc = qos_shown(ctx, node, plane)
     elif head == ("evpn", "vni"):
         doc = vnis(ctx, node, plane)
     elif head[-1] == "neighbor":
@@ -178,6 +181,28 @@ def acls_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
                     rules[seq].setdefault("statistics", {}).setdefault(port, {})[way] = {"packets": r["packets"]}
         out[name] = {"type": a.type, "rule": rules}
     return out
+
+
+def qos_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
+    """The RoCE QoS the node runs: mode, DSCP map, lossless and ECN classes, and per port the packets
+    each traffic class has sent (its HTB classes, `twin.nvue.qos`)."""
+    q = plane.qos if plane is not None else None
+    if not isinstance(q, Qos):
+        return {"roce": {"enable": "off"}}
+    ports: dict[str, Any] = {}
+    for key, s in sorted(plane.extras.items()) if plane else []:
+        if key[0] == "qos":
+            with ctx.ipr(node, s.ns) as ipr:
+                got = read_tc_classes(ipr, key[1])
+            ports[key[1]] = {"traffic-class": {str(tc): {"packets": got.get(0x10010 + tc, 0)} for tc in q.used()}}
+    return {"roce": {"enable": "on", "mode": q.mode},
+            "mapping": {"default-global": {"dscp": {str(d): {"switch-priority": sp}
+                                                    for d, sp in sorted(q.classes.items())}}},
+            "pfc": {"default-global": {"switch-priority": {str(p): {} for p in sorted(q.lossless)}}},
+            "congestion-control": {"default-global": {"traffic-class": {
+                str(tc): {"ecn": "enable", "min-threshold": lo, "max-threshold": hi, "probability": p}
+                for tc, (lo, hi, p) in sorted(q.ecn.items())}}},
+            "twin": {"ports": ports}}
 
 
 # --- FRR ------------------------------------------------------------------------------------------------
