@@ -31,6 +31,7 @@ from twin.runtime import (
     nft_counters,
     normalize_vni,
     read_interfaces,
+    read_tc_classes,
     route_entries,
     vni_states,
     vrf_routes_cmd,
