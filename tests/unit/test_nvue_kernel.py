@@ -142,3 +142,44 @@ def test_rules_render_only_their_own_text():
     r = nv_acl.Rule(5, "deny", log=True, proto=6, sports=(179,), dports=(22, 179))
     assert r.nft("A", "r0_5") == ('ip protocol tcp tcp sport 179 tcp dport { 22, 179 } counter name "r0_5" '
                                   'log prefix "acl A rule 5: " drop comment "acl A rule 5"')
+
+
+def test_roce_qos_is_an_htb_per_cabled_port_with_dscp_filters_and_says_what_it_models():
+    tree = copy.deepcopy(LEAF)
+    nv_tree.patch(tree, {"qos": {"roce": {"enable": True, "mode": "lossless"},
+                                 "mapping": {"default-global": {"dscp": {"10": {"switch-priority": 1}}}},
+                                 "congestion-control": {"default-global": {"traffic-class": {
+                                     "3": {"min-threshold": 40000, "max-threshold": 400000, "probability": 50}}}}}})
+    nodes, notes = nvue.build({"leaf01": nvue.from_tree(tree, "leaf01/startup.yaml")}, FABRIC, "netns")
+    x = nodes["leaf01"]
+    q = x.plane.qos
+    assert (q.mode, q.classes, q.lossless, q.ecn) == ("lossless", {26: 3, 48: 6, 10: 1}, {3}, {3: (40000, 400000, 50)})
+    assert sorted(k[1] for k in x.plane.extras if k[0] == "qos") == ["swp1", "swp2", "swp51", "swp52"]
+    batch = x.files["qos-swp51.tc"]
+    assert batch.splitlines()[:3] == ["qdisc replace dev swp51 root pfifo",
+                                      "qdisc replace dev swp51 root handle 1: htb default 10",
+                                      "class replace dev swp51 parent 1: classid 1:1 htb rate 100gbit ceil 100gbit "
+                                      "quantum 60000"]
+    assert "class replace dev swp51 parent 1:1 classid 1:16 htb rate 1gbit ceil 100gbit quantum 60000 prio 1" in batch
+    assert "qdisc replace dev swp51 parent 1:13 handle 13: pfifo limit 10000" in batch, "lossless: deep"
+    assert "qdisc replace dev swp51 parent 1:10 handle 10: pfifo limit 1000" in batch
+    assert "filter add dev swp51 parent 1: protocol ip prio 1 u32 match ip dsfield 0x68 0xfc flowid 1:13" in batch
+    assert "filter add dev swp51 parent 1: protocol ip prio 1 u32 match ip dsfield 0xc0 0xfc flowid 1:16" in batch
+    step = x.plane.extras[("qos", "swp1")]
+    assert step.command() == "tc -n red -batch /etc/twin/qos-swp1.tc"
+    assert routed.undo(step).command() == "tc -n red qdisc del dev swp1 root"
+    assert ("leaf01: qos ECN thresholds (traffic class 3): kept, not run: marking CE at a queue depth needs RED "
+            "(TWIN_NVUE_RED=on where the kernel has it)") in notes
+    assert any("no pause frames in software" in n for n in notes)
+    red = nvue.build({"leaf01": nvue.from_tree(tree, "leaf01/startup.yaml")}, FABRIC, "netns", red=True)[0]
+    assert ("qdisc replace dev swp51 parent 1:13 handle 13: red limit 1600000 min 40000 max 400000 avpkt 1500 "
+            "burst 106 probability 0.5 bandwidth 100gbit ecn") in red["leaf01"].files["qos-swp51.tc"]
+
+
+def test_qos_lossy_has_no_lossless_class_and_nvue_refuses_what_it_refuses():
+    x = built({"qos": {"roce": {"mode": "lossy"}}})
+    assert x.plane.qos.lossless == frozenset() and "pfifo limit 10000" not in x.files["qos-swp51.tc"]
+    assert built({}).plane.qos is None and not any(f.startswith("qos-") for f in built({}).files)
+    assert refused({"qos": {"roce": {"mode": "fast"}, "mapping": {"default-global": {"dscp": {"64": {}}}}}}) == [
+        "qos.mapping.default-global.dscp.64: '64' is not a DSCP (0-63)",
+        "qos.roce.mode: 'fast' is not one of lossless, lossy"]
