@@ -79,11 +79,11 @@ def test_mistakes_named_then_fixed(lab, tmp):
     lost = [s for s in said if s.startswith("mtu red ") and "lost" in s and "leaf01 swp51 mtu 1500" in s]
     assert lost, said
     acl = [s for s in said if s.startswith("acl leaf01 swp1 inbound acl BLOCK rule 10")]
-    assert len(acl) == 1 and "drops server01 -> server03" in acl[0] and "4/4 frames of server01 -> server03 " \
-        "dropped, counted 4" in acl[0], said
+    assert len(acl) == 1 and "drops server01 -> server03, which the topology says must pass: 4/4 frames of " \
+        "server01 -> server03 dropped, counted " in acl[0], said
+    assert int(acl[0].rsplit("counted ", 1)[1]) >= 4, "the mtu group's frames may be counted too"
     assert any(s.startswith("qos leaf01 classes: RoCE (DSCP 26) in traffic class 0 lossy") and
                "unlike dpu1 (RoCE (DSCP 26) in traffic class 3 lossless" in s for s in said), said
-    assert any(s.startswith("qos leaf01 RoCE class") for s in said) is False, "leaf01 runs what it says"
     assert [c.message for c in rep.checks if c.name == "dpu1 RoCE class"][0].startswith(
         "RoCE frames (DSCP 26) of server03 -> server01 left p0, p1 by traffic class 3")
     shown = twin_cli("exec", NAME, "leaf01", "--", "nv", "show", "interface", "swp1", "acl", "-o", "json")
