@@ -3,7 +3,7 @@ bound to ports (`interface X acl NAME inbound|outbound`), compiled to nftables i
 holds each port (`netdev` chains on the port's own ingress and egress hooks: bridged and routed
 frames alike, before any bridge or VRF sees them inbound, as they leave outbound). Each rule of each
 binding has its own named counter (`r<binding>_<rule>`), read back by `nv show acl` and
-`nv show interface X acl`, and by `twin verify` (`twin.nvue.judge`).
+`nv show interface X acl`, and by `twin verify` (`twin.nvue.kernelcheck`).
 
 As on Cumulus Linux: rules in order of their number, the first that matches decides; traffic no
 rule matches passes; an ipv4 ACL sees IPv4 only (ARP and the rest pass). What twin does not run is
