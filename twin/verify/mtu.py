@@ -107,8 +107,8 @@ def _frames(ctx: LabContext, short: dict[tuple[str, str], str]) -> list[Check]:
         t = next((t for t in fabric.tenants.values() if va in t.vteps() and vb in t.vteps()), None)
         if t is None:
             continue
-        src = min((a for a in t.attachments if a.vtep == va), key=lambda a: a.host)
-        dst = min((a for a in t.attachments if a.vtep == vb), key=lambda a: a.host)
+        src = min((a for a in t.attachments if a.vtep == va), key=_unlimited_first)
+        dst = min((a for a in t.attachments if a.vtep == vb), key=_unlimited_first)
         pairs += [(t.name, src.host, dst.host), (t.name, dst.host, src.host)]
     if not pairs:
         return []
@@ -145,3 +145,8 @@ def _on_paths(fabric: Fabric, a: str, b: str, node: str, port: str) -> bool:
     peer = fabric.nodes[node].ports_by_name[port]
     hops = [paths.next_hops(fabric, x, y) for x, y in ((a, b), (b, a))]
     return any(port in nh.get(node, ()) or peer.peer_port in nh.get(peer.peer_node, ()) for nh in hops)
+
+
+def _unlimited_first(a) -> tuple[bool, str]:
+    """A host no rate limit holds back first (its frames measure MTUs, not its limit)."""
+    return a.rate_limit is not None, a.host
