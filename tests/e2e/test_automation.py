@@ -157,7 +157,8 @@ def test_a_routine_change_goes_live_and_the_fabric_still_passes(lab, inventory_f
     # (with the netns VRF backend this needs the image's frr-reload patch: twin/images/node/frr-reload-netns.py)
     report = verify.run(lab)
     assert report.failures() == [], "\n".join(f"{c.group} {c.name}: {c.message}" for c in report.failures())
-    assert report.passed and set(report.groups()) == {"control", "traffic", "isolation", "underlay", "zerotrust", "arp"}
+    assert report.passed and set(report.groups()) == {"control", "traffic", "isolation", "underlay", "mtu", "zerotrust",
+                                                      "arp"}
 
 
 def test_a_harmful_change_fails_verify_naming_the_cause(lab, inventory_file, tmp_path):

@@ -98,7 +98,7 @@ def test_aipod_from_the_users_configs_converges_runs_them_and_passes_verify(lab,
     assert p.returncode == 0, p.stdout[-3000:]
     doc = json.loads(p.stdout)
     assert doc["passed"] and {c["group"] for c in doc["checks"]} == {"control", "traffic", "isolation", "underlay",
-                                                                     "zerotrust", "arp"}
+                                                                     "mtu", "zerotrust", "arp"}
     assert [c for c in doc["checks"] if c["name"].startswith("route-targets")] and all(
         c["passed"] for c in doc["checks"] if c["name"].startswith("route-targets"))
 

@@ -71,7 +71,7 @@ def test_the_samples_come_up_converged_and_pass_verify(lab):
     assert p.returncode == 0, p.stdout[-3000:]
     doc = json.loads(p.stdout)
     assert doc["passed"] and {c["group"] for c in doc["checks"]} == {"control", "traffic", "isolation", "underlay",
-                                                                     "zerotrust", "arp"}
+                                                                     "mtu", "zerotrust", "arp"}
     assert "not emulated" not in doc
 
 

@@ -59,7 +59,7 @@ def test_cli_verify_writes_junit_and_json_and_selects_groups(lab, tmp_path):
     assert "PASSED" in p.stdout and "isolation matrix" in p.stdout
     suites = ET.parse(junit).getroot()
     assert suites.get("failures") == "0" and int(suites.get("tests")) > 90
-    assert {s.get("name") for s in suites} == {"control", "traffic", "isolation", "underlay", "zerotrust", "arp"}
+    assert {s.get("name") for s in suites} == {"control", "traffic", "isolation", "underlay", "mtu", "zerotrust", "arp"}
     p = twin_cli("verify", lab.name, "--only", "isolation", "--json")
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and doc["passed"] and {c["group"] for c in doc["checks"]} == {"isolation"}

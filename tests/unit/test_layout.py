@@ -42,9 +42,10 @@ INNER = {
         {"twin.nvue.schema", "twin.nvue.tree", "twin.nvue.load", "twin.nvue.model", "twin.nvue.policy",
          "twin.nvue.api", "twin.nvue.cli", "twin.nvue.client"},
         {"twin.nvue.plane", "twin.nvue.routed", "twin.nvue.beyond", "twin.nvue.bonds", "twin.nvue.vlanaware",
-         "twin.nvue.frr", "twin.nvue.kernelplane", "twin.nvue.configs", "twin.nvue.export", "twin.nvue.declared"},
+         "twin.nvue.frr", "twin.nvue.kernelplane", "twin.nvue.configs", "twin.nvue.export", "twin.nvue.declared",
+         "twin.nvue.acl", "twin.nvue.mtu", "twin.nvue.qos"},
         {"twin.nvue.change"},
-        {"twin.nvue.service", "twin.nvue.nvued", "twin.nvue.prove", "twin.nvue.dialect"},
+        {"twin.nvue.service", "twin.nvue.nvued", "twin.nvue.prove", "twin.nvue.dialect", "twin.nvue.kernelcheck"},
     ],
 }
 

@@ -45,7 +45,7 @@ def test_paths_are_decoded_segment_by_segment_and_checked():
         with pytest.raises(ValueError, match=why):
             api.path_of(bad)
     assert api.known(("interface", "swp1", "link", "state")) == ""
-    assert api.known(("qos", "roce", "anything")) == ""                 # stored, not emulated
+    assert api.known(("mlag", "anything")) == ""                 # stored, not emulated
     assert api.known(("interface", "swp1", "frob")) == "interface.swp1.frob: no such place in NVUE's object tree"
 
 
@@ -258,11 +258,12 @@ def test_a_revision_with_places_twin_does_not_emulate_needs_a_yes(served):
     base, http, _, _ = served
     rid = next(iter(http.post(base["leaf01"] + "/revision").json()))
     at = f"{base['leaf01']}/revision/{quote(rid, safe='')}"
-    assert http.patch(base["leaf01"] + "/qos/roce", params={"rev": rid}, json={"enable": "on"}).status_code == 200
+    mlag = {"mac-address": "44:38:39:BE:EF:AA"}
+    assert http.patch(base["leaf01"] + "/mlag", params={"rev": rid}, json=mlag).status_code == 200
     r = http.patch(at, json={"state": "apply"})
     assert r.status_code == 200 and r.json()["state"] == "ays_fail"
     assert [i["message"] for i in r.json()["transition"]["issue"].values()] == [
-        "qos is stored, not emulated: apply with auto-prompt ays_yes (nv config apply -y) to keep it"]
+        "mlag is stored, not emulated: apply with auto-prompt ays_yes (nv config apply -y) to keep it"]
     assert http.patch(at, json={"state": "save"}).status_code == 409        # not applied: nothing to save
 
 

@@ -19,7 +19,7 @@ def test_text_and_apply_tables_cover_the_same_ops():
     assert {op for op, o in OPS.items() if o.in_node} == {
         "netns", "netns-once", "mgmt-netns", "vlan-bridge", "svd", "vlan", "macvlan", "bridge-vlan", "vlan-tunnel",
         "fdb-vlan", "bond", "nft",
-        "nft-delete"}
+        "nft-delete", "tc-batch"}   # tc-batch: NVUE's RoCE QoS, a file of the node's (twin.nvue.qos)
 
 
 def test_a_netlink_refusal_leaves_the_seam_as_netlink_failed_with_its_errno():

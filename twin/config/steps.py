@@ -94,6 +94,8 @@ OPS: dict[str, Op] = {
     "bond": Op(lambda s, n: f"ip {n}link add {s.dev} type bond " + " ".join(f"{k} {v}" for k, v in s.args.items()),
                in_node=True),
     "nft": Op(lambda s, n: f"{_in_ns(s)}nft -f {NODE_DIR}/{s.dev}", in_node=True),
+    # NVUE's RoCE QoS on a port (`twin.nvue.qos`): a tc batch file of the node's
+    "tc-batch": Op(lambda s, n: f"tc {n}-batch {NODE_DIR}/{s.dev}", in_node=True),
     # a table (dev: "FAMILY NAME") gone, whether it was there or not
     "nft-delete": Op(lambda s, n: f"{_in_ns(s)}nft 'add table {s.dev}; delete table {s.dev}'", in_node=True),
     # a gateway pair: this end in the node (or VRF backend: beside it), the peer in a tenant namespace

@@ -62,7 +62,7 @@ def _read(configs: UserConfigs | None) -> tuple[dict[str, NvueFile], list[Proble
 
 
 def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-          layout: str = PER_VNI, bonds: bool = False) -> tuple[dict[str, NvueNode], list[str]]:
+          layout: str = PER_VNI, bonds: bool = False, red: bool = False) -> tuple[dict[str, NvueNode], list[str]]:
     """Each NVUE node's plane and files on `fabric` (`bonds`: the lab makes Linux bonds,
     `twin.nvue.bonds`); TopologyError with every problem of every node at once. Returns the
     nodes and the notes (what twin left out or adapted)."""
@@ -71,7 +71,7 @@ def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: S
     notes: list[str] = []
     for node, nf in sorted(nfs.items()):
         try:
-            p = planes_.build(nf, fabric, node, backend, shaping, bonds)
+            p = planes_.build(nf, fabric, node, backend, shaping, bonds, red=red)
             if layout != PER_VNI:
                 from twin.nvue import vlanaware
                 vlanaware.apply(p, backend)
@@ -134,6 +134,7 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
             if p.fabric.tenants_on(p.node) else "node as its NVUE declares it")
     files["interfaces.sh"] = script_of(p.node, p.fabric.name, what, p.steps, p.bindings)
     files[STARTUP] = dump(nf.tree, nf.header)
+    files.update(p.kfiles)      # its ACLs' nftables and its QoS's tc batches (twin.nvue.acl, twin.nvue.qos)
     return files
 
 
@@ -166,7 +167,7 @@ def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAUL
             nfs[node] = load.read(f"{node}/{STARTUP}", under=d)      # a node's directory: no link out
     k = kernelplane.recorded(d)
     try:
-        return build(nfs, fabric, backend, shaping, k.layout, k.bonds)[0]
+        return build(nfs, fabric, backend, shaping, k.layout, k.bonds, k.red)[0]
     except TopologyError as e:
         raise TwinError(f"lab {d.name!r}: the NVUE files it runs no longer fit its topology:\n  "
                         + "\n  ".join(str(p) for p in e.problems)) from None

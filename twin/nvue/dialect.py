@@ -25,7 +25,7 @@ from twin.config.services import Shaping
 from twin.config.userconf import UserConfigs
 from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
-from twin.nvue import declared, kernelplane, nvued
+from twin.nvue import declared, kernelcheck, kernelplane, nvued
 from twin.nvue import prove as nvue_prove
 from twin.nvue import service as nvue_service
 from twin.nvue.change import nv_file
@@ -45,7 +45,7 @@ def render(r: Rendering) -> Rendered:
         return Rendered()
     k = kernelplane.choose(r.lab, r.backend, r.say)
     kernelplane.record(r.dir, k)
-    nodes, notes = build(nfs, r.fabric, r.backend, r.shaping, k.layout, k.bonds)
+    nodes, notes = build(nfs, r.fabric, r.backend, r.shaping, k.layout, k.bonds, k.red)
     layouts = {x.plane.layout for node, x in nodes.items() if x.plane.fabric.tenants_on(node)}
     notes += [f"NVUE's kernel plane on {', '.join(nodes)}: {', '.join(sorted(layouts))} layout (interfaces.sh says "
               "which; docs/nvue.md)"] if layouts else []
@@ -87,4 +87,6 @@ SERVICE = Service("the NVUE service (REST API, nv)", lambda d: nvue_service.reco
 
 DIALECT = Dialect("nvue", STARTUP, check=check_files, frr_view=frr_view, render=render, differs=differs,
                   planes=planes, declared=declared.read, binds=nvue_service.binds, prepare=nvue_service.nv_client,
-                  service=SERVICE, change=change, work=nvue_work, verify=verify, prove=nvue_prove.peer_elements)
+                  service=SERVICE, change=change, work=nvue_work, verify=verify, prove=nvue_prove.peer_elements,
+                  groups={kernelcheck.GROUP: kernelcheck.run,      # ACLs and RoCE QoS judged (issue 44)
+                          kernelcheck.QOS: kernelcheck.qos_run})

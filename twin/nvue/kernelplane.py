@@ -17,8 +17,9 @@ from twin.config.backend import DEVICE, Backend
 from twin.config.naming import NVUE_DIR
 from twin.lifecycle.state import read_text, write_text
 from twin.nvue import bonds as nvue_bonds
+from twin.nvue import qos as nvue_qos
 from twin.nvue.plane import PER_VNI, VLAN_AWARE, Layout
-from twin.runtime import probe_bonds, probe_vlans
+from twin.runtime import probe_bonds, probe_red, probe_vlans
 
 LAYOUT_ENV = "TWIN_NVUE_LAYOUT"     # vlan-aware: Cumulus's layout, where the lab and the kernel allow it
 RECORD = "kernel.json"              # in the lab's NVUE directory
@@ -28,11 +29,12 @@ RECORD = "kernel.json"              # in the lab's NVUE directory
 class KernelPlane:
     layout: Layout = PER_VNI
     bonds: bool = False
+    red: bool = False            # RoCE QoS's ECN classes on RED (twin.nvue.qos: opt-in, probed)
 
 
 def choose(lab: str, backend: Backend, say: Callable[[str], None]) -> KernelPlane:
     """How `twin up` builds lab `lab`'s NVUE nodes' kernel planes (saying why an opt-in is not taken)."""
-    return KernelPlane(layout(lab, backend, say), bonds(lab, say))
+    return KernelPlane(layout(lab, backend, say), bonds(lab, say), red(lab, say))
 
 
 def record(d: Path, k: KernelPlane) -> None:
@@ -47,7 +49,8 @@ def recorded(d: Path) -> KernelPlane:
         doc = json.loads(read_text(d / NVUE_DIR / RECORD))
     except (OSError, ValueError):
         return KernelPlane()
-    return KernelPlane(VLAN_AWARE if doc.get("layout") == VLAN_AWARE else PER_VNI, doc.get("bonds") is True)
+    return KernelPlane(VLAN_AWARE if doc.get("layout") == VLAN_AWARE else PER_VNI, doc.get("bonds") is True,
+                       doc.get("red") is True)
 
 
 def bonds(lab: str, say: Callable[[str], None]) -> bool:
@@ -58,6 +61,18 @@ def bonds(lab: str, say: Callable[[str], None]) -> bool:
     if not probe_bonds(lab):
         say(f"{nvue_bonds.ENV}=on: this kernel has no bonding (CONFIG_BONDING); the NVUE nodes' bonds are "
             "stored, not made")
+        return False
+    return True
+
+
+def red(lab: str, say: Callable[[str], None]) -> bool:
+    """Whether RoCE QoS's ECN classes get a RED qdisc (`twin.nvue.qos`): with TWIN_NVUE_RED=on, on a
+    kernel with RED; else their thresholds are kept, not run (said)."""
+    if os.environ.get(nvue_qos.ENV, "") != "on":
+        return False
+    if not probe_red(lab):
+        say(f"{nvue_qos.ENV}=on: this kernel has no RED qdisc (CONFIG_NET_SCH_RED); qos ECN thresholds are kept, "
+            "not run")
         return False
     return True
 

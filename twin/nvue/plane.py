@@ -29,6 +29,7 @@ from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.kinds import MGMT_PORT
+from twin.nvue import acl as nvue_acl
 from twin.nvue import beyond, routed
 from twin.nvue import bonds as bonds_
 from twin.nvue.load import NvueFile
@@ -68,6 +69,9 @@ class Plane:
     plain: dict[str, str] = field(default_factory=dict)    # plain L3 VRFs: NVUE name -> kernel name
     bonds: set[str] = field(default_factory=set)           # the bonds it makes (`twin.nvue.bonds`)
     first: list[Step] = field(default_factory=list)        # made before all else, either layout: ports, bonds
+    acls: nvue_acl.Acls = field(default_factory=nvue_acl.Acls)   # its ACLs and their bindings (twin.nvue.acl)
+    qos: object = None                                     # its RoCE QoS (twin.nvue.qos.Qos), None: off
+    kfiles: dict[str, str] = field(default_factory=dict)   # the files its ACLs and QoS run from
 
     @property
     def vnis(self) -> set[int]:
@@ -89,7 +93,7 @@ class Plane:
 
 
 def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-          bonds: bool = False, steps: bool = True) -> Plane:
+          bonds: bool = False, steps: bool = True, red: bool = False) -> Plane:
     """The node's plane in the per-VNI layout (the VLAN-aware one: `twin.nvue.vlanaware`), with Linux
     bonds where `bonds` (the lab makes them); TopologyError with every problem of the file on this
     node (file, line, NVUE path). `steps=False`: without its kernel steps (what `twin lint` needs: the
@@ -112,6 +116,7 @@ def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Sh
     if steps:
         plane.steps = _steps(plane, backend, shaping)
         plane.bindings = overlay.bindings(nfab, node, backend)
+    nvue_acl.attach(plane, nf, backend, steps, red)   # MTUs, ACLs and RoCE QoS the node runs (issue 44)
     return plane
 
 

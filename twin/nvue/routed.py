@@ -127,6 +127,12 @@ def undo(s: Step) -> Step | None:
         return Step("nomaster", s.dev, s.ns)
     if s.op == "move":
         return Step("release", s.dev, s.args["to"])
+    if s.op == "mtu" and "was" in s.args:        # NVUE's link.mtu gone: the MTU the plane made (twin.nvue.mtu)
+        return Step("mtu", s.dev, s.ns, {"mtu": s.args["was"]})
+    if s.op == "tc-batch":                       # NVUE's RoCE QoS gone from a port (twin.nvue.qos)
+        return Step("noqdisc", s.dev[len("qos-"):-len(".tc")], s.ns, {"parent": "root"})
+    if s.op == "nft" and s.dev.startswith("acl"):  # NVUE's ACLs gone from a namespace (twin.nvue.acl)
+        return Step("nft-delete", "netdev twin_acl", s.ns)
     return None
 
 

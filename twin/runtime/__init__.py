@@ -66,7 +66,7 @@ from twin.runtime.hostfacts import leftovers as host_leftovers
 from twin.runtime.images import DEFAULT_SUITE, node_tag
 from twin.runtime.kernel import apply as apply_steps
 from twin.runtime.kernel import lacks as kernel_lacks
-from twin.runtime.kernel import probe_bonds, probe_shaping, probe_vlans, set_link
+from twin.runtime.kernel import probe_bonds, probe_red, probe_shaping, probe_vlans, set_link
 from twin.runtime.kernel import vrf_devices as probe_vrf_devices
 from twin.runtime.kernelhint import hint as kernel_hint
 from twin.runtime.links import Wiring, add_link, create_link, delete_link, remove_held
@@ -96,6 +96,7 @@ from twin.runtime.observe import learned as learned_macs
 from twin.runtime.observe import mac as port_mac
 from twin.runtime.observe import rib as read_rib
 from twin.runtime.observe import routes as read_routes
+from twin.runtime.observe import tc_classes as read_tc_classes
 from twin.runtime.registry import RUNTIMES, make_runtime
 from twin.runtime.rtdump import Dumper as RouteDumper
 from twin.runtime.rtdump import Dumpers as RouteDumpers
@@ -118,9 +119,11 @@ __all__ = [
     "bgp_table_cmd", "bgp_table_size", "bgp_origins", "evpn_table", "route_counts", "route_cmd", "route_entries",
     "vni_states", "normalize_vni", "vrf_routes", "vrf_routes_cmd",
     # kernel steps, the kernel's probes, what a node's kernel and files hold
-    "apply_steps", "set_link", "probe_shaping", "probe_bonds", "probe_vlans", "probe_vrf_devices", "kernel_lacks",
+    "apply_steps", "set_link", "probe_shaping", "probe_bonds", "probe_red", "probe_vlans", "probe_vrf_devices",
+    "kernel_lacks",
     "kernel_hint", "FEATURES", "probe_features", "drop_monitor_text", "read_routes", "read_fdb", "read_rib",
-    "read_interfaces", "link_names", "learned_macs", "port_counters", "port_mac", "vrf_prefixes", "has_link",
+    "read_interfaces", "read_tc_classes", "link_names", "learned_macs", "port_counters", "port_mac", "vrf_prefixes",
+    "has_link",
     "has_host_route", "FLOOD_MAC", "NFT_CONGESTION", "nft_counters", "NodeFileError", "node_file_exists",
     "read_node_file",
     # the host: its engine, node images, leftovers

@@ -8,6 +8,8 @@ node's /run/netns, where FRR's zebra (-n) finds it.
 """
 from __future__ import annotations
 
+import errno
+
 from pyroute2 import IPRoute, NetlinkError
 
 from twin.base.errors import TwinError
@@ -93,6 +95,21 @@ def probe_bonds(lab: str) -> bool:
         return True
 
     return _probe(lab, bond, False)
+
+
+def probe_red(lab: str) -> bool:
+    """Whether this kernel has the RED qdisc (CONFIG_NET_SCH_RED): RoCE QoS's ECN marking at a queue
+    depth (`twin.nvue.qos`). Asked with no parameters: a kernel without it says ENOENT (no such kind),
+    one with it refuses the missing parameters."""
+    def red(ipr: IPRoute) -> bool:
+        ipr.link("add", ifname="probe", kind="ifb")
+        try:
+            ipr.tc("add", "red", ipr.link_lookup(ifname="probe")[0], 0x10000)
+        except NetlinkError as e:
+            return e.code != errno.ENOENT
+        return True
+
+    return _probe(lab, red, False)
 
 
 def _probe(lab: str, attempt, otherwise):

@@ -118,6 +118,18 @@ def interfaces(ipr: IPRoute) -> dict[str, dict]:
 
 
 @netlinked
+def tc_classes(ipr: IPRoute, dev: str) -> dict[int, int]:
+    """Packets each class of a device's qdiscs has sent: class handle -> packets ({}: no such device)."""
+    ix = ipr.link_lookup(ifname=dev)
+    out: dict[int, int] = {}
+    for c in ipr.get_classes(index=ix[0]) if ix else []:
+        st = c.get_attr("TCA_STATS2")
+        basic = (st.get_attr("TCA_STATS_BASIC") if st else None) or c.get_attr("TCA_STATS") or {}
+        out[c["handle"]] = int(basic.get("packets", 0))
+    return out
+
+
+@netlinked
 def vrf_prefixes(ipr: IPRoute, ns: str, vrfs: dict[int, str]) -> dict[str, list[str]]:
     """IPv4 prefixes per VRF in one namespace (its main table is the tenant's, with netns VRFs)."""
     out: dict[str, set[str]] = {}

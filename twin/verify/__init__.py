@@ -7,7 +7,8 @@
 Groups: checks (the user's own: a checks file, the topology's `checks:`),
 control (BGP, loopbacks, EVPN routes, VNIs, route targets, VRF contents), traffic
 (RoCEv2 quality between same-tenant hosts), isolation (the all-pairs matrix),
-underlay (VNIs, DSCP, MTU and ECMP on fabric links), zerotrust (every spoofing and
+underlay (VNIs, DSCP, MTU and ECMP on fabric links), mtu (every link's
+two ends' MTU against the largest frame it must carry, full-size frames across), zerotrust (every spoofing and
 injection attempt each port rule stops), arp (gateways and remote peers answered
 by the host's VTEP), gateway (internet access through the VTEPs' NAT, where tenants
 have it), performance (every rate limit held, and against a noisy neighbour, where
@@ -43,6 +44,7 @@ from twin.verify import (
     coverage,
     gateway,
     isolation,
+    mtu,
     performance,
     traffic,
     underlay,
@@ -62,6 +64,7 @@ GROUPS: dict[str, Callable] = {
     "traffic": traffic.run,
     "isolation": isolation.run,
     "underlay": underlay.run,
+    "mtu": mtu.run,           # issue 44: every link's MTU in the kernel, full-size frames across
     "zerotrust": zerotrust.run,
     "arp": arp.run,
     "gateway": gateway.run,
@@ -74,11 +77,16 @@ WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge o
 ALONE = ("performance", "congestion")
 
 
+def all_groups() -> dict[str, Callable]:
+    """twin's groups, then those the dialects bring (`Dialect.groups`: NVUE's acl)."""
+    return {**GROUPS, **{n: f for d in dialects() for n, f in d.groups.items()}}
+
+
 def known(groups: Sequence[str] | None) -> None:
     """Refuse names that are not check groups, naming the groups there are."""
-    unknown = sorted(set(groups or []) - set(GROUPS))
+    unknown = sorted(set(groups or []) - set(all_groups()))
     if unknown:
-        raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(GROUPS)}")
+        raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(all_groups())}")
 
 
 def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None = None) -> Report:
@@ -93,7 +101,7 @@ def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None =
         raise TwinError(f"lab {ctx.name!r} has no checks to run: give --checks FILE, or a checks: section "
                         "in its topology")
     ctx.pids()   # resolved once, before the groups share the context
-    names = [n for n in GROUPS if _wanted(n, only, ctx.fabric, mine)]
+    names = [n for n in all_groups() if _wanted(n, only, ctx.fabric, mine)]
     report = Report(ctx.name)
     together = [n for n in names if n not in ALONE]
     with ThreadPoolExecutor(len(together) or 1) as pool:
@@ -128,7 +136,7 @@ def _group(ctx, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], di
     t0 = time.monotonic()
     try:
         with labelled(name):   # the commands of a group are recorded under its name
-            out = GROUPS[name](ctx, mine) if name == "checks" else GROUPS[name](ctx)
+            out = GROUPS[name](ctx, mine) if name == "checks" else all_groups()[name](ctx)
     except TwinError as e:
         out = [Check(name, name, False, f"could not run: {e}")]
     out, extra = out if isinstance(out, tuple) else (out, None)

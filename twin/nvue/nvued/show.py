@@ -19,13 +19,25 @@ from twin.config.backend import tenant_ns
 from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext
+from twin.nvue.acl import TABLE
 from twin.nvue.configs import running
 from twin.nvue.nvued.revision import NotFound
 from twin.nvue.plane import VLAN_AWARE, Plane
+from twin.nvue.qos import Qos
 from twin.nvue.tree import show
-from twin.runtime import FRR_RIB, FRR_VNIS, normalize_vni, read_interfaces, route_entries, vni_states, vrf_routes_cmd
+from twin.runtime import (
+    FRR_RIB,
+    FRR_VNIS,
+    nft_counters,
+    normalize_vni,
+    read_interfaces,
+    read_tc_classes,
+    route_entries,
+    vni_states,
+    vrf_routes_cmd,
+)
 
-PATHS = (("interface",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
+PATHS = (("interface",), ("acl",), ("qos",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
          ("vrf", "*", "router", "rib", "ipv4", "route"))
 
 
@@ -43,6 +55,13 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
     plane = _plane(ctx, node)
     if head == ("interface",):
         doc = interfaces(ctx, node, plane)
+        for port, acls in acl_counts(ctx, node, plane).items():   # `nv show interface X acl` (issue 44)
+            if port in doc:
+                doc[port]["acl"] = acls
+    elif head == ("acl",):
+        doc = acls_shown(ctx, node, plane)
+    elif head == ("qos",):
+        doc = qos_shown(ctx, node, plane)
     elif head == ("evpn", "vni"):
         doc = vnis(ctx, node, plane)
     elif head[-1] == "neighbor":
@@ -133,6 +152,58 @@ def _devices(ctx: LabContext, node: str, plane: Plane | None) -> dict[str, tuple
 
 def _svi_vrf(plane: Plane | None, name: str) -> str | None:
     return next((s.vrf for s in plane.conf.svis.values() if s.name == name), None) if plane else None
+
+
+# --- ACLs (issue 44: twin.nvue.acl) -----------------------------------------------------------------------
+def acl_counts(ctx: LabContext, node: str, plane: Plane | None) -> dict[str, dict]:
+    """NVUE port -> ACL -> way -> its rules' counters, read from the node's nftables."""
+    if plane is None or not plane.acls.bindings:
+        return {}
+    got = {ns: nft_counters(ctx.exec(node), "netdev", TABLE, ns) for ns in plane.acls.namespaces()}
+    out: dict[str, dict] = {}
+    for b in plane.acls.bindings:
+        rules = {str(r.seq): {"action": r.action, "packets": got[b.ns].get(b.counter(r.seq), 0)}
+                 for r in plane.acls.acls[b.acl].rules}
+        out.setdefault(b.port, {}).setdefault(b.acl, {})[b.way] = {"rule": rules}
+    return out
+
+
+def acls_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
+    """Each ACL: its type, and per rule its action and, per port it is bound to, what it counted."""
+    if plane is None:
+        return {}
+    counts = acl_counts(ctx, node, plane)
+    out: dict[str, Any] = {}
+    for name, a in plane.acls.acls.items():
+        rules: dict[str, Any] = {str(r.seq): {"action": r.action} for r in a.rules}
+        for port, acls in counts.items():
+            for way, d in acls.get(name, {}).items():
+                for seq, r in d["rule"].items():
+                    rules[seq].setdefault("statistics", {}).setdefault(port, {})[way] = {"packets": r["packets"]}
+        out[name] = {"type": a.type, "rule": rules}
+    return out
+
+
+def qos_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
+    """The RoCE QoS the node runs: mode, DSCP map, lossless and ECN classes, and per port the packets
+    each traffic class has sent (its HTB classes, `twin.nvue.qos`)."""
+    q = plane.qos if plane is not None else None
+    if not isinstance(q, Qos):
+        return {"roce": {"enable": "off"}}
+    ports: dict[str, Any] = {}
+    for key, s in sorted(plane.extras.items()) if plane else []:
+        if key[0] == "qos":
+            with ctx.ipr(node, s.ns) as ipr:
+                got = read_tc_classes(ipr, key[1])
+            ports[key[1]] = {"traffic-class": {str(tc): {"packets": got.get(0x10010 + tc, 0)} for tc in q.used()}}
+    return {"roce": {"enable": "on", "mode": q.mode},
+            "mapping": {"default-global": {"dscp": {str(d): {"switch-priority": sp}
+                                                    for d, sp in sorted(q.classes.items())}}},
+            "pfc": {"default-global": {"switch-priority": {str(p): {} for p in sorted(q.lossless)}}},
+            "congestion-control": {"default-global": {"traffic-class": {
+                str(tc): {"ecn": "enable", "min-threshold": lo, "max-threshold": hi, "probability": p}
+                for tc, (lo, hi, p) in sorted(q.ecn.items())}}},
+            "twin": {"ports": ports}}
 
 
 # --- FRR ------------------------------------------------------------------------------------------------
