@@ -43,7 +43,7 @@ INNER = {
          "twin.nvue.api", "twin.nvue.cli", "twin.nvue.client"},
         {"twin.nvue.plane", "twin.nvue.routed", "twin.nvue.beyond", "twin.nvue.bonds", "twin.nvue.vlanaware",
          "twin.nvue.frr", "twin.nvue.kernelplane", "twin.nvue.configs", "twin.nvue.export", "twin.nvue.declared"},
-        {"twin.nvue.change"},
+        {"twin.nvue.change", "twin.nvue.judge"},
         {"twin.nvue.service", "twin.nvue.nvued", "twin.nvue.prove", "twin.nvue.dialect"},
     ],
 }

@@ -116,6 +116,7 @@ class Dialect:
     work: Callable[[Any, Any, Fabric, Fabric], None] = _none     # (ctx, Work, old, new): its nodes' part
     verify: Callable[[Any], dict[str, Any]] = lambda ctx: {}      # ctx -> what `twin verify`'s report adds
     prove: Callable[[Any], tuple[list, list]] = lambda ctx: ([], [])   # ctx -> its elements and exemptions
+    checks: Callable[[Any], list] = lambda ctx: []   # ctx -> its checks of `twin verify` (group protocols, issue 44)
 
 
 _REGISTERED: dict[str, Dialect] = {}

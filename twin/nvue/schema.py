@@ -115,7 +115,8 @@ def _peer(*emulated: str) -> Obj:
         "timers": Obj({"connection-retry": Leaf("int", lo=1, hi=65535, choices=("auto",), what="1-65535 seconds"),
                        "route-advertisement": Leaf("int", lo=1, hi=600, choices=("none", "auto"),
                                                    what="1-600 seconds or none"),
-                       "keepalive": Leaf("int", lo=0, hi=65535, choices=("auto", "none"), what="0-65535 seconds or auto"),
+                       "keepalive": Leaf("int", lo=0, hi=65535, choices=("auto", "none"),
+                                         what="0-65535 seconds or auto"),
                        "hold": Leaf("int", lo=0, hi=65535, choices=("auto", "none"), what="0-65535 seconds or auto")}),
         "bfd": _BFD,
     }

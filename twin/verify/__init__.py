@@ -44,6 +44,7 @@ from twin.verify import (
     gateway,
     isolation,
     performance,
+    protocols,
     traffic,
     underlay,
     zerotrust,
@@ -67,6 +68,7 @@ GROUPS: dict[str, Callable] = {
     "gateway": gateway.run,
     "performance": performance.run,
     "congestion": congestion.run,
+    "protocols": protocols.run,   # what the nodes' dialects declare beyond intent: BFD, BGP timers (issue 44)
 }
 WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge only labs that have what they check
                              "performance": performance.applies, "congestion": congestion.applies}
@@ -119,7 +121,7 @@ def _wanted(name: str, only: list[str] | None, fabric, mine: tuple) -> bool:
     each group runs where the lab has what it checks (the user's checks: where there are some)."""
     if name == "checks":
         return bool(mine) and (not only or name in only)
-    if name != "control" and not fabric.tenants:   # traffic groups need tenant hosts
+    if name not in ("control", "protocols") and not fabric.tenants:   # traffic groups need tenant hosts
         return False
     return name in only if only else WHEN.get(name, lambda f: True)(fabric)
 
