@@ -2,7 +2,8 @@
 run their NVUE export (tests/e2e/nvue/policy.yml), changed with `nv` in the nodes as an operator
 would. BFD set on leaf1's uplink alone (the spine runs none) is named by verify's `protocols` group
 (the session Down), and a `route-import from-vrf` of blue into red by the isolation group (red's RIB
-holds blue's segment); BFD on both ends and the import removed, both pass, and the timers set run.
+holds blue's segment); BFD on both ends and the import removed, both pass, and the timers set run
+(once the session is cleared: timers set on a running session wait for its next OPEN).
 One lab for the module. After the deliberate leak the lab no longer matches intent: verify's groups
 are called directly (`verify.run(lab, only=...)`), not `lab.wait()`.
 """
@@ -75,6 +76,8 @@ def test_bfd_on_one_end_and_a_route_import_are_named_and_their_fix_passes(lab):
     apply("leaf1", ("set", *UPLINK, "bfd", "enable", "on"), ("set", *UPLINK, "bfd", "detect-multiplier", "4"),
           ("set", *UPLINK, "timers", "keepalive", "1"), ("set", *UPLINK, "timers", "hold", "3"),
           ("set", *IMPORT, "list", "blue"))
+    # timers set on a running session take effect once it is re-established, as on a switch: the operator clears it
+    lab.node("leaf1").check(["vtysh", "-c", "clear bgp swp51"])
     frr = lab.node("leaf1").check(["vtysh", "-c", "show running-config"]).stdout
     assert " neighbor swp51 bfd profile nvue-4x300x300" in frr and " neighbor swp51 timers 1 3" in frr
     assert "  import vrf blue" in frr

@@ -113,6 +113,10 @@ def test_verify_names_a_bfd_session_down_and_a_hold_the_peer_lowered():
     assert judge._timers(wide, lowered) == ["10.0.0.1 (VRF red): hold 30 s set, the session runs 9 s (its peer sets "
                                             "a lower hold: a failure is detected in the peer's time, not this one's)"]
     assert judge._peer({"red": {"10.0.0.1": lowered}}, wide) is lowered
+    tight = judge.Wanted("default", "swp51", None, (1, 3))
+    assert judge._timers(tight, {**up, "bgpTimerHoldTimeMsecs": 9000}) == [
+        "swp51: hold 3 s set, the session runs 9 s: it opened before the timers were set and keeps what it "
+        "negotiated then until it is re-established (clear bgp)"]
 
 
 def test_a_vrf_holding_another_vrfs_routes_is_a_leak():

@@ -104,6 +104,9 @@ def _timers(w: Wanted, p: dict | None) -> list[str]:
     if p.get("bgpState") != "Established":
         return []       # the session's own check (control) says it is down; its timers are read once it runs
     runs = p.get("bgpTimerHoldTimeMsecs")
+    if isinstance(runs, int) and runs > hold * 1000:
+        return [f"{_where(w)}: hold {hold} s set, the session runs {_s(runs)} s: it opened before the timers were set "
+                "and keeps what it negotiated then until it is re-established (clear bgp)"]
     if runs != hold * 1000:
         return [f"{_where(w)}: hold {hold} s set, the session runs {_s(runs)} s (its peer sets a lower hold: "
                 "a failure is detected in the peer's time, not this one's)"]
