@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from twin.base.errors import TwinError
 from twin.topology import load
-from twin.traffic import flows, wording
+from twin.traffic import flows, stream, wording
 from twin.traffic.roce import FlowResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,3 +57,17 @@ def test_a_delivered_flow_reports_what_arrived_and_how():
     line = wording.flow_line(FABRIC, r, True)
     no_repr(line)
     assert line.endswith(f"must arrive: sent 16, 14 arrived at {dst}, 2 never arrived (PSN gaps), 1 out of order")
+
+
+def test_a_flow_from_or_to_a_node_that_is_no_host_is_refused_by_name():
+    """A spine or leaf named as an end of a flow (the Python API: stream.pair_flows, flows.flow) is
+    an error that names the hosts; it was a TypeError (a None unpacked) found by mypy's None checks."""
+    hosts = ", ".join(flows.hosts(FABRIC))
+    for call in (lambda: stream.pair_flows(FABRIC, [("spine1", "host1a")]),
+                 lambda: flows.flow(FABRIC, "host1a", "leaf1", 1),
+                 lambda: flows.same_tenant(FABRIC, "host1a", "nowhere")):
+        with pytest.raises(TwinError) as e:
+            call()
+        assert str(e.value).endswith(f"is not a host endpoint of lab {FABRIC.name}; hosts: {hosts}"), str(e.value)
+    with pytest.raises(TwinError, match=r"^'spine1' is not a host endpoint of lab aipod; hosts: host1a, "):
+        flows.flow(FABRIC, "spine1", "host1a", 1)

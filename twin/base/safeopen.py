@@ -40,7 +40,7 @@ class LinkRefused(OSError):
 
     @property
     def why(self) -> str:
-        return self.strerror
+        return self.strerror or ""
 
     def __str__(self) -> str:
         return f"{self.filename}: {self.why}"
@@ -115,7 +115,7 @@ def read_fd(fd: int, limit: int) -> bytes:
 def _openat2(root_fd: int, path: str, flags: int, mode: str) -> int | None:
     """fd, or -errno; None where the kernel (or a seccomp filter) has no openat2."""
     global _has_openat2
-    if _has_openat2 is False:
+    if _has_openat2 is False or _SYS_OPENAT2 is None:
         return None
     how = _How(flags, 0, _RESOLVE[mode])
     fd = _libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_long(root_fd),

@@ -106,6 +106,6 @@ class PlainLines:
         self._ticker.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._ticker.join()

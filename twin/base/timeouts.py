@@ -30,6 +30,8 @@ BARRIER_POLL = 1.0          # ... and backs off to at most this far apart
 WIRING_SAY = 2.0            # bring-up: what is moving (containers, links, configured nodes), this often
 BARRIER_LOOK = 5.0          # FRR's session counters (flaps) on the router the barrier waits for, this often
 BARRIER_DIAGNOSE = 15.0     # of the barrier's deadline (at most a tenth of it), kept for naming what is missing
+HOST_CAUSES = 5.0           # ... and past it if need be: the host-level causes (kernel log, each node's
+                            # container: OOM kills, dead daemons) read within at least this
 BARRIER_NOW = 60.0          # `twin status` / `Lab.missing()`: every router read once, within this
 PROGRESS_EVERY = 10.0       # off a terminal (a CI log, a file): a plain progress line at least this often
 RIB_QUIET = 3.0             # a router running its own config has converged once its routes stood still this long

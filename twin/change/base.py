@@ -92,7 +92,7 @@ class Change(ABC):
         return frozenset()
 
     @abstractmethod
-    def apply(self, ctx: "LabContext", say: Say = lambda _: None, **options) -> Result:
+    def apply(self, ctx: "LabContext", say: Say = lambda _: None, **options: Any) -> Result:
         ...
 
 

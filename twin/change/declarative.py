@@ -5,9 +5,9 @@ Both become a `Work` (`twin.change.work`), which `twin.change.apply` runs in sta
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from twin.base.errors import Problem, TopologyError
+from twin.base.errors import Problem, TopologyError, TwinError
 from twin.change import apply as stages
 from twin.change.base import Change, Result, Say, register
 from twin.change.diff import FabricDiff, unified
@@ -38,13 +38,15 @@ class Declarative(Change):
 
     def plan(self, ctx: LabContext) -> Plan:
         p = self.work(ctx).plan
+        if p is None:
+            raise TwinError(f"{self.describe()}: its work has no plan")
         p.lint = list(self.lint.findings) if self.lint is not None else []
         return p
 
     def check(self, ctx: LabContext) -> list[str]:
         return stages.refusals(ctx, self.work(ctx))
 
-    def apply(self, ctx: LabContext, say: Say = lambda _: None, **options) -> Result:
+    def apply(self, ctx: LabContext, say: Say = lambda _: None, **options: Any) -> Result:
         return stages.apply(ctx, self, say=say, **options)
 
 

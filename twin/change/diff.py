@@ -9,7 +9,7 @@ from functools import cached_property
 from twin import kinds
 from twin.config.backend import NAMES, wanted
 from twin.topology import mgmt
-from twin.topology.model import Fabric, Link
+from twin.topology.model import Fabric, Internet, Link, RateLimit
 
 # a node changed in these is a new node (its container's mounts, command and environment included)
 NODE_FIXED = ("kind", "asn", "loopback", "image", "binds", "cmd", "entrypoint", "env")
@@ -139,21 +139,21 @@ class FabricDiff:
                    if p in old and old[p] != new[p]])
 
 
-def _limits(limit) -> str:
+def _limits(limit: RateLimit | None) -> str:
     parts = [f"{d} {getattr(limit, d)}" for d in ("egress", "ingress") if limit and getattr(limit, d)]
     return ", ".join(parts) or "none"
 
 
-def _internet_line(tenant: str, old, new) -> list[str]:
-    def shown(i) -> str:
+def _internet_line(tenant: str, old: Internet | None, new: Internet | None) -> list[str]:
+    def shown(i: Internet) -> str:
         parts = [f"pool {i.pool}"] if i.pool else []
         parts += [f"{len(i.hosts)} host address(es)"] if i.hosts else []
         return ", ".join(parts + [f"segments {', '.join(i.segments)}"] + ([f"{len(i.forwards)} forward(s)"]
                                                                          if i.forwards else []))
     if old == new:
         return []
-    if old is None:
-        return [f"give tenant {tenant} internet access ({shown(new)})"]
     if new is None:
         return [f"take internet access from tenant {tenant}"]
+    if old is None:
+        return [f"give tenant {tenant} internet access ({shown(new)})"]
     return [f"change internet access of tenant {tenant}: {shown(old)} -> {shown(new)}"]

@@ -50,8 +50,10 @@ class Param:
                 raise TwinError(f"{where}: {self.name} is missing ({self.help})")
             return self.default
         if self.type is int:
-            if not raw.isdigit() or not self.low <= int(raw) <= self.high:
-                raise TwinError(f"{where}: {self.name} must be a number in {self.low}..{self.high}, not {raw!r}")
+            low, high = self.low if self.low is not None else 0, self.high
+            if not raw.isdigit() or not low <= int(raw) or (high is not None and int(raw) > high):
+                within = f"in {low}..{high}" if high is not None else f"of at least {low}"
+                raise TwinError(f"{where}: {self.name} must be a number {within}, not {raw!r}")
             return int(raw)
         return raw
 
@@ -144,7 +146,7 @@ class Fault(Change):
     def inverse(self, ctx: LabContext) -> Fault | None:
         return fault_types()[self.undone_by](self.target) if self.undone_by else None
 
-    def apply(self, ctx: LabContext, say: Say = lambda _: None, **options) -> Result:
+    def apply(self, ctx: LabContext, say: Say = lambda _: None, **options: Any) -> Result:
         with ctx.writing(f"twin fault {self.describe()}"):
             details = self.act(ctx)
         store.note(ctx.dir, "action", f"fault {self.describe()}", node=self.target.split(":")[0],

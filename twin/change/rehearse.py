@@ -57,7 +57,7 @@ DATA_PLANE_GROUPS = ["traffic", "isolation"]
 __all__ = ["rehearse", "Rehearsal", "Thresholds"]
 
 
-def rehearse(lab, change: str, thresholds: Thresholds | None = None, rollback: bool = False,
+def rehearse(lab: F.Target, change: str, thresholds: Thresholds | None = None, rollback: bool = False,
              budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None, noisy: str | None = None,
              baseline: dict | None = None, allow: tuple = ()) -> Rehearsal:
     ctx = context_of(lab)
@@ -151,7 +151,7 @@ def _under_traffic(ctx: LabContext, c: Change, flows: list, rep: Rehearsal, budg
         s.hold(timeouts.REHEARSE_TAIL)
         if flood is not None:
             _flood_figures(ctx, flood, rep)
-    rep.flows = s.results
+    rep.flows = s.results or []
     summary = summarise(rep.judged)
     if summary.first_loss_s is not None:
         rep.timings["first_loss"] = round(summary.first_loss_s - t0, 2)
@@ -168,10 +168,10 @@ def _under_traffic(ctx: LabContext, c: Change, flows: list, rep: Rehearsal, budg
 def _flood_figures(ctx: LabContext, flood: Flood, rep: Rehearsal) -> None:
     flood.stop()
     f, frame = flood.flow, flood.frame_bytes
-    src, dst = ctx.fabric.attachment_of(f.src)[1], ctx.fabric.attachment_of(f.dst)[1]
+    (tenant, src), (_, dst) = ctx.fabric.attachment(f.src), ctx.fabric.attachment(f.dst)
     window = max(flood.elapsed - performance.WARMUP, 1e-3)
     rep.noisy = performance.figures(
-        ctx.fabric.attachment_of(f.src)[0].name, f.src, f.dst, performance.limit_text(src, dst),
+        tenant.name, f.src, f.dst, performance.limit_text(src, dst),
         flood.sent / max(flood.elapsed, 1e-3), flood.delivered(performance.WARMUP, flood.elapsed) / window,
         flood.sent, len(flood.arrivals), frame, round(flood.elapsed, 2))
     limit = performance.cap_fps(src, dst, frame)

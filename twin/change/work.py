@@ -44,11 +44,13 @@ class Work:
 
     @property
     def summary(self) -> list[str]:
+        if self.plan is None:
+            return []
         return list(self.plan.changes) or [f"new FRR config on {n}" for n in self.plan.diffs]
 
     @property
     def empty(self) -> bool:
-        return self.plan.empty and not self.reload and not self.restart
+        return (self.plan is None or self.plan.empty) and not self.reload and not self.restart
 
 
 def current_files(ctx: LabContext, fabric: Fabric, nodes: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
@@ -78,7 +80,8 @@ def frr_actions(work: Work) -> None:
                      if work.files.get(n, {}).get(FRR_CONF, "") != work.old_files.get(n, {}).get(FRR_CONF, ""))
     work.restart = [n for n in changed if work.files[n].get("daemons") != work.old_files.get(n, {}).get("daemons")]
     work.reload = [n for n in changed if n not in work.restart]
-    work.plan.frr = {**{n: "reload" for n in work.reload}, **{n: "restart (daemons changed)" for n in work.restart}}
+    if work.plan is not None:
+        work.plan.frr = {**{n: "reload" for n in work.reload}, **{n: "restart (daemons changed)" for n in work.restart}}
 
 
 def dry_run(ctx: LabContext, work: Work) -> list[str]:

@@ -69,10 +69,10 @@ def vtep_gateways(fabric: Fabric, node: str) -> dict[str, GatewayIntent]:
 def _gateway(fabric: Fabric, node: str, t: Tenant) -> GatewayIntent | None:
     """The gateway VTEP `node` is for tenant `t`, if any of its local hosts go out."""
     public = t.gateway(node)
-    if not public:
+    if not public or t.internet is None:
         return None
     local = [a for a in t.attachments if a.vtep == node and t.goes_out(a)]
-    nat = {a.host: t.public_of(a) for a in local}
+    nat = {a.host: p for a in local if (p := t.public_of(a)) is not None}
     forwards = tuple(Forward(f.proto, nat[f.host], f.port, f.host, a.ip, f.to)
                      for f in t.internet.forwards for a in local if a.host == f.host)
     return GatewayIntent(tenant=t.name, vrf=t.vrf, l3vni=t.l3vni, public=public, nat=nat,

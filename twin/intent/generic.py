@@ -108,7 +108,7 @@ def generic_intents(fabric: Fabric, files: Mapping[str, Mapping[str, str]]) -> d
                       f"but its daemons file does not enable {DAEMON_OF[p]}"
                       for p in sorted({a.protocol for a in adj}) if DAEMON_OF[p] not in enabled)
         statics = [Route(name, network(st.prefix), st.vrf, "static") for st in cfg.statics]
-        evpn = cfg.default_bgp() is not None and cfg.default_bgp().advertise_all_vni
+        evpn = (bgp := cfg.default_bgp()) is not None and bgp.advertise_all_vni
         vnis = {vni: vrf for vrf, vni in cfg.vrfs.items() if vni} if evpn else {}
         out[name] = GenericIntent(name, tuple(enabled), tuple(adj), notes, tuple(statics), vnis)
     learned = _learned(out, configs)

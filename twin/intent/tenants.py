@@ -63,7 +63,7 @@ class TenantIntent:
 
 
 def tenant_intent(fabric: Fabric, node: str, t: Tenant) -> TenantIntent:
-    lo = {v: fabric.nodes[v].loopback for v in t.vteps()}
+    lo = {v: fabric.loopback_of(v) for v in t.vteps()}
     segments = tuple(
         SegmentIntent(name=s.name, l2vni=s.l2vni,
                       remote_vteps={v: lo[v] for v in t.segment_vteps(s.name) if v != node},
@@ -89,7 +89,7 @@ def vrf_routes(fabric: Fabric, node: str, t: Tenant) -> dict[str, frozenset[str]
     every path through a drained node LOCAL_PREF 0, which loses before AS-path length
     counts, so owners reached around every drained node (and not drained) win. A
     drained `node` itself gives everything it receives LOCAL_PREF 0: nothing changes."""
-    lo = {n: fabric.nodes[n].loopback for n in t.vteps()}
+    lo = {n: fabric.loopback_of(n) for n in t.vteps()}
     drained = set() if fabric.nodes[node].drain else set(fabric.drained()) - {node}
     near = fabric.hops(node)                  # BGP hops = AS-path length of what they originate
     around = fabric.hops(node, drained) if drained else near
@@ -112,7 +112,7 @@ def evpn_routes(fabric: Fabric, t: Tenant) -> dict[tuple[tuple[int, str, str], f
     loopback), VNIs of its route targets) -> what it is. Per host a MAC (its L2VNI) and a MAC/IP
     route (its L2VNI and the tenant's L3VNI: symmetric IRB); per segment and VTEP that has it an
     inclusive-multicast route (type-3, its L2VNI) and the subnet (type-5, the L3VNI)."""
-    lo = {v: fabric.nodes[v].loopback for v in t.vteps()}
+    lo = {v: fabric.loopback_of(v) for v in t.vteps()}
     out = {}
     for a in t.attachments:
         seg, ip = t.segments[a.segment], a.ip

@@ -112,7 +112,7 @@ def role_of(node: AirNode) -> str | None:
         return FUNCTION_KIND.get(node.function.lower()) or (node.function if node.function in KINDS else None)
     if node.os and node.os.startswith("generic/"):
         return "host"
-    word = re.match(r"[a-z]*", node.name.lower()).group()
+    word = m.group() if (m := re.match(r"[a-z]*", node.name.lower())) else ""
     return NAME_KIND.get(word)
 
 

@@ -51,7 +51,7 @@ def parse_air_json(text: str, source: str) -> AirTopology:
     return AirTopology(title if isinstance(title, str) and title else source, nodes, tuple(links), places)
 
 
-def _nodes(raw, at: Path_, problems: Problems) -> dict[str, AirNode]:
+def _nodes(raw: object, at: Path_, problems: Problems) -> dict[str, AirNode]:
     if not isinstance(raw, dict) or not raw:
         problems.add(at, "an object of nodes by name is required" + (f"; got {kind_of(raw)}" if raw else ""))
         return {}
@@ -69,7 +69,7 @@ def _nodes(raw, at: Path_, problems: Problems) -> dict[str, AirNode]:
     return out
 
 
-def _links(raw, at: Path_, problems: Problems) -> list[tuple[AirEnd, AirEnd]]:
+def _links(raw: object, at: Path_, problems: Problems) -> list[tuple[AirEnd, AirEnd]]:
     if not isinstance(raw, list):
         problems.add(at, f"a list of links is required; got {kind_of(raw)}")
         return []
@@ -85,6 +85,6 @@ def _links(raw, at: Path_, problems: Problems) -> list[tuple[AirEnd, AirEnd]]:
     return out
 
 
-def _end(e) -> bool:
+def _end(e: object) -> bool:
     return (isinstance(e, dict) and isinstance(e.get("node"), str) and e["node"] != ""
             and isinstance(e.get("interface"), (str, type(None))))

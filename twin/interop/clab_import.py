@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from twin.base.errors import Problem, TopologyError
 from twin.config.userconf import DAEMONS, FORMATS, FRR_CONF, UserConfigs
@@ -79,8 +80,7 @@ def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str
     problems = Problems(str(path), lines)
     topo = data.get("topology") if isinstance(data, dict) else None
     if not isinstance(topo, dict) or not isinstance(topo.get("nodes"), dict) or not topo["nodes"]:
-        problems.add(("topology",), "not a containerlab topology: it needs `topology: {nodes: ...}`")
-        problems.raise_if_any()
+        problems.stop(("topology",), "not a containerlab topology: it needs `topology: {nodes: ...}`")
     roles = dict(roles or {})
     out = _Import(path, data, topo, problems, roles)
     doc = out.run(name)
@@ -123,7 +123,7 @@ class _Import:
         group = node.get("group") or self.level("kinds", kind).get("group") or self.level("defaults", None).get("group")
         return [node, self.level("groups", group), self.level("kinds", kind), self.level("defaults", None)]
 
-    def value(self, n: str, key: str):
+    def value(self, n: str, key: str) -> Any:
         return next((lvl[key] for lvl in self.chain(n) if lvl.get(key)), None)
 
     def merged(self, n: str, key: str) -> list[str]:
@@ -373,7 +373,7 @@ class _Import:
         self.notes += [f"{key} of {listing(ns)} is left out: {why}" for (key, why), ns in self.left.items()]
 
 
-def _endpoints(link) -> list[tuple[str, str]] | None:
+def _endpoints(link: object) -> list[tuple[str, str]] | None:
     """[(node, interface), (node, interface)] of a veth link, short or extended; None otherwise."""
     if not isinstance(link, dict) or link.get("type") not in (None, "veth"):
         return None
@@ -393,5 +393,5 @@ def _endpoints(link) -> list[tuple[str, str]] | None:
 
 def _guess(node: str) -> str:
     """A suggestion for --role, from the leading word of a node's name; never applied by itself."""
-    word = re.match(r"[a-z]*", node.lower()).group()
+    word = m.group() if (m := re.match(r"[a-z]*", node.lower())) else ""
     return NAME_WORDS.get(word, "KIND")

@@ -73,7 +73,7 @@ def directory_binds(d: Path, options: str) -> list[str]:
             if p.name not in CONFIG_FILES]
 
 
-def env_text(value) -> str:
+def env_text(value: object) -> str:
     """An env value as containerlab takes it: text (numbers and booleans as written in YAML)."""
     if isinstance(value, bool):
         return "true" if value else "false"

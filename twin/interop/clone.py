@@ -164,7 +164,7 @@ class _Clone:
         for (a, _), (b, _) in self.links:
             peers.setdefault(a, set()).add(b)
             peers.setdefault(b, set()).add(a)
-        bgp = {n: c.default_bgp() for n, c in self.parsed.items() if c.default_bgp()}
+        bgp = {n: g for n, c in self.parsed.items() if (g := c.default_bgp())}
         kinds = {n: k for n, k in self.roles.items() if k in KINDS}
         self._unknown_roles(peers)
         spines = {n for n, k in kinds.items() if k == "spine"}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import yaml
 
@@ -146,7 +146,17 @@ def nvue(fabric: Fabric, api: dict[str, dict]) -> dict[str, str]:
 FORMATS: dict[str, Callable[..., dict[str, str]]] = {"ansible": ansible, "nornir": nornir, "nvue": nvue}
 
 
-def inventory(lab, fmt: str, api: dict[str, dict] | None = None, password: str | None = None,
+class HasFabric(Protocol):
+    """A Lab or its context: a name and the fabric it runs (None: not loaded)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def fabric(self) -> Fabric | None: ...
+
+
+def inventory(lab: HasFabric | Fabric, fmt: str, api: dict[str, dict] | None = None, password: str | None = None,
               connection: str = "ssh") -> dict[str, str]:
     """The inventory files of `lab` (a Lab, its context, or a Fabric) in format `fmt`
     (ansible, nornir: nodes on the management network over SSH with `password`, unless `connection`

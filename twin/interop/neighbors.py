@@ -9,10 +9,11 @@ own nodes send it so), else its port description; a neighbour's name is its chas
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from twin.base.errors import Problem
 from twin.topology import csv_safe, files, json_safe
-from twin.topology.problems import Problems, dotted, listing, quoted
+from twin.topology.problems import Path_, Problems, dotted, listing, quoted
 
 CSV_FIELDS = ("device", "port", "peer", "peer_port")
 
@@ -29,7 +30,7 @@ class Cable:
         return frozenset({(self.device, self.port), (self.peer, self.peer_port)})
 
 
-def _items(value) -> list:
+def _items(value: object) -> list[tuple[str, Any]]:
     """lldpd's JSON: a list of one-key objects, or one object with a key per item -> [(key, value)]."""
     if isinstance(value, list):
         return [kv for v in value if isinstance(v, dict) for kv in v.items()]
@@ -65,7 +66,7 @@ def from_lldp(device: str, text: str, source: str) -> tuple[list[Cable], list[Pr
     return cables, problems.items
 
 
-def _where(interfaces, i: int, port: str) -> tuple:
+def _where(interfaces: object, i: int, port: str) -> Path_:
     """The place of the i-th interface in lldpd's JSON (a list of one-key objects, or one object)."""
     return ("lldp", "interface", i, port) if isinstance(interfaces, list) else ("lldp", "interface", port)
 

@@ -4,6 +4,8 @@ Owns what each kind is (as data); imports nothing of twin but its own modules.
 """
 from __future__ import annotations
 
+from typing import Protocol
+
 from twin.kinds.base import (
     FRR_DIR,
     HASH_FIELDS,
@@ -28,6 +30,14 @@ from twin.kinds.leaf import Leaf
 from twin.kinds.router import Router
 from twin.kinds.spine import Spine
 
+
+class HasKind(Protocol):
+    """A node of a validated fabric, or anything else with the name of its kind."""
+
+    @property
+    def kind(self) -> str: ...
+
+
 KINDS: dict[str, Kind] = {k.name: k() for k in (Spine, Leaf, Dpu, Host, Router, Internet)}
 
 
@@ -38,7 +48,7 @@ def get(name: str) -> Kind:
         raise KeyError(f"unknown kind {name!r}; known kinds: {', '.join(KINDS)}") from None
 
 
-def of(node) -> Kind:
+def of(node: HasKind) -> Kind:
     """The kind of a node of a validated fabric (anything with a `kind` name)."""
     return KINDS[node.kind]
 

@@ -282,7 +282,10 @@ class Barrier:
             return wait.until(probe, rounds.end - rounds.start, self.what(), diagnose=diagnose, since=deadline.start,
                               first=timeouts.BARRIER_FIRST, cap=timeouts.BARRIER_POLL, pace=PACE)
         except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first, then flaps
-            causes = hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers(), until=deadline.end)
+            # the causes are what a timeout most needs to say: read within the deadline's rest or HOST_CAUSES,
+            # whichever is longer (a short deadline on a busy host is spent by the rounds and their diagnosis)
+            until = max(deadline.end, time.monotonic() + timeouts.HOST_CAUSES)
+            causes = hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers(), until=until)
             timers = self.ctx.fabric.timers or "keepalive 3 s, hold 9 s"
             raise ConvergenceTimeout(e.what, deadline.elapsed(), e.missing,
                                      causes + self.progress.causes(str(timers))) from None

@@ -28,8 +28,8 @@ def vlans(s: Scope, d: Declared) -> list[Finding]:
         if m is not None:
             carried.setdefault(m, v.vlan)
     for v in d.vlans.values():
-        if meanings[v.vlan] is not None:
-            out += _vlan(s, d, v, *meanings[v.vlan], carried)
+        if (m := meanings[v.vlan]) is not None:
+            out += _vlan(s, d, v, *m, carried)
     placed = {p for v in d.vlans.values() for p in v.ports}
     for (vtep, port), (t, a) in s.hosts.items():
         if vtep == d.node and port not in placed:

@@ -9,7 +9,7 @@ import re
 from dataclasses import replace
 
 from twin.intent import paths
-from twin.lint.declared import Declared
+from twin.lint.declared import At, Declared, Peer
 from twin.lint.findings import Finding
 from twin.lint.scope import Scope, control, peer_of, route_checks, session_checks
 
@@ -46,7 +46,7 @@ def neighbors(s: Scope, d: Declared) -> list[Finding]:
     return out
 
 
-def _remote_as(s: Scope, d: Declared, other: str, far: str, peer, explains) -> list[Finding]:
+def _remote_as(s: Scope, d: Declared, other: str, far: str, peer: Peer, explains: tuple[str, ...]) -> list[Finding]:
     mine, theirs = s.asn.get(d.node), s.asn.get(other)
     given = peer.remote_as
     if given == "internal" and mine != theirs:
@@ -170,6 +170,6 @@ def evpn_peers(s: Scope, d: Declared) -> list[Finding]:
     return out
 
 
-def _at(at, text: str):
+def _at(at: At, text: str) -> At:
     """Where a missing fact would be said: `at`'s place, with words for what is missing."""
     return replace(at, text=text)

@@ -20,7 +20,7 @@ import os
 import select
 import threading
 import time
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 from twin.base import timeouts
 from twin.config import droplog
@@ -28,7 +28,7 @@ from twin.lifecycle.context import LabContext
 from twin.observe import drops as dropmon
 from twin.observe import sample, store, timeline
 from twin.observe.linkstats import LinkSocket
-from twin.observe.nflog import NflogSocket
+from twin.observe.nflog import Logged, NflogSocket
 from twin.observe.nftnl import NftSocket
 from twin.observe.reasons import Place, drop_event
 from twin.runtime import NetlinkHandles, namespace_path
@@ -102,7 +102,7 @@ class Collector:
     def __enter__(self) -> "Collector":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def _lead(self) -> None:
@@ -116,7 +116,7 @@ class Collector:
             return
         self._lockfile, self.leader = f, True
 
-    def _guard(self, loop) -> None:
+    def _guard(self, loop: Callable[[], None]) -> None:
         """A loop that fails is retried after a pause: the collector outlives a node that is
         restarting, a namespace that went away, an FRR that does not answer."""
         while not self._stop.is_set():
@@ -157,7 +157,7 @@ class Collector:
             if events:
                 store.append(self.ctx.dir, events)
 
-    def _event(self, place: Place, p) -> dict | None:
+    def _event(self, place: Place, p: Logged) -> dict | None:
         return drop_event(self.ctx.fabric, place, p)
 
     # --- one round ------------------------------------------------------------------------

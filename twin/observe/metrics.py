@@ -14,10 +14,12 @@ from prometheus_client.registry import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from twin.config import droplog
 from twin.lifecycle.service import error_handlers
 from twin.observe.collector import Collector
+from twin.observe.sample import Snapshot
 
 PORT = {"rx_packets": "Packets received on the port", "tx_packets": "Packets sent on the port",
         "rx_bytes": "Bytes received on the port", "tx_bytes": "Bytes sent on the port",
@@ -44,7 +46,7 @@ class LabMetrics:
             d.add_metric([lab, node, port, tenant, droplog.SHORT.get(code, code)], n)
         yield d
 
-    def _ports(self, lab: str, snap) -> Iterator[Metric]:
+    def _ports(self, lab: str, snap: Snapshot) -> Iterator[Metric]:
         fams = {k: CounterMetricFamily(f"twin_port_{k}", f"{h} (netlink link stats)", labels=["lab", "node", "port"])
                 for k, h in PORT.items()}
         up = GaugeMetricFamily("twin_port_up", "1 if the port has carrier and is up", labels=["lab", "node", "port"])
@@ -60,7 +62,7 @@ class LabMetrics:
             nodes.add_metric([lab, node], 1 if state == "running" else 0)
         yield nodes
 
-    def _roce(self, lab: str, snap) -> Iterator[Metric]:
+    def _roce(self, lab: str, snap: Snapshot) -> Iterator[Metric]:
         labels = ["lab", "node", "port", "direction", "dscp", "ecn"]
         pk = CounterMetricFamily("twin_roce_packets", "RoCEv2 frames (UDP 4791, also inside VXLAN) by the DSCP "
                                  "and ECN codepoint on the wire", labels=labels)
@@ -77,7 +79,7 @@ class LabMetrics:
                     cnp.add_metric([lab, node, port, d], r[f"cnp_{d}"])
         yield from (pk, by, cnp)
 
-    def _control(self, lab: str, snap) -> Iterator[Metric]:
+    def _control(self, lab: str, snap: Snapshot) -> Iterator[Metric]:
         labels = ["lab", "node", "vrf", "afi", "port", "peer"]
         up = GaugeMetricFamily("twin_bgp_session_up", "1 if the BGP session is Established", labels=labels)
         pfx = GaugeMetricFamily("twin_bgp_prefixes_received", "Prefixes received on the session", labels=labels)
@@ -111,10 +113,10 @@ def registry(collector: Collector) -> CollectorRegistry:
 class _Asgi:
     """An ASGI callable Starlette routes to as an app, not as a request handler."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp):
         self.app = app
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
 
 

@@ -49,7 +49,7 @@ def _sessions(old: Snapshot, new: Snapshot, t: float) -> list[dict[str, Any]]:
         for key in sorted(set(a) | set(b)):
             was, now = a.get(key, {}).get("state", "absent"), b.get(key, {}).get("state", "absent")
             if was != now:
-                s = b.get(key) or a.get(key)
+                s = b.get(key) or a[key]
                 out.append({"time": t, "kind": "session", "node": node, "port": s["port"], "peer": s["peer"],
                             "afi": s["afi"], "vrf": s["vrf"], "state": now, "up": now == "Established",
                             "text": f"{node} {key}{' (' + s['peer'] + ')' if s['peer'] else ''}: {was} -> {now}"})

@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Any, Callable, Iterator
 
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
@@ -46,11 +47,11 @@ def topology(collector: Collector) -> dict[str, Any]:
 
 def app(collector: Collector) -> Starlette:
     """The page and its API as an ASGI app (served by `twin.lifecycle.service.Service`)."""
-    def static(name: str, kind: str):
+    def static(name: str, kind: str) -> Callable[[Request], Response]:
         body = resources.files("twin.observe").joinpath("static").joinpath(name).read_bytes()
         return lambda request: Response(body, media_type=kind, headers=NO_STORE)
 
-    def doc(make: Callable[[], Any]):
+    def doc(make: Callable[[], Any]) -> Callable[[Request], Response]:
         return lambda request: Response(json.dumps(make(), default=str), media_type="application/json",
                                         headers=NO_STORE)
 

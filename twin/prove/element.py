@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Iterable, Union
 
 from twin.config.steps import Step
 
@@ -126,7 +126,7 @@ class Element:
         return any(re.search(p, line) for p in self.expect)
 
 
-def alt(names) -> str:
+def alt(names: Iterable[str]) -> str:
     """A regex group matching any of `names`, literally."""
     return "(" + "|".join(re.escape(n) for n in sorted(names)) + ")"
 

@@ -219,7 +219,7 @@ def _loopback(n: Node, r: Runs) -> tuple[list[Element], list[Exempt]]:
         return [], [Exempt("loopback advertisement", n.name, f"the frr.conf {n.name} runs advertises {lo} neither "
                                                              "by network nor by redistribute connected")]
     line = f"network {lo}" if lo in bgp.networks else "redistribute connected"
-    expect = (rf"^control: loopbacks \S+: .*{re.escape(n.loopback)}/32",)
+    expect = (rf"^control: loopbacks \S+: .*{re.escape(lo)}",)
     return [Element(f"loopback {n.name}", "loopback advertisement", n.name, f"{line} ({lo}) on {n.name}", ("control",),
                     expect, (Vtysh(n.name, (f"router bgp {bgp.asn}", "address-family ipv4 unicast", f"no {line}")),),
                     r.back)], []

@@ -14,6 +14,7 @@ import re
 
 from twin import kinds
 from twin.config import overlay
+from twin.config.backend import Backend
 from twin.config.steps import Step
 from twin.intent import paths
 from twin.intent.tenants import bridge_name, vxlan_name
@@ -39,7 +40,7 @@ def views(ctx: LabContext) -> dict[str, View]:
             if v not in runs or runs[v].per_vni}
 
 
-def rebind(fabric: Fabric, node: str, backend, t: Tenant, seg: Segment | None = None) -> tuple[Step, ...]:
+def rebind(fabric: Fabric, node: str, backend: Backend, t: Tenant, seg: Segment | None = None) -> tuple[Step, ...]:
     """The VTEP's own workloads' bindings (of a segment, or of the whole tenant), deleted and made again."""
     mine = [overlay.binding_step(t, a, backend) for a in t.attachments
             if a.vtep == node and (seg is None or a.segment == seg.name)]
@@ -213,7 +214,7 @@ def _attachments(ctx: LabContext) -> list[tuple[Tenant, Attachment, Fabric]]:
             f = vs[a.vtep][0]
             mine = f.tenants.get(t.name)
             run = next((x for x in mine.attachments if x.host == a.host and x.vtep == a.vtep), None) if mine else None
-            if run is not None:
+            if mine is not None and run is not None:
                 out.append((mine, run, f))
     return out
 

@@ -65,7 +65,7 @@ def _removal(cfg: frrconf.FrrConfig, proto: str, iface: str, vrf: str) -> tuple[
     """vtysh lines (after `configure terminal`) that take `iface` out of `proto`."""
     i = cfg.interfaces.get((iface, vrf))
     head = f"interface {iface}{_vrf(vrf)}"
-    if proto == "isis":
+    if proto == "isis" and i is not None:
         return (head, *(f"no {'ip' if f == 4 else 'ipv6'} router isis {i.isis}" for f in sorted(i.isis_families)))
     if proto == "ospf6":
         if i is not None and i.ospf6_area is not None:

@@ -25,6 +25,7 @@ from twin.prove import frr_side, kernel_side, ports, rates, router_side, service
 from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, NftRule, Reload, Unlearn, Vtysh, ZebraVni
 from twin.prove.report import Outcome, Proof, line
 from twin.runtime import apply_live, apply_steps, frr_take, learned_macs
+from twin.traffic.flows import Target
 from twin.verify.result import Check
 
 DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
@@ -165,7 +166,7 @@ def prove_one(ctx: LabContext, e: Element, only: list[str] | None = None) -> Out
     return out
 
 
-def prove(lab, patterns: list[str] | None = None, only: list[str] | None = None,
+def prove(lab: Target, patterns: list[str] | None = None, only: list[str] | None = None,
           say: Callable[[str], None] = lambda _: None) -> Proof:
     """Break, judge and restore every element (or those whose id matches `patterns`) of a running
     lab, holding its lock; `only` limits the verify groups that may catch them."""

@@ -17,11 +17,13 @@ from twin.topology.model import (
            CongestionPoint,
            Endpoint,
            Fabric,
+           Internet,
            Link,
            Mgmt,
            Node,
            Port,
            Rate,
+           RateLimit,
            Segment,
            Session,
            Tenant,
@@ -59,4 +61,4 @@ __all__ = ["load", "load_document", "validate", "ValidationReport", "check_lab_n
            "listing", "load_allow", "load_checks", "merge", "parse_yaml", "Path_", "PingCheck", "Problems",
            "quoted", "Rate", "read_json", "read_yaml", "read_yaml_bytes", "RoceCheck", "RouteCheck", "Segment",
            "Tenant", "match_node", "node_key", "port_range", "port_ranges", "resolve_node", "Mgmt", "mgmt", "samples",
-           "Bind"]
+           "Bind", "Internet", "RateLimit"]

@@ -63,4 +63,4 @@ def load_allow(path: str | Path) -> tuple[AllowRule, ...]:
             problems.add((str(key),), "unknown field; an allow file has one key, allow")
     rules = [validate_model(AllowRule, raw, ("allow", i), problems) for i, raw in enumerate(data["allow"])]
     problems.raise_if_any()
-    return tuple(rules)
+    return tuple(r for r in rules if r is not None)   # each None was told

@@ -93,11 +93,11 @@ def _kinds(spec: TopologySpec, problems: Problems, broken: set[str]) -> dict[str
             broken.add(n)
             continue
         kinds[n] = kind
-        if s.image is not None and check_image(s.image):
-            problems.add(("nodes", n, "image"), check_image(s.image))
+        if s.image is not None and (why := check_image(s.image)):
+            problems.add(("nodes", n, "image"), why)
         for i, cmd in enumerate(s.exec or ()):
-            if check_command(cmd):
-                problems.add(("nodes", n, "exec", i), check_command(cmd))
+            if why := check_command(cmd):
+                problems.add(("nodes", n, "exec", i), why)
         if not kind.runs_bgp:
             for field in ("asn", "loopback"):
                 if getattr(s, field) is not None:
@@ -111,7 +111,7 @@ def _kinds(spec: TopologySpec, problems: Problems, broken: set[str]) -> dict[str
 
 def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
                  problems: Problems) -> dict[str, int]:
-    explicit = {n: spec.nodes[n].asn for n in order if spec.nodes[n].asn is not None}
+    explicit = {n: asn for n in order if (asn := spec.nodes[n].asn) is not None}
     taken = set(explicit.values())
     asns: dict[str, int] = {}
     next_asn: dict[str, int] = {}
@@ -122,7 +122,9 @@ def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
         if n in explicit:
             asns[n] = explicit[n]
             continue
-        base = getattr(spec.defaults.asn, kind.name, None) or kind.asn_base
+        base: int | None = getattr(spec.defaults.asn, kind.name, None) or kind.asn_base
+        if base is None:
+            raise TypeError(f"kind {kind.name} runs BGP but has no asn_base")
         if kind.asn_shared:
             asns[n] = base
             continue
@@ -221,7 +223,8 @@ def _resolve_links(spec: TopologySpec, kinds: dict[str, Kind], asns: dict[str, i
     ports: dict[str, list[Port]] = {}
     for i, ends, role in parsed:
         names = [port or _allocate(node, role, kinds[node], used, counters, i) for node, port in ends]
-        mtu = spec.links[i].mtu or (spec.defaults.mtu if role == "fabric" else spec.defaults.host_mtu)
+        given = spec.links[i]
+        mtu = (given.mtu if given else None) or (spec.defaults.mtu if role == "fabric" else spec.defaults.host_mtu)
         (na, _), (nb, _) = ends
         a, b = Endpoint(node=na, port=names[0]), Endpoint(node=nb, port=names[1])
         resolved[i] = Link(a=a, b=b, mtu=mtu)

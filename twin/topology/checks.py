@@ -274,7 +274,10 @@ def _roce(s: RoceCheck, fabric: Fabric) -> Found:
         return []
     if not _is_address(s.to) or ":" in s.to:
         return [(("to",), f"{quoted(s.to)} is neither a host nor an IPv4 address; hosts: {listing(hosts)}")]
-    tenant = fabric.attachment_of(s.from_)[0]
+    found = fabric.attachment_of(s.from_)
+    if found is None:
+        return []   # told above: not a host of a tenant
+    tenant = found[0]
     if s.expect == "delivered" and not any(a.ip == s.to for a in tenant.attachments):
         return [(("to",), f"no host of tenant {tenant.name} has {s.to}, so nothing can be delivered there; "
                           "expect blocked, or name a host")]

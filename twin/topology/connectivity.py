@@ -7,6 +7,8 @@ link and node is sound.
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 from twin.kinds import KINDS, Kind
 from twin.topology.model import Link
 from twin.topology.problems import Problems, listing
@@ -17,11 +19,12 @@ SHOWN_ISLANDS = 4
 
 def check_connectivity(spec: TopologySpec, kinds: dict[str, Kind], resolved: dict[int, Link],
                        problems: Problems, broken: set[str]) -> None:
-    if any(link is None for link in spec.links):
+    links = [link for link in spec.links if link is not None]
+    if len(links) < len(spec.links):
         return  # a malformed link might name any node: no guessing
     routers = [n for n in kinds if kinds[n].runs_bgp]
-    named = {ep.partition(":")[0] for link in spec.links for ep in link.endpoints}
-    unsure = {ep.partition(":")[0] for i, link in enumerate(spec.links) if i not in resolved
+    named = {ep.partition(":")[0] for link in links for ep in link.endpoints}
+    unsure = {ep.partition(":")[0] for i, link in enumerate(links) if i not in resolved
               for ep in link.endpoints}
     peers = _bgp_neighbours(kinds, resolved.values())
     speakers = ", ".join(k.name for k in KINDS.values() if k.runs_bgp)
@@ -42,7 +45,7 @@ def check_connectivity(spec: TopologySpec, kinds: dict[str, Kind], resolved: dic
                                  f"{shown}{more}; link them into one fabric")
 
 
-def _bgp_neighbours(kinds: dict[str, Kind], links) -> dict[str, set[str]]:
+def _bgp_neighbours(kinds: dict[str, Kind], links: Iterable[Link]) -> dict[str, set[str]]:
     peers: dict[str, set[str]] = {}
     for link in links:
         a, b = link.a.node, link.b.node

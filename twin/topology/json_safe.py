@@ -149,7 +149,7 @@ class _Places:
                 break
             pos = m.end()
             string, punct, word = m.groups()
-            at = m.start(m.lastindex)
+            at = m.start(m.lastindex or 0)   # the one group that matched (a token is one of three)
             top = stack[-1] if stack else None
             if punct in ("}", "]"):
                 stack.pop()
@@ -171,7 +171,7 @@ class _Places:
         elif top.is_list:
             place, top.n = top.path + (top.n,), top.n + 1
         else:
-            place, top.key = top.path + (top.key,), None
+            place, top.key = top.path + (top.key or "",), None   # a mapping's value: its key came first
         self.offsets.setdefault(place, at)
         return place
 

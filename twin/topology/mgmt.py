@@ -179,17 +179,18 @@ def resolve(fabric: Fabric, taken: Iterable[IPv4Network] = (), own: Collection[s
     """`fabric` with its management subnet (the topology's, else `choose`n clear of `taken` and the
     fabric's own prefixes), this host's address on it and every managed node's address, but the
     nodes that run an image of their own (`own`: they have none, even one the file pins)."""
-    if fabric.mgmt is None:
+    given = fabric.mgmt
+    if given is None:
         return fabric
     if own:
         fabric = fabric.model_copy(update={"nodes": {k: v.model_copy(update={"mgmt": None}) if k in own else v
                                                      for k, v in fabric.nodes.items()}})
     managed = [n for n in fabric.managed() if n.name not in own]
-    subnet = IPv4Network(fabric.mgmt.subnet) if fabric.mgmt.subnet else choose(
+    subnet = IPv4Network(given.subnet) if given.subnet else choose(
         fabric.name, len(managed), [*taken, *own_prefixes(fabric)])
     used = {IPv4Address(n.mgmt) for n in managed if n.mgmt}
     free = (a for a in subnet.hosts() if a not in used)
-    gateway = IPv4Address(fabric.mgmt.gateway) if fabric.mgmt.gateway else next(free)
+    gateway = IPv4Address(given.gateway) if given.gateway else next(free)
     addresses = {}
     for n in managed:
         if n.mgmt is None:
@@ -198,7 +199,7 @@ def resolve(fabric: Fabric, taken: Iterable[IPv4Network] = (), own: Collection[s
                 raise TwinError(f"lab {fabric.name}: the management subnet {subnet} has no address left for {n.name}")
             addresses[n.name] = str(addr)
     nodes = {k: v.model_copy(update={"mgmt": addresses[k]}) if k in addresses else v for k, v in fabric.nodes.items()}
-    mgmt = fabric.mgmt.model_copy(update={"subnet": str(subnet), "gateway": str(gateway)})
+    mgmt = given.model_copy(update={"subnet": str(subnet), "gateway": str(gateway)})
     return fabric.model_copy(update={"mgmt": mgmt, "nodes": nodes})
 
 

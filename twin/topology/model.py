@@ -6,10 +6,11 @@ JSON in the lab directory and golden-tested.
 """
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from twin.base.errors import TwinError
 from twin.kinds import KINDS
 from twin.topology.schema import AnyCheck
 
@@ -25,7 +26,7 @@ class _Sparse(_Frozen):
     _sparse: ClassVar[tuple[str, ...]] = ()
 
     @model_serializer(mode="wrap")
-    def _omit_unused(self, handler):
+    def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
         for key in self._sparse:
             if not data.get(key):
@@ -96,7 +97,7 @@ class Node(_Frozen):
     nvue: Literal["blank"] | None = None   # runs NVUE with nothing configured yet (twin.topology.nvue_nodes)
 
     @model_serializer(mode="wrap")
-    def _only_when_set(self, handler):
+    def _only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Optional fields are written only when set: a node without them is recorded as it was."""
         data = handler(self)
         for key in ("drain", "exec", "binds", "cmd", "entrypoint", "env", "mgmt", "platform_ports", "nvue"):
@@ -208,13 +209,15 @@ class Tenant(_Sparse):
 
     def public_of(self, a: Attachment) -> str | None:
         """The public address the internet sees `a` as (None: it does not go out)."""
-        if not self.goes_out(a):
+        if self.internet is None or not self.goes_out(a):
             return None
         return self.internet.hosts.get(a.host) or self.internet.vteps.get(a.vtep)
 
     def gateway(self, vtep: str) -> dict[str, str]:
         """What VTEP `vtep` NATs for this tenant: public address -> "pool" or the host it belongs to."""
         out: dict[str, str] = {}
+        if self.internet is None:
+            return out
         for a in self.attachments:
             if a.vtep == vtep and self.goes_out(a):
                 if a.host in self.internet.hosts:
@@ -297,12 +300,27 @@ class Fabric(_Sparse):
         return {f"{ip}/32": (t.name, v) for t in self.tenants.values() if t.internet
                 for v in t.vteps() for ip in t.gateway(v)}
 
+    def loopback_of(self, node: str) -> str:
+        """The loopback of `node`, a BGP speaker or VTEP (the model gives each one): an error naming it if none."""
+        lo = self.nodes[node].loopback
+        if lo is None:
+            raise TwinError(f"{node}: a {self.nodes[node].kind} has no loopback")
+        return lo
+
     def tenants_on(self, node: str) -> list[Tenant]:
         """Tenants with a host behind `node` (so `node` is their VTEP)."""
         return [t for t in self.tenants.values() if node in t.vteps()]
 
     def vteps(self) -> list[str]:
         return [n for n in self.nodes if self.tenants_on(n)]
+
+    def attachment(self, host: str) -> tuple[Tenant, Attachment]:
+        """The tenant and attachment of host endpoint `host`: an error naming the hosts if it is none."""
+        found = self.attachment_of(host)
+        if found is None:
+            hosts = [n for n in self.nodes if self.attachment_of(n)]
+            raise TwinError(f"{host!r} is not a host endpoint of lab {self.name}; hosts: {', '.join(hosts) or 'none'}")
+        return found
 
     def attachment_of(self, host: str) -> tuple[Tenant, Attachment] | None:
         for t in self.tenants.values():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from twin.base.errors import TwinError
 from twin.topology.problems import quoted
@@ -125,7 +125,7 @@ def node_key(name: str) -> str:
     return re.sub(r"[_.]", "-", name.lower())
 
 
-def match_node(typed: str, known) -> list[str]:
+def match_node(typed: str, known: Iterable[str]) -> list[str]:
     """The nodes of `known` a user means by `typed`: itself if it is one, else those equal to it
     as twin writes names (`node_key`); more than one is ambiguous."""
     names = list(known)
@@ -135,7 +135,7 @@ def match_node(typed: str, known) -> list[str]:
     return [n for n in names if node_key(n) == key]
 
 
-def resolve_node(typed: str, known, lab: str) -> str:
+def resolve_node(typed: str, known: Iterable[str], lab: str) -> str:
     """The node of lab `lab` that `typed` names (`match_node`), else a TwinError naming the nodes,
     or the ones it could mean."""
     found, names = match_node(typed, known), list(known)

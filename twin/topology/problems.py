@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Any, Iterable, NoReturn
 
 from twin.base.errors import Problem, TopologyError
 
@@ -28,7 +29,7 @@ def quoted(value: object) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
 
 
-def listing(names, limit: int = SHOWN_NAMES) -> str:
+def listing(names: Iterable[Any], limit: int = SHOWN_NAMES) -> str:
     """'a, b, c' for at most `limit` names, then '... and N more' (a list or dict is not copied)."""
     if not isinstance(names, (list, tuple, dict)):
         names = list(names)
@@ -72,3 +73,8 @@ class Problems:
     def raise_if_any(self) -> None:
         if self.items:
             raise TopologyError(self.items)
+
+    def stop(self, path: Path_, message: str) -> NoReturn:
+        """A problem that ends the reading: raised with every problem found before it."""
+        self.add(path, message)
+        raise TopologyError(self.items)

@@ -10,13 +10,15 @@ from __future__ import annotations
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from twin.topology.problems import Path_, Problems, quoted
 from twin.topology.schema import CongestionSpec, Defaults, LinkSpec, MgmtSpec, NodeSpec, TenantSpec, TopologySpec
 from twin.topology.yaml_safe import read_yaml
+
+M = TypeVar("M", bound=BaseModel)
 
 TOP_KEYS = ", ".join(TopologySpec.model_fields)
 _MUST_BE = {"bool_type": "must be true or false", "string_type": "must be text",
@@ -167,7 +169,7 @@ def kind_of(value: object) -> str:
     return containers.get(type(value), quoted(value))
 
 
-def validate_model(model: type[BaseModel], raw: Any, at: Path_, problems: Problems):
+def validate_model(model: type[M], raw: Any, at: Path_, problems: Problems) -> M | None:
     try:
         return model.model_validate(raw)
     except ValidationError as e:

@@ -37,9 +37,9 @@ class ValidationReport:
         `sessions` counts eBGP sessions, one per fabric link; `vteps` the nodes
         that terminate tenant VXLAN (those with an attached host).
         """
-        if not self.valid:
-            return None
         f = self.fabric
+        if f is None or self.problems:
+            return None
         kinds = Counter(n.kind for n in f.nodes.values())
         return {
             "nodes": dict(kinds),

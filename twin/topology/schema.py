@@ -207,11 +207,11 @@ class TopologySpec(_Strict):
     defaults: Defaults = Defaults()
     mgmt: MgmtSpec = MgmtSpec()
     nodes: dict[str, NodeSpec]
-    links: list[LinkSpec] = []
+    links: list[LinkSpec | None] = []          # None: a malformed link (reported), kept so indexes match the file
     vtep: str | list[str] = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf, "
                                                            "or a list of both ([leaf, dpu]: hosts on either)")
     tenants: dict[str, TenantSpec] = {}
-    congestion: list[CongestionSpec] = []
+    congestion: list[CongestionSpec | None] = []   # None: malformed (reported), as links
     checks: list[Any] = Field(default=[], description="the user's own checks, run by `twin verify` "
                                                       "(see CheckSpec; read by twin.topology.checks)")
 

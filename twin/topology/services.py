@@ -19,7 +19,7 @@ from twin.topology.addresses import parse_address, parse_prefix, special_use
 from twin.topology.model import Attachment, CongestionPoint, Forward, Internet, Node, RateLimit, Tenant
 from twin.topology.problems import Path_, Problems, listing, quoted
 from twin.topology.rates import parse_rate
-from twin.topology.schema import InternetSpec, RateLimitSpec, TenantSpec, TopologySpec
+from twin.topology.schema import ForwardSpec, InternetSpec, RateLimitSpec, TenantSpec, TopologySpec
 
 __all__ = ["build_services"]
 
@@ -31,8 +31,8 @@ def build_services(spec: TopologySpec, nodes: dict[str, Node], tenants: dict[str
     public = _Public(spec, nodes, tenants, problems)
     for name, t in tenants.items():
         t = _rate_limits(spec.tenants[name], t, ("tenants", name), problems)
-        if spec.tenants[name].internet is not None:
-            t = t.model_copy(update={"internet": public.internet(name, spec.tenants[name], t)})
+        if (wanted := spec.tenants[name].internet) is not None:
+            t = t.model_copy(update={"internet": public.internet(name, wanted, t)})
         out[name] = t
     return out, _congestion(spec, nodes, problems)
 
@@ -87,9 +87,8 @@ class _Public:
             self.taken += [(IPv4Network(f"{ip}/24", strict=False), f"the test range of {n}")
                            for ip in KINDS[nodes[n].kind].test_addresses]
 
-    def internet(self, name: str, ts: TenantSpec, t: Tenant) -> Internet | None:
+    def internet(self, name: str, spec: InternetSpec, t: Tenant) -> Internet | None:
         at: Path_ = ("tenants", name, "internet")
-        spec: InternetSpec = ts.internet
         if not self.edges:
             edge = [k.name for k in KINDS.values() if k.edge]
             self.problems.add(at, f"the topology has no {listing(edge)} node to reach: add one (kind: {edge[0]}) "
@@ -105,7 +104,7 @@ class _Public:
                          if (f := self._forward(fs, t, internet, at + ("forwards", i))) is not None)
         seen: dict[tuple, int] = {}
         for i, f in enumerate(forwards):
-            key = (t.public_of(_att(t, f.host)) if _att(t, f.host) else None, f.proto, f.port)
+            key = (t.public_of(a) if (a := _att(t, f.host)) else None, f.proto, f.port)
             if key in seen:
                 self.problems.add(at + ("forwards", i), f"{f.proto} port {f.port} of {key[0]} is already forwarded "
                                                         f"by forwards[{seen[key]}]")
@@ -171,7 +170,7 @@ class _Public:
         self.claimed[net] = what
         return True
 
-    def _forward(self, fs, t: Tenant, internet: Internet, at: Path_) -> Forward | None:
+    def _forward(self, fs: ForwardSpec, t: Tenant, internet: Internet, at: Path_) -> Forward | None:
         ok = True
         if fs.proto not in ("tcp", "udp"):
             self.problems.add(at + ("proto",), f"{quoted(fs.proto)} cannot be forwarded: tcp or udp")

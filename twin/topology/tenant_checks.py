@@ -57,9 +57,9 @@ def check_host_mtus(spec: TopologySpec, nodes: dict[str, Node], links: dict[int,
     Links that take defaults.host_mtu are not reported again when that default
     itself was (report_defaults false): one problem says it for all of them.
     """
-    place = {}
-    for i, link in links.items():
-        place[(link.a.node, link.a.port)] = place[(link.b.node, link.b.port)] = i
+    place: dict[tuple[str, str], int] = {}
+    for index, link in links.items():
+        place[(link.a.node, link.a.port)] = place[(link.b.node, link.b.port)] = index
     smallest: dict[str, int | None] = {}  # per VTEP: its smallest fabric MTU (None: no uplink)
     for t in tenants.values():
         for a in t.attachments:
@@ -68,7 +68,8 @@ def check_host_mtus(spec: TopologySpec, nodes: dict[str, Node], links: dict[int,
             fabric, i = smallest[a.vtep], place.get((a.vtep, a.port))
             if fabric is None or i is None:
                 continue  # a VTEP without uplinks is reported as such
-            limit, explicit, mtu = fabric - VXLAN_OVERHEAD, spec.links[i].mtu is not None, links[i].mtu
+            given = spec.links[i]
+            limit, explicit, mtu = fabric - VXLAN_OVERHEAD, given is not None and given.mtu is not None, links[i].mtu
             if mtu <= limit or not (explicit or report_defaults):
                 continue
             fix = f"set mtu: {limit} on this link" + ("" if explicit else " (or defaults.host_mtu)")

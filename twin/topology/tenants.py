@@ -192,11 +192,11 @@ class _Attachments:
         link = _vtep_port(a.port, self.all.nodes[a.host], self.all.nodes, vteps_of(self.all.spec), self.problems, aat)
         if link is None:
             return None
-        address = ""
+        address: str | None = ""
         if a.address is not None:
             address = self._address(a, aat)
-            if address is None:
-                return None
+        if address is None:
+            return None
         vtep, port, host_port = link
         return Attachment(host=a.host, host_port=host_port, segment=a.segment, vtep=vtep, port=port,
                           address=address, mac=host_mac(a.host))

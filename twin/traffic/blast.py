@@ -21,13 +21,14 @@ import socket
 import struct
 import sys
 import time
+from typing import BinaryIO, Callable
 
 CLONE_NEWNET = 0x40000000
 
 CHECK_EVERY = 32    # sends between two looks at the clock (a shaped port blocks the sender)
 
 
-def read_frames(stream) -> list[bytes]:
+def read_frames(stream: BinaryIO) -> list[bytes]:
     (count,) = struct.unpack("!I", stream.read(4))
     frames = []
     for _ in range(count):
@@ -51,7 +52,8 @@ def enter(ns_path: str) -> None:
         os.close(fd)
 
 
-def blast(ns_path: str, port: str, seconds: float, frames: list[bytes], say=print) -> tuple[int, float]:
+def blast(ns_path: str, port: str, seconds: float, frames: list[bytes],
+          say: Callable[[str], None] = print) -> tuple[int, float]:
     """Until `seconds` have passed or SIGTERM came: (frames sent, seconds held back by a full socket)."""
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))

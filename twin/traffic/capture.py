@@ -43,7 +43,7 @@ class Capture:
                    timeouts.CAPTURE_START, f"{self.ex.where}: capture start", first=0.02, cap=0.1)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.ex.run(["pkill", "-INT", "-f", f"^tcpdump .*{self.file}"])  # not the `timeout` wrapper
         try:
             self.proc.wait(timeout=timeouts.CAPTURE_START)

@@ -29,7 +29,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from twin.base import timeouts, wait
 from twin.base.errors import ConvergenceTimeout
@@ -84,7 +84,7 @@ class Session:
     def __enter__(self) -> "Session":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def run(self, sends: dict[str, list[bytes]], keep: Callable[[bytes], bool],
@@ -177,7 +177,7 @@ class Session:
 
 
 @contextmanager
-def on_cpu(cpu: int):
+def on_cpu(cpu: int) -> Iterator[None]:
     """The calling thread runs on `cpu` only, until the block ends."""
     before = os.sched_getaffinity(0)     # pid 0: this thread
     os.sched_setaffinity(0, {cpu})

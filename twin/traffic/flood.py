@@ -60,11 +60,12 @@ class Flood:
         self.arrivals: list[float] = []        # monotonic times of the flow's frames at its destination
         self.t0 = 0.0
         self._stop = threading.Event()
+        self._proc: subprocess.Popen[bytes] | None = None   # the sender, while it runs
 
     def __enter__(self) -> "Flood":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def start(self) -> "Flood":
@@ -77,14 +78,15 @@ class Flood:
             self._thread.start()
         ns = open_ns(src.ns_path)   # checked here, entered by the sender through its descriptor
         try:
-            self._proc = subprocess.Popen([sys.executable, "-I", blast.__file__, f"/proc/self/fd/{ns}", src.port,
-                                           f"{self.seconds or UNTIL_STOPPED:g}"],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(ns,))
+            self._proc = proc = subprocess.Popen([sys.executable, "-I", blast.__file__, f"/proc/self/fd/{ns}",
+                                                  src.port, f"{self.seconds or UNTIL_STOPPED:g}"],
+                                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(ns,))
         finally:
             os.close(ns)
-        self._proc.stdin.write(blast.pack_frames(self.frames))
-        self._proc.stdin.close()
-        line = self._proc.stdout.readline().decode().strip()   # its own deadline: START, by stop() below
+        assert proc.stdin is not None and proc.stdout is not None   # both piped
+        proc.stdin.write(blast.pack_frames(self.frames))
+        proc.stdin.close()
+        line = proc.stdout.readline().decode().strip()   # its own deadline: START, by stop() below
         if line != "ready":
             self.stop()
             raise TwinError(f"the flood from {self.flow.src} did not start ({line or 'no word from it'})")
@@ -93,17 +95,19 @@ class Flood:
 
     def stop(self) -> int:
         """Stop the sender (or wait for it to end by itself), then stop counting; frames sent."""
-        if getattr(self, "_proc", None) is None:
+        proc = self._proc
+        if proc is None:
             return self.sent
         if self.seconds is None:
-            self._proc.terminate()
+            proc.terminate()
         try:
-            self._proc.wait(timeout=(self.seconds or 0) + START)
+            proc.wait(timeout=(self.seconds or 0) + START)
         except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        out = self._proc.stdout.read()
-        self._proc.stdout.close()
+            proc.kill()
+            proc.wait()
+        out = proc.stdout.read() if proc.stdout else b""
+        if proc.stdout:
+            proc.stdout.close()
         self.elapsed = time.monotonic() - self.t0 if self.t0 else 0.0
         if self._thread is not None:
             time.sleep(0.05)   # the last frames in flight

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
-from typing import Sequence
+from dataclasses import replace
+from typing import Any, Protocol, Sequence
 
 from twin.base import timeouts
 from twin.lifecycle.context import LabContext, context_of
@@ -13,20 +14,29 @@ from twin.traffic import dcqcn, roce
 from twin.traffic.engine import Session, Tap, new_run_id, roce_keep
 
 
+class MakesContext(Protocol):
+    """A `twin.Lab`: what makes a LabContext (`context_of`)."""
+
+    def context(self) -> LabContext: ...
+
+
+Target = LabContext | MakesContext   # a Lab or its context
+
+
 def hosts(fabric: Fabric) -> list[str]:
     """Host endpoints attached to a tenant, in topology order."""
     return [n for n in fabric.nodes if fabric.attachment_of(n)]
 
 
 def host_taps(ctx: LabContext, names: list[str] | None = None) -> list[Tap]:
-    return [Tap(h, ctx.netns(h), ctx.fabric.attachment_of(h)[1].host_port) for h in (names or hosts(ctx.fabric))]
+    return [Tap(h, ctx.netns(h), ctx.fabric.attachment(h)[1].host_port) for h in (names or hosts(ctx.fabric))]
 
 
-def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw) -> roce.Flow:
+def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw: Any) -> roce.Flow:
     """A flow from host `src` to host `dst`'s address, addressed the way `src` would:
     to `dst`'s MAC when the address is on `src`'s own segment, else to its gateway."""
-    st, sa = fabric.attachment_of(src)
-    _, da = fabric.attachment_of(dst)
+    st, sa = fabric.attachment(src)
+    _, da = fabric.attachment(dst)
     seg = st.segments[sa.segment]
     dst_ip = da.ip
     on_link = ipaddress.ip_address(dst_ip) in ipaddress.ip_network(seg.subnet)
@@ -38,13 +48,13 @@ def cnp_flow(fabric: Fabric, f: roce.Flow) -> roce.Flow:
     """The CNPs answering flow `f`: from its destination to its sender's QP (`twin.traffic.dcqcn`)."""
     return flow(fabric, f.dst, f.src, f.flow_id | dcqcn.CNP_BIT, cnp=True, dqp=f.sqp, dscp=dcqcn.CNP_DSCP,
                 ecn=roce.NOT_ECT, sport=f.sport, count=1)
-def flow_to(fabric: Fabric, src: str, to: str, flow_id: int, **kw) -> roce.Flow:
+def flow_to(fabric: Fabric, src: str, to: str, flow_id: int, **kw: Any) -> roce.Flow:
     """A flow from host `src` to host `to`, or to the address `to` as `src` would send to it:
     to the host of its own tenant that has it, else to its gateway (`dst` is then "": no host
     is the destination, every host that sees it is counted in `seen_at`)."""
     if to in fabric.nodes:
         return flow(fabric, src, to, flow_id, **kw)
-    st, sa = fabric.attachment_of(src)
+    st, sa = fabric.attachment(src)
     owner = next((a.host for a in st.attachments if a.ip == to), None)
     if owner is not None:
         return flow(fabric, src, owner, flow_id, **kw)
@@ -53,10 +63,10 @@ def flow_to(fabric: Fabric, src: str, to: str, flow_id: int, **kw) -> roce.Flow:
 
 
 def same_tenant(fabric: Fabric, a: str, b: str) -> bool:
-    return fabric.attachment_of(a)[0].name == fabric.attachment_of(b)[0].name
+    return fabric.attachment(a)[0].name == fabric.attachment(b)[0].name
 
 
-def run(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
+def run(lab: Target, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
         timeout: float = timeouts.TRAFFIC, cnps: bool = False, pace: float = 0.0) -> dict[int, roce.FlowResult]:
     """Send all flows at once from their sources and capture on every host endpoint of `lab`
     (a Lab or its context).
@@ -70,7 +80,7 @@ def run(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool =
     return run_with_taps(lab, flows, expect, check_icrc, timeout, cnps=cnps, pace=pace)[0]
 
 
-def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
+def run_with_taps(lab: Target, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
                   timeout: float = timeouts.TRAFFIC, taps: Sequence[Tap] = (), cnps: bool = False,
                   run_id: int | None = None,
                   pace: float = 0.0) -> tuple[dict[int, roce.FlowResult], dict[str, list[bytes]]]:
@@ -112,7 +122,7 @@ def run_with_taps(lab, flows: list[roce.Flow], expect: dict[int, bool], check_ic
             if a is None or a.flow_id not in by_id:
                 continue
             if check_icrc and by_id[a.flow_id].dst == host:  # only where it matters
-                a = roce.read(frame, run_id, check_icrc=True)
+                a = replace(a, icrc_ok=roce.icrc_ok(frame))
             results[a.flow_id].seen_at[host] = results[a.flow_id].seen_at.get(host, 0) + 1
             if by_id[a.flow_id].dst == host:
                 arrivals[a.flow_id].append(a)

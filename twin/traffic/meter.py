@@ -29,7 +29,7 @@ class Meter:
     """Counters of host ports (by the host's name) and of nodes' own ports (by "node:port")."""
 
     def __init__(self, ctx: LabContext, hosts: list[str], ports: Sequence[tuple[str, str]] = ()):
-        self.ports = {h: (ctx.pid(h), ctx.fabric.attachment_of(h)[1].host_port) for h in hosts}
+        self.ports = {h: (ctx.pid(h), ctx.fabric.attachment(h)[1].host_port) for h in hosts}
         self.ports |= {f"{n}:{p}": (ctx.pid(n), p) for n, p in ports}
         self._handles = NetlinkHandles()
 
@@ -48,7 +48,7 @@ class Meter:
     def __enter__(self) -> "Meter":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Callable
 
 from twin.traffic.roce import MAGIC, _csum, _ip, _mac
 
@@ -79,7 +80,7 @@ class Seen:
     @property
     def error(self) -> str:
         """What ICMP error answered the probe ("" if this is the probe, or its reply)."""
-        return ERRORS.get(self.icmp_type, "") if self.proto == ICMP else ""
+        return ERRORS.get(self.icmp_type, "") if self.proto == ICMP and self.icmp_type is not None else ""
 
 
 def _tag_at(packet: bytes, ip: int) -> tuple[int, int, int] | None:
@@ -113,7 +114,7 @@ def read(frame: bytes, run: int) -> Seen | None:
     return Seen(probe, src, dst, proto, sport=sport, dport=dport)
 
 
-def keep(run: int):
+def keep(run: int) -> Callable[[bytes], bool]:
     """A capture filter: frames that carry this run's tag."""
     key = MAGIC + run.to_bytes(4, "big")
     return lambda f: key in f[:120]

@@ -101,5 +101,5 @@ def summarise(results: list[StreamResult]) -> Summary:
                    received=sum(r.received for r in results), lost=sum(r.lost for r in results),
                    flows_with_loss=len(lossy), worst=worst,
                    longest_outage_s=worst.longest_outage_s if worst else 0.0,
-                   first_loss_s=min((r.first_loss_s for r in lossy), default=None),
-                   last_loss_s=max((r.last_loss_s for r in lossy), default=None))
+                   first_loss_s=min((t for r in lossy if (t := r.first_loss_s) is not None), default=None),
+                   last_loss_s=max((t for r in lossy if (t := r.last_loss_s) is not None), default=None))

@@ -49,7 +49,7 @@ import socket
 import struct
 import threading
 import time
-from typing import AbstractSet
+from typing import AbstractSet, Any, Callable
 
 from twin.base import timeouts, wait
 from twin.base.errors import ConvergenceTimeout, TwinError
@@ -82,7 +82,7 @@ def pairs(fabric: Fabric) -> list[tuple[str, str]]:
     return [(a, b) for a in hs for b in hs if a != b and hostflows.same_tenant(fabric, a, b)]
 
 
-def pair_flows(fabric: Fabric, host_pairs: list[tuple[str, str]] | None = None, **kw) -> list[roce.Flow]:
+def pair_flows(fabric: Fabric, host_pairs: list[tuple[str, str]] | None = None, **kw: Any) -> list[roce.Flow]:
     """One flow per pair (default: `pairs(fabric)`), flow ids 0.., addressed as the hosts
     would; each gets its own UDP source port (ECMP entropy) unless `sport` is given."""
     ps = pairs(fabric) if host_pairs is None else host_pairs
@@ -107,7 +107,7 @@ class Stream:
     flow (also in `results`). As a context manager it starts on entry and stops on exit.
     """
 
-    def __init__(self, lab, flows: list[roce.Flow], interval: float | None = None,
+    def __init__(self, lab: hostflows.Target, flows: list[roce.Flow], interval: float | None = None,
                  budget_pps: float = BUDGET_PPS, drain: float = DRAIN, run: int | None = None):
         if not flows:
             raise TwinError("a stream needs at least one flow")
@@ -127,7 +127,7 @@ class Stream:
         self.interval = interval if interval is not None else choose_interval(len(flows), budget_pps)
         self.drain = drain
         self.run = new_run_id() if run is None else run
-        self.tenants = {f.flow_id: fabric.attachment_of(f.src)[0].name for f in flows}
+        self.tenants = {f.flow_id: fabric.attachment(f.src)[0].name for f in flows}
         self.marks: dict[str, float] = {}
         self.results: list[StreamResult] | None = None
         self.slip_s = 0.0            # how far the schedule slipped because the sender could not keep up
@@ -179,9 +179,13 @@ class Stream:
 
     def elapsed(self) -> float:
         """Seconds since the stream started."""
+        return (self._stopped_at or time.monotonic()) - self._started()
+
+    def _started(self) -> float:
+        """When the stream started (monotonic time); an error if it has not."""
         if self._t0 is None:
             raise TwinError("the stream has not been started")
-        return (self._stopped_at or time.monotonic()) - self._t0
+        return self._t0
 
     def mark(self, name: str) -> float:
         """Record a named point in time (seconds since the start), e.g. mark("apply")."""
@@ -225,7 +229,7 @@ class Stream:
     def __enter__(self) -> "Stream":
         return self.start() if self._t0 is None else self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._t0 is not None and self.results is None:
             try:
                 self.stop()
@@ -277,7 +281,7 @@ class Stream:
             s.close()
         self._socks = {}
 
-    def _guard(self, fn) -> None:
+    def _guard(self, fn: Callable[[], None]) -> None:
         try:
             fn()
         except Exception as e:  # reported by hold() and stop(), never swallowed
@@ -296,7 +300,8 @@ class Stream:
         stamp = [s.frame for s in self._stampers]
         psn0 = [f.psn for f in self.flows]
         sent, errors, stop = self._sent, self._send_errors, self._stop_send
-        origin, slipped, i = self._t0, 0.0, 0
+        t0 = self._started()
+        origin, slipped, i = t0, 0.0, 0
         while not stop.is_set():
             now = time.monotonic()
             due = origin + i * tick
@@ -305,7 +310,7 @@ class Stream:
                 continue
             if now - due > MAX_BURST:       # too far behind: let the schedule slip, record by how much
                 slipped += now - due - MAX_BURST
-                origin = self._t0 + slipped
+                origin = t0 + slipped
                 self._slips.append((i, slipped))
                 self.slip_s = slipped
             k, n = i % n_flows, i // n_flows
@@ -317,7 +322,7 @@ class Stream:
             i += 1
 
     def _receive(self) -> None:
-        t0, run = self._t0, self.run
+        t0, run = self._started(), self.run
         key = roce.MAGIC + run.to_bytes(4, "big")
         poller = select.poll()
         by_fd = {}
@@ -342,7 +347,7 @@ class Stream:
                         continue
                     a = roce.read(frame, run, check_icrc=False)
                     k = index.get(a.flow_id) if a else None
-                    if k is None:
+                    if a is None or k is None:
                         continue
                     if flows[k].dst != host:
                         self._misdelivered[k] += 1
