@@ -118,6 +118,7 @@ class Dialect:
     prove: Callable[[Any], tuple[list, list]] = lambda ctx: ([], [])   # ctx -> its elements and exemptions
     # check groups of `twin verify` it brings (name -> ctx -> checks; none where the lab has nothing for them)
     groups: dict[str, Callable[[Any], list]] = field(default_factory=dict)
+    checks: Callable[[Any], list] = lambda ctx: []   # ctx -> its checks of `twin verify` (group protocols, issue 44)
 
 
 _REGISTERED: dict[str, Dialect] = {}

@@ -29,6 +29,14 @@ def problems(conf: NodeConf, tree: dict) -> list[tuple[Path, str]]:
         elif vrf in conf.vrfs and not conf.vrfs[vrf].plain:
             out.append((("interface", name, "ip", "vrf"), f"a routed port in EVPN VRF {vrf} is not emulated: "
                                                          "twin's EVPN VRFs hold SVIs"))
+    for name, v in sorted(conf.vrfs.items()):   # route-import from-vrf: a VRF this file declares (issue 44)
+        allowed = ", ".join(sorted((set(conf.vrfs) - {MGMT, name}) | {"default"}))
+        for src in (v.bgp.import_vrfs if v.bgp else []):
+            why = ("the management VRF" if src == MGMT else "this VRF itself" if src == name
+                   else "not declared in this file" if src != "default" and src not in conf.vrfs else "")
+            if why:
+                out.append((("vrf", name, "router", "bgp", "address-family", "ipv4-unicast", "route-import",
+                             "from-vrf", "list", src), f"VRF {src} is {why}; {name} may import from {allowed}"))
     for svi in conf.svis.values():
         if svi.vrf == MGMT:
             out.append((("interface", svi.name, "ip", "vrf"), "only eth0 is in the management VRF"))

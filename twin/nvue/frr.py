@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import jinja2
 
 from twin.config.safetext import UnsafeText, finalize, template_line
-from twin.nvue.model import MGMT, Bgp, NodeConf, Peer, Static, Vrf
+from twin.nvue.model import MGMT, Bfd, Bgp, NodeConf, Peer, Static, Vrf
 from twin.nvue.schema import VERSION
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("twin.nvue", "templates"), finalize=finalize,
@@ -29,6 +29,8 @@ class _Neighbor:
     unnumbered: bool
     connect: int | None
     policy: dict[str, str]
+    bfd: Bfd | None = None
+    timers: tuple[int, int] | None = None
 
 
 @dataclass
@@ -39,6 +41,7 @@ class _Vrf:
     statics: list[Static]
     peers: list[_Neighbor]
     v4_off: list[str]
+    imports: list[str]          # route-import from-vrf: the kernel VRFs it leaks routes from
 
 
 def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, str]) -> str:
@@ -49,25 +52,34 @@ def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, s
     groups = b.peer_groups if b else {}
     evpn_on = ([g for g, p in groups.items() if p.evpn] +
                [dev(n) for n, p in (b.neighbors.items() if b else ()) if _evpn(p, groups)])
-    tenant_vrfs = [_vrf(v, vrfs.get(v.name, v.name), dev, bool(b)) for v in conf.vrfs.values() if v.name != MGMT]
+    tenant_vrfs = [_vrf(v, vrfs.get(v.name, v.name), dev, bool(b), vrfs) for v in conf.vrfs.values() if v.name != MGMT]
     try:     # a value holding a control character is refused, never written (twin.config.safetext)
         return _env.get_template("frr.conf.j2").render(
             node=node, version=VERSION, hostname=conf.hostname or node, bgp=b, neighbors_=_peers(b, dev),
             graceful_shutdown=conf.graceful_shutdown, v4_off=_v4_off(b, dev), evpn_on=evpn_on,
             evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)), advertise_all_vni=conf.evpn,
-            vrfs=tenant_vrfs, statics=conf.statics, policy=conf.policy)
+            vrfs=tenant_vrfs, statics=conf.statics, policy=conf.policy,
+            bfd_profiles=_bfd_profiles([b] + [v.bgp for v in tenant_vrfs]))
     except UnsafeText as e:
         raise UnsafeText(e.value, f"frr.conf ({template_line(e) or 'frr.conf.j2'})") from None
 
 
-def _vrf(v: Vrf, kernel: str, dev, default_bgp: bool) -> _Vrf:
+def _vrf(v: Vrf, kernel: str, dev, default_bgp: bool, vrfs: dict[str, str]) -> _Vrf:
     bgp = v.bgp if v.bgp and v.bgp.enable and v.bgp.asn and default_bgp else None
-    return _Vrf(kernel, v.l3vni if v.evpn else None, bgp, v.statics, _peers(bgp, dev), _v4_off(bgp, dev))
+    return _Vrf(kernel, v.l3vni if v.evpn else None, bgp, v.statics, _peers(bgp, dev), _v4_off(bgp, dev),
+                [vrfs.get(x, x) for x in (bgp.import_vrfs if bgp else [])])
 
 
 def _peers(b: Bgp | None, dev) -> list[_Neighbor]:
-    return [_Neighbor(dev(n), p.peer_group, p.remote_as, p.unnumbered, p.connect, p.policy)
+    return [_Neighbor(dev(n), p.peer_group, p.remote_as, p.unnumbered, p.connect, p.policy, p.bfd, p.timers)
             for n, p in (b.neighbors.items() if b else ())]
+
+
+def _bfd_profiles(instances: list[Bgp | None]) -> list[Bfd]:
+    """The BFD profiles the neighbors' timers need (bfdd's `profile`), each once, by name."""
+    found = {p.bfd.profile: p.bfd for b in instances if b
+             for p in [*b.peer_groups.values(), *b.neighbors.values()] if p.bfd and p.bfd.profile}
+    return [found[k] for k in sorted(found)]
 
 
 def _v4_off(b: Bgp | None, dev) -> list[str]:

@@ -16,6 +16,27 @@ MGMT = "mgmt"                  # the management VRF: the node's management netwo
 FABRIC_MAC = "00:00:5e:00:01:{:02x}"   # VRR MAC from the fabric id (NVUE: 00:00:5E:00:01:<fabric-id>)
 
 
+@dataclass(frozen=True)
+class Bfd:
+    """A neighbor's BFD (`bfd`), NVUE's defaults: 3 x 300 ms each way; FRR's bfdd runs it."""
+
+    multiplier: int = 3
+    rx: int = 300
+    tx: int = 300
+
+    @property
+    def profile(self) -> str | None:
+        """The FRR BFD profile holding these timers (None: FRR's defaults, which are NVUE's)."""
+        return None if self == Bfd() else f"nvue-{self.multiplier}x{self.rx}x{self.tx}"
+
+    @classmethod
+    def of(cls, t: dict | None) -> "Bfd | None":
+        if t is None or t.get("enable", True) is False:    # `bfd` named: on, as NVUE takes it
+            return None
+        return cls(_num(t.get("detect-multiplier")) or 3, _num(t.get("min-rx-interval")) or 300,
+                   _num(t.get("min-tx-interval")) or 300)
+
+
 @dataclass
 class Peer:
     """A BGP neighbor or peer-group as NVUE declares it."""
@@ -29,6 +50,16 @@ class Peer:
     connect: int | None = None            # timers connection-retry
     advertise: int | None = None          # timers route-advertisement (None: NVUE's default, 0)
     policy: dict[str, str] = field(default_factory=dict)   # "route-map in" -> name (ipv4-unicast policy)
+    bfd: Bfd | None = None                # bfd (issue 44)
+    keepalive: int | None = None          # timers keepalive / hold (None: NVUE's auto, FRR's 3 / 9)
+    hold: int | None = None
+
+    @property
+    def timers(self) -> tuple[int, int] | None:
+        """FRR's `timers KEEPALIVE HOLD` when either is set (the other at its default)."""
+        if self.keepalive is None and self.hold is None:
+            return None
+        return (3 if self.keepalive is None else self.keepalive, 9 if self.hold is None else self.hold)
 
     @classmethod
     def of(cls, name: str, t: dict) -> "Peer":
@@ -42,7 +73,8 @@ class Peer:
                    get(af, ("ipv4-unicast", "enable")), get(af, ("l2vpn-evpn", "enable")),
                    _num(timers.get("connection-retry")), _num(timers.get("route-advertisement")),
                    {f"{kind} {'in' if way == 'inbound' else 'out'}": n for way, b in pol.items()
-                    for kind, n in b.items() if kind in ("route-map", "prefix-list")})
+                    for kind, n in b.items() if kind in ("route-map", "prefix-list")},
+                   Bfd.of(get(t, ("bfd",))), _num(timers.get("keepalive")), _num(timers.get("hold")))
 
 
 @dataclass
@@ -65,6 +97,7 @@ class Bgp:
     multipath_relax: bool = False          # path-selection multipath aspath-ignore
     rt_import: list[str] = field(default_factory=list)
     rt_export: list[str] = field(default_factory=list)
+    import_vrfs: list[str] = field(default_factory=list)   # route-import from-vrf list: VRF route leaking
 
     @classmethod
     def of(cls, t: dict, asn: int | None, router_id: str | None) -> "Bgp":
@@ -88,7 +121,9 @@ class Bgp:
             neighbors={n: Peer.of(n, p) for n, p in get(t, ("neighbor",), {}).items()},
             multipath_relax=get(t, ("path-selection", "multipath", "aspath-ignore"), False) is True,
             rt_import=[_rt(r) for r in get(t, ("route-import", "from-evpn", "route-target"), {})],
-            rt_export=[_rt(r) for r in get(t, ("route-export", "to-evpn", "route-target"), {})])
+            rt_export=[_rt(r) for r in get(t, ("route-export", "to-evpn", "route-target"), {})],
+            import_vrfs=(list(get(v4, ("route-import", "from-vrf", "list"), {}))
+                         if get(v4, ("route-import", "from-vrf", "enable"), True) is not False else []))
 
 
 @dataclass

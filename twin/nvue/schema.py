@@ -96,6 +96,12 @@ _STORED_AF.update({k: S() for k in ("route-reflector-client", "route-server-clie
                                     "nexthop-setting", "add-path-tx", "weight")})
 
 
+# BFD of a BGP neighbor or peer-group, run by FRR's bfdd (issue 44)
+_BFD = Obj({"enable": ON_OFF, "detect-multiplier": Leaf("int", lo=2, hi=255, what="2-255"),
+            "min-rx-interval": Leaf("int", lo=50, hi=60000, what="50-60000 ms"),
+            "min-tx-interval": Leaf("int", lo=50, hi=60000, what="50-60000 ms")})
+
+
 def _peer(*emulated: str) -> Obj:
     """A BGP peer-group or neighbor: its emulated keys, the rest of NVUE's stored."""
     keys = {
@@ -109,11 +115,13 @@ def _peer(*emulated: str) -> Obj:
         "timers": Obj({"connection-retry": Leaf("int", lo=1, hi=65535, choices=("auto",), what="1-65535 seconds"),
                        "route-advertisement": Leaf("int", lo=1, hi=600, choices=("none", "auto"),
                                                    what="1-600 seconds or none"),
-                       "keepalive": S("int", lo=0, hi=65535, choices=("auto", "none"), what="0-65535 seconds or auto"),
-                       "hold": S("int", lo=0, hi=65535, choices=("auto", "none"), what="0-65535 seconds or auto")}),
+                       "keepalive": Leaf("int", lo=0, hi=65535, choices=("auto", "none"),
+                                         what="0-65535 seconds or auto"),
+                       "hold": Leaf("int", lo=0, hi=65535, choices=("auto", "none"), what="0-65535 seconds or auto")}),
+        "bfd": _BFD,
     }
     out = {k: v for k, v in keys.items() if k in emulated}
-    out.update({k: Opaque() for k in ("bfd", "capabilities", "local-as", "graceful-restart", "ttl-security")})
+    out.update({k: Opaque() for k in ("capabilities", "local-as", "graceful-restart", "ttl-security")})
     out.update({k: S() for k in ("password", "enforce-first-as", "passive-mode", "nexthop-connected-check",
                                  "multihop-ttl", "description", "enable", "update-source")})
     return Obj(out)
@@ -131,12 +139,14 @@ _BGP_VRF = Obj({
             "network": Coll(PREFIX, Empty(extra={"route-map": S()})),
             "route-export": Obj({"to-evpn": Obj({"enable": ON_OFF, "route-map": S(),
                                                  "default-route-origination": S()})}),
-            "route-import": Opaque(), "aggregate-route": Opaque(), "multipaths": Opaque(),
+            "route-import": Obj({"from-vrf": Obj({"enable": ON_OFF, "list": Coll(VRFNAME, Empty()),
+                                                  "route-map": S()})}),   # VRF route leaking (issue 44)
+            "aggregate-route": Opaque(), "multipaths": Opaque(),
             "admin-distance": Opaque(), "rib-filter": S()}),
         "l2vpn-evpn": Obj({"enable": ON_OFF}),
         "ipv6-unicast": Opaque()}),
-    "peer-group": Coll(GROUP, _peer("remote-as", "address-family", "timers")),
-    "neighbor": Coll(NEIGHBOR, _peer("remote-as", "peer-group", "type", "address-family", "timers")),
+    "peer-group": Coll(GROUP, _peer("remote-as", "address-family", "timers", "bfd")),
+    "neighbor": Coll(NEIGHBOR, _peer("remote-as", "peer-group", "type", "address-family", "timers", "bfd")),
     "path-selection": Obj({"multipath": Obj({"aspath-ignore": ON_OFF, "generate-asset": S(), "bandwidth": S()}),
                            "aspath": Opaque(), "med": Opaque(), "routerid-compare": S()}),
     "route-import": Obj({"from-evpn": Obj({"route-target": Coll(RT, Empty())})}),

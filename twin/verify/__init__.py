@@ -13,7 +13,8 @@ injection attempt each port rule stops), arp (gateways and remote peers answered
 by the host's VTEP), gateway (internet access through the VTEPs' NAT, where tenants
 have it), performance (every rate limit held, and against a noisy neighbour, where
 workloads have them), congestion (every congestion point's CE marks, by what comes out
-of it). `twin.prove` proves that these notice every element broken. Safeguards of the
+of it), protocols (what a node's config dialect declares beyond intent: NVUE's BFD sessions Up, BGP
+timers as set). `twin.prove` proves that these notice every element broken. Safeguards of the
 lab's services a run did not exercise (a group not run, a limit no flood can drive, a
 check not judged) are listed in the report (`not_exercised`).
 Commands run on nodes are recorded under their group's name (a user's check:
@@ -46,6 +47,7 @@ from twin.verify import (
     isolation,
     mtu,
     performance,
+    protocols,
     traffic,
     underlay,
     zerotrust,
@@ -70,6 +72,7 @@ GROUPS: dict[str, Callable] = {
     "gateway": gateway.run,
     "performance": performance.run,
     "congestion": congestion.run,
+    "protocols": protocols.run,   # what the nodes' dialects declare beyond intent: BFD, BGP timers (issue 44)
 }
 WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge only labs that have what they check
                              "performance": performance.applies, "congestion": congestion.applies}
@@ -127,7 +130,7 @@ def _wanted(name: str, only: list[str] | None, fabric, mine: tuple) -> bool:
     each group runs where the lab has what it checks (the user's checks: where there are some)."""
     if name == "checks":
         return bool(mine) and (not only or name in only)
-    if name != "control" and not fabric.tenants:   # traffic groups need tenant hosts
+    if name not in ("control", "protocols") and not fabric.tenants:   # traffic groups need tenant hosts
         return False
     return name in only if only else WHEN.get(name, lambda f: True)(fabric)
 

@@ -4,13 +4,15 @@ Expectation from the topology: same tenant -> deliver, different tenants -> neve
 A cross-tenant flow is addressed as its source would address that IP (so with
 overlapping address spaces it targets the source tenant's own host at that
 address): it must not reach the other tenant's host. Any frame seen at a host
-of another tenant than its sender's is a leak, reported with where it was seen.
+of another tenant than its sender's is a leak, reported with where it was seen. A VRF
+holding another's routes (an import) is one too, read from the RIBs (`twin.verify.routeleaks`).
 """
 from __future__ import annotations
 
 from twin.lifecycle.context import LabContext
 from twin.traffic import flows as F
 from twin.traffic.roce import Flow
+from twin.verify import routeleaks
 from twin.verify.result import Check
 
 GROUP = "isolation"
@@ -52,4 +54,5 @@ def run(ctx: LabContext, count: int = COUNT) -> tuple[list[Check], dict]:
         checks.append(Check(GROUP, f"{f.src} ({tenant[f.src]}) -> {f.dst} ({tenant[f.dst]}) {f.dst_ip}", ok, msg,
                             {"expect": "deliver" if should else "never", "sent": r.sent,
                              "received": r.received, "seen_at": r.seen_at}))
+    checks += routeleaks.run(ctx)   # what the RIBs say: a VRF importing another's routes (issue 44)
     return checks, {"hosts": hosts, "tenants": tenant, "matrix": matrix}

@@ -2,7 +2,7 @@
 REST API's GET of the same paths without `rev`):
 
     interface [NAME]                                 links: state, MTU, MAC, addresses (netlink)
-    vrf VRF router bgp neighbor [PEER]               BGP neighbors and their state (vtysh)
+    vrf VRF router bgp neighbor [PEER]               BGP neighbors: state, timers, BFD session (vtysh)
     evpn vni [VNI]                                   EVPN VNIs: type, VRF, VLAN, remote VTEPs (vtysh)
     vrf VRF router rib ipv4 route [PREFIX]           a VRF's IPv4 routes (vtysh)
 
@@ -219,7 +219,20 @@ def neighbors(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dict
             "local-as": p.get("localAs"), "peer-group": p.get("peerGroup"),
             "type": "numbered" if _is_ip(peer) else "unnumbered",
             "hostname": p.get("hostname"), "uptime": p.get("bgpTimerUpString"),
-            "twin": {"peer": peer}}
+            **_timers_bfd(p), "twin": {"peer": peer}}
+    return out
+
+
+def _timers_bfd(p: dict) -> dict:
+    """A neighbor's timers as the session runs them, and its BFD session (issue 44), in NVUE's words."""
+    ms = lambda k: p[k] // 1000 if isinstance(p.get(k), int) else None   # noqa: E731
+    out: dict = {"timers": {"keepalive": ms("bgpTimerKeepAliveIntervalMsecs"), "hold": ms("bgpTimerHoldTimeMsecs"),
+                            "connection-retry": p.get("connectRetryTimer")}}
+    bfd = p.get("peerBfdInfo")
+    if isinstance(bfd, dict):
+        out["bfd"] = {"enable": "on", "status": str(bfd.get("status", "")).lower(),
+                      "detect-multiplier": bfd.get("detectMultiplier"), "min-rx-interval": bfd.get("rxMinInterval"),
+                      "min-tx-interval": bfd.get("txMinInterval")}
     return out
 
 
