@@ -43,7 +43,7 @@ from twin.intent import NodeIntent, TenantIntent, paths
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
-from twin.lifecycle.progress import Progress, counts, lacking
+from twin.lifecycle.progress import Progress, counts, holdups, lacking
 from twin.runtime import (
     FLOOD_MAC,
     FRR_SUMMARY,
@@ -271,7 +271,7 @@ class Barrier:
             if not left:
                 return [] if len(nodes) == len(self.nodes) else [f"confirming: all {len(self.nodes)} routers once more"]
             self.flaps(rounds)
-            say(self.progress.line(len(done), len(self.nodes), next(n for n in self.nodes if n in left)))
+            say(self.progress.line(len(done), len(self.nodes), holdups(left)))   # the nodes holding it back, and what
             return [m for n in sorted(left) for m in left[n]]
 
         def diagnose() -> list[str]:
