@@ -139,8 +139,8 @@ def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None =
     states = session_states(summary, [s.port for s in n.sessions])
     if len(n.sessions) > 1 and sessions_never_started(summary, [s.port for s in n.sessions]):
         return [f"{n.node}: bgpd started none of its {len(n.sessions)} sessions (all Idle, never up): FRR holds its "
-                "peers until their configuration is loaded (vtysh -b), which watchfrr cuts short on a host too busy; "
-                f"`twin exec {ctx.name} {n.node} -- /usr/lib/frr/frrinit.sh restart` starts FRR again"]
+                "peers until their configuration is loaded (vtysh -b), which a daemon stopped or starved holds back; "
+                f"`twin exec {ctx.name} {n.node} -- sh -c 'echo reboot > /run/twin/nodectl'` boots its FRR again"]
     extra = unexpected_peers(summary, [s.port for s in n.sessions])
     other = f"; it has {', '.join(extra)}, on no link of the topology" if extra else ""
     return [f"{n.node}: BGP session on {s.port} to {s.peer} is " + (
