@@ -62,9 +62,11 @@ class Staller(threading.Thread):
                     pid = c.attrs["State"]["Pid"]
                 except Exception:   # noqa: BLE001  (not made yet)
                     pass
-            for p in daemon_pids(pid, self.daemon_) - set(self.stopped) if pid else ():
+            for p in sorted(daemon_pids(pid, self.daemon_) - set(self.stopped) if pid else ())[:1]:
                 os.kill(p, signal.SIGSTOP)
                 self.stopped.append(p)
+                while os.path.exists(f"/proc/{p}") and not self.end.is_set():   # one a boot: until twin's reboot
+                    time.sleep(0.05)
             time.sleep(0.005)
 
 
