@@ -12,9 +12,9 @@ each of these runs to its deadline):
   dpu1 without multipath relax (ECMP off), dpu2's L3VNIs swapped, dpu2's VTEP source wrong.
 
 Each `twin up` says every finding first (file, line, value), before a container starts, then
-fails at the barrier (its missing items: with -v on this main; issue 45's item 1 lists them
-without); the lab is kept (--keep) and `twin verify` names each mistake's finding as the cause of
-a failing check (`see FILE:LINE`); ECMP off shows at the barrier (a loopback route over one port
+fails at the barrier, its missing items listed without -v by node and kind (issue 45's item 1), the
+same groups in --json; the lab is kept (--keep-on-failure) and `twin verify` names each mistake's
+finding as the cause of a failing check (`see FILE:LINE`); ECMP off shows at the barrier (a loopback route over one port
 of two), not in a control check: the data-plane checks that see it need the tenants whole.
 """
 from __future__ import annotations
@@ -42,6 +42,11 @@ BARRIER = {"spine-asn": r"spine1: BGP session on swp1 to leaf1", "missing-neighb
            "ecmp-off": r"dpu1: route to dpu2's loopback 10\.255\.0\.6/32 over p[01], not yet over p0, p1"}
 
 
+# the group (node, kind) each of those is listed under (twin.base.missing)
+GROUP = {"spine-asn": ("spine1", "sessions"), "missing-neighbor": ("leaf2", "sessions"),
+         "loopback-not-advertised": ("dpu1", "loopback routes"), "ecmp-off": ("dpu1", "loopback routes")}
+
+
 def findings(d: Path, mistake: str) -> list[str]:
     """What twin lint says of a mistake (its golden findings), with the directory's paths."""
     return [f"{d}/{line}" for line in (GOLDEN / "nvue" / mistake / "findings.txt").read_text().splitlines()]
@@ -61,8 +66,8 @@ def test_twin_lint_alone_names_each_mistake_without_docker(mistake, tmp_path):
 
 def up_fails_naming(tmp_path: Path, name: str, mistakes: list[str], image: str) -> tuple[Path, str]:
     d = write_dir(tmp_path / "configs", "nvue", mistakes)
-    p = twin_cli("-v", "up", str(AIPOD), "--name", name, "--configs", str(d), "--image", image, "--timeout", "45",
-                 "--keep", timeout=300)
+    p = twin_cli("up", str(AIPOD), "--name", name, "--configs", str(d), "--image", image, "--timeout", "45",
+                 "--keep-on-failure", "--json", timeout=300)
     assert p.returncode == 1, p.stdout + p.stderr
     err = p.stderr
     assert "convergence (BGP sessions, loopback routes, VNIs and EVPN type-2/3/5 routes) not reached" in err
@@ -70,8 +75,19 @@ def up_fails_naming(tmp_path: Path, name: str, mistakes: list[str], image: str) 
     for m in mistakes:
         for f in findings(d, m):
             assert f"warning: {f}" in err and err.index(f"warning: {f}") < start, (m, err[:3000])
-        if m in BARRIER:   # TODO(45.1): without -v once a failed bring-up lists what is missing
-            assert re.search(BARRIER[m], err), (m, err[-3000:])
+        if m in BARRIER:   # without -v: the missing items by node and kind, under their group's title
+            title = ", ".join(GROUP[m])   # listed in full (a dozen items), or counted on the last line
+            counted = re.search(rf"\.\.\. and \d+ more groups?: .*{title} \d", err)
+            assert f"  {title} (" in err or counted, (m, err[-3000:])
+    assert "(-v for details)" not in err
+    doc = json.loads(p.stdout)   # --json: the same groups, every item
+    assert (doc["status"], doc["kept"], doc["missing_count"]) == ("failed", True, sum(
+        g["count"] for g in doc["missing"])), doc
+    for m in BARRIER:
+        if m in mistakes:
+            node, kind = GROUP[m]
+            items = [i for g in doc["missing"] if (g["node"], g["kind"]) == (node, kind) for i in g["items"]]
+            assert any(re.search(BARRIER[m], i) for i in items), (m, doc["missing"])
     return d, err
 
 

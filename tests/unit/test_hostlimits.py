@@ -159,7 +159,7 @@ def test_convergence_timeout_names_host_causes_before_what_is_missing():
     assert first == ("convergence not reached after 300s; host-level cause: kernel: IPv6 neighbour table "
                      "overflow (...) (+1 more); still missing (1):")
     assert rest == ["  ! kernel: IPv6 neighbour table overflow (...)", "  ! leaf3: FRR bgpd not running",
-                    "  - leaf1: no route to spine1's loopback 10.255.0.1/32"]
+                    "  leaf1, loopback routes (1):", "    - leaf1: no route to spine1's loopback 10.255.0.1/32"]
     assert e.with_causes([]) is e and e.missing == ["leaf1: no route to spine1's loopback 10.255.0.1/32"]
 
 

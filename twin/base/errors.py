@@ -5,6 +5,8 @@ import errno
 import signal
 from dataclasses import dataclass
 
+from twin.base.missing import lines, to_dicts
+
 
 def _signal_name(n: int) -> str:
     try:
@@ -92,15 +94,18 @@ class ConvergenceTimeout(TwinError):
 
     def __init__(self, what: str, seconds: float, missing: list[str], causes: list[str] | None = None):
         self.what, self.seconds, self.missing, self.causes = what, seconds, missing, causes or []
-        shown = missing[:40]
-        more = f"\n  ... and {len(missing) - len(shown)} more" if len(missing) > len(shown) else ""
-        # host-level causes (twin.lifecycle.hostlimits.host_causes) come before what is missing
+        # host-level causes (twin.lifecycle.hostlimits.host_causes) come before what is missing, then
+        # the missing items by node and kind, a dozen in full (twin.base.missing)
         others = f" (+{len(self.causes) - 1} more)" if len(self.causes) > 1 else ""
         cause = f"; host-level cause: {self.causes[0]}{others}" if self.causes else ""
         super().__init__(
             f"{what} not reached after {seconds:.0f}s{cause}; still missing ({len(missing)}):\n"
-            + "".join(f"  ! {c}\n" for c in self.causes) + "\n".join(f"  - {m}" for m in shown) + more
+            + "".join(f"  ! {c}\n" for c in self.causes) + "\n".join(f"  {line}" for line in lines(missing))
         )
+
+    def groups(self) -> list[dict]:
+        """What is missing by node and kind (`--json`, JUnit)."""
+        return to_dicts(self.missing)
 
     def with_causes(self, causes: list[str]) -> "ConvergenceTimeout":  # issue 19
         return ConvergenceTimeout(self.what, self.seconds, self.missing, causes) if causes else self

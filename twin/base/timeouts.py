@@ -23,6 +23,9 @@ CAPTURE_START = 10.0        # tcpdump in a node has opened its file
 CAPTURE_MAX = 60            # a tcpdump capture runs at most this long
 NODE_STOP = 5.0             # a stopped node's grace period before SIGKILL (faults)
 FRR_START = 120.0           # FRR's daemons started in a node (frrinit.sh: ~1 s idle, much more under load)
+FRR_STEP = 15.0            # one step of FRR's boot in a node (a daemon answering, the config load: ~0.1 s idle),
+                            # per runnable task per core beyond one: longer, it has stalled (twin.runtime.frrboot)
+FRR_STEP_MAX = 90.0        # ... however busy the host
 FRR_RELOAD = 120.0          # frr-reload.py (or an FRR restart) on one node (twin apply)
 DRY_RUN = 30.0              # `vtysh --dryrun` of a new config in its node
 BARRIER_FIRST = 0.1         # the barrier polls this soon first (a round is a few netlink dumps) ...

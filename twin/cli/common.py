@@ -25,7 +25,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from twin.base import stages, version
-from twin.base.errors import ApplyFailed, ChangeRefused, ConfigError, Stopped, TopologyError, TwinError
+from twin.base.errors import (
+    ApplyFailed,
+    ChangeRefused,
+    ConfigError,
+    ConvergenceTimeout,
+    Stopped,
+    TopologyError,
+    TwinError,
+)
 from twin.host import describe_failure
 from twin.verify import Recorder, recording
 
@@ -35,7 +43,8 @@ if not out.is_terminal:  # pipes and CI logs: do not squeeze tables into 80 colu
     out = Console(highlight=False, soft_wrap=True, width=160)
 
 T = TypeVar("T")
-WHOLE = (TopologyError, ConfigError, ChangeRefused, ApplyFailed)   # their every line matters
+# their every line matters (a convergence timeout's: what is missing by node and kind, a dozen in full)
+WHOLE = (TopologyError, ConfigError, ChangeRefused, ApplyFailed, ConvergenceTimeout)
 
 
 class Ctx:

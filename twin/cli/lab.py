@@ -10,6 +10,7 @@ from rich.table import Table
 
 from twin import host, kinds
 from twin.base.errors import AlreadyUp, ConvergenceTimeout, TopologyError, TwinError
+from twin.cli import upreport
 from twin.cli.common import err, main, out, progress, run
 from twin.cli.lint import STRICT_HELP, quiet, warn
 from twin.config import userconf
@@ -49,7 +50,13 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
               help="Which image a node naming its own runs (a containerlab node's `image`): auto, its own where "
                    "the engine has it, else twin's node image (the default, or the topology's defaults.images); "
                    "own, its own or nothing is made; twin, twin's node image.")
-@click.option("--keep", is_flag=True, help="Keep what was created when bring-up fails, for debugging.")
+@click.option("--keep-on-failure", "--keep", "keep", is_flag=True,
+              help="When bring-up fails, leave the lab as it was (containers, links, FRR, its directory) for "
+                   "inspection (`twin exec`, `twin status`, `twin verify`); `twin down LAB` removes it.")
+@click.option("--json", "as_json", is_flag=True,
+              help="The verdict as JSON on stdout: the lab's summary, or what is still missing by node and kind.")
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="The verdict as JUnit XML: a case per node and kind still missing, or one passing case.")
 @click.option("--runtime", type=click.Choice(["docker", "containerlab"]), envvar="TWIN_RUNTIME",
               help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
                    "containerlab CLI on twin's export (where containerlab is installed). Env: TWIN_RUNTIME.")
@@ -68,8 +75,8 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
 @click.option("--allow-image", "allow_images", multiple=True, metavar="IMAGE",
               help="With --confined: an image its nodes may name besides twin's own (repeatable).")
 @click.pass_context
-def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtime, vrf_backend, no_wait,
-       strict, strict_exec, confined, allow_images):
+def up(cli, topology, configs, roles, name, timeout, image, images, keep, as_json, junit_file, runtime, vrf_backend,
+       no_wait, strict, strict_exec, confined, allow_images):
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     TOPOLOGY is a twin topology file (or the name of one twin ships: aipod, pod8, leaf-vtep,
@@ -100,7 +107,11 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
             click.echo(str(e), err=True)
             return
         except ConvergenceTimeout as e:   # one line first where only the lab's own scripts can go on
+            upreport.write(lab.name, as_json, junit_file, error=e, kept=keep)
             raise generic.after_deploy(e, lab.name, topology) from None
+        except TwinError as e:
+            upreport.write(lab.name, as_json, junit_file, error=e, kept=keep)
+            raise
         finally:
             for note in lab.notes:
                 err.print(f"note: {note}")
@@ -115,7 +126,10 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, runtim
                           f"`twin exec {lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} "
                           f"CMD`) configures them, `twin wait {lab.name}` waits for convergence"))
             return
-        print_up(host.up_summary(lab, timings))
+        doc = host.up_summary(lab, timings)
+        upreport.write(lab.name, as_json, junit_file, doc=doc)
+        if not as_json:
+            print_up(doc)
     run(cli, bring_up)
 
 

@@ -43,7 +43,7 @@ from twin.intent import NodeIntent, TenantIntent, paths
 from twin.intent.gateway import DEFAULT
 from twin.lifecycle import generic, hostlimits
 from twin.lifecycle.context import LabContext
-from twin.lifecycle.progress import Progress, counts, lacking
+from twin.lifecycle.progress import Progress, counts, holdups, lacking
 from twin.runtime import (
     FLOOD_MAC,
     FRR_SUMMARY,
@@ -139,8 +139,8 @@ def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None =
     states = session_states(summary, [s.port for s in n.sessions])
     if len(n.sessions) > 1 and sessions_never_started(summary, [s.port for s in n.sessions]):
         return [f"{n.node}: bgpd started none of its {len(n.sessions)} sessions (all Idle, never up): FRR holds its "
-                "peers until their configuration is loaded (vtysh -b), which watchfrr cuts short on a host too busy; "
-                f"`twin exec {ctx.name} {n.node} -- /usr/lib/frr/frrinit.sh restart` starts FRR again"]
+                "peers until their configuration is loaded (vtysh -b), which a daemon stopped or starved holds back; "
+                f"`twin exec {ctx.name} {n.node} -- sh -c 'echo reboot > /run/twin/nodectl'` boots its FRR again"]
     extra = unexpected_peers(summary, [s.port for s in n.sessions])
     other = f"; it has {', '.join(extra)}, on no link of the topology" if extra else ""
     return [f"{n.node}: BGP session on {s.port} to {s.peer} is " + (
@@ -271,7 +271,7 @@ class Barrier:
             if not left:
                 return [] if len(nodes) == len(self.nodes) else [f"confirming: all {len(self.nodes)} routers once more"]
             self.flaps(rounds)
-            say(self.progress.line(len(done), len(self.nodes), next(n for n in self.nodes if n in left)))
+            say(self.progress.line(len(done), len(self.nodes), holdups(left)))   # the nodes holding it back, and what
             return [m for n in sorted(left) for m in left[n]]
 
         def diagnose() -> list[str]:

@@ -18,7 +18,18 @@ from twin.config import Step, overlay
 from twin.config.dialect import NodePlane
 from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.intent import Intent
-from twin.runtime import FRR_NO_EVPN, FRR_VNIS, NodeExec, apply_steps, kernel_hint, kernel_lacks, vni_states
+from twin.runtime import (
+    FRR_BOOT_FIFO,
+    FRR_NO_EVPN,
+    FRR_VNIS,
+    NodeExec,
+    apply_steps,
+    frr_boot_watch,
+    kernel_hint,
+    kernel_lacks,
+    node_file_exists,
+    vni_states,
+)
 from twin.topology.model import Fabric
 
 log = logging.getLogger(__name__)
@@ -45,6 +56,7 @@ class ExecLog:
     def __init__(self, lab: str, strict: bool = False):
         self.lab, self.strict = lab, strict
         self.failures: list[ExecFailure] = []
+        self.rebooted: list[str] = []     # nodes whose FRR boot stalled and was booted again
         self._lock = threading.Lock()
         self._lacks: list[str] | None = None
 
@@ -62,14 +74,17 @@ class ExecLog:
 
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
                    shaping: Shaping = DEFAULT_SHAPING, plane: NodePlane | None = None,
-                   execs: ExecLog | None = None, starts_itself: bool = False, password: str = "") -> None:
+                   execs: ExecLog | None = None, starts_itself: bool = False, password: str = "",
+                   say=lambda _: None) -> None:
     """Stage "configure" of one wired node: kernel overlay and services (its management port
     first), its daemons (with its management plane: sshd and the NVUE API relay, user cumulus's
     `password`), then its workloads' bindings and its `exec` commands (a failing one goes to
     `execs` and the lab goes on, as containerlab's does; a strict log ends the bring-up).
     `plane`: what the node's own configuration (a dialect's: NVUE) makes it run instead of the topology's
     rendering: its kernel steps, bindings and VNIs. `starts_itself`: the node runs an image of its
-    own that starts its daemons itself (an FRR image): twin's start of them is left out."""
+    own that starts its daemons itself (an FRR image): twin's start of them is left out. Where the node
+    boots FRR itself (twin's node image: `twin.runtime.frrboot`), its boot is watched; one that stalls is
+    booted again once (`say` tells it, `execs.rebooted` counts it), a second stall ends the bring-up."""
     t0 = time.monotonic()
     steps = plane.steps if plane else lo_steps(fabric, node, backend) + overlay.plan(fabric, node, backend, shaping)
     if steps:
@@ -80,6 +95,11 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
     if start:   # its daemons: in the node's cgroup
         with wait.doing(node, f"its daemons started (`{' '.join(start)}`)"):
             ex.start(start, timeouts.FRR_START, {"TWIN_PASSWORD": password} if password else None).check()
+        if node_file_exists(pid, FRR_BOOT_FIFO, node):   # the node boots FRR itself (twin's node image)
+            with wait.doing(node, "FRR's boot in order (zebra, mgmtd, its daemons, the config once, watchfrr)"):
+                reboots = frr_boot_watch(node, pid, say)
+            if reboots and execs is not None:
+                execs.rebooted.append(node)
     t2 = time.monotonic()
     later = plane.bindings if plane else overlay.bindings(fabric, node, backend)
     if later:

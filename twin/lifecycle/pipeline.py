@@ -149,11 +149,15 @@ def create(b: BringUp) -> None:
     try:
         b.pids = b.runtime.bring_up(b.own.fabric(fabric), b.image, b.dir, b.backend, configure=lambda n, ex, pid: (
             bringup.configure_node(fabric, n, ex, pid, b.backend, b.shaping, b.planes.get(n), execs,
-                                   starts_itself=n in b.own.starts_itself, password=b.password)),
+                                   starts_itself=n in b.own.starts_itself, password=b.password, say=b.say)),
             on_created=lambda: b.st.timings.update(containers=time.monotonic() - b.made),
             say=b.say, bound=current())   # the command's deadline
     finally:
         b.note(*(f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)" for f in execs.failures))
+        if execs.rebooted:
+            b.st.timings["frr_reboots"] = float(len(execs.rebooted))
+            b.note(f"FRR's boot stalled and was booted again on {len(execs.rebooted)} node(s): "
+                   f"{', '.join(sorted(execs.rebooted))}")
     b.st.timings["wired"] = time.monotonic() - b.made
 
 

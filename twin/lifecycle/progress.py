@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from twin.base.missing import group
 from twin.intent import NodeIntent
 
 
@@ -118,3 +119,21 @@ class Progress:
             f"sessions flapped: {len(worst)} dropped after they were Established ({timers}), e.g. "
             + "; ".join(map(str, worst[:5])) + ": their peers missed keepalives for a hold time, as on a "
             "host too busy for the lab; `twin validate` shows the timers and time `twin up` expects here"]
+
+
+HOLDUPS = 3   # nodes a progress line names, with what each still lacks
+
+
+def holdups(left: dict[str, list[str]], limit: int = HOLDUPS) -> str:
+    """The nodes holding convergence back, those lacking the most first, each with what it lacks by kind
+    (`leaf246: FRR not answering yet (exit 1)`; `leaf3: sessions 2, loopback routes 1`), pure."""
+    worst = sorted(left, key=lambda n: (-len(left[n]), n))
+    said = []
+    for node in worst[:limit]:
+        groups = group(left[node])
+        if len(left[node]) == 1:
+            said.append(left[node][0] if left[node][0].startswith(f"{node}: ") else f"{node}: {left[node][0]}")
+        else:
+            said.append(f"{node}: " + ", ".join(f"{g.kind} {len(g.items)}" for g in groups))
+    more = f" (+{len(worst) - limit} more nodes)" if len(worst) > limit else ""
+    return "; ".join(said) + more

@@ -9,7 +9,8 @@ the rooms inside can change without anyone above noticing. The pure pipeline nev
   `namespace_path`, `in_namespace`, `NetlinkHandles`, netlink attributes (`nl_attr`...);
 - links: `Wiring` (bring-up's), `add_link`/`delete_link`, a stopped node's `park_links`;
 - FRR control: `frr_take` (frr-reload, or a restart), `apply_live`, its `show ... json`
-  commands (`FRR_SUMMARY`...) and their readers (`session_states`, `vni_states`...);
+  commands (`FRR_SUMMARY`...) and their readers (`session_states`, `vni_states`...); FRR's boot
+  in a node watched, a stalled one booted again once (`frr_boot_watch`);
 - kernel steps: `apply_steps` (twin's kernel steps over netlink), the kernel's probes
   (`probe_shaping`, `kernel_lacks`...), what a node's kernel holds (`read_routes`, `read_fdb`...);
 - the host: its engine and images (`engine_facts`, `node_tag`), what labs left (`host_leftovers`).
@@ -58,6 +59,10 @@ from twin.runtime.frr import peer_state as bgp_peer_state
 from twin.runtime.frr import peers as bgp_peers
 from twin.runtime.frr import summary_cmd as bgp_summary_cmd
 from twin.runtime.frr import take as frr_take
+from twin.runtime.frrboot import FIFO as FRR_BOOT_FIFO
+from twin.runtime.frrboot import BootStalled as FrrBootStalled
+from twin.runtime.frrboot import command as frr_boot_command
+from twin.runtime.frrboot import watch as frr_boot_watch
 from twin.runtime.hostfacts import Engine as EngineFacts
 from twin.runtime.hostfacts import Image as HostImage
 from twin.runtime.hostfacts import Leftovers, node_images, stray_netns
@@ -118,6 +123,8 @@ __all__ = [
     "session_flaps", "sessions_never_started", "unexpected_peers", "bgp_peers", "bgp_peer_state", "bgp_summary_cmd",
     "bgp_table_cmd", "bgp_table_size", "bgp_origins", "evpn_table", "route_counts", "route_cmd", "route_entries",
     "vni_states", "normalize_vni", "vrf_routes", "vrf_routes_cmd",
+    # FRR's boot in a node (the node's twin-nodectl): asked for, watched, a stalled one booted again
+    "FRR_BOOT_FIFO", "FrrBootStalled", "frr_boot_command", "frr_boot_watch",
     # kernel steps, the kernel's probes, what a node's kernel and files hold
     "apply_steps", "set_link", "probe_shaping", "probe_bonds", "probe_red", "probe_vlans", "probe_vrf_devices",
     "kernel_lacks",

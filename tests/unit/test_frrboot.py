@@ -1,0 +1,34 @@
+"""FRR's boot in a node as twin reads it (twin-nodectl's steps), and when a step has stalled (issue 46)."""
+from __future__ import annotations
+
+from twin.base import timeouts
+from twin.runtime.frrboot import Boot, holding, parse, stall_bound, stalled
+
+
+def test_a_step_line_reads_back():
+    assert parse("2 answer bgpd 1700000000.25 \n") == Boot(2, "answer", "bgpd", 1700000000.25, "")
+    assert parse("1 failed zebra 17.0 did not start") == Boot(1, "failed", "zebra", 17.0, "did not start")
+    assert parse("") is None and parse("garbage here") is None
+    assert Boot(1, "config", "vtysh", 0).what() == "loading the configuration into the daemons (vtysh -b)"
+    assert Boot(1, "answer", "mgmtd", 0).what() == "waiting for mgmtd to answer on its vty"
+
+
+def test_the_bound_grows_with_the_load_per_core_and_has_a_ceiling():
+    assert stall_bound(0.5, 2) == timeouts.FRR_STEP
+    assert stall_bound(8.0, 2) == 4 * timeouts.FRR_STEP
+    assert stall_bound(500.0, 2) == timeouts.FRR_STEP_MAX
+
+
+def test_a_step_older_than_the_bound_has_stalled_up_and_failed_never():
+    assert stalled(Boot(1, "config", "vtysh", 100.0), now=131.0, bound=30.0)
+    assert not stalled(Boot(1, "config", "vtysh", 100.0), now=129.0, bound=30.0)
+    assert not stalled(Boot(1, "up", "-", 0.0), now=1e9, bound=30.0)
+    assert not stalled(None, now=1e9, bound=30.0)
+
+
+def test_what_holds_a_stall_is_named():
+    daemons = ["zebra", "mgmtd", "bgpd", "staticd"]
+    procs = {"zebra": "S", "mgmtd": "T", "bgpd": "S", "staticd": "S", "vtysh": "S"}
+    assert holding(Boot(1, "config", "vtysh", 0), procs, daemons) == "mgmtd stopped (SIGSTOP)"
+    assert holding(Boot(1, "answer", "bgpd", 0), {"zebra": "S"}, daemons) == "bgpd not running"
+    assert holding(Boot(1, "answer", "bgpd", 0), {"zebra": "S", "bgpd": "S"}, daemons) == "bgpd not answering"
