@@ -36,7 +36,7 @@ def test_the_default_lab_passes_every_check(lab):
     counts = {g: len(cs) for g, cs in report.groups().items()}
     # 6 routers' BGP and loopbacks + on each DPU: 2 tenants' EVPN tables, 5 VNIs, 2 VRFs, 2 tenants' route targets
     assert counts["control"] == 6 * 2 + 2 * (2 + 5 + 2 + 2)
-    assert counts["isolation"] == 6 * 5, "every ordered pair of the 6 hosts"
+    assert counts["isolation"] == 6 * 5 + 2, "every ordered pair of the 6 hosts; each DPU's VRFs hold no other's routes"
     assert counts["traffic"] == 2 * 6 * 2, "each tenant: 6 ordered pairs, a RoCE flow and a CNP each"
     assert counts["underlay"] == 2 * 2 * 2 + 2, "per tenant and DPU a bridged and a routed VNI; every path, each way"
     assert counts["zerotrust"] == 6 * 6, "every host, every rule of its port"
