@@ -8,15 +8,18 @@ changed: the host's links and sysctls, the other node's port. Undone, the same f
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pytest
+import yaml
 from pyroute2 import IPRoute
 
 from tests.e2e.conftest import twin_cli
+from twin.runtime import mgmt
 from twin.runtime.exec import NodeExec
 from twin.runtime.netns import netns_path, tenant_netns_path
 
@@ -64,11 +67,13 @@ def lab(make_lab, tmp_path_factory):
 
 
 def host_view() -> tuple[dict[str, tuple[int, int]], dict[str, str]]:
-    """The host namespace's own links (flags, MTU; not Docker's veths and bridges, which other labs
-    change meanwhile) and a few of its sysctls."""
+    """The host namespace's own links (flags, MTU; not Docker's veths and bridges nor other labs'
+    management links, which other labs change meanwhile) and a few of its sysctls."""
+    mine = {mgmt.bridge_name(NAME), *(mgmt.port_name(NAME, n) for n in yaml.safe_load(TOPOLOGY)["nodes"])}
     with IPRoute() as ipr:
         links = {link.get("ifname"): (link["flags"], link.get("mtu")) for link in ipr.get_links()
-                 if not link.get("ifname").startswith(("veth", "br-", "docker"))}
+                 if not link.get("ifname").startswith(("veth", "br-", "docker"))
+                 and (link.get("ifname") in mine or not re.fullmatch(r"(twm|tm)[0-9a-f]{8}", link.get("ifname")))}
     return links, {k: Path("/proc/sys", k).read_text() for k in SYSCTLS}
 
 

@@ -98,15 +98,25 @@ def test_verify_wants_each_neighbor_with_bfd_or_timers_its_own_or_its_groups():
 
 def test_verify_names_a_bfd_session_down_and_a_hold_the_peer_lowered():
     w = judge.Wanted("default", "swp51", Bfd(4, 200, 300), (1, 3))
-    up = {"bgpState": "Established", "peerBfdInfo": {"status": "Up", "detectMultiplier": 4, "rxMinInterval": 200,
+    # bgpd shows its own defaults (3 x 300/300) for a neighbor whose BFD comes from a profile: bfdd's session is read
+    up = {"bgpState": "Established", "peerBfdInfo": {"status": "Up", "detectMultiplier": 3, "rxMinInterval": 300,
                                                      "txMinInterval": 300},
           "bgpTimerConfiguredKeepAliveIntervalMsecs": 1000, "bgpTimerConfiguredHoldTimeMsecs": 3000,
           "bgpTimerHoldTimeMsecs": 3000}
-    assert judge._bfd(w, up) == [] and judge._timers(w, up) == []
+    session = {"peer": "fe80::1", "interface": "swp51", "vrf": "default", "status": "up", "detect-multiplier": 4,
+               "receive-interval": 200, "transmit-interval": 300}
+    sessions = [{**session, "interface": "swp52", "detect-multiplier": 3}, session]
+    assert judge.session(sessions, w) is session
+    assert judge.session(sessions, judge.Wanted("red", "swp51", None, None)) is None
+    assert judge._bfd(w, up, session) == [] and judge._timers(w, up) == []
+    assert judge._bfd(w, up, {**session, "detect-multiplier": 3}) == [
+        "swp51: BFD runs 3 x 200/300 ms, 4 x 200/300 ms set"]
+    assert judge._bfd(w, up, None) == ["swp51: bfdd has no session for it (BFD 4 x 200/300 ms set)"]
     down = {**up, "peerBfdInfo": {**up["peerBfdInfo"], "status": "Down"}}
-    assert judge._bfd(w, down) == ["swp51: BFD session Down (BFD 4 x 200/300 ms set; BGP Established): its peer runs "
-                                   "no BFD for this session, or cannot reach it"]
-    assert judge._bfd(w, {"bgpState": "Established"}) == ["swp51: FRR runs no BFD for it (BFD 4 x 200/300 ms set)"]
+    assert judge._bfd(w, down, session) == ["swp51: BFD session Down (BFD 4 x 200/300 ms set; BGP Established): its "
+                                            "peer runs no BFD for this session, or cannot reach it"]
+    assert judge._bfd(w, {"bgpState": "Established"}, session) == [
+        "swp51: FRR runs no BFD for it (BFD 4 x 200/300 ms set)"]
     wide = judge.Wanted("red", "10.0.0.1", None, (3, 30))
     lowered = {**up, "bgpTimerConfiguredKeepAliveIntervalMsecs": 3000, "bgpTimerConfiguredHoldTimeMsecs": 30000,
                "bgpTimerHoldTimeMsecs": 9000}

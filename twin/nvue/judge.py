@@ -1,7 +1,9 @@
 """What `twin verify` judges of what NVUE declares beyond twin's intent (issue 44), group
 `protocols`: each neighbor (or peer group) with BFD has its BFD session Up at the timers set, and
 each session whose timers are set runs them (a peer that sets lower ones makes the session run
-those: named). Read from FRR in one vtysh call per node that declares any.
+those: named). Read from FRR in one vtysh call per node that declares any: bgpd's neighbors (the
+session's state, the timers) and bfdd's sessions (the BFD timers they run: bgpd reports its own
+defaults for a neighbor whose BFD comes from a profile).
 
     checks(ctx)   # [Check], none where no NVUE node declares BFD or timers
 """
@@ -17,6 +19,7 @@ from twin.verify.result import Check
 
 GROUP = "protocols"
 NEIGHBORS = "show bgp vrf all neighbors json"
+SESSIONS = "show bfd peers json"     # bfdd's sessions: the BFD timers they run
 
 
 @dataclass(frozen=True)
@@ -50,11 +53,11 @@ def checks(ctx) -> list[Check]:
         if not want:
             continue
         try:
-            (doc,) = ctx.exec(node).vtysh_json(NEIGHBORS, timeout=timeouts.VTYSH)
+            doc, sessions = ctx.exec(node).vtysh_json(NEIGHBORS, SESSIONS, timeout=timeouts.VTYSH)
         except TwinError as e:
             out.append(Check(GROUP, f"bgp neighbors {node}", False, f"cannot read BGP neighbors: {e}"))
             continue
-        bfd = [problem for w in want if w.bfd for problem in _bfd(w, _peer(doc, w))]
+        bfd = [problem for w in want if w.bfd for problem in _bfd(w, _peer(doc, w), session(sessions, w))]
         timers = [problem for w in want if w.timers for problem in _timers(w, _peer(doc, w))]
         if any(w.bfd for w in want):
             out.append(Check(GROUP, f"bfd {node}", not bfd, "; ".join(bfd),
@@ -71,11 +74,20 @@ def _peer(doc: dict, w: Wanted) -> dict | None:
     return got if isinstance(got, dict) else None
 
 
+def session(sessions: object, w: Wanted) -> dict | None:
+    """bfdd's session for the neighbor in `show bfd peers json` (a list): by its port for an unnumbered
+    neighbor, else by its address, in the neighbor's VRF."""
+    for s in sessions if isinstance(sessions, list) else []:
+        if isinstance(s, dict) and s.get("vrf", "default") == w.vrf and w.peer in (s.get("interface"), s.get("peer")):
+            return s
+    return None
+
+
 def _where(w: Wanted) -> str:
     return w.peer if w.vrf == "default" else f"{w.peer} (VRF {w.vrf})"
 
 
-def _bfd(w: Wanted, p: dict | None) -> list[str]:
+def _bfd(w: Wanted, p: dict | None, session: dict | None) -> list[str]:
     assert w.bfd is not None
     set_ = f"{w.bfd.multiplier} x {w.bfd.rx}/{w.bfd.tx} ms"
     if p is None:
@@ -87,7 +99,9 @@ def _bfd(w: Wanted, p: dict | None) -> list[str]:
     if str(info.get("status")).lower() != "up":
         out.append(f"{_where(w)}: BFD session {info.get('status', 'absent')} (BFD {set_} set; BGP "
                    f"{p.get('bgpState', '?')}): its peer runs no BFD for this session, or cannot reach it")
-    runs = (info.get("detectMultiplier"), info.get("rxMinInterval"), info.get("txMinInterval"))
+    if session is None:
+        return out + [f"{_where(w)}: bfdd has no session for it (BFD {set_} set)"]
+    runs = (session.get("detect-multiplier"), session.get("receive-interval"), session.get("transmit-interval"))
     if runs != (w.bfd.multiplier, w.bfd.rx, w.bfd.tx):
         out.append(f"{_where(w)}: BFD runs {runs[0]} x {runs[1]}/{runs[2]} ms, {set_} set")
     return out

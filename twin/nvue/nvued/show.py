@@ -19,6 +19,7 @@ from twin.config.backend import tenant_ns
 from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext
+from twin.nvue import judge
 from twin.nvue.acl import TABLE
 from twin.nvue.configs import running
 from twin.nvue.nvued.revision import NotFound
@@ -210,29 +211,34 @@ def qos_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
 def neighbors(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dict:
     doc = ctx.exec(node).vtysh_json(f"show bgp vrf {vrf} neighbors json")[0]
     names = {dev: name for name, dev in (plane.devices.items() if plane else ())}
+    peers = {peer: p for peer, p in (doc.items() if isinstance(doc, dict) else ()) if isinstance(p, dict)
+             and "bgpState" in p}
+    sessions = ctx.exec(node).vtysh_json(f"show bfd vrf {vrf} peers json")[0] if any(
+        "peerBfdInfo" in p for p in peers.values()) else []
     out = {}
-    for peer, p in (doc.items() if isinstance(doc, dict) else ()):
-        if not isinstance(p, dict) or "bgpState" not in p:
-            continue
+    for peer, p in peers.items():
         out[names.get(peer, peer)] = {
             "state": str(p.get("bgpState", "")).lower(), "remote-as": p.get("remoteAs"),
             "local-as": p.get("localAs"), "peer-group": p.get("peerGroup"),
             "type": "numbered" if _is_ip(peer) else "unnumbered",
             "hostname": p.get("hostname"), "uptime": p.get("bgpTimerUpString"),
-            **_timers_bfd(p), "twin": {"peer": peer}}
+            **_timers_bfd(p, judge.session(sessions, judge.Wanted(vrf, peer, None, None))), "twin": {"peer": peer}}
     return out
 
 
-def _timers_bfd(p: dict) -> dict:
-    """A neighbor's timers as the session runs them, and its BFD session (issue 44), in NVUE's words."""
+def _timers_bfd(p: dict, session: dict | None) -> dict:
+    """A neighbor's timers as the session runs them, and its BFD session (issue 44), in NVUE's words: the
+    BFD timers bfdd's session runs (bgpd shows its own defaults for a neighbor whose BFD is a profile's)."""
     ms = lambda k: p[k] // 1000 if isinstance(p.get(k), int) else None   # noqa: E731
     out: dict = {"timers": {"keepalive": ms("bgpTimerKeepAliveIntervalMsecs"), "hold": ms("bgpTimerHoldTimeMsecs"),
                             "connection-retry": p.get("connectRetryTimer")}}
     bfd = p.get("peerBfdInfo")
     if isinstance(bfd, dict):
+        s = session or {}
         out["bfd"] = {"enable": "on", "status": str(bfd.get("status", "")).lower(),
-                      "detect-multiplier": bfd.get("detectMultiplier"), "min-rx-interval": bfd.get("rxMinInterval"),
-                      "min-tx-interval": bfd.get("txMinInterval")}
+                      "detect-multiplier": s.get("detect-multiplier", bfd.get("detectMultiplier")),
+                      "min-rx-interval": s.get("receive-interval", bfd.get("rxMinInterval")),
+                      "min-tx-interval": s.get("transmit-interval", bfd.get("txMinInterval"))}
     return out
 
 
