@@ -22,8 +22,9 @@ import yaml
 
 from tests.e2e.conftest import ROOT, leftovers, said, twin_cli
 from twin.base import wait
-from twin.base.errors import ConvergenceTimeout
+from twin.base.errors import ConvergenceTimeout, TwinError
 from twin.lifecycle import admission, barrier
+from twin.runtime import frrboot
 from twin.topology import load
 
 pytestmark = pytest.mark.e2e
@@ -87,11 +88,28 @@ def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_before_anything_
     assert "BGP timers keepalive" in v.stdout and "FRR nodes per free core > 32" in v.stdout, v.stdout
 
 
-def test_sigterm_of_up_mid_bring_up_removes_what_it_made_and_frees_the_lock(runtime, node_image):
+def booting(runtime, name: str) -> bool:
+    """A node of lab `name` is booting FRR (its boot begun, not up)."""
+    for node, c in runtime.containers(name).items():
+        try:
+            boot = frrboot.read(c.pid(), node)
+        except TwinError:
+            continue
+        if boot is not None and not boot.up:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("when", ["containers made", "FRR booting"])
+def test_sigterm_of_up_mid_bring_up_removes_what_it_made_and_frees_the_lock(runtime, node_image, when):
+    """Stopped as its containers are made, or while their FRR boots (a watch of a boot whose container
+    was removed must end at once, or the process waits for it before it exits)."""
     name = "t-ld-term"
     proc = spawn("up", SMALL, "--name", name, "--image", node_image)
-    wait.until(lambda: [] if len(runtime.containers(name)) >= 2 or proc.poll() is not None else ["containers"],
-               60, f"{name}: containers", first=0.01, cap=0.02)
+    ready = (lambda: len(runtime.containers(name)) >= 2) if when == "containers made" else \
+        (lambda: booting(runtime, name))
+    wait.until(lambda: [] if ready() or proc.poll() is not None else [when], 60, f"{name}: {when}",
+               first=0.01, cap=0.02)
     assert proc.poll() is None, "up finished before it could be stopped"
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)

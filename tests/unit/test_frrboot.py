@@ -1,7 +1,14 @@
 """FRR's boot in a node as twin reads it (twin-nodectl's steps), and when a step has stalled (issue 46)."""
 from __future__ import annotations
 
+import subprocess
+import time
+
+import pytest
+
 from twin.base import timeouts
+from twin.base.errors import TwinError
+from twin.runtime import frrboot
 from twin.runtime.frrboot import Boot, holding, parse, stall_bound, stalled
 
 
@@ -32,3 +39,14 @@ def test_what_holds_a_stall_is_named():
     assert holding(Boot(1, "config", "vtysh", 0), procs, daemons) == "mgmtd stopped (SIGSTOP)"
     assert holding(Boot(1, "answer", "bgpd", 0), {"zebra": "S"}, daemons) == "bgpd not running"
     assert holding(Boot(1, "answer", "bgpd", 0), {"zebra": "S", "bgpd": "S"}, daemons) == "bgpd not answering"
+
+
+def test_a_node_removed_while_it_boots_ends_the_watch_at_once_naming_it():
+    """An interrupted bring-up removes the containers while their boots are watched: the watch ends at
+    once (a thread left waiting out FRR's start would hold the process's exit)."""
+    p = subprocess.Popen(["true"])
+    p.wait()     # a process id that is gone
+    t = time.monotonic()
+    with pytest.raises(TwinError, match=rf"^leaf1: its container stopped while FRR booted \(process {p.pid} is gone"):
+        frrboot.watch("leaf1", p.pid)
+    assert time.monotonic() - t < 1

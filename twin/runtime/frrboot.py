@@ -163,6 +163,8 @@ def watch(node: str, pid: int, say: Callable[[str], None] = lambda _: None) -> i
 
     def left() -> list[str]:
         boot = read(pid, node)
+        if boot is None and not Path(f"/proc/{pid}").exists():   # removed meanwhile (an interrupted bring-up)
+            raise TwinError(f"{node}: its container stopped while FRR booted (process {pid} is gone)")
         if boot is not None and boot.number <= after[0]:
             return [f"{node}: FRR booted again: boot {after[0] + 1} not begun yet"]
         if boot is not None and boot.step == "failed":
