@@ -72,7 +72,7 @@ def test_a_dump_that_never_answers_ends_twin_up_at_its_deadline_naming_what_it_c
         lab.up(image=node_image, timeout=25)
     took = time.monotonic() - t0
     e = exc.value
-    assert 25 - 2 <= e.seconds <= 25 + 0.5, e.seconds          # counted from up's start, and held
+    assert 25 - 2 <= e.seconds <= 25 + 1.0, e.seconds          # counted from up's start, and held
     assert took <= 25 + 30, took                                # then the lab is removed
     unread = [m for m in e.missing if "not known yet" in m]
     assert unread and all(m.startswith("leaf1: not known yet: /proc/") for m in unread), e.missing
