@@ -4,7 +4,8 @@ another user's lab runs on it (issue 42).
 The victim makes a small lab through the API; then, while the victim polls its lab and its
 operation, the abuser (a token of its own) tries the escapes through the API (host binds, the
 Docker socket, an image not allowed: each must be 422), holds 500 connections half-open, and
-fills its quota (creates past it: each must be 409 with the numbers). What is measured: the
+fills its quota (one lab of its own comes up beside the victim's; creates past it: each must be 409
+with the numbers). What is measured: the
 victim's GETs (p50, p99, worst, errors), what the abuser got (status counts), and whether the
 victim's lab and operation are as they were."""
 from __future__ import annotations
@@ -90,9 +91,15 @@ def round_abuse(runtime: DockerRuntime, i: int, tmp: Path, small: Path) -> dict:
                 status, _ = _call(served.url + "/v1/labs", abuser, "POST",
                                   {"topology": HOST % (json.dumps([bind]), extra), "name": "abuse"})
                 got[f"escape {status}"] = got.get(f"escape {status}", 0) + 1
-        for _ in range(20):      # past the quota: a lab of 64+ FRR nodes asked again and again
+        for _ in range(5):       # the victim's name: the same neutral answer a taken name gives everyone
             status, _ = _call(served.url + "/v1/labs", abuser, "POST", {"topology": small.read_text(), "name": name})
             got[f"taken name {status}"] = got.get(f"taken name {status}", 0) + 1
+        status, _ = _call(served.url + "/v1/labs", abuser, "POST", {"topology": small.read_text(), "name": "abuser0"})
+        got[f"own lab {status}"] = 1      # its quota (--max-labs 1) filled: a lab coming up beside the victim's
+        for j in range(1, 21):   # past the quota, again and again
+            status, _ = _call(served.url + "/v1/labs", abuser, "POST",
+                              {"topology": small.read_text(), "name": f"abuser{j}"})
+            got[f"past quota {status}"] = got.get(f"past quota {status}", 0) + 1
         time.sleep(max(0.0, 15 - (time.monotonic() - t0)))     # the victim polls on meanwhile
         for s in held:
             s.close()
@@ -106,6 +113,7 @@ def round_abuse(runtime: DockerRuntime, i: int, tmp: Path, small: Path) -> dict:
                    "errors": errors[0], "abuser": got}
         try:
             c.delete(name)
+            served.client(abuser).delete("abuser0")
             down_rc = 0
         except ApiError:
             down_rc = 1
@@ -115,7 +123,9 @@ def round_abuse(runtime: DockerRuntime, i: int, tmp: Path, small: Path) -> dict:
                          + ", ".join(f"{k}: {v}" for k, v in sorted(got.items())) + f"; victim's lab whole: {whole}",
                 "status_rc": None,
                 "status_truthful": whole and errors[0] == 0 and not Path("/etc/cron.d/escaped").exists()
-                and all(k.endswith(("422", "409")) for k in got if not k.startswith("half")),
-                "down_rc": down_rc, "leftovers": leftovers(runtime, name), "abuse": figures}
+                and got.get("own lab 202") == 1 and got.get("past quota 409") == 20
+                and all(k.endswith(("422", "409")) for k in got if not k.startswith(("half", "own"))),
+                "down_rc": down_rc, "leftovers": leftovers(runtime, name) + leftovers(runtime, "abuser0"),
+                "abuse": figures}
     finally:
         served.stop()
