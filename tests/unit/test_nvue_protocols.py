@@ -135,3 +135,28 @@ def test_a_vrf_holding_another_vrfs_routes_is_a_leak():
            "10.1.1.12/32": [{"protocol": "bgp", "nexthops": [{"ip": "10.255.0.3", "vrf": "red"}]}]}
     assert routeleaks.leaked("red", doc) == {"10.2.2.0/24": "blue"}
     assert routeleaks.leaked("red", {}) == {}
+
+
+def test_a_group_two_dialects_bring_runs_both_parts_in_order(monkeypatch):
+    """One hook (`Dialect.groups`): NVUE brings protocols, acl and qos; a group brought twice (twin's
+    or another dialect's) runs both parts, their checks and extras together."""
+    import dataclasses
+
+    from twin import verify
+    from twin.config import dialect
+    from twin.verify.result import Check
+    assert {"protocols", "acl", "qos"} <= set(verify.all_groups())
+    assert verify.all_groups()["protocols"] is judge.checks, "NVUE's alone: no other part"
+    nvue = dialect._REGISTERED["nvue"]
+    mine = dataclasses.replace(nvue, groups={**nvue.groups,
+                                             "protocols": lambda ctx: [Check("protocols", "bfd leaf1", True)]})
+    other = dataclasses.replace(nvue, name="other", groups={
+        "protocols": lambda ctx: [Check("protocols", "ospf leaf1", True)],
+        "mtu": lambda ctx: ([Check("mtu", "jumbo", False, "1500 set")], {"note": 1})})
+    monkeypatch.setitem(dialect._REGISTERED, "nvue", mine)
+    monkeypatch.setitem(dialect._REGISTERED, "other", other)
+    monkeypatch.setattr(verify, "GROUPS", {**verify.GROUPS, "mtu": lambda ctx: [Check("mtu", "swp1", True)]})
+    groups = verify.all_groups()
+    assert [c.name for c in groups["protocols"](None)] == ["bfd leaf1", "ospf leaf1"]
+    out, extra = groups["mtu"](None)
+    assert [c.name for c in out] == ["swp1", "jumbo"] and extra == {"note": 1}

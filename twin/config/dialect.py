@@ -116,9 +116,9 @@ class Dialect:
     work: Callable[[Any, Any, Fabric, Fabric], None] = _none     # (ctx, Work, old, new): its nodes' part
     verify: Callable[[Any], dict[str, Any]] = lambda ctx: {}      # ctx -> what `twin verify`'s report adds
     prove: Callable[[Any], tuple[list, list]] = lambda ctx: ([], [])   # ctx -> its elements and exemptions
-    # check groups of `twin verify` it brings (name -> ctx -> checks; none where the lab has nothing for them)
+    # check groups of `twin verify` it brings (name -> ctx -> checks; none where the lab has nothing for them);
+    # a group another dialect (or twin) has too runs both, its checks after theirs
     groups: dict[str, Callable[[Any], list]] = field(default_factory=dict)
-    checks: Callable[[Any], list] = lambda ctx: []   # ctx -> its checks of `twin verify` (group protocols, issue 44)
 
 
 _REGISTERED: dict[str, Dialect] = {}

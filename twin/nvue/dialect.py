@@ -88,6 +88,6 @@ SERVICE = Service("the NVUE service (REST API, nv)", lambda d: nvue_service.reco
 DIALECT = Dialect("nvue", STARTUP, check=check_files, frr_view=frr_view, render=render, differs=differs,
                   planes=planes, declared=declared.read, binds=nvue_service.binds, prepare=nvue_service.nv_client,
                   service=SERVICE, change=change, work=nvue_work, verify=verify, prove=nvue_prove.peer_elements,
-                  checks=judge.checks,
-                  groups={kernelcheck.GROUP: kernelcheck.run,      # ACLs and RoCE QoS judged (issue 44)
+                  groups={judge.GROUP: judge.checks,               # BFD, BGP timers judged (issue 44)
+                          kernelcheck.GROUP: kernelcheck.run,      # ACLs and RoCE QoS judged (issue 44)
                           kernelcheck.QOS: kernelcheck.qos_run})

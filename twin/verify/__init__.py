@@ -47,7 +47,6 @@ from twin.verify import (
     isolation,
     mtu,
     performance,
-    protocols,
     traffic,
     underlay,
     zerotrust,
@@ -72,7 +71,6 @@ GROUPS: dict[str, Callable] = {
     "gateway": gateway.run,
     "performance": performance.run,
     "congestion": congestion.run,
-    "protocols": protocols.run,   # what the nodes' dialects declare beyond intent: BFD, BGP timers (issue 44)
 }
 WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge only labs that have what they check
                              "performance": performance.applies, "congestion": congestion.applies}
@@ -81,8 +79,21 @@ ALONE = ("performance", "congestion")
 
 
 def all_groups() -> dict[str, Callable]:
-    """twin's groups, then those the dialects bring (`Dialect.groups`: NVUE's acl)."""
-    return {**GROUPS, **{n: f for d in dialects() for n, f in d.groups.items()}}
+    """twin's groups, then those the dialects bring (`Dialect.groups`: NVUE's protocols, acl, qos); a
+    group brought twice runs both parts, in that order."""
+    out = dict(GROUPS)
+    for d in dialects():
+        for name, f in d.groups.items():
+            out[name] = _both(out[name], f) if name in out else f
+    return out
+
+
+def _both(first: Callable, then: Callable) -> Callable:
+    def run(ctx):
+        a, b = first(ctx), then(ctx)
+        (ca, ea), (cb, eb) = (x if isinstance(x, tuple) else (x, None) for x in (a, b))
+        return (ca + cb, {**(ea or {}), **(eb or {})}) if ea or eb else ca + cb
+    return run
 
 
 def known(groups: Sequence[str] | None) -> None:
