@@ -9,6 +9,7 @@ are called directly (`verify.run(lab, only=...)`), not `lab.wait()`.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -102,3 +103,18 @@ def test_bfd_on_one_end_and_a_route_import_are_named_and_their_fix_passes(lab):
     report = verify.run(lab, only=GROUPS)
     assert {c.name for c in report.checks if c.group == "protocols"} == {
         "bfd leaf1", "bfd spine1", "bgp timers leaf1", "bgp timers spine1"}
+
+
+def test_the_proof_takes_bfd_and_timers_away_and_verify_names_each(lab):
+    """`--prove` elements of what the nodes' NVUE sets beyond intent (issue 44): each neighbor's BFD and
+    timers (leaf1's swp51, spine1's swp1, as the test before left them), taken away in FRR, named by the
+    protocols group, put back by a reload of the file the node runs."""
+    p = twin_cli("verify", NAME, "--prove", "--element", "bfd *", "--element", "bgp-timers *", "--json", timeout=600)
+    proof = json.loads(p.stdout)
+    by = {o["id"]: o for o in proof["outcomes"]}
+    assert p.returncode == 0 and proof["caught"] == proof["proved"] == 4, p.stdout[-3000:] + p.stderr
+    assert set(by) == {"bfd leaf1 swp51", "bfd spine1 swp1", "bgp-timers leaf1 swp51", "bgp-timers spine1 swp1"}
+    assert all(o["caught"] and o["restored"] for o in by.values()), by
+    assert by["bfd leaf1 swp51"]["check"] == "protocols: bfd leaf1"
+    assert by["bgp-timers spine1 swp1"]["what"] == "neighbor swp1 timers on spine1"
+    assert failures(lab) == {}, "put back: BFD and the timers run as set"

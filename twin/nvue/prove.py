@@ -7,6 +7,10 @@ does not judge (a neighbor on no link of the topology, one in a VRF, a static ro
 Each activation is an element: `no neighbor X activate` in `address-family l2vpn evpn`, caught by
 the node's BGP check (its EVPN sessions with the topology's peers are gone), restored by
 `frr-reload.py` of the file (`frr_side.running`: the applied revision's rendering).
+
+So is each neighbor's (or peer group's) BFD and BGP timers its NVUE sets (issue 44): `no neighbor X
+bfd`, `no neighbor X timers`, caught by verify's protocols group (`bfd NODE`, `bgp timers NODE`:
+FRR runs no BFD for it; FRR has other timers than those set).
 """
 from __future__ import annotations
 
@@ -14,20 +18,53 @@ import re
 
 from twin.intent import frrconf
 from twin.lifecycle.context import LabContext
-from twin.nvue.configs import runs_nvue
+from twin.nvue import judge
+from twin.nvue.configs import running as nvue_running
+from twin.nvue.configs import NvueNode, runs_nvue
+from twin.nvue.model import Bgp
 from twin.prove.element import Element, Exempt, Vtysh, alt
 from twin.prove.frr_side import Runs, running
 
 
 def peer_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     out, exempt = [], []
+    nvue = nvue_running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping)
     for node, r in running(ctx).items():
         if not runs_nvue(ctx.dir, node):
             continue
         els, ex = _activations(ctx, node, r)
-        out += els
+        out += els + (_protocols(node, nvue[node], r) if node in nvue else [])
         exempt += ex + _unjudged(ctx, node, r)
     return out, exempt
+
+
+def _protocols(node: str, x: NvueNode, r: Runs) -> list[Element]:
+    """Each neighbor's or peer group's BFD and timers (the FRR line that sets them: the neighbor's own,
+    else its group's), taken away by `no neighbor X bfd` / `no neighbor X timers`."""
+    plane = x.plane
+    insts: list[tuple[str, Bgp | None]] = [("default", plane.conf.bgp if plane.conf.bgp.enable else None)]
+    insts += [(plane.vrfs.get(n, n), v.bgp) for n, v in plane.conf.vrfs.items()]
+    asns = {b.vrf: b.asn for b in r.conf.bgp}
+    seen: dict[tuple[str, str, str], Element] = {}
+    for vrf, b in insts:
+        if b is None or vrf not in asns:
+            continue
+        router = f"router bgp {asns[vrf]}" + ("" if vrf == "default" else f" vrf {vrf}")
+        for name, p in b.neighbors.items():
+            g = b.peer_groups.get(p.peer_group or "")
+            for what, own, check, line in (("bfd", p.bfd, "bfd", "bfd"),
+                                           ("timers", p.timers, "bgp timers", "timers")):
+                at = plane.devices.get(name, name) if own else (p.peer_group if g and getattr(g, what) else None)
+                if at is None or (vrf, what, at) in seen:
+                    continue
+                kind = "BFD" if what == "bfd" else "BGP timers"
+                where = "" if vrf == "default" else f" (VRF {vrf})"
+                seen[(vrf, what, at)] = Element(
+                    f"{'bfd' if what == 'bfd' else 'bgp-timers'} {node} {at}{'' if vrf == 'default' else ' ' + vrf}",
+                    kind, node, f"neighbor {at} {line}{where} on {node}", (judge.GROUP,),
+                    (rf"^{judge.GROUP}: {check} {re.escape(node)}: ",),
+                    (Vtysh(node, (router, f"no neighbor {at} {line}")),), r.back)
+    return list(seen.values())
 
 
 def _activations(ctx: LabContext, node: str, r: Runs) -> tuple[list[Element], list[Exempt]]:
