@@ -9,6 +9,6 @@ from twin.lifecycle.status import LabStatus, lab_status
 from twin.lifecycle.vrfbackend import Choice
 
 __all__ = ["admission", "barrier", "bringup", "Choice", "cleanup", "configure_node", "context_of", "daemon",
-           "doctor", "generic", "hostlimits", "imagechoice", "lab_status", "LabContext", "LabLike", "LabStatus", "locks",
-           "mgmtnet", "patient", "pipeline",
+           "doctor", "generic", "hostlimits", "imagechoice", "lab_status", "LabContext", "LabLike", "LabStatus",
+           "locks", "mgmtnet", "patient", "pipeline",
            "service", "state", "vrfbackend", "wait_vnis"]
