@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from twin.base import timeouts
-from twin.base.errors import ConfigError, LabStateError, Problem, TwinError
+from twin.base.errors import ConfigError, Problem, TwinError
 from twin.config import dialect
 from twin.intent import Intent
 from twin.lab import Lab
@@ -108,9 +108,7 @@ def running_labs(timeout: float | None = timeouts.DOCKER_API) -> list[str]:
 def up_summary(lab: Lab, timings: dict[str, float]) -> dict:
     """What `twin up` says of the lab it brought up, as data (its line is made from it, on this host
     or through a server)."""
-    fabric = lab.fabric or lab.loaded      # as recorded; else as it was brought up
-    if fabric is None:
-        raise LabStateError(f"lab {lab.name!r} has no topology, recorded or loaded")
+    fabric = lab.fabric or lab.to_bring_up()      # as recorded; else as it was brought up
     mine = Intent(fabric, state.running_files(lab.dir, fabric)).generic   # the lab's intent, from its directory
     return {"lab": lab.name, "nodes": len(fabric.nodes), "sessions": len(fabric.sessions()),
             "adjacencies": sum(len(g.adjacencies) for g in mine.values()), "generic_routers": len(mine),

@@ -140,7 +140,7 @@ class Lab:
         The configs are linted against the topology's intent first (`warn` gets it; `strict`: refused).
         `timeout`: the whole bring-up's deadline from this call, held by every stage (StageTimeout says
         where it passed); default: convergence within 60 s + 1 s per FRR node once the nodes are wired."""
-        start, loaded = time.monotonic(), self._loaded()
+        start, loaded = time.monotonic(), self.to_bring_up()
         if configs is not None:
             self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, loaded)
         if self.configs is not None:
@@ -176,9 +176,9 @@ class Lab:
     def vrf_backend(self, override: str | None = None) -> vrfbackend.Choice:
         """The VRF backend `up` would use for this lab on this host, and why; TopologyError (naming
         CONFIG_NET_VRF) when it, or the user's own configs, need VRF devices this kernel lacks."""
-        return pipeline.vrf_choice(self._loaded(), self.configs, override)
+        return pipeline.vrf_choice(self.to_bring_up(), self.configs, override)
 
-    def _loaded(self) -> Fabric:
+    def to_bring_up(self) -> Fabric:
         """What `up` brings up; LabStateError if no topology was loaded."""
         if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
@@ -206,9 +206,9 @@ class Lab:
         if st is None or recorded is None:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
-        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self._loaded())).lines()
+        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.to_bring_up())).lines()
         differs += state.configs_differ(self.dir, st, self.configs)
-        want = wanted(self._loaded(), vrf_backend)[0]
+        want = wanted(self.to_bring_up(), vrf_backend)[0]
         differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
             st.backend and st.backend != want) else []
         if differs:
