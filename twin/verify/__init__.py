@@ -90,7 +90,7 @@ def all_groups() -> dict[str, Callable]:
 
 
 def _both(first: Callable, then: Callable) -> Callable:
-    def run(ctx):
+    def run(ctx: LabContext) -> list[Check] | tuple[list[Check], dict]:
         a, b = first(ctx), then(ctx)
         (ca, ea), (cb, eb) = (x if isinstance(x, tuple) else (x, None) for x in (a, b))
         return (ca + cb, {**(ea or {}), **(eb or {})}) if ea or eb else ca + cb
