@@ -16,6 +16,7 @@ The token: `token=`, else $TWIN_TOKEN, else the first line of $TWIN_TOKEN_FILE o
 """
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import os
@@ -74,7 +75,7 @@ class Client:
 
     # --- HTTP ------------------------------------------------------------------------------
     def _open(self, method: str, path: str, body: bytes | None = None, kind: str | None = None,
-              headers: dict[str, str] | None = None):
+              headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
         h = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", **(headers or {})}
         if kind:
             h["Content-Type"] = kind

@@ -62,6 +62,8 @@ def node_tag() -> str:
 
 def check_configs(lab: Lab) -> list[Problem]:
     """FRR's word (`vtysh --dryrun` in a node image) on the user's configs of a loaded lab."""
+    if lab.configs is None or lab.loaded is None:   # no configs of the user's: nothing for FRR to judge
+        return []
     runtime = DockerRuntime()
     try:
         runtime.check_configs(runtime.node_image(), lab.name, dialect.frr_view(lab.configs, lab.loaded))
@@ -106,7 +108,7 @@ def running_labs(timeout: float | None = timeouts.DOCKER_API) -> list[str]:
 def up_summary(lab: Lab, timings: dict[str, float]) -> dict:
     """What `twin up` says of the lab it brought up, as data (its line is made from it, on this host
     or through a server)."""
-    fabric = lab.fabric
+    fabric = lab.fabric or lab.to_bring_up()      # as recorded; else as it was brought up
     mine = Intent(fabric, state.running_files(lab.dir, fabric)).generic   # the lab's intent, from its directory
     return {"lab": lab.name, "nodes": len(fabric.nodes), "sessions": len(fabric.sessions()),
             "adjacencies": sum(len(g.adjacencies) for g in mine.values()), "generic_routers": len(mine),

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import time
 import warnings
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from twin import dialects, topology  # noqa: F401  (dialects: the ones twin speaks register themselves)
 from twin.base.errors import AlreadyUp, LabStateError, Problem, TopologyError, TwinError
@@ -36,6 +37,10 @@ from twin.runtime import NodeExec, Runtime
 from twin.topology import confine
 from twin.topology.model import Confined, Fabric
 from twin.topology.names import resolve_node
+
+if TYPE_CHECKING:
+    from twin.change import Result
+    from twin.change.plan import Plan
 
 Say = Callable[[str], None]
 
@@ -108,7 +113,7 @@ class Lab:
     def backend(self) -> Backend:
         return (st.backend if (st := self.state) else None) or DEFAULT_BACKEND
 
-    def writing(self, what: str):
+    def writing(self, what: str) -> AbstractContextManager[None]:
         """Hold the lab's lock while `what` changes it (`LabContext.writing`: LabStateError at once if held)."""
         return locks.lock(self.name, what)
 
@@ -135,19 +140,17 @@ class Lab:
         The configs are linted against the topology's intent first (`warn` gets it; `strict`: refused).
         `timeout`: the whole bring-up's deadline from this call, held by every stage (StageTimeout says
         where it passed); default: convergence within 60 s + 1 s per FRR node once the nodes are wired."""
-        start = time.monotonic()
-        if self.loaded is None:
-            raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
+        start, loaded = time.monotonic(), self.to_bring_up()
         if configs is not None:
-            self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, self.loaded)
+            self.configs = configs if isinstance(configs, UserConfigs) else userconf.load(configs, loaded)
         if self.configs is not None:
-            _refuse(userconf.check(self.configs, self.loaded) or dialect.problems(self.configs, self.loaded))
-            self.linted = gate(userconf.lint(self.configs, self.loaded), strict, warn)
+            _refuse(userconf.check(self.configs, loaded) or dialect.problems(self.configs, loaded))
+            self.linted = gate(userconf.lint(self.configs, loaded), strict, warn)
             if self.runtime.name != "docker":
                 raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
                                     f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
         with self.writing("twin up"), bounded(Bound.command(timeout, start)), named():
-            b = pipeline.BringUp(self.name, self.dir, self.loaded, self.runtime, self.configs, pipeline.Asked(
+            b = pipeline.BringUp(self.name, self.dir, loaded, self.runtime, self.configs, pipeline.Asked(
                 image, images, vrf_backend, timeout, wait, strict_exec, keep), say, start, self.notes,
                 lint=[f.as_dict() for f in self.linted.findings] if self.linted else [])
             if self.runtime.containers(self.name):
@@ -173,9 +176,13 @@ class Lab:
     def vrf_backend(self, override: str | None = None) -> vrfbackend.Choice:
         """The VRF backend `up` would use for this lab on this host, and why; TopologyError (naming
         CONFIG_NET_VRF) when it, or the user's own configs, need VRF devices this kernel lacks."""
+        return pipeline.vrf_choice(self.to_bring_up(), self.configs, override)
+
+    def to_bring_up(self) -> Fabric:
+        """What `up` brings up; LabStateError if no topology was loaded."""
         if self.loaded is None:
             raise LabStateError(f"lab {self.name!r}: no topology loaded; Lab.load(file) first")
-        return pipeline.vrf_choice(self.loaded, self.configs, override)
+        return self.loaded
 
     def wait(self, timeout: float | None = None, say: Say = lambda _: None) -> float:
         """The convergence barrier of a running lab (after `up(wait=False)` and the user's own scripts):
@@ -199,9 +206,9 @@ class Lab:
         if st is None or recorded is None:
             raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
                                 f"`twin down {self.name}` removes them")
-        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.loaded)).lines()
+        differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.to_bring_up())).lines()
         differs += state.configs_differ(self.dir, st, self.configs)
-        want = wanted(self.loaded, vrf_backend)[0]
+        want = wanted(self.to_bring_up(), vrf_backend)[0]
         differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
             st.backend and st.backend != want) else []
         if differs:
@@ -251,7 +258,8 @@ class Lab:
 
     # --- day 2 -------------------------------------------------------------
     def apply(self, change: "str | Path | Fabric", timeout: float | None = None, wait: bool = True,
-              say: Say = lambda _: None, strict: bool = False, warn: Callable[[LintReport], None] = lambda _: None):
+              say: Say = lambda _: None, strict: bool = False,
+              warn: Callable[[LintReport], None] = lambda _: None) -> Result:
         """Apply a change (edited topology file, directory of node configs, a Fabric, or any spec
         `twin.change.load_change` reads: nv:NODE:FILE, fault:...) to the running lab; returns
         twin.change.Result. Refused changes touch nothing; failures roll back. A directory of configs is
@@ -264,7 +272,7 @@ class Lab:
             self.services(say)
             return result
 
-    def plan(self, change: "str | Path | Fabric"):
+    def plan(self, change: "str | Path | Fabric") -> Plan:
         from twin.change import load_change
 
         ctx = self.context()

@@ -35,7 +35,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
@@ -44,6 +44,7 @@ from twin.base.errors import ConvergenceTimeout, TopologyError, TwinError
 from twin.client import Client
 from twin.lab import Lab
 from twin.topology.checks import load_checks
+from twin.topology.schema import CheckSpec
 from twin.verify import checks as user_checks
 from twin.verify.jsoncmp import subset
 
@@ -96,7 +97,7 @@ def _topology(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def twin_lab(request: pytest.FixtureRequest):
+def twin_lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     """The module's lab, up and converged; removed after the module (only if this fixture made it)."""
     path, opts = _topology(request)
     try:
@@ -158,7 +159,7 @@ class RemoteLab:
 
 
 @pytest.fixture(scope="module")
-def twin_remote_lab(request: pytest.FixtureRequest):
+def twin_remote_lab(request: pytest.FixtureRequest) -> Iterator[RemoteLab]:
     """The module's lab made on a twin server, up and converged; removed after the module."""
     url = request.config.getini(SERVER) or os.environ.get("TWIN_SERVER")
     if not url:
@@ -228,7 +229,7 @@ def twin_checks(path: str | Path) -> Callable:
     validated: dict[str, str] = {}
 
     @pytest.mark.parametrize("twin_check", checks, ids=[c.name for c in checks])
-    def test_check(twin_lab: Lab, twin_check) -> None:
+    def test_check(twin_lab: Lab, twin_check: CheckSpec) -> None:
         __tracebackhide__ = True
         ctx = twin_lab.context()
         if "problems" not in validated:

@@ -143,3 +143,15 @@ def test_the_topology_readers_limits_speak_of_a_checks_file(tmp_path):
     f.write_text("checks: []\n---\nchecks: []\n")
     with pytest.raises(TopologyError, match="two.yml:2: a second YAML document starts here; a checks file holds one"):
         load_checks(f)
+
+
+def test_verify_asked_of_a_node_that_is_no_host_names_the_hosts():
+    """A group of `twin verify` that reads a host's tenant (zero trust's targets, ARP, MTU, ...) asked of
+    a node that is no host endpoint: twin's error naming the lab's hosts (it was a TypeError on None)."""
+    from twin.base.errors import TwinError
+    from twin.verify import zerotrust
+
+    with pytest.raises(TwinError) as e:
+        zerotrust.targets(load(ROOT / "topologies/aipod.yml"), "spine1")
+    assert str(e.value) == "'spine1' is not a host endpoint of lab aipod; hosts: host1a, host1b, host1c, host2a, " \
+                           "host2b, host2c"

@@ -51,3 +51,13 @@ def test_every_front_door_up_takes_is_validated_the_same_way(monkeypatch):
     assert "--role leaf01: unknown kind 'firewall'" in res.output
     doc = json.loads(run("validate", "tests/golden/hostile/air-json/not-json.json", "--json").output)
     assert not doc["valid"] and (doc["problems"][0]["line"], doc["problems"][0]["column"]) == (4, 3)
+
+
+def test_frrs_word_on_a_lab_without_configs_of_the_users_is_no_problem(monkeypatch):
+    """`twin.host.check_configs` of a lab loaded without the user's FRR files: nothing for FRR to judge, no
+    engine asked (it handed None to the dialects' view of the configs)."""
+    from twin import host
+    from twin.lab import Lab
+
+    monkeypatch.chdir(ROOT)
+    assert host.check_configs(Lab.load("topologies/aipod.yml")) == []

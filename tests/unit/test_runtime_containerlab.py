@@ -147,6 +147,18 @@ def test_without_containerlab_the_runtime_is_one_line(monkeypatch):
         registry.make_runtime("podman")
 
 
+def test_a_runtime_made_for_removing_brings_up_no_lab_without_containerlab(tmp_path, monkeypatch):
+    """A runtime made to take a lab down on a host without containerlab (`removing`: no binary), asked
+    to bring one up, says containerlab is missing, in one line, and runs nothing (it ran a None command)."""
+    monkeypatch.chdir(ROOT)
+    fabric = load("tests/e2e/small.yml")
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    rt = C.ContainerlabRuntime(client=FakeClient([]), run=lambda *a, **k: pytest.fail(f"ran {a}"), removing=True)
+    with pytest.raises(TwinError) as e:
+        rt.bring_up(fabric, "img", tmp_path, "netns", configure=lambda *a: None)
+    assert str(e.value) == "containerlab is not installed; twin's own runtime (--runtime docker) needs nothing"
+
+
 def test_a_containerlab_lab_is_removed_without_containerlab(tmp_path, monkeypatch):
     """containerlab uninstalled since `twin up --runtime containerlab`: `down` still removes the
     labelled containers and what containerlab wrote for the lab on the host, and runs nothing."""

@@ -31,6 +31,15 @@ def test_a_netlink_refusal_leaves_the_seam_as_netlink_failed_with_its_errno():
     assert exc.value.code == errno.ENODEV
 
 
+def test_handles_made_without_a_node_apply_no_kernel_steps():
+    """`Handles()` (the readers' handles, of any pid) is no node's `Netns`: asked for one, twin's error
+    (not a path of /proc/None)."""
+    for ask in (lambda h: h.ipr(""), lambda h: h.fd("red"), lambda h: h.sysctl("", "net.ipv4.ip_forward", "1")):
+        with netns.Handles() as handles, pytest.raises(TwinError) as exc:
+            ask(handles)
+        assert str(exc.value) == "netlink handles made without a node (Handles()) apply no kernel steps"
+
+
 def test_a_namespace_that_is_gone_is_node_gone_and_still_an_oserror():
     with pytest.raises(NodeGone) as exc, netns.ipr(2 ** 22 + 1):   # above pid_max: no such process
         pass

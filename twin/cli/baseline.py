@@ -20,7 +20,7 @@ from twin.verify.markdown import comparison_md, show
 
 
 @main.group(name="baseline")
-def baseline_group():
+def baseline_group() -> None:
     """Record a lab's behaviour (sessions, prefix counts, routes per VRF, VNIs) and compare the lab with it later."""
 
 
@@ -29,11 +29,11 @@ def baseline_group():
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The baseline file (JSON).")
 @click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def record_(cli, lab, output, evidence_file):
+def record_(cli: click.Context, lab: str, output: str, evidence_file: str | None) -> None:
     """Record LAB's behaviour per node: every BGP session and its state, prefix counts per peer and AFI,
     every VRF's routes with next hops (tenant VRFs too), every VNI with remote VTEPs and MAC/IP counts,
     and on routers of your own configs every OSPF, OSPFv3 and IS-IS adjacency."""
-    def record_baseline():
+    def record_baseline() -> None:
         ctx = Lab(lab).context()
         with evidence(bool(evidence_file)) as rec, labelled("baseline"), err.status(f"recording the baseline of {lab}"):
             doc = B.record(ctx)
@@ -58,10 +58,11 @@ def record_(cli, lab, output, evidence_file):
 @click.option("--summary", type=click.Path(dir_okay=False), metavar="FILE.md", help=SUMMARY_HELP)
 @click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def compare_(cli, lab, baseline_file, allow_file, settle, as_json, summary, evidence_file):
+def compare_(cli: click.Context, lab: str, baseline_file: str, allow_file: str | None, settle: float, as_json: bool,
+             summary: str | None, evidence_file: str | None) -> None:
     """Compare LAB now with BASELINE: what disappeared, appeared or changed, per node and VRF.
     Exit 1 on any difference the --allow file does not cover."""
-    def compare_to_baseline():
+    def compare_to_baseline() -> None:
         ctx = Lab(lab).context()
         base = load_baseline(baseline_file)
         rules = load_allow(allow_file) if allow_file else ()

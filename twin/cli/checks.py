@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
+from typing import Callable, Protocol, TypeVar
 
 import click
 from rich.markup import escape
@@ -13,6 +15,7 @@ from twin import prove, verify
 from twin.base.errors import TwinError
 from twin.cli.common import EVIDENCE_HELP, SUMMARY_HELP, err, evidence, main, out, progress, run, write_reports
 from twin.lab import Lab
+from twin.lifecycle import LabContext
 from twin.observe import store
 from twin.topology.checks import CheckSet, load_checks, merge
 from twin.traffic import dcqcn, flows, wording
@@ -35,14 +38,17 @@ from twin.verify.markdown import report_md
 @click.option("--element", "patterns", multiple=True, metavar="GLOB",
               help="With --prove: only elements whose id matches (repeatable), e.g. 'port-rule dpu1:*'.")
 @click.pass_context
-def verify_(cli, lab, only, check_files, as_json, junit, summary, evidence_file, prove_, patterns):
+def verify_(cli: click.Context, lab: str, only: tuple[str, ...], check_files: tuple[str, ...], as_json: bool,
+            junit: str | None, summary: str | None, evidence_file: str | None, prove_: bool,
+            patterns: tuple[str, ...]) -> None:
     """Verify LAB against its topology (state, RoCE traffic, isolation, zero-trust) and the user's checks
     (its topology's checks: section, and --checks files). Exit 0 only if all pass. With --prove, prove
     that verify notices every element of the lab's intent broken in turn."""
-    def verify_lab():
+    def verify_lab() -> None:
         ctx = Lab(lab).context()
         if prove_ or patterns:
-            return proof_(ctx, list(only) or None, list(patterns) or None, as_json, junit)
+            proof_(ctx, list(only) or None, list(patterns) or None, as_json, junit)
+            return
         sets = [CheckSet(f"the topology of {lab}", tuple(ctx.fabric.checks))]
         sets += [load_checks(f, ctx.fabric) for f in check_files]
         with evidence(bool(summary or evidence_file)) as rec, err.status(f"verifying {lab}"):
@@ -53,13 +59,26 @@ def verify_(cli, lab, only, check_files, as_json, junit, summary, evidence_file,
     run(cli, verify_lab)
 
 
-def proof_(ctx, only, patterns, as_json, junit) -> None:
+def proof_(ctx: LabContext, only: list[str] | None, patterns: list[str] | None, as_json: bool,
+           junit: str | None) -> None:
     with progress(ctx.name, "proving verify") as say:
         proof = prove.prove(ctx, patterns, only, say=say)
     finish(proof, junit, as_json, lambda p: print_proof(p.to_dict()))
 
 
-def finish(result, junit, as_json: bool, show) -> None:
+class Verdict(Protocol):
+    """What `verify` and `verify --prove` end with."""
+
+    @property
+    def passed(self) -> bool: ...
+    def to_json(self) -> str: ...
+    def write_junit(self, path: str | Path) -> None: ...
+
+
+V = TypeVar("V", bound=Verdict)
+
+
+def finish(result: V, junit: str | None, as_json: bool, show: Callable[[V], None]) -> None:
     """A verdict (a report or a proof) as JUnit, JSON or tables; exit 0 only if it passed."""
     if junit:
         result.write_junit(junit)
@@ -95,7 +114,7 @@ def print_proof(doc: dict) -> None:
               f"{doc['seconds']:.0f} s)")
 
 
-def print_report(report) -> None:
+def print_report(report: verify.Report) -> None:
     iso = report.extra.get("isolation")
     if iso:
         t = Table(title="isolation matrix (rows send, columns receive)", title_justify="left")
@@ -202,7 +221,7 @@ def print_performance(perf: dict) -> None:
     out.print(t)
 
 
-def _as_named(c, typed: str) -> str:
+def _as_named(c: LabContext, typed: str) -> str:
     """A host as the lab names it (`PC1` is pc1); an unknown one stays as typed, to be refused as no host."""
     try:
         return c.node(typed)
@@ -232,9 +251,10 @@ def _as_named(c, typed: str) -> str:
                                               "CE marks, CNPs and what each congestion point counted.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def traffic_(cli, lab, src, dst, count, payload, dscp, ecn, opcode, dqp, psn, sport, cnp, congest, as_json):
+def traffic_(cli: click.Context, lab: str, src: str, dst: str, count: int | None, payload: int, dscp: int, ecn: int,
+             opcode: int, dqp: int, psn: int, sport: int, cnp: bool, congest: bool, as_json: bool) -> None:
     """Send one RoCEv2 flow from host SRC to host DST's address and report what arrived where."""
-    def send_traffic():
+    def send_traffic() -> None:
         nonlocal src, dst
         ctx = Lab(lab).context()
         src, dst = (_as_named(ctx, h) for h in (src, dst))

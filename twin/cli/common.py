@@ -18,6 +18,7 @@ import sys
 import threading
 import traceback
 from pathlib import Path
+from types import FrameType
 from typing import Callable, Iterator, NoReturn, TypeVar
 
 import click
@@ -86,7 +87,7 @@ def stops_as_interrupt() -> Iterator[None]:
         yield
         return
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         raise Stopped(signum, signal.Signals(signum).name)
 
     old = {s: signal.signal(s, stop) for s in STOPS}
@@ -177,8 +178,8 @@ class TwinGroup(click.Group):
 def _not_remote(name: str, remote: list[str]) -> click.Command:
     @click.command(name=name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
     @click.pass_context
-    def refused(cli):
-        def refuse():
+    def refused(cli: click.Context) -> None:
+        def refuse() -> None:
             raise TwinError(f"`twin {name}` does not run through a server; through one: {', '.join(remote)} (drop "
                             "--server to run it on this host)")
         run(cli, refuse)

@@ -27,8 +27,8 @@ CHANGE_HELP = ("CHANGE is an edited topology file, a directory of node configs (
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--strict", is_flag=True, help="Exit 1 when a directory of configs has lint findings (`twin lint`).")
 @click.pass_context
-def plan_(cli, lab, change, as_json, strict):
-    def show_plan():
+def plan_(cli: click.Context, lab: str, change: str, as_json: bool, strict: bool) -> None:
+    def show_plan() -> None:
         ctx = Lab(lab).context()
         p = load_change(ctx, change).plan(ctx)
         click.echo(json.dumps(p.as_dict(), indent=2) if as_json else p.text(), nl=as_json)
@@ -45,7 +45,8 @@ def plan_(cli, lab, change, as_json, strict):
 @click.option("--strict", is_flag=True, help=STRICT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def apply_(cli, lab, change, timeout, no_wait, strict, as_json):
+def apply_(cli: click.Context, lab: str, change: str, timeout: float | None, no_wait: bool, strict: bool,
+           as_json: bool) -> None:
     """Apply CHANGE to the running LAB: FRR reload (no restart), kernel reconciled, then wait for convergence.
 
     CHANGE is an edited topology file, a directory of node configs (<dir>/<node>/frr.conf, or NVUE's
@@ -53,7 +54,7 @@ def apply_(cli, lab, change, timeout, no_wait, strict, as_json):
     (fault:KEY:TARGET[:ARG], as `twin fault` makes it). A bad change is refused and the lab left
     untouched; one that fails half way is rolled back. A directory of configs is linted against the
     lab's intent first (as `twin lint` does: warnings, errors with --strict)."""
-    def apply_change():
+    def apply_change() -> None:
         with progress(lab, f"applying {change}") as say:
             res = Lab(lab).apply(change, timeout=timeout, wait=not no_wait, say=say, strict=strict,
                                  warn=quiet if strict else warn)
@@ -100,9 +101,11 @@ def print_applied(lab: str, change: str, doc: dict, as_json: bool) -> None:
 @click.option("--summary", type=click.Path(dir_okay=False), metavar="FILE.md", help=SUMMARY_HELP)
 @click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def rehearse_(cli, lab, change, max_loss, max_outage, max_reconverge, rollback, noisy, as_json, junit, baseline_file,
-              allow_file, summary, evidence_file):
-    def rehearse_change():
+def rehearse_(cli: click.Context, lab: str, change: str, max_loss: int, max_outage: float | None,
+              max_reconverge: float | None, rollback: bool, noisy: str | None, as_json: bool, junit: str | None,
+              baseline_file: str | None, allow_file: str | None,
+              summary: str | None, evidence_file: str | None) -> None:
+    def rehearse_change() -> None:
         th = Thresholds(max_loss=None if max_loss < 0 else max_loss,
                         max_outage=None if max_outage is None else max_outage / 1000.0,
                         max_reconverge=max_reconverge)

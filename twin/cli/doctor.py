@@ -18,7 +18,7 @@ from twin.lifecycle import doctor as diagnosis
                                    "limits and CPU; repeatable. The default lab (topologies/aipod.yml) always is.")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
 @click.pass_context
-def doctor(cli, topologies, as_json):
+def doctor(cli: click.Context, topologies: tuple[str, ...], as_json: bool) -> None:
     """Say what this machine gives twin and what each lack changes.
 
     Docker engine and version; kernel features probed in a throwaway namespace (VRF devices,
@@ -27,10 +27,10 @@ def doctor(cli, topologies, as_json):
     gets and why; host limits and CPU against the default lab and each --topology; node images and
     their FRR; what killed labs left behind. Exit 1, with the fix, when something twin needs is
     missing (root, Docker, bridges, veth pairs, VXLAN)."""
-    def diagnose_host():
+    def diagnose_host() -> None:
         files = ([diagnosis.DEFAULT_TOPOLOGY] if diagnosis.DEFAULT_TOPOLOGY.exists() else []) + \
             [Path(t).resolve() for t in topologies]
-        fabrics = [Lab.load(f).fabric for f in dict.fromkeys(files)]   # each file once
+        fabrics = [(lab := Lab.load(f)).fabric or lab.to_bring_up() for f in dict.fromkeys(files)]   # each file once
         with err.status("probing this machine"):
             report = diagnosis.diagnose(fabrics)
         if as_json:

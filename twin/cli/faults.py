@@ -17,8 +17,8 @@ def fault_group() -> None:
 
 
 def _command(cls: type[Fault]) -> None:
-    def body(cli, lab, target, **args):
-        def inject_fault():
+    def body(cli: click.Context, lab: str, target: str, **args: object) -> None:
+        def inject_fault() -> None:
             ctx = Lab(lab).context()
             fault = cls.parse(ctx, target, [str(args[p.name]) for p in cls.params if args.get(p.name) is not None],
                               f"twin fault {cls.key}")

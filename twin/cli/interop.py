@@ -9,7 +9,7 @@ import yaml
 from twin import host, nvue, topology
 from twin.cli.common import err, main, out, run
 from twin.config import userconf
-from twin.config.backend import CHOICES, DEFAULT_BACKEND, wanted
+from twin.config.backend import CHOICES, DEFAULT_BACKEND, DEVICE, Backend, wanted
 from twin.config.render import render_lab
 from twin.config.userconf import UserConfigs
 from twin.interop import export_air_dot, export_air_json, export_clabernetes, export_containerlab, parse_roles
@@ -17,17 +17,18 @@ from twin.interop.clone import clone
 from twin.interop.doors import import_file
 from twin.lab import Lab
 from twin.lifecycle import state
+from twin.topology import Fabric
 
 FORMATS = ("containerlab", "clabernetes", "air-json", "air-dot", "nvue")
 
 
-def _source(source: str, roles: dict[str, str]):
+def _source(source: str, roles: dict[str, str]) -> tuple[Fabric, Backend, UserConfigs | None]:
     """(fabric, VRF backend, the user's files) of a topology file (a containerlab file: the FRR files
     its nodes bind), or of a lab by name (its recorded intent, and the user's files it runs now)."""
     p = Path(source)
     if p.is_file():
         lab = Lab.load(p, roles=roles)   # its management network at its default, as nothing here takes
-        return topology.mgmt.resolve(lab.loaded), wanted(lab.loaded)[0], lab.configs
+        return topology.mgmt.resolve(lab.to_bring_up()), wanted(lab.to_bring_up())[0], lab.configs
     d = state.labdir(source)
     st, fabric = state.load(d)
     if fabric is None:
@@ -48,16 +49,18 @@ def _source(source: str, roles: dict[str, str]):
 @click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
               help="A containerlab file's nodes of kinds twin cannot run, as twin kinds (as `twin up` takes them).")
 @click.pass_context
-def export_(cli, source, fmt, output, image, backend, namespace, roles):
+def export_(cli: click.Context, source: str, fmt: str, output: str, image: str | None, backend: str | None,
+            namespace: str | None, roles: tuple[str, ...]) -> None:
     """Write TOPOLOGY (a file) or LAB (a lab here) in another tool's format: containerlab (a
     .clab.yml with the files it binds), clabernetes (Kubernetes manifests), air-json or air-dot
     (NVIDIA Air topologies), nvue (each spine's, leaf's and DPU's startup.yaml, Cumulus Linux 5.9
     / DOCA HBN: DIR/<node>/startup.yaml). The FRR files of the containerlab and Clabernetes exports
     are the ones the lab runs: twin's rendering, and your own where you gave them (--configs, a
     containerlab file's binds). See docs/interop.md for what each carries."""
-    def export_lab():
+    def export_lab() -> None:
         fabric, recorded, configs = _source(source, parse_roles(roles))
         d = Path(output)
+        path: str | Path    # what it wrote
         if fmt == "nvue":
             texts, notes = nvue.export(fabric)
             state.write_files(d, {n: {nvue.STARTUP: t} for n, t in texts.items()})
@@ -66,10 +69,10 @@ def export_(cli, source, fmt, output, image, backend, namespace, roles):
             path = f"{d}: {len(texts)} startup.yaml ({', '.join(texts)}); `twin up {source} --configs {d}` runs them"
         elif fmt in ("air-json", "air-dot"):
             d.mkdir(parents=True, exist_ok=True)
-            path = d / f"{fabric.name}.{'json' if fmt == 'air-json' else 'dot'}"
-            path.write_text(export_air_json(fabric) if fmt == "air-json" else export_air_dot(fabric))
+            path = air = d / f"{fabric.name}.{'json' if fmt == 'air-json' else 'dot'}"
+            air.write_text(export_air_json(fabric) if fmt == "air-json" else export_air_dot(fabric))
         else:
-            b = CHOICES.get(backend, backend) or recorded
+            b = recorded if backend is None else CHOICES.get(backend, DEVICE)   # vrf: the device backend's own word
             tag = image or host.node_tag()
             write = export_containerlab if fmt == "containerlab" else export_clabernetes
             extra = {"namespace": namespace} if fmt == "clabernetes" else {}
@@ -88,7 +91,7 @@ def export_(cli, source, fmt, output, image, backend, namespace, roles):
                    "repeatable, e.g. --role spine1=spine.")
 @click.option("--name", help="Lab name (default: DIR's name).")
 @click.pass_context
-def clone_(cli, source, output, roles, name):
+def clone_(cli: click.Context, source: str, output: str, roles: tuple[str, ...], name: str | None) -> None:
     """A twin of a network that exists, from its devices' FRR configs and who is cabled to whom.
 
     \b
@@ -101,7 +104,7 @@ def clone_(cli, source, output, roles, name):
     `vrf ... vni` and their route targets; ASNs and loopbacks from `router bgp`) and
     OUT/configs/. What it cannot infer it asks for (--role, --name), and it says what it
     inferred from what. Then: twin up OUT/topology.yml --configs OUT/configs."""
-    def clone_lab():
+    def clone_lab() -> None:
         if name is not None:
             state.check_name(name)
         cloned = clone(source, roles=parse_roles(roles), name=name)
@@ -129,7 +132,7 @@ def clone_(cli, source, output, roles, name):
                    "twin then renders their day-0 config); repeatable, e.g. --role leaf1=leaf,spine=spine.")
 @click.option("--name", help="Lab name (default: from the file).")
 @click.pass_context
-def import_(cli, file, output, roles, name):
+def import_(cli: click.Context, file: str, output: str, roles: tuple[str, ...], name: str | None) -> None:
     """Turn FILE into a twin topology, DIR/<lab>.yml, checked as `twin up` would check it.
 
     \b
@@ -142,7 +145,7 @@ def import_(cli, file, output, roles, name):
       *.json, *.dot  an NVIDIA Air topology
     Then: twin up DIR/<lab>.yml [--configs DIR/configs]. A .clab.yml also runs directly:
     twin up LAB.clab.yml."""
-    def import_topology():
+    def import_topology() -> None:
         if name is not None:
             state.check_name(name)
         d = Path(output)

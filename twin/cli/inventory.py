@@ -5,7 +5,7 @@ import click
 
 from twin import nvue
 from twin.cli.common import main, run
-from twin.interop.inventory import CONNECTIONS, FORMATS, inventory, write
+from twin.interop.inventory import CONNECTIONS, FORMATS, NvueApi, inventory, write
 from twin.lab import Lab
 from twin.nvue import service as nvue_service
 
@@ -20,12 +20,12 @@ from twin.nvue import service as nvue_service
               help="How Ansible and Nornir reach the nodes on the management network: SSH to their address "
                    "(user cumulus and the lab's password), or through Docker, as every other node.")
 @click.pass_context
-def inventory_cmd(cli, lab: str, fmt: str, output: str | None, connection: str) -> None:
+def inventory_cmd(cli: click.Context, lab: str, fmt: str, output: str | None, connection: str) -> None:
     """Write an Ansible or Nornir inventory of LAB's nodes (switches, DPUs and routers at their management
     address over SSH, hosts through their containers), or with --format nvue the NVUE REST API of its
     NVUE nodes at their management address, port 8765 (ansible.netcommon.httpapi, nvidia.nvue). The
     files hold the lab's password."""
-    def write_inventory():
+    def write_inventory() -> None:
         handle = Lab(lab)
         ctx = handle.context()
         password = nvue_service.password(handle.dir) if ctx.fabric.mgmt is not None else None
@@ -41,7 +41,7 @@ def inventory_cmd(cli, lab: str, fmt: str, output: str | None, connection: str) 
     run(cli, write_inventory)
 
 
-def nvue_api(lab: Lab) -> dict[str, dict]:
+def nvue_api(lab: Lab) -> dict[str, NvueApi]:
     """Per NVUE node of the lab, where its REST API listens and with which credentials."""
     rec = nvue_service.require(lab.dir, lab.name)
     st = lab.state

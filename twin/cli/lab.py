@@ -75,8 +75,10 @@ VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defa
 @click.option("--allow-image", "allow_images", multiple=True, metavar="IMAGE",
               help="With --confined: an image its nodes may name besides twin's own (repeatable).")
 @click.pass_context
-def up(cli, topology, configs, roles, name, timeout, image, images, keep, as_json, junit_file, runtime, vrf_backend,
-       no_wait, strict, strict_exec, confined, allow_images):
+def up(cli: click.Context, topology: str, configs: str | None, roles: tuple[str, ...], name: str | None,
+       timeout: float | None, image: str | None, images: str | None, keep: bool, as_json: bool, junit_file: str | None,
+       runtime: str | None, vrf_backend: str | None, no_wait: bool, strict: bool, strict_exec: bool, confined: bool,
+       allow_images: tuple[str, ...]) -> None:
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     TOPOLOGY is a twin topology file (or the name of one twin ships: aipod, pod8, leaf-vtep,
@@ -92,7 +94,7 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, as_jso
 
     On a lab that is already up: exit 0 if it runs this topology (and configs) and has
     converged, else exit 1 saying what differs."""
-    def bring_up():
+    def bring_up() -> None:
         root = str(Path(samples.resolve(topology)).resolve().parent)
         rules = Confined(root=root, images=allow_images) if confined else None
         if allow_images and not confined:
@@ -115,10 +117,11 @@ def up(cli, topology, configs, roles, name, timeout, image, images, keep, as_jso
         finally:
             for note in lab.notes:
                 err.print(f"note: {note}")
-        blank = [n for n, x in lab.fabric.nodes.items() if x.nvue == "blank"]
+        fabric = lab.fabric or lab.to_bring_up()   # as recorded; else as brought up
+        blank = [n for n, x in fabric.nodes.items() if x.nvue == "blank"]
         if no_wait or blank:
-            frr = sum(1 for n in lab.fabric.nodes.values() if kinds.of(n).runs_frr)
-            out.print(f"lab [bold]{lab.name}[/bold] is deployed: {len(lab.fabric.nodes)} nodes running and wired, "
+            frr = sum(1 for n in fabric.nodes.values() if kinds.of(n).runs_frr)
+            out.print(f"lab [bold]{lab.name}[/bold] is deployed: {len(fabric.nodes)} nodes running and wired, "
                       f"FRR started on {frr}, in {timings['wired']:.1f}s; configs in {lab.dir}; " + (
                           f"{len(blank)} NVUE nodes are blank (nothing configured yet, NVUE running): your automation "
                           f"configures them (`twin inventory {lab.name}` says where), then `twin wait {lab.name}` "
@@ -157,7 +160,8 @@ def print_up(doc: dict) -> None:
 @click.option("--timeout", type=float, help="The deadline `twin up --timeout` would get (default: from lab size).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def validate(cli, topology, configs, roles, name, vrf_backend, timeout, as_json):
+def validate(cli: click.Context, topology: str, configs: str | None, roles: tuple[str, ...], name: str | None,
+             vrf_backend: str | None, timeout: float | None, as_json: bool) -> None:
     """Validate and render TOPOLOGY without creating anything, and say which VRF backend it would
     run on (and why), what it would take of this host's limits and CPU, and the BGP timers it
     would get here. Exit 0 if it is valid (and fits), 1 if not: for CI. TOPOLOGY is any file
@@ -165,21 +169,22 @@ def validate(cli, topology, configs, roles, name, vrf_backend, timeout, as_json)
 
     With --configs (or a containerlab file's bound configs), FRR's own check of every file
     too: a refused line is named with its file:line."""
-    def validate_topology():
+    def validate_topology() -> None:
         report, choice = _validation(topology, name, parse_roles(roles), configs, vrf_backend)
         doc = report.to_dict()
-        if report.valid:
-            files = render_lab(report.fabric, choice.backend)
-            doc["vrf_backend"] = {"backend": NAMES[choice.backend], "why": choice.why,
-                                  "vrf_devices": choice.vrf_devices}
-            if choice.warnings:
-                doc["vrf_backend"]["warnings"] = list(choice.warnings)
-            doc["rendered"] = {n: sorted(f) for n, f in files.items()}
-            doc["host"] = host.figures(report.fabric, timeout)
+        if not report.valid or report.fabric is None or choice is None:   # (valid: a fabric, and its backend)
+            if as_json:
+                click.echo(json.dumps(doc, indent=2))
+                sys.exit(1)
+            raise TopologyError(list(report.problems))
+        files = render_lab(report.fabric, choice.backend)
+        doc["vrf_backend"] = {"backend": NAMES[choice.backend], "why": choice.why, "vrf_devices": choice.vrf_devices}
+        if choice.warnings:
+            doc["vrf_backend"]["warnings"] = list(choice.warnings)
+        doc["rendered"] = {n: sorted(f) for n, f in files.items()}
+        doc["host"] = host.figures(report.fabric, timeout)
         if as_json:
             click.echo(json.dumps(doc, indent=2))
-        elif not report.valid:
-            raise TopologyError(list(report.problems))
         else:
             sm, taken = doc["summary"], doc["host"]
             out.print(f"{topology}: valid: " + ", ".join(f"{v} {k}" for k, v in sm["nodes"].items())
@@ -193,7 +198,7 @@ def validate(cli, topology, configs, roles, name, vrf_backend, timeout, as_json)
                       + ("; fits this host's kernel tables" if not tables else
                          "; SHORT: " + "; ".join(tables) + f"; {taken['fix']}"), highlight=False)
             out.print(("cpu: " if taken["cpu"]["fits"] else "cpu: SHORT: ") + taken["cpu_text"], highlight=False)
-        sys.exit(0 if report.valid and not doc["host"]["short"] else 1)
+        sys.exit(0 if not doc["host"]["short"] else 1)
     run(cli, validate_topology)
 
 
@@ -213,7 +218,7 @@ def _validation(topology: str, name: str | None, roles: dict, configs: str | Non
     except TopologyError as e:
         return ValidationReport(topology, lab.loaded, tuple(e.problems)), None
     except TwinError as e:   # the kernel could not be asked (not root): said, not judged
-        backend, why = wanted(lab.loaded, vrf_backend)
+        backend, why = wanted(lab.to_bring_up(), vrf_backend)
         choice = Choice(backend, f"{why}; {e}", None)
     return _configs_validation(topology, lab), choice
 
@@ -221,7 +226,7 @@ def _validation(topology: str, name: str | None, roles: dict, configs: str | Non
 def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
     if lab.configs is None:
         return ValidationReport(topology, lab.loaded)
-    problems = userconf.check(lab.configs, lab.loaded) or host.check_configs(lab)
+    problems = userconf.check(lab.configs, lab.to_bring_up()) or host.check_configs(lab)
     return ValidationReport(topology, lab.loaded, tuple(problems))
 
 
@@ -230,10 +235,10 @@ def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
 @click.option("--timeout", type=float,
               help="Convergence deadline in seconds, from the command's start (default: from lab size, as `up`).")
 @click.pass_context
-def wait_(cli, lab, timeout):
+def wait_(cli: click.Context, lab: str, timeout: float | None) -> None:
     """Wait until LAB has converged (the barrier of `twin up`): after `twin up --no-wait` and the
     scripts that configure its nodes. Exit 1 naming what is still missing at the deadline."""
-    def wait_converged():
+    def wait_converged() -> None:
         handle = Lab(lab)
         with progress(lab, "waiting") as say:
             took = handle.wait(timeout, say=say)
@@ -244,9 +249,9 @@ def wait_(cli, lab, timeout):
 @main.command()
 @click.argument("lab")
 @click.pass_context
-def down(cli, lab):
+def down(cli: click.Context, lab: str) -> None:
     """Remove everything LAB owns (also after a failed or killed `up`)."""
-    def tear_down():
+    def tear_down() -> None:
         removed = Lab(lab).down()
         out.print(f"lab [bold]{lab}[/bold]: removed {len(removed)} containers" if removed
                   else f"lab [bold]{lab}[/bold]: nothing left to remove")
@@ -257,9 +262,9 @@ def down(cli, lab):
 @click.argument("lab")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def status(cli, lab, as_json):
+def status(cli: click.Context, lab: str, as_json: bool) -> None:
     """Nodes, sessions, tenants of LAB, compared with its intent; exit 1 if anything is missing."""
-    def show_status():
+    def show_status() -> None:
         st = Lab(lab).status()
         if as_json:
             click.echo(json.dumps(st.to_dict(), indent=2))
@@ -317,10 +322,10 @@ def print_status(st: LabStatus) -> None:
 @click.argument("node")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def exec_(cli, lab, node, cmd):
+def exec_(cli: click.Context, lab: str, node: str, cmd: tuple[str, ...]) -> None:
     """Run CMD in NODE of LAB: twin exec LAB NODE -- vtysh -c 'show bgp summary'. The node's
     container is twin-LAB-NODE (containerlab's clab-LAB-NODE): `docker exec -it` for a TTY."""
-    def exec_in_node():
+    def exec_in_node() -> None:
         res, hint = host.exec_in(lab, node, cmd)
         sys.stdout.write(res.stdout)
         sys.stderr.write(res.stderr)
@@ -332,9 +337,9 @@ def exec_(cli, lab, node, cmd):
 
 @main.command(name="list")
 @click.pass_context
-def list_(cli):
+def list_(cli: click.Context) -> None:
     """Labs on this host: from Docker labels and lab directories."""
-    def list_labs():
+    def list_labs() -> None:
         rows = host.labs()
         t = Table(title_justify="left")
         for col in ("lab", "status", "containers", "running", "topology"):
@@ -346,7 +351,7 @@ def list_(cli):
 
 
 @main.group()
-def image():
+def image() -> None:
     """Node images (built without a registry)."""
 
 
@@ -355,11 +360,14 @@ def image():
               help="Debian release of the image (bookworm: FRR 8.4, trixie: FRR 10.3).")
 @click.option("--force", is_flag=True, help="Rebuild even when the recipe did not change.")
 @click.pass_context
-def image_build(cli, suite, force):
+def image_build(cli: click.Context, suite: str, force: bool) -> None:
     """Build the base and node images when their recipe changed."""
-    def build_image():
+    def build_image() -> None:
         with err.status("building images") as status:
-            tag = host.build_images(suite=suite, force=force, say=lambda m: (status.update(m), err.print(f"  {m}")))
+            def say(m: str) -> None:
+                status.update(m)
+                err.print(f"  {m}")
+            tag = host.build_images(suite=suite, force=force, say=say)
         out.print(tag)
     run(cli, build_image)
 

@@ -29,7 +29,8 @@ STRICT_HELP = ("Your configs' lint findings (`twin lint`: what they declare agai
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file (a testcase per file).")
 @click.pass_context
-def lint_(cli, paths, topology, roles, strict, as_json, junit):
+def lint_(cli: click.Context, paths: tuple[str, ...], topology: str, roles: tuple[str, ...], strict: bool,
+          as_json: bool, junit: str | None) -> None:
     """Check node configs against TOPOLOGY's intent, without Docker, in seconds: DIR is a config
     directory as `twin up --configs` takes it (DIR/<node>/startup.yaml, DIR/<node>/frr.conf,
     DIR/<node>.conf), FILE one node's file of such a directory (the node is named by its
@@ -40,7 +41,7 @@ def lint_(cli, paths, topology, roles, strict, as_json, junit):
     (10.1.2.0/24), whose VNI is 10102; 10202 is blue's db`). A file twin cannot read or run on the
     topology is an error. Exit codes: 0 no finding, or warnings only; 1 an error, or (--strict) any
     finding."""
-    def lint_configs():
+    def lint_configs() -> None:
         report = lint_paths(topology, list(paths), parse_roles(roles))
         if junit:
             report.write_junit(junit, strict)
@@ -68,7 +69,7 @@ def lint_paths(topology: str, paths: list[str], roles: dict[str, str]) -> Report
         raise TopologyError([Problem(topology, "", "nothing to lint: give a config directory or files "
                                                             "(DIR/<node>/startup.yaml, DIR/<node>/frr.conf, "
                                                    "DIR/<node>.conf), or a containerlab file that binds them")])
-    report = userconf.lint(configs, lab.loaded)
+    report = userconf.lint(configs, lab.to_bring_up())
     report.topology = topology
     return report
 

@@ -5,6 +5,7 @@ import json
 import re
 import sys
 import time
+from typing import Any, Callable, TypeVar
 
 import click
 from rich.live import Live
@@ -12,9 +13,11 @@ from rich.live import Live
 from twin.base.errors import TwinError
 from twin.cli.common import err, main, out, run
 from twin.lab import Lab
+from twin.lifecycle.service import App
 from twin.observe import store, view
 from twin.observe.collector import Collector
 
+F = TypeVar("F", bound=Callable[..., Any])   # a click command's function
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -30,9 +33,9 @@ def since_seconds(text: str) -> float:
 @click.option("--node", help="Only this node's ports and sessions.")
 @click.option("--for", "duration", type=float, default=None, help="Stop after this many seconds (default: Ctrl-C).")
 @click.pass_context
-def watch_(cli, lab, node, duration):
+def watch_(cli: click.Context, lab: str, node: str | None, duration: float | None) -> None:
     """A live view of LAB: ports with rates, RoCE counters, sessions, latest events."""
-    def watch_lab():
+    def watch_lab() -> None:
         nonlocal node
         ctx = Lab(lab).context()
         if node:
@@ -57,9 +60,10 @@ def watch_(cli, lab, node, duration):
               help="Only these kinds: drop, drop-burst, carrier, session, routes, node, action.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, one event each.")
 @click.pass_context
-def events_(cli, lab, since, node, kinds, as_json):
+def events_(cli: click.Context, lab: str, since: str, node: str | None, kinds: tuple[str, ...],
+            as_json: bool) -> None:
     """What happened in LAB: drops by twin's rules, carrier, sessions, routes, twin's own actions."""
-    def show_events():
+    def show_events() -> None:
         nonlocal node
         ctx = Lab(lab).context()
         if node:
@@ -82,9 +86,9 @@ def events_(cli, lab, since, node, kinds, as_json):
 @click.argument("node", required=False)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def counters_(cli, lab, node, as_json):
+def counters_(cli: click.Context, lab: str, node: str | None, as_json: bool) -> None:
     """Counters of LAB (or NODE) now: ports, RoCEv2 by class and CNPs, sessions, VNIs, VRF routes."""
-    def show_counters():
+    def show_counters() -> None:
         nonlocal node
         ctx = Lab(lab).context()
         if node:
@@ -106,9 +110,9 @@ def counters_(cli, lab, node, as_json):
     run(cli, show_counters)
 
 
-def listen_options(default: str):
+def listen_options(default: str) -> Callable[[F], F]:
     """--listen (repeatable), --allow-remote, --tls-cert/--tls-key of a served command."""
-    def wrap(fn):
+    def wrap(fn: F) -> F:
         fn = click.option("--tls-key", type=click.Path(dir_okay=False, exists=True), help="Its private key.")(fn)
         fn = click.option("--tls-cert", type=click.Path(dir_okay=False, exists=True),
                           help="Serve HTTPS with this certificate (PEM) on the TCP listeners.")(fn)
@@ -121,8 +125,8 @@ def listen_options(default: str):
     return wrap
 
 
-def serve(what: str, lab: str, make_app, listen: tuple[str, ...], allow_remote: bool, tls_cert: str | None,
-          tls_key: str | None, path: str) -> None:
+def serve(what: str, lab: str, make_app: Callable[[Collector], App], listen: tuple[str, ...], allow_remote: bool,
+          tls_cert: str | None, tls_key: str | None, path: str) -> None:
     """Run a lab's ASGI app (`make_app(collector)`) on every listener until Ctrl-C."""
     from twin.lifecycle.service import Listener, Service, check_listeners
 
@@ -143,9 +147,10 @@ def serve(what: str, lab: str, make_app, listen: tuple[str, ...], allow_remote: 
 @click.argument("lab")
 @listen_options("127.0.0.1:9342")
 @click.pass_context
-def exporter_(cli, lab, listen, allow_remote, tls_cert, tls_key):
+def exporter_(cli: click.Context, lab: str, listen: tuple[str, ...], allow_remote: bool, tls_cert: str | None,
+              tls_key: str | None) -> None:
     """Serve LAB's counters, sessions and drop events to Prometheus (GET /metrics)."""
-    def serve_exporter():
+    def serve_exporter() -> None:
         from twin.observe.metrics import app
         serve("exporter", lab, app, listen, allow_remote, tls_cert, tls_key, "/metrics")
     run(cli, serve_exporter)
@@ -155,9 +160,10 @@ def exporter_(cli, lab, listen, allow_remote, tls_cert, tls_key):
 @click.argument("lab")
 @listen_options("127.0.0.1:8080")
 @click.pass_context
-def web_(cli, lab, listen, allow_remote, tls_cert, tls_key):
+def web_(cli: click.Context, lab: str, listen: tuple[str, ...], allow_remote: bool, tls_cert: str | None,
+         tls_key: str | None) -> None:
     """A live page of LAB: the fabric, links by state, nodes' sessions, VNIs, counters, events."""
-    def serve_web():
+    def serve_web() -> None:
         from twin.observe.web import app
         serve("web", lab, app, listen, allow_remote, tls_cert, tls_key, "/")
     run(cli, serve_web)

@@ -44,9 +44,10 @@ def _result(op: dict) -> dict:
 @click.option("--vrf-backend", type=click.Choice(["netns", "device"]))
 @click.option("--expires", "expires_in", metavar="DURATION", help="Its lifetime on the server, e.g. 2h.")
 @click.pass_context
-def up(cli, topology, configs, snapshot, name, timeout, vrf_backend, expires_in):
+def up(cli: click.Context, topology: str | None, configs: str | None, snapshot: str | None, name: str | None,
+       timeout: float | None, vrf_backend: str | None, expires_in: str | None) -> None:
     """Bring a lab up on the server from TOPOLOGY (or --snapshot) and wait until it has converged."""
-    def bring_up():
+    def bring_up() -> None:
         if (topology is None) == (snapshot is None):
             raise TwinError("give TOPOLOGY or --snapshot ID")
         with progress(name or str(topology or snapshot), "starting on the server") as say:
@@ -61,9 +62,9 @@ def up(cli, topology, configs, snapshot, name, timeout, vrf_backend, expires_in)
 @click.command(name="down")
 @click.argument("lab")
 @click.pass_context
-def down(cli, lab):
+def down(cli: click.Context, lab: str) -> None:
     """Remove LAB from the server."""
-    def tear_down():
+    def tear_down() -> None:
         removed = _result(client(cli).delete(lab))["removed"]
         out.print(f"lab [bold]{lab}[/bold]: removed {len(removed)} containers" if removed
                   else f"lab [bold]{lab}[/bold]: nothing left to remove")
@@ -74,9 +75,9 @@ def down(cli, lab):
 @click.argument("lab")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def status(cli, lab, as_json):
+def status(cli: click.Context, lab: str, as_json: bool) -> None:
     """LAB on the server against its intent; exit 1 if anything is missing."""
-    def show_status():
+    def show_status() -> None:
         doc = client(cli).lab(lab)
         st = doc.get("status")
         if st is None:
@@ -92,9 +93,9 @@ def status(cli, lab, as_json):
 
 @click.command(name="list")
 @click.pass_context
-def list_(cli):
+def list_(cli: click.Context) -> None:
     """Your labs on the server, with their expiry."""
-    def list_labs():
+    def list_labs() -> None:
         from rich.table import Table
 
         t = Table(title_justify="left")
@@ -116,9 +117,10 @@ def list_(cli):
 @click.option("--prove", "prove_", is_flag=True)
 @click.option("--element", "patterns", multiple=True, metavar="GLOB")
 @click.pass_context
-def verify(cli, lab, only, check_files, as_json, junit, prove_, patterns):
+def verify(cli: click.Context, lab: str, only: tuple[str, ...], check_files: tuple[str, ...], as_json: bool,
+           junit: str | None, prove_: bool, patterns: tuple[str, ...]) -> None:
     """Verify LAB on the server (as `twin verify`); exit 0 only if all pass."""
-    def verify_lab():
+    def verify_lab() -> None:
         first = "proving verify on the server" if prove_ or patterns else "verifying on the server"
         with progress(lab, first) as say:
             op = client(cli).verify(lab, list(only), list(check_files), prove_, list(patterns), say=say)
@@ -144,9 +146,9 @@ def verify(cli, lab, only, check_files, as_json, junit, prove_, patterns):
 @click.option("--no-wait", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def apply(cli, lab, change, timeout, no_wait, as_json):
+def apply(cli: click.Context, lab: str, change: str, timeout: float | None, no_wait: bool, as_json: bool) -> None:
     """Apply CHANGE to LAB on the server (as `twin apply`)."""
-    def apply_change():
+    def apply_change() -> None:
         with progress(lab, f"applying {change} on the server") as say:
             op = client(cli).apply(lab, change, timeout, no_wait, say=say)
         doc = _result(op)
@@ -159,7 +161,7 @@ def apply(cli, lab, change, timeout, no_wait, as_json):
 @click.argument("lab")
 @click.argument("change")
 @click.pass_context
-def plan(cli, lab, change):
+def plan(cli: click.Context, lab: str, change: str) -> None:
     """What CHANGE would do to LAB on the server (as `twin plan --json`)."""
     run(cli, lambda: click.echo(json.dumps(client(cli).plan(lab, change), indent=2)))
 
@@ -173,9 +175,10 @@ def plan(cli, lab, change):
 @click.option("--rollback", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def rehearse(cli, lab, change, max_loss, max_outage, max_reconverge, rollback, as_json):
+def rehearse(cli: click.Context, lab: str, change: str, max_loss: int, max_outage: float | None,
+             max_reconverge: float | None, rollback: bool, as_json: bool) -> None:
     """Rehearse CHANGE on LAB on the server (as `twin rehearse`)."""
-    def rehearse_change():
+    def rehearse_change() -> None:
         with progress(lab, f"rehearsing {change} on the server") as say:
             op = client(cli).rehearse(lab, change, say=say, max_loss=max_loss, max_outage_ms=max_outage,
                                       max_reconverge=max_reconverge, rollback=rollback)
@@ -189,9 +192,9 @@ def rehearse(cli, lab, change, max_loss, max_outage, max_reconverge, rollback, a
 @click.command(name="snapshot")
 @click.argument("lab")
 @click.pass_context
-def snapshot(cli, lab):
+def snapshot(cli: click.Context, lab: str) -> None:
     """Snapshot what LAB runs now on the server; `twin --server URL up --snapshot ID --name NEW` brings it back."""
-    def take():
+    def take() -> None:
         doc = _result(client(cli).snapshot(lab))
         out.print(f"snapshot {doc['snapshot']} of {lab}: {doc['nodes']} nodes, {doc['user_files']} files of yours, "
                   f"{doc['size']} bytes; {doc['not_kept']}", highlight=False)

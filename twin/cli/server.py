@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 import click
 from rich.table import Table
@@ -11,21 +13,25 @@ from twin.base.errors import TwinError
 from twin.cli.common import err, main, out, run
 from twin.cli.observe import listen_options
 
+if TYPE_CHECKING:
+    from twin.server import Settings, Store
+
 DEFAULT_LISTEN = "127.0.0.1:8470"
 
 
-def _settings(state_dir, expiry="4h", max_expiry="24h", max_labs=3, max_frr=64, max_memory="16g", workers=4,
-              reap_every=30.0, allow_images=(), max_snapshots=10, max_snapshot_bytes="256m", trust_proxy=()):
+def _settings(state_dir: str | None, expiry: str = "4h", max_expiry: str = "24h", max_labs: int = 3, max_frr: int = 64,
+              max_memory: str = "16g", workers: int = 4, reap_every: float = 30.0, allow_images: Sequence[str] = (),
+              max_snapshots: int = 10, max_snapshot_bytes: str = "256m", trust_proxy: Sequence[str] = ()) -> Settings:
     from twin import server
 
     if server.duration(expiry) > server.duration(max_expiry):
         raise TwinError(f"--expiry {expiry} is longer than --max-expiry {max_expiry}")
-    home = {"home": Path(state_dir)} if state_dir else {}
     limits = server.Limits(max_labs, max_frr, server.size(max_memory))
-    return server.Settings(**home, expiry=server.duration(expiry), max_expiry=server.duration(max_expiry),
-                           limits=limits, workers=workers, reap_every=reap_every, allow_images=tuple(allow_images),
-                           max_snapshots=max_snapshots, max_snapshot_bytes=server.size(max_snapshot_bytes) or 0,
-                           trusted_proxies=tuple(trust_proxy))
+    settings = server.Settings(expiry=server.duration(expiry), max_expiry=server.duration(max_expiry),
+                               limits=limits, workers=workers, reap_every=reap_every, allow_images=tuple(allow_images),
+                               max_snapshots=max_snapshots, max_snapshot_bytes=server.size(max_snapshot_bytes) or 0,
+                               trusted_proxies=tuple(trust_proxy))
+    return replace(settings, home=Path(state_dir)) if state_dir else settings
 
 
 STATE_HELP = "The server's state directory (default: $TWIN_HOME/server)."
@@ -56,8 +62,10 @@ STATE_HELP = "The server's state directory (default: $TWIN_HOME/server)."
               help="A reverse proxy whose X-Forwarded-For is believed (repeatable; default: none, the peer's "
                    "address is the client's).")
 @click.pass_context
-def serve_group(cli, state_dir, listen, allow_remote, tls_cert, tls_key, expiry, max_expiry, max_labs, max_frr,
-                max_memory, workers, reap_every, allow_images, max_snapshots, max_snapshot_bytes, trust_proxy):
+def serve_group(cli: click.Context, state_dir: str | None, listen: tuple[str, ...], allow_remote: bool,
+                tls_cert: str | None, tls_key: str | None, expiry: str, max_expiry: str, max_labs: int, max_frr: int,
+                max_memory: str, workers: int, reap_every: float, allow_images: tuple[str, ...], max_snapshots: int,
+                max_snapshot_bytes: str, trust_proxy: tuple[str, ...]) -> None:
     """Serve the twin API (/v1, OpenAPI at /openapi.json, reference at /docs, the labs page at /):
     labs made, changed, verified, rehearsed, snapshotted and removed through a token, with owners,
     quotas and expiry. Run as root, as `twin up` is; its clients need only a token
@@ -66,7 +74,7 @@ def serve_group(cli, state_dir, listen, allow_remote, tls_cert, tls_key, expiry,
         cli.obj.serve_state = state_dir
         return
 
-    def serve_api():
+    def serve_api() -> None:
         from twin import server
         from twin.lifecycle.service import Listener
 
@@ -81,14 +89,14 @@ def serve_group(cli, state_dir, listen, allow_remote, tls_cert, tls_key, expiry,
     run(cli, serve_api)
 
 
-def _store(cli):
+def _store(cli: click.Context) -> Store:
     from twin import server
 
     return server.Store(_settings(cli.find_root().obj.serve_state).home / "state.db")
 
 
 @serve_group.group(name="token")
-def token_group():
+def token_group() -> None:
     """API tokens: made (shown once), listed, revoked."""
 
 
@@ -97,9 +105,9 @@ def token_group():
 @click.option("--admin", is_flag=True, help="An admin's token: it reaches every user's labs.")
 @click.option("--expires", metavar="DURATION", help="The token's lifetime, e.g. 30d or 12h (default: none).")
 @click.pass_context
-def token_create(cli, user, admin, expires):
+def token_create(cli: click.Context, user: str, admin: bool, expires: str | None) -> None:
     """Make a token for USER (made if new). It is printed once, here, and kept only as its hash."""
-    def create_token():
+    def create_token() -> None:
         from twin import server
 
         tid, token = server.issue(_store(cli), user, admin, server.duration(expires) if expires else None)
@@ -111,9 +119,9 @@ def token_create(cli, user, admin, expires):
 
 @token_group.command(name="list")
 @click.pass_context
-def token_list(cli):
+def token_list(cli: click.Context) -> None:
     """Every token: its id, user, role, when it was made, expires, was last used, or was revoked."""
-    def list_tokens():
+    def list_tokens() -> None:
         t = Table(title_justify="left")
         for col in ("id", "user", "role", "created", "expires", "last used", "revoked"):
             t.add_column(col)
@@ -127,9 +135,9 @@ def token_list(cli):
 @token_group.command(name="revoke")
 @click.argument("token_id")
 @click.pass_context
-def token_revoke(cli, token_id):
+def token_revoke(cli: click.Context, token_id: str) -> None:
     """Revoke token TOKEN_ID: every request with it is 401 from now on."""
-    def revoke_token():
+    def revoke_token() -> None:
         if not _store(cli).revoke(token_id):
             raise TwinError(f"no token {token_id!r} that is not revoked already; `twin serve token list` shows them")
         out.print(f"token {token_id} revoked")
@@ -142,9 +150,9 @@ def token_revoke(cli, token_id):
 @click.option("--frr-nodes", type=int, help="FRR nodes USER's labs may have together.")
 @click.option("--memory", help="Memory USER's labs may have together, e.g. 32g.")
 @click.pass_context
-def quota(cli, user, labs, frr_nodes, memory):
+def quota(cli: click.Context, user: str, labs: int | None, frr_nodes: int | None, memory: str | None) -> None:
     """Set USER's own limits over the server's defaults (an option left out: the server's)."""
-    def set_quota():
+    def set_quota() -> None:
         from twin import server
 
         _store(cli).set_limits(server.auth.check_user(user), labs, frr_nodes, server.size(memory))

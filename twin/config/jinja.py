@@ -15,7 +15,7 @@ _env = jinja2.Environment(
 )
 
 
-def render_template(name: str, **ctx) -> str:
+def render_template(name: str, **ctx: object) -> str:
     """The template rendered; UnsafeText (with the template's line) for a value holding a control character."""
     try:
         return _env.get_template(name).render(ctx)

@@ -4,6 +4,8 @@ also its host name on this host: /etc/hosts), link aliases, the management netwo
 namespaces of the VRF-backend probe and of a stopped node's links."""
 from __future__ import annotations
 
+from pathlib import Path
+
 LABEL_LAB = "twin.lab"
 LABEL_NODE = "twin.node"
 LABEL_KIND = "twin.kind"
@@ -50,11 +52,11 @@ def dryrun_container(lab: str) -> str:
 NVUE_DIR = "_nvue"   # a lab directory's NVUE service files ('_': no node has that name)
 
 
-def password_file(labdir):
+def password_file(labdir: Path) -> Path:
     """User cumulus's password on the lab's nodes (SSH, the NVUE API), for the lab's owner only."""
     return labdir / NVUE_DIR / "password"
 
 
-def nvue_run(labdir, node: str):
+def nvue_run(labdir: Path, node: str) -> Path:
     """The directory of a node's NVUE socket in its lab directory (bound into the node at NVUE_RUN)."""
     return labdir / NVUE_DIR / "run" / node

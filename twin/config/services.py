@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from twin.config.backend import NETNS, Backend, tenant_ns, vrf_tables
 from twin.config.jinja import render_template
@@ -161,7 +161,7 @@ def nft_id(port: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", port)
 
 
-def shaped(rate: Rate | None, shaping: Shaping) -> bool:
+def shaped(rate: Rate | None, shaping: Shaping) -> TypeGuard[Rate]:
     return rate is not None and rate.unit == "bit" and shaping == "tc"
 
 
@@ -177,15 +177,18 @@ def _shaping(here: _Node, files: dict[str, str]) -> list[Unit]:
     shaping, node = here.shaping, here.fabric.nodes[here.node]
     ports = [p.name for p in node.ports]
     for t, a in here.limited:
-        ns, mtu = tenant_ns(t, here.backend), node.ports_by_name[a.port].mtu
-        setup, teardown = [], []
-        if shaped(a.rate_limit.ingress, shaping):       # what the workload receives leaves the port
-            setup.append(Step("tbf", a.port, ns, tbf_args(a.rate_limit.ingress, mtu)))
+        ns, mtu, limit = tenant_ns(t, here.backend), node.ports_by_name[a.port].mtu, a.rate_limit
+        setup: list[Step] = []
+        teardown: list[Step] = []
+        if limit is None:       # (`limited` holds only attachments with a rate limit)
+            continue
+        if shaped(limit.ingress, shaping):       # what the workload receives leaves the port
+            setup.append(Step("tbf", a.port, ns, tbf_args(limit.ingress, mtu)))
             teardown.append(Step("noqdisc", a.port, ns, {"parent": "root"}))
-        if shaped(a.rate_limit.egress, shaping):        # what it sends enters the port: shaped on an IFB
+        if shaped(limit.egress, shaping):        # what it sends enters the port: shaped on an IFB
             ifb = f"twinifb{ports.index(a.port)}"
             setup += [Step("ifb", ifb, ns, {"index": IFB_INDEX + ports.index(a.port)}), Step("up", ifb, ns),
-                      Step("tbf", ifb, ns, tbf_args(a.rate_limit.egress, mtu)), Step("ingress", a.port, ns),
+                      Step("tbf", ifb, ns, tbf_args(limit.egress, mtu)), Step("ingress", a.port, ns),
                       Step("redirect", a.port, ns, {"to": ifb})]
             teardown += [Step("noqdisc", a.port, ns, {"parent": "ingress"}), Step("del", ifb, ns)]
         if setup:

@@ -192,7 +192,9 @@ def merge(rendered: dict[str, dict[str, str]], configs: UserConfigs | None,
     """twin's rendering with the user's files over it, and notes of what twin adapted."""
     out = {n: dict(f) for n, f in rendered.items()}
     notes: list[str] = []
-    for node, files in (configs.files.items() if configs else ()):
+    if configs is None:
+        return out, notes
+    for node, files in configs.files.items():
         out.setdefault(node, {}).update(files)
         if kinds.of(fabric.nodes[node]).user_config and FRR_CONF in files and DAEMONS not in files:
             need = generic.daemons_for(frrconf.parse(files[FRR_CONF]))
@@ -240,6 +242,7 @@ def adapt_daemons(text: str, netns_vrfs: bool) -> tuple[str, str]:
         if m is None:
             return text.rstrip("\n") + '\nzebra_options="  -A 127.0.0.1 -s 90000000 -n"\n', why
         return text[:m.end(2)] + " -n" + text[m.end(2):], why
+    assert m is not None    # (has: the options carry -n)
     opts = _NETNS_FLAG.sub(" ", m.group(2))
     return (text[:m.start(2)] + opts + text[m.end(2):],
             "zebra_options loses -n: the lab's tenant VRFs are Linux VRF devices (the device VRF backend), "

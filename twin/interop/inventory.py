@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, TypedDict
 
 import yaml
 
@@ -127,7 +127,15 @@ def nornir(fabric: Fabric, password: str | None = None, connection: str = "ssh")
             "defaults.yaml": _dump(head, defaults)}
 
 
-def nvue(fabric: Fabric, api: dict[str, dict]) -> dict[str, str]:
+class NvueApi(TypedDict):
+    """Where one NVUE node's REST API listens on this host (its NVUE service's port), and as whom."""
+
+    port: int
+    user: str
+    password: str
+
+
+def nvue(fabric: Fabric, api: dict[str, NvueApi]) -> dict[str, str]:
     """The NVUE nodes with what `ansible.netcommon.httpapi` and `nvidia.nvue` need to reach their
     NVUE REST API (`api`: node -> {port, user, password}): a group `nvue`, hosts by node name."""
     at = {n: (x.mgmt, NVUE_PORT) if x.mgmt else ("127.0.0.1", api[n]["port"]) for n, x in fabric.nodes.items()
@@ -156,7 +164,7 @@ class HasFabric(Protocol):
     def fabric(self) -> Fabric | None: ...
 
 
-def inventory(lab: HasFabric | Fabric, fmt: str, api: dict[str, dict] | None = None, password: str | None = None,
+def inventory(lab: HasFabric | Fabric, fmt: str, api: dict[str, NvueApi] | None = None, password: str | None = None,
               connection: str = "ssh") -> dict[str, str]:
     """The inventory files of `lab` (a Lab, its context, or a Fabric) in format `fmt`
     (ansible, nornir: nodes on the management network over SSH with `password`, unless `connection`

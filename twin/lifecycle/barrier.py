@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Callable
 
 from twin.base import timeouts, wait
 from twin.base.errors import CommandError, ConvergenceTimeout, NetlinkFailed, NetlinkTimeout, TwinError
@@ -55,6 +56,7 @@ from twin.runtime import (
     sessions_never_started,
     unexpected_peers,
 )
+from twin.topology.model import Fabric
 
 log = logging.getLogger(__name__)
 PARALLEL = 8
@@ -80,7 +82,7 @@ def missing_underlay(n: NodeIntent, routes: dict[str, set[str]]) -> list[str]:
     return missing
 
 
-def spread(fabric) -> dict[str, dict[str, tuple[str, frozenset[str]]]]:
+def spread(fabric: Fabric) -> dict[str, dict[str, tuple[str, frozenset[str]]]]:
     """Per router, the routes between VTEPs it carries and the ports each must spread over:
     node -> {remote VTEP's loopback /32: (that VTEP, the ports of the fabric's shortest paths)}.
     What `twin verify`'s underlay group sends frames over (`twin.intent.paths`); a drained router's
@@ -244,7 +246,7 @@ class Barrier:
         except TwinError:
             pass   # FRR not answering yet: the next look asks again
 
-    def wait(self, timeout: float, say=lambda _: None, since: float | None = None) -> float:
+    def wait(self, timeout: float, say: Callable[[str], None] = lambda _: None, since: float | None = None) -> float:
         """Poll until converged: each round reads the routers not done yet (its cost in proportion
         to them), and once every one is done, a round over all confirms it. The deadline is
         `timeout` after `since` (default now) and holds: every read has its own deadline, cut to it,
@@ -331,7 +333,8 @@ def waiting_for(ctx: LabContext, limit: float, left: float | None = None) -> str
                else f" (deadline {limit:.0f}s)"))
 
 
-def converge(ctx: LabContext, timeout: float | None = None, say=lambda _: None, since: float | None = None,
+def converge(ctx: LabContext, timeout: float | None = None, say: Callable[[str], None] = lambda _: None,
+             since: float | None = None,
              start: float | None = None) -> float:
     """Wait until the running lab holds its intent; ConvergenceTimeout names what is missing
     (and, first, the host-level causes it can see in the kernel log since `since`). The deadline

@@ -10,6 +10,7 @@ import shlex
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from twin import kinds
 from twin.base import timeouts, wait
@@ -75,7 +76,7 @@ class ExecLog:
 def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
                    shaping: Shaping = DEFAULT_SHAPING, plane: NodePlane | None = None,
                    execs: ExecLog | None = None, starts_itself: bool = False, password: str = "",
-                   say=lambda _: None) -> None:
+                   say: Callable[[str], None] = lambda _: None) -> None:
     """Stage "configure" of one wired node: kernel overlay and services (its management port
     first), its daemons (with its management plane: sshd and the NVUE API relay, user cumulus's
     `password`), then its workloads' bindings and its `exec` commands (a failing one goes to

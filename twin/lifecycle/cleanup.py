@@ -20,6 +20,7 @@ import signal
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Callable, Iterator
 
 from twin.base import wait
@@ -77,7 +78,7 @@ def patient(doing: str, left: str) -> Iterator[None]:
         return
     presses = []
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> None:
         presses.append(1)
         if len(presses) == 1:
             print(f"\ntwin: still {doing}; {signal.Signals(signum).name} again to stop ({left})", flush=True)

@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Protocol
 
 from twin.base.errors import TwinError
 from twin.config import dialect
@@ -141,6 +142,15 @@ class LabContext:
         return node_netlink(self.pid(node), ns)
 
 
-def context_of(target) -> LabContext:
+class MakesContext(Protocol):
+    """What makes a LabContext of a running lab (a `twin.Lab`)."""
+
+    def context(self) -> LabContext: ...
+
+
+LabLike = LabContext | MakesContext    # a running lab, as a `twin.Lab` or its context
+
+
+def context_of(target: LabLike) -> LabContext:
     """A LabContext from a LabContext or from anything that makes one (a `twin.Lab`)."""
     return target if isinstance(target, LabContext) else target.context()

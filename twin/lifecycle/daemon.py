@@ -55,10 +55,12 @@ def read(recfile: Path) -> dict | None:
 
 def alive(rec: dict | None) -> bool:
     """Is the process a record names still that process?"""
-    return bool(rec) and started(rec["pid"]) is not None and started(rec["pid"]) == rec.get("started")
+    if not rec:
+        return False
+    return started(rec["pid"]) is not None and started(rec["pid"]) == rec.get("started")
 
 
-def announce(recfile: Path, **more) -> dict:
+def announce(recfile: Path, **more: object) -> dict:
     """The running process's own record (pid, start time, command line and `more`), written atomically."""
     rec = {"pid": os.getpid(), "started": started(os.getpid()), "argv": sys.argv, **more}
     state.write_text(recfile, json.dumps(rec, indent=2))
@@ -110,7 +112,7 @@ def stop(recfile: Path, deadline: float = timeouts.SERVICE_STOP) -> bool:
     one was stopped."""
     rec = read(recfile)
     was = alive(rec)
-    if was:
+    if was and rec:
         _end(rec["pid"], rec["started"], deadline)
     recfile.unlink(missing_ok=True)
     return was

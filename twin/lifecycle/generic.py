@@ -19,6 +19,7 @@ from twin.runtime import (
     FRR_ROUTES_V6_VRFS,
     FRR_UP_STATE,
     FRR_VNIS,
+    Netlink,
     NodeExec,
     adjacency_states,
     read_rib,
@@ -123,7 +124,7 @@ class RibWatch:
         self.quiet = quiet
         self.seen: dict[str, tuple[frozenset, float]] = {}
 
-    def missing(self, node: str, ipr) -> list[str]:
+    def missing(self, node: str, ipr: Netlink) -> list[str]:
         now, table = time.monotonic(), read_rib(ipr)
         last = self.seen.get(node)
         if last is None or last[0] != table:

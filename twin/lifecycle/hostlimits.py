@@ -27,7 +27,7 @@ from typing import Mapping
 from twin import kinds
 from twin.base.errors import TwinError
 from twin.intent import generic
-from twin.runtime import FRR_DAEMONS, NodeFileError, node_file_exists, read_node_file
+from twin.runtime import FRR_DAEMONS, NodeFileError, NodeHandle, node_file_exists, read_node_file
 from twin.topology.model import Fabric, Tenant
 
 # --- demand per node, measured (neighbour entries counted in every namespace of converged labs) ----
@@ -331,9 +331,9 @@ def cgroup_dir(pid: int, controller: str) -> Path | None:
 def oom_kills(pid: int) -> int:
     """Processes the kernel killed for lack of memory in this process's cgroup."""
     d = cgroup_dir(pid, "memory")
-    for f in ("memory.events", "memory.oom_control"):  # v2, v1
+    for f in [d / "memory.events", d / "memory.oom_control"] if d else []:  # v2, v1
         try:
-            return int(dict(line.split() for line in (d / f).read_text().splitlines()).get("oom_kill", 0))
+            return int(dict((k, v) for k, v in (ln.split() for ln in f.read_text().splitlines())).get("oom_kill", 0))
         except (OSError, TypeError, ValueError):
             continue
     return 0
@@ -366,7 +366,7 @@ def dead_daemons(pid: int, node: str) -> tuple[list[str], bool]:
     return missing_daemons({n: age for n, (age, _) in procs.items()}, watched, enabled), w is not None
 
 
-def container_causes(node: str, c) -> list[str]:
+def container_causes(node: str, c: NodeHandle) -> list[str]:
     """A node's container that stopped, was killed for memory, or lost FRR daemons."""
     st = c.state()
     causes = [f"{node}: out of memory (Docker: OOMKilled)"] if st.get("OOMKilled") else []
@@ -384,7 +384,7 @@ def container_causes(node: str, c) -> list[str]:
     return causes
 
 
-def host_causes(lab_name: str, since: float, containers: Mapping[str, object], until: float = 1e18) -> list[str]:
+def host_causes(lab_name: str, since: float, containers: Mapping[str, NodeHandle], until: float = 1e18) -> list[str]:
     """Host-level causes the barrier sees when `lab_name` did not converge: the kernel log since `since`, each
     node's container until `until` (monotonic); never raises (a cause it cannot read in time it does not name)."""
     try:

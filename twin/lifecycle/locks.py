@@ -118,8 +118,9 @@ def node_lock(name: str, node: str, what: str) -> Iterator[None]:
     with _held_guard:
         lab, mine = _held.get(name), _nodes_held.get((name, node))
         inside = (lab is not None and lab.thread == me) or (mine is not None and mine.thread == me)
-        if not inside and (lab is not None or mine is not None):
-            raise LabStateError(f"lab {name!r} is busy: {(lab or mine).what} (pid {os.getpid()}, another thread); "
+        holder = lab or mine
+        if not inside and holder is not None:
+            raise LabStateError(f"lab {name!r} is busy: {holder.what} (pid {os.getpid()}, another thread); "
                                 "wait for it, or stop it first")
     if inside:
         yield

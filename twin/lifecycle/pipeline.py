@@ -81,6 +81,13 @@ class BringUp:
         if self.st is not None:
             self.st.notes = list(self.notes)
 
+    @property
+    def recorded(self) -> state.LabState:
+        """The lab's state, which the record stage makes (for the stages after it)."""
+        if self.st is None:
+            raise RuntimeError(f"lab {self.lab}: a stage after {MAKES!r} ran before it")
+        return self.st
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -131,49 +138,51 @@ def record(b: BringUp) -> None:
 
 def render_files(b: BringUp) -> None:
     b.say(f"rendering configs into {b.dir}")
+    st = b.recorded
     files, notes = userconf.merge(render.render_lab(b.fabric, b.backend, b.shaping), b.configs, b.fabric, b.backend)
     own = dialect.render(dialect.Rendering(b.lab, b.dir, b.fabric, b.configs, b.backend, b.shaping, b.say))
     files.update(own.files)
     b.planes, b.later = own.planes, own.later
     b.note(*notes, *own.notes)
     if b.configs is not None:
-        b.st.configs, b.st.user_files = str(Path(b.configs.source).resolve()), b.configs.owned()
-        b.st.lint = b.lint
-    b.st.user_files |= own.owned       # what the user's automation owns (NVUE's blank nodes)
+        st.configs, st.user_files = str(Path(b.configs.source).resolve()), b.configs.owned()
+        st.lint = b.lint
+    st.user_files |= own.owned       # what the user's automation owns (NVUE's blank nodes)
     state.write_files(b.dir, files)
 
 
 def create(b: BringUp) -> None:
     b.say(f"starting {len(b.fabric.nodes)} containers, wiring {len(b.fabric.links)} links as they run")
-    execs, fabric = bringup.ExecLog(b.lab, b.asked.strict_exec), b.fabric
+    execs, fabric, st = bringup.ExecLog(b.lab, b.asked.strict_exec), b.fabric, b.recorded
     try:
         b.pids = b.runtime.bring_up(b.own.fabric(fabric), b.image, b.dir, b.backend, configure=lambda n, ex, pid: (
             bringup.configure_node(fabric, n, ex, pid, b.backend, b.shaping, b.planes.get(n), execs,
                                    starts_itself=n in b.own.starts_itself, password=b.password, say=b.say)),
-            on_created=lambda: b.st.timings.update(containers=time.monotonic() - b.made),
+            on_created=lambda: st.timings.update(containers=time.monotonic() - b.made),
             say=b.say, bound=current())   # the command's deadline
     finally:
         b.note(*(f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)" for f in execs.failures))
         if execs.rebooted:
-            b.st.timings["frr_reboots"] = float(len(execs.rebooted))
+            st.timings["frr_reboots"] = float(len(execs.rebooted))
             b.note(f"FRR's boot stalled and was booted again on {len(execs.rebooted)} node(s): "
                    f"{', '.join(sorted(execs.rebooted))}")
-    b.st.timings["wired"] = time.monotonic() - b.made
+    st.timings["wired"] = time.monotonic() - b.made
 
 
 def converge(b: BringUp) -> None:
+    st = b.recorded
     if not b.asked.wait or b.later:     # nodes the user's automation configures: `twin wait` judges the fabric
-        b.st.status = "deployed"
+        st.status = "deployed"
         return
-    b.st.status = "converging"
-    state.save(b.dir, b.st)
+    st.status = "converging"
+    state.save(b.dir, st)
     ctx = LabContext(b.lab, b.dir, b.fabric, b.backend, b.runtime, b.image, b.shaping, _pids=dict(b.pids))
-    b.st.timings["converged"] = converged(ctx, b.asked.timeout, b.say, b.made, b.start) - b.made
-    b.st.status = "up"
+    st.timings["converged"] = converged(ctx, b.asked.timeout, b.say, b.made, b.start) - b.made
+    st.status = "up"
 
 
 def services(b: BringUp) -> None:
-    start_services(b.dir, b.lab, b.st.user_files, b.say)
+    start_services(b.dir, b.lab, b.recorded.user_files, b.say)
 
 
 STAGES = (Stage("admit", "the host's limits and CPU, for this lab", admit),
@@ -203,14 +212,16 @@ def run(b: BringUp) -> dict[str, float]:
         finally:
             if b.st is not None and b.dir.is_dir():
                 state.save(b.dir, b.st)
-    return b.st.timings
+    return b.recorded.timings
 
 
 # --- what `twin up` shares with the commands around it ------------------------------------------------
 def vrf_choice(fabric: Fabric, configs: UserConfigs | None, override: str | None = None) -> vrfbackend.Choice:
     """The VRF backend `up` would use for this lab on this host, and why; TopologyError (naming
     CONFIG_NET_VRF) when it, or the user's own configs, need VRF devices this kernel lacks."""
-    files = configs.files if configs is not None else {}
+    if configs is None:
+        return vrfbackend.choose(fabric, override, {}, {})
+    files = configs.files
     return vrfbackend.choose(fabric, override, files, {n: configs.path(n, userconf.FRR_CONF) for n in files})
 
 

@@ -224,9 +224,10 @@ def _status_of(e: Exception) -> tuple[int, str]:
 def error_handlers(body: "Body | None" = None) -> dict:
     """Starlette's exception handlers answering as `Guard` does (404s and handler errors alike)."""
     from starlette.exceptions import HTTPException
+    from starlette.requests import Request
     from starlette.responses import Response
 
-    def answer(request, exc: Exception) -> Response:
+    def answer(request: Request, exc: Exception) -> Response:
         status, why = (exc.status_code, exc.detail) if isinstance(exc, HTTPException) else _status_of(exc)
         if status >= 500:
             request.scope[ERROR] = why
@@ -243,7 +244,7 @@ def _body(scope: Scope, status: int, why: str) -> tuple[bytes, str]:
     return f"{status}: {why}\n".encode(), "text/plain; charset=utf-8"
 
 
-async def _answer(scope: Scope, send: Send, status: int, why: str, answer: "Body" = None) -> None:
+async def _answer(scope: Scope, send: Send, status: int, why: str, answer: Body | None = None) -> None:
     """A whole response: JSON `{"error": why}` when the client accepts JSON, else a line of text
     (or what the service's own `answer` makes of it)."""
     body, kind = (answer or _body)(scope, status, why)

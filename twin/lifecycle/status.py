@@ -18,11 +18,20 @@ from twin.base.errors import TwinError
 from twin.config import dialect
 from twin.config.backend import DEFAULT_BACKEND
 from twin.config.services import DEFAULT_SHAPING
-from twin.intent import Intent, TenantIntent
+from twin.intent import GenericIntent, Intent
 from twin.lifecycle import barrier, generic, locks, state
 from twin.lifecycle.context import LabContext
-from twin.runtime import FRR_ROUTES, FRR_SUMMARY, FRR_VNIS, Runtime, route_counts, session_states, vni_states
-from twin.topology.model import Fabric
+from twin.runtime import (
+    FRR_ROUTES,
+    FRR_SUMMARY,
+    FRR_VNIS,
+    NodeHandle,
+    Runtime,
+    route_counts,
+    session_states,
+    vni_states,
+)
+from twin.topology.model import Fabric, Tenant
 
 PARALLEL = 8
 
@@ -147,7 +156,7 @@ class LabStatus:
                    own_images=d.get("own_images") or {}, vrf_backend=d.get("vrf_backend"), shaping=d.get("shaping"),
                    timings=d.get("timings") or {}, nodes=nodes, tenants=tenants, missing=d.get("missing") or [],
                    changing=d.get("changing") or "",
-                   services={x.name: d[x.name] for x in _served() if isinstance(d.get(x.name), dict)})
+                   services={x: d[x] for x, _ in _served() if isinstance(d.get(x), dict)})
 
     def to_dict(self) -> dict[str, Any]:
         return {"lab": self.lab, "status": self.status, "healthy": self.healthy, "topology": self.topology,
@@ -156,19 +165,19 @@ class LabStatus:
                 "timings": self.timings,
                 "nodes": [n.to_dict() for n in self.nodes], "tenants": [t.to_dict() for t in self.tenants],
                 "missing": self.missing, "problems": self.problems(), "changing": self.changing or None,
-                **{x.name: self.services.get(x.name) for x in _served()}}
+                **{x: self.services.get(x) for x, _ in _served()}}
 
     def _service_problems(self) -> list[str]:
-        return [p for x in _served() if x.name in self.services and (p := x.service.problem(self.services[x.name]))]
+        return [p for x, s in _served() if x in self.services and (p := s.problem(self.services[x]))]
 
     def service_lines(self) -> list[str]:
         """Each service's line for `twin status` (where it listens, whether it answers)."""
-        return [x.service.line(self.services[x.name]) for x in _served() if x.name in self.services]
+        return [s.line(self.services[x]) for x, s in _served() if x in self.services]
 
 
-def _served() -> list[dialect.Dialect]:
-    """The dialects that bring a service (their columns of `twin status`, in the registry's order)."""
-    return [x for x in dialect.dialects() if x.service is not None]
+def _served() -> list[tuple[str, dialect.Service]]:
+    """The dialects that bring a service, with it (their columns of `twin status`, in the registry's order)."""
+    return [(x.name, x.service) for x in dialect.dialects() if x.service is not None]
 
 
 def lab_status(name: str, d: Path, runtime: Runtime) -> LabStatus:
@@ -198,7 +207,7 @@ def _bare(containers: dict) -> list[NodeStatus]:
     return [NodeStatus(n, c.labels.get("twin.kind", "?"), c.status) for n, c in sorted(containers.items())]
 
 
-def _node(fabric: Fabric, intent: Intent, n: str, c, docs: dict[str, list]) -> NodeStatus:
+def _node(fabric: Fabric, intent: Intent, n: str, c: NodeHandle | None, docs: dict[str, list]) -> NodeStatus:
     node = fabric.nodes[n]
     row = NodeStatus(n, node.kind, c.status if c else "missing", node.asn, node.loopback)
     want = intent.nodes.get(n)
@@ -223,7 +232,7 @@ def _node(fabric: Fabric, intent: Intent, n: str, c, docs: dict[str, list]) -> N
     return row
 
 
-def _router(row: NodeStatus, gi, c, lab: str) -> NodeStatus:
+def _router(row: NodeStatus, gi: GenericIntent, c: NodeHandle | None, lab: str) -> NodeStatus:
     """A router of the user's config: its adjacencies up of those its config declares."""
     row.sessions_expected = len(gi.adjacencies)
     if c is None or c.status != "running":
@@ -238,10 +247,11 @@ def _router(row: NodeStatus, gi, c, lab: str) -> NodeStatus:
     return row
 
 
-def _tenant(fabric: Fabric, t, intent: Intent, docs: dict[str, list]) -> TenantStatus:
+def _tenant(fabric: Fabric, t: Tenant, intent: Intent, docs: dict[str, list]) -> TenantStatus:
     vteps = {}
     for v in t.vteps():
-        ti: TenantIntent = intent.nodes[v].tenant(t.name)
+        ti = intent.nodes[v].tenant(t.name)
+        assert ti is not None    # (the intent gives each of the tenant's VTEPs its part)
         if v not in docs:
             vteps[v] = VtepStatus(reachable=False)
             continue

@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, ClassVar
 
+import docker
+
 from twin.base import timeouts, wait
 from twin.base.errors import CommandError, TwinError
 from twin.config.naming import password_file
@@ -41,8 +43,8 @@ class ContainerlabRuntime(DockerRuntime):
 
     ssh_config: ClassVar[Path] = Path("/etc/ssh/ssh_config.d")  # and its clab-<lab>.conf there
 
-    def __init__(self, client=None, timeout: float | None = timeouts.DOCKER_API, run: Run = subprocess.run,
-                 binary: str | None = None, removing: bool = False):
+    def __init__(self, client: docker.DockerClient | None = None, timeout: float | None = timeouts.DOCKER_API,
+                 run: Run = subprocess.run, binary: str | None = None, removing: bool = False):
         """`removing`: only to take a lab down, which needs no containerlab binary (None when absent)."""
         if binary is None and removing:
             binary = next(filter(None, map(shutil.which, BINARIES)), None)
@@ -64,7 +66,7 @@ class ContainerlabRuntime(DockerRuntime):
         `configure` is not called: each node's start script does it inside the node. `bound`: the
         command's deadline, which containerlab's deploy is cut to."""
         topology = export_containerlab(fabric, render_lab(fabric, backend), labdir, image=image, backend=backend)
-        clab = Containerlab(self.binary, topology)
+        clab = Containerlab(self.binary or find_binary(), topology)   # (a runtime made for removing has none)
         with wait.bounded(bound):
             self.make_mgmt(fabric)   # made first (internal), containerlab attaches the nodes' eth0 to it
             try:

@@ -107,7 +107,8 @@ class DockerRuntime:
                 self.start_nodes(fabric.name, nodes, image, labdir, on_running=running, bound=bound)
                 on_created()
                 wiring.wait(say)
-                ownimage.check_started(fabric.name, started, {n.name: n.image for n in nodes if self.foreign(n)})
+                ownimage.check_started(fabric.name, started,
+                                       {n.name: n.image for n in nodes if n.image and self.foreign(n)})
         except BaseException as e:
             wiring.abort()   # what is under way fails fast, and nothing runs on in the nodes (kept or not)
             for ex in list(execs):
@@ -157,7 +158,9 @@ class DockerRuntime:
 
     def foreign(self, node: Node) -> bool:
         """Whether `node` runs an image of its own not built from twin's: started as that image starts."""
-        return bool(node.image) and not self.image_facts({node.image})[node.image].twin
+        if not node.image:
+            return False
+        return not self.image_facts({node.image})[node.image].twin
 
     def check_configs(self, image: str, lab: str, configs: UserConfigs) -> None:
         """FRR's own check of the user's configs in one throwaway container of `image`
@@ -176,7 +179,8 @@ class DockerRuntime:
                        for b in dialect.binds(confdir.parent, node.name)]
         mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only) for b in node.binds]
         foreign = node.image is not None and self.foreign(node)
-        entrypoint, command = ownimage.start(self.client, node, node.image) if foreign else commands(node, kind.command)
+        entrypoint, command = ownimage.start(self.client, node, node.image) if foreign and node.image else \
+            commands(node, kind.command)
         sysctls = kind.sysctls_of(node.name)
         if kind.user_config:   # the forwarding its own config asks for (zebra cannot set it in a container)
             sysctls.update(forwarding_sysctls(_text(confdir / "frr.conf")))

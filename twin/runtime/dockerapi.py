@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import docker
 import requests
@@ -50,7 +50,7 @@ class BoundedApi(docker.APIClient):
 
 
 class _Client(docker.DockerClient):
-    def __init__(self, *args, **kwargs):   # docker.DockerClient's, on the bounded API client
+    def __init__(self, *args: Any, **kwargs: Any) -> None:   # docker.DockerClient's, on the bounded API client
         self.api = BoundedApi(*args, **kwargs)
 
 

@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
+from docker.models.containers import Container
+
 from twin.base import timeouts, wait
 from twin.base.errors import CommandError, DeadlinePassed, TwinError
 from twin.runtime import dockerapi, nodefs
@@ -137,7 +139,7 @@ def carried(fn: Callable[..., T]) -> Callable[..., T]:
 class NodeExec:
     """Runs commands in one node (its container's namespaces)."""
 
-    def __init__(self, container, where: str):
+    def __init__(self, container: Container, where: str) -> None:
         self.container = container
         self.where = where
         self._pid = 0

@@ -38,7 +38,7 @@ def netlink_errors() -> Iterator[None]:
 def netlinked(fn: Callable[..., T]) -> Callable[..., T]:
     """`fn` whose NetlinkError leaves it as NetlinkFailed."""
     @functools.wraps(fn)
-    def wrapped(*args, **kw) -> T:
+    def wrapped(*args: object, **kw: object) -> T:
         with netlink_errors():
             return fn(*args, **kw)
     return wrapped

@@ -73,7 +73,7 @@ def _tc(ipr: IPRoute) -> dict[str, bool | None]:
         return {k: None for k in ("netem", "red", "fq_codel", "matchall")}
     ix = found[0]
 
-    def qdisc(kind: str, **kw) -> bool | None:
+    def qdisc(kind: str, **kw: object) -> bool | None:
         ok = _try(lambda: ipr.tc("replace", kind, ix, 0x10000, **kw), invalid_means_present=kind == "red")
         if ok:
             _try(lambda: ipr.tc("del", index=ix, handle=0x10000, parent=0xFFFFFFFF))

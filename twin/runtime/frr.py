@@ -8,6 +8,7 @@ reload commands (frr-reload.py) and the "is FRR running its file?" test too.
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 from twin.base import timeouts, wait
 from twin.config.steps import Step
@@ -37,7 +38,7 @@ ADJACENCIES = {"bgp": "show bgp vrf all neighbors json", "ospf": "show ip ospf v
 UP_STATE = {"bgp": "Established", "ospf": "Full", "ospf6": "Full", "isis": "Up"}
 
 
-def adjacency_states(protocol: str, doc) -> dict[tuple[str, str], str]:
+def adjacency_states(protocol: str, doc: object) -> dict[tuple[str, str], str]:
     """(VRF, neighbor or interface) -> state, from the protocol's `ADJACENCIES` JSON. An interface
     with several neighbours keeps the best (up) one."""
     out: dict[tuple[str, str], str] = {}
@@ -51,7 +52,7 @@ def adjacency_states(protocol: str, doc) -> dict[tuple[str, str], str]:
     return out
 
 
-def _adjacencies(protocol: str, doc: dict):
+def _adjacencies(protocol: str, doc: dict) -> Iterator[tuple[str, str, str]]:
     if protocol == "bgp":
         for vrf, peers in doc.items():
             for name, p in (peers.items() if isinstance(peers, dict) else ()):
@@ -176,7 +177,7 @@ def bgp_origins(doc: dict) -> dict[str, set[int]]:
     return out
 
 
-def vni_states(doc) -> dict[int, dict]:
+def vni_states(doc: object) -> dict[int, dict]:
     """`show evpn vni detail json` -> {vni: entry} (FRR prints a list, or a dict for one VNI)."""
     entries = doc if isinstance(doc, list) else list(doc.values()) if isinstance(doc, dict) else []
     return {int(e["vni"]): e for e in entries if isinstance(e, dict) and "vni" in e}

@@ -9,6 +9,7 @@ node's /run/netns, where FRR's zebra (-n) finds it.
 from __future__ import annotations
 
 import errno
+from typing import Callable, TypeVar
 
 from pyroute2 import IPRoute, NetlinkError
 
@@ -18,6 +19,8 @@ from twin.config.steps import ALREADY, Step
 from twin.runtime import netns, steps_apply
 from twin.runtime.exec import NodeExec
 from twin.runtime.netns import Handles
+
+T = TypeVar("T")
 
 
 def apply(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False) -> list[str]:
@@ -112,10 +115,10 @@ def probe_red(lab: str) -> bool:
     return _probe(lab, red, False)
 
 
-def _probe(lab: str, attempt, otherwise):
+def _probe(lab: str, attempt: Callable[[IPRoute], T], otherwise: T) -> T:
     """`attempt(ipr)` in a new, empty namespace of its own (`netns.scratch`: gone with the thread
     that made it, so a killed run leaves nothing); `otherwise` if the kernel refuses it."""
-    def run():
+    def run() -> T:
         with netns.here() as ipr:   # requests with deadlines
             try:
                 return attempt(ipr)

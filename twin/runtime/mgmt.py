@@ -21,6 +21,7 @@ from functools import partial
 from ipaddress import IPv4Network, ip_network
 
 import docker
+from docker.models.networks import Network
 from docker.types import IPAMConfig, IPAMPool
 from pyroute2 import IPRoute, NetlinkError
 
@@ -104,7 +105,7 @@ def create(client: docker.DockerClient, fabric: Fabric) -> str:
     return bridge_name(lab)
 
 
-def _ours(net, lab: str, subnet: str, gateway: str) -> bool:
+def _ours(net: Network, lab: str, subnet: str, gateway: str) -> bool:
     """Is `net` lab `lab`'s management network as it should be (its name, subnet, gateway and bridge)?"""
     cfg = (net.attrs.get("IPAM") or {}).get("Config") or []
     return (net.attrs.get("Name") == mgmt_network(lab) and (net.attrs.get("Options") or {}).get(BRIDGE_OPTION)
@@ -117,7 +118,7 @@ def _networks(client: docker.DockerClient, lab: str) -> list:
                               lambda: client.networks.list(filters={"label": f"{LABEL_LAB}={lab}"}))
 
 
-def _remove_network(net) -> None:
+def _remove_network(net: Network) -> None:
     try:
         net.remove()
     except docker.errors.NotFound:

@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, TypeVar
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 from pyroute2 import AsyncIPRoute, IPRoute
 from pyroute2 import netns as named_netns
@@ -171,8 +171,9 @@ class InNamespace(IPRoute):
         self.asyncore.local.keep_event_loop = True
         self.asyncore.event_loop.run_until_complete(self.asyncore.setup_endpoint())
 
-    def _bounded(self, func, *argv, **kwarg):
-        async def whole():
+    # pyroute2's own hooks, as untyped as pyroute2: `func` is one of its requests (a coroutine)
+    def _bounded(self, func: Callable[..., Awaitable[Any]], *argv: Any, **kwarg: Any) -> Any:
+        async def whole() -> Any:
             got = await func(*argv, **kwarg)
             return [m async for m in got] if hasattr(got, "__aiter__") else got
 
@@ -191,10 +192,10 @@ class InNamespace(IPRoute):
             if late:
                 self.close()   # its sockets: an abandoned dump may still be under way on them
 
-    def _run_with_cleanup(self, func, *argv, **kwarg):   # pyroute2's one path for a request ...
+    def _run_with_cleanup(self, func: Callable[..., Awaitable[Any]], *argv: Any, **kwarg: Any) -> Any:  # a request
         return self._bounded(func, *argv, **kwarg)
 
-    def _generate_with_cleanup(self, func, *argv, **kwarg):   # ... and for a dump
+    def _generate_with_cleanup(self, func: Callable[..., Awaitable[Any]], *argv: Any, **kwarg: Any) -> Any:  # a dump
         return iter(self._bounded(func, *argv, **kwarg))
 
 
@@ -310,16 +311,21 @@ class Handles:
 
     # the `twin.runtime.steps_apply.Netns` protocol, for the node `pid`
     def ipr(self, ns: str) -> IPRoute:
-        return self.get(self.pid, ns)
+        return self.get(self._node(), ns)
 
     def fd(self, ns: str) -> int:
         """A checked descriptor of namespace `ns` of the node (IFLA_NET_NS_FD), kept until close."""
         if ns not in self._fds:
-            self._fds[ns] = open_ns(path(self.pid, ns))
+            self._fds[ns] = open_ns(path(self._node(), ns))
         return self._fds[ns]
 
     def sysctl(self, ns: str, key: str, value: str) -> None:
-        write_sysctl(path(self.pid, ns), key, value)
+        write_sysctl(path(self._node(), ns), key, value)
+
+    def _node(self) -> int:
+        if self.pid is None:
+            raise TwinError("netlink handles made without a node (Handles()) apply no kernel steps")
+        return self.pid
 
     def close(self) -> None:
         with self._lock:
@@ -333,5 +339,5 @@ class Handles:
     def __enter__(self) -> "Handles":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

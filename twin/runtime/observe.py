@@ -6,11 +6,19 @@ kernel's refusal leaves each as `twin.base.errors.NetlinkFailed` (`twin.runtime.
 from __future__ import annotations
 
 import socket
+from typing import Any, Protocol
 
 from pyroute2 import IPRoute
 
+from twin.base.errors import TwinError
 from twin.runtime import features
 from twin.runtime.failures import netlinked
+
+
+class Hop(Protocol):
+    """A route message of pyroute2, or one hop of its multipath: its attributes by name."""
+
+    def get(self, key: str) -> Any: ...
 
 FLOOD = "00:00:00:00:00:00"   # the MAC of a VXLAN flood entry (head-end replication)
 
@@ -59,7 +67,7 @@ def rib(ipr: IPRoute) -> frozenset[tuple]:
     return frozenset(out)
 
 
-def hop_key(hop) -> tuple[str, int]:
+def hop_key(hop: Hop) -> tuple[str, int]:
     """A next hop (a route, or one hop of its multipath) as (address, port index), comparable and
     hashable: RTA_VIA, an IPv4 route's IPv6 next hop (RFC 5549, BGP unnumbered), comes as a
     {family, addr} mapping, which neither sorts nor hashes."""
@@ -150,9 +158,12 @@ def has_link(ipr: IPRoute, port: str) -> bool:
 
 
 @netlinked
-def mac(ipr: IPRoute, port: str) -> str | None:
-    """The MAC address of `port` (one RTM_GETLINK)."""
-    return ipr.link("get", ifname=port)[0].get_attr("IFLA_ADDRESS")
+def mac(ipr: IPRoute, port: str) -> str:
+    """The MAC address of `port` (one RTM_GETLINK); TwinError if it has none."""
+    found = ipr.link("get", ifname=port)[0].get_attr("IFLA_ADDRESS")
+    if not found:
+        raise TwinError(f"port {port} has no MAC address")
+    return found
 
 
 @netlinked

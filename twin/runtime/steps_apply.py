@@ -121,7 +121,7 @@ def _noqdisc(s: Step, ipr: IPRoute, nn: Netns) -> None:
             raise
 
 
-def _set(**kw) -> Apply:
+def _set(**kw: object) -> Apply:
     """`ip link set DEV ...` with attributes taken from the step's args (callables) or constants."""
     return lambda s, ipr, nn: ipr.link("set", index=index(ipr, s.dev),
                                        **{k: v(s, ipr, nn) if callable(v) else v for k, v in kw.items()})

@@ -13,12 +13,13 @@ import json
 import logging
 import time
 from importlib import resources
-from typing import Any
+from typing import Any, Callable
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from twin.server.core import Core
 from twin.server.problems import MEDIA, ApiProblem, of_error
@@ -69,16 +70,16 @@ class _Bearer(Request):
 class AccessLog:
     """One line per request: user, method, path, status, time."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         t0, status = time.monotonic(), []
 
-        async def sending(message) -> None:
+        async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status.append(message["status"])
                 log.info("%s %s %s %d %.0fms", scope.get(USER, "-"), scope.get("method"), _printable(scope.get("path")),
@@ -92,10 +93,10 @@ class Gate:
     """Before any /v1 route reads a byte of its body: the token (401, slowed, as `principal`), then a
     JSON body's nesting (422 beyond `MAX_DEPTH`: a body nested 100,000 deep is refused, not parsed)."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not str(scope.get("path", "")).startswith("/v1/"):
             await self.app(scope, receive, send)
             return
@@ -124,8 +125,8 @@ class Gate:
         await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
 
 
-def _replay(messages: list, then=None):
-    async def receive():
+def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
+    async def receive() -> Message:
         if messages:
             return messages.pop(0)
         if then is not None:
@@ -134,7 +135,7 @@ def _replay(messages: list, then=None):
     return receive
 
 
-def _printable(text: str, limit: int = 200) -> str:
+def _printable(text: object, limit: int = 200) -> str:
     out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
     return out if len(out) <= limit else out[:limit] + "..."
 
@@ -156,7 +157,7 @@ def create_app(core: Core) -> FastAPI:
 
 
 def _pages(app: FastAPI) -> None:
-    def static(name: str, kind: str):
+    def static(name: str, kind: str) -> Callable[[], Response]:
         body = resources.files("twin.observe").joinpath("static").joinpath(name).read_bytes()
         return lambda: Response(body, media_type=kind, headers={"Cache-Control": "no-store"})
 

@@ -123,6 +123,7 @@ def prepare(core: Core, who: Principal, body: CreateBody, archive: bytes | None)
 def admit(core: Core, who: Principal, lab: Lab, body: CreateBody) -> tuple[int, int, float]:
     """The quota (409 with the numbers) and the host's capacity (409 with admission's figures),
     before anything is made; (FRR nodes, memory, lifetime)."""
+    assert lab.loaded is not None    # (Lab.load: what it loaded from the body)
     frr, memory = quotas.figures(lab.loaded)
     quotas.check(who.user, core.store.labs(who.user), core.limits(who.user), lab.name, frr, memory)
     life = core.expiry(seconds(body.expires_in))

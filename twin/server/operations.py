@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -83,7 +84,7 @@ class Operations:
         return self.store.operation(oid) or {}, True
 
     @staticmethod
-    def _refuse_busy(db, lab: str) -> None:
+    def _refuse_busy(db: sqlite3.Connection, lab: str) -> None:
         row = db.execute("SELECT id, kind, state FROM operations WHERE lab = ? AND state IN ('pending', 'running') "
                          "ORDER BY created LIMIT 1", (lab,)).fetchone()
         if row is not None:

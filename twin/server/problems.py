@@ -31,6 +31,7 @@ from twin.base.errors import (
     TwinError,
 )
 from twin.lifecycle import admission
+from twin.lifecycle.service import Scope
 
 TYPE = "https://twin.invalid/problems/"   # problem types are names under this (not fetched: no network)
 MEDIA = "application/problem+json"
@@ -122,6 +123,6 @@ def of_error(e: BaseException) -> ApiProblem:
     return ApiProblem(500, f"internal error: {type(e).__name__}" + (f": {first}" if first else ""), "internal")
 
 
-def guard_body(scope, status: int, why: str) -> tuple[bytes, str]:
+def guard_body(scope: Scope, status: int, why: str) -> tuple[bytes, str]:
     """How the guard words an error it answers itself (a body too large, a slow client)."""
     return ApiProblem(status, why).body(), MEDIA

@@ -101,7 +101,7 @@ def patch_lab(name: str, body: ExpiryBody, request: Request, who: Who) -> dict:
 
 
 @router.delete("/labs/{name}", status_code=202, responses=ACCEPTED, summary="Remove a lab (an operation)")
-def delete_lab(name: str, request: Request, who: Who, idem: Idem = None):
+def delete_lab(name: str, request: Request, who: Who, idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     core.lab(who, name)
     op, _ = core.ops.start(who, name, "delete", labwork.delete(name), idem,
@@ -112,7 +112,7 @@ def delete_lab(name: str, request: Request, who: Who, idem: Idem = None):
 
 @router.post("/labs/{name}/snapshots", status_code=202, responses=ACCEPTED, tags=["snapshots"],
              summary="Snapshot what a lab runs now (an operation; running memory such as BGP tables is not kept)")
-def snapshot_lab(name: str, request: Request, who: Who, idem: Idem = None):
+def snapshot_lab(name: str, request: Request, who: Who, idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     row = core.lab(who, name)
     snapshots.room(core, row["owner"])
@@ -142,7 +142,7 @@ def get_snapshot(sid: str, request: Request, who: Who) -> dict:
 
 @router.get("/snapshots/{sid}/archive", tags=["snapshots"], summary="A snapshot as its archive (tar.gz)",
             response_class=FileResponse)
-def snapshot_archive(sid: str, request: Request, who: Who):
+def snapshot_archive(sid: str, request: Request, who: Who) -> FileResponse:
     core = core_of(request)
     _snapshot(core, who, sid)
     return FileResponse(snapshots.path(core, sid), media_type="application/gzip", filename=f"snapshot-{sid}.tar.gz")

@@ -69,7 +69,7 @@ async def get_operation(oid: str, request: Request, who: Who) -> dict:
             summary="An operation's progress as server-sent events (follow=false: as JSON, at once)",
             responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}})
 async def operation_events(oid: str, request: Request, who: Who,
-                           follow: bool = True, after: Annotated[int, Query(ge=-1)] = -1):
+                           follow: bool = True, after: Annotated[int, Query(ge=-1)] = -1) -> Response:
     core = core_of(request)
     core.operation(who, oid)
     last = request.headers.get("last-event-id", "")

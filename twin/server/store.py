@@ -13,7 +13,8 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, overload
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
@@ -181,13 +182,18 @@ class _Tx:
         self.store._db.execute("BEGIN IMMEDIATE")
         return self.store._db
 
-    def __exit__(self, kind, value, tb) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
         try:
             self.store._db.execute("COMMIT" if kind is None else "ROLLBACK")
         finally:
             self.store._lock.release()
 
 
+@overload
+def _decoded(row: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def _decoded(row: None) -> None: ...
 def _decoded(row: dict[str, Any] | None) -> dict[str, Any] | None:
     if row is None:
         return None

@@ -34,9 +34,10 @@ from typing import Callable, Sequence
 from twin.base.errors import TwinError
 from twin.config.dialect import dialects
 from twin.lifecycle import state
-from twin.lifecycle.context import context_of
+from twin.lifecycle.context import LabContext, LabLike, context_of
 from twin.lint import Finding
 from twin.runtime import Recorder, carried, labelled, recording
+from twin.topology.model import Fabric
 from twin.topology.schema import CheckSpec
 from twin.verify import (
     arp,
@@ -89,7 +90,7 @@ def all_groups() -> dict[str, Callable]:
 
 
 def _both(first: Callable, then: Callable) -> Callable:
-    def run(ctx):
+    def run(ctx: LabContext) -> list[Check] | tuple[list[Check], dict]:
         a, b = first(ctx), then(ctx)
         (ca, ea), (cb, eb) = (x if isinstance(x, tuple) else (x, None) for x in (a, b))
         return (ca + cb, {**(ea or {}), **(eb or {})}) if ea or eb else ca + cb
@@ -103,7 +104,7 @@ def known(groups: Sequence[str] | None) -> None:
         raise TwinError(f"unknown check group(s) {', '.join(unknown)}; groups: {', '.join(all_groups())}")
 
 
-def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None = None) -> Report:
+def run(lab: LabLike, only: list[str] | None = None, checks: Sequence[CheckSpec] | None = None) -> Report:
     """Judge a running lab (a `twin.Lab` or its context) against its intent and the user's checks
     (`checks`; default: the `checks:` of its topology; `twin.topology.checks` loads and merges files).
     The groups run at once: each reads the lab's state or sends its own frames (told apart by a run
@@ -136,7 +137,7 @@ def run(lab, only: list[str] | None = None, checks: Sequence[CheckSpec] | None =
     return report
 
 
-def _wanted(name: str, only: list[str] | None, fabric, mine: tuple) -> bool:
+def _wanted(name: str, only: list[str] | None, fabric: Fabric, mine: tuple) -> bool:
     """A group asked for by name runs (and says so if the lab has nothing for it); otherwise
     each group runs where the lab has what it checks (the user's checks: where there are some)."""
     if name == "checks":
@@ -146,7 +147,7 @@ def _wanted(name: str, only: list[str] | None, fabric, mine: tuple) -> bool:
     return name in only if only else WHEN.get(name, lambda f: True)(fabric)
 
 
-def _group(ctx, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], dict | None, float]:
+def _group(ctx: LabContext, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], dict | None, float]:
     t0 = time.monotonic()
     try:
         with labelled(name):   # the commands of a group are recorded under its name

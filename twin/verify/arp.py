@@ -36,7 +36,7 @@ class Ask:
 def asks(fabric: Fabric, run: int) -> list[Ask]:
     out: list[Ask] = []
     for h in hosts(fabric):
-        t, a = fabric.attachment_of(h)
+        t, a = fabric.attachment(h)
         seg, me = t.segments[a.segment], a.ip
         wanted = [(seg.gateway, seg.mac, f"gateway, anycast on {a.vtep}")]
         wanted += [(p.ip, p.mac, f"{p.host} behind {p.vtep}") for p in t.attachments
@@ -54,7 +54,7 @@ def run(ctx: LabContext) -> list[Check]:
     todo = asks(fabric, run_id)
     if not todo:
         return []
-    me = {h: fabric.attachment_of(h)[1].ip for h in hosts(fabric)}
+    me = {h: fabric.attachment(h)[1].ip for h in hosts(fabric)}
     mark = X.marker(run_id)
     sends: dict[str, list[bytes]] = defaultdict(list)
     for q in todo:
@@ -75,7 +75,7 @@ def run(ctx: LabContext) -> list[Check]:
         macs = answers(captured, q)
         flooded = sorted(h for h, got in captured.items() if h != q.host and any(
             mark in f and X.ident(f, run_id) == q.ident for f in got))
-        a = fabric.attachment_of(q.host)[1]
+        a = fabric.attachment(q.host)[1]
         problems = []
         if q.mac not in macs:
             problems.append(f"no answer with {q.mac}" + (f" (answered with {', '.join(sorted(set(macs)))})"

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from twin import kinds
 from twin.base import timeouts
 from twin.base.errors import TwinError
-from twin.lifecycle.context import context_of
+from twin.lifecycle.context import LabLike, context_of
 from twin.runtime import (
     FRR_ADJACENCIES,
     FRR_AFI_KEYS,
@@ -29,6 +29,7 @@ from twin.runtime import (
     FRR_ROUTES_V6_VRFS,
     FRR_SUMMARY_VRFS,
     FRR_VNIS,
+    NodeExec,
     adjacency_states,
     bgp_peers,
     carried,
@@ -42,7 +43,7 @@ SECTIONS = ("sessions", "routes", "vnis", "adjacencies")
 IGPS = ("ospf", "ospf6", "isis")     # adjacencies recorded besides BGP sessions (routers of the user's configs)
 
 
-def record(lab) -> dict[str, Any]:
+def record(lab: LabLike) -> dict[str, Any]:
     """The baseline of a running lab (a `twin.Lab` or its context): every node that runs FRR, twin's
     and the routers of the user's own configs alike."""
     ctx = context_of(lab)
@@ -58,7 +59,7 @@ def record(lab) -> dict[str, Any]:
             "nodes": per_node}
 
 
-def node_state(ex, igps: Sequence[str] = (), bgp: bool = True) -> dict[str, Any]:
+def node_state(ex: NodeExec, igps: Sequence[str] = (), bgp: bool = True) -> dict[str, Any]:
     """One node's sessions (where it runs bgpd), routes and VNIs; and the adjacencies of the IGPs
     it runs (`igps`)."""
     v4, v6 = ex.vtysh_json(FRR_ROUTES_V4_VRFS, FRR_ROUTES_V6_VRFS, timeout=timeouts.VTYSH)

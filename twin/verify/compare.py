@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from twin.base import timeouts, wait
 from twin.base.errors import ConvergenceTimeout
-from twin.lifecycle.context import context_of
+from twin.lifecycle.context import LabLike, context_of
 from twin.runtime import labelled
 from twin.topology.allow import AllowRule
 from twin.verify import baseline
@@ -101,7 +101,8 @@ def differences(before: dict, after: dict, allow: Sequence[AllowRule] = ()) -> l
     return out
 
 
-def compare(lab, base: dict, allow: Sequence[AllowRule] = (), settle: float = timeouts.BASELINE_SETTLE) -> Comparison:
+def compare(lab: LabLike, base: dict, allow: Sequence[AllowRule] = (),
+            settle: float = timeouts.BASELINE_SETTLE) -> Comparison:
     """The running lab against `base`; read again for up to `settle` s while anything unallowed differs."""
     ctx = context_of(lab)
     result = Comparison(ctx.name, str(base.get("lab", "?")), str(base.get("recorded", "?")))

@@ -30,6 +30,7 @@ from twin.config.services import gateway_file, gateway_table
 from twin.intent.gateway import DEFAULT, public_name
 from twin.lifecycle.context import LabContext
 from twin.runtime import FRR_BGP_IPV4, bgp_origins, has_host_route
+from twin.topology.model import Attachment, Fabric, Tenant
 from twin.traffic import flows as F
 from twin.traffic import packets
 from twin.traffic.engine import Session, new_run_id
@@ -39,7 +40,7 @@ from twin.verify.result import Check
 GROUP = "gateway"
 
 
-def applies(fabric) -> bool:
+def applies(fabric: Fabric) -> bool:
     return any(t.internet for t in fabric.tenants.values())
 
 
@@ -120,14 +121,14 @@ def _send(ctx: LabContext, probes: list[Probe], run_id: int) -> dict[int, dict[s
     for p in probes:
         sends[p.tap].append(p.frame)
     taps = F.host_taps(ctx) + edge_taps(ctx)
-    out_ids = {p.id: p for p in probes if p.kind == "out"}
-    fwd_ids = {p.id: p for p in probes if p.target}
+    out_ids = {p.id: p.host for p in probes if p.kind == "out" and p.host}    # (an out probe has its host)
+    fwd_ids = {p.id: p.target for p in probes if p.target}
 
     def done(captured: dict[str, list[bytes]]) -> list[str]:
         got = _sightings(captured, run_id)
-        missing = [f"reply to probe {i}" for i, p in out_ids.items()
-                   if not any(s.reply for s in got.get(i, {}).get(p.host, []))]
-        return missing + [f"forward probe {i}" for i, p in fwd_ids.items() if not got.get(i, {}).get(p.target)]
+        missing = [f"reply to probe {i}" for i, host in out_ids.items()
+                   if not any(s.reply for s in got.get(i, {}).get(host, []))]
+        return missing + [f"forward probe {i}" for i, target in fwd_ids.items() if not got.get(i, {}).get(target)]
 
     with Session(taps) as session:
         captured = session.run(sends, packets.keep(run_id), done, timeouts.TRAFFIC)
@@ -146,7 +147,7 @@ def _sightings(captured: dict[str, list[bytes]], run_id: int) -> dict[int, dict[
 
 def _judge(ctx: LabContext, p: Probe, seen: dict[str, list[packets.Seen]], nat: dict) -> Check:
     fabric = ctx.fabric
-    tenant = {h: fabric.attachment_of(h)[0].name for h in F.hosts(fabric)}
+    tenant = {h: fabric.attachment(h)[0].name for h in F.hosts(fabric)}
     at_edge = [s for tap, ss in seen.items() if tap.split(":")[0] in edges(fabric) for s in ss
                if not s.reply and not s.error]
     answered = sorted({f"{s.error} from {s.src}" for tap, ss in seen.items() if tap.split(":")[0] in edges(fabric)
@@ -184,7 +185,8 @@ def _judge(ctx: LabContext, p: Probe, seen: dict[str, list[packets.Seen]], nat: 
 
 def _out(ctx: LabContext, p: Probe, at_edge: list, at_hosts: dict, nat: dict, tenant: dict) -> list[str]:
     fabric = ctx.fabric
-    t, a = fabric.attachment_of(p.host)
+    assert p.host is not None and p.public is not None    # (an out probe has both: Builder.build)
+    t, a = fabric.attachment(p.host)
     owner = {prefix.split("/")[0]: ten for prefix, (ten, _) in fabric.public().items()}
     problems = []
     if not at_edge:
@@ -218,7 +220,7 @@ def _nat_rules(ctx: LabContext) -> dict[tuple[str, str], str]:
     return out
 
 
-def _nat_reason(ctx: LabContext, t, a, public: str, nat: dict) -> str:
+def _nat_reason(ctx: LabContext, t: Tenant, a: Attachment, public: str, nat: dict) -> str:
     rules = nat.get((a.vtep, t.name), "")
     table = gateway_table(t, ctx.backend)
     if f"snat to {public}" not in rules:

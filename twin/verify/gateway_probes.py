@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from twin import kinds
 from twin.lifecycle.context import LabContext
@@ -25,6 +26,9 @@ from twin.traffic import packets
 from twin.traffic.engine import Tap
 
 CLOSED_PORT = 33434       # the first port no forward opens is the closed one
+
+
+Make = Callable[[bytes], bytes]    # a probe's frame around its tag
 
 
 @dataclass(frozen=True)
@@ -70,18 +74,18 @@ class Builder:
         opened = {fw.port for t in self.fabric.tenants.values() if t.internet for fw in t.internet.forwards}
         self.closed = next(p for p in range(CLOSED_PORT, 65536) if p not in opened)
 
-    def add(self, kind: str, what: str, tap: str, make, **kw) -> None:
+    def add(self, kind: str, what: str, tap: str, make: Make, **kw: Any) -> None:    # kw: Probe's fields
         i = len(self.probes) + 1
         self.probes.append(Probe(i, kind, what, tap, make(packets.tag(self.run, i)), **kw))
 
-    def from_host(self, t: Tenant, a: Attachment, dst: str, proto: str = "icmp", dport: int | None = None):
+    def from_host(self, t: Tenant, a: Attachment, dst: str, proto: str = "icmp", dport: int | None = None) -> Make:
         gw, dport = t.segments[a.segment].mac, dport or self.closed
         if proto == "icmp":
             return lambda body: packets.echo(a.mac, gw, a.ip, dst, self.ident, 1, body)
         build = packets.syn if proto == "tcp" else packets.datagram
         return lambda body: build(a.mac, gw, a.ip, dst, self.sport, dport, body)
 
-    def from_internet(self, dst: str, proto: str = "icmp", dport: int | None = None):
+    def from_internet(self, dst: str, proto: str = "icmp", dport: int | None = None) -> Make:
         (_, smac, dmac), dport = self.inet, dport or self.closed
         if proto == "icmp":
             return lambda body: packets.echo(smac, dmac, self.tests[0], dst, self.ident, 1, body)
@@ -90,14 +94,14 @@ class Builder:
 
     def build(self) -> list[Probe]:
         f = self.fabric
-        loopbacks = {n.loopback: n.name for n in f.routers()}
+        loopbacks = {n.loopback: n.name for n in f.routers() if n.loopback}
         for t in f.tenants.values():
             for a in t.attachments:
                 if t.goes_out(a):
                     for ip in self.tests:
                         self.add("out", f"{t.name} {a.host} -> internet {ip}", a.host, self.from_host(t, a, ip),
                                  host=a.host, public=t.public_of(a))
-                    for lo in (f.nodes[a.vtep].loopback, next(iter(loopbacks))):
+                    for lo in (f.loopback_of(a.vtep), next(iter(loopbacks))):
                         self.add("fabric", f"{t.name} {a.host} -> fabric {lo} ({loopbacks[lo]}) through its gateway",
                                  a.host, self.from_host(t, a, lo), host=a.host)
                 else:
@@ -116,7 +120,7 @@ class Builder:
                 shown = "ping" if proto == "icmp" else f"udp/{self.closed}"
                 self.add("inbound", f"internet -> {tenant} {public} {shown} (no forward)", self.inet[0],
                          self.from_internet(public, proto), public=public)
-            for fw in t.internet.forwards:
+            for fw in t.internet.forwards if t.internet else ():
                 a = next(x for x in t.attachments if x.host == fw.host)
                 if t.public_of(a) == public:
                     self.add("forward", f"internet -> {tenant} {public} {fw.proto}/{fw.port} (forward to {fw.host}:"
@@ -137,7 +141,7 @@ class Builder:
                 self.add("cross", f"{t.name} {a.host} -> {other} {public} udp/{self.closed} (no forward)", a.host,
                          self.from_host(t, a, public, "udp"), host=a.host, public=public)
                 o = f.tenants[other]
-                for fw in o.internet.forwards:
+                for fw in o.internet.forwards if o.internet else ():
                     b = next(x for x in o.attachments if x.host == fw.host)
                     if o.public_of(b) == public:
                         self.add("cross", f"{t.name} {a.host} -> {other} {public} {fw.proto}/{fw.port} (forward "

@@ -22,7 +22,7 @@ COUNT = 2
 def run(ctx: LabContext, count: int = COUNT) -> tuple[list[Check], dict]:
     fabric = ctx.fabric
     hosts = F.hosts(fabric)
-    tenant = {h: fabric.attachment_of(h)[0].name for h in hosts}
+    tenant = {h: fabric.attachment(h)[0].name for h in hosts}
     flows: list[Flow] = []
     expect: dict[int, bool] = {}
     for s in hosts:

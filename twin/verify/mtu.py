@@ -18,7 +18,7 @@ from twin.config.backend import tenant_ns
 from twin.intent import paths
 from twin.lifecycle.context import LabContext
 from twin.runtime import read_interfaces
-from twin.topology.model import Fabric
+from twin.topology.model import Attachment, Fabric
 from twin.topology.tenant_checks import VXLAN_OVERHEAD
 from twin.traffic import flows as F
 from twin.verify.result import Check
@@ -115,7 +115,7 @@ def _frames(ctx: LabContext, short: dict[tuple[str, str], str]) -> list[Check]:
     flows: list = []
     mine: list[tuple[int, list[int]]] = []
     for _, s, d in pairs:
-        sa, da = fabric.attachment_of(s)[1], fabric.attachment_of(d)[1]
+        sa, da = fabric.attachment(s)[1], fabric.attachment(d)[1]
         size = min(fabric.nodes[s].ports_by_name[sa.host_port].mtu, fabric.nodes[d].ports_by_name[da.host_port].mtu)
         ids = []
         for _ in range(FLOWS):
@@ -128,7 +128,7 @@ def _frames(ctx: LabContext, short: dict[tuple[str, str], str]) -> list[Check]:
     for (tenant, s, d), (size, ids) in zip(pairs, mine):
         sent = sum(results[i].sent for i in ids)
         got = sum(results[i].received for i in ids)
-        sa, da = fabric.attachment_of(s)[1], fabric.attachment_of(d)[1]
+        sa, da = fabric.attachment(s)[1], fabric.attachment(d)[1]
         on_path = [why for (n, p), why in sorted(short.items())
                    if n in (s, d) or _on_paths(fabric, sa.vtep, da.vtep, n, p)]
         msg = "" if got >= sent else (f"{sent - got}/{sent} frames of {size} B (DF) lost"
@@ -147,6 +147,6 @@ def _on_paths(fabric: Fabric, a: str, b: str, node: str, port: str) -> bool:
     return any(port in nh.get(node, ()) or peer.peer_port in nh.get(peer.peer_node, ()) for nh in hops)
 
 
-def _unlimited_first(a) -> tuple[bool, str]:
+def _unlimited_first(a: Attachment) -> tuple[bool, str]:
     """A host no rate limit holds back first (its frames measure MTUs, not its limit)."""
     return a.rate_limit is not None, a.host

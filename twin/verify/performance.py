@@ -71,9 +71,12 @@ def scenarios(fabric: Fabric) -> list[Scenario]:
                 victim = next((a for a in local[w] if peer(fabric, fabric.tenants[w], a)), None)
                 if w == n or noisy is None or victim is None or (n, w) in done:
                     continue
-                done.add((n, w))
                 tn, tw = fabric.tenants[n], fabric.tenants[w]
-                out.append(Scenario(v, (tn, noisy, peer(fabric, tn, noisy)), (tw, victim, peer(fabric, tw, victim))))
+                to_noisy, to_victim = peer(fabric, tn, noisy), peer(fabric, tw, victim)
+                if to_noisy is None or to_victim is None:   # (both were chosen for having a peer)
+                    continue
+                done.add((n, w))
+                out.append(Scenario(v, (tn, noisy, to_noisy), (tw, victim, to_victim)))
     return out
 
 
@@ -104,19 +107,20 @@ def measure(ctx: LabContext, s: Scenario, flow_ids: tuple[int, int] = (1, 2)) ->
     (nt, na, nd), (vt, va, vd) = s.noisy, s.victim
     flood_flow = F.flow(fabric, na.host, nd.host, flow_ids[0], payload=PAYLOAD, sport=51000)
     victim_flow = F.flow(fabric, va.host, vd.host, flow_ids[1], payload=PAYLOAD, sport=51001, dqp=0x22)
-    with Flood(ctx, flood_flow, WARMUP + SECONDS) as flood:
+    held = WARMUP + SECONDS
+    with Flood(ctx, flood_flow, held) as flood:
         frame = flood.frame_bytes
         cap = cap_fps(va, vd, frame)
         target = SHARE * cap if cap else UNLIMITED_FPS
         with Stream(ctx, [victim_flow], interval=1.0 / target) as stream:
             stream.hold(WARMUP + SECONDS)
-    r = stream.results[0]
+    r = stream.stop()[0]    # (stopped: its results)
     victim = figures(vt.name, va.host, vd.host, limit_text(va, vd), r.sent / stream.elapsed(),
                       r.received / stream.elapsed(), r.sent, r.received, frame, round(stream.elapsed(), 2))
     limit = cap_fps(na, nd, frame)
-    noisy = figures(nt.name, na.host, nd.host, limit_text(na, nd), flood.sent / flood.seconds,
+    noisy = figures(nt.name, na.host, nd.host, limit_text(na, nd), flood.sent / held,
                      flood.delivered(WARMUP, WARMUP + SECONDS) / SECONDS, flood.sent, len(flood.arrivals), frame,
-                     flood.seconds)
+                     held)
     checks = [_judge_victim(s, victim, target), _judge_noisy(s, noisy, limit)]
     return checks, {"vtep": s.vtep, "noisy": noisy, "victim": victim,
                     "victim_target_fps": round(target), "noisy_limit_fps": round(limit or 0)}

@@ -61,7 +61,7 @@ def run(ctx: LabContext, count: int = COUNT, payload: int = PAYLOAD) -> tuple[li
             problems.append(f"{r.duplicates} duplicates")
         if r.reordered:
             problems.append(f"{r.reordered} reordered")
-        tenant = fabric.attachment_of(f.src)[0].name
+        tenant = fabric.attachment(f.src)[0].name
         checks.append(Check(GROUP, f"{tenant} {f.src} -> {f.dst} ({kind})", not problems, "; ".join(problems),
                             {"sent": r.sent, "received": r.received, "icrc_bad": r.icrc_bad,
                              "tos_changed": r.tos_changed, "gaps": r.gaps, "duplicates": r.duplicates,

@@ -105,7 +105,7 @@ def run(ctx: LabContext) -> list[Check]:
     taps = [Tap(f"{n.name}:{p.name}", ctx.netns(n.name), p.name) for n in fabric.routers() for p in n.fabric_ports]
     results, raw = F.run_with_taps(ctx, flows, {f.flow_id: True for f in flows}, check_icrc=False, taps=taps)
     frames = {tap: [e for fr in got if (e := encapsulated(fr))] for tap, got in raw.items()}
-    lo = {n.loopback: n.name for n in fabric.routers()}
+    lo = {n.loopback: n.name for n in fabric.routers() if n.loopback}
     checks = []
     for p, ids in zip(todo, mine):
         seen = _seen(fabric, p, ids, frames, lo)
@@ -115,7 +115,7 @@ def run(ctx: LabContext) -> list[Check]:
 
 
 def _seen(fabric: Fabric, p: Probe, ids: set[int], frames: dict[str, list], lo: dict[str, str]) -> Seen:
-    sa, da = fabric.attachment_of(p.src)[1], fabric.attachment_of(p.dst)[1]
+    sa, da = fabric.attachment(p.src)[1], fabric.attachment(p.dst)[1]
     avoid = set(paths.avoidable(fabric, sa.vtep, da.vtep))
     seen = Seen()
     for tap, captured in frames.items():
@@ -134,7 +134,7 @@ def _seen(fabric: Fabric, p: Probe, ids: set[int], frames: dict[str, list], lo: 
 
 def _judge(fabric: Fabric, p: Probe, seen: Seen, sent: int, delivered: int) -> Check:
     t = fabric.tenants[p.tenant]
-    sa, da = fabric.attachment_of(p.src)[1], fabric.attachment_of(p.dst)[1]
+    sa, da = fabric.attachment(p.src)[1], fabric.attachment(p.dst)[1]
     want_vni = t.segments[sa.segment].l2vni if sa.segment == da.segment else t.l3vni
     avoid = paths.avoidable(fabric, sa.vtep, da.vtep)
     problems = []

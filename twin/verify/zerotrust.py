@@ -64,7 +64,7 @@ class Attack:
 
 def targets(fabric: Fabric, host: str) -> list[Target]:
     """Every place a frame from `host` could go, one of each kind."""
-    t, a = fabric.attachment_of(host)
+    t, a = fabric.attachment(host)
     seg = t.segments[a.segment]
     on_link = lambda ip: ipaddress.ip_address(ip) in ipaddress.ip_network(seg.subnet)   # noqa: E731
     same = [x for x in t.attachments if x.segment == a.segment and x.host != host]
@@ -85,7 +85,7 @@ def targets(fabric: Fabric, host: str) -> list[Target]:
               [n.name for n in fabric.routers() if n.name not in fabric.vteps()]
     for r, why in [(a.vtep, "its VTEP"), *((v, "a remote VTEP") for v in others[:1]),
                    *((n, "underlay") for n in transit[:1])]:
-        out.append(Target(f"{r} loopback {fabric.nodes[r].loopback} ({why})", seg.mac, fabric.nodes[r].loopback))
+        out.append(Target(f"{r} loopback {fabric.loopback_of(r)} ({why})", seg.mac, fabric.loopback_of(r)))
     out.append(Target("everyone (gratuitous ARP)", X.BROADCAST, "", True))
     return out
 
@@ -93,16 +93,16 @@ def targets(fabric: Fabric, host: str) -> list[Target]:
 def victim(fabric: Fabric, host: str) -> tuple[Attachment, Attachment]:
     """Whose MAC and whose address `host` claims: a host of another tenant first (its MAC lands
     in no table of the attacker's tenant), and an address other than its own; for ARP, a peer's."""
-    t, a = fabric.attachment_of(host)
+    t, a = fabric.attachment(host)
     everyone = [x for u in fabric.tenants.values() for x in u.attachments if x.host != host]
-    by_mac = sorted(everyone, key=lambda x: (fabric.attachment_of(x.host)[0].name == t.name, x.segment == a.segment))
+    by_mac = sorted(everyone, key=lambda x: (fabric.attachment(x.host)[0].name == t.name, x.segment == a.segment))
     by_ip = sorted((x for x in everyone if x.ip != a.ip),
-                   key=lambda x: (fabric.attachment_of(x.host)[0].name == t.name, x.host))
+                   key=lambda x: (fabric.attachment(x.host)[0].name == t.name, x.host))
     return by_mac[0], (by_ip or by_mac)[0]
 
 
 def _attack_frames(fabric: Fabric, host: str, rule: str, tg: Target, run: int, ident: int) -> list[bytes]:
-    t, a = fabric.attachment_of(host)
+    t, a = fabric.attachment(host)
     seg = t.segments[a.segment]
     vm, vi = victim(fabric, host)
     me, tag = a.ip, X.tag(run, ident)
@@ -179,7 +179,7 @@ def run(ctx: LabContext) -> list[Check]:
 
 
 def _judge(fabric: Fabric, host: str, rule: str, mine: list[Attack], seen: dict[int, Counter]) -> Check:
-    a = fabric.attachment_of(host)[1]
+    a = fabric.attachment(host)[1]
     reached = [f"{at.target.what}: seen at {', '.join(f'{w} ({n})' for w, n in seen[at.ident].items())}"
                for at in mine if seen[at.ident]]
     msg = "" if not reached else (f"{len(reached)} of {len(mine)} attacks got through, rule '{host}: {rule}' on "

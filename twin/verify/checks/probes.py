@@ -105,7 +105,7 @@ def bgp_session(ctx: LabContext, s: BgpSessionCheck) -> Outcome:
 def bgp_prefixes(ctx: LabContext, s: BgpPrefixesCheck) -> Outcome:
     if s.peer is None and s.port is None:
         (doc,) = ctx.exec(s.node).vtysh_json(bgp_table_cmd(s.vrf, s.afi), timeout=timeouts.VTYSH)
-        counts = {f"{s.vrf} {s.afi} table": bgp_table_size(doc, s.afi)}
+        counts: dict[str, int | None] = {f"{s.vrf} {s.afi} table": bgp_table_size(doc, s.afi)}
     elif s.count == "accepted":
         doc = _summary(ctx, s.node, s.vrf)
         counts = {k: bgp_peers(doc, s.afi).get(k, {}).get("pfxRcd")
@@ -142,7 +142,7 @@ def route(ctx: LabContext, s: RouteCheck) -> Outcome:
         return Outcome(False, f"{where}: no {s.protocol + ' ' if s.protocol else ''}route"
                               + (f" selected ({shown})" if entries else ""), data)
     want = s.nexthops if s.nexthops is not None else \
-        [ctx.fabric.nodes[v].loopback for v in s.vteps] if s.vteps is not None else None
+        [ctx.fabric.loopback_of(v) for v in s.vteps] if s.vteps is not None else None
     if want is None:
         return Outcome(True, f"{where}: {shown}", data)
     names = chosen[0]["names"]     # each next hop matched by one of the expected, each expected by a next hop
@@ -180,8 +180,8 @@ def roce(ctx: LabContext, s: RoceCheck) -> Outcome:
     f = F.flow_to(ctx.fabric, s.from_, s.to, 1, count=s.count, payload=s.payload, dscp=s.dscp, ecn=s.ecn,
                   sport=49152 + (zlib.crc32(s.name.encode()) & 0x3FFF))
     r = F.run(ctx, [f], {1: s.expect == "delivered"}, timeout=min(timeouts.TRAFFIC, s.timeout or timeouts.CHECK))[1]
-    tenant = ctx.fabric.attachment_of(s.from_)[0].name
-    others = {h: n for h, n in r.seen_at.items() if h != s.from_ and ctx.fabric.attachment_of(h)[0].name != tenant}
+    tenant = ctx.fabric.attachment(s.from_)[0].name
+    others = {h: n for h, n in r.seen_at.items() if h != s.from_ and ctx.fabric.attachment(h)[0].name != tenant}
     data = {"dst": f.dst, "dst_ip": f.dst_ip, "sent": r.sent, "received": r.received, "icrc_bad": r.icrc_bad,
             "tos_changed": r.tos_changed, "seen_at": r.seen_at, "dscp": s.dscp, "ecn": s.ecn}
     where = f"{s.from_} -> {f.dst or f.dst_ip} ({f.dst_ip}): {r.received} of {r.sent} delivered" + \
