@@ -19,8 +19,8 @@ import re
 from twin.intent import frrconf
 from twin.lifecycle.context import LabContext
 from twin.nvue import judge
-from twin.nvue.configs import running as nvue_running
 from twin.nvue.configs import NvueNode, runs_nvue
+from twin.nvue.configs import running as nvue_running
 from twin.nvue.model import Bgp
 from twin.prove.element import Element, Exempt, Vtysh, alt
 from twin.prove.frr_side import Runs, running
