@@ -139,14 +139,14 @@ def test_a_neighbor_named_by_an_interface_needs_no_type_and_a_policy_is_frrs():
 
 def test_what_nvue_refuses_of_policies_is_named_at_once():
     said = refused({"router": {"policy": {"route-map": {"RM": {"rule": {
-        "10": {"action": "permit", "match": {"ip-prefix-list": "NOPE", "community-list": "C1"}},
+        "10": {"action": "permit", "match": {"ip-prefix-list": "NOPE", "origin": "igp"}},
         "20": {"set": {"weight": 5}}}}}}},
         "vrf": {"default": {"router": {"bgp": {"neighbor": {"swp51": {"address-family": {"ipv4-unicast": {
             "policy": {"outbound": {"prefix-list": "MISSING"}}}}}}}}}}})
     assert sorted(said) == sorted([
         "vrf.default.router.bgp.neighbor.swp51.address-family.ipv4-unicast.policy.outbound.prefix-list: no "
         "prefix-list MISSING in router.policy.prefix-list",
-        "router.policy.route-map.RM.rule.10.match.community-list: match community-list is not emulated: the rule "
+        "router.policy.route-map.RM.rule.10.match.origin: match origin is not emulated: the rule "
         "would match more than it says; twin does not run it half",
         "router.policy.route-map.RM.rule.10.match.ip-prefix-list: no prefix-list NOPE in router.policy.prefix-list",
         "router.policy.route-map.RM.rule.20.action: a rule needs an action: permit or deny"])

@@ -161,19 +161,44 @@ _PREFIX_LIST = Obj({"type": Leaf("enum", choices=("ipv4", "ipv6")), "description
                     "rule": Coll(RULE, Obj({"action": ACTION, "match": Coll(PREFIX, Obj({
                         "max-prefix-len": Leaf("int", lo=0, hi=128, what="a prefix length (0-128)"),
                         "min-prefix-len": Leaf("int", lo=0, hi=128, what="a prefix length (0-128)")}))}))})
-_RM_MATCH = ("as-path-list", "community-list", "evpn-default-route", "evpn-route-type", "evpn-vni", "ip-nexthop",
-             "ip-nexthop-len", "ip-nexthop-list", "ip-nexthop-type", "ip-prefix-len", "large-community-list",
+_RM_MATCH = ("evpn-default-route", "evpn-route-type", "evpn-vni", "ip-nexthop",
+             "ip-nexthop-len", "ip-nexthop-list", "ip-nexthop-type", "ip-prefix-len",
              "local-preference", "metric", "origin", "peer", "source-protocol", "source-vrf", "ipv6-prefix-list")
-_RM_SET = ("aggregator-as", "as-path-exclude", "as-path-prepend", "atomic-aggregate", "community",
+_RM_SET = ("aggregator-as", "as-path-exclude", "atomic-aggregate",
            "community-delete-list", "ext-community-bw", "ext-community-rt", "ext-community-soo", "forwarding-address",
-           "ipv6-nexthop-global", "ipv6-nexthop-local", "ipv6-nexthop-prefer-global", "large-community",
-           "large-community-delete-list", "metric-type", "origin", "originator-id", "source-ip", "ip-nexthop")
+           "ipv6-nexthop-global", "ipv6-nexthop-local", "ipv6-nexthop-prefer-global",
+           "large-community-delete-list", "metric-type", "origin", "originator-id", "source-ip")
+# community, large-community and AS-path lists and their use in route maps (issue 44: twin.nvue.policy)
+LIST = Leaf("list", what="a list name (1-63 of letters, digits, _ and -, starting with a letter) or a number 1-99")
+_WELL_KNOWN = ("internet", "local-AS", "no-advertise", "no-export", "graceful-shutdown", "blackhole", "no-peer",
+               "accept-own")
+COMMUNITY = Leaf("community", choices=_WELL_KNOWN, what="a community AA:NN (each 0-65535) or one of "
+                                                        + ", ".join(_WELL_KNOWN))
+LARGE = Leaf("large", what="a large community like 65101:1:100 (three numbers of 0-4294967295)")
+_ADD = ("additive", "none")      # a set's words: add to the route's communities (FRR's additive), or clear them
+_LISTS = {
+    "community-list": Obj({"description": S(), "rule": Coll(RULE, Obj({
+        "action": ACTION, "community": Coll(COMMUNITY, Empty())}))}),
+    "large-community-list": Obj({"description": S(), "rule": Coll(RULE, Obj({
+        "action": ACTION, "large-community": Coll(LARGE, Empty())}))}),
+    "as-path-list": Obj({"description": S(), "rule": Coll(RULE, Obj({
+        "action": ACTION, "aspath-exp": Leaf("aspath", what="an AS-path regular expression: 1-255 of digits, "
+                                                            "spaces and _ ^ $ . * + ? ( ) [ ] { } | , -")}))})}
 _ROUTE_MAP = Obj({"description": S(), "rule": Coll(RULE, Obj({
     "action": ACTION, "description": S(),
     "match": Obj({"ip-prefix-list": POLICY, "type": Leaf("enum", choices=("ipv4", "ipv6")), "interface": IFNAME,
-                  "tag": Leaf("int", lo=1, hi=4294967295, what="1-4294967295"), **{k: Opaque() for k in _RM_MATCH}}),
+                  "tag": Leaf("int", lo=1, hi=4294967295, what="1-4294967295"),
+                  "community-list": LIST, "large-community-list": LIST, "as-path-list": LIST,
+                  **{k: Opaque() for k in _RM_MATCH}}),
     "set": Obj({"local-preference": U32, "metric": U32, "weight": U32,
-                "tag": Leaf("int", lo=1, hi=4294967295, what="1-4294967295"), **{k: Opaque() for k in _RM_SET}}),
+                "tag": Leaf("int", lo=1, hi=4294967295, what="1-4294967295"),
+                "community": Coll(Leaf("community", choices=_WELL_KNOWN + _ADD, what=COMMUNITY.what +
+                                       ", additive or none"), Empty()),
+                "large-community": Coll(Leaf("large", choices=_ADD, what=LARGE.what + ", additive or none"), Empty()),
+                "as-path-prepend": Obj({"as": ASN, "last-as": Leaf("int", lo=1, hi=10, what="1-10")}),
+                "ip-nexthop": Leaf("ipv4", choices=("unchanged", "peer-addr"),
+                                   what="an IPv4 address, unchanged or peer-addr"),
+                **{k: Opaque() for k in _RM_SET}}),
     **{k: Opaque() for k in ("call", "exit-policy")}}))})
 _STATIC = Coll(PREFIX, Obj({"via": Coll(VIA, Obj({"interface": IFNAME, "vrf": S(), "type": S()})),
                             "distance": Leaf("int", lo=1, hi=255, what="an administrative distance (1-255)"),
@@ -280,8 +305,7 @@ TREE = Obj({
                     **{k: S() for k in ("policy-update-timer", "wait-for-install")}}),
         "vrr": Obj({"enable": ON_OFF}),
         "policy": Obj({"prefix-list": Coll(POLICY, _PREFIX_LIST), "route-map": Coll(POLICY, _ROUTE_MAP),
-                       **{k: Opaque() for k in ("community-list", "as-path-list", "large-community-list",
-                                                "ext-community-list")}}),
+                       **{k: Coll(LIST, v) for k, v in _LISTS.items()}, "ext-community-list": Opaque()}),
         **{k: Opaque() for k in ("ospf", "pim", "igmp", "vrrp", "adaptive-routing", "pbr", "nexthop",
                                  "nexthop-group", "ptm", "bfd")}}),
     "vrf": Coll(VRFNAME, Obj({

@@ -34,6 +34,10 @@ _MAC = re.compile(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}")
 _LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")    # RFC 1123: one label of a host name
 _RT = re.compile(r"(ANY|\*|\d{1,10}|\d{1,3}(\.\d{1,3}){3}):(\d{1,10})")
 _RD = re.compile(r"(\d{1,10}|\d{1,3}(\.\d{1,3}){3}):(\d{1,10})")
+_LIST = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}|[1-9][0-9]?")   # community... lists: a name, or FRR's 1-99
+_COMMUNITY = re.compile(r"(\d{1,5}):(\d{1,5})")
+_LARGE = re.compile(r"(\d{1,10}):(\d{1,10}):(\d{1,10})")
+_ASPATH = re.compile(r"[0-9 _^$.*+?()\[\]{}|,-]{1,255}")    # FRR's AS-path regex, nothing a line could end with
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,12 @@ def _via(leaf: Leaf, v: Any) -> tuple[Any, bool]:
         return None, False
 
 
+def _numbers(pattern: re.Pattern, hi: int) -> Any:
+    """Text of numbers joined by ':' (a community), each at most `hi`."""
+    return lambda leaf, v: (v, isinstance(v, str) and (m := pattern.fullmatch(v)) is not None
+                            and all(int(x) <= hi for x in m.groups()))
+
+
 def _enum(leaf: Leaf, v: Any) -> tuple[Any, bool]:
     return v, isinstance(v, str) and v in leaf.choices
 
@@ -146,7 +156,8 @@ def _text(leaf: Leaf, v: Any) -> tuple[Any, bool]:
 _CHECKS = {"bool": _bool, "int": _int, "asn": _asn, "ipv4": _ipv4, "prefix": _prefix, "enum": _enum,
            "mac": _match(_MAC), "name": _match(_NAME), "vrf": _match(_VRF), "group": _match(_GROUP),
            "rt": _match(_RT), "rd": _match(_RD), "policy": _match(_POLICY), "via": _via, "neighbor": _neighbor,
-           "host": _host, "str": _text}
+           "host": _host, "str": _text, "list": _match(_LIST), "aspath": _match(_ASPATH),
+           "community": _numbers(_COMMUNITY, 65535), "large": _numbers(_LARGE, 4294967295)}
 
 
 # --- the tree, checked -----------------------------------------------------------------------------------
