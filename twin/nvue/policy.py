@@ -131,8 +131,8 @@ class Policy:
                 for kind in LISTS:
                     n = r.get("match", {}).get(kind)
                     if n is not None and n not in self.lists[kind]:
-                        known = ", ".join(sorted(self.lists[kind])) or "none"
-                        out.append((at + ("match", kind), f"no {kind} {n} in router.policy.{kind} (declared: {known})"))
+                        names = ", ".join(sorted(self.lists[kind])) or "none"
+                        out.append((at + ("match", kind), f"no {kind} {n} in router.policy.{kind} (declared: {names})"))
                 for key in ("community", "large-community"):
                     words = set(r.get("set", {}).get(key, {}))
                     if "none" in words and len(words) > 1:
