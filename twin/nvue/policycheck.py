@@ -224,16 +224,17 @@ def judge(node: str, b: Bound, policy: Policy, docs: list, needed: dict[str, str
             out.append(f"{where}: {_rule_text(policy, b.route_map, r)} {verb} {p} ({whose}) "
                        f"{'from' if b.way == 'out' else 'sent by'} {other}: the fabric needs it")
     if held and len(denied) == len(held):
-        out.append(f"{where}: route-map {b.route_map} denies every route of the session ({len(held)}: "
+        rules = " and ".join(sorted({_rule_text(policy, b.route_map, r) for r in denied.values()}))
+        out.append(f"{where}: {rules} denies every route of the session ({len(held)}: "
                    f"{', '.join(sorted(held)[:6])}{', ...' if len(held) > 6 else ''}): "
                    f"{'nothing is advertised to' if b.way == 'out' else 'nothing is accepted from'} {other}")
     if b.way == "out" and at_peer is not None:
-        out += _communities(where, policy, b, mine, denied, at_peer, other)
+        out += _communities(where, policy, b, mine, denied, at_peer, other, node)
     return out, {"route-map": b.route_map, "way": b.way, "denied": sorted(denied)}
 
 
 def _communities(where: str, policy: Policy, b: Bound, mine: dict[str, Route], denied: dict[str, Route],
-                 at_peer: dict[str, Route], other: str) -> list[str]:
+                 at_peer: dict[str, Route], other: str, node: str) -> list[str]:
     """A community a rule sets on a route it permits, absent where the peer holds the route from this node."""
     out = []
     for p, r in sorted(mine.items()):
@@ -246,8 +247,8 @@ def _communities(where: str, policy: Policy, b: Bound, mine: dict[str, Route], d
             missing = [v for v in values if v not in has]
             if missing or ("none" in want and has):
                 out.append(f"{where}: route-map {b.route_map} rule {rule.seq} sets {key} "
-                           f"{' '.join(want)} on {p}; {other} holds it from this node with "
-                           f"{' '.join(has) or 'none'}")
+                           f"{' '.join(want)} on {p}; {other} holds it from {node} with "
+                           f"{' '.join(has) or 'no ' + key}")
     return out
 
 

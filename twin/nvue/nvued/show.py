@@ -5,6 +5,7 @@ REST API's GET of the same paths without `rev`):
     vrf VRF router bgp neighbor [PEER]               BGP neighbors: state, timers, BFD session (vtysh)
     evpn vni [VNI]                                   EVPN VNIs: type, VRF, VLAN, remote VTEPs (vtysh)
     vrf VRF router rib ipv4 route [PREFIX]           a VRF's IPv4 routes (vtysh)
+    router policy [...]                              the lists and route maps bgpd runs (`showpolicy`)
 
 Names are NVUE's (swp1, p0_if, vlan10, VRF RED); each is mapped to what twin made for it (a
 port, the segment's bridge in the tenant's VRF, the tenant's VRF) and shown with it under
@@ -23,6 +24,7 @@ from twin.nvue import judge
 from twin.nvue.acl import TABLE
 from twin.nvue.configs import running
 from twin.nvue.nvued.revision import NotFound
+from twin.nvue.nvued.showpolicy import policy_shown
 from twin.nvue.plane import VLAN_AWARE, Plane
 from twin.nvue.qos import Qos
 from twin.nvue.tree import show
@@ -39,7 +41,7 @@ from twin.runtime import (
 )
 
 PATHS = (("interface",), ("acl",), ("qos",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
-         ("vrf", "*", "router", "rib", "ipv4", "route"))
+         ("vrf", "*", "router", "rib", "ipv4", "route"), ("router", "policy"))
 
 
 def operational(path: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
@@ -65,6 +67,8 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
         doc = qos_shown(ctx, node, plane)
     elif head == ("evpn", "vni"):
         doc = vnis(ctx, node, plane)
+    elif head == ("router", "policy"):
+        doc = policy_shown(ctx, node)
     elif head[-1] == "neighbor":
         doc = neighbors(ctx, node, _vrf(plane, head[1]), plane)
     else:
