@@ -44,7 +44,7 @@ INNER = {
         {"twin.nvue.plane", "twin.nvue.routed", "twin.nvue.beyond", "twin.nvue.bonds", "twin.nvue.vlanaware",
          "twin.nvue.frr", "twin.nvue.kernelplane", "twin.nvue.configs", "twin.nvue.export", "twin.nvue.declared",
          "twin.nvue.acl", "twin.nvue.mtu", "twin.nvue.qos"},
-        {"twin.nvue.change", "twin.nvue.judge"},
+        {"twin.nvue.change", "twin.nvue.judge", "twin.nvue.policycheck"},
         {"twin.nvue.service", "twin.nvue.nvued", "twin.nvue.prove", "twin.nvue.dialect", "twin.nvue.kernelcheck"},
     ],
 }
