@@ -146,7 +146,7 @@ def test_a_group_two_dialects_bring_runs_both_parts_in_order(monkeypatch):
     from twin.config import dialect
     from twin.verify.result import Check
     assert {"protocols", "acl", "qos"} <= set(verify.all_groups())
-    assert verify.all_groups()["protocols"] is judge.checks, "NVUE's alone: no other part"
+    assert verify.all_groups()["protocols"] is judge.protocols, "NVUE's alone: no other part"
     nvue = dialect._REGISTERED["nvue"]
     mine = dataclasses.replace(nvue, groups={**nvue.groups,
                                              "protocols": lambda ctx: [Check("protocols", "bfd leaf1", True)]})

@@ -25,7 +25,7 @@ from twin.config.services import Shaping
 from twin.config.userconf import UserConfigs
 from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
-from twin.nvue import declared, judge, kernelcheck, kernelplane, nvued, policycheck
+from twin.nvue import declared, judge, kernelcheck, kernelplane, nvued
 from twin.nvue import prove as nvue_prove
 from twin.nvue import service as nvue_service
 from twin.nvue.change import nv_file
@@ -88,6 +88,6 @@ SERVICE = Service("the NVUE service (REST API, nv)", lambda d: nvue_service.reco
 DIALECT = Dialect("nvue", STARTUP, check=check_files, frr_view=frr_view, render=render, differs=differs,
                   planes=planes, declared=declared.read, binds=nvue_service.binds, prepare=nvue_service.nv_client,
                   service=SERVICE, change=change, work=nvue_work, verify=verify, prove=nvue_prove.peer_elements,
-                  groups={judge.GROUP: lambda ctx: judge.checks(ctx) + policycheck.checks(ctx),  # BFD, timers, policy
+                  groups={judge.GROUP: judge.protocols,            # BFD, BGP timers, route policy judged (issue 44)
                           kernelcheck.GROUP: kernelcheck.run,      # ACLs and RoCE QoS judged (issue 44)
                           kernelcheck.QOS: kernelcheck.qos_run})

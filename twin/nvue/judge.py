@@ -5,7 +5,8 @@ those: named). Read from FRR in one vtysh call per node that declares any: bgpd'
 session's state, the timers) and bfdd's sessions (the BFD timers they run: bgpd reports its own
 defaults for a neighbor whose BFD comes from a profile).
 
-    checks(ctx)   # [Check], none where no NVUE node declares BFD or timers
+    checks(ctx)      # [Check], none where no NVUE node declares BFD or timers
+    protocols(ctx)   # the group: these and the route policy (twin.nvue.policycheck)
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from twin.base import timeouts
 from twin.base.errors import TwinError
+from twin.nvue import policycheck
 from twin.nvue.configs import running
 from twin.nvue.model import Bfd, Bgp, NodeConf
 from twin.verify.result import Check
@@ -44,6 +46,11 @@ def wanted(conf: NodeConf, devices: dict[str, str], vrfs: dict[str, str]) -> lis
             if bfd or timers:
                 out.append(Wanted(vrf, devices.get(name, name), bfd, timers))
     return out
+
+
+def protocols(ctx) -> list[Check]:
+    """NVUE's protocols group: BFD and BGP timers (here), the route policy (`twin.nvue.policycheck`)."""
+    return checks(ctx) + policycheck.checks(ctx)
 
 
 def checks(ctx) -> list[Check]:
