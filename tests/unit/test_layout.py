@@ -40,11 +40,12 @@ LAYERS = [
 INNER = {
     "twin.nvue": [
         {"twin.nvue.schema", "twin.nvue.tree", "twin.nvue.load", "twin.nvue.model", "twin.nvue.policy",
+         "twin.nvue.ospf",
          "twin.nvue.api", "twin.nvue.cli", "twin.nvue.client"},
         {"twin.nvue.plane", "twin.nvue.routed", "twin.nvue.beyond", "twin.nvue.bonds", "twin.nvue.vlanaware",
          "twin.nvue.frr", "twin.nvue.kernelplane", "twin.nvue.configs", "twin.nvue.export", "twin.nvue.declared",
          "twin.nvue.acl", "twin.nvue.mtu", "twin.nvue.qos"},
-        {"twin.nvue.change", "twin.nvue.judge", "twin.nvue.policycheck"},
+        {"twin.nvue.change", "twin.nvue.judge", "twin.nvue.policycheck", "twin.nvue.routing"},
         {"twin.nvue.service", "twin.nvue.nvued", "twin.nvue.prove", "twin.nvue.dialect", "twin.nvue.kernelcheck"},
     ],
 }

@@ -91,8 +91,8 @@ def test_a_plain_vrf_has_its_ports_static_routes_and_bgp():
                                           "bgp": {"enable": True, "neighbor": {"10.9.0.0": {"remote-as": "external"}},
                                                   "address-family": {"ipv4-unicast": {
                                                       "redistribute": {"static": {"enable": True}}}}}}},
-                       "default": {"router": {"static": {"192.0.2.0/24": {"via": {"blackhole": {}},
-                                                                          "distance": 200}}}}}})
+                       "default": {"router": {"static": {"192.0.2.0/24": {
+                           "distance": {200: {"via": {"blackhole": {}}}}}}}}}})   # NVUE's form: distance.<n>.via
     cmds = commands(x)
     assert cmds[-5:] == ["ip netns add EXT", "ip -n EXT link set lo up", "ip link set swp12 netns EXT",
                          "ip -n EXT addr add 10.9.0.1/31 dev swp12", "ip -n EXT link set swp12 up"]

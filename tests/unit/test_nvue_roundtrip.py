@@ -73,10 +73,10 @@ def test_every_shipped_topology_round_trips_through_nvue(name, backend, tmp_path
             f"{fabric.nodes[node].loopback}/32"}, node
         same = set(mine) - {"frr.conf", "interfaces.sh", "daemons"}
         assert {f: theirs[f] for f in same} == {f: mine[f] for f in same}, node
-        # an NVUE node's daemons are a switch's whatever it holds yet (issues 33, 44): staticd, bfdd, zebra -n on netns
+        # an NVUE node's daemons are a switch's whatever it holds yet (issues 33, 44): staticd, bfdd, ospfd, zebra -n
         enabled = [{ln.split("=")[0] for ln in f["daemons"].splitlines() if ln.endswith("=yes")}
                    for f in (mine, theirs)]
-        assert enabled[1] - enabled[0] <= {"staticd", "bfdd"} and enabled[0] <= enabled[1], node
+        assert enabled[1] - enabled[0] <= {"staticd", "bfdd", "ospfd"} and enabled[0] <= enabled[1], node
         assert (" -n\"" in theirs["daemons"]) == (backend == "netns"), node
         # twin's own rendering spares a leaf's spines the routes they would drop (issue 35: FRR's CPU on a
         # 256-node Clos); NVUE has no such knob, so a node NVUE configures sends them, as Cumulus does

@@ -18,6 +18,11 @@ def problems(conf: NodeConf, tree: dict) -> list[tuple[Path, str]]:
     if mgmt is not None and mgmt.l3vni is not None:
         out.append((("vrf", MGMT, "evpn", "vni"), "the management VRF carries no EVPN: it is the node's management "
                                                   "network (eth0)"))
+    if mgmt is not None and get(tree, ("vrf", MGMT, "router", "ospf")) is not None:
+        out.append((("vrf", MGMT, "router", "ospf"), "the management VRF runs no OSPF here: it is the node's "
+                                                     "management network (eth0)"))
+    out += [(("vrf", v, "router", "static", p, *at), why) for v, r in get(tree, ("vrf",), {}).items()
+            for p, st in (get(r, ("router", "static"), {}) or {}).items() for at, why in _onlink(st)]
     if mgmt is not None and mgmt.bgp is not None:
         out.append((("vrf", MGMT, "router", "bgp"), "the management VRF runs no BGP here: it is the node's "
                                                     "management network (eth0)"))
@@ -44,3 +49,12 @@ def problems(conf: NodeConf, tree: dict) -> list[tuple[Path, str]]:
             out.append((("interface", svi.name, "ip", "vrf"), f"{svi.name} is in VRF {svi.vrf}, which this file "
                                                              f"does not declare (vrf.{svi.vrf})"))
     return out
+
+
+def _onlink(route: dict) -> list[tuple[Path, str]]:
+    """`flag onlink` without the interface FRR needs for it (`ip route P NH IF onlink`)."""
+    hops = [(("via", v), h) for v, h in (route.get("via") or {}).items()] + [
+        (("distance", d, "via", v), h) for d, x in (route.get("distance") or {}).items()
+        for v, h in ((x or {}).get("via") or {}).items()]
+    return [(at + ("flag",), "onlink needs the interface the next hop is on (interface)") for at, h in hops
+            if (h or {}).get("flag") == "onlink" and not (h or {}).get("interface")]

@@ -126,11 +126,12 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
     node = p.fabric.nodes[p.node]
     files = render.render_node(node, p.fabric, backend, shaping)
     files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs)
-    # as on a switch, whatever it holds yet: staticd for its static routes, bfdd for its BFD, and (netns
-    # backend) zebra -n, so a VRF NVUE declares later (a tenant's, a plain one) is adopted, and BFD set
-    # later (`nv config apply`) is a reload, never a restart of FRR (which loses zebra's VRF bindings)
-    files["daemons"] = render.daemons_file(node, list(kinds.of(node).daemons) + ["staticd", "bfdd"], p.fabric,
-                                           netns=backend == NETNS)
+    # as on a switch, whatever it holds yet: staticd for its static routes, bfdd for its BFD, ospfd for its
+    # OSPF, and (netns backend) zebra -n, so a VRF NVUE declares later (a tenant's, a plain one) is adopted,
+    # and BFD or OSPF set later (`nv config apply`) is a reload, never a restart of FRR (which loses zebra's
+    # VRF bindings; Cumulus restarts FRR when OSPF is enabled)
+    files["daemons"] = render.daemons_file(node, list(kinds.of(node).daemons) + ["staticd", "bfdd", "ospfd"],
+                                           p.fabric, netns=backend == NETNS)
     what = (f"EVPN overlay on this VTEP as its NVUE declares it ({p.layout} layout, VRF backend: {backend})"
             if p.fabric.tenants_on(p.node) else "node as its NVUE declares it")
     files["interfaces.sh"] = script_of(p.node, p.fabric.name, what, p.steps, p.bindings)

@@ -59,7 +59,8 @@ def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, s
             graceful_shutdown=conf.graceful_shutdown, v4_off=_v4_off(b, dev), evpn_on=evpn_on,
             evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)), advertise_all_vni=conf.evpn,
             vrfs=tenant_vrfs, statics=conf.statics, policy=conf.policy,
-            bfd_profiles=_bfd_profiles([b] + [v.bgp for v in tenant_vrfs]))
+            bfd_profiles=_bfd_profiles([b] + [v.bgp for v in tenant_vrfs]),
+            ospf=[(vrfs.get(n, n), o) for n, o in (conf.ospf.instances.items() if conf.ospf else ()) if n != MGMT])
     except UnsafeText as e:
         raise UnsafeText(e.value, f"frr.conf ({template_line(e) or 'frr.conf.j2'})") from None
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from twin.base import timeouts
 from twin.base.errors import TwinError
-from twin.nvue import policycheck
+from twin.nvue import policycheck, routing
 from twin.nvue.configs import running
 from twin.nvue.model import Bfd, Bgp, NodeConf
 from twin.verify.result import Check
@@ -55,7 +55,8 @@ def protocols(ctx) -> list[Check]:
 
 def checks(ctx) -> list[Check]:
     out: list[Check] = []
-    for node, x in running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping).items():
+    nodes = running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping)
+    for node, x in nodes.items():
         want = wanted(x.plane.conf, x.plane.devices, x.plane.vrfs)
         if not want:
             continue
@@ -72,7 +73,7 @@ def checks(ctx) -> list[Check]:
         if any(w.timers for w in want):
             out.append(Check(GROUP, f"bgp timers {node}", not timers, "; ".join(timers),
                              {"neighbors": {w.peer: w.timers for w in want if w.timers}}))
-    return out
+    return out + routing.checks(ctx, nodes)     # OSPF adjacencies and static routes (twin.nvue.routing)
 
 
 def _peer(doc: dict, w: Wanted) -> dict | None:

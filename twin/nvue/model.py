@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from twin.nvue.ospf import Ospf
 from twin.nvue.policy import Policy
 from twin.nvue.tree import get
 
@@ -163,7 +164,9 @@ class Static:
     prefix: str
     via: str                               # an address, blackhole or reject
     interface: str | None = None
-    distance: int | None = None
+    distance: int | None = None            # `distance.<n>.via.<via>` (None: FRR's 1)
+    tag: int | None = None
+    onlink: bool = False                   # `flag onlink`
 
 
 @dataclass
@@ -203,6 +206,7 @@ class NodeConf:
     routed: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)   # port -> (ip.vrf, addresses)
     policy: Policy = field(default_factory=Policy)
     bonds: dict[str, Bond] = field(default_factory=dict)
+    ospf: Ospf | None = None                                           # OSPFv2 instances (issue 44)
 
     @classmethod
     def of(cls, tree: dict) -> "NodeConf":
@@ -245,12 +249,21 @@ class NodeConf:
                     if (get(i, ("type",)) or _type_of(n, i)) in ("swp", "bond") and (get(i, ("ip", "address")) or
                                                                                     get(i, ("ip", "vrf")))},
             policy=Policy.of(tree),
-            bonds={n: Bond.of(n, i) for n, i in ifs.items() if (get(i, ("type",)) or _type_of(n, i)) == "bond"})
+            bonds={n: Bond.of(n, i) for n, i in ifs.items() if (get(i, ("type",)) or _type_of(n, i)) == "bond"},
+            ospf=Ospf.of(tree))
 
 
 def _statics(v: dict) -> list[Static]:
-    return [Static(p, via, x.get("interface"), r.get("distance"))
-            for p, r in get(v, ("router", "static"), {}).items() for via, x in r.get("via", {}).items()]
+    """Each next hop of each static route: `via.<via>`, and `distance.<n>.via.<via>` at distance n."""
+    out = []
+    for p, r in get(v, ("router", "static"), {}).items():
+        tag = _num(r.get("tag"))
+        hops = [(None, tag, r.get("via") or {})] + [
+            (int(d), _num((x or {}).get("tag")) or tag, (x or {}).get("via") or {})
+            for d, x in (r.get("distance") or {}).items()]
+        out += [Static(p, via, (h or {}).get("interface"), d if d != 1 else None, t,
+                       (h or {}).get("flag") == "onlink") for d, t, vias in hops for via, h in vias.items()]
+    return out
 
 
 def policy_uses(tree: dict) -> dict[tuple, tuple[str, str]]:

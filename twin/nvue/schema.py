@@ -200,9 +200,36 @@ _ROUTE_MAP = Obj({"description": S(), "rule": Coll(RULE, Obj({
                                    what="an IPv4 address, unchanged or peer-addr"),
                 **{k: Opaque() for k in _RM_SET}}),
     **{k: Opaque() for k in ("call", "exit-policy")}}))})
-_STATIC = Coll(PREFIX, Obj({"via": Coll(VIA, Obj({"interface": IFNAME, "vrf": S(), "type": S()})),
-                            "distance": Leaf("int", lo=1, hi=255, what="an administrative distance (1-255)"),
-                            "tag": S(), "address-family": S()}))
+# a static route: its next hops (`via`), and next hops at a distance (`distance.<n>.via`), as NVUE holds them
+_TAG = Leaf("int", lo=1, hi=4294967295, choices=("none",), what="a tag (1-4294967295) or none")
+_VIA = Coll(VIA, Obj({"interface": IFNAME, "flag": Leaf("enum", choices=("onlink",)), "vrf": S(),
+                      "type": Leaf("enum", choices=("interface", "ipv4-address", "ipv6-address", "blackhole",
+                                                    "reject"))}))
+_STATIC = Coll(PREFIX, Obj({"via": _VIA, "tag": _TAG, "address-family": Leaf("enum", choices=("ipv4-unicast",)),
+                            "distance": Coll(Leaf("int", lo=1, hi=255, what="an administrative distance (1-255)"),
+                                             Obj({"via": _VIA, "tag": _TAG}))}))
+# OSPFv2 (twin.nvue.ospf): a VRF's instance runs; an interface's own settings are checked and stored
+AREA = Leaf("area", what="an OSPF area: 0-4294967295 or dotted like 0.0.0.1")
+_RID = Leaf("ipv4", choices=("none", "auto"), what="an IPv4 address (a router id)")
+_OSPF_VRF = Obj({"enable": ON_OFF, "router-id": _RID,
+                 "area": Coll(AREA, Obj({"network": Coll(PREFIX, Empty()), "default-lsa-cost": S(),
+                                         "type": S("enum", choices=("normal", "stub", "totally-stub", "nssa",
+                                                                    "totally-nssa")),
+                                         "range": Opaque(), "filter-list": Opaque()})),
+                 **{k: Opaque() for k in ("default-originate", "distance", "log", "max-metric", "redistribute",
+                                          "timers")},
+                 "reference-bandwidth": S(), "rfc1583-compatible": S()})
+_SECONDS = {"what": "1-65535 seconds", "lo": 1, "hi": 65535}
+_OSPF_PORT = Obj({"enable": S("bool"), "area": S("area", what=AREA.what), "passive": S("bool"),
+                  "network-type": S("enum", choices=("broadcast", "non-broadcast", "point-to-point",
+                                                     "point-to-multipoint")),
+                  "cost": S("int", lo=1, hi=65535, choices=("auto",), what="1-65535 or auto"),
+                  "priority": S("int", lo=0, hi=255, what="0-255"), "mtu-ignore": S("bool"),
+                  "timers": Obj({"hello-interval": S("int", **_SECONDS),
+                                 "dead-interval": S("int", choices=("minimal",), **_SECONDS),
+                                 "hello-multiplier": S("int", lo=1, hi=10, what="1-10"),
+                                 "retransmit-interval": S("int", **_SECONDS), "transmit-delay": S("int", **_SECONDS)}),
+                  "authentication": Opaque(), "bfd": Opaque()})
 
 # --- issue 44, kernel half: MTUs and ACLs the node runs (twin.nvue.mtu, twin.nvue.acl) ---------------
 MTU = Leaf("int", lo=552, hi=9216, what="an MTU of 552-9216 bytes")
@@ -268,7 +295,9 @@ _INTERFACE = Obj({
     "bond": Obj({"member": Coll(IFNAME, Empty(), ranges=True), "mode": Leaf("enum", choices=("lacp", "static")),
                  "lacp-rate": Leaf("enum", choices=("fast", "slow")), "lacp-bypass": S(),
                  "mlag": Opaque(), **{k: S() for k in ("down-delay", "up-delay", "min-links")}}),
-    **{k: Opaque() for k in ("router", "lldp", "evpn", "ptp", "tunnel", "qos", "synce",
+    "router": Obj({"ospf": _OSPF_PORT, **{k: Opaque() for k in ("ospf6", "pim", "igmp", "vrrp", "pbr",
+                                                                 "adaptive-routing")}}),
+    **{k: Opaque() for k in ("lldp", "evpn", "ptp", "tunnel", "qos", "synce",
                              "dot1x", "neighbor", "port-security")},
     "acl": _ACL_BIND,
     "description": S(), "base-interface": S(),
@@ -306,11 +335,13 @@ TREE = Obj({
         "vrr": Obj({"enable": ON_OFF}),
         "policy": Obj({"prefix-list": Coll(POLICY, _PREFIX_LIST), "route-map": Coll(POLICY, _ROUTE_MAP),
                        **{k: Coll(LIST, v) for k, v in _LISTS.items()}, "ext-community-list": Opaque()}),
-        **{k: Opaque() for k in ("ospf", "pim", "igmp", "vrrp", "adaptive-routing", "pbr", "nexthop",
+        "ospf": Obj({"enable": ON_OFF, "router-id": _RID, "timers": Opaque()}),
+        **{k: Opaque() for k in ("pim", "igmp", "vrrp", "adaptive-routing", "pbr", "nexthop",
                                  "nexthop-group", "ptm", "bfd")}}),
     "vrf": Coll(VRFNAME, Obj({
         "evpn": Obj({"enable": ON_OFF, "vni": Coll(VNI, Obj({"prefix-routes-only": S()})), "vlan": S()}),
-        "router": Obj({"bgp": _BGP_VRF, "static": _STATIC, **{k: Opaque() for k in ("ospf", "pim", "rib")}}),
+        "router": Obj({"bgp": _BGP_VRF, "static": _STATIC, "ospf": _OSPF_VRF,
+                        **{k: Opaque() for k in ("pim", "rib")}}),
         "loopback": Opaque(), "ptp": Opaque(), "table": S(), "dhcp-server-v4": Opaque()})),
     "acl": Coll(POLICY, _ACL),
     "qos": _QOS,

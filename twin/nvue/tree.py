@@ -145,6 +145,12 @@ def _numbers(pattern: re.Pattern, hi: int) -> Any:
                             and all(int(x) <= hi for x in m.groups()))
 
 
+def _area(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    """An OSPF area: 0-4294967295, or dotted like an IPv4 address (issue 44)."""
+    n, ok = _int(Leaf("int", lo=0, hi=4294967295), v)
+    return (n, True) if ok else _ipv4(leaf, v)
+
+
 def _enum(leaf: Leaf, v: Any) -> tuple[Any, bool]:
     return v, isinstance(v, str) and v in leaf.choices
 
@@ -157,7 +163,7 @@ _CHECKS = {"bool": _bool, "int": _int, "asn": _asn, "ipv4": _ipv4, "prefix": _pr
            "mac": _match(_MAC), "name": _match(_NAME), "vrf": _match(_VRF), "group": _match(_GROUP),
            "rt": _match(_RT), "rd": _match(_RD), "policy": _match(_POLICY), "via": _via, "neighbor": _neighbor,
            "host": _host, "str": _text, "list": _match(_LIST), "aspath": _match(_ASPATH),
-           "community": _numbers(_COMMUNITY, 65535), "large": _numbers(_LARGE, 4294967295)}
+           "community": _numbers(_COMMUNITY, 65535), "large": _numbers(_LARGE, 4294967295), "area": _area}
 
 
 # --- the tree, checked -----------------------------------------------------------------------------------

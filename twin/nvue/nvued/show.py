@@ -6,6 +6,8 @@ REST API's GET of the same paths without `rev`):
     evpn vni [VNI]                                   EVPN VNIs: type, VRF, VLAN, remote VTEPs (vtysh)
     vrf VRF router rib ipv4 route [PREFIX]           a VRF's IPv4 routes (vtysh)
     router policy [...]                              the lists and route maps bgpd runs (`showpolicy`)
+    vrf VRF router ospf [neighbor|interface ...]     OSPF: its neighbors and interfaces as ospfd runs them
+    vrf VRF router static [PREFIX]                   static routes: installed, or inactive and why
 
 Names are NVUE's (swp1, p0_if, vlan10, VRF RED); each is mapped to what twin made for it (a
 port, the segment's bridge in the tenant's VRF, the tenant's VRF) and shown with it under
@@ -20,7 +22,7 @@ from twin.config.backend import tenant_ns
 from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext
-from twin.nvue import judge
+from twin.nvue import judge, routing
 from twin.nvue.acl import TABLE
 from twin.nvue.configs import running
 from twin.nvue.nvued.revision import NotFound
@@ -41,7 +43,8 @@ from twin.runtime import (
 )
 
 PATHS = (("interface",), ("acl",), ("qos",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
-         ("vrf", "*", "router", "rib", "ipv4", "route"), ("router", "policy"))
+         ("vrf", "*", "router", "rib", "ipv4", "route"), ("router", "policy"), ("vrf", "*", "router", "ospf"),
+         ("vrf", "*", "router", "static"))
 
 
 def operational(path: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
@@ -71,6 +74,10 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
         doc = policy_shown(ctx, node)
     elif head[-1] == "neighbor":
         doc = neighbors(ctx, node, _vrf(plane, head[1]), plane)
+    elif head[-1] == "ospf":
+        doc = ospf_shown(ctx, node, _vrf(plane, head[1]), plane)
+    elif head[-1] == "static":
+        doc = statics_shown(ctx, node, _vrf(plane, head[1]), plane)
     else:
         doc = routes(ctx, node, _vrf(plane, head[1]))
     return below(_pruned(doc), rest, path)
@@ -276,4 +283,38 @@ def routes(ctx: LabContext, node: str, vrf: str) -> dict:
         best = next((e for e in entries if e["selected"]), entries[0] if entries else None)
         if best is not None:
             out[prefix] = {"protocol": best["protocol"], "via": {h: {} for h in best["nexthops"]}}
+    return out
+
+
+# --- OSPF and static routes (issue 44: twin.nvue.routing) -------------------------------------------------
+def ospf_shown(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dict:
+    """The VRF's OSPF as ospfd runs it: per NVUE interface its area, network type, timers, state; its neighbors."""
+    ifs, nbrs = ctx.exec(node).vtysh_json(*(c.replace("vrf all", f"vrf {vrf}") for c in routing.OSPF))
+    names = {dev: name for name, dev in (plane.devices.items() if plane else ())}
+    got = ifs.get(vrf, {}).get("interfaces", {}) if isinstance(ifs, dict) and isinstance(ifs.get(vrf), dict) else {}
+    out: dict[str, Any] = {"interface": {names.get(dev, dev): {
+        "area": i.get("area"), "network-type": str(i.get("networkType", "")).lower() or None, "state": i.get("state"),
+        "timers": {"hello-interval": i["timerMsecs"] // 1000 if isinstance(i.get("timerMsecs"), int) else None,
+                   "dead-interval": i.get("timerDeadSecs")}, "neighbor-count": i.get("nbrCount")}
+        for dev, i in sorted(got.items()) if isinstance(i, dict)}, "neighbor": {}}
+    v = nbrs.get(vrf, {}) if isinstance(nbrs, dict) else {}
+    for rid, entries in (v.get("neighbors", {}).items() if isinstance(v, dict) else ()):
+        for n in entries if isinstance(entries, list) else ():
+            port = str(n.get("ifaceName", "")).split(":")[0]
+            out["neighbor"][rid] = {"state": n.get("nbrState"), "interface": names.get(port, port),
+                                    "address": n.get("ifaceAddress"), "uptime": n.get("upTime")}
+    return out
+
+
+def statics_shown(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dict:
+    """Each static route the VRF declares, by prefix: per next hop installed or inactive (and why)."""
+    routes, nht = ctx.exec(node).vtysh_json(*routing.STATIC)
+    out: dict[str, Any] = {}
+    for v, st in routing.declared(plane) if plane else []:
+        if v != vrf:
+            continue
+        why = routing.static_problem(v, st, routes, nht)
+        hop = out.setdefault(st.prefix, {"via": {}})["via"].setdefault(st.via, {})
+        hop.update({"distance": st.distance or 1, "state": "inactive" if why else "installed",
+                    **({"reason": why.split(": ", 1)[1]} if why else {})})
     return out

@@ -1,0 +1,178 @@
+"""What `twin verify` judges of NVUE's OSPF and static routes (issue 44), in group `protocols` beside
+BFD and BGP timers (`twin.nvue.judge`), read from FRR on the running nodes:
+
+- OSPF: on every link of the topology whose two ends run NVUE with OSPF on their ports (a network of
+  the port's VRF's instance covers an address of it), each end has its neighbor Full. Where not, what
+  differs between the two ends is named with both values (area, network type, hello and dead
+  intervals, as each end's ospfd runs them), else what each end's ospfd sees of the other.
+- static routes: every next hop a node declares is in its VRF's RIB and selected; else it is named
+  inactive, with why: its next hop unreachable (zebra tracks no route to it in the VRF), or another
+  route preferred.
+
+    checks(ctx, nodes)     # nodes: configs.running's {node: NvueNode}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin.base import timeouts
+from twin.base.errors import TwinError
+from twin.intent.generic import network
+from twin.nvue.configs import NvueNode
+from twin.nvue.model import Static
+from twin.nvue.plane import Plane
+from twin.verify.result import Check
+
+GROUP = "protocols"
+OSPF = ("show ip ospf vrf all interface json", "show ip ospf vrf all neighbor json")
+STATIC = ("show ip route vrf all static json", "show ip nht vrf all json")
+# what must match across a link, as ospfd's `show ip ospf interface json` names it
+SAME = (("area", "area", str), ("network type", "networkType", str.lower),
+        ("hello", "timerMsecs", lambda ms: f"{ms // 1000} s"), ("dead", "timerDeadSecs", lambda s: f"{s} s"))
+
+
+@dataclass(frozen=True)
+class End:
+    """One end of a link with OSPF on it, as the node's NVUE declares it."""
+
+    node: str
+    port: str       # the kernel device (FRR's interface)
+    vrf: str        # FRR's (kernel) VRF
+    area: str       # dotted
+
+    def __str__(self) -> str:
+        return f"{self.node} {self.port}"
+
+
+def ospf_links(nodes: dict[str, NvueNode], fabric) -> list[tuple[End, End]]:
+    """The topology's links whose two ends run OSPF by their NVUE."""
+    ends: dict[tuple[str, str], End] = {}
+    for node, x in nodes.items():
+        o, p = x.plane.conf.ospf, x.plane
+        for name, (vrf, addrs) in (p.conf.routed.items() if o else ()):
+            inst = o.instances.get(vrf or "default") if o else None
+            area = inst.area_of(addrs) if inst else None
+            if area:
+                dev = p.devices.get(name, name)
+                ends[(node, dev)] = End(node, dev, {**p.vrfs, **p.plain}.get(vrf or "", vrf or "default"), area)
+    out = []
+    for (node, dev), e in sorted(ends.items()):
+        port = fabric.nodes[node].ports_by_name.get(dev)
+        far = ends.get((port.peer_node, port.peer_port)) if port else None
+        if far is not None and (node, dev) < (far.node, far.port):
+            out.append((e, far))
+    return out
+
+
+def checks(ctx, nodes: dict[str, NvueNode]) -> list[Check]:
+    out = []
+    links = ospf_links(nodes, ctx.fabric)
+    docs: dict[str, tuple | str] = {}
+    for n in sorted({e.node for link in links for e in link}):
+        try:
+            docs[n] = tuple(ctx.exec(n).vtysh_json(*OSPF, timeout=timeouts.VTYSH))
+        except TwinError as e:
+            docs[n] = f"cannot read {n}'s OSPF: {e}"
+    for a, b in links:
+        bad = [d for d in (docs[a.node], docs[b.node]) if isinstance(d, str)]
+        msg = "; ".join(bad) if bad else "; ".join(adjacency(a, docs[a.node], b, docs[b.node]))  # type: ignore[arg-type]
+        out.append(Check(GROUP, f"ospf {a} - {b}", not msg, msg, {"area": {str(a): a.area, str(b): b.area}}))
+    for node, x in sorted(nodes.items()):
+        out += _statics(ctx, node, x)
+    return out
+
+
+def adjacency(a: End, da: tuple, b: End, db: tuple) -> list[str]:
+    """What keeps the link's OSPF adjacency from Full (nothing: Full on both ends)."""
+    ia, ib = _iface(da[0], a), _iface(db[0], b)
+    missing = [f"{e}: ospfd runs no OSPF on it (area {e.area} set)" for e, i in ((a, ia), (b, ib)) if i is None]
+    if missing:
+        return missing
+    differ = [f"{what} {show(ia[key])} on {a}, {show(ib[key])} on {b}" for what, key, show in SAME
+              if ia.get(key) != ib.get(key) and ia.get(key) is not None and ib.get(key) is not None]
+    states = {e: _state(d[1], e) for e, d in ((a, da), (b, db))}
+    if all(s.startswith("Full") for s in states.values()):
+        return []
+    if differ:
+        return [f"{a} - {b}: no adjacency: " + "; ".join(differ) + " (OSPF forms none unless they match)"]
+    return [f"{a} - {b}: not Full: " + ", ".join(f"{e} sees {s}" for e, s in states.items())]
+
+
+def _iface(doc: object, e: End) -> dict | None:
+    vrf = doc.get(e.vrf) if isinstance(doc, dict) else None
+    got = vrf.get("interfaces", {}).get(e.port) if isinstance(vrf, dict) else None
+    return got if isinstance(got, dict) and got.get("ospfEnabled", True) else None
+
+
+def _state(doc: object, e: End) -> str:
+    """The state of the neighbor ospfd holds on the end's port ('no neighbor heard' where none)."""
+    vrf = doc.get(e.vrf) if isinstance(doc, dict) else None
+    for entries in (vrf.get("neighbors", {}).values() if isinstance(vrf, dict) else ()):
+        for n in entries if isinstance(entries, list) else ():
+            if isinstance(n, dict) and str(n.get("ifaceName", "")).split(":")[0] == e.port:
+                return str(n.get("nbrState", "?"))
+    return "no neighbor heard"
+
+
+# --- static routes ------------------------------------------------------------------------------------
+def declared(p: Plane) -> list[tuple[str, Static]]:
+    """(FRR's VRF, static next hop) of every static route the node's FRR runs (mgmt's are not FRR's)."""
+    kernel = {**p.vrfs, **p.plain}
+    return [("default", s) for s in p.conf.statics] + [
+        (kernel.get(v.name, v.name), s) for v in p.conf.vrfs.values() if v.name in kernel for s in v.statics]
+
+
+def _statics(ctx, node: str, x: NvueNode) -> list[Check]:
+    want = declared(x.plane)
+    if not want:
+        return []
+    try:
+        routes, nht = ctx.exec(node).vtysh_json(*STATIC, timeout=timeouts.VTYSH)
+    except TwinError as e:
+        return [Check(GROUP, f"static routes {node}", False, f"cannot read {node}'s static routes: {e}")]
+    msgs = [m for vrf, s in want if (m := static_problem(vrf, s, routes, nht))]
+    return [Check(GROUP, f"static routes {node}", not msgs, "; ".join(msgs),
+                  {"routes": [f"{' '.join(_words(s))}" + (f" (VRF {v})" if v != "default" else "") for v, s in want]})]
+
+
+def static_problem(vrf: str, s: Static, routes: object, nht: object) -> str:
+    """Why the static next hop is not what the VRF's RIB runs ('' where it is)."""
+    prefix = network(s.prefix)
+    where = " ".join(_words(s)) + (f" in VRF {vrf}" if vrf != "default" else "")
+    entries = [e for e in _get(routes, vrf, prefix, default=[])
+               if isinstance(e, dict) and e.get("protocol") == "static"]
+    mine = [e for e in entries if (e.get("distance") or 1) == (s.distance or 1) and _hop(e, s)]
+    if mine and mine[0].get("selected"):
+        return ""
+    if mine:
+        won = [e for e in entries if e.get("selected")]
+        if won and (won[0].get("distance") or 1) < (s.distance or 1):
+            return ""              # a floating static: the route at a lower distance is selected, as meant
+        return f"{where}: in the RIB, not selected (another route to {prefix} is preferred)"
+    if s.via in ("blackhole", "reject"):
+        return f"{where}: not in the RIB"
+    tracked = _get(nht, vrf, "ipv4", s.via, default=None)
+    if isinstance(tracked, dict) and not tracked.get("nexthops"):
+        return (f"{where}: inactive: its next hop {s.via} is unreachable (VRF {vrf} has no route to it), so zebra "
+                "installs nothing")
+    return f"{where}: not in the RIB" + (f" (its next hop {s.via} resolves)" if tracked else "")
+
+
+def _hop(entry: dict, s: Static) -> bool:
+    hops = [h for h in entry.get("nexthops", []) if isinstance(h, dict)]
+    if s.via in ("blackhole", "reject"):
+        return any(h.get(s.via) or h.get("unreachable") for h in hops)
+    return any(h.get("ip") == s.via for h in hops)
+
+
+def _get(doc: object, *keys: str, default):
+    for k in keys:
+        if not isinstance(doc, dict) or k not in doc:
+            return default
+        doc = doc[k]
+    return doc
+
+
+def _words(s: Static) -> list[str]:
+    return [s.prefix, "via", s.via] + (["interface", s.interface] if s.interface else []) + (
+        ["distance", str(s.distance)] if s.distance else [])
