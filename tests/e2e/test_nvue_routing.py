@@ -1,0 +1,96 @@
+"""NVUE's OSPF and static routes run and judged (issue 44): the small lab whose switches all run their
+NVUE export (tests/e2e/nvue/policy.yml), changed with `nv` in the nodes as an operator would. OSPF on
+the spine1-leaf1 link in area 0 on one end and area 1 on the other, and a static route on leaf1 to a
+next hop nothing reaches, are named by verify's `protocols` group (both areas; the unreachable next
+hop) and by `nv show`; fixed (area 0 on both ends, the next hop spine1's loopback), both pass: the
+adjacency Full, the route installed. One lab for the module; verify's group is called directly.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from twin import verify
+from twin.base import timeouts, wait
+from twin.lab import Lab
+
+pytestmark = pytest.mark.e2e
+
+NAME = "t-nvue-routing"
+TOPOLOGY = ROOT / "tests/e2e/nvue/policy.yml"
+OSPF = ("vrf", "default", "router", "ospf")
+STATIC = ("vrf", "default", "router", "static", "192.0.2.0/24")
+LINK = "ospf leaf1 swp51 - spine1 swp1"
+
+
+@pytest.fixture(scope="module")
+def lab(runtime, node_image, tmp_path_factory):
+    d = tmp_path_factory.mktemp("nvue-routing")
+    ex = twin_cli("export", str(TOPOLOGY), "--format", "nvue", "-o", str(d))
+    assert ex.returncode == 0, ex.stderr
+    p = twin_cli("up", str(TOPOLOGY), "--name", NAME, "--configs", str(d), "--image", node_image)
+    try:
+        assert p.returncode == 0, p.stdout + p.stderr
+        yield Lab.open(NAME)
+    finally:
+        twin_cli("down", NAME)
+    assert leftovers(runtime, NAME) == []
+
+
+def nv(node: str, *words: str) -> subprocess.CompletedProcess:
+    p = twin_cli("exec", NAME, node, "--", "nv", *words)
+    assert p.returncode == 0, f"nv {' '.join(words)} on {node}: {p.stdout}{p.stderr}"
+    return p
+
+
+def apply(node: str, *changes: tuple[str, ...]) -> None:
+    for c in changes:
+        nv(node, *c)
+    nv(node, "config", "apply", "-y")
+
+
+def settled(lab: Lab, want: set[str]) -> dict[str, str]:
+    """The protocols group's failures once they are `want` (an adjacency is Full once the broadcast
+    link's wait, its dead interval of 40 s, elected a designated router)."""
+    got: dict[str, str] = {}
+
+    def probe() -> list[str]:
+        got.clear()
+        got.update({c.name: c.message for c in verify.run(lab, only=["protocols"]).failures()})
+        return [] if set(got) == want else [f"failing {sorted(got)}, expected {sorted(want)}: {got}"]
+
+    wait.until(probe, timeouts.PROTOCOLS_UP + timeouts.OSPF_WAIT, "verify's protocols group", first=1.0, cap=3.0)
+    return got
+
+
+def test_an_area_mismatch_and_an_unreachable_next_hop_are_named_and_their_fix_passes(lab):
+    assert settled(lab, set()) == {}, "the export verifies as it is"
+    apply("spine1", ("set", "interface", "swp1", "ip", "address", "10.0.1.1/31"),
+          ("set", *OSPF, "router-id", "10.255.0.1"), ("set", *OSPF, "area", "0", "network", "10.0.1.0/31"))
+    apply("leaf1", ("set", "interface", "swp51", "ip", "address", "10.0.1.0/31"),
+          ("set", *OSPF, "router-id", "10.255.0.2"), ("set", *OSPF, "area", "1", "network", "10.0.1.0/31"),
+          ("set", *STATIC, "via", "10.99.99.1"))
+    frr = lab.node("leaf1").check(["vtysh", "-c", "show running-config"]).stdout
+    assert "router ospf\n ospf router-id 10.255.0.2\n network 10.0.1.0/31 area 0.0.0.1\n" in frr
+    assert "ip route 192.0.2.0/24 10.99.99.1\n" in frr
+    got = settled(lab, {LINK, "static routes leaf1"})
+    assert got[LINK] == ("leaf1 swp51 - spine1 swp1: no adjacency: area 0.0.0.1 on leaf1 swp51, 0.0.0.0 on spine1 "
+                         "swp1 (OSPF forms none unless they match)"), got
+    assert got["static routes leaf1"] == ("192.0.2.0/24 via 10.99.99.1: inactive: its next hop 10.99.99.1 is "
+                                          "unreachable (VRF default has no route to it), so zebra installs nothing")
+    shown = json.loads(nv("leaf1", "show", *STATIC[:-1], "-o", "json").stdout)
+    assert shown["192.0.2.0/24"]["via"]["10.99.99.1"]["state"] == "inactive", shown
+
+    apply("leaf1", ("unset", *OSPF, "area", "1"), ("set", *OSPF, "area", "0", "network", "10.0.1.0/31"),
+          ("unset", *STATIC, "via", "10.99.99.1"), ("set", *STATIC, "via", "10.255.0.1"))
+    assert settled(lab, set()) == {}
+    report = verify.run(lab, only=["protocols"])
+    assert {c.name for c in report.checks if c.group == "protocols"} == {LINK, "static routes leaf1"}
+    ospf = json.loads(nv("leaf1", "show", *OSPF, "-o", "json").stdout)
+    assert ospf["neighbor"]["10.255.0.1"]["state"].startswith("Full") and ospf["interface"]["swp51"]["area"] == \
+        "0.0.0.0", ospf
+    route = lab.node("leaf1").check(["vtysh", "-c", "show ip route 192.0.2.0/24 json"]).stdout
+    assert '"protocol":"static"' in route.replace(" ", "") and '"installed":true' in route.replace(" ", "")
