@@ -3,7 +3,8 @@ NVUE export (tests/e2e/nvue/policy.yml), changed with `nv` in the nodes as an op
 the spine1-leaf1 link in area 0 on one end and area 1 on the other, and a static route on leaf1 to a
 next hop nothing reaches, are named by verify's `protocols` group (both areas; the unreachable next
 hop) and by `nv show`; fixed (area 0 on both ends, the next hop spine1's loopback), both pass: the
-adjacency Full, the route installed. One lab for the module; verify's group is called directly.
+adjacency Full, the route installed. A management VRF's static route on leaf2 is the kernel's, in its
+management namespace, and judged there. One lab for the module; verify's group is called directly.
 """
 from __future__ import annotations
 
@@ -68,6 +69,10 @@ def settled(lab: Lab, want: set[str]) -> dict[str, str]:
 
 def test_an_area_mismatch_and_an_unreachable_next_hop_are_named_and_their_fix_passes(lab):
     assert settled(lab, set()) == {}, "the export verifies as it is"
+    gw = lab.fabric.mgmt.gateway    # the management VRF's route: the kernel's, in the node's management namespace
+    apply("leaf2", ("set", "vrf", "mgmt", "router", "static", "198.18.0.0/15", "via", gw))
+    shown = lab.node("leaf2").check(["nsenter", "--net=/run/twin/mgmt", "ip", "route"]).stdout
+    assert f"198.18.0.0/15 via {gw} dev eth0" in shown, shown
     apply("spine1", ("set", "interface", "swp1", "ip", "address", "10.0.1.1/31"),
           ("set", *OSPF, "router-id", "10.255.0.1"), ("set", *OSPF, "area", "0", "network", "10.0.1.0/31"))
     apply("leaf1", ("set", "interface", "swp51", "ip", "address", "10.0.1.0/31"),
@@ -88,7 +93,8 @@ def test_an_area_mismatch_and_an_unreachable_next_hop_are_named_and_their_fix_pa
           ("unset", *STATIC, "via", "10.99.99.1"), ("set", *STATIC, "via", "10.255.0.1"))
     assert settled(lab, set()) == {}
     report = verify.run(lab, only=["protocols"])
-    assert {c.name for c in report.checks if c.group == "protocols"} == {LINK, "static routes leaf1"}
+    assert {c.name for c in report.checks if c.group == "protocols"} == {LINK, "static routes leaf1",
+                                                                         "static routes leaf2"}
     ospf = json.loads(nv("leaf1", "show", *OSPF, "-o", "json").stdout)
     assert ospf["neighbor"]["10.255.0.1"]["state"].startswith("Full") and ospf["interface"]["swp51"]["area"] == \
         "0.0.0.0", ospf

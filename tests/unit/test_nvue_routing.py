@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from twin import nvue, topology
 from twin.base.errors import TopologyError
+from twin.nvue import plane as nv_plane
 from twin.nvue import routing
 from twin.nvue import tree as nv_tree
 from twin.nvue.model import Static
@@ -185,3 +186,31 @@ def test_verify_names_a_static_route_whose_next_hop_is_unreachable():
                                                     "nexthops": [{"blackhole": True}]})
     backup["default"]["198.51.100.0/24"][1]["selected"] = False
     assert routing.static_problem("default", floating, backup, nht) == "", "a floating static is as meant"
+
+
+def test_the_management_vrfs_static_routes_are_the_kernels_in_its_namespace():
+    from twin.topology import mgmt as mgmt_net
+    fabric = mgmt_net.resolve(FABRIC)
+    assert fabric.mgmt is not None and fabric.nodes["leaf01"].mgmt
+    gw, subnet = fabric.mgmt.gateway, fabric.mgmt.subnet
+    extra = {"vrf": {"mgmt": {"router": {"static": {"198.18.0.5/15": {"via": {gw: {}}}}}}}}
+    nf = nvue.from_tree(tree(extra), "leaf01/startup.yaml")
+    x = nvue.build({"leaf01": nf}, fabric, "netns")[0]["leaf01"]
+    cmds = [s.command() for s in x.plane.steps]
+    assert f"nsenter --net=/run/twin/mgmt ip route add 198.18.0.0/15 via {gw} dev eth0" in cmds
+    assert "mgmt" not in x.files["frr.conf"] and nf.not_emulated == []
+    assert routing.mgmt_declared(x.plane) == [Static("198.18.0.5/15", gw)]
+    (step,) = [s for k, s in x.plane.extras.items() if k[0] == "mgmt-route"]
+    assert nv_plane.routed.undo(step).command() == (f"nsenter --net=/run/twin/mgmt ip route del 198.18.0.0/15 "
+                                                    f"via {gw} dev eth0")
+    bad = {"vrf": {"mgmt": {"router": {"static": {"198.18.0.0/15": {"via": {"10.99.0.1": {}, "blackhole": {}},
+                                                                     "distance": {5: {"via": {gw: {}}}}}}}}}}
+    with pytest.raises(TopologyError) as e:
+        nvue.build({"leaf01": nvue.from_tree(tree(bad), "leaf01/startup.yaml")}, fabric, "netns")
+    at = "vrf.mgmt.router.static['198.18.0.0/15']"
+    assert sorted(f"{p.path}: {p.message}" for p in e.value.problems) == [
+        f"{at}.distance.5.via['{gw}']: a route of the management VRF is the kernel's, out of eth0: no other "
+        "interface, distance or tag",
+        f"{at}.via.blackhole: a route of the management VRF goes through an address on the management network, not "
+        "a blackhole or reject (the kernel's, in the management namespace)",
+        f"{at}.via['10.99.0.1']: 10.99.0.1 is not on the management network ({subnet}): eth0 cannot reach it"]

@@ -104,7 +104,7 @@ def build(nf: NvueFile, fabric: Fabric, node: str, backend: Backend, shaping: Sh
     devices, unc = _devices(nf, conf, fabric, node, problems, notes, bonds_.made(conf, bonds, backend))
     vrfs, tenants = _tenants(nf, conf, fabric, node, devices, problems, notes)
     plain = routed.plain_names(conf, {v for v, k in vrfs.items() if tenant_of(fabric, v)})
-    problems += [nf.problem(at, why) for at, why in beyond.problems(conf, nf.tree)]
+    problems += [nf.problem(at, why) for at, why in beyond.problems(conf, nf.tree) + routed.mgmt_problems(conf, fabric)]
     if problems:
         raise TopologyError(problems)
     me = fabric.nodes[node]
@@ -350,9 +350,8 @@ def _steps(plane: Plane, backend: Backend, shaping: Shaping) -> list[Step]:
         plane.extras[("link", dev)] = state
         if name in conf.down or (dev in plane.uncabled and ("up", dev) not in plane.extras):
             steps.append(state)      # a port is up once cabled (links); an uncabled one, up here
-    if conf.vrfs.get(MGMT) and conf.vrfs[MGMT].statics:
-        plane.notes.append(f"{node}: vrf.mgmt.router.static: kept, not run: the management network's routes are "
-                           "twin's (its subnet)")
+    if conf.vrfs.get(MGMT) and conf.vrfs[MGMT].statics and not nfab.nodes[node].mgmt:
+        plane.notes.append(f"{node}: vrf.mgmt.router.static: kept, not run: {node} has no management network here")
     if not conf.vxlan and nfab.tenants_on(node):
         plane.notes.append(f"{node}: nve.vxlan is off (no enable, no source address): no VXLAN device is made")
     if kinds.of(nfab.nodes[node]).runs_frr and not conf.loopbacks:
@@ -369,6 +368,7 @@ def _beyond(plane: Plane, backend: Backend) -> tuple[list[Step], list[Step]]:
     in_tenants = {v for v, s in conf.svis.items() if s.vrf in plane.vrfs and s.vrf not in plane.plain}
     last = dict(routed.plain_vrfs(plane.plain, backend))
     last.update(routed.routed_ports(conf, plane.devices, plane.plain, backend))
+    last.update(routed.mgmt_routes(conf, plane.fabric, node))     # the management VRF's static routes (issue 44)
     last.update(routed.vlans(conf, plane.devices, plane.plain, backend, plane.fabric.nodes[node].loopback,
                              in_tenants))
     plane.extras.update(first | last)

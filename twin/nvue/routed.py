@@ -15,12 +15,14 @@ The management VRF (`mgmt`) is the node's management network: nothing is made fo
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from typing import Iterator
 
 from twin import kinds
 from twin.config import VRF_TABLE_BASE
 from twin.config.backend import NETNS, Backend
 from twin.config.steps import Step
+from twin.kinds import MGMT_NS, MGMT_PORT
 from twin.nvue.model import MGMT, NodeConf, Svi
 from twin.topology import port_range
 from twin.topology.model import Fabric
@@ -117,8 +119,45 @@ def vlans(conf: NodeConf, devices: dict[str, str], kernel: dict[str, str], backe
         yield ("up", br), Step("up", br, ns)
 
 
+def mgmt_routes(conf: NodeConf, fabric: Fabric, node: str) -> Keyed:
+    """The management VRF's static routes (issue 44): the kernel's, in the node's management namespace,
+    out of eth0 (FRR never sees that namespace, `twin.config.mgmt`); none where the node has no
+    management network. Their next hops are on it (`mgmt_problems`)."""
+    v = conf.vrfs.get(MGMT)
+    if v is None or fabric.mgmt is None or not fabric.nodes[node].mgmt:
+        return
+    for s in v.statics:
+        dst = str(ipaddress.ip_network(s.prefix, strict=False))
+        yield ("mgmt-route", dst, s.via), Step("route", MGMT_PORT, MGMT_NS, {"dst": dst, "via": s.via,
+                                                                           **({"onlink": True} if s.onlink else {})})
+
+
+def mgmt_problems(conf: NodeConf, fabric: Fabric) -> list[tuple[tuple, str]]:
+    """What of the management VRF's static routes the kernel cannot take: a next hop that is no address
+    on the management network (unless onlink), another interface than eth0, a distance or tag."""
+    v, subnet = conf.vrfs.get(MGMT), fabric.mgmt.subnet if fabric.mgmt else None
+    out = []
+    for s in v.statics if v else []:
+        at = ("vrf", MGMT, "router", "static", s.prefix) + (("distance", str(s.distance)) if s.distance else ()) + (
+            "via", s.via)
+        try:
+            on = subnet is None or s.onlink or ipaddress.ip_address(s.via) in ipaddress.ip_network(subnet)
+        except ValueError:
+            out.append((at, "a route of the management VRF goes through an address on the management network, "
+                            "not a blackhole or reject (the kernel's, in the management namespace)"))
+            continue
+        if not on:
+            out.append((at, f"{s.via} is not on the management network ({subnet}): eth0 cannot reach it"))
+        if s.interface not in (None, MGMT_PORT) or s.distance or s.tag:
+            out.append((at, "a route of the management VRF is the kernel's, out of eth0: no other interface, "
+                            "distance or tag"))
+    return out
+
+
 def undo(s: Step) -> Step | None:
     """The step that takes an extra away again (None: it stays, as a switch's port or a VRF's namespace)."""
+    if s.op == "route":                          # a management VRF's static route gone (issue 44)
+        return Step("unroute", s.dev, s.ns, s.args)
     if s.op == "addr":
         return Step("unaddr", s.dev, s.ns, s.args)
     if s.op in ("bridge", "vxlan", "vrf", "bond"):

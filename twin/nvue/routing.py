@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from twin.base import timeouts
 from twin.base.errors import TwinError
 from twin.intent.generic import network
+from twin.kinds import MGMT_NS, MGMT_PORT
 from twin.nvue.configs import NvueNode
-from twin.nvue.model import Static
+from twin.nvue.model import MGMT, Static
 from twin.nvue.plane import Plane
+from twin.runtime import read_routes
 from twin.verify.result import Check
 
 GROUP = "protocols"
@@ -122,17 +124,32 @@ def declared(p: Plane) -> list[tuple[str, Static]]:
         (kernel.get(v.name, v.name), s) for v in p.conf.vrfs.values() if v.name in kernel for s in v.statics]
 
 
+def mgmt_declared(p: Plane) -> list[Static]:
+    """The management VRF's static routes the node runs: the kernel's, in its management namespace."""
+    v = p.conf.vrfs.get(MGMT)
+    return list(v.statics) if v and p.fabric.nodes[p.node].mgmt else []
+
+
 def _statics(ctx, node: str, x: NvueNode) -> list[Check]:
-    want = declared(x.plane)
-    if not want:
+    want, mgmt = declared(x.plane), mgmt_declared(x.plane)
+    if not want and not mgmt:
         return []
     try:
-        routes, nht = ctx.exec(node).vtysh_json(*STATIC, timeout=timeouts.VTYSH)
+        routes, nht = ctx.exec(node).vtysh_json(*STATIC, timeout=timeouts.VTYSH) if want else ({}, {})
+        kernel = _mgmt_routes(ctx, node) if mgmt else {}
     except TwinError as e:
         return [Check(GROUP, f"static routes {node}", False, f"cannot read {node}'s static routes: {e}")]
     msgs = [m for vrf, s in want if (m := static_problem(vrf, s, routes, nht))]
+    msgs += [f"{' '.join(_words(s))} in VRF mgmt: not in the management namespace's routes (eth0)" for s in mgmt
+             if MGMT_PORT not in kernel.get(network(s.prefix), set())]
     return [Check(GROUP, f"static routes {node}", not msgs, "; ".join(msgs),
-                  {"routes": [f"{' '.join(_words(s))}" + (f" (VRF {v})" if v != "default" else "") for v, s in want]})]
+                  {"routes": [f"{' '.join(_words(s))}" + (f" (VRF {v})" if v != "default" else "") for v, s in want]
+                   + [f"{' '.join(_words(s))} (VRF mgmt)" for s in mgmt]})]
+
+
+def _mgmt_routes(ctx, node: str) -> dict[str, set[str]]:
+    with ctx.ipr(node, MGMT_NS) as ipr:
+        return read_routes(ipr, host_only=False)
 
 
 def static_problem(vrf: str, s: Static, routes: object, nht: object) -> str:
