@@ -370,7 +370,11 @@ def test_the_frr_elements_of_a_node_running_nvue_are_those_of_its_applied_revisi
     why = {(x.kind, x.where): x.why for x in exempt}
     assert why[("BGP neighbor", "leaf01 192.0.2.9")] == "a session the topology does not have (verify judges the " \
                                                        "topology's sessions)"
-    assert why[("static route", "leaf01 ip route 198.51.100.0/24 blackhole")].startswith("verify judges no static")
+    static = ids["static leaf01 198.51.100.0/24 blackhole"]      # issue 44: verify judges static routes now
+    assert static.breaks == (Vtysh("leaf01", ("no ip route 198.51.100.0/24 blackhole",)),)
+    assert static.names("protocols: static routes leaf01: 198.51.100.0/24 via blackhole: not in the RIB")
+    assert static.restores[0] == Reload("leaf01") and ("static route", "leaf01 ip route 198.51.100.0/24 blackhole") \
+        not in why
     # a line twin's design implies that the file does not hold: exempt, not an element that breaks nothing
     tree2 = copy.deepcopy(tree)
     nv_tree.unset_path(tree2, ("vrf", "BLUE", "router", "bgp", "address-family", "ipv4-unicast", "route-export"))

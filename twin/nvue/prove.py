@@ -1,8 +1,9 @@
 """NVUE's `--prove` elements: what the frr.conf an NVUE node runs holds of its user's own beyond
 the lines `twin.prove`'s `frr_side` takes from every router: the peer groups and neighbors its
 EVPN address family is activated for (twin's own rendering activates its one `fabric` group,
-which it does not prove), and, exempt with the reason, the BGP neighbors and static routes verify
-does not judge (a neighbor on no link of the topology, one in a VRF, a static route).
+which it does not prove), each static route (issue 44: `no ip route ...`, named by verify's protocols
+group), and, exempt with the reason, the BGP neighbors verify does not judge (a neighbor on no link of
+the topology, one in a VRF).
 
 Each activation is an element: `no neighbor X activate` in `address-family l2vpn evpn`, caught by
 the node's BGP check (its EVPN sessions with the topology's peers are gone), restored by
@@ -33,7 +34,7 @@ def peer_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         if not runs_nvue(ctx.dir, node):
             continue
         els, ex = _activations(ctx, node, r)
-        out += els + (_protocols(node, nvue[node], r) if node in nvue else [])
+        out += els + (_protocols(node, nvue[node], r) if node in nvue else []) + _statics(node, r)
         exempt += ex + _unjudged(ctx, node, r)
     return out, exempt
 
@@ -99,7 +100,7 @@ def _members(b: frrconf.Bgp, name: str) -> list[str]:
 
 
 def _unjudged(ctx: LabContext, node: str, r: Runs) -> list[Exempt]:
-    """The neighbors and static routes of the node's frr.conf that no check of verify judges."""
+    """The neighbors of the node's frr.conf that no check of verify judges."""
     cabled = {p.name for p in ctx.fabric.nodes[node].fabric_ports}
     out = []
     for inst in r.conf.bgp:
@@ -108,6 +109,19 @@ def _unjudged(ctx: LabContext, node: str, r: Runs) -> list[Exempt]:
             if where or n.name not in cabled:
                 out.append(Exempt("BGP neighbor", f"{node} {n.name}{where}", "a session the topology does not have "
                                                                              "(verify judges the topology's sessions)"))
-    out += [Exempt("static route", f"{node} {' '.join(s.words)}", "verify judges no static route of a node "
-                                                                   "running NVUE") for s in r.conf.statics]
+    return out
+
+
+def _statics(node: str, r: Runs) -> list[Element]:
+    """Each static route of the node's frr.conf (issue 44): `no ip route ...` (in its `vrf` block), named by
+    verify's protocols group (`static routes NODE: PREFIX via ...`), put back by reloading the file."""
+    out = []
+    for s in r.conf.statics:
+        words = list(s.words[:-2] if s.words[-2:] == ("vrf", s.vrf) else s.words)   # `ip route ... vrf X`: in X
+        where = () if s.vrf == frrconf.DEFAULT_VRF else (f"vrf {s.vrf}",)
+        out.append(Element(f"static {node} {' '.join(words[2:])}" + (f" vrf {s.vrf}" if where else ""),
+                           "static route", node, f"{' '.join(words)} on {node}" + (f" (VRF {s.vrf})" if where else ""),
+                           ("protocols",), (rf"^protocols: static routes {re.escape(node)}: (.*; )?"
+                                            rf"{re.escape(s.prefix)} via ",),
+                           (Vtysh(node, where + ("no " + " ".join(words),)),), r.back))
     return out
