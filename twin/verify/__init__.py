@@ -15,8 +15,8 @@ have it), performance (every rate limit held, and against a noisy neighbour, whe
 workloads have them), congestion (every congestion point's CE marks, by what comes out
 of it), protocols (what a node's config dialect declares beyond intent: NVUE's BFD sessions Up, BGP
 timers as set, OSPF adjacencies Full, static routes installed). `twin.prove` proves that these
-notice every element broken. Safeguards of the lab's services a run did not exercise (a group not run, a limit no flood can drive, a
-check not judged) are listed in the report (`not_exercised`).
+notice every element broken. Safeguards of the lab's services a run did not exercise (a group
+not run, a limit no flood can drive, a check not judged) are listed in the report (`not_exercised`).
 Commands run on nodes are recorded under their group's name (a user's check:
 `checks: NAME`) inside `twin.runtime.exec.recording()`. A failing check that a lint finding of
 the lab's configs explains (recorded by `twin up` and `twin apply`, `twin.lint`) names it:
