@@ -100,5 +100,23 @@ def test_an_area_mismatch_and_an_unreachable_next_hop_are_named_and_their_fix_pa
     ospf = json.loads(nv("leaf1", "show", *OSPF, "-o", "json").stdout)
     assert ospf["neighbor"]["10.255.0.1"]["state"].startswith("Full") and ospf["interface"]["swp51"]["area"] == \
         "0.0.0.0", ospf
+    port = json.loads(nv("spine1", "show", "interface", "swp1", "router", "ospf", "-o", "json").stdout)
+    assert port["area"] == "0.0.0.0" and port["network-type"] == "broadcast", port
     route = lab.node("leaf1").check(["vtysh", "-c", "show ip route 192.0.2.0/24 json"]).stdout
     assert '"protocol":"static"' in route.replace(" ", "") and '"installed":true' in route.replace(" ", "")
+
+
+def test_the_proof_takes_the_networks_and_static_routes_away_and_verify_names_each(lab):
+    """`--prove` elements of the OSPF networks that put a judged link in OSPF and of the static routes (issue
+    44), as the test before left them: taken away in FRR, named by the protocols group, put back by a reload
+    of the file the node runs (the adjacency Full again after the broadcast link's wait)."""
+    p = twin_cli("verify", NAME, "--prove", "--element", "ospf-network *", "--element", "static *", "--json",
+                 timeout=600)
+    proof = json.loads(p.stdout)
+    by = {o["id"]: o for o in proof["outcomes"]}
+    assert p.returncode == 0 and proof["caught"] == proof["proved"] == 3, p.stdout[-3000:] + p.stderr
+    assert set(by) == {"ospf-network leaf1 10.0.1.0/31", "ospf-network spine1 10.0.1.0/31",
+                       "static leaf1 192.0.2.0/24 10.255.0.1"}, by
+    assert all(o["caught"] and o["restored"] for o in by.values()), by
+    assert by["ospf-network spine1 10.0.1.0/31"]["check"] == f"protocols: {LINK}"
+    assert by["static leaf1 192.0.2.0/24 10.255.0.1"]["check"] == "protocols: static routes leaf1"

@@ -40,14 +40,19 @@ class Instance:
     router_id: str | None = None
     networks: tuple[tuple[str, str], ...] = ()    # (prefix, dotted area) of `area.<id>.network.<prefix>`
 
-    def area_of(self, addresses: list[str]) -> str | None:
-        """The area an interface with these addresses (CIDR) runs in: the first network covering one
-        (FRR takes the longest match; NVUE files hold one network per interface)."""
+    def network_of(self, addresses: list[str]) -> tuple[str, str] | None:
+        """(prefix, area) of the network that puts an interface with these addresses (CIDR) in OSPF: the
+        longest covering one, as FRR takes it."""
         for prefix, area in sorted(self.networks, key=lambda n: -ipaddress.ip_network(n[0], strict=False).prefixlen):
             net = ipaddress.ip_network(prefix, strict=False)
             if any(ipaddress.ip_interface(a).ip in net for a in addresses):
-                return area
+                return prefix, area
         return None
+
+    def area_of(self, addresses: list[str]) -> str | None:
+        """The area an interface with these addresses runs in (None: OSPF does not run on it)."""
+        found = self.network_of(addresses)
+        return found[1] if found else None
 
 
 @dataclass

@@ -19,7 +19,7 @@ import re
 
 from twin.intent import frrconf
 from twin.lifecycle.context import LabContext
-from twin.nvue import judge
+from twin.nvue import judge, routing
 from twin.nvue.configs import NvueNode, runs_nvue
 from twin.nvue.configs import running as nvue_running
 from twin.nvue.model import Bgp
@@ -30,13 +30,14 @@ from twin.prove.frr_side import Runs, running
 def peer_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     out, exempt = [], []
     nvue = nvue_running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping)
-    for node, r in running(ctx).items():
+    runs = running(ctx)
+    for node, r in runs.items():
         if not runs_nvue(ctx.dir, node):
             continue
         els, ex = _activations(ctx, node, r)
         out += els + (_protocols(node, nvue[node], r) if node in nvue else []) + _statics(node, r)
         exempt += ex + _unjudged(ctx, node, r)
-    return out, exempt
+    return out + _ospf(ctx, nvue, runs), exempt
 
 
 def _protocols(node: str, x: NvueNode, r: Runs) -> list[Element]:
@@ -125,3 +126,27 @@ def _statics(node: str, r: Runs) -> list[Element]:
                                             rf"{re.escape(s.prefix)} via ",),
                            (Vtysh(node, where + ("no " + " ".join(words),)),), r.back))
     return out
+
+
+def _ospf(ctx: LabContext, nvue: dict[str, NvueNode], runs: dict[str, Runs]) -> list[Element]:
+    """Each OSPF network that puts an end of a judged link in OSPF (issue 44): `no network P area A` in the
+    VRF's `router ospf`, named by verify's protocols group (`ospf A - B: ... ospfd runs no OSPF on it`)."""
+    out: dict[str, Element] = {}
+    for link in routing.ospf_links(nvue, ctx.fabric):
+        for e in link:
+            p = nvue[e.node].plane
+            name = next((n for n, d in p.devices.items() if d == e.port), e.port)
+            vrf, addrs = p.conf.routed.get(name, (None, []))
+            inst = p.conf.ospf.instances.get(vrf or "default") if p.conf.ospf else None
+            found = inst.network_of(addrs) if inst else None
+            if found is None or e.node not in runs:
+                continue
+            prefix, area = found
+            where = "" if e.vrf == "default" else f" vrf {e.vrf}"
+            key = f"ospf-network {e.node} {prefix}{where}"
+            out.setdefault(key, Element(
+                key, "OSPF network", e.node, f"network {prefix} area {area} (router ospf{where}) on {e.node}",
+                (judge.GROUP,), (rf"^{judge.GROUP}: ospf [^:]*\b{re.escape(str(e))}\b[^:]*: ",),
+                (Vtysh(e.node, (f"router ospf{where}", f"no network {prefix} area {area}")),),
+                runs[e.node].back))
+    return list(out.values())

@@ -1,7 +1,7 @@
 """The operational state of NVUE's subset, read from the running node (`nv show PATH`, and the
 REST API's GET of the same paths without `rev`):
 
-    interface [NAME]                                 links: state, MTU, MAC, addresses (netlink)
+    interface [NAME]                                 links: state, MTU, MAC, addresses (netlink), OSPF (vtysh)
     vrf VRF router bgp neighbor [PEER]               BGP neighbors: state, timers, BFD session (vtysh)
     evpn vni [VNI]                                   EVPN VNIs: type, VRF, VLAN, remote VTEPs (vtysh)
     vrf VRF router rib ipv4 route [PREFIX]           a VRF's IPv4 routes (vtysh)
@@ -64,6 +64,10 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
         for port, acls in acl_counts(ctx, node, plane).items():   # `nv show interface X acl` (issue 44)
             if port in doc:
                 doc[port]["acl"] = acls
+        for vrf in _ospf_vrfs(plane):                              # `nv show interface X router ospf`
+            for port, o in ospf_shown(ctx, node, vrf, plane)["interface"].items():
+                if port in doc:
+                    doc[port]["router"] = {"ospf": o}
     elif head == ("acl",):
         doc = acls_shown(ctx, node, plane)
     elif head == ("qos",):
@@ -304,6 +308,13 @@ def ospf_shown(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dic
             out["neighbor"][rid] = {"state": n.get("nbrState"), "interface": names.get(port, port),
                                     "address": n.get("ifaceAddress"), "uptime": n.get("upTime")}
     return out
+
+
+def _ospf_vrfs(plane: Plane | None) -> list[str]:
+    """The kernel VRFs the node's NVUE runs OSPF in."""
+    o = plane.conf.ospf if plane else None
+    return sorted({_vrf(plane, n) for n in o.instances if n in ("default", *plane.vrfs, *plane.plain)}) if o and plane \
+        else []
 
 
 def statics_shown(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dict:
