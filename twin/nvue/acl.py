@@ -93,9 +93,9 @@ class Acl:
     type: str
     rules: tuple[Rule, ...]
 
-    def decide(self, *packet) -> Rule | None:
+    def decide(self, src: str, dst: str, proto: int, sport: int, dport: int, dscp: int) -> Rule | None:
         """The rule that decides a packet (`Rule.matches`' fields), None: no rule matches (it passes)."""
-        return next((r for r in self.rules if r.matches(*packet)), None)
+        return next((r for r in self.rules if r.matches(src, dst, proto, sport, dport, dscp)), None)
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,8 @@ def follow(rev: str) -> int:
         if status != 200 or not isinstance(doc, dict):
             print(f"Error: {doc.get('detail', doc) if isinstance(doc, dict) else doc}", file=sys.stderr)
             return 1
-        tr = doc.get("transition") if isinstance(doc.get("transition"), dict) else {}
+        t = doc.get("transition")
+        tr: dict = t if isinstance(t, dict) else {}
         if tr.get("progress") and tr.get("progress") != said:
             said = tr["progress"]
             print(said, flush=True)

@@ -51,7 +51,9 @@ def read(configs: UserConfigs | None) -> dict[str, NvueFile]:
 def _read(configs: UserConfigs | None) -> tuple[dict[str, NvueFile], list[Problem]]:
     out: dict[str, NvueFile] = {}
     problems: list[Problem] = []
-    for node, files in (configs.files.items() if configs else ()):
+    if configs is None:
+        return out, problems
+    for node, files in configs.files.items():
         if NVUE not in files:
             continue
         try:
@@ -146,9 +148,9 @@ def runs_nvue(d: Path, node: str) -> bool:
     return f.is_file() and not f.is_symlink()
 
 
-def not_emulated(d: Path, nodes) -> dict[str, list[str]]:
+def not_emulated(d: Path, nodes: Iterable[str]) -> dict[str, list[str]]:
     """Per node running NVUE, the places of its startup.yaml twin keeps but does not run."""
-    out = {}
+    out: dict[str, list[str]] = {}
     for node in nodes:
         f = d / node / STARTUP
         if f.is_file() and not f.is_symlink():

@@ -9,12 +9,15 @@ addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.nvue.plane`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import jinja2
 
 from twin.config.safetext import UnsafeText, finalize, template_line
 from twin.nvue.model import MGMT, Bfd, Bgp, NodeConf, Peer, Static, Vrf
 from twin.nvue.schema import VERSION
+
+Dev = Callable[[str], str]   # an NVUE interface's name -> its kernel device's
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("twin.nvue", "templates"), finalize=finalize,
                           undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -48,7 +51,9 @@ def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, s
     """The node's frr.conf. `devices`: NVUE interface name -> kernel device (HBN's p0_if is the
     BlueField's p0); `vrfs`: NVUE VRF -> the kernel VRF it runs as (its tenant's, or its own)."""
     b = conf.bgp if conf.bgp.enable and conf.bgp.asn else None
-    dev = lambda n: devices.get(n, n)   # noqa: E731
+    def dev(n: str) -> str:
+        return devices.get(n, n)
+
     groups = b.peer_groups if b else {}
     evpn_on = ([g for g, p in groups.items() if p.evpn] +
                [dev(n) for n, p in (b.neighbors.items() if b else ()) if _evpn(p, groups)])
@@ -65,13 +70,13 @@ def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, s
         raise UnsafeText(e.value, f"frr.conf ({template_line(e) or 'frr.conf.j2'})") from None
 
 
-def _vrf(v: Vrf, kernel: str, dev, default_bgp: bool, vrfs: dict[str, str]) -> _Vrf:
+def _vrf(v: Vrf, kernel: str, dev: Dev, default_bgp: bool, vrfs: dict[str, str]) -> _Vrf:
     bgp = v.bgp if v.bgp and v.bgp.enable and v.bgp.asn and default_bgp else None
     return _Vrf(kernel, v.l3vni if v.evpn else None, bgp, v.statics, _peers(bgp, dev), _v4_off(bgp, dev),
                 [vrfs.get(x, x) for x in (bgp.import_vrfs if bgp else [])])
 
 
-def _peers(b: Bgp | None, dev) -> list[_Neighbor]:
+def _peers(b: Bgp | None, dev: Dev) -> list[_Neighbor]:
     return [_Neighbor(dev(n), p.peer_group, p.remote_as, p.unnumbered, p.connect, p.policy, p.bfd, p.timers)
             for n, p in (b.neighbors.items() if b else ())]
 
@@ -83,7 +88,7 @@ def _bfd_profiles(instances: list[Bgp | None]) -> list[Bfd]:
     return [found[k] for k in sorted(found)]
 
 
-def _v4_off(b: Bgp | None, dev) -> list[str]:
+def _v4_off(b: Bgp | None, dev: Dev) -> list[str]:
     if b is None:
         return []
     return [g for g, p in b.peer_groups.items() if p.ipv4 is False] + [

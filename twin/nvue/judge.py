@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from twin.base import timeouts
 from twin.base.errors import TwinError
+from twin.lifecycle.context import LabContext
 from twin.nvue import policycheck, routing
 from twin.nvue.configs import running
 from twin.nvue.model import Bfd, Bgp, NodeConf
@@ -48,12 +49,12 @@ def wanted(conf: NodeConf, devices: dict[str, str], vrfs: dict[str, str]) -> lis
     return out
 
 
-def protocols(ctx) -> list[Check]:
+def protocols(ctx: LabContext) -> list[Check]:
     """NVUE's protocols group: BFD and BGP timers (here), the route policy (`twin.nvue.policycheck`)."""
     return checks(ctx) + policycheck.checks(ctx)
 
 
-def checks(ctx) -> list[Check]:
+def checks(ctx: LabContext) -> list[Check]:
     out: list[Check] = []
     nodes = running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping)
     for node, x in nodes.items():
@@ -135,5 +136,5 @@ def _timers(w: Wanted, p: dict | None) -> list[str]:
     return []
 
 
-def _s(ms) -> str:
+def _s(ms: object) -> str:
     return f"{ms / 1000:g}" if isinstance(ms, (int, float)) else "?"

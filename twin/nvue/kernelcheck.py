@@ -14,6 +14,7 @@ from twin.base.errors import TwinError
 from twin.lifecycle.context import LabContext
 from twin.nvue.acl import FAMILY, TABLE, Acls, Binding, Rule
 from twin.nvue.configs import running
+from twin.nvue.plane import Plane
 from twin.nvue.qos import CNP_DSCP, ROCE_DSCP, Qos
 from twin.runtime import nft_counters as counters
 from twin.runtime import read_tc_classes
@@ -127,7 +128,7 @@ def _way(q: Qos) -> str:
             f"{'lossless' if q.roce in q.lossless else 'lossy'}, CNPs (DSCP {CNP_DSCP}) in {q.cnp}")
 
 
-def _qos_behaviour(ctx: LabContext, node: str, plane, q: Qos) -> list[Check]:
+def _qos_behaviour(ctx: LabContext, node: str, plane: Plane, q: Qos) -> list[Check]:
     fabric = ctx.fabric
     ports = {s.dev: s.ns for k, s in plane.extras.items() if k[0] == "qos" and
              s.dev[len("qos-"):-len(".tc")] in {p.name for p in fabric.nodes[node].fabric_ports}}

@@ -146,7 +146,7 @@ def dump(tree: dict, header: dict | None = None) -> str:
     return yaml_text([{"header": head}, {"set": tree}])
 
 
-def yaml_text(doc) -> str:
+def yaml_text(doc: object) -> str:
     """A document as NVUE writes YAML: keys in their order, `on`/`off` for booleans."""
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
 

@@ -154,7 +154,8 @@ class Svi:
     @property
     def gateway(self) -> str | None:
         """The address hosts use: the VRR's, else the SVI's own."""
-        return (self.vrr or self.addresses or [None])[0]
+        found = self.vrr or self.addresses
+        return found[0] if found else None
 
 
 @dataclass
@@ -315,7 +316,7 @@ def _first_int(d: dict) -> int | None:
     return next((int(k) for k in d), None)
 
 
-def _num(v) -> int | None:
+def _num(v: object) -> int | None:
     return v if isinstance(v, int) else None
 
 

@@ -79,5 +79,5 @@ class Ospf:
         return out if out.instances else None
 
 
-def _rid(v) -> str | None:
+def _rid(v: object) -> str | None:
     return v if isinstance(v, str) and v not in ("none", "auto") else None

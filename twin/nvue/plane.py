@@ -227,7 +227,7 @@ def _tenants(nf: NvueFile, conf: NodeConf, fabric: Fabric, node: str, devices: d
     return vrfs, {**{n: mine.get(n, t) for n, t in others.items()}, **{n: t for n, t in mine.items()}}
 
 
-def _tenant(nf, conf: NodeConf, vrf: str, top: Tenant | None, kernel: str, node: str, devices: dict[str, str],
+def _tenant(nf: NvueFile, conf: NodeConf, vrf: str, top: Tenant | None, kernel: str, node: str, devices: dict[str, str],
             here: dict, problems: list, notes: list[str]) -> Tenant | None:
     v = conf.vrfs[vrf]
     if v.l3vni is None:
@@ -263,7 +263,7 @@ def _tenant(nf, conf: NodeConf, vrf: str, top: Tenant | None, kernel: str, node:
                   attachments=tuple(attachments), internet=top.internet if top else None)
 
 
-def _segment(nf, conf: NodeConf, svi: Svi, problems: list) -> Segment | None:
+def _segment(nf: NvueFile, conf: NodeConf, svi: Svi, problems: list) -> Segment | None:
     vnis = conf.vlans.get(svi.vlan)
     gw = svi.gateway
     if not vnis:
@@ -292,7 +292,9 @@ def _svi_checks(nf: NvueFile, conf: NodeConf, problems: list) -> None:
                 problems.append(nf.problem(where, f"VNI {vni} is mapped twice: {vni_of[vni]} and VLAN {vlan}"))
             vni_of[vni] = f"VLAN {vlan}"
     for v in conf.vrfs.values():
-        if v.l3vni is not None and v.l3vni in vni_of:
+        if v.l3vni is None:
+            continue
+        if v.l3vni in vni_of:
             problems.append(nf.problem(("vrf", v.name, "evpn", "vni"), f"VNI {v.l3vni} is VRF {v.name}'s L3VNI and "
                                                                       f"{vni_of[v.l3vni]}'s too"))
         vni_of[v.l3vni] = f"VRF {v.name}"

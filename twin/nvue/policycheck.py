@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from twin.base import timeouts
 from twin.base.errors import TwinError
+from twin.lifecycle.context import LabContext
 from twin.nvue.configs import running
 from twin.nvue.model import NodeConf
 from twin.nvue.policy import Policy, RouteMapRule
@@ -81,7 +82,8 @@ def route(prefix: str, path: dict) -> Route:
     aspath = asp.get("string", "") if isinstance(asp, dict) else ""
     comm = path.get("community")
     large = path.get("largeCommunity")
-    peer = path.get("peer") if isinstance(path.get("peer"), dict) else {}
+    p = path.get("peer")
+    peer: dict = p if isinstance(p, dict) else {}
     return Route(prefix, "" if aspath == "Local" else str(aspath),
                  tuple(comm.get("list", [])) if isinstance(comm, dict) else (),
                  tuple(large.get("list", [])) if isinstance(large, dict) else (),
@@ -252,7 +254,7 @@ def _communities(where: str, policy: Policy, b: Bound, mine: dict[str, Route], d
     return out
 
 
-def checks(ctx) -> list[Check]:
+def checks(ctx: LabContext) -> list[Check]:
     out: list[Check] = []
     nodes = running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping)
     for node, x in nodes.items():
@@ -272,7 +274,7 @@ def checks(ctx) -> list[Check]:
             peer = port.peer_node if port is not None else None
             needed = _needed(ctx, peer if b.way == "out" else node)
             at_peer = _at_peer(ctx, peer, port.peer_port, b) if (
-                port is not None and peer in ctx.intent.nodes) else None
+                port is not None and peer is not None and peer in ctx.intent.nodes) else None
             found, d = judge(node, b, x.plane.conf.policy, [got[c] for c in b.commands()], needed, peer, at_peer)
             problems += found
             data[f"{b.peer} {b.way}"] = d
@@ -280,13 +282,13 @@ def checks(ctx) -> list[Check]:
     return out
 
 
-def _needed(ctx, node: str | None) -> dict[str, str]:
+def _needed(ctx: LabContext, node: str | None) -> dict[str, str]:
     """prefix -> whose loopback, of the loopbacks `node` must reach (none for a node twin has no intent for)."""
     n = ctx.intent.nodes.get(node) if node else None
     return {p: who for who, p in (n.loopbacks.items() if n else ())}
 
 
-def _at_peer(ctx, peer: str, port: str, b: Bound) -> dict[str, Route] | None:
+def _at_peer(ctx: LabContext, peer: str, port: str, b: Bound) -> dict[str, Route] | None:
     """Outbound, what the peer holds from this node (on its `port`); inbound, what it advertises to it."""
     at = f"show bgp vrf {b.vrf} ipv4 unicast"
     cmd = f"{at} detail json" if b.way == "out" else f"{at} neighbors {port} advertised-routes detail json"

@@ -19,10 +19,12 @@ from twin.base import timeouts
 from twin.base.errors import TwinError
 from twin.intent.generic import network
 from twin.kinds import MGMT_NS, MGMT_PORT
+from twin.lifecycle.context import LabContext
 from twin.nvue.configs import NvueNode
 from twin.nvue.model import MGMT, Static
 from twin.nvue.plane import Plane
 from twin.runtime import read_routes
+from twin.topology.model import Fabric
 from twin.verify.result import Check
 
 GROUP = "protocols"
@@ -46,7 +48,7 @@ class End:
         return f"{self.node} {self.port}"
 
 
-def ospf_links(nodes: dict[str, NvueNode], fabric) -> list[tuple[End, End]]:
+def ospf_links(nodes: dict[str, NvueNode], fabric: Fabric) -> list[tuple[End, End]]:
     """The topology's links whose two ends run OSPF by their NVUE."""
     ends: dict[tuple[str, str], End] = {}
     for node, x in nodes.items():
@@ -66,8 +68,8 @@ def ospf_links(nodes: dict[str, NvueNode], fabric) -> list[tuple[End, End]]:
     return out
 
 
-def checks(ctx, nodes: dict[str, NvueNode]) -> list[Check]:
-    out = []
+def checks(ctx: LabContext, nodes: dict[str, NvueNode]) -> list[Check]:
+    out: list[Check] = []
     links = ospf_links(nodes, ctx.fabric)
     docs: dict[str, tuple | str] = {}
     for n in sorted({e.node for link in links for e in link}):
@@ -87,9 +89,8 @@ def checks(ctx, nodes: dict[str, NvueNode]) -> list[Check]:
 def adjacency(a: End, da: tuple, b: End, db: tuple) -> list[str]:
     """What keeps the link's OSPF adjacency from Full (nothing: Full on both ends)."""
     ia, ib = _iface(da[0], a), _iface(db[0], b)
-    missing = [f"{e}: ospfd runs no OSPF on it (area {e.area} set)" for e, i in ((a, ia), (b, ib)) if i is None]
-    if missing:
-        return missing
+    if ia is None or ib is None:
+        return [f"{e}: ospfd runs no OSPF on it (area {e.area} set)" for e, i in ((a, ia), (b, ib)) if i is None]
     differ = [f"{what} {show(ia[key])} on {a}, {show(ib[key])} on {b}" for what, key, show in SAME
               if ia.get(key) != ib.get(key) and ia.get(key) is not None and ib.get(key) is not None]
     states = {e: _state(d[1], e) for e, d in ((a, da), (b, db))}
@@ -130,7 +131,7 @@ def mgmt_declared(p: Plane) -> list[Static]:
     return list(v.statics) if v and p.fabric.nodes[p.node].mgmt else []
 
 
-def _statics(ctx, node: str, x: NvueNode) -> list[Check]:
+def _statics(ctx: LabContext, node: str, x: NvueNode) -> list[Check]:
     want, mgmt = declared(x.plane), mgmt_declared(x.plane)
     if not want and not mgmt:
         return []
@@ -147,7 +148,7 @@ def _statics(ctx, node: str, x: NvueNode) -> list[Check]:
                    + [f"{' '.join(_words(s))} (VRF mgmt)" for s in mgmt]})]
 
 
-def _mgmt_routes(ctx, node: str) -> dict[str, set[str]]:
+def _mgmt_routes(ctx: LabContext, node: str) -> dict[str, set[str]]:
     with ctx.ipr(node, MGMT_NS) as ipr:
         return read_routes(ipr, host_only=False)
 
@@ -156,7 +157,8 @@ def static_problem(vrf: str, s: Static, routes: object, nht: object) -> str:
     """Why the static next hop is not what the VRF's RIB runs ('' where it is)."""
     prefix = network(s.prefix)
     where = " ".join(_words(s)) + (f" in VRF {vrf}" if vrf != "default" else "")
-    entries = [e for e in _get(routes, vrf, prefix, default=[])
+    found = _get(routes, vrf, prefix, default=[])
+    entries = [e for e in (found if isinstance(found, list) else [])
                if isinstance(e, dict) and e.get("protocol") == "static"]
     mine = [e for e in entries if (e.get("distance") or 1) == (s.distance or 1) and _hop(e, s)]
     if mine and mine[0].get("selected"):
@@ -182,7 +184,7 @@ def _hop(entry: dict, s: Static) -> bool:
     return any(h.get("ip") == s.via for h in hops)
 
 
-def _get(doc: object, *keys: str, default):
+def _get(doc: object, *keys: str, default: object) -> object:
     for k in keys:
         if not isinstance(doc, dict) or k not in doc:
             return default

@@ -17,6 +17,7 @@ on Cumulus Linux 5.9; keys twin does not emulate are `S`tored leaves or Opaque o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 VERSION = "Cumulus Linux 5.9"
 API = "nvue_v1"
@@ -62,7 +63,7 @@ class Empty:
     extra: dict = field(default_factory=dict)   # stored keys an entry may hold (route-map...)
 
 
-def S(kind: str = "str", **kw) -> Leaf:
+def S(kind: str = "str", **kw: Any) -> Leaf:
     return Leaf(kind, STORED, **kw)
 
 

@@ -88,7 +88,9 @@ def certificate(d: Path, lab: str, fabric: Fabric | None = None) -> tuple[Path, 
 def _subjects(fabric: Fabric | None) -> tuple[list[str], list[str]]:
     """(DNS names, IP addresses) the certificate must name."""
     names, addresses = ["localhost"], ["127.0.0.1"]
-    for n in fabric.managed() if fabric is not None else ():
+    if fabric is None:
+        return names, addresses
+    for n in fabric.managed():
         if n.mgmt:
             names += [container_name(fabric.name, n.name), n.name]
             addresses.append(n.mgmt)
@@ -146,7 +148,7 @@ def status(d: Path) -> dict | None:
 
 def probe(d: Path, rec: dict) -> tuple[bool, str]:
     """(True, "") when the service answers an authenticated GET on its first node's port."""
-    ports = [v.get("port") for v in (rec.get("listeners") or {}).values() if isinstance(v, dict)]
+    ports = [v["port"] for v in (rec.get("listeners") or {}).values() if isinstance(v, dict) and v.get("port")]
     if not ports:
         return False, "it listens nowhere"
     ctx = ssl.create_default_context()

@@ -33,8 +33,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Scope
 
-from twin.base.errors import LabStateError, TopologyError
+from twin.base.errors import LabStateError, Problem, TopologyError
 from twin.lifecycle.service import TAG, error_handlers
 from twin.nvue import api
 from twin.nvue.api import REV_APPLIED, REV_STARTUP, SAVE, State
@@ -54,7 +55,7 @@ class Refused(Exception):
         self.status, self.detail = status, detail
 
 
-def problem_body(scope, status: int, why: str) -> tuple[bytes, str]:
+def problem_body(scope: Scope, status: int, why: str) -> tuple[bytes, str]:
     """How the service words an error it answers itself (a body too large, too slow)."""
     return json.dumps(api.problem(status, why)).encode(), "application/json"
 
@@ -94,7 +95,7 @@ def make_app(engine: Engine, password: str) -> Starlette:
                      exception_handlers=error_handlers(problem_body))
 
 
-def _said(p) -> str:
+def _said(p: Problem) -> str:
     return f"{p.path}: {p.message}" if p.path else p.message
 
 

@@ -33,9 +33,11 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 from twin.base.errors import ApplyFailed, ChangeRefused, LabStateError, TopologyError, TwinError
 from twin.change.apply import apply
+from twin.change.base import Result
 from twin.lifecycle import locks, state
 from twin.lifecycle.context import LabContext
 from twin.nvue import load
@@ -152,7 +154,7 @@ class Engine:
     def of(self, node: str) -> dict[str, Revision]:
         return {k: r for k, r in self.revisions.items() if r.node == node}
 
-    def edit(self, rev: Revision, fn) -> dict:
+    def edit(self, rev: Revision, fn: Callable[[dict], dict]) -> dict:
         """`fn(tree)` made on a pending revision, kept once NVUE's object tree takes it."""
         tree = rev.edit(fn)
         self.keep()
@@ -201,7 +203,7 @@ class Engine:
             rev.end(State.APPLY_FAIL, failure(e), "failed")
         self.keep()
 
-    def _run(self, rev: Revision):
+    def _run(self, rev: Revision) -> Result:
         ctx = self.context()
         now = self.applied(rev.node)
         tree = rebase(now.tree, rev)

@@ -25,6 +25,7 @@ from twin.nvue.dialect import DIALECT
 from twin.nvue.nvued import nv
 from twin.nvue.nvued.app import make_app, problem_body
 from twin.nvue.nvued.engine import Engine
+from twin.topology.model import Fabric
 
 MAX_BODY = nv.MAX_BODY      # a request body: a startup.yaml of 1 MiB, in base64 (nv) or JSON (the REST API)
 SOCKET = "nvue.sock"
@@ -112,7 +113,7 @@ def _unlink(p: Path) -> None:
         pass
 
 
-def _saved(engine: Engine, d: Path, fabric) -> None:
+def _saved(engine: Engine, d: Path, fabric: Fabric) -> None:
     """On the service's first start, each NVUE node's startup configuration is what it came up with."""
     first = nvue_service.saved(d, "x").parent
     if first.is_dir():

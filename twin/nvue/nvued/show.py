@@ -57,7 +57,10 @@ def operational(path: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]
 
 def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
     """The operational state at `path` (one of PATHS, and below it)."""
-    head, rest = operational(path)
+    found = operational(path)
+    if found is None:
+        raise NotFound(f"{show(path)}: no operational state there")
+    head, rest = found
     plane = _plane(ctx, node)
     if head == ("interface",):
         doc = interfaces(ctx, node, plane)
@@ -269,10 +272,11 @@ def vnis(ctx: LabContext, node: str, plane: Plane | None) -> dict:
     doc = ctx.exec(node).vtysh_json(FRR_VNIS)[0]
     vlan_of = {v: vlan for vlan, vs in (plane.conf.vlans.items() if plane else ()) for v in vs}
     nvue_vrf = {k: n for n, k in (plane.vrfs.items() if plane else ())}
-    out = {}
+    out: dict[str, dict] = {}
     for vni, e in sorted(vni_states(doc).items()):
         e = normalize_vni(e)
-        out[str(vni)] = {"type": e.get("type"), "vrf": nvue_vrf.get(e.get("vrf"), e.get("vrf")),
+        vrf = str(e.get("vrf"))
+        out[str(vni)] = {"type": e.get("type"), "vrf": nvue_vrf.get(vrf, e.get("vrf")),
                          "vlan": vlan_of.get(vni), "vxlan-interface": e.get("vxlanInterface") or e.get("vxlanIntf"),
                          "remote-vtep": {ip: {} for ip in e.get("remoteVteps", [])},
                          "mac-count": e.get("numMacs"), "state": e.get("state")}
