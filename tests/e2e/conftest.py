@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -172,6 +173,35 @@ def twin_cli(*args: str, check: bool = False, timeout: float = 300) -> subproces
     if check:
         assert p.returncode == 0, f"twin {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
     return p
+
+
+@contextmanager
+def nvue_export_lab(runtime: DockerRuntime, node_image: str, d: Path, topology: Path, name: str) -> Iterator[Lab]:
+    """Lab `name` of `topology` whose nodes all run its own NVUE export (written into `d`), as an operator's
+    automation would leave them; taken down after, and nothing of it left."""
+    ex = twin_cli("export", str(topology), "--format", "nvue", "-o", str(d))
+    assert ex.returncode == 0, ex.stderr
+    p = twin_cli("up", str(topology), "--name", name, "--configs", str(d), "--image", node_image)
+    try:
+        assert p.returncode == 0, p.stdout + p.stderr
+        yield Lab.open(name)
+    finally:
+        twin_cli("down", name)
+    assert leftovers(runtime, name) == []
+
+
+def nv_in(lab: str, node: str, *words: str) -> subprocess.CompletedProcess:
+    """`nv WORDS` in a node, as an operator types it there; it must succeed."""
+    p = twin_cli("exec", lab, node, "--", "nv", *words)
+    assert p.returncode == 0, f"nv {' '.join(words)} on {node}: {p.stdout}{p.stderr}"
+    return p
+
+
+def nv_apply(lab: str, node: str, *changes: tuple[str, ...]) -> None:
+    """The `nv` edits and `nv config apply -y` in one exec of the node (each `twin exec` costs a second)."""
+    script = " && ".join(shlex.join(["nv", *c]) for c in [*changes, ("config", "apply", "-y")])
+    p = twin_cli("exec", lab, node, "--", "sh", "-c", script)
+    assert p.returncode == 0, f"{script} on {node}: {p.stdout}{p.stderr}"
 
 
 PROGRESS = re.compile(r"^\[\s*\d+s\] ")   # a long command's plain progress line, off a terminal (twin.base.stages)

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from tests.e2e.conftest import ROOT, nv_apply, nv_in, nvue_export_lab, twin_cli
 from twin import verify
 from twin.base import timeouts, wait
 from twin.lab import Lab
@@ -30,28 +30,16 @@ IMPORT = ("vrf", "red", "router", "bgp", "address-family", "ipv4-unicast", "rout
 
 @pytest.fixture(scope="module")
 def lab(runtime, node_image, tmp_path_factory):
-    d = tmp_path_factory.mktemp("nvue-policy")
-    ex = twin_cli("export", str(TOPOLOGY), "--format", "nvue", "-o", str(d))
-    assert ex.returncode == 0, ex.stderr
-    p = twin_cli("up", str(TOPOLOGY), "--name", NAME, "--configs", str(d), "--image", node_image)
-    try:
-        assert p.returncode == 0, p.stdout + p.stderr
-        yield Lab.open(NAME)
-    finally:
-        twin_cli("down", NAME)
-    assert leftovers(runtime, NAME) == []
+    with nvue_export_lab(runtime, node_image, tmp_path_factory.mktemp("nvue-policy"), TOPOLOGY, NAME) as lab:
+        yield lab
 
 
 def nv(node: str, *words: str) -> subprocess.CompletedProcess:
-    p = twin_cli("exec", NAME, node, "--", "nv", *words)
-    assert p.returncode == 0, f"nv {' '.join(words)} on {node}: {p.stdout}{p.stderr}"
-    return p
+    return nv_in(NAME, node, *words)
 
 
 def apply(node: str, *changes: tuple[str, ...]) -> None:
-    for c in changes:
-        nv(node, *c)
-    nv(node, "config", "apply", "-y")
+    nv_apply(NAME, node, *changes)
 
 
 def failures(lab: Lab) -> dict[str, str]:

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from tests.e2e.conftest import ROOT, nv_in, nvue_export_lab
 from twin import verify
 from twin.base import timeouts, wait
 from twin.lab import Lab
@@ -30,22 +30,12 @@ UPLINK = ("vrf", "default", "router", "bgp", "neighbor", "swp51", "address-famil
 
 @pytest.fixture(scope="module")
 def lab(runtime, node_image, tmp_path_factory):
-    d = tmp_path_factory.mktemp("nvue-routemap")
-    ex = twin_cli("export", str(TOPOLOGY), "--format", "nvue", "-o", str(d))
-    assert ex.returncode == 0, ex.stderr
-    p = twin_cli("up", str(TOPOLOGY), "--name", NAME, "--configs", str(d), "--image", node_image)
-    try:
-        assert p.returncode == 0, p.stdout + p.stderr
-        yield Lab.open(NAME)
-    finally:
-        twin_cli("down", NAME)
-    assert leftovers(runtime, NAME) == []
+    with nvue_export_lab(runtime, node_image, tmp_path_factory.mktemp("nvue-routemap"), TOPOLOGY, NAME) as lab:
+        yield lab
 
 
 def nv(node: str, *words: str) -> subprocess.CompletedProcess:
-    p = twin_cli("exec", NAME, node, "--", "nv", *words)
-    assert p.returncode == 0, f"nv {' '.join(words)} on {node}: {p.stdout}{p.stderr}"
-    return p
+    return nv_in(NAME, node, *words)
 
 
 def settled(lab: Lab, want: set[str]) -> dict[str, str]:

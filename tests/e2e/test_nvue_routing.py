@@ -9,12 +9,11 @@ management namespace, and judged there. One lab for the module; verify's group i
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 
 import pytest
 
-from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from tests.e2e.conftest import ROOT, nv_apply, nv_in, nvue_export_lab, twin_cli
 from twin import verify
 from twin.base import timeouts, wait
 from twin.lab import Lab
@@ -30,29 +29,16 @@ LINK = "ospf leaf1 swp51 - spine1 swp1"
 
 @pytest.fixture(scope="module")
 def lab(runtime, node_image, tmp_path_factory):
-    d = tmp_path_factory.mktemp("nvue-routing")
-    ex = twin_cli("export", str(TOPOLOGY), "--format", "nvue", "-o", str(d))
-    assert ex.returncode == 0, ex.stderr
-    p = twin_cli("up", str(TOPOLOGY), "--name", NAME, "--configs", str(d), "--image", node_image)
-    try:
-        assert p.returncode == 0, p.stdout + p.stderr
-        yield Lab.open(NAME)
-    finally:
-        twin_cli("down", NAME)
-    assert leftovers(runtime, NAME) == []
+    with nvue_export_lab(runtime, node_image, tmp_path_factory.mktemp("nvue-routing"), TOPOLOGY, NAME) as lab:
+        yield lab
 
 
 def nv(node: str, *words: str) -> subprocess.CompletedProcess:
-    p = twin_cli("exec", NAME, node, "--", "nv", *words)
-    assert p.returncode == 0, f"nv {' '.join(words)} on {node}: {p.stdout}{p.stderr}"
-    return p
+    return nv_in(NAME, node, *words)
 
 
 def apply(node: str, *changes: tuple[str, ...]) -> None:
-    """The edits and `nv config apply -y` in one exec of the node (each `twin exec` costs a second)."""
-    script = " && ".join(shlex.join(["nv", *c]) for c in [*changes, ("config", "apply", "-y")])
-    p = twin_cli("exec", NAME, node, "--", "sh", "-c", script)
-    assert p.returncode == 0, f"{script} on {node}: {p.stdout}{p.stderr}"
+    nv_apply(NAME, node, *changes)
 
 
 def settled(lab: Lab, want: set[str]) -> dict[str, str]:

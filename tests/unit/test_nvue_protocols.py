@@ -5,12 +5,11 @@ readers of FRR's state (a BFD session Down, a hold the peer lowered, a VRF holdi
 naming what they found."""
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
 
-from twin import nvue, topology
+from tests.unit.nvue_leaf import built, tree
 from twin.base.errors import TopologyError
 from twin.nvue import judge
 from twin.nvue import tree as nv_tree
@@ -18,8 +17,6 @@ from twin.nvue.model import Bfd
 from twin.verify import routeleaks
 
 ROOT = Path(__file__).resolve().parents[2]
-FABRIC = topology.load(ROOT / "tests/e2e/nvue/samples.yml")
-LEAF = nvue.read(ROOT / "tests/golden/interop/nvue/samples/leaf01/startup.yaml").tree
 UPLINKS = {"vrf": {"default": {"router": {"bgp": {
     "peer-group": {"underlay": {"bfd": {"enable": "on"}}},
     "neighbor": {"swp51": {"bfd": {"enable": "on", "detect-multiplier": 4, "min-rx-interval": 200},
@@ -28,17 +25,6 @@ UPLINKS = {"vrf": {"default": {"router": {"bgp": {
 LEAK = {"vrf": {"RED": {"router": {"bgp": {"address-family": {"ipv4-unicast": {
     "route-import": {"from-vrf": {"list": {"BLUE": {}}}}}}}}}}}
 
-
-def tree(*extras: dict) -> dict:
-    t = copy.deepcopy(LEAF)
-    for e in extras:
-        nv_tree.patch(t, e)
-    return t
-
-
-def built(*extras: dict):
-    nf = nvue.from_tree(tree(*extras), "leaf01/startup.yaml")
-    return nf, nvue.build({"leaf01": nf}, FABRIC, "netns")[0]["leaf01"]
 
 
 def test_bfd_timers_and_route_import_are_emulated_not_stored():

@@ -5,13 +5,12 @@ finds in FRR's JSON taken from real nodes (tests/golden/interop/nvue/frr-policy:
 tests/e2e/nvue/policy.yml, leaf1 AS 65101 on spine1's swp1, leaf2 AS 65102, spine1 AS 65000)."""
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
 import pytest
 
-from twin import nvue, topology
+from tests.unit.nvue_leaf import built
 from twin.base.errors import TopologyError
 from twin.nvue import policycheck
 from twin.nvue import tree as nv_tree
@@ -19,8 +18,6 @@ from twin.nvue.policy import Policy
 from twin.nvue.policycheck import Bound, Route
 
 ROOT = Path(__file__).resolve().parents[2]
-FABRIC = topology.load(ROOT / "tests/e2e/nvue/samples.yml")
-LEAF = nvue.read(ROOT / "tests/golden/interop/nvue/samples/leaf01/startup.yaml").tree
 FRR = ROOT / "tests/golden/interop/nvue/frr-policy"
 SHOW = "show bgp vrf default ipv4 unicast"
 POLICY = {"router": {"policy": {
@@ -39,17 +36,6 @@ POLICY = {"router": {"policy": {
     "vrf": {"default": {"router": {"bgp": {"neighbor": {"swp51": {"address-family": {"ipv4-unicast": {"policy": {
         "outbound": {"route-map": "OUT"}, "inbound": {"route-map": "OUT"}}}}}}}}}}}
 
-
-def tree(*extras: dict) -> dict:
-    t = copy.deepcopy(LEAF)
-    for e in extras:
-        nv_tree.patch(t, e)
-    return t
-
-
-def built(*extras: dict):
-    nf = nvue.from_tree(tree(*extras), "leaf01/startup.yaml")
-    return nf, nvue.build({"leaf01": nf}, FABRIC, "netns")[0]["leaf01"]
 
 
 def refused(*extras: dict) -> list[str]:

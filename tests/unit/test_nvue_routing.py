@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.unit.nvue_leaf import FABRIC, built, tree
 from twin import nvue, topology
 from twin.base.errors import TopologyError
 from twin.nvue import plane as nv_plane
@@ -24,8 +25,6 @@ from twin.nvue.ospf import area_id
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests/unit/frr"
-FABRIC = topology.load(ROOT / "tests/e2e/nvue/samples.yml")
-LEAF = nvue.read(ROOT / "tests/golden/interop/nvue/samples/leaf01/startup.yaml").tree
 POLICY = topology.load(ROOT / "tests/e2e/nvue/policy.yml")      # every switch NVUE's (its export)
 OSPF = {"router": {"ospf": {"router-id": "10.10.10.1"}},
         "interface": {"swp51": {"ip": {"address": {"10.0.1.0/31": {}}}, "router": {"ospf": {
@@ -40,17 +39,6 @@ STATICS = {"vrf": {"default": {"router": {"static": {
                                                                            "flag": "onlink"}}}}}}}},
                    "RED": {"router": {"static": {"203.0.113.0/24": {"via": {"reject": {}}, "tag": "none"}}}}}}
 
-
-def tree(*extras: dict, base: dict = LEAF) -> dict:
-    t = copy.deepcopy(base)
-    for e in extras:
-        nv_tree.patch(t, e)
-    return t
-
-
-def built(*extras: dict):
-    nf = nvue.from_tree(tree(*extras), "leaf01/startup.yaml")
-    return nf, nvue.build({"leaf01": nf}, FABRIC, "netns")[0]["leaf01"]
 
 
 def test_a_vrfs_ospf_runs_and_an_interfaces_own_settings_are_stored():
