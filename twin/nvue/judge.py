@@ -17,7 +17,7 @@ from twin.base.errors import TwinError
 from twin.lifecycle.context import LabContext
 from twin.nvue import policycheck, routing
 from twin.nvue.configs import running
-from twin.nvue.model import Bfd, Bgp, NodeConf
+from twin.nvue.model import Bfd, NodeConf
 from twin.verify.result import Check
 
 GROUP = "protocols"
@@ -37,9 +37,7 @@ class Wanted:
 
 def wanted(conf: NodeConf, devices: dict[str, str], vrfs: dict[str, str]) -> list[Wanted]:
     out = []
-    insts: list[tuple[str, Bgp | None]] = [("default", conf.bgp if conf.bgp.enable else None)]
-    insts += [(vrfs.get(n, n), v.bgp) for n, v in conf.vrfs.items()]
-    for vrf, b in insts:
+    for vrf, b in conf.bgp_instances(vrfs):
         for name, p in (b.neighbors.items() if b else ()):
             g = b.peer_groups.get(p.peer_group or "") if b else None
             bfd = p.bfd or (g.bfd if g else None)

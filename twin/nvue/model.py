@@ -209,6 +209,12 @@ class NodeConf:
     bonds: dict[str, Bond] = field(default_factory=dict)
     ospf: Ospf | None = None                                           # OSPFv2 instances (issue 44)
 
+    def bgp_instances(self, vrfs: dict[str, str]) -> list[tuple[str, Bgp | None]]:
+        """(kernel VRF, its BGP instance or None) of the default VRF, then of each VRF, `vrfs` mapping
+        NVUE's VRF names to the kernel's."""
+        return [("default", self.bgp if self.bgp.enable else None),
+                *((vrfs.get(n, n), v.bgp) for n, v in self.vrfs.items())]
+
     @classmethod
     def of(cls, tree: dict) -> "NodeConf":
         ifs = get(tree, ("interface",), {})

@@ -63,9 +63,7 @@ class Route:
 
 def bound(conf: NodeConf, devices: dict[str, str], vrfs: dict[str, str]) -> list[Bound]:
     out = []
-    insts = [("default", conf.bgp if conf.bgp.enable else None)]
-    insts += [(vrfs.get(n, n), v.bgp) for n, v in conf.vrfs.items()]
-    for vrf, b in insts:
+    for vrf, b in conf.bgp_instances(vrfs):
         for name, p in (b.neighbors.items() if b else ()):
             g = b.peer_groups.get(p.peer_group or "") if b else None
             for way in ("in", "out"):

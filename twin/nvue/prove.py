@@ -22,7 +22,6 @@ from twin.lifecycle.context import LabContext
 from twin.nvue import judge, routing
 from twin.nvue.configs import NvueNode, runs_nvue
 from twin.nvue.configs import running as nvue_running
-from twin.nvue.model import Bgp
 from twin.prove.element import Element, Exempt, Vtysh, alt
 from twin.prove.frr_side import Runs, running
 
@@ -44,11 +43,9 @@ def _protocols(node: str, x: NvueNode, r: Runs) -> list[Element]:
     """Each neighbor's or peer group's BFD and timers (the FRR line that sets them: the neighbor's own,
     else its group's), taken away by `no neighbor X bfd` / `no neighbor X timers`."""
     plane = x.plane
-    insts: list[tuple[str, Bgp | None]] = [("default", plane.conf.bgp if plane.conf.bgp.enable else None)]
-    insts += [(plane.vrfs.get(n, n), v.bgp) for n, v in plane.conf.vrfs.items()]
     asns = {b.vrf: b.asn for b in r.conf.bgp}
     seen: dict[tuple[str, str, str], Element] = {}
-    for vrf, b in insts:
+    for vrf, b in plane.conf.bgp_instances(plane.vrfs):
         if b is None or vrf not in asns:
             continue
         router = f"router bgp {asns[vrf]}" + ("" if vrf == "default" else f" vrf {vrf}")
