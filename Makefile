@@ -43,6 +43,7 @@ twin-down: venv
 # `images`, which sets the host up first: a fresh machine may lack python3-venv)
 lint: venv
 	$(VENV)/bin/ruff check twin tests bench scripts
+	$(VENV)/bin/ruff format --check twin tests bench scripts
 	$(VENV)/bin/mypy
 
 # the tests in parallel, PYTEST_WORKERS at a time (pytest-xdist; a module stays on one worker, the e2e

@@ -21,6 +21,7 @@ stopped containers, and `twin down` must still remove everything.
 Refuses to run while other twin labs exist (restarting dockerd would stop them), unless --force.
 Prints a table (rich) and writes bench-results/chaos.json. Exit 1 if anything was left behind.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,15 +56,26 @@ KINDS = ("up", "apply", "rehearse", "fault", "server", "abuse")
 
 
 def twin(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "twin.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=os.environ.copy())
+    return subprocess.run(
+        [sys.executable, "-m", "twin.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=os.environ.copy(),
+    )
 
 
 def kill_after(args: list[str], delay: float) -> tuple[float, int | None]:
     """Run `twin ARGS`, SIGKILL it after `delay` s (if still running): (seconds it ran, its exit code or None)."""
     t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-m", "twin.cli", *args], cwd=ROOT, env=os.environ.copy(),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "twin.cli", *args],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         p.wait(timeout=delay)
         return time.monotonic() - t0, p.returncode
@@ -98,16 +110,30 @@ def round_up(runtime: DockerRuntime, i: int, rng: random.Random) -> dict:
     stage = "finished" if rc is not None else stage_of(name)
     settle(runtime, name)
     down = twin("down", name)
-    return {"round": i, "killed": "up", "after_s": round(ran, 2), "stage": stage, "status_rc": None,
-            "down_rc": down.returncode, "leftovers": leftovers(runtime, name)}
+    return {
+        "round": i,
+        "killed": "up",
+        "after_s": round(ran, 2),
+        "stage": stage,
+        "status_rc": None,
+        "down_rc": down.returncode,
+        "leftovers": leftovers(runtime, name),
+    }
 
 
 def round_apply(runtime: DockerRuntime, i: int, rng: random.Random, change: Path) -> dict:
     name = f"chaos-ap{i}"
     up = twin("up", str(AIPOD), "--name", name)
     if up.returncode:
-        return {"round": i, "killed": "apply", "after_s": 0, "stage": f"up failed: {up.stderr.strip()[:80]}",
-                "status_rc": None, "down_rc": twin("down", name).returncode, "leftovers": leftovers(runtime, name)}
+        return {
+            "round": i,
+            "killed": "apply",
+            "after_s": 0,
+            "stage": f"up failed: {up.stderr.strip()[:80]}",
+            "status_rc": None,
+            "down_rc": twin("down", name).returncode,
+            "leftovers": leftovers(runtime, name),
+        }
     ran, rc = kill_after(["apply", name, str(change)], rng.uniform(0.2, 5.0))
     stage = "finished" if rc is not None else "killed mid-apply"
     settle(runtime, name)
@@ -115,9 +141,16 @@ def round_apply(runtime: DockerRuntime, i: int, rng: random.Random, change: Path
     healthy = json.loads(status.stdout).get("healthy") if status.stdout.strip().startswith("{") else None
     truthful = (status.returncode == 0) == bool(healthy)
     down = twin("down", name)
-    return {"round": i, "killed": "apply", "after_s": round(ran, 2), "stage": stage,
-            "status_rc": status.returncode, "status_truthful": truthful, "down_rc": down.returncode,
-            "leftovers": leftovers(runtime, name)}
+    return {
+        "round": i,
+        "killed": "apply",
+        "after_s": round(ran, 2),
+        "stage": stage,
+        "status_rc": status.returncode,
+        "status_truthful": truthful,
+        "down_rc": down.returncode,
+        "leftovers": leftovers(runtime, name),
+    }
 
 
 def drained(tmp: Path) -> Path:
@@ -139,10 +172,20 @@ def round_writer(runtime: DockerRuntime, i: int, rng: random.Random, kind: str, 
     name = f"chaos-{kind[:2]}{i}"
     up = twin("up", str(DOORS), "--name", name)
     if up.returncode:
-        return {"round": i, "killed": kind, "after_s": 0, "stage": f"up failed: {up.stderr.strip()[:80]}",
-                "status_rc": None, "down_rc": twin("down", name).returncode, "leftovers": leftovers(runtime, name)}
-    args = (["rehearse", name, str(change), "--rollback", "--max-loss", "-1"] if kind == "rehearse"
-            else ["fault", "node-restart", name, "leaf2"])
+        return {
+            "round": i,
+            "killed": kind,
+            "after_s": 0,
+            "stage": f"up failed: {up.stderr.strip()[:80]}",
+            "status_rc": None,
+            "down_rc": twin("down", name).returncode,
+            "leftovers": leftovers(runtime, name),
+        }
+    args = (
+        ["rehearse", name, str(change), "--rollback", "--max-loss", "-1"]
+        if kind == "rehearse"
+        else ["fault", "node-restart", name, "leaf2"]
+    )
     ran, rc = kill_after(args, rng.uniform(0.5, 12.0 if kind == "rehearse" else 6.0))
     stage = "finished" if rc is not None else f"killed mid-{kind}"
     settle(runtime, name)
@@ -151,16 +194,28 @@ def round_writer(runtime: DockerRuntime, i: int, rng: random.Random, kind: str, 
     stopped = [n for n, c in runtime.containers(name).items() if c.status != "running"]
     truthful = (status.returncode == 0) == bool(healthy) and not (stopped and healthy)
     down = twin("down", name)
-    return {"round": i, "killed": kind, "after_s": round(ran, 2), "stage": stage + (
-                f" ({', '.join(stopped)} not running)" if stopped else ""),
-            "status_rc": status.returncode, "status_truthful": truthful, "down_rc": down.returncode,
-            "lock_free": "is busy" not in down.stderr, "leftovers": leftovers(runtime, name)}
+    return {
+        "round": i,
+        "killed": kind,
+        "after_s": round(ran, 2),
+        "stage": stage + (f" ({', '.join(stopped)} not running)" if stopped else ""),
+        "status_rc": status.returncode,
+        "status_truthful": truthful,
+        "down_rc": down.returncode,
+        "lock_free": "is busy" not in down.stderr,
+        "leftovers": leftovers(runtime, name),
+    }
 
 
 def restart_dockerd() -> None:
     subprocess.run(["pkill", "-TERM", "-x", "dockerd"], check=False)
-    wait.until(lambda: [] if subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode else ["up"],
-               60, "dockerd stopped", first=0.2, cap=0.5)
+    wait.until(
+        lambda: [] if subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode else ["up"],
+        60,
+        "dockerd stopped",
+        first=0.2,
+        cap=0.5,
+    )
     subprocess.run([str(ROOT / "twin/lifecycle/host-setup.sh")], check=True, capture_output=True)
 
 
@@ -170,10 +225,16 @@ def round_dockerd(runtime: DockerRuntime) -> dict:
     restart_dockerd()
     status = twin("status", name)
     down = twin("down", name)
-    return {"round": "dockerd", "killed": "dockerd restarted under a running lab", "after_s": None,
-            "stage": "up" if up.returncode == 0 else "up failed", "status_rc": status.returncode,
-            "status_truthful": status.returncode == 1 and "container exited" in status.stdout,
-            "down_rc": down.returncode, "leftovers": leftovers(DockerRuntime(), name)}
+    return {
+        "round": "dockerd",
+        "killed": "dockerd restarted under a running lab",
+        "after_s": None,
+        "stage": "up" if up.returncode == 0 else "up failed",
+        "status_rc": status.returncode,
+        "status_truthful": status.returncode == 1 and "container exited" in status.stdout,
+        "down_rc": down.returncode,
+        "leftovers": leftovers(DockerRuntime(), name),
+    }
 
 
 def main() -> int:
@@ -182,8 +243,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=20261203)
     ap.add_argument("--force", action="store_true", help="run even while other twin labs exist")
     ap.add_argument("--no-dockerd", action="store_true", help="skip the Docker daemon restart")
-    ap.add_argument("--kinds", default=",".join(KINDS),
-                    help=f"which SIGKILL rounds, comma-separated (default: all of {', '.join(KINDS)})")
+    ap.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"which SIGKILL rounds, comma-separated (default: all of {', '.join(KINDS)})",
+    )
     args = ap.parse_args()
     with host_turn("chaos"):  # the e2e suites of other checkouts (and their manual labs) wait meanwhile
         return run(args)
@@ -193,8 +257,11 @@ def run(args: argparse.Namespace) -> int:
     runtime = DockerRuntime()
     others = [lab for lab in runtime.labs() if not lab.startswith("chaos-")]
     if others and not args.force:
-        print(f"chaos: other twin labs run here ({', '.join(others)}); restarting dockerd would stop them. "
-              "--force to run anyway (with --no-dockerd)", file=sys.stderr)
+        print(
+            f"chaos: other twin labs run here ({', '.join(others)}); restarting dockerd would stop them. "
+            "--force to run anyway (with --no-dockerd)",
+            file=sys.stderr,
+        )
         return 2
     rng = random.Random(args.seed)
     rows = []
@@ -205,16 +272,29 @@ def run(args: argparse.Namespace) -> int:
         rehearsed = drained(Path(tmp))
         kinds = round_kinds(args, rng)
         for i, kind in enumerate(kinds, 1):
-            rows.append(round_up(runtime, i, rng) if kind == "up" else round_apply(runtime, i, rng, change)
-                        if kind == "apply" else round_server(runtime, i, rng, Path(tmp), SMALL, AIPOD, change)
-                        if kind == "server" else round_abuse(runtime, i, Path(tmp), SMALL)
-                        if kind == "abuse" else round_writer(runtime, i, rng, kind, rehearsed))
+            rows.append(
+                round_up(runtime, i, rng)
+                if kind == "up"
+                else round_apply(runtime, i, rng, change)
+                if kind == "apply"
+                else round_server(runtime, i, rng, Path(tmp), SMALL, AIPOD, change)
+                if kind == "server"
+                else round_abuse(runtime, i, Path(tmp), SMALL)
+                if kind == "abuse"
+                else round_writer(runtime, i, rng, kind, rehearsed)
+            )
             print(f"chaos: round {i}/{len(kinds)}: {rows[-1]}", file=sys.stderr)
         if not args.no_dockerd and not (others and args.force):
             rows.append(round_dockerd(runtime))
     report(rows)
-    return 0 if all(not r["leftovers"] and r["down_rc"] == 0 and r.get("status_truthful", True)
-                    and r.get("lock_free", True) for r in rows) else 1
+    return (
+        0
+        if all(
+            not r["leftovers"] and r["down_rc"] == 0 and r.get("status_truthful", True) and r.get("lock_free", True)
+            for r in rows
+        )
+        else 1
+    )
 
 
 def round_kinds(args: argparse.Namespace, rng: random.Random) -> list[str]:
@@ -231,14 +311,23 @@ def round_kinds(args: argparse.Namespace, rng: random.Random) -> list[str]:
 
 
 def report(rows: list[dict]) -> None:
-    t = Table(title="twin chaos: SIGKILLs of up, apply, rehearse, fault and the server, and a Docker daemon restart",
-              title_justify="left")
+    t = Table(
+        title="twin chaos: SIGKILLs of up, apply, rehearse, fault and the server, and a Docker daemon restart",
+        title_justify="left",
+    )
     for col in ("round", "killed", "after (s)", "stage reached", "status exit (truthful)", "down exit", "leftovers"):
         t.add_column(col)
     for r in rows:
         st = "-" if r["status_rc"] is None else f"{r['status_rc']} ({'yes' if r.get('status_truthful') else 'NO'})"
-        t.add_row(str(r["round"]), r["killed"], "-" if r["after_s"] is None else f"{r['after_s']:.2f}", r["stage"], st,
-                  str(r["down_rc"]), ", ".join(r["leftovers"]) or "none")
+        t.add_row(
+            str(r["round"]),
+            r["killed"],
+            "-" if r["after_s"] is None else f"{r['after_s']:.2f}",
+            r["stage"],
+            st,
+            str(r["down_rc"]),
+            ", ".join(r["leftovers"]) or "none",
+        )
     Console(width=200).print(t)
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)

@@ -8,6 +8,7 @@ fills its quota (one lab of its own comes up beside the victim's; creates past i
 with the numbers). What is measured: the
 victim's GETs (p50, p99, worst, errors), what the abuser got (status counts), and whether the
 victim's lab and operation are as they were."""
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,12 @@ HALF_OPEN = 500
 
 
 def _call(url: str, token: str, method: str = "GET", body: dict | None = None) -> tuple[int, float]:
-    req = urllib.request.Request(url, json.dumps(body).encode() if body is not None else None, method=method,
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url,
+        json.dumps(body).encode() if body is not None else None,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     t0 = time.monotonic()
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
@@ -88,19 +93,24 @@ def round_abuse(runtime: DockerRuntime, i: int, tmp: Path, small: Path) -> dict:
                 got["half-open refused"] = got.get("half-open refused", 0) + 1
         for bind in ESCAPES:
             for extra in ("", ", image: 'alpine:3'"):
-                status, _ = _call(served.url + "/v1/labs", abuser, "POST",
-                                  {"topology": HOST % (json.dumps([bind]), extra), "name": "abuse"})
+                status, _ = _call(
+                    served.url + "/v1/labs",
+                    abuser,
+                    "POST",
+                    {"topology": HOST % (json.dumps([bind]), extra), "name": "abuse"},
+                )
                 got[f"escape {status}"] = got.get(f"escape {status}", 0) + 1
-        for _ in range(5):       # the victim's name: the same neutral answer a taken name gives everyone
+        for _ in range(5):  # the victim's name: the same neutral answer a taken name gives everyone
             status, _ = _call(served.url + "/v1/labs", abuser, "POST", {"topology": small.read_text(), "name": name})
             got[f"taken name {status}"] = got.get(f"taken name {status}", 0) + 1
         status, _ = _call(served.url + "/v1/labs", abuser, "POST", {"topology": small.read_text(), "name": "abuser0"})
-        got[f"own lab {status}"] = 1      # its quota (--max-labs 1) filled: a lab coming up beside the victim's
-        for j in range(1, 21):   # past the quota, again and again
-            status, _ = _call(served.url + "/v1/labs", abuser, "POST",
-                              {"topology": small.read_text(), "name": f"abuser{j}"})
+        got[f"own lab {status}"] = 1  # its quota (--max-labs 1) filled: a lab coming up beside the victim's
+        for j in range(1, 21):  # past the quota, again and again
+            status, _ = _call(
+                served.url + "/v1/labs", abuser, "POST", {"topology": small.read_text(), "name": f"abuser{j}"}
+            )
             got[f"past quota {status}"] = got.get(f"past quota {status}", 0) + 1
-        time.sleep(max(0.0, 15 - (time.monotonic() - t0)))     # the victim polls on meanwhile
+        time.sleep(max(0.0, 15 - (time.monotonic() - t0)))  # the victim polls on meanwhile
         for s in held:
             s.close()
         stop.set()
@@ -108,24 +118,38 @@ def round_abuse(runtime: DockerRuntime, i: int, tmp: Path, small: Path) -> dict:
         lab = c.lab(name)
         whole = lab["state"] == "up" and c.operation(op["id"])["state"] == "succeeded"
         p = sorted(times)
-        figures = {"gets": len(p), "p50_ms": round(statistics.median(p) * 1000, 1),
-                   "p99_ms": round(p[int(len(p) * 0.99) - 1] * 1000, 1), "worst_ms": round(p[-1] * 1000, 1),
-                   "errors": errors[0], "abuser": got}
+        figures = {
+            "gets": len(p),
+            "p50_ms": round(statistics.median(p) * 1000, 1),
+            "p99_ms": round(p[int(len(p) * 0.99) - 1] * 1000, 1),
+            "worst_ms": round(p[-1] * 1000, 1),
+            "errors": errors[0],
+            "abuser": got,
+        }
         try:
             c.delete(name)
             served.client(abuser).delete("abuser0")
             down_rc = 0
         except ApiError:
             down_rc = 1
-        return {"round": i, "killed": "abuse (user token)", "after_s": None,
-                "stage": f"victim GETs {figures['gets']}: p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms, "
-                         f"worst {figures['worst_ms']} ms, {errors[0]} errors; abuser: "
-                         + ", ".join(f"{k}: {v}" for k, v in sorted(got.items())) + f"; victim's lab whole: {whole}",
-                "status_rc": None,
-                "status_truthful": whole and errors[0] == 0 and not Path("/etc/cron.d/escaped").exists()
-                and got.get("own lab 202") == 1 and got.get("past quota 409") == 20
-                and all(k.endswith(("422", "409")) for k in got if not k.startswith(("half", "own"))),
-                "down_rc": down_rc, "leftovers": leftovers(runtime, name) + leftovers(runtime, "abuser0"),
-                "abuse": figures}
+        return {
+            "round": i,
+            "killed": "abuse (user token)",
+            "after_s": None,
+            "stage": f"victim GETs {figures['gets']}: p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms, "
+            f"worst {figures['worst_ms']} ms, {errors[0]} errors; abuser: "
+            + ", ".join(f"{k}: {v}" for k, v in sorted(got.items()))
+            + f"; victim's lab whole: {whole}",
+            "status_rc": None,
+            "status_truthful": whole
+            and errors[0] == 0
+            and not Path("/etc/cron.d/escaped").exists()
+            and got.get("own lab 202") == 1
+            and got.get("past quota 409") == 20
+            and all(k.endswith(("422", "409")) for k in got if not k.startswith(("half", "own"))),
+            "down_rc": down_rc,
+            "leftovers": leftovers(runtime, name) + leftovers(runtime, "abuser0"),
+            "abuse": figures,
+        }
     finally:
         served.stop()

@@ -3,6 +3,7 @@ tenant added to the default lab) at a random moment, and started again on the sa
 operation must come back `failed` (or `succeeded`, when it finished before the kill) and its lab
 whole (up and healthy) or removed (nothing of it on the host), never half made; then the lab is
 deleted through the API and nothing may be left."""
+
 from __future__ import annotations
 
 import random
@@ -25,8 +26,9 @@ def whole_or_removed(c: Client, runtime: DockerRuntime, name: str) -> tuple[bool
     return doc["state"] == "up" and healthy, f"kept, {'healthy' if healthy else 'NOT healthy'}"
 
 
-def round_server(runtime: DockerRuntime, i: int, rng: random.Random, tmp: Path, small: Path, aipod: Path,
-                 change: Path) -> dict:
+def round_server(
+    runtime: DockerRuntime, i: int, rng: random.Random, tmp: Path, small: Path, aipod: Path, change: Path
+) -> dict:
     served = Served(tmp / f"server{i}" / "state").start()
     c = served.client(served.token("chaos"))
     name = f"chaos-sv{i}"
@@ -49,9 +51,15 @@ def round_server(runtime: DockerRuntime, i: int, rng: random.Random, tmp: Path, 
             down_rc = 0
         except ApiError as e:
             down_rc = 0 if e.status == 404 else 1
-        return {"round": i, "killed": f"server mid-{mid}", "after_s": round(delay, 2),
-                "stage": f"operation {op['state']}; lab {lab}", "status_rc": None,
-                "status_truthful": ok and op["state"] in ("failed", "succeeded"), "down_rc": down_rc,
-                "leftovers": leftovers(runtime, name)}
+        return {
+            "round": i,
+            "killed": f"server mid-{mid}",
+            "after_s": round(delay, 2),
+            "stage": f"operation {op['state']}; lab {lab}",
+            "status_rc": None,
+            "status_truthful": ok and op["state"] in ("failed", "succeeded"),
+            "down_rc": down_rc,
+            "leftovers": leftovers(runtime, name),
+        }
     finally:
         served.stop()

@@ -10,6 +10,7 @@ node (from the containers' cgroups) and memory per FRR node; results in
 bench-results/compare.json. Needs root; installs munet (bench/munet/.venv) and Debian's
 `frr` package on the host when missing (it is not started as a service).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,11 @@ from run import clos, host_turn, measure, settle  # noqa: E402  (twin's own benc
 
 def ensure_munet() -> None:
     if not Path("/usr/lib/frr/zebra").exists():
-        subprocess.run(["apt-get", "install", "-y", "-q", "frr"], check=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        subprocess.run(
+            ["apt-get", "install", "-y", "-q", "frr"],
+            check=True,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
     venv = MUNET / ".venv"
     if not (venv / "bin" / "munet").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -44,8 +48,22 @@ def ensure_munet() -> None:
 
 def munet_run(spines: int, leafs: int, out: Path) -> dict:
     """One munet bring-up through its harness; its result record (t_conv: seconds to converged)."""
-    subprocess.run([sys.executable, str(MUNET / "bench.py"), "--sizes", f"{spines}x{leafs}", "--runs", "1",
-                    "--unnumbered", "--out", str(out)], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(MUNET / "bench.py"),
+            "--sizes",
+            f"{spines}x{leafs}",
+            "--runs",
+            "1",
+            "--unnumbered",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
     return runs[-1]
 
@@ -79,8 +97,10 @@ def compare(args: argparse.Namespace) -> int:
                 mu.append(m)
                 settle()
                 tw.append(twin_run(spines, leafs, tmp, i))
-                print(f"compare {size} run {i + 1}: munet {m.get('t_conv')} s, twin {tw[-1]['converged_s']} s",
-                      file=sys.stderr)
+                print(
+                    f"compare {size} run {i + 1}: munet {m.get('t_conv')} s, twin {tw[-1]['converged_s']} s",
+                    file=sys.stderr,
+                )
             rows.append(summary(spines, leafs, mu, tw))
     report(rows)
     return 0 if all(r["ratio"] is not None and r["ratio"] <= 0.5 for r in rows) else 1
@@ -91,25 +111,44 @@ def summary(spines: int, leafs: int, mu: list[dict], tw: list[dict]) -> dict:
     t = statistics.median(r["converged_s"] for r in tw)
     frr = tw[0]["frr_nodes"]
     cpu = [r["cpu_s"] for r in tw if r.get("cpu_s") is not None]
-    return {"size": f"{spines}x{leafs}", "nodes": spines + leafs, "munet_s": round(m, 2), "twin_s": round(t, 2),
-            "ratio": round(t / m, 2) if m else None,
-            "twin_cpu_s_per_frr_node": round(statistics.median(cpu) / frr, 2) if cpu else None,
-            "twin_mib_per_frr_node": round(statistics.median(r["mem_mib_avg"] for r in tw), 1),
-            "munet_runs": [round(r["t_conv"], 2) if r.get("t_conv") is not None else None for r in mu],
-            "twin_runs": [r["converged_s"] for r in tw]}
+    return {
+        "size": f"{spines}x{leafs}",
+        "nodes": spines + leafs,
+        "munet_s": round(m, 2),
+        "twin_s": round(t, 2),
+        "ratio": round(t / m, 2) if m else None,
+        "twin_cpu_s_per_frr_node": round(statistics.median(cpu) / frr, 2) if cpu else None,
+        "twin_mib_per_frr_node": round(statistics.median(r["mem_mib_avg"] for r in tw), 1),
+        "munet_runs": [round(r["t_conv"], 2) if r.get("t_conv") is not None else None for r in mu],
+        "twin_runs": [r["converged_s"] for r in tw],
+    }
 
 
 def report(rows: list[dict]) -> None:
-    t = Table(title="bring-up to converged, side by side (medians; target: twin <= 0.5 x munet)",
-              title_justify="left")
-    for col in ("Clos", "nodes", "munet 0.17.3 (s)", "twin (s)", "twin / munet", "twin CPU-s per FRR node",
-                "twin MiB per FRR node", "runs munet / twin (s)"):
+    t = Table(title="bring-up to converged, side by side (medians; target: twin <= 0.5 x munet)", title_justify="left")
+    for col in (
+        "Clos",
+        "nodes",
+        "munet 0.17.3 (s)",
+        "twin (s)",
+        "twin / munet",
+        "twin CPU-s per FRR node",
+        "twin MiB per FRR node",
+        "runs munet / twin (s)",
+    ):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["size"], str(r["nodes"]), f"{r['munet_s']:.1f}", f"{r['twin_s']:.1f}", f"{r['ratio']:.2f}",
-                  str(r["twin_cpu_s_per_frr_node"]), str(r["twin_mib_per_frr_node"]),
-                  f"{', '.join('-' if x is None else f'{x:.1f}' for x in r['munet_runs'])} / "
-                  f"{', '.join(f'{x:.1f}' for x in r['twin_runs'])}")
+        t.add_row(
+            r["size"],
+            str(r["nodes"]),
+            f"{r['munet_s']:.1f}",
+            f"{r['twin_s']:.1f}",
+            f"{r['ratio']:.2f}",
+            str(r["twin_cpu_s_per_frr_node"]),
+            str(r["twin_mib_per_frr_node"]),
+            f"{', '.join('-' if x is None else f'{x:.1f}' for x in r['munet_runs'])} / "
+            f"{', '.join(f'{x:.1f}' for x in r['twin_runs'])}",
+        )
     Console(width=200).print(t)
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)

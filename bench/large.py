@@ -17,6 +17,7 @@ and after. `--loaded` adds a 8 x 120 brought up while an 8 x 56 comes up beside 
 Printed as a table, then as Markdown rows for docs/performance.md; bench-results/large.json keeps
 every figure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,7 +52,7 @@ from twin.lifecycle import admission, barrier, hostlimits, state  # noqa: E402
 from twin.runtime import (  # noqa: E402
     FRR_SUMMARY,
     NetlinkHandles,
-    node_memory,  # noqa: E402
+    node_memory,
     read_routes,
 )
 
@@ -74,6 +75,7 @@ def host_busy() -> float:
 
 def dropped(lab: Lab) -> int:
     """Sessions that dropped after they were Established, summed over every router (FRR's counters)."""
+
     def one(node: str) -> int:
         try:
             (doc,) = lab.node(node).vtysh_json(FRR_SUMMARY, timeout=60)
@@ -102,8 +104,11 @@ def round_cost(lab: Lab, times: int = 3) -> dict:
                 list(pool.map(lambda n: read_routes(handles.get(ctx.pid(n)), host_only=False), b.nodes))
                 old.append(time.monotonic() - t)
     b.dumps.close()
-    return {"round_ms": round(1000 * statistics.median(raw)), "round_pyroute2_ms": round(1000 * statistics.median(old)),
-            "round_missing": sum(map(len, left.values()))}
+    return {
+        "round_ms": round(1000 * statistics.median(raw)),
+        "round_pyroute2_ms": round(1000 * statistics.median(old)),
+        "round_missing": sum(map(len, left.values())),
+    }
 
 
 def progress_of(log: str) -> dict:
@@ -119,8 +124,7 @@ def progress_of(log: str) -> dict:
         head = s.split(":", 1)[0] if s.startswith(("starting:", "converging:")) else s.split(" ", 1)[0]
         if not heads or heads[-1] != head:
             heads.append(head)
-    return {"lines": len(at), "max_gap_s": max((b - a for a, b in zip(at, at[1:])), default=None),
-            "stages": heads}
+    return {"lines": len(at), "max_gap_s": max((b - a for a, b in zip(at, at[1:])), default=None), "stages": heads}
 
 
 def up(f: Path, name: str, timeout: float | None, log: Path) -> subprocess.CompletedProcess:
@@ -134,9 +138,16 @@ def up(f: Path, name: str, timeout: float | None, log: Path) -> subprocess.Compl
 def measure(label: str, f: Path, name: str, tmp: Path, timeout: float | None = None, beside: str = "") -> dict:
     lab = Lab.load(f, name=name)
     est = admission.estimate(lab.loaded, admission.CpuWatch().host(1.0), timeout, whole=timeout is not None)
-    row = {"lab": label, "frr_nodes": len(lab.loaded.routers()), "links": len(lab.loaded.links),
-           "sessions": len(lab.loaded.sessions()), "timeout": timeout, "beside": beside,
-           "estimate": est.to_dict(), "load_before": load1()}
+    row = {
+        "lab": label,
+        "frr_nodes": len(lab.loaded.routers()),
+        "links": len(lab.loaded.links),
+        "sessions": len(lab.loaded.sessions()),
+        "timeout": timeout,
+        "beside": beside,
+        "estimate": est.to_dict(),
+        "load_before": load1(),
+    }
     avail, busy0, t0 = hostlimits.host_usage().mem_available_mib, host_busy(), time.monotonic()
     log = tmp / f"{name}-{int(time.time())}.log"
     p = up(f, name, timeout, log)
@@ -155,13 +166,18 @@ def measure(label: str, f: Path, name: str, tmp: Path, timeout: float | None = N
         containers = lab.runtime.containers(name)
         frr_nodes = [n.name for n in lab.loaded.routers()]
         mem = [m for m in (node_memory(containers[n]) for n in frr_nodes) if m is not None]
-        row |= {"containers_s": round(timings["containers"], 1), "wired_s": round(timings["wired"], 1),
-                "converged_s": round(timings["converged"], 1),
-                "frr_cpu_s": round(cpu_seconds([containers[n] for n in frr_nodes]) or 0, 1),
-                "host_cpu_s": round(host_cpu, 1), "host_mib": avail - hostlimits.host_usage().mem_available_mib,
-                "mib_avg": round(sum(m[0] for m in mem) / len(mem) / MiB, 1) if mem else None,
-                "mib_max": round(max(m[0] for m in mem) / MiB, 1) if mem else None,
-                "timers": str(Lab(name).context().fabric.timers or "keepalive 3 s, hold 9 s"), "load_after": load1()}
+        row |= {
+            "containers_s": round(timings["containers"], 1),
+            "wired_s": round(timings["wired"], 1),
+            "converged_s": round(timings["converged"], 1),
+            "frr_cpu_s": round(cpu_seconds([containers[n] for n in frr_nodes]) or 0, 1),
+            "host_cpu_s": round(host_cpu, 1),
+            "host_mib": avail - hostlimits.host_usage().mem_available_mib,
+            "mib_avg": round(sum(m[0] for m in mem) / len(mem) / MiB, 1) if mem else None,
+            "mib_max": round(max(m[0] for m in mem) / MiB, 1) if mem else None,
+            "timers": str(Lab(name).context().fabric.timers or "keepalive 3 s, hold 9 s"),
+            "load_after": load1(),
+        }
         row |= round_cost(Lab(name))
         row["dropped"] = dropped(Lab(name))
     finally:
@@ -200,9 +216,14 @@ def loaded(tmp: Path, prefix: str) -> dict:
     t = threading.Thread(target=beside)
     t.start()
     try:
-        time.sleep(15)   # the other lab's containers are starting and wiring: the host is busy
-        row = measure("clos 8x120, beside clos 8x56 coming up", topology(tmp, 8, 120, f"{prefix}l"), f"{prefix}l",
-                      tmp, beside="clos 8x56 (64 FRR nodes) started 15 s before")
+        time.sleep(15)  # the other lab's containers are starting and wiring: the host is busy
+        row = measure(
+            "clos 8x120, beside clos 8x56 coming up",
+            topology(tmp, 8, 120, f"{prefix}l"),
+            f"{prefix}l",
+            tmp,
+            beside="clos 8x56 (64 FRR nodes) started 15 s before",
+        )
     finally:
         t.join()
         other.down()
@@ -211,8 +232,11 @@ def loaded(tmp: Path, prefix: str) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="48,128,256,256,256",
-                    help="FRR nodes of each run, 8 spines (a size given three times runs three times)")
+    ap.add_argument(
+        "--sizes",
+        default="48,128,256,256,256",
+        help="FRR nodes of each run, 8 spines (a size given three times runs three times)",
+    )
     ap.add_argument("--loaded", action="store_true", help="also 8 x 120 brought up beside an 8 x 56 coming up")
     ap.add_argument("--prefix", default="big", help="lab names start with this")
     args = ap.parse_args()
@@ -233,10 +257,22 @@ def main() -> int:
     return 0 if all("converged_s" in r or "refused" in r for r in rows) else 1
 
 
-COLUMNS = ("lab", "estimate: FRR CPU-s / free cores = s (deadline)", "BGP timers", "containers (s)", "wired (s)",
-           "converged (s)", "barrier round over all routers (ms): now / pyroute2", "progress lines off a terminal "
-           "(longest silence s)", "CPU-s FRR / host", "MiB per FRR node avg/max", "host MiB", "sessions dropped",
-           "`twin down` (s)", "load before/after")
+COLUMNS = (
+    "lab",
+    "estimate: FRR CPU-s / free cores = s (deadline)",
+    "BGP timers",
+    "containers (s)",
+    "wired (s)",
+    "converged (s)",
+    "barrier round over all routers (ms): now / pyroute2",
+    "progress lines off a terminal (longest silence s)",
+    "CPU-s FRR / host",
+    "MiB per FRR node avg/max",
+    "host MiB",
+    "sessions dropped",
+    "`twin down` (s)",
+    "load before/after",
+)
 
 
 def cells(r: dict) -> list[str]:
@@ -248,9 +284,22 @@ def cells(r: dict) -> list[str]:
     if "converged_s" not in r:
         what = "refused" if "refused" in r else f"FAILED after {r['after_s']} s"
         return [r["lab"], est, "-", "-", "-", what, "-", lines, "-", "-", "-", "-", "-", load]
-    return [r["lab"], est, r["timers"], f"{r['containers_s']}", f"{r['wired_s']}", f"{r['converged_s']}",
-            f"{r['round_ms']:,} / {r['round_pyroute2_ms']:,}", lines, f"{r['frr_cpu_s']:.0f} / {r['host_cpu_s']:.0f}",
-            f"{r['mib_avg']}/{r['mib_max']}", f"{r['host_mib']:,}", str(r["dropped"]), f"{r['down_s']}", load]
+    return [
+        r["lab"],
+        est,
+        r["timers"],
+        f"{r['containers_s']}",
+        f"{r['wired_s']}",
+        f"{r['converged_s']}",
+        f"{r['round_ms']:,} / {r['round_pyroute2_ms']:,}",
+        lines,
+        f"{r['frr_cpu_s']:.0f} / {r['host_cpu_s']:.0f}",
+        f"{r['mib_avg']}/{r['mib_max']}",
+        f"{r['host_mib']:,}",
+        str(r["dropped"]),
+        f"{r['down_s']}",
+        load,
+    ]
 
 
 def show(rows: list[dict]) -> None:

@@ -4,6 +4,7 @@ its rendered frr.conf files written as config directories, then `twin lint -t CL
 (`--runs` times each, Python's start and imports included: what a hook costs), with the seconds lint
 itself reports. Takes the host's e2e lock (tests/e2e/conftest.py) so other runs do not load the machine
 meanwhile; prints a table and a Markdown row for docs/performance.md."""
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,13 @@ def write(d: Path, files: dict[str, str], name: str) -> int:
 
 def once(topo: Path, d: Path) -> tuple[float, float, int]:
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "twin.cli", "lint", "-t", str(topo), str(d), "--strict", "--json"],
-                       capture_output=True, text=True, cwd=ROOT, env=os.environ | {"PYTHONDONTWRITEBYTECODE": ""})
+    p = subprocess.run(
+        [sys.executable, "-m", "twin.cli", "lint", "-t", str(topo), str(d), "--strict", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=os.environ | {"PYTHONDONTWRITEBYTECODE": ""},
+    )
     wall = time.monotonic() - t0
     doc = json.loads(p.stdout)
     if p.returncode != 0:
@@ -59,18 +65,27 @@ def main() -> None:
         pool = {"defaults": {"loopback_pool": "10.255.0.0/22"}}
         topo.write_text(yaml.safe_dump(clos(args.spines, args.leafs) | pool))
         fabric = topology.load(topo)
-        sizes = {"nvue": write(d / "nvue", nvue.export(fabric)[0], nvue.STARTUP),
-                 "frr": write(d / "frr", {n: f["frr.conf"] for n, f in render_lab(fabric, "netns").items()
-                                          if "frr.conf" in f}, "frr.conf")}
-        once(topo, d / "nvue")    # Python's bytecode written once, as on any machine after the first run
+        sizes = {
+            "nvue": write(d / "nvue", nvue.export(fabric)[0], nvue.STARTUP),
+            "frr": write(
+                d / "frr",
+                {n: f["frr.conf"] for n, f in render_lab(fabric, "netns").items() if "frr.conf" in f},
+                "frr.conf",
+            ),
+        }
+        once(topo, d / "nvue")  # Python's bytecode written once, as on any machine after the first run
         before = load1()
-        print(f"twin lint of the {args.spines} x {args.leafs} Clos ({len(fabric.nodes)} nodes), {args.runs} runs "
-              f"each, load average {before:.1f} on {os.cpu_count()} cores")
+        print(
+            f"twin lint of the {args.spines} x {args.leafs} Clos ({len(fabric.nodes)} nodes), {args.runs} runs "
+            f"each, load average {before:.1f} on {os.cpu_count()} cores"
+        )
         for dialect, size in sizes.items():
             runs = [once(topo, d / dialect) for _ in range(args.runs)]
             walls, own = [r[0] for r in runs], [r[1] for r in runs]
-            print(f"| {dialect} | {runs[0][2]} files, {size // 1024} KiB | command {statistics.median(walls):.2f} s "
-                  f"(min {min(walls):.2f}, max {max(walls):.2f}) | lint itself {statistics.median(own):.2f} s |")
+            print(
+                f"| {dialect} | {runs[0][2]} files, {size // 1024} KiB | command {statistics.median(walls):.2f} s "
+                f"(min {min(walls):.2f}, max {max(walls):.2f}) | lint itself {statistics.median(own):.2f} s |"
+            )
 
 
 if __name__ == "__main__":

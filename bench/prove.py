@@ -16,6 +16,7 @@ outcome of the last proof) to bench-results/prove.json, and exits 1 if any verif
 a proof missed or did not restore an element, or two proofs disagreed. The labs are
 removed at the end, unless --keep.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,15 @@ def verify_once(lab: str) -> dict:
 
 
 SERVICES = ROOT / "topologies" / "dpu-services.yml"
-SERVICE_ELEMENTS = ("gateway-rule *", "gateway-default *", "public-*", "internet-*", "rate-limit *",
-                    "rate-limit-loose *", "congestion-* *")   # 45 there
+SERVICE_ELEMENTS = (
+    "gateway-rule *",
+    "gateway-default *",
+    "public-*",
+    "internet-*",
+    "rate-limit *",
+    "rate-limit-loose *",
+    "congestion-* *",
+)  # 45 there
 
 
 def prove_once(lab: str, patterns: tuple[str, ...] = ()) -> dict:
@@ -53,8 +61,11 @@ def prove_once(lab: str, patterns: tuple[str, ...] = ()) -> dict:
     try:
         doc = json.loads(p.stdout)
     except json.JSONDecodeError:
-        doc = {"score": f"no report (exit {p.returncode}): {(p.stderr or p.stdout).strip()[:300]}", "outcomes": [],
-               "passed": False}
+        doc = {
+            "score": f"no report (exit {p.returncode}): {(p.stderr or p.stdout).strip()[:300]}",
+            "outcomes": [],
+            "passed": False,
+        }
     return {"rc": p.returncode, "seconds": round(time.monotonic() - t0, 1), "load1": os.getloadavg()[0], **doc}
 
 
@@ -66,10 +77,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verify-runs", type=int, default=20, help="twin verify runs per lab (default 20)")
     ap.add_argument("--proofs", type=int, default=2, help="full proofs of aipod (default 2)")
-    ap.add_argument("--service-proofs", type=int, default=2,
-                    help="proofs of the DPU-services lab's services (default 2; 0: no services lab)")
-    ap.add_argument("--labs", default="aipod,pod8", help=f"which of {', '.join(LABS)} (default both; '': only "
-                                                         "the services lab)")
+    ap.add_argument(
+        "--service-proofs",
+        type=int,
+        default=2,
+        help="proofs of the DPU-services lab's services (default 2; 0: no services lab)",
+    )
+    ap.add_argument(
+        "--labs", default="aipod,pod8", help=f"which of {', '.join(LABS)} (default both; '': only the services lab)"
+    )
     ap.add_argument("--prefix", default="pv", help="lab names are PREFIX-aipod, PREFIX-pod8")
     ap.add_argument("--keep", action="store_true", help="leave the labs up at the end")
     args = ap.parse_args()
@@ -94,8 +110,10 @@ def run(args: argparse.Namespace) -> int:
             for i in range(args.verify_runs if name != "svc" else 0):
                 r = verify_once(lab.name)
                 runs[name].append(r)
-                console.print(f"[dim]verify {lab.name} {i + 1}/{args.verify_runs}: {r['seconds']} s, "
-                              f"{'; '.join(r['failed'][:2]) or 'passed'}[/dim]")
+                console.print(
+                    f"[dim]verify {lab.name} {i + 1}/{args.verify_runs}: {r['seconds']} s, "
+                    f"{'; '.join(r['failed'][:2]) or 'passed'}[/dim]"
+                )
         if "aipod" in labs:
             for i in range(args.proofs):
                 p = prove_once(labs["aipod"].name)
@@ -109,20 +127,33 @@ def run(args: argparse.Namespace) -> int:
         if not args.keep:
             for lab in labs.values():
                 lab.down()
-    differ = sorted({i for ps in (proofs, service_proofs) for p in ps[1:] for i, v in verdicts(p).items()
-                     if verdicts(ps[0]).get(i) != v})
-    results = {"started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)) + " UTC",
-               "verify": {labs[n].name: runs[n] for n in labs if n != "svc"},
-               "proofs": [{k: v for k, v in p.items() if k != "outcomes"} for p in proofs],
-               "service_proofs": [{k: v for k, v in p.items() if k != "outcomes"} for p in service_proofs],
-               "last_proof": proofs[-1] if proofs else None,
-               "last_service_proof": service_proofs[-1] if service_proofs else None, "verdicts_differ": differ}
+    differ = sorted(
+        {
+            i
+            for ps in (proofs, service_proofs)
+            for p in ps[1:]
+            for i, v in verdicts(p).items()
+            if verdicts(ps[0]).get(i) != v
+        }
+    )
+    results = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)) + " UTC",
+        "verify": {labs[n].name: runs[n] for n in labs if n != "svc"},
+        "proofs": [{k: v for k, v in p.items() if k != "outcomes"} for p in proofs],
+        "service_proofs": [{k: v for k, v in p.items() if k != "outcomes"} for p in service_proofs],
+        "last_proof": proofs[-1] if proofs else None,
+        "last_service_proof": service_proofs[-1] if service_proofs else None,
+        "verdicts_differ": differ,
+    }
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
     (out / "prove.json").write_text(json.dumps(results, indent=2))
     print_tables(console, results)
-    ok = all(not r["failed"] for rs in runs.values() for r in rs) and not differ \
+    ok = (
+        all(not r["failed"] for rs in runs.values() for r in rs)
+        and not differ
         and all(p.get("passed") for p in proofs + service_proofs)
+    )
     return 0 if ok else 1
 
 
@@ -133,17 +164,26 @@ def print_tables(console: Console, results: dict) -> None:
     for lab, rs in results["verify"].items():
         secs, loads = [r["seconds"] for r in rs], [r["load1"] for r in rs]
         first = [f for r in rs for f in r["failed"][:1]][:3]
-        t.add_row(lab, str(len(rs)), str(sum(bool(r["failed"]) for r in rs)),
-                  f"{min(secs)}/{sum(secs) / len(secs):.1f}/{max(secs)}" if secs else "-",
-                  f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-", "\n".join(first) or "-")
+        t.add_row(
+            lab,
+            str(len(rs)),
+            str(sum(bool(r["failed"]) for r in rs)),
+            f"{min(secs)}/{sum(secs) / len(secs):.1f}/{max(secs)}" if secs else "-",
+            f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-",
+            "\n".join(first) or "-",
+        )
     console.print(t)
     for what, key in (("proof", "proofs"), ("services proof", "service_proofs")):
         for i, p in enumerate(results[key], 1):
-            console.print(f"{what} {i}: {p.get('score')} of {p.get('elements')} elements in {p['seconds']} s "
-                          f"(1-min load {p['load1']:.1f}){'' if p.get('passed') else ' [red]FAILED[/red]'}")
+            console.print(
+                f"{what} {i}: {p.get('score')} of {p.get('elements')} elements in {p['seconds']} s "
+                f"(1-min load {p['load1']:.1f}){'' if p.get('passed') else ' [red]FAILED[/red]'}"
+            )
     console.print("verdicts differ between proofs: " + (", ".join(results["verdicts_differ"]) or "none"))
-    for title, key in (("the last proof, by kind of element", "last_proof"),
-                       ("the last services proof, by kind of element", "last_service_proof")):
+    for title, key in (
+        ("the last proof, by kind of element", "last_proof"),
+        ("the last services proof, by kind of element", "last_service_proof"),
+    ):
         by_kind(console, title, results[key])
 
 
@@ -156,8 +196,14 @@ def by_kind(console: Console, title: str, last: dict | None) -> None:
         for o in last["outcomes"]:
             kinds.setdefault(o["kind"], []).append(o)
         for kind, os_ in kinds.items():
-            k.add_row(kind, str(len(os_)), str(sum(o["caught"] for o in os_)), str(sum(o["restored"] for o in os_)),
-                      os_[0]["check"] or "-", f"{sum(o['seconds'].get('total', 0) for o in os_):.0f}")
+            k.add_row(
+                kind,
+                str(len(os_)),
+                str(sum(o["caught"] for o in os_)),
+                str(sum(o["restored"] for o in os_)),
+                os_[0]["check"] or "-",
+                f"{sum(o['seconds'].get('total', 0) for o in os_):.0f}",
+            )
         console.print(k)
 
 

@@ -19,6 +19,7 @@ beside it: other people's labs on the same machine disturb the figures.
 `--sizes 96,128 --no-default` runs only the big fabrics.
 Results also go to bench-results/bench.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,10 +63,12 @@ def clos(spines: int, leafs: int) -> dict:
 def settle(idle: float = 0.85, timeout: float = 60.0) -> None:
     """Until the CPUs are mostly idle again: the kernel tears a lab's namespaces down
     asynchronously after `down` returns, and that work must not be billed to the next run."""
+
     def busy() -> list[str]:
         def sample() -> tuple[int, int]:
             v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
             return v[3] + v[4], sum(v)
+
         i0, t0 = sample()
         time.sleep(0.5)  # the sampling interval of the measurement itself
         i1, t1 = sample()
@@ -101,9 +104,11 @@ def with_green(aipod: Path) -> str:
     topo = yaml.safe_load(aipod.read_text())
     topo["nodes"].update({"host1d": {"kind": "host"}, "host2d": {"kind": "host"}})
     topo["links"] += [{"endpoints": ["dpu1:pf0vf3", "host1d:eth1"]}, {"endpoints": ["dpu2:pf0vf3", "host2d:eth1"]}]
-    topo["tenants"]["green"] = {"l3vni": 10300, "segments": {"web": {"subnet": "10.1.1.0/24", "l2vni": 10301}},
-                                "attachments": [{"host": "host1d", "segment": "web"},
-                                                {"host": "host2d", "segment": "web"}]}
+    topo["tenants"]["green"] = {
+        "l3vni": 10300,
+        "segments": {"web": {"subnet": "10.1.1.0/24", "l2vni": 10301}},
+        "attachments": [{"host": "host1d", "segment": "web"}, {"host": "host2d", "segment": "web"}],
+    }
     return yaml.safe_dump(topo)
 
 
@@ -114,10 +119,15 @@ def tenant_add(lab: Lab, topo_file: Path) -> dict:
         f = Path(tmp) / "green.yml"
         f.write_text(with_green(topo_file))
         r = lab.apply(f)
-    return {"planned_s": r.timings["planned"], "applied_s": r.timings.get("applied"),
-            "converged_s": r.timings.get("converged"),
-            "after_plan_s": round(r.timings["converged"] - r.timings["planned"], 2)
-            if r.timings.get("converged") is not None else None, "missing": r.missing}
+    return {
+        "planned_s": r.timings["planned"],
+        "applied_s": r.timings.get("applied"),
+        "converged_s": r.timings.get("converged"),
+        "after_plan_s": round(r.timings["converged"] - r.timings["planned"], 2)
+        if r.timings.get("converged") is not None
+        else None,
+        "missing": r.missing,
+    }
 
 
 def measure(label: str, topo_file: Path, name: str) -> dict:
@@ -153,26 +163,40 @@ def measure(label: str, topo_file: Path, name: str) -> dict:
     target = TARGETS.get(label)
     matrix_target = MATRIX_TARGETS.get(label)
     return {
-        "lab": label, "nodes": len(lab.fabric.nodes), "frr_nodes": len(frr), "links": len(lab.fabric.links),
-        "tenants": len(lab.fabric.tenants), "vteps": len(lab.fabric.vteps()),
-        "containers_s": round(timings["containers"], 2), "wired_s": round(timings["wired"], 2),
+        "lab": label,
+        "nodes": len(lab.fabric.nodes),
+        "frr_nodes": len(frr),
+        "links": len(lab.fabric.links),
+        "tenants": len(lab.fabric.tenants),
+        "vteps": len(lab.fabric.vteps()),
+        "containers_s": round(timings["containers"], 2),
+        "wired_s": round(timings["wired"], 2),
         "converged_s": round(timings["converged"], 2),
-        "total_s": round(total, 2), "cpu_s": round(cpu, 1) if cpu is not None else None,
-        "load_before": load_before, "load_after": load1(), "other_containers": len(others), "host_mib": host_mib,
+        "total_s": round(total, 2),
+        "cpu_s": round(cpu, 1) if cpu is not None else None,
+        "load_before": load_before,
+        "load_after": load1(),
+        "other_containers": len(others),
+        "host_mib": host_mib,
         "mem_mib_avg": round(sum(m[0] for m in mem) / len(mem) / MiB, 1) if mem else None,
         "mem_mib_max": round(max(m[0] for m in mem) / MiB, 1) if mem else None,
         "peak_mib_avg": round(sum(m[1] for m in mem) / len(mem) / MiB, 1) if mem else None,
         "peak_mib_max": round(max(m[1] for m in mem) / MiB, 1) if mem else None,
         "target_s": target,
         "pairs": sum(len(t.attachments) for t in lab.fabric.tenants.values()),
-        "matrix_s": round(matrix_s, 2) if matrix_s is not None else None, "matrix_target_s": matrix_target,
-        "verify_s": round(verify_s, 2) if verify_s is not None else None, "verify_passed": verified,
-        "down_s": round(down_s, 2), "apply": applied, "verify_target_s": VERIFY_TARGETS.get(label),
+        "matrix_s": round(matrix_s, 2) if matrix_s is not None else None,
+        "matrix_target_s": matrix_target,
+        "verify_s": round(verify_s, 2) if verify_s is not None else None,
+        "verify_passed": verified,
+        "down_s": round(down_s, 2),
+        "apply": applied,
+        "verify_target_s": VERIFY_TARGETS.get(label),
         # memory target: the average FRR node; the max (spines with many peers) is reported
-        "ok": verified and (target is None or timings["converged"] < target)
-              and (matrix_target is None or (matrix_s is not None and matrix_s < matrix_target))
-              and (label not in VERIFY_TARGETS or (verify_s is not None and verify_s < VERIFY_TARGETS[label]))
-              and (not mem or sum(m[0] for m in mem) / len(mem) / MiB <= MEM_TARGET_MIB),
+        "ok": verified
+        and (target is None or timings["converged"] < target)
+        and (matrix_target is None or (matrix_s is not None and matrix_s < matrix_target))
+        and (label not in VERIFY_TARGETS or (verify_s is not None and verify_s < VERIFY_TARGETS[label]))
+        and (not mem or sum(m[0] for m in mem) / len(mem) / MiB <= MEM_TARGET_MIB),
     }
 
 
@@ -181,8 +205,11 @@ def main() -> int:
     ap.add_argument("--sizes", default="6,12,24,48,96,128", help="FRR node counts of the spine/leaf fabrics")
     ap.add_argument("--no-default", action="store_true", help="skip the default lab and the 8-DPU pod")
     ap.add_argument("--prefix", default="bench", help="lab names: PREFIX<run>-<pid>")
-    ap.add_argument("--no-mgmt", action="store_true", help="every lab without its management network "
-                                                           "(mgmt: {enabled: false}), to measure what it costs")
+    ap.add_argument(
+        "--no-mgmt",
+        action="store_true",
+        help="every lab without its management network (mgmt: {enabled: false}), to measure what it costs",
+    )
     args = ap.parse_args()
     with host_turn("bench"):  # no e2e suite or chaos run of another checkout meanwhile
         return bench(args)
@@ -193,8 +220,14 @@ def bench(args: argparse.Namespace) -> int:
     results = []
     console = Console(width=220)
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [] if args.no_default else [("default (aipod, 2 tenants)", ROOT / "topologies" / "aipod.yml"),
-                                           ("pod8: 8 DPUs x 4 tenants", ROOT / "topologies" / "pod8.yml")]
+        runs = (
+            []
+            if args.no_default
+            else [
+                ("default (aipod, 2 tenants)", ROOT / "topologies" / "aipod.yml"),
+                ("pod8: 8 DPUs x 4 tenants", ROOT / "topologies" / "pod8.yml"),
+            ]
+        )
         for size in (int(s) for s in args.sizes.split(",") if s):
             spines, leafs = shapes.get(size, (max(2, size // 6), size - max(2, size // 6)))
             f = Path(tmp) / f"clos{size}.yml"
@@ -203,40 +236,70 @@ def bench(args: argparse.Namespace) -> int:
         for i, (label, f) in enumerate(runs):
             if args.no_mgmt:
                 doc = yaml.safe_load(f.read_text())
-                f = Path(tmp) / f"nomgmt{i}" / f.name    # the same name: aipod's tenant add still runs
+                f = Path(tmp) / f"nomgmt{i}" / f.name  # the same name: aipod's tenant add still runs
                 f.parent.mkdir()
                 f.write_text(yaml.safe_dump({**doc, "mgmt": {"enabled": False}}))
             settle()
             console.print(f"[dim]bench: {label} ...[/dim]")
             results.append(measure(label, f, f"{args.prefix}{i}-{os.getpid() % 10000}"))
     t = Table(title="twin bring-up benchmark", title_justify="left")
-    for col in ("lab", "nodes", "FRR nodes", "links", "VTEPs x tenants", "containers running (s)", "converged (s)",
-                "target (s)", "CPU-s (FRR)", "isolation matrix (s)", "verify all (s)",
-                "MiB per FRR node running (avg/max)", "peak MiB (avg/max)", "host MiB used",
-                "down (s)", "load before/after (others)", "ok"):
+    for col in (
+        "lab",
+        "nodes",
+        "FRR nodes",
+        "links",
+        "VTEPs x tenants",
+        "containers running (s)",
+        "converged (s)",
+        "target (s)",
+        "CPU-s (FRR)",
+        "isolation matrix (s)",
+        "verify all (s)",
+        "MiB per FRR node running (avg/max)",
+        "peak MiB (avg/max)",
+        "host MiB used",
+        "down (s)",
+        "load before/after (others)",
+        "ok",
+    ):
         t.add_column(col, justify="right" if col != "lab" else "left")
     for r in results:
-        t.add_row(r["lab"], str(r["nodes"]), str(r["frr_nodes"]), str(r["links"]),
-                  f"{r['vteps']} x {r['tenants']}" if r["tenants"] else "-", f"{r['containers_s']:.1f}",
-                  f"{r['converged_s']:.1f}", f"< {r['target_s']:.0f}" if r["target_s"] else "-",
-                  f"{r['cpu_s']:.0f}" if r["cpu_s"] is not None else "-",
-                  (f"{r['matrix_s']:.1f} ({r['pairs']} hosts, < {r['matrix_target_s']:.0f})"
-                   if r["matrix_s"] is not None
-                   else "-"),
-                  (f"{r['verify_s']:.1f} ({'pass' if r['verify_passed'] else 'FAIL'}, < {r['verify_target_s']:.0f})"
-                   if r["verify_s"] is not None
-                   else "-"),
-                  f"{r['mem_mib_avg']}/{r['mem_mib_max']}", f"{r['peak_mib_avg']}/{r['peak_mib_max']}",
-                  str(r["host_mib"]), f"{r['down_s']:.1f}",
-                  f"{r['load_before']:.1f}/{r['load_after']:.1f} ({r['other_containers']})",
-                  "yes" if r["ok"] else "NO")
+        t.add_row(
+            r["lab"],
+            str(r["nodes"]),
+            str(r["frr_nodes"]),
+            str(r["links"]),
+            f"{r['vteps']} x {r['tenants']}" if r["tenants"] else "-",
+            f"{r['containers_s']:.1f}",
+            f"{r['converged_s']:.1f}",
+            f"< {r['target_s']:.0f}" if r["target_s"] else "-",
+            f"{r['cpu_s']:.0f}" if r["cpu_s"] is not None else "-",
+            (
+                f"{r['matrix_s']:.1f} ({r['pairs']} hosts, < {r['matrix_target_s']:.0f})"
+                if r["matrix_s"] is not None
+                else "-"
+            ),
+            (
+                f"{r['verify_s']:.1f} ({'pass' if r['verify_passed'] else 'FAIL'}, < {r['verify_target_s']:.0f})"
+                if r["verify_s"] is not None
+                else "-"
+            ),
+            f"{r['mem_mib_avg']}/{r['mem_mib_max']}",
+            f"{r['peak_mib_avg']}/{r['peak_mib_max']}",
+            str(r["host_mib"]),
+            f"{r['down_s']:.1f}",
+            f"{r['load_before']:.1f}/{r['load_after']:.1f} ({r['other_containers']})",
+            "yes" if r["ok"] else "NO",
+        )
     console.print(t)
     for r in results:
         if r["apply"]:
             a = r["apply"]
-            console.print(f"twin apply, a tenant added to {r['lab']}: planned {a['planned_s']:.2f} s, applied "
-                          f"{a['applied_s']:.2f} s, converged {a['converged_s']} s ({a['after_plan_s']} s after the "
-                          f"plan; target < 2 s){'; missing: ' + '; '.join(a['missing']) if a['missing'] else ''}")
+            console.print(
+                f"twin apply, a tenant added to {r['lab']}: planned {a['planned_s']:.2f} s, applied "
+                f"{a['applied_s']:.2f} s, converged {a['converged_s']} s ({a['after_plan_s']} s after the "
+                f"plan; target < 2 s){'; missing: ' + '; '.join(a['missing']) if a['missing'] else ''}"
+            )
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2))

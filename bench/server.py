@@ -13,6 +13,7 @@
 
 Prints a table (rich) and writes bench-results/server.json. Takes the host's e2e lock.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,14 @@ CLIENTS = 20
 
 
 def twin(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "twin.cli", *args], capture_output=True, text=True, timeout=900,
-                          env=os.environ.copy(), cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "twin.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=os.environ.copy(),
+        cwd=ROOT,
+    )
 
 
 def side_by_side(c: Client, rounds: int) -> list[dict]:
@@ -59,10 +66,17 @@ def side_by_side(c: Client, rounds: int) -> list[dict]:
         api_s = time.monotonic() - t0
         c.delete(f"bench-api{i}")
         ok = p.returncode == 0 and op["state"] == "succeeded"
-        rows.append({"round": i + 1, "twin_up_s": round(cli_s, 2), "api_s": round(api_s, 2),
-                     "api_converged_s": op.get("result", {}).get("timings", {}).get("converged"),
-                     "added_s": round(api_s - cli_s, 2), "ok": ok,
-                     "error": "" if ok else (p.stderr.strip()[-200:] or str(op.get("error")))})
+        rows.append(
+            {
+                "round": i + 1,
+                "twin_up_s": round(cli_s, 2),
+                "api_s": round(api_s, 2),
+                "api_converged_s": op.get("result", {}).get("timings", {}).get("converged"),
+                "added_s": round(api_s - cli_s, 2),
+                "ok": ok,
+                "error": "" if ok else (p.stderr.strip()[-200:] or str(op.get("error"))),
+            }
+        )
         print(f"bench-server: round {i + 1}: {rows[-1]}", file=sys.stderr)
     return rows
 
@@ -74,8 +88,8 @@ def client(url: str, token: str, ready, ops_q, done, interval: float, out) -> No
     until `done` (no GET after it: the 20 would come at once); its latencies and errors onto `out`.
     `done` is a flag read without a lock: 20 processes taking one shared lock on every tick would
     wait on each other (a holder that loses its CPU holds them all)."""
-    os.setsid()                    # machines of their own: not in the bench's (or anybody's) scheduling group,
-    cpu.ahead(worker.NICE)         # and at the server's priority, not behind this host's bring-ups (root only)
+    os.setsid()  # machines of their own: not in the bench's (or anybody's) scheduling group,
+    cpu.ahead(worker.NICE)  # and at the server's priority, not behind this host's bring-ups (root only)
     mine = Client(url, token)
     mine.request("GET", "/v1/me")  # untimed: this process's first request imports and sets up
     ready.put(os.getpid())
@@ -105,8 +119,10 @@ def polling(c: Client, interval: float, seconds_cap: float = 300) -> dict:
     their operations and events."""
     ready, ops_q, out = multiprocessing.Queue(), multiprocessing.Queue(), multiprocessing.Queue()
     done = multiprocessing.Value("b", 0, lock=False)
-    procs = [multiprocessing.Process(target=client, args=(c.url, c.token, ready, ops_q, done, interval, out))
-             for _ in range(CLIENTS)]
+    procs = [
+        multiprocessing.Process(target=client, args=(c.url, c.token, ready, ops_q, done, interval, out))
+        for _ in range(CLIENTS)
+    ]
     for p in procs:
         p.start()
     for _ in procs:
@@ -136,11 +152,20 @@ def polling(c: Client, interval: float, seconds_cap: float = 300) -> dict:
     for i in range(2):
         c.delete(f"bench-two{i}")
     q = statistics.quantiles(latencies, n=100) if len(latencies) > 100 else [float("nan")] * 99
-    return {"clients": CLIENTS, "interval_s": interval, "labs": states, "seconds": round(took, 1),
-            "requests": len(latencies), "per_second": round(len(latencies) / took),
-            "errors": len(errors), "first_errors": errors[:5], "p50_ms": round(q[49] * 1000, 1),
-            "p99_ms": round(q[98] * 1000, 1), "max_ms": round(max(latencies) * 1000, 1) if latencies else None,
-            "wake_p99_ms": round(statistics.quantiles(late, n=100)[98] * 1000, 1) if len(late) > 100 else None}
+    return {
+        "clients": CLIENTS,
+        "interval_s": interval,
+        "labs": states,
+        "seconds": round(took, 1),
+        "requests": len(latencies),
+        "per_second": round(len(latencies) / took),
+        "errors": len(errors),
+        "first_errors": errors[:5],
+        "p50_ms": round(q[49] * 1000, 1),
+        "p99_ms": round(q[98] * 1000, 1),
+        "max_ms": round(max(latencies) * 1000, 1) if latencies else None,
+        "wake_p99_ms": round(statistics.quantiles(late, n=100)[98] * 1000, 1) if len(late) > 100 else None,
+    }
 
 
 def report(rows: list[dict], polls: list[dict]) -> None:
@@ -148,19 +173,43 @@ def report(rows: list[dict], polls: list[dict]) -> None:
     for col in ("round", "twin up (s)", "API (s)", "lab's own converged (s)", "server adds (s)", "ok"):
         t.add_column(col, justify="right")
     for r in rows:
-        t.add_row(str(r["round"]), f"{r['twin_up_s']:.2f}", f"{r['api_s']:.2f}", f"{r['api_converged_s'] or 0:.2f}",
-                  f"{r['added_s']:+.2f}", "yes" if r["ok"] else f"NO: {r['error']}")
+        t.add_row(
+            str(r["round"]),
+            f"{r['twin_up_s']:.2f}",
+            f"{r['api_s']:.2f}",
+            f"{r['api_converged_s'] or 0:.2f}",
+            f"{r['added_s']:+.2f}",
+            "yes" if r["ok"] else f"NO: {r['error']}",
+        )
     con = Console(width=160)
     con.print(t)
     p = Table(title=f"{CLIENTS} clients polling operations and events while two labs come up", title_justify="left")
-    for col in ("each client polls", "labs", "seconds", "GETs", "GETs/s", "errors", "p50 ms", "p99 ms", "max ms",
-                "clients' wake p99 ms"):
+    for col in (
+        "each client polls",
+        "labs",
+        "seconds",
+        "GETs",
+        "GETs/s",
+        "errors",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "clients' wake p99 ms",
+    ):
         p.add_column(col, justify="right")
     for poll in polls:
-        p.add_row(f"every {poll['interval_s'] * 1000:.0f} ms" if poll["interval_s"] else "as fast as it can",
-                  ", ".join(poll["labs"]), str(poll["seconds"]), str(poll["requests"]), str(poll["per_second"]),
-                  str(poll["errors"]), str(poll["p50_ms"]), str(poll["p99_ms"]), str(poll["max_ms"]),
-                  str(poll["wake_p99_ms"] if poll["wake_p99_ms"] is not None else "-"))
+        p.add_row(
+            f"every {poll['interval_s'] * 1000:.0f} ms" if poll["interval_s"] else "as fast as it can",
+            ", ".join(poll["labs"]),
+            str(poll["seconds"]),
+            str(poll["requests"]),
+            str(poll["per_second"]),
+            str(poll["errors"]),
+            str(poll["p50_ms"]),
+            str(poll["p99_ms"]),
+            str(poll["max_ms"]),
+            str(poll["wake_p99_ms"] if poll["wake_p99_ms"] is not None else "-"),
+        )
     con.print(p)
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
@@ -185,8 +234,11 @@ def main() -> int:
     report(rows, polls)
     slow = bool(rows) and statistics.median(r["added_s"] for r in rows) >= 1.0
     judged = polls[0]
-    return 0 if (all(r["ok"] for r in rows) and not any(p["errors"] for p in polls) and judged["p99_ms"] < 100
-                 and not slow) else 1
+    return (
+        0
+        if (all(r["ok"] for r in rows) and not any(p["errors"] for p in polls) and judged["p99_ms"] < 100 and not slow)
+        else 1
+    )
 
 
 if __name__ == "__main__":

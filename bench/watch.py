@@ -10,6 +10,7 @@ vtysh calls and nft run there; from their cgroups), and dockerd/containerd (the 
 calls, the vtysh execs). Target: the whole collector below 10% of one core for aipod.
 Results also go to bench-results/watch.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,9 @@ def spent(lab: Lab, seconds: float, collector: Collector | None) -> dict[str, fl
     t, c, d = os.times(), cpu_seconds(containers), daemons_cpu()
     time.sleep(seconds)
     t2, c2, d2 = os.times(), cpu_seconds(containers), daemons_cpu()
-    own = (t2.user + t2.system + t2.children_user + t2.children_system) - (t.user + t.system + t.children_user
-                                                                            + t.children_system)
+    own = (t2.user + t2.system + t2.children_user + t2.children_system) - (
+        t.user + t.system + t.children_user + t.children_system
+    )
     return {"collector": own, "containers": (c2 or 0) - (c or 0), "daemons": d2 - d}
 
 
@@ -66,10 +68,10 @@ def main() -> int:
     try:
         lab.up()
         settle()
-        for _ in range(args.rounds):   # other labs on the machine load dockerd too: alternate, take the median
+        for _ in range(args.rounds):  # other labs on the machine load dockerd too: alternate, take the median
             quiet = spent(lab, args.seconds, None)
             with Collector(lab.context()) as col:
-                time.sleep(3)   # the first rounds (installing the counter tables) are not the steady state
+                time.sleep(3)  # the first rounds (installing the counter tables) are not the steady state
                 watching = spent(lab, args.seconds, col)
             pairs.append({k: (watching[k] - quiet[k]) / args.seconds for k in watching})
     finally:
@@ -81,14 +83,25 @@ def main() -> int:
     cost = {k: statistics.median(p[k] for p in pairs) for k in ("collector", "containers")}
     cost["daemons"] = max(0.0, min(p["daemons"] for p in pairs))
     core = sum(cost.values())
-    result = {"lab": "aipod", "nodes": nodes, "seconds": args.seconds, "rounds": pairs,
-              "core_total": round(core, 4), "core_per_node": round(core / nodes, 5),
-              "parts_core": {k: round(v, 4) for k, v in cost.items()}, "target_core": TARGET_CORE,
-              "load_before": load_before, "load_after": load1(), "ok": core < TARGET_CORE}
-    print(f"watching aipod ({nodes} nodes), median of {args.rounds} x {args.seconds:.0f}s: {core:.3f} of a core "
-          f"({core / nodes * 1000:.1f} ms of CPU per node per second; collector process "
-          f"{cost['collector']:.3f}, containers {cost['containers']:.3f}, dockerd/containerd {cost['daemons']:.3f}); "
-          f"target < {TARGET_CORE}: {'ok' if result['ok'] else 'NO'} (load {load_before:.1f} -> {load1():.1f})")
+    result = {
+        "lab": "aipod",
+        "nodes": nodes,
+        "seconds": args.seconds,
+        "rounds": pairs,
+        "core_total": round(core, 4),
+        "core_per_node": round(core / nodes, 5),
+        "parts_core": {k: round(v, 4) for k, v in cost.items()},
+        "target_core": TARGET_CORE,
+        "load_before": load_before,
+        "load_after": load1(),
+        "ok": core < TARGET_CORE,
+    }
+    print(
+        f"watching aipod ({nodes} nodes), median of {args.rounds} x {args.seconds:.0f}s: {core:.3f} of a core "
+        f"({core / nodes * 1000:.1f} ms of CPU per node per second; collector process "
+        f"{cost['collector']:.3f}, containers {cost['containers']:.3f}, dockerd/containerd {cost['daemons']:.3f}); "
+        f"target < {TARGET_CORE}: {'ok' if result['ok'] else 'NO'} (load {load_before:.1f} -> {load1():.1f})"
+    )
     out = ROOT / "bench-results"
     out.mkdir(exist_ok=True)
     (out / "watch.json").write_text(json.dumps(result, indent=2))

@@ -2,6 +2,7 @@
 the command reference (reference/commands.md) from the CLI's help, and the front page
 (index.md) from README.md, its links made the site's. mkdocs.yml loads this file as a hook
 (`on_files`); `python scripts/docs.py DIR` writes the two pages into DIR to read them."""
+
 from __future__ import annotations
 
 import re

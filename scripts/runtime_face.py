@@ -8,6 +8,7 @@ Files outside twin/runtime/ under the given directories (default: twin bench scr
 in place; a file where a new name would meet one it already has is left alone and named.
 Run `ruff check --fix --select I001,F401` on the result. Usage: python scripts/runtime_face.py [DIR...]
 """
+
 from __future__ import annotations
 
 import ast
@@ -47,13 +48,21 @@ def rewrite(path: Path, names: dict[tuple[str, str], str]) -> str | None:
     text = path.read_text()
     tree = ast.parse(text)
     rooms = {r for r, _ in names}
-    imports = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level
-               and ((n.module or "").startswith("twin.runtime.")
-                    or n.module == "twin.runtime" and any(a.name in rooms for a in n.names))]   # the face: kept
+    imports = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom)
+        and not n.level
+        and (
+            (n.module or "").startswith("twin.runtime.")
+            or n.module == "twin.runtime"
+            and any(a.name in rooms for a in n.names)
+        )
+    ]  # the face: kept
     if not imports:
         return ""
-    renamed: dict[str, str] = {}      # a local name -> the face's
-    modules: dict[str, str] = {}      # a local name of a room -> the room
+    renamed: dict[str, str] = {}  # a local name -> the face's
+    modules: dict[str, str] = {}  # a local name of a room -> the room
     for node in imports:
         if node.module != "twin.runtime":
             room = node.module.split(".")[2]
@@ -65,7 +74,7 @@ def rewrite(path: Path, names: dict[tuple[str, str], str]) -> str | None:
                     renamed[a.asname or a.name] = names[room, a.name]
         else:
             modules.update({a.asname or a.name: a.name for a in node.names if a.name in rooms})
-    edits: list[tuple[int, int, int, int, str]] = []     # (line, col, end line, end col, new text)
+    edits: list[tuple[int, int, int, int, str]] = []  # (line, col, end line, end col, new text)
     used: dict[str, set[str]] = {m: set() for m in modules}
     bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
     for node in ast.walk(tree):
@@ -76,8 +85,12 @@ def rewrite(path: Path, names: dict[tuple[str, str], str]) -> str | None:
                 return None
             edits.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, names[room, node.attr]))
             used[node.value.id].add(names[room, node.attr])
-        elif (isinstance(node, ast.Name) and node.id in modules and id(node) not in bases
-              and isinstance(node.ctx, ast.Load)):
+        elif (
+            isinstance(node, ast.Name)
+            and node.id in modules
+            and id(node) not in bases
+            and isinstance(node.ctx, ast.Load)
+        ):
             print(f"{path}:{node.lineno}: room {node.id} of twin.runtime used whole; by hand", file=sys.stderr)
             return None
         elif isinstance(node, ast.Name) and node.id in renamed:
@@ -94,8 +107,15 @@ def rewrite(path: Path, names: dict[tuple[str, str], str]) -> str | None:
         else:
             got = [a.name if not a.asname else f"{a.name} as {a.asname}" for a in node.names if a.name not in rooms]
             got += sorted(set().union(*(used[a.asname or a.name] for a in node.names if a.name in rooms)))
-        edits.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset,
-                      "from twin.runtime import " + ", ".join(got) if got else ""))
+        edits.append(
+            (
+                node.lineno,
+                node.col_offset,
+                node.end_lineno,
+                node.end_col_offset,
+                "from twin.runtime import " + ", ".join(got) if got else "",
+            )
+        )
     lines = text.splitlines(keepends=True)
     offset = [0]
     for x in lines:
@@ -103,8 +123,8 @@ def rewrite(path: Path, names: dict[tuple[str, str], str]) -> str | None:
     out = text
     for ln, col, eln, ecol, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         start, end = offset[ln - 1] + col, offset[eln - 1] + ecol
-        if not new and out[offset[ln - 1]:start].strip() == "" and out[end:offset[eln]].strip() == "":
-            start, end = offset[ln - 1], offset[eln]      # the import's lines go whole
+        if not new and out[offset[ln - 1] : start].strip() == "" and out[end : offset[eln]].strip() == "":
+            start, end = offset[ln - 1], offset[eln]  # the import's lines go whole
         out = out[:start] + new + out[end:]
     return out
 

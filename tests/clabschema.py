@@ -3,6 +3,7 @@
 Python's `re` has no Unicode classes (`\\p{N}`, `\\p{L}`): the schema's address patterns take a zone
 index ("%eth0") of letters and digits there; here one of anything but '%' (twin's addresses have none).
 Every test that validates a containerlab file loads the schema from here, so none meets the escape."""
+
 from __future__ import annotations
 
 import json

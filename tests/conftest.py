@@ -5,18 +5,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
-PARALLEL_DIST = ("load", "loadscope", "loadgroup")   # what `pytest -n N` may ask for: tests/parallel.py
+PARALLEL_DIST = ("load", "loadscope", "loadgroup")  # what `pytest -n N` may ask for: tests/parallel.py
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-golden", action="store_true",
-                     help="rewrite golden files from the current output instead of comparing")
+    parser.addoption(
+        "--update-golden", action="store_true", help="rewrite golden files from the current output instead of comparing"
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     if config.getoption("dist") in PARALLEL_DIST:
         from tests.parallel import scheduler
+
         return scheduler(config, log)
     return None
 
@@ -24,12 +26,14 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(config, items):
     if hasattr(config, "workerinput"):
         from tests.parallel import e2e_first
+
         e2e_first(items)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node, ids):
     from tests.parallel import take_host_turn
+
     take_host_turn(node.config, ids)
 
 
@@ -40,6 +44,7 @@ def pytest_runtest_protocol(item, nextitem):
     if not hasattr(item.config, "workerinput"):
         return (yield)
     from tests.parallel import ALONE, ROOM, Room
+
     if ROOM not in item.config.stash:
         item.config.stash[ROOM] = Room(item.config.workerinput["testrunuid"])
     room, alone = item.config.stash[ROOM], item.get_closest_marker(ALONE) is not None
@@ -53,12 +58,14 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     from tests.parallel import RUN
+
     node.config.stash[RUN] = node.workerinput["testrunuid"]
 
 
 def pytest_unconfigure(config):
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         from tests.parallel import ended
+
         ended(config)
 
 

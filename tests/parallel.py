@@ -12,6 +12,7 @@
   a worker has collected an e2e test and before any test is handed out, and sweeps what an earlier
   run left; its workers share that turn and never sweep, so none takes down a sibling's lab.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -22,18 +23,23 @@ from pathlib import Path
 
 import pytest
 
-E2E = "tests/e2e/"   # node ids of the end-to-end tests start so (from the rootdir)
+E2E = "tests/e2e/"  # node ids of the end-to-end tests start so (from the rootdir)
 
 # A lab shared across modules (a fixture of tests/e2e/conftest.py) and the modules that use it: they
 # run on one worker, one after another. A module that uses the fixture must be listed here.
 SHARED_LABS = {
-    "aipod": ("tests/e2e/test_byon_clone.py", "tests/e2e/test_observe.py", "tests/e2e/test_prove.py",
-              "tests/e2e/test_stream.py", "tests/e2e/test_verify.py"),
+    "aipod": (
+        "tests/e2e/test_byon_clone.py",
+        "tests/e2e/test_observe.py",
+        "tests/e2e/test_prove.py",
+        "tests/e2e/test_stream.py",
+        "tests/e2e/test_verify.py",
+    ),
 }
 UNIT_OF = {module: lab for lab, modules in SHARED_LABS.items() for module in modules}
 HOST_TURN = pytest.StashKey[ExitStack]()
-RUN = pytest.StashKey[str]()          # the run's id (xdist's testrunuid), in the controller
-ROOM = pytest.StashKey["Room"]()      # a worker's turn among the others (`Room`)
+RUN = pytest.StashKey[str]()  # the run's id (xdist's testrunuid), in the controller
+ROOM = pytest.StashKey["Room"]()  # a worker's turn among the others (`Room`)
 
 
 def scheduler(config: pytest.Config, log):
@@ -67,7 +73,7 @@ def take_host_turn(config: pytest.Config, ids: list[str]) -> None:
     turn.enter_context(host_turn())
     old = os.environ.get("TWIN_HOME")
     with tempfile.TemporaryDirectory(prefix="twin-sweep-") as home:
-        os.environ["TWIN_HOME"] = home       # as a worker's session has its own
+        os.environ["TWIN_HOME"] = home  # as a worker's session has its own
         try:
             sweep_earlier_runs()
         finally:
@@ -86,7 +92,7 @@ def ended(config: pytest.Config) -> None:
             Path(tempfile.gettempdir(), f"twin-tests-{config.stash[RUN]}.{end}").unlink(missing_ok=True)
 
 
-ALONE = "alone"      # the marker of a test that must have the machine to itself
+ALONE = "alone"  # the marker of a test that must have the machine to itself
 
 
 class Room:
@@ -100,7 +106,7 @@ class Room:
     def __init__(self, uid: str):
         base = Path(tempfile.gettempdir()) / f"twin-tests-{uid}"
         self.gate, self.hall = open(f"{base}.gate", "a"), open(f"{base}.room", "a")
-        self.alone = False       # the room held alone, kept from the test before
+        self.alone = False  # the room held alone, kept from the test before
 
     def enter(self, alone: bool) -> None:
         if self.alone:

@@ -3,6 +3,7 @@
 The face is lazy (PEP 562): `import twin.topology` (pure validation) loads neither Docker nor
 pyroute2; `twin.Lab` and `twin.verify` load what they need when first used; `twin.stages` (what
 a long command says, as events) is twin.base's, given here as part of the face."""
+
 from __future__ import annotations
 
 import importlib
@@ -22,7 +23,7 @@ __all__ = ["Lab", "verify", "stages", "TwinError", "TopologyError", "CommandErro
 def __getattr__(name: str) -> Any:
     if name == "Lab":
         return importlib.import_module("twin.lab").Lab
-    if name == "verify":   # twin.verify.run(lab) judges a lab
+    if name == "verify":  # twin.verify.run(lab) judges a lab
         return importlib.import_module("twin.verify")
     if name == "stages":
         return importlib.import_module("twin.base.stages")

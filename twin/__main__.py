@@ -1,4 +1,5 @@
 """`python -m twin`: the `twin` command."""
+
 from twin.cli import main
 
 main(prog_name="twin")

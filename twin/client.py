@@ -14,6 +14,7 @@ A refusal is `ApiError` with the server's problem (`status`, `detail`, `problems
 The token: `token=`, else $TWIN_TOKEN, else the first line of $TWIN_TOKEN_FILE or
 ~/.config/twin/token (which must be readable by its owner only).
 """
+
 from __future__ import annotations
 
 import http.client
@@ -35,7 +36,7 @@ from twin.base.stages import Said
 
 Say = Callable[[str], None]
 TOKEN_FILE = Path("~/.config/twin/token")
-TIMEOUT = 60.0           # s for one request (an event stream sends a keep-alive every 15 s)
+TIMEOUT = 60.0  # s for one request (an event stream sends a keep-alive every 15 s)
 DONE = ("succeeded", "failed")
 
 
@@ -56,8 +57,10 @@ def token_from_env() -> str:
     try:
         st = f.stat()
     except OSError:
-        raise TwinError(f"no token: set TWIN_TOKEN, or put it in {f} (mode 0600); an admin makes one with "
-                        "`twin serve token create USER`") from None
+        raise TwinError(
+            f"no token: set TWIN_TOKEN, or put it in {f} (mode 0600); an admin makes one with "
+            "`twin serve token create USER`"
+        ) from None
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise TwinError(f"{f} is readable by others (mode {stat.S_IMODE(st.st_mode):o}); `chmod 600 {f}`")
     return f.read_text().strip().splitlines()[0] if f.read_text().strip() else ""
@@ -70,12 +73,19 @@ class Client:
             raise TwinError(f"--server {url!r}: give the server's URL, e.g. http://127.0.0.1:8470")
         self.url, self.timeout = url.rstrip("/"), timeout
         self.token = token if token is not None else token_from_env()
-        self._ssl = ssl.create_default_context(cafile=cafile or os.environ.get("TWIN_CA")) \
-            if parsed.scheme == "https" else None
+        self._ssl = (
+            ssl.create_default_context(cafile=cafile or os.environ.get("TWIN_CA")) if parsed.scheme == "https" else None
+        )
 
     # --- HTTP ------------------------------------------------------------------------------
-    def _open(self, method: str, path: str, body: bytes | None = None, kind: str | None = None,
-              headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+    def _open(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        kind: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> http.client.HTTPResponse:
         h = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", **(headers or {})}
         if kind:
             h["Content-Type"] = kind
@@ -104,8 +114,10 @@ class Client:
         for name, value in fields.items():
             out.write(f"--{boundary}\r\n".encode())
             if isinstance(value, bytes):
-                out.write(f'Content-Disposition: form-data; name="{name}"; filename="{name}"\r\n'
-                          "Content-Type: application/octet-stream\r\n\r\n".encode())
+                out.write(
+                    f'Content-Disposition: form-data; name="{name}"; filename="{name}"\r\n'
+                    "Content-Type: application/octet-stream\r\n\r\n".encode()
+                )
                 out.write(value)
             else:
                 out.write(f'Content-Disposition: form-data; name="{name}"\r\n\r\n{value}'.encode())
@@ -121,8 +133,9 @@ class Client:
     def events(self, oid: str, after: int = -1) -> Iterator[tuple[str, dict[str, Any]]]:
         """(event, data) of operation `oid` as they come, to its `done`; a dropped stream is resumed."""
         for _ in range(100):
-            with self._open("GET", f"/v1/operations/{oid}/events?after={after}",
-                            headers={"Accept": "text/event-stream"}) as r:
+            with self._open(
+                "GET", f"/v1/operations/{oid}/events?after={after}", headers={"Accept": "text/event-stream"}
+            ) as r:
                 kind, data = "message", []
                 for raw in r:
                     line = raw.decode().rstrip("\r\n")
@@ -159,14 +172,31 @@ class Client:
     def lab(self, name: str, status: bool = True) -> dict[str, Any]:
         return self.request("GET", f"/v1/labs/{_q(name)}?status={str(status).lower()}")
 
-    def create(self, topology: str | Path | None = None, name: str | None = None, configs: str | Path | None = None,
-               snapshot: str | None = None, expires_in: str | int | None = None, timeout: float | None = None,
-               vrf_backend: str | None = None, idempotency_key: str | None = None, wait: bool = True,
-               say: Say = lambda _: None) -> dict[str, Any]:
+    def create(
+        self,
+        topology: str | Path | None = None,
+        name: str | None = None,
+        configs: str | Path | None = None,
+        snapshot: str | None = None,
+        expires_in: str | int | None = None,
+        timeout: float | None = None,
+        vrf_backend: str | None = None,
+        idempotency_key: str | None = None,
+        wait: bool = True,
+        say: Say = lambda _: None,
+    ) -> dict[str, Any]:
         """A lab from a topology file (with a config directory, sent as an archive) or a snapshot."""
-        fields: dict[str, Any] = {k: v for k, v in (("name", name), ("snapshot", snapshot), ("expires_in", expires_in),
-                                                    ("timeout", timeout), ("vrf_backend", vrf_backend))
-                                  if v is not None}
+        fields: dict[str, Any] = {
+            k: v
+            for k, v in (
+                ("name", name),
+                ("snapshot", snapshot),
+                ("expires_in", expires_in),
+                ("timeout", timeout),
+                ("vrf_backend", vrf_backend),
+            )
+            if v is not None
+        }
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         if topology is not None:
             fields["format"] = topology_format(topology)
@@ -194,28 +224,58 @@ class Client:
     def plan(self, name: str, change: str) -> dict[str, Any]:
         return self.request("POST", f"/v1/labs/{_q(name)}/plan", change_body(change))
 
-    def apply(self, name: str, change: str, timeout: float | None = None, no_wait: bool = False,
-              idempotency_key: str | None = None, wait: bool = True, say: Say = lambda _: None) -> dict[str, Any]:
-        query = urllib.parse.urlencode({k: v for k, v in (("timeout", timeout), ("wait", str(not no_wait).lower()))
-                                        if v is not None})
+    def apply(
+        self,
+        name: str,
+        change: str,
+        timeout: float | None = None,
+        no_wait: bool = False,
+        idempotency_key: str | None = None,
+        wait: bool = True,
+        say: Say = lambda _: None,
+    ) -> dict[str, Any]:
+        query = urllib.parse.urlencode(
+            {k: v for k, v in (("timeout", timeout), ("wait", str(not no_wait).lower())) if v is not None}
+        )
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return self._run(self.request("POST", f"/v1/labs/{_q(name)}/apply?{query}", change_body(change), headers),
-                         wait, say)
+        return self._run(
+            self.request("POST", f"/v1/labs/{_q(name)}/apply?{query}", change_body(change), headers), wait, say
+        )
 
-    def rehearse(self, name: str, change: str, wait: bool = True, say: Say = lambda _: None,
-                 **options: Any) -> dict[str, Any]:
-        return self._run(self.request("POST", f"/v1/labs/{_q(name)}/rehearse",
-                                      {"change": change_body(change), **options}), wait, say)
+    def rehearse(
+        self, name: str, change: str, wait: bool = True, say: Say = lambda _: None, **options: Any
+    ) -> dict[str, Any]:
+        return self._run(
+            self.request("POST", f"/v1/labs/{_q(name)}/rehearse", {"change": change_body(change), **options}), wait, say
+        )
 
-    def verify(self, name: str, only: list[str] | None = None, checks: list[str | Path] | None = None,
-               prove: bool = False, elements: list[str] | None = None, wait: bool = True,
-               say: Say = lambda _: None) -> dict[str, Any]:
-        doc = {"only": list(only or []), "checks": [Path(f).read_text() for f in checks or []], "prove": prove,
-               "elements": list(elements or [])}
+    def verify(
+        self,
+        name: str,
+        only: list[str] | None = None,
+        checks: list[str | Path] | None = None,
+        prove: bool = False,
+        elements: list[str] | None = None,
+        wait: bool = True,
+        say: Say = lambda _: None,
+    ) -> dict[str, Any]:
+        doc = {
+            "only": list(only or []),
+            "checks": [Path(f).read_text() for f in checks or []],
+            "prove": prove,
+            "elements": list(elements or []),
+        }
         return self._run(self.request("POST", f"/v1/labs/{_q(name)}/verify", doc), wait, say)
 
-    def fault(self, name: str, key: str, target: str, args: list[str] | None = None, wait: bool = True,
-              say: Say = lambda _: None) -> dict[str, Any]:
+    def fault(
+        self,
+        name: str,
+        key: str,
+        target: str,
+        args: list[str] | None = None,
+        wait: bool = True,
+        say: Say = lambda _: None,
+    ) -> dict[str, Any]:
         doc = {"fault": key, "target": target, "args": list(args or [])}
         return self._run(self.request("POST", f"/v1/labs/{_q(name)}/faults", doc), wait, say)
 

@@ -4,6 +4,7 @@ imports none. This module is the only one that names them: `twin.lab` imports it
 command, the server's workers and the pytest plugin speak them), and a process that runs
 without `Lab` registers the one it serves itself (the NVUE service: `twin.nvue.nvued.serve`).
 """
+
 from twin import nvue
 from twin.config.dialect import Dialect, register
 

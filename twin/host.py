@@ -2,6 +2,7 @@
 (`build_images`, `node_tag`), what a lab would take of the host (`figures`), FRR's word on a
 lab's own configs (`check_configs`) and a command run in a node, with a hint when the kernel
 lacks what it needs (`exec_in`). The CLI goes through this and `Lab`, never below them."""
+
 from __future__ import annotations
 
 import shlex
@@ -20,7 +21,7 @@ from twin.runtime import describe_failure as describe
 from twin.runtime import node_tag as image_tag
 from twin.topology import Fabric
 
-DEFAULT_SUITE = IMAGE_SUITE   # the node image's Debian release by default
+DEFAULT_SUITE = IMAGE_SUITE  # the node image's Debian release by default
 Say = Callable[[str], None]
 
 
@@ -29,7 +30,7 @@ class LabRow:
     """One lab on this host, as `twin list` shows it."""
 
     name: str
-    status: str          # the lab's recorded status, or "orphaned" (containers without a lab directory)
+    status: str  # the lab's recorded status, or "orphaned" (containers without a lab directory)
     containers: int
     running: int
     topology: str
@@ -45,8 +46,15 @@ def labs() -> list[LabRow]:
         except TwinError:
             st = None
         found = running.get(name, [])
-        rows.append(LabRow(name, st.status if st else "orphaned", len(found),
-                           sum(c.status == "running" for c in found), st.topology if st else ""))
+        rows.append(
+            LabRow(
+                name,
+                st.status if st else "orphaned",
+                len(found),
+                sum(c.status == "running" for c in found),
+                st.topology if st else "",
+            )
+        )
     return rows
 
 
@@ -62,7 +70,7 @@ def node_tag() -> str:
 
 def check_configs(lab: Lab) -> list[Problem]:
     """FRR's word (`vtysh --dryrun` in a node image) on the user's configs of a loaded lab."""
-    if lab.configs is None or lab.loaded is None:   # no configs of the user's: nothing for FRR to judge
+    if lab.configs is None or lab.loaded is None:  # no configs of the user's: nothing for FRR to judge
         return []
     runtime = DockerRuntime()
     try:
@@ -88,11 +96,20 @@ def figures(fabric: Fabric, timeout: float | None = None) -> dict:
     need = hostlimits.demand(fabric)
     short = hostlimits.check(fabric, hostlimits.host_usage(), hostlimits.host_settings())
     est = admission.estimate(fabric, admission.CpuWatch().host(), timeout, whole=timeout is not None)
-    text = (f"{est.figures()} of its {est.deadline:.0f} s deadline; " if est.fits else est.refusal() + "; ")
-    return {"needs": {"IPv4 neighbours": need.arp_gc, "IPv6 neighbours": need.nd_gc, "inotify instances":
-                      need.inotify, "tasks": need.tasks, "MiB": need.mem_mib},
-            "short": [str(s) for s in short] + ([est.refusal()] if not est.fits else []),
-            "fix": hostlimits.fix_command(short), "cpu": est.to_dict(), "cpu_text": text + est.timers_text()}
+    text = f"{est.figures()} of its {est.deadline:.0f} s deadline; " if est.fits else est.refusal() + "; "
+    return {
+        "needs": {
+            "IPv4 neighbours": need.arp_gc,
+            "IPv6 neighbours": need.nd_gc,
+            "inotify instances": need.inotify,
+            "tasks": need.tasks,
+            "MiB": need.mem_mib,
+        },
+        "short": [str(s) for s in short] + ([est.refusal()] if not est.fits else []),
+        "fix": hostlimits.fix_command(short),
+        "cpu": est.to_dict(),
+        "cpu_text": text + est.timers_text(),
+    }
 
 
 def describe_failure(e: BaseException) -> str | None:
@@ -108,9 +125,17 @@ def running_labs(timeout: float | None = timeouts.DOCKER_API) -> list[str]:
 def up_summary(lab: Lab, timings: dict[str, float]) -> dict:
     """What `twin up` says of the lab it brought up, as data (its line is made from it, on this host
     or through a server)."""
-    fabric = lab.fabric or lab.to_bring_up()      # as recorded; else as it was brought up
-    mine = Intent(fabric, state.running_files(lab.dir, fabric)).generic   # the lab's intent, from its directory
-    return {"lab": lab.name, "nodes": len(fabric.nodes), "sessions": len(fabric.sessions()),
-            "adjacencies": sum(len(g.adjacencies) for g in mine.values()), "generic_routers": len(mine),
-            "timings": timings, "dir": str(lab.dir), "configs_nodes": len(lab.configs.files) if lab.configs else 0,
-            "timers": str(fabric.timers) if fabric.timers else None, "notes": list(lab.notes)}
+    fabric = lab.fabric or lab.to_bring_up()  # as recorded; else as it was brought up
+    mine = Intent(fabric, state.running_files(lab.dir, fabric)).generic  # the lab's intent, from its directory
+    return {
+        "lab": lab.name,
+        "nodes": len(fabric.nodes),
+        "sessions": len(fabric.sessions()),
+        "adjacencies": sum(len(g.adjacencies) for g in mine.values()),
+        "generic_routers": len(mine),
+        "timings": timings,
+        "dir": str(lab.dir),
+        "configs_nodes": len(lab.configs.files) if lab.configs else 0,
+        "timers": str(fabric.timers) if fabric.timers else None,
+        "notes": list(lab.notes),
+    }

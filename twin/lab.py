@@ -13,6 +13,7 @@ lab: `up`, `down`, `apply` (and on the context: rehearsals, faults, the proof) h
 (`writing`). `context()`
 is the running lab every later stage works on, and the one place that decides whether a lab is up.
 """
+
 from __future__ import annotations
 
 import time
@@ -46,19 +47,25 @@ Say = Callable[[str], None]
 
 
 class Lab:
-    def __init__(self, name: str, fabric: Fabric | None = None, runtime: Runtime | str | None = None,
-                 configs: UserConfigs | None = None, notes: list[str] | None = None):
+    def __init__(
+        self,
+        name: str,
+        fabric: Fabric | None = None,
+        runtime: Runtime | str | None = None,
+        configs: UserConfigs | None = None,
+        notes: list[str] | None = None,
+    ):
         """`runtime`: a runtime, or its name (docker, containerlab); default: the one that made the
         lab, else $TWIN_RUNTIME, else docker. `configs`: the user's FRR files (`up` boots them)."""
-        self.dir: Path = state.labdir(name)      # the name is checked before anything is made of it
+        self.dir: Path = state.labdir(name)  # the name is checked before anything is made of it
         self.name = name
-        self.loaded = fabric                     # the Fabric loaded from a file (Lab.load): what `up` brings up
-        self.configs = configs                   # the user's FRR files, over twin's rendering
-        self.notes: list[str] = list(notes or [])   # what twin adapted or left out of what it was given
+        self.loaded = fabric  # the Fabric loaded from a file (Lab.load): what `up` brings up
+        self.configs = configs  # the user's FRR files, over twin's rendering
+        self.notes: list[str] = list(notes or [])  # what twin adapted or left out of what it was given
         self._runtime: Runtime | None = None if runtime is None or isinstance(runtime, str) else runtime
         self._runtime_name = runtime if isinstance(runtime, str) else None
         self._recorded: tuple[int, Fabric | None] | None = None
-        self.linted: LintReport | None = None    # `twin lint` of its configs, at `up`
+        self.linted: LintReport | None = None  # `twin lint` of its configs, at `up`
 
     @property
     def topology(self) -> Fabric | None:
@@ -80,9 +87,15 @@ class Lab:
 
     # --- construction ------------------------------------------------------
     @classmethod
-    def load(cls, topology_file: str | Path, name: str | None = None, runtime: str | None = None,
-             configs: str | Path | None = None, roles: dict[str, str] | None = None,
-             confined: Confined | None = None) -> "Lab":
+    def load(
+        cls,
+        topology_file: str | Path,
+        name: str | None = None,
+        runtime: str | None = None,
+        configs: str | Path | None = None,
+        roles: dict[str, str] | None = None,
+        confined: Confined | None = None,
+    ) -> "Lab":
         """Validate a topology file (or twin's own of that name: `aipod`) into a Lab (TopologyError with
         every problem); `configs`: a directory of the user's FRR files for it (read, matched to its nodes).
         A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported on the way
@@ -124,10 +137,20 @@ class Lab:
         return ctx
 
     # --- lifecycle ---------------------------------------------------------
-    def up(self, image: str | None = None, timeout: float | None = None, keep: bool = False,
-           say: Say = lambda _: None, configs: "str | Path | UserConfigs | None" = None,
-           vrf_backend: str | None = None, wait: bool = True, strict_exec: bool = False, images: str | None = None,
-           strict: bool = False, warn: Callable[[LintReport], None] = lambda _: None) -> dict[str, float]:
+    def up(
+        self,
+        image: str | None = None,
+        timeout: float | None = None,
+        keep: bool = False,
+        say: Say = lambda _: None,
+        configs: "str | Path | UserConfigs | None" = None,
+        vrf_backend: str | None = None,
+        wait: bool = True,
+        strict_exec: bool = False,
+        images: str | None = None,
+        strict: bool = False,
+        warn: Callable[[LintReport], None] = lambda _: None,
+    ) -> dict[str, float]:
         """Bring the lab up and return once converged; returns stage timings (s).
 
         `configs`: a directory of the user's FRR files (or what `userconf` read of one): those
@@ -147,19 +170,30 @@ class Lab:
             _refuse(userconf.check(self.configs, loaded) or dialect.problems(self.configs, loaded))
             self.linted = gate(userconf.lint(self.configs, loaded), strict, warn)
             if self.runtime.name != "docker":
-                raise LabStateError(f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
-                                    f"{self.runtime.name} runtime boots twin's rendering); drop --runtime")
+                raise LabStateError(
+                    f"lab {self.name!r}: your FRR configs run on twin's own runtime only (the "
+                    f"{self.runtime.name} runtime boots twin's rendering); drop --runtime"
+                )
         with self.writing("twin up"), bounded(Bound.command(timeout, start)), named():
-            b = pipeline.BringUp(self.name, self.dir, loaded, self.runtime, self.configs, pipeline.Asked(
-                image, images, vrf_backend, timeout, wait, strict_exec, keep), say, start, self.notes,
-                lint=[f.as_dict() for f in self.linted.findings] if self.linted else [])
+            b = pipeline.BringUp(
+                self.name,
+                self.dir,
+                loaded,
+                self.runtime,
+                self.configs,
+                pipeline.Asked(image, images, vrf_backend, timeout, wait, strict_exec, keep),
+                say,
+                start,
+                self.notes,
+                lint=[f.as_dict() for f in self.linted.findings] if self.linted else [],
+            )
             if self.runtime.containers(self.name):
-                self.services(say)      # the lab's services there again (NVUE's), if one stopped
+                self.services(say)  # the lab's services there again (NVUE's), if one stopped
                 self._already_up(vrf_backend)
             try:
-                return pipeline.run(b)   # its stages, in order (`twin.lifecycle.pipeline.STAGES`)
+                return pipeline.run(b)  # its stages, in order (`twin.lifecycle.pipeline.STAGES`)
             finally:
-                self.loaded = b.fabric   # its timers as scaled, its management network as resolved
+                self.loaded = b.fabric  # its timers as scaled, its management network as resolved
 
     def services(self, say: Say = lambda _: None) -> None:
         """The lab's services running, for the dialects its nodes run (NVUE's: the REST API and `nv` in
@@ -204,31 +238,48 @@ class Lab:
         except TwinError as e:
             raise LabStateError(f"lab {self.name!r} has containers but {e}") from None
         if st is None or recorded is None:
-            raise LabStateError(f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
-                                f"`twin down {self.name}` removes them")
+            raise LabStateError(
+                f"lab {self.name!r} has containers but no recorded state (a killed `up`?); "
+                f"`twin down {self.name}` removes them"
+            )
         differs = FabricDiff(recorded, topology.mgmt.carry(recorded, self.to_bring_up())).lines()
         differs += state.configs_differ(self.dir, st, self.configs)
         want = wanted(self.to_bring_up(), vrf_backend)[0]
-        differs += [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"] if (
-            st.backend and st.backend != want) else []
+        differs += (
+            [f"it runs the {NAMES[st.backend]} VRF backend, not {NAMES[want]}"]
+            if (st.backend and st.backend != want)
+            else []
+        )
         if differs:
-            raise LabStateError(f"lab {self.name!r} is up from another topology or other configs ({st.topology}); "
-                                f"it differs in {len(differs)} way(s), e.g. {differs[0]}; `twin apply {self.name} "
-                                "FILE|DIR` changes it")
-        problems = self.status().problems() if st.status == "up" else [f"its status is {st.status!r}" + (
-            f"; `twin wait {self.name}` waits for its convergence" if st.status == "deployed" else "")]
+            raise LabStateError(
+                f"lab {self.name!r} is up from another topology or other configs ({st.topology}); "
+                f"it differs in {len(differs)} way(s), e.g. {differs[0]}; `twin apply {self.name} "
+                "FILE|DIR` changes it"
+            )
+        problems = (
+            self.status().problems()
+            if st.status == "up"
+            else [
+                f"its status is {st.status!r}"
+                + (f"; `twin wait {self.name}` waits for its convergence" if st.status == "deployed" else "")
+            ]
+        )
         if problems:
-            raise LabStateError(f"lab {self.name!r} exists but is not healthy ({len(problems)} problem(s), e.g. "
-                                f"{problems[0]}); `twin down {self.name}` and `twin up` make it again")
-        raise AlreadyUp(f"lab {self.name!r} is already up and converged from this topology; "
-                        f"`twin status {self.name}` shows it, `twin down {self.name}` removes it")
+            raise LabStateError(
+                f"lab {self.name!r} exists but is not healthy ({len(problems)} problem(s), e.g. "
+                f"{problems[0]}); `twin down {self.name}` and `twin up` make it again"
+            )
+        raise AlreadyUp(
+            f"lab {self.name!r} is already up and converged from this topology; "
+            f"`twin status {self.name}` shows it, `twin down {self.name}` removes it"
+        )
 
     def down(self) -> list[str]:
         """Remove exactly what this lab owns: its containers (their links die with them), the
         namespaces a killed `up` or a stopped node left behind, and its directory."""
         with self.writing("twin down"):
             removed = cleanup.remove_all(self.name, self.dir, self._remover())
-            locks.forget(self.name)      # its lock files too, as this hold ends
+            locks.forget(self.name)  # its lock files too, as this hold ends
             return removed
 
     def _remover(self) -> Runtime:
@@ -247,7 +298,7 @@ class Lab:
         containers = self.runtime.containers(self.name)
         if not containers:
             raise self._not_up()
-        name = resolve_node(name, sorted(containers), self.name)   # `PC1` is pc1
+        name = resolve_node(name, sorted(containers), self.name)  # `PC1` is pc1
         return containers[name].exec(f"{self.name}/{name}")
 
     def execs(self) -> dict[str, NodeExec]:
@@ -257,9 +308,15 @@ class Lab:
         return self.context().pids()
 
     # --- day 2 -------------------------------------------------------------
-    def apply(self, change: "str | Path | Fabric", timeout: float | None = None, wait: bool = True,
-              say: Say = lambda _: None, strict: bool = False,
-              warn: Callable[[LintReport], None] = lambda _: None) -> Result:
+    def apply(
+        self,
+        change: "str | Path | Fabric",
+        timeout: float | None = None,
+        wait: bool = True,
+        say: Say = lambda _: None,
+        strict: bool = False,
+        warn: Callable[[LintReport], None] = lambda _: None,
+    ) -> Result:
         """Apply a change (edited topology file, directory of node configs, a Fabric, or any spec
         `twin.change.load_change` reads: nv:NODE:FILE, fault:...) to the running lab; returns
         twin.change.Result. Refused changes touch nothing; failures roll back. A directory of configs is

@@ -28,6 +28,7 @@ The checks `twin verify --checks` runs, one test per check, on the module's lab:
 A relative topology path is looked up next to the test module, then from the
 rootdir. A lab that is already up is never taken over (nor removed).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -57,17 +58,23 @@ SERVER = "twin_server"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addini(INI, "twin: topology file for modules without a twin_topology marker "
-                       "(relative to the ini file)", default="")
-    parser.addini(SERVER, "twin: a twin server's URL, where `twin_remote_lab` makes the module's lab "
-                          "(else $TWIN_SERVER; the token: $TWIN_TOKEN)", default="")
+    parser.addini(
+        INI, "twin: topology file for modules without a twin_topology marker (relative to the ini file)", default=""
+    )
+    parser.addini(
+        SERVER,
+        "twin: a twin server's URL, where `twin_remote_lab` makes the module's lab "
+        "(else $TWIN_SERVER; the token: $TWIN_TOKEN)",
+        default="",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(path, name=None, timeout=None): the twin topology the module's `twin_lab` fixture "
-        "brings up (lab name: `name`, else the topology's; convergence deadline: `timeout` s)")
+        "brings up (lab name: `name`, else the topology's; convergence deadline: `timeout` s)",
+    )
 
 
 def _topology(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any]]:
@@ -79,15 +86,20 @@ def _topology(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any]]:
             pytest.fail(f"{request.node.nodeid}: @pytest.mark.{MARKER} needs a topology path", pytrace=False)
         unknown = set(marker.kwargs) - {"name", "timeout"}
         if unknown:
-            pytest.fail(f"{request.node.nodeid}: {MARKER}: unknown option(s) "
-                        f"{', '.join(sorted(unknown))}; options: name, timeout", pytrace=False)
+            pytest.fail(
+                f"{request.node.nodeid}: {MARKER}: unknown option(s) "
+                f"{', '.join(sorted(unknown))}; options: name, timeout",
+                pytrace=False,
+            )
         raw, bases, opts = marker.args[0], [here, request.config.rootpath], dict(marker.kwargs)
     else:
         raw = request.config.getini(INI)
         if not raw:
-            pytest.fail(f"{request.node.nodeid} uses the twin_lab fixture but names no topology: add "
-                        f"`pytestmark = pytest.mark.{MARKER}(\"lab.yml\")` or the ini option `{INI}`",
-                        pytrace=False)
+            pytest.fail(
+                f"{request.node.nodeid} uses the twin_lab fixture but names no topology: add "
+                f'`pytestmark = pytest.mark.{MARKER}("lab.yml")` or the ini option `{INI}`',
+                pytrace=False,
+            )
         ini = request.config.inipath
         bases, opts = [ini.parent if ini else request.config.rootpath], {}
     path = Path(raw)
@@ -163,8 +175,11 @@ def twin_remote_lab(request: pytest.FixtureRequest) -> Iterator[RemoteLab]:
     """The module's lab made on a twin server, up and converged; removed after the module."""
     url = request.config.getini(SERVER) or os.environ.get("TWIN_SERVER")
     if not url:
-        pytest.fail(f"{request.node.nodeid} uses twin_remote_lab but names no server: the ini option `{SERVER}` "
-                    "or $TWIN_SERVER", pytrace=False)
+        pytest.fail(
+            f"{request.node.nodeid} uses twin_remote_lab but names no server: the ini option `{SERVER}` "
+            "or $TWIN_SERVER",
+            pytrace=False,
+        )
     path, opts = _topology(request)
     try:
         client = Client(url)
@@ -206,9 +221,10 @@ def assert_frr_json(node: "NodeExec | RemoteNode", command: str, expected: Any, 
     else:
         diffs, after = differences(), ""
     if diffs:
-        raise AssertionError(f"{where}: `{command}` does not match the expected JSON{after} "
-                             f"({len(diffs)} difference{'s' if len(diffs) != 1 else ''}):\n"
-                             + "\n".join(f"  {d}" for d in diffs))
+        raise AssertionError(
+            f"{where}: `{command}` does not match the expected JSON{after} "
+            f"({len(diffs)} difference{'s' if len(diffs) != 1 else ''}):\n" + "\n".join(f"  {d}" for d in diffs)
+        )
     return seen["doc"]
 
 

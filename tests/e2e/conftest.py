@@ -3,6 +3,7 @@
 Every lab a test makes is named `t-...` (never a user's lab name) and is torn
 down by the fixture even when the test fails.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -46,7 +47,7 @@ def host_turn(who: str = "twin e2e") -> Iterator[None]:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            if held_by_ancestor(os.fstat(f.fileno()).st_ino):   # `flock E2E_LOCK pytest ...`: the turn is ours
+            if held_by_ancestor(os.fstat(f.fileno()).st_ino):  # `flock E2E_LOCK pytest ...`: the turn is ours
                 yield
                 return
             print(f"\n{who}: another run holds {E2E_LOCK}; waiting for it", file=sys.stderr)
@@ -95,8 +96,10 @@ def sweep_earlier_runs() -> list[str]:
     is already there would be refused ("has containers but no recorded state"). Returns their names."""
     runtime = DockerRuntime()
     names = set(runtime.labs())
-    names |= {(n.attrs.get("Labels") or {}).get(LABEL_LAB, "")
-              for n in runtime.client.networks.list(filters={"label": LABEL_LAB})}
+    names |= {
+        (n.attrs.get("Labels") or {}).get(LABEL_LAB, "")
+        for n in runtime.client.networks.list(filters={"label": LABEL_LAB})
+    }
     left = sorted(n for n in names if n.startswith("t-"))
     for name in left:
         print(f"\ntwin e2e: taking down lab {name}, left by an earlier run", file=sys.stderr)
@@ -160,16 +163,25 @@ def aipod(request, shared_aipod) -> Iterator[Lab]:
     again (within the convergence deadline): a module that leaves it otherwise fails there."""
     module = request.node.nodeid.split("::")[0]
     if module not in SHARED_LABS["aipod"]:
-        pytest.fail(f"{module} uses the shared lab `aipod`: list it in tests/parallel.py SHARED_LABS['aipod'] "
-                    "(a parallel run must give it to the worker that has that lab)", pytrace=False)
+        pytest.fail(
+            f"{module} uses the shared lab `aipod`: list it in tests/parallel.py SHARED_LABS['aipod'] "
+            "(a parallel run must give it to the worker that has that lab)",
+            pytrace=False,
+        )
     yield shared_aipod
     barrier.converge(shared_aipod.context())
 
 
 def twin_cli(*args: str, check: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the `twin` command line as a user would (same TWIN_HOME)."""
-    p = subprocess.run([sys.executable, "-m", "twin.cli", *args], capture_output=True, text=True,
-                       timeout=timeout, env=os.environ.copy(), cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "twin.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=os.environ.copy(),
+        cwd=ROOT,
+    )
     if check:
         assert p.returncode == 0, f"twin {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
     return p
@@ -204,7 +216,7 @@ def nv_apply(lab: str, node: str, *changes: tuple[str, ...]) -> None:
     assert p.returncode == 0, f"{script} on {node}: {p.stdout}{p.stderr}"
 
 
-PROGRESS = re.compile(r"^\[\s*\d+s\] ")   # a long command's plain progress line, off a terminal (twin.base.stages)
+PROGRESS = re.compile(r"^\[\s*\d+s\] ")  # a long command's plain progress line, off a terminal (twin.base.stages)
 
 
 def said(stderr: str) -> list[str]:
@@ -215,8 +227,9 @@ def said(stderr: str) -> list[str]:
 def leftovers(runtime: DockerRuntime, lab: str) -> list[str]:
     """Anything of `lab` still on the host: containers, networks, host-side veths, namespaces, its
     block of /etc/hosts."""
-    found = [f"container {c.name}" for c in
-             runtime.client.containers.list(all=True, filters={"label": f"{LABEL_LAB}={lab}"})]
+    found = [
+        f"container {c.name}" for c in runtime.client.containers.list(all=True, filters={"label": f"{LABEL_LAB}={lab}"})
+    ]
     found += [f"network {n.name}" for n in runtime.client.networks.list(filters={"label": f"{LABEL_LAB}={lab}"})]
     found += [f"/etc/hosts: {name}" for name in etchosts.read(lab)]
     with IPRoute() as ipr:
@@ -253,8 +266,14 @@ def chromium(width: int = 1200, height: int = 800) -> Iterator[Any]:
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-              "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+    for a in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+    ):
         opts.add_argument(a)
     browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
     try:

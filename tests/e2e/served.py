@@ -2,6 +2,7 @@
 state directory of its own, its tokens made by `twin serve token create`, killed and started
 again on the same state (what a crash does). Used by tests/e2e/test_server.py, bench/chaos.py
 and bench/server.py."""
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,14 @@ class Served:
         self.log = state.parent / f"{state.name}.log"
 
     def twin(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "twin.cli", *args], capture_output=True, text=True, timeout=60,
-                              env=os.environ.copy(), cwd=ROOT)
+        return subprocess.run(
+            [sys.executable, "-m", "twin.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=os.environ.copy(),
+            cwd=ROOT,
+        )
 
     def start(self) -> "Served":
         """The server running (recovering what a killed one left first); returns once it listens."""
@@ -35,10 +42,24 @@ class Served:
         said = re.compile(r"twin serve: (http://127\.0\.0\.1:\d+) \(state in")
         before = len(said.findall(self.log.read_text())) if self.log.exists() else 0
         with open(self.log, "a") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "twin.cli", "serve", "--state", str(self.state),
-                                          "--listen", "127.0.0.1:0", *self.options], cwd=ROOT, env=os.environ.copy(),
-                                         stdout=log, stderr=log,
-                                         start_new_session=True)   # as a service runs: a session of its own
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "twin.cli",
+                    "serve",
+                    "--state",
+                    str(self.state),
+                    "--listen",
+                    "127.0.0.1:0",
+                    *self.options,
+                ],
+                cwd=ROOT,
+                env=os.environ.copy(),
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )  # as a service runs: a session of its own
         deadline = time.monotonic() + STARTUP
         while time.monotonic() < deadline:
             found = said.findall(self.log.read_text())
@@ -61,7 +82,7 @@ class Served:
     def kill(self) -> None:
         """SIGKILL: what a crash, the OOM killer or a pulled plug does."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)      # the server alone: a lab's NVUE service lives on
+            self.proc.send_signal(signal.SIGKILL)  # the server alone: a lab's NVUE service lives on
             self.proc.wait(30)
 
     def stop(self) -> None:

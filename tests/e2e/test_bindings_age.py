@@ -23,6 +23,7 @@ then waits until the collector has run twice (a STALE decoy in the scratch names
 proves it collected), and requires the intent: every type-2 MAC/IP route on every VTEP,
 and `verify` control and traffic.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -47,8 +48,8 @@ pytestmark = pytest.mark.e2e
 LAB = "t-age"
 STAT = Path("/proc/net/stat/arp_cache")
 SYSCTL = Path("/proc/sys/net/ipv4/neigh/default")
-MARGIN = 64                 # entries above gc_thresh1, against other labs' entries going away meanwhile
-FILL_LIMIT = 20000          # never more scratch entries than this (about 10 MiB of kernel memory)
+MARGIN = 64  # entries above gc_thresh1, against other labs' entries going away meanwhile
+FILL_LIMIT = 20000  # never more scratch entries than this (about 10 MiB of kernel memory)
 DECOY = "10.251.0.1"
 MACIP = re.compile(r"\[2\]:\[0\]:\[48\]:\[([0-9a-f:]{17})\]:\[32\]:\[([0-9.]+)\]")
 
@@ -89,13 +90,20 @@ def age_quickly(lab) -> None:
             path = tenant_netns_path(pids[vtep], t.vrf) if lab.backend == "netns" else netns_path(pids[vtep])
             for seg in t.segments_on(vtep):
                 br = bridge_name(seg.l2vni)
-                sysctl(path, **{f"net.ipv4.neigh.{br}.gc_stale_time": 1,
-                                f"net.ipv4.neigh.{br}.base_reachable_time_ms": 1000})
+                sysctl(
+                    path,
+                    **{f"net.ipv4.neigh.{br}.gc_stale_time": 1, f"net.ipv4.neigh.{br}.base_reachable_time_ms": 1000},
+                )
                 ns = ["-n", t.vrf] if lab.backend == "netns" else []
                 lab.node(vtep).check(["ip", *ns, "link", "set", br, "type", "bridge", "ageing_time", "200"])
     for a in (a for t in fabric.tenants.values() for a in t.attachments):
-        sysctl(netns_path(pids[a.host]), **{f"net.ipv4.neigh.{a.host_port}.gc_stale_time": 1,
-                                           f"net.ipv4.neigh.{a.host_port}.base_reachable_time_ms": 1000})
+        sysctl(
+            netns_path(pids[a.host]),
+            **{
+                f"net.ipv4.neigh.{a.host_port}.gc_stale_time": 1,
+                f"net.ipv4.neigh.{a.host_port}.base_reachable_time_ms": 1000,
+            },
+        )
 
 
 @contextmanager
@@ -112,17 +120,25 @@ def arp_table_above_gc_thresh1(lab_name: str):
             ipr.link("add", ifname="fill0", kind="veth", peer="fill1")
             ipr.link("set", index=ipr.link_lookup(ifname="fill0")[0], state="up")
         base = int(ipaddress.IPv4Address("10.250.0.0"))
-        batch = "".join(f"neigh add {ipaddress.IPv4Address(base + i + 1)} lladdr 02:00:00:00:00:01 "
-                        f"dev fill0 nud permanent\n" for i in range(count))
+        batch = "".join(
+            f"neigh add {ipaddress.IPv4Address(base + i + 1)} lladdr 02:00:00:00:00:01 dev fill0 nud permanent\n"
+            for i in range(count)
+        )
         # and a decoy the collector must take: STALE, stale after 1 s (proof that it collected)
         sysctl(f"/run/netns/{name}", **{"net.ipv4.neigh.fill0.gc_stale_time": 1})
         batch += f"neigh add {DECOY} lladdr 02:00:00:00:00:02 dev fill0 nud stale\n"
         subprocess.run(["ip", "-n", name, "-batch", "-"], input=batch, text=True, check=True, capture_output=True)
         entries = arp_stats()["entries"]
         assert entries >= thresh1, f"ARP table at {entries} entries, still below gc_thresh1 {thresh1}"
-        yield {"added": count, "entries": entries, "gc_thresh1": thresh1, "gc_thresh2": thresh2,
-               "decoy": lambda: subprocess.run(["ip", "-n", name, "neigh", "show", DECOY], capture_output=True,
-                                               text=True, check=True).stdout.strip()}
+        yield {
+            "added": count,
+            "entries": entries,
+            "gc_thresh1": thresh1,
+            "gc_thresh2": thresh2,
+            "decoy": lambda: subprocess.run(
+                ["ip", "-n", name, "neigh", "show", DECOY], capture_output=True, text=True, check=True
+            ).stdout.strip(),
+        }
     finally:
         netns.remove(name)  # its veth and the entries on it go with it
 
@@ -166,8 +182,10 @@ def missing_macip(lab) -> list[str]:
             for a in t.attachments:
                 ip = a.address.split("/")[0]
                 if (a.mac, ip) not in have:
-                    out.append(f"{vtep}: no type-2 MAC/IP route of {t.name} {a.host} {ip} {a.mac} "
-                               f"({'local' if a.vtep == vtep else 'from ' + a.vtep})")
+                    out.append(
+                        f"{vtep}: no type-2 MAC/IP route of {t.name} {a.host} {ip} {a.mac} "
+                        f"({'local' if a.vtep == vtep else 'from ' + a.vtep})"
+                    )
     return out
 
 
@@ -183,11 +201,14 @@ def test_bindings_and_macs_outlive_the_neighbour_collector(lab):
     assert report.passed, [f"{c.group}: {c.name}: {c.message}" for c in report.failures()]
 
 
-@pytest.mark.parametrize("src,dst,how", [
-    ("host1a", "10.1.1.12", "red web stretched across VTEPs (ARP suppressed by the VTEP)"),
-    ("host1a", "10.1.2.11", "red web -> db routed on one VTEP (ARP for the gateway)"),
-    ("host2a", "10.1.2.11", "red web -> db routed across VTEPs"),
-])
+@pytest.mark.parametrize(
+    "src,dst,how",
+    [
+        ("host1a", "10.1.1.12", "red web stretched across VTEPs (ARP suppressed by the VTEP)"),
+        ("host1a", "10.1.2.11", "red web -> db routed on one VTEP (ARP for the gateway)"),
+        ("host2a", "10.1.2.11", "red web -> db routed across VTEPs"),
+    ],
+)
 def test_hosts_resolve_again_what_they_forgot(lab, src, dst, how):
     """The hosts' own ARP entries (their gateway, their segment's peers) are ordinary dynamic
     ones the hosts re-learn on demand; with their entries stale after 1 s, pings still pass."""
@@ -202,6 +223,7 @@ def test_status_exits_1_naming_a_type2_route_withdrawn_by_hand_and_0_once_it_is_
     ns = ["ip", "-n", t.vrf] if lab.backend == "netns" else ["ip"]
     lab.node(a.vtep).check([*ns, "neigh", "del", ip, "dev", br])
     try:
+
         def flagged() -> list[str]:
             """Both forms of status, read while the binding is gone: the VTEP learns it again from
             host1a's next ARP, so a drift may heal between two reads (each a `twin` command, slow on a
@@ -211,11 +233,19 @@ def test_status_exits_1_naming_a_type2_route_withdrawn_by_hand_and_0_once_it_is_
             if p.returncode != 1 or f"no type-2 route to host1a {ip}/32 via {a.vtep}" not in p.stdout:
                 return [f"status exit {p.returncode}"]
             st = json.loads(twin_cli("status", LAB, "--json").stdout)
-            return [] if not st["healthy"] and any("host1a" in m for m in st["missing"]) else \
-                [f"status --json: healthy {st['healthy']}, missing {st['missing']}"]
+            return (
+                []
+                if not st["healthy"] and any("host1a" in m for m in st["missing"])
+                else [f"status --json: healthy {st['healthy']}, missing {st['missing']}"]
+            )
 
         wait.until(flagged, 60, "twin status naming the withdrawn type-2 route", first=0.5, cap=2)
     finally:
         lab.node(a.vtep).check([*ns, "neigh", "replace", ip, "lladdr", a.mac, "dev", br, "nud", "permanent"])
-    wait.until(lambda: [] if twin_cli("status", LAB).returncode == 0 else ["status not 0"], 60,
-               "twin status healthy again", first=0.5, cap=2)
+    wait.until(
+        lambda: [] if twin_cli("status", LAB).returncode == 0 else ["status not 0"],
+        60,
+        "twin status healthy again",
+        first=0.5,
+        cap=2,
+    )

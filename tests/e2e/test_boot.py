@@ -7,6 +7,7 @@ The stall is made as a host does it to a daemon it starves, only longer: the tes
 config load blocks on it, until twin's bound for a step passes. twin up runs off a terminal, as a CI
 job does, with -v: every progress line is in its stderr.
 """
+
 from __future__ import annotations
 
 import os
@@ -60,12 +61,12 @@ class Staller(threading.Thread):
                 try:
                     c = self.runtime.client.containers.get(self.name_)
                     pid = c.attrs["State"]["Pid"]
-                except Exception:   # noqa: BLE001  (not made yet)
+                except Exception:  # noqa: BLE001  (not made yet)
                     pass
             for p in sorted(daemon_pids(pid, self.daemon_) - set(self.stopped) if pid else ())[:1]:
                 os.kill(p, signal.SIGSTOP)
                 self.stopped.append(p)
-                while os.path.exists(f"/proc/{p}") and not self.end.is_set():   # one a boot: until twin's reboot
+                while os.path.exists(f"/proc/{p}") and not self.end.is_set():  # one a boot: until twin's reboot
                     time.sleep(0.05)
             time.sleep(0.005)
 
@@ -74,8 +75,26 @@ def up(runtime, lab: str, image: str, times: int) -> tuple[subprocess.CompletedP
     staller = Staller(runtime, lab, "leaf1", "mgmtd", times)
     staller.start()
     try:
-        p = subprocess.run([sys.executable, "-m", "twin.cli", "-v", "up", str(SMALL), "--name", lab, "--image", image,
-                            "--timeout", "400"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "twin.cli",
+                "-v",
+                "up",
+                str(SMALL),
+                "--name",
+                lab,
+                "--image",
+                image,
+                "--timeout",
+                "400",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
     finally:
         staller.end.set()
         staller.join()

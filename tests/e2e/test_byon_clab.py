@@ -5,6 +5,7 @@ other; its routers are everywhere twin's own nodes are: a baseline records their
 and shows an OSPF interface removed, `verify --prove` breaks the elements of their own configs,
 an export carries the files they run. clos01 (SR Linux leafs and spine) is refused with the way
 out, and with that role mapping comes up as a converged twin fabric."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ NAME = "t-by-frr01"
 def frr01(tmp_path_factory, runtime, node_image):
     d = tmp_path_factory.mktemp("frr01") / "frr01"
     shutil.copytree(CLAB / "frr01", d)
-    (d / "frr01.clab.yml").rename(d / "frr01.yaml")      # containerlab takes any name with -t; so does twin
+    (d / "frr01.clab.yml").rename(d / "frr01.yaml")  # containerlab takes any name with -t; so does twin
     p = twin_cli("up", str(d / "frr01.yaml"), "--name", NAME, "--image", node_image)
     try:
         yield d, p
@@ -54,16 +55,19 @@ def test_frr01_comes_up_converged_and_its_pcs_reach_each_other(frr01):
             if src != dst:
                 res = lab.node(src).run(["ping", "-c1", "-W2", addr])
                 assert res.ok, f"{src} -> {dst} ({addr}): {res.stdout}{res.stderr}"
-    e = twin_cli("exec", NAME, "PC1", "--", "true")   # the name as the user's file writes it (issue 27)
+    e = twin_cli("exec", NAME, "PC1", "--", "true")  # the name as the user's file writes it (issue 27)
     assert e.returncode == 0, e.stderr
     assert lab.node("PC1").run(["ping", "-c1", "-W2", PCS["pc2"]]).ok
     v = twin_cli("verify", NAME, "--json")
     assert v.returncode == 0, v.stdout[-2000:]
     checks = {c["name"]: c for c in json.loads(v.stdout)["checks"]}
-    assert checks["ospf router1 eth1"]["data"] == {"state": checks["ospf router1 eth1"]["data"]["state"],
-                                                 "peer": "router2:eth1", "vrf": "default"}
-    assert "ospf router1 eth3" not in checks          # passive, towards PC1
-    assert checks["daemons router1"]["data"]["expected"] == ["ldpd", "ospfd", "zebra"]   # its daemons file
+    assert checks["ospf router1 eth1"]["data"] == {
+        "state": checks["ospf router1 eth1"]["data"]["state"],
+        "peer": "router2:eth1",
+        "vrf": "default",
+    }
+    assert "ospf router1 eth3" not in checks  # passive, towards PC1
+    assert checks["daemons router1"]["data"]["expected"] == ["ldpd", "ospfd", "zebra"]  # its daemons file
     assert "router2: route to 192.168.11.0/24 (OSPF, router1:eth3's)" in checks["routes router2"]["data"]["expected"]
 
 
@@ -76,10 +80,12 @@ def test_an_export_is_schema_valid_and_carries_the_files_the_routers_run(frr01, 
     for r in ("router1", "router2", "router3"):
         for f in ("frr.conf", "daemons"):
             assert (tmp_path / r / f).read_text() == (d / r / f).read_text(), f"{r}/{f}"
-    assert doc["topology"]["nodes"]["pc1"]["exec"][1:] == ["ip link set eth1 up",
-                                                          "ip addr add 192.168.11.2/24 dev eth1",
-                                                          "ip route add 192.168.0.0/16 via 192.168.11.1 dev eth1",
-                                                          "ip route add 10.10.10.0/24 via 192.168.11.1 dev eth1"]
+    assert doc["topology"]["nodes"]["pc1"]["exec"][1:] == [
+        "ip link set eth1 up",
+        "ip addr add 192.168.11.2/24 dev eth1",
+        "ip route add 192.168.0.0/16 via 192.168.11.1 dev eth1",
+        "ip route add 10.10.10.0/24 via 192.168.11.1 dev eth1",
+    ]
 
 
 def test_a_proof_breaks_the_routers_own_ospf_interfaces(frr01):
@@ -87,7 +93,7 @@ def test_a_proof_breaks_the_routers_own_ospf_interfaces(frr01):
     els, _ = prove.elements(ctx)
     ospf = sorted(e.id for e in els if e.kind == "OSPF interface")
     assert ospf == [f"ospf-interface router{i} eth{j}" for i in (1, 2, 3) for j in (1, 2, 3)]
-    proof = prove.prove(ctx, ["ospf-interface * eth3"])     # the passive ones: no DR election to wait for
+    proof = prove.prove(ctx, ["ospf-interface * eth3"])  # the passive ones: no DR election to wait for
     assert proof.passed and len(proof.outcomes) == 3, [(o.element.id, o.detail) for o in proof.outcomes]
     by = {o.element.id: o.check for o in proof.outcomes}
     assert by["ospf-interface router1 eth3"] in ("control: routes router2", "control: routes router3")
@@ -108,8 +114,8 @@ def test_a_baseline_records_the_routers_and_shows_an_ospf_interface_removed(frr0
         diffs = {(d["node"], d["what"], d["key"]): d for d in json.loads(p.stdout)["differences"]}
         assert diffs[("router1", "adjacency", "ospf eth1")]["change"] == "disappeared"
         assert diffs[("router1", "adjacency", "ospf eth1")]["before"] == "Full"
-        assert diffs[("router1", "route", "192.168.12.0/24")]["after"] == "ospf via 192.168.2.2"   # round router3
-    finally:   # last of the lab's tests: its file again, without waiting the ~40 s of OSPF's election on eth1
+        assert diffs[("router1", "route", "192.168.12.0/24")]["after"] == "ospf via 192.168.2.2"  # round router3
+    finally:  # last of the lab's tests: its file again, without waiting the ~40 s of OSPF's election on eth1
         frr.take(lab.node("router1"), removes=False)
     assert "network 192.168.1.0/24 area 0.0.0.0" in lab.node("router1").vtysh("show running-config")
 
@@ -119,19 +125,27 @@ def test_clos01_is_refused_with_the_way_out_then_comes_up_with_the_role_mapping(
     clos = str(CLAB / "clos01.clab.yml")
     p = twin_cli("up", clos, "--name", name, "--image", node_image)
     assert p.returncode == 1 and leftovers(runtime, name) == []
-    assert "3 node(s) of kinds twin cannot run: leaf1 (nokia_srlinux), leaf2 (nokia_srlinux), spine " \
-           "(nokia_srlinux); map them to twin's kinds, and twin renders their day-0 config: " \
-           "--role leaf1=leaf,leaf2=leaf,spine=spine" in p.stderr
-    p = twin_cli("up", clos, "--name", name, "--image", node_image, "--role", "leaf1=leaf,leaf2=leaf",
-                 "--role", "spine=spine")
+    assert (
+        "3 node(s) of kinds twin cannot run: leaf1 (nokia_srlinux), leaf2 (nokia_srlinux), spine "
+        "(nokia_srlinux); map them to twin's kinds, and twin renders their day-0 config: "
+        "--role leaf1=leaf,leaf2=leaf,spine=spine" in p.stderr
+    )
+    p = twin_cli(
+        "up", clos, "--name", name, "--image", node_image, "--role", "leaf1=leaf,leaf2=leaf", "--role", "spine=spine"
+    )
     try:
         assert p.returncode == 0, p.stderr
         assert "5 nodes, 4 BGP sessions Established" in p.stdout
         st = json.loads(twin_cli("status", name, "--json", check=True).stdout)
         assert st["healthy"] and {r["node"]: r["kind"] for r in st["nodes"]} == {
-            "leaf1": "leaf", "leaf2": "leaf", "spine": "spine", "client1": "host", "client2": "host"}
+            "leaf1": "leaf",
+            "leaf2": "leaf",
+            "spine": "spine",
+            "client1": "host",
+            "client2": "host",
+        }
         lab = Lab.open(name)
-        assert {p.name for p in lab.fabric.nodes["spine"].ports} == {"e1-1", "e1-2"}   # names as given
+        assert {p.name for p in lab.fabric.nodes["spine"].ports} == {"e1-1", "e1-2"}  # names as given
         assert twin_cli("verify", name).returncode == 0
     finally:
         twin_cli("down", name)

@@ -2,6 +2,7 @@
 static route, no daemons file: twin enables what each config configures) and hosts set up by
 `exec` commands. Converged means what each config declares is up; the barrier and `twin status`
 name what is not: an adjacency that never comes up, a daemon that is not running."""
+
 from __future__ import annotations
 
 import json
@@ -79,8 +80,10 @@ def lab(tmp_path_factory, runtime, node_image):
     try:
         assert p.returncode == 0, p.stderr
         assert "4 adjacencies of 2 routers up" in p.stdout and "BGP sessions" not in p.stdout
-        assert f"{configs / 'r1.conf'}: no daemons file beside it; twin's enables what it configures: zebra, " \
-               "bgpd, isisd, staticd" in p.stderr
+        assert (
+            f"{configs / 'r1.conf'}: no daemons file beside it; twin's enables what it configures: zebra, "
+            "bgpd, isisd, staticd" in p.stderr
+        )
         yield Lab.open(NAME)
     finally:
         twin_cli("down", NAME)
@@ -94,15 +97,27 @@ def test_routers_of_the_users_configs_converge_and_the_hosts_reach_each_other(la
     p = twin_cli("verify", NAME, "--json")
     assert p.returncode == 0, p.stdout[-2000:]
     checks = {c["name"]: c for c in json.loads(p.stdout)["checks"]}
-    assert set(checks) == {"daemons r1", "daemons r2", "bgp r1 10.0.12.2", "bgp r2 10.0.12.1", "isis r1 eth1",
-                           "isis r2 eth1", "routes r1", "routes r2"}
-    assert checks["routes r1"]["data"]["expected"] == ["r1: static route 192.0.2.0/24",
-                                                       "r1: route to 10.255.255.2/32 (IS-IS, r2:lo's)"]
+    assert set(checks) == {
+        "daemons r1",
+        "daemons r2",
+        "bgp r1 10.0.12.2",
+        "bgp r2 10.0.12.1",
+        "isis r1 eth1",
+        "isis r2 eth1",
+        "routes r1",
+        "routes r2",
+    }
+    assert checks["routes r1"]["data"]["expected"] == [
+        "r1: static route 192.0.2.0/24",
+        "r1: route to 10.255.255.2/32 (IS-IS, r2:lo's)",
+    ]
     assert checks["bgp r1 10.0.12.2"]["data"]["peer"] == "r2:eth1"
     assert checks["daemons r1"]["data"]["expected"] == ["bgpd", "isisd", "staticd", "zebra"]  # r1 has a static route
     st = json.loads(twin_cli("status", NAME, "--json", check=True).stdout)
-    assert {r["node"]: (r["sessions_up"], r["sessions_expected"]) for r in st["nodes"] if r["kind"] == "router"} \
-        == {"r1": (2, 2), "r2": (2, 2)}
+    assert {r["node"]: (r["sessions_up"], r["sessions_expected"]) for r in st["nodes"] if r["kind"] == "router"} == {
+        "r1": (2, 2),
+        "r2": (2, 2),
+    }
 
 
 def test_an_adjacency_that_never_comes_up_is_named_on_the_deadline(tmp_path, runtime, node_image):
@@ -112,7 +127,7 @@ def test_an_adjacency_that_never_comes_up_is_named_on_the_deadline(tmp_path, run
     assert "your routers' daemons, adjacencies and settled routes) not reached after" in p.stderr
     assert "  - r1: BGP neighbor 10.0.12.2 to r2:eth1: not up (" in p.stderr
     assert "  - r2: BGP neighbor 10.0.12.1 to r1:eth1: not up (" in p.stderr
-    assert "IS-IS" not in p.stderr     # IS-IS came up: only what is missing is named
+    assert "IS-IS" not in p.stderr  # IS-IS came up: only what is missing is named
     assert leftovers(runtime, "t-by-rt-bad") == []
 
 
@@ -131,7 +146,7 @@ def test_a_router_a_fault_restarts_runs_its_own_config_again(lab):
 
 
 def test_a_daemon_that_stopped_is_named(lab):
-    ex = lab.node("r1")   # last: the lab stays broken; watchfrr first, so nothing restarts isisd
+    ex = lab.node("r1")  # last: the lab stays broken; watchfrr first, so nothing restarts isisd
     ex.check(["sh", "-c", "kill $(cat /var/run/frr/watchfrr.pid) && sleep 0.5 && kill $(cat /var/run/frr/isisd.pid)"])
     p = twin_cli("status", NAME)
     assert p.returncode == 1

@@ -4,6 +4,7 @@ hosts run a script as their command. `twin up --no-wait` returns once the nodes 
 FRR started, a failing `exec` is reported while the lab comes up; `twin wait` names what the scripts
 have not made yet, then converges once they ran; the lab's own checks on its routers pass; a BGP
 neighbor and a static route of the routers' configs are proved; Ctrl-C stops a bring-up with --keep."""
+
 from __future__ import annotations
 
 import json
@@ -43,43 +44,48 @@ def test_no_wait_returns_deployed_and_a_failing_exec_is_reported_while_the_lab_g
     assert p.returncode == 0, p.stderr
     assert f"lab {NAME} is deployed: 7 nodes running and wired, FRR started on 3" in p.stdout
     assert f"docker exec twin-{NAME}-NODE CMD" in p.stdout and f"twin wait {NAME}" in p.stdout
-    assert "note: spine1: exec `ip addr add 10.0.0.1/32 dev lo` exited 2: Error: ipv4: Address already assigned." \
-           in p.stderr
+    assert (
+        "note: spine1: exec `ip addr add 10.0.0.1/32 dev lo` exited 2: Error: ipv4: Address already assigned."
+        in p.stderr
+    )
     assert "image instead of quay.io/frrouting/frr:10.3.1 (spine1, leaf1, leaf2)" in p.stderr
     st = json.loads(twin_cli("status", NAME, "--json").stdout)
     assert st["status"] == "deployed" and not st["healthy"]
     lab = Lab.open(NAME)
     assert lab.node("h1").run(["ip", "-4", "-o", "addr", "show", "eth1"]).stdout.split()[3] == "10.1.1.11/24"
     logs = lab.runtime.containers(NAME)["h1"].logs()
-    assert "h1: 10.1.1.11/24 via 10.1.1.1" in logs, logs      # its cmd ran once its port was up
-    assert lab.node("leaf1").run(["cat", "/setup.sh"]).stdout.startswith("#!/bin/bash")   # bound, read-only
+    assert "h1: 10.1.1.11/24 via 10.1.1.1" in logs, logs  # its cmd ran once its port was up
+    assert lab.node("leaf1").run(["cat", "/setup.sh"]).stdout.startswith("#!/bin/bash")  # bound, read-only
     assert lab.node("leaf1").run(["sh", "-c", "echo x > /setup.sh"]).rc != 0
 
 
 def test_up_that_waits_on_what_only_its_scripts_make_says_how_to_go_on(deployed, runtime, node_image):
     d, _ = deployed
-    name = "t-by-evpn-wait"     # the same lab, without --no-wait: its leafs' scripts never run (issue 36)
+    name = "t-by-evpn-wait"  # the same lab, without --no-wait: its leafs' scripts never run (issue 36)
     p = twin_cli("up", str(d / "evpn-lab.yml"), "--name", name, "--image", node_image, "--timeout", "15")
     assert p.returncode == 1
-    assert (f"error: lab {name} waits only for VRF or VXLAN devices that its routers' configs reference and nothing "
-            f"of the lab makes (leaf1, leaf2): configured after deploy? `twin up {d / 'evpn-lab.yml'} --no-wait`, then "
-            f"its scripts (`twin exec {name} NODE -- SCRIPT`), then `twin wait {name}`") in p.stderr, p.stderr
+    assert (
+        f"error: lab {name} waits only for VRF or VXLAN devices that its routers' configs reference and nothing "
+        f"of the lab makes (leaf1, leaf2): configured after deploy? `twin up {d / 'evpn-lab.yml'} --no-wait`, then "
+        f"its scripts (`twin exec {name} NODE -- SCRIPT`), then `twin wait {name}`"
+    ) in p.stderr, p.stderr
     assert leftovers(runtime, name) == []
 
 
 def test_wait_names_what_the_scripts_have_not_made_then_converges_after_them(deployed):
     early = twin_cli("-v", "wait", NAME, "--timeout", "3")
     assert early.returncode == 1
-    assert ("leaf1: L3VNI 1000 of VRF red is Down in zebra (no VRF or VXLAN device of it yet"
-            in early.stderr), early.stderr
-    for leaf in ("leaf1", "leaf2"):     # the containerlab habit, translated: docker exec clab-evpn-leafN /setup.sh
+    assert "leaf1: L3VNI 1000 of VRF red is Down in zebra (no VRF or VXLAN device of it yet" in early.stderr, (
+        early.stderr
+    )
+    for leaf in ("leaf1", "leaf2"):  # the containerlab habit, translated: docker exec clab-evpn-leafN /setup.sh
         p = twin_cli("exec", NAME, leaf, "--", "/setup.sh", check=True)
         assert f"{leaf}: EVPN overlay ready" in p.stdout and not p.stderr, p.stderr
     p = twin_cli("wait", NAME, check=True)
     assert f"lab {NAME} has converged" in p.stdout
     assert json.loads(twin_cli("status", NAME, "--json").stdout)["healthy"]
     log = Lab.open(NAME).node("leaf1").run(["cat", "/etc/frr/frr.log"])
-    assert log.ok and "BGP" in log.stdout        # frr.conf logs into /etc/frr, as under containerlab
+    assert log.ok and "BGP" in log.stdout  # frr.conf logs into /etc/frr, as under containerlab
 
 
 def test_the_labs_own_checks_on_its_routers_pass(deployed):
@@ -90,7 +96,7 @@ def test_the_labs_own_checks_on_its_routers_pass(deployed):
     checks = {c["name"]: c for c in doc["checks"]}
     assert checks["leaf1 peers with the spine"]["data"]["observed"]["states"] == {"eth1": "Established"}
     assert checks["blue reaches h4's subnet"]["data"]["observed"]["entries"][0]["nexthops"] == ["10.0.0.12"]
-    assert checks["routes spine1"]["passed"] and checks["vnis leaf2"]["passed"]     # from the configs themselves
+    assert checks["routes spine1"]["passed"] and checks["vnis leaf2"]["passed"]  # from the configs themselves
 
 
 def test_a_vrf_device_on_this_kernel_is_named_with_the_way_out(deployed):
@@ -114,17 +120,24 @@ def test_a_bgp_neighbor_and_a_static_route_of_the_configs_are_proved(deployed):
 def test_ctrl_c_stops_a_bring_up_with_keep_and_nothing_runs_on_in_its_nodes(tmp_path, runtime, node_image):
     name = "t-by-ctrlc-keep"
     topo = tmp_path / "slow.yml"
-    topo.write_text(f"name: {name}\nnodes:\n  r1: {{kind: router}}\n"
-                    "  h1: {kind: host, exec: [\"sleep 25\", \"touch /tmp/ran-on\"]}\nlinks:\n  - [h1, r1]\n")
-    proc = subprocess.Popen([sys.executable, "-m", "twin.cli", "up", str(topo), "--image", node_image, "--keep"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    topo.write_text(
+        f"name: {name}\nnodes:\n  r1: {{kind: router}}\n"
+        '  h1: {kind: host, exec: ["sleep 25", "touch /tmp/ran-on"]}\nlinks:\n  - [h1, r1]\n'
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "twin.cli", "up", str(topo), "--image", node_image, "--keep"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         deadline = time.monotonic() + 60
         while not _sleeping(runtime, name) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         assert proc.poll() is None, proc.communicate()
         t0 = time.monotonic()
-        proc.send_signal(signal.SIGINT)          # to twin alone, as a CI runner cancels a job
+        proc.send_signal(signal.SIGINT)  # to twin alone, as a CI runner cancels a job
         _, err = proc.communicate(timeout=60)
         took = time.monotonic() - t0
         assert proc.returncode == 130 and "interrupted" in err, err

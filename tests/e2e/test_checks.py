@@ -6,6 +6,7 @@ evidence written and read back, and a leaked route caught by a negative check.
 The lab is the plugin's `twin_lab` (the module's `twin_topology` marker), so the passing
 checks also run as the plugin runs them: one test per check (`twin_checks`).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,11 @@ from twin.topology.checks import load_checks
 LAB = "t-ck"
 HERE = Path(__file__).parent
 PASSING, FAILING = HERE / "checks" / "passing.yml", HERE / "checks" / "failing.yml"
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("twin_home"),
-              pytest.mark.twin_topology("topologies/aipod.yml", name=LAB, timeout=120)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.usefixtures("twin_home"),
+    pytest.mark.twin_topology("topologies/aipod.yml", name=LAB, timeout=120),
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -50,13 +54,32 @@ def variant(tmp_path: Path, name: str, edit) -> Path:
 def test_passing_and_failing_checks_of_every_type_in_one_report(twin_lab, tmp_path):
     """Both files at once, with the control group: one table, JUnit, JSON, summary, evidence."""
     out = {k: tmp_path / f"verify.{k}" for k in ("xml", "md", "json")}
-    p = twin_cli("verify", LAB, "--checks", str(PASSING), "--checks", str(FAILING), "--only", "checks", "--only",
-                 "control", "--junit", str(out["xml"]), "--summary", str(out["md"]), "--evidence", str(out["json"]))
+    p = twin_cli(
+        "verify",
+        LAB,
+        "--checks",
+        str(PASSING),
+        "--checks",
+        str(FAILING),
+        "--only",
+        "checks",
+        "--only",
+        "control",
+        "--junit",
+        str(out["xml"]),
+        "--summary",
+        str(out["md"]),
+        "--evidence",
+        str(out["json"]),
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     failing = [c.name for c in load_checks(FAILING).checks]
     passing = [c.name for c in load_checks(PASSING).checks]
-    assert {c.type for c in load_checks(FAILING).checks} == {c.type for c in load_checks(PASSING).checks} == {
-        "bgp_session", "bgp_prefixes", "route", "ping", "roce", "frr_json", "exec"}
+    assert (
+        {c.type for c in load_checks(FAILING).checks}
+        == {c.type for c in load_checks(PASSING).checks}
+        == {"bgp_session", "bgp_prefixes", "route", "ping", "roce", "frr_json", "exec"}
+    )
     # the table and the JUnit file: the derived control group passes, exactly the failing checks fail
     assert f"FAILED: {len(failing)} checks" in p.stdout
     suites = {s.get("name"): s for s in ET.parse(out["xml"]).getroot()}
@@ -98,8 +121,10 @@ def test_passing_and_failing_checks_of_every_type_in_one_report(twin_lab, tmp_pa
 
 def test_a_bad_checks_file_is_refused_with_every_problem(twin_lab, tmp_path):
     bad = tmp_path / "bad.yml"
-    bad.write_text("checks:\n  - {name: a, type: ping, from: host9, to: 10.1.1.300}\n"
-                   "  - {name: a, type: route, node: dpu1, prefix: 10.1.1.0/24, expect: maybe}\n")
+    bad.write_text(
+        "checks:\n  - {name: a, type: ping, from: host9, to: 10.1.1.300}\n"
+        "  - {name: a, type: route, node: dpu1, prefix: 10.1.1.0/24, expect: maybe}\n"
+    )
     p = twin_cli("verify", LAB, "--checks", str(bad))
     assert p.returncode == 1 and p.stdout == ""
     assert f"error: 3 problems in {bad}" in p.stderr
@@ -121,8 +146,9 @@ def test_the_topology_checks_section_is_run_by_verify(twin_lab, tmp_path):
 
 
 def detach_host2c(topo: dict) -> None:
-    topo["tenants"]["blue"]["attachments"] = [a for a in topo["tenants"]["blue"]["attachments"]
-                                              if a["host"] != "host2c"]
+    topo["tenants"]["blue"]["attachments"] = [
+        a for a in topo["tenants"]["blue"]["attachments"] if a["host"] != "host2c"
+    ]
 
 
 def test_a_baseline_names_the_route_a_change_removes_and_nothing_after_a_no_op(twin_lab, tmp_path):
@@ -141,18 +167,44 @@ def test_a_baseline_names_the_route_a_change_removes_and_nothing_after_a_no_op(t
     # a change that takes host2c (blue's db) away: the rest is intended, host2c's route is named
     assert twin_lab.apply(variant(tmp_path, "detach", detach_host2c)).converged
     allow = tmp_path / "allow.yml"
-    allow.write_text(yaml.safe_dump({"allow": [
-        {"what": "prefixes", "key": "evpn *", "change": "changed", "reason": "EVPN counts follow the tenants"},
-        {"node": "dpu2", "vrf": "blue", "change": "disappeared", "reason": "blue's db leaves dpu2"},
-        {"node": "dpu1", "vrf": "blue", "key": "10.1.2.0/24", "change": "disappeared"}]}))
+    allow.write_text(
+        yaml.safe_dump(
+            {
+                "allow": [
+                    {
+                        "what": "prefixes",
+                        "key": "evpn *",
+                        "change": "changed",
+                        "reason": "EVPN counts follow the tenants",
+                    },
+                    {"node": "dpu2", "vrf": "blue", "change": "disappeared", "reason": "blue's db leaves dpu2"},
+                    {"node": "dpu1", "vrf": "blue", "key": "10.1.2.0/24", "change": "disappeared"},
+                ]
+            }
+        )
+    )
     md, js = tmp_path / "compare.md", tmp_path / "compare-evidence.json"
-    p = twin_cli("baseline", "compare", LAB, str(base), "--allow", str(allow), "--settle", "2", "--json",
-                 "--summary", str(md), "--evidence", str(js))
+    p = twin_cli(
+        "baseline",
+        "compare",
+        LAB,
+        str(base),
+        "--allow",
+        str(allow),
+        "--settle",
+        "2",
+        "--json",
+        "--summary",
+        str(md),
+        "--evidence",
+        str(js),
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     result = json.loads(p.stdout)
     unallowed = [d for d in result["differences"] if not d["allowed_by"]]
     assert [(d["node"], d["vrf"], d["what"], d["key"], d["change"]) for d in unallowed] == [
-        ("dpu1", "blue", "route", "10.1.2.12/32", "disappeared")]
+        ("dpu1", "blue", "route", "10.1.2.12/32", "disappeared")
+    ]
     assert unallowed[0]["before"] == "bgp via 10.255.0.6" and unallowed[0]["after"] is None
     allowed = {(d["node"], d["what"], d["key"]) for d in result["differences"] if d["allowed_by"]}
     assert ("dpu2", "vni", "10202") in allowed and ("spine1", "prefixes", "evpn swp1") in allowed
@@ -181,11 +233,27 @@ def test_rehearse_compares_with_the_baseline_after_the_change_and_the_rollback(t
     twin_cli("baseline", "record", LAB, "-o", str(base), check=True)
     drain = variant(tmp_path, "drain", lambda t: t["nodes"]["spine1"].update(drain=True))
     allow = tmp_path / "allow.yml"
-    allow.write_text("allow:\n  - {node: 'leaf*', what: route, change: changed, reason: drained spine1}\n"
-                     "  - {what: prefixes, change: changed, reason: best-path tie-breaks after churn}\n")
+    allow.write_text(
+        "allow:\n  - {node: 'leaf*', what: route, change: changed, reason: drained spine1}\n"
+        "  - {what: prefixes, change: changed, reason: best-path tie-breaks after churn}\n"
+    )
     md, js = tmp_path / "rehearse.md", tmp_path / "rehearse-evidence.json"
-    p = twin_cli("rehearse", LAB, str(drain), "--baseline", str(base), "--allow", str(allow), "--rollback",
-                 "--json", "--summary", str(md), "--evidence", str(js), timeout=600)
+    p = twin_cli(
+        "rehearse",
+        LAB,
+        str(drain),
+        "--baseline",
+        str(base),
+        "--allow",
+        str(allow),
+        "--rollback",
+        "--json",
+        "--summary",
+        str(md),
+        "--evidence",
+        str(js),
+        timeout=600,
+    )
     rep = json.loads(p.stdout)
     assert p.returncode == 0, json.dumps(rep["verdicts"], indent=1) + p.stderr
     changed = {(d["node"], d["key"]): (d["before"], d["after"]) for d in rep["baseline"]["differences"]}
@@ -218,17 +286,24 @@ def test_a_leaked_route_breaks_the_negative_route_check(twin_lab):
     spec = next(c for c in load_checks(PASSING).checks if c.name == "blue's host2c never shows up in red")
     leak = spec.model_copy(update={"timeout": 30.0})
     dpu1 = twin_lab.node("dpu1")
-    dpu1.vtysh("configure terminal", f"router bgp {asn} vrf red", "address-family l2vpn evpn",
-               f"route-target import {blue_rt}")
+    dpu1.vtysh(
+        "configure terminal", f"router bgp {asn} vrf red", "address-family l2vpn evpn", f"route-target import {blue_rt}"
+    )
     try:
         (check,) = verify.run(twin_lab, only=["checks"], checks=[leak]).checks
         assert not check.passed
         assert check.message.startswith("10.1.2.12/32 in VRF red on dpu1: present: bgp"), check.message
-        assert ("into the 3s window after convergence" in check.message
-                or "the lab had not converged after 30s" in check.message), check.message
+        assert (
+            "into the 3s window after convergence" in check.message
+            or "the lab had not converged after 30s" in check.message
+        ), check.message
         assert check.data["observed"]["entries"][0]["selected"] is False, check.data
     finally:
-        dpu1.vtysh("configure terminal", f"router bgp {asn} vrf red", "address-family l2vpn evpn",
-                   f"no route-target import {blue_rt}")
+        dpu1.vtysh(
+            "configure terminal",
+            f"router bgp {asn} vrf red",
+            "address-family l2vpn evpn",
+            f"no route-target import {blue_rt}",
+        )
     (check,) = verify.run(twin_lab, only=["checks"], checks=[spec]).checks
     assert check.passed, check.message

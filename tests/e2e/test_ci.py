@@ -1,6 +1,7 @@
 """docs/ci.md, run as written: the GitHub Actions workflow's steps, taken out of the document,
 run in order with their `if:` conditions against a real lab, from a clone of a scratch
 repository whose change branch adds tenant green; and the GitLab job runs the same commands."""
+
 from __future__ import annotations
 
 import json
@@ -19,19 +20,35 @@ from tests.e2e.conftest import ROOT, leftovers
 LAB = "t-ck-ci"
 DOC = ROOT / "docs" / "ci.md"
 pytestmark = pytest.mark.e2e
-SKIPPED = "Install twin"     # twin under test is on PATH instead
-CHANGE_CHECKS = {"checks": [
-    {"name": "leaf1 peers with spine1", "type": "bgp_session", "node": "leaf1", "peer": "spine1"},
-    {"name": "green reaches host2d via dpu2", "type": "route", "node": "dpu1", "tenant": "green",
-     "prefix": "10.1.1.12/32", "vteps": ["dpu2"]},
-    {"name": "green web answers", "type": "ping", "from": "host1d", "to": "10.1.1.12"},
-    {"name": "green cannot reach blue's db", "type": "ping", "from": "host1d", "to": "10.1.2.12", "expect": "failure"},
-    {"name": "RoCE green host1d to host2d", "type": "roce", "from": "host1d", "to": "host2d"},
-]}
-ALLOW = {"allow": [
-    {"vrf": "green", "change": "appeared", "reason": "tenant green is new"},
-    {"what": "prefixes", "key": "evpn *", "change": "changed", "reason": "EVPN prefix counts follow the tenants"},
-]}
+SKIPPED = "Install twin"  # twin under test is on PATH instead
+CHANGE_CHECKS = {
+    "checks": [
+        {"name": "leaf1 peers with spine1", "type": "bgp_session", "node": "leaf1", "peer": "spine1"},
+        {
+            "name": "green reaches host2d via dpu2",
+            "type": "route",
+            "node": "dpu1",
+            "tenant": "green",
+            "prefix": "10.1.1.12/32",
+            "vteps": ["dpu2"],
+        },
+        {"name": "green web answers", "type": "ping", "from": "host1d", "to": "10.1.1.12"},
+        {
+            "name": "green cannot reach blue's db",
+            "type": "ping",
+            "from": "host1d",
+            "to": "10.1.2.12",
+            "expect": "failure",
+        },
+        {"name": "RoCE green host1d to host2d", "type": "roce", "from": "host1d", "to": "host2d"},
+    ]
+}
+ALLOW = {
+    "allow": [
+        {"vrf": "green", "change": "appeared", "reason": "tenant green is new"},
+        {"what": "prefixes", "key": "evpn *", "change": "changed", "reason": "EVPN prefix counts follow the tenants"},
+    ]
+}
 
 
 def yaml_blocks(text: str) -> list[dict]:
@@ -49,9 +66,13 @@ def add_green(topo: dict) -> None:
     topo["nodes"].update({"host1d": {"kind": "host"}, "host2d": {"kind": "host"}})
     topo["links"] += [{"endpoints": ["dpu1:pf0vf3", "host1d:eth1"]}, {"endpoints": ["dpu2:pf0vf3", "host2d:eth1"]}]
     topo["tenants"]["green"] = {
-        "l3vni": 10300, "segments": {"web": {"subnet": "10.1.1.0/24", "l2vni": 10301, "gateway": "10.1.1.1"}},
-        "attachments": [{"host": "host1d", "segment": "web", "address": "10.1.1.11"},
-                        {"host": "host2d", "segment": "web", "address": "10.1.1.12"}]}
+        "l3vni": 10300,
+        "segments": {"web": {"subnet": "10.1.1.0/24", "l2vni": 10301, "gateway": "10.1.1.1"}},
+        "attachments": [
+            {"host": "host1d", "segment": "web", "address": "10.1.1.11"},
+            {"host": "host2d", "segment": "web", "address": "10.1.1.12"},
+        ],
+    }
 
 
 def scratch_repo(tmp: Path) -> Path:
@@ -59,8 +80,16 @@ def scratch_repo(tmp: Path) -> Path:
     allow file), cloned as CI checks it out: on the change branch, with origin."""
     src = tmp / "origin"
     src.mkdir()
-    git = lambda *a, cwd=src: subprocess.run(["git", "-c", "user.name=ci", "-c", "user.email=ci@example.org", *a],  # noqa: E731
-                                             cwd=cwd, check=True, capture_output=True, text=True)
+
+    def git(*a, cwd=src):
+        return subprocess.run(
+            ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.org", *a],
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+
     git("init", "-q", "-b", "main")
     (src / "topologies").mkdir()
     topo = yaml.safe_load((ROOT / "topologies/aipod.yml").read_text())
@@ -86,8 +115,11 @@ def test_the_github_workflow_of_docs_ci_runs_as_written(twin_home, node_image, r
     env = {k: str(v) for k, v in job["env"].items()} | {"LAB": LAB, "BASE_REF": "main"}
     assert all("${{" not in v for v in env.values()), "every GitHub expression of env is set by the test"
     summary = tmp_path / "step-summary.md"
-    env = os.environ | env | {"GITHUB_STEP_SUMMARY": str(summary), "PATH": f"{Path(sys.executable).parent}:"
-                                                                             f"{os.environ['PATH']}"}
+    env = (
+        os.environ
+        | env
+        | {"GITHUB_STEP_SUMMARY": str(summary), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    )
     work = scratch_repo(tmp_path)
     failed, ran, uploads = False, [], []
     try:
@@ -98,8 +130,9 @@ def test_the_github_workflow_of_docs_ci_runs_as_written(twin_home, node_image, r
                 continue
             if step["name"] == SKIPPED or failed and not ("always()" in cond or "!cancelled()" in cond):
                 continue
-            p = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, env=env, capture_output=True, text=True,
-                               timeout=600)
+            p = subprocess.run(
+                ["bash", "-e", "-c", step["run"]], cwd=work, env=env, capture_output=True, text=True, timeout=600
+            )
             ran.append((step["name"], p.returncode, p.stdout[-3000:] + p.stderr[-3000:]))
             failed |= p.returncode != 0
     finally:
@@ -133,10 +166,18 @@ def test_the_gitlab_job_runs_the_same_commands():
     github, gitlab = workflows()
     runs = [s for s in github["steps"] if "run" in s]
     gh_install = commands(next(s for s in runs if s["name"] == SKIPPED)["run"].splitlines())
-    gh = commands(line for s in runs if s["name"] != SKIPPED for line in s["run"].splitlines()
-                  if "GITHUB_STEP_SUMMARY" not in line)
-    gl = [c.removesuffix(" || status=1") for c in commands(gitlab["script"] + gitlab["after_script"])
-          if c not in ("status=0", "exit $status")]
+    gh = commands(
+        line
+        for s in runs
+        if s["name"] != SKIPPED
+        for line in s["run"].splitlines()
+        if "GITHUB_STEP_SUMMARY" not in line
+    )
+    gl = [
+        c.removesuffix(" || status=1")
+        for c in commands(gitlab["script"] + gitlab["after_script"])
+        if c not in ("status=0", "exit $status")
+    ]
     assert gl == gh
     assert commands(gitlab["before_script"]) == gh_install
     same = ("TOPOLOGY", "CHECKS", "ALLOW", "OUT", "TWIN_REPO")

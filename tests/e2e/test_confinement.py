@@ -11,6 +11,7 @@ ordinary user's token from a topology and an archive.
 - a host bind, the Docker socket, an image not allowed: 422 with the reason, nothing made;
 - half-open connections beyond the server's slots from one address: other users are answered.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ from twin.client import ApiError
 pytestmark = pytest.mark.e2e
 
 NAME = "t-conf"
-MARK = Path("/tmp/twin-t-conf-escaped")      # what a release agent run on the host would write
+MARK = Path("/tmp/twin-t-conf-escaped")  # what a release agent run on the host would write
 TOPOLOGY = f"""name: {NAME}
 vtep: leaf
 nodes:
@@ -58,13 +59,13 @@ SETUP = b"echo confined > /tmp/by-exec; cat /proc/self/status | grep ^CapEff > /
 # each escape, as a shell line run inside leaf1 (an FRR node: CAP_SYS_ADMIN) by the user's checks
 ESCAPES = {
     "release_agent": f"mkdir -p /tmp/cg && mount -t cgroup -o rdma cgroup /tmp/cg && echo 1 > "
-                     f"/tmp/cg/notify_on_release && echo 'touch {MARK}' > /tmp/cg/release_agent",
+    f"/tmp/cg/notify_on_release && echo 'touch {MARK}' > /tmp/cg/release_agent",
     "cgroup release_agent in place": "echo /x > /sys/fs/cgroup/memory/release_agent",
     "user namespace": "unshare -UrmC true",
     "host disk": "mknod /tmp/sda b 8 0",
     "sysrq": "echo h > /proc/sysrq-trigger",
     "kernel module": "python3 -c 'import ctypes; l=ctypes.CDLL(None); "
-                     "raise SystemExit(l.syscall(313, 0, b\"\", 0) != 0)'",
+    'raise SystemExit(l.syscall(313, 0, b"", 0) != 0)\'',
     "docker socket": "test -S /var/run/docker.sock",
     "raw memory": "head -c1 /dev/mem",
     "host network namespace": "ip netns attach hostns 1",
@@ -89,8 +90,8 @@ def lab(served, user, runtime, tmp_path_factory):
     d = tmp_path_factory.mktemp("conf")
     (d / "topology.yml").write_text(TOPOLOGY)
     (d / "configs" / "h1").mkdir(parents=True)
-    (d / "configs" / "h1" / "setup.sh").write_bytes(SETUP)     # the client sends the directory as an archive
-    (d / "configs" / "h2").mkdir()      # two top directories: the server keeps them (it drops a lone one)
+    (d / "configs" / "h1" / "setup.sh").write_bytes(SETUP)  # the client sends the directory as an archive
+    (d / "configs" / "h2").mkdir()  # two top directories: the server keeps them (it drops a lone one)
     (d / "configs" / "h2" / "notes.txt").write_text("h2 binds nothing\n")
     c = served.client(user)
     try:
@@ -111,40 +112,61 @@ def test_a_confined_lab_converges_verifies_and_runs_its_exec_inside(lab, runtime
     res = c.verify(NAME)
     assert res["exit"] == 0 and res["result"]["passed"], json.dumps(res)[:2000]
     h1 = runtime.containers(NAME)["h1"].exec(f"{NAME}/h1")
-    assert h1.check(["cat", "/tmp/by-exec"]).stdout.strip() == "confined"      # its exec ran, in h1
+    assert h1.check(["cat", "/tmp/by-exec"]).stdout.strip() == "confined"  # its exec ran, in h1
     caps = int(h1.check(["cat", "/tmp/caps"]).stdout.split()[-1], 16)
-    assert caps & (1 << 21) == 0            # CAP_SYS_ADMIN: not a host's, not twin's worker's
-    assert h1.run(["sh", "-c", "echo x > /setup.sh"]).rc != 0                   # the archive's file: read-only
+    assert caps & (1 << 21) == 0  # CAP_SYS_ADMIN: not a host's, not twin's worker's
+    assert h1.run(["sh", "-c", "echo x > /setup.sh"]).rc != 0  # the archive's file: read-only
     assert not Path("/tmp/by-exec").exists() or Path("/tmp/by-exec").read_text() != "confined\n"
 
 
 def test_every_escape_from_inside_a_node_fails_and_the_host_is_unchanged(lab, tmp_path):
     c, _ = lab
     f = tmp_path / "escapes.yml"
-    f.write_text(json.dumps({"checks": [
-        {"name": f"escape: {k}", "type": "exec", "node": "leaf1", "regex": "^refused$", "timeout": 5,
-         "command": f"( {v} ) >/dev/null 2>&1 && echo escaped || echo refused"} for k, v in ESCAPES.items()]}))
+    f.write_text(
+        json.dumps(
+            {
+                "checks": [
+                    {
+                        "name": f"escape: {k}",
+                        "type": "exec",
+                        "node": "leaf1",
+                        "regex": "^refused$",
+                        "timeout": 5,
+                        "command": f"( {v} ) >/dev/null 2>&1 && echo escaped || echo refused",
+                    }
+                    for k, v in ESCAPES.items()
+                ]
+            }
+        )
+    )
     res = c.verify(NAME, checks=[f])
     mine = {x["name"]: x for x in res["result"]["checks"] if x["name"].startswith("escape: ")}
     assert set(mine) == {f"escape: {k}" for k in ESCAPES}, list(mine)
     escaped = [n for n, x in mine.items() if not x["passed"]]
     assert escaped == [] and res["result"]["passed"], (escaped, json.dumps(res["result"])[:3000])
-    assert not MARK.exists() and not Path("/tmp/sda").exists()       # nothing on the host changed
+    assert not MARK.exists() and not Path("/tmp/sda").exists()  # nothing on the host changed
 
 
-@pytest.mark.parametrize("binds, image, says", [
-    (["/:/host"], None, "a confined lab binds only the files that came with it"),
-    (["/var/run/docker.sock:/var/run/docker.sock"], None, "a confined lab binds only the files that came with it"),
-    (["../../..:/up"], None, "a confined lab binds only the files that came with it"),
-    ([], "alpine:3", "'alpine:3' is not an image this twin allows"),
-])
+@pytest.mark.parametrize(
+    "binds, image, says",
+    [
+        (["/:/host"], None, "a confined lab binds only the files that came with it"),
+        (["/var/run/docker.sock:/var/run/docker.sock"], None, "a confined lab binds only the files that came with it"),
+        (["../../..:/up"], None, "a confined lab binds only the files that came with it"),
+        ([], "alpine:3", "'alpine:3' is not an image this twin allows"),
+    ],
+)
 def test_a_host_bind_or_an_image_not_allowed_is_422_and_nothing_appears(served, user, binds, image, says, runtime):
     text = TOPOLOGY.replace(NAME, "t-conf-x").replace('["configs/h1/setup.sh:/setup.sh"]', json.dumps(binds))
     if image:
         text = text.replace("  h2: {kind: host}", f"  h2: {{kind: host, image: '{image}'}}")
-    sources = set((served.state / "sources").iterdir())     # the module's lab's, if it is up
-    req = urllib.request.Request(served.url + "/v1/labs", json.dumps({"topology": text}).encode(), method="POST",
-                                 headers={"Authorization": f"Bearer {user}", "Content-Type": "application/json"})
+    sources = set((served.state / "sources").iterdir())  # the module's lab's, if it is up
+    req = urllib.request.Request(
+        served.url + "/v1/labs",
+        json.dumps({"topology": text}).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {user}", "Content-Type": "application/json"},
+    )
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=60)
     doc = json.loads(e.value.read())
@@ -155,11 +177,11 @@ def test_a_host_bind_or_an_image_not_allowed_is_422_and_nothing_appears(served, 
 
 def test_half_open_connections_never_shut_other_users_out(served, user):
     port = int(served.url.rsplit(":", 1)[1])
-    other = served.token("other")     # a command of its own (seconds on a busy host): not part of what is timed
+    other = served.token("other")  # a command of its own (seconds on a busy host): not part of what is timed
     held = [socket.create_connection(("127.0.0.1", port)) for _ in range(200)]
     try:
         for s in held:
-            s.sendall(b"GET /v1/me HTTP/1.1\r\nHost: x\r\n")     # never finished
+            s.sendall(b"GET /v1/me HTTP/1.1\r\nHost: x\r\n")  # never finished
         t0 = time.monotonic()
         req = urllib.request.Request(served.url + "/v1/me", headers={"Authorization": f"Bearer {other}"})
         with urllib.request.urlopen(req, timeout=10) as r:

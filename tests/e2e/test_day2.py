@@ -1,5 +1,6 @@
 """Day-2 on the default lab: `twin apply` and `twin rehearse`, measured with live RoCE
 traffic. One lab for the module; every test leaves it at the default intent again."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.e2e
 NAME = "t-day2"
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "topologies/aipod.yml"
-HOLD_TIMER = 9.0   # `frr defaults datacenter` (underlay.j2): a black-holed link is found within this
+HOLD_TIMER = 9.0  # `frr defaults datacenter` (underlay.j2): a black-holed link is found within this
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +48,11 @@ def add_green(topo: dict) -> None:
     topo["tenants"]["green"] = {
         "l3vni": 10300,
         "segments": {"web": {"subnet": "10.1.1.0/24", "l2vni": 10301, "gateway": "10.1.1.1"}},
-        "attachments": [{"host": "host1d", "segment": "web", "address": "10.1.1.11"},
-                        {"host": "host2d", "segment": "web", "address": "10.1.1.12"}]}
+        "attachments": [
+            {"host": "host1d", "segment": "web", "address": "10.1.1.11"},
+            {"host": "host2d", "segment": "web", "address": "10.1.1.12"},
+        ],
+    }
 
 
 def fingerprint(lab) -> dict:
@@ -56,8 +60,9 @@ def fingerprint(lab) -> dict:
     namespaces of every node, and the lab's recorded intent."""
     out = {"fabric": lab.fabric.model_dump_json(), "state": (lab.dir / "fabric.json").read_text()}
     for name, ex in sorted(lab.execs().items()):
-        out[name] = ex.run(["sh", "-c", "ip -br link; ip netns; for n in $(ip netns | cut -d' ' -f1); do "
-                                        "ip -n $n -br link; done"]).stdout
+        out[name] = ex.run(
+            ["sh", "-c", "ip -br link; ip netns; for n in $(ip netns | cut -d' ' -f1); do ip -n $n -br link; done"]
+        ).stdout
         if lab.fabric.nodes[name].runs_bgp:
             out[name] += ex.vtysh("show running-config")
     return out
@@ -67,9 +72,11 @@ def gone_tenant_traces(ex, vrf: str, l3vni: int) -> list[str]:
     """What a VTEP still holds of a removed tenant: devices in its namespace, FRR config."""
     devices = [line.split()[0].split("@")[0] for line in ex.run(["ip", "-n", vrf, "-br", "link"]).stdout.splitlines()]
     running = ex.vtysh("show running-config").splitlines()
-    return ([f"device {d}" for d in devices if d != "lo"]
-            + [line for line in running if line.strip() == f"vni {l3vni}"
-               or (line.startswith("router bgp") and line.endswith(f" vrf {vrf}"))])
+    return [f"device {d}" for d in devices if d != "lo"] + [
+        line
+        for line in running
+        if line.strip() == f"vni {l3vni}" or (line.startswith("router bgp") and line.endswith(f" vrf {vrf}"))
+    ]
 
 
 def assert_whole(lab) -> None:
@@ -91,8 +98,9 @@ def test_drain_with_graceful_shutdown_loses_no_roce_packet(lab, tmp_path, node):
     assert rep.routes == {}, "tenant routes do not change when a spine drains"
     assert rep.apply["reloaded"] == [node] and rep.apply["restarted"] == []
     underlay = [c for c in rep.verify.checks if c.group == "underlay"]
-    assert underlay and all(c.data["packets_per_drained_node"] == {node: 0} for c in underlay), \
-        [c.data for c in underlay]
+    assert underlay and all(c.data["packets_per_drained_node"] == {node: 0} for c in underlay), [
+        c.data for c in underlay
+    ]
     # rolled back: the recorded intent and the running config are undrained again
     assert not lab.fabric.nodes[node].drain
     assert "graceful-shutdown" not in lab.node(node).vtysh("show running-config")
@@ -115,13 +123,16 @@ def test_paths_via_a_drained_spine_lose_everywhere(lab, tmp_path):
                 if prefix == spine1_lo:
                     continue  # spine1's own loopback: every path to it is drained, so it still wins
                 via = [p for p in paths if {h.get("hostname") for h in p.get("nexthops", [])} == {"spine1"}]
-                if via:   # the last such path, as before
+                if via:  # the last such path, as before
                     found[(leaf, prefix)] = via[-1]
         return found
 
-    def still_preferred() -> list[str]:   # the drain reaches the leafs in an UPDATE, just after the reload
-        return [f"{leaf} {prefix} via spine1: {p}" for (leaf, prefix), p in paths_via_spine1().items()
-                if p.get("locPrf") != 0 or p.get("bestpath") or p.get("multipath")]
+    def still_preferred() -> list[str]:  # the drain reaches the leafs in an UPDATE, just after the reload
+        return [
+            f"{leaf} {prefix} via spine1: {p}"
+            for (leaf, prefix), p in paths_via_spine1().items()
+            if p.get("locPrf") != 0 or p.get("bestpath") or p.get("multipath")
+        ]
 
     wait.until(still_preferred, 10, "paths via spine1 losing everywhere")
     via = paths_via_spine1()
@@ -138,8 +149,9 @@ def test_paths_via_a_drained_spine_lose_everywhere(lab, tmp_path):
 
 
 def test_blackholed_dpu_uplink_loses_traffic_then_reconverges_within_the_hold_time(lab):
-    rep = rehearse(lab, "fault:link-loss:dpu1:p0:100", Thresholds(max_loss=None, max_reconverge=HOLD_TIMER + 3),
-                   rollback=True)
+    rep = rehearse(
+        lab, "fault:link-loss:dpu1:p0:100", Thresholds(max_loss=None, max_reconverge=HOLD_TIMER + 3), rollback=True
+    )
     assert rep.passed, rep.text()
     lossy = [r for r in rep.flows if r.lost]
     # flows hashed onto the black hole lose everything until BGP's hold timer drops the session
@@ -156,7 +168,8 @@ def test_blackholed_dpu_uplink_loses_traffic_then_reconverges_within_the_hold_ti
     assert {"action", "drop"} <= kinds, rep.text()
     drops = [e for e in rep.events if e["kind"] in ("drop", "drop-burst")]
     assert {(e["node"], e["port"], e["reason"]) for e in drops} == {
-        ("dpu1", "p0", "fault: 100% random loss on this port")}
+        ("dpu1", "p0", "fault: 100% random loss on this port")
+    }
     assert not [e for e in rep.events if e["kind"] == "carrier" and e["node"] == "dpu1"]
     assert any(e["text"] == "fault link-loss dpu1:p0 100" for e in rep.events)
     assert "events in the change window" in rep.text() and rep.to_dict()["events"]
@@ -192,7 +205,7 @@ def test_add_a_tenant_live_leaves_the_others_untouched_and_remove_it_again(lab, 
         s.hold(1.0)
     assert res.converged and "remove tenant green" in res.changes
     assert all(r.lost == 0 for r in s.results), [(r.src, r.dst, r.lost) for r in s.results if r.lost]
-    for dpu in ("dpu1", "dpu2"):   # green's devices and FRR config are gone; its namespace stays, empty
+    for dpu in ("dpu1", "dpu2"):  # green's devices and FRR config are gone; its namespace stays, empty
         assert not gone_tenant_traces(lab.node(dpu), "green", 10300)
     assert "host1d" not in lab.runtime.containers(NAME)
     assert_whole(lab)
@@ -204,10 +217,12 @@ def test_bad_changes_are_refused_and_leave_the_lab_exactly_as_it_was(lab, tmp_pa
     bad = variant(tmp_path, "bad", lambda t: t["tenants"]["red"]["segments"]["web"].update(gateway="10.9.9.9"))
     with pytest.raises(TopologyError, match=r"bad.yml:\d+: tenants.red.segments.web.gateway"):
         lab.apply(bad)
+
     # a router that does not exist yet: apply does not re-create nodes
     def leaf3(t):
         t["nodes"]["leaf3"] = {"kind": "leaf"}
         t["links"].append({"endpoints": ["spine1:swp9", "leaf3:swp1"]})
+
     extra = variant(tmp_path, "leaf3", leaf3)
     with pytest.raises(ChangeRefused, match="add node leaf3 \\(leaf\\): apply does not re-create nodes"):
         lab.apply(extra)
@@ -220,9 +235,12 @@ def test_bad_changes_are_refused_and_leave_the_lab_exactly_as_it_was(lab, tmp_pa
     (configs / "leaf9" / "frr.conf").unlink()
     (configs / "leaf9").rmdir()
     good = (lab.dir / "leaf1" / "frr.conf").read_text()
-    (configs / "leaf1.conf").write_text(good.replace(" bgp bestpath as-path multipath-relax\n",
-                                                     " bgp bestpath as-path multipath-relax\n"
-                                                     " neighbor fabric bogus-knob 7\n"))
+    (configs / "leaf1.conf").write_text(
+        good.replace(
+            " bgp bestpath as-path multipath-relax\n",
+            " bgp bestpath as-path multipath-relax\n neighbor fabric bogus-knob 7\n",
+        )
+    )
     res = CliRunner().invoke(main, ["apply", NAME, str(configs)])
     assert res.exit_code == 1
     assert "refused" in res.output and "leaf1: FRR rejects the new config" in res.output and "bogus-knob" in res.output
@@ -242,16 +260,19 @@ def test_a_change_that_fails_half_way_is_rolled_back(lab, tmp_path, monkeypatch)
                 raise kernel.TwinError(f"{ex.where}: injected failure")
         return real(steps, pid, ex, tolerant)
 
-    monkeypatch.setattr(kernel, "apply", flaky)                  # the runtime's own callers (FRR's live steps)
+    monkeypatch.setattr(kernel, "apply", flaky)  # the runtime's own callers (FRR's live steps)
     monkeypatch.setattr("twin.change.apply.apply_steps", flaky)  # and the change's, through the runtime's face
-    with pytest.raises(ApplyFailed, match="(?s)failed half way and was rolled back.*injected failure.*"
-                                          "rollback: done: the lab runs its previous intent again"):
+    with pytest.raises(
+        ApplyFailed,
+        match="(?s)failed half way and was rolled back.*injected failure.*"
+        "rollback: done: the lab runs its previous intent again",
+    ):
         lab.apply(green)
     monkeypatch.undo()
     assert "host1d" not in lab.runtime.containers(NAME)
     assert set(lab.fabric.tenants) == {"red", "blue"}
     after = fingerprint(lab)
-    for node in ("dpu1", "dpu2"):   # no trace of green in the kernel or in FRR (but its empty namespace)
+    for node in ("dpu1", "dpu2"):  # no trace of green in the kernel or in FRR (but its empty namespace)
         assert not gone_tenant_traces(lab.node(node), "green", 10300), after[node]
     assert after["fabric"] == before["fabric"]
     assert_whole(lab)
@@ -260,12 +281,17 @@ def test_a_change_that_fails_half_way_is_rolled_back(lab, tmp_path, monkeypatch)
 def rulesets(lab) -> dict[str, str]:
     """The rules each VTEP runs, per tenant namespace: its tables in name order (a table loaded
     again, as a rollback loads the ports table, is listed after the others; the order means nothing)."""
+
     def tables(text: str) -> list[str]:
         return sorted("table " + t.rstrip() for t in ("\n" + text).split("\ntable ")[1:])
 
-    return {f"{v}/{t.vrf}": "\n".join(tables(lab.node(v).check(
-        ["ip", "netns", "exec", t.vrf, "nft", "-s", "list", "ruleset"]).stdout))
-            for v in lab.fabric.vteps() for t in lab.fabric.tenants_on(v)}
+    return {
+        f"{v}/{t.vrf}": "\n".join(
+            tables(lab.node(v).check(["ip", "netns", "exec", t.vrf, "nft", "-s", "list", "ruleset"]).stdout)
+        )
+        for v in lab.fabric.vteps()
+        for t in lab.fabric.tenants_on(v)
+    }
 
 
 def add_red_host(topo: dict) -> None:
@@ -281,13 +307,13 @@ def test_rollback_restores_the_old_files_before_the_kernel_steps_that_read_them(
     before = rulesets(lab)
     real = kernel.apply
 
-    def failing(steps, pid, ex, tolerant=False):   # the new workload's binding (stage 7) fails
+    def failing(steps, pid, ex, tolerant=False):  # the new workload's binding (stage 7) fails
         if not tolerant and any(s.op == "neigh" for s in steps):
             raise kernel.TwinError(f"{ex.where}: injected binding failure")
         return real(steps, pid, ex, tolerant)
 
     monkeypatch.setattr(kernel, "apply", failing)
-    monkeypatch.setattr("twin.change.apply.apply_steps", failing)   # the change's, through the runtime's face
+    monkeypatch.setattr("twin.change.apply.apply_steps", failing)  # the change's, through the runtime's face
     with pytest.raises(ApplyFailed, match="(?s)rolled back.*stage bindings.*injected binding failure.*rollback: done"):
         lab.apply(variant(tmp_path, "red-host", add_red_host))
     monkeypatch.undo()
@@ -302,19 +328,19 @@ def test_rollback_restores_the_old_files_before_the_kernel_steps_that_read_them(
 def test_a_rollback_that_cannot_restore_everything_says_what_and_fails(lab, tmp_path, monkeypatch):
     real = frr.take
 
-    def broken(ex, restart=False, **kw):   # dpu2's FRR takes no config at all, forward or back
+    def broken(ex, restart=False, **kw):  # dpu2's FRR takes no config at all, forward or back
         if ex.where.endswith("/dpu2"):
             raise kernel.TwinError(f"{ex.where}: FRR unreachable (injected)")
         return real(ex, restart, **kw)
 
-    monkeypatch.setattr("twin.change.apply.frr_take", broken)   # what the change calls (the runtime's face)
+    monkeypatch.setattr("twin.change.apply.frr_take", broken)  # what the change calls (the runtime's face)
     with pytest.raises(ApplyFailed) as e:
         lab.apply(variant(tmp_path, "green", add_green))
     monkeypatch.undo()
     assert not e.value.rolled_back and "rollback: INCOMPLETE" in str(e.value), str(e.value)
     assert any("dpu2" in p and "FRR unreachable" in p for p in e.value.problems), e.value.problems
     assert "done" not in str(e.value).split("rollback:")[1]
-    res = runner_apply(DEFAULT)   # the way back a user takes: the topology they had
+    res = runner_apply(DEFAULT)  # the way back a user takes: the topology they had
     assert res.exit_code == 0, res.output
     assert_whole(lab)
 
@@ -326,9 +352,14 @@ def runner_apply(topology) -> object:
 def test_user_configs_go_through_frr_reload_and_record_as_the_nodes_config(lab, tmp_path):
     configs = tmp_path / "from-my-automation"
     (configs / "leaf2").mkdir(parents=True)
-    text = (lab.dir / "leaf2" / "frr.conf").read_text().replace(" bgp bestpath as-path multipath-relax\n",
-                                                                    " bgp bestpath as-path multipath-relax\n"
-                                                                    " bgp log-neighbor-changes\n")
+    text = (
+        (lab.dir / "leaf2" / "frr.conf")
+        .read_text()
+        .replace(
+            " bgp bestpath as-path multipath-relax\n",
+            " bgp bestpath as-path multipath-relax\n bgp log-neighbor-changes\n",
+        )
+    )
     (configs / "leaf2" / "frr.conf").write_text(text)
     p = lab.plan(configs)
     assert "+ bgp log-neighbor-changes" in p.diffs["leaf2"]["frr.conf"] and p.frr == {"leaf2": "reload"}
@@ -338,7 +369,6 @@ def test_user_configs_go_through_frr_reload_and_record_as_the_nodes_config(lab, 
     # back to the topology's own config: the declarative intent re-renders it
     res = lab.apply(DEFAULT)
     assert res.reloaded == ["leaf2"] and "log-neighbor-changes" not in (lab.dir / "leaf2" / "frr.conf").read_text()
-
 
 
 def test_segment_attachment_link_and_mtu_changes_apply_and_revert(lab):

@@ -1,6 +1,7 @@
 """The default AI-pod lab, brought up once for this module by a twin installed from a wheel built in
 the run (into a fresh virtualenv, away from the checkout: what `pip install` gives a user), and
 checked from the outside."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,9 @@ NAME = "t-aipod"
 
 
 def run(*cmd: str | Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, cwd=cwd, timeout=timeout,
-                       env=os.environ.copy())
+    p = subprocess.run(
+        [str(c) for c in cmd], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=os.environ.copy()
+    )
     assert p.returncode == 0, f"{' '.join(map(str, cmd))} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
     return p
 
@@ -84,11 +86,13 @@ def test_every_dpu_and_leaf_pings_every_other_loopback(lab):
 
     def ping_all(src: str) -> list[str]:
         targets = [ip for n, ip in loopbacks.items() if n != src]
-        script = "; ".join(f"ping -c1 -W2 -I {loopbacks[src]} {ip} >/dev/null && echo ok {ip} || echo FAIL {ip}"
-                           for ip in targets)
+        script = "; ".join(
+            f"ping -c1 -W2 -I {loopbacks[src]} {ip} >/dev/null && echo ok {ip} || echo FAIL {ip}" for ip in targets
+        )
         out = lab.node(src).check(["sh", "-c", script]).stdout.split("\n")
-        assert (len([line for line in out if line.startswith("ok ")])
-                + len([line for line in out if line.startswith("FAIL")]) == len(targets))
+        assert len([line for line in out if line.startswith("ok ")]) + len(
+            [line for line in out if line.startswith("FAIL")]
+        ) == len(targets)
         return [f"{src} -> {line.split()[1]}" for line in out if line.startswith("FAIL")]
 
     with ThreadPoolExecutor(4) as pool:
@@ -190,8 +194,9 @@ def test_the_wheel_is_a_whole_twin(wheel_twin):
     (package,) = site.glob("lib/python3*/site-packages/twin")
     assert run(wheel_twin, "--version", cwd=away).stdout == f"twin 0.1.0 ({package})\n"
     assert run(site / "bin/python", "-m", "twin", "--version", cwd=away).stdout == f"twin 0.1.0 ({package})\n"
-    assert os.access(package / "images/node/twin-node", os.X_OK) and os.access(package / "lifecycle/host-setup.sh",
-                                                                               os.X_OK)
+    assert os.access(package / "images/node/twin-node", os.X_OK) and os.access(
+        package / "lifecycle/host-setup.sh", os.X_OK
+    )
     said = run(site / "bin/python", "-m", "twin", "doctor", cwd=away).stdout.splitlines()
     assert said[0] == f"twin 0.1.0 ({package})"
     assert f"lab aipod ({package}/topologies/aipod.yml): VRF backend" in "\n".join(said)

@@ -1,6 +1,7 @@
 """The documentation's runnable examples, run as written (issue 27): every ```console block after
 a `<!-- runnable lab=NAME -->` comment in docs/*.md, its `$ ` commands in order against a real
 lab under a test name, each exiting 0 with the lines the page shows under it in its output."""
+
 from __future__ import annotations
 
 import re

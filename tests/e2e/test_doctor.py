@@ -4,6 +4,7 @@ This project's machine has Docker, bridges, veth pairs and VXLAN, and lacks Linu
 and the netem qdisc (HELPERS.md, "The machine"): doctor must say so, with what each lack changes,
 and exit 0 (nothing twin needs is missing). A kernel that has VRF devices must be told apart by
 the same probe `twin up` asks (`twin.runtime.kernel.vrf_devices`)."""
+
 from __future__ import annotations
 
 import json

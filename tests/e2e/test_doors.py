@@ -7,6 +7,7 @@ a lab made by the containerlab runtime is removed with no containerlab on PATH.
 
 A writer is caught holding the lock (`locks.holder`) and frozen there with SIGSTOP, so the
 second writer meets it whatever the machine's speed; SIGCONT lets it finish its work."""
+
 from __future__ import annotations
 
 import json
@@ -53,14 +54,25 @@ def with_host(doc: dict, host: str, port: str) -> None:
 
 
 def spawn(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "twin.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=os.environ.copy(), cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "twin.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+        cwd=ROOT,
+    )
 
 
 def frozen_holding(p: subprocess.Popen, command: str) -> str:
     """Wait until `p` holds the lab's lock as `command`, then SIGSTOP it there; returns the holder text."""
-    wait.until(lambda: [] if locks.holder(LAB).startswith(command) or p.poll() is not None else ["not yet"],
-               120, f"{command} holding {LAB}'s lock", first=0.01, cap=0.02)
+    wait.until(
+        lambda: [] if locks.holder(LAB).startswith(command) or p.poll() is not None else ["not yet"],
+        120,
+        f"{command} holding {LAB}'s lock",
+        first=0.01,
+        cap=0.02,
+    )
     assert p.poll() is None, f"{command} ended before it was seen holding the lock: {p.communicate()}"
     p.send_signal(signal.SIGSTOP)
     holder = locks.holder(LAB)
@@ -71,8 +83,11 @@ def frozen_holding(p: subprocess.Popen, command: str) -> str:
 def refused(holder: str, *args: str) -> None:
     t0 = time.monotonic()
     r = twin_cli(*args)
-    assert r.returncode == 1 and f"error: lab '{LAB}' is busy: {holder}; wait for it, or stop it first" in r.stderr, \
-        (args, r.stdout, r.stderr)
+    assert r.returncode == 1 and f"error: lab '{LAB}' is busy: {holder}; wait for it, or stop it first" in r.stderr, (
+        args,
+        r.stdout,
+        r.stderr,
+    )
     assert time.monotonic() - t0 < 15, "refused at once, not after waiting"
 
 
@@ -92,7 +107,7 @@ def test_rehearse_and_fault_are_refused_while_an_apply_holds_the_lock(lab, tmp_p
         refused(holder, "rehearse", LAB, "fault:daemon-kill:leaf2")
         refused(holder, "verify", LAB, "--prove", "--element", "nothing")
         refused(holder, "down", LAB)
-        status = twin_cli("status", LAB, "--json")   # a reader never waits for a writer, and names it
+        status = twin_cli("status", LAB, "--json")  # a reader never waits for a writer, and names it
         assert json.loads(status.stdout)["changing"] == holder
     finally:
         rc, out, err = finish(p)
@@ -101,8 +116,9 @@ def test_rehearse_and_fault_are_refused_while_an_apply_holds_the_lock(lab, tmp_p
 
 
 def test_apply_and_fault_are_refused_while_a_rehearsal_holds_it(lab, tmp_path):
-    drained = variant(tmp_path, "drained.yml", lambda d: (with_host(d, "host3", "swp11"),
-                                                          d["nodes"]["spine1"].update(drain=True)))
+    drained = variant(
+        tmp_path, "drained.yml", lambda d: (with_host(d, "host3", "swp11"), d["nodes"]["spine1"].update(drain=True))
+    )
     p = spawn("rehearse", LAB, str(drained), "--rollback", "--max-loss", "-1", "--json")
     try:
         holder = frozen_holding(p, f"twin rehearse {drained}")
@@ -132,14 +148,16 @@ def test_an_apply_that_grows_past_the_hosts_limits_is_refused_untouched(lab, tmp
     more = variant(tmp_path, "more.yml", lambda d: (with_host(d, "host3", "swp11"), with_host(d, "host4", "swp12")))
     grows = hostlimits.demand(Lab.load(more).loaded).nd_gc - hostlimits.demand(Lab(LAB).fabric).nd_gc
     assert grows > 0
-    usage = hostlimits.Usage(nd=1000, mem_available_mib=1 << 20)        # this host as a tight one would be
+    usage = hostlimits.Usage(nd=1000, mem_available_mib=1 << 20)  # this host as a tight one would be
     monkeypatch.setattr(hostlimits, "host_usage", lambda: usage)
     monkeypatch.setattr(hostlimits, "host_settings", lambda: {"net.ipv6.neigh.default.gc_thresh3": 1000 + grows - 1})
     before = (Lab(LAB).dir / state.FABRIC).read_text()
     with pytest.raises(ChangeRefused) as e:
         Lab(LAB).apply(more)
-    assert (f"host limits too low for what the change adds: net.ipv6.neigh.default.gc_thresh3 = {1000 + grows - 1} "
-            f"< {1000 + grows} needed ({grows} for this lab + 1000 in use now;") in str(e.value)
+    assert (
+        f"host limits too low for what the change adds: net.ipv6.neigh.default.gc_thresh3 = {1000 + grows - 1} "
+        f"< {1000 + grows} needed ({grows} for this lab + 1000 in use now;"
+    ) in str(e.value)
     assert (Lab(LAB).dir / state.FABRIC).read_text() == before and "host4" not in Lab(LAB).context().containers()
 
 
@@ -148,13 +166,19 @@ def test_the_vrf_backend_is_netns_and_the_device_backend_needs_vrf_devices(lab, 
     if kernel.vrf_devices("t-doors-dev"):
         pytest.skip("this kernel has VRF devices: the refusal below is for kernels without them")
     r = twin_cli("up", str(TOPOLOGY), "--name", "t-doors-dev", "--vrf-backend", "device")
-    assert r.returncode == 1 and "--vrf-backend: the device VRF backend needs Linux VRF devices, but this kernel has " \
-                                 "no Linux VRF devices (CONFIG_NET_VRF is not set)" in r.stderr, r.stderr
+    assert (
+        r.returncode == 1
+        and "--vrf-backend: the device VRF backend needs Linux VRF devices, but this kernel has "
+        "no Linux VRF devices (CONFIG_NET_VRF is not set)"
+        in r.stderr
+    ), r.stderr
     assert leftovers(runtime, "t-doors-dev") == []
     v = twin_cli("validate", str(TOPOLOGY), "--json")
-    assert json.loads(v.stdout)["vrf_backend"] == {"backend": "netns",
-                                                  "why": json.loads(v.stdout)["vrf_backend"]["why"],
-                                                  "vrf_devices": None}
+    assert json.loads(v.stdout)["vrf_backend"] == {
+        "backend": "netns",
+        "why": json.loads(v.stdout)["vrf_backend"]["why"],
+        "vrf_devices": None,
+    }
 
 
 def test_a_containerlab_made_lab_is_removed_without_containerlab(lab, runtime):
@@ -165,8 +189,9 @@ def test_a_containerlab_made_lab_is_removed_without_containerlab(lab, runtime):
     st.runtime = "containerlab"
     state.save(Lab(LAB).dir, st)
     (Lab(LAB).dir / f"{LAB}.clab.yml").write_text(f"name: {LAB}\n")
-    env = {**os.environ, "PATH": os.path.dirname(sys.executable)}   # no containerlab (nor clab) on it
-    r = subprocess.run([sys.executable, "-m", "twin.cli", "down", LAB], capture_output=True, text=True, env=env,
-                       cwd=ROOT, timeout=120)
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable)}  # no containerlab (nor clab) on it
+    r = subprocess.run(
+        [sys.executable, "-m", "twin.cli", "down", LAB], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
     assert r.returncode == 0 and f"lab {LAB}: removed {made} containers" in r.stdout.replace("[bold]", ""), r.stderr
     assert leftovers(runtime, LAB) == []

@@ -9,6 +9,7 @@ from its db segment (host1c); blue's hosts have 192.0.2.33 and .34 of their own,
 and host1b serves udp/8080 as its port 80. leaf1:swp2 (towards dpu1) marks ECN
 above 5,000 frames/s.
 """
+
 from __future__ import annotations
 
 import json
@@ -81,8 +82,10 @@ def test_a_broken_nat_rule_fails_the_gateway_group_naming_it(lab):
     assert "the internet saw it from 10.1.1.11, the host's private address, not red's public 192.0.2.17" in msg
     assert "the NAT rule `snat to 192.0.2.17` is missing from table ip twin_gw on dpu1" in msg
     assert "no reply came back to host1a" in msg
-    assert set(bad) == {"red host1a -> internet 203.0.113.10",
-                        "red host1a -> blue 192.0.2.33 udp/8080 (forward to host1b)"}, "blue and dpu2 unaffected"
+    assert set(bad) == {
+        "red host1a -> internet 203.0.113.10",
+        "red host1a -> blue 192.0.2.33 udp/8080 (forward to host1b)",
+    }, "blue and dpu2 unaffected"
     assert failures(gateway(lab)) == {}, "the rule is back"
 
 
@@ -99,7 +102,8 @@ def test_a_public_prefix_nobody_announces_fails_the_gateway_group_naming_it(lab)
         dpu2.check(bgp + ["network 192.0.2.34/32"])
     assert bad["192.0.2.34/32 (blue) announced by dpu2, learned by inet"] == (
         "inet has no route to blue's public address 192.0.2.34/32: dpu2 does not announce it: `network "
-        "192.0.2.34/32` is missing from its BGP configuration (`vtysh -c 'show running-config'` on dpu2)")
+        "192.0.2.34/32` is missing from its BGP configuration (`vtysh -c 'show running-config'` on dpu2)"
+    )
     assert bad["blue host2b -> internet 198.51.100.10"] == "no reply came back to host2b"
     wait.until(lab.missing, 30, "blue's address announced again")
     assert failures(gateway(lab)) == {}
@@ -135,7 +139,7 @@ def test_the_lab_probed_how_to_enforce_rate_limits(lab):
     assert "tbf" in q and "rate 20Mbit" in q
 
 
-@pytest.mark.alone      # a rate measured: the machine to itself
+@pytest.mark.alone  # a rate measured: the machine to itself
 def test_a_noisy_neighbour_is_held_to_its_limit_while_the_other_tenant_keeps_its_rate(lab):
     p = twin_cli("verify", LAB, "--only", "performance", "--json")
     report = json.loads(p.stdout)
@@ -151,19 +155,20 @@ def test_a_noisy_neighbour_is_held_to_its_limit_while_the_other_tenant_keeps_its
         assert {"offered_mbps", "delivered_mbps", "dropped"} <= set(noisy) & set(victim)
     held = {f["host"] + " " + f["direction"]: f for f in report["performance"]["limits"]}
     assert set(held) == {"host1a egress", "host1b egress", "host1c egress", "host2a egress", "host2b ingress"}
-    for f in held.values():   # each limit by a flood of its own, the rate it let through named
+    for f in held.values():  # each limit by a flood of its own, the rate it let through named
         assert f["verdict"] == "held" and f["delivered_fps"] <= f["limit_fps"] * 1.05, f
     assert held["host2b ingress"]["frame_bytes"] == 108 and held["host2b ingress"]["offered_fps"] > 20000 * 1.05
     assert [r["vtep"] for r in report["performance"]["rounds"]] == ["dpu1", "dpu2"]
-    assert report["not_exercised"] == [{"safeguard": "congestion point: leaf1:swp2 (above 5000pps)",
-                                        "why": "the congestion group did not run"}], "every limit was"
+    assert report["not_exercised"] == [
+        {"safeguard": "congestion point: leaf1:swp2 (above 5000pps)", "why": "the congestion group did not run"}
+    ], "every limit was"
     assert report["seconds"]["performance"] < 60
     text = twin_cli("verify", LAB, "--only", "performance").stdout
     assert "performance: a noisy neighbour on the same VTEP (rate limits: tc)" in text and "victim" in text
     assert "performance: every rate limit, each by a flood of its own" in text
 
 
-@pytest.mark.alone      # a rate measured: the machine to itself
+@pytest.mark.alone  # a rate measured: the machine to itself
 def test_a_workload_without_its_limit_is_caught(lab):
     ctx = lab.context()
     (scenario,) = [s for s in performance.scenarios(ctx.fabric) if s.noisy[0].name == "red"]
@@ -180,7 +185,7 @@ def test_a_workload_without_its_limit_is_caught(lab):
     assert checks[0].passed, "blue kept its rate all the same"
 
 
-@pytest.mark.alone      # a rate measured: the machine to itself
+@pytest.mark.alone  # a rate measured: the machine to itself
 def test_a_limit_raised_tenfold_on_a_workload_no_noisy_neighbour_floods_fails_verify_naming_it(lab):
     """host2a (dpu2) is no noisy neighbour: before issue 29 nothing flooded it, and its limit raised
     tenfold passed verify. Now its own flood names it, with the rate it let through."""
@@ -192,15 +197,18 @@ def test_a_limit_raised_tenfold_on_a_workload_no_noisy_neighbour_floods_fails_ve
     finally:
         dpu2.check(tbf + ["20mbit", "burst", "25000", "limit", "275000"])
     bad = {c.name: c for c in report.failures()}
-    assert set(bad) == {"red host2a egress 20mbit held on dpu2:pf0vf0"}, \
-        {n: (c.message, c.data) for n, c in bad.items()}
+    assert set(bad) == {"red host2a egress 20mbit held on dpu2:pf0vf0"}, {
+        n: (c.message, c.data) for n, c in bad.items()
+    }
     c = bad["red host2a egress 20mbit held on dpu2:pf0vf0"]
-    assert "over its limit of 2277 frames/s (20.0 Mbit/s): the limit is not enforced (flood host2a -> host1a)" \
-        in c.message and c.data["delivered_mbps"] > 2 * 20, c.message
+    assert (
+        "over its limit of 2277 frames/s (20.0 Mbit/s): the limit is not enforced (flood host2a -> host1a)" in c.message
+        and c.data["delivered_mbps"] > 2 * 20
+    ), c.message
     assert c.message.startswith(f"delivered {c.data['delivered_fps']} frames/s ({c.data['delivered_mbps']} Mbit/s)")
 
 
-@pytest.mark.alone      # a rate measured: the machine to itself
+@pytest.mark.alone  # a rate measured: the machine to itself
 def test_rehearse_with_a_noisy_neighbour(lab):
     p = twin_cli("rehearse", LAB, str(ROOT / TOPOLOGY), "--noisy-neighbour", "host1b", "--json", timeout=240)
     rep = json.loads(p.stdout)
@@ -213,7 +221,7 @@ def test_rehearse_with_a_noisy_neighbour(lab):
 
 
 # --- congestion signals -------------------------------------------------------------------------
-@pytest.mark.alone      # a rate measured: the machine to itself
+@pytest.mark.alone  # a rate measured: the machine to itself
 def test_congestion_marks_are_counted_and_answered_with_paced_cnps(lab):
     p = twin_cli("traffic", LAB, "host2b", "host1b", "--congest", "--json")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -228,7 +236,7 @@ def test_congestion_marks_are_counted_and_answered_with_paced_cnps(lab):
     assert "congestion:" in text and "leaf1:swp2 marked" in text
 
 
-@pytest.mark.alone      # a rate measured: the machine to itself
+@pytest.mark.alone  # a rate measured: the machine to itself
 def test_the_traffic_group_reports_marks_and_cnps(lab):
     checks, extra = traffic_group.run(lab.context(), count=200)
     assert [c.message for c in checks if not c.passed] == []
@@ -239,7 +247,7 @@ def test_the_traffic_group_reports_marks_and_cnps(lab):
     assert all("ce" in c.data and "cnps_received" in c.data for c in checks)
 
 
-@pytest.mark.alone      # a rate measured: the machine to itself
+@pytest.mark.alone  # a rate measured: the machine to itself
 def test_the_congestion_group_judges_the_point_by_what_comes_out_of_it(lab):
     p = twin_cli("verify", LAB, "--only", "congestion", "--json")
     report = json.loads(p.stdout)
@@ -247,7 +255,8 @@ def test_the_congestion_group_judges_the_point_by_what_comes_out_of_it(lab):
     assert [c["name"] for c in report["checks"]] == [
         "leaf1:swp2 marks ECN-capable RoCE above 5000pps (blue host2b -> host1b)",
         "leaf1:swp2 leaves RoCE that is not ECN-capable unmarked (blue host2b -> host1b)",
-        "leaf1:swp2 marks nothing below 5000pps (blue host2b -> host1b)"]
+        "leaf1:swp2 marks nothing below 5000pps (blue host2b -> host1b)",
+    ]
     (point,) = report["congestion"]["points"]
     ect, plain, below = point["ect"], point["plain"], point["below"]
     assert ect["received"] == ect["sent"] == 2000 and ect["arrived_fps"] >= 10000
@@ -258,7 +267,7 @@ def test_the_congestion_group_judges_the_point_by_what_comes_out_of_it(lab):
     assert report["seconds"]["congestion"] < 20
 
 
-@pytest.mark.alone      # a rate measured: the machine to itself
+@pytest.mark.alone  # a rate measured: the machine to itself
 def test_a_congestion_point_that_stops_marking_or_marks_what_it_must_not_fails_verify_naming_it(lab):
     leaf1 = lab.node("leaf1")
     ect = "leaf1:swp2 marks ECN-capable RoCE above 5000pps (blue host2b -> host1b)"
@@ -266,20 +275,26 @@ def test_a_congestion_point_that_stops_marking_or_marks_what_it_must_not_fails_v
 
     def broken(*rule: str) -> dict[str, str]:
         doc = json.loads(leaf1.check(["nft", "-j", "list", "chain", "ip", "twin_ecn", "postrouting"]).stdout)
-        (handle,) = [x["rule"]["handle"] for x in doc["nftables"]
-                     if x.get("rule", {}).get("comment") == "above 5000pps"]
-        verb = ["replace", "rule", "ip", "twin_ecn", "postrouting", "handle", str(handle), *rule] if rule else \
-            ["delete", "rule", "ip", "twin_ecn", "postrouting", "handle", str(handle)]
+        (handle,) = [
+            x["rule"]["handle"] for x in doc["nftables"] if x.get("rule", {}).get("comment") == "above 5000pps"
+        ]
+        verb = (
+            ["replace", "rule", "ip", "twin_ecn", "postrouting", "handle", str(handle), *rule]
+            if rule
+            else ["delete", "rule", "ip", "twin_ecn", "postrouting", "handle", str(handle)]
+        )
         leaf1.check(["nft", *verb])
         try:
             return {c.name: c.message for c in verify.run(lab, only=["congestion"]).failures()}
         finally:
             leaf1.check(["nft", "-f", "/etc/twin/congestion.nft"])
 
-    bad = broken()   # the marking rule gone
+    bad = broken()  # the marking rule gone
     assert set(bad) == {ect} and "arrived marked CE" in bad[ect] and bad[ect].endswith("the point does not mark")
-    bad = broken('oifname "swp2" limit rate over 5000/second burst 50 packets ip ecn set ce counter name "ce_swp2" '
-                 'comment "above 5000pps"')   # its ECT match gone: it marks frames that are not ECN-capable
+    bad = broken(
+        'oifname "swp2" limit rate over 5000/second burst 50 packets ip ecn set ce counter name "ce_swp2" '
+        'comment "above 5000pps"'
+    )  # its ECT match gone: it marks frames that are not ECN-capable
     assert set(bad) == {plain} and " lost; leaf1:swp2 counted " in bad[plain], bad
     assert bad[plain].endswith("it marks frames that are not ECN-capable (a VTEP drops those, RFC 6040)")
     assert verify.run(lab, only=["congestion"]).passed, "whole again"
@@ -289,11 +304,15 @@ def test_a_run_without_the_rate_groups_says_what_it_did_not_exercise(lab):
     p = twin_cli("verify", LAB, "--only", "gateway", "--json")
     report = json.loads(p.stdout)
     assert p.returncode == 0 and len(report["not_exercised"]) == 6
-    assert {"safeguard": "congestion point: leaf1:swp2 (above 5000pps)",
-            "why": "the congestion group did not run"} in report["not_exercised"]
+    assert {
+        "safeguard": "congestion point: leaf1:swp2 (above 5000pps)",
+        "why": "the congestion group did not run",
+    } in report["not_exercised"]
     text = twin_cli("verify", LAB, "--only", "gateway").stdout
-    assert "not exercised rate limit: host2b ingress 20000pps on dpu2:pf0vf1: the performance group did not run" \
+    assert (
+        "not exercised rate limit: host2b ingress 20000pps on dpu2:pf0vf1: the performance group did not run"
         in " ".join(text.split())
+    )
 
 
 def test_the_other_groups_hold_beside_the_services(lab):
@@ -308,27 +327,41 @@ def test_the_other_groups_hold_beside_the_services(lab):
 # one element of every kind of service (issue 16 on issue 14's lab; a frame-rate limit loosened and a
 # congestion point's rate removed, issue 29), each caught by the check that should catch it; a minute
 # of proof that measures rates: `make prove` runs it, beside the whole proof of the services (docs/verify.md)
-SERVICES = ["gateway-rule dpu1 red a segment that does not go out", "gateway-rule dpu1 blue host1b: 1:1",
-            "gateway-rule dpu1 blue forward to host1b", "gateway-rule dpu2 red unsolicited inbound",
-            "gateway-default dpu2 red", "public-route dpu1 192.0.2.33",
-            "public-network dpu2 192.0.2.34", "internet-default inet", "rate-limit-loose dpu2:pf0vf1 ingress",
-            "congestion-rate leaf1:swp2"]
+SERVICES = [
+    "gateway-rule dpu1 red a segment that does not go out",
+    "gateway-rule dpu1 blue host1b: 1:1",
+    "gateway-rule dpu1 blue forward to host1b",
+    "gateway-rule dpu2 red unsolicited inbound",
+    "gateway-default dpu2 red",
+    "public-route dpu1 192.0.2.33",
+    "public-network dpu2 192.0.2.34",
+    "internet-default inet",
+    "rate-limit-loose dpu2:pf0vf1 ingress",
+    "congestion-rate leaf1:swp2",
+]
 
 
 @pytest.mark.prove
 def test_prove_catches_every_kind_of_service_broken(lab):
     proof = prove.prove(lab, SERVICES)
-    assert proof.passed, "\n".join(f"{o.element.id}: caught {o.caught}, restored {o.restored}: {o.detail}"
-                                   for o in proof.outcomes if not (o.caught and o.restored))
+    assert proof.passed, "\n".join(
+        f"{o.element.id}: caught {o.caught}, restored {o.restored}: {o.detail}"
+        for o in proof.outcomes
+        if not (o.caught and o.restored)
+    )
     assert proof.score == f"caught {len(SERVICES)} of {len(SERVICES)}"
     by = {o.element.id: o.check for o in proof.outcomes}
     assert by["gateway-rule dpu1 blue host1b: 1:1"].startswith("gateway: blue host1b -> internet ")
-    assert by["internet-default inet"] in {"gateway: dpu1 has the internet's default route",
-                                           "gateway: dpu2 has the internet's default route"}
+    assert by["internet-default inet"] in {
+        "gateway: dpu1 has the internet's default route",
+        "gateway: dpu2 has the internet's default route",
+    }
     assert by["gateway-rule dpu2 red unsolicited inbound"] == "gateway: internet -> red 192.0.2.18 ping (no forward)"
     assert by["rate-limit-loose dpu2:pf0vf1 ingress"] == "performance: blue host2b ingress 20000pps held on dpu2:pf0vf1"
-    assert by["congestion-rate leaf1:swp2"] == "congestion: leaf1:swp2 marks nothing below 5000pps (blue host2b -> " \
-                                               "host1b)"
-    assert not [x for x in proof.exempt if x.kind.startswith(("gateway rule", "rate limit", "congestion point"))], \
+    assert (
+        by["congestion-rate leaf1:swp2"] == "congestion: leaf1:swp2 marks nothing below 5000pps (blue host2b -> host1b)"
+    )
+    assert not [x for x in proof.exempt if x.kind.startswith(("gateway rule", "rate limit", "congestion point"))], (
         "none of the services' safeguards is exempt"
+    )
     assert failures(gateway(lab)) == {}, "the lab is whole again"

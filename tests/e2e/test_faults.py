@@ -1,5 +1,6 @@
 """Faults on the default lab: each test applies a fault, asserts what the fabric
 really does about it, reverts it and leaves the lab converged for the next one."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,8 +42,11 @@ def session_state(lab, node: str, port: str) -> str:
 
 def roce(lab, pairs: list[tuple[str, str]], count: int) -> tuple[int, int]:
     """Send `count` RoCE frames per pair and per UDP source port (8 of them); (sent, received)."""
-    fs = [flows.flow(lab.fabric, src, dst, i * 8 + k, sport=49152 + 101 * k, count=count)
-          for i, (src, dst) in enumerate(pairs) for k in range(8)]
+    fs = [
+        flows.flow(lab.fabric, src, dst, i * 8 + k, sport=49152 + 101 * k, count=count)
+        for i, (src, dst) in enumerate(pairs)
+        for k in range(8)
+    ]
     results = flows.run(lab, fs, {f.flow_id: True for f in fs}, check_icrc=False, timeout=3)
     return sum(r.sent for r in results.values()), sum(r.received for r in results.values())
 
@@ -62,8 +66,11 @@ def test_link_down_drops_the_session_and_link_up_reconverges(lab):
     f = faults.link_down(lab, "dpu1:p0")
     assert (f.kind, f.target) == ("link-down", "dpu1:p0")
     try:
-        wait.until(lambda: [] if session_state(lab, "dpu1", "p0") != "Established" else ["dpu1:p0 Established"],
-                   timeouts.EXEC_DEFAULT, "BGP session on dpu1:p0 down")
+        wait.until(
+            lambda: [] if session_state(lab, "dpu1", "p0") != "Established" else ["dpu1:p0 Established"],
+            timeouts.EXEC_DEFAULT,
+            "BGP session on dpu1:p0 down",
+        )
         assert session_state(lab, "leaf1", "swp3") != "Established"
         missing = lab.missing()
         assert any(m.startswith("dpu1: BGP session on p0 to leaf1") for m in missing), missing
@@ -116,8 +123,13 @@ def test_a_stopped_dpus_peers_keep_their_ports_and_it_comes_back(lab):
     assert stopped.details["links held"] == n
     assert held_netns(NAME, "dpu2") in named_netns.listnetns()
     # the kernel's link watcher sets a port's state from its carrier within a second
-    wait.until(lambda: [f"{p}: {st}" for p, (_, st) in peer_ports(lab, "dpu2").items() if st != "DOWN"], 5,
-               "the leafs' and hosts' ports to dpu2 to lose their carrier", first=0.1, cap=0.5)
+    wait.until(
+        lambda: [f"{p}: {st}" for p, (_, st) in peer_ports(lab, "dpu2").items() if st != "DOWN"],
+        5,
+        "the leafs' and hosts' ports to dpu2 to lose their carrier",
+        first=0.1,
+        cap=0.5,
+    )
     during = peer_ports(lab, "dpu2")
     assert {p: i for p, (i, _) in during.items()} == {p: i for p, (i, _) in before.items()}, "the same interfaces"
     started = faults.node_start(lab, "dpu2")
@@ -146,7 +158,7 @@ def test_loss_on_a_dpu_uplink_then_clear(lab):
     try:
         sent, received = roce(lab, pairs, count=2)
         assert received == sent, "no loss expected before the fault"
-        f = lab.apply("fault:link-loss:dpu1:p0:50")      # a fault through `twin apply`, as rehearse's specs
+        f = lab.apply("fault:link-loss:dpu1:p0:50")  # a fault through `twin apply`, as rehearse's specs
         assert f.details["mechanism"] in ("netem", "nftables")
         assert f.undo == f"twin fault link-loss-clear {NAME} dpu1:p0", f.undo
         try:

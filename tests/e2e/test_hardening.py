@@ -2,6 +2,7 @@
 then `down` leaves nothing; Ctrl-C stops a bring-up within seconds and cleans up; a second
 `up` of the same lab is refused by its lock and never touches the first; `up` on a lab that
 exists says whether it is this topology, converged, or what differs."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,14 @@ def clean_slate(runtime):
 
 
 def spawn(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "twin.cli", *args], cwd=ROOT, env=os.environ.copy(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "twin.cli", *args],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def state_of(name: str) -> dict:
@@ -69,8 +76,13 @@ def test_up_killed_at_any_stage_then_down_leaves_nothing(stage, runtime, node_im
     name = f"t-kill-{stage[:4]}"
     proc = spawn("up", SMALL, "--name", name, "--image", node_image)
     try:
-        wait.until(lambda: [] if STAGES[stage](runtime, name) or proc.poll() is not None else [stage],
-                   60, f"{name}: stage {stage}", first=0.01, cap=0.02)
+        wait.until(
+            lambda: [] if STAGES[stage](runtime, name) or proc.poll() is not None else [stage],
+            60,
+            f"{name}: stage {stage}",
+            first=0.01,
+            cap=0.02,
+        )
         assert proc.poll() is None, f"up finished before stage {stage} could be caught"
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -84,8 +96,13 @@ def test_up_killed_at_any_stage_then_down_leaves_nothing(stage, runtime, node_im
 def test_ctrl_c_stops_up_within_seconds_and_cleans_up(runtime, node_image):
     name = "t-ctrlc"
     proc = spawn("up", SMALL, "--name", name, "--image", node_image)
-    wait.until(lambda: [] if len(runtime.containers(name)) >= 2 or proc.poll() is not None else ["containers"],
-               60, f"{name}: containers", first=0.01, cap=0.02)
+    wait.until(
+        lambda: [] if len(runtime.containers(name)) >= 2 or proc.poll() is not None else ["containers"],
+        60,
+        f"{name}: containers",
+        first=0.01,
+        cap=0.02,
+    )
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -100,10 +117,15 @@ def test_a_second_up_of_the_same_lab_is_refused_and_leaves_the_first_alone(runti
     name = "t-lock"
     first = spawn("up", SMALL, "--name", name, "--image", node_image)
     try:
-        wait.until(lambda: [] if runtime.containers(name) or first.poll() is not None else ["containers"],
-                   60, f"{name}: first up under way", first=0.01, cap=0.02)
+        wait.until(
+            lambda: [] if runtime.containers(name) or first.poll() is not None else ["containers"],
+            60,
+            f"{name}: first up under way",
+            first=0.01,
+            cap=0.02,
+        )
         assert first.poll() is None, "up finished before it could be held"
-        first.send_signal(signal.SIGSTOP)   # held mid-way with its lock: still under way however slow the rest
+        first.send_signal(signal.SIGSTOP)  # held mid-way with its lock: still under way however slow the rest
         try:
             second = twin_cli("up", SMALL, "--name", name, "--image", node_image)
             assert second.returncode == 1 and f"lab '{name}' is busy: twin up (pid {first.pid})" in second.stderr
@@ -148,7 +170,7 @@ def test_a_probe_namespace_left_by_a_killed_up_is_cleaned(runtime):
     try:
         assert kernel.vrf_devices(name) in (True, False), "a stale probe namespace does not break up"
         assert probe_netns(name) in netns.listnetns(), "probes use a namespace of their own thread, not this name"
-        twin_cli("down", name, check=True)   # one an older twin's killed `up` left is removed
+        twin_cli("down", name, check=True)  # one an older twin's killed `up` left is removed
         assert probe_netns(name) not in netns.listnetns()
     finally:
         if probe_netns(name) in netns.listnetns():

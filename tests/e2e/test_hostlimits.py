@@ -4,6 +4,7 @@ names what it can see on the host (a dead daemon, an OOM kill) before what is mi
 
 Nothing here changes a host setting: the refused fabric is computed from the host's own values,
 and the causes are provoked inside the test's own containers."""
+
 from __future__ import annotations
 
 import re
@@ -32,9 +33,16 @@ def test_up_refuses_a_fabric_the_host_cannot_hold_and_creates_nothing(runtime, t
     nodes = {f"s{i}": {"kind": "spine"} for i in range(1, spines + 1)}
     nodes |= {f"l{i}": {"kind": "leaf"} for i in range(1, leafs + 1)}
     f = tmp_path / "huge.yml"
-    f.write_text(yaml.safe_dump({"name": "t-hl-huge", "defaults": {"loopback_pool": "10.255.0.0/16"}, "nodes": nodes,
-                                 "links": [[f"s{s}", f"l{leaf}"] for leaf in range(1, leafs + 1)
-                                           for s in range(1, spines + 1)]}))
+    f.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t-hl-huge",
+                "defaults": {"loopback_pool": "10.255.0.0/16"},
+                "nodes": nodes,
+                "links": [[f"s{s}", f"l{leaf}"] for leaf in range(1, leafs + 1) for s in range(1, spines + 1)],
+            }
+        )
+    )
     lab_need = H.demand(load(f)).nd_gc
     assert lab_need > have
 
@@ -55,8 +63,13 @@ def test_a_timeout_names_dead_daemons_and_oom_kills_before_what_is_missing(make_
     lab = make_lab("tests/e2e/small.yml", "t-hl-causes")
     pids = lab.pids()
     # FRR counts as started once its daemons are SETTLE_S old; before that a missing daemon is not judged
-    wait.until(lambda: [] if H.processes(pids["leaf1"])["zebra"][0] >= H.SETTLE_S else ["zebra young"],
-               30, "FRR settled on leaf1", first=0.1, cap=0.5)
+    wait.until(
+        lambda: [] if H.processes(pids["leaf1"])["zebra"][0] >= H.SETTLE_S else ["zebra young"],
+        30,
+        "FRR settled on leaf1",
+        first=0.1,
+        cap=0.5,
+    )
     leaf1, leaf2 = lab.node("leaf1"), lab.node("leaf2")
     leaf1.check(["sh", "-c", "kill $(pidof watchfrr) && kill $(pidof bgpd)"])  # bgpd dead for good
     leaf2.container.update(mem_limit="96m", memswap_limit="96m")  # leaf2's own cgroup only
@@ -73,8 +86,9 @@ def test_a_timeout_names_dead_daemons_and_oom_kills_before_what_is_missing(make_
     assert "leaf2: out of memory: 1 process(es) killed in its container" in causes
     assert any(c.startswith("kernel: out of memory") and "python3" in c for c in causes), causes
     text = str(exc.value)
-    assert text.splitlines()[0].startswith("convergence (BGP sessions, loopback routes) not reached after 3s; "
-                                           "host-level cause: ")
+    assert text.splitlines()[0].startswith(
+        "convergence (BGP sessions, loopback routes) not reached after 3s; host-level cause: "
+    )
     assert text.index("  ! leaf1: FRR bgpd") < text.index("  - "), "causes come before what is missing"
     assert any(m.startswith("leaf1:") for m in exc.value.missing)
 

@@ -1,5 +1,6 @@
 """Interop against the real engine: NVIDIA Air's samples imported and brought up converged;
 a running lab exported for containerlab by its name, schema-valid, from its recorded intent."""
+
 from __future__ import annotations
 
 import json

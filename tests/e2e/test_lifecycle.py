@@ -1,4 +1,5 @@
 """Lab lifecycle against the real engine: failed and killed bring-ups, two labs side by side."""
+
 from __future__ import annotations
 
 import os
@@ -21,9 +22,13 @@ pytestmark = pytest.mark.e2e
 
 def test_killed_up_is_cleaned_by_down_even_without_its_state(runtime, node_image):
     name = "t-killed"
-    proc = subprocess.Popen([sys.executable, "-m", "twin.cli", "up", "tests/e2e/small.yml", "--name", name,
-                             "--image", node_image], cwd=ROOT, env=os.environ.copy(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "twin.cli", "up", "tests/e2e/small.yml", "--name", name, "--image", node_image],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while len(runtime.containers(name)) < 2 and time.monotonic() < deadline and proc.poll() is None:

@@ -17,6 +17,7 @@ same groups in --json; the lab is kept (--keep-on-failure) and `twin verify` nam
 finding as the cause of a failing check (`see FILE:LINE`); ECMP off shows at the barrier (a loopback route over one port
 of two), not in a control check: the data-plane checks that see it need the tenants whole.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,15 +37,21 @@ pytestmark = pytest.mark.e2e
 UNDERLAY = ["spine-asn", "missing-neighbor", "loopback-not-advertised", "vlan-vni", "evpn-off"]
 TENANTS = ["access-vlan", "svi-vrf", "ecmp-off", "l3vni-swap", "vtep-source"]
 # what the barrier says of each (twin up -v), where it names the mistake's own effect
-BARRIER = {"spine-asn": r"spine1: BGP session on swp1 to leaf1", "missing-neighbor":
-           r"leaf2: BGP session on swp3 to dpu1 is not configured \(FRR has no neighbor swp3\)",
-           "loopback-not-advertised": r"no route to spine2's loopback 10\.255\.0\.2/32",
-           "ecmp-off": r"dpu1: route to dpu2's loopback 10\.255\.0\.6/32 over p[01], not yet over p0, p1"}
+BARRIER = {
+    "spine-asn": r"spine1: BGP session on swp1 to leaf1",
+    "missing-neighbor": r"leaf2: BGP session on swp3 to dpu1 is not configured \(FRR has no neighbor swp3\)",
+    "loopback-not-advertised": r"no route to spine2's loopback 10\.255\.0\.2/32",
+    "ecmp-off": r"dpu1: route to dpu2's loopback 10\.255\.0\.6/32 over p[01], not yet over p0, p1",
+}
 
 
 # the group (node, kind) each of those is listed under (twin.base.missing)
-GROUP = {"spine-asn": ("spine1", "sessions"), "missing-neighbor": ("leaf2", "sessions"),
-         "loopback-not-advertised": ("dpu1", "loopback routes"), "ecmp-off": ("dpu1", "loopback routes")}
+GROUP = {
+    "spine-asn": ("spine1", "sessions"),
+    "missing-neighbor": ("leaf2", "sessions"),
+    "loopback-not-advertised": ("dpu1", "loopback routes"),
+    "ecmp-off": ("dpu1", "loopback routes"),
+}
 
 
 def findings(d: Path, mistake: str) -> list[str]:
@@ -56,18 +63,38 @@ def findings(d: Path, mistake: str) -> list[str]:
 def test_twin_lint_alone_names_each_mistake_without_docker(mistake, tmp_path):
     d = write_dir(tmp_path / "configs", "nvue", [mistake])
     env = os.environ | {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
-    p = subprocess.run([sys.executable, "-m", "twin.cli", "lint", "-t", str(AIPOD), str(d), "--strict"],
-                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "twin.cli", "lint", "-t", str(AIPOD), str(d), "--strict"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert p.returncode == 1, p.stdout + p.stderr
-    assert [ln.removeprefix("error: ") for ln in p.stdout.splitlines() if ln.startswith("error: ")] == \
-        findings(d, mistake)
+    assert [ln.removeprefix("error: ") for ln in p.stdout.splitlines() if ln.startswith("error: ")] == findings(
+        d, mistake
+    )
     assert p.stdout.splitlines()[-1].startswith(f"twin lint: {len(findings(d, mistake))} finding")
 
 
 def up_fails_naming(tmp_path: Path, name: str, mistakes: list[str], image: str) -> tuple[Path, str]:
     d = write_dir(tmp_path / "configs", "nvue", mistakes)
-    p = twin_cli("up", str(AIPOD), "--name", name, "--configs", str(d), "--image", image, "--timeout", "45",
-                 "--keep-on-failure", "--json", timeout=300)
+    p = twin_cli(
+        "up",
+        str(AIPOD),
+        "--name",
+        name,
+        "--configs",
+        str(d),
+        "--image",
+        image,
+        "--timeout",
+        "45",
+        "--keep-on-failure",
+        "--json",
+        timeout=300,
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     err = p.stderr
     assert "convergence (BGP sessions, loopback routes, VNIs and EVPN type-2/3/5 routes) not reached" in err
@@ -75,14 +102,17 @@ def up_fails_naming(tmp_path: Path, name: str, mistakes: list[str], image: str) 
     for m in mistakes:
         for f in findings(d, m):
             assert f"warning: {f}" in err and err.index(f"warning: {f}") < start, (m, err[:3000])
-        if m in BARRIER:   # without -v: the missing items by node and kind, under their group's title
-            title = ", ".join(GROUP[m])   # listed in full (a dozen items), or counted on the last line
+        if m in BARRIER:  # without -v: the missing items by node and kind, under their group's title
+            title = ", ".join(GROUP[m])  # listed in full (a dozen items), or counted on the last line
             counted = re.search(rf"\.\.\. and \d+ more groups?: .*{title} \d", err)
             assert f"  {title} (" in err or counted, (m, err[-3000:])
     assert "(-v for details)" not in err
-    doc = json.loads(p.stdout)   # --json: the same groups, every item
-    assert (doc["status"], doc["kept"], doc["missing_count"]) == ("failed", True, sum(
-        g["count"] for g in doc["missing"])), doc
+    doc = json.loads(p.stdout)  # --json: the same groups, every item
+    assert (doc["status"], doc["kept"], doc["missing_count"]) == (
+        "failed",
+        True,
+        sum(g["count"] for g in doc["missing"]),
+    ), doc
     for m in BARRIER:
         if m in mistakes:
             node, kind = GROUP[m]

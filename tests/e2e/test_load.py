@@ -6,6 +6,7 @@
 - twin's helper processes killed during `up`: a clean error naming what died, a clean lab; and
   none of them is a fork of twin (netlink sockets are opened by threads, not forked helpers);
 - a flapping session is named by the barrier's progress line and by its timeout."""
+
 from __future__ import annotations
 
 import fcntl
@@ -40,8 +41,14 @@ def clean_slate(runtime):
 
 
 def spawn(*args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "twin.cli", *args], cwd=ROOT, env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "twin.cli", *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def lock_is_free(name: str) -> bool:
@@ -55,34 +62,59 @@ def lock_is_free(name: str) -> bool:
 
 
 def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_before_anything_is_made(runtime, tmp_path):
-    nodes = ({f"spine{i}": {"kind": "spine"} for i in range(1, 9)}
-             | {f"leaf{i}": {"kind": "leaf"} for i in range(1, 249)})
+    nodes = {f"spine{i}": {"kind": "spine"} for i in range(1, 9)} | {
+        f"leaf{i}": {"kind": "leaf"} for i in range(1, 249)
+    }
     f = tmp_path / "big.yml"
-    f.write_text(yaml.safe_dump({"name": "t-ld-big", "defaults": {"loopback_pool": "10.255.0.0/22"}, "nodes": nodes,
-                                 "links": [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, 249)
-                                           for s in range(1, 9)]}))
+    f.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t-ld-big",
+                "defaults": {"loopback_pool": "10.255.0.0/22"},
+                "nodes": nodes,
+                "links": [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, 249) for s in range(1, 9)],
+            }
+        )
+    )
     cost = admission.cost(load(f))
     assert cost / 0.5 > admission.estimate(load(f), admission.Host(0.5, 0, 0)).deadline, "too big for half a core"
 
-    p = subprocess.run([sys.executable, "-m", "twin.cli", "up", str(f)], cwd=ROOT, capture_output=True, text=True,
-                       env={**os.environ, "TWIN_CPUS": "0.5"}, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "twin.cli", "up", str(f)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TWIN_CPUS": "0.5"},
+        timeout=120,
+    )
     assert p.returncode == 1
-    (line,) = said(p.stderr)   # one line, every number in it (beside the progress lines)
-    assert line.startswith(f"error: lab 't-ld-big' would not converge on this host within its deadline: FRR needs "
-                           f"~{cost:.0f} CPU-s for 256 FRR nodes and 1984 links"), line
-    m = re.search(r"this host has 0.5 core\(s\), ([\d.]+) busy with other work \(load average [\d.]+\): ([\d.]+) free, "
-                  r"so ~(\d+) s to converge \(~\d+ s with containers and links\), beyond the deadline of 316 s; "
-                  r"what would: at most ~(\d+) FRR nodes of this shape, "
-                  r"or a longer deadline \(`--timeout (\d+)`, for the whole bring-up\), or (\d+) cores; "
-                  r"nothing was created$", line)
+    (line,) = said(p.stderr)  # one line, every number in it (beside the progress lines)
+    assert line.startswith(
+        f"error: lab 't-ld-big' would not converge on this host within its deadline: FRR needs "
+        f"~{cost:.0f} CPU-s for 256 FRR nodes and 1984 links"
+    ), line
+    m = re.search(
+        r"this host has 0.5 core\(s\), ([\d.]+) busy with other work \(load average [\d.]+\): ([\d.]+) free, "
+        r"so ~(\d+) s to converge \(~\d+ s with containers and links\), beyond the deadline of 316 s; "
+        r"what would: at most ~(\d+) FRR nodes of this shape, "
+        r"or a longer deadline \(`--timeout (\d+)`, for the whole bring-up\), or (\d+) cores; "
+        r"nothing was created$",
+        line,
+    )
     assert m, line
     free, seconds, fewer = float(m[2]), int(m[3]), int(m[4])
     assert 0.2 <= free <= 0.5 and 0 < fewer < 256
     assert cost / (free + 0.05) - 1 <= seconds <= cost / (free - 0.05) + 1, "free cores are shown to 0.1"
-    assert leftovers(runtime, "t-ld-big") == []   # no container, no lab directory
+    assert leftovers(runtime, "t-ld-big") == []  # no container, no lab directory
 
-    v = subprocess.run([sys.executable, "-m", "twin.cli", "validate", str(f)], cwd=ROOT, capture_output=True,
-                       text=True, env={**os.environ, "TWIN_CPUS": "0.5"}, timeout=120)
+    v = subprocess.run(
+        [sys.executable, "-m", "twin.cli", "validate", str(f)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TWIN_CPUS": "0.5"},
+        timeout=120,
+    )
     assert v.returncode == 1, v.stdout
     assert "cpu: SHORT: lab 't-ld-big' would not converge on this host within its deadline" in v.stdout
     assert "BGP timers keepalive" in v.stdout and "FRR nodes per free core > 32" in v.stdout, v.stdout
@@ -106,10 +138,12 @@ def test_sigterm_of_up_mid_bring_up_removes_what_it_made_and_frees_the_lock(runt
     was removed must end at once, or the process waits for it before it exits)."""
     name = "t-ld-term"
     proc = spawn("up", SMALL, "--name", name, "--image", node_image)
-    ready = (lambda: len(runtime.containers(name)) >= 2) if when == "containers made" else \
-        (lambda: booting(runtime, name))
-    wait.until(lambda: [] if ready() or proc.poll() is not None else [when], 60, f"{name}: {when}",
-               first=0.01, cap=0.02)
+    ready = (
+        (lambda: len(runtime.containers(name)) >= 2) if when == "containers made" else (lambda: booting(runtime, name))
+    )
+    wait.until(
+        lambda: [] if ready() or proc.poll() is not None else [when], 60, f"{name}: {when}", first=0.01, cap=0.02
+    )
     assert proc.poll() is None, "up finished before it could be stopped"
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
@@ -126,7 +160,7 @@ def children_of(pid: int) -> dict[int, str]:
         if d.name.isdigit() and int(d.name) > pid:
             try:
                 stat = Path(f"/proc/{d.name}/stat").read_text()
-                if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
                     out[int(d.name)] = Path(f"/proc/{d.name}/cmdline").read_text().replace("\0", " ").strip()
             except (OSError, ValueError):
                 continue
@@ -164,8 +198,11 @@ def test_helpers_killed_during_up_end_in_a_clean_error_and_a_clean_lab(runtime, 
     assert seen, "no helper was seen"
     assert proc.returncode == 1, (out, err)
     (line,) = said(err)
-    assert re.match(rf"error: {name}/\w+: `.+` was killed by SIGKILL \(its helper process died; twin did not stop "
-                    r"it\)", line), line
+    assert re.match(
+        rf"error: {name}/\w+: `.+` was killed by SIGKILL \(its helper process died; twin did not stop "
+        r"it\)",
+        line,
+    ), line
     own = Path(f"/proc/{os.getpid()}/cmdline").read_text().replace("\0", " ").split()[0]
     assert not [c for c in seen.values() if c.startswith(own)], f"a forked helper of twin: {seen}"
     assert all(c.startswith("nsenter ") for c in seen.values()), f"helpers other than nsenter: {seen}"
@@ -180,13 +217,19 @@ def small(make_lab):
 
 def test_sigterm_of_apply_mid_change_rolls_it_back(small, tmp_path):
     drained = tmp_path / "drained.yml"
-    drained.write_text((ROOT / SMALL).read_text().replace("spine1: {kind: spine}",
-                                                          "spine1: {kind: spine, drain: true}"))
+    drained.write_text(
+        (ROOT / SMALL).read_text().replace("spine1: {kind: spine}", "spine1: {kind: spine, drain: true}")
+    )
     conf = small.dir / "spine1" / "frr.conf"
     assert "bgp graceful-shutdown" not in conf.read_text()
     proc = spawn("apply", small.name, str(drained))
-    wait.until(lambda: [] if "bgp graceful-shutdown" in conf.read_text() or proc.poll() is not None else ["files"],
-               60, "apply wrote the new files", first=0.005, cap=0.01)
+    wait.until(
+        lambda: [] if "bgp graceful-shutdown" in conf.read_text() or proc.poll() is not None else ["files"],
+        60,
+        "apply wrote the new files",
+        first=0.005,
+        cap=0.01,
+    )
     assert proc.poll() is None, "apply finished before it could be stopped"
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=180)
@@ -202,10 +245,15 @@ def test_a_flapping_session_is_named_by_the_barrier(small):
     leaf1 again and again: the progress line and the timeout name that session."""
     spine1, leaf2 = small.node("spine1"), small.node("leaf2")
     lo = small.fabric.nodes["leaf2"].loopback
-    leaf2.vtysh("configure terminal", f"router bgp {small.fabric.nodes['leaf2'].asn}", "address-family ipv4 unicast",
-                f"no network {lo}/32")
-    wait.until(lambda: [] if small.missing() else ["leaf2's loopback still announced"], 30,
-               "leaf2's loopback withdrawn")
+    leaf2.vtysh(
+        "configure terminal",
+        f"router bgp {small.fabric.nodes['leaf2'].asn}",
+        "address-family ipv4 unicast",
+        f"no network {lo}/32",
+    )
+    wait.until(
+        lambda: [] if small.missing() else ["leaf2's loopback still announced"], 30, "leaf2's loopback withdrawn"
+    )
     flapper = spine1.spawn(["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do vtysh -c 'clear bgp swp1'; sleep 1.5; done"])
     lines: list[str] = []
     try:
@@ -214,14 +262,20 @@ def test_a_flapping_session_is_named_by_the_barrier(small):
     finally:
         flapper.kill()
         flapper.wait()
-        leaf2.vtysh("configure terminal", f"router bgp {small.fabric.nodes['leaf2'].asn}",
-                    "address-family ipv4 unicast", f"network {lo}/32")
+        leaf2.vtysh(
+            "configure terminal",
+            f"router bgp {small.fabric.nodes['leaf2'].asn}",
+            "address-family ipv4 unicast",
+            f"network {lo}/32",
+        )
     looked = [line for line in lines if "sessions" in line]
-    assert looked and re.search(r"routers done, sessions \d+/6 up, loopback routes \d+/\d+ learned; waiting for ",
-                                looked[-1]), lines
+    assert looked and re.search(
+        r"routers done, sessions \d+/6 up, loopback routes \d+/\d+ learned; waiting for ", looked[-1]
+    ), lines
     assert any(re.search(r"flapping: spine1 to leaf1 \(swp1\) re-established \d+ times", line) for line in lines), lines
     causes = exc.value.causes
-    assert any(c.startswith("sessions flapped: ") and "spine1 to leaf1 (swp1) re-established" in c
-               for c in causes), causes
+    assert any(c.startswith("sessions flapped: ") and "spine1 to leaf1 (swp1) re-established" in c for c in causes), (
+        causes
+    )
     assert any(m.endswith(f"no route to leaf2's loopback {lo}/32") for m in exc.value.missing), exc.value.missing
     wait.until(small.missing, 60, "small lab converged again")

@@ -9,6 +9,7 @@ lives in the node's own namespace mgmt), so the fabric converges and verifies as
 started again gets its management port back; after `twin down` nothing is left (the networks, the
 blocks of /etc/hosts).
 """
+
 from __future__ import annotations
 
 import json
@@ -47,12 +48,14 @@ def labs(runtime, node_image, subnet, tmp_path_factory):
     doc = yaml.safe_load((ROOT / "tests/e2e/nvue/samples.yml").read_text())
     doc["mgmt"] = {"subnet": str(subnet), "password": PASSWORD}
     doc["nodes"]["leaf01"]["mgmt_ipv4"] = str(subnet[11])
-    doc["nodes"]["spine02"]["mgmt_ipv4"] = str(subnet[1])      # the first address: this host takes the next
+    doc["nodes"]["spine02"]["mgmt_ipv4"] = str(subnet[1])  # the first address: this host takes the next
     f = tmp_path_factory.mktemp("mgmt") / "samples.yml"
     f.write_text(yaml.safe_dump(doc, sort_keys=False))
     try:
-        for args in (["up", str(f), "--name", A, "--configs", str(SAMPLES)], ["up", str(ROOT / "tests/e2e/small.yml"),
-                                                                             "--name", B]):
+        for args in (
+            ["up", str(f), "--name", A, "--configs", str(SAMPLES)],
+            ["up", str(ROOT / "tests/e2e/small.yml"), "--name", B],
+        ):
             p = twin_cli(*args, "--image", node_image)
             assert p.returncode == 0, p.stdout + p.stderr
         yield Lab.open(A), Lab.open(B)
@@ -69,9 +72,10 @@ def addresses(lab: Lab) -> dict[str, str]:
 
 def ssh(address: str, password: str = PASSWORD) -> paramiko.SSHClient:
     c = paramiko.SSHClient()
-    c.set_missing_host_key_policy(paramiko.AutoAddPolicy())   # a lab's host keys are new at every `up`
-    c.connect(address, port=22, username="cumulus", password=password, timeout=20, allow_agent=False,
-              look_for_keys=False)
+    c.set_missing_host_key_policy(paramiko.AutoAddPolicy())  # a lab's host keys are new at every `up`
+    c.connect(
+        address, port=22, username="cumulus", password=password, timeout=20, allow_agent=False, look_for_keys=False
+    )
     return c
 
 
@@ -92,16 +96,21 @@ def test_every_switch_and_dpu_has_eth0_on_its_labs_network_at_its_address(labs, 
     other = IPv4Network(b.fabric.mgmt.subnet)
     assert not other.overlaps(subnet), "lab B's own subnet was lab A's: it chose another"
     assert sorted(addresses(b)) == ["dpu1", "leaf1", "leaf2", "spine1"] and all(
-        IPv4Network(f"{x}/32").subnet_of(other) for x in addresses(b).values())
+        IPv4Network(f"{x}/32").subnet_of(other) for x in addresses(b).values()
+    )
     for lab, net in ((a, subnet), (b, other)):
         (docker_net,) = runtime.client.networks.list(filters={"label": f"twin.lab={lab.name}"})
         assert (docker_net.name, docker_net.attrs["Internal"], docker_net.attrs["IPAM"]["Config"][0]["Subnet"]) == (
-            f"twin-{lab.name}-mgmt", True, str(net))
+            f"twin-{lab.name}-mgmt",
+            True,
+            str(net),
+        )
     for node, address in got.items():
         ex = a.node(node)
         assert not ex.run(["ip", "link", "show", "eth0"]).ok, f"{node}: eth0 is not in its own namespace"
-        shown = json.loads(ex.check(["nsenter", "--net=/run/twin/mgmt", "ip", "-j", "-4", "addr", "show", "eth0"]
-                                    ).stdout)
+        shown = json.loads(
+            ex.check(["nsenter", "--net=/run/twin/mgmt", "ip", "-j", "-4", "addr", "show", "eth0"]).stdout
+        )
         assert [x["local"] for x in shown[0]["addr_info"]] == [address]
         routes = json.loads(ex.check(["nsenter", "--net=/run/twin/mgmt", "ip", "-j", "-4", "route"]).stdout)
         assert [r["dst"] for r in routes] == [str(subnet)], f"{node}: a route beyond the management network"
@@ -111,7 +120,8 @@ def test_each_node_has_a_name_this_host_resolves_and_each_lab_its_block(labs):
     for lab in labs:
         got = addresses(lab)
         assert {f"twin-{lab.name}-{n}": socket.gethostbyname(f"twin-{lab.name}-{n}") for n in got} == {
-            f"twin-{lab.name}-{n}": x for n, x in got.items()}
+            f"twin-{lab.name}-{n}": x for n, x in got.items()
+        }
         assert etchosts.read(lab.name) == {f"twin-{lab.name}-{n}": x for n, x in got.items()}
 
 
@@ -126,7 +136,7 @@ def test_ssh_as_cumulus_runs_nv_vtysh_and_sudo_as_on_cumulus_linux(labs):
             assert run(c, "command -v nv")[1].strip() == "/usr/bin/nv"
             assert run(c, "sudo -S -p '' id -u", PASSWORD + "\n")[1].strip() == "0"
             assert run(c, "hostname")[1].strip() == node
-    with ssh(addresses(a)["leaf01"]) as c:    # a node NVUE configures: `nv` answers for it
+    with ssh(addresses(a)["leaf01"]) as c:  # a node NVUE configures: `nv` answers for it
         rc, out, err = run(c, "nv show system -o json")
         assert rc == 0 and json.loads(out)["hostname"] == "leaf01", out + err
     with pytest.raises(paramiko.AuthenticationException):
@@ -138,17 +148,19 @@ def test_the_nvue_api_answers_on_each_nodes_address_for_that_node(labs):
     cert = str(nvue_service.root(a.dir) / "cert.pem")
 
     def system(node: str, where: str) -> tuple[int, dict]:
-        r = requests.get(f"https://{where}:8765/nvue_v1/system", auth=("cumulus", PASSWORD), verify=cert,
-                         timeout=30)
+        r = requests.get(f"https://{where}:8765/nvue_v1/system", auth=("cumulus", PASSWORD), verify=cert, timeout=30)
         return r.status_code, r.json()
 
-    targets = [("leaf01", f"twin-{A}-leaf01"), ("dpu1", addresses(a)["dpu1"])] * 3   # by name and by address
+    targets = [("leaf01", f"twin-{A}-leaf01"), ("dpu1", addresses(a)["dpu1"])] * 3  # by name and by address
     with ThreadPoolExecutor(len(targets)) as pool:
         answers = list(pool.map(lambda t: (t[0], *system(*t)), targets))
     assert {(node, status, doc.get("hostname")) for node, status, doc in answers} == {
-        ("leaf01", 200, "leaf01"), ("dpu1", 200, "dpu1")}, "each address answers for its own node"
-    r = requests.get(f"https://{addresses(a)['leaf01']}:8765/nvue_v1/system", auth=("cumulus", "wrong"), verify=cert,
-                     timeout=30)
+        ("leaf01", 200, "leaf01"),
+        ("dpu1", 200, "dpu1"),
+    }, "each address answers for its own node"
+    r = requests.get(
+        f"https://{addresses(a)['leaf01']}:8765/nvue_v1/system", auth=("cumulus", "wrong"), verify=cert, timeout=30
+    )
     assert r.status_code == 401
 
 
@@ -159,8 +171,12 @@ def test_frr_never_sees_the_management_network_and_the_fabric_verifies(labs, sub
         for node in addresses(lab):
             routes = a.node(node) if lab is a else b.node(node)
             table = routes.vtysh_json("show ip route vrf all json")[0]
-            leaked = [p for vrf in (table.values() if "default" not in table else [table]) for p in vrf
-                      if "/" in p and IPv4Network(p).overlaps(net)]
+            leaked = [
+                p
+                for vrf in (table.values() if "default" not in table else [table])
+                for p in vrf
+                if "/" in p and IPv4Network(p).overlaps(net)
+            ]
             assert leaked == [], f"{lab.name}/{node}: FRR knows the management subnet: {leaked}"
     for lab in labs:
         report = verify.run(lab, only=["control", "underlay", "isolation"])

@@ -4,6 +4,7 @@ HOST's root). Each test plants one in a running node, pointing at a host file ho
 plain host-side read would return the marker (the hazard is real), twin's reader refuses, names the
 link, and the marker appears nowhere: the runtime's reader, a packet capture whose pcap the node
 replaced with a link, and the timeout diagnosis reading the node's FRR daemons file."""
+
 from __future__ import annotations
 
 import uuid
@@ -43,14 +44,18 @@ def test_a_link_planted_in_a_node_is_not_followed(lab, marker):
     ex = lab.node("leaf1")
     ex.check(["ln", "-sfn", str(host_file), "/tmp/planted"])
     ex.check(["ln", "-sfn", str(host_file.parent), "/tmp/planted-dir"])
-    assert Path(f"/proc/{ex.pid}/root/tmp/planted").read_text().strip() == secret, \
+    assert Path(f"/proc/{ex.pid}/root/tmp/planted").read_text().strip() == secret, (
         "followed from the host, the node's link leads to the host's file: the hazard is real"
+    )
     for inside, link in (("/tmp/planted", "/tmp/planted"), ("/tmp/planted-dir/secret.txt", "/tmp/planted-dir")):
         with pytest.raises(nodefs.NodeFileError) as e:
             ex.read_file(inside)
         said = str(e.value)
-        assert said.startswith(f"{ex.where}: {inside}: {link.lstrip('/')} is a symbolic link (to ") and \
-            "not followed; a node is not trusted" in said and secret not in said
+        assert (
+            said.startswith(f"{ex.where}: {inside}: {link.lstrip('/')} is a symbolic link (to ")
+            and "not followed; a node is not trusted" in said
+            and secret not in said
+        )
     ex.check(["sh", "-c", "echo plain > /tmp/plain"])
     assert ex.read_file("/tmp/plain") == b"plain\n" and ex.read_file("/tmp/nothing-here") is None
     assert ex.read_file("/tmp/../../../tmp/plain") == b"plain\n", ".. stops at the node's root"
@@ -65,8 +70,9 @@ def test_a_capture_whose_pcap_the_node_swapped_for_a_link_reads_nothing_of_the_h
             ex.check(["sh", "-c", f"rm -f {cap.file} && ln -s {host_file} {cap.file}"])
     assert f"{cap.file.lstrip('/')} is a symbolic link (to {host_file})" in str(e.value) and secret not in str(e.value)
     assert cap.packets == [] and host_file.read_text().strip() == secret, "the host's file is untouched"
-    assert ex.run(["test", "-e", cap.file]).rc != 0 and ex.run(["test", "-L", cap.file]).rc != 0, \
+    assert ex.run(["test", "-e", cap.file]).rc != 0 and ex.run(["test", "-L", cap.file]).rc != 0, (
         "the link (not what it points to) is removed from the node"
+    )
 
 
 def test_the_timeout_diagnosis_names_a_linked_daemons_file_and_reads_nothing_through_it(lab, marker, runtime):
@@ -74,12 +80,15 @@ def test_the_timeout_diagnosis_names_a_linked_daemons_file_and_reads_nothing_thr
     ex = lab.node("spine1")
     daemons = ex.read_file(nodefs.FRR_DAEMONS)
     try:
-        ex.check(["sh", "-c", f"mv {nodefs.FRR_DAEMONS} /etc/frr/daemons.real "
-                              f"&& ln -s {host_file} {nodefs.FRR_DAEMONS}"])
+        ex.check(
+            ["sh", "-c", f"mv {nodefs.FRR_DAEMONS} /etc/frr/daemons.real && ln -s {host_file} {nodefs.FRR_DAEMONS}"]
+        )
         causes = hostlimits.container_causes("spine1", runtime.containers("t-nodefs")["spine1"])
-        assert causes == [f"spine1: {nodefs.FRR_DAEMONS}: etc/frr/daemons is a symbolic link (to {host_file}): not "
-                          "followed; a node is not trusted, and twin follows no link inside one (it could lead to "
-                          "the host's files)"]
+        assert causes == [
+            f"spine1: {nodefs.FRR_DAEMONS}: etc/frr/daemons is a symbolic link (to {host_file}): not "
+            "followed; a node is not trusted, and twin follows no link inside one (it could lead to "
+            "the host's files)"
+        ]
     finally:
         ex.check(["sh", "-c", f"rm -f {nodefs.FRR_DAEMONS} && mv /etc/frr/daemons.real {nodefs.FRR_DAEMONS}"])
     assert ex.read_file(nodefs.FRR_DAEMONS) == daemons

@@ -3,6 +3,7 @@ tests/golden/interop/nvue/samples/) on the topology that wires them come up conv
 `twin verify`; each NVUE mistake, pushed onto the running lab with `twin apply --no-wait` as a CI job
 would, fails `twin verify` naming what it breaks, and the good files applied again bring it back.
 One lab for the module."""
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,11 @@ def fails_naming(lab: Lab, needles: list[str], groups: tuple[str, ...] = ("contr
 
     def missing() -> list[str]:
         said[:] = [f"{c.name}: {c.message}" for c in verify.run(lab, only=list(groups)).failures()]
-        return [f"no failed check says {n!r} (failed: {' | '.join(said)[:800]})" for n in needles
-                if not any(n in s for s in said)]
+        return [
+            f"no failed check says {n!r} (failed: {' | '.join(said)[:800]})"
+            for n in needles
+            if not any(n in s for s in said)
+        ]
 
     wait.until(missing, 45, "twin verify naming the mistake", first=0.5, cap=2.0)
     return said
@@ -70,43 +74,70 @@ def test_the_samples_come_up_converged_and_pass_verify(lab):
     p = twin_cli("verify", NAME, "--json")
     assert p.returncode == 0, p.stdout[-3000:]
     doc = json.loads(p.stdout)
-    assert doc["passed"] and {c["group"] for c in doc["checks"]} == {"control", "traffic", "isolation", "underlay",
-                                                                     "mtu", "zerotrust", "arp"}
+    assert doc["passed"] and {c["group"] for c in doc["checks"]} == {
+        "control",
+        "traffic",
+        "isolation",
+        "underlay",
+        "mtu",
+        "zerotrust",
+        "arp",
+    }
     assert "not emulated" not in doc
 
 
 def test_a_vlan_mapped_to_the_wrong_vni_fails_verify_naming_it(lab, tmp_path):
-    bad = mistake(tmp_path, "dpu1", "            '10':\n              vni:\n                '10': {}",
-                  "            '10':\n              vni:\n                '11': {}")
+    bad = mistake(
+        tmp_path,
+        "dpu1",
+        "            '10':\n              vni:\n                '10': {}",
+        "            '10':\n              vni:\n                '11': {}",
+    )
     plan = twin_cli("plan", NAME, str(bad))
     assert plan.returncode == 0 and "dpu1: set bridge.domain.br_default.vlan.10.vni.11" in plan.stdout
     assert "ip link add vxlan11 netns red" in plan.stdout
     twin_cli("apply", NAME, str(bad), "--no-wait", check=True)
-    said = fails_naming(lab, ["vni dpu1 10: VNI 10 missing", "evpn leaf01 red: no type-2 MAC",
-                              "red server01 -> server03"], ("control", "traffic"))
+    said = fails_naming(
+        lab,
+        ["vni dpu1 10: VNI 10 missing", "evpn leaf01 red: no type-2 MAC", "red server01 -> server03"],
+        ("control", "traffic"),
+    )
     assert any("with route targets of VNI 11" in s for s in said)
     back_to_good()
 
 
 def test_a_wrong_route_import_target_fails_verify_naming_it(lab, tmp_path):
-    bad = mistake(tmp_path, "dpu1", "                route-export:\n                  to-evpn:\n"
-                                    "                    enable: on\n      BLUE:",
-                  "                route-export:\n                  to-evpn:\n                    enable: on\n"
-                  "            route-import:\n              from-evpn:\n                route-target:\n"
-                  "                  65000:999: {}\n      BLUE:")
+    bad = mistake(
+        tmp_path,
+        "dpu1",
+        "                route-export:\n                  to-evpn:\n                    enable: on\n      BLUE:",
+        "                route-export:\n                  to-evpn:\n                    enable: on\n"
+        "            route-import:\n              from-evpn:\n                route-target:\n"
+        "                  65000:999: {}\n      BLUE:",
+    )
     twin_cli("apply", NAME, str(bad), "--no-wait", check=True)
     assert "route-target import 65000:999" in lab.node("dpu1").vtysh("show running-config")
-    fails_naming(lab, ["route-targets dpu1 red: imports route-target 65000:999 for VNI 4001, but leaf01 exports",
-                       "vrf dpu1 red: missing 10.1.10.101/32 via 10.10.10.1"])
+    fails_naming(
+        lab,
+        [
+            "route-targets dpu1 red: imports route-target 65000:999 for VNI 4001, but leaf01 exports",
+            "vrf dpu1 red: missing 10.1.10.101/32 via 10.10.10.1",
+        ],
+    )
     back_to_good()
 
 
 def test_an_svi_in_the_wrong_vrf_fails_verify_naming_it(lab, tmp_path):
     bad = mistake(tmp_path, "leaf01", "          vrf: RED\n", "          vrf: BLUE\n")
     twin_cli("apply", NAME, str(bad), "--no-wait", check=True)
-    fails_naming(lab, ["vni leaf01 10: vni 10.vrf: expected 'red', got 'blue'",
-                       "vrf leaf01 blue: unexpected 10.1.10.0/24 via connected",
-                       "vrf leaf01 red: missing 10.1.10.0/24 via connected"])
+    fails_naming(
+        lab,
+        [
+            "vni leaf01 10: vni 10.vrf: expected 'red', got 'blue'",
+            "vrf leaf01 blue: unexpected 10.1.10.0/24 via connected",
+            "vrf leaf01 red: missing 10.1.10.0/24 via connected",
+        ],
+    )
     back_to_good()
 
 
@@ -114,9 +145,14 @@ def test_evpn_enable_missing_on_one_vtep_fails_verify_naming_it(lab, tmp_path):
     bad = mistake(tmp_path, "dpu1", "    evpn:\n      enable: on\n", "")
     twin_cli("apply", NAME, str(bad), "--no-wait", check=True)
     assert "advertise-all-vni" not in lab.node("dpu1").vtysh("show running-config")
-    fails_naming(lab, ["vni dpu1 10: VNI 10 missing (zebra knows no VNI at all: EVPN is off",
-                       "vni leaf01 10: vni 10.remoteVteps[0]: no item matches '10.10.20.1'"])
-    back_to_good()   # the workloads' bindings are written again with EVPN on: the lab is whole again
+    fails_naming(
+        lab,
+        [
+            "vni dpu1 10: VNI 10 missing (zebra knows no VNI at all: EVPN is off",
+            "vni leaf01 10: vni 10.remoteVteps[0]: no item matches '10.10.20.1'",
+        ],
+    )
+    back_to_good()  # the workloads' bindings are written again with EVPN on: the lab is whole again
     p = twin_cli("verify", NAME, "--only", "control", "--only", "traffic")
     assert p.returncode == 0, p.stdout[-3000:]
 
@@ -131,8 +167,12 @@ def test_a_change_nvue_refuses_touches_nothing(lab, tmp_path):
 
 
 def test_what_twin_does_not_emulate_is_kept_and_listed_by_apply_and_verify(lab, tmp_path):
-    more = mistake(tmp_path, "leaf01", "    system:\n", "    qos:\n      roce:\n        enable: on\n    system:\n"
-                                                        "      message:\n        pre-login: twin lab\n")
+    more = mistake(
+        tmp_path,
+        "leaf01",
+        "    system:\n",
+        "    qos:\n      roce:\n        enable: on\n    system:\n      message:\n        pre-login: twin lab\n",
+    )
     p = twin_cli("apply", NAME, str(more))
     assert p.returncode == 0, p.stderr
     # RoCE QoS runs (issue 44); the login message is kept, not run, and said so

@@ -3,6 +3,7 @@ leaf-vtep (Cumulus leaf VTEPs) exported with `twin export --format nvue`, brough
 startup.yaml files, converge and pass `twin verify` with every check group twin's own rendering
 passes; an NVUE directory is rehearsed like any change (RoCE flows running, nothing lost), with
 what it holds that twin does not emulate listed. The labs one after the other."""
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,9 @@ def test_aipod_from_its_nvue_export_converges_verifies_and_rehearses_an_nvue_cha
         change = tmp_path / "change"
         (change / "leaf1").mkdir(parents=True)
         nf = nvue.read(d / "leaf1" / "startup.yaml")
-        tree = nv_tree.set_path(nf.tree, ("vrf", "default", "router", "bgp", "peer-group", "fabric", "timers",
-                                       "connection-retry"), 5)
+        tree = nv_tree.set_path(
+            nf.tree, ("vrf", "default", "router", "bgp", "peer-group", "fabric", "timers", "connection-retry"), 5
+        )
         nv_tree.set_path(tree, ("system", "message", "pre-login"), "lab leaf")
         (change / "leaf1" / "startup.yaml").write_text(nvue.dump(tree, nf.header))
         r = twin_cli("rehearse", name, str(change), "--json", timeout=600)
@@ -55,8 +57,10 @@ def test_aipod_from_its_nvue_export_converges_verifies_and_rehearses_an_nvue_cha
         said = json.dumps(report)
         assert "leaf1: set vrf.default.router.bgp.peer-group.fabric.timers.connection-retry 5" in said
         assert "system.message: stored, not emulated" in said
-        assert "neighbor fabric timers connect 5" in twin_cli("exec", name, "leaf1", "--", "vtysh", "-c",
-                                                              "show running-config").stdout
+        assert (
+            "neighbor fabric timers connect 5"
+            in twin_cli("exec", name, "leaf1", "--", "vtysh", "-c", "show running-config").stdout
+        )
     finally:
         twin_cli("down", name)
     assert leftovers(runtime, name) == []

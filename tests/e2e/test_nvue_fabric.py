@@ -6,6 +6,7 @@ address; each revision is applied in seconds, two nodes' at once; then `twin wai
 pass. The day 0 holds the cases NVUE's model goes beyond twin's tenants with: an SVI routed in the
 default VRF (VRR), VRF mgmt with eth0, ports no cable reaches, BGP neighbors named by interface alone.
 One lab for the module."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.e2e
 NAME = "t-nvue-fab"
 TOPOLOGY = ROOT / "tests/e2e/nvue/blank.yml"
 ANSIBLE = ROOT / "tests/e2e/ansible"
-APPLIED_WITHIN = 10.0          # s: a revision applied, as `nv config apply` takes on a switch
+APPLIED_WITHIN = 10.0  # s: a revision applied, as `nv config apply` takes on a switch
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +70,33 @@ def session(lab: Lab) -> requests.Session:
 
 def playbook(inventory: Path, tmp: Path, forks: int = 4) -> dict[str, dict]:
     """The day-0 playbook's result per host (the nvue_revision module's)."""
-    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_HOME": str(tmp / "ah"), "ANSIBLE_LOCAL_TEMP": str(tmp / "at"),
-           "ANSIBLE_HTTPAPI_PLUGINS": str(ANSIBLE / "httpapi_plugins"), "ANSIBLE_LIBRARY": str(ANSIBLE / "library"),
-           "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_PERSISTENT_COMMAND_TIMEOUT": "120",
-           "ANSIBLE_HOST_KEY_CHECKING": "0"}
-    p = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "-f", str(forks),
-                        str(ANSIBLE / "nvue_day0.yml")], capture_output=True, text=True, env=env, cwd=tmp,
-                       timeout=600)
-    doc = json.loads(p.stdout[p.stdout.index("{"):])
+    env = {
+        **os.environ,
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_HOME": str(tmp / "ah"),
+        "ANSIBLE_LOCAL_TEMP": str(tmp / "at"),
+        "ANSIBLE_HTTPAPI_PLUGINS": str(ANSIBLE / "httpapi_plugins"),
+        "ANSIBLE_LIBRARY": str(ANSIBLE / "library"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "ANSIBLE_PERSISTENT_COMMAND_TIMEOUT": "120",
+        "ANSIBLE_HOST_KEY_CHECKING": "0",
+    }
+    p = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            str(inventory),
+            "-f",
+            str(forks),
+            str(ANSIBLE / "nvue_day0.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp,
+        timeout=600,
+    )
+    doc = json.loads(p.stdout[p.stdout.index("{") :])
     results = doc["plays"][0]["tasks"][0]["hosts"]
     assert p.returncode == 0, json.dumps({h: r.get("msg", r.get("state")) for h, r in results.items()}, indent=1)
     return results
@@ -100,8 +120,10 @@ def test_a_playbook_configures_day0_and_the_fabric_converges_and_passes(lab, inv
     results = playbook(inventory, tmp_path)
     last = max(r["ended"] for r in results.values())
     took = {h: round(r["ended"] - r["started"], 1) for h, r in results.items()}
-    print(f"day 0 of 4 switches: playbook {last - t0:.1f}s; revisions applied in {took}; "
-          f"service side: {[r['progress'] for r in results.values()]}")
+    print(
+        f"day 0 of 4 switches: playbook {last - t0:.1f}s; revisions applied in {took}; "
+        f"service side: {[r['progress'] for r in results.values()]}"
+    )
     assert all(r["state"] == "applied" and r["progress"].startswith("applied in ") for r in results.values())
     assert max(took.values()) < APPLIED_WITHIN, took
     spans = sorted((r["started"], r["ended"]) for r in results.values())
@@ -149,9 +171,13 @@ def test_nodes_revisions_apply_at_once(lab, inventory):
     def one(node: str) -> None:
         base = f"https://{hs[node]['ansible_host']}:8765/nvue_v1"
         rid = next(iter(s.post(f"{base}/revision", timeout=10).json()))
-        n = int(node[-2:])      # a static route: FRR reloads (seconds), as most revisions make it
-        r = s.patch(f"{base}/vrf/default/router/static", params={"rev": rid},
-                    json={f"192.0.2.{n}/32": {"via": {"blackhole": {}}}}, timeout=10)
+        n = int(node[-2:])  # a static route: FRR reloads (seconds), as most revisions make it
+        r = s.patch(
+            f"{base}/vrf/default/router/static",
+            params={"rev": rid},
+            json={f"192.0.2.{n}/32": {"via": {"blackhole": {}}}},
+            timeout=10,
+        )
         assert r.status_code == 200, r.text
         at = f"{base}/revision/{quote(rid, safe='')}"
         t0 = time.monotonic()
@@ -166,7 +192,7 @@ def test_nodes_revisions_apply_at_once(lab, inventory):
         out[node] = (doc, time.monotonic() - t0)
 
     t0 = time.monotonic()
-    threads = [threading.Thread(target=one, args=(n,)) for n in sorted(hs)]   # every switch: 4 revisions
+    threads = [threading.Thread(target=one, args=(n,)) for n in sorted(hs)]  # every switch: 4 revisions
     for t in threads:
         t.start()
     for t in threads:

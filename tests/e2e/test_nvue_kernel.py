@@ -4,6 +4,7 @@ ACL on server01's port that denies RoCEv2 to server03. The lab comes up (NVUE ta
 `twin verify` names each: the short link's end with the MTU it needs, the ACL's rule with its frames
 dropped and counted (`nv show acl` counts them too). The samples applied again (`twin apply`) pass.
 One lab for the module."""
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,18 @@ pytestmark = pytest.mark.e2e
 NAME = "t-nvue-krn"
 TOPOLOGY = ROOT / "tests/e2e/nvue/samples.yml"
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"
-ACL = {"BLOCK": {"type": "ipv4", "rule": {
-    "10": {"match": {"ip": {"protocol": "udp", "dest-ip": "10.1.10.103/32", "dest-port": {"4791": {}}}},
-           "action": {"deny": {}}},
-    "20": {"action": {"permit": {}}}}}}
+ACL = {
+    "BLOCK": {
+        "type": "ipv4",
+        "rule": {
+            "10": {
+                "match": {"ip": {"protocol": "udp", "dest-ip": "10.1.10.103/32", "dest-port": {"4791": {}}}},
+                "action": {"deny": {}},
+            },
+            "20": {"action": {"permit": {}}},
+        },
+    }
+}
 
 
 def with_qos(tmp: Path, name: str) -> Path:
@@ -79,13 +88,21 @@ def test_mistakes_named_then_fixed(lab, tmp):
     lost = [s for s in said if s.startswith("mtu red ") and "lost" in s and "leaf01 swp51 mtu 1500" in s]
     assert lost, said
     acl = [s for s in said if s.startswith("acl leaf01 swp1 inbound acl BLOCK rule 10")]
-    assert len(acl) == 1 and "drops server01 -> server03, which the topology says must pass: 4/4 frames of " \
-        "server01 -> server03 dropped, counted " in acl[0], said
+    assert (
+        len(acl) == 1
+        and "drops server01 -> server03, which the topology says must pass: 4/4 frames of "
+        "server01 -> server03 dropped, counted "
+        in acl[0]
+    ), said
     assert int(acl[0].rsplit("counted ", 1)[1]) >= 4, "the mtu group's frames may be counted too"
-    assert any(s.startswith("qos leaf01 classes: RoCE (DSCP 26) in traffic class 0 lossy") and
-               "unlike dpu1 (RoCE (DSCP 26) in traffic class 3 lossless" in s for s in said), said
+    assert any(
+        s.startswith("qos leaf01 classes: RoCE (DSCP 26) in traffic class 0 lossy")
+        and "unlike dpu1 (RoCE (DSCP 26) in traffic class 3 lossless" in s
+        for s in said
+    ), said
     assert [c.message for c in rep.checks if c.name == "dpu1 RoCE class"][0].startswith(
-        "RoCE frames (DSCP 26) of server03 -> server01 left p0, p1 by traffic class 3")
+        "RoCE frames (DSCP 26) of server03 -> server01 left p0, p1 by traffic class 3"
+    )
     shown = twin_cli("exec", NAME, "leaf01", "--", "nv", "show", "interface", "swp1", "acl", "-o", "json")
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert json.loads(shown.stdout)["BLOCK"]["inbound"]["rule"]["10"]["packets"] >= 4
@@ -95,4 +112,4 @@ def test_mistakes_named_then_fixed(lab, tmp):
     assert p.returncode == 0, p.stdout + p.stderr
     rep = verify.run(lab, only=["mtu", "acl", "qos", "traffic"])
     assert rep.passed, rep.failures()
-    assert {c.group for c in rep.checks} == {"mtu", "qos", "traffic"}     # no ACL left to judge
+    assert {c.group for c in rep.checks} == {"mtu", "qos", "traffic"}  # no ACL left to judge

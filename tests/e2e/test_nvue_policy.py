@@ -7,6 +7,7 @@ holds blue's segment); BFD on both ends and the import removed, both pass, and t
 One lab for the module. After the deliberate leak the lab no longer matches intent: verify's groups
 are called directly (`verify.run(lab, only=...)`), not `lab.wait()`.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,9 +65,14 @@ def settled(lab: Lab, want: set[str], flows: bool = False) -> dict[str, str]:
 
 def test_bfd_on_one_end_and_a_route_import_are_named_and_their_fix_passes(lab):
     assert failures(lab) == {}, "the export verifies as it is"
-    apply("leaf1", ("set", *UPLINK, "bfd", "enable", "on"), ("set", *UPLINK, "bfd", "detect-multiplier", "4"),
-          ("set", *UPLINK, "timers", "keepalive", "1"), ("set", *UPLINK, "timers", "hold", "3"),
-          ("set", *IMPORT, "list", "blue"))
+    apply(
+        "leaf1",
+        ("set", *UPLINK, "bfd", "enable", "on"),
+        ("set", *UPLINK, "bfd", "detect-multiplier", "4"),
+        ("set", *UPLINK, "timers", "keepalive", "1"),
+        ("set", *UPLINK, "timers", "hold", "3"),
+        ("set", *IMPORT, "list", "blue"),
+    )
     # timers set on a running session take effect once it is re-established, as on a switch: the operator clears it
     lab.node("leaf1").check(["vtysh", "-c", "clear bgp swp51"])
     frr = lab.node("leaf1").check(["vtysh", "-c", "show running-config"]).stdout
@@ -77,20 +83,29 @@ def test_bfd_on_one_end_and_a_route_import_are_named_and_their_fix_passes(lab):
     got = settled(lab, {"bfd leaf1", "route leaks leaf1"}, flows=True)
     assert got["bfd leaf1"].startswith("swp51: BFD session Down (BFD 4 x 300/300 ms set; BGP "), got
     assert got["host1a (red) -> host2a (red) 10.1.1.12"] == "0/2 delivered", got
-    assert "leaf1: VRF red (red) holds 10.2.2.0/24 from VRF blue (blue): an import leaks blue into red" in \
-        got["route leaks leaf1"], got
+    assert (
+        "leaf1: VRF red (red) holds 10.2.2.0/24 from VRF blue (blue): an import leaks blue into red"
+        in got["route leaks leaf1"]
+    ), got
     shown = nv("leaf1", "show", *UPLINK, "-o", "json").stdout
     assert '"bfd"' in shown and '"timers"' in shown, shown
 
-    apply("spine1", ("set", "vrf", "default", "router", "bgp", "neighbor", "swp1", "bfd", "enable", "on"),
-          ("set", "vrf", "default", "router", "bgp", "neighbor", "swp1", "bfd", "detect-multiplier", "4"),
-          ("set", "vrf", "default", "router", "bgp", "neighbor", "swp1", "timers", "keepalive", "1"),
-          ("set", "vrf", "default", "router", "bgp", "neighbor", "swp1", "timers", "hold", "3"))
+    apply(
+        "spine1",
+        ("set", "vrf", "default", "router", "bgp", "neighbor", "swp1", "bfd", "enable", "on"),
+        ("set", "vrf", "default", "router", "bgp", "neighbor", "swp1", "bfd", "detect-multiplier", "4"),
+        ("set", "vrf", "default", "router", "bgp", "neighbor", "swp1", "timers", "keepalive", "1"),
+        ("set", "vrf", "default", "router", "bgp", "neighbor", "swp1", "timers", "hold", "3"),
+    )
     apply("leaf1", ("unset", "vrf", "red", "router", "bgp", "address-family", "ipv4-unicast", "route-import"))
     assert settled(lab, set()) == {}
     report = verify.run(lab, only=GROUPS)
     assert {c.name for c in report.checks if c.group == "protocols"} == {
-        "bfd leaf1", "bfd spine1", "bgp timers leaf1", "bgp timers spine1"}
+        "bfd leaf1",
+        "bfd spine1",
+        "bgp timers leaf1",
+        "bgp timers spine1",
+    }
 
 
 def test_the_proof_takes_bfd_and_timers_away_and_verify_names_each(lab):

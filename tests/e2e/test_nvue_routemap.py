@@ -8,6 +8,7 @@ spine1 holding leaf1's loopback with the community the map's second rule sets.
 One lab for the module; verify's protocols group is called directly, as the lab misses its loopback
 route meanwhile (the control group would say so too).
 """
+
 from __future__ import annotations
 
 import json
@@ -54,18 +55,22 @@ def settled(lab: Lab, want: set[str]) -> dict[str, str]:
 def test_a_route_map_withholding_the_leafs_loopback_is_named_and_its_fix_passes(lab):
     loopback = f"{lab.fabric.nodes['leaf1'].loopback}/32"
     assert settled(lab, set()) == {}, "the export verifies as it is"
-    for words in [("as-path-list", "LOCAL", "rule", "10", "action", "permit"),
-                  ("as-path-list", "LOCAL", "rule", "10", "aspath-exp", "^$"),
-                  ("route-map", "UPLINK", "rule", "10", "action", "deny"),
-                  ("route-map", "UPLINK", "rule", "10", "match", "as-path-list", "LOCAL"),
-                  ("route-map", "UPLINK", "rule", "20", "action", "permit"),
-                  ("route-map", "UPLINK", "rule", "20", "set", "community", "65101:1")]:
+    for words in [
+        ("as-path-list", "LOCAL", "rule", "10", "action", "permit"),
+        ("as-path-list", "LOCAL", "rule", "10", "aspath-exp", "^$"),
+        ("route-map", "UPLINK", "rule", "10", "action", "deny"),
+        ("route-map", "UPLINK", "rule", "10", "match", "as-path-list", "LOCAL"),
+        ("route-map", "UPLINK", "rule", "20", "action", "permit"),
+        ("route-map", "UPLINK", "rule", "20", "set", "community", "65101:1"),
+    ]:
         nv("leaf1", "set", *POLICY, *words)
     nv("leaf1", "set", *UPLINK, "outbound", "route-map", "UPLINK")
     nv("leaf1", "config", "apply", "-y")
     got = settled(lab, {"route policy leaf1"})
-    assert got["route policy leaf1"] == (f"leaf1 swp51 out: route-map UPLINK rule 10 (deny, as-path-list LOCAL) "
-                                         f"withholds {loopback} (leaf1's loopback) from spine1: the fabric needs it")
+    assert got["route policy leaf1"] == (
+        f"leaf1 swp51 out: route-map UPLINK rule 10 (deny, as-path-list LOCAL) "
+        f"withholds {loopback} (leaf1's loopback) from spine1: the fabric needs it"
+    )
     shown = json.loads(nv("leaf1", "show", "router", "policy", "-o", "json").stdout)
     assert shown["as-path-list"] == {"LOCAL": {"rule": {"10": {"action": "permit", "aspath-exp": "^$"}}}}
     assert shown["route-map"]["UPLINK"]["rule"]["10"]["match"] == ["as-path LOCAL"]

@@ -6,6 +6,7 @@ hop) and by `nv show`; fixed (area 0 on both ends, the next hop spine1's loopbac
 adjacency Full, the route installed. A management VRF's static route on leaf2 is the kernel's, in its
 management namespace, and judged there. One lab for the module; verify's group is called directly.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,35 +58,56 @@ def settled(lab: Lab, want: set[str]) -> dict[str, str]:
 
 def test_an_area_mismatch_and_an_unreachable_next_hop_are_named_and_their_fix_passes(lab):
     assert settled(lab, set()) == {}, "the export verifies as it is"
-    gw = lab.fabric.mgmt.gateway    # the management VRF's route: the kernel's, in the node's management namespace
+    gw = lab.fabric.mgmt.gateway  # the management VRF's route: the kernel's, in the node's management namespace
     apply("leaf2", ("set", "vrf", "mgmt", "router", "static", "198.18.0.0/15", "via", gw))
     shown = lab.node("leaf2").check(["nsenter", "--net=/run/twin/mgmt", "ip", "route"]).stdout
     assert f"198.18.0.0/15 via {gw} dev eth0" in shown, shown
-    apply("spine1", ("set", "interface", "swp1", "ip", "address", "10.0.1.1/31"),
-          ("set", *OSPF, "router-id", "10.255.0.1"), ("set", *OSPF, "area", "0", "network", "10.0.1.0/31"))
-    apply("leaf1", ("set", "interface", "swp51", "ip", "address", "10.0.1.0/31"),
-          ("set", *OSPF, "router-id", "10.255.0.2"), ("set", *OSPF, "area", "1", "network", "10.0.1.0/31"),
-          ("set", *STATIC, "via", "10.99.99.1"))
+    apply(
+        "spine1",
+        ("set", "interface", "swp1", "ip", "address", "10.0.1.1/31"),
+        ("set", *OSPF, "router-id", "10.255.0.1"),
+        ("set", *OSPF, "area", "0", "network", "10.0.1.0/31"),
+    )
+    apply(
+        "leaf1",
+        ("set", "interface", "swp51", "ip", "address", "10.0.1.0/31"),
+        ("set", *OSPF, "router-id", "10.255.0.2"),
+        ("set", *OSPF, "area", "1", "network", "10.0.1.0/31"),
+        ("set", *STATIC, "via", "10.99.99.1"),
+    )
     frr = lab.node("leaf1").check(["vtysh", "-c", "show running-config"]).stdout
     assert "router ospf\n ospf router-id 10.255.0.2\n network 10.0.1.0/31 area 0.0.0.1\n" in frr
     assert "ip route 192.0.2.0/24 10.99.99.1\n" in frr
     got = settled(lab, {LINK, "static routes leaf1"})
-    assert got[LINK] == ("leaf1 swp51 - spine1 swp1: no adjacency: area 0.0.0.1 on leaf1 swp51, 0.0.0.0 on spine1 "
-                         "swp1 (OSPF forms none unless they match)"), got
-    assert got["static routes leaf1"] == ("192.0.2.0/24 via 10.99.99.1: inactive: its next hop 10.99.99.1 is "
-                                          "unreachable (VRF default has no route to it), so zebra installs nothing")
+    assert got[LINK] == (
+        "leaf1 swp51 - spine1 swp1: no adjacency: area 0.0.0.1 on leaf1 swp51, 0.0.0.0 on spine1 "
+        "swp1 (OSPF forms none unless they match)"
+    ), got
+    assert got["static routes leaf1"] == (
+        "192.0.2.0/24 via 10.99.99.1: inactive: its next hop 10.99.99.1 is "
+        "unreachable (VRF default has no route to it), so zebra installs nothing"
+    )
     shown = json.loads(nv("leaf1", "show", *STATIC[:-1], "-o", "json").stdout)
     assert shown["192.0.2.0/24"]["via"]["10.99.99.1"]["state"] == "inactive", shown
 
-    apply("leaf1", ("unset", *OSPF, "area", "1"), ("set", *OSPF, "area", "0", "network", "10.0.1.0/31"),
-          ("unset", *STATIC, "via", "10.99.99.1"), ("set", *STATIC, "via", "10.255.0.1"))
+    apply(
+        "leaf1",
+        ("unset", *OSPF, "area", "1"),
+        ("set", *OSPF, "area", "0", "network", "10.0.1.0/31"),
+        ("unset", *STATIC, "via", "10.99.99.1"),
+        ("set", *STATIC, "via", "10.255.0.1"),
+    )
     assert settled(lab, set()) == {}
     report = verify.run(lab, only=["protocols"])
-    assert {c.name for c in report.checks if c.group == "protocols"} == {LINK, "static routes leaf1",
-                                                                         "static routes leaf2"}
+    assert {c.name for c in report.checks if c.group == "protocols"} == {
+        LINK,
+        "static routes leaf1",
+        "static routes leaf2",
+    }
     ospf = json.loads(nv("leaf1", "show", *OSPF, "-o", "json").stdout)
-    assert ospf["neighbor"]["10.255.0.1"]["state"].startswith("Full") and ospf["interface"]["swp51"]["area"] == \
-        "0.0.0.0", ospf
+    assert (
+        ospf["neighbor"]["10.255.0.1"]["state"].startswith("Full") and ospf["interface"]["swp51"]["area"] == "0.0.0.0"
+    ), ospf
     port = json.loads(nv("spine1", "show", "interface", "swp1", "router", "ospf", "-o", "json").stdout)
     assert port["area"] == "0.0.0.0" and port["network-type"] == "broadcast", port
     route = lab.node("leaf1").check(["vtysh", "-c", "show ip route 192.0.2.0/24 json"]).stdout
@@ -96,13 +118,17 @@ def test_the_proof_takes_the_networks_and_static_routes_away_and_verify_names_ea
     """`--prove` elements of the OSPF networks that put a judged link in OSPF and of the static routes (issue
     44), as the test before left them: taken away in FRR, named by the protocols group, put back by a reload
     of the file the node runs (the adjacency Full again after the broadcast link's wait)."""
-    p = twin_cli("verify", NAME, "--prove", "--element", "ospf-network *", "--element", "static *", "--json",
-                 timeout=600)
+    p = twin_cli(
+        "verify", NAME, "--prove", "--element", "ospf-network *", "--element", "static *", "--json", timeout=600
+    )
     proof = json.loads(p.stdout)
     by = {o["id"]: o for o in proof["outcomes"]}
     assert p.returncode == 0 and proof["caught"] == proof["proved"] == 3, p.stdout[-3000:] + p.stderr
-    assert set(by) == {"ospf-network leaf1 10.0.1.0/31", "ospf-network spine1 10.0.1.0/31",
-                       "static leaf1 192.0.2.0/24 10.255.0.1"}, by
+    assert set(by) == {
+        "ospf-network leaf1 10.0.1.0/31",
+        "ospf-network spine1 10.0.1.0/31",
+        "static leaf1 192.0.2.0/24 10.255.0.1",
+    }, by
     assert all(o["caught"] and o["restored"] for o in by.values()), by
     assert by["ospf-network spine1 10.0.1.0/31"]["check"] == f"protocols: {LINK}"
     assert by["static leaf1 192.0.2.0/24 10.255.0.1"]["check"] == "protocols: static routes leaf1"

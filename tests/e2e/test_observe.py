@@ -3,6 +3,7 @@ the traffic engine sent on the ports they crossed; a spoofed frame is one drop e
 its reason, node and port; the exporter's text parses with Prometheus' own parser and
 carries those figures; and the web page, in Debian's chromium, draws every node and link
 and shows a link going down within seconds."""
+
 from __future__ import annotations
 
 import json
@@ -23,14 +24,16 @@ from twin.observe import store
 from twin.observe.collector import Collector
 
 pytestmark = pytest.mark.e2e
-SPOOF = ("from scapy.all import Ether, IP, UDP, sendp\n"
-         "sendp(Ether(dst='00:00:5e:00:01:01')/IP(src='10.1.1.99', dst='10.1.1.12')/UDP(sport=4791, dport=4791)"
-         "/(b'\\x00' * 20), iface='eth1', verbose=0)\n")
+SPOOF = (
+    "from scapy.all import Ether, IP, UDP, sendp\n"
+    "sendp(Ether(dst='00:00:5e:00:01:01')/IP(src='10.1.1.99', dst='10.1.1.12')/UDP(sport=4791, dport=4791)"
+    "/(b'\\x00' * 20), iface='eth1', verbose=0)\n"
+)
 
 
 @pytest.fixture(scope="module")
 def lab(aipod):
-    return aipod        # the default lab this module shares with others: the link it takes down comes back up
+    return aipod  # the default lab this module shares with others: the link it takes down comes back up
 
 
 def roce(ctx) -> dict[tuple[str, str], dict]:
@@ -44,8 +47,10 @@ def moved(before: dict, after: dict) -> dict[tuple[str, str], dict[tuple[str, in
     out = {}
     for key, r in after.items():
         old = {(c["direction"], c["dscp"], c["ecn"]): c["packets"] for c in before.get(key, {}).get("classes", [])}
-        d = {(c["direction"], c["dscp"], c["ecn"]): c["packets"] - old.get((c["direction"], c["dscp"], c["ecn"]), 0)
-             for c in r["classes"]}
+        d = {
+            (c["direction"], c["dscp"], c["ecn"]): c["packets"] - old.get((c["direction"], c["dscp"], c["ecn"]), 0)
+            for c in r["classes"]
+        }
         d = {k: v for k, v in d.items() if v}
         if d:
             out[key] = d
@@ -59,8 +64,14 @@ def free_port() -> int:
 
 
 def serve(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "twin.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=os.environ.copy(), cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "twin.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+        cwd=ROOT,
+    )
 
 
 def get(url: str) -> str:
@@ -71,10 +82,14 @@ def get(url: str) -> str:
 def test_counters_move_by_exactly_the_roce_frames_sent_on_the_ports_they_crossed(lab):
     ctx = lab.context()
     before = roce(ctx)
-    res = json.loads(twin_cli("traffic", lab.name, "host1a", "host2a", "--count", "25", "--dscp", "26", "--ecn", "1",
-                              "--json", check=True).stdout)
-    cnp = json.loads(twin_cli("traffic", lab.name, "host1a", "host2a", "--count", "3", "--cnp", "--json",
-                              check=True).stdout)
+    res = json.loads(
+        twin_cli(
+            "traffic", lab.name, "host1a", "host2a", "--count", "25", "--dscp", "26", "--ecn", "1", "--json", check=True
+        ).stdout
+    )
+    cnp = json.loads(
+        twin_cli("traffic", lab.name, "host1a", "host2a", "--count", "3", "--cnp", "--json", check=True).stdout
+    )
     assert res["sent"] == res["received"] == 25 and cnp["sent"] == 3
     after = roce(ctx)
     d = moved(before, after)
@@ -112,11 +127,16 @@ def test_a_spoofing_attempt_is_one_drop_event_with_its_reason_node_and_port(lab)
         assert c.leader
         t0 = time.time()
         spoof(lab)
-        wait.until(lambda: [] if store.read(ctx.dir, since=t0, kinds={"drop"}) else ["no drop event yet"], 10,
-                   "the drop event")
-        time.sleep(1.5)   # nothing else comes of it
-    events = [json.loads(line) for line in
-              twin_cli("events", lab.name, "--since", "1m", "--kind", "drop", "--json", check=True).stdout.splitlines()]
+        wait.until(
+            lambda: [] if store.read(ctx.dir, since=t0, kinds={"drop"}) else ["no drop event yet"], 10, "the drop event"
+        )
+        time.sleep(1.5)  # nothing else comes of it
+    events = [
+        json.loads(line)
+        for line in twin_cli(
+            "events", lab.name, "--since", "1m", "--kind", "drop", "--json", check=True
+        ).stdout.splitlines()
+    ]
     events = [e for e in events if e["time"] >= t0]
     assert len(events) == 1, events
     e = events[0]
@@ -144,17 +164,25 @@ def test_the_exporters_text_parses_with_prometheus_parser_and_carries_the_figure
         first = scrape()
         drops = _drop_count(first)
         spoof(lab)
-        wait.until(lambda: [] if _drop_count(scrape()) == drops + 1 else ["drop not counted yet"], 10,
-                   "the spoofed frame counted by the exporter")
+        wait.until(
+            lambda: [] if _drop_count(scrape()) == drops + 1 else ["drop not counted yet"],
+            10,
+            "the spoofed frame counted by the exporter",
+        )
         counters = json.loads(twin_cli("counters", lab.name, "--json", check=True).stdout)["snapshot"]
 
-        def differ() -> list[str]:   # the exporter reads the RoCE tables every WATCH_ROCE seconds
+        def differ() -> list[str]:  # the exporter reads the RoCE tables every WATCH_ROCE seconds
             nonlocal m, roce
             m = scrape()
-            roce = {(s.labels["node"], s.labels["port"], s.labels["direction"], s.labels["dscp"], s.labels["ecn"]):
-                    s.value for s in m["twin_roce_packets_total"]}
-            return [f"{c}: exporter {roce.get(k)}" for c in counters["roce"]["host1a"]["eth1"]["classes"]
-                    if roce.get(k := ("host1a", "eth1", c["direction"], str(c["dscp"]), c["ecn"])) != c["packets"]]
+            roce = {
+                (s.labels["node"], s.labels["port"], s.labels["direction"], s.labels["dscp"], s.labels["ecn"]): s.value
+                for s in m["twin_roce_packets_total"]
+            }
+            return [
+                f"{c}: exporter {roce.get(k)}"
+                for c in counters["roce"]["host1a"]["eth1"]["classes"]
+                if roce.get(k := ("host1a", "eth1", c["direction"], str(c["dscp"]), c["ecn"])) != c["packets"]
+            ]
 
         m, roce = {}, {}
         wait.until(differ, 10, "the exporter's RoCE figures equal to `twin counters`")
@@ -188,12 +216,15 @@ def _up(url: str) -> bool:
 
 
 def _drop_count(samples: dict) -> float:
-    return sum(s.value for s in samples.get("twin_drop_events_total", [])
-               if (s.labels["node"], s.labels["port"], s.labels["reason"]) == ("dpu1", "pf0vf0", "spoofed_ip"))
+    return sum(
+        s.value
+        for s in samples.get("twin_drop_events_total", [])
+        if (s.labels["node"], s.labels["port"], s.labels["reason"]) == ("dpu1", "pf0vf0", "spoofed_ip")
+    )
 
 
 def test_the_web_page_in_chromium_draws_the_fabric_and_shows_a_link_going_down(lab, tmp_path):
-    twin_cli("verify", lab.name, "--only", "isolation", check=True)   # the page shows the last result
+    twin_cli("verify", lab.name, "--only", "isolation", check=True)  # the page shows the last result
     port = free_port()
     p = serve("web", lab.name, "--listen", f"127.0.0.1:{port}")
     fabric = lab.context().fabric
@@ -216,15 +247,20 @@ def test_the_web_page_in_chromium_draws_the_fabric_and_shows_a_link_going_down(l
             state = f"return document.querySelector('{link}').dataset.state;"
             twin_cli("fault", "link-down", lab.name, "dpu1:p0", check=True)
             t0 = time.monotonic()
-            wait.until(lambda: [] if browser.execute_script(state) == "down" else ["still up"], 5,
-                       "dpu1:p0 drawn down")
+            wait.until(lambda: [] if browser.execute_script(state) == "down" else ["still up"], 5, "dpu1:p0 drawn down")
             shown = time.monotonic() - t0
             assert shown < 5
-            wait.until(lambda: [] if "link down" in browser.find_element("id", "timeline").text else ["no event"], 5,
-                       "the carrier event on the timeline")
+            wait.until(
+                lambda: [] if "link down" in browser.find_element("id", "timeline").text else ["no event"],
+                5,
+                "the carrier event on the timeline",
+            )
             browser.find_element("id", "node-dpu1").click()
-            wait.until(lambda: [] if "BGP sessions" in browser.find_element("id", "detail").text else ["no detail"], 5,
-                       "dpu1's detail")
+            wait.until(
+                lambda: [] if "BGP sessions" in browser.find_element("id", "detail").text else ["no detail"],
+                5,
+                "dpu1's detail",
+            )
             # docs/web.png (the README's picture) only when asked: a test leaves the tree clean
             asked = os.environ.get("TWIN_UPDATE_SCREENSHOT") == "1"
             shot = ROOT / "docs" / "web.png" if asked else tmp_path / "web.png"
@@ -233,14 +269,18 @@ def test_the_web_page_in_chromium_draws_the_fabric_and_shows_a_link_going_down(l
             carrier = twin_cli("events", lab.name, "--since", "1m", "--kind", "carrier", check=True).stdout
             assert "dpu1 p0: link down" in carrier
             assert status_of(f"http://127.0.0.1:{port}/nope") == (404, "404: Not Found\n")
-            assert status_of(f"http://127.0.0.1:{port}/api/state", b"x" * 100_000) == \
-                (413, "413: a request body is at most 65536 bytes\n")
+            assert status_of(f"http://127.0.0.1:{port}/api/state", b"x" * 100_000) == (
+                413,
+                "413: a request body is at most 65536 bytes\n",
+            )
     finally:
         twin_cli("fault", "link-up", lab.name, "dpu1:p0")
         p.terminate()
         p.wait(10)
     assert [line for line in p.stderr.read().splitlines()[1:] if "favicon" not in line] == [
-        "twin web: GET /nope: 404", "twin web: POST /api/state: 413: a request body is at most 65536 bytes"]
+        "twin web: GET /nope: 404",
+        "twin web: POST /api/state: 413: a request body is at most 65536 bytes",
+    ]
 
 
 def _answers(url: str) -> bool:

@@ -14,6 +14,7 @@ it that passes the same `twin verify` as the original; that copy removed by the 
 expires; and the server SIGKILLed mid-create and mid-apply, back with those operations failed
 and the labs whole or removed.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,14 +49,15 @@ CABLED = ROOT / "tests/e2e/nvue/samples-cabled.yml"
 SAMPLES = ROOT / "tests/golden/interop/nvue/samples"
 DAY2 = ROOT / "tests/e2e/nvue/day2.nv"
 SMALL = ROOT / "tests/e2e/small.yml"
-REHEARSED = "fault:link-down:spine01:swp1"        # leaf01's uplink to spine01: its flows go by spine02 meanwhile
-PROVED = ["session dpu1:p0", "loopback spine02"]      # dpu1-spine01, its end farther from the spines
+REHEARSED = "fault:link-down:spine01:swp1"  # leaf01's uplink to spine01: its flows go by spine02 meanwhile
+PROVED = ["session dpu1:p0", "loopback spine02"]  # dpu1-spine01, its end farther from the spines
 
 
 @pytest.fixture(scope="module")
 def served(twin_home, node_image, tmp_path_factory):
-    s = Served(tmp_path_factory.mktemp("served") / "state", "--reap-every", "1", "--expiry", "1h",
-               "--max-expiry", "2h").start()
+    s = Served(
+        tmp_path_factory.mktemp("served") / "state", "--reap-every", "1", "--expiry", "1h", "--max-expiry", "2h"
+    ).start()
     yield s
     s.stop()
 
@@ -82,6 +84,7 @@ def lab(served, owner, runtime):
 
 def remove(c, name: str) -> None:
     """Lab `name` deleted through the server (once what runs on it is done), else by `twin down`."""
+
     def deleted() -> list[str]:
         try:
             c.delete(name)
@@ -89,6 +92,7 @@ def remove(c, name: str) -> None:
             if e.status == 409:
                 return [e.detail]
         return []
+
     try:
         wait.until(deleted, 300, f"{name} deleted", first=1.0, cap=2.0)
     finally:
@@ -98,31 +102,33 @@ def remove(c, name: str) -> None:
 def cli(served: Served, token: str, *args: str) -> subprocess.CompletedProcess:
     """`twin --server URL ...` with a token, as a CI job runs it (TWIN_SERVER, TWIN_TOKEN; a wide log)."""
     env = {**os.environ, "TWIN_TOKEN": token, "TWIN_SERVER": served.url, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "twin.cli", *args], capture_output=True, text=True, timeout=600,
-                          env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "twin.cli", *args], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT
+    )
 
 
 def test_a_lab_made_through_the_api_from_an_archive_converges(served, owner, lab):
     op, said = lab
     assert op["state"] == "succeeded" and op["exit"] == 0, op
     assert op["result"]["nodes"] == 8 and op["result"]["sessions"] > 0 and op["result"]["configs_nodes"] == 2
-    assert any(line.startswith("waiting for ") for line in said), said        # progress, as twin up says it
+    assert any(line.startswith("waiting for ") for line in said), said  # progress, as twin up says it
     c = served.client(owner)
     events = c.request("GET", f"/v1/operations/{op['id']}/events?follow=false")["events"]
     steps = [(e["stage"], e["text"]) for e in events if e["kind"] == "progress"]
-    assert steps == [(s.stage, str(s)) for s in said]          # the stream the client followed is the record
-    firsts = list(dict.fromkeys(stage for stage, _ in steps))   # twin up's stages, in the order they came
+    assert steps == [(s.stage, str(s)) for s in said]  # the stream the client followed is the record
+    firsts = list(dict.fromkeys(stage for stage, _ in steps))  # twin up's stages, in the order they came
     wiring = next(s for s in firsts if s.startswith("starting 8 containers, wiring "))
-    starting = [i for i, s in enumerate(firsts) if s in ("containers", "links", "configs")]   # Said's stages
+    starting = [i for i, s in enumerate(firsts) if s in ("containers", "links", "configs")]  # Said's stages
     assert starting and firsts.index(wiring) < starting[0] < min(
-        i for i, s in enumerate(firsts) if s.startswith("waiting for ")), firsts
+        i for i, s in enumerate(firsts) if s.startswith("waiting for ")
+    ), firsts
     assert all(stage in ("containers", "links", "configs") for stage, text in steps if text.startswith("starting: "))
     assert all(stage == "converging" for stage, text in steps if text.startswith("converging: "))
     shown = c.operation(op["id"])
     assert (shown["stage"], shown["progress"]) == steps[-1]
     st = cli(served, owner, "status", NAME)
     assert st.returncode == 0 and "healthy: the lab holds its intent" in st.stdout, st.stdout + st.stderr
-    local = twin_cli("status", NAME)          # the same lab, the same words, on the host
+    local = twin_cli("status", NAME)  # the same lab, the same words, on the host
     assert local.returncode == 0 and local.stdout.splitlines()[-1] == st.stdout.splitlines()[-1]
 
 
@@ -152,11 +158,13 @@ def test_the_server_is_ahead_of_its_operations_work(served, owner, lab):
         wait.until(running_worker, 60, "the verify's worker", first=0.02, cap=0.05)
         pid = found[0]
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        assert int(stat[3]) == pid and int(stat[3]) != os.getsid(server)     # its own session (field 6)
+        assert int(stat[3]) == pid and int(stat[3]) != os.getsid(server)  # its own session (field 6)
         assert int(stat[16]) == os.getpriority(os.PRIO_PROCESS, server) + 5  # nice (field 19)
         if grouped:
-            assert Path(f"/proc/{pid}/autogroup").read_text().split()[0] != \
-                Path(f"/proc/{server}/autogroup").read_text().split()[0]
+            assert (
+                Path(f"/proc/{pid}/autogroup").read_text().split()[0]
+                != Path(f"/proc/{server}/autogroup").read_text().split()[0]
+            )
     finally:
         db.close()
         assert c.wait({"operation": oid})["state"] == "succeeded"
@@ -164,9 +172,14 @@ def test_the_server_is_ahead_of_its_operations_work(served, owner, lab):
 
 def test_another_user_sees_nothing_and_exec_runs_only_the_allow_list(served, owner, lab):
     other = served.client(served.token("other"))
-    for call in (lambda: other.lab(NAME), lambda: other.exec(NAME, "leaf01", ["ip", "link"]),
-                 lambda: other.delete(NAME), lambda: other.apply(NAME, "fault:link-down:leaf01:swp51"),
-                 lambda: other.snapshot(NAME), lambda: other.verify(NAME)):
+    for call in (
+        lambda: other.lab(NAME),
+        lambda: other.exec(NAME, "leaf01", ["ip", "link"]),
+        lambda: other.delete(NAME),
+        lambda: other.apply(NAME, "fault:link-down:leaf01:swp51"),
+        lambda: other.snapshot(NAME),
+        lambda: other.verify(NAME),
+    ):
         with pytest.raises(ApiError) as e:
             call()
         assert e.value.status == 404, e.value.problem
@@ -180,7 +193,7 @@ def test_another_user_sees_nothing_and_exec_runs_only_the_allow_list(served, own
 
 
 def test_a_lab_a_twin_command_changes_on_the_host_is_busy_for_the_api(served, owner, lab):
-    with locks.lock(NAME, "twin apply"):          # what `twin apply` on the host holds while it works
+    with locks.lock(NAME, "twin apply"):  # what `twin apply` on the host holds while it works
         with pytest.raises(ApiError) as e:
             served.client(owner).apply(NAME, "fault:link-down:leaf01:swp1")
     assert e.value.status == 409 and "twin apply (pid" in e.value.detail and "holds its lock" in e.value.detail
@@ -190,8 +203,9 @@ def test_the_labs_nvue_api_events_and_metrics_are_behind_the_token(served, owner
     c = served.client(owner)
     doc = c.request("GET", f"/v1/labs/{NAME}/nvue/leaf01/interface?rev=applied")
     assert "swp51" in doc and "vlan10" in doc
-    with urllib.request.urlopen(urllib.request.Request(f"{served.url}/v1/labs/{NAME}/metrics",
-                                                       headers={"Authorization": f"Bearer {owner}"})) as r:
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{served.url}/v1/labs/{NAME}/metrics", headers={"Authorization": f"Bearer {owner}"})
+    ) as r:
         text = r.read().decode()
     assert "twin_" in text and 'lab="t-srv"' in text
     assert isinstance(c.request("GET", f"/v1/labs/{NAME}/events?since=3600")["events"], list)
@@ -203,17 +217,28 @@ def test_the_labs_nvue_api_events_and_metrics_are_behind_the_token(served, owner
 def test_the_page_lists_the_users_labs_with_their_expiry_and_opens_a_labs_page(served, owner, lab):
     with chromium() as browser:
         browser.get(served.url + "/")
-        wait.until(lambda: [] if browser.find_element("id", "signin").is_displayed() else ["no sign-in"], 10,
-                   "the sign-in form")
+        wait.until(
+            lambda: [] if browser.find_element("id", "signin").is_displayed() else ["no sign-in"],
+            10,
+            "the sign-in form",
+        )
         browser.find_element("id", "token").send_keys(owner)
         browser.find_element("css selector", "#signin-form button").click()
-        wait.until(lambda: [] if NAME in browser.find_element("id", "labs").text else ["not listed"], 10,
-                   f"{NAME} listed")
+        wait.until(
+            lambda: [] if NAME in browser.find_element("id", "labs").text else ["not listed"], 10, f"{NAME} listed"
+        )
         row = browser.find_element("id", "labs").text
-        assert re.search(rf"{NAME} up 4 .* \(in [45]\d min\)", row), row     # expires in 1h: minutes left
+        assert re.search(rf"{NAME} up 4 .* \(in [45]\d min\)", row), row  # expires in 1h: minutes left
         browser.find_element("link text", NAME).click()
-        wait.until(lambda: [] if "healthy: the lab holds its intent" in browser.find_element("id", "lab-status").text
-                   else ["no status"], 30, f"{NAME}'s page with its status")
+        wait.until(
+            lambda: (
+                []
+                if "healthy: the lab holds its intent" in browser.find_element("id", "lab-status").text
+                else ["no status"]
+            ),
+            30,
+            f"{NAME}'s page with its status",
+        )
         assert "create" in browser.find_element("id", "lab-ops").text
 
 
@@ -235,12 +260,15 @@ def test_a_rehearsal_through_the_server_prints_the_local_report(served, owner, l
     assert p.stdout == doc["text"] and p.returncode == op["exit"] == 0, p.stdout + p.stderr
     assert p.stdout.startswith(f"rehearsal of {REHEARSED} on lab {NAME}: PASSED\n")
     flows = doc["flows"]
-    assert {frozenset((f["src"], f["dst"])) for f in flows} == {frozenset(("server01", "server03")),
-                                                                frozenset(("server02", "server04"))}
+    assert {frozenset((f["src"], f["dst"])) for f in flows} == {
+        frozenset(("server01", "server03")),
+        frozenset(("server02", "server04")),
+    }
     assert all(f["sent"] > 0 and f["received"] > 0 and f["judged"] for f in flows), flows
     assert doc["verify"]["passed"] and doc["verify_rollback"]["passed"] and all(v["passed"] for v in doc["verdicts"])
     assert [s["stage"] for s in steps][0] == "snapshot of the operational state" and steps[-1]["text"] == (
-        "verifying after rollback")
+        "verifying after rollback"
+    )
     assert all(s["stage"] for s in steps)
     assert any(PROGRESS.match(line) and line.endswith("rolling back") for line in p.stderr.splitlines()), p.stderr
     assert served.client(owner).lab(NAME)["status"]["healthy"]
@@ -250,8 +278,9 @@ def test_verify_prove_through_the_server_prints_the_local_proof(served, owner, l
     """`twin --server verify --prove`: the proof's table, misses and score as `twin verify --prove`
     prints them (and its JUnit), each element broken and restored by the server."""
     junit = tmp_path / "prove.xml"
-    p = cli(served, owner, "verify", NAME, "--prove", *(a for e in PROVED for a in ("--element", e)),
-            "--junit", str(junit))
+    p = cli(
+        served, owner, "verify", NAME, "--prove", *(a for e in PROVED for a in ("--element", e)), "--junit", str(junit)
+    )
     op, steps = last_operation(served, owner, NAME)
     assert op["kind"] == "prove" and op["state"] == "succeeded", op
     doc = op["result"]
@@ -263,8 +292,10 @@ def test_verify_prove_through_the_server_prints_the_local_proof(served, owner, l
         assert re.search(rf"│ yes +│ {re.escape(o['check'])} +│ yes +│ +\d+\.\d │$", row), row
     assert re.fullmatch(rf"caught 2 of 2 \(2 of {doc['elements']} elements, \d+ s\)", lines[-1]), lines[-1]
     assert sorted(o["id"] for o in doc["outcomes"]) == sorted(PROVED)
-    assert len(steps) == 2 and all(s["text"].startswith(f"[{i}/2] {o['id']}: ") and s["stage"] == s["text"]
-                                   for i, (s, o) in enumerate(zip(steps, doc["outcomes"]), 1)), steps
+    assert len(steps) == 2 and all(
+        s["text"].startswith(f"[{i}/2] {o['id']}: ") and s["stage"] == s["text"]
+        for i, (s, o) in enumerate(zip(steps, doc["outcomes"]), 1)
+    ), steps
     suites = ET.parse(junit).getroot()
     assert suites.get("tests") == "2" and suites.get("failures") == "0"
     assert served.client(owner).lab(NAME)["status"]["healthy"]
@@ -276,7 +307,8 @@ def test_the_pytest_plugins_remote_lab_is_made_and_removed_through_the_server(se
     removed after the module."""
     token = served.token("plugin-user")
     (tmp_path / "pytest.ini").write_text(f"[pytest]\ntwin_server = {served.url}\n")
-    (tmp_path / "test_remote.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "test_remote.py").write_text(
+        textwrap.dedent(f"""
         import pytest
         from twin.pytest_plugin import assert_frr_json
 
@@ -298,26 +330,40 @@ def test_the_pytest_plugins_remote_lab_is_made_and_removed_through_the_server(se
 
         def test_verify_is_run_by_the_server(twin_remote_lab):
             assert twin_remote_lab.verify(only=["control"])["passed"]
-    """))
+    """)
+    )
     env = {k: v for k, v in os.environ.items() if k != "TWIN_SERVER"}
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_remote.py"],
-                       cwd=tmp_path, env={**env, "TWIN_TOKEN": token}, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_remote.py"],
+        cwd=tmp_path,
+        env={**env, "TWIN_TOKEN": token},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0 and "4 passed" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
     c = served.client(token)
     with pytest.raises(ApiError) as e:
         c.lab(PLUGIN)
     assert e.value.status == 404 and leftovers(runtime, PLUGIN) == []
     ops = c.request("GET", f"/v1/operations?lab={PLUGIN}")["operations"]
-    assert [(o["kind"], o["state"]) for o in ops] == [("delete", "succeeded"), ("verify", "succeeded"),
-                                                      ("create", "succeeded")]
+    assert [(o["kind"], o["state"]) for o in ops] == [
+        ("delete", "succeeded"),
+        ("verify", "succeeded"),
+        ("create", "succeeded"),
+    ]
 
 
 def test_a_snapshot_after_an_nvue_change_and_an_apply_passes_the_same_verify(served, owner, lab, tmp_path):
-    applied = cli(served, owner, "apply", NAME, str(CABLED), "--no-wait")      # server05 cabled to leaf01:swp3
+    applied = cli(served, owner, "apply", NAME, str(CABLED), "--no-wait")  # server05 cabled to leaf01:swp3
     assert applied.returncode == 0 and "applied" in applied.stdout, applied.stdout + applied.stderr
     nv = tmp_path / "day2.nv"
-    nv.write_text("".join(line + "\n" for line in DAY2.read_text().splitlines()
-                          if line.startswith("nv set") and "swp5-8" not in line) + "nv config apply -y\n")
+    nv.write_text(
+        "".join(
+            line + "\n" for line in DAY2.read_text().splitlines() if line.startswith("nv set") and "swp5-8" not in line
+        )
+        + "nv config apply -y\n"
+    )
     changed = cli(served, owner, "apply", NAME, f"nv:leaf01:{nv}")
     assert changed.returncode == 0, changed.stdout + changed.stderr
     c = served.client(owner)
@@ -342,7 +388,7 @@ def test_a_snapshot_after_an_nvue_change_and_an_apply_passes_the_same_verify(ser
     assert copy.returncode == 0, copy.stdout[-3000:] + copy.stderr
     assert sorted(ch["name"] for ch in json.loads(copy.stdout)["checks"]) == checks
     assert "vlan30" in (Lab(COPY).dir / "leaf01" / "startup.yaml").read_text()
-    assert "vlan30" in nvue_service.saved(Lab(COPY).dir, "leaf01").read_text()     # what nv config save saved
+    assert "vlan30" in nvue_service.saved(Lab(COPY).dir, "leaf01").read_text()  # what nv config save saved
 
 
 def test_a_lab_past_its_expiry_is_removed_by_the_server(served, owner, lab, runtime):
@@ -355,6 +401,7 @@ def test_a_lab_past_its_expiry_is_removed_by_the_server(served, owner, lab, runt
             return [f"lab {COPY} is {c.lab(COPY, status=False)['state']}"]
         except ApiError as e:
             return [] if e.status == 404 else [e.detail]
+
     wait.until(gone, 60, f"the server to remove {COPY}", first=0.5, cap=1.0)
     assert leftovers(runtime, COPY) == []
     ops = c.request("GET", f"/v1/operations?lab={COPY}")["operations"]
@@ -373,7 +420,7 @@ def _killed_during(served: Served, token: str, start, during: str) -> dict:
         events = c.request("GET", f"/v1/operations/{oid}/events?follow=false")["events"]
         if any(during in e["text"] for e in events if e["kind"] == "progress"):
             break
-        assert c.operation(oid)["state"] in ("pending", "running"), c.operation(oid)   # it must not end first
+        assert c.operation(oid)["state"] in ("pending", "running"), c.operation(oid)  # it must not end first
         time.sleep(0.1)
     served.kill()
     served.start()
@@ -390,7 +437,7 @@ def test_a_server_killed_mid_create_and_mid_apply_comes_back_with_them_failed(se
     with pytest.raises(ApiError):
         c.lab(KILLED)
     assert leftovers(runtime, KILLED) == []
-    doc = yaml.safe_load(CABLED.read_text())       # the lab as it runs, and a sixth server beside the fifth
+    doc = yaml.safe_load(CABLED.read_text())  # the lab as it runs, and a sixth server beside the fifth
     doc["nodes"]["server06"] = {"kind": "host"}
     doc["links"].append({"endpoints": ["leaf01:swp4", "server06:eth1"]})
     doc["tenants"]["red"]["attachments"].append({"host": "server06", "segment": "vlan30", "address": "10.1.30.106"})
@@ -399,7 +446,7 @@ def test_a_server_killed_mid_create_and_mid_apply_comes_back_with_them_failed(se
     started = _killed_during(served, owner, lambda: c.apply(NAME, str(more), wait=False), "host endpoint")
     op = served.client(owner).operation(started["operation"])
     assert op["state"] == "failed" and "the server stopped during this operation" in op["error"]["detail"]
-    try:   # whole (kept: healthy) or removed, never half made
+    try:  # whole (kept: healthy) or removed, never half made
         doc = served.client(owner).lab(NAME)
         assert doc["state"] == "up" and doc["status"]["healthy"], doc
     except ApiError as e:

@@ -10,6 +10,7 @@ naming the stage and what it was waiting for, and removes what it made; on real 
   15 s in stage mgmt network naming it.
 Each leaves nothing of its lab (no container, veth, namespace, network, lab directory).
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,7 @@ from twin.runtime.docker import DockerRuntime
 pytestmark = pytest.mark.e2e
 SMALL = ROOT / "tests/e2e/small.yml"
 TIMEOUT = 15  # s: each test's --timeout
-MARGIN = 15   # s past the deadline: removing the lab's 5 containers, and the interpreter's start
+MARGIN = 15  # s past the deadline: removing the lab's 5 containers, and the interpreter's start
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +47,7 @@ def clean_slate(runtime):
 
     clean()
     yield
-    clean()   # a lab a failed test left up
+    clean()  # a lab a failed test left up
 
 
 def test_twin_up_ends_at_its_timeout_when_a_nodes_exec_never_ends_naming_it(runtime, node_image, tmp_path):
@@ -57,17 +58,38 @@ def test_twin_up_ends_at_its_timeout_when_a_nodes_exec_never_ends_naming_it(runt
     log = tmp_path / "up.log"
     t0 = time.monotonic()
     with open(log, "w") as f:
-        p = subprocess.run([sys.executable, "-m", "twin.cli", "up", str(topo), "--name", "t-sd-exec", "--image",
-                            node_image, "--timeout", str(TIMEOUT)], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
-                           text=True, timeout=300, env=os.environ.copy())
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "twin.cli",
+                "up",
+                str(topo),
+                "--name",
+                "t-sd-exec",
+                "--image",
+                node_image,
+                "--timeout",
+                str(TIMEOUT),
+            ],
+            cwd=ROOT,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=300,
+            env=os.environ.copy(),
+        )
     took = time.monotonic() - t0
     text = log.read_text()
     assert p.returncode == 1, text
     assert took <= TIMEOUT + MARGIN, (took, text)
     (error,) = [line for line in said(text) if line.startswith("error: ")]
-    m = re.match(rf"error: the deadline of --timeout {TIMEOUT}s \(from the command's start\) passed after (\d+)s "
-                 r"in stage configs \(5/5 containers running, 4/4 links wired, [0-4]/5 nodes configured\); "
-                 r"it was waiting for leaf2: its exec `sleep 3600` \(for (\d+)s\)", error)
+    m = re.match(
+        rf"error: the deadline of --timeout {TIMEOUT}s \(from the command's start\) passed after (\d+)s "
+        r"in stage configs \(5/5 containers running, 4/4 links wired, [0-4]/5 nodes configured\); "
+        r"it was waiting for leaf2: its exec `sleep 3600` \(for (\d+)s\)",
+        error,
+    )
     assert m and TIMEOUT - 1 <= int(m[1]) <= TIMEOUT + 1 and int(m[2]) >= 5, error
     assert "bring-up failed: removing what was created" in text, text
     assert leftovers(runtime, "t-sd-exec") == []
@@ -105,7 +127,7 @@ class HeldRelay:
             while data := src.recv(1 << 16):
                 if requests and self.held in data.split(b"\r\n", 1)[0]:
                     self.seen_held.set()
-                    self.stop.wait()   # held: neither forwarded nor answered
+                    self.stop.wait()  # held: neither forwarded nor answered
                     return
                 dst.sendall(data)
         except OSError:
@@ -128,8 +150,9 @@ def held_up(name: str, held: str, node_image: str, tmp_path: Path) -> tuple[Stag
     the deadline it ended at, and how long it took."""
     relay = HeldRelay(tmp_path / "docker.sock", held)
     try:
-        lab = Lab.load(SMALL, name=name,
-                       runtime=DockerRuntime(client=dockerapi.client(pool=32, base_url=f"unix://{relay.path}")))
+        lab = Lab.load(
+            SMALL, name=name, runtime=DockerRuntime(client=dockerapi.client(pool=32, base_url=f"unix://{relay.path}"))
+        )
         t0 = time.monotonic()
         with pytest.raises(StageTimeout) as exc:
             lab.up(image=node_image, timeout=TIMEOUT)
@@ -145,21 +168,37 @@ def assert_held_up(runtime, lab: str, e: StageTimeout, took: float, stage: str, 
     assert took <= TIMEOUT + MARGIN, took
     assert e.stage == stage and TIMEOUT - 1 <= e.seconds <= TIMEOUT + 1, str(e)
     first = str(e).splitlines()[0]
-    assert re.match(rf"the deadline of --timeout {TIMEOUT}s \(from the command's start\) passed after \d+s in stage "
-                    rf"{stage} \({progress}\); it was waiting for {waiting} \(for 1[0-9]s\)$", first), first
+    assert re.match(
+        rf"the deadline of --timeout {TIMEOUT}s \(from the command's start\) passed after \d+s in stage "
+        rf"{stage} \({progress}\); it was waiting for {waiting} \(for 1[0-9]s\)$",
+        first,
+    ), first
     assert leftovers(runtime, lab) == []
 
 
-def test_a_containers_creation_the_engine_never_answers_ends_up_at_its_timeout_naming_it(runtime, node_image,
-                                                                                       tmp_path):
-    e, took = held_up("t-sd-engine", f"/containers/create?name={container_name('t-sd-engine', 'leaf2')}",
-                      node_image, tmp_path)
-    assert_held_up(runtime, "t-sd-engine", e, took, "containers",
-                   r"4/5 containers running, 3/4 links wired, [0-3]/5 nodes configured", "leaf2: its container created")
+def test_a_containers_creation_the_engine_never_answers_ends_up_at_its_timeout_naming_it(runtime, node_image, tmp_path):
+    e, took = held_up(
+        "t-sd-engine", f"/containers/create?name={container_name('t-sd-engine', 'leaf2')}", node_image, tmp_path
+    )
+    assert_held_up(
+        runtime,
+        "t-sd-engine",
+        e,
+        took,
+        "containers",
+        r"4/5 containers running, 3/4 links wired, [0-3]/5 nodes configured",
+        "leaf2: its container created",
+    )
 
 
 def test_a_management_network_the_engine_never_makes_ends_up_at_its_timeout_naming_it(runtime, node_image, tmp_path):
     e, took = held_up("t-sd-net", "/networks/create", node_image, tmp_path)
-    assert_held_up(runtime, "t-sd-net", e, took, "mgmt network",
-                   r"0/5 containers running, 0/4 links wired, 0/5 nodes configured",
-                   "lab t-sd-net: its management network made")
+    assert_held_up(
+        runtime,
+        "t-sd-net",
+        e,
+        took,
+        "mgmt network",
+        r"0/5 containers running, 0/4 links wired, 0/5 nodes configured",
+        "lab t-sd-net: its management network made",
+    )

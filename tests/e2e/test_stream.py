@@ -1,6 +1,7 @@
 """Background RoCE streams on the default lab: a quiet fabric loses nothing, and a
 fault on one host's access port is an outage of exactly that host's flows, about
 as long as the fault."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,7 +16,7 @@ HOST = "host1a"
 
 @pytest.fixture(scope="module")
 def lab(aipod):
-    return aipod        # the default lab this module shares with others: each fault it makes is reverted
+    return aipod  # the default lab this module shares with others: each fault it makes is reverted
 
 
 def access_port(lab, host: str) -> str:
@@ -65,7 +66,7 @@ def test_pairs_are_every_same_tenant_pair(lab):
     assert ("host1a", "host1b") not in ps, "red and blue never talk"
 
 
-@pytest.mark.alone      # streams paced in time: the machine to itself
+@pytest.mark.alone  # streams paced in time: the machine to itself
 def test_a_quiet_fabric_loses_nothing(lab):
     fl = stream.pair_flows(lab.fabric)
     with stream.Stream(lab, fl) as s:
@@ -80,7 +81,7 @@ def test_a_quiet_fabric_loses_nothing(lab):
     assert {r.tenant for r in s.results} == {"red", "blue"}
 
 
-@pytest.mark.alone      # streams paced in time: the machine to itself
+@pytest.mark.alone  # streams paced in time: the machine to itself
 def test_total_loss_on_a_host_port_is_an_outage_of_its_flows(lab):
     spec = access_port(lab, HOST)
 
@@ -88,7 +89,7 @@ def test_total_loss_on_a_host_port_is_an_outage_of_its_flows(lab):
     assert_outage_of(s, HOST, fault_s)
 
 
-@pytest.mark.alone      # streams paced in time: the machine to itself
+@pytest.mark.alone  # streams paced in time: the machine to itself
 def test_a_host_link_down_is_an_outage_of_its_flows(lab):
     s, fault_s = outage_under(lab, lambda: faults.link_down(lab, access_port(lab, HOST)))
     assert_outage_of(s, HOST, fault_s)

@@ -2,6 +2,7 @@
 leaf-VTEP lab must give the same answers. Both have tenants red and blue with
 the same subnets; host?a/host?b even share addresses across tenants.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -51,19 +52,23 @@ def test_the_vrf_backend_is_netns_on_every_kernel_unless_asked(lab):
     assert lab.status().vrf_backend == lab.backend
 
 
-@pytest.mark.parametrize("src,dst,how", [
-    ("host1a", "host2a", "red web stretched across VTEPs (L2VNI)"),
-    ("host1b", "host2b", "blue web stretched across VTEPs (L2VNI)"),
-    ("host2a", "host1c", "red web -> db routed across VTEPs (L3VNI, type-5/type-2)"),
-    ("host1a", "host1c", "red web -> db routed on one VTEP"),
-    ("host1b", "host2c", "blue web -> db routed across VTEPs"),
-])
+@pytest.mark.parametrize(
+    "src,dst,how",
+    [
+        ("host1a", "host2a", "red web stretched across VTEPs (L2VNI)"),
+        ("host1b", "host2b", "blue web stretched across VTEPs (L2VNI)"),
+        ("host2a", "host1c", "red web -> db routed across VTEPs (L3VNI, type-5/type-2)"),
+        ("host1a", "host1c", "red web -> db routed on one VTEP"),
+        ("host1b", "host2c", "blue web -> db routed across VTEPs"),
+    ],
+)
 def test_same_tenant_hosts_reach_each_other(lab, src, dst, how):
     assert ping(lab, src, address(lab, dst)), f"{src} cannot reach {dst}: {how}"
 
 
-@pytest.mark.parametrize("src,dst", [("host1a", "host2c"), ("host2a", "host2c"), ("host1b", "host1c"),
-                                     ("host2b", "host1c")])
+@pytest.mark.parametrize(
+    "src,dst", [("host1a", "host2c"), ("host2a", "host2c"), ("host1b", "host1c"), ("host2b", "host1c")]
+)
 def test_hosts_of_different_tenants_cannot_reach_each_other(lab, src, dst):
     assert not ping(lab, src, address(lab, dst), count=2), f"{src} reached {dst} of another tenant"
 
@@ -108,13 +113,18 @@ def test_the_underlay_carries_each_tenant_in_its_own_vni(lab):
         c.__enter__()
     try:
         with ThreadPoolExecutor(4) as pool:
-            results = list(pool.map(lambda args: ping(lab, *args), [
-                ("host1a", "10.1.1.12", 5, 0x68),    # red web, stretched: red L2VNI
-                ("host1b", "10.1.1.12", 5, 0x68),    # blue web, stretched: blue L2VNI
-                ("host1a", "10.1.2.11", 1),          # warm-up within the VTEP
-                ("host2a", "10.1.2.11", 5),          # red routed across: red L3VNI
-                ("host1b", "10.1.2.12", 5),          # blue routed across: blue L3VNI
-            ]))
+            results = list(
+                pool.map(
+                    lambda args: ping(lab, *args),
+                    [
+                        ("host1a", "10.1.1.12", 5, 0x68),  # red web, stretched: red L2VNI
+                        ("host1b", "10.1.1.12", 5, 0x68),  # blue web, stretched: blue L2VNI
+                        ("host1a", "10.1.2.11", 1),  # warm-up within the VTEP
+                        ("host2a", "10.1.2.11", 5),  # red routed across: red L3VNI
+                        ("host1b", "10.1.2.12", 5),  # blue routed across: blue L3VNI
+                    ],
+                )
+            )
     finally:
         for c in caps:
             c.__exit__(None, None, None)
@@ -133,8 +143,9 @@ def test_the_underlay_carries_each_tenant_in_its_own_vni(lab):
     assert (ip("host1a"), ip("host2a")) in seen.get(red.segments["web"].l2vni, set()), seen
     assert (ip("host1b"), ip("host2b")) in seen.get(blue.segments["web"].l2vni, set()), seen
     assert (ip("host2a"), ip("host1c")) in seen.get(red.l3vni, set()) | seen.get(red.segments["db"].l2vni, set()), seen
-    assert (ip("host1b"), ip("host2c")) in (seen.get(blue.l3vni, set())
-                                            | seen.get(blue.segments["web"].l2vni, set())), seen
+    assert (ip("host1b"), ip("host2c")) in (
+        seen.get(blue.l3vni, set()) | seen.get(blue.segments["web"].l2vni, set())
+    ), seen
     # each VNI carries only its own tenant's hosts
     red_vnis = {red.l3vni, *(s.l2vni for s in red.segments.values())}
     blue_vnis = {blue.l3vni, *(s.l2vni for s in blue.segments.values())}
@@ -160,6 +171,9 @@ def test_status_shows_tenants_vnis_vteps_and_routes(lab):
         # (plus MAC/IPv6 link-local routes once hosts have spoken IPv6)
         assert (r["type3"], r["type5"]) == (3, 3) and r["type2"] >= 6, (vtep, r)
         (doc,) = lab.node(vtep).vtysh_json(frr.ROUTES)
-        macip = {tuple(k.split(":[")[i].strip("[]") for i in (3, 5))
-                 for rtype, k, vnis in frr.evpn_routes(doc) if rtype == 2 and vnis & vnis_of(t) and "[32]" in k}
+        macip = {
+            tuple(k.split(":[")[i].strip("[]") for i in (3, 5))
+            for rtype, k, vnis in frr.evpn_routes(doc)
+            if rtype == 2 and vnis & vnis_of(t) and "[32]" in k
+        }
         assert macip == {(a.mac, a.address.split("/")[0]) for a in t.attachments}, (vtep, macip)

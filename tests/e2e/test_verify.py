@@ -1,5 +1,6 @@
 """`twin verify` judged both ways: the default lab passes; labs broken on purpose
 fail, and the report names the cause."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def lab(aipod):
-    return aipod        # the default lab, shared with other modules: only read here (the labs it breaks are its own)
+    return aipod  # the default lab, shared with other modules: only read here (the labs it breaks are its own)
 
 
 @pytest.fixture
@@ -48,7 +49,7 @@ def test_the_default_lab_passes_every_check(lab):
     under = {c.name: c.data for c in report.checks if c.group == "underlay"}
     for name, data in under.items():
         assert len(data["vnis"]) == 1 and data["delivered"] == data["sent"] and data["fragments"] == 0, name
-        if "every path" in name:   # both uplinks of the sending DPU, both leafs' ports to the other DPU
+        if "every path" in name:  # both uplinks of the sending DPU, both leafs' ports to the other DPU
             assert len(data["packets_per_port"]) == 4 and all(n > 0 for n in data["packets_per_port"].values()), data
 
 
@@ -72,8 +73,9 @@ def test_a_wrong_vni_on_one_vtep_is_named(broken):
     pid = broken.pids()["dpu2"]
     ex = broken.node("dpu2")
     ns = "red" if broken.backend == "netns" else ""
-    steps = [Step("vxlan", "vxlan10109", args={"vni": 10109, "local": broken.fabric.nodes["dpu2"].loopback,
-                                              "mtu": 8950})]
+    steps = [
+        Step("vxlan", "vxlan10109", args={"vni": 10109, "local": broken.fabric.nodes["dpu2"].loopback, "mtu": 8950})
+    ]
     steps += [Step("move", "vxlan10109", args={"to": ns})] if ns else []
     steps += [Step("master", "vxlan10109", ns, {"master": "br10101"}), Step("up", "vxlan10109", ns)]
     # the wrong VNI first, then the right one removed: the other way round, bgpd on dpu2 hands VNI 10109 the
@@ -93,8 +95,12 @@ def test_a_wrong_vni_on_one_vtep_is_named(broken):
     def dpu2_view() -> list[str]:  # on a timeout: did dpu2's zebra see the VNI go, and what does dpu1 hold?
         return dpu1_still_floods_to_dpu2() + [
             "dpu2: " + broken.node("dpu2").vtysh("show evpn vni").strip().replace("\n", " | "),
-            "dpu1: " + broken.node("dpu1").vtysh("show bgp l2vpn evpn route type multicast").strip()[-1500:]
-            .replace("\n", " | ")]
+            "dpu1: "
+            + broken.node("dpu1")
+            .vtysh("show bgp l2vpn evpn route type multicast")
+            .strip()[-1500:]
+            .replace("\n", " | "),
+        ]
 
     # a withdrawal crosses dpu2's zebra and bgpd, leaf, spine, leaf and dpu1's bgpd and zebra: on a machine
     # running other labs beside this one (make test's workers) each hop may wait its turn for a CPU
@@ -111,18 +117,28 @@ def test_a_route_target_leak_between_tenants_is_named(broken):
     """dpu1 imports blue's routes into red's VRF: blue's host2c/32 shows up in red."""
     asn = broken.fabric.nodes["dpu1"].asn
     blue_rt = f"{broken.fabric.nodes['dpu2'].asn & 0xFFFF}:10200"
-    broken.node("dpu1").vtysh("configure terminal", f"router bgp {asn} vrf red", "address-family l2vpn evpn",
-                              f"route-target import {blue_rt}")
+    broken.node("dpu1").vtysh(
+        "configure terminal", f"router bgp {asn} vrf red", "address-family l2vpn evpn", f"route-target import {blue_rt}"
+    )
     # bgpd imports blue's routes into red a moment later: judge once red's VRF on dpu1 shows it
-    wait.until(lambda: [] if any(c.name == "vrf dpu1 red" for c in verify.run(broken, only=["control"]).failures())
-               else ["red's VRF on dpu1 still as intended"], 30, "dpu1 importing blue's routes into red")
+    wait.until(
+        lambda: (
+            []
+            if any(c.name == "vrf dpu1 red" for c in verify.run(broken, only=["control"]).failures())
+            else ["red's VRF on dpu1 still as intended"]
+        ),
+        30,
+        "dpu1 importing blue's routes into red",
+    )
     report = verify.run(broken, only=["control", "isolation"])
     failed = {c.name: c.message for c in report.failures()}
     assert not report.passed
     # FRR 8.4 adds blue's host2c to red; FRR 10 also lets blue's 10.1.1.12 (host2b) displace red's own
     # host2a at the same address and VTEP: either way red's VRF on dpu1 is named
-    assert ("unexpected 10.1.2.12/32 via 10.255.0.6 (of tenant blue)" in failed["vrf dpu1 red"]
-            or "10.1.1.12/32" in failed["vrf dpu1 red"]), failed
+    assert (
+        "unexpected 10.1.2.12/32 via 10.255.0.6 (of tenant blue)" in failed["vrf dpu1 red"]
+        or "10.1.1.12/32" in failed["vrf dpu1 red"]
+    ), failed
     assert [n for n in failed if n.startswith("vrf")] == ["vrf dpu1 red"], "only red's VRF on dpu1 is wrong"
     # the leaked route carries red's L3VNI to dpu2, where red has no such host: no frame crosses over
     assert report.extra["isolation"]["matrix"]["host1a"]["host2c"] == "blocked"
@@ -160,8 +176,7 @@ def test_an_mtu_mismatch_that_drops_large_roce_frames_is_named(broken):
 
 
 def test_cli_traffic_sends_one_roce_flow_and_reports_it(lab):
-    p = twin_cli("traffic", lab.name, "host1a", "host2a", "--count", "8", "--payload", "4000", "--dscp", "46",
-                 "--json")
+    p = twin_cli("traffic", lab.name, "host1a", "host2a", "--count", "8", "--payload", "4000", "--dscp", "46", "--json")
     doc = json.loads(p.stdout)
     assert p.returncode == 0, p.stderr
     assert (doc["sent"], doc["received"], doc["icrc_bad"], doc["tos_changed"], doc["gaps"]) == (8, 8, 0, 0, 0)

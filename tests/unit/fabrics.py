@@ -1,4 +1,5 @@
 """Topologies the unit tests build rather than keep as files."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,9 @@ def clos(tmp_path: Path, spines: int, leafs: int, name: str = "big") -> Fabric:
     nodes |= {f"leaf{i}": {"kind": "leaf"} for i in range(1, leafs + 1)}
     links = [[f"spine{s}", f"leaf{leaf}"] for leaf in range(1, leafs + 1) for s in range(1, spines + 1)]
     f = tmp_path / f"{name}.yml"
-    f.write_text(yaml.safe_dump({"name": name, "defaults": {"loopback_pool": "10.255.0.0/22"},
-                                 "nodes": nodes, "links": links}))
+    f.write_text(
+        yaml.safe_dump({"name": name, "defaults": {"loopback_pool": "10.255.0.0/22"}, "nodes": nodes, "links": links})
+    )
     return load(f)
 
 
@@ -40,11 +42,13 @@ def designs(draw) -> dict:
         nodes[name]["drain"] = True
     vteps = sorted(n for n, x in nodes.items() if x["kind"] == vtep)
     tenants: dict = {}
-    overlap = draw(st.booleans())     # every tenant with the same address plan, as the default lab's
+    overlap = draw(st.booleans())  # every tenant with the same address plan, as the default lab's
     for t in range(1, draw(st.integers(0, 3)) + 1):
         plan = 1 if overlap else t
-        segs = {f"s{k}": {"subnet": f"10.{k}.{plan}.0/24", "l2vni": 1000 * t + k}
-                for k in range(1, draw(st.integers(1, 3)) + 1)}
+        segs = {
+            f"s{k}": {"subnet": f"10.{k}.{plan}.0/24", "l2vni": 1000 * t + k}
+            for k in range(1, draw(st.integers(1, 3)) + 1)
+        }
         attachments = []
         for h in range(draw(st.integers(1, 4))):
             host, seg = f"h{t}x{h}", draw(st.sampled_from(sorted(segs)))

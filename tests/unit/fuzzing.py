@@ -1,5 +1,6 @@
 """What the fuzzing of every front door shares: run a reader on hostile input within a time and
 memory bound, and hold its outcome to twin's error style (test_fuzz_doors, test_fuzz_files)."""
+
 from __future__ import annotations
 
 import os
@@ -20,18 +21,82 @@ def fuzz(examples: int):
     """Deterministic (derandomize) so CI is stable; TWIN_FUZZ_SCALE=N runs N times as many (and,
     not derandomized, other ones each time) for a longer hunt by hand."""
     scale = int(os.environ.get("TWIN_FUZZ_SCALE", "1"))
-    return settings(derandomize=scale == 1, database=None, deadline=None, max_examples=examples * scale,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.function_scoped_fixture])
+    return settings(
+        derandomize=scale == 1,
+        database=None,
+        deadline=None,
+        max_examples=examples * scale,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    )
 
 
 # JSON and YAML trouble, spliced into a good file's text
-SNIPPETS = ["[" * 80, "{" * 80, "]", "}", ",", ":", '"', "'", "\\", "NaN", "-Infinity", "1e999", "9" * 5000,
-            "\x00", "\x1b", "\x7f", "\ufeff", "\u2028", "\x85", "\\u0000", "\\ud800", '{"a": 1, "a": 2}',
-            "null", "true", "[]", "{}", "é", "\t", "\r", "\n", "&a ", "*a", "!!python/object:os.system ",
-            "<<: ", "---\n", "# ", "- ", "//", "/*", "--", "->", ";", "=", "subgraph"]
-NAMES = ["spine1", "spine2", "leaf1", "leaf2", "dpu1", "h1", "host1", "r1", "r2", "Leaf1", "", "..", "a b",
-         "x" * 70, "é", "leaf1\n", "-", "0"]
+SNIPPETS = [
+    "[" * 80,
+    "{" * 80,
+    "]",
+    "}",
+    ",",
+    ":",
+    '"',
+    "'",
+    "\\",
+    "NaN",
+    "-Infinity",
+    "1e999",
+    "9" * 5000,
+    "\x00",
+    "\x1b",
+    "\x7f",
+    "\ufeff",
+    "\u2028",
+    "\x85",
+    "\\u0000",
+    "\\ud800",
+    '{"a": 1, "a": 2}',
+    "null",
+    "true",
+    "[]",
+    "{}",
+    "é",
+    "\t",
+    "\r",
+    "\n",
+    "&a ",
+    "*a",
+    "!!python/object:os.system ",
+    "<<: ",
+    "---\n",
+    "# ",
+    "- ",
+    "//",
+    "/*",
+    "--",
+    "->",
+    ";",
+    "=",
+    "subgraph",
+]
+NAMES = [
+    "spine1",
+    "spine2",
+    "leaf1",
+    "leaf2",
+    "dpu1",
+    "h1",
+    "host1",
+    "r1",
+    "r2",
+    "Leaf1",
+    "",
+    "..",
+    "a b",
+    "x" * 70,
+    "é",
+    "leaf1\n",
+    "-",
+    "0",
+]
 SCALARS = NAMES + [0, 1, -1, 65000, 4294967296, 2**64, 1.5, True, False, None]
 
 
@@ -40,9 +105,14 @@ def scalars():
 
 
 def json_values(leaves=None):
-    return st.recursive(leaves or scalars(), lambda inner: st.lists(inner, max_size=4)
-                        | st.dictionaries(st.sampled_from(NAMES) | st.text(max_size=6), inner, max_size=4),
-                        max_leaves=10)
+    return st.recursive(
+        leaves or scalars(),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(st.sampled_from(NAMES) | st.text(max_size=6), inner, max_size=4)
+        ),
+        max_leaves=10,
+    )
 
 
 @st.composite
@@ -52,7 +122,7 @@ def spliced(draw, seeds: list[str]):
     for _ in range(draw(st.integers(1, 4))):
         at = draw(st.integers(0, len(text)))
         cut = draw(st.sampled_from([0, 0, 0, 1, 10]))
-        text = text[:at] + draw(st.sampled_from(SNIPPETS) | st.text(max_size=5)) + text[at + cut:]
+        text = text[:at] + draw(st.sampled_from(SNIPPETS) | st.text(max_size=5)) + text[at + cut :]
     encoding = draw(st.sampled_from(["utf-8", "utf-8", "utf-8", "utf-8", "utf-16", "latin-1"]))
     return text.encode(encoding, "surrogatepass" if encoding.startswith("utf") else "replace")
 
@@ -98,4 +168,4 @@ def check_cleanly(call: Callable[[], Any], ok: type | tuple[type, ...], files: t
 
 def readable(text: str) -> None:
     assert text.isprintable(), f"control characters are escaped: {text!r}"
-    text.encode("utf-8")      # no lone surrogate: it could not be printed
+    text.encode("utf-8")  # no lone surrogate: it could not be printed

@@ -1,5 +1,6 @@
 """The NVUE samples' leaf01 as unit tests change it: its startup.yaml tree with patches laid over it,
 built on the samples' fabric (tests/e2e/nvue/samples.yml) into what the node would run."""
+
 from __future__ import annotations
 
 import copy

@@ -1,5 +1,6 @@
 """Tenant host bindings on VTEPs are PERMANENT neighbours, in the script and over netlink (issue 18):
 the one state the kernel's neighbour collector never takes, and one zebra advertises as local."""
+
 from pathlib import Path
 
 import pytest

@@ -1,5 +1,6 @@
 """The user's checks as files: every type loads, every problem is named with file:line, the
 topology's checks: section travels with the Fabric, names are unique across files."""
+
 from __future__ import annotations
 
 import json
@@ -62,33 +63,57 @@ def test_structure_alone_without_a_lab(tmp_path):
         load_checks(f, load(AIPOD))
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "the file holds nothing"),
-    ("- a\n", "the file holds a list"),
-    ("check: []\n", "check: unknown field; a checks file has one key, checks"),
-    ("checks: 3\n", "checks: must be a list of checks"),
-    ("checks:\n  - {name: a, type: nosuch}\n", "checks[0].type: unknown check type 'nosuch'; types: bgp_session,"),
-    ("checks:\n  - {name: a}\n", "checks[0].type: required: the check's type, one of bgp_session"),
-    ("checks:\n  - {name: a, type: ping, from: host1a, to: 10.0.0.1, count: 1.5}\n",
-     "count: a count is a whole number"),
-    ("checks:\n  - {name: a, type: ping, from: host1a, to: 10.0.0.1, timeout: true}\n",
-     "timeout: a timeout is a number"),
-    ("checks:\n  - {name: a, type: route, node: dpu1, prefix: 10.0.0.0/8, vrf: red, tenant: red}\n",
-     "give vrf or tenant, not both"),
-    ("checks:\n  - {name: a, type: route, node: dpu1, prefix: 10.0.0.0/8, expect: absent, vteps: [dpu2]}\n",
-     "an absent route has no next hops"),
-    ("checks:\n  - {name: a, type: bgp_prefixes, node: leaf1, peer: spine1, min: 5, max: 2}\n",
-     "max (2) is below min (5)"),
-    ("checks:\n  - {name: a, type: bgp_session, node: leaf1, peer: 10.0.0.9, afi: ipv5}\n",
-     "afi: must be 'ipv4', 'ipv6' or 'evpn'; got 'ipv5'"),
-    ("checks:\n  - {name: a, type: exec, node: leaf1, command: ls, regex: '['}\n", "regex: not a regular expression"),
-    ("checks:\n  - {name: a, type: bgp_prefixes, node: dpu1, vrf: red, afi: evpn, min: 1}\n",
-     "afi: EVPN sessions live in the default VRF"),
-    ("checks:\n  - {name: a, type: ping, from: spine1, to: 10.0.0.1, vrf: red}\n",
-     "spine1 has no VRF 'red'; its VRFs: default"),
-    ("checks:\n  - {name: a, type: roce, form: host1a, to: host2a}\n", "form: unknown field; allowed: name, type, "
-     "description, timeout, window, from, to"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "the file holds nothing"),
+        ("- a\n", "the file holds a list"),
+        ("check: []\n", "check: unknown field; a checks file has one key, checks"),
+        ("checks: 3\n", "checks: must be a list of checks"),
+        ("checks:\n  - {name: a, type: nosuch}\n", "checks[0].type: unknown check type 'nosuch'; types: bgp_session,"),
+        ("checks:\n  - {name: a}\n", "checks[0].type: required: the check's type, one of bgp_session"),
+        (
+            "checks:\n  - {name: a, type: ping, from: host1a, to: 10.0.0.1, count: 1.5}\n",
+            "count: a count is a whole number",
+        ),
+        (
+            "checks:\n  - {name: a, type: ping, from: host1a, to: 10.0.0.1, timeout: true}\n",
+            "timeout: a timeout is a number",
+        ),
+        (
+            "checks:\n  - {name: a, type: route, node: dpu1, prefix: 10.0.0.0/8, vrf: red, tenant: red}\n",
+            "give vrf or tenant, not both",
+        ),
+        (
+            "checks:\n  - {name: a, type: route, node: dpu1, prefix: 10.0.0.0/8, expect: absent, vteps: [dpu2]}\n",
+            "an absent route has no next hops",
+        ),
+        (
+            "checks:\n  - {name: a, type: bgp_prefixes, node: leaf1, peer: spine1, min: 5, max: 2}\n",
+            "max (2) is below min (5)",
+        ),
+        (
+            "checks:\n  - {name: a, type: bgp_session, node: leaf1, peer: 10.0.0.9, afi: ipv5}\n",
+            "afi: must be 'ipv4', 'ipv6' or 'evpn'; got 'ipv5'",
+        ),
+        (
+            "checks:\n  - {name: a, type: exec, node: leaf1, command: ls, regex: '['}\n",
+            "regex: not a regular expression",
+        ),
+        (
+            "checks:\n  - {name: a, type: bgp_prefixes, node: dpu1, vrf: red, afi: evpn, min: 1}\n",
+            "afi: EVPN sessions live in the default VRF",
+        ),
+        (
+            "checks:\n  - {name: a, type: ping, from: spine1, to: 10.0.0.1, vrf: red}\n",
+            "spine1 has no VRF 'red'; its VRFs: default",
+        ),
+        (
+            "checks:\n  - {name: a, type: roce, form: host1a, to: host2a}\n",
+            "form: unknown field; allowed: name, type, description, timeout, window, from, to",
+        ),
+    ],
+)
 def test_each_problem_says_what_is_allowed(tmp_path, text, message):
     f = tmp_path / "c.yml"
     f.write_text(text)
@@ -102,7 +127,7 @@ def test_a_topology_file_gives_its_checks_section(tmp_path):
     topo.write_text(AIPOD.read_text() + EVERY_TYPE)
     fabric = load(topo)
     assert len(fabric.checks) == 14 and fabric.checks[7].from_ == "host1a"
-    again = Fabric.model_validate(json.loads(fabric.model_dump_json()))   # as recorded in the lab directory
+    again = Fabric.model_validate(json.loads(fabric.model_dump_json()))  # as recorded in the lab directory
     assert again.checks == fabric.checks
     assert "checks" not in json.loads(load(AIPOD).model_dump_json()), "a fabric without checks records none"
     assert [c.name for c in load_checks(topo, fabric).checks] == [c.name for c in fabric.checks]
@@ -111,8 +136,10 @@ def test_a_topology_file_gives_its_checks_section(tmp_path):
 def test_names_are_unique_across_files(tmp_path):
     a, b = tmp_path / "a.yml", tmp_path / "b.yml"
     a.write_text("checks:\n  - {name: x, type: exec, node: leaf1, command: 'true'}\n")
-    b.write_text("checks:\n  - {name: y, type: exec, node: leaf1, command: 'true'}\n"
-                 "  - {name: x, type: exec, node: leaf1, command: 'false'}\n")
+    b.write_text(
+        "checks:\n  - {name: y, type: exec, node: leaf1, command: 'true'}\n"
+        "  - {name: x, type: exec, node: leaf1, command: 'false'}\n"
+    )
     fabric = load(AIPOD)
     assert [c.name for c in merge([load_checks(a, fabric), CheckSet("none")])] == ["x"]
     with pytest.raises(TopologyError) as e:
@@ -153,5 +180,7 @@ def test_verify_asked_of_a_node_that_is_no_host_names_the_hosts():
 
     with pytest.raises(TwinError) as e:
         zerotrust.targets(load(ROOT / "topologies/aipod.yml"), "spine1")
-    assert str(e.value) == "'spine1' is not a host endpoint of lab aipod; hosts: host1a, host1b, host1c, host2a, " \
-                           "host2b, host2c"
+    assert (
+        str(e.value) == "'spine1' is not a host endpoint of lab aipod; hosts: host1a, host1b, host1c, host2a, "
+        "host2b, host2c"
+    )

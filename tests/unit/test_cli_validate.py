@@ -1,4 +1,5 @@
 """`twin validate`: checks and renders a topology without creating anything, for CI."""
+
 import json
 from pathlib import Path
 
@@ -19,10 +20,21 @@ def test_a_valid_topology_is_summarised_rendered_and_sized_against_the_host(monk
     doc = json.loads(res.output)
     assert res.exit_code == (0 if not doc["host"]["short"] else 1)
     assert doc["valid"] and doc["problems"] == []
-    assert doc["summary"] == {"nodes": {"spine": 2, "leaf": 2, "dpu": 2, "host": 6}, "links": 14, "sessions": 8,
-                              "tenants": 2, "vteps": 2}
-    assert doc["rendered"]["dpu1"] == ["daemons", "frr.conf", "interfaces.sh", "nftables-blue.nft",
-                                       "nftables-red.nft", "vtysh.conf"]
+    assert doc["summary"] == {
+        "nodes": {"spine": 2, "leaf": 2, "dpu": 2, "host": 6},
+        "links": 14,
+        "sessions": 8,
+        "tenants": 2,
+        "vteps": 2,
+    }
+    assert doc["rendered"]["dpu1"] == [
+        "daemons",
+        "frr.conf",
+        "interfaces.sh",
+        "nftables-blue.nft",
+        "nftables-red.nft",
+        "vtysh.conf",
+    ]
     assert doc["host"]["needs"]["IPv6 neighbours"] > 0
     text = run("validate", "topologies/aipod.yml")
     assert "valid: 2 spine, 2 leaf, 2 dpu, 6 host; 14 links, 8 BGP sessions" in text.output
@@ -41,8 +53,11 @@ def test_an_invalid_topology_lists_every_problem_and_exits_1(monkeypatch):
 
 def test_every_front_door_up_takes_is_validated_the_same_way(monkeypatch):
     monkeypatch.chdir(ROOT)
-    for f in ("tests/golden/interop/air/demo.json", "tests/golden/interop/air/demo.dot",
-              "tests/golden/interop/containerlab/frr01/frr01.clab.yml"):
+    for f in (
+        "tests/golden/interop/air/demo.json",
+        "tests/golden/interop/air/demo.dot",
+        "tests/golden/interop/containerlab/frr01/frr01.clab.yml",
+    ):
         res = run("validate", f, "--json")
         doc = json.loads(res.output)
         assert doc["valid"] and doc["summary"]["links"] == (4 if "air" in f else 6), f

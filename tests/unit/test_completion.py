@@ -1,5 +1,6 @@
 """Shell completion (issue 27): lab names from $TWIN_HOME, node names of the lab typed before
 them, ports after NODE:, through click's own completion protocol."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,8 +33,12 @@ def test_labs_and_nodes_complete(tmp_path, monkeypatch):
     assert complete(["exec", "aipod"], "lea") == ["leaf1", "leaf2"]
     assert complete(["exec", "aipod"], "LEA") == ["leaf1", "leaf2"], "typed as the user writes it"
     assert complete(["traffic", "aipod", "host1a"], "host2") == ["host2a", "host2b", "host2c"]
-    assert complete(["fault", "link-down", "aipod"], "leaf1:sw") == ["leaf1:swp1", "leaf1:swp2", "leaf1:swp3",
-                                                                     "leaf1:swp4"]
+    assert complete(["fault", "link-down", "aipod"], "leaf1:sw") == [
+        "leaf1:swp1",
+        "leaf1:swp2",
+        "leaf1:swp3",
+        "leaf1:swp4",
+    ]
     assert complete(["fault", "node-stop", "aipod"], "spi") == ["spine1", "spine2"]
     assert complete(["status"], "aipod2") == ["aipod2"]
 

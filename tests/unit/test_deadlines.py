@@ -5,6 +5,7 @@ pyroute2 reads; a wait's deadline is fixed at its start and holds whatever its p
 A request that is never answered is a real one: sent to a netlink socket of the same
 namespace that never replies (the socket is connected to that deaf peer instead of the kernel).
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,9 @@ def deaf() -> socket.socket:
 
 def test_a_raw_dump_never_answered_ends_at_its_deadline_closed_and_the_next_one_reads_again():
     """In a namespace of its own: the host's routes change whenever a lab (another test's) comes or goes."""
+
     def check(here: str) -> None:
-        with IPRoute() as ipr:     # a route of its own to read back
+        with IPRoute() as ipr:  # a route of its own to read back
             (lo,) = ipr.link_lookup(ifname="lo")
             ipr.link("set", index=lo, state="up")
             ipr.route("add", dst="10.9.9.0/24", oif=lo)
@@ -48,9 +50,12 @@ def test_a_raw_dump_never_answered_ends_at_its_deadline_closed_and_the_next_one_
                 d.routes()
             assert 0.45 < time.monotonic() - t < 1.5
             assert str(exc.value) == f"{here}: no answer to a dump of table 254's routes within 0.5s (abandoned)"
-            assert d.sock is None   # abandoned: its socket closed
-            assert d.routes(host_only=False) == observe.routes(netns.InNamespace(here), host_only=False) == \
-                {"10.9.9.0/24": {"lo"}}
+            assert d.sock is None  # abandoned: its socket closed
+            assert (
+                d.routes(host_only=False)
+                == observe.routes(netns.InNamespace(here), host_only=False)
+                == {"10.9.9.0/24": {"lo"}}
+            )
         finally:
             peer.close()
             d.close()
@@ -76,12 +81,12 @@ def test_a_pyroute2_request_never_answered_ends_at_its_deadline_and_its_handle_i
             h.get_routes()
         assert time.monotonic() - t < 1.5
         assert str(exc.value) == f"{here}: no answer to a netlink request (get_routes) within 0.5s (abandoned)"
-        assert h.asyncore.status["closed"]   # abandoned: its sockets closed
+        assert h.asyncore.status["closed"]  # abandoned: its sockets closed
     finally:
         peer.close()
     with netns.Handles() as handles:
         first = handles.get(os.getpid())
-        first.close()   # as an abandoned request leaves it
+        first.close()  # as an abandoned request leaves it
         assert handles.get(os.getpid()) is not first and observe.link_names(handles.get(os.getpid()))
 
 
@@ -103,8 +108,15 @@ def test_the_raw_dumps_read_what_pyroute2_reads():
             ipr.route("add", dst="0.0.0.0/0", gateway="10.0.0.2")
             ipr.route("add", dst="10.7.7.7/32", oif=b, table=100)
             ipr.route("add", dst="10.6.6.6/32", type="blackhole")
-            ipr.link("add", ifname="vx", kind="vxlan", vxlan_id=10, vxlan_local="10.0.0.1", vxlan_port=4789,
-                     vxlan_learning=False)
+            ipr.link(
+                "add",
+                ifname="vx",
+                kind="vxlan",
+                vxlan_id=10,
+                vxlan_local="10.0.0.1",
+                vxlan_port=4789,
+                vxlan_learning=False,
+            )
             vx = ipr.link_lookup(ifname="vx")[0]
             ipr.link("set", index=vx, state="up")
             ipr.fdb("append", ifindex=vx, lladdr="00:00:00:00:00:00", dst="10.0.0.2")
@@ -116,8 +128,11 @@ def test_the_raw_dumps_read_what_pyroute2_reads():
                     assert d.routes(table, host_only) == observe.routes(h, table, host_only), (table, host_only)
             assert d.routes(host_only=False)["10.9.9.9/32"] == {"a", "b"}
             assert d.routes(host_only=False)["0.0.0.0/0"] == {"a"} and d.routes()["10.6.6.6/32"] == set()
-            assert d.fdb() == observe.fdb(h) == {("vx", "00:00:00:00:00:00", "10.0.0.2"),
-                                                 ("vx", "02:00:00:00:00:07", "10.0.0.3")}
+            assert (
+                d.fdb()
+                == observe.fdb(h)
+                == {("vx", "00:00:00:00:00:00", "10.0.0.2"), ("vx", "02:00:00:00:00:07", "10.0.0.3")}
+            )
         finally:
             d.close()
             h.close()
@@ -127,7 +142,7 @@ def test_the_raw_dumps_read_what_pyroute2_reads():
 
 def test_a_waits_deadline_holds_from_its_start_whatever_its_probe_meets():
     start = time.monotonic()
-    time.sleep(0.3)   # what the command did before it waited
+    time.sleep(0.3)  # what the command did before it waited
     probes = []
 
     def probe() -> list[str]:
@@ -138,7 +153,7 @@ def test_a_waits_deadline_holds_from_its_start_whatever_its_probe_meets():
         wait.until(probe, 1.0, "convergence", first=0.05, cap=0.2, since=start)
     took = time.monotonic() - start
     assert 0.95 <= took < 1.2 and exc.value.seconds == pytest.approx(took, abs=0.05)
-    assert max(probes) <= start + 1.0 + 0.01   # no probe began past the deadline
+    assert max(probes) <= start + 1.0 + 0.01  # no probe began past the deadline
     assert exc.value.missing == ["spine1: not known yet"]
 
 
@@ -153,7 +168,7 @@ def test_a_costly_probe_is_paced():
     with pytest.raises(ConvergenceTimeout):
         wait.until(probe, 1.5, "x", first=0.01, cap=0.01, pace=3.0)
     gaps = [b - a for a, b in zip(calls, calls[1:])]
-    assert gaps and all(g >= 0.39 for g in gaps[:-1]), gaps   # 0.1 s probe, then 3 x 0.1 s apart
+    assert gaps and all(g >= 0.39 for g in gaps[:-1]), gaps  # 0.1 s probe, then 3 x 0.1 s apart
 
 
 def test_each_returns_at_its_deadline_with_the_calls_that_had_not_ended():
@@ -161,8 +176,12 @@ def test_each_returns_at_its_deadline_with_the_calls_that_had_not_ended():
     pool = ThreadPoolExecutor(4)
     try:
         t = time.monotonic()
-        done, late = wait.each(pool, lambda n: n if n != "leaf1" else release.wait(5) and n,
-                               ["spine1", "leaf1", "leaf2"], wait.Deadline.after(0.5))
+        done, late = wait.each(
+            pool,
+            lambda n: n if n != "leaf1" else release.wait(5) and n,
+            ["spine1", "leaf1", "leaf2"],
+            wait.Deadline.after(0.5),
+        )
         assert time.monotonic() - t < 0.8
         assert done == {"spine1": "spine1", "leaf2": "leaf2"} and late == ["leaf1"]
     finally:
@@ -179,13 +198,15 @@ def test_plain_progress_lines_at_each_stage_change_and_at_a_steady_interval_whil
         tell(stages.Said("starting: 2/4 containers running, 0/3 links wired, 0/4 nodes configured", "containers"))
         tell(stages.Said("starting: 4/4 containers running, 1/3 links wired, 0/4 nodes configured", "links"))
         tell("converging: 0/4 routers done; waiting for leaf1")
-        tell("converging: 1/4 routers done; waiting for leaf2")   # the same stage, said again at once: not printed
-        time.sleep(1.0)                                          # stuck: the last line again, with the time
+        tell("converging: 1/4 routers done; waiting for leaf2")  # the same stage, said again at once: not printed
+        time.sleep(1.0)  # stuck: the last line again, with the time
     texts = [line.split("] ", 1)[1] for line in lines]
-    assert texts[:4] == ["big: rendering configs into /x",
-                         "big: starting: 1/4 containers running, 0/3 links wired, 0/4 nodes configured",
-                         "big: starting: 4/4 containers running, 1/3 links wired, 0/4 nodes configured",
-                         "big: converging: 0/4 routers done; waiting for leaf1"]
+    assert texts[:4] == [
+        "big: rendering configs into /x",
+        "big: starting: 1/4 containers running, 0/3 links wired, 0/4 nodes configured",
+        "big: starting: 4/4 containers running, 1/3 links wired, 0/4 nodes configured",
+        "big: converging: 0/4 routers done; waiting for leaf1",
+    ]
     again = texts[4:]
     assert 2 <= len(again) <= 4 and set(again) == {"big: converging: 1/4 routers done; waiting for leaf2"}, texts
     assert all(re.match(r"\[\s*\d+s\] big: ", line) for line in lines)
@@ -196,13 +217,16 @@ def test_plain_progress_lines_at_each_stage_change_and_at_a_steady_interval_whil
 def test_off_a_terminal_a_commands_progress_is_plain_lines_on_stderr(capsys):
     from twin.cli import common
 
-    assert not common.err.is_terminal   # pytest captures stderr
+    assert not common.err.is_terminal  # pytest captures stderr
     with common.progress("lab1", "starting") as say:
         say("rendering configs into /x")
         say("converging: 0/2 routers done; waiting for leaf1")
     err = capsys.readouterr().err.splitlines()
-    assert [line.split("] ", 1)[1] for line in err] == ["lab1: starting", "lab1: rendering configs into /x",
-                                                        "lab1: converging: 0/2 routers done; waiting for leaf1"]
+    assert [line.split("] ", 1)[1] for line in err] == [
+        "lab1: starting",
+        "lab1: rendering configs into /x",
+        "lab1: converging: 0/2 routers done; waiting for leaf1",
+    ]
 
 
 def test_every_bgp_router_gets_its_loopback_from_the_kernel_side_before_frr_starts(tmp_path):
@@ -217,9 +241,9 @@ def test_every_bgp_router_gets_its_loopback_from_the_kernel_side_before_frr_star
     want = [Step("addr", "lo", args={"cidr": f"{fabric.nodes['leaf2'].loopback}/32"})]
     assert lo_steps(fabric, "leaf2", "netns") == want
     aipod = load(ROOT / "twin" / "topologies" / "aipod.yml")
-    assert lo_steps(aipod, "host1a", "netns") == []   # no BGP there
+    assert lo_steps(aipod, "host1a", "netns") == []  # no BGP there
     vtep = next(n for n in aipod.nodes if aipod.tenants_on(n))
-    assert lo_steps(aipod, vtep, "netns") == []        # a netns VTEP's head step puts it there (overlay.vtep_head)
+    assert lo_steps(aipod, vtep, "netns") == []  # a netns VTEP's head step puts it there (overlay.vtep_head)
 
 
 def test_twin_raises_its_soft_limit_of_open_files_to_the_hard_one():
@@ -227,10 +251,17 @@ def test_twin_raises_its_soft_limit_of_open_files_to_the_hard_one():
     import subprocess
     import sys
 
-    code = ("import resource; from twin.runtime.rtdump import enough_files; "
-            "print(enough_files(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])")
-    out = subprocess.run(["sh", "-c", f'ulimit -S -n 1024 && "{sys.executable}" -c "{code}"'], capture_output=True,
-                         text=True, cwd=ROOT, timeout=60)
+    code = (
+        "import resource; from twin.runtime.rtdump import enough_files; "
+        "print(enough_files(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
+    )
+    out = subprocess.run(
+        ["sh", "-c", f'ulimit -S -n 1024 && "{sys.executable}" -c "{code}"'],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     hard = subprocess.run(["sh", "-c", "ulimit -H -n"], capture_output=True, text=True).stdout.strip()
     assert out.stdout.split() == [hard, hard], out
 
@@ -249,4 +280,5 @@ def test_a_loopback_most_routers_lack_is_named_first_at_a_timeout(tmp_path):
         p.saw(name, counts(n, routes), lacking(n, routes))
     assert p.causes("keepalive 3 s, hold 9 s") == [
         f"leaf3's loopback {lo} is missing on 5 of 6 routers read: leaf3 does not announce it? "
-        f"(`show bgp ipv4 unicast {lo}` on leaf3 says)"]
+        f"(`show bgp ipv4 unicast {lo}` on leaf3 says)"
+    ]

@@ -1,6 +1,7 @@
 """The documentation site (issue 27): it builds strictly (no broken link or reference), with the
 command reference and the front page generated from the CLI and README.md as it builds, and the
 README is a front page."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,14 @@ def test_the_command_reference_has_every_command():
 
 def test_the_site_builds_strictly(tmp_path):
     mkdocs = Path(sys.executable).with_name("mkdocs")
-    res = subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=ROOT,
-                         capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
+    res = subprocess.run(
+        [str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     reference = (tmp_path / "site/reference/commands/index.html").read_text()
     assert "twin doctor" in reference and "Usage: twin fault link-loss" in reference, "generated as it builds"
@@ -35,8 +42,25 @@ def test_the_site_builds_strictly(tmp_path):
 def test_the_readme_is_a_front_page():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) < 250
-    for page in ("quickstart", "topology", "tenants", "verify", "checks", "ci", "day2", "faults", "observability",
-                 "byon", "containerlab", "interop", "nvue", "python", "host-settings", "performance", "limitations"):
+    for page in (
+        "quickstart",
+        "topology",
+        "tenants",
+        "verify",
+        "checks",
+        "ci",
+        "day2",
+        "faults",
+        "observability",
+        "byon",
+        "containerlab",
+        "interop",
+        "nvue",
+        "python",
+        "host-settings",
+        "performance",
+        "limitations",
+    ):
         assert f"(docs/{page}.md" in readme, page
         assert (ROOT / "docs" / f"{page}.md").exists(), page
     assert "docs/web.png" in readme and "make twin-up" in readme and "make test" in readme

@@ -1,5 +1,6 @@
 """`twin doctor` (issue 27): its answers for every fact, with the facts faked (the e2e test
 runs it on this machine)."""
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,17 @@ QUIET = admission.Host(cores=8, busy=0.0, load1=0.1)
 
 
 def sources(**kw) -> doctor.Sources:
-    base = doctor.Sources(root=lambda: True, engine=lambda: hostfacts.Engine(True, "27.1"),
-                          features=lambda: dict(ALL), shaping=lambda: "tc", settings=lambda: {},
-                          usage=lambda: H.Usage(mem_available_mib=1 << 20), cpu=lambda: QUIET,
-                          images=lambda: [IMAGE], leftovers=lambda: hostfacts.Leftovers())
+    base = doctor.Sources(
+        root=lambda: True,
+        engine=lambda: hostfacts.Engine(True, "27.1"),
+        features=lambda: dict(ALL),
+        shaping=lambda: "tc",
+        settings=lambda: {},
+        usage=lambda: H.Usage(mem_available_mib=1 << 20),
+        cpu=lambda: QUIET,
+        images=lambda: [IMAGE],
+        leftovers=lambda: hostfacts.Leftovers(),
+    )
     return replace(base, **kw)
 
 
@@ -45,8 +53,9 @@ def test_a_full_kernel_is_ready_and_says_so():
 
 
 def test_this_machine_s_lacks_say_what_they_change():
-    lacking = dict(ALL, vrf=False, netem=False, red=False, fq_codel=False, matchall=False, dummy=False, vlan=False,
-                   bond=False)
+    lacking = dict(
+        ALL, vrf=False, netem=False, red=False, fq_codel=False, matchall=False, dummy=False, vlan=False, bond=False
+    )
     r = doctor.diagnose([aipod()], sources(features=lambda: lacking, shaping=lambda: "nft"))
     assert r.ok, "nothing twin needs is missing"
     text = "\n".join(doctor.lines(r))
@@ -54,13 +63,19 @@ def test_this_machine_s_lacks_say_what_they_change():
     assert "--vrf-backend device` is refused" in text
     assert "NO  the netem qdisc (CONFIG_NET_SCH_NETEM): `twin fault link-loss` drops at random with nftables" in text
     assert "not RED" in text and "policed with nftables `limit`" in text
-    assert "NO  Linux bonds (CONFIG_BONDING): NVUE's bonds (`interface.<bond>` of type bond) are stored with the " \
-           "notice even with TWIN_NVUE_BONDS=on" in text
+    assert (
+        "NO  Linux bonds (CONFIG_BONDING): NVUE's bonds (`interface.<bond>` of type bond) are stored with the "
+        "notice even with TWIN_NVUE_BONDS=on" in text
+    )
 
 
 def test_what_twin_needs_missing_is_a_failure_with_the_fix():
-    r = doctor.diagnose([], sources(features=lambda: dict(ALL, vxlan=False),
-                                    engine=lambda: hostfacts.Engine(False, error="connection refused")))
+    r = doctor.diagnose(
+        [],
+        sources(
+            features=lambda: dict(ALL, vxlan=False), engine=lambda: hostfacts.Engine(False, error="connection refused")
+        ),
+    )
     assert not r.ok
     assert any("Docker engine is not reachable (connection refused)" in p and "make twin-up" in p for p in r.problems)
     assert any("no VXLAN devices" in p and "modprobe vxlan" in p for p in r.problems)
@@ -87,8 +102,9 @@ def test_device_backend_on_a_kernel_without_vrf_devices_is_named(tmp_path):
 def test_host_limits_and_cpu_against_a_large_topology():
     pod8 = load(ROOT / "topologies/pod8.yml")
     settings = {"net.ipv6.neigh.default.gc_thresh3": 16}
-    fit = doctor.lab_fit(pod8, True, settings, H.Usage(mem_available_mib=1 << 20),
-                         admission.Host(cores=0.02, busy=0.0, load1=9))
+    fit = doctor.lab_fit(
+        pod8, True, settings, H.Usage(mem_available_mib=1 << 20), admission.Host(cores=0.02, busy=0.0, load1=9)
+    )
     assert not fit.fits and fit.shortfalls[0].startswith("net.ipv6.neigh.default.gc_thresh3 = 16 <")
     assert "sysctl" in fit.fix and "beyond its deadline" in fit.cpu
 
@@ -98,7 +114,7 @@ def test_leftovers_are_named_with_how_to_remove_them():
     text = "\n".join(doctor.lines(doctor.diagnose([], sources(leftovers=lambda: left))))
     assert "lab old: 1 container(s)" in text and "`twin down old`" in text
     assert "/run/netns/twin-old-probe" in text
-    left = hostfacts.Leftovers({}, [], {"gone": ["twin-gone-mgmt"]})    # a lab's management network, alone
+    left = hostfacts.Leftovers({}, [], {"gone": ["twin-gone-mgmt"]})  # a lab's management network, alone
     text = "\n".join(doctor.lines(doctor.diagnose([], sources(leftovers=lambda: left))))
     assert "leftover?: lab gone: network twin-gone-mgmt" in text and "`twin down gone`" in text
     assert "leftovers: none" not in text
@@ -126,6 +142,7 @@ def test_a_probe_tells_absent_from_present_by_the_kernel_s_errno():
     def refuse(code):
         def fn():
             raise NetlinkError(code)
+
         return fn
 
     assert features._try(lambda: None) is True

@@ -2,6 +2,7 @@
 reader's directory rule (a link inside is what it leads to, a link out refused and named), binary
 files as their bytes, sockets and devices kept as binds with a note, the limits said when exceeded;
 containerlab's file schema-valid, Clabernetes' ConfigMaps with the binary files in binaryData."""
+
 from __future__ import annotations
 
 import base64
@@ -25,14 +26,16 @@ from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "tests/golden/interop/containerlab/clab.schema.json").read_text())
-BINARY = bytes(range(256)) * 4 + b"\xff\xfe\0"    # no text: NULs, bytes that are no UTF-8
+BINARY = bytes(range(256)) * 4 + b"\xff\xfe\0"  # no text: NULs, bytes that are no UTF-8
 
 
 def topology(tmp_path: Path, *binds: str) -> Path:
     path = tmp_path / "t.yml"
-    path.write_text("name: binds\nnodes:\n  spine1: {kind: spine}\n  leaf1: {kind: leaf}\n"
-                    f"  host1: {{kind: host, binds: {json.dumps(list(binds))}}}\n"
-                    "links:\n  - [spine1, leaf1]\n  - [leaf1, host1]\n")
+    path.write_text(
+        "name: binds\nnodes:\n  spine1: {kind: spine}\n  leaf1: {kind: leaf}\n"
+        f"  host1: {{kind: host, binds: {json.dumps(list(binds))}}}\n"
+        "links:\n  - [spine1, leaf1]\n  - [leaf1, host1]\n"
+    )
     return path
 
 
@@ -45,16 +48,17 @@ def bound(tmp_path) -> Path:
     (d / "run.sh").chmod(0o755)
     (d / "blob.bin").write_bytes(BINARY)
     (d / "sub" / "conf.txt").write_text("x = 1\n")
-    os.symlink("sub/conf.txt", d / "alias.txt")          # a link that stays inside: carried as what it leads to
-    os.symlink("..", d / "sub" / "up")                   # inside too (the bound directory itself): walked once
+    os.symlink("sub/conf.txt", d / "alias.txt")  # a link that stays inside: carried as what it leads to
+    os.symlink("..", d / "sub" / "up")  # inside too (the bound directory itself): walked once
     return d
 
 
 def export(tmp_path: Path, path: Path) -> tuple[dict, Path, list[str]]:
     fabric = load(path)
     notes: list[str] = []
-    out = export_containerlab(fabric, render_lab(fabric, "netns"), tmp_path / "out", image="twin-node:t",
-                              say=notes.append)
+    out = export_containerlab(
+        fabric, render_lab(fabric, "netns"), tmp_path / "out", image="twin-node:t", say=notes.append
+    )
     return yaml.safe_load(out.read_text()), out.parent, notes
 
 
@@ -80,16 +84,21 @@ def test_a_bound_directory_is_carried_as_its_bytes_with_a_socket_kept_as_a_bind(
     finally:
         sock.close()
     binds = doc["topology"]["nodes"]["host1"]["binds"]
-    assert binds == ["host1:/etc/twin:ro", "host1/opt_data_alias.txt:/opt/data/alias.txt:ro",
-                     "host1/opt_data_blob.bin:/opt/data/blob.bin:ro", "host1/opt_data_run.sh:/opt/data/run.sh:ro",
-                     "host1/opt_data_sub_conf.txt:/opt/data/sub/conf.txt:ro",
-                     f"{bound}/sub/api.sock:/opt/data/sub/api.sock:ro"]
+    assert binds == [
+        "host1:/etc/twin:ro",
+        "host1/opt_data_alias.txt:/opt/data/alias.txt:ro",
+        "host1/opt_data_blob.bin:/opt/data/blob.bin:ro",
+        "host1/opt_data_run.sh:/opt/data/run.sh:ro",
+        "host1/opt_data_sub_conf.txt:/opt/data/sub/conf.txt:ro",
+        f"{bound}/sub/api.sock:/opt/data/sub/api.sock:ro",
+    ]
     assert (out / "host1/opt_data_blob.bin").read_bytes() == BINARY, "a binary file, byte for byte"
     assert (out / "host1/opt_data_alias.txt").read_text() == "x = 1\n"
-    assert os.access(out / "host1/opt_data_run.sh", os.X_OK) and not os.access(out / "host1/opt_data_blob.bin",
-                                                                                os.X_OK)
-    assert notes == [f"host1 binds a socket, {bound}/sub/api.sock, on /opt/data/sub/api.sock: kept as a bind of "
-                     "this host's (the exported lab needs it on the host it runs on)"]
+    assert os.access(out / "host1/opt_data_run.sh", os.X_OK) and not os.access(out / "host1/opt_data_blob.bin", os.X_OK)
+    assert notes == [
+        f"host1 binds a socket, {bound}/sub/api.sock, on /opt/data/sub/api.sock: kept as a bind of "
+        "this host's (the exported lab needs it on the host it runs on)"
+    ]
     assert not list(jsonschema.Draft7Validator(SCHEMA).iter_errors(doc))
 
 
@@ -97,12 +106,15 @@ def test_a_bound_socket_or_device_is_kept_as_a_bind_with_a_note(tmp_path):
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(tmp_path / "docker.sock"))
     try:
-        doc, _, notes = export(tmp_path, topology(tmp_path, f"{tmp_path}/docker.sock:/var/run/docker.sock",
-                                                  "/dev/null:/dev/null"))
+        doc, _, notes = export(
+            tmp_path, topology(tmp_path, f"{tmp_path}/docker.sock:/var/run/docker.sock", "/dev/null:/dev/null")
+        )
     finally:
         sock.close()
-    assert doc["topology"]["nodes"]["host1"]["binds"][1:] == [f"{tmp_path}/docker.sock:/var/run/docker.sock",
-                                                               "/dev/null:/dev/null"]
+    assert doc["topology"]["nodes"]["host1"]["binds"][1:] == [
+        f"{tmp_path}/docker.sock:/var/run/docker.sock",
+        "/dev/null:/dev/null",
+    ]
     assert [n.split(",")[0] for n in notes] == ["host1 binds a socket", "host1 binds a device"]
 
 
@@ -113,8 +125,10 @@ def test_the_limits_are_said_when_exceeded(tmp_path):
         (many / f"f{i}").write_text("x")
     with pytest.raises(TwinError) as e:
         export(tmp_path, topology(tmp_path, f"{many}:/many"))
-    assert str(e.value) == (f"host1: cannot carry {many} (bound on /many) into the export: holds more than 256 "
-                            "files; an export carries at most 256 files a node binds, each at most 1 MiB")
+    assert str(e.value) == (
+        f"host1: cannot carry {many} (bound on /many) into the export: holds more than 256 "
+        "files; an export carries at most 256 files a node binds, each at most 1 MiB"
+    )
     (tmp_path / "big.bin").write_bytes(b"\0" * ((1 << 20) + 1))
     with pytest.raises(TwinError) as e:
         export(tmp_path, topology(tmp_path, f"{tmp_path}/big.bin:/big.bin"))
@@ -134,8 +148,19 @@ def test_the_cli_says_the_notes(tmp_path):
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(tmp_path / "s.sock"))
     try:
-        res = CliRunner().invoke(main, ["export", str(topology(tmp_path, f"{tmp_path}/s.sock:/run/s.sock")), "--format",
-                                        "containerlab", "-o", str(tmp_path / "out"), "--image", "twin-node:t"])
+        res = CliRunner().invoke(
+            main,
+            [
+                "export",
+                str(topology(tmp_path, f"{tmp_path}/s.sock:/run/s.sock")),
+                "--format",
+                "containerlab",
+                "-o",
+                str(tmp_path / "out"),
+                "--image",
+                "twin-node:t",
+            ],
+        )
     finally:
         sock.close()
     assert res.exit_code == 0, res.output

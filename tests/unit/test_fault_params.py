@@ -2,6 +2,7 @@
 
 mypy's None checks (issue 43, item 6) found that a number Param with no `high` (or no `low`) compared
 an int with None: a TypeError at the first argument, not the error that names the argument."""
+
 import pytest
 
 from twin.base.errors import TwinError

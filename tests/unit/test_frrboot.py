@@ -1,4 +1,5 @@
 """FRR's boot in a node as twin reads it (twin-nodectl's steps), and when a step has stalled (issue 46)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -45,7 +46,7 @@ def test_a_node_removed_while_it_boots_ends_the_watch_at_once_naming_it():
     """An interrupted bring-up removes the containers while their boots are watched: the watch ends at
     once (a thread left waiting out FRR's start would hold the process's exit)."""
     p = subprocess.Popen(["true"])
-    p.wait()     # a process id that is gone
+    p.wait()  # a process id that is gone
     t = time.monotonic()
     with pytest.raises(TwinError, match=rf"^leaf1: its container stopped while FRR booted \(process {p.pid} is gone"):
         frrboot.watch("leaf1", p.pid)

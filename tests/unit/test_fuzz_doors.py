@@ -2,6 +2,7 @@
 is test_fuzz_topology): a containerlab file with the files it binds, an NVIDIA Air JSON and DOT
 file. Whatever the bytes, `Lab.load` returns a Lab or raises TopologyError in twin's style,
 within a time and a memory bound (tests/unit/fuzzing). About 6 s in all."""
+
 from __future__ import annotations
 
 import json
@@ -37,9 +38,26 @@ def load(data: bytes, name: str, extra=None, roles=None):
 
 
 # --- containerlab --------------------------------------------------------------------------------
-BIND_SOURCES = ["r1/frr.conf", "r1/daemons", "r1", "missing.conf", "/etc/hostname", "~/x", "~nosuchuser/x",
-                "../outside.conf", "link-out.conf", "link-in.conf", "fifo.conf", "bad.conf", "r1/../r1/frr.conf",
-                "__clabNodeDir__/frr.conf", "__clabDir__/x", "", "r1/frr.conf\0../../etc/hostname", "r1/\udcff"]
+BIND_SOURCES = [
+    "r1/frr.conf",
+    "r1/daemons",
+    "r1",
+    "missing.conf",
+    "/etc/hostname",
+    "~/x",
+    "~nosuchuser/x",
+    "../outside.conf",
+    "link-out.conf",
+    "link-in.conf",
+    "fifo.conf",
+    "bad.conf",
+    "r1/../r1/frr.conf",
+    "__clabNodeDir__/frr.conf",
+    "__clabDir__/x",
+    "",
+    "r1/frr.conf\0../../etc/hostname",
+    "r1/\udcff",
+]
 BIND_TARGETS = ["/etc/frr/frr.conf", "/etc/frr/daemons", "/etc/frr", "/data", "", "/etc/frr/"]
 
 
@@ -57,24 +75,41 @@ def bind_tree(d: Path) -> None:
 @st.composite
 def clab_docs(draw):
     names = draw(st.lists(st.sampled_from(NAMES) | st.text(max_size=6), min_size=1, max_size=5, unique=True))
-    binds = st.lists(st.builds(lambda s, t: f"{s}:{t}", st.sampled_from(BIND_SOURCES), st.sampled_from(BIND_TARGETS))
-                     | scalars(), max_size=3)
-    node = st.fixed_dictionaries({}, optional={"kind": st.sampled_from(KINDS) | scalars(), "binds": binds | scalars(),
-                                               "group": st.sampled_from(["g", "x"]) | scalars(),
-                                               "exec": st.lists(scalars(), max_size=2) | scalars(),
-                                               "image": st.sampled_from(["frr", "alpine"]) | scalars(),
-                                               "mgmt-ipv4": scalars(), "other": json_values()})
+    binds = st.lists(
+        st.builds(lambda s, t: f"{s}:{t}", st.sampled_from(BIND_SOURCES), st.sampled_from(BIND_TARGETS)) | scalars(),
+        max_size=3,
+    )
+    node = st.fixed_dictionaries(
+        {},
+        optional={
+            "kind": st.sampled_from(KINDS) | scalars(),
+            "binds": binds | scalars(),
+            "group": st.sampled_from(["g", "x"]) | scalars(),
+            "exec": st.lists(scalars(), max_size=2) | scalars(),
+            "image": st.sampled_from(["frr", "alpine"]) | scalars(),
+            "mgmt-ipv4": scalars(),
+            "other": json_values(),
+        },
+    )
     end = st.builds(lambda n, p: f"{n}:{p}", st.sampled_from(names + ["host", "mgmt-net"]), st.sampled_from(PORTS))
-    link = (st.fixed_dictionaries({"endpoints": st.lists(end | scalars(), max_size=3)},
-                                  optional={"type": st.sampled_from(["veth", "host", None]), "mtu": scalars()})
-            | json_values())
-    topo = {"nodes": {n: draw(node | scalars()) for n in names},
-            "links": draw(st.lists(link, max_size=5)),
-            "kinds": draw(st.dictionaries(st.sampled_from(KINDS), node, max_size=2) | scalars()),
-            "groups": draw(st.dictionaries(st.sampled_from(["g", "x"]), node, max_size=2) | scalars()),
-            "defaults": draw(node | scalars())}
-    doc = {"name": draw(st.sampled_from(["lab", "Lab_1", "", "x" * 40]) | scalars()),
-           "topology": {k: v for k, v in topo.items() if k == "nodes" or draw(st.booleans())}}
+    link = (
+        st.fixed_dictionaries(
+            {"endpoints": st.lists(end | scalars(), max_size=3)},
+            optional={"type": st.sampled_from(["veth", "host", None]), "mtu": scalars()},
+        )
+        | json_values()
+    )
+    topo = {
+        "nodes": {n: draw(node | scalars()) for n in names},
+        "links": draw(st.lists(link, max_size=5)),
+        "kinds": draw(st.dictionaries(st.sampled_from(KINDS), node, max_size=2) | scalars()),
+        "groups": draw(st.dictionaries(st.sampled_from(["g", "x"]), node, max_size=2) | scalars()),
+        "defaults": draw(node | scalars()),
+    }
+    doc = {
+        "name": draw(st.sampled_from(["lab", "Lab_1", "", "x" * 40]) | scalars()),
+        "topology": {k: v for k, v in topo.items() if k == "nodes" or draw(st.booleans())},
+    }
     return yaml.safe_dump(doc, allow_unicode=True).encode()
 
 
@@ -93,18 +128,33 @@ def test_spliced_containerlab_files_load_or_fail_cleanly(data):
 # --- NVIDIA Air ----------------------------------------------------------------------------------
 @st.composite
 def air_docs(draw):
-    names = draw(st.lists(st.sampled_from(NAMES + ["spine01", "leaf01", "server01"]) | st.text(max_size=6),
-                          min_size=1, max_size=5, unique=True))
-    node = st.fixed_dictionaries({}, optional={"os": st.sampled_from(["cumulus-vx-5.16.1", "generic/ubuntu2404",
-                                                                       "sonic-vs-202305"]) | scalars(),
-                                               "function": st.sampled_from(KINDS) | scalars(),
-                                               "cpu": scalars(), "memory": scalars(), "features": json_values()})
-    end = st.fixed_dictionaries({"node": st.sampled_from(names) | scalars()},
-                                optional={"interface": st.sampled_from(PORTS) | scalars()})
+    names = draw(
+        st.lists(
+            st.sampled_from(NAMES + ["spine01", "leaf01", "server01"]) | st.text(max_size=6),
+            min_size=1,
+            max_size=5,
+            unique=True,
+        )
+    )
+    node = st.fixed_dictionaries(
+        {},
+        optional={
+            "os": st.sampled_from(["cumulus-vx-5.16.1", "generic/ubuntu2404", "sonic-vs-202305"]) | scalars(),
+            "function": st.sampled_from(KINDS) | scalars(),
+            "cpu": scalars(),
+            "memory": scalars(),
+            "features": json_values(),
+        },
+    )
+    end = st.fixed_dictionaries(
+        {"node": st.sampled_from(names) | scalars()}, optional={"interface": st.sampled_from(PORTS) | scalars()}
+    )
     links = st.lists(st.lists(end | scalars(), min_size=1, max_size=3) | json_values(), max_size=6)
-    body = {"nodes": draw(st.dictionaries(st.sampled_from(names), node | scalars(), max_size=5) | scalars()),
-            "links": draw(links | scalars())}
-    doc = ({"format": "JSON", "title": draw(scalars()), "content": body} if draw(st.booleans()) else body)
+    body = {
+        "nodes": draw(st.dictionaries(st.sampled_from(names), node | scalars(), max_size=5) | scalars()),
+        "links": draw(links | scalars()),
+    }
+    doc = {"format": "JSON", "title": draw(scalars()), "content": body} if draw(st.booleans()) else body
     return json.dumps(doc, ensure_ascii=draw(st.booleans())).encode()
 
 

@@ -3,6 +3,7 @@ a checks file, an allow file, a baseline, a directory of the user's FRR configs 
 files. Whatever the bytes (and whatever the directory holds: links out of it, FIFOs, odd names),
 the reader returns its result or raises a TwinError in twin's style, within a time and a memory
 bound (tests/unit/fuzzing). About 9 s in all."""
+
 from __future__ import annotations
 
 import json
@@ -33,13 +34,47 @@ RENDERED = render_lab(AIPOD, "netns")
 LLDP = [p.read_text() for p in sorted((ROOT / "tests/golden/clone").glob("*.json"))]
 CHECKS = [p.read_text() for p in sorted((ROOT / "tests/e2e/checks").glob("*.yml"))]
 AIPOD_NODES = sorted(AIPOD.nodes)
-FRR_LINES = ["frr defaults datacenter", "hostname leaf1", "router bgp 65101", " bgp router-id 10.255.0.3",
-             " neighbor swp1 interface remote-as external", " address-family l2vpn evpn", "  advertise-all-vni",
-             "vrf red", " vni 10100", "exit-vrf", "interface lo", " ip address 10.255.0.3/32", "!", "",
-             'zebra_options="  -A 127.0.0.1 -s 90000000 -n"', "bgpd=yes", "router bgp 99999999999 vrf x", "vni -1",
-             "route-target import 65000:*", "\t", "#"]
-CSV_CELLS = ["r1", "r2", "swp1", "eth1", "device", "port", "peer", "peer_port", "", " ", "#x", '"', '""', "a,b",
-             "r1\nr2", "x" * 300]
+FRR_LINES = [
+    "frr defaults datacenter",
+    "hostname leaf1",
+    "router bgp 65101",
+    " bgp router-id 10.255.0.3",
+    " neighbor swp1 interface remote-as external",
+    " address-family l2vpn evpn",
+    "  advertise-all-vni",
+    "vrf red",
+    " vni 10100",
+    "exit-vrf",
+    "interface lo",
+    " ip address 10.255.0.3/32",
+    "!",
+    "",
+    'zebra_options="  -A 127.0.0.1 -s 90000000 -n"',
+    "bgpd=yes",
+    "router bgp 99999999999 vrf x",
+    "vni -1",
+    "route-target import 65000:*",
+    "\t",
+    "#",
+]
+CSV_CELLS = [
+    "r1",
+    "r2",
+    "swp1",
+    "eth1",
+    "device",
+    "port",
+    "peer",
+    "peer_port",
+    "",
+    " ",
+    "#x",
+    '"',
+    '""',
+    "a,b",
+    "r1\nr2",
+    "x" * 300,
+]
 
 
 def in_dir(build, call, ok):
@@ -58,7 +93,7 @@ def write(d: Path, name: str, data: bytes) -> Path:
 # --- a clone's directory ---------------------------------------------------------------------------
 def cloned(d: Path) -> Cloned:
     c = clone(d, roles={"r1": "spine", "r2": "leaf"})
-    topology.load_document(c.doc, str(d))       # what `twin clone` does before writing anything
+    topology.load_document(c.doc, str(d))  # what `twin clone` does before writing anything
     return c
 
 
@@ -69,13 +104,27 @@ def devices(d: Path) -> None:
 
 @st.composite
 def lldp_docs(draw):
-    end = st.fixed_dictionaries({}, optional={
-        "chassis": st.dictionaries(st.sampled_from(NAMES + ["id", "name"]), json_values(), max_size=2) | json_values(),
-        "port": st.fixed_dictionaries({}, optional={"id": st.fixed_dictionaries(
-            {"type": st.sampled_from(["ifname", "mac", "local"]) | scalars(), "value": scalars()}) | scalars(),
-            "descr": scalars()}) | scalars()})
-    ports = st.dictionaries(st.sampled_from(["eth1", "swp1", "eth2"]) | st.text(max_size=5), end | scalars(),
-                            max_size=3)
+    end = st.fixed_dictionaries(
+        {},
+        optional={
+            "chassis": st.dictionaries(st.sampled_from(NAMES + ["id", "name"]), json_values(), max_size=2)
+            | json_values(),
+            "port": st.fixed_dictionaries(
+                {},
+                optional={
+                    "id": st.fixed_dictionaries(
+                        {"type": st.sampled_from(["ifname", "mac", "local"]) | scalars(), "value": scalars()}
+                    )
+                    | scalars(),
+                    "descr": scalars(),
+                },
+            )
+            | scalars(),
+        },
+    )
+    ports = st.dictionaries(
+        st.sampled_from(["eth1", "swp1", "eth2"]) | st.text(max_size=5), end | scalars(), max_size=3
+    )
     interface = st.lists(ports, max_size=3) | ports | scalars()
     return json.dumps({"lldp": {"interface": draw(interface)}} if draw(st.booleans()) else draw(json_values())).encode()
 
@@ -87,8 +136,12 @@ def test_a_clones_lldp_json_clones_or_fails_cleanly(data):
 
 
 @fuzz(100)
-@given(st.lists(st.lists(st.sampled_from(CSV_CELLS) | st.text(max_size=4), max_size=5), max_size=6)
-       .map(lambda rows: "\n".join(",".join(r) for r in rows).encode()) | st.binary(max_size=512))
+@given(
+    st.lists(st.lists(st.sampled_from(CSV_CELLS) | st.text(max_size=4), max_size=5), max_size=6).map(
+        lambda rows: "\n".join(",".join(r) for r in rows).encode()
+    )
+    | st.binary(max_size=512)
+)
 def test_a_clones_cable_csv_clones_or_fails_cleanly(data):
     in_dir(lambda d: (devices(d), write(d, "cables.csv", data)), cloned, Cloned)
 
@@ -96,14 +149,41 @@ def test_a_clones_cable_csv_clones_or_fails_cleanly(data):
 # --- checks and allow files --------------------------------------------------------------------------
 @st.composite
 def checks_docs(draw):
-    field = st.sampled_from(["node", "peer", "port", "vrf", "afi", "state", "min", "max", "prefix", "expect",
-                             "from", "to", "count", "tenant", "command", "match", "regex", "exit_code", "nexthops"])
+    field = st.sampled_from(
+        [
+            "node",
+            "peer",
+            "port",
+            "vrf",
+            "afi",
+            "state",
+            "min",
+            "max",
+            "prefix",
+            "expect",
+            "from",
+            "to",
+            "count",
+            "tenant",
+            "command",
+            "match",
+            "regex",
+            "exit_code",
+            "nexthops",
+        ]
+    )
     value = st.sampled_from(AIPOD_NODES + ["swp1", "p0", "red", "10.1.1.12", "10.1.1.12/32", "evpn", "(", "[a-"])
     check = st.fixed_dictionaries({"name": scalars(), "type": st.sampled_from(list(CHECK_TYPES)) | scalars()})
-    checks = draw(st.lists(st.tuples(check, st.dictionaries(field, value | json_values(), max_size=4))
-                           .map(lambda t: {**t[0], **t[1]}) | json_values(), max_size=5))
-    return yaml.safe_dump({"checks": checks} if draw(st.booleans()) else draw(json_values()),
-                          allow_unicode=True).encode()
+    checks = draw(
+        st.lists(
+            st.tuples(check, st.dictionaries(field, value | json_values(), max_size=4)).map(lambda t: {**t[0], **t[1]})
+            | json_values(),
+            max_size=5,
+        )
+    )
+    return yaml.safe_dump(
+        {"checks": checks} if draw(st.booleans()) else draw(json_values()), allow_unicode=True
+    ).encode()
 
 
 @fuzz(100)
@@ -113,20 +193,38 @@ def test_checks_files_load_or_fail_cleanly(data):
 
 
 @fuzz(80)
-@given(st.lists(st.fixed_dictionaries({}, optional={k: st.sampled_from(["*", "leaf*", "[", "session", "appeared"])
-                                                    | scalars() for k in ("node", "vrf", "what", "key", "change",
-                                                                          "reason", "x")}) | json_values(), max_size=4)
-       .map(lambda rules: yaml.safe_dump({"allow": rules}).encode())
-       | spliced(["allow:\n  - {what: route, vrf: green, change: appeared, reason: new}\n"]) | st.binary(max_size=256))
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                k: st.sampled_from(["*", "leaf*", "[", "session", "appeared"]) | scalars()
+                for k in ("node", "vrf", "what", "key", "change", "reason", "x")
+            },
+        )
+        | json_values(),
+        max_size=4,
+    ).map(lambda rules: yaml.safe_dump({"allow": rules}).encode())
+    | spliced(["allow:\n  - {what: route, vrf: green, change: appeared, reason: new}\n"])
+    | st.binary(max_size=256)
+)
 def test_allow_files_load_or_fail_cleanly(data):
     in_dir(lambda d: write(d, "a.yml", data), lambda d: load_allow(d / "a.yml"), tuple)
 
 
 # --- baselines ---------------------------------------------------------------------------------------------
-GOOD = {"format": B.FORMAT, "lab": "x", "recorded": "now", "nodes": {"dpu1": {
-    "sessions": {"default": {"ipv4 swp1": {"state": "Established", "accepted": 2, "sent": 6}}},
-    "routes": {"red": {"10.1.1.12/32": {"protocol": "bgp", "nexthops": ["10.255.0.6"]}}},
-    "vnis": {"10101": {"type": "L2", "vrf": "red", "remote_vteps": ["10.255.0.6"], "macs": 2}}}}}
+GOOD = {
+    "format": B.FORMAT,
+    "lab": "x",
+    "recorded": "now",
+    "nodes": {
+        "dpu1": {
+            "sessions": {"default": {"ipv4 swp1": {"state": "Established", "accepted": 2, "sent": 6}}},
+            "routes": {"red": {"10.1.1.12/32": {"protocol": "bgp", "nexthops": ["10.255.0.6"]}}},
+            "vnis": {"10101": {"type": "L2", "vrf": "red", "remote_vteps": ["10.255.0.6"], "macs": 2}},
+        }
+    },
+}
 
 
 @st.composite
@@ -134,9 +232,27 @@ def baselines(draw):
     doc = json.loads(json.dumps(GOOD))
     for _ in range(draw(st.integers(1, 3))):
         parent = doc
-        for key in draw(st.lists(st.sampled_from(["nodes", "dpu1", "sessions", "routes", "vnis", "default", "red",
-                                                  "ipv4 swp1", "10.1.1.12/32", "10101", "nexthops", "vrf"]),
-                                 max_size=6)):
+        for key in draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "nodes",
+                        "dpu1",
+                        "sessions",
+                        "routes",
+                        "vnis",
+                        "default",
+                        "red",
+                        "ipv4 swp1",
+                        "10.1.1.12/32",
+                        "10101",
+                        "nexthops",
+                        "vrf",
+                    ]
+                ),
+                max_size=6,
+            )
+        ):
             if isinstance(parent, dict) and isinstance(parent.get(key), (dict, list)):
                 parent = parent[key]
         if isinstance(parent, dict):
@@ -156,15 +272,27 @@ def test_baselines_load_and_compare_or_fail_cleanly(data):
 
 
 # --- the user's FRR configs ---------------------------------------------------------------------------------
-ENTRY_NAMES = ["leaf1/frr.conf", "leaf1/daemons", "spine1.conf", "dpu1/frr.conf", "host1a.conf", "nosuch.conf",
-               "leaf\n2.conf", "x" * 200 + ".conf", "README.md", ".conf", "leaf2/frr.conf/x"]
+ENTRY_NAMES = [
+    "leaf1/frr.conf",
+    "leaf1/daemons",
+    "spine1.conf",
+    "dpu1/frr.conf",
+    "host1a.conf",
+    "nosuch.conf",
+    "leaf\n2.conf",
+    "x" * 200 + ".conf",
+    "README.md",
+    ".conf",
+    "leaf2/frr.conf/x",
+]
 
 
 @st.composite
 def config_dirs(draw):
     entries = draw(st.lists(st.sampled_from(ENTRY_NAMES), max_size=4, unique=True))
-    text = st.lists(st.sampled_from(FRR_LINES) | st.text(max_size=10),
-                    max_size=8).map(lambda ls: "\n".join(ls).encode())
+    text = st.lists(st.sampled_from(FRR_LINES) | st.text(max_size=10), max_size=8).map(
+        lambda ls: "\n".join(ls).encode()
+    )
     files = {e: draw(text | st.binary(max_size=64)) for e in entries}
     odd = draw(st.lists(st.sampled_from(["link-out", "link-dir", "fifo", "dir-named-conf"]), max_size=2, unique=True))
 
@@ -172,7 +300,7 @@ def config_dirs(draw):
         for name, data in files.items():
             try:
                 write(d, name, data)
-            except OSError:            # leaf2/frr.conf/x after leaf2/frr.conf: one of them is what it is
+            except OSError:  # leaf2/frr.conf/x after leaf2/frr.conf: one of them is what it is
                 pass
         if "link-out" in odd:
             os.symlink("/etc/hostname", d / "spine2.conf")
@@ -182,6 +310,7 @@ def config_dirs(draw):
             os.mkfifo(d / "dpu2.conf")
         if "dir-named-conf" in odd and not (d / "spine1.conf").exists():
             (d / "spine1.conf").mkdir()
+
     return build
 
 
@@ -203,5 +332,6 @@ NVUE = [p.read_text() for p in sorted((ROOT / "tests/golden/interop/nvue/samples
 @fuzz(60)
 @given(spliced(NVUE) | st.binary(max_size=512))
 def test_nvue_startup_files_load_or_fail_cleanly(data):
-    in_dir(lambda d: write(d, "dpu1/startup.yaml", data), lambda d: Lab.load(ROOT / "topologies/aipod.yml", configs=d),
-           Lab)
+    in_dir(
+        lambda d: write(d, "dpu1/startup.yaml", data), lambda d: Lab.load(ROOT / "topologies/aipod.yml", configs=d), Lab
+    )

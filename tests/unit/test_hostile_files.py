@@ -6,6 +6,7 @@ and named, never followed. The topology's own cases are tests/golden/invalid/ (t
 
 Cases that cannot live in git (a FIFO, a file above the size limit) are made here in a temporary
 directory, as are the CLI checks: `twin validate` of each hostile file exits 1 with one `error:`."""
+
 from __future__ import annotations
 
 import os
@@ -26,10 +27,10 @@ from twin.topology.checks import load_checks
 from twin.verify.baseline_file import load_baseline
 
 ROOT = Path(__file__).resolve().parents[2]
-HOSTILE = Path("tests/golden/hostile")        # relative: messages name files as a user would
+HOSTILE = Path("tests/golden/hostile")  # relative: messages name files as a user would
 AIPOD = topology.load(ROOT / "topologies/aipod.yml")
 AIR_ROLES = {"s1": "spine", "l1": "leaf", "h1": "host", "a": "host"}
-DOORS = {   # door -> (its cases: files with one of these suffixes, or "dir" for directories; how twin reads one)
+DOORS = {  # door -> (its cases: files with one of these suffixes, or "dir" for directories; how twin reads one)
     "containerlab": ((".clab.yml",), lambda p: Lab.load(p)),
     "air-json": ((".json",), lambda p: Lab.load(p, roles=AIR_ROLES)),
     "air-dot": ((".dot",), lambda p: Lab.load(p, roles=AIR_ROLES)),
@@ -70,8 +71,10 @@ def test_links_out_of_a_directory_are_named_and_never_followed(monkeypatch):
     with pytest.raises(TopologyError) as e:
         userconf.load(HOSTILE / "configs/links", AIPOD)
     text = str(e.value)
-    assert "spine1.conf: spine1.conf is a symbolic link (to /etc/hostname), outside the directory: not followed" \
-        in text and "leaf2 is a symbolic link (to /etc)" in text
+    assert (
+        "spine1.conf: spine1.conf is a symbolic link (to /etc/hostname), outside the directory: not followed" in text
+        and "leaf2 is a symbolic link (to /etc)" in text
+    )
     assert "dpu1" not in text, "dpu1/frr.conf links to leaf1/frr.conf, inside the directory: read"
 
 
@@ -86,7 +89,7 @@ def test_a_link_inside_the_directory_is_followed(tmp_path):
 def test_a_file_above_its_formats_limit_is_refused_before_parsing(tmp_path, fmt):
     path = tmp_path / "big"
     with open(path, "wb") as f:
-        f.truncate(fmt.max_bytes + 1)        # sparse: no disk, and never read past the limit
+        f.truncate(fmt.max_bytes + 1)  # sparse: no disk, and never read past the limit
     with pytest.raises(TopologyError) as e:
         files.read(path, fmt)
     (p,) = e.value.problems
@@ -97,7 +100,7 @@ def test_a_fifo_in_a_directory_is_refused_and_a_named_one_never_hangs(tmp_path):
     os.mkfifo(tmp_path / "spine1.conf")
     with pytest.raises(TopologyError, match=r"spine1.conf: cannot read the FRR config file: not a regular file"):
         userconf.read_dir(tmp_path)
-    os.mkfifo(tmp_path / "t.yml")           # no writer: read as empty, at once
+    os.mkfifo(tmp_path / "t.yml")  # no writer: read as empty, at once
     with pytest.raises(TopologyError, match="holds no topology"):
         topology.load(tmp_path / "t.yml")
 
@@ -109,7 +112,8 @@ def test_a_directory_given_as_a_file_is_named(tmp_path):
 
 
 VALIDATED = [(d, c) for d, c in CASES if d in ("containerlab", "air-json", "air-dot")] + [
-    ("topology", Path("tests/golden/invalid") / n) for n in ("not-utf8.yml", "utf16.yml", "yaml-too-deep.yml")]
+    ("topology", Path("tests/golden/invalid") / n) for n in ("not-utf8.yml", "utf16.yml", "yaml-too-deep.yml")
+]
 
 
 @pytest.mark.parametrize("door, case", VALIDATED, ids=[f"{d}/{c.name}" for d, c in VALIDATED])

@@ -1,5 +1,6 @@
 """Host-wide limits (issue 19): the demand formula against measurements, the check and its
 one-line refusal, the host setup's sizing, and the barrier's host-level causes."""
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,16 @@ from twin.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS = {  # a kernel's defaults (6.18), as on a host that never ran the host setup
-    "net.ipv6.neigh.default.gc_thresh3": 1024, "net.ipv6.neigh.default.gc_thresh2": 512,
-    "net.ipv4.neigh.default.gc_thresh3": 1024, "net.ipv4.neigh.default.gc_thresh2": 512,
-    "net.ipv4.neigh.default.gc_thresh1": 128, "fs.inotify.max_user_instances": 128,
-    "kernel.pid_max": 32768, "kernel.threads-max": 192724,
+    "net.ipv6.neigh.default.gc_thresh3": 1024,
+    "net.ipv6.neigh.default.gc_thresh2": 512,
+    "net.ipv4.neigh.default.gc_thresh3": 1024,
+    "net.ipv4.neigh.default.gc_thresh2": 512,
+    "net.ipv4.neigh.default.gc_thresh1": 128,
+    "fs.inotify.max_user_instances": 128,
+    "kernel.pid_max": 32768,
+    "kernel.threads-max": 192724,
 }
 ROOMY = H.Usage(mem_available_mib=1 << 20)
-
 
 
 def as_usage(d: H.Demand) -> H.Usage:
@@ -56,36 +60,44 @@ def test_up_is_refused_with_the_numbers_on_default_settings(tmp_path):
     ]
     text = H.refusal(fabric.name, short)
     assert "\n" not in text
-    assert text.startswith("host limits too low for lab 'big', nothing was created: "
-                           "net.ipv6.neigh.default.gc_thresh3 = 1024 < 7182 needed "
-                           "(7040 for this lab + 142 in use now;")
+    assert text.startswith(
+        "host limits too low for lab 'big', nothing was created: "
+        "net.ipv6.neigh.default.gc_thresh3 = 1024 < 7182 needed "
+        "(7040 for this lab + 142 in use now;"
+    )
     assert "sudo sysctl -w net.ipv6.neigh.default.gc_thresh3=8192 net.ipv6.neigh.default.gc_thresh2=8192`" in text
     assert f"`sudo {H.SETUP}` (persistent, in /etc/sysctl.d/60-twin.conf)" in text
     refused = admission.NotAdmitted("big", short, admission.estimate(fabric, admission.Host(2, 0, 0)))
     assert str(refused) == text, "the kernel tables alone: the same line (the CPU check passes)"
     assert json.loads(json.dumps(refused.to_dict()))["shortfalls"][0]["need"] == 7182
     # once the host setup ran (its values too low for this lab), sysctl -w is what is left
-    assert H.fix_command(short, setup_ran=True) == ("fix: `sudo sysctl -w net.ipv6.neigh.default.gc_thresh3=8192 "
-                                                    "net.ipv6.neigh.default.gc_thresh2=8192` "
-                                                    "(to keep it, in /etc/sysctl.d/60-twin.conf)")
+    assert H.fix_command(short, setup_ran=True) == (
+        "fix: `sudo sysctl -w net.ipv6.neigh.default.gc_thresh3=8192 "
+        "net.ipv6.neigh.default.gc_thresh2=8192` "
+        "(to keep it, in /etc/sysctl.d/60-twin.conf)"
+    )
 
 
 def test_a_lab_fits_beside_the_labs_already_running(tmp_path):
     small = clos(tmp_path, 2, 4, "small")  # 80 IPv6 entries
     assert H.check(small, H.Usage(nd=400, mem_available_mib=20000), DEFAULTS) == []
     short = H.check(small, H.Usage(nd=1000, mem_available_mib=20000), DEFAULTS)
-    assert [(s.setting, s.need) for s in short] == [("net.ipv6.neigh.default.gc_thresh3", 1080),
-                                                    ("net.ipv6.neigh.default.gc_thresh2", 1080)]
+    assert [(s.setting, s.need) for s in short] == [
+        ("net.ipv6.neigh.default.gc_thresh3", 1080),
+        ("net.ipv6.neigh.default.gc_thresh2", 1080),
+    ]
 
 
 def test_a_growing_apply_is_judged_by_what_it_adds_to_the_running_lab(tmp_path):
-    small, grown = clos(tmp_path, 2, 4, "small"), clos(tmp_path, 2, 40, "small")   # 80 -> 800 IPv6 entries
-    running = H.Usage(nd=400, mem_available_mib=20000)        # the small lab's 80 among them
-    assert H.check(grown, running, DEFAULTS, grown_from=grown) == []       # no growth, nothing to judge
-    assert H.check(small, running, DEFAULTS, grown_from=grown) == []       # a lab that shrinks fits
+    small, grown = clos(tmp_path, 2, 4, "small"), clos(tmp_path, 2, 40, "small")  # 80 -> 800 IPv6 entries
+    running = H.Usage(nd=400, mem_available_mib=20000)  # the small lab's 80 among them
+    assert H.check(grown, running, DEFAULTS, grown_from=grown) == []  # no growth, nothing to judge
+    assert H.check(small, running, DEFAULTS, grown_from=grown) == []  # a lab that shrinks fits
     short = H.check(grown, running, DEFAULTS, grown_from=small)
     assert [(s.setting, s.need, s.lab, s.running) for s in short] == [
-        ("net.ipv6.neigh.default.gc_thresh3", 1120, 720, 400), ("net.ipv6.neigh.default.gc_thresh2", 1120, 720, 400)]
+        ("net.ipv6.neigh.default.gc_thresh3", 1120, 720, 400),
+        ("net.ipv6.neigh.default.gc_thresh2", 1120, 720, 400),
+    ]
     assert H.check(grown, running, DEFAULTS) != short, "up counts the whole lab, apply only what it adds"
 
 
@@ -114,32 +126,44 @@ def test_the_host_setup_holds_two_128_node_fabrics_beside_the_pod_labs(tmp_path)
     assert set(settings) >= {r.setting for r in H.RULES} - {"kernel.threads-max"}
     assert settings["net.ipv6.neigh.default.gc_thresh3"] >= 10_000  # tens of thousands, not the 1,024 default
     f128 = clos(tmp_path, 8, 120)
-    running = (H.demand(f128) + H.demand(load(ROOT / "topologies/pod8.yml"))
-               + H.demand(load(ROOT / "topologies/aipod.yml")))
+    running = (
+        H.demand(f128) + H.demand(load(ROOT / "topologies/pod8.yml")) + H.demand(load(ROOT / "topologies/aipod.yml"))
+    )
     settings["kernel.threads-max"] = DEFAULTS["kernel.threads-max"]
     assert H.check(f128, as_usage(running), settings) == []
     assert H.check(load(ROOT / "topologies/pod8.yml"), as_usage(running + H.demand(f128)), settings) == []
 
 
 def test_kernel_log_names_neighbour_overflow_and_oom_kills():
-    log = ["neighbour: ndisc_cache: neighbor table overflow!",
-           "br10101: port 1(vxlan10101) entered forwarding state",
-           "neighbour: ndisc_cache: neighbor table overflow!",
-           "Out of memory: Killed process 4242 (bgpd) total-vm:1234kB, anon-rss:99kB"]
+    log = [
+        "neighbour: ndisc_cache: neighbor table overflow!",
+        "br10101: port 1(vxlan10101) entered forwarding state",
+        "neighbour: ndisc_cache: neighbor table overflow!",
+        "Out of memory: Killed process 4242 (bgpd) total-vm:1234kB, anon-rss:99kB",
+    ]
     causes = H.kernel_log_causes(log, H.Usage(nd=1019), {"net.ipv6.neigh.default.gc_thresh3": 1024}, "big")
-    assert causes[0].startswith("kernel: IPv6 neighbour table overflow (2 messages, rate-limited, since lab big "
-                                "started; host-wide: 1019 entries now, net.ipv6.neigh.default.gc_thresh3 = 1024)")
+    assert causes[0].startswith(
+        "kernel: IPv6 neighbour table overflow (2 messages, rate-limited, since lab big "
+        "started; host-wide: 1019 entries now, net.ipv6.neigh.default.gc_thresh3 = 1024)"
+    )
     assert causes[1] == "kernel: out of memory, 1 process(es) killed since lab big started (bgpd)"
     assert H.kernel_log_causes(log[1:2], H.Usage(), {}) == []
 
 
-@pytest.mark.parametrize("running, watched, dead", [
-    ({"zebra": 60, "mgmtd": 60, "staticd": 60, "watchfrr": 60}, ["zebra", "mgmtd", "bgpd", "staticd"], ["bgpd"]),
-    ({"zebra": 60, "mgmtd": 60, "staticd": 60}, None, ["bgpd", "watchfrr"]),        # watchfrr gone too
-    ({"zebra": 60, "mgmtd": 60, "staticd": 60, "bgpd": 1, "watchfrr": 60}, ["zebra", "mgmtd", "bgpd", "staticd"], []),
-    ({"zebra": 1, "mgmtd": 1}, None, []),                                             # FRR still starting
-    ({"sleep": 60}, None, []),                                                        # FRR not started
-])
+@pytest.mark.parametrize(
+    "running, watched, dead",
+    [
+        ({"zebra": 60, "mgmtd": 60, "staticd": 60, "watchfrr": 60}, ["zebra", "mgmtd", "bgpd", "staticd"], ["bgpd"]),
+        ({"zebra": 60, "mgmtd": 60, "staticd": 60}, None, ["bgpd", "watchfrr"]),  # watchfrr gone too
+        (
+            {"zebra": 60, "mgmtd": 60, "staticd": 60, "bgpd": 1, "watchfrr": 60},
+            ["zebra", "mgmtd", "bgpd", "staticd"],
+            [],
+        ),
+        ({"zebra": 1, "mgmtd": 1}, None, []),  # FRR still starting
+        ({"sleep": 60}, None, []),  # FRR not started
+    ],
+)
 def test_dead_daemons_are_those_expected_and_absent(running, watched, dead):
     enabled = H.daemons_enabled((ROOT / "tests/golden/render/aipod/spine1/daemons").read_text(), has_mgmtd=True)
     assert enabled == ["bgpd", "mgmtd", "zebra"]  # twin renders staticd=no, and its image honours it
@@ -156,10 +180,16 @@ def test_convergence_timeout_names_host_causes_before_what_is_missing():
     e = ConvergenceTimeout("convergence", 300, ["leaf1: no route to spine1's loopback 10.255.0.1/32"])
     e = e.with_causes(["kernel: IPv6 neighbour table overflow (...)", "leaf3: FRR bgpd not running"])
     first, *rest = str(e).splitlines()
-    assert first == ("convergence not reached after 300s; host-level cause: kernel: IPv6 neighbour table "
-                     "overflow (...) (+1 more); still missing (1):")
-    assert rest == ["  ! kernel: IPv6 neighbour table overflow (...)", "  ! leaf3: FRR bgpd not running",
-                    "  leaf1, loopback routes (1):", "    - leaf1: no route to spine1's loopback 10.255.0.1/32"]
+    assert first == (
+        "convergence not reached after 300s; host-level cause: kernel: IPv6 neighbour table "
+        "overflow (...) (+1 more); still missing (1):"
+    )
+    assert rest == [
+        "  ! kernel: IPv6 neighbour table overflow (...)",
+        "  ! leaf3: FRR bgpd not running",
+        "  leaf1, loopback routes (1):",
+        "    - leaf1: no route to spine1's loopback 10.255.0.1/32",
+    ]
     assert e.with_causes([]) is e and e.missing == ["leaf1: no route to spine1's loopback 10.255.0.1/32"]
 
 

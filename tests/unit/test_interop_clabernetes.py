@@ -1,4 +1,5 @@
 """Clabernetes export: the Topology CR and its ConfigMaps, checked against the CRD's fields."""
+
 import json
 from pathlib import Path
 
@@ -46,8 +47,11 @@ def test_crd_check_can_fail(tmp_path):
     topo["spec"]["deployment"]["filesFromConfigMap"]["leaf1"][0]["mode"] = "rw"
     topo["spec"]["definitions"] = topo["spec"].pop("definition")
     messages = sorted(e.message for e in validator("topology").iter_errors(topo))
-    assert messages == ["'definition' is a required property", "'rw' is not one of ['read', 'execute']",
-                        "Additional properties are not allowed ('definitions' was unexpected)"]
+    assert messages == [
+        "'definition' is a required property",
+        "'rw' is not one of ['read', 'execute']",
+        "Additional properties are not allowed ('definitions' was unexpected)",
+    ]
 
 
 @pytest.mark.parametrize("topology", TOPOLOGIES)

@@ -1,4 +1,5 @@
 """containerlab export: schema-valid for every shipped topology, the same lab as `twin up` makes it."""
+
 import os
 import shutil
 import subprocess
@@ -27,7 +28,7 @@ IMAGE = "twin-node:test"
 
 def exported(topology: str, tmp_path: Path, backend: str = "netns", managed: bool = False) -> tuple[dict, Path]:
     fabric = load(ROOT / "topologies" / topology)
-    fabric = mgmt.resolve(fabric) if managed else fabric   # its management network chosen (a lab's, `twin export`)
+    fabric = mgmt.resolve(fabric) if managed else fabric  # its management network chosen (a lab's, `twin export`)
     path = export_containerlab(fabric, render_lab(fabric, backend), tmp_path, image=IMAGE, backend=backend)
     return yaml.safe_load(path.read_text()), path
 
@@ -46,7 +47,8 @@ def test_every_topology_exports_schema_valid_with_its_management_network(topolog
     errors = sorted(jsonschema.Draft7Validator(CLAB_SCHEMA).iter_errors(doc), key=lambda e: list(e.path))
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
     assert doc["mgmt"]["network"] == f"twin-{doc['name']}-mgmt" and any(
-        "mgmt-ipv4" in n for n in doc["topology"]["nodes"].values())
+        "mgmt-ipv4" in n for n in doc["topology"]["nodes"].values()
+    )
 
 
 def test_schema_check_can_fail(tmp_path):
@@ -72,7 +74,7 @@ def test_nodes_and_links_are_twins(topology, tmp_path):
         assert node.get("sysctls", {}) == kind.sysctls_of(n.name) and node["cap-add"] == list(kind.capabilities)
         assert node["exec"] == ["sh /etc/twin/twin-start.sh"]
         assert f"{n.name}:/etc/twin:ro" in node["binds"]
-        for bind in node["binds"]:      # every bound file is in the output directory
+        for bind in node["binds"]:  # every bound file is in the output directory
             assert (path.parent / bind.split(":")[0]).exists(), bind
     links = {frozenset(link["endpoints"]): link["mtu"] for link in doc["topology"]["links"]}
     assert links == {frozenset((str(link.a), str(link.b))): link.mtu for link in fabric.links}
@@ -80,8 +82,9 @@ def test_nodes_and_links_are_twins(topology, tmp_path):
 
 def test_mounts_are_twins_and_files_written_as_rendered(tmp_path):
     doc, path = exported("aipod.yml", tmp_path)
-    assert doc["topology"]["nodes"]["leaf1"]["binds"] == ["leaf1:/etc/frr", "leaf1:/etc/twin:ro"], \
+    assert doc["topology"]["nodes"]["leaf1"]["binds"] == ["leaf1:/etc/frr", "leaf1:/etc/twin:ro"], (
         "the node's directory, as twin mounts it: a file twin apply replaces is the one FRR sees"
+    )
     assert doc["topology"]["nodes"]["host1a"]["binds"] == ["host1a:/etc/twin:ro"]
     assert doc["topology"]["nodes"]["host1a"]["cmd"] == "sleep infinity"
     assert "cmd" not in doc["topology"]["nodes"]["leaf1"], "FRR nodes run the image's twin-node"
@@ -117,7 +120,7 @@ STUBS = {  # commands the start script calls, recorded instead of run
     "twin-node": 'echo "twin-node $*" >> "$LOG"; touch "$LOG.frr"',
     # zebra knows nothing until FRR started, then every VNI of the lab
     "vtysh": '[ -e "$LOG.frr" ] || exit 1; echo "vtysh" >> "$LOG"; '
-             'echo \'[{"vni": 10100}, {"vni": 10101}, {"vni": 10102}, {"vni": 10200}, {"vni": 10201}]\'',
+    'echo \'[{"vni": 10100}, {"vni": 10101}, {"vni": 10102}, {"vni": 10200}, {"vni": 10201}]\'',
 }
 
 
@@ -132,7 +135,7 @@ def run_start_script(tmp_path: Path, node: str, writable_sysctls: bool = True) -
         (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
         (bin_dir / name).chmod(0o755)
     script = start_script(fabric, node, "netns").replace("/usr/local/bin/twin-node", "twin-node")
-    script = script.replace("/proc/sys/", f"{tmp_path}/")     # the host's sysctl fix writes here instead
+    script = script.replace("/proc/sys/", f"{tmp_path}/")  # the host's sysctl fix writes here instead
     if writable_sysctls:
         (tmp_path / "net/ipv6/conf/all").mkdir(parents=True)
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log)}
@@ -153,9 +156,14 @@ def test_vtep_start_script_runs_twins_bring_up_in_order(tmp_path):
 
 def test_host_start_script_sets_its_port_and_ipv6_off(tmp_path):
     ran = run_start_script(tmp_path, "host1a")
-    assert ran == ["ip link show dev eth1", "ip link set dev eth1 up alias twin:aipod:host1a:eth1->dpu1:pf0vf0",
-                   "ip link set eth1 address 02:38:c8:47:57:04", "ip addr add 10.1.1.11/24 dev eth1",
-                   "ip link set eth1 up", "ip route add default via 10.1.1.1 dev eth1"]
+    assert ran == [
+        "ip link show dev eth1",
+        "ip link set dev eth1 up alias twin:aipod:host1a:eth1->dpu1:pf0vf0",
+        "ip link set eth1 address 02:38:c8:47:57:04",
+        "ip addr add 10.1.1.11/24 dev eth1",
+        "ip link set eth1 up",
+        "ip route add default via 10.1.1.1 dev eth1",
+    ]
     assert (tmp_path / "net/ipv6/conf/all/disable_ipv6").read_text().strip() == "1"
 
 

@@ -1,6 +1,7 @@
 """The layout holds: packages named after the data path, each importing only the ones
 before it (so no import circle can form), small modules and functions, and one name
 per fault everywhere."""
+
 from __future__ import annotations
 
 import ast
@@ -13,38 +14,86 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TWIN = ROOT / "twin"
-MAX_MODULE_LINES = 400
-MAX_FUNCTION_LINES = 60
-DATA = (TWIN / "images",)   # package data: the node image's recipe (its scripts run in the image, not in twin)
+MAX_MODULE_LINES = 400  # as `ruff format` writes them: a prompt to look for where an idea ends
+# The modules that stay longer, and why: splitting each would cut one idea in two. None may pass twice the cap.
+LONGER_BY_MEANING = {
+    "twin.nvue.plane": "one node's NVUE tree made into its Fabric: tenants, ports and hosts resolved together",
+    "twin.interop.clab_import": "containerlab's resolution of a node (kind, group, defaults) and its mapping to "
+    "twin, one reading of one file",
+    "twin.change.apply": "apply's ordered stages, each reading the one before (its docstring lists them)",
+    "twin.prove.kernel_side": "the kernel elements, broken and restored through the same node views",
+    "twin.topology.schema": "the topology file's types: one model, read top to bottom as a user writes it",
+    "twin.lifecycle.hostlimits": "the demand formula and the host's limits it is checked against",
+    "twin.nvue.tree": "the pure operations `nv set`, `unset`, `patch` and `replace` are made of, on one tree",
+    "twin.lifecycle.service": "one ASGI service on several listeners, started and stopped as one",
+    "twin.intent.frrconf": "one reader of frr.conf's grammar",
+    "twin.lifecycle.barrier": "the convergence barrier: intent, what the nodes hold, and what is still missing",
+    "twin.nvue.nvued.show": "the operational state of NVUE's subset, every path `nv show` answers",
+}
+# A function's size in statements (the formatter's line breaks do not change it)
+MAX_FUNCTION_STATEMENTS = 50
+DATA = (TWIN / "images",)  # package data: the node image's recipe (its scripts run in the image, not in twin)
 
 # The data path: each layer may import the layers before it, never one after it. A module sits in the
 # layer of the longest name it starts with.
 LAYERS = [
-    {"twin.base"},   # errors, deadlines and the wait, stages, the users' files' reader, JUnit, version
-    {"twin.kinds"}, {"twin.topology"}, {"twin.intent"},
-    {"twin.lint"},    # the configs' declarations against intent (pure); dialects register their readers with it
-    {"twin.config"}, {"twin.interop"},
+    {"twin.base"},  # errors, deadlines and the wait, stages, the users' files' reader, JUnit, version
+    {"twin.kinds"},
+    {"twin.topology"},
+    {"twin.intent"},
+    {"twin.lint"},  # the configs' declarations against intent (pure); dialects register their readers with it
+    {"twin.config"},
+    {"twin.interop"},
     {"twin.runtime"},
-    {"twin.lifecycle"}, {"twin.traffic"}, {"twin.verify"}, {"twin.observe"}, {"twin.prove"},
+    {"twin.lifecycle"},
+    {"twin.traffic"},
+    {"twin.verify"},
+    {"twin.observe"},
+    {"twin.prove"},
     {"twin.change"},
-    {"twin.nvue"},       # a configuration dialect, in one folder: the rooms below ask its registration, never it
-    {"twin.dialects"},   # the dialects twin speaks, registered (`twin.config.dialect`)
-    {"twin.lab"}, {"twin.host"},
-    {"twin.server"},   # `twin serve`: the API over Lab and the stages the CLI uses
-    {"twin.client"},   # the API's client, for the pytest plugin and `twin --server`
-    {"twin.pytest_plugin"}, {"twin.cli"},
-    {"twin", "twin.__main__"},   # the package's face (Lab, verify) and `python -m twin`
+    {"twin.nvue"},  # a configuration dialect, in one folder: the rooms below ask its registration, never it
+    {"twin.dialects"},  # the dialects twin speaks, registered (`twin.config.dialect`)
+    {"twin.lab"},
+    {"twin.host"},
+    {"twin.server"},  # `twin serve`: the API over Lab and the stages the CLI uses
+    {"twin.client"},  # the API's client, for the pytest plugin and `twin --server`
+    {"twin.pytest_plugin"},
+    {"twin.cli"},
+    {"twin", "twin.__main__"},  # the package's face (Lab, verify) and `python -m twin`
 ]
 # A package whose own rooms come in layers of their own: them in order, its face after them all. NVUE's: its
 # model and tree (pure), its planes and renderings, its change kinds, its service and what it registers.
 INNER = {
     "twin.nvue": [
-        {"twin.nvue.schema", "twin.nvue.tree", "twin.nvue.load", "twin.nvue.model", "twin.nvue.policy",
-         "twin.nvue.ospf",
-         "twin.nvue.api", "twin.nvue.cli", "twin.nvue.client"},
-        {"twin.nvue.plane", "twin.nvue.routed", "twin.nvue.beyond", "twin.nvue.bonds", "twin.nvue.vlanaware",
-         "twin.nvue.frr", "twin.nvue.kernelplane", "twin.nvue.configs", "twin.nvue.export", "twin.nvue.declared",
-         "twin.nvue.acl", "twin.nvue.mtu", "twin.nvue.qos"},
+        {
+            "twin.nvue.places",
+            "twin.nvue.schema_routing",
+            "twin.nvue.schema_kernel",
+            "twin.nvue.schema",
+            "twin.nvue.tree",
+            "twin.nvue.load",
+            "twin.nvue.model",
+            "twin.nvue.policy",
+            "twin.nvue.ospf",
+            "twin.nvue.api",
+            "twin.nvue.cli",
+            "twin.nvue.client",
+        },
+        {
+            "twin.nvue.plane",
+            "twin.nvue.routed",
+            "twin.nvue.beyond",
+            "twin.nvue.bonds",
+            "twin.nvue.vlanaware",
+            "twin.nvue.frr",
+            "twin.nvue.kernelplane",
+            "twin.nvue.configs",
+            "twin.nvue.export",
+            "twin.nvue.declared",
+            "twin.nvue.acl",
+            "twin.nvue.mtu",
+            "twin.nvue.qos",
+        },
         {"twin.nvue.change", "twin.nvue.judge", "twin.nvue.policycheck", "twin.nvue.routing"},
         {"twin.nvue.service", "twin.nvue.nvued", "twin.nvue.prove", "twin.nvue.dialect", "twin.nvue.kernelcheck"},
     ],
@@ -62,8 +111,12 @@ def modules() -> dict[str, Path]:
 
 
 def _longest(module: str, layers: list[set[str]]) -> int:
-    found = [(len(n), i) for i, names in enumerate(layers) for n in names
-             if n != "twin" and (module == n or module.startswith(n + "."))]
+    found = [
+        (len(n), i)
+        for i, names in enumerate(layers)
+        for n in names
+        if n != "twin" and (module == n or module.startswith(n + "."))
+    ]
     return max(found)[1] if found else -1
 
 
@@ -119,7 +172,7 @@ def test_no_package_imports_one_after_it_on_the_data_path():
     assert wrong == [], "imports against the data path (and circles waiting to happen):\n" + "\n".join(wrong)
 
 
-HIDDEN = ("docker", "pyroute2", "requests")   # the runtime's libraries (requests: the Docker SDK's transport)
+HIDDEN = ("docker", "pyroute2", "requests")  # the runtime's libraries (requests: the Docker SDK's transport)
 
 
 def library_imports(path: Path) -> set[str]:
@@ -139,9 +192,11 @@ def library_imports(path: Path) -> set[str]:
 def test_only_the_runtime_imports_docker_or_pyroute2():
     """The runtime seam hides its libraries (issue 26): above `twin.runtime` their objects and
     exceptions are twin's own (NodeHandle, Netlink, NetlinkFailed, NodeGone, RuntimeFailed)."""
-    wrong = [f"{name} imports {', '.join(sorted(libs))}" for name, path in modules().items()
-             if not (name == "twin.runtime" or name.startswith("twin.runtime."))
-             and (libs := library_imports(path))]
+    wrong = [
+        f"{name} imports {', '.join(sorted(libs))}"
+        for name, path in modules().items()
+        if not (name == "twin.runtime" or name.startswith("twin.runtime.")) and (libs := library_imports(path))
+    ]
     assert wrong == [], "library imports above the runtime seam:\n" + "\n".join(wrong)
 
 
@@ -153,7 +208,7 @@ def test_no_import_circle():
     stack: list[str] = []
     circles = []
 
-    def visit(v: str) -> None:   # Tarjan's strongly connected components
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
         index[v] = low[v] = len(index)
         stack.append(v)
         for w in graph[v]:
@@ -176,20 +231,29 @@ def test_no_import_circle():
         if m not in index:
             visit(m)
     assert circles == [], "import circles (a parent package's __init__ counted, as Python runs it):\n" + "\n".join(
-        " <-> ".join(c) for c in circles)
+        " <-> ".join(c) for c in circles
+    )
 
 
 def test_modules_and_functions_stay_small():
     big = []
     for name, path in modules().items():
         text = path.read_text()
-        if text.count("\n") > MAX_MODULE_LINES:
+        cap = 2 * MAX_MODULE_LINES if name in LONGER_BY_MEANING else MAX_MODULE_LINES
+        if text.count("\n") > cap:
             big.append(f"{name}: {text.count(chr(10))} lines")
         for node in ast.walk(ast.parse(text)):
-            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    and node.end_lineno - node.lineno > MAX_FUNCTION_LINES):
-                big.append(f"{name}.{node.name}: {node.end_lineno - node.lineno} lines")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                statements = sum(isinstance(s, ast.stmt) for s in ast.walk(node)) - 1
+                if statements > MAX_FUNCTION_STATEMENTS:
+                    big.append(f"{name}.{node.name}: {statements} statements")
     assert big == []
+
+
+def test_a_module_said_to_stay_long_is_long():
+    """An entry of LONGER_BY_MEANING whose module has come back under the cap is removed, not kept."""
+    short = [n for n in LONGER_BY_MEANING if modules()[n].read_text().count("\n") <= MAX_MODULE_LINES]
+    assert short == []
 
 
 def test_every_package_says_what_it_owns():
@@ -199,8 +263,13 @@ def test_every_package_says_what_it_owns():
 
 def test_kinds_are_not_told_apart_by_name_outside_kinds():
     pattern = re.compile(r"""\.kind\s*[!=]=\s*["'](spine|leaf|dpu|host)["']""")
-    found = [f"{p.relative_to(ROOT)}:{i}" for p in TWIN.rglob("*.py") if "kinds" not in p.parts
-             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    found = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in TWIN.rglob("*.py")
+        if "kinds" not in p.parts
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert found == []
 
 
@@ -213,8 +282,17 @@ def test_one_name_per_fault_in_the_registry_the_cli_rehearse_and_the_readme():
     from twin.cli.faults import fault_group
 
     keys = set(fault_types())
-    assert keys == {"link-down", "link-up", "link-loss", "link-loss-clear", "node-stop", "node-kill", "node-start",
-                    "node-restart", "daemon-kill"}
+    assert keys == {
+        "link-down",
+        "link-up",
+        "link-loss",
+        "link-loss-clear",
+        "node-stop",
+        "node-kill",
+        "node-start",
+        "node-restart",
+        "daemon-kill",
+    }
     assert set(fault_group.commands) == keys, "`twin fault` has exactly the registered faults"
     with pytest.raises(TwinError) as e:
         parse_fault(None, "fault:no-such:x")
@@ -222,14 +300,16 @@ def test_one_name_per_fault_in_the_registry_the_cli_rehearse_and_the_readme():
     assert set(REGISTRY) == keys | {"topology", "configs", "nvue"}
     page = (ROOT / "docs" / "faults.md").read_text()
     assert all(f"`{k}`" in page for k in keys), "the faults page names every fault as the registry does"
-    for k in keys:   # every command's help shows its usage under the same name
+    for k in keys:  # every command's help shows its usage under the same name
         res = CliRunner().invoke(main, ["fault", k, "--help"], prog_name="twin")
         assert res.exit_code == 0 and f"twin fault {k}" in res.output
 
 
 def test_validating_a_topology_loads_neither_docker_nor_pyroute2():
-    code = ("import sys, twin.topology; heavy = [m for m in ('docker', 'pyroute2') if m in sys.modules]; "
-            "assert not heavy, heavy")
+    code = (
+        "import sys, twin.topology; heavy = [m for m in ('docker', 'pyroute2') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr
 
@@ -244,8 +324,11 @@ def faces() -> dict[str, set[str]]:
     for name, path in modules().items():
         if path.name == "__init__.py" and name != "twin":
             tree = ast.parse(path.read_text())
-            offered = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                       and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)]
+            offered = [
+                ast.literal_eval(n.value)
+                for n in tree.body
+                if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+            ]
             out[name] = set(offered[0]) if offered else set()
     return out
 
@@ -260,11 +343,20 @@ def test_every_package_shows_its_face():
         if not offered:
             wrong.append(f"{pkg}: no __all__")
         tree = ast.parse(known[pkg].read_text())
-        bound = {a.asname or a.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
-                 for a in n.names}
+        bound = {
+            a.asname or a.name.split(".")[0]
+            for n in tree.body
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            for a in n.names
+        }
         bound |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        bound |= {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-                  for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        bound |= {
+            t.id
+            for n in tree.body
+            if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Name)
+        }
         wrong += [f"{pkg}: offers {x} it does not have" for x in sorted(offered - bound) if f"{pkg}.{x}" not in known]
     assert wrong == []
 
@@ -282,18 +374,24 @@ def test_outside_a_package_only_its_face_is_imported():
             if pkg not in offered or pkg in FACELESS or name == pkg or name.startswith(pkg + "."):
                 continue
             if node.module.rsplit(".", 1)[-1] in offered[pkg] and node.module != pkg:
-                continue   # a module the package offers whole (imported on demand: the web service, say)
+                continue  # a module the package offers whole (imported on demand: the web service, say)
             wrong += [f"{name}: {node.module}.{a.name}" for a in node.names if a.name not in offered[pkg]]
-    assert wrong == [], "imported from behind a package's face (add it to __all__, or import what it offers):\n" + \
-        "\n".join(wrong)
+    assert wrong == [], (
+        "imported from behind a package's face (add it to __all__, or import what it offers):\n" + "\n".join(wrong)
+    )
 
 
 def test_the_cli_goes_through_lab_and_the_faces():
     """`twin.cli` reaches nothing of `runtime/` (it asks `Lab`, `LabContext` and `twin.host`); what it imports
     of the other packages is their face (the test above)."""
     known = modules()
-    below = sorted(f"{name} imports {t}" for name, path in known.items() if name.startswith("twin.cli")
-                   for t in imports(name, path, known) if t == "twin.runtime" or t.startswith("twin.runtime."))
+    below = sorted(
+        f"{name} imports {t}"
+        for name, path in known.items()
+        if name.startswith("twin.cli")
+        for t in imports(name, path, known)
+        if t == "twin.runtime" or t.startswith("twin.runtime.")
+    )
     assert below == []
 
 
@@ -302,7 +400,11 @@ def test_outside_the_runtime_nothing_imports_one_of_its_rooms():
     `twin.runtime.X` (`from twin.runtime.X import a`, `import twin.runtime.X`, `from twin.runtime import X`),
     so its rooms can change without anyone above noticing."""
     known = modules()
-    inner = sorted(f"{name} imports {t}" for name, path in known.items()
-                   if name != "twin.runtime" and not name.startswith("twin.runtime.")
-                   for t in imports(name, path, known) if t.startswith("twin.runtime."))
+    inner = sorted(
+        f"{name} imports {t}"
+        for name, path in known.items()
+        if name != "twin.runtime" and not name.startswith("twin.runtime.")
+        for t in imports(name, path, known)
+        if t.startswith("twin.runtime.")
+    )
     assert inner == [], "imports of the runtime's rooms (import its face's names instead):\n" + "\n".join(inner)

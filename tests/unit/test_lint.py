@@ -5,6 +5,7 @@ and any design hypothesis draws); each mistake an operator makes is named with i
 value and why (tests/golden/lint/: the mistaken file and what twin lint says of it); the CLI's
 exit codes, JSON and JUnit; `--strict` refuses a bring-up before anything is made; a failing
 check of `twin verify` names the finding behind it."""
+
 from __future__ import annotations
 
 import json
@@ -83,8 +84,10 @@ def test_the_issues_example_word_for_word():
     paths = {node: {nvue.STARTUP: "dpu1/startup.yaml"}}
     (f,) = lint(topology.load(AIPOD), {node: {nvue.STARTUP: text}}, paths).findings
     line = text.splitlines().index("                '10202': {}") + 1
-    assert str(f) == (f"dpu1/startup.yaml:{line}: bridge vlan 20 -> VNI 10202: VLAN 20 carries red's db segment "
-                      "(10.1.2.0/24), whose VNI is 10102; 10202 is blue's db")
+    assert str(f) == (
+        f"dpu1/startup.yaml:{line}: bridge vlan 20 -> VNI 10202: VLAN 20 carries red's db segment "
+        "(10.1.2.0/24), whose VNI is 10102; 10202 is blue's db"
+    )
 
 
 def test_several_mistakes_on_one_node_are_each_named_once():
@@ -95,8 +98,9 @@ def test_several_mistakes_on_one_node_are_each_named_once():
 
 def test_a_file_twin_refuses_is_a_problem_with_its_line_and_the_rest_is_still_linted():
     files = with_mistakes("nvue", ["spine-asn"])
-    files["dpu1"] = files["dpu1"].replace("      pf0vf0_if:\n", "      pf0vf99_if:\n        type: swp\n"
-                                          "      pf0vf0_if:\n", 1)
+    files["dpu1"] = files["dpu1"].replace(
+        "      pf0vf0_if:\n", "      pf0vf99_if:\n        type: swp\n      pf0vf0_if:\n", 1
+    )
     report = lint(topology.load(AIPOD), {n: {nvue.STARTUP: t} for n, t in files.items()})
     assert [p.message for p in report.problems] == ["dpu1 has no port pf0vf99_if; its ports: p0-1,pf0hpf,pf0vf0-15"]
     assert report.problems[0].line and [f.rule for f in report.findings] == ["asn"]
@@ -105,15 +109,19 @@ def test_a_file_twin_refuses_is_a_problem_with_its_line_and_the_rest_is_still_li
 
 def test_frr_facts_keep_their_lines_and_words():
     text = with_mistakes("frr", ["route-target-wrong"])["dpu1"]
-    text = text.replace(" neighbor p1 interface peer-group fabric\n", " neighbor p1 interface peer-group fabric\n"
-                        " neighbor 10.0.0.9 remote-as 65000\n neighbor p0 shutdown\n")
+    text = text.replace(
+        " neighbor p1 interface peer-group fabric\n",
+        " neighbor p1 interface peer-group fabric\n neighbor 10.0.0.9 remote-as 65000\n neighbor p0 shutdown\n",
+    )
     (shut, rt) = lint(topology.load(AIPOD), {"dpu1": {"frr.conf": text}}).findings
     lines = text.splitlines()
     p0 = lines.index(" neighbor p0 interface peer-group fabric") + 1
     assert (shut.rule, shut.at.line, shut.at.text) == ("neighbor", p0, "neighbor p0 interface peer-group fabric")
     assert "shut down: the session dpu1 - leaf1 (dpu1:p0 - leaf1:swp3) stays down" in shut.why
-    assert (rt.at.line, rt.at.text) == (lines.index("  route-target import 65000:999") + 1,
-                                        "route-target import 65000:999")
+    assert (rt.at.line, rt.at.text) == (
+        lines.index("  route-target import 65000:999") + 1,
+        "route-target import 65000:999",
+    )
 
 
 def test_a_leaf_vtep_lab_names_vlans_and_ports_as_the_leaf_does(tmp_path):
@@ -122,8 +130,10 @@ def test_a_leaf_vtep_lab_names_vlans_and_ports_as_the_leaf_does(tmp_path):
     bad = texts["leaf2"].replace("              access: 40\n", "              access: 30\n", 1)
     (f,) = lint(fabric, {"leaf2": {nvue.STARTUP: bad}}).findings
     assert f.rule == "access-vlan" and f.at.text == "interface swp12 -> VLAN 30"
-    assert f.why.startswith("swp12 leads to host2c, blue's db (10.1.2.12); VLAN 30 carries blue's web (VNI 10201); "
-                            "blue's db is VLAN 40 here")
+    assert f.why.startswith(
+        "swp12 leads to host2c, blue's db (10.1.2.12); VLAN 30 carries blue's web (VNI 10201); "
+        "blue's db is VLAN 40 here"
+    )
 
 
 # --- the command line -----------------------------------------------------------------------
@@ -138,13 +148,24 @@ def test_twin_lint_exit_codes_json_and_junit(tmp_path):
     r = run(main, ["lint", "-t", str(AIPOD), str(bad), "--strict", "--json", "--junit", str(tmp_path / "j.xml")])
     doc = json.loads(r.output)
     assert r.exit_code == 1 and doc["passed"] is False and doc["strict"] is True
-    assert [(f["node"], f["rule"], f["line"]) for f in doc["findings"]] == [("spine1", "asn", 22),
-                                                                            ("dpu1", "vlan-vni", 146)]
+    assert [(f["node"], f["rule"], f["line"]) for f in doc["findings"]] == [
+        ("spine1", "asn", 22),
+        ("dpu1", "vlan-vni", 146),
+    ]
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("6", "2")
     # a pre-commit hook gives the files it changed
-    r = run(main, ["lint", "-t", str(AIPOD), str(bad / "dpu1" / "startup.yaml"), str(good / "leaf1" / "startup.yaml"),
-                   "--strict"])
+    r = run(
+        main,
+        [
+            "lint",
+            "-t",
+            str(AIPOD),
+            str(bad / "dpu1" / "startup.yaml"),
+            str(good / "leaf1" / "startup.yaml"),
+            "--strict",
+        ],
+    )
     assert r.exit_code == 1 and r.output.count("error: ") == 1 and "in 2 files" in r.output
 
 
@@ -170,7 +191,7 @@ def test_strict_up_refuses_before_anything_is_made(tmp_path, monkeypatch):
         lab.up(strict=True, warn=said.append)
     assert said and said[0].findings and "spine2/frr.conf:23: router bgp 65102: 65102 is leaf2's ASN" in str(e.value)
     assert not (tmp_path / "home" / "labs" / "h45-strict").exists()
-    with pytest.raises(TopologyError):     # LintFailed is a TopologyError: printed whole, exit 1
+    with pytest.raises(TopologyError):  # LintFailed is a TopologyError: printed whole, exit 1
         raise e.value
 
 
@@ -182,7 +203,7 @@ def findings_of(mistakes: list[str]) -> list[Finding]:
 
 def test_a_failing_check_names_the_findings_that_explain_it_and_no_other():
     fs = findings_of(["vlan-vni", "evpn-off", "missing-neighbor"])
-    rules = lambda *c: [f.rule for f in explain(*c, fs)]   # noqa: E731
+    rules = lambda *c: [f.rule for f in explain(*c, fs)]  # noqa: E731
     assert rules("control", "vni dpu1 10102", "VNI 10102 missing") == ["vlan-vni"]
     assert rules("control", "vni dpu2 10201", "VNI 10201 missing (zebra knows no VNI at all") == ["evpn"]
     assert rules("control", "vni dpu1 10101", "vni 10101.remoteVteps[0]: no item matches '10.255.0.6'") == ["evpn"]
@@ -195,8 +216,14 @@ def test_a_failing_check_names_the_findings_that_explain_it_and_no_other():
 
 def test_verify_report_says_see_file_line():
     fs = findings_of(["spine-asn"])
-    report = Report("t", [Check("control", "bgp spine1", False, "swp1 Idle"), Check("control", "bgp leaf2", True),
-                          Check("control", "loopbacks dpu1", False, "no route to spine2's loopback 10.255.0.2/32")])
+    report = Report(
+        "t",
+        [
+            Check("control", "bgp spine1", False, "swp1 Idle"),
+            Check("control", "bgp leaf2", True),
+            Check("control", "loopbacks dpu1", False, "no route to spine2's loopback 10.255.0.2/32"),
+        ],
+    )
     assert report.explain(fs) == 1
     c = report.checks[0]
     assert c.message == "swp1 Idle; see spine1/startup.yaml:22 (router bgp autonomous-system 65101)"
@@ -214,8 +241,11 @@ def test_plan_says_the_findings_first():
 def test_a_containerlab_files_bound_configs_are_linted(tmp_path):
     bad = write_dir(tmp_path / "configs", "frr", ["spine-asn"])
     topo = topology.load(AIPOD)
-    nodes = {n: {"kind": "linux", "image": "frr"} | ({"binds": [f"configs/{n}/frr.conf:/etc/frr/frr.conf"]}
-                                                      if (bad / n).is_dir() else {}) for n in topo.nodes}
+    nodes = {
+        n: {"kind": "linux", "image": "frr"}
+        | ({"binds": [f"configs/{n}/frr.conf:/etc/frr/frr.conf"]} if (bad / n).is_dir() else {})
+        for n in topo.nodes
+    }
     links = [{"endpoints": [f"{x.a.node}:{x.a.port}", f"{x.b.node}:{x.b.port}"]} for x in topo.links]
     clab = tmp_path / "aipod.clab.yml"
     clab.write_text(yaml.safe_dump({"name": "aipod", "topology": {"nodes": nodes, "links": links}}))
@@ -238,14 +268,56 @@ def test_read_paths_takes_directories_and_files_and_names_every_problem(tmp_path
 
 
 # --- whatever the files hold ---------------------------------------------------------------------
-FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=120,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-TOKENS = ["10100", "10200", "10101", "10202", "65101", "65000", "4200000001", "10.255.0.9", "10.1.1.254/24", "red",
-          "blue", "RED", "off", "on", "swp9", "p0_if", "pf0vf2_if", "1", "30", "*:10200", "ANY:10100", "", "x"]
-LINES = ["  maximum-paths 1", " neighbor p0 shutdown", "  route-target import 65000:10200", "  import vrf blue",
-         "vrf red", " vni 10200", "router bgp 65101", "  no neighbor fabric activate", "no bgp default ipv4-unicast",
-         " neighbor swp9 interface peer-group fabric", "  route-target both *:10100", "interface lo",
-         " ip address 10.255.0.99/32", "exit", "address-family l2vpn evpn", "  advertise-all-vni"]
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=120,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+TOKENS = [
+    "10100",
+    "10200",
+    "10101",
+    "10202",
+    "65101",
+    "65000",
+    "4200000001",
+    "10.255.0.9",
+    "10.1.1.254/24",
+    "red",
+    "blue",
+    "RED",
+    "off",
+    "on",
+    "swp9",
+    "p0_if",
+    "pf0vf2_if",
+    "1",
+    "30",
+    "*:10200",
+    "ANY:10100",
+    "",
+    "x",
+]
+LINES = [
+    "  maximum-paths 1",
+    " neighbor p0 shutdown",
+    "  route-target import 65000:10200",
+    "  import vrf blue",
+    "vrf red",
+    " vni 10200",
+    "router bgp 65101",
+    "  no neighbor fabric activate",
+    "no bgp default ipv4-unicast",
+    " neighbor swp9 interface peer-group fabric",
+    "  route-target both *:10100",
+    "interface lo",
+    " ip address 10.255.0.99/32",
+    "exit",
+    "address-family l2vpn evpn",
+    "  advertise-all-vni",
+]
 EDITS = st.lists(st.tuples(st.integers(0, 400), st.sampled_from(TOKENS + LINES), st.booleans()), max_size=6)
 
 
@@ -270,8 +342,12 @@ def lints_cleanly(dialect: str, node: str, text: str) -> None:
     name = FILE[dialect]
     report = lint(AIPOD_FABRIC, {node: {name: text}}, {node: {name: f"cfg/{node}/{name}"}})
     assert all(p.file == f"cfg/{node}/{name}" for p in report.problems)
-    assert all(f.at.file == f"cfg/{node}/{name}" and (f.at.line is None or 0 < f.at.line <= text.count("\n") + 1)
-               and len(str(f)) < 2000 for f in report.findings)
+    assert all(
+        f.at.file == f"cfg/{node}/{name}"
+        and (f.at.line is None or 0 < f.at.line <= text.count("\n") + 1)
+        and len(str(f)) < 2000
+        for f in report.findings
+    )
 
 
 AIPOD_FABRIC = topology.load(AIPOD)
@@ -295,28 +371,88 @@ PEER = "              swp1:\n                type: unnumbered\n                p
 BGP_ON = "        enable: on\n        autonomous-system: 65101\n"
 EXPORT = "                route-export:\n                  to-evpn:\n                    enable: on\n      blue:"
 RED_BGP = "            enable: on\n            address-family:\n              ipv4-unicast:\n"
-MORE = [   # (node, old, new, rule, the first finding's value, a part of its why)
-    ("leaf1", SWP.format("swp1"), SWP.format("swp1") + "        link:\n          mtu: 1500\n",
-     "mtu", "interface swp1 link mtu 1500", "the topology gives the link leaf1:swp1 - spine1:swp1 MTU 9000"),
-    ("leaf1", SWP.format("swp2"), SWP.format("swp2") + "        link:\n          state: down\n",
-     "neighbor", "interface swp2 link state down", "swp2 is the link to spine2:swp1: set down"),
-    ("spine1", "        router-id: 10.255.0.1\n", "        router-id: 10.255.0.1\n        graceful-shutdown: on\n",
-     "drain", "router bgp graceful-shutdown on", "spine1 is not drained in the topology"),
-    ("dpu1", "              10.1.1.1/24: {}\n", "              10.1.1.254/24: {}\n",
-     "gateway", "interface vlan10 gateway 10.1.1.254/24", "red's web gateway is 10.1.1.1/24 (the topology's)"),
-    ("dpu1", "            mac-address: 00:00:5e:00:01:01\n", "            mac-address: 00:00:5e:00:01:02\n",
-     "gateway", "interface vlan10 VRR MAC 00:00:5e:00:01:02", "red's web gateway MAC is 00:00:5e:00:01:01"),
-    ("dpu1", EXPORT, EXPORT.replace("      blue:", "                route-import:\n                  from-vrf:\n"
-                                    "                    list:\n                      blue: {}\n      blue:"),
-     "leak", "vrf red route-import from-vrf blue", "VRF red (tenant red) takes the routes of VRF blue (blue's)"),
-    ("dpu1", RED_BGP, RED_BGP.replace("            address-family:", "            route-import:\n              "
-                                      "from-evpn:\n                route-target:\n                  ANY:10200: {}\n"
-                                      "            address-family:"),
-     "leak", "vrf red route-import route-target ANY:10200", "10200 is blue's L3VNI: VRF red (tenant red) takes blue's"),
-    ("leaf2", PEER, PEER + "                remote-as: 65101\n",
-     "neighbor", "neighbor swp1", "remote-as 65101: spine1:swp2 is spine1, whose AS is 65000"),
-    ("leaf1", BGP_ON, BGP_ON.replace("enable: on", "enable: off"), "neighbor", "no BGP",
-     "leaf1 runs no BGP (no router bgp, or it is off): its sessions to dpu1, dpu2, spine1, spine2"),
+MORE = [  # (node, old, new, rule, the first finding's value, a part of its why)
+    (
+        "leaf1",
+        SWP.format("swp1"),
+        SWP.format("swp1") + "        link:\n          mtu: 1500\n",
+        "mtu",
+        "interface swp1 link mtu 1500",
+        "the topology gives the link leaf1:swp1 - spine1:swp1 MTU 9000",
+    ),
+    (
+        "leaf1",
+        SWP.format("swp2"),
+        SWP.format("swp2") + "        link:\n          state: down\n",
+        "neighbor",
+        "interface swp2 link state down",
+        "swp2 is the link to spine2:swp1: set down",
+    ),
+    (
+        "spine1",
+        "        router-id: 10.255.0.1\n",
+        "        router-id: 10.255.0.1\n        graceful-shutdown: on\n",
+        "drain",
+        "router bgp graceful-shutdown on",
+        "spine1 is not drained in the topology",
+    ),
+    (
+        "dpu1",
+        "              10.1.1.1/24: {}\n",
+        "              10.1.1.254/24: {}\n",
+        "gateway",
+        "interface vlan10 gateway 10.1.1.254/24",
+        "red's web gateway is 10.1.1.1/24 (the topology's)",
+    ),
+    (
+        "dpu1",
+        "            mac-address: 00:00:5e:00:01:01\n",
+        "            mac-address: 00:00:5e:00:01:02\n",
+        "gateway",
+        "interface vlan10 VRR MAC 00:00:5e:00:01:02",
+        "red's web gateway MAC is 00:00:5e:00:01:01",
+    ),
+    (
+        "dpu1",
+        EXPORT,
+        EXPORT.replace(
+            "      blue:",
+            "                route-import:\n                  from-vrf:\n"
+            "                    list:\n                      blue: {}\n      blue:",
+        ),
+        "leak",
+        "vrf red route-import from-vrf blue",
+        "VRF red (tenant red) takes the routes of VRF blue (blue's)",
+    ),
+    (
+        "dpu1",
+        RED_BGP,
+        RED_BGP.replace(
+            "            address-family:",
+            "            route-import:\n              "
+            "from-evpn:\n                route-target:\n                  ANY:10200: {}\n"
+            "            address-family:",
+        ),
+        "leak",
+        "vrf red route-import route-target ANY:10200",
+        "10200 is blue's L3VNI: VRF red (tenant red) takes blue's",
+    ),
+    (
+        "leaf2",
+        PEER,
+        PEER + "                remote-as: 65101\n",
+        "neighbor",
+        "neighbor swp1",
+        "remote-as 65101: spine1:swp2 is spine1, whose AS is 65000",
+    ),
+    (
+        "leaf1",
+        BGP_ON,
+        BGP_ON.replace("enable: on", "enable: off"),
+        "neighbor",
+        "no BGP",
+        "leaf1 runs no BGP (no router bgp, or it is off): its sessions to dpu1, dpu2, spine1, spine2",
+    ),
 ]
 
 
@@ -327,4 +463,4 @@ def test_the_other_rules_name_their_line_too(node, old, new, rule, value, why):
     f, *more = lint(AIPOD_FABRIC, {node: {nvue.STARTUP: text.replace(old, new, 1)}}).findings
     assert (f.rule, f.at.text) == (rule, value) and why in f.why, str(f)
     assert f.at.line or value == "no BGP"
-    assert [x.rule for x in more] == (["leak"] if "ANY:10200" in value else [])   # and red's own not imported
+    assert [x.rule for x in more] == (["leak"] if "ANY:10200" in value else [])  # and red's own not imported

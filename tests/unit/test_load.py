@@ -1,6 +1,7 @@
 """A lab large for its host (issue 28): admission by CPU and its numbers, the BGP timers rule and
 where the timers go, the barrier's progress and flaps, Docker calls and removals that outlast a
 loaded engine, SIGTERM/SIGHUP taken as Ctrl-C."""
+
 from __future__ import annotations
 
 import math
@@ -33,13 +34,12 @@ from twin.topology.model import BgpTimers
 ROOT = Path(__file__).resolve().parents[2]
 
 
-
 # --- admission ------------------------------------------------------------------------------------
 def test_the_cost_of_a_lab_is_per_node_and_per_link_per_router(tmp_path):
-    big = clos(tmp_path, 8, 248)   # the issue's fabric: 256 FRR nodes, 1,984 links
+    big = clos(tmp_path, 8, 248)  # the issue's fabric: 256 FRR nodes, 1,984 links
     assert (A.frr_nodes(big), len(big.sessions()) // 2, len(big.routers())) == (256, 1984, 256)
     assert A.cost(big) == pytest.approx(A.CPU_PER_ROUTER * 256 + A.CPU_PER_LINK_ROUTE * 1984 * 256)
-    aipod = load(ROOT / "topologies/aipod.yml")   # hosts run no FRR and cost nothing
+    aipod = load(ROOT / "topologies/aipod.yml")  # hosts run no FRR and cost nothing
     assert A.frr_nodes(aipod) == 6 and A.cost(aipod) < 10
 
 
@@ -52,15 +52,15 @@ def test_admissions_figures_are_the_ones_measured_since_sender_side_loop_detecti
     assert (A.CPU_PER_ROUTER, A.CPU_PER_LINK_ROUTE, A.HOST_CPU_PER_NODE) == (0.35, 0.00029, 0.4)
     for (spines, leafs), (low, high) in MEASURED.items():
         cost = A.cost(clos(tmp_path, spines, leafs, f"c{spines}x{leafs}"))
-        assert 0.8 * low <= cost <= 1.2 * high, (spines, leafs, cost)   # 128's (one run, 70) is the farthest: 80
+        assert 0.8 * low <= cost <= 1.2 * high, (spines, leafs, cost)  # 128's (one run, 70) is the farthest: 80
     big = clos(tmp_path, 8, 248)
-    assert round(A.cost(big)) == 237   # was 473 before: FRR used 230-256
+    assert round(A.cost(big)) == 237  # was 473 before: FRR used 230-256
     quiet = A.estimate(big, A.Host(cores=2, busy=0.0, load1=0.1), 600, whole=True)
-    assert quiet.fits and round(quiet.total_s) == 170   # bench-large: converged 166.6-179.2 s from `twin up`'s start
+    assert quiet.fits and round(quiet.total_s) == 170  # bench-large: converged 166.6-179.2 s from `twin up`'s start
     mid = A.estimate(clos(tmp_path, 8, 120, "c8x120"), A.Host(cores=2, busy=0.0, load1=0.1), 600, whole=True)
-    assert round(mid.total_s) == 66   # bench-large: 59.5 s
+    assert round(mid.total_s) == 66  # bench-large: 59.5 s
     busy = A.estimate(big, A.Host(cores=2, busy=1.0, load1=2.0))
-    assert busy.fits and round(busy.seconds) == 237 < 316   # one core busy: it fits (it was refused at 473 CPU-s)
+    assert busy.fits and round(busy.seconds) == 237 < 316  # one core busy: it fits (it was refused at 473 CPU-s)
 
 
 def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_and_what_would_fit(tmp_path):
@@ -70,17 +70,21 @@ def test_a_lab_too_big_for_the_host_is_refused_with_the_numbers_and_what_would_f
     assert est.deadline == timeouts.converge(256) == 316
     assert est.seconds == pytest.approx(A.cost(big) / 0.5, abs=0.2) and not est.fits
     text = est.refusal()
-    assert text.startswith(f"lab 'big' would not converge on this host within its deadline: FRR needs "
-                           f"~{est.cpu_s:.0f} CPU-s for 256 FRR nodes and 1984 links")
+    assert text.startswith(
+        f"lab 'big' would not converge on this host within its deadline: FRR needs "
+        f"~{est.cpu_s:.0f} CPU-s for 256 FRR nodes and 1984 links"
+    )
     assert "this host has 0.5 core(s), 0.0 busy with other work (load average 0.4): 0.5 free" in text
     total = (est.cpu_s + A.HOST_CPU_PER_NODE * 256) / 0.5
-    assert f"so ~{est.seconds:.0f} s to converge (~{total:.0f} s with containers and links), beyond the deadline " \
-           "of 316 s" in text
+    assert (
+        f"so ~{est.seconds:.0f} s to converge (~{total:.0f} s with containers and links), beyond the deadline "
+        "of 316 s" in text
+    )
     # what would: fewer nodes of the same shape (they fit), a longer deadline, more cores
     smaller = A.CPU_PER_ROUTER * est.fewer + A.CPU_PER_LINK_ROUTE * 1984 * (est.fewer / 256) * est.fewer
     assert 0 < est.fewer < 256 and smaller <= 316 * 0.5 + 1e-6
     assert f"at most ~{est.fewer} FRR nodes of this shape" in text
-    longer = math.ceil(est.total_s * 1.2 / 10) * 10   # a --timeout is the whole bring-up's, from its start
+    longer = math.ceil(est.total_s * 1.2 / 10) * 10  # a --timeout is the whole bring-up's, from its start
     assert f"a longer deadline (`--timeout {longer}`, for the whole bring-up)" in text
     assert A.estimate(big, half, longer, whole=True).fits
     assert not A.estimate(big, half, est.total_s - 1, whole=True).fits
@@ -107,7 +111,7 @@ def test_twin_cpus_sets_the_cores(monkeypatch):
 
 
 def test_timers_scale_with_frr_nodes_per_free_core():
-    assert A.timers_for(6, 2) is None and A.timers_for(64, 2) is None   # FRR's 3/9 s
+    assert A.timers_for(6, 2) is None and A.timers_for(64, 2) is None  # FRR's 3/9 s
     assert A.timers_for(128, 2) == BgpTimers(keepalive=6, hold=18)
     assert A.timers_for(256, 2) == BgpTimers(keepalive=12, hold=36)
     assert A.timers_for(256, 1) == BgpTimers(keepalive=24, hold=72)
@@ -135,37 +139,49 @@ def test_progress_counts_sessions_and_routes_and_names_flapping_sessions(tmp_pat
     intent = Intent(fabric).nodes
     p = Progress(dict(intent))
     leaf1 = intent["leaf1"]
-    routes = {leaf1.loopbacks["spine1"]: {"swp1"}, leaf1.loopbacks["leaf2"]: {"swp1"}}   # spine1's and one leaf's
+    routes = {leaf1.loopbacks["spine1"]: {"swp1"}, leaf1.loopbacks["leaf2"]: {"swp1"}}  # spine1's and one leaf's
     assert counts(leaf1, routes) == Counts(sessions=1, routes=2)
     assert p.line(0, 6, "spine1") == "converging: 0/6 routers done; waiting for spine1", "no look yet: no counts"
     p.looked = True
     p.saw("leaf1", counts(leaf1, routes))
     p.done("spine1")
-    summary = {"peers": {"swp1": {"state": "Established", "connectionsEstablished": 4, "connectionsDropped": 3},
-                         "swp2": {"state": "Active", "connectionsEstablished": 1, "connectionsDropped": 1},
-                         "swp3": {"state": "Established", "connectionsEstablished": 1, "connectionsDropped": 0}}}
+    summary = {
+        "peers": {
+            "swp1": {"state": "Established", "connectionsEstablished": 4, "connectionsDropped": 3},
+            "swp2": {"state": "Active", "connectionsEstablished": 1, "connectionsDropped": 1},
+            "swp3": {"state": "Established", "connectionsEstablished": 1, "connectionsDropped": 0},
+        }
+    }
     assert frr.flaps(summary, ["swp1", "swp2", "swp3"]) == {"swp1": (3, 3, "Established"), "swp2": (0, 1, "Active")}
     held = {"peers": {p: {"state": "Idle", "connectionsEstablished": 0} for p in ("swp1", "swp2")}}
     assert frr.never_started(held, ["swp1", "swp2"]) and not frr.never_started(summary, ["swp1", "swp2"])
     p.flapped("spine1", frr.flaps(summary, ["swp1", "swp2", "swp3"]))
     line = p.line(1, 6, "leaf1")
-    assert line.startswith("converging: 1/6 routers done, sessions 5/16 up, loopback routes 6/") and \
-        "(on the 2 of 6 routers read so far)" in line and \
-        line.endswith("; waiting for leaf1; flapping: spine1 to leaf1 (swp1) re-established 3 times; "
-                      "spine1 to leaf2 (swp2) dropped once, now Active"), line
+    assert (
+        line.startswith("converging: 1/6 routers done, sessions 5/16 up, loopback routes 6/")
+        and "(on the 2 of 6 routers read so far)" in line
+        and line.endswith(
+            "; waiting for leaf1; flapping: spine1 to leaf1 (swp1) re-established 3 times; "
+            "spine1 to leaf2 (swp2) dropped once, now Active"
+        )
+    ), line
     lost = Progress(dict(intent), looked=True)
     lost.flapped("spine1", {"swp2": (0, 1, "Idle")})
-    assert lost.line(0, 6, "spine1").endswith("; waiting for spine1; sessions lost: spine1 to leaf2 (swp2) dropped "
-                                              "once, now Idle"), "a session down since its peer restarted: no flap"
+    assert lost.line(0, 6, "spine1").endswith(
+        "; waiting for spine1; sessions lost: spine1 to leaf2 (swp2) dropped once, now Idle"
+    ), "a session down since its peer restarted: no flap"
     (cause,) = p.causes("keepalive 3 s, hold 9 s")
-    assert cause.startswith("sessions flapped: 2 dropped after they were Established (keepalive 3 s, hold 9 s), "
-                            "e.g. spine1 to leaf1 (swp1) re-established 3 times")
+    assert cause.startswith(
+        "sessions flapped: 2 dropped after they were Established (keepalive 3 s, hold 9 s), "
+        "e.g. spine1 to leaf1 (swp1) re-established 3 times"
+    )
 
 
 # --- Docker under load ----------------------------------------------------------------------------
 def server_error(text: str) -> docker.errors.APIError:
-    return docker.errors.APIError(text, response=SimpleNamespace(status_code=500, reason="Server Error"),
-                                  explanation=text)
+    return docker.errors.APIError(
+        text, response=SimpleNamespace(status_code=500, reason="Server Error"), explanation=text
+    )
 
 
 def test_a_docker_call_that_times_out_is_tried_again_until_its_deadline():
@@ -179,12 +195,18 @@ def test_a_docker_call_that_times_out_is_tried_again_until_its_deadline():
 
     seen: list[str] = []
     assert dockerapi.call("x", call, tries=seen) == "ok" and len(seen) == 2
-    with pytest.raises(TwinError, match=r"^creating: Docker did not answer in time under load \(ReadTimeout: slow; "
-                                        r"tried \d+ times\)"):
-        dockerapi.call("creating", lambda: (_ for _ in ()).throw(requests.exceptions.ReadTimeout("slow")),
-                       deadline=time.monotonic() + 0.3)
+    with pytest.raises(
+        TwinError,
+        match=r"^creating: Docker did not answer in time under load \(ReadTimeout: slow; "
+        r"tried \d+ times\)",
+    ):
+        dockerapi.call(
+            "creating",
+            lambda: (_ for _ in ()).throw(requests.exceptions.ReadTimeout("slow")),
+            deadline=time.monotonic() + 0.3,
+        )
     refused = docker.errors.APIError("no", response=SimpleNamespace(status_code=404, reason="Not Found"))
-    with pytest.raises(docker.errors.APIError):   # an answer, not a timeout: at once
+    with pytest.raises(docker.errors.APIError):  # an answer, not a timeout: at once
         dockerapi.call("x", lambda: (_ for _ in ()).throw(refused))
 
 
@@ -217,8 +239,10 @@ def test_down_tries_unconfirmed_kills_again_and_names_what_is_left(monkeypatch):
     with pytest.raises(LeftBehind) as exc:
         rt.remove("t")
     assert str(exc.value).startswith("lab 't': 1 container(s) still there after ")
-    assert str(exc.value).endswith("(Docker: Could not kill running container twin-t-c, did not receive an exit "
-                                   "event): twin-t-c; `docker rm -f twin-t-c` removes them, or `twin down t` again")
+    assert str(exc.value).endswith(
+        "(Docker: Could not kill running container twin-t-c, did not receive an exit "
+        "event): twin-t-c; `docker rm -f twin-t-c` removes them, or `twin down t` again"
+    )
     assert exc.value.names == ["twin-t-c"] and gone == ["twin-t-a"]
 
 
@@ -235,14 +259,16 @@ def test_a_scarce_resource_is_waited_for_and_anything_else_raised_at_once():
     assert netns.retrying("opening", scarce) == "socket" and len(tries) == 3
     with pytest.raises(TwinError, match=r"^opening: \[Errno 24\] Too many open files \(tried \d+ times"):
         netns.retrying("opening", lambda: (_ for _ in ()).throw(OSError(24, "Too many open files")), timeout=0.2)
-    with pytest.raises(FileNotFoundError):   # the namespace is gone: nothing to wait for
+    with pytest.raises(FileNotFoundError):  # the namespace is gone: nothing to wait for
         netns.retrying("opening", lambda: (_ for _ in ()).throw(FileNotFoundError(2, "gone")))
 
 
 def test_a_helper_killed_under_a_command_is_named():
     e = CommandError("lab/dpu1", ["sh", "-ec", "ip netns add red\nip netns add blue"], -9, "", "")
-    assert str(e) == ("lab/dpu1: `sh -ec ip netns add red; ip netns add blue` was killed by SIGKILL (its helper "
-                      "process died; twin did not stop it)")
+    assert str(e) == (
+        "lab/dpu1: `sh -ec ip netns add red; ip netns add blue` was killed by SIGKILL (its helper "
+        "process died; twin did not stop it)"
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
@@ -253,7 +279,7 @@ def test_sigterm_and_sighup_stop_a_command_as_ctrl_c_does(sig, capsys):
         try:
             os.kill(os.getpid(), sig)
             time.sleep(5)
-        except KeyboardInterrupt:   # what a bring-up's clean-up catches
+        except KeyboardInterrupt:  # what a bring-up's clean-up catches
             cleaned.append(True)
             raise
 
@@ -289,9 +315,11 @@ def test_the_barrier_waits_for_routes_between_vteps_to_spread_over_the_shortest_
     assert want[lo2] == ("dpu2", frozenset({"p0", "p1"})), "dual-homed: both leafs"
     assert missing_spread("dpu1", want, {lo2: {"p0", "p1"}}) == []
     assert missing_spread("dpu1", want, {lo2: {"p1"}}) == [
-        f"dpu1: route to dpu2's loopback {lo2} over p1, not yet over p0, p1 (the fabric's shortest paths)"]
+        f"dpu1: route to dpu2's loopback {lo2} over p1, not yet over p0, p1 (the fabric's shortest paths)"
+    ]
     f = tmp_path / "drained.yml"
-    f.write_text((ROOT / "topologies/aipod.yml").read_text().replace("leaf1: {kind: leaf}",
-                                                                     "leaf1: {kind: leaf, drain: true}"))
+    f.write_text(
+        (ROOT / "topologies/aipod.yml").read_text().replace("leaf1: {kind: leaf}", "leaf1: {kind: leaf, drain: true}")
+    )
     drained = load(f)
     assert drained.drained() == ["leaf1"] and spread(drained)["dpu1"][lo2] == ("dpu2", frozenset({"p1"}))

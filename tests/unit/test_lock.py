@@ -1,5 +1,6 @@
 """The lab lock: one twin at a time changes a lab; the second is refused at once, naming the
 command and process that hold it; the lock dies with its holder (even by SIGKILL)."""
+
 import fcntl
 import os
 import signal
@@ -44,7 +45,7 @@ def test_a_second_writer_is_refused_at_once_naming_command_and_pid(home):
         assert time.monotonic() - t0 < 1, "refused at once, never waiting"
         assert str(e.value) == f"lab 'lk' is busy: twin apply (pid {p.pid}); wait for it, or stop it first"
         assert locks.holder("lk") == f"twin apply (pid {p.pid})"
-        with locks.lock("other", "twin up"):   # another lab is not held by it
+        with locks.lock("other", "twin up"):  # another lab is not held by it
             pass
     finally:
         p.kill()
@@ -64,7 +65,7 @@ def test_the_lock_dies_with_a_killed_holder(home):
 def test_re_entrant_in_its_thread_refused_in_another(home):
     seen: list[str] = []
     with locks.lock("lk", "twin rehearse x.yml"):
-        with locks.lock("lk", "twin apply"):      # the rehearsal's change, under the rehearsal's hold
+        with locks.lock("lk", "twin apply"):  # the rehearsal's change, under the rehearsal's hold
             seen.append("nested")
 
         def other():
@@ -81,7 +82,7 @@ def test_re_entrant_in_its_thread_refused_in_another(home):
     assert seen[0] == "nested"
     assert seen[1].startswith("lab 'lk' is busy: twin rehearse x.yml (pid ") and "another thread" in seen[1]
     assert out.returncode == 1 and f"is busy: twin rehearse x.yml (pid {os.getpid()})" in out.stderr
-    with locks.lock("lk", "twin down"):      # released after the outer hold
+    with locks.lock("lk", "twin down"):  # released after the outer hold
         pass
 
 
@@ -104,29 +105,35 @@ with locks.node_lock(sys.argv[1], sys.argv[2], sys.argv[3]):
 def test_nodes_own_changes_run_beside_each_other_and_exclude_a_lab_wide_one(home):
     """Issue 33: an NVUE revision holds its node, as a switch applies its own configuration; other
     nodes' revisions apply meanwhile, a lab-wide change waits for none of them (refused at once)."""
-    p = subprocess.Popen([sys.executable, "-c", NODE_HOLD, "lk", "leaf01", "twin nvued: leaf01 revision 1"],
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", NODE_HOLD, "lk", "leaf01", "twin nvued: leaf01 revision 1"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().strip() == "held"
     try:
-        with locks.node_lock("lk", "leaf02", "twin nvued: leaf02 revision 2"):    # another node: at once
-            with locks.node_lock("lk", "leaf02", "nested"):                      # re-entrant in its thread
+        with locks.node_lock("lk", "leaf02", "twin nvued: leaf02 revision 2"):  # another node: at once
+            with locks.node_lock("lk", "leaf02", "nested"):  # re-entrant in its thread
                 pass
         with pytest.raises(LabStateError) as e:
             with locks.node_lock("lk", "leaf01", "twin nvued: leaf01 revision 3"):
                 pytest.fail("two changes of one node")
-        assert str(e.value) == (f"node leaf01 of lab 'lk' is busy: twin nvued: leaf01 revision 1 (pid {p.pid}); "
-                                "wait for it, or stop it first")
+        assert str(e.value) == (
+            f"node leaf01 of lab 'lk' is busy: twin nvued: leaf01 revision 1 (pid {p.pid}); "
+            "wait for it, or stop it first"
+        )
         with pytest.raises(LabStateError) as e:
             with locks.lock("lk", "twin apply"):
                 pytest.fail("a lab-wide change beside a node's")
-        assert str(e.value) == (f"lab 'lk' is busy: twin nvued: leaf01 revision 1 (pid {p.pid}); wait for it, "
-                                "or stop it first")
+        assert str(e.value) == (
+            f"lab 'lk' is busy: twin nvued: leaf01 revision 1 (pid {p.pid}); wait for it, or stop it first"
+        )
         assert locks.holder("lk") == f"twin nvued: leaf01 revision 1 (pid {p.pid})"
     finally:
         p.kill()
         p.wait()
     with locks.lock("lk", "twin fault node-stop leaf01"):
-        with locks.node_lock("lk", "leaf01", "inside the lab's own hold"):      # its thread holds the lab
+        with locks.node_lock("lk", "leaf01", "inside the lab's own hold"):  # its thread holds the lab
             pass
         errors = []
         t = threading.Thread(target=lambda: errors.append(_try_node("lk", "leaf02")))
@@ -159,7 +166,7 @@ def test_down_removes_the_labs_lock_files_as_its_hold_ends(home):
             locks.forget("lk")
         assert (home / "locks" / "lk.lock").is_file(), "removed as the outermost hold ends, not before"
     assert sorted(p.name for p in (home / "locks").iterdir()) == ["other.lock"]
-    with locks.lock("lk", "twin up"):        # made again by the next writer
+    with locks.lock("lk", "twin up"):  # made again by the next writer
         assert locks.holder("lk") == f"twin up (pid {os.getpid()})"
 
 
@@ -196,10 +203,11 @@ def test_a_locker_that_opened_the_file_down_removes_locks_the_paths_file_not_the
     it holds is still the path's (else it opens the path's): a third twin is refused, not let in."""
     down = subprocess.Popen([sys.executable, "-c", DOWN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert down.stdout.readline().strip() == "held"
-    up = subprocess.Popen([sys.executable, "-c", OPENED_THEN_HELD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          text=True)
+    up = subprocess.Popen(
+        [sys.executable, "-c", OPENED_THEN_HELD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
-        assert up.stdout.readline().strip() == "opened"      # the file `down` holds, and removes as it ends
+        assert up.stdout.readline().strip() == "opened"  # the file `down` holds, and removes as it ends
         down.communicate("\n", timeout=30)
         assert down.returncode == 0 and not (home / "locks" / "lk.lock").exists()
         up.stdin.write("\n")
@@ -222,7 +230,7 @@ def test_a_look_at_who_holds_a_lab_refuses_no_one(home):
     (home / "locks").mkdir()
     look = os.open(home / "locks" / "lk.lock", os.O_RDWR | os.O_CREAT)
     try:
-        fcntl.flock(look, fcntl.LOCK_SH)       # what `holder` holds for a moment, held longer here
+        fcntl.flock(look, fcntl.LOCK_SH)  # what `holder` holds for a moment, held longer here
         with locks.node_lock("lk", "leaf01", "twin nvued: leaf01 revision 1"):
             assert locks.holder("lk") == f"twin nvued: leaf01 revision 1 (pid {os.getpid()})"
         t = threading.Timer(0.3, lambda: fcntl.flock(look, fcntl.LOCK_UN))
@@ -232,7 +240,7 @@ def test_a_look_at_who_holds_a_lab_refuses_no_one(home):
             took = time.monotonic() - t0
         t.join()
         assert 0.25 < took < locks.ANONYMOUS, took
-        fcntl.flock(look, fcntl.LOCK_SH)       # a look that lasts: the writer says so, at its deadline
+        fcntl.flock(look, fcntl.LOCK_SH)  # a look that lasts: the writer says so, at its deadline
         with pytest.raises(LabStateError, match="lab 'lk' is busy: another twin command; wait for it"):
             with locks.lock("lk", "twin apply"):
                 pass

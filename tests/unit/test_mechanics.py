@@ -33,9 +33,13 @@ def test_wait_returns_once_nothing_is_missing():
 
 def test_wait_timeout_names_what_is_missing():
     with pytest.raises(ConvergenceTimeout) as exc:
-        wait.until(lambda: ["leaf1: BGP session on swp1 to spine1 is Active"], timeout=0.05,
-                   what="underlay convergence", first=0.01,
-                   diagnose=lambda: ["leaf1: BGP session on swp1 to spine1 is Connect"])
+        wait.until(
+            lambda: ["leaf1: BGP session on swp1 to spine1 is Active"],
+            timeout=0.05,
+            what="underlay convergence",
+            first=0.01,
+            diagnose=lambda: ["leaf1: BGP session on swp1 to spine1 is Connect"],
+        )
     assert exc.value.missing == ["leaf1: BGP session on swp1 to spine1 is Connect"]
     assert "underlay convergence not reached" in str(exc.value)
     assert "- leaf1: BGP session on swp1 to spine1 is Connect" in str(exc.value)
@@ -77,8 +81,9 @@ def test_commands_enter_the_nodes_namespaces_under_a_deadline(node):
     assert docs == [{"a": 1}, {"b": [2]}]
     argv = calls[0]
     assert argv[:2] == ["nsenter", "--target=4242"] and "--net" in argv and "--mount" in argv
-    assert argv[argv.index("--") + 1:][:4] == ["timeout", "--kill-after=2", "30", "vtysh"], \
+    assert argv[argv.index("--") + 1 :][:4] == ["timeout", "--kill-after=2", "30", "vtysh"], (
         "every command has a deadline"
+    )
     assert argv[-4:] == ["-c", "show a json", "-c", "show b json"]
 
 
@@ -111,7 +116,7 @@ def test_daemons_are_started_through_the_container_runtime_so_they_live_in_the_n
     ex, calls, _ = node
     started = []
 
-    class Api:   # the engine's exec endpoints, as the SDK's low-level client calls them
+    class Api:  # the engine's exec endpoints, as the SDK's low-level client calls them
         def exec_create(self, cid, cmd):
             started.append((cid, cmd))
             return {"Id": "e1"}

@@ -1,6 +1,7 @@
 """The management network (issue 33): the topology's fields, the subnet and addresses chosen at
 `twin up`, the node's kernel steps, the lab's block of /etc/hosts, the inventories and the NVUE
 API's certificate. Validation messages are golden (tests/golden/invalid/mgmt-*.yml)."""
+
 from __future__ import annotations
 
 from ipaddress import IPv4Network
@@ -48,12 +49,20 @@ links:
 def test_pinned_addresses_stay_and_the_rest_take_the_next_free_ones_with_the_host_first(tmp_path):
     f = load(topo(tmp_path, PINNED))
     assert (f.mgmt.subnet, f.mgmt.gateway) == ("192.168.200.0/24", None)
-    assert {n: x.mgmt for n, x in f.nodes.items()} == {"spine1": "192.168.200.11", "leaf1": None,
-                                                        "leaf2": "192.168.200.1", "host1": None}
+    assert {n: x.mgmt for n, x in f.nodes.items()} == {
+        "spine1": "192.168.200.11",
+        "leaf1": None,
+        "leaf2": "192.168.200.1",
+        "host1": None,
+    }
     r = mgmt.resolve(f)
     assert r.mgmt.gateway == "192.168.200.2", "this host takes the first address no node pins"
-    assert {n: x.mgmt for n, x in r.nodes.items()} == {"spine1": "192.168.200.11", "leaf1": "192.168.200.3",
-                                                        "leaf2": "192.168.200.1", "host1": None}
+    assert {n: x.mgmt for n, x in r.nodes.items()} == {
+        "spine1": "192.168.200.11",
+        "leaf1": "192.168.200.3",
+        "leaf2": "192.168.200.1",
+        "host1": None,
+    }
     assert [n.name for n in r.managed()] == ["spine1", "leaf1", "leaf2"], "a host has no management port"
     dumped = r.model_dump_json()
     assert "Cumulus Linux!" not in dumped and r.mgmt.password == "Cumulus Linux!", "the password is never written"
@@ -66,17 +75,18 @@ def test_the_default_subnet_is_the_labs_own_whenever_it_is_free_and_keeps_clear_
     first = mgmt.resolve(f).mgmt.subnet
     assert first == mgmt.resolve(f).mgmt.subnet and IPv4Network(first).subnet_of(mgmt.POOLS[0])
     assert mgmt.resolve(f.model_copy(update={"name": "other"})).mgmt.subnet != first, "another name, another subnet"
-    taken = [IPv4Network(first).supernet(new_prefix=22)]          # a route of this host over it, say
+    taken = [IPv4Network(first).supernet(new_prefix=22)]  # a route of this host over it, say
     second = mgmt.resolve(f, taken).mgmt.subnet
     assert not IPv4Network(second).overlaps(taken[0])
     r = mgmt.resolve(f)
     assert r.mgmt.gateway.endswith(".1") and [n.mgmt for n in r.managed()] == [
-        str(IPv4Network(first)[i]) for i in range(2, 8)], "spines, leafs, DPUs in the file's order"
+        str(IPv4Network(first)[i]) for i in range(2, 8)
+    ], "spines, leafs, DPUs in the file's order"
     assert all(x.mgmt is None for x in r.nodes.values() if x.kind == "host")
 
 
 def test_the_default_subnet_avoids_the_fabrics_own_prefixes():
-    own = [IPv4Network("10.250.0.0/16")]    # as if a tenant's segment covered the first pool
+    own = [IPv4Network("10.250.0.0/16")]  # as if a tenant's segment covered the first pool
     f = load(ROOT / "topologies/aipod.yml")
     assert IPv4Network(mgmt.choose(f.name, 6, own)).subnet_of(mgmt.POOLS[1])
     assert IPv4Network("10.255.0.1/32") in mgmt.own_prefixes(f), "the loopbacks"
@@ -91,8 +101,15 @@ def test_a_big_lab_gets_a_subnet_that_holds_it_and_a_full_host_says_what_to_do()
 
 
 def test_a_lab_without_a_management_network(tmp_path):
-    f = mgmt.resolve(load(topo(tmp_path, "name: dark\nmgmt: {enabled: false}\nnodes:\n  s: {kind: spine}\n"
-                                         "  l: {kind: leaf}\nlinks:\n  - [s, l]\n")))
+    f = mgmt.resolve(
+        load(
+            topo(
+                tmp_path,
+                "name: dark\nmgmt: {enabled: false}\nnodes:\n  s: {kind: spine}\n"
+                "  l: {kind: leaf}\nlinks:\n  - [s, l]\n",
+            )
+        )
+    )
     assert f.mgmt is None and f.managed() == [] and "mgmt" not in f.model_dump()
     assert overlay.plan(f, "s", "netns") == []
 
@@ -107,7 +124,8 @@ def test_the_management_port_is_eth0_in_a_namespace_of_its_own_made_with_the_nod
         "ip link set eth0 netns /run/twin/mgmt",
         "nsenter --net=/run/twin/mgmt ip link set lo up",
         f"nsenter --net=/run/twin/mgmt ip addr add {addr} dev eth0",
-        "nsenter --net=/run/twin/mgmt ip link set eth0 up"]
+        "nsenter --net=/run/twin/mgmt ip link set eth0 up",
+    ]
     ops = [s.op for s in overlay.plan(f, "dpu1", "netns")]
     assert ops[:4] == ["addr", "mgmt-netns", "netns", "netns"], "one exec makes every namespace of a VTEP"
     assert ops[4:8] == ["move", "up", "addr", "up"]
@@ -119,15 +137,27 @@ def test_a_running_labs_management_network_stays_on_apply_and_a_changed_one_is_n
     running = mgmt.resolve(load(topo(tmp_path, PINNED)))
     again = mgmt.carry(running, load(topo(tmp_path, PINNED)))
     assert again.mgmt == running.mgmt and {n: x.mgmt for n, x in again.nodes.items()} == {
-        n: x.mgmt for n, x in running.nodes.items()}
+        n: x.mgmt for n, x in running.nodes.items()
+    }
     assert FabricDiff(running, again).lines() == [] and FabricDiff(running, again).fixed() == []
     moved = mgmt.carry(running, load(topo(tmp_path, PINNED.replace("192.168.200.", "192.168.201."))))
     assert FabricDiff(running, moved).fixed() == [
-        "change mgmt (192.168.200.0/24 via 192.168.200.2 -> 192.168.201.0/24 via its first address)"]
+        "change mgmt (192.168.200.0/24 via 192.168.200.2 -> 192.168.201.0/24 via its first address)"
+    ]
     repinned = mgmt.carry(running, load(topo(tmp_path, PINNED.replace(".11}", ".12}"))))
     assert FabricDiff(running, repinned).fixed() == ["change mgmt_ipv4 of spine1 (192.168.200.11 -> 192.168.200.12)"]
-    off = mgmt.carry(running, load(topo(tmp_path, "name: pinned\nmgmt: {enabled: false}\n" + PINNED.split(
-        "\n", 3)[3].replace(", mgmt_ipv4: 192.168.200.11", "").replace(", mgmt_ipv4: 192.168.200.1", ""))))
+    off = mgmt.carry(
+        running,
+        load(
+            topo(
+                tmp_path,
+                "name: pinned\nmgmt: {enabled: false}\n"
+                + PINNED.split("\n", 3)[3]
+                .replace(", mgmt_ipv4: 192.168.200.11", "")
+                .replace(", mgmt_ipv4: 192.168.200.1", ""),
+            )
+        ),
+    )
     assert "change mgmt (192.168.200.0/24 via 192.168.200.2 -> none)" in FabricDiff(running, off).fixed()
 
 
@@ -137,15 +167,18 @@ def test_the_labs_block_of_etc_hosts_is_its_own(tmp_path):
     hosts.write_text(theirs + "10.0.0.9 mine # no newline")
     etchosts.write("a", {"twin-a-s1": "10.250.1.2", "twin-a-l1": "10.250.1.3"}, hosts)
     etchosts.write("b", {"twin-b-s1": "10.250.2.2"}, hosts)
-    etchosts.write("a", {"twin-a-s1": "10.250.1.2"}, hosts)     # written again: replaced, not added
+    etchosts.write("a", {"twin-a-s1": "10.250.1.2"}, hosts)  # written again: replaced, not added
     assert etchosts.read("a", hosts) == {"twin-a-s1": "10.250.1.2"} and etchosts.read("b", hosts) == {
-        "twin-b-s1": "10.250.2.2"}
+        "twin-b-s1": "10.250.2.2"
+    }
     assert etchosts.remove("a", hosts) and not etchosts.remove("a", hosts)
-    assert hosts.read_text() == (theirs + "10.0.0.9 mine # no newline\n###### TWIN-b-START ######\n"
-                                 "10.250.2.2\ttwin-b-s1\n###### TWIN-b-END ######\n")
+    assert hosts.read_text() == (
+        theirs + "10.0.0.9 mine # no newline\n###### TWIN-b-START ######\n"
+        "10.250.2.2\ttwin-b-s1\n###### TWIN-b-END ######\n"
+    )
     etchosts.remove("b", hosts)
     assert hosts.read_text() == theirs + "10.0.0.9 mine # no newline\n", "nothing of another's is touched"
-    hosts.write_text(theirs + "###### TWIN-c-START ######\n1.2.3.4\tx\n")   # no END: whose it is, and where
+    hosts.write_text(theirs + "###### TWIN-c-START ######\n1.2.3.4\tx\n")  # no END: whose it is, and where
     assert not etchosts.remove("c", hosts) and "1.2.3.4" in hosts.read_text()
 
 
@@ -154,17 +187,36 @@ def test_inventories_reach_the_nodes_on_their_management_address(tmp_path, monke
     f = mgmt.resolve(load("topologies/aipod.yml"))
     doc = yaml.safe_load(inventory(f, "ansible", password="pw")["inventory.yml"])["all"]["children"]
     leaf1, host1a = doc["leaf"]["hosts"]["leaf1"], doc["host"]["hosts"]["host1a"]
-    assert {k: leaf1[k] for k in ("ansible_connection", "ansible_host", "ansible_port", "ansible_user",
-                                  "ansible_password", "ansible_become_password", "mgmt")} == {
-        "ansible_connection": "ssh", "ansible_host": f.nodes["leaf1"].mgmt, "ansible_port": 22,
-        "ansible_user": "cumulus", "ansible_password": "pw", "ansible_become_password": "pw",
-        "mgmt": f.nodes["leaf1"].mgmt}
+    assert {
+        k: leaf1[k]
+        for k in (
+            "ansible_connection",
+            "ansible_host",
+            "ansible_port",
+            "ansible_user",
+            "ansible_password",
+            "ansible_become_password",
+            "mgmt",
+        )
+    } == {
+        "ansible_connection": "ssh",
+        "ansible_host": f.nodes["leaf1"].mgmt,
+        "ansible_port": 22,
+        "ansible_user": "cumulus",
+        "ansible_password": "pw",
+        "ansible_become_password": "pw",
+        "mgmt": f.nodes["leaf1"].mgmt,
+    }
     assert (host1a["ansible_connection"], host1a["ansible_host"]) == ("community.docker.docker", "twin-aipod-host1a")
     docker = yaml.safe_load(inventory(f, "ansible", password="pw", connection="docker")["inventory.yml"])
     assert docker["all"]["children"]["leaf"]["hosts"]["leaf1"]["ansible_host"] == "twin-aipod-leaf1"
     hosts = yaml.safe_load(inventory(f, "nornir", password="pw")["hosts.yaml"])
     assert {k: hosts["spine1"][k] for k in ("hostname", "port", "username", "password")} == {
-        "hostname": f.nodes["spine1"].mgmt, "port": 22, "username": "cumulus", "password": "pw"}
+        "hostname": f.nodes["spine1"].mgmt,
+        "port": 22,
+        "username": "cumulus",
+        "password": "pw",
+    }
     assert hosts["host1a"]["hostname"] == "twin-aipod-host1a" and "port" not in hosts["host1a"]
     api = {"leaf1": {"port": 40001, "user": "cumulus", "password": "pw"}}
     nv = yaml.safe_load(inventory(f, "nvue", api)["nvue.yml"])["all"]["children"]["nvue"]["hosts"]["leaf1"]
@@ -183,8 +235,11 @@ def test_the_nvue_apis_certificate_names_every_nodes_address_and_names(tmp_path,
     cert, _ = nvue_service.certificate(d, "aipod")
     first = cert.read_bytes()
     assert nvue_service.certificate(d, "aipod", f) and cert.read_bytes() != first, "made again to name the nodes"
-    san = x509.load_pem_x509_certificate(cert.read_bytes()).extensions.get_extension_for_class(
-        x509.SubjectAlternativeName).value
+    san = (
+        x509.load_pem_x509_certificate(cert.read_bytes())
+        .extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        .value
+    )
     assert {"localhost", "twin-aipod-leaf1", "leaf1"} <= set(san.get_values_for_type(x509.DNSName))
     assert {"127.0.0.1", f.nodes["leaf1"].mgmt} <= {str(a) for a in san.get_values_for_type(x509.IPAddress)}
     again = cert.read_bytes()
@@ -194,22 +249,44 @@ def test_the_nvue_apis_certificate_names_every_nodes_address_and_names(tmp_path,
 
 def test_a_containerlab_labs_management_network_comes_in(tmp_path):
     f = tmp_path / "lab.clab.yml"
-    f.write_text(yaml.safe_dump({"name": "lab", "mgmt": {"ipv6-subnet": "3fff::/64", "bridge": "br-x"}, "topology": {
-        "nodes": {"r1": {"kind": "linux", "image": "frrouting/frr", "mgmt-ipv4": "172.20.20.11",
-                         "mgmt-ipv6": "3fff::11"},
-                  "r2": {"kind": "linux", "image": "frrouting/frr"},
-                  "pc": {"kind": "linux", "image": "alpine", "mgmt-ipv4": "172.20.20.50"}},
-        "links": [{"endpoints": ["r1:eth1", "r2:eth1"]}, {"endpoints": ["r2:eth2", "pc:eth1"]}]}}))
+    f.write_text(
+        yaml.safe_dump(
+            {
+                "name": "lab",
+                "mgmt": {"ipv6-subnet": "3fff::/64", "bridge": "br-x"},
+                "topology": {
+                    "nodes": {
+                        "r1": {
+                            "kind": "linux",
+                            "image": "frrouting/frr",
+                            "mgmt-ipv4": "172.20.20.11",
+                            "mgmt-ipv6": "3fff::11",
+                        },
+                        "r2": {"kind": "linux", "image": "frrouting/frr"},
+                        "pc": {"kind": "linux", "image": "alpine", "mgmt-ipv4": "172.20.20.50"},
+                    },
+                    "links": [{"endpoints": ["r1:eth1", "r2:eth1"]}, {"endpoints": ["r2:eth2", "pc:eth1"]}],
+                },
+            }
+        )
+    )
     imp = import_clab(f)
     assert imp.doc["mgmt"] == {"subnet": "172.20.20.0/24"}, "containerlab's default subnet, for the pinned address"
     assert imp.doc["nodes"]["r1"]["mgmt_ipv4"] == "172.20.20.11" and "mgmt_ipv4" not in imp.doc["nodes"]["pc"]
     notes = "\n".join(imp.notes)
-    for said in ("containerlab's default 172.20.20.0/24", "mgmt: bridge, ipv6-subnet left out",
-                 "mgmt-ipv6 of r1 is left out", "mgmt-ipv4 of pc is left out: a twin host has no management port"):
+    for said in (
+        "containerlab's default 172.20.20.0/24",
+        "mgmt: bridge, ipv6-subnet left out",
+        "mgmt-ipv6 of r1 is left out",
+        "mgmt-ipv4 of pc is left out: a twin host has no management port",
+    ):
         assert said in notes, notes
     fabric = mgmt.resolve(load_document(imp.doc, imp.source))
     assert (fabric.mgmt.gateway, fabric.nodes["r1"].mgmt, fabric.nodes["r2"].mgmt) == (
-        "172.20.20.1", "172.20.20.11", "172.20.20.2")
+        "172.20.20.1",
+        "172.20.20.11",
+        "172.20.20.2",
+    )
 
 
 def test_clabernetes_exposes_ssh_and_the_nvue_api_of_each_managed_node(monkeypatch):
@@ -223,16 +300,21 @@ def test_clabernetes_exposes_ssh_and_the_nvue_api_of_each_managed_node(monkeypat
     assert "ports" not in nodes["host1"] and nodes["host1"]["network-mode"] == "none"
     plain = load("tests/e2e/small.yml")
     assert build_clabernetes(plain, render_lab(plain, "netns"), image="x")[-1]["spec"]["expose"] == {
-        "disableExpose": True}
+        "disableExpose": True
+    }
 
 
 def test_a_node_on_an_image_of_its_own_has_no_management_port(tmp_path):
-    text = PINNED.replace("leaf2: {kind: leaf, mgmt_ipv4: 192.168.200.1}",
-                          "leaf2: {kind: leaf, image: frrouting/frr, mgmt_ipv4: 192.168.200.1}")
-    running = mgmt.resolve(load(topo(tmp_path, text)), own={"leaf2"})   # as `twin up` chose its image
+    text = PINNED.replace(
+        "leaf2: {kind: leaf, mgmt_ipv4: 192.168.200.1}",
+        "leaf2: {kind: leaf, image: frrouting/frr, mgmt_ipv4: 192.168.200.1}",
+    )
+    running = mgmt.resolve(load(topo(tmp_path, text)), own={"leaf2"})  # as `twin up` chose its image
     assert running.nodes["leaf2"].mgmt is None and running.mgmt.gateway == "192.168.200.1", "its pin is free again"
     assert running.nodes["leaf1"].mgmt == "192.168.200.2"
     again = mgmt.carry(running, load(topo(tmp_path, text)))
     assert again.nodes["leaf2"].mgmt is None and FabricDiff(running, again).fixed() == []
-    assert yaml.safe_load(inventory(running, "nornir", password="pw")["hosts.yaml"])["leaf2"]["hostname"] == \
-        "twin-pinned-leaf2", "reached through its container"
+    assert (
+        yaml.safe_load(inventory(running, "nornir", password="pw")["hosts.yaml"])["leaf2"]["hostname"]
+        == "twin-pinned-leaf2"
+    ), "reached through its container"

@@ -1,6 +1,7 @@
 """What a lab creates on the host is named so that its cleanup takes exactly its own: the
 namespaces that hold a stopped node's links (`naming.held_netns`) of one lab never start with
 another lab's prefix, whatever the two names, and `twin doctor` never calls them leftovers."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Node names as the user wrote them (issue 27): a containerlab file's `PC1` is node pc1 in twin;
 `twin exec LAB PC1`, traffic, faults, checks files and the Python API take the user's spelling."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,7 +29,7 @@ def test_an_exact_name_wins_and_an_ambiguous_one_is_refused_naming_both():
     with pytest.raises(TwinError, match=r"'A-B' could be node a-b or a_b; type it exactly"):
         resolve_node("A-B", ["a_b", "a-b"], "lab")
     with pytest.raises(TwinError, match=r"lab 'lab' has no node 'pc9'; nodes: pc1, pc2"):
-        resolve_node("pc9", ["pc1", "pc2"], "lab")   # in the order the lab has them
+        resolve_node("pc9", ["pc1", "pc2"], "lab")  # in the order the lab has them
 
 
 def context():

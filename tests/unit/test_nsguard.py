@@ -1,5 +1,6 @@
 """A node's tenant namespaces are checked before twin uses them (issue 34): the verdicts from the
 host's tables, faked here (the e2e test plants links and binds in a running node)."""
+
 from __future__ import annotations
 
 import os
@@ -17,9 +18,11 @@ RED, BLUE, OTHERS = 101, 102, 201
 
 def guard(procs=None, mounts=None) -> nsguard.Guard:
     g = nsguard.Guard()
-    g.tables = nsguard.Tables(at=float("inf"), procs=procs or {},
-                              mounts={RED: {(NODE_MNT, "/run/netns/red", 500)},
-                                      BLUE: {(NODE_MNT, "/run/netns/blue", 500)}} | (mounts or {}))
+    g.tables = nsguard.Tables(
+        at=float("inf"),
+        procs=procs or {},
+        mounts={RED: {(NODE_MNT, "/run/netns/red", 500)}, BLUE: {(NODE_MNT, "/run/netns/blue", 500)}} | (mounts or {}),
+    )
     return g
 
 
@@ -29,7 +32,7 @@ def judge(g: nsguard.Guard, ino: int, vrf: str = "red") -> str:
 
 def test_the_tenants_own_namespace_passes():
     assert judge(guard(), RED) == "" and judge(guard(), BLUE, "blue") == ""
-    in_use = guard(procs={RED: {(NODE_PIDNS, 501), (HOST_PIDNS, 7)}})   # the node's `ip netns exec`, twin's sender
+    in_use = guard(procs={RED: {(NODE_PIDNS, 501), (HOST_PIDNS, 7)}})  # the node's `ip netns exec`, twin's sender
     assert judge(in_use, RED) == ""
 
 
@@ -41,8 +44,9 @@ def test_another_containers_namespace_is_refused():
 def test_a_namespace_mounted_in_another_node_or_on_the_host_is_refused():
     nsguard.NAMES[950] = "lab2/leaf2"
     g = guard(mounts={OTHERS: {(NODE_MNT, "/run/netns/red", 500), (OTHER_MNT, "/run/netns/red", 950)}})
-    assert judge(g, OTHERS) == ("a namespace mounted outside the node too: at /run/netns/red in node lab2/leaf2 "
-                                "(another node's, or the host's)")
+    assert judge(g, OTHERS) == (
+        "a namespace mounted outside the node too: at /run/netns/red in node lab2/leaf2 (another node's, or the host's)"
+    )
     g = guard(mounts={OTHERS: {(NODE_MNT, "/run/netns/red", 500), (OTHER_MNT, "/run/docker/netns/ab12", 3)}})
     assert "at /run/docker/netns/ab12 in the mounts of host pid 3" in judge(g, OTHERS)
 
@@ -59,13 +63,20 @@ def test_the_host_and_the_nodes_own_namespace_are_refused_before_any_table():
     own = os.stat("/proc/self/ns/net").st_ino
     node = os.stat(f"/proc/{me}/ns/net").st_ino
     assert g.foreign(1 << 30, "red", nsguard.INIT_NET) == "the host's network namespace"
-    assert g.foreign(1 << 30, "red", own) in ("the host's network namespace", "the host's network namespace "
-                                                                             "(twin's own)")
+    assert g.foreign(1 << 30, "red", own) in (
+        "the host's network namespace",
+        "the host's network namespace (twin's own)",
+    )
     assert g.foreign(me, "red", node) != "", "twin's namespace seen as a node's own: refused either way"
-    child = subprocess.Popen(["unshare", "--net", "sleep", "30"])   # a node: a process with a namespace of its own
+    child = subprocess.Popen(["unshare", "--net", "sleep", "30"])  # a node: a process with a namespace of its own
     try:
-        wait.until(lambda: [] if os.stat(f"/proc/{child.pid}/ns/net").st_ino != own else ["unshared"], 5, "unshare",
-                   first=0.01, cap=0.05)
+        wait.until(
+            lambda: [] if os.stat(f"/proc/{child.pid}/ns/net").st_ino != own else ["unshared"],
+            5,
+            "unshare",
+            first=0.01,
+            cap=0.05,
+        )
         ino = os.stat(f"/proc/{child.pid}/ns/net").st_ino
         assert g.foreign(child.pid, "red", ino) == "the node's own network namespace, not tenant red's"
     finally:
@@ -75,10 +86,12 @@ def test_the_host_and_the_nodes_own_namespace_are_refused_before_any_table():
 
 
 def test_mountinfo_lines_of_namespaces_are_read(tmp_path, monkeypatch):
-    lines = ["378 377 0:4 net:[4026534064] /run/netns/red rw shared:44 - nsfs nsfs rw\n",
-             "379 377 0:4 net:[4026534131] /run/netns/a\\040b rw shared:45 - nsfs nsfs rw\n",
-             "380 377 0:4 mnt:[4026534132] /run/x rw - nsfs nsfs rw\n",
-             "381 377 0:31 / /run rw,nosuid - tmpfs tmpfs rw\n"]
+    lines = [
+        "378 377 0:4 net:[4026534064] /run/netns/red rw shared:44 - nsfs nsfs rw\n",
+        "379 377 0:4 net:[4026534131] /run/netns/a\\040b rw shared:45 - nsfs nsfs rw\n",
+        "380 377 0:4 mnt:[4026534132] /run/x rw - nsfs nsfs rw\n",
+        "381 377 0:31 / /run rw,nosuid - tmpfs tmpfs rw\n",
+    ]
     (tmp_path / "mountinfo").write_text("".join(lines))
     real_open = open
     monkeypatch.setattr(nsguard, "open", lambda p, **kw: real_open(tmp_path / "mountinfo", **kw), raising=False)
@@ -98,5 +111,5 @@ def test_a_file_that_is_no_namespace_is_refused(tmp_path):
         nsguard.open_path(str(tmp_path / "ns"))
     assert str(e.value) == f"{tmp_path}/ns is not a network namespace"
     with pytest.raises(NamespaceRefused, match="/dev/null is not a network namespace"):
-        nsguard.open_path("/dev/null")     # a device: never handed the ioctl
+        nsguard.open_path("/dev/null")  # a device: never handed the ioctl
     os.close(nsguard.open_path("/proc/self/ns/net"))

@@ -1,6 +1,7 @@
 """NVUE (issue 24): startup.yaml read into a checked tree (emulated, stored, refused, each problem
 with file, line and NVUE path), the edits the live layer is made of, the FRR and kernel plane a
 node's NVUE makes, the VLAN-aware layout (golden only), and the samples NVIDIA's forms give."""
+
 from __future__ import annotations
 
 import copy
@@ -50,15 +51,21 @@ def test_the_samples_read_with_nothing_refused_or_left_out():
 
 
 def test_a_wrong_value_is_named_with_file_line_and_nvue_path(tmp_path):
-    f = write(tmp_path, "- set:\n    interface:\n      swp1:\n        bridge:\n          domain:\n"
-                        "            br_default:\n              access: x\n")
+    f = write(
+        tmp_path,
+        "- set:\n    interface:\n      swp1:\n        bridge:\n          domain:\n"
+        "            br_default:\n              access: x\n",
+    )
     assert problems(f) == [f"{f}:7: interface.swp1.bridge.domain.br_default.access: 'x' is not a VLAN id"]
 
 
 def test_every_problem_at_once_unknown_places_refused_with_the_keys_allowed(tmp_path):
-    f = write(tmp_path, "- set:\n    interface:\n      swp1:\n        link:\n          stat: up\n"
-                        "    router:\n      bgp:\n        autonomous-system: 23456\n    bogus: {}\n"
-                        "    vrf:\n      RED:\n        evpn:\n          vni:\n            '99999999': {}\n")
+    f = write(
+        tmp_path,
+        "- set:\n    interface:\n      swp1:\n        link:\n          stat: up\n"
+        "    router:\n      bgp:\n        autonomous-system: 23456\n    bogus: {}\n"
+        "    vrf:\n      RED:\n        evpn:\n          vni:\n            '99999999': {}\n",
+    )
     found = problems(f)
     assert len(found) == 4
     assert f"{f}:5: interface.swp1.link.stat: no such key in NVUE's interface.swp1.link; keys: " in found[0]
@@ -69,9 +76,12 @@ def test_every_problem_at_once_unknown_places_refused_with_the_keys_allowed(tmp_
 
 
 def test_nvue_objects_twin_does_not_emulate_are_stored_and_listed(tmp_path):
-    f = write(tmp_path, "- set:\n    mlag:\n      mac-address: 44:38:39:BE:EF:AA\n    qos:\n      roce:\n"
-                        "        enable: on\n    system:\n      message:\n        pre-login: hello\n"
-                        "      hostname: leaf01\n    interface:\n      swp1:\n        link:\n          mtu: 9000\n")
+    f = write(
+        tmp_path,
+        "- set:\n    mlag:\n      mac-address: 44:38:39:BE:EF:AA\n    qos:\n      roce:\n"
+        "        enable: on\n    system:\n      message:\n        pre-login: hello\n"
+        "      hostname: leaf01\n    interface:\n      swp1:\n        link:\n          mtu: 9000\n",
+    )
     nf = nvue.read(f)
     assert nf.tree["mlag"] == {"mac-address": "44:38:39:BE:EF:AA"}, "kept as given"
     assert [".".join(p) for p in nf.not_emulated] == ["mlag", "system.message"], "qos roce, link.mtu run (issue 44)"
@@ -82,18 +92,21 @@ def test_a_mac_that_yaml_1_1_reads_as_a_number_is_named_as_such(tmp_path):
     assert "YAML 1.1 read a MAC of digits starting 1-9 as a number (base 60); quote it" in problems(f)[0]
 
 
-@pytest.mark.parametrize("text, says", [
-    ("- set: [\n", "not valid YAML"),
-    ("interface: {}\n", "a startup.yaml is a list of documents"),
-    ("- sett: {}\n", "each document is one of - header:, - set:, - unset:; got sett"),
-    ("- set: 3\n", "[0].set: 3 is not a mapping"),
-    ("- header:\n    nvue-api-version: nvue_v2\n", "twin emulates NVUE's nvue_v1 API"),
-    ("- set:\n    interface:\n      swp1: 5\n", "interface.swp1: 5 is not an object"),
-    ("- set:\n    interface:\n      'bad name!': {}\n", "is not an interface name"),
-    ("- set:\n    vrf: !!python/object:os.system {}\n", "the tag"),
-    ("- set:\n    a: &x {}\n    b: *x\n", "anchors and aliases"),
-    ("- set: {}\n- set: {}\n" + "x" * 10, "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("- set: [\n", "not valid YAML"),
+        ("interface: {}\n", "a startup.yaml is a list of documents"),
+        ("- sett: {}\n", "each document is one of - header:, - set:, - unset:; got sett"),
+        ("- set: 3\n", "[0].set: 3 is not a mapping"),
+        ("- header:\n    nvue-api-version: nvue_v2\n", "twin emulates NVUE's nvue_v1 API"),
+        ("- set:\n    interface:\n      swp1: 5\n", "interface.swp1: 5 is not an object"),
+        ("- set:\n    interface:\n      'bad name!': {}\n", "is not an interface name"),
+        ("- set:\n    vrf: !!python/object:os.system {}\n", "the tag"),
+        ("- set:\n    a: &x {}\n    b: *x\n", "anchors and aliases"),
+        ("- set: {}\n- set: {}\n" + "x" * 10, "not valid YAML"),
+    ],
+)
 def test_hostile_files_get_a_clear_error(tmp_path, text, says):
     found = problems(write(tmp_path, text))
     assert any(says in p for p in found), found
@@ -107,18 +120,25 @@ def test_huge_and_deeply_nested_files_are_refused_before_they_are_parsed(tmp_pat
 
 
 def test_unset_documents_and_later_sets_apply_in_order(tmp_path):
-    f = write(tmp_path, "- set:\n    interface:\n      swp1: {type: swp}\n      swp2: {type: swp}\n"
-                        "- unset:\n    interface:\n      swp1:\n- set:\n    interface:\n      swp2:\n"
-                        "        link: {state: down}\n")
+    f = write(
+        tmp_path,
+        "- set:\n    interface:\n      swp1: {type: swp}\n      swp2: {type: swp}\n"
+        "- unset:\n    interface:\n      swp1:\n- set:\n    interface:\n      swp2:\n"
+        "        link: {state: down}\n",
+    )
     assert nvue.read(f).tree == {"interface": {"swp2": {"type": "swp", "link": {"state": "down"}}}}
 
 
 # --- editing: what nv set/unset, nv config diff/patch and the REST API are made of -----------------------
 def test_nv_set_words_and_interface_ranges():
     assert nv_tree.words("interface swp3 bridge domain br_default access 30".split()) == (
-        ("interface", "swp3", "bridge", "domain", "br_default", "access"), "30")
+        ("interface", "swp3", "bridge", "domain", "br_default", "access"),
+        "30",
+    )
     assert nv_tree.words("interface vlan30 ip address 10.1.30.2/24".split()) == (
-        ("interface", "vlan30", "ip", "address", "10.1.30.2/24"), {})
+        ("interface", "vlan30", "ip", "address", "10.1.30.2/24"),
+        {},
+    )
     assert nv_tree.expand("swp1-2,5-6") == ["swp1", "swp2", "swp5", "swp6"]
     assert nv_tree.expand("pf0vf0-1_if,swp9") == ["pf0vf0_if", "pf0vf1_if", "swp9"]
     with pytest.raises(ValueError, match="at most 1024"):
@@ -160,7 +180,8 @@ def test_an_interface_the_node_does_not_have_is_named_with_its_ports(tmp_path):
     with pytest.raises(TopologyError) as e:
         nvue.build({"leaf01": nvue.read(f)}, fabric, "netns")
     assert [str(p) for p in e.value.problems] == [
-        f"{f}:{line}: interface.swp99: leaf01 has no port swp99; its ports: swp1-64"]   # the platform's, cabled or not
+        f"{f}:{line}: interface.swp99: leaf01 has no port swp99; its ports: swp1-64"
+    ]  # the platform's, cabled or not
 
 
 def test_what_nvue_cannot_make_in_twin_is_refused_on_its_node(tmp_path):
@@ -191,7 +212,7 @@ def test_the_samples_make_twins_tenants_on_their_nodes():
     assert "per-vni layout" in sh
     frr = nodes["dpu1"].files["frr.conf"]
     assert " neighbor p0 interface peer-group underlay\n" in frr and "vrf red\n vni 4001\nexit-vrf" in frr
-    assert nodes["dpu1"].files["daemons"].count(" -n\"") == 1, "tenant VRFs as namespaces: zebra -n"
+    assert nodes["dpu1"].files["daemons"].count(' -n"') == 1, "tenant VRFs as namespaces: zebra -n"
 
 
 @pytest.mark.parametrize("node", ["leaf01", "dpu1"])
@@ -217,8 +238,9 @@ def test_the_vlan_aware_layout_of_the_samples_matches_golden(golden):
 def test_arp_suppression_off_vxlan_off_and_ports_down_change_the_plane(tmp_path):
     fabric, _ = sample_lab()
     text = (SAMPLES / "leaf01/startup.yaml").read_text().replace("arp-nd-suppress: on", "arp-nd-suppress: off")
-    text = text.replace("      swp52:\n        type: swp\n", "      swp52:\n        type: swp\n        link:\n"
-                                                              "          state: down\n")
+    text = text.replace(
+        "      swp52:\n        type: swp\n", "      swp52:\n        type: swp\n        link:\n          state: down\n"
+    )
     p = nvue.build({"leaf01": nvue.read(write(tmp_path, text))}, fabric, "netns")[0]["leaf01"].plane
     cmds = [s.command() for s in p.steps]
     assert "bridge -n red link set dev vxlan10 learning off" in cmds and "ip link set swp52 down" in cmds
@@ -236,23 +258,29 @@ def test_validate_names_every_nvue_problem_and_export_writes_startup_files(tmp_p
     bad = tmp_path / "configs"
     text = (SAMPLES / "leaf01/startup.yaml").read_text().replace("access: 10", "access: x")
     write(bad, text)
-    write(bad, (SAMPLES / "dpu1/startup.yaml").read_text().replace("p1_if:\n        type", "p7_if:\n        type"),
-          "dpu1")
+    write(
+        bad, (SAMPLES / "dpu1/startup.yaml").read_text().replace("p1_if:\n        type", "p7_if:\n        type"), "dpu1"
+    )
     res = CliRunner().invoke(main, ["validate", str(SAMPLE_TOPOLOGY), "--configs", str(bad)], prog_name="twin")
     assert res.exit_code == 1 and "Traceback" not in res.output
     line = text.splitlines().index("              access: x") + 1
-    assert f"{bad}/leaf01/startup.yaml:{line}: interface.swp1.bridge.domain.br_default.access: 'x' is not a VLAN id" \
+    assert (
+        f"{bad}/leaf01/startup.yaml:{line}: interface.swp1.bridge.domain.br_default.access: 'x' is not a VLAN id"
         in res.output
-    assert f"{bad}/dpu1/startup.yaml:" in res.output and \
-        "interface.p7_if: dpu1 has no port p7_if; its ports: p0-1,pf0hpf,pf0vf0-15" in res.output, \
-        "every problem of every file at once"
+    )
+    assert (
+        f"{bad}/dpu1/startup.yaml:" in res.output
+        and "interface.p7_if: dpu1 has no port p7_if; its ports: p0-1,pf0hpf,pf0vf0-15" in res.output
+    ), "every problem of every file at once"
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, ["export", str(ROOT / "topologies/leaf-vtep.yml"), "--format", "nvue", "-o",
-                                    str(out)], prog_name="twin")
+    res = CliRunner().invoke(
+        main, ["export", str(ROOT / "topologies/leaf-vtep.yml"), "--format", "nvue", "-o", str(out)], prog_name="twin"
+    )
     assert res.exit_code == 0, res.output
     assert sorted(p.parent.name for p in out.glob("*/startup.yaml")) == ["leaf1", "leaf2", "spine1", "spine2"]
     assert nvue.read(out / "leaf1/startup.yaml").tree["interface"]["swp10"]["bridge"]["domain"]["br_default"] == {
-        "access": 10}
+        "access": 10
+    }
 
 
 def test_a_fabric_may_have_leaf_and_dpu_vteps_side_by_side(tmp_path):

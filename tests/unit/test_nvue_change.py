@@ -2,6 +2,7 @@
 `twin up --configs` leaves it): an NVUE directory becomes the kernel steps that take each node's
 plane from its running startup.yaml to the new one and back (the undo), with the VNIs zebra knows
 after each; an edited topology keeps the NVUE nodes' files and planes their startup.yaml's."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,8 +26,9 @@ def running_lab(tmp_path: Path) -> LabContext:
     nodes, _ = nvue.build(nvue.read_configs(configs), fabric, "netns")
     d = tmp_path / "lab"
     files = render.render_lab(fabric, "netns") | {n: x.files for n, x in nodes.items()}
-    state.save(d, state.LabState(name="nvsamples", topology=str(TOPOLOGY), image="",
-                                 user_files=configs.owned()), fabric)
+    state.save(
+        d, state.LabState(name="nvsamples", topology=str(TOPOLOGY), image="", user_files=configs.owned()), fabric
+    )
     state.write_files(d, files)
     return LabContext("nvsamples", d, fabric, "netns", runtime=None)
 
@@ -48,16 +50,18 @@ def test_an_nvue_change_is_the_kernel_steps_between_two_planes_both_ways(tmp_pat
     add = [s.command() for s in w.deltas["leaf01"].add]
     assert add.index("ip -n red link del vxlan10") < add.index(
         "ip link add vxlan10 netns blue index 16777226 mtu 8950 type vxlan id 10 local 10.10.10.1 dstport 4789 "
-        "nolearning tos inherit ttl 64"), "VNI 10 is let go in red before blue takes it"
+        "nolearning tos inherit ttl 64"
+    ), "VNI 10 is let go in red before blue takes it"
     assert "ip -n blue addr add 10.1.10.2/24 dev br10" in add, "the SVI's own address comes along"
     assert "leaf01: set interface.vlan10.ip.vrf BLUE" in w.plan.changes
     assert w.reload == [], "FRR's configuration is the same: only the kernel plane changes"
     assert set(w.plan.diffs["leaf01"]) == {"interfaces.sh", "nftables-blue.nft", "nftables-red.nft", "startup.yaml"}
     undo = [s.command() for s in w.undo["leaf01"].add]
     assert any(c.startswith("ip link add vxlan10 netns red") for c in undo)
-    assert (w.old_vnis["leaf01"], w.vnis["leaf01"]) == ({10, 20, 4001, 4002}, {10, 20, 4002}), \
+    assert (w.old_vnis["leaf01"], w.vnis["leaf01"]) == ({10, 20, 4001, 4002}, {10, 20, 4002}), (
         "red has no host left on leaf01: its L3VNI is not made there"
-    assert "dpu1" not in w.deltas and w.files.get("dpu1") == w.old_files.get("dpu1")   # only its node
+    )
+    assert "dpu1" not in w.deltas and w.files.get("dpu1") == w.old_files.get("dpu1")  # only its node
 
 
 def test_an_edited_topology_keeps_the_nvue_nodes_planes(tmp_path):

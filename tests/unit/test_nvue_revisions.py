@@ -5,6 +5,7 @@ applied, or applied, cannot be changed or applied again; a revision meeting a fa
 apply_fail naming it), and nothing half-applied. The apply's own work (`Engine._run`: the change
 pipeline on a running lab) is held on an event here, so the race is the one that matters: the
 states, over the REST API and the engine alike, with the handlers in a thread pool."""
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,7 @@ class HeldApply:
     def __init__(self) -> None:
         self.release, self.started, self.trees, self.calls = threading.Event(), threading.Event(), [], 0
 
-    def __call__(self, rev) -> SimpleNamespace:     # in place of the method: called as engine._run(rev)
+    def __call__(self, rev) -> SimpleNamespace:  # in place of the method: called as engine._run(rev)
         self.calls += 1
         self.trees.append(rev.tree)
         self.started.set()
@@ -45,7 +46,7 @@ class HeldApply:
 
 @pytest.fixture
 def held(monkeypatch, tmp_path):
-    monkeypatch.setenv("TWIN_HOME", str(tmp_path / "home"))     # the lab's lock files: this test's own
+    monkeypatch.setenv("TWIN_HOME", str(tmp_path / "home"))  # the lab's lock files: this test's own
     h = HeldApply()
     monkeypatch.setattr(Engine, "_run", h)
     yield h
@@ -69,15 +70,21 @@ def applies_at_once(at: str, http: requests.Session, n: int = 2) -> list[request
 
 
 def done(engine: Engine, rev) -> None:
-    wait.until(lambda: [] if rev.state in DONE else [f"revision {rev.id} is {rev.state}"], 10, "the revision done",
-               first=0.01, cap=0.05)
+    wait.until(
+        lambda: [] if rev.state in DONE else [f"revision {rev.id} is {rev.state}"],
+        10,
+        "the revision done",
+        first=0.01,
+        cap=0.05,
+    )
 
 
 def test_two_applies_of_one_revision_one_wins_the_others_are_told_it_is_being_applied(held, tmp_path):
     engine = Engine("nvsamples", running_lab(tmp_path).dir)
     rev = engine.create("leaf01")
-    engine.edit(rev, lambda t: {**t, "interface": {**t["interface"], "vlan10": {**t["interface"]["vlan10"],
-                                                                               **ADDRESS}}})
+    engine.edit(
+        rev, lambda t: {**t, "interface": {**t["interface"], "vlan10": {**t["interface"]["vlan10"], **ADDRESS}}}
+    )
     go = threading.Barrier(8)
 
     def apply() -> str:
@@ -149,8 +156,10 @@ def test_an_apply_during_a_node_fault_ends_apply_fail_naming_it_and_touches_noth
         engine.apply(rev, yes=True)
         done(engine, rev)
     assert rev.state is State.APPLY_FAIL and ran == []
-    assert rev.issues == [f"lab 'nvsamples' is busy: twin fault node-stop nvsamples spine01 (pid {os.getpid()}, "
-                          "another thread); wait for it, or stop it first"]
+    assert rev.issues == [
+        f"lab 'nvsamples' is busy: twin fault node-stop nvsamples spine01 (pid {os.getpid()}, "
+        "another thread); wait for it, or stop it first"
+    ]
     assert (engine.d / "leaf01" / "startup.yaml").read_text() == startup
     with pytest.raises(Conflict, match="is apply_fail: a revision that was applied cannot be modified further"):
         engine.edit(rev, lambda t: t)

@@ -4,6 +4,7 @@ same kernel steps and bindings (the loopback set by the kernel, as ifupdown2 doe
 frr.conf sets it through zebra), the same nftables, service, daemons and vtysh files, and the
 same FRR configuration line for line in each instance and address family (comments, interface
 descriptions and the layout of blocks aside)."""
+
 from __future__ import annotations
 
 import re
@@ -69,15 +70,19 @@ def test_every_shipped_topology_round_trips_through_nvue(name, backend, tmp_path
         twin_steps = overlay.plan(fabric, node, backend)
         assert [s for s in x.plane.steps if s.dev != "lo"] == [s for s in twin_steps if s.dev != "lo"], node
         assert x.plane.bindings == overlay.bindings(fabric, node, backend), node
-        assert lo_addresses(theirs, x.plane.steps) == lo_addresses(mine, twin_steps) == {
-            f"{fabric.nodes[node].loopback}/32"}, node
+        assert (
+            lo_addresses(theirs, x.plane.steps)
+            == lo_addresses(mine, twin_steps)
+            == {f"{fabric.nodes[node].loopback}/32"}
+        ), node
         same = set(mine) - {"frr.conf", "interfaces.sh", "daemons"}
         assert {f: theirs[f] for f in same} == {f: mine[f] for f in same}, node
         # an NVUE node's daemons are a switch's whatever it holds yet (issues 33, 44): staticd, bfdd, ospfd, zebra -n
-        enabled = [{ln.split("=")[0] for ln in f["daemons"].splitlines() if ln.endswith("=yes")}
-                   for f in (mine, theirs)]
+        enabled = [
+            {ln.split("=")[0] for ln in f["daemons"].splitlines() if ln.endswith("=yes")} for f in (mine, theirs)
+        ]
         assert enabled[1] - enabled[0] <= {"staticd", "bfdd", "ospfd"} and enabled[0] <= enabled[1], node
-        assert (" -n\"" in theirs["daemons"]) == (backend == "netns"), node
+        assert (' -n"' in theirs["daemons"]) == (backend == "netns"), node
         # twin's own rendering spares a leaf's spines the routes they would drop (issue 35: FRR's CPU on a
         # 256-node Clos); NVUE has no such knob, so a node NVUE configures sends them, as Cumulus does
         ours = {x for x in frr_lines(mine["frr.conf"]) if not x[2].endswith(" sender-as-path-loop-detection")}

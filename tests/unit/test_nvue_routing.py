@@ -4,6 +4,7 @@ shows (read back from FRR 10.3 on a node), values checked by their NVUE type (an
 text it holds, becomes a line of its own), an interface's OSPF settings checked and stored; and
 verify's readers of ospfd's and zebra's JSON (taken from a real node: `tests/unit/frr/`) naming an
 area mismatch across a link with both values, and a static route whose next hop is unreachable."""
+
 from __future__ import annotations
 
 import copy
@@ -25,34 +26,63 @@ from twin.nvue.ospf import area_id
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests/unit/frr"
-POLICY = topology.load(ROOT / "tests/e2e/nvue/policy.yml")      # every switch NVUE's (its export)
-OSPF = {"router": {"ospf": {"router-id": "10.10.10.1"}},
-        "interface": {"swp51": {"ip": {"address": {"10.0.1.0/31": {}}}, "router": {"ospf": {
-            "network-type": "point-to-point", "timers": {"hello-interval": 5}}}}},
-        "vrf": {"default": {"router": {"ospf": {"area": {0: {"network": {"10.0.1.1/31": {}, "10.10.10.1/32": {}}},
-                                                         "0.0.0.7": {"network": {"10.7.0.0/16": {}}}}}}},
-                "BLUE": {"router": {"ospf": {"router-id": "10.10.10.9", "area": {1: {"network": {
-                    "10.1.20.0/24": {}}}}}}}}}
-STATICS = {"vrf": {"default": {"router": {"static": {
-    "192.0.2.0/24": {"via": {"10.0.1.1": {}}, "distance": {20: {"via": {"blackhole": {}}}}},
-    "198.51.100.128/25": {"tag": 7, "distance": {"20": {"via": {"10.0.1.1": {"interface": "swp51",
-                                                                           "flag": "onlink"}}}}}}}},
-                   "RED": {"router": {"static": {"203.0.113.0/24": {"via": {"reject": {}}, "tag": "none"}}}}}}
-
+POLICY = topology.load(ROOT / "tests/e2e/nvue/policy.yml")  # every switch NVUE's (its export)
+OSPF = {
+    "router": {"ospf": {"router-id": "10.10.10.1"}},
+    "interface": {
+        "swp51": {
+            "ip": {"address": {"10.0.1.0/31": {}}},
+            "router": {"ospf": {"network-type": "point-to-point", "timers": {"hello-interval": 5}}},
+        }
+    },
+    "vrf": {
+        "default": {
+            "router": {
+                "ospf": {
+                    "area": {
+                        0: {"network": {"10.0.1.1/31": {}, "10.10.10.1/32": {}}},
+                        "0.0.0.7": {"network": {"10.7.0.0/16": {}}},
+                    }
+                }
+            }
+        },
+        "BLUE": {"router": {"ospf": {"router-id": "10.10.10.9", "area": {1: {"network": {"10.1.20.0/24": {}}}}}}},
+    },
+}
+STATICS = {
+    "vrf": {
+        "default": {
+            "router": {
+                "static": {
+                    "192.0.2.0/24": {"via": {"10.0.1.1": {}}, "distance": {20: {"via": {"blackhole": {}}}}},
+                    "198.51.100.128/25": {
+                        "tag": 7,
+                        "distance": {"20": {"via": {"10.0.1.1": {"interface": "swp51", "flag": "onlink"}}}},
+                    },
+                }
+            }
+        },
+        "RED": {"router": {"static": {"203.0.113.0/24": {"via": {"reject": {}}, "tag": "none"}}}},
+    }
+}
 
 
 def test_a_vrfs_ospf_runs_and_an_interfaces_own_settings_are_stored():
     nf, x = built(OSPF, STATICS)
     assert sorted(nv_tree.show(p) for p in nf.not_emulated) == [
-        "interface.swp51.router.ospf.network-type", "interface.swp51.router.ospf.timers.hello-interval"]
+        "interface.swp51.router.ospf.network-type",
+        "interface.swp51.router.ospf.timers.hello-interval",
+    ]
     assert "ospfd=yes" in x.files["daemons"], "ospfd runs on every NVUE node: OSPF set later is a reload"
     assert "ospfd=yes" in built()[1].files["daemons"] and "router ospf" not in built()[1].files["frr.conf"]
 
 
 def test_ospf_renders_as_frr_shows_it_one_instance_per_vrf():
     frr = built(OSPF)[1].files["frr.conf"]
-    assert ("router ospf\n ospf router-id 10.10.10.1\n network 10.0.1.0/31 area 0.0.0.0\n"
-            " network 10.10.10.1/32 area 0.0.0.0\n network 10.7.0.0/16 area 0.0.0.7\nexit\n!\n") in frr
+    assert (
+        "router ospf\n ospf router-id 10.10.10.1\n network 10.0.1.0/31 area 0.0.0.0\n"
+        " network 10.10.10.1/32 area 0.0.0.0\n network 10.7.0.0/16 area 0.0.0.7\nexit\n!\n"
+    ) in frr
     assert "router ospf vrf blue\n ospf router-id 10.10.10.9\n network 10.1.20.0/24 area 0.0.0.1\nexit\n" in frr
     assert "\ninterface " not in frr, "no interface block: FRR 10.3's zebra -n aborts on one"
     off = built(OSPF, {"router": {"ospf": {"enable": "off"}}})[1].files["frr.conf"]
@@ -63,16 +93,27 @@ def test_ospf_renders_as_frr_shows_it_one_instance_per_vrf():
 def test_static_routes_in_nvues_form_render_as_frr_shows_them():
     frr = built(STATICS)[1].files["frr.conf"]
     assert "ip route 192.0.2.0/24 10.0.1.1\nip route 192.0.2.0/24 blackhole 20\n" in frr
-    assert "ip route 198.51.100.128/25 10.0.1.1 swp51 tag 7 20 onlink\n" in frr   # FRR's own order, read back
+    assert "ip route 198.51.100.128/25 10.0.1.1 swp51 tag 7 20 onlink\n" in frr  # FRR's own order, read back
     assert "vrf red\n vni 4001\n ip route 203.0.113.0/24 reject\nexit-vrf\n" in frr
 
 
 def test_ospf_and_static_values_are_checked_by_their_nvue_type():
-    bad = {"router": {"ospf": {"router-id": "10.1"}},
-           "interface": {"swp51": {"router": {"ospf": {"area": "x", "network-type": "p2p",
-                                                       "timers": {"hello-interval": 0}}}}},
-           "vrf": {"default": {"router": {"ospf": {"area": {"bb": {"network": {"10.0.0.0": {}}}}}, "static": {
-               "192.0.2.0/24": {"distance": {0: {"via": {"10.0.0.1": {}}}}, "tag": 0, "via": {"x y": {}}}}}}}}
+    bad = {
+        "router": {"ospf": {"router-id": "10.1"}},
+        "interface": {
+            "swp51": {"router": {"ospf": {"area": "x", "network-type": "p2p", "timers": {"hello-interval": 0}}}}
+        },
+        "vrf": {
+            "default": {
+                "router": {
+                    "ospf": {"area": {"bb": {"network": {"10.0.0.0": {}}}}},
+                    "static": {
+                        "192.0.2.0/24": {"distance": {0: {"via": {"10.0.0.1": {}}}}, "tag": 0, "via": {"x y": {}}}
+                    },
+                }
+            }
+        },
+    }
     _, found = nv_tree.check(tree(bad))
     assert sorted(str(f) for f in found if not f.stored) == [
         "interface.swp51.router.ospf.area: 'x' is not an OSPF area: 0-4294967295 or dotted like 0.0.0.1",
@@ -83,39 +124,66 @@ def test_ospf_and_static_values_are_checked_by_their_nvue_type():
         "vrf.default.router.ospf.area.bb: 'bb' is not an OSPF area: 0-4294967295 or dotted like 0.0.0.1",
         "vrf.default.router.static['192.0.2.0/24'].distance.0: 0 is not an administrative distance (1-255)",
         "vrf.default.router.static['192.0.2.0/24'].tag: 0 is not a tag (1-4294967295) or none",
-        "vrf.default.router.static['192.0.2.0/24'].via['x y']: 'x y' is not an IP address, blackhole or reject"]
+        "vrf.default.router.static['192.0.2.0/24'].via['x y']: 'x y' is not an IP address, blackhole or reject",
+    ]
 
 
 def test_what_nvue_or_frr_refuses_is_refused_on_the_node():
     with pytest.raises(TopologyError) as e:
-        built({"vrf": {"mgmt": {"router": {"ospf": {"enable": "on"}}}, "default": {"router": {"static": {
-            "192.0.2.0/24": {"via": {"10.0.1.1": {"flag": "onlink"}}}}}}}})
+        built(
+            {
+                "vrf": {
+                    "mgmt": {"router": {"ospf": {"enable": "on"}}},
+                    "default": {"router": {"static": {"192.0.2.0/24": {"via": {"10.0.1.1": {"flag": "onlink"}}}}}},
+                }
+            }
+        )
     assert sorted(f"{p.path}: {p.message}" for p in e.value.problems) == [
         "vrf.default.router.static['192.0.2.0/24'].via['10.0.1.1'].flag: onlink needs the interface the next hop "
         "is on (interface)",
-        "vrf.mgmt.router.ospf: the management VRF runs no OSPF here: it is the node's management network (eth0)"]
+        "vrf.mgmt.router.ospf: the management VRF runs no OSPF here: it is the node's management network (eth0)",
+    ]
 
 
 # every text that could reach an FRR line from these places: refused, or rendered on its own line, never a new one
-texts = st.text(max_size=40) | st.sampled_from(["10.0.0.1\nrouter bgp 1", "0\n!", "10.0.0.0/8 area 0\nexit",
-                                                "swp1\r\nip route 0.0.0.0/0 blackhole", "x\x00y", "1.2.3.4 "])
+texts = st.text(max_size=40) | st.sampled_from(
+    [
+        "10.0.0.1\nrouter bgp 1",
+        "0\n!",
+        "10.0.0.0/8 area 0\nexit",
+        "swp1\r\nip route 0.0.0.0/0 blackhole",
+        "x\x00y",
+        "1.2.3.4 ",
+    ]
+)
 
 
-@settings(derandomize=True, database=None, deadline=None, max_examples=120,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    derandomize=True, database=None, deadline=None, max_examples=120, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(texts, texts, texts, texts, texts)
 def test_no_value_becomes_a_foreign_line_of_frr_conf(rid, area, net, via, port):
-    extra = {"router": {"ospf": {"router-id": rid}},
-             "vrf": {"default": {"router": {"ospf": {"area": {area: {"network": {net: {}}}}}, "static": {
-                 "192.0.2.0/24": {"via": {via: {"interface": port}}}}}}}}
+    extra = {
+        "router": {"ospf": {"router-id": rid}},
+        "vrf": {
+            "default": {
+                "router": {
+                    "ospf": {"area": {area: {"network": {net: {}}}}},
+                    "static": {"192.0.2.0/24": {"via": {via: {"interface": port}}}},
+                }
+            }
+        },
+    }
     try:
         frr = built(extra)[1].files["frr.conf"]
     except TopologyError:
         return
     plain = built()[1].files["frr.conf"].splitlines()
     new = [ln for ln in frr.splitlines() if ln not in plain]
-    assert all(ln.startswith(("router ospf", " ospf router-id ", " network ", "ip route 192.0.2.0/24 ", "exit", "!"))
-               for ln in new), new
+    assert all(
+        ln.startswith(("router ospf", " ospf router-id ", " network ", "ip route 192.0.2.0/24 ", "exit", "!"))
+        for ln in new
+    ), new
     assert sum(ln.startswith("ip route") for ln in new) == 1 and sum(" network " in ln for ln in new) <= 1
 
 
@@ -130,31 +198,41 @@ def test_verify_names_an_area_mismatch_across_a_link_with_both_values():
     doc = {case: {n: (d["interfaces"], d["neighbors"]) for n, d in fx[case].items()} for case in fx}
     assert routing.adjacency(a, doc["mismatch"]["leaf1"], b, doc["mismatch"]["spine1"]) == [
         "leaf1 swp51 - spine1 swp1: no adjacency: area 0.0.0.1 on leaf1 swp51, 0.0.0.0 on spine1 swp1 (OSPF forms "
-        "none unless they match)"]
+        "none unless they match)"
+    ]
     assert routing.adjacency(a, doc["full"]["leaf1"], b, doc["full"]["spine1"]) == []
     hello = copy.deepcopy(doc["mismatch"]["spine1"])
     hello[0]["default"]["interfaces"]["swp1"].update(area="0.0.0.1", timerMsecs=5000, timerDeadSecs=20)
     assert routing.adjacency(a, doc["mismatch"]["leaf1"], b, hello) == [
         "leaf1 swp51 - spine1 swp1: no adjacency: hello 10 s on leaf1 swp51, 5 s on spine1 swp1; dead 40 s on leaf1 "
-        "swp51, 20 s on spine1 swp1 (OSPF forms none unless they match)"]
+        "swp51, 20 s on spine1 swp1 (OSPF forms none unless they match)"
+    ]
     gone = ({"default": {"interfaces": {}}}, doc["full"]["spine1"][1])
     assert routing.adjacency(a, doc["full"]["leaf1"], b, gone) == [
-        "spine1 swp1: ospfd runs no OSPF on it (area 0.0.0.0 set)"]
+        "spine1 swp1: ospfd runs no OSPF on it (area 0.0.0.0 set)"
+    ]
 
 
 def test_verify_judges_the_links_both_ends_run_ospf_on():
     texts, _ = nvue.export(POLICY)
     trees = {n: nvue.read(f"{n}/startup.yaml", t).tree for n, t in texts.items()}
-    spine = {"interface": {"swp1": {"ip": {"address": {"10.0.1.1/31": {}}}}},
-             "vrf": {"default": {"router": {"ospf": {"area": {0: {"network": {"10.0.1.0/31": {}}}}}}}}}
-    leaf = {"interface": {"swp51": {"ip": {"address": {"10.0.1.0/31": {}}}}},
-            "vrf": {"default": {"router": {"ospf": {"area": {1: {"network": {"10.0.1.0/31": {}}}}}}}}}
-    nfs = {"spine1": nvue.from_tree(tree(spine, base=trees["spine1"]), "spine1/startup.yaml"),
-           "leaf1": nvue.from_tree(tree(leaf, base=trees["leaf1"]), "leaf1/startup.yaml"),
-           "leaf2": nvue.from_tree(trees["leaf2"], "leaf2/startup.yaml")}
+    spine = {
+        "interface": {"swp1": {"ip": {"address": {"10.0.1.1/31": {}}}}},
+        "vrf": {"default": {"router": {"ospf": {"area": {0: {"network": {"10.0.1.0/31": {}}}}}}}},
+    }
+    leaf = {
+        "interface": {"swp51": {"ip": {"address": {"10.0.1.0/31": {}}}}},
+        "vrf": {"default": {"router": {"ospf": {"area": {1: {"network": {"10.0.1.0/31": {}}}}}}}},
+    }
+    nfs = {
+        "spine1": nvue.from_tree(tree(spine, base=trees["spine1"]), "spine1/startup.yaml"),
+        "leaf1": nvue.from_tree(tree(leaf, base=trees["leaf1"]), "leaf1/startup.yaml"),
+        "leaf2": nvue.from_tree(trees["leaf2"], "leaf2/startup.yaml"),
+    }
     nodes, _ = nvue.build(nfs, POLICY, "netns")
-    assert routing.ospf_links(nodes, POLICY) == [(routing.End("leaf1", "swp51", "default", "0.0.0.1"),
-                                                  routing.End("spine1", "swp1", "default", "0.0.0.0"))]
+    assert routing.ospf_links(nodes, POLICY) == [
+        (routing.End("leaf1", "swp51", "default", "0.0.0.1"), routing.End("spine1", "swp1", "default", "0.0.0.0"))
+    ]
 
 
 def test_verify_names_a_static_route_whose_next_hop_is_unreachable():
@@ -162,22 +240,26 @@ def test_verify_names_a_static_route_whose_next_hop_is_unreachable():
     r, nht = fx["static"], fx["nht"]
     assert routing.static_problem("default", Static("192.0.2.0/24", "10.99.99.1"), r, nht) == (
         "192.0.2.0/24 via 10.99.99.1: inactive: its next hop 10.99.99.1 is unreachable (VRF default has no route to "
-        "it), so zebra installs nothing")
+        "it), so zebra installs nothing"
+    )
     assert routing.static_problem("default", Static("198.51.100.0/24", "10.255.0.1", distance=5), r, nht) == ""
     assert routing.static_problem("default", Static("203.0.113.0/24", "blackhole"), r, nht) == ""
     assert routing.static_problem("red", Static("192.0.2.0/24", "10.1.1.12"), r, nht) == ""
     assert routing.static_problem("blue", Static("192.0.2.0/24", "10.1.1.12"), r, nht) == (
-        "192.0.2.0/24 via 10.1.1.12 in VRF blue: not in the RIB")
+        "192.0.2.0/24 via 10.1.1.12 in VRF blue: not in the RIB"
+    )
     floating = Static("198.51.100.0/24", "10.255.0.1", distance=5)
     backup = copy.deepcopy(r)
-    backup["default"]["198.51.100.0/24"].insert(0, {**backup["default"]["198.51.100.0/24"][0], "distance": 1,
-                                                    "nexthops": [{"blackhole": True}]})
+    backup["default"]["198.51.100.0/24"].insert(
+        0, {**backup["default"]["198.51.100.0/24"][0], "distance": 1, "nexthops": [{"blackhole": True}]}
+    )
     backup["default"]["198.51.100.0/24"][1]["selected"] = False
     assert routing.static_problem("default", floating, backup, nht) == "", "a floating static is as meant"
 
 
 def test_the_management_vrfs_static_routes_are_the_kernels_in_its_namespace():
     from twin.topology import mgmt as mgmt_net
+
     fabric = mgmt_net.resolve(FABRIC)
     assert fabric.mgmt is not None and fabric.nodes["leaf01"].mgmt
     gw, subnet = fabric.mgmt.gateway, fabric.mgmt.subnet
@@ -189,10 +271,20 @@ def test_the_management_vrfs_static_routes_are_the_kernels_in_its_namespace():
     assert "mgmt" not in x.files["frr.conf"] and nf.not_emulated == []
     assert routing.mgmt_declared(x.plane) == [Static("198.18.0.5/15", gw)]
     (step,) = [s for k, s in x.plane.extras.items() if k[0] == "mgmt-route"]
-    assert nv_plane.routed.undo(step).command() == (f"nsenter --net=/run/twin/mgmt ip route del 198.18.0.0/15 "
-                                                    f"via {gw} dev eth0")
-    bad = {"vrf": {"mgmt": {"router": {"static": {"198.18.0.0/15": {"via": {"10.99.0.1": {}, "blackhole": {}},
-                                                                     "distance": {5: {"via": {gw: {}}}}}}}}}}
+    assert nv_plane.routed.undo(step).command() == (
+        f"nsenter --net=/run/twin/mgmt ip route del 198.18.0.0/15 via {gw} dev eth0"
+    )
+    bad = {
+        "vrf": {
+            "mgmt": {
+                "router": {
+                    "static": {
+                        "198.18.0.0/15": {"via": {"10.99.0.1": {}, "blackhole": {}}, "distance": {5: {"via": {gw: {}}}}}
+                    }
+                }
+            }
+        }
+    }
     with pytest.raises(TopologyError) as e:
         nvue.build({"leaf01": nvue.from_tree(tree(bad), "leaf01/startup.yaml")}, fabric, "netns")
     at = "vrf.mgmt.router.static['198.18.0.0/15']"
@@ -201,4 +293,5 @@ def test_the_management_vrfs_static_routes_are_the_kernels_in_its_namespace():
         "interface, distance or tag",
         f"{at}.via.blackhole: a route of the management VRF goes through an address on the management network, not "
         "a blackhole or reject (the kernel's, in the management namespace)",
-        f"{at}.via['10.99.0.1']: 10.99.0.1 is not on the management network ({subnet}): eth0 cannot reach it"]
+        f"{at}.via['10.99.0.1']: 10.99.0.1 is not on the management network ({subnet}): eth0 cannot reach it",
+    ]

@@ -1,5 +1,6 @@
 """A node on its own image that exits while twin configures it is named as its image stopping
 (exit code, last log line), not as the exec that failed under it."""
+
 from __future__ import annotations
 
 from twin.base.errors import TwinError
@@ -21,8 +22,10 @@ def test_an_image_that_stopped_under_its_configuration_is_named_as_stopping():
     failed = TwinError("lab/h1: container twin-lab-h1 is not running (exited)")
     said = ownimage.gone_instead("lab", "h1", "example.invalid/broken:1", Handle(False), failed)
     assert isinstance(said, ownimage.StartFailed)
-    assert str(said) == ("lab/h1: its image example.invalid/broken:1 stopped once started (exit code 127); "
-                         "its last log line: sh: /usr/lib/lab/start-missing: not found")
+    assert str(said) == (
+        "lab/h1: its image example.invalid/broken:1 stopped once started (exit code 127); "
+        "its last log line: sh: /usr/lib/lab/start-missing: not found"
+    )
 
 
 def test_a_failure_of_a_node_still_running_is_said_as_it_was():

@@ -1,6 +1,7 @@
 """twin as a package (issue 34): every file it reads at run time is package data, found through
 importlib.resources; the samples by name; `twin --version`, `python -m twin`. The wheel itself is
 built, installed and run in tests/e2e/test_default_lab.py."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -26,12 +27,16 @@ TWIN = ROOT / "twin"
 
 def test_every_file_twin_reads_that_is_no_module_is_package_data():
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["twin"]
-    data = [p.relative_to(TWIN).as_posix() for p in TWIN.rglob("*")
-            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]
-    data += [p.relative_to(TWIN).as_posix() for p in (TWIN / "images").rglob("*.py")]   # run in the image
+    data = [
+        p.relative_to(TWIN).as_posix()
+        for p in TWIN.rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    ]
+    data += [p.relative_to(TWIN).as_posix() for p in (TWIN / "images").rglob("*.py")]  # run in the image
     assert "images/node/Dockerfile" in data and "topologies/aipod.yml" in data
-    left = [d for d in data if not any(fnmatch.fnmatch(d, g) or fnmatch.fnmatch(d, g.replace("**/", ""))
-                                       for g in globs)]
+    left = [
+        d for d in data if not any(fnmatch.fnmatch(d, g) or fnmatch.fnmatch(d, g.replace("**/", "")) for g in globs)
+    ]
     assert left == [], f"files a wheel would lack: {left}"
 
 
@@ -62,7 +67,7 @@ def test_the_build_context_is_the_recipe_as_hashed_without_byte_code(tmp_path, m
     (node / "run").chmod(0o755)
     monkeypatch.setattr(images, "RECIPES", tmp_path)
     tag = images.node_tag("trixie")
-    (node / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")   # what pip's byte-compiling leaves
+    (node / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")  # what pip's byte-compiling leaves
     assert images.node_tag("trixie") == tag, "an installer's byte code changes no tag"
     with tarfile.open(fileobj=io.BytesIO(images._context("node").read())) as tar:
         assert {m.name: m.mode for m in tar.getmembers()} == {"Dockerfile": 0o644, "run": 0o755}
@@ -74,6 +79,7 @@ def test_version_on_the_command_line_and_as_a_module():
     assert CliRunner().invoke(main, ["--version"], prog_name="twin").output == said
     p = subprocess.run([sys.executable, "-m", "twin", "-V"], capture_output=True, text=True, cwd=ROOT)
     assert (p.returncode, p.stdout) == (0, said)
-    p = subprocess.run([sys.executable, "-m", "twin", "validate", "nosuch-lab"], capture_output=True, text=True,
-                       cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "twin", "validate", "nosuch-lab"], capture_output=True, text=True, cwd=ROOT
+    )
     assert p.returncode == 1 and "nosuch-lab: cannot read the topology file" in p.stderr

@@ -1,4 +1,5 @@
 """Golden test of `twin plan` for a day-1 change of the default lab."""
+
 from pathlib import Path
 
 from twin.change.plan import make_plan

@@ -1,4 +1,5 @@
 """`twin.reconcile`: the kernel side of a change, per node, smallest object first."""
+
 from pathlib import Path
 
 from twin.config.reconcile import node_delta
@@ -29,12 +30,14 @@ def test_a_detached_host_leaves_its_segment_and_the_segment_goes_with_its_last_h
     old, new = fabrics(monkeypatch)
     d = node_delta(old, new, "dpu2", "netns")
     removed = [s.command() for s in d.remove]
-    assert removed[:3] == ["ip -n blue neigh del 10.1.2.12 dev br10202", "ip -n blue link set pf0vf2 nomaster",
-                           "ip -n blue link set pf0vf2 netns 1"]
+    assert removed[:3] == [
+        "ip -n blue neigh del 10.1.2.12 dev br10202",
+        "ip -n blue link set pf0vf2 nomaster",
+        "ip -n blue link set pf0vf2 netns 1",
+    ]
     assert removed[-2:] == ["ip -n blue link del vxlan10202", "ip -n blue link del br10202"]
     host = node_delta(old, new, "host2c", "netns")
-    assert [s.command() for s in host.add] == ["ip route del default via 10.1.2.1 dev eth1",
-                                               "ip addr flush dev eth1"]
+    assert [s.command() for s in host.add] == ["ip route del default via 10.1.2.1 dev eth1", "ip addr flush dev eth1"]
 
 
 def test_no_change_no_steps(monkeypatch):
@@ -45,7 +48,7 @@ def test_no_change_no_steps(monkeypatch):
 
 def test_vrf_backend_takes_a_tenant_down_with_its_devices(monkeypatch):
     old, new = fabrics(monkeypatch)
-    back = node_delta(new, old, "dpu1", "vrf")   # removing green again
+    back = node_delta(new, old, "dpu1", "vrf")  # removing green again
     removed = [s.command() for s in back.remove]
     assert removed[-1] == "ip link del green"
     assert "ip link del vxlan10300" in removed and "ip link del br10301" in removed

@@ -1,4 +1,5 @@
 """Golden tests of the derived fabric and the rendered day-0 configs, one case per topology."""
+
 import json
 from pathlib import Path
 
@@ -45,7 +46,11 @@ def test_defaults_are_derived(monkeypatch):
     assert (n["l1"].asn, n["l2"].asn, n["d1"].asn) == (64701, 64700, 64800)
     assert n["d1"].loopback == "192.168.100.1"
     assert [n[x].loopback for x in ("s1", "s2", "l1", "l2")] == [
-        "192.168.100.2", "192.168.100.3", "192.168.100.4", "192.168.100.5"], "pool skips explicit addresses"
+        "192.168.100.2",
+        "192.168.100.3",
+        "192.168.100.4",
+        "192.168.100.5",
+    ], "pool skips explicit addresses"
     assert [p.name for p in n["l2"].ports] == ["swp1", "swp7", "swp2", "swp3"], "auto ports skip explicit ones"
     assert [p.name for p in n["d1"].ports] == ["p0", "p1", "pf0vf0"], "DPU: uplinks p0.., host side pf0vfN"
     mtus = {(link.a.node, link.b.node): link.mtu for link in f.links}
@@ -73,10 +78,16 @@ def test_overlay_plan_per_backend(monkeypatch):
     vrf = overlay.plan(f, "dpu1", "vrf")
     ns_cmds = [s.command() for s in netns]
     # netns backend: a namespace per tenant; VXLAN asked for in the node (underlay socket), made in the tenant's
-    assert ns_cmds[:4] == ["ip addr add 10.255.0.5/32 dev lo", "ip netns add red", "ip netns add blue",
-                           "ip -n red link set lo up"], "zebra -n takes no interface config: lo from the kernel side"
-    assert ns_cmds[-2:] == ["ip netns exec red nft -f /etc/twin/nftables-red.nft",
-                            "ip netns exec blue nft -f /etc/twin/nftables-blue.nft"]
+    assert ns_cmds[:4] == [
+        "ip addr add 10.255.0.5/32 dev lo",
+        "ip netns add red",
+        "ip netns add blue",
+        "ip -n red link set lo up",
+    ], "zebra -n takes no interface config: lo from the kernel side"
+    assert ns_cmds[-2:] == [
+        "ip netns exec red nft -f /etc/twin/nftables-red.nft",
+        "ip netns exec blue nft -f /etc/twin/nftables-blue.nft",
+    ]
     assert any(c.startswith("ip link add vxlan10100 netns red index 16787316 ") for c in ns_cmds)
     # every tenant device has an index of its own in the node (zebra -n mixes up equal ones)
     indexes = [s.args["index"] for s in netns if "index" in s.args]
@@ -98,7 +109,10 @@ def test_overlay_plan_per_backend(monkeypatch):
     # leafs and spines are no VTEPs here; hosts get their address and gateway
     assert overlay.plan(f, "leaf1", "netns") == [] and overlay.plan(f, "spine1", "vrf") == []
     assert [s.command() for s in overlay.plan(f, "host2c", "netns")][1:] == [
-        "ip addr add 10.1.2.12/24 dev eth1", "ip link set eth1 up", "ip route add default via 10.1.2.1 dev eth1"]
+        "ip addr add 10.1.2.12/24 dev eth1",
+        "ip link set eth1 up",
+        "ip route add default via 10.1.2.1 dev eth1",
+    ]
 
 
 def test_vtep_daemons_follow_the_backend(monkeypatch):
@@ -142,8 +156,9 @@ def test_drain_shapes_what_verify_expects(monkeypatch):
     monkeypatch.chdir(ROOT)
 
     def drain(f, *names):
-        return f.model_copy(update={"nodes": {**f.nodes, **{n: f.nodes[n].model_copy(update={"drain": True})
-                                                            for n in names}}})
+        return f.model_copy(
+            update={"nodes": {**f.nodes, **{n: f.nodes[n].model_copy(update={"drain": True}) for n in names}}}
+        )
 
     pod = load("topologies/pod8.yml")
     t = pod.tenants[sorted(pod.tenants)[0]]

@@ -1,6 +1,7 @@
 """The containerlab runtime on the exact command lines it runs: containerlab is not installable
 on this machine, so its CLI is stood in for by a recorder that answers `inspect` with the
 documented output shape (tests/golden/interop/clab-inspect/grouped.json, re-labelled)."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,12 @@ class FakeNetwork:
     def __init__(self, name: str, **kw):
         self.name, self.kw, self.removed = name, kw, False
         cfg = kw["ipam"]["Config"][0]
-        self.attrs = {"Name": name, "Labels": kw["labels"], "Options": kw["options"],
-                      "IPAM": {"Config": [{"Subnet": cfg["Subnet"], "Gateway": cfg["Gateway"]}]}}
+        self.attrs = {
+            "Name": name,
+            "Labels": kw["labels"],
+            "Options": kw["options"],
+            "IPAM": {"Config": [{"Subnet": cfg["Subnet"], "Gateway": cfg["Gateway"]}]},
+        }
 
     def remove(self):
         self.removed = True
@@ -88,7 +93,7 @@ def host_files(tmp_path, monkeypatch):
 
 def test_bring_up_exports_deploys_and_inspects_then_finds_twins_containers(tmp_path, monkeypatch, host_files):
     monkeypatch.chdir(ROOT)
-    fabric = mgmt.resolve(load("tests/e2e/small.yml"))   # as `twin up` chose its management network
+    fabric = mgmt.resolve(load("tests/e2e/small.yml"))  # as `twin up` chose its management network
     calls: list[list[str]] = []
 
     def run(cmd, **kw):
@@ -98,20 +103,33 @@ def test_bring_up_exports_deploys_and_inspects_then_finds_twins_containers(tmp_p
 
     rt = C.ContainerlabRuntime(client=FakeClient(list(fabric.nodes)), run=run, binary="/usr/bin/containerlab")
     created = []
-    pids = rt.bring_up(fabric, "twin-node:test", tmp_path, "netns",
-                       configure=lambda *a: pytest.fail("configured twice"), on_created=lambda: created.append(1))
+    pids = rt.bring_up(
+        fabric,
+        "twin-node:test",
+        tmp_path,
+        "netns",
+        configure=lambda *a: pytest.fail("configured twice"),
+        on_created=lambda: created.append(1),
+    )
     topo = tmp_path / "small.clab.yml"
-    assert calls == [["/usr/bin/containerlab", "deploy", "-t", str(topo)],
-                     ["/usr/bin/containerlab", "inspect", "-t", str(topo), "--format", "json"]]
+    assert calls == [
+        ["/usr/bin/containerlab", "deploy", "-t", str(topo)],
+        ["/usr/bin/containerlab", "inspect", "-t", str(topo), "--format", "json"],
+    ]
     assert topo.is_file() and (tmp_path / "leaf1" / "frr.conf").is_file()
     assert set(pids) == set(fabric.nodes) and created == [1]
-    (net,) = rt.client.networks.made    # twin's management network, made before the deploy: containerlab's mgmt
+    (net,) = rt.client.networks.made  # twin's management network, made before the deploy: containerlab's mgmt
     assert (net.name, net.kw["internal"], net.kw["labels"]) == ("twin-small-mgmt", True, {"twin.lab": "small"})
     doc = yaml.safe_load(topo.read_text())
-    assert doc["mgmt"] == {"network": "twin-small-mgmt", "ipv4-subnet": fabric.mgmt.subnet,
-                           "ipv4-gw": fabric.mgmt.gateway}
+    assert doc["mgmt"] == {
+        "network": "twin-small-mgmt",
+        "ipv4-subnet": fabric.mgmt.subnet,
+        "ipv4-gw": fabric.mgmt.gateway,
+    }
     assert {n: x.get("mgmt-ipv4", x.get("network-mode")) for n, x in doc["topology"]["nodes"].items()} == {
-        **{n: fabric.nodes[n].mgmt for n in ("spine1", "leaf1", "leaf2", "dpu1")}, "host1": "none"}
+        **{n: fabric.nodes[n].mgmt for n in ("spine1", "leaf1", "leaf2", "dpu1")},
+        "host1": "none",
+    }
     assert "twin-small-leaf1" in (host_files / "hosts").read_text()
     rt.remove_lab("small", tmp_path)
     assert calls[-1] == ["/usr/bin/containerlab", "destroy", "-t", str(topo), "--cleanup"]
@@ -169,8 +187,9 @@ def test_a_containerlab_lab_is_removed_without_containerlab(tmp_path, monkeypatc
     (tmp_path / "hosts").write_text("127.0.0.1\tlocalhost\n" + mine + other)
     (tmp_path / "ssh" / "clab-small.conf").write_text("Host clab-small-*\n")
     (tmp_path / "ssh" / "clab-smaller.conf").write_text("Host clab-smaller-*\n")
-    rt = C.ContainerlabRuntime(client=FakeClient(["spine1", "leaf1"]), run=lambda *a, **k: pytest.fail(f"ran {a}"),
-                               removing=True)
+    rt = C.ContainerlabRuntime(
+        client=FakeClient(["spine1", "leaf1"]), run=lambda *a, **k: pytest.fail(f"ran {a}"), removing=True
+    )
     assert rt.binary is None
     assert rt.remove_lab("small", tmp_path) == ["twin-small-spine1", "twin-small-leaf1"]
     assert all(c.removed for c in rt.client.made)

@@ -1,5 +1,6 @@
 """The runtime seam (issue 26): the kernel steps' text and netlink tables cover the same ops,
 and library errors become twin's own at the seam."""
+
 import errno
 import os
 
@@ -17,16 +18,28 @@ def test_text_and_apply_tables_cover_the_same_ops():
     over_netlink = {op for op, o in OPS.items() if not o.in_node}
     assert set(APPLY) == over_netlink
     assert {op for op, o in OPS.items() if o.in_node} == {
-        "netns", "netns-once", "mgmt-netns", "vlan-bridge", "svd", "vlan", "macvlan", "bridge-vlan", "vlan-tunnel",
-        "fdb-vlan", "bond", "nft",
-        "nft-delete", "tc-batch"}   # tc-batch: NVUE's RoCE QoS, a file of the node's (twin.nvue.qos)
+        "netns",
+        "netns-once",
+        "mgmt-netns",
+        "vlan-bridge",
+        "svd",
+        "vlan",
+        "macvlan",
+        "bridge-vlan",
+        "vlan-tunnel",
+        "fdb-vlan",
+        "bond",
+        "nft",
+        "nft-delete",
+        "tc-batch",
+    }  # tc-batch: NVUE's RoCE QoS, a file of the node's (twin.nvue.qos)
 
 
 def test_a_netlink_refusal_leaves_the_seam_as_netlink_failed_with_its_errno():
     with pytest.raises(NetlinkFailed) as exc, netns.ipr(os.getpid()) as ipr:
         ipr.link("get", ifname="no-such-if0")
     assert exc.value.code == errno.ENODEV and isinstance(exc.value, TwinError)
-    with netns.Handles() as handles, pytest.raises(NetlinkFailed) as exc:   # the readers translate too
+    with netns.Handles() as handles, pytest.raises(NetlinkFailed) as exc:  # the readers translate too
         observe.mac(handles.get(os.getpid()), "no-such-if0")
     assert exc.value.code == errno.ENODEV
 
@@ -41,7 +54,7 @@ def test_handles_made_without_a_node_apply_no_kernel_steps():
 
 
 def test_a_namespace_that_is_gone_is_node_gone_and_still_an_oserror():
-    with pytest.raises(NodeGone) as exc, netns.ipr(2 ** 22 + 1):   # above pid_max: no such process
+    with pytest.raises(NodeGone) as exc, netns.ipr(2**22 + 1):  # above pid_max: no such process
         pass
     assert isinstance(exc.value, OSError) and exc.value.errno == errno.ENOENT
     assert "/proc/4194305/ns/net" in str(exc.value)
@@ -77,6 +90,7 @@ def test_a_node_handle_names_its_node_and_lab():
 def test_both_runtimes_implement_the_runtime_protocol():
     from twin.runtime.base import Runtime
     from twin.runtime.registry import RUNTIMES
+
     wanted = ({m for m in vars(Runtime) if not m.startswith("_")} | set(Runtime.__annotations__)) - {"client"}
     assert wanted >= {"bring_up", "start_nodes", "containers", "labs", "pid", "remove_node", "remove_lab", "name"}
     for cls in RUNTIMES.values():

@@ -1,6 +1,7 @@
 """The readers under every front door, each on its own: opening below a directory without a link
 leading out (both ways: openat2 and the O_NOFOLLOW walk), a node's files read without following
 its links, JSON without recursion, CSV rows bounded, and the YAML an NVUE front end reads."""
+
 from __future__ import annotations
 
 import os
@@ -40,20 +41,27 @@ def tree(tmp_path):
     return d
 
 
-@pytest.mark.parametrize("path, beneath, no_links", [
-    ("sub/f", "hi\n", "hi\n"),
-    ("/sub/f", "hi\n", "hi\n"),
-    ("sub/../sub/f", "hi\n", "hi\n"),
-    ("in", "hi\n", "in is a symbolic link (to sub/f)"),
-    ("subdir/f", "hi\n", "subdir is a symbolic link (to sub)"),
-    ("up", "up (a symbolic link to ../outside) leads outside the directory", "up is a symbolic link (to ../outside)"),
-    ("abs", "is a symbolic link (to /", "abs is a symbolic link (to /"),
-    ("../outside", "climbs above the directory (..)", FileNotFoundError),     # a node's / is its root
-    ("loop", "loop is a symbolic link (to loop), one link too many (40)", "loop is a symbolic link (to loop)"),
-    ("fifo", OSError, OSError),
-    ("sub", IsADirectoryError, IsADirectoryError),
-    ("nope", FileNotFoundError, FileNotFoundError),
-])
+@pytest.mark.parametrize(
+    "path, beneath, no_links",
+    [
+        ("sub/f", "hi\n", "hi\n"),
+        ("/sub/f", "hi\n", "hi\n"),
+        ("sub/../sub/f", "hi\n", "hi\n"),
+        ("in", "hi\n", "in is a symbolic link (to sub/f)"),
+        ("subdir/f", "hi\n", "subdir is a symbolic link (to sub)"),
+        (
+            "up",
+            "up (a symbolic link to ../outside) leads outside the directory",
+            "up is a symbolic link (to ../outside)",
+        ),
+        ("abs", "is a symbolic link (to /", "abs is a symbolic link (to /"),
+        ("../outside", "climbs above the directory (..)", FileNotFoundError),  # a node's / is its root
+        ("loop", "loop is a symbolic link (to loop), one link too many (40)", "loop is a symbolic link (to loop)"),
+        ("fifo", OSError, OSError),
+        ("sub", IsADirectoryError, IsADirectoryError),
+        ("nope", FileNotFoundError, FileNotFoundError),
+    ],
+)
 def test_a_path_below_a_directory_is_opened_as_its_mode_allows(way, tree, path, beneath, no_links):
     for mode, expected in ((safeopen.BENEATH, beneath), (safeopen.NO_LINKS, no_links)):
         if isinstance(expected, type):
@@ -68,7 +76,7 @@ def test_a_path_below_a_directory_is_opened_as_its_mode_allows(way, tree, path, 
 
 
 def test_a_nodes_files_are_read_without_following_its_links(way, tree):
-    me = os.getpid()          # /proc/<pid>/root of this process is the host's /: links in tree lead where they say
+    me = os.getpid()  # /proc/<pid>/root of this process is the host's /: links in tree lead where they say
     at = str(tree)
     assert nodefs.read(me, f"{at}/sub/f", "me") == b"hi\n" and nodefs.size(me, f"{at}/sub/f", "me") == 3
     assert nodefs.read(me, f"{at}/nothing", "me") is None and not nodefs.exists(me, f"{at}/nothing", "me")
@@ -83,10 +91,11 @@ def test_a_nodes_files_are_read_without_following_its_links(way, tree):
     with pytest.raises(nodefs.NodeFileError, match="larger than 2 bytes"):
         nodefs.read(me, f"{at}/sub/f", "me", limit=2)
     nodefs.remove(me, f"{at}/abs", "me")
-    assert not (tree / "abs").is_symlink() and (tree.parent / "outside").read_text() == "secret\n", \
+    assert not (tree / "abs").is_symlink() and (tree.parent / "outside").read_text() == "secret\n", (
         "the link goes, what it points to stays"
+    )
     with pytest.raises(nodefs.NodeFileError):
-        nodefs.remove(me, f"{at}/subdir/f", "me")      # not through a linked directory either
+        nodefs.remove(me, f"{at}/subdir/f", "me")  # not through a linked directory either
     assert (tree / "sub" / "f").exists()
 
 
@@ -103,9 +112,11 @@ def test_json_places_every_key_and_item_and_what_json_lets_through():
     data, lines, problems = json_safe.parse(text, files.AIR_JSON)
     assert lines[("a",)] == 2 and lines[("a", 1)] == 3 and lines[("a", 1, "b")] == 3 and lines[("d",)] == 5
     assert [(m.split(" (")[0].split(":")[0], line) for m, line, _ in problems] == [
-        ("NaN is not JSON", 3), ("the number '1e999' is too large for a number", 4),
+        ("NaN is not JSON", 3),
+        ("the number '1e999' is too large for a number", 4),
         ("the number '7777777777777777777777777777777777777777' has 40 characters", 5),
-        ("key 'a' is defined twice", 6)]
+        ("key 'a' is defined twice", 6),
+    ]
     with pytest.raises(files.Refused, match="the file is empty"):
         json_safe.parse(" \n", files.LLDP_JSON)
     with pytest.raises(files.Refused) as e:
@@ -120,23 +131,28 @@ def test_json_above_its_value_count_is_refused():
 
 
 def test_csv_rows_are_bounded_and_each_bad_one_named():
-    rows, problems = csv_safe.rows('a,b\n"' + "x" * 200_000 + '",c\nd,e\nf,' + "y" * 1001 + "\ng,h\n", "c.csv",
-                                   files.CABLES_CSV)
+    rows, problems = csv_safe.rows(
+        'a,b\n"' + "x" * 200_000 + '",c\nd,e\nf,' + "y" * 1001 + "\ng,h\n", "c.csv", files.CABLES_CSV
+    )
     assert [r[0] for r in rows] == [1, 3, 5] and [(p.line, p.message) for p in problems] == [
         (2, "not a CSV row: field larger than field limit (131072)"),
-        (4, "a cell of 1001 characters: a cell holds at most 1000")]
+        (4, "a cell of 1001 characters: a cell holds at most 1000"),
+    ]
     few = files.Format("cable CSV", "a cable CSV", max_values=2)
     rows, problems = csv_safe.rows("a\nb\nc\nd\n", "c.csv", few)
-    assert len(rows) == 2 and problems == [Problem("c.csv", "", "more than 2 rows: far more than any file of its "
-                                                                  "kind holds; the rest was not read", 3)]
+    assert len(rows) == 2 and problems == [
+        Problem("c.csv", "", "more than 2 rows: far more than any file of its kind holds; the rest was not read", 3)
+    ]
 
 
 def test_an_nvue_file_reads_yaml_1_1_booleans_and_quoted_keys_as_text(tmp_path):
     f = tmp_path / "startup.yaml"
-    f.write_text("- set:\n    interface:\n      swp1:\n        link: {state: {up: {}}}\n"
-                 "    router:\n      bgp: {enable: on}\n    evpn: {enable: off}\n    nve:\n      vxlan:\n"
-                 "        mac-learning: yes\n    bridge:\n      domain:\n        br_default:\n          vlan:\n"
-                 "            '10': {vni: {'10': {}}}\n")
+    f.write_text(
+        "- set:\n    interface:\n      swp1:\n        link: {state: {up: {}}}\n"
+        "    router:\n      bgp: {enable: on}\n    evpn: {enable: off}\n    nve:\n      vxlan:\n"
+        "        mac-learning: yes\n    bridge:\n      domain:\n        br_default:\n          vlan:\n"
+        "            '10': {vni: {'10': {}}}\n"
+    )
     data, lines = read_yaml(f, files.NVUE)
     assert data[0]["set"]["router"]["bgp"]["enable"] is True and data[0]["set"]["evpn"]["enable"] is False
     assert list(data[0]["set"]["bridge"]["domain"]["br_default"]["vlan"]) == ["10"]

@@ -4,6 +4,7 @@ bad bodies (every one answered as problem JSON, never a traceback), the docs and
 offline, and the API fuzzed from its own OpenAPI description with no server error. What needs a
 running lab (create, apply, snapshot restore, expiry removal, a killed server) is
 tests/e2e/test_server.py."""
+
 from __future__ import annotations
 
 import io
@@ -55,12 +56,25 @@ def user(core: Core, name: str, admin: bool = False, expires: float | None = Non
 
 def lab_row(core: Core, name: str, owner: str, state: str = "up", expires: float = 3600) -> None:
     """A lab in the server's records that is not on the host (what the matrix needs: no Docker)."""
-    core.store.run("INSERT INTO labs(name, owner, created, expires, state, source, frr_nodes, memory) "
-                   "VALUES (?, ?, ?, ?, ?, '', 4, 1073741824)", name, owner, time.time(), time.time() + expires, state)
+    core.store.run(
+        "INSERT INTO labs(name, owner, created, expires, state, source, frr_nodes, memory) "
+        "VALUES (?, ?, ?, ?, ?, '', 4, 1073741824)",
+        name,
+        owner,
+        time.time(),
+        time.time() + expires,
+        state,
+    )
 
 
-def call(url: str, method: str, path: str, token: str | None = None, body: bytes | None = None,
-         kind: str = "application/json") -> tuple[int, dict, dict]:
+def call(
+    url: str,
+    method: str,
+    path: str,
+    token: str | None = None,
+    body: bytes | None = None,
+    kind: str = "application/json",
+) -> tuple[int, dict, dict]:
     headers = {"Content-Type": kind} if body is not None else {}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
@@ -109,7 +123,7 @@ def test_failed_authentication_is_counted_and_slowed(server):
     figures = call(url, "GET", "/v1/server", user(core, "figures", admin=True))[2]
     assert figures["failed_authentications"] >= 3
     assert call(url, "GET", "/v1/server", user(core, "not-admin"))[0] == 403
-    assert took[2] > took[0] and took[2] >= 0.2          # each failure of an address waits longer
+    assert took[2] > took[0] and took[2] >= 0.2  # each failure of an address waits longer
     assert call(url, "GET", "/v1/labs", "Basic x")[0] == 401
 
 
@@ -118,14 +132,21 @@ def test_another_users_lab_is_404_for_every_verb(server):
     alice, bob, admin = user(core, "alice"), user(core, "bob"), user(core, "root-admin", admin=True)
     lab_row(core, "bobs-lab", "bob", state="creating")
     change = json.dumps({"fault": {"fault": "link-down", "target": "leaf1:swp1"}}).encode()
-    verbs = [("GET", "/v1/labs/bobs-lab", None), ("PATCH", "/v1/labs/bobs-lab", b'{"expires_in": "1h"}'),
-             ("DELETE", "/v1/labs/bobs-lab", None), ("POST", "/v1/labs/bobs-lab/snapshots", None),
-             ("POST", "/v1/labs/bobs-lab/exec", b'{"node": "leaf1", "command": ["ip", "link"]}'),
-             ("POST", "/v1/labs/bobs-lab/apply", change), ("POST", "/v1/labs/bobs-lab/plan", change),
-             ("POST", "/v1/labs/bobs-lab/verify", b"{}"), ("POST", "/v1/labs/bobs-lab/baseline", None),
-             ("POST", "/v1/labs/bobs-lab/faults", b'{"fault": "link-down", "target": "leaf1:swp1"}'),
-             ("GET", "/v1/labs/bobs-lab/events", None), ("GET", "/v1/labs/bobs-lab/metrics", None),
-             ("GET", "/v1/labs/bobs-lab/nvue/leaf1/revision", None)]
+    verbs = [
+        ("GET", "/v1/labs/bobs-lab", None),
+        ("PATCH", "/v1/labs/bobs-lab", b'{"expires_in": "1h"}'),
+        ("DELETE", "/v1/labs/bobs-lab", None),
+        ("POST", "/v1/labs/bobs-lab/snapshots", None),
+        ("POST", "/v1/labs/bobs-lab/exec", b'{"node": "leaf1", "command": ["ip", "link"]}'),
+        ("POST", "/v1/labs/bobs-lab/apply", change),
+        ("POST", "/v1/labs/bobs-lab/plan", change),
+        ("POST", "/v1/labs/bobs-lab/verify", b"{}"),
+        ("POST", "/v1/labs/bobs-lab/baseline", None),
+        ("POST", "/v1/labs/bobs-lab/faults", b'{"fault": "link-down", "target": "leaf1:swp1"}'),
+        ("GET", "/v1/labs/bobs-lab/events", None),
+        ("GET", "/v1/labs/bobs-lab/metrics", None),
+        ("GET", "/v1/labs/bobs-lab/nvue/leaf1/revision", None),
+    ]
     for method, path, body in verbs:
         status, _, doc = call(url, method, path, alice, body)
         assert status == 404 and doc["detail"].startswith("no lab named 'bobs-lab' of yours"), (method, path, doc)
@@ -133,7 +154,7 @@ def test_another_users_lab_is_404_for_every_verb(server):
     assert call(url, "GET", "/v1/labs/bobs-lab", bob)[2]["owner"] == "bob"
     assert call(url, "GET", "/v1/labs/bobs-lab", admin)[0] == 200
     assert "bobs-lab" in [r["name"] for r in call(url, "GET", "/v1/labs?all=true", admin)[2]["labs"]]
-    assert call(url, "GET", "/v1/labs?all=true", alice)[2]["labs"] == []       # all= is an admin's
+    assert call(url, "GET", "/v1/labs?all=true", alice)[2]["labs"] == []  # all= is an admin's
     status, _, doc = call(url, "POST", "/v1/labs/bobs-lab/exec", bob, b'{"node": "leaf1", "command": ["ip", "link"]}')
     assert status == 409 and "is creating, not up" in doc["detail"]
 
@@ -148,21 +169,33 @@ def test_a_create_past_the_quota_is_409_with_the_numbers(server):
     assert status == 409 and is_problem(doc, 409) and doc["type"].endswith("/quota")
     assert doc["quota"] == {"labs": {"limit": 1, "held": 1, "asked": 1}}
     assert "labs: 1 held + 1 asked > 1" in doc["detail"]
-    core.store.set_limits("carol", 5, 6, None)          # small.yml has 4 FRR nodes; carol holds 4 already
+    core.store.set_limits("carol", 5, 6, None)  # small.yml has 4 FRR nodes; carol holds 4 already
     status, _, doc = call(url, "POST", "/v1/labs", token, body)
     assert status == 409 and doc["quota"] == {"frr_nodes": {"limit": 6, "held": 4, "asked": 4}}
     assert core.store.lab("carols-second") is None and list((core.settings.home / "sources").iterdir()) == []
 
 
-@pytest.mark.parametrize("body, kind, status, says", [
-    (b"{not json", "application/json", 422, "the body is not a lab"),
-    (b'{"topology": "name: x\\nnodes: {a: {kind: spine}}\\nbogus: 1\\n"}', "application/json", 422,
-     "topology.yml:3: bogus: unknown field"),
-    (b'{"topology": "x", "snapshot": "y"}', "application/json", 422, "give either a topology or a snapshot"),
-    (b'{"topology": "x", "wat": 1}', "application/json", 422, "the body is not a lab"),
-    (b'{"topology": "name: x", "configs": {"../etc": {"frr.conf": "x"}}}', "application/json", 422, "not a node name"),
-    (b"name: x", "text/plain", 415, "application/json or multipart/form-data"),
-])
+@pytest.mark.parametrize(
+    "body, kind, status, says",
+    [
+        (b"{not json", "application/json", 422, "the body is not a lab"),
+        (
+            b'{"topology": "name: x\\nnodes: {a: {kind: spine}}\\nbogus: 1\\n"}',
+            "application/json",
+            422,
+            "topology.yml:3: bogus: unknown field",
+        ),
+        (b'{"topology": "x", "snapshot": "y"}', "application/json", 422, "give either a topology or a snapshot"),
+        (b'{"topology": "x", "wat": 1}', "application/json", 422, "the body is not a lab"),
+        (
+            b'{"topology": "name: x", "configs": {"../etc": {"frr.conf": "x"}}}',
+            "application/json",
+            422,
+            "not a node name",
+        ),
+        (b"name: x", "text/plain", 415, "application/json or multipart/form-data"),
+    ],
+)
 def test_a_bad_create_is_answered_with_every_problem_and_leaves_nothing(server, body, kind, status, says):
     core, url = server
     code, _, doc = call(url, "POST", "/v1/labs", user(core, "dora"), body, kind)
@@ -203,7 +236,7 @@ def test_a_retry_with_the_same_idempotency_key_gets_the_same_operation(server):
     with pytest.raises(ApiError) as e:
         c.request("POST", "/v1/labs/gus-b/snapshots", headers={"Idempotency-Key": "k1"})
     assert e.value.status == 422 and "was used for another request" in e.value.detail
-    done = c.wait(first)        # the lab is only a record here: the operation fails, saying why
+    done = c.wait(first)  # the lab is only a record here: the operation fails, saying why
     assert done["state"] == "failed" and done["exit"] == 1
     assert "has no recorded state to snapshot" in done["error"]["detail"]
     events = call(url, "GET", f"/v1/operations/{first['operation']}/events?follow=false", c.token)[2]["events"]
@@ -230,10 +263,12 @@ def test_an_operation_runs_in_a_worker_whose_death_fails_it(server):
     assert [(e["kind"], e["stage"]) for e in events] == [("state", ""), ("progress", "waiting")]
     os.kill(pid, signal.SIGKILL)
     doc = wait_for(lambda: c.operation(op["id"]), lambda d: d["state"] == "failed")
-    assert doc["error"]["detail"] == ("the operation's worker process ended before it did (signal 9); the lab was "
-                                      "only read, and is as it was")
+    assert doc["error"]["detail"] == (
+        "the operation's worker process ended before it did (signal 9); the lab was only read, and is as it was"
+    )
     assert c.request("GET", f"/v1/operations/{op['id']}/events?follow=false")["events"][-1]["text"].startswith(
-        "failed: the operation's worker process ended")
+        "failed: the operation's worker process ended"
+    )
 
 
 def wait_for(get, done, timeout: float = 30):
@@ -243,6 +278,7 @@ def wait_for(get, done, timeout: float = 30):
     def probe() -> list[str]:
         seen["doc"] = get()
         return [] if done(seen["doc"]) else [str(seen["doc"])[:300]]
+
     wait.until(probe, timeout, "the operation's state", first=0.05, cap=0.2)
     return seen["doc"]
 
@@ -251,8 +287,13 @@ def test_the_docs_and_the_page_are_served_without_a_cdn(server):
     _, url = server
     with urllib.request.urlopen(url + "/openapi.json") as r:
         doc = json.loads(r.read())
-    assert {"/v1/labs", "/v1/operations/{oid}", "/v1/operations/{oid}/events", "/v1/labs/{name}/snapshots",
-            "/v1/labs/{name}/rehearse"} <= set(doc["paths"])
+    assert {
+        "/v1/labs",
+        "/v1/operations/{oid}",
+        "/v1/operations/{oid}/events",
+        "/v1/labs/{name}/snapshots",
+        "/v1/labs/{name}/rehearse",
+    } <= set(doc["paths"])
     for page in ("/docs", "/", "/labs.js"):
         with urllib.request.urlopen(url + page) as r:
             text = r.read().decode()
@@ -263,16 +304,21 @@ def test_the_docs_and_the_page_are_served_without_a_cdn(server):
 def test_the_page_signs_in_with_a_cookie_for_gets_only(server):
     core, url = server
     token = user(core, "hal")
-    req = urllib.request.Request(url + "/session", data=json.dumps({"token": token}).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url + "/session",
+        data=json.dumps({"token": token}).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req) as r:
         cookie = r.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie
     jar = cookie.split(";")[0]
     with urllib.request.urlopen(urllib.request.Request(url + "/v1/labs", headers={"Cookie": jar})) as r:
         assert json.loads(r.read())["user"] == "hal"
-    post = urllib.request.Request(url + "/v1/labs", data=b"{}", method="POST",
-                                  headers={"Cookie": jar, "Content-Type": "application/json"})
+    post = urllib.request.Request(
+        url + "/v1/labs", data=b"{}", method="POST", headers={"Cookie": jar, "Content-Type": "application/json"}
+    )
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(post)
     assert e.value.code == 401
@@ -292,13 +338,16 @@ def member(name: str, kind: bytes = tarfile.REGTYPE, size: int = 11, link: str =
     return m
 
 
-@pytest.mark.parametrize("members, says", [
-    ([member("../evil/frr.conf")], "leads outside the archive"),
-    ([member("/etc/frr.conf")], "leads outside the archive"),
-    ([member("leaf1/frr.conf", tarfile.SYMTYPE, link="/etc/shadow")], "is a link"),
-    ([member("leaf1/frr.conf", tarfile.LNKTYPE, link="leaf1/x")], "is a link"),
-    ([member("leaf1/fifo", tarfile.FIFOTYPE)], "is not a regular file"),
-])
+@pytest.mark.parametrize(
+    "members, says",
+    [
+        ([member("../evil/frr.conf")], "leads outside the archive"),
+        ([member("/etc/frr.conf")], "leads outside the archive"),
+        ([member("leaf1/frr.conf", tarfile.SYMTYPE, link="/etc/shadow")], "is a link"),
+        ([member("leaf1/frr.conf", tarfile.LNKTYPE, link="leaf1/x")], "is a link"),
+        ([member("leaf1/fifo", tarfile.FIFOTYPE)], "is not a regular file"),
+    ],
+)
 def test_an_archive_member_outside_or_a_link_is_refused(tmp_path, members, says):
     with pytest.raises(TopologyError) as e:
         bodies.archive(tmp_path, tar_of(members))
@@ -310,7 +359,7 @@ def test_an_archive_is_bounded_as_it_unpacks_and_its_top_directory_dropped(tmp_p
     with zipfile.ZipFile(big, "w", zipfile.ZIP_DEFLATED) as z:
         for i in range(9):
             z.writestr(f"n{i}/frr.conf", b"\0" * (bodies.MAX_MEMBER - 1))
-    assert len(big.getvalue()) < 1 << 20          # small, and unpacks to 36 MiB
+    assert len(big.getvalue()) < 1 << 20  # small, and unpacks to 36 MiB
     (tmp_path / "a").mkdir()
     with pytest.raises(TopologyError) as e:
         bodies.archive(tmp_path / "a", big.getvalue())
@@ -322,16 +371,26 @@ def test_an_archive_is_bounded_as_it_unpacks_and_its_top_directory_dropped(tmp_p
     d = tmp_path / "c"
     d.mkdir()
     out = bodies.archive(d, tar_of([member("leaf1/frr.conf")]))
-    assert (out / "leaf1" / "frr.conf").read_text() == "hostname x\n"     # one node's directory stays one
+    assert (out / "leaf1" / "frr.conf").read_text() == "hostname x\n"  # one node's directory stays one
 
 
-@pytest.mark.parametrize("argv, ok", [
-    (["vtysh", "-c", "show bgp summary json"], True), (["vtysh", "-c", "configure terminal"], False),
-    (["nv", "show", "interface"], True), (["nv", "set", "interface", "swp1"], False),
-    (["ip", "-j", "route", "show"], True), (["ip", "netns", "exec", "x", "sh"], False), (["ip", "-batch", "f"], False),
-    (["ping", "-c", "3", "-W", "1", "10.1.10.101"], True), (["ping", "-c", "1000", "10.0.0.1"], False),
-    (["ping", "-c", "1", "-f", "10.0.0.1"], False), (["sh", "-c", "id"], False), (["ip", "link\n"], False),
-])
+@pytest.mark.parametrize(
+    "argv, ok",
+    [
+        (["vtysh", "-c", "show bgp summary json"], True),
+        (["vtysh", "-c", "configure terminal"], False),
+        (["nv", "show", "interface"], True),
+        (["nv", "set", "interface", "swp1"], False),
+        (["ip", "-j", "route", "show"], True),
+        (["ip", "netns", "exec", "x", "sh"], False),
+        (["ip", "-batch", "f"], False),
+        (["ping", "-c", "3", "-W", "1", "10.1.10.101"], True),
+        (["ping", "-c", "1000", "10.0.0.1"], False),
+        (["ping", "-c", "1", "-f", "10.0.0.1"], False),
+        (["sh", "-c", "id"], False),
+        (["ip", "link\n"], False),
+    ],
+)
 def test_exec_runs_only_what_the_allow_list_takes(argv, ok):
     if ok:
         assert allowlist.check(argv) == argv
@@ -343,8 +402,9 @@ def test_exec_runs_only_what_the_allow_list_takes(argv, ok):
 
 def test_a_change_as_the_command_line_names_it_becomes_the_apis_body(tmp_path):
     assert change_body("fault:link-loss:leaf1:swp1:10%") == {
-        "fault": {"fault": "link-loss", "target": "leaf1:swp1", "args": ["10%"]}}
-    assert change_body("fault:daemon-kill:leaf1:bgpd")["fault"]["target"] == "leaf1:bgpd"   # rejoined as given
+        "fault": {"fault": "link-loss", "target": "leaf1:swp1", "args": ["10%"]}
+    }
+    assert change_body("fault:daemon-kill:leaf1:bgpd")["fault"]["target"] == "leaf1:bgpd"  # rejoined as given
     (tmp_path / "c" / "leaf1").mkdir(parents=True)
     (tmp_path / "c" / "leaf1" / "frr.conf").write_text("x\n")
     (tmp_path / "c" / "leaf2.conf").write_text("y\n")
@@ -365,8 +425,9 @@ def test_token_commands_make_list_and_revoke(tmp_path, monkeypatch):
     assert again.exit_code == 1 and "no token" in again.stderr
     bad = run.invoke(main, ["serve", "token", "create", "Not A User"])
     assert bad.exit_code == 1 and "a user name is 1-32 characters" in bad.stderr
-    remote = run.invoke(main, ["--server", "http://127.0.0.1:1", "fault", "link-down", "x", "y"],
-                        env={"TWIN_TOKEN": "t"})
+    remote = run.invoke(
+        main, ["--server", "http://127.0.0.1:1", "fault", "link-down", "x", "y"], env={"TWIN_TOKEN": "t"}
+    )
     assert remote.exit_code == 1 and "does not run through a server" in remote.stderr
 
 
@@ -384,8 +445,12 @@ def test_the_api_fuzzed_from_its_openapi_has_no_server_error(server):
     for result in schema.get_all_operations():
         op = result.ok()
 
-        @settings(max_examples=int(os.environ.get("TWIN_FUZZ_EXAMPLES", "12")), deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=int(os.environ.get("TWIN_FUZZ_EXAMPLES", "12")),
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(case=op.as_strategy())
         def fuzz(case):
             r = case.call(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
@@ -394,6 +459,7 @@ def test_the_api_fuzzed_from_its_openapi_has_no_server_error(server):
                 failures.append(f"{case.method} {case.formatted_path}: {r.status_code} {r.text[:200]}")
             elif r.status_code >= 400:
                 assert {"type", "title", "status", "detail"} <= set(r.json()), r.text[:200]
+
         fuzz()
     assert failures == []
     assert len(set(calls)) >= 24 and len(calls) > 150, (len(set(calls)), len(calls))
@@ -403,10 +469,11 @@ def test_tls_with_a_certificate_and_every_request_logged_with_its_user(tmp_path,
     from twin.nvue import service as nvue_service
 
     (tmp_path / "lab").mkdir()
-    cert, key = nvue_service.certificate(tmp_path / "lab", "tls")      # a self-signed one for 127.0.0.1
+    cert, key = nvue_service.certificate(tmp_path / "lab", "tls")  # a self-signed one for 127.0.0.1
     core = Core(Settings(home=tmp_path / "state"))
-    svc = Service("serve", create_app(core), [Listener(port=0, certfile=str(cert), keyfile=str(key))],
-                  body=guard_body).start()
+    svc = Service(
+        "serve", create_app(core), [Listener(port=0, certfile=str(cert), keyfile=str(key))], body=guard_body
+    ).start()
     try:
         url = svc.addresses()[0]
         assert url.startswith("https://127.0.0.1:")
@@ -429,11 +496,26 @@ def test_a_status_document_is_the_status_it_was_made_from():
     from twin.lifecycle.status import NodeStatus, TenantStatus, VtepStatus
 
     vtep = VtepStatus(True, [10], [20], {"type2": 1, "type3": 2}, {"type2": 1, "type3": 3})
-    st = LabStatus("x", "up", "/d", "t.yml", "img", {"r1": "frr:10"}, "netns", "tc", {"converged": 1.5},
-                   [NodeStatus("leaf1", "leaf", "running", 65101, "10.0.0.1", 2, 1, ["swp1"]),
-                    NodeStatus("h1", "host", "running")],
-                   [TenantStatus("red", "red", 4001, [{"l2vni": 10, "segment": "s"}], [], {"leaf1": vtep}),
-                    TenantStatus("blue", "blue", 4002, [], [], {"leaf1": VtepStatus(reachable=False)})],
-                   ["spine1: no route"], changing="twin apply (pid 7)")
+    st = LabStatus(
+        "x",
+        "up",
+        "/d",
+        "t.yml",
+        "img",
+        {"r1": "frr:10"},
+        "netns",
+        "tc",
+        {"converged": 1.5},
+        [
+            NodeStatus("leaf1", "leaf", "running", 65101, "10.0.0.1", 2, 1, ["swp1"]),
+            NodeStatus("h1", "host", "running"),
+        ],
+        [
+            TenantStatus("red", "red", 4001, [{"l2vni": 10, "segment": "s"}], [], {"leaf1": vtep}),
+            TenantStatus("blue", "blue", 4002, [], [], {"leaf1": VtepStatus(reachable=False)}),
+        ],
+        ["spine1: no route"],
+        changing="twin apply (pid 7)",
+    )
     again = LabStatus.from_dict(json.loads(json.dumps(st.to_dict())))
     assert again.to_dict() == st.to_dict() and again.problems() == st.problems() and not again.healthy

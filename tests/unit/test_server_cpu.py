@@ -1,5 +1,6 @@
 """The server's CPU priority (twin.server.cpu): its session's weight raised only where the kernel
 weighs sessions as one and the server leads its own; said when it cannot be."""
+
 from __future__ import annotations
 
 import os
@@ -43,7 +44,7 @@ def test_without_root_both_are_said(tmp_path, monkeypatch):
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(os, "nice", refused)
-    monkeypatch.setattr(cpu, "AUTOGROUP", tmp_path / "gone" / "autogroup")   # a write that fails
+    monkeypatch.setattr(cpu, "AUTOGROUP", tmp_path / "gone" / "autogroup")  # a write that fails
     monkeypatch.setattr(cpu, "grouped", lambda: True)
     monkeypatch.setattr(os, "getsid", lambda pid: 4242)
     monkeypatch.setattr(os, "getpid", lambda: 4242)

@@ -1,6 +1,7 @@
 """The HTTP layer of `twin web`, `twin exporter` (and a per-lab NVUE API): one ASGI app on several
 listeners; a request that fails gets a clean status, JSON or text, and one line on stderr at most,
 never a traceback; bodies and time are bounded; 127.0.0.1 unless told otherwise."""
+
 from __future__ import annotations
 
 import http.client
@@ -52,8 +53,13 @@ svc.stop()
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     sock = tmp_path_factory.mktemp("svc") / "test.sock"
-    p = subprocess.Popen([sys.executable, "-c", SERVER, str(sock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(sock)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     tcp, uds = p.stdout.readline().split()
     assert tcp.startswith("http://127.0.0.1:") and uds == f"unix:{sock}"
     yield p, int(tcp.rsplit(":", 1)[1]), str(sock)
@@ -88,8 +94,9 @@ def test_failing_requests_get_clean_statuses_and_one_line_each(server):
     p, port, sock = server
     assert request(port, "GET", "/ok") == (200, "application/json", '{"ok":true}')
     assert request(port, "GET", "/nope") == (404, "text/plain; charset=utf-8", "404: Not Found\n")
-    assert request(port, "GET", "/nope", headers={"Accept": "application/json"})[2] == \
-        json.dumps({"error": "Not Found", "status": 404})
+    assert request(port, "GET", "/nope", headers={"Accept": "application/json"})[2] == json.dumps(
+        {"error": "Not Found", "status": 404}
+    )
     status, _, body = request(port, "GET", "/boom")
     assert (status, body) == (500, "500: internal error: ValueError: the handler broke\n")
     t0 = time.monotonic()
@@ -101,8 +108,13 @@ def test_failing_requests_get_clean_statuses_and_one_line_each(server):
     assert request(port, "GET", "/a%0aforged%0d%1bline")[:1] == (404,), "a path is logged on one line"
     # a body that says nothing of its length, streamed over the bound
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    c.request("POST", "/echo", body=iter([b"y" * 600, b"y" * 600]), encode_chunked=True,
-              headers={"Transfer-Encoding": "chunked"})
+    c.request(
+        "POST",
+        "/echo",
+        body=iter([b"y" * 600, b"y" * 600]),
+        encode_chunked=True,
+        headers={"Transfer-Encoding": "chunked"},
+    )
     assert c.getresponse().status == 413
     # a stream runs on past the answer timeout once it has started
     status, kind, body = request(port, "GET", "/stream")
@@ -132,12 +144,18 @@ def test_failing_requests_get_clean_statuses_and_one_line_each(server):
     assert "twin test: POST /echo: 413: a request body is at most 1000 bytes" in lines
     assert "twin test: a client's request headers did not arrive within 1s: 408, connection closed" in lines
     assert all(line.startswith("twin test: ") for line in lines), lines
-    assert len(lines) == 10, lines   # 3 x 404, 500, 504, 2 x 413, 405, the late headers, the invalid request
+    assert len(lines) == 10, lines  # 3 x 404, 500, 504, 2 x 413, 405, the late headers, the invalid request
 
 
 def test_only_loopback_unless_allowed_and_then_warned():
-    assert check_listeners("twin web", [Listener("127.0.0.1", 8080), Listener("localhost", 1), Listener("::1", 2),
-                                        Listener(uds="/tmp/x.sock")], False) == []
+    assert (
+        check_listeners(
+            "twin web",
+            [Listener("127.0.0.1", 8080), Listener("localhost", 1), Listener("::1", 2), Listener(uds="/tmp/x.sock")],
+            False,
+        )
+        == []
+    )
     with pytest.raises(TwinError, match=r"twin web on http://0.0.0.0:8080: not a loopback address.*--allow-remote"):
         check_listeners("twin web", [Listener("0.0.0.0", 8080)], False)
     (w,) = check_listeners("twin web", [Listener("0.0.0.0", 8080)], True)
@@ -154,8 +172,26 @@ def test_tls_and_plain_listeners_serve_one_app_in_one_process(tmp_path):
     import ssl
 
     cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )
     from starlette.applications import Starlette
     from starlette.responses import PlainTextResponse
     from starlette.routing import Route

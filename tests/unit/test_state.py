@@ -1,12 +1,27 @@
 """Lab names and lab directories: nothing outside $TWIN_HOME/labs/<lab> is ever removed."""
+
 import pytest
 
 from twin.base.errors import LabNameError, TwinError
 from twin.lab import Lab
 from twin.lifecycle import state
 
-BAD_NAMES = ["", ".", "..", "../..", "/tmp/victim", "a/b", "aipod\n", "UPPER", "-lead", "trail-",
-             "x" * 17, "tab\tname", "nul\x00", "ünï"]
+BAD_NAMES = [
+    "",
+    ".",
+    "..",
+    "../..",
+    "/tmp/victim",
+    "a/b",
+    "aipod\n",
+    "UPPER",
+    "-lead",
+    "trail-",
+    "x" * 17,
+    "tab\tname",
+    "nul\x00",
+    "ünï",
+]
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
 """Unit tests of background streams: fast frames equal scapy's, and the loss analysis."""
+
 import random
 from dataclasses import replace
 
@@ -15,13 +16,29 @@ PSNS = [0, 1, 2, 255, 256, 65535, 65536, 12345678, 0xFFFFFE, 0xFFFFFF, 0x1000000
 
 
 def a_flow(**kw) -> roce.Flow:
-    return roce.Flow(flow_id=7, src="host1a", dst="host2a", src_mac="02:00:00:00:00:01",
-                     dst_mac="02:00:00:00:00:02", src_ip="10.1.1.11", dst_ip="10.1.2.12", **kw)
+    return roce.Flow(
+        flow_id=7,
+        src="host1a",
+        dst="host2a",
+        src_mac="02:00:00:00:00:01",
+        dst_mac="02:00:00:00:00:02",
+        src_ip="10.1.1.11",
+        dst_ip="10.1.2.12",
+        **kw,
+    )
 
 
-@pytest.mark.parametrize("kw", [{}, {"payload": 255}, {"payload": 0, "psn": 0xFFFFF0, "dscp": 0, "ecn": 3},
-                                {"cnp": True}, {"opcode": roce.RC_SEND_FIRST, "sport": 65535, "dqp": 0xABCDEF}],
-                         ids=["default", "odd-payload", "no-payload", "cnp", "send-first"])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"payload": 255},
+        {"payload": 0, "psn": 0xFFFFF0, "dscp": 0, "ecn": 3},
+        {"cnp": True},
+        {"opcode": roce.RC_SEND_FIRST, "sport": 65535, "dqp": 0xABCDEF},
+    ],
+    ids=["default", "odd-payload", "no-payload", "cnp", "send-first"],
+)
 def test_stamped_frames_are_byte_identical_to_scapy(kw):
     f = a_flow(**kw)
     st = stamp.Stamper(f, RUN)
@@ -44,10 +61,10 @@ def test_udp_checksum_is_valid_and_icrc_survives_routing():
     del pkt[UDP].chksum
     assert Ether(bytes(pkt))[UDP].chksum == ck != 0
     routed = bytearray(f)
-    routed[15] |= 0x03      # ECN marked CE
-    routed[22] -= 3         # TTL after three hops (IP checksum left wrong: it is masked too)
+    routed[15] |= 0x03  # ECN marked CE
+    routed[22] -= 3  # TTL after three hops (IP checksum left wrong: it is masked too)
     assert roce.icrc_ok(bytes(routed))
-    routed[-20] ^= 0x01     # a flipped payload bit is not
+    routed[-20] ^= 0x01  # a flipped payload bit is not
     assert not roce.icrc_ok(bytes(routed))
 
 
@@ -72,7 +89,7 @@ def test_lossless_flow():
 
 
 def test_loss_runs_become_outages():
-    r = analyse([0, 1, 4, 5, 6, 9], sent=12, interval=0.01)   # lost: 2-3, 7-8, 10-11 (trailing)
+    r = analyse([0, 1, 4, 5, 6, 9], sent=12, interval=0.01)  # lost: 2-3, 7-8, 10-11 (trailing)
     assert (r.received, r.lost) == (6, 6)
     assert flat(r.outages) == pytest.approx([0.02, 0.04, 0.07, 0.09, 0.10, 0.12])
     assert r.longest_outage_s == pytest.approx(0.02)
@@ -128,12 +145,21 @@ def test_vxlan_frames_are_read_at_fixed_offsets_as_scapy_reads_them():
     from scapy.layers.vxlan import VXLAN
 
     inner = roce.frames(a_flow(count=1, dscp=26), RUN)[0]
-    outer = (Ether() / IP(src="10.255.0.5", dst="10.255.0.6", tos=26 << 2) / UDP(sport=51000, dport=4789)
-             / VXLAN(vni=10101, flags=0x08) / Ether(inner))
+    outer = (
+        Ether()
+        / IP(src="10.255.0.5", dst="10.255.0.6", tos=26 << 2)
+        / UDP(sport=51000, dport=4789)
+        / VXLAN(vni=10101, flags=0x08)
+        / Ether(inner)
+    )
     e = roce.encapsulated(bytes(outer))
     p = Ether(bytes(outer))
-    assert (e.outer_src, e.vni, e.outer_dscp, e.inner_dscp) == (p[IP].src, p[VXLAN].vni, p[IP].tos >> 2,
-                                                               p[VXLAN].payload[IP].tos >> 2)
+    assert (e.outer_src, e.vni, e.outer_dscp, e.inner_dscp) == (
+        p[IP].src,
+        p[VXLAN].vni,
+        p[IP].tos >> 2,
+        p[VXLAN].payload[IP].tos >> 2,
+    )
     assert (e.run, e.flow_id) == (RUN, a_flow().flow_id)
     assert roce.encapsulated(inner) is None, "a bare RoCE frame is not VXLAN"
     assert roce.encapsulated(bytes(outer)[:60]) is None, "a cut frame is nothing"
@@ -142,13 +168,24 @@ def test_vxlan_frames_are_read_at_fixed_offsets_as_scapy_reads_them():
 def test_packed_frames_are_scapys_byte_for_byte():
     rng = random.Random(7)
     for _ in range(300):
-        f = roce.Flow(flow_id=rng.randrange(1 << 32), src="a", dst="b",
-                   src_mac=":".join(f"{rng.randrange(256):02x}" for _ in range(6)), dst_mac="02:00:5e:00:01:01",
-                   src_ip=f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
-                   dst_ip=f"192.168.{rng.randrange(256)}.{rng.randrange(1, 255)}", sport=rng.randrange(1, 65536),
-                   dqp=rng.randrange(1 << 24), psn=rng.randrange(1 << 24), count=rng.choice([1, 2]),
-                   payload=rng.choice([0, 1, 3, 64, 255, 4096]), dscp=rng.randrange(64), ecn=rng.randrange(4),
-                   opcode=rng.choice([0, 1, 2, 4, 10]), cnp=rng.random() < 0.2)
+        f = roce.Flow(
+            flow_id=rng.randrange(1 << 32),
+            src="a",
+            dst="b",
+            src_mac=":".join(f"{rng.randrange(256):02x}" for _ in range(6)),
+            dst_mac="02:00:5e:00:01:01",
+            src_ip=f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
+            dst_ip=f"192.168.{rng.randrange(256)}.{rng.randrange(1, 255)}",
+            sport=rng.randrange(1, 65536),
+            dqp=rng.randrange(1 << 24),
+            psn=rng.randrange(1 << 24),
+            count=rng.choice([1, 2]),
+            payload=rng.choice([0, 1, 3, 64, 255, 4096]),
+            dscp=rng.randrange(64),
+            ecn=rng.randrange(4),
+            opcode=rng.choice([0, 1, 2, 4, 10]),
+            cnp=rng.random() < 0.2,
+        )
         assert roce.frames(f, RUN) == roce.scapy_frames(f, RUN), f
 
 
@@ -159,6 +196,7 @@ def test_a_sender_runs_on_one_cpu_for_its_run_and_gets_its_cpus_back():
     import threading
 
     from twin.traffic.engine import on_cpu
+
     cpus = os.sched_getaffinity(0)
     seen = []
 

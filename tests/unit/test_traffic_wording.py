@@ -1,5 +1,6 @@
 """`twin traffic`'s words (issue 27): a flow that must not arrive says whether it reached its
 destination and where it went instead, not PSN gaps; no Python reprs in what people read."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -63,9 +64,11 @@ def test_a_flow_from_or_to_a_node_that_is_no_host_is_refused_by_name():
     """A spine or leaf named as an end of a flow (the Python API: stream.pair_flows, flows.flow) is
     an error that names the hosts; it was a TypeError (a None unpacked) found by mypy's None checks."""
     hosts = ", ".join(flows.hosts(FABRIC))
-    for call in (lambda: stream.pair_flows(FABRIC, [("spine1", "host1a")]),
-                 lambda: flows.flow(FABRIC, "host1a", "leaf1", 1),
-                 lambda: flows.same_tenant(FABRIC, "host1a", "nowhere")):
+    for call in (
+        lambda: stream.pair_flows(FABRIC, [("spine1", "host1a")]),
+        lambda: flows.flow(FABRIC, "host1a", "leaf1", 1),
+        lambda: flows.same_tenant(FABRIC, "host1a", "nowhere"),
+    ):
         with pytest.raises(TwinError) as e:
             call()
         assert str(e.value).endswith(f"is not a host endpoint of lab {FABRIC.name}; hosts: {hosts}"), str(e.value)

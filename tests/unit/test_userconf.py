@@ -1,5 +1,6 @@
 """The user's own FRR configs (issue 11): reading a directory, matching it to a fabric, what twin
 adapts (and says so), FRR's dry-run answer as file:line problems, and route-target diagnosis."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,12 +22,14 @@ def test_both_layouts_are_read_and_matched_to_the_fabric(tmp_path):
     (tmp_path / "leaf1").mkdir()
     (tmp_path / "leaf1" / "frr.conf").write_text("hostname leaf1\n")
     (tmp_path / "leaf1" / "daemons").write_text("bgpd=yes\n")
-    (tmp_path / "leaf1" / "lldp.json").write_text("{}")          # not a config: left alone
+    (tmp_path / "leaf1" / "lldp.json").write_text("{}")  # not a config: left alone
     (tmp_path / "spine1.conf").write_text("hostname spine1\n")
     (tmp_path / "README.md").write_text("notes")
     c = userconf.load(tmp_path, AIPOD)
-    assert c.files == {"leaf1": {"frr.conf": "hostname leaf1\n", "daemons": "bgpd=yes\n"},
-                       "spine1": {"frr.conf": "hostname spine1\n"}}
+    assert c.files == {
+        "leaf1": {"frr.conf": "hostname leaf1\n", "daemons": "bgpd=yes\n"},
+        "spine1": {"frr.conf": "hostname spine1\n"},
+    }
     assert c.owned() == {"leaf1": ["daemons", "frr.conf"], "spine1": ["frr.conf"]}
     assert c.path("spine1", "frr.conf") == str(tmp_path / "spine1.conf")
 
@@ -63,14 +66,17 @@ def test_a_vteps_daemons_file_gets_the_vrf_backend_its_kernel_plane_needs_and_tw
 
 
 def test_merge_puts_the_users_files_over_twins_and_adapts_only_vteps(tmp_path):
-    c = userconf.UserConfigs(str(tmp_path), {"dpu1": {"frr.conf": "mine\n", "daemons": "bgpd=yes\n"},
-                                             "spine1": {"daemons": "bgpd=yes\n"}})
+    c = userconf.UserConfigs(
+        str(tmp_path), {"dpu1": {"frr.conf": "mine\n", "daemons": "bgpd=yes\n"}, "spine1": {"daemons": "bgpd=yes\n"}}
+    )
     rendered = render_lab(AIPOD, "netns")
     files, notes = userconf.merge(rendered, c, AIPOD, "netns")
     assert files["dpu1"]["frr.conf"] == "mine\n" and files["dpu1"]["vtysh.conf"] == rendered["dpu1"]["vtysh.conf"]
     assert files["spine1"]["daemons"] == "bgpd=yes\n" and files["leaf1"] == rendered["leaf1"]
-    assert notes == [f"{tmp_path}/dpu1/daemons: zebra_options gets -n: the lab's tenant VRFs are network namespaces "
-                     "(twin's netns VRF backend, FRR's netns VRF backend)"]
+    assert notes == [
+        f"{tmp_path}/dpu1/daemons: zebra_options gets -n: the lab's tenant VRFs are network namespaces "
+        "(twin's netns VRF backend, FRR's netns VRF backend)"
+    ]
 
 
 DRYRUN_OUT = """\
@@ -91,22 +97,32 @@ zebra
 
 
 def test_frrs_dry_run_answer_becomes_file_line_problems_and_missing_daemons_are_named(tmp_path):
-    c = userconf.UserConfigs(str(tmp_path), {"leaf1": {"frr.conf": "x"}, "spine1": {"frr.conf": "x"},
-                                             "dpu1": {"frr.conf": "x", "daemons": "zebra=yes\nbgpd=yes\nldpd=yes\n"}})
+    c = userconf.UserConfigs(
+        str(tmp_path),
+        {
+            "leaf1": {"frr.conf": "x"},
+            "spine1": {"frr.conf": "x"},
+            "dpu1": {"frr.conf": "x", "daemons": "zebra=yes\nbgpd=yes\nldpd=yes\n"},
+        },
+    )
     got = [str(p) for p in dryrun.parse(DRYRUN_OUT, c)]
-    assert got == [f"{tmp_path}/leaf1/frr.conf:40: % Unknown command[28]:  neighbor swp1 interfacee peer-group fabric",
-                   f"{tmp_path}/dpu1/frr.conf: vtysh --dryrun exited 1: % something FRR says without a line",
-                   f"{tmp_path}/dpu1/daemons:3: ldpd=yes: the node image's FRR has no ldpd (it has bgpd, ospfd, zebra)"]
+    assert got == [
+        f"{tmp_path}/leaf1/frr.conf:40: % Unknown command[28]:  neighbor swp1 interfacee peer-group fabric",
+        f"{tmp_path}/dpu1/frr.conf: vtysh --dryrun exited 1: % something FRR says without a line",
+        f"{tmp_path}/dpu1/daemons:3: ldpd=yes: the node image's FRR has no ldpd (it has bgpd, ospfd, zebra)",
+    ]
 
 
 def test_route_targets_that_do_not_meet_are_named_with_both_sides():
     tables = {"dpu1": {10100: (["65000:999"], ["59905:10100"])}, "dpu2": {10100: (["59906:10100"], ["59906:10100"])}}
-    assert rts.problems("dpu2", 10100, tables, ["dpu1"]) == []      # auto-derived RTs meet across ASNs
+    assert rts.problems("dpu2", 10100, tables, ["dpu1"]) == []  # auto-derived RTs meet across ASNs
     assert rts.problems("dpu1", 10100, tables, ["dpu2"]) == [
         "imports route-target 65000:999 for VNI 10100, but dpu2 exports 59906:10100: none of dpu2's routes of it "
-        "are taken"]
+        "are taken"
+    ]
     assert rts.rt_table({"numVnis": 1, "10100": {"vni": 10100, "importRTs": ["a:1"], "exportRTs": ["b:1"]}}) == {
-        10100: (["a:1"], ["b:1"])}
+        10100: (["a:1"], ["b:1"])
+    }
 
 
 def test_a_routers_own_config_with_static_routes_gets_staticd():
@@ -114,6 +130,7 @@ def test_a_routers_own_config_with_static_routes_gets_staticd():
     (twin's own rendering turns staticd off; the image's init script honours `staticd=no`)."""
     from twin.config import render
     from twin.topology.model import Node
+
     node = Node(name="r1", kind="router")
     assert "\nstaticd=yes\n" in render.daemons_file(node, ["ospfd", "staticd"])
     assert "\nospfd=yes\n" in render.daemons_file(node, ["ospfd", "staticd"])

@@ -1,4 +1,5 @@
 """Golden tests of validation messages: one case per invalid topology file."""
+
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,16 @@ def test_every_problem_names_file_place_and_line(monkeypatch):
     assert len(problems) >= 6, "all problems are reported at once"
     assert all(p.file == "tests/golden/invalid/bad-fields.yml" for p in problems)
     paths = {p.path for p in problems}
-    assert {"name", "colour", "nodes.spine1.asn", "nodes.spine1.color", "nodes.leaf1.asn",
-            "nodes.host1.asn", "links[0].mtu", "links[1].endpoints"} <= paths
+    assert {
+        "name",
+        "colour",
+        "nodes.spine1.asn",
+        "nodes.spine1.color",
+        "nodes.leaf1.asn",
+        "nodes.host1.asn",
+        "links[0].mtu",
+        "links[1].endpoints",
+    } <= paths
     assert all(p.line for p in problems)
 
 

@@ -2,6 +2,7 @@
 devices; a kernel without them (CONFIG_NET_VRF) refuses the device backend at once, and warns
 of the user's own input that makes or needs VRF devices (the lab goes on, as containerlab's
 would), each naming what twin offers instead."""
+
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,10 @@ def test_the_device_backend_is_asked_for_and_refused_without_vrf_devices(tmp_pat
     with pytest.raises(TopologyError) as e:
         choose(f, probe=lambda lab: False)
     text = str(e.value)
-    assert "defaults.vrf_backend: the device VRF backend needs Linux VRF devices, but this kernel has no Linux " \
-           "VRF devices (CONFIG_NET_VRF is not set); twin's netns backend (the default" in text
+    assert (
+        "defaults.vrf_backend: the device VRF backend needs Linux VRF devices, but this kernel has no Linux "
+        "VRF devices (CONFIG_NET_VRF is not set); twin's netns backend (the default" in text
+    )
     assert "drop `vrf_backend: device`" in text
     assert "exec[0]" not in text, "the device backend is what is refused; an exec is the lab's to report"
     c = choose(f, probe=lambda lab: True)
@@ -63,20 +66,29 @@ def test_the_topology_says_netns_or_device_and_nothing_else(tmp_path):
 
 def test_user_configs_needing_vrf_devices_are_named_with_their_file():
     conf = "vrf red\n vni 5001\nexit-vrf\nvrf mgmt\nexit-vrf\nrouter bgp 65000 vrf blue\n"
-    needs = device_needs(AIPOD, {"dpu1": {"frr.conf": conf}, "spine1": {"frr.conf": "router bgp 65000\n"}},
-                         {"dpu1": "/cfg/dpu1/frr.conf"})
+    needs = device_needs(
+        AIPOD,
+        {"dpu1": {"frr.conf": conf}, "spine1": {"frr.conf": "router bgp 65000\n"}},
+        {"dpu1": "/cfg/dpu1/frr.conf"},
+    )
     tenants_on_dpu1 = {t.vrf for t in AIPOD.tenants_on("dpu1")}
     assert "red" in tenants_on_dpu1, "a tenant's VRF is twin's to make: no need"
     assert [(p.file, p.message) for p in needs] == [
-        ("/cfg/dpu1/frr.conf",
-         f"VRF {v} is no tenant of the topology on dpu1: zebra needs a Linux VRF device {v} for it")
-        for v in sorted({"mgmt", "blue"} - tenants_on_dpu1)]
-    c = choose(AIPOD, user_files={"dpu1": {"frr.conf": conf}}, where={"dpu1": "/cfg/dpu1/frr.conf"},
-               probe=lambda lab: False)
+        (
+            "/cfg/dpu1/frr.conf",
+            f"VRF {v} is no tenant of the topology on dpu1: zebra needs a Linux VRF device {v} for it",
+        )
+        for v in sorted({"mgmt", "blue"} - tenants_on_dpu1)
+    ]
+    c = choose(
+        AIPOD, user_files={"dpu1": {"frr.conf": conf}}, where={"dpu1": "/cfg/dpu1/frr.conf"}, probe=lambda lab: False
+    )
     assert c.backend == NETNS and c.vrf_devices is False, "the lab goes on, as containerlab's would"
     assert [w.split(": VRF ")[0] for w in c.warnings] == ["/cfg/dpu1/frr.conf"] * len(needs)
-    assert all("CONFIG_NET_VRF" in w and "zebra keeps that VRF inactive" in w and "make the VRF a tenant" in w
-               for w in c.warnings), c.warnings
+    assert all(
+        "CONFIG_NET_VRF" in w and "zebra keeps that VRF inactive" in w and "make the VRF a tenant" in w
+        for w in c.warnings
+    ), c.warnings
 
 
 def test_new_configs_of_a_running_lab_are_warned_of_as_up_warns(tmp_path):
@@ -85,8 +97,11 @@ def test_new_configs_of_a_running_lab_are_warned_of_as_up_warns(tmp_path):
     fabric = topo(tmp_path)
     conf = {"leaf1": {"frr.conf": "vrf mgmt\nexit-vrf\nrouter bgp 65101\n"}}
     (w,) = config_warnings(fabric, conf, {"leaf1": "new/leaf1/frr.conf"}, probe=lambda lab: False)
-    assert w.startswith("new/leaf1/frr.conf: VRF mgmt is no tenant of the topology on leaf1") and \
-        "zebra keeps that VRF inactive" in w and "CONFIG_NET_VRF" in w, w
+    assert (
+        w.startswith("new/leaf1/frr.conf: VRF mgmt is no tenant of the topology on leaf1")
+        and "zebra keeps that VRF inactive" in w
+        and "CONFIG_NET_VRF" in w
+    ), w
     assert config_warnings(fabric, conf, {}, probe=lambda lab: True) == (), "a kernel with VRF devices runs it"
     assert config_warnings(fabric, {"leaf1": {"frr.conf": "router bgp 65101\n"}}, {}, probe=never) == ()
 
@@ -94,10 +109,12 @@ def test_new_configs_of_a_running_lab_are_warned_of_as_up_warns(tmp_path):
 def test_an_exec_making_a_vrf_device_is_a_warning_with_the_way_out(tmp_path):
     c = choose(topo(tmp_path), probe=lambda lab: False)
     assert c.backend == NETNS and len(c.warnings) == 1, c.warnings
-    assert c.warnings[0].endswith("nodes.leaf2.exec[0]: `ip link add mgmt type vrf table 1100` makes a Linux VRF "
-                                  "device, but this kernel has no Linux VRF devices (CONFIG_NET_VRF is not set): the "
-                                  "command will fail and be reported, and the lab goes on (--strict-exec: it ends the "
-                                  "bring-up); twin's netns backend (the default: each tenant a network namespace, "
-                                  "FRR's netns VRF backend) runs on every kernel: make the VRF a tenant of the "
-                                  "topology (twin makes its namespace and FRR's VRF)"), c.warnings[0]
+    assert c.warnings[0].endswith(
+        "nodes.leaf2.exec[0]: `ip link add mgmt type vrf table 1100` makes a Linux VRF "
+        "device, but this kernel has no Linux VRF devices (CONFIG_NET_VRF is not set): the "
+        "command will fail and be reported, and the lab goes on (--strict-exec: it ends the "
+        "bring-up); twin's netns backend (the default: each tenant a network namespace, "
+        "FRR's netns VRF backend) runs on every kernel: make the VRF a tenant of the "
+        "topology (twin makes its namespace and FRR's VRF)"
+    ), c.warnings[0]
     assert choose(topo(tmp_path), probe=lambda lab: True).warnings == (), "a kernel with VRF devices: nothing to say"

@@ -3,4 +3,4 @@ what a failed wait misses, grouped (`missing`), its deadlines and the one wait o
 `wait`), the stages a long command says it is in (`stages`), the reader of users' files (`safeopen`),
 JUnit reports (`junit`) and its version (`version`). It imports nothing else of twin's."""
 
-__all__ = ["errors", "missing", "timeouts", "wait", "stages", "safeopen", "junit", "version"]   # each offered whole
+__all__ = ["errors", "missing", "timeouts", "wait", "stages", "safeopen", "junit", "version"]  # each offered whole

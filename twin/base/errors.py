@@ -1,4 +1,5 @@
 """Errors a user can act on. Each one says what failed and what to do."""
+
 from __future__ import annotations
 
 import errno
@@ -28,6 +29,8 @@ def printable(text: str) -> str:
         except UnicodeEncodeError:
             pass
     return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else repr(c)[1:-1] for c in text)
+
+
 class Stopped(KeyboardInterrupt):
     """A command stopped by SIGTERM or SIGHUP, taken as Ctrl-C is (`twin.cli.common.stops_as_interrupt`):
     what handles an interrupt (a bring-up removing what it made, apply rolling back) handles it."""
@@ -47,7 +50,7 @@ class Problem:
     line: int | None = None  # 1-based
     column: int | None = None  # 1-based, where a parser knows it
 
-    def __post_init__(self) -> None:   # whatever a file held, a problem prints on its lines
+    def __post_init__(self) -> None:  # whatever a file held, a problem prints on its lines
         for name in ("file", "path", "message"):
             object.__setattr__(self, name, printable(str(getattr(self, name))))
 
@@ -73,8 +76,10 @@ class ConfigError(TwinError):
     def __init__(self, source: str, problems: list[Problem]):
         self.problems = sorted(problems, key=lambda p: (p.file, p.line or 0))
         n = len(self.problems)
-        super().__init__(f"FRR refuses the configs in {source} ({n} problem{'s' if n != 1 else ''}); nothing "
-                         "was created:\n" + "\n".join(f"  {p}" for p in self.problems))
+        super().__init__(
+            f"FRR refuses the configs in {source} ({n} problem{'s' if n != 1 else ''}); nothing "
+            "was created:\n" + "\n".join(f"  {p}" for p in self.problems)
+        )
 
 
 class CommandError(TwinError):
@@ -83,9 +88,12 @@ class CommandError(TwinError):
     def __init__(self, where: str, cmd: list[str], rc: int, stdout: str, stderr: str):
         self.where, self.cmd, self.rc, self.stdout, self.stderr = where, cmd, rc, stdout, stderr
         out = "\n".join(s for s in (stdout.strip(), stderr.strip()) if s)
-        how = (f"exited {rc}" if rc >= 0
-               else f"was killed by {_signal_name(-rc)} (its helper process died; twin did not stop it)")
-        shown = " ".join(c.replace("\n", "; ") for c in cmd)   # a script's lines on the error's one line
+        how = (
+            f"exited {rc}"
+            if rc >= 0
+            else f"was killed by {_signal_name(-rc)} (its helper process died; twin did not stop it)"
+        )
+        shown = " ".join(c.replace("\n", "; ") for c in cmd)  # a script's lines on the error's one line
         super().__init__(f"{where}: `{shown}` {how}" + (f":\n{out}" if out else ""))
 
 
@@ -100,7 +108,8 @@ class ConvergenceTimeout(TwinError):
         cause = f"; host-level cause: {self.causes[0]}{others}" if self.causes else ""
         super().__init__(
             f"{what} not reached after {seconds:.0f}s{cause}; still missing ({len(missing)}):\n"
-            + "".join(f"  ! {c}\n" for c in self.causes) + "\n".join(f"  {line}" for line in lines(missing))
+            + "".join(f"  ! {c}\n" for c in self.causes)
+            + "\n".join(f"  {line}" for line in lines(missing))
         )
 
     def groups(self) -> list[dict]:
@@ -122,9 +131,12 @@ class StageTimeout(ConvergenceTimeout):
         more = f" (+{len(waiting) - 1} more)" if len(waiting) > 1 else ""
         shown = waiting[:40]
         TwinError.__init__(
-            self, f"{deadline} passed after {seconds:.0f}s in stage {stage} ({progress}); it was waiting for "
-                  f"{first}{more}" + "".join(f"\n  - {w}" for w in shown)
-                  + (f"\n  ... and {len(waiting) - len(shown)} more" if len(waiting) > len(shown) else ""))
+            self,
+            f"{deadline} passed after {seconds:.0f}s in stage {stage} ({progress}); it was waiting for "
+            f"{first}{more}"
+            + "".join(f"\n  - {w}" for w in shown)
+            + (f"\n  ... and {len(waiting) - len(shown)} more" if len(waiting) > len(shown) else ""),
+        )
         self.what, self.seconds, self.missing, self.causes = f"stage {stage}", seconds, waiting, []
 
     def with_causes(self, causes: list[str]) -> "ConvergenceTimeout":
@@ -152,8 +164,10 @@ class ChangeRefused(TwinError):
 
     def __init__(self, source: str, reasons: list[str]):
         self.reasons = reasons
-        super().__init__(f"change {source} refused ({len(reasons)} problem{'s' if len(reasons) != 1 else ''}); "
-                         "the lab was not touched:\n" + "\n".join(f"  {r}" for r in reasons))
+        super().__init__(
+            f"change {source} refused ({len(reasons)} problem{'s' if len(reasons) != 1 else ''}); "
+            "the lab was not touched:\n" + "\n".join(f"  {r}" for r in reasons)
+        )
 
 
 class ApplyFailed(TwinError):
@@ -167,8 +181,10 @@ class ApplyFailed(TwinError):
             back = "rollback: done: the lab runs its previous intent again (confirmed by the barrier)"
         else:
             head = f"change {source} failed half way; its rollback is INCOMPLETE:"
-            back = (f"rollback: INCOMPLETE, {len(problems)} thing(s) could not be restored (`twin down` and "
-                    "`twin up` make the lab again):\n" + "\n".join(f"    - {p}" for p in problems))
+            back = (
+                f"rollback: INCOMPLETE, {len(problems)} thing(s) could not be restored (`twin down` and "
+                "`twin up` make the lab again):\n" + "\n".join(f"    - {p}" for p in problems)
+            )
         super().__init__(f"{head}\n  failed (stage {stage}): {error}\n  {back}")
 
 
@@ -180,7 +196,7 @@ class NodeGone(RuntimeFailed, OSError):
     """A node's container or network namespace is not there (any more): stopped, killed or removed.
     Also an OSError, as a namespace that vanished under a reader always was."""
 
-    def __init__(self, message: str, errno_: int = 2):   # ENOENT
+    def __init__(self, message: str, errno_: int = 2):  # ENOENT
         OSError.__init__(self, errno_, message)
 
     def __str__(self) -> str:

@@ -1,7 +1,8 @@
 """JUnit XML, the one writer of it: `twin verify`, `--prove` and `twin rehearse` report through it.
 
-    write(path, "twin verify aipod", [Suite("control", [Case("twin.aipod.control", "bgp leaf1")])])
+write(path, "twin verify aipod", [Suite("control", [Case("twin.aipod.control", "bgp leaf1")])])
 """
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -18,7 +19,7 @@ class Case:
     name: str
     failure: str | None = None
     detail: str | None = None
-    time: str | None = None      # seconds, formatted as the report shows them
+    time: str | None = None  # seconds, formatted as the report shows them
 
 
 @dataclass

@@ -8,19 +8,22 @@ the rest (`lines`), the same in the terminal, in `--json` (`to_dicts`) and in JU
     lines(["leaf1: BGP session on swp1 to spine1 is Active", ...])
     -> ["leaf1, sessions (1):", "  - leaf1: BGP session on swp1 to spine1 is Active", ...]
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-SHOWN = 12   # items shown in full; the rest counted, per group
+SHOWN = 12  # items shown in full; the rest counted, per group
 _TENANT = re.compile(r"^tenant (\S+): ")
 # a kind: the first pattern an item's text matches (after `NODE: `)
-KINDS = (("sessions", re.compile(r"BGP session|bgpd started none|sessions? (?:on|to) ")),
-         ("FRR", re.compile(r"FRR |not known yet|cannot read its kernel state|daemon")),
-         ("VNIs", re.compile(r"\bVNIs?\b(?!.*type-)")),
-         ("loopback routes", re.compile(r"loopback|no route to|default route|stale route")),
-         ("adjacencies", re.compile(r"adjacenc|neighbor|OSPF|IS-IS")))
+KINDS = (
+    ("sessions", re.compile(r"BGP session|bgpd started none|sessions? (?:on|to) ")),
+    ("FRR", re.compile(r"FRR |not known yet|cannot read its kernel state|daemon")),
+    ("VNIs", re.compile(r"\bVNIs?\b(?!.*type-)")),
+    ("loopback routes", re.compile(r"loopback|no route to|default route|stale route")),
+    ("adjacencies", re.compile(r"adjacenc|neighbor|OSPF|IS-IS")),
+)
 
 
 @dataclass
@@ -56,7 +59,7 @@ def group(items: list[str]) -> list[Group]:
     for item in items:
         node, rest = split(item)
         g = out.setdefault((node, kind_of(rest)), Group(node, kind_of(rest)))
-        g.items.append(item)   # whole: each line says its node, as the barrier said it
+        g.items.append(item)  # whole: each line says its node, as the barrier said it
     order = {n: i for i, n in reversed(list(enumerate(g.node for g in out.values())))}
     return sorted(out.values(), key=lambda g: order[g.node])
 
@@ -67,7 +70,7 @@ def lines(items: list[str], shown: int = SHOWN) -> list[str]:
     out, left = [], shown
     rest: list[str] = []
     for g in group(items):
-        head = g.items[:max(0, left)]
+        head = g.items[: max(0, left)]
         left -= len(head)
         if head:
             out.append(f"{g.title} ({len(g.items)}):")

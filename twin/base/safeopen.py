@@ -17,6 +17,7 @@ with O_NOFOLLOW relative to the directory opened before it, reading each link it
 the same walk explains a refusal (which component, and where it leads). Both are
 free of races: no component is looked up twice.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,11 +28,13 @@ import stat
 from pathlib import Path
 
 BENEATH, NO_LINKS = "beneath", "no-links"
-MAX_LINKS = 40                      # as the kernel's own limit on links in one lookup
-_SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437}.get(platform.machine())   # the same number on both
+MAX_LINKS = 40  # as the kernel's own limit on links in one lookup
+_SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437}.get(platform.machine())  # the same number on both
 _RESOLVE_NO_MAGICLINKS, _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH, _RESOLVE_IN_ROOT = 0x02, 0x04, 0x08, 0x10
-_RESOLVE = {BENEATH: _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS,
-            NO_LINKS: _RESOLVE_IN_ROOT | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS}
+_RESOLVE = {
+    BENEATH: _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS,
+    NO_LINKS: _RESOLVE_IN_ROOT | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS,
+}
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 
 
@@ -65,7 +68,7 @@ def open_under(root: str | Path | int, path: str, mode: str, flags: int = os.O_R
     is in the way (NO_LINKS) or leads out (BENEATH), OSError as open(2) otherwise."""
     if "\0" in path:
         raise OSError(errno.EINVAL, "the path holds a NUL byte", path)
-    flags |= os.O_CLOEXEC | (0 if flags & os.O_PATH else os.O_NOCTTY)     # openat2 takes O_PATH nearly alone
+    flags |= os.O_CLOEXEC | (0 if flags & os.O_PATH else os.O_NOCTTY)  # openat2 takes O_PATH nearly alone
     owned = not isinstance(root, int)
     root_fd = root if isinstance(root, int) else os.open(root, _DIR)
     try:
@@ -76,7 +79,7 @@ def open_under(root: str | Path | int, path: str, mode: str, flags: int = os.O_R
             return fd
         err = -fd
         if err in (errno.ELOOP, errno.EXDEV):
-            os.close(_walk(root_fd, path, flags, mode))    # says which link, where to; else (a race):
+            os.close(_walk(root_fd, path, flags, mode))  # says which link, where to; else (a race):
             raise _refused(path, "a symbolic link is in the way" if mode == NO_LINKS else "leads outside the directory")
         raise OSError(err, os.strerror(err), path)
     finally:
@@ -118,9 +121,13 @@ def _openat2(root_fd: int, path: str, flags: int, mode: str) -> int | None:
     if _has_openat2 is False or _SYS_OPENAT2 is None:
         return None
     how = _How(flags, 0, _RESOLVE[mode])
-    fd = _libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_long(root_fd),
-                       ctypes.c_char_p(os.fsencode(path.lstrip("/") or ".")), ctypes.byref(how),
-                       ctypes.c_size_t(ctypes.sizeof(how)))
+    fd = _libc.syscall(
+        ctypes.c_long(_SYS_OPENAT2),
+        ctypes.c_long(root_fd),
+        ctypes.c_char_p(os.fsencode(path.lstrip("/") or ".")),
+        ctypes.byref(how),
+        ctypes.c_size_t(ctypes.sizeof(how)),
+    )
     if fd < 0:
         err = ctypes.get_errno()
         if err in (errno.ENOSYS, errno.EPERM) and _has_openat2 is None:
@@ -134,17 +141,18 @@ def _openat2(root_fd: int, path: str, flags: int, mode: str) -> int | None:
 def _walk(root_fd: int, path: str, flags: int, mode: str) -> int:
     """open_under one component at a time (O_NOFOLLOW), links read and resolved here."""
     todo = [p for p in path.split("/") if p not in ("", ".")][::-1]
-    stack = [os.dup(root_fd)]          # the directories walked so far, root first
-    done: list[str] = []               # their names, for messages
-    links, via = 0, ""               # the last link followed, for messages
+    stack = [os.dup(root_fd)]  # the directories walked so far, root first
+    done: list[str] = []  # their names, for messages
+    links, via = 0, ""  # the last link followed, for messages
     try:
         while todo:
             name = todo.pop()
             if name == "..":
                 if len(stack) == 1 and mode == BENEATH:
-                    raise _refused(path, f"{via} leads outside the directory" if via
-                                      else "climbs above the directory (..)")
-                if len(stack) > 1:     # a node's root is its own / (.. of / is /)
+                    raise _refused(
+                        path, f"{via} leads outside the directory" if via else "climbs above the directory (..)"
+                    )
+                if len(stack) > 1:  # a node's root is its own / (.. of / is /)
                     os.close(stack.pop())
                     done.pop()
                 continue
@@ -158,8 +166,13 @@ def _walk(root_fd: int, path: str, flags: int, mode: str) -> int:
             where, target = "/".join(done + [name]), os.readlink(name, dir_fd=stack[-1])
             links += 1
             if mode == NO_LINKS or target.startswith("/") or links > MAX_LINKS:
-                why = ("" if mode == NO_LINKS else ", one link too many (40)" if links > MAX_LINKS else
-                       ", outside the directory")
+                why = (
+                    ""
+                    if mode == NO_LINKS
+                    else ", one link too many (40)"
+                    if links > MAX_LINKS
+                    else ", outside the directory"
+                )
                 raise _refused(path, f"{where} is a symbolic link (to {target[:200]}){why}")
             todo += [p for p in target.split("/") if p not in ("", ".")][::-1]
             via = f"{where} (a symbolic link to {target[:200]})"
@@ -177,7 +190,7 @@ def _component(dir_fd: int, name: str, flags: int, path: str) -> int | None:
         if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(dir_fd, name):
             return None
         raise OSError(e.errno, e.strerror, path) from None
-    if flags & os.O_PATH and stat.S_ISLNK(os.fstat(fd).st_mode):    # O_PATH opens the link itself
+    if flags & os.O_PATH and stat.S_ISLNK(os.fstat(fd).st_mode):  # O_PATH opens the link itself
         os.close(fd)
         return None
     return fd

@@ -9,6 +9,7 @@ file), a service streaming an operation's progress. A line names its stage by a 
 that carries its stage: "starting: 40/256 containers running ..." is stage "containers",
 then "links", then "configs"); any other line is a stage of its own.
 """
+
 from __future__ import annotations
 
 import threading
@@ -40,7 +41,7 @@ def stage_of(text: str) -> str:
 
 @dataclass(frozen=True)
 class Step:
-    at: float       # seconds since the command started
+    at: float  # seconds since the command started
     stage: str
     text: str
 
@@ -76,11 +77,12 @@ class PlainLines:
     latest line at least every `every` seconds (said again, with the time, when nothing new was
     said: a run that is stuck shows it). `with PlainLines(progress, write, label):` while it works."""
 
-    def __init__(self, progress: Progress, write: Callable[[str], None], label: str = "",
-                 every: float = timeouts.PROGRESS_EVERY):
+    def __init__(
+        self, progress: Progress, write: Callable[[str], None], label: str = "", every: float = timeouts.PROGRESS_EVERY
+    ):
         self.progress, self.write, self.label, self.every = progress, write, label, every
         self.stage: str | None = None
-        self.printed = 0.0           # time.monotonic() of the last line
+        self.printed = 0.0  # time.monotonic() of the last line
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="twin-progress", daemon=True)

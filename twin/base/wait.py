@@ -19,6 +19,7 @@ cut to what is left of the command's, or `DeadlinePassed` when nothing is. `doin
 what a unit of the work (a node, a link) waits for now, so a deadline that passes names it.
 What runs after a failure (removing what was made) runs with `bounded(None)`: its own deadlines.
 """
+
 from __future__ import annotations
 
 import threading
@@ -89,7 +90,7 @@ def until(
     """
     deadline = Deadline.after(timeout, since)
     b = _BOUND.get()
-    if b is not None and b.deadline.end < deadline.end:   # the command's deadline comes first
+    if b is not None and b.deadline.end < deadline.end:  # the command's deadline comes first
         deadline = Deadline(deadline.start, b.deadline.end)
     took = [0.0]
 
@@ -132,7 +133,7 @@ class Bound:
 
     deadline: Deadline
     name: str
-    stage: str = "preparing"   # the command's stage now, for an error that is not a stage's own (`named`)
+    stage: str = "preparing"  # the command's stage now, for an error that is not a stage's own (`named`)
     _doing: dict[int, tuple[str, str, float]] = field(default_factory=dict, repr=False)
     _late: dict[str, tuple[str, float]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -172,20 +173,21 @@ class Bound:
         with self._lock:
             steps = {who: (what, t0) for who, (what, t0) in self._late.items()}
             for who, what, t0 in sorted(self._doing.values(), key=lambda s: s[2]):
-                steps[who] = (what, t0)   # a unit's latest step
+                steps[who] = (what, t0)  # a unit's latest step
         ordered = sorted(steps.items(), key=lambda s: s[1][1])
         return [f"{who}: {what} (for {max(0.0, now - t0):.0f}s)" for who, (what, t0) in ordered]
 
     def timeout(self, stage: str, progress: str, said: str = "") -> StageTimeout:
         """The deadline, passed in `stage` (`progress`: how far it got); with nothing under way, what the
         call cut by it `said`."""
-        return StageTimeout(self.name, self.deadline.elapsed(), stage, progress,
-                            self.waiting() or ([said] if said else []))
+        return StageTimeout(
+            self.name, self.deadline.elapsed(), stage, progress, self.waiting() or ([said] if said else [])
+        )
 
 
 _BOUND: ContextVar[Bound | None] = ContextVar("twin_bound", default=None)
-SLACK = 1.0   # a call cut to the deadline that failed this close to it failed by the deadline
-LATE = 0.1    # a step that ended this close to the deadline (or after) was under way at it
+SLACK = 1.0  # a call cut to the deadline that failed this close to it failed by the deadline
+LATE = 0.1  # a step that ended this close to the deadline (or after) was under way at it
 
 
 @contextmanager

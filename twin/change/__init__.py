@@ -11,6 +11,7 @@ whether a spec is its change, and a declarative change asks each for its nodes' 
 
     change = load_change(ctx, "my-change.yml")      # or a config dir, or "fault:link-down:dpu1:p0"
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,8 +42,10 @@ def parse_fault(ctx: LabContext, spec: str) -> Fault:
     key = parts[0] if parts else ""
     cls = fault_types().get(key)
     if cls is None:
-        raise TwinError(f"{spec!r}: unknown fault {key!r}; faults: {', '.join(fault_types())} "
-                        f"(e.g. fault:link-down:leaf1:swp1, fault:link-loss:leaf1:swp1:100, fault:node-restart:spine1)")
+        raise TwinError(
+            f"{spec!r}: unknown fault {key!r}; faults: {', '.join(fault_types())} "
+            f"(e.g. fault:link-down:leaf1:swp1, fault:link-loss:leaf1:swp1:100, fault:node-restart:spine1)"
+        )
     rest = parts[1:]
     width = 2 if cls.on == "port" else 1
     if len(rest) < width or not all(rest[:width]):
@@ -50,8 +53,12 @@ def parse_fault(ctx: LabContext, spec: str) -> Fault:
     return cls.parse(ctx, ":".join(rest[:width]), rest[width:], spec)
 
 
-def load_change(ctx: LabContext, spec: "str | Path | Fabric", strict: bool = False,
-                warn: Callable[[LintReport], None] = lambda _: None) -> Change:
+def load_change(
+    ctx: LabContext,
+    spec: "str | Path | Fabric",
+    strict: bool = False,
+    warn: Callable[[LintReport], None] = lambda _: None,
+) -> Change:
     """A change from what a user gives: a Fabric, `fault:...`, a dialect's (NVUE's `nv:NODE:FILE`, a
     directory of startup.yaml files), a directory of node configs, or an edited topology file
     (TopologyError names every problem of a file). A directory of configs is linted against the lab's
@@ -60,7 +67,7 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric", strict: bool = Fal
         return TopologyChange(spec)
     if isinstance(spec, str) and spec.startswith(FAULT_PREFIX):
         return parse_fault(ctx, spec)
-    ours = next((c for d in dialects() if (c := d.change(ctx, spec)) is not None), None)   # a dialect's
+    ours = next((c for d in dialects() if (c := d.change(ctx, spec)) is not None), None)  # a dialect's
     p = Path(spec)
     if ours is not None and not p.is_dir():
         return ours
@@ -69,15 +76,41 @@ def load_change(ctx: LabContext, spec: "str | Path | Fabric", strict: bool = Fal
         change.lint = gate(userconf.lint(userconf.read_dir(p), ctx.fabric), strict, warn)
         return change
     if not p.exists():
-        raise TopologyError([Problem(str(p), "", "no such file or directory: a change is a topology file, "
-                                                 "a directory of node configs (<dir>/<node>/frr.conf, or NVUE's "
-                                                 "<dir>/<node>/startup.yaml), "
-                                                 "nv:NODE:FILE (a file of nv commands) or fault:...")])
+        raise TopologyError(
+            [
+                Problem(
+                    str(p),
+                    "",
+                    "no such file or directory: a change is a topology file, "
+                    "a directory of node configs (<dir>/<node>/frr.conf, or NVUE's "
+                    "<dir>/<node>/startup.yaml), "
+                    "nv:NODE:FILE (a file of nv commands) or fault:...",
+                )
+            ]
+        )
     new = topology.load(p, name=ctx.name)
     return TopologyChange(topology.confine(new, ctx.fabric.confined) if ctx.fabric.confined else new)
 
 
 # base, declarative, diff, plan and work are offered whole: a dialect's change kinds (NVUE's) are built on them
-__all__ = ["load_change", "parse_fault", "Change", "Result", "REGISTRY", "TopologyChange", "ConfigsChange",
-           "Fault", "fault_types", "apply", "FabricDiff", "rehearsal_md", "rehearse", "Thresholds",
-           "base", "declarative", "diff", "plan", "work"]
+__all__ = [
+    "load_change",
+    "parse_fault",
+    "Change",
+    "Result",
+    "REGISTRY",
+    "TopologyChange",
+    "ConfigsChange",
+    "Fault",
+    "fault_types",
+    "apply",
+    "FabricDiff",
+    "rehearsal_md",
+    "rehearse",
+    "Thresholds",
+    "base",
+    "declarative",
+    "diff",
+    "plan",
+    "work",
+]

@@ -26,6 +26,7 @@ were removed are made again. A step of the rollback that fails does not stop
 the others; the error lists what could not be restored. It is never "done"
 when it is not: the barrier confirms the old intent holds again.
 """
+
 from __future__ import annotations
 
 import threading
@@ -57,11 +58,11 @@ class Declarative(Protocol):
     """What apply runs: a change of what the lab should be (`twin.change.declarative`)."""
 
     key: ClassVar[str]
-    lint: LintReport | None          # a directory of configs: its lint findings (recorded once applied)
-    from_files: ClassVar[bool]       # its source names files (recorded resolved)
+    lint: LintReport | None  # a directory of configs: its lint findings (recorded once applied)
+    from_files: ClassVar[bool]  # its source names files (recorded resolved)
 
     @property
-    def source(self) -> str: ...     # the file or directory it came from, as the user gave it
+    def source(self) -> str: ...  # the file or directory it came from, as the user gave it
 
     def work(self, ctx: LabContext) -> Work: ...
 
@@ -72,8 +73,8 @@ class Journal:
 
     hosts_started: list[str] = field(default_factory=list)
     links_added: list[Link] = field(default_factory=list)
-    kernel: set[str] = field(default_factory=set)          # nodes whose kernel state was touched
-    frr: dict[str, bool] = field(default_factory=dict)     # node -> restarted (else reloaded)
+    kernel: set[str] = field(default_factory=set)  # nodes whose kernel state was touched
+    frr: dict[str, bool] = field(default_factory=dict)  # node -> restarted (else reloaded)
     links_deleted: list[Link] = field(default_factory=list)
     hosts_removed: list[str] = field(default_factory=list)
 
@@ -87,7 +88,7 @@ class Run:
         self.journal = Journal()
         self.problems: list[str] = []
         self.stage = ""
-        self.early: Future | None = None   # the new tenant namespaces, made while hosts start
+        self.early: Future | None = None  # the new tenant namespaces, made while hosts start
 
     def attempt(self, what: str, fn: Callable[[], object]) -> None:
         if not self.rollback:
@@ -130,8 +131,11 @@ class Run:
 
         def missing() -> list[str]:
             shown = ex.vtysh("show vrf", timeout=timeouts.VTYSH_QUICK)
-            return [f"{ex.where}: zebra has not adopted namespace {v} as VRF {v}" for v in sorted(names)
-                    if f"vrf {v} id " not in shown]
+            return [
+                f"{ex.where}: zebra has not adopted namespace {v} as VRF {v}"
+                for v in sorted(names)
+                if f"vrf {v} id " not in shown
+            ]
 
         wait.until(missing, timeouts.VNIS_UP, f"{ex.where}: tenant namespaces in zebra", first=0.05, cap=0.5)
 
@@ -144,7 +148,7 @@ class Run:
 # --- the stages ---------------------------------------------------------------------------
 def _files(run: Run) -> None:
     state.write_files(run.ctx.dir, run.work.files)
-    for node, files in run.work.old_files.items():   # what the new intent renders no more (a gateway's NAT rules...)
+    for node, files in run.work.old_files.items():  # what the new intent renders no more (a gateway's NAT rules...)
         state.remove_files(run.ctx.dir, node, [f for f in files if f not in run.work.files.get(node, {})])
 
 
@@ -154,17 +158,17 @@ def _hosts_add(run: Run) -> None:
     for them): the two slowest parts of adding a tenant overlap."""
     nodes = [node for node, delta in run.work.deltas.items() if any(s.op == "netns" for s in delta.add)]
     if nodes:
-        run.early = ThreadPoolExecutor(1).submit(run.each, nodes,
-                                                 lambda node: run.namespaces(node, run.work.deltas[node].add),
-                                                 "tenant namespaces")
+        run.early = ThreadPoolExecutor(1).submit(
+            run.each, nodes, lambda node: run.namespaces(node, run.work.deltas[node].add), "tenant namespaces"
+        )
     if not run.work.hosts_add:
         return
     run.say(f"starting {len(run.work.hosts_add)} host endpoint(s)")
     image = run.ctx.image or run.ctx.runtime.node_image()
-    run.journal.hosts_started += run.work.hosts_add   # noted first: a half-made container is removed too
+    run.journal.hosts_started += run.work.hosts_add  # noted first: a half-made container is removed too
     try:
         new = imagechoice.resolve(run.work.new, None, run.ctx.runtime.image_facts).fabric(run.work.new)
-        hosts = [new.nodes[node] for node in run.work.hosts_add]   # each on its own image where the engine has it
+        hosts = [new.nodes[node] for node in run.work.hosts_add]  # each on its own image where the engine has it
         run.ctx.runtime.start_nodes(run.ctx.name, hosts, image, run.ctx.dir)
     finally:
         run.ctx.refresh()
@@ -172,16 +176,19 @@ def _hosts_add(run: Run) -> None:
 
 def _links_add(run: Run) -> None:
     for link in run.work.links_add:
+
         def one(link: Link = link) -> None:
             add_link(run.work.new, link, {e.node: run.ctx.pid(e.node) for e in (link.a, link.b)})
             run.journal.links_added.append(link)
+
         run.attempt(f"link {link.a} <-> {link.b}", one)
 
 
 def _host_config(run: Run) -> None:
     def one(node: str) -> None:
-        apply_steps(overlay.plan(run.work.new, node, run.ctx.backend), run.ctx.pid(node), run.ctx.exec(node),
-                     run.rollback)
+        apply_steps(
+            overlay.plan(run.work.new, node, run.ctx.backend), run.ctx.pid(node), run.ctx.exec(node), run.rollback
+        )
 
     run.each(run.work.hosts_add, one, "host endpoint ports")
 
@@ -196,20 +203,27 @@ def _kernel_add(run: Run) -> None:
 
 def _frr(run: Run) -> None:
     if run.work.reload or run.work.restart:
-        run.say(f"FRR: reload on {', '.join(run.work.reload) or 'none'}"
-              + (f"; restart on {', '.join(run.work.restart)}" if run.work.restart else ""))
+        run.say(
+            f"FRR: reload on {', '.join(run.work.reload) or 'none'}"
+            + (f"; restart on {', '.join(run.work.restart)}" if run.work.restart else "")
+        )
     run.journal.frr.update({node: node in run.work.restart for node in run.work.reload + run.work.restart})
+
     def one(node: str) -> None:
-        frr_take(run.ctx.exec(node), restart=node in run.work.restart,
-                 removes=removes_lines(run.work.old_files, run.work.files, node))
+        frr_take(
+            run.ctx.exec(node),
+            restart=node in run.work.restart,
+            removes=removes_lines(run.work.old_files, run.work.files, node),
+        )
 
     run.each(run.work.reload + run.work.restart, one, "FRR taking the new config")
 
 
 def _bind(run: Run) -> None:
     def one(node: str) -> None:
-        vnis = (run.work.vnis[node] if node in run.work.vnis
-                else run.ctx.with_fabric(run.work.new).intent.nodes[node].vnis)
+        vnis = (
+            run.work.vnis[node] if node in run.work.vnis else run.ctx.with_fabric(run.work.new).intent.nodes[node].vnis
+        )
         wait_vnis(run.ctx.exec(node), vnis)
         apply_steps(run.work.deltas[node].bind, run.ctx.pid(node), run.ctx.exec(node), run.rollback)
 
@@ -226,19 +240,23 @@ def _links_del(run: Run) -> None:
     if run.work.links_del:
         run.say(f"removing {len(run.work.links_del)} link(s)")
     for link in run.work.links_del:
+
         def one(link: Link = link) -> None:
             if not delete_link(link, {e.node: run.ctx.pid(e.node) for e in (link.a, link.b)}):
                 raise TwinError(f"link {link.a} <-> {link.b}: neither end found to delete")
             run.journal.links_deleted.append(link)
+
         run.attempt(f"remove link {link.a} <-> {link.b}", one)
 
 
 def _hosts_del(run: Run) -> None:
     for node in run.work.hosts_del:
+
         def one(node: str = node) -> None:
             run.ctx.runtime.remove_node(run.ctx.name, node)
             state.remove_node(run.ctx.dir, node)
             run.journal.hosts_removed.append(node)
+
         run.say(f"removing host endpoint {node}")
         run.attempt(f"remove host endpoint {node}", one)
     if run.work.hosts_del:
@@ -246,9 +264,16 @@ def _hosts_del(run: Run) -> None:
 
 
 STAGES: list[tuple[str, Callable[[Run], None]]] = [
-    ("files", _files), ("hosts", _hosts_add), ("links", _links_add), ("host config", _host_config),
-    ("kernel (add)", _kernel_add), ("FRR", _frr), ("bindings", _bind), ("kernel (remove)", _kernel_remove),
-    ("links (remove)", _links_del), ("hosts (remove)", _hosts_del),
+    ("files", _files),
+    ("hosts", _hosts_add),
+    ("links", _links_add),
+    ("host config", _host_config),
+    ("kernel (add)", _kernel_add),
+    ("FRR", _frr),
+    ("bindings", _bind),
+    ("kernel (remove)", _kernel_remove),
+    ("links (remove)", _links_del),
+    ("hosts (remove)", _hosts_del),
 ]
 
 
@@ -262,8 +287,10 @@ def run_stages(run: Run) -> None:
 def removes_lines(old: dict, new: dict, node: str) -> bool:
     """Does node's new frr.conf drop a line the old one had (something FRR must take away)?"""
     keep = set(new.get(node, {}).get(FRR_CONF, "").splitlines())
-    return any(line.strip() and not line.lstrip().startswith("!") and line not in keep
-               for line in old.get(node, {}).get(FRR_CONF, "").splitlines())
+    return any(
+        line.strip() and not line.lstrip().startswith("!") and line not in keep
+        for line in old.get(node, {}).get(FRR_CONF, "").splitlines()
+    )
 
 
 # --- checking, applying, rolling back ------------------------------------------------------------
@@ -271,25 +298,43 @@ def refusals(ctx: LabContext, work: Work) -> list[str]:
     """Every reason the change cannot be applied, before anything is touched."""
     from twin.change.diff import FabricDiff
 
-    reasons = [f"{c}: apply does not re-create nodes in a running lab; `twin down {ctx.name}` then "
-               f"`twin up` with the new topology makes it" for c in FabricDiff(work.old, work.new).fixed()]
-    touched = set(work.reload) | set(work.restart) | set(work.deltas) | {
-        end.node for link in work.links_add + work.links_del for end in (link.a, link.b)}
+    reasons = [
+        f"{c}: apply does not re-create nodes in a running lab; `twin down {ctx.name}` then "
+        f"`twin up` with the new topology makes it"
+        for c in FabricDiff(work.old, work.new).fixed()
+    ]
+    touched = (
+        set(work.reload)
+        | set(work.restart)
+        | set(work.deltas)
+        | {end.node for link in work.links_add + work.links_del for end in (link.a, link.b)}
+    )
     running = set(ctx.running())
     for node in sorted(touched - set(work.hosts_add) - running):
         c = ctx.containers().get(node)
-        reasons.append(f"{node}: not running (container {c.status if c else 'missing'}); start it first "
-                       f"(`twin fault node-start {ctx.name} {node}`)")
-    try:   # a lab that grows takes more of the host's kernel limits, as `twin up` judges them
+        reasons.append(
+            f"{node}: not running (container {c.status if c else 'missing'}); start it first "
+            f"(`twin fault node-start {ctx.name} {node}`)"
+        )
+    try:  # a lab that grows takes more of the host's kernel limits, as `twin up` judges them
         hostlimits.ensure(work.new, grown_from=work.old)
     except hostlimits.HostLimitsShort as e:
-        reasons.append("host limits too low for what the change adds: " + "; ".join(map(str, e.shortfalls))
-                       + (f"; {e.fix}" if e.fix else ""))
+        reasons.append(
+            "host limits too low for what the change adds: "
+            + "; ".join(map(str, e.shortfalls))
+            + (f"; {e.fix}" if e.fix else "")
+        )
     return reasons or dry_run(ctx, work)
 
 
-def apply(ctx: LabContext, change: Declarative, timeout: float | None = None, wait: bool = True,
-          say: Say = lambda _: None, node: str | None = None) -> Result:
+def apply(
+    ctx: LabContext,
+    change: Declarative,
+    timeout: float | None = None,
+    wait: bool = True,
+    say: Say = lambda _: None,
+    node: str | None = None,
+) -> Result:
     """Apply a declarative `change` (it has `work(ctx)`) to the running lab; see the module
     docstring for the stages. `node`: the change is that node's alone (an NVUE revision, as a
     switch applies its own): it holds that node, beside other nodes' own changes, instead of the
@@ -299,18 +344,20 @@ def apply(ctx: LabContext, change: Declarative, timeout: float | None = None, wa
         return _apply(ctx, change, timeout, wait, say, node)
 
 
-def _apply(ctx: LabContext, change: Declarative, timeout: float | None, wait: bool, say: Say,
-           node: str | None = None) -> Result:
+def _apply(
+    ctx: LabContext, change: Declarative, timeout: float | None, wait: bool, say: Say, node: str | None = None
+) -> Result:
     t0 = time.monotonic()
     work = change.work(ctx)
     reasons = refusals(ctx, work)
     if reasons:
         raise ChangeRefused(change.source, reasons)
-    result = Result(ctx.name, change.key, change.source, work.summary, reloaded=work.reload, restarted=work.restart,
-                    fabric=work.new)
-    result.timings["planned"] = round(time.monotonic() - t0, 2)   # worked out, checked, dry-run by FRR
+    result = Result(
+        ctx.name, change.key, change.source, work.summary, reloaded=work.reload, restarted=work.restart, fabric=work.new
+    )
+    result.timings["planned"] = round(time.monotonic() - t0, 2)  # worked out, checked, dry-run by FRR
     if work.empty:
-        if work.new.checks != work.old.checks:   # nothing to do on the nodes, but `twin verify` runs the new checks
+        if work.new.checks != work.old.checks:  # nothing to do on the nodes, but `twin verify` runs the new checks
             _record(ctx, work, change)
             result.changes = [f"checks: the topology's checks: section changed ({len(work.new.checks)} checks now)"]
         say("no change to the nodes")
@@ -322,18 +369,25 @@ def _apply(ctx: LabContext, change: Declarative, timeout: float | None, wait: bo
         _record(ctx, work, change)
     except BaseException as e:
         failed = run.stage
-        say(f"apply failed in stage {failed} "
-            f"({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}); rolling back")
-        with patient(f"rolling lab {ctx.name} back", f"it may be half changed: `twin status {ctx.name}` says "
-                                                     "what is missing"):
+        say(
+            f"apply failed in stage {failed} "
+            f"({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}); rolling back"
+        )
+        with patient(
+            f"rolling lab {ctx.name} back", f"it may be half changed: `twin status {ctx.name}` says what is missing"
+        ):
             problems = rollback(ctx, work, run.journal, say, confirm=node is None)
         raise ApplyFailed(change.source, failed, str(e).strip() or type(e).__name__, problems) from e
     result.timings["applied"] = round(time.monotonic() - t0, 2)
     say(f"applied in {result.timings['applied']:.1f}s")
     if wait:
         try:
-            barrier.converge(ctx.with_fabric(work.new).refresh(), timeout, say=say,   # --timeout: from the start
-                             start=t0 if timeout is not None else None)
+            barrier.converge(
+                ctx.with_fabric(work.new).refresh(),
+                timeout,
+                say=say,  # --timeout: from the start
+                start=t0 if timeout is not None else None,
+            )
             result.timings["converged"] = round(time.monotonic() - t0, 2)
         except ConvergenceTimeout as e:
             result.missing = e.missing
@@ -343,14 +397,31 @@ def _apply(ctx: LabContext, change: Declarative, timeout: float | None, wait: bo
 def inverse(ctx: LabContext, work: Work, journal: Journal) -> Work:
     """The work that undoes what journal `j` says was done of `w`."""
     touched = journal.kernel | set(journal.frr)
-    deltas = {node: delta for node in sorted(touched) if node in work.old.nodes and node in work.new.nodes
-              and (delta := work.undo[node] if node in work.undo
-                   else node_delta(work.new, work.old, node, ctx.backend, ctx.shaping))}
-    return Work(work.new, work.old, work.old_files, work.files,
-                reload=[node for node, restarted in journal.frr.items() if not restarted],
-                restart=[node for node, restarted in journal.frr.items() if restarted], deltas=deltas,
-                links_add=list(journal.links_deleted), links_del=list(journal.links_added),
-                hosts_add=list(journal.hosts_removed), hosts_del=list(journal.hosts_started), vnis=work.old_vnis)
+    deltas = {
+        node: delta
+        for node in sorted(touched)
+        if node in work.old.nodes
+        and node in work.new.nodes
+        and (
+            delta := work.undo[node]
+            if node in work.undo
+            else node_delta(work.new, work.old, node, ctx.backend, ctx.shaping)
+        )
+    }
+    return Work(
+        work.new,
+        work.old,
+        work.old_files,
+        work.files,
+        reload=[node for node, restarted in journal.frr.items() if not restarted],
+        restart=[node for node, restarted in journal.frr.items() if restarted],
+        deltas=deltas,
+        links_add=list(journal.links_deleted),
+        links_del=list(journal.links_added),
+        hosts_add=list(journal.hosts_removed),
+        hosts_del=list(journal.hosts_started),
+        vnis=work.old_vnis,
+    )
 
 
 def rollback(ctx: LabContext, work: Work, journal: Journal, say: Say, confirm: bool = True) -> list[str]:
@@ -361,7 +432,7 @@ def rollback(ctx: LabContext, work: Work, journal: Journal, say: Say, confirm: b
     run_stages(run)
     if run.problems or not confirm:
         return run.problems
-    try:   # it is done when the old intent holds again
+    try:  # it is done when the old intent holds again
         barrier.converge(ctx.with_fabric(work.old).refresh(), timeouts.converge(len(ctx.intent.nodes)))
     except ConvergenceTimeout as e:
         return [f"the previous intent did not converge again: {m}" for m in e.missing[:20]]
@@ -370,7 +441,7 @@ def rollback(ctx: LabContext, work: Work, journal: Journal, say: Say, confirm: b
     return []
 
 
-_recording = threading.Lock()     # nodes' own changes run at once in one process (the NVUE service)
+_recording = threading.Lock()  # nodes' own changes run at once in one process (the NVUE service)
 
 
 def _record(ctx: LabContext, work: Work, change: Declarative) -> None:
@@ -387,7 +458,7 @@ def _record_one(ctx: LabContext, work: Work, change: Declarative) -> None:
     def record(st: state.LabState) -> None:
         if change.key == "topology":
             st.topology = source
-        if change.lint is not None:   # the findings of the configs now running (twin verify names them)
+        if change.lint is not None:  # the findings of the configs now running (twin verify names them)
             st.lint = [f.as_dict() for f in change.lint.findings]
         st.history.append({"at": state.now(), "kind": change.key, "source": source, "changes": work.summary})
 

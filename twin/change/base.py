@@ -10,6 +10,7 @@ rehearse's `fault:KEY:...` specs, in JSON output and in docs/faults.md.
     change.inverse(ctx)     -> the change that undoes it, from the lab as it is now
     change.apply(ctx, ...)  -> Result: what was done
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -29,15 +30,15 @@ class Result:
     """What a change did."""
 
     lab: str
-    kind: str                                    # the change's registry key
-    target: str                                  # its source (file, directory) or target (NODE[:PORT])
-    changes: list[str] = field(default_factory=list)           # what was done, one line each
+    kind: str  # the change's registry key
+    target: str  # its source (file, directory) or target (NODE[:PORT])
+    changes: list[str] = field(default_factory=list)  # what was done, one line each
     details: dict[str, Any] = field(default_factory=dict)
-    undo: str = ""                               # what reverts it, as a command line
-    reloaded: list[str] = field(default_factory=list)          # FRR reloaded / restarted on these nodes
+    undo: str = ""  # what reverts it, as a command line
+    reloaded: list[str] = field(default_factory=list)  # FRR reloaded / restarted on these nodes
     restarted: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)    # applied, converged (s from the start)
-    missing: list[str] = field(default_factory=list)           # not converged: what is still missing
+    timings: dict[str, float] = field(default_factory=dict)  # applied, converged (s from the start)
+    missing: list[str] = field(default_factory=list)  # not converged: what is still missing
     fabric: "Fabric | None" = field(default=None, repr=False)  # the lab's intent afterwards
     revert_with: Callable[[], "Result"] | None = field(default=None, repr=False)
 
@@ -54,23 +55,33 @@ class Result:
         return self.revert_with() if self.revert_with else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"lab": self.lab, "kind": self.kind, "source": self.target, "changes": self.changes,
-                "details": {k: v for k, v in self.details.items() if k != "ruleset"}, "undo": self.undo,
-                "reloaded": self.reloaded, "restarted": self.restarted, "timings": self.timings,
-                "converged": self.converged, "missing": self.missing}
+        return {
+            "lab": self.lab,
+            "kind": self.kind,
+            "source": self.target,
+            "changes": self.changes,
+            "details": {k: v for k, v in self.details.items() if k != "ruleset"},
+            "undo": self.undo,
+            "reloaded": self.reloaded,
+            "restarted": self.restarted,
+            "timings": self.timings,
+            "converged": self.converged,
+            "missing": self.missing,
+        }
 
     def __str__(self) -> str:
         how = ", ".join(f"{k}={v}" for k, v in self.details.items() if k != "ruleset")
-        return (f"{self.kind} {self.target}" + (f" ({how})" if how else "")
-                + (f"; undo: {self.undo}" if self.undo else ""))
+        return (
+            f"{self.kind} {self.target}" + (f" ({how})" if how else "") + (f"; undo: {self.undo}" if self.undo else "")
+        )
 
 
 class Change(ABC):
-    key: ClassVar[str]                  # the registry name
-    summary: ClassVar[str]              # one line, for help texts
-    fault: ClassVar[bool] = False           # a fault (`twin fault KEY`, `fault:KEY:...`)
-    breaks_intent: ClassVar[bool] = False   # it knowingly breaks the intent (judged by the data plane)
-    from_files: ClassVar[bool] = False      # its source names files (the lab's history records it resolved)
+    key: ClassVar[str]  # the registry name
+    summary: ClassVar[str]  # one line, for help texts
+    fault: ClassVar[bool] = False  # a fault (`twin fault KEY`, `fault:KEY:...`)
+    breaks_intent: ClassVar[bool] = False  # it knowingly breaks the intent (judged by the data plane)
+    from_files: ClassVar[bool] = False  # its source names files (the lab's history records it resolved)
 
     @abstractmethod
     def describe(self) -> str:
@@ -92,8 +103,7 @@ class Change(ABC):
         return frozenset()
 
     @abstractmethod
-    def apply(self, ctx: "LabContext", say: Say = lambda _: None, **options: Any) -> Result:
-        ...
+    def apply(self, ctx: "LabContext", say: Say = lambda _: None, **options: Any) -> Result: ...
 
 
 REGISTRY: dict[str, type[Change]] = {}

@@ -2,6 +2,7 @@
 
 Both become a `Work` (`twin.change.work`), which `twin.change.apply` runs in stages.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,7 +29,7 @@ class Declarative(Change):
     """A change of what the lab should be; applied by `twin.change.apply`."""
 
     source: str
-    lint: LintReport | None = None     # a directory of configs: `twin lint` of it on the lab's intent (load_change)
+    lint: LintReport | None = None  # a directory of configs: `twin lint` of it on the lab's intent (load_change)
 
     def describe(self) -> str:
         return f"apply {self.source}"
@@ -61,21 +62,31 @@ class TopologyChange(Declarative):
 
     def work(self, ctx: LabContext) -> Work:
         old, new = ctx.fabric, self.fabric
-        if new.timers is None and old.timers is not None:   # the BGP timers `twin up` chose stay (a file has none)
+        if new.timers is None and old.timers is not None:  # the BGP timers `twin up` chose stay (a file has none)
             new = new.model_copy(update={"timers": old.timers})
-        new = mgmt.carry(old, new)   # and its management network's subnet and addresses
+        new = mgmt.carry(old, new)  # and its management network's subnet and addresses
         diff = FabricDiff(old, new)
         files = keep_user_files(ctx, render.render_lab(new, ctx.backend, ctx.shaping))
-        w = Work(old, new, files, current_files(ctx, old), [], [],
-                 {n: d for n in new.nodes if n in old.nodes
-                  and (d := node_delta(old, new, n, ctx.backend, ctx.shaping))},
-                 diff.links_added, diff.links_removed, diff.hosts_added, diff.hosts_removed)
+        w = Work(
+            old,
+            new,
+            files,
+            current_files(ctx, old),
+            [],
+            [],
+            {n: d for n in new.nodes if n in old.nodes and (d := node_delta(old, new, n, ctx.backend, ctx.shaping))},
+            diff.links_added,
+            diff.links_removed,
+            diff.hosts_added,
+            diff.hosts_removed,
+        )
         before = keep_user_files(ctx, render.render_lab(old, ctx.backend, ctx.shaping))
         w.plan = Plan(ctx.name, diff.lines(), file_diffs(before, w.files))
         w.plan.kernel = {n: d.commands() for n, d in w.deltas.items()}
-        w.plan.kernel.update({n: [s.command() for s in overlay.plan(new, n, ctx.backend, ctx.shaping)]
-                              for n in w.hosts_add})
-        for dialect in dialects():   # nodes running a dialect (NVUE): their own config's plane on the new intent
+        w.plan.kernel.update(
+            {n: [s.command() for s in overlay.plan(new, n, ctx.backend, ctx.shaping)] for n in w.hosts_add}
+        )
+        for dialect in dialects():  # nodes running a dialect (NVUE): their own config's plane on the new intent
             dialect.work(ctx, w, old, new)
         frr_actions(w)
         return w
@@ -98,8 +109,8 @@ class ConfigsChange(Declarative):
     summary: ClassVar[str] = "a directory of node configs (<dir>/<node>/frr.conf or <dir>/<node>.conf)"
 
     def __init__(self, source: str, configs: dict[str, str], paths: dict[str, str] | None = None):
-        self.source, self.configs = source, configs   # node -> frr.conf text
-        self.paths = paths or {}                      # node -> the file it came from, for messages
+        self.source, self.configs = source, configs  # node -> frr.conf text
+        self.paths = paths or {}  # node -> the file it came from, for messages
 
     @classmethod
     def load(cls, ctx: LabContext, d: Path) -> "ConfigsChange":
@@ -108,13 +119,15 @@ class ConfigsChange(Declarative):
         configs = userconf.read_dir(d)
         problems = userconf.check(configs, ctx.fabric)
         if not configs.files and not problems:
-            problems.append(Problem(str(d), "", "no node configs found: expected <dir>/<node>/frr.conf "
-                                                "or <dir>/<node>.conf"))
+            problems.append(
+                Problem(str(d), "", "no node configs found: expected <dir>/<node>/frr.conf or <dir>/<node>.conf")
+            )
         if problems:
             raise TopologyError(problems)
         nodes = [n for n, f in configs.files.items() if FRR_CONF in f]
-        return cls(str(d), {n: configs.files[n][FRR_CONF] for n in nodes},
-                   {n: configs.path(n, FRR_CONF) for n in nodes})
+        return cls(
+            str(d), {n: configs.files[n][FRR_CONF] for n in nodes}, {n: configs.path(n, FRR_CONF) for n in nodes}
+        )
 
     def work(self, ctx: LabContext) -> Work:
         old_files = current_files(ctx, ctx.fabric)
@@ -135,4 +148,3 @@ class ConfigsChange(Declarative):
     def inverse(self, ctx: LabContext) -> Change:
         now = current_files(ctx, ctx.fabric)
         return ConfigsChange(f"previous configs of {ctx.name}", {n: now[n][FRR_CONF] for n in self.configs})
-

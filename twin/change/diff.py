@@ -1,5 +1,6 @@
 """What changed between two fabrics (pure): the one diff that plan text, refusals,
 kernel steps and host/link changes are all read from."""
+
 from __future__ import annotations
 
 import difflib
@@ -13,7 +14,7 @@ from twin.topology.model import Fabric, Internet, Link, RateLimit
 
 # a node changed in these is a new node (its container's mounts, command and environment included)
 NODE_FIXED = ("kind", "asn", "loopback", "image", "binds", "cmd", "entrypoint", "env")
-NODE_LIVE = ("drain",)                              # changed on a running node
+NODE_LIVE = ("drain",)  # changed on a running node
 
 
 def link_key(link: Link) -> frozenset[str]:
@@ -48,8 +49,9 @@ class FabricDiff:
         out = []
         for n in sorted(set(self.old.nodes) & set(self.new.nodes)):
             o, w = self.old.nodes[n], self.new.nodes[n]
-            out += [(n, a, getattr(o, a), getattr(w, a)) for a in NODE_FIXED + NODE_LIVE
-                    if getattr(o, a) != getattr(w, a)]
+            out += [
+                (n, a, getattr(o, a), getattr(w, a)) for a in NODE_FIXED + NODE_LIVE if getattr(o, a) != getattr(w, a)
+            ]
         return out
 
     @cached_property
@@ -64,13 +66,14 @@ class FabricDiff:
     def fixed(self) -> list[str]:
         """What a running lab cannot take: routers that come or go, or a node that becomes another."""
         out = [f"add node {n} ({self.new.nodes[n].kind})" for n in self.nodes_added if n not in self.hosts_added]
-        out += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed
-                if n not in self.hosts_removed]
+        out += [
+            f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed if n not in self.hosts_removed
+        ]
         out += [f"change {a} of {n} ({o} -> {w})" for n, a, o, w in self.node_changes if a in NODE_FIXED]
         old_word, new_word = (NAMES[wanted(f, None)[0]] for f in (self.old, self.new))
-        if old_word != new_word:   # every VTEP made anew
+        if old_word != new_word:  # every VTEP made anew
             out.append(f"change defaults.vrf_backend ({old_word} -> {new_word})")
-        return sorted(out + mgmt.differs(self.old, self.new))   # the management network stays as `up` made it
+        return sorted(out + mgmt.differs(self.old, self.new))  # the management network stays as `up` made it
 
     # --- links ----------------------------------------------------------------------------
     @cached_property
@@ -99,10 +102,14 @@ class FabricDiff:
         c += [f"remove node {n} ({self.old.nodes[n].kind})" for n in self.nodes_removed]
         c += [f"change {n} {a}: {o} -> {w}" for n, a, o, w in self.node_changes]
         show = lambda k: " <-> ".join(sorted(k))  # noqa: E731
-        c += [f"add link {show(link_key(link))} (mtu {link.mtu})"
-              for link in sorted(self.links_added, key=lambda link: sorted(link_key(link)))]
-        c += [f"remove link {show(link_key(link))}"
-              for link in sorted(self.links_removed, key=lambda link: sorted(link_key(link)))]
+        c += [
+            f"add link {show(link_key(link))} (mtu {link.mtu})"
+            for link in sorted(self.links_added, key=lambda link: sorted(link_key(link)))
+        ]
+        c += [
+            f"remove link {show(link_key(link))}"
+            for link in sorted(self.links_removed, key=lambda link: sorted(link_key(link)))
+        ]
         c += [f"change mtu of {show(k)}: {o} -> {w}" for k, o, w in sorted(self.link_mtus, key=lambda x: sorted(x[0]))]
         c += [f for f in self.fixed() if f.startswith("change defaults.vrf_backend")] + mgmt.differs(self.old, self.new)
         return c + self._tenant_lines()
@@ -114,29 +121,40 @@ class FabricDiff:
         c += [f"remove tenant {t}" for t in sorted(set(old) - set(new))]
         for t in sorted(set(old) & set(new)):
             o, w = old[t], new[t]
-            c += [f"add segment {t}/{s} ({w.segments[s].subnet}, l2vni {w.segments[s].l2vni})"
-                  for s in sorted(set(w.segments) - set(o.segments))]
+            c += [
+                f"add segment {t}/{s} ({w.segments[s].subnet}, l2vni {w.segments[s].l2vni})"
+                for s in sorted(set(w.segments) - set(o.segments))
+            ]
             c += [f"remove segment {t}/{s}" for s in sorted(set(o.segments) - set(w.segments))]
-            c += [f"change segment {t}/{s}" for s in sorted(set(o.segments) & set(w.segments))
-                  if o.segments[s] != w.segments[s]]
+            c += [
+                f"change segment {t}/{s}"
+                for s in sorted(set(o.segments) & set(w.segments))
+                if o.segments[s] != w.segments[s]
+            ]
             oa, wa = {a.host: a for a in o.attachments}, {a.host: a for a in w.attachments}
-            c += [f"attach {h} to {t}/{wa[h].segment} at {wa[h].vtep}:{wa[h].port} ({wa[h].address})"
-                  for h in sorted(set(wa) - set(oa))]
+            c += [
+                f"attach {h} to {t}/{wa[h].segment} at {wa[h].vtep}:{wa[h].port} ({wa[h].address})"
+                for h in sorted(set(wa) - set(oa))
+            ]
             c += [f"detach {h} from {t}/{oa[h].segment}" for h in sorted(set(oa) - set(wa))]
             same = [h for h in sorted(set(oa) & set(wa)) if oa[h] != wa[h]]
-            c += [f"change rate limits of {h} in {t}: {_limits(oa[h].rate_limit)} -> {_limits(wa[h].rate_limit)}"
-                  if oa[h].model_copy(update={"rate_limit": None}) == wa[h].model_copy(update={"rate_limit": None})
-                  else f"change attachment of {h} in {t}" for h in same]
+            c += [
+                f"change rate limits of {h} in {t}: {_limits(oa[h].rate_limit)} -> {_limits(wa[h].rate_limit)}"
+                if oa[h].model_copy(update={"rate_limit": None}) == wa[h].model_copy(update={"rate_limit": None})
+                else f"change attachment of {h} in {t}"
+                for h in same
+            ]
             c += _internet_line(t, o.internet, w.internet)
         return c + self._congestion_lines()
 
     def _congestion_lines(self) -> list[str]:
         old = {f"{p.node}:{p.port}": p.above for p in self.old.congestion}
         new = {f"{p.node}:{p.port}": p.above for p in self.new.congestion}
-        return ([f"add congestion point {p} (above {new[p]})" for p in new if p not in old]
-                + [f"remove congestion point {p}" for p in old if p not in new]
-                + [f"change congestion point {p}: above {old[p]} -> {new[p]}" for p in new
-                   if p in old and old[p] != new[p]])
+        return (
+            [f"add congestion point {p} (above {new[p]})" for p in new if p not in old]
+            + [f"remove congestion point {p}" for p in old if p not in new]
+            + [f"change congestion point {p}: above {old[p]} -> {new[p]}" for p in new if p in old and old[p] != new[p]]
+        )
 
 
 def _limits(limit: RateLimit | None) -> str:
@@ -148,8 +166,10 @@ def _internet_line(tenant: str, old: Internet | None, new: Internet | None) -> l
     def shown(i: Internet) -> str:
         parts = [f"pool {i.pool}"] if i.pool else []
         parts += [f"{len(i.hosts)} host address(es)"] if i.hosts else []
-        return ", ".join(parts + [f"segments {', '.join(i.segments)}"] + ([f"{len(i.forwards)} forward(s)"]
-                                                                         if i.forwards else []))
+        return ", ".join(
+            parts + [f"segments {', '.join(i.segments)}"] + ([f"{len(i.forwards)} forward(s)"] if i.forwards else [])
+        )
+
     if old == new:
         return []
     if new is None:

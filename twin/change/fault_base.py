@@ -19,6 +19,7 @@ as bring-up would. `daemon-kill` kills an FRR daemon (watchfrr
 restarts it). The registry key is each fault's only name: `twin fault KEY`,
 `fault:KEY:TARGET[:ARG]` in `twin rehearse`, and `kind` in JSON.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,8 +41,8 @@ class Param:
     name: str
     type: type
     help: str
-    default: Any = None          # None: required
-    low: int | None = None       # allowed range of an int
+    default: Any = None  # None: required
+    low: int | None = None  # allowed range of an int
     high: int | None = None
 
     def parse(self, raw: str | None, where: str) -> Any:
@@ -75,7 +76,7 @@ def port_ref(ctx: LabContext, spec: str) -> PortRef:
     node, sep, port = spec.partition(":")
     if not sep or not node or not port:
         raise TwinError(f"{spec!r}: a port is given as NODE:PORT, e.g. dpu1:p0")
-    node = ctx.node(node)   # as the user typed it: `PC1` is pc1
+    node = ctx.node(node)  # as the user typed it: `PC1` is pc1
     ports = ctx.fabric.nodes[node].ports_by_name
     if port not in ports:
         raise TwinError(f"node {node!r} has no port {port!r}; ports: {', '.join(ports) or 'none'}")
@@ -110,9 +111,9 @@ class Fault(Change):
 
     fault: ClassVar[bool] = True
     breaks_intent: ClassVar[bool] = True
-    on: ClassVar[str] = "port"                 # "port" or "node": what TARGET names
+    on: ClassVar[str] = "port"  # "port" or "node": what TARGET names
     params: ClassVar[tuple[Param, ...]] = ()
-    undone_by: ClassVar[str | None] = None     # the fault that reverts this one
+    undone_by: ClassVar[str | None] = None  # the fault that reverts this one
 
     def __init__(self, target: str, *args: Any):
         self.target, self.args = target, args
@@ -122,7 +123,7 @@ class Fault(Change):
         if len(raw) > len(cls.params):
             raise TwinError(f"{where}: too many arguments; {cls.usage()}")
         args = [p.parse(raw[i] if i < len(raw) else None, where) for i, p in enumerate(cls.params)]
-        return cls(cls.resolve_target(ctx, target), *args)   # a bad target is refused before anything happens
+        return cls(cls.resolve_target(ctx, target), *args)  # a bad target is refused before anything happens
 
     @classmethod
     def usage(cls) -> str:
@@ -149,12 +150,23 @@ class Fault(Change):
     def apply(self, ctx: LabContext, say: Say = lambda _: None, **options: Any) -> Result:
         with ctx.writing(f"twin fault {self.describe()}"):
             details = self.act(ctx)
-        store.note(ctx.dir, "action", f"fault {self.describe()}", node=self.target.split(":")[0],
-                   **({"port": self.target.split(":", 1)[1]} if self.on == "port" else {}))
+        store.note(
+            ctx.dir,
+            "action",
+            f"fault {self.describe()}",
+            node=self.target.split(":")[0],
+            **({"port": self.target.split(":", 1)[1]} if self.on == "port" else {}),
+        )
         undo = self.inverse(ctx)
-        return Result(ctx.name, self.key, self.target, [self.describe()], details,
-                      undo=f"twin fault {undo.key} {ctx.name} {undo.target}" if undo else self.self_revert,
-                      revert_with=(lambda: undo.apply(ctx)) if undo else None)
+        return Result(
+            ctx.name,
+            self.key,
+            self.target,
+            [self.describe()],
+            details,
+            undo=f"twin fault {undo.key} {ctx.name} {undo.target}" if undo else self.self_revert,
+            revert_with=(lambda: undo.apply(ctx)) if undo else None,
+        )
 
     self_revert: ClassVar[str] = ""
 

@@ -4,6 +4,7 @@ change (`twin.change.link_faults`, `twin.change.node_faults`) applied to a lab o
     f = faults.link_down(lab, "dpu1:p0")     # both ends of the link, over netlink
     f.revert()                                # = faults.link_up(lab, "dpu1:p0")
 """
+
 from __future__ import annotations
 
 from typing import Any

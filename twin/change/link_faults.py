@@ -1,4 +1,5 @@
 """Link faults: both ends of a link down or up, random loss on a port and its removal."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ from twin.change.fault_base import Fault, Param, in_ns, link_of, port_ref, set_p
 from twin.config import droplog
 from twin.lifecycle.context import LabContext
 
-LOSS_TABLE = "twin_loss_{port}"   # nftables table of a loss fault, per port (netdev family)
-LOSS_PRIORITY = -500              # before anything else on the device
+LOSS_TABLE = "twin_loss_{port}"  # nftables table of a loss fault, per port (netdev family)
+LOSS_PRIORITY = -500  # before anything else on the device
 
 
 @register
@@ -43,15 +44,20 @@ def loss_ruleset(port: str, percent: int) -> str:
     match = "" if percent >= 100 else f"numgen random mod 100 < {percent} "  # 100%: a black hole
     rule = f'{match}counter {droplog.log("loss", f"{percent}%")} drop comment "twin fault: {percent}% loss"'
     chains = "\n".join(
-        f"\tchain {hook} {{\n\t\ttype filter hook {hook} device \"{port}\" priority {LOSS_PRIORITY}; policy accept;\n"
-        f"\t\t{rule}\n\t}}" for hook in ("ingress", "egress"))
+        f'\tchain {hook} {{\n\t\ttype filter hook {hook} device "{port}" priority {LOSS_PRIORITY}; policy accept;\n'
+        f"\t\t{rule}\n\t}}"
+        for hook in ("ingress", "egress")
+    )
     return f"table netdev {table}\ndelete table netdev {table}\ntable netdev {table} {{\n{chains}\n}}\n"
 
 
 @register
 class LinkLoss(Fault):
-    key, summary, undone_by = ("link-loss", "drop PERCENT% of the frames crossing NODE:PORT, at random",
-                               "link-loss-clear")
+    key, summary, undone_by = (
+        "link-loss",
+        "drop PERCENT% of the frames crossing NODE:PORT, at random",
+        "link-loss-clear",
+    )
     params = (Param("percent", int, "1-100", low=1, high=100),)
 
     def act(self, ctx: LabContext) -> dict[str, Any]:
@@ -68,9 +74,13 @@ class LinkLoss(Fault):
         ruleset = loss_ruleset(a.port, percent)
         ctx.exec(a.node).check(in_ns(a, ["sh", "-c", 'printf "%s" "$1" | nft -f -', "nft", ruleset]))
         why = (tried.stderr or tried.stdout).strip().splitlines()
-        return {"mechanism": "nftables", "percent": percent,
-                "where": f"netdev ingress+egress of {a}, table {LOSS_TABLE.format(port=a.port)}",
-                "netem": why[0] if why else f"tc exited {tried.rc}", "ruleset": ruleset}
+        return {
+            "mechanism": "nftables",
+            "percent": percent,
+            "where": f"netdev ingress+egress of {a}, table {LOSS_TABLE.format(port=a.port)}",
+            "netem": why[0] if why else f"tc exited {tried.rc}",
+            "ruleset": ruleset,
+        }
 
 
 def loss_dropped(ctx: LabContext, spec: str) -> int | None:
@@ -83,8 +93,9 @@ def loss_dropped(ctx: LabContext, spec: str) -> int | None:
         items = json.loads(res.stdout)["nftables"]
     except (ValueError, KeyError) as e:
         raise TwinError(f"{ctx.name}/{ref}: unreadable nft output ({e})") from None
-    return sum(x["counter"]["packets"] for item in items if "rule" in item
-               for x in item["rule"]["expr"] if "counter" in x)
+    return sum(
+        x["counter"]["packets"] for item in items if "rule" in item for x in item["rule"]["expr"] if "counter" in x
+    )
 
 
 @register
@@ -104,5 +115,7 @@ class LinkLossClear(Fault):
             if "netem" in ex.run(in_ns(ref, ["tc", "qdisc", "show", "dev", ref.port])).stdout:
                 ex.check(in_ns(ref, ["tc", "qdisc", "del", "dev", ref.port, "root"]))
                 removed.append(f"netem on {ref}")
-        return {"removed": "; ".join(removed) or "nothing: no loss fault on this link",
-                **({"dropped": dropped} if dropped is not None else {})}
+        return {
+            "removed": "; ".join(removed) or "nothing: no loss fault on this link",
+            **({"dropped": dropped} if dropped is not None else {}),
+        }

@@ -12,6 +12,7 @@ startup.yaml, on the lab's layout) gets the plane of what it runs now
 (`LabContext.planes`), not the topology's rendering; so does a peer's port on such a node. A node running the user's
 frr.conf gets it (its directory is its /etc/frr) and the loopback it declares.
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -73,8 +74,9 @@ class NodeStart(NodeFault):
         node, fabric = self.target, ctx.fabric
         c = ctx.container(node)
         if c.running():
-            raise TwinError(f"{ctx.name}/{node} is already running; `twin fault node-restart {ctx.name} {node}` "
-                            "restarts it")
+            raise TwinError(
+                f"{ctx.name}/{node} is already running; `twin fault node-restart {ctx.name} {node}` restarts it"
+            )
         c.start()
         ctx.refresh()
         pid, ex = ctx.pid(node), ctx.exec(node)
@@ -83,30 +85,36 @@ class NodeStart(NodeFault):
         tenants = (plane.fabric if plane else fabric).tenants_on(node)
         if ctx.backend == NETNS and tenants:  # names of the old tenant namespaces are stale
             ex.check(["rm", "-f", *[f"/run/netns/{t.vrf}" for t in tenants]])
-        ctx.runtime.attach_mgmt(fabric, node, pid)   # its eth0 on the management network again
+        ctx.runtime.attach_mgmt(fabric, node, pid)  # its eth0 on the management network again
         running = {n: ctx.pid(n) for n in ctx.running() if n != node}
-        back = set(unpark_links(ctx.name, node, pid))   # its ends, held since it stopped
-        wired, skipped = [], []   # (own port, peer end) of each re-created link
+        back = set(unpark_links(ctx.name, node, pid))  # its ends, held since it stopped
+        wired, skipped = [], []  # (own port, peer end) of each re-created link
         for link in (k for k in fabric.links if node in (k.a.node, k.b.node)):
             own, peer = (link.a, link.b) if link.a.node == node else (link.b, link.a)
-            if own.port in back:   # the peer kept its port as it was
+            if own.port in back:  # the peer kept its port as it was
                 continue
             if peer.node not in running:
                 skipped.append(str(peer))
                 continue
-            theirs = runs[peer.node].fabric if peer.node in runs else fabric   # as the peer runs it
+            theirs = runs[peer.node].fabric if peer.node in runs else fabric  # as the peer runs it
             ref = PortRef(peer.node, peer.port, overlay.port_ns(theirs, peer.node, peer.port, ctx.backend))
             _wait_gone(ctx, ref, running[peer.node])
             create_link(link, {**running, node: pid})
             wired.append((own.port, ref))
         for port in sorted(back) + [port for port, _ in wired]:
             set_port(ctx, PortRef(node, port), up=True, pid=pid)
-        configure_node(fabric, node, ex, pid, ctx.backend, ctx.shaping, plane,
-                       password=mgmtnet.node_password(ctx.dir, fabric))
+        configure_node(
+            fabric, node, ex, pid, ctx.backend, ctx.shaping, plane, password=mgmtnet.node_password(ctx.dir, fabric)
+        )
         for _, peer_ref in wired:
             _replumb_peer(ctx, peer_ref, running[peer_ref.node], runs)
-        return {"container": c.name, "pid": pid, "links": len(back) + len(wired), "links taken back": len(back),
-                **({"not wired (peer not running)": ", ".join(skipped)} if skipped else {})}
+        return {
+            "container": c.name,
+            "pid": pid,
+            "links": len(back) + len(wired),
+            "links taken back": len(back),
+            **({"not wired (peer not running)": ", ".join(skipped)} if skipped else {}),
+        }
 
 
 @register
@@ -141,8 +149,9 @@ class DaemonKill(NodeFault):
         if pid is None:
             running = ex.run(["pgrep", "-l", "-f", "^/usr/lib/frr/"]).stdout.split()
             names = sorted({w for w in running if not w.isdigit()})
-            raise TwinError(f"{ctx.name}/{self.target}: no {daemon} running; "
-                            f"FRR processes: {', '.join(names) or 'none'}")
+            raise TwinError(
+                f"{ctx.name}/{self.target}: no {daemon} running; FRR processes: {', '.join(names) or 'none'}"
+            )
         ex.check(["kill", "-KILL", str(pid)])
         return {"daemon": daemon, "pid": pid, "signal": "KILL"}
 
@@ -154,8 +163,12 @@ def _hold(ctx: LabContext, node: str) -> list[str]:
         return []
     runs = ctx.planes()
     fabric = runs[node].fabric if node in runs else ctx.fabric
-    ends = [(end.port, overlay.port_ns(fabric, node, end.port, ctx.backend))
-            for link in ctx.fabric.links for end in (link.a, link.b) if end.node == node]
+    ends = [
+        (end.port, overlay.port_ns(fabric, node, end.port, ctx.backend))
+        for link in ctx.fabric.links
+        for end in (link.a, link.b)
+        if end.node == node
+    ]
     return park_links(ctx.name, node, ctx.pid(node), ends)
 
 
@@ -164,12 +177,11 @@ def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int, runs: dict[str, NodeP
     the kernel steps of bring-up that concern it (tenant namespace, bridge, MAC, address), of the
     plane the peer runs (its own configuration's, else the topology's rendering)."""
     fabric = ctx.fabric
-    if kinds.of(fabric.nodes[ref.node]).endpoint:   # up first: its `exec` commands (a route) need it
+    if kinds.of(fabric.nodes[ref.node]).endpoint:  # up first: its `exec` commands (a route) need it
         set_port(ctx, ref, up=True, pid=pid)
         configure_node(fabric, ref.node, ctx.exec(ref.node), pid, ctx.backend, ctx.shaping)
         return
-    plan = runs[ref.node].steps if ref.node in runs else overlay.plan(fabric, ref.node, ctx.backend,
-                                                                            ctx.shaping)
+    plan = runs[ref.node].steps if ref.node in runs else overlay.plan(fabric, ref.node, ctx.backend, ctx.shaping)
     steps = [s for s in plan if s.dev == ref.port]
     if steps:  # moves it into its tenant namespace first, then master/up/fdb there (zebra running)
         apply_live(steps, pid, ctx.exec(ref.node))
@@ -179,6 +191,7 @@ def _replumb_peer(ctx: LabContext, ref: PortRef, pid: int, runs: dict[str, NodeP
 def _wait_gone(ctx: LabContext, ref: PortRef, pid: int) -> None:
     """Until the peer's end of a link whose node stopped is gone (the kernel frees a dead
     namespace's veths asynchronously), so the link can be made again."""
+
     def left() -> list[str]:
         found = []
         for ns in {ref.ns, ""}:

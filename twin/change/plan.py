@@ -4,6 +4,7 @@ The plan lists topology-level changes (from `FabricDiff`), per node a unified
 diff of every file (FRR config, `interfaces.sh`, nftables rules), which nodes
 FRR reloads or restarts, and the kernel commands apply runs per node.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,11 +19,11 @@ from twin.topology.model import Fabric
 @dataclass
 class Plan:
     lab: str
-    changes: list[str] = field(default_factory=list)            # topology-level, one line each
+    changes: list[str] = field(default_factory=list)  # topology-level, one line each
     diffs: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> file -> unified diff
-    kernel: dict[str, list[str]] = field(default_factory=dict)      # node -> commands apply runs
-    frr: dict[str, str] = field(default_factory=dict)               # node -> "reload" or "restart (...)"
-    lint: list[Finding] = field(default_factory=list)               # `twin lint` of a directory of configs
+    kernel: dict[str, list[str]] = field(default_factory=dict)  # node -> commands apply runs
+    frr: dict[str, str] = field(default_factory=dict)  # node -> "reload" or "restart (...)"
+    lint: list[Finding] = field(default_factory=list)  # `twin lint` of a directory of configs
 
     @property
     def empty(self) -> bool:
@@ -47,8 +48,14 @@ class Plan:
         return "\n".join(lines) + "\n"
 
     def as_dict(self) -> dict:
-        return {"lab": self.lab, "changes": self.changes, "diffs": self.diffs, "frr": self.frr, "kernel": self.kernel,
-                "lint": [f.as_dict() for f in self.lint]}
+        return {
+            "lab": self.lab,
+            "changes": self.changes,
+            "diffs": self.diffs,
+            "frr": self.frr,
+            "kernel": self.kernel,
+            "lint": [f.as_dict() for f in self.lint],
+        }
 
 
 def file_diffs(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:

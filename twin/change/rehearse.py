@@ -27,6 +27,7 @@ With a `baseline` (`twin baseline record`), the lab is compared with it after th
 change and, with `rollback`, after the rollback (differences the `allow` rules
 cover aside, in both): both comparisons join the report.
 """
+
 from __future__ import annotations
 
 import time
@@ -57,18 +58,35 @@ DATA_PLANE_GROUPS = ["traffic", "isolation"]
 __all__ = ["rehearse", "Rehearsal", "Thresholds"]
 
 
-def rehearse(lab: F.Target, change: str, thresholds: Thresholds | None = None, rollback: bool = False,
-             budget_pps: float = S.BUDGET_PPS, say: Say = lambda _: None, noisy: str | None = None,
-             baseline: dict | None = None, allow: tuple = ()) -> Rehearsal:
+def rehearse(
+    lab: F.Target,
+    change: str,
+    thresholds: Thresholds | None = None,
+    rollback: bool = False,
+    budget_pps: float = S.BUDGET_PPS,
+    say: Say = lambda _: None,
+    noisy: str | None = None,
+    baseline: dict | None = None,
+    allow: tuple = (),
+) -> Rehearsal:
     ctx = context_of(lab)
-    with ctx.writing(f"twin rehearse {change}"):   # refused at once while another twin changes the lab
+    with ctx.writing(f"twin rehearse {change}"):  # refused at once while another twin changes the lab
         return _rehearse(ctx, change, thresholds, rollback, budget_pps, say, noisy, baseline, allow)
 
 
-def _rehearse(ctx: LabContext, change: str, thresholds: Thresholds | None, rollback: bool, budget_pps: float,
-              say: Say, noisy: str | None, baseline: dict | None, allow: tuple) -> Rehearsal:
+def _rehearse(
+    ctx: LabContext,
+    change: str,
+    thresholds: Thresholds | None,
+    rollback: bool,
+    budget_pps: float,
+    say: Say,
+    noisy: str | None,
+    baseline: dict | None,
+    allow: tuple,
+) -> Rehearsal:
     rep = Rehearsal(ctx.name, change, thresholds=thresholds or Thresholds())
-    c = load_change(ctx, change)            # an unreadable change or fault is refused before any traffic
+    c = load_change(ctx, change)  # an unreadable change or fault is refused before any traffic
     flood = _flood(ctx, noisy) if noisy else None
     rep.noisy_host = noisy
     undo = c.inverse(ctx)
@@ -78,7 +96,7 @@ def _rehearse(ctx: LabContext, change: str, thresholds: Thresholds | None, rollb
     flows = S.pair_flows(ctx.fabric)
     if not flows:
         raise TwinError(f"lab {ctx.name!r} has no same-tenant host pairs to send traffic between")
-    with Collector(ctx) as watch:   # the change window's events: drops, carrier, sessions, routes, stages
+    with Collector(ctx) as watch:  # the change window's events: drops, carrier, sessions, routes, stages
         since = time.time()
         after_ctx = _under_traffic(ctx, c, flows, rep, budget_pps, say, flood)
         watch.round(control=True)
@@ -103,8 +121,9 @@ def _flood(ctx: LabContext, host: str) -> Flood:
     host = named[0] if len(named) == 1 else host
     found = ctx.fabric.attachment_of(host)
     if found is None:
-        raise TwinError(f"--noisy-neighbour {host!r} is not a host endpoint of {ctx.name}; hosts: "
-                        f"{', '.join(F.hosts(ctx.fabric))}")
+        raise TwinError(
+            f"--noisy-neighbour {host!r} is not a host endpoint of {ctx.name}; hosts: {', '.join(F.hosts(ctx.fabric))}"
+        )
     t, a = found
     dst = performance.peer(ctx.fabric, t, a)
     if dst is None:
@@ -112,8 +131,9 @@ def _flood(ctx: LabContext, host: str) -> Flood:
     return Flood(ctx, F.flow(ctx.fabric, host, dst.host, 0x7FFF, payload=performance.PAYLOAD, sport=51000))
 
 
-def _under_traffic(ctx: LabContext, c: Change, flows: list, rep: Rehearsal, budget_pps: float,
-                   say: Say, flood: Flood | None = None) -> LabContext:
+def _under_traffic(
+    ctx: LabContext, c: Change, flows: list, rep: Rehearsal, budget_pps: float, say: Say, flood: Flood | None = None
+) -> LabContext:
     """Apply `c` with the streams (and a noisy neighbour's flood) running; returns the lab judged
     against its new intent."""
     now = ctx
@@ -156,11 +176,15 @@ def _under_traffic(ctx: LabContext, c: Change, flows: list, rep: Rehearsal, budg
     if summary.first_loss_s is not None:
         rep.timings["first_loss"] = round(summary.first_loss_s - t0, 2)
     if whole:  # the first packet after the last lost one: the data plane's reconvergence time
-        rep.timings["data_plane_whole"] = round(max(0.0, summary.last_loss_s - t0 + s.interval), 2) \
-            if summary.last_loss_s is not None else 0.0
+        rep.timings["data_plane_whole"] = (
+            round(max(0.0, summary.last_loss_s - t0 + s.interval), 2) if summary.last_loss_s is not None else 0.0
+        )
     if not rep.error:
-        say("fault in place: verifying the data plane (traffic, isolation)" if c.breaks_intent
-            else "verifying the new intent")
+        say(
+            "fault in place: verifying the data plane (traffic, isolation)"
+            if c.breaks_intent
+            else "verifying the new intent"
+        )
         rep.verify = verify.run(now, only=DATA_PLANE_GROUPS if c.breaks_intent else None)
     return now
 
@@ -171,9 +195,17 @@ def _flood_figures(ctx: LabContext, flood: Flood, rep: Rehearsal) -> None:
     (tenant, src), (_, dst) = ctx.fabric.attachment(f.src), ctx.fabric.attachment(f.dst)
     window = max(flood.elapsed - performance.WARMUP, 1e-3)
     rep.noisy = performance.figures(
-        tenant.name, f.src, f.dst, performance.limit_text(src, dst),
-        flood.sent / max(flood.elapsed, 1e-3), flood.delivered(performance.WARMUP, flood.elapsed) / window,
-        flood.sent, len(flood.arrivals), frame, round(flood.elapsed, 2))
+        tenant.name,
+        f.src,
+        f.dst,
+        performance.limit_text(src, dst),
+        flood.sent / max(flood.elapsed, 1e-3),
+        flood.delivered(performance.WARMUP, flood.elapsed) / window,
+        flood.sent,
+        len(flood.arrivals),
+        frame,
+        round(flood.elapsed, 2),
+    )
     limit = performance.cap_fps(src, dst, frame)
     rep.noisy["limit_fps"] = round(limit) if limit else None
 
@@ -190,4 +222,3 @@ def _roll_back(ctx: LabContext, c: Change, undo: Change | None, rep: Rehearsal, 
         rep.error = (rep.error + "\n" if rep.error else "") + f"rollback failed: {e}"
     say("verifying after rollback")
     rep.verify_rollback = verify.run(ctx.refresh())
-

@@ -1,4 +1,5 @@
 """The report of a rehearsal: thresholds, verdicts, and the report as text, JSON and JUnit."""
+
 from __future__ import annotations
 
 import json
@@ -12,13 +13,13 @@ from twin.traffic.results import StreamResult
 from twin.verify.compare import Comparison
 from twin.verify.result import Report
 
-NOISY_TOLERANCE = 0.05   # the noisy neighbour's delivered rate may exceed its limit by this share
+NOISY_TOLERANCE = 0.05  # the noisy neighbour's delivered rate may exceed its limit by this share
 
 
 @dataclass
 class Thresholds:
-    max_loss: int | None = 0            # packets any one flow may lose
-    max_outage: float | None = None     # s, the longest outage of any flow
+    max_loss: int | None = 0  # packets any one flow may lose
+    max_outage: float | None = None  # s, the longest outage of any flow
     max_reconverge: float | None = None  # s, change to data plane whole again
 
 
@@ -30,19 +31,19 @@ class Rehearsal:
     rate_pps: float = 0.0
     flapped: list[str] = field(default_factory=list)
     routes: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)   # s after the change started
+    timings: dict[str, float] = field(default_factory=dict)  # s after the change started
     apply: dict | None = None
     error: str = ""
-    missing: list[str] = field(default_factory=list)          # not converged to the intent
+    missing: list[str] = field(default_factory=list)  # not converged to the intent
     verify: Report | None = None
     verify_rollback: Report | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
-    hosts_out: list[str] = field(default_factory=list)         # hosts the change took away
-    noisy_host: str | None = None                              # a noisy neighbour flooded from here ...
-    noisy: dict | None = None                                  # ... with these figures (offered, delivered...)
-    events: list[dict] = field(default_factory=list)           # `twin events` of the change window
-    baseline: Comparison | None = None                         # the lab after the change vs a baseline
-    baseline_rollback: Comparison | None = None                # ... and after the rollback
+    hosts_out: list[str] = field(default_factory=list)  # hosts the change took away
+    noisy_host: str | None = None  # a noisy neighbour flooded from here ...
+    noisy: dict | None = None  # ... with these figures (offered, delivered...)
+    events: list[dict] = field(default_factory=list)  # `twin events` of the change window
+    baseline: Comparison | None = None  # the lab after the change vs a baseline
+    baseline_rollback: Comparison | None = None  # ... and after the rollback
 
     def is_judged(self, r: StreamResult) -> bool:
         """A flow counts unless the change took one of its hosts away, or it left the noisy neighbour."""
@@ -56,39 +57,78 @@ class Rehearsal:
         """(criterion, passed, detail) for each thing the rehearsal is judged on."""
         out = [("change applied", not self.error, self.error or self.change)]
         if self.missing or "converged" in self.timings:
-            out.append(("converged to the intent", not self.missing,
-                        f"{len(self.missing)} missing, e.g. {self.missing[0]}" if self.missing else
-                        f"after {self.timings['converged']:.1f}s"))
+            out.append(
+                (
+                    "converged to the intent",
+                    not self.missing,
+                    f"{len(self.missing)} missing, e.g. {self.missing[0]}"
+                    if self.missing
+                    else f"after {self.timings['converged']:.1f}s",
+                )
+            )
         th = self.thresholds
         worst_loss = max((r.lost for r in self.judged), default=0)
         worst_out = max((r.longest_outage_s for r in self.judged), default=0.0)
         if th.max_loss is not None:
-            out.append((f"loss per flow <= {th.max_loss} packets", worst_loss <= th.max_loss,
-                        f"worst flow lost {worst_loss}"))
+            out.append(
+                (f"loss per flow <= {th.max_loss} packets", worst_loss <= th.max_loss, f"worst flow lost {worst_loss}")
+            )
         if th.max_outage is not None:
-            out.append((f"longest outage <= {th.max_outage * 1000:.0f} ms", worst_out <= th.max_outage,
-                        f"longest {worst_out * 1000:.0f} ms"))
+            out.append(
+                (
+                    f"longest outage <= {th.max_outage * 1000:.0f} ms",
+                    worst_out <= th.max_outage,
+                    f"longest {worst_out * 1000:.0f} ms",
+                )
+            )
         if th.max_reconverge is not None:
             rc = self.timings.get("data_plane_whole")
-            out.append((f"reconverged within {th.max_reconverge:g}s", rc is not None and rc <= th.max_reconverge,
-                        "never" if rc is None else f"{rc:.1f}s"))
+            out.append(
+                (
+                    f"reconverged within {th.max_reconverge:g}s",
+                    rc is not None and rc <= th.max_reconverge,
+                    "never" if rc is None else f"{rc:.1f}s",
+                )
+            )
         if self.noisy is not None and self.noisy.get("limit_fps"):
             n, cap = self.noisy, self.noisy["limit_fps"]
-            out.append((f"noisy neighbour {n['src']} held to its limit ({n['limit']})",
-                        n["delivered_fps"] <= cap * (1 + NOISY_TOLERANCE),
-                        f"delivered {n['delivered_fps']} of {n['offered_fps']} frames/s offered, limit {cap}"))
+            out.append(
+                (
+                    f"noisy neighbour {n['src']} held to its limit ({n['limit']})",
+                    n["delivered_fps"] <= cap * (1 + NOISY_TOLERANCE),
+                    f"delivered {n['delivered_fps']} of {n['offered_fps']} frames/s offered, limit {cap}",
+                )
+            )
         if self.verify is not None:
-            out.append(("verify after the change", self.verify.passed,
-                        f"{len(self.verify.failures())} failed of {len(self.verify.checks)}"))
+            out.append(
+                (
+                    "verify after the change",
+                    self.verify.passed,
+                    f"{len(self.verify.failures())} failed of {len(self.verify.checks)}",
+                )
+            )
         if self.verify_rollback is not None:
-            out.append(("verify after rollback", self.verify_rollback.passed,
-                        f"{len(self.verify_rollback.failures())} failed of {len(self.verify_rollback.checks)}"))
-        for name, cmp in (("baseline after the change", self.baseline),
-                          ("baseline after rollback", self.baseline_rollback)):
+            out.append(
+                (
+                    "verify after rollback",
+                    self.verify_rollback.passed,
+                    f"{len(self.verify_rollback.failures())} failed of {len(self.verify_rollback.checks)}",
+                )
+            )
+        for name, cmp in (
+            ("baseline after the change", self.baseline),
+            ("baseline after rollback", self.baseline_rollback),
+        ):
             if cmp is not None:
-                out.append((f"{name}: no difference not allowed", cmp.passed,
-                            f"{len(cmp.unallowed)} not allowed, e.g. {cmp.unallowed[0].line()}" if cmp.unallowed
-                            else f"{len(cmp.allowed)} allowed difference(s)"))
+                out.append(
+                    (
+                        f"{name}: no difference not allowed",
+                        cmp.passed,
+                        f"{len(cmp.unallowed)} not allowed, e.g. {cmp.unallowed[0].line()}"
+                        if cmp.unallowed
+                        else f"{len(cmp.allowed)} allowed difference(s)",
+                    )
+                )
         return out
 
     @property
@@ -97,16 +137,35 @@ class Rehearsal:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "lab": self.lab, "change": self.change, "passed": self.passed, "error": self.error,
+            "lab": self.lab,
+            "change": self.change,
+            "passed": self.passed,
+            "error": self.error,
             "verdicts": [{"criterion": c, "passed": ok, "detail": d} for c, ok, d in self.verdicts()],
-            "timings": self.timings, "rate_pps_per_flow": round(self.rate_pps, 1),
-            "flows": [{"src": r.src, "dst": r.dst, "tenant": r.tenant, "sent": r.sent, "received": r.received,
-                       "lost": r.lost, "longest_outage_ms": round(r.longest_outage_s * 1000, 1),
-                       "outages_s": [[round(a, 3), round(b, 3)] for a, b in r.outages],
-                       "duplicates": r.duplicates, "reordered": r.reordered,
-                       "judged": self.is_judged(r)} for r in self.flows],
-            "flapped_sessions": self.flapped, "routes": self.routes, "missing": self.missing, "noisy": self.noisy,
-            "apply": self.apply, "events": self.events,
+            "timings": self.timings,
+            "rate_pps_per_flow": round(self.rate_pps, 1),
+            "flows": [
+                {
+                    "src": r.src,
+                    "dst": r.dst,
+                    "tenant": r.tenant,
+                    "sent": r.sent,
+                    "received": r.received,
+                    "lost": r.lost,
+                    "longest_outage_ms": round(r.longest_outage_s * 1000, 1),
+                    "outages_s": [[round(a, 3), round(b, 3)] for a, b in r.outages],
+                    "duplicates": r.duplicates,
+                    "reordered": r.reordered,
+                    "judged": self.is_judged(r),
+                }
+                for r in self.flows
+            ],
+            "flapped_sessions": self.flapped,
+            "routes": self.routes,
+            "missing": self.missing,
+            "noisy": self.noisy,
+            "apply": self.apply,
+            "events": self.events,
             "verify": self.verify.to_dict() if self.verify else None,
             "verify_rollback": self.verify_rollback.to_dict() if self.verify_rollback else None,
             "baseline": self.baseline.to_dict() if self.baseline else None,
@@ -123,15 +182,26 @@ class Rehearsal:
         lossy = [r for r in self.flows if r.lost]
         lines.append(f"  flows: {len(self.flows)} at {self.rate_pps:.0f} pps each; {len(lossy)} of them lost packets")
         for r in sorted(self.flows, key=lambda r: (-r.longest_outage_s, r.src, r.dst)):
-            mark = "" if self.is_judged(r) else ("  (not judged: the noisy neighbour)" if r.src == self.noisy_host
-                                                 else "  (not judged: its host left)")
-            lines.append(f"    {r.tenant or '-':8} {r.src:>8} -> {r.dst:<8} sent {r.sent:6} lost {r.lost:5} "
-                         f"longest outage {r.longest_outage_s * 1000:7.0f} ms{mark}")
+            mark = (
+                ""
+                if self.is_judged(r)
+                else (
+                    "  (not judged: the noisy neighbour)"
+                    if r.src == self.noisy_host
+                    else "  (not judged: its host left)"
+                )
+            )
+            lines.append(
+                f"    {r.tenant or '-':8} {r.src:>8} -> {r.dst:<8} sent {r.sent:6} lost {r.lost:5} "
+                f"longest outage {r.longest_outage_s * 1000:7.0f} ms{mark}"
+            )
         if self.noisy:
             n = self.noisy
-            lines.append(f"  noisy neighbour {n['tenant']} {n['src']} -> {n['dst']} (limit {n['limit']}): offered "
-                         f"{n['offered_mbps']} Mbit/s ({n['offered_fps']} frames/s), delivered {n['delivered_mbps']} "
-                         f"Mbit/s ({n['delivered_fps']}), dropped {n['dropped']}")
+            lines.append(
+                f"  noisy neighbour {n['tenant']} {n['src']} -> {n['dst']} (limit {n['limit']}): offered "
+                f"{n['offered_mbps']} Mbit/s ({n['offered_fps']} frames/s), delivered {n['delivered_mbps']} "
+                f"Mbit/s ({n['delivered_fps']}), dropped {n['dropped']}"
+            )
         lines.append(f"  sessions that flapped: {len(self.flapped)}")
         lines += [f"    {f}" for f in self.flapped]
         lines.append("  routes per tenant: " + ("no change" if not self.routes else ""))
@@ -153,12 +223,19 @@ class Rehearsal:
         """One testsuite per rehearsal: a testcase per verdict and per flow."""
         cases = [(f"verdict: {c}", ok, d) for c, ok, d in self.verdicts()]
         th = self.thresholds.max_loss
-        cases += [(f"flow {r.tenant} {r.src} -> {r.dst}",
-                   th is None or r.lost <= th or not self.is_judged(r),
-                   f"lost {r.lost} of {r.sent}, longest outage {r.longest_outage_s * 1000:.0f} ms")
-                  for r in self.flows]
-        suite = junit.Suite(f"rehearse {self.change}",
-                            [junit.Case(f"twin.{self.lab}.rehearse", name, failure=None if ok else detail,
-                                        detail=detail)
-                             for name, ok, detail in cases])
+        cases += [
+            (
+                f"flow {r.tenant} {r.src} -> {r.dst}",
+                th is None or r.lost <= th or not self.is_judged(r),
+                f"lost {r.lost} of {r.sent}, longest outage {r.longest_outage_s * 1000:.0f} ms",
+            )
+            for r in self.flows
+        ]
+        suite = junit.Suite(
+            f"rehearse {self.change}",
+            [
+                junit.Case(f"twin.{self.lab}.rehearse", name, failure=None if ok else detail, detail=detail)
+                for name, ok, detail in cases
+            ],
+        )
         junit.write(path, f"twin rehearse {self.lab}", [suite], totals=False)

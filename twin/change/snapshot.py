@@ -1,5 +1,6 @@
 """Operational state before and after a change: BGP sessions (with their drop counters),
 every tenant's VRF routes and VXLAN FDB on every VTEP; and what differs between two."""
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -14,9 +15,9 @@ from twin.runtime import FRR_SUMMARY, link_names, read_fdb, read_routes
 
 @dataclass
 class Snapshot:
-    sessions: dict[str, dict[str, dict]] = field(default_factory=dict)   # node -> port -> {state, dropped}
+    sessions: dict[str, dict[str, dict]] = field(default_factory=dict)  # node -> port -> {state, dropped}
     routes: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # tenant -> vtep -> prefixes
-    fdb: dict[str, dict[str, set[str]]] = field(default_factory=dict)     # tenant -> vtep -> "dev mac dst"
+    fdb: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # tenant -> vtep -> "dev mac dst"
 
 
 def _sessions(ctx: LabContext, node: str) -> tuple[str, dict]:
@@ -25,8 +26,14 @@ def _sessions(ctx: LabContext, node: str) -> tuple[str, dict]:
     except TwinError as e:
         return node, {"?": {"state": f"unreadable: {str(e).splitlines()[0]}", "dropped": 0}}
     peers = doc.get("peers", {}) if isinstance(doc, dict) else {}
-    return node, {p: {"state": v.get("state", "?"), "dropped": v.get("connectionsDropped", 0),
-                      "established": v.get("connectionsEstablished", 0)} for p, v in peers.items()}
+    return node, {
+        p: {
+            "state": v.get("state", "?"),
+            "dropped": v.get("connectionsDropped", 0),
+            "established": v.get("connectionsEstablished", 0),
+        }
+        for p, v in peers.items()
+    }
 
 
 def _tenants(ctx: LabContext, node: str) -> list[tuple[str, str, set[str], set[str]]]:
@@ -38,10 +45,16 @@ def _tenants(ctx: LabContext, node: str) -> list[tuple[str, str, set[str], set[s
                 names = link_names(ipr)
                 table = 254 if ns else vrf_tables(ctx.fabric)[t.name]
                 routes, fdb = read_routes(ipr, table, host_only=False, names=names), read_fdb(ipr, names)
-        except (OSError, TwinError):   # NetlinkFailed, NodeGone: twin's
+        except (OSError, TwinError):  # NetlinkFailed, NodeGone: twin's
             routes, fdb = {}, set()
-        out.append((t.name, node, {f"{p} via {','.join(sorted(h))}" for p, h in routes.items()},
-                    {" ".join(map(str, e)) for e in fdb}))
+        out.append(
+            (
+                t.name,
+                node,
+                {f"{p} via {','.join(sorted(h))}" for p, h in routes.items()},
+                {" ".join(map(str, e)) for e in fdb},
+            )
+        )
     return out
 
 
@@ -66,8 +79,10 @@ def flapped(before: Snapshot, after: Snapshot) -> list[str]:
             if was is None:
                 out.append(f"{node} {port}: new session, {now['state']}")
             elif now["dropped"] > was["dropped"] or now["state"] != was["state"]:
-                out.append(f"{node} {port}: {was['state']} -> {now['state']}, dropped "
-                           f"{now['dropped'] - was['dropped']} time(s)")
+                out.append(
+                    f"{node} {port}: {was['state']} -> {now['state']}, dropped "
+                    f"{now['dropped'] - was['dropped']} time(s)"
+                )
     for node, peers in sorted(before.sessions.items()):
         out += [f"{node} {port}: session gone" for port in sorted(peers) if port not in after.sessions.get(node, {})]
     return out

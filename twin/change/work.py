@@ -1,6 +1,7 @@
 """The work of a declarative change: everything apply will do, worked out before
 anything is touched (new files per node, FRR reloads and restarts, kernel steps
 per node, links and host endpoints that come and go), and its plan."""
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +17,7 @@ from twin.lifecycle.context import LabContext
 from twin.runtime import FRR_CONF
 from twin.topology.model import Fabric, Link
 
-CANDIDATE = "frr.conf.candidate"   # a new config, checked in the node before anything changes
+CANDIDATE = "frr.conf.candidate"  # a new config, checked in the node before anything changes
 PARALLEL = 8
 
 
@@ -26,14 +27,14 @@ class Work:
 
     old: Fabric
     new: Fabric
-    files: dict[str, dict[str, str]]          # node -> file -> new text (all nodes)
+    files: dict[str, dict[str, str]]  # node -> file -> new text (all nodes)
     old_files: dict[str, dict[str, str]]
-    reload: list[str]                         # nodes whose frr.conf changes
-    restart: list[str]                        # nodes whose FRR daemons change (restart, not reload)
+    reload: list[str]  # nodes whose frr.conf changes
+    restart: list[str]  # nodes whose FRR daemons change (restart, not reload)
     deltas: dict[str, NodeDelta]
     links_add: list[Link] = field(default_factory=list)
     links_del: list[Link] = field(default_factory=list)
-    hosts_add: list[str] = field(default_factory=list)   # host endpoints: containers made / removed
+    hosts_add: list[str] = field(default_factory=list)  # host endpoints: containers made / removed
     hosts_del: list[str] = field(default_factory=list)
     plan: Plan | None = None
     # nodes whose kernel plane is their own configuration's (NVUE), not the intent's: the steps
@@ -76,8 +77,11 @@ def keep_user_files(ctx: LabContext, files: dict[str, dict[str, str]]) -> dict[s
 
 def frr_actions(work: Work) -> None:
     """Which nodes reload FRR, and which restart it (their daemons file changed)."""
-    changed = sorted(n for n in work.new.nodes
-                     if work.files.get(n, {}).get(FRR_CONF, "") != work.old_files.get(n, {}).get(FRR_CONF, ""))
+    changed = sorted(
+        n
+        for n in work.new.nodes
+        if work.files.get(n, {}).get(FRR_CONF, "") != work.old_files.get(n, {}).get(FRR_CONF, "")
+    )
     work.restart = [n for n in changed if work.files[n].get("daemons") != work.old_files.get(n, {}).get("daemons")]
     work.reload = [n for n in changed if n not in work.restart]
     if work.plan is not None:
@@ -86,6 +90,7 @@ def frr_actions(work: Work) -> None:
 
 def dry_run(ctx: LabContext, work: Work) -> list[str]:
     """Every node whose new frr.conf FRR refuses (`vtysh --dryrun` in the node itself)."""
+
     def one(node: str) -> str | None:
         candidate = state.node_dir(ctx.dir, node) / CANDIDATE
         state.write_text(candidate, work.files[node][FRR_CONF])

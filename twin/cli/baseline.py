@@ -1,4 +1,5 @@
 """Behaviour baselines: record what a lab holds, compare the lab with it later."""
+
 from __future__ import annotations
 
 import json
@@ -33,6 +34,7 @@ def record_(cli: click.Context, lab: str, output: str, evidence_file: str | None
     """Record LAB's behaviour per node: every BGP session and its state, prefix counts per peer and AFI,
     every VRF's routes with next hops (tenant VRFs too), every VNI with remote VTEPs and MAC/IP counts,
     and on routers of your own configs every OSPF, OSPFv3 and IS-IS adjacency."""
+
     def record_baseline() -> None:
         ctx = Lab(lab).context()
         with evidence(bool(evidence_file)) as rec, labelled("baseline"), err.status(f"recording the baseline of {lab}"):
@@ -41,27 +43,49 @@ def record_(cli: click.Context, lab: str, output: str, evidence_file: str | None
         write_reports(lab, True, rec, None, evidence_file, str)
         items = B.items(doc)
         kinds = {w: sum(k[2] == w for k in items) for w in ("session", "route", "vni", "adjacency")}
-        click.echo(f"baseline of {lab} written to {output}: {len(doc['nodes'])} nodes, {kinds['session']} sessions, "
-                   f"{kinds['route']} routes, {kinds['vni']} VNIs"
-                   + (f", {kinds['adjacency']} OSPF/IS-IS adjacencies" if kinds["adjacency"] else ""))
+        click.echo(
+            f"baseline of {lab} written to {output}: {len(doc['nodes'])} nodes, {kinds['session']} sessions, "
+            f"{kinds['route']} routes, {kinds['vni']} VNIs"
+            + (f", {kinds['adjacency']} OSPF/IS-IS adjacencies" if kinds["adjacency"] else "")
+        )
+
     run(cli, record_baseline)
 
 
 @baseline_group.command(name="compare")
 @click.argument("lab")
 @click.argument("baseline_file", metavar="BASELINE", type=click.Path(dir_okay=False))
-@click.option("--allow", "allow_file", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Differences the change intends (YAML: allow: [{node, vrf, what, key, change, reason}]).")
-@click.option("--settle", type=click.FloatRange(0, 600), default=timeouts.BASELINE_SETTLE, show_default=True,
-              help="Seconds to read the lab again while something unallowed differs (counters settling).")
+@click.option(
+    "--allow",
+    "allow_file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Differences the change intends (YAML: allow: [{node, vrf, what, key, change, reason}]).",
+)
+@click.option(
+    "--settle",
+    type=click.FloatRange(0, 600),
+    default=timeouts.BASELINE_SETTLE,
+    show_default=True,
+    help="Seconds to read the lab again while something unallowed differs (counters settling).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--summary", type=click.Path(dir_okay=False), metavar="FILE.md", help=SUMMARY_HELP)
 @click.option("--evidence", "evidence_file", type=click.Path(dir_okay=False), metavar="FILE.json", help=EVIDENCE_HELP)
 @click.pass_context
-def compare_(cli: click.Context, lab: str, baseline_file: str, allow_file: str | None, settle: float, as_json: bool,
-             summary: str | None, evidence_file: str | None) -> None:
+def compare_(
+    cli: click.Context,
+    lab: str,
+    baseline_file: str,
+    allow_file: str | None,
+    settle: float,
+    as_json: bool,
+    summary: str | None,
+    evidence_file: str | None,
+) -> None:
     """Compare LAB now with BASELINE: what disappeared, appeared or changed, per node and VRF.
     Exit 1 on any difference the --allow file does not cover."""
+
     def compare_to_baseline() -> None:
         ctx = Lab(lab).context()
         base = load_baseline(baseline_file)
@@ -74,22 +98,35 @@ def compare_(cli: click.Context, lab: str, baseline_file: str, allow_file: str |
         else:
             print_comparison(result)
         sys.exit(0 if result.passed else 1)
+
     run(cli, compare_to_baseline)
 
 
 def print_comparison(result: Comparison) -> None:
     if result.differences:
-        t = Table(title=f"{result.lab} against the baseline of {result.baseline_lab} ({result.recorded})",
-                  title_justify="left")
+        t = Table(
+            title=f"{result.lab} against the baseline of {result.baseline_lab} ({result.recorded})",
+            title_justify="left",
+        )
         for col in ("node", "vrf", "what", "key", "change", "before", "after", "allowed"):
             t.add_column(col)
         for d in result.differences:
-            t.add_row(d.node, d.vrf, d.what, d.key, d.change if d.allowed_by else f"[red]{d.change}[/red]",
-                      show(d.before), show(d.after), d.allowed_by or "[red]no[/red]")
+            t.add_row(
+                d.node,
+                d.vrf,
+                d.what,
+                d.key,
+                d.change if d.allowed_by else f"[red]{d.change}[/red]",
+                show(d.before),
+                show(d.after),
+                d.allowed_by or "[red]no[/red]",
+            )
         out.print(t)
     c = result.counts()
-    out.print("[green]MATCHES[/green] the baseline" + (f" ({len(result.allowed)} allowed differences)"
-                                                        if result.allowed else "") if result.passed else
-              f"[red]DIFFERS[/red]: {len(result.unallowed)} not allowed ({c['disappeared']} disappeared, "
-              f"{c['appeared']} appeared, {c['changed']} changed), {len(result.allowed)} allowed")
-
+    out.print(
+        "[green]MATCHES[/green] the baseline"
+        + (f" ({len(result.allowed)} allowed differences)" if result.allowed else "")
+        if result.passed
+        else f"[red]DIFFERS[/red]: {len(result.unallowed)} not allowed ({c['disappeared']} disappeared, "
+        f"{c['appeared']} appeared, {c['changed']} changed), {len(result.allowed)} allowed"
+    )

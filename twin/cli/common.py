@@ -8,6 +8,7 @@ SIGTERM (`timeout`, a cancelled CI job, `docker stop`) and SIGHUP (a closed
 terminal) stop a command as Ctrl-C does: `up` removes what it made, `apply`
 rolls back, the lab's lock is released; the exit code is 128 + the signal.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -51,7 +52,7 @@ WHOLE = (TopologyError, ConfigError, ChangeRefused, ApplyFailed, ConvergenceTime
 class Ctx:
     def __init__(self, verbose: bool):
         self.verbose = verbose
-        self.serve_state: str | None = None     # `twin serve --state DIR` for its subcommands
+        self.serve_state: str | None = None  # `twin serve --state DIR` for its subcommands
 
 
 def fail(text: str, verbose: bool, whole: bool = False, code: int = 1, detail: str = "") -> NoReturn:
@@ -67,7 +68,7 @@ def fail(text: str, verbose: bool, whole: bool = False, code: int = 1, detail: s
 
 def describe(e: BaseException) -> str:
     """One line for an error that is not twin's own."""
-    if (library := describe_failure(e)) is not None:   # Docker's or netlink's, escaped the runtime's seam
+    if (library := describe_failure(e)) is not None:  # Docker's or netlink's, escaped the runtime's seam
         return library
     if isinstance(e, FileNotFoundError) and e.filename:
         return f"{e.filename}: not found ({e.strerror}); is it installed?"
@@ -149,8 +150,14 @@ def evidence(wanted: bool) -> Iterator[Recorder | None]:
         yield rec
 
 
-def write_reports(lab: str, passed: bool | None, rec: Recorder | None, summary: str | None, evidence_file: str | None,
-                  markdown: Callable[[], str]) -> None:
+def write_reports(
+    lab: str,
+    passed: bool | None,
+    rec: Recorder | None,
+    summary: str | None,
+    evidence_file: str | None,
+    markdown: Callable[[], str],
+) -> None:
     """--summary (Markdown) and --evidence (JSON) of a command."""
     from twin.verify.markdown import evidence_doc
 
@@ -180,19 +187,32 @@ def _not_remote(name: str, remote: list[str]) -> click.Command:
     @click.pass_context
     def refused(cli: click.Context) -> None:
         def refuse() -> None:
-            raise TwinError(f"`twin {name}` does not run through a server; through one: {', '.join(remote)} (drop "
-                            "--server to run it on this host)")
+            raise TwinError(
+                f"`twin {name}` does not run through a server; through one: {', '.join(remote)} (drop "
+                "--server to run it on this host)"
+            )
+
         run(cli, refuse)
+
     return refused
 
 
 @click.group(cls=TwinGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Show full error details.")
-@click.option("--server", metavar="URL", envvar="TWIN_SERVER",
-              help="Run up, down, status, list, verify, apply, plan, rehearse, snapshot on this twin server "
-                   "(`twin serve`) with a token (TWIN_TOKEN or ~/.config/twin/token). Env: TWIN_SERVER.")
-@click.version_option(version.VERSION, "-V", "--version", message=version.text().replace("%", "%%"),
-                      help="Show twin's version and where it runs from, and exit.")
+@click.option(
+    "--server",
+    metavar="URL",
+    envvar="TWIN_SERVER",
+    help="Run up, down, status, list, verify, apply, plan, rehearse, snapshot on this twin server "
+    "(`twin serve`) with a token (TWIN_TOKEN or ~/.config/twin/token). Env: TWIN_SERVER.",
+)
+@click.version_option(
+    version.VERSION,
+    "-V",
+    "--version",
+    message=version.text().replace("%", "%%"),
+    help="Show twin's version and where it runs from, and exit.",
+)
 @click.pass_context
 def main(cli: click.Context, verbose: bool, server: str | None) -> None:
     """twin: a digital twin of an AI-cloud leaf/spine EVPN fabric, in containers."""

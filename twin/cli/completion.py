@@ -2,6 +2,7 @@
 and TARGET (NODE or NODE:PORT). Commands and options complete by click itself. Attached to the
 commands after they are registered, so the command modules stay as they are; see
 docs/completion.md for enabling it in bash, zsh or fish."""
+
 from __future__ import annotations
 
 import click
@@ -18,7 +19,7 @@ def docker_labs() -> list[str]:
     """Labs whose containers are on this host (their `twin.lab` label); none when Docker does not answer."""
     try:
         return host.running_labs(timeout=3)
-    except Exception:   # noqa: BLE001  (a completion never fails: no Docker, no names from it)
+    except Exception:  # noqa: BLE001  (a completion never fails: no Docker, no names from it)
         return []
 
 
@@ -32,15 +33,22 @@ def node_names(lab: str | None, incomplete: str, ports: bool = False) -> list[st
     NODE:PORT once a node and ':' are typed."""
     try:
         fabric = Lab(lab).fabric if lab else None
-    except Exception:   # noqa: BLE001  (a completion never fails: no lab, no names)
+    except Exception:  # noqa: BLE001  (a completion never fails: no lab, no names)
         fabric = None
     if fabric is None:
         return []
     node, sep, _ = incomplete.partition(":")
     if ports and sep:
         found = [n for n in fabric.nodes if n == node.lower()]
-        return [f"{found[0]}:{p}" for p in fabric.nodes[found[0]].ports_by_name
-                if f"{found[0]}:{p}".startswith(f"{found[0]}:{incomplete.partition(':')[2]}")] if found else []
+        return (
+            [
+                f"{found[0]}:{p}"
+                for p in fabric.nodes[found[0]].ports_by_name
+                if f"{found[0]}:{p}".startswith(f"{found[0]}:{incomplete.partition(':')[2]}")
+            ]
+            if found
+            else []
+        )
     return [n for n in fabric.nodes if n.startswith(incomplete.lower())]
 
 

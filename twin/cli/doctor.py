@@ -1,4 +1,5 @@
 """`twin doctor`: what this machine gives twin, before a lab is made (`twin.lifecycle.doctor`)."""
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,15 @@ from twin.lifecycle import doctor as diagnosis
 
 
 @main.command()
-@click.option("--topology", "topologies", multiple=True, type=click.Path(dir_okay=False, exists=True),
-              metavar="FILE", help="Also judge this topology (twin, containerlab or Air file) against the host "
-                                   "limits and CPU; repeatable. The default lab (topologies/aipod.yml) always is.")
+@click.option(
+    "--topology",
+    "topologies",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    metavar="FILE",
+    help="Also judge this topology (twin, containerlab or Air file) against the host "
+    "limits and CPU; repeatable. The default lab (topologies/aipod.yml) always is.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
 @click.pass_context
 def doctor(cli: click.Context, topologies: tuple[str, ...], as_json: bool) -> None:
@@ -27,10 +34,12 @@ def doctor(cli: click.Context, topologies: tuple[str, ...], as_json: bool) -> No
     gets and why; host limits and CPU against the default lab and each --topology; node images and
     their FRR; what killed labs left behind. Exit 1, with the fix, when something twin needs is
     missing (root, Docker, bridges, veth pairs, VXLAN)."""
+
     def diagnose_host() -> None:
-        files = ([diagnosis.DEFAULT_TOPOLOGY] if diagnosis.DEFAULT_TOPOLOGY.exists() else []) + \
-            [Path(t).resolve() for t in topologies]
-        fabrics = [(lab := Lab.load(f)).fabric or lab.to_bring_up() for f in dict.fromkeys(files)]   # each file once
+        files = ([diagnosis.DEFAULT_TOPOLOGY] if diagnosis.DEFAULT_TOPOLOGY.exists() else []) + [
+            Path(t).resolve() for t in topologies
+        ]
+        fabrics = [(lab := Lab.load(f)).fabric or lab.to_bring_up() for f in dict.fromkeys(files)]  # each file once
         with err.status("probing this machine"):
             report = diagnosis.diagnose(fabrics)
         if as_json:
@@ -40,4 +49,5 @@ def doctor(cli: click.Context, topologies: tuple[str, ...], as_json: bool) -> No
                 out.print(line, markup=False)
         if not report.ok:
             sys.exit(1)
+
     run(cli, diagnose_host)

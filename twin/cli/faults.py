@@ -1,4 +1,5 @@
 """`twin fault KEY LAB TARGET [ARG]`: one command per registered fault, made from the registry."""
+
 from __future__ import annotations
 
 import click
@@ -20,9 +21,14 @@ def _command(cls: type[Fault]) -> None:
     def body(cli: click.Context, lab: str, target: str, **args: object) -> None:
         def inject_fault() -> None:
             ctx = Lab(lab).context()
-            fault = cls.parse(ctx, target, [str(args[p.name]) for p in cls.params if args.get(p.name) is not None],
-                              f"twin fault {cls.key}")
+            fault = cls.parse(
+                ctx,
+                target,
+                [str(args[p.name]) for p in cls.params if args.get(p.name) is not None],
+                f"twin fault {cls.key}",
+            )
             click.echo(str(fault.apply(ctx)))
+
         run(cli, inject_fault)
 
     cmd = click.pass_context(body)

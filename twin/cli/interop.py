@@ -1,4 +1,5 @@
 """Taking labs out and bringing topologies in: `twin export`, `twin import`, `twin clone`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,7 +28,7 @@ def _source(source: str, roles: dict[str, str]) -> tuple[Fabric, Backend, UserCo
     its nodes bind), or of a lab by name (its recorded intent, and the user's files it runs now)."""
     p = Path(source)
     if p.is_file():
-        lab = Lab.load(p, roles=roles)   # its management network at its default, as nothing here takes
+        lab = Lab.load(p, roles=roles)  # its management network at its default, as nothing here takes
         return topology.mgmt.resolve(lab.to_bring_up()), wanted(lab.to_bring_up())[0], lab.configs
     d = state.labdir(source)
     st, fabric = state.load(d)
@@ -42,25 +43,42 @@ def _source(source: str, roles: dict[str, str]) -> tuple[Fabric, Backend, UserCo
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="What to write.")
 @click.option("-o", "--output", type=click.Path(file_okay=False), required=True, help="Directory to write into.")
 @click.option("--image", help="Node image in the export (default: twin's node image tag).")
-@click.option("--backend", type=click.Choice([*CHOICES, "vrf"]),
-              help="VRF backend of the VTEPs: netns or device (`vrf` is device's old name); default: the lab's, or "
-                   "the file's defaults.vrf_backend (netns unless it says device).")
+@click.option(
+    "--backend",
+    type=click.Choice([*CHOICES, "vrf"]),
+    help="VRF backend of the VTEPs: netns or device (`vrf` is device's old name); default: the lab's, or "
+    "the file's defaults.vrf_backend (netns unless it says device).",
+)
 @click.option("--namespace", help="Kubernetes namespace of the Clabernetes manifests.")
-@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
-              help="A containerlab file's nodes of kinds twin cannot run, as twin kinds (as `twin up` takes them).")
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    metavar="NODE=KIND[,...]",
+    help="A containerlab file's nodes of kinds twin cannot run, as twin kinds (as `twin up` takes them).",
+)
 @click.pass_context
-def export_(cli: click.Context, source: str, fmt: str, output: str, image: str | None, backend: str | None,
-            namespace: str | None, roles: tuple[str, ...]) -> None:
+def export_(
+    cli: click.Context,
+    source: str,
+    fmt: str,
+    output: str,
+    image: str | None,
+    backend: str | None,
+    namespace: str | None,
+    roles: tuple[str, ...],
+) -> None:
     """Write TOPOLOGY (a file) or LAB (a lab here) in another tool's format: containerlab (a
     .clab.yml with the files it binds), clabernetes (Kubernetes manifests), air-json or air-dot
     (NVIDIA Air topologies), nvue (each spine's, leaf's and DPU's startup.yaml, Cumulus Linux 5.9
     / DOCA HBN: DIR/<node>/startup.yaml). The FRR files of the containerlab and Clabernetes exports
     are the ones the lab runs: twin's rendering, and your own where you gave them (--configs, a
     containerlab file's binds). See docs/interop.md for what each carries."""
+
     def export_lab() -> None:
         fabric, recorded, configs = _source(source, parse_roles(roles))
         d = Path(output)
-        path: str | Path    # what it wrote
+        path: str | Path  # what it wrote
         if fmt == "nvue":
             texts, notes = nvue.export(fabric)
             state.write_files(d, {n: {nvue.STARTUP: t} for n, t in texts.items()})
@@ -72,23 +90,35 @@ def export_(cli: click.Context, source: str, fmt: str, output: str, image: str |
             path = air = d / f"{fabric.name}.{'json' if fmt == 'air-json' else 'dot'}"
             air.write_text(export_air_json(fabric) if fmt == "air-json" else export_air_dot(fabric))
         else:
-            b = recorded if backend is None else CHOICES.get(backend, DEVICE)   # vrf: the device backend's own word
+            b = recorded if backend is None else CHOICES.get(backend, DEVICE)  # vrf: the device backend's own word
             tag = image or host.node_tag()
             write = export_containerlab if fmt == "containerlab" else export_clabernetes
             extra = {"namespace": namespace} if fmt == "clabernetes" else {}
             files = userconf.merge(render_lab(fabric, b), configs, fabric, b)[0]
             path = write(fabric, files, d, image=tag, backend=b, say=lambda m: err.print(f"note: {m}"), **extra)
         out.print(f"wrote {path}")
+
     run(cli, export_lab)
 
 
 @main.command(name="clone")
 @click.argument("source", metavar="DIR", type=click.Path(file_okay=False, exists=True))
-@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, metavar="OUT",
-              help="Directory to write the topology and configs into.")
-@click.option("--role", "roles", multiple=True, metavar="DEVICE=KIND[,...]",
-              help="The kind of a device that cannot be inferred (e.g. the spine of a one-spine fabric); "
-                   "repeatable, e.g. --role spine1=spine.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False),
+    required=True,
+    metavar="OUT",
+    help="Directory to write the topology and configs into.",
+)
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    metavar="DEVICE=KIND[,...]",
+    help="The kind of a device that cannot be inferred (e.g. the spine of a one-spine fabric); "
+    "repeatable, e.g. --role spine1=spine.",
+)
 @click.option("--name", help="Lab name (default: DIR's name).")
 @click.pass_context
 def clone_(cli: click.Context, source: str, output: str, roles: tuple[str, ...], name: str | None) -> None:
@@ -104,11 +134,12 @@ def clone_(cli: click.Context, source: str, output: str, roles: tuple[str, ...],
     `vrf ... vni` and their route targets; ASNs and loopbacks from `router bgp`) and
     OUT/configs/. What it cannot infer it asks for (--role, --name), and it says what it
     inferred from what. Then: twin up OUT/topology.yml --configs OUT/configs."""
+
     def clone_lab() -> None:
         if name is not None:
             state.check_name(name)
         cloned = clone(source, roles=parse_roles(roles), name=name)
-        topology.load_document(cloned.doc, source)     # every problem, before anything is written
+        topology.load_document(cloned.doc, source)  # every problem, before anything is written
         d = Path(output)
         d.mkdir(parents=True, exist_ok=True)
         path, configs = d / "topology.yml", d / "configs"
@@ -118,18 +149,27 @@ def clone_(cli: click.Context, source: str, output: str, roles: tuple[str, ...],
         fabric = topology.load(path)
         for note in cloned.notes:
             err.print(f"note: {note}")
-        out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links, {len(fabric.tenants)} tenants; "
-                  f"and {configs}; `twin up {path} --configs {configs}` runs it")
+        out.print(
+            f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links, {len(fabric.tenants)} tenants; "
+            f"and {configs}; `twin up {path} --configs {configs}` runs it"
+        )
+
     run(cli, clone_lab)
 
 
 @main.command(name="import")
 @click.argument("file", type=click.Path(dir_okay=False, exists=True))
-@click.option("-o", "--output", type=click.Path(file_okay=False), required=True, metavar="DIR",
-              help="Directory to write into.")
-@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
-              help="The twin kind of nodes the file does not place, or of kinds twin cannot run (SR Linux, cEOS...; "
-                   "twin then renders their day-0 config); repeatable, e.g. --role leaf1=leaf,spine=spine.")
+@click.option(
+    "-o", "--output", type=click.Path(file_okay=False), required=True, metavar="DIR", help="Directory to write into."
+)
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    metavar="NODE=KIND[,...]",
+    help="The twin kind of nodes the file does not place, or of kinds twin cannot run (SR Linux, cEOS...; "
+    "twin then renders their day-0 config); repeatable, e.g. --role leaf1=leaf,spine=spine.",
+)
 @click.option("--name", help="Lab name (default: from the file).")
 @click.pass_context
 def import_(cli: click.Context, file: str, output: str, roles: tuple[str, ...], name: str | None) -> None:
@@ -145,13 +185,14 @@ def import_(cli: click.Context, file: str, output: str, roles: tuple[str, ...], 
       *.json, *.dot  an NVIDIA Air topology
     Then: twin up DIR/<lab>.yml [--configs DIR/configs]. A .clab.yml also runs directly:
     twin up LAB.clab.yml."""
+
     def import_topology() -> None:
         if name is not None:
             state.check_name(name)
         d = Path(output)
         imported = import_file(file, roles=parse_roles(roles), name=name)
         doc, notes = imported.doc, imported.notes
-        topology.load_document(doc, str(file), lines=imported.lines)      # every problem, before anything is written
+        topology.load_document(doc, str(file), lines=imported.lines)  # every problem, before anything is written
         d.mkdir(parents=True, exist_ok=True)
         path = d / f"{doc['name']}.yml"
         head = f"# imported by twin from {file}\n" + "".join(f"# note: {n}\n" for n in notes)
@@ -166,6 +207,5 @@ def import_(cli: click.Context, file: str, output: str, roles: tuple[str, ...], 
             run_it += f" --configs {configs}"
             out.print(f"wrote {configs}: the FRR files of {', '.join(imported.configs.files)}")
         out.print(f"wrote {path}: {len(fabric.nodes)} nodes, {len(fabric.links)} links; `{run_it}` runs it")
+
     run(cli, import_topology)
-
-

@@ -1,4 +1,5 @@
-"""Lab commands: up, down, status, list, exec, image build."""
+"""Lab commands: up, wait, down, status, list, exec, image build."""
+
 from __future__ import annotations
 
 import json
@@ -9,76 +10,137 @@ import click
 from rich.table import Table
 
 from twin import host, kinds
-from twin.base.errors import AlreadyUp, ConvergenceTimeout, TopologyError, TwinError
+from twin.base.errors import AlreadyUp, ConvergenceTimeout, TwinError
 from twin.cli import upreport
 from twin.cli.common import err, main, out, progress, run
 from twin.cli.lint import STRICT_HELP, quiet, warn
-from twin.config import userconf
-from twin.config.backend import CHOICES, NAMES, wanted
+from twin.config.backend import CHOICES
 from twin.config.naming import container_name
-from twin.config.render import render_lab
-from twin.interop import doors, parse_roles
+from twin.interop import parse_roles
 from twin.lab import Lab
 from twin.lifecycle import generic
 from twin.lifecycle.status import LabStatus
-from twin.lifecycle.vrfbackend import Choice
-from twin.topology import Confined, ValidationReport, samples
-from twin.topology import validate as topology_validate
+from twin.topology import Confined, samples
 
-VRF_BACKEND_HELP = ("How tenant VRFs are made on VTEPs, over the topology's defaults.vrf_backend: netns (the "
-                    "default on every kernel: a network namespace per tenant, what the test suite runs) or device "
-                    "(Linux VRF devices: needs CONFIG_NET_VRF; not exercised by twin's test suite).")
+VRF_BACKEND_HELP = (
+    "How tenant VRFs are made on VTEPs, over the topology's defaults.vrf_backend: netns (the "
+    "default on every kernel: a network namespace per tenant, what the test suite runs) or device "
+    "(Linux VRF devices: needs CONFIG_NET_VRF; not exercised by twin's test suite)."
+)
 
 
 @main.command()
 @click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml|AIR.json|AIR.dot")
-@click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR",
-              help="Your own FRR configs: DIR/<node>/frr.conf (optionally DIR/<node>/daemons) or "
-                   "DIR/<node>.conf. Those nodes boot your files instead of twin's; the others get twin's. "
-                   "FRR checks every file first (vtysh --dryrun): a refused line is reported with its "
-                   "file:line and nothing is created.")
-@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
-              help="A containerlab or Air file's nodes of kinds twin cannot run (SR Linux, cEOS...) or does not "
-                   "know as twin kinds, whose day-0 config twin renders; repeatable, e.g. "
-                   "--role leaf1=leaf,spine=spine.")
+@click.option(
+    "--configs",
+    type=click.Path(file_okay=False, exists=True),
+    metavar="DIR",
+    help="Your own FRR configs: DIR/<node>/frr.conf (optionally DIR/<node>/daemons) or "
+    "DIR/<node>.conf. Those nodes boot your files instead of twin's; the others get twin's. "
+    "FRR checks every file first (vtysh --dryrun): a refused line is reported with its "
+    "file:line and nothing is created.",
+)
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    metavar="NODE=KIND[,...]",
+    help="A containerlab or Air file's nodes of kinds twin cannot run (SR Linux, cEOS...) or does not "
+    "know as twin kinds, whose day-0 config twin renders; repeatable, e.g. "
+    "--role leaf1=leaf,spine=spine.",
+)
 @click.option("--name", help="Lab name (default: the topology's name).")
-@click.option("--timeout", type=float,
-              help="Deadline of the whole bring-up in seconds, from the command's start: it ends by then, converged "
-                   "or naming what is missing (default: convergence within 60 s + 1 s per FRR node once wired).")
+@click.option(
+    "--timeout",
+    type=float,
+    help="Deadline of the whole bring-up in seconds, from the command's start: it ends by then, converged "
+    "or naming what is missing (default: convergence within 60 s + 1 s per FRR node once wired).",
+)
 @click.option("--image", help="Node image tag (default: built from twin's recipe, twin/images/, when missing).")
-@click.option("--images", type=click.Choice(["auto", "own", "twin"]),
-              help="Which image a node naming its own runs (a containerlab node's `image`): auto, its own where "
-                   "the engine has it, else twin's node image (the default, or the topology's defaults.images); "
-                   "own, its own or nothing is made; twin, twin's node image.")
-@click.option("--keep-on-failure", "--keep", "keep", is_flag=True,
-              help="When bring-up fails, leave the lab as it was (containers, links, FRR, its directory) for "
-                   "inspection (`twin exec`, `twin status`, `twin verify`); `twin down LAB` removes it.")
-@click.option("--json", "as_json", is_flag=True,
-              help="The verdict as JSON on stdout: the lab's summary, or what is still missing by node and kind.")
-@click.option("--junit", "junit_file", type=click.Path(dir_okay=False), metavar="FILE",
-              help="The verdict as JUnit XML: a case per node and kind still missing, or one passing case.")
-@click.option("--runtime", type=click.Choice(["docker", "containerlab"]), envvar="TWIN_RUNTIME",
-              help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
-                   "containerlab CLI on twin's export (where containerlab is installed). Env: TWIN_RUNTIME.")
+@click.option(
+    "--images",
+    type=click.Choice(["auto", "own", "twin"]),
+    help="Which image a node naming its own runs (a containerlab node's `image`): auto, its own where "
+    "the engine has it, else twin's node image (the default, or the topology's defaults.images); "
+    "own, its own or nothing is made; twin, twin's node image.",
+)
+@click.option(
+    "--keep-on-failure",
+    "--keep",
+    "keep",
+    is_flag=True,
+    help="When bring-up fails, leave the lab as it was (containers, links, FRR, its directory) for "
+    "inspection (`twin exec`, `twin status`, `twin verify`); `twin down LAB` removes it.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="The verdict as JSON on stdout: the lab's summary, or what is still missing by node and kind.",
+)
+@click.option(
+    "--junit",
+    "junit_file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="The verdict as JUnit XML: a case per node and kind still missing, or one passing case.",
+)
+@click.option(
+    "--runtime",
+    type=click.Choice(["docker", "containerlab"]),
+    envvar="TWIN_RUNTIME",
+    help="What makes the nodes and links: twin itself through the Docker SDK (default), or the "
+    "containerlab CLI on twin's export (where containerlab is installed). Env: TWIN_RUNTIME.",
+)
 @click.option("--vrf-backend", type=click.Choice(list(CHOICES)), help=VRF_BACKEND_HELP)
-@click.option("--no-wait", is_flag=True,
-              help="Return once the nodes run, are wired and FRR started (as `clab deploy`), for labs your own "
-                   "scripts configure; `twin wait LAB` waits for convergence afterwards.")
+@click.option(
+    "--no-wait",
+    is_flag=True,
+    help="Return once the nodes run, are wired and FRR started (as `clab deploy`), for labs your own "
+    "scripts configure; `twin wait LAB` waits for convergence afterwards.",
+)
 @click.option("--strict", is_flag=True, help=STRICT_HELP)
-@click.option("--strict-exec", is_flag=True,
-              help="A node's exec command that fails ends the bring-up (by default it is reported and the lab "
-                   "goes on, as in containerlab).")
-@click.option("--confined", is_flag=True,
-              help="A topology from a source not trusted with this host (a PR's, in CI): binds only of files beside "
-                   "it (read-only, no link out), only twin's node image (or --allow-image), its nodes' exec "
-                   "commands and exec checks run inside their containers (docs/server.md: the threat model).")
-@click.option("--allow-image", "allow_images", multiple=True, metavar="IMAGE",
-              help="With --confined: an image its nodes may name besides twin's own (repeatable).")
+@click.option(
+    "--strict-exec",
+    is_flag=True,
+    help="A node's exec command that fails ends the bring-up (by default it is reported and the lab "
+    "goes on, as in containerlab).",
+)
+@click.option(
+    "--confined",
+    is_flag=True,
+    help="A topology from a source not trusted with this host (a PR's, in CI): binds only of files beside "
+    "it (read-only, no link out), only twin's node image (or --allow-image), its nodes' exec "
+    "commands and exec checks run inside their containers (docs/server.md: the threat model).",
+)
+@click.option(
+    "--allow-image",
+    "allow_images",
+    multiple=True,
+    metavar="IMAGE",
+    help="With --confined: an image its nodes may name besides twin's own (repeatable).",
+)
 @click.pass_context
-def up(cli: click.Context, topology: str, configs: str | None, roles: tuple[str, ...], name: str | None,
-       timeout: float | None, image: str | None, images: str | None, keep: bool, as_json: bool, junit_file: str | None,
-       runtime: str | None, vrf_backend: str | None, no_wait: bool, strict: bool, strict_exec: bool, confined: bool,
-       allow_images: tuple[str, ...]) -> None:
+def up(
+    cli: click.Context,
+    topology: str,
+    configs: str | None,
+    roles: tuple[str, ...],
+    name: str | None,
+    timeout: float | None,
+    image: str | None,
+    images: str | None,
+    keep: bool,
+    as_json: bool,
+    junit_file: str | None,
+    runtime: str | None,
+    vrf_backend: str | None,
+    no_wait: bool,
+    strict: bool,
+    strict_exec: bool,
+    confined: bool,
+    allow_images: tuple[str, ...],
+) -> None:
     """Bring a lab up from TOPOLOGY and wait until it has converged.
 
     TOPOLOGY is a twin topology file (or the name of one twin ships: aipod, pod8, leaf-vtep,
@@ -94,6 +156,7 @@ def up(cli: click.Context, topology: str, configs: str | None, roles: tuple[str,
 
     On a lab that is already up: exit 0 if it runs this topology (and configs) and has
     converged, else exit 1 saying what differs."""
+
     def bring_up() -> None:
         root = str(Path(samples.resolve(topology)).resolve().parent)
         rules = Confined(root=root, images=allow_images) if confined else None
@@ -102,13 +165,22 @@ def up(cli: click.Context, topology: str, configs: str | None, roles: tuple[str,
         lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles), confined=rules)
         try:
             with progress(lab.name, "starting") as say:
-                timings = lab.up(image=image, timeout=timeout, keep=keep, vrf_backend=vrf_backend, wait=not no_wait,
-                                 strict_exec=strict_exec, images=images, say=say, strict=strict,
-                                 warn=quiet if strict else warn)
+                timings = lab.up(
+                    image=image,
+                    timeout=timeout,
+                    keep=keep,
+                    vrf_backend=vrf_backend,
+                    wait=not no_wait,
+                    strict_exec=strict_exec,
+                    images=images,
+                    say=say,
+                    strict=strict,
+                    warn=quiet if strict else warn,
+                )
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return
-        except ConvergenceTimeout as e:   # one line first where only the lab's own scripts can go on
+        except ConvergenceTimeout as e:  # one line first where only the lab's own scripts can go on
             upreport.write(lab.name, as_json, junit_file, error=e, kept=keep)
             raise generic.after_deploy(e, lab.name, topology) from None
         except TwinError as e:
@@ -117,132 +189,49 @@ def up(cli: click.Context, topology: str, configs: str | None, roles: tuple[str,
         finally:
             for note in lab.notes:
                 err.print(f"note: {note}")
-        fabric = lab.fabric or lab.to_bring_up()   # as recorded; else as brought up
+        fabric = lab.fabric or lab.to_bring_up()  # as recorded; else as brought up
         blank = [n for n, x in fabric.nodes.items() if x.nvue == "blank"]
         if no_wait or blank:
             frr = sum(1 for n in fabric.nodes.values() if kinds.of(n).runs_frr)
-            out.print(f"lab [bold]{lab.name}[/bold] is deployed: {len(fabric.nodes)} nodes running and wired, "
-                      f"FRR started on {frr}, in {timings['wired']:.1f}s; configs in {lab.dir}; " + (
-                          f"{len(blank)} NVUE nodes are blank (nothing configured yet, NVUE running): your automation "
-                          f"configures them (`twin inventory {lab.name}` says where), then `twin wait {lab.name}` "
-                          "judges the fabric" if blank else
-                          f"`twin exec {lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} "
-                          f"CMD`) configures them, `twin wait {lab.name}` waits for convergence"))
+            out.print(
+                f"lab [bold]{lab.name}[/bold] is deployed: {len(fabric.nodes)} nodes running and wired, "
+                f"FRR started on {frr}, in {timings['wired']:.1f}s; configs in {lab.dir}; "
+                + (
+                    f"{len(blank)} NVUE nodes are blank (nothing configured yet, NVUE running): your automation "
+                    f"configures them (`twin inventory {lab.name}` says where), then `twin wait {lab.name}` "
+                    "judges the fabric"
+                    if blank
+                    else f"`twin exec {lab.name} NODE -- CMD` (or `docker exec {container_name(lab.name, 'NODE')} "
+                    f"CMD`) configures them, `twin wait {lab.name}` waits for convergence"
+                )
+            )
             return
         doc = host.up_summary(lab, timings)
         upreport.write(lab.name, as_json, junit_file, doc=doc)
         if not as_json:
-            print_up(doc)
+            upreport.print_up(doc)
+
     run(cli, bring_up)
-
-
-def print_up(doc: dict) -> None:
-    """`twin up`'s line for a lab it brought up (`twin.host.up_summary`), here or through a server."""
-    sessions, mine, adjacencies = doc["sessions"], doc["generic_routers"], doc["adjacencies"]
-    timings = doc["timings"]
-    out.print(f"lab [bold]{doc['lab']}[/bold] is up: {doc['nodes']} nodes"
-              + (f", {sessions} BGP sessions Established" if sessions or not mine else "")
-              + (f", {adjacencies} adjacencies of {mine} routers up" if mine else "") + ", converged in "
-              f"{timings['converged']:.1f}s (containers {timings['containers']:.1f}s); configs in {doc['dir']}"
-              + (f" ({doc['configs_nodes']} nodes run yours)" if doc["configs_nodes"] else "")
-              + (f"; BGP timers {doc['timers']}, scaled for this host" if doc["timers"] else ""))
-
-
-@main.command()
-@click.argument("topology", type=click.Path(dir_okay=False), metavar="TOPOLOGY|LAB.clab.yml|AIR.json|AIR.dot")
-@click.option("--configs", type=click.Path(file_okay=False, exists=True), metavar="DIR",
-              help="Your own FRR configs too (as `twin up --configs` takes them): matched to the topology's "
-                   "nodes and read by FRR (vtysh --dryrun, in a throwaway container of the node image).")
-@click.option("--role", "roles", multiple=True, metavar="NODE=KIND[,...]",
-              help="A containerlab or Air file's nodes of kinds twin cannot run or does not know, as twin kinds.")
-@click.option("--name", help="Lab name to check too (default: the topology's name).")
-@click.option("--vrf-backend", type=click.Choice(list(CHOICES)), help=VRF_BACKEND_HELP)
-@click.option("--timeout", type=float, help="The deadline `twin up --timeout` would get (default: from lab size).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.pass_context
-def validate(cli: click.Context, topology: str, configs: str | None, roles: tuple[str, ...], name: str | None,
-             vrf_backend: str | None, timeout: float | None, as_json: bool) -> None:
-    """Validate and render TOPOLOGY without creating anything, and say which VRF backend it would
-    run on (and why), what it would take of this host's limits and CPU, and the BGP timers it
-    would get here. Exit 0 if it is valid (and fits), 1 if not: for CI. TOPOLOGY is any file
-    `twin up` takes: a twin topology, a containerlab topology, an NVIDIA Air .json or .dot.
-
-    With --configs (or a containerlab file's bound configs), FRR's own check of every file
-    too: a refused line is named with its file:line."""
-    def validate_topology() -> None:
-        report, choice = _validation(topology, name, parse_roles(roles), configs, vrf_backend)
-        doc = report.to_dict()
-        if not report.valid or report.fabric is None or choice is None:   # (valid: a fabric, and its backend)
-            if as_json:
-                click.echo(json.dumps(doc, indent=2))
-                sys.exit(1)
-            raise TopologyError(list(report.problems))
-        files = render_lab(report.fabric, choice.backend)
-        doc["vrf_backend"] = {"backend": NAMES[choice.backend], "why": choice.why, "vrf_devices": choice.vrf_devices}
-        if choice.warnings:
-            doc["vrf_backend"]["warnings"] = list(choice.warnings)
-        doc["rendered"] = {n: sorted(f) for n, f in files.items()}
-        doc["host"] = host.figures(report.fabric, timeout)
-        if as_json:
-            click.echo(json.dumps(doc, indent=2))
-        else:
-            sm, taken = doc["summary"], doc["host"]
-            out.print(f"{topology}: valid: " + ", ".join(f"{v} {k}" for k, v in sm["nodes"].items())
-                      + f"; {sm['links']} links, {sm['sessions']} BGP sessions, {sm['tenants']} tenants on "
-                      f"{sm['vteps']} VTEPs; rendered {sum(map(len, doc['rendered'].values()))} files")
-            out.print(f"VRF backend: {choice}", highlight=False)
-            for w in choice.warnings:
-                err.print(f"warning: {w}", highlight=False)
-            tables = taken["short"][:len(taken["short"]) - (not taken["cpu"]["fits"])]
-            out.print("host: needs " + ", ".join(f"{k} {v}" for k, v in taken["needs"].items())
-                      + ("; fits this host's kernel tables" if not tables else
-                         "; SHORT: " + "; ".join(tables) + f"; {taken['fix']}"), highlight=False)
-            out.print(("cpu: " if taken["cpu"]["fits"] else "cpu: SHORT: ") + taken["cpu_text"], highlight=False)
-        sys.exit(0 if not doc["host"]["short"] else 1)
-    run(cli, validate_topology)
-
-
-def _validation(topology: str, name: str | None, roles: dict, configs: str | None,
-                vrf_backend: str | None) -> tuple[ValidationReport, Choice | None]:
-    """The topology's report, with the problems of the user's configs (and FRR's word on them) added,
-    and the VRF backend `up` would run it on (None when it is invalid)."""
-    topology = str(samples.resolve(topology))
-    try:
-        lab = Lab.load(topology, name=name, configs=configs, roles=roles)
-    except TopologyError as e:
-        if doors.door(topology) == doors.TWIN and not roles and configs is None:
-            return topology_validate(topology, name), None     # the file's own report (a broken file)
-        return ValidationReport(topology, None, tuple(e.problems)), None
-    try:
-        choice = lab.vrf_backend(vrf_backend)
-    except TopologyError as e:
-        return ValidationReport(topology, lab.loaded, tuple(e.problems)), None
-    except TwinError as e:   # the kernel could not be asked (not root): said, not judged
-        backend, why = wanted(lab.to_bring_up(), vrf_backend)
-        choice = Choice(backend, f"{why}; {e}", None)
-    return _configs_validation(topology, lab), choice
-
-
-def _configs_validation(topology: str, lab: Lab) -> ValidationReport:
-    if lab.configs is None:
-        return ValidationReport(topology, lab.loaded)
-    problems = userconf.check(lab.configs, lab.to_bring_up()) or host.check_configs(lab)
-    return ValidationReport(topology, lab.loaded, tuple(problems))
 
 
 @main.command(name="wait")
 @click.argument("lab")
-@click.option("--timeout", type=float,
-              help="Convergence deadline in seconds, from the command's start (default: from lab size, as `up`).")
+@click.option(
+    "--timeout",
+    type=float,
+    help="Convergence deadline in seconds, from the command's start (default: from lab size, as `up`).",
+)
 @click.pass_context
 def wait_(cli: click.Context, lab: str, timeout: float | None) -> None:
     """Wait until LAB has converged (the barrier of `twin up`): after `twin up --no-wait` and the
     scripts that configure its nodes. Exit 1 naming what is still missing at the deadline."""
+
     def wait_converged() -> None:
         handle = Lab(lab)
         with progress(lab, "waiting") as say:
             took = handle.wait(timeout, say=say)
         out.print(f"lab [bold]{lab}[/bold] has converged, in {took:.1f}s")
+
     run(cli, wait_converged)
 
 
@@ -251,10 +240,15 @@ def wait_(cli: click.Context, lab: str, timeout: float | None) -> None:
 @click.pass_context
 def down(cli: click.Context, lab: str) -> None:
     """Remove everything LAB owns (also after a failed or killed `up`)."""
+
     def tear_down() -> None:
         removed = Lab(lab).down()
-        out.print(f"lab [bold]{lab}[/bold]: removed {len(removed)} containers" if removed
-                  else f"lab [bold]{lab}[/bold]: nothing left to remove")
+        out.print(
+            f"lab [bold]{lab}[/bold]: removed {len(removed)} containers"
+            if removed
+            else f"lab [bold]{lab}[/bold]: nothing left to remove"
+        )
+
     run(cli, tear_down)
 
 
@@ -264,6 +258,7 @@ def down(cli: click.Context, lab: str) -> None:
 @click.pass_context
 def status(cli: click.Context, lab: str, as_json: bool) -> None:
     """Nodes, sessions, tenants of LAB, compared with its intent; exit 1 if anything is missing."""
+
     def show_status() -> None:
         st = Lab(lab).status()
         if as_json:
@@ -273,6 +268,7 @@ def status(cli: click.Context, lab: str, as_json: bool) -> None:
         else:
             print_status(st)
         sys.exit(0 if st.healthy else 1)
+
     run(cli, show_status)
 
 
@@ -288,8 +284,10 @@ def print_status(st: LabStatus) -> None:
         t.add_row(node.node, node.kind, node.state, str(node.asn or ""), node.loopback or "", bgp)
     out.print(t)
     if st.tenants:
-        shaping = {"tc": "; rate limits: tc shaping (TBF, IFB), nftables policing for packet rates",
-                   "nft": "; rate limits: nftables policing"}.get(st.shaping or "", "")
+        shaping = {
+            "tc": "; rate limits: tc shaping (TBF, IFB), nftables policing for packet rates",
+            "nft": "; rate limits: nftables policing",
+        }.get(st.shaping or "", "")
         tt = Table(title=f"tenants (VRF backend: {st.vrf_backend}{shaping})", title_justify="left")
         for col in ("tenant", "vrf", "l3vni", "VTEP", "L2VNIs up (segment)", "hosts", "type-2", "type-3", "type-5"):
             tt.add_column(col)
@@ -299,8 +297,10 @@ def print_status(st: LabStatus) -> None:
                 up_ = ", ".join(f"{x} ({segs[x]})" for x in vtep.vnis_up if x in segs)
                 up_ += f"; MISSING {', '.join(map(str, vtep.vnis_missing))}" if vtep.vnis_missing else ""
                 hosts = ", ".join(h["host"] for h in ten.hosts if h["vtep"].startswith(v + ":"))
-                counts = [f"{vtep.routes.get(k, '?')}/{vtep.expected.get(k, '?')}" if vtep.reachable else "?"
-                          for k in ("type2", "type3", "type5")]
+                counts = [
+                    f"{vtep.routes.get(k, '?')}/{vtep.expected.get(k, '?')}" if vtep.reachable else "?"
+                    for k in ("type2", "type3", "type5")
+                ]
                 head = [ten.tenant, ten.vrf, str(ten.l3vni)] if i == 0 else ["", "", ""]
                 tt.add_row(*head, v, up_, hosts, *counts)
         out.print(tt)
@@ -313,8 +313,11 @@ def print_status(st: LabStatus) -> None:
         out.print(f"... and {len(problems) - 40} more")
     if st.changing:
         out.print(f"[yellow]changing now[/yellow]: {st.changing} holds the lab's lock", highlight=False)
-    out.print("[green]healthy[/green]: the lab holds its intent" if st.healthy
-              else f"[red]NOT healthy[/red]: {len(problems) or 'status ' + st.status} problem(s)")
+    out.print(
+        "[green]healthy[/green]: the lab holds its intent"
+        if st.healthy
+        else f"[red]NOT healthy[/red]: {len(problems) or 'status ' + st.status} problem(s)"
+    )
 
 
 @main.command(name="exec", context_settings={"ignore_unknown_options": True})
@@ -325,6 +328,7 @@ def print_status(st: LabStatus) -> None:
 def exec_(cli: click.Context, lab: str, node: str, cmd: tuple[str, ...]) -> None:
     """Run CMD in NODE of LAB: twin exec LAB NODE -- vtysh -c 'show bgp summary'. The node's
     container is twin-LAB-NODE (containerlab's clab-LAB-NODE): `docker exec -it` for a TTY."""
+
     def exec_in_node() -> None:
         res, hint = host.exec_in(lab, node, cmd)
         sys.stdout.write(res.stdout)
@@ -332,6 +336,7 @@ def exec_(cli: click.Context, lab: str, node: str, cmd: tuple[str, ...]) -> None
         if hint:
             sys.stderr.write(f"twin: {hint}\n")
         sys.exit(res.rc)
+
     run(cli, exec_in_node)
 
 
@@ -339,6 +344,7 @@ def exec_(cli: click.Context, lab: str, node: str, cmd: tuple[str, ...]) -> None
 @click.pass_context
 def list_(cli: click.Context) -> None:
     """Labs on this host: from Docker labels and lab directories."""
+
     def list_labs() -> None:
         rows = host.labs()
         t = Table(title_justify="left")
@@ -347,6 +353,7 @@ def list_(cli: click.Context) -> None:
         for row in rows:
             t.add_row(row.name, row.status, str(row.containers), str(row.running), row.topology)
         out.print(t if rows else "no labs")
+
     run(cli, list_labs)
 
 
@@ -356,20 +363,25 @@ def image() -> None:
 
 
 @image.command(name="build")
-@click.option("--suite", default=host.DEFAULT_SUITE, show_default=True,
-              help="Debian release of the image (bookworm: FRR 8.4, trixie: FRR 10.3).")
+@click.option(
+    "--suite",
+    default=host.DEFAULT_SUITE,
+    show_default=True,
+    help="Debian release of the image (bookworm: FRR 8.4, trixie: FRR 10.3).",
+)
 @click.option("--force", is_flag=True, help="Rebuild even when the recipe did not change.")
 @click.pass_context
 def image_build(cli: click.Context, suite: str, force: bool) -> None:
     """Build the base and node images when their recipe changed."""
+
     def build_image() -> None:
         with err.status("building images") as status:
+
             def say(m: str) -> None:
                 status.update(m)
                 err.print(f"  {m}")
+
             tag = host.build_images(suite=suite, force=force, say=say)
         out.print(tag)
+
     run(cli, build_image)
-
-
-

@@ -7,6 +7,7 @@ Two backends, one rendering each:
   "vrf"). Chosen with `vrf_backend: device` in the topology's defaults or `twin up
   --vrf-backend device`; it needs a kernel with VRF devices (CONFIG_NET_VRF), checked at `up`.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,14 +20,15 @@ from twin.topology.model import Fabric, Tenant
 Backend = Literal["vrf", "netns"]
 NETNS: Backend = "netns"
 DEVICE: Backend = "vrf"
-DEFAULT_BACKEND: Backend = NETNS       # the one default, on every kernel
+DEFAULT_BACKEND: Backend = NETNS  # the one default, on every kernel
 BACKENDS: tuple[Backend, ...] = (DEVICE, NETNS)
-CHOICES: dict[str, Backend] = {"netns": NETNS, "device": DEVICE}   # a topology's or --vrf-backend's word -> backend
+CHOICES: dict[str, Backend] = {"netns": NETNS, "device": DEVICE}  # a topology's or --vrf-backend's word -> backend
 NAMES: dict[Backend, str] = {b: w for w, b in CHOICES.items()}
 VRF_TABLE_BASE = 1000
 NO_VRF_DEVICES = "this kernel has no Linux VRF devices (CONFIG_NET_VRF is not set)"
-INSTEAD = ("twin's netns backend (the default: each tenant a network namespace, FRR's netns VRF "
-           "backend) runs on every kernel")
+INSTEAD = (
+    "twin's netns backend (the default: each tenant a network namespace, FRR's netns VRF backend) runs on every kernel"
+)
 _VRF_DEVICE = re.compile(r"\blink\s+add\b.*\btype\s+vrf\b")
 _ZEBRA_OPTIONS = re.compile(r'^\s*zebra_options="([^"]*)"', re.M)
 _NETNS_FLAG = re.compile(r"(?:^|\s)(?:-n|--vrfwnetns|-w)(?=\s|$)")
@@ -51,8 +53,10 @@ def wanted(fabric: Fabric, override: str | None = None) -> tuple[Backend, str]:
         return CHOICES[override], f"--vrf-backend {override}"
     if fabric.vrf_backend:
         return CHOICES[fabric.vrf_backend], f"the topology's defaults.vrf_backend: {fabric.vrf_backend}"
-    return DEFAULT_BACKEND, ("the default on every kernel; `vrf_backend: device` in the topology's defaults or "
-                             "`twin up --vrf-backend device` chooses Linux VRF devices")
+    return DEFAULT_BACKEND, (
+        "the default on every kernel; `vrf_backend: device` in the topology's defaults or "
+        "`twin up --vrf-backend device` chooses Linux VRF devices"
+    )
 
 
 def netns_vrfs(daemons: str) -> bool:
@@ -62,8 +66,9 @@ def netns_vrfs(daemons: str) -> bool:
     return bool(m and _NETNS_FLAG.search(m.group(1)))
 
 
-def device_needs(fabric: Fabric, user_files: dict[str, dict[str, str]],
-                 where: dict[str, str] | None = None) -> list[Problem]:
+def device_needs(
+    fabric: Fabric, user_files: dict[str, dict[str, str]], where: dict[str, str] | None = None
+) -> list[Problem]:
     """What of the user's own input makes or needs Linux VRF devices, one Problem each (pure):
     a node's `exec` command that adds one (`ip link add red type vrf table 1100`), and a
     user's frr.conf with a VRF that is no tenant twin makes on that node (zebra finds such a
@@ -71,12 +76,20 @@ def device_needs(fabric: Fabric, user_files: dict[str, dict[str, str]],
     with namespaces as VRFs. `where`: node -> its frr.conf's path."""
     out = []
     for n, node in fabric.nodes.items():
-        out += [Problem(fabric.source, f"nodes.{n}.exec[{i}]", f"`{cmd}` makes a Linux VRF device")
-                for i, cmd in enumerate(node.exec) if _VRF_DEVICE.search(cmd)]
+        out += [
+            Problem(fabric.source, f"nodes.{n}.exec[{i}]", f"`{cmd}` makes a Linux VRF device")
+            for i, cmd in enumerate(node.exec)
+            if _VRF_DEVICE.search(cmd)
+        ]
         text = user_files.get(n, {}).get("frr.conf")
         if text and not netns_vrfs(user_files.get(n, {}).get("daemons", "")):
             cfg, mine = frrconf.parse(text), {t.vrf for t in fabric.tenants_on(n)} | {frrconf.DEFAULT_VRF}
             for v in sorted((set(cfg.vrfs) | {b.vrf for b in cfg.bgp} | {o.vrf for o in cfg.ospf}) - mine):
-                out.append(Problem((where or {}).get(n, f"{n}/frr.conf"), "", f"VRF {v} is no tenant of the "
-                                   f"topology on {n}: zebra needs a Linux VRF device {v} for it"))
+                out.append(
+                    Problem(
+                        (where or {}).get(n, f"{n}/frr.conf"),
+                        "",
+                        f"VRF {v} is no tenant of the topology on {n}: zebra needs a Linux VRF device {v} for it",
+                    )
+                )
     return out

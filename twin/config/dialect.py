@@ -17,6 +17,7 @@ ones twin speaks. A dialect brings (`Dialect`):
     register(Dialect("nvue", "startup.yaml", ...))     # once, by `twin.dialects`
     for d in dialects(): ...                           # in the order they were registered
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -40,17 +41,17 @@ class NodePlane(Protocol):
     bring-up applies, what a node started again must get back, what the proof breaks and restores."""
 
     node: str
-    fabric: Fabric          # the topology, with this node's tenants as its configuration declares them
-    steps: list[Step]       # its kernel plane, before FRR starts
-    bindings: list[Step]    # its workloads' bindings, once zebra knows its VNIs
+    fabric: Fabric  # the topology, with this node's tenants as its configuration declares them
+    steps: list[Step]  # its kernel plane, before FRR starts
+    bindings: list[Step]  # its workloads' bindings, once zebra knows its VNIs
 
     @property
-    def vnis(self) -> set[int]: ...      # the VNIs zebra will know
+    def vnis(self) -> set[int]: ...  # the VNIs zebra will know
 
     @property
-    def per_vni(self) -> bool: ...       # its tenants on twin's per-VNI devices (the kernel elements the proof breaks)
+    def per_vni(self) -> bool: ...  # its tenants on twin's per-VNI devices (the kernel elements the proof breaks)
 
-    def as_run(self, fabric: Fabric) -> Fabric: ...   # the lab's fabric with this node's tenants as it runs them
+    def as_run(self, fabric: Fabric) -> Fabric: ...  # the lab's fabric with this node's tenants as it runs them
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,11 @@ class Rendering:
 class Rendered:
     """A dialect's part of a lab at `twin up` ({}: none of its nodes)."""
 
-    files: dict[str, dict[str, str]] = field(default_factory=dict)   # node -> the files it runs
-    planes: dict[str, NodePlane] = field(default_factory=dict)        # node -> its kernel plane
-    notes: list[str] = field(default_factory=list)                    # what was left out or adapted
-    owned: dict[str, list[str]] = field(default_factory=dict)        # node -> files its user's automation owns
-    later: list[str] = field(default_factory=list)   # nodes configured after `up`: the fabric is judged at `twin wait`
+    files: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> the files it runs
+    planes: dict[str, NodePlane] = field(default_factory=dict)  # node -> its kernel plane
+    notes: list[str] = field(default_factory=list)  # what was left out or adapted
+    owned: dict[str, list[str]] = field(default_factory=dict)  # node -> files its user's automation owns
+    later: list[str] = field(default_factory=list)  # nodes configured after `up`: the fabric is judged at `twin wait`
 
 
 @dataclass(frozen=True)
@@ -83,13 +84,13 @@ class Service:
     with the lab (and again by `twin up` or `twin apply` if it stopped), stopped with it, shown
     by `twin status` (its record: where it listens, whether it answers)."""
 
-    what: str                                  # "the NVUE service (REST API, nv)"
-    running: Callable[[Path], bool]            # lab dir -> whether its process runs
-    start: Callable[[Path, str], dict]         # (lab dir, lab) -> its record, once it runs
+    what: str  # "the NVUE service (REST API, nv)"
+    running: Callable[[Path], bool]  # lab dir -> whether its process runs
+    start: Callable[[Path, str], dict]  # (lab dir, lab) -> its record, once it runs
     stop: Callable[[Path], bool]
-    status: Callable[[Path], dict]             # lab dir -> its status document
-    problem: Callable[[dict], str]             # a status document -> why it is not healthy ("": it is)
-    line: Callable[[dict], str]                # a status document as one line of `twin status`
+    status: Callable[[Path], dict]  # lab dir -> its status document
+    problem: Callable[[dict], str]  # a status document -> why it is not healthy ("": it is)
+    line: Callable[[dict], str]  # a status document as one line of `twin status`
 
 
 def _none(*_: Any) -> Any:
@@ -101,21 +102,21 @@ class Dialect:
     """What one dialect brings (see the module's text). The hooks of the rooms above this one take a
     running lab (`twin.lifecycle.LabContext`) and give their room's own types."""
 
-    name: str        # "nvue": its service's column in `twin status --json`
-    file: str        # the file a node's directory holds when it runs this dialect ("startup.yaml")
-    check: Callable[[UserConfigs | None, Fabric], list[Problem]]    # every problem of the user's files
-    frr_view: Callable[[UserConfigs, Fabric], UserConfigs]          # the user's files as FRR reads them
+    name: str  # "nvue": its service's column in `twin status --json`
+    file: str  # the file a node's directory holds when it runs this dialect ("startup.yaml")
+    check: Callable[[UserConfigs | None, Fabric], list[Problem]]  # every problem of the user's files
+    frr_view: Callable[[UserConfigs, Fabric], UserConfigs]  # the user's files as FRR reads them
     render: Callable[[Rendering], Rendered]
-    differs: Callable[[UserConfigs | None, Path], list[str]]        # (files given, lab dir) -> how they differ
+    differs: Callable[[UserConfigs | None, Path], list[str]]  # (files given, lab dir) -> how they differ
     planes: Callable[[Path, Fabric, Backend, Shaping, Iterable[str] | None], dict[str, NodePlane]]
-    declared: Reader | None = None                                  # its file read for `twin lint`
-    binds: Callable[[Path, str], list[Bind]] = lambda d, node: []   # (lab dir, an FRR node) -> bound into it
-    prepare: Callable[[Path], object] = _none                       # lab dir, before its nodes start
+    declared: Reader | None = None  # its file read for `twin lint`
+    binds: Callable[[Path, str], list[Bind]] = lambda d, node: []  # (lab dir, an FRR node) -> bound into it
+    prepare: Callable[[Path], object] = _none  # lab dir, before its nodes start
     service: Service | None = None
-    change: Callable[[Any, Any], Any] = _none     # (ctx, spec) -> a `twin.change.Change`, or None: not its spec
-    work: Callable[[Any, Any, Fabric, Fabric], None] = _none     # (ctx, Work, old, new): its nodes' part
-    verify: Callable[[Any], dict[str, Any]] = lambda ctx: {}      # ctx -> what `twin verify`'s report adds
-    prove: Callable[[Any], tuple[list, list]] = lambda ctx: ([], [])   # ctx -> its elements and exemptions
+    change: Callable[[Any, Any], Any] = _none  # (ctx, spec) -> a `twin.change.Change`, or None: not its spec
+    work: Callable[[Any, Any, Fabric, Fabric], None] = _none  # (ctx, Work, old, new): its nodes' part
+    verify: Callable[[Any], dict[str, Any]] = lambda ctx: {}  # ctx -> what `twin verify`'s report adds
+    prove: Callable[[Any], tuple[list, list]] = lambda ctx: ([], [])  # ctx -> its elements and exemptions
     # check groups of `twin verify` it brings (name -> ctx -> checks; none where the lab has nothing for them);
     # a group another dialect (or twin) has too runs both, its checks after theirs
     groups: dict[str, Callable[[Any], list]] = field(default_factory=dict)
@@ -158,8 +159,9 @@ def differs(configs: UserConfigs | None, d: Path) -> list[str]:
     return [line for x in dialects() for line in x.differs(configs, d)]
 
 
-def planes(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping,
-           nodes: Iterable[str] | None = None) -> dict[str, NodePlane]:
+def planes(
+    d: Path, fabric: Fabric, backend: Backend, shaping: Shaping, nodes: Iterable[str] | None = None
+) -> dict[str, NodePlane]:
     out: dict[str, NodePlane] = {}
     for x in dialects():
         out.update(x.planes(d, fabric, backend, shaping, nodes))

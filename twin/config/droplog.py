@@ -5,9 +5,10 @@ ports, `nft/ports.nft.j2`; a loss fault, `twin.change.link_faults`) logs the pac
 first with `log prefix "twin <code> <subject>" group LOG_GROUP`: `twin.observe`
 reads them over NFLOG and turns each into an event whose reason is in words.
 """
+
 from __future__ import annotations
 
-LOG_GROUP = 1715          # the nflog group of twin's drop rules, in every namespace of every node
+LOG_GROUP = 1715  # the nflog group of twin's drop rules, in every namespace of every node
 PREFIX = "twin"
 
 # code -> the reason template; {subject} is the host (or the fault), the rest come from the packet
@@ -20,9 +21,14 @@ REASONS: dict[str, str] = {
     "vxlan": "VXLAN from a host port ({subject})",
     "loss": "fault: {subject} random loss on this port",
 }
-SHORT: dict[str, str] = {   # a label value per code (Prometheus `reason`)
-    "spoof-mac": "spoofed_mac", "not-ipv4": "not_ipv4", "spoof-arp-mac": "spoofed_arp_mac",
-    "spoof-arp-ip": "spoofed_arp_ip", "spoof-ip": "spoofed_ip", "vxlan": "vxlan_from_host", "loss": "fault_loss",
+SHORT: dict[str, str] = {  # a label value per code (Prometheus `reason`)
+    "spoof-mac": "spoofed_mac",
+    "not-ipv4": "not_ipv4",
+    "spoof-arp-mac": "spoofed_arp_mac",
+    "spoof-arp-ip": "spoofed_arp_ip",
+    "spoof-ip": "spoofed_ip",
+    "vxlan": "vxlan_from_host",
+    "loss": "fault_loss",
 }
 
 

@@ -1,4 +1,5 @@
 """The Jinja2 environment of twin's templates (`twin/config/templates/`): strict, no surprises."""
+
 from __future__ import annotations
 
 import jinja2
@@ -6,7 +7,7 @@ import jinja2
 from twin.config.safetext import UnsafeText, finalize, template_line
 
 _env = jinja2.Environment(
-    finalize=finalize,            # no value writes a line of its own (twin.config.safetext)
+    finalize=finalize,  # no value writes a line of its own (twin.config.safetext)
     loader=jinja2.PackageLoader("twin.config", "templates"),
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,

@@ -8,6 +8,7 @@ fabric's routing does (`redistribute connected` in any config) can reach it, and
 and NVUE API relay listen there (`twin-node start-frr`, in the node image). `overlay.plan` puts
 the namespace with the node's others (one exec makes them all), then the port.
 """
+
 from __future__ import annotations
 
 from twin.config.steps import Step
@@ -25,8 +26,12 @@ def port(fabric: Fabric, node: str) -> list[Step]:
     cidr = _address(fabric, node)
     if not cidr:
         return []
-    return [Step("move", MGMT_PORT, args={"to": MGMT_NS}), Step("up", "lo", MGMT_NS),
-            Step("addr", MGMT_PORT, MGMT_NS, {"cidr": cidr}), Step("up", MGMT_PORT, MGMT_NS)]
+    return [
+        Step("move", MGMT_PORT, args={"to": MGMT_NS}),
+        Step("up", "lo", MGMT_NS),
+        Step("addr", MGMT_PORT, MGMT_NS, {"cidr": cidr}),
+        Step("up", MGMT_PORT, MGMT_NS),
+    ]
 
 
 def steps(fabric: Fabric, node: str) -> list[Step]:

@@ -2,6 +2,7 @@
 what the lab owns and two labs coexist: container names and labels (a node's container name is
 also its host name on this host: /etc/hosts), link aliases, the management network, the
 namespaces of the VRF-backend probe and of a stopped node's links."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 LABEL_LAB = "twin.lab"
 LABEL_NODE = "twin.node"
 LABEL_KIND = "twin.kind"
-LABEL_RUNTIME = "twin.runtime"    # who made the container (docker, containerlab): it also takes it down
+LABEL_RUNTIME = "twin.runtime"  # who made the container (docker, containerlab): it also takes it down
 
 
 def container_name(lab: str, node: str) -> str:
@@ -49,7 +50,7 @@ def dryrun_container(lab: str) -> str:
     return f"twin-{lab}.dryrun"
 
 
-NVUE_DIR = "_nvue"   # a lab directory's NVUE service files ('_': no node has that name)
+NVUE_DIR = "_nvue"  # a lab directory's NVUE service files ('_': no node has that name)
 
 
 def password_file(labdir: Path) -> Path:

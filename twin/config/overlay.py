@@ -11,6 +11,7 @@ that holds the anycast gateway and the host ports.
 read (`<labdir>/<node>/interfaces.sh`); `twin.runtime.kernel` applies the very
 same steps over netlink (both from the one table of operations in `twin.config.steps`).
 """
+
 from __future__ import annotations
 
 from twin import kinds
@@ -24,9 +25,19 @@ from twin.intent.tenants import bridge_name, vxlan_name
 from twin.topology.model import Attachment, Fabric, Segment, Tenant
 from twin.topology.tenant_checks import VXLAN_OVERHEAD
 
-__all__ = ["BACKENDS", "VRF_TABLE_BASE", "Backend", "SHAPINGS", "Shaping", "DEFAULT_SHAPING", "tenant_ns", "vrf_tables",
-           "plan", "script"]
-VXLAN_INDEX, BRIDGE_INDEX = 1 << 24, 2 << 24   # + VNI: interface indexes of tenant devices (netns backend)
+__all__ = [
+    "BACKENDS",
+    "VRF_TABLE_BASE",
+    "Backend",
+    "SHAPINGS",
+    "Shaping",
+    "DEFAULT_SHAPING",
+    "tenant_ns",
+    "vrf_tables",
+    "plan",
+    "script",
+]
+VXLAN_INDEX, BRIDGE_INDEX = 1 << 24, 2 << 24  # + VNI: interface indexes of tenant devices (netns backend)
 
 
 def plan(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> list[Step]:
@@ -99,8 +110,9 @@ def tenant_steps(fabric: Fabric, node: str, tenant: Tenant, backend: Backend, wi
     return steps
 
 
-def _vni_devices(fabric: Fabric, node: str, tenant: Tenant, backend: Backend, vni: int,
-                 mac: str | None = None) -> list[Step]:
+def _vni_devices(
+    fabric: Fabric, node: str, tenant: Tenant, backend: Backend, vni: int, mac: str | None = None
+) -> list[Step]:
     ns = tenant_ns(tenant, backend)
     mtu = vxlan_mtu(fabric, node)
     vx, br = vxlan_name(vni), bridge_name(vni)
@@ -111,16 +123,29 @@ def _vni_devices(fabric: Fabric, node: str, tenant: Tenant, backend: Backend, vn
     ix = (lambda base: {"index": base + vni}) if ns else (lambda base: {})
     # Asked for from the node's namespace, so its underlay socket lives there, and made
     # straight in the tenant's (one event for zebra: a move's delete-then-add raced it).
-    out = [Step("vxlan", vx, args={"vni": vni, "local": fabric.nodes[node].loopback, "mtu": mtu,
-                                   **ix(VXLAN_INDEX), **({"netns": ns} if ns else {})})]
+    out = [
+        Step(
+            "vxlan",
+            vx,
+            args={
+                "vni": vni,
+                "local": fabric.nodes[node].loopback,
+                "mtu": mtu,
+                **ix(VXLAN_INDEX),
+                **({"netns": ns} if ns else {}),
+            },
+        )
+    ]
     out.append(Step("bridge", br, ns, {"mtu": mtu, **({"mac": mac} if mac else {}), **ix(BRIDGE_INDEX)}))
     if backend == DEVICE:
         out.append(Step("master", br, ns, {"master": tenant.vrf}))
     # ARP suppression on a segment's VXLAN port: its VTEP answers for remote hosts (verify's arp
     # group proves it). Not on the L3VNI's: its bridge has no hosts and sees no ARP (`twin verify
     # --prove` found nothing that notices it, so it is not rendered)
-    out += [Step("master", vx, ns, {"master": br}),
-            Step("brport", vx, ns, {"learning": False, **({"neigh_suppress": True} if vni != tenant.l3vni else {})})]
+    out += [
+        Step("master", vx, ns, {"master": br}),
+        Step("brport", vx, ns, {"learning": False, **({"neigh_suppress": True} if vni != tenant.l3vni else {})}),
+    ]
     return out
 
 
@@ -148,8 +173,10 @@ def port_steps(tenant: Tenant, seg: Segment, attachment: Attachment, backend: Ba
     """A host port into its segment's bridge (into the tenant's namespace first, netns backend)."""
     ns = tenant_ns(tenant, backend)
     steps = [Step("move", attachment.port, args={"to": ns})] if ns else []
-    return steps + [Step("master", attachment.port, ns, {"master": bridge_name(seg.l2vni)}),
-                    Step("up", attachment.port, ns)]
+    return steps + [
+        Step("master", attachment.port, ns, {"master": bridge_name(seg.l2vni)}),
+        Step("up", attachment.port, ns),
+    ]
 
 
 def fdb_step(tenant: Tenant, attachment: Attachment, backend: Backend) -> Step:
@@ -166,10 +193,18 @@ def nft_rulesets(fabric: Fabric, node: str, backend: Backend) -> dict[str, str]:
     if not tenants:
         return {}
     groups = {t.vrf: [t] for t in tenants} if backend == NETNS else {None: tenants}
-    return {nft_file(vrf): render_template("nft/ports.nft.j2", node=node, fabric_name=fabric.name, tenant=vrf,
-                                           log=droplog.log, log_group=droplog.LOG_GROUP,
-                                           attachments=[a for t in ts for a in t.attachments if a.vtep == node])
-            for vrf, ts in groups.items()}
+    return {
+        nft_file(vrf): render_template(
+            "nft/ports.nft.j2",
+            node=node,
+            fabric_name=fabric.name,
+            tenant=vrf,
+            log=droplog.log,
+            log_group=droplog.LOG_GROUP,
+            attachments=[a for t in ts for a in t.attachments if a.vtep == node],
+        )
+        for vrf, ts in groups.items()
+    }
 
 
 def bindings(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
@@ -198,8 +233,12 @@ def bindings(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
 
 
 def binding_step(tenant: Tenant, attachment: Attachment, backend: Backend) -> Step:
-    return Step("neigh", bridge_name(tenant.segments[attachment.segment].l2vni), tenant_ns(tenant, backend),
-                {"ip": attachment.ip, "mac": attachment.mac})
+    return Step(
+        "neigh",
+        bridge_name(tenant.segments[attachment.segment].l2vni),
+        tenant_ns(tenant, backend),
+        {"ip": attachment.ip, "mac": attachment.mac},
+    )
 
 
 def host_plan(fabric: Fabric, node: str) -> list[Step]:
@@ -209,21 +248,32 @@ def host_plan(fabric: Fabric, node: str) -> list[Step]:
         return []
     tenant, a = found
     gw = tenant.segments[a.segment].gateway
-    return [Step("mac", a.host_port, args={"mac": a.mac}), Step("addr", a.host_port, args={"cidr": a.address}),
-            Step("up", a.host_port), Step("route", a.host_port, args={"dst": "default", "via": gw})]
+    return [
+        Step("mac", a.host_port, args={"mac": a.mac}),
+        Step("addr", a.host_port, args={"cidr": a.address}),
+        Step("up", a.host_port),
+        Step("route", a.host_port, args={"dst": "default", "via": gw}),
+    ]
 
 
-def script(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-           first: list[Step] | None = None) -> str:
+def script(
+    fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING, first: list[Step] | None = None
+) -> str:
     """interfaces.sh: the node's kernel steps as iproute2 commands (`first`: steps before its plan)."""
     steps = (first or []) + plan(fabric, node, backend, shaping)
     if not steps:
         return ""
     host = kinds.of(fabric.nodes[node]).endpoint
     later = [] if host else bindings(fabric, node, backend)
-    what = ("tenant port of this host" if host else f"EVPN overlay on this VTEP, VRF backend: {backend}"
-            if fabric.tenants_on(node) else "management port and services of this node" if fabric.nodes[node].mgmt
-            else "services of this node")
+    what = (
+        "tenant port of this host"
+        if host
+        else f"EVPN overlay on this VTEP, VRF backend: {backend}"
+        if fabric.tenants_on(node)
+        else "management port and services of this node"
+        if fabric.nodes[node].mgmt
+        else "services of this node"
+    )
     return script_of(node, fabric.name, what, steps, later)
 
 
@@ -238,4 +288,4 @@ def script_of(node: str, lab: str, what: str, steps: list[Step], later: list[Ste
     ]
     tail = ["# once FRR runs and knows the VNIs: the workloads' IP/MAC bindings"] if later else []
     lines = head + [s.command() for s in steps] + tail + [s.command() for s in later]
-    return "\n".join(safetext.script(lines, "interfaces.sh")) + "\n"     # no value writes a line of its own
+    return "\n".join(safetext.script(lines, "interfaces.sh")) + "\n"  # no value writes a line of its own

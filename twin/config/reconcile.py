@@ -19,6 +19,7 @@ around FRR's reload: `add` (new devices, before FRR is told about them), `bind`
 dropped its config for them). Something that changed in place is taken down
 and made again inside `add`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -43,8 +44,7 @@ class NodeDelta:
 
     def commands(self) -> list[str]:
         """The change as iproute2 commands, in the order it runs (FRR reload between add and remove)."""
-        return ([s.command() for s in self.add] + [s.command() for s in self.bind]
-                + [s.command() for s in self.remove])
+        return [s.command() for s in self.add] + [s.command() for s in self.bind] + [s.command() for s in self.remove]
 
 
 def node_delta(old: Fabric, new: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAULT_SHAPING) -> NodeDelta:
@@ -81,7 +81,7 @@ def _host(old: Fabric, new: Fabric, node: str, delta: NodeDelta) -> None:
     # take the old port identity down (its default route first, while its gateway is on-link)...
     delta.add += [Step("unroute", s.dev, args=s.args) for s in before if s.op == "route"]
     delta.add += [Step("flush", s.dev) for s in before if s.op == "addr"]
-    delta.add += after    # ...and give it the new one
+    delta.add += after  # ...and give it the new one
 
 
 # --- VTEPs -------------------------------------------------------------------
@@ -109,9 +109,16 @@ def _vtep(old: Fabric, new: Fabric, node: str, backend: Backend, delta: NodeDelt
             delta.bind += [overlay.binding_step(n, a, backend) for a in n.attachments if a.vtep == node]
 
 
-def _segments(old: Fabric, new: Fabric, node: str, old_tenant: Tenant, new_tenant: Tenant, backend: Backend,
-              delta: NodeDelta,
-              mtu_changed: bool) -> None:
+def _segments(
+    old: Fabric,
+    new: Fabric,
+    node: str,
+    old_tenant: Tenant,
+    new_tenant: Tenant,
+    backend: Backend,
+    delta: NodeDelta,
+    mtu_changed: bool,
+) -> None:
     ns = tenant_ns(new_tenant, backend)
     was = {s.name: s for s in old_tenant.segments_on(node)}
     now = {s.name: s for s in new_tenant.segments_on(node)}
@@ -119,8 +126,10 @@ def _segments(old: Fabric, new: Fabric, node: str, old_tenant: Tenant, new_tenan
     if mtu_changed:
         mtu = overlay.vxlan_mtu(new, node)
         for vni in [new_tenant.l3vni] + [s.l2vni for s in was.values() if now.get(s.name) == s]:
-            delta.add += [Step("mtu", vxlan_name(vni), ns, {"mtu": mtu}),
-                          Step("mtu", bridge_name(vni), ns, {"mtu": mtu})]
+            delta.add += [
+                Step("mtu", vxlan_name(vni), ns, {"mtu": mtu}),
+                Step("mtu", bridge_name(vni), ns, {"mtu": mtu}),
+            ]
     for name in sorted(set(was) | set(now)):
         so, sn = was.get(name), now.get(name)
         if so and sn and so == sn:
@@ -133,19 +142,24 @@ def _segments(old: Fabric, new: Fabric, node: str, old_tenant: Tenant, new_tenan
             delta.remove += segment_teardown(old_tenant, node, so, backend)
         if sn:
             delta.add += overlay.segment_steps(new, node, new_tenant, sn, backend)
-            delta.bind += [overlay.binding_step(new_tenant, a, backend)
-                           for a in overlay.local_attachments(new_tenant, node, sn.name)]
+            delta.bind += [
+                overlay.binding_step(new_tenant, a, backend)
+                for a in overlay.local_attachments(new_tenant, node, sn.name)
+            ]
     if ports_changed:  # the zero-trust rules list every host port of the tenant
         delta.add.append(_nft(new_tenant, backend))
 
 
-def _attachments(old_tenant: Tenant, new_tenant: Tenant, node: str, seg: Segment, backend: Backend,
-                 delta: NodeDelta) -> bool:
+def _attachments(
+    old_tenant: Tenant, new_tenant: Tenant, node: str, seg: Segment, backend: Backend, delta: NodeDelta
+) -> bool:
     # a workload's rate limits are a service of its port (`_services`): a change of them alone leaves it be
-    was = {a.port: a.model_copy(update={"rate_limit": None})
-           for a in overlay.local_attachments(old_tenant, node, seg.name)}
-    now = {a.port: a.model_copy(update={"rate_limit": None})
-           for a in overlay.local_attachments(new_tenant, node, seg.name)}
+    was = {
+        a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(old_tenant, node, seg.name)
+    }
+    now = {
+        a.port: a.model_copy(update={"rate_limit": None}) for a in overlay.local_attachments(new_tenant, node, seg.name)
+    }
     if was == now:
         return False
     for port in sorted(set(was) | set(now)):
@@ -168,8 +182,7 @@ def _nft(tenant: Tenant, backend: Backend) -> Step:
 def attachment_teardown(tenant: Tenant, seg: Segment, attachment: Attachment, backend: Backend) -> list[Step]:
     """A host port out of its segment: its binding gone, out of the bridge, back in the node's namespace."""
     ns = tenant_ns(tenant, backend)
-    steps = [Step("unneigh", bridge_name(seg.l2vni), ns, {"ip": attachment.ip}),
-             Step("nomaster", attachment.port, ns)]
+    steps = [Step("unneigh", bridge_name(seg.l2vni), ns, {"ip": attachment.ip}), Step("nomaster", attachment.port, ns)]
     return steps + ([Step("release", attachment.port, ns)] if ns else [])
 
 
@@ -204,4 +217,3 @@ def _port_mtus(old: Fabric, new: Fabric, node: str, backend: Backend, delta: Nod
         if p.name in before and before[p.name].peer_node == p.peer_node and before[p.name].mtu != p.mtu:
             # first of all, in the namespace the port is in now
             delta.add.insert(0, Step("mtu", p.name, overlay.port_ns(old, node, p.name, backend), {"mtu": p.mtu}))
-

@@ -5,6 +5,7 @@ the lab directory (`<labdir>/<node>/frr.conf`, `daemons`, `vtysh.conf`), which
 is what the node's FRR runs (the directory is bind-mounted on /etc/frr). What a kind
 renders is its data (`twin.kinds`): its daemons and frr.conf feature templates.
 """
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -18,8 +19,25 @@ from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.intent.gateway import vtep_gateways
 from twin.topology.model import Fabric, Node
 
-ALL_DAEMONS = ("bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "ldpd",
-               "nhrpd", "eigrpd", "babeld", "sharpd", "pbrd", "bfdd", "fabricd", "vrrpd", "pathd")
+ALL_DAEMONS = (
+    "bgpd",
+    "ospfd",
+    "ospf6d",
+    "ripd",
+    "ripngd",
+    "isisd",
+    "pimd",
+    "ldpd",
+    "nhrpd",
+    "eigrpd",
+    "babeld",
+    "sharpd",
+    "pbrd",
+    "bfdd",
+    "fabricd",
+    "vrrpd",
+    "pathd",
+)
 
 
 def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
@@ -37,21 +55,39 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
     public = [ip for g in vtep_gateways(fabric, node.name).values() for ip in g.public]
     # every fabric peer in one AS (a leaf's spines): what carries that AS is not sent to them
     peer_as = {fabric.nodes[p.peer_node].asn for p in node.fabric_ports if p.name not in edge_ports}
-    ctx = dict(node=node, fabric=fabric, kind=kind, features=features, tenants=tenants, netns_vrfs=netns_vrfs,
-               daemons=kind.daemons, all_daemons=ALL_DAEMONS, zebra_extra=zebra_extra, edge_ports=edge_ports,
-               public=public, one_peer_as=len(peer_as) == 1)
+    ctx = dict(
+        node=node,
+        fabric=fabric,
+        kind=kind,
+        features=features,
+        tenants=tenants,
+        netns_vrfs=netns_vrfs,
+        daemons=kind.daemons,
+        all_daemons=ALL_DAEMONS,
+        zebra_extra=zebra_extra,
+        edge_ports=edge_ports,
+        public=public,
+        one_peer_as=len(peer_as) == 1,
+    )
     return {name: render_template(f"frr/{name}.j2", **ctx) for name in ("frr.conf", "daemons", "vtysh.conf")}
 
 
 def daemons_file(node: Node, daemons: list[str], fabric: Fabric | None = None, netns: bool = False) -> str:
     """A daemons file that enables `daemons` (and FRR's own), for a router whose config came alone
     or a node NVUE configures (`fabric`: its BGP timers' watchfrr; `netns`: zebra -n, VRFs as namespaces)."""
-    return render_template("frr/daemons.j2", node=node, daemons=daemons, all_daemons=ALL_DAEMONS,
-                           zebra_extra=" -n" if netns else "", **({"fabric": fabric} if fabric else {}))
+    return render_template(
+        "frr/daemons.j2",
+        node=node,
+        daemons=daemons,
+        all_daemons=ALL_DAEMONS,
+        zebra_extra=" -n" if netns else "",
+        **({"fabric": fabric} if fabric else {}),
+    )
 
 
-def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND,
-                shaping: Shaping = DEFAULT_SHAPING) -> dict[str, str]:
+def render_node(
+    node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = DEFAULT_SHAPING
+) -> dict[str, str]:
     files = frr_files(node, fabric, backend) if kinds.of(node).runs_frr else {}
     kernel = overlay.script(fabric, node.name, backend, shaping)
     if kernel:
@@ -61,8 +97,12 @@ def render_node(node: Node, fabric: Fabric, backend: Backend = DEFAULT_BACKEND,
     return files
 
 
-def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shaping = DEFAULT_SHAPING,
-               nodes: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
+def render_lab(
+    fabric: Fabric,
+    backend: Backend = DEFAULT_BACKEND,
+    shaping: Shaping = DEFAULT_SHAPING,
+    nodes: Iterable[str] | None = None,
+) -> dict[str, dict[str, str]]:
     """Every node's files (or those of `nodes`): {node: {file name: text}}; `backend` is the VRF backend of the VTEPs,
     `shaping` how rate limits are enforced (`twin.config.services`). A value holding a control character
     is refused (TopologyError at its place in the topology: `twin.config.safetext`), never written."""
@@ -78,4 +118,3 @@ def render_lab(fabric: Fabric, backend: Backend = DEFAULT_BACKEND, shaping: Shap
     if problems:
         raise TopologyError(problems)
     return out
-

@@ -8,6 +8,7 @@ would write a line of its own into frr.conf or interfaces.sh (issue 38: a host n
 Jinja2's `finalize` sees every value a template writes, `script` every kernel step's line.
 The caller names the place the value came from (`places` finds it in its source).
 """
+
 from __future__ import annotations
 
 import re
@@ -75,8 +76,10 @@ def refusal(e: UnsafeText, node: str, source: str, data: Any) -> Problem:
 
 
 def message(e: UnsafeText, node: str) -> str:
-    return (f"{shown(e.value)} holds {WHAT}: refused, nothing of {node} is written (it would make a line of its "
-            f"own in {e.where or 'its configuration'})")
+    return (
+        f"{shown(e.value)} holds {WHAT}: refused, nothing of {node} is written (it would make a line of its "
+        f"own in {e.where or 'its configuration'})"
+    )
 
 
 def places(data: Any, at: tuple = ()) -> list[tuple[tuple, str]]:

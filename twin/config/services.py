@@ -17,6 +17,7 @@ units that differ between two intents (`twin.config.reconcile`):
 Which rate-limit mechanism a lab uses (`Shaping`: "tc" or "nft") is probed at
 `twin up` (`twin.runtime.kernel.probe_shaping`) and shown by `twin status`.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,21 +32,21 @@ from twin.topology.model import Attachment, Fabric, Rate, Tenant
 
 Shaping = Literal["tc", "nft"]
 SHAPINGS: tuple[Shaping, ...] = ("tc", "nft")
-DEFAULT_SHAPING: Shaping = "tc"   # the one default: a lab without rate limits, or before the probe
-GW_INDEX, PUB_INDEX, IFB_INDEX = 3 << 24, 4 << 24, 5 << 24   # + L3VNI / port number: node-unique indexes
+DEFAULT_SHAPING: Shaping = "tc"  # the one default: a lab without rate limits, or before the probe
+GW_INDEX, PUB_INDEX, IFB_INDEX = 3 << 24, 4 << 24, 5 << 24  # + L3VNI / port number: node-unique indexes
 # token bucket: 10 ms of the rate (at least 2 frames); 100 ms queued, so a burst such as verify's
 # traffic group (16 x 4 KiB to every peer of the tenant at once, ~200 KB from a host with 3 peers)
 # is shaped at 20 Mbit/s, not dropped
 SHAPE_BURST_S, SHAPE_QUEUE_S = 0.01, 0.1
-CONGESTION_BURST_S = 0.01                     # a congestion point lets 10 ms of its rate pass unmarked at once
+CONGESTION_BURST_S = 0.01  # a congestion point lets 10 ms of its rate pass unmarked at once
 
 
 @dataclass(frozen=True)
 class Unit:
-    key: str                      # e.g. "gateway red", "shaping pf0vf0", "congestion"
+    key: str  # e.g. "gateway red", "shaping pf0vf0", "congestion"
     setup: tuple[Step, ...]
     teardown: tuple[Step, ...]
-    basis: str = ""               # what else makes it (a file's text): when it differs, the unit is remade
+    basis: str = ""  # what else makes it (a file's text): when it differs, the unit is remade
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,14 @@ def units(fabric: Fabric, node: str, backend: Backend, shaping: Shaping = DEFAUL
             out += _gateway(here, t, here.gateways[t.name], files)
     out += _shaping(here, files)
     if "congestion.nft" in files:
-        out.append(Unit("congestion", (Step("nft", "congestion.nft"),), (Step("nft-delete", "ip twin_ecn"),),
-                        files["congestion.nft"]))
+        out.append(
+            Unit(
+                "congestion",
+                (Step("nft", "congestion.nft"),),
+                (Step("nft-delete", "ip twin_ecn"),),
+                files["congestion.nft"],
+            )
+        )
     return out
 
 
@@ -97,19 +104,37 @@ def _rulesets(here: _Node) -> dict[str, str]:
         if g is not None:
             zone = 0 if here.backend == NETNS else list(fabric.tenants).index(t.name) + 1
             out[gateway_file(t)] = render_template(
-                "nft/gateway.nft.j2", node=node, fabric_name=fabric.name, g=g, table=gateway_table(t, here.backend),
-                fabric_addresses=loopbacks, zone=zone, zone_ports=_zone_ports(node, t, g),
+                "nft/gateway.nft.j2",
+                node=node,
+                fabric_name=fabric.name,
+                g=g,
+                table=gateway_table(t, here.backend),
+                fabric_addresses=loopbacks,
+                zone=zone,
+                zone_ports=_zone_ports(node, t, g),
                 own=[(h, ip) for ip, h in g.public.items() if h != "pool"],
-                pool=[ip for ip, h in g.public.items() if h == "pool"])
+                pool=[ip for ip, h in g.public.items() if h == "pool"],
+            )
     for ns, rules in _policed(here).items():
-        out[policing_file(ns)] = render_template("nft/ratelimit.nft.j2", node=node, fabric_name=fabric.name,
-                                                  tenant=ns, rules=rules)
+        out[policing_file(ns)] = render_template(
+            "nft/ratelimit.nft.j2", node=node, fabric_name=fabric.name, tenant=ns, rules=rules
+        )
     points = [p for p in fabric.congestion if p.node == node]
     if points:
-        out["congestion.nft"] = render_template("nft/congestion.nft.j2", node=node, fabric_name=fabric.name, points=[
-            {"port": p.port, "id": nft_id(p.port), "rate": str(p.above),
-             "limit": nft_limit(p.above, CONGESTION_BURST_S)}
-            for p in points])
+        out["congestion.nft"] = render_template(
+            "nft/congestion.nft.j2",
+            node=node,
+            fabric_name=fabric.name,
+            points=[
+                {
+                    "port": p.port,
+                    "id": nft_id(p.port),
+                    "rate": str(p.above),
+                    "limit": nft_limit(p.above, CONGESTION_BURST_S),
+                }
+                for p in points
+            ],
+        )
     return out
 
 
@@ -130,19 +155,34 @@ def _mac(prefix: int, l3vni: int) -> str:
 def _gateway(here: _Node, tenant: Tenant, intent: GatewayIntent, files: dict[str, str]) -> list[Unit]:
     ns = tenant_ns(tenant, here.backend)
     up_mac, gw_mac = _mac(0x70, tenant.l3vni), _mac(0x67, tenant.l3vni)
-    pair = {"peer": intent.gateway, "index": PUB_INDEX + tenant.l3vni, "peer_index": GW_INDEX + tenant.l3vni,
-            "mac": up_mac, "peer_mac": gw_mac, **({"netns": ns} if ns else {})}
+    pair = {
+        "peer": intent.gateway,
+        "index": PUB_INDEX + tenant.l3vni,
+        "peer_index": GW_INDEX + tenant.l3vni,
+        "mac": up_mac,
+        "peer_mac": gw_mac,
+        **({"netns": ns} if ns else {}),
+    }
     steps = [Step("veth", intent.uplink, args=pair)]
     steps += [] if ns else [Step("master", intent.gateway, args={"master": tenant.vrf})]
-    steps += [Step("up", intent.uplink), Step("up", intent.gateway, ns),
-              Step("neigh", intent.uplink, args={"ip": TENANT_SIDE, "mac": gw_mac}),
-              Step("neigh", intent.gateway, ns, {"ip": NODE_SIDE, "mac": up_mac})]
-    steps += [Step("route", intent.uplink, args={"dst": f"{ip}/32", "via": TENANT_SIDE, "onlink": True})
-              for ip in intent.public]
+    steps += [
+        Step("up", intent.uplink),
+        Step("up", intent.gateway, ns),
+        Step("neigh", intent.uplink, args={"ip": TENANT_SIDE, "mac": gw_mac}),
+        Step("neigh", intent.gateway, ns, {"ip": NODE_SIDE, "mac": up_mac}),
+    ]
+    steps += [
+        Step("route", intent.uplink, args={"dst": f"{ip}/32", "via": TENANT_SIDE, "onlink": True})
+        for ip in intent.public
+    ]
     table = {} if ns else {"table": vrf_tables(here.fabric)[tenant.name]}
     steps.append(Step("route", intent.gateway, ns, {"dst": "default", "via": NODE_SIDE, "onlink": True, **table}))
-    nat = Unit(f"nat {tenant.name}", (Step("nft", gateway_file(tenant), ns),),
-               (Step("nft-delete", f"ip {gateway_table(tenant, here.backend)}", ns),), files[gateway_file(tenant)])
+    nat = Unit(
+        f"nat {tenant.name}",
+        (Step("nft", gateway_file(tenant), ns),),
+        (Step("nft-delete", f"ip {gateway_table(tenant, here.backend)}", ns),),
+        files[gateway_file(tenant)],
+    )
     return [Unit(f"gateway {tenant.name}", tuple(steps), (Step("del", intent.uplink),)), nat]
 
 
@@ -180,23 +220,33 @@ def _shaping(here: _Node, files: dict[str, str]) -> list[Unit]:
         ns, mtu, limit = tenant_ns(t, here.backend), node.ports_by_name[a.port].mtu, a.rate_limit
         setup: list[Step] = []
         teardown: list[Step] = []
-        if limit is None:       # (`limited` holds only attachments with a rate limit)
+        if limit is None:  # (`limited` holds only attachments with a rate limit)
             continue
-        if shaped(limit.ingress, shaping):       # what the workload receives leaves the port
+        if shaped(limit.ingress, shaping):  # what the workload receives leaves the port
             setup.append(Step("tbf", a.port, ns, tbf_args(limit.ingress, mtu)))
             teardown.append(Step("noqdisc", a.port, ns, {"parent": "root"}))
-        if shaped(limit.egress, shaping):        # what it sends enters the port: shaped on an IFB
+        if shaped(limit.egress, shaping):  # what it sends enters the port: shaped on an IFB
             ifb = f"twinifb{ports.index(a.port)}"
-            setup += [Step("ifb", ifb, ns, {"index": IFB_INDEX + ports.index(a.port)}), Step("up", ifb, ns),
-                      Step("tbf", ifb, ns, tbf_args(limit.egress, mtu)), Step("ingress", a.port, ns),
-                      Step("redirect", a.port, ns, {"to": ifb})]
+            setup += [
+                Step("ifb", ifb, ns, {"index": IFB_INDEX + ports.index(a.port)}),
+                Step("up", ifb, ns),
+                Step("tbf", ifb, ns, tbf_args(limit.egress, mtu)),
+                Step("ingress", a.port, ns),
+                Step("redirect", a.port, ns, {"to": ifb}),
+            ]
             teardown += [Step("noqdisc", a.port, ns, {"parent": "ingress"}), Step("del", ifb, ns)]
         if setup:
             out.append(Unit(f"shaping {a.port}", tuple(setup), tuple(teardown), a.model_dump_json()))
     for ns in _policed(here):
         f = policing_file(ns)
-        out.append(Unit(f"policing {ns or here.node}", (Step("nft", f, ns),),
-                        (Step("nft-delete", "bridge twin_rate", ns),), files[f]))
+        out.append(
+            Unit(
+                f"policing {ns or here.node}",
+                (Step("nft", f, ns),),
+                (Step("nft-delete", "bridge twin_rate", ns),),
+                files[f],
+            )
+        )
     return out
 
 
@@ -209,8 +259,14 @@ def _policed(here: _Node) -> dict[str, list[dict]]:
             if rate is None or shaped(rate, here.shaping):
                 continue
             out.setdefault(tenant_ns(t, here.backend), []).append(
-                {"port": a.port, "host": a.host, "direction": direction, "rate": str(rate),
-                 "limit": nft_limit(rate, SHAPE_BURST_S)})
+                {
+                    "port": a.port,
+                    "host": a.host,
+                    "direction": direction,
+                    "rate": str(rate),
+                    "limit": nft_limit(rate, SHAPE_BURST_S),
+                }
+            )
     return out
 
 
@@ -226,8 +282,9 @@ def bucket(rate: Rate, burst_s: float) -> tuple[int, int]:
 def nft_limit(rate: Rate, burst_s: float) -> str:
     """An nftables `limit` of `rate`, with `burst_s` of it allowed at once."""
     per_s, burst = bucket(rate, burst_s)
-    return (f"{per_s}/second burst {burst} packets" if rate.unit == "pps"
-            else f"{per_s} bytes/second burst {burst} bytes")
+    return (
+        f"{per_s}/second burst {burst} packets" if rate.unit == "pps" else f"{per_s} bytes/second burst {burst} bytes"
+    )
 
 
 def _ip_key(ip: str) -> tuple[int, ...]:

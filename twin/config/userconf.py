@@ -16,6 +16,7 @@ of zebra (its VRF backend), and it says so (`merge` returns the notes).
 (`read_dir`; `twin lint` single files too, `read_file`); FRR's own check of the files is
 `twin.runtime.dryrun`, twin's own of what they declare against the topology's intent `lint`.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,7 +36,7 @@ from twin.topology.model import Fabric
 
 FRR_CONF, DAEMONS, NVUE = "frr.conf", "daemons", "startup.yaml"
 FILES = (FRR_CONF, DAEMONS, NVUE)
-FORMATS = {FRR_CONF: inputs.FRR_CONFIG, DAEMONS: inputs.DAEMONS, NVUE: inputs.NVUE}   # their limits (UTF-8 text)
+FORMATS = {FRR_CONF: inputs.FRR_CONFIG, DAEMONS: inputs.DAEMONS, NVUE: inputs.NVUE}  # their limits (UTF-8 text)
 _ZEBRA_OPTIONS = re.compile(r'^(zebra_options=")([^"]*)(")', re.M)
 _NETNS_FLAG = re.compile(r"(^|\s)(-n|--vrfwnetns)(?=\s|$)")
 
@@ -45,8 +46,8 @@ class UserConfigs:
     """Per node, the files the user gives (frr.conf, daemons) and where each came from."""
 
     source: str
-    files: dict[str, dict[str, str]] = field(default_factory=dict)    # node -> file name -> text
-    paths: dict[str, dict[str, str]] = field(default_factory=dict)    # node -> file name -> path
+    files: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> file name -> text
+    paths: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> file name -> path
 
     def path(self, node: str, name: str) -> str:
         return self.paths.get(node, {}).get(name, f"{self.source}/{node}/{name}")
@@ -71,16 +72,25 @@ def read_dir(d: str | Path) -> UserConfigs:
     only (twin.topology.files): a link that leads out of it is refused, not followed."""
     d = Path(d)
     if not d.is_dir():
-        raise TopologyError([Problem(str(d), "", "not a directory: a config directory holds <node>/frr.conf "
-                                                 "(optionally <node>/daemons) or <node>.conf per node")])
+        raise TopologyError(
+            [
+                Problem(
+                    str(d),
+                    "",
+                    "not a directory: a config directory holds <node>/frr.conf "
+                    "(optionally <node>/daemons) or <node>.conf per node",
+                )
+            ]
+        )
     files: dict[str, dict[str, str]] = {}
     paths: dict[str, dict[str, str]] = {}
     problems: list[Problem] = []
     for node, name, rel in _candidates(d):
         f = str(d / rel)
         if name in files.get(node, {}):
-            problems.append(Problem(f, "", f"{node}'s {name} is given twice: here and in {paths[node][name]}; "
-                                           "keep one"))
+            problems.append(
+                Problem(f, "", f"{node}'s {name} is given twice: here and in {paths[node][name]}; keep one")
+            )
             continue
         try:
             text = inputs.read_text(rel, FORMATS[name], d)
@@ -103,8 +113,16 @@ def read_file(f: str | Path) -> UserConfigs:
     elif f.suffix == ".conf" and f.name != FRR_CONF:
         node, name, d, rel = f.stem, FRR_CONF, f.parent, f.name
     else:
-        raise TopologyError([Problem(str(f), "", "not a node's config file: <node>/frr.conf, <node>/daemons, "
-                                                 "<node>/startup.yaml or <node>.conf (the node is named by it)")])
+        raise TopologyError(
+            [
+                Problem(
+                    str(f),
+                    "",
+                    "not a node's config file: <node>/frr.conf, <node>/daemons, "
+                    "<node>/startup.yaml or <node>.conf (the node is named by it)",
+                )
+            ]
+        )
     try:
         text = inputs.read_text(rel, FORMATS[name], d)
     except inputs.Refused as e:
@@ -155,11 +173,18 @@ def check(configs: UserConfigs, fabric: Fabric) -> list[Problem]:
     for node, files in configs.files.items():
         where = configs.path(node, next(iter(files)))
         if node not in fabric.nodes:
-            problems.append(Problem(where, "", f"no FRR node {node!r} in lab {fabric.name!r}; FRR nodes: "
-                                               f"{', '.join(frr_nodes)}"))
+            problems.append(
+                Problem(where, "", f"no FRR node {node!r} in lab {fabric.name!r}; FRR nodes: {', '.join(frr_nodes)}")
+            )
         elif node not in frr_nodes:
-            problems.append(Problem(where, "", f"{node} is a {fabric.nodes[node].kind}: it runs no FRR, so it "
-                                               f"takes no FRR config; FRR nodes: {', '.join(frr_nodes)}"))
+            problems.append(
+                Problem(
+                    where,
+                    "",
+                    f"{node} is a {fabric.nodes[node].kind}: it runs no FRR, so it "
+                    f"takes no FRR config; FRR nodes: {', '.join(frr_nodes)}",
+                )
+            )
         elif NVUE in files:
             problems += _nvue_node(configs, fabric, node, files)
     return problems
@@ -173,8 +198,14 @@ def _nvue_node(configs: UserConfigs, fabric: Fabric, node: str, files: dict[str,
         return [Problem(where, "", f"{node} is a {fabric.nodes[node].kind}: NVUE runs on spines, leafs and DPUs")]
     other = [n for n in (FRR_CONF, DAEMONS) if n in files]
     if other:
-        return [Problem(where, "", f"{node} has NVUE's startup.yaml and {' and '.join(other)} "
-                                   f"({configs.path(node, other[0])}): NVUE renders the node's FRR files; give one")]
+        return [
+            Problem(
+                where,
+                "",
+                f"{node} has NVUE's startup.yaml and {' and '.join(other)} "
+                f"({configs.path(node, other[0])}): NVUE renders the node's FRR files; give one",
+            )
+        ]
     return []
 
 
@@ -187,8 +218,9 @@ def load(d: str | Path, fabric: Fabric) -> UserConfigs:
     return configs
 
 
-def merge(rendered: dict[str, dict[str, str]], configs: UserConfigs | None,
-          fabric: Fabric, backend: Backend) -> tuple[dict[str, dict[str, str]], list[str]]:
+def merge(
+    rendered: dict[str, dict[str, str]], configs: UserConfigs | None, fabric: Fabric, backend: Backend
+) -> tuple[dict[str, dict[str, str]], list[str]]:
     """twin's rendering with the user's files over it, and notes of what twin adapted."""
     out = {n: dict(f) for n, f in rendered.items()}
     notes: list[str] = []
@@ -199,13 +231,17 @@ def merge(rendered: dict[str, dict[str, str]], configs: UserConfigs | None,
         if kinds.of(fabric.nodes[node]).user_config and FRR_CONF in files and DAEMONS not in files:
             need = generic.daemons_for(frrconf.parse(files[FRR_CONF]))
             out[node][DAEMONS] = render.daemons_file(fabric.nodes[node], need)
-            notes.append(f"{configs.path(node, FRR_CONF)}: no daemons file beside it; twin's enables what it "
-                         f"configures: {', '.join(['zebra', *need])}")
+            notes.append(
+                f"{configs.path(node, FRR_CONF)}: no daemons file beside it; twin's enables what it "
+                f"configures: {', '.join(['zebra', *need])}"
+            )
         lo = overlay.loopback_steps(fabric, node, backend, files.get(FRR_CONF, ""))
         if lo and FRR_CONF in files:
             out[node]["interfaces.sh"] = overlay.script(fabric, node, backend, first=lo)
-            notes.append(f"{configs.path(node, FRR_CONF)}: puts no {lo[0].args['cidr']} on lo; twin's kernel plane "
-                         "does (the topology's loopback), as ifupdown2 would on a switch")
+            notes.append(
+                f"{configs.path(node, FRR_CONF)}: puts no {lo[0].args['cidr']} on lo; twin's kernel plane "
+                "does (the topology's loopback), as ifupdown2 would on a switch"
+            )
         if DAEMONS in files and fabric.tenants_on(node):
             out[node][DAEMONS], note = adapt_daemons(files[DAEMONS], backend == NETNS)
             notes += [f"{configs.path(node, DAEMONS)}: {note}"] if note else []
@@ -237,13 +273,16 @@ def adapt_daemons(text: str, netns_vrfs: bool) -> tuple[str, str]:
     if has == netns_vrfs:
         return text, ""
     if netns_vrfs:
-        why = ("zebra_options gets -n: the lab's tenant VRFs are network namespaces (twin's netns VRF "
-               "backend, FRR's netns VRF backend)")
+        why = (
+            "zebra_options gets -n: the lab's tenant VRFs are network namespaces (twin's netns VRF "
+            "backend, FRR's netns VRF backend)"
+        )
         if m is None:
             return text.rstrip("\n") + '\nzebra_options="  -A 127.0.0.1 -s 90000000 -n"\n', why
-        return text[:m.end(2)] + " -n" + text[m.end(2):], why
-    assert m is not None    # (has: the options carry -n)
+        return text[: m.end(2)] + " -n" + text[m.end(2) :], why
+    assert m is not None  # (has: the options carry -n)
     opts = _NETNS_FLAG.sub(" ", m.group(2))
-    return (text[:m.start(2)] + opts + text[m.end(2):],
-            "zebra_options loses -n: the lab's tenant VRFs are Linux VRF devices (the device VRF backend), "
-            "not namespaces")
+    return (
+        text[: m.start(2)] + opts + text[m.end(2) :],
+        "zebra_options loses -n: the lab's tenant VRFs are Linux VRF devices (the device VRF backend), not namespaces",
+    )

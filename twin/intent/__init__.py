@@ -15,6 +15,7 @@ Nodes whose intent twin does not derive (routers running the user's config) have
 what that config declares instead: `Intent(fabric, files).generic["r1"]` (its
 daemons and adjacencies, `twin.intent.generic`), from the files the nodes run.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -49,16 +50,16 @@ class NodeIntent:
     """What one FRR node must hold."""
 
     node: str
-    sessions: tuple[Session, ...]           # one per fabric port
-    peer_loopbacks: dict[str, str]          # port -> /32 of the peer on it (a route over the port proves the session)
-    loopbacks: dict[str, str]               # router -> /32 this node must have a route to
-    evpn: bool                              # EVPN rides the underlay sessions (the fabric has tenants)
-    tenants: tuple[TenantIntent, ...]       # as this node's VTEP
-    gateways: tuple[GatewayIntent, ...] = ()          # tenants' internet gateways on this VTEP
-    public_routes: dict[str, str] = field(default_factory=dict)   # public /32 -> whose: a route to each
-    default_route: str = ""                 # who announces the default route it must have ("": none)
-    edge: bool = False                      # the internet: its /32 routes are exactly loopbacks and public ones
-    edge_ports: frozenset[str] = frozenset()   # ports towards the internet: no EVPN on them
+    sessions: tuple[Session, ...]  # one per fabric port
+    peer_loopbacks: dict[str, str]  # port -> /32 of the peer on it (a route over the port proves the session)
+    loopbacks: dict[str, str]  # router -> /32 this node must have a route to
+    evpn: bool  # EVPN rides the underlay sessions (the fabric has tenants)
+    tenants: tuple[TenantIntent, ...]  # as this node's VTEP
+    gateways: tuple[GatewayIntent, ...] = ()  # tenants' internet gateways on this VTEP
+    public_routes: dict[str, str] = field(default_factory=dict)  # public /32 -> whose: a route to each
+    default_route: str = ""  # who announces the default route it must have ("": none)
+    edge: bool = False  # the internet: its /32 routes are exactly loopbacks and public ones
+    edge_ports: frozenset[str] = frozenset()  # ports towards the internet: no EVPN on them
 
     @property
     def vtep(self) -> bool:
@@ -105,17 +106,27 @@ class Intent:
         edges = [n for n, nd in f.nodes.items() if kinds.of(nd).edge]
         gateways = tuple(vtep_gateways(f, name).values())
         tenants = tuple(tenant_intent(f, name, t) for t in f.tenants_on(name))
-        if gateways:   # the VRF's default route leaves through the gateway
+        if gateways:  # the VRF's default route leaves through the gateway
             gw = {g.tenant for g in gateways}
-            tenants = tuple(replace(t, routes={**t.routes, DEFAULT: frozenset({NODE_SIDE})},
-                                    allowed=t.allowed | {DEFAULT}) if t.tenant in gw else t for t in tenants)
+            tenants = tuple(
+                replace(t, routes={**t.routes, DEFAULT: frozenset({NODE_SIDE})}, allowed=t.allowed | {DEFAULT})
+                if t.tenant in gw
+                else t
+                for t in tenants
+            )
         return NodeIntent(
-            node=name, sessions=tuple(f.sessions(name)),
+            node=name,
+            sessions=tuple(f.sessions(name)),
             peer_loopbacks={p.name: f"{f.nodes[p.peer_node].loopback}/32" for p in me.fabric_ports},
-            loopbacks=f.expected_loopbacks(name), evpn=bool(f.tenants), tenants=tenants, gateways=gateways,
+            loopbacks=f.expected_loopbacks(name),
+            evpn=bool(f.tenants),
+            tenants=tenants,
+            gateways=gateways,
             public_routes=public_routes(f) if edges else {},
             default_route="" if name in edges else ", ".join(edges),
-            edge=name in edges, edge_ports=frozenset(p.name for p in me.fabric_ports if p.peer_node in edges))
+            edge=name in edges,
+            edge_ports=frozenset(p.name for p in me.fabric_ports if p.peer_node in edges),
+        )
 
     def vteps(self) -> list[str]:
         return [n for n, i in self.nodes.items() if i.vtep]
@@ -133,6 +144,25 @@ class Intent:
         return out
 
 
-__all__ = ["Intent", "NodeIntent", "TenantIntent", "SegmentIntent", "GatewayIntent", "GenericIntent", "Adjacency",
-           "vtep_gateways", "CONNECTED", "DEFAULT", "NODE_SIDE", "TENANT_SIDE", "bridge_name", "frrconf",
-           "generic", "network", "paths", "public_name", "Route", "vxlan_name"]
+__all__ = [
+    "Intent",
+    "NodeIntent",
+    "TenantIntent",
+    "SegmentIntent",
+    "GatewayIntent",
+    "GenericIntent",
+    "Adjacency",
+    "vtep_gateways",
+    "CONNECTED",
+    "DEFAULT",
+    "NODE_SIDE",
+    "TENANT_SIDE",
+    "bridge_name",
+    "frrconf",
+    "generic",
+    "network",
+    "paths",
+    "public_name",
+    "Route",
+    "vxlan_name",
+]

@@ -17,6 +17,7 @@ open block, `address-family ...` opens a sub-block until `exit-address-family`.
 A hand-written file without indentation works too: an unindented line that is
 no global command stays in the open block.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -24,31 +25,64 @@ import re
 from dataclasses import dataclass, field
 
 DEFAULT_VRF = "default"
-_OPENERS = ("interface", "router", "vrf", "line", "route-map", "key", "segment-routing", "mpls", "bfd",
-            "pbr-map", "nexthop-group", "rpki", "evpn", "srv6")
-_GLOBALS = ("hostname", "log", "frr", "service", "password", "enable", "debug", "agentx", "access-list",
-            "bgp", "ip", "ipv6", "no", "end", "zebra", "fpm", "allow-external-route-update", "table", "domainname")
+_OPENERS = (
+    "interface",
+    "router",
+    "vrf",
+    "line",
+    "route-map",
+    "key",
+    "segment-routing",
+    "mpls",
+    "bfd",
+    "pbr-map",
+    "nexthop-group",
+    "rpki",
+    "evpn",
+    "srv6",
+)
+_GLOBALS = (
+    "hostname",
+    "log",
+    "frr",
+    "service",
+    "password",
+    "enable",
+    "debug",
+    "agentx",
+    "access-list",
+    "bgp",
+    "ip",
+    "ipv6",
+    "no",
+    "end",
+    "zebra",
+    "fpm",
+    "allow-external-route-update",
+    "table",
+    "domainname",
+)
 
 
 @dataclass
 class Interface:
     name: str
     vrf: str = DEFAULT_VRF
-    addresses: list[str] = field(default_factory=list)      # CIDRs, IPv4 and IPv6
-    ospf_area: str | None = None                              # `ip ospf [N] area A`
+    addresses: list[str] = field(default_factory=list)  # CIDRs, IPv4 and IPv6
+    ospf_area: str | None = None  # `ip ospf [N] area A`
     ospf_passive: bool = False
-    ospf6_area: str | None = None                             # `ipv6 ospf6 area A`
+    ospf6_area: str | None = None  # `ipv6 ospf6 area A`
     ospf6_passive: bool = False
-    isis: str | None = None                                   # `ip router isis TAG` / `ipv6 router isis TAG`
+    isis: str | None = None  # `ip router isis TAG` / `ipv6 router isis TAG`
     isis_passive: bool = False
-    isis_families: set[int] = field(default_factory=set)      # 4 (`ip router isis`), 6 (`ipv6 router isis`)
+    isis_families: set[int] = field(default_factory=set)  # 4 (`ip router isis`), 6 (`ipv6 router isis`)
     line: int = 0
-    lines: dict[str, int] = field(default_factory=dict)       # each line of the block (its words) -> its number
+    lines: dict[str, int] = field(default_factory=dict)  # each line of the block (its words) -> its number
 
 
 @dataclass
 class Neighbor:
-    name: str                  # an address, or an interface (BGP unnumbered)
+    name: str  # an address, or an interface (BGP unnumbered)
     interface: bool = False
     remote_as: str | None = None
     peer_group: str | None = None
@@ -62,40 +96,43 @@ class Bgp:
     vrf: str = DEFAULT_VRF
     router_id: str | None = None
     neighbors: dict[str, Neighbor] = field(default_factory=dict)
-    groups: dict[str, Neighbor] = field(default_factory=dict)   # peer-groups, by name
+    groups: dict[str, Neighbor] = field(default_factory=dict)  # peer-groups, by name
     networks: list[str] = field(default_factory=list)
-    redistribute: list[str] = field(default_factory=list)      # what it redistributes into IPv4 unicast
-    evpn: bool = False                  # an `address-family l2vpn evpn` block
+    redistribute: list[str] = field(default_factory=list)  # what it redistributes into IPv4 unicast
+    evpn: bool = False  # an `address-family l2vpn evpn` block
     advertise_all_vni: bool = False
-    advertise: list[str] = field(default_factory=list)          # its other `advertise ...` (`ipv4 unicast`)
-    evpn_active: list[str] = field(default_factory=list)        # `neighbor X activate` in it (peers, groups)
-    multipath_relax: bool = False       # `bgp bestpath as-path multipath-relax`
-    rts: dict[str, list[str]] = field(default_factory=dict)     # "import"/"export"/"both" -> RTs (VRF level)
-    vni_rts: dict[int, dict[str, list[str]]] = field(default_factory=dict)   # per `vni N` block
-    maximum_paths: int | None = None    # `maximum-paths N` (eBGP) in IPv4 unicast
-    graceful_shutdown: bool = False     # `bgp graceful-shutdown`
-    import_vrfs: list[str] = field(default_factory=list)       # `import vrf X` in IPv4 unicast (route leaking)
-    ipv4_default: bool = True           # `no bgp default ipv4-unicast` turns it off
-    ipv4: dict[str, bool] = field(default_factory=dict)        # `[no] neighbor X activate` in IPv4 unicast
+    advertise: list[str] = field(default_factory=list)  # its other `advertise ...` (`ipv4 unicast`)
+    evpn_active: list[str] = field(default_factory=list)  # `neighbor X activate` in it (peers, groups)
+    multipath_relax: bool = False  # `bgp bestpath as-path multipath-relax`
+    rts: dict[str, list[str]] = field(default_factory=dict)  # "import"/"export"/"both" -> RTs (VRF level)
+    vni_rts: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # per `vni N` block
+    maximum_paths: int | None = None  # `maximum-paths N` (eBGP) in IPv4 unicast
+    graceful_shutdown: bool = False  # `bgp graceful-shutdown`
+    import_vrfs: list[str] = field(default_factory=list)  # `import vrf X` in IPv4 unicast (route leaking)
+    ipv4_default: bool = True  # `no bgp default ipv4-unicast` turns it off
+    ipv4: dict[str, bool] = field(default_factory=dict)  # `[no] neighbor X activate` in IPv4 unicast
     line: int = 0
-    lines: dict[tuple[str, str], int] = field(default_factory=dict)   # (address family, line's words) -> number
+    lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (address family, line's words) -> number
 
     def active(self) -> list[Neighbor]:
         """Neighbors that should come up: not shut down, nor in a shut-down peer-group."""
-        return [n for n in self.neighbors.values()
-                if not n.shutdown and not (n.peer_group in self.groups and self.groups[n.peer_group].shutdown)]
+        return [
+            n
+            for n in self.neighbors.values()
+            if not n.shutdown and not (n.peer_group in self.groups and self.groups[n.peer_group].shutdown)
+        ]
 
 
 @dataclass
 class Ospf:
     vrf: str = DEFAULT_VRF
-    opener: str = "router ospf"       # the line that opens it, as written (`router ospf vrf red`)
+    opener: str = "router ospf"  # the line that opens it, as written (`router ospf vrf red`)
     router_id: str | None = None
-    networks: list[tuple[str, str]] = field(default_factory=list)   # (prefix, area)
+    networks: list[tuple[str, str]] = field(default_factory=list)  # (prefix, area)
     passive_default: bool = False
     passive: set[str] = field(default_factory=set)
-    active: set[str] = field(default_factory=set)                    # `no passive-interface X`
-    areas: dict[str, str] = field(default_factory=dict)              # ospf6 (old form): interface -> area
+    active: set[str] = field(default_factory=set)  # `no passive-interface X`
+    areas: dict[str, str] = field(default_factory=dict)  # ospf6 (old form): interface -> area
 
 
 @dataclass(frozen=True)
@@ -104,22 +141,22 @@ class Static:
 
     prefix: str
     vrf: str
-    words: tuple[str, ...]     # as written, from `ip`/`ipv6` on (a `vrf X` at the end included)
+    words: tuple[str, ...]  # as written, from `ip`/`ipv6` on (a `vrf X` at the end included)
     line: int = 0
 
 
 @dataclass
 class FrrConfig:
     hostname: str | None = None
-    interfaces: dict[tuple[str, str], Interface] = field(default_factory=dict)   # (name, vrf)
+    interfaces: dict[tuple[str, str], Interface] = field(default_factory=dict)  # (name, vrf)
     bgp: list[Bgp] = field(default_factory=list)
     ospf: list[Ospf] = field(default_factory=list)
     ospf6: list[Ospf] = field(default_factory=list)
-    isis: dict[str, str] = field(default_factory=dict)       # tag -> VRF
+    isis: dict[str, str] = field(default_factory=dict)  # tag -> VRF
     vrfs: dict[str, int | None] = field(default_factory=dict)  # `vrf X` -> its `vni N`
-    statics: list[Static] = field(default_factory=list)       # `ip route` / `ipv6 route`
-    routers: set[str] = field(default_factory=set)             # `router X` kinds seen (bgp, ospf, rip...)
-    lines: dict[str, int] = field(default_factory=dict)        # `vrf X` and `vrf X vni N` -> their line numbers
+    statics: list[Static] = field(default_factory=list)  # `ip route` / `ipv6 route`
+    routers: set[str] = field(default_factory=set)  # `router X` kinds seen (bgp, ospf, rip...)
+    lines: dict[str, int] = field(default_factory=dict)  # `vrf X` and `vrf X vni N` -> their line numbers
 
     @property
     def static(self) -> bool:
@@ -140,8 +177,9 @@ class FrrConfig:
             covered = inst is not None and any(_covers(p, a) for p, _ in inst.networks for a in i.addresses)
             if i.ospf_area is None and not covered:
                 continue
-            passive = i.ospf_passive or (inst is not None and (name in inst.passive or (
-                inst.passive_default and name not in inst.active)))
+            passive = i.ospf_passive or (
+                inst is not None and (name in inst.passive or (inst.passive_default and name not in inst.active))
+            )
             out[(name, vrf)] = passive
         return out
 
@@ -157,8 +195,13 @@ class FrrConfig:
     def ospf_networks(self, name: str, vrf: str = DEFAULT_VRF) -> list[tuple[Ospf, str, str]]:
         """(instance, prefix, area) of every `network` statement that puts interface `name` in OSPF."""
         i = self.interfaces.get((name, vrf))
-        return [(o, p, area) for o in self.ospf if o.vrf == vrf for p, area in o.networks
-                if i is not None and any(_covers(p, a) for a in i.addresses)]
+        return [
+            (o, p, area)
+            for o in self.ospf
+            if o.vrf == vrf
+            for p, area in o.networks
+            if i is not None and any(_covers(p, a) for a in i.addresses)
+        ]
 
     def igp_prefixes(self, protocol: str) -> dict[tuple[str, str], list[str]]:
         """(interface, VRF) -> the prefixes (networks of its addresses) an IGP advertises of each of its
@@ -194,9 +237,9 @@ def _covers(prefix: str, cidr: str) -> bool:
 
 def parse(text: str) -> FrrConfig:
     cfg = FrrConfig()
-    block: list[str] = []       # the words of the line that opened the block
-    target: object = None       # what the block fills in
-    family: list[list[str]] = []   # open sub-blocks: `address-family ...`, then `vni N` inside EVPN
+    block: list[str] = []  # the words of the line that opened the block
+    target: object = None  # what the block fills in
+    family: list[list[str]] = []  # open sub-blocks: `address-family ...`, then `vni N` inside EVPN
     for number, raw in enumerate(text.splitlines(), 1):
         words = [] if raw.lstrip().startswith("!") else raw.split()
         if not words:
@@ -244,7 +287,7 @@ def _open(cfg: FrrConfig, words: list[str], number: int) -> object:
     cfg.routers.add(words[1])
     if words[1] == "bgp" and len(words) > 2 and words[2].isdigit():
         same = next((b for b in cfg.bgp if b.asn == int(words[2]) and b.vrf == vrf), None)
-        if same is None:   # a second block of one instance adds to it, as in FRR
+        if same is None:  # a second block of one instance adds to it, as in FRR
             same = Bgp(int(words[2]), vrf, line=number)
             cfg.bgp.append(same)
         return same
@@ -378,5 +421,5 @@ def _ospf(o: Ospf, w: list[str]) -> None:
         o.passive.add(w[1])
     elif w[:2] == ["no", "passive-interface"] and len(w) > 2:
         o.active.add(w[2])
-    elif w[0] == "interface" and "area" in w and len(w) > 3:     # ospf6, before FRR 8
+    elif w[0] == "interface" and "area" in w and len(w) > 3:  # ospf6, before FRR 8
         o.areas[w[1]] = w[3]

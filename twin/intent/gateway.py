@@ -6,14 +6,15 @@ route to each of the tenant's public addresses on this VTEP, which BGP announces
 Both ends are unnumbered: each points at the other's link-local address, whose
 MAC is a permanent neighbour, so nothing of it is advertised into EVPN.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from twin.topology.model import Fabric, Tenant
 
-NODE_SIDE = "169.254.100.1"     # the VRF's default route points here (the node's end)
-TENANT_SIDE = "169.254.100.2"   # the node's routes to public addresses point here (the tenant's end)
+NODE_SIDE = "169.254.100.1"  # the VRF's default route points here (the node's end)
+TENANT_SIDE = "169.254.100.2"  # the node's routes to public addresses point here (the tenant's end)
 DEFAULT = "0.0.0.0/0"
 
 
@@ -30,9 +31,9 @@ def public_name(l3vni: int) -> str:
 @dataclass(frozen=True)
 class Forward:
     proto: str
-    public: str          # public address:port ...
+    public: str  # public address:port ...
     port: int
-    host: str            # ... goes to this host's address:to
+    host: str  # ... goes to this host's address:to
     ip: str
     to: int
 
@@ -44,12 +45,12 @@ class GatewayIntent:
     tenant: str
     vrf: str
     l3vni: int
-    public: dict[str, str]                 # public address -> "pool" or the host that has it (1:1)
-    nat: dict[str, str]                    # local host -> the public address it goes out as
-    addresses: dict[str, str]              # local host -> its private address
-    out: tuple[str, ...]                   # subnets that may go out
+    public: dict[str, str]  # public address -> "pool" or the host that has it (1:1)
+    nat: dict[str, str]  # local host -> the public address it goes out as
+    addresses: dict[str, str]  # local host -> its private address
+    out: tuple[str, ...]  # subnets that may go out
     forwards: tuple[Forward, ...]
-    inside: tuple[str, ...] = ()           # local hosts that do not go out (their segment stays inside)
+    inside: tuple[str, ...] = ()  # local hosts that do not go out (their segment stays inside)
 
     @property
     def gateway(self) -> str:
@@ -73,12 +74,23 @@ def _gateway(fabric: Fabric, node: str, t: Tenant) -> GatewayIntent | None:
         return None
     local = [a for a in t.attachments if a.vtep == node and t.goes_out(a)]
     nat = {a.host: p for a in local if (p := t.public_of(a)) is not None}
-    forwards = tuple(Forward(f.proto, nat[f.host], f.port, f.host, a.ip, f.to)
-                     for f in t.internet.forwards for a in local if a.host == f.host)
-    return GatewayIntent(tenant=t.name, vrf=t.vrf, l3vni=t.l3vni, public=public, nat=nat,
-                         addresses={a.host: a.ip for a in local},
-                         out=tuple(t.segments[s].subnet for s in t.internet.segments), forwards=forwards,
-                         inside=tuple(a.host for a in t.attachments if a.vtep == node and not t.goes_out(a)))
+    forwards = tuple(
+        Forward(f.proto, nat[f.host], f.port, f.host, a.ip, f.to)
+        for f in t.internet.forwards
+        for a in local
+        if a.host == f.host
+    )
+    return GatewayIntent(
+        tenant=t.name,
+        vrf=t.vrf,
+        l3vni=t.l3vni,
+        public=public,
+        nat=nat,
+        addresses={a.host: a.ip for a in local},
+        out=tuple(t.segments[s].subnet for s in t.internet.segments),
+        forwards=forwards,
+        inside=tuple(a.host for a in t.attachments if a.vtep == node and not t.goes_out(a)),
+    )
 
 
 def public_routes(fabric: Fabric) -> dict[str, str]:

@@ -13,6 +13,7 @@ Converged, for such a node, means:
 Pure: (fabric, each node's files) in, frozen data out. The far end of a link is the topology's;
 a BGP neighbor given by address is named after the node whose config holds that address.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -27,8 +28,18 @@ from twin.topology.model import Fabric
 PROTOCOLS = {"bgp": "BGP", "ospf": "OSPF", "ospf6": "OSPFv3", "isis": "IS-IS"}
 DAEMON_OF = {"bgp": "bgpd", "ospf": "ospfd", "ospf6": "ospf6d", "isis": "isisd"}
 # what a config's `router X` (and static routes) need running: a daemons file made for a config
-ROUTER_DAEMONS = {"bgp": "bgpd", "ospf": "ospfd", "ospf6": "ospf6d", "isis": "isisd", "rip": "ripd",
-                  "ripng": "ripngd", "eigrp": "eigrpd", "babel": "babeld", "openfabric": "fabricd", "pim": "pimd"}
+ROUTER_DAEMONS = {
+    "bgp": "bgpd",
+    "ospf": "ospfd",
+    "ospf6": "ospf6d",
+    "isis": "isisd",
+    "rip": "ripd",
+    "ripng": "ripngd",
+    "eigrp": "eigrpd",
+    "babel": "babeld",
+    "openfabric": "fabricd",
+    "pim": "pimd",
+}
 _ENABLED = re.compile(r"^\s*(\w+d)=yes\b", re.M)
 
 
@@ -37,16 +48,17 @@ class Adjacency:
     """One adjacency a node's config declares: a BGP neighbor, or an IGP interface."""
 
     node: str
-    protocol: str            # bgp, ospf, ospf6, isis
-    where: str               # bgp: the neighbor (an address or an interface); IGPs: the interface
+    protocol: str  # bgp, ospf, ospf6, isis
+    where: str  # bgp: the neighbor (an address or an interface); IGPs: the interface
     vrf: str = frrconf.DEFAULT_VRF
-    peer: str = ""           # "node:port" of the far end, where it is known
+    peer: str = ""  # "node:port" of the far end, where it is known
 
     def __str__(self) -> str:
         what = "neighbor" if self.protocol == "bgp" else "on"
         vrf = f" (VRF {self.vrf})" if self.vrf != frrconf.DEFAULT_VRF else ""
         return f"{self.node}: {PROTOCOLS[self.protocol]} {what} {self.where}{vrf}" + (
-            f" to {self.peer}" if self.peer else "")
+            f" to {self.peer}" if self.peer else ""
+        )
 
 
 @dataclass(frozen=True)
@@ -57,9 +69,9 @@ class Route:
     node: str
     prefix: str
     vrf: str
-    protocol: str            # static, ospf, ospf6, isis
-    origin: str = ""         # "node:interface" it is learned from (the first, where several have it)
-    origins: tuple[str, ...] = ()   # every "node:interface" of the domain that has the prefix
+    protocol: str  # static, ospf, ospf6, isis
+    origin: str = ""  # "node:interface" it is learned from (the first, where several have it)
+    origins: tuple[str, ...] = ()  # every "node:interface" of the domain that has the prefix
 
     def __str__(self) -> str:
         vrf = f" in VRF {self.vrf}" if self.vrf != frrconf.DEFAULT_VRF else ""
@@ -71,11 +83,11 @@ class Route:
 @dataclass(frozen=True)
 class GenericIntent:
     node: str
-    daemons: tuple[str, ...]                 # every daemon that must run
+    daemons: tuple[str, ...]  # every daemon that must run
     adjacencies: tuple[Adjacency, ...]
-    notes: tuple[str, ...] = ()              # what in its files can never come up, said once
-    routes: tuple[Route, ...] = ()           # its static routes, and what its IGPs learn from its domain
-    vnis: dict[int, str] = field(default_factory=dict)   # L3VNI -> VRF (`vrf X` / `vni N`, EVPN on): up in zebra
+    notes: tuple[str, ...] = ()  # what in its files can never come up, said once
+    routes: tuple[Route, ...] = ()  # its static routes, and what its IGPs learn from its domain
+    vnis: dict[int, str] = field(default_factory=dict)  # L3VNI -> VRF (`vrf X` / `vni N`, EVPN on): up in zebra
 
     def protocols(self) -> set[str]:
         return {a.protocol for a in self.adjacencies}
@@ -104,9 +116,12 @@ def generic_intents(fabric: Fabric, files: Mapping[str, Mapping[str, str]]) -> d
         cfg = configs.get(name, frrconf.FrrConfig())
         enabled = daemons_enabled(files.get(name, {}).get("daemons", ""))
         adj = _bgp(name, cfg, fabric, owners) + _igps(name, cfg, fabric, configs)
-        notes = tuple(f"{name}: its frr.conf has {PROTOCOLS[p]} ({', '.join(a.where for a in adj if a.protocol == p)}) "
-                      f"but its daemons file does not enable {DAEMON_OF[p]}"
-                      for p in sorted({a.protocol for a in adj}) if DAEMON_OF[p] not in enabled)
+        notes = tuple(
+            f"{name}: its frr.conf has {PROTOCOLS[p]} ({', '.join(a.where for a in adj if a.protocol == p)}) "
+            f"but its daemons file does not enable {DAEMON_OF[p]}"
+            for p in sorted({a.protocol for a in adj})
+            if DAEMON_OF[p] not in enabled
+        )
         statics = [Route(name, network(st.prefix), st.vrf, "static") for st in cfg.statics]
         evpn = (bgp := cfg.default_bgp()) is not None and bgp.advertise_all_vni
         vnis = {vni: vrf for vrf, vni in cfg.vrfs.items() if vni} if evpn else {}
@@ -138,14 +153,20 @@ def _learned(intents: dict[str, GenericIntent], configs: dict[str, frrconf.FrrCo
                 for n in sorted(group):
                     own = {p for (_, v), ps in configs[n].igp_prefixes(proto).items() if v == vrf for p in ps}
                     own |= _connected(configs[n], vrf)
-                    out.setdefault(n, []).extend(Route(n, p, vrf, proto, o[0], tuple(o)) for p, o in origins.items()
-                                                 if p not in own)
+                    out.setdefault(n, []).extend(
+                        Route(n, p, vrf, proto, o[0], tuple(o)) for p, o in origins.items() if p not in own
+                    )
     return out
 
 
 def _connected(cfg: frrconf.FrrConfig, vrf: str) -> set[str]:
-    return {str(ipaddress.ip_interface(a).network) for (_, v), i in cfg.interfaces.items() if v == vrf
-            for a in i.addresses if frrconf.is_cidr(a)}
+    return {
+        str(ipaddress.ip_interface(a).network)
+        for (_, v), i in cfg.interfaces.items()
+        if v == vrf
+        for a in i.addresses
+        if frrconf.is_cidr(a)
+    }
 
 
 def _domains(intents: dict[str, GenericIntent], proto: str) -> dict[str, list[set[str]]]:
@@ -177,11 +198,13 @@ def _bgp(name: str, cfg: frrconf.FrrConfig, fabric: Fabric, owners: dict[str, st
     return out
 
 
-def _igps(name: str, cfg: frrconf.FrrConfig, fabric: Fabric,
-          configs: dict[str, frrconf.FrrConfig]) -> list[Adjacency]:
+def _igps(name: str, cfg: frrconf.FrrConfig, fabric: Fabric, configs: dict[str, frrconf.FrrConfig]) -> list[Adjacency]:
     """IGP interfaces of `name` whose link's far end runs the same protocol, neither side passive."""
-    readers = {"ospf": frrconf.FrrConfig.ospf_interfaces, "ospf6": frrconf.FrrConfig.ospf6_interfaces,
-               "isis": frrconf.FrrConfig.isis_interfaces}
+    readers = {
+        "ospf": frrconf.FrrConfig.ospf_interfaces,
+        "ospf6": frrconf.FrrConfig.ospf6_interfaces,
+        "isis": frrconf.FrrConfig.isis_interfaces,
+    }
     ports = fabric.nodes[name].ports_by_name
     out = []
     for proto, read in readers.items():
@@ -192,6 +215,6 @@ def _igps(name: str, cfg: frrconf.FrrConfig, fabric: Fabric,
                 continue
             theirs = read(configs[port.peer_node])
             far = next((p for (i, _), p in theirs.items() if i == port.peer_port), None)
-            if far is False:   # enabled there, and not passive
+            if far is False:  # enabled there, and not passive
                 out.append(Adjacency(name, proto, iface, vrf, f"{port.peer_node}:{port.peer_port}"))
     return out

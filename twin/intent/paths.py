@@ -13,6 +13,7 @@ Drained routers (graceful shutdown) are left out when `b` can be reached without
     paths.cover(fabric)                       # a few VTEP pairs whose paths cross all of that
     paths.crosses(fabric, "dpu2", "dpu1", "leaf1", "swp2")   # every path dpu2 -> dpu1 leaves leaf1 by swp2
 """
+
 from __future__ import annotations
 
 from twin.topology.model import Fabric
@@ -38,8 +39,7 @@ def next_hops(fabric: Fabric, src: str, dst: str) -> dict[str, tuple[str, ...]]:
         node = todo.pop()
         if node == dst or node in out:
             continue
-        ports = tuple(p.name for p in fabric.nodes[node].fabric_ports
-                      if dist.get(p.peer_node, -1) == dist[node] - 1)
+        ports = tuple(p.name for p in fabric.nodes[node].fabric_ports if dist.get(p.peer_node, -1) == dist[node] - 1)
         out[node] = ports
         todo += [fabric.nodes[node].ports_by_name[p].peer_node for p in ports]
     return out
@@ -97,8 +97,9 @@ def cover(fabric: Fabric) -> list[tuple[str, str]]:
     reach = {}
     for a, b in pairs:
         nh = next_hops(fabric, a, b)
-        reach[(a, b)] = {(n, p) for n, ports in nh.items() for p in ports} | {(n, "") for n, ps in nh.items()
-                                                                              if len(ps) > 1}
+        reach[(a, b)] = {(n, p) for n, ports in nh.items() for p in ports} | {
+            (n, "") for n, ps in nh.items() if len(ps) > 1
+        }
     chosen: list[tuple[str, str]] = []
     while want:
         best = max(pairs, key=lambda ab: (len(reach[ab] & want), hops[ab[0]].get(ab[1], 0), ab))
@@ -114,7 +115,7 @@ def crosses(fabric: Fabric, src: str, dst: str, node: str, port: str) -> bool:
     nh = next_hops(fabric, src, dst)
     memo: dict[str, bool] = {}
 
-    def every(x: str) -> bool:   # every path on from x crosses node:port
+    def every(x: str) -> bool:  # every path on from x crosses node:port
         if x == node:
             return nh.get(x) == (port,)
         if not nh.get(x):

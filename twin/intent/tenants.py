@@ -5,13 +5,14 @@ type-2: each remote host's MAC on a local segment, and a /32 to every remote hos
 type-5: a route to every tenant subnet that has no local segment, via the nearest VTEPs
         that own it, drains applied (graceful shutdown loses before AS-path length counts).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from twin.topology.model import Fabric, Tenant
 
-CONNECTED = "connected"   # a next hop of a VRF route: the VTEP's own segment
+CONNECTED = "connected"  # a next hop of a VRF route: the VTEP's own segment
 
 
 def vxlan_name(vni: int) -> str:
@@ -28,7 +29,7 @@ class SegmentIntent:
 
     name: str
     l2vni: int
-    remote_vteps: dict[str, str]                   # VTEP -> loopback: a flood entry each (type-3)
+    remote_vteps: dict[str, str]  # VTEP -> loopback: a flood entry each (type-3)
     remote_macs: tuple[tuple[str, str, str], ...]  # (MAC, host, VTEP) of remote hosts on it (type-2)
 
     @property
@@ -41,13 +42,13 @@ class TenantIntent:
     tenant: str
     vrf: str
     l3vni: int
-    segments: tuple[SegmentIntent, ...]            # local ones only
-    host_routes: dict[str, tuple[str, str]]        # remote host /32 -> (host, VTEP): type-2 MAC/IP
-    subnet_routes: dict[str, str]                  # remote-only subnet -> segment: type-5
-    routes: dict[str, frozenset[str]]              # the whole VRF: prefix -> next hops (CONNECTED or loopbacks)
-    allowed: frozenset[str]                        # prefixes the VRF may hold at all (any host, any segment)
-    loopbacks: dict[str, str]                      # VTEP -> loopback, of the tenant's VTEPs
-    evpn_counts: dict[str, int]                    # routes of the tenant in each VTEP's EVPN table, by type
+    segments: tuple[SegmentIntent, ...]  # local ones only
+    host_routes: dict[str, tuple[str, str]]  # remote host /32 -> (host, VTEP): type-2 MAC/IP
+    subnet_routes: dict[str, str]  # remote-only subnet -> segment: type-5
+    routes: dict[str, frozenset[str]]  # the whole VRF: prefix -> next hops (CONNECTED or loopbacks)
+    allowed: frozenset[str]  # prefixes the VRF may hold at all (any host, any segment)
+    loopbacks: dict[str, str]  # VTEP -> loopback, of the tenant's VTEPs
+    evpn_counts: dict[str, int]  # routes of the tenant in each VTEP's EVPN table, by type
 
     @property
     def vnis(self) -> set[int]:
@@ -57,28 +58,41 @@ class TenantIntent:
         """What `show evpn vni detail json` must say of each VNI (subset, FRR 8.4 and 10 normalised)."""
         out = {self.l3vni: {"vni": self.l3vni, "type": "L3", "vrf": self.vrf, "state": "Up"}}
         for s in self.segments:
-            out[s.l2vni] = {"vni": s.l2vni, "type": "L2", "vrf": self.vrf,
-                            "remoteVteps": sorted(s.remote_vteps.values())}
+            out[s.l2vni] = {
+                "vni": s.l2vni,
+                "type": "L2",
+                "vrf": self.vrf,
+                "remoteVteps": sorted(s.remote_vteps.values()),
+            }
         return out
 
 
 def tenant_intent(fabric: Fabric, node: str, t: Tenant) -> TenantIntent:
     lo = {v: fabric.loopback_of(v) for v in t.vteps()}
     segments = tuple(
-        SegmentIntent(name=s.name, l2vni=s.l2vni,
-                      remote_vteps={v: lo[v] for v in t.segment_vteps(s.name) if v != node},
-                      remote_macs=tuple((a.mac, a.host, a.vtep) for a in t.attachments
-                                        if a.segment == s.name and a.vtep != node))
-        for s in t.segments_on(node))
+        SegmentIntent(
+            name=s.name,
+            l2vni=s.l2vni,
+            remote_vteps={v: lo[v] for v in t.segment_vteps(s.name) if v != node},
+            remote_macs=tuple((a.mac, a.host, a.vtep) for a in t.attachments if a.segment == s.name and a.vtep != node),
+        )
+        for s in t.segments_on(node)
+    )
     local = {s.name for s in segments}
     hosts = {a.ip + "/32": (a.host, a.vtep) for a in t.attachments if a.vtep != node}
     subnets = {s.subnet: s.name for s in t.segments.values() if s.name not in local and t.segment_vteps(s.name)}
     return TenantIntent(
-        tenant=t.name, vrf=t.vrf, l3vni=t.l3vni, segments=segments, host_routes=hosts, subnet_routes=subnets,
-        routes=vrf_routes(fabric, node, t), loopbacks=lo,
-        allowed=frozenset({a.ip + "/32" for a in t.attachments}
-                          | {s.subnet for s in t.segments.values()}),
-        evpn_counts=evpn_counts(t))
+        tenant=t.name,
+        vrf=t.vrf,
+        l3vni=t.l3vni,
+        segments=segments,
+        host_routes=hosts,
+        subnet_routes=subnets,
+        routes=vrf_routes(fabric, node, t),
+        loopbacks=lo,
+        allowed=frozenset({a.ip + "/32" for a in t.attachments} | {s.subnet for s in t.segments.values()}),
+        evpn_counts=evpn_counts(t),
+    )
 
 
 def vrf_routes(fabric: Fabric, node: str, t: Tenant) -> dict[str, frozenset[str]]:
@@ -91,7 +105,7 @@ def vrf_routes(fabric: Fabric, node: str, t: Tenant) -> dict[str, frozenset[str]
     drained `node` itself gives everything it receives LOCAL_PREF 0: nothing changes."""
     lo = {n: fabric.loopback_of(n) for n in t.vteps()}
     drained = set() if fabric.nodes[node].drain else set(fabric.drained()) - {node}
-    near = fabric.hops(node)                  # BGP hops = AS-path length of what they originate
+    near = fabric.hops(node)  # BGP hops = AS-path length of what they originate
     around = fabric.hops(node, drained) if drained else near
     rank = {v: (0, around[v]) if v in around else (1, near.get(v, 99)) for v in t.vteps()}
     local = {s.name for s in t.segments_on(node)}
@@ -117,8 +131,9 @@ def evpn_routes(fabric: Fabric, t: Tenant) -> dict[tuple[tuple[int, str, str], f
     for a in t.attachments:
         seg, ip = t.segments[a.segment], a.ip
         out[((2, a.mac, lo[a.vtep]), frozenset({seg.l2vni}))] = f"type-2 MAC {a.mac} of {a.host} from {a.vtep}"
-        out[((2, f"{a.mac} {ip}", lo[a.vtep]), frozenset({seg.l2vni, t.l3vni}))] = \
+        out[((2, f"{a.mac} {ip}", lo[a.vtep]), frozenset({seg.l2vni, t.l3vni}))] = (
             f"type-2 MAC/IP {a.mac} {ip} of {a.host} from {a.vtep}"
+        )
     for s in t.segments.values():
         for v in t.segment_vteps(s.name):
             out[((3, lo[v], lo[v]), frozenset({s.l2vni}))] = f"type-3 of {s.name} (VNI {s.l2vni}) from {v}"

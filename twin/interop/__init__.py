@@ -8,6 +8,7 @@ One module per format, each pure (files in, files or text out):
 NVUE in and out is a package of its own, next on the data path (`twin.nvue`).
 Each module imports from the rest of twin only what sits before it on the data path.
 """
+
 from twin.interop.air_dot import export_air_dot
 from twin.interop.air_import import import_air, parse_roles
 from twin.interop.air_json import export_air_json
@@ -18,6 +19,23 @@ from twin.interop.doors import import_file
 from twin.interop.inventory import FORMATS, write
 from twin.interop.startscript import wait_then_exec
 
-__all__ = ["export_containerlab", "export_clabernetes", "export_air_json", "export_air_dot", "import_air",
-           "parse_roles", "Containerlab", "ClabContainer", "parse_inspect", "BINARIES", "FORMATS", "clone",
-           "doors", "find_binary", "import_file", "inventory", "wait_then_exec", "write"]
+__all__ = [
+    "export_containerlab",
+    "export_clabernetes",
+    "export_air_json",
+    "export_air_dot",
+    "import_air",
+    "parse_roles",
+    "Containerlab",
+    "ClabContainer",
+    "parse_inspect",
+    "BINARIES",
+    "FORMATS",
+    "clone",
+    "doors",
+    "find_binary",
+    "import_file",
+    "inventory",
+    "wait_then_exec",
+    "write",
+]

@@ -13,6 +13,7 @@ BlueField image we could check, so a DPU is a Cumulus VX router with function
 Air -> kinds: the role of a node is, first found: `roles` given by the user, its
 `function`, a generic (Linux server) `os`, the leading word of its name.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,13 +26,29 @@ from twin.topology.problems import dotted, listing, quoted
 
 CUMULUS_OS = "cumulus-vx-5.16.1"
 SERVER_OS = "generic/ubuntu2404"
-SWITCH_RESOURCES = {"cpu": 2, "memory": 4096, "storage": 10}   # memory MiB, storage GB, as Air's samples
+SWITCH_RESOURCES = {"cpu": 2, "memory": 4096, "storage": 10}  # memory MiB, storage GB, as Air's samples
 SERVER_RESOURCES = {"cpu": 2, "memory": 2048, "storage": 10}
-KIND_FUNCTION = {"host": "server"}          # every other kind is its own function
-FUNCTION_KIND = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", "server": "host", "host": "host",
-                 "internet": "internet"}
-NAME_KIND = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", "server": "host", "host": "host",
-             "srv": "host", "internet": "internet", "inet": "internet"}
+KIND_FUNCTION = {"host": "server"}  # every other kind is its own function
+FUNCTION_KIND = {
+    "spine": "spine",
+    "leaf": "leaf",
+    "tor": "leaf",
+    "dpu": "dpu",
+    "server": "host",
+    "host": "host",
+    "internet": "internet",
+}
+NAME_KIND = {
+    "spine": "spine",
+    "leaf": "leaf",
+    "tor": "leaf",
+    "dpu": "dpu",
+    "server": "host",
+    "host": "host",
+    "srv": "host",
+    "internet": "internet",
+    "inet": "internet",
+}
 # Air's out-of-band network's own nodes: left out, twin's management network stands in for them (each
 # switch's eth0 on a network of the lab's, the host at its gateway as Air's oob-mgmt-server is)
 OOB_FUNCTIONS = ("oob-switch", "oob-server")
@@ -42,7 +59,7 @@ class AirNode:
     name: str
     function: str | None = None
     os: str | None = None
-    resources: dict = field(default_factory=dict)   # cpu, memory, storage as Air gives them
+    resources: dict = field(default_factory=dict)  # cpu, memory, storage as Air gives them
 
 
 @dataclass(frozen=True)
@@ -56,7 +73,7 @@ class AirTopology:
     title: str
     nodes: dict[str, AirNode]
     links: tuple[tuple[AirEnd, AirEnd], ...]
-    lines: dict[tuple[str, str | int], int | None] = field(default_factory=dict)   # ("nodes", n), ("links", i)
+    lines: dict[tuple[str, str | int], int | None] = field(default_factory=dict)  # ("nodes", n), ("links", i)
 
 
 def from_fabric(fabric: Fabric) -> AirTopology:
@@ -64,8 +81,12 @@ def from_fabric(fabric: Fabric) -> AirTopology:
     nodes = {}
     for n in fabric.nodes.values():
         router = KINDS[n.kind].runs_frr
-        nodes[n.name] = AirNode(n.name, KIND_FUNCTION.get(n.kind, n.kind), CUMULUS_OS if router else SERVER_OS,
-                                dict(SWITCH_RESOURCES if router else SERVER_RESOURCES))
+        nodes[n.name] = AirNode(
+            n.name,
+            KIND_FUNCTION.get(n.kind, n.kind),
+            CUMULUS_OS if router else SERVER_OS,
+            dict(SWITCH_RESOURCES if router else SERVER_RESOURCES),
+        )
     links = tuple((AirEnd(link.a.node, link.a.port), AirEnd(link.b.node, link.b.port)) for link in fabric.links)
     return AirTopology(fabric.name, nodes, links)
 
@@ -84,14 +105,25 @@ def to_twin(air: AirTopology, source: str, roles: dict[str, str] | None = None, 
         if kind is None:
             problems.append(Problem(source, dotted(("nodes", n)), _no_kind(node), air.lines.get(("nodes", n))))
         kinds[n] = kind
-    problems += [Problem(source, "links", f"link {listing([_end(a)])} -- {listing([_end(b)])} names a node "
-                                          "the file does not define", air.lines.get(("links", i)))
-                 for i, (a, b) in enumerate(air.links) if a.node not in air.nodes or b.node not in air.nodes]
+    problems += [
+        Problem(
+            source,
+            "links",
+            f"link {listing([_end(a)])} -- {listing([_end(b)])} names a node the file does not define",
+            air.lines.get(("links", i)),
+        )
+        for i, (a, b) in enumerate(air.links)
+        if a.node not in air.nodes or b.node not in air.nodes
+    ]
     if problems:
         raise TopologyError(problems)
     links = [{"endpoints": [_end(a), _end(b)]} for a, b in air.links if a.node not in oob and b.node not in oob]
-    return {"name": name or lab_name(air.title), "description": f"imported from NVIDIA Air: {source}",
-            "nodes": {n: {"kind": k} for n, k in kinds.items()}, "links": links}
+    return {
+        "name": name or lab_name(air.title),
+        "description": f"imported from NVIDIA Air: {source}",
+        "nodes": {n: {"kind": k} for n, k in kinds.items()},
+        "links": links,
+    }
 
 
 def doc_lines(air: AirTopology, doc: dict) -> dict[tuple, int]:
@@ -99,7 +131,7 @@ def doc_lines(air: AirTopology, doc: dict) -> dict[tuple, int]:
     lines = {("nodes", n): air.lines.get(("nodes", n)) for n in doc["nodes"]}
     kept = iter(enumerate(doc["links"]))
     j, link = next(kept, (None, None))
-    for i, (a, b) in enumerate(air.links):      # doc's links are air's in order, the OOB network's left out
+    for i, (a, b) in enumerate(air.links):  # doc's links are air's in order, the OOB network's left out
         if link is not None and link["endpoints"] == [_end(a), _end(b)]:
             lines[("links", j)] = air.lines.get(("links", i))
             j, link = next(kept, (None, None))
@@ -127,10 +159,10 @@ def _end(e: AirEnd) -> str:
 
 
 def _no_kind(node: AirNode) -> str:
-    what = (f"function {quoted(node.function)}" if node.function else f"os {quoted(node.os)}" if node.os
-            else "no function")
-    return (f"{what} has no twin kind; give it one with --role {listing([node.name])}=KIND "
-            f"(kinds: {', '.join(KINDS)})")
+    what = (
+        f"function {quoted(node.function)}" if node.function else f"os {quoted(node.os)}" if node.os else "no function"
+    )
+    return f"{what} has no twin kind; give it one with --role {listing([node.name])}=KIND (kinds: {', '.join(KINDS)})"
 
 
 def _role_problems(air: AirTopology, roles: dict[str, str], source: str) -> list[Problem]:

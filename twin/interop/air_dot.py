@@ -8,6 +8,7 @@ A small parser reads exactly that (quoted or bare IDs, attribute lists,
 its line, instead of a general Graphviz library: nothing of DOT beyond this
 subset means anything to Air or twin, and twin's errors stay one style.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,16 +20,19 @@ from twin.topology import files
 from twin.topology.model import Fabric
 from twin.topology.problems import quoted
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<space>[ \t\r]+) | (?P<newline>\n) | (?P<comment>//[^\n]*|/\*.*?\*/|^\#[^\n]*)
   | (?P<string>"(?:[^"\\]|\\.)*") | (?P<edge>--|->) | (?P<id>[A-Za-z0-9_.]+) | (?P<punct>[{}\[\]=,;:])
-""", re.X | re.S | re.M)
+""",
+    re.X | re.S | re.M,
+)
 
 
 @dataclass(frozen=True)
 class Token:
-    kind: str   # string, id, edge, punct, end
-    text: str   # the value (unquoted for strings)
+    kind: str  # string, id, edge, punct, end
+    text: str  # the value (unquoted for strings)
     line: int
     column: int = 0
 
@@ -60,7 +64,7 @@ class _Bad(Exception):
 
 def tokens(text: str, source: str, limit: int = files.AIR_DOT.max_values) -> list[Token]:
     """The file's tokens, each with its line and column; at most `limit` of them."""
-    out, line, start, pos = [], 1, 0, 0       # start: where the current line starts
+    out, line, start, pos = [], 1, 0, 0  # start: where the current line starts
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
@@ -71,8 +75,11 @@ def tokens(text: str, source: str, limit: int = files.AIR_DOT.max_values) -> lis
         elif kind in ("id", "edge", "punct"):
             out.append(Token(kind, value, line, pos - start + 1))
         if len(out) > limit:
-            raise _Bad(f"the file holds more than {limit} names, values and punctuation: {files.AIR_DOT.values_hint}; "
-                       "it was not read further", out[-1])
+            raise _Bad(
+                f"the file holds more than {limit} names, values and punctuation: {files.AIR_DOT.values_hint}; "
+                "it was not read further",
+                out[-1],
+            )
         if "\n" in value:
             line += value.count("\n")
             start = pos + value.rindex("\n") + 1
@@ -85,16 +92,16 @@ class _Parser:
 
     def __init__(self, toks: list[Token], source: str):
         self.toks, self.i, self.source = toks, 0, source
-        self.attrs: dict[str, dict[str, str]] = {}     # node -> its attributes, in order of appearance
+        self.attrs: dict[str, dict[str, str]] = {}  # node -> its attributes, in order of appearance
         self.links: list[tuple[AirEnd, AirEnd]] = []
         self.defaults: dict[str, str] = {}
-        self.lines: dict[tuple[str, str | int], int | None] = {}    # ("nodes", name), ("links", i) -> line
+        self.lines: dict[tuple[str, str | int], int | None] = {}  # ("nodes", name), ("links", i) -> line
 
     def graph(self) -> AirTopology:
         if self._peek().text == "strict":
             self._next()
         if self._next().text not in ("graph", "digraph"):
-            raise _Bad("an Air DOT file starts with: graph \"Title\" {", self.toks[self.i - 1])
+            raise _Bad('an Air DOT file starts with: graph "Title" {', self.toks[self.i - 1])
         title = self._next().text if self._peek().kind in ("string", "id") else self.source
         self._expect("{")
         while not self._at("}"):
@@ -117,7 +124,7 @@ class _Parser:
             raise _Bad("subgraphs are not part of Air's DOT", first)
         elif self._at("="):
             self._next()
-            self._id()          # a graph attribute: nothing Air or twin reads
+            self._id()  # a graph attribute: nothing Air or twin reads
         else:
             self._node_or_edge(first)
 
@@ -127,7 +134,7 @@ class _Parser:
             self._next()
             ends.append(self._endpoint(self._id()))
         attrs = self._attrs() if self._at("[") else {}
-        for e in ends:        # a node exists once named, with the `node [...]` defaults of that moment
+        for e in ends:  # a node exists once named, with the `node [...]` defaults of that moment
             self.attrs.setdefault(e.node, dict(self.defaults))
             self.lines.setdefault(("nodes", e.node), first.line)
         if len(ends) == 1:
@@ -141,7 +148,7 @@ class _Parser:
         if self._at(":"):
             self._next()
             port = self._id().text
-            if self._at(":"):       # a compass point: no meaning for a link
+            if self._at(":"):  # a compass point: no meaning for a link
                 self._next()
                 self._id()
         return AirEnd(name.text, port)

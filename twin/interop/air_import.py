@@ -4,6 +4,7 @@ Owns choosing the format by the file's suffix and handing the parsed Air
 topology to twin.interop.air.to_twin; the result is a plain dict to write
 with yaml.safe_dump and load with twin.topology.load.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,9 @@ def import_air(path: str | Path, roles: dict[str, str] | None = None, name: str 
     return import_air_placed(path, roles, name)[0]
 
 
-def import_air_placed(path: str | Path, roles: dict[str, str] | None = None,
-                      name: str | None = None) -> tuple[dict, dict]:
+def import_air_placed(
+    path: str | Path, roles: dict[str, str] | None = None, name: str | None = None
+) -> tuple[dict, dict]:
     """`import_air`, and the line in the Air file of each node and link of the document."""
     air = read_air(path)
     doc = to_twin(air, str(path), roles=roles, name=name)
@@ -34,8 +36,7 @@ def read_air(path: str | Path) -> AirTopology:
     path = Path(path)
     parse = PARSERS.get(path.suffix.lower())
     if parse is None:
-        raise TopologyError([Problem(str(path), "", f"not an Air topology file: expected one of "
-                                                    f"{', '.join(PARSERS)}")])
+        raise TopologyError([Problem(str(path), "", f"not an Air topology file: expected one of {', '.join(PARSERS)}")])
     return parse(files.read(path, files.AIR_JSON if parse is parse_air_json else files.AIR_DOT), str(path))
 
 

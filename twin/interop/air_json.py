@@ -8,6 +8,7 @@ or name (twin.interop.air.role_of) unless `--role` gives it. `oob` (Air's
 management network: twin's own stands in for it) and `netq` (its NetQ server,
 with no twin counterpart) are not read; an `outbound` link (to the Internet) is refused.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,9 @@ def export_air_json(fabric: Fabric) -> str:
     """The fabric as an Air JSON topology file."""
     air = from_fabric(fabric)
     nodes = {n.name: {**n.resources, "os": n.os} for n in air.nodes.values()}
-    links = [[{"interface": a.interface, "node": a.node}, {"interface": b.interface, "node": b.node}]
-             for a, b in air.links]
+    links = [
+        [{"interface": a.interface, "node": a.node}, {"interface": b.interface, "node": b.node}] for a, b in air.links
+    ]
     doc = {"format": "JSON", "title": air.title, "ztp": None, "content": {"nodes": nodes, "links": links}}
     return json.dumps(doc, indent=4) + "\n"
 
@@ -36,7 +38,7 @@ def parse_air_json(text: str, source: str) -> AirTopology:
         doc, lines, found = json_safe.parse(text, files.AIR_JSON)
     except files.Refused as e:
         raise TopologyError([e.problem(source)]) from None
-    problems = Problems(source, lines)      # what JSON let through (duplicates, NaN) and the rest, together
+    problems = Problems(source, lines)  # what JSON let through (duplicates, NaN) and the rest, together
     problems.items += [Problem(source, dotted(place), message, line) for message, line, place in found]
     if not isinstance(doc, dict):
         problems.add((), f"an Air topology is a JSON object with nodes and links; got {kind_of(doc)}")
@@ -78,13 +80,18 @@ def _links(raw: object, at: Path_, problems: Problems) -> list[tuple[AirEnd, Air
         if isinstance(link, list) and any(isinstance(e, str) for e in link):
             problems.add(at + (i,), "an outbound link (to external networks) has no twin counterpart; remove it")
         elif isinstance(link, list) and len(link) == 2 and all(_end(e) for e in link):
-            out.append((AirEnd(link[0]["node"], link[0].get("interface")),
-                        AirEnd(link[1]["node"], link[1].get("interface"))))
+            out.append(
+                (AirEnd(link[0]["node"], link[0].get("interface")), AirEnd(link[1]["node"], link[1].get("interface")))
+            )
         else:
             problems.add(at + (i,), 'a link is [{"node", "interface"}, {"node", "interface"}], each a text')
     return out
 
 
 def _end(e: object) -> bool:
-    return (isinstance(e, dict) and isinstance(e.get("node"), str) and e["node"] != ""
-            and isinstance(e.get("interface"), (str, type(None))))
+    return (
+        isinstance(e, dict)
+        and isinstance(e.get("node"), str)
+        and e["node"] != ""
+        and isinstance(e.get("interface"), (str, type(None)))
+    )

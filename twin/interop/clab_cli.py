@@ -14,6 +14,7 @@ all read here:
   April 2025, and docs/cmd/inspect.md since).
 The fixtures in tests/golden/interop/clab-inspect/ are these documented outputs.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ from typing import Callable
 from twin.base.errors import TwinError
 from twin.interop.containerlab import PREFIX
 
-BINARIES = ("containerlab", "clab")   # the installer links `clab` to `containerlab`
+BINARIES = ("containerlab", "clab")  # the installer links `clab` to `containerlab`
 MISSING = "containerlab is not installed; twin's own runtime (--runtime docker) needs nothing"
 
 
@@ -36,7 +37,7 @@ class ClabContainer:
     node: str
     name: str
     container_id: str
-    state: str              # created, running, exited, ...
+    state: str  # created, running, exited, ...
     image: str = ""
 
 
@@ -98,7 +99,7 @@ def parse_inspect(output: str, lab: str, prefix: str = PREFIX) -> dict[str, Clab
 def _entries(output: str) -> list[dict]:
     """The container entries of any of the three shapes."""
     if not output.strip():
-        return []                      # older releases print nothing (and log "no containers found")
+        return []  # older releases print nothing (and log "no containers found")
     try:
         doc = json.loads(output)
     except json.JSONDecodeError as e:
@@ -118,7 +119,14 @@ def _container(entry: dict, lab: str, prefix: str) -> ClabContainer:
     name = str(entry.get("name", "")).lstrip("/")
     head = container_name(lab, "", prefix)
     if not name.startswith(head) or name == head:
-        raise TwinError(f"container {name!r} of lab {lab} is not named {container_name(lab, 'NODE', prefix)}; "
-                        f"was the lab deployed from another file than twin's export?")
-    return ClabContainer(node=name[len(head):], name=name, container_id=str(entry.get("container_id", "")),
-                         state=str(entry.get("state", "")), image=str(entry.get("image", "")))
+        raise TwinError(
+            f"container {name!r} of lab {lab} is not named {container_name(lab, 'NODE', prefix)}; "
+            f"was the lab deployed from another file than twin's export?"
+        )
+    return ClabContainer(
+        node=name[len(head) :],
+        name=name,
+        container_id=str(entry.get("container_id", "")),
+        state=str(entry.get("state", "")),
+        image=str(entry.get("image", "")),
+    )

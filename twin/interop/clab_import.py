@@ -20,6 +20,7 @@ reason: the rest of the management network (`clab_nodes.mgmt_notes`) and each no
 need. Kinds twin cannot run (SR Linux, cEOS...) are refused in one error that lists them and the
 way out: `--role leaf1=leaf,spine=spine` maps them to kinds twin renders configs for.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,11 +39,22 @@ from twin.topology.problems import Problems, listing, quoted
 from twin.topology.yaml_safe import read_yaml
 
 SUFFIXES = (".clab.yml", ".clab.yaml")
-OTHER_FORMATS = (".json", ".dot", ".gv")    # NVIDIA Air's
-RUNS = "linux"                        # the one containerlab kind twin runs as it is
-SPECIAL = ("host", "mgmt-net", "macvlan", "bridge", "ovs-bridge")   # endpoints that leave the lab
-NAME_WORDS = {"spine": "spine", "leaf": "leaf", "tor": "leaf", "dpu": "dpu", "client": "host", "host": "host",
-              "pc": "host", "server": "host", "srv": "host", "router": "router", "r": "router"}
+OTHER_FORMATS = (".json", ".dot", ".gv")  # NVIDIA Air's
+RUNS = "linux"  # the one containerlab kind twin runs as it is
+SPECIAL = ("host", "mgmt-net", "macvlan", "bridge", "ovs-bridge")  # endpoints that leave the lab
+NAME_WORDS = {
+    "spine": "spine",
+    "leaf": "leaf",
+    "tor": "leaf",
+    "dpu": "dpu",
+    "client": "host",
+    "host": "host",
+    "pc": "host",
+    "server": "host",
+    "srv": "host",
+    "router": "router",
+    "r": "router",
+}
 
 
 @dataclass
@@ -50,10 +62,10 @@ class Imported:
     """A containerlab lab in twin's terms."""
 
     source: str
-    doc: dict                                   # the twin topology document
-    configs: UserConfigs                        # the FRR files its nodes bind
+    doc: dict  # the twin topology document
+    configs: UserConfigs  # the FRR files its nodes bind
     notes: list[str] = field(default_factory=list)
-    lines: dict = field(default_factory=dict)   # the document's places -> the lines of the file it came from
+    lines: dict = field(default_factory=dict)  # the document's places -> the lines of the file it came from
 
 
 def is_clab(path: str | Path) -> bool:
@@ -69,8 +81,12 @@ def is_clab(path: str | Path) -> bool:
         data, _ = read_yaml(path)
     except TopologyError:
         return False
-    return isinstance(data, dict) and "nodes" not in data and isinstance(data.get("topology"), dict) \
+    return (
+        isinstance(data, dict)
+        and "nodes" not in data
+        and isinstance(data.get("topology"), dict)
         and "nodes" in data["topology"]
+    )
 
 
 def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str | None = None) -> Imported:
@@ -87,22 +103,27 @@ def import_clab(path: str | Path, roles: dict[str, str] | None = None, name: str
     problems.raise_if_any()
     nodes = {("nodes", t): lines.get(("topology", "nodes", n)) for n, t in out.names.items()}
     links = {("links", j): lines.get(("topology", "links", i)) for j, i in enumerate(out.link_at)}
-    return Imported(str(path), doc, UserConfigs(str(path), out.files, out.paths), out.notes,
-                    {k: v for k, v in [*nodes.items(), *links.items()] if v})
+    return Imported(
+        str(path),
+        doc,
+        UserConfigs(str(path), out.files, out.paths),
+        out.notes,
+        {k: v for k, v in [*nodes.items(), *links.items()] if v},
+    )
 
 
 class _Import:
     def __init__(self, path: Path, data: dict, topo: dict, problems: Problems, roles: dict[str, str]):
         self.path, self.data, self.topo, self.problems, self.roles = path, data, topo, problems, roles
-        self.base = path.parent                           # binds are read below it
+        self.base = path.parent  # binds are read below it
         self.nodes: dict[str, dict] = {n: (v if isinstance(v, dict) else {}) for n, v in topo["nodes"].items()}
-        self.names: dict[str, str] = {}                    # containerlab name -> twin name
-        self.link_at: list[int] = []                       # the file's index of each link of the document
+        self.names: dict[str, str] = {}  # containerlab name -> twin name
+        self.link_at: list[int] = []  # the file's index of each link of the document
         self.files: dict[str, dict[str, str]] = {}
         self.paths: dict[str, dict[str, str]] = {}
         self.notes: list[str] = []
-        self.left: dict[tuple[str, str], list[str]] = {}   # (field, why) -> nodes it is left out of
-        self.kinds: dict[str, str] = {}                    # containerlab name -> twin kind
+        self.left: dict[tuple[str, str], list[str]] = {}  # (field, why) -> nodes it is left out of
+        self.kinds: dict[str, str] = {}  # containerlab name -> twin kind
 
     # --- containerlab's inheritance ------------------------------------------------------------
     def level(self, where: str, key: str | None) -> dict:
@@ -114,8 +135,13 @@ class _Import:
 
     def kind_of(self, n: str) -> str:
         node, defaults = self.nodes[n], self.level("defaults", None)
-        return str(node.get("kind") or self.level("groups", node.get("group")).get("kind")
-                   or self.level("groups", defaults.get("group")).get("kind") or defaults.get("kind") or "")
+        return str(
+            node.get("kind")
+            or self.level("groups", node.get("group")).get("kind")
+            or self.level("groups", defaults.get("group")).get("kind")
+            or defaults.get("kind")
+            or ""
+        )
 
     def chain(self, n: str) -> list[dict]:
         """The levels of node `n`, most specific first: node, group, kind, defaults."""
@@ -140,16 +166,24 @@ class _Import:
         lab = self._lab_name(name)
         nodes = {}
         for n, kind in kinds.items():
-            ip = self.value(n, "mgmt-ipv4") if KINDS[kind].mgmt else None   # a router's management address
-            image = self.value(n, "image")   # run where the engine has it (`twin up --images`)
-            spec: dict = {"kind": kind, **({"image": str(image)} if image else {}),
-                          **({"exec": c} if (c := self.merged(n, "exec")) else {}),
-                          **({"mgmt_ipv4": str(ip)} if ip else {})}
+            ip = self.value(n, "mgmt-ipv4") if KINDS[kind].mgmt else None  # a router's management address
+            image = self.value(n, "image")  # run where the engine has it (`twin up --images`)
+            spec: dict = {
+                "kind": kind,
+                **({"image": str(image)} if image else {}),
+                **({"exec": c} if (c := self.merged(n, "exec")) else {}),
+                **({"mgmt_ipv4": str(ip)} if ip else {}),
+            }
             nodes[self.names[n]] = {**spec, **self._runtime(n, kind)}
         self._notes()
         mgmt = cn.mgmt_of(self.data.get("mgmt"), any("mgmt_ipv4" in x for x in nodes.values()), self.notes)
-        return {"name": lab, "description": f"imported from containerlab: {self.path}", **mgmt, "nodes": nodes,
-                "links": self._links()}
+        return {
+            "name": lab,
+            "description": f"imported from containerlab: {self.path}",
+            **mgmt,
+            "nodes": nodes,
+            "links": self._links(),
+        }
 
     def _names(self) -> None:
         taken: dict[str, str] = {}
@@ -158,15 +192,18 @@ class _Import:
             if why := check_node_name(twin):
                 self.problems.add(("topology", "nodes", n), f"{why} (twin names nodes so; rename it in the file)")
             elif twin in taken:
-                self.problems.add(("topology", "nodes", n), f"is {quoted(twin)} in twin, as {quoted(taken[twin])} is; "
-                                                            "rename one")
+                self.problems.add(
+                    ("topology", "nodes", n), f"is {quoted(twin)} in twin, as {quoted(taken[twin])} is; rename one"
+                )
             else:
                 taken[twin] = n
                 self.names[n] = twin
         renamed = [f"{listing([n])} is {t}" for n, t in self.names.items() if n != t]
         if renamed:
-            self.notes.append(f"node names as twin writes them (lowercase): {', '.join(renamed)}; "
-                              "commands take your spelling too (`twin exec LAB PC1`)")
+            self.notes.append(
+                f"node names as twin writes them (lowercase): {', '.join(renamed)}; "
+                "commands take your spelling too (`twin exec LAB PC1`)"
+            )
 
     def _kinds(self) -> dict[str, str]:
         """The twin kind of every node; the ones twin cannot run are refused together, with the way out."""
@@ -175,28 +212,43 @@ class _Import:
             kind, wanted = self.kind_of(n), self.roles.pop(n, None) or self.roles.pop(self.names.get(n, ""), None)
             if wanted is not None:
                 if wanted not in KINDS:
-                    self.problems.add(("topology", "nodes", n), f"--role {listing([n])}={listing([wanted])}: "
-                                                                f"unknown kind; kinds: {', '.join(KINDS)}")
+                    self.problems.add(
+                        ("topology", "nodes", n),
+                        f"--role {listing([n])}={listing([wanted])}: unknown kind; kinds: {', '.join(KINDS)}",
+                    )
                     continue
                 out[n] = wanted
             elif kind == RUNS:
                 out[n] = "router" if self._frr(n) else "host"
             else:
                 foreign.append(n)
-                self.problems.add(("topology", "nodes", n, "kind"),
-                                  f"{listing([kind]) if kind else 'no kind'}: twin cannot run it "
-                                  "(it runs FRR and Linux: containerlab's kind linux)")
+                self.problems.add(
+                    ("topology", "nodes", n, "kind"),
+                    f"{listing([kind]) if kind else 'no kind'}: twin cannot run it "
+                    "(it runs FRR and Linux: containerlab's kind linux)",
+                )
             if n in out and KINDS[out[n]].runs_frr:
                 self._configs(n, out[n])
-        self.problems.items += [Problem(str(self.path), f"--role {listing([r])}", f"no node named {quoted(r)}; nodes: "
-                                                                      f"{listing(self.nodes)}") for r in self.roles]
+        self.problems.items += [
+            Problem(
+                str(self.path), f"--role {listing([r])}", f"no node named {quoted(r)}; nodes: {listing(self.nodes)}"
+            )
+            for r in self.roles
+        ]
         if foreign:
             way = ",".join(f"{listing([n])}={_guess(n)}" for n in foreign)
-            self.problems.items.append(Problem(str(self.path), "", (
-                f"{len(foreign)} node(s) of kinds twin cannot run: "
-                + ", ".join(f"{listing([n])} ({listing([self.kind_of(n)])})" for n in foreign)
-                + f"; map them to twin's kinds, and twin renders their day-0 config: --role {way} "
-                f"(kinds: {', '.join(KINDS)})")))
+            self.problems.items.append(
+                Problem(
+                    str(self.path),
+                    "",
+                    (
+                        f"{len(foreign)} node(s) of kinds twin cannot run: "
+                        + ", ".join(f"{listing([n])} ({listing([self.kind_of(n)])})" for n in foreign)
+                        + f"; map them to twin's kinds, and twin renders their day-0 config: --role {way} "
+                        f"(kinds: {', '.join(KINDS)})"
+                    ),
+                )
+            )
         return {n: k for n, k in out.items() if n in self.names}
 
     def _binds(self, n: str) -> dict[str, tuple[str, str]]:
@@ -216,10 +268,13 @@ class _Import:
         try:
             p = Path(src).expanduser()
             rel = p.relative_to(self.base.absolute()) if p.is_absolute() else p
-        except (RuntimeError, ValueError):     # ~user unknown; a path outside the directory
-            self.problems.add(("topology", "nodes", n, "binds"), f"{quoted(src)} is outside the directory of the "
-                              f"containerlab file ({self.base}): twin reads the files a lab binds below it only; "
-                              "copy the file there")
+        except (RuntimeError, ValueError):  # ~user unknown; a path outside the directory
+            self.problems.add(
+                ("topology", "nodes", n, "binds"),
+                f"{quoted(src)} is outside the directory of the "
+                f"containerlab file ({self.base}): twin reads the files a lab binds below it only; "
+                "copy the file there",
+            )
             return None
         return str(rel)
 
@@ -230,14 +285,16 @@ class _Import:
         src = src.replace("__clabNodeDir__", f"{lab}/{n}").replace("__clabDir__", lab)
         try:
             p = Path(src).expanduser()
-        except RuntimeError:               # ~user unknown: the path as written, found missing
+        except RuntimeError:  # ~user unknown: the path as written, found missing
             p = Path(src)
         return (p if p.is_absolute() else self.base / p).absolute()
 
     def _frr(self, n: str) -> bool:
         binds = self._binds(n)
-        return any(d == FRR_DIR or d.startswith(FRR_DIR + "/") for d in binds) or "frr" in str(
-            self.value(n, "image") or "").lower()
+        return (
+            any(d == FRR_DIR or d.startswith(FRR_DIR + "/") for d in binds)
+            or "frr" in str(self.value(n, "image") or "").lower()
+        )
 
     def _configs(self, n: str, kind: str) -> None:
         """The FRR files node `n` binds: frr.conf and daemons (or /etc/frr as a whole); else its
@@ -247,12 +304,17 @@ class _Import:
         found = {f: self._source(binds[dst][0], n) for dst, f in wanted.items() if dst in binds}
         d = self._source(binds[FRR_DIR][0], n) if FRR_DIR in binds else None
         if d is not None:
-            found.update({f: f"{d}/{f}" for f in (FRR_CONF, DAEMONS)
-                          if found.get(f) is None and inputs.exists(f"{d}/{f}", self.base)})
-        startup = self.value(n, "startup-config") if self.kind_of(n) == RUNS else None   # else: a NOS's config
+            found.update(
+                {
+                    f: f"{d}/{f}"
+                    for f in (FRR_CONF, DAEMONS)
+                    if found.get(f) is None and inputs.exists(f"{d}/{f}", self.base)
+                }
+            )
+        startup = self.value(n, "startup-config") if self.kind_of(n) == RUNS else None  # else: a NOS's config
         if FRR_CONF not in found and isinstance(startup, str) and "\n" not in startup:
             found[FRR_CONF] = self._source(startup, n)
-        elif FRR_CONF not in found and isinstance(startup, str) and twin:   # the config itself, inline
+        elif FRR_CONF not in found and isinstance(startup, str) and twin:  # the config itself, inline
             self.files.setdefault(twin, {})[FRR_CONF] = startup
             self.paths.setdefault(twin, {})[FRR_CONF] = f"{self.path} (startup-config of {n})"
         for f, rel in found.items():
@@ -261,15 +323,19 @@ class _Import:
             try:
                 text = inputs.read_text(rel, FORMATS[f], self.base)
             except inputs.Refused as e:
-                self.problems.add(("topology", "nodes", n, "binds"), f"{quoted(str(self.base / rel))}: {e.message}"
-                                  + (f" (line {e.line})" if e.line else ""))
+                self.problems.add(
+                    ("topology", "nodes", n, "binds"),
+                    f"{quoted(str(self.base / rel))}: {e.message}" + (f" (line {e.line})" if e.line else ""),
+                )
                 continue
             if twin:
                 self.files.setdefault(twin, {})[f] = text
                 self.paths.setdefault(twin, {})[f] = str(self.base / rel)
         if (found or startup) and not KINDS[kind].user_config:
-            self.notes.append(f"{listing([n])}: its bound FRR files are the config of a {kind}: twin judges it by the "
-                              "topology's intent")
+            self.notes.append(
+                f"{listing([n])}: its bound FRR files are the config of a {kind}: twin judges it by the "
+                "topology's intent"
+            )
 
     def _runtime(self, n: str, kind: str) -> dict:
         """Node `n`'s binds (but an FRR node's config), cmd, entrypoint and env, as twin fields."""
@@ -280,8 +346,10 @@ class _Import:
             if k.runs_frr and cn.is_config_target(dst):
                 binds += cn.directory_binds(p, opts) if dst == FRR_DIR else []
             elif not p.exists():
-                self.problems.add(("topology", "nodes", n, "binds"), f"{src}:{dst}: {p} does not exist "
-                                                                     "(containerlab refuses a missing source too)")
+                self.problems.add(
+                    ("topology", "nodes", n, "binds"),
+                    f"{src}:{dst}: {p} does not exist (containerlab refuses a missing source too)",
+                )
             else:
                 binds.append(cn.bind_text(p, dst, opts))
         if binds:
@@ -289,16 +357,20 @@ class _Import:
         for key in ("cmd", "entrypoint"):
             value = self.value(n, key)
             if value and k.start is not None:
-                self.left.setdefault((key, "an FRR node runs twin's command, which starts FRR once it is "
-                                            "wired"), []).append(n)
+                self.left.setdefault(
+                    (key, "an FRR node runs twin's command, which starts FRR once it is wired"), []
+                ).append(n)
             elif value:
                 out[key] = str(value)
         if self.value(n, "startup-config") and self.kind_of(n) != RUNS:
-            self.left.setdefault(("startup-config", f"a config of {self.kind_of(n)}, not FRR's: twin renders the "
-                                                    "node's day-0 config"), []).append(n)
+            self.left.setdefault(
+                ("startup-config", f"a config of {self.kind_of(n)}, not FRR's: twin renders the node's day-0 config"),
+                [],
+            ).append(n)
         elif self.value(n, "startup-config") and not k.runs_frr:
-            self.left.setdefault(("startup-config", "a Linux host has none (containerlab ignores it for kind "
-                                                    "linux)"), []).append(n)
+            self.left.setdefault(
+                ("startup-config", "a Linux host has none (containerlab ignores it for kind linux)"), []
+            ).append(n)
         env = self._env(n)
         if env:
             out["env"] = env
@@ -345,14 +417,21 @@ class _Import:
             at = ("topology", "links", i)
             if ends is None:
                 kind = link.get("type") if isinstance(link, dict) else None
-                self.problems.add(at, f"a link of type {quoted(kind)} leaves the lab or is not a veth pair: twin "
-                                      "wires veth pairs between its nodes only" if kind else
-                                      "not a link: expected endpoints: [\"node:interface\", \"node:interface\"]")
+                self.problems.add(
+                    at,
+                    f"a link of type {quoted(kind)} leaves the lab or is not a veth pair: twin "
+                    "wires veth pairs between its nodes only"
+                    if kind
+                    else 'not a link: expected endpoints: ["node:interface", "node:interface"]',
+                )
                 continue
             special = [n for n, _ in ends if n in SPECIAL or n not in self.nodes]
             if special:
-                why = ("the host, a management network, a macvlan or a bridge: twin wires its nodes only"
-                       if special[0] in SPECIAL else "no such node")
+                why = (
+                    "the host, a management network, a macvlan or a bridge: twin wires its nodes only"
+                    if special[0] in SPECIAL
+                    else "no such node"
+                )
                 self.problems.add(at, f"endpoint {quoted(special[0])} is not a node of the lab ({why})")
                 continue
             if any(n not in self.names for n, _ in ends):
@@ -365,8 +444,10 @@ class _Import:
         return out
 
     def _notes(self) -> None:
-        self.notes += cn.mgmt_notes([n for n in self.names if self.value(n, "mgmt-ipv6")], [
-            n for n, k in self.kinds.items() if self.value(n, "mgmt-ipv4") and not KINDS[k].mgmt])
+        self.notes += cn.mgmt_notes(
+            [n for n in self.names if self.value(n, "mgmt-ipv6")],
+            [n for n, k in self.kinds.items() if self.value(n, "mgmt-ipv4") and not KINDS[k].mgmt],
+        )
         for n in self.names:
             for key in sorted({k for lvl in self.chain(n) for k in lvl} - cn.CARRIED):
                 self.left.setdefault((key, cn.left_out_reason(key)), []).append(n)
@@ -382,7 +463,7 @@ def _endpoints(link: object) -> list[tuple[str, str]] | None:
         return None
     out: list[tuple[str, str]] = []
     for ep in eps:
-        if isinstance(ep, str) and len(parts := ep.split(":", 1)) == 2:   # NODE:INTERFACE
+        if isinstance(ep, str) and len(parts := ep.split(":", 1)) == 2:  # NODE:INTERFACE
             out.append((parts[0], parts[1]))
         elif isinstance(ep, dict) and ep.get("node") and ep.get("interface"):
             out.append((str(ep["node"]), str(ep["interface"])))

@@ -15,6 +15,7 @@ Carried (`twin.topology.noderun` checks them as a twin topology's fields):
   the file gives none; the network itself is twin's own, `twin-<lab>-mgmt`).
 Every other field is named with its reason (`LEFT_OUT`, `mgmt_notes`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,21 @@ from pathlib import Path
 from twin.kinds.base import FRR_DIR
 
 CONFIG_FILES = ("frr.conf", "daemons")
-CARRIED = {"kind", "group", "image", "binds", "exec", "type", "cmd", "entrypoint", "env", "env-files",
-           "startup-config", "mgmt-ipv4", "mgmt-ipv6"}   # mgmt-ipv4: a router's mgmt_ipv4 (mgmt-ipv6: said once)
+CARRIED = {
+    "kind",
+    "group",
+    "image",
+    "binds",
+    "exec",
+    "type",
+    "cmd",
+    "entrypoint",
+    "env",
+    "env-files",
+    "startup-config",
+    "mgmt-ipv4",
+    "mgmt-ipv6",
+}  # mgmt-ipv4: a router's mgmt_ipv4 (mgmt-ipv6: said once)
 _NOS = "a setting of network OS kinds twin does not run"
 _LIMITS = "twin gives each kind its own limits (memory, tasks), so one node cannot take this host down"
 _ORDER = "twin orders the bring-up itself: nodes wired, configured, then the convergence barrier"
@@ -36,17 +50,28 @@ LEFT_OUT = {
     "privileged": "twin never runs a node privileged (and a host like this one refuses it)",
     "security-opts": "twin never loosens a node's confinement",
     "devices": "twin gives a node no device of this host",
-    "memory": _LIMITS, "cpu": _LIMITS, "cpu-set": _LIMITS, "shm-size": _LIMITS,
+    "memory": _LIMITS,
+    "cpu": _LIMITS,
+    "cpu-set": _LIMITS,
+    "shm-size": _LIMITS,
     "user": "nodes run as root: twin's commands in a node and FRR's daemons need it",
     "labels": "twin labels its containers with its own (twin.lab, twin.node) to find what a lab owns",
     "hostname": "a node's hostname is its name",
     "restart-policy": "twin owns the containers' life (`twin down` removes them)",
     "auto-remove": "twin owns the containers' life (`twin down` removes them)",
-    "healthcheck": _ORDER, "stages": _ORDER, "wait-for": _ORDER, "startup-delay": _ORDER,
+    "healthcheck": _ORDER,
+    "stages": _ORDER,
+    "wait-for": _ORDER,
+    "startup-delay": _ORDER,
     "runtime": "twin runs its nodes on Docker",
     "aliases": "a node's one name on the management network is twin-<lab>-<node>",
-    "license": _NOS, "components": _NOS, "certificate": _NOS, "enforce-startup-config": _NOS,
-    "suppress-startup-config": _NOS, "credentials": _NOS, "config": _NOS,
+    "license": _NOS,
+    "components": _NOS,
+    "certificate": _NOS,
+    "enforce-startup-config": _NOS,
+    "suppress-startup-config": _NOS,
+    "credentials": _NOS,
+    "config": _NOS,
     "image-pull-policy": "twin pulls no image: a node runs its own where the engine has it (`twin up --images`)",
 }
 OTHERWISE = "no meaning for twin's nodes"
@@ -69,8 +94,11 @@ def directory_binds(d: Path, options: str) -> list[str]:
     """The entries of a directory bound on /etc/frr, other than the config, bound one by one."""
     if not d.is_dir():
         return []
-    return [bind_text(p.absolute(), f"{FRR_DIR}/{p.name}", options) for p in sorted(d.iterdir())
-            if p.name not in CONFIG_FILES]
+    return [
+        bind_text(p.absolute(), f"{FRR_DIR}/{p.name}", options)
+        for p in sorted(d.iterdir())
+        if p.name not in CONFIG_FILES
+    ]
 
 
 def env_text(value: object) -> str:
@@ -94,7 +122,7 @@ def parse_env(text: str) -> dict[str, str]:
     return out
 
 
-CLAB_SUBNET = "172.20.20.0/24"        # containerlab's management subnet when a file gives none
+CLAB_SUBNET = "172.20.20.0/24"  # containerlab's management subnet when a file gives none
 
 
 def mgmt_of(given: object, pinned: bool, notes: list[str]) -> dict:
@@ -104,17 +132,26 @@ def mgmt_of(given: object, pinned: bool, notes: list[str]) -> dict:
     out = {k: str(given[c]) for k, c in (("subnet", "ipv4-subnet"), ("gateway", "ipv4-gw")) if given.get(c)}
     if "subnet" not in out and pinned:
         out["subnet"] = CLAB_SUBNET
-        notes.append(f"nodes pin their management address and the file gives no subnet: containerlab's default "
-                     f"{CLAB_SUBNET}")
+        notes.append(
+            f"nodes pin their management address and the file gives no subnet: containerlab's default {CLAB_SUBNET}"
+        )
     rest = sorted(set(given) - {"ipv4-subnet", "ipv4-gw"})
     if rest:
-        notes.append(f"mgmt: {', '.join(rest)} left out: the management network is twin's own (an internal Docker "
-                     "network, IPv4), named after the lab")
+        notes.append(
+            f"mgmt: {', '.join(rest)} left out: the management network is twin's own (an internal Docker "
+            "network, IPv4), named after the lab"
+        )
     return {"mgmt": out} if out else {}
 
 
 def mgmt_notes(v6: list[str], hosts: list[str]) -> list[str]:
     """What of the nodes' management addresses is left out: IPv6 ones, and hosts' (`v6`, `hosts`: nodes)."""
     out = [f"mgmt-ipv6 of {', '.join(v6)} is left out: twin's management network is IPv4"] if v6 else []
-    return out + ([f"mgmt-ipv4 of {', '.join(hosts)} is left out: a twin host has no management port (a tenant's "
-                   "workload; `twin exec LAB NODE -- CMD` reaches it)"] if hosts else [])
+    return out + (
+        [
+            f"mgmt-ipv4 of {', '.join(hosts)} is left out: a twin host has no management port (a tenant's "
+            "workload; `twin exec LAB NODE -- CMD` reaches it)"
+        ]
+        if hosts
+        else []
+    )

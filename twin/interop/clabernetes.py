@@ -11,6 +11,7 @@ links into VXLAN tunnels between pods. A node on the management network publishe
 and NVUE API (8765) ports, which Clabernetes exposes as a ClusterIP service per node (and only
 those: `disableAutoExpose`); a lab without one exposes nothing.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,30 +29,47 @@ from twin.kinds import NVUE_PORT, SSH_PORT
 from twin.topology.model import Fabric
 
 API_VERSION = "clabernetes.containerlab.dev/v1alpha1"
-CONFIGMAP_MAX = 1024 * 1024              # bytes a ConfigMap may hold (etcd's limit)
-_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")   # what a ConfigMap key may be
+CONFIGMAP_MAX = 1024 * 1024  # bytes a ConfigMap may hold (etcd's limit)
+_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")  # what a ConfigMap key may be
 MGMT_PORTS = (SSH_PORT, NVUE_PORT)
 
 
-def export_clabernetes(fabric: Fabric, files: Files, out_dir: Path, *, image: str, backend: Backend = DEFAULT_BACKEND,
-                       namespace: str | None = None, say: Callable[[str], None] = lambda _: None) -> Path:
+def export_clabernetes(
+    fabric: Fabric,
+    files: Files,
+    out_dir: Path,
+    *,
+    image: str,
+    backend: Backend = DEFAULT_BACKEND,
+    namespace: str | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> Path:
     """Write `<out_dir>/<lab>.clabernetes.yml`; returns its path. Arguments as for export_containerlab."""
     docs = build_clabernetes(fabric, files, image=image, backend=backend, namespace=namespace, say=say)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{fabric.name}.clabernetes.yml"
-    head = (f"# Clabernetes manifests of twin lab {fabric.name}: one ConfigMap per node, then the Topology.\n"
-            f"# kubectl apply -f {path.name}\n")
+    head = (
+        f"# Clabernetes manifests of twin lab {fabric.name}: one ConfigMap per node, then the Topology.\n"
+        f"# kubectl apply -f {path.name}\n"
+    )
     path.write_text(head + yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False))
     return path
 
 
-def build_clabernetes(fabric: Fabric, files: Files, *, image: str, backend: Backend = DEFAULT_BACKEND,
-                      namespace: str | None = None, say: Callable[[str], None] = lambda _: None) -> list[dict]:
+def build_clabernetes(
+    fabric: Fabric,
+    files: Files,
+    *,
+    image: str,
+    backend: Backend = DEFAULT_BACKEND,
+    namespace: str | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> list[dict]:
     """The manifests (pure): ConfigMaps first, so they exist when the Topology's pods mount them."""
     lab = build_containerlab(fabric, files, image=image, backend=backend)
     managed = [n.name for n in fabric.managed() if n.mgmt]
-    for n in managed:   # what a switch serves on its management address, exposed as the cluster's services
+    for n in managed:  # what a switch serves on its management address, exposed as the cluster's services
         lab.topology["topology"]["nodes"][n]["ports"] = [f"{p}:{p}" for p in MGMT_PORTS]
     for note in lab.notes:
         say(f"{note}; in a pod, that path is the Kubernetes node's")
@@ -80,8 +98,12 @@ def configmap(lab: ClabLab, node: str, namespace: str | None) -> dict:
             text[k] = v.decode("utf-8")
         except UnicodeDecodeError:
             binary[k] = base64.b64encode(v).decode()
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(lab.name, node), namespace),
-            "data": text} | ({"binaryData": binary} if binary else {})
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(configmap_name(lab.name, node), namespace),
+        "data": text,
+    } | ({"binaryData": binary} if binary else {})
 
 
 def topology(lab: ClabLab, namespace: str | None, managed: bool = False) -> dict:
@@ -101,9 +123,15 @@ def topology(lab: ClabLab, namespace: str | None, managed: bool = False) -> dict
 
 def mounts(lab: ClabLab, node: str) -> list[dict]:
     """Every file of `node` at `<node>/<file>`, relative to the launcher's topology, as the binds name it."""
-    return [{"filePath": f"{node}/{name}", "configMapName": configmap_name(lab.name, node), "configMapPath": name,
-             "mode": "execute" if (node, name) in lab.executable else "read"}
-            for name in lab.files[node]]
+    return [
+        {
+            "filePath": f"{node}/{name}",
+            "configMapName": configmap_name(lab.name, node),
+            "configMapPath": name,
+            "mode": "execute" if (node, name) in lab.executable else "read",
+        }
+        for name in lab.files[node]
+    ]
 
 
 def _meta(name: str, namespace: str | None) -> dict:

@@ -20,6 +20,7 @@ which tier is the spine when no ASN is shared, a device more than two tiers belo
 spines, a VRF's segments and hosts (they live in the devices' interface config, not in
 frr.conf: the tenant is written without them, and a note says what to add).
 """
+
 from __future__ import annotations
 
 import re
@@ -35,7 +36,7 @@ from twin.topology import files as inputs
 from twin.topology.names import check_lab_name, check_node_name
 from twin.topology.problems import listing
 
-TIERS = ("spine", "leaf", "dpu")     # by hops below the spines
+TIERS = ("spine", "leaf", "dpu")  # by hops below the spines
 
 
 @dataclass
@@ -58,12 +59,12 @@ def clone(d: str | Path, roles: dict[str, str] | None = None, name: str | None =
     unreadable = False
     try:
         raw = read_dir(d)
-    except TopologyError as e:          # every problem at once: the neighbour files are read too
+    except TopologyError as e:  # every problem at once: the neighbour files are read too
         c.problems += e.problems
         raw, unreadable = UserConfigs(str(d)), True
     c.configs(raw)
     c.cables()
-    if unreadable or c.unread:          # what would be inferred without a file could only mislead
+    if unreadable or c.unread:  # what would be inferred without a file could only mislead
         raise TopologyError(c.problems)
     doc = c.document(name)
     if c.problems:
@@ -80,20 +81,26 @@ class _Clone:
         self.paths: dict[str, dict[str, str]] = {}
         self.parsed: dict[str, frrconf.FrrConfig] = {}
         self.links: list[tuple[tuple[str, str], tuple[str, str]]] = []
-        self.unread = 0                 # neighbour files that could not be read
+        self.unread = 0  # neighbour files that could not be read
 
     def configs(self, raw: UserConfigs) -> None:
         for dev, files in raw.files.items():
             node = norm(dev)
             if check_node_name(node):
-                self.problems.append(Problem(raw.path(dev, next(iter(files))), "", f"device {dev!r}: "
-                                             f"{check_node_name(node)}; rename its file"))
+                self.problems.append(
+                    Problem(
+                        raw.path(dev, next(iter(files))),
+                        "",
+                        f"device {dev!r}: {check_node_name(node)}; rename its file",
+                    )
+                )
                 continue
             self.files[node], self.paths[node] = dict(files), dict(raw.paths[dev])
             self.parsed[node] = frrconf.parse(files.get(FRR_CONF, ""))
         if not self.files and not self.problems:
-            self.problems.append(Problem(str(self.d), "", "no device configs: expected <device>/frr.conf or "
-                                                          "<device>.conf"))
+            self.problems.append(
+                Problem(str(self.d), "", "no device configs: expected <device>/frr.conf or <device>.conf")
+            )
 
     def cables(self) -> None:
         found: list[neighbors.Cable] = []
@@ -110,13 +117,21 @@ class _Clone:
             found += got
             self.problems += problems
         known = set(self.files)
-        placed = [neighbors.Cable(self.node(c.device, known), c.port, self.node(c.peer, known), c.peer_port, c.source)
-                  for c in found]
+        placed = [
+            neighbors.Cable(self.node(c.device, known), c.port, self.node(c.peer, known), c.peer_port, c.source)
+            for c in found
+        ]
         self.links, problems = neighbors.links(placed)
         self.problems += problems
         if not self.links and not self.unread:
-            self.problems.append(Problem(str(self.d), "", "no neighbour data: expected <device>/lldp.json "
-                                                          "(`lldpctl -f json`) or a CSV of device,port,peer,peer_port"))
+            self.problems.append(
+                Problem(
+                    str(self.d),
+                    "",
+                    "no neighbour data: expected <device>/lldp.json "
+                    "(`lldpctl -f json`) or a CSV of device,port,peer,peer_port",
+                )
+            )
 
     def _neighbour_files(self) -> list[tuple[str, str | None]]:
         """(path relative to the directory, device or None for a CSV of every device's cables)."""
@@ -144,9 +159,15 @@ class _Clone:
         vteps = [n for n in self.files if (b := self.parsed[n].default_bgp()) and b.advertise_all_vni]
         tiers = sorted({nodes[n]["kind"] for n in vteps if n in nodes})
         if len(tiers) > 1 or (tiers and not KINDS[tiers[0]].can_be_vtep):
-            self.problems.append(Problem(str(self.d), "", f"the VTEPs (advertise-all-vni: {listing(vteps)}) are of "
-                                                          f"kinds {', '.join(tiers)}: twin's VTEPs are one tier, "
-                                                          "the leafs or the DPUs; give --role"))
+            self.problems.append(
+                Problem(
+                    str(self.d),
+                    "",
+                    f"the VTEPs (advertise-all-vni: {listing(vteps)}) are of "
+                    f"kinds {', '.join(tiers)}: twin's VTEPs are one tier, "
+                    "the leafs or the DPUs; give --role",
+                )
+            )
         elif tiers:
             doc["vtep"] = tiers[0]
             self.notes.append(f"VTEPs (advertise-all-vni): {listing(vteps)}, so the fabric's VTEP tier is {tiers[0]}")
@@ -155,8 +176,10 @@ class _Clone:
         tenants = self.tenants(vteps)
         if tenants:
             doc["tenants"] = tenants
-        self.notes.append("MTUs are twin's defaults (fabric 9000, hosts 8950): neither frr.conf nor the neighbour "
-                          "data carries them; set `mtu` on links that differ")
+        self.notes.append(
+            "MTUs are twin's defaults (fabric 9000, hosts 8950): neither frr.conf nor the neighbour "
+            "data carries them; set `mtu` on links that differ"
+        )
         return doc
 
     def kinds(self) -> dict[str, dict]:
@@ -182,7 +205,7 @@ class _Clone:
         kinds.update({n: "host" for n in hosts})
         if hosts:
             self.notes.append(f"hosts (seen by their neighbours, no config of their own): {listing(hosts)}")
-        order = {k: i for i, k in enumerate(KINDS)}   # spines first, as a fabric is read
+        order = {k: i for i, k in enumerate(KINDS)}  # spines first, as a fabric is read
         return {n: self._node(n, kinds[n], bgp.get(n)) for n in sorted(kinds, key=lambda n: (order[kinds[n]], n))}
 
     def _unknown_roles(self, peers: dict[str, set[str]]) -> None:
@@ -190,23 +213,37 @@ class _Clone:
             if k not in KINDS:
                 self.problems.append(Problem("--role", n, f"unknown kind {k!r}; kinds: {', '.join(KINDS)}"))
             elif n not in self.parsed and n not in peers:
-                self.problems.append(Problem("--role", n, f"no device {n!r} in {self.d}; devices: "
-                                                          f"{listing(sorted(set(self.parsed) | set(peers)))}"))
+                self.problems.append(
+                    Problem(
+                        "--role",
+                        n,
+                        f"no device {n!r} in {self.d}; devices: {listing(sorted(set(self.parsed) | set(peers)))}",
+                    )
+                )
 
     def _spines(self, bgp: dict[str, frrconf.Bgp], peers: dict[str, set[str]]) -> set[str]:
         shared: dict[int, list[str]] = {}
         for n, b in bgp.items():
             shared.setdefault(b.asn, []).append(n)
-        tiers = {asn: ns for asn, ns in shared.items()
-                 if len(ns) > 1 and not any(peers.get(a, set()) & set(ns) for a in ns)}
+        tiers = {
+            asn: ns for asn, ns in shared.items() if len(ns) > 1 and not any(peers.get(a, set()) & set(ns) for a in ns)
+        }
         if len(tiers) == 1:
-            (asn, ns), = tiers.items()
+            ((asn, ns),) = tiers.items()
             self.notes.append(f"spines: {listing(ns)}, the BGP devices sharing AS {asn} (RFC 7938)")
             return set(ns)
-        why = ("no ASN is shared by devices not cabled to each other" if not tiers else
-               f"several ASNs are shared so ({'; '.join(f'AS {a}: {listing(ns)}' for a, ns in tiers.items())})")
-        self.problems.append(Problem(str(self.d), "", f"cannot tell the spines: {why}; name them: --role "
-                                                      f"SPINE=spine (BGP devices: {listing(sorted(bgp))})"))
+        why = (
+            "no ASN is shared by devices not cabled to each other"
+            if not tiers
+            else f"several ASNs are shared so ({'; '.join(f'AS {a}: {listing(ns)}' for a, ns in tiers.items())})"
+        )
+        self.problems.append(
+            Problem(
+                str(self.d),
+                "",
+                f"cannot tell the spines: {why}; name them: --role SPINE=spine (BGP devices: {listing(sorted(bgp))})",
+            )
+        )
         return set()
 
     def _tiers(self, bgp: dict, peers: dict[str, set[str]], spines: set[str], kinds: dict[str, str]) -> None:
@@ -219,8 +256,9 @@ class _Clone:
             level = _level(n, spines, peers, bgp)
             if level is None or level >= len(TIERS):
                 where = "no BGP path to a spine" if level is None else f"{level} tiers below the spines"
-                self.problems.append(Problem(str(self.d), "", f"{n}: {where}; twin has spines, leafs and DPUs: "
-                                                              f"give --role {n}=KIND"))
+                self.problems.append(
+                    Problem(str(self.d), "", f"{n}: {where}; twin has spines, leafs and DPUs: give --role {n}=KIND")
+                )
                 continue
             kinds[n] = TIERS[level]
         for tier in TIERS[1:]:
@@ -232,14 +270,27 @@ class _Clone:
         spec: dict = {"kind": kind}
         if b is None or not KINDS[kind].runs_bgp:
             return spec
-        lo = b.router_id or next((a.split("/")[0] for (i, _), x in self.parsed[n].interfaces.items() if i == "lo"
-                                  for a in x.addresses if a.endswith("/32")), None)
+        lo = b.router_id or next(
+            (
+                a.split("/")[0]
+                for (i, _), x in self.parsed[n].interfaces.items()
+                if i == "lo"
+                for a in x.addresses
+                if a.endswith("/32")
+            ),
+            None,
+        )
         spec["asn"] = b.asn
         if lo:
             spec["loopback"] = lo
         else:
-            self.problems.append(Problem(self.paths[n].get(FRR_CONF, str(self.d)), "", f"{n}: no `bgp router-id` "
-                                         "and no /32 on lo: twin needs its loopback; add one to its config"))
+            self.problems.append(
+                Problem(
+                    self.paths[n].get(FRR_CONF, str(self.d)),
+                    "",
+                    f"{n}: no `bgp router-id` and no /32 on lo: twin needs its loopback; add one to its config",
+                )
+            )
         return spec
 
     def tenants(self, vteps: list[str]) -> dict:
@@ -253,9 +304,11 @@ class _Clone:
             vrf = sorted(set(where.values()))[0]
             spec = {"l3vni": vni, "segments": {}}
             out[vrf] = spec
-            self.notes.append(f"tenant {vrf}: L3VNI {vni} (vrf {vrf} on {listing(sorted(where))}); its segments, "
-                              "subnets and hosts are in the devices' interface config, not in frr.conf: add them "
-                              "(segments, attachments) for its kernel plane and traffic")
+            self.notes.append(
+                f"tenant {vrf}: L3VNI {vni} (vrf {vrf} on {listing(sorted(where))}); its segments, "
+                "subnets and hosts are in the devices' interface config, not in frr.conf: add them "
+                "(segments, attachments) for its kernel plane and traffic"
+            )
             self.notes += self._rts(vrf, where)
         return out
 

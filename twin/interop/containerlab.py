@@ -17,6 +17,7 @@ are up, as twin starts it) and its env.
 The layout of the output directory is twin's lab directory
 (`<dir>/<node>/<file>`) plus `twin-start.sh` per node and the topology file.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -45,9 +46,9 @@ PREFIX = "twin"
 LABEL_ASN = "twin.asn"
 LABEL_LOOPBACK = "twin.loopback"
 RUNTIME = "containerlab"
-MAX_BOUND_FILES = 256   # files of the user's a node binds, carried into an export
+MAX_BOUND_FILES = 256  # files of the user's a node binds, carried into an export
 
-Files = dict[str, dict[str, str]]   # node -> file name -> text, as twin.config.render.render_lab returns
+Files = dict[str, dict[str, str]]  # node -> file name -> text, as twin.config.render.render_lab returns
 
 
 @dataclass(frozen=True)
@@ -56,22 +57,31 @@ class ClabLab:
 
     name: str
     topology: dict
-    files: dict[str, dict[str, str | bytes]]   # node -> file name -> text (twin's) or bytes (the user's)
-    executable: frozenset[tuple[str, str]] = frozenset()   # (node, file name) written executable
-    notes: tuple[str, ...] = ()                            # what is carried otherwise (kept binds)
+    files: dict[str, dict[str, str | bytes]]  # node -> file name -> text (twin's) or bytes (the user's)
+    executable: frozenset[tuple[str, str]] = frozenset()  # (node, file name) written executable
+    notes: tuple[str, ...] = ()  # what is carried otherwise (kept binds)
 
     @property
     def filename(self) -> str:
         return f"{self.name}.clab.yml"
 
     def text(self) -> str:
-        head = (f"# containerlab topology of twin lab {self.name}, from the same rendering as `twin up`.\n"
-                f"# containerlab deploy -t {self.filename}   (twin up --runtime containerlab does it for you)\n")
+        head = (
+            f"# containerlab topology of twin lab {self.name}, from the same rendering as `twin up`.\n"
+            f"# containerlab deploy -t {self.filename}   (twin up --runtime containerlab does it for you)\n"
+        )
         return head + yaml.safe_dump(self.topology, sort_keys=False, default_flow_style=False)
 
 
-def export_containerlab(fabric: Fabric, files: Files, out_dir: Path, *, image: str,
-                        backend: Backend = DEFAULT_BACKEND, say: Callable[[str], None] = lambda _: None) -> Path:
+def export_containerlab(
+    fabric: Fabric,
+    files: Files,
+    out_dir: Path,
+    *,
+    image: str,
+    backend: Backend = DEFAULT_BACKEND,
+    say: Callable[[str], None] = lambda _: None,
+) -> Path:
     """Write `<out_dir>/<lab>.clab.yml` and every file it binds; returns the topology file's path.
 
     `files` is `twin.config.render.render_lab(fabric, backend)`; `image` is twin's node image tag;
@@ -111,8 +121,10 @@ def build_containerlab(fabric: Fabric, files: Files, *, image: str, backend: Bac
         **({"mgmt": mgmt_of(fabric)} if fabric.mgmt is not None and fabric.mgmt.subnet else {}),
         "topology": {
             "nodes": {n.name: clab_node(fabric, n, image, user[n.name]) for n in fabric.nodes.values()},
-            "links": [{"endpoints": [f"{link.a.node}:{link.a.port}", f"{link.b.node}:{link.b.port}"], "mtu": link.mtu}
-                      for link in fabric.links],
+            "links": [
+                {"endpoints": [f"{link.a.node}:{link.a.port}", f"{link.b.node}:{link.b.port}"], "mtu": link.mtu}
+                for link in fabric.links
+            ],
         },
     }
     notes = tuple(k.note(n) for n, u in user.items() for k in u.kept)
@@ -134,9 +146,12 @@ def clab_node(fabric: Fabric, node: Node, image: str, user: "Bound | None" = Non
     # (twin apply writes a new one and renames it) is what the node sees, not the old inode.
     frr = [f"{node.name}:{FRR_DIR}"] if kind.runs_frr else []
     user = user or Bound({}, [])
-    out["binds"] = frr + [f"{node.name}:{NODE_DIR}:ro"] + [
-        f"{node.name}/{name}:{f.target}" + (":ro" if f.read_only else "") for name, f in user.files.items()] + [
-        k.bind() for k in user.kept]
+    out["binds"] = (
+        frr
+        + [f"{node.name}:{NODE_DIR}:ro"]
+        + [f"{node.name}/{name}:{f.target}" + (":ro" if f.read_only else "") for name, f in user.files.items()]
+        + [k.bind() for k in user.kept]
+    )
     if node.env:
         out["env"] = dict(node.env)
     out["labels"] = labels(fabric, node)
@@ -176,8 +191,10 @@ class Kept:
         return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
 
     def note(self, node: str) -> str:
-        return (f"{node} binds {self.what}, {self.source}, on {self.target}: kept as a bind of this host's "
-                "(the exported lab needs it on the host it runs on)")
+        return (
+            f"{node} binds {self.what}, {self.source}, on {self.target}: kept as a bind of this host's "
+            "(the exported lab needs it on the host it runs on)"
+        )
 
 
 @dataclass
@@ -205,16 +222,16 @@ def user_files(node: Node, taken: set[str]) -> Bound:
             try:
                 data = inputs.read_bytes(found.rel if under else p, inputs.BOUND_FILE, under)
             except inputs.Refused as e:
-                raise TwinError(f"{node.name}: cannot carry {p} (bound on {target}) into the export: "
-                                f"{e.message}; {LIMITS}") from None
+                raise TwinError(
+                    f"{node.name}: cannot carry {p} (bound on {target}) into the export: {e.message}; {LIMITS}"
+                ) from None
             name = target.lstrip("/").replace("/", "_")
             name = name if name not in taken and name not in out.files else f"bind_{name}"
             out.files[name] = BoundFile(target, data, b.read_only, bool(found.mode & 0o111))
     return out
 
 
-LIMITS = (f"an export carries at most {MAX_BOUND_FILES} files a node binds, each at most "
-          f"{inputs.BOUND_FILE.limit}")
+LIMITS = f"an export carries at most {MAX_BOUND_FILES} files a node binds, each at most {inputs.BOUND_FILE.limit}"
 
 
 def _bound(node: Node, b: Bind) -> list[tuple[inputs.Found, Path, str, Path | None]]:
@@ -224,15 +241,18 @@ def _bound(node: Node, b: Bind) -> list[tuple[inputs.Found, Path, str, Path | No
     try:
         mode = src.stat().st_mode
     except OSError as e:
-        raise TwinError(f"{node.name}: cannot carry {src} (bound on {b.target}) into the export: "
-                        f"{e.strerror}") from None
+        raise TwinError(
+            f"{node.name}: cannot carry {src} (bound on {b.target}) into the export: {e.strerror}"
+        ) from None
     if not stat.S_ISDIR(mode):
         return [(inputs.Found(src.name, mode), src, b.target, None)]
     try:
         found = inputs.walk(src, MAX_BOUND_FILES)
     except inputs.Refused as e:
-        raise TwinError(f"{node.name}: cannot carry {src} (bound on {b.target}) into the export: {e.message}"
-                        + (f"; {LIMITS}" if "more than" in e.message else "")) from None
+        raise TwinError(
+            f"{node.name}: cannot carry {src} (bound on {b.target}) into the export: {e.message}"
+            + (f"; {LIMITS}" if "more than" in e.message else "")
+        ) from None
     return [(f, src / f.rel, f"{b.target.rstrip('/')}/{f.rel}", src) for f in found]
 
 
@@ -251,9 +271,17 @@ def _check_rendering(fabric: Fabric, files: Files, backend: Backend) -> None:
     missing = sorted(set(fabric.nodes) - set(files))
     if missing:
         raise TwinError(f"no rendered files for node(s) {', '.join(missing)} of lab {fabric.name}")
-    stale = [n for n in fabric.nodes if files[n].get("interfaces.sh", "") not in (
-        script(fabric, n, backend),
-        script(fabric, n, backend, first=loopback_steps(fabric, n, backend, files[n].get("frr.conf", ""))))]
+    stale = [
+        n
+        for n in fabric.nodes
+        if files[n].get("interfaces.sh", "")
+        not in (
+            script(fabric, n, backend),
+            script(fabric, n, backend, first=loopback_steps(fabric, n, backend, files[n].get("frr.conf", ""))),
+        )
+    ]
     if stale:
-        raise TwinError(f"the rendered files of {', '.join(stale)} are not lab {fabric.name}'s on the {backend} "
-                        "VRF backend; render them with the same fabric and backend")
+        raise TwinError(
+            f"the rendered files of {', '.join(stale)} are not lab {fabric.name}'s on the {backend} "
+            "VRF backend; render them with the same fabric and backend"
+        )

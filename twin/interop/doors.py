@@ -11,6 +11,7 @@ A twin topology is read by twin.topology itself; every other door is a front end
 becomes the same document (and, for containerlab, the FRR files its nodes bind), read
 through twin.topology.files with its format's limits. A new front end (NVUE) adds a row.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -56,8 +57,15 @@ def import_file(path: str | Path, roles: dict[str, str] | None = None, name: str
     imported = import_other(path, roles, name)
     if imported is None:
         taken = ", ".join(s for suffixes, _ in DOORS.values() for s in suffixes)
-        raise TopologyError([Problem(str(path), "", f"not a file of another tool: twin imports {taken} (and a "
-                                                    "containerlab topology of any name)")])
+        raise TopologyError(
+            [
+                Problem(
+                    str(path),
+                    "",
+                    f"not a file of another tool: twin imports {taken} (and a containerlab topology of any name)",
+                )
+            ]
+        )
     return imported
 
 
@@ -76,8 +84,9 @@ class Loaded:
     notes: list[str] = field(default_factory=list)
 
 
-def load(path: str | Path, name: str | None = None, roles: dict[str, str] | None = None,
-         configs: str | Path | None = None) -> Loaded:
+def load(
+    path: str | Path, name: str | None = None, roles: dict[str, str] | None = None, configs: str | Path | None = None
+) -> Loaded:
     """Any file `twin up` takes (a twin topology or the name of one twin ships, a containerlab or an
     NVIDIA Air file, imported on the way) as a validated Fabric, with the user's configs (`configs`: a
     directory of them, over what the file binds) checked on it, a dialect's (NVUE's) too; TopologyError
@@ -86,8 +95,16 @@ def load(path: str | Path, name: str | None = None, roles: dict[str, str] | None
     imported = import_other(path, roles, name)
     if imported is None:
         if roles:
-            raise TopologyError([Problem("--role", "", "roles map the nodes of a containerlab or NVIDIA Air "
-                                                       "file; a twin topology says each node's kind itself")])
+            raise TopologyError(
+                [
+                    Problem(
+                        "--role",
+                        "",
+                        "roles map the nodes of a containerlab or NVIDIA Air "
+                        "file; a twin topology says each node's kind itself",
+                    )
+                ]
+            )
         fabric = topology.load(path, name=name)
         loaded = Loaded(fabric, userconf.load(configs, fabric) if configs is not None else None)
     else:

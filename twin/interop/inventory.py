@@ -16,6 +16,7 @@ instead (`ansible_network_os: nvidia.nvue.httpapi` over `ansible.netcommon.httpa
 certificate validation, user and password): on a node's management address at port 8765, as
 `nvued` serves it on a switch, else on the lab's NVUE service at 127.0.0.1, each node's own port.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,13 +31,13 @@ from twin.config.naming import container_name
 from twin.kinds import NVUE_PORT, SSH_PORT, USER
 from twin.topology.model import Fabric, Node
 
-PYTHON = "/usr/bin/python3"          # the node image's interpreter, for Ansible modules
+PYTHON = "/usr/bin/python3"  # the node image's interpreter, for Ansible modules
 ANSIBLE_CONNECTION = "community.docker.docker"
-FRR_GROUP = "frr"                    # every node that runs FRR, whatever its kind
-NVUE_GROUP = "nvue"                  # the nodes whose NVUE REST API the nvue inventory reaches
+FRR_GROUP = "frr"  # every node that runs FRR, whatever its kind
+NVUE_GROUP = "nvue"  # the nodes whose NVUE REST API the nvue inventory reaches
 HTTPAPI = "ansible.netcommon.httpapi"
 NVUE_OS = "nvidia.nvue.httpapi"
-CONNECTIONS = ("ssh", "docker")      # how Ansible and Nornir reach a node on the management network
+CONNECTIONS = ("ssh", "docker")  # how Ansible and Nornir reach a node on the management network
 # a lab's nodes make their host keys anew at every `twin up`: a known_hosts entry would only be stale
 SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 
@@ -73,28 +74,50 @@ def _dump(header: str, doc: Any) -> str:
 def _ansible_host(fabric: Fabric, n: Node, password: str | None, connection: str) -> dict[str, Any]:
     """How Ansible reaches node `n`: over SSH on the management network, else through Docker."""
     if connection == "ssh" and n.mgmt and password:
-        return {"ansible_connection": "ssh", "ansible_host": n.mgmt, "ansible_port": SSH_PORT, "ansible_user": USER,
-                "ansible_password": password, "ansible_become_password": password, "ansible_ssh_common_args": SSH_ARGS,
-                "ansible_python_interpreter": PYTHON}
-    return {"ansible_connection": ANSIBLE_CONNECTION, "ansible_host": container_name(fabric.name, n.name),
-            "ansible_python_interpreter": PYTHON}
+        return {
+            "ansible_connection": "ssh",
+            "ansible_host": n.mgmt,
+            "ansible_port": SSH_PORT,
+            "ansible_user": USER,
+            "ansible_password": password,
+            "ansible_become_password": password,
+            "ansible_ssh_common_args": SSH_ARGS,
+            "ansible_python_interpreter": PYTHON,
+        }
+    return {
+        "ansible_connection": ANSIBLE_CONNECTION,
+        "ansible_host": container_name(fabric.name, n.name),
+        "ansible_python_interpreter": PYTHON,
+    }
 
 
 def ansible(fabric: Fabric, password: str | None = None, connection: str = "ssh") -> dict[str, str]:
     """One YAML inventory: a group per kind, and `frr` holding the FRR kinds."""
     children: dict[str, Any] = {}
     for kind, nodes in _by_kind(fabric).items():
-        children[kind] = {"hosts": {n.name: {**_ansible_host(fabric, n, password, connection),
-                                             "twin_lab": fabric.name, **_facts(n)} for n in nodes}}
+        children[kind] = {
+            "hosts": {
+                n.name: {**_ansible_host(fabric, n, password, connection), "twin_lab": fabric.name, **_facts(n)}
+                for n in nodes
+            }
+        }
     frr_kinds = [k for k in children if kinds.get(k).runs_frr]
     if frr_kinds:
         children[FRR_GROUP] = {"children": {k: {} for k in frr_kinds}}
     doc = {"all": {"children": children}}
     ssh = connection == "ssh" and password and fabric.managed()
-    return {"inventory.yml": _dump(f"Ansible inventory of twin lab {fabric.name} (`twin inventory {fabric.name}`)"
-                                   + ("; it holds the lab's password (SSH with a password: Ansible's ssh connection "
-                                      "needs sshpass; --connection docker goes through Docker instead)" if ssh else ""),
-                                   doc)}
+    return {
+        "inventory.yml": _dump(
+            f"Ansible inventory of twin lab {fabric.name} (`twin inventory {fabric.name}`)"
+            + (
+                "; it holds the lab's password (SSH with a password: Ansible's ssh connection "
+                "needs sshpass; --connection docker goes through Docker instead)"
+                if ssh
+                else ""
+            ),
+            doc,
+        )
+    }
 
 
 def _nornir_host(fabric: Fabric, n: Node, password: str | None, connection: str) -> dict[str, Any]:
@@ -116,15 +139,18 @@ def nornir(fabric: Fabric, password: str | None = None, connection: str = "ssh")
         for nodes in by_kind.values()
         for n in nodes
     }
-    groups: dict[str, Any] = {kind: {"platform": _platform(nodes[0]), "data": {"kind": kind}}
-                              for kind, nodes in by_kind.items()}
+    groups: dict[str, Any] = {
+        kind: {"platform": _platform(nodes[0]), "data": {"kind": kind}} for kind, nodes in by_kind.items()
+    }
     if any(kinds.get(k).runs_frr for k in by_kind):
         groups[FRR_GROUP] = {"platform": "frr", "data": {}}
     defaults = {"data": {"lab": fabric.name}}
     head = f"Nornir SimpleInventory of twin lab {fabric.name} (`twin inventory {fabric.name} --format nornir`)"
-    return {"hosts.yaml": _dump(head, hosts),
-            "groups.yaml": _dump(head, groups),
-            "defaults.yaml": _dump(head, defaults)}
+    return {
+        "hosts.yaml": _dump(head, hosts),
+        "groups.yaml": _dump(head, groups),
+        "defaults.yaml": _dump(head, defaults),
+    }
 
 
 class NvueApi(TypedDict):
@@ -138,16 +164,30 @@ class NvueApi(TypedDict):
 def nvue(fabric: Fabric, api: dict[str, NvueApi]) -> dict[str, str]:
     """The NVUE nodes with what `ansible.netcommon.httpapi` and `nvidia.nvue` need to reach their
     NVUE REST API (`api`: node -> {port, user, password}): a group `nvue`, hosts by node name."""
-    at = {n: (x.mgmt, NVUE_PORT) if x.mgmt else ("127.0.0.1", api[n]["port"]) for n, x in fabric.nodes.items()
-          if n in api}
-    hosts = {n: {"ansible_connection": HTTPAPI, "ansible_network_os": NVUE_OS, "ansible_host": at[n][0],
-                 "ansible_httpapi_port": at[n][1], "ansible_user": a["user"], "ansible_password": a["password"],
-                 "ansible_httpapi_use_ssl": True, "ansible_httpapi_validate_certs": False,
-                 "twin_lab": fabric.name, **_facts(fabric.nodes[n])}
-             for n, a in sorted(api.items()) if n in fabric.nodes}
+    at = {
+        n: (x.mgmt, NVUE_PORT) if x.mgmt else ("127.0.0.1", api[n]["port"]) for n, x in fabric.nodes.items() if n in api
+    }
+    hosts = {
+        n: {
+            "ansible_connection": HTTPAPI,
+            "ansible_network_os": NVUE_OS,
+            "ansible_host": at[n][0],
+            "ansible_httpapi_port": at[n][1],
+            "ansible_user": a["user"],
+            "ansible_password": a["password"],
+            "ansible_httpapi_use_ssl": True,
+            "ansible_httpapi_validate_certs": False,
+            "twin_lab": fabric.name,
+            **_facts(fabric.nodes[n]),
+        }
+        for n, a in sorted(api.items())
+        if n in fabric.nodes
+    }
     doc = {"all": {"children": {NVUE_GROUP: {"hosts": hosts}}}}
-    head = (f"NVUE REST API inventory of twin lab {fabric.name} (`twin inventory {fabric.name} --format nvue`): "
-            "it holds the lab's password")
+    head = (
+        f"NVUE REST API inventory of twin lab {fabric.name} (`twin inventory {fabric.name} --format nvue`): "
+        "it holds the lab's password"
+    )
     return {"nvue.yml": _dump(head, doc)}
 
 
@@ -164,8 +204,13 @@ class HasFabric(Protocol):
     def fabric(self) -> Fabric | None: ...
 
 
-def inventory(lab: HasFabric | Fabric, fmt: str, api: dict[str, NvueApi] | None = None, password: str | None = None,
-              connection: str = "ssh") -> dict[str, str]:
+def inventory(
+    lab: HasFabric | Fabric,
+    fmt: str,
+    api: dict[str, NvueApi] | None = None,
+    password: str | None = None,
+    connection: str = "ssh",
+) -> dict[str, str]:
     """The inventory files of `lab` (a Lab, its context, or a Fabric) in format `fmt`
     (ansible, nornir: nodes on the management network over SSH with `password`, unless `connection`
     is "docker"; nvue with `api`, its NVUE nodes' REST API): file name -> content."""
@@ -180,8 +225,10 @@ def inventory(lab: HasFabric | Fabric, fmt: str, api: dict[str, NvueApi] | None 
         raise TwinError(f"lab {lab.name!r} has no topology: load it (Lab.load) or bring it up first")
     if fmt == "nvue":
         if not api:
-            raise TwinError(f"lab {fabric.name!r} has no NVUE REST API: none of its nodes runs NVUE "
-                            "(`twin up --configs` with startup.yaml files), or its NVUE service is not running")
+            raise TwinError(
+                f"lab {fabric.name!r} has no NVUE REST API: none of its nodes runs NVUE "
+                "(`twin up --configs` with startup.yaml files), or its NVUE service is not running"
+            )
         return make(fabric, api)
     return make(fabric, password, connection)
 

@@ -6,6 +6,7 @@ where it has one interface (or one chassis) and a list where it has several; bot
 A neighbour's port is its LLDP port id when that is an interface name (Cumulus, SONiC, twin's
 own nodes send it so), else its port description; a neighbour's name is its chassis name.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ class Cable:
     port: str
     peer: str
     peer_port: str
-    source: str          # the file (and row) that says so
+    source: str  # the file (and row) that says so
 
     def ends(self) -> frozenset[tuple[str, str]]:
         return frozenset({(self.device, self.port), (self.peer, self.peer_port)})
@@ -47,7 +48,7 @@ def from_lldp(device: str, text: str, source: str) -> tuple[list[Cable], list[Pr
         return [], [Problem(source, dotted(place), message, line) for message, line, place in found]
     lldp = doc.get("lldp") if isinstance(doc, dict) else None
     if not isinstance(lldp, dict):
-        return [], [Problem(source, "", "not the JSON of `lldpctl -f json`: no \"lldp\" object", lines.get(()))]
+        return [], [Problem(source, "", 'not the JSON of `lldpctl -f json`: no "lldp" object', lines.get(()))]
     cables, problems = [], Problems(source, lines)
     for i, (port, entry) in enumerate(_items(lldp.get("interface"))):
         if not isinstance(entry, dict):
@@ -59,8 +60,11 @@ def from_lldp(device: str, text: str, source: str) -> tuple[list[Cable], list[Pr
         peer_port = _port(entry.get("port") or {})
         if not isinstance(name, str) or not name or not peer_port:
             where = _where(lldp.get("interface"), i, port)
-            problems.add(where, f"interface {listing([port])}: a neighbour without a system name or port name: "
-                                "its cable cannot be placed")
+            problems.add(
+                where,
+                f"interface {listing([port])}: a neighbour without a system name or port name: "
+                "its cable cannot be placed",
+            )
             continue
         cables.append(Cable(device, port, name, peer_port, f"{source} ({listing([port])})"))
     return cables, problems.items
@@ -76,8 +80,11 @@ def _port(port: dict) -> str | None:
     if isinstance(pid, dict) and pid.get("type") == "ifname" and pid.get("value"):
         return str(pid["value"])
     descr = port.get("descr") if isinstance(port, dict) else None
-    return str(descr) if descr and " " not in str(descr) else (str(pid.get("value")) if isinstance(pid, dict)
-                                                                and pid.get("type") == "local" else None)
+    return (
+        str(descr)
+        if descr and " " not in str(descr)
+        else (str(pid.get("value")) if isinstance(pid, dict) and pid.get("type") == "local" else None)
+    )
 
 
 def from_csv(text: str, source: str) -> tuple[list[Cable], list[Problem]]:
@@ -89,8 +96,9 @@ def from_csv(text: str, source: str) -> tuple[list[Cable], list[Problem]]:
         if not any(cells) or cells[0].startswith("#") or tuple(c.lower() for c in cells) == CSV_FIELDS:
             continue
         if len(cells) != 4 or not all(cells):
-            problems.append(Problem(source, "", f"expected {','.join(CSV_FIELDS)}; got {quoted(','.join(cells))}",
-                                    line))
+            problems.append(
+                Problem(source, "", f"expected {','.join(CSV_FIELDS)}; got {quoted(','.join(cells))}", line)
+            )
             continue
         device, port, peer, peer_port = cells
         cables.append(Cable(device, port, peer, peer_port, source=f"{source}:{line}"))
@@ -105,13 +113,19 @@ def links(cables: list[Cable]) -> tuple[list[tuple[tuple[str, str], tuple[str, s
         a, b = (c.device, c.port), (c.peer, c.peer_port)
         known = by_port.get(a) or by_port.get(b)
         if known is not None and known.ends() == c.ends():
-            continue   # the other end's view of a cable already placed
+            continue  # the other end's view of a cable already placed
         clash = [by_port[e] for e in (a, b) if e in by_port]
         if clash:
             other = clash[0]
-            problems.append(Problem(c.source, "", f"{_end(a)} -- {_end(b)} contradicts {other.source}, which says "
-                                                  f"{_end((other.device, other.port))} -- "
-                                                  f"{_end((other.peer, other.peer_port))}"))
+            problems.append(
+                Problem(
+                    c.source,
+                    "",
+                    f"{_end(a)} -- {_end(b)} contradicts {other.source}, which says "
+                    f"{_end((other.device, other.port))} -- "
+                    f"{_end((other.peer, other.peer_port))}",
+                )
+            )
             continue
         by_port[a] = by_port[b] = c
         out.append((a, b))

@@ -8,6 +8,7 @@ the workloads' IP/MAC bindings. This module writes the same sequence as
 `exec` (the node's own exec commands follow it, each its own); every wait is bounded and
 says what it waited for.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -22,8 +23,8 @@ from twin.topology.model import Fabric
 
 START_SCRIPT = "twin-start.sh"
 START_PATH = f"{NODE_DIR}/{START_SCRIPT}"
-PORTS_UP = 60          # seconds for every port of the node to appear (the runtime attaches them)
-POLL = 0.1             # seconds between two looks while waiting
+PORTS_UP = 60  # seconds for every port of the node to appear (the runtime attaches them)
+POLL = 0.1  # seconds between two looks while waiting
 
 # containerlab's `linux` kind sets these sysctls itself, over the node's own; the
 # script puts back the kind's value where it differs (e.g. a host's disabled IPv6).
@@ -64,7 +65,7 @@ WAIT_SCRIPT = "twin-wait.sh"
 
 def wait_then_exec(ports: list[str]) -> str:
     """sh that waits until every port exists and is up (twin set it up), then runs its arguments."""
-    return f"""for p in {' '.join(ports)}; do
+    return f"""for p in {" ".join(ports)}; do
   n=0
   until [ -e /sys/class/net/$p ] && [ $(( $(cat /sys/class/net/$p/flags) & 1 )) = 1 ]; do
     n=$((n + 1)); [ $n -le {int(HOST_PORTS / POLL)} ] || \
@@ -80,7 +81,8 @@ def start_script(fabric: Fabric, node: str, backend: Backend, frr_conf: str | No
     """The whole bring-up of `node` once its links exist, as `sh` commands (`frr_conf`: the one it
     runs, when it is the user's: the topology's loopback goes on lo where that file puts none)."""
     steps = (loopback_steps(fabric, node, backend, frr_conf) if frr_conf is not None else []) + plan(
-        fabric, node, backend)
+        fabric, node, backend
+    )
     later = bindings(fabric, node, backend)
     lines = _head(fabric, node, bool(later))
     lines += ["", "# its ports, up and labelled"] + _ports(fabric, node)
@@ -91,16 +93,22 @@ def start_script(fabric: Fabric, node: str, backend: Backend, frr_conf: str | No
     if start:
         lines += ["", "# its daemons", shlex.join(start)]
     if later:
-        lines += ["", "# once zebra knows the VNIs: the workloads' IP/MAC bindings", "twin_vnis " + " ".join(
-            str(v) for v in sorted(Intent(fabric).nodes[node].vnis))] + [s.command() for s in later]
+        lines += [
+            "",
+            "# once zebra knows the VNIs: the workloads' IP/MAC bindings",
+            "twin_vnis " + " ".join(str(v) for v in sorted(Intent(fabric).nodes[node].vnis)),
+        ] + [s.command() for s in later]
     return "\n".join(lines) + "\n"
 
 
 def _head(fabric: Fabric, node: str, vteps: bool) -> list[str]:
-    return ["#!/bin/sh",
-            f"# {node} (lab {fabric.name}): twin's bring-up of this node once its links exist,",
-            "# for runtimes other than twin's own (containerlab runs it with `exec`).",
-            "set -e", _HELPERS] + ([_VNI_HELPER] if vteps else [])
+    return [
+        "#!/bin/sh",
+        f"# {node} (lab {fabric.name}): twin's bring-up of this node once its links exist,",
+        "# for runtimes other than twin's own (containerlab runs it with `exec`).",
+        "set -e",
+        _HELPERS,
+    ] + ([_VNI_HELPER] if vteps else [])
 
 
 def _ports(fabric: Fabric, node: str) -> list[str]:
@@ -117,4 +125,5 @@ def _sysctls(fabric: Fabric, node: str) -> list[str]:
     if not fixes:
         return []
     return ["", "# sysctls of the kind that containerlab's linux kind overrides"] + [
-        f"echo {v} > /proc/sys/{k.replace('.', '/')} || echo 'twin: cannot set {k}={v}' >&2" for k, v in fixes]
+        f"echo {v} > /proc/sys/{k.replace('.', '/')} || echo 'twin: cannot set {k}={v}' >&2" for k, v in fixes
+    ]

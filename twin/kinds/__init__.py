@@ -2,6 +2,7 @@
 
 Owns what each kind is (as data); imports nothing of twin but its own modules.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -53,6 +54,23 @@ def of(node: HasKind) -> Kind:
     return KINDS[node.kind]
 
 
-__all__ = ["KINDS", "Kind", "PortNaming", "get", "of", "FRR_DIR", "HASH_FIELDS", "HASH_POLICY", "HASH_SEED",
-           "NODE_COMMAND", "NODE_DIR", "NV_GID", "MGMT_NETNS", "MGMT_NS", "MGMT_PORT",
-           "NVUE_PORT", "SSH_PORT", "USER"]
+__all__ = [
+    "KINDS",
+    "Kind",
+    "PortNaming",
+    "get",
+    "of",
+    "FRR_DIR",
+    "HASH_FIELDS",
+    "HASH_POLICY",
+    "HASH_SEED",
+    "NODE_COMMAND",
+    "NODE_DIR",
+    "NV_GID",
+    "MGMT_NETNS",
+    "MGMT_NS",
+    "MGMT_PORT",
+    "NVUE_PORT",
+    "SSH_PORT",
+    "USER",
+]

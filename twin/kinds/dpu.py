@@ -3,6 +3,7 @@
 Ports are named like a BlueField: uplinks p0, p1; host-side functions pf0vf0...
 With `vtep: dpu` it is the EVPN VTEP of its host's tenants (host-based networking).
 """
+
 from twin.kinds.base import PortNaming
 from twin.kinds.frr import FrrKind
 
@@ -16,5 +17,5 @@ class Dpu(FrrKind):
     access_ports = PortNaming("pf0vf{}", 0)
     accepts_hosts = True
     can_be_vtep = True
-    nvue_port_suffix = "_if"                # DOCA HBN's names of the BlueField's ports: p0_if, pf0vf0_if
-    platform_ports = "p0-1,pf0hpf,pf0vf0-15"   # a BlueField's uplinks, host PF and VFs
+    nvue_port_suffix = "_if"  # DOCA HBN's names of the BlueField's ports: p0_if, pf0vf0_if
+    platform_ports = "p0-1,pf0hpf,pf0vf0-15"  # a BlueField's uplinks, host PF and VFs

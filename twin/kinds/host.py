@@ -1,4 +1,5 @@
 """Host: a workload endpoint (a GPU server's tenant interface). No routing daemon."""
+
 from typing import ClassVar
 
 from twin.kinds.base import Kind, PortNaming
@@ -17,8 +18,10 @@ class Host(Kind):
     access_ports = PortNaming("eth{}", 1)
     capabilities: ClassVar[tuple[str, ...]] = ("NET_ADMIN", "NET_RAW")
     # tenant networks are IPv4: no IPv6 link-local chatter (and MAC/IPv6 routes) from hosts
-    sysctls: ClassVar[dict[str, str]] = {"net.ipv6.conf.all.disable_ipv6": "1",
-                                         "net.ipv6.conf.default.disable_ipv6": "1"}
+    sysctls: ClassVar[dict[str, str]] = {
+        "net.ipv6.conf.all.disable_ipv6": "1",
+        "net.ipv6.conf.default.disable_ipv6": "1",
+    }
     command: ClassVar[list[str] | None] = ["sleep", "infinity"]
-    memory_limit: ClassVar[str] = "128m"   # a sleep and whatever a user runs in it (ping, ip)
+    memory_limit: ClassVar[str] = "128m"  # a sleep and whatever a user runs in it (ping, ip)
     pids_limit: ClassVar[int] = 128

@@ -1,4 +1,5 @@
 """Leaf: top-of-rack switch, own ASN; uplinks to spines, downlinks to DPUs or hosts."""
+
 from twin.kinds.base import PortNaming
 from twin.kinds.frr import FrrKind
 
@@ -9,7 +10,7 @@ class Leaf(FrrKind):
     tier = 1
     asn_base = 65101
     fabric_ports = PortNaming("swp{}", 1)
-    access_ports = PortNaming("swp{}", 1)   # shares the swp counter with fabric ports
+    access_ports = PortNaming("swp{}", 1)  # shares the swp counter with fabric ports
     accepts_hosts = True
     can_be_vtep = True
-    platform_ports = "swp1-64"              # a Spectrum switch's front panel
+    platform_ports = "swp1-64"  # a Spectrum switch's front panel

@@ -6,6 +6,7 @@ config declares is up (`twin.intent.generic`): every daemon its daemons file
 enables runs, every adjacency it declares is up, and its routes stopped changing.
 Without a config of the user's it boots an empty one (FRR's defaults).
 """
+
 from typing import ClassVar
 
 from twin.kinds.base import NODE_COMMAND, ROUTER_SYSCTLS, Kind, PortNaming
@@ -15,9 +16,9 @@ class Router(Kind):
     name = "router"
     description = "any FRR router: your frr.conf and daemons, any protocol (BGP, OSPF, IS-IS, static)"
     tier = 3
-    runs_bgp = False            # no BGP twin derives: its sessions are what its config says
+    runs_bgp = False  # no BGP twin derives: its sessions are what its config says
     user_config = True
-    mgmt = True                 # as containerlab gives every node one
+    mgmt = True  # as containerlab gives every node one
     fabric_ports = PortNaming("eth{}", 1)
     access_ports = PortNaming("eth{}", 1)
     accepts_hosts = True

@@ -1,4 +1,5 @@
 """Spine: pure-L3 tier-1 switch. All spines share one ASN (RFC 7938)."""
+
 from twin.kinds.base import PortNaming
 from twin.kinds.frr import FrrKind
 

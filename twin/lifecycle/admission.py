@@ -25,6 +25,7 @@ rendered fabric sessions get keepalive 3k and hold 9k, k = ceil(nodes per free c
 ROUTERS_PER_CORE), at most keepalive 60 and hold 180 (BGP's customary values). Your own configs
 keep their timers. twin renders no BFD.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,12 +43,12 @@ from twin.topology.model import BgpTimers, Fabric
 # fitted (least squares of the relative error) to the FRR CPU-s of Clos labs measured by `make bench` and
 # `make bench-large` on a 2-core host since twin renders sender-side loop detection (docs/performance.md):
 # 6 FRR nodes: 2, 24: 8, 48: 20-28, 128: 70, 256: 230-256 (the figures give 2, 9, 21, 80, 237)
-CPU_PER_ROUTER = 0.35           # FRR CPU-s per FRR node from start to convergence (quiet host)
-CPU_PER_LINK_ROUTE = 0.00029    # ... and per fabric link per router of the lab
-HOST_CPU_PER_NODE = 0.4         # the rest of a bring-up per FRR node: Docker, the kernel, twin (make bench-large:
-                                # the host's CPU-s less FRR's, 0.31 at 48 nodes, 0.32 at 128, 0.39-0.53 at 256)
-MIN_SHARE = 0.5                 # a lab gets at least this share of the cores: the kernel shares them with other work
-ROUTERS_PER_CORE = 32           # FRR nodes per free core that FRR's datacenter timers outlast in a bring-up
+CPU_PER_ROUTER = 0.35  # FRR CPU-s per FRR node from start to convergence (quiet host)
+CPU_PER_LINK_ROUTE = 0.00029  # ... and per fabric link per router of the lab
+HOST_CPU_PER_NODE = 0.4  # the rest of a bring-up per FRR node: Docker, the kernel, twin (make bench-large:
+# the host's CPU-s less FRR's, 0.31 at 48 nodes, 0.32 at 128, 0.39-0.53 at 256)
+MIN_SHARE = 0.5  # a lab gets at least this share of the cores: the kernel shares them with other work
+ROUTERS_PER_CORE = 32  # FRR nodes per free core that FRR's datacenter timers outlast in a bring-up
 KEEPALIVE, HOLD, MAX_SCALE = 3, 9, 20
 
 
@@ -55,17 +56,19 @@ KEEPALIVE, HOLD, MAX_SCALE = 3, 9, 20
 class Host:
     """The CPU a lab can have now."""
 
-    cores: float            # cores labs run on (TWIN_CPUS, else the machine's)
-    busy: float             # cores kept busy by other work over the sampled window (not this twin)
-    load1: float            # 1-minute load average, for the record
+    cores: float  # cores labs run on (TWIN_CPUS, else the machine's)
+    busy: float  # cores kept busy by other work over the sampled window (not this twin)
+    load1: float  # 1-minute load average, for the record
 
     @property
     def free(self) -> float:
         return max(self.cores - self.busy, self.cores * MIN_SHARE)
 
     def __str__(self) -> str:
-        return (f"{self.cores:g} core(s), {self.busy:.1f} busy with other work (load average {self.load1:.1f}): "
-                f"{self.free:.1f} free")
+        return (
+            f"{self.cores:g} core(s), {self.busy:.1f} busy with other work (load average {self.load1:.1f}): "
+            f"{self.free:.1f} free"
+        )
 
 
 def cores() -> float:
@@ -92,7 +95,7 @@ class CpuWatch:
     def host(self, window: float = 0.3) -> Host:
         left = window - (time.monotonic() - self.t0)
         if left > 0:
-            time.sleep(left)   # the measurement's own window: a shorter one says nothing
+            time.sleep(left)  # the measurement's own window: a shorter one says nothing
         (busy1, total1), (busy0, total0) = _stat(), self.stat0
         wall = time.monotonic() - self.t0
         machine = os.cpu_count() or 1
@@ -103,7 +106,7 @@ class CpuWatch:
 
 def _stat() -> tuple[int, int]:
     v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return sum(v) - v[3] - v[4], sum(v)   # all but idle and iowait; everything
+    return sum(v) - v[3] - v[4], sum(v)  # all but idle and iowait; everything
 
 
 def _own() -> float:
@@ -131,13 +134,13 @@ def timers_for(routers: int, free: float) -> BgpTimers | None:
 @dataclass(frozen=True)
 class Estimate:
     lab: str
-    routers: int            # FRR nodes
-    links: int              # fabric links (BGP sessions / 2)
+    routers: int  # FRR nodes
+    links: int  # fabric links (BGP sessions / 2)
     cpu_s: float
     host: Host
-    deadline: float         # the barrier's, or with `whole` the bring-up's (a --timeout: from the command's start)
+    deadline: float  # the barrier's, or with `whole` the bring-up's (a --timeout: from the command's start)
     timers: BgpTimers | None
-    fewer: int = field(default=0)   # FRR nodes of this shape that would fit (0: not worked out)
+    fewer: int = field(default=0)  # FRR nodes of this shape that would fit (0: not worked out)
     whole: bool = False
 
     @property
@@ -154,14 +157,19 @@ class Estimate:
         return (self.cpu_s + HOST_CPU_PER_NODE * self.routers) / self.host.free
 
     def figures(self) -> str:
-        return (f"FRR needs ~{self.cpu_s:.0f} CPU-s for {self.routers} FRR nodes and {self.links} links "
-                f"({CPU_PER_ROUTER:g} per node + {CPU_PER_LINK_ROUTE:g} per link per router); this host has "
-                f"{self.host}, so ~{self.seconds:.0f} s to converge (~{self.total_s:.0f} s with containers and links)")
+        return (
+            f"FRR needs ~{self.cpu_s:.0f} CPU-s for {self.routers} FRR nodes and {self.links} links "
+            f"({CPU_PER_ROUTER:g} per node + {CPU_PER_LINK_ROUTE:g} per link per router); this host has "
+            f"{self.host}, so ~{self.seconds:.0f} s to converge (~{self.total_s:.0f} s with containers and links)"
+        )
 
     def timers_text(self) -> str:
         per = self.routers / self.host.free
-        return (f"BGP timers {self.timers} ({per:.0f} FRR nodes per free core > {ROUTERS_PER_CORE})" if self.timers
-                else f"BGP timers keepalive {KEEPALIVE} s, hold {HOLD} s (FRR's datacenter defaults)")
+        return (
+            f"BGP timers {self.timers} ({per:.0f} FRR nodes per free core > {ROUTERS_PER_CORE})"
+            if self.timers
+            else f"BGP timers keepalive {KEEPALIVE} s, hold {HOLD} s (FRR's datacenter defaults)"
+        )
 
     def advice(self) -> list[str]:
         """What would fit: fewer nodes, a longer deadline, more cores."""
@@ -172,13 +180,20 @@ class Estimate:
 
     def refusal(self) -> str:
         whose = " (--timeout, from the command's start)" if self.whole else ""
-        return (f"lab {self.lab!r} would not converge on this host within its deadline: {self.figures()}, "
-                f"beyond the deadline of {self.deadline:.0f} s{whose}; what would: " + ", or ".join(self.advice()))
+        return (
+            f"lab {self.lab!r} would not converge on this host within its deadline: {self.figures()}, "
+            f"beyond the deadline of {self.deadline:.0f} s{whose}; what would: " + ", or ".join(self.advice())
+        )
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "seconds": round(self.seconds, 1), "total_s": round(self.total_s, 1), "fits": self.fits,
-                "free_cores": self.host.free,
-                "timers": self.timers.model_dump() if self.timers else None}
+        return {
+            **asdict(self),
+            "seconds": round(self.seconds, 1),
+            "total_s": round(self.total_s, 1),
+            "fits": self.fits,
+            "free_cores": self.host.free,
+            "timers": self.timers.model_dump() if self.timers else None,
+        }
 
 
 def fewer(fabric: Fabric, free: float, deadline: float, whole: bool = False) -> int:
@@ -195,8 +210,16 @@ def estimate(fabric: Fabric, host: Host, timeout: float | None = None, whole: bo
     """`whole`: `timeout` is the whole bring-up's (a --timeout), not the barrier's."""
     r = frr_nodes(fabric)
     deadline = timeout if timeout is not None else timeouts.converge(r)
-    est = Estimate(fabric.name, r, len(fabric.sessions()) // 2, round(cost(fabric), 1), host, deadline,
-                   timers_for(r, host.free), whole=whole)
+    est = Estimate(
+        fabric.name,
+        r,
+        len(fabric.sessions()) // 2,
+        round(cost(fabric), 1),
+        host,
+        deadline,
+        timers_for(r, host.free),
+        whole=whole,
+    )
     return est if est.fits else replace(est, fewer=fewer(fabric, host.free, deadline, whole))
 
 

@@ -29,6 +29,7 @@ every `timeouts.BARRIER_LOOK` FRR's counters on the router waited for name sessi
 dropped after they were up (`twin.lifecycle.progress`): the progress line says what is
 moving and what flaps, and a timeout names the flapping sessions first.
 """
+
 from __future__ import annotations
 
 import logging
@@ -60,25 +61,35 @@ from twin.topology.model import Fabric
 
 log = logging.getLogger(__name__)
 PARALLEL = 8
-PACE = 2.0             # a round waits at least twice as long as the last one took (twin's share of a busy host)
-DIAGNOSE_SHARE = 0.1   # of a deadline, at most, kept for naming what is missing once the rounds end
+PACE = 2.0  # a round waits at least twice as long as the last one took (twin's share of a busy host)
+DIAGNOSE_SHARE = 0.1  # of a deadline, at most, kept for naming what is missing once the rounds end
 
 
 def missing_underlay(n: NodeIntent, routes: dict[str, set[str]]) -> list[str]:
     """What a node's kernel routes lack of its underlay intent (empty: converged); on the
     internet, also the public routes no gateway announces any more."""
-    missing = [f"{n.node}: BGP session on {s.port} to {s.peer}: no route learned over it yet"
-               for s in n.sessions if s.port not in routes.get(n.peer_loopbacks[s.port], ())]
-    missing += [f"{n.node}: no route to {peer}'s loopback {prefix}"
-                for peer, prefix in n.loopbacks.items() if prefix not in routes]
+    missing = [
+        f"{n.node}: BGP session on {s.port} to {s.peer}: no route learned over it yet"
+        for s in n.sessions
+        if s.port not in routes.get(n.peer_loopbacks[s.port], ())
+    ]
+    missing += [
+        f"{n.node}: no route to {peer}'s loopback {prefix}"
+        for peer, prefix in n.loopbacks.items()
+        if prefix not in routes
+    ]
     if n.default_route and DEFAULT not in routes:
         missing.append(f"{n.node}: no default route (announced by {n.default_route})")
-    missing += [f"{n.node}: no route to {prefix} ({whose})" for prefix, whose in n.public_routes.items()
-                if prefix not in routes]
+    missing += [
+        f"{n.node}: no route to {prefix} ({whose})" for prefix, whose in n.public_routes.items() if prefix not in routes
+    ]
     if n.edge:
         known = set(n.loopbacks.values()) | set(n.public_routes) | set(n.peer_loopbacks.values())
-        missing += [f"{n.node}: stale route {p} (no gateway announces it any more)" for p in sorted(routes)
-                    if p.endswith("/32") and p not in known]
+        missing += [
+            f"{n.node}: stale route {p} (no gateway announces it any more)"
+            for p in sorted(routes)
+            if p.endswith("/32") and p not in known
+        ]
     return missing
 
 
@@ -96,39 +107,58 @@ def spread(fabric: Fabric) -> dict[str, dict[str, tuple[str, frozenset[str]]]]:
 
 
 def missing_spread(node: str, want: dict[str, tuple[str, frozenset[str]]], routes: dict[str, set[str]]) -> list[str]:
-    return [f"{node}: route to {vtep}'s loopback {prefix} over {', '.join(sorted(routes[prefix]))}, not yet over "
-            f"{', '.join(sorted(ports))} (the fabric's shortest paths)"
-            for prefix, (vtep, ports) in sorted(want.items()) if prefix in routes and routes[prefix] != ports]
+    return [
+        f"{node}: route to {vtep}'s loopback {prefix} over {', '.join(sorted(routes[prefix]))}, not yet over "
+        f"{', '.join(sorted(ports))} (the fabric's shortest paths)"
+        for prefix, (vtep, ports) in sorted(want.items())
+        if prefix in routes and routes[prefix] != ports
+    ]
 
 
-def missing_tenant(node: str, t: TenantIntent, routes: dict[str, set[str]],
-                   fdb: set[tuple[str, str, str]]) -> list[str]:
+def missing_tenant(
+    node: str, t: TenantIntent, routes: dict[str, set[str]], fdb: set[tuple[str, str, str]]
+) -> list[str]:
     """What VTEP `node` lacks of tenant `t`'s EVPN state, and still holds that the intent
     no longer has, from its kernel tables."""
     missing = []
     for seg in t.segments:
         for remote, lo in seg.remote_vteps.items():
             if (seg.vxlan, FLOOD_MAC, lo) not in fdb:
-                missing.append(f"{node}: tenant {t.tenant}: no type-3 flood entry to {remote} ({lo}) "
-                               f"on L2VNI {seg.l2vni} ({seg.name})")
+                missing.append(
+                    f"{node}: tenant {t.tenant}: no type-3 flood entry to {remote} ({lo}) "
+                    f"on L2VNI {seg.l2vni} ({seg.name})"
+                )
         for mac, host, vtep in seg.remote_macs:
             if (seg.vxlan, mac, t.loopbacks[vtep]) not in fdb:
                 missing.append(f"{node}: tenant {t.tenant}: no type-2 MAC {mac} of {host} via {vtep}")
-    missing += [f"{node}: tenant {t.tenant}: no type-2 route to {host} {prefix} via {vtep}"
-                for prefix, (host, vtep) in t.host_routes.items() if prefix not in routes]
-    missing += [f"{node}: tenant {t.tenant}: no type-5 route to {seg} {prefix}"
-                for prefix, seg in t.subnet_routes.items() if prefix not in routes]
-    stale = [f"{node}: tenant {t.tenant}: stale route {p} (no such host or segment any more)"
-             for p in sorted(routes) if p not in t.allowed]
+    missing += [
+        f"{node}: tenant {t.tenant}: no type-2 route to {host} {prefix} via {vtep}"
+        for prefix, (host, vtep) in t.host_routes.items()
+        if prefix not in routes
+    ]
+    missing += [
+        f"{node}: tenant {t.tenant}: no type-5 route to {seg} {prefix}"
+        for prefix, seg in t.subnet_routes.items()
+        if prefix not in routes
+    ]
+    stale = [
+        f"{node}: tenant {t.tenant}: stale route {p} (no such host or segment any more)"
+        for p in sorted(routes)
+        if p not in t.allowed
+    ]
     for seg in t.segments:
         want = set(seg.remote_vteps.values())
-        stale += [f"{node}: tenant {t.tenant}: stale type-3 flood entry to {dst} on L2VNI {seg.l2vni}"
-                  for dev, mac, dst in sorted(fdb) if dev == seg.vxlan and mac == FLOOD_MAC and dst not in want]
+        stale += [
+            f"{node}: tenant {t.tenant}: stale type-3 flood entry to {dst} on L2VNI {seg.l2vni}"
+            for dev, mac, dst in sorted(fdb)
+            if dev == seg.vxlan and mac == FLOOD_MAC and dst not in want
+        ]
     return missing + stale
 
 
-def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None = None,
-                     timeout: float = timeouts.VTYSH) -> list[str]:
+def missing_sessions(
+    ctx: LabContext, n: NodeIntent, progress: Progress | None = None, timeout: float = timeouts.VTYSH
+) -> list[str]:
     """Each expected session that is not Established, with FRR's word for its state (and the
     sessions that flapped, into `progress`)."""
     try:
@@ -140,14 +170,19 @@ def missing_sessions(ctx: LabContext, n: NodeIntent, progress: Progress | None =
         progress.flapped(n.node, session_flaps(summary, [s.port for s in n.sessions]))
     states = session_states(summary, [s.port for s in n.sessions])
     if len(n.sessions) > 1 and sessions_never_started(summary, [s.port for s in n.sessions]):
-        return [f"{n.node}: bgpd started none of its {len(n.sessions)} sessions (all Idle, never up): FRR holds its "
-                "peers until their configuration is loaded (vtysh -b), which a daemon stopped or starved holds back; "
-                f"`twin exec {ctx.name} {n.node} -- sh -c 'echo reboot > /run/twin/nodectl'` boots its FRR again"]
+        return [
+            f"{n.node}: bgpd started none of its {len(n.sessions)} sessions (all Idle, never up): FRR holds its "
+            "peers until their configuration is loaded (vtysh -b), which a daemon stopped or starved holds back; "
+            f"`twin exec {ctx.name} {n.node} -- sh -c 'echo reboot > /run/twin/nodectl'` boots its FRR again"
+        ]
     extra = unexpected_peers(summary, [s.port for s in n.sessions])
     other = f"; it has {', '.join(extra)}, on no link of the topology" if extra else ""
-    return [f"{n.node}: BGP session on {s.port} to {s.peer} is " + (
-            states[s.port] if states[s.port] != "absent" else f"not configured (FRR has no neighbor {s.port}{other})")
-            for s in n.sessions if states[s.port] != "Established"]
+    return [
+        f"{n.node}: BGP session on {s.port} to {s.peer} is "
+        + (states[s.port] if states[s.port] != "absent" else f"not configured (FRR has no neighbor {s.port}{other})")
+        for s in n.sessions
+        if states[s.port] != "Established"
+    ]
 
 
 def not_known(node: str, why: str) -> list[str]:
@@ -159,24 +194,25 @@ class Barrier:
 
     def __init__(self, ctx: LabContext, since: float | None = None):
         self.ctx = ctx
-        self.since = time.monotonic() if since is None else since   # the kernel log is read from here on
+        self.since = time.monotonic() if since is None else since  # the kernel log is read from here on
         self.intent = ctx.intent
         self.nodes = list(self.intent.nodes) + list(self.intent.generic)
-        self.dumps = RouteDumpers()            # routers' kernel tables (raw dumps, each with its deadline)
-        self.handles = NetlinkHandles()          # routers of the user's config: their RIB (pyroute2, with deadlines)
+        self.dumps = RouteDumpers()  # routers' kernel tables (raw dumps, each with its deadline)
+        self.handles = NetlinkHandles()  # routers of the user's config: their RIB (pyroute2, with deadlines)
         self.ribs = generic.RibWatch()
         self.tables = vrf_tables(ctx.fabric)
         self.progress = Progress(dict(self.intent.nodes))
         self.spread = spread(ctx.fabric)
-        self.known: dict[str, list[str]] = {}        # what each router lacked when last read
-        self.rounds: list[tuple[int, float]] = []    # (routers read, seconds) of every round: its cost
+        self.known: dict[str, list[str]] = {}  # what each router lacked when last read
+        self.rounds: list[tuple[int, float]] = []  # (routers read, seconds) of every round: its cost
         self.next_flaps = 0.0
 
     def _dumper(self, node: str, ns: str = "") -> RouteDumper:
         return self.dumps.get(self.ctx.pid(node), ns)
 
-    def tenant_tables(self, node: str, t: TenantIntent, until: Deadline
-                      ) -> tuple[dict[str, set[str]], set[tuple[str, str, str]]]:
+    def tenant_tables(
+        self, node: str, t: TenantIntent, until: Deadline
+    ) -> tuple[dict[str, set[str]], set[tuple[str, str, str]]]:
         """A tenant's VRF routes and VXLAN FDB on VTEP `node`."""
         ns = tenant_ns(self.ctx.fabric.tenants[t.tenant], self.ctx.backend)
         d = self._dumper(node, ns)
@@ -228,8 +264,13 @@ class Barrier:
             self.known[n] = self.known.get(n) or not_known(n, "its read had not ended at the deadline")
         left = {n: self.known[n] for n in nodes if self.known[n]}
         self.rounds.append((len(nodes), time.monotonic() - t))
-        log.debug("round over %d nodes: %d unfinished, %d missing, %.2fs", len(nodes), len(left),
-                  sum(map(len, left.values())), time.monotonic() - t)
+        log.debug(
+            "round over %d nodes: %d unfinished, %d missing, %.2fs",
+            len(nodes),
+            len(left),
+            sum(map(len, left.values())),
+            time.monotonic() - t,
+        )
         return left
 
     def flaps(self, until: Deadline) -> None:
@@ -244,7 +285,7 @@ class Barrier:
             (summary,) = self.ctx.exec(first).vtysh_json(FRR_SUMMARY, timeout=until.within(timeouts.VTYSH_QUICK))
             self.progress.flapped(first, session_flaps(summary, [s.port for s in want.sessions]))
         except TwinError:
-            pass   # FRR not answering yet: the next look asks again
+            pass  # FRR not answering yet: the next look asks again
 
     def wait(self, timeout: float, say: Callable[[str], None] = lambda _: None, since: float | None = None) -> float:
         """Poll until converged: each round reads the routers not done yet (its cost in proportion
@@ -253,15 +294,20 @@ class Barrier:
         and a share of it (`DIAGNOSE`) is kept for naming what is missing."""
         deadline = Deadline.after(timeout, since)
         rounds = deadline.earlier(min(timeouts.BARRIER_DIAGNOSE, timeout * DIAGNOSE_SHARE))
-        if rounds.passed():   # what came before the barrier (a bring-up's containers and links) took it all
-            raise ConvergenceTimeout(self.what(), deadline.elapsed(), [
-                f"nothing read: {deadline.elapsed():.0f}s of the {timeout:.0f}s deadline had passed when the wait "
-                "for convergence began (the containers, links and FRR's start before it)"])
+        if rounds.passed():  # what came before the barrier (a bring-up's containers and links) took it all
+            raise ConvergenceTimeout(
+                self.what(),
+                deadline.elapsed(),
+                [
+                    f"nothing read: {deadline.elapsed():.0f}s of the {timeout:.0f}s deadline had passed when the wait "
+                    "for convergence began (the containers, links and FRR's start before it)"
+                ],
+            )
         done: set[str] = set()
         pool = ThreadPoolExecutor(PARALLEL)
 
         def probe() -> list[str]:
-            nodes = [n for n in self.nodes if n not in done] or self.nodes   # all done: confirm over all
+            nodes = [n for n in self.nodes if n not in done] or self.nodes  # all done: confirm over all
             left = self.round(pool, nodes, rounds)
             for n in nodes:
                 if n in left:
@@ -273,7 +319,7 @@ class Barrier:
             if not left:
                 return [] if len(nodes) == len(self.nodes) else [f"confirming: all {len(self.nodes)} routers once more"]
             self.flaps(rounds)
-            say(self.progress.line(len(done), len(self.nodes), holdups(left)))   # the nodes holding it back, and what
+            say(self.progress.line(len(done), len(self.nodes), holdups(left)))  # the nodes holding it back, and what
             return [m for n in sorted(left) for m in left[n]]
 
         def diagnose() -> list[str]:
@@ -281,25 +327,38 @@ class Barrier:
             return [m for n in sorted(left) for m in left[n]]
 
         try:
-            return wait.until(probe, rounds.end - rounds.start, self.what(), diagnose=diagnose, since=deadline.start,
-                              first=timeouts.BARRIER_FIRST, cap=timeouts.BARRIER_POLL, pace=PACE)
-        except ConvergenceTimeout as e:   # host-level causes (kernel log, OOM, dead daemons) first, then flaps
+            return wait.until(
+                probe,
+                rounds.end - rounds.start,
+                self.what(),
+                diagnose=diagnose,
+                since=deadline.start,
+                first=timeouts.BARRIER_FIRST,
+                cap=timeouts.BARRIER_POLL,
+                pace=PACE,
+            )
+        except ConvergenceTimeout as e:  # host-level causes (kernel log, OOM, dead daemons) first, then flaps
             # the causes are what a timeout most needs to say: read within the deadline's rest or HOST_CAUSES,
             # whichever is longer (a short deadline on a busy host is spent by the rounds and their diagnosis)
             until = max(deadline.end, time.monotonic() + timeouts.HOST_CAUSES)
             causes = hostlimits.host_causes(self.ctx.name, self.since, self.ctx.containers(), until=until)
             timers = self.ctx.fabric.timers or "keepalive 3 s, hold 9 s"
-            raise ConvergenceTimeout(e.what, deadline.elapsed(), e.missing,
-                                     causes + self.progress.causes(str(timers))) from None
+            raise ConvergenceTimeout(
+                e.what, deadline.elapsed(), e.missing, causes + self.progress.causes(str(timers))
+            ) from None
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)   # a read under way ends by its own deadline
+            pool.shutdown(wait=False, cancel_futures=True)  # a read under way ends by its own deadline
             self.dumps.close()
             self.handles.close()
 
     def what(self) -> str:
         mine = ", your routers' daemons, adjacencies and settled routes" if self.intent.generic else ""
-        return "convergence (BGP sessions, loopback routes" + (
-            ", VNIs and EVPN type-2/3/5 routes" if self.ctx.fabric.tenants else "") + mine + ")"
+        return (
+            "convergence (BGP sessions, loopback routes"
+            + (", VNIs and EVPN type-2/3/5 routes" if self.ctx.fabric.tenants else "")
+            + mine
+            + ")"
+        )
 
     def now(self, timeout: float = timeouts.BARRIER_NOW) -> list[str]:
         """Everything missing of the intent right now (with session states; no waiting: routes
@@ -325,17 +384,30 @@ def deadline(ctx: LabContext) -> float:
 def waiting_for(ctx: LabContext, limit: float, left: float | None = None) -> str:
     """What the barrier waits for, in a line; `left`: of a deadline that runs from the command's start."""
     mine, fabric = ctx.intent.generic, ctx.fabric
-    return (f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on {len(ctx.intent.nodes)} "
-            "routers" + (f", {len(fabric.tenants)} tenants' EVPN routes" if fabric.tenants else "")
-            + (f", {sum(len(g.adjacencies) for g in mine.values())} adjacencies of {len(mine)} routers of your "
-               "configs" if mine else "")
-            + (f" (deadline {limit:.0f}s from the command's start, {left:.0f}s left)" if left is not None
-               else f" (deadline {limit:.0f}s)"))
+    return (
+        f"waiting for {len(fabric.sessions())} BGP sessions and loopback routes on {len(ctx.intent.nodes)} "
+        "routers"
+        + (f", {len(fabric.tenants)} tenants' EVPN routes" if fabric.tenants else "")
+        + (
+            f", {sum(len(g.adjacencies) for g in mine.values())} adjacencies of {len(mine)} routers of your configs"
+            if mine
+            else ""
+        )
+        + (
+            f" (deadline {limit:.0f}s from the command's start, {left:.0f}s left)"
+            if left is not None
+            else f" (deadline {limit:.0f}s)"
+        )
+    )
 
 
-def converge(ctx: LabContext, timeout: float | None = None, say: Callable[[str], None] = lambda _: None,
-             since: float | None = None,
-             start: float | None = None) -> float:
+def converge(
+    ctx: LabContext,
+    timeout: float | None = None,
+    say: Callable[[str], None] = lambda _: None,
+    since: float | None = None,
+    start: float | None = None,
+) -> float:
     """Wait until the running lab holds its intent; ConvergenceTimeout names what is missing
     (and, first, the host-level causes it can see in the kernel log since `since`). The deadline
     is `timeout` (default: from the lab's size) after `start` (default now)."""

@@ -3,6 +3,7 @@ create -> create-links -> configure -> healthy): its kernel overlay, its daemons
 then its workloads' bindings and the node's own `exec` commands. The runtime (`twin.runtime`) makes containers and
 links and calls `configure_node` for each node as soon as all its ports are up.
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,12 +44,15 @@ class ExecFailure:
     node: str
     command: str
     rc: int
-    said: str          # the last line it printed
-    hint: str = ""     # what the kernel lacked, when that is why (`twin.runtime.kernelhint`)
+    said: str  # the last line it printed
+    hint: str = ""  # what the kernel lacked, when that is why (`twin.runtime.kernelhint`)
 
     def __str__(self) -> str:
-        return f"{self.node}: exec `{self.command}` exited {self.rc}" + (f": {self.said}" if self.said else "") + (
-            f" ({self.hint})" if self.hint else "")
+        return (
+            f"{self.node}: exec `{self.command}` exited {self.rc}"
+            + (f": {self.said}" if self.said else "")
+            + (f" ({self.hint})" if self.hint else "")
+        )
 
 
 class ExecLog:
@@ -57,7 +61,7 @@ class ExecLog:
     def __init__(self, lab: str, strict: bool = False):
         self.lab, self.strict = lab, strict
         self.failures: list[ExecFailure] = []
-        self.rebooted: list[str] = []     # nodes whose FRR boot stalled and was booted again
+        self.rebooted: list[str] = []  # nodes whose FRR boot stalled and was booted again
         self._lock = threading.Lock()
         self._lacks: list[str] | None = None
 
@@ -73,10 +77,19 @@ class ExecLog:
             self.failures.append(f)
 
 
-def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: Backend,
-                   shaping: Shaping = DEFAULT_SHAPING, plane: NodePlane | None = None,
-                   execs: ExecLog | None = None, starts_itself: bool = False, password: str = "",
-                   say: Callable[[str], None] = lambda _: None) -> None:
+def configure_node(
+    fabric: Fabric,
+    node: str,
+    ex: NodeExec,
+    pid: int,
+    backend: Backend,
+    shaping: Shaping = DEFAULT_SHAPING,
+    plane: NodePlane | None = None,
+    execs: ExecLog | None = None,
+    starts_itself: bool = False,
+    password: str = "",
+    say: Callable[[str], None] = lambda _: None,
+) -> None:
     """Stage "configure" of one wired node: kernel overlay and services (its management port
     first), its daemons (with its management plane: sshd and the NVUE API relay, user cumulus's
     `password`), then its workloads' bindings and its `exec` commands (a failing one goes to
@@ -93,10 +106,10 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
             apply_steps(steps, pid, ex)
     t1 = time.monotonic()
     start = None if starts_itself else kinds.of(fabric.nodes[node]).start
-    if start:   # its daemons: in the node's cgroup
+    if start:  # its daemons: in the node's cgroup
         with wait.doing(node, f"its daemons started (`{' '.join(start)}`)"):
             ex.start(start, timeouts.FRR_START, {"TWIN_PASSWORD": password} if password else None).check()
-        if node_file_exists(pid, FRR_BOOT_FIFO, node):   # the node boots FRR itself (twin's node image)
+        if node_file_exists(pid, FRR_BOOT_FIFO, node):  # the node boots FRR itself (twin's node image)
             with wait.doing(node, "FRR's boot in order (zebra, mgmtd, its daemons, the config once, watchfrr)"):
                 reboots = frr_boot_watch(node, pid, say)
             if reboots and execs is not None:
@@ -109,8 +122,13 @@ def configure_node(fabric: Fabric, node: str, ex: NodeExec, pid: int, backend: B
         with wait.doing(node, f"its {len(later)} bindings applied"):
             apply_steps(later, pid, ex)
     run_exec(fabric.nodes[node].exec, ex, execs or ExecLog(fabric.name), inside=fabric.confined is not None)
-    log.debug("configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs", node, t1 - t0, t2 - t1,
-              time.monotonic() - t2)
+    log.debug(
+        "configured %s: kernel %.2fs, start %.2fs, bindings and exec %.2fs",
+        node,
+        t1 - t0,
+        t2 - t1,
+        time.monotonic() - t2,
+    )
 
 
 def lo_steps(fabric: Fabric, node: str, backend: Backend) -> list[Step]:
@@ -136,8 +154,13 @@ def run_exec(commands: tuple[str, ...], ex: NodeExec, execs: ExecLog, inside: bo
         if res.ok:
             continue
         said = (res.stderr or res.stdout).strip().splitlines()
-        f = ExecFailure(ex.where.split("/")[-1], cmd, res.rc, said[-1] if said else "",
-                        kernel_hint(cmd, res.stdout + res.stderr, execs.lacking))
+        f = ExecFailure(
+            ex.where.split("/")[-1],
+            cmd,
+            res.rc,
+            said[-1] if said else "",
+            kernel_hint(cmd, res.stdout + res.stderr, execs.lacking),
+        )
         if execs.strict:
             raise TwinError(f"{execs.lab}/{f}")
         log.info("%s", f)
@@ -146,6 +169,7 @@ def run_exec(commands: tuple[str, ...], ex: NodeExec, execs: ExecLog, inside: bo
 
 def wait_vnis(ex: NodeExec, expected: set[int]) -> None:
     """Until zebra on the VTEP knows every VNI it should have (L3VNIs and local L2VNIs)."""
+
     def missing() -> list[str]:
         try:
             (doc,) = ex.vtysh_json(FRR_VNIS, timeout=timeouts.VTYSH_QUICK)

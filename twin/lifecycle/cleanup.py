@@ -14,6 +14,7 @@ interrupt does not cut the removal short: it says what is going on; a third one
 stops, and says what may be left and how to remove it (`patient`, which apply's
 rollback uses too).
 """
+
 from __future__ import annotations
 
 import signal
@@ -50,8 +51,7 @@ def stop_services(d: Path) -> None:
 
 
 @contextmanager
-def on_failure(name: str, d: Path, runtime: Runtime, keep: bool,
-               say: Callable[[str], None]) -> Iterator[None]:
+def on_failure(name: str, d: Path, runtime: Runtime, keep: bool, say: Callable[[str], None]) -> Iterator[None]:
     """Run a bring-up; if it raises (or is interrupted), remove what it made unless `keep`."""
     try:
         yield
@@ -60,9 +60,11 @@ def on_failure(name: str, d: Path, runtime: Runtime, keep: bool,
             say(f"bring-up failed: kept what was made (--keep); `twin down {name}` removes it")
             raise
         say("bring-up failed: removing what was created")
-        with wait.bounded(None), patient(f"removing lab {name}", f"its containers may then remain: `twin down "
-                                                                 f"{name}` removes them"):
-            remove_all(name, d, runtime)   # with its own deadlines, not the failed command's
+        with (
+            wait.bounded(None),
+            patient(f"removing lab {name}", f"its containers may then remain: `twin down {name}` removes them"),
+        ):
+            remove_all(name, d, runtime)  # with its own deadlines, not the failed command's
         raise
 
 

@@ -14,6 +14,7 @@ Whatever changes a running lab (`twin.change.apply`, every fault, a rehearsal, t
 proof, and any new writer such as an NVUE apply) does it inside `writing`: one twin
 at a time changes a lab, a second is refused naming the first; readers never wait.
 """
+
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
@@ -42,7 +43,7 @@ class LabContext:
     backend: Backend
     runtime: Runtime
     image: str = ""
-    shaping: Shaping = "tc"      # how the lab enforces rate limits (probed at `up`)
+    shaping: Shaping = "tc"  # how the lab enforces rate limits (probed at `up`)
     _containers: dict[str, NodeHandle] | None = field(default=None, repr=False)
     _pids: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -54,8 +55,16 @@ class LabContext:
         containers = runtime.containers(name)
         if fabric is None or st is None or not containers:
             return None
-        return cls(name, d, fabric, st.backend or DEFAULT_BACKEND, runtime, st.image, st.shaping or "tc",
-                   _containers=containers)
+        return cls(
+            name,
+            d,
+            fabric,
+            st.backend or DEFAULT_BACKEND,
+            runtime,
+            st.image,
+            st.shaping or "tc",
+            _containers=containers,
+        )
 
     def writing(self, what: str) -> AbstractContextManager[None]:
         """Hold the lab's lock while `what` (the command, e.g. "twin fault link-down dpu1:p0")
@@ -91,7 +100,7 @@ class LabContext:
     def container(self, node: str) -> NodeHandle:
         c = self.containers().get(node)
         if c is None:
-            node = self.node(node)   # a node the intent does not have is named as such
+            node = self.node(node)  # a node the intent does not have is named as such
             c = self.containers().get(node)
         if c is None:
             raise TwinError(f"lab {self.name!r}: node {node} has no container; `twin status {self.name}` shows the lab")
@@ -148,7 +157,7 @@ class MakesContext(Protocol):
     def context(self) -> LabContext: ...
 
 
-LabLike = LabContext | MakesContext    # a running lab, as a `twin.Lab` or its context
+LabLike = LabContext | MakesContext  # a running lab, as a `twin.Lab` or its context
 
 
 def context_of(target: LabLike) -> LabContext:

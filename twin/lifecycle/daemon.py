@@ -14,6 +14,7 @@ directory (`orphaned`) and leaves when the directory is gone or replaced: a `dow
 came before the record still leaves nothing running. `stop` signals only the process whose
 pid and start time are recorded: a pid the kernel gave to another process since is left alone.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ def started(pid: int) -> int | None:
             stat = f.read().decode(errors="replace")
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2:].split()   # after the command's name, which may hold anything
+    fields = stat[stat.rfind(")") + 2 :].split()  # after the command's name, which may hold anything
     if len(fields) < 20 or fields[0] in ("Z", "X"):
         return None
     return int(fields[19])
@@ -76,18 +77,27 @@ def orphaned(d: Path) -> Callable[[], bool]:
             return d.stat().st_ino != first
         except OSError:
             return True
+
     return gone
 
 
-def spawn(recfile: Path, argv: list[str], log: Path, ready: Callable[[dict], bool],
-          timeout: float = timeouts.SERVICE_START) -> dict:
+def spawn(
+    recfile: Path, argv: list[str], log: Path, ready: Callable[[dict], bool], timeout: float = timeouts.SERVICE_START
+) -> dict:
     """Start `argv` detached, its output to `log`; returns its record once `ready(record)` holds.
     TwinError with the end of its log when it exits first, or is not ready by the deadline
     (it is stopped then)."""
     recfile.unlink(missing_ok=True)
     with open(log, "ab") as out:
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-                             close_fds=True, env=os.environ.copy())
+        p = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            close_fds=True,
+            env=os.environ.copy(),
+        )
     found: dict = {}
 
     def missing() -> list[str]:

@@ -5,6 +5,7 @@ its adjacencies (one vtysh call per router, only the protocols its config has), 
 is still changing (over netlink: the kernel routes zebra installed, compared between rounds).
 The barrier, `twin status` and `twin verify` all judge a router with these.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,8 +31,11 @@ from twin.runtime import (
 
 def daemons_missing(gi: GenericIntent, pid: int) -> list[str]:
     running = set(hostlimits.processes(pid))
-    return [f"{gi.node}: FRR daemon {d} is not running (its daemons file enables it)"
-            for d in gi.daemons if d not in running]
+    return [
+        f"{gi.node}: FRR daemon {d} is not running (its daemons file enables it)"
+        for d in gi.daemons
+        if d not in running
+    ]
 
 
 def states(ex: NodeExec, gi: GenericIntent) -> dict[Adjacency, str]:
@@ -55,9 +59,13 @@ def adjacencies_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
     except CommandError as e:
         first = (e.stderr or e.stdout).strip().splitlines()[:1]
         return [f"{gi.node}: FRR not answering yet ({first[0] if first else f'exit {e.rc}'})"]
-    return [f"{a}: {'not up' if s != 'absent' else 'no such neighbor in FRR'} ({s})" if a.protocol == "bgp" else
-            f"{a}: no {FRR_UP_STATE[a.protocol]} neighbour" + (f" ({s})" if s != "absent" else "")
-            for a, s in got.items() if not is_up(a, s)]
+    return [
+        f"{a}: {'not up' if s != 'absent' else 'no such neighbor in FRR'} ({s})"
+        if a.protocol == "bgp"
+        else f"{a}: no {FRR_UP_STATE[a.protocol]} neighbour" + (f" ({s})" if s != "absent" else "")
+        for a, s in got.items()
+        if not is_up(a, s)
+    ]
 
 
 def routes_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
@@ -78,8 +86,11 @@ def routes_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
         if r.protocol == "static" and not any(e["protocol"] == "static" for e in entries):
             out.append(f"{r}: not in its RIB")
         elif r.protocol != "static" and not any(e["selected"] for e in entries):
-            out.append(f"{r}: not in its RIB" if not entries else
-                       f"{r}: none selected ({', '.join(e['protocol'] for e in entries)})")
+            out.append(
+                f"{r}: not in its RIB"
+                if not entries
+                else f"{r}: none selected ({', '.join(e['protocol'] for e in entries)})"
+            )
     return out
 
 
@@ -98,12 +109,14 @@ def vnis_missing(ex: NodeExec, gi: GenericIntent) -> list[str]:
     for vni, vrf in sorted(gi.vnis.items()):
         state = have.get(vni, {}).get("state")
         if state != "Up":
-            out.append(f"{gi.node}: L3VNI {vni} of VRF {vrf} is {state or 'unknown'} in zebra ({NO_DEVICE} of it yet: "
-                       "has the script that makes them run?)")
+            out.append(
+                f"{gi.node}: L3VNI {vni} of VRF {vrf} is {state or 'unknown'} in zebra ({NO_DEVICE} of it yet: "
+                "has the script that makes them run?)"
+            )
     return out
 
 
-NO_DEVICE = "no VRF or VXLAN device"   # what a router's config references and only the lab's own scripts make
+NO_DEVICE = "no VRF or VXLAN device"  # what a router's config references and only the lab's own scripts make
 
 
 def after_deploy(e: ConvergenceTimeout, lab: str, topology: str) -> TwinError:
@@ -112,9 +125,11 @@ def after_deploy(e: ConvergenceTimeout, lab: str, topology: str) -> TwinError:
     if not e.missing or not all(NO_DEVICE in m for m in e.missing):
         return e
     nodes = sorted({m.split(":")[0] for m in e.missing})
-    return TwinError(f"lab {lab} waits only for VRF or VXLAN devices that its routers' configs reference and "
-                     f"nothing of the lab makes ({', '.join(nodes)}): configured after deploy? `twin up {topology} "
-                     f"--no-wait`, then its scripts (`twin exec {lab} NODE -- SCRIPT`), then `twin wait {lab}`\n{e}")
+    return TwinError(
+        f"lab {lab} waits only for VRF or VXLAN devices that its routers' configs reference and "
+        f"nothing of the lab makes ({', '.join(nodes)}): configured after deploy? `twin up {topology} "
+        f"--no-wait`, then its scripts (`twin exec {lab} NODE -- SCRIPT`), then `twin wait {lab}`\n{e}"
+    )
 
 
 class RibWatch:
@@ -132,5 +147,8 @@ class RibWatch:
             since = 0.0
         else:
             since = now - last[1]
-        return [] if since >= self.quiet else [
-            f"{node}: its routes changed {since:.1f}s ago (settled once unchanged for {self.quiet:g}s)"]
+        return (
+            []
+            if since >= self.quiet
+            else [f"{node}: its routes changed {since:.1f}s ago (settled once unchanged for {self.quiet:g}s)"]
+        )

@@ -13,6 +13,7 @@ This module owns:
   memory, dead FRR daemons, an overloaded host). Pure computation comes first; what reads the
   host (/proc, /sys, /dev/kmsg, Docker, a node's files through twin.runtime.nodefs) follows.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -33,15 +34,15 @@ from twin.topology.model import Fabric, Tenant
 # --- demand per node, measured (neighbour entries counted in every namespace of converged labs) ----
 # The kernel caps the entries its collector may remove (gc_thresh2/3); PERMANENT and extern_learn
 # entries are exempt from that count but count towards gc_thresh1, below which nothing is collected.
-ND_PER_FABRIC_PORT = 5          # the peer's link-local address (BGP unnumbered) + ff02::1, ff02::16 and two
-                                # solicited-node groups (NOARP); measured 3.2-4.4 per port, 5 at most
-ARP_PER_FABRIC_PORT = 1         # zebra's 169.254.0.1 next hop (RFC 5549), PERMANENT: exempt from gc
-ND_PER_TENANT_DEVICE = 3        # ff02::2, ff02::16, a solicited-node group on each device of a tenant namespace
-TASKS_PER_FRR_NODE = 32         # FRR's daemons and threads (17) + the node's containerd shim (12): measured 29
-TASKS_PER_HOST = 14             # docker-init, sleep + shim
-MIB_PER_FRR_NODE = 40           # host MemAvailable drop per FRR node, kernel too: 38-40 (make bench, 96/128 nodes)
+ND_PER_FABRIC_PORT = 5  # the peer's link-local address (BGP unnumbered) + ff02::1, ff02::16 and two
+# solicited-node groups (NOARP); measured 3.2-4.4 per port, 5 at most
+ARP_PER_FABRIC_PORT = 1  # zebra's 169.254.0.1 next hop (RFC 5549), PERMANENT: exempt from gc
+ND_PER_TENANT_DEVICE = 3  # ff02::2, ff02::16, a solicited-node group on each device of a tenant namespace
+TASKS_PER_FRR_NODE = 32  # FRR's daemons and threads (17) + the node's containerd shim (12): measured 29
+TASKS_PER_HOST = 14  # docker-init, sleep + shim
+MIB_PER_FRR_NODE = 40  # host MemAvailable drop per FRR node, kernel too: 38-40 (make bench, 96/128 nodes)
 MIB_PER_HOST = 2
-SETUP = Path(str(resources.files("twin.lifecycle") / "host-setup.sh"))   # installs Docker, raises the limits
+SETUP = Path(str(resources.files("twin.lifecycle") / "host-setup.sh"))  # installs Docker, raises the limits
 SYSCTL_FILE = "/etc/sysctl.d/60-twin.conf"
 
 
@@ -49,11 +50,11 @@ SYSCTL_FILE = "/etc/sysctl.d/60-twin.conf"
 class Demand:
     """What a lab takes from host-wide limits."""
 
-    arp_gc: int = 0     # IPv4 neighbour entries the collector counts (gc_thresh2/3)
-    arp_all: int = 0    # every IPv4 entry, PERMANENT and extern_learn ones too (reported, not judged)
-    nd_gc: int = 0      # IPv6 neighbour entries (all of them are counted)
-    inotify: int = 0    # inotify instances: zebra -n watches /run/netns on every VTEP
-    tasks: int = 0      # pids: processes and threads
+    arp_gc: int = 0  # IPv4 neighbour entries the collector counts (gc_thresh2/3)
+    arp_all: int = 0  # every IPv4 entry, PERMANENT and extern_learn ones too (reported, not judged)
+    nd_gc: int = 0  # IPv6 neighbour entries (all of them are counted)
+    inotify: int = 0  # inotify instances: zebra -n watches /run/netns on every VTEP
+    tasks: int = 0  # pids: processes and threads
     mem_mib: int = 0
 
     def __add__(self, o: "Demand") -> "Demand":
@@ -80,8 +81,12 @@ def node_demand(fabric: Fabric, name: str) -> Demand:
         peers = sum(1 for a in found[0].attachments if a.segment == found[1].segment) if found else 0
         return Demand(arp_gc=peers, arp_all=peers, tasks=TASKS_PER_HOST, mem_mib=MIB_PER_HOST)
     ports = len([p for p in node.ports if p.role != "access"])
-    d = Demand(arp_all=ARP_PER_FABRIC_PORT * ports, nd_gc=ND_PER_FABRIC_PORT * ports,
-               tasks=TASKS_PER_FRR_NODE, mem_mib=MIB_PER_FRR_NODE)
+    d = Demand(
+        arp_all=ARP_PER_FABRIC_PORT * ports,
+        nd_gc=ND_PER_FABRIC_PORT * ports,
+        tasks=TASKS_PER_FRR_NODE,
+        mem_mib=MIB_PER_FRR_NODE,
+    )
     tenants = fabric.tenants_on(name)
     for t in tenants:
         d += vtep_tenant_demand(t, name)
@@ -97,10 +102,10 @@ def demand(fabric: Fabric) -> Demand:
 class Usage:
     """What the host uses now, all labs and everything else together."""
 
-    arp: int = 0            # IPv4 neighbour entries (/proc/net/stat/arp_cache; counts exempt ones too)
-    nd: int = 0             # IPv6 neighbour entries (/proc/net/stat/ndisc_cache)
-    inotify: int = 0        # inotify instances, every user's
-    tasks: int = 0          # threads (/proc/loadavg)
+    arp: int = 0  # IPv4 neighbour entries (/proc/net/stat/arp_cache; counts exempt ones too)
+    nd: int = 0  # IPv6 neighbour entries (/proc/net/stat/ndisc_cache)
+    inotify: int = 0  # inotify instances, every user's
+    tasks: int = 0  # threads (/proc/loadavg)
     mem_available_mib: int = 0
 
     def to_dict(self) -> dict:
@@ -110,18 +115,23 @@ class Usage:
 @dataclass(frozen=True)
 class Rule:
     setting: str
-    demand: str             # Demand field
-    usage: str              # Usage field
+    demand: str  # Demand field
+    usage: str  # Usage field
     why: str
 
 
 RULES = (
-    Rule("net.ipv6.neigh.default.gc_thresh3", "nd_gc", "nd", "IPv6 neighbours beyond it are never created: "
-         "BGP-unnumbered sessions stay down"),
+    Rule(
+        "net.ipv6.neigh.default.gc_thresh3",
+        "nd_gc",
+        "nd",
+        "IPv6 neighbours beyond it are never created: BGP-unnumbered sessions stay down",
+    ),
     Rule("net.ipv6.neigh.default.gc_thresh2", "nd_gc", "nd", "beyond it the kernel flushes IPv6 neighbours every 5 s"),
     Rule("net.ipv4.neigh.default.gc_thresh3", "arp_gc", "arp", "IPv4 neighbours beyond it are never created"),
-    Rule("net.ipv4.neigh.default.gc_thresh2", "arp_gc", "arp",
-         "beyond it the kernel flushes IPv4 neighbours every 5 s"),
+    Rule(
+        "net.ipv4.neigh.default.gc_thresh2", "arp_gc", "arp", "beyond it the kernel flushes IPv4 neighbours every 5 s"
+    ),
     Rule("fs.inotify.max_user_instances", "inotify", "inotify", "zebra on a VTEP (netns VRFs) needs one"),
     Rule("kernel.pid_max", "tasks", "tasks", "every process and thread takes a pid"),
     Rule("kernel.threads-max", "tasks", "tasks", "every process and thread counts"),
@@ -135,9 +145,9 @@ class Shortfall:
 
     setting: str
     have: int
-    need: int       # lab + running
-    lab: int        # this lab's demand
-    running: int    # what the host uses now
+    need: int  # lab + running
+    lab: int  # this lab's demand
+    running: int  # what the host uses now
     why: str
 
     def __str__(self) -> str:
@@ -148,12 +158,13 @@ class Shortfall:
         return asdict(self)
 
 
-def check(fabric: Fabric, running_usage: Usage, settings: Mapping[str, int],
-          grown_from: Fabric | None = None) -> list[Shortfall]:
+def check(
+    fabric: Fabric, running_usage: Usage, settings: Mapping[str, int], grown_from: Fabric | None = None
+) -> list[Shortfall]:
     """Every setting the host is short of for this lab (with `grown_from`, the running lab `twin
     apply` grows: what it takes beyond it) on top of what runs now (pure; unreadable ones not judged)."""
     need, out = demand(fabric), []
-    if grown_from is not None:   # what the running lab takes is in `running_usage` already
+    if grown_from is not None:  # what the running lab takes is in `running_usage` already
         need = Demand(*(max(0, getattr(need, f.name) - getattr(demand(grown_from), f.name)) for f in fields(need)))
     for r in RULES:
         have = settings.get(r.setting)
@@ -163,8 +174,16 @@ def check(fabric: Fabric, running_usage: Usage, settings: Mapping[str, int],
         if lab + running > have:
             out.append(Shortfall(r.setting, have, lab + running, lab, running, r.why))
     if running_usage.mem_available_mib and need.mem_mib > running_usage.mem_available_mib:
-        out.append(Shortfall(MEMORY, running_usage.mem_available_mib, need.mem_mib, need.mem_mib, 0,
-                             f"~{MIB_PER_FRR_NODE} MiB per FRR node; free memory or run a smaller lab"))
+        out.append(
+            Shortfall(
+                MEMORY,
+                running_usage.mem_available_mib,
+                need.mem_mib,
+                need.mem_mib,
+                0,
+                f"~{MIB_PER_FRR_NODE} MiB per FRR node; free memory or run a smaller lab",
+            )
+        )
     return out
 
 
@@ -182,8 +201,11 @@ def fix_command(short: list[Shortfall], setup_ran: bool = False) -> str:
 def refusal(lab: str, short: list[Shortfall], setup_ran: bool = False) -> str:
     """One line: every shortfall with its numbers, then the command that fixes them."""
     fix = fix_command(short, setup_ran)
-    return (f"host limits too low for lab {lab!r}, nothing was created: " + "; ".join(map(str, short))
-            + (f"; {fix}" if fix else ""))
+    return (
+        f"host limits too low for lab {lab!r}, nothing was created: "
+        + "; ".join(map(str, short))
+        + (f"; {fix}" if fix else "")
+    )
 
 
 class HostLimitsShort(TwinError):
@@ -200,16 +222,24 @@ class HostLimitsShort(TwinError):
 # --- host-level causes of a timeout, from what was read ---------------------------------------------
 OVERFLOW = re.compile(r"(arp_cache|ndisc_cache): neighbor table overflow")
 OOM = re.compile(r"Killed process \d+ \(([^)]+)\)")
-TABLES = {"arp_cache": ("IPv4", "net.ipv4.neigh.default.gc_thresh3"),
-          "ndisc_cache": ("IPv6", "net.ipv6.neigh.default.gc_thresh3")}
+TABLES = {
+    "arp_cache": ("IPv4", "net.ipv4.neigh.default.gc_thresh3"),
+    "ndisc_cache": ("IPv6", "net.ipv6.neigh.default.gc_thresh3"),
+}
 SETTLE_S = 5.0  # FRR starts its daemons, then watchfrr: give a start this long before judging it
 OVERLOAD = 4.0  # runnable tasks per core (1-minute load average) beyond which FRR's timers slip
 
 
 def load_causes(load1: float, cores: int) -> list[str]:
     """An overloaded host (pure): FRR answers late, BGP hold timers expire, convergence drags."""
-    return [f"host: load average {load1:.1f} on {cores} cores: FRR runs late, sessions may reset; "
-            "`--timeout` gives the lab longer, fewer labs at once make it faster"] if load1 > OVERLOAD * cores else []
+    return (
+        [
+            f"host: load average {load1:.1f} on {cores} cores: FRR runs late, sessions may reset; "
+            "`--timeout` gives the lab longer, fewer labs at once make it faster"
+        ]
+        if load1 > OVERLOAD * cores
+        else []
+    )
 
 
 def kernel_log_causes(messages: list[str], usage: Usage, settings: Mapping[str, int], lab: str = "") -> list[str]:
@@ -219,14 +249,18 @@ def kernel_log_causes(messages: list[str], usage: Usage, settings: Mapping[str, 
         n = sum(1 for m in messages if OVERFLOW.search(m) and table in m)
         if n:
             now = usage.nd if family == "IPv6" else usage.arp
-            causes.append(f"kernel: {family} neighbour table overflow ({n} messages, rate-limited, since lab {lab} "
-                          f"started; host-wide: {now} entries now, {setting} = {settings.get(setting, '?')}): "
-                          f"new neighbours fail, BGP-unnumbered sessions stay down; "
-                          + (f"`sudo {SETUP}` raises it" if SETUP.exists() else f"raise {setting}"))
+            causes.append(
+                f"kernel: {family} neighbour table overflow ({n} messages, rate-limited, since lab {lab} "
+                f"started; host-wide: {now} entries now, {setting} = {settings.get(setting, '?')}): "
+                f"new neighbours fail, BGP-unnumbered sessions stay down; "
+                + (f"`sudo {SETUP}` raises it" if SETUP.exists() else f"raise {setting}")
+            )
     killed = [m.group(1) for m in map(OOM.search, messages) if m]
     if killed:
-        causes.append(f"kernel: out of memory, {len(killed)} process(es) killed since lab {lab} started "
-                      f"({', '.join(sorted(set(killed)))})")
+        causes.append(
+            f"kernel: out of memory, {len(killed)} process(es) killed since lab {lab} started "
+            f"({', '.join(sorted(set(killed)))})"
+        )
     return causes
 
 
@@ -280,8 +314,13 @@ def host_usage() -> Usage:
     """What the host uses now: neighbour entries of every lab and namespace, inotify, threads, memory."""
     tasks = int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
     mem = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-    return Usage(arp=table_entries("arp_cache"), nd=table_entries("ndisc_cache"), inotify=inotify_instances(),
-                 tasks=tasks, mem_available_mib=int(mem["MemAvailable"].split()[0]) // 1024)
+    return Usage(
+        arp=table_entries("arp_cache"),
+        nd=table_entries("ndisc_cache"),
+        inotify=inotify_instances(),
+        tasks=tasks,
+        mem_available_mib=int(mem["MemAvailable"].split()[0]) // 1024,
+    )
 
 
 def ensure(fabric: Fabric, grown_from: Fabric | None = None) -> None:
@@ -350,7 +389,7 @@ def processes(pid: int) -> dict[str, tuple[float, list[str]]]:
             argv = Path(f"/proc/{p}/cmdline").read_text().split("\0")
         except OSError:
             continue
-        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
         out[name] = (now - int(rest[19]) / hz, [a for a in argv if a])
     return out
 
@@ -376,11 +415,13 @@ def container_causes(node: str, c: NodeHandle) -> list[str]:
     causes += [f"{node}: out of memory: {killed} process(es) killed in its container"] if killed else []
     try:
         dead, watching = dead_daemons(pid, node)
-    except NodeFileError as e:        # what the node did to its files is a cause too
+    except NodeFileError as e:  # what the node did to its files is a cause too
         return causes + [str(e)]
     if dead:
-        causes.append(f"{node}: FRR {', '.join(dead)} not running" + (
-            ", watchfrr is restarting it?" if watching else ": nothing restarts it (watchfrr is gone)"))
+        causes.append(
+            f"{node}: FRR {', '.join(dead)} not running"
+            + (", watchfrr is restarting it?" if watching else ": nothing restarts it (watchfrr is gone)")
+        )
     return causes
 
 

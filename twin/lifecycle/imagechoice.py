@@ -10,6 +10,7 @@ where the engine has it, else twin's node image.
 A node on its own image starts as the image starts (`twin.runtime.ownimage`): an FRR image starts
 its FRR, so twin's start of FRR is left out for it; one built from twin's node image starts twin's way.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,14 +27,17 @@ DEFAULT = "auto"
 
 @dataclass
 class Choice:
-    own: dict[str, str] = field(default_factory=dict)   # node -> its own image, which it runs
-    starts_itself: set[str] = field(default_factory=set)   # of them, the ones their image starts (not twin)
+    own: dict[str, str] = field(default_factory=dict)  # node -> its own image, which it runs
+    starts_itself: set[str] = field(default_factory=set)  # of them, the ones their image starts (not twin)
     notes: list[str] = field(default_factory=list)
 
     def fabric(self, fabric: Fabric) -> Fabric:
         """`fabric` as the runtime makes it: each node's image the one it runs (None: twin's node image)."""
-        return fabric.model_copy(update={"nodes": {n: node.model_copy(update={"image": self.own.get(n)})
-                                                   for n, node in fabric.nodes.items()}})
+        return fabric.model_copy(
+            update={
+                "nodes": {n: node.model_copy(update={"image": self.own.get(n)}) for n, node in fabric.nodes.items()}
+            }
+        )
 
 
 def wanted(fabric: Fabric) -> dict[str, list[str]]:
@@ -61,14 +65,18 @@ def choose(fabric: Fabric, mode: str, facts: dict[str, ImageFacts]) -> Choice:
         return Choice(notes=[f"every node runs twin's node image instead of {_images(want)} (--images twin)"])
     lacking = {img: nodes for img, nodes in want.items() if not facts.get(img, ImageFacts(False)).present}
     if mode == "own" and lacking:
-        raise TwinError(f"lab {fabric.name!r}: --images own, but this engine has no {_images(lacking)}; "
-                        f"`docker pull IMAGE` (or `docker build -t IMAGE`), or --images auto to run twin's node "
-                        "image for them")
+        raise TwinError(
+            f"lab {fabric.name!r}: --images own, but this engine has no {_images(lacking)}; "
+            f"`docker pull IMAGE` (or `docker build -t IMAGE`), or --images auto to run twin's node "
+            "image for them"
+        )
     own = {n: img for img, nodes in want.items() if img not in lacking for n in nodes}
     notes = [f"own image {img}: {listing(nodes)}" for img, nodes in want.items() if img not in lacking]
     if lacking:
-        notes.append(f"twin's node image instead of {_images(lacking)}: not on this engine (no registry is "
-                     "asked; `docker pull` or build it, then `twin up` again; --images own insists)")
+        notes.append(
+            f"twin's node image instead of {_images(lacking)}: not on this engine (no registry is "
+            "asked; `docker pull` or build it, then `twin up` again; --images own insists)"
+        )
     return Choice(own, {n for n, img in own.items() if not facts[img].twin}, notes)
 
 

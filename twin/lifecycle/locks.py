@@ -18,6 +18,7 @@ opened the lab's file before it went checks, once it holds it, that the file it 
 the one at that path (its inode), else it opens the path's file again: two lockers never hold
 two files of one name.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -32,8 +33,8 @@ from typing import Iterator
 from twin.base.errors import LabStateError
 from twin.lifecycle.state import check_name, home
 
-ANONYMOUS = 1.0          # seconds a locker tries again while the hold it meets names nobody
-TRIES = 8                # lock files found removed under a locker, in a row, before it gives up
+ANONYMOUS = 1.0  # seconds a locker tries again while the hold it meets names nobody
+TRIES = 8  # lock files found removed under a locker, in a row, before it gives up
 
 
 @dataclass
@@ -52,8 +53,8 @@ class _Held:
     file: _File | None = None
 
 
-_held: dict[str, _Held] = {}     # labs whose lock this process holds (the kernel's flock is per process)
-_nodes_held: dict[tuple[str, str], _Held] = {}     # (lab, node) locks this process holds
+_held: dict[str, _Held] = {}  # labs whose lock this process holds (the kernel's flock is per process)
+_nodes_held: dict[tuple[str, str], _Held] = {}  # (lab, node) locks this process holds
 _held_guard = threading.Lock()
 
 
@@ -78,8 +79,9 @@ def lock(name: str, what: str) -> Iterator[None]:
         if mine is not None and mine.thread == me:
             mine.depth += 1
         elif mine is not None:
-            raise LabStateError(f"lab {name!r} is busy: {mine.what} (pid {os.getpid()}, another thread); "
-                                "wait for it, or stop it first")
+            raise LabStateError(
+                f"lab {name!r} is busy: {mine.what} (pid {os.getpid()}, another thread); wait for it, or stop it first"
+            )
     if mine is not None:
         try:
             yield
@@ -120,8 +122,10 @@ def node_lock(name: str, node: str, what: str) -> Iterator[None]:
         inside = (lab is not None and lab.thread == me) or (mine is not None and mine.thread == me)
         holder = lab or mine
         if not inside and holder is not None:
-            raise LabStateError(f"lab {name!r} is busy: {holder.what} (pid {os.getpid()}, another thread); "
-                                "wait for it, or stop it first")
+            raise LabStateError(
+                f"lab {name!r} is busy: {holder.what} (pid {os.getpid()}, another thread); "
+                "wait for it, or stop it first"
+            )
     if inside:
         yield
         return
@@ -210,17 +214,21 @@ def _take(name: str, shared: bool) -> int:
             os.close(fd)
             if held or time.monotonic() >= until:
                 lab, _, node = name.partition(".nodes/")
-                raise LabStateError(f"{'node ' + node + ' of ' if node else ''}lab {lab!r} is busy: "
-                                    f"{held or 'another twin command'}; wait for it, or stop it first") from None
-            time.sleep(0.01)   # a look (`holder`), or a writer between its hold and its name: again
+                raise LabStateError(
+                    f"{'node ' + node + ' of ' if node else ''}lab {lab!r} is busy: "
+                    f"{held or 'another twin command'}; wait for it, or stop it first"
+                ) from None
+            time.sleep(0.01)  # a look (`holder`), or a writer between its hold and its name: again
             continue
         if _same(fd, f):
             return fd
-        os.close(fd)           # removed by `twin down` since it was opened: the path's own file now
+        os.close(fd)  # removed by `twin down` since it was opened: the path's own file now
         removed += 1
         if removed >= TRIES:
-            raise LabStateError(f"lab {name.partition('.nodes/')[0]!r}: its lock file {f} keeps being removed; "
-                                "is a `twin down` of it running in a loop?")
+            raise LabStateError(
+                f"lab {name.partition('.nodes/')[0]!r}: its lock file {f} keeps being removed; "
+                "is a `twin down` of it running in a loop?"
+            )
 
 
 @contextmanager
@@ -236,7 +244,7 @@ def _flock(name: str, what: str, shared: bool = False) -> Iterator[_File]:
             yield held
         finally:
             if not shared:
-                os.ftruncate(fd, 0)      # said no more once released: shared holders write nothing
+                os.ftruncate(fd, 0)  # said no more once released: shared holders write nothing
             if held.forget:
                 _remove(name, fd)
     finally:
@@ -253,7 +261,7 @@ def _remove(lab: str, fd: int) -> None:
         try:
             nodes.rmdir()
         except OSError:
-            pass        # something else in it: not twin's to remove
+            pass  # something else in it: not twin's to remove
     f = _path(lab)
     if _same(fd, f):
         f.unlink()

@@ -4,6 +4,7 @@ and any service of the lab's that asks for it: NVUE's REST API).
 
 The password is a file of the lab directory's, for its owner only (`twin.config.naming.password_file`),
 read and written without following a symlink, written whole (a new file renamed over the old)."""
+
 from __future__ import annotations
 
 import os
@@ -32,9 +33,11 @@ def node_password(d: Path, fabric: Fabric, say: Callable[[str], None] = lambda _
         return ""
     if fabric.mgmt.password:
         set_password(d, fabric.mgmt.password)
-    say(f"management network {fabric.mgmt.subnet} ({len(fabric.managed())} nodes, this host {fabric.mgmt.gateway}): "
+    say(
+        f"management network {fabric.mgmt.subnet} ({len(fabric.managed())} nodes, this host {fabric.mgmt.gateway}): "
         f"ssh {USER}@twin-{fabric.name}-NODE, the NVUE API on port {NVUE_PORT}; `twin inventory {fabric.name}` "
-        "lists them")
+        "lists them"
+    )
     return password(d)
 
 

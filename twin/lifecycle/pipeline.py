@@ -16,6 +16,7 @@ Nothing is made before `record`: from there on a failure or an interrupt removes
 (`cleanup.on_failure`, unless asked to keep it) and the lab's state says `failed` and why. Each
 stage says its name as it begins (`twin up -v`, or the progress lines off a terminal, show it).
 """
+
 from __future__ import annotations
 
 import time
@@ -42,9 +43,9 @@ class Asked:
     """What `twin up` was asked for beyond the topology (`Lab.up`'s options)."""
 
     image: str | None = None
-    images: str | None = None          # auto, own or twin (`imagechoice`)
+    images: str | None = None  # auto, own or twin (`imagechoice`)
     vrf_backend: str | None = None
-    timeout: float | None = None       # the whole bring-up's, from `start`
+    timeout: float | None = None  # the whole bring-up's, from `start`
     wait: bool = True
     strict_exec: bool = False
     keep: bool = False
@@ -56,25 +57,25 @@ class BringUp:
 
     lab: str
     dir: Path
-    fabric: Fabric                   # the topology; admit scales its timers, record resolves its management network
+    fabric: Fabric  # the topology; admit scales its timers, record resolves its management network
     runtime: Runtime
     configs: UserConfigs | None
     asked: Asked
     say: Say
-    start: float                     # time.monotonic() of the command's start
-    notes: list[str]                 # what twin adapted or left out (the lab's own list, added to)
-    lint: list[dict] = field(default_factory=list)   # `twin lint`'s findings of the user's configs, recorded
-    watch: admission.CpuWatch = field(default_factory=admission.CpuWatch)   # the host's CPU, from now
-    backend: Backend = DEFAULT_BACKEND                    # choose
+    start: float  # time.monotonic() of the command's start
+    notes: list[str]  # what twin adapted or left out (the lab's own list, added to)
+    lint: list[dict] = field(default_factory=list)  # `twin lint`'s findings of the user's configs, recorded
+    watch: admission.CpuWatch = field(default_factory=admission.CpuWatch)  # the host's CPU, from now
+    backend: Backend = DEFAULT_BACKEND  # choose
     own: imagechoice.Choice = field(default_factory=imagechoice.Choice)
     image: str = ""
-    made: float = 0.0                                     # record: when making began
+    made: float = 0.0  # record: when making began
     st: state.LabState | None = None
     password: str = ""
     shaping: Shaping = DEFAULT_SHAPING
-    planes: dict[str, dialect.NodePlane] = field(default_factory=dict)   # render: nodes a dialect's config makes
-    later: list[str] = field(default_factory=list)       # render: nodes configured after `up`
-    pids: dict[str, int] = field(default_factory=dict)   # create
+    planes: dict[str, dialect.NodePlane] = field(default_factory=dict)  # render: nodes a dialect's config makes
+    later: list[str] = field(default_factory=list)  # render: nodes configured after `up`
+    pids: dict[str, int] = field(default_factory=dict)  # create
 
     def note(self, *lines: str) -> None:
         self.notes += lines
@@ -108,10 +109,10 @@ def admit(b: BringUp) -> None:
 
 
 def choose(b: BringUp) -> None:
-    choice = vrf_choice(b.fabric, b.configs, b.asked.vrf_backend)   # refused here on a kernel that lacks it
+    choice = vrf_choice(b.fabric, b.configs, b.asked.vrf_backend)  # refused here on a kernel that lacks it
     b.backend = choice.backend
-    b.own = imagechoice.resolve(b.fabric, b.asked.images, b.runtime.image_facts)   # --images own: refused here
-    b.note(*(w for w in [*choice.warnings, *b.own.notes] if w not in b.notes))   # with the import's notes
+    b.own = imagechoice.resolve(b.fabric, b.asked.images, b.runtime.image_facts)  # --images own: refused here
+    b.note(*(w for w in [*choice.warnings, *b.own.notes] if w not in b.notes))  # with the import's notes
     b.image = b.asked.image or b.runtime.node_image(say=b.say)
 
 
@@ -125,10 +126,17 @@ def record(b: BringUp) -> None:
     b.fabric = mgmtnet.resolve(b.fabric, b.runtime, set(b.own.own))
     b.made = time.monotonic()
     if b.dir.is_dir():
-        cleanup.stop_services(b.dir)   # leftovers of a lab that is gone (no containers)
+        cleanup.stop_services(b.dir)  # leftovers of a lab that is gone (no containers)
     state.remove(b.dir)
-    b.st = state.LabState(name=b.lab, topology=str(Path(b.fabric.source).resolve()), image=b.image,
-                          created=state.now(), runtime=b.runtime.name, notes=b.notes, images=b.own.own)
+    b.st = state.LabState(
+        name=b.lab,
+        topology=str(Path(b.fabric.source).resolve()),
+        image=b.image,
+        created=state.now(),
+        runtime=b.runtime.name,
+        notes=b.notes,
+        images=b.own.own,
+    )
     state.save(b.dir, b.st, b.fabric)
     b.st.backend, b.password = b.backend, mgmtnet.node_password(b.dir, b.fabric, b.say)
     limited = any(a.rate_limit for t in b.fabric.tenants.values() for a in t.attachments)
@@ -147,7 +155,7 @@ def render_files(b: BringUp) -> None:
     if b.configs is not None:
         st.configs, st.user_files = str(Path(b.configs.source).resolve()), b.configs.owned()
         st.lint = b.lint
-    st.user_files |= own.owned       # what the user's automation owns (NVUE's blank nodes)
+    st.user_files |= own.owned  # what the user's automation owns (NVUE's blank nodes)
     state.write_files(b.dir, files)
 
 
@@ -155,23 +163,42 @@ def create(b: BringUp) -> None:
     b.say(f"starting {len(b.fabric.nodes)} containers, wiring {len(b.fabric.links)} links as they run")
     execs, fabric, st = bringup.ExecLog(b.lab, b.asked.strict_exec), b.fabric, b.recorded
     try:
-        b.pids = b.runtime.bring_up(b.own.fabric(fabric), b.image, b.dir, b.backend, configure=lambda n, ex, pid: (
-            bringup.configure_node(fabric, n, ex, pid, b.backend, b.shaping, b.planes.get(n), execs,
-                                   starts_itself=n in b.own.starts_itself, password=b.password, say=b.say)),
+        b.pids = b.runtime.bring_up(
+            b.own.fabric(fabric),
+            b.image,
+            b.dir,
+            b.backend,
+            configure=lambda n, ex, pid: bringup.configure_node(
+                fabric,
+                n,
+                ex,
+                pid,
+                b.backend,
+                b.shaping,
+                b.planes.get(n),
+                execs,
+                starts_itself=n in b.own.starts_itself,
+                password=b.password,
+                say=b.say,
+            ),
             on_created=lambda: st.timings.update(containers=time.monotonic() - b.made),
-            say=b.say, bound=current())   # the command's deadline
+            say=b.say,
+            bound=current(),
+        )  # the command's deadline
     finally:
         b.note(*(f"{f}; the lab went on, as containerlab's does (--strict-exec stops it)" for f in execs.failures))
         if execs.rebooted:
             st.timings["frr_reboots"] = float(len(execs.rebooted))
-            b.note(f"FRR's boot stalled and was booted again on {len(execs.rebooted)} node(s): "
-                   f"{', '.join(sorted(execs.rebooted))}")
+            b.note(
+                f"FRR's boot stalled and was booted again on {len(execs.rebooted)} node(s): "
+                f"{', '.join(sorted(execs.rebooted))}"
+            )
     st.timings["wired"] = time.monotonic() - b.made
 
 
 def converge(b: BringUp) -> None:
     st = b.recorded
-    if not b.asked.wait or b.later:     # nodes the user's automation configures: `twin wait` judges the fabric
+    if not b.asked.wait or b.later:  # nodes the user's automation configures: `twin wait` judges the fabric
         st.status = "deployed"
         return
     st.status = "converging"
@@ -185,15 +212,17 @@ def services(b: BringUp) -> None:
     start_services(b.dir, b.lab, b.recorded.user_files, b.say)
 
 
-STAGES = (Stage("admit", "the host's limits and CPU, for this lab", admit),
-          Stage("choose", "VRF backend, node images", choose),
-          Stage("check configs", "the user's configs, read by FRR", check_configs),
-          Stage("record", "management network, lab directory, password", record),
-          Stage("render", "twin's rendering, the user's files, each dialect's nodes", render_files),
-          Stage("create", "containers, links, each node configured", create),
-          Stage("converge", "the barrier", converge),
-          Stage("services", "the lab's services", services))
-MAKES = "record"    # the first stage that makes something: from it on, a failure removes what was made
+STAGES = (
+    Stage("admit", "the host's limits and CPU, for this lab", admit),
+    Stage("choose", "VRF backend, node images", choose),
+    Stage("check configs", "the user's configs, read by FRR", check_configs),
+    Stage("record", "management network, lab directory, password", record),
+    Stage("render", "twin's rendering, the user's files, each dialect's nodes", render_files),
+    Stage("create", "containers, links, each node configured", create),
+    Stage("converge", "the barrier", converge),
+    Stage("services", "the lab's services", services),
+)
+MAKES = "record"  # the first stage that makes something: from it on, a failure removes what was made
 
 
 def run(b: BringUp) -> dict[str, float]:
@@ -230,7 +259,7 @@ def converged(ctx: LabContext, timeout: float | None, say: Say, since: float, st
     command's, from its `start`; the default one is the barrier's own, from now."""
     limit = timeout if timeout is not None else barrier.deadline(ctx)
     if (b := current()) is not None:
-        b.stage = "converging"   # an error at the command's deadline from here on: the barrier's stage
+        b.stage = "converging"  # an error at the command's deadline from here on: the barrier's stage
     begin = start if timeout is not None else time.monotonic()
     say(barrier.waiting_for(ctx, limit, begin + limit - time.monotonic() if timeout is not None else None))
     barrier.converge(ctx, limit, say=say, since=since, start=begin)

@@ -21,6 +21,7 @@ same app. Every app is wrapped in `Guard`, so whatever a request does:
 Listeners are on 127.0.0.1 unless told otherwise: another address needs `allow_remote`
 (`--allow-remote` on the command line), and is then warned about.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,20 +40,20 @@ import uvicorn
 from twin.base.errors import TwinError
 from twin.lifecycle.slowclient import HeaderDeadline
 
-Scope = MutableMapping[str, Any]     # as ASGI frameworks (Starlette) type them
+Scope = MutableMapping[str, Any]  # as ASGI frameworks (Starlette) type them
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
-Body = Callable[[Scope, int, str], "tuple[bytes, str]"]   # (scope, status, why) -> an error's body and type
+Body = Callable[[Scope, int, str], "tuple[bytes, str]"]  # (scope, status, why) -> an error's body and type
 
-MAX_BODY = 64 * 1024      # bytes a request body may have
-TIMEOUT = 30.0            # s to receive a body, and to start answering
-CONCURRENCY = 64          # connections at once, per listener
-DRAIN = 16 << 20          # bytes of a body too large read and dropped before the 413 (beyond: the connection closes)
-STARTUP = 10.0            # s for every listener to be bound
-ERROR = "twin.error"      # the scope's key for why a request failed (set by the error handlers), for the log line
-TAG = "twin.listener"     # the scope's key for the tag of the listener a request came in on
+MAX_BODY = 64 * 1024  # bytes a request body may have
+TIMEOUT = 30.0  # s to receive a body, and to start answering
+CONCURRENCY = 64  # connections at once, per listener
+DRAIN = 16 << 20  # bytes of a body too large read and dropped before the 413 (beyond: the connection closes)
+STARTUP = 10.0  # s for every listener to be bound
+ERROR = "twin.error"  # the scope's key for why a request failed (set by the error handlers), for the log line
+TAG = "twin.listener"  # the scope's key for the tag of the listener a request came in on
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,8 @@ class Listener:
     uds: str | None = None
     certfile: str | None = None
     keyfile: str | None = None
-    tag: str = ""               # what the app is told of the listener a request came in on (scope TAG)
-    fd: int | None = None       # a unix socket bound already (a path too long for bind(2) directly)
+    tag: str = ""  # what the app is told of the listener a request came in on (scope TAG)
+    fd: int | None = None  # a unix socket bound already (a path too long for bind(2) directly)
 
     @classmethod
     def parse(cls, text: str, certfile: str | None = None, keyfile: str | None = None) -> "Listener":
@@ -86,7 +87,7 @@ class Listener:
         if self.uds:
             return True
         try:
-            found = {str(a[4][0]) for a in socket.getaddrinfo(self.host, None)}   # IPv4 and IPv6: a str
+            found = {str(a[4][0]) for a in socket.getaddrinfo(self.host, None)}  # IPv4 and IPv6: a str
         except OSError:
             return False
         return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in found)
@@ -106,8 +107,10 @@ def check_listeners(what: str, listeners: list[Listener], allow_remote: bool) ->
         if ls.loopback():
             continue
         if not allow_remote:
-            raise TwinError(f"{what} on {ls}: not a loopback address, so other machines could reach the lab's "
-                            "data; listen on 127.0.0.1, or add --allow-remote to mean it")
+            raise TwinError(
+                f"{what} on {ls}: not a loopback address, so other machines could reach the lab's "
+                "data; listen on 127.0.0.1, or add --allow-remote to mean it"
+            )
         warnings.append(f"warning: {what} listens on {ls}: anyone who reaches this host there can read it")
     return warnings
 
@@ -116,8 +119,9 @@ def check_listeners(what: str, listeners: list[Listener], allow_remote: bool) ->
 class Guard:
     """The ASGI app `app` with bounded requests and no traceback ever (see the module docstring)."""
 
-    def __init__(self, app: App, name: str, max_body: int = MAX_BODY, timeout: float = TIMEOUT,
-                 body: "Body | None" = None):
+    def __init__(
+        self, app: App, name: str, max_body: int = MAX_BODY, timeout: float = TIMEOUT, body: "Body | None" = None
+    ):
         self.app, self.name, self.max_body, self.timeout = app, name, max_body, timeout
         self.body = body or _body
         self.log = logging.getLogger(f"twin.service.{name}")
@@ -132,7 +136,7 @@ class Guard:
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 started.append(message["status"])
-            elif started and started[0] >= 400 and not message.get("more_body"):   # logged before it is answered
+            elif started and started[0] >= 400 and not message.get("more_body"):  # logged before it is answered
                 why = scope.get(ERROR, "")
                 self.log.warning("%s: %s%s", what, started[0], f": {why}" if why else "")
             await send(message)
@@ -248,9 +252,17 @@ async def _answer(scope: Scope, send: Send, status: int, why: str, answer: Body 
     """A whole response: JSON `{"error": why}` when the client accepts JSON, else a line of text
     (or what the service's own `answer` makes of it)."""
     body, kind = (answer or _body)(scope, status, why)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", kind.encode()), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", kind.encode()),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -284,9 +296,17 @@ def _one_line(name: str) -> None:
 class Service:
     """One ASGI app on several listeners, in one process, on a thread of its own."""
 
-    def __init__(self, name: str, app: App, listeners: list[Listener], max_body: int = MAX_BODY,
-                 timeout: float = TIMEOUT, concurrency: int = CONCURRENCY, body: Body | None = None,
-                 forwarded: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        name: str,
+        app: App,
+        listeners: list[Listener],
+        max_body: int = MAX_BODY,
+        timeout: float = TIMEOUT,
+        concurrency: int = CONCURRENCY,
+        body: Body | None = None,
+        forwarded: tuple[str, ...] = (),
+    ):
         """`body`: how the service words an error it answers itself (default: `{"error", "status"}`);
         `forwarded`: the proxies whose X-Forwarded-For is believed (none: the peer is the client)."""
         if not listeners:
@@ -298,15 +318,28 @@ class Service:
         self._failed: BaseException | None = None
 
     def _config(self, ls: Listener, concurrency: int) -> uvicorn.Config:
-        where = {"fd": ls.fd} if ls.fd is not None else {"uds": ls.uds} if ls.uds else {"host": ls.host,
-                                                                                           "port": ls.port}
+        where = (
+            {"fd": ls.fd} if ls.fd is not None else {"uds": ls.uds} if ls.uds else {"host": ls.host, "port": ls.port}
+        )
         app = _Tagged(self.app, ls.tag) if ls.tag else self.app
         http = HeaderDeadline.bounded(self.app.timeout, logging.getLogger(f"twin.service.{self.name}"))
-        return uvicorn.Config(app, **where, http=http, lifespan="off", log_config=None, access_log=False,
-                              ssl_certfile=ls.certfile, ssl_keyfile=ls.keyfile, limit_concurrency=concurrency,
-                              timeout_keep_alive=5, h11_max_incomplete_event_size=16 * 1024, server_header=False,
-                              timeout_graceful_shutdown=2, proxy_headers=bool(self.forwarded),
-                              forwarded_allow_ips=list(self.forwarded) or None)
+        return uvicorn.Config(
+            app,
+            **where,
+            http=http,
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            ssl_certfile=ls.certfile,
+            ssl_keyfile=ls.keyfile,
+            limit_concurrency=concurrency,
+            timeout_keep_alive=5,
+            h11_max_incomplete_event_size=16 * 1024,
+            server_header=False,
+            timeout_graceful_shutdown=2,
+            proxy_headers=bool(self.forwarded),
+            forwarded_allow_ips=list(self.forwarded) or None,
+        )
 
     def start(self) -> "Service":
         """Serve on every listener from a thread; returns once all are bound (TwinError if one cannot be)."""
@@ -354,8 +387,12 @@ class Service:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def run(self, on_start: Callable[["Service"], None] = lambda s: None,
-            on_stop: Callable[[], None] = lambda: None, watch: Callable[[], bool] = lambda: True) -> None:
+    def run(
+        self,
+        on_start: Callable[["Service"], None] = lambda s: None,
+        on_stop: Callable[[], None] = lambda: None,
+        watch: Callable[[], bool] = lambda: True,
+    ) -> None:
         """Start, then serve until Ctrl-C or SIGTERM (or a listener fails, or `watch()`, asked
         twice a second, says no more); `on_stop` before the listeners close (what ends the
         app's streams)."""

@@ -12,6 +12,7 @@ One address holds at most `PER_ADDRESS` connections whose headers are still awai
 beyond that closes the oldest of them (a client that sends its request at once is awaited for
 milliseconds; one that holds connections half-open loses its own, never another client's slots).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,10 +21,12 @@ from collections import OrderedDict
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-LATE = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-length: 22\r\nconnection: close\r\n\r\n" \
-       b"408: Request Timeout\r\n"
-HEADERS = 10.0        # s: the longest a request's headers are awaited
-PER_ADDRESS = 16      # connections of one address whose headers are awaited at once
+LATE = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-length: 22\r\nconnection: close\r\n\r\n"
+    b"408: Request Timeout\r\n"
+)
+HEADERS = 10.0  # s: the longest a request's headers are awaited
+PER_ADDRESS = 16  # connections of one address whose headers are awaited at once
 
 
 class HeaderDeadline(H11Protocol):
@@ -31,7 +34,7 @@ class HeaderDeadline(H11Protocol):
 
     within: float = 30.0
     log: logging.Logger = logging.getLogger("twin.service")
-    awaited: dict[str, OrderedDict[int, HeaderDeadline]] = {}   # per address: connections awaiting headers
+    awaited: dict[str, OrderedDict[int, HeaderDeadline]] = {}  # per address: connections awaiting headers
     _late: asyncio.TimerHandle | None = None
     _peer: str = ""
 
@@ -48,10 +51,10 @@ class HeaderDeadline(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._waiting() and self._late is None:
-            self._arm()                  # the first byte of the next request on a kept-alive connection
+            self._arm()  # the first byte of the next request on a kept-alive connection
         super().data_received(data)
         if not self._waiting():
-            self._disarm()               # its headers are in: the guard bounds the rest
+            self._disarm()  # its headers are in: the guard bounds the rest
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -68,7 +71,7 @@ class HeaderDeadline(H11Protocol):
             return
         mine = self.awaited.setdefault(self._peer, OrderedDict())
         mine[id(self)] = self
-        while len(mine) > PER_ADDRESS:     # the oldest half-open connection of this address makes room
+        while len(mine) > PER_ADDRESS:  # the oldest half-open connection of this address makes room
             _, oldest = mine.popitem(last=False)
             oldest._disarm()
             if not oldest.transport.is_closing():
@@ -88,7 +91,6 @@ class HeaderDeadline(H11Protocol):
         self._late = None
         if self.transport.is_closing() or not self._waiting():
             return
-        self.log.warning(f"a client's request headers did not arrive within {self.within:g}s: 408, "
-                         "connection closed")
+        self.log.warning(f"a client's request headers did not arrive within {self.within:g}s: 408, connection closed")
         self.transport.write(LATE)
         self.transport.close()

@@ -12,6 +12,7 @@ written as a new file renamed over the old one (a rename replaces a symlink,
 never what it points to). state.json and fabric.json are written the same way,
 so a crash leaves the old or the new file, never half of one.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -36,7 +37,7 @@ from twin.topology.names import check_lab_name
 
 STATE = "state.json"
 FABRIC = "fabric.json"
-RUNTIME_ENV = "TWIN_RUNTIME"   # the runtime of a lab nothing else names (`twin up --runtime`'s too)
+RUNTIME_ENV = "TWIN_RUNTIME"  # the runtime of a lab nothing else names (`twin up --runtime`'s too)
 
 
 def home() -> Path:
@@ -65,19 +66,19 @@ class LabState(BaseModel):
     name: str
     topology: str
     image: str
-    status: Literal["creating", "deployed", "converging", "up", "failed"] = "creating"   # deployed: `up --no-wait`
+    status: Literal["creating", "deployed", "converging", "up", "failed"] = "creating"  # deployed: `up --no-wait`
     created: float = 0.0
     timings: dict[str, float] = {}
     error: str = ""
-    backend: Backend | None = None   # VRF backend of the VTEPs
-    shaping: Shaping | None = None      # how rate limits are enforced (probed when there are any)
-    runtime: str = "docker"      # what made the nodes (docker: twin itself; containerlab: its CLI)
-    history: list[dict] = []     # changes applied since `up` (twin apply): when, what, from where
-    configs: str = ""            # the user's config directory it came up with (`twin up --configs`)
-    user_files: dict[str, list[str]] = {}   # node -> its files that are the user's, not twin's rendering
-    notes: list[str] = []        # what twin adapted or left out of what it was given (an import, a daemons file)
+    backend: Backend | None = None  # VRF backend of the VTEPs
+    shaping: Shaping | None = None  # how rate limits are enforced (probed when there are any)
+    runtime: str = "docker"  # what made the nodes (docker: twin itself; containerlab: its CLI)
+    history: list[dict] = []  # changes applied since `up` (twin apply): when, what, from where
+    configs: str = ""  # the user's config directory it came up with (`twin up --configs`)
+    user_files: dict[str, list[str]] = {}  # node -> its files that are the user's, not twin's rendering
+    notes: list[str] = []  # what twin adapted or left out of what it was given (an import, a daemons file)
     images: dict[str, str] = {}  # node -> its own image, which it runs (`twin up --images`); others: `image`
-    lint: list[dict] = []        # `twin lint`'s findings of the user's configs as they went in (up, apply)
+    lint: list[dict] = []  # `twin lint`'s findings of the user's configs as they went in (up, apply)
 
 
 # --- files, safely -------------------------------------------------------------------
@@ -130,11 +131,14 @@ def remove_files(d: Path, node: str, names: list[str]) -> None:
         f = d / node / name
         if f.parent.is_dir() and not f.parent.is_symlink() and "/" not in name:
             f.unlink(missing_ok=True)
+
+
 def running_files(d: Path, fabric: Fabric) -> dict[str, dict[str, str]]:
     """frr.conf and daemons of every node whose intent is its own config's (a router): what
     `twin.intent.Intent(fabric, files)` judges it by."""
-    return {n: read_files(d, n, ["frr.conf", "daemons"]) for n, node in fabric.nodes.items()
-            if kinds.of(node).user_config}
+    return {
+        n: read_files(d, n, ["frr.conf", "daemons"]) for n, node in fabric.nodes.items() if kinds.of(node).user_config
+    }
 
 
 def read_files(d: Path, node: str, names: list[str]) -> dict[str, str]:
@@ -165,7 +169,7 @@ def update(d: Path, change: Callable[[LabState], None], fabric: Fabric | None = 
     except FileNotFoundError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)     # held while one file is read and written: no one waits long
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held while one file is read and written: no one waits long
         st, _ = load(d)
         if st is not None:
             change(st)
@@ -192,8 +196,10 @@ def load(d: Path) -> tuple[LabState | None, Fabric | None]:
         fabric = Fabric.model_validate(json.loads(read_text(d / FABRIC))) if (d / FABRIC).exists() else None
     except (OSError, ValueError, ValidationError) as e:
         what = getattr(e, "filename", None) or (d / STATE if "state" in str(e).lower() else d / FABRIC)
-        raise LabStateError(f"lab {d.name!r}: {what} is missing or unreadable "
-                            f"({str(e).splitlines()[0][:120]}); `twin down {d.name}` removes what is left") from None
+        raise LabStateError(
+            f"lab {d.name!r}: {what} is missing or unreadable "
+            f"({str(e).splitlines()[0][:120]}); `twin down {d.name}` removes what is left"
+        ) from None
     return state, fabric
 
 
@@ -266,11 +272,12 @@ def now() -> float:
 def configs_differ(d: Path, st: LabState, configs: UserConfigs | None) -> list[str]:
     """How the user's files given now differ from those the lab in directory `d` booted."""
     given = configs.files if configs is not None else {}
-    out = [f"{n} runs your {', '.join(st.user_files[n])}, not twin's rendering" for n in st.user_files
-           if n not in given]
+    out = [
+        f"{n} runs your {', '.join(st.user_files[n])}, not twin's rendering" for n in st.user_files if n not in given
+    ]
     for n, files in given.items():
         if n not in st.user_files:
             out.append(f"{n} runs twin's rendering, not your files")
         elif FRR_CONF in files and files[FRR_CONF] != read_files(d, n, [FRR_CONF]).get(FRR_CONF):
             out.append(f"{n}: your frr.conf differs from the one it runs")
-    return out + dialect.differs(configs, d)   # a dialect's files (NVUE's startup.yaml)
+    return out + dialect.differs(configs, d)  # a dialect's files (NVUE's startup.yaml)

@@ -14,6 +14,7 @@ and the tenants (`overlay`: VLANs and VNIs, SVIs, L3VNIs, EVPN, the VTEP's sourc
 --strict), and record the findings in the lab, so `twin verify` names the cause of a failing
 check (`see cfg/dpu1/startup.yaml:146`).
 """
+
 from __future__ import annotations
 
 import time
@@ -30,14 +31,26 @@ from twin.topology.model import Fabric
 
 # every comparison, in the order findings are given: the underlay first, then the tenants
 RULES: dict[str, Callable[[Scope, Declared], list[Finding]]] = {
-    "neighbors": underlay.neighbors, "asns": underlay.asns, "loopback": underlay.loopback,
-    "evpn-peers": underlay.evpn_peers, "ecmp": underlay.ecmp, "mtus": underlay.mtus, "drain": underlay.drain,
-    "vtep": overlay.vtep, "vrfs": overlay.vrfs, "vlans": overlay.vlans, "leaks": overlay.leaks,
+    "neighbors": underlay.neighbors,
+    "asns": underlay.asns,
+    "loopback": underlay.loopback,
+    "evpn-peers": underlay.evpn_peers,
+    "ecmp": underlay.ecmp,
+    "mtus": underlay.mtus,
+    "drain": underlay.drain,
+    "vtep": overlay.vtep,
+    "vrfs": overlay.vrfs,
+    "vlans": overlay.vlans,
+    "leaks": overlay.leaks,
 }
 
 
-def lint(fabric: Fabric, files: Mapping[str, Mapping[str, str]],
-         paths: Mapping[str, Mapping[str, str]] | None = None, topology: str | None = None) -> Report:
+def lint(
+    fabric: Fabric,
+    files: Mapping[str, Mapping[str, str]],
+    paths: Mapping[str, Mapping[str, str]] | None = None,
+    topology: str | None = None,
+) -> Report:
     """Every node's files (node -> file name -> text; `paths`: where each came from, for messages)
     read and compared with `fabric`'s intent. A file that cannot be read, or that twin refuses to
     run on this topology, is a problem of the report (the rules skip its node)."""
@@ -46,7 +59,7 @@ def lint(fabric: Fabric, files: Mapping[str, Mapping[str, str]],
     declared: dict[str, Declared] = {}
     for node, fs in sorted(files.items()):
         if node not in fabric.nodes or not kinds.of(fabric.nodes[node]).runs_frr:
-            continue    # a node the fabric lacks, or one that runs no FRR: the config directory's check says so
+            continue  # a node the fabric lacks, or one that runs no FRR: the config directory's check says so
         for name, text in sorted(fs.items()):
             path = (paths or {}).get(node, {}).get(name, f"{node}/{name}")
             if name in IGNORED:
@@ -54,8 +67,11 @@ def lint(fabric: Fabric, files: Mapping[str, Mapping[str, str]],
             report.files.append(path)
             reader = READERS.get(name)
             if reader is None:
-                report.problems.append(Problem(path, "", f"no reader of {name} is registered (readers: "
-                                                         f"{', '.join(sorted(READERS)) or 'none'})"))
+                report.problems.append(
+                    Problem(
+                        path, "", f"no reader of {name} is registered (readers: {', '.join(sorted(READERS)) or 'none'})"
+                    )
+                )
                 continue
             try:
                 declared[node] = reader(Source(node, name, path, text, fabric))
@@ -74,12 +90,19 @@ class LintFailed(TopologyError):
 
     def __init__(self, report: Report):
         self.report = report
-        super().__init__(list(report.problems) + [Problem(f.at.file, "", f"{f.at.text}: {f.why}" if f.at.text
-                                                          else f.why, f.at.line) for f in report.findings])
+        super().__init__(
+            list(report.problems)
+            + [
+                Problem(f.at.file, "", f"{f.at.text}: {f.why}" if f.at.text else f.why, f.at.line)
+                for f in report.findings
+            ]
+        )
         n = len(self.problems)
-        TwinError.__init__(self, f"twin lint: {n} error{'s' if n != 1 else ''} in your configs (--strict makes "
-                                 "findings errors); nothing was made or changed:\n"
-                           + "\n".join(f"  {p}" for p in self.problems))
+        TwinError.__init__(
+            self,
+            f"twin lint: {n} error{'s' if n != 1 else ''} in your configs (--strict makes "
+            "findings errors); nothing was made or changed:\n" + "\n".join(f"  {p}" for p in self.problems),
+        )
 
 
 def gate(report: Report, strict: bool = False, warn: Callable[[Report], None] = lambda _: None) -> Report:
@@ -91,6 +114,30 @@ def gate(report: Report, strict: bool = False, warn: Callable[[Report], None] = 
     return report
 
 
-__all__ = ["lint", "gate", "LintFailed", "Report", "Finding", "explain", "register", "READERS", "Reader", "Source",
-           "RULES", "At", "Declared", "Peer", "Rt", "Switch", "Vlan", "Vrf", "Scope", "declared", "findings", "overlay",
-           "readers", "scope", "underlay"]
+__all__ = [
+    "lint",
+    "gate",
+    "LintFailed",
+    "Report",
+    "Finding",
+    "explain",
+    "register",
+    "READERS",
+    "Reader",
+    "Source",
+    "RULES",
+    "At",
+    "Declared",
+    "Peer",
+    "Rt",
+    "Switch",
+    "Vlan",
+    "Vrf",
+    "Scope",
+    "declared",
+    "findings",
+    "overlay",
+    "readers",
+    "scope",
+    "underlay",
+]

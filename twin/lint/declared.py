@@ -8,6 +8,7 @@ tenant of the topology it stands for, by its dialect's rule. A fact a dialect le
 kernel plane twin builds from the topology (VLANs, the VTEP's source address, the loopback of an
 frr.conf) is None: the topology's, so nothing to compare.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,9 +46,9 @@ class Peer:
 
     port: str
     at: At
-    remote_as: str | None = None     # external, internal, a number (text); None: not given
-    evpn: bool = False               # activated for l2vpn evpn (itself or by its peer-group)
-    ipv4: bool = True                # activated for IPv4 unicast
+    remote_as: str | None = None  # external, internal, a number (text); None: not given
+    evpn: bool = False  # activated for l2vpn evpn (itself or by its peer-group)
+    ipv4: bool = True  # activated for IPv4 unicast
     shutdown: bool = False
 
 
@@ -55,7 +56,7 @@ class Peer:
 class Rt:
     """A route target a VRF (or an L2VNI) imports or exports, as given (`*:N` a wildcard)."""
 
-    kind: str                        # import, export
+    kind: str  # import, export
     value: str
     at: At
 
@@ -73,10 +74,10 @@ class Vrf:
     tenant: str | None = None
     l3vni: int | None = None
     l3vni_at: At | None = None
-    type5: Switch | None = None      # its routes exported to EVPN (type-5); None: it has no BGP instance
+    type5: Switch | None = None  # its routes exported to EVPN (type-5); None: it has no BGP instance
     connected: Switch | None = None  # its connected routes (the local segments) in its BGP
     rts: list[Rt] = field(default_factory=list)
-    leaks: list[tuple[str, At]] = field(default_factory=list)   # VRFs it imports routes from
+    leaks: list[tuple[str, At]] = field(default_factory=list)  # VRFs it imports routes from
 
 
 @dataclass
@@ -87,14 +88,14 @@ class Vlan:
     at: At
     vni: int | None = None
     vni_at: At | None = None
-    svi: At | None = None            # the SVI's interface
-    svi_vrf: str | None = None       # None: the default VRF
+    svi: At | None = None  # the SVI's interface
+    svi_vrf: str | None = None  # None: the default VRF
     svi_vrf_at: At | None = None
-    gateway: str | None = None       # the address its hosts use (CIDR): the VRR's, else the SVI's own
+    gateway: str | None = None  # the address its hosts use (CIDR): the VRR's, else the SVI's own
     gateway_at: At | None = None
-    mac: str | None = None           # the gateway's MAC (the VRR's), where the config gives one
+    mac: str | None = None  # the gateway's MAC (the VRR's), where the config gives one
     mac_at: At | None = None
-    ports: dict[str, At] = field(default_factory=dict)   # access ports (topology names) -> where
+    ports: dict[str, At] = field(default_factory=dict)  # access ports (topology names) -> where
 
 
 @dataclass
@@ -103,27 +104,27 @@ class Declared:
 
     node: str
     file: str
-    bgp: At | None = None                    # the default VRF's BGP instance; None: none (or disabled)
-    neighbors_at: At | None = None           # where its neighbors are declared (a neighbor missing goes there)
-    networks_at: At | None = None            # where its IPv4 networks are declared
+    bgp: At | None = None  # the default VRF's BGP instance; None: none (or disabled)
+    neighbors_at: At | None = None  # where its neighbors are declared (a neighbor missing goes there)
+    networks_at: At | None = None  # where its IPv4 networks are declared
     asn: int | None = None
     asn_at: At | None = None
-    loopbacks: dict[str, At] | None = None   # addresses on lo; None: the kernel plane's (the topology's)
-    networks: dict[str, At] = field(default_factory=dict)   # the default VRF's IPv4 networks
-    connected: At | None = None              # the default VRF redistributes connected routes
-    peers: dict[str, Peer] = field(default_factory=dict)    # port -> its neighbor
-    stray: list[At] = field(default_factory=list)           # neighbors on no port of the node
-    down: dict[str, At] = field(default_factory=dict)       # ports set down
+    loopbacks: dict[str, At] | None = None  # addresses on lo; None: the kernel plane's (the topology's)
+    networks: dict[str, At] = field(default_factory=dict)  # the default VRF's IPv4 networks
+    connected: At | None = None  # the default VRF redistributes connected routes
+    peers: dict[str, Peer] = field(default_factory=dict)  # port -> its neighbor
+    stray: list[At] = field(default_factory=list)  # neighbors on no port of the node
+    down: dict[str, At] = field(default_factory=dict)  # ports set down
     interfaces: dict[str, At] = field(default_factory=dict)  # ports the config declares (topology names)
-    evpn: Switch | None = None               # the VTEP's VNIs in EVPN (advertise-all-vni)
+    evpn: Switch | None = None  # the VTEP's VNIs in EVPN (advertise-all-vni)
     multipath_relax: Switch | None = None
-    maximum_paths: tuple[int, At] | None = None   # None: BGP's default (64)
+    maximum_paths: tuple[int, At] | None = None  # None: BGP's default (64)
     graceful_shutdown: Switch | None = None
     vrfs: dict[str, Vrf] = field(default_factory=dict)
-    vni_rts: dict[int, list[Rt]] = field(default_factory=dict)   # an L2VNI's own route targets
-    vlans: dict[int, Vlan] | None = None     # None: the kernel plane's (the topology's segments)
-    vtep_source: tuple[str | None, At] | None = None   # VXLAN's source address; None: the kernel plane's
-    mtus: dict[str, tuple[int, At]] = field(default_factory=dict)   # port -> its MTU, where given
+    vni_rts: dict[int, list[Rt]] = field(default_factory=dict)  # an L2VNI's own route targets
+    vlans: dict[int, Vlan] | None = None  # None: the kernel plane's (the topology's segments)
+    vtep_source: tuple[str | None, At] | None = None  # VXLAN's source address; None: the kernel plane's
+    mtus: dict[str, tuple[int, At]] = field(default_factory=dict)  # port -> its MTU, where given
 
     def at(self, line: int | None = None, text: str = "") -> At:
         return At(self.file, line, text)

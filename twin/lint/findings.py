@@ -7,6 +7,7 @@ an error whatever `strict` says. Each finding also says which of `twin verify`'s
 explains (`explains`: regular expressions over "group: check: message"), so a failing check
 can name its cause (`explain`).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,19 +20,33 @@ from twin.base import junit
 from twin.base.errors import Problem
 from twin.lint.declared import At
 
-SEE = 3    # findings a failing check names at most
+SEE = 3  # findings a failing check names at most
 # the causes a failing check names first: a finding about one segment or VRF before one about a whole node
-FIRST = ("vlan-vni", "svi-vrf", "access-vlan", "gateway", "l3vni", "leak", "neighbor", "asn", "loopback", "ecmp",
-         "mtu", "drain", "evpn", "vtep-source")
+FIRST = (
+    "vlan-vni",
+    "svi-vrf",
+    "access-vlan",
+    "gateway",
+    "l3vni",
+    "leak",
+    "neighbor",
+    "asn",
+    "loopback",
+    "ecmp",
+    "mtu",
+    "drain",
+    "evpn",
+    "vtep-source",
+)
 
 
 @dataclass(frozen=True)
 class Finding:
     node: str
-    rule: str                        # its class: vlan-vni, l3vni, svi-vrf, access-vlan, vtep-source, ...
+    rule: str  # its class: vlan-vni, l3vni, svi-vrf, access-vlan, vtep-source, ...
     at: At
-    why: str                         # what the intent needs there, and why
-    explains: tuple[str, ...] = ()   # regexes over "group: check: message" of the checks it explains
+    why: str  # what the intent needs there, and why
+    explains: tuple[str, ...] = ()  # regexes over "group: check: message" of the checks it explains
 
     def __str__(self) -> str:
         return f"{self.at}: {self.why}"
@@ -42,13 +57,25 @@ class Finding:
         return f"see {self.at.where}" + (f" ({self.at.text})" if self.at.text else "")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "rule": self.rule, "file": self.at.file, "line": self.at.line,
-                "value": self.at.text, "why": self.why, "explains": list(self.explains)}
+        return {
+            "node": self.node,
+            "rule": self.rule,
+            "file": self.at.file,
+            "line": self.at.line,
+            "value": self.at.text,
+            "why": self.why,
+            "explains": list(self.explains),
+        }
 
     @classmethod
     def of(cls, d: dict[str, Any]) -> "Finding":
-        return cls(str(d["node"]), str(d["rule"]), At(str(d["file"]), d.get("line"), str(d.get("value", ""))),
-                   str(d["why"]), tuple(str(x) for x in d.get("explains", ())))
+        return cls(
+            str(d["node"]),
+            str(d["rule"]),
+            At(str(d["file"]), d.get("line"), str(d.get("value", ""))),
+            str(d["why"]),
+            tuple(str(x) for x in d.get("explains", ())),
+        )
 
 
 @dataclass
@@ -56,9 +83,9 @@ class Report:
     """`twin lint`'s verdict on a set of config files against a topology."""
 
     topology: str
-    files: list[str] = field(default_factory=list)          # every file read
+    files: list[str] = field(default_factory=list)  # every file read
     findings: list[Finding] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)   # files that cannot be read or run: errors
+    problems: list[Problem] = field(default_factory=list)  # files that cannot be read or run: errors
     seconds: float = 0.0
 
     def passed(self, strict: bool = False) -> bool:
@@ -73,13 +100,21 @@ class Report:
         n, p = len(self.findings), len(self.problems)
         what = f"{n} finding{'s' if n != 1 else ''}" + (f", {p} problem{'s' if p != 1 else ''}" if p else "")
         kind = "" if not n else " (errors: --strict)" if strict else " (warnings; --strict makes them errors)"
-        return (f"twin lint: {what}{kind} in {len(self.files)} file{'s' if len(self.files) != 1 else ''} "
-                f"against {self.topology}, in {self.seconds:.2f}s")
+        return (
+            f"twin lint: {what}{kind} in {len(self.files)} file{'s' if len(self.files) != 1 else ''} "
+            f"against {self.topology}, in {self.seconds:.2f}s"
+        )
 
     def to_dict(self, strict: bool = False) -> dict[str, Any]:
-        return {"topology": self.topology, "passed": self.passed(strict), "strict": strict, "files": self.files,
-                "findings": [f.as_dict() for f in self.findings],
-                "problems": [asdict(p) for p in self.problems], "seconds": round(self.seconds, 3)}
+        return {
+            "topology": self.topology,
+            "passed": self.passed(strict),
+            "strict": strict,
+            "files": self.files,
+            "findings": [f.as_dict() for f in self.findings],
+            "problems": [asdict(p) for p in self.problems],
+            "seconds": round(self.seconds, 3),
+        }
 
     def to_json(self, strict: bool = False) -> str:
         return json.dumps(self.to_dict(strict), indent=2)
@@ -94,8 +129,11 @@ class Report:
             failed = wrong + (found if strict else [])
             first = failed[0] if failed else None
             cases.append(junit.Case("twin.lint", f, failure=first, detail="\n".join(failed or found) or None))
-        cases += [junit.Case("twin.lint", p.file, failure=str(p), detail=str(p))
-                  for p in self.problems if p.file not in self.files]
+        cases += [
+            junit.Case("twin.lint", p.file, failure=str(p), detail=str(p))
+            for p in self.problems
+            if p.file not in self.files
+        ]
         junit.write(path, f"twin lint {self.topology}", [junit.Suite("lint", cases, time=f"{self.seconds:.3f}")])
 
 

@@ -7,6 +7,7 @@ what it registers (`twin.config.dialect.Dialect.declared`), handed here by `twin
 
     register("startup.yaml", read)    # read(Source) -> Declared, TopologyError with every problem
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,15 +22,15 @@ class Source:
     """One node's file, as a config directory gave it."""
 
     node: str
-    name: str          # its file name: frr.conf, startup.yaml
-    path: str          # where it came from, as messages name it
+    name: str  # its file name: frr.conf, startup.yaml
+    path: str  # where it came from, as messages name it
     text: str
-    fabric: Fabric     # the topology it is meant for
+    fabric: Fabric  # the topology it is meant for
 
 
 Reader = Callable[[Source], Declared]
 READERS: dict[str, Reader] = {}
-IGNORED = ("daemons",)    # files of a node that declare nothing the comparison reads
+IGNORED = ("daemons",)  # files of a node that declare nothing the comparison reads
 
 
 def register(name: str, reader: Reader) -> None:

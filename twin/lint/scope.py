@@ -1,5 +1,6 @@
 """The intent as the rules read it: the topology's tenants by VNI and by port, every router's ASN as
 it will run (its config's, else the topology's), and the words the findings use for them."""
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,7 @@ from twin.topology.model import Attachment, Fabric, Node, Segment, Tenant
 @dataclass
 class Scope:
     fabric: Fabric
-    declared: dict[str, Declared]              # nodes whose config the user gives, read
+    declared: dict[str, Declared]  # nodes whose config the user gives, read
     intent: Intent = field(init=False)
 
     def __post_init__(self) -> None:
@@ -24,8 +25,14 @@ class Scope:
     def judged(self) -> list[Declared]:
         """The declared nodes whose intent the topology gives (spines, leafs, DPUs; not routers running
         their own config, nor the internet), in the topology's order."""
-        return [self.declared[n] for n, node in self.fabric.nodes.items() if n in self.declared
-                and not kinds.of(node).user_config and not kinds.of(node).edge and n in self.intent.nodes]
+        return [
+            self.declared[n]
+            for n, node in self.fabric.nodes.items()
+            if n in self.declared
+            and not kinds.of(node).user_config
+            and not kinds.of(node).edge
+            and n in self.intent.nodes
+        ]
 
     def node(self, name: str) -> Node:
         return self.fabric.nodes[name]
@@ -97,8 +104,11 @@ def traffic_of(hosts: list[str]) -> tuple[str, ...]:
 
 def tenant_checks(tenant: Tenant) -> tuple[str, ...]:
     """Every check of a tenant's routes and flows."""
-    return (control("evpn", "*", tenant.name), control("vrf", "*", tenant.vrf),
-            control("route-targets", "*", tenant.name)) + traffic_of([a.host for a in tenant.attachments])
+    return (
+        control("evpn", "*", tenant.name),
+        control("vrf", "*", tenant.vrf),
+        control("route-targets", "*", tenant.name),
+    ) + traffic_of([a.host for a in tenant.attachments])
 
 
 def route_checks(loopback: str | None) -> tuple[str, ...]:
@@ -106,8 +116,11 @@ def route_checks(loopback: str | None) -> tuple[str, ...]:
     if not loopback:
         return ()
     lo = re.escape(loopback)
-    return (rf"^control: loopbacks \S+: .*\b{lo}/32", rf"^control: (vni|evpn) .*\b{lo}\b",
-            rf"^control: vrf \S+ \S+: .*\bvia {lo}\b")
+    return (
+        rf"^control: loopbacks \S+: .*\b{lo}/32",
+        rf"^control: (vni|evpn) .*\b{lo}\b",
+        rf"^control: vrf \S+ \S+: .*\bvia {lo}\b",
+    )
 
 
 def session_checks(fabric: Fabric, node: str, port: str) -> tuple[str, ...]:
@@ -123,9 +136,16 @@ def session_checks(fabric: Fabric, node: str, port: str) -> tuple[str, ...]:
 def vtep_checks(s: "Scope", node: str) -> tuple[str, ...]:
     """Every check of what a VTEP announces or holds: its VNIs, EVPN routes from it, routes via it."""
     hosts = [a.host for t in s.fabric.tenants_on(node) for a in t.attachments if a.vtep == node]
-    return (control("vni", node, "*"), control("evpn", node, "*"), control("vrf", node, "*"),
-            rf"^control: evpn \S+ \S+: .*\bfrom {re.escape(node)}\b") \
-        + route_checks(s.node(node).loopback) + traffic_of(hosts)
+    return (
+        (
+            control("vni", node, "*"),
+            control("evpn", node, "*"),
+            control("vrf", node, "*"),
+            rf"^control: evpn \S+ \S+: .*\bfrom {re.escape(node)}\b",
+        )
+        + route_checks(s.node(node).loopback)
+        + traffic_of(hosts)
+    )
 
 
 def segment_checks(s: "Scope", node: str, t: Tenant, seg: Segment) -> tuple[str, ...]:
@@ -135,9 +155,12 @@ def segment_checks(s: "Scope", node: str, t: Tenant, seg: Segment) -> tuple[str,
     hosts = s.local_hosts(node, t.name, seg.name)
     names = "|".join(re.escape(a.host) for a in hosts) or "$^"
     prefixes = "|".join(re.escape(p) for p in [seg.subnet] + [f"{a.ip}/32" for a in hosts])
-    return (control("vni", node, seg.l2vni), rf"^control: vni \S+ {seg.l2vni}:.*\b{lo}\b",
-            rf"^control: evpn \S+ {re.escape(t.name)}: .*(\(VNI {seg.l2vni}\)|\b({names})\b)",
-            rf"^control: vrf \S+ {re.escape(t.vrf)}: .*\b({prefixes})( |;|$)") + traffic_of([a.host for a in hosts])
+    return (
+        control("vni", node, seg.l2vni),
+        rf"^control: vni \S+ {seg.l2vni}:.*\b{lo}\b",
+        rf"^control: evpn \S+ {re.escape(t.name)}: .*(\(VNI {seg.l2vni}\)|\b({names})\b)",
+        rf"^control: vrf \S+ {re.escape(t.vrf)}: .*\b({prefixes})( |;|$)",
+    ) + traffic_of([a.host for a in hosts])
 
 
 def peer_of(fabric: Fabric, node: str, port: str) -> str:

@@ -3,6 +3,7 @@
 ASNs (eBGP needs the two ends of a link, and a router and those whose loopback it must learn,
 distinct), its loopback advertised, ECMP where tenant traffic has equal-cost ports to choose
 between, the drain, and MTUs along its links."""
+
 from __future__ import annotations
 
 import re
@@ -20,9 +21,20 @@ def neighbors(s: Scope, d: Declared) -> list[Finding]:
     if d.bgp is None:
         far = ", ".join(sorted({p.peer_node for p in ports})) or "none"
         every = tuple(x for p in ports for x in session_checks(s.fabric, d.node, p.name))
-        return [Finding(d.node, "neighbor", d.at(None, "no BGP"), f"{d.node} runs no BGP (no router bgp, or it is "
-                        f"off): its sessions to {far} never come up, and nothing reaches it",
-                        every + route_checks(me.loopback))] if ports else []
+        return (
+            [
+                Finding(
+                    d.node,
+                    "neighbor",
+                    d.at(None, "no BGP"),
+                    f"{d.node} runs no BGP (no router bgp, or it is "
+                    f"off): its sessions to {far} never come up, and nothing reaches it",
+                    every + route_checks(me.loopback),
+                )
+            ]
+            if ports
+            else []
+        )
     out = []
     stray = "; the config has " + ", ".join(a.text for a in d.stray) + ", on no link" if d.stray else ""
     for p in ports:
@@ -30,17 +42,37 @@ def neighbors(s: Scope, d: Declared) -> list[Finding]:
         explains = session_checks(s.fabric, d.node, p.name)
         session = f"the session {d.node} - {p.peer_node} ({d.node}:{p.name} - {far})"
         if p.name in d.down:
-            out.append(Finding(d.node, "neighbor", d.down[p.name], f"{p.name} is the link to {far}: set down, "
-                               f"{session} never comes up", explains))
+            out.append(
+                Finding(
+                    d.node,
+                    "neighbor",
+                    d.down[p.name],
+                    f"{p.name} is the link to {far}: set down, {session} never comes up",
+                    explains,
+                )
+            )
         if peer is None:
-            out.append(Finding(d.node, "neighbor", _at(d.neighbors_at or d.bgp, f"no BGP neighbor on {p.name}"),
-                               f"{p.name} is the link to {far}: without a neighbor on it {session} never comes "
-                               f"up{stray}", explains))
+            out.append(
+                Finding(
+                    d.node,
+                    "neighbor",
+                    _at(d.neighbors_at or d.bgp, f"no BGP neighbor on {p.name}"),
+                    f"{p.name} is the link to {far}: without a neighbor on it {session} never comes up{stray}",
+                    explains,
+                )
+            )
         elif peer.shutdown:
             out.append(Finding(d.node, "neighbor", peer.at, f"shut down: {session} stays down", explains))
         elif not peer.ipv4:
-            out.append(Finding(d.node, "neighbor", peer.at, f"not activated for IPv4 unicast: {session} carries "
-                               "no underlay route (loopbacks, VTEP addresses)", explains))
+            out.append(
+                Finding(
+                    d.node,
+                    "neighbor",
+                    peer.at,
+                    f"not activated for IPv4 unicast: {session} carries no underlay route (loopbacks, VTEP addresses)",
+                    explains,
+                )
+            )
         else:
             out += _remote_as(s, d, p.peer_node, far, peer, explains)
     return out
@@ -50,8 +82,10 @@ def _remote_as(s: Scope, d: Declared, other: str, far: str, peer: Peer, explains
     mine, theirs = s.asn.get(d.node), s.asn.get(other)
     given = peer.remote_as
     if given == "internal" and mine != theirs:
-        why = f"{far} is {other}, AS {theirs}; iBGP needs the same AS ({d.node} is AS {mine}): the session never " \
-              "comes up (the fabric is eBGP: remote-as external)"
+        why = (
+            f"{far} is {other}, AS {theirs}; iBGP needs the same AS ({d.node} is AS {mine}): the session never "
+            "comes up (the fabric is eBGP: remote-as external)"
+        )
     elif given and given.isdigit() and int(given) != theirs:
         why = f"{far} is {other}, whose AS is {theirs}: the session never comes up"
     else:
@@ -74,13 +108,22 @@ def asns(s: Scope, d: Declared) -> list[Finding]:
     linked = [n for n in hurt if n in peers]
     owner = ", ".join(hurt)
     ends = ", ".join(f"{d.node}:{peers[n].name}" for n in linked)
-    why = (f"{d.asn} is {owner}'s ASN (the topology gives {d.node} {me.asn}); "
-           + (f"{d.node} and {', '.join(linked)} peer over eBGP ({ends}), which needs distinct ASNs: that session "
-              "never comes up; " if linked else "")
-           + f"eBGP drops every route carrying its own ASN, so {d.node} learns none of {owner}'s routes "
-             f"(its loopback among them) and {owner} none of {d.node}'s")
-    explains = tuple(x for n in [d.node, *hurt] for x in (control("bgp", n), control("loopbacks", n))
-                     + route_checks(s.node(n).loopback))
+    why = (
+        f"{d.asn} is {owner}'s ASN (the topology gives {d.node} {me.asn}); "
+        + (
+            f"{d.node} and {', '.join(linked)} peer over eBGP ({ends}), which needs distinct ASNs: that session "
+            "never comes up; "
+            if linked
+            else ""
+        )
+        + f"eBGP drops every route carrying its own ASN, so {d.node} learns none of {owner}'s routes "
+        f"(its loopback among them) and {owner} none of {d.node}'s"
+    )
+    explains = tuple(
+        x
+        for n in [d.node, *hurt]
+        for x in (control("bgp", n), control("loopbacks", n)) + route_checks(s.node(n).loopback)
+    )
     return [Finding(d.node, "asn", d.asn_at or d.at(d.bgp.line, f"router bgp {d.asn}"), why, explains)]
 
 
@@ -92,13 +135,28 @@ def loopback(s: Scope, d: Declared) -> list[Finding]:
     if d.loopbacks is not None and lo not in d.loopbacks:
         have = ", ".join(d.loopbacks) or "no address"
         at = next(iter(d.loopbacks.values()), d.at(None, "interface lo"))
-        out.append(Finding(d.node, "loopback", at, f"lo has {have}, not {lo}: {d.node}'s loopback (the topology's) "
-                           "is what its peers route to, and its VTEP address", route_checks(me.loopback)))
+        out.append(
+            Finding(
+                d.node,
+                "loopback",
+                at,
+                f"lo has {have}, not {lo}: {d.node}'s loopback (the topology's) "
+                "is what its peers route to, and its VTEP address",
+                route_checks(me.loopback),
+            )
+        )
     if d.bgp is not None and lo not in d.networks and d.connected is None:
         vtep = " (and it is its VTEP address: the other VTEPs' VXLAN tunnels end there)" if s.wants(d.node).vtep else ""
-        out.append(Finding(d.node, "loopback", _at(d.networks_at or d.bgp, f"{lo} not advertised"),
-                           f"{d.node}'s loopback (the topology's) is neither a network nor a connected route it "
-                           f"redistributes: no router learns it{vtep}", route_checks(me.loopback)))
+        out.append(
+            Finding(
+                d.node,
+                "loopback",
+                _at(d.networks_at or d.bgp, f"{lo} not advertised"),
+                f"{d.node}'s loopback (the topology's) is neither a network nor a connected route it "
+                f"redistributes: no router learns it{vtep}",
+                route_checks(me.loopback),
+            )
+        )
     return out
 
 
@@ -112,17 +170,32 @@ def ecmp(s: Scope, d: Declared) -> list[Finding]:
     spread = paths.next_hops(s.fabric, a, b)[d.node]
     out = []
     if d.maximum_paths is not None and d.maximum_paths[0] < 2:
-        out.append(Finding(d.node, "ecmp", d.maximum_paths[1], f"{d.node} spreads tenant traffic over equal-cost "
-                           f"ports ({a} to {b} by {', '.join(spread)}): with one path kept it sends all of it by one",
-                           explains))
+        out.append(
+            Finding(
+                d.node,
+                "ecmp",
+                d.maximum_paths[1],
+                f"{d.node} spreads tenant traffic over equal-cost "
+                f"ports ({a} to {b} by {', '.join(spread)}): with one path kept it sends all of it by one",
+                explains,
+            )
+        )
     odd = paths.uneven(s.fabric, d.node)
     if odd and d.multipath_relax is not None and not d.multipath_relax.on:
         x, y, hops = odd
         ports = s.node(d.node).ports_by_name
         via = " and ".join(f"{ports[p].peer_node} (AS {s.node(ports[p].peer_node).asn})" for p in hops)
-        out.append(Finding(d.node, "ecmp", d.multipath_relax.at, f"{d.node}'s equal-cost paths from {x} to {y} lead "
-                           f"through {via}: their AS paths differ, so without as-path multipath-relax BGP keeps one "
-                           f"and {d.node} sends every VXLAN frame by one port", explains))
+        out.append(
+            Finding(
+                d.node,
+                "ecmp",
+                d.multipath_relax.at,
+                f"{d.node}'s equal-cost paths from {x} to {y} lead "
+                f"through {via}: their AS paths differ, so without as-path multipath-relax BGP keeps one "
+                f"and {d.node} sends every VXLAN frame by one port",
+                explains,
+            )
+        )
     return out
 
 
@@ -135,9 +208,16 @@ def mtus(s: Scope, d: Declared) -> list[Finding]:
             continue
         far = peer_of(s.fabric, d.node, port)
         size = "larger frames are dropped" if mtu < p.mtu else f"{far} drops the frames larger than {p.mtu}"
-        out.append(Finding(d.node, "mtu", at, f"the topology gives the link {d.node}:{port} - {far} MTU {p.mtu} "
-                           f"(tenant frames and their VXLAN headers are sized for it): {size}",
-                           (rf"^underlay: .*\b({re.escape(d.node)}|{re.escape(p.peer_node)})\b",)))
+        out.append(
+            Finding(
+                d.node,
+                "mtu",
+                at,
+                f"the topology gives the link {d.node}:{port} - {far} MTU {p.mtu} "
+                f"(tenant frames and their VXLAN headers are sized for it): {size}",
+                (rf"^underlay: .*\b({re.escape(d.node)}|{re.escape(p.peer_node)})\b",),
+            )
+        )
     return out
 
 
@@ -146,9 +226,12 @@ def drain(s: Scope, d: Declared) -> list[Finding]:
     g = d.graceful_shutdown
     if g is None or g.on == me.drain:
         return []
-    why = (f"{d.node} is not drained in the topology: graceful shutdown gives every path through it LOCAL_PREF 0, "
-           "so traffic goes around it where it can" if g.on else
-           f"{d.node} is drained in the topology (drain: true): without graceful shutdown traffic still crosses it")
+    why = (
+        f"{d.node} is not drained in the topology: graceful shutdown gives every path through it LOCAL_PREF 0, "
+        "so traffic goes around it where it can"
+        if g.on
+        else f"{d.node} is drained in the topology (drain: true): without graceful shutdown traffic still crosses it"
+    )
     return [Finding(d.node, "drain", g.at, why, (rf"^(underlay|control): .*\b{re.escape(d.node)}\b",))]
 
 
@@ -164,9 +247,16 @@ def evpn_peers(s: Scope, d: Declared) -> list[Finding]:
         if peer is None or peer.evpn or peer.shutdown or p.name in want.edge_ports:
             continue
         tenants = ", ".join(s.fabric.tenants)
-        out.append(Finding(d.node, "evpn", peer.at, f"not activated for l2vpn evpn: EVPN rides the underlay sessions "
-                           f"and the fabric has tenants ({tenants}): no EVPN route crosses {d.node} - {p.peer_node}",
-                           (control("bgp", d.node), control("bgp", p.peer_node), r"^control: (vni|evpn|vrf) ")))
+        out.append(
+            Finding(
+                d.node,
+                "evpn",
+                peer.at,
+                f"not activated for l2vpn evpn: EVPN rides the underlay sessions "
+                f"and the fabric has tenants ({tenants}): no EVPN route crosses {d.node} - {p.peer_node}",
+                (control("bgp", d.node), control("bgp", p.peer_node), r"^control: (vni|evpn|vrf) "),
+            )
+        )
     return out
 
 

@@ -27,6 +27,7 @@ This face, for the rest of twin and for scripts:
     nodes, notes = build({"leaf01": nf}, fabric, backend)    # files and kernel plane per node
     texts, notes = export(fabric)                            # twin's design as startup.yaml files
 """
+
 from twin.nvue import service
 from twin.nvue.configs import STARTUP, build
 from twin.nvue.configs import read as read_configs
@@ -34,5 +35,17 @@ from twin.nvue.dialect import DIALECT
 from twin.nvue.export import export, export_node
 from twin.nvue.load import NvueFile, dump, from_tree, read
 
-__all__ = ["DIALECT", "STARTUP", "NvueFile", "read", "from_tree", "dump", "read_configs", "build", "export",
-           "export_node", "service", "nvued"]
+__all__ = [
+    "DIALECT",
+    "STARTUP",
+    "NvueFile",
+    "read",
+    "from_tree",
+    "dump",
+    "read_configs",
+    "build",
+    "export",
+    "export_node",
+    "service",
+    "nvued",
+]

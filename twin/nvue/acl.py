@@ -11,6 +11,7 @@ refused on the node rather than run half (a rule without it would match more, or
 on TCP flags, ECN, fragments, ICMP types, state or TTL, actions police/span/erspan, `set class`/`cos`;
 ACLs of type ipv6 and mac bound to a port; a binding to the control plane (kept: listed as stored).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,10 +26,10 @@ from twin.nvue import mtu as nvue_mtu
 from twin.nvue import qos as nvue_qos
 from twin.nvue.tree import Path, get
 
-TABLE = "twin_acl"                 # the netdev table in each namespace holding a bound port
+TABLE = "twin_acl"  # the netdev table in each namespace holding a bound port
 FAMILY = "netdev"
-PRIORITY = -500                    # before anything else twin hooks there
-HALF = ("tcp", "ecn", "fragment", "icmp-type", "icmpv6-type", "state", "ttl")   # matches refused on the node
+PRIORITY = -500  # before anything else twin hooks there
+HALF = ("tcp", "ecn", "fragment", "icmp-type", "icmpv6-type", "state", "ttl")  # matches refused on the node
 PROTOS = {"tcp": 6, "udp": 17, "icmp": 1}
 
 
@@ -37,10 +38,10 @@ class Rule:
     """One rule of an ACL: what it matches (None: anything) and what it does."""
 
     seq: int
-    action: str                    # permit or deny (log and set dscp permit)
+    action: str  # permit or deny (log and set dscp permit)
     log: bool = False
     set_dscp: int | None = None
-    src: str | None = None         # a prefix
+    src: str | None = None  # a prefix
     dst: str | None = None
     proto: int | None = None
     sports: tuple[int, ...] = ()
@@ -61,8 +62,9 @@ class Rule:
             m.append("meta protocol ip")
         for way, ports in (("sport", self.sports), ("dport", self.dports)):
             if ports:
-                m.append(f"{proto} {way} " + (str(ports[0]) if len(ports) == 1 else
-                                              "{ " + ", ".join(map(str, ports)) + " }"))
+                m.append(
+                    f"{proto} {way} " + (str(ports[0]) if len(ports) == 1 else "{ " + ", ".join(map(str, ports)) + " }")
+                )
         if self.dscp is not None:
             m.append(f"ip dscp {self.dscp}")
         what = f"acl {acl} rule {self.seq}"
@@ -76,11 +78,18 @@ class Rule:
 
     def matches(self, src: str, dst: str, proto: int, sport: int, dport: int, dscp: int) -> bool:
         """Whether an IPv4 packet of these fields matches the rule."""
+
         def within(a: str, p: str | None) -> bool:
             return p is None or ipaddress.ip_address(a) in ipaddress.ip_network(p, strict=False)
-        return (within(src, self.src) and within(dst, self.dst) and self.proto in (None, proto)
-                and (not self.sports or sport in self.sports) and (not self.dports or dport in self.dports)
-                and self.dscp in (None, dscp))
+
+        return (
+            within(src, self.src)
+            and within(dst, self.dst)
+            and self.proto in (None, proto)
+            and (not self.sports or sport in self.sports)
+            and (not self.dports or dport in self.dports)
+            and self.dscp in (None, dscp)
+        )
 
     @property
     def drops(self) -> bool:
@@ -105,9 +114,9 @@ class Binding:
     port: str
     dev: str
     ns: str
-    way: str                       # inbound or outbound
+    way: str  # inbound or outbound
     acl: str
-    index: int                     # its place among the node's bindings: its chain and counters
+    index: int  # its place among the node's bindings: its chain and counters
 
     @property
     def chain(self) -> str:
@@ -134,17 +143,24 @@ class Acls:
 
     def render(self, ns: str, node: str) -> str:
         """The nftables file of namespace `ns`: its table made anew, a chain per binding."""
-        out = [f"# {node}: NVUE's ACLs bound to its ports{' in namespace ' + ns if ns else ''} (twin.nvue.acl).",
-               "# Per binding a chain on the port's own hook (ingress: inbound, egress: outbound), its rules",
-               "# in order, each counted; what no rule matches passes.",
-               f"table {FAMILY} {TABLE}", f"delete table {FAMILY} {TABLE}", f"table {FAMILY} {TABLE} {{"]
+        out = [
+            f"# {node}: NVUE's ACLs bound to its ports{' in namespace ' + ns if ns else ''} (twin.nvue.acl).",
+            "# Per binding a chain on the port's own hook (ingress: inbound, egress: outbound), its rules",
+            "# in order, each counted; what no rule matches passes.",
+            f"table {FAMILY} {TABLE}",
+            f"delete table {FAMILY} {TABLE}",
+            f"table {FAMILY} {TABLE} {{",
+        ]
         mine = [b for b in self.bindings if b.ns == ns]
         for b in mine:
             out += [line for r in self.acls[b.acl].rules for line in (f"\tcounter {b.counter(r.seq)} {{", "\t}")]
         for b in mine:
             hook = "ingress" if b.way == "inbound" else "egress"
-            out += [f"\tchain {b.chain} {{", f"\t\t# acl {b.acl} {b.way} on {b.port}",
-                    f'\t\ttype filter hook {hook} device "{b.dev}" priority {PRIORITY}; policy accept;']
+            out += [
+                f"\tchain {b.chain} {{",
+                f"\t\t# acl {b.acl} {b.way} on {b.port}",
+                f'\t\ttype filter hook {hook} device "{b.dev}" priority {PRIORITY}; policy accept;',
+            ]
             out += [f"\t\t{r.nft(b.acl, b.counter(r.seq))}" for r in self.acls[b.acl].rules]
             out.append("\t}")
         return "\n".join(out + ["}", ""])
@@ -155,8 +171,10 @@ class Acls:
     def steps(self, node: str) -> list[Step]:
         """Loaded in each namespace once its ports are there (the plane's last steps); the file's digest
         in its arguments, so a changed ACL is loaded again on day 2."""
-        return [Step("nft", self.file(ns), ns, {"sha": hashlib.sha256(self.render(ns, node).encode()).hexdigest()[:16]})
-                for ns in self.namespaces()]
+        return [
+            Step("nft", self.file(ns), ns, {"sha": hashlib.sha256(self.render(ns, node).encode()).hexdigest()[:16]})
+            for ns in self.namespaces()
+        ]
 
     def of_port(self, port: str) -> list[Binding]:
         return [b for b in self.bindings if b.port == port]
@@ -186,10 +204,15 @@ def of(tree: dict, where: dict[str, tuple[str, str]]) -> Acls:
                 if way not in ways:
                     continue
                 if get(ways, (way, "control-plane")) is not None:
-                    continue                      # stored: twin.nvue.acl.stored
+                    continue  # stored: twin.nvue.acl.stored
                 if port not in where:
-                    out.problems.append((at + (way,), f"{port} is no port twin makes on this node: an ACL binds "
-                                                      "to a port of the node (swp, or a bond it makes)"))
+                    out.problems.append(
+                        (
+                            at + (way,),
+                            f"{port} is no port twin makes on this node: an ACL binds "
+                            "to a port of the node (swp, or a bond it makes)",
+                        )
+                    )
                     continue
                 ns, dev = where[port]
                 out.bindings.append(Binding(port, dev, ns, way, name, len(out.bindings)))
@@ -198,14 +221,15 @@ def of(tree: dict, where: dict[str, tuple[str, str]]) -> Acls:
 
 def _rule(at: Path, seq: int, r: dict, problems: list) -> Rule | None:
     act = get(r, ("action",), {}) or {}
-    half = [k for k in act if k in ("police", "span", "erspan")] + [f"set.{k}" for k in get(act, ("set",), {})
-                                                                    if k != "dscp"]
+    half = [k for k in act if k in ("police", "span", "erspan")] + [
+        f"set.{k}" for k in get(act, ("set",), {}) if k != "dscp"
+    ]
     ip = get(r, ("match", "ip"), {}) or {}
-    half += [f"match.ip.{k}" for k in ip if k in HALF] + (["match.mac"] if get(r, ("match", "mac")) is not None
-                                                         else [])
+    half += [f"match.ip.{k}" for k in ip if k in HALF] + (["match.mac"] if get(r, ("match", "mac")) is not None else [])
     if half:
-        problems.append((at, f"rule {seq}: {', '.join(half)} is not run here: without it the rule would match more, "
-                             "or do less"))
+        problems.append(
+            (at, f"rule {seq}: {', '.join(half)} is not run here: without it the rule would match more, or do less")
+        )
         return None
     kinds = [k for k in ("permit", "deny") if k in act]
     if len(kinds) > 1:
@@ -225,17 +249,29 @@ def _rule(at: Path, seq: int, r: dict, problems: list) -> Rule | None:
         if p is not None and ipaddress.ip_network(p, strict=False).version != 4:
             problems.append((at + ("match", "ip", k), f"rule {seq}: {p} is not IPv4 (an ipv4 ACL)"))
             return None
-    return Rule(seq, kinds[0] if kinds else "permit", "log" in act, get(act, ("set", "dscp")),
-                str(ipaddress.ip_network(src, strict=False)) if src else None,
-                str(ipaddress.ip_network(dst, strict=False)) if dst else None,
-                proto, sports, dports, ip.get("dscp"))
+    return Rule(
+        seq,
+        kinds[0] if kinds else "permit",
+        "log" in act,
+        get(act, ("set", "dscp")),
+        str(ipaddress.ip_network(src, strict=False)) if src else None,
+        str(ipaddress.ip_network(dst, strict=False)) if dst else None,
+        proto,
+        sports,
+        dports,
+        ip.get("dscp"),
+    )
 
 
 def stored(tree: dict) -> list[str]:
     """Bindings twin keeps without running them (to the control plane)."""
-    return [f"interface.{p}.acl.{n}.{w}.control-plane" for p, i in sorted(get(tree, ("interface",), {}).items())
-            for n, ways in sorted(get(i, ("acl",), {}).items()) for w in ("inbound", "outbound")
-            if get(ways, (w, "control-plane")) is not None]
+    return [
+        f"interface.{p}.acl.{n}.{w}.control-plane"
+        for p, i in sorted(get(tree, ("interface",), {}).items())
+        for n, ways in sorted(get(i, ("acl",), {}).items())
+        for w in ("inbound", "outbound")
+        if get(ways, (w, "control-plane")) is not None
+    ]
 
 
 def attach(plane: Any, nf: Any, backend: Backend, steps: bool, red: bool = False) -> None:

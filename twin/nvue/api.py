@@ -15,6 +15,7 @@ A PATCH body is a JSON merge patch (RFC 7396) of the subtree at the path: object
 (`twin.nvue.schema`); a segment is URL-decoded one by one, so a revision id
 (`changeset/twin/2026-12-04_10.15.02_A1B2`) travels as one segment (`%2F`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,12 +32,12 @@ from twin.nvue.tree import Path, get, show, spec_at
 from twin.topology.problems import quoted
 
 BASE = "/nvue_v1"
-MAX_DEPTH = 64             # as a startup.yaml (twin.topology.yaml_safe)
+MAX_DEPTH = 64  # as a startup.yaml (twin.topology.yaml_safe)
 MAX_VALUES = 100_000
-MAX_TEXT = 4096            # characters of one value or key
-MAX_SEGMENT = 255          # characters of one path segment
-REV_APPLIED, REV_STARTUP = "applied", "startup"   # the revisions a node always has: what it runs, what was saved
-SAVE = "save"                             # a transition asked of the applied revision (`nv config save`)
+MAX_TEXT = 4096  # characters of one value or key
+MAX_SEGMENT = 255  # characters of one path segment
+REV_APPLIED, REV_STARTUP = "applied", "startup"  # the revisions a node always has: what it runs, what was saved
+SAVE = "save"  # a transition asked of the applied revision (`nv config save`)
 
 
 class State(str, Enum):
@@ -71,7 +72,7 @@ def path_of(raw: bytes, base: str = BASE) -> Path:
     ValueError saying what is wrong with it."""
     if not raw.startswith(base.encode()):
         raise ValueError(f"the NVUE API is under {base}/")
-    rest = raw[len(base.encode()):].strip(b"/")
+    rest = raw[len(base.encode()) :].strip(b"/")
     parts = rest.split(b"/") if rest else []
     if len(parts) > MAX_DEPTH:
         raise ValueError(f"a path has at most {MAX_DEPTH} segments")
@@ -88,7 +89,7 @@ def path_of(raw: bytes, base: str = BASE) -> Path:
 
 
 def known(path: Path) -> str:
-    """"" when `path` is a place of NVUE's object tree, else why not."""
+    """ "" when `path` is a place of NVUE's object tree, else why not."""
     for n in range(1, len(path) + 1):
         if spec_at(path[:n]) is None:
             return f"{show(path[:n])}: no such place in NVUE's object tree"
@@ -193,12 +194,18 @@ def revision_id(user: str = "cumulus") -> str:
     return f"changeset/{user}/{time.strftime('%Y-%m-%d_%H.%M.%S')}_{secrets.token_hex(2).upper()}"
 
 
-def revision_doc(state: State, issues: list[str] | None = None, progress: str = "",
-                 severity: str = "error") -> dict:
+def revision_doc(state: State, issues: list[str] | None = None, progress: str = "", severity: str = "error") -> dict:
     """A revision as `GET /revision/<id>` shows it."""
     issue: dict[str, dict[str, object]]
-    issue = {str(i): {"code": "config_invalid" if severity == "error" else "warning", "data": {}, "message": m,
-                      "severity": severity} for i, m in enumerate(issues or [])}
+    issue = {
+        str(i): {
+            "code": "config_invalid" if severity == "error" else "warning",
+            "data": {},
+            "message": m,
+            "severity": severity,
+        }
+        for i, m in enumerate(issues or [])
+    }
     return {"state": state.value, "transition": {"issue": issue, "progress": progress}}
 
 

@@ -15,6 +15,7 @@ into the bond, and the bond up, before anything uses it (a tenant's segment, a V
 the host cabled to a member is the bond's. Its steps run in the node by their iproute2 commands
 (this project's kernel has no bonding: golden-tested, never run here).
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -23,7 +24,7 @@ from twin.config.backend import NETNS, Backend
 from twin.config.steps import Step
 from twin.nvue.model import NodeConf
 
-ENV = "TWIN_NVUE_BONDS"          # "on" at `twin up`: the lab makes bonds, where the kernel has bonding
+ENV = "TWIN_NVUE_BONDS"  # "on" at `twin up`: the lab makes bonds, where the kernel has bonding
 MODES = {"lacp": "802.3ad", "static": "balance-xor"}
 Keyed = Iterator[tuple[tuple, Step]]
 
@@ -42,11 +43,15 @@ def made(conf: NodeConf, on: bool, backend: Backend) -> tuple[set[str], dict[str
     for b in conf.bonds:
         vrf = vrf_of(conf, b)
         if not on:
-            keep[b] = (f"bonds are made with {ENV}=on at `twin up`, on a kernel with bonding (`twin doctor` says "
-                       "whether this one has it)")
+            keep[b] = (
+                f"bonds are made with {ENV}=on at `twin up`, on a kernel with bonding (`twin doctor` says "
+                "whether this one has it)"
+            )
         elif backend == NETNS and vrf is not None:
-            keep[b] = (f"it sits in VRF {vrf}, a namespace on the netns VRF backend, and a Linux bond cannot move "
-                       "between namespaces (--vrf-backend device)")
+            keep[b] = (
+                f"it sits in VRF {vrf}, a namespace on the netns VRF backend, and a Linux bond cannot move "
+                "between namespaces (--vrf-backend device)"
+            )
     return set(conf.bonds) - set(keep), keep
 
 
@@ -75,8 +80,13 @@ def steps(conf: NodeConf, bonds: set[str], devices: dict[str, str]) -> Keyed:
     for b in sorted(bonds):
         bond = conf.bonds[b]
         mode = MODES.get(bond.mode, MODES["lacp"])
-        args = {"mode": mode, **({"lacp_rate": bond.lacp_rate} if mode == MODES["lacp"] else {}),
-                "miimon": 100, "xmit_hash_policy": "layer3+4", "min_links": 1}
+        args = {
+            "mode": mode,
+            **({"lacp_rate": bond.lacp_rate} if mode == MODES["lacp"] else {}),
+            "miimon": 100,
+            "xmit_hash_policy": "layer3+4",
+            "min_links": 1,
+        }
         yield ("bond", b), Step("bond", b, args=args)
         for m in bond.members:
             yield ("bond-down", devices[m]), Step("down", devices[m])

@@ -7,6 +7,7 @@ the node's `nv` client (`client.py`) only sends its words and prints what comes 
     tree = edit(tree, cmd)                     # ValueError / TopologyError: nothing changed
     for line, cmd in commands(text, "leaf01.nv"): ...
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,35 +18,47 @@ from typing import Any
 
 from twin.base.errors import Problem, TopologyError
 from twin.nvue.load import documents, from_tree, yaml_text
-from twin.nvue.schema import Leaf
+from twin.nvue.places import Leaf
 from twin.nvue.tree import Path, set_path, spec_at, unset_path, words
 from twin.topology.problems import quoted
 from twin.topology.yaml_safe import read_yaml_bytes
 
 EDITS = ("set", "unset", "patch", "replace", "detach")
-VERBS = {"set": "nv set PATH VALUE", "unset": "nv unset PATH", "apply": "nv config apply [-y|--assume-yes] [--wait]",
-         "diff": "nv config diff [-o json|yaml]", "patch": "nv config patch FILE", "replace": "nv config replace FILE",
-         "detach": "nv config detach", "save": "nv config save", "config-show": "nv config show [-o json|yaml]",
-         "show": "nv show [PATH] [-o json|yaml]"}
-HELP = ("usage: nv COMMAND (twin's NVUE, Cumulus Linux 5.9's nv for the subset twin emulates)\n"
-        + "".join(f"  {u}\n" for u in VERBS.values())
-        + "Interface ranges name several: nv set interface swp1-4,swp7 link state up.\n")
+VERBS = {
+    "set": "nv set PATH VALUE",
+    "unset": "nv unset PATH",
+    "apply": "nv config apply [-y|--assume-yes] [--wait]",
+    "diff": "nv config diff [-o json|yaml]",
+    "patch": "nv config patch FILE",
+    "replace": "nv config replace FILE",
+    "detach": "nv config detach",
+    "save": "nv config save",
+    "config-show": "nv config show [-o json|yaml]",
+    "show": "nv show [PATH] [-o json|yaml]",
+}
+HELP = (
+    "usage: nv COMMAND (twin's NVUE, Cumulus Linux 5.9's nv for the subset twin emulates)\n"
+    + "".join(f"  {u}\n" for u in VERBS.values())
+    + "Interface ranges name several: nv set interface swp1-4,swp7 link state up.\n"
+)
 MAX_WORDS = 128
 
 
 @dataclass(frozen=True)
 class Command:
-    verb: str                       # a key of VERBS, or "help"
-    words: tuple[str, ...] = ()     # set/unset/show: the path words (and set's value)
-    output: str = ""                # -o json|yaml
-    yes: bool = False               # -y / --assume-yes
-    wait: bool = False              # apply --wait: until the lab converged too
-    file: str = ""                  # patch/replace: the file named
+    verb: str  # a key of VERBS, or "help"
+    words: tuple[str, ...] = ()  # set/unset/show: the path words (and set's value)
+    output: str = ""  # -o json|yaml
+    yes: bool = False  # -y / --assume-yes
+    wait: bool = False  # apply --wait: until the lab converged too
+    file: str = ""  # patch/replace: the file named
 
     def __str__(self) -> str:
-        return "nv " + shlex.join(([self.verb] if self.verb in ("set", "unset", "show") else
-                                   ["config", self.verb.replace("config-", "")]) + list(self.words)
-                                  + ([self.file] if self.file else []))
+        return "nv " + shlex.join(
+            ([self.verb] if self.verb in ("set", "unset", "show") else ["config", self.verb.replace("config-", "")])
+            + list(self.words)
+            + ([self.file] if self.file else [])
+        )
 
 
 def parse(argv: list[str]) -> Command:
@@ -111,7 +124,7 @@ def edit(tree: dict, cmd: Command, data: bytes | None = None) -> dict:
     new = copy.deepcopy(tree)
     if cmd.verb == "set":
         path, value = words(list(cmd.words))
-        set_path(new, path, value)        # ValueError for a range of too many interfaces
+        set_path(new, path, value)  # ValueError for a range of too many interfaces
     elif cmd.verb == "unset":
         unset_path(new, unset_words(cmd.words))
     elif cmd.verb in ("patch", "replace"):

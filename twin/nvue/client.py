@@ -6,6 +6,7 @@ prints what comes back; the service parses and checks everything. `nv config app
 follows the revision until it is applied or failed. Python's standard library only: it
 runs on the node's python3. Exit 0 on success, 1 on an error, 2 on a usage error.
 """
+
 import base64
 import http.client
 import json
@@ -15,9 +16,9 @@ import sys
 import time
 import urllib.parse
 
-SOCKET = os.environ.get("TWIN_NV_SOCKET") or "/run/nvue/nvue.sock"   # (another: for twin's tests)
-MAX_FILE = 1 << 20            # what the service takes of a file (a startup.yaml's limit)
-APPLY_DEADLINE = 900.0        # s: a revision's apply (the service's convergence wait included)
+SOCKET = os.environ.get("TWIN_NV_SOCKET") or "/run/nvue/nvue.sock"  # (another: for twin's tests)
+MAX_FILE = 1 << 20  # what the service takes of a file (a startup.yaml's limit)
+APPLY_DEADLINE = 900.0  # s: a revision's apply (the service's convergence wait included)
 DONE = ("applied", "apply_fail", "ays_fail", "invalid")
 
 
@@ -36,8 +37,9 @@ def request(method: str, path: str, body: object = None, timeout: float = 60.0) 
     conn = _Unix(SOCKET, timeout)
     try:
         data = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=data,
-                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        conn.request(
+            method, path, body=data, headers={"Content-Type": "application/json", "Accept": "application/json"}
+        )
         resp = conn.getresponse()
         raw = resp.read(16 << 20)
     finally:
@@ -101,7 +103,7 @@ def main(argv: list[str]) -> int:
         if input(str(doc["ask"]) + " [y/N] ").strip().lower() not in ("y", "yes"):
             return 1
         status, doc = request("POST", "/nv", {**body, "argv": argv + ["-y"]})
-        if not isinstance(doc, dict):   # as the first answer: not an answer of the service
+        if not isinstance(doc, dict):  # as the first answer: not an answer of the service
             print(f"Error: {doc}", file=sys.stderr)
             return 1
         sys.stdout.write(str(doc.get("out", "")))
@@ -118,10 +120,16 @@ if __name__ == "__main__":
         sys.exit(130)
     except (FileNotFoundError, ConnectionRefusedError) as e:
         gone = getattr(e, "filename", None) in (None, SOCKET) and not os.path.exists(SOCKET)
-        print(f"Error: {e.filename + ': ' if getattr(e, 'filename', None) and not gone else ''}"
-              + (f"no NVUE service answers on {SOCKET}: this lab runs none, or it stopped "
-                 "(`twin status LAB` on the host says; `twin up` of the lab starts it again)"
-                 if gone or isinstance(e, ConnectionRefusedError) else (e.strerror or str(e))), file=sys.stderr)
+        print(
+            f"Error: {e.filename + ': ' if getattr(e, 'filename', None) and not gone else ''}"
+            + (
+                f"no NVUE service answers on {SOCKET}: this lab runs none, or it stopped "
+                "(`twin status LAB` on the host says; `twin up` of the lab starts it again)"
+                if gone or isinstance(e, ConnectionRefusedError)
+                else (e.strerror or str(e))
+            ),
+            file=sys.stderr,
+        )
         sys.exit(1)
     except (OSError, ValueError, http.client.HTTPException) as e:
         print(f"Error: {e}", file=sys.stderr)

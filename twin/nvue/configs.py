@@ -6,6 +6,7 @@ A node runs NVUE when its lab directory holds `startup.yaml` (as NVUE normalised
 one `- header:` and one `- set:` document): `running` reads the planes of a running lab
 back from there, for day 2.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,14 +58,21 @@ def _read(configs: UserConfigs | None) -> tuple[dict[str, NvueFile], list[Proble
         if NVUE not in files:
             continue
         try:
-            out[node] = load.read(configs.path(node, NVUE), files[NVUE])     # as read below its directory
+            out[node] = load.read(configs.path(node, NVUE), files[NVUE])  # as read below its directory
         except TopologyError as e:
             problems += e.problems
     return out, problems
 
 
-def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-          layout: str = PER_VNI, bonds: bool = False, red: bool = False) -> tuple[dict[str, NvueNode], list[str]]:
+def build(
+    nfs: dict[str, NvueFile],
+    fabric: Fabric,
+    backend: Backend,
+    shaping: Shaping = DEFAULT_SHAPING,
+    layout: str = PER_VNI,
+    bonds: bool = False,
+    red: bool = False,
+) -> tuple[dict[str, NvueNode], list[str]]:
     """Each NVUE node's plane and files on `fabric` (`bonds`: the lab makes Linux bonds,
     `twin.nvue.bonds`); TopologyError with every problem of every node at once. Returns the
     nodes and the notes (what twin left out or adapted)."""
@@ -76,6 +84,7 @@ def build(nfs: dict[str, NvueFile], fabric: Fabric, backend: Backend, shaping: S
             p = planes_.build(nf, fabric, node, backend, shaping, bonds, red=red)
             if layout != PER_VNI:
                 from twin.nvue import vlanaware
+
                 vlanaware.apply(p, backend)
             out[node] = NvueNode(nf, p, files_of(p, nf, backend, shaping))
         except TopologyError as e:
@@ -102,13 +111,16 @@ def blank(fabric: Fabric, configs: UserConfigs | None = None) -> dict[str, NvueF
     """What the topology's blank NVUE nodes run (`nvue: blank`; not those `configs` gives files of),
     as switches after zero-touch provisioning: their host name alone (the management network's eth0
     and NVUE itself are theirs at `twin up`); the user's automation configures the rest."""
+
     def tree(n: str) -> dict:
         mgmt = {"interface": {MGMT_PORT: {"type": "eth", "ip": {"address": {"dhcp": {}}, "vrf": MGMT}}}}
         return {"system": {"hostname": n}, **(mgmt if fabric.mgmt and fabric.nodes[n].mgmt else {})}
 
-    return {n: load.from_tree(tree(n), f"{n}/{STARTUP} (blank: the topology's nvue: blank)")
-            for n, node in fabric.nodes.items() if node.nvue == "blank" and n not in (configs.files if configs
-                                                                                    else {})}
+    return {
+        n: load.from_tree(tree(n), f"{n}/{STARTUP} (blank: the topology's nvue: blank)")
+        for n, node in fabric.nodes.items()
+        if node.nvue == "blank" and n not in (configs.files if configs else {})
+    }
 
 
 def check_files(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
@@ -132,13 +144,17 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
     # OSPF, and (netns backend) zebra -n, so a VRF NVUE declares later (a tenant's, a plain one) is adopted,
     # and BFD or OSPF set later (`nv config apply`) is a reload, never a restart of FRR (which loses zebra's
     # VRF bindings; Cumulus restarts FRR when OSPF is enabled)
-    files["daemons"] = render.daemons_file(node, list(kinds.of(node).daemons) + ["staticd", "bfdd", "ospfd"],
-                                           p.fabric, netns=backend == NETNS)
-    what = (f"EVPN overlay on this VTEP as its NVUE declares it ({p.layout} layout, VRF backend: {backend})"
-            if p.fabric.tenants_on(p.node) else "node as its NVUE declares it")
+    files["daemons"] = render.daemons_file(
+        node, list(kinds.of(node).daemons) + ["staticd", "bfdd", "ospfd"], p.fabric, netns=backend == NETNS
+    )
+    what = (
+        f"EVPN overlay on this VTEP as its NVUE declares it ({p.layout} layout, VRF backend: {backend})"
+        if p.fabric.tenants_on(p.node)
+        else "node as its NVUE declares it"
+    )
     files["interfaces.sh"] = script_of(p.node, p.fabric.name, what, p.steps, p.bindings)
     files[STARTUP] = dump(nf.tree, nf.header)
-    files.update(p.kfiles)      # its ACLs' nftables and its QoS's tc batches (twin.nvue.acl, twin.nvue.qos)
+    files.update(p.kfiles)  # its ACLs' nftables and its QoS's tc batches (twin.nvue.acl, twin.nvue.qos)
     return files
 
 
@@ -160,21 +176,24 @@ def not_emulated(d: Path, nodes: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
-def running(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING,
-            nodes: Iterable[str] | None = None) -> dict[str, NvueNode]:
+def running(
+    d: Path, fabric: Fabric, backend: Backend, shaping: Shaping = DEFAULT_SHAPING, nodes: Iterable[str] | None = None
+) -> dict[str, NvueNode]:
     """The NVUE nodes of a running lab (of `nodes`), from the startup.yaml in each node's directory,
     on the kernel plane the lab chose at `twin up` (`kernelplane.recorded`)."""
     nfs = {}
-    for node in (fabric.nodes if nodes is None else [n for n in nodes if n in fabric.nodes]):
+    for node in fabric.nodes if nodes is None else [n for n in nodes if n in fabric.nodes]:
         f = d / node / STARTUP
         if f.is_file() and not f.is_symlink():
-            nfs[node] = load.read(f"{node}/{STARTUP}", under=d)      # a node's directory: no link out
+            nfs[node] = load.read(f"{node}/{STARTUP}", under=d)  # a node's directory: no link out
     k = kernelplane.recorded(d)
     try:
         return build(nfs, fabric, backend, shaping, k.layout, k.bonds, k.red)[0]
     except TopologyError as e:
-        raise TwinError(f"lab {d.name!r}: the NVUE files it runs no longer fit its topology:\n  "
-                        + "\n  ".join(str(p) for p in e.problems)) from None
+        raise TwinError(
+            f"lab {d.name!r}: the NVUE files it runs no longer fit its topology:\n  "
+            + "\n  ".join(str(p) for p in e.problems)
+        ) from None
 
 
 def frr_view(configs: UserConfigs, fabric: Fabric) -> UserConfigs:

@@ -11,6 +11,7 @@ tenant whose VRF or name it matches, case aside, as NVUE's plane takes it (`plan
 Some facts NVUE keeps without twin running them are read too, for they are what the device
 would do: a port's `link.mtu`, eBGP `multipaths`, VRFs importing from VRFs.
 """
+
 from __future__ import annotations
 
 from twin.config.backend import DEFAULT_BACKEND
@@ -27,26 +28,39 @@ V4 = BGP + ("address-family", "ipv4-unicast")
 
 def read(src: Source) -> Declared:
     nf = load.read(src.path, src.text)
-    plane.build(nf, src.fabric, src.node, DEFAULT_BACKEND, steps=False)   # what twin refuses of it on this node
+    plane.build(nf, src.fabric, src.node, DEFAULT_BACKEND, steps=False)  # what twin refuses of it on this node
     conf = NodeConf.of(nf.tree)
     r = _Reader(src, nf, conf)
     d = Declared(src.node, src.path)
-    d.loopbacks = {a: r.at(("interface", "lo", "ip", "address", a), f"interface lo ip address {a}")
-                   for a in conf.loopbacks}
-    d.interfaces = {r.dev(n): r.at(("interface", n), f"interface {n}") for n, kind in conf.ports.items()
-                    if kind in ("swp", "bond")}
+    d.loopbacks = {
+        a: r.at(("interface", "lo", "ip", "address", a), f"interface lo ip address {a}") for a in conf.loopbacks
+    }
+    d.interfaces = {
+        r.dev(n): r.at(("interface", n), f"interface {n}") for n, kind in conf.ports.items() if kind in ("swp", "bond")
+    }
     d.down = {r.dev(n): r.at(("interface", n, "link", "state"), f"interface {n} link state down") for n in conf.down}
-    d.mtus = {r.dev(n): (m, r.at(("interface", n, "link", "mtu"), f"interface {n} link mtu {m}"))
-              for n, i in get(nf.tree, ("interface",), {}).items() if isinstance(m := get(i, ("link", "mtu")), int)}
+    d.mtus = {
+        r.dev(n): (m, r.at(("interface", n, "link", "mtu"), f"interface {n} link mtu {m}"))
+        for n, i in get(nf.tree, ("interface",), {}).items()
+        if isinstance(m := get(i, ("link", "mtu")), int)
+    }
     if conf.bgp.enable and conf.bgp.asn:
         _bgp(r, d)
     d.evpn = r.switch(conf.evpn, ("evpn", "enable"), "evpn enable", "NVUE's default: off")
     d.vrfs = {n: _vrf(r, n) for n in conf.vrfs if n != MGMT}
     d.vlans = {v: _vlan(r, v) for v in conf.vlans}
     src_at = ("nve", "vxlan", "source", "address")
-    d.vtep_source = ((conf.source, r.at(src_at, f"nve vxlan source address {conf.source}")) if conf.vxlan else
-                     (None, r.at(("nve", "vxlan", "enable") if conf.source else src_at,
-                                 "nve vxlan enable off" if conf.source else "nve vxlan source address not set")))
+    d.vtep_source = (
+        (conf.source, r.at(src_at, f"nve vxlan source address {conf.source}"))
+        if conf.vxlan
+        else (
+            None,
+            r.at(
+                ("nve", "vxlan", "enable") if conf.source else src_at,
+                "nve vxlan enable off" if conf.source else "nve vxlan source address not set",
+            ),
+        )
+    )
     return d
 
 
@@ -64,16 +78,20 @@ class _Reader:
 
     def switch(self, on: bool, path: tuple, words: str, default: str) -> Switch:
         given = get(self.nf.tree, path) is not None
-        return Switch(on, self.at(path, f"{words} {'on' if on else 'off'}" if given else
-                                  f"{words} not set ({default})"))
+        return Switch(
+            on, self.at(path, f"{words} {'on' if on else 'off'}" if given else f"{words} not set ({default})")
+        )
 
 
 def _bgp(r: _Reader, d: Declared) -> None:
     conf, tree = r.conf, r.nf.tree
     b = conf.bgp
     d.bgp = r.at(("router", "bgp") if get(tree, ("router", "bgp")) is not None else BGP, "router bgp")
-    where = ("router", "bgp", "autonomous-system") if get(tree, BGP + ("autonomous-system",)) is None \
+    where = (
+        ("router", "bgp", "autonomous-system")
+        if get(tree, BGP + ("autonomous-system",)) is None
         else BGP + ("autonomous-system",)
+    )
     d.asn, d.asn_at = b.asn, r.at(where, f"router bgp autonomous-system {b.asn}")
     d.neighbors_at = r.at(BGP + ("neighbor",), "neighbor") if get(tree, BGP + ("neighbor",)) else d.bgp
     d.networks_at = r.at(V4, "address-family ipv4-unicast") if get(tree, V4) is not None else d.bgp
@@ -86,16 +104,25 @@ def _bgp(r: _Reader, d: Declared) -> None:
             d.stray.append(at)
             continue
         g = b.peer_groups.get(p.peer_group or "")
-        d.peers[r.dev(name)] = Peer(r.dev(name), at, p.remote_as or (g.remote_as if g else None),
-                                    evpn=p.evpn is True or bool(g and g.evpn is True),
-                                    ipv4=not (p.ipv4 is False or (g is not None and g.ipv4 is False)))
-    d.multipath_relax = r.switch(b.multipath_relax, BGP + ("path-selection", "multipath", "aspath-ignore"),
-                                 "path-selection multipath aspath-ignore", "off")
+        d.peers[r.dev(name)] = Peer(
+            r.dev(name),
+            at,
+            p.remote_as or (g.remote_as if g else None),
+            evpn=p.evpn is True or bool(g and g.evpn is True),
+            ipv4=not (p.ipv4 is False or (g is not None and g.ipv4 is False)),
+        )
+    d.multipath_relax = r.switch(
+        b.multipath_relax,
+        BGP + ("path-selection", "multipath", "aspath-ignore"),
+        "path-selection multipath aspath-ignore",
+        "off",
+    )
     paths_ = get(tree, V4 + ("multipaths", "ebgp"))
     if isinstance(paths_, int):
         d.maximum_paths = (paths_, r.at(V4 + ("multipaths", "ebgp"), f"multipaths ebgp {paths_}"))
-    d.graceful_shutdown = r.switch(conf.graceful_shutdown, ("router", "bgp", "graceful-shutdown"),
-                                   "router bgp graceful-shutdown", "off")
+    d.graceful_shutdown = r.switch(
+        conf.graceful_shutdown, ("router", "bgp", "graceful-shutdown"), "router bgp graceful-shutdown", "off"
+    )
 
 
 def _vrf(r: _Reader, name: str) -> Vrf:
@@ -110,15 +137,24 @@ def _vrf(r: _Reader, name: str) -> Vrf:
     if v.bgp is None:
         return out
     bgp = base + ("router", "bgp")
-    out.type5 = r.switch(v.bgp.to_evpn, bgp + ("address-family", "ipv4-unicast", "route-export", "to-evpn", "enable"),
-                         f"vrf {name} route-export to-evpn", "off")
-    out.connected = r.switch(v.bgp.connected, bgp + ("address-family", "ipv4-unicast", "redistribute", "connected"),
-                             f"vrf {name} redistribute connected", "off")
+    out.type5 = r.switch(
+        v.bgp.to_evpn,
+        bgp + ("address-family", "ipv4-unicast", "route-export", "to-evpn", "enable"),
+        f"vrf {name} route-export to-evpn",
+        "off",
+    )
+    out.connected = r.switch(
+        v.bgp.connected,
+        bgp + ("address-family", "ipv4-unicast", "redistribute", "connected"),
+        f"vrf {name} redistribute connected",
+        "off",
+    )
     for kind, where in (("import", ("route-import", "from-evpn")), ("export", ("route-export", "to-evpn"))):
         for rt in get(tree, bgp + where + ("route-target",), {}):
             value = "*:" + rt.split(":", 1)[1] if rt.startswith("ANY:") else rt
-            out.rts.append(Rt(kind, value, r.at(bgp + where + ("route-target", rt),
-                                                f"vrf {name} {where[0]} route-target {rt}")))
+            out.rts.append(
+                Rt(kind, value, r.at(bgp + where + ("route-target", rt), f"vrf {name} {where[0]} route-target {rt}"))
+            )
     leak = bgp + ("address-family", "ipv4-unicast", "route-import", "from-vrf", "list")
     out.leaks = [(x, r.at(leak + (x,), f"vrf {name} route-import from-vrf {x}")) for x in get(tree, leak, {}) or {}]
     return out
@@ -142,8 +178,13 @@ def _vlan(r: _Reader, vlan: int) -> Vlan:
         out.gateway_at = r.at(i + kind + (str(svi.gateway),), f"interface {svi.name} gateway {svi.gateway}")
         if svi.vrr:
             out.mac = svi.vrr_mac or conf.fabric_mac or plane.DEFAULT_VRR_MAC
-            where = (i + ("ip", "vrr", "mac-address") if svi.vrr_mac else
-                     ("system", "global") if conf.fabric_mac else i + ("ip", "vrr"))
+            where = (
+                i + ("ip", "vrr", "mac-address")
+                if svi.vrr_mac
+                else ("system", "global")
+                if conf.fabric_mac
+                else i + ("ip", "vrr")
+            )
             out.mac_at = r.at(where, f"interface {svi.name} VRR MAC {out.mac}")
     for port, v in conf.access.items():
         if v == vlan:

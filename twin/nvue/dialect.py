@@ -13,6 +13,7 @@ record the core asks and never imports. Its rooms, in the order data takes:
   part of an edited topology (`nvue_work`); what `twin verify` adds (the places kept, not
   emulated) and its `--prove` elements (`twin.nvue.prove`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -47,20 +48,35 @@ def render(r: Rendering) -> Rendered:
     kernelplane.record(r.dir, k)
     nodes, notes = build(nfs, r.fabric, r.backend, r.shaping, k.layout, k.bonds, k.red)
     layouts = {x.plane.layout for node, x in nodes.items() if x.plane.fabric.tenants_on(node)}
-    notes += [f"NVUE's kernel plane on {', '.join(nodes)}: {', '.join(sorted(layouts))} layout (interfaces.sh says "
-              "which; docs/nvue.md)"] if layouts else []
-    return Rendered({n: x.files for n, x in nodes.items()}, {n: x.plane for n, x in nodes.items()}, notes,
-                    {n: [STARTUP] for n in blanks}, sorted(blanks))
+    notes += (
+        [
+            f"NVUE's kernel plane on {', '.join(nodes)}: {', '.join(sorted(layouts))} layout (interfaces.sh says "
+            "which; docs/nvue.md)"
+        ]
+        if layouts
+        else []
+    )
+    return Rendered(
+        {n: x.files for n, x in nodes.items()},
+        {n: x.plane for n, x in nodes.items()},
+        notes,
+        {n: [STARTUP] for n in blanks},
+        sorted(blanks),
+    )
 
 
 def differs(configs: UserConfigs | None, d: Path) -> list[str]:
     """The nodes whose startup.yaml given differs from the one they run."""
-    return [f"{n}: your startup.yaml differs from the one it runs" for n, nf in read_configs(configs).items()
-            if dump(nf.tree, nf.header) != state.read_files(d, n, [STARTUP]).get(STARTUP)]
+    return [
+        f"{n}: your startup.yaml differs from the one it runs"
+        for n, nf in read_configs(configs).items()
+        if dump(nf.tree, nf.header) != state.read_files(d, n, [STARTUP]).get(STARTUP)
+    ]
 
 
-def planes(d: Path, fabric: Fabric, backend: Backend, shaping: Shaping,
-           nodes: Iterable[str] | None = None) -> dict[str, NodePlane]:
+def planes(
+    d: Path, fabric: Fabric, backend: Backend, shaping: Shaping, nodes: Iterable[str] | None = None
+) -> dict[str, NodePlane]:
     return {n: x.plane for n, x in running(d, fabric, backend, shaping, nodes).items()}
 
 
@@ -81,13 +97,35 @@ def verify(ctx: LabContext) -> dict[str, Any]:
     return {"not emulated": stored} if stored else {}
 
 
-SERVICE = Service("the NVUE service (REST API, nv)", lambda d: nvue_service.record(d) is not None,
-                  lambda d, lab: nvue_service.start(d, lab, nvued.command(lab)), nvue_service.stop,
-                  nvue_service.status_doc, nvue_service.problem, nvue_service.line)
+SERVICE = Service(
+    "the NVUE service (REST API, nv)",
+    lambda d: nvue_service.record(d) is not None,
+    lambda d, lab: nvue_service.start(d, lab, nvued.command(lab)),
+    nvue_service.stop,
+    nvue_service.status_doc,
+    nvue_service.problem,
+    nvue_service.line,
+)
 
-DIALECT = Dialect("nvue", STARTUP, check=check_files, frr_view=frr_view, render=render, differs=differs,
-                  planes=planes, declared=declared.read, binds=nvue_service.binds, prepare=nvue_service.nv_client,
-                  service=SERVICE, change=change, work=nvue_work, verify=verify, prove=nvue_prove.peer_elements,
-                  groups={judge.GROUP: judge.protocols,            # BFD, BGP timers, route policy judged (issue 44)
-                          kernelcheck.GROUP: kernelcheck.run,      # ACLs and RoCE QoS judged (issue 44)
-                          kernelcheck.QOS: kernelcheck.qos_run})
+DIALECT = Dialect(
+    "nvue",
+    STARTUP,
+    check=check_files,
+    frr_view=frr_view,
+    render=render,
+    differs=differs,
+    planes=planes,
+    declared=declared.read,
+    binds=nvue_service.binds,
+    prepare=nvue_service.nv_client,
+    service=SERVICE,
+    change=change,
+    work=nvue_work,
+    verify=verify,
+    prove=nvue_prove.peer_elements,
+    groups={
+        judge.GROUP: judge.protocols,  # BFD, BGP timers, route policy judged (issue 44)
+        kernelcheck.GROUP: kernelcheck.run,  # ACLs and RoCE QoS judged (issue 44)
+        kernelcheck.QOS: kernelcheck.qos_run,
+    },
+)

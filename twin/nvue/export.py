@@ -17,6 +17,7 @@ What stays the topology's (NVUE's subset has no place for it): the cabling, the 
 their addresses and MACs, and DPU services (NAT gateways, rate limits, congestion points),
 which twin builds from the topology beside the NVUE-built plane.
 """
+
 from __future__ import annotations
 
 from twin import kinds
@@ -25,20 +26,25 @@ from twin.nvue.load import dump
 from twin.topology.model import Fabric
 
 FABRIC_GROUP, INTERNET_GROUP = "fabric", "internet"
-CONNECT = 2           # twin's connection-retry (NVUE's default is 10)
+CONNECT = 2  # twin's connection-retry (NVUE's default is 10)
 ON = True
 
 
 def exported(fabric: Fabric) -> list[str]:
     """The nodes NVUE runs on: spines, leafs and DPUs (not routers of the user's config, not the internet)."""
-    return [n for n, node in fabric.nodes.items()
-            if kinds.of(node).runs_frr and not kinds.of(node).user_config and not kinds.of(node).edge]
+    return [
+        n
+        for n, node in fabric.nodes.items()
+        if kinds.of(node).runs_frr and not kinds.of(node).user_config and not kinds.of(node).edge
+    ]
 
 
 def vlans(fabric: Fabric) -> dict[tuple[str, str], int]:
     """(tenant, segment) -> its VLAN id, numbered over the whole design: 10, 20, 30..."""
-    return {(t, s): 10 * (i + 1) for i, (t, s) in
-            enumerate((t.name, s) for t in fabric.tenants.values() for s in t.segments)}
+    return {
+        (t, s): 10 * (i + 1)
+        for i, (t, s) in enumerate((t.name, s) for t in fabric.tenants.values() for s in t.segments)
+    }
 
 
 def port_name(fabric: Fabric, node: str, port: str) -> str:
@@ -51,8 +57,7 @@ def export_node(fabric: Fabric, node: str) -> dict:
     kind = kinds.of(me)
     edge = {p.name for p in me.fabric_ports if kinds.of(fabric.nodes[p.peer_node]).edge}
     lo = f"{me.loopback}/32"
-    tree: dict = {"system": {"hostname": node},
-                  "interface": {"lo": {"type": "loopback", "ip": {"address": {lo: {}}}}}}
+    tree: dict = {"system": {"hostname": node}, "interface": {"lo": {"type": "loopback", "ip": {"address": {lo: {}}}}}}
     for p in me.fabric_ports:
         tree["interface"][port_name(fabric, node, p.name)] = {"type": "swp"}
     bgp: dict = {"enable": ON, "autonomous-system": me.asn, "router-id": me.loopback}
@@ -62,22 +67,38 @@ def export_node(fabric: Fabric, node: str) -> dict:
     public = [f"{ip}/32" for g in vtep_gateways(fabric, node).values() for ip in g.public]
     evpn = bool(fabric.tenants) and not kind.edge
     groups = {FABRIC_GROUP: _group(evpn)} | ({INTERNET_GROUP: _group(False)} if edge else {})
-    tree["vrf"] = {"default": {"router": {"bgp": {
-        "address-family": {"ipv4-unicast": {"enable": ON, "network": {p: {} for p in [lo] + public}},
-                           **({"l2vpn-evpn": {"enable": ON}} if evpn else {})},
-        "path-selection": {"multipath": {"aspath-ignore": ON}},
-        "peer-group": groups,
-        "neighbor": {port_name(fabric, node, p.name): {"type": "unnumbered", "peer-group":
-                                                       INTERNET_GROUP if p.name in edge else FABRIC_GROUP}
-                     for p in me.fabric_ports}}}}}
+    tree["vrf"] = {
+        "default": {
+            "router": {
+                "bgp": {
+                    "address-family": {
+                        "ipv4-unicast": {"enable": ON, "network": {p: {} for p in [lo] + public}},
+                        **({"l2vpn-evpn": {"enable": ON}} if evpn else {}),
+                    },
+                    "path-selection": {"multipath": {"aspath-ignore": ON}},
+                    "peer-group": groups,
+                    "neighbor": {
+                        port_name(fabric, node, p.name): {
+                            "type": "unnumbered",
+                            "peer-group": INTERNET_GROUP if p.name in edge else FABRIC_GROUP,
+                        }
+                        for p in me.fabric_ports
+                    },
+                }
+            }
+        }
+    }
     if fabric.tenants_on(node):
         _vtep(fabric, node, tree)
     return tree
 
 
 def _group(evpn: bool) -> dict:
-    return {"remote-as": "external", "timers": {"connection-retry": CONNECT},
-            **({"address-family": {"l2vpn-evpn": {"enable": ON}}} if evpn else {})}
+    return {
+        "remote-as": "external",
+        "timers": {"connection-retry": CONNECT},
+        **({"address-family": {"l2vpn-evpn": {"enable": ON}}} if evpn else {}),
+    }
 
 
 def _vtep(fabric: Fabric, node: str, tree: dict) -> None:
@@ -85,19 +106,35 @@ def _vtep(fabric: Fabric, node: str, tree: dict) -> None:
     ids = vlans(fabric)
     domain: dict = {}
     for t in fabric.tenants_on(node):
-        tree["vrf"][t.vrf] = {"evpn": {"enable": ON, "vni": {str(t.l3vni): {}}}, "router": {"bgp": {
-            "enable": ON, "address-family": {"ipv4-unicast": {
-                "enable": ON, "redistribute": {"connected": {"enable": ON}},
-                "route-export": {"to-evpn": {"enable": ON}}}}}}}
+        tree["vrf"][t.vrf] = {
+            "evpn": {"enable": ON, "vni": {str(t.l3vni): {}}},
+            "router": {
+                "bgp": {
+                    "enable": ON,
+                    "address-family": {
+                        "ipv4-unicast": {
+                            "enable": ON,
+                            "redistribute": {"connected": {"enable": ON}},
+                            "route-export": {"to-evpn": {"enable": ON}},
+                        }
+                    },
+                }
+            },
+        }
         for seg in t.segments_on(node):
             vlan = ids[(t.name, seg.name)]
             domain[str(vlan)] = {"vni": {str(seg.l2vni): {}}}
-            tree["interface"][f"vlan{vlan}"] = {"type": "svi", "vlan": vlan, "ip": {
-                "vrf": t.vrf, "vrr": {"enable": ON, "mac-address": seg.mac, "address": {seg.gateway_cidr: {}}}}}
+            tree["interface"][f"vlan{vlan}"] = {
+                "type": "svi",
+                "vlan": vlan,
+                "ip": {"vrf": t.vrf, "vrr": {"enable": ON, "mac-address": seg.mac, "address": {seg.gateway_cidr: {}}}},
+            }
             for a in t.attachments:
                 if a.vtep == node and a.segment == seg.name:
                     tree["interface"][port_name(fabric, node, a.port)] = {
-                        "type": "swp", "bridge": {"domain": {"br_default": {"access": vlan}}}}
+                        "type": "swp",
+                        "bridge": {"domain": {"br_default": {"access": vlan}}},
+                    }
     tree["bridge"] = {"domain": {"br_default": {"vlan": domain}}}
     tree["nve"] = {"vxlan": {"enable": ON, "arp-nd-suppress": ON, "source": {"address": me.loopback}}}
     tree["evpn"] = {"enable": ON}
@@ -106,16 +143,27 @@ def _vtep(fabric: Fabric, node: str, tree: dict) -> None:
 
 def export(fabric: Fabric) -> tuple[dict[str, str], list[str]]:
     """Every spine's, leaf's and DPU's startup.yaml (node -> text), and what stays the topology's."""
-    header = {"model": "twin", "nvue-api-version": "nvue_v1", "rev-id": 1.0,
-              "version": f"exported by twin from {fabric.name}"}
+    header = {
+        "model": "twin",
+        "nvue-api-version": "nvue_v1",
+        "rev-id": 1.0,
+        "version": f"exported by twin from {fabric.name}",
+    }
     out = {n: dump(export_node(fabric, n), header) for n in exported(fabric)}
-    notes = ["the cabling and the hosts (their ports, addresses and MACs) stay the topology's: NVUE configures a "
-             "switch or a DPU, not what is cabled to it"]
-    if any(t.internet for t in fabric.tenants.values()) or fabric.congestion or any(
-            a.rate_limit for t in fabric.tenants.values() for a in t.attachments):
-        notes.append("DPU services (NAT gateways, rate limits, congestion points) stay the topology's: NVUE's "
-                     "emulated subset has no place for them; twin builds them from the topology beside the NVUE-built "
-                     "plane (a gateway VTEP's public addresses are exported, as BGP networks)")
+    notes = [
+        "the cabling and the hosts (their ports, addresses and MACs) stay the topology's: NVUE configures a "
+        "switch or a DPU, not what is cabled to it"
+    ]
+    if (
+        any(t.internet for t in fabric.tenants.values())
+        or fabric.congestion
+        or any(a.rate_limit for t in fabric.tenants.values() for a in t.attachments)
+    ):
+        notes.append(
+            "DPU services (NAT gateways, rate limits, congestion points) stay the topology's: NVUE's "
+            "emulated subset has no place for them; twin builds them from the topology beside the NVUE-built "
+            "plane (a gateway VTEP's public addresses are exported, as BGP networks)"
+        )
     skipped = [n for n in fabric.nodes if n not in out and not kinds.of(fabric.nodes[n]).endpoint]
     if skipped:
         notes.append(f"{', '.join(skipped)}: not exported (NVUE runs on spines, leafs and DPUs); twin renders them")

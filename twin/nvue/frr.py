@@ -6,6 +6,7 @@ What goes where, as on a switch: BGP (the default VRF's instance from `router.bg
 each VRF's L3VNI and `advertise-all-vni` from `evpn.enable` go to FRR; interface
 addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.nvue.plane`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,11 +18,16 @@ from twin.config.safetext import UnsafeText, finalize, template_line
 from twin.nvue.model import MGMT, Bfd, Bgp, NodeConf, Peer, Static, Vrf
 from twin.nvue.schema import VERSION
 
-Dev = Callable[[str], str]   # an NVUE interface's name -> its kernel device's
+Dev = Callable[[str], str]  # an NVUE interface's name -> its kernel device's
 
-_env = jinja2.Environment(loader=jinja2.PackageLoader("twin.nvue", "templates"), finalize=finalize,
-                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                          keep_trailing_newline=True)
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("twin.nvue", "templates"),
+    finalize=finalize,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
 
 
 @dataclass
@@ -44,47 +50,73 @@ class _Vrf:
     statics: list[Static]
     peers: list[_Neighbor]
     v4_off: list[str]
-    imports: list[str]          # route-import from-vrf: the kernel VRFs it leaks routes from
+    imports: list[str]  # route-import from-vrf: the kernel VRFs it leaks routes from
 
 
 def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, str]) -> str:
     """The node's frr.conf. `devices`: NVUE interface name -> kernel device (HBN's p0_if is the
     BlueField's p0); `vrfs`: NVUE VRF -> the kernel VRF it runs as (its tenant's, or its own)."""
     b = conf.bgp if conf.bgp.enable and conf.bgp.asn else None
+
     def dev(n: str) -> str:
         return devices.get(n, n)
 
     groups = b.peer_groups if b else {}
-    evpn_on = ([g for g, p in groups.items() if p.evpn] +
-               [dev(n) for n, p in (b.neighbors.items() if b else ()) if _evpn(p, groups)])
+    evpn_on = [g for g, p in groups.items() if p.evpn] + [
+        dev(n) for n, p in (b.neighbors.items() if b else ()) if _evpn(p, groups)
+    ]
     tenant_vrfs = [_vrf(v, vrfs.get(v.name, v.name), dev, bool(b), vrfs) for v in conf.vrfs.values() if v.name != MGMT]
-    try:     # a value holding a control character is refused, never written (twin.config.safetext)
+    try:  # a value holding a control character is refused, never written (twin.config.safetext)
         return _env.get_template("frr.conf.j2").render(
-            node=node, version=VERSION, hostname=conf.hostname or node, bgp=b, neighbors_=_peers(b, dev),
-            graceful_shutdown=conf.graceful_shutdown, v4_off=_v4_off(b, dev), evpn_on=evpn_on,
-            evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)), advertise_all_vni=conf.evpn,
-            vrfs=tenant_vrfs, statics=conf.statics, policy=conf.policy,
+            node=node,
+            version=VERSION,
+            hostname=conf.hostname or node,
+            bgp=b,
+            neighbors_=_peers(b, dev),
+            graceful_shutdown=conf.graceful_shutdown,
+            v4_off=_v4_off(b, dev),
+            evpn_on=evpn_on,
+            evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)),
+            advertise_all_vni=conf.evpn,
+            vrfs=tenant_vrfs,
+            statics=conf.statics,
+            policy=conf.policy,
             bfd_profiles=_bfd_profiles([b] + [v.bgp for v in tenant_vrfs]),
-            ospf=[(vrfs.get(n, n), o) for n, o in (conf.ospf.instances.items() if conf.ospf else ()) if n != MGMT])
+            ospf=[(vrfs.get(n, n), o) for n, o in (conf.ospf.instances.items() if conf.ospf else ()) if n != MGMT],
+        )
     except UnsafeText as e:
         raise UnsafeText(e.value, f"frr.conf ({template_line(e) or 'frr.conf.j2'})") from None
 
 
 def _vrf(v: Vrf, kernel: str, dev: Dev, default_bgp: bool, vrfs: dict[str, str]) -> _Vrf:
     bgp = v.bgp if v.bgp and v.bgp.enable and v.bgp.asn and default_bgp else None
-    return _Vrf(kernel, v.l3vni if v.evpn else None, bgp, v.statics, _peers(bgp, dev), _v4_off(bgp, dev),
-                [vrfs.get(x, x) for x in (bgp.import_vrfs if bgp else [])])
+    return _Vrf(
+        kernel,
+        v.l3vni if v.evpn else None,
+        bgp,
+        v.statics,
+        _peers(bgp, dev),
+        _v4_off(bgp, dev),
+        [vrfs.get(x, x) for x in (bgp.import_vrfs if bgp else [])],
+    )
 
 
 def _peers(b: Bgp | None, dev: Dev) -> list[_Neighbor]:
-    return [_Neighbor(dev(n), p.peer_group, p.remote_as, p.unnumbered, p.connect, p.policy, p.bfd, p.timers)
-            for n, p in (b.neighbors.items() if b else ())]
+    return [
+        _Neighbor(dev(n), p.peer_group, p.remote_as, p.unnumbered, p.connect, p.policy, p.bfd, p.timers)
+        for n, p in (b.neighbors.items() if b else ())
+    ]
 
 
 def _bfd_profiles(instances: list[Bgp | None]) -> list[Bfd]:
     """The BFD profiles the neighbors' timers need (bfdd's `profile`), each once, by name."""
-    found = {p.bfd.profile: p.bfd for b in instances if b
-             for p in [*b.peer_groups.values(), *b.neighbors.values()] if p.bfd and p.bfd.profile}
+    found = {
+        p.bfd.profile: p.bfd
+        for b in instances
+        if b
+        for p in [*b.peer_groups.values(), *b.neighbors.values()]
+        if p.bfd and p.bfd.profile
+    }
     return [found[k] for k in sorted(found)]
 
 
@@ -92,7 +124,8 @@ def _v4_off(b: Bgp | None, dev: Dev) -> list[str]:
     if b is None:
         return []
     return [g for g, p in b.peer_groups.items() if p.ipv4 is False] + [
-        dev(n) for n, p in b.neighbors.items() if p.ipv4 is False]
+        dev(n) for n, p in b.neighbors.items() if p.ipv4 is False
+    ]
 
 
 def _evpn(p: Peer, groups: dict[str, Peer]) -> bool:

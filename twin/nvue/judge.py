@@ -8,6 +8,7 @@ defaults for a neighbor whose BFD comes from a profile).
     checks(ctx)      # [Check], none where no NVUE node declares BFD or timers
     protocols(ctx)   # the group: these and the route policy (twin.nvue.policycheck)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,23 +23,23 @@ from twin.verify.result import Check
 
 GROUP = "protocols"
 NEIGHBORS = "show bgp vrf all neighbors json"
-SESSIONS = "show bfd peers json"     # bfdd's sessions: the BFD timers they run
+SESSIONS = "show bfd peers json"  # bfdd's sessions: the BFD timers they run
 
 
 @dataclass(frozen=True)
 class Wanted:
     """One neighbor's BFD and timers as its NVUE sets them (its own, else its peer group's)."""
 
-    vrf: str                          # FRR's (kernel) VRF
-    peer: str                         # FRR's key: the port of an unnumbered neighbor, else its address
+    vrf: str  # FRR's (kernel) VRF
+    peer: str  # FRR's key: the port of an unnumbered neighbor, else its address
     bfd: Bfd | None
-    timers: tuple[int, int] | None    # keepalive, hold
+    timers: tuple[int, int] | None  # keepalive, hold
 
 
 def wanted(conf: NodeConf, devices: dict[str, str], vrfs: dict[str, str]) -> list[Wanted]:
     out = []
     for vrf, b in conf.bgp_instances(vrfs):
-        for name, p in (b.neighbors.items() if b else ()):
+        for name, p in b.neighbors.items() if b else ():
             g = b.peer_groups.get(p.peer_group or "") if b else None
             bfd = p.bfd or (g.bfd if g else None)
             timers = p.timers or (g.timers if g else None)
@@ -67,12 +68,26 @@ def checks(ctx: LabContext) -> list[Check]:
         bfd = [problem for w in want if w.bfd for problem in _bfd(w, _peer(doc, w), session(sessions, w))]
         timers = [problem for w in want if w.timers for problem in _timers(w, _peer(doc, w))]
         if any(w.bfd for w in want):
-            out.append(Check(GROUP, f"bfd {node}", not bfd, "; ".join(bfd),
-                             {"neighbors": {w.peer: vars(w.bfd) for w in want if w.bfd}}))
+            out.append(
+                Check(
+                    GROUP,
+                    f"bfd {node}",
+                    not bfd,
+                    "; ".join(bfd),
+                    {"neighbors": {w.peer: vars(w.bfd) for w in want if w.bfd}},
+                )
+            )
         if any(w.timers for w in want):
-            out.append(Check(GROUP, f"bgp timers {node}", not timers, "; ".join(timers),
-                             {"neighbors": {w.peer: w.timers for w in want if w.timers}}))
-    return out + routing.checks(ctx, nodes)     # OSPF adjacencies and static routes (twin.nvue.routing)
+            out.append(
+                Check(
+                    GROUP,
+                    f"bgp timers {node}",
+                    not timers,
+                    "; ".join(timers),
+                    {"neighbors": {w.peer: w.timers for w in want if w.timers}},
+                )
+            )
+    return out + routing.checks(ctx, nodes)  # OSPF adjacencies and static routes (twin.nvue.routing)
 
 
 def _peer(doc: dict, w: Wanted) -> dict | None:
@@ -104,8 +119,10 @@ def _bfd(w: Wanted, p: dict | None, session: dict | None) -> list[str]:
         return [f"{_where(w)}: FRR runs no BFD for it (BFD {set_} set)"]
     out = []
     if str(info.get("status")).lower() != "up":
-        out.append(f"{_where(w)}: BFD session {info.get('status', 'absent')} (BFD {set_} set; BGP "
-                   f"{p.get('bgpState', '?')}): its peer runs no BFD for this session, or cannot reach it")
+        out.append(
+            f"{_where(w)}: BFD session {info.get('status', 'absent')} (BFD {set_} set; BGP "
+            f"{p.get('bgpState', '?')}): its peer runs no BFD for this session, or cannot reach it"
+        )
     if session is None:
         return out + [f"{_where(w)}: bfdd has no session for it (BFD {set_} set)"]
     runs = (session.get("detect-multiplier"), session.get("receive-interval"), session.get("transmit-interval"))
@@ -123,14 +140,18 @@ def _timers(w: Wanted, p: dict | None) -> list[str]:
     if conf != (keep * 1000, hold * 1000):
         return [f"{_where(w)}: FRR has timers {_s(conf[0])}/{_s(conf[1])} s, {keep}/{hold} s set"]
     if p.get("bgpState") != "Established":
-        return []       # the session's own check (control) says it is down; its timers are read once it runs
+        return []  # the session's own check (control) says it is down; its timers are read once it runs
     runs = p.get("bgpTimerHoldTimeMsecs")
     if isinstance(runs, int) and runs > hold * 1000:
-        return [f"{_where(w)}: hold {hold} s set, the session runs {_s(runs)} s: it opened before the timers were set "
-                "and keeps what it negotiated then until it is re-established (clear bgp)"]
+        return [
+            f"{_where(w)}: hold {hold} s set, the session runs {_s(runs)} s: it opened before the timers were set "
+            "and keeps what it negotiated then until it is re-established (clear bgp)"
+        ]
     if runs != hold * 1000:
-        return [f"{_where(w)}: hold {hold} s set, the session runs {_s(runs)} s (its peer sets a lower hold: "
-                "a failure is detected in the peer's time, not this one's)"]
+        return [
+            f"{_where(w)}: hold {hold} s set, the session runs {_s(runs)} s (its peer sets a lower hold: "
+            "a failure is detected in the peer's time, not this one's)"
+        ]
     return []
 
 

@@ -8,6 +8,7 @@ them; the check fails naming the ACL and rule when they are dropped and counted 
 must pass), and says so too when they pass (the rule does not run). A deny rule no intended flow
 meets passes, with what it has counted.
 """
+
 from __future__ import annotations
 
 from twin.base.errors import TwinError
@@ -25,7 +26,7 @@ from twin.verify.result import Check
 
 GROUP = "acl"
 FRAMES = 4
-ROCE = (17, 49152, 4791, 26)       # protocol, source port, destination port, DSCP of twin's RoCE flows
+ROCE = (17, 49152, 4791, 26)  # protocol, source port, destination port, DSCP of twin's RoCE flows
 
 
 def applies(ctx: LabContext) -> bool:
@@ -43,9 +44,15 @@ def run(ctx: LabContext) -> list[Check]:
             try:
                 before[ns] = counters(ctx.exec(node), FAMILY, TABLE, ns)
             except TwinError as e:
-                out.append(Check(GROUP, f"{node} {ns or 'default'}", False,
-                                 f"the ACLs of {node} are not loaded (table {FAMILY} {TABLE}"
-                                 f"{' in namespace ' + ns if ns else ''}): {str(e).splitlines()[0]}"))
+                out.append(
+                    Check(
+                        GROUP,
+                        f"{node} {ns or 'default'}",
+                        False,
+                        f"the ACLs of {node} are not loaded (table {FAMILY} {TABLE}"
+                        f"{' in namespace ' + ns if ns else ''}): {str(e).splitlines()[0]}",
+                    )
+                )
         for b in acls.bindings:
             if b.ns not in before:
                 continue
@@ -75,8 +82,13 @@ def _judge(ctx: LabContext, node: str, acls: Acls, b: Binding, r: Rule, before: 
     name = f"{node} {b.port} {b.way} acl {b.acl} rule {r.seq}"
     pairs = crossing(ctx.fabric, node, acls, b, r)
     if not pairs:
-        return Check(GROUP, name, True, f"denies no flow the topology says must pass; counted "
-                                        f"{before.get(b.counter(r.seq), 0)}", {"counted": before.get(b.counter(r.seq))})
+        return Check(
+            GROUP,
+            name,
+            True,
+            f"denies no flow the topology says must pass; counted {before.get(b.counter(r.seq), 0)}",
+            {"counted": before.get(b.counter(r.seq))},
+        )
     src, dst = pairs[0]
     f: Flow = F.flow(ctx.fabric, src, dst, 1, count=FRAMES)
     res = F.run(ctx, [f], {f.flow_id: False}, check_icrc=False)[f.flow_id]
@@ -85,10 +97,22 @@ def _judge(ctx: LabContext, node: str, acls: Acls, b: Binding, r: Rule, before: 
     cut = ", ".join(f"{s} -> {d}" for s, d in pairs)
     data = {"flows": [list(p) for p in pairs], "sent": res.sent, "delivered": res.received, "counted": counted}
     if res.received:
-        return Check(GROUP, name, False, f"does not run: {res.received}/{res.sent} frames of {src} -> {dst} it denies "
-                                         f"were delivered (counted {counted})", data)
-    return Check(GROUP, name, False, f"drops {cut}, which the topology says must pass: {res.sent - res.received}/"
-                                     f"{res.sent} frames of {src} -> {dst} dropped, counted {counted}", data)
+        return Check(
+            GROUP,
+            name,
+            False,
+            f"does not run: {res.received}/{res.sent} frames of {src} -> {dst} it denies "
+            f"were delivered (counted {counted})",
+            data,
+        )
+    return Check(
+        GROUP,
+        name,
+        False,
+        f"drops {cut}, which the topology says must pass: {res.sent - res.received}/"
+        f"{res.sent} frames of {src} -> {dst} dropped, counted {counted}",
+        data,
+    )
 
 
 # --- qos (twin.nvue.qos) ----------------------------------------------------------------------------------
@@ -108,13 +132,26 @@ def qos_run(ctx: LabContext) -> list[Check]:
     for n in sorted(nodes):
         if n not in on:
             if ctx.fabric.tenants_on(n):
-                out.append(Check(QOS, f"{n} classes", False, f"qos roce is off on {n}, a VTEP of RoCE traffic; "
-                                 f"on: {', '.join(f'{m} ({w})' for m, w in sorted(ways.items()))}"))
+                out.append(
+                    Check(
+                        QOS,
+                        f"{n} classes",
+                        False,
+                        f"qos roce is off on {n}, a VTEP of RoCE traffic; "
+                        f"on: {', '.join(f'{m} ({w})' for m, w in sorted(ways.items()))}",
+                    )
+                )
             continue
         others = {m: w for m, w in ways.items() if m != n and w != ways[n]}
-        out.append(Check(QOS, f"{n} classes", not others, ways[n] + (
-            f"; unlike {', '.join(f'{m} ({w})' for m, w in sorted(others.items()))}" if others else ""),
-            {"mode": on[n].mode, "classes": {str(k): v for k, v in on[n].classes.items()}}))
+        out.append(
+            Check(
+                QOS,
+                f"{n} classes",
+                not others,
+                ways[n] + (f"; unlike {', '.join(f'{m} ({w})' for m, w in sorted(others.items()))}" if others else ""),
+                {"mode": on[n].mode, "classes": {str(k): v for k, v in on[n].classes.items()}},
+            )
+        )
         out += _qos_behaviour(ctx, n, nodes[n].plane, on[n])
     mine = set(nodes)
     plain = sorted(x.name for x in ctx.fabric.routers() if x.name not in mine)
@@ -124,22 +161,35 @@ def qos_run(ctx: LabContext) -> list[Check]:
 
 
 def _way(q: Qos) -> str:
-    return (f"RoCE (DSCP {ROCE_DSCP}) in traffic class {q.roce} "
-            f"{'lossless' if q.roce in q.lossless else 'lossy'}, CNPs (DSCP {CNP_DSCP}) in {q.cnp}")
+    return (
+        f"RoCE (DSCP {ROCE_DSCP}) in traffic class {q.roce} "
+        f"{'lossless' if q.roce in q.lossless else 'lossy'}, CNPs (DSCP {CNP_DSCP}) in {q.cnp}"
+    )
 
 
 def _qos_behaviour(ctx: LabContext, node: str, plane: Plane, q: Qos) -> list[Check]:
     fabric = ctx.fabric
-    ports = {s.dev: s.ns for k, s in plane.extras.items() if k[0] == "qos" and
-             s.dev[len("qos-"):-len(".tc")] in {p.name for p in fabric.nodes[node].fabric_ports}}
-    ports = {d[len("qos-"):-len(".tc")]: ns for d, ns in ports.items()}
-    pairs = [(a.host, b.host) for t in fabric.tenants.values() for a in t.attachments if a.vtep == node
-             for b in t.attachments if b.vtep != node][:1]
+    ports = {
+        s.dev: s.ns
+        for k, s in plane.extras.items()
+        if k[0] == "qos" and s.dev[len("qos-") : -len(".tc")] in {p.name for p in fabric.nodes[node].fabric_ports}
+    }
+    ports = {d[len("qos-") : -len(".tc")]: ns for d, ns in ports.items()}
+    pairs = [
+        (a.host, b.host)
+        for t in fabric.tenants.values()
+        for a in t.attachments
+        if a.vtep == node
+        for b in t.attachments
+        if b.vtep != node
+    ][:1]
     if not ports or not pairs:
         return []
     src, dst = pairs[0]
-    flows = [F.flow(fabric, src, dst, 1, count=FRAMES, dscp=ROCE_DSCP),
-             F.flow(fabric, src, dst, 2, count=FRAMES, dscp=CNP_DSCP, ecn=0, sport=49153)]
+    flows = [
+        F.flow(fabric, src, dst, 1, count=FRAMES, dscp=ROCE_DSCP),
+        F.flow(fabric, src, dst, 2, count=FRAMES, dscp=CNP_DSCP, ecn=0, sport=49153),
+    ]
 
     def classes() -> dict[int, int]:
         total: dict[int, int] = {}
@@ -156,10 +206,19 @@ def _qos_behaviour(ctx: LabContext, node: str, plane: Plane, q: Qos) -> list[Che
     out = []
     for what, dscp, tc in (("RoCE", ROCE_DSCP, q.roce), ("CNP", CNP_DSCP, q.cnp)):
         ok = grew.get(tc, 0) >= FRAMES
-        out.append(Check(QOS, f"{node} {what} class", ok,
-                         f"{what} frames (DSCP {dscp}) of {src} -> {dst} " + (
-                             f"left {', '.join(sorted(ports))} by traffic class {tc}" if ok else
-                             f"did not leave {', '.join(sorted(ports))} by traffic class {tc}: it grew by "
-                             f"{grew.get(tc, 0)} of {FRAMES}; by class: {grew}"),
-                         {"grew": {str(k): v for k, v in grew.items()}, "frames": FRAMES}))
+        out.append(
+            Check(
+                QOS,
+                f"{node} {what} class",
+                ok,
+                f"{what} frames (DSCP {dscp}) of {src} -> {dst} "
+                + (
+                    f"left {', '.join(sorted(ports))} by traffic class {tc}"
+                    if ok
+                    else f"did not leave {', '.join(sorted(ports))} by traffic class {tc}: it grew by "
+                    f"{grew.get(tc, 0)} of {FRAMES}; by class: {grew}"
+                ),
+                {"grew": {str(k): v for k, v in grew.items()}, "frames": FRAMES},
+            )
+        )
     return out

@@ -5,6 +5,7 @@ and records it in the lab's NVUE directory (`record`); whatever builds a node's 
 (day 2, a node started again, the proof, `nv show`) reads it back (`recorded`): the default,
 for a lab that recorded none, is this module's alone (`KernelPlane()`).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,15 +22,15 @@ from twin.nvue import qos as nvue_qos
 from twin.nvue.plane import PER_VNI, VLAN_AWARE, Layout
 from twin.runtime import probe_bonds, probe_red, probe_vlans
 
-LAYOUT_ENV = "TWIN_NVUE_LAYOUT"     # vlan-aware: Cumulus's layout, where the lab and the kernel allow it
-RECORD = "kernel.json"              # in the lab's NVUE directory
+LAYOUT_ENV = "TWIN_NVUE_LAYOUT"  # vlan-aware: Cumulus's layout, where the lab and the kernel allow it
+RECORD = "kernel.json"  # in the lab's NVUE directory
 
 
 @dataclass(frozen=True)
 class KernelPlane:
     layout: Layout = PER_VNI
     bonds: bool = False
-    red: bool = False            # RoCE QoS's ECN classes on RED (twin.nvue.qos: opt-in, probed)
+    red: bool = False  # RoCE QoS's ECN classes on RED (twin.nvue.qos: opt-in, probed)
 
 
 def choose(lab: str, backend: Backend, say: Callable[[str], None]) -> KernelPlane:
@@ -49,8 +50,9 @@ def recorded(d: Path) -> KernelPlane:
         doc = json.loads(read_text(d / NVUE_DIR / RECORD))
     except (OSError, ValueError):
         return KernelPlane()
-    return KernelPlane(VLAN_AWARE if doc.get("layout") == VLAN_AWARE else PER_VNI, doc.get("bonds") is True,
-                       doc.get("red") is True)
+    return KernelPlane(
+        VLAN_AWARE if doc.get("layout") == VLAN_AWARE else PER_VNI, doc.get("bonds") is True, doc.get("red") is True
+    )
 
 
 def bonds(lab: str, say: Callable[[str], None]) -> bool:
@@ -59,8 +61,10 @@ def bonds(lab: str, say: Callable[[str], None]) -> bool:
     if os.environ.get(nvue_bonds.ENV, "") != "on":
         return False
     if not probe_bonds(lab):
-        say(f"{nvue_bonds.ENV}=on: this kernel has no bonding (CONFIG_BONDING); the NVUE nodes' bonds are "
-            "stored, not made")
+        say(
+            f"{nvue_bonds.ENV}=on: this kernel has no bonding (CONFIG_BONDING); the NVUE nodes' bonds are "
+            "stored, not made"
+        )
         return False
     return True
 
@@ -71,8 +75,10 @@ def red(lab: str, say: Callable[[str], None]) -> bool:
     if os.environ.get(nvue_qos.ENV, "") != "on":
         return False
     if not probe_red(lab):
-        say(f"{nvue_qos.ENV}=on: this kernel has no RED qdisc (CONFIG_NET_SCH_RED); qos ECN thresholds are kept, "
-            "not run")
+        say(
+            f"{nvue_qos.ENV}=on: this kernel has no RED qdisc (CONFIG_NET_SCH_RED); qos ECN thresholds are kept, "
+            "not run"
+        )
         return False
     return True
 
@@ -83,8 +89,13 @@ def layout(lab: str, backend: Backend, say: Callable[[str], None]) -> Layout:
     kernel with 802.1Q VLANs, Cumulus's own (a VLAN-aware br_default, one VXLAN device, SVIs with VRR)."""
     if os.environ.get(LAYOUT_ENV, "") != VLAN_AWARE:
         return PER_VNI
-    why = ("the lab's tenant VRFs are namespaces (--vrf-backend device for VRF devices)" if backend != DEVICE else
-           "this kernel has no 802.1Q VLANs" if not probe_vlans(lab) else "")
+    why = (
+        "the lab's tenant VRFs are namespaces (--vrf-backend device for VRF devices)"
+        if backend != DEVICE
+        else "this kernel has no 802.1Q VLANs"
+        if not probe_vlans(lab)
+        else ""
+    )
     if why:
         say(f"{LAYOUT_ENV}=vlan-aware: {why}; the NVUE nodes get the per-VNI layout")
         return PER_VNI

@@ -7,6 +7,7 @@ The YAML is read by `twin.topology.yaml_safe` with NVUE's limits (`files.NVUE`: 
 UTF-8, 64 levels, 100,000 values, no tags, anchors or duplicate keys). YAML 1.1 reads `on`/`off` as
 booleans, which NVUE means; keys are kept as text ('10' stays '10', and `10:` becomes '10').
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,10 +31,10 @@ DOCS = ("header", "set", "unset")
 class NvueFile:
     """One node's NVUE configuration: the tree it declares and where each place came from."""
 
-    source: str                                   # the file (or what made the tree: an export, an nv set)
+    source: str  # the file (or what made the tree: an export, an nv set)
     tree: dict
     header: dict = field(default_factory=dict)
-    found: list[Finding] = field(default_factory=list)   # not-emulated places (errors are refused)
+    found: list[Finding] = field(default_factory=list)  # not-emulated places (errors are refused)
     lines: dict[NvPath, int] = field(default_factory=dict)
 
     def line(self, path: NvPath) -> int | None:
@@ -56,8 +57,9 @@ def read(path: str | Path, text: str | None = None, under: str | Path | None = N
     file as a config directory's reader already read it; `under`: the directory `path` (relative
     to it) must not leave through a link."""
     file = files.shown(path, under)
-    return _file(file, *(parse_yaml(text, file, files.NVUE) if text is not None else
-                         read_yaml(path, files.NVUE, under)))
+    return _file(
+        file, *(parse_yaml(text, file, files.NVUE) if text is not None else read_yaml(path, files.NVUE, under))
+    )
 
 
 def read_bytes(data: bytes, source: str) -> NvueFile:
@@ -89,8 +91,9 @@ def from_tree(tree: Any, source: str) -> NvueFile:
     return nf
 
 
-def documents(data: Any, ylines: dict[Path_, int], file: str, problems: list[Problem],
-              tree: dict | None = None) -> tuple[dict, dict, dict[NvPath, int]]:
+def documents(
+    data: Any, ylines: dict[Path_, int], file: str, problems: list[Problem], tree: dict | None = None
+) -> tuple[dict, dict, dict[NvPath, int]]:
     """The tree the documents make in order (from `tree`: `nv config patch`), the header, and the
     line of every place set."""
     tree = {} if tree is None else tree
@@ -99,15 +102,25 @@ def documents(data: Any, ylines: dict[Path_, int], file: str, problems: list[Pro
     if data is None:
         return tree, header, lines
     if not isinstance(data, list):
-        problems.append(Problem(file, "", f"a startup.yaml is a list of documents (- header:, - set:, - unset:); "
-                                          f"this file holds {quoted(type(data).__name__)}", ylines.get(())))
+        problems.append(
+            Problem(
+                file,
+                "",
+                f"a startup.yaml is a list of documents (- header:, - set:, - unset:); "
+                f"this file holds {quoted(type(data).__name__)}",
+                ylines.get(()),
+            )
+        )
         return tree, header, lines
     for i, doc in enumerate(data):
         at = ylines.get((i,))
         if not isinstance(doc, dict) or len(doc) != 1 or next(iter(doc)) not in DOCS:
             keys = listing([str(k) for k in doc]) if isinstance(doc, dict) else quoted(doc)
-            problems.append(Problem(file, f"[{i}]", f"each document is one of - header:, - set:, - unset:; "
-                                                    f"got {keys or 'nothing'}", at))
+            problems.append(
+                Problem(
+                    file, f"[{i}]", f"each document is one of - header:, - set:, - unset:; got {keys or 'nothing'}", at
+                )
+            )
             continue
         kind, body = next(iter(doc.items()))
         if body is not None and not isinstance(body, dict):
@@ -128,8 +141,14 @@ def documents(data: Any, ylines: dict[Path_, int], file: str, problems: list[Pro
 def _header(h: dict, file: str, line: int | None) -> list[Problem]:
     api = h.get("nvue-api-version")
     if api is not None and api != API:
-        return [Problem(file, "header.nvue-api-version", f"{quoted(api)}: twin emulates NVUE's {API} API "
-                                                         f"({VERSION}, DOCA HBN)", line)]
+        return [
+            Problem(
+                file,
+                "header.nvue-api-version",
+                f"{quoted(api)}: twin emulates NVUE's {API} API ({VERSION}, DOCA HBN)",
+                line,
+            )
+        ]
     return []
 
 

@@ -3,6 +3,7 @@ kernel plane read (`NodeConf.of(tree)`). Defaults are NVUE's (Cumulus Linux 5.9)
 `enable` not given is on where NVUE's default is on (router bgp, a VRR, nve vxlan once a
 source address is set), off where it is off (evpn).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -12,9 +13,9 @@ from twin.nvue.ospf import Ospf
 from twin.nvue.policy import Policy
 from twin.nvue.tree import get
 
-DOMAIN = "br_default"          # the one bridge domain emulated
-MGMT = "mgmt"                  # the management VRF: the node's management network (eth0), not the fabric's
-FABRIC_MAC = "00:00:5e:00:01:{:02x}"   # VRR MAC from the fabric id (NVUE: 00:00:5E:00:01:<fabric-id>)
+DOMAIN = "br_default"  # the one bridge domain emulated
+MGMT = "mgmt"  # the management VRF: the node's management network (eth0), not the fabric's
+FABRIC_MAC = "00:00:5e:00:01:{:02x}"  # VRR MAC from the fabric id (NVUE: 00:00:5E:00:01:<fabric-id>)
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,13 @@ class Bfd:
 
     @classmethod
     def of(cls, t: dict | None) -> "Bfd | None":
-        if t is None or t.get("enable", True) is False:    # `bfd` named: on, as NVUE takes it
+        if t is None or t.get("enable", True) is False:  # `bfd` named: on, as NVUE takes it
             return None
-        return cls(_num(t.get("detect-multiplier")) or 3, _num(t.get("min-rx-interval")) or 300,
-                   _num(t.get("min-tx-interval")) or 300)
+        return cls(
+            _num(t.get("detect-multiplier")) or 3,
+            _num(t.get("min-rx-interval")) or 300,
+            _num(t.get("min-tx-interval")) or 300,
+        )
 
 
 @dataclass
@@ -43,16 +47,16 @@ class Peer:
     """A BGP neighbor or peer-group as NVUE declares it."""
 
     name: str
-    remote_as: str | None = None          # "external", "internal" or a number (text)
+    remote_as: str | None = None  # "external", "internal" or a number (text)
     peer_group: str | None = None
     unnumbered: bool = False
-    ipv4: bool | None = None              # address-family ipv4-unicast enable (None: not said)
-    evpn: bool | None = None              # address-family l2vpn-evpn enable
-    connect: int | None = None            # timers connection-retry
-    advertise: int | None = None          # timers route-advertisement (None: NVUE's default, 0)
-    policy: dict[str, str] = field(default_factory=dict)   # "route-map in" -> name (ipv4-unicast policy)
-    bfd: Bfd | None = None                # bfd (issue 44)
-    keepalive: int | None = None          # timers keepalive / hold (None: NVUE's auto, FRR's 3 / 9)
+    ipv4: bool | None = None  # address-family ipv4-unicast enable (None: not said)
+    evpn: bool | None = None  # address-family l2vpn-evpn enable
+    connect: int | None = None  # timers connection-retry
+    advertise: int | None = None  # timers route-advertisement (None: NVUE's default, 0)
+    policy: dict[str, str] = field(default_factory=dict)  # "route-map in" -> name (ipv4-unicast policy)
+    bfd: Bfd | None = None  # bfd (issue 44)
+    keepalive: int | None = None  # timers keepalive / hold (None: NVUE's auto, FRR's 3 / 9)
     hold: int | None = None
 
     @property
@@ -68,14 +72,25 @@ class Peer:
         af = get(t, ("address-family",), {})
         timers = get(t, ("timers",), {})
         pol = get(af, ("ipv4-unicast", "policy"), {})
-        return cls(name, None if ra is None else str(ra),
-                   get(t, ("peer-group",)) if get(t, ("peer-group",)) not in (None, "none") else None,
-                   get(t, ("type",)) == "unnumbered" or (get(t, ("type",)) is None and not _is_ip(name)),
-                   get(af, ("ipv4-unicast", "enable")), get(af, ("l2vpn-evpn", "enable")),
-                   _num(timers.get("connection-retry")), _num(timers.get("route-advertisement")),
-                   {f"{kind} {'in' if way == 'inbound' else 'out'}": n for way, b in pol.items()
-                    for kind, n in b.items() if kind in ("route-map", "prefix-list")},
-                   Bfd.of(get(t, ("bfd",))), _num(timers.get("keepalive")), _num(timers.get("hold")))
+        return cls(
+            name,
+            None if ra is None else str(ra),
+            get(t, ("peer-group",)) if get(t, ("peer-group",)) not in (None, "none") else None,
+            get(t, ("type",)) == "unnumbered" or (get(t, ("type",)) is None and not _is_ip(name)),
+            get(af, ("ipv4-unicast", "enable")),
+            get(af, ("l2vpn-evpn", "enable")),
+            _num(timers.get("connection-retry")),
+            _num(timers.get("route-advertisement")),
+            {
+                f"{kind} {'in' if way == 'inbound' else 'out'}": n
+                for way, b in pol.items()
+                for kind, n in b.items()
+                if kind in ("route-map", "prefix-list")
+            },
+            Bfd.of(get(t, ("bfd",))),
+            _num(timers.get("keepalive")),
+            _num(timers.get("hold")),
+        )
 
 
 @dataclass
@@ -85,20 +100,20 @@ class Bgp:
     enable: bool = True
     asn: int | None = None
     router_id: str | None = None
-    ipv4: bool = True                      # address-family ipv4-unicast enable
-    connected: bool = False                # redistribute connected
-    connected_map: str | None = None       # ... its route-map
-    static: bool = False                   # redistribute static
+    ipv4: bool = True  # address-family ipv4-unicast enable
+    connected: bool = False  # redistribute connected
+    connected_map: str | None = None  # ... its route-map
+    static: bool = False  # redistribute static
     static_map: str | None = None
     networks: list[str] = field(default_factory=list)
-    to_evpn: bool = False                  # route-export to-evpn: type-5 from this VRF
-    evpn: bool = False                     # address-family l2vpn-evpn enable
+    to_evpn: bool = False  # route-export to-evpn: type-5 from this VRF
+    evpn: bool = False  # address-family l2vpn-evpn enable
     peer_groups: dict[str, Peer] = field(default_factory=dict)
     neighbors: dict[str, Peer] = field(default_factory=dict)
-    multipath_relax: bool = False          # path-selection multipath aspath-ignore
+    multipath_relax: bool = False  # path-selection multipath aspath-ignore
     rt_import: list[str] = field(default_factory=list)
     rt_export: list[str] = field(default_factory=list)
-    import_vrfs: list[str] = field(default_factory=list)   # route-import from-vrf list: VRF route leaking
+    import_vrfs: list[str] = field(default_factory=list)  # route-import from-vrf list: VRF route leaking
 
     @classmethod
     def of(cls, t: dict, asn: int | None, router_id: str | None) -> "Bgp":
@@ -108,8 +123,9 @@ class Bgp:
         return cls(
             enable=get(t, ("enable",), True) is not False,
             asn=get(t, ("autonomous-system",), asn) if get(t, ("autonomous-system",)) != "none" else asn,
-            router_id=(get(t, ("router-id",), router_id) if get(t, ("router-id",)) not in ("none", "auto")
-                       else router_id),
+            router_id=(
+                get(t, ("router-id",), router_id) if get(t, ("router-id",)) not in ("none", "auto") else router_id
+            ),
             ipv4=get(v4, ("enable",), True) is not False,
             connected=conn is not None and get(conn, ("enable",), True) is not False,
             connected_map=get(conn or {}, ("route-map",)),
@@ -123,8 +139,12 @@ class Bgp:
             multipath_relax=get(t, ("path-selection", "multipath", "aspath-ignore"), False) is True,
             rt_import=[_rt(r) for r in get(t, ("route-import", "from-evpn", "route-target"), {})],
             rt_export=[_rt(r) for r in get(t, ("route-export", "to-evpn", "route-target"), {})],
-            import_vrfs=(list(get(v4, ("route-import", "from-vrf", "list"), {}))
-                         if get(v4, ("route-import", "from-vrf", "enable"), True) is not False else []))
+            import_vrfs=(
+                list(get(v4, ("route-import", "from-vrf", "list"), {}))
+                if get(v4, ("route-import", "from-vrf", "enable"), True) is not False
+                else []
+            ),
+        )
 
 
 @dataclass
@@ -133,7 +153,7 @@ class Bond:
 
     name: str
     members: list[str]
-    mode: str = "lacp"                     # lacp (802.3ad) or static (balance-xor)
+    mode: str = "lacp"  # lacp (802.3ad) or static (balance-xor)
     lacp_rate: str = "fast"
 
     @classmethod
@@ -147,8 +167,8 @@ class Svi:
     name: str
     vlan: int
     vrf: str | None
-    addresses: list[str]                   # ip.address (IPv4)
-    vrr: list[str]                         # ip.vrr.address, when the VRR is on
+    addresses: list[str]  # ip.address (IPv4)
+    vrr: list[str]  # ip.vrr.address, when the VRR is on
     vrr_mac: str | None
 
     @property
@@ -163,11 +183,11 @@ class Static:
     """`vrf.<name>.router.static.<prefix>.via.<via>`: one next hop of a static route."""
 
     prefix: str
-    via: str                               # an address, blackhole or reject
+    via: str  # an address, blackhole or reject
     interface: str | None = None
-    distance: int | None = None            # `distance.<n>.via.<via>` (None: FRR's 1)
+    distance: int | None = None  # `distance.<n>.via.<via>` (None: FRR's 1)
     tag: int | None = None
-    onlink: bool = False                   # `flag onlink`
+    onlink: bool = False  # `flag onlink`
 
 
 @dataclass
@@ -187,33 +207,35 @@ class Vrf:
 @dataclass
 class NodeConf:
     hostname: str | None
-    loopbacks: list[str]                   # interface.lo.ip.address
-    ports: dict[str, str]                  # interface name -> type (swp, svi, loopback, eth, bond...)
-    down: set[str]                         # link.state down
-    access: dict[str, int]                 # port -> VLAN (bridge.domain.br_default.access)
-    vlans: dict[int, list[int]]            # VLAN -> its VNIs
-    svis: dict[int, Svi]                   # VLAN -> its SVI
-    vxlan: bool                            # nve.vxlan enable (on once a source address is set)
-    source: str | None                     # nve.vxlan.source.address
-    suppress: bool                         # nve.vxlan.arp-nd-suppress
-    evpn: bool                             # evpn.enable
-    vrr: bool                              # router.vrr.enable
+    loopbacks: list[str]  # interface.lo.ip.address
+    ports: dict[str, str]  # interface name -> type (swp, svi, loopback, eth, bond...)
+    down: set[str]  # link.state down
+    access: dict[str, int]  # port -> VLAN (bridge.domain.br_default.access)
+    vlans: dict[int, list[int]]  # VLAN -> its VNIs
+    svis: dict[int, Svi]  # VLAN -> its SVI
+    vxlan: bool  # nve.vxlan enable (on once a source address is set)
+    source: str | None  # nve.vxlan.source.address
+    suppress: bool  # nve.vxlan.arp-nd-suppress
+    evpn: bool  # evpn.enable
+    vrr: bool  # router.vrr.enable
     fabric_mac: str | None
     anycast_mac: str | None
     graceful_shutdown: bool
-    bgp: Bgp                               # the default VRF's
-    vrfs: dict[str, Vrf]                   # the other VRFs
-    statics: list[Static] = field(default_factory=list)                # the default VRF's static routes
-    routed: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)   # port -> (ip.vrf, addresses)
+    bgp: Bgp  # the default VRF's
+    vrfs: dict[str, Vrf]  # the other VRFs
+    statics: list[Static] = field(default_factory=list)  # the default VRF's static routes
+    routed: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)  # port -> (ip.vrf, addresses)
     policy: Policy = field(default_factory=Policy)
     bonds: dict[str, Bond] = field(default_factory=dict)
-    ospf: Ospf | None = None                                           # OSPFv2 instances (issue 44)
+    ospf: Ospf | None = None  # OSPFv2 instances (issue 44)
 
     def bgp_instances(self, vrfs: dict[str, str]) -> list[tuple[str, Bgp | None]]:
         """(kernel VRF, its BGP instance or None) of the default VRF, then of each VRF, `vrfs` mapping
         NVUE's VRF names to the kernel's."""
-        return [("default", self.bgp if self.bgp.enable else None),
-                *((vrfs.get(n, n), v.bgp) for n, v in self.vrfs.items())]
+        return [
+            ("default", self.bgp if self.bgp.enable else None),
+            *((vrfs.get(n, n), v.bgp) for n, v in self.vrfs.items()),
+        ]
 
     @classmethod
     def of(cls, tree: dict) -> "NodeConf":
@@ -229,35 +251,52 @@ class NodeConf:
         vxlan = get(tree, ("nve", "vxlan"), {})
         source = get(vxlan, ("source", "address"))
         bgp = Bgp.of(get(tree, ("vrf", "default", "router", "bgp"), {}), asn, rid)
-        bgp.enable = bgp.enable and rbgp.get("enable") is not False    # router.bgp.enable off: BGP off
-        vrfs = {n: Vrf(n, _first_int(get(v, ("evpn", "vni"), {})), get(v, ("evpn", "enable"), True) is not False,
-                       Bgp.of(get(v, ("router", "bgp")), asn, rid) if get(v, ("router", "bgp")) is not None else None,
-                       _statics(v))
-                for n, v in get(tree, ("vrf",), {}).items() if n != "default"}
+        bgp.enable = bgp.enable and rbgp.get("enable") is not False  # router.bgp.enable off: BGP off
+        vrfs = {
+            n: Vrf(
+                n,
+                _first_int(get(v, ("evpn", "vni"), {})),
+                get(v, ("evpn", "enable"), True) is not False,
+                Bgp.of(get(v, ("router", "bgp")), asn, rid) if get(v, ("router", "bgp")) is not None else None,
+                _statics(v),
+            )
+            for n, v in get(tree, ("vrf",), {}).items()
+            if n != "default"
+        }
         return cls(
             hostname=get(tree, ("system", "hostname")),
             loopbacks=_v4(get(ifs, ("lo", "ip", "address"), {})),
             ports={n: get(i, ("type",)) or _type_of(n, i) for n, i in ifs.items()},
             down={n for n, i in ifs.items() if get(i, ("link", "state")) == "down"},
-            access={n: a for n, i in ifs.items()
-                    if isinstance(a := get(i, ("bridge", "domain", DOMAIN, "access")), int)},
-            vlans={int(v): [int(x) for x in get(d, ("vni",), {})]
-                   for v, d in get(tree, ("bridge", "domain", DOMAIN, "vlan"), {}).items()},
+            access={
+                n: a for n, i in ifs.items() if isinstance(a := get(i, ("bridge", "domain", DOMAIN, "access")), int)
+            },
+            vlans={
+                int(v): [int(x) for x in get(d, ("vni",), {})]
+                for v, d in get(tree, ("bridge", "domain", DOMAIN, "vlan"), {}).items()
+            },
             svis={s.vlan: s for n, i in ifs.items() if (s := _svi(n, i, vrr_on)) is not None},
             vxlan=get(vxlan, ("enable",), source not in (None, "auto")) is True,
             source=source if source != "auto" else None,
             suppress=get(vxlan, ("arp-nd-suppress",), False) is True,
             evpn=get(tree, ("evpn", "enable"), False) is True,
-            vrr=vrr_on, fabric_mac=fabric_mac or (FABRIC_MAC.format(fid) if isinstance(fid, int) else None),
+            vrr=vrr_on,
+            fabric_mac=fabric_mac or (FABRIC_MAC.format(fid) if isinstance(fid, int) else None),
             anycast_mac=gl.get("anycast-mac") if gl.get("anycast-mac") != "none" else None,
             graceful_shutdown=rbgp.get("graceful-shutdown") is True,
-            bgp=bgp, vrfs=vrfs, statics=_statics(get(tree, ("vrf", "default"), {})),
-            routed={n: (get(i, ("ip", "vrf")), _v4(get(i, ("ip", "address"), {}))) for n, i in ifs.items()
-                    if (get(i, ("type",)) or _type_of(n, i)) in ("swp", "bond") and (get(i, ("ip", "address")) or
-                                                                                    get(i, ("ip", "vrf")))},
+            bgp=bgp,
+            vrfs=vrfs,
+            statics=_statics(get(tree, ("vrf", "default"), {})),
+            routed={
+                n: (get(i, ("ip", "vrf")), _v4(get(i, ("ip", "address"), {})))
+                for n, i in ifs.items()
+                if (get(i, ("type",)) or _type_of(n, i)) in ("swp", "bond")
+                and (get(i, ("ip", "address")) or get(i, ("ip", "vrf")))
+            },
             policy=Policy.of(tree),
             bonds={n: Bond.of(n, i) for n, i in ifs.items() if (get(i, ("type",)) or _type_of(n, i)) == "bond"},
-            ospf=Ospf.of(tree))
+            ospf=Ospf.of(tree),
+        )
 
 
 def _statics(v: dict) -> list[Static]:
@@ -267,9 +306,13 @@ def _statics(v: dict) -> list[Static]:
         tag = _num(r.get("tag"))
         hops = [(None, tag, r.get("via") or {})] + [
             (int(d), _num((x or {}).get("tag")) or tag, (x or {}).get("via") or {})
-            for d, x in (r.get("distance") or {}).items()]
-        out += [Static(p, via, (h or {}).get("interface"), d if d != 1 else None, t,
-                       (h or {}).get("flag") == "onlink") for d, t, vias in hops for via, h in vias.items()]
+            for d, x in (r.get("distance") or {}).items()
+        ]
+        out += [
+            Static(p, via, (h or {}).get("interface"), d if d != 1 else None, t, (h or {}).get("flag") == "onlink")
+            for d, t, vias in hops
+            for via, h in vias.items()
+        ]
     return out
 
 
@@ -281,8 +324,13 @@ def policy_uses(tree: dict) -> dict[tuple, tuple[str, str]]:
         for kind in ("neighbor", "peer-group"):
             for pn, p in get(tree, bgp + (kind,), {}).items():
                 for way, b in get(p, ("address-family", "ipv4-unicast", "policy"), {}).items():
-                    out.update({bgp + (kind, pn, "address-family", "ipv4-unicast", "policy", way, k): (k, name)
-                                for k, name in b.items() if k in ("route-map", "prefix-list")})
+                    out.update(
+                        {
+                            bgp + (kind, pn, "address-family", "ipv4-unicast", "policy", way, k): (k, name)
+                            for k, name in b.items()
+                            if k in ("route-map", "prefix-list")
+                        }
+                    )
         for what in ("connected", "static"):
             at = bgp + ("address-family", "ipv4-unicast", "redistribute", what, "route-map")
             if get(tree, at) is not None:
@@ -299,8 +347,14 @@ def _svi(name: str, i: dict, vrr_on: bool) -> Svi | None:
     vrr = get(i, ("ip", "vrr"), {})
     on = vrr_on and vrr.get("enable", True) is not False and vrr.get("state") != "down"
     mac = vrr.get("mac-address")
-    return Svi(name, vlan, get(i, ("ip", "vrf")), _v4(get(i, ("ip", "address"), {})),
-               _v4(vrr.get("address", {})) if on else [], mac if mac not in (None, "auto") else None)
+    return Svi(
+        name,
+        vlan,
+        get(i, ("ip", "vrf")),
+        _v4(get(i, ("ip", "address"), {})),
+        _v4(vrr.get("address", {})) if on else [],
+        mac if mac not in (None, "auto") else None,
+    )
 
 
 def _type_of(name: str, i: dict) -> str:

@@ -6,6 +6,7 @@ puts back the MTU the plane made it with (day 2: `routed.undo`).
 Also here: where each NVUE interface of a node is in the kernel (`places`), which the ACLs
 (`twin.nvue.acl`) and `nv show` share.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,15 +17,15 @@ from twin.config.steps import Step
 from twin.intent.tenants import bridge_name
 from twin.nvue.tree import get
 
-Plane = Any                      # twin.nvue.plane.Plane (which imports this module)
+Plane = Any  # twin.nvue.plane.Plane (which imports this module)
 
-DEFAULT = 9000                   # a device the plane makes no MTU for (an uncabled port)
+DEFAULT = 9000  # a device the plane makes no MTU for (an uncabled port)
 
 
 def places(plane: Plane, backend: Backend) -> dict[str, tuple[str, str]]:
     """NVUE interface name -> (namespace, kernel device) of the node's ports and SVIs."""
     out: dict[str, tuple[str, str]] = {}
-    moved = {s.dev: s.args["to"] for s in plane.extras.values() if s.op == "move"}   # into a plain VRF
+    moved = {s.dev: s.args["to"] for s in plane.extras.values() if s.op == "move"}  # into a plain VRF
     for name, dev in plane.devices.items():
         out[name] = (moved.get(dev) or port_ns(plane.fabric, plane.node, dev, backend), dev)
     for vlan, svi in plane.conf.svis.items():
@@ -34,7 +35,7 @@ def places(plane: Plane, backend: Backend) -> dict[str, tuple[str, str]]:
             out[svi.name] = ("", svi.name)
         elif vnis and t is not None:
             out[svi.name] = (tenant_ns(t, backend), bridge_name(vnis[0]))
-        elif ("bridge", svi.name) in plane.extras:          # outside a tenant (twin.nvue.routed)
+        elif ("bridge", svi.name) in plane.extras:  # outside a tenant (twin.nvue.routed)
             out[svi.name] = (plane.extras[("bridge", svi.name)].ns, svi.name)
     return out
 
@@ -59,8 +60,10 @@ def steps(plane: Plane, tree: dict, backend: Backend) -> tuple[dict[tuple, Step]
         if not isinstance(m, int):
             continue
         if name not in where:
-            notes.append(f"{plane.node}: interface.{name}.link.mtu: kept, not run (twin sets the MTU of the node's "
-                         "ports and SVIs)")
+            notes.append(
+                f"{plane.node}: interface.{name}.link.mtu: kept, not run (twin sets the MTU of the node's "
+                "ports and SVIs)"
+            )
             continue
         ns, dev = where[name]
         out[("mtu", dev)] = Step("mtu", dev, ns, {"mtu": m, "was": made(plane, dev)})

@@ -15,6 +15,7 @@ Pure: a checked tree in, frozen data out.
 
     Ospf.of(tree)     # the node's OSPF instances (None where it declares none)
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 
 from twin.nvue.tree import get
 
-HELLO, DEAD, NETWORK = 10, 40, "broadcast"     # what an interface of an instance runs (NVUE's defaults)
+HELLO, DEAD, NETWORK = 10, 40, "broadcast"  # what an interface of an instance runs (NVUE's defaults)
 
 
 def area_id(a: object) -> str:
@@ -36,9 +37,9 @@ def area_id(a: object) -> str:
 class Instance:
     """One VRF's OSPF instance (`router ospf [vrf X]`)."""
 
-    vrf: str                                      # NVUE's VRF name
+    vrf: str  # NVUE's VRF name
     router_id: str | None = None
-    networks: tuple[tuple[str, str], ...] = ()    # (prefix, dotted area) of `area.<id>.network.<prefix>`
+    networks: tuple[tuple[str, str], ...] = ()  # (prefix, dotted area) of `area.<id>.network.<prefix>`
 
     def network_of(self, addresses: list[str]) -> tuple[str, str] | None:
         """(prefix, area) of the network that puts an interface with these addresses (CIDR) in OSPF: the
@@ -59,22 +60,24 @@ class Instance:
 class Ospf:
     """What the node's NVUE declares of OSPF: per VRF its instance."""
 
-    instances: dict[str, Instance] = field(default_factory=dict)   # NVUE VRF -> instance
+    instances: dict[str, Instance] = field(default_factory=dict)  # NVUE VRF -> instance
 
     @classmethod
     def of(cls, tree: dict) -> "Ospf | None":
         glob = get(tree, ("router", "ospf"), {})
         if glob.get("enable") is False:
-            return None                                       # router ospf enable off: no OSPF anywhere
+            return None  # router ospf enable off: no OSPF anywhere
         rid = _rid(glob.get("router-id"))
         out = cls()
         for vrf, v in get(tree, ("vrf",), {}).items():
             o = get(v, ("router", "ospf"))
             if o is None or o.get("enable") is False:
                 continue
-            nets = tuple((str(ipaddress.ip_network(p, strict=False)), area_id(a))   # as FRR shows it
-                         for a, d in sorted(get(o, ("area",), {}).items())
-                         for p in sorted(get(d or {}, ("network",), {})))
+            nets = tuple(
+                (str(ipaddress.ip_network(p, strict=False)), area_id(a))  # as FRR shows it
+                for a, d in sorted(get(o, ("area",), {}).items())
+                for p in sorted(get(d or {}, ("network",), {}))
+            )
             out.instances[vrf] = Instance(vrf, _rid(o.get("router-id")) or rid, nets)
         return out if out.instances else None
 

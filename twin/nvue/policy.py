@@ -7,6 +7,7 @@ than it says: its FRR line is not written half).
     policy = Policy.of(tree)                # prefix_lists, lists (community...), route_maps
     problems = policy.problems(tree, used)  # [(path, message)]
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,10 +20,10 @@ ROOT = ("router", "policy")
 @dataclass
 class PrefixRule:
     seq: int
-    action: str                        # permit | deny
+    action: str  # permit | deny
     prefix: str
-    le: int | None = None              # max-prefix-len
-    ge: int | None = None              # min-prefix-len
+    le: int | None = None  # max-prefix-len
+    ge: int | None = None  # min-prefix-len
 
 
 @dataclass
@@ -36,9 +37,11 @@ class ListRule:
 
 
 # NVUE's list -> (the key of a rule's values, FRR's command, the route-map match naming it)
-LISTS = {"community-list": ("community", "bgp community-list", "community"),
-         "large-community-list": ("large-community", "bgp large-community-list", "large-community"),
-         "as-path-list": ("aspath-exp", "bgp as-path access-list", "as-path")}
+LISTS = {
+    "community-list": ("community", "bgp community-list", "community"),
+    "large-community-list": ("large-community", "bgp large-community-list", "large-community"),
+    "as-path-list": ("aspath-exp", "bgp as-path access-list", "as-path"),
+}
 
 
 def list_line(kind: str, name: str, r: ListRule) -> str:
@@ -52,15 +55,15 @@ def list_line(kind: str, name: str, r: ListRule) -> str:
 class RouteMapRule:
     seq: int
     action: str
-    prefix_list: str | None = None     # match ip-prefix-list
-    interface: str | None = None       # match interface
-    tag: int | None = None             # match tag
-    sets: dict[str, int] = field(default_factory=dict)   # local-preference, metric, weight, tag
+    prefix_list: str | None = None  # match ip-prefix-list
+    interface: str | None = None  # match interface
+    tag: int | None = None  # match tag
+    sets: dict[str, int] = field(default_factory=dict)  # local-preference, metric, weight, tag
     lists: dict[str, str] = field(default_factory=dict)  # match community-list... -> the list's name
-    community: list[str] = field(default_factory=list)   # set community (with additive: added, else replaced)
-    large: list[str] = field(default_factory=list)       # set large-community
-    prepend: str | None = None         # set as-path-prepend: "65101" or "last-as 2"
-    nexthop: str | None = None         # set ip-nexthop: an address, unchanged or peer-address
+    community: list[str] = field(default_factory=list)  # set community (with additive: added, else replaced)
+    large: list[str] = field(default_factory=list)  # set large-community
+    prepend: str | None = None  # set as-path-prepend: "65101" or "last-as 2"
+    nexthop: str | None = None  # set ip-nexthop: an address, unchanged or peer-address
 
     def frr_lines(self) -> list[str]:
         """The rule's match and set lines as FRR writes them (in FRR's order)."""
@@ -78,13 +81,17 @@ class RouteMapRule:
 @dataclass
 class Policy:
     prefix_lists: dict[str, list[PrefixRule]] = field(default_factory=dict)
-    six: set[str] = field(default_factory=set)             # prefix lists of type ipv6
+    six: set[str] = field(default_factory=set)  # prefix lists of type ipv6
     route_maps: dict[str, list[RouteMapRule]] = field(default_factory=dict)
     lists: dict[str, dict[str, list[ListRule]]] = field(default_factory=lambda: {k: {} for k in LISTS})
 
     def list_lines(self) -> list[str]:
-        return [list_line(kind, name, r) for kind, lists in self.lists.items() for name, rules in lists.items()
-                for r in rules]
+        return [
+            list_line(kind, name, r)
+            for kind, lists in self.lists.items()
+            for name, rules in lists.items()
+            for r in rules
+        ]
 
     @classmethod
     def of(cls, tree: dict) -> "Policy":
@@ -92,18 +99,21 @@ class Policy:
         for name, pl in get(tree, ROOT + ("prefix-list",), {}).items():
             if pl.get("type") == "ipv6":
                 out.six.add(name)
-            out.prefix_lists[name] = [PrefixRule(int(seq), _action(r), prefix, m.get("max-prefix-len"),
-                                                 m.get("min-prefix-len"))
-                                      for seq, r in sorted(pl.get("rule", {}).items(), key=lambda x: int(x[0]))
-                                      for prefix, m in r.get("match", {}).items()]
+            out.prefix_lists[name] = [
+                PrefixRule(int(seq), _action(r), prefix, m.get("max-prefix-len"), m.get("min-prefix-len"))
+                for seq, r in sorted(pl.get("rule", {}).items(), key=lambda x: int(x[0]))
+                for prefix, m in r.get("match", {}).items()
+            ]
         for name, rm in get(tree, ROOT + ("route-map",), {}).items():
-            out.route_maps[name] = [_rule(int(seq), r)
-                                    for seq, r in sorted(rm.get("rule", {}).items(), key=lambda x: int(x[0]))]
+            out.route_maps[name] = [
+                _rule(int(seq), r) for seq, r in sorted(rm.get("rule", {}).items(), key=lambda x: int(x[0]))
+            ]
         for kind, (key, _, _) in LISTS.items():
             for name, cl in get(tree, ROOT + (kind,), {}).items():
                 out.lists[kind][name] = [
                     ListRule(int(seq), _action(r), [r[key]] if isinstance(r.get(key), str) else list(r.get(key, {})))
-                    for seq, r in sorted(cl.get("rule", {}).items(), key=lambda x: int(x[0]))]
+                    for seq, r in sorted(cl.get("rule", {}).items(), key=lambda x: int(x[0]))
+                ]
         return out
 
     def problems(self, tree: dict, used: dict[Path, tuple[str, str]]) -> list[tuple[Path, str]]:
@@ -118,9 +128,14 @@ class Policy:
                 at = ROOT + ("route-map", name, "rule", seq)
                 for part, emulated in (("match", _MATCHES), ("set", _SETS | _EMULATED_SETS)):
                     for k in sorted(set(r.get(part, {})) - emulated):
-                        out.append((at + (part, k), f"{part} {k} is not emulated: the rule would "
-                                                    f"{'match more' if part == 'match' else 'do less'} than it "
-                                                    "says; twin does not run it half"))
+                        out.append(
+                            (
+                                at + (part, k),
+                                f"{part} {k} is not emulated: the rule would "
+                                f"{'match more' if part == 'match' else 'do less'} than it "
+                                "says; twin does not run it half",
+                            )
+                        )
                 if "action" not in r:
                     out.append((at + ("action",), "a rule needs an action: permit or deny"))
                 for k in sorted({"call", "exit-policy"} & set(r)):
@@ -143,8 +158,11 @@ class Policy:
                 if pre is not None and len(pre) != 1:
                     out.append((at + ("set", "as-path-prepend"), "one of as or last-as"))
         for name, pl in get(tree, ROOT + ("prefix-list",), {}).items():
-            out += [(ROOT + ("prefix-list", name, "rule", seq, "action"), "a rule needs an action: permit or deny")
-                    for seq, r in pl.get("rule", {}).items() if "action" not in r]
+            out += [
+                (ROOT + ("prefix-list", name, "rule", seq, "action"), "a rule needs an action: permit or deny")
+                for seq, r in pl.get("rule", {}).items()
+                if "action" not in r
+            ]
         for kind, (key, _, _) in LISTS.items():
             for name, cl in get(tree, ROOT + (kind,), {}).items():
                 for seq, r in cl.get("rule", {}).items():
@@ -152,8 +170,12 @@ class Policy:
                     out += [(at + ("action",), "a rule needs an action: permit or deny")] if "action" not in r else []
                     out += [(at + (key,), f"a rule needs its {key}")] if not r.get(key) else []
         for name in sorted(self.six):
-            out.append((ROOT + ("prefix-list", name, "type"), "IPv6 prefix lists are not emulated (twin's fabric is "
-                                                              "IPv4; stored nowhere else)"))
+            out.append(
+                (
+                    ROOT + ("prefix-list", name, "type"),
+                    "IPv6 prefix lists are not emulated (twin's fabric is IPv4; stored nowhere else)",
+                )
+            )
         return out
 
 
@@ -170,11 +192,19 @@ def _rule(seq: int, r: dict) -> RouteMapRule:
     m, s = r.get("match", {}), r.get("set", {})
     pre = s.get("as-path-prepend", {})
     nh = s.get("ip-nexthop")
-    return RouteMapRule(seq, _action(r), m.get("ip-prefix-list"), m.get("interface"), m.get("tag"),
-                        {k: v for k, v in s.items() if k in _SETS}, {k: m[k] for k in LISTS if k in m},
-                        list(s.get("community", {})), list(s.get("large-community", {})),
-                        (str(pre["as"]) if "as" in pre else f"last-as {pre['last-as']}" if "last-as" in pre else None),
-                        "peer-address" if nh == "peer-addr" else nh)
+    return RouteMapRule(
+        seq,
+        _action(r),
+        m.get("ip-prefix-list"),
+        m.get("interface"),
+        m.get("tag"),
+        {k: v for k, v in s.items() if k in _SETS},
+        {k: m[k] for k in LISTS if k in m},
+        list(s.get("community", {})),
+        list(s.get("large-community", {})),
+        (str(pre["as"]) if "as" in pre else f"last-as {pre['last-as']}" if "last-as" in pre else None),
+        "peer-address" if nh == "peer-addr" else nh,
+    )
 
 
 def _words(values: list[str]) -> str:

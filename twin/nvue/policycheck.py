@@ -15,6 +15,7 @@ AS-path lists, evaluated here on the route's attributes as FRR holds them); the 
 
     checks(ctx)   # [Check], one per NVUE node that binds a route map to a neighbor
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -36,35 +37,41 @@ GROUP = "protocols"
 class Bound:
     """A route map bound to one BGP neighbor, one way."""
 
-    vrf: str              # FRR's (kernel) VRF
-    peer: str             # FRR's key: the port of an unnumbered neighbor, else its address
-    way: str              # in | out
+    vrf: str  # FRR's (kernel) VRF
+    peer: str  # FRR's key: the port of an unnumbered neighbor, else its address
+    way: str  # in | out
     route_map: str
 
     def commands(self) -> list[str]:
         at = f"show bgp vrf {self.vrf} ipv4 unicast"
         if self.way == "out":
-            return [f"{at} detail json", f"{at} neighbors {self.peer} advertised-routes detail json",
-                    f"{at} route-map {self.route_map} json"]
+            return [
+                f"{at} detail json",
+                f"{at} neighbors {self.peer} advertised-routes detail json",
+                f"{at} route-map {self.route_map} json",
+            ]
         # received-routes as a summary: FRR 10.3's bgpd dies on `received-routes detail json` (a route the map
         # refused); the communities of what was received are read from the sender, when it is a node of the lab
-        return [f"{at} neighbors {self.peer} received-routes json", f"{at} neighbors {self.peer} routes json",
-                f"{at} detail json"]
+        return [
+            f"{at} neighbors {self.peer} received-routes json",
+            f"{at} neighbors {self.peer} routes json",
+            f"{at} detail json",
+        ]
 
 
 @dataclass(frozen=True)
 class Route:
     prefix: str
-    aspath: str = ""                          # FRR's string ("" for a local route)
+    aspath: str = ""  # FRR's string ("" for a local route)
     communities: tuple[str, ...] = ()
     large: tuple[str, ...] = ()
-    source: str = ""                          # the neighbor it was learned from (its port, else address)
+    source: str = ""  # the neighbor it was learned from (its port, else address)
 
 
 def bound(conf: NodeConf, devices: dict[str, str], vrfs: dict[str, str]) -> list[Bound]:
     out = []
     for vrf, b in conf.bgp_instances(vrfs):
-        for name, p in (b.neighbors.items() if b else ()):
+        for name, p in b.neighbors.items() if b else ():
             g = b.peer_groups.get(p.peer_group or "") if b else None
             for way in ("in", "out"):
                 m = p.policy.get(f"route-map {way}") or (g.policy.get(f"route-map {way}") if g else None)
@@ -82,19 +89,29 @@ def route(prefix: str, path: dict) -> Route:
     large = path.get("largeCommunity")
     p = path.get("peer")
     peer: dict = p if isinstance(p, dict) else {}
-    return Route(prefix, "" if aspath == "Local" else str(aspath),
-                 tuple(comm.get("list", [])) if isinstance(comm, dict) else (),
-                 tuple(large.get("list", [])) if isinstance(large, dict) else (),
-                 str(peer.get("interface") or peer.get("peerId") or ""))
+    return Route(
+        prefix,
+        "" if aspath == "Local" else str(aspath),
+        tuple(comm.get("list", [])) if isinstance(comm, dict) else (),
+        tuple(large.get("list", [])) if isinstance(large, dict) else (),
+        str(peer.get("interface") or peer.get("peerId") or ""),
+    )
 
 
 def table(doc: object) -> dict[str, Route]:
     """The best path of each prefix of `show bgp ... detail json`."""
     routes = doc.get("routes") if isinstance(doc, dict) else None
     out = {}
-    for prefix, paths in (routes.items() if isinstance(routes, dict) else ()):
-        best = [p for p in paths if isinstance(p, dict) and isinstance(p.get("bestpath"), dict)
-                and p["bestpath"].get("overall")] if isinstance(paths, list) else []
+    for prefix, paths in routes.items() if isinstance(routes, dict) else ():
+        best = (
+            [
+                p
+                for p in paths
+                if isinstance(p, dict) and isinstance(p.get("bestpath"), dict) and p["bestpath"].get("overall")
+            ]
+            if isinstance(paths, list)
+            else []
+        )
         if best:
             out[prefix] = route(prefix, best[0])
     return out
@@ -104,11 +121,11 @@ def per_neighbor(doc: object, key: str) -> dict[str, Route]:
     """`advertisedRoutes` / `receivedRoutes` of `show bgp ... neighbors X ... [detail] json`."""
     got = doc.get(key) if isinstance(doc, dict) else None
     out = {}
-    for prefix, e in (got.items() if isinstance(got, dict) else ()):
+    for prefix, e in got.items() if isinstance(got, dict) else ():
         paths = e.get("paths") if isinstance(e, dict) else None
         if isinstance(paths, list) and paths and isinstance(paths[0], dict):
             out[prefix] = route(prefix, paths[0])
-        elif isinstance(e, dict):            # the summary: its AS path only
+        elif isinstance(e, dict):  # the summary: its AS path only
             out[prefix] = Route(prefix, str(e.get("path", "")))
     return out
 
@@ -123,7 +140,7 @@ def paths_from(doc: object, port: str) -> dict[str, Route]:
     """The paths a node holds from its neighbor on `port`, in `show bgp ... detail json`."""
     routes = doc.get("routes") if isinstance(doc, dict) else None
     out = {}
-    for prefix, paths in (routes.items() if isinstance(routes, dict) else ()):
+    for prefix, paths in routes.items() if isinstance(routes, dict) else ():
         for p in paths if isinstance(paths, list) else ():
             if isinstance(p, dict) and isinstance(p.get("peer"), dict) and p["peer"].get("interface") == port:
                 out[prefix] = route(prefix, p)
@@ -153,7 +170,7 @@ def _in_prefix_list(policy: Policy, name: str, prefix: str) -> bool:
     net = ipaddress.ip_network(prefix, strict=False)
     for pr in policy.prefix_lists.get(name, []):
         want = ipaddress.ip_network(pr.prefix, strict=False)
-        if net.version != want.version or not net.subnet_of(want):       # type: ignore[arg-type]
+        if net.version != want.version or not net.subnet_of(want):  # type: ignore[arg-type]
             continue
         lo = pr.ge if pr.ge is not None else want.prefixlen
         hi = pr.le if pr.le is not None else (want.prefixlen if pr.ge is None else net.max_prefixlen)
@@ -189,8 +206,15 @@ def _rule_text(policy: Policy, name: str, r: Route) -> str:
 
 
 # --- the verdicts --------------------------------------------------------------------------------------
-def judge(node: str, b: Bound, policy: Policy, docs: list, needed: dict[str, str], peer: str | None,
-          at_peer: dict[str, Route] | None) -> tuple[list[str], dict]:
+def judge(
+    node: str,
+    b: Bound,
+    policy: Policy,
+    docs: list,
+    needed: dict[str, str],
+    peer: str | None,
+    at_peer: dict[str, Route] | None,
+) -> tuple[list[str], dict]:
     """The problems of one binding and what it found. `needed`: prefix -> whose loopback, of the routes
     the fabric needs across this session; `peer`: the node on the other end (None: not a node of the
     lab); `at_peer`: outbound, what that node holds from this one; inbound, what it advertised to this
@@ -200,20 +224,28 @@ def judge(node: str, b: Bound, policy: Policy, docs: list, needed: dict[str, str
     if b.way == "out":
         mine, sent, permitted = table(docs[0]), per_neighbor(docs[1], "advertisedRoutes"), prefixes(docs[2])
         denied = {p: r for p, r in mine.items() if p not in permitted}
-        out = [f"{where}: {_rule_text(policy, b.route_map, r)} denies {p}, still advertised to {other}"
-               for p, r in sorted(denied.items()) if p in sent]
+        out = [
+            f"{where}: {_rule_text(policy, b.route_map, r)} denies {p}, still advertised to {other}"
+            for p, r in sorted(denied.items())
+            if p in sent
+        ]
         # what the peer needs from this node: not what it sent, nor what carries its own AS (it refuses a loop)
         theirs = {r.aspath.split()[0] for r in mine.values() if r.source == b.peer and r.aspath}
-        needed = {p: w for p, w in needed.items() if p in mine and mine[p].source != b.peer
-                  and not theirs & set(mine[p].aspath.split())}
+        needed = {
+            p: w
+            for p, w in needed.items()
+            if p in mine and mine[p].source != b.peer and not theirs & set(mine[p].aspath.split())
+        }
         verb, held = "withholds", mine
     else:
         recv, accepted = per_neighbor(docs[0], "receivedRoutes"), prefixes(docs[1])
         local_as = str(docs[0].get("localAS", "")) if isinstance(docs[0], dict) else ""
         # a route carrying this node's own AS is refused by BGP itself (a loop), not by the map
         recv = {p: r for p, r in recv.items() if local_as not in r.aspath.split()}
-        recv = {p: Route(p, r.aspath, at_peer[p].communities, at_peer[p].large) if at_peer and p in at_peer else r
-                for p, r in recv.items()}
+        recv = {
+            p: Route(p, r.aspath, at_peer[p].communities, at_peer[p].large) if at_peer and p in at_peer else r
+            for p, r in recv.items()
+        }
         denied = {p: r for p, r in recv.items() if p not in accepted}
         # what the node needs from this session: a loopback it holds from no other neighbor
         needed = {p: w for p, w in needed.items() if p not in table(docs[2])}
@@ -221,34 +253,50 @@ def judge(node: str, b: Bound, policy: Policy, docs: list, needed: dict[str, str
     for p, r in sorted(denied.items()):
         if p in needed:
             whose = f"{needed[p]}'s loopback"
-            out.append(f"{where}: {_rule_text(policy, b.route_map, r)} {verb} {p} ({whose}) "
-                       f"{'from' if b.way == 'out' else 'sent by'} {other}: the fabric needs it")
+            out.append(
+                f"{where}: {_rule_text(policy, b.route_map, r)} {verb} {p} ({whose}) "
+                f"{'from' if b.way == 'out' else 'sent by'} {other}: the fabric needs it"
+            )
     if held and len(denied) == len(held):
         rules = " and ".join(sorted({_rule_text(policy, b.route_map, r) for r in denied.values()}))
-        out.append(f"{where}: {rules} denies every route of the session ({len(held)}: "
-                   f"{', '.join(sorted(held)[:6])}{', ...' if len(held) > 6 else ''}): "
-                   f"{'nothing is advertised to' if b.way == 'out' else 'nothing is accepted from'} {other}")
+        out.append(
+            f"{where}: {rules} denies every route of the session ({len(held)}: "
+            f"{', '.join(sorted(held)[:6])}{', ...' if len(held) > 6 else ''}): "
+            f"{'nothing is advertised to' if b.way == 'out' else 'nothing is accepted from'} {other}"
+        )
     if b.way == "out" and at_peer is not None:
         out += _communities(where, policy, b, mine, denied, at_peer, other, node)
     return out, {"route-map": b.route_map, "way": b.way, "denied": sorted(denied)}
 
 
-def _communities(where: str, policy: Policy, b: Bound, mine: dict[str, Route], denied: dict[str, Route],
-                 at_peer: dict[str, Route], other: str, node: str) -> list[str]:
+def _communities(
+    where: str,
+    policy: Policy,
+    b: Bound,
+    mine: dict[str, Route],
+    denied: dict[str, Route],
+    at_peer: dict[str, Route],
+    other: str,
+    node: str,
+) -> list[str]:
     """A community a rule sets on a route it permits, absent where the peer holds the route from this node."""
     out = []
     for p, r in sorted(mine.items()):
         rule = rule_of(policy, b.route_map, r)
         if p in denied or rule is None or p not in at_peer:
             continue
-        for key, want, has in (("community", rule.community, at_peer[p].communities),
-                               ("large-community", rule.large, at_peer[p].large)):
+        for key, want, has in (
+            ("community", rule.community, at_peer[p].communities),
+            ("large-community", rule.large, at_peer[p].large),
+        ):
             values = [v for v in want if v not in ("additive", "none")]
             missing = [v for v in values if v not in has]
             if missing or ("none" in want and has):
-                out.append(f"{where}: route-map {b.route_map} rule {rule.seq} sets {key} "
-                           f"{' '.join(want)} on {p}; {other} holds it from {node} with "
-                           f"{' '.join(has) or 'no ' + key}")
+                out.append(
+                    f"{where}: route-map {b.route_map} rule {rule.seq} sets {key} "
+                    f"{' '.join(want)} on {p}; {other} holds it from {node} with "
+                    f"{' '.join(has) or 'no ' + key}"
+                )
     return out
 
 
@@ -271,8 +319,11 @@ def checks(ctx: LabContext) -> list[Check]:
             port = ctx.fabric.nodes[node].ports_by_name.get(b.peer) if node in ctx.fabric.nodes else None
             peer = port.peer_node if port is not None else None
             needed = _needed(ctx, peer if b.way == "out" else node)
-            at_peer = _at_peer(ctx, peer, port.peer_port, b) if (
-                port is not None and peer is not None and peer in ctx.intent.nodes) else None
+            at_peer = (
+                _at_peer(ctx, peer, port.peer_port, b)
+                if (port is not None and peer is not None and peer in ctx.intent.nodes)
+                else None
+            )
             found, d = judge(node, b, x.plane.conf.policy, [got[c] for c in b.commands()], needed, peer, at_peer)
             problems += found
             data[f"{b.peer} {b.way}"] = d
@@ -293,5 +344,5 @@ def _at_peer(ctx: LabContext, peer: str, port: str, b: Bound) -> dict[str, Route
     try:
         doc = ctx.exec(peer).vtysh_json(cmd, timeout=timeouts.VTYSH)[0]
     except TwinError:
-        return None      # the peer's own checks say why it does not answer
+        return None  # the peer's own checks say why it does not answer
     return paths_from(doc, port) if b.way == "out" else per_neighbor(doc, "advertisedRoutes")

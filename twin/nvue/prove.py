@@ -13,6 +13,7 @@ So is each neighbor's (or peer group's) BFD and BGP timers its NVUE sets (issue 
 bfd`, `no neighbor X timers`, caught by verify's protocols group (`bfd NODE`, `bgp timers NODE`:
 FRR runs no BFD for it; FRR has other timers than those set).
 """
+
 from __future__ import annotations
 
 import re
@@ -51,8 +52,7 @@ def _protocols(node: str, x: NvueNode, r: Runs) -> list[Element]:
         router = f"router bgp {asns[vrf]}" + ("" if vrf == "default" else f" vrf {vrf}")
         for name, p in b.neighbors.items():
             g = b.peer_groups.get(p.peer_group or "")
-            for what, own, check, line in (("bfd", p.bfd, "bfd", "bfd"),
-                                           ("timers", p.timers, "bgp timers", "timers")):
+            for what, own, check, line in (("bfd", p.bfd, "bfd", "bfd"), ("timers", p.timers, "bgp timers", "timers")):
                 at = plane.devices.get(name, name) if own else (p.peer_group if g and getattr(g, what) else None)
                 if at is None or (vrf, what, at) in seen:
                     continue
@@ -60,9 +60,14 @@ def _protocols(node: str, x: NvueNode, r: Runs) -> list[Element]:
                 where = "" if vrf == "default" else f" (VRF {vrf})"
                 seen[(vrf, what, at)] = Element(
                     f"{'bfd' if what == 'bfd' else 'bgp-timers'} {node} {at}{'' if vrf == 'default' else ' ' + vrf}",
-                    kind, node, f"neighbor {at} {line}{where} on {node}", (judge.GROUP,),
+                    kind,
+                    node,
+                    f"neighbor {at} {line}{where} on {node}",
+                    (judge.GROUP,),
                     (rf"^{judge.GROUP}: {check} {re.escape(node)}: ",),
-                    (Vtysh(node, (router, f"no neighbor {at} {line}")),), r.back)
+                    (Vtysh(node, (router, f"no neighbor {at} {line}")),),
+                    r.back,
+                )
     return list(seen.values())
 
 
@@ -78,14 +83,22 @@ def _activations(ctx: LabContext, node: str, r: Runs) -> tuple[list[Element], li
         ports = sorted(p for p in _members(b, name) if p in evpn)
         what = f"neighbor {name} activate (address-family l2vpn evpn) on {node}"
         if not ports:
-            exempt.append(Exempt("EVPN activation", f"{node} {name}", "no session of the topology that carries "
-                                                                      "EVPN is in it"))
+            exempt.append(
+                Exempt("EVPN activation", f"{node} {name}", "no session of the topology that carries EVPN is in it")
+            )
             continue
-        out.append(Element(f"evpn-activate {node} {name}", "EVPN activation", node,
-                           what + (f" ({', '.join(ports)})" if ports != [name] else ""), ("control",),
-                           (rf"^control: bgp {re.escape(node)}: .*\.l2VpnEvpn(\.peers\.{alt(ports)}\b|: missing)",),
-                           (Vtysh(node, (f"router bgp {b.asn}", "address-family l2vpn evpn",
-                                         f"no neighbor {name} activate")),), r.back))
+        out.append(
+            Element(
+                f"evpn-activate {node} {name}",
+                "EVPN activation",
+                node,
+                what + (f" ({', '.join(ports)})" if ports != [name] else ""),
+                ("control",),
+                (rf"^control: bgp {re.escape(node)}: .*\.l2VpnEvpn(\.peers\.{alt(ports)}\b|: missing)",),
+                (Vtysh(node, (f"router bgp {b.asn}", "address-family l2vpn evpn", f"no neighbor {name} activate")),),
+                r.back,
+            )
+        )
     return out, exempt
 
 
@@ -105,8 +118,13 @@ def _unjudged(ctx: LabContext, node: str, r: Runs) -> list[Exempt]:
         where = "" if inst.vrf == frrconf.DEFAULT_VRF else f" vrf {inst.vrf}"
         for n in inst.active():
             if where or n.name not in cabled:
-                out.append(Exempt("BGP neighbor", f"{node} {n.name}{where}", "a session the topology does not have "
-                                                                             "(verify judges the topology's sessions)"))
+                out.append(
+                    Exempt(
+                        "BGP neighbor",
+                        f"{node} {n.name}{where}",
+                        "a session the topology does not have (verify judges the topology's sessions)",
+                    )
+                )
     return out
 
 
@@ -115,13 +133,23 @@ def _statics(node: str, r: Runs) -> list[Element]:
     verify's protocols group (`static routes NODE: PREFIX via ...`), put back by reloading the file."""
     out = []
     for s in r.conf.statics:
-        words = list(s.words[:-2] if s.words[-2:] == ("vrf", s.vrf) else s.words)   # `ip route ... vrf X`: in X
+        words = list(s.words[:-2] if s.words[-2:] == ("vrf", s.vrf) else s.words)  # `ip route ... vrf X`: in X
         where = () if s.vrf == frrconf.DEFAULT_VRF else (f"vrf {s.vrf}",)
-        out.append(Element(f"static {node} {' '.join(words[2:])}" + (f" vrf {s.vrf}" if where else ""),
-                           "static route", node, f"{' '.join(words)} on {node}" + (f" (VRF {s.vrf})" if where else ""),
-                           ("protocols",), (rf"^protocols: static routes {re.escape(node)}: (.*; )?"
-                                            rf"{re.escape(s.prefix)} via ",),
-                           (Vtysh(node, where + ("no " + " ".join(words),)),), r.back))
+        out.append(
+            Element(
+                f"static {node} {' '.join(words[2:])}" + (f" vrf {s.vrf}" if where else ""),
+                "static route",
+                node,
+                f"{' '.join(words)} on {node}" + (f" (VRF {s.vrf})" if where else ""),
+                ("protocols",),
+                (
+                    rf"^protocols: static routes {re.escape(node)}: (.*; )?"
+                    rf"{re.escape(s.prefix)} via ",
+                ),
+                (Vtysh(node, where + ("no " + " ".join(words),)),),
+                r.back,
+            )
+        )
     return out
 
 
@@ -141,9 +169,17 @@ def _ospf(ctx: LabContext, nvue: dict[str, NvueNode], runs: dict[str, Runs]) -> 
             prefix, area = found
             where = "" if e.vrf == "default" else f" vrf {e.vrf}"
             key = f"ospf-network {e.node} {prefix}{where}"
-            out.setdefault(key, Element(
-                key, "OSPF network", e.node, f"network {prefix} area {area} (router ospf{where}) on {e.node}",
-                (judge.GROUP,), (rf"^{judge.GROUP}: ospf [^:]*\b{re.escape(str(e))}\b[^:]*: ",),
-                (Vtysh(e.node, (f"router ospf{where}", f"no network {prefix} area {area}")),),
-                runs[e.node].back))
+            out.setdefault(
+                key,
+                Element(
+                    key,
+                    "OSPF network",
+                    e.node,
+                    f"network {prefix} area {area} (router ospf{where}) on {e.node}",
+                    (judge.GROUP,),
+                    (rf"^{judge.GROUP}: ospf [^:]*\b{re.escape(str(e))}\b[^:]*: ",),
+                    (Vtysh(e.node, (f"router ospf{where}", f"no network {prefix} area {area}")),),
+                    runs[e.node].back,
+                ),
+            )
     return list(out.values())

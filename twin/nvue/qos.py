@@ -20,6 +20,7 @@ be real in software is modelled and said so:
 
 A port twin's own services shape (a workload's rate limit: a TBF root) keeps its shaping, said.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,13 +30,13 @@ from typing import Any
 from twin.config.steps import Step
 from twin.nvue.tree import get
 
-ENV = "TWIN_NVUE_RED"             # on: ECN classes on a RED qdisc, where the kernel has one
+ENV = "TWIN_NVUE_RED"  # on: ECN classes on a RED qdisc, where the kernel has one
 PROFILE = "default-global"
 ROCE_DSCP, CNP_DSCP = 26, 48
 ROCE_SP, CNP_SP = 3, 6
-ECN_DEFAULT = (150000, 1500000, 100)    # Cumulus's RoCE ECN: min, max threshold (bytes), probability (%)
-LOSSLESS_QUEUE, LOSSY_QUEUE = 10000, 1000     # packets
-LINE = "100gbit"                  # the HTB's ceiling: a veth has no speed; nothing is held back
+ECN_DEFAULT = (150000, 1500000, 100)  # Cumulus's RoCE ECN: min, max threshold (bytes), probability (%)
+LOSSLESS_QUEUE, LOSSY_QUEUE = 10000, 1000  # packets
+LINE = "100gbit"  # the HTB's ceiling: a veth has no speed; nothing is held back
 MODES = ("lossless", "lossy")
 
 
@@ -44,9 +45,9 @@ class Qos:
     """A node's RoCE QoS: DSCP -> traffic class, the lossless (PFC) classes and the ECN ones."""
 
     mode: str
-    classes: dict[int, int]                        # DSCP -> traffic class (= switch priority)
+    classes: dict[int, int]  # DSCP -> traffic class (= switch priority)
     lossless: frozenset[int]
-    ecn: dict[int, tuple[int, int, int]] = field(default_factory=dict)   # class -> min, max, probability
+    ecn: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # class -> min, max, probability
 
     @property
     def roce(self) -> int:
@@ -61,22 +62,31 @@ class Qos:
 
     def batch(self, dev: str, red: bool) -> str:
         """The tc batch of one port: made anew each time (a plain root first clears what was there)."""
-        lines = [f"qdisc replace dev {dev} root pfifo", f"qdisc replace dev {dev} root handle 1: htb default 10",
-                 f"class replace dev {dev} parent 1: classid 1:1 htb rate {LINE} ceil {LINE} quantum 60000"]
+        lines = [
+            f"qdisc replace dev {dev} root pfifo",
+            f"qdisc replace dev {dev} root handle 1: htb default 10",
+            f"class replace dev {dev} parent 1: classid 1:1 htb rate {LINE} ceil {LINE} quantum 60000",
+        ]
         for tc in self.used():
-            lines.append(f"class replace dev {dev} parent 1:1 classid 1:1{tc} htb rate 1gbit ceil {LINE} "
-                         f"quantum 60000 prio {7 - tc}")
+            lines.append(
+                f"class replace dev {dev} parent 1:1 classid 1:1{tc} htb rate 1gbit ceil {LINE} "
+                f"quantum 60000 prio {7 - tc}"
+            )
             if red and tc in self.ecn:
                 lo, hi, p = self.ecn[tc]
-                lines.append(f"qdisc replace dev {dev} parent 1:1{tc} handle 1{tc}: red limit {4 * hi} min {lo} "
-                             f"max {hi} avpkt 1500 burst {max(1, (2 * lo + hi) // 4500)} probability {p / 100:g} "
-                             f"bandwidth {LINE} ecn")
+                lines.append(
+                    f"qdisc replace dev {dev} parent 1:1{tc} handle 1{tc}: red limit {4 * hi} min {lo} "
+                    f"max {hi} avpkt 1500 burst {max(1, (2 * lo + hi) // 4500)} probability {p / 100:g} "
+                    f"bandwidth {LINE} ecn"
+                )
             else:
                 q = LOSSLESS_QUEUE if tc in self.lossless else LOSSY_QUEUE
                 lines.append(f"qdisc replace dev {dev} parent 1:1{tc} handle 1{tc}: pfifo limit {q}")
         for dscp, tc in sorted(self.classes.items()):
-            lines.append(f"filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip dsfield {dscp << 2:#04x} "
-                         f"0xfc flowid 1:1{tc}")
+            lines.append(
+                f"filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip dsfield {dscp << 2:#04x} "
+                f"0xfc flowid 1:1{tc}"
+            )
         return "\n".join(lines) + "\n"
 
 
@@ -87,8 +97,13 @@ def of(tree: dict) -> Qos | None:
         return None
     mode = get(roce, ("mode",), "lossless")
     classes = {ROCE_DSCP: ROCE_SP, CNP_DSCP: CNP_SP}
-    classes.update({int(d): sp for d, m in get(tree, ("qos", "mapping", PROFILE, "dscp"), {}).items()
-                    if isinstance(sp := get(m, ("switch-priority",)), int)})
+    classes.update(
+        {
+            int(d): sp
+            for d, m in get(tree, ("qos", "mapping", PROFILE, "dscp"), {}).items()
+            if isinstance(sp := get(m, ("switch-priority",)), int)
+        }
+    )
     pfc = get(tree, ("qos", "pfc", PROFILE, "switch-priority"))
     lossless = frozenset() if mode == "lossy" else frozenset(int(p) for p in pfc) if pfc else frozenset({ROCE_SP})
     ecn = {ROCE_SP: ECN_DEFAULT}
@@ -126,9 +141,13 @@ def attach(plane: Any, tree: dict, red: bool, where: dict[str, tuple[str, str]])
         plane.extras[("qos", dev)] = step
         plane.steps.append(step)
     if q.ecn and not red:
-        plane.notes.append(f"{plane.node}: qos ECN thresholds (traffic class {', '.join(map(str, sorted(q.ecn)))}): "
-                           f"kept, not run: marking CE at a queue depth needs RED ({ENV}=on where the kernel has it)")
+        plane.notes.append(
+            f"{plane.node}: qos ECN thresholds (traffic class {', '.join(map(str, sorted(q.ecn)))}): "
+            f"kept, not run: marking CE at a queue depth needs RED ({ENV}=on where the kernel has it)"
+        )
     if q.lossless:
-        plane.notes.append(f"{plane.node}: qos pfc (switch priority {', '.join(map(str, sorted(q.lossless)))}): "
-                           "modelled: no pause frames in software; a lossless class queues deep instead of dropping")
+        plane.notes.append(
+            f"{plane.node}: qos pfc (switch priority {', '.join(map(str, sorted(q.lossless)))}): "
+            "modelled: no pause frames in software; a lossless class queues deep instead of dropping"
+        )
     return files

@@ -12,6 +12,7 @@
 
 The management VRF (`mgmt`) is the node's management network: nothing is made for it here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,9 +28,9 @@ from twin.nvue.model import MGMT, NodeConf, Svi
 from twin.topology import port_range
 from twin.topology.model import Fabric
 
-UNCABLED = "twin-uncabled"       # the node's namespace of its uncabled ports' peers ('twin...': no VRF's name)
-PORT_INDEX = 3 << 24             # + 2 x the port's place in the platform's list: its index (the peer's: + 1)
-PLAIN_TABLE = VRF_TABLE_BASE + 500   # + n: the routing table of the n-th plain VRF (device backend)
+UNCABLED = "twin-uncabled"  # the node's namespace of its uncabled ports' peers ('twin...': no VRF's name)
+PORT_INDEX = 3 << 24  # + 2 x the port's place in the platform's list: its index (the peer's: + 1)
+PLAIN_TABLE = VRF_TABLE_BASE + 500  # + n: the routing table of the n-th plain VRF (device backend)
 BRIDGE_MTU = 9000
 Keyed = Iterator[tuple[tuple, Step]]
 
@@ -50,16 +51,27 @@ def uncabled(fabric: Fabric, node: str, devs: list[str]) -> Keyed:
         yield ("ns", UNCABLED), Step("netns-once", UNCABLED)
     for dev in devs:
         i = places[dev]
-        yield ("port", dev), Step("port", dev, args={"index": PORT_INDEX + 2 * i, "mac": _mac(fabric, node, dev, 0),
-                                                     "peer_index": PORT_INDEX + 2 * i + 1,
-                                                     "peer_mac": _mac(fabric, node, dev, 1), "netns": UNCABLED})
+        yield (
+            ("port", dev),
+            Step(
+                "port",
+                dev,
+                args={
+                    "index": PORT_INDEX + 2 * i,
+                    "mac": _mac(fabric, node, dev, 0),
+                    "peer_index": PORT_INDEX + 2 * i + 1,
+                    "peer_mac": _mac(fabric, node, dev, 1),
+                    "netns": UNCABLED,
+                },
+            ),
+        )
 
 
 def plain_vrfs(names: dict[str, str], backend: Backend) -> Keyed:
     """The plain VRFs (`names`: NVUE VRF -> kernel name), each made once."""
     for i, k in enumerate(sorted(names.values())):
         if backend == NETNS:
-            yield ("vrf", k), Step("netns", k)       # waited for on day 2, until zebra -n adopts it
+            yield ("vrf", k), Step("netns", k)  # waited for on day 2, until zebra -n adopts it
             yield ("vrf-lo", k), Step("up", "lo", k)
         else:
             yield ("vrf", k), Step("vrf", k, args={"table": PLAIN_TABLE + i + 1})
@@ -89,8 +101,14 @@ def routed_ports(conf: NodeConf, devices: dict[str, str], kernel: dict[str, str]
         yield ("up", dev), Step("up", dev, ns)
 
 
-def vlans(conf: NodeConf, devices: dict[str, str], kernel: dict[str, str], backend: Backend, vtep: str | None,
-          tenant_vlans: set[int]) -> Keyed:
+def vlans(
+    conf: NodeConf,
+    devices: dict[str, str],
+    kernel: dict[str, str],
+    backend: Backend,
+    vtep: str | None,
+    tenant_vlans: set[int],
+) -> Keyed:
     """The VLANs outside a tenant: a bridge each (the SVI's name), its access ports, addresses, VRR, VXLAN."""
     for vlan in sorted(set(conf.vlans) | set(conf.access.values())):
         if vlan in tenant_vlans:
@@ -128,8 +146,10 @@ def mgmt_routes(conf: NodeConf, fabric: Fabric, node: str) -> Keyed:
         return
     for s in v.statics:
         dst = str(ipaddress.ip_network(s.prefix, strict=False))
-        yield ("mgmt-route", dst, s.via), Step("route", MGMT_PORT, MGMT_NS, {"dst": dst, "via": s.via,
-                                                                           **({"onlink": True} if s.onlink else {})})
+        yield (
+            ("mgmt-route", dst, s.via),
+            Step("route", MGMT_PORT, MGMT_NS, {"dst": dst, "via": s.via, **({"onlink": True} if s.onlink else {})}),
+        )
 
 
 def mgmt_problems(conf: NodeConf, fabric: Fabric) -> list[tuple[tuple, str]]:
@@ -138,25 +158,34 @@ def mgmt_problems(conf: NodeConf, fabric: Fabric) -> list[tuple[tuple, str]]:
     v, subnet = conf.vrfs.get(MGMT), fabric.mgmt.subnet if fabric.mgmt else None
     out = []
     for s in v.statics if v else []:
-        at = ("vrf", MGMT, "router", "static", s.prefix) + (("distance", str(s.distance)) if s.distance else ()) + (
-            "via", s.via)
+        at = (
+            ("vrf", MGMT, "router", "static", s.prefix)
+            + (("distance", str(s.distance)) if s.distance else ())
+            + ("via", s.via)
+        )
         try:
             on = subnet is None or s.onlink or ipaddress.ip_address(s.via) in ipaddress.ip_network(subnet)
         except ValueError:
-            out.append((at, "a route of the management VRF goes through an address on the management network, "
-                            "not a blackhole or reject (the kernel's, in the management namespace)"))
+            out.append(
+                (
+                    at,
+                    "a route of the management VRF goes through an address on the management network, "
+                    "not a blackhole or reject (the kernel's, in the management namespace)",
+                )
+            )
             continue
         if not on:
             out.append((at, f"{s.via} is not on the management network ({subnet}): eth0 cannot reach it"))
         if s.interface not in (None, MGMT_PORT) or s.distance or s.tag:
-            out.append((at, "a route of the management VRF is the kernel's, out of eth0: no other interface, "
-                            "distance or tag"))
+            out.append(
+                (at, "a route of the management VRF is the kernel's, out of eth0: no other interface, distance or tag")
+            )
     return out
 
 
 def undo(s: Step) -> Step | None:
     """The step that takes an extra away again (None: it stays, as a switch's port or a VRF's namespace)."""
-    if s.op == "route":                          # a management VRF's static route gone (issue 44)
+    if s.op == "route":  # a management VRF's static route gone (issue 44)
         return Step("unroute", s.dev, s.ns, s.args)
     if s.op == "addr":
         return Step("unaddr", s.dev, s.ns, s.args)
@@ -166,10 +195,10 @@ def undo(s: Step) -> Step | None:
         return Step("nomaster", s.dev, s.ns)
     if s.op == "move":
         return Step("release", s.dev, s.args["to"])
-    if s.op == "mtu" and "was" in s.args:        # NVUE's link.mtu gone: the MTU the plane made (twin.nvue.mtu)
+    if s.op == "mtu" and "was" in s.args:  # NVUE's link.mtu gone: the MTU the plane made (twin.nvue.mtu)
         return Step("mtu", s.dev, s.ns, {"mtu": s.args["was"]})
-    if s.op == "tc-batch":                       # NVUE's RoCE QoS gone from a port (twin.nvue.qos)
-        return Step("noqdisc", s.dev[len("qos-"):-len(".tc")], s.ns, {"parent": "root"})
+    if s.op == "tc-batch":  # NVUE's RoCE QoS gone from a port (twin.nvue.qos)
+        return Step("noqdisc", s.dev[len("qos-") : -len(".tc")], s.ns, {"parent": "root"})
     if s.op == "nft" and s.dev.startswith("acl"):  # NVUE's ACLs gone from a namespace (twin.nvue.acl)
         return Step("nft-delete", "netdev twin_acl", s.ns)
     return None

@@ -11,6 +11,7 @@ BFD and BGP timers (`twin.nvue.judge`), read from FRR on the running nodes:
 
     checks(ctx, nodes)     # nodes: configs.running's {node: NvueNode}
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,8 +32,12 @@ GROUP = "protocols"
 OSPF = ("show ip ospf vrf all interface json", "show ip ospf vrf all neighbor json")
 STATIC = ("show ip route vrf all static json", "show ip nht vrf all json")
 # what must match across a link, as ospfd's `show ip ospf interface json` names it
-SAME = (("area", "area", str), ("network type", "networkType", str.lower),
-        ("hello", "timerMsecs", lambda ms: f"{ms // 1000} s"), ("dead", "timerDeadSecs", lambda s: f"{s} s"))
+SAME = (
+    ("area", "area", str),
+    ("network type", "networkType", str.lower),
+    ("hello", "timerMsecs", lambda ms: f"{ms // 1000} s"),
+    ("dead", "timerDeadSecs", lambda s: f"{s} s"),
+)
 
 
 @dataclass(frozen=True)
@@ -40,9 +45,9 @@ class End:
     """One end of a link with OSPF on it, as the node's NVUE declares it."""
 
     node: str
-    port: str       # the kernel device (FRR's interface)
-    vrf: str        # FRR's (kernel) VRF
-    area: str       # dotted
+    port: str  # the kernel device (FRR's interface)
+    vrf: str  # FRR's (kernel) VRF
+    area: str  # dotted
 
     def __str__(self) -> str:
         return f"{self.node} {self.port}"
@@ -53,7 +58,7 @@ def ospf_links(nodes: dict[str, NvueNode], fabric: Fabric) -> list[tuple[End, En
     ends: dict[tuple[str, str], End] = {}
     for node, x in nodes.items():
         o, p = x.plane.conf.ospf, x.plane
-        for name, (vrf, addrs) in (p.conf.routed.items() if o else ()):
+        for name, (vrf, addrs) in p.conf.routed.items() if o else ():
             inst = o.instances.get(vrf or "default") if o else None
             area = inst.area_of(addrs) if inst else None
             if area:
@@ -91,8 +96,11 @@ def adjacency(a: End, da: tuple, b: End, db: tuple) -> list[str]:
     ia, ib = _iface(da[0], a), _iface(db[0], b)
     if ia is None or ib is None:
         return [f"{e}: ospfd runs no OSPF on it (area {e.area} set)" for e, i in ((a, ia), (b, ib)) if i is None]
-    differ = [f"{what} {show(ia[key])} on {a}, {show(ib[key])} on {b}" for what, key, show in SAME
-              if ia.get(key) != ib.get(key) and ia.get(key) is not None and ib.get(key) is not None]
+    differ = [
+        f"{what} {show(ia[key])} on {a}, {show(ib[key])} on {b}"
+        for what, key, show in SAME
+        if ia.get(key) != ib.get(key) and ia.get(key) is not None and ib.get(key) is not None
+    ]
     states = {e: _state(d[1], e) for e, d in ((a, da), (b, db))}
     if all(s.startswith("Full") for s in states.values()):
         return []
@@ -110,7 +118,7 @@ def _iface(doc: object, e: End) -> dict | None:
 def _state(doc: object, e: End) -> str:
     """The state of the neighbor ospfd holds on the end's port ('no neighbor heard' where none)."""
     vrf = doc.get(e.vrf) if isinstance(doc, dict) else None
-    for entries in (vrf.get("neighbors", {}).values() if isinstance(vrf, dict) else ()):
+    for entries in vrf.get("neighbors", {}).values() if isinstance(vrf, dict) else ():
         for n in entries if isinstance(entries, list) else ():
             if isinstance(n, dict) and str(n.get("ifaceName", "")).split(":")[0] == e.port:
                 return str(n.get("nbrState", "?"))
@@ -122,7 +130,8 @@ def declared(p: Plane) -> list[tuple[str, Static]]:
     """(FRR's VRF, static next hop) of every static route the node's FRR runs (mgmt's are not FRR's)."""
     kernel = {**p.vrfs, **p.plain}
     return [("default", s) for s in p.conf.statics] + [
-        (kernel.get(v.name, v.name), s) for v in p.conf.vrfs.values() if v.name in kernel for s in v.statics]
+        (kernel.get(v.name, v.name), s) for v in p.conf.vrfs.values() if v.name in kernel for s in v.statics
+    ]
 
 
 def mgmt_declared(p: Plane) -> list[Static]:
@@ -141,11 +150,23 @@ def _statics(ctx: LabContext, node: str, x: NvueNode) -> list[Check]:
     except TwinError as e:
         return [Check(GROUP, f"static routes {node}", False, f"cannot read {node}'s static routes: {e}")]
     msgs = [m for vrf, s in want if (m := static_problem(vrf, s, routes, nht))]
-    msgs += [f"{' '.join(_words(s))} in VRF mgmt: not in the management namespace's routes (eth0)" for s in mgmt
-             if MGMT_PORT not in kernel.get(network(s.prefix), set())]
-    return [Check(GROUP, f"static routes {node}", not msgs, "; ".join(msgs),
-                  {"routes": [f"{' '.join(_words(s))}" + (f" (VRF {v})" if v != "default" else "") for v, s in want]
-                   + [f"{' '.join(_words(s))} (VRF mgmt)" for s in mgmt]})]
+    msgs += [
+        f"{' '.join(_words(s))} in VRF mgmt: not in the management namespace's routes (eth0)"
+        for s in mgmt
+        if MGMT_PORT not in kernel.get(network(s.prefix), set())
+    ]
+    return [
+        Check(
+            GROUP,
+            f"static routes {node}",
+            not msgs,
+            "; ".join(msgs),
+            {
+                "routes": [f"{' '.join(_words(s))}" + (f" (VRF {v})" if v != "default" else "") for v, s in want]
+                + [f"{' '.join(_words(s))} (VRF mgmt)" for s in mgmt]
+            },
+        )
+    ]
 
 
 def _mgmt_routes(ctx: LabContext, node: str) -> dict[str, set[str]]:
@@ -158,22 +179,25 @@ def static_problem(vrf: str, s: Static, routes: object, nht: object) -> str:
     prefix = network(s.prefix)
     where = " ".join(_words(s)) + (f" in VRF {vrf}" if vrf != "default" else "")
     found = _get(routes, vrf, prefix, default=[])
-    entries = [e for e in (found if isinstance(found, list) else [])
-               if isinstance(e, dict) and e.get("protocol") == "static"]
+    entries = [
+        e for e in (found if isinstance(found, list) else []) if isinstance(e, dict) and e.get("protocol") == "static"
+    ]
     mine = [e for e in entries if (e.get("distance") or 1) == (s.distance or 1) and _hop(e, s)]
     if mine and mine[0].get("selected"):
         return ""
     if mine:
         won = [e for e in entries if e.get("selected")]
         if won and (won[0].get("distance") or 1) < (s.distance or 1):
-            return ""              # a floating static: the route at a lower distance is selected, as meant
+            return ""  # a floating static: the route at a lower distance is selected, as meant
         return f"{where}: in the RIB, not selected (another route to {prefix} is preferred)"
     if s.via in ("blackhole", "reject"):
         return f"{where}: not in the RIB"
     tracked = _get(nht, vrf, "ipv4", s.via, default=None)
     if isinstance(tracked, dict) and not tracked.get("nexthops"):
-        return (f"{where}: inactive: its next hop {s.via} is unreachable (VRF {vrf} has no route to it), so zebra "
-                "installs nothing")
+        return (
+            f"{where}: inactive: its next hop {s.via} is unreachable (VRF {vrf} has no route to it), so zebra "
+            "installs nothing"
+        )
     return f"{where}: not in the RIB" + (f" (its next hop {s.via} resolves)" if tracked else "")
 
 
@@ -193,5 +217,8 @@ def _get(doc: object, *keys: str, default: object) -> object:
 
 
 def _words(s: Static) -> list[str]:
-    return [s.prefix, "via", s.via] + (["interface", s.interface] if s.interface else []) + (
-        ["distance", str(s.distance)] if s.distance else [])
+    return (
+        [s.prefix, "via", s.via]
+        + (["interface", s.interface] if s.interface else [])
+        + (["distance", str(s.distance)] if s.distance else [])
+    )

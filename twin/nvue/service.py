@@ -16,6 +16,7 @@ In `<lab dir>/_nvue/` ('_': no node has that name), none of it visible to a node
                       its NVUE API on its management address (eth0:8765, through the node's relay)
     nv                the `nv` command, bound read-only into every FRR node
 """
+
 from __future__ import annotations
 
 import base64
@@ -34,10 +35,10 @@ from twin.lifecycle.mgmtnet import password, write_private
 from twin.nvue import client
 from twin.topology.model import Bind, Fabric
 
-USER = "cumulus"          # NVUE's user on a Cumulus switch
-NVUE_RUN = "/run/nvue"    # the directory of a node's NVUE socket, as bound into the node (read-only)
-NV_BIN = "/usr/bin/nv"    # the `nv` command, as bound into an FRR node (read-only), where Cumulus Linux has it
-CLIENT = Path(client.__file__)   # the node's `nv` command (a script of the standard library)
+USER = "cumulus"  # NVUE's user on a Cumulus switch
+NVUE_RUN = "/run/nvue"  # the directory of a node's NVUE socket, as bound into the node (read-only)
+NV_BIN = "/usr/bin/nv"  # the `nv` command, as bound into an FRR node (read-only), where Cumulus Linux has it
+CLIENT = Path(client.__file__)  # the node's `nv` command (a script of the standard library)
 
 
 def root(d: Path) -> Path:
@@ -62,8 +63,13 @@ def certificate(d: Path, lab: str, fabric: Fabric | None = None) -> tuple[Path, 
     the node's own), besides 127.0.0.1 and localhost."""
     cert, key = root(d) / "cert.pem", root(d) / "key.pem"
     names, addresses = _subjects(fabric)
-    if cert.is_file() and key.is_file() and not cert.is_symlink() and not key.is_symlink() and _covers(
-            cert, names, addresses):
+    if (
+        cert.is_file()
+        and key.is_file()
+        and not cert.is_symlink()
+        and not key.is_symlink()
+        and _covers(cert, names, addresses)
+    ):
         return cert, key
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -74,13 +80,21 @@ def certificate(d: Path, lab: str, fabric: Fabric | None = None) -> tuple[Path, 
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"twin lab {lab} NVUE API")])
     now = datetime.datetime.now(datetime.timezone.utc)
     sans = [x509.DNSName(n) for n in names] + [x509.IPAddress(ipaddress.ip_address(a)) for a in addresses]
-    c = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(k.public_key())
-         .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-         .not_valid_after(now + datetime.timedelta(days=825))
-         .add_extension(x509.SubjectAlternativeName(sans), False)
-         .sign(k, hashes.SHA256()))
-    write_private(key, k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                        serialization.NoEncryption()))
+    c = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(k.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=825))
+        .add_extension(x509.SubjectAlternativeName(sans), False)
+        .sign(k, hashes.SHA256())
+    )
+    write_private(
+        key,
+        k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
     write_private(cert, c.public_bytes(serialization.Encoding.PEM), 0o644)
     return cert, key
 
@@ -131,7 +145,7 @@ def stop(d: Path) -> bool:
     """The lab's NVUE service stopped (exactly the process recorded), its sockets gone."""
     was = daemon.stop(record_file(d))
     run = root(d) / "run"
-    for sock in (run.glob("*/*.sock") if run.is_dir() and not run.is_symlink() else ()):
+    for sock in run.glob("*/*.sock") if run.is_dir() and not run.is_symlink() else ():
         sock.unlink(missing_ok=True)
     return was
 
@@ -156,8 +170,9 @@ def probe(d: Path, rec: dict) -> tuple[bool, str]:
     conn = http.client.HTTPSConnection("127.0.0.1", int(ports[0]), timeout=timeouts.NVUE_PROBE, context=ctx)
     try:
         auth = base64.b64encode(f"{USER}:{password(d)}".encode()).decode()
-        conn.request("GET", "/nvue_v1/revision", headers={"Authorization": f"Basic {auth}",
-                                                           "Accept": "application/json"})
+        conn.request(
+            "GET", "/nvue_v1/revision", headers={"Authorization": f"Basic {auth}", "Accept": "application/json"}
+        )
         resp = conn.getresponse()
         body = resp.read(1 << 16)
         json.loads(body or b"{}")
@@ -172,8 +187,10 @@ def require(d: Path, lab: str) -> dict:
     """The running service's record; TwinError saying how to start it when it is not running."""
     rec = record(d)
     if rec is None:
-        raise TwinError(f"lab {lab!r} has no NVUE service running (its nodes run no NVUE, or it stopped); "
-                        f"`twin up` of the lab starts it again")
+        raise TwinError(
+            f"lab {lab!r} has no NVUE service running (its nodes run no NVUE, or it stopped); "
+            f"`twin up` of the lab starts it again"
+        )
     return rec
 
 
@@ -184,9 +201,14 @@ def status_doc(d: Path) -> dict:
 
 def problem(doc: dict) -> str:
     """Why the service is not healthy, in one line ("": it answers)."""
-    return "" if doc.get("answers") else (
-        f"NVUE service: {doc.get('error') or 'not running'} (REST API and `nv` unreachable; `twin apply` of a "
-        "change, or `twin up` of the same files, starts it again)")
+    return (
+        ""
+        if doc.get("answers")
+        else (
+            f"NVUE service: {doc.get('error') or 'not running'} (REST API and `nv` unreachable; `twin apply` of a "
+            "change, or `twin up` of the same files, starts it again)"
+        )
+    )
 
 
 def line(doc: dict) -> str:
@@ -194,8 +216,10 @@ def line(doc: dict) -> str:
     ls = doc.get("listeners") or {}
     ports = ", ".join(f"{n} https://127.0.0.1:{x['port']}" for n, x in ls.items() if isinstance(x, dict))
     state = "[green]answers[/green]" if doc.get("answers") else f"[red]does not answer[/red] ({doc.get('error')})"
-    return (f"NVUE service{' (pid ' + str(doc['pid']) + ')' if doc.get('pid') else ''}: {state}; REST API "
-            f"/nvue_v1 on {ports or 'nothing'}; `nv` in each FRR node over {NVUE_RUN}/nvue.sock")
+    return (
+        f"NVUE service{' (pid ' + str(doc['pid']) + ')' if doc.get('pid') else ''}: {state}; REST API "
+        f"/nvue_v1 on {ports or 'nothing'}; `nv` in each FRR node over {NVUE_RUN}/nvue.sock"
+    )
 
 
 # --- what the nodes get ------------------------------------------------------------------------------
@@ -203,7 +227,7 @@ def nv_client(labdir: Path) -> Path:
     """The `nv` command FRR nodes get (`twin.nvue.client`), copied into the lab directory where no node
     can write (each node sees it read-only at NV_BIN); written before the nodes start, once."""
     f = labdir / NVUE_DIR / "nv"
-    f.parent.mkdir(mode=0o700, parents=True, exist_ok=True)   # the service's password, sockets: the owner's only
+    f.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the service's password, sockets: the owner's only
     text = CLIENT.read_text()
     if not f.is_file() or f.is_symlink() or f.read_text() != text:
         write_private(f, text.encode(), 0o755)
@@ -215,5 +239,7 @@ def binds(labdir: Path, node: str) -> list[Bind]:
     lab's NVUE service can come and go) and the `nv` command at NV_BIN."""
     run = nvue_run(labdir, node)
     run.mkdir(parents=True, exist_ok=True)
-    return [Bind(source=str(run.resolve()), target=NVUE_RUN, read_only=True),
-            Bind(source=str((labdir / NVUE_DIR / "nv").resolve()), target=NV_BIN, read_only=True)]
+    return [
+        Bind(source=str(run.resolve()), target=NVUE_RUN, read_only=True),
+        Bind(source=str((labdir / NVUE_DIR / "nv").resolve()), target=NV_BIN, read_only=True),
+    ]

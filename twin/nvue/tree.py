@@ -13,6 +13,7 @@ and the REST API's PATCH/DELETE are made of:
 
 Keys are always text (YAML reads `10:` as a number; NVUE's own files quote VLAN ids: '10').
 """
+
 from __future__ import annotations
 
 import copy
@@ -21,7 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from twin.nvue.schema import EMULATED, STORED, TREE, Coll, Empty, Leaf, Obj, Opaque
+from twin.nvue.places import EMULATED, STORED, Coll, Empty, Leaf, Obj, Opaque
+from twin.nvue.schema import TREE
 from twin.topology import port_range as expand  # `nv set interface swp1-4,swp7 ...`
 from twin.topology.problems import dotted, listing, quoted
 
@@ -29,15 +31,15 @@ Path = tuple[str, ...]
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 _VRF = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,14}")
 _GROUP = re.compile(r"[A-Za-z0-9_.-]{1,63}")
-_POLICY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")     # route maps and prefix lists (NVUE: a letter first)
+_POLICY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")  # route maps and prefix lists (NVUE: a letter first)
 _MAC = re.compile(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}")
-_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")    # RFC 1123: one label of a host name
+_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")  # RFC 1123: one label of a host name
 _RT = re.compile(r"(ANY|\*|\d{1,10}|\d{1,3}(\.\d{1,3}){3}):(\d{1,10})")
 _RD = re.compile(r"(\d{1,10}|\d{1,3}(\.\d{1,3}){3}):(\d{1,10})")
-_LIST = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}|[1-9][0-9]?")   # community... lists: a name, or FRR's 1-99
+_LIST = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}|[1-9][0-9]?")  # community... lists: a name, or FRR's 1-99
 _COMMUNITY = re.compile(r"(\d{1,5}):(\d{1,5})")
 _LARGE = re.compile(r"(\d{1,10}):(\d{1,10}):(\d{1,10})")
-_ASPATH = re.compile(r"[0-9 _^$.*+?()\[\]{}|,-]{1,255}")    # FRR's AS-path regex, nothing a line could end with
+_ASPATH = re.compile(r"[0-9 _^$.*+?()\[\]{}|,-]{1,255}")  # FRR's AS-path regex, nothing a line could end with
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def show(path: Path) -> str:
 def value_of(leaf: Leaf, v: Any) -> tuple[Any, str]:
     """(the value normalised, "") or (None, why it is not one `leaf` takes)."""
     if leaf.keyed and isinstance(v, dict) and len(v) == 1 and next(iter(v.values())) in ({}, None):
-        v = next(iter(v))             # NVUE writes `state: {up: {}}`
+        v = next(iter(v))  # NVUE writes `state: {up: {}}`
     if isinstance(v, str) and v in leaf.choices:
         return v, ""
     check = _CHECKS.get(leaf.kind, _text)
@@ -69,8 +71,10 @@ def value_of(leaf: Leaf, v: Any) -> tuple[Any, str]:
     if ok:
         return out, ""
     if isinstance(v, int) and not isinstance(v, bool) and leaf.kind == "mac":
-        return None, (f"{quoted(v)} is not {leaf.what}: YAML 1.1 read a MAC of digits starting 1-9 as a number "
-                      "(base 60); quote it")
+        return None, (
+            f"{quoted(v)} is not {leaf.what}: YAML 1.1 read a MAC of digits starting 1-9 as a number "
+            "(base 60); quote it"
+        )
     what = leaf.what or (f"one of {', '.join(leaf.choices)}" if leaf.choices else f"a {leaf.kind}")
     return None, f"{quoted(v)} is not {what}"
 
@@ -141,8 +145,10 @@ def _via(leaf: Leaf, v: Any) -> tuple[Any, bool]:
 
 def _numbers(pattern: re.Pattern, hi: int) -> Any:
     """Text of numbers joined by ':' (a community), each at most `hi`."""
-    return lambda leaf, v: (v, isinstance(v, str) and (m := pattern.fullmatch(v)) is not None
-                            and all(int(x) <= hi for x in m.groups()))
+    return lambda leaf, v: (
+        v,
+        isinstance(v, str) and (m := pattern.fullmatch(v)) is not None and all(int(x) <= hi for x in m.groups()),
+    )
 
 
 def _area(leaf: Leaf, v: Any) -> tuple[Any, bool]:
@@ -159,11 +165,30 @@ def _text(leaf: Leaf, v: Any) -> tuple[Any, bool]:
     return v, isinstance(v, (str, int, float, bool)) and not (isinstance(v, str) and len(v) > 4096)
 
 
-_CHECKS = {"bool": _bool, "int": _int, "asn": _asn, "ipv4": _ipv4, "prefix": _prefix, "enum": _enum,
-           "mac": _match(_MAC), "name": _match(_NAME), "vrf": _match(_VRF), "group": _match(_GROUP),
-           "rt": _match(_RT), "rd": _match(_RD), "policy": _match(_POLICY), "via": _via, "neighbor": _neighbor,
-           "host": _host, "str": _text, "list": _match(_LIST), "aspath": _match(_ASPATH),
-           "community": _numbers(_COMMUNITY, 65535), "large": _numbers(_LARGE, 4294967295), "area": _area}
+_CHECKS = {
+    "bool": _bool,
+    "int": _int,
+    "asn": _asn,
+    "ipv4": _ipv4,
+    "prefix": _prefix,
+    "enum": _enum,
+    "mac": _match(_MAC),
+    "name": _match(_NAME),
+    "vrf": _match(_VRF),
+    "group": _match(_GROUP),
+    "rt": _match(_RT),
+    "rd": _match(_RD),
+    "policy": _match(_POLICY),
+    "via": _via,
+    "neighbor": _neighbor,
+    "host": _host,
+    "str": _text,
+    "list": _match(_LIST),
+    "aspath": _match(_ASPATH),
+    "community": _numbers(_COMMUNITY, 65535),
+    "large": _numbers(_LARGE, 4294967295),
+    "area": _area,
+}
 
 
 # --- the tree, checked -----------------------------------------------------------------------------------
@@ -172,8 +197,11 @@ def check(tree: Any) -> tuple[dict, list[Finding]]:
     places, wrong values) and the places kept but not emulated."""
     found: list[Finding] = []
     if not isinstance(tree, dict):
-        return {}, [Finding((), f"the configuration is {quoted(tree)}, not a mapping of NVUE objects "
-                                f"({listing(TREE.children)})")]
+        return {}, [
+            Finding(
+                (), f"the configuration is {quoted(tree)}, not a mapping of NVUE objects ({listing(TREE.children)})"
+            )
+        ]
     return _obj(TREE, tree, (), found, EMULATED), found
 
 
@@ -189,7 +217,7 @@ def _walk(spec: Any, v: Any, at: Path, found: list[Finding], status: str) -> Any
             found.append(Finding(at, "stored, not emulated", True))
         return out if not why else v
     if v is None:
-        v = {}        # `bridge: {domain: {br_default: }}`: an object named, nothing in it
+        v = {}  # `bridge: {domain: {br_default: }}`: an object named, nothing in it
     if not isinstance(v, dict):
         found.append(Finding(at, f"{quoted(v)} is not an object: it holds " + _holds(spec)))
         return v
@@ -211,8 +239,12 @@ def _obj(spec: Obj, v: dict, at: Path, found: list[Finding], status: str) -> dic
             found.append(Finding(at + (key,), "stored, not emulated (twin does not know this key)", True))
             out[key] = sub
         else:
-            found.append(Finding(at + (key,), f"no such key in NVUE's {show(at) or 'object tree'}; "
-                                               f"keys: {listing(sorted(spec.children))}"))
+            found.append(
+                Finding(
+                    at + (key,),
+                    f"no such key in NVUE's {show(at) or 'object tree'}; keys: {listing(sorted(spec.children))}",
+                )
+            )
     return out
 
 

@@ -9,6 +9,7 @@ has no 802.1Q VLANs, so the layout is golden-tested (its interfaces.sh), never r
 steps run in the node by their iproute2 commands. twin verify's device-level groups
 (underlay captures on per-VNI VXLAN devices, the VNI proof) assume the per-VNI layout.
 """
+
 from __future__ import annotations
 
 from twin.config import overlay
@@ -18,7 +19,7 @@ from twin.config.steps import Step
 from twin.nvue.plane import VLAN_AWARE, Plane, svi_of
 
 BRIDGE, VXLAN = "br_default", "vxlan48"
-L3_VLAN_BASE = 4000        # NVUE's reserved range for L3VNI VLANs (system.global.reserved.vlan.l3-vni-vlan)
+L3_VLAN_BASE = 4000  # NVUE's reserved range for L3VNI VLANs (system.global.reserved.vlan.l3-vni-vlan)
 
 
 def apply(p: Plane, backend: Backend) -> None:
@@ -35,11 +36,13 @@ def apply(p: Plane, backend: Backend) -> None:
     steps += [s for t in tenants for s in (Step("vrf", t.vrf, args={"table": tables[t.name]}), Step("up", t.vrf))]
     steps += [Step("vlan-bridge", BRIDGE, args={"mtu": mtu}), Step("up", BRIDGE)]
     if conf.vxlan:
-        steps += [Step("svd", VXLAN, args={"mtu": mtu, "local": nfab.nodes[node].loopback}),
-                  Step("master", VXLAN, args={"master": BRIDGE}), Step("vlan-tunnel", VXLAN),
-                  Step("brport", VXLAN, args={"learning": False,
-                                              **({"neigh_suppress": True} if conf.suppress else {})}),
-                  Step("up", VXLAN)]
+        steps += [
+            Step("svd", VXLAN, args={"mtu": mtu, "local": nfab.nodes[node].loopback}),
+            Step("master", VXLAN, args={"master": BRIDGE}),
+            Step("vlan-tunnel", VXLAN),
+            Step("brport", VXLAN, args={"learning": False, **({"neigh_suppress": True} if conf.suppress else {})}),
+            Step("up", VXLAN),
+        ]
     binds: list[Step] = []
     for i, t in enumerate(tenants):
         steps += _svi(f"vlan{L3_VLAN_BASE + i}_l3", L3_VLAN_BASE + i, t.l3vni, t.vrf, conf.vxlan)
@@ -49,14 +52,19 @@ def apply(p: Plane, backend: Backend) -> None:
             steps += [Step("addr", svi.name, args={"cidr": a}) for a in svi.addresses]
             if svi.vrr:
                 vrr = f"{svi.name}-v0"
-                steps += [Step("macvlan", vrr, args={"link": svi.name, "mac": seg.mac}),
-                          Step("master", vrr, args={"master": t.vrf})]
+                steps += [
+                    Step("macvlan", vrr, args={"link": svi.name, "mac": seg.mac}),
+                    Step("master", vrr, args={"master": t.vrf}),
+                ]
                 steps += [Step("addr", vrr, args={"cidr": a}) for a in svi.vrr] + [Step("up", vrr)]
             for a in t.attachments:
                 if a.vtep == node and a.segment == seg.name:
-                    steps += [Step("master", a.port, args={"master": BRIDGE}),
-                              Step("bridge-vlan", a.port, args={"vid": vid, "access": True}), Step("up", a.port),
-                              Step("fdb-vlan", a.port, args={"mac": a.mac, "vid": vid})]
+                    steps += [
+                        Step("master", a.port, args={"master": BRIDGE}),
+                        Step("bridge-vlan", a.port, args={"vid": vid, "access": True}),
+                        Step("up", a.port),
+                        Step("fdb-vlan", a.port, args={"mac": a.mac, "vid": vid}),
+                    ]
                     binds.append(Step("neigh", svi.name, args={"ip": a.ip, "mac": a.mac}))
     if tenants:
         steps.append(Step("nft", overlay.nft_file(None)))
@@ -69,5 +77,8 @@ def _svi(name: str, vid: int, vni: int, vrf: str, vxlan: bool) -> list[Step]:
     out = [Step("bridge-vlan", BRIDGE, args={"vid": vid, "self": True})]
     if vxlan:
         out += [Step("bridge-vlan", VXLAN, args={"vid": vid, "vni": vni})]
-    return out + [Step("vlan", name, args={"link": BRIDGE, "vid": vid}), Step("master", name, args={"master": vrf}),
-                  Step("up", name)]
+    return out + [
+        Step("vlan", name, args={"link": BRIDGE, "vid": vid}),
+        Step("master", name, args={"master": vrf}),
+        Step("up", name),
+    ]

@@ -12,6 +12,7 @@ drop events and the state changes between rounds (`timeline`) to the lab's store
 every collector follows the store (`recent`, `drops`), so twin's own actions, noted
 by other processes, show up too.
 """
+
 from __future__ import annotations
 
 import collections
@@ -43,11 +44,11 @@ class Collector:
         self.latest: sample.Snapshot | None = None
         self.previous: sample.Snapshot | None = None
         self.recent: collections.deque[dict] = collections.deque(maxlen=RECENT)
-        self.drops: collections.Counter = collections.Counter()   # (node, port, tenant, code) -> packets
-        self.version = 0                                          # bumped on every new snapshot or event
+        self.drops: collections.Counter = collections.Counter()  # (node, port, tenant, code) -> packets
+        self.version = 0  # bumped on every new snapshot or event
         self.leader = False
         self.kernel_drops = dropmon.probe()
-        self.errors: collections.deque[str] = collections.deque(maxlen=20)   # the loops' latest failures
+        self.errors: collections.deque[str] = collections.deque(maxlen=20)  # the loops' latest failures
         self._handles = NetlinkHandles()
         self._places: dict[tuple[str, str], Place] = {}
         self._sockets: dict[tuple[str, str], NflogSocket] = {}
@@ -65,7 +66,7 @@ class Collector:
         self._limiter = dropmon.Limiter()
         self._vnis = sample.vni_tenants(ctx)
         self._rounds = 0
-        self._reading = threading.Lock()   # one round at a time: the links loop's and a caller's share sockets
+        self._reading = threading.Lock()  # one round at a time: the links loop's and a caller's share sockets
 
     # --- life ---------------------------------------------------------------------------
     def start(self) -> "Collector":
@@ -75,8 +76,9 @@ class Collector:
         self._follow()
         self.round(control=True)
         loops = [self._links_loop, self._control_loop] + ([self._nflog_loop] if self.leader else [])
-        self._threads = [threading.Thread(target=self._guard, args=(f,), daemon=True, name=f"twin-watch{f.__name__}")
-                         for f in loops]
+        self._threads = [
+            threading.Thread(target=self._guard, args=(f,), daemon=True, name=f"twin-watch{f.__name__}") for f in loops
+        ]
         for t in self._threads:
             t.start()
         return self
@@ -172,10 +174,10 @@ class Collector:
             if c is None:
                 out[node] = "no container"
                 continue
-            out[node] = "running" if c.status == "running" else c.status   # from the one listing call
+            out[node] = "running" if c.status == "running" else c.status  # from the one listing call
             if out[node] != "running":
                 self._pids.pop(node, None)
-            elif refresh and not self._alive(node):   # new, or restarted: its pid (one inspect)
+            elif refresh and not self._alive(node):  # new, or restarted: its pid (one inspect)
                 self._open(node, ctx.pid(node))
         return out
 
@@ -217,7 +219,7 @@ class Collector:
                 continue
             try:
                 self._read_node(snap, node, slow, roce_due)
-            except OSError as e:   # a namespace gone with its node, a dump never answered: read it next round
+            except OSError as e:  # a namespace gone with its node, a dump never answered: read it next round
                 self._note_error(f"{node}: {e}")
         if control:
             self.read_control()
@@ -245,8 +247,11 @@ class Collector:
 
     def read_control(self) -> None:
         """FRR's sessions and VNIs on every running FRR node (one vtysh call each)."""
-        nodes = [n for n, s in self.latest.nodes.items() if s == "running" and n in self._pids] \
-            if self.latest else list(self._pids)
+        nodes = (
+            [n for n, s in self.latest.nodes.items() if s == "running" and n in self._pids]
+            if self.latest
+            else list(self._pids)
+        )
         got: dict[str, tuple[dict, dict]] = {}
         for node in nodes:
             if not sample.runs_frr(self.ctx, node):
@@ -277,8 +282,9 @@ class Collector:
             for e in new:
                 self.recent.append(e)
                 if e.get("kind") in ("drop", "drop-burst"):
-                    self.drops[(e.get("node", ""), e.get("port", ""), e.get("tenant", ""),
-                                e.get("code", ""))] += int(e.get("count", 1))
+                    self.drops[(e.get("node", ""), e.get("port", ""), e.get("tenant", ""), e.get("code", ""))] += int(
+                        e.get("count", 1)
+                    )
             self.version += 1
             self.lock.notify_all()
 
@@ -295,8 +301,9 @@ class Collector:
             for port, p in ports.items():
                 q = a.ports.get(node, {}).get(port)
                 if q:
-                    out.setdefault(node, {})[port] = {k: max(0.0, (p[k] - q[k]) / dt) for k in
-                                                      ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes")}
+                    out.setdefault(node, {})[port] = {
+                        k: max(0.0, (p[k] - q[k]) / dt) for k in ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes")
+                    }
         return out
 
     def state(self) -> dict[str, Any]:
@@ -305,6 +312,12 @@ class Collector:
             snap = self.latest
             events = list(self.recent)[-200:]
             errors = list(self.errors)
-        return {"lab": self.ctx.name, "snapshot": snap.to_dict() if snap else None, "rates": self.rates(),
-                "events": events, "leader": self.leader, "kernel_drops": self.kernel_drops, "errors": errors}
-
+        return {
+            "lab": self.ctx.name,
+            "snapshot": snap.to_dict() if snap else None,
+            "rates": self.rates(),
+            "events": events,
+            "leader": self.leader,
+            "kernel_drops": self.kernel_drops,
+            "errors": errors,
+        }

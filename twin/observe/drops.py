@@ -1,12 +1,13 @@
 """Drops: the kernel's own (drop_monitor, where the kernel has it) and the rate limit of
 twin's drop events."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from twin.runtime import drop_monitor_text
 
-PER_SECOND = 10   # drop events a second per (node, port, reason); the rest become one drop-burst event
+PER_SECOND = 10  # drop events a second per (node, port, reason); the rest become one drop-burst event
 
 
 def probe() -> str:
@@ -20,7 +21,7 @@ class Limiter:
 
     def __init__(self, per_second: int = PER_SECOND):
         self.per_second = per_second
-        self.windows: dict[tuple, list[Any]] = {}   # key -> [start, admitted, suppressed, first suppressed]
+        self.windows: dict[tuple, list[Any]] = {}  # key -> [start, admitted, suppressed, first suppressed]
 
     def admit(self, events: list[dict], now: float) -> list[dict]:
         out = []
@@ -45,5 +46,12 @@ class Limiter:
         if not w or not w[2]:
             return []
         e = w[3]
-        return [{**e, "kind": "drop-burst", "count": w[2], "time": e["time"],
-                 "text": f"{e['node']} {e['port']}: {w[2]} more dropped in 1 s ({e['reason']})"}]
+        return [
+            {
+                **e,
+                "kind": "drop-burst",
+                "count": w[2],
+                "time": e["time"],
+                "text": f"{e['node']} {e['port']}: {w[2]} more dropped in 1 s ({e['reason']})",
+            }
+        ]

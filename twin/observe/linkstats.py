@@ -3,6 +3,7 @@
 pyroute2 decodes every attribute of every link (~4 ms a namespace, most of the
 collector's CPU); the collector needs five of them, every second, in every namespace.
 """
+
 from __future__ import annotations
 
 import socket
@@ -29,7 +30,7 @@ def parse(data: bytes, seq: int) -> tuple[list[dict[str, Any]], bool]:
         length, kind, _, got = struct.unpack_from("=IHHI", data, pos)
         if length < 16:
             break
-        body = data[pos + 16: pos + length]
+        body = data[pos + 16 : pos + length]
         pos += (length + 3) & ~3
         if got != seq:
             continue
@@ -39,9 +40,13 @@ def parse(data: bytes, seq: int) -> tuple[list[dict[str, Any]], bool]:
             continue
         _, _, index, flags, _ = struct.unpack_from("=BxHiII", body)
         a = nl_attrs(body[16:])
-        link: dict[str, Any] = {"index": index, "name": a.get(IFLA_IFNAME, b"").split(b"\0", 1)[0].decode(),
-                                "admin_up": bool(flags & 1), "oper": a.get(IFLA_OPERSTATE, b"\0")[0],
-                                "carrier": a.get(IFLA_CARRIER, b"\0")[0]}
+        link: dict[str, Any] = {
+            "index": index,
+            "name": a.get(IFLA_IFNAME, b"").split(b"\0", 1)[0].decode(),
+            "admin_up": bool(flags & 1),
+            "oper": a.get(IFLA_OPERSTATE, b"\0")[0],
+            "carrier": a.get(IFLA_CARRIER, b"\0")[0],
+        }
         if IFLA_STATS64 in a and len(a[IFLA_STATS64]) >= 64:
             link.update(zip(STATS, struct.unpack_from("=8Q", a[IFLA_STATS64])))
         info = nl_attrs(a.get(IFLA_LINKINFO, b""))

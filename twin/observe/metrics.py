@@ -4,6 +4,7 @@
 A custom collector builds the metric families from the latest snapshot on every scrape:
 counters end in `_total`, every series carries `lab` and `node`, ports `port`.
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -21,10 +22,16 @@ from twin.lifecycle.service import error_handlers
 from twin.observe.collector import Collector
 from twin.observe.sample import Snapshot
 
-PORT = {"rx_packets": "Packets received on the port", "tx_packets": "Packets sent on the port",
-        "rx_bytes": "Bytes received on the port", "tx_bytes": "Bytes sent on the port",
-        "rx_dropped": "Packets the port dropped on receive", "tx_dropped": "Packets the port dropped on send",
-        "rx_errors": "Receive errors of the port", "tx_errors": "Send errors of the port"}
+PORT = {
+    "rx_packets": "Packets received on the port",
+    "tx_packets": "Packets sent on the port",
+    "rx_bytes": "Bytes received on the port",
+    "tx_bytes": "Bytes sent on the port",
+    "rx_dropped": "Packets the port dropped on receive",
+    "tx_dropped": "Packets the port dropped on send",
+    "rx_errors": "Receive errors of the port",
+    "tx_errors": "Send errors of the port",
+}
 
 
 class LabMetrics:
@@ -40,15 +47,20 @@ class LabMetrics:
         yield from self._ports(lab, snap)
         yield from self._roce(lab, snap)
         yield from self._control(lab, snap)
-        d = CounterMetricFamily("twin_drop_events", "Packets dropped by twin's own rules (zero-trust, faults)",
-                                labels=["lab", "node", "port", "tenant", "reason"])
+        d = CounterMetricFamily(
+            "twin_drop_events",
+            "Packets dropped by twin's own rules (zero-trust, faults)",
+            labels=["lab", "node", "port", "tenant", "reason"],
+        )
         for (node, port, tenant, code), n in sorted(drops.items()):
             d.add_metric([lab, node, port, tenant, droplog.SHORT.get(code, code)], n)
         yield d
 
     def _ports(self, lab: str, snap: Snapshot) -> Iterator[Metric]:
-        fams = {k: CounterMetricFamily(f"twin_port_{k}", f"{h} (netlink link stats)", labels=["lab", "node", "port"])
-                for k, h in PORT.items()}
+        fams = {
+            k: CounterMetricFamily(f"twin_port_{k}", f"{h} (netlink link stats)", labels=["lab", "node", "port"])
+            for k, h in PORT.items()
+        }
         up = GaugeMetricFamily("twin_port_up", "1 if the port has carrier and is up", labels=["lab", "node", "port"])
         for node, ports in sorted(snap.ports.items()):
             for port, p in sorted(ports.items()):
@@ -64,11 +76,17 @@ class LabMetrics:
 
     def _roce(self, lab: str, snap: Snapshot) -> Iterator[Metric]:
         labels = ["lab", "node", "port", "direction", "dscp", "ecn"]
-        pk = CounterMetricFamily("twin_roce_packets", "RoCEv2 frames (UDP 4791, also inside VXLAN) by the DSCP "
-                                 "and ECN codepoint on the wire", labels=labels)
+        pk = CounterMetricFamily(
+            "twin_roce_packets",
+            "RoCEv2 frames (UDP 4791, also inside VXLAN) by the DSCP and ECN codepoint on the wire",
+            labels=labels,
+        )
         by = CounterMetricFamily("twin_roce_bytes", "Bytes of those frames", labels=labels)
-        cnp = CounterMetricFamily("twin_roce_cnp_packets", "RoCEv2 congestion notification packets (BTH opcode 0x81)",
-                                  labels=["lab", "node", "port", "direction"])
+        cnp = CounterMetricFamily(
+            "twin_roce_cnp_packets",
+            "RoCEv2 congestion notification packets (BTH opcode 0x81)",
+            labels=["lab", "node", "port", "direction"],
+        )
         for node, ports in sorted(snap.roce.items()):
             for port, r in sorted(ports.items()):
                 for c in r["classes"]:
@@ -88,16 +106,18 @@ class LabMetrics:
                 key = [lab, node, s["vrf"], s["afi"], s["port"], s["peer"]]
                 up.add_metric(key, 1 if s["up"] else 0)
                 pfx.add_metric(key, s["prefixes"])
-        evpn = GaugeMetricFamily("twin_evpn_routes", "EVPN routes per VNI by route type",
-                                 labels=["lab", "node", "vni", "tenant", "type"])
+        evpn = GaugeMetricFamily(
+            "twin_evpn_routes", "EVPN routes per VNI by route type", labels=["lab", "node", "vni", "tenant", "type"]
+        )
         macs = GaugeMetricFamily("twin_evpn_vni_macs", "MACs known in the VNI", labels=["lab", "node", "vni", "tenant"])
         for node, vnis in sorted(snap.vnis.items()):
             for vni, v in sorted(vnis.items()):
                 for t in ("type2", "type3", "type5"):
                     evpn.add_metric([lab, node, vni, v["tenant"], t[-1]], v[t])
                 macs.add_metric([lab, node, vni, v["tenant"]], v["macs"])
-        routes = GaugeMetricFamily("twin_vrf_routes", "IPv4 routes in the VRF's kernel table",
-                                   labels=["lab", "node", "vrf"])
+        routes = GaugeMetricFamily(
+            "twin_vrf_routes", "IPv4 routes in the VRF's kernel table", labels=["lab", "node", "vrf"]
+        )
         for node, vrfs in sorted(snap.routes.items()):
             for vrf, prefixes in sorted(vrfs.items()):
                 routes.add_metric([lab, node, vrf], len(prefixes))
@@ -124,6 +144,10 @@ def app(collector: Collector) -> Starlette:
     """GET /metrics (prometheus_client's ASGI app on the lab's registry) as an ASGI app, served by
     `twin.lifecycle.service.Service`; any other path is a clean 404."""
     lab = collector.ctx.name
-    return Starlette(routes=[Route("/metrics", _Asgi(make_asgi_app(registry(collector)))),
-                             Route("/", lambda request: PlainTextResponse(f"twin exporter of lab {lab}: /metrics\n"))],
-                     exception_handlers=error_handlers())
+    return Starlette(
+        routes=[
+            Route("/metrics", _Asgi(make_asgi_app(registry(collector)))),
+            Route("/", lambda request: PlainTextResponse(f"twin exporter of lab {lab}: /metrics\n")),
+        ],
+        exception_handlers=error_handlers(),
+    )

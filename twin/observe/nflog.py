@@ -6,6 +6,7 @@ namespace (setns on a short-lived thread: a socket keeps the namespace it was ma
 in), bound to one log group, in copy-packet mode. Each message becomes a `Logged`:
 time, prefix, input/output ifindex, hook, family and the packet's first bytes.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,23 +28,24 @@ HWHEADER = 16
 CFG_CMD, CFG_MODE, CFG_TIMEOUT, CFG_QTHRESH = 1, 2, 4, 5
 CMD_BIND = 1
 COPY_PACKET = 2
-COPY_RANGE = 160   # enough for outer IPv4/UDP/VXLAN + inner Ethernet/IPv4/UDP/BTH headers
+COPY_RANGE = 160  # enough for outer IPv4/UDP/VXLAN + inner Ethernet/IPv4/UDP/BTH headers
 
 
 @dataclass(frozen=True)
 class Logged:
     """One packet a `log group` rule handed over."""
+
     time: float
     prefix: str
-    family: int          # NFPROTO_*: 7 bridge, 5 netdev, 2 ipv4
+    family: int  # NFPROTO_*: 7 bridge, 5 netdev, 2 ipv4
     hook: int
-    hw_protocol: int     # ethertype
-    indev: int | None    # the device (a bridge, on the bridge family)
+    hw_protocol: int  # ethertype
+    indev: int | None  # the device (a bridge, on the bridge family)
     outdev: int | None
-    physindev: int | None   # the bridge port, on the bridge family
+    physindev: int | None  # the bridge port, on the bridge family
     physoutdev: int | None
-    hwaddr: str          # source MAC, when the kernel knows it
-    payload: bytes       # from the network header (the link header first on a netdev egress hook)
+    hwaddr: str  # source MAC, when the kernel knows it
+    payload: bytes  # from the network header (the link header first on a netdev egress hook)
     hwheader: bytes = b""
 
 
@@ -57,21 +59,27 @@ class NflogSocket:
 
     def __init__(self, netns: str, group: int):
         self.netns, self.group = netns, group
-        self.sock = netlink_socket(netns, NETLINK_NETFILTER)   # its config answers read with a deadline
+        self.sock = netlink_socket(netns, NETLINK_NETFILTER)  # its config answers read with a deadline
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
             self._config(nl_attr(CFG_CMD, struct.pack("B", CMD_BIND)))
             self._config(nl_attr(CFG_MODE, struct.pack("!IBB", COPY_RANGE, COPY_PACKET, 0)))
-            self._config(nl_attr(CFG_QTHRESH, struct.pack("!I", 32))
-                         + nl_attr(CFG_TIMEOUT, struct.pack("!I", 10)))
+            self._config(nl_attr(CFG_QTHRESH, struct.pack("!I", 32)) + nl_attr(CFG_TIMEOUT, struct.pack("!I", 10)))
         except BaseException:
             self.sock.close()
             raise
         self.sock.setblocking(False)
 
     def _config(self, attrs: bytes) -> None:
-        self.sock.send(_nlmsg((NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG, NLM_F_REQUEST | NLM_F_ACK,
-                              socket.AF_UNSPEC, self.group, attrs))
+        self.sock.send(
+            _nlmsg(
+                (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG,
+                NLM_F_REQUEST | NLM_F_ACK,
+                socket.AF_UNSPEC,
+                self.group,
+                attrs,
+            )
+        )
         reply = self.sock.recv(4096)
         _, kind, _, _, _ = struct.unpack_from("=IHHII", reply)
         if kind == NLMSG_ERROR:
@@ -90,7 +98,7 @@ class NflogSocket:
                 data = self.sock.recv(1 << 16)
             except (BlockingIOError, InterruptedError):
                 return out
-            except OSError as e:   # ENOBUFS: the kernel dropped messages we were too slow for
+            except OSError as e:  # ENOBUFS: the kernel dropped messages we were too slow for
                 if e.errno == 105:
                     continue
                 raise
@@ -108,7 +116,7 @@ def parse(data: bytes) -> list[Logged]:
         if length < 16:
             break
         if kind == (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET:
-            out.append(_packet(data[pos + 16: pos + length]))
+            out.append(_packet(data[pos + 16 : pos + length]))
         pos += (length + 3) & ~3
     return out
 
@@ -122,12 +130,24 @@ def _packet(body: bytes) -> Logged:
         when = sec + usec / 1e6
     else:
         import time
+
         when = time.time()
     hwaddr = ""
     if HWADDR in a:
         (n,) = struct.unpack_from("!H", a[HWADDR])
-        hwaddr = ":".join(f"{b:02x}" for b in a[HWADDR][4: 4 + min(n, 8)])
+        hwaddr = ":".join(f"{b:02x}" for b in a[HWADDR][4 : 4 + min(n, 8)])
     dev = lambda k: struct.unpack("!I", a[k])[0] if k in a else None  # noqa: E731
-    return Logged(when, a.get(PREFIX, b"").rstrip(b"\0").decode(errors="replace"), family, hook, hw_protocol,
-                  dev(INDEV), dev(OUTDEV), dev(PHYSINDEV), dev(PHYSOUTDEV), hwaddr, a.get(PAYLOAD, b""),
-                  a.get(HWHEADER, b""))
+    return Logged(
+        when,
+        a.get(PREFIX, b"").rstrip(b"\0").decode(errors="replace"),
+        family,
+        hook,
+        hw_protocol,
+        dev(INDEV),
+        dev(OUTDEV),
+        dev(PHYSINDEV),
+        dev(PHYSOUTDEV),
+        hwaddr,
+        a.get(PAYLOAD, b""),
+        a.get(HWHEADER, b""),
+    )

@@ -5,6 +5,7 @@ the elements of the table's dynamic sets (NFT_MSG_GETSETELEM) with their counter
 once, the devices its chains hook (NFT_MSG_GETCHAIN). Keys are the sets' concatenations
 as the kernel stores them: each part padded to 4 bytes (ifname 16, dscp 4, ecn 4).
 """
+
 from __future__ import annotations
 
 import errno
@@ -33,8 +34,7 @@ def _text(b: bytes) -> str:
 
 def counter_of(elem: dict[int, bytes]) -> tuple[int, int]:
     """(packets, bytes) of a set element's counter expression."""
-    exprs = [elem[ELEM_EXPR]] if ELEM_EXPR in elem else \
-        [v for _, v in nl_attrs_all(elem.get(ELEM_EXPRESSIONS, b""))]
+    exprs = [elem[ELEM_EXPR]] if ELEM_EXPR in elem else [v for _, v in nl_attrs_all(elem.get(ELEM_EXPRESSIONS, b""))]
     for e in exprs:
         a = nl_attrs(e)
         if _text(a.get(EXPR_NAME, b"")) == "counter":
@@ -96,8 +96,12 @@ class NftSocket:
 
     def _answer(self, sock: socket.socket, msg: int, attrs: bytes) -> list[bytes] | None:
         body = struct.pack("!BBH", NFPROTO_NETDEV, 0, 0) + attrs
-        sock.send(struct.pack("=IHHII", 16 + len(body), (NFNL_SUBSYS_NFTABLES << 8) | msg,
-                              NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + body)
+        sock.send(
+            struct.pack(
+                "=IHHII", 16 + len(body), (NFNL_SUBSYS_NFTABLES << 8) | msg, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0
+            )
+            + body
+        )
         out: list[bytes] = []
         while True:
             data = sock.recv(1 << 20)
@@ -106,7 +110,7 @@ class NftSocket:
                 length, kind, _, seq, _ = struct.unpack_from("=IHHII", data, pos)
                 if length < 16:
                     break
-                payload = data[pos + 16: pos + length]
+                payload = data[pos + 16 : pos + length]
                 pos += (length + 3) & ~3
                 if seq != self.seq:
                     continue
@@ -122,8 +126,9 @@ class NftSocket:
                 out.append(payload)
 
     def elements(self, table: str, set_name: str) -> list[tuple[tuple, int, int]] | None:
-        msgs = self._dump(GETSETELEM, nl_attr(LIST_TABLE, table.encode() + b"\0")
-                          + nl_attr(LIST_SET, set_name.encode() + b"\0"))
+        msgs = self._dump(
+            GETSETELEM, nl_attr(LIST_TABLE, table.encode() + b"\0") + nl_attr(LIST_SET, set_name.encode() + b"\0")
+        )
         return None if msgs is None else elements(msgs)
 
     def hooked(self, table: str) -> set[str] | None:

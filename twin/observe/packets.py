@@ -1,5 +1,6 @@
 """The headers of a logged packet, read with struct (cheap enough for a flood of drops):
 Ethernet, ARP, IPv4, UDP, VXLAN (and the frame inside it), RoCEv2's BTH."""
+
 from __future__ import annotations
 
 import socket
@@ -24,16 +25,19 @@ def ethernet(frame: bytes) -> dict[str, Any]:
     if len(frame) < 14:
         return {}
     dst, src, kind = frame[:6], frame[6:12], struct.unpack("!H", frame[12:14])[0]
-    return {"dst_mac": mac(dst), "src_mac": mac(src), "ethertype": ethertype_name(kind),
-            **network(kind, frame[14:])}
+    return {"dst_mac": mac(dst), "src_mac": mac(src), "ethertype": ethertype_name(kind), **network(kind, frame[14:])}
 
 
 def network(kind: int, data: bytes) -> dict[str, Any]:
     """What an ethertype `kind` carries, from its network header on."""
     if kind == 0x0806 and len(data) >= 28:
-        op, = struct.unpack("!H", data[6:8])
-        return {"arp": {1: "request", 2: "reply"}.get(op, str(op)), "arp_mac": mac(data[8:14]),
-                "arp_ip": socket.inet_ntoa(data[14:18]), "arp_target": socket.inet_ntoa(data[24:28])}
+        (op,) = struct.unpack("!H", data[6:8])
+        return {
+            "arp": {1: "request", 2: "reply"}.get(op, str(op)),
+            "arp_mac": mac(data[8:14]),
+            "arp_ip": socket.inet_ntoa(data[14:18]),
+            "arp_target": socket.inet_ntoa(data[24:28]),
+        }
     if kind == 0x0800 and len(data) >= 20:
         return ipv4(data)
     return {}
@@ -42,9 +46,15 @@ def network(kind: int, data: bytes) -> dict[str, Any]:
 def ipv4(data: bytes) -> dict[str, Any]:
     ihl = (data[0] & 0x0F) * 4
     tos, total, ttl, proto = data[1], struct.unpack("!H", data[2:4])[0], data[8], data[9]
-    out: dict[str, Any] = {"src": socket.inet_ntoa(data[12:16]), "dst": socket.inet_ntoa(data[16:20]),
-                           "proto": {1: "icmp", 6: "tcp", 17: "udp"}.get(proto, str(proto)),
-                           "dscp": tos >> 2, "ecn": ECN[tos & 3], "ttl": ttl, "length": total}
+    out: dict[str, Any] = {
+        "src": socket.inet_ntoa(data[12:16]),
+        "dst": socket.inet_ntoa(data[16:20]),
+        "proto": {1: "icmp", 6: "tcp", 17: "udp"}.get(proto, str(proto)),
+        "dscp": tos >> 2,
+        "ecn": ECN[tos & 3],
+        "ttl": ttl,
+        "length": total,
+    }
     l4 = data[ihl:]
     if proto in (6, 17) and len(l4) >= 4:
         out["sport"], out["dport"] = struct.unpack("!HH", l4[:4])
@@ -54,8 +64,11 @@ def ipv4(data: bytes) -> dict[str, Any]:
             out["vni"] = int.from_bytes(body[4:7], "big")
             out["inner"] = ethernet(body[8:])
         elif out["dport"] == ROCE_PORT and len(body) >= 12:
-            out["bth"] = {"opcode": f"0x{body[0]:02x}", "qp": int.from_bytes(body[5:8], "big"),
-                          "psn": int.from_bytes(body[9:12], "big")}
+            out["bth"] = {
+                "opcode": f"0x{body[0]:02x}",
+                "qp": int.from_bytes(body[5:8], "big"),
+                "psn": int.from_bytes(body[9:12], "big"),
+            }
     return out
 
 

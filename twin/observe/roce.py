@@ -13,6 +13,7 @@ dockerd and containerd). Installing: the node's own nft (its image's version: th
 may be older, and Debian 12's 1.0.6 crashes listing these sets), run through the node's
 exec seam (nsenter into its namespaces).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,26 +36,38 @@ def table(lab: str) -> str:
 def ruleset(lab: str, ports: list[str]) -> str:
     """The counter table of one namespace whose ports are `ports` (at least one)."""
     t, devs = table(lab), ", ".join(f'"{p}"' for p in sorted(ports))
-    sets = "".join(f"\tset {name} {{ type {kind}; flags dynamic; size 4096; counter; }}\n"
-                   for name, kind in (("roce_rx", "ifname . dscp . ecn"), ("roce_tx", "ifname . dscp . ecn"),
-                                      ("cnp_rx", "ifname"), ("cnp_tx", "ifname")))
+    sets = "".join(
+        f"\tset {name} {{ type {kind}; flags dynamic; size 4096; counter; }}\n"
+        for name, kind in (
+            ("roce_rx", "ifname . dscp . ecn"),
+            ("roce_tx", "ifname . dscp . ecn"),
+            ("cnp_rx", "ifname"),
+            ("cnp_tx", "ifname"),
+        )
+    )
 
     def chain(name: str, hook: str, prio: int, dev: str) -> str:
         key = f"{dev} . ip dscp . ip ecn"
-        return (f"\tchain {name} {{\n"
-                f"\t\ttype filter hook {hook} devices = {{ {devs} }} priority {prio}; policy accept;\n"
-                f"\t\tudp dport 4791 add @roce_{name} {{ {key} }}\n"
-                f"\t\tudp dport 4789 @th,{INNER_DPORT},16 4791 add @roce_{name} {{ {key} }}\n"
-                f"\t\tudp dport 4791 @th,{OPCODE},8 {CNP} add @cnp_{name} {{ {dev} }}\n"
-                f"\t\tudp dport 4789 @th,{INNER_DPORT},16 4791 @th,{INNER_OPCODE},8 {CNP} add @cnp_{name} {{ {dev} }}\n"
-                f"\t}}\n")
-    return (f"table netdev {t}\ndelete table netdev {t}\ntable netdev {t} {{\n{sets}"
-            f"{chain('rx', 'ingress', RX_PRIORITY, 'iifname')}{chain('tx', 'egress', TX_PRIORITY, 'oifname')}}}\n")
+        return (
+            f"\tchain {name} {{\n"
+            f"\t\ttype filter hook {hook} devices = {{ {devs} }} priority {prio}; policy accept;\n"
+            f"\t\tudp dport 4791 add @roce_{name} {{ {key} }}\n"
+            f"\t\tudp dport 4789 @th,{INNER_DPORT},16 4791 add @roce_{name} {{ {key} }}\n"
+            f"\t\tudp dport 4791 @th,{OPCODE},8 {CNP} add @cnp_{name} {{ {dev} }}\n"
+            f"\t\tudp dport 4789 @th,{INNER_DPORT},16 4791 @th,{INNER_OPCODE},8 {CNP} add @cnp_{name} {{ {dev} }}\n"
+            f"\t}}\n"
+        )
+
+    return (
+        f"table netdev {t}\ndelete table netdev {t}\ntable netdev {t} {{\n{sets}"
+        f"{chain('rx', 'ingress', RX_PRIORITY, 'iifname')}{chain('tx', 'egress', TX_PRIORITY, 'oifname')}}}\n"
+    )
 
 
 @dataclass
 class PortRoce:
     """RoCEv2 counters of one port: (direction, dscp, ecn) -> [packets, bytes]; CNPs per direction."""
+
     by_class: dict[tuple[str, int, str], list[int]] = field(default_factory=dict)
     cnp: dict[str, int] = field(default_factory=lambda: {"rx": 0, "tx": 0})
 
@@ -62,18 +75,25 @@ class PortRoce:
         return sum(v[0] for (d, _, e), v in self.by_class.items() if d == direction and (ecn is None or e == ecn))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rx_packets": self.packets("rx"), "tx_packets": self.packets("tx"),
-                "rx_ce": self.packets("rx", "ce"), "tx_ce": self.packets("tx", "ce"),
-                "cnp_rx": self.cnp["rx"], "cnp_tx": self.cnp["tx"],
-                "classes": [{"direction": d, "dscp": s, "ecn": e, "packets": v[0], "bytes": v[1]}
-                            for (d, s, e), v in sorted(self.by_class.items())]}
+        return {
+            "rx_packets": self.packets("rx"),
+            "tx_packets": self.packets("tx"),
+            "rx_ce": self.packets("rx", "ce"),
+            "tx_ce": self.packets("tx", "ce"),
+            "cnp_rx": self.cnp["rx"],
+            "cnp_tx": self.cnp["tx"],
+            "classes": [
+                {"direction": d, "dscp": s, "ecn": e, "packets": v[0], "bytes": v[1]}
+                for (d, s, e), v in sorted(self.by_class.items())
+            ],
+        }
 
 
 def read(sock: NftSocket, lab: str) -> tuple[dict[str, PortRoce], set[str]] | None:
     """(port -> counters, the ports the chains hook) of one namespace's table; None: no table."""
     t = table(lab)
     hooked = sock.hooked(t)
-    if not hooked:   # no such table (a dump of its chains finds nothing)
+    if not hooked:  # no such table (a dump of its chains finds nothing)
         return None
     ports: dict[str, PortRoce] = {}
     for name in ("roce_rx", "roce_tx", "cnp_rx", "cnp_tx"):
@@ -101,5 +121,6 @@ def install(ex: NodeExec, pid: int, netns_path: str, ns: str, lab: str, ports: l
     """(Re)make the counter table of one namespace, hooked on `ports`."""
     rc, out, err = _nft(ex, pid, netns_path, ns, ["-f", "-"], stdin=ruleset(lab, ports))
     if rc != 0:
-        raise TwinError(f"{ex.where}{'/' + ns if ns else ''}: nft could not install the counter table: "
-                        f"{(err or out).strip()}")
+        raise TwinError(
+            f"{ex.where}{'/' + ns if ns else ''}: nft could not install the counter table: {(err or out).strip()}"
+        )

@@ -6,6 +6,7 @@ routes per VRF (netlink, on the slower rounds; sockets and handles kept open by 
 caller); the RoCE counter table (`roce`, netlink dumps of its sets); and, on FRR nodes
 and a slower cadence, one vtysh call for BGP sessions, VNIs and EVPN routes per VNI.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,12 +29,12 @@ CONTROL = ("show bgp vrf all summary json", "show evpn vni json", FRR_ROUTES)
 @dataclass
 class Snapshot:
     time: float
-    ports: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)   # node -> port -> stats, oper
-    roce: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)    # node -> port -> counters
-    routes: dict[str, dict[str, list[str]]] = field(default_factory=dict)       # node -> VRF -> prefixes
+    ports: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # node -> port -> stats, oper
+    roce: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # node -> port -> counters
+    routes: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # node -> VRF -> prefixes
     sessions: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # node -> "afi port" -> state
-    vnis: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)    # node -> VNI -> counts
-    nodes: dict[str, str] = field(default_factory=dict)                         # node -> running / why not
+    vnis: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # node -> VNI -> counts
+    nodes: dict[str, str] = field(default_factory=dict)  # node -> running / why not
     control_time: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,8 +58,11 @@ def links(sock: LinkSocket, wanted: set[str]) -> tuple[dict[str, dict[str, Any]]
             vrfs[link["vrf_table"]] = name
         if name in wanted:
             up = link["carrier"] == 1 and link["oper"] in (linkstats.OPER_UP, linkstats.OPER_UNKNOWN)
-            ports[name] = {"oper": "up" if up and link["admin_up"] else "down",
-                           "admin": "up" if link["admin_up"] else "down", **{k: link.get(k, 0) for k in STATS}}
+            ports[name] = {
+                "oper": "up" if up and link["admin_up"] else "down",
+                "admin": "up" if link["admin_up"] else "down",
+                **{k: link.get(k, 0) for k in STATS},
+            }
     return ports, names, vrfs
 
 
@@ -67,8 +71,9 @@ def routes(ipr: Netlink, ns: str, vrfs: dict[int, str]) -> dict[str, list[str]]:
     return vrf_prefixes(ipr, ns, vrfs)
 
 
-def roce_of(ctx: LabContext, ex: NodeExec, node: str, ports_in: dict[str, list[str]],
-            socks: dict[str, NftSocket]) -> dict[str, dict[str, Any]]:
+def roce_of(
+    ctx: LabContext, ex: NodeExec, node: str, ports_in: dict[str, list[str]], socks: dict[str, NftSocket]
+) -> dict[str, dict[str, Any]]:
     """RoCE counters of the node's ports, installing the table in a namespace that lacks it
     (or hooks other ports than it has now)."""
     out: dict[str, dict[str, Any]] = {}
@@ -91,8 +96,9 @@ def vtysh_json(ex: NodeExec, pid: int, commands: tuple[str, ...]) -> list[Any]:
     return ex.vtysh_json(*commands, timeout=timeouts.VTYSH)
 
 
-def control(ex: NodeExec, pid: int,
-            vnis_of: dict[int, str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+def control(
+    ex: NodeExec, pid: int, vnis_of: dict[int, str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(sessions, VNIs) of an FRR node from one vtysh call."""
     summary, vni_doc, evpn = vtysh_json(ex, pid, CONTROL)
     sessions: dict[str, dict[str, Any]] = {}
@@ -100,19 +106,30 @@ def control(ex: NodeExec, pid: int,
         for afi, body in (afis or {}).items():
             for peer, p in ((body or {}).get("peers") or {}).items() if isinstance(body, dict) else []:
                 key = f"{afi} {peer}" if vrf == "default" else f"{vrf} {afi} {peer}"
-                sessions[key] = {"vrf": vrf, "afi": afi, "port": peer, "peer": p.get("hostname", ""),
-                                 "state": p.get("state", "?"), "up": p.get("state") == "Established",
-                                 "prefixes": p.get("pfxRcd", 0)}
+                sessions[key] = {
+                    "vrf": vrf,
+                    "afi": afi,
+                    "port": peer,
+                    "peer": p.get("hostname", ""),
+                    "state": p.get("state", "?"),
+                    "up": p.get("state") == "Established",
+                    "prefixes": p.get("pfxRcd", 0),
+                }
     vnis: dict[str, dict[str, Any]] = {}
     for v in (vni_doc or {}).values():
         if not isinstance(v, dict) or "vni" not in v:
             continue
         counts = route_counts(evpn or {}, {int(v["vni"])})
         remote = v.get("numRemoteVteps")
-        vnis[str(v["vni"])] = {"type": v.get("type", "?"), "vrf": v.get("tenantVrf", ""),
-                               "macs": v.get("numMacs", 0), "arp_nd": v.get("numArpNd", 0),
-                               "remote_vteps": remote if isinstance(remote, int) else None,
-                               "tenant": vnis_of.get(int(v["vni"]), ""), **counts}
+        vnis[str(v["vni"])] = {
+            "type": v.get("type", "?"),
+            "vrf": v.get("tenantVrf", ""),
+            "macs": v.get("numMacs", 0),
+            "arp_nd": v.get("numArpNd", 0),
+            "remote_vteps": remote if isinstance(remote, int) else None,
+            "tenant": vnis_of.get(int(v["vni"]), ""),
+            **counts,
+        }
     return sessions, vnis
 
 

@@ -9,6 +9,7 @@ An event is a dict with at least `time` (Unix seconds), `kind` and `text`; `node
 `port`, `tenant`, `reason`, `code`, `headers`, `count` where they apply. Kinds: drop,
 drop-burst, session, carrier, routes, action, kernel.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -33,7 +34,7 @@ def append(labdir: Path, events: Iterable[dict[str, Any]]) -> None:
         return
     d = where(labdir)
     try:
-        d.mkdir(exist_ok=True)   # never the lab directory itself: a lab that is down stays gone
+        d.mkdir(exist_ok=True)  # never the lab directory itself: a lab that is down stays gone
     except FileNotFoundError:
         return
     with open(d / LOCK, "a") as lock:
@@ -61,7 +62,7 @@ def _lines(path: Path, offset: int = 0) -> Iterator[tuple[int, dict]]:
             f.seek(offset)
             for raw in f:
                 if not raw.endswith(b"\n"):
-                    return   # a line still being written: next time
+                    return  # a line still being written: next time
                 offset += len(raw)
                 try:
                     yield offset, json.loads(raw)
@@ -71,8 +72,13 @@ def _lines(path: Path, offset: int = 0) -> Iterator[tuple[int, dict]]:
         return
 
 
-def read(labdir: Path, since: float | None = None, until: float | None = None,
-         node: str | None = None, kinds: set[str] | None = None) -> list[dict]:
+def read(
+    labdir: Path,
+    since: float | None = None,
+    until: float | None = None,
+    node: str | None = None,
+    kinds: set[str] | None = None,
+) -> list[dict]:
     """Stored events, oldest first, filtered."""
     d = where(labdir)
     out = []
@@ -114,7 +120,7 @@ class Tail:
             ino = cur.stat().st_ino
         except FileNotFoundError:
             return out
-        if self.inode is not None and ino != self.inode:   # rotated: the rest of the old one first
+        if self.inode is not None and ino != self.inode:  # rotated: the rest of the old one first
             older = self.dir / OLDER
             if older.exists() and older.stat().st_ino == self.inode:
                 out += [e for _, e in _lines(older, self.offset)]

@@ -1,4 +1,5 @@
 """What `twin watch`, `twin counters` and `twin events` print (rich renderables and plain text)."""
+
 from __future__ import annotations
 
 import time
@@ -23,8 +24,23 @@ def rate(v: float) -> str:
 def ports_table(state: dict[str, Any], node: str | None = None) -> Table:
     snap, rates = state["snapshot"], state.get("rates", {})
     t = Table(title="ports", title_justify="left", expand=False)
-    for col in ("node", "port", "link", "rx pkts", "tx pkts", "rx pps", "tx pps", "rx B/s", "tx B/s", "drops",
-                "errors", "RoCE rx", "RoCE tx", "CE rx", "CNP rx/tx"):
+    for col in (
+        "node",
+        "port",
+        "link",
+        "rx pkts",
+        "tx pkts",
+        "rx pps",
+        "tx pps",
+        "rx B/s",
+        "tx B/s",
+        "drops",
+        "errors",
+        "RoCE rx",
+        "RoCE tx",
+        "CE rx",
+        "CNP rx/tx",
+    ):
         t.add_column(col, justify="left" if col in ("node", "port", "link") else "right")
     for n, ports in sorted(snap["ports"].items()):
         if node and n != node:
@@ -33,11 +49,23 @@ def ports_table(state: dict[str, Any], node: str | None = None) -> Table:
             r = rates.get(n, {}).get(p, {})
             ro = snap["roce"].get(n, {}).get(p, {})
             link = Text(s["oper"], style="green" if s["oper"] == "up" else "bold red")
-            t.add_row(n, p, link, str(s["rx_packets"]), str(s["tx_packets"]), rate(r.get("rx_packets", 0)),
-                      rate(r.get("tx_packets", 0)), rate(r.get("rx_bytes", 0)), rate(r.get("tx_bytes", 0)),
-                      str(s["rx_dropped"] + s["tx_dropped"]), str(s["rx_errors"] + s["tx_errors"]),
-                      str(ro.get("rx_packets", 0)), str(ro.get("tx_packets", 0)), str(ro.get("rx_ce", 0)),
-                      f"{ro.get('cnp_rx', 0)}/{ro.get('cnp_tx', 0)}")
+            t.add_row(
+                n,
+                p,
+                link,
+                str(s["rx_packets"]),
+                str(s["tx_packets"]),
+                rate(r.get("rx_packets", 0)),
+                rate(r.get("tx_packets", 0)),
+                rate(r.get("rx_bytes", 0)),
+                rate(r.get("tx_bytes", 0)),
+                str(s["rx_dropped"] + s["tx_dropped"]),
+                str(s["rx_errors"] + s["tx_errors"]),
+                str(ro.get("rx_packets", 0)),
+                str(ro.get("tx_packets", 0)),
+                str(ro.get("rx_ce", 0)),
+                f"{ro.get('cnp_rx', 0)}/{ro.get('cnp_tx', 0)}",
+            )
     return t
 
 
@@ -50,9 +78,15 @@ def roce_table(state: dict[str, Any], node: str | None = None) -> Table:
             continue
         for p, r in sorted(ports.items()):
             for c in r["classes"]:
-                t.add_row(n, p, c["direction"], str(c["dscp"]),
-                          Text(c["ecn"], style="yellow" if c["ecn"] == "ce" else ""),
-                          str(c["packets"]), str(c["bytes"]))
+                t.add_row(
+                    n,
+                    p,
+                    c["direction"],
+                    str(c["dscp"]),
+                    Text(c["ecn"], style="yellow" if c["ecn"] == "ce" else ""),
+                    str(c["packets"]),
+                    str(c["bytes"]),
+                )
     return t
 
 
@@ -76,8 +110,17 @@ def vnis_table(state: dict[str, Any], node: str | None = None) -> Table:
         if node and n != node:
             continue
         for vni, v in sorted(vnis.items()):
-            t.add_row(n, vni, v["type"], v["tenant"], str(v["macs"]), str(v["type2"]), str(v["type3"]),
-                      str(v["type5"]), "-" if v["remote_vteps"] is None else str(v["remote_vteps"]))
+            t.add_row(
+                n,
+                vni,
+                v["type"],
+                v["tenant"],
+                str(v["macs"]),
+                str(v["type2"]),
+                str(v["type3"]),
+                str(v["type5"]),
+                "-" if v["remote_vteps"] is None else str(v["remote_vteps"]),
+            )
     return t
 
 
@@ -101,8 +144,12 @@ def sessions_summary(state: dict[str, Any]) -> Table:
     for n, sessions in sorted(state["snapshot"]["sessions"].items()):
         up = sum(s["up"] for s in sessions.values())
         down = ", ".join(f"{k} ({s['peer']}) {s['state']}" for k, s in sorted(sessions.items()) if not s["up"])
-        t.add_row(n, Text(f"{up}/{len(sessions)}", style="green" if up == len(sessions) else "bold red"),
-                  str(sum(s["prefixes"] for s in sessions.values())), Text(down, style="red"))
+        t.add_row(
+            n,
+            Text(f"{up}/{len(sessions)}", style="green" if up == len(sessions) else "bold red"),
+            str(sum(s["prefixes"] for s in sessions.values())),
+            Text(down, style="red"),
+        )
     return t
 
 
@@ -114,8 +161,14 @@ def event_line(e: dict[str, Any]) -> str:
 def events_text(events: list[dict[str, Any]], limit: int = 12) -> Text:
     out = Text()
     for e in events[-limit:]:
-        style = {"drop": "red", "drop-burst": "bold red", "carrier": "yellow", "session": "magenta",
-                 "action": "cyan", "routes": "blue"}.get(e["kind"], "")
+        style = {
+            "drop": "red",
+            "drop-burst": "bold red",
+            "carrier": "yellow",
+            "session": "magenta",
+            "action": "cyan",
+            "routes": "blue",
+        }.get(e["kind"], "")
         out.append(event_line(e) + "\n", style=style)
     return out or Text("(no events yet)")
 
@@ -123,11 +176,19 @@ def events_text(events: list[dict[str, Any]], limit: int = 12) -> Text:
 def screen(state: dict[str, Any], node: str | None = None) -> Group:
     snap = state["snapshot"]
     running = sum(1 for s in snap["nodes"].values() if s == "running")
-    head = Text(f"twin watch {state['lab']}: {running}/{len(snap['nodes'])} nodes running, "
-                f"sampled {clock(snap['time'])}; kernel drops: {state['kernel_drops'].split(':')[0]}"
-                + ("" if state["leader"] else " (events recorded by another collector)"), style="bold")
+    head = Text(
+        f"twin watch {state['lab']}: {running}/{len(snap['nodes'])} nodes running, "
+        f"sampled {clock(snap['time'])}; kernel drops: {state['kernel_drops'].split(':')[0]}"
+        + ("" if state["leader"] else " (events recorded by another collector)"),
+        style="bold",
+    )
     if state.get("errors"):
         head.append(f"\nlast problem reading the lab: {state['errors'][-1]}", style="yellow")
     events = [e for e in state["events"] if not node or e.get("node") == node]
-    return Group(head, Text("latest events", style="bold"), events_text(events, limit=8), ports_table(state, node),
-                 sessions_table(state, node) if node else sessions_summary(state))
+    return Group(
+        head,
+        Text("latest events", style="bold"),
+        events_text(events, limit=8),
+        ports_table(state, node),
+        sessions_table(state, node) if node else sessions_summary(state),
+    )

@@ -19,6 +19,7 @@ router_side (a router of your config), run (break, judge, restore; with each reg
 dialect's elements: `twin.config.dialect`), report (table data, JSON, JUnit). A dialect builds
 its elements on element and frr_side, offered whole.
 """
+
 from __future__ import annotations
 
 from twin.prove.element import Element, Exempt

@@ -14,6 +14,7 @@ Breaking and restoring go through twin's own mechanisms only:
 - `Unlearn`: the MACs a bridge port learned while a rule was gone (a spoofer's), deleted;
 - `ZebraVni`: a wait until zebra holds a VNI made again (a binding written before is not read);
 """
+
 from __future__ import annotations
 
 import re
@@ -35,7 +36,7 @@ class Kernel:
 @dataclass(frozen=True)
 class Vtysh:
     node: str
-    lines: tuple[str, ...]   # typed after `configure terminal`
+    lines: tuple[str, ...]  # typed after `configure terminal`
 
     def text(self) -> str:
         return "vtysh: " + " / ".join(self.lines)
@@ -44,7 +45,7 @@ class Vtysh:
 @dataclass(frozen=True)
 class Reload:
     node: str
-    removes: bool = True     # wait until FRR runs nothing its file lacks (a restore that only adds: no)
+    removes: bool = True  # wait until FRR runs nothing its file lacks (a restore that only adds: no)
 
     def text(self) -> str:
         return f"frr-reload.py of {self.node}'s {'rendered ' if self.removes else ''}frr.conf"
@@ -55,7 +56,7 @@ class NftDelete:
     node: str
     ns: str
     comment: str
-    table: str = "bridge twin_ports"   # family and name
+    table: str = "bridge twin_ports"  # family and name
     chain: str = "ingress"
 
     def text(self) -> str:
@@ -68,9 +69,9 @@ class NftRule:
     node: str
     ns: str
     comment: str
-    table: str          # family and name
+    table: str  # family and name
     chain: str
-    rule: str           # what replaces the rule, as nft reads it
+    rule: str  # what replaces the rule, as nft reads it
 
     def text(self) -> str:
         where = f"ip netns exec {self.ns} " if self.ns else ""
@@ -103,15 +104,15 @@ Action = Union[Kernel, Vtysh, Reload, NftDelete, NftRule, Unlearn, ZebraVni]
 class Element:
     """A safeguard or setting twin renders, and the proof that verify notices it gone."""
 
-    id: str                          # unique and stable: "<kind> <place>", selected by glob
-    kind: str                        # e.g. "port rule", "L2VNI device", "route-target import"
-    node: str                        # where it lives
-    what: str                        # in words
-    groups: tuple[str, ...]          # verify groups that must notice
-    expect: tuple[str, ...]          # regexes: a failing "group: name: message" matching one names it
+    id: str  # unique and stable: "<kind> <place>", selected by glob
+    kind: str  # e.g. "port rule", "L2VNI device", "route-target import"
+    node: str  # where it lives
+    what: str  # in words
+    groups: tuple[str, ...]  # verify groups that must notice
+    expect: tuple[str, ...]  # regexes: a failing "group: name: message" matching one names it
     breaks: tuple[Action, ...]
     restores: tuple[Action, ...]
-    note: str = field(default="", compare=False)   # why it carries a guarantee here, when not obvious
+    note: str = field(default="", compare=False)  # why it carries a guarantee here, when not obvious
 
     @property
     def how(self) -> str:

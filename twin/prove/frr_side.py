@@ -9,6 +9,7 @@ again after it (zebra forgets them when EVPN goes and comes), those of the tenan
 runs them (`kernel_side.views`, or its own configuration's plane). A line twin's design implies that the file
 does not hold is exempt, saying so (the lab then fails verify, and the proof does not start).
 """
+
 from __future__ import annotations
 
 import re
@@ -24,7 +25,7 @@ from twin.prove.element import Action, Element, Exempt, Kernel, Reload, Vtysh, Z
 from twin.prove.kernel_side import views
 from twin.topology.model import Fabric, Node, Port, Tenant
 
-FOREIGN_RT = "65535:1"   # a route target no tenant uses (ASN 65535 is reserved)
+FOREIGN_RT = "65535:1"  # a route target no tenant uses (ASN 65535 is reserved)
 # a route target to break: (VNI, the block it is in, the sub-block in that, what verify says of its import
 # gone, the route targets the file sets there: "import"/"export"/"both" -> RTs, none when auto-derived)
 RouteTarget = tuple[int, str, tuple[str, ...], tuple[str, ...], dict[str, list[str]]]
@@ -80,15 +81,28 @@ def evpn_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         if b is None or not b.advertise_all_vni:
             exempt.append(Exempt("advertise-all-vni", v, "the frr.conf it runs has none"))
         else:
-            out.append(Element(f"advertise-all-vni {v}", "advertise-all-vni", v, f"advertise-all-vni on {v}",
-                               ("control",), (rf"^control: (evpn|vni) {v} ",),
-                               (Vtysh(v, (f"router bgp {b.asn}", "address-family l2vpn evpn",
-                                          "no advertise-all-vni")),), r.back))
+            out.append(
+                Element(
+                    f"advertise-all-vni {v}",
+                    "advertise-all-vni",
+                    v,
+                    f"advertise-all-vni on {v}",
+                    ("control",),
+                    (rf"^control: (evpn|vni) {v} ",),
+                    (Vtysh(v, (f"router bgp {b.asn}", "address-family l2vpn evpn", "no advertise-all-vni")),),
+                    r.back,
+                )
+            )
         judged = {t.tenant for t in ctx.intent.nodes[v].tenants} if v in ctx.intent.nodes else set()
         for t in f.tenants_on(v):
             if t.name not in judged:
-                exempt.append(Exempt("EVPN of a tenant", f"{v} {t.name}", f"the topology puts no host of {t.name} "
-                                                                         f"behind {v}: verify judges none there"))
+                exempt.append(
+                    Exempt(
+                        "EVPN of a tenant",
+                        f"{v} {t.name}",
+                        f"the topology puts no host of {t.name} behind {v}: verify judges none there",
+                    )
+                )
             elif b is not None:
                 els, ex = _tenant(v, r, b, t)
                 out += els
@@ -102,40 +116,78 @@ def _tenant(v: str, r: Runs, b: frrconf.Bgp, t: Tenant) -> tuple[list[Element], 
     vrf, tn = f"router bgp {inst.asn if inst else b.asn} vrf {t.vrf}", re.escape(t.name)
     evpn = rf"^control: evpn {v} {tn}: "
     if r.conf.vrfs.get(t.vrf) == t.l3vni:
-        out.append(Element(f"l3vni {v} {t.vrf}", "L3VNI of a VRF", v, f"vrf {t.vrf} / vni {t.l3vni} on {v}",
-                           ("control",), (rf"^control: vni {v} {t.l3vni}: ", evpn),
-                           (Vtysh(v, (f"vrf {t.vrf}", f"no vni {t.l3vni}")),), r.back))
+        out.append(
+            Element(
+                f"l3vni {v} {t.vrf}",
+                "L3VNI of a VRF",
+                v,
+                f"vrf {t.vrf} / vni {t.l3vni} on {v}",
+                ("control",),
+                (rf"^control: vni {v} {t.l3vni}: ", evpn),
+                (Vtysh(v, (f"vrf {t.vrf}", f"no vni {t.l3vni}")),),
+                r.back,
+            )
+        )
     else:
-        exempt.append(Exempt("L3VNI of a VRF", f"{v} {t.vrf}", f"the frr.conf it runs has no vrf {t.vrf} / vni "
-                                                               f"{t.l3vni}"))
-    for line, af, has in (("advertise ipv4 unicast", "l2vpn evpn", inst and "ipv4 unicast" in inst.advertise),
-                          ("redistribute connected", "ipv4 unicast", inst and "connected" in inst.redistribute)):
+        exempt.append(
+            Exempt("L3VNI of a VRF", f"{v} {t.vrf}", f"the frr.conf it runs has no vrf {t.vrf} / vni {t.l3vni}")
+        )
+    for line, af, has in (
+        ("advertise ipv4 unicast", "l2vpn evpn", inst and "ipv4 unicast" in inst.advertise),
+        ("redistribute connected", "ipv4 unicast", inst and "connected" in inst.redistribute),
+    ):
         kind = "type5" if "advertise" in line else "redistribute"
         if not has:
-            exempt.append(Exempt("type-5 advertisement", f"{v} {t.vrf}", f"the frr.conf it runs has no {line} in "
-                                                                         f"{vrf}"))
+            exempt.append(
+                Exempt("type-5 advertisement", f"{v} {t.vrf}", f"the frr.conf it runs has no {line} in {vrf}")
+            )
             continue
-        out.append(Element(f"{kind} {v} {t.vrf}", "type-5 advertisement", v, f"{line} in {vrf}", ("control",),
-                           (evpn + ".*type-5",), (Vtysh(v, (vrf, f"address-family {af}", f"no {line}")),), r.back))
-    rts: list[RouteTarget] = [(t.l3vni, vrf, (), (rf"^control: vrf {v} {re.escape(t.vrf)}: .*missing",),
-                               inst.rts if inst else {})]
+        out.append(
+            Element(
+                f"{kind} {v} {t.vrf}",
+                "type-5 advertisement",
+                v,
+                f"{line} in {vrf}",
+                ("control",),
+                (evpn + ".*type-5",),
+                (Vtysh(v, (vrf, f"address-family {af}", f"no {line}")),),
+                r.back,
+            )
+        )
+    rts: list[RouteTarget] = [
+        (t.l3vni, vrf, (), (rf"^control: vrf {v} {re.escape(t.vrf)}: .*missing",), inst.rts if inst else {})
+    ]
     for s in t.segments_on(v):
         if len(t.segment_vteps(s.name)) < 2:
             exempt.append(Exempt("route targets", f"{v} VNI {s.l2vni}", f"{t.name} {s.name} is on no other VTEP"))
         else:
-            rts.append((s.l2vni, f"router bgp {b.asn}", (f"vni {s.l2vni}",),
-                        (rf"^control: vni {v} {s.l2vni}: .*remoteVteps",), b.vni_rts.get(s.l2vni, {})))
+            rts.append(
+                (
+                    s.l2vni,
+                    f"router bgp {b.asn}",
+                    (f"vni {s.l2vni}",),
+                    (rf"^control: vni {v} {s.l2vni}: .*remoteVteps",),
+                    b.vni_rts.get(s.l2vni, {}),
+                )
+            )
     if len(t.vteps()) < 2:
         exempt.append(Exempt("route targets", f"{v} VNI {t.l3vni}", f"{t.name} is on no other VTEP"))
         rts = rts[1:]
     for vni, head, block, imported, given in rts:
         for way, expect in (("import", imported), ("export", (evpn + ".*route targets",))):
             mine = given.get(way, []) + given.get("both", [])
-            out.append(Element(f"rt-{way} {v} {vni}", f"route-target {way}", v,
-                               f"route-target {way} ({', '.join(mine) or 'auto'}) of VNI {vni} ({t.name}) on {v}",
-                               ("control",), expect,
-                               (Vtysh(v, (head, "address-family l2vpn evpn", *block, *_foreign(given, way))),),
-                               r.back))
+            out.append(
+                Element(
+                    f"rt-{way} {v} {vni}",
+                    f"route-target {way}",
+                    v,
+                    f"route-target {way} ({', '.join(mine) or 'auto'}) of VNI {vni} ({t.name}) on {v}",
+                    ("control",),
+                    expect,
+                    (Vtysh(v, (head, "address-family l2vpn evpn", *block, *_foreign(given, way))),),
+                    r.back,
+                )
+            )
     return out, exempt
 
 
@@ -144,8 +196,12 @@ def _foreign(given: dict[str, list[str]], way: str) -> tuple[str, ...]:
     file sets taken away (one it sets both ways kept the other way), then the foreign one set."""
     other = "export" if way == "import" else "import"
     both = given.get("both", [])
-    return (*(f"no route-target {way} {x}" for x in given.get(way, [])), *(f"no route-target both {x}" for x in both),
-            *(f"route-target {other} {x}" for x in both), f"route-target {way} {FOREIGN_RT}")
+    return (
+        *(f"no route-target {way} {x}" for x in given.get(way, [])),
+        *(f"no route-target both {x}" for x in both),
+        *(f"route-target {other} {x}" for x in both),
+        f"route-target {way} {FOREIGN_RT}",
+    )
 
 
 def session_end(f: Fabric, n: Node, p: Port) -> tuple[Node, str, Node]:
@@ -170,14 +226,27 @@ def underlay_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
             r = runs[node.name]
             b = r.bgp()
             if b is None or port not in {x.name for x in b.active()}:
-                exempt.append(Exempt("underlay BGP session", f"{node.name}:{port}",
-                                     f"the frr.conf {node.name} runs has no neighbor {port} (to {other.name})"))
+                exempt.append(
+                    Exempt(
+                        "underlay BGP session",
+                        f"{node.name}:{port}",
+                        f"the frr.conf {node.name} runs has no neighbor {port} (to {other.name})",
+                    )
+                )
                 continue
-            out.append(Element(f"session {node.name}:{port}", "underlay BGP session", node.name,
-                               f"neighbor {port} ({node.name} - {other.name})", ("control",),
-                               (rf"^control: bgp {node.name}: .*\.{re.escape(port)}\b",),
-                               (Vtysh(node.name, (f"router bgp {b.asn}", f"no neighbor {port}")),), r.back))
-        els, ex = _loopback(runs[n.name].fabric.nodes[n.name], runs[n.name])   # its loopback as it runs it
+            out.append(
+                Element(
+                    f"session {node.name}:{port}",
+                    "underlay BGP session",
+                    node.name,
+                    f"neighbor {port} ({node.name} - {other.name})",
+                    ("control",),
+                    (rf"^control: bgp {node.name}: .*\.{re.escape(port)}\b",),
+                    (Vtysh(node.name, (f"router bgp {b.asn}", f"no neighbor {port}")),),
+                    r.back,
+                )
+            )
+        els, ex = _loopback(runs[n.name].fabric.nodes[n.name], runs[n.name])  # its loopback as it runs it
         out += els
         exempt += ex
     els, ex = _ecmp(ctx, runs)
@@ -190,24 +259,50 @@ def _ecmp(ctx: LabContext, runs: dict[str, Runs]) -> tuple[list[Element], list[E
     for n in ctx.fabric.routers():
         b = runs[n.name].bgp()
         if n.name not in branching or b is None:
-            exempt.append(Exempt("ECMP", n.name, "no choice of equal-cost ports on tenant paths" if b else
-                                 "the frr.conf it runs has no router bgp"))
+            exempt.append(
+                Exempt(
+                    "ECMP",
+                    n.name,
+                    "no choice of equal-cost ports on tenant paths" if b else "the frr.conf it runs has no router bgp",
+                )
+            )
             continue
         spread = rf"^underlay: .*never left {re.escape(n.name)} by"
-        out.append(Element(f"maximum-paths {n.name}", "ECMP maximum-paths", n.name,
-                           f"maximum-paths (the default, 64 here) on {n.name}", ("underlay",), (spread,),
-                           (Vtysh(n.name, (f"router bgp {b.asn}", "address-family ipv4 unicast", "maximum-paths 1")),),
-                           runs[n.name].back))
+        out.append(
+            Element(
+                f"maximum-paths {n.name}",
+                "ECMP maximum-paths",
+                n.name,
+                f"maximum-paths (the default, 64 here) on {n.name}",
+                ("underlay",),
+                (spread,),
+                (Vtysh(n.name, (f"router bgp {b.asn}", "address-family ipv4 unicast", "maximum-paths 1")),),
+                runs[n.name].back,
+            )
+        )
         if paths.uneven(ctx.fabric, n.name) is None:
-            exempt.append(Exempt("ECMP as-path multipath-relax", n.name,
-                                 "its equal-cost paths come from peers of one AS (no relax needed)"))
+            exempt.append(
+                Exempt(
+                    "ECMP as-path multipath-relax",
+                    n.name,
+                    "its equal-cost paths come from peers of one AS (no relax needed)",
+                )
+            )
         elif not b.multipath_relax:
             exempt.append(Exempt("ECMP as-path multipath-relax", n.name, "the frr.conf it runs has none"))
         else:
-            out.append(Element(f"multipath-relax {n.name}", "ECMP as-path multipath-relax", n.name,
-                               f"bgp bestpath as-path multipath-relax on {n.name}", ("underlay",), (spread,),
-                               (Vtysh(n.name, (f"router bgp {b.asn}", "no bgp bestpath as-path multipath-relax")),),
-                               runs[n.name].back))
+            out.append(
+                Element(
+                    f"multipath-relax {n.name}",
+                    "ECMP as-path multipath-relax",
+                    n.name,
+                    f"bgp bestpath as-path multipath-relax on {n.name}",
+                    ("underlay",),
+                    (spread,),
+                    (Vtysh(n.name, (f"router bgp {b.asn}", "no bgp bestpath as-path multipath-relax")),),
+                    runs[n.name].back,
+                )
+            )
     return out, exempt
 
 
@@ -216,10 +311,24 @@ def _loopback(n: Node, r: Runs) -> tuple[list[Element], list[Exempt]]:
     else `redistribute connected` (as NVUE renders it); exempt when it makes it neither way."""
     bgp, lo = r.bgp(), f"{n.loopback}/32"
     if bgp is None or (lo not in bgp.networks and "connected" not in bgp.redistribute):
-        return [], [Exempt("loopback advertisement", n.name, f"the frr.conf {n.name} runs advertises {lo} neither "
-                                                             "by network nor by redistribute connected")]
+        return [], [
+            Exempt(
+                "loopback advertisement",
+                n.name,
+                f"the frr.conf {n.name} runs advertises {lo} neither by network nor by redistribute connected",
+            )
+        ]
     line = f"network {lo}" if lo in bgp.networks else "redistribute connected"
     expect = (rf"^control: loopbacks \S+: .*{re.escape(lo)}",)
-    return [Element(f"loopback {n.name}", "loopback advertisement", n.name, f"{line} ({lo}) on {n.name}", ("control",),
-                    expect, (Vtysh(n.name, (f"router bgp {bgp.asn}", "address-family ipv4 unicast", f"no {line}")),),
-                    r.back)], []
+    return [
+        Element(
+            f"loopback {n.name}",
+            "loopback advertisement",
+            n.name,
+            f"{line} ({lo}) on {n.name}",
+            ("control",),
+            expect,
+            (Vtysh(n.name, (f"router bgp {bgp.asn}", "address-family ipv4 unicast", f"no {line}")),),
+            r.back,
+        )
+    ], []

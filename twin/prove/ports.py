@@ -6,6 +6,7 @@ from `templates/nft/ports.nft.j2`): every rule that names a port (`iifname`) and
 restore it (`nft -f`, a kernel step run in the node), and what its absence let a bridge learn
 (another host's MAC) is forgotten.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,13 +29,24 @@ def rule_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     f, be, out = ctx.fabric, ctx.backend, []
     for v in f.vteps():
         files = overlay.nft_rulesets(f, v, be)
-        spaces = {overlay.nft_file(t.vrf): overlay.tenant_ns(t, be) for t in f.tenants_on(v)} if be == NETNS \
+        spaces = (
+            {overlay.nft_file(t.vrf): overlay.tenant_ns(t, be) for t in f.tenants_on(v)}
+            if be == NETNS
             else {overlay.nft_file(None): ""}
+        )
         for name, text in files.items():
             ns = spaces[name]
             for port, comment in rules(text):
-                out.append(Element(
-                    f"port-rule {v}:{port} {comment.split(': ', 1)[-1]}", "port rule", v,
-                    f'"{comment}" on {v}:{port}', ("zerotrust",), (rf"^zerotrust: {re.escape(comment)}: ",),
-                    (NftDelete(v, ns, comment),), (Kernel(v, (Step("nft", name, ns),)), Unlearn(v, ns, port))))
+                out.append(
+                    Element(
+                        f"port-rule {v}:{port} {comment.split(': ', 1)[-1]}",
+                        "port rule",
+                        v,
+                        f'"{comment}" on {v}:{port}',
+                        ("zerotrust",),
+                        (rf"^zerotrust: {re.escape(comment)}: ",),
+                        (NftDelete(v, ns, comment),),
+                        (Kernel(v, (Step("nft", name, ns),)), Unlearn(v, ns, port)),
+                    )
+                )
     return out, []

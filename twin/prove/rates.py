@@ -14,6 +14,7 @@ comes out marked); restored by loading `congestion.nft` again.
 
 A limit or point that no flood of verify can drive in this lab is exempt, with the reason.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,7 +29,7 @@ from twin.runtime import NFT_CONGESTION
 from twin.topology.model import Attachment, CongestionPoint, Rate, Tenant
 from twin.verify import congestion, limits
 
-LOOSEN = 10    # a loosened limit lets this many times its rate through
+LOOSEN = 10  # a loosened limit lets this many times its rate through
 
 
 def limit_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
@@ -39,19 +40,42 @@ def limit_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     for t, a, d, rate in limits.declared(f):
         where = f"{a.vtep}:{a.port}"
         if (a.host, d) not in driven:
-            exempt.append(Exempt(f"rate limit ({d})", f"{where} ({a.host})",
-                                 "no other workload of its tenant can flood it without a limit of its own holding "
-                                 "the flood first"))
+            exempt.append(
+                Exempt(
+                    f"rate limit ({d})",
+                    f"{where} ({a.host})",
+                    "no other workload of its tenant can flood it without a limit of its own holding the flood first",
+                )
+            )
             continue
         expect = (rf"^performance: {re.escape(limits.check_name(t.name, a, d, rate))}: ",)
         what = f"{d} {rate} of {a.host} on {where}"
         breaks, restores, how = _removed(ctx, t, a, d)
-        out.append(Element(f"rate-limit {where} {d}", "rate limit", a.vtep, f"{what} ({how})", ("performance",),
-                           expect, breaks, restores))
+        out.append(
+            Element(
+                f"rate-limit {where} {d}",
+                "rate limit",
+                a.vtep,
+                f"{what} ({how})",
+                ("performance",),
+                expect,
+                breaks,
+                restores,
+            )
+        )
         breaks, loose_restores, how = _loosened(ctx, t, a, d)
-        out.append(Element(f"rate-limit-loose {where} {d}", "rate limit, loosened", a.vtep,
-                           f"{what}, raised {LOOSEN}-fold ({how})", ("performance",), expect, breaks,
-                           loose_restores or restores))
+        out.append(
+            Element(
+                f"rate-limit-loose {where} {d}",
+                "rate limit, loosened",
+                a.vtep,
+                f"{what}, raised {LOOSEN}-fold ({how})",
+                ("performance",),
+                expect,
+                breaks,
+                loose_restores or restores,
+            )
+        )
     return out, exempt
 
 
@@ -66,13 +90,22 @@ def _removed(ctx: LabContext, t: Tenant, a: Attachment, direction: str) -> tuple
         unit = _shaping_unit(ctx, a)
         port_tbf = [s for s in unit.setup if s.op == "tbf" and s.dev == a.port]
         if direction == "ingress":
-            return ((Kernel(a.vtep, (Step("noqdisc", a.port, ns, {"parent": "root"}),)),),
-                    (Kernel(a.vtep, tuple(port_tbf)),), "tc TBF")
+            return (
+                (Kernel(a.vtep, (Step("noqdisc", a.port, ns, {"parent": "root"}),)),),
+                (Kernel(a.vtep, tuple(port_tbf)),),
+                "tc TBF",
+            )
         teardown = tuple(s for s in unit.teardown if s.args.get("parent") != "root")
-        return ((Kernel(a.vtep, teardown),), (Kernel(a.vtep, tuple(s for s in unit.setup if s not in port_tbf)),),
-                "tc TBF on an IFB")
-    return ((NftDelete(a.vtep, ns, _comment(a, direction, rate), "bridge twin_rate", direction),),
-            (Kernel(a.vtep, (Step("nft", services.policing_file(ns), ns),)),), "nftables limit")
+        return (
+            (Kernel(a.vtep, teardown),),
+            (Kernel(a.vtep, tuple(s for s in unit.setup if s not in port_tbf)),),
+            "tc TBF on an IFB",
+        )
+    return (
+        (NftDelete(a.vtep, ns, _comment(a, direction, rate), "bridge twin_rate", direction),),
+        (Kernel(a.vtep, (Step("nft", services.policing_file(ns), ns),)),),
+        "nftables limit",
+    )
 
 
 def _loosened(ctx: LabContext, t: Tenant, a: Attachment, direction: str) -> tuple[tuple, tuple, str]:
@@ -81,15 +114,20 @@ def _loosened(ctx: LabContext, t: Tenant, a: Attachment, direction: str) -> tupl
     ns, rate = tenant_ns(t, ctx.backend), getattr(a.rate_limit, direction)
     loose = Rate(value=rate.value * LOOSEN, unit=rate.unit)
     if services.shaped(rate, ctx.shaping):
-        tbf = next(s for s in _shaping_unit(ctx, a).setup
-                   if s.op == "tbf" and (s.dev == a.port) == (direction == "ingress"))
+        tbf = next(
+            s for s in _shaping_unit(ctx, a).setup if s.op == "tbf" and (s.dev == a.port) == (direction == "ingress")
+        )
         mtu = ctx.fabric.nodes[a.vtep].ports_by_name[a.port].mtu
-        return ((Kernel(a.vtep, (Step("tbf", tbf.dev, ns, services.tbf_args(loose, mtu)),)),),
-                (Kernel(a.vtep, (tbf,)),), f"tc TBF on {tbf.dev}")
+        return (
+            (Kernel(a.vtep, (Step("tbf", tbf.dev, ns, services.tbf_args(loose, mtu)),)),),
+            (Kernel(a.vtep, (tbf,)),),
+            f"tc TBF on {tbf.dev}",
+        )
     comment = _comment(a, direction, rate)
     text = services.rulesets(ctx.fabric, a.vtep, ctx.backend, ctx.shaping)[services.policing_file(ns)]
-    rule = rule_of(text, comment).replace(services.nft_limit(rate, services.SHAPE_BURST_S),
-                                          services.nft_limit(loose, services.SHAPE_BURST_S))
+    rule = rule_of(text, comment).replace(
+        services.nft_limit(rate, services.SHAPE_BURST_S), services.nft_limit(loose, services.SHAPE_BURST_S)
+    )
     return (NftRule(a.vtep, ns, comment, "bridge twin_rate", direction, rule),), (), "nftables limit"
 
 
@@ -113,8 +151,11 @@ def congestion_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     for p in f.congestion:
         where = f"{p.node}:{p.port}"
         if p not in driven:
-            exempt.append(Exempt("congestion point", where, "no two hosts of a tenant send across it on every path "
-                                                            "at twice its rate"))
+            exempt.append(
+                Exempt(
+                    "congestion point", where, "no two hosts of a tenant send across it on every path at twice its rate"
+                )
+            )
             continue
         out += _point(ctx, p)
     return out, exempt
@@ -128,14 +169,34 @@ def _point(ctx: LabContext, p: CongestionPoint) -> list[Element]:
     limit = f"limit rate over {services.nft_limit(p.above, services.CONGESTION_BURST_S)} "
     expect = {k: (rf"^congestion: {re.escape(n)}",) for k, n in names.items()}
     return [
-        Element(f"congestion-mark {where}", "congestion point marking", p.node,
-                f'the rule "{comment}" of {where}', ("congestion",), expect["ect"],
-                (NftDelete(p.node, "", comment, table, chain),), restore),
-        Element(f"congestion-ect {where}", "congestion point ECT match", p.node,
-                f'the ECT match of the rule "{comment}" of {where}', ("congestion",), expect["plain"],
-                (NftRule(p.node, "", comment, table, chain, re.sub(r"ip ecn \{[^}]*\} ", "", line, count=1)),),
-                restore),
-        Element(f"congestion-rate {where}", "congestion point rate", p.node,
-                f'the rate of the rule "{comment}" of {where}', ("congestion",), expect["below"],
-                (NftRule(p.node, "", comment, table, chain, line.replace(limit, "")),), restore),
+        Element(
+            f"congestion-mark {where}",
+            "congestion point marking",
+            p.node,
+            f'the rule "{comment}" of {where}',
+            ("congestion",),
+            expect["ect"],
+            (NftDelete(p.node, "", comment, table, chain),),
+            restore,
+        ),
+        Element(
+            f"congestion-ect {where}",
+            "congestion point ECT match",
+            p.node,
+            f'the ECT match of the rule "{comment}" of {where}',
+            ("congestion",),
+            expect["plain"],
+            (NftRule(p.node, "", comment, table, chain, re.sub(r"ip ecn \{[^}]*\} ", "", line, count=1)),),
+            restore,
+        ),
+        Element(
+            f"congestion-rate {where}",
+            "congestion point rate",
+            p.node,
+            f'the rate of the rule "{comment}" of {where}',
+            ("congestion",),
+            expect["below"],
+            (NftRule(p.node, "", comment, table, chain, line.replace(limit, "")),),
+            restore,
+        ),
     ]

@@ -1,5 +1,6 @@
 """What a proof found: per element, how it was broken, whether verify caught it and with which
 check, whether it was restored; the score "caught N of M"; JSON and JUnit."""
+
 from __future__ import annotations
 
 import json
@@ -20,10 +21,10 @@ def line(c: Check) -> str:
 @dataclass
 class Outcome:
     element: Element
-    named_by: list[Check] = field(default_factory=list)     # failing checks that name it
+    named_by: list[Check] = field(default_factory=list)  # failing checks that name it
     also_failed: list[Check] = field(default_factory=list)  # other checks that failed meanwhile
     restored: bool = False
-    detail: str = ""                                       # why it could not be broken or restored
+    detail: str = ""  # why it could not be broken or restored
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -37,11 +38,22 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         e = self.element
-        return {"id": e.id, "kind": e.kind, "node": e.node, "what": e.what, "broken_by": e.how,
-                "restored_by": e.restored_by, "groups": list(e.groups), "caught": self.caught,
-                "check": self.check, "named_by": [line(c) for c in self.named_by],
-                "also_failed": [line(c) for c in self.also_failed],
-                "restored": self.restored, "detail": self.detail, "seconds": self.seconds}
+        return {
+            "id": e.id,
+            "kind": e.kind,
+            "node": e.node,
+            "what": e.what,
+            "broken_by": e.how,
+            "restored_by": e.restored_by,
+            "groups": list(e.groups),
+            "caught": self.caught,
+            "check": self.check,
+            "named_by": [line(c) for c in self.named_by],
+            "also_failed": [line(c) for c in self.also_failed],
+            "restored": self.restored,
+            "detail": self.detail,
+            "seconds": self.seconds,
+        }
 
 
 @dataclass
@@ -49,7 +61,7 @@ class Proof:
     lab: str
     outcomes: list[Outcome] = field(default_factory=list)
     exempt: list[Exempt] = field(default_factory=list)
-    total: int = 0             # elements of the lab (the proof may run a selection)
+    total: int = 0  # elements of the lab (the proof may run a selection)
     seconds: float = 0.0
     aborted: str = ""
 
@@ -69,10 +81,18 @@ class Proof:
         return [o for o in self.outcomes if not o.caught]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lab": self.lab, "passed": self.passed, "score": self.score, "caught": self.caught,
-                "proved": len(self.outcomes), "elements": self.total, "seconds": self.seconds,
-                "aborted": self.aborted, "outcomes": [o.to_dict() for o in self.outcomes],
-                "exempt": [{"kind": x.kind, "where": x.where, "why": x.why} for x in self.exempt]}
+        return {
+            "lab": self.lab,
+            "passed": self.passed,
+            "score": self.score,
+            "caught": self.caught,
+            "proved": len(self.outcomes),
+            "elements": self.total,
+            "seconds": self.seconds,
+            "aborted": self.aborted,
+            "outcomes": [o.to_dict() for o in self.outcomes],
+            "exempt": [{"kind": x.kind, "where": x.where, "why": x.why} for x in self.exempt],
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -84,6 +104,7 @@ class Proof:
 def write_junit(doc: dict[str, Any], path: str | Path) -> None:
     """A proof (`Proof.to_dict`: here, or a server's) as JUnit XML: one testsuite per kind of
     element, one testcase per element."""
+
     def case(o: dict[str, Any]) -> junit.Case:
         out = junit.Case(f"twin.{doc['lab']}.prove", o["id"], time=f"{o['seconds'].get('total', 0):.2f}")
         if not o["caught"]:
@@ -98,7 +119,11 @@ def write_junit(doc: dict[str, Any], path: str | Path) -> None:
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for o in doc["outcomes"]:
         by_kind.setdefault(o["kind"], []).append(o)
-    junit.write(path, f"twin verify {doc['lab']} --prove",
-                [junit.Suite(kind, [case(o) for o in outs],
-                             time=f"{sum(o['seconds'].get('total', 0) for o in outs):.2f}")
-                 for kind, outs in by_kind.items()])
+    junit.write(
+        path,
+        f"twin verify {doc['lab']} --prove",
+        [
+            junit.Suite(kind, [case(o) for o in outs], time=f"{sum(o['seconds'].get('total', 0) for o in outs):.2f}")
+            for kind, outs in by_kind.items()
+        ],
+    )

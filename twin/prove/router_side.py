@@ -18,6 +18,7 @@ An element that nothing can notice (an interface with no neighbour whose prefix 
 learns from it alone, a static route another one to the same prefix stands in for) is exempt, with
 the reason.
 """
+
 from __future__ import annotations
 
 import re
@@ -54,10 +55,18 @@ def _neighbors(node: str, cfg: frrconf.FrrConfig) -> list[Element]:
     for inst in cfg.bgp:
         opener = f"router bgp {inst.asn}{_vrf(inst.vrf)}"
         for n in inst.active():
-            out.append(Element(f"bgp-neighbor {node} {n.name}{_vrf(inst.vrf)}", "BGP neighbor", node,
-                               f"neighbor {n.name} in {opener} on {node}", ("control",),
-                               (rf"^control: bgp {re.escape(node)} {re.escape(n.name)}: ",),
-                               (Vtysh(node, (opener, f"no neighbor {n.name}")),), (Reload(node, removes=False),)))
+            out.append(
+                Element(
+                    f"bgp-neighbor {node} {n.name}{_vrf(inst.vrf)}",
+                    "BGP neighbor",
+                    node,
+                    f"neighbor {n.name} in {opener} on {node}",
+                    ("control",),
+                    (rf"^control: bgp {re.escape(node)} {re.escape(n.name)}: ",),
+                    (Vtysh(node, (opener, f"no neighbor {n.name}")),),
+                    (Reload(node, removes=False),),
+                )
+            )
     return out
 
 
@@ -80,35 +89,60 @@ def _removal(cfg: frrconf.FrrConfig, proto: str, iface: str, vrf: str) -> tuple[
     return tuple(lines[1:])
 
 
-def _interfaces(node: str, cfg: frrconf.FrrConfig, gi: GenericIntent,
-                intents: dict[str, GenericIntent]) -> tuple[list[Element], list[Exempt]]:
+def _interfaces(
+    node: str, cfg: frrconf.FrrConfig, gi: GenericIntent, intents: dict[str, GenericIntent]
+) -> tuple[list[Element], list[Exempt]]:
     out, exempt = [], []
     names = {"ospf": "OSPF", "ospf6": "OSPFv3", "isis": "IS-IS"}
-    for proto, prefixes in (("ospf", cfg.igp_prefixes("ospf")), ("ospf6", cfg.igp_prefixes("ospf6")),
-                            ("isis", cfg.igp_prefixes("isis"))):
+    for proto, prefixes in (
+        ("ospf", cfg.igp_prefixes("ospf")),
+        ("ospf6", cfg.igp_prefixes("ospf6")),
+        ("isis", cfg.igp_prefixes("isis")),
+    ):
         for (iface, vrf), nets in sorted(prefixes.items()):
-            expect = [rf"^control: {proto} {re.escape(node)} {re.escape(iface)}: " for a in gi.adjacencies
-                      if a.protocol == proto and a.where == iface and a.vrf == vrf]
-            expect += [rf"^control: routes {re.escape(r.node)}: .*route to {re.escape(r.prefix)} "
-                       for r in _learned_from(intents, f"{node}:{iface}", proto, vrf, nets)]
+            expect = [
+                rf"^control: {proto} {re.escape(node)} {re.escape(iface)}: "
+                for a in gi.adjacencies
+                if a.protocol == proto and a.where == iface and a.vrf == vrf
+            ]
+            expect += [
+                rf"^control: routes {re.escape(r.node)}: .*route to {re.escape(r.prefix)} "
+                for r in _learned_from(intents, f"{node}:{iface}", proto, vrf, nets)
+            ]
             where = f"{node} {iface}{_vrf(vrf)}"
             if not expect:
-                exempt.append(Exempt(f"{names[proto]} interface", where, "no neighbour on it, and no other router "
-                                                                         "learns its prefix from it alone"))
+                exempt.append(
+                    Exempt(
+                        f"{names[proto]} interface",
+                        where,
+                        "no neighbour on it, and no other router learns its prefix from it alone",
+                    )
+                )
                 continue
-            out.append(Element(f"{proto}-interface {where}", f"{names[proto]} interface", node,
-                               f"{names[proto]} on {iface}{_vrf(vrf)} of {node} ({', '.join(nets) or 'no prefix'})",
-                               ("control",), tuple(expect), (Vtysh(node, _removal(cfg, proto, iface, vrf)),),
-                               (Reload(node, removes=False),)))
+            out.append(
+                Element(
+                    f"{proto}-interface {where}",
+                    f"{names[proto]} interface",
+                    node,
+                    f"{names[proto]} on {iface}{_vrf(vrf)} of {node} ({', '.join(nets) or 'no prefix'})",
+                    ("control",),
+                    tuple(expect),
+                    (Vtysh(node, _removal(cfg, proto, iface, vrf)),),
+                    (Reload(node, removes=False),),
+                )
+            )
     return out, exempt
 
 
-def _learned_from(intents: dict[str, GenericIntent], origin: str, proto: str, vrf: str,
-                  nets: list[str]) -> list[Route]:
+def _learned_from(intents: dict[str, GenericIntent], origin: str, proto: str, vrf: str, nets: list[str]) -> list[Route]:
     """Routes of other routers that `origin` (node:interface) alone gives them: its prefixes that no
     other interface of the domain has too (a link's subnet is both its ends')."""
-    return [r for g in intents.values() for r in g.routes
-            if r.protocol == proto and r.vrf == vrf and r.prefix in nets and r.origins == (origin,)]
+    return [
+        r
+        for g in intents.values()
+        for r in g.routes
+        if r.protocol == proto and r.vrf == vrf and r.prefix in nets and r.origins == (origin,)
+    ]
 
 
 def _statics(node: str, cfg: frrconf.FrrConfig) -> tuple[list[Element], list[Exempt]]:
@@ -120,12 +154,22 @@ def _statics(node: str, cfg: frrconf.FrrConfig) -> tuple[list[Element], list[Exe
         text = " ".join(st.words)
         where = f"{node} {st.prefix}{_vrf(st.vrf)}"
         if seen[(st.prefix, st.vrf)] > 1:
-            exempt.append(Exempt("static route", f"{where} ({text})", "another static route to the same prefix "
-                                                                     "stands in for it"))
+            exempt.append(
+                Exempt("static route", f"{where} ({text})", "another static route to the same prefix stands in for it")
+            )
             continue
         block = (f"vrf {st.vrf}",) if st.vrf != DEFAULT and "vrf" not in st.words else ()
         prefix = network(st.prefix)
-        out.append(Element(f"static {where}", "static route", node, f"{text} on {node}", ("control",),
-                           (rf"^control: routes {re.escape(node)}: .*static route {re.escape(prefix)}\b",),
-                           (Vtysh(node, (*block, f"no {text}")),), (Reload(node, removes=False),)))
+        out.append(
+            Element(
+                f"static {where}",
+                "static route",
+                node,
+                f"{text} on {node}",
+                ("control",),
+                (rf"^control: routes {re.escape(node)}: .*static route {re.escape(prefix)}\b",),
+                (Vtysh(node, (*block, f"no {text}")),),
+                (Reload(node, removes=False),),
+            )
+        )
     return out, exempt

@@ -6,6 +6,7 @@ barrier (`twin.lifecycle.barrier`) and for the same groups to pass again
 (`timeouts.PROVE_RESTORE`). An element that cannot be restored ends the proof: the
 next ones would be judged on a broken lab.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,21 @@ from twin.runtime import apply_live, apply_steps, frr_take, learned_macs
 from twin.traffic.flows import Target
 from twin.verify.result import Check
 
-DERIVE = (ports.rule_elements, kernel_side.vni_elements, frr_side.evpn_elements, frr_side.underlay_elements,
-          kernel_side.gateway_elements, kernel_side.vxlan_elements, kernel_side.link_elements,
-          kernel_side.hash_elements, kernel_side.port_elements, services.gateway_elements,
-          rates.limit_elements, rates.congestion_elements, router_side.router_elements)
+DERIVE = (
+    ports.rule_elements,
+    kernel_side.vni_elements,
+    frr_side.evpn_elements,
+    frr_side.underlay_elements,
+    kernel_side.gateway_elements,
+    kernel_side.vxlan_elements,
+    kernel_side.link_elements,
+    kernel_side.hash_elements,
+    kernel_side.port_elements,
+    services.gateway_elements,
+    rates.limit_elements,
+    rates.congestion_elements,
+    router_side.router_elements,
+)
 
 
 def elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
@@ -55,8 +67,10 @@ def select(els: list[Element], patterns: list[str] | None) -> list[Element]:
         return els
     chosen = [e for e in els if any(fnmatch(e.id, p) for p in patterns)]
     if not chosen:
-        raise TwinError(f"no element matches {', '.join(patterns)}; elements are named like "
-                        f"{', '.join(sorted({e.id.split()[0] + ' ...' for e in els}))}")
+        raise TwinError(
+            f"no element matches {', '.join(patterns)}; elements are named like "
+            f"{', '.join(sorted({e.id.split()[0] + ' ...' for e in els}))}"
+        )
     return chosen
 
 
@@ -89,10 +103,14 @@ def _nft_rule(ctx: LabContext, a: NftDelete | NftRule) -> None:
     doc = json.loads(ex.check(ns + ["nft", "-j", "list", "chain", *table, a.chain]).stdout)
     handles = [x["rule"]["handle"] for x in doc.get("nftables", []) if x.get("rule", {}).get("comment") == a.comment]
     if len(handles) != 1:
-        raise TwinError(f"{ctx.name}/{a.node}: {len(handles)} rules with comment {a.comment!r} in {a.table} "
-                        f"{a.chain}, expected 1")
-    verb = ["replace", "rule", *table, a.chain, "handle", str(handles[0]), a.rule] if isinstance(a, NftRule) \
+        raise TwinError(
+            f"{ctx.name}/{a.node}: {len(handles)} rules with comment {a.comment!r} in {a.table} {a.chain}, expected 1"
+        )
+    verb = (
+        ["replace", "rule", *table, a.chain, "handle", str(handles[0]), a.rule]
+        if isinstance(a, NftRule)
         else ["delete", "rule", *table, a.chain, "handle", str(handles[0])]
+    )
     ex.check(ns + ["nft", *verb])
 
 
@@ -113,13 +131,13 @@ def detect(ctx: LabContext, e: Element, groups: list[str]) -> tuple[list[Check],
         try:
             wait.until(unnamed, timeouts.PROVE_DETECT, f"verify noticing {e.id}", first=0.05, cap=0.5)
         except ConvergenceTimeout:
-            pass   # not caught: a miss, reported with what did fail
+            pass  # not caught: a miss, reported with what did fail
     named = [c for c in failing if e.names(line(c))]
     return named, [c for c in failing if c not in named]
 
 
 def confirm(ctx: LabContext, groups: list[str]) -> str:
-    """"" once the lab holds its intent again (the barrier) and `groups` pass; else what is wrong."""
+    """ "" once the lab holds its intent again (the barrier) and `groups` pass; else what is wrong."""
     t0 = time.monotonic()
     try:
         barrier.converge(ctx, timeouts.PROVE_RESTORE)
@@ -131,7 +149,7 @@ def confirm(ctx: LabContext, groups: list[str]) -> str:
 
 
 def _restore(ctx: LabContext, e: Element) -> str:
-    """"" once `e`'s restoring actions are done and the lab is whole again; else what is wrong."""
+    """ "" once `e`'s restoring actions are done and the lab is whole again; else what is wrong."""
     try:
         perform(ctx, e.restores, restoring=True)
         return confirm(ctx, list(e.groups))
@@ -150,12 +168,12 @@ def prove_one(ctx: LabContext, e: Element, only: list[str] | None = None) -> Out
         out.seconds["detect"] = round(time.monotonic() - t1, 2)
     except (TwinError, OSError) as err:
         out.detail = f"could not break it: {err}"
-    except BaseException:   # Ctrl-C, or a bug: the element goes back before anything else
+    except BaseException:  # Ctrl-C, or a bug: the element goes back before anything else
         perform(ctx, e.restores, restoring=True)
         raise
     t2 = time.monotonic()
     wrong = _restore(ctx, e)
-    if wrong:   # once more: zebra may have read a binding before it knew the VNI made again with it
+    if wrong:  # once more: zebra may have read a binding before it knew the VNI made again with it
         again = _restore(ctx, e)
         out.detail = "; ".join(x for x in (out.detail, f"restored by a second pass (the first: {wrong})") if x)
         wrong = again
@@ -166,8 +184,12 @@ def prove_one(ctx: LabContext, e: Element, only: list[str] | None = None) -> Out
     return out
 
 
-def prove(lab: Target, patterns: list[str] | None = None, only: list[str] | None = None,
-          say: Callable[[str], None] = lambda _: None) -> Proof:
+def prove(
+    lab: Target,
+    patterns: list[str] | None = None,
+    only: list[str] | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> Proof:
     """Break, judge and restore every element (or those whose id matches `patterns`) of a running
     lab, holding its lock; `only` limits the verify groups that may catch them."""
     verify.known(only)
@@ -180,8 +202,10 @@ def prove(lab: Target, patterns: list[str] | None = None, only: list[str] | None
         t0 = time.monotonic()
         whole = confirm(ctx, groups)
         if whole:
-            raise TwinError(f"lab {ctx.name!r} is not whole before the proof ({whole}); `twin verify "
-                            f"{ctx.name}` and `twin status {ctx.name}` show what is wrong")
+            raise TwinError(
+                f"lab {ctx.name!r} is not whole before the proof ({whole}); `twin verify "
+                f"{ctx.name}` and `twin status {ctx.name}` show what is wrong"
+            )
         for i, e in enumerate(chosen, 1):
             say(f"[{i}/{len(chosen)}] {e.id}: {e.how}")
             o = prove_one(ctx, e, only)

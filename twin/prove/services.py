@@ -8,6 +8,7 @@ stops something in the lab (a gateway without forwards has no `forwards` rule, o
 go out no `a segment that does not go out`), so none is exempt. Routes are kernel steps of the
 gateway's unit; announcements lines of frr.conf (restored by `frr-reload.py`).
 """
+
 from __future__ import annotations
 
 import re
@@ -36,7 +37,6 @@ def commented(text: str) -> list[tuple[str, str]]:
     return out
 
 
-
 def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     f, be, out = ctx.fabric, ctx.backend, []
     for v in f.vteps():
@@ -50,11 +50,22 @@ def gateway_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     inet = [e for e in edges(f) if any(t.internet for t in f.tenants.values())]
     for e in inet:
         asn = f.nodes[e].asn
-        out.append(Element(f"internet-default {e}", "internet default route", e,
-                           f"neighbor fabric default-originate on {e}", ("gateway",),
-                           (r"^gateway: \S+ has the internet's default route: ",),
-                           (Vtysh(e, (f"router bgp {asn}", "address-family ipv4 unicast",
-                                      "no neighbor fabric default-originate")),), (Reload(e),)))
+        out.append(
+            Element(
+                f"internet-default {e}",
+                "internet default route",
+                e,
+                f"neighbor fabric default-originate on {e}",
+                ("gateway",),
+                (r"^gateway: \S+ has the internet's default route: ",),
+                (
+                    Vtysh(
+                        e, (f"router bgp {asn}", "address-family ipv4 unicast", "no neighbor fabric default-originate")
+                    ),
+                ),
+                (Reload(e),),
+            )
+        )
     return out, []
 
 
@@ -62,8 +73,8 @@ def _nat_rules(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent, text: str) 
     """Each rule of tenant `t`'s gateway table on `v`, with the probes only it stops or lets through."""
     ns, out = tenant_ns(t, ctx.backend), []
     tn, table = re.escape(t.name), f"ip {services.gateway_table(t, ctx.backend)}"
-    going = list(g.nat)   # its hosts here that go out
-    staying = g.inside   # hosts here whose segment stays inside
+    going = list(g.nat)  # its hosts here that go out
+    staying = g.inside  # hosts here whose segment stays inside
     out_probe = rf"^gateway: {tn} {alt(going)} -> internet "
     forward = rf"^gateway: .*-> {tn} .*\(forward to .*never reached"
     expects = {
@@ -81,10 +92,18 @@ def _nat_rules(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent, text: str) 
             expect = (rf"^gateway: {tn} {re.escape(comment[:-5])} -> internet ",)
         else:
             expect = expects[comment]
-        out.append(Element(f"gateway-rule {v} {t.vrf} {comment}", "gateway rule", v,
-                           f'"{comment}" in {table} {chain} on {v} ({t.name})', ("gateway",), expect,
-                           (NftDelete(v, ns, comment, table, chain),),
-                           (Kernel(v, (Step("nft", services.gateway_file(t), ns),)),)))
+        out.append(
+            Element(
+                f"gateway-rule {v} {t.vrf} {comment}",
+                "gateway rule",
+                v,
+                f'"{comment}" in {table} {chain} on {v} ({t.name})',
+                ("gateway",),
+                expect,
+                (NftDelete(v, ns, comment, table, chain),),
+                (Kernel(v, (Step("nft", services.gateway_file(t), ns),)),),
+            )
+        )
     return out
 
 
@@ -95,20 +114,45 @@ def _routes(ctx: LabContext, v: str, t: Tenant, g: GatewayIntent) -> list[Elemen
     unit = next(u for u in services.units(f, v, ctx.backend, ctx.shaping) if u.key == f"gateway {t.name}")
     routes = {s.args["dst"]: s for s in unit.setup if s.op == "route"}
     default, tn = routes["default"], re.escape(t.name)
-    going = list(g.nat)   # its hosts here that go out
-    out = [Element(f"gateway-default {v} {t.vrf}", "gateway default route", v,
-                   f"default via {NODE_SIDE} dev {g.gateway} in {t.vrf} on {v}", ("gateway",),
-                   (rf"^gateway: {tn} {alt(going)} -> internet .*never reached the internet",),
-                   (Kernel(v, (Step("unroute", default.dev, default.ns, default.args),)),), (Kernel(v, (default,)),))]
+    going = list(g.nat)  # its hosts here that go out
+    out = [
+        Element(
+            f"gateway-default {v} {t.vrf}",
+            "gateway default route",
+            v,
+            f"default via {NODE_SIDE} dev {g.gateway} in {t.vrf} on {v}",
+            ("gateway",),
+            (rf"^gateway: {tn} {alt(going)} -> internet .*never reached the internet",),
+            (Kernel(v, (Step("unroute", default.dev, default.ns, default.args),)),),
+            (Kernel(v, (default,)),),
+        )
+    ]
     asn = f.nodes[v].asn
     for ip in g.public:
         route = routes[f"{ip}/32"]
         announced = (rf"^gateway: {re.escape(ip)}/32 \({tn}\) announced by {v}, learned by ",)
-        out.append(Element(f"public-route {v} {ip}", "public address route", v,
-                           f"{ip}/32 via {TENANT_SIDE} dev {g.uplink} on {v} ({t.name})", ("gateway",), announced,
-                           (Kernel(v, (Step("unroute", route.dev, route.ns, route.args),)),), (Kernel(v, (route,)),)))
-        out.append(Element(f"public-network {v} {ip}", "public address announcement", v,
-                           f"network {ip}/32 on {v} ({t.name})", ("gateway",), announced,
-                           (Vtysh(v, (f"router bgp {asn}", "address-family ipv4 unicast", f"no network {ip}/32")),),
-                           (Reload(v),)))
+        out.append(
+            Element(
+                f"public-route {v} {ip}",
+                "public address route",
+                v,
+                f"{ip}/32 via {TENANT_SIDE} dev {g.uplink} on {v} ({t.name})",
+                ("gateway",),
+                announced,
+                (Kernel(v, (Step("unroute", route.dev, route.ns, route.args),)),),
+                (Kernel(v, (route,)),),
+            )
+        )
+        out.append(
+            Element(
+                f"public-network {v} {ip}",
+                "public address announcement",
+                v,
+                f"network {ip}/32 on {v} ({t.name})",
+                ("gateway",),
+                announced,
+                (Vtysh(v, (f"router bgp {asn}", "address-family ipv4 unicast", f"no network {ip}/32")),),
+                (Reload(v),),
+            )
+        )
     return out

@@ -8,6 +8,7 @@ and `remove_mgmt` serve its management network. A node of a running lab is a
 `NodeHandle`: its name, labels and state, its pid, its exec seam, stop/kill/start. Nothing
 above `twin.runtime` sees the engine's objects or its exceptions (`twin.runtime.failures`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
 from twin.topology.model import Fabric, Node
 
-Configure = Callable[[str, NodeExec, int], None]   # (node, its exec seam, its pid): once its ports are up
+Configure = Callable[[str, NodeExec, int], None]  # (node, its exec seam, its pid): once its ports are up
 
 
 class NodeHandle:
@@ -34,7 +35,7 @@ class NodeHandle:
     the container is not there any more, RuntimeFailed for any other refusal of the engine."""
 
     def __init__(self, container: Any):
-        self.container = container   # the engine's object: for `twin.runtime` only
+        self.container = container  # the engine's object: for `twin.runtime` only
 
     def __repr__(self) -> str:
         return f"NodeHandle({self.name})"
@@ -124,7 +125,7 @@ class ImageFacts:
     """What the engine knows of an image a lab names (`twin.runtime.ownimage.facts`)."""
 
     present: bool
-    twin: bool = False   # built from twin's node image: started twin's way
+    twin: bool = False  # built from twin's node image: started twin's way
 
 
 class Runtime(Protocol):
@@ -138,12 +139,21 @@ class Runtime(Protocol):
 
     def check_configs(self, image: str, lab: str, configs: UserConfigs) -> None: ...
 
-    def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
-                 on_created: Callable[[], None] = ..., say: Callable[[str], None] = ...,
-                 bound: Bound | None = ...) -> dict[str, int]: ...
+    def bring_up(
+        self,
+        fabric: Fabric,
+        image: str,
+        labdir: Path,
+        backend: Backend,
+        configure: Configure,
+        on_created: Callable[[], None] = ...,
+        say: Callable[[str], None] = ...,
+        bound: Bound | None = ...,
+    ) -> dict[str, int]: ...
 
-    def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path,
-                    on_running: Callable[[str, NodeHandle], None] = ...) -> dict[str, NodeHandle]: ...
+    def start_nodes(
+        self, lab: str, nodes: list[Node], image: str, labdir: Path, on_running: Callable[[str, NodeHandle], None] = ...
+    ) -> dict[str, NodeHandle]: ...
 
     def containers(self, lab: str) -> dict[str, NodeHandle]: ...
 

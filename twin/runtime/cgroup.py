@@ -1,4 +1,5 @@
 """A container's memory as `docker stats` counts it, from its cgroup (the bench's figures)."""
+
 from __future__ import annotations
 
 from pathlib import Path

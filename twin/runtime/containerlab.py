@@ -10,6 +10,7 @@ runs `containerlab destroy --cleanup`, then removes anything labelled that is le
 what containerlab writes on the host for a lab (its /etc/hosts block, its ssh config):
 with containerlab gone from the host (`runtime(name, removing=True)`), all but the destroy.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,14 @@ class ContainerlabRuntime(DockerRuntime):
 
     ssh_config: ClassVar[Path] = Path("/etc/ssh/ssh_config.d")  # and its clab-<lab>.conf there
 
-    def __init__(self, client: docker.DockerClient | None = None, timeout: float | None = timeouts.DOCKER_API,
-                 run: Run = subprocess.run, binary: str | None = None, removing: bool = False):
+    def __init__(
+        self,
+        client: docker.DockerClient | None = None,
+        timeout: float | None = timeouts.DOCKER_API,
+        run: Run = subprocess.run,
+        binary: str | None = None,
+        removing: bool = False,
+    ):
         """`removing`: only to take a lab down, which needs no containerlab binary (None when absent)."""
         if binary is None and removing:
             binary = next(filter(None, map(shutil.which, BINARIES)), None)
@@ -59,16 +66,24 @@ class ContainerlabRuntime(DockerRuntime):
             raise CommandError("host", cmd, p.returncode, p.stdout[-4000:], p.stderr[-4000:])
         return p.stdout
 
-    def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
-                 on_created: Callable[[], None] = lambda: None,
-                 say: Callable[[str], None] = lambda _: None, bound: wait.Bound | None = None) -> dict[str, int]:
+    def bring_up(
+        self,
+        fabric: Fabric,
+        image: str,
+        labdir: Path,
+        backend: Backend,
+        configure: Configure,
+        on_created: Callable[[], None] = lambda: None,
+        say: Callable[[str], None] = lambda _: None,
+        bound: wait.Bound | None = None,
+    ) -> dict[str, int]:
         """Export into the lab directory, deploy, and return node -> pid of what containerlab made.
         `configure` is not called: each node's start script does it inside the node. `bound`: the
         command's deadline, which containerlab's deploy is cut to."""
         topology = export_containerlab(fabric, render_lab(fabric, backend), labdir, image=image, backend=backend)
-        clab = Containerlab(self.binary or find_binary(), topology)   # (a runtime made for removing has none)
+        clab = Containerlab(self.binary or find_binary(), topology)  # (a runtime made for removing has none)
         with wait.bounded(bound):
-            self.make_mgmt(fabric)   # made first (internal), containerlab attaches the nodes' eth0 to it
+            self.make_mgmt(fabric)  # made first (internal), containerlab attaches the nodes' eth0 to it
             try:
                 with wait.doing("containerlab", "`containerlab deploy`"):
                     self.cli(clab.deploy())
@@ -92,8 +107,14 @@ class ContainerlabRuntime(DockerRuntime):
         if not text:
             return
         with ThreadPoolExecutor(PARALLEL) as pool:
-            for r in pool.map(lambda n: containers[n].exec(f"{fabric.name}/{n}").start(
-                    [NODE_COMMAND, "password"], timeouts.EXEC_DEFAULT, {"TWIN_PASSWORD": text}), managed):
+            for r in pool.map(
+                lambda n: (
+                    containers[n]
+                    .exec(f"{fabric.name}/{n}")
+                    .start([NODE_COMMAND, "password"], timeouts.EXEC_DEFAULT, {"TWIN_PASSWORD": text})
+                ),
+                managed,
+            ):
                 r.check()
 
     def remove_lab(self, lab: str, labdir: Path) -> list[str]:
@@ -109,7 +130,7 @@ class ContainerlabRuntime(DockerRuntime):
     def remove_host_files(self, lab: str) -> None:
         """containerlab's /etc/hosts block of `lab` (`###### CLAB-<lab>-START ######` to its END line)
         and its /etc/ssh/ssh_config.d/clab-<lab>.conf, if a destroy did not remove them."""
-        if check_lab_name(lab):   # a name the lab's own rule refuses names nothing twin made
+        if check_lab_name(lab):  # a name the lab's own rule refuses names nothing twin made
             raise TwinError(check_lab_name(lab))
         (self.ssh_config / f"clab-{lab}.conf").unlink(missing_ok=True)
         etchosts.remove_block(f"###### CLAB-{lab}-START ######", f"###### CLAB-{lab}-END ######", self.hosts)

@@ -4,6 +4,7 @@ Calls the engine may answer late on a loaded host go through `dockerapi.call` (t
 until their deadline); removing a lab goes on until every container is gone or its deadline
 passes, and then names what is left and the command that finishes it.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,7 +46,7 @@ class DockerRuntime:
     does); nodes of a running lab are `NodeHandle`s. Nothing above it knows which runtime runs."""
 
     name: ClassVar[str] = "docker"
-    hosts: ClassVar[Path] = etchosts.HOSTS      # the lab's block of host names in it (containerlab's too)
+    hosts: ClassVar[Path] = etchosts.HOSTS  # the lab's block of host names in it (containerlab's too)
 
     def __init__(self, client: docker.DockerClient | None = None, timeout: float | None = timeouts.DOCKER_API):
         """`timeout`: of each Docker API call (None: none, for a user's long quiet `twin exec`)."""
@@ -53,23 +54,32 @@ class DockerRuntime:
             self.client = client or dockerapi.client(timeout, pool=PARALLEL * 2)
             self.client.ping()
         except docker.errors.DockerException as e:
-            raise TwinError(f"cannot reach the Docker engine ({e}); is dockerd running? "
-                            "`make twin-up` installs and starts it") from None
+            raise TwinError(
+                f"cannot reach the Docker engine ({e}); is dockerd running? `make twin-up` installs and starts it"
+            ) from None
 
     # --- a whole lab ---------------------------------------------------------
-    def bring_up(self, fabric: Fabric, image: str, labdir: Path, backend: Backend, configure: Configure,
-                 on_created: Callable[[], None] = lambda: None,
-                 say: Callable[[str], None] = lambda _: None, bound: wait.Bound | None = None) -> dict[str, int]:
+    def bring_up(
+        self,
+        fabric: Fabric,
+        image: str,
+        labdir: Path,
+        backend: Backend,
+        configure: Configure,
+        on_created: Callable[[], None] = lambda: None,
+        say: Callable[[str], None] = lambda _: None,
+        bound: wait.Bound | None = None,
+    ) -> dict[str, int]:
         """Containers, links and per-node configuration, all at once: a link is made as soon as
         both its nodes run, a node is configured as soon as all its ports are up. Returns node -> pid;
         `say` hears what is moving while it waits. `bound`: the command's deadline, which every call
         of every stage is cut to; when it passes, StageTimeout names the stage and what it waited for."""
-        enough_files()   # a socket per namespace it wires, beside Docker's connections
+        enough_files()  # a socket per namespace it wires, beside Docker's connections
         started: dict[str, NodeHandle] = {}
         execs: list[NodeExec] = []
         said = [time.monotonic()]
 
-        def as_own_image(node: str, e: TwinError) -> TwinError:   # its image stopping, when it did
+        def as_own_image(node: str, e: TwinError) -> TwinError:  # its image stopping, when it did
             if not self.foreign(fabric.nodes[node]):
                 return e
             return ownimage.gone_instead(fabric.name, node, str(fabric.nodes[node].image), started[node], e)
@@ -94,26 +104,31 @@ class DockerRuntime:
                 raise as_own_image(node, e) from None
 
         bridge = [""]
-        wiring = Wiring(fabric, on_wired=wired, attach=lambda node, pid: mgmt.attach(
-            fabric.name, node, pid, bridge[0], str(fabric.nodes[node].mgmt)), bound=bound)
+        wiring = Wiring(
+            fabric,
+            on_wired=wired,
+            attach=lambda node, pid: mgmt.attach(fabric.name, node, pid, bridge[0], str(fabric.nodes[node].mgmt)),
+            bound=bound,
+        )
         stage = "mgmt network"
         try:
             with wait.bounded(bound):
                 with wait.doing(f"lab {fabric.name}", "its management network made"):
                     bridge[0] = self.make_mgmt(fabric)
-                stage = ""   # the wiring's
+                stage = ""  # the wiring's
                 # the nodes with the most links first: their links can be made while the rest start
                 nodes = sorted(fabric.nodes.values(), key=lambda n: -len(n.ports))
                 self.start_nodes(fabric.name, nodes, image, labdir, on_running=running, bound=bound)
                 on_created()
                 wiring.wait(say)
-                ownimage.check_started(fabric.name, started,
-                                       {n.name: n.image for n in nodes if n.image and self.foreign(n)})
+                ownimage.check_started(
+                    fabric.name, started, {n.name: n.image for n in nodes if n.image and self.foreign(n)}
+                )
         except BaseException as e:
-            wiring.abort()   # what is under way fails fast, and nothing runs on in the nodes (kept or not)
+            wiring.abort()  # what is under way fails fast, and nothing runs on in the nodes (kept or not)
             for ex in list(execs):
                 ex.stop()
-            late = wiring.late(e, stage)   # whatever a stage met at the command's deadline: the deadline, named
+            late = wiring.late(e, stage)  # whatever a stage met at the command's deadline: the deadline, named
             if late is not None:
                 raise late from None
             raise
@@ -131,8 +146,9 @@ class DockerRuntime:
         if fabric.mgmt is None or not fabric.mgmt.subnet:
             return ""
         bridge = mgmt.create(self.client, fabric)
-        etchosts.write(fabric.name, {container_name(fabric.name, n.name): n.mgmt for n in fabric.managed() if n.mgmt},
-                       self.hosts)
+        etchosts.write(
+            fabric.name, {container_name(fabric.name, n.name): n.mgmt for n in fabric.managed() if n.mgmt}, self.hosts
+        )
         return bridge
 
     def attach_mgmt(self, fabric: Fabric, node: str, pid: int) -> None:
@@ -147,8 +163,9 @@ class DockerRuntime:
         return mgmt.remove(self.client, lab)
 
     # --- create ------------------------------------------------------------
-    def node_image(self, suite: str = images.DEFAULT_SUITE, force: bool = False,
-                   say: Callable[[str], None] = lambda _: None) -> str:
+    def node_image(
+        self, suite: str = images.DEFAULT_SUITE, force: bool = False, say: Callable[[str], None] = lambda _: None
+    ) -> str:
         """The node image's tag, base and node image built first when their recipe changed."""
         return images.ensure(self.client, suite=suite, force=force, say=say)
 
@@ -175,14 +192,17 @@ class DockerRuntime:
         if kind.runs_frr:  # FRR runs what the lab rendered; /etc/twin holds the rest of it
             src = str(confdir.resolve())
             mounts = [Mount(FRR_DIR, src, type="bind"), Mount(NODE_DIR, src, type="bind", read_only=True)]
-            mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only)   # a dialect's (NVUE's `nv`)
-                       for b in dialect.binds(confdir.parent, node.name)]
+            mounts += [
+                Mount(b.target, b.source, type="bind", read_only=b.read_only)  # a dialect's (NVUE's `nv`)
+                for b in dialect.binds(confdir.parent, node.name)
+            ]
         mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only) for b in node.binds]
         foreign = node.image is not None and self.foreign(node)
-        entrypoint, command = ownimage.start(self.client, node, node.image) if foreign and node.image else \
-            commands(node, kind.command)
+        entrypoint, command = (
+            ownimage.start(self.client, node, node.image) if foreign and node.image else commands(node, kind.command)
+        )
         sysctls = kind.sysctls_of(node.name)
-        if kind.user_config:   # the forwarding its own config asks for (zebra cannot set it in a container)
+        if kind.user_config:  # the forwarding its own config asks for (zebra cannot set it in a container)
             sysctls.update(forwarding_sysctls(_text(confdir / "frr.conf")))
         name = container_name(lab, node.name)
         tries: list[str] = []
@@ -190,14 +210,25 @@ class DockerRuntime:
         def create() -> Container:
             try:
                 return self.client.containers.create(
-                    node.image or image, entrypoint=entrypoint, command=command,
-                    environment={**node.env, "CLAB_INTFS": str(len(node.ports))}, name=name, hostname=node.name,
+                    node.image or image,
+                    entrypoint=entrypoint,
+                    command=command,
+                    environment={**node.env, "CLAB_INTFS": str(len(node.ports))},
+                    name=name,
+                    hostname=node.name,
                     labels={LABEL_LAB: lab, LABEL_NODE: node.name, LABEL_KIND: node.kind},
-                    network_mode="none", init=True, **hardening.container_options(kind.capabilities),
-                    sysctls=sysctls, mounts=mounts, mem_limit=kind.memory_limit,
-                    pids_limit=kind.pids_limit, detach=True, tty=foreign)   # a terminal, as containerlab's
+                    network_mode="none",
+                    init=True,
+                    **hardening.container_options(kind.capabilities),
+                    sysctls=sysctls,
+                    mounts=mounts,
+                    mem_limit=kind.memory_limit,
+                    pids_limit=kind.pids_limit,
+                    detach=True,
+                    tty=foreign,
+                )  # a terminal, as containerlab's
             except docker.errors.APIError as e:
-                if e.status_code == 409 and tries:   # an earlier try timed out, but the engine made it
+                if e.status_code == 409 and tries:  # an earlier try timed out, but the engine made it
                     c = self.client.containers.get(name)
                     if c.labels.get(LABEL_LAB) == lab:
                         return c
@@ -210,24 +241,31 @@ class DockerRuntime:
             with wait.doing(node.name, "its container started"):
                 dockerapi.call(f"{lab}/{node.name}: starting its container", c.start)
         except docker.errors.ImageNotFound:
-            raise TwinError(f"{lab}/{node.name}: no image {node.image or image!r} here; `twin image build` "
-                            "builds twin's node image (no registry is reached)") from None
+            raise TwinError(
+                f"{lab}/{node.name}: no image {node.image or image!r} here; `twin image build` "
+                "builds twin's node image (no registry is reached)"
+            ) from None
         except docker.errors.APIError as e:
-            if foreign and c is not None:   # made, not started: the image's own fault
+            if foreign and c is not None:  # made, not started: the image's own fault
                 why = str(e.explanation or e)
                 raise ownimage.refused(lab, node.name, str(node.image), why, NodeHandle(c)) from None
-            raise TwinError(f"{lab}/{node.name}: Docker refused its container: "
-                            f"{e.explanation or e}") from None
+            raise TwinError(f"{lab}/{node.name}: Docker refused its container: {e.explanation or e}") from None
         return NodeHandle(c)
 
-    def start_nodes(self, lab: str, nodes: list[Node], image: str, labdir: Path,
-                    on_running: Callable[[str, NodeHandle], None] = lambda node, c: None,
-                    bound: wait.Bound | None = None) -> dict[str, NodeHandle]:
+    def start_nodes(
+        self,
+        lab: str,
+        nodes: list[Node],
+        image: str,
+        labdir: Path,
+        on_running: Callable[[str, NodeHandle], None] = lambda node, c: None,
+        bound: wait.Bound | None = None,
+    ) -> dict[str, NodeHandle]:
         """Start all nodes concurrently; `on_running(node, container)` is called as each one runs.
         On a failure or an interrupt, creations not yet begun are cancelled and the ones under
         way finish (every Docker call has a deadline, cut to `bound`'s), so every container this
         made exists (and is labelled) when it raises; TimeoutError when `bound`'s deadline passes."""
-        dialect.prepare(labdir)    # what the dialects' binds name (NVUE's `nv`), written once
+        dialect.prepare(labdir)  # what the dialects' binds name (NVUE's `nv`), written once
         pool = ThreadPoolExecutor(PARALLEL)
 
         def start(n: Node) -> NodeHandle:
@@ -248,6 +286,7 @@ class DockerRuntime:
     def _list(self, label: str) -> list[Container]:
         """Containers carrying `label`. The SDK lists, then inspects each: one removed in between
         (another twin taking a lab down) is listed again, not an error."""
+
         def listing() -> list[Container]:
             for _ in range(LIST_TRIES - 1):
                 try:
@@ -309,7 +348,7 @@ class DockerRuntime:
             seen |= dict.fromkeys(c.name for c in found)
             if found and time.monotonic() - start >= limit:
                 raise LeftBehind(lab, sorted(c.name for c in found), failed, time.monotonic() - start)
-            if found:   # the engine is behind: give it a moment before the next round
+            if found:  # the engine is behind: give it a moment before the next round
                 time.sleep(min(5.0, 0.5 * rounds))
         return list(seen)
 
@@ -320,7 +359,7 @@ def _remove(c: NodeHandle | Container) -> str:
         (c.container if isinstance(c, NodeHandle) else c).remove(force=True)
     except docker.errors.NotFound:
         pass
-    except Exception as e:   # noqa: BLE001  (a 5xx, a 409 "removal in progress", a timeout: tried again)
+    except Exception as e:  # noqa: BLE001  (a 5xx, a 409 "removal in progress", a timeout: tried again)
         if isinstance(e, docker.errors.APIError) and e.is_client_error() and e.status_code != 409:
             raise
         return dockerapi.explain(e) or type(e).__name__
@@ -333,9 +372,12 @@ class LeftBehind(TwinError):
     def __init__(self, lab: str, names: list[str], errors: dict[str, str], seconds: float):
         self.names = names
         why = next(iter(errors.values()), "")
-        super().__init__(f"lab {lab!r}: {len(names)} container(s) still there after {seconds:.0f}s of tries"
-                         + (f" (Docker: {why})" if why else "") + f": {', '.join(names)}; "
-                         f"`docker rm -f {' '.join(names)}` removes them, or `twin down {lab}` again")
+        super().__init__(
+            f"lab {lab!r}: {len(names)} container(s) still there after {seconds:.0f}s of tries"
+            + (f" (Docker: {why})" if why else "")
+            + f": {', '.join(names)}; "
+            f"`docker rm -f {' '.join(names)}` removes them, or `twin down {lab}` again"
+        )
 
 
 def _text(f: Path) -> str:

@@ -12,6 +12,7 @@ Every request of twin's engine client (`client`) has a deadline: its own (`timeo
 cut to the command's in a thread that has one (`twin.base.wait.bounded`), so a call the engine never
 answers ends by the command's deadline too.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,14 +29,14 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-MIN_REQUEST = 0.05   # s: a request begun just before the command's deadline still gets this much
+MIN_REQUEST = 0.05  # s: a request begun just before the command's deadline still gets this much
 
 
 class BoundedApi(docker.APIClient):
     """Docker's API client whose requests' timeout is its own, cut to the calling thread's command
     deadline (`twin.base.wait.cut`): the SDK reads `timeout` for every request it makes."""
 
-    @property   # type: ignore[override]
+    @property  # type: ignore[override]
     def timeout(self) -> float | None:
         own = self._own_timeout
         limit = wait.left()
@@ -50,12 +51,13 @@ class BoundedApi(docker.APIClient):
 
 
 class _Client(docker.DockerClient):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:   # docker.DockerClient's, on the bounded API client
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # docker.DockerClient's, on the bounded API client
         self.api = BoundedApi(*args, **kwargs)
 
 
-def client(timeout: float | None = timeouts.DOCKER_API, pool: int = 10, base_url: str | None = None
-           ) -> docker.DockerClient:
+def client(
+    timeout: float | None = timeouts.DOCKER_API, pool: int = 10, base_url: str | None = None
+) -> docker.DockerClient:
     """twin's engine client, from the environment as `docker.from_env` (or at `base_url`): `timeout` of
     each request (None: none, for a user's long quiet `twin exec`), cut to the command's deadline."""
     seconds = int(timeout) if timeout else None
@@ -84,21 +86,23 @@ def call(what: str, fn: Callable[[], T], deadline: float | None = None, tries: l
     transient errors seen (for a caller that reports them)."""
     end = deadline if deadline is not None else time.monotonic() + timeouts.DOCKER_RETRY
     if (cmd := wait.left()) is not None:
-        end = min(end, time.monotonic() + cmd)   # the command's deadline comes first
+        end = min(end, time.monotonic() + cmd)  # the command's deadline comes first
     n = 0
     while True:
         n += 1
-        wait.cut(1.0, what)   # DeadlinePassed: not begun
+        wait.cut(1.0, what)  # DeadlinePassed: not begun
         try:
             return fn()
-        except Exception as e:   # noqa: BLE001  (judged by `transient`; the rest is raised as it was)
+        except Exception as e:  # noqa: BLE001  (judged by `transient`; the rest is raised as it was)
             if not transient(e):
                 raise
             if tries is not None:
                 tries.append(explain(e))
             left = end - time.monotonic()
             if left <= 0:
-                raise TwinError(f"{what}: Docker did not answer in time under load ({explain(e)}; tried {n} "
-                                "times); the engine may still finish it") from None
+                raise TwinError(
+                    f"{what}: Docker did not answer in time under load ({explain(e)}; tried {n} "
+                    "times); the engine may still finish it"
+                ) from None
             log.info("%s: %s; trying again (%d)", what, explain(e), n)
             time.sleep(min(left, 0.5 * n, 5.0))

@@ -13,6 +13,7 @@ FRR's answer is kept as FRR prints it, with the file and line it is about:
 
     cfg/leaf1/frr.conf:5: % Unknown command[28]:  neighbor swp1 interfacee peer-group fabric
 """
+
 from __future__ import annotations
 
 import io
@@ -70,19 +71,27 @@ def _archive(configs: UserConfigs) -> bytes:
 def _run(client: docker.DockerClient, image: str, lab: str, configs: UserConfigs) -> str:
     name = dryrun_container(lab)
     try:
-        old = client.containers.get(name)   # left by a killed twin
+        old = client.containers.get(name)  # left by a killed twin
         old.remove(force=True)
     except docker.errors.NotFound:
         pass
     try:
-        c = client.containers.create(image, command=["sh", "-c", _SCRIPT], name=name, labels={LABEL_LAB: lab},
-                                     network_mode="none", mem_limit="256m", pids_limit=64, detach=True)
+        c = client.containers.create(
+            image,
+            command=["sh", "-c", _SCRIPT],
+            name=name,
+            labels={LABEL_LAB: lab},
+            network_mode="none",
+            mem_limit="256m",
+            pids_limit=64,
+            detach=True,
+        )
     except docker.errors.ImageNotFound:
         raise TwinError(f"no image {image!r} here to check the configs with; `twin image build`") from None
     try:
         c.put_archive("/", _archive(configs))
         c.start()
-        rc = c.wait(timeout=wait.cut(timeouts.DRY_RUN, f'{lab}: FRR checking your configs')).get("StatusCode", -1)
+        rc = c.wait(timeout=wait.cut(timeouts.DRY_RUN, f"{lab}: FRR checking your configs")).get("StatusCode", -1)
         text = c.logs().decode(errors="replace")
         if rc:
             raise TwinError(f"checking the configs in {image} failed (exit {rc}): {text.strip()[-400:]}")
@@ -98,11 +107,11 @@ def parse(out: str, configs: UserConfigs) -> list[Problem]:
     file it refused, and daemons enabled that the image's list (after the marker) lacks."""
     problems: list[Problem] = []
     node = ""
-    lines: list[str] = []               # vtysh's output for `node`'s file
-    daemons: set[str] | None = None     # the image's daemons, once its list begins
+    lines: list[str] = []  # vtysh's output for `node`'s file
+    daemons: set[str] | None = None  # the image's daemons, once its list begins
     for raw in out.splitlines():
         if raw.startswith(_MARK):
-            word = raw[len(_MARK):].split()
+            word = raw[len(_MARK) :].split()
             if word == ["daemons"]:
                 daemons = set()
             elif len(word) == 2 and word[1].startswith("rc="):
@@ -133,6 +142,12 @@ def _missing_daemons(configs: UserConfigs, have: set[str]) -> list[Problem]:
             m = _DAEMON.match(line.strip())
             if m and have and m.group(1) not in have:
                 known = ", ".join(sorted(d for d in have if _DAEMON_NAME.fullmatch(d)))
-                out.append(Problem(configs.path(node, DAEMONS), "", f"{m.group(1)}=yes: the node image's FRR has "
-                                   f"no {m.group(1)} (it has {known})", i))
+                out.append(
+                    Problem(
+                        configs.path(node, DAEMONS),
+                        "",
+                        f"{m.group(1)}=yes: the node image's FRR has no {m.group(1)} (it has {known})",
+                        i,
+                    )
+                )
     return out

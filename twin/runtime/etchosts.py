@@ -8,6 +8,7 @@ is (whose it is, and where it ends, cannot be told). The file is rewritten in pl
 it is a bind mount, which a rename cannot replace), under an exclusive lock on it: two twins writing
 their labs' blocks at once both keep theirs. `remove_block` serves containerlab's own blocks too.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -70,7 +71,7 @@ def _edit(path: Path, start: str, end: str, block: list[str] | None) -> bool:
                 out.append(line)
             elif line.strip() == end:
                 inside = False
-        if inside:        # no END line: not a block twin can tell the end of
+        if inside:  # no END line: not a block twin can tell the end of
             return False
         if block is not None:
             if out and not out[-1].endswith("\n"):

@@ -21,6 +21,7 @@ start and duration), each under the label `labelled(...)` set around it. The
 recorder lives in a context variable, so nothing is kept outside such a block;
 work handed to a thread pool carries it along with `carried(fn)`.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -43,10 +44,14 @@ from twin.base.errors import CommandError, DeadlinePassed, TwinError
 from twin.runtime import dockerapi, nodefs
 from twin.runtime.failures import engine_errors
 
-ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
-       "LANG": "C.UTF-8", "TERM": "dumb"}
-GRACE = 5.0   # beyond a command's own deadline, before twin stops waiting for nsenter itself
-_LOCK = threading.Lock()   # the commands under way of every NodeExec (a few sets, briefly)
+ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": "/root",
+    "LANG": "C.UTF-8",
+    "TERM": "dumb",
+}
+GRACE = 5.0  # beyond a command's own deadline, before twin stops waiting for nsenter itself
+_LOCK = threading.Lock()  # the commands under way of every NodeExec (a few sets, briefly)
 
 
 @dataclass(frozen=True)
@@ -72,13 +77,13 @@ class Evidence:
     """One command as it ran: for a reviewer to see why a verdict was reached."""
 
     seq: int
-    label: str          # what it was run for, e.g. "checks: red web reachable", "control"
-    node: str           # lab/node
+    label: str  # what it was run for, e.g. "checks: red web reachable", "control"
+    node: str  # lab/node
     cmd: list[str]
     rc: int
     stdout: str
     stderr: str
-    started: float      # Unix time
+    started: float  # Unix time
     seconds: float
 
 
@@ -89,11 +94,23 @@ class Recorder:
     entries: list[Evidence] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, where: str, cmd: list[str], rc: int, stdout: str, stderr: str, started: float,
-            seconds: float) -> None:
+    def add(
+        self, where: str, cmd: list[str], rc: int, stdout: str, stderr: str, started: float, seconds: float
+    ) -> None:
         with self._lock:
-            self.entries.append(Evidence(len(self.entries) + 1, _LABEL.get(), where, list(cmd), rc, stdout,
-                                         stderr, round(started, 3), round(seconds, 3)))
+            self.entries.append(
+                Evidence(
+                    len(self.entries) + 1,
+                    _LABEL.get(),
+                    where,
+                    list(cmd),
+                    rc,
+                    stdout,
+                    stderr,
+                    round(started, 3),
+                    round(seconds, 3),
+                )
+            )
 
     def of(self, label: str) -> list[Evidence]:
         with self._lock:
@@ -154,27 +171,42 @@ class NodeExec:
                 self.container.reload()
             self._pid = self.container.attrs["State"]["Pid"]
             if not self._pid:
-                raise TwinError(f"{self.where}: container {self.container.name} is not running "
-                                f"({self.container.status})")
+                raise TwinError(
+                    f"{self.where}: container {self.container.name} is not running ({self.container.status})"
+                )
         return self._pid
 
     def argv(self, cmd: list[str]) -> list[str]:
         # --root and --wd without a directory: the node's own root and its init's working directory
         # (a directory given to --wd is looked up before entering: a shell there cannot tell where it is)
-        return ["nsenter", f"--target={self.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup",
-                "--root", "--wd", "--", *cmd]
+        return [
+            "nsenter",
+            f"--target={self.pid}",
+            "--mount",
+            "--uts",
+            "--ipc",
+            "--net",
+            "--pid",
+            "--cgroup",
+            "--root",
+            "--wd",
+            "--",
+            *cmd,
+        ]
 
     def run(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT) -> Result:
         """`cmd` in the node, its output read once it exits (into files, not pipes: a command that
         starts daemons, like FRR's frrinit.sh, leaves them holding whatever it was given)."""
         if self._stopped:
             raise TwinError(f"{self.where}: not run ({' '.join(cmd)[:80]}): twin was interrupted")
-        own, timeout = timeout, wait.cut(timeout, f"{self.where}: `{' '.join(cmd)[:80]}`")   # by the command's deadline
+        own, timeout = timeout, wait.cut(timeout, f"{self.where}: `{' '.join(cmd)[:80]}`")  # by the command's deadline
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
         started, t0 = time.time(), time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            rc = self._wait(subprocess.Popen(self.argv(wrapped), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                             env=ENV), timeout + GRACE)
+            rc = self._wait(
+                subprocess.Popen(self.argv(wrapped), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=ENV),
+                timeout + GRACE,
+            )
             out.seek(0)
             err.seek(0)
             stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
@@ -208,20 +240,23 @@ class NodeExec:
         for proc in running:
             _end(proc)
 
-    def start(self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT,
-              env: dict[str, str] | None = None) -> Result:
+    def start(
+        self, cmd: list[str], timeout: float = timeouts.EXEC_DEFAULT, env: dict[str, str] | None = None
+    ) -> Result:
         """`cmd` through the container runtime (docker exec), for commands that leave daemons
         running in the node (`frrinit.sh start`): they belong to its cgroup, not to twin's. `env`:
         its environment besides the container's (a secret it needs: never on a command line)."""
         own, timeout = timeout, wait.cut(timeout, f"{self.where}: `{' '.join(cmd)[:80]}`")
         wrapped = ["timeout", "--kill-after=2", f"{timeout:g}", *cmd]
         started, t0 = time.time(), time.monotonic()
-        api = self.container.client.api   # each step by itself: only what can be asked twice is retried
+        api = self.container.client.api  # each step by itself: only what can be asked twice is retried
         extra = {"environment": env} if env else {}
         with engine_errors(f"{self.where}: docker exec {cmd[0]}"):
-            exec_id = dockerapi.call(f"{self.where}: docker exec {cmd[0]}",
-                                     lambda: api.exec_create(self.container.id, wrapped, **extra)["Id"])
-            out, err = api.exec_start(exec_id, demux=True)   # runs the command: once
+            exec_id = dockerapi.call(
+                f"{self.where}: docker exec {cmd[0]}",
+                lambda: api.exec_create(self.container.id, wrapped, **extra)["Id"],
+            )
+            out, err = api.exec_start(exec_id, demux=True)  # runs the command: once
             rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
         if rc == 124:
             _cut_short(self.where, cmd, own, timeout)
@@ -238,20 +273,26 @@ class NodeExec:
         started, t0 = time.time(), time.monotonic()
         api = self.container.client.api
         with engine_errors(f"{self.where}: docker exec {cmd[0]}"):
-            exec_id = dockerapi.call(f"{self.where}: docker exec {cmd[0]}",
-                                     lambda: api.exec_create(self.container.id, wrapped, environment=ENV)["Id"])
+            exec_id = dockerapi.call(
+                f"{self.where}: docker exec {cmd[0]}",
+                lambda: api.exec_create(self.container.id, wrapped, environment=ENV)["Id"],
+            )
             out, err = api.exec_start(exec_id, demux=True)
             rc = dockerapi.call(f"{self.where}: docker exec {cmd[0]}", lambda: api.exec_inspect(exec_id)["ExitCode"])
         if rc == 124:
             _cut_short(self.where, cmd, own, timeout)
         stderr = (err or b"").decode(errors="replace") + (f"\n(timed out after {timeout:g}s)" if rc == 124 else "")
-        return _recorded(Result(self.where, list(cmd), rc if rc is not None else 126,
-                                (out or b"").decode(errors="replace"), stderr), started, t0)
+        return _recorded(
+            Result(self.where, list(cmd), rc if rc is not None else 126, (out or b"").decode(errors="replace"), stderr),
+            started,
+            t0,
+        )
 
     def spawn(self, cmd: list[str]) -> subprocess.Popen:
         """Start `cmd` in the node and return at once (a capture); stop it from within the node."""
-        return subprocess.Popen(self.argv(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=ENV)
+        return subprocess.Popen(
+            self.argv(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV
+        )
 
     def read_file(self, inside: str, limit: int = nodefs.MAX_BYTES) -> bytes | None:
         """A file of the node read from the host (None when missing), no link in it followed
@@ -289,9 +330,9 @@ class NodeExec:
             try:
                 doc, pos = decoder.raw_decode(text, pos)
             except json.JSONDecodeError as e:
-                raise CommandError(self.where, cmd, res.rc,
-                                   f"output is not JSON ({e.msg} at char {e.pos}):\n{text[:2000]}",
-                                   res.stderr) from None
+                raise CommandError(
+                    self.where, cmd, res.rc, f"output is not JSON ({e.msg} at char {e.pos}):\n{text[:2000]}", res.stderr
+                ) from None
             docs.append(doc)
         return docs
 

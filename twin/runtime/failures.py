@@ -6,6 +6,7 @@ container or namespace that is not there is `NodeGone`, anything else the
 engine answers is `RuntimeFailed`. `describe` is the one line for a library
 error that escaped anyway (the CLI's last resort).
 """
+
 from __future__ import annotations
 
 import errno
@@ -19,7 +20,7 @@ from pyroute2 import NetlinkError
 from twin.base.errors import NetlinkFailed, NodeGone, RuntimeFailed
 
 T = TypeVar("T")
-GONE = (errno.ENOENT, errno.ESRCH)   # a namespace whose process is gone
+GONE = (errno.ENOENT, errno.ESRCH)  # a namespace whose process is gone
 
 
 def netlink_failed(e: NetlinkError) -> NetlinkFailed:
@@ -37,10 +38,12 @@ def netlink_errors() -> Iterator[None]:
 
 def netlinked(fn: Callable[..., T]) -> Callable[..., T]:
     """`fn` whose NetlinkError leaves it as NetlinkFailed."""
+
     @functools.wraps(fn)
     def wrapped(*args: object, **kw: object) -> T:
         with netlink_errors():
             return fn(*args, **kw)
+
     return wrapped
 
 
@@ -64,8 +67,9 @@ def describe(e: BaseException) -> str | None:
     """One line for a Docker or netlink error that reached the user untranslated (None: neither)."""
     if isinstance(e, docker.errors.DockerException):
         what = getattr(e, "explanation", None) or str(e)
-        return f"Docker: {what}" + ("; is dockerd running? (`make twin-up` starts it)"
-                                    if "connection" in str(e).lower() else "")
+        return f"Docker: {what}" + (
+            "; is dockerd running? (`make twin-up` starts it)" if "connection" in str(e).lower() else ""
+        )
     if isinstance(e, NetlinkError):
         return f"netlink: {e.args[1] if len(e.args) > 1 else e} (errno {e.code})"
     return None

@@ -9,6 +9,7 @@ qdisc or classifier) or None (could not tell, e.g. no `nft` on the host).
 The RED qdisc has no pyroute2 plugin: it is asked for without options, which a kernel with RED
 refuses as invalid (EINVAL) and one without it as unknown (ENOENT).
 """
+
 from __future__ import annotations
 
 import errno
@@ -81,8 +82,11 @@ def _tc(ipr: IPRoute) -> dict[str, bool | None]:
 
     out = {"netem": qdisc("netem", loss=1), "red": qdisc("red"), "fq_codel": qdisc("fq_codel")}
     _try(lambda: ipr.tc("add", "ingress", ix, 0xFFFF0000))
-    out["matchall"] = _try(lambda: ipr.tc("add-filter", "matchall", ix, parent=0xFFFF0000, prio=2,
-                                          action={"kind": "gact", "action": "drop"}))
+    out["matchall"] = _try(
+        lambda: ipr.tc(
+            "add-filter", "matchall", ix, parent=0xFFFF0000, prio=2, action={"kind": "gact", "action": "drop"}
+        )
+    )
     return out
 
 
@@ -114,8 +118,9 @@ def drop_monitor() -> bool | None:
 
 def probe(what: str = "doctor") -> dict[str, bool | None]:
     """Every feature of FEATURES, tried in one throwaway namespace (`what` names it in errors)."""
+
     def run() -> dict[str, bool | None]:
-        with netns.here() as ipr:   # requests with deadlines
+        with netns.here() as ipr:  # requests with deadlines
             out = _links(ipr)
             out |= _tc(ipr)
         return out | _nft() | {"drop_monitor": drop_monitor()}

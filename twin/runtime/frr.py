@@ -5,6 +5,7 @@ output into what the rest of twin compares against intent; FRR 8.4 and 10
 print some of these differently, and that difference is absorbed here. The
 reload commands (frr-reload.py) and the "is FRR running its file?" test too.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,25 +17,31 @@ from twin.intent.tenants import CONNECTED
 from twin.runtime import kernel
 from twin.runtime.exec import NodeExec
 
-SUMMARY = "show bgp ipv4 unicast summary json"   # underlay sessions
-SUMMARY_ALL = "show bgp summary json"            # every AFI (EVPN too)
+SUMMARY = "show bgp ipv4 unicast summary json"  # underlay sessions
+SUMMARY_ALL = "show bgp summary json"  # every AFI (EVPN too)
 ROUTES = "show bgp l2vpn evpn route json"
-RIB = "show ip route json"                        # the default VRF: loopbacks
+RIB = "show ip route json"  # the default VRF: loopbacks
 VNIS = "show evpn vni detail json"
-BGP_IPV4 = "show bgp ipv4 unicast json"           # the underlay's BGP table (public prefixes, default)
+BGP_IPV4 = "show bgp ipv4 unicast json"  # the underlay's BGP table (public prefixes, default)
 FRR_CONF = "frr.conf"
 RELOAD = ["/usr/lib/frr/frr-reload.py", "--reload", "--stdout", f"/etc/frr/{FRR_CONF}"]
 RESTART = ["/usr/lib/frr/frrinit.sh", "restart"]
 # what it means when zebra knows no VNI at all
-NO_EVPN = ("zebra knows no VNI at all: EVPN is off; `advertise-all-vni` under `address-family l2vpn evpn` "
-           "of the default `router bgp` turns it on")
+NO_EVPN = (
+    "zebra knows no VNI at all: EVPN is off; `advertise-all-vni` under `address-family l2vpn evpn` "
+    "of the default `router bgp` turns it on"
+)
 _RT = re.compile(r"RT:[0-9.]+:(\d+)")
 _EVPN = re.compile(r"\[(\d)\]:\[\d+\]:\[(\d+)\]:\[([^\]]+)\](?::\[\d+\]:\[([^\]]+)\])?")
 
 
 # what a router's own config declares (twin.intent.generic), read per protocol
-ADJACENCIES = {"bgp": "show bgp vrf all neighbors json", "ospf": "show ip ospf vrf all neighbor json",
-               "ospf6": "show ipv6 ospf6 neighbor json", "isis": "show isis neighbor json"}
+ADJACENCIES = {
+    "bgp": "show bgp vrf all neighbors json",
+    "ospf": "show ip ospf vrf all neighbor json",
+    "ospf6": "show ipv6 ospf6 neighbor json",
+    "isis": "show isis neighbor json",
+}
 UP_STATE = {"bgp": "Established", "ospf": "Full", "ospf6": "Full", "isis": "Up"}
 
 
@@ -55,7 +62,7 @@ def adjacency_states(protocol: str, doc: object) -> dict[tuple[str, str], str]:
 def _adjacencies(protocol: str, doc: dict) -> Iterator[tuple[str, str, str]]:
     if protocol == "bgp":
         for vrf, peers in doc.items():
-            for name, p in (peers.items() if isinstance(peers, dict) else ()):
+            for name, p in peers.items() if isinstance(peers, dict) else ():
                 if isinstance(p, dict) and "bgpState" in p:
                     yield vrf, name, p["bgpState"]
     elif protocol == "ospf":
@@ -100,8 +107,12 @@ def flaps(summary: dict, ports: list[str]) -> dict[str, tuple[int, int, str]]:
 def never_started(summary: dict, ports: list[str]) -> bool:
     """Every session on `ports` Idle and never Established: bgpd holds them (not one tried)."""
     peers = summary.get("peers", {}) if isinstance(summary, dict) else {}
-    return all(isinstance(peers.get(p), dict) and peers[p].get("state") == "Idle"
-               and not peers[p].get("connectionsEstablished") for p in ports)
+    return all(
+        isinstance(peers.get(p), dict)
+        and peers[p].get("state") == "Idle"
+        and not peers[p].get("connectionsEstablished")
+        for p in ports
+    )
 
 
 def unexpected_peers(summary: dict, ports: list[str]) -> list[str]:
@@ -122,7 +133,7 @@ def evpn_routes(doc: dict) -> list[tuple[int, str, set[int]]]:
             paths = entry.get("paths", []) if isinstance(entry, dict) else entry
             vnis: set[int] = set()
             for p in paths:
-                for path in (p if isinstance(p, list) else [p]):
+                for path in p if isinstance(p, list) else [p]:
                     comm = (path.get("extendedCommunity") or {}).get("string", "")
                     vnis |= {int(v) for v in _RT.findall(comm)}
             out.append((int(prefix[1]), prefix, vnis))
@@ -145,7 +156,7 @@ def evpn_table(doc: dict) -> list[tuple[tuple[int, str, str], frozenset[int]]]:
             what = {2: f"{first} {ip}" if ip else first, 5: f"{first}/{length}"}.get(rtype, first)
             hops, vnis = set(), set()
             for p in entry.get("paths", []) if isinstance(entry, dict) else entry:
-                for path in (p if isinstance(p, list) else [p]):
+                for path in p if isinstance(p, list) else [p]:
                     vnis |= {int(v) for v in _RT.findall((path.get("extendedCommunity") or {}).get("string", ""))}
                     hops |= {nh.get("ip") for nh in path.get("nexthops", []) if nh.get("ip")}
             out += [((rtype, what, hop), frozenset(vnis)) for hop in sorted(hops)]
@@ -210,8 +221,11 @@ def vrf_routes(doc: dict) -> dict[str, frozenset[str]]:
                 continue
             hops = set()
             for nh in r.get("nexthops", []):
-                hops.add(CONNECTED if nh.get("directlyConnected") or r.get("protocol") == "connected"
-                         else nh.get("ip", nh.get("interfaceName", "?")))
+                hops.add(
+                    CONNECTED
+                    if nh.get("directlyConnected") or r.get("protocol") == "connected"
+                    else nh.get("ip", nh.get("interfaceName", "?"))
+                )
             out[prefix] = frozenset(hops)
     return out
 
@@ -220,6 +234,7 @@ def await_bridge(ex: NodeExec, port: str, bridge: str) -> None:
     """Until zebra holds `port` in `bridge`. zebra (FRR 10.3) applies a port's new master in its
     dataplane thread but reads the port's MACs at once, and drops a MAC of a port it holds for no
     bridge: a static MAC written before then is never advertised (no type-2 route)."""
+
     def missing() -> list[str]:
         doc = ex.vtysh_json(f"show interface {port} vrf all json", timeout=timeouts.VTYSH)[0]
         got = doc.get(port, {}).get("masterInterface")
@@ -283,7 +298,7 @@ def take(ex: NodeExec, restart: bool = False, removes: bool = True) -> None:
     reloaded again (only the difference). The same for a change and for its rollback. A config
     that only adds lines (`removes` False) leaves nothing to take away: no check is needed."""
     if restart:
-        ex.start(RESTART, timeouts.FRR_RELOAD).check()   # the daemons it starts belong to the node
+        ex.start(RESTART, timeouts.FRR_RELOAD).check()  # the daemons it starts belong to the node
     else:
         reload(ex)
     if not removes and not restart:
@@ -299,7 +314,7 @@ def take(ex: NodeExec, restart: bool = False, removes: bool = True) -> None:
 
 
 # --- readers for the user's checks and the behaviour baseline --------------------------------------
-AFI_KEYS = {"ipv4": "ipv4Unicast", "ipv6": "ipv6Unicast", "evpn": "l2VpnEvpn"}   # keys of `summary json`
+AFI_KEYS = {"ipv4": "ipv4Unicast", "ipv6": "ipv6Unicast", "evpn": "l2VpnEvpn"}  # keys of `summary json`
 SUMMARY_VRFS = "show bgp vrf all summary json"
 ROUTES_V4_VRFS = "show ip route vrf all json"
 ROUTES_V6_VRFS = "show ipv6 route vrf all json"
@@ -353,8 +368,15 @@ def route_entries(doc: dict, prefix: str) -> list[dict]:
     """Entries of `prefix` in `show ip route vrf X json`: {protocol, selected, nexthops: [hop], names:
     [[every name of each next hop: hop, address, interface]]}."""
     entries = doc.get(prefix, []) if isinstance(doc, dict) else []
-    return [{"protocol": e.get("protocol", "?"), "selected": bool(e.get("selected")),
-             "nexthops": sorted({hop(nh) for nh in e.get("nexthops", [])}),
-             "names": [sorted({hop(nh), *(nh[k] for k in ("ip", "interfaceName") if k in nh)})
-                       for nh in e.get("nexthops", [])]}
-            for e in entries if isinstance(e, dict)]
+    return [
+        {
+            "protocol": e.get("protocol", "?"),
+            "selected": bool(e.get("selected")),
+            "nexthops": sorted({hop(nh) for nh in e.get("nexthops", [])}),
+            "names": [
+                sorted({hop(nh), *(nh[k] for k in ("ip", "interfaceName") if k in nh)}) for nh in e.get("nexthops", [])
+            ],
+        }
+        for e in entries
+        if isinstance(e, dict)
+    ]

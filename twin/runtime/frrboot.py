@@ -12,6 +12,7 @@ A step that lasts longer than a bound derived from the host's load (`stall_bound
 named with its state), `watch` boots FRR again once, and fails naming the node, the step and the
 daemon if the second boot stalls too.
 """
+
 from __future__ import annotations
 
 import errno
@@ -42,7 +43,7 @@ class Boot:
     daemon of the step, when the step began (epoch seconds) and a note."""
 
     number: int
-    step: str        # start, answer, config, up, failed
+    step: str  # start, answer, config, up, failed
     daemon: str
     since: float
     note: str = ""
@@ -53,9 +54,13 @@ class Boot:
 
     def what(self) -> str:
         """The step in words."""
-        return {"start": f"starting {self.daemon}", "answer": f"waiting for {self.daemon} to answer on its vty",
-                "config": "loading the configuration into the daemons (vtysh -b)", UP: "up",
-                "failed": f"{self.daemon} {self.note or 'failed'}"}.get(self.step, self.step)
+        return {
+            "start": f"starting {self.daemon}",
+            "answer": f"waiting for {self.daemon} to answer on its vty",
+            "config": "loading the configuration into the daemons (vtysh -b)",
+            UP: "up",
+            "failed": f"{self.daemon} {self.note or 'failed'}",
+        }.get(self.step, self.step)
 
 
 def parse(text: str) -> Boot | None:
@@ -79,8 +84,9 @@ def command(pid: int, word: str, where: str) -> None:
         fd = safeopen.open_under(nodefs.root(pid), FIFO, safeopen.NO_LINKS, os.O_WRONLY | os.O_NONBLOCK)
     except OSError as e:
         why = "its server is not running" if e.errno in (errno.ENXIO, errno.ENOENT) else str(e)
-        raise TwinError(f"{where}: cannot ask for FRR's {word} through {FIFO} ({why}); is the node "
-                        "running twin's node image?") from None
+        raise TwinError(
+            f"{where}: cannot ask for FRR's {word} through {FIFO} ({why}); is the node running twin's node image?"
+        ) from None
     try:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             raise TwinError(f"{where}: {FIFO} is not a FIFO: FRR's {word} not asked for")
@@ -120,8 +126,8 @@ def node_processes(pid: int) -> dict[str, str]:
             text = Path(f"/proc/{d.name}/stat").read_text()
         except OSError:
             continue
-        name, state = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:][:1]
-        if out.get(name) not in STATES:      # one stuck process of a name is what counts
+        name, state = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :][:1]
+        if out.get(name) not in STATES:  # one stuck process of a name is what counts
             out[name] = state
     return out
 
@@ -144,26 +150,50 @@ def stalled(boot: Boot | None, now: float, bound: float) -> bool:
     return boot is not None and boot.step not in (UP, "failed") and now - boot.since > bound
 
 
-FRR_NAMES = ("zebra", "mgmtd", "bgpd", "ospfd", "ospf6d", "isisd", "staticd", "bfdd", "pimd", "ldpd", "ripd",
-             "ripngd", "babeld", "eigrpd", "nhrpd", "pbrd", "fabricd", "vrrpd", "pathd", "sharpd", "pim6d", "watchfrr")
+FRR_NAMES = (
+    "zebra",
+    "mgmtd",
+    "bgpd",
+    "ospfd",
+    "ospf6d",
+    "isisd",
+    "staticd",
+    "bfdd",
+    "pimd",
+    "ldpd",
+    "ripd",
+    "ripngd",
+    "babeld",
+    "eigrpd",
+    "nhrpd",
+    "pbrd",
+    "fabricd",
+    "vrrpd",
+    "pathd",
+    "sharpd",
+    "pim6d",
+    "watchfrr",
+)
 
 
 def describe(node: str, boot: Boot, pid: int, bound: float) -> str:
     """A stalled boot in words: the node, the step, how long, what holds it."""
     procs = node_processes(pid)
-    return (f"{node}: FRR's boot stalled {time.time() - boot.since:.0f}s (bound {bound:.0f}s) at "
-            f"{boot.what()}: {holding(boot, procs, [d for d in FRR_NAMES if d in procs or d == boot.daemon])}")
+    return (
+        f"{node}: FRR's boot stalled {time.time() - boot.since:.0f}s (bound {bound:.0f}s) at "
+        f"{boot.what()}: {holding(boot, procs, [d for d in FRR_NAMES if d in procs or d == boot.daemon])}"
+    )
 
 
 def watch(node: str, pid: int, say: Callable[[str], None] = lambda _: None) -> int:
     """Until the node's FRR boot is up; a boot stalled at a step longer than the host's bound is booted
     again, once (said, with what held it); a second stall raises BootStalled naming it. Returns how many
     times FRR was booted again (0 or 1). The wait's own limit: `timeouts.FRR_START` and two bounds."""
-    reboots, after = [0], [0]   # boots numbered `after` or lower are the ones a reboot ended
+    reboots, after = [0], [0]  # boots numbered `after` or lower are the ones a reboot ended
 
     def left() -> list[str]:
         boot = read(pid, node)
-        if boot is None and not Path(f"/proc/{pid}").exists():   # removed meanwhile (an interrupted bring-up)
+        if boot is None and not Path(f"/proc/{pid}").exists():  # removed meanwhile (an interrupted bring-up)
             raise TwinError(f"{node}: its container stopped while FRR booted (process {pid} is gone)")
         if boot is not None and boot.number <= after[0]:
             return [f"{node}: FRR booted again: boot {after[0] + 1} not begun yet"]
@@ -174,8 +204,10 @@ def watch(node: str, pid: int, say: Callable[[str], None] = lambda _: None) -> i
             return [] if boot is not None and boot.up else [f"{node}: FRR " + (boot.what() if boot else "not begun")]
         said = describe(node, boot, pid, bound)
         if reboots[0]:
-            raise BootStalled(f"{said}; it had stalled once already and was booted again: "
-                              f"`twin exec LAB {node} -- ps -eo pid,stat,comm` shows its daemons")
+            raise BootStalled(
+                f"{said}; it had stalled once already and was booted again: "
+                f"`twin exec LAB {node} -- ps -eo pid,stat,comm` shows its daemons"
+            )
         reboots[0], after[0] = 1, boot.number
         say(f"{said}: booting its FRR again")
         command(pid, "reboot", node)

@@ -4,6 +4,7 @@ labelled `twin.lab` whose lab has no directory, twin-named network namespaces).
 
 Reading only: nothing here removes anything.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,22 +25,22 @@ class Engine:
     reachable: bool
     version: str = ""
     error: str = ""
-    userns: bool | None = None     # dockerd remaps root in containers to a user of the host (`userns-remap`)
-    cgroup: str = ""               # the cgroup version the engine runs containers on ("1", "2")
+    userns: bool | None = None  # dockerd remaps root in containers to a user of the host (`userns-remap`)
+    cgroup: str = ""  # the cgroup version the engine runs containers on ("1", "2")
 
 
 @dataclass(frozen=True)
 class Image:
     tag: str
-    frr: str            # "" when it could not be read
-    current: bool       # the tag this twin builds (its recipe's hash, twin/images/)
+    frr: str  # "" when it could not be read
+    current: bool  # the tag this twin builds (its recipe's hash, twin/images/)
 
 
 @dataclass(frozen=True)
 class Leftovers:
-    containers: dict[str, list[str]] = field(default_factory=dict)   # lab -> container names, no lab dir
-    netns: list[str] = field(default_factory=list)                    # twin-named namespaces in /run/netns
-    networks: dict[str, list[str]] = field(default_factory=dict)     # lab -> its networks, no lab dir
+    containers: dict[str, list[str]] = field(default_factory=dict)  # lab -> container names, no lab dir
+    netns: list[str] = field(default_factory=list)  # twin-named namespaces in /run/netns
+    networks: dict[str, list[str]] = field(default_factory=dict)  # lab -> its networks, no lab dir
 
 
 def _client() -> docker.DockerClient:
@@ -52,17 +53,17 @@ def engine() -> Engine:
         version = str(c.version().get("Version", "?"))
         info = c.info()
         security = [str(s) for s in info.get("SecurityOptions") or []]
-        return Engine(True, version, userns=any("name=userns" in s for s in security),
-                      cgroup=str(info.get("CgroupVersion") or ""))
+        return Engine(
+            True, version, userns=any("name=userns" in s for s in security), cgroup=str(info.get("CgroupVersion") or "")
+        )
     except docker.errors.DockerException as e:
         return Engine(False, error=str(e).splitlines()[0][:200])
 
 
 def frr_of(client: docker.DockerClient, tag: str) -> str:
     """The FRR package version inside an image: one throwaway container, no network, removed."""
-    try:   # not `run(remove=True)`: the engine may remove it before its output is read
-        c = client.containers.create(tag, FRR_VERSION, network_mode="none", entrypoint=[],
-                                     labels={"twin.doctor": "1"})
+    try:  # not `run(remove=True)`: the engine may remove it before its output is read
+        c = client.containers.create(tag, FRR_VERSION, network_mode="none", entrypoint=[], labels={"twin.doctor": "1"})
     except docker.errors.DockerException:
         return ""
     try:
@@ -105,7 +106,7 @@ def leftovers(known: set[str]) -> Leftovers:
         if lab not in known:
             labs.setdefault(lab, []).append(c.name)
     nets: dict[str, list[str]] = {}
-    for n in client.networks.list(filters={"label": LABEL_LAB}):   # a management network
+    for n in client.networks.list(filters={"label": LABEL_LAB}):  # a management network
         lab = (n.attrs.get("Labels") or {}).get(LABEL_LAB, "")
         if lab not in known:
             nets.setdefault(lab, []).append(n.name)
@@ -113,5 +114,6 @@ def leftovers(known: set[str]) -> Leftovers:
         ns = stray_netns(os.listdir(NETNS_DIR), known)
     except OSError:
         ns = []
-    return Leftovers({k: sorted(v) for k, v in sorted(labs.items())}, ns,
-                     {k: sorted(v) for k, v in sorted(nets.items())})
+    return Leftovers(
+        {k: sorted(v) for k, v in sorted(labs.items())}, ns, {k: sorted(v) for k, v in sorted(nets.items())}
+    )

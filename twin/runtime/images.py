@@ -9,6 +9,7 @@ the same images as a checkout. Each tag carries a hash of its recipe (and of the
 base it builds on), so a build is skipped when nothing changed and redone when
 something did; the build context is exactly the files hashed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,8 @@ import yaml
 
 from twin.base.errors import CommandError, TwinError
 
-RECIPES = resources.files("twin") / "images"   # base/ and node/ (a Path for a checkout or an installed wheel)
-SKIPPED = {"__pycache__"}   # what an installer's byte-compiling leaves beside the node's Python scripts
+RECIPES = resources.files("twin") / "images"  # base/ and node/ (a Path for a checkout or an installed wheel)
+SKIPPED = {"__pycache__"}  # what an installer's byte-compiling leaves beside the node's Python scripts
 # Debian release of the node image: trixie has FRR 10.3 (the default), bookworm FRR 8.4.4.
 # $TWIN_SUITE overrides the default for every command and test. FRR 8.4.4 cannot take
 # day-2 changes of tenants on the netns VRF backend (frr-reload puts a new L3VNI in the
@@ -46,8 +47,7 @@ def _hash(*parts: bytes) -> str:
 
 def _files(directory: Path) -> Iterator[tuple[str, Path]]:
     """Every file of a recipe (its path inside the recipe, the file), sorted by that path."""
-    found = [p for p in directory.rglob("*")
-             if p.is_file() and not SKIPPED & set(p.relative_to(directory).parts)]
+    found = [p for p in directory.rglob("*") if p.is_file() and not SKIPPED & set(p.relative_to(directory).parts)]
     for f in sorted(found):
         yield str(f.relative_to(directory)), f
 
@@ -89,9 +89,12 @@ def mirror() -> str:
             text = src.read_text()
         except OSError:
             continue
-        for m in re.finditer(r"^(?:URIs:\s*|deb\s+(?:\[[^]]*\]\s+)?)(\S+/debian)/?\s*$"
-                             r"|^deb\s+(?:\[[^]]*\]\s+)?(\S+/debian)/?\s+\S+",
-                             text, re.M):
+        for m in re.finditer(
+            r"^(?:URIs:\s*|deb\s+(?:\[[^]]*\]\s+)?)(\S+/debian)/?\s*$"
+            r"|^deb\s+(?:\[[^]]*\]\s+)?(\S+/debian)/?\s+\S+",
+            text,
+            re.M,
+        ):
             return (m.group(1) or m.group(2)).rstrip("/")
     return DEFAULT_MIRROR
 
@@ -132,16 +135,26 @@ def build_node(client: docker.DockerClient, suite: str, say: Callable[[str], Non
     tag = node_tag(suite)
     say(f"docker build twin/images/node -> {tag}")
     try:
-        client.images.build(fileobj=_context("node"), custom_context=True, tag=tag,
-                            buildargs={"BASE": base_tag(suite)}, rm=True, forcerm=True)
+        client.images.build(
+            fileobj=_context("node"),
+            custom_context=True,
+            tag=tag,
+            buildargs={"BASE": base_tag(suite)},
+            rm=True,
+            forcerm=True,
+        )
     except docker.errors.BuildError as e:
         log = "".join(x.get("stream", "") or x.get("error", "") for x in e.build_log)[-4000:]
         raise TwinError(f"building {tag} failed: {e.msg}\n{log}") from None
     return tag
 
 
-def ensure(client: docker.DockerClient, suite: str = DEFAULT_SUITE, force: bool = False,
-           say: Callable[[str], None] = lambda _: None) -> str:
+def ensure(
+    client: docker.DockerClient,
+    suite: str = DEFAULT_SUITE,
+    force: bool = False,
+    say: Callable[[str], None] = lambda _: None,
+) -> str:
     """The node image tag, building base and node image only when their recipe changed."""
     if force or not _exists(client, base_tag(suite)):
         build_base(client, suite, say)

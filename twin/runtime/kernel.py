@@ -6,6 +6,7 @@ netlink application (`ip netns add`, `nft -f`) are run by the node itself, in
 one exec per run of consecutive ones: a tenant namespace must land in the
 node's /run/netns, where FRR's zebra (-n) finds it.
 """
+
 from __future__ import annotations
 
 import errno
@@ -56,6 +57,7 @@ def vrf_devices(lab: str) -> bool:
     backend needs (the default, netns, needs none).
 
     The probe runs in a throwaway namespace of its own."""
+
     def vrf(ipr: IPRoute) -> bool:
         ipr.link("add", ifname="probe", kind="vrf", vrf_table=4242)
         return True
@@ -67,14 +69,23 @@ def probe_shaping(lab: str) -> Shaping:
     """How this kernel can hold workloads to their rates (`twin.config.services`): "tc" when it
     has the TBF qdisc, IFB devices, the ingress qdisc and u32 filters with mirred redirects
     (shaping, both directions), else "nft" (nftables `limit`: policing)."""
+
     def tc(ipr: IPRoute) -> Shaping:
         ipr.link("add", ifname="probe", kind="ifb")
         ix = ipr.link("get", ifname="probe")[0]["index"]
         ipr.tc("replace", "tbf", ix, 0x10000, rate="1mbit", burst=4096, limit=8192)
         ipr.tc("replace", "ingress", ix, 0xFFFF0000)
-        ipr.tc("add-filter", "u32", ix, parent=0xFFFF0000, protocol=0x0003, prio=1, target=0x10000,
-               keys=["0x0/0x0+0"], action=[{"kind": "mirred", "direction": "egress", "action": "redirect",
-                                            "ifindex": ix}])
+        ipr.tc(
+            "add-filter",
+            "u32",
+            ix,
+            parent=0xFFFF0000,
+            protocol=0x0003,
+            prio=1,
+            target=0x10000,
+            keys=["0x0/0x0+0"],
+            action=[{"kind": "mirred", "direction": "egress", "action": "redirect", "ifindex": ix}],
+        )
         return "tc"
 
     return _probe(lab, tc, "nft")
@@ -83,6 +94,7 @@ def probe_shaping(lab: str) -> Shaping:
 def probe_vlans(lab: str) -> bool:
     """Whether this kernel has 802.1Q VLAN devices (a VLAN-aware bridge with SVIs on it: the
     layout NVUE builds on Cumulus Linux)."""
+
     def vlan(ipr: IPRoute) -> bool:
         ipr.link("add", ifname="probebr", kind="bridge", br_vlan_filtering=1)
         ipr.link("add", ifname="probe", kind="vlan", link=ipr.link_lookup(ifname="probebr")[0], vlan_id=10)
@@ -93,6 +105,7 @@ def probe_vlans(lab: str) -> bool:
 
 def probe_bonds(lab: str) -> bool:
     """Whether this kernel has bonding (CONFIG_BONDING): NVUE's bonds made as Linux bonds (`twin.nvue.bonds`)."""
+
     def bond(ipr: IPRoute) -> bool:
         ipr.link("add", ifname="probebond", kind="bond", bond_mode=4)
         return True
@@ -104,6 +117,7 @@ def probe_red(lab: str) -> bool:
     """Whether this kernel has the RED qdisc (CONFIG_NET_SCH_RED): RoCE QoS's ECN marking at a queue
     depth (`twin.nvue.qos`). Asked with no parameters: a kernel without it says ENOENT (no such kind),
     one with it refuses the missing parameters."""
+
     def red(ipr: IPRoute) -> bool:
         ipr.link("add", ifname="probe", kind="ifb")
         try:
@@ -118,8 +132,9 @@ def probe_red(lab: str) -> bool:
 def _probe(lab: str, attempt: Callable[[IPRoute], T], otherwise: T) -> T:
     """`attempt(ipr)` in a new, empty namespace of its own (`netns.scratch`: gone with the thread
     that made it, so a killed run leaves nothing); `otherwise` if the kernel refuses it."""
+
     def run() -> T:
-        with netns.here() as ipr:   # requests with deadlines
+        with netns.here() as ipr:  # requests with deadlines
             try:
                 return attempt(ipr)
             except NetlinkError:
@@ -131,8 +146,9 @@ def _probe(lab: str, attempt: Callable[[IPRoute], T], otherwise: T) -> T:
 def lacks(lab: str) -> list[str]:
     """The device types of `twin.runtime.kernelhint.DEVICES` this kernel cannot make, probed in one
     throwaway namespace named after the lab."""
+
     def missing(ipr: IPRoute) -> list[str]:
-        ipr.link("add", ifname="probe-br", kind="bridge")     # a VLAN's lower device (lo cannot be one)
+        ipr.link("add", ifname="probe-br", kind="bridge")  # a VLAN's lower device (lo cannot be one)
         lower = ipr.link_lookup(ifname="probe-br")[0]
         out = []
         for kind, extra in (("vrf", {"vrf_table": 4242}), ("dummy", {}), ("vlan", {"link": lower, "vlan_id": 42})):

@@ -13,6 +13,7 @@ takes them back (`unpark`), and `twin down` removes what is held (`remove_held`)
 `Wiring` overlaps with container creation: a link is created as soon as both
 of its nodes run, and a node's ports come up as soon as all its links exist.
 """
+
 from __future__ import annotations
 
 import threading
@@ -31,8 +32,8 @@ from twin.runtime import netns
 from twin.runtime.netns import netns_path
 from twin.topology.model import Fabric, Link
 
-PARALLEL = 8               # links being made at once
-CONFIGURE_PARALLEL = 64    # nodes being configured (FRR starting) at once
+PARALLEL = 8  # links being made at once
+CONFIGURE_PARALLEL = 64  # nodes being configured (FRR starting) at once
 
 
 def create_link(link: Link, pids: dict[str, int]) -> None:
@@ -41,9 +42,14 @@ def create_link(link: Link, pids: dict[str, int]) -> None:
     a, b = link.a, link.b
     with netns.here() as ipr:
         try:
-            ipr.link("add", ifname=a.port, kind="veth", mtu=link.mtu,
-                     net_ns_fd=netns_path(pids[a.node]),
-                     peer={"ifname": b.port, "mtu": link.mtu, "net_ns_fd": netns_path(pids[b.node])})
+            ipr.link(
+                "add",
+                ifname=a.port,
+                kind="veth",
+                mtu=link.mtu,
+                net_ns_fd=netns_path(pids[a.node]),
+                peer={"ifname": b.port, "mtu": link.mtu, "net_ns_fd": netns_path(pids[b.node])},
+            )
         except NetlinkError as e:
             raise TwinError(f"cannot create link {a} <-> {b}: {e}") from None
 
@@ -57,8 +63,12 @@ def bring_up(fabric: Fabric, node: str, pid: int, ports: list[str] | None = None
             idx = ipr.link_lookup(ifname=port.name)
             if not idx:
                 raise TwinError(f"{node}: port {port.name} is missing after wiring")
-            ipr.link("set", index=idx[0], state="up",
-                     ifalias=link_alias(fabric.name, f"{node}:{port.name}", f"{port.peer_node}:{port.peer_port}"))
+            ipr.link(
+                "set",
+                index=idx[0],
+                state="up",
+                ifalias=link_alias(fabric.name, f"{node}:{port.name}", f"{port.peer_node}:{port.peer_port}"),
+            )
 
 
 def add_link(fabric: Fabric, link: Link, pids: dict[str, int]) -> None:
@@ -104,7 +114,7 @@ def unpark(lab: str, node: str, pid: int) -> list[str]:
     moved into its new namespace under their names, and the holding namespace removed. Returns the
     ports taken back ([]: nothing was held, e.g. the container was stopped behind twin's back)."""
     name = held_netns(lab, node)
-    if name not in netns.named(name):   # exactly its own: leaf10's starts with leaf1's name too
+    if name not in netns.named(name):  # exactly its own: leaf10's starts with leaf1's name too
         return []
     back = []
     with netns.open_ipr(netns.named_path(name)) as ipr:
@@ -137,8 +147,13 @@ class Wiring:
     it (~1-3 s), and every node can wait at once, while links (netlink, milliseconds) keep theirs.
     """
 
-    def __init__(self, fabric: Fabric, on_wired: Callable[[str], None] = lambda node: None,
-                 attach: Callable[[str, int], None] | None = None, bound: wait.Bound | None = None):
+    def __init__(
+        self,
+        fabric: Fabric,
+        on_wired: Callable[[str], None] = lambda node: None,
+        attach: Callable[[str, int], None] | None = None,
+        bound: wait.Bound | None = None,
+    ):
         """`attach(node, pid)`: its management port (`twin.runtime.mgmt`), made with its links. `bound`:
         the command's deadline, which the pools' calls are cut to and `wait` holds."""
         self.fabric = fabric
@@ -152,8 +167,9 @@ class Wiring:
         self.managed = managed
         self.lock = threading.Lock()
         self.pool = ThreadPoolExecutor(PARALLEL, thread_name_prefix="twin-link")
-        self.configure = ThreadPoolExecutor(max(1, min(CONFIGURE_PARALLEL, len(fabric.nodes))),
-                                            thread_name_prefix="twin-configure")
+        self.configure = ThreadPoolExecutor(
+            max(1, min(CONFIGURE_PARALLEL, len(fabric.nodes))), thread_name_prefix="twin-configure"
+        )
         self.futures: list[Future] = []
         self.linked = 0
         self.configured = 0
@@ -164,8 +180,11 @@ class Wiring:
         with self.lock:
             nodes, links = len(self.fabric.nodes), len(self.fabric.links)
             stage = "containers" if len(self.pids) < nodes else "links" if self.linked < links else "configs"
-            return Said(f"starting: {len(self.pids)}/{nodes} containers running, {self.linked}/{links} links wired, "
-                        f"{self.configured}/{nodes} nodes configured", stage)
+            return Said(
+                f"starting: {len(self.pids)}/{nodes} containers running, {self.linked}/{links} links wired, "
+                f"{self.configured}/{nodes} nodes configured",
+                stage,
+            )
 
     def late(self, e: BaseException, stage: str = "") -> StageTimeout | None:
         """When `e` came at the command's deadline (or is it): the deadline, naming the stage (`stage`, else

@@ -13,6 +13,7 @@ containers, and after a crash: it is found by its label).
 `taken` is what a management subnet must not overlap here: every Docker network's subnets and
 this host's routes (`twin.topology.mgmt.choose` picks among the rest).
 """
+
 from __future__ import annotations
 
 import errno
@@ -54,15 +55,19 @@ def taken(client: docker.DockerClient, lab: str = "") -> list[IPv4Network]:
     out: list[IPv4Network] = []
     with engine_errors("listing Docker's networks"):
         nets = dockerapi.call("listing Docker's networks", lambda: client.api.networks())
-    mine = [_prefix(c.get("Subnet")) for n in nets if (n.get("Labels") or {}).get(LABEL_LAB) == lab and lab
-            for c in ((n.get("IPAM") or {}).get("Config") or [])]
+    mine = [
+        _prefix(c.get("Subnet"))
+        for n in nets
+        if (n.get("Labels") or {}).get(LABEL_LAB) == lab and lab
+        for c in ((n.get("IPAM") or {}).get("Config") or [])
+    ]
     for net in nets:
         if lab and (net.get("Labels") or {}).get(LABEL_LAB) == lab:
             continue
-        for cfg in ((net.get("IPAM") or {}).get("Config") or []):
+        for cfg in (net.get("IPAM") or {}).get("Config") or []:
             prefix = _prefix(cfg.get("Subnet"))
             out += [prefix] if prefix is not None else []
-    with netns.here() as ipr:   # requests with deadlines (the command's too)
+    with netns.here() as ipr:  # requests with deadlines (the command's too)
         for r in ipr.get_routes(family=2, table=254):
             length = r.get("dst_len") or 0
             dst = r.get_attr("RTA_DST")
@@ -89,33 +94,48 @@ def create(client: docker.DockerClient, fabric: Fabric) -> str:
     mine = _networks(client, lab)
     if any(_ours(n, lab, m.subnet, m.gateway) for n in mine):
         return bridge_name(lab)
-    for n in mine:   # another subnet: left by an earlier lab of this name
+    for n in mine:  # another subnet: left by an earlier lab of this name
         _remove_network(n)
     ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=m.subnet, gateway=m.gateway)])
     try:
-        dockerapi.call(f"lab {lab}: creating its management network", lambda: client.networks.create(
-            name, driver="bridge", internal=True, ipam=ipam, labels={LABEL_LAB: lab},
-            options={BRIDGE_OPTION: bridge_name(lab)}, check_duplicate=True))
+        dockerapi.call(
+            f"lab {lab}: creating its management network",
+            lambda: client.networks.create(
+                name,
+                driver="bridge",
+                internal=True,
+                ipam=ipam,
+                labels={LABEL_LAB: lab},
+                options={BRIDGE_OPTION: bridge_name(lab)},
+                check_duplicate=True,
+            ),
+        )
     except docker.errors.APIError as e:
         if any(_ours(n, lab, m.subnet, m.gateway) for n in _networks(client, lab)):
-            return bridge_name(lab)   # an earlier try that timed out made it
-        raise TwinError(f"lab {lab}: Docker refused its management network {name} ({m.subnet}): "
-                        f"{e.explanation or e}; another network may have taken the subnet meanwhile: `twin up` "
-                        "again chooses another, or give the topology mgmt.subnet") from None
+            return bridge_name(lab)  # an earlier try that timed out made it
+        raise TwinError(
+            f"lab {lab}: Docker refused its management network {name} ({m.subnet}): "
+            f"{e.explanation or e}; another network may have taken the subnet meanwhile: `twin up` "
+            "again chooses another, or give the topology mgmt.subnet"
+        ) from None
     return bridge_name(lab)
 
 
 def _ours(net: Network, lab: str, subnet: str, gateway: str) -> bool:
     """Is `net` lab `lab`'s management network as it should be (its name, subnet, gateway and bridge)?"""
     cfg = (net.attrs.get("IPAM") or {}).get("Config") or []
-    return (net.attrs.get("Name") == mgmt_network(lab) and (net.attrs.get("Options") or {}).get(BRIDGE_OPTION)
-            == bridge_name(lab) and [(c.get("Subnet"), c.get("Gateway")) for c in cfg] == [(subnet, gateway)])
+    return (
+        net.attrs.get("Name") == mgmt_network(lab)
+        and (net.attrs.get("Options") or {}).get(BRIDGE_OPTION) == bridge_name(lab)
+        and [(c.get("Subnet"), c.get("Gateway")) for c in cfg] == [(subnet, gateway)]
+    )
 
 
 def _networks(client: docker.DockerClient, lab: str) -> list:
     with engine_errors(f"lab {lab}: listing its networks"):
-        return dockerapi.call(f"lab {lab}: listing its networks",
-                              lambda: client.networks.list(filters={"label": f"{LABEL_LAB}={lab}"}))
+        return dockerapi.call(
+            f"lab {lab}: listing its networks", lambda: client.networks.list(filters={"label": f"{LABEL_LAB}={lab}"})
+        )
 
 
 def _remove_network(net: Network) -> None:
@@ -142,7 +162,7 @@ def attach(lab: str, node: str, pid: int, bridge: str, address: str) -> None:
     and this host's neighbour entry of its `address` (the former eth0's MAC) removed: the new one is
     reached at once, not once that entry has failed (half a minute and more)."""
     host, alias = port_name(lab, node), link_alias(lab, f"{node}:{MGMT_PORT}", "mgmt")
-    with netns.here() as ipr:   # requests with deadlines (the command's too)
+    with netns.here() as ipr:  # requests with deadlines (the command's too)
         found = ipr.link_lookup(ifname=bridge)
         if not found:
             raise TwinError(f"lab {lab}: the management network's bridge {bridge} is not there")
@@ -162,6 +182,7 @@ def attach(lab: str, node: str, pid: int, bridge: str, address: str) -> None:
 
 def _wait_gone(ipr: IPRoute, host: str, alias: str, where: str) -> None:
     """Until the end `host` of a node's former eth0 is gone; TwinError if it is not the lab's own."""
+
     def left() -> list[str]:
         try:
             links = ipr.link("get", ifname=host)
@@ -170,8 +191,10 @@ def _wait_gone(ipr: IPRoute, host: str, alias: str, where: str) -> None:
                 return []
             raise
         if links and links[0].get_attr("IFLA_IFALIAS") != alias:
-            raise TwinError(f"{where}: {host} on this host is not twin's ({links[0].get_attr('IFLA_IFALIAS')!r}); "
-                            "it names this node's management port")
+            raise TwinError(
+                f"{where}: {host} on this host is not twin's ({links[0].get_attr('IFLA_IFALIAS')!r}); "
+                "it names this node's management port"
+            )
         return [f"{where}: the end {host} of its former {MGMT_PORT} still there"]
 
     wait.until(left, timeouts.NODE_STOP, f"{where}: its former management port gone", first=0.05, cap=0.2)

@@ -18,6 +18,7 @@ the open socket. An open that fails for want of resources (a thread, memory, fil
 descriptors) is retried until `timeouts.NETLINK_OPEN`, then named in a TwinError;
 a namespace that is gone (its container stopped) is an OSError at once.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -112,18 +113,20 @@ def retrying(what: str, fn: Callable[[], T], timeout: float = timeouts.NETLINK_O
     """`fn()`, tried again while it fails for want of a resource the host is short of under load
     (memory, a thread, file descriptors), until `timeout`; then a TwinError naming `what`."""
     start, tries = time.monotonic(), 0
-    timeout = wait.cut(timeout, what)   # no longer than the command's deadline
+    timeout = wait.cut(timeout, what)  # no longer than the command's deadline
     while True:
         tries += 1
         try:
             return fn()
-        except (OSError, RuntimeError) as e:   # RuntimeError: "can't start new thread" (pids limit)
+        except (OSError, RuntimeError) as e:  # RuntimeError: "can't start new thread" (pids limit)
             scarce = e.errno in SCARCE if isinstance(e, OSError) else "thread" in str(e)
             if not scarce:
                 raise
             if time.monotonic() - start >= timeout:
-                raise TwinError(f"{what}: {e} (tried {tries} times in {time.monotonic() - start:.0f}s; "
-                                "the host is short of memory, threads or file descriptors)") from None
+                raise TwinError(
+                    f"{what}: {e} (tried {tries} times in {time.monotonic() - start:.0f}s; "
+                    "the host is short of memory, threads or file descriptors)"
+                ) from None
             time.sleep(min(1.0, 0.05 * tries))
 
 
@@ -164,7 +167,7 @@ class InNamespace(IPRoute):
     for an answer forever (issue 35). A request not answered in time is NetlinkTimeout and the handle is
     closed: an abandoned dump may still be under way on its socket; `Handles` opens a new one next time."""
 
-    def __init__(self, ns_path: str, timeout: float = timeouts.NETLINK_REQUEST):   # noqa: D107  (twin's socket maker)
+    def __init__(self, ns_path: str, timeout: float = timeouts.NETLINK_REQUEST):  # noqa: D107  (twin's socket maker)
         self.timeout = timeout
         self.asyncore = _AsyncInNamespace(ns_path)
         self.asyncore.status["event_loop"] = "new"
@@ -185,12 +188,14 @@ class InNamespace(IPRoute):
             return self.asyncore.event_loop.run_until_complete(asyncio.wait_for(whole(), limit))
         except asyncio.TimeoutError:
             late = True
-            raise NetlinkTimeout(f"{self.asyncore.ns_path or 'twin'}: no answer to a netlink request ({what}) "
-                                 f"within {limit:g}s (abandoned)") from None
+            raise NetlinkTimeout(
+                f"{self.asyncore.ns_path or 'twin'}: no answer to a netlink request ({what}) "
+                f"within {limit:g}s (abandoned)"
+            ) from None
         finally:
             self._cleanup_transport()
             if late:
-                self.close()   # its sockets: an abandoned dump may still be under way on them
+                self.close()  # its sockets: an abandoned dump may still be under way on them
 
     def _run_with_cleanup(self, func: Callable[..., Awaitable[Any]], *argv: Any, **kwarg: Any) -> Any:  # a request
         return self._bounded(func, *argv, **kwarg)
@@ -199,7 +204,7 @@ class InNamespace(IPRoute):
         return iter(self._bounded(func, *argv, **kwarg))
 
 
-Netlink = InNamespace   # twin's netlink handle in one namespace: what `ipr` and `Handles` hand out
+Netlink = InNamespace  # twin's netlink handle in one namespace: what `ipr` and `Handles` hand out
 
 
 def open_ipr(ns_path: str) -> Netlink:
@@ -250,6 +255,7 @@ def remove_named(name: str) -> None:
 def netlink(ns_path: str, proto: int) -> socket.socket:
     """A bound netlink socket of namespace `ns_path` ("" = this process's) whose reads give up after
     `timeouts.NETLINK`: a dump the kernel never answers is an error (TimeoutError), not a hang."""
+
     def make() -> socket.socket:
         return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, proto)
 
@@ -293,12 +299,12 @@ class Handles:
         self.pid = pid
         self._open: dict[tuple[int, str], IPRoute] = {}
         self._lock = threading.Lock()
-        self._fds: dict[str, int] = {}   # checked namespace descriptors (steps that move devices), by ns
+        self._fds: dict[str, int] = {}  # checked namespace descriptors (steps that move devices), by ns
 
     def get(self, pid: int, ns: str = "") -> Netlink:
         with self._lock:
             h = self._open.get((pid, ns))
-            if h is None or h.asyncore.status["closed"]:   # closed: a request of it was abandoned
+            if h is None or h.asyncore.status["closed"]:  # closed: a request of it was abandoned
                 h = self._open[(pid, ns)] = open_ipr(path(pid, ns))
             return h
 

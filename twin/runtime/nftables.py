@@ -3,6 +3,7 @@
 twin's own rulesets count what they do with named counters (a congestion point's
 `ect_<port>` and `ce_<port>`, `twin.config.services`); reading them is one exec.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ from twin.base import timeouts
 from twin.base.errors import CommandError
 from twin.runtime.exec import NodeExec
 
-CONGESTION = ("ip", "twin_ecn")   # the congestion points' table (congestion.nft)
+CONGESTION = ("ip", "twin_ecn")  # the congestion points' table (congestion.nft)
 
 
 def counters(ex: NodeExec, family: str, table: str, ns: str = "") -> dict[str, int]:
@@ -21,6 +22,7 @@ def counters(ex: NodeExec, family: str, table: str, ns: str = "") -> dict[str, i
     try:
         doc = json.loads(res.stdout)
     except json.JSONDecodeError as e:
-        raise CommandError(ex.where, cmd, res.rc, f"output is not JSON ({e.msg}):\n{res.stdout[:500]}", res.stderr) \
-            from None
+        raise CommandError(
+            ex.where, cmd, res.rc, f"output is not JSON ({e.msg}):\n{res.stdout[:500]}", res.stderr
+        ) from None
     return {c["counter"]["name"]: int(c["counter"]["packets"]) for c in doc.get("nftables", []) if "counter" in c}

@@ -1,11 +1,12 @@
 """Netlink attributes (type-length-value, 4-byte aligned), packed and read by hand: for the
 families pyroute2 does not decode, or decodes too slowly to poll (NFLOG, nf_tables sets and
 chains, raw link dumps: `twin.observe.nflog`, `nftnl`, `linkstats`)."""
+
 from __future__ import annotations
 
 import struct
 
-NLA_TYPE_MASK = 0x3FFF   # without the NESTED and NET_BYTEORDER flags
+NLA_TYPE_MASK = 0x3FFF  # without the NESTED and NET_BYTEORDER flags
 
 
 def attr(kind: int, data: bytes) -> bytes:
@@ -21,7 +22,7 @@ def attrs_all(data: bytes) -> list[tuple[int, bytes]]:
         length, kind = struct.unpack_from("=HH", data, pos)
         if length < 4:
             break
-        out.append((kind & NLA_TYPE_MASK, data[pos + 4: pos + length]))
+        out.append((kind & NLA_TYPE_MASK, data[pos + 4 : pos + length]))
         pos += (length + 3) & ~3
     return out
 

@@ -10,6 +10,7 @@ a file that is not there reads as None.
 
     text = read_text(pid, "/etc/frr/frr.conf", where="leaf1")     # None when missing
 """
+
 from __future__ import annotations
 
 import errno
@@ -18,7 +19,7 @@ import os
 from twin.base import safeopen
 from twin.base.errors import TwinError
 
-MAX_BYTES = 1 << 20           # a config file
+MAX_BYTES = 1 << 20  # a config file
 FRR_CONF, FRR_DAEMONS = "/etc/frr/frr.conf", "/etc/frr/daemons"
 NOT_THERE = (errno.ENOENT, errno.ENOTDIR)
 
@@ -92,7 +93,9 @@ def remove(pid: int, inside: str, where: str) -> None:
 def _raise(e: OSError, inside: str, where: str) -> None:
     """NodeFileError for what is not a plain 'not there'."""
     if isinstance(e, safeopen.LinkRefused):
-        raise NodeFileError(f"{where}: {inside}: {e.why}: not followed; a node is not trusted, and twin follows "
-                            "no link inside one (it could lead to the host's files)") from None
+        raise NodeFileError(
+            f"{where}: {inside}: {e.why}: not followed; a node is not trusted, and twin follows "
+            "no link inside one (it could lead to the host's files)"
+        ) from None
     if e.errno not in NOT_THERE:
         raise NodeFileError(f"{where}: {inside}: {e.strerror or e}") from None

@@ -24,6 +24,7 @@ The check reads the host's tables at most once a second per process (a verdict f
 tenant and namespace is kept: the namespace's inode is the key, so a file replaced later is
 checked again).
 """
+
 from __future__ import annotations
 
 import errno
@@ -36,12 +37,12 @@ from dataclasses import dataclass, field
 from twin.base import safeopen
 from twin.base.errors import NamespaceRefused
 
-NS_GET_NSTYPE = 0xB703          # _IO(0xb7, 0x3): the type of the namespace an nsfs file is
+NS_GET_NSTYPE = 0xB703  # _IO(0xb7, 0x3): the type of the namespace an nsfs file is
 CLONE_NEWNET = 0x40000000
 TENANT = re.compile(r"^/proc/(\d+)/root/run/netns/([^/\0]+)$")
-INIT_NET = 0xEFFFFFF9           # the kernel's fixed inode of the host's first network namespace (PROC_NET_INIT_INO)
-TABLES_FOR = 1.0                # seconds the host's tables read once serve the checks of a process
-NAMES: dict[int, str] = {}      # node pid -> "lab/node", as the runtime found it (for messages)
+INIT_NET = 0xEFFFFFF9  # the kernel's fixed inode of the host's first network namespace (PROC_NET_INIT_INO)
+TABLES_FOR = 1.0  # seconds the host's tables read once serve the checks of a process
+NAMES: dict[int, str] = {}  # node pid -> "lab/node", as the runtime found it (for messages)
 
 
 def known(pid: int, where: str) -> int:
@@ -76,8 +77,10 @@ def open_tenant(pid: int, vrf: str) -> int:
     try:
         fd = safeopen.open_under(f"/proc/{pid}/root", inside, safeopen.NO_LINKS, os.O_RDONLY | os.O_NONBLOCK)
     except safeopen.LinkRefused as e:
-        raise NamespaceRefused(f"{who(pid)}: {inside}: {e.why}: not followed (a node is not trusted; a link "
-                               "there could lead twin into the host's or another node's namespace)") from None
+        raise NamespaceRefused(
+            f"{who(pid)}: {inside}: {e.why}: not followed (a node is not trusted; a link "
+            "there could lead twin into the host's or another node's namespace)"
+        ) from None
     try:
         if _nstype(fd) != CLONE_NEWNET:
             raise NamespaceRefused(f"{who(pid)}: {inside} is not a network namespace (an nsfs file)")
@@ -115,7 +118,7 @@ class Tables:
     """Who holds which network namespace on the host, read from /proc at `at`."""
 
     at: float = 0.0
-    procs: dict[int, set[tuple[int, int]]] = field(default_factory=dict)   # netns -> {(pid ns, a pid in it)}
+    procs: dict[int, set[tuple[int, int]]] = field(default_factory=dict)  # netns -> {(pid ns, a pid in it)}
     mounts: dict[int, set[tuple[int, str, int]]] = field(default_factory=dict)  # netns -> {(mount ns, where, a pid)}
 
     @classmethod
@@ -124,7 +127,7 @@ class Tables:
         for p in (d for d in os.listdir("/proc") if d.isdigit()):
             net, pidns, mnt = (_ino(f"/proc/{p}/ns/{k}") for k in ("net", "pid", "mnt"))
             if net is None or pidns is None or mnt is None:
-                continue   # gone meanwhile
+                continue  # gone meanwhile
             t.procs.setdefault(net, set()).add((pidns, int(p)))
             if mnt not in mnt_seen:
                 mnt_seen.add(mnt)
@@ -150,20 +153,23 @@ class Guard:
 
     def __init__(self) -> None:
         self.tables = Tables()
-        self.passed: set[tuple[int, str, int]] = set()     # (node pid, vrf, namespace inode) found its own
+        self.passed: set[tuple[int, str, int]] = set()  # (node pid, vrf, namespace inode) found its own
 
     def foreign(self, pid: int, vrf: str, ino: int) -> str:
-        """"" when namespace `ino`, found at the node's /run/netns/<vrf>, is that tenant's own; else what it is."""
+        """ "" when namespace `ino`, found at the node's /run/netns/<vrf>, is that tenant's own; else what it is."""
         if (pid, vrf, ino) in self.passed:
             return ""
-        host = "the host's network namespace"   # the first one, pid 1's where twin may read it, twin's own
-        for known_ino, what in ((INIT_NET, host), (_ino("/proc/1/ns/net"), host),
-                                (_ino("/proc/self/ns/net"), f"{host} (twin's own)"),
-                                (_ino(f"/proc/{pid}/ns/net"), f"the node's own network namespace, not tenant {vrf}'s")):
+        host = "the host's network namespace"  # the first one, pid 1's where twin may read it, twin's own
+        for known_ino, what in (
+            (INIT_NET, host),
+            (_ino("/proc/1/ns/net"), host),
+            (_ino("/proc/self/ns/net"), f"{host} (twin's own)"),
+            (_ino(f"/proc/{pid}/ns/net"), f"the node's own network namespace, not tenant {vrf}'s"),
+        ):
             if ino == known_ino:
                 return what
         node_pidns, node_mnt = _ino(f"/proc/{pid}/ns/pid"), _ino(f"/proc/{pid}/ns/mnt")
-        host_pidns = _ino("/proc/self/ns/pid")   # twin's: processes of the host (twin's own helpers among them)
+        host_pidns = _ino("/proc/self/ns/pid")  # twin's: processes of the host (twin's own helpers among them)
         if time.monotonic() - self.tables.at > TABLES_FOR or ino not in self.tables.mounts:
             self.tables = Tables.read()
         why = self._judge(ino, vrf, node_pidns, node_mnt, host_pidns)

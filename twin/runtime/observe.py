@@ -3,6 +3,7 @@
 Cheap enough to poll a large lab: one dump per table, no process in the node. A
 kernel's refusal leaves each as `twin.base.errors.NetlinkFailed` (`twin.runtime.failures`).
 """
+
 from __future__ import annotations
 
 import socket
@@ -20,7 +21,8 @@ class Hop(Protocol):
 
     def get(self, key: str) -> Any: ...
 
-FLOOD = "00:00:00:00:00:00"   # the MAC of a VXLAN flood entry (head-end replication)
+
+FLOOD = "00:00:00:00:00:00"  # the MAC of a VXLAN flood entry (head-end replication)
 
 
 @netlinked
@@ -29,14 +31,15 @@ def link_names(ipr: IPRoute) -> dict[int, str]:
 
 
 @netlinked
-def routes(ipr: IPRoute, table: int = 254, host_only: bool = True,
-           names: dict[int, str] | None = None) -> dict[str, set[str]]:
+def routes(
+    ipr: IPRoute, table: int = 254, host_only: bool = True, names: dict[int, str] | None = None
+) -> dict[str, set[str]]:
     """Routes of a table (host routes only by default; the default route as 0.0.0.0/0):
     prefix -> names of next-hop ports."""
     names = names if names is not None else link_names(ipr)
     out: dict[str, set[str]] = {}
     for r in ipr.get_routes(family=socket.AF_INET, table=table):
-        dst = r.get("dst") or ("0.0.0.0" if r["dst_len"] == 0 else None)   # the default route has no dst
+        dst = r.get("dst") or ("0.0.0.0" if r["dst_len"] == 0 else None)  # the default route has no dst
         if (host_only and r["dst_len"] != 32) or not dst or r.get("table") != table:
             continue
         hops = [h.get("oif") for h in r.get("multipath") or []] or [r.get("oif")]
@@ -48,8 +51,11 @@ def routes(ipr: IPRoute, table: int = 254, host_only: bool = True,
 def fdb(ipr: IPRoute, names: dict[int, str] | None = None) -> set[tuple[str, str, str]]:
     """VXLAN forwarding entries: (device, MAC, remote VTEP)."""
     names = names if names is not None else link_names(ipr)
-    return {(names.get(e["ifindex"], "?"), e.get("lladdr") or e.get("NDA_LLADDR"), e.get("dst") or e.get("NDA_DST"))
-            for e in ipr.fdb("dump") if e.get("dst") or e.get("NDA_DST")}
+    return {
+        (names.get(e["ifindex"], "?"), e.get("lladdr") or e.get("NDA_LLADDR"), e.get("dst") or e.get("NDA_DST"))
+        for e in ipr.fdb("dump")
+        if e.get("dst") or e.get("NDA_DST")
+    }
 
 
 @netlinked
@@ -88,8 +94,11 @@ def learned(ipr: IPRoute, port: str) -> list[str]:
         return []
     out = []
     for e in ipr.fdb("dump", ifindex=index[0]):
-        if (e["ifindex"] != index[0] or e["state"] & (NUD_NOARP | NUD_PERMANENT)
-                or e["flags"] & (NTF_SELF | NTF_EXT_LEARNED)):
+        if (
+            e["ifindex"] != index[0]
+            or e["state"] & (NUD_NOARP | NUD_PERMANENT)
+            or e["flags"] & (NTF_SELF | NTF_EXT_LEARNED)
+        ):
             continue
         out.append(e.get_attr("NDA_LLADDR"))
     return sorted(m for m in out if m)
@@ -115,9 +124,13 @@ def interfaces(ipr: IPRoute) -> dict[str, dict]:
         name = link.get("ifname")
         if not name:
             continue
-        out[name] = {"state": str(link.get("operstate") or "unknown").lower(), "mtu": link.get("mtu"),
-                     "mac": link.get("address"),
-                     "master": names.get(link.get("master")) if link.get("master") else None, "addresses": []}
+        out[name] = {
+            "state": str(link.get("operstate") or "unknown").lower(),
+            "mtu": link.get("mtu"),
+            "mac": link.get("address"),
+            "master": names.get(link.get("master")) if link.get("master") else None,
+            "addresses": [],
+        }
     for a in ipr.get_addr():
         name = names.get(a["index"])
         if name in out and a.get("address"):
@@ -143,7 +156,7 @@ def vrf_prefixes(ipr: IPRoute, ns: str, vrfs: dict[int, str]) -> dict[str, list[
     out: dict[str, set[str]] = {}
     for r in ipr.route("dump", family=socket.AF_INET):
         table = r.get("table") or r.get("RTA_TABLE")
-        if table == 255 or r.get("type") not in (1, None):   # local table; unicast routes only
+        if table == 255 or r.get("type") not in (1, None):  # local table; unicast routes only
             continue
         vrf = (ns or "default") if table == 254 else vrfs.get(table)
         if vrf is None:
@@ -178,6 +191,8 @@ def drop_monitor() -> str:
     if present is None:
         return "not available: generic netlink does not answer; only the drops of twin's own rules are events"
     if not present:
-        return ("not available: this kernel has no drop_monitor (CONFIG_NET_DROP_MONITOR, generic netlink NET_DM); "
-                "only the drops of twin's own rules are events")
+        return (
+            "not available: this kernel has no drop_monitor (CONFIG_NET_DROP_MONITOR, generic netlink NET_DM); "
+            "only the drops of twin's own rules are events"
+        )
     return "available (NET_DM), not read by twin yet: only the drops of twin's own rules are events"

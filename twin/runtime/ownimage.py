@@ -11,6 +11,7 @@ one that exited is named with its image, exit code and last log line (`check_sta
 when it exits while twin still configures it (`gone_instead`): its command starts as soon as
 its ports are up.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,8 @@ from twin.runtime.base import ImageFacts, NodeHandle
 from twin.runtime.failures import engine_errors
 from twin.topology.model import Node
 
-TWIN_LABEL = "twin.image"   # set by images/node/Dockerfile: inherited by any image built FROM twin's
-WAITING = b"twin-wait"      # the name the wait for a node's ports runs as, until it execs the command
+TWIN_LABEL = "twin.image"  # set by images/node/Dockerfile: inherited by any image built FROM twin's
+WAITING = b"twin-wait"  # the name the wait for a node's ports runs as, until it execs the command
 
 
 class StartFailed(TwinError):
@@ -85,6 +86,7 @@ def gone_instead(lab: str, node: str, image: str, handle: NodeHandle, error: Twi
 def check_started(lab: str, handles: dict[str, NodeHandle], images: dict[str, str]) -> None:
     """Until every node on a foreign image (`images`: node -> image) has left twin's wait for its
     ports and runs its image's command; StartFailed for one that is not running."""
+
     def missing() -> list[str]:
         out = []
         for node, image in images.items():
@@ -104,7 +106,7 @@ def _waiting(pid: int) -> bool:
     try:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         return any(WAITING in Path(f"/proc/{c}/cmdline").read_bytes() for c in children)
-    except OSError:   # gone meanwhile: the next look reads its state
+    except OSError:  # gone meanwhile: the next look reads its state
         return False
 
 

@@ -4,6 +4,7 @@ is a class implementing `twin.runtime.base.Runtime` under its `name`; `make_runt
 Which runtime a given lab runs on (the one that made it) is the lab's to say
 (`twin.lifecycle.state.runtime_of`), decided there once.
 """
+
 from __future__ import annotations
 
 from twin.base.errors import TwinError

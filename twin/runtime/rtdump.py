@@ -9,6 +9,7 @@ filters routes by table (NETLINK_GET_STRICT_CHK), and the whole dump (not each r
 have read not known yet; the next dump opens a new socket. One socket per namespace, used by one
 thread at a time (a lock); a reply to an earlier, abandoned request is skipped by its sequence.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,7 @@ IFLA_IFNAME = 3
 AF_BRIDGE = 7
 RTMSG, NDMSG, IFINFOMSG = struct.Struct("=BBBBBBBBI"), struct.Struct("=BxxxiHBB"), struct.Struct("=BxHiII")
 HEADER, NEXTHOP = struct.Struct("=IHHII"), struct.Struct("=HBBi")
-READ = 1 << 16   # a dump's datagrams are at most 32 KiB
+READ = 1 << 16  # a dump's datagrams are at most 32 KiB
 
 
 def _text(b: bytes) -> str:
@@ -67,7 +68,7 @@ def parse_routes(bodies: list[bytes], table: int, host_only: bool) -> dict[str, 
         _, dst_len, _, _, tb, _, _, _, _ = RTMSG.unpack_from(body)
         if host_only and dst_len != 32:
             continue
-        a = nlattr.attrs(body[RTMSG.size:])
+        a = nlattr.attrs(body[RTMSG.size :])
         if RTA_TABLE in a:
             tb = struct.unpack("=I", a[RTA_TABLE][:4])[0]
         if tb != table or (dst_len and RTA_DST not in a):
@@ -93,8 +94,7 @@ class Dumper:
                 self.sock = netlink(self.path, socket.NETLINK_ROUTE)
             except OSError as e:
                 gone = namespace_gone(e, self.path)
-                raise gone if isinstance(gone, NodeGone) else NetlinkFailed(e.errno or 0, f"{self.path}: {e}") \
-                    from None
+                raise gone if isinstance(gone, NodeGone) else NetlinkFailed(e.errno or 0, f"{self.path}: {e}") from None
             self.sock.setsockopt(SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1)
         return self.sock
 
@@ -115,20 +115,22 @@ class Dumper:
             sock = self._socket()
             self.seq += 1
             try:
-                sock.send(HEADER.pack(HEADER.size + len(request), kind, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0)
-                          + request)
+                sock.send(
+                    HEADER.pack(HEADER.size + len(request), kind, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + request
+                )
                 return self._answer(sock, deadline)
             except (TimeoutError, NetlinkTimeout):
                 self.close()
-                raise NetlinkTimeout(f"{self.path}: no answer to a dump of {what} within {timeout:.1f}s "
-                                     "(abandoned)") from None
-            except OSError as e:   # ENOBUFS: the socket lost part of the answer; start afresh
+                raise NetlinkTimeout(
+                    f"{self.path}: no answer to a dump of {what} within {timeout:.1f}s (abandoned)"
+                ) from None
+            except OSError as e:  # ENOBUFS: the socket lost part of the answer; start afresh
                 self.close()
                 raise NetlinkFailed(e.errno or 0, f"{self.path}: dump of {what}: {e.strerror or e}") from None
 
     def _answer(self, sock: socket.socket, deadline: float) -> list[bytes]:
         out: list[bytes] = []
-        while True:   # at the deadline, what is queued is still read (a thread kept off the CPU is not late)
+        while True:  # at the deadline, what is queued is still read (a thread kept off the CPU is not late)
             sock.settimeout(max(0.0, deadline - time.monotonic()))
             try:
                 data = sock.recv(READ)
@@ -145,26 +147,28 @@ class Dumper:
                         if code < 0:
                             raise NetlinkFailed(-code, f"{self.path}: the kernel refused a dump (errno {-code})")
                         return out
-                    out.append(data[pos + HEADER.size: pos + length])
+                    out.append(data[pos + HEADER.size : pos + length])
                 pos += (length + 3) & ~3
 
     # --- what the barrier reads -------------------------------------------------------------
     def link_names(self, until: float | None = None) -> dict[int, str]:
         bodies = self.dump(RTM_GETLINK, IFINFOMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0), "links", until)
-        self.names = {IFINFOMSG.unpack_from(b)[2]: _text(nlattr.attrs(b[IFINFOMSG.size:]).get(IFLA_IFNAME, b""))
-                      for b in bodies}
+        self.names = {
+            IFINFOMSG.unpack_from(b)[2]: _text(nlattr.attrs(b[IFINFOMSG.size :]).get(IFLA_IFNAME, b"")) for b in bodies
+        }
         return self.names
 
     def _names(self, indexes: set[int], until: float | None) -> dict[int, str]:
         if indexes - self.names.keys():
-            self.link_names(until)   # a port made since the last look
+            self.link_names(until)  # a port made since the last look
         return {i: self.names.get(i, str(i)) for i in indexes}
 
     def routes(self, table: int = 254, host_only: bool = True, until: float | None = None) -> dict[str, set[str]]:
         """IPv4 routes of `table` (host routes only by default; the default route as 0.0.0.0/0):
         prefix -> names of the next-hop ports (what `twin.runtime.observe.routes` reads)."""
-        request = RTMSG.pack(socket.AF_INET, 0, 0, 0, table if table < 256 else 0, 0, 0, 0, 0) \
-            + nlattr.attr(RTA_TABLE, struct.pack("=I", table))
+        request = RTMSG.pack(socket.AF_INET, 0, 0, 0, table if table < 256 else 0, 0, 0, 0, 0) + nlattr.attr(
+            RTA_TABLE, struct.pack("=I", table)
+        )
         got = parse_routes(self.dump(RTM_GETROUTE, request, f"table {table}'s routes", until), table, host_only)
         names = self._names({h for hops in got.values() for h in hops if h}, until)
         return {prefix: {names[h] for h in hops if h} for prefix, hops in got.items()}
@@ -174,7 +178,7 @@ class Dumper:
         found = []
         for b in self.dump(RTM_GETNEIGH, NDMSG.pack(AF_BRIDGE, 0, 0, 0, 0), "forwarding entries", until):
             _, index, _, _, _ = NDMSG.unpack_from(b)
-            a = nlattr.attrs(b[NDMSG.size:])
+            a = nlattr.attrs(b[NDMSG.size :])
             if NDA_DST in a:
                 found.append((index, ":".join(f"{x:02x}" for x in a.get(NDA_LLADDR, b"")), _addr(a[NDA_DST])))
         names = self._names({i for i, _, _ in found}, until)

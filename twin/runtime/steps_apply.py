@@ -10,6 +10,7 @@ IPRoute in the node's namespace ("") or in a tenant namespace inside it, and
 there by descriptor, never by a path the node could have replaced). A missing interface raises NetlinkError ENODEV,
 so callers branch on the errno, never on message text.
 """
+
 from __future__ import annotations
 
 import errno
@@ -25,7 +26,7 @@ from twin.config.steps import VXLAN_PORT, Step
 
 NTF_MASTER, NUD_NOARP, NUD_PERMANENT = 0x04, 0x40, 0x80
 RTNH_F_ONLINK = 0x04
-INGRESS = 0xFFFF0000            # the ingress qdisc's handle (ffff:)
+INGRESS = 0xFFFF0000  # the ingress qdisc's handle (ffff:)
 ETH_P_ALL = 0x0003
 
 
@@ -61,15 +62,32 @@ def _ix(a: dict) -> dict:
 def _vxlan(s: Step, ipr: IPRoute, nn: Netns) -> None:
     a = s.args
     extra = _ix(a) | ({"net_ns_fd": nn.fd(a["netns"])} if a.get("netns") else {})  # made in the tenant's
-    ipr.link("add", ifname=s.dev, kind="vxlan", mtu=a["mtu"], vxlan_id=a["vni"], vxlan_local=a["local"], **extra,
-             vxlan_port=VXLAN_PORT, vxlan_learning=0, vxlan_tos=1, vxlan_ttl=64)  # tos 1 = inherit
+    ipr.link(
+        "add",
+        ifname=s.dev,
+        kind="vxlan",
+        mtu=a["mtu"],
+        vxlan_id=a["vni"],
+        vxlan_local=a["local"],
+        **extra,
+        vxlan_port=VXLAN_PORT,
+        vxlan_learning=0,
+        vxlan_tos=1,
+        vxlan_ttl=64,
+    )  # tos 1 = inherit
 
 
 def _route(s: Step, ipr: IPRoute, verb: str) -> None:
     a = s.args
     extra = ({} if a["dst"] == "default" else {"dst": a["dst"]}) | ({"table": a["table"]} if a.get("table") else {})
-    ipr.route(verb, gateway=a["via"], oif=index(ipr, s.dev), family=socket.AF_INET,
-              flags=RTNH_F_ONLINK if a.get("onlink") else 0, **extra)
+    ipr.route(
+        verb,
+        gateway=a["via"],
+        oif=index(ipr, s.dev),
+        family=socket.AF_INET,
+        flags=RTNH_F_ONLINK if a.get("onlink") else 0,
+        **extra,
+    )
 
 
 def _veth(s: Step, ipr: IPRoute, nn: Netns) -> None:
@@ -80,9 +98,19 @@ def _veth(s: Step, ipr: IPRoute, nn: Netns) -> None:
     peer = [("IFLA_IFNAME", a["peer"]), ("IFLA_ADDRESS", a["peer_mac"])] + ([("IFLA_NET_NS_FD", fd)] if fd else [])
     msg = ifinfmsg()
     msg["index"] = a["index"]
-    msg["attrs"] = [("IFLA_IFNAME", s.dev), ("IFLA_ADDRESS", a["mac"]), ("IFLA_LINKINFO", {"attrs": [
-        ("IFLA_INFO_KIND", "veth"),
-        ("IFLA_INFO_DATA", {"attrs": [("VETH_INFO_PEER", {"index": a["peer_index"], "attrs": peer})]})]})]
+    msg["attrs"] = [
+        ("IFLA_IFNAME", s.dev),
+        ("IFLA_ADDRESS", a["mac"]),
+        (
+            "IFLA_LINKINFO",
+            {
+                "attrs": [
+                    ("IFLA_INFO_KIND", "veth"),
+                    ("IFLA_INFO_DATA", {"attrs": [("VETH_INFO_PEER", {"index": a["peer_index"], "attrs": peer})]}),
+                ]
+            },
+        ),
+    ]
     msg["header"]["type"] = RTM_NEWLINK
     msg["header"]["flags"] = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK
     ipr.nlm_request_batch([msg])
@@ -103,9 +131,17 @@ def _tbf(s: Step, ipr: IPRoute, nn: Netns) -> None:
 
 def _redirect(s: Step, ipr: IPRoute, nn: Netns) -> None:
     """Everything arriving on the port, redirected to the egress of an IFB device (shaped there)."""
-    ipr.tc("add-filter", "u32", index(ipr, s.dev), parent=INGRESS, protocol=ETH_P_ALL, prio=1, target=0x10000,
-           keys=["0x0/0x0+0"], action=[{"kind": "mirred", "direction": "egress", "action": "redirect",
-                                        "ifindex": index(ipr, s.args["to"])}])
+    ipr.tc(
+        "add-filter",
+        "u32",
+        index(ipr, s.dev),
+        parent=INGRESS,
+        protocol=ETH_P_ALL,
+        prio=1,
+        target=0x10000,
+        keys=["0x0/0x0+0"],
+        action=[{"kind": "mirred", "direction": "egress", "action": "redirect", "ifindex": index(ipr, s.args["to"])}],
+    )
 
 
 def _noqdisc(s: Step, ipr: IPRoute, nn: Netns) -> None:
@@ -123,13 +159,15 @@ def _noqdisc(s: Step, ipr: IPRoute, nn: Netns) -> None:
 
 def _set(**kw: object) -> Apply:
     """`ip link set DEV ...` with attributes taken from the step's args (callables) or constants."""
-    return lambda s, ipr, nn: ipr.link("set", index=index(ipr, s.dev),
-                                       **{k: v(s, ipr, nn) if callable(v) else v for k, v in kw.items()})
+    return lambda s, ipr, nn: ipr.link(
+        "set", index=index(ipr, s.dev), **{k: v(s, ipr, nn) if callable(v) else v for k, v in kw.items()}
+    )
 
 
 def _addr(verb: str) -> Apply:
-    return lambda s, ipr, nn: ipr.addr(verb, index=index(ipr, s.dev), address=s.args["cidr"].split("/")[0],
-                                       prefixlen=int(s.args["cidr"].split("/")[1]))
+    return lambda s, ipr, nn: ipr.addr(
+        verb, index=index(ipr, s.dev), address=s.args["cidr"].split("/")[0], prefixlen=int(s.args["cidr"].split("/")[1])
+    )
 
 
 APPLY: dict[str, Apply] = {
@@ -142,8 +180,14 @@ APPLY: dict[str, Apply] = {
     "noqdisc": _noqdisc,
     "vrf": lambda s, ipr, nn: ipr.link("add", ifname=s.dev, kind="vrf", vrf_table=s.args["table"]),
     "vxlan": _vxlan,
-    "bridge": lambda s, ipr, nn: ipr.link("add", ifname=s.dev, kind="bridge", mtu=s.args["mtu"], **_ix(s.args),
-                                          **({"address": s.args["mac"]} if s.args.get("mac") else {})),
+    "bridge": lambda s, ipr, nn: ipr.link(
+        "add",
+        ifname=s.dev,
+        kind="bridge",
+        mtu=s.args["mtu"],
+        **_ix(s.args),
+        **({"address": s.args["mac"]} if s.args.get("mac") else {}),
+    ),
     "move": _set(net_ns_fd=lambda s, ipr, nn: nn.fd(s.args["to"])),
     "release": _set(net_ns_fd=lambda s, ipr, nn: nn.fd("")),
     "master": _set(master=lambda s, ipr, nn: index(ipr, s.args["master"])),
@@ -159,12 +203,14 @@ APPLY: dict[str, Apply] = {
     "del": lambda s, ipr, nn: ipr.link("del", index=index(ipr, s.dev)),
     "route": lambda s, ipr, nn: _route(s, ipr, "add"),
     "unroute": lambda s, ipr, nn: _route(s, ipr, "del"),
-    "fdb": lambda s, ipr, nn: ipr.fdb("replace", ifindex=index(ipr, s.dev), lladdr=s.args["mac"],
-                                      flags=NTF_MASTER, state=NUD_NOARP),
+    "fdb": lambda s, ipr, nn: ipr.fdb(
+        "replace", ifindex=index(ipr, s.dev), lladdr=s.args["mac"], flags=NTF_MASTER, state=NUD_NOARP
+    ),
     "unfdb": lambda s, ipr, nn: ipr.fdb("del", ifindex=index(ipr, s.dev), lladdr=s.args["mac"], flags=NTF_MASTER),
     "vxlan-tos": lambda s, ipr, nn: ipr.link("set", index=index(ipr, s.dev), kind="vxlan", vxlan_tos=s.args["tos"]),
     "sysctl": lambda s, ipr, nn: nn.sysctl(s.ns, s.dev, str(s.args["value"])),
-    "neigh": lambda s, ipr, nn: ipr.neigh("replace", dst=s.args["ip"], lladdr=s.args["mac"],
-                                          ifindex=index(ipr, s.dev), state=NUD_PERMANENT),
+    "neigh": lambda s, ipr, nn: ipr.neigh(
+        "replace", dst=s.args["ip"], lladdr=s.args["mac"], ifindex=index(ipr, s.dev), state=NUD_PERMANENT
+    ),
     "unneigh": lambda s, ipr, nn: ipr.neigh("del", dst=s.args["ip"], ifindex=index(ipr, s.dev)),
 }

@@ -7,11 +7,24 @@ long work as operations with progress events (`operations`), and state that surv
 (`problems`). It drives labs through `twin.Lab` and the stages the CLI uses (`labwork`): the
 server adds no second way of doing anything.
 """
+
 from twin.server.auth import Principal, duration, issue
 from twin.server.core import Core, Settings
 from twin.server.quotas import Limits, size
 from twin.server.serve import logs, serve
 from twin.server.store import Store
 
-__all__ = ["Core", "Limits", "Principal", "Settings", "Store", "app", "auth", "duration", "issue", "logs", "serve",
-           "size"]
+__all__ = [
+    "Core",
+    "Limits",
+    "Principal",
+    "Settings",
+    "Store",
+    "app",
+    "auth",
+    "duration",
+    "issue",
+    "logs",
+    "serve",
+    "size",
+]

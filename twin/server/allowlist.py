@@ -10,6 +10,7 @@ or test its data path, never a shell and nothing that changes it.
 Anything else is 403 naming what is allowed. Words are bounded in number and length, and
 hold no control characters.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -24,8 +25,10 @@ IP_OBJECTS = {"link", "addr", "address", "route", "neigh", "neighbour", "rule", 
 IP_ACTIONS = {"show", "list", "ls", "get", "lst"}
 _WORD = re.compile(r"[A-Za-z0-9_.:/@%+=,-]+")
 _IFACE = re.compile(r"[A-Za-z0-9_.@-]{1,15}")
-ALLOWED = ("vtysh -c 'show ...', nv show ..., ip [options] OBJECT [show|list|get] ..., "
-           "ping -c N (N <= 10) [-W S] [-i S] [-s SIZE] [-I IFACE] ADDRESS")
+ALLOWED = (
+    "vtysh -c 'show ...', nv show ..., ip [options] OBJECT [show|list|get] ..., "
+    "ping -c N (N <= 10) [-W S] [-i S] [-s SIZE] [-I IFACE] ADDRESS"
+)
 
 
 def _no(why: str) -> ApiProblem:

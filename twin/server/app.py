@@ -6,6 +6,7 @@ every request and answers what it refuses itself as problem JSON.
 Every request is logged as one line with its user ("twin serve: alice POST /v1/labs 202 41ms");
 a request without a valid token is 401, counted per client address and slowed (`auth.Throttle`).
 """
+
 from __future__ import annotations
 
 import html
@@ -26,11 +27,14 @@ from twin.server.problems import MEDIA, ApiProblem, of_error
 from twin.server.who import COOKIE, USER, principal
 from twin.topology.json_safe import depth
 
-MAX_DEPTH = 64   # levels a JSON body may nest (a create's configs map nests 3)
+MAX_DEPTH = 64  # levels a JSON body may nest (a create's configs map nests 3)
 
 log = logging.getLogger("twin.server.access")
-PAGES = {"/": ("labs.html", "text/html; charset=utf-8"), "/labs.js": ("labs.js", "text/javascript; charset=utf-8"),
-         "/style.css": ("style.css", "text/css; charset=utf-8")}
+PAGES = {
+    "/": ("labs.html", "text/html; charset=utf-8"),
+    "/labs.js": ("labs.js", "text/javascript; charset=utf-8"),
+    "/style.css": ("style.css", "text/css; charset=utf-8"),
+}
 
 
 def problem_response(problem: ApiProblem) -> Response:
@@ -45,8 +49,9 @@ def _handlers() -> dict:
     async def on_invalid(request: Request, e: Exception) -> Response:
         errors = e.errors() if isinstance(e, RequestValidationError) else []
         found = [f"{'.'.join(str(x) for x in err.get('loc', ()))}: {err.get('msg', '')}"[:300] for err in errors]
-        return problem_response(ApiProblem(422, f"{len(found)} problem(s) in the request: {found[0] if found else ''}",
-                                           "invalid", found))
+        return problem_response(
+            ApiProblem(422, f"{len(found)} problem(s) in the request: {found[0] if found else ''}", "invalid", found)
+        )
 
     async def on_http(request: Request, e: Exception) -> Response:
         status = e.status_code if isinstance(e, HTTPException) else 500
@@ -63,8 +68,9 @@ class _Bearer(Request):
 
     def __init__(self, request: Request, token: str):
         headers = [(k, v) for k, v in request.scope["headers"] if k != b"authorization"]
-        super().__init__({**request.scope, "headers": headers + [(b"authorization", f"Bearer {token}".encode())]},
-                         request.receive)
+        super().__init__(
+            {**request.scope, "headers": headers + [(b"authorization", f"Bearer {token}".encode())]}, request.receive
+        )
 
 
 class AccessLog:
@@ -82,8 +88,14 @@ class AccessLog:
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status.append(message["status"])
-                log.info("%s %s %s %d %.0fms", scope.get(USER, "-"), scope.get("method"), _printable(scope.get("path")),
-                         message["status"], (time.monotonic() - t0) * 1000)
+                log.info(
+                    "%s %s %s %d %.0fms",
+                    scope.get(USER, "-"),
+                    scope.get("method"),
+                    _printable(scope.get("path")),
+                    message["status"],
+                    (time.monotonic() - t0) * 1000,
+                )
             await send(message)
 
         await self.app(scope, receive, sending)
@@ -119,8 +131,13 @@ class Gate:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         if depth(body.decode("utf-8", errors="replace")) > MAX_DEPTH:
-            await problem_response(ApiProblem(422, f"the JSON body nests deeper than {MAX_DEPTH} levels; a request "
-                                                   "of this API nests a few", "invalid"))(scope, receive, send)
+            await problem_response(
+                ApiProblem(
+                    422,
+                    f"the JSON body nests deeper than {MAX_DEPTH} levels; a request of this API nests a few",
+                    "invalid",
+                )
+            )(scope, receive, send)
             return
         await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
 
@@ -132,6 +149,7 @@ def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
         if then is not None:
             return await then()
         return {"type": "http.disconnect"}
+
     return receive
 
 
@@ -143,10 +161,16 @@ def _printable(text: object, limit: int = 200) -> str:
 def create_app(core: Core) -> FastAPI:
     from twin.server import routes_day2, routes_labs, routes_ops
 
-    app = FastAPI(title="twin", version="1", docs_url=None, redoc_url=None, exception_handlers=_handlers(),
-                  description="A shared twin server: labs of an EVPN-VXLAN fabric created, changed, verified, "
-                              "rehearsed, snapshotted and removed through a token. Long work is an operation: "
-                              "202 and its id, then GET /v1/operations/{id} or its events.")
+    app = FastAPI(
+        title="twin",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        exception_handlers=_handlers(),
+        description="A shared twin server: labs of an EVPN-VXLAN fabric created, changed, verified, "
+        "rehearsed, snapshotted and removed through a token. Long work is an operation: "
+        "202 and its id, then GET /v1/operations/{id} or its events.",
+    )
     app.state.core = core
     for module in (routes_labs, routes_day2, routes_ops):
         app.include_router(module.router, dependencies=[Depends(principal)])
@@ -197,15 +221,20 @@ def reference(doc: dict[str, Any]) -> str:
         for method, op in methods.items():
             params = ", ".join(f"{p['name']} ({p['in']})" for p in op.get("parameters", []))
             body = ", ".join(op.get("requestBody", {}).get("content", {}))
-            rows.append(f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}</code></td>"
-                        f"<td>{html.escape(op.get('summary', ''))}<br><small>{html.escape(op.get('description', ''))}"
-                        f"</small></td><td>{html.escape(params)}</td><td>{html.escape(body)}</td>"
-                        f"<td>{', '.join(op.get('responses', {}))}</td></tr>")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>twin API</title>"
-            "<link rel='stylesheet' href='/style.css'></head><body><h1>twin API</h1>"
-            f"<p>{html.escape(doc.get('info', {}).get('description', ''))}</p>"
-            "<p>Every /v1 request sends <code>Authorization: Bearer TOKEN</code>. Errors are problem JSON "
-            "(<code>type, title, status, detail</code>, and <code>problems</code>). The machine-readable "
-            "description: <a href='/openapi.json'>/openapi.json</a>.</p><table class='ref'><tr><th>method</th>"
-            "<th>path</th><th>what</th><th>parameters</th><th>body</th><th>answers</th></tr>" + "".join(rows)
-            + "</table></body></html>")
+            rows.append(
+                f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}</code></td>"
+                f"<td>{html.escape(op.get('summary', ''))}<br><small>{html.escape(op.get('description', ''))}"
+                f"</small></td><td>{html.escape(params)}</td><td>{html.escape(body)}</td>"
+                f"<td>{', '.join(op.get('responses', {}))}</td></tr>"
+            )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>twin API</title>"
+        "<link rel='stylesheet' href='/style.css'></head><body><h1>twin API</h1>"
+        f"<p>{html.escape(doc.get('info', {}).get('description', ''))}</p>"
+        "<p>Every /v1 request sends <code>Authorization: Bearer TOKEN</code>. Errors are problem JSON "
+        "(<code>type, title, status, detail</code>, and <code>problems</code>). The machine-readable "
+        "description: <a href='/openapi.json'>/openapi.json</a>.</p><table class='ref'><tr><th>method</th>"
+        "<th>path</th><th>what</th><th>parameters</th><th>body</th><th>answers</th></tr>"
+        + "".join(rows)
+        + "</table></body></html>"
+    )

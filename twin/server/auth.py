@@ -7,6 +7,7 @@ compares no secret byte by byte. Two roles: a user's token reaches that user's l
 an admin's reaches every lab. Failed attempts are counted per client address and slowed
 (`Throttle`): each answer waits longer than the one before, up to `MAX_DELAY`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,9 +21,9 @@ from twin.base.errors import TwinError
 from twin.server.store import Store
 
 PREFIX = "twin_"
-DELAY = 0.1            # s: the answer to the first failed attempt of an address waits this long
-MAX_DELAY = 3.0        # ... doubling with each further one, up to this
-FORGET = 600.0         # s: an address's failures are forgotten after this long without one
+DELAY = 0.1  # s: the answer to the first failed attempt of an address waits this long
+MAX_DELAY = 3.0  # ... doubling with each further one, up to this
+FORGET = 600.0  # s: an address's failures are forgotten after this long without one
 _USER = re.compile(r"[a-z][a-z0-9_.-]{0,31}")
 _DURATION = re.compile(r"(\d+)([smhdw])")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -34,7 +35,7 @@ class Principal:
 
     user: str
     admin: bool
-    token: str      # the token's id (never the token)
+    token: str  # the token's id (never the token)
 
 
 class Unauthorized(TwinError):
@@ -43,8 +44,10 @@ class Unauthorized(TwinError):
 
 def check_user(name: str) -> str:
     if not _USER.fullmatch(name or ""):
-        raise TwinError(f"user {name!r}: a user name is 1-32 characters: a lowercase letter, then lowercase "
-                        "letters, digits, '_', '.' or '-'")
+        raise TwinError(
+            f"user {name!r}: a user name is 1-32 characters: a lowercase letter, then lowercase "
+            "letters, digits, '_', '.' or '-'"
+        )
     return name
 
 
@@ -84,7 +87,7 @@ def authenticate(store: Store, header: str | None) -> Principal:
     now = time.time()
     if row["expires"] is not None and row["expires"] <= now:
         raise Unauthorized(f"token {row['id']} expired")
-    if row["used"] is None or now - row["used"] > 60:     # written at most once a minute
+    if row["used"] is None or now - row["used"] > 60:  # written at most once a minute
         store.run("UPDATE tokens SET used = ? WHERE id = ?", now, row["id"])
     return Principal(row["user"], bool(row["admin"]), row["id"])
 
@@ -94,7 +97,7 @@ class Throttle:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._seen: dict[str, tuple[int, float]] = {}   # address -> (failures, last)
+        self._seen: dict[str, tuple[int, float]] = {}  # address -> (failures, last)
         self.total = 0
 
     def failed(self, address: str) -> float:
@@ -105,7 +108,7 @@ class Throttle:
             n, last = self._seen.get(address, (0, now))
             n = 1 if now - last > FORGET else n + 1
             self._seen[address] = (n, now)
-            if len(self._seen) > 10_000:     # bounded: the oldest addresses go
+            if len(self._seen) > 10_000:  # bounded: the oldest addresses go
                 for a, _ in sorted(self._seen.items(), key=lambda kv: kv[1][1])[:1000]:
                     self._seen.pop(a, None)
         return min(DELAY * 2 ** (n - 1), MAX_DELAY)

@@ -15,6 +15,7 @@ The request body as a whole is bounded by the service's guard; here:
   is made of them.
 Every problem is a `TopologyError` naming the part of the request and what is allowed.
 """
+
 from __future__ import annotations
 
 import io
@@ -33,8 +34,8 @@ MiB = 1 << 20
 MAX_MEMBERS = 2000
 MAX_MEMBER = 4 * MiB
 MAX_TOTAL = 32 * MiB
-NAME_MAX = 255           # bytes of one name of a member's path (the file system's limit)
-MAX_PATH = 1024          # bytes of a member's path
+NAME_MAX = 255  # bytes of one name of a member's path (the file system's limit)
+MAX_PATH = 1024  # bytes of a member's path
 FORMATS = {"twin": "topology.yml", "containerlab": "topology.clab.yml", "air": "topology.json"}
 
 
@@ -66,8 +67,9 @@ def config_map(d: Path, configs: object) -> Path:
             continue
         for name, text in files.items():
             if name not in FILES or not isinstance(text, str):
-                problems.append(Problem("configs", f"{node}.{str(name)[:64]}",
-                                        f"a file among {', '.join(FILES)}, as text"))
+                problems.append(
+                    Problem("configs", f"{node}.{str(name)[:64]}", f"a file among {', '.join(FILES)}, as text")
+                )
                 continue
             (out / node).mkdir(parents=True, exist_ok=True)
             _write(out / node / name, text.encode())
@@ -86,8 +88,9 @@ def archive(d: Path, data: bytes, part: str = "configs") -> Path:
     names = []
     for i, (name, is_dir, stream) in enumerate(members):
         if i >= MAX_MEMBERS:
-            raise refused(part, f"the archive holds more than {MAX_MEMBERS} members; a config directory needs "
-                                "a few per node")
+            raise refused(
+                part, f"the archive holds more than {MAX_MEMBERS} members; a config directory needs a few per node"
+            )
         rel = _member_name(name, part)
         names.append(rel)
         try:
@@ -96,8 +99,11 @@ def archive(d: Path, data: bytes, part: str = "configs") -> Path:
                 continue
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
-            raise refused(part, f"archive member {name[:200]!r}: a file of the archive is on its path (a member "
-                                "is a file and a directory); each path is one or the other") from None
+            raise refused(
+                part,
+                f"archive member {name[:200]!r}: a file of the archive is on its path (a member "
+                "is a file and a directory); each path is one or the other",
+            ) from None
         except OSError as e:
             raise refused(part, f"archive member {name[:200]!r}: {e.strerror or 'cannot be made'}") from None
         total += _copy(stream, out / rel, name, part, MAX_TOTAL - total)
@@ -108,12 +114,16 @@ def archive(d: Path, data: bytes, part: str = "configs") -> Path:
 def _member_name(name: str, part: str) -> str:
     norm = posixpath.normpath(name.replace("\\", "/"))
     if name.startswith(("/", "\\")) or norm == ".." or norm.startswith("../") or "\0" in name or norm == ".":
-        raise refused(part, f"archive member {name[:200]!r}: its path leads outside the archive; members are "
-                            "relative paths inside it")
+        raise refused(
+            part,
+            f"archive member {name[:200]!r}: its path leads outside the archive; members are relative paths inside it",
+        )
     if len(norm.encode(errors="surrogateescape")) > MAX_PATH or any(
-            len(c.encode(errors="surrogateescape")) > NAME_MAX for c in norm.split("/")):
-        raise refused(part, f"archive member {name[:80]!r}...: a name is at most {NAME_MAX} bytes, a path at most "
-                            f"{MAX_PATH}")
+        len(c.encode(errors="surrogateescape")) > NAME_MAX for c in norm.split("/")
+    ):
+        raise refused(
+            part, f"archive member {name[:80]!r}...: a name is at most {NAME_MAX} bytes, a path at most {MAX_PATH}"
+        )
     return norm
 
 
@@ -121,15 +131,19 @@ def _tar(data: bytes, part: str) -> Iterator[tuple[str, bool, IO[bytes] | None]]
     try:
         tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
     except (tarfile.TarError, EOFError, OSError) as e:
-        raise refused(part, f"not a tar or zip archive ({e}); give a .tar, .tar.gz or .zip of a config "
-                            "directory") from None
+        raise refused(
+            part, f"not a tar or zip archive ({e}); give a .tar, .tar.gz or .zip of a config directory"
+        ) from None
     with tar:
         try:
             for m in tar:
                 if not (m.isfile() or m.isdir()):
                     what = "a link" if m.issym() or m.islnk() else "not a regular file"
-                    raise refused(part, f"archive member {m.name[:200]!r} is {what}; an archive of configs holds "
-                                        "regular files and directories only")
+                    raise refused(
+                        part,
+                        f"archive member {m.name[:200]!r} is {what}; an archive of configs holds "
+                        "regular files and directories only",
+                    )
                 if m.size > MAX_MEMBER:
                     raise refused(part, f"archive member {m.name[:200]!r} is {m.size} bytes; at most {MAX_MEMBER}")
                 yield m.name, m.isdir(), None if m.isdir() else tar.extractfile(m)
@@ -146,11 +160,15 @@ def _zip(data: bytes, part: str) -> Iterator[tuple[str, bool, IO[bytes] | None]]
         for info in z.infolist():
             kind = (info.external_attr >> 16) & 0o170000
             if kind not in (0, 0o100000, 0o040000) or (kind == 0o040000) != info.is_dir():
-                raise refused(part, f"archive member {info.filename[:200]!r} is a link or not a regular file; an "
-                                    "archive of configs holds regular files and directories only")
+                raise refused(
+                    part,
+                    f"archive member {info.filename[:200]!r} is a link or not a regular file; an "
+                    "archive of configs holds regular files and directories only",
+                )
             if info.file_size > MAX_MEMBER:
-                raise refused(part, f"archive member {info.filename[:200]!r} is {info.file_size} bytes; at most "
-                                    f"{MAX_MEMBER}")
+                raise refused(
+                    part, f"archive member {info.filename[:200]!r} is {info.file_size} bytes; at most {MAX_MEMBER}"
+                )
             try:
                 yield info.filename, info.is_dir(), None if info.is_dir() else z.open(info)
             except (zipfile.BadZipFile, NotImplementedError, RuntimeError, ValueError) as e:
@@ -163,8 +181,9 @@ def _copy(stream: IO[bytes] | None, dest: Path, name: str, part: str, left: int)
     try:
         fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except (FileExistsError, IsADirectoryError):
-        raise refused(part, f"archive member {name[:200]!r} is given twice (or as a file and a directory); each "
-                            "path once") from None
+        raise refused(
+            part, f"archive member {name[:200]!r} is given twice (or as a file and a directory); each path once"
+        ) from None
     except OSError as e:
         raise refused(part, f"archive member {name[:200]!r}: {e.strerror or 'cannot be written'}") from None
     n = 0
@@ -172,8 +191,11 @@ def _copy(stream: IO[bytes] | None, dest: Path, name: str, part: str, left: int)
         while chunk := stream.read(64 * 1024):
             n += len(chunk)
             if n > min(left, MAX_MEMBER):
-                raise refused(part, f"archive member {name[:200]!r}: the archive unpacks to more than "
-                                    f"{MAX_TOTAL} bytes (or the member to more than {MAX_MEMBER}); nothing was used")
+                raise refused(
+                    part,
+                    f"archive member {name[:200]!r}: the archive unpacks to more than "
+                    f"{MAX_TOTAL} bytes (or the member to more than {MAX_MEMBER}); nothing was used",
+                )
             os.write(fd, chunk)
     except FileExistsError:
         raise refused(part, f"archive member {name[:200]!r} is given twice") from None

@@ -9,6 +9,7 @@ takes on the command line: an edited topology, a directory of node configs (FRR 
 What it brings is written under the lab's own directory of the server (`changes/<id>/`) and read
 from there by twin's reader, with its limits.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,8 +58,9 @@ def fault_spec(f: FaultBody) -> str:
     if f.fault not in known:
         raise ApiProblem(422, f"fault {f.fault[:40]!r} is not one of twin's; faults: {', '.join(known)}", "invalid")
     if not _TARGET.fullmatch(f.target):
-        raise ApiProblem(422, f"fault target {f.target[:80]!r}: NODE or NODE:PORT (letters, digits, '_', '.', '-')",
-                         "invalid")
+        raise ApiProblem(
+            422, f"fault target {f.target[:80]!r}: NODE or NODE:PORT (letters, digits, '_', '.', '-')", "invalid"
+        )
     bad = [a for a in f.args if not _ARG.fullmatch(a)]
     if bad:
         raise ApiProblem(422, f"fault argument {bad[0][:40]!r}: letters, digits, '_', '.', '%', '-'", "invalid")
@@ -78,20 +80,42 @@ def room(into: Path, limit: int) -> None:
     """409 with the numbers when the lab's kept request files reach `limit` bytes."""
     held = kept(into)
     if held >= limit:
-        raise ApiProblem(409, f"this lab keeps {held:,} bytes of the files its changes brought, the most a lab keeps "
-                              f"on this server ({limit:,}); a new lab from a snapshot starts with none", "quota",
-                         quota={"kept_bytes": {"limit": limit, "held": held}})
+        raise ApiProblem(
+            409,
+            f"this lab keeps {held:,} bytes of the files its changes brought, the most a lab keeps "
+            f"on this server ({limit:,}); a new lab from a snapshot starts with none",
+            "quota",
+            quota={"kept_bytes": {"limit": limit, "held": held}},
+        )
 
 
-def spec(body: ChangeBody, into: Path, archive: bytes | None = None, nv_file: bytes | None = None,
-         nv_node: str | None = None, limit: int | None = None) -> str:
+def spec(
+    body: ChangeBody,
+    into: Path,
+    archive: bytes | None = None,
+    nv_file: bytes | None = None,
+    nv_node: str | None = None,
+    limit: int | None = None,
+) -> str:
     """The change as `load_change` takes it, its files written into a new directory under `into`
     (409 when the lab keeps `limit` bytes of them already)."""
-    given = [k for k, v in (("topology", body.topology), ("configs", body.configs or archive),
-                            ("nv", body.nv or nv_file), ("fault", body.fault)) if v]
+    given = [
+        k
+        for k, v in (
+            ("topology", body.topology),
+            ("configs", body.configs or archive),
+            ("nv", body.nv or nv_file),
+            ("fault", body.fault),
+        )
+        if v
+    ]
     if len(given) != 1:
-        raise ApiProblem(422, "give one change: a topology, configs, an nv file (with its node) or a fault"
-                         + (f"; this request gives {', '.join(given)}" if given else ""), "invalid")
+        raise ApiProblem(
+            422,
+            "give one change: a topology, configs, an nv file (with its node) or a fault"
+            + (f"; this request gives {', '.join(given)}" if given else ""),
+            "invalid",
+        )
     if body.fault is not None:
         return fault_spec(body.fault)
     if limit is not None:
@@ -117,16 +141,26 @@ def from_form(form: dict[str, Any]) -> tuple[ChangeBody, bytes | None, bytes | N
     """A multipart change: (its fields as a body, a configs archive, an nv file, the nv file's node)."""
     unknown = sorted(set(form) - {"topology", "configs", "nv", "node", "format"})
     if unknown:
-        raise ApiProblem(422, f"unknown parts {', '.join(unknown)[:200]}; a change takes topology, configs, nv "
-                              "(with node), format", "invalid")
+        raise ApiProblem(
+            422,
+            f"unknown parts {', '.join(unknown)[:200]}; a change takes topology, configs, nv (with node), format",
+            "invalid",
+        )
     topo = form.get("topology")
-    body = ChangeBody.model_validate({"format": form.get("format") or "twin",
-                                      "topology": topo.decode("utf-8", "surrogateescape")
-                                      if isinstance(topo, bytes) else topo})
+    body = ChangeBody.model_validate(
+        {
+            "format": form.get("format") or "twin",
+            "topology": topo.decode("utf-8", "surrogateescape") if isinstance(topo, bytes) else topo,
+        }
+    )
     nv = form.get("nv")
     archive = form.get("configs")
-    return (body, archive if isinstance(archive, bytes) else None,
-            nv.encode() if isinstance(nv, str) else nv, form.get("node") if isinstance(form.get("node"), str) else None)
+    return (
+        body,
+        archive if isinstance(archive, bytes) else None,
+        nv.encode() if isinstance(nv, str) else nv,
+        form.get("node") if isinstance(form.get("node"), str) else None,
+    )
 
 
 def forget(spec: str, into: Path) -> None:

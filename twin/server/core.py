@@ -2,6 +2,7 @@
 what requests brought, default `$TWIN_HOME/server`, mode 0700), operations, failed-auth throttle,
 and the rule of ownership (another user's lab is answered as one that does not exist).
 """
+
 from __future__ import annotations
 
 import time
@@ -24,17 +25,17 @@ HOUR = 3600.0
 @dataclass(frozen=True)
 class Settings:
     home: Path = field(default_factory=lambda: state.home() / "server")
-    expiry: float = 4 * HOUR          # a new lab's lifetime, unless asked for less
-    max_expiry: float = 24 * HOUR     # the furthest ahead an expiry may be set (from now)
-    limits: Limits = Limits()         # per user, unless set for the user
+    expiry: float = 4 * HOUR  # a new lab's lifetime, unless asked for less
+    max_expiry: float = 24 * HOUR  # the furthest ahead an expiry may be set (from now)
+    limits: Limits = Limits()  # per user, unless set for the user
     workers: int = WORKERS
-    reap_every: float = 30.0          # s between two looks for expired labs
-    allow_images: tuple[str, ...] = ()   # images a user's node may name besides twin's own (twin.topology.confine)
-    max_snapshots: int = 10           # snapshots a user may keep
-    max_snapshot_bytes: int = 256 << 20   # their archives' bytes together
-    max_streams: int = 8              # event streams a user may hold open at once
-    max_kept: int = 64 << 20          # bytes of change files (plan, apply, rehearse) kept per lab
-    trusted_proxies: tuple[str, ...] = ()   # addresses whose X-Forwarded-For is believed (none by default)
+    reap_every: float = 30.0  # s between two looks for expired labs
+    allow_images: tuple[str, ...] = ()  # images a user's node may name besides twin's own (twin.topology.confine)
+    max_snapshots: int = 10  # snapshots a user may keep
+    max_snapshot_bytes: int = 256 << 20  # their archives' bytes together
+    max_streams: int = 8  # event streams a user may hold open at once
+    max_kept: int = 64 << 20  # bytes of change files (plan, apply, rehearse) kept per lab
+    trusted_proxies: tuple[str, ...] = ()  # addresses whose X-Forwarded-For is believed (none by default)
 
 
 class Core(Home):
@@ -44,9 +45,9 @@ class Core(Home):
         self.ops = Operations(self, settings.workers, partial(settle.settle, self))
         self.throttle = Throttle()
         self.started = time.time()
-        self.streams: dict[str, int] = {}   # user -> event streams open (on the event loop only)
-        self.plans: dict[str, int] = {}     # user -> plans under way (on the event loop only)
-        hide(str(settings.home), str(state.home()))   # no answer names where the server keeps things
+        self.streams: dict[str, int] = {}  # user -> event streams open (on the event loop only)
+        self.plans: dict[str, int] = {}  # user -> plans under way (on the event loop only)
+        hide(str(settings.home), str(state.home()))  # no answer names where the server keeps things
 
     def close(self) -> None:
         self.ops.close()
@@ -58,8 +59,9 @@ class Core(Home):
         exist: whose labs exist is no one else's business), unless `who` is an admin."""
         row = self.store.lab(name) if isinstance(name, str) and len(name) < 200 else None
         if row is None or (row["owner"] != who.user and not who.admin):
-            raise ApiProblem(404, f"no lab named {name[:100]!r} of yours on this server; GET /v1/labs lists yours",
-                             "no-such-lab")
+            raise ApiProblem(
+                404, f"no lab named {name[:100]!r} of yours on this server; GET /v1/labs lists yours", "no-such-lab"
+            )
         return row
 
     def operation(self, who: Principal, oid: str) -> dict[str, Any]:
@@ -74,8 +76,7 @@ class Core(Home):
         row = self.store.lab(name)
         if row is not None and row["owner"] == who.user:
             return ApiProblem(409, f"you have a lab named {name!r}; name the new one (`name`)", "name-taken")
-        return ApiProblem(409, f"the name {name!r} is not available on this server; name yours (`name`)",
-                          "name-taken")
+        return ApiProblem(409, f"the name {name!r} is not available on this server; name yours (`name`)", "name-taken")
 
     def limits(self, user: str) -> Limits:
         return limits_of(self.store.user(user), self.settings.limits)
@@ -87,14 +88,27 @@ class Core(Home):
         if asked <= 0:
             raise ApiProblem(422, "an expiry is a positive duration from now, e.g. 2h", "invalid")
         if asked > self.settings.max_expiry:
-            raise ApiProblem(422, f"an expiry is at most {self.settings.max_expiry / HOUR:g}h from now on this "
-                                  f"server; asked {asked / HOUR:g}h", "expiry", max_seconds=self.settings.max_expiry)
+            raise ApiProblem(
+                422,
+                f"an expiry is at most {self.settings.max_expiry / HOUR:g}h from now on this "
+                f"server; asked {asked / HOUR:g}h",
+                "expiry",
+                max_seconds=self.settings.max_expiry,
+            )
         return asked
 
     def lab_doc(self, row: dict[str, Any]) -> dict[str, Any]:
         """A lab as the API lists it."""
         now = time.time()
-        return {"name": row["name"], "owner": row["owner"], "state": row["state"], "created": row["created"],
-                "expires": row["expires"], "expires_in": max(0.0, round(row["expires"] - now)),
-                "frr_nodes": row["frr_nodes"], "memory": row["memory"], "snapshot": row["snapshot"],
-                "error": row["error"] or None}
+        return {
+            "name": row["name"],
+            "owner": row["owner"],
+            "state": row["state"],
+            "created": row["created"],
+            "expires": row["expires"],
+            "expires_in": max(0.0, round(row["expires"] - now)),
+            "frr_nodes": row["frr_nodes"],
+            "memory": row["memory"],
+            "snapshot": row["snapshot"],
+            "error": row["error"] or None,
+        }

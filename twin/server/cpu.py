@@ -14,12 +14,13 @@ service: systemd starts each in one, `setsid twin serve` too) raises that sessio
 own priority (`ahead`); one started in a terminal leaves the terminal's group as it is (it is
 the shell's and everything else run there) and says so.
 """
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-AUTOGROUP = Path("/proc/self/autogroup")      # "/autogroup-N nice K"; writing K sets the session's
+AUTOGROUP = Path("/proc/self/autogroup")  # "/autogroup-N nice K"; writing K sets the session's
 
 
 def ahead(steps: int) -> list[str]:
@@ -33,8 +34,10 @@ def ahead(steps: int) -> list[str]:
     if not grouped():
         return missing
     if os.getsid(0) != os.getpid():
-        return missing + ["its session's CPU weight is its terminal's (the kernel weighs sessions as one, "
-                          "autogroup): run it as a service, or with setsid, to put it ahead of the labs' work"]
+        return missing + [
+            "its session's CPU weight is its terminal's (the kernel weighs sessions as one, "
+            "autogroup): run it as a service, or with setsid, to put it ahead of the labs' work"
+        ]
     try:
         AUTOGROUP.write_text(str(-steps))
     except OSError as e:

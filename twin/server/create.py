@@ -10,6 +10,7 @@ The request is answered once the lab is known good enough to start: its files re
 validated (422 with every problem), its name free (409), the user's quota and the host's
 capacity (409 with the numbers); the bring-up is the operation that follows.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -39,11 +40,11 @@ class CreateBody(BaseModel):
     topology: str | None = Field(None, max_length=4 << 20, description="The topology file's text.")
     format: Literal["twin", "containerlab", "air"] = Field("twin", description="What the topology is.")
     configs: dict[str, dict[str, str]] | None = Field(
-        None, description="The user's files per node: {node: {frr.conf|daemons|startup.yaml: text}}.")
+        None, description="The user's files per node: {node: {frr.conf|daemons|startup.yaml: text}}."
+    )
     snapshot: str | None = Field(None, max_length=64, description="A snapshot's id: a lab that runs what it kept.")
     name: str | None = Field(None, max_length=64, description="The lab's name (default: the topology's).")
-    expires_in: Duration | None = Field(None, description="Lifetime: seconds, or 30m, 4h, 2d (default: the "
-                                                          "server's).")
+    expires_in: Duration | None = Field(None, description="Lifetime: seconds, or 30m, 4h, 2d (default: the server's).")
     timeout: float | None = Field(None, gt=0, le=7200, description="Convergence deadline, s (default: from size).")
     vrf_backend: Literal["netns", "device"] | None = None
     roles: dict[str, str] | None = Field(None, description="Kinds of a containerlab or Air file's nodes.")
@@ -64,11 +65,17 @@ def from_form(form: dict[str, Any]) -> tuple[CreateBody, bytes | None]:
     """A multipart request's fields as a body, and its configs archive's bytes."""
     text = {k: v for k, v in form.items() if isinstance(v, str)}
     files = {k: v for k, v in form.items() if isinstance(v, bytes)}
-    unknown = sorted(set(form) - {"topology", "configs", "format", "snapshot", "name", "expires_in", "timeout",
-                                  "vrf_backend", "roles"})
+    unknown = sorted(
+        set(form)
+        - {"topology", "configs", "format", "snapshot", "name", "expires_in", "timeout", "vrf_backend", "roles"}
+    )
     if unknown:
-        raise ApiProblem(422, f"unknown parts {', '.join(unknown)[:200]}; a create takes topology, configs, format, "
-                              "snapshot, name, expires_in, timeout, vrf_backend, roles", "invalid")
+        raise ApiProblem(
+            422,
+            f"unknown parts {', '.join(unknown)[:200]}; a create takes topology, configs, format, "
+            "snapshot, name, expires_in, timeout, vrf_backend, roles",
+            "invalid",
+        )
     topology = files.get("topology")
     doc: dict[str, Any] = {k: v for k, v in text.items() if k not in ("roles", "timeout", "configs")}
     if topology is not None:
@@ -108,12 +115,20 @@ def prepare(core: Core, who: Principal, body: CreateBody, archive: bytes | None)
             configs = None
         else:
             topo = bodies.topology_file(src, body.topology or "", body.format)
-            configs = bodies.archive(src, archive) if archive is not None else (
-                bodies.config_map(src, body.configs) if body.configs is not None else None)
+            configs = (
+                bodies.archive(src, archive)
+                if archive is not None
+                else (bodies.config_map(src, body.configs) if body.configs is not None else None)
+            )
         if body.name is not None:
             state.check_name(body.name)
-        lab = Lab.load(topo, name=body.name, configs=configs, roles=body.roles,
-                       confined=Confined(root=str(src), images=core.settings.allow_images))
+        lab = Lab.load(
+            topo,
+            name=body.name,
+            configs=configs,
+            roles=body.roles,
+            confined=Confined(root=str(src), images=core.settings.allow_images),
+        )
         return lab, src, saved
     except BaseException:
         shutil.rmtree(src, ignore_errors=True)
@@ -123,7 +138,7 @@ def prepare(core: Core, who: Principal, body: CreateBody, archive: bytes | None)
 def admit(core: Core, who: Principal, lab: Lab, body: CreateBody) -> tuple[int, int, float]:
     """The quota (409 with the numbers) and the host's capacity (409 with admission's figures),
     before anything is made; (FRR nodes, memory, lifetime)."""
-    assert lab.loaded is not None    # (Lab.load: what it loaded from the body)
+    assert lab.loaded is not None  # (Lab.load: what it loaded from the body)
     frr, memory = quotas.figures(lab.loaded)
     quotas.check(who.user, core.store.labs(who.user), core.limits(who.user), lab.name, frr, memory)
     life = core.expiry(seconds(body.expires_in))
@@ -131,8 +146,9 @@ def admit(core: Core, who: Principal, lab: Lab, body: CreateBody) -> tuple[int, 
     return frr, memory, life
 
 
-def start(core: Core, who: Principal, body: CreateBody, archive: bytes | None, idem: str | None,
-          digest: str) -> dict[str, Any]:
+def start(
+    core: Core, who: Principal, body: CreateBody, archive: bytes | None, idem: str | None, digest: str
+) -> dict[str, Any]:
     """Everything a create request does; the operation's row."""
     lab, src, saved = prepare(core, who, body, archive)
     try:
@@ -141,15 +157,25 @@ def start(core: Core, who: Principal, body: CreateBody, archive: bytes | None, i
         def record() -> None:
             if core.store.lab(lab.name) is not None or state.labdir(lab.name).exists():
                 raise core.taken(who, lab.name)
-            (core.where("baselines") / f"{lab.name}.json").unlink(missing_ok=True)   # a removed lab's: not this one's
+            (core.where("baselines") / f"{lab.name}.json").unlink(missing_ok=True)  # a removed lab's: not this one's
             quotas.check(who.user, core.store.labs(who.user), core.limits(who.user), lab.name, frr, memory)
-            core.store.run("INSERT INTO labs(name, owner, created, expires, state, source, frr_nodes, memory, "
-                           "snapshot) VALUES (?, ?, ?, ?, 'creating', ?, ?, ?, ?)", lab.name, who.user, time.time(),
-                           time.time() + life, str(src), frr, memory, body.snapshot)
+            core.store.run(
+                "INSERT INTO labs(name, owner, created, expires, state, source, frr_nodes, memory, "
+                "snapshot) VALUES (?, ?, ?, ?, 'creating', ?, ?, ?, ?)",
+                lab.name,
+                who.user,
+                time.time(),
+                time.time() + life,
+                str(src),
+                frr,
+                memory,
+                body.snapshot,
+            )
 
         kind = "restore" if body.snapshot else "create"
-        op, new = core.ops.start(who, lab.name, kind, labwork.create(lab, body.timeout, body.vrf_backend, saved),
-                                 idem, digest, before=record)
+        op, new = core.ops.start(
+            who, lab.name, kind, labwork.create(lab, body.timeout, body.vrf_backend, saved), idem, digest, before=record
+        )
     except BaseException:
         shutil.rmtree(src, ignore_errors=True)
         raise

@@ -6,6 +6,7 @@ operation's worker process alike (`worker`): the database and the directories be
     snapshots/<id>.tar.gz
     baselines/<lab>.json
 """
+
 from __future__ import annotations
 
 import secrets

@@ -4,6 +4,7 @@ anything. Each function returns the operation's work (`Work`: (home, say) -> (re
 code)), as data a worker process takes (`twin.server.worker`): a function of this module with
 its arguments bound.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,12 +32,13 @@ def create(lab: Lab, timeout: float | None, vrf_backend: str | None, saved: Path
     return partial(_create, lab, timeout, vrf_backend, saved)
 
 
-def _create(lab: Lab, timeout: float | None, vrf_backend: str | None, saved: Path | None, home: Home,
-            say: Say) -> tuple[Any, int]:
+def _create(
+    lab: Lab, timeout: float | None, vrf_backend: str | None, saved: Path | None, home: Home, say: Say
+) -> tuple[Any, int]:
     try:
         timings = lab.up(timeout=timeout, vrf_backend=vrf_backend, say=say)
     except BaseException:
-        row = home.store.lab(lab.name)        # Lab.up removed what it made: its record and sources go too
+        row = home.store.lab(lab.name)  # Lab.up removed what it made: its record and sources go too
         home.store.drop_lab(lab.name)
         home.drop_source(row["source"] if row else None)
         raise
@@ -84,26 +86,36 @@ def plan(name: str, change: str) -> dict[str, Any]:
     return Lab(name).plan(change).as_dict()
 
 
-def rehearsal(name: str, change: str, th: Thresholds, rollback: bool, noisy: str | None,
-              baseline: str | None, allow: str | None) -> Work:
+def rehearsal(
+    name: str, change: str, th: Thresholds, rollback: bool, noisy: str | None, baseline: str | None, allow: str | None
+) -> Work:
     return partial(_rehearse, name, change, th, rollback, noisy, baseline, allow)
 
 
-def _rehearse(name: str, change: str, th: Thresholds, rollback: bool, noisy: str | None, baseline: str | None,
-              allow: str | None, home: Home, say: Say) -> tuple[Any, int]:
+def _rehearse(
+    name: str,
+    change: str,
+    th: Thresholds,
+    rollback: bool,
+    noisy: str | None,
+    baseline: str | None,
+    allow: str | None,
+    home: Home,
+    say: Say,
+) -> tuple[Any, int]:
     base = load_baseline(baseline) if baseline else None
     rules = load_allow(allow) if allow else ()
-    rep = rehearse(Lab(name).context(), change, th, rollback=rollback, say=say, noisy=noisy, baseline=base,
-                   allow=rules)
-    return {**json.loads(rep.to_json()), "text": rep.text()}, 0 if rep.passed else 1   # text: what it prints
+    rep = rehearse(Lab(name).context(), change, th, rollback=rollback, say=say, noisy=noisy, baseline=base, allow=rules)
+    return {**json.loads(rep.to_json()), "text": rep.text()}, 0 if rep.passed else 1  # text: what it prints
 
 
 def verification(name: str, only: list[str] | None, checks: list[str], prove_: bool, patterns: list[str]) -> Work:
     return partial(_verify, name, only, checks, prove_, patterns)
 
 
-def _verify(name: str, only: list[str] | None, checks: list[str], prove_: bool, patterns: list[str], home: Home,
-            say: Say) -> tuple[Any, int]:
+def _verify(
+    name: str, only: list[str] | None, checks: list[str], prove_: bool, patterns: list[str], home: Home, say: Say
+) -> tuple[Any, int]:
     ctx = Lab(name).context()
     if prove_ or patterns:
         proof = prove.prove(ctx, patterns or None, only, say=say)

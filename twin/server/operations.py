@@ -15,6 +15,7 @@ at a time per lab: a second is refused (409) while one is pending or running, an
 while a `twin` command on the host holds the lab's lock. `Idempotency-Key`: a retried request
 with the same key and body gets the same operation; with another body, 422.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,9 +36,9 @@ from twin.server.store import DONE
 from twin.server.worker import Say, Work
 
 __all__ = ["Operations", "Say", "Work", "request_digest"]
-WORKERS = 4            # operations running at once (more wait as pending)
+WORKERS = 4  # operations running at once (more wait as pending)
 log = logging.getLogger("twin.server")
-Settle = Callable[[str, str], str]     # (lab, kind of the operation cut off) -> what was done to the lab
+Settle = Callable[[str, str], str]  # (lab, kind of the operation cut off) -> what was done to the lab
 
 
 def request_digest(method: str, path: str, body: bytes) -> str:
@@ -47,19 +48,31 @@ def request_digest(method: str, path: str, body: bytes) -> str:
 class Operations:
     def __init__(self, home: Home, workers: int = WORKERS, settle: Settle = lambda lab, kind: ""):
         self.home, self.store, self.settle = home, home.store, settle
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="twin-op")   # each waits for its worker
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="twin-op")  # each waits for its worker
 
     def close(self) -> None:
         """Pending operations dropped (a next start settles them as failed); running ones finish first."""
         running = self.store.rows("SELECT id, kind, lab FROM operations WHERE state = 'running'")
         if running:
-            log.warning("stopping: waiting for %d running operation(s) to finish: %s", len(running),
-                        ", ".join(f"{r['id']} ({r['kind']} of {r['lab']})" for r in running))
+            log.warning(
+                "stopping: waiting for %d running operation(s) to finish: %s",
+                len(running),
+                ", ".join(f"{r['id']} ({r['kind']} of {r['lab']})" for r in running),
+            )
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     # --- starting one ----------------------------------------------------------------------
-    def start(self, who: Principal, lab: str, kind: str, work: Work, idem: str | None = None,
-              digest: str = "", writes: bool = True, before: Callable[[], None] | None = None) -> tuple[dict, bool]:
+    def start(
+        self,
+        who: Principal,
+        lab: str,
+        kind: str,
+        work: Work,
+        idem: str | None = None,
+        digest: str = "",
+        writes: bool = True,
+        before: Callable[[], None] | None = None,
+    ) -> tuple[dict, bool]:
         """A new operation of `kind` on `lab` (or the one `idem` made already): (its row, whether it is
         new). `writes`: refused while another write operation or a `twin` command holds the lab.
         `before`: run in the same transaction as the insert (a quota check and the lab's row)."""
@@ -69,34 +82,47 @@ class Operations:
                 row = db.execute("SELECT * FROM operations WHERE owner = ? AND idem = ?", (who.user, idem)).fetchone()
                 if row is not None:
                     if row["request"] != f'"{digest}"':
-                        raise ApiProblem(422, f"Idempotency-Key {idem!r} was used for another request (operation "
-                                              f"{row['id']}); use a new key for a new request", "idempotency-key")
+                        raise ApiProblem(
+                            422,
+                            f"Idempotency-Key {idem!r} was used for another request (operation "
+                            f"{row['id']}); use a new key for a new request",
+                            "idempotency-key",
+                        )
                     return dict(row), False
             if writes:
                 self._refuse_busy(db, lab)
             if before is not None:
                 before()
-            db.execute("INSERT INTO operations(id, lab, owner, kind, state, created, idem, request) "
-                       "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
-                       (oid, lab, who.user, kind, time.time(), idem or None, f'"{digest}"'))
+            db.execute(
+                "INSERT INTO operations(id, lab, owner, kind, state, created, idem, request) "
+                "VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)",
+                (oid, lab, who.user, kind, time.time(), idem or None, f'"{digest}"'),
+            )
         log.info("%s: operation %s (%s of lab %s) pending", who.user, oid, kind, lab)
         self._pool.submit(self._run, oid, lab, kind, work)
         return self.store.operation(oid) or {}, True
 
     @staticmethod
     def _refuse_busy(db: sqlite3.Connection, lab: str) -> None:
-        row = db.execute("SELECT id, kind, state FROM operations WHERE lab = ? AND state IN ('pending', 'running') "
-                         "ORDER BY created LIMIT 1", (lab,)).fetchone()
+        row = db.execute(
+            "SELECT id, kind, state FROM operations WHERE lab = ? AND state IN ('pending', 'running') "
+            "ORDER BY created LIMIT 1",
+            (lab,),
+        ).fetchone()
         if row is not None:
-            raise ApiProblem(409, f"lab {lab!r} is busy: operation {row['id']} ({row['kind']}) is {row['state']}; "
-                                  "wait for it (GET /v1/operations/ID)", "lab-busy", operation=row["id"])
+            raise ApiProblem(
+                409,
+                f"lab {lab!r} is busy: operation {row['id']} ({row['kind']}) is {row['state']}; "
+                "wait for it (GET /v1/operations/ID)",
+                "lab-busy",
+                operation=row["id"],
+            )
         try:
             held = locks.holder(lab)
-        except TwinError:           # not a lab name: no lock to hold
+        except TwinError:  # not a lab name: no lock to hold
             held = ""
         if held:
-            raise ApiProblem(409, f"lab {lab!r} is busy: {held} holds its lock on the host; wait for it",
-                             "lab-busy")
+            raise ApiProblem(409, f"lab {lab!r} is busy: {held} holds its lock on the host; wait for it", "lab-busy")
 
     # --- running one -----------------------------------------------------------------------
     def _run(self, oid: str, lab: str, kind: str, work: Work) -> None:
@@ -137,7 +163,8 @@ class Operations:
             out["result"] = row.get("result")
             if row["state"] == "failed":
                 out["error"] = (row.get("result") or {}).get("error") or {"detail": row.get("error")}
-        last = self.store.row("SELECT stage, text FROM events WHERE op = ? AND kind = 'progress' ORDER BY seq DESC "
-                              "LIMIT 1", row["id"])
+        last = self.store.row(
+            "SELECT stage, text FROM events WHERE op = ? AND kind = 'progress' ORDER BY seq DESC LIMIT 1", row["id"]
+        )
         out["stage"], out["progress"] = (last["stage"], last["text"]) if last else ("", "")
         return out

@@ -7,6 +7,7 @@ is busy or in the wrong state 409, a name that is not one 400, the host that can
 409 with its figures, anything else twin refuses 422; a deadline passed 504, the engine or the
 kernel failing 502. Anything else is a 500 with one line, never a traceback.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,22 +34,25 @@ from twin.base.errors import (
 from twin.lifecycle import admission
 from twin.lifecycle.service import Scope
 
-TYPE = "https://twin.invalid/problems/"   # problem types are names under this (not fetched: no network)
+TYPE = "https://twin.invalid/problems/"  # problem types are names under this (not fetched: no network)
 MEDIA = "application/problem+json"
 
 
 class ApiProblem(Exception):
     """An answer other than success: status, a one-line detail, and what else the client needs."""
 
-    def __init__(self, status: int, detail: str, kind: str = "", problems: list[str] | None = None,
-                 **extra: Any):
+    def __init__(self, status: int, detail: str, kind: str = "", problems: list[str] | None = None, **extra: Any):
         super().__init__(detail)
         self.status, self.detail, self.kind = status, detail, kind or _kind(status)
         self.problems, self.extra = problems or [], extra
 
     def doc(self) -> dict[str, Any]:
-        out = {"type": TYPE + self.kind, "title": title(self.status), "status": self.status,
-               "detail": scrubbed(self.detail)}
+        out = {
+            "type": TYPE + self.kind,
+            "title": title(self.status),
+            "status": self.status,
+            "detail": scrubbed(self.detail),
+        }
         if self.problems:
             out["problems"] = [scrubbed(str(p)) for p in self.problems]
         return {**out, **self.extra}
@@ -57,7 +61,7 @@ class ApiProblem(Exception):
         return json.dumps(self.doc(), default=str).encode()
 
 
-_HIDDEN: list[str] = []   # the server's own directories: never in an answer
+_HIDDEN: list[str] = []  # the server's own directories: never in an answer
 
 
 def hide(*paths: str) -> None:
@@ -95,10 +99,9 @@ def of_error(e: BaseException) -> ApiProblem:
     """twin's error (or anything else) as the problem a client is answered."""
     if isinstance(e, ApiProblem):
         return e
-    if isinstance(e, ValidationError):      # a body that is not of its model (a multipart's fields)
+    if isinstance(e, ValidationError):  # a body that is not of its model (a multipart's fields)
         found = [f"{'.'.join(str(x) for x in err.get('loc', ()))}: {err.get('msg', '')}"[:300] for err in e.errors()]
-        return ApiProblem(422, f"{len(found)} problem(s) in the request: {found[0] if found else ''}", "invalid",
-                          found)
+        return ApiProblem(422, f"{len(found)} problem(s) in the request: {found[0] if found else ''}", "invalid", found)
     if isinstance(e, admission.NotAdmitted):
         return ApiProblem(409, str(e).splitlines()[0], "capacity", limits=e.to_dict())
     if isinstance(e, (TopologyError, ConfigError)):
@@ -115,9 +118,9 @@ def of_error(e: BaseException) -> ApiProblem:
     lines = str(e).splitlines() or [type(e).__name__]
     if isinstance(e, ConvergenceTimeout):
         return ApiProblem(504, lines[0], "not-converged", e.missing[:200])
-    if isinstance(e, (RuntimeFailed, NetlinkFailed, CommandError)):     # the engine, the kernel, a node
+    if isinstance(e, (RuntimeFailed, NetlinkFailed, CommandError)):  # the engine, the kernel, a node
         return ApiProblem(502, lines[0], "engine", lines[1:])
-    if isinstance(e, TwinError):       # what twin refuses, saying why (the request or the lab does not allow it)
+    if isinstance(e, TwinError):  # what twin refuses, saying why (the request or the lab does not allow it)
         return ApiProblem(422, lines[0], "refused", lines[1:])
     first = str(e).splitlines()[0] if str(e) else ""
     return ApiProblem(500, f"internal error: {type(e).__name__}" + (f": {first}" if first else ""), "internal")

@@ -11,6 +11,7 @@ from the host is forgotten; labs of the host that the server does not know are n
 a delete operation of the server's own (user `server`), which its owner sees in the lab's
 operations; a lab with an operation under way waits for it to end.
 """
+
 from __future__ import annotations
 
 import logging
@@ -82,13 +83,17 @@ class Reaper:
         started = []
         for row in self.core.store.rows("SELECT * FROM labs WHERE expires <= ? AND state != 'deleting'", time.time()):
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["expires"]))
-            owner = Principal(row["owner"], False, "server")     # its owner sees the operation
+            owner = Principal(row["owner"], False, "server")  # its owner sees the operation
             try:
-                op, _ = self.core.ops.start(owner, row["name"], "expire",
-                                            labwork.delete(row["name"], f"expired at {when}"),
-                                            before=partial(self.core.store.set_lab, row["name"], state="deleting"))
+                op, _ = self.core.ops.start(
+                    owner,
+                    row["name"],
+                    "expire",
+                    labwork.delete(row["name"], f"expired at {when}"),
+                    before=partial(self.core.store.set_lab, row["name"], state="deleting"),
+                )
             except ApiProblem:
-                continue     # busy: the next round
+                continue  # busy: the next round
             log.warning("lab %s of %s expired: removing it (operation %s)", row["name"], row["owner"], op["id"])
             started.append(op["id"])
         return started

@@ -1,5 +1,6 @@
 """/v1/labs and /v1/snapshots: a user's labs made, listed, shown, given more time, removed, and
 snapshotted; a lab made again from a snapshot."""
+
 from __future__ import annotations
 
 import json
@@ -21,14 +22,28 @@ from twin.server.problems import ApiProblem
 from twin.server.who import Who
 
 router = APIRouter(prefix="/v1", tags=["labs"])
-Idem = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200,
-                                    description="A retried request with the same key (and body) gets the same "
-                                                "operation.")]
-MULTIPART = {"type": "object", "properties": {
-    "topology": {"type": "string", "format": "binary"}, "configs": {"type": "string", "format": "binary"},
-    **{k: {"type": "string"} for k in ("format", "snapshot", "name", "expires_in", "timeout", "vrf_backend", "roles")}}}
+Idem = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=200,
+        description="A retried request with the same key (and body) gets the same operation.",
+    ),
+]
+MULTIPART = {
+    "type": "object",
+    "properties": {
+        "topology": {"type": "string", "format": "binary"},
+        "configs": {"type": "string", "format": "binary"},
+        **{
+            k: {"type": "string"}
+            for k in ("format", "snapshot", "name", "expires_in", "timeout", "vrf_backend", "roles")
+        },
+    },
+}
 ACCEPTED: dict[int | str, dict[str, Any]] = {
-    202: {"description": "The operation started: {operation, lab}; GET /v1/operations/{id}."}}
+    202: {"description": "The operation started: {operation, lab}; GET /v1/operations/{id}."}
+}
 
 
 def core_of(request: Request) -> Core:
@@ -36,8 +51,11 @@ def core_of(request: Request) -> Core:
 
 
 def accepted(op: dict[str, Any]) -> JSONResponse:
-    return JSONResponse({"operation": op["id"], "lab": op["lab"], "kind": op["kind"], "state": op["state"]}, 202,
-                        headers={"Location": f"/v1/operations/{op['id']}"})
+    return JSONResponse(
+        {"operation": op["id"], "lab": op["lab"], "kind": op["kind"], "state": op["state"]},
+        202,
+        headers={"Location": f"/v1/operations/{op['id']}"},
+    )
 
 
 class ExpiryBody(BaseModel):
@@ -45,12 +63,23 @@ class ExpiryBody(BaseModel):
     expires_in: create.Duration
 
 
-@router.post("/labs", status_code=202, responses=ACCEPTED, summary="Create a lab (an operation)",
-             description="From a topology (twin YAML, containerlab, NVIDIA Air JSON) with configs as a map or, in "
-                         "multipart, as an archive; or from a snapshot.",
-             openapi_extra={"requestBody": {"required": True, "content": {
-                 "application/json": {"schema": create.CreateBody.model_json_schema()},
-                 "multipart/form-data": {"schema": MULTIPART}}}})
+@router.post(
+    "/labs",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Create a lab (an operation)",
+    description="From a topology (twin YAML, containerlab, NVIDIA Air JSON) with configs as a map or, in "
+    "multipart, as an archive; or from a snapshot.",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": create.CreateBody.model_json_schema()},
+                "multipart/form-data": {"schema": MULTIPART},
+            },
+        }
+    },
+)
 async def create_lab(request: Request, who: Who, idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -63,12 +92,12 @@ async def create_lab(request: Request, who: Who, idem: Idem = None) -> JSONRespo
         try:
             body, archive = create.CreateBody.model_validate(json.loads(raw or b"null")), None
         except ValueError as e:
-            raise ApiProblem(422, f"the body is not a lab: {str(e).splitlines()[0][:300]}", "invalid",
-                             str(e).splitlines()[:40]) from None
+            raise ApiProblem(
+                422, f"the body is not a lab: {str(e).splitlines()[0][:300]}", "invalid", str(e).splitlines()[:40]
+            ) from None
     else:
         raise ApiProblem(415, f"a lab is sent as application/json or multipart/form-data, not {kind[:100]!r}")
-    op = await run_in_threadpool(create.start, core, who, body, archive, idem,
-                                 request_digest("POST", "/v1/labs", raw))
+    op = await run_in_threadpool(create.start, core, who, body, archive, idem, request_digest("POST", "/v1/labs", raw))
     return accepted(op)
 
 
@@ -86,8 +115,9 @@ def get_lab(name: str, request: Request, who: Who, status: Annotated[bool, Query
     doc = core.lab_doc(row)
     if status and row["state"] == "up":
         doc["status"] = Lab(name).status().to_dict()
-    doc["operations"] = [core.ops.doc(o) for o in core.store.operations(lab=name, limit=10)
-                         if o["owner"] == who.user or who.admin]
+    doc["operations"] = [
+        core.ops.doc(o) for o in core.store.operations(lab=name, limit=10) if o["owner"] == who.user or who.admin
+    ]
     return doc
 
 
@@ -104,21 +134,38 @@ def patch_lab(name: str, body: ExpiryBody, request: Request, who: Who) -> dict:
 def delete_lab(name: str, request: Request, who: Who, idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     core.lab(who, name)
-    op, _ = core.ops.start(who, name, "delete", labwork.delete(name), idem,
-                           request_digest("DELETE", f"/v1/labs/{name}", b""),
-                           before=lambda: core.store.set_lab(name, state="deleting"))
+    op, _ = core.ops.start(
+        who,
+        name,
+        "delete",
+        labwork.delete(name),
+        idem,
+        request_digest("DELETE", f"/v1/labs/{name}", b""),
+        before=lambda: core.store.set_lab(name, state="deleting"),
+    )
     return accepted(op)
 
 
-@router.post("/labs/{name}/snapshots", status_code=202, responses=ACCEPTED, tags=["snapshots"],
-             summary="Snapshot what a lab runs now (an operation; running memory such as BGP tables is not kept)")
+@router.post(
+    "/labs/{name}/snapshots",
+    status_code=202,
+    responses=ACCEPTED,
+    tags=["snapshots"],
+    summary="Snapshot what a lab runs now (an operation; running memory such as BGP tables is not kept)",
+)
 def snapshot_lab(name: str, request: Request, who: Who, idem: Idem = None) -> JSONResponse:
     core = core_of(request)
     row = core.lab(who, name)
     snapshots.room(core, row["owner"])
     sid = secrets.token_hex(6)
-    op, _ = core.ops.start(who, name, "snapshot", snapshots.take(name, sid, row["owner"]), idem,
-                           request_digest("POST", f"/v1/labs/{name}/snapshots", b""))
+    op, _ = core.ops.start(
+        who,
+        name,
+        "snapshot",
+        snapshots.take(name, sid, row["owner"]),
+        idem,
+        request_digest("POST", f"/v1/labs/{name}/snapshots", b""),
+    )
     return accepted(op)
 
 
@@ -140,8 +187,12 @@ def get_snapshot(sid: str, request: Request, who: Who) -> dict:
     return _snapshot(core_of(request), who, sid)
 
 
-@router.get("/snapshots/{sid}/archive", tags=["snapshots"], summary="A snapshot as its archive (tar.gz)",
-            response_class=FileResponse)
+@router.get(
+    "/snapshots/{sid}/archive",
+    tags=["snapshots"],
+    summary="A snapshot as its archive (tar.gz)",
+    response_class=FileResponse,
+)
 def snapshot_archive(sid: str, request: Request, who: Who) -> FileResponse:
     core = core_of(request)
     _snapshot(core, who, sid)

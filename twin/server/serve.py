@@ -5,6 +5,7 @@ Served by `twin.lifecycle.service.Service`: 127.0.0.1 unless `--allow-remote`, T
 certificate, every request bounded (a body at most `MAX_BODY`: a topology and its configs'
 archive), its headers within a deadline, and whatever it refuses answered as problem JSON.
 """
+
 from __future__ import annotations
 
 import gc
@@ -19,9 +20,9 @@ from twin.server.core import Core, Settings
 from twin.server.problems import guard_body
 from twin.server.reaper import Reaper, recover
 
-MAX_BODY = 40 << 20       # bytes: a topology with a configs archive (bodies.MAX_TOTAL unpacked) and room
-TIMEOUT = 60.0            # s: to receive a body and start answering (a create checks the host's CPU first)
-CONCURRENCY = 128         # connections at once, per listener (event streams hold theirs)
+MAX_BODY = 40 << 20  # bytes: a topology with a configs archive (bodies.MAX_TOTAL unpacked) and room
+TIMEOUT = 60.0  # s: to receive a body and start answering (a create checks the host's CPU first)
+CONCURRENCY = 128  # connections at once, per listener (event streams hold theirs)
 
 
 def logs(level: int = logging.INFO) -> None:
@@ -46,18 +47,32 @@ def _ahead() -> None:
     gc.freeze()
 
 
-def serve(settings: Settings, listeners: list[Listener], allow_remote: bool = False,
-          say: Callable[[str], None] = lambda _: None, on_start: Callable[[Service], None] = lambda s: None) -> None:
+def serve(
+    settings: Settings,
+    listeners: list[Listener],
+    allow_remote: bool = False,
+    say: Callable[[str], None] = lambda _: None,
+    on_start: Callable[[Service], None] = lambda s: None,
+) -> None:
     for w in check_listeners("twin serve", listeners, allow_remote):
         say(w)
     core = Core(settings)
     try:
-        recover(core)            # what a stopped server left, settled (each said on the log)
+        recover(core)  # what a stopped server left, settled (each said on the log)
         _ahead()
-        worker.warm()            # operations' worker processes fork from a process with twin loaded
+        worker.warm()  # operations' worker processes fork from a process with twin loaded
         reaper = Reaper(core).start()
-        service = Service("serve", create_app(core), listeners, max_body=MAX_BODY, timeout=TIMEOUT,
-                          concurrency=CONCURRENCY, body=guard_body, forwarded=settings.trusted_proxies)
+        service = Service(
+            "serve",
+            create_app(core),
+            listeners,
+            max_body=MAX_BODY,
+            timeout=TIMEOUT,
+            concurrency=CONCURRENCY,
+            body=guard_body,
+            forwarded=settings.trusted_proxies,
+        )
+
         def started(s: Service) -> None:
             # the access log says every request with its user; the guard's own line only for a 500
             logging.getLogger("twin.service.serve").setLevel(logging.ERROR)

@@ -6,12 +6,13 @@ died) left whole or removed, never half made:
   (`twin status` healthy), else removed, and its record says why;
 - a read (verify, plan, a baseline, a snapshot): the lab is as it was.
 """
+
 from __future__ import annotations
 
 from twin.lab import Lab
 from twin.server.home import Home
 
-KEEPS = ("verify", "plan", "baseline", "baseline-compare", "snapshot")   # read-only: the lab is as it was
+KEEPS = ("verify", "plan", "baseline", "baseline-compare", "snapshot")  # read-only: the lab is as it was
 
 
 def settle(home: Home, name: str, kind: str) -> str:

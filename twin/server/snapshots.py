@@ -12,6 +12,7 @@ What is not kept: running memory. BGP tables, EVPN routes, ARP and MAC tables, c
 event history are learned again by the new lab as it converges; a fault in force (a link down)
 is not part of the configuration and is not carried over.
 """
+
 from __future__ import annotations
 
 import io
@@ -35,9 +36,11 @@ from twin.server.worker import Say, Work
 if TYPE_CHECKING:
     from twin.server.core import Core
 
-NOT_KEPT = ("running memory is not kept: BGP and EVPN tables, ARP and MAC entries, counters and events are learned "
-            "again as the new lab converges; a fault in force is not configuration and is not carried over")
-MAX_RENDERED = 64          # files of one node directory taken into `rendered/`
+NOT_KEPT = (
+    "running memory is not kept: BGP and EVPN tables, ARP and MAC entries, counters and events are learned "
+    "again as the new lab converges; a fault in force is not configuration and is not carried over"
+)
+MAX_RENDERED = 64  # files of one node directory taken into `rendered/`
 
 
 def room(core: "Core", owner: str) -> None:
@@ -47,10 +50,13 @@ def room(core: "Core", owner: str) -> None:
     count, size = len(rows), sum(r["size"] for r in rows)
     limit, most = core.settings.max_snapshots, core.settings.max_snapshot_bytes
     if count >= limit or size >= most:
-        raise ApiProblem(409, f"{owner} keeps {count} snapshots of {size:,} bytes; a user keeps at most {limit} and "
-                              f"{most:,} bytes on this server: DELETE /v1/snapshots/ID first", "quota",
-                         quota={"snapshots": {"limit": limit, "held": count},
-                                "snapshot_bytes": {"limit": most, "held": size}})
+        raise ApiProblem(
+            409,
+            f"{owner} keeps {count} snapshots of {size:,} bytes; a user keeps at most {limit} and "
+            f"{most:,} bytes on this server: DELETE /v1/snapshots/ID first",
+            "quota",
+            quota={"snapshots": {"limit": limit, "held": count}, "snapshot_bytes": {"limit": most, "held": size}},
+        )
 
 
 def take(name: str, sid: str, owner: str) -> Work:
@@ -78,14 +84,29 @@ def _take(name: str, sid: str, owner: str, home: Home, say: Say) -> tuple[Any, i
             saved = nvue_service.saved(lab.dir, node)
             if saved.is_file() and not saved.is_symlink():
                 _add(tar, f"nvue/saved/{node}.yaml", state.read_text(saved).encode())
-        meta = {"id": sid, "lab": name, "taken": time.time(), "topology": topo.name, "nodes": sorted(fabric.nodes),
-                "user_files": user, "history": len(st.history), "not_kept": NOT_KEPT}
+        meta = {
+            "id": sid,
+            "lab": name,
+            "taken": time.time(),
+            "topology": topo.name,
+            "nodes": sorted(fabric.nodes),
+            "user_files": user,
+            "history": len(st.history),
+            "not_kept": NOT_KEPT,
+        }
         _add(tar, "snapshot.json", json.dumps(meta, indent=2).encode())
     f = home.where("snapshots") / f"{sid}.tar.gz"
     f.write_bytes(buf.getvalue())
     summary = {"nodes": len(fabric.nodes), "user_files": sum(map(len, user.values())), "not_kept": NOT_KEPT}
-    home.store.run("INSERT INTO snapshots(id, lab, owner, created, size, summary) VALUES (?, ?, ?, ?, ?, ?)",
-                   sid, name, owner, time.time(), len(buf.getvalue()), json.dumps(summary))
+    home.store.run(
+        "INSERT INTO snapshots(id, lab, owner, created, size, summary) VALUES (?, ?, ?, ?, ?, ?)",
+        sid,
+        name,
+        owner,
+        time.time(),
+        len(buf.getvalue()),
+        json.dumps(summary),
+    )
     return {"snapshot": sid, "lab": name, "size": len(buf.getvalue()), **summary}, 0
 
 

@@ -6,6 +6,7 @@ One connection per process, shared by its threads under one lock (SQLite seriali
 anyway); an operation's worker process has its own (`worker`), writing the operation's state and
 events as it goes. WAL journal, so a reader never waits for a writer. Rows come back as plain dicts.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,8 @@ CREATE TABLE IF NOT EXISTS snapshots (
     id TEXT PRIMARY KEY, lab TEXT NOT NULL, owner TEXT NOT NULL, created REAL NOT NULL,
     size INTEGER NOT NULL, summary TEXT NOT NULL);
 """
-ADDED = (("operations", "worker", "INTEGER"), ("events", "stage", "TEXT NOT NULL DEFAULT ''"))   # since the first
-DONE = ("succeeded", "failed")          # an operation's final states
+ADDED = (("operations", "worker", "INTEGER"), ("events", "stage", "TEXT NOT NULL DEFAULT ''"))  # since the first
+DONE = ("succeeded", "failed")  # an operation's final states
 OPEN = ("pending", "running")
 
 
@@ -55,7 +56,7 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
-            for table, column, decl in ADDED:      # a database an older server made
+            for table, column, decl in ADDED:  # a database an older server made
                 if column not in {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
         path.chmod(0o600)
@@ -93,8 +94,15 @@ class Store:
 
     def add_token(self, tid: str, user: str, digest: str, admin: bool, expires: float | None) -> None:
         self.ensure_user(user)
-        self.run("INSERT INTO tokens(id, user, hash, admin, created, expires) VALUES (?, ?, ?, ?, ?, ?)",
-                 tid, user, digest, int(admin), time.time(), expires)
+        self.run(
+            "INSERT INTO tokens(id, user, hash, admin, created, expires) VALUES (?, ?, ?, ?, ?, ?)",
+            tid,
+            user,
+            digest,
+            int(admin),
+            time.time(),
+            expires,
+        )
 
     def token_by_hash(self, digest: str) -> dict[str, Any] | None:
         return self.row("SELECT * FROM tokens WHERE hash = ?", digest)
@@ -145,16 +153,31 @@ class Store:
         return self.rows("SELECT * FROM operations WHERE state IN ('pending', 'running') AND lab = ?", lab)
 
     def finish(self, oid: str, state: str, result: Any, error: str, code: int | None) -> None:
-        self.run("UPDATE operations SET state = ?, finished = ?, result = ?, error = ?, exit = ? WHERE id = ?",
-                 state, time.time(), None if result is None else json.dumps(result, default=str), error, code, oid)
+        self.run(
+            "UPDATE operations SET state = ?, finished = ?, result = ?, error = ?, exit = ? WHERE id = ?",
+            state,
+            time.time(),
+            None if result is None else json.dumps(result, default=str),
+            error,
+            code,
+            oid,
+        )
 
     def add_event(self, oid: str, seq: int, kind: str, text: str, stage: str = "") -> None:
-        self.run("INSERT INTO events(op, seq, at, kind, stage, text) VALUES (?, ?, ?, ?, ?, ?)", oid, seq, time.time(),
-                 kind, stage, text)
+        self.run(
+            "INSERT INTO events(op, seq, at, kind, stage, text) VALUES (?, ?, ?, ?, ?, ?)",
+            oid,
+            seq,
+            time.time(),
+            kind,
+            stage,
+            text,
+        )
 
     def events(self, oid: str, after: int = -1) -> list[dict[str, Any]]:
-        return self.rows("SELECT seq, at, kind, stage, text FROM events WHERE op = ? AND seq > ? ORDER BY seq", oid,
-                         after)
+        return self.rows(
+            "SELECT seq, at, kind, stage, text FROM events WHERE op = ? AND seq > ? ORDER BY seq", oid, after
+        )
 
     def last_event(self, oid: str) -> int:
         """The number of operation `oid`'s last event (-1: none)."""
@@ -167,8 +190,9 @@ class Store:
 
     def snapshots(self, owner: str | None = None, lab: str | None = None) -> list[dict[str, Any]]:
         rows = self.rows("SELECT * FROM snapshots ORDER BY created")
-        return [_decoded(r) for r in rows
-                if (owner is None or r["owner"] == owner) and (lab is None or r["lab"] == lab)]
+        return [
+            _decoded(r) for r in rows if (owner is None or r["owner"] == owner) and (lab is None or r["lab"] == lab)
+        ]
 
 
 class _Tx:
@@ -182,8 +206,7 @@ class _Tx:
         self.store._db.execute("BEGIN IMMEDIATE")
         return self.store._db
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         try:
             self.store._db.execute("COMMIT" if kind is None else "ROLLBACK")
         finally:

@@ -1,4 +1,5 @@
 """Who a request comes from: a Bearer token (the labs page's cookie on a GET), or 401, slowed."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,8 +13,8 @@ from twin.server.auth import Principal, Unauthorized, authenticate
 from twin.server.core import Core
 from twin.server.problems import ApiProblem
 
-USER = "twin.user"          # the scope's key for who made the request (the access log's)
-COOKIE = "twin_token"       # the labs page's token, sent by the browser on GETs only
+USER = "twin.user"  # the scope's key for who made the request (the access log's)
+COOKIE = "twin_token"  # the labs page's token, sent by the browser on GETs only
 bearer = HTTPBearer(auto_error=False, description="A token from `twin serve token create USER`.")
 
 
@@ -30,14 +31,13 @@ async def principal(request: Request, _: Annotated[Any, Depends(bearer)] = None)
     except Unauthorized as e:
         address = request.client.host if request.client else "?"
         delay = core.throttle.failed(address)
-        logging.getLogger("twin.server").warning("failed authentication from %s (%d recently): %s", address,
-                                                 core.throttle.failures(address), e)
+        logging.getLogger("twin.server").warning(
+            "failed authentication from %s (%d recently): %s", address, core.throttle.failures(address), e
+        )
         await asyncio.sleep(delay)
         raise ApiProblem(401, str(e), "unauthorized") from None
     request.scope[USER] = who.user
     return who
 
 
-Who = Annotated[Principal, Depends(principal)]     # a route's caller
-
-
+Who = Annotated[Principal, Depends(principal)]  # a route's caller

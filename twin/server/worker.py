@@ -21,6 +21,7 @@ twin a second. The worker
   server's readers and event streams find them. Its progress is `twin.base.stages`': the `say` it
   hands the work is a `Progress`, each `Step` (stage and text) one event.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -39,12 +40,12 @@ from twin.server.problems import of_error
 from twin.server.store import Store
 
 Say = Callable[[str], None]
-Work = Callable[[Home, Say], "tuple[Any, int]"]    # (the result as the CLI's --json has it, the CLI's exit code)
+Work = Callable[[Home, Say], "tuple[Any, int]"]  # (the result as the CLI's --json has it, the CLI's exit code)
 CONTEXT = multiprocessing.get_context("forkserver")
 PRELOAD = ["twin.server.worker", "twin.server.labwork", "twin.server.snapshots"]
 PR_SET_PDEATHSIG = 1
-NICE = 5               # the worker's CPU priority below the server's
-GONE = 30.0            # s: a dead server's worker is gone (it is SIGKILLed as the fork server ends)
+NICE = 5  # the worker's CPU priority below the server's
+GONE = 30.0  # s: a dead server's worker is gone (it is SIGKILLed as the fork server ends)
 
 
 def warm() -> None:
@@ -57,8 +58,9 @@ def warm() -> None:
 def start(home: Path, oid: str, work: Work) -> multiprocessing.process.BaseProcess:
     """Operation `oid`'s worker, started; `work` runs in it."""
     CONTEXT.set_forkserver_preload(PRELOAD)
-    proc = CONTEXT.Process(target=_main, args=(str(home), oid, work, os.getpid(), dict(os.environ), os.getcwd()),
-                           name=f"twin-op-{oid}")
+    proc = CONTEXT.Process(
+        target=_main, args=(str(home), oid, work, os.getpid(), dict(os.environ), os.getcwd()), name=f"twin-op-{oid}"
+    )
     proc.start()
     return proc
 
@@ -72,10 +74,10 @@ def _main(home: str, oid: str, work: Work, server: int, env: dict[str, str], cwd
         os.close(fs._forkserver_alive_fd)
         fs._forkserver_alive_fd = None
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if not _alive(server):          # the server died before that took hold: nothing to do for anyone
+    if not _alive(server):  # the server died before that took hold: nothing to do for anyone
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.setsid()                     # out of the server's scheduling group (`cpu`); a forked child leads none
+    os.setsid()  # out of the server's scheduling group (`cpu`); a forked child leads none
     os.nice(NICE)
     os.environ.clear()
     os.environ.update(env)
@@ -90,8 +92,9 @@ def _main(home: str, oid: str, work: Work, server: int, env: dict[str, str], cwd
 def run(home: Home, oid: str, work: Work) -> None:
     """Operation `oid`: running, its work done with its progress recorded, then succeeded or failed."""
     events = Events(home.store, oid)
-    home.store.run("UPDATE operations SET state = 'running', started = ?, worker = ? WHERE id = ?", time.time(),
-                   os.getpid(), oid)
+    home.store.run(
+        "UPDATE operations SET state = 'running', started = ?, worker = ? WHERE id = ?", time.time(), os.getpid(), oid
+    )
     events.add("state", "running")
     progress = stages.Progress()
     progress.subscribe(events.step)
@@ -115,7 +118,7 @@ class Events:
         self.store, self.oid = store, oid
         self.seq = store.last_event(oid)
         self.last: tuple[str, str] | None = None
-        self._lock = threading.Lock()          # a work may say from several threads
+        self._lock = threading.Lock()  # a work may say from several threads
 
     def step(self, step: stages.Step) -> None:
         with self._lock:
@@ -155,5 +158,10 @@ def gone(pid: int | None, timeout: float = GONE) -> None:
     """Wait until a stopped server's worker `pid` is gone (it dies with the server's fork server);
     ConvergenceTimeout naming it if it does not."""
     if pid:
-        wait.until(lambda: [f"worker process {pid} (its lab is not touched while it runs)"] if _worker_alive(pid)
-                   else [], timeout, "the stopped server's operation ended", first=0.05, cap=0.5)
+        wait.until(
+            lambda: [f"worker process {pid} (its lab is not touched while it runs)"] if _worker_alive(pid) else [],
+            timeout,
+            "the stopped server's operation ended",
+            first=0.05,
+            cap=0.5,
+        )

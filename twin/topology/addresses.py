@@ -3,6 +3,7 @@
 Loopbacks, the loopback pool and tenant subnets must be unicast space a router
 can route: none of the special ranges below.
 """
+
 from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv4Network

@@ -12,6 +12,7 @@ neighbour, key "PROTOCOL INTERFACE"; any by default), `change` appeared,
 disappeared or changed (any by default). Read like a topology: every problem at
 once, with file and line.
 """
+
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
@@ -39,8 +40,13 @@ class AllowRule(BaseModel):
     reason: str = ""
 
     def matches(self, node: str, vrf: str, what: str, key: str, change: str) -> bool:
-        return (fnmatchcase(node, self.node) and fnmatchcase(vrf, self.vrf) and fnmatchcase(key, self.key)
-                and self.what in ("any", what) and self.change in ("any", change))
+        return (
+            fnmatchcase(node, self.node)
+            and fnmatchcase(vrf, self.vrf)
+            and fnmatchcase(key, self.key)
+            and self.what in ("any", what)
+            and self.change in ("any", change)
+        )
 
     def describe(self) -> str:
         fields = [f"{k}={v}" for k, v in self.model_dump(exclude_defaults=True).items() if k != "reason"]
@@ -52,15 +58,24 @@ def load_allow(path: str | Path) -> tuple[AllowRule, ...]:
     data, lines = read_yaml(path, files.ALLOW)
     problems = Problems(str(path), lines)
     if not isinstance(data, dict) or not isinstance(data.get("allow"), list):
-        got = "nothing" if data is None else kind_of(data) if not isinstance(data, dict) else \
-            "no list under allow" if "allow" in data else "no allow key"
-        problems.add(("allow",) if isinstance(data, dict) else (),
-                     f"an allow file is a mapping with one key, allow: a list of rules "
-                     f"{{node, vrf, what, key, change, reason}}; got {got}")
+        got = (
+            "nothing"
+            if data is None
+            else kind_of(data)
+            if not isinstance(data, dict)
+            else "no list under allow"
+            if "allow" in data
+            else "no allow key"
+        )
+        problems.add(
+            ("allow",) if isinstance(data, dict) else (),
+            f"an allow file is a mapping with one key, allow: a list of rules "
+            f"{{node, vrf, what, key, change, reason}}; got {got}",
+        )
         problems.raise_if_any()
     for key in data:
         if key != "allow":
             problems.add((str(key),), "unknown field; an allow file has one key, allow")
     rules = [validate_model(AllowRule, raw, ("allow", i), problems) for i, raw in enumerate(data["allow"])]
     problems.raise_if_any()
-    return tuple(r for r in rules if r is not None)   # each None was told
+    return tuple(r for r in rules if r is not None)  # each None was told

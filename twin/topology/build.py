@@ -4,6 +4,7 @@ Pure functions, no I/O besides reading the file. Every default is derived here
 (ASNs per tier, loopbacks from the pool, port names, MTUs) and every rule that
 spans entries is checked here, collecting all problems before raising.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,8 +47,9 @@ def load_document(doc: dict, source: str, name: str | None = None, lines: dict |
     return fabric
 
 
-def build(spec: TopologySpec, problems: Problems, broken: set[str],
-          name: str | None = None, source: str = "") -> Fabric:
+def build(
+    spec: TopologySpec, problems: Problems, broken: set[str], name: str | None = None, source: str = ""
+) -> Fabric:
     lab = name if name is not None else spec.name
     reason = check_lab_name(lab) if lab is not None else None
     if reason:
@@ -62,18 +64,36 @@ def build(spec: TopologySpec, problems: Problems, broken: set[str],
     mgmt, pinned = build_mgmt(spec, kinds, problems)
 
     nodes = {
-        n: Node(name=n, kind=kinds[n].name, asn=asns.get(n), loopback=loopbacks.get(n), mgmt=pinned.get(n),
-                image=spec.nodes[n].image, drain=spec.nodes[n].drain, ports=tuple(ports.get(n, [])),
-                exec=tuple(spec.nodes[n].exec or ()), **node_runtime(n, spec.nodes[n], kinds[n], source, problems),
-                **nvue_fields(n, spec.nodes[n], spec.defaults, kinds[n], [p.name for p in ports.get(n, [])], problems))
-        for n in spec.nodes if n in kinds
+        n: Node(
+            name=n,
+            kind=kinds[n].name,
+            asn=asns.get(n),
+            loopback=loopbacks.get(n),
+            mgmt=pinned.get(n),
+            image=spec.nodes[n].image,
+            drain=spec.nodes[n].drain,
+            ports=tuple(ports.get(n, [])),
+            exec=tuple(spec.nodes[n].exec or ()),
+            **node_runtime(n, spec.nodes[n], kinds[n], source, problems),
+            **nvue_fields(n, spec.nodes[n], spec.defaults, kinds[n], [p.name for p in ports.get(n, [])], problems),
+        )
+        for n in spec.nodes
+        if n in kinds
     }
     tenants, congestion = build_services(spec, nodes, build_tenants(spec, kinds, nodes, resolved, problems), problems)
-    fabric = Fabric(name=lab or "", source=source, nodes=nodes, links=tuple(resolved.values()),
-                    vtep_kind=spec.vtep if isinstance(spec.vtep, str) else ",".join(spec.vtep), tenants=tenants,
-                    congestion=congestion, vrf_backend=spec.defaults.vrf_backend, mgmt=mgmt,
-                    images=spec.defaults.images)
-    checks = parse_checks(spec.checks or [], ("checks",), problems)   # the user's own, run by `twin verify`
+    fabric = Fabric(
+        name=lab or "",
+        source=source,
+        nodes=nodes,
+        links=tuple(resolved.values()),
+        vtep_kind=spec.vtep if isinstance(spec.vtep, str) else ",".join(spec.vtep),
+        tenants=tenants,
+        congestion=congestion,
+        vrf_backend=spec.defaults.vrf_backend,
+        mgmt=mgmt,
+        images=spec.defaults.images,
+    )
+    checks = parse_checks(spec.checks or [], ("checks",), problems)  # the user's own, run by `twin verify`
     check_against(checks, fabric, problems, ("checks",))
     return fabric.model_copy(update={"checks": tuple(c for _, c in checks)}) if checks else fabric
 
@@ -103,14 +123,15 @@ def _kinds(spec: TopologySpec, problems: Problems, broken: set[str]) -> dict[str
                 if getattr(s, field) is not None:
                     problems.add(("nodes", n, field), f"a {kind.name} runs no BGP: '{field}' is not allowed")
             if s.drain:
-                problems.add(("nodes", n, "drain"),
-                             f"a {kind.name} runs no BGP, so it cannot be drained; drain is for "
-                             f"{', '.join(k.name for k in KINDS.values() if k.runs_bgp)}")
+                problems.add(
+                    ("nodes", n, "drain"),
+                    f"a {kind.name} runs no BGP, so it cannot be drained; drain is for "
+                    f"{', '.join(k.name for k in KINDS.values() if k.runs_bgp)}",
+                )
     return kinds
 
 
-def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
-                 problems: Problems) -> dict[str, int]:
+def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str], problems: Problems) -> dict[str, int]:
     explicit = {n: asn for n in order if (asn := spec.nodes[n].asn) is not None}
     taken = set(explicit.values())
     asns: dict[str, int] = {}
@@ -134,9 +155,12 @@ def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
         next_asn[kind.name] = asn + 1
         if asn > ASN_MAX:
             if asn == ASN_MAX + 1:  # the first node of the tier left without one
-                problems.add(("nodes", n), f"no ASN left for {n}: counting up from {base}, the {kind.name} "
-                                           f"tier passes {ASN_MAX}, the largest ASN; lower defaults.asn."
-                                           f"{kind.name} or give each {kind.name} an asn")
+                problems.add(
+                    ("nodes", n),
+                    f"no ASN left for {n}: counting up from {base}, the {kind.name} "
+                    f"tier passes {ASN_MAX}, the largest ASN; lower defaults.asn."
+                    f"{kind.name} or give each {kind.name} an asn",
+                )
             continue
         asns[n] = asn
         taken.add(asn)
@@ -144,8 +168,9 @@ def _assign_asns(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
     return asns
 
 
-def _check_unique_asns(kinds: dict[str, Kind], order: list[str], asns: dict[str, int],
-                       explicit: dict[str, int], problems: Problems) -> None:
+def _check_unique_asns(
+    kinds: dict[str, Kind], order: list[str], asns: dict[str, int], explicit: dict[str, int], problems: Problems
+) -> None:
     owner: dict[int, str] = {}
     for n in order:
         if n not in asns:
@@ -156,19 +181,25 @@ def _check_unique_asns(kinds: dict[str, Kind], order: list[str], asns: dict[str,
         if kinds[n].asn_shared and kinds[first].name == kinds[n].name:
             continue  # spines share their tier's ASN on purpose
         where = ("nodes", n, "asn") if n in explicit else ("nodes", n)
-        problems.add(where, f"ASN {asns[n]} is already used by {first}; only the "
-                            f"{', '.join(k.name for k in KINDS.values() if k.asn_shared)} tier shares an ASN, "
-                            "every other BGP node needs its own")
+        problems.add(
+            where,
+            f"ASN {asns[n]} is already used by {first}; only the "
+            f"{', '.join(k.name for k in KINDS.values() if k.asn_shared)} tier shares an ASN, "
+            "every other BGP node needs its own",
+        )
 
 
-def _assign_loopbacks(spec: TopologySpec, kinds: dict[str, Kind], order: list[str],
-                      problems: Problems) -> dict[str, str]:
+def _assign_loopbacks(
+    spec: TopologySpec, kinds: dict[str, Kind], order: list[str], problems: Problems
+) -> dict[str, str]:
     pool, why = parse_prefix(spec.defaults.loopback_pool, "10.255.0.0/24")
     if pool is None:
         problems.add(("defaults", "loopback_pool"), why)
     elif special_use(pool):
-        problems.add(("defaults", "loopback_pool"),
-                     f"{pool} overlaps {special_use(pool)}: loopbacks must be routable unicast addresses")
+        problems.add(
+            ("defaults", "loopback_pool"),
+            f"{pool} overlaps {special_use(pool)}: loopbacks must be routable unicast addresses",
+        )
         pool = None
     loopbacks: dict[str, str] = {}
     owner: dict[str, str] = {}
@@ -180,8 +211,10 @@ def _assign_loopbacks(spec: TopologySpec, kinds: dict[str, Kind], order: list[st
         if addr is None:
             problems.add(("nodes", n, "loopback"), why)
         elif special_use(addr):
-            problems.add(("nodes", n, "loopback"),
-                         f"{addr} is in {special_use(addr)}: a loopback must be a routable unicast address")
+            problems.add(
+                ("nodes", n, "loopback"),
+                f"{addr} is in {special_use(addr)}: a loopback must be a routable unicast address",
+            )
         elif str(addr) in owner:
             problems.add(("nodes", n, "loopback"), f"{addr} is already the loopback of {owner[str(addr)]}")
         else:
@@ -194,15 +227,17 @@ def _assign_loopbacks(spec: TopologySpec, kinds: dict[str, Kind], order: list[st
         if kinds[n].runs_bgp and n not in loopbacks and spec.nodes[n].loopback is None:
             given = next(free, None)
             if given is None:
-                problems.add(("defaults", "loopback_pool"),
-                             f"{pool} has no free address left for {n}; use a larger pool")
+                problems.add(
+                    ("defaults", "loopback_pool"), f"{pool} has no free address left for {n}; use a larger pool"
+                )
                 break
             loopbacks[n] = given
     return loopbacks
 
 
-def _resolve_links(spec: TopologySpec, kinds: dict[str, Kind], asns: dict[str, int],
-                   problems: Problems, broken: set[str]) -> tuple[dict[int, Link], dict[str, list[Port]]]:
+def _resolve_links(
+    spec: TopologySpec, kinds: dict[str, Kind], asns: dict[str, int], problems: Problems, broken: set[str]
+) -> tuple[dict[int, Link], dict[str, list[Port]]]:
     """The links that are sound, by their index in the file, and the ports of every node."""
     used: dict[tuple[str, str], str] = {}  # (node, port) -> where it is used
     known = listing(spec.nodes)
@@ -233,8 +268,15 @@ def _resolve_links(spec: TopologySpec, kinds: dict[str, Kind], asns: dict[str, i
     return resolved, ports
 
 
-def _link_ends(i: int, endpoints: list[str], spec: TopologySpec, known: str, kinds: dict[str, Kind],
-               broken: set[str], problems: Problems) -> Ends | None:
+def _link_ends(
+    i: int,
+    endpoints: list[str],
+    spec: TopologySpec,
+    known: str,
+    kinds: dict[str, Kind],
+    broken: set[str],
+    problems: Problems,
+) -> Ends | None:
     """(node, port) of both ends, or None when an end is wrong (reported) or on a broken node."""
     ends: Ends = []
     ok = True
@@ -254,8 +296,7 @@ def _link_ends(i: int, endpoints: list[str], spec: TopologySpec, known: str, kin
     return ends if ok else None
 
 
-def _link_role(i: int, ends: Ends, kinds: dict[str, Kind], asns: dict[str, int],
-               problems: Problems) -> str | None:
+def _link_role(i: int, ends: Ends, kinds: dict[str, Kind], asns: dict[str, int], problems: Problems) -> str | None:
     """'fabric' (BGP on both ends) or 'access' (a host behind a leaf or DPU), or None (reported)."""
     (na, _), (nb, _) = ends
     if na == nb:
@@ -264,13 +305,17 @@ def _link_role(i: int, ends: Ends, kinds: dict[str, Kind], asns: dict[str, int],
     a, b = kinds[na], kinds[nb]
     for (n, k), (m, j) in (((na, a), (nb, b)), ((nb, b), (na, a))):
         if k.attaches_to is not None and j.name not in k.attaches_to:
-            problems.add(("links", i, "endpoints"), f"{n} ({k.name}) attaches to a {' or '.join(k.attaches_to)}, "
-                                                    f"not to {m} ({j.name})")
+            problems.add(
+                ("links", i, "endpoints"),
+                f"{n} ({k.name}) attaches to a {' or '.join(k.attaches_to)}, not to {m} ({j.name})",
+            )
             return None
     if a.runs_bgp and b.runs_bgp:
         if na in asns and asns.get(na) == asns.get(nb):
-            problems.add(("links", i, "endpoints"),
-                         f"{na} and {nb} share ASN {asns[na]}: eBGP between them would drop every route")
+            problems.add(
+                ("links", i, "endpoints"),
+                f"{na} and {nb} share ASN {asns[na]}: eBGP between them would drop every route",
+            )
             return None
         return "fabric"
     if (a.endpoint and b.accepts_hosts) or (b.endpoint and a.accepts_hosts):
@@ -278,9 +323,12 @@ def _link_role(i: int, ends: Ends, kinds: dict[str, Kind], asns: dict[str, int],
     if (a.user_config or b.user_config) and a.runs_frr and b.runs_frr:
         return "plain"
     hosting = [k.name for k in KINDS.values() if k.accepts_hosts]
-    problems.add(("links", i, "endpoints"), f"{na} ({a.name}) cannot link to {nb} ({b.name}): BGP nodes link to "
-                                            f"each other, a host to a {', a '.join(hosting[:-1])} or a {hosting[-1]}, "
-                                            "a router to any FRR node")
+    problems.add(
+        ("links", i, "endpoints"),
+        f"{na} ({a.name}) cannot link to {nb} ({b.name}): BGP nodes link to "
+        f"each other, a host to a {', a '.join(hosting[:-1])} or a {hosting[-1]}, "
+        "a router to any FRR node",
+    )
     return None
 
 
@@ -297,8 +345,9 @@ def _reserve_ports(i: int, ends: Ends, used: dict[tuple[str, str], str], problem
     return ok
 
 
-def _allocate(node: str, role: str, kind: Kind, used: dict[tuple[str, str], str],
-              counters: dict[tuple[str, str], int], i: int) -> str:
+def _allocate(
+    node: str, role: str, kind: Kind, used: dict[tuple[str, str], str], counters: dict[tuple[str, str], int], i: int
+) -> str:
     naming = kind.fabric_ports if role == "fabric" else kind.access_ports
     key = (node, naming.template)
     idx = counters.get(key, naming.start)

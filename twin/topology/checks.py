@@ -9,6 +9,7 @@ against the fabric it is meant for: its nodes, hosts, peers, ports, VRFs,
 tenants, prefixes and addresses must exist there, each problem placed at its
 file and line, with what is allowed. Names are unique across every file given.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,7 +48,7 @@ class CheckSet:
 
     source: str
     checks: tuple[CheckSpec, ...] = ()
-    lines: dict[str, int] = field(default_factory=dict)   # check name -> line
+    lines: dict[str, int] = field(default_factory=dict)  # check name -> line
 
 
 def load_checks(path: str | Path, fabric: Fabric | None = None) -> CheckSet:
@@ -88,8 +89,12 @@ def parse_checks(raw: list, at: Path_, problems: Problems) -> list[tuple[int, Ch
         kind = item.get("type")
         model = CHECK_TYPES.get(kind) if isinstance(kind, str) else None
         if model is None:
-            problems.add(here + ("type",), "required: the check's type, one of " + TYPES if kind is None
-                         else f"unknown check type {quoted(kind)}; types: {TYPES}")
+            problems.add(
+                here + ("type",),
+                "required: the check's type, one of " + TYPES
+                if kind is None
+                else f"unknown check type {quoted(kind)}; types: {TYPES}",
+            )
             continue
         spec = validate_model(model, item, here, problems)
         if spec is None:
@@ -97,8 +102,11 @@ def parse_checks(raw: list, at: Path_, problems: Problems) -> list[tuple[int, Ch
         if not spec.name.strip() or len(spec.name) > 100 or "\n" in spec.name or "\r" in spec.name:
             problems.add(here + ("name",), f"{NAME_RULE}; got {quoted(spec.name)}")
         elif spec.name in first:
-            problems.add(here + ("name",), f"the name {quoted(spec.name)} is also the name of "
-                                           f"{at[-1]}[{first[spec.name]}]; every check needs its own")
+            problems.add(
+                here + ("name",),
+                f"the name {quoted(spec.name)} is also the name of "
+                f"{at[-1]}[{first[spec.name]}]; every check needs its own",
+            )
             continue
         first.setdefault(spec.name, i)
         out.append((i, spec))
@@ -113,9 +121,15 @@ def merge(sets: list[CheckSet]) -> tuple[CheckSpec, ...]:
         for c in s.checks:
             if c.name in seen:
                 other = seen[c.name]
-                problems.append(Problem(s.source, "checks", f"the check name {quoted(c.name)} is used in "
-                                        f"{other.source}:{other.lines.get(c.name, 0)} too; every check needs its own",
-                                        s.lines.get(c.name) or None))
+                problems.append(
+                    Problem(
+                        s.source,
+                        "checks",
+                        f"the check name {quoted(c.name)} is used in "
+                        f"{other.source}:{other.lines.get(c.name, 0)} too; every check needs its own",
+                        s.lines.get(c.name) or None,
+                    )
+                )
                 continue
             seen[c.name] = s
             out.append(c)
@@ -126,13 +140,21 @@ def merge(sets: list[CheckSet]) -> tuple[CheckSpec, ...]:
 
 # --- against the fabric ----------------------------------------------------------------------------
 
+
 def check_against(specs: list[tuple[int, CheckSpec]], fabric: Fabric, problems: Problems, at: Path_) -> None:
     """Problems of each check (with its index) against `fabric`, placed at `at`[index].field. A node
     named as the user wrote it (`PC1` for pc1, `names.match_node`) is the lab's name from here on."""
     specs[:] = [(i, _as_named(s, fabric)) for i, s in specs]
-    rules: dict[type, Callable[[Any, Fabric], Found]]   # each rule takes the CheckSpec type it is filed under
-    rules = {BgpSessionCheck: _bgp, BgpPrefixesCheck: _prefixes, RouteCheck: _route, PingCheck: _ping,
-             RoceCheck: _roce, FrrJsonCheck: _frr_json, ExecCheck: _exec}
+    rules: dict[type, Callable[[Any, Fabric], Found]]  # each rule takes the CheckSpec type it is filed under
+    rules = {
+        BgpSessionCheck: _bgp,
+        BgpPrefixesCheck: _prefixes,
+        RouteCheck: _route,
+        PingCheck: _ping,
+        RoceCheck: _roce,
+        FrrJsonCheck: _frr_json,
+        ExecCheck: _exec,
+    }
     for i, s in specs:
         for place, message in rules[type(s)](s, fabric):
             problems.add(at + (i,) + place, message)
@@ -155,8 +177,13 @@ def _node(fabric: Fabric, node: str, field_: str, frr: bool = False) -> Found:
     if node not in fabric.nodes:
         return [((field_,), f"no node named {quoted(node)}; nodes: {listing(list(fabric.nodes))}")]
     if frr and not KINDS[fabric.nodes[node].kind].runs_frr:
-        return [((field_,), f"{node} runs no FRR; FRR nodes: "
-                            f"{listing([n for n, x in fabric.nodes.items() if KINDS[x.kind].runs_frr])}")]
+        return [
+            (
+                (field_,),
+                f"{node} runs no FRR; FRR nodes: "
+                f"{listing([n for n, x in fabric.nodes.items() if KINDS[x.kind].runs_frr])}",
+            )
+        ]
     return []
 
 
@@ -174,15 +201,20 @@ def _vrf(fabric: Fabric, node: str, vrf: str | None, tenant: str | None, default
     if vrf is not None and tenant is not None:
         return [(("tenant",), "give vrf or tenant, not both")]
     if vrf is not None and _own_config(fabric, node):
-        return []       # a router's VRFs are its config's: a VRF it lacks shows as such when judged
+        return []  # a router's VRFs are its config's: a VRF it lacks shows as such when judged
     known = _vrfs(fabric, node)
     if tenant is not None:
         if tenant not in fabric.tenants:
-            return [(("tenant",), f"no tenant named {quoted(tenant)}; "
-                                  f"tenants: {listing(list(fabric.tenants)) or 'none'}")]
+            return [
+                (("tenant",), f"no tenant named {quoted(tenant)}; tenants: {listing(list(fabric.tenants)) or 'none'}")
+            ]
         if fabric.tenants[tenant].vrf not in known:
-            return [(("tenant",), f"tenant {tenant} has no VRF on {node}; "
-                                  f"its VTEPs: {listing(fabric.tenants[tenant].vteps())}")]
+            return [
+                (
+                    ("tenant",),
+                    f"tenant {tenant} has no VRF on {node}; its VTEPs: {listing(fabric.tenants[tenant].vteps())}",
+                )
+            ]
     if vrf is not None and vrf not in known and not (default and vrf == "default"):
         allowed = (["default"] if default else []) + list(known)
         return [(("vrf",), f"{node} has no VRF {quoted(vrf)}; its VRFs: {listing(allowed) or 'none'}")]
@@ -193,18 +225,32 @@ def _peer(s: BgpSessionCheck | BgpPrefixesCheck, fabric: Fabric, required: bool)
     if s.peer is not None and s.port is not None:
         return [(("port",), "give peer or port, not both")]
     node = fabric.nodes[s.node]
-    ports = node.ports if _own_config(fabric, s.node) else node.fabric_ports   # a router peers where its config says
+    ports = node.ports if _own_config(fabric, s.node) else node.fabric_ports  # a router peers where its config says
     what = "ports" if _own_config(fabric, s.node) else "fabric ports"
     if s.port is not None and s.port not in node.ports_by_name:
-        return [(("port",), f"{s.node} has no port {quoted(s.port)}; its {what}: "
-                            f"{listing([p.name for p in ports]) or 'none'}")]
+        return [
+            (
+                ("port",),
+                f"{s.node} has no port {quoted(s.port)}; its {what}: {listing([p.name for p in ports]) or 'none'}",
+            )
+        ]
     if s.peer is not None and s.peer in fabric.nodes:
         if not any(p.peer_node == s.peer for p in ports):
-            return [(("peer",), f"{s.node} has no session with {s.peer}; its peers: "
-                                f"{listing(sorted({p.peer_node for p in ports})) or 'none'}")]
+            return [
+                (
+                    ("peer",),
+                    f"{s.node} has no session with {s.peer}; its peers: "
+                    f"{listing(sorted({p.peer_node for p in ports})) or 'none'}",
+                )
+            ]
     elif s.peer is not None and not _is_address(s.peer):
-        return [(("peer",), f"{quoted(s.peer)} is neither a node of the lab nor an address; {s.node}'s peers: "
-                            f"{listing(sorted({p.peer_node for p in ports})) or 'none'}")]
+        return [
+            (
+                ("peer",),
+                f"{quoted(s.peer)} is neither a node of the lab nor an address; {s.node}'s peers: "
+                f"{listing(sorted({p.peer_node for p in ports})) or 'none'}",
+            )
+        ]
     if required and s.peer is None and s.port is None:
         return [((), "give peer (a node or a neighbour address) or port")]
     return []
@@ -217,13 +263,21 @@ def _evpn(s: BgpSessionCheck | BgpPrefixesCheck) -> Found:
 
 
 def _bgp(s: BgpSessionCheck, fabric: Fabric) -> Found:
-    return (_node(fabric, s.node, "node", frr=True) or _vrf(fabric, s.node, s.vrf, None) or _evpn(s)
-            or _peer(s, fabric, True))
+    return (
+        _node(fabric, s.node, "node", frr=True)
+        or _vrf(fabric, s.node, s.vrf, None)
+        or _evpn(s)
+        or _peer(s, fabric, True)
+    )
 
 
 def _prefixes(s: BgpPrefixesCheck, fabric: Fabric) -> Found:
-    found = (_node(fabric, s.node, "node", frr=True) or _vrf(fabric, s.node, s.vrf, None) or _evpn(s)
-             or _peer(s, fabric, False))
+    found = (
+        _node(fabric, s.node, "node", frr=True)
+        or _vrf(fabric, s.node, s.vrf, None)
+        or _evpn(s)
+        or _peer(s, fabric, False)
+    )
     if s.min is None and s.max is None:
         found.append(((), "give min, max or both: the number of prefixes expected"))
     elif s.min is not None and s.max is not None and s.min > s.max:
@@ -257,8 +311,12 @@ def _ping(s: PingCheck, fabric: Fabric) -> Found:
     if not found and KINDS[fabric.nodes[s.from_].kind].runs_frr:
         found += _vrf(fabric, s.from_, s.vrf, s.tenant)
     elif not found and (s.vrf is not None or s.tenant is not None):
-        found.append((("vrf" if s.vrf is not None else "tenant",),
-                      f"{s.from_} is a host: it pings from its own tenant, without vrf or tenant"))
+        found.append(
+            (
+                ("vrf" if s.vrf is not None else "tenant",),
+                f"{s.from_} is a host: it pings from its own tenant, without vrf or tenant",
+            )
+        )
     if not _is_address(s.to):
         found.append((("to",), f"{quoted(s.to)} is not an IPv4 or IPv6 address"))
     return found
@@ -276,19 +334,29 @@ def _roce(s: RoceCheck, fabric: Fabric) -> Found:
         return [(("to",), f"{quoted(s.to)} is neither a host nor an IPv4 address; hosts: {listing(hosts)}")]
     found = fabric.attachment_of(s.from_)
     if found is None:
-        return []   # told above: not a host of a tenant
+        return []  # told above: not a host of a tenant
     tenant = found[0]
     if s.expect == "delivered" and not any(a.ip == s.to for a in tenant.attachments):
-        return [(("to",), f"no host of tenant {tenant.name} has {s.to}, so nothing can be delivered there; "
-                          "expect blocked, or name a host")]
+        return [
+            (
+                ("to",),
+                f"no host of tenant {tenant.name} has {s.to}, so nothing can be delivered there; "
+                "expect blocked, or name a host",
+            )
+        ]
     return []
 
 
 def _frr_json(s: FrrJsonCheck, fabric: Fabric) -> Found:
     found = _node(fabric, s.node, "node", frr=True)
     if not s.command.split() or s.command.split()[-1] != "json":
-        found.append((("command",), f"{quoted(s.command)} does not print JSON: a vtysh command ending in json, "
-                                    "like 'show bgp summary json'"))
+        found.append(
+            (
+                ("command",),
+                f"{quoted(s.command)} does not print JSON: a vtysh command ending in json, "
+                "like 'show bgp summary json'",
+            )
+        )
     if not isinstance(s.match, (dict, list)):
         found.append((("match",), f"must be the JSON to find, an object or a list; got {kind_of(s.match)}"))
     return found

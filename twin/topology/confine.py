@@ -12,6 +12,7 @@ CI: `twin up --confined`): what its topology may reach here.
 `confine` is pure but for the file system it resolves the binds' sources on; TopologyError names
 every node and field refused, and what is allowed.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,13 +43,22 @@ def allowed(image: str | None, rules: Confined) -> bool:
 def _node(fabric: Fabric, name: str, node: Node, rules: Confined, problems: list[Problem]) -> Node:
     for i, b in enumerate(node.binds):
         if not beneath(b.source, rules.root):
-            problems.append(Problem(fabric.source, f"nodes.{name}.binds[{i}]",
-                                    f"{b.source}:{b.target}: a confined lab binds only the files that came with it "
-                                    "(its archive's, beside its topology; no link out of them), never a path of the "
-                                    "host"))
+            problems.append(
+                Problem(
+                    fabric.source,
+                    f"nodes.{name}.binds[{i}]",
+                    f"{b.source}:{b.target}: a confined lab binds only the files that came with it "
+                    "(its archive's, beside its topology; no link out of them), never a path of the "
+                    "host",
+                )
+            )
     if not allowed(node.image, rules) and fabric.images != "twin":
         allow = ", ".join(rules.images) if rules.images else "none besides twin's"
-        problems.append(Problem(fabric.source, f"nodes.{name}.image",
-                                f"{node.image!r} is not an image this twin allows; twin's own node image (no "
-                                f"`image:`) and: {allow}"))
+        problems.append(
+            Problem(
+                fabric.source,
+                f"nodes.{name}.image",
+                f"{node.image!r} is not an image this twin allows; twin's own node image (no `image:`) and: {allow}",
+            )
+        )
     return node.model_copy(update={"binds": tuple(b.model_copy(update={"read_only": True}) for b in node.binds)})

@@ -5,6 +5,7 @@ most the format's number of rows and MAX_CELL_CHARS per cell: a row the csv modu
 cannot read (a cell longer than its field limit) is a problem at that row's line,
 reading goes on with the next.
 """
+
 from __future__ import annotations
 
 import csv
@@ -13,7 +14,7 @@ import io
 from twin.base.errors import Problem
 from twin.topology.files import Format
 
-MAX_CELL_CHARS = 1000       # a device or port name is a few dozen characters
+MAX_CELL_CHARS = 1000  # a device or port name is a few dozen characters
 
 
 def rows(text: str, source: str, fmt: Format) -> tuple[list[tuple[int, list[str]]], list[Problem]]:
@@ -32,13 +33,15 @@ def rows(text: str, source: str, fmt: Format) -> tuple[list[tuple[int, list[str]
             line = reader.line_num + 1
             continue
         if len(out) >= fmt.max_values:
-            problems.append(Problem(source, "", f"more than {fmt.max_values} rows: {fmt.values_hint}; the rest was "
-                                                "not read", line))
+            problems.append(
+                Problem(source, "", f"more than {fmt.max_values} rows: {fmt.values_hint}; the rest was not read", line)
+            )
             break
         long = next((c for c in row if len(c) > MAX_CELL_CHARS), None)
         if long is not None:
-            problems.append(Problem(source, "", f"a cell of {len(long)} characters: a cell holds at most "
-                                                f"{MAX_CELL_CHARS}", line))
+            problems.append(
+                Problem(source, "", f"a cell of {len(long)} characters: a cell holds at most {MAX_CELL_CHARS}", line)
+            )
         else:
             out.append((line, row))
         line = reader.line_num + 1

@@ -16,6 +16,7 @@ The parsers built on this (`yaml_safe`, `json_safe`, `csv_safe`, and the DOT rea
 twin.interop.air_dot) bound nesting and the number of values, so whatever the bytes, a
 reader returns data or raises TopologyError naming the file and the place.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -37,12 +38,12 @@ MiB = 1 << 20
 class Format:
     """A kind of file a user gives twin, and its limits."""
 
-    what: str                  # "topology file": "the limit for a topology file"
-    noun: str                  # "a topology": "a topology is UTF-8 text"
+    what: str  # "topology file": "the limit for a topology file"
+    noun: str  # "a topology": "a topology is UTF-8 text"
     max_bytes: int = MiB
-    max_depth: int = 64        # lists and mappings (objects, arrays) inside each other
+    max_depth: int = 64  # lists and mappings (objects, arrays) inside each other
     max_values: int = 100_000  # keys, items and values (DOT: tokens, CSV: rows)
-    depth_hint: str = ""       # "a topology needs about 6"
+    depth_hint: str = ""  # "a topology needs about 6"
     values_hint: str = "far more than any file of its kind holds"
 
     @property
@@ -50,32 +51,71 @@ class Format:
         return f"{self.max_bytes // MiB} MiB" if self.max_bytes >= MiB else f"{self.max_bytes // 1024} KiB"
 
 
-TOPOLOGY = Format("topology file", "a topology", depth_hint="a topology needs about 6",
-                  values_hint="far more than a fabric that runs on one host")
-CONTAINERLAB = Format("containerlab file", "a containerlab topology", depth_hint="a containerlab file needs about 6",
-                      values_hint="far more than a lab that runs on one host")
-NVUE = Format("NVUE file", "an NVUE startup file", MiB, 64, 100_000, "an NVUE startup file needs about 12",
-              "far more than the configuration of one switch")
+TOPOLOGY = Format(
+    "topology file",
+    "a topology",
+    depth_hint="a topology needs about 6",
+    values_hint="far more than a fabric that runs on one host",
+)
+CONTAINERLAB = Format(
+    "containerlab file",
+    "a containerlab topology",
+    depth_hint="a containerlab file needs about 6",
+    values_hint="far more than a lab that runs on one host",
+)
+NVUE = Format(
+    "NVUE file",
+    "an NVUE startup file",
+    MiB,
+    64,
+    100_000,
+    "an NVUE startup file needs about 12",
+    "far more than the configuration of one switch",
+)
 CHECKS = Format("checks file", "a checks file", depth_hint="a checks file needs about 5")
 ALLOW = Format("allow file", "an allow file", depth_hint="an allow file needs 3")
 AIR_JSON = Format("NVIDIA Air JSON file", "an Air topology", 4 * MiB, 64, 200_000, "an Air topology needs 5")
 AIR_DOT = Format("NVIDIA Air DOT file", "an Air topology", 4 * MiB, 64, 500_000)
-LLDP_JSON = Format("LLDP file (`lldpctl -f json`)", "the output of `lldpctl -f json`", 4 * MiB, 64, 200_000,
-                   "lldpctl's output needs about 8")
+LLDP_JSON = Format(
+    "LLDP file (`lldpctl -f json`)",
+    "the output of `lldpctl -f json`",
+    4 * MiB,
+    64,
+    200_000,
+    "lldpctl's output needs about 8",
+)
 CABLES_CSV = Format("cable CSV", "a cable CSV", 4 * MiB, 1, 100_000, values_hint="far more cables than one host runs")
 BASELINE = Format("baseline", "a twin baseline", 64 * MiB, 16, 10_000_000, "a baseline needs 8")
 FRR_CONFIG = Format("FRR config file", "an FRR config")
 DAEMONS = Format("FRR daemons file", "an FRR daemons file")
 ENV_FILE = Format("env file", "an env file (containerlab's env-files)", 64 * 1024)
 BOUND_FILE = Format("bound file", "a file a lab binds into a node, carried into an export")
-FORMATS = (TOPOLOGY, CONTAINERLAB, NVUE, CHECKS, ALLOW, AIR_JSON, AIR_DOT, LLDP_JSON, CABLES_CSV, BASELINE,
-           FRR_CONFIG, DAEMONS, ENV_FILE, BOUND_FILE)
-MAX_ENTRIES = 10_000        # entries of a directory a user gives (a config directory, a clone's)
+FORMATS = (
+    TOPOLOGY,
+    CONTAINERLAB,
+    NVUE,
+    CHECKS,
+    ALLOW,
+    AIR_JSON,
+    AIR_DOT,
+    LLDP_JSON,
+    CABLES_CSV,
+    BASELINE,
+    FRR_CONFIG,
+    DAEMONS,
+    ENV_FILE,
+    BOUND_FILE,
+)
+MAX_ENTRIES = 10_000  # entries of a directory a user gives (a config directory, a clone's)
 
 # What YAML calls printable, without the line separators editors do not count as lines (NEL, U+2028/9).
 _NOT_TEXT = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_BOMS = [(codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
-         (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")]
+_BOMS = [
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+]
 SAVE_AS = "save it as UTF-8"
 
 
@@ -117,15 +157,18 @@ def read_bytes(path: str | Path, fmt: Format, under: str | Path | None = None) -
         else:
             data = _read_named(path, fmt.max_bytes)
     except safeopen.LinkRefused as e:
-        raise Refused(f"{e.why}: not followed; twin reads nothing outside the directory it was given "
-                      f"({under})") from None
+        raise Refused(
+            f"{e.why}: not followed; twin reads nothing outside the directory it was given ({under})"
+        ) from None
     except OSError as e:
         raise Refused(f"cannot read the {fmt.what}: {_why(e)}") from None
-    except ValueError:            # a NUL byte in the path
+    except ValueError:  # a NUL byte in the path
         raise Refused(f"cannot read the {fmt.what}: its name holds a NUL byte") from None
     if len(data) > fmt.max_bytes:
-        raise Refused(f"the file is larger than {fmt.limit} ({fmt.max_bytes} bytes), the limit for "
-                      f"{a(fmt.what)}; it was not parsed")
+        raise Refused(
+            f"the file is larger than {fmt.limit} ({fmt.max_bytes} bytes), the limit for "
+            f"{a(fmt.what)}; it was not parsed"
+        )
     return data
 
 
@@ -160,22 +203,31 @@ def decode(data: bytes, fmt: Format) -> str:
     nul = data.find(b"\0")
     if nul >= 0:
         line, column = _place(data, nul)
-        raise Refused(f"byte {nul} is a NUL byte: {fmt.noun} is UTF-8 text (a file saved as UTF-16 looks like "
-                      f"this); {SAVE_AS}", line, column=column)
+        raise Refused(
+            f"byte {nul} is a NUL byte: {fmt.noun} is UTF-8 text (a file saved as UTF-16 looks like this); {SAVE_AS}",
+            line,
+            column=column,
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line, column = _place(data, e.start)
-        raise Refused(f"the file is not UTF-8 text: byte {e.start} (0x{data[e.start]:02x}) cannot be decoded "
-                      f"(a Latin-1 or Windows-1252 file looks like this); {SAVE_AS}", line, column=column) from None
+        raise Refused(
+            f"the file is not UTF-8 text: byte {e.start} (0x{data[e.start]:02x}) cannot be decoded "
+            f"(a Latin-1 or Windows-1252 file looks like this); {SAVE_AS}",
+            line,
+            column=column,
+        ) from None
     text = text.removeprefix("\ufeff")
     bad = _NOT_TEXT.search(text)
     if bad:
         pos = bad.start()
         column = pos - text.rfind("\n", 0, pos)
-        raise Refused(f"column {column} holds the control character U+{ord(bad.group()):04X}: {fmt.noun} is plain "
-                      "text (tabs and newlines are the only control characters allowed)",
-                      text.count("\n", 0, pos) + 1)
+        raise Refused(
+            f"column {column} holds the control character U+{ord(bad.group()):04X}: {fmt.noun} is plain "
+            "text (tabs and newlines are the only control characters allowed)",
+            text.count("\n", 0, pos) + 1,
+        )
     return text
 
 
@@ -192,8 +244,16 @@ def entries(d: str | Path | int) -> list[tuple[str, bool]]:
             found: list[tuple[str, bool]] = []
             for e in it:
                 if len(found) >= MAX_ENTRIES:
-                    raise TopologyError([Problem(str(d), "", f"holds more than {MAX_ENTRIES} entries: not a "
-                                                             "directory of a lab's files; nothing was read")])
+                    raise TopologyError(
+                        [
+                            Problem(
+                                str(d),
+                                "",
+                                f"holds more than {MAX_ENTRIES} entries: not a "
+                                "directory of a lab's files; nothing was read",
+                            )
+                        ]
+                    )
                 found.append((e.name, _is_dir(e)))
     except OSError as e:
         raise TopologyError([Problem(str(d), "", f"cannot read the directory: {_why(e)}")]) from None
@@ -205,7 +265,7 @@ class Found:
     """What a directory holds below it: `rel` (its path in the directory) and what it is."""
 
     rel: str
-    mode: int                  # st_mode, of what a link inside leads to
+    mode: int  # st_mode, of what a link inside leads to
 
     @property
     def regular(self) -> bool:
@@ -213,8 +273,15 @@ class Found:
 
     @property
     def what(self) -> str:
-        return ("a socket" if stat.S_ISSOCK(self.mode) else "a FIFO" if stat.S_ISFIFO(self.mode) else
-                "a device" if stat.S_ISCHR(self.mode) or stat.S_ISBLK(self.mode) else "a file")
+        return (
+            "a socket"
+            if stat.S_ISSOCK(self.mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(self.mode)
+            else "a device"
+            if stat.S_ISCHR(self.mode) or stat.S_ISBLK(self.mode)
+            else "a file"
+        )
 
 
 def walk(d: str | Path, limit: int) -> list[Found]:

@@ -16,6 +16,7 @@ The parse itself is the standard library's (C, fast); the line of every key and 
 (`lines`, as yaml_safe gives them) comes from a second pass over the valid text, made
 when asked (`places=True`) or when there is a problem to place.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -32,7 +33,7 @@ from twin.topology.files import Format, Refused
 from twin.topology.problems import Path_, dotted, quoted
 
 MAX_NUMBER_CHARS = 32
-_STRING = r'"(?:[^"\\\n]|\\.)*"'                 # a JSON string holds no raw newline
+_STRING = r'"(?:[^"\\\n]|\\.)*"'  # a JSON string holds no raw newline
 _STRINGS = re.compile(_STRING)
 _NOT_STRUCTURE = re.compile(r"[^\[\]{},]+")
 _DEPTH = {"[": 1, "{": 1, "]": -1, "}": -1, ",": 0}
@@ -40,8 +41,9 @@ _BRACKETS = re.compile(_STRING + r"|[\[\]{}]")
 _TOKEN = re.compile(r"[ \t\n\r]*(?:(" + _STRING + r")|([\[\]{}:,])|([^ \t\n\r\[\]{}:,\"]+))")
 
 
-def read_json(path: str | Path, fmt: Format, under: str | Path | None = None,
-              places: bool = True) -> tuple[Any, dict[Path_, int]]:
+def read_json(
+    path: str | Path, fmt: Format, under: str | Path | None = None, places: bool = True
+) -> tuple[Any, dict[Path_, int]]:
     """The file's data and (places=True) the line of every key and list item, or TopologyError."""
     file = files.shown(path, under)
     try:
@@ -61,9 +63,13 @@ def parse(text: str, fmt: Format, places: bool = True) -> tuple[Any, dict[Path_,
     _refuse_size(text, fmt)
     odd: list[str] = []
     try:
-        data = json.loads(text, object_pairs_hook=lambda pairs: _object(pairs, odd),
-                          parse_constant=lambda c: odd.append(c), parse_int=lambda s: _number(s, int, odd),
-                          parse_float=lambda s: _number(s, float, odd))
+        data = json.loads(
+            text,
+            object_pairs_hook=lambda pairs: _object(pairs, odd),
+            parse_constant=lambda c: odd.append(c),
+            parse_int=lambda s: _number(s, int, odd),
+            parse_float=lambda s: _number(s, float, odd),
+        )
     except json.JSONDecodeError as e:
         raise Refused(f"not JSON: {e.msg}", e.lineno, column=e.colno) from None
     if not (places or odd):
@@ -101,12 +107,17 @@ def _refuse_size(text: str, fmt: Format) -> None:
     deepest = max(itertools.accumulate(map(_DEPTH.__getitem__, structure)))
     if deepest > fmt.max_depth:
         line, column = _deep_place(text, fmt.max_depth)
-        raise Refused(f"nesting deeper than {fmt.max_depth} levels" + (f": {fmt.depth_hint}" if fmt.depth_hint else ""),
-                      line, column=column)
+        raise Refused(
+            f"nesting deeper than {fmt.max_depth} levels" + (f": {fmt.depth_hint}" if fmt.depth_hint else ""),
+            line,
+            column=column,
+        )
     values = structure.count(",") + structure.count("[") + structure.count("{") + 1
     if values > fmt.max_values:
-        raise Refused(f"the file holds more than {fmt.max_values} values (keys, list items and their values): "
-                      f"{fmt.values_hint}; it was not read")
+        raise Refused(
+            f"the file holds more than {fmt.max_values} values (keys, list items and their values): "
+            f"{fmt.values_hint}; it was not read"
+        )
 
 
 def _deep_place(text: str, limit: int) -> tuple[int, int]:
@@ -129,8 +140,8 @@ class _Frame:
 
     def __init__(self, path: Path_, is_list: bool):
         self.path, self.is_list, self.n = path, is_list, 0
-        self.key: str | None = None              # a mapping's key whose value comes next
-        self.keys: dict[str, int] = {}           # key -> its offset (duplicates are told with both lines)
+        self.key: str | None = None  # a mapping's key whose value comes next
+        self.keys: dict[str, int] = {}  # key -> its offset (duplicates are told with both lines)
 
 
 class _Places:
@@ -151,11 +162,11 @@ class _Places:
         pos, end = 0, len(self.text)
         while pos < end:
             m = _TOKEN.match(self.text, pos)
-            if m is None:          # trailing whitespace
+            if m is None:  # trailing whitespace
                 break
             pos = m.end()
             string, punct, word = m.groups()
-            at = m.start(m.lastindex or 0)   # the one group that matched (a token is one of three)
+            at = m.start(m.lastindex or 0)  # the one group that matched (a token is one of three)
             top = stack[-1] if stack else None
             if punct in ("}", "]"):
                 stack.pop()
@@ -177,7 +188,7 @@ class _Places:
         elif top.is_list:
             place, top.n = top.path + (top.n,), top.n + 1
         else:
-            place, top.key = top.path + (top.key or "",), None   # a mapping's value: its key came first
+            place, top.key = top.path + (top.key or "",), None  # a mapping's value: its key came first
         self.offsets.setdefault(place, at)
         return place
 
@@ -185,9 +196,15 @@ class _Places:
         key = json.loads(token) if "\\" in token else token[1:-1]
         if key in top.keys:
             first, line = self.line(top.keys[key]), self.line(at)
-            self.problems.append((f"key {quoted(key)} is defined twice (lines {first} and {line}); keep one"
-                                  if first != line else f"key {quoted(key)} is defined twice on line {line}; keep one",
-                                  line, top.path))
+            self.problems.append(
+                (
+                    f"key {quoted(key)} is defined twice (lines {first} and {line}); keep one"
+                    if first != line
+                    else f"key {quoted(key)} is defined twice on line {line}; keep one",
+                    line,
+                    top.path,
+                )
+            )
         else:
             top.keys[key] = at
         top.key = key
@@ -199,7 +216,13 @@ class _Places:
         elif word in ("true", "false", "null"):
             return
         elif len(word) > MAX_NUMBER_CHARS:
-            self.problems.append((f"the number {quoted(word)} has {len(word)} characters: no field takes one longer "
-                                  f"than {MAX_NUMBER_CHARS}", self.line(at), place))
+            self.problems.append(
+                (
+                    f"the number {quoted(word)} has {len(word)} characters: no field takes one longer "
+                    f"than {MAX_NUMBER_CHARS}",
+                    self.line(at),
+                    place,
+                )
+            )
         elif math.isinf(float(word)):
             self.problems.append((f"the number {quoted(word)} is too large for a number", self.line(at), place))

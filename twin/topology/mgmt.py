@@ -18,6 +18,7 @@ one whenever it is free), skipping every prefix that overlaps another Docker net
 host or the fabric's own addresses. `resolve` gives every managed node its address (the pinned ones
 first, then the next free one in the file's order), `carry` keeps a running lab's on `twin apply`.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -32,8 +33,8 @@ from twin.topology.problems import Problems
 from twin.topology.schema import TopologySpec
 
 POOLS = (IPv4Network("10.250.0.0/16"), IPv4Network("172.20.0.0/14"), IPv4Network("192.168.128.0/17"))
-LARGEST = 16                   # the largest subnet twin chooses (or takes): a /16
-SMALLEST = 29                  # the smallest one a topology may give: a /29
+LARGEST = 16  # the largest subnet twin chooses (or takes): a /16
+SMALLEST = 29  # the smallest one a topology may give: a /29
 PASSWORD_RULE = "1-128 printable ASCII characters (no control character)"
 
 
@@ -45,24 +46,29 @@ def build_mgmt(spec: TopologySpec, kinds: Mapping[str, Kind], problems: Problems
     if not m.enabled:
         for field in ("subnet", "gateway", "password"):
             if getattr(m, field) is not None:
-                problems.add(("mgmt", field), f"the lab has no management network (mgmt.enabled is false): "
-                                              f"'{field}' is not allowed")
+                problems.add(
+                    ("mgmt", field),
+                    f"the lab has no management network (mgmt.enabled is false): '{field}' is not allowed",
+                )
         for n in pins:
             problems.add(("nodes", n, "mgmt_ipv4"), "the lab has no management network (mgmt.enabled is false)")
         return None, {}
     subnet = _subnet(m.subnet, problems)
     gateway = _gateway(m.gateway, subnet, problems)
-    if m.password is not None and (not 1 <= len(m.password) <= 128
-                                   or any(not 32 <= ord(c) < 127 for c in m.password)):
+    if m.password is not None and (not 1 <= len(m.password) <= 128 or any(not 32 <= ord(c) < 127 for c in m.password)):
         problems.add(("mgmt", "password"), f"the password is not allowed: {PASSWORD_RULE}")
     addresses = _pins(pins, kinds, subnet, gateway, m.subnet is not None, problems)
     _eth0_links(spec, kinds, problems)
     managed = [n for n, k in kinds.items() if k.mgmt]
     if subnet is not None and gateway is not None and _room(subnet) < len(managed) + 1:
-        problems.add(("mgmt", "subnet"), f"{subnet} has room for {_room(subnet)} addresses: too few for this host's "
-                                         f"and {len(managed)} nodes'; use a larger one")
-    return Mgmt(subnet=str(subnet) if subnet else None, gateway=str(gateway) if gateway else None,
-                password=m.password), addresses
+        problems.add(
+            ("mgmt", "subnet"),
+            f"{subnet} has room for {_room(subnet)} addresses: too few for this host's "
+            f"and {len(managed)} nodes'; use a larger one",
+        )
+    return Mgmt(
+        subnet=str(subnet) if subnet else None, gateway=str(gateway) if gateway else None, password=m.password
+    ), addresses
 
 
 def _subnet(text: str | None, problems: Problems) -> IPv4Network | None:
@@ -74,8 +80,10 @@ def _subnet(text: str | None, problems: Problems) -> IPv4Network | None:
     elif special_use(net):
         problems.add(("mgmt", "subnet"), f"{net} overlaps {special_use(net)}: the management network is unicast space")
     elif not LARGEST <= net.prefixlen <= SMALLEST:
-        problems.add(("mgmt", "subnet"), f"{net} is not a /{LARGEST} to /{SMALLEST}: a management network is one "
-                                         "subnet of this host's")
+        problems.add(
+            ("mgmt", "subnet"),
+            f"{net} is not a /{LARGEST} to /{SMALLEST}: a management network is one subnet of this host's",
+        )
     else:
         return net
     return None
@@ -97,21 +105,30 @@ def _gateway(text: str | None, subnet: IPv4Network | None, problems: Problems) -
     return addr
 
 
-def _pins(pins: dict[str, str], kinds: Mapping[str, Kind], subnet: IPv4Network | None,
-          gateway: IPv4Address | None, given: bool, problems: Problems) -> dict[str, str]:
+def _pins(
+    pins: dict[str, str],
+    kinds: Mapping[str, Kind],
+    subnet: IPv4Network | None,
+    gateway: IPv4Address | None,
+    given: bool,
+    problems: Problems,
+) -> dict[str, str]:
     owner: dict[IPv4Address, str] = {}
     out: dict[str, str] = {}
     for n, text in pins.items():
         at = ("nodes", n, "mgmt_ipv4")
         if not kinds[n].mgmt:
-            problems.add(at, f"a {kinds[n].name} has no management port; "
-                             f"{', '.join(k.name for k in KINDS.values() if k.mgmt)} have one")
+            problems.add(
+                at,
+                f"a {kinds[n].name} has no management port; "
+                f"{', '.join(k.name for k in KINDS.values() if k.mgmt)} have one",
+            )
             continue
         addr, why = parse_address(text, "192.168.200.11")
         if addr is None:
             problems.add(at, why)
         elif subnet is None:
-            if not given:   # a broken subnet is reported once, at mgmt.subnet
+            if not given:  # a broken subnet is reported once, at mgmt.subnet
                 problems.add(at, "a node's management address needs mgmt.subnet, the network it is on")
         elif addr not in subnet or addr in (subnet.network_address, subnet.broadcast_address):
             problems.add(at, f"{addr} is not a host address of the management subnet {subnet}")
@@ -131,8 +148,10 @@ def _eth0_links(spec: TopologySpec, kinds: Mapping[str, Kind], problems: Problem
         for j, end in enumerate(link.endpoints if link is not None else ()):
             node, _, port = end.partition(":")
             if port == MGMT_PORT and node in kinds and kinds[node].mgmt:
-                problems.add(("links", i, "endpoints", j), f"{MGMT_PORT} of {node} is its management port "
-                                                           "(mgmt.enabled: false leaves it to links)")
+                problems.add(
+                    ("links", i, "endpoints", j),
+                    f"{MGMT_PORT} of {node} is its management port (mgmt.enabled: false leaves it to links)",
+                )
 
 
 def _room(subnet: IPv4Network) -> int:
@@ -170,9 +189,11 @@ def choose(lab: str, nodes: int, taken: Iterable[IPv4Network]) -> IPv4Network:
             net = candidates[(start + i) % len(candidates)]
             if not any(net.overlaps(t) for t in busy):
                 return net
-    raise TwinError(f"lab {lab}: no free /{length} for its management network in "
-                    f"{', '.join(map(str, POOLS))} (each overlaps a Docker network, a route of this host or the "
-                    "fabric's own addresses); give the topology mgmt.subnet, or mgmt.enabled: false")
+    raise TwinError(
+        f"lab {lab}: no free /{length} for its management network in "
+        f"{', '.join(map(str, POOLS))} (each overlaps a Docker network, a route of this host or the "
+        "fabric's own addresses); give the topology mgmt.subnet, or mgmt.enabled: false"
+    )
 
 
 def resolve(fabric: Fabric, taken: Iterable[IPv4Network] = (), own: Collection[str] = ()) -> Fabric:
@@ -183,11 +204,17 @@ def resolve(fabric: Fabric, taken: Iterable[IPv4Network] = (), own: Collection[s
     if given is None:
         return fabric
     if own:
-        fabric = fabric.model_copy(update={"nodes": {k: v.model_copy(update={"mgmt": None}) if k in own else v
-                                                     for k, v in fabric.nodes.items()}})
+        fabric = fabric.model_copy(
+            update={
+                "nodes": {k: v.model_copy(update={"mgmt": None}) if k in own else v for k, v in fabric.nodes.items()}
+            }
+        )
     managed = [n for n in fabric.managed() if n.name not in own]
-    subnet = IPv4Network(given.subnet) if given.subnet else choose(
-        fabric.name, len(managed), [*taken, *own_prefixes(fabric)])
+    subnet = (
+        IPv4Network(given.subnet)
+        if given.subnet
+        else choose(fabric.name, len(managed), [*taken, *own_prefixes(fabric)])
+    )
     used = {IPv4Address(n.mgmt) for n in managed if n.mgmt}
     free = (a for a in subnet.hosts() if a not in used)
     gateway = IPv4Address(given.gateway) if given.gateway else next(free)
@@ -211,18 +238,25 @@ def carry(old: Fabric, new: Fabric) -> Fabric:
         return new
     mgmt = new.mgmt.model_copy(update={"subnet": old.mgmt.subnet, "gateway": new.mgmt.gateway or old.mgmt.gateway})
     kept = {k for k, v in old.nodes.items() if v.mgmt}
-    nodes = {k: v.model_copy(update={"mgmt": old.nodes[k].mgmt})
-             if k in old.nodes and (v.mgmt is None or k not in kept) else v for k, v in new.nodes.items()}
-    own = {k for k, v in old.nodes.items() if KINDS[v.kind].mgmt and k not in kept}   # on images of their own
+    nodes = {
+        k: v.model_copy(update={"mgmt": old.nodes[k].mgmt})
+        if k in old.nodes and (v.mgmt is None or k not in kept)
+        else v
+        for k, v in new.nodes.items()
+    }
+    own = {k for k, v in old.nodes.items() if KINDS[v.kind].mgmt and k not in kept}  # on images of their own
     return resolve(new.model_copy(update={"mgmt": mgmt, "nodes": nodes}), own=own)
 
 
 def differs(old: Fabric, new: Fabric) -> list[str]:
     """How the management network of `new` differs from the one `old` runs (after `carry`)."""
     word = lambda m: "none" if m is None else f"{m.subnet or 'chosen at up'} via {m.gateway or 'its first address'}"  # noqa: E731
-    if (old.mgmt is None) != (new.mgmt is None) or (old.mgmt and new.mgmt and (
-            (old.mgmt.subnet, old.mgmt.gateway) != (new.mgmt.subnet, new.mgmt.gateway))):
+    if (old.mgmt is None) != (new.mgmt is None) or (
+        old.mgmt and new.mgmt and ((old.mgmt.subnet, old.mgmt.gateway) != (new.mgmt.subnet, new.mgmt.gateway))
+    ):
         return [f"change mgmt ({word(old.mgmt)} -> {word(new.mgmt)})"]
-    return [f"change mgmt_ipv4 of {n} ({old.nodes[n].mgmt} -> {new.nodes[n].mgmt})" for n in sorted(new.nodes)
-            if n in old.nodes and old.nodes[n].mgmt != new.nodes[n].mgmt]
-
+    return [
+        f"change mgmt_ipv4 of {n} ({old.nodes[n].mgmt} -> {new.nodes[n].mgmt})"
+        for n in sorted(new.nodes)
+        if n in old.nodes and old.nodes[n].mgmt != new.nodes[n].mgmt
+    ]

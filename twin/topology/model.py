@@ -4,6 +4,7 @@ Every default is resolved here (ASNs, loopbacks, port names, MTUs), so the
 renderer, the runtime and the checks never guess. It is plain data, saved as
 JSON in the lab directory and golden-tested.
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
@@ -35,13 +36,13 @@ class _Sparse(_Frozen):
 
 
 class Rate(_Frozen):
-    value: int                       # bits or packets per second
+    value: int  # bits or packets per second
     unit: Literal["bit", "pps"]
 
     def __str__(self) -> str:
         if self.unit == "pps":
             return f"{self.value}pps"
-        for scale, name in ((1000 ** 3, "gbit"), (1000 ** 2, "mbit"), (1000, "kbit")):
+        for scale, name in ((1000**3, "gbit"), (1000**2, "mbit"), (1000, "kbit")):
             if self.value % scale == 0:
                 return f"{self.value // scale}{name}"
         return f"{self.value}bit"
@@ -65,21 +66,21 @@ class Port(_Frozen):
     peer_port: str
     mtu: int
     role: Literal["fabric", "access", "plain"]  # fabric: BGP session; access: host endpoint;
-                                                # plain: a router's link, what runs on it is its config's
+    # plain: a router's link, what runs on it is its config's
 
 
 class Confined(_Frozen):
     """A lab from an untrusted source (`twin.topology.confine`): its files from `root` only, the images it may run."""
 
-    root: str                     # every bind's source is beneath it (the request's files, the topology's directory)
+    root: str  # every bind's source is beneath it (the request's files, the topology's directory)
     images: tuple[str, ...] = ()  # images a node may name (besides twin's own node image)
 
 
 class Bind(_Frozen):
     """A file or directory of this host in a node (containerlab's binds)."""
 
-    source: str            # absolute path on this host
-    target: str            # absolute path in the node
+    source: str  # absolute path on this host
+    target: str  # absolute path in the node
     read_only: bool = False
 
     def __str__(self) -> str:
@@ -91,17 +92,17 @@ class Node(_Frozen):
     kind: str
     asn: int | None = None
     loopback: str | None = None
-    image: str | None = None       # its own image, as the topology names it (None: twin's node image)
-    drain: bool = False            # BGP graceful shutdown: carries no transit traffic
+    image: str | None = None  # its own image, as the topology names it (None: twin's node image)
+    drain: bool = False  # BGP graceful shutdown: carries no transit traffic
     ports: tuple[Port, ...] = ()
-    exec: tuple[str, ...] = ()     # commands run in the node once it is configured (containerlab's exec)
-    binds: tuple[Bind, ...] = ()   # the user's files and directories in the node
-    cmd: tuple[str, ...] = ()      # a host's own command (its words), run once its ports are up
+    exec: tuple[str, ...] = ()  # commands run in the node once it is configured (containerlab's exec)
+    binds: tuple[Bind, ...] = ()  # the user's files and directories in the node
+    cmd: tuple[str, ...] = ()  # a host's own command (its words), run once its ports are up
     entrypoint: tuple[str, ...] = ()
     env: dict[str, str] = {}
-    mgmt: str | None = None        # its address on the lab's management network (eth0), once chosen
-    platform_ports: tuple[str, ...] = ()   # the topology's list of the platform's ports (): its kind's)
-    nvue: Literal["blank"] | None = None   # runs NVUE with nothing configured yet (twin.topology.nvue_nodes)
+    mgmt: str | None = None  # its address on the lab's management network (eth0), once chosen
+    platform_ports: tuple[str, ...] = ()  # the topology's list of the platform's ports (): its kind's)
+    nvue: Literal["blank"] | None = None  # runs NVUE with nothing configured yet (twin.topology.nvue_nodes)
 
     @model_serializer(mode="wrap")
     def _only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -152,10 +153,10 @@ class Session(_Frozen):
 
 class Segment(_Frozen):
     name: str
-    subnet: str            # e.g. 10.1.1.0/24
+    subnet: str  # e.g. 10.1.1.0/24
     l2vni: int
-    gateway: str           # anycast gateway address, the same on every VTEP
-    mac: str               # anycast gateway MAC
+    gateway: str  # anycast gateway address, the same on every VTEP
+    mac: str  # anycast gateway MAC
 
     @property
     def gateway_cidr(self) -> str:
@@ -172,9 +173,9 @@ class Attachment(_Sparse):
     segment: str
     vtep: str
     port: str
-    address: str           # with prefix length, e.g. 10.1.1.11/24
-    mac: str               # the host port's MAC, fixed so the twin knows who is who
-    rate_limit: RateLimit | None = None   # enforced on its VTEP port (its own, else its tenant's)
+    address: str  # with prefix length, e.g. 10.1.1.11/24
+    mac: str  # the host port's MAC, fixed so the twin knows who is who
+    rate_limit: RateLimit | None = None  # enforced on its VTEP port (its own, else its tenant's)
 
     @property
     def ip(self) -> str:
@@ -194,10 +195,10 @@ class Internet(_Sparse):
     """A tenant's way out: each VTEP of its hosts is their gateway and NATs them to public addresses."""
 
     _sparse: ClassVar[tuple[str, ...]] = ("pool", "hosts", "forwards")
-    pool: str | None = None            # public prefix, one address of it per gateway VTEP (source NAT with ports)
-    vteps: dict[str, str] = {}         # gateway VTEP -> its address from the pool
-    hosts: dict[str, str] = {}         # host -> a public address of its own (1:1 NAT)
-    segments: tuple[str, ...]          # segments that may go out
+    pool: str | None = None  # public prefix, one address of it per gateway VTEP (source NAT with ports)
+    vteps: dict[str, str] = {}  # gateway VTEP -> its address from the pool
+    hosts: dict[str, str] = {}  # host -> a public address of its own (1:1 NAT)
+    segments: tuple[str, ...]  # segments that may go out
     forwards: tuple[Forward, ...] = ()
 
 
@@ -277,8 +278,8 @@ class Mgmt(_Frozen):
     management port has its address (`Node.mgmt`) once the subnet is known. The password of user
     cumulus, when the topology gives one, is never written with the fabric."""
 
-    subnet: str | None = None      # e.g. 192.168.200.0/24 (None: not chosen yet)
-    gateway: str | None = None     # this host's address on it
+    subnet: str | None = None  # e.g. 192.168.200.0/24 (None: not chosen yet)
+    gateway: str | None = None  # this host's address on it
     password: str | None = Field(default=None, exclude=True, repr=False)
 
     @property
@@ -287,26 +288,38 @@ class Mgmt(_Frozen):
 
 
 class Fabric(_Sparse):
-    _sparse: ClassVar[tuple[str, ...]] = ("congestion", "checks", "vrf_backend", "timers", "images",
-                                          "mgmt", "confined")   # written only when given
+    _sparse: ClassVar[tuple[str, ...]] = (
+        "congestion",
+        "checks",
+        "vrf_backend",
+        "timers",
+        "images",
+        "mgmt",
+        "confined",
+    )  # written only when given
     name: str
-    source: str            # the topology file it came from
+    source: str  # the topology file it came from
     nodes: dict[str, Node]
     links: tuple[Link, ...]
     vtep_kind: str = "dpu"
     tenants: dict[str, Tenant] = {}
     congestion: tuple[CongestionPoint, ...] = ()
-    checks: tuple[AnyCheck, ...] = ()   # the topology's own `checks:` (twin verify runs them)
-    vrf_backend: Literal["netns", "device"] | None = None   # as the topology asks (None: the default, netns)
-    timers: BgpTimers | None = None     # scaled BGP timers chosen at `twin up` (None: FRR's datacenter ones)
-    images: Literal["twin", "own", "auto"] | None = None   # which image a node with its own runs (None: auto)
-    mgmt: Mgmt | None = None            # the management network (None: none, as the topology says or an older lab)
-    confined: Confined | None = None    # a lab whose user is not trusted with this host (twin.topology.confine)
+    checks: tuple[AnyCheck, ...] = ()  # the topology's own `checks:` (twin verify runs them)
+    vrf_backend: Literal["netns", "device"] | None = None  # as the topology asks (None: the default, netns)
+    timers: BgpTimers | None = None  # scaled BGP timers chosen at `twin up` (None: FRR's datacenter ones)
+    images: Literal["twin", "own", "auto"] | None = None  # which image a node with its own runs (None: auto)
+    mgmt: Mgmt | None = None  # the management network (None: none, as the topology says or an older lab)
+    confined: Confined | None = None  # a lab whose user is not trusted with this host (twin.topology.confine)
 
     def public(self) -> dict[str, tuple[str, str]]:
         """Every public address a gateway announces: /32 -> (tenant, VTEP)."""
-        return {f"{ip}/32": (t.name, v) for t in self.tenants.values() if t.internet
-                for v in t.vteps() for ip in t.gateway(v)}
+        return {
+            f"{ip}/32": (t.name, v)
+            for t in self.tenants.values()
+            if t.internet
+            for v in t.vteps()
+            for ip in t.gateway(v)
+        }
 
     def loopback_of(self, node: str) -> str:
         """The loopback of `node`, a BGP speaker or VTEP (the model gives each one): an error naming it if none."""
@@ -379,8 +392,4 @@ class Fabric(_Sparse):
         (the spines) do not learn each other's loopbacks; that is intended.
         """
         me = self.nodes[node]
-        return {
-            n.name: f"{n.loopback}/32"
-            for n in self.routers()
-            if n.name != node and n.asn != me.asn
-        }
+        return {n.name: f"{n.loopback}/32" for n in self.routers() if n.name != node and n.asn != me.asn}

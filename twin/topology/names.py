@@ -7,6 +7,7 @@ uses `check_lab_name` so a lab name means the same everywhere.
 Patterns are ASCII classes matched with `re.fullmatch`: no control character,
 no trailing newline, no look-alike letter gets through.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,10 @@ VRF_NAME_RULE = "1-15 of a-z 0-9 _ -, starting with a letter"
 TENANT_NAME_RULE = VRF_NAME_RULE + " (it is the default VRF name)"
 SEGMENT_NAME_RULE = "1-32 of a-z 0-9 _ -, starting with a letter"
 MAC_RULE = "a unicast MAC like 00:00:5e:00:01:01"
-IMAGE_RULE = ("a Docker image reference: [REGISTRY[:PORT]/]PATH[:TAG][@DIGEST], PATH lowercase words joined by "
-              "'/', '.', '_' or '-', like quay.io/frrouting/frr:9.1.0 or alpine")
+IMAGE_RULE = (
+    "a Docker image reference: [REGISTRY[:PORT]/]PATH[:TAG][@DIGEST], PATH lowercase words joined by "
+    "'/', '.', '_' or '-', like quay.io/frrouting/frr:9.1.0 or alpine"
+)
 
 LAB_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?")  # use with fullmatch
 _NODE = re.compile(r"[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?")
@@ -36,9 +39,12 @@ _MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
 _WORD = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
 _HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:.]+\])"
-_IMAGE = re.compile(rf"(?P<name>(?:{_HOST}(?::[0-9]+)?/)?{_WORD}(?:/{_WORD})*)(?::[\w][\w.-]{{0,127}})?"
-                    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?", re.ASCII)
-MAX_RANGE = 1024            # names one port range may stand for (`swp1-99999999` is refused)
+_IMAGE = re.compile(
+    rf"(?P<name>(?:{_HOST}(?::[0-9]+)?/)?{_WORD}(?:/{_WORD})*)(?::[\w][\w.-]{{0,127}})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?",
+    re.ASCII,
+)
+MAX_RANGE = 1024  # names one port range may stand for (`swp1-99999999` is refused)
 _RANGE = re.compile(r"(.*?)(\d+)-(\d+)(\D[\w.-]*)?")
 _ONE = re.compile(r"(.*?[^\d])\d+(\D[\w.-]*)?")
 
@@ -50,9 +56,10 @@ _DEVICES = [
     (re.compile(r"vxlan[0-9]+"), "twin names its VXLAN devices vxlanN (N: the VNI)"),
     (re.compile(r"twin.*"), "names starting with 'twin' are twin's own"),
 ]
-_VRF_RESERVED = [(re.compile(r"default"), "'default' is the underlay's own VRF in FRR"),
-                 (re.compile(r"mgmt"), "'mgmt' is the management VRF (Cumulus Linux's; a node's management port)")
-                 ] + _DEVICES
+_VRF_RESERVED = [
+    (re.compile(r"default"), "'default' is the underlay's own VRF in FRR"),
+    (re.compile(r"mgmt"), "'mgmt' is the management VRF (Cumulus Linux's; a node's management port)"),
+] + _DEVICES
 
 
 def check_lab_name(name: object) -> str | None:
@@ -96,7 +103,7 @@ def check_command(cmd: object) -> str | None:
         return f"{quoted(cmd)} is not one command line: at most 4096 characters, no newline or control character"
     try:
         shlex.split(cmd)
-    except ValueError as e:   # run as its words, no shell: quotes must close
+    except ValueError as e:  # run as its words, no shell: quotes must close
         return f"{quoted(cmd)} cannot be split into words ({e}); it runs without a shell, as containerlab runs it"
     return None
 
@@ -109,8 +116,9 @@ def check_mac(mac: object) -> str | None:
     return None
 
 
-def _check(what: str, name: object, pattern: re.Pattern, rule: str,
-           reserved: Sequence[tuple[re.Pattern, str]] = ()) -> str | None:
+def _check(
+    what: str, name: object, pattern: re.Pattern, rule: str, reserved: Sequence[tuple[re.Pattern, str]] = ()
+) -> str | None:
     if not isinstance(name, str) or not pattern.fullmatch(name):
         return f"{what} {quoted(name)} is not allowed: {rule}"
     for taken, why in reserved:
@@ -185,7 +193,7 @@ def port_ranges(names: Sequence[str]) -> str:
             run.append((m.group(1), int(m.group(2))))
             continue
         flush()
-        if m and (m.group(2) == "0" or not m.group(2).startswith("0")):     # swp01 is no number of a range
+        if m and (m.group(2) == "0" or not m.group(2).startswith("0")):  # swp01 is no number of a range
             run.append((m.group(1), int(m.group(2))))
         else:
             out.append(n)

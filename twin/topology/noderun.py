@@ -9,6 +9,7 @@ command (cmd, entrypoint) and environment, each checked as containerlab would ta
   run no daemon of twin's (hosts): an FRR node's command is twin's, which starts FRR once wired;
 - `env`: NAME=value pairs, NAME a shell variable name.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -24,8 +25,13 @@ from twin.topology.schema import NodeSpec
 
 OPTIONS = {"ro", "rw", "z", "Z", "shared", "slave", "private", "rshared", "rslave", "rprivate", "nocopy"}
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-OWN = {"/": "the node's root", "/proc": "the kernel's", "/sys": "the kernel's", "/dev": "the kernel's",
-       NODE_DIR: "twin's (the node's lab directory)"}
+OWN = {
+    "/": "the node's root",
+    "/proc": "the kernel's",
+    "/sys": "the kernel's",
+    "/dev": "the kernel's",
+    NODE_DIR: "twin's (the node's lab directory)",
+}
 CONFIG = (FRR_DIR, f"{FRR_DIR}/frr.conf", f"{FRR_DIR}/daemons")
 MAX_ARGS = 4096
 
@@ -38,8 +44,10 @@ def node_runtime(name: str, spec: NodeSpec, kind: Kind, source: str, problems: P
         if text is None:
             continue
         if kind.start is not None:
-            problems.add(("nodes", name, field), f"a {kind.name} runs twin's command, which starts FRR once the "
-                                                 f"node is wired; {field} is for hosts")
+            problems.add(
+                ("nodes", name, field),
+                f"a {kind.name} runs twin's command, which starts FRR once the node is wired; {field} is for hosts",
+            )
             continue
         words = _words(text)
         if isinstance(words, str):
@@ -49,8 +57,11 @@ def node_runtime(name: str, spec: NodeSpec, kind: Kind, source: str, problems: P
     env = spec.env or {}
     for key, value in env.items():
         if not _ENV.fullmatch(key):
-            problems.add(("nodes", name, "env", key), f"{quoted(key)} is not an environment variable name: "
-                                                      "letters, digits and '_', not starting with a digit")
+            problems.add(
+                ("nodes", name, "env", key),
+                f"{quoted(key)} is not an environment variable name: "
+                "letters, digits and '_', not starting with a digit",
+            )
         elif "\0" in value or len(value) > 32768:
             problems.add(("nodes", name, "env", key), "a value is text of at most 32768 characters without NUL")
     out["env"] = dict(env)
@@ -96,13 +107,18 @@ def parse_bind(text: str, base: Path) -> Bind | str:
     src, target = parts[0], parts[1]
     options = set(parts[2].split(",")) if len(parts) == 3 else set()
     if options - OPTIONS:
-        return f"{quoted(text)}: unknown bind option(s) {', '.join(sorted(options - OPTIONS))}; options: ro, rw " \
-               "(and Docker's z, Z, shared, slave, private, nocopy...)"
+        return (
+            f"{quoted(text)}: unknown bind option(s) {', '.join(sorted(options - OPTIONS))}; options: ro, rw "
+            "(and Docker's z, Z, shared, slave, private, nocopy...)"
+        )
     if not target.startswith("/") or any(p in ("..", ".") for p in target.split("/")):
         return f"{quoted(text)}: the target {quoted(target)} is not an absolute path in the node, like /setup.sh"
     p = Path(src).expanduser()
-    return Bind(source=str((p if p.is_absolute() else base / p).absolute()), target=posixpath.normpath(target),
-                read_only="ro" in options)
+    return Bind(
+        source=str((p if p.is_absolute() else base / p).absolute()),
+        target=posixpath.normpath(target),
+        read_only="ro" in options,
+    )
 
 
 def _taken(target: str, kind: Kind) -> str:
@@ -111,6 +127,8 @@ def _taken(target: str, kind: Kind) -> str:
         if target == own or (own != "/" and own != "/dev" and target.startswith(own + "/")):
             return f"{target} is {whose}: bind elsewhere"
     if kind.runs_frr and target in CONFIG:
-        return (f"{target} is the FRR configuration of this {kind.name}: give its frr.conf (and daemons) with "
-                "--configs DIR (DIR/<node>/frr.conf), or bind them in a containerlab file")
+        return (
+            f"{target} is the FRR configuration of this {kind.name}: give its frr.conf (and daemons) with "
+            "--configs DIR (DIR/<node>/frr.conf), or bind them in a containerlab file"
+        )
     return ""

@@ -4,6 +4,7 @@ Whatever a file holds ends up quoted in a message sooner or later, so every
 value, key and list of names goes through `quoted`, `dotted` or `listing`:
 cut to a readable length, control characters escaped.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -14,10 +15,10 @@ from twin.base.errors import Problem, TopologyError
 
 Path_ = tuple[str | int, ...]
 
-SHOWN_CHARS = 60    # a value longer than this is cut, with "..."
-SHOWN_NAMES = 12    # a list of names longer than this says how many more
-SHOWN_PATH = 100    # a place deeper than this is cut
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,60}")      # a place shown as is: nodes.leaf1
+SHOWN_CHARS = 60  # a value longer than this is cut, with "..."
+SHOWN_NAMES = 12  # a list of names longer than this says how many more
+SHOWN_PATH = 100  # a place deeper than this is cut
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,60}")  # a place shown as is: nodes.leaf1
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,60}")  # a name listed as is: leaf1, dpu1:pf0vf1
 
 
@@ -26,15 +27,16 @@ def quoted(value: object) -> str:
     if value is None or isinstance(value, bool):
         return {None: "null", True: "true", False: "false"}[value]
     text = repr(value)
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
 def listing(names: Iterable[Any], limit: int = SHOWN_NAMES) -> str:
     """'a, b, c' for at most `limit` names, then '... and N more' (a list or dict is not copied)."""
     if not isinstance(names, (list, tuple, dict)):
         names = list(names)
-    shown = ", ".join(n if isinstance(n, str) and _PLAIN_NAME.fullmatch(n) else quoted(n)
-                      for n in itertools.islice(names, limit))
+    shown = ", ".join(
+        n if isinstance(n, str) and _PLAIN_NAME.fullmatch(n) else quoted(n) for n in itertools.islice(names, limit)
+    )
     return shown + (f", ... and {len(names) - limit} more" if len(names) > limit else "")
 
 
@@ -48,7 +50,7 @@ def dotted(path: Path_) -> str:
             out += f".{p}" if out else p
         else:
             out += f"[{quoted(p)}]"
-    return out if len(out) <= SHOWN_PATH else out[:SHOWN_PATH - 3] + "..."
+    return out if len(out) <= SHOWN_PATH else out[: SHOWN_PATH - 3] + "..."
 
 
 class Problems:

@@ -5,6 +5,7 @@ validated on its own and every problem is collected with its place in the file.
 What can be in the file at all (size, encoding, nesting, anchors) is the
 business of `yaml_safe`.
 """
+
 from __future__ import annotations
 
 import types
@@ -21,8 +22,12 @@ from twin.topology.yaml_safe import read_yaml
 M = TypeVar("M", bound=BaseModel)
 
 TOP_KEYS = ", ".join(TopologySpec.model_fields)
-_MUST_BE = {"bool_type": "must be true or false", "string_type": "must be text",
-            "list_type": "must be a list", "dict_type": "must be a mapping"}
+_MUST_BE = {
+    "bool_type": "must be true or false",
+    "string_type": "must be text",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping",
+}
 
 
 def load_spec(path: str | Path) -> tuple[TopologySpec, Problems, set[str]]:
@@ -62,19 +67,24 @@ def spec_of(data: Any, lines: dict, source: str) -> tuple[TopologySpec, Problems
     nodes, broken = _nodes(data, problems)
     vtep = "dpu" if data.get("vtep") is None else data["vtep"]
 
-    return TopologySpec.model_construct(
-        name=name if isinstance(name, str) else "",
-        description=description if isinstance(description, str) else "",
-        defaults=defaults,
-        mgmt=mgmt,
-        nodes=nodes,
-        links=_links(data, problems),  # None marks a malformed link, kept so indexes match the file
-        vtep=vtep if isinstance(vtep, str) or (isinstance(vtep, list) and vtep and all(
-            isinstance(k, str) for k in vtep)) else quoted(vtep),
-        tenants=_tenants(data, problems),
-        congestion=_congestion(data, problems),
-        checks=_container(data, "checks", list, "must be a list of checks, each {name, type, ...}", problems),
-    ), problems, broken
+    return (
+        TopologySpec.model_construct(
+            name=name if isinstance(name, str) else "",
+            description=description if isinstance(description, str) else "",
+            defaults=defaults,
+            mgmt=mgmt,
+            nodes=nodes,
+            links=_links(data, problems),  # None marks a malformed link, kept so indexes match the file
+            vtep=vtep
+            if isinstance(vtep, str) or (isinstance(vtep, list) and vtep and all(isinstance(k, str) for k in vtep))
+            else quoted(vtep),
+            tenants=_tenants(data, problems),
+            congestion=_congestion(data, problems),
+            checks=_container(data, "checks", list, "must be a list of checks, each {name, type, ...}", problems),
+        ),
+        problems,
+        broken,
+    )
 
 
 def _sound_fields(model: type[BaseModel], raw: dict) -> Any:
@@ -123,8 +133,9 @@ def _congestion(data: dict, problems: Problems) -> list[CongestionSpec | None]:
 
 
 def _tenants(data: dict, problems: Problems) -> dict[str, TenantSpec]:
-    raw_tenants = _container(data, "tenants", dict,
-                             "must be a mapping of tenant name -> {l3vni, segments, attachments}", problems)
+    raw_tenants = _container(
+        data, "tenants", dict, "must be a mapping of tenant name -> {l3vni, segments, attachments}", problems
+    )
     tenants: dict[str, TenantSpec] = {}
     for tname, raw in _named(raw_tenants, ("tenants",), problems):
         if isinstance(raw, dict) and isinstance(raw.get("segments"), dict):
@@ -183,8 +194,9 @@ def validate_model(model: type[M], raw: Any, at: Path_, problems: Problems) -> M
             elif kind == "literal_error":
                 problems.add(loc, f"must be {err['ctx']['expected']}; got {quoted(err.get('input'))}")
             elif kind == "model_type":
-                problems.add(loc, f"must be a mapping with fields: {_fields_at(model, inner)}; "
-                                  f"got {kind_of(err.get('input'))}")
+                problems.add(
+                    loc, f"must be a mapping with fields: {_fields_at(model, inner)}; got {kind_of(err.get('input'))}"
+                )
             else:
                 problems.add(loc, f"{_MUST_BE.get(kind, err['msg'])}; got {quoted(err.get('input'))}")
         return None
@@ -204,4 +216,4 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> str:
             current = next(a for a in typing.get_args(current) if a is not type(None))
     if not (isinstance(current, type) and issubclass(current, BaseModel)):
         return ""
-    return ", ".join(f.alias or n for n, f in current.model_fields.items())   # as written: `from`, not `from_`
+    return ", ".join(f.alias or n for n, f in current.model_fields.items())  # as written: `from`, not `from_`

@@ -8,6 +8,7 @@
 
 Pure: reads the file, touches nothing else.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -55,8 +56,10 @@ class ValidationReport:
         return {
             "file": self.file,
             "valid": self.valid,
-            "problems": [{"file": p.file, "line": p.line, "column": p.column, "path": p.path, "message": p.message}
-                         for p in self.problems],
+            "problems": [
+                {"file": p.file, "line": p.line, "column": p.column, "path": p.path, "message": p.message}
+                for p in self.problems
+            ],
             "summary": self.summary(),
         }
 

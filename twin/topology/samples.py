@@ -2,12 +2,13 @@
 judges and `make twin-up` brings up, and the samples the documentation uses. A TOPOLOGY argument
 that is no file but one of their names (`twin up aipod`) is that sample, so an installed twin
 (a wheel, pipx) runs them without a checkout."""
+
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
 
-DEFAULT = "aipod"    # the default lab
+DEFAULT = "aipod"  # the default lab
 
 
 def _directory() -> Path:

@@ -7,6 +7,7 @@ in one pass.
 Numbers are strict: `true` is not an ASN and "9000" is not an MTU. Each kind of
 number is one type whose error says what is allowed.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool
 from pydantic_core import PydanticCustomError
 
-AS_TRANS = 23456          # RFC 6793: stands in for a 4-byte ASN towards old speakers, never a real one
+AS_TRANS = 23456  # RFC 6793: stands in for a 4-byte ASN towards old speakers, never a real one
 ASN_MAX = 4294967295
 VNI_MAX = 16777215
 
@@ -42,7 +43,7 @@ def _endpoints(value: object) -> list[str]:
     return value
 
 
-if TYPE_CHECKING:   # to a type checker, each is an int
+if TYPE_CHECKING:  # to a type checker, each is an int
     Asn = int
     Mtu = int
     Vni = int
@@ -71,29 +72,54 @@ class NodeSpec(_Strict):
     kind: str
     asn: Asn | None = Field(default=None, description="BGP AS number")
     loopback: str | None = Field(default=None, description="IPv4 address of lo, router-id and VTEP")
-    image: str | None = Field(default=None, description="the node's own image (a Docker reference), run where the "
-                                                        "engine has it (defaults.images)")
-    drain: StrictBool = Field(default=False, description="drained for maintenance: BGP graceful shutdown "
-                                                         "(RFC 8326), its routes lose to every other path "
-                                                         "while its sessions stay up")
-    exec: list[str] | None = Field(default=None, description="commands run in the node once it is wired and "
-                                                             "configured, in order (containerlab's exec)")
-    binds: list[str] | None = Field(default=None, description="files or directories of this host in the node, "
-                                                              "'SOURCE:TARGET[:ro]', SOURCE relative to the topology "
-                                                              "file (containerlab's binds)")
-    cmd: str | None = Field(default=None, description="a host's command instead of twin's idle one, run once its "
-                                                      "ports are up (containerlab's cmd)")
-    entrypoint: str | None = Field(default=None, description="a host's entrypoint, run with cmd as its arguments "
-                                                             "once its ports are up (containerlab's entrypoint)")
-    env: dict[str, str] | None = Field(default=None, description="environment variables of the node's container "
-                                                                 "(containerlab's env)")
-    mgmt_ipv4: str | None = Field(default=None, description="its address on the management network, in mgmt.subnet "
-                                                            "(containerlab's mgmt-ipv4; default: the next free one)")
-    platform_ports: str | None = Field(default=None, description="the ports the node's platform has, cabled or not, "
-                                                                 "as NVUE ranges them (swp1-32); default: its kind's")
-    nvue: Literal["blank"] | None = Field(default=None, description="blank: the node runs NVUE with nothing "
-                                                                    "configured yet, as a switch after zero-touch "
-                                                                    "provisioning (your automation configures it)")
+    image: str | None = Field(
+        default=None,
+        description="the node's own image (a Docker reference), run where the engine has it (defaults.images)",
+    )
+    drain: StrictBool = Field(
+        default=False,
+        description="drained for maintenance: BGP graceful shutdown "
+        "(RFC 8326), its routes lose to every other path "
+        "while its sessions stay up",
+    )
+    exec: list[str] | None = Field(
+        default=None,
+        description="commands run in the node once it is wired and configured, in order (containerlab's exec)",
+    )
+    binds: list[str] | None = Field(
+        default=None,
+        description="files or directories of this host in the node, "
+        "'SOURCE:TARGET[:ro]', SOURCE relative to the topology "
+        "file (containerlab's binds)",
+    )
+    cmd: str | None = Field(
+        default=None,
+        description="a host's command instead of twin's idle one, run once its ports are up (containerlab's cmd)",
+    )
+    entrypoint: str | None = Field(
+        default=None,
+        description="a host's entrypoint, run with cmd as its arguments "
+        "once its ports are up (containerlab's entrypoint)",
+    )
+    env: dict[str, str] | None = Field(
+        default=None, description="environment variables of the node's container (containerlab's env)"
+    )
+    mgmt_ipv4: str | None = Field(
+        default=None,
+        description="its address on the management network, in mgmt.subnet "
+        "(containerlab's mgmt-ipv4; default: the next free one)",
+    )
+    platform_ports: str | None = Field(
+        default=None,
+        description="the ports the node's platform has, cabled or not, "
+        "as NVUE ranges them (swp1-32); default: its kind's",
+    )
+    nvue: Literal["blank"] | None = Field(
+        default=None,
+        description="blank: the node runs NVUE with nothing "
+        "configured yet, as a switch after zero-touch "
+        "provisioning (your automation configures it)",
+    )
 
 
 class LinkSpec(_Strict):
@@ -110,34 +136,50 @@ class AsnDefaults(_Strict):
 class Defaults(_Strict):
     loopback_pool: str = "10.255.0.0/24"
     mtu: Mtu = Field(default=9000, description="MTU of fabric links")
-    host_mtu: Mtu = Field(default=8950, description="MTU of host links: fits a VXLAN-encapsulated frame "
-                                                     "in the fabric MTU")
+    host_mtu: Mtu = Field(
+        default=8950, description="MTU of host links: fits a VXLAN-encapsulated frame in the fabric MTU"
+    )
     asn: AsnDefaults = AsnDefaults()
-    nvue: Literal["blank"] | None = Field(default=None, description="blank: every spine, leaf and DPU runs NVUE with "
-                                                                    "nothing configured yet (a node's own nvue says "
-                                                                    "otherwise)")
+    nvue: Literal["blank"] | None = Field(
+        default=None,
+        description="blank: every spine, leaf and DPU runs NVUE with "
+        "nothing configured yet (a node's own nvue says "
+        "otherwise)",
+    )
     vrf_backend: Literal["netns", "device"] | None = Field(
-        default=None, description="how tenant VRFs are made on VTEPs: netns (the default, on every kernel: a network "
-                                  "namespace each) or device (Linux VRF devices; needs CONFIG_NET_VRF)")
+        default=None,
+        description="how tenant VRFs are made on VTEPs: netns (the default, on every kernel: a network "
+        "namespace each) or device (Linux VRF devices; needs CONFIG_NET_VRF)",
+    )
     images: Literal["twin", "own", "auto"] | None = Field(
-        default=None, description="which image a node with its own `image` runs: auto (the default: its own where the "
-                                  "engine has it, else twin's node image), own (its own, or nothing is made), twin "
-                                  "(twin's node image)")
+        default=None,
+        description="which image a node with its own `image` runs: auto (the default: its own where the "
+        "engine has it, else twin's node image), own (its own, or nothing is made), twin "
+        "(twin's node image)",
+    )
 
 
 class MgmtSpec(_Strict):
     """The lab's management network (NVIDIA Air's out-of-band network, containerlab's mgmt): eth0 of every
     switch, DPU and router on it, reachable from this host, with SSH (22) and the NVUE API (8765)."""
 
-    enabled: StrictBool = Field(default=True, description="false: no management network (the nodes are reached "
-                                                          "with twin exec only)")
-    subnet: str | None = Field(default=None, description="its IPv4 prefix (containerlab's ipv4-subnet; default: a "
-                                                         "free one chosen at twin up, the same for the lab's name "
-                                                         "whenever it is free)")
-    gateway: str | None = Field(default=None, description="this host's address on it (default: the first address "
-                                                          "of the subnet no node takes)")
-    password: str | None = Field(default=None, description="the password of user cumulus on every node, for SSH and "
-                                                           "the NVUE API (default: one made for the lab)")
+    enabled: StrictBool = Field(
+        default=True, description="false: no management network (the nodes are reached with twin exec only)"
+    )
+    subnet: str | None = Field(
+        default=None,
+        description="its IPv4 prefix (containerlab's ipv4-subnet; default: a "
+        "free one chosen at twin up, the same for the lab's name "
+        "whenever it is free)",
+    )
+    gateway: str | None = Field(
+        default=None, description="this host's address on it (default: the first address of the subnet no node takes)"
+    )
+    password: str | None = Field(
+        default=None,
+        description="the password of user cumulus on every node, for SSH and "
+        "the NVUE API (default: one made for the lab)",
+    )
 
 
 class SegmentSpec(_Strict):
@@ -178,8 +220,10 @@ class ForwardSpec(_Strict):
 class InternetSpec(_Strict):
     """A tenant's way out: its VTEPs NAT it to public addresses announced in BGP."""
 
-    pool: str | None = Field(default=None, description="public prefix: one address per gateway VTEP, shared by "
-                                                       "its hosts (source NAT with ports)")
+    pool: str | None = Field(
+        default=None,
+        description="public prefix: one address per gateway VTEP, shared by its hosts (source NAT with ports)",
+    )
     hosts: dict[str, str] = Field(default={}, description="host -> a public address of its own (1:1 NAT)")
     segments: list[str] | None = Field(default=None, description="segments that may go out (default: all)")
     forwards: list[ForwardSpec] = []
@@ -207,16 +251,22 @@ class TopologySpec(_Strict):
     defaults: Defaults = Defaults()
     mgmt: MgmtSpec = MgmtSpec()
     nodes: dict[str, NodeSpec]
-    links: list[LinkSpec | None] = []          # None: a malformed link (reported), kept so indexes match the file
-    vtep: str | list[str] = Field(default="dpu", description="which kind is the VTEP of tenant traffic: dpu or leaf, "
-                                                           "or a list of both ([leaf, dpu]: hosts on either)")
+    links: list[LinkSpec | None] = []  # None: a malformed link (reported), kept so indexes match the file
+    vtep: str | list[str] = Field(
+        default="dpu",
+        description="which kind is the VTEP of tenant traffic: dpu or leaf, "
+        "or a list of both ([leaf, dpu]: hosts on either)",
+    )
     tenants: dict[str, TenantSpec] = {}
-    congestion: list[CongestionSpec | None] = []   # None: malformed (reported), as links
-    checks: list[Any] = Field(default=[], description="the user's own checks, run by `twin verify` "
-                                                      "(see CheckSpec; read by twin.topology.checks)")
+    congestion: list[CongestionSpec | None] = []  # None: malformed (reported), as links
+    checks: list[Any] = Field(
+        default=[],
+        description="the user's own checks, run by `twin verify` (see CheckSpec; read by twin.topology.checks)",
+    )
 
 
 # --- checks: what a network team expects of the lab, in its own terms -----------------------------
+
 
 def seconds(what: str, low: float, high: float) -> Any:
     """A number of seconds (whole or not) from `low` (excluded) to `high`, refusing bools and text."""
@@ -244,8 +294,9 @@ def _command(value: object) -> str | list[str]:
         return value
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return value
-    raise PydanticCustomError("rule", "a command is a shell command line (text, run with sh -c) "
-                                      "or a list of its arguments")
+    raise PydanticCustomError(
+        "rule", "a command is a shell command line (text, run with sh -c) or a list of its arguments"
+    )
 
 
 CommandLine = Annotated[Any, PlainValidator(_command)]
@@ -263,8 +314,9 @@ class CheckSpec(_Strict):
     name: str
     type: str
     description: str = ""
-    timeout: Timeout | None = Field(default=None, description="seconds to wait for it to hold (positive) "
-                                                              "or for the lab to converge (negative)")
+    timeout: Timeout | None = Field(
+        default=None, description="seconds to wait for it to hold (positive) or for the lab to converge (negative)"
+    )
     window: Window | None = Field(default=None, description="seconds a negative check must hold for")
 
     @property
@@ -276,13 +328,16 @@ class CheckSpec(_Strict):
 class BgpSessionCheck(CheckSpec):
     type: Literal["bgp_session"]
     node: str
-    peer: str | None = Field(default=None, description="a node of the lab (its sessions with it), or "
-                                                       "FRR's name of the neighbour (IP or interface)")
+    peer: str | None = Field(
+        default=None,
+        description="a node of the lab (its sessions with it), or FRR's name of the neighbour (IP or interface)",
+    )
     port: str | None = Field(default=None, description="the node's port of the session")
     vrf: str = "default"
     afi: Afi = "ipv4"
-    state: Literal["established", "down", "absent", "idle", "connect", "active", "opensent",
-                   "openconfirm"] = "established"
+    state: Literal["established", "down", "absent", "idle", "connect", "active", "opensent", "openconfirm"] = (
+        "established"
+    )
 
     @property
     def negative(self) -> bool:
@@ -296,8 +351,9 @@ class BgpPrefixesCheck(CheckSpec):
     port: str | None = None
     vrf: str = "default"
     afi: Afi = "ipv4"
-    count: Literal["accepted", "received"] = Field(default="accepted", description="accepted: kept after the "
-                                                   "node's inbound policy; received: what the peer sent")
+    count: Literal["accepted", "received"] = Field(
+        default="accepted", description="accepted: kept after the node's inbound policy; received: what the peer sent"
+    )
     min: Prefixes | None = None
     max: Prefixes | None = None
 
@@ -374,9 +430,16 @@ class ExecCheck(CheckSpec):
 
 
 CHECK_TYPES: dict[str, type[CheckSpec]] = {
-    "bgp_session": BgpSessionCheck, "bgp_prefixes": BgpPrefixesCheck, "route": RouteCheck, "ping": PingCheck,
-    "roce": RoceCheck, "frr_json": FrrJsonCheck, "exec": ExecCheck,
+    "bgp_session": BgpSessionCheck,
+    "bgp_prefixes": BgpPrefixesCheck,
+    "route": RouteCheck,
+    "ping": PingCheck,
+    "roce": RoceCheck,
+    "frr_json": FrrJsonCheck,
+    "exec": ExecCheck,
 }
 
-AnyCheck = Annotated[Union[BgpSessionCheck, BgpPrefixesCheck, RouteCheck, PingCheck, RoceCheck, FrrJsonCheck,
-                           ExecCheck], Field(discriminator="type")]
+AnyCheck = Annotated[
+    Union[BgpSessionCheck, BgpPrefixesCheck, RouteCheck, PingCheck, RoceCheck, FrrJsonCheck, ExecCheck],
+    Field(discriminator="type"),
+]

@@ -10,6 +10,7 @@ as bits or packets per second.
 Public addresses must be public to the lab: not a special range, not inside any
 tenant's subnet, the loopbacks or the internet's test ranges, and each used once.
 """
+
 from __future__ import annotations
 
 from ipaddress import IPv4Network
@@ -24,8 +25,9 @@ from twin.topology.schema import ForwardSpec, InternetSpec, RateLimitSpec, Tenan
 __all__ = ["build_services"]
 
 
-def build_services(spec: TopologySpec, nodes: dict[str, Node], tenants: dict[str, Tenant],
-                   problems: Problems) -> tuple[dict[str, Tenant], tuple[CongestionPoint, ...]]:
+def build_services(
+    spec: TopologySpec, nodes: dict[str, Node], tenants: dict[str, Tenant], problems: Problems
+) -> tuple[dict[str, Tenant], tuple[CongestionPoint, ...]]:
     """Tenants with their rate limits and internet access resolved; the congestion points."""
     out: dict[str, Tenant] = {}
     public = _Public(spec, nodes, tenants, problems)
@@ -54,15 +56,20 @@ def _limit(raw: RateLimitSpec | None, at: Path_, problems: Problems) -> RateLimi
 
 def _rate_limits(ts: TenantSpec, t: Tenant, at: Path_, problems: Problems) -> Tenant:
     tenant = _limit(ts.rate_limit, at + ("rate_limit",), problems)
-    own = {a.host: _limit(a.rate_limit, at + ("attachments", i, "rate_limit"), problems)
-           for i, a in enumerate(ts.attachments) if a.rate_limit is not None}
+    own = {
+        a.host: _limit(a.rate_limit, at + ("attachments", i, "rate_limit"), problems)
+        for i, a in enumerate(ts.attachments)
+        if a.rate_limit is not None
+    }
     if tenant is None and not own:
         return t
 
     def resolved(a: Attachment) -> Attachment:
         mine = own.get(a.host) or RateLimit()
-        limit = RateLimit(egress=mine.egress or (tenant.egress if tenant else None),
-                          ingress=mine.ingress or (tenant.ingress if tenant else None))
+        limit = RateLimit(
+            egress=mine.egress or (tenant.egress if tenant else None),
+            ingress=mine.ingress or (tenant.ingress if tenant else None),
+        )
         return a.model_copy(update={"rate_limit": limit if (limit.egress or limit.ingress) else None})
 
     return t.model_copy(update={"attachments": tuple(resolved(a) for a in t.attachments)})
@@ -78,36 +85,52 @@ class _Public:
         self.claimed: dict[IPv4Network, str] = {}
         self.taken: list[tuple[IPv4Network, str]] = [
             (IPv4Network(s.subnet), f"subnet {s.subnet} of tenant {t.name}")
-            for t in tenants.values() for s in t.segments.values()]
-        self.taken += [(IPv4Network(f"{n.loopback}/32"), f"the loopback of {n.name}")
-                       for n in nodes.values() if n.loopback]
+            for t in tenants.values()
+            for s in t.segments.values()
+        ]
+        self.taken += [
+            (IPv4Network(f"{n.loopback}/32"), f"the loopback of {n.name}") for n in nodes.values() if n.loopback
+        ]
         pool, _ = parse_prefix(spec.defaults.loopback_pool, "")
         self.taken += [(pool, f"the loopback pool {pool}")] if pool else []
         for n in self.edges:
-            self.taken += [(IPv4Network(f"{ip}/24", strict=False), f"the test range of {n}")
-                           for ip in KINDS[nodes[n].kind].test_addresses]
+            self.taken += [
+                (IPv4Network(f"{ip}/24", strict=False), f"the test range of {n}")
+                for ip in KINDS[nodes[n].kind].test_addresses
+            ]
 
     def internet(self, name: str, spec: InternetSpec, t: Tenant) -> Internet | None:
         at: Path_ = ("tenants", name, "internet")
         if not self.edges:
             edge = [k.name for k in KINDS.values() if k.edge]
-            self.problems.add(at, f"the topology has no {listing(edge)} node to reach: add one (kind: {edge[0]}) "
-                                  f"linked to a spine or leaf")
+            self.problems.add(
+                at,
+                f"the topology has no {listing(edge)} node to reach: add one (kind: {edge[0]}) "
+                f"linked to a spine or leaf",
+            )
         segments = self._segments(spec, t, at)
         hosts = self._hosts(spec, t, segments, at)
         out = {a.host for a in t.attachments if a.segment in segments}
-        needy = [v for v in self.nodes if any(a.vtep == v and a.host in out and a.host not in spec.hosts
-                                              for a in t.attachments)]
+        needy = [
+            v
+            for v in self.nodes
+            if any(a.vtep == v and a.host in out and a.host not in spec.hosts for a in t.attachments)
+        ]
         vteps = self._pool(spec, needy, at)
         internet = Internet(pool=spec.pool, vteps=vteps, hosts=hosts, segments=segments)
-        forwards = tuple(f for i, fs in enumerate(spec.forwards)
-                         if (f := self._forward(fs, t, internet, at + ("forwards", i))) is not None)
+        forwards = tuple(
+            f
+            for i, fs in enumerate(spec.forwards)
+            if (f := self._forward(fs, t, internet, at + ("forwards", i))) is not None
+        )
         seen: dict[tuple, int] = {}
         for i, f in enumerate(forwards):
             key = (t.public_of(a) if (a := _att(t, f.host)) else None, f.proto, f.port)
             if key in seen:
-                self.problems.add(at + ("forwards", i), f"{f.proto} port {f.port} of {key[0]} is already forwarded "
-                                                        f"by forwards[{seen[key]}]")
+                self.problems.add(
+                    at + ("forwards", i),
+                    f"{f.proto} port {f.port} of {key[0]} is already forwarded by forwards[{seen[key]}]",
+                )
             seen.setdefault(key, i)
         return internet.model_copy(update={"forwards": forwards})
 
@@ -116,8 +139,9 @@ class _Public:
             return tuple(t.segments)
         for i, s in enumerate(spec.segments):
             if s not in t.segments:
-                self.problems.add(at + ("segments", i), f"no segment {quoted(s)} in tenant {t.name}; "
-                                                        f"segments: {listing(t.segments)}")
+                self.problems.add(
+                    at + ("segments", i), f"no segment {quoted(s)} in tenant {t.name}; segments: {listing(t.segments)}"
+                )
         return tuple(s for s in dict.fromkeys(spec.segments) if s in t.segments)
 
     def _hosts(self, spec: InternetSpec, t: Tenant, segments: tuple[str, ...], at: Path_) -> dict[str, str]:
@@ -125,12 +149,17 @@ class _Public:
         for host, text in spec.hosts.items():
             a, where = _att(t, host), at + ("hosts", host)
             if a is None:
-                self.problems.add(where, f"{quoted(host)} is no host of tenant {t.name}; its hosts: "
-                                         f"{listing([x.host for x in t.attachments]) or 'none'}")
+                self.problems.add(
+                    where,
+                    f"{quoted(host)} is no host of tenant {t.name}; its hosts: "
+                    f"{listing([x.host for x in t.attachments]) or 'none'}",
+                )
                 continue
             if a.segment not in segments:
-                self.problems.add(where, f"{host} is in segment {a.segment}, which does not go out "
-                                         f"(internet.segments: {listing(segments)})")
+                self.problems.add(
+                    where,
+                    f"{host} is in segment {a.segment}, which does not go out (internet.segments: {listing(segments)})",
+                )
                 continue
             ip, why = parse_address(text, "192.0.2.10")
             if ip is None:
@@ -142,8 +171,11 @@ class _Public:
     def _pool(self, spec: InternetSpec, needy: list[str], at: Path_) -> dict[str, str]:
         if spec.pool is None:
             if needy:
-                self.problems.add(at, f"its hosts behind {listing(needy)} go out with no public address: "
-                                      "give a pool, or each of them an address under hosts")
+                self.problems.add(
+                    at,
+                    f"its hosts behind {listing(needy)} go out with no public address: "
+                    "give a pool, or each of them an address under hosts",
+                )
             return {}
         pool, why = parse_prefix(spec.pool, "192.0.2.16/29")
         if pool is None:
@@ -153,8 +185,11 @@ class _Public:
             return {}
         free = [str(a) for a in (pool.hosts() if pool.prefixlen < 31 else pool)]
         if len(free) < len(needy):
-            self.problems.add(at + ("pool",), f"{pool} has {len(free)} address(es) for {len(needy)} gateway "
-                                              f"VTEP(s) ({listing(needy)}): each needs one of its own")
+            self.problems.add(
+                at + ("pool",),
+                f"{pool} has {len(free)} address(es) for {len(needy)} gateway "
+                f"VTEP(s) ({listing(needy)}): each needs one of its own",
+            )
         return dict(zip(needy, free))
 
     def _claim(self, net: IPv4Network, what: str, where: Path_) -> bool:
@@ -163,9 +198,12 @@ class _Public:
         reason = reason or next((w for n, w in self.claimed.items() if n.overlaps(net)), None)
         if reason:
             shown = net.network_address if net.prefixlen == 32 else net
-            self.problems.add(where, f"{shown} overlaps {reason}; a public address is announced in the underlay: "
-                                     "not in a special range, a tenant subnet, a loopback or the internet's test "
-                                     "ranges, and used once")
+            self.problems.add(
+                where,
+                f"{shown} overlaps {reason}; a public address is announced in the underlay: "
+                "not in a special range, a tenant subnet, a loopback or the internet's test "
+                "ranges, and used once",
+            )
             return False
         self.claimed[net] = what
         return True
@@ -195,7 +233,7 @@ def _congestion(spec: TopologySpec, nodes: dict[str, Node], problems: Problems) 
     where: dict[tuple[str, str], int] = {}
     for i, c in enumerate(spec.congestion):
         if c is None:
-            continue   # its structure is reported
+            continue  # its structure is reported
         at: Path_ = ("congestion", i)
         rate, why = parse_rate(c.above)
         if rate is None:
@@ -204,14 +242,19 @@ def _congestion(spec: TopologySpec, nodes: dict[str, Node], problems: Problems) 
         fabric = [p.name for p in nodes[node].fabric_ports] if node in nodes else []
         if not fabric:
             routers = [n for n, nd in nodes.items() if nd.fabric_ports]
-            problems.add(at + ("port",), f"{quoted(c.port)} is no fabric port: a congestion point is a port of a "
-                                         f"BGP node towards another, \"node:port\" of {listing(routers)}")
+            problems.add(
+                at + ("port",),
+                f"{quoted(c.port)} is no fabric port: a congestion point is a port of a "
+                f'BGP node towards another, "node:port" of {listing(routers)}',
+            )
         elif port not in fabric:
-            problems.add(at + ("port",), f"{quoted(c.port)} is no fabric port of {node}; its fabric ports: "
-                                         f"{listing(fabric)}")
+            problems.add(
+                at + ("port",), f"{quoted(c.port)} is no fabric port of {node}; its fabric ports: {listing(fabric)}"
+            )
         elif (node, port) in where:
-            problems.add(at + ("port",), f"{node}:{port} is already a congestion point "
-                                         f"(congestion[{where[node, port]}])")
+            problems.add(
+                at + ("port",), f"{node}:{port} is already a congestion point (congestion[{where[node, port]}])"
+            )
         elif rate is not None:
             where[(node, port)] = i
             out.append(CongestionPoint(node=node, port=port, above=rate))

@@ -8,6 +8,7 @@ captures and twin's own checks.
 A tenant host's frame crosses the fabric inside VXLAN (50 bytes more), so a
 host link carries at most its VTEP's smallest fabric MTU minus 50.
 """
+
 from __future__ import annotations
 
 from twin.topology.model import Link, Node, Tenant
@@ -17,8 +18,7 @@ from twin.topology.schema import TopologySpec
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8
 
 
-def check_loopbacks(spec: TopologySpec, nodes: dict[str, Node], tenants: dict[str, Tenant],
-                    problems: Problems) -> None:
+def check_loopbacks(spec: TopologySpec, nodes: dict[str, Node], tenants: dict[str, Tenant], problems: Problems) -> None:
     """No loopback equals a tenant's gateway or host address."""
     owners = {n.loopback: n.name for n in nodes.values() if n.loopback}
     if not owners:
@@ -27,31 +27,54 @@ def check_loopbacks(spec: TopologySpec, nodes: dict[str, Node], tenants: dict[st
         at = ("tenants", tname)
         for s in t.segments.values():
             if s.gateway in owners:
-                _collision(spec, owners[s.gateway], s.gateway, f"the gateway of segment {s.name} in tenant {tname}",
-                           at + ("segments", s.name, "gateway"), problems)
-        index: dict[str, int] = {}   # host -> the first attachment of it in the file
+                _collision(
+                    spec,
+                    owners[s.gateway],
+                    s.gateway,
+                    f"the gateway of segment {s.name} in tenant {tname}",
+                    at + ("segments", s.name, "gateway"),
+                    problems,
+                )
+        index: dict[str, int] = {}  # host -> the first attachment of it in the file
         for i, given in enumerate(spec.tenants[tname].attachments):
             index.setdefault(given.host, i)
         for a in t.attachments:
             ip = a.address.partition("/")[0]
             if ip in owners:
-                _collision(spec, owners[ip], ip, f"the address of {a.host} in tenant {tname}",
-                           at + ("attachments", index[a.host], "address"), problems)
+                _collision(
+                    spec,
+                    owners[ip],
+                    ip,
+                    f"the address of {a.host} in tenant {tname}",
+                    at + ("attachments", index[a.host], "address"),
+                    problems,
+                )
 
 
-def _collision(spec: TopologySpec, node: str, ip: str, what: str, tenant_place: Path_,
-               problems: Problems) -> None:
+def _collision(spec: TopologySpec, node: str, ip: str, what: str, tenant_place: Path_, problems: Problems) -> None:
     if spec.nodes[node].loopback is not None:
-        problems.add(("nodes", node, "loopback"), f"{ip} is also {what}: a loopback needs an address of its "
-                                                  "own (it may lie inside a tenant subnet, but not be a gateway "
-                                                  "or host address there)")
+        problems.add(
+            ("nodes", node, "loopback"),
+            f"{ip} is also {what}: a loopback needs an address of its "
+            "own (it may lie inside a tenant subnet, but not be a gateway "
+            "or host address there)",
+        )
     else:
-        problems.add(tenant_place, f"{ip} is also the loopback of {node} (from defaults.loopback_pool): "
-                                   "choose another address here or another loopback pool")
+        problems.add(
+            tenant_place,
+            f"{ip} is also the loopback of {node} (from defaults.loopback_pool): "
+            "choose another address here or another loopback pool",
+        )
 
 
-def check_host_mtus(spec: TopologySpec, nodes: dict[str, Node], links: dict[int, Link],
-                    tenants: dict[str, Tenant], problems: Problems, report_defaults: bool) -> None:
+def check_host_mtus(
+    spec: TopologySpec,
+    nodes: dict[str, Node],
+    links: dict[int, Link],
+    tenants: dict[str, Tenant],
+    problems: Problems,
+    report_defaults: bool,
+) -> None:
     """Every attached host's link fits in VXLAN over its VTEP's smallest fabric MTU.
 
     Links that take defaults.host_mtu are not reported again when that default
@@ -73,7 +96,9 @@ def check_host_mtus(spec: TopologySpec, nodes: dict[str, Node], links: dict[int,
             if mtu <= limit or not (explicit or report_defaults):
                 continue
             fix = f"set mtu: {limit} on this link" + ("" if explicit else " (or defaults.host_mtu)")
-            problems.add(("links", i, "mtu") if explicit else ("links", i),
-                         f"the host link {a.vtep}:{a.port} - {a.host}:{a.host_port} has MTU {mtu}, but {a.vtep} "
-                         f"carries at most {limit} for its hosts: its smallest fabric MTU is {fabric} and "
-                         f"VXLAN adds {VXLAN_OVERHEAD} bytes; {fix}")
+            problems.add(
+                ("links", i, "mtu") if explicit else ("links", i),
+                f"the host link {a.vtep}:{a.port} - {a.host}:{a.host_port} has MTU {mtu}, but {a.vtep} "
+                f"carries at most {limit} for its hosts: its smallest fabric MTU is {fabric} and "
+                f"VXLAN adds {VXLAN_OVERHEAD} bytes; {fix}",
+            )

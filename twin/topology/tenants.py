@@ -5,6 +5,7 @@ with its place in the file; defaults (VRF name, gateway, gateway MAC, host
 addresses and MACs, the VTEP port of each host) resolved here. Rules that tie
 tenants to the underlay (loopbacks, MTUs) are in `tenant_checks`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,10 +31,11 @@ def host_mac(host: str) -> str:
     return "02:" + ":".join(f"{x:02x}" for x in b)
 
 
-def build_tenants(spec: TopologySpec, kinds: dict[str, Kind], nodes: dict[str, Node],
-                  links: dict[int, Link], problems: Problems) -> dict[str, Tenant]:
+def build_tenants(
+    spec: TopologySpec, kinds: dict[str, Kind], nodes: dict[str, Node], links: dict[int, Link], problems: Problems
+) -> dict[str, Tenant]:
     vtep_kinds = [k.name for k in KINDS.values() if k.can_be_vtep]
-    wrong: list[str | list[str]]   # kinds that cannot be VTEPs, or `vtep: []` itself
+    wrong: list[str | list[str]]  # kinds that cannot be VTEPs, or `vtep: []` itself
     wrong = [k for k in vteps_of(spec) if k not in vtep_kinds] or ([] if vteps_of(spec) else [spec.vtep])
     for k in wrong:
         problems.add(("vtep",), f"{quoted(k)} cannot be a VTEP; VTEP kinds: {', '.join(vtep_kinds)}")
@@ -41,9 +43,11 @@ def build_tenants(spec: TopologySpec, kinds: dict[str, Kind], nodes: dict[str, N
         return {}
     host_mtu_fits = spec.defaults.host_mtu <= spec.defaults.mtu - VXLAN_OVERHEAD
     if not host_mtu_fits:
-        problems.add(("defaults", "host_mtu"),
-                     f"{spec.defaults.host_mtu} does not fit in VXLAN over the fabric MTU {spec.defaults.mtu}: "
-                     f"at most {spec.defaults.mtu - VXLAN_OVERHEAD}")
+        problems.add(
+            ("defaults", "host_mtu"),
+            f"{spec.defaults.host_mtu} does not fit in VXLAN over the fabric MTU {spec.defaults.mtu}: "
+            f"at most {spec.defaults.mtu - VXLAN_OVERHEAD}",
+        )
     builder = _Tenants(spec, nodes, problems, vtep_ok=not wrong)
     tenants: dict[str, Tenant] = {}
     for tname, t in spec.tenants.items():
@@ -89,13 +93,19 @@ class _Tenants:
         where = at + ("vrf",) if t.vrf is not None else at
         reason = check_vrf_name(vrf)
         if reason:
-            self.problems.add(where, reason + ("" if t.vrf is not None else
-                                               "; the tenant name is its VRF name unless 'vrf:' says otherwise"))
+            self.problems.add(
+                where,
+                reason
+                + ("" if t.vrf is not None else "; the tenant name is its VRF name unless 'vrf:' says otherwise"),
+            )
         elif vrf in self.vrfs:
             self.problems.add(at + ("vrf",), f"VRF {vrf!r} is already the VRF of tenant {self.vrfs[vrf]}")
         elif vrf in self.vtep_ports:
-            self.problems.add(where, f"VRF name {vrf!r} is also a port of {self.vtep_ports[vrf]}: on a VTEP "
-                                     "the VRF is a device of its own name; rename one of them")
+            self.problems.add(
+                where,
+                f"VRF name {vrf!r} is also a port of {self.vtep_ports[vrf]}: on a VTEP "
+                "the VRF is a device of its own name; rename one of them",
+            )
         else:
             self.vrfs[vrf] = tname
         return vrf
@@ -116,8 +126,9 @@ class _Tenants:
             self.problems.add(sat + ("subnet",), why)
             return None
         if special_use(net):
-            self.problems.add(sat + ("subnet",), f"{net} overlaps {special_use(net)}: a tenant subnet "
-                                                 "must be routable unicast space")
+            self.problems.add(
+                sat + ("subnet",), f"{net} overlaps {special_use(net)}: a tenant subnet must be routable unicast space"
+            )
             return None
         if net.num_addresses < 4:
             self.problems.add(sat + ("subnet",), f"{net} is too small for a gateway and hosts (at most /30)")
@@ -148,8 +159,9 @@ class _Tenants:
 class _Attachments:
     """The hosts of one tenant: each checked, placed behind its VTEP port and given an address."""
 
-    def __init__(self, tenants: _Tenants, t: TenantSpec, segments: dict[str, Segment],
-                 nets: dict[str, IPv4Network], at: Path_):
+    def __init__(
+        self, tenants: _Tenants, t: TenantSpec, segments: dict[str, Segment], nets: dict[str, IPv4Network], at: Path_
+    ):
         self.all, self.t, self.segments, self.nets, self.at = tenants, t, segments, nets, at
         self.problems = tenants.problems
         self.taken: dict[str, set[str]] = {n: {segments[n].gateway} for n in segments}
@@ -171,8 +183,9 @@ class _Attachments:
                 free[att.segment] = (h for h in net.hosts() if str(h) not in taken)
             addr = next(free[att.segment], None)
             if addr is None:
-                self.problems.add(self.at + ("attachments", i), f"segment {att.segment} ({net}) has no free "
-                                                                "address left")
+                self.problems.add(
+                    self.at + ("attachments", i), f"segment {att.segment} ({net}) has no free address left"
+                )
                 continue
             taken.add(str(addr))
             attachments[k] = att.model_copy(update={"address": f"{addr}/{net.prefixlen}"})
@@ -181,8 +194,10 @@ class _Attachments:
     def _attachment(self, a: AttachmentSpec, aat: Path_) -> Attachment | None:
         ok = self._host_ok(a, aat)
         if a.segment not in self.t.segments:
-            self.problems.add(aat + ("segment",), f"no segment {quoted(a.segment)} in tenant {self.at[-1]}; "
-                                                  f"segments: {listing(self.t.segments)}")
+            self.problems.add(
+                aat + ("segment",),
+                f"no segment {quoted(a.segment)} in tenant {self.at[-1]}; segments: {listing(self.t.segments)}",
+            )
             ok = False
         elif a.segment not in self.segments:
             ok = False  # the segment itself is reported
@@ -198,18 +213,29 @@ class _Attachments:
         if address is None:
             return None
         vtep, port, host_port = link
-        return Attachment(host=a.host, host_port=host_port, segment=a.segment, vtep=vtep, port=port,
-                          address=address, mac=host_mac(a.host))
+        return Attachment(
+            host=a.host,
+            host_port=host_port,
+            segment=a.segment,
+            vtep=vtep,
+            port=port,
+            address=address,
+            mac=host_mac(a.host),
+        )
 
     def _host_ok(self, a: AttachmentSpec, aat: Path_) -> bool:
         host = self.all.nodes.get(a.host)
         if host is None or not KINDS[host.kind].endpoint:
-            self.problems.add(aat + ("host",), f"no host named {quoted(a.host)}; "
-                                               f"hosts: {listing(self.all.hosts) or 'none'}")
+            self.problems.add(
+                aat + ("host",), f"no host named {quoted(a.host)}; hosts: {listing(self.all.hosts) or 'none'}"
+            )
             return False
         if a.host in self.all.hosts_used:
-            self.problems.add(aat + ("host",), f"{a.host} is already attached by {self.all.hosts_used[a.host]}; "
-                                               "a host belongs to one tenant and one segment")
+            self.problems.add(
+                aat + ("host",),
+                f"{a.host} is already attached by {self.all.hosts_used[a.host]}; "
+                "a host belongs to one tenant and one segment",
+            )
             return False
         return True
 
@@ -223,8 +249,9 @@ class _Attachments:
             self.problems.add(aat + ("address",), f"{ip} is outside segment {a.segment} ({net})")
             return None
         if str(ip) in taken:
-            self.problems.add(aat + ("address",), f"{ip} is already used in segment {a.segment} "
-                                                  "(by the gateway or another host)")
+            self.problems.add(
+                aat + ("address",), f"{ip} is already used in segment {a.segment} (by the gateway or another host)"
+            )
             return None
         taken.add(str(ip))
         return f"{ip}/{net.prefixlen}"
@@ -237,9 +264,11 @@ def _check_overlaps(nets: dict[str, IPv4Network], at: Path_, problems: Problems)
     for name, net in sorted(nets.items(), key=lambda kv: (kv[1].network_address, kv[1].prefixlen)):
         if widest is not None and net.network_address <= widest[1].broadcast_address:
             (first, a), (second, b) = sorted([widest, (name, net)], key=lambda kv: position[kv[0]])
-            problems.add(at + ("segments", second, "subnet"),
-                         f"{b} overlaps {a} of segment {first}: the segments of one tenant (one VRF) need "
-                         "separate subnets; another tenant may reuse them")
+            problems.add(
+                at + ("segments", second, "subnet"),
+                f"{b} overlaps {a} of segment {first}: the segments of one tenant (one VRF) need "
+                "separate subnets; another tenant may reuse them",
+            )
         if widest is None or net.broadcast_address > widest[1].broadcast_address:
             widest = (name, net)
 
@@ -249,8 +278,9 @@ def vteps_of(spec: TopologySpec) -> tuple[str, ...]:
     return (spec.vtep,) if isinstance(spec.vtep, str) else tuple(spec.vtep)
 
 
-def _vtep_port(port: str | None, host: Node, nodes: dict[str, Node], vtep_kinds: tuple[str, ...],
-               problems: Problems, at: Path_) -> tuple[str, str, str] | None:
+def _vtep_port(
+    port: str | None, host: Node, nodes: dict[str, Node], vtep_kinds: tuple[str, ...], problems: Problems, at: Path_
+) -> tuple[str, str, str] | None:
     """(vtep node, vtep port, host port) of an attachment, or None after reporting why not."""
     links = [p for p in host.ports if nodes[p.peer_node].kind in vtep_kinds]
     said = f"vtep: {vtep_kinds[0]}" if len(vtep_kinds) == 1 else f"vtep: [{', '.join(vtep_kinds)}]"
@@ -258,27 +288,38 @@ def _vtep_port(port: str | None, host: Node, nodes: dict[str, Node], vtep_kinds:
         if len(links) == 1:
             return links[0].peer_node, links[0].peer_port, links[0].name
         if not links:
-            problems.add(at, f"{host.name} has no link to a {' or '.join(vtep_kinds)} ({said}); "
-                             "link it to its VTEP or name the port")
+            problems.add(
+                at,
+                f"{host.name} has no link to a {' or '.join(vtep_kinds)} ({said}); "
+                "link it to its VTEP or name the port",
+            )
         else:
-            problems.add(at + ("port",), f"{host.name} has links to several VTEPs; say which: " +
-                         listing([f"{p.peer_node}:{p.peer_port}" for p in links]))
+            problems.add(
+                at + ("port",),
+                f"{host.name} has links to several VTEPs; say which: "
+                + listing([f"{p.peer_node}:{p.peer_port}" for p in links]),
+            )
         return None
     node, _, pname = port.partition(":")
     if node not in nodes:
         problems.add(at + ("port",), f"no node named {quoted(node)}")
         return None
     if nodes[node].kind not in vtep_kinds:
-        problems.add(at + ("port",), f"{node} is a {nodes[node].kind}, but this topology's VTEPs are "
-                                     f"{' and '.join(k + 's' for k in vtep_kinds)} ({said}); a {nodes[node].kind} "
-                                     "cannot be one here")
+        problems.add(
+            at + ("port",),
+            f"{node} is a {nodes[node].kind}, but this topology's VTEPs are "
+            f"{' and '.join(k + 's' for k in vtep_kinds)} ({said}); a {nodes[node].kind} "
+            "cannot be one here",
+        )
         return None
     for p in nodes[node].ports:
         if p.name == pname and p.peer_node == host.name:
             return node, p.name, p.peer_port
     mine = [f"{node}:{p.name}" for p in nodes[node].ports if p.peer_node == host.name]
     shown = port if check_port_name(pname) is None else quoted(port)
-    problems.add(at + ("port",), f"{shown} is not a port linked to {host.name}"
-                                 + (f"; its links to {node}: {listing(mine)}" if mine
-                                    else f"; it has no link to {node}"))
+    problems.add(
+        at + ("port",),
+        f"{shown} is not a port linked to {host.name}"
+        + (f"; its links to {node}: {listing(mine)}" if mine else f"; it has no link to {node}"),
+    )
     return None

@@ -17,6 +17,7 @@ one, the line:
 - YAML 1.1 as PyYAML reads it: `on`/`off`/`yes`/`no` are booleans, quoted values stay
   text (`'10': ...` is the key "10"); dates stay text (`description: 2024-01-01`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,11 +41,11 @@ from twin.topology.files import Format
 from twin.topology.files import Refused as _Refused
 from twin.topology.problems import Path_, dotted, quoted
 
-MAX_BYTES = files.TOPOLOGY.max_bytes      # a 500-node fabric is about 50 KiB
-MAX_DEPTH = files.TOPOLOGY.max_depth      # a topology nests 6 levels deep
-MAX_NUMBER_CHARS = 32        # the largest number a topology holds (an ASN) has 10 digits
-MAX_VALUES = files.TOPOLOGY.max_values   # keys, items and values: a 1000-node fabric has about 15000
-REWORD_CHARS = 256 * 1024    # a syntax error is worded by PyYAML's parser in a file up to this size
+MAX_BYTES = files.TOPOLOGY.max_bytes  # a 500-node fabric is about 50 KiB
+MAX_DEPTH = files.TOPOLOGY.max_depth  # a topology nests 6 levels deep
+MAX_NUMBER_CHARS = 32  # the largest number a topology holds (an ASN) has 10 digits
+MAX_VALUES = files.TOPOLOGY.max_values  # keys, items and values: a 1000-node fabric has about 15000
+REWORD_CHARS = 256 * 1024  # a syntax error is worded by PyYAML's parser in a file up to this size
 
 _TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_TAG + t: t for t in ("str", "int", "float", "bool", "null")}
@@ -58,8 +59,9 @@ def too_deep(fmt: Format) -> str:
     return f"nesting deeper than {fmt.max_depth} levels" + (f": {fmt.depth_hint}" if fmt.depth_hint else "")
 
 
-def read_yaml(path: str | Path, fmt: Format = files.TOPOLOGY,
-              under: str | Path | None = None) -> tuple[Any, dict[Path_, int]]:
+def read_yaml(
+    path: str | Path, fmt: Format = files.TOPOLOGY, under: str | Path | None = None
+) -> tuple[Any, dict[Path_, int]]:
     """The file's data and the line of every mapping key and list item, or TopologyError.
     `fmt`: which kind of file (its limits, its name in messages); `under`: the directory
     `path` is relative to and must not leave."""
@@ -76,8 +78,10 @@ def read_yaml_bytes(data: bytes, name: str, fmt: Format = files.NVUE) -> tuple[A
     under the same limits: `name` stands for the file in every problem."""
     try:
         if len(data) > fmt.max_bytes:
-            raise _Refused(f"the file is larger than {fmt.limit} ({fmt.max_bytes} bytes), the limit for "
-                           f"{files.a(fmt.what)}; it was not parsed")
+            raise _Refused(
+                f"the file is larger than {fmt.limit} ({fmt.max_bytes} bytes), the limit for "
+                f"{files.a(fmt.what)}; it was not parsed"
+            )
         text = files.decode(data, fmt)
     except _Refused as e:
         raise TopologyError([e.problem(name)]) from None
@@ -172,8 +176,10 @@ class _Reader:
         data = self._build()
         self.loader.get_event()  # document end
         if not self.loader.check_event(StreamEndEvent):
-            raise _Refused(f"a second YAML document starts here; {files.a(self.fmt.what)} holds one",
-                           _line(self.loader.peek_event()))
+            raise _Refused(
+                f"a second YAML document starts here; {files.a(self.fmt.what)} holds one",
+                _line(self.loader.peek_event()),
+            )
         return data
 
     def _build(self) -> Any:
@@ -184,9 +190,11 @@ class _Reader:
             line = _line(event)
             count += not isinstance(event, CollectionEndEvent)
             if count > self.fmt.max_values:
-                raise _Refused(f"the file holds more than {self.fmt.max_values} values (keys, list items and their "
-                               f"values): {self.fmt.values_hint}; it was not read further",
-                               line)
+                raise _Refused(
+                    f"the file holds more than {self.fmt.max_values} values (keys, list items and their "
+                    f"values): {self.fmt.values_hint}; it was not read further",
+                    line,
+                )
             top = stack[-1] if stack else None
             self._refuse_references(event, line, top)
             if isinstance(event, CollectionEndEvent):
@@ -209,8 +217,14 @@ class _Reader:
         if depth >= self.fmt.max_depth:
             raise _Refused(too_deep(self.fmt), line)
         if event.tag not in _COLLECTION_TAGS:
-            self.problems.append((f"the tag {_short(event.tag)} is not supported: {self.fmt.noun} holds only "
-                                  "plain lists and mappings", line, path))
+            self.problems.append(
+                (
+                    f"the tag {_short(event.tag)} is not supported: {self.fmt.noun} holds only "
+                    "plain lists and mappings",
+                    line,
+                    path,
+                )
+            )
         return _Open({} if isinstance(event, MappingStartEvent) else [], path)
 
     def _key(self, top: _Open, event: Event, line: int) -> None:
@@ -228,8 +242,12 @@ class _Reader:
 
     def _refuse_references(self, event: Event, line: int, top: _Open | None) -> None:
         if isinstance(event, AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise _Refused(f"anchors and aliases (&name, *name) are not supported in {files.a(self.fmt.what)}: "
-                           "write each value out", line, top.path if top else ())
+            raise _Refused(
+                f"anchors and aliases (&name, *name) are not supported in {files.a(self.fmt.what)}: "
+                "write each value out",
+                line,
+                top.path if top else (),
+            )
 
     def _scalar(self, event: ScalarEvent, line: int, path: Path_) -> Any:
         tag = event.tag
@@ -239,14 +257,22 @@ class _Reader:
                 return event.value  # a date stays text
         kind = _SCALAR_TAGS.get(tag)
         if kind is None:
-            message = ("merge keys (<<) are not supported: write the keys out" if tag == _TAG + "merge" else
-                       f"the tag {_short(tag)} is not supported: {self.fmt.noun} holds text, numbers, "
-                       "true/false and null")
+            message = (
+                "merge keys (<<) are not supported: write the keys out"
+                if tag == _TAG + "merge"
+                else f"the tag {_short(tag)} is not supported: {self.fmt.noun} holds text, numbers, true/false and null"
+            )
             self.problems.append((message, line, path))
             return event.value
         if kind in ("int", "float") and len(event.value) > MAX_NUMBER_CHARS:
-            self.problems.append((f"the number {quoted(event.value)} has {len(event.value)} characters: "
-                                  f"no field of {self.fmt.noun} takes one longer than {MAX_NUMBER_CHARS}", line, path))
+            self.problems.append(
+                (
+                    f"the number {quoted(event.value)} has {len(event.value)} characters: "
+                    f"no field of {self.fmt.noun} takes one longer than {MAX_NUMBER_CHARS}",
+                    line,
+                    path,
+                )
+            )
             return None
         try:
             return self.loader.yaml_constructors[tag](self.loader, ScalarNode(tag, event.value))
@@ -270,4 +296,4 @@ def _line(event: Event) -> int:
 
 
 def _cut(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -11,6 +11,7 @@ rate limiter, and `held` shows that it wanted to send more. It is run as a
 file and imports only the standard library (not twin): it starts in a fraction of a
 second, and a process of its own may enter a namespace with all of its one thread.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -25,7 +26,7 @@ from typing import BinaryIO, Callable
 
 CLONE_NEWNET = 0x40000000
 
-CHECK_EVERY = 32    # sends between two looks at the clock (a shaped port blocks the sender)
+CHECK_EVERY = 32  # sends between two looks at the clock (a shaped port blocks the sender)
 
 
 def read_frames(stream: BinaryIO) -> list[bytes]:
@@ -52,8 +53,9 @@ def enter(ns_path: str) -> None:
         os.close(fd)
 
 
-def blast(ns_path: str, port: str, seconds: float, frames: list[bytes],
-          say: Callable[[str], None] = print) -> tuple[int, float]:
+def blast(
+    ns_path: str, port: str, seconds: float, frames: list[bytes], say: Callable[[str], None] = print
+) -> tuple[int, float]:
     """Until `seconds` have passed or SIGTERM came: (frames sent, seconds held back by a full socket)."""
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
@@ -67,13 +69,13 @@ def blast(ns_path: str, port: str, seconds: float, frames: list[bytes],
         for _ in range(CHECK_EVERY):
             try:
                 send(frames[n % ring])
-            except BlockingIOError:   # the send buffer is full: wait until it takes the frame
+            except BlockingIOError:  # the send buffer is full: wait until it takes the frame
                 t = time.monotonic()
                 select.select([], [s], [], 0.05)
                 held += time.monotonic() - t
                 continue
             except OSError:
-                pass   # the port refused it (a full queue further on): dropped at the source, as a NIC would
+                pass  # the port refused it (a full queue further on): dropped at the source, as a NIC would
             n += 1
     s.close()
     return n, held

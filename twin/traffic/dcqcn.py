@@ -13,6 +13,7 @@ so the rule does not depend on when twin reads the frame. `expected_cnps` gives
 what the rule allows for a list of CE arrival times, for tests and reports, and
 `expected_marks` what a congestion point's rule marks of frames arriving at given times.
 """
+
 from __future__ import annotations
 
 import threading
@@ -22,9 +23,9 @@ from twin.lifecycle.context import LabContext
 from twin.runtime import NFT_CONGESTION, nft_counters
 from twin.traffic import roce
 
-CNP_INTERVAL_NS = 50_000      # at most one CNP per QP per 50 microseconds
+CNP_INTERVAL_NS = 50_000  # at most one CNP per QP per 50 microseconds
 CNP_DSCP = 48
-CNP_BIT = 0x40000000          # a CNP's tag: the flow id it answers, with this bit set
+CNP_BIT = 0x40000000  # a CNP's tag: the flow id it answers, with this bit set
 
 
 def expected_cnps(arrivals_ns: list[int], interval_ns: int = CNP_INTERVAL_NS) -> int:
@@ -56,16 +57,17 @@ def expected_marks(arrivals_ns: list[int], per_second: float, burst: float, cost
 class NotificationPoint:
     """Answers CE-marked frames of a run's flows with paced CNPs; counts marks and CNPs per flow."""
 
-    def __init__(self, cnps: dict[int, roce.Flow], flows: list[roce.Flow], run: int,
-                 interval_ns: int = CNP_INTERVAL_NS):
+    def __init__(
+        self, cnps: dict[int, roce.Flow], flows: list[roce.Flow], run: int, interval_ns: int = CNP_INTERVAL_NS
+    ):
         """`cnps`: per data flow id, the CNP flow that answers it (`twin.traffic.flows.cnp_flow`)."""
         self.run, self.interval = run, interval_ns
         self.flows = {f.flow_id: f for f in flows if f.flow_id in cnps}
         self.cnp = cnps
-        self.marked: dict[int, list[int]] = defaultdict(list)   # flow -> arrival times (ns) of its CE frames
+        self.marked: dict[int, list[int]] = defaultdict(list)  # flow -> arrival times (ns) of its CE frames
         self.arrived: dict[int, list[int]] = defaultdict(list)  # flow -> arrival times (ns) of all its frames
-        self.sent: dict[int, int] = defaultdict(int)             # flow -> CNPs sent
-        self._last: dict[int, int] = {}                         # flow (its QP pair) -> time of its last CNP
+        self.sent: dict[int, int] = defaultdict(int)  # flow -> CNPs sent
+        self._last: dict[int, int] = {}  # flow (its QP pair) -> time of its last CNP
         self._lock = threading.Lock()
 
     def __call__(self, tap: str, frame: bytes, ns: int) -> bytes | None:

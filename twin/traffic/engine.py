@@ -15,6 +15,7 @@ flow on another backlog, which may be processed first (a loaded host defers back
 ksoftirqd). A switch keeps a flow in order: so must the twin, or verify reports reordering
 the fabric did not do.
 """
+
 from __future__ import annotations
 
 import errno
@@ -37,12 +38,12 @@ from twin.runtime import in_namespace
 from twin.traffic import roce
 
 ETH_P_ALL = 0x0003
-SO_TIMESTAMPNS = 35           # Linux: SO_TIMESTAMPNS(_OLD), the arrival time as a struct timespec
+SO_TIMESTAMPNS = 35  # Linux: SO_TIMESTAMPNS(_OLD), the arrival time as a struct timespec
 TIMESPEC = struct.Struct("@qq")
 Respond = Callable[[str, bytes, int], "bytes | None"]
 PACKET_OUTGOING = 4
-POLL_MS = 50      # the receiver notices `stop` within this
-BATCH = 256       # frames read from one tap before the others get their turn
+POLL_MS = 50  # the receiver notices `stop` within this
+BATCH = 256  # frames read from one tap before the others get their turn
 CATCH_UP = 0.005  # a paced sender that fell behind sends at most this many seconds' worth at once
 
 
@@ -87,11 +88,17 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def run(self, sends: dict[str, list[bytes]], keep: Callable[[bytes], bool],
-            done: Callable[[dict[str, list[bytes]]], list[str]], timeout: float,
-            window: float = timeouts.TRAFFIC_WINDOW,
-            quiet: float | None = timeouts.TRAFFIC_QUIET, respond: Respond | None = None,
-            pace: float = 0.0) -> dict[str, list[bytes]]:
+    def run(
+        self,
+        sends: dict[str, list[bytes]],
+        keep: Callable[[bytes], bool],
+        done: Callable[[dict[str, list[bytes]]], list[str]],
+        timeout: float,
+        window: float = timeouts.TRAFFIC_WINDOW,
+        quiet: float | None = timeouts.TRAFFIC_QUIET,
+        respond: Respond | None = None,
+        pace: float = 0.0,
+    ) -> dict[str, list[bytes]]:
         """Send `sends` (tap -> frames, in order) while capturing frames that `keep` accepts
         on every tap (not the ones a tap sends itself). Ends when `done(captured)` reports
         nothing missing, when no frame was kept for `quiet` seconds since the last one (or
@@ -118,8 +125,9 @@ class Session:
                 for f in sends[name]:
                     _send(s, f)
 
-        receiver = threading.Thread(target=self._receive, args=(keep, cap, stop, respond, cpu), name="twin-taps",
-                                    daemon=True)
+        receiver = threading.Thread(
+            target=self._receive, args=(keep, cap, stop, respond, cpu), name="twin-taps", daemon=True
+        )
         receiver.start()
         try:
             with ThreadPoolExecutor(max(1, min(16, len(sends)))) as pool:
@@ -131,7 +139,7 @@ class Session:
                     snapshot = {k: list(v) for k, v in cap.frames.items()}
                     since = time.monotonic() - max(cap.last, sent)
                 left = done(snapshot)
-                return [] if left and quiet is not None and since > quiet else left   # the rest is lost
+                return [] if left and quiet is not None and since > quiet else left  # the rest is lost
 
             try:
                 wait.until(missing, timeout, "expected frames", first=0.02, cap=0.2)
@@ -143,14 +151,16 @@ class Session:
             receiver.join()
         return dict(cap.frames)
 
-    def _receive(self, keep: Callable[[bytes], bool], cap: "_Captured", stop: threading.Event,
-                 respond: Respond | None, cpu: int) -> None:
+    def _receive(
+        self, keep: Callable[[bytes], bool], cap: "_Captured", stop: threading.Event, respond: Respond | None, cpu: int
+    ) -> None:
         """One thread reads every tap: poll(2) says which have frames; it answers on the senders' CPU."""
         with on_cpu(cpu):
             self._read(keep, cap, stop, respond)
 
-    def _read(self, keep: Callable[[bytes], bool], cap: "_Captured", stop: threading.Event,
-              respond: Respond | None) -> None:
+    def _read(
+        self, keep: Callable[[bytes], bool], cap: "_Captured", stop: threading.Event, respond: Respond | None
+    ) -> None:
         poller, by_fd = select.poll(), {}
         for name, sock in self.socks.items():
             sock.setblocking(False)
@@ -179,7 +189,7 @@ class Session:
 @contextmanager
 def on_cpu(cpu: int) -> Iterator[None]:
     """The calling thread runs on `cpu` only, until the block ends."""
-    before = os.sched_getaffinity(0)     # pid 0: this thread
+    before = os.sched_getaffinity(0)  # pid 0: this thread
     os.sched_setaffinity(0, {cpu})
     try:
         yield
@@ -204,7 +214,7 @@ def _recv(sock: socket.socket, stamped: bool) -> tuple[bytes, tuple, int]:
     frame, anc, _, addr = sock.recvmsg(65535, 64)
     for level, kind, data in anc:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= TIMESPEC.size:
-            sec, nsec = TIMESPEC.unpack(data[:TIMESPEC.size])
+            sec, nsec = TIMESPEC.unpack(data[: TIMESPEC.size])
             return frame, addr, sec * 1_000_000_000 + nsec
     return frame, addr, time.time_ns()
 
@@ -235,7 +245,7 @@ def _paced(s: socket.socket, frames: list[bytes], pace: float) -> None:
         due = start + i * pace
         now = time.monotonic()
         if due > now:
-            time.sleep(due - now)   # pacing, not waiting for a state
+            time.sleep(due - now)  # pacing, not waiting for a state
         elif now - due > CATCH_UP:
             start += now - due - CATCH_UP
         _send(s, f)
@@ -255,4 +265,4 @@ def is_vxlan(frame: bytes) -> bool:
     if len(frame) < 50 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
         return False
     udp = 14 + (frame[14] & 0x0F) * 4
-    return frame[udp + 2:udp + 4] == b"\x12\xb5"
+    return frame[udp + 2 : udp + 4] == b"\x12\xb5"

@@ -16,6 +16,7 @@ port's rate). A thread of twin counts the flow's frames at the destination host'
 with their arrival times, so a rate can be taken over any window (`count=False`: no
 counting, the caller reads the ports' own counters). Nothing leaves the lab's namespaces.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,31 +37,32 @@ from twin.traffic import flows as hostflows
 from twin.traffic.engine import PACKET_OUTGOING, new_run_id, open_socket
 from twin.traffic.stamp import Stamper
 
-RING = 512          # distinct frames (PSNs) the sender cycles through
-START = 10.0        # the sender process has its socket within this
+RING = 512  # distinct frames (PSNs) the sender cycles through
+START = 10.0  # the sender process has its socket within this
 UNTIL_STOPPED = 86400.0
 _REPORT = re.compile(r"sent (\d+) held ([\d.]+)")
 
 
 class Flood:
-    def __init__(self, ctx: LabContext, flow: roce.Flow, seconds: float | None = None, run: int | None = None,
-                 count: bool = True):
+    def __init__(
+        self, ctx: LabContext, flow: roce.Flow, seconds: float | None = None, run: int | None = None, count: bool = True
+    ):
         """`seconds`: how long it floods (None: until `stop`); `count`: count arrivals at the destination."""
         if flow.src not in hostflows.hosts(ctx.fabric) or flow.dst not in hostflows.hosts(ctx.fabric):
             raise TwinError(f"a flood runs between host endpoints of lab {ctx.name!r}, not {flow.src} -> {flow.dst}")
         self.ctx, self.flow, self.seconds = ctx, flow, seconds
-        self.elapsed = 0.0                     # how long it flooded
+        self.elapsed = 0.0  # how long it flooded
         self.run = new_run_id() if run is None else run
         stamper = Stamper(replace(flow, count=1), self.run)
         self.frames = [stamper.frame(flow.psn + i) for i in range(RING)]
         self.frame_bytes = len(self.frames[0])
         self.sent = 0
-        self.held = 0.0                        # seconds the sender waited for its socket (held back by the port)
+        self.held = 0.0  # seconds the sender waited for its socket (held back by the port)
         self.count = count
-        self.arrivals: list[float] = []        # monotonic times of the flow's frames at its destination
+        self.arrivals: list[float] = []  # monotonic times of the flow's frames at its destination
         self.t0 = 0.0
         self._stop = threading.Event()
-        self._proc: subprocess.Popen[bytes] | None = None   # the sender, while it runs
+        self._proc: subprocess.Popen[bytes] | None = None  # the sender, while it runs
 
     def __enter__(self) -> "Flood":
         return self.start()
@@ -76,17 +78,27 @@ class Flood:
             self._rx.setblocking(False)
             self._thread = threading.Thread(target=self._count, name="flood-rx", daemon=True)
             self._thread.start()
-        ns = open_ns(src.ns_path)   # checked here, entered by the sender through its descriptor
+        ns = open_ns(src.ns_path)  # checked here, entered by the sender through its descriptor
         try:
-            self._proc = proc = subprocess.Popen([sys.executable, "-I", blast.__file__, f"/proc/self/fd/{ns}",
-                                                  src.port, f"{self.seconds or UNTIL_STOPPED:g}"],
-                                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(ns,))
+            self._proc = proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-I",
+                    blast.__file__,
+                    f"/proc/self/fd/{ns}",
+                    src.port,
+                    f"{self.seconds or UNTIL_STOPPED:g}",
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                pass_fds=(ns,),
+            )
         finally:
             os.close(ns)
-        assert proc.stdin is not None and proc.stdout is not None   # both piped
+        assert proc.stdin is not None and proc.stdout is not None  # both piped
         proc.stdin.write(blast.pack_frames(self.frames))
         proc.stdin.close()
-        line = proc.stdout.readline().decode().strip()   # its own deadline: START, by stop() below
+        line = proc.stdout.readline().decode().strip()  # its own deadline: START, by stop() below
         if line != "ready":
             self.stop()
             raise TwinError(f"the flood from {self.flow.src} did not start ({line or 'no word from it'})")
@@ -110,7 +122,7 @@ class Flood:
             proc.stdout.close()
         self.elapsed = time.monotonic() - self.t0 if self.t0 else 0.0
         if self._thread is not None:
-            time.sleep(0.05)   # the last frames in flight
+            time.sleep(0.05)  # the last frames in flight
             self._stop.set()
             self._thread.join()
             self._rx.close()

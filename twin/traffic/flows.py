@@ -1,5 +1,6 @@
 """RoCE flows between the lab's host endpoints: addressing from intent, one run
 for any number of flows, results per flow (including where else it was seen)."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -20,7 +21,7 @@ class MakesContext(Protocol):
     def context(self) -> LabContext: ...
 
 
-Target = LabContext | MakesContext   # a Lab or its context
+Target = LabContext | MakesContext  # a Lab or its context
 
 
 def hosts(fabric: Fabric) -> list[str]:
@@ -40,14 +41,34 @@ def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw: Any) -> roce.Fl
     seg = st.segments[sa.segment]
     dst_ip = da.ip
     on_link = ipaddress.ip_address(dst_ip) in ipaddress.ip_network(seg.subnet)
-    return roce.Flow(flow_id=flow_id, src=src, dst=dst, src_mac=sa.mac, dst_mac=da.mac if on_link else seg.mac,
-                     src_ip=sa.ip, dst_ip=dst_ip, **kw)
+    return roce.Flow(
+        flow_id=flow_id,
+        src=src,
+        dst=dst,
+        src_mac=sa.mac,
+        dst_mac=da.mac if on_link else seg.mac,
+        src_ip=sa.ip,
+        dst_ip=dst_ip,
+        **kw,
+    )
 
 
 def cnp_flow(fabric: Fabric, f: roce.Flow) -> roce.Flow:
     """The CNPs answering flow `f`: from its destination to its sender's QP (`twin.traffic.dcqcn`)."""
-    return flow(fabric, f.dst, f.src, f.flow_id | dcqcn.CNP_BIT, cnp=True, dqp=f.sqp, dscp=dcqcn.CNP_DSCP,
-                ecn=roce.NOT_ECT, sport=f.sport, count=1)
+    return flow(
+        fabric,
+        f.dst,
+        f.src,
+        f.flow_id | dcqcn.CNP_BIT,
+        cnp=True,
+        dqp=f.sqp,
+        dscp=dcqcn.CNP_DSCP,
+        ecn=roce.NOT_ECT,
+        sport=f.sport,
+        count=1,
+    )
+
+
 def flow_to(fabric: Fabric, src: str, to: str, flow_id: int, **kw: Any) -> roce.Flow:
     """A flow from host `src` to host `to`, or to the address `to` as `src` would send to it:
     to the host of its own tenant that has it, else to its gateway (`dst` is then "": no host
@@ -58,16 +79,31 @@ def flow_to(fabric: Fabric, src: str, to: str, flow_id: int, **kw: Any) -> roce.
     owner = next((a.host for a in st.attachments if a.ip == to), None)
     if owner is not None:
         return flow(fabric, src, owner, flow_id, **kw)
-    return roce.Flow(flow_id=flow_id, src=src, dst="", src_mac=sa.mac, dst_mac=st.segments[sa.segment].mac,
-                     src_ip=sa.ip, dst_ip=to, **kw)
+    return roce.Flow(
+        flow_id=flow_id,
+        src=src,
+        dst="",
+        src_mac=sa.mac,
+        dst_mac=st.segments[sa.segment].mac,
+        src_ip=sa.ip,
+        dst_ip=to,
+        **kw,
+    )
 
 
 def same_tenant(fabric: Fabric, a: str, b: str) -> bool:
     return fabric.attachment(a)[0].name == fabric.attachment(b)[0].name
 
 
-def run(lab: Target, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
-        timeout: float = timeouts.TRAFFIC, cnps: bool = False, pace: float = 0.0) -> dict[int, roce.FlowResult]:
+def run(
+    lab: Target,
+    flows: list[roce.Flow],
+    expect: dict[int, bool],
+    check_icrc: bool = True,
+    timeout: float = timeouts.TRAFFIC,
+    cnps: bool = False,
+    pace: float = 0.0,
+) -> dict[int, roce.FlowResult]:
     """Send all flows at once from their sources and capture on every host endpoint of `lab`
     (a Lab or its context).
 
@@ -80,15 +116,25 @@ def run(lab: Target, flows: list[roce.Flow], expect: dict[int, bool], check_icrc
     return run_with_taps(lab, flows, expect, check_icrc, timeout, cnps=cnps, pace=pace)[0]
 
 
-def run_with_taps(lab: Target, flows: list[roce.Flow], expect: dict[int, bool], check_icrc: bool = True,
-                  timeout: float = timeouts.TRAFFIC, taps: Sequence[Tap] = (), cnps: bool = False,
-                  run_id: int | None = None,
-                  pace: float = 0.0) -> tuple[dict[int, roce.FlowResult], dict[str, list[bytes]]]:
+def run_with_taps(
+    lab: Target,
+    flows: list[roce.Flow],
+    expect: dict[int, bool],
+    check_icrc: bool = True,
+    timeout: float = timeouts.TRAFFIC,
+    taps: Sequence[Tap] = (),
+    cnps: bool = False,
+    run_id: int | None = None,
+    pace: float = 0.0,
+) -> tuple[dict[int, roce.FlowResult], dict[str, list[bytes]]]:
     """`run`, also capturing on extra `taps` (fabric ports): the frames each received."""
     ctx = context_of(lab)
     run_id = new_run_id() if run_id is None else run_id
-    np = dcqcn.NotificationPoint({f.flow_id: cnp_flow(ctx.fabric, f) for f in flows if not f.cnp}, flows, run_id) \
-        if cnps else None
+    np = (
+        dcqcn.NotificationPoint({f.flow_id: cnp_flow(ctx.fabric, f) for f in flows if not f.cnp}, flows, run_id)
+        if cnps
+        else None
+    )
     by_id = {f.flow_id: f for f in flows}
     sends: dict[str, list[bytes]] = defaultdict(list)
     for f in flows:
@@ -101,7 +147,7 @@ def run_with_taps(lab: Target, flows: list[roce.Flow], expect: dict[int, bool], 
         for host, frames in captured.items():
             if host in extra:
                 continue
-            for frame in frames[read_upto[host]:]:
+            for frame in frames[read_upto[host] :]:
                 a = roce.read(frame, run_id, check_icrc=False)
                 if a and by_id.get(a.flow_id) and by_id[a.flow_id].dst == host:
                     got[a.flow_id] += 1

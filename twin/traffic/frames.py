@@ -6,6 +6,7 @@ to wherever it turns up: in the payload, or after an ARP header as Ethernet padd
 Packed with struct (the zero-trust group sends thousands); `tests/unit` holds them to
 scapy's reading of the same bytes.
 """
+
 from __future__ import annotations
 
 import socket
@@ -17,7 +18,7 @@ ETH_IP, ETH_ARP, ETH_IPV6 = 0x0800, 0x0806, 0x86DD
 ARP_REQUEST, ARP_REPLY = 1, 2
 BROADCAST = "ff:ff:ff:ff:ff:ff"
 VXLAN_PORT = 4789
-MIN_FRAME = 60   # without the FCS
+MIN_FRAME = 60  # without the FCS
 
 
 def tag(run: int, ident: int) -> bytes:
@@ -32,10 +33,10 @@ def marker(run: int) -> bytes:
 def ident(frame: bytes, run: int) -> int | None:
     """The id in the first tag of run `run` in `frame`, or None."""
     at = frame.find(marker(run))
-    return None if at < 0 or len(frame) < at + 12 else int.from_bytes(frame[at + 8:at + 12], "big")
+    return None if at < 0 or len(frame) < at + 12 else int.from_bytes(frame[at + 8 : at + 12], "big")
 
 
-mac, ip4 = roce._mac, roce._ip   # "02:00:..." and "10.1.1.11" as bytes
+mac, ip4 = roce._mac, roce._ip  # "02:00:..." and "10.1.1.11" as bytes
 
 
 def ether(dst: str, src: str, ethertype: int) -> bytes:

@@ -14,6 +14,7 @@ reading tens of thousands of frames a second falls behind and misses some). Each
 is read with its own timestamp (the middle of its netlink request), so the rates of several
 ports read one after the other stay exact.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,7 +23,7 @@ from typing import Sequence
 from twin.lifecycle.context import LabContext
 from twin.runtime import NetlinkHandles, port_counters
 
-Reading = dict[str, tuple[float, dict[str, int]]]   # host -> (monotonic time, its port's counters)
+Reading = dict[str, tuple[float, dict[str, int]]]  # host -> (monotonic time, its port's counters)
 
 
 class Meter:
@@ -59,7 +60,11 @@ def rates(before: Reading, after: Reading) -> dict[str, dict[str, float]]:
         t0, c0 = before[key]
         dt = max(t1 - t0, 1e-6)
         delta = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1}
-        out[key] = {"tx_fps": delta["tx_packets"] / dt, "rx_fps": delta["rx_packets"] / dt,
-                     "tx_mbps": delta["tx_bytes"] * 8 / dt / 1e6, "rx_mbps": delta["rx_bytes"] * 8 / dt / 1e6,
-                     "seconds": dt}
+        out[key] = {
+            "tx_fps": delta["tx_packets"] / dt,
+            "rx_fps": delta["rx_packets"] / dt,
+            "tx_mbps": delta["tx_bytes"] * 8 / dt / 1e6,
+            "rx_mbps": delta["rx_bytes"] * 8 / dt / 1e6,
+            "seconds": dt,
+        }
     return out

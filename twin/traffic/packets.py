@@ -7,6 +7,7 @@ recognised wherever it turns up, rewritten or not: an echo reply carries the
 request's payload back, NAT rewrites addresses and ports, never the payload, and an
 ICMP error (destination unreachable, time exceeded) quotes the probe it answers.
 """
+
 from __future__ import annotations
 
 import struct
@@ -15,17 +16,18 @@ from typing import Callable
 
 from twin.traffic.roce import MAGIC, _csum, _ip, _mac
 
-TAG = struct.Struct("!4sII")          # magic, run, probe id
+TAG = struct.Struct("!4sII")  # magic, run, probe id
 ICMP, TCP, UDP = 1, 6, 17
 ECHO_REPLY, ECHO_REQUEST = 0, 8
-ERRORS = {3: "destination unreachable", 11: "time exceeded"}   # ICMP errors, which quote the packet
-PAD = 32                              # payload bytes after the tag
+ERRORS = {3: "destination unreachable", 11: "time exceeded"}  # ICMP errors, which quote the packet
+PAD = 32  # payload bytes after the tag
 
 
 def _ipv4(src: str, dst: str, proto: int, payload: bytes, ttl: int = 64, dont_fragment: bool = True) -> bytes:
     flags = 0x4000 if dont_fragment else 0
-    head = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 1, flags, ttl, proto, 0,
-                                 _ip(src), _ip(dst)))
+    head = bytearray(
+        struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 1, flags, ttl, proto, 0, _ip(src), _ip(dst))
+    )
     head[10:12] = _csum(int.from_bytes(head, "big")).to_bytes(2, "big")
     return bytes(head) + payload
 
@@ -99,18 +101,18 @@ def read(frame: bytes, run: int) -> Seen | None:
     if len(frame) < 34 or frame[12:14] != b"\x08\x00" or (where := _tag_at(frame, 14)) is None:
         return None
     proto, l4, at = where
-    if proto == ICMP and frame[l4] in ERRORS:     # the probe it answers is quoted after the ICMP header
+    if proto == ICMP and frame[l4] in ERRORS:  # the probe it answers is quoted after the ICMP header
         quoted = _tag_at(frame, l4 + 8)
         at = quoted[2] if quoted else len(frame)
     if len(frame) < at + TAG.size:
         return None
-    magic, r, probe = TAG.unpack(frame[at:at + TAG.size])
+    magic, r, probe = TAG.unpack(frame[at : at + TAG.size])
     if magic != MAGIC or r != run:
         return None
     src, dst = ".".join(map(str, frame[26:30])), ".".join(map(str, frame[30:34]))
     if proto == ICMP:
         return Seen(probe, src, dst, proto, icmp_type=frame[l4])
-    sport, dport = struct.unpack("!HH", frame[l4:l4 + 4])
+    sport, dport = struct.unpack("!HH", frame[l4 : l4 + 4])
     return Seen(probe, src, dst, proto, sport=sport, dport=dport)
 
 

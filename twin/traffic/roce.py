@@ -8,6 +8,7 @@ even when it turns up at the wrong host. The ICRC masks TTL, TOS and the UDP
 checksum, so it survives routing: recomputing it on arrival proves the frame
 crossed the fabric intact.
 """
+
 from __future__ import annotations
 
 import struct
@@ -20,11 +21,11 @@ TAG = struct.Struct("!4sIII")  # magic, run, flow, psn
 IPV4 = struct.Struct("!BBHHHBBH4s4s")
 UDP_HDR = struct.Struct("!HHHH")
 PSN_MASK = 0xFFFFFF
-CNP_OPCODE = 0x81             # RoCEv2 congestion notification (scapy.contrib.roce.CNP_OPCODE)
-ICRC = struct.Struct("<I")   # scapy packs crc32 big-endian, then reverses the bytes
+CNP_OPCODE = 0x81  # RoCEv2 congestion notification (scapy.contrib.roce.CNP_OPCODE)
+ICRC = struct.Struct("<I")  # scapy packs crc32 big-endian, then reverses the bytes
 RC_SEND_ONLY = 0x04
 RC_SEND_FIRST, RC_SEND_MIDDLE, RC_SEND_LAST = 0x00, 0x01, 0x02
-NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3   # the ECN field (RFC 3168)
+NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3  # the ECN field (RFC 3168)
 
 
 def is_ce(tos: int) -> bool:
@@ -36,22 +37,22 @@ class Flow:
     """What to send: one QP of RoCEv2 traffic between two host endpoints."""
 
     flow_id: int
-    src: str                 # host names
+    src: str  # host names
     dst: str
     src_mac: str
-    dst_mac: str             # the peer (same segment) or the anycast gateway (routed)
+    dst_mac: str  # the peer (same segment) or the anycast gateway (routed)
     src_ip: str
     dst_ip: str
-    sport: int = 49152       # UDP source port: the flow's ECMP entropy
-    dqp: int = 0x11          # destination QP
-    sqp: int = 0x10          # the sender's QP: where the receiver's CNPs go (not in the data frames)
-    psn: int = 0             # first PSN
+    sport: int = 49152  # UDP source port: the flow's ECMP entropy
+    dqp: int = 0x11  # destination QP
+    sqp: int = 0x10  # the sender's QP: where the receiver's CNPs go (not in the data frames)
+    psn: int = 0  # first PSN
     count: int = 4
-    payload: int = 256       # bytes of payload after the tag
-    dscp: int = 26           # RoCE traffic class, as GPU clouds mark it
-    ecn: int = 0b10          # ECT(0)
+    payload: int = 256  # bytes of payload after the tag
+    dscp: int = 26  # RoCE traffic class, as GPU clouds mark it
+    ecn: int = 0b10  # ECT(0)
     opcode: int = RC_SEND_ONLY
-    cnp: bool = False        # a congestion notification packet instead of data
+    cnp: bool = False  # a congestion notification packet instead of data
     # Encapsulate in VXLAN as a host would to attack the fabric:
     # (outer src MAC, outer dst MAC, outer src IP, outer dst IP, VNI)
     vxlan: tuple[str, str, str, str, int] | None = None
@@ -73,10 +74,19 @@ def frame(flow: Flow, run: int, psn: int) -> bytes:
     """One RoCEv2 frame of `flow`: Ether / IPv4 (DF, TTL 64) / UDP 4791 / BTH / tag+payload / ICRC,
     the same bytes scapy.contrib.roce makes (tests/unit/test_stream.py) at ~30 times the speed."""
     tag = TAG.pack(MAGIC, run, flow.flow_id, psn)
-    opcode, byte4, body = ((CNP_OPCODE, 0x40, bytes(16) + tag) if flow.cnp    # BECN, 16 bytes reserved
-                           else (flow.opcode, 0, tag + bytes(flow.payload)))
-    bth = bytes([opcode, 0]) + b"\xff\xff" + bytes([byte4]) + flow.dqp.to_bytes(3, "big") + b"\x00" \
+    opcode, byte4, body = (
+        (CNP_OPCODE, 0x40, bytes(16) + tag)
+        if flow.cnp  # BECN, 16 bytes reserved
+        else (flow.opcode, 0, tag + bytes(flow.payload))
+    )
+    bth = (
+        bytes([opcode, 0])
+        + b"\xff\xff"
+        + bytes([byte4])
+        + flow.dqp.to_bytes(3, "big")
+        + b"\x00"
         + psn.to_bytes(3, "big")
+    )
     udp_len = 8 + len(bth) + len(body) + 4
     src, dst = _ip(flow.src_ip), _ip(flow.dst_ip)
     ip = bytearray(IPV4.pack(0x45, flow.tos, 20 + udp_len, 1, 0x4000, 64, 17, 0, src, dst))
@@ -85,8 +95,9 @@ def frame(flow: Flow, run: int, psn: int) -> bytes:
     f = bytearray(_mac(flow.dst_mac) + _mac(flow.src_mac) + b"\x08\x00" + ip + udp + bth + body + bytes(4))
     f[-4:] = icrc(f)
     segment = bytes(f[34:]) + b"\x00" * (udp_len % 2)
-    f[40:42] = _csum(int.from_bytes(src + dst + b"\x00\x11" + udp_len.to_bytes(2, "big"), "big")
-                     + int.from_bytes(segment, "big")).to_bytes(2, "big")
+    f[40:42] = _csum(
+        int.from_bytes(src + dst + b"\x00\x11" + udp_len.to_bytes(2, "big"), "big") + int.from_bytes(segment, "big")
+    ).to_bytes(2, "big")
     return bytes(f)
 
 
@@ -124,14 +135,22 @@ def scapy_frames(flow: Flow, run: int) -> list[bytes]:
             roce = bth / Raw(tag)
         else:
             roce = BTH(opcode=flow.opcode, dqpn=flow.dqp, psn=psn, ackreq=0) / Raw(tag + bytes(flow.payload))
-        pkt = (Ether(src=flow.src_mac, dst=flow.dst_mac) /
-               IP(src=flow.src_ip, dst=flow.dst_ip, tos=flow.tos, ttl=64, flags="DF") /
-               UDP(sport=flow.sport, dport=ROCE_PORT) / roce)
+        pkt = (
+            Ether(src=flow.src_mac, dst=flow.dst_mac)
+            / IP(src=flow.src_ip, dst=flow.dst_ip, tos=flow.tos, ttl=64, flags="DF")
+            / UDP(sport=flow.sport, dport=ROCE_PORT)
+            / roce
+        )
         if flow.vxlan:
             smac, dmac, sip, dip, vni = flow.vxlan
             # scapy types `/` as returning scapy.compat.Self, a stand-in mypy cannot resolve for Python 3.10
-            pkt = (Ether(src=smac, dst=dmac) / IP(src=sip, dst=dip, ttl=64) /  # type: ignore[operator]
-                   UDP(sport=flow.sport, dport=4789) / VXLAN(vni=vni, flags=0x08) / pkt)
+            pkt = (
+                Ether(src=smac, dst=dmac)
+                / IP(src=sip, dst=dip, ttl=64)  # type: ignore[operator]
+                / UDP(sport=flow.sport, dport=4789)
+                / VXLAN(vni=vni, flags=0x08)
+                / pkt
+            )
         out.append(bytes(pkt))
     return out
 
@@ -151,20 +170,20 @@ def is_roce(frame: bytes) -> bool:
         return False
     udp = 14 + (frame[14] & 0x0F) * 4
     at = _tag_offset(frame)
-    return frame[udp + 2:udp + 4] == b"\x12\xb7" and frame[at:at + 4] == MAGIC
+    return frame[udp + 2 : udp + 4] == b"\x12\xb7" and frame[at : at + 4] == MAGIC
 
 
 @dataclass(frozen=True)
 class Encapsulated:
     """What the fabric shows of one of twin's RoCE frames inside VXLAN."""
 
-    outer_src: str      # the sending VTEP
+    outer_src: str  # the sending VTEP
     outer_dscp: int
     vni: int
     inner_dscp: int
     run: int
     flow_id: int
-    fragment: bool = False   # the outer packet was fragmented on its way (an MTU short of the frame)
+    fragment: bool = False  # the outer packet was fragmented on its way (an MTU short of the frame)
 
 
 def encapsulated(frame: bytes) -> Encapsulated | None:
@@ -173,20 +192,27 @@ def encapsulated(frame: bytes) -> Encapsulated | None:
     if len(frame) < 14 + 20 + 8 + 8 + 14 + 20 + 8 + 12 + TAG.size or frame[12:14] != b"\x08\x00" or frame[23] != 17:
         return None
     udp = 14 + (frame[14] & 0x0F) * 4
-    if frame[udp + 2:udp + 4] != b"\x12\xb5":       # 4789
+    if frame[udp + 2 : udp + 4] != b"\x12\xb5":  # 4789
         return None
     inner = udp + 8 + 8
-    if frame[inner + 12:inner + 14] != b"\x08\x00":
+    if frame[inner + 12 : inner + 14] != b"\x08\x00":
         return None
     ip = inner + 14
     if not is_roce(frame[inner:]):
         return None
     at = inner + _tag_offset(frame[inner:])
-    magic, run, flow_id, _ = TAG.unpack(frame[at:at + TAG.size])
+    magic, run, flow_id, _ = TAG.unpack(frame[at : at + TAG.size])
     src = ".".join(str(b) for b in frame[26:30])
-    fragment = bool(int.from_bytes(frame[20:22], "big") & 0x3FFF)   # more fragments, or an offset
-    return Encapsulated(src, frame[15] >> 2, int.from_bytes(frame[udp + 12:udp + 15], "big"), frame[ip + 1] >> 2,
-                        run, flow_id, fragment)
+    fragment = bool(int.from_bytes(frame[20:22], "big") & 0x3FFF)  # more fragments, or an offset
+    return Encapsulated(
+        src,
+        frame[15] >> 2,
+        int.from_bytes(frame[udp + 12 : udp + 15], "big"),
+        frame[ip + 1] >> 2,
+        run,
+        flow_id,
+        fragment,
+    )
 
 
 def _tag_offset(frame: bytes) -> int:
@@ -202,12 +228,12 @@ def icrc_pseudo(frame: bytes | bytearray, ip_at: int) -> bytearray:
     ihl = (frame[ip_at] & 0x0F) * 4
     total = (frame[ip_at + 2] << 8) | frame[ip_at + 3]
     p = bytearray(b"\xff" * 8)
-    p += frame[ip_at:ip_at + total - 4]
-    p[9] = p[16] = 0xFF                  # TOS, TTL
-    p[18:20] = b"\xff\xff"               # IP header checksum
+    p += frame[ip_at : ip_at + total - 4]
+    p[9] = p[16] = 0xFF  # TOS, TTL
+    p[18:20] = b"\xff\xff"  # IP header checksum
     udp = 8 + ihl
-    p[udp + 6:udp + 8] = b"\xff\xff"     # UDP checksum
-    p[udp + 12] = 0xFF                   # BTH byte 4: FECN, BECN, resv6
+    p[udp + 6 : udp + 8] = b"\xff\xff"  # UDP checksum
+    p[udp + 12] = 0xFF  # BTH byte 4: FECN, BECN, resv6
     return p
 
 
@@ -219,7 +245,7 @@ def icrc(frame: bytes | bytearray, ip_at: int = 14) -> bytes:
 def icrc_ok(frame: bytes, ip_at: int = 14) -> bool:
     """Does the frame carry the right ICRC? (fast: no scapy)"""
     end = ip_at + ((frame[ip_at + 2] << 8) | frame[ip_at + 3])
-    return len(frame) >= end and frame[end - 4:end] == icrc(frame, ip_at)
+    return len(frame) >= end and frame[end - 4 : end] == icrc(frame, ip_at)
 
 
 def icrc_valid(frame: bytes) -> bool:
@@ -232,13 +258,13 @@ def icrc_valid(frame: bytes) -> bool:
 
     ip = Ether(frame)[IP]
     total = ip.len
-    received = bytes(ip)[total - 4:total]
+    received = bytes(ip)[total - 4 : total]
     q = ip.copy()
-    q[BTH].icrc = None          # scapy fills it in on build
+    q[BTH].icrc = None  # scapy fills it in on build
     payload = bytes(ip[BTH].payload)
     q[BTH].remove_payload()
     q[BTH].add_payload(Raw(payload))
-    return bytes(q)[total - 4:total] == received
+    return bytes(q)[total - 4 : total] == received
 
 
 def read(frame: bytes, run: int, check_icrc: bool = True) -> Arrival | None:
@@ -247,7 +273,7 @@ def read(frame: bytes, run: int, check_icrc: bool = True) -> Arrival | None:
     if not is_roce(frame):
         return None
     tag_at = _tag_offset(frame)
-    magic, r, flow_id, psn = TAG.unpack(frame[tag_at:tag_at + TAG.size])
+    magic, r, flow_id, psn = TAG.unpack(frame[tag_at : tag_at + TAG.size])
     if magic != MAGIC or r != run:
         return None
     ok = icrc_ok(frame) if check_icrc else True
@@ -260,15 +286,15 @@ class FlowResult:
     sent: int
     received: int = 0
     icrc_bad: int = 0
-    tos_changed: int = 0     # DSCP or ECN changed (a congestion mark, ECT -> CE, is counted in `ce` instead)
-    ce: int = 0              # arrived marked CE: congestion on the way
-    cnps_sent: int = 0       # CNPs the receiver answered the marks with (DCQCN notification point)
-    cnps_received: int = 0   # ... and that reached the sender
-    ce_times: list[int] = field(default_factory=list)   # kernel arrival times (ns) of the CE-marked frames
-    times: list[int] = field(default_factory=list)      # ... of every frame that reached its destination
-    gaps: int = 0            # PSNs sent but never received
+    tos_changed: int = 0  # DSCP or ECN changed (a congestion mark, ECT -> CE, is counted in `ce` instead)
+    ce: int = 0  # arrived marked CE: congestion on the way
+    cnps_sent: int = 0  # CNPs the receiver answered the marks with (DCQCN notification point)
+    cnps_received: int = 0  # ... and that reached the sender
+    ce_times: list[int] = field(default_factory=list)  # kernel arrival times (ns) of the CE-marked frames
+    times: list[int] = field(default_factory=list)  # ... of every frame that reached its destination
+    gaps: int = 0  # PSNs sent but never received
     duplicates: int = 0
-    reordered: int = 0       # arrivals with a PSN below one already seen
+    reordered: int = 0  # arrivals with a PSN below one already seen
     seen_at: dict[str, int] = field(default_factory=dict)  # host -> packets (wrong hosts included)
 
     @property

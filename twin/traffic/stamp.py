@@ -6,6 +6,7 @@ pseudo-header, as scapy.contrib.roce does) and the UDP checksum (the big-endian
 integer of the segment modulo 0xffff is its ones' complement sum). The frames are
 byte-identical to scapy's (tests/unit/test_stream.py).
 """
+
 from __future__ import annotations
 
 import zlib
@@ -35,13 +36,13 @@ class Stamper:
         udp = ip + ihl
         bth = udp + 8
         self._udp, self._end = udp, end
-        self._psn = bth + 9                                  # BTH: 24-bit PSN in bytes 9..11
+        self._psn = bth + 9  # BTH: 24-bit PSN in bytes 9..11
         self._tag_psn = bth + 12 + (16 if t[bth] == roce.CNP_OPCODE else 0) + 12  # tag: magic, run, flow, psn
         self._icrc = end - 4
         self._pseudo = icrc_pseudo(t, ip)
-        self._shift = 8 - ip                                 # frame offset -> pseudo-header offset
+        self._shift = 8 - ip  # frame offset -> pseudo-header offset
         # UDP checksum: the IPv4 pseudo-header (addresses, protocol, UDP length) is constant
-        self._udp_pseudo = int.from_bytes(t[ip + 12:ip + 20] + b"\x00\x11" + t[udp + 4:udp + 6], "big")
+        self._udp_pseudo = int.from_bytes(t[ip + 12 : ip + 20] + b"\x00\x11" + t[udp + 4 : udp + 6], "big")
         self._pad = b"\x00" * ((end - udp) % 2)
 
     def frame(self, psn: int) -> bytes:
@@ -50,12 +51,11 @@ class Stamper:
         p = self._pseudo
         b3, b4 = psn.to_bytes(3, "big"), psn.to_bytes(4, "big")
         a, t, s = self._psn, self._tag_psn, self._shift
-        f[a:a + 3] = p[a + s:a + s + 3] = b3
-        f[t:t + 4] = p[t + s:t + s + 4] = b4
-        f[self._icrc:self._end] = ICRC.pack(zlib.crc32(p))
+        f[a : a + 3] = p[a + s : a + s + 3] = b3
+        f[t : t + 4] = p[t + s : t + s + 4] = b4
+        f[self._icrc : self._end] = ICRC.pack(zlib.crc32(p))
         u = self._udp
-        f[u + 6:u + 8] = b"\x00\x00"
-        total = (int.from_bytes(f[u:self._end] + self._pad, "big") + self._udp_pseudo) % 0xFFFF
-        f[u + 6:u + 8] = (0xFFFF - total).to_bytes(2, "big")   # 0 is sent as 0xffff, as RFC 768 wants
+        f[u + 6 : u + 8] = b"\x00\x00"
+        total = (int.from_bytes(f[u : self._end] + self._pad, "big") + self._udp_pseudo) % 0xFFFF
+        f[u + 6 : u + 8] = (0xFFFF - total).to_bytes(2, "big")  # 0 is sent as 0xffff, as RFC 768 wants
         return bytes(f)
-

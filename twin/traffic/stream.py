@@ -40,6 +40,7 @@ restarted: its taps stay in the old namespace, so that host's flows stay lost.
 Sequence numbers come from 24-bit PSNs: a flow wraps after 2^24 packets
 (4.6 hours at 1,000 pps), longer streams are not supported.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -62,15 +63,15 @@ from twin.traffic.results import StreamResult, analyse
 from twin.traffic.roce import PSN_MASK, icrc_ok
 from twin.traffic.stamp import Stamper
 
-BUDGET_PPS = 2000.0     # all flows of a stream together, by default
-MIN_RATE = 20.0         # pps per flow: below this an outage is measured too coarsely
-MAX_RATE = 1000.0       # pps per flow: 1 ms resolution is plenty
-MAX_BURST = 0.05        # a late sender catches up by at most this many seconds of packets
+BUDGET_PPS = 2000.0  # all flows of a stream together, by default
+MIN_RATE = 20.0  # pps per flow: below this an outage is measured too coarsely
+MAX_RATE = 1000.0  # pps per flow: 1 ms resolution is plenty
+MAX_BURST = 0.05  # a late sender catches up by at most this many seconds of packets
 DRAIN = timeouts.TRAFFIC_WINDOW  # after the last send: until every last packet arrived, at most this
-WAKE_MIN = 0.002        # the sender sleeps at least this long, then sends what is due (wake-ups cost
-                        # more than packets: 14% -> 9% of a core at 2,000 pps); packets are at most this late
-SEND_TIMEOUT = 0.1      # a send blocked this long counts as a send error
-POLL_MS = 50            # the receiver notices `stop` within this
+WAKE_MIN = 0.002  # the sender sleeps at least this long, then sends what is due (wake-ups cost
+# more than packets: 14% -> 9% of a core at 2,000 pps); packets are at most this late
+SEND_TIMEOUT = 0.1  # a send blocked this long counts as a send error
+POLL_MS = 50  # the receiver notices `stop` within this
 
 _TIMEVAL = struct.Struct("@ll")
 
@@ -94,8 +95,10 @@ def choose_interval(n_flows: int, budget_pps: float = BUDGET_PPS) -> float:
     """Seconds between two packets of one flow: as fast as the budget allows, within MIN/MAX_RATE."""
     rate = min(MAX_RATE, budget_pps / max(1, n_flows))
     if rate < MIN_RATE:
-        raise TwinError(f"{n_flows} flows at the minimum {MIN_RATE:g} pps each need {n_flows * MIN_RATE:g} pps, "
-                        f"over the budget of {budget_pps:g} pps: stream fewer pairs, or pass budget_pps= or interval=")
+        raise TwinError(
+            f"{n_flows} flows at the minimum {MIN_RATE:g} pps each need {n_flows * MIN_RATE:g} pps, "
+            f"over the budget of {budget_pps:g} pps: stream fewer pairs, or pass budget_pps= or interval="
+        )
     return 1.0 / rate
 
 
@@ -107,20 +110,28 @@ class Stream:
     flow (also in `results`). As a context manager it starts on entry and stops on exit.
     """
 
-    def __init__(self, lab: hostflows.Target, flows: list[roce.Flow], interval: float | None = None,
-                 budget_pps: float = BUDGET_PPS, drain: float = DRAIN, run: int | None = None):
+    def __init__(
+        self,
+        lab: hostflows.Target,
+        flows: list[roce.Flow],
+        interval: float | None = None,
+        budget_pps: float = BUDGET_PPS,
+        drain: float = DRAIN,
+        run: int | None = None,
+    ):
         if not flows:
             raise TwinError("a stream needs at least one flow")
         ids = [f.flow_id for f in flows]
         if len(set(ids)) != len(ids):
             raise TwinError(f"flow ids must be unique: {sorted(i for i in set(ids) if ids.count(i) > 1)}")
-        ctx = context_of(lab)   # a Lab or its context; TwinError if it is not up
+        ctx = context_of(lab)  # a Lab or its context; TwinError if it is not up
         fabric = ctx.fabric
         known = set(hostflows.hosts(fabric))
         strangers = sorted({h for f in flows for h in (f.src, f.dst)} - known)
         if strangers:
-            raise TwinError(f"not host endpoints of lab {ctx.name!r}: {', '.join(strangers)}; "
-                            f"hosts: {', '.join(sorted(known))}")
+            raise TwinError(
+                f"not host endpoints of lab {ctx.name!r}: {', '.join(strangers)}; hosts: {', '.join(sorted(known))}"
+            )
         if interval is not None and interval <= 0:
             raise TwinError(f"interval must be positive, not {interval}")
         self.ctx, self.flows = ctx, list(flows)
@@ -130,9 +141,9 @@ class Stream:
         self.tenants = {f.flow_id: fabric.attachment(f.src)[0].name for f in flows}
         self.marks: dict[str, float] = {}
         self.results: list[StreamResult] | None = None
-        self.slip_s = 0.0            # how far the schedule slipped because the sender could not keep up
-        self.port_errors: list[tuple[float, str, str]] = []   # (s since start, host, error) a tap reported
-        self._stampers = [Stamper(f, self.run) for f in flows]   # builds the templates now: fails early
+        self.slip_s = 0.0  # how far the schedule slipped because the sender could not keep up
+        self.port_errors: list[tuple[float, str, str]] = []  # (s since start, host, error) a tap reported
+        self._stampers = [Stamper(f, self.run) for f in flows]  # builds the templates now: fails early
         self._index = {f.flow_id: k for k, f in enumerate(flows)}
         self._sent = [0] * len(flows)
         self._send_errors = [0] * len(flows)
@@ -141,7 +152,7 @@ class Stream:
         self._top = [-1] * len(flows)
         self._icrc_bad = [0] * len(flows)
         self._misdelivered = [0] * len(flows)
-        self._slips: list[tuple[int, float]] = []   # (tick, cumulative slip from that tick on)
+        self._slips: list[tuple[int, float]] = []  # (tick, cumulative slip from that tick on)
         self._socks: dict[str, socket.socket] = {}
         self._stop_send = threading.Event()
         self._stop_recv = threading.Event()
@@ -165,14 +176,16 @@ class Stream:
             for tap in hostflows.host_taps(self.ctx, names):
                 s = open_socket(tap)
                 self._socks[tap.name] = s
-                s.settimeout(None)   # blocking, bounded by SO_SNDTIMEO; the receiver polls, reads MSG_DONTWAIT
+                s.settimeout(None)  # blocking, bounded by SO_SNDTIMEO; the receiver polls, reads MSG_DONTWAIT
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _TIMEVAL.pack(0, int(SEND_TIMEOUT * 1e6)))
         except Exception:
             self._close()
             raise
         self._t0 = time.monotonic()
-        self._threads = [threading.Thread(target=self._guard, args=(self._receive,), name="stream-rx", daemon=True),
-                         threading.Thread(target=self._guard, args=(self._send,), name="stream-tx", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._guard, args=(self._receive,), name="stream-rx", daemon=True),
+            threading.Thread(target=self._guard, args=(self._send,), name="stream-tx", daemon=True),
+        ]
         for t in self._threads:
             t.start()
         return self
@@ -267,14 +280,23 @@ class Stream:
     # --- internals -------------------------------------------------------
     def _result(self, k: int) -> StreamResult:
         f = self.flows[k]
-        r = analyse(f, self._sent[k], self._seqs[k], self.interval, self.tenants[f.flow_id],
-                    due=lambda n: self.due(f.flow_id, n))
+        r = analyse(
+            f,
+            self._sent[k],
+            self._seqs[k],
+            self.interval,
+            self.tenants[f.flow_id],
+            due=lambda n: self.due(f.flow_id, n),
+        )
         r.send_errors, r.icrc_bad, r.misdelivered = self._send_errors[k], self._icrc_bad[k], self._misdelivered[k]
         return r
 
     def _in_flight(self) -> list[str]:
-        return [f"flow {f.flow_id} ({f.src} -> {f.dst})" for k, f in enumerate(self.flows)
-                if self._sent[k] and self._top[k] < self._sent[k] - 1]
+        return [
+            f"flow {f.flow_id} ({f.src} -> {f.dst})"
+            for k, f in enumerate(self.flows)
+            if self._sent[k] and self._top[k] < self._sent[k] - 1
+        ]
 
     def _close(self) -> None:
         for s in self._socks.values():
@@ -290,7 +312,7 @@ class Stream:
             self._stop_send.set()
 
     def _send(self) -> None:
-        with on_cpu(min(os.sched_getaffinity(0))):   # a flow's frames through one CPU's queues (engine)
+        with on_cpu(min(os.sched_getaffinity(0))):  # a flow's frames through one CPU's queues (engine)
             self._paced()
 
     def _paced(self) -> None:
@@ -308,7 +330,7 @@ class Stream:
             if due > now:
                 stop.wait(max(due - now, WAKE_MIN))
                 continue
-            if now - due > MAX_BURST:       # too far behind: let the schedule slip, record by how much
+            if now - due > MAX_BURST:  # too far behind: let the schedule slip, record by how much
                 slipped += now - due - MAX_BURST
                 origin = t0 + slipped
                 self._slips.append((i, slipped))
@@ -339,7 +361,7 @@ class Stream:
                         frame, addr = s.recvfrom(65535, socket.MSG_DONTWAIT)
                     except BlockingIOError:
                         break
-                    except OSError as e:   # the port went down (ENETDOWN, once): the socket rebinds when it is up
+                    except OSError as e:  # the port went down (ENETDOWN, once): the socket rebinds when it is up
                         self.port_errors.append((round(time.monotonic() - t0, 3), host, e.strerror or str(e)))
                         break
                     now = time.monotonic() - t0

@@ -2,6 +2,7 @@
 for the case at hand. A flow that must arrive reports what arrived and how (ICRC, DSCP/ECN, PSN
 gaps, duplicates, order); a flow that must not (its destination is another tenant's host) reports
 whether it reached it and where it went instead, never PSN gaps of frames not meant to arrive."""
+
 from __future__ import annotations
 
 from twin.topology.model import Fabric
@@ -22,8 +23,13 @@ def delivered_line(r: FlowResult) -> str:
     """A flow meant to arrive: what arrived at its destination, and how."""
     dst = r.flow.dst
     text = f"sent {r.sent}, {r.received} arrived at {dst}"
-    faults = [(r.icrc_bad, "with a bad ICRC"), (r.tos_changed, "with DSCP/ECN changed"),
-              (r.gaps, "never arrived (PSN gaps)"), (r.duplicates, "arrived twice"), (r.reordered, "out of order")]
+    faults = [
+        (r.icrc_bad, "with a bad ICRC"),
+        (r.tos_changed, "with DSCP/ECN changed"),
+        (r.gaps, "never arrived (PSN gaps)"),
+        (r.duplicates, "arrived twice"),
+        (r.reordered, "out of order"),
+    ]
     text += "".join(f", {n} {what}" for n, what in faults if n)
     others = {h: n for h, n in r.seen_at.items() if h != dst}
     return text + (f"; also seen at {hosts_seen(others)}" if others else "")
@@ -55,5 +61,7 @@ def flow_line(fabric: Fabric, r: FlowResult, must_arrive: bool) -> str:
     head = f"{f.src} -> {f.dst} ({f.dst_ip}), "
     if must_arrive:
         return head + "must arrive: " + delivered_line(r)
-    return head + f"must not arrive ({f.dst} is tenant {tenant_of(fabric, f.dst)}'s, {f.src} tenant " \
-                  f"{tenant_of(fabric, f.src)}'s): " + blocked_line(fabric, r)
+    return (
+        head + f"must not arrive ({f.dst} is tenant {tenant_of(fabric, f.dst)}'s, {f.src} tenant "
+        f"{tenant_of(fabric, f.src)}'s): " + blocked_line(fabric, r)
+    )

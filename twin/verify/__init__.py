@@ -25,6 +25,7 @@ the lab's configs explains (recorded by `twin up` and `twin apply`, `twin.lint`)
 Also here: the behaviour baseline (`baseline`: record, `compare`: against the
 lab now, with allowed differences) and Markdown summaries (`markdown`).
 """
+
 from __future__ import annotations
 
 import time
@@ -66,15 +67,18 @@ GROUPS: dict[str, Callable] = {
     "traffic": traffic.run,
     "isolation": isolation.run,
     "underlay": underlay.run,
-    "mtu": mtu.run,           # issue 44: every link's MTU in the kernel, full-size frames across
+    "mtu": mtu.run,  # issue 44: every link's MTU in the kernel, full-size frames across
     "zerotrust": zerotrust.run,
     "arp": arp.run,
     "gateway": gateway.run,
     "performance": performance.run,
     "congestion": congestion.run,
 }
-WHEN: dict[str, Callable] = {"gateway": gateway.applies,   # groups that judge only labs that have what they check
-                             "performance": performance.applies, "congestion": congestion.applies}
+WHEN: dict[str, Callable] = {
+    "gateway": gateway.applies,  # groups that judge only labs that have what they check
+    "performance": performance.applies,
+    "congestion": congestion.applies,
+}
 # flood the lab, or need a congestion point's bucket to themselves: run after the others, each by itself
 ALONE = ("performance", "congestion")
 
@@ -94,6 +98,7 @@ def _both(first: Callable, then: Callable) -> Callable:
         a, b = first(ctx), then(ctx)
         (ca, ea), (cb, eb) = (x if isinstance(x, tuple) else (x, None) for x in (a, b))
         return (ca + cb, {**(ea or {}), **(eb or {})}) if ea or eb else ca + cb
+
     return run
 
 
@@ -113,9 +118,10 @@ def run(lab: LabLike, only: list[str] | None = None, checks: Sequence[CheckSpec]
     ctx = context_of(lab)
     mine = tuple(ctx.fabric.checks if checks is None else checks)
     if only and "checks" in only and not mine:
-        raise TwinError(f"lab {ctx.name!r} has no checks to run: give --checks FILE, or a checks: section "
-                        "in its topology")
-    ctx.pids()   # resolved once, before the groups share the context
+        raise TwinError(
+            f"lab {ctx.name!r} has no checks to run: give --checks FILE, or a checks: section in its topology"
+        )
+    ctx.pids()  # resolved once, before the groups share the context
     names = [n for n in all_groups() if _wanted(n, only, ctx.fabric, mine)]
     report = Report(ctx.name)
     together = [n for n in names if n not in ALONE]
@@ -128,11 +134,11 @@ def run(lab: LabLike, only: list[str] | None = None, checks: Sequence[CheckSpec]
         report.checks += out
         report.seconds[name] = seconds
     unexercised = coverage.not_exercised(ctx.fabric, names, report)
-    if unexercised:   # services' safeguards this run did not exercise
+    if unexercised:  # services' safeguards this run did not exercise
         report.extra["not_exercised"] = unexercised
     st = state.load(ctx.dir)[0]
-    report.explain([Finding.of(f) for f in (st.lint if st else [])])   # the configs' lint findings, as causes
-    for d in dialects():   # a dialect's part: NVUE's, what of a node's startup.yaml twin keeps but does not run
+    report.explain([Finding.of(f) for f in (st.lint if st else [])])  # the configs' lint findings, as causes
+    for d in dialects():  # a dialect's part: NVUE's, what of a node's startup.yaml twin keeps but does not run
         report.extra.update(d.verify(ctx))
     return report
 
@@ -142,7 +148,7 @@ def _wanted(name: str, only: list[str] | None, fabric: Fabric, mine: tuple) -> b
     each group runs where the lab has what it checks (the user's checks: where there are some)."""
     if name == "checks":
         return bool(mine) and (not only or name in only)
-    if name not in ("control", "protocols") and not fabric.tenants:   # traffic groups need tenant hosts
+    if name not in ("control", "protocols") and not fabric.tenants:  # traffic groups need tenant hosts
         return False
     return name in only if only else WHEN.get(name, lambda f: True)(fabric)
 
@@ -150,7 +156,7 @@ def _wanted(name: str, only: list[str] | None, fabric: Fabric, mine: tuple) -> b
 def _group(ctx: LabContext, name: str, mine: tuple[CheckSpec, ...]) -> tuple[list[Check], dict | None, float]:
     t0 = time.monotonic()
     try:
-        with labelled(name):   # the commands of a group are recorded under its name
+        with labelled(name):  # the commands of a group are recorded under its name
             out = GROUPS[name](ctx, mine) if name == "checks" else all_groups()[name](ctx)
     except TwinError as e:
         out = [Check(name, name, False, f"could not run: {e}")]
@@ -158,6 +164,27 @@ def _group(ctx: LabContext, name: str, mine: tuple[CheckSpec, ...]) -> tuple[lis
     return out, extra, round(time.monotonic() - t0, 3)
 
 
-__all__ = ["Recorder", "recording", "labelled", "run", "Report", "Check", "GROUPS", "baseline", "checks", "compare",
-           "Comparison", "comparison_md", "congestion", "edges", "evidence_doc", "limits", "load_baseline", "markdown",
-           "performance", "report_md", "show", "subset"]
+__all__ = [
+    "Recorder",
+    "recording",
+    "labelled",
+    "run",
+    "Report",
+    "Check",
+    "GROUPS",
+    "baseline",
+    "checks",
+    "compare",
+    "Comparison",
+    "comparison_md",
+    "congestion",
+    "edges",
+    "evidence_doc",
+    "limits",
+    "load_baseline",
+    "markdown",
+    "performance",
+    "report_md",
+    "show",
+    "subset",
+]

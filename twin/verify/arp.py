@@ -7,6 +7,7 @@ MAC on the peer's behalf (ARP suppression on the segment's VXLAN port, from the
 IP/MAC bindings EVPN type-2 routes carry). And the request must go no further: a
 request seen at the peer, or at any other host, crossed the fabric as a flood.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -27,9 +28,9 @@ GROUP = "arp"
 class Ask:
     ident: int
     host: str
-    ip: str           # asked for
-    mac: str          # the answer expected
-    what: str         # whose address it is
+    ip: str  # asked for
+    mac: str  # the answer expected
+    what: str  # whose address it is
     frame: bytes
 
 
@@ -39,8 +40,11 @@ def asks(fabric: Fabric, run: int) -> list[Ask]:
         t, a = fabric.attachment(h)
         seg, me = t.segments[a.segment], a.ip
         wanted = [(seg.gateway, seg.mac, f"gateway, anycast on {a.vtep}")]
-        wanted += [(p.ip, p.mac, f"{p.host} behind {p.vtep}") for p in t.attachments
-                   if p.segment == a.segment and p.vtep != a.vtep]
+        wanted += [
+            (p.ip, p.mac, f"{p.host} behind {p.vtep}")
+            for p in t.attachments
+            if p.segment == a.segment and p.vtep != a.vtep
+        ]
         for ip, mac, what in wanted:
             ident = len(out) + 1
             frame = X.arp(X.ARP_REQUEST, a.mac, X.BROADCAST, a.mac, me, "00:00:00:00:00:00", ip, X.tag(run, ident))
@@ -67,22 +71,34 @@ def run(ctx: LabContext) -> list[Check]:
     def missing(captured: dict[str, list[bytes]]) -> list[str]:
         return [f"{q.host} {q.ip}" for q in todo if q.mac not in answers(captured, q)]
 
-    keep = lambda f: X.arp_of(f) is not None   # noqa: E731  (replies carry no tag; the requests do)
+    keep = lambda f: X.arp_of(f) is not None  # noqa: E731  (replies carry no tag; the requests do)
     with Session(host_taps(ctx)) as session:
         captured = session.run(sends, keep, missing, timeouts.TRAFFIC)
     checks = []
     for q in todo:
         macs = answers(captured, q)
-        flooded = sorted(h for h, got in captured.items() if h != q.host and any(
-            mark in f and X.ident(f, run_id) == q.ident for f in got))
+        flooded = sorted(
+            h
+            for h, got in captured.items()
+            if h != q.host and any(mark in f and X.ident(f, run_id) == q.ident for f in got)
+        )
         a = fabric.attachment(q.host)[1]
         problems = []
         if q.mac not in macs:
-            problems.append(f"no answer with {q.mac}" + (f" (answered with {', '.join(sorted(set(macs)))})"
-                                                          if macs else ""))
+            problems.append(
+                f"no answer with {q.mac}" + (f" (answered with {', '.join(sorted(set(macs)))})" if macs else "")
+            )
         if flooded:
-            problems.append(f"the request crossed to {', '.join(flooded)}: {a.vtep} did not answer it for "
-                            f"{q.ip} (ARP suppression)")
-        checks.append(Check(GROUP, f"{q.host} resolves {q.ip} ({q.what})", not problems, "; ".join(problems),
-                            {"answers": macs, "expected": q.mac, "request_seen_at": flooded}))
+            problems.append(
+                f"the request crossed to {', '.join(flooded)}: {a.vtep} did not answer it for {q.ip} (ARP suppression)"
+            )
+        checks.append(
+            Check(
+                GROUP,
+                f"{q.host} resolves {q.ip} ({q.what})",
+                not problems,
+                "; ".join(problems),
+                {"answers": macs, "expected": q.mac, "request_seen_at": flooded},
+            )
+        )
     return checks

@@ -11,6 +11,7 @@ unnumbered uses link-local addresses (those change with every MAC), so a lab
 made again from the same topology records the same baseline. Nothing that
 changes by itself (uptimes, message counters, router MACs) is kept.
 """
+
 from __future__ import annotations
 
 import time
@@ -40,7 +41,7 @@ from twin.runtime import (
 
 FORMAT = "twin-baseline/1"
 SECTIONS = ("sessions", "routes", "vnis", "adjacencies")
-IGPS = ("ospf", "ospf6", "isis")     # adjacencies recorded besides BGP sessions (routers of the user's configs)
+IGPS = ("ospf", "ospf6", "isis")  # adjacencies recorded besides BGP sessions (routers of the user's configs)
 
 
 def record(lab: LabLike) -> dict[str, Any]:
@@ -51,12 +52,17 @@ def record(lab: LabLike) -> dict[str, Any]:
     nodes = [n for n, node in ctx.fabric.nodes.items() if kinds.of(node).runs_frr and n in running]
     mine = ctx.intent.generic
     igps = {n: sorted(g.protocols() & set(IGPS)) for n, g in mine.items()}
-    bgp = {n: n not in mine or "bgpd" in mine[n].daemons for n in nodes}   # a router's daemons file says
+    bgp = {n: n not in mine or "bgpd" in mine[n].daemons for n in nodes}  # a router's daemons file says
     with ThreadPoolExecutor(8) as pool:
-        per_node = dict(zip(nodes, pool.map(carried(lambda n: node_state(ctx.exec(n), igps.get(n, []), bgp[n])),
-                                            nodes)))
-    return {"format": FORMAT, "lab": ctx.name, "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "nodes": per_node}
+        per_node = dict(
+            zip(nodes, pool.map(carried(lambda n: node_state(ctx.exec(n), igps.get(n, []), bgp[n])), nodes))
+        )
+    return {
+        "format": FORMAT,
+        "lab": ctx.name,
+        "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "nodes": per_node,
+    }
 
 
 def node_state(ex: NodeExec, igps: Sequence[str] = (), bgp: bool = True) -> dict[str, Any]:
@@ -64,7 +70,7 @@ def node_state(ex: NodeExec, igps: Sequence[str] = (), bgp: bool = True) -> dict
     it runs (`igps`)."""
     v4, v6 = ex.vtysh_json(FRR_ROUTES_V4_VRFS, FRR_ROUTES_V6_VRFS, timeout=timeouts.VTYSH)
     (summary,) = ex.vtysh_json(FRR_SUMMARY_VRFS, timeout=timeouts.VTYSH) if bgp else ({},)
-    try:   # a separate call: FRR 8.4 prints nothing at all here once EVPN is off on the node
+    try:  # a separate call: FRR 8.4 prints nothing at all here once EVPN is off on the node
         (vni_doc,) = ex.vtysh_json(FRR_VNIS, timeout=timeouts.VTYSH)
     except TwinError:
         vni_doc = {}
@@ -91,8 +97,11 @@ def sessions(summary: dict) -> dict[str, dict[str, dict]]:
     for vrf, doc in sorted((summary or {}).items()):
         for afi in FRR_AFI_KEYS:
             for peer, p in sorted(bgp_peers(doc, afi).items()):
-                out.setdefault(vrf, {})[f"{afi} {peer}"] = {"state": p.get("state", "?"),
-                                                            "accepted": p.get("pfxRcd"), "sent": p.get("pfxSnt")}
+                out.setdefault(vrf, {})[f"{afi} {peer}"] = {
+                    "state": p.get("state", "?"),
+                    "accepted": p.get("pfxRcd"),
+                    "sent": p.get("pfxSnt"),
+                }
     return out
 
 
@@ -122,8 +131,13 @@ def vnis(doc: Any) -> dict[str, dict]:
         if e.get("type") == "L3":
             out[str(vni)] = {"type": "L3", "vrf": e.get("vrf"), "state": e.get("state")}
         else:
-            out[str(vni)] = {"type": e.get("type"), "vrf": e.get("vrf"), "remote_vteps": e.get("remoteVteps", []),
-                             "macs": e.get("numMacs"), "neighbours": e.get("numArpNd")}
+            out[str(vni)] = {
+                "type": e.get("type"),
+                "vrf": e.get("vrf"),
+                "remote_vteps": e.get("remoteVteps", []),
+                "macs": e.get("numMacs"),
+                "neighbours": e.get("numArpNd"),
+            }
     return out
 
 
@@ -145,8 +159,9 @@ def items(doc: dict[str, Any]) -> dict[tuple[str, str, str, str], Any]:
                 out[(node, vrf, "prefixes", key)] = {"accepted": s.get("accepted"), "sent": s.get("sent")}
         for vrf, table in (state.get("routes") or {}).items():
             for prefix, r in table.items():
-                out[(node, vrf, "route", prefix)] = (f"{r.get('protocol')} via "
-                                                     f"{', '.join(r.get('nexthops') or []) or '-'}")
+                out[(node, vrf, "route", prefix)] = (
+                    f"{r.get('protocol')} via {', '.join(r.get('nexthops') or []) or '-'}"
+                )
         for vni, v in (state.get("vnis") or {}).items():
             out[(node, v.get("vrf") or "-", "vni", vni)] = {k: v[k] for k in v if k != "vrf"}
         for vrf, adj in (state.get("adjacencies") or {}).items():

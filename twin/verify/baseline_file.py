@@ -5,6 +5,7 @@ nesting, no NaN or duplicate keys), then its shape is checked before anything us
 it: a node, VRF, session, route or VNI that is not what `record` writes is named with
 its place and line, so the comparison never meets a value it cannot compare or print.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -32,11 +33,13 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         (p, *_) = e.problems
         raise TwinError(str(replace(p, message=f"not a twin baseline ({p.message})"))) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("nodes"), dict):
-        raise TwinError(f"{path}: not a twin baseline (no \"format\": \"{FORMAT}\" with nodes); "
-                        "`twin baseline record LAB -o FILE` writes one")
+        raise TwinError(
+            f'{path}: not a twin baseline (no "format": "{FORMAT}" with nodes); '
+            "`twin baseline record LAB -o FILE` writes one"
+        )
     found = shape(doc)
     if found:
-        _, lines = read_json(path, files.BASELINE, places=True)     # the lines, now that they are needed
+        _, lines = read_json(path, files.BASELINE, places=True)  # the lines, now that they are needed
         problems = Problems(str(path), lines)
         for at, message in found[:100]:
             problems.add(at, message)
@@ -75,7 +78,8 @@ def _routes(routes: dict, at: Path_, out: list) -> None:
         if _mapping(table, at + (vrf,), "a mapping of prefix -> {protocol, nexthops}", out):
             for prefix, r in table.items():
                 if _fields(r, at + (vrf, prefix), _ROUTE, out) and not all(
-                        isinstance(h, str) for h in r.get("nexthops") or []):
+                    isinstance(h, str) for h in r.get("nexthops") or []
+                ):
                     out.append((at + (vrf, prefix, "nexthops"), "must be a list of next hops, each text"))
 
 

@@ -10,6 +10,7 @@ MAC and neighbour counts). Right after a change some counters still move, so
 the lab is read again until nothing unallowed differs or `settle` seconds pass:
 a real difference costs that long, a clean lab one read.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,16 +29,19 @@ from twin.verify import baseline
 class Difference:
     node: str
     vrf: str
-    what: str            # session, prefixes, route, vni
-    key: str             # prefix, "AFI PEER", VNI
-    change: str          # appeared, disappeared, changed
+    what: str  # session, prefixes, route, vni
+    key: str  # prefix, "AFI PEER", VNI
+    change: str  # appeared, disappeared, changed
     before: Any
     after: Any
     allowed_by: str = ""  # the rule that allows it (its reason, else the rule)
 
     def line(self) -> str:
-        how = {"appeared": f"appeared: {show(self.after)}", "disappeared": f"disappeared (was {show(self.before)})",
-               "changed": f"changed: {show(self.before)} -> {show(self.after)}"}[self.change]
+        how = {
+            "appeared": f"appeared: {show(self.after)}",
+            "disappeared": f"disappeared (was {show(self.before)})",
+            "changed": f"changed: {show(self.before)} -> {show(self.after)}",
+        }[self.change]
         return f"{self.node} vrf {self.vrf}: {self.what} {self.key} {how}"
 
 
@@ -68,21 +72,33 @@ class Comparison:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lab": self.lab, "baseline_lab": self.baseline_lab, "baseline_recorded": self.recorded,
-                "passed": self.passed, "unallowed": self.counts(), "allowed": len(self.allowed), "reads": self.reads,
-                "differences": [asdict(d) for d in self.differences]}
+        return {
+            "lab": self.lab,
+            "baseline_lab": self.baseline_lab,
+            "baseline_recorded": self.recorded,
+            "passed": self.passed,
+            "unallowed": self.counts(),
+            "allowed": len(self.allowed),
+            "reads": self.reads,
+            "differences": [asdict(d) for d in self.differences],
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, default=str)
 
     def text(self) -> str:
         c = self.counts()
-        head = (f"baseline of {self.baseline_lab} ({self.recorded}) vs {self.lab}: "
-                + ("no difference" if not self.differences else
-                   f"{len(self.unallowed)} not allowed ({c['disappeared']} disappeared, {c['appeared']} appeared, "
-                   f"{c['changed']} changed), {len(self.allowed)} allowed"))
-        lines = [head] + [f"  {'allowed ' if d.allowed_by else 'DIFFERS '}{d.line()}"
-                          + (f"  [{d.allowed_by}]" if d.allowed_by else "") for d in self.differences]
+        head = f"baseline of {self.baseline_lab} ({self.recorded}) vs {self.lab}: " + (
+            "no difference"
+            if not self.differences
+            else f"{len(self.unallowed)} not allowed ({c['disappeared']} disappeared, {c['appeared']} appeared, "
+            f"{c['changed']} changed), {len(self.allowed)} allowed"
+        )
+        lines = [head] + [
+            f"  {'allowed ' if d.allowed_by else 'DIFFERS '}{d.line()}"
+            + (f"  [{d.allowed_by}]" if d.allowed_by else "")
+            for d in self.differences
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -96,13 +112,15 @@ def differences(before: dict, after: dict, allow: Sequence[AllowRule] = ()) -> l
             continue
         change = "appeared" if k not in b else "disappeared" if k not in a else "changed"
         rule = next((r for r in allow if r.matches(*k, change)), None)
-        out.append(Difference(*k, change, b.get(k), a.get(k),
-                              (rule.reason or f"allowed: {rule.describe()}") if rule else ""))
+        out.append(
+            Difference(*k, change, b.get(k), a.get(k), (rule.reason or f"allowed: {rule.describe()}") if rule else "")
+        )
     return out
 
 
-def compare(lab: LabLike, base: dict, allow: Sequence[AllowRule] = (),
-            settle: float = timeouts.BASELINE_SETTLE) -> Comparison:
+def compare(
+    lab: LabLike, base: dict, allow: Sequence[AllowRule] = (), settle: float = timeouts.BASELINE_SETTLE
+) -> Comparison:
     """The running lab against `base`; read again for up to `settle` s while anything unallowed differs."""
     ctx = context_of(lab)
     result = Comparison(ctx.name, str(base.get("lab", "?")), str(base.get("recorded", "?")))
@@ -117,7 +135,7 @@ def compare(lab: LabLike, base: dict, allow: Sequence[AllowRule] = (),
     try:
         wait.until(probe, settle, "the lab matching its baseline", first=0.5, cap=2.0)
     except ConvergenceTimeout:
-        pass   # what still differs is the answer
+        pass  # what still differs is the answer
     return result
 
 

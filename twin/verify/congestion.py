@@ -21,6 +21,7 @@ or marked where no mark belongs fail at any rate. The group runs alone, after th
 no other frames share the point's bucket. What each point counted (`ect_<port>`, `ce_<port>`)
 is in the checks' data.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,15 +37,15 @@ from twin.traffic import flows as F
 from twin.verify.result import Check
 
 GROUP = "congestion"
-BURST = 2000           # frames of each burst above the rate
-PAYLOAD = 1024         # RoCE payload (1,098-byte frames), or the smallest frames where a rate limit needs them
-HEADERS = 74           # bytes of a RoCE frame around its payload
-VXLAN = 36             # bytes the point counts on top of a frame it carries in VXLAN (outer IPv4, UDP, VXLAN)
-ABOVE = 2.0            # a burst that arrived at this many times the point's rate drove it
-TOLERANCE = 0.2        # marks of the ECN-capable burst: at least (1 - 0.2) x what the rule makes of it
-BELOW = 0.2            # the paced flow: this share of the rate (a late sender's catch-up stays in the bucket)
+BURST = 2000  # frames of each burst above the rate
+PAYLOAD = 1024  # RoCE payload (1,098-byte frames), or the smallest frames where a rate limit needs them
+HEADERS = 74  # bytes of a RoCE frame around its payload
+VXLAN = 36  # bytes the point counts on top of a frame it carries in VXLAN (outer IPv4, UDP, VXLAN)
+ABOVE = 2.0  # a burst that arrived at this many times the point's rate drove it
+TOLERANCE = 0.2  # marks of the ECN-capable burst: at least (1 - 0.2) x what the rule makes of it
+BELOW = 0.2  # the paced flow: this share of the rate (a late sender's catch-up stays in the bucket)
 BELOW_SECONDS = 0.5
-SLACK = 0.01           # below the rate: marks beyond the rule's, at most 1 % of the frames
+SLACK = 0.01  # below the rate: marks beyond the rule's, at most 1 % of the frames
 ATTEMPTS = 3
 
 
@@ -84,9 +85,11 @@ def label(p: CongestionPoint) -> str:
 def names(p: CongestionPoint, flow: str = "") -> dict[str, str]:
     """The checks of a point (`twin verify --prove` expects each of its elements named by one)."""
     where, by = f"{p.node}:{p.port}", f" ({flow})" if flow else ""
-    return {"ect": f"{where} marks ECN-capable RoCE above {p.above}{by}",
-            "plain": f"{where} leaves RoCE that is not ECN-capable unmarked{by}",
-            "below": f"{where} marks nothing below {p.above}{by}"}
+    return {
+        "ect": f"{where} marks ECN-capable RoCE above {p.above}{by}",
+        "plain": f"{where} leaves RoCE that is not ECN-capable unmarked{by}",
+        "below": f"{where} marks nothing below {p.above}{by}",
+    }
 
 
 def plan(fabric: Fabric) -> tuple[list[Probe], list[dict]]:
@@ -94,15 +97,24 @@ def plan(fabric: Fabric) -> tuple[list[Probe], list[dict]]:
     probes, unexercised = [], []
     order = list(fabric.nodes)
     for p in fabric.congestion:
-        found = [(payload != PAYLOAD, order.index(a.host), order.index(b.host), Probe(p, t.name, a, b, payload))
-                 for t in fabric.tenants.values() for a in t.attachments for b in t.attachments
-                 if a.vtep != b.vtep and paths.crosses(fabric, a.vtep, b.vtep, p.node, p.port)
-                 and (payload := _payload(p, a, b)) is not None]
+        found = [
+            (payload != PAYLOAD, order.index(a.host), order.index(b.host), Probe(p, t.name, a, b, payload))
+            for t in fabric.tenants.values()
+            for a in t.attachments
+            for b in t.attachments
+            if a.vtep != b.vtep
+            and paths.crosses(fabric, a.vtep, b.vtep, p.node, p.port)
+            and (payload := _payload(p, a, b)) is not None
+        ]
         if found:
             probes.append(min(found, key=lambda x: x[:3])[3])
         else:
-            unexercised.append({"safeguard": label(p),
-                                "why": "no two hosts of a tenant send across it on every path, at twice its rate"})
+            unexercised.append(
+                {
+                    "safeguard": label(p),
+                    "why": "no two hosts of a tenant send across it on every path, at twice its rate",
+                }
+            )
     return probes, unexercised
 
 
@@ -130,20 +142,38 @@ def marks(probe: Probe, times: list[int]) -> int:
 
 
 def figures(probe: Probe, r: roce.FlowResult) -> dict:
-    return {"flow": f"{probe.tenant} {probe.src.host} -> {probe.dst.host}", "frame_bytes": probe.frame,
-            "ecn": r.flow.ecn, "sent": r.sent, "received": r.received, "ce": r.ce, "tos_changed": r.tos_changed,
-            "arrived_fps": round(rate_of(r.times)), "point_fps": round(probe.fps),
-            "rule_marks": marks(probe, r.times) if r.flow.ecn != roce.NOT_ECT else 0,
-            "cnps_sent": r.cnps_sent, "cnps_received": r.cnps_received,
-            "cnps_allowed": dcqcn.expected_cnps(r.ce_times)}
+    return {
+        "flow": f"{probe.tenant} {probe.src.host} -> {probe.dst.host}",
+        "frame_bytes": probe.frame,
+        "ecn": r.flow.ecn,
+        "sent": r.sent,
+        "received": r.received,
+        "ce": r.ce,
+        "tos_changed": r.tos_changed,
+        "arrived_fps": round(rate_of(r.times)),
+        "point_fps": round(probe.fps),
+        "rule_marks": marks(probe, r.times) if r.flow.ecn != roce.NOT_ECT else 0,
+        "cnps_sent": r.cnps_sent,
+        "cnps_received": r.cnps_received,
+        "cnps_allowed": dcqcn.expected_cnps(r.ce_times),
+    }
 
 
 def above(ctx: LabContext, probe: Probe) -> tuple[dict, dict, dict]:
     """The two bursts: figures of the ECN-capable one, of the other, and what the point counted."""
     f = ctx.fabric
     ect = F.flow(f, probe.src.host, probe.dst.host, 1, count=BURST, payload=probe.payload, sport=52000, dqp=0x31)
-    plain = F.flow(f, probe.src.host, probe.dst.host, 2, count=BURST, payload=probe.payload, sport=52001, dqp=0x32,
-                   ecn=roce.NOT_ECT)
+    plain = F.flow(
+        f,
+        probe.src.host,
+        probe.dst.host,
+        2,
+        count=BURST,
+        payload=probe.payload,
+        sport=52001,
+        dqp=0x32,
+        ecn=roce.NOT_ECT,
+    )
     before = dcqcn.congestion_counters(ctx)
     got = F.run(ctx, [ect, plain], {1: True, 2: True}, cnps=True)
     counted = dcqcn.delta(before, dcqcn.congestion_counters(ctx)).get(probe.where, {})
@@ -152,8 +182,16 @@ def above(ctx: LabContext, probe: Probe) -> tuple[dict, dict, dict]:
 
 def below(ctx: LabContext, probe: Probe) -> dict:
     rate = BELOW * probe.fps
-    flow = F.flow(ctx.fabric, probe.src.host, probe.dst.host, 3, count=max(1, int(rate * BELOW_SECONDS)),
-                  payload=probe.payload, sport=52002, dqp=0x33)
+    flow = F.flow(
+        ctx.fabric,
+        probe.src.host,
+        probe.dst.host,
+        3,
+        count=max(1, int(rate * BELOW_SECONDS)),
+        payload=probe.payload,
+        sport=52002,
+        dqp=0x33,
+    )
     return figures(probe, F.run(ctx, [flow], {3: True}, cnps=True, pace=1.0 / rate)[3])
 
 
@@ -163,8 +201,10 @@ def judge_ect(probe: Probe, r: dict) -> tuple[bool | None, str]:
     if r["received"] < r["sent"]:
         problems.append(f"{r['sent'] - r['received']} of {r['sent']} lost (a congestion point marks, never drops)")
     if r["arrived_fps"] >= ABOVE * probe.fps and r["ce"] < max(1, math.floor((1 - TOLERANCE) * r["rule_marks"])):
-        problems.append(f"{r['ce']} of {r['received']} arrived marked CE at {r['arrived_fps']} frames/s, over its rate "
-                        f"of {r['point_fps']}; its rule marks {r['rule_marks']} of them: the point does not mark")
+        problems.append(
+            f"{r['ce']} of {r['received']} arrived marked CE at {r['arrived_fps']} frames/s, over its rate "
+            f"of {r['point_fps']}; its rule marks {r['rule_marks']} of them: the point does not mark"
+        )
     if r["cnps_sent"] != r["cnps_allowed"]:
         problems.append(f"{r['cnps_sent']} CNPs for {r['ce']} CE marks, the pacing rule allows {r['cnps_allowed']}")
     if r["cnps_received"] < r["cnps_sent"]:
@@ -182,8 +222,10 @@ def judge_plain(probe: Probe, r: dict, counted: dict, ect_ce: int) -> tuple[bool
         problems.append(f"{r['ce'] + r['tos_changed']} arrived with their ECN field changed")
     extra = counted.get("ce", 0) - ect_ce
     if problems and extra > 0:
-        problems.append(f"{probe.where} counted {counted['ce']} CE marks, {extra} more than the ECN-capable frames "
-                        "that arrived marked: it marks frames that are not ECN-capable (a VTEP drops those, RFC 6040)")
+        problems.append(
+            f"{probe.where} counted {counted['ce']} CE marks, {extra} more than the ECN-capable frames "
+            "that arrived marked: it marks frames that are not ECN-capable (a VTEP drops those, RFC 6040)"
+        )
     if not problems and r["arrived_fps"] < ABOVE * probe.fps:
         return None, _slow(probe, r)
     return not problems, "; ".join(problems)
@@ -194,24 +236,31 @@ def judge_below(r: dict) -> tuple[bool, str]:
     if r["received"] < r["sent"]:
         problems.append(f"{r['sent'] - r['received']} of {r['sent']} lost")
     if r["ce"] > r["rule_marks"] + SLACK * r["sent"]:
-        problems.append(f"{r['ce']} of {r['received']} arrived marked CE at {r['arrived_fps']} frames/s, "
-                        f"under its rate of {r['point_fps']} (its rule marks {r['rule_marks']} of them): "
-                        "the point marks below its rate")
+        problems.append(
+            f"{r['ce']} of {r['received']} arrived marked CE at {r['arrived_fps']} frames/s, "
+            f"under its rate of {r['point_fps']} (its rule marks {r['rule_marks']} of them): "
+            "the point marks below its rate"
+        )
     return not problems, "; ".join(problems)
 
 
 def _slow(probe: Probe, r: dict) -> str:
-    return (f"not judged: the burst arrived at only {r['arrived_fps']} frames/s, not {ABOVE:g} x the point's rate of "
-            f"{r['point_fps']}: the host is too slow to drive it")
+    return (
+        f"not judged: the burst arrived at only {r['arrived_fps']} frames/s, not {ABOVE:g} x the point's rate of "
+        f"{r['point_fps']}: the host is too slow to drive it"
+    )
 
 
-def check(probe: Probe, probe_names: dict[str, str], ect: dict, plain: dict, below_: dict, counted: dict,
-          attempts: int) -> list[Check]:
+def check(
+    probe: Probe, probe_names: dict[str, str], ect: dict, plain: dict, below_: dict, counted: dict, attempts: int
+) -> list[Check]:
     out = []
-    for key, (ok, msg), data in (("ect", judge_ect(probe, ect), ect),
-                                 ("plain", judge_plain(probe, plain, counted, ect["ce"]), plain),
-                                 ("below", judge_below(below_), below_)):
-        seen = {"counted": counted} if key != "below" else {}   # what the point counted of the bursts
+    for key, (ok, msg), data in (
+        ("ect", judge_ect(probe, ect), ect),
+        ("plain", judge_plain(probe, plain, counted, ect["ce"]), plain),
+        ("below", judge_below(below_), below_),
+    ):
+        seen = {"counted": counted} if key != "below" else {}  # what the point counted of the bursts
         out.append(Check(GROUP, probe_names[key], bool(ok), msg, {**data, **seen, "attempts": attempts}))
     return out
 
@@ -227,9 +276,19 @@ def run(ctx: LabContext) -> tuple[list[Check], dict]:
                 break
         below_ = below(ctx, probe)
         checks += check(probe, probe.names(), ect, plain, below_, counted, attempt)
-        points.append({"point": probe.where, "above": str(probe.point.above), "flow": ect["flow"], "ect": ect,
-                       "plain": plain, "below": below_, "counted": counted, "attempts": attempt,
-                       "seconds": round(time.monotonic() - t0, 2)})
+        points.append(
+            {
+                "point": probe.where,
+                "above": str(probe.point.above),
+                "flow": ect["flow"],
+                "ect": ect,
+                "plain": plain,
+                "below": below_,
+                "counted": counted,
+                "attempts": attempt,
+                "seconds": round(time.monotonic() - t0, 2),
+            }
+        )
     if not probes and not unexercised:
         checks.append(Check(GROUP, "congestion", False, "the lab has no congestion points (congestion:)"))
     return checks, {"points": points, "not_exercised": unexercised, "tolerance": TOLERANCE}

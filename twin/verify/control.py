@@ -7,6 +7,7 @@ Each VRF on a VTEP must hold exactly what `twin.intent` says: its local segments
 next hop that belongs to another tenant, is a leak. Overlapping address spaces
 make prefixes alone ambiguous, so routes are compared as prefix -> next-hop VTEPs.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -37,8 +38,9 @@ from twin.verify.result import Check
 GROUP = "control"
 
 
-def compare(expected: dict[str, frozenset[str]], actual: dict[str, frozenset[str]],
-            owner: dict[str, str] | None = None) -> list[str]:
+def compare(
+    expected: dict[str, frozenset[str]], actual: dict[str, frozenset[str]], owner: dict[str, str] | None = None
+) -> list[str]:
     """Readable differences: missing routes, wrong next hops, routes that should not be there."""
     owner = owner or {}
     diffs = []
@@ -63,9 +65,10 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
         lost = [f"no route to {peer}'s loopback {p}" for peer, p in sorted(n.loopbacks.items()) if p not in routes]
     except TwinError as e:
         diffs = lost = [f"cannot read BGP state: {e}"]
-    checks = [Check(GROUP, f"bgp {n.node}", not diffs, "; ".join(diffs),
-                    {"expected_sessions": [str(s) for s in n.sessions]}),
-              Check(GROUP, f"loopbacks {n.node}", not lost, "; ".join(lost), {"expected": n.loopbacks})]
+    checks = [
+        Check(GROUP, f"bgp {n.node}", not diffs, "; ".join(diffs), {"expected_sessions": [str(s) for s in n.sessions]}),
+        Check(GROUP, f"loopbacks {n.node}", not lost, "; ".join(lost), {"expected": n.loopbacks}),
+    ]
     if not n.vtep:
         return checks
     checks += evpn_checks(ctx, n)
@@ -78,8 +81,9 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
     why = f" ({FRR_NO_EVPN})" if not have else ""
     for t in n.tenants:
         for vni, want in t.vni_entries().items():
-            diffs = ([f"VNI {vni} missing{why}"] if vni not in have
-                     else subset(want, normalize_vni(have[vni]), f"vni {vni}"))
+            diffs = (
+                [f"VNI {vni} missing{why}"] if vni not in have else subset(want, normalize_vni(have[vni]), f"vni {vni}")
+            )
             checks.append(Check(GROUP, f"vni {n.node} {vni}", not diffs, "; ".join(diffs), {"expected": want}))
     owner = ctx.intent.owner_of()
     for t in n.tenants:
@@ -90,9 +94,18 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
             checks.append(Check(GROUP, f"vrf {n.node} {t.vrf}", False, f"cannot read VRF {t.vrf}: {e}"))
             continue
         diffs = compare(t.routes, actual, {p: f"of tenant {o}" for p, o in owner.items() if o != t.tenant})
-        checks.append(Check(GROUP, f"vrf {n.node} {t.vrf}", not diffs, "; ".join(diffs),
-                            {"expected": {p: sorted(h) for p, h in t.routes.items()},
-                             "actual": {p: sorted(h) for p, h in actual.items()}}))
+        checks.append(
+            Check(
+                GROUP,
+                f"vrf {n.node} {t.vrf}",
+                not diffs,
+                "; ".join(diffs),
+                {
+                    "expected": {p: sorted(h) for p, h in t.routes.items()},
+                    "actual": {p: sorted(h) for p, h in actual.items()},
+                },
+            )
+        )
     return checks
 
 
@@ -115,13 +128,29 @@ def evpn_checks(ctx: LabContext, n: NodeIntent) -> list[Check]:
             if (key, vnis) in table:
                 continue
             foreign = sorted({v for k, vs in table if k == key and not vs & known for v in vs})
-            diffs.append(f"no {what}" + (f" with {t.tenant}'s route targets (VNI {', '.join(map(str, sorted(vnis)))})"
-                                         f"; one with route targets of VNI {', '.join(map(str, foreign))}"
-                                         if foreign else ""))
-        diffs += [f"unexpected type-{k[0]} {k[1]} from {who.get(k[2], k[2])} (VNI {', '.join(map(str, sorted(vs)))})"
-                  for k, vs in sorted(table, key=str) if vs & mine and (k, vs) not in want]
-        checks.append(Check(GROUP, f"evpn {n.node} {t.tenant}", not diffs, "; ".join(diffs),
-                            {"expected": len(want), "routes": sum(1 for _, vs in table if vs & mine)}))
+            diffs.append(
+                f"no {what}"
+                + (
+                    f" with {t.tenant}'s route targets (VNI {', '.join(map(str, sorted(vnis)))})"
+                    f"; one with route targets of VNI {', '.join(map(str, foreign))}"
+                    if foreign
+                    else ""
+                )
+            )
+        diffs += [
+            f"unexpected type-{k[0]} {k[1]} from {who.get(k[2], k[2])} (VNI {', '.join(map(str, sorted(vs)))})"
+            for k, vs in sorted(table, key=str)
+            if vs & mine and (k, vs) not in want
+        ]
+        checks.append(
+            Check(
+                GROUP,
+                f"evpn {n.node} {t.tenant}",
+                not diffs,
+                "; ".join(diffs),
+                {"expected": len(want), "routes": sum(1 for _, vs in table if vs & mine)},
+            )
+        )
     return checks
 
 
@@ -135,22 +164,30 @@ def check_router(ctx: LabContext, gi: GenericIntent) -> list[Check]:
         return checks + [Check(GROUP, f"adjacencies {gi.node}", False, f"cannot read FRR's state: {e}")]
     for a, st in states.items():
         up = generic.is_up(a, st)
-        checks.append(Check(GROUP, f"{a.protocol} {gi.node} {a.where}", up,
-                            "" if up else f"{a}: {st}" + (f" ({'; '.join(gi.notes)})" if gi.notes else ""),
-                            {"state": st, "peer": a.peer, "vrf": a.vrf}))
+        checks.append(
+            Check(
+                GROUP,
+                f"{a.protocol} {gi.node} {a.where}",
+                up,
+                "" if up else f"{a}: {st}" + (f" ({'; '.join(gi.notes)})" if gi.notes else ""),
+                {"state": st, "peer": a.peer, "vrf": a.vrf},
+            )
+        )
     if gi.vnis:
         down = generic.vnis_missing(ctx.exec(gi.node), gi)
         checks.append(Check(GROUP, f"vnis {gi.node}", not down, "; ".join(down), {"expected": gi.vnis}))
     if gi.routes:
         lost = generic.routes_missing(ctx.exec(gi.node), gi)
-        checks.append(Check(GROUP, f"routes {gi.node}", not lost, "; ".join(lost),
-                            {"expected": [str(r) for r in gi.routes]}))
+        checks.append(
+            Check(GROUP, f"routes {gi.node}", not lost, "; ".join(lost), {"expected": [str(r) for r in gi.routes]})
+        )
     return checks
 
 
 def run(ctx: LabContext) -> list[Check]:
     with ThreadPoolExecutor(8) as pool:
         checks = [c for cs in pool.map(carried(lambda n: check_node(ctx, n)), ctx.intent.nodes.values()) for c in cs]
-        checks += [c for cs in pool.map(carried(lambda g: check_router(ctx, g)), ctx.intent.generic.values())
-                   for c in cs]
+        checks += [
+            c for cs in pool.map(carried(lambda g: check_router(ctx, g)), ctx.intent.generic.values()) for c in cs
+        ]
     return checks + rts.run(ctx)

@@ -13,6 +13,7 @@
 - cross: a host of one tenant sends to another tenant's public addresses: as the
   internet would (its own public address as source), and only where a forward lets it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,25 +26,25 @@ from twin.topology.model import Attachment, Fabric, Tenant
 from twin.traffic import packets
 from twin.traffic.engine import Tap
 
-CLOSED_PORT = 33434       # the first port no forward opens is the closed one
+CLOSED_PORT = 33434  # the first port no forward opens is the closed one
 
 
-Make = Callable[[bytes], bytes]    # a probe's frame around its tag
+Make = Callable[[bytes], bytes]  # a probe's frame around its tag
 
 
 @dataclass(frozen=True)
 class Probe:
     id: int
-    kind: str                    # out, stay, fabric, inbound, forward, cross
-    what: str                    # the check's name
-    tap: str                     # who sends it
+    kind: str  # out, stay, fabric, inbound, forward, cross
+    what: str  # the check's name
+    tap: str  # who sends it
     frame: bytes
-    host: str | None = None      # the host that sends it (out, stay, fabric, cross)
-    public: str | None = None    # out: the source the internet must see; forward/cross: the address sent to
-    target: str | None = None    # forward (and cross to a forward): the host it must reach ...
-    ip: str | None = None        # ... at this address ...
-    port: int | None = None      # ... and port
-    source: str | None = None    # cross to a forward: the source it must arrive from (the sender's public)
+    host: str | None = None  # the host that sends it (out, stay, fabric, cross)
+    public: str | None = None  # out: the source the internet must see; forward/cross: the address sent to
+    target: str | None = None  # forward (and cross to a forward): the host it must reach ...
+    ip: str | None = None  # ... at this address ...
+    port: int | None = None  # ... and port
+    source: str | None = None  # cross to a forward: the source it must arrive from (the sender's public)
 
 
 def edges(fabric: Fabric) -> list[str]:
@@ -51,8 +52,9 @@ def edges(fabric: Fabric) -> list[str]:
 
 
 def edge_taps(ctx: LabContext) -> list[Tap]:
-    return [Tap(f"{e}:{p.name}", ctx.netns(e), p.name)
-            for e in edges(ctx.fabric) for p in ctx.fabric.nodes[e].fabric_ports]
+    return [
+        Tap(f"{e}:{p.name}", ctx.netns(e), p.name) for e in edges(ctx.fabric) for p in ctx.fabric.nodes[e].fabric_ports
+    ]
 
 
 def _mac(ctx: LabContext, node: str, port: str) -> str:
@@ -74,7 +76,7 @@ class Builder:
         opened = {fw.port for t in self.fabric.tenants.values() if t.internet for fw in t.internet.forwards}
         self.closed = next(p for p in range(CLOSED_PORT, 65536) if p not in opened)
 
-    def add(self, kind: str, what: str, tap: str, make: Make, **kw: Any) -> None:    # kw: Probe's fields
+    def add(self, kind: str, what: str, tap: str, make: Make, **kw: Any) -> None:  # kw: Probe's fields
         i = len(self.probes) + 1
         self.probes.append(Probe(i, kind, what, tap, make(packets.tag(self.run, i)), **kw))
 
@@ -99,15 +101,31 @@ class Builder:
             for a in t.attachments:
                 if t.goes_out(a):
                     for ip in self.tests:
-                        self.add("out", f"{t.name} {a.host} -> internet {ip}", a.host, self.from_host(t, a, ip),
-                                 host=a.host, public=t.public_of(a))
+                        self.add(
+                            "out",
+                            f"{t.name} {a.host} -> internet {ip}",
+                            a.host,
+                            self.from_host(t, a, ip),
+                            host=a.host,
+                            public=t.public_of(a),
+                        )
                     for lo in (f.loopback_of(a.vtep), next(iter(loopbacks))):
-                        self.add("fabric", f"{t.name} {a.host} -> fabric {lo} ({loopbacks[lo]}) through its gateway",
-                                 a.host, self.from_host(t, a, lo), host=a.host)
+                        self.add(
+                            "fabric",
+                            f"{t.name} {a.host} -> fabric {lo} ({loopbacks[lo]}) through its gateway",
+                            a.host,
+                            self.from_host(t, a, lo),
+                            host=a.host,
+                        )
                 else:
                     why = "its segment does not go out" if t.internet else "its tenant has no internet access"
-                    self.add("stay", f"{t.name} {a.host} -> internet {self.tests[0]} ({why})", a.host,
-                             self.from_host(t, a, self.tests[0]), host=a.host)
+                    self.add(
+                        "stay",
+                        f"{t.name} {a.host} -> internet {self.tests[0]} ({why})",
+                        a.host,
+                        self.from_host(t, a, self.tests[0]),
+                        host=a.host,
+                    )
         self._inbound()
         self._cross()
         return self.probes
@@ -118,14 +136,26 @@ class Builder:
             t = self.fabric.tenants[tenant]
             for proto in ("icmp", "udp"):
                 shown = "ping" if proto == "icmp" else f"udp/{self.closed}"
-                self.add("inbound", f"internet -> {tenant} {public} {shown} (no forward)", self.inet[0],
-                         self.from_internet(public, proto), public=public)
+                self.add(
+                    "inbound",
+                    f"internet -> {tenant} {public} {shown} (no forward)",
+                    self.inet[0],
+                    self.from_internet(public, proto),
+                    public=public,
+                )
             for fw in t.internet.forwards if t.internet else ():
                 a = next(x for x in t.attachments if x.host == fw.host)
                 if t.public_of(a) == public:
-                    self.add("forward", f"internet -> {tenant} {public} {fw.proto}/{fw.port} (forward to {fw.host}:"
-                                        f"{fw.to})", self.inet[0], self.from_internet(public, fw.proto, fw.port),
-                             public=public, target=fw.host, ip=a.ip, port=fw.to)
+                    self.add(
+                        "forward",
+                        f"internet -> {tenant} {public} {fw.proto}/{fw.port} (forward to {fw.host}:{fw.to})",
+                        self.inet[0],
+                        self.from_internet(public, fw.proto, fw.port),
+                        public=public,
+                        target=fw.host,
+                        ip=a.ip,
+                        port=fw.to,
+                    )
 
     def _cross(self) -> None:
         """From the first host of each tenant that goes out to every public address of the others."""
@@ -138,13 +168,27 @@ class Builder:
                 if other == t.name:
                     continue
                 public = prefix.split("/")[0]
-                self.add("cross", f"{t.name} {a.host} -> {other} {public} udp/{self.closed} (no forward)", a.host,
-                         self.from_host(t, a, public, "udp"), host=a.host, public=public)
+                self.add(
+                    "cross",
+                    f"{t.name} {a.host} -> {other} {public} udp/{self.closed} (no forward)",
+                    a.host,
+                    self.from_host(t, a, public, "udp"),
+                    host=a.host,
+                    public=public,
+                )
                 o = f.tenants[other]
                 for fw in o.internet.forwards if o.internet else ():
                     b = next(x for x in o.attachments if x.host == fw.host)
                     if o.public_of(b) == public:
-                        self.add("cross", f"{t.name} {a.host} -> {other} {public} {fw.proto}/{fw.port} (forward "
-                                          f"to {fw.host})", a.host, self.from_host(t, a, public, fw.proto, fw.port),
-                                 host=a.host, public=public, target=fw.host, ip=b.ip, port=fw.to,
-                                 source=t.public_of(a))
+                        self.add(
+                            "cross",
+                            f"{t.name} {a.host} -> {other} {public} {fw.proto}/{fw.port} (forward to {fw.host})",
+                            a.host,
+                            self.from_host(t, a, public, fw.proto, fw.port),
+                            host=a.host,
+                            public=public,
+                            target=fw.host,
+                            ip=b.ip,
+                            port=fw.to,
+                            source=t.public_of(a),
+                        )

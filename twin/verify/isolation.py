@@ -7,6 +7,7 @@ address): it must not reach the other tenant's host. Any frame seen at a host
 of another tenant than its sender's is a leak, reported with where it was seen. A VRF
 holding another's routes (an import) is one too, read from the RIBs (`twin.verify.routeleaks`).
 """
+
 from __future__ import annotations
 
 from twin.lifecycle.context import LabContext
@@ -40,19 +41,42 @@ def run(ctx: LabContext, count: int = COUNT) -> tuple[list[Check], dict]:
         leaks = {h: n for h, n in r.seen_at.items() if tenant[h] != tenant[f.src]}
         if should:
             ok = r.received == r.sent and not leaks
-            msg = "" if ok else "; ".join(
-                ([f"{r.received}/{r.sent} delivered"] if r.received < r.sent else []) +
-                [f"leaked to {h} ({tenant[h]}): {n} frames" for h, n in leaks.items()])
+            msg = (
+                ""
+                if ok
+                else "; ".join(
+                    ([f"{r.received}/{r.sent} delivered"] if r.received < r.sent else [])
+                    + [f"leaked to {h} ({tenant[h]}): {n} frames" for h, n in leaks.items()]
+                )
+            )
             cell = "ok" if ok else ("LEAK" if leaks else "LOSS")
         else:
             ok = r.received == 0 and not leaks
-            msg = "" if ok else "; ".join(
-                [f"LEAK: {f.src} ({tenant[f.src]}) -> {f.dst_ip} seen at {h} ({tenant[h]}): {n} frames"
-                 for h, n in leaks.items()])
+            msg = (
+                ""
+                if ok
+                else "; ".join(
+                    [
+                        f"LEAK: {f.src} ({tenant[f.src]}) -> {f.dst_ip} seen at {h} ({tenant[h]}): {n} frames"
+                        for h, n in leaks.items()
+                    ]
+                )
+            )
             cell = "blocked" if ok else "LEAK"
         matrix[f.src][f.dst] = cell
-        checks.append(Check(GROUP, f"{f.src} ({tenant[f.src]}) -> {f.dst} ({tenant[f.dst]}) {f.dst_ip}", ok, msg,
-                            {"expect": "deliver" if should else "never", "sent": r.sent,
-                             "received": r.received, "seen_at": r.seen_at}))
-    checks += routeleaks.run(ctx)   # what the RIBs say: a VRF importing another's routes (issue 44)
+        checks.append(
+            Check(
+                GROUP,
+                f"{f.src} ({tenant[f.src]}) -> {f.dst} ({tenant[f.dst]}) {f.dst_ip}",
+                ok,
+                msg,
+                {
+                    "expect": "deliver" if should else "never",
+                    "sent": r.sent,
+                    "received": r.received,
+                    "seen_at": r.seen_at,
+                },
+            )
+        )
+    checks += routeleaks.run(ctx)  # what the RIBs say: a VRF importing another's routes (issue 44)
     return checks, {"hosts": hosts, "tenants": tenant, "matrix": matrix}

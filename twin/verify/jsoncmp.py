@@ -5,6 +5,7 @@ recursively, lists match when each expected item matches a distinct actual item
 (order ignored), other values match by equality. Returns readable differences,
 each with its JSON path; empty means `actual` contains `expected`.
 """
+
 from __future__ import annotations
 
 from typing import Any

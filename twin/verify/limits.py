@@ -29,6 +29,7 @@ port took in) and what the receiver's port received. Verdicts, TOLERANCE 5 %:
 A limit not driven or not reached is measured again (ATTEMPTS in all); after the last
 its check fails as "not judged": a slow host never passes for a held limit.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,15 +46,15 @@ from twin.traffic.meter import Meter, rates
 from twin.verify.result import Check
 
 GROUP = "performance"
-TOLERANCE = 0.05      # held: at most limit x 1.05; driven and reached: at least limit x 0.95
-MARGIN = 0.15         # a frame-rate limit's flood: the sender's own limit lets through 1.15 x the rate
-HELD_BACK = 0.05      # a sender that waited on its socket this share of the flood was held back by its port
-WARMUP = 0.5          # before the window: queues filled, buckets drained
-SECONDS = 2.0         # the window
-ATTEMPTS = 3          # a limit not judged is measured again, this many times in all
-BIT_PAYLOAD = 1024    # RoCE payload of a bit-rate flood (1,098-byte frames)
-HEADERS = 74          # bytes of a RoCE frame around its payload: Ethernet, IPv4, UDP, BTH, twin's tag, ICRC
-FLOW_ID = 0x7100      # + the test's number: the floods' flow ids
+TOLERANCE = 0.05  # held: at most limit x 1.05; driven and reached: at least limit x 0.95
+MARGIN = 0.15  # a frame-rate limit's flood: the sender's own limit lets through 1.15 x the rate
+HELD_BACK = 0.05  # a sender that waited on its socket this share of the flood was held back by its port
+WARMUP = 0.5  # before the window: queues filled, buckets drained
+SECONDS = 2.0  # the window
+ATTEMPTS = 3  # a limit not judged is measured again, this many times in all
+BIT_PAYLOAD = 1024  # RoCE payload of a bit-rate flood (1,098-byte frames)
+HEADERS = 74  # bytes of a RoCE frame around its payload: Ethernet, IPv4, UDP, BTH, twin's tag, ICRC
+FLOW_ID = 0x7100  # + the test's number: the floods' flow ids
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,13 @@ def label(a: Attachment, direction: str, rate: Rate) -> str:
 
 def declared(fabric: Fabric) -> list[tuple[Tenant, Attachment, str, Rate]]:
     """Every limit of every workload: (tenant, workload, direction, rate)."""
-    return [(t, a, d, getattr(a.rate_limit, d)) for t in fabric.tenants.values() for a in t.attachments
-            for d in ("egress", "ingress") if a.rate_limit and getattr(a.rate_limit, d)]
+    return [
+        (t, a, d, getattr(a.rate_limit, d))
+        for t in fabric.tenants.values()
+        for a in t.attachments
+        for d in ("egress", "ingress")
+        if a.rate_limit and getattr(a.rate_limit, d)
+    ]
 
 
 def plan(fabric: Fabric) -> tuple[list[LimitTest], list[dict]]:
@@ -114,16 +120,21 @@ def plan(fabric: Fabric) -> tuple[list[LimitTest], list[dict]]:
         if test is not None:
             tests.append(test)
         else:
-            unexercised.append({"safeguard": label(a, d, rate),
-                                "why": f"no other workload of {t.name} can flood it without a limit of its own "
-                                       "holding the flood first"})
+            unexercised.append(
+                {
+                    "safeguard": label(a, d, rate),
+                    "why": f"no other workload of {t.name} can flood it without a limit of its own "
+                    "holding the flood first",
+                }
+            )
     return tests, unexercised
 
 
 def _flood_for(fabric: Fabric, t: Tenant, a: Attachment, d: str, rate: Rate) -> LimitTest | None:
     order = list(fabric.nodes)
-    peers = sorted((b for b in t.attachments if b.host != a.host),
-                   key=lambda b: (b.vtep != a.vtep, order.index(b.host)))
+    peers = sorted(
+        (b for b in t.attachments if b.host != a.host), key=lambda b: (b.vtep != a.vtep, order.index(b.host))
+    )
     for b in peers:
         src, dst = (a, b) if d == "egress" else (b, a)
         other = dst.rate_limit and dst.rate_limit.ingress if d == "egress" else src.rate_limit and src.rate_limit.egress
@@ -138,7 +149,7 @@ def payload_for(rate: Rate, other: Rate | None) -> int | None:
     any) lets MARGIN more through; None if no frame size does."""
     if rate.unit == "bit":
         payload = BIT_PAYLOAD
-    elif other is not None and other.unit == "bit":   # the largest frame `other` passes at (1 + MARGIN) x rate
+    elif other is not None and other.unit == "bit":  # the largest frame `other` passes at (1 + MARGIN) x rate
         payload = min(BIT_PAYLOAD, math.floor(other.value / (8 * rate.value * (1 + MARGIN))) - HEADERS)
     else:
         payload = 0
@@ -157,8 +168,16 @@ def rounds(tests: list[LimitTest]) -> list[list[LimitTest]]:
     for vtep in dict.fromkeys(t.holder.vtep for t in tests):
         mine: list[list[LimitTest]] = []
         for t in (t for t in tests if t.holder.vtep == vtep):
-            r = next((r for r in mine if all(t.src.host != o.src.host and t.dst.host != o.dst.host
-                                             and not (t.remote and o.remote) for o in r)), None)
+            r = next(
+                (
+                    r
+                    for r in mine
+                    if all(
+                        t.src.host != o.src.host and t.dst.host != o.dst.host and not (t.remote and o.remote) for o in r
+                    )
+                ),
+                None,
+            )
             if r is None:
                 mine.append(r := [])
             r.append(t)
@@ -169,8 +188,10 @@ def rounds(tests: list[LimitTest]) -> list[list[LimitTest]]:
 def measure(ctx: LabContext, tests: list[LimitTest]) -> list[dict]:
     """Flood every test of a round at once; per test, its figures and verdict (`judge`)."""
     fabric = ctx.fabric
-    floods = [Flood(ctx, F.flow(fabric, t.src.host, t.dst.host, FLOW_ID + i, payload=t.payload, sport=51100 + i),
-                    count=False) for i, t in enumerate(tests)]
+    floods = [
+        Flood(ctx, F.flow(fabric, t.src.host, t.dst.host, FLOW_ID + i, payload=t.payload, sport=51100 + i), count=False)
+        for i, t in enumerate(tests)
+    ]
     hosts = list(dict.fromkeys(h for t in tests for h in (t.src.host, t.dst.host)))
     uplinks = {t.holder.vtep: [p.name for p in fabric.nodes[t.holder.vtep].fabric_ports] for t in tests if t.remote}
     with Meter(ctx, hosts, [(n, p) for n, ps in uplinks.items() for p in ps]) as meter, ExitStack() as running:
@@ -183,8 +204,16 @@ def measure(ctx: LabContext, tests: list[LimitTest]) -> list[dict]:
         after = meter.read()
     seen = rates(before, after)
     reached = {v: sum(seen[f"{v}:{p}"]["rx_fps"] for p in ps) for v, ps in uplinks.items()}
-    return [judge(t, seen[t.src.host], seen[t.dst.host], f.held / max(f.elapsed, 1e-3),
-                  reached[t.holder.vtep] if t.remote else None) for t, f in zip(tests, floods)]
+    return [
+        judge(
+            t,
+            seen[t.src.host],
+            seen[t.dst.host],
+            f.held / max(f.elapsed, 1e-3),
+            reached[t.holder.vtep] if t.remote else None,
+        )
+        for t, f in zip(tests, floods)
+    ]
 
 
 def judge(t: LimitTest, src: dict, dst: dict, held: float, reached: float | None = None) -> dict:
@@ -202,12 +231,26 @@ def judge(t: LimitTest, src: dict, dst: dict, held: float, reached: float | None
         verdict = "short"
     else:
         verdict = "held"
-    return {"tenant": t.tenant, "host": t.holder.host, "direction": t.direction, "limit": str(t.rate),
-            "where": t.where, "src": t.src.host, "dst": t.dst.host, "frame_bytes": t.frame,
-            "limit_fps": round(limit), "limit_mbps": round(limit * t.frame * 8 / 1e6, 2),
-            "offered_fps": round(offered), "offered_mbps": round(src["tx_mbps"], 2), "reached_fps": round(into),
-            "delivered_fps": round(delivered), "delivered_mbps": round(dst["rx_mbps"], 2),
-            "held_back": round(held, 2), "seconds": round(dst["seconds"], 2), "verdict": verdict}
+    return {
+        "tenant": t.tenant,
+        "host": t.holder.host,
+        "direction": t.direction,
+        "limit": str(t.rate),
+        "where": t.where,
+        "src": t.src.host,
+        "dst": t.dst.host,
+        "frame_bytes": t.frame,
+        "limit_fps": round(limit),
+        "limit_mbps": round(limit * t.frame * 8 / 1e6, 2),
+        "offered_fps": round(offered),
+        "offered_mbps": round(src["tx_mbps"], 2),
+        "reached_fps": round(into),
+        "delivered_fps": round(delivered),
+        "delivered_mbps": round(dst["rx_mbps"], 2),
+        "held_back": round(held, 2),
+        "seconds": round(dst["seconds"], 2),
+        "verdict": verdict,
+    }
 
 
 def message(r: dict) -> str:
@@ -218,12 +261,17 @@ def message(r: dict) -> str:
     if r["verdict"] == "over":
         return f"delivered {got}, over its limit of {limit}: the limit is not enforced (flood {flood})"
     if r["verdict"] == "slow":
-        into = ("" if r["reached_fps"] == r["offered_fps"]
-                else f", {r['reached_fps']} reached {r['where'].split(':')[0]}")
-        return (f"not judged: the flood {flood} offered only {r['offered_fps']} frames/s ({r['offered_mbps']} Mbit/s)"
-                f"{into}, not over its limit of {limit}, and nothing held it back: the host is too slow to drive it")
-    return (f"not judged: delivered only {got} of its limit of {limit} though {r['reached_fps']} frames/s reached it "
-            f"({flood}): lost after it, or it is stricter than declared")
+        into = (
+            "" if r["reached_fps"] == r["offered_fps"] else f", {r['reached_fps']} reached {r['where'].split(':')[0]}"
+        )
+        return (
+            f"not judged: the flood {flood} offered only {r['offered_fps']} frames/s ({r['offered_mbps']} Mbit/s)"
+            f"{into}, not over its limit of {limit}, and nothing held it back: the host is too slow to drive it"
+        )
+    return (
+        f"not judged: delivered only {got} of its limit of {limit} though {r['reached_fps']} frames/s reached it "
+        f"({flood}): lost after it, or it is stricter than declared"
+    )
 
 
 def run(ctx: LabContext, tests: list[LimitTest]) -> tuple[list[Check], list[dict]]:
@@ -238,9 +286,22 @@ def run(ctx: LabContext, tests: list[LimitTest]) -> tuple[list[Check], list[dict
             for t, fig in zip(todo, measure(ctx, todo)):
                 final[t.name] = {**fig, "attempts": attempt}
             todo = [t for t in todo if final[t.name]["verdict"] in ("slow", "short")]
-        timing.append({"vtep": r[0].holder.vtep, "limits": [t.name for t in r], "attempts": attempt,
-                       "seconds": round(time.monotonic() - t0, 2)})
-    checks = [Check(GROUP, t.name, final[t.name]["verdict"] == "held",
-                    "" if final[t.name]["verdict"] == "held" else message(final[t.name]), final[t.name])
-              for t in tests]
+        timing.append(
+            {
+                "vtep": r[0].holder.vtep,
+                "limits": [t.name for t in r],
+                "attempts": attempt,
+                "seconds": round(time.monotonic() - t0, 2),
+            }
+        )
+    checks = [
+        Check(
+            GROUP,
+            t.name,
+            final[t.name]["verdict"] == "held",
+            "" if final[t.name]["verdict"] == "held" else message(final[t.name]),
+            final[t.name],
+        )
+        for t in tests
+    ]
     return checks, timing

@@ -2,6 +2,7 @@
 failures with their evidence (what was seen, the commands behind it and their output), then
 the tables. `evidence_doc` is the JSON of `--evidence`: every command run on a node for the
 verdict, with its raw output, exit code and timing."""
+
 from __future__ import annotations
 
 import shlex
@@ -12,16 +13,16 @@ from twin.runtime import Evidence, Recorder
 from twin.verify.compare import Comparison, show
 from twin.verify.result import Check, Report
 
-FAILURES_SHOWN = 40        # failures given in full; the rest are listed in the tables
-COMMANDS_SHOWN = 3         # the last commands behind a failure
-OUTPUT_LINES = 25          # lines of each command's output in a summary (the evidence file has all)
+FAILURES_SHOWN = 40  # failures given in full; the rest are listed in the tables
+COMMANDS_SHOWN = 3  # the last commands behind a failure
+OUTPUT_LINES = 25  # lines of each command's output in a summary (the evidence file has all)
 OUTPUT_CHARS = 2500
 
 
 def cell(value: Any, limit: int = 200) -> str:
     """A table cell: one line, pipes escaped, cut to `limit`."""
     text = " ".join(str(value).split()).replace("|", "\\|")
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
@@ -44,8 +45,12 @@ def commands(entries: Sequence[Evidence]) -> list[str]:
     if not entries:
         return []
     shown = entries[-COMMANDS_SHOWN:]
-    out = ["<details><summary>evidence: " + (f"the last {len(shown)} of " if len(entries) > len(shown) else "")
-           + f"{len(entries)} command(s)</summary>", ""]
+    out = [
+        "<details><summary>evidence: "
+        + (f"the last {len(shown)} of " if len(entries) > len(shown) else "")
+        + f"{len(entries)} command(s)</summary>",
+        "",
+    ]
     for e in shown:
         out.append(f"`{e.node}`: `{shlex.join(e.cmd)}` exited {e.rc} in {e.seconds:.2f}s (#{e.seq})")
         out += fenced(e.stdout + (("\n" + e.stderr) if e.stderr.strip() else "")) + [""]
@@ -64,8 +69,12 @@ def evidence_for(check: Check, rec: Recorder | None) -> list[Evidence]:
 
 
 def verdict(title: str, passed: bool, detail: str) -> list[str]:
-    return [f"## {title}: {'PASSED' if passed else 'FAILED'}", "",
-            f"**{'PASSED' if passed else 'FAILED'}**: {detail}", ""]
+    return [
+        f"## {title}: {'PASSED' if passed else 'FAILED'}",
+        "",
+        f"**{'PASSED' if passed else 'FAILED'}**: {detail}",
+        "",
+    ]
 
 
 def failure(check: Check, rec: Recorder | None) -> list[str]:
@@ -80,10 +89,12 @@ def report_md(report: Report, rec: Recorder | None = None, title: str = "") -> s
     """A `twin verify` report in Markdown."""
     fails = report.failures()
     groups = report.groups()
-    detail = (f"{len(fails)} of {len(report.checks)} checks failed" if fails else
-              f"all {len(report.checks)} checks passed") + f" in {len(groups)} group(s)" + \
-        (f", {sum(report.seconds.values()):.1f}s" if report.seconds else "") + \
-        (f"; {len(rec.entries)} commands in the evidence" if rec is not None else "")
+    detail = (
+        (f"{len(fails)} of {len(report.checks)} checks failed" if fails else f"all {len(report.checks)} checks passed")
+        + f" in {len(groups)} group(s)"
+        + (f", {sum(report.seconds.values()):.1f}s" if report.seconds else "")
+        + (f"; {len(rec.entries)} commands in the evidence" if rec is not None else "")
+    )
     out = verdict(title or f"twin verify {report.lab}", report.passed, detail)
     if fails:
         out += ["### Failures", ""]
@@ -91,32 +102,44 @@ def report_md(report: Report, rec: Recorder | None = None, title: str = "") -> s
             out += failure(c, rec)
         if len(fails) > FAILURES_SHOWN:
             out += [f"... and {len(fails) - FAILURES_SHOWN} more failures (below).", ""]
-    out += ["### Groups", ""] + table(["group", "checks", "passed", "failed", "seconds"], [
-        (g, len(cs), sum(c.passed for c in cs), sum(not c.passed for c in cs), f"{report.seconds.get(g, 0):.1f}")
-        for g, cs in groups.items()])
+    out += ["### Groups", ""] + table(
+        ["group", "checks", "passed", "failed", "seconds"],
+        [
+            (g, len(cs), sum(c.passed for c in cs), sum(not c.passed for c in cs), f"{report.seconds.get(g, 0):.1f}")
+            for g, cs in groups.items()
+        ],
+    )
     if "checks" in groups:
-        out += ["### Your checks", ""] + table(["check", "type", "result", "what was seen"], [
-            (c.name, c.data.get("type", ""), "pass" if c.passed else "**FAIL**", c.message) for c in groups["checks"]])
+        out += ["### Your checks", ""] + table(
+            ["check", "type", "result", "what was seen"],
+            [(c.name, c.data.get("type", ""), "pass" if c.passed else "**FAIL**", c.message) for c in groups["checks"]],
+        )
     unexercised = report.extra.get("not_exercised") or []
     if unexercised:
-        out += ["### Not exercised by this run", ""] + table(["safeguard", "why"],
-                                                           [(x["safeguard"], x["why"]) for x in unexercised])
+        out += ["### Not exercised by this run", ""] + table(
+            ["safeguard", "why"], [(x["safeguard"], x["why"]) for x in unexercised]
+        )
     derived = [c for c in fails if c.group != "checks"]
     if derived:
-        out += ["### Failed derived checks", ""] + table(["group", "check", "cause"],
-                                                       [(c.group, c.name, c.message) for c in derived])
+        out += ["### Failed derived checks", ""] + table(
+            ["group", "check", "cause"], [(c.group, c.name, c.message) for c in derived]
+        )
     return "\n".join(out) + "\n"
 
 
 def comparison_md(cmp: Comparison, title: str = "") -> str:
     """A baseline comparison in Markdown: what differs and is not allowed, then what is allowed."""
     c = cmp.counts()
-    detail = ("the lab matches its baseline" if not cmp.differences else
-              f"{len(cmp.unallowed)} difference(s) not allowed ({c['disappeared']} disappeared, {c['appeared']} "
-              f"appeared, {c['changed']} changed), {len(cmp.allowed)} allowed") + \
-        f"; baseline of {cmp.baseline_lab} recorded {cmp.recorded}"
-    return "\n".join(verdict(title or f"twin baseline compare {cmp.lab}", cmp.passed, detail)
-                     + comparison_tables(cmp)) + "\n"
+    detail = (
+        "the lab matches its baseline"
+        if not cmp.differences
+        else f"{len(cmp.unallowed)} difference(s) not allowed ({c['disappeared']} disappeared, {c['appeared']} "
+        f"appeared, {c['changed']} changed), {len(cmp.allowed)} allowed"
+    ) + f"; baseline of {cmp.baseline_lab} recorded {cmp.recorded}"
+    return (
+        "\n".join(verdict(title or f"twin baseline compare {cmp.lab}", cmp.passed, detail) + comparison_tables(cmp))
+        + "\n"
+    )
 
 
 def comparison_tables(cmp: Comparison, level: str = "###") -> list[str]:
@@ -131,5 +154,11 @@ def comparison_tables(cmp: Comparison, level: str = "###") -> list[str]:
 
 
 def evidence_doc(rec: Recorder, command: str, lab: str, passed: bool | None) -> dict[str, Any]:
-    return {"format": "twin-evidence/1", "command": command, "lab": lab, "passed": passed,
-            "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commands": rec.to_list()}
+    return {
+        "format": "twin-evidence/1",
+        "command": command,
+        "lab": lab,
+        "passed": passed,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commands": rec.to_list(),
+    }

@@ -12,6 +12,7 @@ of that size cross the fabric.
   the equal-cost paths: every frame arrives (a veth drops a frame above its MTU, where the
   switch would). A pair that loses frames names the short links of its paths.
 """
+
 from __future__ import annotations
 
 from twin.config.backend import tenant_ns
@@ -24,14 +25,16 @@ from twin.traffic import flows as F
 from twin.verify.result import Check
 
 GROUP = "mtu"
-FLOWS = 16          # per pair and way: spread over the equal-cost paths by their UDP source ports
-ROCE_HEADERS = 60   # IPv4 20 + UDP 8 + BTH 12 + tag 16 + ICRC 4: a frame's payload for a packet of N bytes
+FLOWS = 16  # per pair and way: spread over the equal-cost paths by their UDP source ports
+ROCE_HEADERS = 60  # IPv4 20 + UDP 8 + BTH 12 + tag 16 + ICRC 4: a frame's payload for a packet of N bytes
 
 
 def needs(fabric: Fabric) -> dict[tuple[str, str], tuple[int, str]]:
     """(node, port) -> (the MTU it must have, what needs it), for both ends of every link."""
-    tenant_mtu = {t.name: max((fabric.nodes[a.host].ports_by_name[a.host_port].mtu for a in t.attachments),
-                              default=0) for t in fabric.tenants.values()}
+    tenant_mtu = {
+        t.name: max((fabric.nodes[a.host].ports_by_name[a.host_port].mtu for a in t.attachments), default=0)
+        for t in fabric.tenants.values()
+    }
     inner = max(tenant_mtu.values(), default=0)
     out: dict[tuple[str, str], tuple[int, str]] = {}
     for t in fabric.tenants.values():
@@ -42,8 +45,11 @@ def needs(fabric: Fabric) -> dict[tuple[str, str], tuple[int, str]]:
     carried = paths.carried(fabric) if fabric.tenants else set()
     for n in fabric.routers():
         for p in n.fabric_ports:
-            over = inner + VXLAN_OVERHEAD if inner and ((n.name, p.name) in carried or
-                                                        (p.peer_node, p.peer_port) in carried) else 0
+            over = (
+                inner + VXLAN_OVERHEAD
+                if inner and ((n.name, p.name) in carried or (p.peer_node, p.peer_port) in carried)
+                else 0
+            )
             if over > p.mtu:
                 names = ", ".join(sorted(t for t, m in tenant_mtu.items() if m == inner))
                 out[(n.name, p.name)] = (over, f"VXLAN frames of {names} ({inner} + {VXLAN_OVERHEAD})")
@@ -94,8 +100,15 @@ def run(ctx: LabContext) -> list[Check]:
         mtus = {v for v in ends.values() if v is not None}
         note = [f"its ends differ ({', '.join(f'{k} {v}' for k, v in ends.items())})"] if len(mtus) > 1 else []
         a, b = link
-        checks.append(Check(GROUP, f"{a[0]}:{a[1]} - {b[0]}:{b[1]}", not problems, "; ".join(problems + note),
-                            {"mtu": ends, "needed": max(need.get(e, (0, ""))[0] for e in link)}))
+        checks.append(
+            Check(
+                GROUP,
+                f"{a[0]}:{a[1]} - {b[0]}:{b[1]}",
+                not problems,
+                "; ".join(problems + note),
+                {"mtu": ends, "needed": max(need.get(e, (0, ""))[0] for e in link)},
+            )
+        )
     return checks + _frames(ctx, short)
 
 
@@ -129,12 +142,26 @@ def _frames(ctx: LabContext, short: dict[tuple[str, str], str]) -> list[Check]:
         sent = sum(results[i].sent for i in ids)
         got = sum(results[i].received for i in ids)
         sa, da = fabric.attachment(s)[1], fabric.attachment(d)[1]
-        on_path = [why for (n, p), why in sorted(short.items())
-                   if n in (s, d) or _on_paths(fabric, sa.vtep, da.vtep, n, p)]
-        msg = "" if got >= sent else (f"{sent - got}/{sent} frames of {size} B (DF) lost"
-                                      + (f"; on their paths: {', '.join(on_path)}" if on_path else ""))
-        out.append(Check(GROUP, f"{tenant} {s} -> {d} ({size} B frames)", got >= sent, msg,
-                         {"sent": sent, "delivered": got, "size": size, "flows": len(ids)}))
+        on_path = [
+            why for (n, p), why in sorted(short.items()) if n in (s, d) or _on_paths(fabric, sa.vtep, da.vtep, n, p)
+        ]
+        msg = (
+            ""
+            if got >= sent
+            else (
+                f"{sent - got}/{sent} frames of {size} B (DF) lost"
+                + (f"; on their paths: {', '.join(on_path)}" if on_path else "")
+            )
+        )
+        out.append(
+            Check(
+                GROUP,
+                f"{tenant} {s} -> {d} ({size} B frames)",
+                got >= sent,
+                msg,
+                {"sent": sent, "delivered": got, "size": size, "flows": len(ids)},
+            )
+        )
     return out
 
 

@@ -22,6 +22,7 @@ Figures per limit (`performance.limits`, with the seconds of each VTEP's round i
 dropped; frames/s and Mbit/s: `performance.runs`) are in the report's JSON and printed
 as tables by `twin verify`. A limit no flood can drive is listed in `not_exercised`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,11 +36,11 @@ from twin.verify import limits
 from twin.verify.result import Check
 
 GROUP = "performance"
-SECONDS = limits.SECONDS      # the measurement
-WARMUP = limits.WARMUP        # before it: the flood fills the queues on its way
+SECONDS = limits.SECONDS  # the measurement
+WARMUP = limits.WARMUP  # before it: the flood fills the queues on its way
 TOLERANCE = limits.TOLERANCE  # delivered within 5 % of the figure it is judged against
-PAYLOAD = 1024         # bytes of RoCE payload per frame (1,098-byte frames)
-SHARE = 0.8            # a victim streams at this share of what its limits guarantee
+PAYLOAD = 1024  # bytes of RoCE payload per frame (1,098-byte frames)
+SHARE = 0.8  # a victim streams at this share of what its limits guarantee
 UNLIMITED_FPS = 1000.0  # a victim without limits streams this many frames/s
 
 
@@ -50,7 +51,7 @@ def applies(fabric: Fabric) -> bool:
 @dataclass(frozen=True)
 class Scenario:
     vtep: str
-    noisy: tuple[Tenant, Attachment, Attachment]    # tenant, source, destination
+    noisy: tuple[Tenant, Attachment, Attachment]  # tenant, source, destination
     victim: tuple[Tenant, Attachment, Attachment]
 
 
@@ -65,15 +66,17 @@ def scenarios(fabric: Fabric) -> list[Scenario]:
     for v in fabric.vteps():
         local = {t.name: [a for a in t.attachments if a.vtep == v] for t in fabric.tenants_on(v)}
         for n in local:
-            noisy = next((a for a in local[n] if a.rate_limit and a.rate_limit.egress
-                          and peer(fabric, fabric.tenants[n], a)), None)
+            noisy = next(
+                (a for a in local[n] if a.rate_limit and a.rate_limit.egress and peer(fabric, fabric.tenants[n], a)),
+                None,
+            )
             for w in local:
                 victim = next((a for a in local[w] if peer(fabric, fabric.tenants[w], a)), None)
                 if w == n or noisy is None or victim is None or (n, w) in done:
                     continue
                 tn, tw = fabric.tenants[n], fabric.tenants[w]
                 to_noisy, to_victim = peer(fabric, tn, noisy), peer(fabric, tw, victim)
-                if to_noisy is None or to_victim is None:   # (both were chosen for having a peer)
+                if to_noisy is None or to_victim is None:  # (both were chosen for having a peer)
                     continue
                 done.add((n, w))
                 out.append(Scenario(v, (tn, noisy, to_noisy), (tw, victim, to_victim)))
@@ -82,18 +85,39 @@ def scenarios(fabric: Fabric) -> list[Scenario]:
 
 def cap_fps(src: Attachment, dst: Attachment, frame: int) -> float | None:
     """Frames/s a flow from `src` to `dst` may carry: the lower of src's egress and dst's ingress limit."""
-    rates: list[Rate] = [r for r in ((src.rate_limit and src.rate_limit.egress),
-                                     (dst.rate_limit and dst.rate_limit.ingress)) if r]
+    rates: list[Rate] = [
+        r for r in ((src.rate_limit and src.rate_limit.egress), (dst.rate_limit and dst.rate_limit.ingress)) if r
+    ]
     return min((r.per_second(frame) for r in rates), default=None)
 
 
-def figures(tenant: str, src: str, dst: str, limit: str, offered: float, delivered: float, sent: int,
-             arrived: int, frame: int, seconds: float) -> dict:
-    mbit = lambda fps: round(fps * frame * 8 / 1e6, 2)   # noqa: E731
-    return {"tenant": tenant, "src": src, "dst": dst, "limit": limit, "frame_bytes": frame,
-            "offered_fps": round(offered), "offered_mbps": mbit(offered), "delivered_fps": round(delivered),
-            "delivered_mbps": mbit(delivered), "dropped": max(0, sent - arrived),
-            "loss_pct": round(100.0 * max(0, sent - arrived) / sent, 2) if sent else 0.0, "seconds": seconds}
+def figures(
+    tenant: str,
+    src: str,
+    dst: str,
+    limit: str,
+    offered: float,
+    delivered: float,
+    sent: int,
+    arrived: int,
+    frame: int,
+    seconds: float,
+) -> dict:
+    mbit = lambda fps: round(fps * frame * 8 / 1e6, 2)  # noqa: E731
+    return {
+        "tenant": tenant,
+        "src": src,
+        "dst": dst,
+        "limit": limit,
+        "frame_bytes": frame,
+        "offered_fps": round(offered),
+        "offered_mbps": mbit(offered),
+        "delivered_fps": round(delivered),
+        "delivered_mbps": mbit(delivered),
+        "dropped": max(0, sent - arrived),
+        "loss_pct": round(100.0 * max(0, sent - arrived) / sent, 2) if sent else 0.0,
+        "seconds": seconds,
+    }
 
 
 def limit_text(src: Attachment, dst: Attachment) -> str:
@@ -114,28 +138,57 @@ def measure(ctx: LabContext, s: Scenario, flow_ids: tuple[int, int] = (1, 2)) ->
         target = SHARE * cap if cap else UNLIMITED_FPS
         with Stream(ctx, [victim_flow], interval=1.0 / target) as stream:
             stream.hold(WARMUP + SECONDS)
-    r = stream.stop()[0]    # (stopped: its results)
-    victim = figures(vt.name, va.host, vd.host, limit_text(va, vd), r.sent / stream.elapsed(),
-                      r.received / stream.elapsed(), r.sent, r.received, frame, round(stream.elapsed(), 2))
+    r = stream.stop()[0]  # (stopped: its results)
+    victim = figures(
+        vt.name,
+        va.host,
+        vd.host,
+        limit_text(va, vd),
+        r.sent / stream.elapsed(),
+        r.received / stream.elapsed(),
+        r.sent,
+        r.received,
+        frame,
+        round(stream.elapsed(), 2),
+    )
     limit = cap_fps(na, nd, frame)
-    noisy = figures(nt.name, na.host, nd.host, limit_text(na, nd), flood.sent / held,
-                     flood.delivered(WARMUP, WARMUP + SECONDS) / SECONDS, flood.sent, len(flood.arrivals), frame,
-                     held)
+    noisy = figures(
+        nt.name,
+        na.host,
+        nd.host,
+        limit_text(na, nd),
+        flood.sent / held,
+        flood.delivered(WARMUP, WARMUP + SECONDS) / SECONDS,
+        flood.sent,
+        len(flood.arrivals),
+        frame,
+        held,
+    )
     checks = [_judge_victim(s, victim, target), _judge_noisy(s, noisy, limit)]
-    return checks, {"vtep": s.vtep, "noisy": noisy, "victim": victim,
-                    "victim_target_fps": round(target), "noisy_limit_fps": round(limit or 0)}
+    return checks, {
+        "vtep": s.vtep,
+        "noisy": noisy,
+        "victim": victim,
+        "victim_target_fps": round(target),
+        "noisy_limit_fps": round(limit or 0),
+    }
 
 
 def _judge_victim(s: Scenario, v: dict, target: float) -> Check:
     problems = []
     if v["offered_fps"] < target * (1 - TOLERANCE):
-        problems.append(f"its stream could only offer {v['offered_fps']} frames/s of {target:.0f} (the machine is "
-                        "too busy to judge)")
+        problems.append(
+            f"its stream could only offer {v['offered_fps']} frames/s of {target:.0f} (the machine is "
+            "too busy to judge)"
+        )
     if v["delivered_fps"] < v["offered_fps"] * (1 - TOLERANCE):
-        problems.append(f"delivered {v['delivered_fps']} of {v['offered_fps']} frames/s ({v['delivered_mbps']} of "
-                        f"{v['offered_mbps']} Mbit/s, {v['dropped']} dropped): the noisy neighbour took its share")
-    name = (f"{v['tenant']} {v['src']} -> {v['dst']} keeps {target:.0f} frames/s while {s.noisy[0].name} "
-            f"floods on {s.vtep}")
+        problems.append(
+            f"delivered {v['delivered_fps']} of {v['offered_fps']} frames/s ({v['delivered_mbps']} of "
+            f"{v['offered_mbps']} Mbit/s, {v['dropped']} dropped): the noisy neighbour took its share"
+        )
+    name = (
+        f"{v['tenant']} {v['src']} -> {v['dst']} keeps {target:.0f} frames/s while {s.noisy[0].name} floods on {s.vtep}"
+    )
     return Check(GROUP, name, not problems, "; ".join(problems), v)
 
 
@@ -145,8 +198,10 @@ def _judge_noisy(s: Scenario, n: dict, limit: float | None) -> Check:
         return Check(GROUP, name, False, "no limit applies to this flow", n)
     problems = []
     if n["delivered_fps"] > limit * (1 + TOLERANCE):
-        problems.append(f"delivered {n['delivered_fps']} frames/s ({n['delivered_mbps']} Mbit/s), over its limit "
-                        f"of {limit:.0f} frames/s: the limit is not enforced")
+        problems.append(
+            f"delivered {n['delivered_fps']} frames/s ({n['delivered_mbps']} Mbit/s), over its limit "
+            f"of {limit:.0f} frames/s: the limit is not enforced"
+        )
     if n["offered_fps"] < limit * (1 - TOLERANCE):
         problems.append(f"it offered only {n['offered_fps']} frames/s, under its limit of {limit:.0f}: nothing to hold")
     return Check(GROUP, name, not problems, "; ".join(problems), n)
@@ -156,13 +211,20 @@ def run(ctx: LabContext) -> tuple[list[Check], dict]:
     tests, unexercised = limits.plan(ctx.fabric)
     todo = scenarios(ctx.fabric)
     if not tests and not todo:
-        return [Check(GROUP, "performance", False, "no workload has a rate limit a flood can drive "
-                                                   "(tenants.*.rate_limit)")], {"not_exercised": unexercised}
+        return [
+            Check(GROUP, "performance", False, "no workload has a rate limit a flood can drive (tenants.*.rate_limit)")
+        ], {"not_exercised": unexercised}
     checks, rounds = limits.run(ctx, tests)
     runs = []
     for s in todo:
         c, figures = measure(ctx, s)
         checks += c
         runs.append(figures)
-    return checks, {"limits": [c.data for c in checks if c.name in {t.name for t in tests}], "rounds": rounds,
-                    "runs": runs, "shaping": ctx.shaping, "tolerance": TOLERANCE, "not_exercised": unexercised}
+    return checks, {
+        "limits": [c.data for c in checks if c.name in {t.name for t in tests}],
+        "rounds": rounds,
+        "runs": runs,
+        "shaping": ctx.shaping,
+        "tolerance": TOLERANCE,
+        "not_exercised": unexercised,
+    }

@@ -1,4 +1,5 @@
 """Structured check results: pass/fail, a message, and the data looked at."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,10 @@ from twin.lint import Finding, explain
 
 @dataclass
 class Check:
-    group: str                 # control, traffic, isolation, underlay, zerotrust
-    name: str                  # what was checked, e.g. "bgp leaf1" or "red host1a -> host2a"
+    group: str  # control, traffic, isolation, underlay, zerotrust
+    name: str  # what was checked, e.g. "bgp leaf1" or "red host1a -> host2a"
     passed: bool
-    message: str = ""          # on failure: the cause, in words
+    message: str = ""  # on failure: the cause, in words
     data: dict[str, Any] = field(default_factory=dict)
 
 
@@ -23,8 +24,8 @@ class Check:
 class Report:
     lab: str
     checks: list[Check] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)   # per group
-    extra: dict[str, Any] = field(default_factory=dict)       # e.g. the isolation matrix
+    seconds: dict[str, float] = field(default_factory=dict)  # per group
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the isolation matrix
 
     @property
     def passed(self) -> bool:
@@ -40,8 +41,13 @@ class Report:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lab": self.lab, "passed": self.passed, "seconds": self.seconds,
-                "checks": [asdict(c) for c in self.checks], **self.extra}
+        return {
+            "lab": self.lab,
+            "passed": self.passed,
+            "seconds": self.seconds,
+            "checks": [asdict(c) for c in self.checks],
+            **self.extra,
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, default=str)
@@ -62,13 +68,22 @@ class Report:
 
     def write_junit(self, path: str | Path) -> None:
         """JUnit XML: one testsuite per group, one testcase per check."""
+
         def case(group: str, c: Check) -> junit.Case:
             if c.passed:
                 return junit.Case(f"twin.{self.lab}.{group}", c.name)
-            return junit.Case(f"twin.{self.lab}.{group}", c.name,
-                              failure=c.message.splitlines()[0] if c.message else "failed",
-                              detail=c.message + ("\n" + json.dumps(c.data, indent=2, default=str) if c.data else ""))
+            return junit.Case(
+                f"twin.{self.lab}.{group}",
+                c.name,
+                failure=c.message.splitlines()[0] if c.message else "failed",
+                detail=c.message + ("\n" + json.dumps(c.data, indent=2, default=str) if c.data else ""),
+            )
 
-        junit.write(path, f"twin verify {self.lab}",
-                    [junit.Suite(group, [case(group, c) for c in checks], time=f"{self.seconds.get(group, 0):.3f}")
-                     for group, checks in self.groups().items()])
+        junit.write(
+            path,
+            f"twin verify {self.lab}",
+            [
+                junit.Suite(group, [case(group, c) for c in checks], time=f"{self.seconds.get(group, 0):.3f}")
+                for group, checks in self.groups().items()
+            ],
+        )

@@ -6,6 +6,7 @@ leaked route, inactive, and the frames go nowhere; the RIB still says what the s
 
     routeleaks.run(ctx)   # one Check per VTEP: which VRF holds whose routes
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,7 @@ GROUP = "isolation"
 def leaked(vrf: str, doc: dict) -> dict[str, str]:
     """prefix -> the other VRF its next hop lies in, of `show ip route vrf VRF json`."""
     out = {}
-    for prefix, entries in (doc.items() if isinstance(doc, dict) else ()):
+    for prefix, entries in doc.items() if isinstance(doc, dict) else ():
         for e in entries if isinstance(entries, list) else ():
             for nh in e.get("nexthops", []) if isinstance(e, dict) else ():
                 other = nh.get("vrf") if isinstance(nh, dict) else None
@@ -40,12 +41,20 @@ def check_node(ctx: LabContext, n: NodeIntent) -> Check:
     except TwinError as e:
         return Check(GROUP, f"route leaks {n.node}", False, f"cannot read its VRFs' routes: {e}")
     found = {v: leaked(v, doc) for v, doc in zip(vrfs, docs)}
-    msgs = [f"{n.node}: VRF {v} ({owner[v]}) holds {p} from VRF {src}"
-            + (f" ({owner[src]})" if src in owner else " (the underlay)" if src == "default" else "")
-            + f": an import leaks {owner.get(src, src)} into {owner[v]} (route-import from-vrf, FRR's import vrf)"
-            for v, got in found.items() for p, src in sorted(got.items())]
-    return Check(GROUP, f"route leaks {n.node}", not msgs, "; ".join(msgs),
-                 {"leaked": {v: got for v, got in found.items() if got}})
+    msgs = [
+        f"{n.node}: VRF {v} ({owner[v]}) holds {p} from VRF {src}"
+        + (f" ({owner[src]})" if src in owner else " (the underlay)" if src == "default" else "")
+        + f": an import leaks {owner.get(src, src)} into {owner[v]} (route-import from-vrf, FRR's import vrf)"
+        for v, got in found.items()
+        for p, src in sorted(got.items())
+    ]
+    return Check(
+        GROUP,
+        f"route leaks {n.node}",
+        not msgs,
+        "; ".join(msgs),
+        {"leaked": {v: got for v, got in found.items() if got}},
+    )
 
 
 def run(ctx: LabContext) -> list[Check]:

@@ -9,6 +9,7 @@ NIC does (`twin.traffic.dcqcn`): every CNP must reach the sender, as many as the
 pacing rule allows. CE marks and CNPs per flow are in each check's data and, for
 the flows that were marked, in the report (`traffic.congestion`).
 """
+
 from __future__ import annotations
 
 from twin.lifecycle.context import LabContext
@@ -30,10 +31,20 @@ def run(ctx: LabContext, count: int = COUNT, payload: int = PAYLOAD) -> tuple[li
     for s in hosts:
         for d in hosts:
             if s != d and F.same_tenant(fabric, s, d):
-                data = F.flow(fabric, s, d, len(flows) + 1, count=count, payload=payload,
-                              sport=49152 + len(flows), dqp=0x100 + len(flows), psn=1000)
-                cnp = F.flow(fabric, d, s, len(flows) + 2, count=1, cnp=True, sport=49152 + len(flows),
-                             dqp=0x100 + len(flows))
+                data = F.flow(
+                    fabric,
+                    s,
+                    d,
+                    len(flows) + 1,
+                    count=count,
+                    payload=payload,
+                    sport=49152 + len(flows),
+                    dqp=0x100 + len(flows),
+                    psn=1000,
+                )
+                cnp = F.flow(
+                    fabric, d, s, len(flows) + 2, count=1, cnp=True, sport=49152 + len(flows), dqp=0x100 + len(flows)
+                )
                 flows += [data, cnp]
                 expect[data.flow_id] = expect[cnp.flow_id] = True
     if not flows:
@@ -62,12 +73,38 @@ def run(ctx: LabContext, count: int = COUNT, payload: int = PAYLOAD) -> tuple[li
         if r.reordered:
             problems.append(f"{r.reordered} reordered")
         tenant = fabric.attachment(f.src)[0].name
-        checks.append(Check(GROUP, f"{tenant} {f.src} -> {f.dst} ({kind})", not problems, "; ".join(problems),
-                            {"sent": r.sent, "received": r.received, "icrc_bad": r.icrc_bad,
-                             "tos_changed": r.tos_changed, "gaps": r.gaps, "duplicates": r.duplicates,
-                             "reordered": r.reordered, "dscp": f.dscp, "ecn": f.ecn, "payload": f.payload,
-                             "ce": r.ce, "cnps_sent": r.cnps_sent, "cnps_received": r.cnps_received}))
+        checks.append(
+            Check(
+                GROUP,
+                f"{tenant} {f.src} -> {f.dst} ({kind})",
+                not problems,
+                "; ".join(problems),
+                {
+                    "sent": r.sent,
+                    "received": r.received,
+                    "icrc_bad": r.icrc_bad,
+                    "tos_changed": r.tos_changed,
+                    "gaps": r.gaps,
+                    "duplicates": r.duplicates,
+                    "reordered": r.reordered,
+                    "dscp": f.dscp,
+                    "ecn": f.ecn,
+                    "payload": f.payload,
+                    "ce": r.ce,
+                    "cnps_sent": r.cnps_sent,
+                    "cnps_received": r.cnps_received,
+                },
+            )
+        )
         if r.ce:
-            congestion.append({"flow": f"{tenant} {f.src} -> {f.dst}", "sent": r.sent, "ce": r.ce,
-                               "cnps_sent": r.cnps_sent, "cnps_received": r.cnps_received, "cnps_allowed": allowed})
+            congestion.append(
+                {
+                    "flow": f"{tenant} {f.src} -> {f.dst}",
+                    "sent": r.sent,
+                    "ce": r.ce,
+                    "cnps_sent": r.cnps_sent,
+                    "cnps_received": r.cnps_received,
+                    "cnps_allowed": allowed,
+                }
+            )
     return checks, {"congestion": congestion, "cnp_interval_us": dcqcn.CNP_INTERVAL_NS // 1000}

@@ -18,6 +18,7 @@ they enter every router (each fabric port, received frames):
 - a drained node (BGP graceful shutdown) carries none of them when the fabric has
   a way around it: that is the proof the drain works. Paths then go around it.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -33,8 +34,8 @@ from twin.traffic.roce import encapsulated
 from twin.verify.result import Check
 
 GROUP = "underlay"
-VNI_FLOWS = 4     # per sending VXLAN device
-PATH_FLOWS = 64   # per covering pair: a 2-way choice two tiers down gets no frame once in ~2^31
+VNI_FLOWS = 4  # per sending VXLAN device
+PATH_FLOWS = 64  # per covering pair: a 2-way choice two tiers down gets no frame once in ~2^31
 PAYLOAD = 4096
 
 
@@ -42,7 +43,7 @@ PAYLOAD = 4096
 class Probe:
     """Flows from host `src` to host `dst` (behind another VTEP), and what they prove."""
 
-    kind: str          # bridged, routed (a VXLAN device and its VNI), paths (every link and ECMP choice)
+    kind: str  # bridged, routed (a VXLAN device and its VNI), paths (every link and ECMP choice)
     tenant: str
     src: str
     dst: str
@@ -70,8 +71,10 @@ def probes(fabric: Fabric) -> list[Probe]:
         t = next(t for t in fabric.tenants.values() if va in t.vteps() and vb in t.vteps())
         here = [x for x in t.attachments if x.vtep == va]
         there = [x for x in t.attachments if x.vtep == vb]
-        src, dst = min(((x, y) for x in here for y in there),
-                       key=lambda xy: (xy[0].segment != xy[1].segment, xy[0].host, xy[1].host))
+        src, dst = min(
+            ((x, y) for x in here for y in there),
+            key=lambda xy: (xy[0].segment != xy[1].segment, xy[0].host, xy[1].host),
+        )
         out.append(Probe("paths", t.name, src.host, dst.host, PATH_FLOWS))
     return out
 
@@ -83,7 +86,7 @@ class Seen:
     vnis: Counter = field(default_factory=Counter)
     tos_bad: int = 0
     fragments: int = 0
-    ports: Counter = field(default_factory=Counter)   # "node:port" it was received on
+    ports: Counter = field(default_factory=Counter)  # "node:port" it was received on
     drained: Counter = field(default_factory=Counter)
 
 
@@ -93,12 +96,21 @@ def run(ctx: LabContext) -> list[Check]:
     if not todo:
         return []
     flows: list[roce.Flow] = []
-    mine: list[set[int]] = []       # each probe's flow ids
+    mine: list[set[int]] = []  # each probe's flow ids
     for p in todo:
         ids = set()
         for _ in range(p.flows):
-            f = F.flow(fabric, p.src, p.dst, len(flows) + 1, count=2 if p.kind != "paths" else 1, payload=PAYLOAD,
-                       sport=40000 + len(flows), dscp=26, ecn=0b10)
+            f = F.flow(
+                fabric,
+                p.src,
+                p.dst,
+                len(flows) + 1,
+                count=2 if p.kind != "paths" else 1,
+                payload=PAYLOAD,
+                sport=40000 + len(flows),
+                dscp=26,
+                ecn=0b10,
+            )
             flows.append(f)
             ids.add(f.flow_id)
         mine.append(ids)
@@ -156,10 +168,21 @@ def _judge(fabric: Fabric, p: Probe, seen: Seen, sent: int, delivered: int) -> C
     # the proof a drain works, reported with the check even when it passes
     proof = [f"drained {', '.join(avoid)} carried 0 frames"] if avoid and seen.vnis and not carried else []
     how = f"{p.kind}, VNI {want_vni}" if p.kind != "paths" else f"every path {sa.vtep} -> {da.vtep}, VNI {want_vni}"
-    return Check(GROUP, f"{p.tenant} {p.src} -> {p.dst} ({how})", not problems, "; ".join(problems + proof),
-                 {"vnis": dict(seen.vnis), "packets_per_port": dict(seen.ports),
-                  "packets_per_drained_node": {d: seen.drained[d] for d in avoid},
-                  "flows": p.flows, "sent": sent, "delivered": delivered, "fragments": seen.fragments})
+    return Check(
+        GROUP,
+        f"{p.tenant} {p.src} -> {p.dst} ({how})",
+        not problems,
+        "; ".join(problems + proof),
+        {
+            "vnis": dict(seen.vnis),
+            "packets_per_port": dict(seen.ports),
+            "packets_per_drained_node": {d: seen.drained[d] for d in avoid},
+            "flows": p.flows,
+            "sent": sent,
+            "delivered": delivered,
+            "fragments": seen.fragments,
+        },
+    )
 
 
 def _unused(fabric: Fabric, src: str, dst: str, seen: Seen, flows: int) -> list[str]:
@@ -169,6 +192,9 @@ def _unused(fabric: Fabric, src: str, dst: str, seen: Seen, flows: int) -> list[
         if len(ports) < 2:
             continue
         by_name = fabric.nodes[node].ports_by_name
-        idle += [f"{node} by {p} (to {by_name[p].peer_node})" for p in ports
-                 if not seen.ports[f"{by_name[p].peer_node}:{by_name[p].peer_port}"]]
+        idle += [
+            f"{node} by {p} (to {by_name[p].peer_node})"
+            for p in ports
+            if not seen.ports[f"{by_name[p].peer_node}:{by_name[p].peer_port}"]
+        ]
     return [f"{flows} flows never left {', '.join(idle)}"] if idle else []

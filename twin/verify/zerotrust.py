@@ -19,6 +19,7 @@ Every frame is tagged; taps on every host and on every bridge of every VTEP (whe
 VTEP's router takes frames in) watch for them. Pass: none arrives anywhere. One check
 per host and rule, named as the rule's comment (`host1a: spoofed MAC`).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -66,11 +67,12 @@ def targets(fabric: Fabric, host: str) -> list[Target]:
     """Every place a frame from `host` could go, one of each kind."""
     t, a = fabric.attachment(host)
     seg = t.segments[a.segment]
-    on_link = lambda ip: ipaddress.ip_address(ip) in ipaddress.ip_network(seg.subnet)   # noqa: E731
+    on_link = lambda ip: ipaddress.ip_address(ip) in ipaddress.ip_network(seg.subnet)  # noqa: E731
     same = [x for x in t.attachments if x.segment == a.segment and x.host != host]
-    out = [Target(f"{x.host} (its segment, {'its VTEP ' if x.vtep == a.vtep else 'behind '}{x.vtep})", x.mac, x.ip,
-                  True)
-           for x in ([x for x in same if x.vtep == a.vtep][:1] + [x for x in same if x.vtep != a.vtep][:1])]
+    out = [
+        Target(f"{x.host} (its segment, {'its VTEP ' if x.vtep == a.vtep else 'behind '}{x.vtep})", x.mac, x.ip, True)
+        for x in ([x for x in same if x.vtep == a.vtep][:1] + [x for x in same if x.vtep != a.vtep][:1])
+    ]
     out.append(Target(f"its gateway {seg.gateway} on {a.vtep}", seg.mac, seg.gateway, True))
     for s in t.segments.values():
         x = next((x for x in t.attachments if x.segment == s.name), None)
@@ -81,10 +83,14 @@ def targets(fabric: Fabric, host: str) -> list[Target]:
             x = u.attachments[0]
             out.append(Target(f"{x.host} (tenant {u.name})", x.mac if on_link(x.ip) else seg.mac, x.ip))
     others = [v for v in fabric.vteps() if v != a.vtep]
-    transit = [n.name for n in fabric.routers() if kinds.of(n).transit] or \
-              [n.name for n in fabric.routers() if n.name not in fabric.vteps()]
-    for r, why in [(a.vtep, "its VTEP"), *((v, "a remote VTEP") for v in others[:1]),
-                   *((n, "underlay") for n in transit[:1])]:
+    transit = [n.name for n in fabric.routers() if kinds.of(n).transit] or [
+        n.name for n in fabric.routers() if n.name not in fabric.vteps()
+    ]
+    for r, why in [
+        (a.vtep, "its VTEP"),
+        *((v, "a remote VTEP") for v in others[:1]),
+        *((n, "underlay") for n in transit[:1]),
+    ]:
         out.append(Target(f"{r} loopback {fabric.loopback_of(r)} ({why})", seg.mac, fabric.loopback_of(r)))
     out.append(Target("everyone (gratuitous ARP)", X.BROADCAST, "", True))
     return out
@@ -96,8 +102,9 @@ def victim(fabric: Fabric, host: str) -> tuple[Attachment, Attachment]:
     t, a = fabric.attachment(host)
     everyone = [x for u in fabric.tenants.values() for x in u.attachments if x.host != host]
     by_mac = sorted(everyone, key=lambda x: (fabric.attachment(x.host)[0].name == t.name, x.segment == a.segment))
-    by_ip = sorted((x for x in everyone if x.ip != a.ip),
-                   key=lambda x: (fabric.attachment(x.host)[0].name == t.name, x.host))
+    by_ip = sorted(
+        (x for x in everyone if x.ip != a.ip), key=lambda x: (fabric.attachment(x.host)[0].name == t.name, x.host)
+    )
     return by_mac[0], (by_ip or by_mac)[0]
 
 
@@ -108,27 +115,49 @@ def _attack_frames(fabric: Fabric, host: str, rule: str, tg: Target, run: int, i
     me, tag = a.ip, X.tag(run, ident)
     if rule in ARP_RULES:
         peer = [x for x in t.attachments if x.segment == a.segment and x.host != host and x.ip != me]
-        claim = peer[0].ip if peer else (vi.ip if ipaddress.ip_address(vi.ip) in
-                                           ipaddress.ip_network(seg.subnet) else seg.gateway)
+        claim = (
+            peer[0].ip
+            if peer
+            else (vi.ip if ipaddress.ip_address(vi.ip) in ipaddress.ip_network(seg.subnet) else seg.gateway)
+        )
         sha, spa = (vm.mac, me) if rule == "spoofed ARP MAC" else (a.mac, claim)
-        if tg.mac == X.BROADCAST:   # gratuitous: who-has its own (claimed) address, to everyone
+        if tg.mac == X.BROADCAST:  # gratuitous: who-has its own (claimed) address, to everyone
             return [X.arp(X.ARP_REQUEST, a.mac, X.BROADCAST, sha, spa, "00:00:00:00:00:00", spa, tag)] * COUNT
         return [X.arp(X.ARP_REPLY, a.mac, tg.mac, sha, spa, tg.mac, tg.ip, tag)] * COUNT
     if rule == "not IPv4":
         return [X.ipv6_udp(a.mac, tg.mac, "fe80::66", f"::ffff:{tg.ip}", 41000, roce.ROCE_PORT, tag)] * COUNT
     src_mac, src_ip = (vm.mac, me) if rule == "spoofed MAC" else (a.mac, vi.ip if rule == "spoofed IP" else me)
-    flow = roce.Flow(flow_id=ident, src=host, dst="", src_mac=src_mac, dst_mac=tg.mac, src_ip=src_ip, dst_ip=tg.ip,
-                     count=COUNT, payload=64, sport=41000 + ident % 20000)
+    flow = roce.Flow(
+        flow_id=ident,
+        src=host,
+        dst="",
+        src_mac=src_mac,
+        dst_mac=tg.mac,
+        src_ip=src_ip,
+        dst_ip=tg.ip,
+        count=COUNT,
+        payload=64,
+        sport=41000 + ident % 20000,
+    )
     plain = roce.frames(flow, run)
     if rule != "VXLAN from a workload":
         return plain
     # inside: a frame for a host of another tenant (its own when it is the only one), in that host's VNI
     other = next((u for u in fabric.tenants.values() if u.name != t.name), t)
     x = other.attachments[0]
-    inner = roce.frames(roce.Flow(**{**flow.__dict__, "src_mac": "02:66:66:66:66:66", "src_ip": "10.66.66.66",
-                                     "dst_mac": x.mac, "dst_ip": x.ip}), run)
-    return [X.vxlan(f, a.mac, tg.mac, me, tg.ip, other.segments[x.segment].l2vni, 42000 + ident % 20000)
-            for f in inner]
+    inner = roce.frames(
+        roce.Flow(
+            **{
+                **flow.__dict__,
+                "src_mac": "02:66:66:66:66:66",
+                "src_ip": "10.66.66.66",
+                "dst_mac": x.mac,
+                "dst_ip": x.ip,
+            }
+        ),
+        run,
+    )
+    return [X.vxlan(f, a.mac, tg.mac, me, tg.ip, other.segments[x.segment].l2vni, 42000 + ident % 20000) for f in inner]
 
 
 def attacks(fabric: Fabric, run: int) -> list[Attack]:
@@ -137,7 +166,7 @@ def attacks(fabric: Fabric, run: int) -> list[Attack]:
         for rule in RULES:
             for tg in targets(fabric, h):
                 if (rule in ARP_RULES and not tg.arp) or (rule not in ARP_RULES and tg.mac == X.BROADCAST):
-                    continue   # ARP stays on its segment; IP frames go everywhere but to the broadcast
+                    continue  # ARP stays on its segment; IP frames go everywhere but to the broadcast
                 ident = len(out) + 1
                 out.append(Attack(ident, h, rule, tg, tuple(_attack_frames(fabric, h, rule, tg, run, ident))))
     return out
@@ -165,8 +194,9 @@ def run(ctx: LabContext) -> list[Check]:
         sends[at.host] += at.frames
     mark = X.marker(run_id)
     with Session(host_taps(ctx) + bridge_taps(ctx)) as session:
-        captured = session.run(sends, lambda f: mark in f, lambda _: [], timeouts.TRAFFIC,
-                               window=timeouts.ATTACK_WINDOW)
+        captured = session.run(
+            sends, lambda f: mark in f, lambda _: [], timeouts.TRAFFIC, window=timeouts.ATTACK_WINDOW
+        )
     by_id = {at.ident: at for at in todo}
     seen: dict[int, Counter] = defaultdict(Counter)
     for tap, got in captured.items():
@@ -174,17 +204,37 @@ def run(ctx: LabContext) -> list[Check]:
             i = X.ident(f, run_id)
             if i in by_id and tap != by_id[i].host:
                 seen[i][tap] += 1
-    return [_judge(fabric, h, rule, [at for at in todo if at.host == h and at.rule == rule], seen)
-            for h in hosts(fabric) for rule in RULES]
+    return [
+        _judge(fabric, h, rule, [at for at in todo if at.host == h and at.rule == rule], seen)
+        for h in hosts(fabric)
+        for rule in RULES
+    ]
 
 
 def _judge(fabric: Fabric, host: str, rule: str, mine: list[Attack], seen: dict[int, Counter]) -> Check:
     a = fabric.attachment(host)[1]
-    reached = [f"{at.target.what}: seen at {', '.join(f'{w} ({n})' for w, n in seen[at.ident].items())}"
-               for at in mine if seen[at.ident]]
-    msg = "" if not reached else (f"{len(reached)} of {len(mine)} attacks got through, rule '{host}: {rule}' on "
-                                  f"{a.vtep}:{a.port} does not stop them: " + "; ".join(reached))
-    return Check(GROUP, f"{host}: {rule}", not reached, msg,
-                 {"port": f"{a.vtep}:{a.port}", "attacks": [at.target.what for at in mine],
-                  "frames": sum(len(at.frames) for at in mine),
-                  "seen": {at.target.what: dict(seen[at.ident]) for at in mine if seen[at.ident]}})
+    reached = [
+        f"{at.target.what}: seen at {', '.join(f'{w} ({n})' for w, n in seen[at.ident].items())}"
+        for at in mine
+        if seen[at.ident]
+    ]
+    msg = (
+        ""
+        if not reached
+        else (
+            f"{len(reached)} of {len(mine)} attacks got through, rule '{host}: {rule}' on "
+            f"{a.vtep}:{a.port} does not stop them: " + "; ".join(reached)
+        )
+    )
+    return Check(
+        GROUP,
+        f"{host}: {rule}",
+        not reached,
+        msg,
+        {
+            "port": f"{a.vtep}:{a.port}",
+            "attacks": [at.target.what for at in mine],
+            "frames": sum(len(at.frames) for at in mine),
+            "seen": {at.target.what: dict(seen[at.ident]) for at in mine if seen[at.ident]},
+        },
+    )

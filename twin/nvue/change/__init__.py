@@ -5,4 +5,4 @@ to new) and a file of `nv` commands as a change (`nv_file`: `twin apply LAB nv:N
 `twin.change` never imports them: NVUE registers them as its dialect's (`twin.nvue.dialect`).
 """
 
-__all__ = ["nv_file", "nvue_change", "nvue_work"]   # offered whole: importing one does not load the others
+__all__ = ["nv_file", "nvue_change", "nvue_work"]  # offered whole: importing one does not load the others

@@ -9,6 +9,7 @@ without `nv config apply` applies all its edits: `twin apply` is the apply). Edi
 last apply would stay pending on a switch: they are refused. Reading lines (`nv show`,
 `nv config diff|show`) and `nv config save` change nothing and are listed as such in the plan.
 """
+
 from __future__ import annotations
 
 import copy
@@ -28,14 +29,22 @@ MAX_FILE = 1 << 20
 def load(ctx: LabContext, spec: str) -> NvueChange:
     """`nv:NODE:FILE` -> the NVUE change of NODE it makes; TopologyError naming every problem
     with the file and line."""
-    node, _, file = spec[len(PREFIX):].partition(":")
+    node, _, file = spec[len(PREFIX) :].partition(":")
     if not node or not file:
         raise TwinError(f"{spec!r}: give nv:NODE:FILE, e.g. nv:leaf01:day2.nv (a file of nv commands run on NODE)")
     ctx.node(node)
     runs = running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node])
     if node not in runs:
-        raise TopologyError([Problem(file, "", f"{node} runs twin's rendering, not NVUE: `nv` changes the nodes "
-                                               "a lab brought up from startup.yaml files (`twin up --configs`)")])
+        raise TopologyError(
+            [
+                Problem(
+                    file,
+                    "",
+                    f"{node} runs twin's rendering, not NVUE: `nv` changes the nodes "
+                    "a lab brought up from startup.yaml files (`twin up --configs`)",
+                )
+            ]
+        )
     nf = runs[node].file
     tree = _run(_read(file), file, nf.tree)
     out = from_tree(tree, f"{file} ({node})")
@@ -72,8 +81,15 @@ def _run(data: bytes, file: str, applied: dict) -> dict:
         except (ValueError, TopologyError) as e:
             problems.append(_problem(e, file, line, cmd))
     if edited_at is not None and done is not None and not problems:
-        problems.append(Problem(file, "", "edits after the last `nv config apply` would stay pending on the "
-                                          "switch: end the file with `nv config apply`", edited_at))
+        problems.append(
+            Problem(
+                file,
+                "",
+                "edits after the last `nv config apply` would stay pending on the "
+                "switch: end the file with `nv config apply`",
+                edited_at,
+            )
+        )
     if problems:
         raise TopologyError(problems)
     return pending if done is None else done
@@ -87,6 +103,7 @@ def _named(cmd: Command, file: str) -> bytes:
 
 def _problem(e: Exception, file: str, line: int, cmd: Command) -> Problem:
     if isinstance(e, TopologyError):
-        return Problem(file, "", f"{cmd}: " + "; ".join(f"{p.path + ': ' if p.path else ''}{p.message}"
-                                                          for p in e.problems), line)
+        return Problem(
+            file, "", f"{cmd}: " + "; ".join(f"{p.path + ': ' if p.path else ''}{p.message}" for p in e.problems), line
+        )
     return Problem(file, "", f"{cmd}: {e}", line)

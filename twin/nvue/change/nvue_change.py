@@ -4,6 +4,7 @@ NVUE nodes' part of any other declarative change: through the same stages as eve
 failure), each NVUE node's kernel plane going from the plane its running startup.yaml makes to
 the new one (`twin.nvue`), not from the topology's.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,28 +44,43 @@ class NvueChange(Declarative):
             raise TopologyError(problems)
         other = [configs.path(n, k) for n, f in configs.files.items() for k in f if k != NVUE]
         if other:
-            raise TopologyError([Problem(p, "", "a change directory holds NVUE files or FRR files, not both; "
-                                                "apply them one after the other") for p in other])
+            raise TopologyError(
+                [
+                    Problem(
+                        p,
+                        "",
+                        "a change directory holds NVUE files or FRR files, not both; apply them one after the other",
+                    )
+                    for p in other
+                ]
+            )
         return cls.of(ctx, str(d), read_configs(configs))
 
     @classmethod
     def of(cls, ctx: LabContext, source: str, files: dict[str, NvueFile]) -> "NvueChange":
         """A change of these nodes' NVUE files (a directory, a file of `nv` commands, a revision of
         the live NVUE service), each checked on its node; TopologyError names every problem."""
-        twin_rendered = [Problem(f.source, "", f"{n} runs twin's rendering: a node takes NVUE at "
-                                               f"`twin up --configs` (down and up the lab), not on day 2")
-                         for n, f in files.items() if n not in ctx.fabric.nodes or not runs_nvue(ctx.dir, n)]
+        twin_rendered = [
+            Problem(
+                f.source,
+                "",
+                f"{n} runs twin's rendering: a node takes NVUE at "
+                f"`twin up --configs` (down and up the lab), not on day 2",
+            )
+            for n, f in files.items()
+            if n not in ctx.fabric.nodes or not runs_nvue(ctx.dir, n)
+        ]
         if twin_rendered:
             raise TopologyError(twin_rendered)
         k = kernelplane.recorded(ctx.dir)
-        build(files, ctx.fabric, ctx.backend, ctx.shaping, k.layout, k.bonds)   # every problem, on its node
+        build(files, ctx.fabric, ctx.backend, ctx.shaping, k.layout, k.bonds)  # every problem, on its node
         return cls(source, files)
 
     def describe(self) -> str:
         return f"apply NVUE {self.source}"
 
     def work(self, ctx: LabContext) -> Work:
-        old_files = current_files(ctx, ctx.fabric, self.files)      # its nodes only: the others stay as they are
+        old_files = current_files(ctx, ctx.fabric, self.files)  # its nodes only: the others stay as they are
         w = Work(ctx.fabric, ctx.fabric, {n: dict(f) for n, f in old_files.items()}, old_files, [], [], {})
         w.plan = Plan(ctx.name)
         nvue_work(ctx, w, ctx.fabric, ctx.fabric, self.files)
@@ -79,5 +95,4 @@ class NvueChange(Declarative):
 
 
 def _diffs(old: dict[str, str], new: dict[str, str], node: str) -> dict[str, str]:
-    return {f: d for f in sorted(set(old) | set(new))
-            if (d := unified(old.get(f, ""), new.get(f, ""), f"{node}/{f}"))}
+    return {f: d for f in sorted(set(old) | set(new)) if (d := unified(old.get(f, ""), new.get(f, ""), f"{node}/{f}"))}

@@ -3,6 +3,7 @@ whose nodes run NVUE): each NVUE node's files, and its kernel plane going from t
 running startup.yaml makes on the old intent to the one its new (or same) startup.yaml makes on
 the new intent (`twin.nvue`), both ways (the undo), with the VNIs zebra knows after each.
 """
+
 from __future__ import annotations
 
 from twin.change.work import Work
@@ -16,16 +17,14 @@ from twin.nvue.plane import Plane, extras_delta
 from twin.nvue.tree import diff, leaves, show
 from twin.topology.model import Fabric
 
-SHOWN = 40    # NVUE changes listed per node in a plan
+SHOWN = 40  # NVUE changes listed per node in a plan
 
 
-def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric,
-              files: dict[str, NvueFile] | None = None) -> None:
+def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric, files: dict[str, NvueFile] | None = None) -> None:
     """The NVUE nodes' part of `w` (intent `old` -> `new`; `files`: their new NVUE files, else the
     ones they run): their files, kernel deltas both ways, VNIs and what the plan says of them. On
     the same intent, only the nodes of `files` (the others' planes are the same)."""
-    before = running(ctx.dir, old, ctx.backend, ctx.shaping, nodes=files if files is not None and old is new
-                     else None)
+    before = running(ctx.dir, old, ctx.backend, ctx.shaping, nodes=files if files is not None and old is new else None)
     nfs = {n: x.file for n, x in before.items()} | (files or {})
     k = kernelplane.recorded(ctx.dir)
     after, notes = build(nfs, new, ctx.backend, ctx.shaping, k.layout, k.bonds)
@@ -33,7 +32,7 @@ def nvue_work(ctx: LabContext, w: Work, old: Fabric, new: Fabric,
         b = before[node]
         w.old_files[node], w.files[node] = dict(b.files), dict(x.files)
         w.deltas.pop(node, None)
-        if (d := _delta(b.plane, x.plane, ctx)):
+        if d := _delta(b.plane, x.plane, ctx):
             w.deltas[node] = d
             w.undo[node] = _delta(x.plane, b.plane, ctx)
         w.vnis[node], w.old_vnis[node] = x.plane.vnis, b.plane.vnis
@@ -52,8 +51,12 @@ def _delta(a: Plane, b: Plane, ctx: LabContext) -> NodeDelta:
     taken = {s.dev for s in d.add if s.op in ("vxlan", "bridge", "move")}
     first = [s for s in d.remove if s.dev in taken]
     d.add, d.remove = first + d.add, [s for s in d.remove if s.dev not in taken]
-    add, remove = extras_delta(a.extras, b.extras, {s.dev for s in d.add if s.op in ("bridge", "vxlan")},
-                               {s.dev for s in d.add + d.remove if s.op == "del"})
+    add, remove = extras_delta(
+        a.extras,
+        b.extras,
+        {s.dev for s in d.add if s.op in ("bridge", "vxlan")},
+        {s.dev for s in d.add + d.remove if s.op == "del"},
+    )
     d.add += add
     d.remove = remove + d.remove
     if not a.vnis and b.vnis and not d.bind:

@@ -5,6 +5,7 @@ their apply through twin's change pipeline (`engine`), the operational state of 
 started and stopped by `twin.nvue.service`; what it does with NVUE trees is
 `twin.nvue`'s (`api`, `cli`).
 """
+
 import sys
 
 from twin.nvue.nvued.engine import Engine

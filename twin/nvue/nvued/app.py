@@ -20,6 +20,7 @@ request's form refuses (every problem), 401 without the right credentials (nothi
 404 for an unknown place or revision, 409 for a request the state refuses (a revision being
 applied or applied: not changed or applied again; a node without NVUE; the lab busy).
 """
+
 from __future__ import annotations
 
 import base64
@@ -68,17 +69,24 @@ def make_app(engine: Engine, password: str) -> Starlette:
     async def handle(request: Request) -> Response:
         how, _, node = str(request.scope.get(TAG, "")).partition(":")
         if how != "unix" and not _authorized(request, password):
-            return answer(api.problem(401, "the NVUE API takes HTTP Basic auth: user cumulus and the lab's "
-                                           "password (`twin inventory LAB` prints it)"), 401,
-                          {"WWW-Authenticate": 'Basic realm="twin NVUE"'})
+            return answer(
+                api.problem(
+                    401,
+                    "the NVUE API takes HTTP Basic auth: user cumulus and the lab's "
+                    "password (`twin inventory LAB` prints it)",
+                ),
+                401,
+                {"WWW-Authenticate": 'Basic realm="twin NVUE"'},
+            )
         raw = request.scope.get("raw_path") or request.url.path.encode()
         raw = raw.split(b"?", 1)[0]
         body = await request.body()
         try:
             if raw.rstrip(b"/") == b"/nv" and how == "unix" and request.method == "POST":
                 return answer(await run_in_threadpool(nv.run, engine, node, api.parse_json(body, free=nv.FILES)))
-            doc = await run_in_threadpool(dispatch, engine, node, request.method, api.path_of(raw),
-                                          _params(request), body)
+            doc = await run_in_threadpool(
+                dispatch, engine, node, request.method, api.path_of(raw), _params(request), body
+            )
             return answer(doc)
         except Refused as e:
             return answer(api.problem(e.status, e.detail), e.status)
@@ -91,8 +99,9 @@ def make_app(engine: Engine, password: str) -> Starlette:
         except (Conflict, LabStateError) as e:
             return answer(api.problem(409, str(e)), 409)
 
-    return Starlette(routes=[Route("/{rest:path}", handle, methods=METHODS)],
-                     exception_handlers=error_handlers(problem_body))
+    return Starlette(
+        routes=[Route("/{rest:path}", handle, methods=METHODS)], exception_handlers=error_handlers(problem_body)
+    )
 
 
 def _said(p: Problem) -> str:
@@ -186,8 +195,11 @@ def _transition(engine: Engine, node: str, rid: str, body: Any, wait: bool = Fal
     if not isinstance(body, dict) or body.get("state") not in (State.APPLY, SAVE):
         raise ValueError('a revision takes {"state": "apply", "auto-prompt": {"ays": "ays_yes"}} or {"state": "save"}')
     prompt = body.get("auto-prompt", {})
-    if not isinstance(prompt, dict) or prompt.get("ays", "ays_no") not in ("ays_yes", "ays_no") or set(
-            body) - {"state", "auto-prompt"}:
+    if (
+        not isinstance(prompt, dict)
+        or prompt.get("ays", "ays_no") not in ("ays_yes", "ays_no")
+        or set(body) - {"state", "auto-prompt"}
+    ):
         raise ValueError('"auto-prompt" is {"ays": "ays_yes"} (or "ays_no"); a revision takes no other keys')
     if body["state"] == SAVE:
         if rid != REV_APPLIED and engine.get(node, rid).state is not State.APPLIED:

@@ -26,6 +26,7 @@ Revisions outlive the service, as a switch's do: every change of one is written 
 service stopped in the middle of applying comes back `apply_fail`, saying so (what the lab
 runs is then what `twin status` and `nv show` say).
 """
+
 from __future__ import annotations
 
 import copy
@@ -50,19 +51,19 @@ from twin.nvue.nvued.revision import Conflict, NotFound, Revision
 from twin.nvue.tree import diff, patch, unpatch
 from twin.runtime import Runtime
 
-MAX_REVISIONS = 32        # kept per node; the oldest ones go first (not one being applied)
-APPLIERS = 16             # revisions of different nodes applied at once (each mostly waits on its node)
+MAX_REVISIONS = 32  # kept per node; the oldest ones go first (not one being applied)
+APPLIERS = 16  # revisions of different nodes applied at once (each mostly waits on its node)
 
 
 class Engine:
     def __init__(self, lab: str, d: Path):
         self.lab, self.d = lab, d
-        self.runtime: Runtime | None = None      # made on first use: reading revisions needs no Docker
+        self.runtime: Runtime | None = None  # made on first use: reading revisions needs no Docker
         self.revisions: dict[str, Revision] = {}
-        self.cli: dict[str, str] = {}            # node -> the revision its `nv` edits
+        self.cli: dict[str, str] = {}  # node -> the revision its `nv` edits
         self.guard = threading.Lock()
         self.worker = ThreadPoolExecutor(APPLIERS, thread_name_prefix="nvued-apply")
-        self.nodes: dict[str, threading.Lock] = {}     # node -> held while one of its revisions applies
+        self.nodes: dict[str, threading.Lock] = {}  # node -> held while one of its revisions applies
         self._recall()
 
     # --- revisions kept on disk -------------------------------------------------------------------
@@ -76,12 +77,12 @@ class Engine:
             revisions = {k: Revision.recalled(r) for k, r in doc["revisions"].items()}
             cli = {str(n): str(r) for n, r in doc["cli"].items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return    # none kept, or not readable as such: the service starts with none, as on `up`
+            return  # none kept, or not readable as such: the service starts with none, as on `up`
         self.revisions, self.cli = revisions, cli
 
     def keep(self) -> None:
         """Write the revisions and `nv` sessions down (after every change of one)."""
-        with self.guard:     # one writer at a time: the worker thread keeps too
+        with self.guard:  # one writer at a time: the worker thread keeps too
             doc = {"revisions": {k: r.kept() for k, r in self.revisions.items()}, "cli": dict(self.cli)}
             state.write_text(self._file(), json.dumps(doc))
 
@@ -95,7 +96,7 @@ class Engine:
 
     # --- what a node runs ------------------------------------------------------------------------
     def context(self) -> LabContext:
-        if self.runtime is None:     # the runtime that made the lab (docker, or containerlab)
+        if self.runtime is None:  # the runtime that made the lab (docker, or containerlab)
             self.runtime = state.runtime_of(self.d)
         ctx = LabContext.open(self.lab, self.runtime)
         if ctx is None:
@@ -105,9 +106,11 @@ class Engine:
     def applied(self, node: str) -> NvueFile:
         f = self.d / node / STARTUP
         if not f.is_file() or f.is_symlink():
-            raise Conflict(f"{node} runs twin's rendering, not NVUE: its configuration is read with vtysh, and "
-                           "changed with `twin apply`; NVUE changes the nodes a lab brought up from startup.yaml "
-                           "files (`twin up --configs`)")
+            raise Conflict(
+                f"{node} runs twin's rendering, not NVUE: its configuration is read with vtysh, and "
+                "changed with `twin apply`; NVUE changes the nodes a lab brought up from startup.yaml "
+                "files (`twin up --configs`)"
+            )
         try:
             return load.read(f)
         except TopologyError as e:
@@ -118,7 +121,7 @@ class Engine:
         try:
             return load.read_bytes(state.read_text(f).encode(), str(f)).tree
         except OSError:
-            return self.applied(node).tree      # nothing saved since `up`: what it came up with
+            return self.applied(node).tree  # nothing saved since `up`: what it came up with
 
     def save(self, node: str) -> None:
         nf = self.applied(node)
@@ -141,7 +144,7 @@ class Engine:
 
     def _prune(self, node: str) -> None:
         mine = sorted((r for r in self.revisions.values() if r.node == node), key=lambda r: r.made)
-        for r in mine[:max(0, len(mine) - MAX_REVISIONS + 1)]:
+        for r in mine[: max(0, len(mine) - MAX_REVISIONS + 1)]:
             if r.retire():
                 del self.revisions[r.id]
 
@@ -187,7 +190,7 @@ class Engine:
     def _apply(self, rev: Revision) -> None:
         with self.guard:
             one = self.nodes.setdefault(rev.node, threading.Lock())
-        with one:          # a node's revisions one after the other; other nodes' meanwhile
+        with one:  # a node's revisions one after the other; other nodes' meanwhile
             self._apply_one(rev)
 
     def _apply_one(self, rev: Revision) -> None:
@@ -195,10 +198,19 @@ class Engine:
             with locks.node_lock(self.lab, rev.node, f"twin nvued: {rev.node} revision {rev.id}"):
                 result = self._run(rev)
             t = result.timings
-            rev.end(State.APPLIED, [f"not converged within the deadline: {m}" for m in result.missing[:20]],
-                    f"applied in {t.get('applied', 0):.1f}s" + (
-                        "" if not rev.wait else f", converged in {t['converged']:.1f}s" if "converged" in t
-                        else ", NOT converged"), warning=bool(result.missing))
+            rev.end(
+                State.APPLIED,
+                [f"not converged within the deadline: {m}" for m in result.missing[:20]],
+                f"applied in {t.get('applied', 0):.1f}s"
+                + (
+                    ""
+                    if not rev.wait
+                    else f", converged in {t['converged']:.1f}s"
+                    if "converged" in t
+                    else ", NOT converged"
+                ),
+                warning=bool(result.missing),
+            )
         except Exception as e:  # noqa: BLE001  (a revision says why it failed; the service goes on)
             rev.end(State.APPLY_FAIL, failure(e), "failed")
         self.keep()
@@ -210,7 +222,7 @@ class Engine:
         source = f"{rev.node} revision {rev.id}"
         nf = from_tree(tree, source)
         nf.header = now.header
-        load.read_bytes(dump(nf.tree, nf.header).encode(), source)   # what is written reads back
+        load.read_bytes(dump(nf.tree, nf.header).encode(), source)  # what is written reads back
         change = NvueChange.of(ctx, source, {rev.node: nf})
         return apply(ctx, change, wait=rev.wait, node=rev.node, say=lambda m: setattr(rev, "progress", m))
 

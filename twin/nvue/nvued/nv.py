@@ -9,6 +9,7 @@ startup one, `nv config show` prints the applied configuration and `nv show PATH
 operational state (`show.py`) or, for places it does not cover, the applied configuration.
 The body is the node's: hostile until checked, and every failure is an answer, not a crash.
 """
+
 from __future__ import annotations
 
 import base64
@@ -26,9 +27,9 @@ from twin.nvue.schema import API
 from twin.nvue.tree import diff, get
 from twin.nvue.tree import show as show_path
 
-MAX_FILE = 1 << 20            # a file `nv config patch|replace` sends (a startup.yaml's limit)
-MAX_BODY = (MAX_FILE + 2) // 3 * 4 + (64 << 10)   # such a file in base64, and room for the words around it
-FILES = ("file_base64", "file")   # the body's keys that carry a file (their own limit, MAX_FILE)
+MAX_FILE = 1 << 20  # a file `nv config patch|replace` sends (a startup.yaml's limit)
+MAX_BODY = (MAX_FILE + 2) // 3 * 4 + (64 << 10)  # such a file in base64, and room for the words around it
+FILES = ("file_base64", "file")  # the body's keys that carry a file (their own limit, MAX_FILE)
 
 
 def run(engine: Engine, node: str, body: Any) -> dict:
@@ -115,8 +116,12 @@ def _apply(engine: Engine, node: str, rev: Revision | None, cmd: cli.Command, tt
     if stored and not cmd.yes:
         what = ", ".join(show_path(p) for p in stored[:8])
         if tty:
-            return {"rc": 1, "out": "", "err": f"Warning: stored, not emulated: {what}\n",
-                    "ask": "Are you sure you want to apply it?"}
+            return {
+                "rc": 1,
+                "out": "",
+                "err": f"Warning: stored, not emulated: {what}\n",
+                "ask": "Are you sure you want to apply it?",
+            }
         return _fail(f"Error: stored, not emulated: {what}; `nv config apply -y` applies it anyway\n")
     engine.apply(rev, yes=True, wait=cmd.wait)
     return {"rc": 0, "out": "", "err": "", "poll": rev.id}

@@ -12,6 +12,7 @@ made (409 Conflict, saying so). Two applies of one revision: the first makes it 
 second is refused; an edit meets `apply` and is refused, and the tree the apply reads stays the
 one it began with.
 """
+
 from __future__ import annotations
 
 import copy
@@ -38,16 +39,16 @@ class Conflict(TwinError):
 class Revision:
     id: str
     node: str
-    base: dict                      # the applied tree it was made from
-    tree: dict                      # the tree it would apply
+    base: dict  # the applied tree it was made from
+    tree: dict  # the tree it would apply
     state: State = State.PENDING
     issues: list[str] = field(default_factory=list)
     progress: str = ""
-    warning: bool = False           # the issues are warnings (applied, not converged)
-    wait: bool = False              # its apply waits for the lab to converge (an opt-in)
+    warning: bool = False  # the issues are warnings (applied, not converged)
+    wait: bool = False  # its apply waits for the lab to converge (an opt-in)
     made: float = field(default_factory=time.time)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    gone: bool = field(default=False, repr=False, compare=False)     # dropped, or pruned: no transition
+    gone: bool = field(default=False, repr=False, compare=False)  # dropped, or pruned: no transition
 
     def __post_init__(self) -> None:
         self.state = State(self.state)
@@ -67,8 +68,9 @@ class Revision:
         rev = cls(**{k: v for k, v in doc.items() if k in cls.KEPT})
         if rev.state is State.APPLY:
             rev.state, rev.progress = State.APPLY_FAIL, "failed"
-            rev.issues = ["the NVUE service stopped while applying it: `twin status` and `nv show` say what the "
-                          "lab runs now"]
+            rev.issues = [
+                "the NVUE service stopped while applying it: `twin status` and `nv show` say what the lab runs now"
+            ]
         return rev
 
     def doc(self) -> dict:
@@ -83,10 +85,14 @@ class Revision:
         if self.state in allowed:
             return
         if self.state is State.APPLY:
-            raise Conflict(f"revision {self.id} is being applied: it cannot be changed or applied again; its "
-                           "state says when it is done")
-        raise Conflict(f"revision {self.id} is {self.state}: a revision that was applied cannot be modified "
-                       "further; make a new one")
+            raise Conflict(
+                f"revision {self.id} is being applied: it cannot be changed or applied again; its "
+                "state says when it is done"
+            )
+        raise Conflict(
+            f"revision {self.id} is {self.state}: a revision that was applied cannot be modified "
+            "further; make a new one"
+        )
 
     def edit(self, fn: Callable[[dict], dict]) -> dict:
         """`fn(tree)` made on the pending revision, kept once NVUE's object tree takes it (TopologyError:
@@ -103,9 +109,14 @@ class Revision:
             self._expect(APPLICABLE)
             stored = from_tree(self.tree, self.id).not_emulated
             if stored and not yes:
-                self.state, self.issues = State.AYS_FAIL, [
-                    f"{show(p)} is stored, not emulated: apply with auto-prompt ays_yes (nv config apply -y) to "
-                    "keep it" for p in stored]
+                self.state, self.issues = (
+                    State.AYS_FAIL,
+                    [
+                        f"{show(p)} is stored, not emulated: apply with auto-prompt ays_yes (nv config apply -y) to "
+                        "keep it"
+                        for p in stored
+                    ],
+                )
                 return False
             self.state, self.progress, self.issues, self.wait, self.warning = State.APPLY, "checking", [], wait, False
             return True

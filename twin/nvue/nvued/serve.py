@@ -7,6 +7,7 @@ arrives on says which node it is for, whatever the client says. One app on all o
 until SIGTERM, or until its lab directory is gone, and leaves nothing listening behind. Every
 failure is one line on stderr (its log) and an exit code.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,16 +28,16 @@ from twin.nvue.nvued.app import make_app, problem_body
 from twin.nvue.nvued.engine import Engine
 from twin.topology.model import Fabric
 
-MAX_BODY = nv.MAX_BODY      # a request body: a startup.yaml of 1 MiB, in base64 (nv) or JSON (the REST API)
+MAX_BODY = nv.MAX_BODY  # a request body: a startup.yaml of 1 MiB, in base64 (nv) or JSON (the REST API)
 SOCKET = "nvue.sock"
-API_SOCKET = "api.sock"     # the node's NVUE API on its management address (eth0:8765), through its relay
+API_SOCKET = "api.sock"  # the node's NVUE API on its management address (eth0:8765), through its relay
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m twin.nvue.nvued LAB", file=sys.stderr)
         return 2
-    register(DIALECT)   # a process of its own, without `twin.Lab`: the dialect it serves, registered by itself
+    register(DIALECT)  # a process of its own, without `twin.Lab`: the dialect it serves, registered by itself
     try:
         return serve(argv[0])
     except TwinError as e:
@@ -53,7 +54,7 @@ def serve(lab: str) -> int:
         raise TwinError(f"lab {lab!r} has no directory {d}")
     gone = daemon.orphaned(d)
     rec = nvue_service.record_file(d)
-    daemon.announce(rec, lab=lab)                   # first: `down` finds it from here on
+    daemon.announce(rec, lab=lab)  # first: `down` finds it from here on
     _, fabric = state.load(d)
     if fabric is None:
         raise TwinError(f"lab {lab!r} has no recorded intent")
@@ -65,15 +66,17 @@ def serve(lab: str) -> int:
     socks = {(n, SOCKET): _bind(nvue_run(d, n) / SOCKET, kinds.NV_GID) for n in nodes}
     socks |= {(n, API_SOCKET): _bind(nvue_run(d, n) / API_SOCKET) for n in nodes if fabric.nodes[n].mgmt}
     listeners = list(tcp.values()) + [
-        Listener(uds=str(nvue_run(d, n) / f), fd=s.fileno(), tag=f"unix:{n}") if f == SOCKET else
-        Listener(uds=str(nvue_run(d, n) / f), fd=s.fileno(), certfile=str(cert), keyfile=str(key), tag=f"mgmt:{n}")
-        for (n, f), s in socks.items()]
-    svc = Service("nvued", make_app(engine, nvue_service.password(d)), listeners, max_body=MAX_BODY,
-                  body=problem_body)
+        Listener(uds=str(nvue_run(d, n) / f), fd=s.fileno(), tag=f"unix:{n}")
+        if f == SOCKET
+        else Listener(uds=str(nvue_run(d, n) / f), fd=s.fileno(), certfile=str(cert), keyfile=str(key), tag=f"mgmt:{n}")
+        for (n, f), s in socks.items()
+    ]
+    svc = Service("nvued", make_app(engine, nvue_service.password(d)), listeners, max_body=MAX_BODY, body=problem_body)
 
     def started(s: Service) -> None:
-        daemon.announce(rec, lab=lab, listeners={n: {"port": s.port(tcp[n]), "socket": str(nvue_run(d, n) / SOCKET)}
-                                                 for n in nodes})
+        daemon.announce(
+            rec, lab=lab, listeners={n: {"port": s.port(tcp[n]), "socket": str(nvue_run(d, n) / SOCKET)} for n in nodes}
+        )
 
     try:
         svc.run(on_start=started, watch=lambda: not gone())
@@ -123,4 +126,4 @@ def _saved(engine: Engine, d: Path, fabric: Fabric) -> None:
         try:
             engine.save(n)
         except TwinError:
-            continue        # a node of twin's rendering
+            continue  # a node of twin's rendering

@@ -13,6 +13,7 @@ Names are NVUE's (swp1, p0_if, vlan10, VRF RED); each is mapped to what twin mad
 port, the segment's bridge in the tenant's VRF, the tenant's VRF) and shown with it under
 `twin`. A name the node does not have is an error, never passed on to vtysh.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -42,16 +43,24 @@ from twin.runtime import (
     vrf_routes_cmd,
 )
 
-PATHS = (("interface",), ("acl",), ("qos",), ("evpn", "vni"), ("vrf", "*", "router", "bgp", "neighbor"),
-         ("vrf", "*", "router", "rib", "ipv4", "route"), ("router", "policy"), ("vrf", "*", "router", "ospf"),
-         ("vrf", "*", "router", "static"))
+PATHS = (
+    ("interface",),
+    ("acl",),
+    ("qos",),
+    ("evpn", "vni"),
+    ("vrf", "*", "router", "bgp", "neighbor"),
+    ("vrf", "*", "router", "rib", "ipv4", "route"),
+    ("router", "policy"),
+    ("vrf", "*", "router", "ospf"),
+    ("vrf", "*", "router", "static"),
+)
 
 
 def operational(path: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(the subset's path it falls under, what is below it), or None when it is not operational."""
     for p in PATHS:
         if len(path) >= len(p) and all(a == "*" or a == b for a, b in zip(p, path)):
-            return path[:len(p)], path[len(p):]
+            return path[: len(p)], path[len(p) :]
     return None
 
 
@@ -64,10 +73,10 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
     plane = _plane(ctx, node)
     if head == ("interface",):
         doc = interfaces(ctx, node, plane)
-        for port, acls in acl_counts(ctx, node, plane).items():   # `nv show interface X acl` (issue 44)
+        for port, acls in acl_counts(ctx, node, plane).items():  # `nv show interface X acl` (issue 44)
             if port in doc:
                 doc[port]["acl"] = acls
-        for vrf in _ospf_vrfs(plane):                              # `nv show interface X router ospf`
+        for vrf in _ospf_vrfs(plane):  # `nv show interface X router ospf`
             for port, o in ospf_shown(ctx, node, vrf, plane)["interface"].items():
                 if port in doc:
                     doc[port]["router"] = {"ospf": o}
@@ -100,8 +109,10 @@ def _pruned(doc: Any) -> Any:
 def below(doc: Any, rest: tuple[str, ...], path: tuple[str, ...]) -> Any:
     for i, k in enumerate(rest):
         if not isinstance(doc, dict) or k not in doc:
-            raise NotFound(f"{show(path[:len(path) - len(rest) + i + 1])}: no such "
-                           f"{'entry' if i == 0 else 'key'} in the operational state")
+            raise NotFound(
+                f"{show(path[: len(path) - len(rest) + i + 1])}: no such "
+                f"{'entry' if i == 0 else 'key'} in the operational state"
+            )
         doc = doc[k]
     return doc
 
@@ -116,9 +127,9 @@ def _vrf(plane: Plane | None, name: str) -> str:
     """The kernel VRF of an NVUE VRF of the node ('default' is the underlay)."""
     if name == "default":
         return name
-    known = {**plane.vrfs, **plane.plain} if plane else {}     # its tenants' VRFs and its plain L3 VRFs
+    known = {**plane.vrfs, **plane.plain} if plane else {}  # its tenants' VRFs and its plain L3 VRFs
     if name not in known:
-        raise NotFound(f"vrf.{name}: the node has no such VRF; its VRFs: {', '.join(['default', *known]) }")
+        raise NotFound(f"vrf.{name}: the node has no such VRF; its VRFs: {', '.join(['default', *known])}")
     return known[name]
 
 
@@ -135,13 +146,18 @@ def interfaces(ctx: LabContext, node: str, plane: Plane | None) -> dict:
         k = kernel.get(ns, {}).get(dev)
         kind = (plane.conf.ports.get(name) if plane else None) or ("loopback" if name == "lo" else "swp")
         if k is None:
-            out[name] = {"type": kind, "link": {"oper-status": "absent"},
-                         "twin": {"device": dev, "namespace": ns or None, "note": "not made on this node"}}
+            out[name] = {
+                "type": kind,
+                "link": {"oper-status": "absent"},
+                "twin": {"device": dev, "namespace": ns or None, "note": "not made on this node"},
+            }
             continue
-        out[name] = {"type": kind, "link": {"oper-status": k["state"] if name != "lo" else "up", "mtu": k["mtu"],
-                                            "mac-address": k["mac"]},
-                     "ip": {"address": {a: {} for a in k["addresses"]}},
-                     "twin": {"device": dev, "namespace": ns or None}}
+        out[name] = {
+            "type": kind,
+            "link": {"oper-status": k["state"] if name != "lo" else "up", "mtu": k["mtu"], "mac-address": k["mac"]},
+            "ip": {"address": {a: {} for a in k["addresses"]}},
+            "twin": {"device": dev, "namespace": ns or None},
+        }
         vrf = _svi_vrf(plane, name)
         if vrf:
             out[name]["ip"]["vrf"] = vrf
@@ -150,11 +166,11 @@ def interfaces(ctx: LabContext, node: str, plane: Plane | None) -> dict:
 
 def _devices(ctx: LabContext, node: str, plane: Plane | None) -> dict[str, tuple[str, str]]:
     """NVUE interface name -> (namespace, kernel device)."""
-    if plane is None:    # twin's rendering: its ports and loopback, by their own names
+    if plane is None:  # twin's rendering: its ports and loopback, by their own names
         n = ctx.fabric.nodes[node]
         return {"lo": ("", "lo"), **{p: ("", p) for p in n.ports_by_name}}
     out = {"lo": ("", "lo")}
-    moved = {s.dev: s.args["to"] for s in plane.extras.values() if s.op == "move"}   # into a plain VRF
+    moved = {s.dev: s.args["to"] for s in plane.extras.values() if s.op == "move"}  # into a plain VRF
     for name, dev in plane.devices.items():
         out[name] = (moved.get(dev) or port_ns(plane.fabric, node, dev, ctx.backend), dev)
     for vlan, svi in plane.conf.svis.items():
@@ -164,7 +180,7 @@ def _devices(ctx: LabContext, node: str, plane: Plane | None) -> dict[str, tuple
             out[svi.name] = ("", svi.name)
         elif vnis and t is not None:
             out[svi.name] = (tenant_ns(t, ctx.backend), bridge_name(vnis[0]))
-        elif ("bridge", svi.name) in plane.extras:          # outside a tenant (twin.nvue.routed)
+        elif ("bridge", svi.name) in plane.extras:  # outside a tenant (twin.nvue.routed)
             out[svi.name] = (plane.extras[("bridge", svi.name)].ns, svi.name)
     return out
 
@@ -181,8 +197,10 @@ def acl_counts(ctx: LabContext, node: str, plane: Plane | None) -> dict[str, dic
     got = {ns: nft_counters(ctx.exec(node), "netdev", TABLE, ns) for ns in plane.acls.namespaces()}
     out: dict[str, dict] = {}
     for b in plane.acls.bindings:
-        rules = {str(r.seq): {"action": r.action, "packets": got[b.ns].get(b.counter(r.seq), 0)}
-                 for r in plane.acls.acls[b.acl].rules}
+        rules = {
+            str(r.seq): {"action": r.action, "packets": got[b.ns].get(b.counter(r.seq), 0)}
+            for r in plane.acls.acls[b.acl].rules
+        }
         out.setdefault(b.port, {}).setdefault(b.acl, {})[b.way] = {"rule": rules}
     return out
 
@@ -215,48 +233,73 @@ def qos_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
             with ctx.ipr(node, s.ns) as ipr:
                 got = read_tc_classes(ipr, key[1])
             ports[key[1]] = {"traffic-class": {str(tc): {"packets": got.get(0x10010 + tc, 0)} for tc in q.used()}}
-    return {"roce": {"enable": "on", "mode": q.mode},
-            "mapping": {"default-global": {"dscp": {str(d): {"switch-priority": sp}
-                                                    for d, sp in sorted(q.classes.items())}}},
-            "pfc": {"default-global": {"switch-priority": {str(p): {} for p in sorted(q.lossless)}}},
-            "congestion-control": {"default-global": {"traffic-class": {
-                str(tc): {"ecn": "enable", "min-threshold": lo, "max-threshold": hi, "probability": p}
-                for tc, (lo, hi, p) in sorted(q.ecn.items())}}},
-            "twin": {"ports": ports}}
+    return {
+        "roce": {"enable": "on", "mode": q.mode},
+        "mapping": {
+            "default-global": {"dscp": {str(d): {"switch-priority": sp} for d, sp in sorted(q.classes.items())}}
+        },
+        "pfc": {"default-global": {"switch-priority": {str(p): {} for p in sorted(q.lossless)}}},
+        "congestion-control": {
+            "default-global": {
+                "traffic-class": {
+                    str(tc): {"ecn": "enable", "min-threshold": lo, "max-threshold": hi, "probability": p}
+                    for tc, (lo, hi, p) in sorted(q.ecn.items())
+                }
+            }
+        },
+        "twin": {"ports": ports},
+    }
 
 
 # --- FRR ------------------------------------------------------------------------------------------------
 def neighbors(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dict:
     doc = ctx.exec(node).vtysh_json(f"show bgp vrf {vrf} neighbors json")[0]
     names = {dev: name for name, dev in (plane.devices.items() if plane else ())}
-    peers = {peer: p for peer, p in (doc.items() if isinstance(doc, dict) else ()) if isinstance(p, dict)
-             and "bgpState" in p}
-    sessions = ctx.exec(node).vtysh_json(f"show bfd vrf {vrf} peers json")[0] if any(
-        "peerBfdInfo" in p for p in peers.values()) else []
+    peers = {
+        peer: p for peer, p in (doc.items() if isinstance(doc, dict) else ()) if isinstance(p, dict) and "bgpState" in p
+    }
+    sessions = (
+        ctx.exec(node).vtysh_json(f"show bfd vrf {vrf} peers json")[0]
+        if any("peerBfdInfo" in p for p in peers.values())
+        else []
+    )
     out = {}
     for peer, p in peers.items():
         out[names.get(peer, peer)] = {
-            "state": str(p.get("bgpState", "")).lower(), "remote-as": p.get("remoteAs"),
-            "local-as": p.get("localAs"), "peer-group": p.get("peerGroup"),
+            "state": str(p.get("bgpState", "")).lower(),
+            "remote-as": p.get("remoteAs"),
+            "local-as": p.get("localAs"),
+            "peer-group": p.get("peerGroup"),
             "type": "numbered" if _is_ip(peer) else "unnumbered",
-            "hostname": p.get("hostname"), "uptime": p.get("bgpTimerUpString"),
-            **_timers_bfd(p, judge.session(sessions, judge.Wanted(vrf, peer, None, None))), "twin": {"peer": peer}}
+            "hostname": p.get("hostname"),
+            "uptime": p.get("bgpTimerUpString"),
+            **_timers_bfd(p, judge.session(sessions, judge.Wanted(vrf, peer, None, None))),
+            "twin": {"peer": peer},
+        }
     return out
 
 
 def _timers_bfd(p: dict, session: dict | None) -> dict:
     """A neighbor's timers as the session runs them, and its BFD session (issue 44), in NVUE's words: the
     BFD timers bfdd's session runs (bgpd shows its own defaults for a neighbor whose BFD is a profile's)."""
-    ms = lambda k: p[k] // 1000 if isinstance(p.get(k), int) else None   # noqa: E731
-    out: dict = {"timers": {"keepalive": ms("bgpTimerKeepAliveIntervalMsecs"), "hold": ms("bgpTimerHoldTimeMsecs"),
-                            "connection-retry": p.get("connectRetryTimer")}}
+    ms = lambda k: p[k] // 1000 if isinstance(p.get(k), int) else None  # noqa: E731
+    out: dict = {
+        "timers": {
+            "keepalive": ms("bgpTimerKeepAliveIntervalMsecs"),
+            "hold": ms("bgpTimerHoldTimeMsecs"),
+            "connection-retry": p.get("connectRetryTimer"),
+        }
+    }
     bfd = p.get("peerBfdInfo")
     if isinstance(bfd, dict):
         s = session or {}
-        out["bfd"] = {"enable": "on", "status": str(bfd.get("status", "")).lower(),
-                      "detect-multiplier": s.get("detect-multiplier", bfd.get("detectMultiplier")),
-                      "min-rx-interval": s.get("receive-interval", bfd.get("rxMinInterval")),
-                      "min-tx-interval": s.get("transmit-interval", bfd.get("txMinInterval"))}
+        out["bfd"] = {
+            "enable": "on",
+            "status": str(bfd.get("status", "")).lower(),
+            "detect-multiplier": s.get("detect-multiplier", bfd.get("detectMultiplier")),
+            "min-rx-interval": s.get("receive-interval", bfd.get("rxMinInterval")),
+            "min-tx-interval": s.get("transmit-interval", bfd.get("txMinInterval")),
+        }
     return out
 
 
@@ -276,10 +319,15 @@ def vnis(ctx: LabContext, node: str, plane: Plane | None) -> dict:
     for vni, e in sorted(vni_states(doc).items()):
         e = normalize_vni(e)
         vrf = str(e.get("vrf"))
-        out[str(vni)] = {"type": e.get("type"), "vrf": nvue_vrf.get(vrf, e.get("vrf")),
-                         "vlan": vlan_of.get(vni), "vxlan-interface": e.get("vxlanInterface") or e.get("vxlanIntf"),
-                         "remote-vtep": {ip: {} for ip in e.get("remoteVteps", [])},
-                         "mac-count": e.get("numMacs"), "state": e.get("state")}
+        out[str(vni)] = {
+            "type": e.get("type"),
+            "vrf": nvue_vrf.get(vrf, e.get("vrf")),
+            "vlan": vlan_of.get(vni),
+            "vxlan-interface": e.get("vxlanInterface") or e.get("vxlanIntf"),
+            "remote-vtep": {ip: {} for ip in e.get("remoteVteps", [])},
+            "mac-count": e.get("numMacs"),
+            "state": e.get("state"),
+        }
     return out
 
 
@@ -300,25 +348,44 @@ def ospf_shown(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dic
     ifs, nbrs = ctx.exec(node).vtysh_json(*(c.replace("vrf all", f"vrf {vrf}") for c in routing.OSPF))
     names = {dev: name for name, dev in (plane.devices.items() if plane else ())}
     got = ifs.get(vrf, {}).get("interfaces", {}) if isinstance(ifs, dict) and isinstance(ifs.get(vrf), dict) else {}
-    out: dict[str, Any] = {"interface": {names.get(dev, dev): {
-        "area": i.get("area"), "network-type": str(i.get("networkType", "")).lower() or None, "state": i.get("state"),
-        "timers": {"hello-interval": i["timerMsecs"] // 1000 if isinstance(i.get("timerMsecs"), int) else None,
-                   "dead-interval": i.get("timerDeadSecs")}, "neighbor-count": i.get("nbrCount")}
-        for dev, i in sorted(got.items()) if isinstance(i, dict)}, "neighbor": {}}
+    out: dict[str, Any] = {
+        "interface": {
+            names.get(dev, dev): {
+                "area": i.get("area"),
+                "network-type": str(i.get("networkType", "")).lower() or None,
+                "state": i.get("state"),
+                "timers": {
+                    "hello-interval": i["timerMsecs"] // 1000 if isinstance(i.get("timerMsecs"), int) else None,
+                    "dead-interval": i.get("timerDeadSecs"),
+                },
+                "neighbor-count": i.get("nbrCount"),
+            }
+            for dev, i in sorted(got.items())
+            if isinstance(i, dict)
+        },
+        "neighbor": {},
+    }
     v = nbrs.get(vrf, {}) if isinstance(nbrs, dict) else {}
-    for rid, entries in (v.get("neighbors", {}).items() if isinstance(v, dict) else ()):
+    for rid, entries in v.get("neighbors", {}).items() if isinstance(v, dict) else ():
         for n in entries if isinstance(entries, list) else ():
             port = str(n.get("ifaceName", "")).split(":")[0]
-            out["neighbor"][rid] = {"state": n.get("nbrState"), "interface": names.get(port, port),
-                                    "address": n.get("ifaceAddress"), "uptime": n.get("upTime")}
+            out["neighbor"][rid] = {
+                "state": n.get("nbrState"),
+                "interface": names.get(port, port),
+                "address": n.get("ifaceAddress"),
+                "uptime": n.get("upTime"),
+            }
     return out
 
 
 def _ospf_vrfs(plane: Plane | None) -> list[str]:
     """The kernel VRFs the node's NVUE runs OSPF in."""
     o = plane.conf.ospf if plane else None
-    return sorted({_vrf(plane, n) for n in o.instances if n in ("default", *plane.vrfs, *plane.plain)}) if o and plane \
+    return (
+        sorted({_vrf(plane, n) for n in o.instances if n in ("default", *plane.vrfs, *plane.plain)})
+        if o and plane
         else []
+    )
 
 
 def statics_shown(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dict:
@@ -330,6 +397,11 @@ def statics_shown(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> 
             continue
         why = routing.static_problem(v, st, routes, nht)
         hop = out.setdefault(st.prefix, {"via": {}})["via"].setdefault(st.via, {})
-        hop.update({"distance": st.distance or 1, "state": "inactive" if why else "installed",
-                    **({"reason": why.split(": ", 1)[1]} if why else {})})
+        hop.update(
+            {
+                "distance": st.distance or 1,
+                "state": "inactive" if why else "installed",
+                **({"reason": why.split(": ", 1)[1]} if why else {}),
+            }
+        )
     return out

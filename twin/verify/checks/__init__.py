@@ -12,6 +12,7 @@ their `window`. Each check becomes one Check of the group `checks`, with what
 was seen in its message and data; the commands behind it are recorded under
 its name when evidence is recorded (`twin.runtime.exec.recording`).
 """
+
 from twin.verify.checks.runner import GROUP, run
 
 __all__ = ["GROUP", "run"]

@@ -1,4 +1,5 @@
 """Judging checks: positive ones until they hold, negative ones after convergence over a window."""
+
 from __future__ import annotations
 
 import threading
@@ -17,7 +18,7 @@ from twin.verify.result import Check
 
 GROUP = "checks"
 PARALLEL = 8
-FAILURES = (TwinError, OSError)   # NetlinkFailed, RuntimeFailed, NodeGone: twin's (`twin.runtime.failures`)
+FAILURES = (TwinError, OSError)  # NetlinkFailed, RuntimeFailed, NodeGone: twin's (`twin.runtime.failures`)
 
 
 class Gate:
@@ -36,8 +37,10 @@ class Gate:
                     self._done = (round(barrier.converge(self.ctx, self.timeout), 2), "")
                 except ConvergenceTimeout as e:
                     first = (e.causes or e.missing or [str(e)])[0]
-                    self._done = (None, f"the lab had not converged after {self.timeout:g}s "
-                                        f"({len(e.missing)} missing, e.g. {first})")
+                    self._done = (
+                        None,
+                        f"the lab had not converged after {self.timeout:g}s ({len(e.missing)} missing, e.g. {first})",
+                    )
         return self._done
 
 
@@ -46,8 +49,9 @@ def look(ctx: LabContext, spec: CheckSpec) -> Outcome:
     try:
         return PROBES[type(spec)](ctx, spec)
     except FAILURES as e:
-        return Outcome(False, f"could not look: {(str(e).strip().splitlines() or [type(e).__name__])[0]}",
-                       {"error": str(e)})
+        return Outcome(
+            False, f"could not look: {(str(e).strip().splitlines() or [type(e).__name__])[0]}", {"error": str(e)}
+        )
 
 
 def positive(ctx: LabContext, spec: CheckSpec) -> tuple[Outcome, dict]:
@@ -63,8 +67,9 @@ def positive(ctx: LabContext, spec: CheckSpec) -> tuple[Outcome, dict]:
         wait.until(probe, limit, spec.name, first=0.25, cap=2.0)
     except ConvergenceTimeout:
         last = seen[-1]
-        return Outcome(False, f"{last.seen} (still so after {limit:g}s, {len(seen)} looks)", last.data), \
-            {"looks": len(seen)}
+        return Outcome(False, f"{last.seen} (still so after {limit:g}s, {len(seen)} looks)", last.data), {
+            "looks": len(seen)
+        }
     return seen[-1], {"looks": len(seen), "held_after_s": round(time.monotonic() - t0, 2)}
 
 
@@ -72,8 +77,9 @@ def negative(ctx: LabContext, spec: CheckSpec, gate: Gate) -> tuple[Outcome, dic
     converged, why = gate.wait()
     if converged is None:
         o = look(ctx, spec)
-        return Outcome(False, (f"{o.seen}; and " if not o.holds else f"cannot judge ({o.seen} now): ") + why,
-                       o.data), {"looks": 1}
+        return Outcome(False, (f"{o.seen}; and " if not o.holds else f"cannot judge ({o.seen} now): ") + why, o.data), {
+            "looks": 1
+        }
     window = spec.window or timeouts.CHECK_WINDOW
     start = time.monotonic()
     looks = 0
@@ -82,20 +88,30 @@ def negative(ctx: LabContext, spec: CheckSpec, gate: Gate) -> tuple[Outcome, dic
         looks += 1
         elapsed = time.monotonic() - start
         if not o.holds:
-            return Outcome(False, f"{o.seen} ({elapsed:.1f}s into the {window:g}s window after convergence)",
-                           o.data), {"looks": looks, "converged_after_s": converged}
+            return Outcome(False, f"{o.seen} ({elapsed:.1f}s into the {window:g}s window after convergence)", o.data), {
+                "looks": looks,
+                "converged_after_s": converged,
+            }
         if elapsed >= window:
-            return Outcome(True, f"{o.seen}; held for {window:g}s after convergence ({looks} looks)", o.data), \
-                {"looks": looks, "converged_after_s": converged}
-        time.sleep(min(timeouts.CHECK_POLL, window - elapsed))   # the window's sampling, not a wait for state
+            return Outcome(True, f"{o.seen}; held for {window:g}s after convergence ({looks} looks)", o.data), {
+                "looks": looks,
+                "converged_after_s": converged,
+            }
+        time.sleep(min(timeouts.CHECK_POLL, window - elapsed))  # the window's sampling, not a wait for state
 
 
 def judge(ctx: LabContext, spec: CheckSpec, gate: Gate) -> Check:
     t0 = time.monotonic()
     with labelled(label(spec)):
         outcome, how = negative(ctx, spec, gate) if spec.negative else positive(ctx, spec)
-    data = {"type": spec.type, "negative": spec.negative, "seconds": round(time.monotonic() - t0, 2), **how,
-            "spec": spec.model_dump(by_alias=True, exclude_defaults=True, mode="json"), "observed": outcome.data}
+    data = {
+        "type": spec.type,
+        "negative": spec.negative,
+        "seconds": round(time.monotonic() - t0, 2),
+        **how,
+        "spec": spec.model_dump(by_alias=True, exclude_defaults=True, mode="json"),
+        "observed": outcome.data,
+    }
     return Check(GROUP, spec.name, outcome.holds, outcome.seen, data)
 
 

@@ -27,14 +27,14 @@ class HttpApi(HttpApiBase):
         self.connection._auth = {"Authorization": f"Basic {token}"}
 
     def handle_httperror(self, exc):
-        return exc          # the problem document is the answer
+        return exc  # the problem document is the answer
 
     def send_request(self, data, path="", method="GET", params=""):
         """(HTTP status, decoded JSON) of one request to `BASE/path` (`params`: a query string)."""
         body = None if data is None else json.dumps(data)
         url = f"{BASE}/{path}".rstrip("/") + (f"?{params}" if params else "")
-        response, buffer = self.connection.send(url, body, method=method,
-                                                headers={"Content-Type": "application/json",
-                                                         "Accept": "application/json"})
+        response, buffer = self.connection.send(
+            url, body, method=method, headers={"Content-Type": "application/json", "Accept": "application/json"}
+        )
         text = buffer.read().decode("utf-8") or "null"
         return response.getcode(), json.loads(text)

@@ -25,10 +25,14 @@ DONE = ("applied", "apply_fail", "ays_fail", "invalid")
 
 
 def main():
-    module = AnsibleModule(argument_spec={"path": {"type": "str", "default": ""},
-                                          "data": {"type": "dict", "required": True},
-                                          "wait": {"type": "bool", "default": False},
-                                          "timeout": {"type": "float", "default": 300.0}})
+    module = AnsibleModule(
+        argument_spec={
+            "path": {"type": "str", "default": ""},
+            "data": {"type": "dict", "required": True},
+            "wait": {"type": "bool", "default": False},
+            "timeout": {"type": "float", "default": 300.0},
+        }
+    )
     api = Connection(module._socket_path)
     p = module.params
     status, doc = api.send_request(None, "revision", "POST")
@@ -40,8 +44,9 @@ def main():
         module.fail_json(msg=f"PATCH {p['path'] or '/'}: {status} {doc.get('detail', doc)}", revision=rid)
     at = "revision/" + quote(rid, safe="")
     started = time.time()
-    status, doc = api.send_request({"state": "apply", "auto-prompt": {"ays": "ays_yes"}}, at, "PATCH",
-                                   "wait=true" if p["wait"] else "")
+    status, doc = api.send_request(
+        {"state": "apply", "auto-prompt": {"ays": "ays_yes"}}, at, "PATCH", "wait=true" if p["wait"] else ""
+    )
     if status != 200:
         module.fail_json(msg=f"apply: {status} {doc}", revision=rid)
     deadline = started + p["timeout"]
@@ -51,8 +56,15 @@ def main():
     ended = time.time()
     tr = doc.get("transition", {})
     issues = [i.get("message") for i in tr.get("issue", {}).values()]
-    result = {"revision": rid, "state": doc.get("state"), "progress": tr.get("progress", ""), "issues": issues,
-              "started": started, "ended": ended, "changed": doc.get("state") == "applied"}
+    result = {
+        "revision": rid,
+        "state": doc.get("state"),
+        "progress": tr.get("progress", ""),
+        "issues": issues,
+        "started": started,
+        "ended": ended,
+        "changed": doc.get("state") == "applied",
+    }
     if doc.get("state") != "applied":
         module.fail_json(msg=f"revision {rid} is {doc.get('state')}: {'; '.join(issues)}", **result)
     module.exit_json(**result)
