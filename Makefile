@@ -15,7 +15,7 @@ COMPARE_ARGS ?=
 LARGE_ARGS ?=
 BENCH_SERVER_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-lint bench-nvue bench-compare bench-server soak chaos prove clean
+.PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-lint bench-nvue bench-nvue-qos bench-compare bench-server soak chaos prove clean
 
 host:
 	@twin/lifecycle/host-setup.sh
@@ -82,6 +82,10 @@ bench-lint: venv
 # address): 8 and 16 switches, every revision applied < 10 s, converged < 30 s after the last (issue 33)
 bench-nvue: images
 	$(VENV)/bin/python bench/nvue_fabric.py $(NVUE_ARGS)
+
+# aipod from its NVUE export, plain and with RoCE QoS + an ACL on every port, interleaved (issue 44: within 10 %)
+bench-nvue-qos: images
+	$(VENV)/bin/python bench/nvue_qos.py $(NVUE_QOS_ARGS)
 
 # twin against munet 0.17.3 (FRR's namespace emulator) on the same Clos, interleaved
 # (not part of make test; installs munet in bench/munet/.venv and Debian's frr on the host)

@@ -371,6 +371,29 @@ def test_user_configs_go_through_frr_reload_and_record_as_the_nodes_config(lab, 
     assert res.reloaded == ["leaf2"] and "log-neighbor-changes" not in (lab.dir / "leaf2" / "frr.conf").read_text()
 
 
+def test_a_change_of_a_nodes_daemons_boots_its_frr_again_in_order_and_back(lab, tmp_path):
+    """A config whose `daemons` differ (ospfd on) restarts that node's FRR: in twin's node image by its own
+    boot in order (`twin-nodectl reboot`: a new boot, watched until up), not FRR's init script; the way
+    back (the topology's own configs) restarts it again. The lab converges each time."""
+    configs = tmp_path / "daemons-changed"
+    (configs / "leaf2").mkdir(parents=True)
+    (configs / "leaf2" / "frr.conf").write_text((lab.dir / "leaf2" / "frr.conf").read_text())
+    daemons = (lab.dir / "leaf2" / "daemons").read_text()
+    assert "ospfd=no" in daemons
+    (configs / "leaf2" / "daemons").write_text(daemons.replace("ospfd=no", "ospfd=yes"))
+    boot = lab.node("leaf2").run(["cat", "/run/twin/frr-boot"]).stdout.split()
+    assert lab.plan(configs).frr == {"leaf2": "restart (daemons changed)"}
+    res = lab.apply(configs)
+    assert res.converged and res.restarted == ["leaf2"] and res.reloaded == [], res
+    after = lab.node("leaf2").run(["cat", "/run/twin/frr-boot"]).stdout.split()
+    assert int(after[0]) > int(boot[0]) and after[1] == "up", (boot, after)
+    assert lab.node("leaf2").run(["pidof", "ospfd"]).ok
+    res = lab.apply(DEFAULT)
+    assert res.converged and res.restarted == ["leaf2"], res
+    assert not lab.node("leaf2").run(["pidof", "ospfd"]).ok
+    assert_whole(lab)
+
+
 def test_segment_attachment_link_and_mtu_changes_apply_and_revert(lab):
     """The golden day-1 change: a tenant added, blue's db segment gone from dpu2 with its only
     host (host2c detached, its link removed), an uplink's MTU raised; then all of it undone."""

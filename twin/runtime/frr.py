@@ -14,7 +14,7 @@ from typing import Iterator
 from twin.base import timeouts, wait
 from twin.config.steps import Step
 from twin.intent.tenants import CONNECTED
-from twin.runtime import kernel
+from twin.runtime import frrboot, kernel, nodefs
 from twin.runtime.exec import NodeExec
 
 SUMMARY = "show bgp ipv4 unicast summary json"  # underlay sessions
@@ -292,13 +292,16 @@ def reload(ex: NodeExec) -> None:
 
 def take(ex: NodeExec, restart: bool = False, removes: bool = True) -> None:
     """FRR in the node runs /etc/frr/frr.conf: `frr-reload.py` (only the difference, no
-    restart), or a restart where its daemons changed; done when FRR holds nothing the file
+    restart), or a restart where its daemons changed (in twin's node image its boot in order, watched:
+    `twin.runtime.frrboot`); done when FRR holds nothing the file
     does not have. bgpd may refuse to delete a tenant's `router bgp ASN vrf X` while it
     still knows the VRF's L3VNI, which zebra tells it a moment later: what is left is
     reloaded again (only the difference). The same for a change and for its rollback. A config
     that only adds lines (`removes` False) leaves nothing to take away: no check is needed."""
-    if restart:
-        ex.start(RESTART, timeouts.FRR_RELOAD).check()  # the daemons it starts belong to the node
+    if restart and nodefs.exists(ex.pid, frrboot.FIFO, ex.where):  # twin's node image boots FRR itself
+        frrboot.reboot(ex.where, ex.pid)
+    elif restart:  # an image of the user's: FRR's own init script (the daemons it starts belong to the node)
+        ex.start(RESTART, timeouts.FRR_RELOAD).check()
     else:
         reload(ex)
     if not removes and not restart:

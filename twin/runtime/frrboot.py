@@ -185,11 +185,12 @@ def describe(node: str, boot: Boot, pid: int, bound: float) -> str:
     )
 
 
-def watch(node: str, pid: int, say: Callable[[str], None] = lambda _: None) -> int:
+def watch(node: str, pid: int, say: Callable[[str], None] = lambda _: None, past: int = 0) -> int:
     """Until the node's FRR boot is up; a boot stalled at a step longer than the host's bound is booted
     again, once (said, with what held it); a second stall raises BootStalled naming it. Returns how many
-    times FRR was booted again (0 or 1). The wait's own limit: `timeouts.FRR_START` and two bounds."""
-    reboots, after = [0], [0]  # boots numbered `after` or lower are the ones a reboot ended
+    times FRR was booted again (0 or 1). `past`: the boots numbered up to it are over (a reboot asked for
+    is awaited, not the boot it ends). The wait's own limit: `timeouts.FRR_START` and two bounds."""
+    reboots, after = [0], [past]  # boots numbered `after` or lower are the ones a reboot ended
 
     def left() -> list[str]:
         boot = read(pid, node)
@@ -215,3 +216,11 @@ def watch(node: str, pid: int, say: Callable[[str], None] = lambda _: None) -> i
 
     wait.until(left, timeouts.FRR_START + 2 * host_bound(), f"{node}: FRR booted", first=0.1, cap=0.5)
     return reboots[0]
+
+
+def reboot(node: str, pid: int) -> None:
+    """The node's FRR stopped and booted again in order (`twin-nodectl reboot`: every daemon, watchfrr and
+    a config load under way stopped, then the boot of `boot`), and watched until it is up."""
+    boot = read(pid, node)
+    command(pid, "reboot", node)
+    watch(node, pid, past=boot.number if boot else 0)
