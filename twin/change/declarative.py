@@ -15,8 +15,10 @@ from twin.change.diff import FabricDiff, unified
 from twin.change.plan import Plan, file_diffs
 from twin.change.work import Work, current_files, frr_actions, keep_user_files
 from twin.config import overlay, render, userconf
+from twin.config.backend import NETNS
 from twin.config.dialect import dialects
 from twin.config.reconcile import node_delta
+from twin.config.userconf import DAEMONS
 from twin.lifecycle import vrfbackend
 from twin.lifecycle.context import LabContext
 from twin.lint import Report as LintReport
@@ -108,9 +110,16 @@ class ConfigsChange(Declarative):
     from_files: ClassVar[bool] = True
     summary: ClassVar[str] = "a directory of node configs (<dir>/<node>/frr.conf or <dir>/<node>.conf)"
 
-    def __init__(self, source: str, configs: dict[str, str], paths: dict[str, str] | None = None):
+    def __init__(
+        self,
+        source: str,
+        configs: dict[str, str],
+        paths: dict[str, str] | None = None,
+        daemons: dict[str, str] | None = None,
+    ):
         self.source, self.configs = source, configs  # node -> frr.conf text
         self.paths = paths or {}  # node -> the file it came from, for messages
+        self.daemons = daemons or {}  # node -> its daemons file, where the directory gives one (FRR restarts)
 
     @classmethod
     def load(cls, ctx: LabContext, d: Path) -> "ConfigsChange":
@@ -126,7 +135,10 @@ class ConfigsChange(Declarative):
             raise TopologyError(problems)
         nodes = [n for n, f in configs.files.items() if FRR_CONF in f]
         return cls(
-            str(d), {n: configs.files[n][FRR_CONF] for n in nodes}, {n: configs.path(n, FRR_CONF) for n in nodes}
+            str(d),
+            {n: configs.files[n][FRR_CONF] for n in nodes},
+            {n: configs.path(n, FRR_CONF) for n in nodes},
+            {n: configs.files[n][DAEMONS] for n in nodes if DAEMONS in configs.files[n]},
         )
 
     def work(self, ctx: LabContext) -> Work:
@@ -134,12 +146,16 @@ class ConfigsChange(Declarative):
         files = {n: dict(f) for n, f in old_files.items()}
         for node, text in self.configs.items():
             files[node][FRR_CONF] = text
+        for node, text in self.daemons.items():  # as `twin up --configs` adapts it to the lab's VRF backend
+            tenants = ctx.fabric.tenants_on(node)
+            files[node][DAEMONS] = userconf.adapt_daemons(text, ctx.backend == NETNS)[0] if tenants else text
         w = Work(ctx.fabric, ctx.fabric, files, old_files, [], [], {})
         w.plan = Plan(ctx.name)
         for node in sorted(self.configs):
-            d = unified(old_files[node].get(FRR_CONF, ""), self.configs[node], f"{node}/{FRR_CONF}")
-            if d:
-                w.plan.diffs[node] = {FRR_CONF: d}
+            for name in (FRR_CONF, DAEMONS):
+                d = unified(old_files[node].get(name, ""), files[node].get(name, ""), f"{node}/{name}")
+                if d:
+                    w.plan.diffs.setdefault(node, {})[name] = d
         changed = {n: files[n] for n in w.plan.diffs}
         w.plan.changes += [f"warning: {x}" for x in vrfbackend.config_warnings(ctx.fabric, changed, self.paths)]
         frr_actions(w)
@@ -147,4 +163,8 @@ class ConfigsChange(Declarative):
 
     def inverse(self, ctx: LabContext) -> Change:
         now = current_files(ctx, ctx.fabric)
-        return ConfigsChange(f"previous configs of {ctx.name}", {n: now[n][FRR_CONF] for n in self.configs})
+        return ConfigsChange(
+            f"previous configs of {ctx.name}",
+            {n: now[n][FRR_CONF] for n in self.configs},
+            daemons={n: now[n][DAEMONS] for n in self.daemons if DAEMONS in now[n]},
+        )

@@ -12,6 +12,7 @@ from twin.base import timeouts
 from twin.change.plan import Plan
 from twin.config import render
 from twin.config.reconcile import NodeDelta
+from twin.config.userconf import DAEMONS
 from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
 from twin.runtime import FRR_CONF
@@ -76,13 +77,14 @@ def keep_user_files(ctx: LabContext, files: dict[str, dict[str, str]]) -> dict[s
 
 
 def frr_actions(work: Work) -> None:
-    """Which nodes reload FRR, and which restart it (their daemons file changed)."""
-    changed = sorted(
-        n
-        for n in work.new.nodes
-        if work.files.get(n, {}).get(FRR_CONF, "") != work.old_files.get(n, {}).get(FRR_CONF, "")
-    )
-    work.restart = [n for n in changed if work.files[n].get("daemons") != work.old_files.get(n, {}).get("daemons")]
+    """Which nodes reload FRR (their frr.conf changed), and which restart it (their daemons file changed,
+    whether or not their frr.conf did)."""
+
+    def differs(n: str, name: str) -> bool:
+        return work.files.get(n, {}).get(name, "") != work.old_files.get(n, {}).get(name, "")
+
+    changed = sorted(n for n in work.new.nodes if differs(n, FRR_CONF) or differs(n, DAEMONS))
+    work.restart = [n for n in changed if differs(n, DAEMONS)]
     work.reload = [n for n in changed if n not in work.restart]
     if work.plan is not None:
         work.plan.frr = {**{n: "reload" for n in work.reload}, **{n: "restart (daemons changed)" for n in work.restart}}
