@@ -133,12 +133,14 @@ def test_the_underlay_carries_each_tenant_in_its_own_vni(lab):
     host = {n: fabric.attachment_of(n)[1] for n in ("host1a", "host2a", "host1b", "host2b", "host1c", "host2c")}
     seen: dict[int, set[tuple[str, str]]] = {}
     outer_tos: set[tuple[int, int]] = set()
+    outer_df: set[bool] = set()
     for c in caps:
         for p in c.packets:
             if VXLAN in p and IP in p[VXLAN].payload:
                 inner = p[VXLAN].payload[IP]
                 seen.setdefault(p[VXLAN].vni, set()).add((inner.src, inner.dst))
                 outer_tos.add((p[IP].tos, inner.tos))
+                outer_df.add(bool(p[IP].flags.DF))
     ip = lambda n: host[n].address.split("/")[0]  # noqa: E731
     assert (ip("host1a"), ip("host2a")) in seen.get(red.segments["web"].l2vni, set()), seen
     assert (ip("host1b"), ip("host2b")) in seen.get(blue.segments["web"].l2vni, set()), seen
@@ -155,6 +157,7 @@ def test_the_underlay_carries_each_tenant_in_its_own_vni(lab):
     assert not any(blue_only & {s, d} for v in red_vnis for s, d in seen.get(v, ())), "blue address in a red VNI"
     assert not any(red_only & {s, d} for v in blue_vnis for s, d in seen.get(v, ())), "red address in a blue VNI"
     assert (0x68, 0x68) in outer_tos, "tos inherit: the inner DSCP is copied to the outer header"
+    assert outer_df == {True}, "every VXLAN packet leaves its VTEP with DF set, as a switch's does"
 
 
 def test_status_shows_tenants_vnis_vteps_and_routes(lab):

@@ -59,6 +59,11 @@ def _ix(a: dict) -> dict:
     return {"index": a["index"]} if "index" in a else {}
 
 
+# The outer header's DF bit always set, as a switch's VTEP sends it: a frame too big for the underlay is lost
+# where the path is short, never fragmented by the kernel and put together again at the far VTEP.
+VXLAN_DF_SET = 1  # IFLA_VXLAN_DF: 0 unset (the kernel's default), 1 set, 2 inherit
+
+
 def _vxlan(s: Step, ipr: IPRoute, nn: Netns) -> None:
     a = s.args
     extra = _ix(a) | ({"net_ns_fd": nn.fd(a["netns"])} if a.get("netns") else {})  # made in the tenant's
@@ -74,6 +79,7 @@ def _vxlan(s: Step, ipr: IPRoute, nn: Netns) -> None:
         vxlan_learning=0,
         vxlan_tos=1,
         vxlan_ttl=64,
+        vxlan_df=VXLAN_DF_SET,
     )  # tos 1 = inherit
 
 
