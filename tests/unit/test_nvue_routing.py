@@ -97,6 +97,62 @@ def test_static_routes_in_nvues_form_render_as_frr_shows_them():
     assert "vrf red\n vni 4001\n ip route 203.0.113.0/24 reject\nexit-vrf\n" in frr
 
 
+DPU1 = nvue.read(ROOT / "tests/golden/interop/nvue/samples/dpu1/startup.yaml").tree
+
+
+def dpu1(*extras: dict) -> dict[str, str]:
+    """The samples' dpu1 (DOCA HBN: its ports p0_if, p1_if, pf0vf0_if...) with `extras`: the files it runs."""
+    nf = nvue.from_tree(tree(*extras, base=DPU1), "dpu1/startup.yaml")
+    return nvue.build({"dpu1": nf}, FABRIC, "netns")[0]["dpu1"].files
+
+
+def test_an_interface_next_hop_is_the_nodes_kernel_device_not_its_nvue_name():
+    """HBN's p0_if is the BlueField's p0 in the node's kernel, and an SVI is the bridge twin makes for it:
+    FRR (staticd, a route map's `match interface`) names the device the kernel has."""
+    via = lambda nh, port, **more: {"via": {nh: {"interface": port, **more}}}  # noqa: E731
+    files = dpu1(
+        {
+            "vrf": {
+                "default": {
+                    "router": {
+                        "static": {
+                            "198.51.100.0/24": via("10.0.2.1", "p0_if", flag="onlink"),
+                            "198.51.100.128/25": via("10.0.2.3", "p1"),  # the BlueField's own name, as HBN takes it
+                        }
+                    }
+                },
+                "RED": {"router": {"static": {"203.0.113.0/24": via("10.1.10.50", "vlan10")}}},
+            },
+            "router": {
+                "policy": {
+                    "route-map": {"UP": {"rule": {"10": {"action": {"permit": {}}, "match": {"interface": "p0_if"}}}}}
+                }
+            },
+        }
+    )
+    frr = files["frr.conf"]
+    assert "ip route 198.51.100.0/24 10.0.2.1 p0 onlink\n" in frr
+    assert "ip route 198.51.100.128/25 10.0.2.3 p1\n" in frr
+    assert "vrf red\n vni 4001\n ip route 203.0.113.0/24 10.1.10.50 br10\nexit-vrf\n" in frr
+    assert " match interface p0\n" in frr
+    assert "_if" not in "".join(ln for ln in frr.splitlines() if not ln.startswith("!"))
+
+
+def test_an_interface_next_hop_the_node_has_not_is_refused():
+    with pytest.raises(TopologyError) as e:
+        dpu1(
+            {
+                "vrf": {
+                    "default": {"router": {"static": {"198.51.100.0/24": {"via": {"10.0.2.1": {"interface": "swp9"}}}}}}
+                }
+            }
+        )
+    assert [f"{p.path}: {p.message}" for p in e.value.problems] == [
+        "vrf.default.router.static['198.51.100.0/24'].via['10.0.2.1'].interface: dpu1 has no interface swp9: its "
+        "ports are p0-1,pf0hpf,pf0vf0-15, its other interfaces lo, vlan10, vlan20"
+    ]
+
+
 def test_ospf_and_static_values_are_checked_by_their_nvue_type():
     bad = {
         "router": {"ospf": {"router-id": "10.1"}},

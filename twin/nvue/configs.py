@@ -21,6 +21,7 @@ from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping, script_of
 from twin.config.userconf import NVUE, UserConfigs
 from twin.kinds import MGMT_PORT
 from twin.nvue import frr, kernelplane, load
+from twin.nvue import mtu as nvue_mtu
 from twin.nvue import plane as planes_
 from twin.nvue.load import NvueFile, dump
 from twin.nvue.model import MGMT
@@ -139,7 +140,7 @@ def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict
     startup.yaml itself."""
     node = p.fabric.nodes[p.node]
     files = render.render_node(node, p.fabric, backend, shaping)
-    files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs)
+    files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs, nvue_mtu.kernel_name(p, backend))
     # as on a switch, whatever it holds yet: staticd for its static routes, bfdd for its BFD, ospfd for its
     # OSPF, and (netns backend) zebra -n, so a VRF NVUE declares later (a tenant's, a plain one) is adopted,
     # and BFD or OSPF set later (`nv config apply`) is a reload, never a restart of FRR (which loses zebra's

@@ -9,13 +9,14 @@ addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.nvue.plane`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import jinja2
 
 from twin.config.safetext import UnsafeText, finalize, template_line
 from twin.nvue.model import MGMT, Bfd, Bgp, NodeConf, Peer, Static, Vrf
+from twin.nvue.policy import Policy
 from twin.nvue.schema import VERSION
 
 Dev = Callable[[str], str]  # an NVUE interface's name -> its kernel device's
@@ -53,19 +54,25 @@ class _Vrf:
     imports: list[str]  # route-import from-vrf: the kernel VRFs it leaks routes from
 
 
-def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, str]) -> str:
-    """The node's frr.conf. `devices`: NVUE interface name -> kernel device (HBN's p0_if is the
-    BlueField's p0); `vrfs`: NVUE VRF -> the kernel VRF it runs as (its tenant's, or its own)."""
+def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, str], ifname: Dev | None = None) -> str:
+    """The node's frr.conf. `devices`: NVUE port name -> kernel device (HBN's p0_if is the BlueField's
+    p0), a BGP neighbor's; `vrfs`: NVUE VRF -> the kernel VRF it runs as (its tenant's, or its own);
+    `ifname`: NVUE interface name -> the kernel device a static route's next hop or a route map's
+    `match interface` names (an SVI's is its bridge; default: `devices`)."""
     b = conf.bgp if conf.bgp.enable and conf.bgp.asn else None
 
     def dev(n: str) -> str:
         return devices.get(n, n)
 
+    kernel = ifname or dev
+
     groups = b.peer_groups if b else {}
     evpn_on = [g for g, p in groups.items() if p.evpn] + [
         dev(n) for n, p in (b.neighbors.items() if b else ()) if _evpn(p, groups)
     ]
-    tenant_vrfs = [_vrf(v, vrfs.get(v.name, v.name), dev, bool(b), vrfs) for v in conf.vrfs.values() if v.name != MGMT]
+    tenant_vrfs = [
+        _vrf(v, vrfs.get(v.name, v.name), dev, kernel, bool(b), vrfs) for v in conf.vrfs.values() if v.name != MGMT
+    ]
     try:  # a value holding a control character is refused, never written (twin.config.safetext)
         return _env.get_template("frr.conf.j2").render(
             node=node,
@@ -79,8 +86,8 @@ def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, s
             evpn_block=bool(b and (b.evpn or conf.evpn or evpn_on)),
             advertise_all_vni=conf.evpn,
             vrfs=tenant_vrfs,
-            statics=conf.statics,
-            policy=conf.policy,
+            statics=_on_devices(conf.statics, kernel),
+            policy=_policy_on_devices(conf.policy, kernel),
             bfd_profiles=_bfd_profiles([b] + [v.bgp for v in tenant_vrfs]),
             ospf=[(vrfs.get(n, n), o) for n, o in (conf.ospf.instances.items() if conf.ospf else ()) if n != MGMT],
         )
@@ -88,17 +95,31 @@ def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, s
         raise UnsafeText(e.value, f"frr.conf ({template_line(e) or 'frr.conf.j2'})") from None
 
 
-def _vrf(v: Vrf, kernel: str, dev: Dev, default_bgp: bool, vrfs: dict[str, str]) -> _Vrf:
+def _vrf(v: Vrf, kernel: str, dev: Dev, ifname: Dev, default_bgp: bool, vrfs: dict[str, str]) -> _Vrf:
     bgp = v.bgp if v.bgp and v.bgp.enable and v.bgp.asn and default_bgp else None
     return _Vrf(
         kernel,
         v.l3vni if v.evpn else None,
         bgp,
-        v.statics,
+        _on_devices(v.statics, ifname),
         _peers(bgp, dev),
         _v4_off(bgp, dev),
         [vrfs.get(x, x) for x in (bgp.import_vrfs if bgp else [])],
     )
+
+
+def _on_devices(statics: list[Static], ifname: Dev) -> list[Static]:
+    """Static routes with their next hops' interfaces by the kernel's names (FRR's)."""
+    return [replace(s, interface=ifname(s.interface)) if s.interface else s for s in statics]
+
+
+def _policy_on_devices(policy: Policy, ifname: Dev) -> Policy:
+    """The route maps with their `match interface` by the kernel's names (FRR's)."""
+    maps = {
+        n: [replace(r, interface=ifname(r.interface)) if r.interface else r for r in rules]
+        for n, rules in policy.route_maps.items()
+    }
+    return replace(policy, route_maps=maps)
 
 
 def _peers(b: Bgp | None, dev: Dev) -> list[_Neighbor]:

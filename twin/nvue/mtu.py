@@ -4,17 +4,19 @@ A port NVUE gives no MTU keeps the topology's. Each is a plane extra `("mtu", de
 puts back the MTU the plane made it with (day 2: `routed.undo`).
 
 Also here: where each NVUE interface of a node is in the kernel (`places`), which the ACLs
-(`twin.nvue.acl`) and `nv show` share.
+(`twin.nvue.acl`) and `nv show` share, and the kernel device FRR names for an NVUE interface
+(`kernel_name`: a static route's next hop, a route map's `match interface`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from twin.config.backend import Backend, tenant_ns
 from twin.config.overlay import port_ns
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name
+from twin.nvue.routed import port_dev
 from twin.nvue.tree import get
 
 Plane = Any  # twin.nvue.plane.Plane (which imports this module)
@@ -38,6 +40,17 @@ def places(plane: Plane, backend: Backend) -> dict[str, tuple[str, str]]:
         elif ("bridge", svi.name) in plane.extras:  # outside a tenant (twin.nvue.routed)
             out[svi.name] = (plane.extras[("bridge", svi.name)].ns, svi.name)
     return out
+
+
+def kernel_name(plane: Plane, backend: Backend) -> Callable[[str], str]:
+    """NVUE interface name -> the node's kernel device of that name, as FRR must name it: a port's device
+    (HBN's p0_if is the BlueField's p0, configured or not), an SVI's bridge; any other name as written."""
+    where = places(plane, backend)
+
+    def name(n: str) -> str:
+        return where[n][1] if n in where else plane.devices.get(n) or port_dev(plane.fabric, plane.node, n) or n
+
+    return name
 
 
 def made(plane: Plane, dev: str) -> int:

@@ -120,7 +120,12 @@ def build(
     devices, unc = _devices(nf, conf, fabric, node, problems, notes, bonds_.made(conf, bonds, backend))
     vrfs, tenants = _tenants(nf, conf, fabric, node, devices, problems, notes)
     plain = routed.plain_names(conf, {v for v, k in vrfs.items() if tenant_of(fabric, v)})
-    problems += [nf.problem(at, why) for at, why in beyond.problems(conf, nf.tree) + routed.mgmt_problems(conf, fabric)]
+    problems += [
+        nf.problem(at, why)
+        for at, why in beyond.problems(conf, nf.tree)
+        + routed.mgmt_problems(conf, fabric)
+        + routed.next_hop_problems(conf, fabric, node)
+    ]
     if problems:
         raise TopologyError(problems)
     me = fabric.nodes[node]
@@ -189,7 +194,7 @@ def _devices(
     platform no cable reaches (made)."""
     cabled = fabric.nodes[node].ports_by_name
     known = dict.fromkeys(routed.platform(fabric, node) + list(cabled))
-    dev = lambda n: n if n in known else n[:-3] if n.endswith("_if") and n[:-3] in known else None  # noqa: E731
+    dev = lambda n: routed.port_dev(fabric, node, n)  # noqa: E731
     members = {m for b in conf.bonds.values() for m in b.members}
     problems += [nf.problem(at, why) for at, why in bonds_.problems(conf, {m for m in members if dev(m)})]
     made, kept = bonds

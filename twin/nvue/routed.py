@@ -25,7 +25,7 @@ from twin.config.backend import NETNS, Backend
 from twin.config.steps import Step
 from twin.kinds import MGMT_NS, MGMT_PORT
 from twin.nvue.model import MGMT, NodeConf, Svi
-from twin.topology import port_range
+from twin.topology import port_range, port_ranges
 from twin.topology.model import Fabric
 
 UNCABLED = "twin-uncabled"  # the node's namespace of its uncabled ports' peers ('twin...': no VRF's name)
@@ -42,6 +42,41 @@ def platform(fabric: Fabric, node: str) -> list[str]:
         return list(n.platform_ports)
     default = kinds.of(n).platform_ports
     return port_range(default) if default else []
+
+
+def port_dev(fabric: Fabric, node: str, name: str) -> str | None:
+    """The kernel device of port `name` of the node's platform, cabled or not: the port itself, or for HBN's
+    name the BlueField's (p0_if is p0); None: the node has no such port."""
+    known = set(platform(fabric, node)) | set(fabric.nodes[node].ports_by_name)
+    if name in known:
+        return name
+    return name[:-3] if name.endswith("_if") and name[:-3] in known else None
+
+
+def next_hop_problems(conf: NodeConf, fabric: Fabric, node: str) -> list[tuple[tuple, str]]:
+    """A static route through an interface the node has not (no port of its platform, no interface its
+    NVUE declares): FRR would hold it inactive for good. The management VRF's: `mgmt_problems`."""
+    mine = {*conf.ports, "lo"}
+    out = []
+    for vrf, statics in [("default", conf.statics)] + [(n, v.statics) for n, v in conf.vrfs.items() if n != MGMT]:
+        for s in statics:
+            if s.interface is None or s.interface in mine or port_dev(fabric, node, s.interface):
+                continue
+            at = (
+                ("vrf", vrf, "router", "static", s.prefix)
+                + (("distance", str(s.distance)) if s.distance else ())
+                + ("via", s.via, "interface")
+            )
+            others = ", ".join(sorted(mine - {n for n in mine if port_dev(fabric, node, n)}))
+            out.append(
+                (
+                    at,
+                    f"{node} has no interface {s.interface}: its ports are "
+                    f"{port_ranges(platform(fabric, node) or list(fabric.nodes[node].ports_by_name))}, "
+                    f"its other interfaces {others}",
+                )
+            )
+    return out
 
 
 def uncabled(fabric: Fabric, node: str, devs: list[str]) -> Keyed:
