@@ -144,13 +144,14 @@ def test_twin_lint_exit_codes_json_and_junit(tmp_path):
     assert r.exit_code == 0 and r.output.startswith("twin lint: 0 findings in 6 files against"), r.output
     r = run(main, ["lint", "-t", str(AIPOD), str(bad)])
     assert r.exit_code == 0 and r.output.count("warning: ") == 2 and "--strict makes them errors" in r.output
-    assert f"warning: {bad}/dpu1/startup.yaml:146: bridge vlan 20 -> VNI 10202: " in r.output
+    line = with_mistakes("nvue", ["vlan-vni"])["dpu1"].splitlines().index("                '10202': {}") + 1
+    assert f"warning: {bad}/dpu1/startup.yaml:{line}: bridge vlan 20 -> VNI 10202: " in r.output
     r = run(main, ["lint", "-t", str(AIPOD), str(bad), "--strict", "--json", "--junit", str(tmp_path / "j.xml")])
     doc = json.loads(r.output)
     assert r.exit_code == 1 and doc["passed"] is False and doc["strict"] is True
     assert [(f["node"], f["rule"], f["line"]) for f in doc["findings"]] == [
-        ("spine1", "asn", 22),
-        ("dpu1", "vlan-vni", 146),
+        ("spine1", "asn", 26),
+        ("dpu1", "vlan-vni", line),
     ]
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("6", "2")
@@ -226,16 +227,16 @@ def test_verify_report_says_see_file_line():
     )
     assert report.explain(fs) == 1
     c = report.checks[0]
-    assert c.message == "swp1 Idle; see spine1/startup.yaml:22 (router bgp autonomous-system 65101)"
+    assert c.message == "swp1 Idle; see spine1/startup.yaml:26 (router bgp autonomous-system 65101)"
     assert c.data["lint"] == [str(fs[0])] and report.checks[2].message.endswith("10.255.0.2/32")
     assert Finding.of(json.loads(json.dumps(fs[0].as_dict()))) == fs[0]
 
 
 def test_plan_says_the_findings_first():
-    f = Finding("dpu1", "vlan-vni", At("cfg/dpu1/startup.yaml", 146, "bridge vlan 20 -> VNI 10202"), "why")
+    f = Finding("dpu1", "vlan-vni", At("cfg/dpu1/startup.yaml", 162, "bridge vlan 20 -> VNI 10202"), "why")
     p = Plan("aipod", lint=[f])
-    assert p.text() == "warning: cfg/dpu1/startup.yaml:146: bridge vlan 20 -> VNI 10202: why\nlab aipod: no change"
-    assert p.as_dict()["lint"][0]["line"] == 146
+    assert p.text() == "warning: cfg/dpu1/startup.yaml:162: bridge vlan 20 -> VNI 10202: why\nlab aipod: no change"
+    assert p.as_dict()["lint"][0]["line"] == 162
 
 
 def test_a_containerlab_files_bound_configs_are_linted(tmp_path):
@@ -374,7 +375,7 @@ RED_BGP = "            enable: on\n            address-family:\n              ip
 MORE = [  # (node, old, new, rule, the first finding's value, a part of its why)
     (
         "leaf1",
-        SWP.format("swp1"),
+        SWP.format("swp1") + "        link:\n          mtu: 9000\n",
         SWP.format("swp1") + "        link:\n          mtu: 1500\n",
         "mtu",
         "interface swp1 link mtu 1500",
@@ -382,7 +383,7 @@ MORE = [  # (node, old, new, rule, the first finding's value, a part of its why)
     ),
     (
         "leaf1",
-        SWP.format("swp2"),
+        SWP.format("swp2") + "        link:\n",
         SWP.format("swp2") + "        link:\n          state: down\n",
         "neighbor",
         "interface swp2 link state down",

@@ -3,27 +3,32 @@ loads on Cumulus Linux or DOCA HBN, equivalent to twin's own rendering (the roun
 exported, read back and built, it gives the same kernel steps and the same FRR instances).
 
 What NVUE's emulated subset says for twin's design:
-- the loopback on lo, the router id, the ASN; each fabric port a BGP unnumbered neighbor of
-  peer-group `fabric` (remote-as external, connection-retry 2 s; EVPN activated where the
-  fabric has tenants), ports towards the internet in peer-group `internet`; the loopback
-  (and a gateway VTEP's public addresses) as `network`s, multipath relax, a drain as
-  graceful-shutdown;
+- the loopback on lo, the router id, the ASN; every cabled port at its link's MTU (`link.mtu`);
+  each fabric port a BGP unnumbered neighbor of peer-group `fabric` (remote-as external,
+  connection-retry 2 s, the keepalive and hold `twin up` scaled for a busy host where the
+  fabric has them; EVPN activated where the fabric has tenants), ports towards the internet in
+  peer-group `internet`; the loopback (and a gateway VTEP's public addresses) as `network`s,
+  multipath relax, a drain as graceful-shutdown;
 - on a VTEP, per tenant: a VRF with its L3VNI and BGP (redistribute connected, type-5 export);
   per segment with a local host: a VLAN (10, 20, ... numbered over the whole design) mapped to
-  its L2VNI, an SVI in the tenant's VRF with the anycast gateway as its VRR address and MAC,
-  the host ports as access ports; nve vxlan from the loopback with ARP suppression; evpn on.
+  its L2VNI, an SVI in the tenant's VRF with the anycast gateway as its VRR address and MAC and
+  the MTU of the segment's bridge, the host ports as access ports; nve vxlan from the loopback
+  with ARP suppression; evpn on.
 
+Nothing else: twin's designs render no RoCE QoS, ACL, BFD, static route, route policy or OSPF.
 What stays the topology's (NVUE's subset has no place for it): the cabling, the hosts with
-their addresses and MACs, and DPU services (NAT gateways, rate limits, congestion points),
-which twin builds from the topology beside the NVUE-built plane.
+their addresses and MACs, and DPU services (NAT gateways, rate limits, congestion points: ECN
+marked above a rate, where NVUE's marks at queue depths), which twin builds from the topology
+beside the NVUE-built plane.
 """
 
 from __future__ import annotations
 
 from twin import kinds
+from twin.config import overlay
 from twin.intent.gateway import vtep_gateways
 from twin.nvue.load import dump
-from twin.topology.model import Fabric
+from twin.topology.model import BgpTimers, Fabric
 
 FABRIC_GROUP, INTERNET_GROUP = "fabric", "internet"
 CONNECT = 2  # twin's connection-retry (NVUE's default is 10)
@@ -58,7 +63,7 @@ def export_node(fabric: Fabric, node: str) -> dict:
     edge = {p.name for p in me.fabric_ports if kinds.of(fabric.nodes[p.peer_node]).edge}
     lo = f"{me.loopback}/32"
     tree: dict = {"system": {"hostname": node}, "interface": {"lo": {"type": "loopback", "ip": {"address": {lo: {}}}}}}
-    for p in me.fabric_ports:
+    for p in me.ports:
         tree["interface"][port_name(fabric, node, p.name)] = {"type": "swp"}
     bgp: dict = {"enable": ON, "autonomous-system": me.asn, "router-id": me.loopback}
     if me.drain:
@@ -66,7 +71,9 @@ def export_node(fabric: Fabric, node: str) -> dict:
     tree["router"] = {"bgp": bgp}
     public = [f"{ip}/32" for g in vtep_gateways(fabric, node).values() for ip in g.public]
     evpn = bool(fabric.tenants) and not kind.edge
-    groups = {FABRIC_GROUP: _group(evpn)} | ({INTERNET_GROUP: _group(False)} if edge else {})
+    groups = {FABRIC_GROUP: _group(evpn, fabric.timers)} | (
+        {INTERNET_GROUP: _group(False, fabric.timers)} if edge else {}
+    )
     tree["vrf"] = {
         "default": {
             "router": {
@@ -90,13 +97,27 @@ def export_node(fabric: Fabric, node: str) -> dict:
     }
     if fabric.tenants_on(node):
         _vtep(fabric, node, tree)
+    _mtus(fabric, node, tree)
     return tree
 
 
-def _group(evpn: bool) -> dict:
+def _mtus(fabric: Fabric, node: str, tree: dict) -> None:
+    """Every MTU twin's rendering sets, as NVUE's `link.mtu`: each cabled port's, its link's (the topology's
+    `mtu` for fabric links, `host_mtu` for a host's, a link's own), and each SVI's, the bridge twin makes
+    for a segment (the fabric MTU less VXLAN's 50 bytes, as its VXLAN device)."""
+    ifs = tree["interface"]
+    for p in fabric.nodes[node].ports:
+        ifs[port_name(fabric, node, p.name)]["link"] = {"mtu": p.mtu}
+    for i in ifs.values():
+        if i.get("type") == "svi":
+            i["link"] = {"mtu": overlay.vxlan_mtu(fabric, node)}
+
+
+def _group(evpn: bool, timers: BgpTimers | None) -> dict:
+    scaled = {"keepalive": timers.keepalive, "hold": timers.hold} if timers else {}
     return {
         "remote-as": "external",
-        "timers": {"connection-retry": CONNECT},
+        "timers": {"connection-retry": CONNECT, **scaled},
         **({"address-family": {"l2vpn-evpn": {"enable": ON}}} if evpn else {}),
     }
 
@@ -131,9 +152,8 @@ def _vtep(fabric: Fabric, node: str, tree: dict) -> None:
             }
             for a in t.attachments:
                 if a.vtep == node and a.segment == seg.name:
-                    tree["interface"][port_name(fabric, node, a.port)] = {
-                        "type": "swp",
-                        "bridge": {"domain": {"br_default": {"access": vlan}}},
+                    tree["interface"][port_name(fabric, node, a.port)]["bridge"] = {
+                        "domain": {"br_default": {"access": vlan}}
                     }
     tree["bridge"] = {"domain": {"br_default": {"vlan": domain}}}
     tree["nve"] = {"vxlan": {"enable": ON, "arp-nd-suppress": ON, "source": {"address": me.loopback}}}

@@ -1,6 +1,7 @@
 """NVUE's MTUs as the node runs them: `interface X link mtu N` on a port (its end of the link: the
 peer keeps its own, as on a cable between two switches) and on an SVI (the bridge twin makes for it).
-A port NVUE gives no MTU keeps the topology's. Each is a plane extra `("mtu", device)` whose undo
+A port NVUE gives no MTU keeps the topology's; a port or SVI NVUE gives the MTU the plane makes it with
+(the topology's, twin's export of its design) needs no step. Each other is a plane extra `("mtu", device)` whose undo
 puts back the MTU the plane made it with (day 2: `routed.undo`).
 
 Also here: where each NVUE interface of a node is in the kernel (`places`), which the ACLs
@@ -79,5 +80,6 @@ def steps(plane: Plane, tree: dict, backend: Backend) -> tuple[dict[tuple, Step]
             )
             continue
         ns, dev = where[name]
-        out[("mtu", dev)] = Step("mtu", dev, ns, {"mtu": m, "was": made(plane, dev)})
+        if m != made(plane, dev):  # the MTU the plane makes the device with needs no step (twin's export says it)
+            out[("mtu", dev)] = Step("mtu", dev, ns, {"mtu": m, "was": made(plane, dev)})
     return out, notes
