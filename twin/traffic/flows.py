@@ -33,6 +33,23 @@ def host_taps(ctx: LabContext, names: list[str] | None = None) -> list[Tap]:
     return [Tap(h, ctx.netns(h), ctx.fabric.attachment(h)[1].host_port) for h in (names or hosts(ctx.fabric))]
 
 
+IB_MTUS = (4096, 2048, 1024, 512, 256)  # RoCE's path MTUs, InfiniBand's: the payload of one packet
+ROCE_HEADERS = 60  # IPv4 20 + UDP 8 + BTH 12 + tag 16 + ICRC 4: a frame's payload for a packet of N bytes
+
+
+def roce_payload(fabric: Fabric, src: str, dst: str, largest: int = IB_MTUS[0]) -> int:
+    """The payload a RoCE flow between two hosts carries: the largest InfiniBand MTU (at most `largest`)
+    that fits both hosts' port MTUs less RoCE's headers, as the NICs' path MTU is chosen (4096 in a jumbo
+    fabric, 1024 on hosts at 1500)."""
+    fits = min(_port_mtu(fabric, h) for h in (src, dst)) - ROCE_HEADERS
+    return next((m for m in IB_MTUS if m <= min(fits, largest)), IB_MTUS[-1])
+
+
+def _port_mtu(fabric: Fabric, host: str) -> int:
+    a = fabric.attachment(host)[1]
+    return fabric.nodes[host].ports_by_name[a.host_port].mtu
+
+
 def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw: Any) -> roce.Flow:
     """A flow from host `src` to host `dst`'s address, addressed the way `src` would:
     to `dst`'s MAC when the address is on `src`'s own segment, else to its gateway."""

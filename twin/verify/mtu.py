@@ -26,7 +26,6 @@ from twin.verify.result import Check
 
 GROUP = "mtu"
 FLOWS = 16  # per pair and way: spread over the equal-cost paths by their UDP source ports
-ROCE_HEADERS = 60  # IPv4 20 + UDP 8 + BTH 12 + tag 16 + ICRC 4: a frame's payload for a packet of N bytes
 
 
 def needs(fabric: Fabric) -> dict[tuple[str, str], tuple[int, str]]:
@@ -132,7 +131,7 @@ def _frames(ctx: LabContext, short: dict[tuple[str, str], str]) -> list[Check]:
         size = min(fabric.nodes[s].ports_by_name[sa.host_port].mtu, fabric.nodes[d].ports_by_name[da.host_port].mtu)
         ids = []
         for _ in range(FLOWS):
-            f = F.flow(fabric, s, d, len(flows) + 1, count=1, payload=size - ROCE_HEADERS, sport=41000 + len(flows))
+            f = F.flow(fabric, s, d, len(flows) + 1, count=1, payload=size - F.ROCE_HEADERS, sport=41000 + len(flows))
             flows.append(f)
             ids.append(f.flow_id)
         mine.append((size, ids))

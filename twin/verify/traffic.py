@@ -1,7 +1,8 @@
 """RoCEv2 between every pair of hosts of a tenant: delivered, intact, in order.
 
-Per ordered same-tenant pair: a flow of jumbo RoCE frames (4 KiB payload, the
-usual RoCE path MTU) marked DSCP 26 / ECT(0), and a CNP back. Checks: all sent
+Per ordered same-tenant pair: a flow of RoCE frames of the pair's path MTU (a 4 KiB payload in a
+jumbo fabric, else the largest InfiniBand MTU both hosts' ports carry: `flows.roce_payload`) marked
+DSCP 26 / ECT(0), and a CNP back. Checks: all sent
 frames received, ICRC valid on arrival, DSCP unchanged and ECN unchanged but for
 congestion marks (CE, from a congestion point on the way), no PSN gaps,
 duplicates or reordering. Each receiver answers CE marks with CNPs as a DCQCN
@@ -37,7 +38,7 @@ def run(ctx: LabContext, count: int = COUNT, payload: int = PAYLOAD) -> tuple[li
                     d,
                     len(flows) + 1,
                     count=count,
-                    payload=payload,
+                    payload=F.roce_payload(fabric, s, d, payload),
                     sport=49152 + len(flows),
                     dqp=0x100 + len(flows),
                     psn=1000,

@@ -106,7 +106,7 @@ def run(ctx: LabContext) -> list[Check]:
                 p.dst,
                 len(flows) + 1,
                 count=2 if p.kind != "paths" else 1,
-                payload=PAYLOAD,
+                payload=F.roce_payload(fabric, p.src, p.dst, PAYLOAD),
                 sport=40000 + len(flows),
                 dscp=26,
                 ecn=0b10,
@@ -149,9 +149,10 @@ def _judge(fabric: Fabric, p: Probe, seen: Seen, sent: int, delivered: int) -> C
     sa, da = fabric.attachment(p.src)[1], fabric.attachment(p.dst)[1]
     want_vni = t.segments[sa.segment].l2vni if sa.segment == da.segment else t.l3vni
     avoid = paths.avoidable(fabric, sa.vtep, da.vtep)
+    payload = F.roce_payload(fabric, p.src, p.dst, PAYLOAD)
     problems = []
     if delivered < sent:
-        problems.append(f"{sent - delivered}/{sent} frames of {PAYLOAD} B lost")
+        problems.append(f"{sent - delivered}/{sent} frames of {payload} B lost")
     if not seen.vnis:
         problems.append("no VXLAN frame of these flows seen on the fabric")
     elif set(seen.vnis) != {want_vni}:
@@ -159,7 +160,7 @@ def _judge(fabric: Fabric, p: Probe, seen: Seen, sent: int, delivered: int) -> C
     if seen.tos_bad:
         problems.append(f"{seen.tos_bad} frames whose outer DSCP differs from the inner one")
     if seen.fragments:
-        problems.append(f"{seen.fragments} VXLAN frames fragmented on the fabric (an MTU below {PAYLOAD} B + headers)")
+        problems.append(f"{seen.fragments} VXLAN frames fragmented on the fabric (an MTU below {payload} B + headers)")
     if p.kind == "paths":
         problems += _unused(fabric, sa.vtep, da.vtep, seen, p.flows)
     carried = [f"{d} ({seen.drained[d]})" for d in avoid if seen.drained[d]]
