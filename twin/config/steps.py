@@ -161,6 +161,10 @@ OPS: dict[str, Op] = {
         )
     ),
     "noqdisc": Op(lambda s, n: f"tc {n}qdisc del dev {s.dev} {s.args['parent']}"),
+    # the IPv4 filters of a qdisc at one preference gone (NVUE's QoS: one DSCP's filter, `twin.nvue.qos.prio`)
+    "nofilter": Op(
+        lambda s, n: f"tc {n}filter del dev {s.dev} parent {s.args['parent']} protocol ip prio {s.args['prio']}"
+    ),
     "vrf": Op(lambda s, n: f"ip {n}link add {s.dev} type vrf table {s.args['table']}"),
     "vxlan": Op(
         lambda s, n: (

@@ -87,6 +87,9 @@ from twin.runtime.netns import path as namespace_path
 from twin.runtime.netns import remove_named as remove_netns
 from twin.runtime.nftables import CONGESTION as NFT_CONGESTION
 from twin.runtime.nftables import counters as nft_counters
+from twin.runtime.nftables import listing as nft_listing
+from twin.runtime.nftables import of_counters as nft_of_counters
+from twin.runtime.nftables import rules as nft_rules
 from twin.runtime.nlattr import attr as nl_attr
 from twin.runtime.nlattr import attrs as nl_attrs
 from twin.runtime.nlattr import attrs_all as nl_attrs_all
@@ -219,6 +222,9 @@ __all__ = [
     "FLOOD_MAC",
     "NFT_CONGESTION",
     "nft_counters",
+    "nft_listing",
+    "nft_of_counters",
+    "nft_rules",
     "NodeFileError",
     "node_file_exists",
     "read_node_file",

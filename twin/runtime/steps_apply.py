@@ -28,6 +28,7 @@ NTF_MASTER, NUD_NOARP, NUD_PERMANENT = 0x04, 0x40, 0x80
 RTNH_F_ONLINK = 0x04
 INGRESS = 0xFFFF0000  # the ingress qdisc's handle (ffff:)
 ETH_P_ALL = 0x0003
+ETH_P_IP = 0x0800
 
 
 class Netns(Protocol):
@@ -163,6 +164,12 @@ def _noqdisc(s: Step, ipr: IPRoute, nn: Netns) -> None:
             raise
 
 
+def _nofilter(s: Step, ipr: IPRoute, nn: Netns) -> None:
+    """Delete the IPv4 filters of a qdisc (`parent`, as tc writes it: "1:") at one preference."""
+    parent = int(s.args["parent"].split(":")[0], 16) << 16
+    ipr.tc("del-filter", index=index(ipr, s.dev), parent=parent, info=(s.args["prio"] << 16) | socket.htons(ETH_P_IP))
+
+
 def _set(**kw: object) -> Apply:
     """`ip link set DEV ...` with attributes taken from the step's args (callables) or constants."""
     return lambda s, ipr, nn: ipr.link(
@@ -184,6 +191,7 @@ APPLY: dict[str, Apply] = {
     "ingress": lambda s, ipr, nn: ipr.tc("replace", "ingress", index(ipr, s.dev), INGRESS),
     "redirect": _redirect,
     "noqdisc": _noqdisc,
+    "nofilter": _nofilter,
     "vrf": lambda s, ipr, nn: ipr.link("add", ifname=s.dev, kind="vrf", vrf_table=s.args["table"]),
     "vxlan": _vxlan,
     "bridge": lambda s, ipr, nn: ipr.link(
