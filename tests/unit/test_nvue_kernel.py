@@ -230,8 +230,8 @@ def test_roce_qos_is_an_htb_per_cabled_port_with_dscp_filters_and_says_what_it_m
     assert "class replace dev swp51 parent 1:1 classid 1:16 htb rate 1gbit ceil 100gbit quantum 60000 prio 1" in batch
     assert "qdisc replace dev swp51 parent 1:13 handle 13: pfifo limit 10000" in batch, "lossless: deep"
     assert "qdisc replace dev swp51 parent 1:10 handle 10: pfifo limit 1000" in batch
-    assert "filter add dev swp51 parent 1: protocol ip prio 1 u32 match ip dsfield 0x68 0xfc flowid 1:13" in batch
-    assert "filter add dev swp51 parent 1: protocol ip prio 1 u32 match ip dsfield 0xc0 0xfc flowid 1:16" in batch
+    assert "filter add dev swp51 parent 1: protocol ip prio 27 u32 match ip dsfield 0x68 0xfc flowid 1:13" in batch
+    assert "filter add dev swp51 parent 1: protocol ip prio 49 u32 match ip dsfield 0xc0 0xfc flowid 1:16" in batch
     step = x.plane.extras[("qos", "swp1")]
     assert step.command() == "tc -n red -batch /etc/twin/qos-swp1.tc"
     assert routed.undo(step).command() == "tc -n red qdisc del dev swp1 root"

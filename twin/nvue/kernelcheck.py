@@ -2,11 +2,13 @@
 judged by what they do to the flows the topology's intent says must pass.
 
 For every ACL bound to a port, its table is in the port's namespace (else: not loaded), and for every
-rule that denies: the tenant flows of the topology that cross the port that way and that the ACL
-decides with this rule (RoCEv2, UDP 4791, DSCP 26, as twin's flows are) are sent, 4 frames of one of
-them; the check fails naming the ACL and rule when they are dropped and counted (the ACL cuts what
-must pass), and says so too when they pass (the rule does not run). A deny rule no intended flow
-meets passes, with what it has counted.
+rule that denies: the kernel holds it in the binding's chain, dropping (else: it does not run, with
+what the kernel has instead: a deny rule no intended flow meets would otherwise go unseen when gone;
+issue 44, `--prove`); then the tenant flows of the topology that cross the port that way and that
+the ACL decides with this rule (RoCEv2, UDP 4791, DSCP 26, as twin's flows are) are sent, 4 frames
+of one of them; the check fails naming the ACL and rule when they are dropped and counted (the ACL
+cuts what must pass), and says so too when they pass (the rule does not run). A deny rule no
+intended flow meets passes, with what it has counted.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from twin.nvue.configs import running
 from twin.nvue.plane import Plane
 from twin.nvue.qos import CNP_DSCP, ROCE_DSCP, Qos
 from twin.runtime import nft_counters as counters
-from twin.runtime import read_tc_classes
+from twin.runtime import nft_listing, nft_of_counters, nft_rules, read_tc_classes
 from twin.topology.model import Fabric
 from twin.traffic import flows as F
 from twin.traffic.roce import Flow
@@ -39,10 +41,10 @@ def run(ctx: LabContext) -> list[Check]:
         acls = x.plane.acls
         if not acls.bindings:
             continue
-        before = {}
+        loaded = {}
         for ns in acls.namespaces():
             try:
-                before[ns] = counters(ctx.exec(node), FAMILY, TABLE, ns)
+                loaded[ns] = nft_listing(ctx.exec(node), FAMILY, TABLE, ns)
             except TwinError as e:
                 out.append(
                     Check(
@@ -54,12 +56,25 @@ def run(ctx: LabContext) -> list[Check]:
                     )
                 )
         for b in acls.bindings:
-            if b.ns not in before:
+            if b.ns not in loaded:
                 continue
             for r in acls.acls[b.acl].rules:
                 if r.drops:
-                    out.append(_judge(ctx, node, acls, b, r, before[b.ns]))
+                    out.append(_judge(ctx, node, acls, b, r, loaded[b.ns]))
     return out
+
+
+def not_running(b: Binding, r: Rule, listing: list[dict]) -> str:
+    """Why deny rule `r` of binding `b` does not run as the kernel holds the table ("": it does): its chain
+    missing, the rule missing from it, or the rule doing something else than drop."""
+    chains = nft_rules(listing)
+    what = f"chain {b.chain} ({b.port}'s {'ingress' if b.way == 'inbound' else 'egress'})"
+    if b.chain not in chains:
+        return f"the kernel has no {what}"
+    verdict = chains[b.chain].get(f"acl {b.acl} rule {r.seq}")
+    if verdict is None:
+        return f"{what} has no rule {r.seq}"
+    return "" if verdict == "drop" else f"rule {r.seq} in {what} does not drop: {verdict}"
 
 
 def crossing(fabric: Fabric, node: str, acls: Acls, b: Binding, r: Rule) -> list[tuple[str, str]]:
@@ -78,8 +93,12 @@ def crossing(fabric: Fabric, node: str, acls: Acls, b: Binding, r: Rule) -> list
     return out
 
 
-def _judge(ctx: LabContext, node: str, acls: Acls, b: Binding, r: Rule, before: dict[str, int]) -> Check:
+def _judge(ctx: LabContext, node: str, acls: Acls, b: Binding, r: Rule, listing: list[dict]) -> Check:
     name = f"{node} {b.port} {b.way} acl {b.acl} rule {r.seq}"
+    before = nft_of_counters(listing)
+    wrong = not_running(b, r, listing)
+    if wrong:
+        return Check(GROUP, name, False, f"does not run: {wrong}", {"counted": before.get(b.counter(r.seq))})
     pairs = crossing(ctx.fabric, node, acls, b, r)
     if not pairs:
         return Check(
@@ -117,6 +136,7 @@ def _judge(ctx: LabContext, node: str, acls: Acls, b: Binding, r: Rule, before: 
 
 # --- qos (twin.nvue.qos) ----------------------------------------------------------------------------------
 QOS = "qos"
+SENT = {ROCE_DSCP: "RoCE", CNP_DSCP: "CNP"}  # the DSCPs the group sends, by the name of their checks
 
 
 def qos_run(ctx: LabContext) -> list[Check]:
@@ -167,25 +187,35 @@ def _way(q: Qos) -> str:
     )
 
 
+def qos_ports(fabric: Fabric, node: str, plane: Plane) -> dict[str, str]:
+    """Port -> namespace of the node's fabric ports its RoCE QoS runs on: where the `qos` group counts what
+    leaves for other VTEPs by class."""
+    cabled = {p.name for p in fabric.nodes[node].fabric_ports}
+    return {k[1]: s.ns for k, s in sorted(plane.extras.items()) if k[0] == "qos" and k[1] in cabled}
+
+
+def qos_pair(fabric: Fabric, node: str) -> tuple[str, str] | None:
+    """The hosts (one behind `node`, one of its tenant behind another VTEP) whose RoCE and CNP frames the
+    `qos` group sends; None: no host of the node's has a peer elsewhere."""
+    return next(
+        (
+            (a.host, b.host)
+            for t in fabric.tenants.values()
+            for a in t.attachments
+            if a.vtep == node
+            for b in t.attachments
+            if b.vtep != node
+        ),
+        None,
+    )
+
+
 def _qos_behaviour(ctx: LabContext, node: str, plane: Plane, q: Qos) -> list[Check]:
     fabric = ctx.fabric
-    ports = {
-        s.dev: s.ns
-        for k, s in plane.extras.items()
-        if k[0] == "qos" and s.dev[len("qos-") : -len(".tc")] in {p.name for p in fabric.nodes[node].fabric_ports}
-    }
-    ports = {d[len("qos-") : -len(".tc")]: ns for d, ns in ports.items()}
-    pairs = [
-        (a.host, b.host)
-        for t in fabric.tenants.values()
-        for a in t.attachments
-        if a.vtep == node
-        for b in t.attachments
-        if b.vtep != node
-    ][:1]
-    if not ports or not pairs:
+    ports, pair = qos_ports(fabric, node, plane), qos_pair(fabric, node)
+    if not ports or pair is None:
         return []
-    src, dst = pairs[0]
+    src, dst = pair
     flows = [
         F.flow(fabric, src, dst, 1, count=FRAMES, dscp=ROCE_DSCP),
         F.flow(fabric, src, dst, 2, count=FRAMES, dscp=CNP_DSCP, ecn=0, sport=49153),
@@ -204,7 +234,8 @@ def _qos_behaviour(ctx: LabContext, node: str, plane: Plane, q: Qos) -> list[Che
     after = classes()
     grew = {tc: after.get(0x10010 + tc, 0) - before.get(0x10010 + tc, 0) for tc in q.used()}
     out = []
-    for what, dscp, tc in (("RoCE", ROCE_DSCP, q.roce), ("CNP", CNP_DSCP, q.cnp)):
+    for dscp, what in SENT.items():
+        tc = q.classes.get(dscp, 0)
         ok = grew.get(tc, 0) >= FRAMES
         out.append(
             Check(

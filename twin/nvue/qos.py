@@ -8,8 +8,8 @@ switch-priority P` and `qos congestion-control default-global traffic-class T` (
 On every cabled port of the node (each in its namespace) a tc batch file (`qos-<port>.tc`, run in
 the node): an HTB root whose classes are the traffic classes (`1:1T`; the rest in `1:10`), the
 higher the class the higher its priority (CNPs first), u32 filters sending each DSCP of the mapping
-to its class (the outer header of VXLAN frames carries the inner DSCP: `tos inherit`). What cannot
-be real in software is modelled and said so:
+to its class, each at a preference of its own (`prio`), the outer header of VXLAN frames carrying the
+inner DSCP (`tos inherit`). What cannot be real in software is modelled and said so:
 
 - PFC: no pause frames between veths. A lossless class back-pressures instead of tail-dropping:
   its queue is deep (`LOSSLESS_QUEUE` packets) where a lossy class's is short (`LOSSY_QUEUE`);
@@ -84,10 +84,16 @@ class Qos:
                 lines.append(f"qdisc replace dev {dev} parent 1:1{tc} handle 1{tc}: pfifo limit {q}")
         for dscp, tc in sorted(self.classes.items()):
             lines.append(
-                f"filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip dsfield {dscp << 2:#04x} "
+                f"filter add dev {dev} parent 1: protocol ip prio {prio(dscp)} u32 match ip dsfield {dscp << 2:#04x} "
                 f"0xfc flowid 1:1{tc}"
             )
         return "\n".join(lines) + "\n"
+
+
+def prio(dscp: int) -> int:
+    """The preference of DSCP `dscp`'s filter: one of its own (DSCPs match apart, their order does not
+    matter), so one mapping can be told and taken apart (`tc filter del ... prio P`: `--prove`)."""
+    return dscp + 1
 
 
 def of(tree: dict) -> Qos | None:
