@@ -17,7 +17,7 @@ Modules: element (the data), ports / kernel_side / frr_side (what a lab's intent
 configs its nodes run hold: twin's rendering, or a node's own configuration's, a dialect's),
 router_side (a router of your config), run (break, judge, restore; with each registered
 dialect's elements: `twin.config.dialect`), report (table data, JSON, JUnit). A dialect builds
-its elements on element and frr_side, offered whole.
+its elements on element, frr_side and kernel_side, offered whole.
 """
 
 from __future__ import annotations
@@ -26,4 +26,15 @@ from twin.prove.element import Element, Exempt
 from twin.prove.report import Outcome, Proof, write_junit
 from twin.prove.run import elements, prove
 
-__all__ = ["prove", "elements", "Element", "Exempt", "Outcome", "Proof", "write_junit", "element", "frr_side"]
+__all__ = [
+    "prove",
+    "elements",
+    "Element",
+    "Exempt",
+    "Outcome",
+    "Proof",
+    "write_junit",
+    "element",
+    "frr_side",
+    "kernel_side",
+]

@@ -16,6 +16,7 @@ import re
 from twin import kinds
 from twin.config import overlay
 from twin.config.backend import Backend
+from twin.config.dialect import NodePlane
 from twin.config.steps import Step
 from twin.intent import paths
 from twin.intent.tenants import bridge_name, vxlan_name
@@ -290,7 +291,7 @@ def link_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
     """The MTU of each port tenant traffic crosses: fabric ports on the paths between VTEPs (frames
     arriving there are dropped, frames leaving fragmented), and both ends of each host link."""
     f, be, out, exempt = ctx.fabric, ctx.backend, [], []
-    carried = paths.carried(f)
+    carried, runs = paths.carried(f), ctx.planes()
     for n in f.routers():
         for p in n.fabric_ports:
             if (n.name, p.name) in carried or (p.peer_node, p.peer_port) in carried:
@@ -299,7 +300,7 @@ def link_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
                         n.name,
                         p.name,
                         "",
-                        p.mtu,
+                        runs_mtu(runs, n.name, p.name, p.mtu),
                         "fabric MTU",
                         ("underlay",),
                         (r"^underlay: .*(fragmented|lost)",),
@@ -313,7 +314,7 @@ def link_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
             exempt.append(Exempt("host link MTU", a.host, f"the only host of {t.name}: no RoCE traffic"))
             continue
         flows = (rf"^traffic: {re.escape(t.name)} ({re.escape(a.host)} -> |\S+ -> {re.escape(a.host)} ).*lost",)
-        mtu = f.nodes[a.vtep].ports_by_name[a.port].mtu
+        mtu = runs_mtu(runs, a.vtep, a.port, f.nodes[a.vtep].ports_by_name[a.port].mtu)
         out.append(
             _mtu(
                 a.vtep,
@@ -339,6 +340,13 @@ def link_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
             )
         )
     return out, exempt
+
+
+def runs_mtu(runs: dict[str, NodePlane], node: str, dev: str, mtu: int) -> int:
+    """The MTU `node` runs port `dev` at: the last its own configuration's plane sets (NVUE's `link.mtu`),
+    else the topology's `mtu`. What an element puts back."""
+    steps = runs[node].steps if node in runs else []
+    return next((s.args["mtu"] for s in reversed(steps) if s.op == "mtu" and s.dev == dev), mtu)
 
 
 def _attachments(ctx: LabContext) -> list[tuple[Tenant, Attachment, Fabric]]:

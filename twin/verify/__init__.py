@@ -183,6 +183,7 @@ __all__ = [
     "limits",
     "load_baseline",
     "markdown",
+    "mtu",
     "performance",
     "report_md",
     "show",
