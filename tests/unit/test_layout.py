@@ -95,7 +95,14 @@ INNER = {
             "twin.nvue.qos",
         },
         {"twin.nvue.change", "twin.nvue.judge", "twin.nvue.policycheck", "twin.nvue.routing"},
-        {"twin.nvue.service", "twin.nvue.nvued", "twin.nvue.prove", "twin.nvue.dialect", "twin.nvue.kernelcheck"},
+        {
+            "twin.nvue.service",
+            "twin.nvue.nvued",
+            "twin.nvue.prove",
+            "twin.nvue.kernelprove",
+            "twin.nvue.dialect",
+            "twin.nvue.kernelcheck",
+        },
     ],
 }
 

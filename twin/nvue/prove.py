@@ -12,6 +12,8 @@ the node's BGP check (its EVPN sessions with the topology's peers are gone), res
 So is each neighbor's (or peer group's) BFD and BGP timers its NVUE sets (issue 44): `no neighbor X
 bfd`, `no neighbor X timers`, caught by verify's protocols group (`bfd NODE`, `bgp timers NODE`:
 FRR runs no BFD for it; FRR has other timers than those set).
+
+The kernel half NVUE runs (ACLs, RoCE QoS, `link.mtu`) has its elements in `twin.nvue.kernelprove`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 
 from twin.intent import frrconf
 from twin.lifecycle.context import LabContext
-from twin.nvue import judge, routing
+from twin.nvue import judge, kernelprove, routing
 from twin.nvue.configs import NvueNode, runs_nvue
 from twin.nvue.configs import running as nvue_running
 from twin.prove.element import Element, Exempt, Vtysh, alt
@@ -28,6 +30,8 @@ from twin.prove.frr_side import Runs, running
 
 
 def peer_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
+    """NVUE's elements: those of the frr.conf its nodes run (this module's), then those of the kernel half
+    they run (ACLs, RoCE QoS, `link.mtu`: `twin.nvue.kernelprove`)."""
     out, exempt = [], []
     nvue = nvue_running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping)
     runs = running(ctx)
@@ -37,7 +41,8 @@ def peer_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         els, ex = _activations(ctx, node, r)
         out += els + (_protocols(node, nvue[node], r) if node in nvue else []) + _statics(node, r)
         exempt += ex + _unjudged(ctx, node, r)
-    return out + _ospf(ctx, nvue, runs), exempt
+    kernel, kept = kernelprove.elements(ctx, nvue)
+    return out + _ospf(ctx, nvue, runs) + kernel, exempt + kept
 
 
 def _protocols(node: str, x: NvueNode, r: Runs) -> list[Element]:
