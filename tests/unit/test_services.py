@@ -231,6 +231,7 @@ def test_cnp_pacing_rule():
     assert dcqcn.expected_cnps([]) == 0
     assert dcqcn.expected_cnps([0, 10_000, 49_999, 50_000, 99_999, 100_000]) == 3
     assert dcqcn.expected_cnps([0, 60_000, 120_000]) == 3
+    assert dcqcn.expected_cnps([0, 100_000, 60_000, 120_000]) == 2, "in the order read: 60,000 came after 100,000"
 
 
 def test_the_notification_point_answers_marks_with_paced_cnps_to_the_senders_qp():

@@ -29,9 +29,12 @@ CNP_BIT = 0x40000000  # a CNP's tag: the flow id it answers, with this bit set
 
 
 def expected_cnps(arrivals_ns: list[int], interval_ns: int = CNP_INTERVAL_NS) -> int:
-    """How many CNPs the pacing rule sends for CE marks arriving at these times (one QP)."""
+    """How many CNPs the pacing rule sends for CE marks arriving at these times (one QP), in the order
+    the receiver read them: a frame stamped less than the interval after the last CNP's frame gets
+    none, one stamped before it too (the kernel stamps a frame as it queues it on a CPU's backlog; where
+    a hop's qdisc hands frames to another CPU, the receiver may read them out of their stamps' order)."""
     count, last = 0, None
-    for t in sorted(arrivals_ns):
+    for t in arrivals_ns:
         if last is None or t - last >= interval_ns:
             count, last = count + 1, t
     return count

@@ -2,7 +2,12 @@
 
 Per congestion point (`congestion:`: CE marks above a rate on a fabric port), a pair of
 hosts of one tenant whose every path crosses it (whatever ECMP chooses), with no rate
-limit of theirs holding a burst below ABOVE x its rate. Two runs, each alone on the point:
+limit of theirs holding a burst below ABOVE x its rate. Where no pair's every path crosses it
+(a DPU dual-homed to two leafs: half the paths go by the other one), a pair some of whose paths
+do, steered onto it: ECMP decides by the flow's UDP source port, so STEER flows of 1, 2, 4 ...
+frames, each from a source port of its own, are sent at once and the point's ECT counter, a sum
+of distinct powers of two, says which of them crossed it (`steer`); the runs below then all use
+that port. Two runs, each alone on the point:
 
 - above its rate, back to back: BURST ECN-capable frames (ECT(0)), then BURST that are not
   (Not-ECT), a flow each. The ECN-capable ones all arrive, at least (1 - TOLERANCE) of the
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from twin.config.services import CONGESTION_BURST_S, bucket
 from twin.intent import paths
@@ -47,6 +52,8 @@ BELOW = 0.2  # the paced flow: this share of the rate (a late sender's catch-up 
 BELOW_SECONDS = 0.5
 SLACK = 0.01  # below the rate: marks beyond the rule's, at most 1 % of the frames
 ATTEMPTS = 3
+SPORT = 52000  # the runs' UDP source ports: SPORT, + 1, + 2 (a steered probe's runs: the one port found)
+STEER, STEER_ROUNDS = 6, 3  # flows of 1 ... 32 frames at once, each its own source port; rounds of them
 
 
 def applies(fabric: Fabric) -> bool:
@@ -60,6 +67,12 @@ class Probe:
     src: Attachment
     dst: Attachment
     payload: int
+    every: bool = True  # every path from src to dst crosses the point; else the runs are steered onto it
+    sport: int | None = None  # a steered probe's source port that crosses it (`steer`); None: not found yet
+
+    def port(self, run: int) -> int:
+        """The UDP source port of run 0 (ECN-capable burst), 1 (not ECN-capable) or 2 (below the rate)."""
+        return SPORT + run if self.every or self.sport is None else self.sport
 
     @property
     def where(self) -> str:
@@ -93,29 +106,48 @@ def names(p: CongestionPoint, flow: str = "") -> dict[str, str]:
 
 
 def plan(fabric: Fabric) -> tuple[list[Probe], list[dict]]:
-    """A probe for every congestion point some tenant's hosts can drive, and the points none can."""
+    """A probe for every congestion point some tenant's hosts can drive, and the points none can:
+    hosts whose every path crosses it first, else hosts some of whose paths do (steered onto it)."""
     probes, unexercised = [], []
     order = list(fabric.nodes)
     for p in fabric.congestion:
-        found = [
-            (payload != PAYLOAD, order.index(a.host), order.index(b.host), Probe(p, t.name, a, b, payload))
-            for t in fabric.tenants.values()
-            for a in t.attachments
-            for b in t.attachments
-            if a.vtep != b.vtep
-            and paths.crosses(fabric, a.vtep, b.vtep, p.node, p.port)
-            and (payload := _payload(p, a, b)) is not None
-        ]
+        found = []
+        for t in fabric.tenants.values():
+            for a in t.attachments:
+                for b in t.attachments:
+                    if a.vtep == b.vtep or p.port not in paths.next_hops(fabric, a.vtep, b.vtep).get(p.node, ()):
+                        continue
+                    every = paths.crosses(fabric, a.vtep, b.vtep, p.node, p.port)
+                    payload = _payload(p, a, b)
+                    if payload is not None:
+                        key = (not every, payload != PAYLOAD, order.index(a.host), order.index(b.host))
+                        found.append((key, Probe(p, t.name, a, b, payload, every)))
         if found:
-            probes.append(min(found, key=lambda x: x[:3])[3])
+            probes.append(min(found, key=lambda x: x[0])[1])
         else:
             unexercised.append(
-                {
-                    "safeguard": label(p),
-                    "why": "no two hosts of a tenant send across it on every path, at twice its rate",
-                }
+                {"safeguard": label(p), "why": "no two hosts of a tenant send across it, at twice its rate"}
             )
     return probes, unexercised
+
+
+def steer(ctx: LabContext, probe: Probe) -> Probe:
+    """`probe` with a source port whose frames from its source to its destination leave by the point
+    (sport None: none of STEER x STEER_ROUNDS ports did). A probe whose every path crosses it: as it is."""
+    if probe.every:
+        return probe
+    for r in range(STEER_ROUNDS):
+        ports = [SPORT + 8 + r * STEER + i for i in range(STEER)]
+        flows = [
+            F.flow(ctx.fabric, probe.src.host, probe.dst.host, 0x40 + i, count=1 << i, payload=probe.payload, sport=s)
+            for i, s in enumerate(ports)
+        ]
+        before = dcqcn.congestion_counters(ctx)
+        F.run(ctx, flows, {f.flow_id: True for f in flows}, check_icrc=False)
+        crossed = dcqcn.delta(before, dcqcn.congestion_counters(ctx)).get(probe.where, {}).get("ect", 0)
+        if 0 < crossed < 1 << STEER:  # else nothing crossed, or frames that were not these
+            return replace(probe, sport=next(s for i, s in enumerate(ports) if crossed >> i & 1))
+    return probe
 
 
 def _payload(p: CongestionPoint, a: Attachment, b: Attachment) -> int | None:
@@ -156,13 +188,16 @@ def figures(probe: Probe, r: roce.FlowResult) -> dict:
         "cnps_sent": r.cnps_sent,
         "cnps_received": r.cnps_received,
         "cnps_allowed": dcqcn.expected_cnps(r.ce_times),
+        "stamps_out_of_order": sum(b < a for a, b in zip(r.times, r.times[1:])),  # read after a later-stamped one
     }
 
 
 def above(ctx: LabContext, probe: Probe) -> tuple[dict, dict, dict]:
     """The two bursts: figures of the ECN-capable one, of the other, and what the point counted."""
     f = ctx.fabric
-    ect = F.flow(f, probe.src.host, probe.dst.host, 1, count=BURST, payload=probe.payload, sport=52000, dqp=0x31)
+    ect = F.flow(
+        f, probe.src.host, probe.dst.host, 1, count=BURST, payload=probe.payload, sport=probe.port(0), dqp=0x31
+    )
     plain = F.flow(
         f,
         probe.src.host,
@@ -170,7 +205,7 @@ def above(ctx: LabContext, probe: Probe) -> tuple[dict, dict, dict]:
         2,
         count=BURST,
         payload=probe.payload,
-        sport=52001,
+        sport=probe.port(1),
         dqp=0x32,
         ecn=roce.NOT_ECT,
     )
@@ -189,7 +224,7 @@ def below(ctx: LabContext, probe: Probe) -> dict:
         3,
         count=max(1, int(rate * BELOW_SECONDS)),
         payload=probe.payload,
-        sport=52002,
+        sport=probe.port(2),
         dqp=0x33,
     )
     return figures(probe, F.run(ctx, [flow], {3: True}, cnps=True, pace=1.0 / rate)[3])
@@ -265,11 +300,24 @@ def check(
     return out
 
 
+def unsteered(probe: Probe) -> list[Check]:
+    """The checks of a point no source port tried led the probe's frames across: not judged."""
+    why = (
+        f"not judged: none of {STEER * STEER_ROUNDS} UDP source ports led {probe.src.host} -> {probe.dst.host}'s "
+        f"frames out of {probe.where} (ECMP sent them all another way)"
+    )
+    return [Check(GROUP, n, False, why) for n in probe.names().values()]
+
+
 def run(ctx: LabContext) -> tuple[list[Check], dict]:
     probes, unexercised = plan(ctx.fabric)
     checks, points = [], []
     for probe in probes:
         t0 = time.monotonic()
+        probe = steer(ctx, probe)
+        if not probe.every and probe.sport is None:
+            checks += unsteered(probe)
+            continue
         for attempt in range(1, ATTEMPTS + 1):  # noqa: B007  (the count is reported after the loop)
             ect, plain, counted = above(ctx, probe)
             if judge_ect(probe, ect)[0] is not None and judge_plain(probe, plain, counted, ect["ce"])[0] is not None:
@@ -281,6 +329,8 @@ def run(ctx: LabContext) -> tuple[list[Check], dict]:
                 "point": probe.where,
                 "above": str(probe.point.above),
                 "flow": ect["flow"],
+                "every_path": probe.every,
+                "sport": probe.port(0),
                 "ect": ect,
                 "plain": plain,
                 "below": below_,
