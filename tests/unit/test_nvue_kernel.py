@@ -222,18 +222,24 @@ def test_roce_qos_is_an_htb_per_cabled_port_with_dscp_filters_and_says_what_it_m
     assert (q.mode, q.classes, q.lossless, q.ecn) == ("lossless", {26: 3, 48: 6, 10: 1}, {3}, {3: (40000, 400000, 50)})
     assert sorted(k[1] for k in x.plane.extras if k[0] == "qos") == ["swp1", "swp2", "swp51", "swp52"]
     batch = x.files["qos-swp51.tc"]
-    assert batch.splitlines()[:3] == [
-        "qdisc replace dev swp51 root pfifo",
-        "qdisc replace dev swp51 root handle 1: htb default 10",
-        "class replace dev swp51 parent 1: classid 1:1 htb rate 100gbit ceil 100gbit quantum 60000",
-    ]
-    assert "class replace dev swp51 parent 1:1 classid 1:16 htb rate 1gbit ceil 100gbit quantum 60000 prio 1" in batch
+    assert batch.splitlines()[:2] == [
+        "filter del dev swp51 parent 1:",
+        "class replace dev swp51 parent 1: classid 1:1 htb rate 100gbit ceil 100gbit burst 1mb cburst 1mb "
+        "quantum 60000",
+    ], "the root is never replaced: the step makes it where the port has none"
+    assert (
+        "class replace dev swp51 parent 1:1 classid 1:16 htb rate 1gbit ceil 100gbit burst 1mb cburst 1mb "
+        "quantum 60000 prio 1"
+    ) in batch
     assert "qdisc replace dev swp51 parent 1:13 handle 13: pfifo limit 10000" in batch, "lossless: deep"
     assert "qdisc replace dev swp51 parent 1:10 handle 10: pfifo limit 1000" in batch
     assert "filter add dev swp51 parent 1: protocol ip prio 27 u32 match ip dsfield 0x68 0xfc flowid 1:13" in batch
     assert "filter add dev swp51 parent 1: protocol ip prio 49 u32 match ip dsfield 0xc0 0xfc flowid 1:16" in batch
     step = x.plane.extras[("qos", "swp1")]
-    assert step.command() == "tc -n red -batch /etc/twin/qos-swp1.tc"
+    assert step.command() == (
+        "{ tc -n red qdisc show dev swp1 root | grep -q '^qdisc htb 1: root' || "
+        "tc -n red qdisc replace dev swp1 root handle 1: htb default 10; } && tc -n red -batch /etc/twin/qos-swp1.tc"
+    )
     assert routed.undo(step).command() == "tc -n red qdisc del dev swp1 root"
     assert (
         "leaf01: qos ECN thresholds (traffic class 3): kept, not run: marking CE at a queue depth needs RED "
@@ -242,7 +248,7 @@ def test_roce_qos_is_an_htb_per_cabled_port_with_dscp_filters_and_says_what_it_m
     assert any("no pause frames in software" in n for n in notes)
     red = nvue.build({"leaf01": nvue.from_tree(tree, "leaf01/startup.yaml")}, FABRIC, "netns", red=True)[0]
     assert (
-        "qdisc replace dev swp51 parent 1:13 handle 13: red limit 1600000 min 40000 max 400000 avpkt 1500 "
+        "qdisc replace dev swp51 parent 1:13 handle 23: red limit 1600000 min 40000 max 400000 avpkt 1500 "
         "burst 106 probability 0.5 bandwidth 100gbit ecn"
     ) in red["leaf01"].files["qos-swp51.tc"]
 

@@ -95,7 +95,11 @@ def test_the_acl_qos_and_mtu_of_an_nvue_node_are_elements_broken_and_put_back_as
     assert roce.how == (
         "tc filter del dev swp51 parent 1: protocol ip prio 27; tc filter del dev swp52 parent 1: protocol ip prio 27"
     )
-    assert roce.restored_by == "tc -batch /etc/twin/qos-swp51.tc; tc -batch /etc/twin/qos-swp52.tc"
+    assert roce.restored_by == "; ".join(
+        f"{{ tc qdisc show dev {p} root | grep -q '^qdisc htb 1: root' || tc qdisc replace dev {p} root handle 1: "
+        f"htb default 10; }} && tc -batch /etc/twin/qos-{p}.tc"
+        for p in ("swp51", "swp52")
+    ), "the batch again, on the HTB root the port has"
     assert roce.names(
         "qos: leaf01 RoCE class: RoCE frames (DSCP 26) of server01 -> server03 did not leave swp51, swp52 by "
         "traffic class 3: it grew by 0 of 4; by class: {0: 4, 3: 0, 6: 4}"

@@ -50,6 +50,19 @@ class Op:
     in_node: bool = False  # run in the node by its command; else over netlink from the host
 
 
+def _tc_batch(s: Step, n: str) -> str:
+    """`tc -batch FILE`; with a `root` (args port, root: "KIND HANDLE OPTIONS"), that root qdisc made
+    first where the port has none of that kind and handle."""
+    batch = f"tc {n}-batch {NODE_DIR}/{s.dev}"
+    if "root" not in s.args:
+        return batch
+    port, (kind, handle, opts) = s.args["port"], s.args["root"].split(" ", 2)
+    return (
+        f"{{ tc {n}qdisc show dev {port} root | grep -q '^qdisc {kind} {handle} root' || "
+        f"tc {n}qdisc replace dev {port} root handle {handle} {kind} {opts}; }} && {batch}"
+    )
+
+
 def _text_ix(a: dict) -> str:
     return f" index {a['index']}" if "index" in a else ""
 
@@ -123,8 +136,9 @@ OPS: dict[str, Op] = {
         in_node=True,
     ),
     "nft": Op(lambda s, n: f"{_in_ns(s)}nft -f {NODE_DIR}/{s.dev}", in_node=True),
-    # NVUE's RoCE QoS on a port (`twin.nvue.qos`): a tc batch file of the node's
-    "tc-batch": Op(lambda s, n: f"tc {n}-batch {NODE_DIR}/{s.dev}", in_node=True),
+    # NVUE's RoCE QoS on a port (`twin.nvue.qos`): a tc batch file of the node's, on the port's root
+    # qdisc `root`, made first only where the port has another (a running root is never replaced)
+    "tc-batch": Op(lambda s, n: _tc_batch(s, n), in_node=True),
     # a table (dev: "FAMILY NAME") gone, whether it was there or not
     "nft-delete": Op(lambda s, n: f"{_in_ns(s)}nft 'add table {s.dev}; delete table {s.dev}'", in_node=True),
     # a gateway pair: this end in the node (or VRF backend: beside it), the peer in a tenant namespace

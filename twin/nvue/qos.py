@@ -37,7 +37,12 @@ ROCE_SP, CNP_SP = 3, 6
 ECN_DEFAULT = (150000, 1500000, 100)  # Cumulus's RoCE ECN: min, max threshold (bytes), probability (%)
 LOSSLESS_QUEUE, LOSSY_QUEUE = 10000, 1000  # packets
 LINE = "100gbit"  # the HTB's ceiling: a veth has no speed; nothing is held back
+# the HTB's buckets: tc's default (a few µs of the rate) throttles a back-to-back burst, whose frames the
+# qdisc's timer then sends later, from whichever CPU, so a flow arrived out of order and a CNP's pacing
+# misjudged; 1 MB holds any burst of twin's (2,000 RoCE frames at 20,000/s stay within 1gbit), queues none
+BURST = "burst 1mb cburst 1mb"
 MODES = ("lossless", "lossy")
+ROOT = "htb 1: default 10"  # every port's root qdisc (kind, handle, options): the classes' HTB, the rest in 1:10
 
 
 @dataclass(frozen=True)
@@ -61,21 +66,24 @@ class Qos:
         return sorted({0, *self.classes.values()})
 
     def batch(self, dev: str, red: bool) -> str:
-        """The tc batch of one port: made anew each time (a plain root first clears what was there)."""
+        """The tc batch of one port, on its HTB root (`ROOT`, made first where the port has none): its
+        filters made anew, its classes and their queues changed in place. The root is never replaced
+        once there: replacing a running port's root qdisc drops what the port sends in that instant
+        (the kernel swaps in a queue that drops while it grafts), so a day-2 change of the classes
+        loses no frame; a class no filter leads to any more stays, unused."""
         lines = [
-            f"qdisc replace dev {dev} root pfifo",
-            f"qdisc replace dev {dev} root handle 1: htb default 10",
-            f"class replace dev {dev} parent 1: classid 1:1 htb rate {LINE} ceil {LINE} quantum 60000",
+            f"filter del dev {dev} parent 1:",
+            f"class replace dev {dev} parent 1: classid 1:1 htb rate {LINE} ceil {LINE} {BURST} quantum 60000",
         ]
         for tc in self.used():
             lines.append(
-                f"class replace dev {dev} parent 1:1 classid 1:1{tc} htb rate 1gbit ceil {LINE} "
+                f"class replace dev {dev} parent 1:1 classid 1:1{tc} htb rate 1gbit ceil {LINE} {BURST} "
                 f"quantum 60000 prio {7 - tc}"
             )
-            if red and tc in self.ecn:
+            if red and tc in self.ecn:  # a handle of its own: a class's queue changing kind is grafted anew
                 lo, hi, p = self.ecn[tc]
                 lines.append(
-                    f"qdisc replace dev {dev} parent 1:1{tc} handle 1{tc}: red limit {4 * hi} min {lo} "
+                    f"qdisc replace dev {dev} parent 1:1{tc} handle 2{tc}: red limit {4 * hi} min {lo} "
                     f"max {hi} avpkt 1500 burst {max(1, (2 * lo + hi) // 4500)} probability {p / 100:g} "
                     f"bandwidth {LINE} ecn"
                 )
@@ -94,6 +102,11 @@ def prio(dscp: int) -> int:
     """The preference of DSCP `dscp`'s filter: one of its own (DSCPs match apart, their order does not
     matter), so one mapping can be told and taken apart (`tc filter del ... prio P`: `--prove`)."""
     return dscp + 1
+
+
+def class_handle(tc: int) -> int:
+    """The HTB class of traffic class `tc` on a port (1:1T), as netlink gives its handle."""
+    return 0x10010 + tc
 
 
 def of(tree: dict) -> Qos | None:
@@ -143,7 +156,8 @@ def attach(plane: Any, tree: dict, red: bool, where: dict[str, tuple[str, str]])
             plane.notes.append(f"{plane.node}: {name}: qos roce not applied: a workload's rate limit shapes it")
             continue
         text = files[file(dev)] = q.batch(dev, red)
-        step = Step("tc-batch", file(dev), ns, {"sha": hashlib.sha256(text.encode()).hexdigest()[:16]})
+        sha = hashlib.sha256(text.encode()).hexdigest()[:16]
+        step = Step("tc-batch", file(dev), ns, {"sha": sha, "port": dev, "root": ROOT})
         plane.extras[("qos", dev)] = step
         plane.steps.append(step)
     if q.ecn and not red:
