@@ -1,7 +1,8 @@
 """`--prove` of the kernel half NVUE runs (issue 44): a lab whose switches all run their NVUE export
 (tests/e2e/nvue/policy.yml), given with `nv` in the nodes an ACL (a deny rule no intended flow meets,
-bound inbound on leaf1's host port and outbound on its uplink), `qos roce` on both leafs and
-`link.mtu 9216` on leaf1's uplink. The lab verifies; the proof breaks each ACL table, each deny rule,
+bound inbound on leaf1's host port and outbound on its uplink), `qos roce` on both leafs and the
+spine (every hop of the RoCE path: the qos group names one without it) and `link.mtu 9216` on leaf1's
+uplink. The lab verifies; the proof breaks each ACL table, each deny rule,
 each DSCP the qos group sends and the MTU, each named by the check that judges it, and puts each back
 as the node's plane applies it: the lab verifies again, swp51 at NVUE's 9216, not the topology's 9000.
 A slow proof: `make prove` runs it, `make test` does not. One lab for the module."""
@@ -53,6 +54,7 @@ def lab(runtime, node_image, tmp_path_factory):
             ("set", "qos", "roce", "enable", "on"),
         )
         nv_apply(NAME, "leaf2", ("set", "qos", "roce", "enable", "on"))
+        nv_apply(NAME, "spine1", ("set", "qos", "roce", "enable", "on"))  # every hop of the RoCE path
         yield lab
 
 

@@ -102,6 +102,7 @@ INNER = {
             "twin.nvue.kernelprove",
             "twin.nvue.dialect",
             "twin.nvue.kernelcheck",
+            "twin.nvue.qoscheck",
         },
     ],
 }

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from twin.change.report import Rehearsal
 from twin.intent import paths
 from twin.topology import load
 from twin.topology.model import Rate
@@ -217,3 +218,24 @@ def test_a_run_lists_the_services_safeguards_it_did_not_exercise():
     }
     assert {x["why"] for x in got if x["safeguard"].startswith("rate")} == {"the performance group did not run"}
     assert coverage.not_exercised(f, ["performance", "congestion"], Report("t")) == []
+
+
+def test_a_rehearsal_says_what_its_verify_saw_at_each_congestion_point():
+    ect = {"ce": 1699, "received": 2000, "cnps_sent": 371, "cnps_received": 371}
+    rep = Report("t", extra={"congestion": {"points": [], "not_exercised": [], "tolerance": 0.2}})
+    rep.extra["congestion"]["points"] = [
+        {"point": "leaf1:swp4", "above": "5000pps", "flow": "red host1a -> host2a", "ect": ect, "counted": {"ce": 1699}}
+    ]
+    rep.checks = [
+        Check("congestion", "leaf1:swp4 marks ECN-capable RoCE above 5000pps (red host1a -> host2a)", True),
+        Check("congestion", "leaf1:swp4 RoCE QoS under congestion (red host1a -> host2a)", True, "1515 of 2000 ..."),
+    ]
+    text = Rehearsal("t", "cfg", verify=rep).text()
+    assert (
+        "  congestion (verify's bursts above each point's rate, after the change):\n"
+        "    leaf1:swp4 (above 5000pps), red host1a -> host2a: 1699 of 2000 ECN-capable frames marked CE (counted "
+        "there 1699), 371 of 371 CNPs back at the sender\n"
+        "    leaf1:swp4 RoCE QoS under congestion (red host1a -> host2a): 1515 of 2000 ...\n"
+    ) in text
+    rep.extra["congestion"] = {"points": [], "not_exercised": [{"safeguard": "congestion point: x", "why": "y"}]}
+    assert "    not exercised: congestion point: x: y\n" in Rehearsal("t", "cfg", verify=rep).text()

@@ -215,6 +215,7 @@ class Rehearsal:
         for name, rep in (("verify", self.verify), ("verify after rollback", self.verify_rollback)):
             for c in (rep.failures() if rep else [])[:20]:
                 lines.append(f"    {name}: FAIL {c.group}: {c.name}: {c.message}")
+        lines += congestion_lines(self.verify)
         for name, cmp in (("baseline", self.baseline), ("baseline after rollback", self.baseline_rollback)):
             lines += [f"    {name}: DIFFERS {d.line()}" for d in (cmp.unallowed if cmp else [])[:20]]
         return "\n".join(lines) + "\n"
@@ -239,3 +240,25 @@ class Rehearsal:
             ],
         )
         junit.write(path, f"twin rehearse {self.lab}", [suite], totals=False)
+
+
+def congestion_lines(rep: Report | None) -> list[str]:
+    """What the verify after the change saw at each congestion point (its bursts above the point's
+    rate): the CE marks there, the CNPs back at the sender, what a dialect's part of the group said
+    (NVUE's: the RoCE QoS classes at every hop), and the points it could not drive."""
+    cong = (rep.extra.get("congestion") if rep else None) or {}
+    out = []
+    for p in cong.get("points", []):
+        e = p["ect"]
+        out.append(
+            f"    {p['point']} (above {p['above']}), {p['flow']}: {e['ce']} of {e['received']} ECN-capable frames "
+            f"marked CE (counted there {p['counted'].get('ce', 0)}), {e['cnps_received']} of {e['cnps_sent']} CNPs "
+            "back at the sender"
+        )
+    out += (
+        [f"    {c.name}: {c.message}" for c in rep.checks if c.group == "congestion" and c.passed and c.message]
+        if rep
+        else []
+    )
+    out += [f"    not exercised: {n['safeguard']}: {n['why']}" for n in cong.get("not_exercised", [])]
+    return ["  congestion (verify's bursts above each point's rate, after the change):", *out] if out else []

@@ -192,7 +192,7 @@ def print_report(report: verify.Report) -> None:
         print_limits(perf)
     if perf.get("runs"):
         print_performance(perf)
-    if (report.extra.get("congestion") or {}).get("points"):
+    if (report.extra.get("congestion") or {}).get("points") or (report.extra.get("congestion") or {}).get("qos"):
         print_congestion(report.extra["congestion"])
     t = Table(title=f"twin verify {report.lab}", title_justify="left")
     for col in ("group", "checks", "passed", "failed", "seconds"):
@@ -265,6 +265,15 @@ def print_limits(perf: dict) -> None:
 
 
 def print_congestion(cong: dict) -> None:
+    """Per congestion point, its three runs: what arrived, marked, and the CNPs that answered; then
+    a dialect's part: NVUE's RoCE QoS classes at every hop of the congested path."""
+    if cong.get("points"):
+        print_points(cong)
+    if cong.get("qos"):
+        print_congested_classes(cong["qos"])
+
+
+def print_points(cong: dict) -> None:
     """Per congestion point, its three runs: what arrived, marked, and the CNPs that answered."""
     t = Table(
         title="congestion: every congestion point, by what comes out of it (marks of the ECN-capable burst: at "
@@ -299,6 +308,24 @@ def print_congestion(cong: dict) -> None:
                 f"{r['ce']} ({r['rule_marks']})",
                 f"{r['cnps_sent']}/{r['cnps_received']}/{r['cnps_allowed']}",
             )
+    out.print(t)
+
+
+def print_congested_classes(figures: list[dict]) -> None:
+    """Per congestion point on a port running NVUE's RoCE QoS: its burst's CE marks, and the classes
+    RoCE and its CNPs left every hop by (`twin.nvue.qoscheck`)."""
+    t = Table(title="congestion: RoCE QoS at every hop of a congested path (qos roce)", title_justify="left")
+    for col in ("point", "flow", "CE (counted there)", "RoCE class: hops", "CNPs sent/back", "CNP class: hops"):
+        t.add_column(col, justify="left" if "class" in col or col in ("point", "flow") else "right")
+    for f in figures:
+        t.add_row(
+            f["point"],
+            f["flow"],
+            f"{f['ce']} ({f['counted'].get('ce', 0)})",
+            f"{f['roce_class']}: {', '.join(f['roce_hops'])}",
+            f"{f['cnps_sent']}/{f['cnps_received']}",
+            f"{f['cnp_class']}: {', '.join(f['cnp_hops'])}",
+        )
     out.print(t)
 
 

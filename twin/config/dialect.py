@@ -117,9 +117,10 @@ class Dialect:
     work: Callable[[Any, Any, Fabric, Fabric], None] = _none  # (ctx, Work, old, new): its nodes' part
     verify: Callable[[Any], dict[str, Any]] = lambda ctx: {}  # ctx -> what `twin verify`'s report adds
     prove: Callable[[Any], tuple[list, list]] = lambda ctx: ([], [])  # ctx -> its elements and exemptions
-    # check groups of `twin verify` it brings (name -> ctx -> checks; none where the lab has nothing for them);
-    # a group another dialect (or twin) has too runs both, its checks after theirs
-    groups: dict[str, Callable[[Any], list]] = field(default_factory=dict)
+    # check groups of `twin verify` it brings (name -> ctx -> checks, or checks and what the report adds;
+    # none where the lab has nothing for them); a group another dialect (or twin) has too runs both, its
+    # checks after theirs (and what it adds beside theirs)
+    groups: dict[str, Callable[[Any], list | tuple[list, dict]]] = field(default_factory=dict)
 
 
 _REGISTERED: dict[str, Dialect] = {}

@@ -26,7 +26,7 @@ from twin.config.services import Shaping
 from twin.config.userconf import UserConfigs
 from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
-from twin.nvue import declared, judge, kernelcheck, kernelplane, nvued
+from twin.nvue import declared, judge, kernelcheck, kernelplane, nvued, qoscheck
 from twin.nvue import prove as nvue_prove
 from twin.nvue import service as nvue_service
 from twin.nvue.change import nv_file
@@ -126,6 +126,7 @@ DIALECT = Dialect(
     groups={
         judge.GROUP: judge.protocols,  # BFD, BGP timers, route policy judged (issue 44)
         kernelcheck.GROUP: kernelcheck.run,  # ACLs and RoCE QoS judged (issue 44)
-        kernelcheck.QOS: kernelcheck.qos_run,
+        qoscheck.QOS: qoscheck.qos_run,  # every hop of every RoCE path in the same classes
+        qoscheck.CONGESTION: qoscheck.congestion_run,  # RoCE QoS under each congestion point's burst
     },
 )

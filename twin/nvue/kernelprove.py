@@ -23,12 +23,12 @@ from dataclasses import replace
 
 from twin.config.steps import Step
 from twin.lifecycle.context import LabContext
-from twin.nvue import kernelcheck, kernelplane
+from twin.nvue import kernelcheck, kernelplane, qoscheck
 from twin.nvue import mtu as nvue_mtu
 from twin.nvue.acl import FAMILY, TABLE
 from twin.nvue.configs import NvueNode
-from twin.nvue.kernelcheck import SENT
 from twin.nvue.qos import ENV, Qos, prio
+from twin.nvue.qoscheck import SENT
 from twin.prove.element import Element, Exempt, Kernel, NftRule
 from twin.prove.kernel_side import SMALL_MTU
 from twin.verify import mtu as verify_mtu
@@ -104,7 +104,7 @@ def _qos(ctx: LabContext, node: str, x: NvueNode) -> tuple[list[Element], list[E
     q, plane = x.plane.qos, x.plane
     if not isinstance(q, Qos):
         return [], []
-    ports = kernelcheck.qos_ports(ctx.fabric, node, plane)
+    ports = qoscheck.qos_ports(ctx.fabric, node, plane)
     hosts = sorted(k[1] for k in plane.extras if k[0] == "qos" and k[1] not in ports)
     exempt = []
     if q.ecn:
@@ -124,7 +124,7 @@ def _qos(ctx: LabContext, node: str, x: NvueNode) -> tuple[list[Element], list[E
                 "ports towards hosts: the qos group counts RoCE by class where it leaves for other VTEPs",
             )
         )
-    if not ports or kernelcheck.qos_pair(ctx.fabric, node) is None:
+    if not ports or qoscheck.qos_pair(ctx.fabric, node) is None:
         why = "no fabric port" if not ports else "no host of its own with a peer behind another VTEP"
         return [], exempt + [Exempt("QoS DSCP map", node, f"{why}: the qos group sends no RoCE from it")]
     out = []
@@ -148,8 +148,8 @@ def _qos(ctx: LabContext, node: str, x: NvueNode) -> tuple[list[Element], list[E
                     "QoS DSCP map",
                     node,
                     f"DSCP {dscp} ({SENT[dscp]}) to traffic class {tc} on {', '.join(ports)} of {node}",
-                    (kernelcheck.QOS,),
-                    (rf"^{kernelcheck.QOS}: {re.escape(node)} {SENT[dscp]} class: .* did not leave ",),
+                    (qoscheck.QOS,),
+                    (rf"^{qoscheck.QOS}: {re.escape(node)} {SENT[dscp]} class: .* did not leave ",),
                     (
                         Kernel(
                             node,

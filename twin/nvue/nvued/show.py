@@ -29,7 +29,7 @@ from twin.nvue.configs import running
 from twin.nvue.nvued.revision import NotFound
 from twin.nvue.nvued.showpolicy import policy_shown
 from twin.nvue.plane import VLAN_AWARE, Plane
-from twin.nvue.qos import Qos
+from twin.nvue.qos import Qos, class_handle
 from twin.nvue.tree import show
 from twin.runtime import (
     FRR_RIB,
@@ -232,7 +232,7 @@ def qos_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
         if key[0] == "qos":
             with ctx.ipr(node, s.ns) as ipr:
                 got = read_tc_classes(ipr, key[1])
-            ports[key[1]] = {"traffic-class": {str(tc): {"packets": got.get(0x10010 + tc, 0)} for tc in q.used()}}
+            ports[key[1]] = {"traffic-class": {str(tc): {"packets": got.get(class_handle(tc), 0)} for tc in q.used()}}
     return {
         "roce": {"enable": "on", "mode": q.mode},
         "mapping": {
