@@ -82,6 +82,7 @@ def test_the_samples_come_up_converged_and_pass_verify(lab):
         "mtu",
         "zerotrust",
         "arp",
+        "lldp",  # each cabled port's LLDP neighbour as cabled (twin.nvue.lldpcheck)
     }
     assert "not emulated" not in doc
 

@@ -16,7 +16,7 @@ from twin.nvue import tree as nv_tree
 
 pytestmark = pytest.mark.e2e
 
-GROUPS = {"control", "traffic", "isolation", "underlay", "mtu", "zerotrust", "arp"}
+GROUPS = {"control", "traffic", "isolation", "underlay", "mtu", "zerotrust", "arp", "lldp"}
 
 
 def up_from_nvue(topology: str, name: str, d, image: str) -> None:

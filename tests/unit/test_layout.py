@@ -93,6 +93,7 @@ INNER = {
             "twin.nvue.acl",
             "twin.nvue.mtu",
             "twin.nvue.qos",
+            "twin.nvue.lldp",
         },
         {"twin.nvue.change", "twin.nvue.judge", "twin.nvue.policycheck", "twin.nvue.routing"},
         {
@@ -103,6 +104,7 @@ INNER = {
             "twin.nvue.dialect",
             "twin.nvue.kernelcheck",
             "twin.nvue.qoscheck",
+            "twin.nvue.lldpcheck",
         },
     ],
 }

@@ -297,7 +297,9 @@ def test_stored_places_are_kept_with_the_notice():
         "interface.bond1.bond.mlag",
         "interface.swp10.evpn",
         "mlag",
-        "service",
+        "service.dns",
+        "service.ntp",
+        "service.syslog",
         "system.message",
         "system.timezone",
     ]

@@ -32,7 +32,8 @@ def test_text_and_apply_tables_cover_the_same_ops():
         "nft",
         "nft-delete",
         "tc-batch",
-    }  # tc-batch: NVUE's RoCE QoS, a file of the node's (twin.nvue.qos)
+        "lldp",
+    }  # tc-batch: NVUE's RoCE QoS, a file of the node's (twin.nvue.qos); lldp: lldpcli (twin.nvue.lldp)
 
 
 def test_a_netlink_refusal_leaves_the_seam_as_netlink_failed_with_its_errno():

@@ -38,6 +38,7 @@ HOST_CAUSES = 5.0  # ... and past it if need be: the host-level causes (kernel l
 BARRIER_NOW = 60.0  # `twin status` / `Lab.missing()`: every router read once, within this
 PROGRESS_EVERY = 10.0  # off a terminal (a CI log, a file): a plain progress line at least this often
 RIB_QUIET = 3.0  # a router running its own config has converged once its routes stood still this long
+LLDP_SEEN = 10.0  # verify's lldp group: each port's LLDP neighbour as cabled (lldpd sends at once on a change)
 PROTOCOLS_UP = 60.0  # BFD sessions Up, sessions at their new timers, once both ends run a new config
 OSPF_WAIT = 40.0  # added to the deadline of a lab with OSPF: a broadcast interface waits its dead
 # interval (40 s by default) before it elects a DR and forms a Full adjacency

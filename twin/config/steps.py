@@ -80,6 +80,14 @@ def _tos(tos: int) -> str:
     return "inherit" if tos == 1 else str(tos)
 
 
+def _lldp_text(a: dict) -> str:
+    name = f"configure system hostname {a['hostname']}" if a.get("hostname") else "unconfigure system hostname"
+    return (
+        f"lldpcli {name} && lldpcli configure lldp tx-hold {a['tx-hold']} "
+        f"&& lldpcli configure lldp tx-interval {a['tx-interval']}"
+    )
+
+
 def _in_ns(s: Step) -> str:
     return f"ip netns exec {s.ns} " if s.ns and s.ns != MGMT_NS else ""  # the management one: Step.command
 
@@ -139,6 +147,9 @@ OPS: dict[str, Op] = {
     # NVUE's RoCE QoS on a port (`twin.nvue.qos`): a tc batch file of the node's, on the port's root
     # qdisc `root`, made first only where the port has another (a running root is never replaced)
     "tc-batch": Op(lambda s, n: _tc_batch(s, n), in_node=True),
+    # NVUE's LLDP (`twin.nvue.lldp`): the node's lldpd set at run time; each `configure` makes it send at once,
+    # the interval last so what it sends then holds the rest
+    "lldp": Op(lambda s, n: _lldp_text(s.args), in_node=True),
     # a table (dev: "FAMILY NAME") gone, whether it was there or not
     "nft-delete": Op(lambda s, n: f"{_in_ns(s)}nft 'add table {s.dev}; delete table {s.dev}'", in_node=True),
     # a gateway pair: this end in the node (or VRF backend: beside it), the peer in a tenant namespace

@@ -11,7 +11,7 @@ record the core asks and never imports. Its rooms, in the order data takes:
   and the lab's NVUE service (`nvued`: the REST API and `nv`'s other end), a column of `twin status`;
 - its change kinds: `nv:NODE:FILE` and directories of startup.yaml files (`change`), its nodes'
   part of an edited topology (`nvue_work`); what `twin verify` adds (the places kept, not
-  emulated) and its `--prove` elements (`twin.nvue.prove`).
+  emulated; its groups protocols, acl, qos, lldp) and its `--prove` elements (`twin.nvue.prove`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from twin.config.services import Shaping
 from twin.config.userconf import UserConfigs
 from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
-from twin.nvue import declared, judge, kernelcheck, kernelplane, nvued, qoscheck
+from twin.nvue import declared, judge, kernelcheck, kernelplane, lldpcheck, nvued, qoscheck
 from twin.nvue import prove as nvue_prove
 from twin.nvue import service as nvue_service
 from twin.nvue.change import nv_file
@@ -128,5 +128,6 @@ DIALECT = Dialect(
         kernelcheck.GROUP: kernelcheck.run,  # ACLs and RoCE QoS judged (issue 44)
         qoscheck.QOS: qoscheck.qos_run,  # every hop of every RoCE path in the same classes
         qoscheck.CONGESTION: qoscheck.congestion_run,  # RoCE QoS under each congestion point's burst
+        lldpcheck.GROUP: lldpcheck.run,  # every cabled port's LLDP neighbour as the topology cables it (issue 44)
     },
 )

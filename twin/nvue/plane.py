@@ -33,6 +33,7 @@ from twin.kinds import MGMT_PORT
 from twin.nvue import acl as nvue_acl
 from twin.nvue import beyond, routed
 from twin.nvue import bonds as bonds_
+from twin.nvue import lldp as nvue_lldp
 from twin.nvue.load import NvueFile
 from twin.nvue.model import MGMT, NodeConf, Svi
 from twin.nvue.tree import get
@@ -148,6 +149,8 @@ def build(
         plane.steps = _steps(plane, backend, shaping)
         plane.bindings = overlay.bindings(nfab, node, backend)
     nvue_acl.attach(plane, nf, backend, steps, red)  # MTUs, ACLs and RoCE QoS the node runs (issue 44)
+    if steps:
+        nvue_lldp.attach(plane, nf.tree)  # its lldpd's timers and system name (issue 44)
     return plane
 
 

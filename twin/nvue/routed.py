@@ -24,6 +24,7 @@ from twin.config import VRF_TABLE_BASE
 from twin.config.backend import NETNS, Backend
 from twin.config.steps import Step
 from twin.kinds import MGMT_NS, MGMT_PORT
+from twin.nvue import lldp as nvue_lldp
 from twin.nvue.model import MGMT, NodeConf, Svi
 from twin.topology import port_range, port_ranges
 from twin.topology.model import Fabric
@@ -234,6 +235,8 @@ def undo(s: Step) -> Step | None:
         return Step("mtu", s.dev, s.ns, {"mtu": s.args["was"]})
     if s.op == "tc-batch":  # NVUE's RoCE QoS gone from a port (twin.nvue.qos)
         return Step("noqdisc", s.dev[len("qos-") : -len(".tc")], s.ns, {"parent": "root"})
+    if s.op == "lldp":  # NVUE's LLDP gone: lldpd's timers and name as it starts (twin.nvue.lldp)
+        return nvue_lldp.undo()
     if s.op == "nft" and s.dev.startswith("acl"):  # NVUE's ACLs gone from a namespace (twin.nvue.acl)
         return Step("nft-delete", "netdev twin_acl", s.ns)
     return None

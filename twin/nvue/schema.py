@@ -36,7 +36,7 @@ from twin.nvue.places import (
     Opaque,
     S,
 )
-from twin.nvue.schema_kernel import ACL, ACL_BIND, MTU, QOS
+from twin.nvue.schema_kernel import ACL, ACL_BIND, LLDP, LLDP_PORT, MTU, QOS
 from twin.nvue.schema_routing import (
     BGP_VRF,
     LIST,
@@ -103,9 +103,8 @@ INTERFACE = Obj(
         "router": Obj(
             {"ospf": OSPF_PORT, **{k: Opaque() for k in ("ospf6", "pim", "igmp", "vrrp", "pbr", "adaptive-routing")}}
         ),
-        **{
-            k: Opaque() for k in ("lldp", "evpn", "ptp", "tunnel", "qos", "synce", "dot1x", "neighbor", "port-security")
-        },
+        "lldp": LLDP_PORT,
+        **{k: Opaque() for k in ("evpn", "ptp", "tunnel", "qos", "synce", "dot1x", "neighbor", "port-security")},
         "acl": ACL_BIND,
         "description": S(),
         "base-interface": S(),
@@ -261,6 +260,28 @@ TREE = Obj(
         ),
         "acl": Coll(POLICY, ACL),
         "qos": QOS,
-        **{k: Opaque() for k in ("mlag", "service", "platform")},
+        # lldp's timers run by the node's lldpd (twin.nvue.lldp); the other services are the switch's own
+        "service": Obj(
+            {
+                "lldp": LLDP,
+                **{
+                    k: Opaque()
+                    for k in (
+                        "dns",
+                        "ntp",
+                        "syslog",
+                        "snmp-server",
+                        "dhcp-relay",
+                        "dhcp-relay6",
+                        "dhcp-server",
+                        "dhcp-server6",
+                        "ptp",
+                        "synce",
+                    )
+                },
+            },
+            open=True,
+        ),
+        **{k: Opaque() for k in ("mlag", "platform")},
     }
 )

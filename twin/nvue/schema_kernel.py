@@ -1,9 +1,10 @@
-"""NVUE's places the node's kernel runs beside FRR: MTUs, ACLs and their bindings, RoCE QoS
-(`twin.nvue.mtu`, `twin.nvue.acl`, `twin.nvue.qos`), as `twin.nvue.schema` assembles them into the tree."""
+"""NVUE's places the node runs beside FRR: MTUs, ACLs and their bindings, RoCE QoS (the kernel's:
+`twin.nvue.mtu`, `twin.nvue.acl`, `twin.nvue.qos`) and LLDP (its lldpd's: `twin.nvue.lldp`), as
+`twin.nvue.schema` assembles them into the tree."""
 
 from __future__ import annotations
 
-from twin.nvue.places import ON_OFF, POLICY, RULE, Coll, Empty, Leaf, Obj, Opaque, S
+from twin.nvue.places import ON_OFF, POLICY, RULE, STORED, Coll, Empty, Leaf, Obj, Opaque, S
 
 # --- issue 44, kernel half: MTUs and ACLs the node runs (twin.nvue.mtu, twin.nvue.acl) ---------------
 MTU = Leaf("int", lo=552, hi=9216, what="an MTU of 552-9216 bytes")
@@ -115,3 +116,40 @@ QOS = Obj(
     open=True,
 )
 ACL_BIND = Coll(POLICY, Obj({"inbound": _ACL_WAY, "outbound": _ACL_WAY}))
+
+# LLDP (twin.nvue.lldp): the node's lldpd runs the timers; the TLVs Cumulus's own lldpd adds (802.1, DCBX,
+# application priority, LLDP-MED inventory) and CDP's mode are stored, checked by their NVUE type. Cumulus
+# Linux 5.9 has no `state` here (5.11 adds `interface X lldp state` and `service lldp state`)
+_APP = Leaf("policy", what="an application name (iSCSI, NVME_4420...)")
+_TCP_UDP = Leaf("int", lo=1, hi=65535, what="a port number (1-65535)")
+_PRIORITY = Obj({"priority": S("int", lo=0, hi=7, what="an application priority (0-7)")})
+LLDP = Obj(
+    {
+        "tx-interval": Leaf("int", lo=10, hi=300, what="an LLDP transmit interval of 10-300 seconds"),
+        "tx-hold-multiplier": Leaf("int", lo=1, hi=10, what="an LLDP hold multiplier of 1-10"),
+        "dot1-tlv": S("bool", what="on or off"),
+        "lldp-med-inventory-tlv": S("bool", what="on or off"),
+        "mode": S("enum", choices=("default", "force-send-cdpv1", "force-send-cdpv2", "force-send-lldp")),
+        "application-tlv": Obj(
+            {
+                "app": Coll(_APP, _PRIORITY),
+                "tcp-port": Coll(_TCP_UDP, _PRIORITY),
+                "udp-port": Coll(_TCP_UDP, _PRIORITY),
+            },
+            STORED,
+        ),
+    }
+)
+LLDP_PORT = Obj(
+    {
+        **{k: S("bool", what="on or off") for k in ("dcbx-ets-config-tlv", "dcbx-ets-recomm-tlv", "dcbx-pfc-tlv")},
+        "application-tlv": Obj(
+            {
+                "app": Coll(_APP, Empty(STORED)),
+                "tcp-port": Coll(_TCP_UDP, Empty(STORED)),
+                "udp-port": Coll(_TCP_UDP, Empty(STORED)),
+            },
+            STORED,
+        ),
+    }
+)

@@ -16,6 +16,7 @@ from twin.config import overlay
 from twin.config.backend import vrf_tables
 from twin.config.overlay import Backend
 from twin.config.steps import Step
+from twin.nvue import lldp as nvue_lldp
 from twin.nvue.plane import VLAN_AWARE, Plane, svi_of
 
 BRIDGE, VXLAN = "br_default", "vxlan48"
@@ -69,6 +70,7 @@ def apply(p: Plane, backend: Backend) -> None:
     if tenants:
         steps.append(Step("nft", overlay.nft_file(None)))
     p.steps = p.first + steps + [s for u in overlay.services.units(nfab, node, backend) for s in u.setup]
+    p.steps += [p.extras[nvue_lldp.KEY]] if nvue_lldp.KEY in p.extras else []  # its lldpd's (twin.nvue.lldp)
     p.bindings, p.layout = binds, VLAN_AWARE
 
 

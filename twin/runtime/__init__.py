@@ -11,6 +11,7 @@ the rooms inside can change without anyone above noticing. The pure pipeline nev
 - FRR control: `frr_take` (frr-reload, or a restart), `apply_live`, its `show ... json`
   commands (`FRR_SUMMARY`...) and their readers (`session_states`, `vni_states`...); FRR's boot
   in a node watched, a stalled one booted again once (`frr_boot_watch`);
+- a node's lldpd: `read_lldpd` (its timers, the name it sends, its neighbours per port);
 - kernel steps: `apply_steps` (twin's kernel steps over netlink), the kernel's probes
   (`probe_shaping`, `kernel_lacks`...), what a node's kernel holds (`read_routes`, `read_fdb`...);
 - the host: its engine and images (`engine_facts`, `node_tag`), what labs left (`host_leftovers`).
@@ -78,6 +79,10 @@ from twin.runtime.kernelhint import hint as kernel_hint
 from twin.runtime.links import Wiring, add_link, create_link, delete_link, remove_held
 from twin.runtime.links import park as park_links
 from twin.runtime.links import unpark as unpark_links
+from twin.runtime.lldpd import Lldpd
+from twin.runtime.lldpd import Neighbor as LldpNeighbor
+from twin.runtime.lldpd import parse as parse_lldpd
+from twin.runtime.lldpd import read as read_lldpd
 from twin.runtime.netns import Handles as NetlinkHandles
 from twin.runtime.netns import Netlink, open_ns
 from twin.runtime.netns import inside as in_namespace
@@ -194,6 +199,11 @@ __all__ = [
     "FrrBootStalled",
     "frr_boot_command",
     "frr_boot_watch",
+    # a node's lldpd: what it runs and sees
+    "Lldpd",
+    "LldpNeighbor",
+    "read_lldpd",
+    "parse_lldpd",
     # kernel steps, the kernel's probes, what a node's kernel and files hold
     "apply_steps",
     "set_link",

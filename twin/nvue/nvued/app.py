@@ -139,7 +139,7 @@ def _params(request: Request) -> dict[str, str]:
 def dispatch(engine: Engine, node: str, method: str, path: tuple[str, ...], params: dict, body: bytes) -> Any:
     if path[:1] == ("revision",):
         return revisions(engine, node, method, path[1:], body, params.get("wait") == "true")
-    why = api.known(path)
+    why = show.known(path) if method == "GET" else api.known(path)
     if why:
         raise NotFound(why)
     rev = params.get("rev")

@@ -17,7 +17,7 @@ import binascii
 from typing import Any
 
 from twin.base.errors import TopologyError, TwinError
-from twin.nvue import api, cli
+from twin.nvue import cli
 from twin.nvue.api import FAILED, State
 from twin.nvue.load import dump, from_tree
 from twin.nvue.nvued import show
@@ -148,7 +148,7 @@ def _current(engine: Engine, node: str) -> Revision | None:
 
 def _show(engine: Engine, node: str, words: tuple[str, ...]) -> Any:
     path = tuple(words)
-    why = api.known(path)
+    why = show.known(path)
     if why:
         raise ValueError(why)
     if show.operational(path):

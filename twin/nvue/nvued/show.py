@@ -1,7 +1,9 @@
 """The operational state of NVUE's subset, read from the running node (`nv show PATH`, and the
 REST API's GET of the same paths without `rev`):
 
-    interface [NAME]                                 links: state, MTU, MAC, addresses (netlink), OSPF (vtysh)
+    interface [NAME]                                 links: state, MTU, MAC, addresses (netlink), OSPF (vtysh),
+                                                     LLDP neighbours (lldpd: `showlldp`)
+    service lldp                                     lldpd's timers and the system name it sends
     vrf VRF router bgp neighbor [PEER]               BGP neighbors: state, timers, BFD session (vtysh)
     evpn vni [VNI]                                   EVPN VNIs: type, VRF, VLAN, remote VTEPs (vtysh)
     vrf VRF router rib ipv4 route [PREFIX]           a VRF's IPv4 routes (vtysh)
@@ -23,10 +25,11 @@ from twin.config.backend import tenant_ns
 from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext
-from twin.nvue import judge, routing
+from twin.nvue import api, judge, routing
 from twin.nvue.acl import TABLE
 from twin.nvue.configs import running
 from twin.nvue.nvued.revision import NotFound
+from twin.nvue.nvued.showlldp import ports_shown, service_shown
 from twin.nvue.nvued.showpolicy import policy_shown
 from twin.nvue.plane import VLAN_AWARE, Plane
 from twin.nvue.qos import Qos, class_handle
@@ -53,13 +56,28 @@ PATHS = (
     ("router", "policy"),
     ("vrf", "*", "router", "ospf"),
     ("vrf", "*", "router", "static"),
+    ("service", "lldp"),
 )
+
+
+# places `nv show` answers that NVUE's configuration does not have (a port's LLDP neighbours)
+SHOWN_ONLY = (("interface", "*", "lldp", "neighbor"),)
+
+
+def _under(path: tuple[str, ...], p: tuple[str, ...]) -> bool:
+    return len(path) >= len(p) and all(a == "*" or a == b for a, b in zip(p, path))
+
+
+def known(path: tuple[str, ...]) -> str:
+    """ "" when `nv show` (a GET) can ask for `path`: a place of NVUE's object tree, or at or below one of
+    the places only its operational state has; else why not."""
+    return "" if any(_under(path, p) for p in SHOWN_ONLY) else api.known(path)
 
 
 def operational(path: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(the subset's path it falls under, what is below it), or None when it is not operational."""
     for p in PATHS:
-        if len(path) >= len(p) and all(a == "*" or a == b for a, b in zip(p, path)):
+        if _under(path, p):
             return path[: len(p)], path[len(p) :]
     return None
 
@@ -80,6 +98,12 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
             for port, o in ospf_shown(ctx, node, vrf, plane)["interface"].items():
                 if port in doc:
                     doc[port]["router"] = {"ospf": o}
+        ports = plane.devices if plane else ctx.fabric.nodes[node].ports_by_name
+        for port, lldp in ports_shown(ctx, node, _devices(ctx, node, plane), ports).items():  # issue 44
+            if port in doc:
+                doc[port]["lldp"] = lldp
+    elif head == ("service", "lldp"):
+        doc = service_shown(ctx, node)
     elif head == ("acl",):
         doc = acls_shown(ctx, node, plane)
     elif head == ("qos",):

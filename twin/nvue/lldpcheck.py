@@ -1,0 +1,154 @@
+"""`twin verify`'s `lldp` group, which NVUE brings (`Dialect.groups`): LLDP as a cabling plan's check
+(what Cumulus's PTM does with its topology.dot), on every link of the topology with an NVUE node at
+an end. Each end whose port its node's lldpd sees (lldpd runs in the node's own namespace, in every
+node of twin's image) must see the far end as the topology cables it: the far node's name as the
+system name (a switch sends its host name: NVUE's `system hostname`), the far port as the port id,
+held for the TTL the far end's NVUE declares (`service lldp tx-interval` x `tx-hold-multiplier`;
+twin's lldpd's own where it declares none).
+
+Named otherwise, with what the port sees instead: nothing (a port NVUE sets down: Cumulus Linux 5.9's
+NVUE has no other switch for LLDP on a port; 5.11's `interface X lldp state` is refused), another
+system (a startup.yaml copied from another switch, its host name left: `spine1 swp2: sees leaf1 swp51,
+not leaf2 swp51 as the topology cables it (leaf2 sends its NVUE system.hostname leaf1)`), or another
+TTL (lldpd not running what NVUE declares). lldpd sends at once on a change, so what is missing is
+looked at again until `LLDP_SEEN` (not what a port set down explains).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin import kinds
+from twin.base import timeouts, wait
+from twin.base.errors import ConvergenceTimeout, TwinError
+from twin.config.backend import Backend
+from twin.config.overlay import port_ns
+from twin.lifecycle.context import LabContext
+from twin.nvue import lldp
+from twin.nvue.configs import NvueNode, running
+from twin.nvue.mtu import places
+from twin.runtime import Lldpd, LldpNeighbor, read_lldpd
+from twin.topology.model import Fabric
+from twin.verify.result import Check
+
+GROUP = "lldp"
+
+
+@dataclass(frozen=True)
+class End:
+    """One end of a judged link: its node and port, and what it must see there."""
+
+    node: str
+    port: str
+    peer: str
+    peer_port: str
+    sends: lldp.Lldp  # what the far end's lldpd runs (its NVUE's, else twin's lldpd's own)
+    nvue: bool  # the far end runs NVUE
+    down: bool = False  # its own NVUE sets this port down: LLDP neither sends nor listens there
+    peer_down: bool = False  # the far end's NVUE sets its port down
+
+    @property
+    def name(self) -> str:
+        return f"{self.node} {self.port}"
+
+
+def ends(fabric: Fabric, runs: dict[str, NvueNode], backend: Backend) -> list[End]:
+    """Both ends of every link with an NVUE node at an end, where both ports are lldpd's: nodes of
+    twin's image running FRR (hosts run no lldpd), ports in their node's own namespace."""
+    ports = {n: _ports(fabric, n, runs.get(n), backend) for n in fabric.nodes}
+    out = []
+    for link in fabric.links:
+        a, b = link.a, link.b
+        if (a.node in runs or b.node in runs) and a.port in ports[a.node] and b.port in ports[b.node]:
+            for x, y in ((a, b), (b, a)):
+                ny = runs.get(y.node)
+                sends = lldp.of(ny.file.tree, y.node) if ny else lldp.DEFAULT
+                down, peer_down = ports[x.node][x.port], ports[y.node][y.port]
+                out.append(End(x.node, x.port, y.node, y.port, sends, ny is not None, down, peer_down))
+    return out
+
+
+def _ports(fabric: Fabric, node: str, run: NvueNode | None, backend: Backend) -> dict[str, bool]:
+    """The ports of `node` its lldpd sends and listens on, each with whether its NVUE sets it down."""
+    n = fabric.nodes[node]
+    if not kinds.get(n.kind).runs_frr or n.image is not None:
+        return {}
+    if run is None:
+        return {p: False for p in n.ports_by_name if not port_ns(fabric, node, p, backend)}
+    p = run.plane
+    down = {p.devices.get(name, name) for name in p.conf.down}
+    return {dev: dev in down for ns, dev in places(p, backend).values() if not ns and dev in n.ports_by_name}
+
+
+def judge(e: End, seen: list[LldpNeighbor]) -> Check:
+    """What port `e` sees, against the far end the topology cables there."""
+    want = {"system-name": e.peer, "port": e.peer_port, "ttl": e.sends.ttl}
+    data = {"expected": want, "seen": [{"system-name": n.name, "port": n.port, "ttl": n.ttl} for n in seen]}
+    if e.down:
+        return Check(
+            GROUP,
+            e.name,
+            False,
+            f"down (its NVUE sets interface {e.port} link state down): LLDP neither sends nor listens there; "
+            f"the topology cables {e.peer} {e.peer_port} there",
+            data,
+        )
+    mine = next((n for n in seen if n.name == e.peer and n.port == e.peer_port), None)
+    if mine is not None and mine.ttl == e.sends.ttl:
+        return Check(GROUP, e.name, True, f"sees {e.peer} {e.peer_port} (TTL {mine.ttl} s)", data)
+    if mine is not None:
+        by = (
+            f"{e.peer}'s NVUE declares tx-interval {e.sends.tx_interval} x tx-hold-multiplier {e.sends.tx_hold}"
+            if e.nvue
+            else f"{e.peer}'s lldpd runs {e.sends.tx_interval} s x {e.sends.tx_hold}"
+        )
+        return Check(
+            GROUP, e.name, False, f"sees {e.peer} {e.peer_port} held for {mine.ttl} s, not {e.sends.ttl} s: {by}", data
+        )
+    why = (
+        f" ({e.peer}'s NVUE sets {e.peer_port} link state down)"
+        if e.peer_down
+        else f" ({e.peer} sends its NVUE system.hostname {e.sends.system_name})"
+        if e.sends.system_name
+        else ""
+    )
+    if not seen:
+        return Check(
+            GROUP, e.name, False, f"sees no LLDP neighbour; the topology cables {e.peer} {e.peer_port} there{why}", data
+        )
+    others = ", ".join(f"{n.name or n.chassis_id} {n.port}" for n in seen)
+    return Check(
+        GROUP, e.name, False, f"sees {others}, not {e.peer} {e.peer_port} as the topology cables it{why}", data
+    )
+
+
+def run(ctx: LabContext) -> list[Check]:
+    runs = running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping)
+    es = ends(ctx.fabric, runs, ctx.backend) if runs else []
+    got: dict[str, Lldpd] = {}
+    problems: dict[str, str] = {}
+    checks: list[Check] = []
+
+    def probe() -> list[str]:
+        for node in sorted({e.node for e in es if not e.down} - set(problems)):
+            try:
+                got[node] = read_lldpd(ctx.exec(node))
+            except TwinError as err:
+                problems[node] = str(err).splitlines()[0]
+        checks[:] = [
+            judge(e, got[e.node].neighbors.get(e.port, []) if e.node in got else [])
+            if e.node in got or e.down
+            else Check(GROUP, e.name, False, f"{e.node}'s lldpd does not answer: {problems[e.node]}")
+            for e in es
+        ]
+        return [
+            f"{c.name}: {c.message}"
+            for c, e in zip(checks, es)
+            if not c.passed and not e.down and not e.peer_down and e.node not in problems
+        ]
+
+    try:
+        wait.until(probe, timeouts.LLDP_SEEN, "every LLDP neighbour as the topology cables it", first=0.5, cap=2.0)
+    except ConvergenceTimeout:
+        pass  # the last look is the verdict: what is still not as cabled, named
+    return checks
