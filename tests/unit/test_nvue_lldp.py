@@ -287,3 +287,21 @@ def test_the_judged_ends_are_the_links_of_nvue_nodes_whose_ports_lldpd_sees():
         ("leaf2 swp51", "spine1 swp2", True, False, False),
         ("spine1 swp2", "leaf2 swp51", False, False, False),
     }  # the hosts' links: hosts run no lldpd, and leaf1's host ports are in their tenants' namespaces
+
+
+def test_the_proof_replaces_each_nvue_nodes_system_name_and_the_far_ends_name_it():
+    texts, _ = nvue.export(POLICY)
+    trees = {n: nvue.read(f"{n}/startup.yaml", t).tree for n, t in texts.items()}
+    trees["leaf2"]["service"] = {"lldp": {"tx-interval": 30}}
+    runs = nvue.build({n: nvue.from_tree(t, n) for n, t in trees.items()}, POLICY, "netns")[0]
+    by = {e.id: e for e in lldpcheck.elements(POLICY, runs, "netns")}
+    assert sorted(by) == ["lldp leaf1", "lldp leaf2", "lldp spine1"]
+    leaf2 = by["lldp leaf2"]
+    assert leaf2.how == (
+        "lldpcli configure system hostname twin-proof && lldpcli configure lldp tx-hold 4 "
+        "&& lldpcli configure lldp tx-interval 30"
+    )
+    assert leaf2.restored_by.startswith("lldpcli unconfigure system hostname && ") and leaf2.restored_by.endswith(" 30")
+    assert leaf2.names("lldp: spine1 swp2: sees twin-proof swp51, not leaf2 swp51 as the topology cables it")
+    assert not leaf2.names("lldp: spine1 swp1: sees twin-proof swp51, not leaf1 swp51 as the topology cables it")
+    assert by["lldp spine1"].names("lldp: leaf1 swp51: sees twin-proof swp1, not spine1 swp1 as the topology cables it")

@@ -10,13 +10,16 @@ Named otherwise, with what the port sees instead: nothing (a port NVUE sets down
 NVUE has no other switch for LLDP on a port; 5.11's `interface X lldp state` is refused), another
 system (a startup.yaml copied from another switch, its host name left: `spine1 swp2: sees leaf1 swp51,
 not leaf2 swp51 as the topology cables it (leaf2 sends its NVUE system.hostname leaf1)`), or another
-TTL (lldpd not running what NVUE declares). lldpd sends at once on a change, so what is missing is
-looked at again until `LLDP_SEEN` (not what a port set down explains).
+TTL (lldpd not running what NVUE declares). lldpd sends at once on a change, so what a port sees is
+what the far end sends now; a neighbour missing is looked at again until `LLDP_SEEN` (a port just up),
+unless a port set down explains it. `proof`: the elements `--prove` breaks (each NVUE node's system
+name, named at the far end of its links).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from twin import kinds
 from twin.base import timeouts, wait
@@ -27,11 +30,13 @@ from twin.lifecycle.context import LabContext
 from twin.nvue import lldp
 from twin.nvue.configs import NvueNode, running
 from twin.nvue.mtu import places
+from twin.prove.element import Element, Kernel, alt
 from twin.runtime import Lldpd, LldpNeighbor, read_lldpd
 from twin.topology.model import Fabric
 from twin.verify.result import Check
 
 GROUP = "lldp"
+PROOF = "twin-proof"  # the system name `--prove` makes a node's lldpd send
 
 
 @dataclass(frozen=True)
@@ -141,10 +146,10 @@ def run(ctx: LabContext) -> list[Check]:
             else Check(GROUP, e.name, False, f"{e.node}'s lldpd does not answer: {problems[e.node]}")
             for e in es
         ]
-        return [
+        return [  # a neighbour not known yet (a port just up): what sees another is what the far end sends
             f"{c.name}: {c.message}"
             for c, e in zip(checks, es)
-            if not c.passed and not e.down and not e.peer_down and e.node not in problems
+            if not c.passed and not (e.down or e.peer_down or e.node in problems or got[e.node].neighbors.get(e.port))
         ]
 
     try:
@@ -152,3 +157,29 @@ def run(ctx: LabContext) -> list[Check]:
     except ConvergenceTimeout:
         pass  # the last look is the verdict: what is still not as cabled, named
     return checks
+
+
+def elements(fabric: Fabric, runs: dict[str, NvueNode], backend: Backend) -> list[Element]:
+    """`--prove`'s LLDP elements: each NVUE node's system name, as its neighbours must see it, replaced
+    (`lldpcli configure system hostname twin-proof`, its timers kept) and named by this group at the far
+    end of each of its judged links; put back by the node's own lldpcli step."""
+    es = ends(fabric, runs, backend)
+    out = []
+    for node in sorted(runs):
+        seen_by = sorted(e.name for e in es if e.peer == node and not (e.down or e.peer_down))
+        if not seen_by:
+            continue
+        mine = lldp.of(runs[node].file.tree, node)
+        out.append(
+            Element(
+                f"lldp {node}",
+                "LLDP system name",
+                node,
+                f"the system name {node}'s lldpd sends ({mine.system_name or node})",
+                (GROUP,),
+                (rf"^{GROUP}: {alt(seen_by)}: sees {re.escape(PROOF)} ",),
+                (Kernel(node, (replace(mine, system_name=PROOF).step(),)),),
+                (Kernel(node, (mine.step(),)),),
+            )
+        )
+    return out

@@ -11,7 +11,8 @@ the node's BGP check (its EVPN sessions with the topology's peers are gone), res
 
 So is each neighbor's (or peer group's) BFD and BGP timers its NVUE sets (issue 44): `no neighbor X
 bfd`, `no neighbor X timers`, caught by verify's protocols group (`bfd NODE`, `bgp timers NODE`:
-FRR runs no BFD for it; FRR has other timers than those set).
+FRR runs no BFD for it; FRR has other timers than those set); and each NVUE node's LLDP system name,
+caught by verify's lldp group at the far ends of its links (`twin.nvue.lldpcheck.elements`).
 
 The kernel half NVUE runs (ACLs, RoCE QoS, `link.mtu`) has its elements in `twin.nvue.kernelprove`.
 """
@@ -22,7 +23,7 @@ import re
 
 from twin.intent import frrconf
 from twin.lifecycle.context import LabContext
-from twin.nvue import judge, kernelprove, routing
+from twin.nvue import judge, kernelprove, lldpcheck, routing
 from twin.nvue.configs import NvueNode, runs_nvue
 from twin.nvue.configs import running as nvue_running
 from twin.prove.element import Element, Exempt, Vtysh, alt
@@ -42,7 +43,8 @@ def peer_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
         out += els + (_protocols(node, nvue[node], r) if node in nvue else []) + _statics(node, r)
         exempt += ex + _unjudged(ctx, node, r)
     kernel, kept = kernelprove.elements(ctx, nvue)
-    return out + _ospf(ctx, nvue, runs) + kernel, exempt + kept
+    lldps = lldpcheck.elements(ctx.fabric, nvue, ctx.backend)
+    return out + _ospf(ctx, nvue, runs) + kernel + lldps, exempt + kept
 
 
 def _protocols(node: str, x: NvueNode, r: Runs) -> list[Element]:

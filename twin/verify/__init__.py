@@ -14,7 +14,8 @@ by the host's VTEP), gateway (internet access through the VTEPs' NAT, where tena
 have it), performance (every rate limit held, and against a noisy neighbour, where
 workloads have them), congestion (every congestion point's CE marks, by what comes out
 of it), protocols (what a node's config dialect declares beyond intent: NVUE's BFD sessions Up, BGP
-timers as set, OSPF adjacencies Full, static routes installed). `twin.prove` proves that these
+timers as set, OSPF adjacencies Full, static routes installed), lldp (NVUE's: every link of an NVUE node's
+LLDP neighbours as the topology cables them). `twin.prove` proves that these
 notice every element broken. Safeguards of the lab's services a run did not exercise (a group
 not run, a limit no flood can drive, a check not judged) are listed in the report (`not_exercised`).
 Commands run on nodes are recorded under their group's name (a user's check:
