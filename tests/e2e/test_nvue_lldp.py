@@ -4,7 +4,7 @@ would. `nv show interface swp51 lldp` on leaf1 names the spine as lldpd sees it;
 tx-interval` and `tx-hold-multiplier` set through a REST revision run (lldpd's configuration, the TTL the
 spine holds leaf1 for); leaf1's uplink set down (Cumulus Linux 5.9's only NVUE switch that stops LLDP on
 a port: 5.11's `lldp state` is refused) is named by verify's `lldp` group at both ends, and passes once
-it is up again; `--prove` replaces each switch's system name and the group names it at the far ends.
+it is up again; `--prove` replaces leaf2's system name and the group names it at the far end.
 One lab for the module; verify's lldp group is called directly (the port set down
 breaks the fabric on purpose).
 """
@@ -104,10 +104,10 @@ def test_a_port_set_down_is_named_at_both_ends_and_passes_up_again(lab):
     assert shown("leaf1", "interface", "swp51", "lldp")["neighbor"]["spine1"]["port"]["name"] == "swp1"
 
 
-def test_the_proof_breaks_each_nodes_system_name_and_the_lldp_group_names_it(lab):
-    p = twin_cli("verify", NAME, "--prove", "--element", "lldp *", "--json", timeout=600)
+def test_the_proof_breaks_a_nodes_system_name_and_the_lldp_group_names_it(lab):
+    p = twin_cli("verify", NAME, "--prove", "--element", "lldp leaf2", "--json", timeout=600)  # one of 3: ~8 s each
     proof = json.loads(p.stdout)
-    assert p.returncode == 0 and proof["caught"] == proof["proved"] == 3, p.stdout[-3000:] + p.stderr
-    by = {o["id"]: o for o in proof["outcomes"]}
-    assert all(o["caught"] and o["restored"] for o in by.values()), by
+    assert p.returncode == 0 and proof["caught"] == proof["proved"] == 1, p.stdout[-3000:] + p.stderr
+    (o,) = proof["outcomes"]
+    assert o["caught"] and o["restored"] and o["check"] == "lldp: spine1 swp2", o
     assert failures(lab) == {}  # leaf1 sends its own name again, with the timers its NVUE declares
