@@ -67,6 +67,12 @@ ROUTER_SYSCTLS = {
     # caught it). Each router hashes with a seed of its own too (`Kind.sysctls_of`).
     HASH_POLICY: "3",
     HASH_FIELDS: "0x0037",
+    # A VTEP sends its VXLAN packets with DF set, as a switch does (`twin.runtime.steps_apply`): a hop whose
+    # MTU is short drops them and answers ICMP "fragmentation needed". A switch's VTEP learns nothing from
+    # that answer; a Linux one would cache a path MTU for 10 minutes and drop every jumbo frame to that VTEP
+    # itself, long after the MTU is mended (a rehearsal's or a proof's restore). Mode 3 honours the answer
+    # only where the protocol can verify it (TCP: BGP keeps its path MTU discovery), never for VXLAN's UDP.
+    "net.ipv4.ip_no_pmtu_disc": "3",
 }
 
 

@@ -29,6 +29,7 @@ def places(plane: Plane, backend: Backend) -> dict[str, tuple[str, str]]:
     """NVUE interface name -> (namespace, kernel device) of the node's ports and SVIs."""
     out: dict[str, tuple[str, str]] = {}
     moved = {s.dev: s.args["to"] for s in plane.extras.values() if s.op == "move"}  # into a plain VRF
+    bridges = {(s.op, s.dev, s.ns) for s in plane.steps if s.op == "bridge"}
     for name, dev in plane.devices.items():
         out[name] = (moved.get(dev) or port_ns(plane.fabric, plane.node, dev, backend), dev)
     for vlan, svi in plane.conf.svis.items():
@@ -37,7 +38,8 @@ def places(plane: Plane, backend: Backend) -> dict[str, tuple[str, str]]:
         if plane.layout != "per-vni":
             out[svi.name] = ("", svi.name)
         elif vnis and t is not None:
-            out[svi.name] = (tenant_ns(t, backend), bridge_name(vnis[0]))
+            if ("bridge", bridge_name(vnis[0]), tenant_ns(t, backend)) in bridges:  # made here: a host is on it
+                out[svi.name] = (tenant_ns(t, backend), bridge_name(vnis[0]))
         elif ("bridge", svi.name) in plane.extras:  # outside a tenant (twin.nvue.routed)
             out[svi.name] = (plane.extras[("bridge", svi.name)].ns, svi.name)
     return out
