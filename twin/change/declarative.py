@@ -15,7 +15,6 @@ from twin.change.diff import FabricDiff, unified
 from twin.change.plan import Plan, file_diffs
 from twin.change.work import Work, current_files, frr_actions, keep_user_files
 from twin.config import overlay, render, userconf
-from twin.config.backend import NETNS
 from twin.config.dialect import dialects
 from twin.config.reconcile import node_delta
 from twin.config.userconf import DAEMONS
@@ -147,8 +146,7 @@ class ConfigsChange(Declarative):
         for node, text in self.configs.items():
             files[node][FRR_CONF] = text
         for node, text in self.daemons.items():  # as `twin up --configs` adapts it to the lab's VRF backend
-            tenants = ctx.fabric.tenants_on(node)
-            files[node][DAEMONS] = userconf.adapt_daemons(text, ctx.backend == NETNS)[0] if tenants else text
+            files[node][DAEMONS] = userconf.node_daemons(text, ctx.fabric, node, ctx.backend)[0]
         w = Work(ctx.fabric, ctx.fabric, files, old_files, [], [], {})
         w.plan = Plan(ctx.name)
         for node in sorted(self.configs):

@@ -242,8 +242,8 @@ def merge(
                 f"{configs.path(node, FRR_CONF)}: puts no {lo[0].args['cidr']} on lo; twin's kernel plane "
                 "does (the topology's loopback), as ifupdown2 would on a switch"
             )
-        if DAEMONS in files and fabric.tenants_on(node):
-            out[node][DAEMONS], note = adapt_daemons(files[DAEMONS], backend == NETNS)
+        if DAEMONS in files:
+            out[node][DAEMONS], note = node_daemons(files[DAEMONS], fabric, node, backend)
             notes += [f"{configs.path(node, DAEMONS)}: {note}"] if note else []
     return out, notes
 
@@ -262,6 +262,12 @@ def forwarding_sysctls(frr_conf: str) -> dict[str, str]:
         elif w[1:2] == ["forwarding"] and w[0] in _FORWARDING and len(w) == 2:
             out[_FORWARDING[w[0]]] = "1"
     return out
+
+
+def node_daemons(text: str, fabric: Fabric, node: str, backend: Backend) -> tuple[str, str]:
+    """A user's daemons file as `node` runs it (`twin up --configs`, `twin apply LAB DIR`): a VTEP's with
+    zebra's VRF backend adapted (`adapt_daemons`), any other node's as written; and a note of what changed."""
+    return adapt_daemons(text, backend == NETNS) if fabric.tenants_on(node) else (text, "")
 
 
 def adapt_daemons(text: str, netns_vrfs: bool) -> tuple[str, str]:
