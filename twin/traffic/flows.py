@@ -10,7 +10,7 @@ from typing import Any, Protocol, Sequence
 
 from twin.base import timeouts
 from twin.lifecycle.context import LabContext, context_of
-from twin.topology.model import Fabric
+from twin.topology.model import Attachment, Fabric
 from twin.traffic import dcqcn, roce
 from twin.traffic.engine import Session, Tap, new_run_id, roce_keep
 
@@ -41,13 +41,13 @@ def roce_payload(fabric: Fabric, src: str, dst: str, largest: int = IB_MTUS[0]) 
     """The payload a RoCE flow between two hosts carries: the largest InfiniBand MTU (at most `largest`)
     that fits both hosts' port MTUs less RoCE's headers, as the NICs' path MTU is chosen (4096 in a jumbo
     fabric, 1024 on hosts at 1500)."""
-    fits = min(_port_mtu(fabric, h) for h in (src, dst)) - ROCE_HEADERS
+    fits = min(host_mtu(fabric, fabric.attachment(h)[1]) for h in (src, dst)) - ROCE_HEADERS
     return next((m for m in IB_MTUS if m <= min(fits, largest)), IB_MTUS[-1])
 
 
-def _port_mtu(fabric: Fabric, host: str) -> int:
-    a = fabric.attachment(host)[1]
-    return fabric.nodes[host].ports_by_name[a.host_port].mtu
+def host_mtu(fabric: Fabric, a: Attachment) -> int:
+    """The MTU of the host's port of attachment `a`: the largest frame it sends."""
+    return fabric.nodes[a.host].ports_by_name[a.host_port].mtu
 
 
 def flow(fabric: Fabric, src: str, dst: str, flow_id: int, **kw: Any) -> roce.Flow:

@@ -31,14 +31,13 @@ FLOWS = 16  # per pair and way: spread over the equal-cost paths by their UDP so
 def needs(fabric: Fabric) -> dict[tuple[str, str], tuple[int, str]]:
     """(node, port) -> (the MTU it must have, what needs it), for both ends of every link."""
     tenant_mtu = {
-        t.name: max((fabric.nodes[a.host].ports_by_name[a.host_port].mtu for a in t.attachments), default=0)
-        for t in fabric.tenants.values()
+        t.name: max((F.host_mtu(fabric, a) for a in t.attachments), default=0) for t in fabric.tenants.values()
     }
     inner = max(tenant_mtu.values(), default=0)
     out: dict[tuple[str, str], tuple[int, str]] = {}
     for t in fabric.tenants.values():
         for a in t.attachments:
-            m = fabric.nodes[a.host].ports_by_name[a.host_port].mtu
+            m = F.host_mtu(fabric, a)
             for end in ((a.host, a.host_port), (a.vtep, a.port)):
                 out[end] = (m, f"{a.host}'s frames ({t.name})")
     carried = paths.carried(fabric) if fabric.tenants else set()
