@@ -33,6 +33,7 @@ from typing import Callable, Iterable, Iterator, TypeVar
 
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_result, wait_exponential
 
+from twin.base import interrupt
 from twin.base.errors import ConvergenceTimeout, DeadlinePassed, StageTimeout
 
 T = TypeVar("T")
@@ -95,6 +96,7 @@ def until(
     took = [0.0]
 
     def timed() -> list[str]:
+        interrupt.check()  # a Ctrl-C Python swallowed comes out here
         t = time.monotonic()
         try:
             return probe()

@@ -26,7 +26,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from twin.base import stages, version
+from twin.base import interrupt, stages, version
 from twin.base.errors import (
     ApplyFailed,
     ChangeRefused,
@@ -102,6 +102,7 @@ def stops_as_interrupt() -> Iterator[None]:
 def run(cli: click.Context, fn: Callable[[], T]) -> T:
     """Run a command's body in the one error style."""
     verbose = cli.find_root().obj.verbose if cli.find_root().obj else False
+    interrupt.keep()
     try:
         with stops_as_interrupt():
             return fn()

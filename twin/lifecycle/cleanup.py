@@ -24,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Callable, Iterator
 
-from twin.base import wait
+from twin.base import interrupt, wait
 from twin.config.dialect import dialects
 from twin.config.naming import probe_netns
 from twin.lifecycle import state
@@ -55,6 +55,7 @@ def on_failure(name: str, d: Path, runtime: Runtime, keep: bool, say: Callable[[
     """Run a bring-up; if it raises (or is interrupted), remove what it made unless `keep`."""
     try:
         yield
+        interrupt.check()  # swallowed in the last stage: the bring-up is still undone
     except BaseException:
         if keep:
             say(f"bring-up failed: kept what was made (--keep); `twin down {name}` removes it")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from twin.base import interrupt
 from twin.base.stages import Said
 from twin.base.wait import current
 from twin.config import dialect, render, userconf
@@ -97,6 +98,7 @@ class Stage:
     run: Callable[[BringUp], None]
 
     def __call__(self, b: BringUp) -> None:
+        interrupt.check()  # a Ctrl-C Python swallowed in the stage before stops the bring-up here
         b.say(Said(f"{self.name}: {self.what}", self.name))
         self.run(b)
 
