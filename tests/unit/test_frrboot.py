@@ -10,7 +10,7 @@ import pytest
 from twin.base import timeouts
 from twin.base.errors import TwinError
 from twin.runtime import frrboot
-from twin.runtime.frrboot import Boot, holding, parse, stall_bound, stalled
+from twin.runtime.frrboot import Boot, frr_step, holding, parse, stall_bound, stalled
 
 
 def test_a_step_line_reads_back():
@@ -25,6 +25,19 @@ def test_the_bound_grows_with_the_load_per_core_and_has_a_ceiling():
     assert stall_bound(0.5, 2) == timeouts.FRR_STEP
     assert stall_bound(8.0, 2) == 4 * timeouts.FRR_STEP
     assert stall_bound(500.0, 2) == timeouts.FRR_STEP_MAX
+    assert stall_bound(8.0, 2, 5.0) == 20.0
+    assert stall_bound(0.0, 2, 200.0) == 200.0  # a user's own bound above the cap is theirs
+
+
+def test_twin_frr_step_is_a_number_of_seconds_or_refused_naming_it(monkeypatch):
+    monkeypatch.delenv("TWIN_FRR_STEP", raising=False)
+    assert frr_step() == timeouts.FRR_STEP
+    monkeypatch.setenv("TWIN_FRR_STEP", "4.5")
+    assert frr_step() == 4.5
+    for bad in ("0", "fast", "1e9", "nan"):
+        monkeypatch.setenv("TWIN_FRR_STEP", bad)
+        with pytest.raises(TwinError, match=f"TWIN_FRR_STEP='{bad}': expected the seconds one step"):
+            frr_step()
 
 
 def test_a_step_older_than_the_bound_has_stalled_up_and_failed_never():

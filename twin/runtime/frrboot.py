@@ -95,11 +95,26 @@ def command(pid: int, word: str, where: str) -> None:
         os.close(fd)
 
 
-def stall_bound(load1: float, cores: int) -> float:
-    """How long one step of a boot may last before it counts as stalled: `timeouts.FRR_STEP` on a host
-    with a runnable task per core or fewer, in proportion to the load beyond that (each step is
-    ~0.1 s on an idle host; a busy one runs FRR's daemons that much later), at most `timeouts.FRR_STEP_MAX`."""
-    return min(timeouts.FRR_STEP_MAX, timeouts.FRR_STEP * max(1.0, load1 / max(1, cores)))
+def stall_bound(load1: float, cores: int, step: float = timeouts.FRR_STEP) -> float:
+    """How long one step of a boot may last before it counts as stalled: `step` (`timeouts.FRR_STEP`,
+    or TWIN_FRR_STEP) on a host with a runnable task per core or fewer, in proportion to the load
+    beyond that (each step is ~0.1 s on an idle host; a busy one runs FRR's daemons that much later),
+    at most `timeouts.FRR_STEP_MAX`."""
+    return min(max(step, timeouts.FRR_STEP_MAX), step * max(1.0, load1 / max(1, cores)))
+
+
+def frr_step() -> float:
+    """A boot step's bound on an idle host: TWIN_FRR_STEP if set (seconds, 1 to 300), else `timeouts.FRR_STEP`."""
+    given = os.environ.get("TWIN_FRR_STEP", "").strip()
+    if not given:
+        return timeouts.FRR_STEP
+    try:
+        n = float(given)
+    except ValueError:
+        n = 0.0
+    if not 1 <= n <= 300:
+        raise TwinError(f"TWIN_FRR_STEP={given!r}: expected the seconds one step of FRR's boot may take, 1 to 300")
+    return n
 
 
 def host_bound() -> float:
@@ -107,7 +122,7 @@ def host_bound() -> float:
         load1 = float(Path("/proc/loadavg").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         load1 = 0.0
-    return stall_bound(load1, os.cpu_count() or 1)
+    return stall_bound(load1, os.cpu_count() or 1, frr_step())
 
 
 def node_processes(pid: int) -> dict[str, str]:
