@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -17,7 +19,7 @@ def test_the_command_reference_has_every_command():
     from twin.cli import main
 
     page = runpy.run_path(str(ROOT / "scripts" / "docs.py"))["pages"]()["reference/commands.md"]
-    for name in main.commands:
+    for name in main.list_commands(click.Context(main)):
         assert f"## `twin {name}`" in page
     assert "## `twin fault link-loss`" in page and "Usage: twin doctor [OPTIONS]" in page
 

@@ -12,6 +12,7 @@ rolls back, the lab's lock is released; the exit code is 128 + the signal.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import shlex
 import signal
@@ -20,7 +21,7 @@ import threading
 import traceback
 from pathlib import Path
 from types import FrameType
-from typing import Callable, Iterator, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, NoReturn, TypeVar
 
 import click
 from rich.console import Console
@@ -36,8 +37,9 @@ from twin.base.errors import (
     TopologyError,
     TwinError,
 )
-from twin.host import describe_failure
-from twin.verify import Recorder, recording
+
+if TYPE_CHECKING:
+    from twin.verify import Recorder
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -68,6 +70,8 @@ def fail(text: str, verbose: bool, whole: bool = False, code: int = 1, detail: s
 
 def describe(e: BaseException) -> str:
     """One line for an error that is not twin's own."""
+    from twin.host import describe_failure  # the runtime's libraries: loaded for an error, not for every command
+
     if (library := describe_failure(e)) is not None:  # Docker's or netlink's, escaped the runtime's seam
         return library
     if isinstance(e, FileNotFoundError) and e.filename:
@@ -147,6 +151,8 @@ def evidence(wanted: bool) -> Iterator[Recorder | None]:
     if not wanted:
         yield None
         return
+    from twin.verify import recording
+
     with recording() as rec:
         yield rec
 
@@ -170,17 +176,57 @@ def write_reports(
 
 
 class TwinGroup(click.Group):
-    """`twin`'s group: with --server, a command runs on that twin server (`remote`: the commands
-    `twin.cli.remote` registers); one that does not run there says so."""
+    """`twin`'s group. Its commands are loaded lazily (click's LazyGroup): `lazy` names each command's
+    module and short help (`twin.cli.COMMANDS`), and a command's module is imported only when that
+    command runs (or its help is asked for), so `twin --help` and every command load only what they use.
+    With --server, a command runs on that twin server (`remote`: the commands `twin.cli.remote`
+    registers); one that does not run there says so."""
 
     remote: dict[str, click.Command] = {}
+    lazy: dict[str, tuple[str, str]] = {}  # command -> (its module, its short help)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(self.lazy))
+
+    def load(self, name: str) -> click.Command | None:
+        """Command `name`, its module imported first when it is not loaded yet."""
+        if name not in self.commands and name in self.lazy:
+            importlib.import_module(self.lazy[name][0])
+        cmd = self.commands.get(name)
+        if cmd is not None:
+            from twin.cli.completion import attach
+
+            attach(cmd)  # lab and node names for the shell's completion
+        return cmd
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if ctx.params.get("server") and cmd_name != "serve":
+            importlib.import_module("twin.cli.remote")  # fills `remote`
             if cmd_name in self.remote:
                 return self.remote[cmd_name]
-            return _not_remote(cmd_name, sorted(self.remote)) if cmd_name in self.commands else None
-        return super().get_command(ctx, cmd_name)
+            known = cmd_name in self.list_commands(ctx)
+            return _not_remote(cmd_name, sorted(self.remote)) if known else None
+        return self.load(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their short help, as click shows them, without importing a command's module."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [
+            (n, short_help(self.lazy[n][1], limit) if n in self.lazy else self.commands[n].get_short_help_str(limit))
+            for n in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def short_help(text: str, limit: int) -> str:
+    """A command's short help cut to `limit` columns, as click cuts it (`Command.get_short_help_str`)."""
+    if len(text) <= limit:
+        return text
+    import textwrap
+
+    return textwrap.shorten(text, limit, placeholder="...", break_on_hyphens=False)
 
 
 def _not_remote(name: str, remote: list[str]) -> click.Command:
