@@ -17,6 +17,7 @@ the rooms inside can change without anyone above noticing. The pure pipeline nev
 - the host: its engine and images (`engine_facts`, `node_tag`), what labs left (`host_leftovers`).
 """
 
+from twin.runtime import dockersdk  # noqa: F401  (first: the SDK without its SSH transport)
 from twin.runtime.base import Configure, ImageFacts, NodeHandle, Runtime
 from twin.runtime.cgroup import memory as node_memory
 from twin.runtime.docker import DockerRuntime
