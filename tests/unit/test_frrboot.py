@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import subprocess
 import time
 
@@ -64,3 +66,68 @@ def test_a_node_removed_while_it_boots_ends_the_watch_at_once_naming_it():
     with pytest.raises(TwinError, match=rf"^leaf1: its container stopped while FRR booted \(process {p.pid} is gone"):
         frrboot.watch("leaf1", p.pid)
     assert time.monotonic() - t < 1
+
+
+NODE_ATTRS = {"Config": {"Labels": {frrboot.SERVES: "start"}, "Cmd": ["/usr/local/bin/twin-node"], "Entrypoint": None}}
+
+
+def test_the_node_s_own_server_starts_frr_where_its_image_says_so_and_it_runs_the_image_s_command():
+    assert frrboot.serves_start(NODE_ATTRS)
+    older = {"Config": {**NODE_ATTRS["Config"], "Labels": {"twin.image": "node"}}}  # an image of an earlier twin
+    users = {"Config": {**NODE_ATTRS["Config"], "Cmd": ["/bin/sh", "-c", "my-script"]}}  # the user's command
+    wrapped = {"Config": {**NODE_ATTRS["Config"], "Entrypoint": ["/bin/sh", "-c", "wait"]}}
+    assert not any(frrboot.serves_start(a) for a in (older, users, wrapped, {}))
+
+
+class FakeExec:
+    """A node's exec seam as `frrboot.start` uses it: its container's inspection, its pid, its `start`."""
+
+    def __init__(self, attrs: dict, pid: int):
+        self.container = type("C", (), {"attrs": attrs})()
+        self.pid, self.where, self.started = pid, "lab/leaf1", []
+
+    def start(self, cmd, timeout, env=None):
+        self.started.append((cmd, env))
+        return type("R", (), {"check": lambda self: self})()
+
+
+@pytest.fixture
+def node_root(tmp_path, monkeypatch):
+    """A node's filesystem as the host sees it (/proc/PID/root) in a directory, its FIFO made, no server yet."""
+    monkeypatch.setattr(frrboot.nodefs, "root", lambda pid: str(tmp_path))
+    (tmp_path / "run/twin").mkdir(parents=True)
+    os.mkfifo(tmp_path / "run/twin/nodectl", 0o600)
+    return tmp_path / "run/twin/nodectl"
+
+
+def test_start_is_asked_of_the_server_the_password_in_base64_never_on_a_command_line(node_root):
+    reader = os.open(node_root, os.O_RDONLY | os.O_NONBLOCK)  # the node's server, listening
+    try:
+        ex = FakeExec(NODE_ATTRS, os.getpid())
+        frrboot.start(ex, frrboot.START, "s3cret pass", 5.0)
+        line = os.read(reader, 4096).decode()
+    finally:
+        os.close(reader)
+    word, arg = line.split()
+    assert word == "start" and base64.b64decode(arg).decode() == "s3cret pass"
+    assert ex.started == [], "no docker exec"
+    reader = os.open(node_root, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        frrboot.start(FakeExec(NODE_ATTRS, os.getpid()), frrboot.START, "", 5.0)
+        assert os.read(reader, 4096) == b"start -\n", "no password: '-'"
+    finally:
+        os.close(reader)
+
+
+def test_start_waits_for_the_server_within_its_time(node_root):
+    with pytest.raises(TwinError, match="its server reading /run/twin/nodectl"):
+        frrboot.start(FakeExec(NODE_ATTRS, os.getpid()), frrboot.START, "pw", 0.3)
+
+
+def test_an_image_whose_server_does_not_take_start_is_started_through_the_runtime(node_root):
+    ex = FakeExec({"Config": {"Labels": {}, "Cmd": ["/usr/local/bin/twin-node"]}}, os.getpid())
+    frrboot.start(ex, frrboot.START, "pw", 5.0)
+    assert ex.started == [(frrboot.START, {"TWIN_PASSWORD": "pw"})]
+    other = FakeExec(NODE_ATTRS, os.getpid())
+    frrboot.start(other, ["/opt/my-start"], "", 5.0)  # a kind's own start: only twin-node start-frr is asked
+    assert other.started == [(["/opt/my-start"], None)]

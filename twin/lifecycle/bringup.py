@@ -27,6 +27,7 @@ from twin.runtime import (
     NodeExec,
     apply_steps,
     frr_boot_watch,
+    frr_start,
     kernel_hint,
     kernel_lacks,
     node_file_exists,
@@ -108,7 +109,7 @@ def configure_node(
     start = None if starts_itself else kinds.of(fabric.nodes[node]).start
     if start:  # its daemons: in the node's cgroup
         with wait.doing(node, f"its daemons started (`{' '.join(start)}`)"):
-            ex.start(start, timeouts.FRR_START, {"TWIN_PASSWORD": password} if password else None).check()
+            frr_start(ex, start, password, timeouts.FRR_START)  # by the node's own server, where it takes it
         if node_file_exists(pid, FRR_BOOT_FIFO, node):  # the node boots FRR itself (twin's node image)
             with wait.doing(node, "FRR's boot in order (zebra, mgmtd, its daemons, the config once, watchfrr)"):
                 reboots = frr_boot_watch(node, pid, say)

@@ -9,8 +9,9 @@ the rooms inside can change without anyone above noticing. The pure pipeline nev
   `namespace_path`, `in_namespace`, `NetlinkHandles`, netlink attributes (`nl_attr`...);
 - links: `Wiring` (bring-up's), `add_link`/`delete_link`, a stopped node's `park_links`;
 - FRR control: `frr_take` (frr-reload, or a restart), `apply_live`, its `show ... json`
-  commands (`FRR_SUMMARY`...) and their readers (`session_states`, `vni_states`...); FRR's boot
-  in a node watched, a stalled one booted again once (`frr_boot_watch`);
+  commands (`FRR_SUMMARY`...) and their readers (`session_states`, `vni_states`...); a node's daemons
+  started (`frr_start`: by the node's own server where it takes it), FRR's boot in a node watched, a
+  stalled one booted again once (`frr_boot_watch`);
 - a node's lldpd: `read_lldpd` (its timers, the name it sends, its neighbours per port);
 - kernel steps: `apply_steps` (twin's kernel steps over netlink), the kernel's probes
   (`probe_shaping`, `kernel_lacks`...), what a node's kernel holds (`read_routes`, `read_fdb`...);
@@ -65,6 +66,7 @@ from twin.runtime.frr import take as frr_take
 from twin.runtime.frrboot import FIFO as FRR_BOOT_FIFO
 from twin.runtime.frrboot import BootStalled as FrrBootStalled
 from twin.runtime.frrboot import command as frr_boot_command
+from twin.runtime.frrboot import start as frr_start
 from twin.runtime.frrboot import watch as frr_boot_watch
 from twin.runtime.hostfacts import Engine as EngineFacts
 from twin.runtime.hostfacts import Image as HostImage
@@ -199,6 +201,7 @@ __all__ = [
     "FRR_BOOT_FIFO",
     "FrrBootStalled",
     "frr_boot_command",
+    "frr_start",
     "frr_boot_watch",
     # a node's lldpd: what it runs and sees
     "Lldpd",

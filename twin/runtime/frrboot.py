@@ -1,6 +1,10 @@
 """FRR's boot in a node, from the host: asked for, watched step by step, a stalled one named and booted again.
 
-The node boots FRR itself (`twin-nodectl` of the node image, its container's own server): its daemons
+The node starts and boots FRR itself (`twin-nodectl` of the node image, its container's own server): asked
+to `start` (`start`, below), it runs `twin-node start-frr` (the node's management plane, then the boot) in
+the node's cgroup with the node's capabilities, as a `docker exec` would, without the engine's and runc's
+~0.1 CPU-s per node (docs/performance.md); an image whose server does not take it (label
+`twin.nodectl`) is started through the container runtime. The boot: its daemons
 one at a time in FRR's order (zebra, mgmtd, the protocol daemons), each answering before the next
 starts, then the configuration loaded once (`vtysh -b`), then watchfrr. It writes the step it is in
 to /run/twin/frr-boot before each begins; twin reads that file from the host (no link followed) and
@@ -15,6 +19,7 @@ daemon if the second boot stalls too.
 
 from __future__ import annotations
 
+import base64
 import errno
 import os
 import stat
@@ -25,10 +30,14 @@ from typing import Callable
 
 from twin.base import safeopen, timeouts, wait
 from twin.base.errors import TwinError
+from twin.kinds import NODE_COMMAND
 from twin.runtime import nodefs
+from twin.runtime.exec import NodeExec
 
 STATUS = "/run/twin/frr-boot"
 FIFO = "/run/twin/nodectl"
+SERVES = "twin.nodectl"  # the node image's label: what its server takes beyond boot and reboot ("start")
+START = [NODE_COMMAND, "start-frr"]  # what the server runs when asked to `start`
 STATES = {"T": "stopped (SIGSTOP)", "t": "stopped by a tracer", "D": "waiting in the kernel (D)", "Z": "a zombie"}
 UP = "up"
 
@@ -80,19 +89,56 @@ def read(pid: int, where: str) -> Boot | None:
 
 def command(pid: int, word: str, where: str) -> None:
     """Hand the node's boot server `word` (boot, reboot) through its FIFO, no link followed."""
+    if not _send(pid, word, where, word):
+        raise TwinError(
+            f"{where}: cannot ask for FRR's {word} through {FIFO} (its server is not running); "
+            "is the node running twin's node image?"
+        )
+
+
+def _send(pid: int, line: str, where: str, word: str) -> bool:
+    """`line` written into the node's FIFO, no link followed; False when no server reads it (yet)."""
     try:
         fd = safeopen.open_under(nodefs.root(pid), FIFO, safeopen.NO_LINKS, os.O_WRONLY | os.O_NONBLOCK)
     except OSError as e:
-        why = "its server is not running" if e.errno in (errno.ENXIO, errno.ENOENT) else str(e)
-        raise TwinError(
-            f"{where}: cannot ask for FRR's {word} through {FIFO} ({why}); is the node running twin's node image?"
-        ) from None
+        if e.errno in (errno.ENXIO, errno.ENOENT):
+            return False
+        raise TwinError(f"{where}: cannot ask for FRR's {word} through {FIFO} ({e})") from None
     try:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             raise TwinError(f"{where}: {FIFO} is not a FIFO: FRR's {word} not asked for")
-        os.write(fd, f"{word}\n".encode())
+        os.write(fd, f"{line}\n".encode())
     finally:
         os.close(fd)
+    return True
+
+
+def serves_start(attrs: dict) -> bool:
+    """Whether a node's own server runs `twin-node start-frr` when asked (pure, from its container's
+    inspection): its image says so (label `SERVES`) and the container runs the image's own command
+    (twin-node, which becomes the server), not one of the user's."""
+    config = attrs.get("Config") or {}
+    takes = (config.get("Labels") or {}).get(SERVES, "").split()
+    return "start" in takes and not config.get("Entrypoint") and config.get("Cmd") == [NODE_COMMAND]
+
+
+def start(ex: NodeExec, cmd: list[str], password: str, timeout: float) -> None:
+    """A node's daemons started by `cmd` (its kind's `start`), in the node's cgroup and with its
+    capabilities: asked of the node's own server when it takes `start` (`serves_start`), once it
+    listens (within `timeout`; user cumulus's `password` on the FIFO's line, in base64, never on a
+    command line), else through the container runtime (docker exec). A start the server fails is
+    said in the boot's status (`failed start-frr`), which `watch` reports."""
+    if cmd != START or not serves_start(ex.container.attrs):
+        ex.start(cmd, timeout, {"TWIN_PASSWORD": password} if password else None).check()
+        return
+    pid, line = ex.pid, "start " + (base64.b64encode(password.encode()).decode() if password else "-")
+
+    def unsent() -> list[str]:
+        if not Path(f"/proc/{pid}").exists():
+            raise TwinError(f"{ex.where}: its container stopped before FRR started (process {pid} is gone)")
+        return [] if _send(pid, line, ex.where, "start") else [f"{ex.where}: its server reading {FIFO}"]
+
+    wait.until(unsent, timeout, f"{ex.where}: FRR's start asked", first=0.0, cap=0.1)
 
 
 def stall_bound(load1: float, cores: int, step: float = timeouts.FRR_STEP) -> float:
