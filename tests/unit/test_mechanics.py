@@ -112,6 +112,23 @@ def test_a_stopped_node_is_named(monkeypatch):
         NodeExec(c, "lab/leaf1").run(["true"])
 
 
+def test_a_pid_known_is_used_without_asking_the_engine_while_it_is_the_container_s(monkeypatch):
+    """Bring-up and a lab's context know each node's pid (and a listing's inspection carries it): the
+    exec seam uses it, checked against the container's cgroup, and inspects the container only when
+    it is not the container's any more (a node started again)."""
+    monkeypatch.setattr("twin.runtime.exec._of", lambda pid, cid: pid == 4242)
+    c = FakeContainer()
+    reloads = []
+    c.reload = lambda: reloads.append(1)  # type: ignore[method-assign]
+    assert NodeExec(c, "lab/leaf1").pid == 4242 and reloads == [], "the inspection's pid"
+    assert NodeExec(c, "lab/leaf1", pid=4242).pid == 4242 and reloads == [], "the caller's pid"
+    assert NodeExec(c, "lab/leaf1", pid=777).pid == 4242 and reloads == [1], "a pid gone: inspected again"
+    sparse = FakeContainer()
+    sparse.attrs = {"State": "running"}  # a listing's short record: no pid in it
+    sparse.reload = lambda: setattr(sparse, "attrs", {"State": {"Pid": 4242}})  # type: ignore[method-assign]
+    assert NodeExec(sparse, "lab/leaf1").pid == 4242
+
+
 def test_daemons_are_started_through_the_container_runtime_so_they_live_in_the_nodes_cgroup(node):
     ex, calls, _ = node
     started = []

@@ -113,10 +113,10 @@ class LabContext:
 
     def exec(self, node: str) -> NodeExec:
         c = self.container(node)
-        return c.exec(f"{self.name}/{c.node}")
+        return c.exec(f"{self.name}/{c.node}", self._pids.get(c.node, 0))
 
     def execs(self) -> dict[str, NodeExec]:
-        return {n: c.exec(f"{self.name}/{n}") for n, c in self.containers().items()}
+        return {n: c.exec(f"{self.name}/{n}", self._pids.get(n, 0)) for n, c in self.containers().items()}
 
     def running(self) -> list[str]:
         """Nodes whose containers run now."""

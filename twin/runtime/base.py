@@ -101,9 +101,10 @@ class NodeHandle:
         with engine_errors(f"container {self.name}"):
             return self.container.logs(tail=tail).decode(errors="replace")
 
-    def exec(self, where: str) -> NodeExec:
-        """The node's exec seam; `where` names it in errors ("lab/node")."""
-        return NodeExec(self.container, where)
+    def exec(self, where: str, pid: int = 0) -> NodeExec:
+        """The node's exec seam; `where` names it in errors ("lab/node"). `pid`: its init process where
+        the caller knows it (no inspection of the container for it; checked to be the container's still)."""
+        return NodeExec(self.container, where, pid)
 
     def stop(self, timeout: float) -> None:
         with engine_errors(f"cannot stop {self.name}"):

@@ -97,7 +97,7 @@ class DockerRuntime:
                 said[0] = time.monotonic()
 
         def wired(node: str) -> None:
-            execs.append(started[node].exec(f"{fabric.name}/{node}"))
+            execs.append(started[node].exec(f"{fabric.name}/{node}", wiring.pids[node]))
             try:
                 configure(node, execs[-1], wiring.pids[node])
             except TwinError as e:

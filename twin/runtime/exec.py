@@ -156,10 +156,12 @@ def carried(fn: Callable[..., T]) -> Callable[..., T]:
 class NodeExec:
     """Runs commands in one node (its container's namespaces)."""
 
-    def __init__(self, container: Container, where: str) -> None:
+    def __init__(self, container: Container, where: str, pid: int = 0) -> None:
+        """`pid`: the node's init process where the caller knows it, else the one of the container's last
+        inspection (either checked before use: no inspection of the engine for a pid that is still it)."""
         self.container = container
         self.where = where
-        self._pid = 0
+        self._pid = pid or _inspected_pid(container)
         self._running: set[subprocess.Popen] = set()
         self._stopped = False
 
@@ -362,6 +364,13 @@ def _end(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def _inspected_pid(container: Container) -> int:
+    """The pid of the container's last inspection (0: none, or a listing's short record)."""
+    state = (getattr(container, "attrs", None) or {}).get("State")
+    pid = state.get("Pid") if isinstance(state, dict) else None
+    return pid if isinstance(pid, int) else 0
 
 
 def _of(pid: int, container_id: str) -> bool:

@@ -16,6 +16,7 @@ of its nodes run, and a node's ports come up as soon as all its links exist.
 
 from __future__ import annotations
 
+import errno
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor
@@ -60,15 +61,17 @@ def bring_up(fabric: Fabric, node: str, pid: int, ports: list[str] | None = None
         for port in fabric.nodes[node].ports:
             if ports is not None and port.name not in ports:
                 continue
-            idx = ipr.link_lookup(ifname=port.name)
-            if not idx:
-                raise TwinError(f"{node}: port {port.name} is missing after wiring")
-            ipr.link(
-                "set",
-                index=idx[0],
-                state="up",
-                ifalias=link_alias(fabric.name, f"{node}:{port.name}", f"{port.peer_node}:{port.peer_port}"),
-            )
+            try:  # by its name: the kernel finds the port (a lookup first costs a request and a parse more)
+                ipr.link(
+                    "set",
+                    ifname=port.name,
+                    state="up",
+                    ifalias=link_alias(fabric.name, f"{node}:{port.name}", f"{port.peer_node}:{port.peer_port}"),
+                )
+            except NetlinkError as e:
+                if e.code != errno.ENODEV:
+                    raise
+                raise TwinError(f"{node}: port {port.name} is missing after wiring") from None
 
 
 def add_link(fabric: Fabric, link: Link, pids: dict[str, int]) -> None:
