@@ -3,8 +3,11 @@
 - What goes together: a test module is handed out whole, to one worker, which runs its tests in
   their order: its module-scoped fixtures (an e2e module's labs above all) are made once. Modules
   that share a lab (`SHARED_LABS`) are handed out together, as one unit.
-- In which order: the e2e modules first (long, mostly waiting on containers and FRR), then the
-  unit tests, which fill the end of the run; within each, the order pytest collects them in.
+- In which order: the e2e modules first (long, mostly waiting on containers and FRR), the longest
+  unit of work first (its seconds in the last run measured, `tests/e2e_seconds.json`, written by
+  `scripts/e2e_seconds.py` from a run's JUnit report: a long module started last would hold the run's
+  end alone; a module not measured yet counts as long), then the unit tests, which fill the end of the
+  run; within each, the order pytest collects them in.
 - A test marked `alone` (`@pytest.mark.alone`: it measures rates, or wall time where that is the
   point) runs with no other test of the run beside it (`Room`): the other workers finish the test
   they are in and wait. Keep them few and short: each holds the whole run.
@@ -16,6 +19,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import tempfile
 from contextlib import ExitStack
@@ -57,8 +61,28 @@ def scheduler(config: pytest.Config, log):
     return ByModule(config, log)
 
 
+SECONDS = Path(__file__).parent / "e2e_seconds.json"  # module -> its seconds in a measured run
+
+
 def e2e_first(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(E2E))
+    """The e2e tests first, their units of work longest first (stable: a module's tests keep their order)."""
+    try:
+        seconds: dict[str, float] = json.loads(SECONDS.read_text())
+    except (OSError, ValueError):
+        seconds = {}
+    longest = max(seconds.values(), default=0.0)
+    unit: dict[str, float] = {}
+    for module in {item.nodeid.split("::", 1)[0] for item in items if item.nodeid.startswith(E2E)}:
+        key = UNIT_OF.get(module, module)
+        unit[key] = unit.get(key, 0.0) + seconds.get(module, longest)
+
+    def order(item: pytest.Item) -> tuple[bool, float]:
+        module = item.nodeid.split("::", 1)[0]
+        if not module.startswith(E2E):
+            return (True, 0.0)
+        return (False, -unit[UNIT_OF.get(module, module)])
+
+    items.sort(key=order)
 
 
 def take_host_turn(config: pytest.Config, ids: list[str]) -> None:
