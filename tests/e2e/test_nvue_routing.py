@@ -4,7 +4,12 @@ the spine1-leaf1 link in area 0 on one end and area 1 on the other, and a static
 next hop nothing reaches, are named by verify's `protocols` group (both areas; the unreachable next
 hop) and by `nv show`; fixed (area 0 on both ends, the next hop spine1's loopback), both pass: the
 adjacency Full, the route installed. A management VRF's static route on leaf2 is the kernel's, in its
-management namespace, and judged there. One lab for the module; verify's group is called directly.
+management namespace, and judged there. Then the link unnumbered, as Cumulus's OSPF underlays run (each
+port at its loopback's /32, point-to-point, OSPF in area 0 by the interface's own `router ospf`): a hello
+of 5 s on spine1 and NVUE's 10 s on leaf1 are named with both values, the fix passes; those settings are
+ospfd's alone (FRR 10.3's zebra -n aborts on an interface block: zebra keeps its PID throughout), and
+`--prove` takes leaf1's area away and puts it back. One lab for the module; verify's group is called
+directly.
 """
 
 from __future__ import annotations
@@ -132,3 +137,67 @@ def test_the_proof_takes_the_networks_and_static_routes_away_and_verify_names_ea
     assert all(o["caught"] and o["restored"] for o in by.values()), by
     assert by["ospf-network spine1 10.0.1.0/31"]["check"] == f"protocols: {LINK}"
     assert by["static leaf1 192.0.2.0/24 10.255.0.1"]["check"] == "protocols: static routes leaf1"
+
+
+def pid_of(daemon: str, node: str) -> str:
+    return twin_cli("exec", NAME, node, "--", "cat", f"/var/run/frr/{daemon}.pid").stdout.strip()
+
+
+def test_an_unnumbered_links_interface_ospf_runs_in_ospfd_and_a_hello_mismatch_is_named(lab):
+    """`interface.<name>.router.ospf` set and changed on running nodes (issue 44), as the tests before left
+    the link (or from any state: OSPF's networks are taken away first)."""
+    zebra = {n: pid_of("zebra", n) for n in ("spine1", "leaf1")}
+    port = ("interface", "swp1", "router", "ospf")
+    apply(
+        "spine1",
+        ("unset", *OSPF),
+        ("unset", "interface", "swp1", "ip", "address"),
+        ("set", "interface", "swp1", "ip", "address", "10.255.0.1/32"),  # unnumbered: the loopback's address
+        ("set", *port, "area", "0"),
+        ("set", *port, "network-type", "point-to-point"),
+        ("set", *port, "timers", "hello-interval", "5"),
+        ("set", "interface", "lo", "router", "ospf", "area", "0"),
+        ("set", *OSPF, "router-id", "10.255.0.1"),
+    )
+    port = ("interface", "swp51", "router", "ospf")
+    apply(
+        "leaf1",
+        ("unset", *OSPF),
+        ("unset", "interface", "swp51", "ip", "address"),
+        ("set", "interface", "swp51", "ip", "address", "10.255.0.2/32"),
+        ("set", *port, "area", "0"),
+        ("set", *port, "network-type", "point-to-point"),  # NVUE's hello of 10 s: the mistake
+        ("set", "interface", "lo", "router", "ospf", "area", "0"),
+        ("set", *OSPF, "router-id", "10.255.0.2"),
+    )
+    shown = lab.node("leaf1").check(["vtysh", "-d", "ospfd", "-c", "show running-config"]).stdout
+    assert "interface swp51\n ip ospf area 0.0.0.0\n ip ospf network point-to-point\nexit\n" in shown, shown
+    assert "\ninterface " not in lab.node("leaf1").check(["cat", "/etc/frr/frr.conf"]).stdout
+    got = settled(lab, {LINK})
+    assert got[LINK] == (
+        "leaf1 swp51 - spine1 swp1: no adjacency: hello 10 s on leaf1 swp51, 5 s on spine1 swp1; dead 40 s on "
+        "leaf1 swp51, 20 s on spine1 swp1 (OSPF forms none unless they match)"
+    ), got
+
+    apply("leaf1", ("set", *port, "timers", "hello-interval", "5"))
+    assert settled(lab, set()) == {}
+    shown = json.loads(nv("leaf1", "show", "interface", "swp51", "router", "ospf", "-o", "json").stdout)
+    assert (shown["network-type"], shown["timers"]["hello-interval"], shown["state"]) == (
+        "point-to-point",
+        5,
+        "Point-To-Point",
+    ), shown
+
+    def learned() -> list[str]:  # spine1's loopback by OSPF over the unnumbered port, once SPF has run
+        routes = json.loads(lab.node("leaf1").check(["vtysh", "-c", "show ip route ospf json"]).stdout)
+        hops = [h.get("interfaceName") for e in routes.get("10.255.0.1/32", []) for h in e.get("nexthops", [])]
+        return [] if hops == ["swp51"] else [f"10.255.0.1/32 by OSPF via swp51 (leaf1 has {routes})"]
+
+    wait.until(learned, timeouts.PROTOCOLS_UP, "leaf1's OSPF route to spine1's loopback", first=0.2, cap=1.0)
+    assert {n: pid_of("zebra", n) for n in zebra} == zebra, "zebra -n never sent an interface block"
+
+    p = twin_cli("verify", NAME, "--prove", "--element", "ospf-interface leaf1 *", "--json", timeout=300)
+    proof = json.loads(p.stdout)
+    (o,) = proof["outcomes"]
+    assert p.returncode == 0 and o["caught"] and o["restored"], p.stdout[-3000:] + p.stderr
+    assert (o["id"], o["check"]) == ("ospf-interface leaf1 swp51", f"protocols: {LINK}")

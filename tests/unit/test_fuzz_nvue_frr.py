@@ -1,9 +1,9 @@
 """No value becomes a foreign line (issue 44): whatever text reaches a place of NVUE's tree that twin
 renders into FRR (route maps: names, matches, sets; community, large-community, AS-path and prefix
-lists: names and values; BFD profiles; BGP timers), the node's frr.conf is either refused with that
-key named, or written with exactly the lines it has with a plain value there, each changed line the
-same command as before (the value stays inside its own line, never a new command). Deterministic
-(derandomize) so CI is stable."""
+lists: names and values; BFD profiles; BGP timers; an interface's OSPF settings, in ospfd's own file),
+the node's frr.conf and ospfd-interfaces.conf are either refused with that key named, or written with
+exactly the lines they have with a plain value there, each changed line the same command as before (the
+value stays inside its own line, never a new command). Deterministic (derandomize) so CI is stable."""
 
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ NASTY = [
     "",
 ]
 UNDERLAY = ("vrf", "default", "router", "bgp")
+PORT_OSPF = ("interface", "swp51", "router", "ospf")  # ospfd's lines, in ospfd-interfaces.conf
 
 
 def at(path: tuple, value: Any) -> dict:
@@ -137,6 +138,23 @@ PLACES = [
     ),
     Place("keepalive", "1", lambda v: [at(UNDERLAY + ("neighbor", "swp51", "timers"), {"keepalive": v})], ("none",)),
     Place("hold", "30", lambda v: [at(UNDERLAY + ("peer-group", "underlay", "timers"), {"hold": v})], ("none",)),
+    Place("area", "1", lambda v: [at(PORT_OSPF, {"area": v})]),
+    Place("network-type", "point-to-point", lambda v: [at(PORT_OSPF, {"area": 0, "network-type": v})]),
+    Place("cost", "20", lambda v: [at(PORT_OSPF, {"area": 0, "cost": v})], ("auto",)),
+    Place("priority", "5", lambda v: [at(PORT_OSPF, {"area": 0, "priority": v})], ("1",)),
+    Place("hello-interval", "5", lambda v: [at(PORT_OSPF, {"area": 0, "timers": {"hello-interval": v}})], ("10",)),
+    Place("dead-interval", "20", lambda v: [at(PORT_OSPF, {"area": 0, "timers": {"dead-interval": v}})]),
+    Place("transmit-delay", "2", lambda v: [at(PORT_OSPF, {"area": 0, "timers": {"transmit-delay": v}})], ("1",)),
+    Place(
+        "md5-key",
+        "k3y",
+        lambda v: [at(PORT_OSPF, {"authentication": {"enable": "on", "message-digest-key": 1, "md5-key": v}})],
+    ),
+    Place(
+        "message-digest-key",
+        "7",
+        lambda v: [at(PORT_OSPF, {"authentication": {"enable": "on", "message-digest-key": v, "md5-key": "k"}})],
+    ),
 ]
 
 
@@ -145,7 +163,8 @@ def frr(edits: list[dict]) -> str:
     for e in edits:
         nv_tree.patch(t, e)
     nf = nvue.from_tree(t, "leaf01/startup.yaml")
-    return nvue.build({"leaf01": nf}, FABRIC, "netns")[0]["leaf01"].files["frr.conf"]
+    files = nvue.build({"leaf01": nf}, FABRIC, "netns")[0]["leaf01"].files
+    return files["frr.conf"] + files["ospfd-interfaces.conf"]  # FRR reads both: ospfd alone the second
 
 
 BASE = {id(p): frr(p.make(p.plain)).splitlines() for p in PLACES}

@@ -68,6 +68,7 @@ INNER = {
         {
             "twin.nvue.places",
             "twin.nvue.schema_routing",
+            "twin.nvue.schema_ospf",
             "twin.nvue.schema_kernel",
             "twin.nvue.schema",
             "twin.nvue.tree",

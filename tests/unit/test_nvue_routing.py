@@ -1,7 +1,7 @@
 """NVUE's OSPF and static routes (issue 44): a VRF's OSPF instance (router-id, area networks) and static
 routes in NVUE's own form (`via`, `distance.<n>.via`, `tag`, `flag onlink`) rendered as the lines FRR
 shows (read back from FRR 10.3 on a node), values checked by their NVUE type (and no value, whatever
-text it holds, becomes a line of its own), an interface's OSPF settings checked and stored; and
+text it holds, becomes a line of its own), an interface's OSPF settings in ospfd's own file; and
 verify's readers of ospfd's and zebra's JSON (taken from a real node: `tests/unit/frr/`) naming an
 area mismatch across a link with both values, and a static route whose next hop is unreachable."""
 
@@ -67,12 +67,12 @@ STATICS = {
 }
 
 
-def test_a_vrfs_ospf_runs_and_an_interfaces_own_settings_are_stored():
+def test_a_vrfs_ospf_runs_and_an_interfaces_own_settings_run_in_ospfd_alone():
     nf, x = built(OSPF, STATICS)
-    assert sorted(nv_tree.show(p) for p in nf.not_emulated) == [
-        "interface.swp51.router.ospf.network-type",
-        "interface.swp51.router.ospf.timers.hello-interval",
-    ]
+    assert nf.not_emulated == [], "an interface's OSPF settings run (twin.nvue.ospf): nothing is only stored"
+    assert x.files["ospfd-interfaces.conf"].endswith(
+        "interface swp51\n ip ospf hello-interval 5\n ip ospf network point-to-point\nexit\n!\n"
+    )
     assert "ospfd=yes" in x.files["daemons"], "ospfd runs on every NVUE node: OSPF set later is a reload"
     assert "ospfd=yes" in built()[1].files["daemons"] and "router ospf" not in built()[1].files["frr.conf"]
 

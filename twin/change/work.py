@@ -15,7 +15,7 @@ from twin.config.reconcile import NodeDelta
 from twin.config.userconf import DAEMONS
 from twin.lifecycle import state
 from twin.lifecycle.context import LabContext
-from twin.runtime import FRR_CONF
+from twin.runtime import FRR_CONF, OSPFD_INTERFACES
 from twin.topology.model import Fabric, Link
 
 CANDIDATE = "frr.conf.candidate"  # a new config, checked in the node before anything changes
@@ -30,7 +30,7 @@ class Work:
     new: Fabric
     files: dict[str, dict[str, str]]  # node -> file -> new text (all nodes)
     old_files: dict[str, dict[str, str]]
-    reload: list[str]  # nodes whose frr.conf changes
+    reload: list[str]  # nodes whose frr.conf (or ospfd's interface settings) changes
     restart: list[str]  # nodes whose FRR daemons change (restart, not reload)
     deltas: dict[str, NodeDelta]
     links_add: list[Link] = field(default_factory=list)
@@ -77,13 +77,13 @@ def keep_user_files(ctx: LabContext, files: dict[str, dict[str, str]]) -> dict[s
 
 
 def frr_actions(work: Work) -> None:
-    """Which nodes reload FRR (their frr.conf changed), and which restart it (their daemons file changed,
-    whether or not their frr.conf did)."""
+    """Which nodes reload FRR (their frr.conf changed, or ospfd's interface settings: `OSPFD_INTERFACES`), and
+    which restart it (their daemons file changed, whether or not their frr.conf did)."""
 
     def differs(n: str, name: str) -> bool:
         return work.files.get(n, {}).get(name, "") != work.old_files.get(n, {}).get(name, "")
 
-    changed = sorted(n for n in work.new.nodes if differs(n, FRR_CONF) or differs(n, DAEMONS))
+    changed = sorted(n for n in work.new.nodes if any(differs(n, f) for f in (FRR_CONF, OSPFD_INTERFACES, DAEMONS)))
     work.restart = [n for n in changed if differs(n, DAEMONS)]
     work.reload = [n for n in changed if n not in work.restart]
     if work.plan is not None:

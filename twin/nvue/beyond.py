@@ -1,10 +1,11 @@
 """What NVUE itself refuses (or twin cannot make) of what goes beyond twin's tenants, every
 problem at once with its NVUE path: route maps and prefix lists named and not declared, a route
 map's rule twin would run half, the management VRF holding more than eth0 or EVPN, a port or
-SVI in a VRF the file does not declare."""
+SVI in a VRF the file does not declare, an interface's OSPF settings FRR refuses (`twin.nvue.ospf`)."""
 
 from __future__ import annotations
 
+from twin.nvue import ospf
 from twin.nvue.model import MGMT, NodeConf, policy_uses
 from twin.nvue.tree import Path, get
 
@@ -35,6 +36,7 @@ def problems(conf: NodeConf, tree: dict) -> list[tuple[Path, str]]:
                 "the management VRF runs no OSPF here: it is the node's management network (eth0)",
             )
         )
+    out += ospf.problems(conf.ospf, tree)  # what FRR refuses of the interfaces' OSPF settings
     out += [
         (("vrf", v, "router", "static", p, *at), why)
         for v, r in get(tree, ("vrf",), {}).items()

@@ -27,6 +27,7 @@ from twin.nvue.load import NvueFile, dump
 from twin.nvue.model import MGMT
 from twin.nvue.plane import PER_VNI, Plane
 from twin.nvue.tree import show
+from twin.runtime import OSPFD_INTERFACES
 from twin.topology.model import Fabric
 
 STARTUP = NVUE
@@ -135,12 +136,16 @@ def check_files(configs: UserConfigs | None, fabric: Fabric) -> list[Problem]:
 
 
 def files_of(p: Plane, nf: NvueFile, backend: Backend, shaping: Shaping) -> dict[str, str]:
-    """What an NVUE node runs: frr.conf rendered from NVUE, twin's daemons and vtysh.conf (zebra's
-    VRF backend as the node's VRFs need), interfaces.sh of its plane, its nftables rules, and the
-    startup.yaml itself."""
+    """What an NVUE node runs: frr.conf rendered from NVUE and ospfd's interface settings, twin's daemons and
+    vtysh.conf (zebra's VRF backend as the node's VRFs need), interfaces.sh of its plane, its nftables rules,
+    and the startup.yaml itself."""
     node = p.fabric.nodes[p.node]
     files = render.render_node(node, p.fabric, backend, shaping)
-    files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs, nvue_mtu.kernel_name(p, backend))
+    kernel = nvue_mtu.kernel_name(p, backend)
+    files["frr.conf"] = frr.render(p.conf, p.node, p.devices, p.vrfs, kernel)
+    # an interface's OSPF settings: ospfd's alone (FRR 10.3's zebra -n aborts on an interface block); the file
+    # is there, empty too, so a reload takes away what ospfd runs and the file no longer has
+    files[OSPFD_INTERFACES] = frr.ospfd_interfaces(p.conf, p.node, p.vrfs, kernel)
     # as on a switch, whatever it holds yet: staticd for its static routes, bfdd for its BFD, ospfd for its
     # OSPF, and (netns backend) zebra -n, so a VRF NVUE declares later (a tenant's, a plain one) is adopted,
     # and BFD or OSPF set later (`nv config apply`) is a reload, never a restart of FRR (which loses zebra's
@@ -204,6 +209,6 @@ def frr_view(configs: UserConfigs, fabric: Fabric) -> UserConfigs:
     paths = {n: dict(p) for n, p in configs.paths.items()}
     nodes, _ = build(read(configs), fabric, DEFAULT_BACKEND)
     for n, x in nodes.items():
-        files[n] = {userconf.FRR_CONF: x.files[userconf.FRR_CONF]}
+        files[n] = {userconf.FRR_CONF: x.files[userconf.FRR_CONF] + x.files[OSPFD_INTERFACES]}  # FRR reads both
         paths.setdefault(n, {})[userconf.FRR_CONF] = f"{x.file.source} (the frr.conf NVUE renders)"
     return UserConfigs(configs.source, files, paths)

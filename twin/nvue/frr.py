@@ -4,7 +4,8 @@
 What goes where, as on a switch: BGP (the default VRF's instance from `router.bgp` and
 `vrf.default.router.bgp`, one instance per tenant VRF with BGP on), `vrf X / vni N` for
 each VRF's L3VNI and `advertise-all-vni` from `evpn.enable` go to FRR; interface
-addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.nvue.plane`).
+addresses, VRR, VLANs, VXLAN and bridges are the kernel's (`twin.nvue.plane`). An interface's OSPF
+settings are ospfd's alone, in a file of their own (`ospfd_interfaces`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,21 @@ def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, s
         )
     except UnsafeText as e:
         raise UnsafeText(e.value, f"frr.conf ({template_line(e) or 'frr.conf.j2'})") from None
+
+
+def ospfd_interfaces(conf: NodeConf, node: str, vrfs: dict[str, str], ifname: Dev) -> str:
+    """ospfd's interface settings (`interface.<name>.router.ospf`), each interface's `ip ospf` lines in its
+    block as ospfd shows it (`interface DEV [vrf X]`, DEV the kernel device `ifname` gives, X its VRF's kernel
+    name): the file only ospfd is sent (`twin.runtime.ospfdif`)."""
+    blocks = []
+    for p in conf.ospf.ports.values() if conf.ospf else ():
+        kvrf = vrfs.get(p.vrf, p.vrf)
+        if p.lines() and p.vrf != MGMT:
+            blocks.append((f"interface {ifname(p.name)}" + (f" vrf {kvrf}" if kvrf != "default" else ""), p.lines()))
+    try:
+        return _env.get_template("ospfd_interfaces.j2").render(node=node, version=VERSION, blocks=sorted(blocks))
+    except UnsafeText as e:
+        raise UnsafeText(e.value, f"ospfd-interfaces.conf ({template_line(e) or 'ospfd_interfaces.j2'})") from None
 
 
 def _vrf(v: Vrf, kernel: str, dev: Dev, ifname: Dev, default_bgp: bool, vrfs: dict[str, str]) -> _Vrf:

@@ -2,8 +2,9 @@
 the lines `twin.prove`'s `frr_side` takes from every router: the peer groups and neighbors its
 EVPN address family is activated for (twin's own rendering activates its one `fabric` group,
 which it does not prove), each static route (issue 44: `no ip route ...`, named by verify's protocols
-group), and, exempt with the reason, the BGP neighbors verify does not judge (a neighbor on no link of
-the topology, one in a VRF).
+group), what puts each end of a judged OSPF link in OSPF (its VRF's network, or its own area, and its
+own network type: `_ospf`), and, exempt with the reason, the BGP neighbors verify does not judge (a
+neighbor on no link of the topology, one in a VRF).
 
 Each activation is an element: `no neighbor X activate` in `address-family l2vpn evpn`, caught by
 the node's BGP check (its EVPN sessions with the topology's peers are gone), restored by
@@ -23,11 +24,13 @@ import re
 
 from twin.intent import frrconf
 from twin.lifecycle.context import LabContext
-from twin.nvue import judge, kernelprove, lldpcheck, routing
+from twin.nvue import judge, kernelprove, lldpcheck, ospf, routing
 from twin.nvue.configs import NvueNode, runs_nvue
 from twin.nvue.configs import running as nvue_running
 from twin.prove.element import Element, Exempt, Vtysh, alt
 from twin.prove.frr_side import Runs, running
+
+OSPFD = "ospfd"  # an interface's OSPF settings are sent to it alone (zebra -n aborts on them: twin.runtime.ospfdif)
 
 
 def peer_elements(ctx: LabContext) -> tuple[list[Element], list[Exempt]]:
@@ -161,8 +164,11 @@ def _statics(node: str, r: Runs) -> list[Element]:
 
 
 def _ospf(ctx: LabContext, nvue: dict[str, NvueNode], runs: dict[str, Runs]) -> list[Element]:
-    """Each OSPF network that puts an end of a judged link in OSPF (issue 44): `no network P area A` in the
-    VRF's `router ospf`, named by verify's protocols group (`ospf A - B: ... ospfd runs no OSPF on it`)."""
+    """Each end of a judged OSPF link (issue 44), by what puts it in OSPF: its own area (`interface X` / `no ip
+    ospf area`, sent to ospfd alone: zebra -n aborts on an interface block), else its VRF's network (`no
+    network P area A` in `router ospf`); and each end's own network type other than broadcast (`no ip ospf
+    network`: broadcast on a /32 unnumbered port forms no adjacency). Named by verify's protocols group
+    (`ospf A - B: ...`); restored by the reload of the node's files, ospfd's interface settings with them."""
     out: dict[str, Element] = {}
     for link in routing.ospf_links(nvue, ctx.fabric):
         for e in link:
@@ -170,23 +176,51 @@ def _ospf(ctx: LabContext, nvue: dict[str, NvueNode], runs: dict[str, Runs]) -> 
             name = next((n for n, d in p.devices.items() if d == e.port), e.port)
             vrf, addrs = p.conf.routed.get(name, (None, []))
             inst = p.conf.ospf.instances.get(vrf or "default") if p.conf.ospf else None
+            own = p.conf.ospf.ports.get(name) if p.conf.ospf else None
             found = inst.network_of(addrs) if inst else None
-            if found is None or e.node not in runs:
+            if e.node not in runs or (found is None and (own is None or own.area is None)):
                 continue
-            prefix, area = found
             where = "" if e.vrf == "default" else f" vrf {e.vrf}"
-            key = f"ospf-network {e.node} {prefix}{where}"
-            out.setdefault(
-                key,
-                Element(
-                    key,
-                    "OSPF network",
-                    e.node,
-                    f"network {prefix} area {area} (router ospf{where}) on {e.node}",
-                    (judge.GROUP,),
-                    (rf"^{judge.GROUP}: ospf [^:]*\b{re.escape(str(e))}\b[^:]*: ",),
-                    (Vtysh(e.node, (f"router ospf{where}", f"no network {prefix} area {area}")),),
-                    runs[e.node].back,
-                ),
-            )
+            expect = (rf"^{judge.GROUP}: ospf [^:]*\b{re.escape(str(e))}\b[^:]*: ",)
+            back = runs[e.node].back
+            for key, what, line, breaks in _ospf_breaks(e, own, found, where):
+                out.setdefault(key, Element(key, what, e.node, line, (judge.GROUP,), expect, breaks, back))
     return list(out.values())
+
+
+Break = tuple[str, str, str, tuple[Vtysh, ...]]  # an element's id, kind, what, and how it breaks
+
+
+def _ospf_breaks(e: routing.End, own: ospf.Port | None, found: tuple[str, str] | None, where: str) -> list[Break]:
+    """(id, kind, what, how it breaks) of the elements that put link end `e` in OSPF as it does."""
+    head = f"interface {e.port}{where}"
+    out: list[Break]
+    if own is not None and own.area is not None:
+        out = [
+            (
+                f"ospf-interface {e.node} {e.port}{where}",
+                "OSPF interface area",
+                f"ip ospf area {own.area} (interface {e.port}{where}) on {e.node}",
+                (Vtysh(e.node, (head, "no ip ospf area"), daemon=OSPFD),),
+            )
+        ]
+    else:
+        prefix, area = found or ("", "")
+        out = [
+            (
+                f"ospf-network {e.node} {prefix}{where}",
+                "OSPF network",
+                f"network {prefix} area {area} (router ospf{where}) on {e.node}",
+                (Vtysh(e.node, (f"router ospf{where}", f"no network {prefix} area {area}")),),
+            )
+        ]
+    if own is not None and own.network not in (None, "broadcast"):
+        out.append(
+            (
+                f"ospf-network-type {e.node} {e.port}{where}",
+                "OSPF network type",
+                f"ip ospf network {own.network} (interface {e.port}{where}) on {e.node}",
+                (Vtysh(e.node, (head, "no ip ospf network"), daemon=OSPFD),),
+            )
+        )
+    return out

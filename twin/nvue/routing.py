@@ -2,9 +2,12 @@
 BFD and BGP timers (`twin.nvue.judge`), read from FRR on the running nodes:
 
 - OSPF: on every link of the topology whose two ends run NVUE with OSPF on their ports (a network of
-  the port's VRF's instance covers an address of it), each end has its neighbor Full. Where not, what
-  differs between the two ends is named with both values (area, network type, hello and dead
-  intervals, as each end's ospfd runs them), else what each end's ospfd sees of the other.
+  the port's VRF's instance covers an address of it, or the port's own `router.ospf.area`), each end has
+  its neighbor Full. Where not, what differs between the two ends is named with both values (area,
+  network type, hello and dead intervals, as each end's ospfd runs them; passive on one end; MD5
+  authentication on one end, or other keys), else what each end's ospfd sees of the other. Full across
+  two network types is named too (point-to-point on one end, broadcast on the other: their LSAs
+  describe the link apart). A link both of whose ends are passive is not judged: no adjacency is meant.
 - static routes: every next hop a node declares is in its VRF's RIB and selected; else it is named
   inactive, with why: its next hop unreachable (zebra tracks no route to it in the VRF), or another
   route preferred.
@@ -14,7 +17,7 @@ BFD and BGP timers (`twin.nvue.judge`), read from FRR on the running nodes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from twin.base import timeouts
 from twin.base.errors import TwinError
@@ -31,13 +34,26 @@ from twin.verify.result import Check
 GROUP = "protocols"
 OSPF = ("show ip ospf vrf all interface json", "show ip ospf vrf all neighbor json")
 STATIC = ("show ip route vrf all static json", "show ip nht vrf all json")
+# ospfd's network types by NVUE's names (`network-type`)
+NETWORK_TYPES = {
+    "BROADCAST": "broadcast",
+    "POINTOPOINT": "point-to-point",
+    "NBMA": "non-broadcast",
+    "POINTOMULTIPOINT": "point-to-multipoint",
+    "LOOPBACK": "loopback",
+}
 # what must match across a link, as ospfd's `show ip ospf interface json` names it
 SAME = (
     ("area", "area", str),
-    ("network type", "networkType", str.lower),
-    ("hello", "timerMsecs", lambda ms: f"{ms // 1000} s"),
+    ("network type", "networkType", lambda t: NETWORK_TYPES.get(str(t), str(t).lower())),
+    ("hello", "timerMsecs", lambda ms: f"{seconds(ms)} s"),
     ("dead", "timerDeadSecs", lambda s: f"{s} s"),
 )
+
+
+def seconds(ms: int) -> int | float:
+    """ospfd's milliseconds in seconds, as NVUE sets them (a fraction for `dead-interval minimal`'s hellos)."""
+    return ms // 1000 if ms % 1000 == 0 else ms / 1000
 
 
 @dataclass(frozen=True)
@@ -48,27 +64,31 @@ class End:
     port: str  # the kernel device (FRR's interface)
     vrf: str  # FRR's (kernel) VRF
     area: str  # dotted
+    passive: bool = False  # `interface.<name>.router.ospf.passive`: it sends no hello
+    key: tuple[int, str] | None = field(default=None, repr=False)  # its MD5 key (id, key); never shown
 
     def __str__(self) -> str:
         return f"{self.node} {self.port}"
 
 
 def ospf_links(nodes: dict[str, NvueNode], fabric: Fabric) -> list[tuple[End, End]]:
-    """The topology's links whose two ends run OSPF by their NVUE."""
+    """The topology's links whose two ends run OSPF by their NVUE (by a network of their VRF's instance, or
+    their own area), but not both passive (no adjacency is what both ends declare)."""
     ends: dict[tuple[str, str], End] = {}
     for node, x in nodes.items():
         o, p = x.plane.conf.ospf, x.plane
         for name, (vrf, addrs) in p.conf.routed.items() if o else ():
-            inst = o.instances.get(vrf or "default") if o else None
-            area = inst.area_of(addrs) if inst else None
+            area = o.port_area(name, vrf or "default", addrs) if o else None
             if area:
+                own = o.ports.get(name) if o else None
                 dev = p.devices.get(name, name)
-                ends[(node, dev)] = End(node, dev, {**p.vrfs, **p.plain}.get(vrf or "", vrf or "default"), area)
+                kvrf = {**p.vrfs, **p.plain}.get(vrf or "", vrf or "default")
+                ends[(node, dev)] = End(node, dev, kvrf, area, bool(own and own.passive), own.key if own else None)
     out = []
     for (node, dev), e in sorted(ends.items()):
         port = fabric.nodes[node].ports_by_name.get(dev)
         far = ends.get((port.peer_node, port.peer_port)) if port else None
-        if far is not None and (node, dev) < (far.node, far.port):
+        if far is not None and (node, dev) < (far.node, far.port) and not (e.passive and far.passive):
             out.append((e, far))
     return out
 
@@ -92,7 +112,7 @@ def checks(ctx: LabContext, nodes: dict[str, NvueNode]) -> list[Check]:
 
 
 def adjacency(a: End, da: tuple, b: End, db: tuple) -> list[str]:
-    """What keeps the link's OSPF adjacency from Full (nothing: Full on both ends)."""
+    """What keeps the link's OSPF adjacency from Full (nothing: Full on both ends, of one network type)."""
     ia, ib = _iface(da[0], a), _iface(db[0], b)
     if ia is None or ib is None:
         return [f"{e}: ospfd runs no OSPF on it (area {e.area} set)" for e, i in ((a, ia), (b, ib)) if i is None]
@@ -101,12 +121,28 @@ def adjacency(a: End, da: tuple, b: End, db: tuple) -> list[str]:
         for what, key, show in SAME
         if ia.get(key) != ib.get(key) and ia.get(key) is not None and ib.get(key) is not None
     ]
+    passive = [e for e, i in ((a, ia), (b, ib)) if i.get("timerPassiveIface")]
+    if len(passive) == 1:  # it sends no hello, and takes none: its peer never hears it
+        differ.insert(0, f"passive on {passive[0]} (it sends no hello), not on {b if passive[0] is a else a}")
+    if (a.key is None) != (b.key is None) or (a.key and b.key and a.key != b.key):
+        differ.append(_keys(a, b))
     states = {e: _state(d[1], e) for e, d in ((a, da), (b, db))}
     if all(s.startswith("Full") for s in states.values()):
-        return []
+        types = [d for d in differ if d.startswith("network type")]
+        return [f"{a} - {b}: Full, but " + types[0] + ": their LSAs describe the link apart"] if types else []
     if differ:
         return [f"{a} - {b}: no adjacency: " + "; ".join(differ) + " (OSPF forms none unless they match)"]
     return [f"{a} - {b}: not Full: " + ", ".join(f"{e} sees {s}" for e, s in states.items())]
+
+
+def _keys(a: End, b: End) -> str:
+    """The two ends' MD5 authentication in words, never the keys themselves."""
+    if a.key and b.key:
+        same = a.key[0] == b.key[0]
+        ids = f"key id {a.key[0]} on both" if same else f"key id {a.key[0]} on {a}, {b.key[0]} on {b}"
+        return "MD5 keys differ (" + ids + ")"
+    keyed, bare = (a, b) if a.key else (b, a)
+    return f"MD5 authentication on {keyed} (key id {keyed.key[0] if keyed.key else '?'}), none on {bare}"
 
 
 def _iface(doc: object, e: End) -> dict | None:

@@ -37,17 +37,8 @@ from twin.nvue.places import (
     S,
 )
 from twin.nvue.schema_kernel import ACL, ACL_BIND, LLDP, LLDP_PORT, MTU, QOS
-from twin.nvue.schema_routing import (
-    BGP_VRF,
-    LIST,
-    LISTS,
-    OSPF_PORT,
-    OSPF_VRF,
-    PREFIX_LIST,
-    ROUTE_MAP,
-    ROUTER_ID,
-    STATIC,
-)
+from twin.nvue.schema_ospf import OSPF_PORT, OSPF_VRF, ROUTER_ID
+from twin.nvue.schema_routing import BGP_VRF, LIST, LISTS, PREFIX_LIST, ROUTE_MAP, STATIC
 
 VERSION = "Cumulus Linux 5.9"
 API = "nvue_v1"

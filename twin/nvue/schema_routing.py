@@ -1,6 +1,6 @@
 """NVUE's routing places: BGP (neighbors, peer groups, BFD, address families, a VRF's instance),
-route policy (prefix lists, route maps, community, large-community and AS-path lists), static
-routes and OSPF, as `twin.nvue.schema` assembles them into the tree."""
+route policy (prefix lists, route maps, community, large-community and AS-path lists) and static
+routes, as `twin.nvue.schema` assembles them into the tree."""
 
 from __future__ import annotations
 
@@ -345,51 +345,4 @@ STATIC = Coll(
             ),
         }
     ),
-)
-# OSPFv2 (twin.nvue.ospf): a VRF's instance runs; an interface's own settings are checked and stored
-AREA = Leaf("area", what="an OSPF area: 0-4294967295 or dotted like 0.0.0.1")
-ROUTER_ID = Leaf("ipv4", choices=("none", "auto"), what="an IPv4 address (a router id)")
-OSPF_VRF = Obj(
-    {
-        "enable": ON_OFF,
-        "router-id": ROUTER_ID,
-        "area": Coll(
-            AREA,
-            Obj(
-                {
-                    "network": Coll(PREFIX, Empty()),
-                    "default-lsa-cost": S(),
-                    "type": S("enum", choices=("normal", "stub", "totally-stub", "nssa", "totally-nssa")),
-                    "range": Opaque(),
-                    "filter-list": Opaque(),
-                }
-            ),
-        ),
-        **{k: Opaque() for k in ("default-originate", "distance", "log", "max-metric", "redistribute", "timers")},
-        "reference-bandwidth": S(),
-        "rfc1583-compatible": S(),
-    }
-)
-_SECONDS = {"what": "1-65535 seconds", "lo": 1, "hi": 65535}
-OSPF_PORT = Obj(
-    {
-        "enable": S("bool"),
-        "area": S("area", what=AREA.what),
-        "passive": S("bool"),
-        "network-type": S("enum", choices=("broadcast", "non-broadcast", "point-to-point", "point-to-multipoint")),
-        "cost": S("int", lo=1, hi=65535, choices=("auto",), what="1-65535 or auto"),
-        "priority": S("int", lo=0, hi=255, what="0-255"),
-        "mtu-ignore": S("bool"),
-        "timers": Obj(
-            {
-                "hello-interval": S("int", **_SECONDS),
-                "dead-interval": S("int", choices=("minimal",), **_SECONDS),
-                "hello-multiplier": S("int", lo=1, hi=10, what="1-10"),
-                "retransmit-interval": S("int", **_SECONDS),
-                "transmit-delay": S("int", **_SECONDS),
-            }
-        ),
-        "authentication": Opaque(),
-        "bfd": Opaque(),
-    }
 )

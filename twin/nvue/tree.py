@@ -40,6 +40,7 @@ _LIST = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}|[1-9][0-9]?")  # community... l
 _COMMUNITY = re.compile(r"(\d{1,5}):(\d{1,5})")
 _LARGE = re.compile(r"(\d{1,10}):(\d{1,10}):(\d{1,10})")
 _ASPATH = re.compile(r"[0-9 _^$.*+?()\[\]{}|,-]{1,255}")  # FRR's AS-path regex, nothing a line could end with
+_MD5 = re.compile(r"[!-~]{1,16}")  # an OSPF MD5 key as FRR takes it: one word of printable ASCII, 16 at most
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,11 @@ def _area(leaf: Leaf, v: Any) -> tuple[Any, bool]:
     return (n, True) if ok else _ipv4(leaf, v)
 
 
+def _md5(leaf: Leaf, v: Any) -> tuple[Any, bool]:
+    v = str(v) if isinstance(v, int) and not isinstance(v, bool) else v  # YAML reads a key of digits as a number
+    return v, isinstance(v, str) and bool(_MD5.fullmatch(v))
+
+
 def _enum(leaf: Leaf, v: Any) -> tuple[Any, bool]:
     return v, isinstance(v, str) and v in leaf.choices
 
@@ -188,6 +194,7 @@ _CHECKS = {
     "community": _numbers(_COMMUNITY, 65535),
     "large": _numbers(_LARGE, 4294967295),
     "area": _area,
+    "md5": _md5,
 }
 
 

@@ -6,8 +6,9 @@ Breaking and restoring go through twin's own mechanisms only:
 - `Kernel`: kernel steps (`twin.config.steps`) applied by `twin.runtime.frr.apply_live` (zebra
   runs: a static MAC on a port put back in its bridge waits until zebra holds the port there), the
   same table `interfaces.sh` is written from; restoring re-applies the node's rendered steps;
-- `Vtysh`: lines of FRR configuration typed into the node's vtysh; `Reload` restores the
-  node's rendered frr.conf with `frr-reload.py` (`twin.runtime.frr.take`);
+- `Vtysh`: lines of FRR configuration typed into the node's vtysh (to one daemon alone, where only it
+  may be sent them); `Reload` restores the node's rendered frr.conf with `frr-reload.py`
+  (`twin.runtime.frr.take`, which brings ospfd's interface settings back to their file too);
 - `NftDelete`: one rule (a host port's, a gateway's, a rate limit's), found by its comment, deleted
   by its handle; `NftRule`: one rule, found so, replaced by another (a rate limit loosened, a
   congestion point's rule without its ECT match or without its rate);
@@ -37,9 +38,10 @@ class Kernel:
 class Vtysh:
     node: str
     lines: tuple[str, ...]  # typed after `configure terminal`
+    daemon: str | None = None  # sent to this daemon alone (`vtysh -d`: ospfd's interface settings on zebra -n)
 
     def text(self) -> str:
-        return "vtysh: " + " / ".join(self.lines)
+        return f"vtysh{f' -d {self.daemon}' if self.daemon else ''}: " + " / ".join(self.lines)
 
 
 @dataclass(frozen=True)

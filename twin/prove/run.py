@@ -81,7 +81,7 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
         if isinstance(a, Kernel):
             apply_live(list(a.steps), ctx.pid(a.node), ctx.exec(a.node), tolerant=restoring)
         elif isinstance(a, Vtysh):
-            ctx.exec(a.node).vtysh("configure terminal", *a.lines, timeout=timeouts.VTYSH)
+            ctx.exec(a.node).vtysh("configure terminal", *a.lines, timeout=timeouts.VTYSH, daemon=a.daemon)
         elif isinstance(a, Reload):
             frr_take(ctx.exec(a.node), removes=a.removes)
         elif isinstance(a, (NftDelete, NftRule)):

@@ -8,10 +8,10 @@ the rooms inside can change without anyone above noticing. The pure pipeline nev
 - network namespaces and netlink: `node_netlink` (a handle in a node's namespace),
   `namespace_path`, `in_namespace`, `NetlinkHandles`, netlink attributes (`nl_attr`...);
 - links: `Wiring` (bring-up's), `add_link`/`delete_link`, a stopped node's `park_links`;
-- FRR control: `frr_take` (frr-reload, or a restart), `apply_live`, its `show ... json`
-  commands (`FRR_SUMMARY`...) and their readers (`session_states`, `vni_states`...); a node's daemons
-  started (`frr_start`: by the node's own server where it takes it), FRR's boot in a node watched, a
-  stalled one booted again once (`frr_boot_watch`);
+- FRR control: `frr_take` (frr-reload, or a restart; ospfd's interface settings, `OSPFD_INTERFACES`, sent
+  to ospfd alone), `apply_live`, its `show ... json` commands (`FRR_SUMMARY`...) and their readers
+  (`session_states`, `vni_states`...); a node's daemons started (`frr_start`: by the node's own server
+  where it takes it), FRR's boot in a node watched, a stalled one booted again once (`frr_boot_watch`);
 - a node's lldpd: `read_lldpd` (its timers, the name it sends, its neighbours per port);
 - kernel steps: `apply_steps` (twin's kernel steps over netlink), the kernel's probes
   (`probe_shaping`, `kernel_lacks`...), what a node's kernel holds (`read_routes`, `read_fdb`...);
@@ -114,6 +114,7 @@ from twin.runtime.observe import mac as port_mac
 from twin.runtime.observe import rib as read_rib
 from twin.runtime.observe import routes as read_routes
 from twin.runtime.observe import tc_classes as read_tc_classes
+from twin.runtime.ospfdif import FILE as OSPFD_INTERFACES
 from twin.runtime.registry import RUNTIMES, make_runtime
 from twin.runtime.rtdump import Dumper as RouteDumper
 from twin.runtime.rtdump import Dumpers as RouteDumpers
@@ -164,6 +165,7 @@ __all__ = [
     "FRR_CONF",
     "FRR_DAEMONS",
     "frr_take",
+    "OSPFD_INTERFACES",
     "apply_live",
     "FRR_SUMMARY",
     "FRR_SUMMARY_ALL",

@@ -311,8 +311,9 @@ class NodeExec:
         return self.run(cmd, timeout).check()
 
     # FRR -----------------------------------------------------------------
-    def vtysh(self, *commands: str, timeout: float = timeouts.EXEC_DEFAULT) -> str:
-        cmd = ["vtysh"]
+    def vtysh(self, *commands: str, timeout: float = timeouts.EXEC_DEFAULT, daemon: str | None = None) -> str:
+        """`commands` in the node's vtysh (`daemon`: sent to that daemon alone, `vtysh -d`)."""
+        cmd = ["vtysh", "-d", daemon] if daemon else ["vtysh"]
         for c in commands:
             cmd += ["-c", c]
         return self.check(cmd, timeout).stdout

@@ -14,7 +14,7 @@ from typing import Iterator
 from twin.base import timeouts, wait
 from twin.config.steps import Step
 from twin.intent.tenants import CONNECTED
-from twin.runtime import frrboot, kernel, nodefs
+from twin.runtime import frrboot, kernel, nodefs, ospfdif
 from twin.runtime.exec import NodeExec
 
 SUMMARY = "show bgp ipv4 unicast summary json"  # underlay sessions
@@ -297,21 +297,26 @@ def take(ex: NodeExec, restart: bool = False, removes: bool = True) -> None:
     does not have. bgpd may refuse to delete a tenant's `router bgp ASN vrf X` while it
     still knows the VRF's L3VNI, which zebra tells it a moment later: what is left is
     reloaded again (only the difference). The same for a change and for its rollback. A config
-    that only adds lines (`removes` False) leaves nothing to take away: no check is needed."""
+    that only adds lines (`removes` False) leaves nothing to take away: no check is needed, unless
+    the node keeps ospfd's interface settings (`twin.runtime.ospfdif`): ospfd runs that file's too."""
+    wanted = ospfdif.read(ex)  # ospfd's interface settings, sent to ospfd alone (None: the node keeps none)
     if restart and nodefs.exists(ex.pid, frrboot.FIFO, ex.where):  # twin's node image boots FRR itself
         frrboot.reboot(ex.where, ex.pid)
     elif restart:  # an image of the user's: FRR's own init script (the daemons it starts belong to the node)
         ex.start(RESTART, timeouts.FRR_RELOAD).check()
     else:
-        reload(ex)
-    if not removes and not restart:
+        ospfdif.around(ex, wanted, lambda: reload(ex))
+    if not removes and not restart and wanted is None:
         return
 
     def left() -> list[str]:
         lines = pending(ex)
-        if lines:
-            ex.run(RELOAD, timeouts.FRR_RELOAD)
-        return [f"{ex.where}: FRR still runs, not in {FRR_CONF}: {line}" for line in lines]
+        ospfd = ospfdif.left(ospfdif.running(ex), wanted) if wanted is not None else []
+        if lines or ospfd:
+            ospfdif.around(ex, wanted, lambda: ex.run(RELOAD, timeouts.FRR_RELOAD))
+        return [f"{ex.where}: FRR still runs, not in {FRR_CONF}: {line}" for line in lines] + [
+            f"{ex.where}: {line}" for line in ospfd
+        ]
 
     wait.until(left, timeouts.FRR_RELOAD, f"{ex.where}: FRR running {FRR_CONF}", first=0.2, cap=1.0)
 

@@ -368,7 +368,8 @@ def routes(ctx: LabContext, node: str, vrf: str) -> dict:
 
 # --- OSPF and static routes (issue 44: twin.nvue.routing) -------------------------------------------------
 def ospf_shown(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dict:
-    """The VRF's OSPF as ospfd runs it: per NVUE interface its area, network type, timers, state; its neighbors."""
+    """The VRF's OSPF as ospfd runs it: per NVUE interface its area, network type, passive, cost, priority,
+    timers, state; its neighbors."""
     ifs, nbrs = ctx.exec(node).vtysh_json(*(c.replace("vrf all", f"vrf {vrf}") for c in routing.OSPF))
     names = {dev: name for name, dev in (plane.devices.items() if plane else ())}
     got = ifs.get(vrf, {}).get("interfaces", {}) if isinstance(ifs, dict) and isinstance(ifs.get(vrf), dict) else {}
@@ -376,11 +377,18 @@ def ospf_shown(ctx: LabContext, node: str, vrf: str, plane: Plane | None) -> dic
         "interface": {
             names.get(dev, dev): {
                 "area": i.get("area"),
-                "network-type": str(i.get("networkType", "")).lower() or None,
+                "network-type": routing.NETWORK_TYPES.get(str(i.get("networkType")), i.get("networkType")),
+                "passive": "on" if i.get("timerPassiveIface") else "off",
+                "cost": i.get("cost"),
+                "priority": i.get("priority"),
                 "state": i.get("state"),
                 "timers": {
-                    "hello-interval": i["timerMsecs"] // 1000 if isinstance(i.get("timerMsecs"), int) else None,
+                    "hello-interval": routing.seconds(i["timerMsecs"])
+                    if isinstance(i.get("timerMsecs"), int)
+                    else None,
                     "dead-interval": i.get("timerDeadSecs"),
+                    "retransmit-interval": i.get("timerRetransmitSecs"),
+                    "transmit-delay": i.get("transmitDelaySecs"),
                 },
                 "neighbor-count": i.get("nbrCount"),
             }
