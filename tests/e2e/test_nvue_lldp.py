@@ -4,7 +4,10 @@ would. `nv show interface swp51 lldp` on leaf1 names the spine as lldpd sees it;
 tx-interval` and `tx-hold-multiplier` set through a REST revision run (lldpd's configuration, the TTL the
 spine holds leaf1 for); leaf1's uplink set down (Cumulus Linux 5.9's only NVUE switch that stops LLDP on
 a port: 5.11's `lldp state` is refused) is named by verify's `lldp` group at both ends, and passes once
-it is up again; `--prove` replaces leaf2's system name and the group names it at the far end.
+it is up again; `--prove` replaces leaf2's system name and the group names it at the far end. Day 2 on
+the same lab (NVUE's, beyond LLDP): `nv show service lldp` shows the keys NVUE stores (`dot1-tlv`, `mode`)
+beside lldpd's timers; `system hostname` applied to a running node in seconds (its UTS name, FRR's, lldpd's)
+and verify still passes; `qos roce` turned on and off under RoCE flows loses no frame.
 One lab for the module; verify's lldp group is called directly (the port set down
 breaks the fabric on purpose).
 """
@@ -12,6 +15,7 @@ breaks the fabric on purpose).
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import requests
@@ -22,6 +26,7 @@ from twin import verify
 from twin.base import timeouts, wait
 from twin.lab import Lab
 from twin.nvue import service as nvue_service
+from twin.traffic import stream
 
 pytestmark = pytest.mark.e2e
 
@@ -111,3 +116,66 @@ def test_the_proof_breaks_a_nodes_system_name_and_the_lldp_group_names_it(lab):
     (o,) = proof["outcomes"]
     assert o["caught"] and o["restored"] and o["check"] == "lldp: spine1 swp2", o
     assert failures(lab) == {}  # leaf1 sends its own name again, with the timers its NVUE declares
+
+
+# --- day 2 on the same lab: what NVUE stores shown, a host name, RoCE QoS on and off under traffic -----------
+def test_nv_show_service_lldp_shows_what_nvue_stores_beside_what_lldpd_runs(lab):
+    nv_apply(
+        NAME,
+        "leaf2",
+        ("set", "service", "lldp", "dot1-tlv", "on"),
+        ("set", "service", "lldp", "mode", "force-send-lldp"),
+    )
+    assert shown("leaf2", "service", "lldp") == {
+        "tx-interval": 5,  # lldpd's
+        "tx-hold-multiplier": 4,
+        "dot1-tlv": "on",  # applied: kept, not run (docs/nvue.md says why)
+        "mode": "force-send-lldp",
+        "twin": {"system-name": "leaf2", "ttl": 20, "stored": ["dot1-tlv", "mode"]},
+    }
+
+
+def test_a_host_name_set_on_a_running_node_is_applied_in_seconds_and_verify_still_passes(lab):
+    """The node's UTS name, /etc/hostname, frr.conf's and lldpd's system name; FRR's daemons keep the name
+    they started with until FRR starts again (bgpd tells its peers that one), which verify takes too."""
+    t0 = time.monotonic()
+    nv_apply(NAME, "leaf2", ("set", "system", "hostname", "leaf2-sw"))
+    took = time.monotonic() - t0
+    assert took < 30, f"the apply took {took:.0f} s"  # it waited 120 s for FRR and was rolled back
+    node = lab.node("leaf2")
+    got = node.check(["sh", "-c", "hostname; cat /etc/hostname; grep ^hostname /etc/frr/frr.conf"])
+    assert got.stdout.splitlines() == ["leaf2-sw", "leaf2-sw", "hostname leaf2-sw"]
+    assert shown("leaf2", "system")["hostname"] == "leaf2-sw"
+    assert settled(lab, set()) == {}  # spine1 sees leaf2-sw on swp2: what leaf2's NVUE declares
+    assert shown("spine1", "interface", "swp2", "lldp")["neighbor"]["leaf2-sw"]["port"]["name"] == "swp51"
+    rep = verify.run(lab, only=["control"])
+    assert rep.passed, [c.message for c in rep.failures()]
+    nv_apply(NAME, "leaf2", ("unset", "system", "hostname"))
+    assert node.check(["hostname"]).stdout.strip() == "leaf2" and shown("leaf2", "system")["hostname"] == "leaf2"
+    print(f"\nsystem hostname applied in {took:.1f} s")
+
+
+def test_roce_qos_turned_on_and_off_under_traffic_loses_no_frame(lab):
+    """Every cabled port of an NVUE node has its HTB root from `twin up`: `qos roce` on or off runs the port's
+    batch again (classes and filters in place), never a new root qdisc, which drops what the port sends."""
+    node = lab.node("leaf1")
+
+    def root() -> tuple[str, int]:
+        out = node.check(["tc", "-s", "qdisc", "show", "dev", "swp51", "root"]).stdout
+        return out.split(" root")[0], int(out.split(" pkt")[0].rsplit(" ", 1)[1])
+
+    kind, sent = root()
+    assert kind == "qdisc htb 1:", "made at twin up, QoS off"
+    flows = stream.pair_flows(lab.fabric, [("host1a", "host2a"), ("host2a", "host1a")])
+    with stream.Stream(lab, flows, interval=0.001) as s:  # 1,000 frames/s each way, across swp51 and swp10
+        s.hold(0.3)
+        nv_apply(NAME, "leaf1", ("set", "qos", "roce", "enable", "on"))
+        assert "flowid 1:13" in node.check(["tc", "filter", "show", "dev", "swp51"]).stdout  # RoCE in class 3
+        nv_apply(NAME, "leaf1", ("set", "qos", "roce", "enable", "off"))
+        s.hold(0.3)
+    assert node.check(["tc", "filter", "show", "dev", "swp51"]).stdout == ""
+    kind, after = root()
+    assert kind == "qdisc htb 1:" and after > sent, "the same root qdisc all along: its counter went on"
+    assert [(r.src, r.lost) for r in s.results] == [("host1a", 0), ("host2a", 0)], [r.outages for r in s.results]
+    assert min(r.sent for r in s.results) > 2000
+    print(f"\nqos on and off under {len(flows)} flows: {[(r.sent, r.lost) for r in s.results]}")

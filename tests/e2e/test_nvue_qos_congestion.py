@@ -1,15 +1,18 @@
 """RoCE QoS on every hop under congestion (issue 44, item 2): the default topology (aipod) with a
 congestion point on leaf1's port to dpu2 (half the paths dpu1 -> dpu2 cross it: verify steers its
-bursts onto it), brought up from its own NVUE export with `qos roce` on every spine, leaf and DPU.
+bursts onto it), brought up from its own NVUE export with `qos roce` on every spine, leaf and DPU, spine2
+named otherwise by its NVUE (`system hostname spine2-sw`, as operators' files often name a switch).
 
 1. verify's qos and congestion groups pass: every hop of the RoCE path in the same class, and under a
    burst at twice the point's rate, CE marks counted at leaf1:swp4, out of it by RoCE's class (ECN),
-   every CNP back at the sender, by the CNP class at every hop of the way back;
+   every CNP back at the sender, by the CNP class at every hop of the way back; spine2's bgpd tells its
+   peers its NVUE host name (the node's, set before FRR starts);
 2. two mistakes, as operators make them: spine1's DSCP map puts 26 in class 0 (`nv`), and leaf1's,
    the congested hop's, too (the NVUE REST API): verify names spine1 (and that no RoCE path crosses
    it with every link up), leaf1 on the path, and leaf1 marking RoCE in a class without ECN;
 3. the fix, the day-0 files, rehearsed under RoCE flows: no frame lost (a class change is made in
-   place, never a new root qdisc), and the verify after it passes, with the congestion figures.
+   place, never a new root qdisc), and the verify after it passes, with the congestion figures (its
+   control and lldp groups taking spine2 by either name).
 One lab for the module."""
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ pytestmark = pytest.mark.e2e
 NAME = "t-nvqos"
 POINT = "leaf1:swp4"
 QOS = {"roce": {"enable": "on", "mode": "lossless"}}
+RENAMED = "spine2-sw"
 WRONG = {"mapping": {"default-global": {"dscp": {"26": {"switch-priority": 0}}}}}
 
 
@@ -52,6 +56,8 @@ def day0(tmp) -> Path:
     for f in sorted((tmp / "cfg").glob("*/startup.yaml")):
         nv = yaml.safe_load(f.read_text())
         nv[1]["set"]["qos"] = QOS
+        if f.parent.name == "spine2":
+            nv[1]["set"]["system"]["hostname"] = RENAMED
         f.write_text(yaml.safe_dump(nv, sort_keys=False))
     assert len(list((tmp / "cfg").glob("*/startup.yaml"))) == 6  # 2 spines, 2 leafs, 2 DPUs
     return tmp / "cfg"
@@ -90,6 +96,9 @@ def test_every_hop_classifies_roce_alike_and_under_congestion_ce_is_counted_and_
     assert f"{POINT.replace(':', ' ')}" in f["roce_hops"] and f["roce_class"] == 3, f
     assert "dpu1 pf0vf0" in f["cnp_hops"] and f["cnp_class"] == 6, f  # the last hop to host1a
     (point,) = rep.extra["congestion"]["points"]  # twin's own judgement of the point, steered onto it
+    (port,) = [x.port for x in lab.fabric.sessions("leaf1") if x.peer == "spine2"]
+    (summary,) = lab.node("leaf1").vtysh_json("show bgp summary json")
+    assert summary["ipv4Unicast"]["peers"][port]["hostname"] == RENAMED, "spine2's FRR started with its NVUE name"
     assert point["point"] == POINT and not point["every_path"] and point["ect"]["ce"] > 0, point
     print(
         f"\n{POINT}: {f['ce']} of {f['received']} CE (counted {f['counted']['ce']}), CNPs {f['cnps_received']}/"
@@ -154,7 +163,7 @@ def test_the_fix_rehearsed_under_roce_flows_loses_nothing_and_verifies_under_con
     assert sorted({c.split(":")[0] for c in rep["apply"]["changes"]}) == ["leaf1", "spine1"], rep["apply"]
     assert all(f["lost"] == 0 for f in rep["flows"]), "a class changed in place: no new root qdisc"
     v = rep["verify"]
-    assert v["passed"] and {"qos", "congestion"} <= {c["group"] for c in v["checks"]}
+    assert v["passed"] and {"qos", "congestion", "control", "lldp"} <= {c["group"] for c in v["checks"]}
     (f,) = v["congestion"]["qos"]
     assert 0 < f["ce"] <= f["counted"]["ce"] and 0 < f["cnps_received"] == f["cnps_sent"], f
     print(f"\nrehearsal: timings {rep['timings']}; {f['ce']} CE at {f['point']}, CNPs {f['cnps_received']}")

@@ -95,6 +95,7 @@ INNER = {
             "twin.nvue.mtu",
             "twin.nvue.qos",
             "twin.nvue.lldp",
+            "twin.nvue.hostname",
         },
         {"twin.nvue.change", "twin.nvue.judge", "twin.nvue.policycheck", "twin.nvue.routing"},
         {

@@ -64,7 +64,7 @@ def test_link_mtu_is_the_ports_and_the_svis_last_and_undone_to_the_planes():
             }
         }
     )
-    cmds = [s.command() for s in x.plane.steps]
+    cmds = [s.command() for s in x.plane.steps if s.op != "tc-batch"]  # the ports' traffic classes come last
     assert cmds[-3:] == [
         "ip -n red link set swp1 mtu 9216",
         "ip link set swp51 mtu 1500",
@@ -106,7 +106,7 @@ def test_acls_compile_to_netdev_chains_in_the_ports_namespace_a_counter_per_rule
     assert 'meta protocol ip counter name "r0_30" accept comment "acl BLOCK rule 30"' in red
     assert "swp51" not in red and 'type filter hook egress device "swp51"' in default
     assert red.count("counter r0_") == 3 and red.startswith("# leaf01") and "delete table netdev twin_acl" in red
-    cmds = [s.command() for s in x.plane.steps]
+    cmds = [s.command() for s in x.plane.steps if s.op != "tc-batch"]
     assert cmds[-2:] == ["nft -f /etc/twin/acl.nft", "ip netns exec red nft -f /etc/twin/acl-red.nft"]
     assert routed.undo(x.plane.extras[("acl", "red")]).command() == (
         "ip netns exec red nft 'add table netdev twin_acl; delete table netdev twin_acl'"
@@ -231,6 +231,7 @@ def test_roce_qos_is_an_htb_per_cabled_port_with_dscp_filters_and_says_what_it_m
         "class replace dev swp51 parent 1:1 classid 1:16 htb rate 1gbit ceil 100gbit burst 1mb cburst 1mb "
         "quantum 60000 prio 1"
     ) in batch
+    assert batch.count("class replace") == 9 and batch.count("pfifo") == 8, "every traffic class, whatever maps to it"
     assert "qdisc replace dev swp51 parent 1:13 handle 13: pfifo limit 10000" in batch, "lossless: deep"
     assert "qdisc replace dev swp51 parent 1:10 handle 10: pfifo limit 1000" in batch
     assert "filter add dev swp51 parent 1: protocol ip prio 27 u32 match ip dsfield 0x68 0xfc flowid 1:13" in batch
@@ -240,7 +241,7 @@ def test_roce_qos_is_an_htb_per_cabled_port_with_dscp_filters_and_says_what_it_m
         "{ tc -n red qdisc show dev swp1 root | grep -q '^qdisc htb 1: root' || "
         "tc -n red qdisc replace dev swp1 root handle 1: htb default 10; } && tc -n red -batch /etc/twin/qos-swp1.tc"
     )
-    assert routed.undo(step).command() == "tc -n red qdisc del dev swp1 root"
+    assert routed.undo(step) is None, "a port's root is never taken away: a frame would be lost"
     assert (
         "leaf01: qos ECN thresholds (traffic class 3): kept, not run: marking CE at a queue depth needs RED "
         "(TWIN_NVUE_RED=on where the kernel has it)"
@@ -253,10 +254,27 @@ def test_roce_qos_is_an_htb_per_cabled_port_with_dscp_filters_and_says_what_it_m
     ) in red["leaf01"].files["qos-swp51.tc"]
 
 
+def test_qos_turned_on_and_off_on_day_2_runs_each_ports_batch_again_and_replaces_no_root():
+    off, on = built({}), built({"qos": {"roce": {"enable": True}}})
+    add, remove = extras_delta(off.plane.extras, on.plane.extras, set(), set())
+    assert sorted(s.args["port"] for s in add) == ["swp1", "swp2", "swp51", "swp52"] and remove == []
+    add, remove = extras_delta(on.plane.extras, off.plane.extras, set(), set())
+    assert [s.op for s in add] == ["tc-batch"] * 4 and remove == [], "off: the same classes, no filter, in place"
+    assert not any("qdisc del" in s.command() or "root" in off.files[s.dev].split("\n", 1)[1] for s in add)
+    assert off.files["qos-swp51.tc"].splitlines()[0] == "filter del dev swp51 parent 1:"
+
+
 def test_qos_lossy_has_no_lossless_class_and_nvue_refuses_what_it_refuses():
     x = built({"qos": {"roce": {"mode": "lossy"}}})
     assert x.plane.qos.lossless == frozenset() and "pfifo limit 10000" not in x.files["qos-swp51.tc"]
-    assert built({}).plane.qos is None and not any(f.startswith("qos-") for f in built({}).files)
+    off = built({})
+    assert off.plane.qos is None and sorted(f for f in off.files if f.startswith("qos-")) == [
+        "qos-swp1.tc",
+        "qos-swp2.tc",
+        "qos-swp51.tc",
+        "qos-swp52.tc",
+    ], "the traffic classes are there with QoS off too"
+    assert "filter add" not in off.files["qos-swp51.tc"] and "pfifo limit 10000" not in off.files["qos-swp51.tc"]
     assert refused({"qos": {"roce": {"mode": "fast"}, "mapping": {"default-global": {"dscp": {"64": {}}}}}}) == [
         "qos.mapping.default-global.dscp.64: '64' is not a DSCP (0-63)",
         "qos.roce.mode: 'fast' is not one of lossless, lossy",

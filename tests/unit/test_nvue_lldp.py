@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 
 from twin import nvue, topology
 from twin.base.errors import CommandError, TopologyError
+from twin.nvue import hostname as nvue_hostname
 from twin.nvue import lldp, lldpcheck
 from twin.nvue import tree as nv_tree
 from twin.nvue.lldpcheck import End
-from twin.nvue.nvued import show
+from twin.nvue.nvued import show, showlldp
 from twin.nvue.plane import extras_delta
 from twin.runtime import LldpNeighbor, Result, parse_lldpd, read_lldpd
 
@@ -29,6 +30,11 @@ FABRIC = topology.load(ROOT / "tests/e2e/nvue/samples.yml")
 POLICY = topology.load(ROOT / "tests/e2e/nvue/policy.yml")
 LEAF = nvue.read(ROOT / "tests/golden/interop/nvue/samples/leaf01/startup.yaml").tree
 GOLDEN = ROOT / "tests/golden/lldp"
+NAME = r"[A-Za-z0-9][A-Za-z0-9.-]*"
+HOSTNAME_STEP = re.compile(
+    rf"hostname (?P<n>{NAME}) && printf '%s\\n' (?P=n) > /etc/hostname && "
+    rf"\{{ grep -q '\[\[:space:\]\](?P=n)\$' /etc/hosts \|\| printf '127\.0\.1\.1\\t%s\\n' (?P=n) >> /etc/hosts; \}}"
+)
 FUZZ = settings(
     derandomize=True, database=None, deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -170,7 +176,8 @@ def test_day_two_sets_the_step_anew_and_its_removal_puts_lldpds_own_back():
     assert add == [] and [s.command() for s in remove] == [lldp.DEFAULT.step().command()]
     assert lldp.DEFAULT.step().command().endswith("tx-hold 4 && lldpcli configure lldp tx-interval 5")
     add, remove = extras_delta(other.extras, some.extras, set(), set())  # its host name gone: lldpd's own again
-    assert [s.command().split(" && ")[0] for s in add] == ["lldpcli unconfigure system hostname"] and remove == []
+    assert [s.command().split(" && ")[0] for s in add] == ["lldpcli unconfigure system hostname"]
+    assert [s.command().split(" && ")[0] for s in remove] == ["hostname leaf01"], "the node's own name again"
 
 
 NASTY = ["x\nconfigure lldp status disabled", "a b", "a;b", "$(id)", "`id`", "-h", "x" * 70, "", "1", "\x00", "é"]
@@ -194,6 +201,8 @@ def test_no_value_becomes_a_foreign_lldpcli_command(key: str, value: Any):
         return
     step = x.plane.extras.get(lldp.KEY)
     assert step is None or STEP.fullmatch(step.command()), (key, value, step)
+    named = x.plane.extras.get(nvue_hostname.KEY)
+    assert named is None or HOSTNAME_STEP.fullmatch(named.command()), (key, value, named)
 
 
 # --- lldpd's JSON -----------------------------------------------------------------------------------------
@@ -205,6 +214,28 @@ class FakeExec:
 
     def check(self, cmd: list[str], timeout: float = 0) -> Result:
         return Result(self.where, cmd, 0, self.out, "")
+
+
+class FakeCtx:
+    def exec(self, node: str) -> FakeExec:
+        return FakeExec((GOLDEN / "spine1.json0").read_text())
+
+
+def test_nv_show_service_lldp_shows_what_nvue_stores_beside_what_lldpd_runs():
+    applied = {"tx-interval": 5, "dot1-tlv": True, "mode": "force-send-cdpv1", "lldp-med-inventory-tlv": False}
+    assert showlldp.service_shown(FakeCtx(), "spine1", applied) == {  # type: ignore[arg-type]
+        "tx-interval": 5,  # lldpd's
+        "tx-hold-multiplier": 4,
+        "dot1-tlv": "on",  # applied, not run: NVUE's words
+        "lldp-med-inventory-tlv": "off",
+        "mode": "force-send-cdpv1",
+        "twin": {"system-name": "spine1", "ttl": 20, "stored": ["dot1-tlv", "lldp-med-inventory-tlv", "mode"]},
+    }
+    assert showlldp.service_shown(FakeCtx(), "spine1", {}) == {  # type: ignore[arg-type]
+        "tx-interval": 5,
+        "tx-hold-multiplier": 4,
+        "twin": {"system-name": "spine1", "ttl": 20},
+    }
 
 
 def test_lldpds_json0_reads_as_its_timers_name_and_neighbors_per_port():
@@ -251,11 +282,26 @@ def test_a_port_sees_the_far_end_as_cabled_held_as_its_nvue_declares():
 
 
 def test_a_host_name_copied_from_another_switch_is_named():
-    e = End("spine1", "swp2", "leaf2", "swp51", lldp.Lldp(system_name="leaf1"), True)
+    e = End("spine1", "swp2", "leaf2", "swp51", lldp.Lldp(system_name="leaf1"), True, taken=frozenset({"leaf1"}))
     assert verdict(e, [seen("leaf1", "swp51")]) == (
         False,
         "sees leaf1 swp51, not leaf2 swp51 as the topology cables it (leaf2 sends its NVUE system.hostname leaf1)",
     )
+
+
+def test_a_switch_its_nvue_renames_is_seen_by_that_name_too():
+    e = End("spine1", "swp2", "leaf2", "swp51", lldp.Lldp(system_name="leaf2-sw"), True, taken=frozenset({"leaf1"}))
+    assert verdict(e, [seen("leaf2-sw", "swp51")]) == (
+        True,
+        "sees leaf2-sw swp51, leaf2's NVUE system.hostname (TTL 20 s)",
+    )
+    assert verdict(e, [seen("leaf2", "swp51")]) == (True, "sees leaf2 swp51 (TTL 20 s)")  # lldpd not told yet
+    texts, _ = nvue.export(POLICY)
+    trees = {n: nvue.read(f"{n}/startup.yaml", t).tree for n, t in texts.items()}
+    trees["leaf2"]["system"]["hostname"] = "leaf1"  # copied from leaf1
+    runs = nvue.build({n: nvue.from_tree(t, f"{n}/startup.yaml") for n, t in trees.items()}, POLICY, "netns")[0]
+    (far,) = [x for x in lldpcheck.ends(POLICY, runs, "netns") if x.name == "spine1 swp2"]
+    assert far.names == {"leaf2"} and "leaf1" in far.taken, "another node's name is not leaf2's"
 
 
 def test_a_port_set_down_is_named_at_both_ends():

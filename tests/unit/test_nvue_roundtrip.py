@@ -87,6 +87,11 @@ def shipped(name: str, variant: str) -> Fabric:
     return topology.load_document(doc, name).model_copy(update={"timers": SCALED})
 
 
+def shaped(steps: list) -> set[str]:
+    """The ports a workload's rate limit shapes: no traffic classes there."""
+    return {s.dev for s in steps if s.op in ("tbf", "ingress")}
+
+
 @pytest.mark.parametrize("variant", ["as shipped", "own MTUs and timers"])
 @pytest.mark.parametrize("backend", ["netns", "vrf"])
 @pytest.mark.parametrize("name", TOPOLOGIES)
@@ -106,7 +111,12 @@ def test_every_shipped_topology_round_trips_through_nvue(name, backend, variant,
     for node, x in nodes.items():
         mine, theirs = twin[node], x.files
         twin_steps = overlay.plan(fabric, node, backend)
-        assert [s for s in x.plane.steps if s.dev != "lo"] == [s for s in twin_steps if s.dev != "lo"], node
+        # the same steps, and every cabled port's traffic classes (RoCE QoS off: no filter, twin.nvue.qos)
+        classes = [s for s in x.plane.steps if s.op == "tc-batch"]
+        assert [s for s in x.plane.steps if s.dev != "lo" and s not in classes] == [
+            s for s in twin_steps if s.dev != "lo"
+        ], node
+        assert {s.args["port"] for s in classes} == {p.name for p in fabric.nodes[node].ports} - shaped(twin_steps)
         assert x.plane.bindings == overlay.bindings(fabric, node, backend), node
         assert (
             lo_addresses(theirs, x.plane.steps)
@@ -123,7 +133,8 @@ def test_every_shipped_topology_round_trips_through_nvue(name, backend, variant,
         }
         assert {p.name for p in fabric.nodes[node].ports} <= set(declared), node
         assert declared == {d: kernel[d] for d in declared}, node
-        assert x.plane.qos is None and x.plane.kfiles == {}, "twin's design runs no RoCE QoS, no ACL"
+        assert x.plane.qos is None and set(x.plane.kfiles) == {s.dev for s in classes}, "no RoCE QoS, no ACL"
+        assert not any("filter add" in t for t in x.plane.kfiles.values()), "every frame in traffic class 0"
         same = set(mine) - {"frr.conf", "interfaces.sh", "daemons"}
         assert {f: theirs[f] for f in same} == {f: mine[f] for f in same}, node
         # an NVUE node's daemons are a switch's whatever it holds yet (issues 33, 44): staticd, bfdd, ospfd, zebra -n

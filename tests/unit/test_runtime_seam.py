@@ -33,7 +33,9 @@ def test_text_and_apply_tables_cover_the_same_ops():
         "nft-delete",
         "tc-batch",
         "lldp",
-    }  # tc-batch: NVUE's RoCE QoS, a file of the node's (twin.nvue.qos); lldp: lldpcli (twin.nvue.lldp)
+        "hostname",
+    }  # tc-batch: an NVUE port's traffic classes, a file of the node's (twin.nvue.qos); lldp: lldpcli
+    # (twin.nvue.lldp); hostname: the node's UTS name and /etc files (twin.nvue.hostname)
 
 
 def test_a_netlink_refusal_leaves_the_seam_as_netlink_failed_with_its_errno():

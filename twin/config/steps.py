@@ -88,6 +88,15 @@ def _lldp_text(a: dict) -> str:
     )
 
 
+def _hostname_text(name: str) -> str:
+    """The node's host name: its UTS name, /etc/hostname, and its line in /etc/hosts (as the node's image
+    writes it when FRR starts); `name` is a host name NVUE's type checked (letters, digits, '-', '.')."""
+    return (
+        f"hostname {name} && printf '%s\\n' {name} > /etc/hostname && "
+        f"{{ grep -q '[[:space:]]{name}$' /etc/hosts || printf '127.0.1.1\\t%s\\n' {name} >> /etc/hosts; }}"
+    )
+
+
 def _in_ns(s: Step) -> str:
     return f"ip netns exec {s.ns} " if s.ns and s.ns != MGMT_NS else ""  # the management one: Step.command
 
@@ -144,9 +153,11 @@ OPS: dict[str, Op] = {
         in_node=True,
     ),
     "nft": Op(lambda s, n: f"{_in_ns(s)}nft -f {NODE_DIR}/{s.dev}", in_node=True),
-    # NVUE's RoCE QoS on a port (`twin.nvue.qos`): a tc batch file of the node's, on the port's root
-    # qdisc `root`, made first only where the port has another (a running root is never replaced)
+    # an NVUE port's traffic classes (`twin.nvue.qos`, RoCE QoS on or off): a tc batch file of the node's, on
+    # the port's root qdisc `root`, made first only where the port has another (a running root is never replaced)
     "tc-batch": Op(lambda s, n: _tc_batch(s, n), in_node=True),
+    # NVUE's `system hostname` (`twin.nvue.hostname`): the node's UTS name (FRR shows it), /etc/hostname, /etc/hosts
+    "hostname": Op(lambda s, n: _hostname_text(s.dev), in_node=True),
     # NVUE's LLDP (`twin.nvue.lldp`): the node's lldpd set at run time; each `configure` makes it send at once,
     # the interval last so what it sends then holds the rest
     "lldp": Op(lambda s, n: _lldp_text(s.args), in_node=True),

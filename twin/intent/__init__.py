@@ -60,6 +60,10 @@ class NodeIntent:
     default_route: str = ""  # who announces the default route it must have ("": none)
     edge: bool = False  # the internet: its /32 routes are exactly loopbacks and public ones
     edge_ports: frozenset[str] = frozenset()  # ports towards the internet: no EVPN on them
+    # port -> the names its peer may send in BGP's hostname capability, where it has another than its node
+    # name: the host name its FRR config gives it (bgpd sends the system's name as it started: on day 2 a
+    # renamed peer sends its old one until FRR starts again)
+    names: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def vtep(self) -> bool:
@@ -71,10 +75,25 @@ class NodeIntent:
 
     def bgp_summary(self) -> dict:
         """The subset `show bgp summary json` must contain: every session Established with its peer."""
-        peers = {s.port: {"state": "Established", "hostname": s.peer} for s in self.sessions}
+        peers = {
+            s.port: {"state": "Established", **({} if s.port in self.names else {"hostname": s.peer})}
+            for s in self.sessions
+        }
         out: dict = {"ipv4Unicast": {"peers": peers}}
         if self.evpn and not self.edge:
             out["l2VpnEvpn"] = {"peers": {p: {"state": "Established"} for p in peers if p not in self.edge_ports}}
+        return out
+
+    def hostname_diffs(self, summary: dict) -> list[str]:
+        """The peers of `names` whose hostname in `show bgp summary json` is none of their names (the
+        others' hostnames are in `bgp_summary`)."""
+        table = summary.get("ipv4Unicast") if isinstance(summary, dict) else None
+        peers = (table.get("peers") if isinstance(table, dict) else None) or {}
+        out = []
+        for port, names in sorted(self.names.items()):
+            got = peers.get(port, {}).get("hostname") if isinstance(peers.get(port), dict) else None
+            if port in peers and got not in names:
+                out.append(f".ipv4Unicast.peers.{port}.hostname: expected {' or '.join(map(repr, names))}, got {got!r}")
         return out
 
     def tenant(self, name: str) -> TenantIntent | None:
@@ -85,11 +104,18 @@ class Intent:
     """The intent of every FRR node of a fabric (hosts hold what `twin.config.overlay` gives them).
 
     `files`: each node's files as it runs them (node -> file name -> text); only the nodes whose
-    intent is their own config's (`generic`) need them."""
+    intent is their own config's (`generic`) need them. `hostnames`: node -> the host name its FRR
+    config gives it, where another than its name (an NVUE `system hostname`): its peers may see either."""
 
-    def __init__(self, fabric: Fabric, files: Mapping[str, Mapping[str, str]] | None = None):
+    def __init__(
+        self,
+        fabric: Fabric,
+        files: Mapping[str, Mapping[str, str]] | None = None,
+        hostnames: Mapping[str, str] | None = None,
+    ):
         self.fabric = fabric
         self.files = files or {}
+        self.hostnames = {n: h for n, h in (hostnames or {}).items() if h != n}
 
     @cached_property
     def nodes(self) -> dict[str, NodeIntent]:
@@ -126,6 +152,7 @@ class Intent:
             default_route="" if name in edges else ", ".join(edges),
             edge=name in edges,
             edge_ports=frozenset(p.name for p in me.fabric_ports if p.peer_node in edges),
+            names={s.port: (s.peer, self.hostnames[s.peer]) for s in f.sessions(name) if s.peer in self.hostnames},
         )
 
     def vteps(self) -> list[str]:

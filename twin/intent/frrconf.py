@@ -235,6 +235,15 @@ def _covers(prefix: str, cidr: str) -> bool:
         return False
 
 
+def hostname(text: str) -> str | None:
+    """The `hostname` a config gives FRR (None: none), without reading the rest of it."""
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] == "hostname":
+            return words[1]
+    return None
+
+
 def parse(text: str) -> FrrConfig:
     cfg = FrrConfig()
     block: list[str] = []  # the words of the line that opened the block

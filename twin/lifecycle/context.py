@@ -79,7 +79,9 @@ class LabContext:
 
     @cached_property
     def intent(self) -> Intent:
-        return Intent(self.fabric, state.running_files(self.dir, self.fabric))
+        return Intent(
+            self.fabric, state.running_files(self.dir, self.fabric), state.frr_hostnames(self.dir, self.fabric)
+        )
 
     def with_fabric(self, fabric: Fabric) -> "LabContext":
         """The same running lab, judged against another intent (after a change)."""

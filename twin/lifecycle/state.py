@@ -31,6 +31,7 @@ from twin.config import dialect
 from twin.config.backend import Backend
 from twin.config.services import Shaping
 from twin.config.userconf import FRR_CONF, UserConfigs
+from twin.intent import frrconf
 from twin.runtime import Runtime, make_runtime
 from twin.topology.model import Fabric
 from twin.topology.names import check_lab_name
@@ -139,6 +140,17 @@ def running_files(d: Path, fabric: Fabric) -> dict[str, dict[str, str]]:
     return {
         n: read_files(d, n, ["frr.conf", "daemons"]) for n, node in fabric.nodes.items() if kinds.of(node).user_config
     }
+
+
+def frr_hostnames(d: Path, fabric: Fabric) -> dict[str, str]:
+    """Node -> the host name its frr.conf gives FRR, for every FRR node that has one (its peers may see it,
+    `twin.intent.Intent`'s `hostnames`)."""
+    out = {}
+    for n, node in fabric.nodes.items():
+        if kinds.of(node).runs_frr and (text := read_files(d, n, ["frr.conf"]).get("frr.conf")):
+            if name := frrconf.hostname(text):
+                out[n] = name
+    return out
 
 
 def read_files(d: Path, node: str, names: list[str]) -> dict[str, str]:

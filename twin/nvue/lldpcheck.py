@@ -2,7 +2,8 @@
 (what Cumulus's PTM does with its topology.dot), on every link of the topology with an NVUE node at
 an end. Each end whose port its node's lldpd sees (lldpd runs in the node's own namespace, in every
 node of twin's image) must see the far end as the topology cables it: the far node's name as the
-system name (a switch sends its host name: NVUE's `system hostname`), the far port as the port id,
+system name (a switch sends its host name), or the host name its NVUE gives it (`system hostname`,
+a switch renamed) unless that is another node's name, the far port as the port id,
 held for the TTL the far end's NVUE declares (`service lldp tx-interval` x `tx-hold-multiplier`;
 twin's lldpd's own where it declares none).
 
@@ -51,6 +52,13 @@ class End:
     nvue: bool  # the far end runs NVUE
     down: bool = False  # its own NVUE sets this port down: LLDP neither sends nor listens there
     peer_down: bool = False  # the far end's NVUE sets its port down
+    taken: frozenset[str] = frozenset()  # the other nodes' names and NVUE host names: not the far end's
+
+    @property
+    def names(self) -> set[str]:
+        """The system names the far end may send: its node name, its NVUE host name unless another's."""
+        own = self.sends.system_name
+        return {self.peer} | ({own} if own and own not in self.taken else set())
 
     @property
     def name(self) -> str:
@@ -61,6 +69,7 @@ def ends(fabric: Fabric, runs: dict[str, NvueNode], backend: Backend) -> list[En
     """Both ends of every link with an NVUE node at an end, where both ports are lldpd's: nodes of
     twin's image running FRR (hosts run no lldpd), ports in their node's own namespace."""
     ports = {n: _ports(fabric, n, runs.get(n), backend) for n in fabric.nodes}
+    names = {n: {n, lldp.of(runs[n].file.tree, n).system_name or n} if n in runs else {n} for n in fabric.nodes}
     out = []
     for link in fabric.links:
         a, b = link.a, link.b
@@ -69,7 +78,8 @@ def ends(fabric: Fabric, runs: dict[str, NvueNode], backend: Backend) -> list[En
                 ny = runs.get(y.node)
                 sends = lldp.of(ny.file.tree, y.node) if ny else lldp.DEFAULT
                 down, peer_down = ports[x.node][x.port], ports[y.node][y.port]
-                out.append(End(x.node, x.port, y.node, y.port, sends, ny is not None, down, peer_down))
+                taken = frozenset(set().union(*(v for m, v in names.items() if m != y.node)))
+                out.append(End(x.node, x.port, y.node, y.port, sends, ny is not None, down, peer_down, taken))
     return out
 
 
@@ -98,9 +108,10 @@ def judge(e: End, seen: list[LldpNeighbor]) -> Check:
             f"the topology cables {e.peer} {e.peer_port} there",
             data,
         )
-    mine = next((n for n in seen if n.name == e.peer and n.port == e.peer_port), None)
+    mine = next((n for n in seen if n.name in e.names and n.port == e.peer_port), None)
     if mine is not None and mine.ttl == e.sends.ttl:
-        return Check(GROUP, e.name, True, f"sees {e.peer} {e.peer_port} (TTL {mine.ttl} s)", data)
+        named = f", {e.peer}'s NVUE system.hostname" if mine.name != e.peer else ""
+        return Check(GROUP, e.name, True, f"sees {mine.name} {e.peer_port}{named} (TTL {mine.ttl} s)", data)
     if mine is not None:
         by = (
             f"{e.peer}'s NVUE declares tx-interval {e.sends.tx_interval} x tx-hold-multiplier {e.sends.tx_hold}"

@@ -33,6 +33,7 @@ from twin.kinds import MGMT_PORT
 from twin.nvue import acl as nvue_acl
 from twin.nvue import beyond, routed
 from twin.nvue import bonds as bonds_
+from twin.nvue import hostname as nvue_hostname
 from twin.nvue import lldp as nvue_lldp
 from twin.nvue.load import NvueFile
 from twin.nvue.model import MGMT, NodeConf, Svi
@@ -126,6 +127,7 @@ def build(
         for at, why in beyond.problems(conf, nf.tree)
         + routed.mgmt_problems(conf, fabric)
         + routed.next_hop_problems(conf, fabric, node)
+        + nvue_hostname.problems(nf.tree)
     ]
     if problems:
         raise TopologyError(problems)
@@ -150,6 +152,7 @@ def build(
         plane.bindings = overlay.bindings(nfab, node, backend)
     nvue_acl.attach(plane, nf, backend, steps, red)  # MTUs, ACLs and RoCE QoS the node runs (issue 44)
     if steps:
+        nvue_hostname.attach(plane, nf.tree)  # its host name: the UTS name FRR shows, /etc/hostname
         nvue_lldp.attach(plane, nf.tree)  # its lldpd's timers and system name (issue 44)
     return plane
 

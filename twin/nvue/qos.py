@@ -6,10 +6,15 @@ switch-priority P` and `qos congestion-control default-global traffic-class T` (
 `min-threshold`, `max-threshold`, `probability`).
 
 On every cabled port of the node (each in its namespace) a tc batch file (`qos-<port>.tc`, run in
-the node): an HTB root whose classes are the traffic classes (`1:1T`; the rest in `1:10`), the
-higher the class the higher its priority (CNPs first), u32 filters sending each DSCP of the mapping
-to its class, each at a preference of its own (`prio`), the outer header of VXLAN frames carrying the
-inner DSCP (`tos inherit`). What cannot be real in software is modelled and said so:
+the node), with RoCE QoS on or off: an HTB root (`ROOT`, made once at `twin up`, never replaced) whose
+eight classes are the traffic classes (`1:1T`; what no filter sends elsewhere in `1:10`), the higher
+the class the higher its priority (CNPs first). With `qos roce` off no filter leads anywhere but
+`1:10` (every queue short, nothing shaped: the classes' ceiling is above any veth's rate); on, u32
+filters send each DSCP of the mapping to its class, each at a preference of its own (`prio`), the
+outer header of VXLAN frames carrying the inner DSCP (`tos inherit`). Turning RoCE QoS on or off, or
+changing it, is the same batch run again: classes and queues changed in place, filters made anew,
+no root qdisc replaced (which drops what the port sends meanwhile: 1-54 ms measured here).
+What cannot be real in software is modelled and said so:
 
 - PFC: no pause frames between veths. A lossless class back-pressures instead of tail-dropping:
   its queue is deep (`LOSSLESS_QUEUE` packets) where a lossy class's is short (`LOSSY_QUEUE`);
@@ -18,7 +23,9 @@ inner DSCP (`tos inherit`). What cannot be real in software is modelled and said
   RED qdisc with its thresholds and `ecn`; else the thresholds are kept, not run (said at `twin up`);
 - the egress scheduler's weights, buffers, cable length, the rest of `qos`: stored.
 
-A port twin's own services shape (a workload's rate limit: a TBF root) keeps its shaping, said.
+A port twin's own services shape (a workload's rate limit: a TBF root) keeps its shaping, said, and
+gets no HTB root; a port a rate limit comes to later on day 2 has its root replaced by the TBF, which
+the QoS step leaves alone (`twin.nvue.routed.undo`: nothing to undo).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ LINE = "100gbit"  # the HTB's ceiling: a veth has no speed; nothing is held back
 BURST = "burst 1mb cburst 1mb"
 MODES = ("lossless", "lossy")
 ROOT = "htb 1: default 10"  # every port's root qdisc (kind, handle, options): the classes' HTB, the rest in 1:10
+CLASSES = range(8)  # the traffic classes every port has, as a switch port has its eight queues
 
 
 @dataclass(frozen=True)
@@ -65,37 +73,40 @@ class Qos:
     def used(self) -> list[int]:
         return sorted({0, *self.classes.values()})
 
-    def batch(self, dev: str, red: bool) -> str:
-        """The tc batch of one port, on its HTB root (`ROOT`, made first where the port has none): its
-        filters made anew, its classes and their queues changed in place. The root is never replaced
-        once there: replacing a running port's root qdisc drops what the port sends in that instant
-        (the kernel swaps in a queue that drops while it grafts), so a day-2 change of the classes
-        loses no frame; a class no filter leads to any more stays, unused."""
-        lines = [
-            f"filter del dev {dev} parent 1:",
-            f"class replace dev {dev} parent 1: classid 1:1 htb rate {LINE} ceil {LINE} {BURST} quantum 60000",
-        ]
-        for tc in self.used():
+
+def batch(dev: str, q: Qos | None, red: bool) -> str:
+    """The tc batch of one port, on its HTB root (`ROOT`, made first where the port has none): the
+    whole of its classes and filters for RoCE QoS `q` (None: off), whatever the port held before, so
+    one batch takes a port from any state to this one in place. Every traffic class is there either
+    way (`CLASSES`: nothing to delete, whose queue would drop what it holds), its queue lossless
+    (deep), lossy or RED; the filters are made anew (none with QoS off: everything in `1:10`). The
+    root is never replaced once there: replacing a running port's root qdisc drops what the port sends
+    in that instant (the kernel swaps in a queue that drops while it grafts)."""
+    lines = [
+        f"filter del dev {dev} parent 1:",
+        f"class replace dev {dev} parent 1: classid 1:1 htb rate {LINE} ceil {LINE} {BURST} quantum 60000",
+    ]
+    for tc in CLASSES:
+        lines.append(
+            f"class replace dev {dev} parent 1:1 classid 1:1{tc} htb rate 1gbit ceil {LINE} {BURST} "
+            f"quantum 60000 prio {7 - tc}"
+        )
+        if q is not None and red and tc in q.ecn:  # a handle of its own: a class's queue changing kind is grafted anew
+            lo, hi, p = q.ecn[tc]
             lines.append(
-                f"class replace dev {dev} parent 1:1 classid 1:1{tc} htb rate 1gbit ceil {LINE} {BURST} "
-                f"quantum 60000 prio {7 - tc}"
+                f"qdisc replace dev {dev} parent 1:1{tc} handle 2{tc}: red limit {4 * hi} min {lo} "
+                f"max {hi} avpkt 1500 burst {max(1, (2 * lo + hi) // 4500)} probability {p / 100:g} "
+                f"bandwidth {LINE} ecn"
             )
-            if red and tc in self.ecn:  # a handle of its own: a class's queue changing kind is grafted anew
-                lo, hi, p = self.ecn[tc]
-                lines.append(
-                    f"qdisc replace dev {dev} parent 1:1{tc} handle 2{tc}: red limit {4 * hi} min {lo} "
-                    f"max {hi} avpkt 1500 burst {max(1, (2 * lo + hi) // 4500)} probability {p / 100:g} "
-                    f"bandwidth {LINE} ecn"
-                )
-            else:
-                q = LOSSLESS_QUEUE if tc in self.lossless else LOSSY_QUEUE
-                lines.append(f"qdisc replace dev {dev} parent 1:1{tc} handle 1{tc}: pfifo limit {q}")
-        for dscp, tc in sorted(self.classes.items()):
-            lines.append(
-                f"filter add dev {dev} parent 1: protocol ip prio {prio(dscp)} u32 match ip dsfield {dscp << 2:#04x} "
-                f"0xfc flowid 1:1{tc}"
-            )
-        return "\n".join(lines) + "\n"
+        else:
+            n = LOSSLESS_QUEUE if q is not None and tc in q.lossless else LOSSY_QUEUE
+            lines.append(f"qdisc replace dev {dev} parent 1:1{tc} handle 1{tc}: pfifo limit {n}")
+    for dscp, tc in sorted(q.classes.items()) if q is not None else ():
+        lines.append(
+            f"filter add dev {dev} parent 1: protocol ip prio {prio(dscp)} u32 match ip dsfield {dscp << 2:#04x} "
+            f"0xfc flowid 1:1{tc}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def prio(dscp: int) -> int:
@@ -140,12 +151,11 @@ def file(dev: str) -> str:
 
 
 def attach(plane: Any, tree: dict, red: bool, where: dict[str, tuple[str, str]]) -> dict[str, str]:
-    """A node's plane (`twin.nvue.plane.Plane`) with its RoCE QoS on every cabled port: the steps
-    (last, plane extras `("qos", port)`), the notes; returns its files."""
+    """A node's plane (`twin.nvue.plane.Plane`) with its traffic classes on every cabled port, RoCE QoS on
+    or off (`batch`): the steps (last, plane extras `("qos", port)`: a day-2 change of `qos`, on, off or
+    another map, runs the port's new batch), the notes; returns its files."""
     q = of(tree)
     plane.qos = q
-    if q is None:
-        return {}
     node = plane.fabric.nodes[plane.node]
     shaped = {s.dev for s in plane.steps if s.op in ("tbf", "ingress")}
     files: dict[str, str] = {}
@@ -153,13 +163,16 @@ def attach(plane: Any, tree: dict, red: bool, where: dict[str, tuple[str, str]])
         if dev not in node.ports_by_name or dev not in plane.devices.values():
             continue
         if dev in shaped:
-            plane.notes.append(f"{plane.node}: {name}: qos roce not applied: a workload's rate limit shapes it")
+            if q is not None:
+                plane.notes.append(f"{plane.node}: {name}: qos roce not applied: a workload's rate limit shapes it")
             continue
-        text = files[file(dev)] = q.batch(dev, red)
+        text = files[file(dev)] = batch(dev, q, red)
         sha = hashlib.sha256(text.encode()).hexdigest()[:16]
         step = Step("tc-batch", file(dev), ns, {"sha": sha, "port": dev, "root": ROOT})
         plane.extras[("qos", dev)] = step
         plane.steps.append(step)
+    if q is None:
+        return files
     if q.ecn and not red:
         plane.notes.append(
             f"{plane.node}: qos ECN thresholds (traffic class {', '.join(map(str, sorted(q.ecn)))}): "

@@ -24,6 +24,7 @@ from twin.config import VRF_TABLE_BASE
 from twin.config.backend import NETNS, Backend
 from twin.config.steps import Step
 from twin.kinds import MGMT_NS, MGMT_PORT
+from twin.nvue import hostname as nvue_hostname
 from twin.nvue import lldp as nvue_lldp
 from twin.nvue.model import MGMT, NodeConf, Svi
 from twin.topology import port_range, port_ranges
@@ -233,8 +234,10 @@ def undo(s: Step) -> Step | None:
         return Step("release", s.dev, s.args["to"])
     if s.op == "mtu" and "was" in s.args:  # NVUE's link.mtu gone: the MTU the plane made (twin.nvue.mtu)
         return Step("mtu", s.dev, s.ns, {"mtu": s.args["was"]})
-    if s.op == "tc-batch":  # NVUE's RoCE QoS gone from a port (twin.nvue.qos)
-        return Step("noqdisc", s.dev[len("qos-") : -len(".tc")], s.ns, {"parent": "root"})
+    if s.op == "tc-batch":  # a port's traffic classes (twin.nvue.qos): its root is never taken away (a frame
+        return None  # lost); a port a workload's rate limit comes to has it replaced by the TBF already
+    if s.op == "hostname":  # NVUE's system hostname gone: the node's own name (twin.nvue.hostname)
+        return nvue_hostname.undo(s)
     if s.op == "lldp":  # NVUE's LLDP gone: lldpd's timers and name as it starts (twin.nvue.lldp)
         return nvue_lldp.undo()
     if s.op == "nft" and s.dev.startswith("acl"):  # NVUE's ACLs gone from a namespace (twin.nvue.acl)

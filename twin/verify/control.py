@@ -58,7 +58,7 @@ def check_node(ctx: LabContext, n: NodeIntent) -> list[Check]:
     ex = ctx.exec(n.node)
     try:
         summary, rib = ex.vtysh_json(FRR_SUMMARY_ALL, FRR_RIB, timeout=timeouts.VTYSH)
-        diffs = subset(n.bgp_summary(), summary)
+        diffs = subset(n.bgp_summary(), summary) + n.hostname_diffs(summary)
         extra = unexpected_peers(summary.get("ipv4Unicast", {}), [s.port for s in n.sessions])
         diffs += [f"FRR has neighbor {p}, on no link of the topology" for p in extra] if diffs else []
         routes = vrf_routes(rib)

@@ -14,6 +14,7 @@ unix socket bound into the node (/run/nvue/nvue.sock: no password, as on a switc
     DELETE /nvue_v1/<path>?rev=<id>                the subtree unset
     GET    /nvue_v1/<path>?rev=applied|startup|<id>[&filled=false][&diff=applied|startup|<id>]
     GET    /nvue_v1/<path>                         the operational state (`show.py`), else the applied config
+                                                   with the node's host name (`show.as_run`)
 
 Errors are problem JSON ({type, title, status, detail}): 400 for what NVUE's tree or the
 request's form refuses (every problem), 401 without the right credentials (nothing changed),
@@ -162,7 +163,7 @@ def _get(engine: Engine, node: str, path: tuple[str, ...], rev: str | None, agai
     if rev is None and against is None:
         if show.operational(path):
             return show.read(engine.context(), node, path)
-        rev = REV_APPLIED
+        return get(show.as_run(engine.tree(node, REV_APPLIED), node), path, {})
     tree = engine.tree(node, rev or REV_APPLIED)
     if against is not None:
         return diff(get(engine.tree(node, against), path, {}), get(tree, path, {}))

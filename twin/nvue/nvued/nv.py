@@ -6,8 +6,9 @@ As on a switch, `nv set`/`unset`/`config patch`/`replace` edit the node's pendin
 the applied one, `nv config apply` applies it (the client then follows the revision),
 `nv config detach` drops it, `nv config save` keeps the applied configuration as the
 startup one, `nv config show` prints the applied configuration and `nv show PATH` the
-operational state (`show.py`) or, for places it does not cover, the applied configuration.
-The body is the node's: hostile until checked, and every failure is an answer, not a crash.
+operational state (`show.py`) or, for places it does not cover, the applied configuration
+with the node's host name (`show.as_run`). The body is the node's: hostile until checked, and
+every failure is an answer, not a crash.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def _show(engine: Engine, node: str, words: tuple[str, ...]) -> Any:
         raise ValueError(why)
     if show.operational(path):
         return show.read(engine.context(), node, path)
-    tree = engine.applied(node).tree
+    tree = show.as_run(engine.applied(node).tree, node)
     found = get(tree, path)
     if found is None and path:
         raise ValueError(f"{show_path(path)}: not set in {node}'s applied configuration")

@@ -3,7 +3,8 @@ REST API's GET of the same paths without `rev`):
 
     interface [NAME]                                 links: state, MTU, MAC, addresses (netlink), OSPF (vtysh),
                                                      LLDP neighbours (lldpd: `showlldp`)
-    service lldp                                     lldpd's timers and the system name it sends
+    service lldp                                     lldpd's timers and the system name it sends, beside
+                                                     what NVUE keeps of it without running it (dot1-tlv...)
     vrf VRF router bgp neighbor [PEER]               BGP neighbors: state, timers, BFD session (vtysh)
     evpn vni [VNI]                                   EVPN VNIs: type, VRF, VLAN, remote VTEPs (vtysh)
     vrf VRF router rib ipv4 route [PREFIX]           a VRF's IPv4 routes (vtysh)
@@ -26,14 +27,15 @@ from twin.config.overlay import port_ns
 from twin.intent.tenants import bridge_name
 from twin.lifecycle.context import LabContext
 from twin.nvue import api, judge, routing
+from twin.nvue import hostname as nvue_hostname
 from twin.nvue.acl import TABLE
-from twin.nvue.configs import running
+from twin.nvue.configs import NvueNode, running
 from twin.nvue.nvued.revision import NotFound
 from twin.nvue.nvued.showlldp import ports_shown, service_shown
 from twin.nvue.nvued.showpolicy import policy_shown
 from twin.nvue.plane import VLAN_AWARE, Plane
 from twin.nvue.qos import Qos, class_handle
-from twin.nvue.tree import show
+from twin.nvue.tree import get, show
 from twin.runtime import (
     FRR_RIB,
     FRR_VNIS,
@@ -88,7 +90,8 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
     if found is None:
         raise NotFound(f"{show(path)}: no operational state there")
     head, rest = found
-    plane = _plane(ctx, node)
+    x = _running(ctx, node)
+    plane = x.plane if x is not None else None
     if head == ("interface",):
         doc = interfaces(ctx, node, plane)
         for port, acls in acl_counts(ctx, node, plane).items():  # `nv show interface X acl` (issue 44)
@@ -103,7 +106,7 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
             if port in doc:
                 doc[port]["lldp"] = lldp
     elif head == ("service", "lldp"):
-        doc = service_shown(ctx, node)
+        doc = service_shown(ctx, node, get(x.file.tree, head, {}) if x is not None else {})
     elif head == ("acl",):
         doc = acls_shown(ctx, node, plane)
     elif head == ("qos",):
@@ -121,6 +124,13 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
     else:
         doc = routes(ctx, node, _vrf(plane, head[1]))
     return below(_pruned(doc), rest, path)
+
+
+def as_run(tree: dict, node: str) -> dict:
+    """The node's applied tree as `nv show` shows it where no operational state is read: with what the
+    node runs where NVUE leaves it unset, its host name (`twin.nvue.hostname`: its UTS name, set from
+    this very tree or its own name)."""
+    return {**tree, "system": {**(tree.get("system") or {}), "hostname": nvue_hostname.of(tree, node)}}
 
 
 def _pruned(doc: Any) -> Any:
@@ -141,10 +151,10 @@ def below(doc: Any, rest: tuple[str, ...], path: tuple[str, ...]) -> Any:
     return doc
 
 
-def _plane(ctx: LabContext, node: str) -> Plane | None:
+def _running(ctx: LabContext, node: str) -> NvueNode | None:
+    """The node's applied NVUE file and the plane it runs (None: it runs twin's rendering)."""
     ctx.node(node)
-    runs = running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node])
-    return runs[node].plane if node in runs else None
+    return running(ctx.dir, ctx.fabric, ctx.backend, ctx.shaping, nodes=[node]).get(node)
 
 
 def _vrf(plane: Plane | None, name: str) -> str:

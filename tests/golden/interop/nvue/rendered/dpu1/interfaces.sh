@@ -46,6 +46,10 @@ ip -n blue link set br20 up
 bridge -n blue fdb replace 02:58:99:de:d2:d9 dev pf0vf1 master static
 ip netns exec red nft -f /etc/twin/nftables-red.nft
 ip netns exec blue nft -f /etc/twin/nftables-blue.nft
+{ tc qdisc show dev p0 root | grep -q '^qdisc htb 1: root' || tc qdisc replace dev p0 root handle 1: htb default 10; } && tc -batch /etc/twin/qos-p0.tc
+{ tc qdisc show dev p1 root | grep -q '^qdisc htb 1: root' || tc qdisc replace dev p1 root handle 1: htb default 10; } && tc -batch /etc/twin/qos-p1.tc
+{ tc -n red qdisc show dev pf0vf0 root | grep -q '^qdisc htb 1: root' || tc -n red qdisc replace dev pf0vf0 root handle 1: htb default 10; } && tc -n red -batch /etc/twin/qos-pf0vf0.tc
+{ tc -n blue qdisc show dev pf0vf1 root | grep -q '^qdisc htb 1: root' || tc -n blue qdisc replace dev pf0vf1 root handle 1: htb default 10; } && tc -n blue -batch /etc/twin/qos-pf0vf1.tc
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
 ip -n red neigh replace 10.1.10.103 lladdr 02:74:c8:82:a6:46 dev br10 nud permanent
 ip -n blue neigh replace 10.1.20.104 lladdr 02:58:99:de:d2:d9 dev br20 nud permanent

@@ -46,6 +46,10 @@ ip -n blue link set br20 up
 bridge -n blue fdb replace 02:70:5f:7b:2c:9e dev swp2 master static
 ip netns exec red nft -f /etc/twin/nftables-red.nft
 ip netns exec blue nft -f /etc/twin/nftables-blue.nft
+{ tc -n red qdisc show dev swp1 root | grep -q '^qdisc htb 1: root' || tc -n red qdisc replace dev swp1 root handle 1: htb default 10; } && tc -n red -batch /etc/twin/qos-swp1.tc
+{ tc -n blue qdisc show dev swp2 root | grep -q '^qdisc htb 1: root' || tc -n blue qdisc replace dev swp2 root handle 1: htb default 10; } && tc -n blue -batch /etc/twin/qos-swp2.tc
+{ tc qdisc show dev swp51 root | grep -q '^qdisc htb 1: root' || tc qdisc replace dev swp51 root handle 1: htb default 10; } && tc -batch /etc/twin/qos-swp51.tc
+{ tc qdisc show dev swp52 root | grep -q '^qdisc htb 1: root' || tc qdisc replace dev swp52 root handle 1: htb default 10; } && tc -batch /etc/twin/qos-swp52.tc
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
 ip -n red neigh replace 10.1.10.101 lladdr 02:66:80:8d:fa:5f dev br10 nud permanent
 ip -n blue neigh replace 10.1.20.102 lladdr 02:70:5f:7b:2c:9e dev br20 nud permanent
