@@ -257,10 +257,9 @@ def apply_live(steps: list[Step], pid: int, ex: NodeExec, tolerant: bool = False
     return skipped + kernel.apply(steps[start:], pid, ex, tolerant)
 
 
-# FRR's running config shows the host name each daemon took from the system when it started, whatever
-# frr.conf's `hostname` line says (FRR 10.3's vtysh keeps that line to itself): a file naming the node
-# otherwise has frr-reload "delete" the running name at every reload, never done (a day-2 `system
-# hostname` waited the 120 s of FRR_RELOAD and was rolled back). The name is the node's, set apart.
+# FRR runs the host name its daemons took from the system at start, whatever frr.conf's `hostname` says
+# (10.3's vtysh keeps that line to itself): frr-reload "deletes" the running name at every reload, never
+# done (a day-2 `system hostname` waited FRR_RELOAD's 120 s and was rolled back). Set apart here.
 HOSTNAME_LINE = re.compile(r"^(no )?hostname( |$)")
 
 
