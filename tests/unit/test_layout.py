@@ -91,11 +91,12 @@ INNER = {
             "twin.nvue.export",
             "twin.nvue.declared",
             "twin.nvue.acl",
+            "twin.nvue.aclbind",
             "twin.nvue.mtu",
             "twin.nvue.qos",
             "twin.nvue.lldp",
         },
-        {"twin.nvue.change", "twin.nvue.judge", "twin.nvue.policycheck", "twin.nvue.routing"},
+        {"twin.nvue.change", "twin.nvue.judge", "twin.nvue.policycheck", "twin.nvue.routing", "twin.nvue.aclflows"},
         {
             "twin.nvue.service",
             "twin.nvue.nvued",
