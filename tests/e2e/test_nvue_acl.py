@@ -7,33 +7,59 @@ then fixed with `nv` and passing:
   the SVI's to judge;
 - control-plane ACLs that deny BGP (an ipv6 one: TCP to and from port 179; twin's underlay is unnumbered,
   IPv6 link-local) and the NVUE API on the management address (an ipv4 one: TCP 8765): the checks name
-  the session they cut and both rules; bgpd loses spine1 once its hold time runs out; the API on
+  the session they cut and both rules; bgpd loses spine1 once its hold time (3 s here) runs out; the API on
   leaf1's management address no longer answers, as on a Cumulus switch; twin's own way in (`nv` over a
-  unix socket, through `twin exec`) still applies the fix, and BGP comes back.
+  unix socket, run in the node as `twin exec` runs it) still applies the fix, and BGP comes back.
 One lab for the module."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.e2e.conftest import ROOT, nv_apply, nvue_export_lab, twin_cli
+from tests.e2e.conftest import ROOT, nvue_export_lab
 from twin import prove, verify
 
 pytestmark = pytest.mark.e2e
 
 NAME = "has-nvacl"
 TOPOLOGY = ROOT / "tests/e2e/nvue/acl.yml"
-DEADLINE = 30.0  # BGP down once its hold time (9 s) runs out, up again once the ACL is gone
+DEADLINE = 30.0  # BGP down once its hold time runs out, up again once the ACL is gone
+
+
+def short_hold(d: Path) -> None:
+    """leaf1's export with BGP's hold time at 3 s (keepalive 1 s), NVUE's `timers` of its peer group, so a
+    session an ACL cuts goes down in 3 s, not Cumulus's default 9 (spine1 takes the lower hold)."""
+    f = d / "leaf1" / "startup.yaml"
+    doc = yaml.safe_load(f.read_text())
+    group = doc[-1]["set"]["vrf"]["default"]["router"]["bgp"]["peer-group"]["fabric"]
+    group.setdefault("timers", {}).update({"keepalive": 1, "hold": 3})
+    f.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
 @pytest.fixture(scope="module")
 def lab(runtime, node_image, tmp_path_factory):
-    with nvue_export_lab(runtime, node_image, tmp_path_factory.mktemp("nvue-acl"), TOPOLOGY, NAME) as lab:
+    d = tmp_path_factory.mktemp("nvue-acl")
+    with nvue_export_lab(runtime, node_image, d, TOPOLOGY, NAME, edit=short_hold) as lab:
         yield lab
+
+
+def nv(lab, *words: str) -> str:
+    """`nv WORDS` in leaf1 through the node's exec seam (nsenter, as `twin exec` does: no network, and
+    none of a CLI's start-up), `nv` talking to the NVUE service over its unix socket."""
+    return lab.node("leaf1").check(["nv", *words], timeout=60).stdout
+
+
+def nv_apply(lab, *changes: tuple[str, ...]) -> None:
+    """The `nv` edits and `nv config apply -y` in one exec of leaf1."""
+    script = " && ".join(shlex.join(["nv", *c]) for c in [*changes, ("config", "apply", "-y")])
+    lab.node("leaf1").check(["sh", "-c", script], timeout=60)
 
 
 def failing(lab, *groups: str) -> dict[str, str]:
@@ -55,7 +81,7 @@ def until(what, want, deadline: float = DEADLINE):
 def api_answers(address: str) -> bool:
     """Whether the NVUE API on a management address takes a connection (port 8765)."""
     try:
-        socket.create_connection((address, 8765), timeout=2).close()
+        socket.create_connection((address, 8765), timeout=1).close()
         return True
     except OSError:
         return False
@@ -64,8 +90,7 @@ def api_answers(address: str) -> bool:
 def test_an_svi_acl_that_denies_roce_is_named_then_fixed(lab):
     acl = ("acl", "ROCE")
     nv_apply(
-        NAME,
-        "leaf1",
+        lab,
         ("set", *acl, "type", "ipv4"),
         ("set", *acl, "rule", "10", "match", "ip", "protocol", "udp"),
         ("set", *acl, "rule", "10", "match", "ip", "dest-port", "4791"),
@@ -80,9 +105,9 @@ def test_an_svi_acl_that_denies_roce_is_named_then_fixed(lab):
         "drops host1a -> host1b, which the topology says must pass: 4/4 frames of host1a -> host1b dropped, counted "
     ), msg
     assert int(msg.rsplit("counted ", 1)[1]) >= 4
-    shown = twin_cli("exec", NAME, "leaf1", "--", "nv", "show", "interface", "vlan10", "acl", "-o", "json")
-    assert json.loads(shown.stdout)["ROCE"]["inbound"]["rule"]["10"]["packets"] >= 4, shown.stdout
-    nv_apply(NAME, "leaf1", ("unset", "interface", "vlan10", "acl"))
+    shown = nv(lab, "show", "interface", "vlan10", "acl", "-o", "json")
+    assert json.loads(shown)["ROCE"]["inbound"]["rule"]["10"]["packets"] >= 4, shown
+    nv_apply(lab, ("unset", "interface", "vlan10", "acl"))
     assert failing(lab, "acl", "traffic") == {}
 
 
@@ -91,8 +116,7 @@ def test_control_plane_acls_that_cut_bgp_and_the_api_are_named_and_twin_still_ap
     assert mgmt and api_answers(mgmt), "the NVUE API answers on leaf1's management address"
     bgp, api = ("acl", "BGP"), ("acl", "API")
     nv_apply(
-        NAME,
-        "leaf1",
+        lab,
         ("set", *bgp, "type", "ipv6"),
         ("set", *bgp, "rule", "10", "match", "ip", "protocol", "tcp"),
         ("set", *bgp, "rule", "10", "match", "ip", "dest-port", "179"),
@@ -116,10 +140,10 @@ def test_control_plane_acls_that_cut_bgp_and_the_api_are_named_and_twin_still_ap
         assert f"(with rule {other}): no way to open it remains, and the topology says it must be up" in msg, msg
         assert "; bgpd has it Established" not in msg and int(msg.rsplit("counted ", 1)[1]) >= 0, msg
     assert said == {}, "the API's rule cuts nothing the topology says must pass (twin's own ways are not network)"
-    counted = twin_cli("exec", NAME, "leaf1", "--", "nv", "show", "system", "control-plane", "acl", "-o", "json")
-    rules = json.loads(counted.stdout)["BGP"]["inbound"]["rule"]
-    assert rules["10"]["packets"] + rules["20"]["packets"] > 0, counted.stdout
-    nv_apply(NAME, "leaf1", ("unset", "system", "control-plane", "acl"))  # through `twin exec`: the API is cut
+    counted = nv(lab, "show", "system", "control-plane", "acl", "-o", "json")
+    rules = json.loads(counted)["BGP"]["inbound"]["rule"]
+    assert rules["10"]["packets"] + rules["20"]["packets"] > 0, counted
+    nv_apply(lab, ("unset", "system", "control-plane", "acl"))  # over nv's unix socket: the API is cut
     assert until(lambda: bgp_state(lab), "Established") == "Established"
     assert api_answers(mgmt)
     assert until(lambda: failing(lab, "control"), {}) == {}, "spine1's routes learned again"
@@ -131,8 +155,7 @@ def test_the_proof_breaks_each_svi_and_control_plane_acl_element(lab):
     control plane: each table and each deny rule broken, named by its check, put back; the lab verifies."""
     guard = ("acl", "GUARD")
     nv_apply(
-        NAME,
-        "leaf1",
+        lab,
         ("set", *guard, "type", "ipv4"),
         ("set", *guard, "rule", "10", "match", "ip", "dest-ip", "192.0.2.9/32"),
         ("set", *guard, "rule", "10", "action", "deny"),
