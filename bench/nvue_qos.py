@@ -42,7 +42,7 @@ GUARD = {
         "20": {"action": {"permit": {}}},
     },
 }
-PORTS = ("swp",)  # the interface types an ACL is bound on: every port (an SVI binding twin refuses: it runs none)
+PORTS = ("swp",)  # the interface types an ACL is bound on: every port, as measured (an SVI's runs too, on its bridge)
 
 
 def twin(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:

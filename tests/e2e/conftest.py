@@ -15,7 +15,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 from pyroute2 import IPRoute, netns
@@ -188,11 +188,20 @@ def twin_cli(*args: str, check: bool = False, timeout: float = 300) -> subproces
 
 
 @contextmanager
-def nvue_export_lab(runtime: DockerRuntime, node_image: str, d: Path, topology: Path, name: str) -> Iterator[Lab]:
-    """Lab `name` of `topology` whose nodes all run its own NVUE export (written into `d`), as an operator's
-    automation would leave them; taken down after, and nothing of it left."""
+def nvue_export_lab(
+    runtime: DockerRuntime,
+    node_image: str,
+    d: Path,
+    topology: Path,
+    name: str,
+    edit: Callable[[Path], None] | None = None,
+) -> Iterator[Lab]:
+    """Lab `name` of `topology` whose nodes all run its own NVUE export (written into `d`, then given to
+    `edit`), as an operator's automation would leave them; taken down after, and nothing of it left."""
     ex = twin_cli("export", str(topology), "--format", "nvue", "-o", str(d))
     assert ex.returncode == 0, ex.stderr
+    if edit is not None:
+        edit(d)
     p = twin_cli("up", str(topology), "--name", name, "--configs", str(d), "--image", node_image)
     try:
         assert p.returncode == 0, p.stdout + p.stderr

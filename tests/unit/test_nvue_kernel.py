@@ -98,8 +98,9 @@ def test_acls_compile_to_netdev_chains_in_the_ports_namespace_a_counter_per_rule
     red, default = x.files["acl-red.nft"], x.files["acl.nft"]
     assert 'type filter hook ingress device "swp1" priority -500; policy accept;' in red
     assert (
-        'ip daddr 10.1.10.103/32 ip protocol udp udp dport 4791 counter name "r0_10" drop comment "acl BLOCK rule 10"'
-    ) in red
+        'ip daddr 10.1.10.103/32 ip protocol udp udp dport 4791 counter name "r0_10" '
+        'log prefix "twin acl BLOCK rule 10" group 1715 drop comment "acl BLOCK rule 10"'
+    ) in red, "a deny rule counts, logs a drop event (twin.config.droplog), drops"
     assert (
         'ip saddr 10.1.10.0/24 ip dscp 26 counter name "r0_20" ip dscp set 24 accept comment "acl BLOCK rule 20"' in red
     )
@@ -145,21 +146,11 @@ def test_what_twin_would_run_half_is_refused_every_problem_with_its_path():
         "acl.X.rule.1: rule 1: match.ip.tcp is not run here: without it the rule would match more, or do less",
         "acl.X.rule.2.match.ip: rule 2 matches ports: it needs protocol tcp or udp",
         "acl.X.rule.3: rule 3 has no action (permit, deny, log, set dscp)",
-        "interface.lo.acl.X.inbound: lo is no port twin makes on this node: an ACL binds to a port of the node "
-        "(swp, or a bond it makes)",
-        "interface.swp1.acl.M: ACL M is of type mac: only ipv4 ACLs are run here",
+        "interface.lo.acl.X.inbound: lo is no port twin makes on this node: an ACL binds to a port, bond or SVI "
+        "of the node",
+        "interface.swp1.acl.M: ACL M is of type mac: only ipv4 and ipv6 ACLs are run here",
         "interface.swp1.acl.NONE: ACL NONE is not declared in this file (acl.NONE)",
     ]
-
-
-def test_an_acl_on_the_control_plane_is_kept_and_said():
-    tree = copy.deepcopy(LEAF)
-    nv_tree.patch(tree, {**BLOCK, "interface": {"swp1": {"acl": {"BLOCK": {"inbound": {"control-plane": {}}}}}}})
-    nodes, notes = nvue.build({"leaf01": nvue.from_tree(tree, "leaf01/startup.yaml")}, FABRIC, "netns")
-    assert nodes["leaf01"].plane.acls.bindings == []
-    assert (
-        "leaf01: interface.swp1.acl.BLOCK.inbound.control-plane: kept, not run (an ACL on the control plane)" in notes
-    )
 
 
 def test_nv_set_reaches_the_acl_places():
@@ -196,8 +187,8 @@ def test_rules_render_only_their_own_text():
     r = nv_acl.Rule(5, "deny", log=True, proto=6, sports=(179,), dports=(22, 179))
     assert r.nft("A", "r0_5") == (
         'ip protocol tcp tcp sport 179 tcp dport { 22, 179 } counter name "r0_5" '
-        'log prefix "acl A rule 5: " drop comment "acl A rule 5"'
-    )
+        'log prefix "acl A rule 5: " log prefix "twin acl A rule 5" group 1715 drop comment "acl A rule 5"'
+    ), "NVUE's log to the kernel's log, twin's to its drop events"
 
 
 def test_roce_qos_is_an_htb_per_cabled_port_with_dscp_filters_and_says_what_it_models():

@@ -15,7 +15,8 @@ from twin.config.steps import Step
 from twin.lifecycle import state
 from twin.nvue import kernelcheck, kernelprove
 from twin.nvue import tree as nv_tree
-from twin.nvue.acl import Binding, Rule
+from twin.nvue.acl import Rule
+from twin.nvue.aclbind import Binding
 from twin.nvue.configs import running
 from twin.prove import elements
 from twin.prove.element import Kernel, NftRule

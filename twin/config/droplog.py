@@ -1,7 +1,8 @@
 """How twin's own drop rules say why they drop: one NFLOG group and a prefix per reason.
 
 Every nftables rule twin installs that drops packets (the zero-trust rules of host
-ports, `nft/ports.nft.j2`; a loss fault, `twin.change.link_faults`) logs the packet
+ports, `nft/ports.nft.j2`; a loss fault, `twin.change.link_faults`; a deny rule of an NVUE ACL,
+`twin.nvue.acl`) logs the packet
 first with `log prefix "twin <code> <subject>" group LOG_GROUP`: `twin.observe`
 reads them over NFLOG and turns each into an event whose reason is in words.
 """
@@ -20,6 +21,7 @@ REASONS: dict[str, str] = {
     "spoof-ip": "IPv4 source {src} is not {subject}'s address ({address})",
     "vxlan": "VXLAN from a host port ({subject})",
     "loss": "fault: {subject} random loss on this port",
+    "acl": "acl {subject}",  # a deny rule of an NVUE ACL (twin.nvue.acl): "NAME rule N"
 }
 SHORT: dict[str, str] = {  # a label value per code (Prometheus `reason`)
     "spoof-mac": "spoofed_mac",
@@ -29,6 +31,7 @@ SHORT: dict[str, str] = {  # a label value per code (Prometheus `reason`)
     "spoof-ip": "spoofed_ip",
     "vxlan": "vxlan_from_host",
     "loss": "fault_loss",
+    "acl": "acl",
 }
 
 

@@ -3,11 +3,13 @@
 `mtu`), and put back as twin's plane applies it (the plane's own step: the ACL file loaded again,
 the port's tc batch run again, the MTU set again).
 
-- each ACL table (`acl-table NODE NS`): `table netdev twin_acl` deleted in the namespace holding the
-  bound ports, named "not loaded" by `acl: NODE NS`;
-- each deny rule of each binding (`acl-rule NODE PORT WAY ACL SEQ`): the rule replaced by the same
-  rule accepting (its match and counter kept), named "does not run" by its own check; a permit rule is
-  exempt (the group judges what an ACL cuts);
+- each ACL table (`acl-table NODE NS`: `table netdev twin_acl` of the ports, bonds and SVIs bound in a
+  namespace; `acl-table NODE NS control-plane`: `table inet twin_acl` of the control plane's bindings
+  there): deleted, named "not loaded" by `acl: NODE NS [control-plane]`;
+- each deny rule of each binding (`acl-rule NODE PLACE WAY ACL SEQ`, PLACE a port, bond or SVI, or
+  `control-plane[/NS]`, or `PORT control-plane`): the rule replaced by the same rule accepting (its match
+  and counter kept), named "does not run" by its own check; a permit rule is exempt (the group judges what
+  an ACL cuts);
 - each DSCP verify sends (`qos-dscp NODE 26`: RoCE, `48`: CNPs) of a node whose RoCE and CNP frames
   the group counts: its filter taken off every fabric port (`tc filter del ... prio P`: the frames fall
   to class 0), named by `qos: NODE RoCE class` / `CNP class`; the DSCP map of host ports, DSCPs
@@ -25,7 +27,7 @@ from twin.config.steps import Step
 from twin.lifecycle.context import LabContext
 from twin.nvue import kernelcheck, kernelplane, qoscheck
 from twin.nvue import mtu as nvue_mtu
-from twin.nvue.acl import FAMILY, TABLE
+from twin.nvue.acl import NETDEV, TABLE
 from twin.nvue.configs import NvueNode
 from twin.nvue.qos import ENV, Qos, prio
 from twin.nvue.qoscheck import SENT
@@ -48,24 +50,26 @@ def elements(ctx: LabContext, nvue: dict[str, NvueNode]) -> tuple[list[Element],
 
 def _acls(ctx: LabContext, node: str, x: NvueNode) -> tuple[list[Element], list[Exempt]]:
     acls, out, exempt = x.plane.acls, [], []
-    for ns in acls.namespaces():
-        where, ports = ns or "default", sorted({b.port for b in acls.bindings if b.ns == ns})
+    for family, ns in acls.tables():
+        places = sorted({b.place for b in acls.bindings if b.ns == ns and b.family == family})
+        check = kernelcheck.table_name(node, family, ns)
         out.append(
             Element(
-                f"acl-table {node} {where}",
+                f"acl-table {check}",
                 "ACL table",
                 node,
-                f"table {FAMILY} {TABLE} of {node}'s ACLs on {', '.join(ports)}" + (f" (namespace {ns})" if ns else ""),
+                f"table {family} {TABLE} of {node}'s ACLs on {', '.join(places)}"
+                + (f" (namespace {ns})" if ns else ""),
                 (kernelcheck.GROUP,),
-                (rf"^{kernelcheck.GROUP}: {re.escape(node)} {re.escape(where)}: the ACLs of \S+ are not loaded",),
-                (Kernel(node, (Step("nft-delete", f"{FAMILY} {TABLE}", ns),)),),
-                (Kernel(node, (x.plane.extras[("acl", ns)],)),),
+                (rf"^{kernelcheck.GROUP}: {re.escape(check)}: the (control-plane )?ACLs of \S+ are not loaded",),
+                (Kernel(node, (Step("nft-delete", f"{family} {TABLE}", ns),)),),
+                (Kernel(node, (x.plane.extras[_key(family, ns)],)),),
             )
         )
     for b in acls.bindings:
-        load = Kernel(node, (x.plane.extras[("acl", b.ns)],))
+        load = Kernel(node, (x.plane.extras[_key(b.family, b.ns)],))
         for r in acls.acls[b.acl].rules:
-            at = f"{node} {b.port} {b.way} {b.acl} {r.seq}"
+            at = f"{node} {b.place} {b.way} {b.acl} {r.seq}"
             if not r.drops:
                 exempt.append(
                     Exempt(
@@ -81,23 +85,28 @@ def _acls(ctx: LabContext, node: str, x: NvueNode) -> tuple[list[Element], list[
                     f"acl-rule {at}",
                     "ACL deny rule",
                     node,
-                    f"{comment} (deny) {b.way} on {node} {b.port}",
+                    f"{comment} (deny) {b.way} on {node} {b.place}",
                     (kernelcheck.GROUP,),
-                    (rf"^{kernelcheck.GROUP}: {re.escape(f'{node} {b.port} {b.way} {comment}')}: does not run",),
+                    (rf"^{kernelcheck.GROUP}: {re.escape(f'{node} {b.place} {b.way} {comment}')}: does not run",),
                     (
                         NftRule(
                             node,
                             b.ns,
                             comment,
-                            f"{FAMILY} {TABLE}",
+                            f"{b.family} {TABLE}",
                             b.chain,
-                            replace(r, action="permit").nft(b.acl, b.counter(r.seq)),
+                            replace(r, action="permit").nft(b.acl, b.counter(r.seq), b.family),
                         ),
                     ),
                     (load,),
                 )
             )
     return out, exempt
+
+
+def _key(family: str, ns: str) -> tuple[str, str]:
+    """The plane extra of a table's file (`twin.nvue.aclbind.Acls.steps`)."""
+    return ("acl" if family == NETDEV else "acl-cp", ns)
 
 
 def _qos(ctx: LabContext, node: str, x: NvueNode) -> tuple[list[Element], list[Exempt]]:

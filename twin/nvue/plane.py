@@ -30,7 +30,7 @@ from twin.config.overlay import DEFAULT_SHAPING, Backend, Shaping
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name, vxlan_name
 from twin.kinds import MGMT_PORT
-from twin.nvue import acl as nvue_acl
+from twin.nvue import aclbind as nvue_aclbind
 from twin.nvue import beyond, routed
 from twin.nvue import bonds as bonds_
 from twin.nvue import hostname as nvue_hostname
@@ -76,7 +76,9 @@ class Plane:
     plain: dict[str, str] = field(default_factory=dict)  # plain L3 VRFs: NVUE name -> kernel name
     bonds: set[str] = field(default_factory=set)  # the bonds it makes (`twin.nvue.bonds`)
     first: list[Step] = field(default_factory=list)  # made before all else, either layout: ports, bonds
-    acls: nvue_acl.Acls = field(default_factory=nvue_acl.Acls)  # its ACLs and their bindings (twin.nvue.acl)
+    acls: nvue_aclbind.Acls = field(
+        default_factory=nvue_aclbind.Acls
+    )  # its ACLs and their bindings (twin.nvue.aclbind)
     qos: object = None  # its RoCE QoS (twin.nvue.qos.Qos), None: off
     kfiles: dict[str, str] = field(default_factory=dict)  # the files its ACLs and QoS run from
 
@@ -150,7 +152,7 @@ def build(
     if steps:
         plane.steps = _steps(plane, backend, shaping)
         plane.bindings = overlay.bindings(nfab, node, backend)
-    nvue_acl.attach(plane, nf, backend, steps, red)  # MTUs, ACLs and RoCE QoS the node runs (issue 44)
+    nvue_aclbind.attach(plane, nf, backend, steps, red)  # MTUs, ACLs and RoCE QoS the node runs (issue 44)
     if steps:
         nvue_hostname.attach(plane, nf.tree)  # its host name: the UTS name FRR shows, /etc/hostname
         nvue_lldp.attach(plane, nf.tree)  # its lldpd's timers and system name (issue 44)

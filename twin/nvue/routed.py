@@ -240,8 +240,8 @@ def undo(s: Step) -> Step | None:
         return nvue_hostname.undo(s)
     if s.op == "lldp":  # NVUE's LLDP gone: lldpd's timers and name as it starts (twin.nvue.lldp)
         return nvue_lldp.undo()
-    if s.op == "nft" and s.dev.startswith("acl"):  # NVUE's ACLs gone from a namespace (twin.nvue.acl)
-        return Step("nft-delete", "netdev twin_acl", s.ns)
+    if s.op == "nft" and s.dev.startswith("acl"):  # NVUE's ACLs gone from a namespace (twin.nvue.aclbind)
+        return Step("nft-delete", s.args.get("table", "netdev twin_acl"), s.ns)
     return None
 
 

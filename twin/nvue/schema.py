@@ -117,12 +117,13 @@ TREE = Obj(
                         "reserved": Opaque(),
                     }
                 ),
+                # its ACLs run (twin.nvue.aclbind); the rest (CoPP's traps and policers) stored
+                "control-plane": Obj({"acl": ACL_BIND}, open=True),
                 **{
                     k: Opaque()
                     for k in (
                         "message",
                         "config",
-                        "control-plane",
                         "port-mirror",
                         "aaa",
                         "api",

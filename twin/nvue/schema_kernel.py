@@ -1,19 +1,21 @@
 """NVUE's places the node runs beside FRR: MTUs, ACLs and their bindings, RoCE QoS (the kernel's:
-`twin.nvue.mtu`, `twin.nvue.acl`, `twin.nvue.qos`) and LLDP (its lldpd's: `twin.nvue.lldp`), as
+`twin.nvue.mtu`, `twin.nvue.acl` and `twin.nvue.aclbind`, `twin.nvue.qos`) and LLDP (its lldpd's: `twin.nvue.lldp`), as
 `twin.nvue.schema` assembles them into the tree."""
 
 from __future__ import annotations
 
 from twin.nvue.places import ON_OFF, POLICY, RULE, STORED, Coll, Empty, Leaf, Obj, Opaque, S
 
-# --- issue 44, kernel half: MTUs and ACLs the node runs (twin.nvue.mtu, twin.nvue.acl) ---------------
+# --- issue 44, kernel half: MTUs and ACLs the node runs (twin.nvue.mtu, twin.nvue.acl, twin.nvue.aclbind) -----
 MTU = Leaf("int", lo=552, hi=9216, what="an MTU of 552-9216 bytes")
 _PORT = Leaf("int", lo=0, hi=65535, choices=("ANY",), what="a port number (0-65535) or ANY")
 _ACL_IP = Obj(
     {
-        "source-ip": Leaf("prefix", choices=("ANY",), what="an IPv4 prefix like 10.1.10.0/24, or ANY"),
-        "dest-ip": Leaf("prefix", choices=("ANY",), what="an IPv4 prefix like 10.1.10.0/24, or ANY"),
-        "protocol": Leaf("int", lo=0, hi=255, choices=("tcp", "udp", "icmp"), what="tcp, udp, icmp or 0-255"),
+        "source-ip": Leaf("prefix", choices=("ANY",), what="an IP prefix like 10.1.10.0/24 or 2001:db8::/32, or ANY"),
+        "dest-ip": Leaf("prefix", choices=("ANY",), what="an IP prefix like 10.1.10.0/24 or 2001:db8::/32, or ANY"),
+        "protocol": Leaf(
+            "int", lo=0, hi=255, choices=("tcp", "udp", "icmp", "icmpv6"), what="tcp, udp, icmp, icmpv6 or 0-255"
+        ),
         "source-port": Coll(_PORT, Empty()),
         "dest-port": Coll(_PORT, Empty()),
         "dscp": Leaf("int", lo=0, hi=63, what="a DSCP (0-63)"),

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Union
 
 from twin.config.steps import Step
+from twin.kinds import MGMT_NETNS, MGMT_NS
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class NftRule:
     rule: str  # what replaces the rule, as nft reads it
 
     def text(self) -> str:
-        where = f"ip netns exec {self.ns} " if self.ns else ""
+        where = f"nsenter --net={MGMT_NETNS} " if self.ns == MGMT_NS else f"ip netns exec {self.ns} " if self.ns else ""
         return f'{where}nft replace rule {self.table} {self.chain} handle <the rule "{self.comment}"> {self.rule}'
 
 

@@ -25,7 +25,7 @@ from twin.lifecycle.context import LabContext, context_of
 from twin.prove import frr_side, kernel_side, ports, rates, router_side, services
 from twin.prove.element import Action, Element, Exempt, Kernel, NftDelete, NftRule, Reload, Unlearn, Vtysh, ZebraVni
 from twin.prove.report import Outcome, Proof, line
-from twin.runtime import apply_live, apply_steps, frr_take, learned_macs
+from twin.runtime import apply_live, apply_steps, frr_take, in_ns_command, learned_macs
 from twin.traffic.flows import Target
 from twin.verify.result import Check
 
@@ -98,7 +98,7 @@ def perform(ctx: LabContext, actions: tuple[Action, ...], restoring: bool = Fals
 def _nft_rule(ctx: LabContext, a: NftDelete | NftRule) -> None:
     """Delete the rule with `a.comment` (NftDelete), or replace it with `a.rule` (NftRule)."""
     ex = ctx.exec(a.node)
-    ns = ["ip", "netns", "exec", a.ns] if a.ns else []
+    ns = in_ns_command(a.ns)
     table = a.table.split()
     doc = json.loads(ex.check(ns + ["nft", "-j", "list", "chain", *table, a.chain]).stdout)
     handles = [x["rule"]["handle"] for x in doc.get("nftables", []) if x.get("rule", {}).get("comment") == a.comment]

@@ -6,7 +6,8 @@ the rooms inside can change without anyone above noticing. The pure pipeline nev
   implement), `make_runtime` (one of the registry's by name), `NodeHandle`, a node's `NodeExec`
   (the one seam commands run through, with its `Result`s and their `Recorder`);
 - network namespaces and netlink: `node_netlink` (a handle in a node's namespace),
-  `namespace_path`, `in_namespace`, `NetlinkHandles`, netlink attributes (`nl_attr`...);
+  `namespace_path`, `in_namespace`, `in_ns_command` (a command's prefix in one), `NetlinkHandles`,
+  netlink attributes (`nl_attr`...);
 - links: `Wiring` (bring-up's), `add_link`/`delete_link`, a stopped node's `park_links`;
 - FRR control: `frr_take` (frr-reload, or a restart; ospfd's interface settings, `OSPFD_INTERFACES`, sent
   to ospfd alone), `apply_live`, its `show ... json` commands (`FRR_SUMMARY`...) and their readers
@@ -88,6 +89,7 @@ from twin.runtime.lldpd import parse as parse_lldpd
 from twin.runtime.lldpd import read as read_lldpd
 from twin.runtime.netns import Handles as NetlinkHandles
 from twin.runtime.netns import Netlink, open_ns
+from twin.runtime.netns import exec_prefix as in_ns_command
 from twin.runtime.netns import inside as in_namespace
 from twin.runtime.netns import ipr as node_netlink
 from twin.runtime.netns import netlink as netlink_socket
@@ -144,6 +146,7 @@ __all__ = [
     "node_netlink",
     "netlink_socket",
     "namespace_path",
+    "in_ns_command",
     "in_namespace",
     "open_ns",
     "remove_netns",

@@ -50,6 +50,14 @@ def tenant_netns_path(pid: int, ns: str) -> str:
     return f"/proc/{pid}/root{MGMT_NETNS}" if ns == MGMT_NS else f"/proc/{pid}/root/run/netns/{ns}"
 
 
+def exec_prefix(ns: str) -> list[str]:
+    """What runs a command of the node in its namespace `ns`: nothing for its own (""), `ip netns exec` for a
+    tenant's, nsenter for the management one (not in /run/netns, where `ip netns` looks: `twin.config.mgmt`)."""
+    if not ns:
+        return []
+    return ["nsenter", f"--net={MGMT_NETNS}"] if ns == MGMT_NS else ["ip", "netns", "exec", ns]
+
+
 def path(pid: int, ns: str = "") -> str:
     """The node's own namespace (ns "") or a tenant namespace inside it."""
     return tenant_netns_path(pid, ns) if ns else netns_path(pid)

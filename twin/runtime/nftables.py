@@ -12,13 +12,14 @@ import json
 from twin.base import timeouts
 from twin.base.errors import CommandError
 from twin.runtime.exec import NodeExec
+from twin.runtime.netns import exec_prefix
 
 CONGESTION = ("ip", "twin_ecn")  # the congestion points' table (congestion.nft)
 
 
 def _listing(ex: NodeExec, ns: str, what: list[str]) -> list[dict]:
     """The objects `nft -j list WHAT` gives (in tenant namespace `ns`); CommandError if nft fails or says no JSON."""
-    cmd = (["ip", "netns", "exec", ns] if ns else []) + ["nft", "-j", "list", *what]
+    cmd = exec_prefix(ns) + ["nft", "-j", "list", *what]
     res = ex.check(cmd, timeouts.VTYSH_QUICK)
     try:
         return list(json.loads(res.stdout).get("nftables", []))

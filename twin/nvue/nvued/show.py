@@ -11,6 +11,7 @@ REST API's GET of the same paths without `rev`):
     router policy [...]                              the lists and route maps bgpd runs (`showpolicy`)
     vrf VRF router ospf [neighbor|interface ...]     OSPF: its neighbors and interfaces as ospfd runs them
     vrf VRF router static [PREFIX]                   static routes: installed, or inactive and why
+    acl, interface NAME acl, system control-plane    ACLs: each rule's packets where it is bound (nftables)
 
 Names are NVUE's (swp1, p0_if, vlan10, VRF RED); each is mapped to what twin made for it (a
 port, the segment's bridge in the tenant's VRF, the tenant's VRF) and shown with it under
@@ -29,6 +30,7 @@ from twin.lifecycle.context import LabContext
 from twin.nvue import api, judge, routing
 from twin.nvue import hostname as nvue_hostname
 from twin.nvue.acl import TABLE
+from twin.nvue.aclbind import CONTROL_PLANE
 from twin.nvue.configs import NvueNode, running
 from twin.nvue.nvued.revision import NotFound
 from twin.nvue.nvued.showlldp import ports_shown, service_shown
@@ -51,6 +53,7 @@ from twin.runtime import (
 PATHS = (
     ("interface",),
     ("acl",),
+    ("system", "control-plane"),
     ("qos",),
     ("evpn", "vni"),
     ("vrf", "*", "router", "bgp", "neighbor"),
@@ -109,6 +112,8 @@ def read(ctx: LabContext, node: str, path: tuple[str, ...]) -> Any:
         doc = service_shown(ctx, node, get(x.file.tree, head, {}) if x is not None else {})
     elif head == ("acl",):
         doc = acls_shown(ctx, node, plane)
+    elif head == ("system", "control-plane"):
+        doc = control_plane_shown(ctx, node, plane)
     elif head == ("qos",):
         doc = qos_shown(ctx, node, plane)
     elif head == ("evpn", "vni"):
@@ -225,22 +230,27 @@ def _svi_vrf(plane: Plane | None, name: str) -> str | None:
 
 # --- ACLs (issue 44: twin.nvue.acl) -----------------------------------------------------------------------
 def acl_counts(ctx: LabContext, node: str, plane: Plane | None) -> dict[str, dict]:
-    """NVUE port -> ACL -> way -> its rules' counters, read from the node's nftables."""
+    """NVUE interface -> ACL -> way -> its rules' counters, read from the node's nftables (a binding to an
+    interface's control plane under `control-plane`; the system's under CONTROL_PLANE, summed over the
+    namespaces it runs in)."""
     if plane is None or not plane.acls.bindings:
         return {}
-    got = {ns: nft_counters(ctx.exec(node), "netdev", TABLE, ns) for ns in plane.acls.namespaces()}
+    got = {(f, ns): nft_counters(ctx.exec(node), f, TABLE, ns) for f, ns in plane.acls.tables()}
     out: dict[str, dict] = {}
     for b in plane.acls.bindings:
-        rules = {
-            str(r.seq): {"action": r.action, "packets": got[b.ns].get(b.counter(r.seq), 0)}
-            for r in plane.acls.acls[b.acl].rules
-        }
-        out.setdefault(b.port, {}).setdefault(b.acl, {})[b.way] = {"rule": rules}
+        way = out.setdefault(b.port, {}).setdefault(b.acl, {}).setdefault(b.way, {})
+        if b.cp and b.port != CONTROL_PLANE:
+            way = way.setdefault(CONTROL_PLANE, {})
+        rules = way.setdefault("rule", {})
+        for r in plane.acls.acls[b.acl].rules:
+            n = got[(b.family, b.ns)].get(b.counter(r.seq), 0)
+            rules.setdefault(str(r.seq), {"action": r.action, "packets": 0})["packets"] += n
     return out
 
 
 def acls_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
-    """Each ACL: its type, and per rule its action and, per port it is bound to, what it counted."""
+    """Each ACL: its type, and per rule its action and, per interface it is bound to (or the control
+    plane), what it counted."""
     if plane is None:
         return {}
     counts = acl_counts(ctx, node, plane)
@@ -249,10 +259,19 @@ def acls_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
         rules: dict[str, Any] = {str(r.seq): {"action": r.action} for r in a.rules}
         for port, acls in counts.items():
             for way, d in acls.get(name, {}).items():
-                for seq, r in d["rule"].items():
-                    rules[seq].setdefault("statistics", {}).setdefault(port, {})[way] = {"packets": r["packets"]}
+                for place, rs in (
+                    (port, d.get("rule", {})),
+                    (f"{port} {CONTROL_PLANE}", d.get(CONTROL_PLANE, {}).get("rule", {})),
+                ):
+                    for seq, r in rs.items():
+                        rules[seq].setdefault("statistics", {}).setdefault(place, {})[way] = {"packets": r["packets"]}
         out[name] = {"type": a.type, "rule": rules}
     return out
+
+
+def control_plane_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:
+    """`nv show system control-plane acl`: each ACL bound to the control plane, per way its rules' counters."""
+    return {"acl": acl_counts(ctx, node, plane).get(CONTROL_PLANE, {})}
 
 
 def qos_shown(ctx: LabContext, node: str, plane: Plane | None) -> dict:

@@ -1,0 +1,176 @@
+"""NVUE's ACLs on an SVI and on the control plane, run and judged (issue 44): a lab whose switches run
+their NVUE export (tests/e2e/nvue/acl.yml: leaf1 routes tenant red's web, host1a, to its db, host1b, and
+peers with spine1), given with `nv` the mistakes operators make, each named by `twin verify`'s acl group,
+then fixed with `nv` and passing:
+- an inbound ACL on SVI vlan10 (web) that denies RoCEv2 (UDP 4791): host1a -> host1b, routed in through
+  that SVI, is dropped and counted, and the check names the ACL and rule; host1a's bridged traffic is not
+  the SVI's to judge;
+- control-plane ACLs that deny BGP (an ipv6 one: TCP to and from port 179; twin's underlay is unnumbered,
+  IPv6 link-local) and the NVUE API on the management address (an ipv4 one: TCP 8765): the checks name
+  the session they cut and both rules; bgpd loses spine1 once its hold time (3 s here) runs out; the API on
+  leaf1's management address no longer answers, as on a Cumulus switch; twin's own way in (`nv` over a
+  unix socket, run in the node as `twin exec` runs it) still applies the fix, and BGP comes back.
+One lab for the module."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import socket
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import ROOT, nvue_export_lab
+from twin import prove, verify
+
+pytestmark = pytest.mark.e2e
+
+NAME = "has-nvacl"
+TOPOLOGY = ROOT / "tests/e2e/nvue/acl.yml"
+DEADLINE = 30.0  # BGP down once its hold time runs out, up again once the ACL is gone
+
+
+def short_hold(d: Path) -> None:
+    """leaf1's export with BGP's hold time at 3 s (keepalive 1 s), NVUE's `timers` of its peer group, so a
+    session an ACL cuts goes down in 3 s, not Cumulus's default 9 (spine1 takes the lower hold)."""
+    f = d / "leaf1" / "startup.yaml"
+    doc = yaml.safe_load(f.read_text())
+    group = doc[-1]["set"]["vrf"]["default"]["router"]["bgp"]["peer-group"]["fabric"]
+    group.setdefault("timers", {}).update({"keepalive": 1, "hold": 3})
+    f.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def lab(runtime, node_image, tmp_path_factory):
+    d = tmp_path_factory.mktemp("nvue-acl")
+    with nvue_export_lab(runtime, node_image, d, TOPOLOGY, NAME, edit=short_hold) as lab:
+        yield lab
+
+
+def nv(lab, *words: str) -> str:
+    """`nv WORDS` in leaf1 through the node's exec seam (nsenter, as `twin exec` does: no network, and
+    none of a CLI's start-up), `nv` talking to the NVUE service over its unix socket."""
+    return lab.node("leaf1").check(["nv", *words], timeout=60).stdout
+
+
+def nv_apply(lab, *changes: tuple[str, ...]) -> None:
+    """The `nv` edits and `nv config apply -y` in one exec of leaf1."""
+    script = " && ".join(shlex.join(["nv", *c]) for c in [*changes, ("config", "apply", "-y")])
+    lab.node("leaf1").check(["sh", "-c", script], timeout=60)
+
+
+def failing(lab, *groups: str) -> dict[str, str]:
+    return {f"{c.group} {c.name}": c.message for c in verify.run(lab, only=list(groups)).failures()}
+
+
+def bgp_state(lab) -> str:
+    doc = json.loads(lab.node("leaf1").check(["vtysh", "-c", "show bgp summary json"]).stdout)
+    return doc["ipv4Unicast"]["peers"]["swp51"]["state"]
+
+
+def until(what, want, deadline: float = DEADLINE):
+    t0 = time.monotonic()
+    while (got := what()) != want and time.monotonic() - t0 < deadline:
+        time.sleep(0.5)
+    return got
+
+
+def api_answers(address: str) -> bool:
+    """Whether the NVUE API on a management address takes a connection (port 8765)."""
+    try:
+        socket.create_connection((address, 8765), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_an_svi_acl_that_denies_roce_is_named_then_fixed(lab):
+    acl = ("acl", "ROCE")
+    nv_apply(
+        lab,
+        ("set", *acl, "type", "ipv4"),
+        ("set", *acl, "rule", "10", "match", "ip", "protocol", "udp"),
+        ("set", *acl, "rule", "10", "match", "ip", "dest-port", "4791"),
+        ("set", *acl, "rule", "10", "action", "deny"),
+        ("set", *acl, "rule", "20", "action", "permit"),
+        ("set", "interface", "vlan10", "acl", "ROCE", "inbound"),
+    )
+    said = failing(lab, "acl")
+    assert list(said) == ["acl leaf1 vlan10 inbound acl ROCE rule 10"], said
+    msg = said["acl leaf1 vlan10 inbound acl ROCE rule 10"]
+    assert msg.startswith(
+        "drops host1a -> host1b, which the topology says must pass: 4/4 frames of host1a -> host1b dropped, counted "
+    ), msg
+    assert int(msg.rsplit("counted ", 1)[1]) >= 4
+    shown = nv(lab, "show", "interface", "vlan10", "acl", "-o", "json")
+    assert json.loads(shown)["ROCE"]["inbound"]["rule"]["10"]["packets"] >= 4, shown
+    nv_apply(lab, ("unset", "interface", "vlan10", "acl"))
+    assert failing(lab, "acl", "traffic") == {}
+
+
+def test_control_plane_acls_that_cut_bgp_and_the_api_are_named_and_twin_still_applies_the_fix(lab):
+    mgmt = lab.fabric.nodes["leaf1"].mgmt
+    assert mgmt and api_answers(mgmt), "the NVUE API answers on leaf1's management address"
+    bgp, api = ("acl", "BGP"), ("acl", "API")
+    nv_apply(
+        lab,
+        ("set", *bgp, "type", "ipv6"),
+        ("set", *bgp, "rule", "10", "match", "ip", "protocol", "tcp"),
+        ("set", *bgp, "rule", "10", "match", "ip", "dest-port", "179"),
+        ("set", *bgp, "rule", "10", "action", "deny"),
+        ("set", *bgp, "rule", "20", "match", "ip", "protocol", "tcp"),
+        ("set", *bgp, "rule", "20", "match", "ip", "source-port", "179"),
+        ("set", *bgp, "rule", "20", "action", "deny"),
+        ("set", *api, "type", "ipv4"),
+        ("set", *api, "rule", "10", "match", "ip", "protocol", "tcp"),
+        ("set", *api, "rule", "10", "match", "ip", "dest-port", "8765"),
+        ("set", *api, "rule", "10", "action", "deny"),
+        ("set", "system", "control-plane", "acl", "BGP", "inbound"),
+        ("set", "system", "control-plane", "acl", "API", "inbound"),
+    )
+    assert not api_answers(mgmt), "the API on the management address is cut, as on a Cumulus switch"
+    assert until(lambda: bgp_state(lab) != "Established", True), "spine1 lost once the hold time ran out"
+    said = failing(lab, "acl")
+    for seq, other in ((10, 20), (20, 10)):
+        msg = said.pop(f"acl leaf1 control-plane inbound acl BGP rule {seq}")
+        assert msg.startswith("cuts BGP with spine1 on swp51: drops BGP from spine1 (TCP "), msg
+        assert f"(with rule {other}): no way to open it remains, and the topology says it must be up" in msg, msg
+        assert "; bgpd has it Established" not in msg and int(msg.rsplit("counted ", 1)[1]) >= 0, msg
+    assert said == {}, "the API's rule cuts nothing the topology says must pass (twin's own ways are not network)"
+    counted = nv(lab, "show", "system", "control-plane", "acl", "-o", "json")
+    rules = json.loads(counted)["BGP"]["inbound"]["rule"]
+    assert rules["10"]["packets"] + rules["20"]["packets"] > 0, counted
+    nv_apply(lab, ("unset", "system", "control-plane", "acl"))  # over nv's unix socket: the API is cut
+    assert until(lambda: bgp_state(lab), "Established") == "Established"
+    assert api_answers(mgmt)
+    assert until(lambda: failing(lab, "control"), {}) == {}, "spine1's routes learned again"
+
+
+@pytest.mark.prove
+def test_the_proof_breaks_each_svi_and_control_plane_acl_element(lab):
+    """`make prove`: an ACL whose deny rule no intended flow meets, inbound on SVI vlan20 and outbound on the
+    control plane: each table and each deny rule broken, named by its check, put back; the lab verifies."""
+    guard = ("acl", "GUARD")
+    nv_apply(
+        lab,
+        ("set", *guard, "type", "ipv4"),
+        ("set", *guard, "rule", "10", "match", "ip", "dest-ip", "192.0.2.9/32"),
+        ("set", *guard, "rule", "10", "action", "deny"),
+        ("set", *guard, "rule", "20", "action", "permit"),
+        ("set", "interface", "vlan20", "acl", "GUARD", "inbound"),
+        ("set", "system", "control-plane", "acl", "GUARD", "outbound"),
+    )
+    assert failing(lab, "acl") == {}
+    proof = prove.prove(lab, ["acl-*"])
+    by = {o.element.id: o for o in proof.outcomes}
+    assert set(by) == {
+        "acl-table leaf1 red",
+        "acl-rule leaf1 vlan20 inbound GUARD 10",
+        *(f"acl-table leaf1 {ns} control-plane" for ns in ("default", "red", "mgmt")),
+        *(f"acl-rule leaf1 control-plane{ns} outbound GUARD 10" for ns in ("", "/red", "/mgmt")),
+    }, sorted(by)
+    assert proof.passed, [(i, o.detail) for i, o in by.items() if not (o.caught and o.restored)]
+    assert failing(lab, "acl") == {}
