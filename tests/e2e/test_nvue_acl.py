@@ -28,7 +28,7 @@ from twin import prove, verify
 
 pytestmark = pytest.mark.e2e
 
-NAME = "has-nvacl"
+NAME = "t-nvue-acl"
 TOPOLOGY = ROOT / "tests/e2e/nvue/acl.yml"
 DEADLINE = 30.0  # BGP down once its hold time runs out, up again once the ACL is gone
 
