@@ -282,3 +282,46 @@ def test_a_loopback_most_routers_lack_is_named_first_at_a_timeout(tmp_path):
         f"leaf3's loopback {lo} is missing on 5 of 6 routers read: leaf3 does not announce it? "
         f"(`show bgp ipv4 unicast {lo}` on leaf3 says)"
     ]
+
+
+def test_the_barrier_confirms_at_once_and_its_look_at_flaps_holds_no_round(tmp_path, monkeypatch):
+    """Issue 46: the round that finds the last routers done is followed at once by the round over all that
+    confirms it (not a poll later), and the look at FRR's session counters, a vtysh call a busy bgpd answers
+    late, runs beside the rounds: it neither delays the next nor counts in its pace."""
+    from types import SimpleNamespace
+
+    from tests.unit.fabrics import clos
+    from twin.base import timeouts
+    from twin.intent import Intent
+    from twin.lifecycle import barrier
+
+    fabric = clos(tmp_path, 2, 4, "t")
+    t0, rounds, looks = time.monotonic(), [], []
+    ready = {n: t0 + (0.3 if n.startswith("spine") else 0.6) for n in fabric.nodes}
+
+    class SlowFrr:
+        def vtysh_json(self, *_, **__):
+            looks.append(time.monotonic())
+            time.sleep(1.0)
+            raise ConvergenceTimeout("vtysh", 1.0, ["a busy bgpd"])  # a TwinError, as a failing vtysh is
+
+    ctx = SimpleNamespace(name="t", fabric=fabric, intent=Intent(fabric), exec=lambda node: SlowFrr())
+    b = barrier.Barrier(ctx, since=t0)
+    monkeypatch.setattr(
+        b, "node_missing", lambda n, until, sessions=False: [] if time.monotonic() >= ready[n] else ["x"]
+    )
+    read = b.round
+    monkeypatch.setattr(
+        b,
+        "round",
+        lambda pool, nodes, until, sessions=False: (
+            rounds.append((time.monotonic(), len(nodes))) or read(pool, nodes, until, sessions)
+        ),
+    )
+    b.wait(30.0)
+    assert looks and looks[0] - t0 < 0.2, "the first round with routers missing looks at their flaps"
+    gaps = [b2[0] - b1[0] for b1, b2 in zip(rounds, rounds[1:], strict=False)]
+    assert max(gaps) < timeouts.BARRIER_POLL + 0.2, f"no round waited for the look at flaps: {gaps}"
+    last, confirm = rounds[-2], rounds[-1]
+    assert last[1] == 4 and confirm[1] == 6 and confirm[0] - last[0] < 0.1, rounds
+    assert time.monotonic() - t0 < 0.6 + timeouts.BARRIER_POLL + 0.3

@@ -181,3 +181,21 @@ def test_drain_shapes_what_verify_expects(monkeypatch):
     # and the paths go around what can be avoided
     assert paths.next_hops(drain(aipod, "leaf1"), "dpu1", "dpu2") == {"dpu1": ("p1",), "leaf2": ("swp4",)}
     assert paths.next_hops(drain(lv, "spine1"), "leaf1", "leaf2") == {"leaf1": ("swp2",), "spine2": ("swp2",)}
+
+
+def test_new_sessions_send_their_routes_soon_but_on_a_busy_host(monkeypatch):
+    """FRR holds a new session's first routes 1 s + 50 ms per peer (2 s on a spine of 20 leafs), each
+    bring-up's wait after its last session (issue 46); twin's rendering holds them COALESCE_MS, where the
+    host is not too busy for the lab (BGP timers scaled by admission: there FRR's heuristic saves CPU)."""
+    from twin.config.render import COALESCE_MS
+    from twin.topology.model import BgpTimers
+
+    monkeypatch.chdir(ROOT)
+    f = load("topologies/aipod.yml")
+    plain = render_lab(f, "netns")
+    busy = render_lab(f.model_copy(update={"timers": BgpTimers(keepalive=6, hold=18)}), "netns")
+    for node in ("spine1", "leaf1", "dpu1"):
+        bgp = plain[node]["frr.conf"].split("router bgp ", 1)[1].split("\nexit\n", 1)[0]
+        assert f" coalesce-time {COALESCE_MS}\n" in bgp, node
+        assert "coalesce-time" not in busy[node]["frr.conf"], node
+    assert "coalesce-time" not in plain["host1a"].get("frr.conf", ""), "a host runs no BGP of twin's"

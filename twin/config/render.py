@@ -38,6 +38,13 @@ ALL_DAEMONS = (
     "vrrpd",
     "pathd",
 )
+# How long (ms) bgpd holds a new update group's first announcements, so that peers that come up together
+# share one computation of them. FRR's own heuristic holds it 1 s plus 50 ms per peer of the instance (a
+# spine of 20 leafs: 2 s), and in a bring-up every route waits it out once its session is up (issue 46,
+# docs/performance.md "A bring-up's timeline"); a node's sessions come up together, in well under this,
+# when FRR releases them from its config hold. On a host busy for the lab (BGP timers scaled by
+# admission) FRR's heuristic stays: there sessions come up over many seconds, and grouping them saves CPU.
+COALESCE_MS = 100
 
 
 def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
@@ -68,6 +75,7 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
         edge_ports=edge_ports,
         public=public,
         one_peer_as=len(peer_as) == 1,
+        coalesce=None if fabric.timers else COALESCE_MS,
     )
     return {name: render_template(f"frr/{name}.j2", **ctx) for name in ("frr.conf", "daemons", "vtysh.conf")}
 

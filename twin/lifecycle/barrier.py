@@ -273,23 +273,27 @@ class Barrier:
         )
         return left
 
-    def flaps(self, until: Deadline) -> None:
+    def flaps(self, pool: Executor, until: Deadline) -> None:
         """FRR's session counters on the router waited for (sessions that dropped after they were up),
-        every `timeouts.BARRIER_LOOK`."""
+        every `timeouts.BARRIER_LOOK`, read on `pool` beside the rounds: a vtysh call that waits for a busy
+        bgpd neither delays the next round nor counts in its pace."""
         first = next((n for n in self.nodes if self.known.get(n) and n in self.intent.nodes), None)
         if first is None or time.monotonic() < self.next_flaps:
             return
         self.next_flaps = time.monotonic() + timeouts.BARRIER_LOOK
-        want = self.intent.nodes[first]
+        pool.submit(self._flaps, first, until)
+
+    def _flaps(self, node: str, until: Deadline) -> None:
+        want = self.intent.nodes[node]
         try:
-            (summary,) = self.ctx.exec(first).vtysh_json(FRR_SUMMARY, timeout=until.within(timeouts.VTYSH_QUICK))
-            self.progress.flapped(first, session_flaps(summary, [s.port for s in want.sessions]))
+            (summary,) = self.ctx.exec(node).vtysh_json(FRR_SUMMARY, timeout=until.within(timeouts.VTYSH_QUICK))
+            self.progress.flapped(node, session_flaps(summary, [s.port for s in want.sessions]))
         except TwinError:
             pass  # FRR not answering yet: the next look asks again
 
     def wait(self, timeout: float, say: Callable[[str], None] = lambda _: None, since: float | None = None) -> float:
         """Poll until converged: each round reads the routers not done yet (its cost in proportion
-        to them), and once every one is done, a round over all confirms it. The deadline is
+        to them), and once every one is done, a round over all confirms it at once. The deadline is
         `timeout` after `since` (default now) and holds: every read has its own deadline, cut to it,
         and a share of it (`DIAGNOSE`) is kept for naming what is missing."""
         deadline = Deadline.after(timeout, since)
@@ -306,8 +310,7 @@ class Barrier:
         done: set[str] = set()
         pool = ThreadPoolExecutor(PARALLEL)
 
-        def probe() -> list[str]:
-            nodes = [n for n in self.nodes if n not in done] or self.nodes  # all done: confirm over all
+        def read(nodes: list[str]) -> dict[str, list[str]]:
             left = self.round(pool, nodes, rounds)
             for n in nodes:
                 if n in left:
@@ -315,10 +318,17 @@ class Barrier:
                 elif n not in done:
                     done.add(n)
                     self.progress.done(n)
+            return left
+
+        def probe() -> list[str]:
+            nodes = [n for n in self.nodes if n not in done] or self.nodes
+            left = read(nodes)
+            if not left and len(nodes) < len(self.nodes):  # the last routers done: all confirmed now, not a poll later
+                left = read(self.nodes)
             self.progress.looked = True
             if not left:
-                return [] if len(nodes) == len(self.nodes) else [f"confirming: all {len(self.nodes)} routers once more"]
-            self.flaps(rounds)
+                return []
+            self.flaps(pool, rounds)
             say(self.progress.line(len(done), len(self.nodes), holdups(left)))  # the nodes holding it back, and what
             return [m for n in sorted(left) for m in left[n]]
 

@@ -85,8 +85,8 @@ class Progress:
         """FRR's counters of `node`'s sessions (`twin.runtime.frr.flaps`); they only grow."""
         n = self.intents.get(node)
         peers = {s.port: s.peer for s in n.sessions} if n else {}
-        for port, (again, dropped, state) in found.items():
-            self.flaps[(node, port)] = Flap(node, port, peers.get(port, "?"), again, dropped, state)
+        new = {(node, port): Flap(node, port, peers.get(port, "?"), a, d, s) for port, (a, d, s) in found.items()}
+        self.flaps = {**self.flaps, **new}  # one rebinding: the barrier's look runs beside the progress line
 
     def totals(self) -> tuple[Counts, Counts]:
         have = sum(self.seen.values(), Counts())
