@@ -12,7 +12,8 @@ Per node, in seconds from the launch of `twin up`:
   /var/log/frr/frr.log, millisecond timestamps, read once `twin up` has ended);
 - every loopback route it should learn, over every port of the fabric's shortest paths: the barrier's own
   test of the node (`twin.lifecycle.barrier`), on the node's routes as rtnetlink announces them;
-- twin's configuration of the node ended, the barrier's rounds and its verdict (twin's debug log, written
+- twin's start of the node before its links (where it does) and its configuration ended, the barrier's
+  rounds and its verdict (twin's debug log, written
   by the wrapper below: nothing in twin changes).
 
 Then the critical path: the node complete last, and what it waited for, link by link; and the gaps that
@@ -57,6 +58,7 @@ from twin.topology.build import load  # noqa: E402
 
 BOOT_POLL = 0.05  # each node's boot status read this often until FRR is up
 CPU_SAMPLE = 0.5  # the machine's busy share sampled this often (/proc/stat)
+SETTLE = 15.0  # at most this long for the machine to go idle before a run
 RTMGRP_LINK, RTMGRP_IPV4_ROUTE = 0x1, 0x40
 RTM_NEWLINK, RTM_DELROUTE = 16, 25
 IFF_UP, IFF_LOWER_UP = 0x1, 0x10000
@@ -95,6 +97,7 @@ class Node:
     eor: dict[str, float] = field(default_factory=dict)  # port -> End-of-RIB received
     downs: int = 0
     configured: float | None = None  # twin's configure_node ended
+    started: float | None = None  # twin asked for its daemons before its links (start_early ended)
 
 
 class Watch:
@@ -259,6 +262,8 @@ def twin_log(path: Path, nodes: dict[str, Node]) -> list[tuple[float, int, int, 
         t, _, msg = line.split(" ", 2)
         if msg.startswith("configured "):
             nodes[msg.split()[1].rstrip(":")].configured = float(t)
+        elif msg.startswith("started "):
+            nodes[msg.split()[1]].started = float(t)
         elif msg.startswith("round over "):
             w = msg.split()
             rounds.append((float(t), int(w[2]), int(w[4]), float(w[-1].rstrip("s"))))
@@ -356,6 +361,7 @@ def summary(watch: Watch, t0: float, end: float, said: list, rounds: list) -> di
         "container running": per(lambda n: n.running),
         "ports up": per(lambda n: wired(n, n.up)),
         "ports' carrier": per(lambda n: wired(n, n.carrier)),
+        "twin: FRR asked, before links": per(lambda n: n.started),
         "FRR boot begun": per(lambda n: min(n.boot.values()) if n.boot else None),
         "FRR config loading": per(lambda n: n.boot.get("config vtysh")),
         "FRR up": per(lambda n: n.boot.get("up -")),
@@ -390,6 +396,7 @@ def node_row(n: Node, rel) -> dict:
         "running": rel(n.running) if n.running else None,
         "wired": rel(max(n.up.values())) if n.up else None,
         "boot": {k: rel(v) for k, v in sorted(n.boot.items(), key=lambda kv: kv[1])},
+        "started": rel(n.started) if n.started else None,
         "configured": rel(n.configured) if n.configured else None,
         "established": {p: rel(v) for p, v in sorted(n.established.items())},
         "eor": {p: rel(v) for p, v in sorted(n.eor.items())},
@@ -482,7 +489,7 @@ def main() -> None:
     results: dict[str, list[dict]] = {label: [] for label, _ in trees}
     for i in range(args.runs):
         for label, tree in trees:
-            settle()
+            settle(timeout=SETTLE)  # the last lab's teardown done (other people's work may never settle)
             r = one(tree, topo, args.name, fabric)
             results[label].append(r)
             report(f"{label} #{i + 1}", r, args.nodes)

@@ -31,6 +31,7 @@ from twin.runtime import (
     kernel_hint,
     kernel_lacks,
     node_file_exists,
+    solicit_routers,
     vni_states,
 )
 from twin.topology.model import Fabric
@@ -115,6 +116,10 @@ def configure_node(
                 reboots = frr_boot_watch(node, pid, say)
             if reboots and execs is not None:
                 execs.rebooted.append(node)
+            # its neighbours' FRR advertises at once: its BGP unnumbered sessions need not wait up to 10 s for
+            # the next advertisement (one came before this node's FRR was up to take it)
+            with wait.doing(node, "a router solicitation on its fabric ports"):
+                solicit_routers(pid, [p.name for p in fabric.nodes[node].fabric_ports])
     t2 = time.monotonic()
     later = plane.bindings if plane else overlay.bindings(fabric, node, backend)
     if later:

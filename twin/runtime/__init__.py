@@ -12,7 +12,9 @@ the rooms inside can change without anyone above noticing. The pure pipeline nev
 - FRR control: `frr_take` (frr-reload, or a restart; ospfd's interface settings, `OSPFD_INTERFACES`, sent
   to ospfd alone), `apply_live`, its `show ... json` commands (`FRR_SUMMARY`...) and their readers
   (`session_states`, `vni_states`...); a node's daemons started (`frr_start`: by the node's own server
-  where it takes it), FRR's boot in a node watched, a stalled one booted again once (`frr_boot_watch`);
+  where it takes it), FRR's boot in a node watched, a stalled one booted again once (`frr_boot_watch`),
+  then its neighbours asked to advertise at once (`solicit_routers`: BGP unnumbered finds its peers'
+  addresses in their advertisements);
 - a node's lldpd: `read_lldpd` (its timers, the name it sends, its neighbours per port);
 - kernel steps: `apply_steps` (twin's kernel steps over netlink), the kernel's probes
   (`probe_shaping`, `kernel_lacks`...), what a node's kernel holds (`read_routes`, `read_fdb`...);
@@ -87,6 +89,7 @@ from twin.runtime.lldpd import Lldpd
 from twin.runtime.lldpd import Neighbor as LldpNeighbor
 from twin.runtime.lldpd import parse as parse_lldpd
 from twin.runtime.lldpd import read as read_lldpd
+from twin.runtime.ndisc import solicit as solicit_routers
 from twin.runtime.netns import Handles as NetlinkHandles
 from twin.runtime.netns import Netlink, open_ns
 from twin.runtime.netns import exec_prefix as in_ns_command
@@ -208,6 +211,7 @@ __all__ = [
     "frr_boot_command",
     "frr_start",
     "frr_boot_watch",
+    "solicit_routers",
     # a node's lldpd: what it runs and sees
     "Lldpd",
     "LldpNeighbor",
