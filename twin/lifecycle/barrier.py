@@ -33,6 +33,7 @@ moving and what flaps, and a timeout names the flapping sessions first.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Callable
@@ -206,6 +207,7 @@ class Barrier:
         self.known: dict[str, list[str]] = {}  # what each router lacked when last read
         self.rounds: list[tuple[int, float]] = []  # (routers read, seconds) of every round: its cost
         self.next_flaps = 0.0
+        self.looking: threading.Thread | None = None  # the look at FRR's session counters under way
 
     def _dumper(self, node: str, ns: str = "") -> RouteDumper:
         return self.dumps.get(self.ctx.pid(node), ns)
@@ -273,15 +275,17 @@ class Barrier:
         )
         return left
 
-    def flaps(self, pool: Executor, until: Deadline) -> None:
+    def flaps(self, until: Deadline) -> None:
         """FRR's session counters on the router waited for (sessions that dropped after they were up),
-        every `timeouts.BARRIER_LOOK`, read on `pool` beside the rounds: a vtysh call that waits for a busy
-        bgpd neither delays the next round nor counts in its pace."""
+        every `timeouts.BARRIER_LOOK`, read beside the rounds (a thread of its own, one look at a time): a
+        vtysh call that waits for a busy bgpd neither delays the next round, nor counts in its pace, nor
+        holds `twin up` once the lab has converged."""
         first = next((n for n in self.nodes if self.known.get(n) and n in self.intent.nodes), None)
-        if first is None or time.monotonic() < self.next_flaps:
+        if first is None or time.monotonic() < self.next_flaps or (self.looking and self.looking.is_alive()):
             return
         self.next_flaps = time.monotonic() + timeouts.BARRIER_LOOK
-        pool.submit(self._flaps, first, until)
+        self.looking = threading.Thread(target=self._flaps, args=(first, until), name="twin-flaps", daemon=True)
+        self.looking.start()
 
     def _flaps(self, node: str, until: Deadline) -> None:
         want = self.intent.nodes[node]
@@ -328,7 +332,7 @@ class Barrier:
             self.progress.looked = True
             if not left:
                 return []
-            self.flaps(pool, rounds)
+            self.flaps(rounds)
             say(self.progress.line(len(done), len(self.nodes), holdups(left)))  # the nodes holding it back, and what
             return [m for n in sorted(left) for m in left[n]]
 
