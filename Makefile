@@ -15,7 +15,7 @@ COMPARE_ARGS ?=
 LARGE_ARGS ?=
 BENCH_SERVER_ARGS ?=
 
-.PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-lint bench-nvue bench-nvue-qos bench-compare bench-server soak chaos prove clean
+.PHONY: host venv images twin-up twin-down lint test test-unit docs docs-check bench bench-large bench-lint bench-nvue bench-nvue-qos bench-compare bench-timeline bench-server soak chaos prove clean
 
 host:
 	@twin/lifecycle/host-setup.sh
@@ -91,6 +91,12 @@ bench-nvue-qos: images
 # (not part of make test; installs munet in bench/munet/.venv and Debian's frr on the host)
 bench-compare: images
 	$(VENV)/bin/python bench/compare.py $(COMPARE_ARGS)
+
+# a bring-up's timeline: the bench's 4 x 20 Clos watched per node (containers, links, FRR's boot, sessions,
+# routes, the barrier), its critical path and the waits that are not work (issue 46; ~30 s a run;
+# TIMELINE_ARGS="--runs 3 --tree base=/path/to/checkout --tree new=." compares checkouts)
+bench-timeline: images
+	$(VENV)/bin/python bench/timeline.py $(TIMELINE_ARGS)
 
 # twin serve: create-to-converged through the API beside `twin up`, and 20 clients polling operations
 # and events while two labs come up through it (not part of make test; a few minutes)
