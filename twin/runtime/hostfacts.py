@@ -101,10 +101,11 @@ def leftovers(known: set[str]) -> Leftovers:
     and twin-named namespaces (`twin-*`) in /run/netns that none of them holds."""
     client = _client()
     labs: dict[str, list[str]] = {}
-    for c in client.containers.list(all=True, filters={"label": LABEL_LAB}):
-        lab = c.labels.get(LABEL_LAB, "")
+    # sparse: the listing alone, no inspection of each (one another twin removes meanwhile is no error)
+    for c in client.containers.list(all=True, filters={"label": LABEL_LAB}, sparse=True):
+        lab = (c.attrs.get("Labels") or {}).get(LABEL_LAB, "")
         if lab not in known:
-            labs.setdefault(lab, []).append(c.name)
+            labs.setdefault(lab, []).append(str((c.attrs.get("Names") or ["/" + c.id[:12]])[0]).lstrip("/"))
     nets: dict[str, list[str]] = {}
     for n in client.networks.list(filters={"label": LABEL_LAB}):  # a management network
         lab = (n.attrs.get("Labels") or {}).get(LABEL_LAB, "")

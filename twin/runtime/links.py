@@ -264,6 +264,7 @@ class Wiring:
                     said = time.monotonic()
             for f in self.futures:
                 f.result()
+            say(self.progress())  # all of it, once, however soon it came (a log shows the stage whole)
             if self.waiting:
                 raise TwinError(f"{len(self.waiting)} links were never wired: nodes missing")
         except BaseException:
