@@ -32,7 +32,6 @@ pytestmark = pytest.mark.e2e
 NAME = "t-nvue-fab"
 TOPOLOGY = ROOT / "tests/e2e/nvue/blank.yml"
 ANSIBLE = ROOT / "tests/e2e/ansible"
-APPLIED_WITHIN = 10.0  # s: a revision applied, as `nv config apply` takes on a switch
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +124,7 @@ def test_a_playbook_configures_day0_and_the_fabric_converges_and_passes(lab, inv
         f"service side: {[r['progress'] for r in results.values()]}"
     )
     assert all(r["state"] == "applied" and r["progress"].startswith("applied in ") for r in results.values())
-    assert max(took.values()) < APPLIED_WITHIN, took
+    # how long each took is printed, not asserted: a speed is a benchmark's (make bench), not a test's
     spans = sorted((r["started"], r["ended"]) for r in results.values())
     assert any(b[0] < a[1] for a, b in zip(spans, spans[1:])), f"no two revisions applied at once: {spans}"
     w = twin_cli("wait", NAME)

@@ -318,3 +318,38 @@ def test_a_node_on_an_image_of_its_own_has_no_management_port(tmp_path):
         yaml.safe_load(inventory(running, "nornir", password="pw")["hosts.yaml"])["leaf2"]["hostname"]
         == "twin-pinned-leaf2"
     ), "reached through its container"
+
+
+def test_two_labs_choose_their_management_subnets_one_after_the_other(tmp_path):
+    """Two bring-ups at once on one host (make test's workers, a server's users): the second looks at
+    Docker's networks only once the first's network holds its subnet (`choosing`), else both chose
+    one subnet and Docker refused the second with "Pool overlaps"."""
+    import threading
+    import time
+
+    from twin.runtime import mgmt as runtime_mgmt
+
+    lock, order = tmp_path / "lock" / "mgmt.lock", []
+    first_in = threading.Event()
+
+    def first():
+        with runtime_mgmt.choosing("a", lock):
+            first_in.set()
+            order.append("a chooses")
+            time.sleep(0.3)
+            order.append("a made")
+
+    t = threading.Thread(target=first)
+    t.start()
+    first_in.wait(5)
+    with runtime_mgmt.choosing("b", lock):
+        order.append("b chooses")
+    t.join()
+    assert order == ["a chooses", "a made", "b chooses"]
+
+    with runtime_mgmt.choosing("slow", lock):
+        with pytest.raises(TwinError) as e:
+            with runtime_mgmt.choosing("late", lock, timeout=0.2):
+                pass
+    assert str(e.value).startswith("lab late: a management subnet cannot be chosen: lab slow (pid "), e.value
+    assert "give the topology mgmt.subnet" in str(e.value)

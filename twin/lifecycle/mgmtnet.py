@@ -15,15 +15,15 @@ from typing import Callable
 from twin.config.naming import password_file
 from twin.kinds import NVUE_PORT, USER
 from twin.runtime import Runtime
-from twin.topology import mgmt
 from twin.topology.model import Fabric
 
 
 def resolve(fabric: Fabric, runtime: Runtime, own: set[str] | None = None) -> Fabric:
     """`fabric` with its management subnet (the topology's, else one no Docker network, route of this
     host or address of the fabric overlaps) and every managed node's address, but those of the nodes
-    that run an image of their own (`own`)."""
-    return fabric if fabric.mgmt is None else mgmt.resolve(fabric, runtime.mgmt_taken(fabric.name), own or set())
+    that run an image of their own (`own`); its network made, so that no other lab brought up on this
+    host meanwhile chooses the same subnet (`Runtime.claim_mgmt`)."""
+    return runtime.claim_mgmt(fabric, own or set())
 
 
 def node_password(d: Path, fabric: Fabric, say: Callable[[str], None] = lambda _: None) -> str:

@@ -3,7 +3,7 @@
 `Runtime` is the protocol both runtimes implement (`twin.runtime.docker.DockerRuntime`,
 `twin.runtime.containerlab.ContainerlabRuntime`): `bring_up` makes a lab's nodes and
 links and configures them; `containers`, `pid`, `start_nodes` and `remove_node` act on
-nodes of a running lab; `remove_lab` takes a whole lab down; `mgmt_taken`, `attach_mgmt`
+nodes of a running lab; `remove_lab` takes a whole lab down; `claim_mgmt`, `attach_mgmt`
 and `remove_mgmt` serve its management network. A node of a running lab is a
 `NodeHandle`: its name, labels and state, its pid, its exec seam, stop/kill/start. Nothing
 above `twin.runtime` sees the engine's objects or its exceptions (`twin.runtime.failures`).
@@ -12,9 +12,8 @@ above `twin.runtime` sees the engine's objects or its exceptions (`twin.runtime.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ipaddress import IPv4Network
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Protocol
+from typing import Any, Callable, ClassVar, Collection, Protocol
 
 from twin.base.errors import TwinError
 from twin.base.wait import Bound
@@ -167,7 +166,7 @@ class Runtime(Protocol):
     def remove_lab(self, lab: str, labdir: Path) -> list[str]: ...
 
     # the lab's management network (`twin.runtime.mgmt`)
-    def mgmt_taken(self, lab: str = ...) -> list[IPv4Network]: ...
+    def claim_mgmt(self, fabric: Fabric, own: Collection[str] = ...) -> Fabric: ...
 
     def attach_mgmt(self, fabric: Fabric, node: str, pid: int) -> None: ...
 

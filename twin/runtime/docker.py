@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from ipaddress import IPv4Network
 from pathlib import Path
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, Collection
 
 import docker
 from docker.models.containers import Container
@@ -135,10 +134,9 @@ class DockerRuntime:
         return wiring.pids
 
     # --- the management network (twin.runtime.mgmt) --------------------------
-    def mgmt_taken(self, lab: str = "") -> list[IPv4Network]:
-        """What a new management subnet of lab `lab` must not overlap here: Docker's networks (but the
-        lab's own, left by a killed `up`), this host's routes."""
-        return mgmt.taken(self.client, lab)
+    def claim_mgmt(self, fabric: Fabric, own: Collection[str] = ()) -> Fabric:
+        """`fabric` with its management subnet and addresses chosen here and its network made (`mgmt.claim`)."""
+        return mgmt.claim(self.client, fabric, own, self.make_mgmt)
 
     def make_mgmt(self, fabric: Fabric) -> str:
         """The lab's management network and its nodes' host names (/etc/hosts); its bridge ("" if none, or

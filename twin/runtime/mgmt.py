@@ -11,15 +11,24 @@ The pair dies with that namespace, so with the node; `remove` takes the network 
 containers, and after a crash: it is found by its label).
 
 `taken` is what a management subnet must not overlap here: every Docker network's subnets and
-this host's routes (`twin.topology.mgmt.choose` picks among the rest).
+this host's routes (`twin.topology.mgmt.choose` picks among the rest). `choosing` holds the host's
+one lock (`LOCK`, whatever $TWIN_HOME says: Docker's networks are the host's) from that look until
+the network holds its subnet: two labs brought up at once never choose one subnet (Docker would
+refuse the second with "Pool overlaps").
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
+import os
+import time
 import zlib
+from contextlib import contextmanager
 from functools import partial
 from ipaddress import IPv4Network, ip_network
+from pathlib import Path
+from typing import Callable, Collection, Iterator
 
 import docker
 from docker.models.networks import Network
@@ -33,9 +42,43 @@ from twin.kinds import MGMT_PORT
 from twin.runtime import dockerapi, netns
 from twin.runtime.failures import engine_errors
 from twin.runtime.netns import netns_path
+from twin.topology import mgmt as topology_mgmt
 from twin.topology.model import Fabric
 
 BRIDGE_OPTION = "com.docker.network.bridge.name"
+LOCK = Path("/run/lock/twin-mgmt.lock")  # held from a subnet's choice until its network holds it
+CHOOSING = 60.0  # s another bring-up may hold it: a look at Docker's networks and one network made
+
+
+@contextmanager
+def choosing(lab: str, path: Path = LOCK, timeout: float = CHOOSING) -> Iterator[None]:
+    """This host's management subnets are lab `lab`'s to choose from until the block ends (a network
+    made in it holds its subnet then); TwinError naming the holder when another lab keeps them longer
+    than `timeout`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        deadline = wait.Deadline.after(timeout)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if deadline.passed():
+                    held = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin"
+                    raise TwinError(
+                        f"lab {lab}: a management subnet cannot be chosen: {held} has held {path} for "
+                        f"{timeout:.0f}s; wait for it, or give the topology mgmt.subnet"
+                    ) from None
+                time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"lab {lab} (pid {os.getpid()})".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # the kernel releases the hold with the last descriptor
 
 
 def bridge_name(lab: str) -> str:
@@ -82,6 +125,21 @@ def _prefix(text: object) -> IPv4Network | None:
     except ValueError:
         return None
     return net if isinstance(net, IPv4Network) else None
+
+
+def claim(
+    client: docker.DockerClient, fabric: Fabric, own: Collection[str], make: Callable[[Fabric], object]
+) -> Fabric:
+    """`fabric` with its management subnet (the topology's, else one no Docker network or route of this
+    host overlaps) and its managed nodes' addresses (but those of `own`: nodes of an image of their
+    own), its network made (`make`): chosen and made under the host's lock (`choosing`), so two labs
+    brought up at once never choose one subnet."""
+    if fabric.mgmt is None:
+        return fabric
+    with choosing(fabric.name):
+        fabric = topology_mgmt.resolve(fabric, taken(client, fabric.name), own)
+        make(fabric)
+    return fabric
 
 
 def create(client: docker.DockerClient, fabric: Fabric) -> str:
