@@ -99,6 +99,8 @@ class Stage:
 
     def __call__(self, b: BringUp) -> None:
         interrupt.check()  # a Ctrl-C Python swallowed in the stage before stops the bring-up here
+        if (bound := current()) is not None:
+            bound.stage = self.name  # an error at the command's deadline names the stage (its own may say more)
         b.say(Said(f"{self.name}: {self.what}", self.name))
         self.run(b)
 

@@ -24,7 +24,7 @@ import fcntl
 import os
 import time
 import zlib
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from ipaddress import IPv4Network, ip_network
 from pathlib import Path
@@ -136,9 +136,13 @@ def claim(
     brought up at once never choose one subnet."""
     if fabric.mgmt is None:
         return fabric
-    with choosing(fabric.name):
-        fabric = topology_mgmt.resolve(fabric, taken(client, fabric.name), own)
-        make(fabric)
+    lab = fabric.name
+    with ExitStack() as turn:
+        with wait.doing(f"lab {lab}", "its turn to choose a management subnet"):
+            turn.enter_context(choosing(lab, timeout=wait.cut(CHOOSING, "a management subnet's choice")))
+        fabric = topology_mgmt.resolve(fabric, taken(client, lab), own)
+        with wait.doing(f"lab {lab}", "its management network made"):
+            make(fabric)
     return fabric
 
 
