@@ -7,9 +7,7 @@
   unit of work first (its seconds in the last run measured, `tests/e2e_seconds.json`, written by
   `scripts/e2e_seconds.py` from a run's JUnit report: a long module started last would hold the run's
   end alone; a module not measured yet counts as long), then the unit tests, which fill the end of the
-  run; within each, the order pytest collects them in. The file is empty for now (collection order):
-  the measured order put test_mgmt beside labs that raced it for a management subnet (two labs that
-  choose one before either has made its Docker network; twin.runtime.mgmt), to be fixed first.
+  run; within each, the order pytest collects them in.
 - A test marked `alone` (`@pytest.mark.alone`: it measures rates, or wall time where that is the
   point) runs with no other test of the run beside it (`Room`): the other workers finish the test
   they are in and wait. Keep them few and short: each holds the whole run.

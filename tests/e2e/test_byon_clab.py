@@ -88,6 +88,7 @@ def test_an_export_is_schema_valid_and_carries_the_files_the_routers_run(frr01, 
     ]
 
 
+@pytest.mark.prove  # a slow proof: `make prove` runs it, `make test` does not
 def test_a_proof_breaks_the_routers_own_ospf_interfaces(frr01):
     ctx = Lab.open(NAME).context()
     els, _ = prove.elements(ctx)

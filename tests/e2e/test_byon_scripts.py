@@ -108,6 +108,7 @@ def test_a_vrf_device_on_this_kernel_is_named_with_the_way_out(deployed):
     assert "twin: this kernel has no VRF devices (CONFIG_NET_VRF); instead: network namespaces as VRFs" in p.stderr
 
 
+@pytest.mark.prove  # a slow proof: `make prove` runs it, `make test` does not
 def test_a_bgp_neighbor_and_a_static_route_of_the_configs_are_proved(deployed):
     ctx = Lab.open(NAME).context()
     ids = {e.id for e in prove.elements(ctx)[0]}

@@ -438,6 +438,7 @@ NVUE_ELEMENTS = [
 ]
 
 
+@pytest.mark.prove  # a slow proof: `make prove` runs it, `make test` does not
 def test_the_proof_breaks_and_puts_back_what_the_nvue_nodes_run(lab):
     """Issue 34: `--prove` on the NVUE lab: its elements on leaf01 and dpu1 come from what they run
     (their NVUE's plane: VLAN 30 that `nv` added; the frr.conf NVUE renders, which advertises the
@@ -470,6 +471,7 @@ OWN_GROUP = [
 FRR_ELEMENTS = ["rt-import leaf01 4001", "rt-export dpu1 4001", "evpn-activate leaf01 spine2", "session leaf01:swp52"]
 
 
+@pytest.mark.prove  # a slow proof: `make prove` runs it, `make test` does not
 def test_the_proof_takes_the_frr_elements_of_the_revision_a_node_applied(lab):
     """Issue 34b: leaf01 and dpu1 run FRR lines twin's design has not (nv-set route targets, a peer group);
     the proof's FRR elements are those of the frr.conf their applied revision renders: the set route

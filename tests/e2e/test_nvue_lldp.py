@@ -109,6 +109,7 @@ def test_a_port_set_down_is_named_at_both_ends_and_passes_up_again(lab):
     assert shown("leaf1", "interface", "swp51", "lldp")["neighbor"]["spine1"]["port"]["name"] == "swp1"
 
 
+@pytest.mark.prove  # a slow proof: `make prove` runs it, `make test` does not
 def test_the_proof_breaks_a_nodes_system_name_and_the_lldp_group_names_it(lab):
     p = twin_cli("verify", NAME, "--prove", "--element", "lldp leaf2", "--json", timeout=600)  # one of 3: ~8 s each
     proof = json.loads(p.stdout)

@@ -108,6 +108,7 @@ def test_bfd_on_one_end_and_a_route_import_are_named_and_their_fix_passes(lab):
     }
 
 
+@pytest.mark.prove  # a slow proof: `make prove` runs it, `make test` does not
 def test_the_proof_takes_bfd_and_timers_away_and_verify_names_each(lab):
     """`--prove` elements of what the nodes' NVUE sets beyond intent (issue 44): each neighbor's BFD and
     timers (leaf1's swp51, spine1's swp1, as the test before left them), taken away in FRR, named by the

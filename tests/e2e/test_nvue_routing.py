@@ -119,6 +119,7 @@ def test_an_area_mismatch_and_an_unreachable_next_hop_are_named_and_their_fix_pa
     assert '"protocol":"static"' in route.replace(" ", "") and '"installed":true' in route.replace(" ", "")
 
 
+@pytest.mark.prove  # a slow proof: `make prove` runs it, `make test` does not
 def test_the_proof_takes_the_networks_and_static_routes_away_and_verify_names_each(lab):
     """`--prove` elements of the OSPF networks that put a judged link in OSPF and of the static routes (issue
     44), as the test before left them: taken away in FRR, named by the protocols group, put back by a reload
