@@ -69,8 +69,9 @@ bench: images
 	$(VENV)/bin/python bench/watch.py
 
 # the largest lab this machine holds (8 x 248, 256 FRR nodes: converged, or refused by admission and
-# then run with the deadline it names) and 128 FRR nodes beside another lab's bring-up
-# (not part of make test; ~15 minutes, loads the whole machine)
+# then run with the deadline it names), three times alone and three times beside the default lab, and
+# 128 FRR nodes beside another lab's bring-up with --loaded (not part of make test; ~40 minutes, loads
+# the whole machine)
 bench-large: images
 	$(VENV)/bin/python bench/large.py $(LARGE_ARGS)
 

@@ -12,7 +12,11 @@ barrier reads now, and pyroute2's reading before issue 35, for comparison), FRR'
 (the lab's cgroups) and the host's (every process, /proc/stat), memory per FRR node and the
 host's `MemAvailable` drop, sessions that dropped after they were Established (FRR's
 connectionsDropped summed over every router), `twin down`, and the 1-minute load average before
-and after. `--loaded` adds a 8 x 120 brought up while an 8 x 56 comes up beside it (issue 28).
+and after, and the nodes whose FRR boot stalled and was booted again (issue 46). `--loaded` adds a
+8 x 120 brought up while an 8 x 56 comes up beside it (issue 28). `--beside-default` (three 256s by
+default) runs its sizes with the default lab (aipod, as `make twin-up` leaves it: up and
+converged) running beside them, as a user's laptop has it (issue 46: 256 FRR nodes under 180 s,
+three runs quiet and three so).
 
 Printed as a table, then as Markdown rows for docs/performance.md; bench-results/large.json keeps
 every figure.
@@ -170,6 +174,7 @@ def measure(label: str, f: Path, name: str, tmp: Path, timeout: float | None = N
             "containers_s": round(timings["containers"], 1),
             "wired_s": round(timings["wired"], 1),
             "converged_s": round(timings["converged"], 1),
+            "reloads": int(timings.get("frr_reboots", 0)),
             "frr_cpu_s": round(cpu_seconds([containers[n] for n in frr_nodes]) or 0, 1),
             "host_cpu_s": round(host_cpu, 1),
             "host_mib": avail - hostlimits.host_usage().mem_available_mib,
@@ -199,6 +204,23 @@ def sized(tmp: Path, size: int, prefix: str) -> list[dict]:
         timeout = float(m[1]) if m else float(math.ceil(rows[-1]["estimate"]["total_s"] * 1.2 / 10) * 10)
         settle()
         rows.append(measure(f"{label}, --timeout {timeout:.0f}", f, name, tmp, timeout))
+    return rows
+
+
+def beside_default(tmp: Path, sizes: list[int], prefix: str) -> list[dict]:
+    """Each size again, with the default lab up beside it all along (`make twin-up`'s aipod)."""
+    settle()
+    name, rows = f"{prefix}-aipod", []
+    p = up(ROOT / "topologies" / "aipod.yml", name, None, tmp / f"{name}.log")
+    if p.returncode != 0:
+        raise SystemExit(f"the default lab beside the runs did not come up: {(tmp / f'{name}.log').read_text()[-500:]}")
+    try:
+        for size in sizes:
+            for r in sized(tmp, size, prefix):
+                rows.append(r | {"lab": f"{r['lab']}, beside aipod", "beside": "aipod (12 nodes, converged)"})
+                show(rows[-1:])
+    finally:
+        Lab(name).down()
     return rows
 
 
@@ -239,6 +261,11 @@ def main() -> int:
     )
     ap.add_argument("--loaded", action="store_true", help="also 8 x 120 brought up beside an 8 x 56 coming up")
     ap.add_argument("--prefix", default="big", help="lab names start with this")
+    ap.add_argument(
+        "--beside-default",
+        default="256,256,256",
+        help="FRR nodes of each run with the default lab (aipod) up and converged beside it ('' for none)",
+    )
     args = ap.parse_args()
     rows: list[dict] = []
     with host_turn("bench-large"), tempfile.TemporaryDirectory() as d:
@@ -246,6 +273,8 @@ def main() -> int:
         for size in (int(s) for s in args.sizes.split(",") if s.strip()):
             rows += sized(tmp, size, args.prefix)
             show(rows[-1:])
+        if args.beside_default.strip():
+            rows += beside_default(tmp, [int(s) for s in args.beside_default.split(",") if s.strip()], args.prefix)
         if args.loaded:
             settle()
             rows.append(loaded(tmp, args.prefix))
@@ -264,6 +293,8 @@ COLUMNS = (
     "containers (s)",
     "wired (s)",
     "converged (s)",
+    "`twin up` (s)",
+    "FRR booted again",
     "barrier round over all routers (ms): now / pyroute2",
     "progress lines off a terminal (longest silence s)",
     "CPU-s FRR / host",
@@ -283,7 +314,7 @@ def cells(r: dict) -> list[str]:
     load = f"{r['load_before']:.1f}/{r['load_after']:.1f}"
     if "converged_s" not in r:
         what = "refused" if "refused" in r else f"FAILED after {r['after_s']} s"
-        return [r["lab"], est, "-", "-", "-", what, "-", lines, "-", "-", "-", "-", "-", load]
+        return [r["lab"], est, "-", "-", "-", what, f"{r['command_s']}", "-", "-", lines, "-", "-", "-", "-", "-", load]
     return [
         r["lab"],
         est,
@@ -291,6 +322,8 @@ def cells(r: dict) -> list[str]:
         f"{r['containers_s']}",
         f"{r['wired_s']}",
         f"{r['converged_s']}",
+        f"{r['command_s']}",
+        str(r.get("reloads", "-")),
         f"{r['round_ms']:,} / {r['round_pyroute2_ms']:,}",
         lines,
         f"{r['frr_cpu_s']:.0f} / {r['host_cpu_s']:.0f}",
