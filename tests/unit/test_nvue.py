@@ -235,6 +235,46 @@ def test_the_vlan_aware_layout_of_the_samples_matches_golden(golden):
     assert netns["leaf01"].plane.layout == nv_plane.PER_VNI, "one bridge cannot span namespaces"
 
 
+def test_the_vlan_aware_layout_runs_nvues_mtu_acls_qos_and_hostname_as_the_per_vni_one_does():
+    """What the plane adds last (link.mtu, ACL tables, RoCE QoS per port, the host name) is kept when
+    Cumulus's layout replaces the per-VNI steps: the same steps, in the same order, last."""
+    fabric, configs = sample_lab()
+    nfs = nvue.read_configs(configs)
+    t = copy.deepcopy(nfs["leaf01"].tree)
+    nv_tree.patch(
+        t,
+        {
+            "system": {"hostname": "leaf-01"},
+            "acl": {
+                "NOTELNET": {
+                    "type": "ipv4",
+                    "rule": {
+                        "10": {"match": {"ip": {"protocol": "tcp", "dest-port": {"23": {}}}}, "action": {"deny": {}}}
+                    },
+                }
+            },
+            "interface": {"swp51": {"link": {"mtu": 9216}, "acl": {"NOTELNET": {"inbound": {}}}}},
+        },
+    )
+    nfs["leaf01"] = nvue.from_tree(t, "leaf01/startup.yaml")
+    per_vni, _ = nvue.build(nfs, fabric, "vrf")
+    aware, _ = nvue.build(nfs, fabric, "vrf", layout=nv_plane.VLAN_AWARE)
+    kinds = {"mtu", "acl", "acl-cp", "qos", "hostname", "lldp"}
+
+    def last(plane):
+        return [s for s in plane.steps if any(s is x for k, x in plane.extras.items() if k[0] in kinds)]
+
+    want = last(per_vni["leaf01"].plane)
+    assert {s.op for s in want} >= {"mtu", "nft", "tc-batch"} and len(want) >= 5
+    assert aware["leaf01"].plane.layout == nv_plane.VLAN_AWARE
+    assert last(aware["leaf01"].plane) == want
+    assert aware["leaf01"].plane.steps[-len(want) :] == want
+    sh = aware["leaf01"].files["interfaces.sh"]
+    assert "ip link set swp51 mtu 9216" in sh
+    assert "tc -batch /etc/twin/qos-swp51.tc" in sh
+    assert "leaf-01" in sh
+
+
 def test_arp_suppression_off_vxlan_off_and_ports_down_change_the_plane(tmp_path):
     fabric, _ = sample_lab()
     text = (SAMPLES / "leaf01/startup.yaml").read_text().replace("arp-nd-suppress: on", "arp-nd-suppress: off")

@@ -16,10 +16,13 @@ from twin.config import overlay
 from twin.config.backend import vrf_tables
 from twin.config.overlay import Backend
 from twin.config.steps import Step
-from twin.nvue import lldp as nvue_lldp
 from twin.nvue.plane import VLAN_AWARE, Plane, svi_of
 
 BRIDGE, VXLAN = "br_default", "vxlan48"
+# what the plane runs last on either layout, once every device is made (its extras by kind): NVUE's link.mtu,
+# ACL tables (ports' and SVIs', the control plane's), RoCE QoS per port (twin.nvue.aclbind, .qos), the
+# host name (.hostname) and lldpd's settings (.lldp); ports and SVIs keep their names in this layout
+LAST = frozenset({"mtu", "acl", "acl-cp", "qos", "hostname", "lldp"})
 L3_VLAN_BASE = 4000  # NVUE's reserved range for L3VNI VLANs (system.global.reserved.vlan.l3-vni-vlan)
 
 
@@ -69,8 +72,8 @@ def apply(p: Plane, backend: Backend) -> None:
                     binds.append(Step("neigh", svi.name, args={"ip": a.ip, "mac": a.mac}))
     if tenants:
         steps.append(Step("nft", overlay.nft_file(None)))
-    p.steps = p.first + steps + [s for u in overlay.services.units(nfab, node, backend) for s in u.setup]
-    p.steps += [p.extras[nvue_lldp.KEY]] if nvue_lldp.KEY in p.extras else []  # its lldpd's (twin.nvue.lldp)
+    last = [s for s in p.steps if any(s is x for k, x in p.extras.items() if k[0] in LAST)]
+    p.steps = p.first + steps + [s for u in overlay.services.units(nfab, node, backend) for s in u.setup] + last
     p.bindings, p.layout = binds, VLAN_AWARE
 
 

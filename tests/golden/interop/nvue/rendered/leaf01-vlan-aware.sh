@@ -54,6 +54,10 @@ bridge vlan add dev swp2 vid 20 pvid untagged
 ip link set swp2 up
 bridge fdb replace 02:70:5f:7b:2c:9e dev swp2 master static vlan 20
 nft -f /etc/twin/nftables.nft
+{ tc qdisc show dev swp1 root | grep -q '^qdisc htb 1: root' || tc qdisc replace dev swp1 root handle 1: htb default 10; } && tc -batch /etc/twin/qos-swp1.tc
+{ tc qdisc show dev swp2 root | grep -q '^qdisc htb 1: root' || tc qdisc replace dev swp2 root handle 1: htb default 10; } && tc -batch /etc/twin/qos-swp2.tc
+{ tc qdisc show dev swp51 root | grep -q '^qdisc htb 1: root' || tc qdisc replace dev swp51 root handle 1: htb default 10; } && tc -batch /etc/twin/qos-swp51.tc
+{ tc qdisc show dev swp52 root | grep -q '^qdisc htb 1: root' || tc qdisc replace dev swp52 root handle 1: htb default 10; } && tc -batch /etc/twin/qos-swp52.tc
 # once FRR runs and knows the VNIs: the workloads' IP/MAC bindings
 ip neigh replace 10.1.10.101 lladdr 02:66:80:8d:fa:5f dev vlan10 nud permanent
 ip neigh replace 10.1.20.102 lladdr 02:70:5f:7b:2c:9e dev vlan20 nud permanent
