@@ -11,7 +11,8 @@ and how to revert it (`result.revert()`):
     f.revert()                                # = faults.link_up(lab, "dpu1:p0")
 
 Links: `link-down`/`link-up` (both ends), `link-loss`/`link-loss-clear` (random
-loss on a port: tc netem where the kernel has it, else nftables). Nodes:
+loss on a port: tc netem where the kernel has it and the port's root qdisc is not twin's, else
+nftables). Nodes:
 `node-stop`, `node-kill`, `node-start`, `node-restart` (Docker); a node twin stops
 hands its ends of its links to a namespace of the lab's (its peers keep their ports), and
 `node-start` takes them back into the container's new network namespace and configures it

@@ -66,21 +66,45 @@ class LinkLoss(Fault):
         drop `numgen random mod 100 < percent`."""
         (percent,) = self.args
         a, b = link_of(ctx, self.target)
-        netem = ["tc", "qdisc", "replace", "dev", "{}", "root", "netem", "loss", f"{percent}%"]
-        tried = ctx.exec(a.node).run(in_ns(a, [w.format(a.port) for w in netem]))
-        if tried.ok:
-            ctx.exec(b.node).check(in_ns(b, [w.format(b.port) for w in netem]))
-            return {"mechanism": "netem", "percent": percent, "where": f"egress of {a} and {b}"}
+        held = [
+            f"{ref}: {why}"
+            for ref in (a, b)
+            if (why := owned_root(ctx.exec(ref.node).run(in_ns(ref, ["tc", "qdisc", "show", "dev", ref.port])).stdout))
+        ]
+        if held:  # netem as the root would replace what twin runs there (and its removal would delete it)
+            unused = "the port's root qdisc is twin's: " + "; ".join(held)
+        else:
+            netem = ["tc", "qdisc", "replace", "dev", "{}", "root", "netem", "loss", f"{percent}%"]
+            tried = ctx.exec(a.node).run(in_ns(a, [w.format(a.port) for w in netem]))
+            if tried.ok:
+                ctx.exec(b.node).check(in_ns(b, [w.format(b.port) for w in netem]))
+                return {"mechanism": "netem", "percent": percent, "where": f"egress of {a} and {b}"}
+            why = (tried.stderr or tried.stdout).strip().splitlines()
+            unused = why[0] if why else f"tc exited {tried.rc}"
         ruleset = loss_ruleset(a.port, percent)
         ctx.exec(a.node).check(in_ns(a, ["sh", "-c", 'printf "%s" "$1" | nft -f -', "nft", ruleset]))
-        why = (tried.stderr or tried.stdout).strip().splitlines()
         return {
             "mechanism": "nftables",
             "percent": percent,
             "where": f"netdev ingress+egress of {a}, table {LOSS_TABLE.format(port=a.port)}",
-            "netem": why[0] if why else f"tc exited {tried.rc}",
+            "netem": unused,
             "ruleset": ruleset,
         }
+
+
+def owned_root(shown: str) -> str:
+    """What twin runs as the root qdisc of a port, from `tc qdisc show dev PORT` ("": nothing of twin's,
+    the kernel's default): an HTB root is the port's traffic classes (NVUE's RoCE QoS, `twin.nvue.qos`),
+    a TBF a workload's rate limit (`twin.config.services`). A loss fault leaves it in place."""
+    for line in shown.splitlines():
+        words = line.split()
+        if len(words) >= 4 and words[0] == "qdisc" and words[3] == "root":
+            kind = words[1]
+            if kind == "htb":
+                return "htb (traffic classes: RoCE QoS)"
+            if kind == "tbf":
+                return "tbf (a rate limit)"
+    return ""
 
 
 def loss_dropped(ctx: LabContext, spec: str) -> int | None:
@@ -112,7 +136,7 @@ class LinkLossClear(Fault):
             removed.append(f"nftables table on {a}")
         for ref in (a, b):
             ex = ctx.exec(ref.node)
-            if "netem" in ex.run(in_ns(ref, ["tc", "qdisc", "show", "dev", ref.port])).stdout:
+            if " netem " in ex.run(in_ns(ref, ["tc", "qdisc", "show", "dev", ref.port, "root"])).stdout:
                 ex.check(in_ns(ref, ["tc", "qdisc", "del", "dev", ref.port, "root"]))
                 removed.append(f"netem on {ref}")
         return {
