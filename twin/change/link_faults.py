@@ -79,8 +79,8 @@ class LinkLoss(Fault):
             if tried.ok:
                 ctx.exec(b.node).check(in_ns(b, [w.format(b.port) for w in netem]))
                 return {"mechanism": "netem", "percent": percent, "where": f"egress of {a} and {b}"}
-            why = (tried.stderr or tried.stdout).strip().splitlines()
-            unused = why[0] if why else f"tc exited {tried.rc}"
+            said = (tried.stderr or tried.stdout).strip().splitlines()
+            unused = said[0] if said else f"tc exited {tried.rc}"
         ruleset = loss_ruleset(a.port, percent)
         ctx.exec(a.node).check(in_ns(a, ["sh", "-c", 'printf "%s" "$1" | nft -f -', "nft", ruleset]))
         return {
