@@ -147,8 +147,13 @@ def test_a_host_name_set_on_a_running_node_is_applied_in_seconds_and_verify_stil
     got = node.check(["sh", "-c", "hostname; cat /etc/hostname; grep ^hostname /etc/frr/frr.conf"])
     assert got.stdout.splitlines() == ["leaf2-sw", "leaf2-sw", "hostname leaf2-sw"]
     assert shown("leaf2", "system")["hostname"] == "leaf2-sw"
-    assert settled(lab, set()) == {}  # spine1 sees leaf2-sw on swp2: what leaf2's NVUE declares
-    assert shown("spine1", "interface", "swp2", "lldp")["neighbor"]["leaf2-sw"]["port"]["name"] == "swp51"
+    assert settled(lab, set()) == {}  # the lldp group takes leaf2 and its NVUE's leaf2-sw alike
+
+    def seen() -> list[str]:  # spine1's lldpd has the new name at leaf2's next LLDPDU (every 5 s)
+        n = shown("spine1", "interface", "swp2", "lldp")["neighbor"]
+        return [] if n.get("leaf2-sw", {}).get("port", {}).get("name") == "swp51" else [f"spine1 swp2 sees {n}"]
+
+    wait.until(seen, 15, "spine1 seeing leaf2-sw on swp2", first=0.5, cap=1.0)
     rep = verify.run(lab, only=["control"])
     assert rep.passed, [c.message for c in rep.failures()]
     nv_apply(NAME, "leaf2", ("unset", "system", "hostname"))
