@@ -75,6 +75,7 @@ class DockerRuntime:
         of every stage is cut to; when it passes, StageTimeout names the stage and what it waited for."""
         enough_files()  # a socket per namespace it wires, beside Docker's connections
         started: dict[str, NodeHandle] = {}
+        own = {n.name: n for n in fabric.nodes.values() if n.image and self.foreign(n)}
         execs: list[NodeExec] = []
         said = [time.monotonic()]
 
@@ -120,9 +121,7 @@ class DockerRuntime:
                 self.start_nodes(fabric.name, nodes, image, labdir, on_running=running, bound=bound)
                 on_created()
                 wiring.wait(say)
-                ownimage.check_started(
-                    fabric.name, started, {n.name: n.image for n in nodes if n.image and self.foreign(n)}
-                )
+                ownimage.check_started(fabric.name, started, {n: str(x.image) for n, x in own.items()})
         except BaseException as e:
             wiring.abort()  # what is under way fails fast, and nothing runs on in the nodes (kept or not)
             for ex in list(execs):
@@ -130,6 +129,8 @@ class DockerRuntime:
             late = wiring.late(e, stage)  # whatever a stage met at the command's deadline: the deadline, named
             if late is not None:
                 raise late from None
+            if isinstance(e, TwinError):  # a node on its own image that stopped: the cause, not a neighbour's port
+                raise ownimage.cause(fabric.name, e, started, {n: str(x.image) for n, x in own.items()}) from None
             raise
         return wiring.pids
 

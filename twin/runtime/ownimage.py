@@ -83,6 +83,25 @@ def gone_instead(lab: str, node: str, image: str, handle: NodeHandle, error: Twi
     return error if running else stopped(lab, node, image, handle)
 
 
+def cause(lab: str, error: TwinError, handles: dict[str, NodeHandle], images: dict[str, str]) -> TwinError:
+    """What ended a bring-up that failed with `error`: the first node on a foreign image (`images`: node ->
+    image, those of `handles` started) that is no longer running, else `error`. A container that stops takes
+    its namespace and its ends of its links with it, so a neighbour's port can vanish ("port eth2 is missing
+    after wiring") before twin looks at the node itself."""
+    if isinstance(error, StartFailed):
+        return error
+    for node, image in sorted(images.items()):
+        if node not in handles:
+            continue
+        try:
+            running = handles[node].state().get("Running")
+        except TwinError:
+            continue
+        if not running:
+            return stopped(lab, node, image, handles[node])
+    return error
+
+
 def check_started(lab: str, handles: dict[str, NodeHandle], images: dict[str, str]) -> None:
     """Until every node on a foreign image (`images`: node -> image) has left twin's wait for its
     ports and runs its image's command; StartFailed for one that is not running."""
