@@ -484,7 +484,8 @@ def main() -> None:
     trees = [(t.split("=", 1)[0], Path(t.split("=", 1)[1]).resolve()) for t in args.tree] or [("this", ROOT)]
     d = Path(tempfile.mkdtemp(prefix="timeline-"))
     topo = d / f"{args.name}.yml"
-    topo.write_text(yaml.safe_dump({**clos(args.spines, args.leafs), "name": args.name}))
+    pool = {"defaults": {"loopback_pool": "10.255.0.0/22"}} if args.spines + args.leafs > 250 else {}  # as bench/large
+    topo.write_text(yaml.safe_dump({**clos(args.spines, args.leafs), "name": args.name, **pool}))
     fabric = load(topo, args.name)
     results: dict[str, list[dict]] = {label: [] for label, _ in trees}
     for i in range(args.runs):
