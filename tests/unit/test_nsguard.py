@@ -113,3 +113,24 @@ def test_a_file_that_is_no_namespace_is_refused(tmp_path):
     with pytest.raises(NamespaceRefused, match="/dev/null is not a network namespace"):
         nsguard.open_path("/dev/null")  # a device: never handed the ioctl
     os.close(nsguard.open_path("/proc/self/ns/net"))
+
+
+def test_a_refusal_on_tables_read_before_the_check_is_judged_again_on_fresh_ones(monkeypatch):
+    """A stopped node's holding namespace, removed as the node starts again, frees its inode, and the kernel
+    gives it to the node's new tenant namespace: tables read a moment before still show it mounted at the
+    holding place (test_nvue_live's node-restart was refused so). A refusal is made on fresh tables only."""
+    pid = 4242
+    ids = {f"/proc/{pid}/ns/pid": NODE_PIDNS, f"/proc/{pid}/ns/mnt": NODE_MNT, "/proc/self/ns/pid": HOST_PIDNS}
+    monkeypatch.setattr(nsguard, "_ino", lambda path: ids.get(path, 7))
+    held = "/run/netns/twin-lab.held.leaf01"
+    g = nsguard.Guard()
+    g.tables = nsguard.Tables(at=nsguard.time.monotonic(), mounts={RED: {(OTHER_MNT, held, 2)}})
+    fresh = nsguard.Tables(mounts={RED: {(NODE_MNT, "/run/netns/red", 500)}})
+    reads = []
+    monkeypatch.setattr(nsguard.Tables, "read", classmethod(lambda cls: reads.append(1) or fresh))
+    assert g.foreign(pid, "red", RED) == "" and reads == [1]
+    g = nsguard.Guard()  # still there on fresh tables: refused
+    g.tables = nsguard.Tables(at=nsguard.time.monotonic(), mounts={RED: {(OTHER_MNT, held, 2)}})
+    fresh.mounts[RED].add((OTHER_MNT, held, 2))
+    assert g.foreign(pid, "red", RED).startswith(f"a namespace mounted outside the node too: at {held}")
+    assert reads == [1, 1]

@@ -170,9 +170,13 @@ class Guard:
                 return what
         node_pidns, node_mnt = _ino(f"/proc/{pid}/ns/pid"), _ino(f"/proc/{pid}/ns/mnt")
         host_pidns = _ino("/proc/self/ns/pid")  # twin's: processes of the host (twin's own helpers among them)
-        if time.monotonic() - self.tables.at > TABLES_FOR or ino not in self.tables.mounts:
+        asked = time.monotonic()
+        if asked - self.tables.at > TABLES_FOR or ino not in self.tables.mounts:
             self.tables = Tables.read()
         why = self._judge(ino, vrf, node_pidns, node_mnt, host_pidns)
+        if why and self.tables.at < asked:  # refused on tables read before: the kernel reuses a freed namespace's
+            self.tables = Tables.read()  # inode (a stopped node's holding namespace, removed as it started
+            why = self._judge(ino, vrf, node_pidns, node_mnt, host_pidns)  # again): refused on what is there now
         if not why:
             self.passed.add((pid, vrf, ino))
         return why
