@@ -149,6 +149,49 @@ def test_control_plane_acls_that_cut_bgp_and_the_api_are_named_and_twin_still_ap
     assert until(lambda: failing(lab, "control"), {}) == {}, "spine1's routes learned again"
 
 
+def test_a_tcp_flag_rule_that_stops_bgp_from_opening_is_named_and_its_mask_fixes_it(lab):
+    """Denying SYN (under SYN's own mask) on the control plane leaves the session that is up (its packets carry
+    ACK) but stops any from opening: verify names it at once, and once BGP is cleared it stays down, the SYNs
+    counted. Under a mask of SYN and ACK only a connection's first packet is denied: leaf1's own connection
+    (its SYN goes out, spine1's SYN-ACK comes back) opens it again, and verify says why the rule cuts nothing."""
+    syn = ("acl", "SYN", "rule", "10")
+    nv_apply(
+        lab,
+        ("set", "acl", "SYN", "type", "ipv6"),
+        ("set", *syn, "match", "ip", "protocol", "tcp"),
+        ("set", *syn, "match", "ip", "tcp", "flags", "syn"),
+        ("set", *syn, "match", "ip", "tcp", "mask", "syn"),
+        ("set", *syn, "action", "deny"),
+        ("set", "system", "control-plane", "acl", "SYN", "inbound"),
+    )
+    said = failing(lab, "acl")
+    msg = said.pop("acl leaf1 control-plane inbound acl SYN rule 10")
+    assert msg.startswith(
+        "cuts BGP with spine1 on swp51: drops BGP from spine1 (TCP from port 179), BGP from spine1 (TCP to port "
+        "179): no way to open it remains"
+    ), msg
+    assert said == {}
+    lab.node("leaf1").check(["vtysh", "-c", "clear bgp *"])
+    assert until(lambda: bgp_state(lab) != "Established", True), "the session cleared cannot open again"
+    held = time.monotonic() + 4  # a few connection attempts each way (connect timer 2 s)
+    while time.monotonic() < held:
+        assert bgp_state(lab) != "Established", "a SYN got through"
+        time.sleep(0.5)
+    counted = json.loads(nv(lab, "show", "system", "control-plane", "acl", "-o", "json"))["SYN"]["inbound"]
+    assert counted["rule"]["10"]["packets"] > 0, counted
+    nv_apply(lab, ("set", *syn, "match", "ip", "tcp", "mask", "ack"))  # SYN and ACK examined: SYN-ACK passes
+    assert until(lambda: bgp_state(lab), "Established") == "Established"
+    rep = verify.run(lab, only=["acl", "control"])
+    assert rep.passed, [c.message for c in rep.failures()]
+    (check,) = [c for c in rep.checks if c.name == "leaf1 control-plane inbound acl SYN rule 10"]
+    assert check.message.startswith(
+        "denies no flow the topology says must pass; it drops BGP from spine1 (TCP to port 179), and BGP with "
+        "spine1 on swp51 opens the other way"
+    ), check.message
+    nv_apply(lab, ("unset", "system", "control-plane", "acl"), ("unset", "acl", "SYN"))
+    assert until(lambda: failing(lab, "acl", "control"), {}) == {}
+
+
 @pytest.mark.prove
 def test_the_proof_breaks_each_svi_and_control_plane_acl_element(lab):
     """`make prove`: an ACL whose deny rule no intended flow meets, inbound on SVI vlan20 and outbound on the

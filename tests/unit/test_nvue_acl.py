@@ -329,6 +329,78 @@ def test_bfd_is_cut_when_either_way_is():
     assert got["BGP with spine1 on swp51"] == (False, [])
 
 
+# --- TCP flags and ECN --------------------------------------------------------------------------------
+SYN = {"protocol": "tcp", "tcp": {"flags": {"syn": {}}}}  # SYN set: a connection's first packet, and its answer
+SYN_ONLY = {"protocol": "tcp", "tcp": {"flags": {"syn": {}}, "mask": {"syn": {}, "ack": {}}}}  # the first alone
+SVI_IN = {"interface": {"vlan10": {"acl": {"E": {"inbound": {}}}}}}
+
+
+def test_tcp_flags_and_ecn_run_as_nftables_own_matches():
+    x = leaf(
+        acl(
+            "F",
+            "ipv4",
+            ({**SYN_ONLY, "dest-port": {"22": {}}}, "deny"),
+            ({"protocol": "udp", "ecn": {"ip-ect": 3}}, "deny"),
+            ({"protocol": "tcp", "ecn": {"flags": {"tcp-cwr": {}, "tcp-ece": {}}}}, "log"),
+            ({"protocol": "tcp", "tcp": {"flags": {"none": {}}}}, "deny"),
+        ),
+        {"interface": {"swp51": {"acl": {"F": {"inbound": {}}}}}},
+    )
+    text = x.files["acl.nft"]
+    assert "ip protocol tcp tcp dport 22 tcp flags & (syn | ack) == syn counter" in text
+    assert "ip protocol udp ip ecn ce counter" in text
+    assert "ip protocol tcp tcp flags & (ecn | cwr) == (ecn | cwr) counter" in text
+    assert "tcp flags & (fin | syn | rst | psh | ack | urg) == 0x0 counter" in text, "flags none: a null scan"
+    six = leaf(
+        acl("F6", "ipv6", ({"protocol": "udp", "ecn": {"ip-ect": 2}}, "deny")),
+        {"interface": {"swp51": {"acl": {"F6": {"inbound": {}}}}}},
+    )
+    assert "meta l4proto udp ip6 ecn ect0 counter" in six.files["acl.nft"]
+
+
+def test_tcp_flags_need_protocol_tcp_and_must_lie_within_their_mask():
+    assert refused(acl("F", "ipv4", ({"tcp": {"flags": {"syn": {}}}}, "deny"))) == [
+        "acl.F.rule.10.match.ip: rule 10 matches TCP flags: it needs protocol tcp"
+    ]
+    assert refused(
+        acl("F", "ipv4", ({"protocol": "tcp", "tcp": {"flags": {"syn": {}}, "mask": {"ack": {}}}}, "deny"))
+    ) == ["acl.F.rule.10.match.ip.tcp: rule 10: its TCP flags must be within its mask"]
+    assert refused(acl("F", "ipv4", ({"protocol": "tcp", "tcp": {"flags": {"bogus": {}}}}, "deny")))
+
+
+def test_a_bgp_session_is_judged_packet_by_packet_on_its_tcp_flags():
+    """Denying SYN to the control plane: under a mask of SYN and ACK only a connection's first packet, so the
+    peer cannot connect but leaf1 can (its SYN goes out, the SYN-ACK comes back); SYN alone under SYN's own
+    mask drops the SYN-ACK too: no way to open it remains."""
+    first = acl_leaf(acl("CP", "ipv6", (SYN_ONLY, "deny")), CP)
+    assert cut(first) == {
+        "BGP with spine1 on swp51": (False, [("control-plane", 10, "BGP from spine1 (TCP to port 179)")])
+    }
+    both = acl_leaf(acl("CP", "ipv6", (SYN, "deny")), CP)
+    assert cut(both) == {
+        "BGP with spine1 on swp51": (
+            True,
+            [
+                ("control-plane", 10, "BGP from spine1 (TCP from port 179)"),
+                ("control-plane", 10, "BGP from spine1 (TCP to port 179)"),
+            ],
+        )
+    }
+    rst = acl_leaf(acl("CP", "ipv6", ({"protocol": "tcp", "tcp": {"flags": {"rst": {}}}}, "deny")), CP)
+    assert cut(rst) == {"BGP with spine1 on swp51": (False, [])}, "no packet of an opening carries RST"
+
+
+def test_an_ecn_match_decides_twins_roce_flows_by_their_ect0():
+    x = acl_leaf(acl("E", "ipv4", ({**ROCE, "ecn": {"ip-ect": 2}}, "deny")), SVI_IN)
+    b = x.plane.acls.bindings[0]
+    r = x.plane.acls.acls["E"].rules[0]
+    assert aclflows.crossing(x.plane.as_run(ACLFAB), "leaf1", x.plane, b, r) == [("host1a", "host1b")]
+    ce = acl_leaf(acl("E", "ipv4", ({**ROCE, "ecn": {"ip-ect": 3}}, "deny")), SVI_IN)
+    b, r = ce.plane.acls.bindings[0], ce.plane.acls.acls["E"].rules[0]
+    assert aclflows.crossing(ce.plane.as_run(ACLFAB), "leaf1", ce.plane, b, r) == [], "only CE-marked frames"
+
+
 # --- no value of NVUE's becomes a foreign nftables line ----------------------------------------------
 FUZZ = settings(
     derandomize=True, database=None, deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow]
@@ -356,6 +428,10 @@ PLACES: dict[str, Any] = {
     "source-port": lambda v: {"protocol": "udp", "source-port": {v: {}}},
     "protocol": lambda v: {"protocol": v},
     "dscp": lambda v: {"dscp": v},
+    "tcp-flags": lambda v: {"protocol": "tcp", "tcp": {"flags": {v: {}}}},
+    "tcp-mask": lambda v: {"protocol": "tcp", "tcp": {"flags": {"syn": {}}, "mask": {v: {}, "syn": {}}}},
+    "ip-ect": lambda v: {"ecn": {"ip-ect": v}},
+    "ecn-flags": lambda v: {"protocol": "tcp", "ecn": {"flags": {v: {}}}},
 }
 
 

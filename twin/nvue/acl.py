@@ -8,8 +8,13 @@ matches passes; an ipv4 ACL sees IPv4 only, an ipv6 ACL IPv6 only (ARP and the r
 counts, then logs to twin's drop events (`acl NAME rule N`, NFLOG: `twin.config.droplog`), then drops;
 NVUE's own `log` action logs to the kernel's log too, with its own prefix. What twin does not run is
 refused on the node rather than run half (a rule without it would match more, or do less): matches on
-TCP flags, ECN, fragments, ICMP types, state or TTL, actions police/span/erspan, `set class`/`cos`, ACLs
-of type mac.
+fragments, ICMP types, state or TTL, actions police/span/erspan, `set class`/`cos`, ACLs of type mac.
+
+TCP flags (`match ip tcp flags F` with `mask M`, each a set of ack, fin, psh, rst, syn, urg, all, none):
+a packet matches when its flags under the mask are the flags (no mask: the flags themselves are the mask,
+`none` alone: no flag of `all` set); ECN (`match ip ecn ip-ect N`, 0-3: the IP header's ECN codepoint,
+not-ECT, ECT(1), ECT(0), CE; `match ip ecn flags tcp-cwr|tcp-ece`: those TCP flags set). Both run as
+nftables' own matches (`tcp flags & M == F`, `ip ecn ce`); a TCP flag match needs `protocol tcp`.
 """
 
 from __future__ import annotations
@@ -24,7 +29,13 @@ TABLE = "twin_acl"  # the table of NVUE's ACLs in each namespace that runs one (
 NETDEV, INET = "netdev", "inet"
 FAMILY = NETDEV  # ports', bonds' and SVIs' bindings
 PRIORITY = -500  # before anything else twin hooks there
-HALF = ("tcp", "ecn", "fragment", "icmp-type", "icmpv6-type", "state", "ttl")  # matches refused on the node
+HALF = ("fragment", "icmp-type", "icmpv6-type", "state", "ttl")  # matches refused on the node
+# TCP's flags as NVUE names them, and their bits (nftables names ECE `ecn`); `all` the six of RFC 793
+TCP_FLAGS = {"fin": 0x01, "syn": 0x02, "rst": 0x04, "psh": 0x08, "ack": 0x10, "urg": 0x20}
+TCP_ALL = sum(TCP_FLAGS.values())
+ECN_FLAGS = {"tcp-ece": 0x40, "tcp-cwr": 0x80}
+NFT_FLAGS = {**{k: k for k in TCP_FLAGS}, "tcp-ece": "ecn", "tcp-cwr": "cwr"}
+ECT = ("not-ect", "ect1", "ect0", "ce")  # the ECN codepoints 0-3 as nftables names them
 PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
 TYPES = {"ipv4": 4, "ipv6": 6}  # the ACL types twin runs, and the IP version each sees
 # what restricts a rule to its IP version where nothing else in it does, per table family
@@ -51,6 +62,9 @@ class Rule:
     dports: tuple[int, ...] = ()
     dscp: int | None = None
     v: int = 4  # the IP version its ACL sees (4: ipv4, 6: ipv6)
+    tcp_flags: int = 0  # TCP flags that must be set under `tcp_mask` (0 mask: no match on flags)
+    tcp_mask: int = 0
+    ect: int | None = None  # the ECN codepoint (0-3) of the IP header
 
     def nft(self, acl: str, counter: str, family: str = NETDEV) -> str:
         """The rule as an nftables rule of a chain of table `family` (netdev or inet)."""
@@ -70,6 +84,10 @@ class Rule:
                 )
         if self.dscp is not None:
             m.append(f"{ip} dscp {self.dscp}")
+        if self.ect is not None:
+            m.append(f"{ip} ecn {ECT[self.ect]}")
+        if self.tcp_mask:
+            m.append(f"tcp flags & {_flags(self.tcp_mask)} == {_flags(self.tcp_flags) if self.tcp_flags else '0x0'}")
         what = f"acl {acl} rule {self.seq}"
         act = ["counter name", f'"{counter}"']
         if self.log:
@@ -81,8 +99,11 @@ class Rule:
         act.append("drop" if self.drops else "accept")
         return " ".join(m + act + [f'comment "{what}"'])
 
-    def matches(self, src: str, dst: str, proto: int, sport: int, dport: int, dscp: int) -> bool:
-        """Whether an IP packet of these fields matches the rule (one of another IP version never does)."""
+    def matches(
+        self, src: str, dst: str, proto: int, sport: int, dport: int, dscp: int, flags: int = 0, ecn: int = 0
+    ) -> bool:
+        """Whether an IP packet of these fields matches the rule (one of another IP version never does):
+        `flags` its TCP flags, `ecn` its ECN codepoint."""
 
         def within(a: str, p: str | None) -> bool:
             return p is None or ipaddress.ip_address(a) in ipaddress.ip_network(p, strict=False)
@@ -95,6 +116,8 @@ class Rule:
             and (not self.sports or sport in self.sports)
             and (not self.dports or dport in self.dports)
             and self.dscp in (None, dscp)
+            and self.ect in (None, ecn)
+            and flags & self.tcp_mask == self.tcp_flags
         )
 
     @property
@@ -112,9 +135,11 @@ class Acl:
     type: str
     rules: tuple[Rule, ...]
 
-    def decide(self, src: str, dst: str, proto: int, sport: int, dport: int, dscp: int) -> Rule | None:
+    def decide(
+        self, src: str, dst: str, proto: int, sport: int, dport: int, dscp: int, flags: int = 0, ecn: int = 0
+    ) -> Rule | None:
         """The rule that decides a packet (`Rule.matches`' fields), None: no rule matches (it passes)."""
-        return next((r for r in self.rules if r.matches(src, dst, proto, sport, dport, dscp)), None)
+        return next((r for r in self.rules if r.matches(src, dst, proto, sport, dport, dscp, flags, ecn)), None)
 
 
 def acls_of(tree: dict, problems: list[tuple[Path, str]]) -> dict[str, Acl]:
@@ -160,6 +185,14 @@ def _rule(at: Path, seq: int, r: dict, v: int, problems: list) -> Rule | None:
     if (sports or dports) and proto not in (6, 17):
         problems.append((at + ("match", "ip"), f"rule {seq} matches ports: it needs protocol tcp or udp"))
         return None
+    tcp_flags, tcp_mask = _tcp(ip)
+    if tcp_flags & ~tcp_mask:
+        problems.append((at + ("match", "ip", "tcp"), f"rule {seq}: its TCP flags must be within its mask"))
+        return None
+    if tcp_mask and proto != 6:
+        problems.append((at + ("match", "ip"), f"rule {seq} matches TCP flags: it needs protocol tcp"))
+        return None
+    ect = get(ip, ("ecn", "ip-ect"))
     src, dst = (ip.get(k) if ip.get(k) not in (None, "ANY") else None for k in ("source-ip", "dest-ip"))
     for k, p in (("source-ip", src), ("dest-ip", dst)):
         if p is not None and ipaddress.ip_network(p, strict=False).version != v:
@@ -177,4 +210,35 @@ def _rule(at: Path, seq: int, r: dict, v: int, problems: list) -> Rule | None:
         dports,
         ip.get("dscp"),
         v,
+        tcp_flags,
+        tcp_mask,
+        int(ect) if ect is not None else None,
     )
+
+
+def _names(x: object) -> list[str]:
+    """A set of NVUE's as the tree holds it: a collection's keys (`flags: {syn: {}}`), a list or one name."""
+    if isinstance(x, dict):
+        return [str(k) for k in x]
+    if isinstance(x, (list, tuple)):
+        return [str(k) for k in x]
+    return [] if x is None else [str(x)]
+
+
+def _bits(names: list[str]) -> int:
+    return sum(TCP_ALL if n == "all" else TCP_FLAGS.get(n, 0) for n in names)
+
+
+def _tcp(ip: dict) -> tuple[int, int]:
+    """(flags, mask) of a rule's `match ip tcp` and `match ip ecn flags`: the flags must be set under the mask."""
+    flags, mask = _names(get(ip, ("tcp", "flags"))), _names(get(ip, ("tcp", "mask")))
+    value = _bits(flags)
+    under = _bits(mask) if mask else (TCP_ALL if flags == ["none"] else value)
+    ecn = sum(ECN_FLAGS.get(n, 0) for n in _names(get(ip, ("ecn", "flags"))))
+    return value | ecn, under | ecn
+
+
+def _flags(bits: int) -> str:
+    """TCP flag bits as nftables writes them: `syn | ack`."""
+    names = [n for n, b in (*TCP_FLAGS.items(), ("tcp-ece", 0x40), ("tcp-cwr", 0x80)) if bits & b]
+    return "(" + " | ".join(NFT_FLAGS[n] for n in names) + ")" if len(names) > 1 else NFT_FLAGS[names[0]]

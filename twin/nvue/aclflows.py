@@ -24,6 +24,9 @@ from twin.nvue.aclbind import CONTROL_PLANE, Acls, Binding
 from twin.topology.model import Fabric
 
 ROCE = (17, 49152, 4791, 26)  # protocol, source port, destination port, DSCP of twin's RoCE flows
+ROCE_ECN = 2  # and their ECN codepoint: ECT(0), as RoCEv2 NICs send (twin.traffic.roce)
+# the TCP flags of a connection's packets each way (SYN, ACK, data): the side that opens it, the side that answers
+OPENS, ANSWERS = (0x02, 0x10, 0x18), (0x12, 0x10, 0x18)
 BGP, BFD = 179, 3784
 CS6 = 48  # the DSCP FRR's bgpd and bfdd mark their packets with
 EPHEMERAL = range(32768, 61000)  # the kernel's local ports (a connection's, BFD's source port)
@@ -57,7 +60,7 @@ def crossing(fabric: Fabric, node: str, plane: Any, b: Binding, r: Rule) -> list
                 if o.host == a.host or (seg and o.segment == a.segment):
                     continue  # an SVI meets what it routes, not what its VLAN bridges
                 s, d = (a, o) if b.inbound else (o, a)
-                if plane.acls.acls[b.acl].decide(s.ip, d.ip, *ROCE) == r:
+                if plane.acls.acls[b.acl].decide(s.ip, d.ip, *ROCE, ecn=ROCE_ECN) == r:
                     out.append((s.host, d.host))
     return out
 
@@ -71,6 +74,7 @@ class Packet:
     sport: int
     dport: int
     what: str
+    flags: tuple[int, ...] = (0,)  # the TCP flags its packets carry (a way is cut when one of them is dropped)
 
 
 @dataclass
@@ -114,12 +118,12 @@ def _ways(kind: str, node: str, peer: str, e: int) -> list[list[Packet]]:
         ]
     return [
         [  # the node connects to the peer's port 179
-            Packet("outbound", 6, e, BGP, f"BGP to {peer} (TCP to port {BGP})"),
-            Packet("inbound", 6, BGP, e, f"BGP from {peer} (TCP from port {BGP})"),
+            Packet("outbound", 6, e, BGP, f"BGP to {peer} (TCP to port {BGP})", OPENS),
+            Packet("inbound", 6, BGP, e, f"BGP from {peer} (TCP from port {BGP})", ANSWERS),
         ],
         [  # the peer connects to the node's
-            Packet("inbound", 6, e, BGP, f"BGP from {peer} (TCP to port {BGP})"),
-            Packet("outbound", 6, BGP, e, f"BGP to {peer} (TCP from port {BGP})"),
+            Packet("inbound", 6, e, BGP, f"BGP from {peer} (TCP to port {BGP})", OPENS),
+            Packet("outbound", 6, BGP, e, f"BGP to {peer} (TCP from port {BGP})", ANSWERS),
         ],
     ]
 
@@ -141,15 +145,24 @@ def sessions(
                 hit = []
                 for p in way:
                     src, dst = (peer, me) if p.way == "inbound" else (me, peer)
-                    for b in path(acls, s.port, "", p.way):
-                        r = acls.acls[b.acl].decide(src, dst, p.proto, p.sport, p.dport, CS6)
-                        if r is not None and r.drops:
-                            hit.append((b, r, p))
-                            break  # dropped here: no later chain sees it
+                    hit += _dropped(acls, path(acls, s.port, "", p.way), src, dst, p)[:1]
                 got.drops += hit
                 blocked.append(bool(hit))
             got.cut = all(blocked) if kind == "BGP" else any(blocked)
             out.append(got)
+    return out
+
+
+def _dropped(acls: Acls, chains: list[Binding], src: str, dst: str, p: Packet) -> list[tuple[Binding, Rule, Packet]]:
+    """Where each of packet kind `p`'s packets (one per TCP flags it carries) is dropped on its way through
+    `chains` (in order: a packet dropped in one is seen by no later one)."""
+    out = []
+    for flags in p.flags:
+        for b in chains:
+            r = acls.acls[b.acl].decide(src, dst, p.proto, p.sport, p.dport, CS6, flags)
+            if r is not None and r.drops:
+                out.append((b, r, p))
+                break
     return out
 
 

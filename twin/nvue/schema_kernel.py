@@ -9,6 +9,7 @@ from twin.nvue.places import ON_OFF, POLICY, RULE, STORED, Coll, Empty, Leaf, Ob
 # --- issue 44, kernel half: MTUs and ACLs the node runs (twin.nvue.mtu, twin.nvue.acl, twin.nvue.aclbind) -----
 MTU = Leaf("int", lo=552, hi=9216, what="an MTU of 552-9216 bytes")
 _PORT = Leaf("int", lo=0, hi=65535, choices=("ANY",), what="a port number (0-65535) or ANY")
+_TCP_FLAG = Leaf("enum", choices=("ack", "fin", "psh", "rst", "syn", "urg", "all", "none"))
 _ACL_IP = Obj(
     {
         "source-ip": Leaf("prefix", choices=("ANY",), what="an IP prefix like 10.1.10.0/24 or 2001:db8::/32, or ANY"),
@@ -19,8 +20,15 @@ _ACL_IP = Obj(
         "source-port": Coll(_PORT, Empty()),
         "dest-port": Coll(_PORT, Empty()),
         "dscp": Leaf("int", lo=0, hi=63, what="a DSCP (0-63)"),
+        "tcp": Obj({"flags": Coll(_TCP_FLAG, Empty()), "mask": Coll(_TCP_FLAG, Empty())}),
+        "ecn": Obj(
+            {
+                "flags": Coll(Leaf("enum", choices=("tcp-cwr", "tcp-ece")), Empty()),
+                "ip-ect": Leaf("int", lo=0, hi=3, what="an ECN codepoint (0-3)"),
+            }
+        ),
         # kept, and refused on the node (a rule without them would match more): twin.nvue.acl
-        **{k: Opaque() for k in ("tcp", "ecn", "fragment", "icmp-type", "icmpv6-type", "state", "ttl")},
+        **{k: Opaque() for k in ("fragment", "icmp-type", "icmpv6-type", "state", "ttl")},
     }
 )
 ACL = Obj(
