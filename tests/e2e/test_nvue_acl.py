@@ -9,7 +9,10 @@ then fixed with `nv` and passing:
   IPv6 link-local) and the NVUE API on the management address (an ipv4 one: TCP 8765): the checks name
   the session they cut and both rules; bgpd loses spine1 once its hold time (3 s here) runs out; the API on
   leaf1's management address no longer answers, as on a Cumulus switch; twin's own way in (`nv` over a
-  unix socket, run in the node as `twin exec` runs it) still applies the fix, and BGP comes back.
+  unix socket, run in the node as `twin exec` runs it) still applies the fix, and BGP comes back;
+- a mac ACL on host1a's port denying IPv4 from its MAC, named by the flows it drops;
+- a control-plane rule denying TCP SYN under SYN's own mask: BGP, once cleared, cannot open again; under a
+  mask of SYN and ACK leaf1's own connection opens it.
 One lab for the module."""
 
 from __future__ import annotations
@@ -111,6 +114,33 @@ def test_an_svi_acl_that_denies_roce_is_named_then_fixed(lab):
     assert failing(lab, "acl", "traffic") == {}
 
 
+def test_a_mac_acl_on_a_host_port_that_denies_its_ipv4_frames_is_named_then_fixed(lab):
+    """A mac ACL inbound on host1a's port (swp10) denying IPv4 from host1a's MAC: its RoCE to host1b (routed,
+    to web's gateway MAC) is dropped and counted, named by the rule; the fix passes the traffic group."""
+    mac = lab.fabric.tenants["red"].attachments[0].mac
+    rule = ("acl", "HOSTMAC", "rule")
+    nv_apply(
+        lab,
+        ("set", "acl", "HOSTMAC", "type", "mac"),
+        ("set", *rule, "10", "match", "mac", "source-mac", mac),
+        ("set", *rule, "10", "match", "mac", "protocol", "ipv4"),
+        ("set", *rule, "10", "action", "deny"),
+        ("set", *rule, "20", "action", "permit"),
+        ("set", "interface", "swp10", "acl", "HOSTMAC", "inbound"),
+    )
+    said = failing(lab, "acl")
+    assert list(said) == ["acl leaf1 swp10 inbound acl HOSTMAC rule 10"], said
+    msg = said["acl leaf1 swp10 inbound acl HOSTMAC rule 10"]
+    assert msg.startswith(
+        "drops host1a -> host1b, which the topology says must pass: 4/4 frames of host1a -> host1b dropped, counted "
+    ), msg
+    shown = json.loads(nv(lab, "show", "interface", "swp10", "acl", "-o", "json"))
+    assert shown["HOSTMAC"]["inbound"]["rule"]["10"]["packets"] >= 4, shown
+    assert "packets" in shown["HOSTMAC"]["inbound"]["rule"]["20"], shown
+    nv_apply(lab, ("unset", "interface", "swp10", "acl"), ("unset", "acl", "HOSTMAC"))
+    assert failing(lab, "acl", "traffic") == {}
+
+
 def test_control_plane_acls_that_cut_bgp_and_the_api_are_named_and_twin_still_applies_the_fix(lab):
     mgmt = lab.fabric.nodes["leaf1"].mgmt
     assert mgmt and api_answers(mgmt), "the NVUE API answers on leaf1's management address"
@@ -181,7 +211,8 @@ def test_a_tcp_flag_rule_that_stops_bgp_from_opening_is_named_and_its_mask_fixes
     assert counted["rule"]["10"]["packets"] > 0, counted
     nv_apply(lab, ("set", *syn, "match", "ip", "tcp", "mask", "ack"))  # SYN and ACK examined: SYN-ACK passes
     assert until(lambda: bgp_state(lab), "Established") == "Established"
-    rep = verify.run(lab, only=["acl", "control"])
+    assert until(lambda: failing(lab, "control"), {}) == {}, "spine1's routes learned again"
+    rep = verify.run(lab, only=["acl"])
     assert rep.passed, [c.message for c in rep.failures()]
     (check,) = [c for c in rep.checks if c.name == "leaf1 control-plane inbound acl SYN rule 10"]
     assert check.message.startswith(

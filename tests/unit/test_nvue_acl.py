@@ -401,6 +401,79 @@ def test_an_ecn_match_decides_twins_roce_flows_by_their_ect0():
     assert aclflows.crossing(ce.plane.as_run(ACLFAB), "leaf1", ce.plane, b, r) == [], "only CE-marked frames"
 
 
+# --- mac ACLs -----------------------------------------------------------------------------------------
+HOST1A = "02:38:c8:47:57:04"  # host1a's MAC in tests/e2e/nvue/acl.yml
+
+
+def mac_acl(name: str, *rules: tuple[dict, str]) -> dict:
+    rs = {str(10 * (i + 1)): {"match": {"mac": m}, "action": {a: {}}} for i, (m, a) in enumerate(rules)}
+    rs[str(10 * (len(rules) + 1))] = {"action": {"permit": {}}}
+    return {"acl": {name: {"type": "mac", "rule": rs}}}
+
+
+def test_a_mac_acl_matches_the_ethernet_header_in_the_ports_netdev_chain():
+    x = acl_leaf(
+        mac_acl(
+            "M",
+            ({"source-mac": HOST1A.upper(), "protocol": "ipv4"}, "deny"),
+            ({"dest-mac": "01:80:c2:00:00:00", "dest-mac-mask": "ff:ff:ff:00:00:00"}, "log"),
+            ({"protocol": 0x88CC}, "permit"),
+        ),
+        {"interface": {"swp10": {"acl": {"M": {"inbound": {}}}}}},
+    )
+    text = x.files["acl-red.nft"]
+    assert f"ether saddr {HOST1A} ether type ip counter" in text
+    assert "ether daddr & ff:ff:ff:00:00:00 == 01:80:c2:00:00:00 counter" in text
+    assert "ether type 0x88cc counter" in text
+    ((b, r),) = [(b, r) for b in x.plane.acls.bindings for r in x.plane.acls.acls["M"].rules if r.seq == 10]
+    assert aclflows.crossing(x.plane.as_run(ACLFAB), "leaf1", x.plane, b, r) == [("host1a", "host1b")]
+
+
+def test_a_mac_rule_decides_tenant_flows_by_the_macs_their_frames_carry_where_they_meet_it():
+    """host1a -> host1b is routed by leaf1: in on swp10 its frames go to web's gateway MAC, out of the SVI of db
+    they come from db's; a rule on the gateway's MAC meets the first, one on host1a's the first only."""
+    gw = "00:00:5e:00:01:01"
+    into = acl_leaf(mac_acl("M", ({"dest-mac": gw}, "deny")), {"interface": {"swp10": {"acl": {"M": {"inbound": {}}}}}})
+    (b,) = into.plane.acls.bindings
+    r = into.plane.acls.acls["M"].rules[0]
+    assert aclflows.crossing(into.plane.as_run(ACLFAB), "leaf1", into.plane, b, r) == [("host1a", "host1b")]
+    out = acl_leaf(
+        mac_acl("M", ({"source-mac": HOST1A}, "deny")), {"interface": {"swp11": {"acl": {"M": {"outbound": {}}}}}}
+    )
+    (b,) = out.plane.acls.bindings
+    r = out.plane.acls.acls["M"].rules[0]
+    assert aclflows.crossing(out.plane.as_run(ACLFAB), "leaf1", out.plane, b, r) == [], "routed: from the gateway"
+
+
+def test_a_mac_acl_is_refused_on_the_control_plane_and_with_ip_matches_set_dscp_or_a_vlan():
+    assert refused(mac_acl("M", ({"protocol": "arp"}, "deny")), CP_M) == [
+        "system.control-plane.acl.M: ACL M is of type mac: it matches frames on ports, bonds and SVIs, not the "
+        "control plane"
+    ]
+    bad = {"acl": {"M": {"type": "mac", "rule": {"10": {"match": {"mac": {"vlan": 10}}, "action": {"deny": {}}}}}}}
+    (said,) = refused(bad)
+    assert said.startswith("acl.M.rule.10: rule 10: match.mac.vlan is not run in a mac ACL here"), said
+    ip = {"acl": {"M": {"type": "mac", "rule": {"10": {"match": {"ip": {"dscp": 26}}, "action": {"deny": {}}}}}}}
+    assert refused(ip)[0].startswith("acl.M.rule.10: rule 10: match.ip is not run in a mac ACL here")
+
+
+def test_bgp_frames_are_matched_by_the_macs_of_the_ports_eui64_link_local_addresses():
+    spine = "02:00:00:00:00:aa"
+    x = acl_leaf(
+        mac_acl("M", ({"source-mac": spine, "protocol": "ipv6"}, "deny")),
+        {"interface": {"swp51": {"acl": {"M": {"inbound": {}}}}}},
+    )
+    assert aclflows.needs_addresses(x.plane.acls)
+    assert aclflows.eui64("fe80::ff:fe00:aa") == spine and aclflows.eui64("fe80::1") == ""
+    got = aclflows.sessions(ACLFAB, "leaf1", x.plane, {"swp51": ("fe80::1", "fe80::ff:fe00:aa")})
+    assert [(s.named, s.cut) for s in got] == [("BGP with spine1 on swp51", True)], "every frame from spine1"
+    got = aclflows.sessions(ACLFAB, "leaf1", x.plane, {"swp51": ("fe80::1", "fe80::ff:fe00:bb")})
+    assert [(s.cut, s.drops) for s in got] == [(False, [])]
+
+
+CP_M = {"system": {"control-plane": {"acl": {"M": {"inbound": {}}}}}}
+
+
 # --- no value of NVUE's becomes a foreign nftables line ----------------------------------------------
 FUZZ = settings(
     derandomize=True, database=None, deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow]
@@ -433,6 +506,7 @@ PLACES: dict[str, Any] = {
     "ip-ect": lambda v: {"ecn": {"ip-ect": v}},
     "ecn-flags": lambda v: {"protocol": "tcp", "ecn": {"flags": {v: {}}}},
 }
+MAC_PLACES = ("source-mac", "dest-mac", "protocol", "source-mac-mask")
 
 
 def nft_files(kind: str, key: str, value: Any) -> dict[str, str]:
@@ -469,6 +543,34 @@ def test_no_value_becomes_a_foreign_nft_line(kind: str, key: str, value: Any):
             tail = a[a.index(' counter name "') :]
             assert b.startswith("\t\t") and b.endswith(tail) and b.count('"') == a.count('"'), (key, value, a, b)
             assert b.split()[0] in ("ip", "ip6", "meta"), (key, value, b)
+
+
+def mac_files(key: str, value: Any) -> dict[str, str]:
+    m = {key: value} | ({"source-mac": "02:00:00:00:00:01"} if key == "source-mac-mask" else {})
+    x = leaf(mac_acl("A", (m, "deny")), {"interface": {"swp51": {"acl": {"A": {"inbound": {}}}}}})
+    return {k: v for k, v in x.files.items() if k.startswith("acl")}
+
+
+@FUZZ
+@given(st.sampled_from(MAC_PLACES), st.sampled_from(NASTY) | st.text(max_size=30) | st.integers(-5, 2**49))
+def test_no_value_of_a_mac_acl_becomes_a_foreign_nft_line(key: str, value: Any):
+    """A mac rule's place: refused with the rule named, or the rule's own line alone differs from the same rule
+    matching ARP, a match on the Ethernet header before the same counter, log, verdict and comment."""
+    base = mac_files("protocol", "arp")
+    try:
+        got = mac_files(key, value)
+    except TopologyError as e:
+        assert all(p.path.startswith("acl.A.rule.10") for p in e.problems), (key, value, [str(p) for p in e.problems])
+        return
+    assert set(got) == set(base)
+    for f, text in got.items():
+        old, new = base[f].splitlines(), text.splitlines()
+        assert len(old) == len(new), (key, value, f)
+        for a, b in zip(old, new):
+            if a != b:
+                tail = a[a.index(' counter name "') :]
+                matched = b.startswith("\t\tether ") or b == "\t\t" + tail[1:]  # ANY: no match at all
+                assert matched and b.endswith(tail[1:]) and b.count('"') == a.count('"'), (key, value, b)
 
 
 def test_binding_names_its_place():

@@ -130,25 +130,28 @@ def test_what_twin_would_run_half_is_refused_every_problem_with_its_path():
         "acl": {
             "X": {
                 "rule": {
-                    "1": {"match": {"ip": {"tcp": {"flags": {"syn": {}}}}}, "action": {"deny": {}}},
+                    "1": {"match": {"ip": {"ttl": 1}}, "action": {"deny": {}}},
                     "2": {"match": {"ip": {"dest-port": {"22": {}}}}, "action": {"deny": {}}},
                     "3": {"match": {"ip": {"protocol": "tcp"}}},
+                    "4": {"match": {"ip": {"tcp": {"flags": {"syn": {}}}}}, "action": {"deny": {}}},
                 }
             },
             "M": {"type": "mac", "rule": {"1": {"action": {"deny": {}}}}},
         },
         "interface": {
-            "swp1": {"acl": {"X": {"inbound": {}}, "NONE": {"inbound": {}}, "M": {"outbound": {}}}},
+            "swp1": {"acl": {"X": {"inbound": {}}, "NONE": {"inbound": {}}, "M": {"outbound": {"control-plane": {}}}}},
             "lo": {"acl": {"X": {"inbound": {}}}},
         },
     }
     assert refused(bad) == [
-        "acl.X.rule.1: rule 1: match.ip.tcp is not run here: without it the rule would match more, or do less",
+        "acl.X.rule.1: rule 1: match.ip.ttl is not run here: without it the rule would match more, or do less",
         "acl.X.rule.2.match.ip: rule 2 matches ports: it needs protocol tcp or udp",
         "acl.X.rule.3: rule 3 has no action (permit, deny, log, set dscp)",
+        "acl.X.rule.4.match.ip: rule 4 matches TCP flags: it needs protocol tcp",
         "interface.lo.acl.X.inbound: lo is no port twin makes on this node: an ACL binds to a port, bond or SVI "
         "of the node",
-        "interface.swp1.acl.M: ACL M is of type mac: only ipv4 and ipv6 ACLs are run here",
+        "interface.swp1.acl.M.outbound.control-plane: ACL M is of type mac: it matches frames on ports, bonds and "
+        "SVIs, not the control plane",
         "interface.swp1.acl.NONE: ACL NONE is not declared in this file (acl.NONE)",
     ]
 

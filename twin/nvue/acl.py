@@ -8,7 +8,12 @@ matches passes; an ipv4 ACL sees IPv4 only, an ipv6 ACL IPv6 only (ARP and the r
 counts, then logs to twin's drop events (`acl NAME rule N`, NFLOG: `twin.config.droplog`), then drops;
 NVUE's own `log` action logs to the kernel's log too, with its own prefix. What twin does not run is
 refused on the node rather than run half (a rule without it would match more, or do less): matches on
-fragments, ICMP types, state or TTL, actions police/span/erspan, `set class`/`cos`, ACLs of type mac.
+fragments, ICMP types, state or TTL, actions police/span/erspan, `set class`/`cos`, a VLAN match.
+
+ACLs of type mac (`match mac source-mac`/`dest-mac`, each with its `-mask`, and `protocol`: arp, ipv4,
+ipv6, ANY or an EtherType) match a frame's Ethernet header, in the netdev chains of ports, bonds and SVIs
+(`ether saddr & MASK == MAC`, `ether type arp`); the control plane's chains see packets, not frames, so
+a mac ACL does not bind there (refused), nor does one `set dscp` or match `ip`.
 
 TCP flags (`match ip tcp flags F` with `mask M`, each a set of ack, fin, psh, rst, syn, urg, all, none):
 a packet matches when its flags under the mask are the flags (no mask: the flags themselves are the mask,
@@ -37,7 +42,9 @@ ECN_FLAGS = {"tcp-ece": 0x40, "tcp-cwr": 0x80}
 NFT_FLAGS = {**{k: k for k in TCP_FLAGS}, "tcp-ece": "ecn", "tcp-cwr": "cwr"}
 ECT = ("not-ect", "ect1", "ect0", "ce")  # the ECN codepoints 0-3 as nftables names them
 PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
-TYPES = {"ipv4": 4, "ipv6": 6}  # the ACL types twin runs, and the IP version each sees
+TYPES = {"ipv4": 4, "ipv6": 6, "mac": 0}  # the ACL types twin runs, and the IP version each sees (0: frames)
+ETHERTYPES = {"arp": 0x0806, "ipv4": 0x0800, "ipv6": 0x86DD}  # a mac rule's `protocol` by NVUE's names
+NFT_ETHER = {0x0806: "arp", 0x0800: "ip", 0x86DD: "ip6"}
 # what restricts a rule to its IP version where nothing else in it does, per table family
 ONLY = {
     (NETDEV, 4): "meta protocol ip",
@@ -65,15 +72,20 @@ class Rule:
     tcp_flags: int = 0  # TCP flags that must be set under `tcp_mask` (0 mask: no match on flags)
     tcp_mask: int = 0
     ect: int | None = None  # the ECN codepoint (0-3) of the IP header
+    smac: str | None = None  # a mac ACL's: source and destination MAC, each under its mask (None: any)
+    smask: str | None = None
+    dmac: str | None = None
+    dmask: str | None = None
+    ethertype: int | None = None
 
     def nft(self, acl: str, counter: str, family: str = NETDEV) -> str:
         """The rule as an nftables rule of a chain of table `family` (netdev or inet)."""
         ip = "ip" if self.v == 4 else "ip6"
-        m = [f"{ip} {k} {p}" for k, p in (("saddr", self.src), ("daddr", self.dst)) if p]
+        m = [f"{ip} {k} {p}" for k, p in (("saddr", self.src), ("daddr", self.dst)) if p] if self.v else self._ether()
         proto = {v: k for k, v in PROTOS.items() if k != "icmpv6"}.get(self.proto) if self.proto is not None else None
         if self.proto is not None and self.v == 4:
             m.append(f"ip protocol {proto or self.proto}")
-        if not m and self.dscp is None:
+        if not m and self.dscp is None and self.v:
             m.insert(0, ONLY[(family, self.v)])  # nothing else says which IP version it sees
         if self.proto is not None and self.v == 6:
             m.append(f"meta l4proto {proto if proto in ('tcp', 'udp') else self.proto}")
@@ -99,11 +111,38 @@ class Rule:
         act.append("drop" if self.drops else "accept")
         return " ".join(m + act + [f'comment "{what}"'])
 
+    def _ether(self) -> list[str]:
+        """A mac rule's matches on the Ethernet header."""
+        m = []
+        for k, mac, mask in (("saddr", self.smac, self.smask), ("daddr", self.dmac, self.dmask)):
+            if mac is not None:
+                m.append(f"ether {k} & {mask} == {_masked(mac, mask)}" if mask else f"ether {k} {mac}")
+        if self.ethertype is not None:
+            m.append(f"ether type {NFT_ETHER.get(self.ethertype, f'{self.ethertype:#06x}')}")
+        return m
+
     def matches(
-        self, src: str, dst: str, proto: int, sport: int, dport: int, dscp: int, flags: int = 0, ecn: int = 0
+        self,
+        src: str,
+        dst: str,
+        proto: int,
+        sport: int,
+        dport: int,
+        dscp: int,
+        flags: int = 0,
+        ecn: int = 0,
+        frame: tuple[str, str, int] = ("", "", 0x0800),
     ) -> bool:
         """Whether an IP packet of these fields matches the rule (one of another IP version never does):
-        `flags` its TCP flags, `ecn` its ECN codepoint."""
+        `flags` its TCP flags, `ecn` its ECN codepoint; a mac rule looks at `frame` alone (source MAC,
+        destination MAC, EtherType; a MAC not known, "", meets no rule that names one)."""
+        if not self.v:
+            smac, dmac, kind = frame
+            return (
+                _mac_in(smac, self.smac, self.smask)
+                and _mac_in(dmac, self.dmac, self.dmask)
+                and self.ethertype in (None, kind)
+            )
 
         def within(a: str, p: str | None) -> bool:
             return p is None or ipaddress.ip_address(a) in ipaddress.ip_network(p, strict=False)
@@ -136,10 +175,19 @@ class Acl:
     rules: tuple[Rule, ...]
 
     def decide(
-        self, src: str, dst: str, proto: int, sport: int, dport: int, dscp: int, flags: int = 0, ecn: int = 0
+        self,
+        src: str,
+        dst: str,
+        proto: int,
+        sport: int,
+        dport: int,
+        dscp: int,
+        flags: int = 0,
+        ecn: int = 0,
+        frame: tuple[str, str, int] = ("", "", 0x0800),
     ) -> Rule | None:
         """The rule that decides a packet (`Rule.matches`' fields), None: no rule matches (it passes)."""
-        return next((r for r in self.rules if r.matches(src, dst, proto, sport, dport, dscp, flags, ecn)), None)
+        return next((r for r in self.rules if r.matches(src, dst, proto, sport, dport, dscp, flags, ecn, frame)), None)
 
 
 def acls_of(tree: dict, problems: list[tuple[Path, str]]) -> dict[str, Acl]:
@@ -149,7 +197,12 @@ def acls_of(tree: dict, problems: list[tuple[Path, str]]) -> dict[str, Acl]:
         kind = get(a, ("type",), "ipv4")
         rules = []
         for seq, r in sorted(get(a, ("rule",), {}).items(), key=lambda kv: int(kv[0])):
-            rule = _rule(("acl", name, "rule", seq), int(seq), r, TYPES.get(kind, 4), problems)
+            at = ("acl", name, "rule", seq)
+            rule = (
+                _mac_rule(at, int(seq), r, problems)
+                if kind == "mac"
+                else _rule(at, int(seq), r, TYPES.get(kind, 4), problems)
+            )
             if rule is not None:
                 rules.append(rule)
         out[name] = Acl(name, kind, tuple(rules))
@@ -168,12 +221,8 @@ def _rule(at: Path, seq: int, r: dict, v: int, problems: list) -> Rule | None:
             (at, f"rule {seq}: {', '.join(half)} is not run here: without it the rule would match more, or do less")
         )
         return None
-    kinds = [k for k in ("permit", "deny") if k in act]
-    if len(kinds) > 1:
-        problems.append((at + ("action",), f"rule {seq} both permits and denies"))
-        return None
-    if not kinds and not ("log" in act or "set" in act):
-        problems.append((at, f"rule {seq} has no action (permit, deny, log, set dscp)"))
+    verdict = _action(at, seq, act, problems)
+    if verdict is None:
         return None
     proto = ip.get("protocol")
     proto = PROTOS.get(proto, proto) if proto is not None else None
@@ -200,7 +249,7 @@ def _rule(at: Path, seq: int, r: dict, v: int, problems: list) -> Rule | None:
             return None
     return Rule(
         seq,
-        kinds[0] if kinds else "permit",
+        verdict,
         "log" in act,
         get(act, ("set", "dscp")),
         str(ipaddress.ip_network(src, strict=False)) if src else None,
@@ -214,6 +263,76 @@ def _rule(at: Path, seq: int, r: dict, v: int, problems: list) -> Rule | None:
         tcp_mask,
         int(ect) if ect is not None else None,
     )
+
+
+def _action(at: Path, seq: int, act: dict, problems: list) -> str | None:
+    """A rule's verdict (permit or deny; log and set dscp permit), None with the problem said."""
+    kinds = [k for k in ("permit", "deny") if k in act]
+    if len(kinds) > 1:
+        problems.append((at + ("action",), f"rule {seq} both permits and denies"))
+        return None
+    if not kinds and not ("log" in act or "set" in act):
+        problems.append((at, f"rule {seq} has no action (permit, deny, log, set dscp)"))
+        return None
+    return kinds[0] if kinds else "permit"
+
+
+def _mac_rule(at: Path, seq: int, r: dict, problems: list) -> Rule | None:
+    """A rule of a mac ACL: its Ethernet matches (`match mac`), its verdict."""
+    act = get(r, ("action",), {}) or {}
+    mac = get(r, ("match", "mac"), {}) or {}
+    half = [k for k in act if k in ("police", "span", "erspan")] + [f"set.{k}" for k in get(act, ("set",), {})]
+    half += ["match.ip"] if get(r, ("match", "ip")) is not None else []
+    half += ["match.mac.vlan"] if "vlan" in mac else []
+    if half:
+        problems.append(
+            (
+                at,
+                f"rule {seq}: {', '.join(half)} is not run in a mac ACL here: without it the rule would match more, "
+                "or do less (set dscp and match ip are an ipv4 or ipv6 ACL's; twin's ports carry untagged frames)",
+            )
+        )
+        return None
+    verdict = _action(at, seq, act, problems)
+    if verdict is None:
+        return None
+    proto = mac.get("protocol")
+    kind = None if proto in (None, "ANY") else ETHERTYPES.get(str(proto), proto)
+    pick = {
+        k: (None if mac.get(k) in (None, "ANY") else str(mac[k]).lower())
+        for k in ("source-mac", "source-mac-mask", "dest-mac", "dest-mac-mask")
+    }
+    return Rule(
+        seq,
+        verdict,
+        "log" in act,
+        smac=pick["source-mac"],
+        smask=pick["source-mac-mask"] if pick["source-mac"] else None,
+        dmac=pick["dest-mac"],
+        dmask=pick["dest-mac-mask"] if pick["dest-mac"] else None,
+        ethertype=int(kind) if kind is not None else None,
+        v=0,
+    )
+
+
+def _mac_int(mac: str) -> int:
+    return int(mac.replace(":", ""), 16)
+
+
+def _masked(mac: str, mask: str) -> str:
+    """`mac` under `mask`, as nftables compares it (`ether saddr & MASK == MAC&MASK`)."""
+    v = f"{_mac_int(mac) & _mac_int(mask):012x}"
+    return ":".join(v[i : i + 2] for i in range(0, 12, 2))
+
+
+def _mac_in(got: str, mac: str | None, mask: str | None) -> bool:
+    """Whether a frame's MAC `got` meets a rule's `mac` under `mask` (no MAC in the rule: any)."""
+    if mac is None:
+        return True
+    if not got:
+        return False
+    m = _mac_int(mask) if mask else (1 << 48) - 1
+    return _mac_int(got) & m == _mac_int(mac) & m
 
 
 def _names(x: object) -> list[str]:

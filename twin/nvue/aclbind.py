@@ -196,12 +196,14 @@ def of(
                     out.problems.append((at + (way,), why))
                 else:
                     plane = get(ways, (way, "control-plane")) is not None
+                    if plane and not _packets(out, at + (way, "control-plane"), name):
+                        continue
                     out.bindings.append(Binding(port, where[port][1], where[port][0], way, name, next(index), plane))
     for name, ways in sorted(get(tree, ("system", CONTROL_PLANE, "acl"), {}).items()):
         at = ("system", CONTROL_PLANE, "acl", name)
         if name in BUILTIN and name not in out.acls:
             out.kept.append(f"{'.'.join(at)}: kept, not run (Cumulus Linux's own control-plane ACL, not in this file)")
-        elif _runs(out, at, name):
+        elif _runs(out, at, name) and _packets(out, at, name):
             for way in (w for w in ("inbound", "outbound") if w in ways):
                 i = next(index)
                 out.bindings += [Binding(CONTROL_PLANE, "", ns, way, name, i, True) for ns in cp or [""]]
@@ -213,10 +215,22 @@ def _runs(out: Acls, at: Path, name: str) -> bool:
     if name not in out.acls:
         out.problems.append((at, f"ACL {name} is not declared in this file (acl.{name})"))
     elif out.acls[name].type not in TYPES:
-        out.problems.append((at, f"ACL {name} is of type {out.acls[name].type}: only ipv4 and ipv6 ACLs are run here"))
+        out.problems.append(
+            (at, f"ACL {name} is of type {out.acls[name].type}: only ipv4, ipv6 and mac ACLs are run here")
+        )
     else:
         return True
     return False
+
+
+def _packets(out: Acls, at: Path, name: str) -> bool:
+    """Whether ACL `name` can bind to the control plane at `at` (a mac ACL cannot: its chains see packets)."""
+    if out.acls[name].type == "mac":
+        out.problems.append(
+            (at, f"ACL {name} is of type mac: it matches frames on ports, bonds and SVIs, not the control plane")
+        )
+        return False
+    return True
 
 
 def control_namespaces(plane: Any) -> list[str]:

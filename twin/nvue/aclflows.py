@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,9 +61,21 @@ def crossing(fabric: Fabric, node: str, plane: Any, b: Binding, r: Rule) -> list
                 if o.host == a.host or (seg and o.segment == a.segment):
                     continue  # an SVI meets what it routes, not what its VLAN bridges
                 s, d = (a, o) if b.inbound else (o, a)
-                if plane.acls.acls[b.acl].decide(s.ip, d.ip, *ROCE, ecn=ROCE_ECN) == r:
+                frame = _frame(t, s, d, bridged=not seg and o.segment == a.segment, inbound=b.inbound)
+                if plane.acls.acls[b.acl].decide(s.ip, d.ip, *ROCE, ecn=ROCE_ECN, frame=frame) == r:
                     out.append((s.host, d.host))
     return out
+
+
+def _frame(t: Any, s: Any, d: Any, bridged: bool, inbound: bool) -> tuple[str, str, int]:
+    """(source MAC, destination MAC, EtherType) of a tenant flow's frames from host `s` to host `d` where a
+    binding meets them: in from `s` (inbound) or out to `d`. Bridged in one segment, host to host; routed, a
+    host's frames are to its gateway (its segment's anycast MAC) and come to the other from its own."""
+    if bridged:
+        return s.mac, d.mac, 0x0800
+    if inbound:
+        return s.mac, t.segments[s.segment].mac, 0x0800
+    return t.segments[d.segment].mac, d.mac, 0x0800
 
 
 @dataclass(frozen=True)
@@ -155,11 +168,13 @@ def sessions(
 
 def _dropped(acls: Acls, chains: list[Binding], src: str, dst: str, p: Packet) -> list[tuple[Binding, Rule, Packet]]:
     """Where each of packet kind `p`'s packets (one per TCP flags it carries) is dropped on its way through
-    `chains` (in order: a packet dropped in one is seen by no later one)."""
+    `chains` (in order: a packet dropped in one is seen by no later one). Its frames are IPv6 between the
+    two ports, whose MACs are those of their EUI-64 link-local addresses (else not known)."""
+    frame = (eui64(src), eui64(dst), 0x86DD)
     out = []
     for flags in p.flags:
         for b in chains:
-            r = acls.acls[b.acl].decide(src, dst, p.proto, p.sport, p.dport, CS6, flags)
+            r = acls.acls[b.acl].decide(src, dst, p.proto, p.sport, p.dport, CS6, flags, frame=frame)
             if r is not None and r.drops:
                 out.append((b, r, p))
                 break
@@ -180,5 +195,21 @@ def bfd_ports(plane: Any) -> set[str]:
 
 
 def needs_addresses(acls: Acls) -> bool:
-    """Whether a rule that drops looks at IPv6 addresses (the sessions' link-local ones must be read)."""
-    return any(r.drops and r.v == 6 and (r.src or r.dst) for a in acls.acls.values() for r in a.rules)
+    """Whether a rule that drops looks at IPv6 addresses or MACs (the sessions' link-local ones must be read)."""
+    return any(
+        r.drops and ((r.v == 6 and (r.src or r.dst)) or (r.v == 0 and (r.smac or r.dmac)))
+        for a in acls.acls.values()
+        for r in a.rules
+    )
+
+
+def eui64(address: str) -> str:
+    """The MAC an EUI-64 IPv6 link-local address is made from ("": another kind of address)."""
+    try:
+        b = ipaddress.IPv6Address(address).packed[8:]
+    except ValueError:
+        return ""
+    if b[3:5] != b"\xff\xfe":
+        return ""
+    mac = bytes([b[0] ^ 0x02]) + b[1:3] + b[5:]
+    return ":".join(f"{x:02x}" for x in mac)

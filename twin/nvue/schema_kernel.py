@@ -31,6 +31,19 @@ _ACL_IP = Obj(
         **{k: Opaque() for k in ("fragment", "icmp-type", "icmpv6-type", "state", "ttl")},
     }
 )
+_ANY_MAC = Leaf("mac", choices=("ANY",), what="a MAC address like 00:00:5e:00:01:01, or ANY")
+_ACL_MAC = Obj(
+    {
+        "source-mac": _ANY_MAC,
+        "source-mac-mask": Leaf("mac", what="a MAC mask like ff:ff:ff:00:00:00"),
+        "dest-mac": _ANY_MAC,
+        "dest-mac-mask": Leaf("mac", what="a MAC mask like ff:ff:ff:00:00:00"),
+        "protocol": Leaf(
+            "int", lo=0, hi=65535, choices=("ANY", "arp", "ipv4", "ipv6"), what="arp, ipv4, ipv6, ANY or an EtherType"
+        ),
+        "vlan": Leaf("int", lo=1, hi=4094, what="a VLAN (1-4094)"),  # refused on the node (twin.nvue.acl)
+    }
+)
 ACL = Obj(
     {
         "type": Leaf("enum", choices=("ipv4", "ipv6", "mac")),
@@ -39,7 +52,7 @@ ACL = Obj(
             RULE,
             Obj(
                 {
-                    "match": Obj({"ip": _ACL_IP, "mac": Opaque()}),
+                    "match": Obj({"ip": _ACL_IP, "mac": _ACL_MAC}),
                     "action": Obj(
                         {
                             "permit": Obj({}),
