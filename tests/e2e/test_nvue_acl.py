@@ -114,6 +114,21 @@ def test_an_svi_acl_that_denies_roce_is_named_then_fixed(lab):
     assert failing(lab, "acl", "traffic") == {}
 
 
+def test_eth0s_link_mtu_is_set_on_the_management_port_and_put_back(lab):
+    node = lab.node("leaf1")
+
+    def mtu() -> int:
+        shown = node.check(["nsenter", "--net=/run/twin/mgmt", "ip", "-o", "link", "show", "eth0"]).stdout
+        return int(shown.split(" mtu ")[1].split()[0])  # eth0 is in VRF mgmt's namespace
+
+    assert mtu() == 1500
+    nv_apply(lab, ("set", "interface", "eth0", "link", "mtu", "9000"))
+    assert mtu() == 9000
+    assert api_answers(str(lab.fabric.nodes["leaf1"].mgmt)), "the API on the management address still answers"
+    nv_apply(lab, ("unset", "interface", "eth0", "link", "mtu"))
+    assert mtu() == 1500
+
+
 def test_a_mac_acl_on_a_host_port_that_denies_its_ipv4_frames_is_named_then_fixed(lab):
     """A mac ACL inbound on host1a's port (swp10) denying IPv4 from host1a's MAC: its RoCE to host1b (routed,
     to web's gateway MAC) is dropped and counted, named by the rule; the fix passes the traffic group."""

@@ -83,6 +83,28 @@ def test_link_mtu_is_the_ports_and_the_svis_last_and_undone_to_the_planes():
     } and add == []
 
 
+def test_eth0s_link_mtu_is_the_management_ports_own_end_where_the_lab_has_its_network():
+    """eth0 is twin's veth on the lab's management network (made at 1500): NVUE's MTU is set on the node's
+    end, undone to 1500; a lab without that network keeps it, said."""
+    tree = copy.deepcopy(LEAF)
+    nv_tree.patch(tree, {"interface": {"eth0": {"link": {"mtu": 9216}}}})
+    nf = nvue.from_tree(tree, "leaf01/startup.yaml")
+    managed = FABRIC.model_copy(
+        update={"nodes": {**FABRIC.nodes, "leaf01": FABRIC.nodes["leaf01"].model_copy(update={"mgmt": "10.250.0.3"})}}
+    )
+    x = nvue.build({"leaf01": nf}, managed, "netns")[0]["leaf01"]
+    step = x.plane.extras[("mtu", "eth0")]
+    assert step.command() == "nsenter --net=/run/twin/mgmt ip link set eth0 mtu 9216" and step in x.plane.steps
+    assert routed.undo(step).command() == "nsenter --net=/run/twin/mgmt ip link set eth0 mtu 1500"
+    at_1500 = copy.deepcopy(tree)
+    nv_tree.patch(at_1500, {"interface": {"eth0": {"link": {"mtu": 1500}}}})
+    same = nvue.build({"leaf01": nvue.from_tree(at_1500, "leaf01/startup.yaml")}, managed, "netns")[0]["leaf01"]
+    assert ("mtu", "eth0") not in same.plane.extras, "the MTU it is made with needs no step"
+    nodes, notes = nvue.build({"leaf01": nf}, FABRIC, "netns")
+    assert ("mtu", "eth0") not in nodes["leaf01"].plane.extras
+    assert any("interface.eth0.link.mtu: kept, not run" in n for n in notes), notes
+
+
 def test_an_mtu_nvue_refuses_stays_refused():
     assert refused({"interface": {"swp51": {"link": {"mtu": 100000}}}}) == [
         "interface.swp51.link.mtu: 100000 is not an MTU of 552-9216 bytes"

@@ -1,8 +1,10 @@
 """NVUE's MTUs as the node runs them: `interface X link mtu N` on a port (its end of the link: the
 peer keeps its own, as on a cable between two switches) and on an SVI (the bridge twin makes for it).
-A port NVUE gives no MTU keeps the topology's; a port or SVI NVUE gives the MTU the plane makes it with
-(the topology's, twin's export of its design) needs no step. Each other is a plane extra `("mtu", device)` whose undo
-puts back the MTU the plane made it with (day 2: `routed.undo`).
+The management port `eth0` (on the lab's management network, made at 1500) takes NVUE's MTU on the
+node's end, as a switch's does; the host's end keeps 1500. A port NVUE gives no MTU keeps the topology's;
+a port or SVI NVUE gives the MTU the plane makes it with (the topology's, twin's export of its design)
+needs no step. Each other is a plane extra `("mtu", device)` whose undo puts back the MTU the plane made
+it with (day 2: `routed.undo`).
 
 Also here: where each NVUE interface of a node is in the kernel (`places`), which the ACLs
 (`twin.nvue.acl`) and `nv show` share, and the kernel device FRR names for an NVUE interface
@@ -17,12 +19,14 @@ from twin.config.backend import Backend, tenant_ns
 from twin.config.overlay import port_ns
 from twin.config.steps import Step
 from twin.intent.tenants import bridge_name
+from twin.kinds import MGMT_NS, MGMT_PORT
 from twin.nvue.routed import port_dev
 from twin.nvue.tree import get
 
 Plane = Any  # twin.nvue.plane.Plane (which imports this module)
 
 DEFAULT = 9000  # a device the plane makes no MTU for (an uncabled port)
+MGMT_MTU = 1500  # the management port's as twin makes it (twin.runtime.mgmt), in VRF mgmt's namespace
 
 
 def places(plane: Plane, backend: Backend) -> dict[str, tuple[str, str]]:
@@ -67,13 +71,18 @@ def made(plane: Plane, dev: str) -> int:
 
 def steps(plane: Plane, tree: dict, backend: Backend) -> tuple[dict[tuple, Step], list[str]]:
     """The MTU steps of the node's ports and SVIs NVUE sets one for (keyed as plane extras), and
-    notes of the interfaces whose MTU is kept, not run (the management port, the loopback)."""
+    notes of the interfaces whose MTU is kept, not run (the loopback; the management port where the lab has
+    no management network)."""
     where = places(plane, backend)
     out: dict[tuple, Step] = {}
     notes = []
     for name, i in sorted(get(tree, ("interface",), {}).items()):
         m = get(i, ("link", "mtu"))
         if not isinstance(m, int):
+            continue
+        if name == MGMT_PORT and plane.fabric.nodes[plane.node].mgmt:  # the host's end keeps 1500
+            if m != MGMT_MTU:
+                out[("mtu", MGMT_PORT)] = Step("mtu", MGMT_PORT, MGMT_NS, {"mtu": m, "was": MGMT_MTU})
             continue
         if name not in where:
             notes.append(
