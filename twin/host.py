@@ -126,7 +126,8 @@ def up_summary(lab: Lab, timings: dict[str, float]) -> dict:
     """What `twin up` says of the lab it brought up, as data (its line is made from it, on this host
     or through a server)."""
     fabric = lab.fabric or lab.to_bring_up()  # as recorded; else as it was brought up
-    mine = Intent(fabric, state.running_files(lab.dir, fabric)).generic  # the lab's intent, from its directory
+    files = state.running_files(lab.dir, fabric)  # what its nodes run, from its directory
+    mine = Intent(fabric, files).generic  # the lab's intent
     return {
         "lab": lab.name,
         "nodes": len(fabric.nodes),

@@ -100,10 +100,13 @@ class Lab:
         every problem); `configs`: a directory of the user's FRR files for it (read, matched to its nodes).
         A containerlab file (`*.clab.yml`) or an NVIDIA Air file (`*.json`, `*.dot`) is imported on the way
         (`twin.interop.doors`): its bound FRR files are the user's configs, `roles` maps nodes to kinds.
-        `confined`: a lab from a source not trusted with this host (`twin.topology.confine`)."""
+        `confined`: a lab from a source not trusted with this host (`twin.topology.confine`; no root: the
+        topology's directory)."""
         if name is not None:
             state.check_name(name)
         loaded = doors.load(topology_file, name, roles, configs)
+        if confined is not None and not confined.root:  # its files: the topology's own directory
+            confined = confined.model_copy(update={"root": str(Path(loaded.fabric.source).resolve().parent)})
         fabric = confine(loaded.fabric, confined) if confined is not None else loaded.fabric
         return cls(fabric.name, fabric, runtime, loaded.configs, loaded.notes)
 

@@ -59,6 +59,20 @@ def refused(f: Path, rules: Confined) -> list[str]:
     return [f"{p.path}: {p.message}" for p in e.value.problems]
 
 
+def test_twin_up_confined_holds_a_lab_to_its_topologys_own_directory(tmp_path):
+    """`twin up --confined` names no root: Lab.load takes the topology's directory (the file as read)."""
+    from twin.lab import Lab
+
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "setup.sh").write_text("echo hi\n")
+    f = topo(tmp_path, ["setup.sh:/setup.sh"])
+    lab = Lab.load(str(f), confined=Confined())
+    assert lab.fabric is not None and lab.fabric.confined == Confined(root=str(f.parent.resolve()))
+    with pytest.raises(TopologyError) as e:
+        Lab.load(str(topo(tmp_path, [f"{tmp_path}:/up"])), confined=Confined())
+    assert [p.path for p in e.value.problems] == ["nodes.h1.binds[0]"], [str(p) for p in e.value.problems]
+
+
 def test_a_confined_lab_binds_only_its_own_files_read_only(tmp_path):
     (tmp_path / "lab").mkdir()
     (tmp_path / "lab" / "setup.sh").write_text("echo hi\n")

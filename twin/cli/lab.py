@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 from rich.table import Table
@@ -20,7 +19,7 @@ from twin.interop import parse_roles
 from twin.lab import Lab
 from twin.lifecycle import generic
 from twin.lifecycle.status import LabStatus
-from twin.topology import Confined, samples
+from twin.topology import Confined
 
 VRF_BACKEND_HELP = (
     "How tenant VRFs are made on VTEPs, over the topology's defaults.vrf_backend: netns (the "
@@ -158,10 +157,9 @@ def up(
     converged, else exit 1 saying what differs."""
 
     def bring_up() -> None:
-        root = str(Path(samples.resolve(topology)).resolve().parent)
-        rules = Confined(root=root, images=allow_images) if confined else None
         if allow_images and not confined:
             raise click.UsageError("--allow-image names what a --confined lab may run; add --confined")
+        rules = Confined(images=allow_images) if confined else None  # its files: the topology's directory
         lab = Lab.load(topology, name=name, runtime=runtime, configs=configs, roles=parse_roles(roles), confined=rules)
         try:
             with progress(lab.name, "starting") as say:
@@ -180,11 +178,10 @@ def up(
         except AlreadyUp as e:
             click.echo(str(e), err=True)
             return
-        except ConvergenceTimeout as e:  # one line first where only the lab's own scripts can go on
-            upreport.write(lab.name, as_json, junit_file, error=e, kept=keep)
-            raise generic.after_deploy(e, lab.name, topology) from None
         except TwinError as e:
             upreport.write(lab.name, as_json, junit_file, error=e, kept=keep)
+            if isinstance(e, ConvergenceTimeout):  # one line first where only the lab's own scripts can go on
+                raise generic.after_deploy(e, lab.name, topology) from None
             raise
         finally:
             for note in lab.notes:

@@ -43,7 +43,8 @@ def write(
     if as_json and got is not None:
         click.echo(json.dumps(got, indent=2))
     if junit_file:
-        junit.write(junit_file, f"twin up {lab}", [junit.Suite(f"twin up {lab}", cases(lab, got or {}, error))])
+        suite = junit.Suite(f"twin up {lab}", cases(lab, got or {}, error))
+        junit.write(junit_file, f"twin up {lab}", [suite])
 
 
 def cases(lab: str, doc: dict, error: TwinError | None) -> list[junit.Case]:

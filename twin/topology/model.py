@@ -72,7 +72,7 @@ class Port(_Frozen):
 class Confined(_Frozen):
     """A lab from an untrusted source (`twin.topology.confine`): its files from `root` only, the images it may run."""
 
-    root: str  # every bind's source is beneath it (the request's files, the topology's directory)
+    root: str = ""  # every bind's source is beneath it (the request's files; "": the topology's directory)
     images: tuple[str, ...] = ()  # images a node may name (besides twin's own node image)
 
 
