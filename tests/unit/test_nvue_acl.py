@@ -23,7 +23,7 @@ from twin.base.errors import TopologyError
 from twin.config.steps import Step
 from twin.nvue import aclflows, kernelcheck, routed
 from twin.nvue import tree as nv_tree
-from twin.nvue.acl import Rule
+from twin.nvue.acl import Headers, Rule
 from twin.nvue.aclbind import Binding
 from twin.nvue.configs import running
 from twin.observe.nflog import Logged
@@ -250,8 +250,10 @@ def test_ipv6_acls_see_ipv6_only_and_what_nvue_refuses_stays_refused():
     assert Rule(1, "permit", proto=17, v=6).nft("A", "c").startswith("meta protocol ip6 meta l4proto udp counter")
     assert Rule(1, "permit", v=6).nft("A", "c", "inet").startswith("meta nfproto ipv6 counter")
     assert Rule(1, "permit").nft("A", "c", "inet").startswith("meta nfproto ipv4 counter")
-    assert r.matches("fe80::1", "fe80::2", 6, 40000, 179, 48) and not r.matches("10.0.0.1", "10.0.0.2", 6, 1, 179, 0)
-    assert not Rule(1, "deny").matches("fe80::1", "fe80::2", 6, 1, 179, 0), "an ipv4 ACL never meets IPv6"
+    assert r.matches(Headers("fe80::1", "fe80::2", 6, 40000, 179, 48)) and not r.matches(
+        Headers("10.0.0.1", "10.0.0.2", 6, 1, 179, 0)
+    )
+    assert not Rule(1, "deny").matches(Headers("fe80::1", "fe80::2", 6, 1, 179, 0)), "an ipv4 ACL never meets IPv6"
     assert refused(
         {
             "acl": {

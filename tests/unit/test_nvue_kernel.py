@@ -142,9 +142,9 @@ def test_acls_compile_to_netdev_chains_in_the_ports_namespace_a_counter_per_rule
 
 def test_an_acl_decides_as_its_first_matching_rule():
     a = built(BLOCK).plane.acls.acls["BLOCK"]
-    assert a.decide("10.1.10.101", "10.1.10.103", 17, 49152, 4791, 26).seq == 10
-    assert a.decide("10.1.10.101", "10.1.10.103", 6, 49152, 4791, 26).seq == 20
-    assert a.decide("10.1.20.102", "10.1.10.103", 6, 1, 2, 0).seq == 30
+    assert a.decide(nv_acl.Headers("10.1.10.101", "10.1.10.103", 17, 49152, 4791, 26)).seq == 10
+    assert a.decide(nv_acl.Headers("10.1.10.101", "10.1.10.103", 6, 49152, 4791, 26)).seq == 20
+    assert a.decide(nv_acl.Headers("10.1.20.102", "10.1.10.103", 6, 1, 2, 0)).seq == 30
 
 
 def test_what_twin_would_run_half_is_refused_every_problem_with_its_path():

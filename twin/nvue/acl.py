@@ -55,6 +55,24 @@ ONLY = {
 
 
 @dataclass(frozen=True)
+class Headers:
+    """What a rule decides on: an IP packet's addresses, protocol, ports, DSCP, ECN codepoint and TCP flags,
+    and its frame's Ethernet header (a MAC not known, "", meets no rule that names one)."""
+
+    src: str
+    dst: str
+    proto: int
+    sport: int
+    dport: int
+    dscp: int
+    flags: int = 0
+    ecn: int = 0
+    smac: str = ""
+    dmac: str = ""
+    ethertype: int = 0x0800
+
+
+@dataclass(frozen=True)
 class Rule:
     """One rule of an ACL: what it matches (None: anything) and what it does."""
 
@@ -121,42 +139,29 @@ class Rule:
             m.append(f"ether type {NFT_ETHER.get(self.ethertype, f'{self.ethertype:#06x}')}")
         return m
 
-    def matches(
-        self,
-        src: str,
-        dst: str,
-        proto: int,
-        sport: int,
-        dport: int,
-        dscp: int,
-        flags: int = 0,
-        ecn: int = 0,
-        frame: tuple[str, str, int] = ("", "", 0x0800),
-    ) -> bool:
-        """Whether an IP packet of these fields matches the rule (one of another IP version never does):
-        `flags` its TCP flags, `ecn` its ECN codepoint; a mac rule looks at `frame` alone (source MAC,
-        destination MAC, EtherType; a MAC not known, "", meets no rule that names one)."""
+    def matches(self, h: Headers) -> bool:
+        """Whether a packet of headers `h` matches the rule (one of another IP version never does; a mac rule
+        looks at its Ethernet header alone)."""
         if not self.v:
-            smac, dmac, kind = frame
             return (
-                _mac_in(smac, self.smac, self.smask)
-                and _mac_in(dmac, self.dmac, self.dmask)
-                and self.ethertype in (None, kind)
+                _mac_in(h.smac, self.smac, self.smask)
+                and _mac_in(h.dmac, self.dmac, self.dmask)
+                and self.ethertype in (None, h.ethertype)
             )
 
         def within(a: str, p: str | None) -> bool:
             return p is None or ipaddress.ip_address(a) in ipaddress.ip_network(p, strict=False)
 
         return (
-            ipaddress.ip_address(src).version == self.v
-            and within(src, self.src)
-            and within(dst, self.dst)
-            and self.proto in (None, proto)
-            and (not self.sports or sport in self.sports)
-            and (not self.dports or dport in self.dports)
-            and self.dscp in (None, dscp)
-            and self.ect in (None, ecn)
-            and flags & self.tcp_mask == self.tcp_flags
+            ipaddress.ip_address(h.src).version == self.v
+            and within(h.src, self.src)
+            and within(h.dst, self.dst)
+            and self.proto in (None, h.proto)
+            and (not self.sports or h.sport in self.sports)
+            and (not self.dports or h.dport in self.dports)
+            and self.dscp in (None, h.dscp)
+            and self.ect in (None, h.ecn)
+            and h.flags & self.tcp_mask == self.tcp_flags
         )
 
     @property
@@ -174,20 +179,9 @@ class Acl:
     type: str
     rules: tuple[Rule, ...]
 
-    def decide(
-        self,
-        src: str,
-        dst: str,
-        proto: int,
-        sport: int,
-        dport: int,
-        dscp: int,
-        flags: int = 0,
-        ecn: int = 0,
-        frame: tuple[str, str, int] = ("", "", 0x0800),
-    ) -> Rule | None:
-        """The rule that decides a packet (`Rule.matches`' fields), None: no rule matches (it passes)."""
-        return next((r for r in self.rules if r.matches(src, dst, proto, sport, dport, dscp, flags, ecn, frame)), None)
+    def decide(self, h: Headers) -> Rule | None:
+        """The rule that decides a packet of headers `h`, None: no rule matches (it passes)."""
+        return next((r for r in self.rules if r.matches(h)), None)
 
 
 def acls_of(tree: dict, problems: list[tuple[Path, str]]) -> dict[str, Acl]:
@@ -335,13 +329,9 @@ def _mac_in(got: str, mac: str | None, mask: str | None) -> bool:
     return _mac_int(got) & m == _mac_int(mac) & m
 
 
-def _names(x: object) -> list[str]:
-    """A set of NVUE's as the tree holds it: a collection's keys (`flags: {syn: {}}`), a list or one name."""
-    if isinstance(x, dict):
-        return [str(k) for k in x]
-    if isinstance(x, (list, tuple)):
-        return [str(k) for k in x]
-    return [] if x is None else [str(x)]
+def _names(x: dict | None) -> list[str]:
+    """A set of NVUE's as the tree holds it (its schema's collection: `flags: {syn: {}}`)."""
+    return [str(k) for k in x or {}]
 
 
 def _bits(names: list[str]) -> int:

@@ -20,7 +20,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-from twin.nvue.acl import Rule
+from twin.nvue.acl import Headers, Rule
 from twin.nvue.aclbind import CONTROL_PLANE, Acls, Binding
 from twin.topology.model import Fabric
 
@@ -61,21 +61,22 @@ def crossing(fabric: Fabric, node: str, plane: Any, b: Binding, r: Rule) -> list
                 if o.host == a.host or (seg and o.segment == a.segment):
                     continue  # an SVI meets what it routes, not what its VLAN bridges
                 s, d = (a, o) if b.inbound else (o, a)
-                frame = _frame(t, s, d, bridged=not seg and o.segment == a.segment, inbound=b.inbound)
-                if plane.acls.acls[b.acl].decide(s.ip, d.ip, *ROCE, ecn=ROCE_ECN, frame=frame) == r:
+                smac, dmac = _macs(t, s, d, bridged=not seg and o.segment == a.segment, inbound=b.inbound)
+                h = Headers(s.ip, d.ip, *ROCE, ecn=ROCE_ECN, smac=smac, dmac=dmac)
+                if plane.acls.acls[b.acl].decide(h) == r:
                     out.append((s.host, d.host))
     return out
 
 
-def _frame(t: Any, s: Any, d: Any, bridged: bool, inbound: bool) -> tuple[str, str, int]:
-    """(source MAC, destination MAC, EtherType) of a tenant flow's frames from host `s` to host `d` where a
+def _macs(t: Any, s: Any, d: Any, bridged: bool, inbound: bool) -> tuple[str, str]:
+    """(source MAC, destination MAC) of a tenant flow's frames from host `s` to host `d` where a
     binding meets them: in from `s` (inbound) or out to `d`. Bridged in one segment, host to host; routed, a
     host's frames are to its gateway (its segment's anycast MAC) and come to the other from its own."""
     if bridged:
-        return s.mac, d.mac, 0x0800
+        return s.mac, d.mac
     if inbound:
-        return s.mac, t.segments[s.segment].mac, 0x0800
-    return t.segments[d.segment].mac, d.mac, 0x0800
+        return s.mac, t.segments[s.segment].mac
+    return t.segments[d.segment].mac, d.mac
 
 
 @dataclass(frozen=True)
@@ -170,11 +171,11 @@ def _dropped(acls: Acls, chains: list[Binding], src: str, dst: str, p: Packet) -
     """Where each of packet kind `p`'s packets (one per TCP flags it carries) is dropped on its way through
     `chains` (in order: a packet dropped in one is seen by no later one). Its frames are IPv6 between the
     two ports, whose MACs are those of their EUI-64 link-local addresses (else not known)."""
-    frame = (eui64(src), eui64(dst), 0x86DD)
     out = []
     for flags in p.flags:
+        h = Headers(src, dst, p.proto, p.sport, p.dport, CS6, flags, smac=eui64(src), dmac=eui64(dst), ethertype=0x86DD)
         for b in chains:
-            r = acls.acls[b.acl].decide(src, dst, p.proto, p.sport, p.dport, CS6, flags, frame=frame)
+            r = acls.acls[b.acl].decide(h)
             if r is not None and r.drops:
                 out.append((b, r, p))
                 break
