@@ -529,22 +529,27 @@ def test_no_value_becomes_a_foreign_nft_line(kind: str, key: str, value: Any):
     """Whatever reaches a place of a rule, the files are refused with that rule named, or have exactly the lines
     they have with DSCP 26 there: only the rule's own line differs, a match of its own words before the same
     counter, log, verdict and comment."""
-    base = nft_files(kind, "dscp", 26)
+    only_the_rule_differs(lambda: nft_files(kind, key, value), nft_files(kind, "dscp", 26), ("ip", "ip6", "meta"))
+
+
+def only_the_rule_differs(build: Any, base: dict[str, str], words: tuple[str, ...]) -> None:
+    """`build()` is refused with rule 10 of ACL A named, or its files have exactly `base`'s lines but that rule's
+    own: a match starting with one of `words` (or none at all) before the same counter, log, verdict, comment."""
     try:
-        got = nft_files(kind, key, value)
+        got = build()
     except TopologyError as e:
-        assert all(p.path.startswith("acl.A.rule.10") for p in e.problems), (key, value, [str(p) for p in e.problems])
+        assert all(p.path.startswith("acl.A.rule.10") for p in e.problems), [str(p) for p in e.problems]
         return
     assert set(got) == set(base)
     for f, text in got.items():
         old, new = base[f].splitlines(), text.splitlines()
-        assert len(old) == len(new), (key, value, f)
+        assert len(old) == len(new), f
         for a, b in zip(old, new):
             if a == b:
                 continue
             tail = a[a.index(' counter name "') :]
-            assert b.startswith("\t\t") and b.endswith(tail) and b.count('"') == a.count('"'), (key, value, a, b)
-            assert b.split()[0] in ("ip", "ip6", "meta"), (key, value, b)
+            assert b.startswith("\t\t") and b.endswith(tail[1:]) and b.count('"') == a.count('"'), (a, b)
+            assert b == "\t\t" + tail[1:] or b.split()[0] in words, b  # no match at all: the rule matches any
 
 
 def mac_files(key: str, value: Any) -> dict[str, str]:
@@ -558,21 +563,7 @@ def mac_files(key: str, value: Any) -> dict[str, str]:
 def test_no_value_of_a_mac_acl_becomes_a_foreign_nft_line(key: str, value: Any):
     """A mac rule's place: refused with the rule named, or the rule's own line alone differs from the same rule
     matching ARP, a match on the Ethernet header before the same counter, log, verdict and comment."""
-    base = mac_files("protocol", "arp")
-    try:
-        got = mac_files(key, value)
-    except TopologyError as e:
-        assert all(p.path.startswith("acl.A.rule.10") for p in e.problems), (key, value, [str(p) for p in e.problems])
-        return
-    assert set(got) == set(base)
-    for f, text in got.items():
-        old, new = base[f].splitlines(), text.splitlines()
-        assert len(old) == len(new), (key, value, f)
-        for a, b in zip(old, new):
-            if a != b:
-                tail = a[a.index(' counter name "') :]
-                matched = b.startswith("\t\tether ") or b == "\t\t" + tail[1:]  # ANY: no match at all
-                assert matched and b.endswith(tail[1:]) and b.count('"') == a.count('"'), (key, value, b)
+    only_the_rule_differs(lambda: mac_files(key, value), mac_files("protocol", "arp"), ("ether",))
 
 
 def test_binding_names_its_place():
