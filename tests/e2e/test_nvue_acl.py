@@ -90,6 +90,17 @@ def api_answers(address: str) -> bool:
         return False
 
 
+def drops_web_to_db(lab, check: str) -> None:
+    """The acl group fails `check` alone: host1a -> host1b dropped, all 4 frames, and counted."""
+    said = failing(lab, "acl")
+    assert list(said) == [check], said
+    msg = said[check]
+    assert msg.startswith(
+        "drops host1a -> host1b, which the topology says must pass: 4/4 frames of host1a -> host1b dropped, counted "
+    ), msg
+    assert int(msg.rsplit("counted ", 1)[1]) >= 4
+
+
 def test_an_svi_acl_that_denies_roce_is_named_then_fixed(lab):
     acl = ("acl", "ROCE")
     nv_apply(
@@ -101,13 +112,7 @@ def test_an_svi_acl_that_denies_roce_is_named_then_fixed(lab):
         ("set", *acl, "rule", "20", "action", "permit"),
         ("set", "interface", "vlan10", "acl", "ROCE", "inbound"),
     )
-    said = failing(lab, "acl")
-    assert list(said) == ["acl leaf1 vlan10 inbound acl ROCE rule 10"], said
-    msg = said["acl leaf1 vlan10 inbound acl ROCE rule 10"]
-    assert msg.startswith(
-        "drops host1a -> host1b, which the topology says must pass: 4/4 frames of host1a -> host1b dropped, counted "
-    ), msg
-    assert int(msg.rsplit("counted ", 1)[1]) >= 4
+    drops_web_to_db(lab, "acl leaf1 vlan10 inbound acl ROCE rule 10")
     shown = nv(lab, "show", "interface", "vlan10", "acl", "-o", "json")
     assert json.loads(shown)["ROCE"]["inbound"]["rule"]["10"]["packets"] >= 4, shown
     nv_apply(lab, ("unset", "interface", "vlan10", "acl"))
@@ -143,12 +148,7 @@ def test_a_mac_acl_on_a_host_port_that_denies_its_ipv4_frames_is_named_then_fixe
         ("set", *rule, "20", "action", "permit"),
         ("set", "interface", "swp10", "acl", "HOSTMAC", "inbound"),
     )
-    said = failing(lab, "acl")
-    assert list(said) == ["acl leaf1 swp10 inbound acl HOSTMAC rule 10"], said
-    msg = said["acl leaf1 swp10 inbound acl HOSTMAC rule 10"]
-    assert msg.startswith(
-        "drops host1a -> host1b, which the topology says must pass: 4/4 frames of host1a -> host1b dropped, counted "
-    ), msg
+    drops_web_to_db(lab, "acl leaf1 swp10 inbound acl HOSTMAC rule 10")
     shown = json.loads(nv(lab, "show", "interface", "swp10", "acl", "-o", "json"))
     assert shown["HOSTMAC"]["inbound"]["rule"]["10"]["packets"] >= 4, shown
     assert "packets" in shown["HOSTMAC"]["inbound"]["rule"]["20"], shown
