@@ -17,10 +17,12 @@ of its nodes run, and a node's ports come up as soon as all its links exist.
 from __future__ import annotations
 
 import errno
+import logging
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
+from socket import AF_INET6
 from typing import Callable
 
 from pyroute2 import NetlinkError
@@ -30,9 +32,11 @@ from twin.base.errors import StageTimeout, TwinError
 from twin.base.stages import Said
 from twin.config.naming import held_netns, link_alias
 from twin.runtime import netns
-from twin.runtime.netns import netns_path
+from twin.runtime.netns import Netlink, netns_path
 from twin.topology.model import Fabric, Link
 
+log = logging.getLogger(__name__)
+KERNEL = 2  # RTPROT_KERNEL: the route is the kernel's own
 PARALLEL = 8  # links being made at once
 CONFIGURE_PARALLEL = 64  # nodes being configured (FRR starting) at once
 
@@ -56,7 +60,8 @@ def create_link(link: Link, pids: dict[str, int]) -> None:
 
 
 def bring_up(fabric: Fabric, node: str, pid: int, ports: list[str] | None = None) -> None:
-    """Set the ports of `node` (default: all) up and label each with its lab, port and peer."""
+    """Set the ports of `node` (default: all) up and label each with its lab, port and peer; a fabric
+    port (a BGP session's) gets its route to the link-local network too (`link_local_route`)."""
     with netns.ipr(pid) as ipr:
         for port in fabric.nodes[node].ports:
             if ports is not None and port.name not in ports:
@@ -72,6 +77,24 @@ def bring_up(fabric: Fabric, node: str, pid: int, ports: list[str] | None = None
                 if e.code != errno.ENODEV:
                     raise
                 raise TwinError(f"{node}: port {port.name} is missing after wiring") from None
+            if port.role == "fabric":
+                link_local_route(ipr, port.name)
+
+
+def link_local_route(ipr: Netlink, port: str) -> None:
+    """fe80::/64 on `port`, as the kernel adds it once the port has a carrier: BGP unnumbered's TCP
+    between link-local addresses needs it. The kernel's own add allocates from its atomic per-CPU
+    reserve, which a burst of new ports on a busy host can empty ("percpu: allocation failed ...
+    atomic" in its log): the route is then silently missing, the session never opens (its SYN-ACK
+    has no route: seen on 1 of 3,968 ports of an 8 x 248 Clos). Added here first, by a request the
+    kernel serves from its normal allocator; the kernel's own add then finds it there. A refusal
+    leaves the port as the kernel makes it."""
+    try:
+        ipr.route(
+            "add", dst="fe80::/64", oif=ipr.link_lookup(ifname=port)[0], proto=KERNEL, priority=256, family=AF_INET6
+        )
+    except (NetlinkError, IndexError) as e:
+        log.debug("%s: fe80::/64 not added ahead of the kernel: %s", port, e)
 
 
 def add_link(fabric: Fabric, link: Link, pids: dict[str, int]) -> None:
