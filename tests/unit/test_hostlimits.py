@@ -150,6 +150,18 @@ def test_kernel_log_names_neighbour_overflow_and_oom_kills():
     assert H.kernel_log_causes(log[1:2], H.Usage(), {}) == []
 
 
+def test_kernel_log_names_the_atomic_per_cpu_reserve_running_out():
+    """Seen bringing up an 8 x 248 Clos: one such failure, and one port without its fe80::/64."""
+    log = [
+        "twmc5ab31be: port 256(tmfd99ae7d) entered forwarding state",
+        "percpu: allocation failed, size=8 align=8 atomic=1, atomic alloc failed, no space left",
+        "percpu: allocation failed, size=48 align=8 atomic=0, no space left",  # not atomic: not this cause
+    ]
+    (cause,) = H.kernel_log_causes(log, H.Usage(), {}, "big")
+    assert cause.startswith("kernel: 1 atomic per-CPU allocation(s) failed since lab big started")
+    assert "fe80::/64" in cause and "`twin fault link-down big NODE:PORT`, then `link-up`" in cause
+
+
 @pytest.mark.parametrize(
     "running, watched, dead",
     [

@@ -222,6 +222,7 @@ class HostLimitsShort(TwinError):
 # --- host-level causes of a timeout, from what was read ---------------------------------------------
 OVERFLOW = re.compile(r"(arp_cache|ndisc_cache): neighbor table overflow")
 OOM = re.compile(r"Killed process \d+ \(([^)]+)\)")
+ATOMIC = re.compile(r"percpu: allocation failed, .*atomic=1")  # the kernel's atomic per-CPU reserve ran out
 TABLES = {
     "arp_cache": ("IPv4", "net.ipv4.neigh.default.gc_thresh3"),
     "ndisc_cache": ("IPv6", "net.ipv6.neigh.default.gc_thresh3"),
@@ -255,6 +256,15 @@ def kernel_log_causes(messages: list[str], usage: Usage, settings: Mapping[str, 
                 f"new neighbours fail, BGP-unnumbered sessions stay down; "
                 + (f"`sudo {SETUP}` raises it" if SETUP.exists() else f"raise {setting}")
             )
+    atomic = sum(1 for m in messages if ATOMIC.search(m))
+    if atomic:
+        causes.append(
+            f"kernel: {atomic} atomic per-CPU allocation(s) failed since lab {lab} started (its reserve ran out "
+            "while many ports came up at once): a route or address the kernel adds by itself may be missing "
+            "(twin adds each fabric port's fe80::/64 itself; a port's own link-local address it cannot); "
+            f"`twin fault link-down {lab or 'LAB'} NODE:PORT`, then `link-up`, of a session named above makes the "
+            "kernel add them again"
+        )
     killed = [m.group(1) for m in map(OOM.search, messages) if m]
     if killed:
         causes.append(
