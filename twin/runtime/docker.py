@@ -224,6 +224,7 @@ class DockerRuntime:
                     **hardening.container_options(kind.capabilities),
                     sysctls=sysctls,
                     mounts=mounts,
+                    cpu_shares=cpu_shares(node),
                     mem_limit=kind.memory_limit,
                     pids_limit=kind.pids_limit,
                     detach=True,
@@ -357,6 +358,20 @@ class DockerRuntime:
             if found:  # the engine is behind: give it a moment before the next round
                 time.sleep(min(5.0, 0.5 * rounds))
         return list(seen)
+
+
+CPU_SHARES = 1024  # Docker's default weight of a container
+SESSIONS_PER_SHARE = 8  # BGP sessions a node has for each CPU_SHARES of weight: a leaf's uplinks
+
+
+def cpu_shares(node: Node) -> int:
+    """A node's CPU weight against every other container while the host's cores are all busy (it
+    changes nothing on an idle host): Docker's default for every SESSIONS_PER_SHARE BGP sessions.
+    On a switch each node has a CPU of its own; here a spine with 248 sessions shares two cores with
+    248 leafs of 8. With equal weights its FRR booted last and slowest (every leaf waits for it) and
+    its sessions came up last: the 8 x 248 Clos's spines took 60 s more to load their config than
+    any leaf, their sessions 60 s more to come up."""
+    return CPU_SHARES * max(1, -(-len(node.fabric_ports) // SESSIONS_PER_SHARE))
 
 
 ETC_HOSTS = """127.0.0.1\tlocalhost
