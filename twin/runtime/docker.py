@@ -7,9 +7,7 @@ passes, and then names what is left and the command that finishes it.
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -28,7 +26,7 @@ from twin.config.overlay import Backend
 from twin.config.userconf import UserConfigs, forwarding_sysctls
 from twin.interop.startscript import wait_then_exec
 from twin.kinds.base import FRR_DIR, NODE_DIR
-from twin.runtime import dockerapi, dryrun, etchosts, hardening, images, mgmt, ownimage
+from twin.runtime import dockerapi, dryrun, etchosts, hardening, images, mgmt, nodecontainer, ownimage
 from twin.runtime.base import Configure, ImageFacts, NodeHandle
 from twin.runtime.exec import NodeExec
 from twin.runtime.failures import engine_errors
@@ -176,9 +174,7 @@ class DockerRuntime:
 
     def foreign(self, node: Node) -> bool:
         """Whether `node` runs an image of its own not built from twin's: started as that image starts."""
-        if not node.image:
-            return False
-        return not self.image_facts({node.image})[node.image].twin
+        return node.image is not None and not self.image_facts({node.image})[node.image].twin
 
     def check_configs(self, image: str, lab: str, configs: UserConfigs) -> None:
         """FRR's own check of the user's configs in one throwaway container of `image`
@@ -186,8 +182,8 @@ class DockerRuntime:
         dryrun.check(self.client, image, lab, configs)
 
     def start_node(self, lab: str, node: Node, image: str, confdir: Path) -> NodeHandle:
-        """Create and start one node's container: no network, init, minimal capabilities; the
-        user's binds, environment and (on a host) command, which starts once its ports are up."""
+        """Create and start one node's container: no networking, init, minimal capabilities, a CPU weight
+        by its sessions; the user's binds, environment and (on a host) command, run once its ports are up."""
         kind = kinds.get(node.kind)
         mounts = []
         if kind.runs_frr:  # FRR runs what the lab rendered; /etc/twin holds the rest of it
@@ -210,7 +206,7 @@ class DockerRuntime:
 
         def create() -> Container:
             try:
-                return self.client.containers.create(
+                c = self.client.containers.create(
                     node.image or image,
                     entrypoint=entrypoint,
                     command=command,
@@ -219,32 +215,30 @@ class DockerRuntime:
                     hostname=node.name,
                     labels={LABEL_LAB: lab, LABEL_NODE: node.name, LABEL_KIND: node.kind},
                     network_mode="none",
-                    network_disabled=True,  # no endpoint in Docker's "none" network either: ETC_HOSTS
+                    network_disabled=True,  # not even an endpoint in Docker's "none": `nodecontainer`
                     init=True,
                     **hardening.container_options(kind.capabilities),
                     sysctls=sysctls,
                     mounts=mounts,
-                    cpu_shares=cpu_shares(node),
+                    cpu_shares=nodecontainer.cpu_shares(node),
                     mem_limit=kind.memory_limit,
                     pids_limit=kind.pids_limit,
                     detach=True,
                     tty=foreign,
                 )  # a terminal, as containerlab's
             except docker.errors.APIError as e:
-                if e.status_code == 409 and tries:  # an earlier try timed out, but the engine made it
-                    c = self.client.containers.get(name)
-                    if c.labels.get(LABEL_LAB) == lab:
-                        return c
-                raise
+                if e.status_code != 409 or not tries:  # 409 after a try that timed out: the engine made it
+                    raise
+                c = self.client.containers.get(name)
+                if c.labels.get(LABEL_LAB) != lab:
+                    raise
+            nodecontainer.write_hosts(c, node.name)  # before it starts: Docker writes none without networking
+            return c
 
         c = None
         try:
             with wait.doing(node.name, "its container created"):
                 c = dockerapi.call(f"{lab}/{node.name}: creating its container", create, tries=tries)
-                made = c
-                dockerapi.call(
-                    f"{lab}/{node.name}: writing its /etc/hosts", lambda: made.put_archive("/etc", etc_hosts(node.name))
-                )
             with wait.doing(node.name, "its container started"):
                 dockerapi.call(f"{lab}/{node.name}: starting its container", c.start)
         except docker.errors.ImageNotFound:
@@ -358,48 +352,6 @@ class DockerRuntime:
             if found:  # the engine is behind: give it a moment before the next round
                 time.sleep(min(5.0, 0.5 * rounds))
         return list(seen)
-
-
-CPU_SHARES = 1024  # Docker's default weight of a container
-SESSIONS_PER_SHARE = 8  # BGP sessions a node has for each CPU_SHARES of weight: a leaf's uplinks
-
-
-def cpu_shares(node: Node) -> int:
-    """A node's CPU weight against every other container while the host's cores are all busy (it
-    changes nothing on an idle host): Docker's default for every SESSIONS_PER_SHARE BGP sessions.
-    On a switch each node has a CPU of its own; here a spine with 248 sessions shares two cores with
-    248 leafs of 8. With equal weights its FRR booted last and slowest (every leaf waits for it) and
-    its sessions came up last: the 8 x 248 Clos's spines took 60 s more to load their config than
-    any leaf, their sessions 60 s more to come up."""
-    return CPU_SHARES * max(1, -(-len(node.fabric_ports) // SESSIONS_PER_SHARE))
-
-
-ETC_HOSTS = """127.0.0.1\tlocalhost
-::1\tlocalhost ip6-localhost ip6-loopback
-fe00::0\tip6-localnet
-ff00::0\tip6-mcastprefix
-ff02::1\tip6-allnodes
-ff02::2\tip6-allrouters
-127.0.1.1\t{name}
-"""
-
-
-def etc_hosts(name: str) -> bytes:
-    """A node's /etc/hosts (a tar of it, for `put_archive` into /etc): what Docker writes in a container,
-    and the node's name (sudo looks it up). Docker writes none in a container without networking.
-
-    twin's containers have no Docker networking at all (`network_disabled`): their ports are twin's
-    veths. Docker's "none" network would give each an endpoint twin never uses, whose creation costs
-    the engine ~0.12 s a container, and whose removal, done for many containers at once, can lock
-    Docker 20.10 up for good (Debian 12's docker.io: its libnetwork takes a network's lock and its
-    controller's in either order, moby/moby#42545; fixed in 23.0). Seen taking a 256-node lab down."""
-    data = ETC_HOSTS.format(name=name).encode()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("hosts")
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def _remove(c: NodeHandle | Container) -> str:

@@ -1,0 +1,58 @@
+"""What a node's container is made with beyond its kind's options (`hardening`): its CPU weight, from
+its BGP sessions, and its /etc/hosts, which Docker writes in no container without networking.
+
+twin's containers have no Docker networking at all (`network_disabled`): their ports are twin's
+veths. Docker's "none" network would give each an endpoint twin never uses, whose creation costs
+the engine ~0.12 s a container, and whose removal, done for many containers at once, can lock
+Docker 20.10 up for good (Debian 12's docker.io: its libnetwork takes a network's lock and its
+controller's in either order, moby/moby#42545, fixed in 23.0). Seen taking a 256-node lab down.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+from docker.models.containers import Container
+
+from twin.topology.model import Node
+
+CPU_SHARES = 1024  # Docker's default weight of a container
+SESSIONS_PER_SHARE = 8  # BGP sessions a node has for each CPU_SHARES of weight: a leaf's uplinks
+
+
+def cpu_shares(node: Node) -> int:
+    """A node's CPU weight against every other container while the host's cores are all busy (it
+    changes nothing on an idle host): Docker's default for every SESSIONS_PER_SHARE BGP sessions.
+    On a switch each node has a CPU of its own; here a spine with 248 sessions shares two cores with
+    248 leafs of 8. With equal weights its FRR booted last and slowest (every leaf waits for it) and
+    its sessions came up last: the 8 x 248 Clos's spines took 60 s more to load their config than
+    any leaf, their sessions 60 s more to come up."""
+    return CPU_SHARES * max(1, -(-len(node.fabric_ports) // SESSIONS_PER_SHARE))
+
+
+ETC_HOSTS = """127.0.0.1\tlocalhost
+::1\tlocalhost ip6-localhost ip6-loopback
+fe00::0\tip6-localnet
+ff00::0\tip6-mcastprefix
+ff02::1\tip6-allnodes
+ff02::2\tip6-allrouters
+127.0.1.1\t{name}
+"""
+
+
+def etc_hosts(name: str) -> bytes:
+    """A node's /etc/hosts (a tar of it, for `put_archive` into /etc, before the container starts): what
+    Docker writes in a container, and the node's name (sudo looks it up)."""
+    data = ETC_HOSTS.format(name=name).encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("hosts")
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def write_hosts(c: Container, name: str) -> None:
+    """Node `name`'s /etc/hosts into its container `c`, made and not started yet."""
+    c.put_archive("/etc", etc_hosts(name))
