@@ -4,7 +4,7 @@ A Docker bridge network the lab owns: `twin-<lab>-mgmt`, labelled twin.lab=<lab>
 (Docker drops whatever it would forward between it and any other interface: no route to the
 host's uplink), with this host's address on its bridge (`twm<hash of the lab>`), so the host
 reaches every node and nothing else does. Each managed node's eth0 is a veth pair twin makes as
-soon as the node runs (containers stay `--network none`): the end on the bridge is named
+soon as the node runs (containers have no Docker networking): the end on the bridge is named
 `tm<hash of lab/node>` and aliased `twin:<lab>:<node>:eth0->mgmt`, the other is eth0 in the node,
 which its kernel steps move into its management namespace with its address (`twin.config.mgmt`).
 The pair dies with that namespace, so with the node; `remove` takes the network away (after the
