@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import io
-import tarfile
+from pathlib import Path
+
+import pytest
 
 from tests.unit.fabrics import clos
-from twin.runtime.nodecontainer import CPU_SHARES, cpu_shares, etc_hosts
+from twin.runtime.nodecontainer import CPU_SHARES, cpu_shares, hosts_mounts
 from twin.topology import load
 
 
@@ -18,11 +19,23 @@ def test_a_nodes_cpu_weight_follows_its_bgp_sessions(tmp_path):
     assert {cpu_shares(n) for n in aipod.nodes.values()} == {CPU_SHARES}  # a small lab: all alike
 
 
-def test_a_nodes_etc_hosts_has_the_loopback_names_and_its_own():
-    with tarfile.open(fileobj=io.BytesIO(etc_hosts("leaf1"))) as tar:
-        (member,) = tar.getmembers()
-        text = tar.extractfile(member).read().decode()
-    assert member.name == "hosts" and member.mode == 0o644
-    lines = [line.split("\t") for line in text.splitlines()]
+def test_a_nodes_etc_hosts_has_the_loopback_names_and_its_own(tmp_path):
+    (m,) = hosts_mounts(tmp_path, "leaf1", set())
+    assert m["Target"] == "/etc/hosts" and m["Type"] == "bind" and not m.get("ReadOnly")  # NVUE adds a name
+    lines = [line.split("\t") for line in Path(m["Source"]).read_text().splitlines()]
     assert ["127.0.0.1", "localhost"] in lines and ["127.0.1.1", "leaf1"] in lines
     assert ["::1", "localhost ip6-localhost ip6-loopback"] in lines
+    assert Path(m["Source"]).parent == tmp_path / ".hosts"  # beside the nodes' directories, never one of them
+
+
+def test_a_users_own_bind_of_etc_hosts_is_left_alone(tmp_path):
+    assert hosts_mounts(tmp_path, "leaf1", {"/etc/hosts"}) == []
+    assert not (tmp_path / ".hosts").exists()
+
+
+def test_a_link_where_the_hosts_directory_should_be_is_refused(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / ".hosts").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError, match="not a directory twin made"):
+        hosts_mounts(tmp_path, "leaf1", set())
+    assert list((tmp_path / "elsewhere").iterdir()) == []

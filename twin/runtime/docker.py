@@ -194,6 +194,7 @@ class DockerRuntime:
                 for b in dialect.binds(confdir.parent, node.name)
             ]
         mounts += [Mount(b.target, b.source, type="bind", read_only=b.read_only) for b in node.binds]
+        mounts += nodecontainer.hosts_mounts(confdir.parent, node.name, {m["Target"] for m in mounts})
         foreign = node.image is not None and self.foreign(node)
         entrypoint, command = (
             ownimage.start(self.client, node, node.image) if foreign and node.image else commands(node, kind.command)
@@ -206,7 +207,7 @@ class DockerRuntime:
 
         def create() -> Container:
             try:
-                c = self.client.containers.create(
+                return self.client.containers.create(
                     node.image or image,
                     entrypoint=entrypoint,
                     command=command,
@@ -227,13 +228,11 @@ class DockerRuntime:
                     tty=foreign,
                 )  # a terminal, as containerlab's
             except docker.errors.APIError as e:
-                if e.status_code != 409 or not tries:  # 409 after a try that timed out: the engine made it
-                    raise
-                c = self.client.containers.get(name)
-                if c.labels.get(LABEL_LAB) != lab:
-                    raise
-            nodecontainer.write_hosts(c, node.name)  # before it starts: Docker writes none without networking
-            return c
+                if e.status_code == 409 and tries:  # an earlier try timed out, but the engine made it
+                    c = self.client.containers.get(name)
+                    if c.labels.get(LABEL_LAB) == lab:
+                        return c
+                raise
 
         c = None
         try:

@@ -10,13 +10,15 @@ controller's in either order, moby/moby#42545, fixed in 23.0). Seen taking a 256
 
 from __future__ import annotations
 
-import io
-import tarfile
+import os
+from pathlib import Path
 
-from docker.models.containers import Container
+from docker.types import Mount
 
 from twin.topology.model import Node
 
+HOSTS = "/etc/hosts"
+HOSTS_DIR = ".hosts"  # in the lab directory: the nodes' /etc/hosts files (no node name starts with a dot)
 CPU_SHARES = 1024  # Docker's default weight of a container
 SESSIONS_PER_SHARE = 8  # BGP sessions a node has for each CPU_SHARES of weight: a leaf's uplinks
 
@@ -41,18 +43,17 @@ ff02::2\tip6-allrouters
 """
 
 
-def etc_hosts(name: str) -> bytes:
-    """A node's /etc/hosts (a tar of it, for `put_archive` into /etc, before the container starts): what
-    Docker writes in a container, and the node's name (sudo looks it up)."""
-    data = ETC_HOSTS.format(name=name).encode()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("hosts")
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def write_hosts(c: Container, name: str) -> None:
-    """Node `name`'s /etc/hosts into its container `c`, made and not started yet."""
-    c.put_archive("/etc", etc_hosts(name))
+def hosts_mounts(labdir: Path, name: str, taken: set[str]) -> list[Mount]:
+    """Node `name`'s /etc/hosts, as Docker binds the file it writes into a container with networking:
+    the loopback names and the node's own (sudo looks it up; NVUE's `system hostname` adds its new one).
+    None where a bind of the user's is there already."""
+    if HOSTS in taken:
+        return []
+    d = labdir / HOSTS_DIR
+    d.mkdir(exist_ok=True)
+    if d.is_symlink() or not d.is_dir():
+        raise OSError(f"{d} is not a directory twin made")
+    fd = os.open(d / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(ETC_HOSTS.format(name=name))
+    return [Mount(HOSTS, str(d / name), type="bind")]
