@@ -136,6 +136,11 @@ def test_containers_get_only_what_nodes_need(lab):
     for name, c in lab.runtime.containers(NAME).items():
         hc = c.attrs["HostConfig"]
         assert hc["NetworkMode"] == "none" and hc["Init"] is True and hc["Privileged"] is False
+        assert c.attrs["Config"]["NetworkDisabled"] is True and c.attrs["NetworkSettings"]["Networks"] == {}
+        hosts = {m["Destination"]: m for m in c.attrs["Mounts"]}["/etc/hosts"]  # twin's: Docker writes none
+        assert hosts["Source"].endswith(f"/.hosts/{name}") and hosts["RW"] is True
+        assert f"127.0.1.1\t{name}" in lab.node(name).check(["cat", "/etc/hosts"]).stdout
+        assert lab.node(name).check(["getent", "hosts", "localhost"]).stdout.startswith(("127.0.0.1", "::1"))
         assert c.labels["twin.lab"] == NAME and c.labels["twin.node"] == name
         if lab.fabric.nodes[name].runs_bgp:
             assert sorted(hc["CapAdd"]) == ["NET_ADMIN", "NET_RAW", "SYS_ADMIN"]
