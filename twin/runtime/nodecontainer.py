@@ -10,6 +10,7 @@ controller's in either order, moby/moby#42545, fixed in 23.0). Seen taking a 256
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def cpu_shares(node: Node) -> int:
     248 leafs of 8. With equal weights its FRR booted last and slowest (every leaf waits for it) and
     its sessions came up last: the 8 x 248 Clos's spines took 60 s more to load their config than
     any leaf, their sessions 60 s more to come up."""
-    return CPU_SHARES * max(1, -(-len(node.fabric_ports) // SESSIONS_PER_SHARE))
+    return CPU_SHARES * max(1, math.ceil(len(node.fabric_ports) / SESSIONS_PER_SHARE))
 
 
 ETC_HOSTS = """127.0.0.1\tlocalhost
