@@ -122,7 +122,7 @@ def test_routers_of_the_users_configs_converge_and_the_hosts_reach_each_other(la
 
 def test_an_adjacency_that_never_comes_up_is_named_on_the_deadline(tmp_path, runtime, node_image):
     topo, configs = write_lab(tmp_path, "t-by-rt-bad", wrong_as=True)
-    p = twin_cli("-v", "up", str(topo), "--configs", str(configs), "--image", node_image, "--timeout", "15")
+    p = twin_cli("-v", "up", str(topo), "--configs", str(configs), "--image", node_image, "--timeout", "30")
     assert p.returncode == 1
     assert "your routers' daemons, adjacencies and settled routes) not reached after" in p.stderr
     assert "  - r1: BGP neighbor 10.0.12.2 to r2:eth1: not up (" in p.stderr

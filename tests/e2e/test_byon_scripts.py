@@ -62,7 +62,7 @@ def test_no_wait_returns_deployed_and_a_failing_exec_is_reported_while_the_lab_g
 def test_up_that_waits_on_what_only_its_scripts_make_says_how_to_go_on(deployed, runtime, node_image):
     d, _ = deployed
     name = "t-by-evpn-wait"  # the same lab, without --no-wait: its leafs' scripts never run (issue 36)
-    p = twin_cli("up", str(d / "evpn-lab.yml"), "--name", name, "--image", node_image, "--timeout", "15")
+    p = twin_cli("up", str(d / "evpn-lab.yml"), "--name", name, "--image", node_image, "--timeout", "30")
     assert p.returncode == 1
     assert (
         f"error: lab {name} waits only for VRF or VXLAN devices that its routers' configs reference and nothing "

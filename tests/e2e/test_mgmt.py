@@ -21,13 +21,14 @@ import paramiko
 import pytest
 import requests
 import yaml
+from docker.types import IPAMConfig, IPAMPool
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import verify
 from twin.lab import Lab
 from twin.nvue import service as nvue_service
 from twin.runtime import etchosts
-from twin.topology import mgmt
+from twin.topology import load, mgmt
 
 pytestmark = pytest.mark.e2e
 
@@ -191,3 +192,37 @@ def test_a_node_started_again_gets_its_management_port_back(labs):
         assert run(c, "hostname")[1].strip() == "spine01"
     p = twin_cli("wait", A)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_a_subnet_another_lab_took_between_the_look_and_the_make_is_chosen_again(runtime, monkeypatch):
+    """Labs brought up at once do not wait for each other's network: Docker refuses the second network
+    on one subnet ("Pool overlaps"), and the lab that lost looks again and chooses another. Lab "race"'s
+    first look is made blind to the network lab "race-other" holds on the subnet its name points to."""
+    from twin.runtime import mgmt as runtime_mgmt
+
+    lab, other = "t-mgmt-race", "t-mgmt-race-other"
+    fabric = load(ROOT / "tests/e2e/small.yml").model_copy(update={"name": lab})
+    theirs = mgmt.choose(lab, 4, [])
+    real, looks = runtime_mgmt.taken, []
+
+    def first_look_blind(client, name):
+        looks.append(name)
+        return [] if len(looks) == 1 else real(client, name)
+
+    runtime.client.networks.create(
+        f"twin-{other}-mgmt",
+        internal=True,
+        ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=str(theirs))]),
+        labels={"twin.lab": other},
+    )
+    try:
+        monkeypatch.setattr(runtime_mgmt, "taken", first_look_blind)
+        got = runtime.claim_mgmt(fabric)
+        assert looks == [lab, lab], "looked again after Docker's refusal"
+        assert not IPv4Network(got.mgmt.subnet).overlaps(theirs)
+        (net,) = runtime.client.networks.list(filters={"label": f"twin.lab={lab}"})
+        assert net.attrs["IPAM"]["Config"][0]["Subnet"] == got.mgmt.subnet
+    finally:
+        runtime.remove_mgmt(lab)
+        runtime.remove_mgmt(other)
+    assert leftovers(runtime, lab) == [] and leftovers(runtime, other) == []

@@ -320,36 +320,38 @@ def test_a_node_on_an_image_of_its_own_has_no_management_port(tmp_path):
     ), "reached through its container"
 
 
-def test_two_labs_choose_their_management_subnets_one_after_the_other(tmp_path):
-    """Two bring-ups at once on one host (make test's workers, a server's users): the second looks at
-    Docker's networks only once the first's network holds its subnet (`choosing`), else both chose
-    one subnet and Docker refused the second with "Pool overlaps"."""
-    import threading
-    import time
-
+def test_a_subnet_another_lab_took_meanwhile_is_chosen_again_from_a_new_look(tmp_path, monkeypatch):
+    """Two bring-ups at once on one host (make test's workers, a server's users) choose without waiting
+    for each other: when both chose one subnet, Docker refuses the second's network ("Pool overlaps",
+    `SubnetTaken`), which looks again and chooses another. A subnet the topology gives is not changed:
+    the refusal is the error; neither is a host where every look finds its choice taken meanwhile."""
     from twin.runtime import mgmt as runtime_mgmt
 
-    lock, order = tmp_path / "lock" / "mgmt.lock", []
-    first_in = threading.Event()
+    fabric = load(ROOT / "tests/e2e/small.yml").model_copy(update={"name": "race"})
+    theirs = mgmt.choose("race", 4, [])  # another lab's network, made after our first look
+    looks: list[list[IPv4Network]] = [[], [theirs]]
+    made: list[str] = []
 
-    def first():
-        with runtime_mgmt.choosing("a", lock):
-            first_in.set()
-            order.append("a chooses")
-            time.sleep(0.3)
-            order.append("a made")
+    def make(f):
+        made.append(f.mgmt.subnet)
+        if IPv4Network(f.mgmt.subnet).overlaps(theirs):
+            raise runtime_mgmt.SubnetTaken(f"lab race: Docker refused its management network: {f.mgmt.subnet} overlaps")
 
-    t = threading.Thread(target=first)
-    t.start()
-    first_in.wait(5)
-    with runtime_mgmt.choosing("b", lock):
-        order.append("b chooses")
-    t.join()
-    assert order == ["a chooses", "a made", "b chooses"]
+    monkeypatch.setattr(runtime_mgmt, "taken", lambda client, lab: looks.pop(0))
+    got = runtime_mgmt.claim(None, fabric, (), make)
+    assert made == [str(theirs), got.mgmt.subnet] and not IPv4Network(got.mgmt.subnet).overlaps(theirs)
+    assert {n.mgmt for n in got.managed()} <= {str(a) for a in IPv4Network(got.mgmt.subnet).hosts()}
 
-    with runtime_mgmt.choosing("slow", lock):
-        with pytest.raises(TwinError) as e:
-            with runtime_mgmt.choosing("late", lock, timeout=0.2):
-                pass
-    assert str(e.value).startswith("lab late: a management subnet cannot be chosen: lab slow (pid "), e.value
-    assert "give the topology mgmt.subnet" in str(e.value)
+    monkeypatch.setattr(runtime_mgmt, "taken", lambda client, lab: [])
+    with pytest.raises(TwinError) as e:
+        runtime_mgmt.claim(None, fabric, (), make)  # every look misses it: TRIES refusals
+    assert str(e.value) == (
+        f"lab race: Docker refused its management network: {theirs} overlaps (5 subnets chosen, each taken "
+        "meanwhile); give the topology another mgmt.subnet, or mgmt.enabled: false"
+    )
+    assert len(made) == 2 + runtime_mgmt.TRIES
+    given = fabric.model_copy(update={"mgmt": fabric.mgmt.model_copy(update={"subnet": str(theirs)})})
+    with pytest.raises(TwinError) as e:
+        runtime_mgmt.claim(None, given, (), make)
+    assert str(e.value).endswith(f"{theirs} overlaps; give the topology another mgmt.subnet, or mgmt.enabled: false")
+    assert len(made) == 3 + runtime_mgmt.TRIES, "the topology's subnet is tried once"

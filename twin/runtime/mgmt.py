@@ -11,24 +11,19 @@ The pair dies with that namespace, so with the node; `remove` takes the network 
 containers, and after a crash: it is found by its label).
 
 `taken` is what a management subnet must not overlap here: every Docker network's subnets and
-this host's routes (`twin.topology.mgmt.choose` picks among the rest). `choosing` holds the host's
-one lock (`LOCK`, whatever $TWIN_HOME says: Docker's networks are the host's) from that look until
-the network holds its subnet: two labs brought up at once never choose one subnet (Docker would
-refuse the second with "Pool overlaps").
+this host's routes (`twin.topology.mgmt.choose` picks among the rest, from where the lab's name
+points). Docker is the arbiter between labs brought up at once: each chooses and makes its network
+on its own, and when two chose one subnet Docker refuses the second ("Pool overlaps"), which looks
+again and chooses another (`claim`). No lab waits for another's network to be made.
 """
 
 from __future__ import annotations
 
 import errno
-import fcntl
-import os
-import time
 import zlib
-from contextlib import ExitStack, contextmanager
 from functools import partial
 from ipaddress import IPv4Network, ip_network
-from pathlib import Path
-from typing import Callable, Collection, Iterator
+from typing import Callable, Collection
 
 import docker
 from docker.models.networks import Network
@@ -46,39 +41,11 @@ from twin.topology import mgmt as topology_mgmt
 from twin.topology.model import Fabric
 
 BRIDGE_OPTION = "com.docker.network.bridge.name"
-LOCK = Path("/run/lock/twin-mgmt.lock")  # held from a subnet's choice until its network holds it
-CHOOSING = 60.0  # s another bring-up may hold it: a look at Docker's networks and one network made
+TRIES = 5  # looks at this host's subnets: each refusal was another lab's network made meanwhile
 
 
-@contextmanager
-def choosing(lab: str, path: Path = LOCK, timeout: float = CHOOSING) -> Iterator[None]:
-    """This host's management subnets are lab `lab`'s to choose from until the block ends (a network
-    made in it holds its subnet then); TwinError naming the holder when another lab keeps them longer
-    than `timeout`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
-        deadline = wait.Deadline.after(timeout)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if deadline.passed():
-                    held = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another twin"
-                    raise TwinError(
-                        f"lab {lab}: a management subnet cannot be chosen: {held} has held {path} for "
-                        f"{timeout:.0f}s; wait for it, or give the topology mgmt.subnet"
-                    ) from None
-                time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"lab {lab} (pid {os.getpid()})".encode(), 0)
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-    finally:
-        os.close(fd)  # the kernel releases the hold with the last descriptor
+class SubnetTaken(TwinError):
+    """Docker refused a management network: its subnet overlaps another network's."""
 
 
 def bridge_name(lab: str) -> str:
@@ -132,18 +99,25 @@ def claim(
 ) -> Fabric:
     """`fabric` with its management subnet (the topology's, else one no Docker network or route of this
     host overlaps) and its managed nodes' addresses (but those of `own`: nodes of an image of their
-    own), its network made (`make`): chosen and made under the host's lock (`choosing`), so two labs
-    brought up at once never choose one subnet."""
+    own), its network made (`make`). A subnet another lab's network took between the look and the make
+    (Docker refuses ours: `SubnetTaken`) is chosen again, from a new look, up to TRIES times."""
     if fabric.mgmt is None:
         return fabric
-    lab = fabric.name
-    with ExitStack() as turn:
-        with wait.doing(f"lab {lab}", "its turn to choose a management subnet"):
-            turn.enter_context(choosing(lab, timeout=wait.cut(CHOOSING, "a management subnet's choice")))
-        fabric = topology_mgmt.resolve(fabric, taken(client, lab), own)
-        with wait.doing(f"lab {lab}", "its management network made"):
-            make(fabric)
-    return fabric
+    lab, given, tries = fabric.name, fabric.mgmt.subnet, 0
+    while True:
+        tries += 1
+        with wait.doing(f"lab {lab}", "a management subnet chosen"):
+            chosen = topology_mgmt.resolve(fabric, taken(client, lab), own)
+        try:
+            with wait.doing(f"lab {lab}", "its management network made"):
+                make(chosen)
+            return chosen
+        except SubnetTaken as e:
+            if given or tries == TRIES:
+                raise TwinError(
+                    f"{e}{'' if given else f' ({tries} subnets chosen, each taken meanwhile)'}; give the "
+                    "topology another mgmt.subnet, or mgmt.enabled: false"
+                ) from None
 
 
 def create(client: docker.DockerClient, fabric: Fabric) -> str:
@@ -175,6 +149,11 @@ def create(client: docker.DockerClient, fabric: Fabric) -> str:
     except docker.errors.APIError as e:
         if any(_ours(n, lab, m.subnet, m.gateway) for n in _networks(client, lab)):
             return bridge_name(lab)  # an earlier try that timed out made it
+        if "overlaps" in str(e.explanation or e):
+            raise SubnetTaken(
+                f"lab {lab}: Docker refused its management network {name}: {m.subnet} overlaps another "
+                f"network's ({e.explanation or e})"
+            ) from None
         raise TwinError(
             f"lab {lab}: Docker refused its management network {name} ({m.subnet}): "
             f"{e.explanation or e}; another network may have taken the subnet meanwhile: `twin up` "
