@@ -86,9 +86,9 @@ def test_a_timeout_names_dead_daemons_and_oom_kills_before_what_is_missing(make_
     assert "leaf2: out of memory: 1 process(es) killed in its container" in causes
     assert any(c.startswith("kernel: out of memory") and "python3" in c for c in causes), causes
     text = str(exc.value)
-    assert text.splitlines()[0].startswith(
-        "convergence (BGP sessions, loopback routes) not reached after 3s; host-level cause: "
-    )
+    assert re.match(  # its last round may end past the 3 s on a busy machine
+        r"convergence \(BGP sessions, loopback routes\) not reached after [3-9]s; host-level cause: ", text
+    ), text.splitlines()[0]
     assert text.index("  ! leaf1: FRR bgpd") < text.index("  - "), "causes come before what is missing"
     assert any(m.startswith("leaf1:") for m in exc.value.missing)
 
