@@ -63,11 +63,13 @@ sys.exit(0 if {{int(v) for v in sys.argv[1:]}} <= known else 1)' "$@" 2>/dev/nul
 WAIT_SCRIPT = "twin-wait.sh"
 
 
-def wait_then_exec(ports: list[str]) -> str:
-    """sh that waits until every port exists and is up (twin set it up), then runs its arguments."""
+def wait_then_exec(ports: list[str], sysfs: str = "/sys/class/net") -> str:
+    """sh that waits until every port exists and is up (twin set it up), then runs its arguments. A
+    port's flags are read once they are there: its directory can appear before its attributes do (a
+    port moved into the node), and an empty value in sh's arithmetic ends the script (exit 2)."""
     return f"""for p in {" ".join(ports)}; do
   n=0
-  until [ -e /sys/class/net/$p ] && [ $(( $(cat /sys/class/net/$p/flags) & 1 )) = 1 ]; do
+  until f=$(cat {sysfs}/$p/flags 2>/dev/null) && [ -n "$f" ] && [ $(( $f & 1 )) = 1 ]; do
     n=$((n + 1)); [ $n -le {int(HOST_PORTS / POLL)} ] || \
 {{ echo "twin: port $p of this node never came up" >&2; exit 1; }}
     sleep {POLL}
