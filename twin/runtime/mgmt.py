@@ -156,8 +156,7 @@ def create(client: docker.DockerClient, fabric: Fabric) -> str:
             ) from None
         raise TwinError(
             f"lab {lab}: Docker refused its management network {name} ({m.subnet}): "
-            f"{e.explanation or e}; another network may have taken the subnet meanwhile: `twin up` "
-            "again chooses another, or give the topology mgmt.subnet"
+            f"{e.explanation or e}; give the topology another mgmt.subnet, or mgmt.enabled: false"
         ) from None
     return bridge_name(lab)
 
