@@ -141,10 +141,15 @@ def test_sigterm_of_up_mid_bring_up_removes_what_it_made_and_frees_the_lock(runt
     ready = (
         (lambda: len(runtime.containers(name)) >= 2) if when == "containers made" else (lambda: booting(runtime, name))
     )
-    wait.until(
-        lambda: [] if ready() or proc.poll() is not None else [when], 60, f"{name}: {when}", first=0.01, cap=0.02
-    )
-    assert proc.poll() is None, "up finished before it could be stopped"
+    try:
+        wait.until(
+            lambda: [] if ready() or proc.poll() is not None else [when], 60, f"{name}: {when}", first=0.01, cap=0.02
+        )
+        assert proc.poll() is None, "up finished before it could be stopped"
+    except BaseException:  # not left bringing the lab up under the next test
+        proc.kill()
+        proc.communicate()
+        raise
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, (out, err)

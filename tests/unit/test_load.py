@@ -228,7 +228,7 @@ def test_down_tries_unconfirmed_kills_again_and_names_what_is_left(monkeypatch):
     gone: list[str] = []
     boxes = [Box("twin-t-a", 0, gone), Box("twin-t-b", 2, gone)]
     rt = DockerRuntime.__new__(DockerRuntime)
-    monkeypatch.setattr(rt, "containers", lambda lab: {b.name: b for b in boxes if b.name not in gone})
+    monkeypatch.setattr(rt, "owned", lambda lab: [b for b in boxes if b.name not in gone])
     monkeypatch.setattr("twin.runtime.docker.time.sleep", lambda s: None)
     assert rt.remove("t") == ["twin-t-a", "twin-t-b"] and gone == ["twin-t-a", "twin-t-b"]
 
@@ -244,6 +244,49 @@ def test_down_tries_unconfirmed_kills_again_and_names_what_is_left(monkeypatch):
         "event): twin-t-c; `docker rm -f twin-t-c` removes them, or `twin down t` again"
     )
     assert exc.value.names == ["twin-t-c"] and gone == ["twin-t-a"]
+
+
+class Engine:
+    """Docker's container API as the SDK's own collection reads it: a listing of ids, then an inspect
+    of each; `gone` were removed in between (a lab's throwaway container ending)."""
+
+    def __init__(self, labels: dict[str, dict[str, str]], gone: set[str]):
+        self.labels, self.gone, self.filters = labels, gone, []
+
+    def containers(self, filters, **kw):
+        self.filters.append(filters["label"])
+        wanted = [f.partition("=") for f in filters["label"]]
+        return [
+            {"Id": i}
+            for i, have in self.labels.items()
+            if all(k in have and have[k] == (v or have[k]) for k, _, v in wanted)
+        ]
+
+    def inspect_container(self, cid):
+        if cid in self.gone:
+            raise docker.errors.NotFound(f"No such container: {cid}")
+        return {"Id": cid, "Name": f"/{cid}", "Config": {"Labels": self.labels[cid]}}
+
+
+def test_a_lab_lists_its_nodes_not_its_throwaways_and_a_container_removed_mid_listing_is_just_gone():
+    """Stop 52's CI: `containers` raced the removal of the lab's FRR config check and failed with
+    "No such container"; the check's container is not a node either, though `down` removes it."""
+    lab = {"twin.lab": "t"}
+    engine = Engine(
+        {
+            "twin-t-leaf1": lab | {"twin.node": "leaf1"},
+            "twin-t-leaf2": lab | {"twin.node": "leaf2"},
+            "twin-t-spine1": lab | {"twin.node": "spine1"},
+            "twin-t-dryrun": lab,
+            "twin-u-leaf1": {"twin.lab": "u", "twin.node": "leaf1"},
+        },
+        gone={"twin-t-leaf2"},
+    )
+    rt = DockerRuntime.__new__(DockerRuntime)
+    rt.client = SimpleNamespace(containers=docker.models.containers.ContainerCollection(SimpleNamespace(api=engine)))
+    assert {n: h.name for n, h in rt.containers("t").items()} == {"leaf1": "twin-t-leaf1", "spine1": "twin-t-spine1"}
+    assert sorted(h.name for h in rt.owned("t")) == ["twin-t-dryrun", "twin-t-leaf1", "twin-t-spine1"]
+    assert engine.filters == [["twin.lab=t", "twin.node"], ["twin.lab=t"]]
 
 
 # --- helpers and signals --------------------------------------------------------------------------

@@ -35,7 +35,6 @@ from twin.runtime.rtdump import enough_files
 from twin.topology.model import Fabric, Node
 
 PARALLEL = 16  # concurrent Docker API calls
-LIST_TRIES = 5  # listings raced by a removal, before the error stands
 
 
 class DockerRuntime:
@@ -283,24 +282,25 @@ class DockerRuntime:
             pool.shutdown(wait=True, cancel_futures=True)
 
     # --- inspect -----------------------------------------------------------
-    def _list(self, label: str) -> list[Container]:
-        """Containers carrying `label`. The SDK lists, then inspects each: one removed in between
-        (another twin taking a lab down) is listed again, not an error."""
-
-        def listing() -> list[Container]:
-            for _ in range(LIST_TRIES - 1):
-                try:
-                    return self.client.containers.list(all=True, filters={"label": label})
-                except docker.errors.NotFound:
-                    continue
-            return self.client.containers.list(all=True, filters={"label": label})
-
-        return dockerapi.call(f"listing the containers labelled {label}", listing)
+    def _list(self, *labels: str) -> list[Container]:
+        """Containers carrying every one of `labels`. The SDK lists, then inspects each: one removed in
+        between (a throwaway container of the lab ending, another twin taking a lab down) is gone, not
+        an error."""
+        return dockerapi.call(
+            f"listing the containers labelled {' and '.join(labels)}",
+            lambda: self.client.containers.list(all=True, filters={"label": list(labels)}, ignore_removed=True),
+        )
 
     def containers(self, lab: str) -> dict[str, NodeHandle]:
-        """The nodes of lab `lab` that have a container (running or not), by node name."""
+        """The nodes of lab `lab` that have a container (running or not), by node name; not the lab's
+        throwaway containers (FRR checking the user's configs)."""
         with engine_errors(f"lab {lab}: listing its containers"):
-            return {c.labels.get(LABEL_NODE, c.name): NodeHandle(c) for c in self._list(f"{LABEL_LAB}={lab}")}
+            return {c.labels[LABEL_NODE]: NodeHandle(c) for c in self._list(f"{LABEL_LAB}={lab}", LABEL_NODE)}
+
+    def owned(self, lab: str) -> list[NodeHandle]:
+        """Every container labelled with lab `lab`: its nodes and its throwaway containers."""
+        with engine_errors(f"lab {lab}: listing its containers"):
+            return [NodeHandle(c) for c in self._list(f"{LABEL_LAB}={lab}")]
 
     def labs(self) -> dict[str, list[NodeHandle]]:
         out: dict[str, list[NodeHandle]] = {}
@@ -337,14 +337,14 @@ class DockerRuntime:
         """Remove every container labelled with this lab; their links die with their namespaces.
         A removal Docker cannot confirm under load (a kill without its exit event, a timeout) is
         tried again until `timeouts.down`; then LeftBehind names what is left."""
-        found = list(self.containers(lab).values())
+        found = self.owned(lab)
         seen, start, rounds = dict.fromkeys(c.name for c in found), time.monotonic(), 0
         limit = timeouts.down(len(found))
         while found:
             rounds += 1
             with ThreadPoolExecutor(PARALLEL) as pool:
                 failed = {c.name: e for c, e in zip(found, pool.map(_remove, found)) if e}
-            found = list(self.containers(lab).values())
+            found = self.owned(lab)
             seen |= dict.fromkeys(c.name for c in found)
             if found and time.monotonic() - start >= limit:
                 raise LeftBehind(lab, sorted(c.name for c in found), failed, time.monotonic() - start)
