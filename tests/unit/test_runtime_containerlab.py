@@ -73,8 +73,13 @@ class FakeClient:
     def ping(self):
         return True
 
-    def list(self, all, filters):
-        return [c for c in self.made if not getattr(c, "removed", False)]
+    def list(self, filters, **kw):
+        wanted = [f.partition("=") for f in filters["label"]]
+        return [
+            c
+            for c in self.made
+            if not getattr(c, "removed", False) and all(c.labels.get(k) == (v or c.labels.get(k)) for k, _, v in wanted)
+        ]
 
 
 def inspect_of(nodes: list[str]) -> str:
