@@ -16,6 +16,7 @@ import docker
 import pytest
 import requests
 
+from tests.unit.engine import labelled
 from tests.unit.fabrics import clos
 from twin.base import timeouts
 from twin.base.errors import CommandError, Stopped, TwinError
@@ -255,12 +256,7 @@ class Engine:
 
     def containers(self, filters, **kw):
         self.filters.append(filters["label"])
-        wanted = [f.partition("=") for f in filters["label"]]
-        return [
-            {"Id": i}
-            for i, have in self.labels.items()
-            if all(k in have and have[k] == (v or have[k]) for k, _, v in wanted)
-        ]
+        return [{"Id": i} for i, have in self.labels.items() if labelled(have, filters["label"])]
 
     def inspect_container(self, cid):
         if cid in self.gone:

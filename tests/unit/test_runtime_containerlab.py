@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.unit.engine import labelled
 from twin.base.errors import TwinError
 from twin.runtime import containerlab as C
 from twin.runtime import registry
@@ -74,12 +75,7 @@ class FakeClient:
         return True
 
     def list(self, filters, **kw):
-        wanted = [f.partition("=") for f in filters["label"]]
-        return [
-            c
-            for c in self.made
-            if not getattr(c, "removed", False) and all(c.labels.get(k) == (v or c.labels.get(k)) for k, _, v in wanted)
-        ]
+        return [c for c in self.made if not getattr(c, "removed", False) and labelled(c.labels, filters["label"])]
 
 
 def inspect_of(nodes: list[str]) -> str:
