@@ -113,6 +113,9 @@ def test_rendered_config_in_lab_dir_is_what_the_node_runs(lab):
         running = lab.node(node).vtysh("show running-config")
         assert f"router bgp {lab.fabric.nodes[node].asn}" in running
         assert "frr defaults datacenter" in running
+        # zebra's queue to the shared kernel, as rendered (a full queue of 200 made FRR 10.3's zebra spin)
+        assert "zebra dplane limit 10000" in running
+        assert "Route update queue limit: 10000" in lab.node(node).vtysh("show zebra dplane")
         assert (lab.dir / node / "daemons").read_text().count("bgpd=yes") == 1
 
 

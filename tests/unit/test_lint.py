@@ -190,7 +190,7 @@ def test_strict_up_refuses_before_anything_is_made(tmp_path, monkeypatch):
     said = []
     with pytest.raises(LintFailed) as e:
         lab.up(strict=True, warn=said.append)
-    assert said and said[0].findings and "spine2/frr.conf:23: router bgp 65102: 65102 is leaf2's ASN" in str(e.value)
+    assert said and said[0].findings and "spine2/frr.conf:29: router bgp 65102: 65102 is leaf2's ASN" in str(e.value)
     assert not (tmp_path / "home" / "labs" / "h45-strict").exists()
     with pytest.raises(TopologyError):  # LintFailed is a TopologyError: printed whole, exit 1
         raise e.value
