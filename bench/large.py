@@ -162,7 +162,10 @@ def measure(label: str, f: Path, name: str, tmp: Path, timeout: float | None = N
         if "would not converge on this host" in error and "nothing was created" in error:
             return row | {"refused": error, "load_after": load1()}
         Lab(name).down()
-        return row | {"failed": error, "after_s": row["command_s"], "load_after": load1()}
+        kept = ROOT / "bench-results" / f"large-failed-{log.name}"  # the whole output: what was missing, where
+        kept.parent.mkdir(exist_ok=True)
+        kept.write_text(text)
+        return row | {"failed": f"{error} (whole output: {kept})", "after_s": row["command_s"], "load_after": load1()}
     try:
         host_cpu = host_busy() - busy0
         st, _ = state.load(state.labdir(name))
