@@ -40,13 +40,14 @@ from twin.base.errors import TwinError
 from twin.lifecycle import hostlimits
 from twin.topology.model import BgpTimers, Fabric
 
-# fitted (least squares of the relative error) to the FRR CPU-s of Clos labs measured by `make bench` and
-# `make bench-large` on a 2-core host since twin renders sender-side loop detection (docs/performance.md):
-# 6 FRR nodes: 2, 24: 8, 48: 20-28, 128: 70, 256: 230-256 (the figures give 2, 9, 21, 80, 237)
-CPU_PER_ROUTER = 0.35  # FRR CPU-s per FRR node from start to convergence (quiet host)
-CPU_PER_LINK_ROUTE = 0.00029  # ... and per fabric link per router of the lab
+# fitted (least squares of the relative error) to the FRR CPU-s of Clos labs measured by `make bench`,
+# `make bench-large` and `make bench-compare` on a 2-core host since zebra's dataplane queue holds 10,000
+# updates (docs/performance.md): 6 FRR nodes: 2, 24: 8, 48: 15, 128: 53, 256: 125-145 (the figures give 2,
+# 8, 17, 53, 135); before that queue, zebra's spinning made 256 nodes cost 230-256 (the per-link term)
+CPU_PER_ROUTER = 0.31  # FRR CPU-s per FRR node from start to convergence (quiet host)
+CPU_PER_LINK_ROUTE = 0.00011  # ... and per fabric link per router of the lab
 HOST_CPU_PER_NODE = 0.4  # the rest of a bring-up per FRR node: Docker, the kernel, twin (make bench-large:
-# the host's CPU-s less FRR's, 0.31 at 48 nodes, 0.32 at 128, 0.39-0.53 at 256)
+# the host's CPU-s less FRR's, 0.31 at 48 nodes, 0.32 at 128, 0.39-0.53 at 256; 0.17, 0.21 and 0.25-0.30 since)
 MIN_SHARE = 0.5  # a lab gets at least this share of the cores: the kernel shares them with other work
 ROUTERS_PER_CORE = 32  # FRR nodes per free core that FRR's datacenter timers outlast in a bring-up
 KEEPALIVE, HOLD, MAX_SCALE = 3, 9, 20
