@@ -16,6 +16,7 @@ import pytest
 from pyroute2 import IPRoute
 
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
+from twin.config.render import ZEBRA_DPLANE_LIMIT
 from twin.lab import Lab
 from twin.runtime import images
 from twin.runtime.netns import netns_path, tenant_netns_path
@@ -114,8 +115,8 @@ def test_rendered_config_in_lab_dir_is_what_the_node_runs(lab):
         assert f"router bgp {lab.fabric.nodes[node].asn}" in running
         assert "frr defaults datacenter" in running
         # zebra's queue to the shared kernel, as rendered (a full queue of 200 made FRR 10.3's zebra spin)
-        assert "zebra dplane limit 10000" in running
-        assert "Route update queue limit: 10000" in lab.node(node).vtysh("show zebra dplane")
+        assert f"zebra dplane limit {ZEBRA_DPLANE_LIMIT}" in running
+        assert f"Route update queue limit: {ZEBRA_DPLANE_LIMIT}" in lab.node(node).vtysh("show zebra dplane")
         assert (lab.dir / node / "daemons").read_text().count("bgpd=yes") == 1
 
 

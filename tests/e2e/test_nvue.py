@@ -15,6 +15,7 @@ import pytest
 from tests.e2e.conftest import ROOT, leftovers, twin_cli
 from twin import verify
 from twin.base import wait
+from twin.config.render import ZEBRA_DPLANE_LIMIT
 from twin.lab import Lab
 
 pytestmark = pytest.mark.e2e
@@ -70,7 +71,7 @@ def test_the_samples_come_up_converged_and_pass_verify(lab):
     assert lab.state.user_files == {"dpu1": ["startup.yaml"], "leaf01": ["startup.yaml"]}
     running = lab.node("dpu1").vtysh("show running-config")
     assert "neighbor p0 interface peer-group underlay" in running and "vni 4001" in running
-    assert "zebra dplane limit 10000" in running, "twin's own setting for a shared kernel, as in its FRR dialect"
+    assert f"zebra dplane limit {ZEBRA_DPLANE_LIMIT}" in running, "as in twin's FRR dialect"
     assert "10.1.10.2/24" in lab.node("leaf01").check(["ip", "-n", "red", "addr", "show", "br10"]).stdout
     p = twin_cli("verify", NAME, "--json")
     assert p.returncode == 0, p.stdout[-3000:]

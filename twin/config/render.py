@@ -45,6 +45,11 @@ ALL_DAEMONS = (
 # when FRR releases them from its config hold. On a host busy for the lab (BGP timers scaled by
 # admission) FRR's heuristic stays: there sessions come up over many seconds, and grouping them saves CPU.
 COALESCE_MS = 100
+# Route updates zebra queues for the kernel (FRR's default: 200), in every router twin renders (FRR files
+# and NVUE alike): a lab's routers share one kernel and take its routing lock in turn, and with a full queue
+# zebra retries every 1 ms, a wait FRR 10.3's event loop rounds down to 0 and spins on (FRRouting/frr#19715;
+# issue 46, docs/performance.md "The barrier at 256 nodes"). 10,000 is FRR's maximum.
+ZEBRA_DPLANE_LIMIT = 10000
 
 
 def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
@@ -76,6 +81,7 @@ def frr_files(node: Node, fabric: Fabric, backend: Backend) -> dict[str, str]:
         public=public,
         one_peer_as=len(peer_as) == 1,
         coalesce=None if fabric.timers else COALESCE_MS,
+        dplane_limit=ZEBRA_DPLANE_LIMIT,
     )
     return {name: render_template(f"frr/{name}.j2", **ctx) for name in ("frr.conf", "daemons", "vtysh.conf")}
 

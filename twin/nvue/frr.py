@@ -15,6 +15,7 @@ from typing import Callable
 
 import jinja2
 
+from twin.config.render import ZEBRA_DPLANE_LIMIT
 from twin.config.safetext import UnsafeText, finalize, template_line
 from twin.nvue.model import MGMT, Bfd, Bgp, NodeConf, Peer, Static, Vrf
 from twin.nvue.policy import Policy
@@ -78,6 +79,7 @@ def render(conf: NodeConf, node: str, devices: dict[str, str], vrfs: dict[str, s
         return _env.get_template("frr.conf.j2").render(
             node=node,
             version=VERSION,
+            dplane_limit=ZEBRA_DPLANE_LIMIT,
             hostname=conf.hostname or node,
             bgp=b,
             neighbors_=_peers(b, dev),
